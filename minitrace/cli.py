@@ -1,0 +1,53 @@
+"""The ``minitrace`` command line: subcommands are the modules of ``minitrace.commands``.
+
+Exit status: 0 success, 1 error (one line on stderr, traceback only with ``--debug``), 2 usage.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import pkgutil
+import sys
+
+from . import __version__, commands
+from .errors import MinitraceError
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="minitrace",
+        description="Record, benchmark, convert and analyse MPI traces (HDF5 time-independent "
+                    "traces).")
+    p.add_argument("--version", action="version", version=f"minitrace {__version__}")
+    p.add_argument("--debug", action="store_true", help="show tracebacks on errors")
+    sub = p.add_subparsers(dest="command", metavar="COMMAND")
+    for mod in sorted(m.name for m in pkgutil.iter_modules(commands.__path__)):
+        importlib.import_module(f"{commands.__name__}.{mod}").register(sub)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 2
+    try:
+        return int(args.func(args) or 0)
+    except MinitraceError as e:
+        if args.debug:
+            raise
+        print(f"minitrace: error: {e}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("minitrace: interrupted", file=sys.stderr)
+        return 130
+    except (OSError, ValueError) as e:
+        if args.debug:
+            raise
+        print(f"minitrace: error: {e} (rerun with --debug for details)", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

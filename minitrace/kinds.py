@@ -1,0 +1,85 @@
+"""The vocabulary of the trace model: every action kind, with a stable numeric code.
+
+Codes are part of the file format (the ``kind`` column stores them) and must never be
+renumbered; new kinds are appended.  Names are lower-case MPI names without the ``MPI_``
+prefix, so ``MPI_Isend`` is ``isend``; the MPI-4 big-count ``_c`` forms map to the same kind.
+"""
+from __future__ import annotations
+
+# (code, name, category).  Categories drive validation and export:
+#   meta     - program structure (init, finalize, compute, markers)
+#   send     - a point-to-point send (blocking or non-blocking)
+#   recv     - a point-to-point receive
+#   p2p      - other point-to-point (sendrecv, probes)
+#   persist  - persistent / partitioned request set-up and use
+#   complete - request completion
+#   coll     - a blocking collective
+#   icoll    - a non-blocking collective (completes through a request)
+#   comm     - communicator management
+KINDS: list[tuple[int, str, str]] = [
+    (0, "init", "meta"), (1, "finalize", "meta"), (2, "compute", "meta"), (3, "sleep", "meta"),
+    (4, "abort", "meta"), (5, "region_begin", "meta"), (6, "region_end", "meta"),
+    (7, "pause", "meta"), (8, "resume", "meta"),
+    (10, "send", "send"), (11, "ssend", "send"), (12, "bsend", "send"), (13, "rsend", "send"),
+    (14, "isend", "send"), (15, "issend", "send"), (16, "ibsend", "send"), (17, "irsend", "send"),
+    (20, "recv", "recv"), (21, "irecv", "recv"),
+    (22, "sendrecv", "p2p"), (23, "sendrecv_replace", "p2p"), (24, "probe", "p2p"),
+    (25, "iprobe", "p2p"),
+    (30, "send_init", "persist"), (31, "ssend_init", "persist"), (32, "bsend_init", "persist"),
+    (33, "rsend_init", "persist"), (34, "recv_init", "persist"), (35, "start", "persist"),
+    (36, "startall", "persist"), (37, "request_free", "persist"),
+    (38, "psend_init", "persist"), (39, "precv_init", "persist"), (40, "pready", "persist"),
+    (41, "pready_range", "persist"), (42, "pready_list", "persist"), (43, "parrived", "persist"),
+    (50, "wait", "complete"), (51, "waitall", "complete"), (52, "waitany", "complete"),
+    (53, "waitsome", "complete"), (54, "test", "complete"), (55, "testall", "complete"),
+    (56, "testany", "complete"), (57, "testsome", "complete"),
+    (60, "barrier", "coll"), (61, "bcast", "coll"), (62, "reduce", "coll"),
+    (63, "allreduce", "coll"), (64, "reduce_scatter", "coll"),
+    (65, "reduce_scatter_block", "coll"), (66, "scan", "coll"), (67, "exscan", "coll"),
+    (68, "gather", "coll"), (69, "gatherv", "coll"), (70, "scatter", "coll"),
+    (71, "scatterv", "coll"), (72, "allgather", "coll"), (73, "allgatherv", "coll"),
+    (74, "alltoall", "coll"), (75, "alltoallv", "coll"), (76, "alltoallw", "coll"),
+    (80, "ibarrier", "icoll"), (81, "ibcast", "icoll"), (82, "ireduce", "icoll"),
+    (83, "iallreduce", "icoll"), (84, "ireduce_scatter", "icoll"),
+    (85, "ireduce_scatter_block", "icoll"), (86, "iscan", "icoll"), (87, "iexscan", "icoll"),
+    (88, "igather", "icoll"), (89, "igatherv", "icoll"), (90, "iscatter", "icoll"),
+    (91, "iscatterv", "icoll"), (92, "iallgather", "icoll"), (93, "iallgatherv", "icoll"),
+    (94, "ialltoall", "icoll"), (95, "ialltoallv", "icoll"), (96, "ialltoallw", "icoll"),
+    (100, "comm_split", "comm"), (101, "comm_split_type", "comm"), (102, "comm_dup", "comm"),
+    (103, "comm_create", "comm"), (104, "comm_free", "comm"), (105, "comm_size", "comm"),
+    (106, "comm_idup", "comm"), (107, "comm_create_group", "comm"), (108, "cart_create", "comm"),
+]
+
+CODE: dict[str, int] = {name: code for code, name, _ in KINDS}
+NAME: dict[int, str] = {code: name for code, name, _ in KINDS}
+CATEGORY: dict[str, str] = {name: cat for _, name, cat in KINDS}
+
+#: Collectives with a root (the ``peer`` column holds the root's world rank).
+ROOTED = frozenset({"bcast", "reduce", "gather", "gatherv", "scatter", "scatterv",
+                    "ibcast", "ireduce", "igather", "igatherv", "iscatter", "iscatterv"})
+#: Kinds whose per-peer byte vector is stored in the side table (see docs/FORMAT.md).
+VECTOR_KINDS = frozenset({"gatherv", "scatterv", "allgatherv", "alltoallv", "alltoallw",
+                          "reduce_scatter", "igatherv", "iscatterv", "iallgatherv",
+                          "ialltoallv", "ialltoallw", "ireduce_scatter"})
+#: Non-blocking kinds that create a request completed later by a wait/test.
+REQUEST_KINDS = frozenset({"isend", "issend", "ibsend", "irsend", "irecv"}
+                          | {n for n, c in CATEGORY.items() if c == "icoll"})
+#: Blocking collective kind for each non-blocking one (``iallreduce`` -> ``allreduce``).
+BLOCKING_OF = {n: n[1:] for n, c in CATEGORY.items() if c == "icoll"}
+
+# Bits of the ``flags`` column.
+FLAG_ANY_SOURCE = 1      # receive posted with MPI_ANY_SOURCE, peer resolved from the status
+FLAG_ANY_TAG = 2         # receive posted with MPI_ANY_TAG, tag resolved from the status
+FLAG_IN_PLACE = 4        # collective called with MPI_IN_PLACE
+FLAG_COMPLETED = 8       # a test* call that completed at least one request
+FLAG_UNRESOLVED = 16     # a receive whose completion was never seen (peer/size as posted)
+FLAG_PERSISTENT = 32     # a start of a persistent (not partitioned) request
+FLAG_PARTITIONED = 64    # a start of a partitioned request
+
+
+def code(name: str) -> int:
+    """Code of a kind name; raises KeyError with the list of known kinds."""
+    try:
+        return CODE[name]
+    except KeyError:
+        raise KeyError(f"unknown action kind {name!r}") from None

@@ -1,0 +1,345 @@
+"""The HDF5 file format (see docs/FORMAT.md): writing and low-level reading with h5py.
+
+Columns are stored one dataset each, chunked and compressed (shuffle + gzip).  Three
+encodings make loop-like traces small: timestamps are integer nanoseconds, delta-coded within
+each rank (``t_end`` as a duration); ``vec_off`` is not stored (it follows from ``vec_len``);
+``volume`` is stored as integers of ``volume_quantum`` when that is exact.
+Every write goes to a temporary file renamed into place, so a reader never sees half a file.
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import os
+import tempfile
+
+import h5py
+import numpy as np
+
+from . import __version__
+from . import kinds as K
+from .errors import MinitraceError
+from .model import ACTION_DTYPE, NONE, VOLUME_UNITS, TraceData, assign_vec_offsets
+
+FORMAT_NAME = "minitrace"
+FORMAT_VERSION = 1
+CHUNK = 1 << 18
+COMPRESSION = dict(compression="gzip", compression_opts=1, shuffle=True)
+_INT_COLUMNS = ("kind", "flags", "peer", "tag", "comm", "bytes_sent", "bytes_recv", "request",
+                "vec_len")
+_NS = 1e9
+
+
+def _dataset(group: h5py.Group, name: str, data: np.ndarray, **attrs) -> h5py.Dataset:
+    data = np.ascontiguousarray(data)
+    if data.size == 0:
+        ds = group.create_dataset(name, data=data)
+    else:
+        chunks = (min(CHUNK, len(data)),) + data.shape[1:]
+        ds = group.create_dataset(name, data=data, chunks=chunks, **COMPRESSION)
+    ds.attrs.update(attrs)
+    return ds
+
+
+def _smallest_int(a: np.ndarray) -> np.ndarray:
+    """Narrow an integer column to the smallest dtype holding it (decoded back to ACTION_DTYPE)."""
+    if a.size == 0:
+        return a
+    lo, hi = int(a.min()), int(a.max())
+    for t in (np.int8, np.int16, np.int32, np.int64):
+        info = np.iinfo(t)
+        if info.min <= lo and hi <= info.max:
+            return a.astype(t, copy=False)
+    return a
+
+
+def _encode_times(t: np.ndarray, offsets: np.ndarray, t0: float):
+    """ns integers relative to t0, delta-coded within each rank."""
+    ns = np.rint((t - t0) * _NS).astype(np.int64)
+    d = np.empty_like(ns)
+    if len(ns):
+        d[0] = ns[0]
+        d[1:] = np.diff(ns)
+        starts = offsets[:-1][offsets[:-1] < offsets[1:]]
+        d[starts] = ns[starts]
+    return d
+
+
+def _decode_times(d: np.ndarray, offsets: np.ndarray, lo: int, t0: float) -> np.ndarray:
+    """Undo _encode_times for rows ``lo:lo+len(d)`` (which must start at a rank boundary)."""
+    ns = np.empty(len(d), dtype=np.int64)
+    inner = offsets[(offsets > lo) & (offsets < lo + len(d))] - lo
+    bounds = np.concatenate([[0], inner, [len(d)]]).astype(np.int64)
+    for a, b in zip(bounds[:-1], bounds[1:]):
+        np.cumsum(d[a:b], dtype=np.int64, out=ns[a:b])
+    return ns / _NS + t0
+
+
+def _meta_attrs(meta: dict) -> dict:
+    out = {}
+    for k, v in meta.items():
+        if v is None:
+            continue
+        out[k] = json.dumps(v) if isinstance(v, (list, dict, tuple)) else v
+    return out
+
+
+def _new_file_attrs(meta: dict) -> dict:
+    base = {"format": FORMAT_NAME, "format_version": FORMAT_VERSION, "producer": "minitrace",
+            "producer_version": __version__,
+            "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")}
+    base.update(_meta_attrs(meta))
+    return base
+
+
+class _AtomicFile:
+    """h5py file written under a temporary name and renamed on success (optionally seeded
+    with a copy of the existing file, to add a group to it)."""
+
+    def __init__(self, path: str, copy_existing: bool = False):
+        self.path = os.fspath(path)
+        self.copy_existing = copy_existing
+
+    def __enter__(self) -> h5py.File:
+        d = os.path.dirname(os.path.abspath(self.path))
+        try:
+            fd, self.tmp = tempfile.mkstemp(prefix=".minitrace-", suffix=".h5.tmp", dir=d)
+        except OSError as e:
+            raise MinitraceError(f"cannot write here: {e.strerror}", self.path) from None
+        os.close(fd)
+        if self.copy_existing and os.path.exists(self.path):
+            check_file(self.path)
+            with open(self.path, "rb") as src, open(self.tmp, "wb") as dst:
+                while chunk := src.read(1 << 24):
+                    dst.write(chunk)
+            self.f = h5py.File(self.tmp, "a")
+        else:
+            self.f = h5py.File(self.tmp, "w")
+        return self.f
+
+    def __exit__(self, exc_type, exc, tb):
+        self.f.close()
+        if exc_type is None:
+            os.replace(self.tmp, self.path)
+        else:
+            os.unlink(self.tmp)
+        return False
+
+
+def write_trace(path: str, data: TraceData, meta: dict | None = None) -> None:
+    """Write ``data`` as a new minitrace file (any bench groups are dropped: a trace file)."""
+    a = data.actions
+    offsets = data.rank_offsets
+    m = dict(data.meta)
+    m.update(meta or {})
+    if m.get("volume_unit") not in VOLUME_UNITS:
+        raise MinitraceError(f"unknown volume unit {m.get('volume_unit')!r}", path)
+    with _AtomicFile(path) as f:
+        f.attrs.update(_new_file_attrs(m))
+        g = f.create_group("trace")
+        g.attrs["nranks"] = data.nranks
+        g.attrs["nactions"] = len(a)
+        cols = g.create_group("actions")
+        for name in _INT_COLUMNS:
+            _dataset(cols, name, _smallest_int(a[name]))
+        vol = a["volume"]
+        quantum = 1e-9 if m.get("volume_unit") == "seconds" else 1.0
+        q = np.rint(vol / quantum)
+        if np.all(np.isfinite(vol)) and np.array_equal(q * quantum, vol) and \
+                (len(q) == 0 or np.abs(q).max() < 2 ** 62):
+            _dataset(cols, "volume", _smallest_int(q.astype(np.int64)), quantum=quantum)
+        else:
+            _dataset(cols, "volume", vol)
+        ts, te = a["t_start"], a["t_end"]
+        timed = bool(len(a)) and bool(np.isfinite(ts).any())
+        g.attrs["timed"] = timed
+        if timed:
+            if np.isfinite(ts).all() and np.isfinite(te).all():
+                t0 = float(ts.min())
+                g.attrs["t0"] = t0
+                _dataset(cols, "t_start", _smallest_int(_encode_times(ts, offsets, t0)),
+                         encoding="ns-delta-per-rank")
+                _dataset(cols, "t_end",
+                         _smallest_int(np.rint((te - ts) * _NS).astype(np.int64)),
+                         encoding="ns-duration")
+            else:
+                _dataset(cols, "t_start", ts, encoding="float-seconds")
+                _dataset(cols, "t_end", te, encoding="float-seconds")
+        idx = g.create_group("index")
+        _dataset(idx, "rank_offsets", offsets)
+        kind_of = a["kind"]
+        rank_of = np.repeat(np.arange(data.nranks, dtype=np.int64), np.diff(offsets))
+        counts = np.zeros((data.nranks, 256), dtype=np.int64)
+        counts += np.bincount(rank_of * 256 + kind_of, minlength=counts.size).reshape(counts.shape)
+        present = np.nonzero(counts.sum(axis=0))[0]
+        _dataset(idx, "kind_counts", counts[:, present])
+        idx.create_dataset("kind_codes", data=present.astype(np.uint8))
+        order = np.argsort(kind_of, kind="stable")
+        ends = np.cumsum(counts.sum(axis=0)[present])
+        krows = idx.create_group("kind_rows")
+        for code, lo, hi in zip(present, np.concatenate([[0], ends[:-1]]), ends):
+            rows = order[lo:hi]
+            _dataset(krows, K.NAME.get(int(code), str(code)),
+                     _smallest_int(np.diff(rows, prepend=0)), encoding="delta")
+        _dataset(g, "vectors", _smallest_int(data.vectors.astype(np.int64)))
+        cg = g.create_group("comms")
+        ids = np.array(sorted(data.comms), dtype=np.int32)
+        members = [np.asarray(data.comms[i], dtype=np.int32) for i in ids]
+        cg.create_dataset("ids", data=ids)
+        cg.create_dataset("offsets", data=np.concatenate(
+            [[0], np.cumsum([len(x) for x in members])]).astype(np.int64))
+        cg.create_dataset("members", data=np.concatenate(members) if members else
+                          np.zeros(0, np.int32))
+        g.create_dataset("strings", data=np.array(data.strings, dtype=object),
+                         dtype=h5py.string_dtype())
+
+
+def write_bench(path: str, suite: str, columns: dict, attrs: dict | None = None,
+                meta: dict | None = None) -> None:
+    """Store one benchmark suite's results as ``/bench/<suite>`` (replacing an earlier one),
+    creating the file if needed.  ``columns`` maps names to arrays (any shape; str arrays are
+    stored as UTF-8); ``attrs`` are the suite's parameters; ``meta`` goes to the file root."""
+    with _AtomicFile(path, copy_existing=True) as f:
+        if "format" not in f.attrs:
+            f.attrs.update(_new_file_attrs(meta or {}))
+        elif meta:
+            f.attrs.update(_meta_attrs(meta))
+        bench = f.require_group("bench")
+        if suite in bench:
+            del bench[suite]
+        g = bench.create_group(suite)
+        g.attrs.update(_meta_attrs(attrs or {}))
+        g.attrs["created"] = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+        for name, arr in columns.items():
+            arr = np.asarray(arr)
+            if arr.dtype.kind in "UO":
+                g.create_dataset(name, data=arr.astype(object), dtype=h5py.string_dtype())
+            else:
+                _dataset(g, name, arr)
+
+
+def check_file(path: str) -> None:
+    """Refuse anything that is not a complete minitrace file of a version we read."""
+    path = os.fspath(path)
+    if not os.path.exists(path):
+        raise MinitraceError("no such file", path)
+    try:
+        with open(path, "rb") as fh:
+            magic = fh.read(8)
+    except OSError as e:
+        raise MinitraceError(f"cannot read: {e.strerror}", path) from None
+    if magic != b"\x89HDF\r\n\x1a\n":
+        raise MinitraceError("not an HDF5 file (a minitrace file is HDF5)", path)
+    try:
+        with h5py.File(path, "r") as f:
+            fmt = f.attrs.get("format")
+            ver = f.attrs.get("format_version")
+    except OSError:
+        raise MinitraceError("corrupt or truncated HDF5 file", path) from None
+    if fmt != FORMAT_NAME:
+        raise MinitraceError("HDF5 file but not a minitrace file (no 'format' = 'minitrace')",
+                             path)
+    if ver is None or int(ver) > FORMAT_VERSION:
+        raise MinitraceError(f"written by a newer minitrace (format version {ver}); this one "
+                             f"reads up to {FORMAT_VERSION}: upgrade minitrace", path)
+
+
+def read_attrs(obj) -> dict:
+    out = {}
+    for k, v in obj.attrs.items():
+        if isinstance(v, bytes):
+            v = v.decode()
+        if isinstance(v, str) and v[:1] in "[{":
+            try:
+                v = json.loads(v)
+            except ValueError:
+                pass
+        elif isinstance(v, np.generic):
+            v = v.item()
+        out[k] = v
+    return out
+
+
+class TraceReader:
+    """Reads columns of ``/trace`` for a row range, decoding the on-disk encodings."""
+
+    def __init__(self, f: h5py.File, path: str):
+        self.path = path
+        if "trace" not in f:
+            raise MinitraceError("holds no trace (only benchmark results?)", path)
+        self.g = f["trace"]
+        self.cols = self.g["actions"]
+        self.offsets = self.g["index/rank_offsets"][...]
+        self.timed = bool(self.g.attrs.get("timed", False))
+        self.t0 = float(self.g.attrs.get("t0", 0.0))
+        n = int(self.g.attrs["nactions"])
+        for name, ds in self.cols.items():
+            if ds.shape[0] != n:
+                raise MinitraceError(f"column {name} has {ds.shape[0]} rows, expected {n}: "
+                                     "truncated or corrupt", path)
+        if len(self.offsets) < 1 or self.offsets[-1] != n:
+            raise MinitraceError("rank index does not match the action table: corrupt", path)
+
+    @property
+    def nranks(self) -> int:
+        return len(self.offsets) - 1
+
+    def read(self, lo: int, hi: int) -> np.ndarray:
+        """Rows lo:hi as ACTION_DTYPE; lo must be a rank boundary (for time decoding)."""
+        out = np.empty(hi - lo, dtype=ACTION_DTYPE)
+        try:
+            for name in _INT_COLUMNS:
+                out[name] = self.cols[name][lo:hi]
+            vds = self.cols["volume"]
+            v = vds[lo:hi]
+            q = vds.attrs.get("quantum")
+            out["volume"] = v * q if q is not None else v
+            if self.timed:
+                ts, te = self.cols["t_start"], self.cols["t_end"]
+                if ts.attrs.get("encoding") == "ns-delta-per-rank":
+                    out["t_start"] = _decode_times(ts[lo:hi], self.offsets, lo, self.t0)
+                    out["t_end"] = out["t_start"] + te[lo:hi] / _NS
+                else:
+                    out["t_start"] = ts[lo:hi]
+                    out["t_end"] = te[lo:hi]
+            else:
+                out["t_start"] = np.nan
+                out["t_end"] = np.nan
+        except OSError as e:
+            raise MinitraceError(f"corrupt data in the action table ({e})", self.path) from None
+        lens = out["vec_len"].astype(np.int64)
+        base = int(self._vec_base(lo))
+        off = base + np.cumsum(lens) - lens
+        out["vec_off"] = np.where(lens > 0, off, NONE)
+        return out
+
+    def _vec_base(self, lo: int) -> int:
+        if lo == 0:
+            return 0
+        return int(self.cols["vec_len"][:lo].astype(np.int64).sum())
+
+    def kind_rows(self, name: str) -> np.ndarray:
+        ds = self.g["index/kind_rows"].get(name)
+        if ds is None:
+            return np.zeros(0, np.int64)
+        return np.cumsum(ds[...], dtype=np.int64)
+
+    def kind_counts(self) -> tuple[list[str], np.ndarray]:
+        codes = self.g["index/kind_codes"][...]
+        return [K.NAME.get(int(c), str(c)) for c in codes], self.g["index/kind_counts"][...]
+
+    def vectors(self) -> np.ndarray:
+        return self.g["vectors"][...].astype(np.int64)
+
+    def comms(self) -> dict[int, np.ndarray]:
+        c = self.g["comms"]
+        ids, offs, mem = c["ids"][...], c["offsets"][...], c["members"][...]
+        return {int(i): mem[offs[j]:offs[j + 1]] for j, i in enumerate(ids)}
+
+    def strings(self) -> list[str]:
+        return [s.decode() if isinstance(s, bytes) else s for s in self.g["strings"][...]]
+
+    def all(self) -> TraceData:
+        a = self.read(0, int(self.offsets[-1]))
+        assign_vec_offsets(a)
+        return TraceData(a, self.offsets, self.vectors(), self.comms(), self.strings())

@@ -1,0 +1,28 @@
+"""Per-rank summary of a trace, computed from the kind index and the byte/volume columns."""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+
+def summarize(trace) -> pd.DataFrame:
+    """One row per rank: ``actions``, ``bytes_sent``, ``bytes_recv``, ``volume``, ``t_first``,
+    ``t_last``, ``span`` (seconds, NaN when untimed) and one ``n_<kind>`` column per kind present."""
+    r = trace._need_trace()
+    names, counts = r.kind_counts()
+    rows = []
+    for rank in range(r.nranks):
+        lo, hi = int(r.offsets[rank]), int(r.offsets[rank + 1])
+        a = r.read(lo, hi)
+        ts, te = a["t_start"], a["t_end"]
+        t_first = float(np.nanmin(ts)) if len(a) and np.isfinite(ts).any() else np.nan
+        t_last = float(np.nanmax(te)) if len(a) and np.isfinite(te).any() else np.nan
+        rows.append({"rank": rank, "actions": hi - lo,
+                     "bytes_sent": int(a["bytes_sent"].sum()),
+                     "bytes_recv": int(a["bytes_recv"].sum()),
+                     "volume": float(a["volume"].sum()),
+                     "t_first": t_first, "t_last": t_last, "span": t_last - t_first})
+    df = pd.DataFrame(rows).set_index("rank")
+    for j, name in enumerate(names):
+        df[f"n_{name}"] = counts[:, j]
+    return df

@@ -1,0 +1,188 @@
+"""``minitrace.open``: a minitrace file as pandas tables (trace actions and benchmark results)."""
+from __future__ import annotations
+
+import os
+
+import h5py
+import numpy as np
+import pandas as pd
+
+from . import kinds as K
+from .errors import MinitraceError
+from .model import TraceData
+from .storage import TraceReader, check_file, read_attrs
+
+_CATS = pd.CategoricalDtype([name for _, name, _ in K.KINDS])
+_LOOKUP = np.full(256, -1, dtype=np.int16)
+for _i, (_c, _n, _) in enumerate(K.KINDS):
+    _LOOKUP[_c] = _i
+
+
+def actions_frame(a: np.ndarray, rank: int | np.ndarray | None = None) -> pd.DataFrame:
+    """ACTION_DTYPE rows as a DataFrame whose ``kind`` column holds the lower-case names."""
+    cols = {name: a[name] for name in a.dtype.names if name != "kind"}
+    df = pd.DataFrame(cols, copy=False)
+    df.insert(0, "kind", pd.Categorical.from_codes(_LOOKUP[a["kind"]], dtype=_CATS))
+    if rank is not None:
+        df.insert(0, "rank", rank)
+    return df
+
+
+class Trace:
+    """An open minitrace file.  Use as a context manager or call ``close()``.
+
+    ``ranks``: the world ranks; ``actions(rank)``: one rank's actions in program order;
+    ``actions(kind="send")``: one kind across ranks (read through the kind index);
+    ``summary()``: per-rank totals; ``validate()``: consistency report;
+    ``bench(suite)``: a benchmark suite's results; ``meta``: file metadata.
+    """
+
+    def __init__(self, path: str):
+        self.path = os.fspath(path)
+        check_file(self.path)
+        try:
+            self._f = h5py.File(self.path, "r")
+        except OSError:
+            raise MinitraceError("corrupt or truncated HDF5 file", self.path) from None
+        self.meta = read_attrs(self._f)
+        self._reader = TraceReader(self._f, self.path) if "trace" in self._f else None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def close(self) -> None:
+        self._f.close()
+
+    def __repr__(self) -> str:
+        what = f"{self.nranks} ranks, {self.nactions} actions" if self.has_trace else "no trace"
+        return f"<minitrace.Trace {self.path!r}: {what}, bench={self.suites}>"
+
+    # -- trace ---------------------------------------------------------------------------
+    @property
+    def has_trace(self) -> bool:
+        return self._reader is not None
+
+    def _need_trace(self) -> TraceReader:
+        if self._reader is None:
+            raise MinitraceError("holds no trace, only benchmark results", self.path)
+        return self._reader
+
+    @property
+    def nranks(self) -> int:
+        return self._need_trace().nranks
+
+    @property
+    def ranks(self) -> list[int]:
+        return list(range(self.nranks))
+
+    @property
+    def nactions(self) -> int:
+        return int(self._need_trace().offsets[-1])
+
+    @property
+    def volume_unit(self) -> str:
+        return self.meta.get("volume_unit", "seconds")
+
+    @property
+    def complete(self) -> bool:
+        return bool(self.meta.get("complete", True))
+
+    def actions(self, rank: int | None = None, kind: str | None = None) -> pd.DataFrame:
+        """Actions of one rank (program order), one kind (with a ``rank`` column), or both."""
+        r = self._need_trace()
+        if rank is not None and not 0 <= rank < r.nranks:
+            raise MinitraceError(f"no rank {rank} (ranks 0..{r.nranks - 1})", self.path)
+        if kind is None:
+            if rank is None:
+                raise TypeError("actions() needs a rank, a kind, or both")
+            lo, hi = int(r.offsets[rank]), int(r.offsets[rank + 1])
+            return actions_frame(r.read(lo, hi))
+        K.code(kind)
+        rows = r.kind_rows(kind)
+        if rank is not None:
+            rows = rows[(rows >= r.offsets[rank]) & (rows < r.offsets[rank + 1])]
+        rank_of = np.searchsorted(r.offsets, rows, side="right") - 1
+        parts = []
+        for rk in np.unique(rank_of):  # read only the ranks that hold this kind
+            lo, hi = int(r.offsets[rk]), int(r.offsets[rk + 1])
+            sel = rows[rank_of == rk]
+            a = r.read(lo, int(sel.max()) + 1)[sel - lo]
+            parts.append(actions_frame(a, rank=int(rk)).set_index(sel - lo))
+        if not parts:
+            return actions_frame(np.zeros(0, r.read(0, 0).dtype), rank=np.zeros(0, int))
+        return pd.concat(parts)
+
+    def data(self) -> TraceData:
+        """Everything in memory (for exporters and validation)."""
+        d = self._need_trace().all()
+        d.meta = dict(self.meta)
+        return d
+
+    def comms(self) -> dict[int, np.ndarray]:
+        """Communicator id -> world ranks of its members, in communicator-rank order."""
+        return self._need_trace().comms()
+
+    def vector(self, rank: int, index: int) -> np.ndarray:
+        """The per-peer vector of action ``index`` of ``rank`` (empty when it has none)."""
+        a = self.actions(rank).iloc[index]
+        if a.vec_len <= 0:
+            return np.zeros(0, np.int64)
+        return self._need_trace().vectors()[a.vec_off:a.vec_off + a.vec_len]
+
+    def summary(self) -> pd.DataFrame:
+        """Per rank: action count, counts by kind, bytes sent/received, compute volume, span."""
+        from .summary import summarize
+        return summarize(self)
+
+    def validate(self):
+        """Check the trace's consistency; returns a ``ValidationReport``."""
+        from .validate import validate
+        return validate(self.data())
+
+    # -- benchmark results ---------------------------------------------------------------
+    @property
+    def suites(self) -> list[str]:
+        return sorted(self._f["bench"]) if "bench" in self._f else []
+
+    def bench(self, suite: str) -> "BenchResult":
+        if suite not in self.suites:
+            raise MinitraceError(f"no results for bench suite {suite!r} "
+                                 f"(has: {', '.join(self.suites) or 'none'})", self.path)
+        return BenchResult(self._f["bench"][suite])
+
+
+class BenchResult:
+    """One suite's stored results: ``attrs`` (parameters), ``arrays`` (name -> ndarray),
+    and ``table()``: every 1-D column of the longest length as a DataFrame."""
+
+    def __init__(self, g: h5py.Group):
+        self.name = g.name.rsplit("/", 1)[-1]
+        self.attrs = read_attrs(g)
+        self.arrays = {}
+        for k, ds in g.items():
+            v = ds[...]
+            if v.dtype.kind == "O":
+                v = np.array([x.decode() if isinstance(x, bytes) else x for x in v.ravel()],
+                             dtype=object).reshape(v.shape)
+            self.arrays[k] = v
+
+    def __getitem__(self, name: str) -> np.ndarray:
+        return self.arrays[name]
+
+    def __contains__(self, name: str) -> bool:
+        return name in self.arrays
+
+    def table(self) -> pd.DataFrame:
+        one_d = {k: v for k, v in self.arrays.items() if v.ndim == 1}
+        if not one_d:
+            return pd.DataFrame()
+        n = max(len(v) for v in one_d.values())
+        return pd.DataFrame({k: v for k, v in one_d.items() if len(v) == n})
+
+
+def open(path: str) -> Trace:  # noqa: A001 - the public name the API promises
+    """Open a minitrace HDF5 file (trace and/or benchmark results)."""
+    return Trace(path)

@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# Idempotent set-up: system packages (only when missing), a virtualenv in .venv,
+# SimGrid 4.1 built once WITH SMPI and cached as a wheel, then minitrace itself.
+# Second runs reuse everything: the SimGrid wheel cache and a stamp of what was installed.
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+VENV="${MINITRACE_VENV:-$ROOT/.venv}"
+CACHE="${MINITRACE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/minitrace}"
+PY="${PYTHON:-python3}"
+SIMGRID_VERSION=4.1
+mkdir -p "$CACHE/wheels"
+say() { echo "[setup] $*" >&2; }
+
+# 1. System packages: only what is missing (the SimGrid build needs boost headers, cmake, a C++ compiler).
+need=()
+dpkg -s libboost-dev >/dev/null 2>&1 || need+=(libboost-dev)
+command -v cmake >/dev/null 2>&1 || need+=(cmake)
+command -v g++ >/dev/null 2>&1 || need+=(g++)
+command -v make >/dev/null 2>&1 || need+=(make)
+"$PY" -c 'import venv, ensurepip' >/dev/null 2>&1 || need+=(python3-venv)
+if ((${#need[@]})); then
+  say "apt-get install ${need[*]}"
+  SUDO=""; [ "$(id -u)" = 0 ] || SUDO=sudo
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need[@]}" >/dev/null
+fi
+
+# 2. Virtualenv.
+if [ ! -x "$VENV/bin/python" ]; then
+  say "creating $VENV"
+  "$PY" -m venv "$VENV"
+fi
+VPY="$VENV/bin/python"
+PIP=("$VPY" -m pip --disable-pip-version-check -q)
+
+# 3. SimGrid wheel with SMPI, built once and cached (numpy must be importable at build time,
+#    pybind11 < 3 is required to compile SimGrid 4.1).
+if ! "$VPY" -c "import importlib.metadata as m; assert m.version('simgrid') == '$SIMGRID_VERSION'" 2>/dev/null; then
+  wheel=$(ls "$CACHE"/wheels/simgrid-"$SIMGRID_VERSION"-*.whl 2>/dev/null | head -1 || true)
+  if [ -z "$wheel" ]; then
+    say "building SimGrid $SIMGRID_VERSION with SMPI (about 7 minutes on 2 cores, done once)"
+    "${PIP[@]}" install numpy 'pybind11<3' setuptools wheel
+    work=$(mktemp -d)
+    "${PIP[@]}" download --no-deps --no-binary :all: -d "$work" "simgrid==$SIMGRID_VERSION"
+    tar xzf "$work"/simgrid-"$SIMGRID_VERSION".tar.gz -C "$work"
+    (cd "$work/simgrid-$SIMGRID_VERSION" && "$VPY" setup.py --enable-smpi bdist_wheel >"$work/build.log" 2>&1) \
+      || { tail -30 "$work/build.log" >&2; say "SimGrid build failed, log: $work/build.log"; exit 1; }
+    cp "$work/simgrid-$SIMGRID_VERSION"/dist/simgrid-*.whl "$CACHE/wheels/"
+    rm -rf "$work"
+    wheel=$(ls "$CACHE"/wheels/simgrid-"$SIMGRID_VERSION"-*.whl | head -1)
+  fi
+  say "installing $(basename "$wheel")"
+  "${PIP[@]}" install "$wheel"
+fi
+
+# 4. minitrace itself (editable, with test tools), redone only when its build inputs change.
+stamp="$VENV/.minitrace-stamp"
+want=$(cat "$ROOT/pyproject.toml" "$ROOT"/c_shim/*.py "$ROOT"/c_shim/*.c "$ROOT"/c_shim/*.h "$ROOT"/c_shim/*.txt 2>/dev/null | sha256sum | cut -d' ' -f1)
+if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
+  say "installing minitrace"
+  "${PIP[@]}" install -e "$ROOT[test]"
+  echo "$want" >"$stamp"
+fi
+say "ready: $VENV"
