@@ -1,0 +1,50 @@
+"""Launching real MPI jobs from tests: the environment's own mpiexec, always with a timeout."""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+BIN = Path(sys.executable).parent
+
+
+def tool(name: str) -> str:
+    """Path of an MPI tool (mpiexec, mpicc) of this environment, falling back to PATH."""
+    p = BIN / name
+    if p.exists():
+        return str(p)
+    found = shutil.which(name)
+    if not found:
+        raise FileNotFoundError(f"{name} not found next to {sys.executable} nor on PATH")
+    return found
+
+
+def run_mpi(n: int, argv: list[str], *, timeout: float = 120, env: dict | None = None,
+            cwd: str | None = None, check: bool = True) -> subprocess.CompletedProcess:
+    """Run ``mpiexec -n N argv...``; a hang becomes a test failure after ``timeout`` seconds."""
+    e = dict(os.environ)
+    e.update(env or {})
+    cmd = [tool("mpiexec"), "-n", str(n), *argv]
+    try:
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=e, cwd=cwd)
+    except subprocess.TimeoutExpired as exc:
+        raise AssertionError(f"MPI job timed out after {timeout}s: {' '.join(cmd)}\n"
+                             f"{exc.stdout}\n{exc.stderr}") from None
+    if check and p.returncode != 0:
+        raise AssertionError(f"MPI job failed ({p.returncode}): {' '.join(cmd)}\n"
+                             f"stdout:\n{p.stdout}\nstderr:\n{p.stderr}")
+    return p
+
+
+def run_python_mpi(n: int, script: str, *args: str, **kw) -> subprocess.CompletedProcess:
+    """Run a Python script (path) under mpiexec with this interpreter."""
+    return run_mpi(n, [sys.executable, script, *args], **kw)
+
+
+def mpicc(src: Path, out: Path, *extra: str) -> Path:
+    """Compile a C MPI program with the environment's mpicc."""
+    subprocess.run([tool("mpicc"), "-O1", "-o", str(out), str(src), *extra], check=True,
+                   capture_output=True, text=True, timeout=120)
+    return out
