@@ -268,8 +268,10 @@ class TraceReader:
         if "trace" not in f:
             raise MinitraceError("holds no trace (only benchmark results?)", path)
         self.g = f["trace"]
-        self.cols = self.g["actions"]
+        # Keep datasets open: each open dataset has its own chunk cache, lost when closed.
+        self.cols = {name: ds for name, ds in self.g["actions"].items()}
         self.offsets = self.g["index/rank_offsets"][...]
+        self._vec_rank_base = None
         self.timed = bool(self.g.attrs.get("timed", False))
         self.t0 = float(self.g.attrs.get("t0", 0.0))
         n = int(self.g.attrs["nactions"])
@@ -284,16 +286,17 @@ class TraceReader:
     def nranks(self) -> int:
         return len(self.offsets) - 1
 
-    def read(self, lo: int, hi: int) -> np.ndarray:
-        """Rows lo:hi as ACTION_DTYPE; lo must be a rank boundary (for time decoding)."""
-        out = np.empty(hi - lo, dtype=ACTION_DTYPE)
+    def columns(self, lo: int, hi: int) -> dict[str, np.ndarray]:
+        """Rows lo:hi as contiguous decoded columns (the ACTION_DTYPE field names and dtypes);
+        lo must be a rank boundary (times are delta-coded per rank)."""
+        out: dict[str, np.ndarray] = {}
         try:
             for name in _INT_COLUMNS:
-                out[name] = self.cols[name][lo:hi]
+                out[name] = self.cols[name][lo:hi].astype(ACTION_DTYPE[name], copy=False)
             vds = self.cols["volume"]
             v = vds[lo:hi]
             q = vds.attrs.get("quantum")
-            out["volume"] = v * q if q is not None else v
+            out["volume"] = v * q if q is not None else v.astype(np.float64, copy=False)
             if self.timed:
                 ts, te = self.cols["t_start"], self.cols["t_end"]
                 if ts.attrs.get("encoding") == "ns-delta-per-rank":
@@ -303,20 +306,33 @@ class TraceReader:
                     out["t_start"] = ts[lo:hi]
                     out["t_end"] = te[lo:hi]
             else:
-                out["t_start"] = np.nan
-                out["t_end"] = np.nan
+                out["t_start"] = np.full(hi - lo, np.nan)
+                out["t_end"] = np.full(hi - lo, np.nan)
         except OSError as e:
             raise MinitraceError(f"corrupt data in the action table ({e})", self.path) from None
         lens = out["vec_len"].astype(np.int64)
-        base = int(self._vec_base(lo))
-        off = base + np.cumsum(lens) - lens
+        off = self._vec_base(lo) + np.cumsum(lens) - lens
         out["vec_off"] = np.where(lens > 0, off, NONE)
         return out
 
+    def read(self, lo: int, hi: int) -> np.ndarray:
+        """Rows lo:hi as an ACTION_DTYPE array (lo must be a rank boundary)."""
+        cols = self.columns(lo, hi)
+        out = np.empty(hi - lo, dtype=ACTION_DTYPE)
+        for name in ACTION_DTYPE.names:
+            out[name] = cols[name]
+        return out
+
     def _vec_base(self, lo: int) -> int:
-        if lo == 0:
-            return 0
-        return int(self.cols["vec_len"][:lo].astype(np.int64).sum())
+        """Offset of row lo's vector: vectors of earlier ranks, from the per-rank totals."""
+        if self._vec_rank_base is None:
+            lens = self.cols["vec_len"][...].astype(np.int64)
+            per_rank = np.add.reduceat(lens, self.offsets[:-1]) if len(lens) else lens
+            per_rank = np.where(np.diff(self.offsets) > 0, per_rank[:self.nranks], 0) \
+                if len(lens) else np.zeros(self.nranks, np.int64)
+            self._vec_rank_base = np.concatenate([[0], np.cumsum(per_rank)])
+        r = int(np.searchsorted(self.offsets, lo, side="right")) - 1
+        return int(self._vec_rank_base[r])
 
     def kind_rows(self, name: str) -> np.ndarray:
         ds = self.g["index/kind_rows"].get(name)

@@ -18,9 +18,11 @@ for _i, (_c, _n, _) in enumerate(K.KINDS):
     _LOOKUP[_c] = _i
 
 
-def actions_frame(a: np.ndarray, rank: int | np.ndarray | None = None) -> pd.DataFrame:
-    """ACTION_DTYPE rows as a DataFrame whose ``kind`` column holds the lower-case names."""
-    cols = {name: a[name] for name in a.dtype.names if name != "kind"}
+def actions_frame(a, rank: int | np.ndarray | None = None) -> pd.DataFrame:
+    """ACTION_DTYPE rows (or a dict of its columns) as a DataFrame whose ``kind`` column holds
+    the lower-case kind names."""
+    names = a.dtype.names if isinstance(a, np.ndarray) else list(a)
+    cols = {name: a[name] for name in names if name != "kind"}
     df = pd.DataFrame(cols, copy=False)
     df.insert(0, "kind", pd.Categorical.from_codes(_LOOKUP[a["kind"]], dtype=_CATS))
     if rank is not None:
@@ -41,7 +43,8 @@ class Trace:
         self.path = os.fspath(path)
         check_file(self.path)
         try:
-            self._f = h5py.File(self.path, "r")
+            # A chunk cache large enough that reading rank after rank decompresses each chunk once.
+            self._f = h5py.File(self.path, "r", rdcc_nbytes=256 << 20, rdcc_nslots=100003)
         except OSError:
             raise MinitraceError("corrupt or truncated HDF5 file", self.path) from None
         self.meta = read_attrs(self._f)
@@ -99,7 +102,7 @@ class Trace:
             if rank is None:
                 raise TypeError("actions() needs a rank, a kind, or both")
             lo, hi = int(r.offsets[rank]), int(r.offsets[rank + 1])
-            return actions_frame(r.read(lo, hi))
+            return actions_frame(r.columns(lo, hi))
         K.code(kind)
         rows = r.kind_rows(kind)
         if rank is not None:

@@ -1,0 +1,50 @@
+"""``minitrace info FILE``: what a file holds (metadata, per-rank summary, bench suites)."""
+from __future__ import annotations
+
+import pandas as pd
+
+from ..trace import open as open_trace
+
+_META_SHOWN = ("producer", "producer_version", "format_version", "created", "volume_unit",
+               "mpi_library", "command_line", "complete", "nranks", "hosts", "source")
+
+
+def register(sub) -> None:
+    p = sub.add_parser("info", help="summarize a minitrace file",
+                       description="Print a file's metadata, a per-rank summary of its trace "
+                                   "(counts by kind, bytes, compute volume, time span) and the "
+                                   "benchmark suites it holds.")
+    p.add_argument("file", help="minitrace HDF5 file")
+    p.add_argument("--kinds", action="store_true", help="show the count of every kind per rank")
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    with open_trace(args.file) as t:
+        print(f"{args.file}: minitrace format {t.meta.get('format_version')}")
+        for k in _META_SHOWN:
+            if k in t.meta and k != "format_version":
+                v = t.meta[k]
+                if isinstance(v, list) and len(v) > 8:
+                    v = f"{v[:8]} ... ({len(v)} entries)"
+                print(f"  {k}: {v}")
+        if t.has_trace:
+            s = t.summary()
+            print(f"trace: {t.nranks} ranks, {t.nactions} actions, volume unit "
+                  f"{t.volume_unit}{'' if t.complete else ' (INCOMPLETE: a rank died)'}")
+            base = ["actions", "bytes_sent", "bytes_recv", "volume", "span"]
+            kinds = [c for c in s.columns if c.startswith("n_")]
+            if not args.kinds:
+                top = s[kinds].sum().sort_values(ascending=False).index[:6].tolist()
+                kinds = top
+            with pd.option_context("display.width", 160, "display.max_columns", 40,
+                                   "display.max_rows", 64):
+                print(s[base + kinds].to_string(float_format=lambda x: f"{x:.6g}"))
+        for suite in t.suites:
+            b = t.bench(suite)
+            shapes = ", ".join(f"{k}{list(v.shape)}" for k, v in sorted(b.arrays.items()))
+            print(f"bench/{suite}: {shapes}")
+            params = {k: v for k, v in b.attrs.items() if k != "created"}
+            if params:
+                print(f"  parameters: {params}")
+    return 0

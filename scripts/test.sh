@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Set up (idempotent, see setup.sh) and run the whole test suite: serial pytest (which itself
+# launches real MPI jobs), then the pytest-mpi tests under mpiexec -n 2 and -n 4.
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+bash "$ROOT/scripts/setup.sh"
+VENV="${MINITRACE_VENV:-$ROOT/.venv}"
+export PATH="$VENV/bin:$PATH"
+cd "$ROOT"
+status=0
+python -m pytest -q -p no:cacheprovider "$@" || status=$?
+for n in 2 4; do
+  echo "== pytest-mpi under mpiexec -n $n"
+  # pytest-timeout cannot interrupt a rank blocked inside MPI: timeout(1) bounds the whole job.
+  timeout -k 10 600 mpiexec -n "$n" python -m pytest -q -p no:cacheprovider --with-mpi -m mpi \
+      tests/ || status=$?
+done
+exit $status

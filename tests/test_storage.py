@@ -1,0 +1,161 @@
+"""The HDF5 format: round trips, encodings, the kind index, and refusal of bad files."""
+from __future__ import annotations
+
+import h5py
+import numpy as np
+import pytest
+
+import minitrace
+from minitrace import MinitraceError
+from minitrace import kinds as K
+from minitrace.model import TraceBuilder, TraceData, empty_actions
+from minitrace.storage import FORMAT_VERSION, write_bench, write_trace
+
+
+def small_trace(timed: bool = True) -> TraceData:
+    b = TraceBuilder(3, {"volume_unit": "seconds", "command_line": ["./app", "-x"]})
+    t = 10.0
+    for r in range(3):
+        b.add(r, "init", t_start=t, t_end=t + 1e-6)
+    b.add(0, "send", peer=1, tag=5, bytes_sent=800, t_start=t + 1e-3, t_end=t + 2e-3)
+    b.add(1, "irecv", peer=0, tag=5, bytes_recv=800, request=1, flags=K.FLAG_ANY_SOURCE,
+          t_start=t + 1e-3, t_end=t + 1.5e-3)
+    b.add(1, "compute", volume=0.25, t_start=t + 1.5e-3, t_end=t + 0.2515)
+    b.add(1, "wait", request=1, t_start=t + 0.2515, t_end=t + 0.26)
+    b.add_comm(1, [2, 0])
+    for r in (0, 2):
+        b.add(r, "alltoallv", comm=1, bytes_sent=30, bytes_recv=70,
+              vector=[10, 20, 30, 40] if r == 0 else [1, 2, 3, 4], t_start=t + 0.3,
+              t_end=t + 0.31)
+    b.add(2, "region_begin", tag=b.string("solve"), t_start=t + 0.31, t_end=t + 0.31)
+    for r in range(3):
+        b.add(r, "finalize", t_start=t + 1, t_end=t + 1.001)
+    d = b.build()
+    if not timed:
+        d.actions["t_start"] = np.nan
+        d.actions["t_end"] = np.nan
+    return d
+
+
+@pytest.mark.parametrize("timed", [True, False])
+def test_round_trip_every_field(tmp_path, timed):
+    d = small_trace(timed)
+    p = tmp_path / "t.h5"
+    write_trace(p, d)
+    with minitrace.open(p) as t:
+        back = t.data()
+        assert t.ranks == [0, 1, 2]
+        assert t.meta["command_line"] == ["./app", "-x"]
+        assert t.meta["format_version"] == FORMAT_VERSION
+        assert t.volume_unit == "seconds"
+    for name in d.actions.dtype.names:
+        if name in ("t_start", "t_end"):
+            if timed:  # stored as integer nanoseconds
+                np.testing.assert_allclose(back.actions[name], d.actions[name], atol=1e-9,
+                                           rtol=0)
+            else:
+                assert np.isnan(back.actions[name]).all()
+        else:
+            np.testing.assert_array_equal(back.actions[name], d.actions[name], err_msg=name)
+    np.testing.assert_array_equal(back.rank_offsets, d.rank_offsets)
+    np.testing.assert_array_equal(back.vectors, d.vectors)
+    assert back.comms[1].tolist() == [2, 0]
+    assert back.strings == ["solve"]
+
+
+def test_actions_frames_and_kind_index(tmp_path):
+    p = tmp_path / "t.h5"
+    write_trace(p, small_trace())
+    with minitrace.open(p) as t:
+        r1 = t.actions(1)
+        assert r1["kind"].tolist() == ["init", "irecv", "compute", "wait", "finalize"]
+        assert r1.loc[1, "peer"] == 0 and r1.loc[1, "bytes_recv"] == 800
+        assert r1.loc[2, "volume"] == pytest.approx(0.25)
+        a2a = t.actions(kind="alltoallv")
+        assert a2a["rank"].tolist() == [0, 2]
+        assert t.vector(2, 1).tolist() == [1, 2, 3, 4]
+        assert t.vector(0, 2).tolist() == [10, 20, 30, 40]
+        assert len(t.actions(kind="bcast")) == 0
+        s = t.summary()
+        assert s.loc[0, "bytes_sent"] == 830 and s.loc[1, "bytes_recv"] == 800
+        assert s.loc[1, "n_compute"] == 1 and s.loc[2, "n_region_begin"] == 1
+        assert s.loc[0, "span"] == pytest.approx(1.001)
+        with pytest.raises(MinitraceError, match="no rank 7"):
+            t.actions(7)
+
+
+def test_loop_trace_is_compact(tmp_path):
+    """A regular trace compresses far below its in-memory size (the issue's 8 B/action)."""
+    n, reps = 4, 20_000
+    a = empty_actions(n * reps * 3)
+    pat = np.array([K.CODE["compute"], K.CODE["send"], K.CODE["recv"]], np.uint8)
+    a["kind"] = np.tile(pat, n * reps)
+    a["volume"] = np.where(a["kind"] == K.CODE["compute"], 1000.0, 0)
+    a["bytes_sent"] = np.where(a["kind"] == K.CODE["send"], 64, 0)
+    d = TraceData(a, np.arange(n + 1) * reps * 3, meta={"volume_unit": "instructions"})
+    p = tmp_path / "loop.h5"
+    write_trace(p, d)
+    assert p.stat().st_size / len(a) < 2.0
+    with minitrace.open(p) as t:
+        assert (t.actions(3)["volume"].to_numpy()[::3] == 1000.0).all()
+
+
+def test_bench_group_round_trip_and_coexists_with_trace(tmp_path):
+    p = tmp_path / "b.h5"
+    write_trace(p, small_trace())
+    times = np.arange(12.0).reshape(4, 3)
+    write_bench(p, "variability", {"times": times, "maxima": times.max(axis=1),
+                                    "mode": np.array(["a", "b", "c", "d"])},
+                attrs={"iterations": 4, "workload": "ftq"})
+    with minitrace.open(p) as t:
+        assert t.has_trace and t.suites == ["variability"]
+        b = t.bench("variability")
+        np.testing.assert_array_equal(b["times"], times)
+        assert b.attrs["iterations"] == 4 and b["mode"].tolist() == ["a", "b", "c", "d"]
+        assert list(b.table().columns) == ["maxima", "mode"]
+        with pytest.raises(MinitraceError, match="no results for bench suite 'pt2pt'"):
+            t.bench("pt2pt")
+
+
+def test_bad_files_are_refused_with_one_line(tmp_path):
+    good = tmp_path / "good.h5"
+    write_trace(good, small_trace())
+    raw = good.read_bytes()
+    cases = {}
+    (tmp_path / "trunc.h5").write_bytes(raw[: len(raw) // 3])
+    cases["trunc.h5"] = "corrupt or truncated"
+    (tmp_path / "text.h5").write_text("0 init\n")
+    cases["text.h5"] = "not an HDF5 file"
+    with h5py.File(tmp_path / "foreign.h5", "w") as f:
+        f["x"] = 1
+    cases["foreign.h5"] = "not a minitrace file"
+    newer = tmp_path / "newer.h5"
+    newer.write_bytes(raw)
+    with h5py.File(newer, "a") as f:
+        f.attrs["format_version"] = FORMAT_VERSION + 1
+    cases["newer.h5"] = "newer minitrace"
+    cases["missing.h5"] = "no such file"
+    for name, msg in cases.items():
+        with pytest.raises(MinitraceError, match=msg) as e:
+            minitrace.open(tmp_path / name)
+        assert name in str(e.value) and "\n" not in str(e.value)
+
+
+def test_corrupt_column_is_refused(tmp_path):
+    p = tmp_path / "c.h5"
+    write_trace(p, small_trace())
+    with h5py.File(p, "a") as f:  # a column shorter than the table: a damaged file
+        del f["trace/actions/peer"]
+        f["trace/actions/peer"] = np.zeros(2, np.int8)
+    with pytest.raises(MinitraceError, match="column peer has 2 rows"):
+        minitrace.open(p)
+
+
+def test_failed_write_leaves_previous_file_intact(tmp_path):
+    p = tmp_path / "t.h5"
+    write_trace(p, small_trace())
+    before = p.read_bytes()
+    with pytest.raises(MinitraceError, match="unknown volume unit"):
+        write_trace(p, small_trace(), meta={"volume_unit": "furlongs"})
+    assert p.read_bytes() == before
+    assert [x.name for x in tmp_path.iterdir()] == ["t.h5"]
