@@ -12,6 +12,8 @@ import datetime as _dt
 import json
 import os
 import tempfile
+import zlib
+from concurrent.futures import ThreadPoolExecutor
 
 import h5py
 import numpy as np
@@ -24,19 +26,37 @@ from .model import ACTION_DTYPE, NONE, VOLUME_UNITS, TraceData, assign_vec_offse
 FORMAT_NAME = "minitrace"
 FORMAT_VERSION = 1
 CHUNK = 1 << 18
-COMPRESSION = dict(compression="gzip", compression_opts=1, shuffle=True)
+_GZIP_LEVEL = 1
+COMPRESSION = dict(compression="gzip", compression_opts=_GZIP_LEVEL, shuffle=True)
+_POOL = ThreadPoolExecutor(max_workers=os.cpu_count() or 2)  # zlib releases the GIL
 _INT_COLUMNS = ("kind", "flags", "peer", "tag", "comm", "bytes_sent", "bytes_recv", "request",
                 "vec_len")
 _NS = 1e9
 
 
+def _shuffle_deflate(chunk: np.ndarray, rows: int) -> bytes:
+    """One chunk through HDF5's shuffle + deflate filters (padded to full chunk size, as HDF5
+    stores edge chunks), done here so that chunks compress in parallel threads."""
+    if len(chunk) < rows:
+        chunk = np.concatenate([chunk, np.zeros((rows - len(chunk),) + chunk.shape[1:],
+                                                chunk.dtype)])
+    b = np.ascontiguousarray(chunk).view(np.uint8).reshape(rows, -1)
+    return zlib.compress(b.T.tobytes() if b.shape[1] > 1 else b.tobytes(), _GZIP_LEVEL)
+
+
 def _dataset(group: h5py.Group, name: str, data: np.ndarray, **attrs) -> h5py.Dataset:
+    """A chunked shuffle+gzip dataset; any HDF5 tool reads it with the standard filters."""
     data = np.ascontiguousarray(data)
-    if data.size == 0:
-        ds = group.create_dataset(name, data=data)
+    if data.size == 0 or data.ndim != 1:
+        ds = group.create_dataset(name, data=data, **(COMPRESSION if data.size else {}))
     else:
-        chunks = (min(CHUNK, len(data)),) + data.shape[1:]
-        ds = group.create_dataset(name, data=data, chunks=chunks, **COMPRESSION)
+        rows = min(CHUNK, len(data))
+        ds = group.create_dataset(name, shape=data.shape, dtype=data.dtype, chunks=(rows,),
+                                  **COMPRESSION)
+        starts = range(0, len(data), rows)
+        blobs = _POOL.map(lambda lo: _shuffle_deflate(data[lo:lo + rows], rows), starts)
+        for lo, blob in zip(starts, blobs):
+            ds.id.write_direct_chunk((lo,), blob)
     ds.attrs.update(attrs)
     return ds
 
@@ -126,6 +146,32 @@ class _AtomicFile:
         return False
 
 
+def _encode_column(a: np.ndarray, name: str, offsets: np.ndarray, meta: dict):
+    """(on-disk array, attrs) for one column, or None for absent times.  Runs in a thread:
+    numpy releases the GIL while copying the strided field out of the record array."""
+    col = np.ascontiguousarray(a[name])
+    if name in _INT_COLUMNS:
+        return _smallest_int(col), {}
+    if name == "volume":
+        quantum = 1e-9 if meta.get("volume_unit") == "seconds" else 1.0
+        q = np.rint(col / quantum)
+        if np.isfinite(col).all() and np.array_equal(q * quantum, col) and \
+                (len(q) == 0 or np.abs(q).max() < 2 ** 62):
+            return _smallest_int(q.astype(np.int64)), {"quantum": quantum}
+        return col, {}
+    ts = col if name == "t_start" else np.ascontiguousarray(a["t_start"])
+    if not len(a) or not np.isfinite(ts).any():
+        return None
+    te = col if name == "t_end" else np.ascontiguousarray(a["t_end"])
+    if not (np.isfinite(ts).all() and np.isfinite(te).all()):
+        return col, {"encoding": "float-seconds"}
+    t0 = float(ts.min())
+    if name == "t_start":
+        return _smallest_int(_encode_times(ts, offsets, t0)), \
+            {"encoding": "ns-delta-per-rank", "t0": t0}
+    return _smallest_int(np.rint((te - ts) * _NS).astype(np.int64)), {"encoding": "ns-duration"}
+
+
 def write_trace(path: str, data: TraceData, meta: dict | None = None) -> None:
     """Write ``data`` as a new minitrace file (any bench groups are dropped: a trace file)."""
     a = data.actions
@@ -140,34 +186,18 @@ def write_trace(path: str, data: TraceData, meta: dict | None = None) -> None:
         g.attrs["nranks"] = data.nranks
         g.attrs["nactions"] = len(a)
         cols = g.create_group("actions")
-        for name in _INT_COLUMNS:
-            _dataset(cols, name, _smallest_int(a[name]))
-        vol = a["volume"]
-        quantum = 1e-9 if m.get("volume_unit") == "seconds" else 1.0
-        q = np.rint(vol / quantum)
-        if np.all(np.isfinite(vol)) and np.array_equal(q * quantum, vol) and \
-                (len(q) == 0 or np.abs(q).max() < 2 ** 62):
-            _dataset(cols, "volume", _smallest_int(q.astype(np.int64)), quantum=quantum)
-        else:
-            _dataset(cols, "volume", vol)
-        ts, te = a["t_start"], a["t_end"]
-        timed = bool(len(a)) and bool(np.isfinite(ts).any())
+        encoded = dict(_POOL.map(lambda name: (name, _encode_column(a, name, offsets, m)),
+                                 _INT_COLUMNS + ("volume", "t_start", "t_end")))
+        timed = encoded["t_start"] is not None
         g.attrs["timed"] = timed
-        if timed:
-            if np.isfinite(ts).all() and np.isfinite(te).all():
-                t0 = float(ts.min())
-                g.attrs["t0"] = t0
-                _dataset(cols, "t_start", _smallest_int(_encode_times(ts, offsets, t0)),
-                         encoding="ns-delta-per-rank")
-                _dataset(cols, "t_end",
-                         _smallest_int(np.rint((te - ts) * _NS).astype(np.int64)),
-                         encoding="ns-duration")
-            else:
-                _dataset(cols, "t_start", ts, encoding="float-seconds")
-                _dataset(cols, "t_end", te, encoding="float-seconds")
+        if timed and encoded["t_start"][1].get("encoding") == "ns-delta-per-rank":
+            g.attrs["t0"] = encoded["t_start"][1]["t0"]
+        for name, enc in encoded.items():
+            if enc is not None:
+                _dataset(cols, name, enc[0], **{k: v for k, v in enc[1].items() if k != "t0"})
         idx = g.create_group("index")
         _dataset(idx, "rank_offsets", offsets)
-        kind_of = a["kind"]
+        kind_of = encoded["kind"][0].view(np.uint8)
         rank_of = np.repeat(np.arange(data.nranks, dtype=np.int64), np.diff(offsets))
         counts = np.zeros((data.nranks, 256), dtype=np.int64)
         counts += np.bincount(rank_of * 256 + kind_of, minlength=counts.size).reshape(counts.shape)
