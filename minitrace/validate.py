@@ -1,0 +1,464 @@
+"""Consistency checks of a trace: the invariants every correct MPI run satisfies.
+
+A trace that fails them was cut short, recorded wrongly, or converted wrongly; replaying it would
+deadlock or mis-simulate.  Checks (each vectorised over all actions with numpy/pandas):
+
+* structure: every rank has ``init`` first and ``finalize`` last among its MPI actions;
+* point-to-point: the n-th send from s to d with (tag, comm) meets the n-th receive posted by d
+  for (s, tag, comm), and both sides agree on the bytes;
+* collectives: the members of a communicator call the same collectives in the same order, with
+  the same root and consistent sizes;
+* requests: every request a call activates (non-blocking call, start of a persistent or
+  partitioned request) is completed by a wait/test before it is activated again or the rank ends.
+"""
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from . import kinds as K
+from .model import TraceData
+
+#: Problems kept per category (counts stay exact beyond it).
+KEEP_PER_CATEGORY = 1000
+
+_C = K.CODE
+_NON_MPI = [_C[k] for k in ("compute", "sleep", "region_begin", "region_end", "pause", "resume")]
+_SENDS = [_C[k] for k in ("send", "ssend", "bsend", "rsend", "isend", "issend", "ibsend",
+                          "irsend")]
+_RECVS = [_C[k] for k in ("recv", "irecv")]
+_SENDRECVS = [_C["sendrecv"], _C["sendrecv_replace"]]
+_SEND_INITS = [_C[k] for k in ("send_init", "ssend_init", "bsend_init", "rsend_init")]
+_COLLS = [c for c, n, cat in K.KINDS if cat in ("coll", "icoll")]
+_CREATES = [_C[k] for k in K.REQUEST_KINDS] + _SEND_INITS + [_C["recv_init"], _C["psend_init"],
+                                                            _C["precv_init"]]
+_BLOCKING = {_C[n]: _C[K.BLOCKING_OF.get(n, n)] for n in (K.NAME[c] for c in _COLLS)}
+
+
+@dataclass
+class Problem:
+    rank: int          # world rank (-1 when the problem is not one rank's)
+    index: int         # action row within the rank, or -1
+    category: str      # e.g. "unmatched-send", "size-mismatch", "missing-finalize"
+    message: str       # one line
+
+    def __str__(self) -> str:
+        where = f"rank {self.rank}" if self.rank >= 0 else "trace"
+        if self.index >= 0:
+            where += f" action {self.index}"
+        return f"{where}: {self.category}: {self.message}"
+
+
+@dataclass
+class ValidationReport:
+    nranks: int
+    nactions: int
+    problems: list[Problem] = field(default_factory=list)
+    counts: Counter = field(default_factory=Counter)   # category -> exact number of problems
+
+    @property
+    def ok(self) -> bool:
+        return not self.counts
+
+    @property
+    def nproblems(self) -> int:
+        return sum(self.counts.values())
+
+    def add(self, rank: int, index: int, category: str, message: str) -> None:
+        self.counts[category] += 1
+        if self.counts[category] <= KEEP_PER_CATEGORY:
+            self.problems.append(Problem(int(rank), int(index), category, message))
+
+    def lines(self, limit: int | None = 50) -> list[str]:
+        """One line per problem (at most ``limit``, then one line counting the rest)."""
+        shown = self.problems if limit is None else self.problems[:limit]
+        out = [str(p) for p in shown]
+        rest = self.nproblems - len(shown)
+        if rest > 0:
+            out.append(f"... and {rest} more problem(s)")
+        return out
+
+    def summary(self) -> str:
+        if self.ok:
+            return f"OK: {self.nranks} ranks, {self.nactions} actions, no problems"
+        per = ", ".join(f"{n} {c}" for c, n in sorted(self.counts.items()))
+        return f"{self.nproblems} problem(s) in {self.nranks} ranks, {self.nactions} actions: {per}"
+
+    def __str__(self) -> str:
+        return "\n".join([self.summary(), *self.lines()])
+
+
+class _Ctx:
+    """Columns shared by the checks: each action's rank and row within the rank."""
+
+    def __init__(self, data: TraceData):
+        self.d = data
+        self.a = data.actions
+        n = len(self.a)
+        sizes = np.diff(data.rank_offsets)
+        self.rank = np.repeat(np.arange(data.nranks, dtype=np.int64), sizes)
+        self.index = np.arange(n, dtype=np.int64) - np.repeat(data.rank_offsets[:-1], sizes)
+        self.kind = self.a["kind"]
+
+    def rows(self, codes) -> np.ndarray:
+        return np.nonzero(np.isin(self.kind, codes))[0]
+
+    def vector(self, row: int) -> np.ndarray:
+        off, n = int(self.a["vec_off"][row]), int(self.a["vec_len"][row])
+        return self.d.vectors[off:off + n] if n > 0 else np.zeros(0, np.int64)
+
+
+def validate(data: TraceData) -> ValidationReport:
+    """Check ``data``; the report lists every problem found (see the module docstring)."""
+    rep = ValidationReport(data.nranks, len(data.actions))
+    ctx = _Ctx(data)
+    _check_structure(ctx, rep)
+    _check_p2p(ctx, rep)
+    _check_collectives(ctx, rep)
+    _check_requests(ctx, rep)
+    return rep
+
+
+# -- structure --------------------------------------------------------------------------------
+def _check_structure(ctx: _Ctx, rep: ValidationReport) -> None:
+    mpi = ~np.isin(ctx.kind, _NON_MPI)
+    init, fin = ctx.kind == _C["init"], ctx.kind == _C["finalize"]
+    for r in range(ctx.d.nranks):  # one pass per rank, vectorised within it
+        s = ctx.d.rank_slice(r)
+        rows = np.nonzero(mpi[s])[0]
+        if not init[s].any():
+            rep.add(r, -1, "missing-init", "no init")
+        elif rows[0] != np.argmax(init[s]):
+            rep.add(r, int(rows[0]), "init-not-first",
+                    f"{K.NAME[int(ctx.kind[s][rows[0]])]} before init")
+        if not fin[s].any():
+            rep.add(r, -1, "missing-finalize", "no finalize (the run may have been cut short)")
+        elif rows[-1] != len(fin[s]) - 1 - np.argmax(fin[s][::-1]):
+            rep.add(r, int(rows[-1]), "finalize-not-last",
+                    f"{K.NAME[int(ctx.kind[s][rows[-1]])]} after finalize")
+
+
+# -- point to point ---------------------------------------------------------------------------
+def _starts(ctx: _Ctx):
+    """(row of the start, row of the *_init it starts) for every start and startall entry."""
+    a = ctx.a
+    inits = ctx.rows(_SEND_INITS + [_C["recv_init"], _C["psend_init"], _C["precv_init"]])
+    st = ctx.rows([_C["start"]])
+    sa_rows, sa_reqs = _vector_entries(ctx, ctx.rows([_C["startall"]]))
+    start_rows = np.concatenate([st, sa_rows])
+    reqs = np.concatenate([a["request"][st], sa_reqs]).astype(np.int64)
+    if not len(start_rows):
+        return start_rows, start_rows
+    # the init is the latest one with that request id on the same rank before the start
+    ik = pd.DataFrame({"rank": ctx.rank[inits], "req": a["request"][inits], "row": inits})
+    sk = pd.DataFrame({"rank": ctx.rank[start_rows], "req": reqs, "row": start_rows})
+    m = pd.merge_asof(sk.sort_values("row"), ik.sort_values("row").rename(
+        columns={"row": "init"}), left_on="row", right_on="init", by=["rank", "req"],
+        direction="backward")
+    m = m.dropna(subset=["init"])
+    return m["row"].to_numpy(np.int64), m["init"].to_numpy(np.int64)
+
+
+def _messages(ctx: _Ctx):
+    """Send and receive halves of every message as two DataFrames with the same columns."""
+    a, rank = ctx.a, ctx.rank
+    cols = ("src", "dst", "tag", "comm", "bytes", "row", "unresolved")
+
+    def frame(rows, src, dst, tag, nbytes, unresolved=None):
+        return pd.DataFrame(dict(zip(cols, (src, dst, tag, a["comm"][rows], nbytes, rows,
+                                            np.zeros(len(rows), bool) if unresolved is None
+                                            else unresolved))))
+
+    s = ctx.rows(_SENDS)
+    r = ctx.rows(_RECVS)
+    sr = ctx.rows(_SENDRECVS)
+    sends = [frame(s, rank[s], a["peer"][s], a["tag"][s], a["bytes_sent"][s]),
+             frame(sr, rank[sr], a["peer"][sr], a["tag"][sr], a["bytes_sent"][sr])]
+    recvs = [frame(r, a["peer"][r], rank[r], a["tag"][r], a["bytes_recv"][r],
+                   (a["flags"][r] & K.FLAG_UNRESOLVED) != 0)]
+    if len(sr):
+        v = ctx.d.vectors
+        ok = a["vec_len"][sr] >= 2
+        off = np.where(ok, a["vec_off"][sr], 0)
+        recvs.append(frame(sr, np.where(ok, v[off], -1) if len(v) else np.full(len(sr), -1),
+                           rank[sr], np.where(ok, v[off + 1], -1) if len(v) else
+                           np.full(len(sr), -1), a["bytes_recv"][sr], ~ok))
+    st, init = _starts(ctx)
+    if len(st):
+        ik = a["kind"][init]
+        snd = np.isin(ik, _SEND_INITS + [_C["psend_init"]])
+        for mask, side in ((snd, sends), (~snd, recvs)):
+            srow, irow = st[mask], init[mask]
+            if side is sends:
+                f = frame(irow, rank[irow], a["peer"][irow], a["tag"][irow],
+                          a["bytes_sent"][irow])
+            else:
+                f = frame(irow, a["peer"][irow], rank[irow], a["tag"][irow],
+                          a["bytes_recv"][irow])
+            f["row"] = srow
+            side.append(f)
+    return pd.concat(sends, ignore_index=True), pd.concat(recvs, ignore_index=True)
+
+
+def _check_p2p(ctx: _Ctx, rep: ValidationReport) -> None:
+    sends, recvs = _messages(ctx)
+    bad = recvs["unresolved"].to_numpy()
+    for row in recvs["row"].to_numpy()[bad]:
+        rep.add(ctx.rank[row], ctx.index[row], "unresolved-recv",
+                f"{K.NAME[int(ctx.kind[row])]} whose completion was never recorded "
+                "(source/size unknown)")
+    recvs = recvs[~bad]
+    # MPI_PROC_NULL peers (-1) carry no message
+    sends = sends[sends["dst"] >= 0]
+    recvs = recvs[recvs["src"] >= 0]
+    key = ["src", "dst", "tag", "comm"]
+    sends, recvs = (f.sort_values("row", kind="stable") for f in (sends, recvs))
+    for f in (sends, recvs):
+        f["seq"] = f.groupby(key, sort=False).cumcount()
+    m = sends.merge(recvs, on=key + ["seq"], how="outer", suffixes=("_s", "_r"),
+                    indicator=True)
+    for how, cat in (("left_only", "unmatched-send"), ("right_only", "unmatched-recv")):
+        sub = m[m["_merge"] == how]
+        side = "_s" if how == "left_only" else "_r"
+        for t in sub.itertuples(index=False):
+            row = int(getattr(t, "row" + side))
+            n = int(getattr(t, "bytes" + side))
+            if how == "left_only":
+                msg = (f"{K.NAME[int(ctx.kind[row])]} to {t.dst} tag {t.tag} comm {t.comm} "
+                       f"({n} B, message {t.seq} of that stream) has no matching receive")
+            else:
+                msg = (f"{K.NAME[int(ctx.kind[row])]} from {t.src} tag {t.tag} comm {t.comm} "
+                       f"({n} B, message {t.seq} of that stream) has no matching send")
+            rep.add(ctx.rank[row], ctx.index[row], cat, msg)
+    both = m[m["_merge"] == "both"]
+    both = both[both["bytes_s"] != both["bytes_r"]]
+    for t in both.itertuples(index=False):
+        rs, rr = int(t.row_s), int(t.row_r)
+        rep.add(ctx.rank[rr], ctx.index[rr], "size-mismatch",
+                f"{K.NAME[int(ctx.kind[rr])]} from {t.src} tag {t.tag} comm {t.comm} receives "
+                f"{int(t.bytes_r)} B but the matching {K.NAME[int(ctx.kind[rs])]} (rank {t.src} "
+                f"action {ctx.index[rs]}) sends {int(t.bytes_s)} B")
+
+
+# -- collectives ------------------------------------------------------------------------------
+def _check_collectives(ctx: _Ctx, rep: ValidationReport) -> None:
+    rows = ctx.rows(_COLLS)
+    if not len(rows):
+        return
+    a = ctx.a
+    df = pd.DataFrame({"comm": a["comm"][rows], "rank": ctx.rank[rows], "row": rows,
+                       "kind": a["kind"][rows], "peer": a["peer"][rows],
+                       "bs": a["bytes_sent"][rows], "br": a["bytes_recv"][rows]})
+    df["seq"] = df.groupby(["comm", "rank"], sort=False).cumcount()
+    for comm, g in df.groupby("comm", sort=True):
+        members = ctx.d.comms.get(int(comm))
+        if members is None:
+            r0 = g.iloc[0]
+            rep.add(r0["rank"], ctx.index[r0["row"]], "unknown-comm",
+                    f"{K.NAME[int(r0['kind'])]} on communicator {comm}, which the "
+                    "communicator table does not list")
+            continue
+        members = np.asarray(members, dtype=np.int64)
+        pos = np.full(ctx.d.nranks, -1, np.int64)
+        pos[members[(members >= 0) & (members < ctx.d.nranks)]] = \
+            np.nonzero((members >= 0) & (members < ctx.d.nranks))[0]
+        outsider = pos[g["rank"].to_numpy()] < 0
+        for r, sub in g[outsider].groupby("rank"):
+            rep.add(r, ctx.index[sub["row"].iloc[0]], "collective-mismatch",
+                    f"{len(sub)} collective(s) on communicator {comm} of which rank {r} "
+                    "is not a member")
+        g = g[~outsider]
+        _check_comm_collectives(ctx, rep, int(comm), members, g)
+
+
+def _check_comm_collectives(ctx, rep, comm, members, g) -> None:
+    size = len(members)
+    # 1. every member calls the same number of collectives on this comm
+    n_of = g.groupby("rank").size().reindex(members, fill_value=0)
+    if n_of.nunique() > 1:
+        most = int(n_of.max())
+        for r, n in n_of.items():
+            if n < most:
+                rep.add(int(r), -1, "collective-mismatch",
+                        f"calls {n} collective(s) on communicator {comm}, other members "
+                        f"up to {most}")
+    # 2. same kind and root at each position
+    first = g.groupby("seq").agg(kmin=("kind", "min"), kmax=("kind", "max"),
+                                 pmin=("peer", "min"), pmax=("peer", "max"), n=("kind", "size"))
+    g = g.join(first, on="seq")
+    kinds_bad = first.index[first.kmin != first.kmax]
+    for seq in kinds_bad:
+        sub = g[g.seq == seq]
+        ref = sub.iloc[0]
+        odd = sub[sub.kind != ref.kind]
+        for t in odd.itertuples(index=False):
+            rep.add(t.rank, ctx.index[t.row], "collective-mismatch",
+                    f"collective {seq} on communicator {comm} is {K.NAME[int(t.kind)]} here but "
+                    f"{K.NAME[int(ref.kind)]} on rank {ref['rank']}")
+    same = g[(g.kmin == g.kmax)]
+    rooted = same[np.isin(same.kind, [_C[n] for n in K.ROOTED])]
+    for seq in rooted.loc[rooted.pmin != rooted.pmax, "seq"].unique():
+        sub = rooted[rooted.seq == seq]
+        ref = sub.iloc[0]
+        for t in sub[sub.peer != ref.peer].itertuples(index=False):
+            rep.add(t.rank, ctx.index[t.row], "collective-mismatch",
+                    f"{K.NAME[int(t.kind)]} (collective {seq} on communicator {comm}) has root "
+                    f"{t.peer} here but {ref.peer} on rank {ref['rank']}")
+    # 3. sizes, for complete groups of one kind and one root
+    same = same[(same.n == size) & (same.pmin == same.pmax)]
+    if len(same):
+        _check_sizes(ctx, rep, comm, members, same)
+
+
+def _check_sizes(ctx, rep, comm, members, g) -> None:
+    P = len(members)
+    g = g.copy()
+    g["base"] = g.kind.map(lambda k: K.NAME[_BLOCKING.get(int(k), int(k))])
+    g["is_root"] = g["rank"].to_numpy() == g["peer"].to_numpy()
+    # The value each member contributes, which must be the same on every member.
+    rules = {
+        "bcast": lambda t: np.where(t.is_root, t.bs, t.br),
+        "reduce": lambda t: t.bs, "allreduce": lambda t: t.bs, "scan": lambda t: t.bs,
+        "exscan": lambda t: t.bs, "gather": lambda t: t.bs, "allgather": lambda t: t.bs,
+        "scatter": lambda t: t.br, "alltoall": lambda t: t.bs,
+        "reduce_scatter_block": lambda t: t.br,
+    }
+    for base, sub in g.groupby("base"):
+        if base in rules:
+            sub = sub.assign(v=np.asarray(rules[base](sub)))
+            spread = sub.groupby("seq")["v"].agg(["min", "max"])
+            for seq in spread.index[spread["min"] != spread["max"]]:
+                grp = sub[sub.seq == seq]
+                ref = grp.v.mode().iloc[0]
+                for t in grp[grp.v != ref].itertuples(index=False):
+                    rep.add(t.rank, ctx.index[t.row], "collective-size-mismatch",
+                            f"{K.NAME[int(t.kind)]} (collective {seq} on communicator {comm}) "
+                            f"with {t.v} B here but {ref} B on the other members")
+            # totals that follow from the common value
+            ok_seq = spread.index[spread["min"] == spread["max"]]
+            sub = sub[sub.seq.isin(ok_seq)]
+            total = {"gather": ("br", "is_root"), "scatter": ("bs", "is_root"),
+                     "allgather": ("br", None), "alltoall": ("br", None)}.get(base)
+            if total:
+                col, only = total
+                t2 = sub[sub[only]] if only else sub
+                want = t2.v * (1 if base == "alltoall" else P)
+                for t, w in zip(t2[t2[col] != want].itertuples(index=False), want[t2[col] != want]):
+                    rep.add(t.rank, ctx.index[t.row], "collective-size-mismatch",
+                            f"{K.NAME[int(t.kind)]} (collective {t.seq} on communicator "
+                            f"{comm}) {'receives' if col == 'br' else 'sends'} "
+                            f"{getattr(t, col)} B, expected {int(w)} B")
+        elif base in ("gatherv", "scatterv", "allgatherv", "alltoallv", "alltoallw",
+                      "reduce_scatter"):
+            _check_vectors(ctx, rep, comm, members, base, sub)
+
+
+def _check_vectors(ctx, rep, comm, members, base, g) -> None:
+    """Per-peer byte vectors against what the peers themselves declare."""
+    P = len(members)
+    pos = {int(r): i for i, r in enumerate(members)}
+    for seq, grp in g.groupby("seq"):
+        grp = grp.assign(p=[pos[int(r)] for r in grp["rank"]]).sort_values("p")
+        bs = grp.bs.to_numpy()
+        br = grp.br.to_numpy()
+        vecs = [ctx.vector(int(r)) for r in grp.row]
+        name = K.NAME[int(grp.kind.iloc[0])]
+        where = f"{name} (collective {seq} on communicator {comm})"
+        bad: list[tuple[int, str]] = []
+        if base in ("gatherv", "scatterv"):
+            root = grp[grp.is_root]
+            if len(root):
+                v = vecs[int(np.nonzero(grp.is_root.to_numpy())[0][0])]
+                mine = bs if base == "gatherv" else br
+                if len(v) != P:
+                    bad.append((int(root.row.iloc[0]), f"{where}: root vector has {len(v)} "
+                                f"entries for {P} members"))
+                else:
+                    for i in np.nonzero(v != mine)[0]:
+                        bad.append((int(grp.row.iloc[i]), f"{where}: "
+                                    f"{'sends' if base == 'gatherv' else 'receives'} "
+                                    f"{int(mine[i])} B but the root expects {int(v[i])} B"))
+        elif base in ("allgatherv", "reduce_scatter"):
+            mine = bs if base == "allgatherv" else br
+            for i, v in enumerate(vecs):
+                if len(v) != P:
+                    bad.append((int(grp.row.iloc[i]), f"{where}: vector has {len(v)} entries "
+                                f"for {P} members"))
+                elif not np.array_equal(v, vecs[0]) or \
+                        (base == "allgatherv" and not np.array_equal(v, mine)) or \
+                        (base == "reduce_scatter" and v[i] != mine[i]):
+                    bad.append((int(grp.row.iloc[i]), f"{where}: per-member bytes "
+                                f"{v.tolist()[:8]} disagree with the other members"))
+        else:  # alltoallv / alltoallw: what i sends to j is what j receives from i
+            if any(len(v) != 2 * P for v in vecs):
+                for i, v in enumerate(vecs):
+                    if len(v) != 2 * P:
+                        bad.append((int(grp.row.iloc[i]), f"{where}: vector has {len(v)} "
+                                    f"entries, expected {2 * P}"))
+            else:
+                m = np.stack(vecs)
+                send, recv = m[:, :P], m[:, P:]
+                for i, j in zip(*np.nonzero(send != recv.T)):
+                    bad.append((int(grp.row.iloc[i]), f"{where}: sends {int(send[i, j])} B to "
+                                f"member {j} which expects {int(recv[j, i])} B"))
+        for row, msg in bad:
+            rep.add(ctx.rank[row], ctx.index[row], "collective-size-mismatch", msg)
+
+
+# -- requests ---------------------------------------------------------------------------------
+def _check_requests(ctx: _Ctx, rep: ValidationReport) -> None:
+    a = ctx.a
+    act_rows = [ctx.rows([c for c in _CREATES if K.NAME[c] in K.REQUEST_KINDS])]
+    # starts activate the request they name (partitioned and persistent alike)
+    sr = ctx.rows([_C["start"]])
+    act_rows.append(sr)
+    act_req = [a["request"][act_rows[0]], a["request"][sr]]
+    sa = ctx.rows([_C["startall"]])
+    vec_rows, vec_req = _vector_entries(ctx, sa)
+    act_rows.append(vec_rows)
+    act_req.append(vec_req)
+    # completions: wait/waitany/test(any) with FLAG_COMPLETED by request field, the *all/*some
+    # forms by their vector
+    single = ctx.rows([_C["wait"], _C["waitany"]])
+    tst = ctx.rows([_C["test"], _C["testany"]])
+    tst = tst[(a["flags"][tst] & K.FLAG_COMPLETED) != 0]
+    multi = ctx.rows([_C["waitall"], _C["waitsome"]])
+    tmulti = ctx.rows([_C["testall"], _C["testsome"]])
+    tmulti = tmulti[(a["flags"][tmulti] & K.FLAG_COMPLETED) != 0]
+    mrows, mreq = _vector_entries(ctx, np.concatenate([multi, tmulti]))
+    done_rows = np.concatenate([single, tst, mrows])
+    done_req = np.concatenate([a["request"][single], a["request"][tst], mreq])
+    arow = np.concatenate(act_rows)
+    areq = np.concatenate(act_req).astype(np.int64)
+    ev = pd.DataFrame({
+        "rank": np.concatenate([ctx.rank[arow], ctx.rank[done_rows]]),
+        "req": np.concatenate([areq, done_req.astype(np.int64)]),
+        "row": np.concatenate([arow, done_rows]),
+        "act": np.concatenate([np.ones(len(arow), bool), np.zeros(len(done_rows), bool)]),
+    })
+    ev = ev[ev.req >= 0].sort_values(["rank", "req", "row", "act"], kind="stable")
+    same_next = (ev["rank"].shift(-1) == ev["rank"]) & (ev["req"].shift(-1) == ev["req"])
+    completed = same_next & ~ev["act"].shift(-1, fill_value=True).astype(bool)
+    for t in ev[ev.act & ~completed].itertuples(index=False):
+        row = int(t.row)
+        rep.add(ctx.rank[row], ctx.index[row], "incomplete-request",
+                f"request {t.req} of this {K.NAME[int(ctx.kind[row])]} is never completed by a "
+                "wait or successful test")
+
+
+def _vector_entries(ctx: _Ctx, rows: np.ndarray):
+    """(row, value) for every entry of the vectors of ``rows``."""
+    a = ctx.a
+    if not len(rows):
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    lens = np.maximum(a["vec_len"][rows].astype(np.int64), 0)
+    offs = a["vec_off"][rows].astype(np.int64)
+    total = int(lens.sum())
+    if not total:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    starts = np.repeat(offs - (np.cumsum(lens) - lens), lens)
+    idx = starts + np.arange(total)
+    return np.repeat(rows, lens), ctx.d.vectors[idx]
