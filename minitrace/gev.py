@@ -96,7 +96,8 @@ def pwm(x) -> GevFit:
     scale = np.where(small, l2 / np.log(2),
                      l2 * ks / (special.gamma(1 + ks) * -np.expm1(-ks * np.log(2))))
     loc = b0 + scale * np.where(small, -EULER_GAMMA, _gamma1m(ks) / ks)
-    return GevFit("pwm", loc, scale, k, np.isfinite(loc) & np.isfinite(scale) & (scale > 0))
+    return GevFit("pwm", loc, scale, k,
+                  np.isfinite(k) & np.isfinite(loc) & np.isfinite(scale) & (scale > 0))
 
 
 def _skewness_exact(k):
