@@ -55,10 +55,13 @@ fi
 
 # 4. minitrace itself (editable, with test tools), redone only when its build inputs change.
 stamp="$VENV/.minitrace-stamp"
-want=$(cat "$ROOT/pyproject.toml" "$ROOT"/c_shim/*.py "$ROOT"/c_shim/*.c "$ROOT"/c_shim/*.h "$ROOT"/c_shim/*.txt 2>/dev/null | sha256sum | cut -d' ' -f1)
+want=$(cd "$ROOT" && find pyproject.toml setup.py c_shim -type f ! -name '*.so' ! -name '*.o' \
+         ! -path '*/__pycache__/*' ! -name '_generated*' | sort | xargs cat | sha256sum | cut -d' ' -f1)
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
   say "installing minitrace"
-  "${PIP[@]}" install -e "$ROOT[test]"
+  # The shim is compiled against the MPI of this venv (its mpicc), so build without isolation.
+  "${PIP[@]}" install setuptools wheel cffi mpich
+  "${PIP[@]}" install --no-build-isolation -e "$ROOT[test]"
   echo "$want" >"$stamp"
 fi
 say "ready: $VENV"
