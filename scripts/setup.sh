@@ -55,7 +55,7 @@ fi
 
 # 4. minitrace itself (editable, with test tools), redone only when its build inputs change.
 stamp="$VENV/.minitrace-stamp"
-want=$(cd "$ROOT" && find pyproject.toml setup.py c_shim -type f ! -name '*.so' ! -name '*.o' \
+want=$(cd "$ROOT" && find pyproject.toml setup.py $(ls -d c_shim 2>/dev/null) -type f ! -name '*.so' ! -name '*.o' \
          ! -path '*/__pycache__/*' ! -name '_generated*' | sort | xargs cat | sha256sum | cut -d' ' -f1)
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
   say "installing minitrace"
