@@ -19,9 +19,12 @@ def add_suite_parsers(sub) -> dict:
     out = {}
     for name in SUITES:
         mod = suite_module(name)
-        p = sub.add_parser(name, help=mod.HELP, description=f"{mod.HELP}.  "
-                           f"{(mod.__doc__ or '').split(':', 1)[-1].strip()}",
+        p = sub.add_parser(name, help=mod.HELP, description=_capital((mod.__doc__ or "").split(":", 1)[-1].strip()),
                            epilog=f"stores under /bench/{name}: {mod.STORES}")
         mod.add_arguments(p)
         out[name] = p
     return out
+
+
+def _capital(text: str) -> str:
+    return text[:1].upper() + text[1:]

@@ -19,14 +19,8 @@ from ..errors import MinitraceError  # noqa: E402
 from . import add_suite_parsers, suite_module  # noqa: E402
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m minitrace.bench",
-        description="minitrace benchmark suites; run under mpiexec, e.g. "
-                    "`mpiexec -n 4 python -m minitrace.bench variability -o run.h5`.")
-    sub = parser.add_subparsers(dest="suite", metavar="SUITE", required=True)
-    add_suite_parsers(sub)
-    args = parser.parse_args(argv)
+def execute(args) -> int:
+    """Run the suite chosen in ``args`` on every rank of MPI_COMM_WORLD."""
     from mpi4py import MPI
     comm = MPI.COMM_WORLD
     try:
@@ -41,6 +35,16 @@ def main(argv: list[str] | None = None) -> int:
         sys.stderr.flush()
         comm.Abort(1)
         return 1
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m minitrace.bench",
+        description="minitrace benchmark suites; run under mpiexec, e.g. "
+                    "`mpiexec -n 4 python -m minitrace.bench variability -o run.h5`.")
+    sub = parser.add_subparsers(dest="suite", metavar="SUITE", required=True)
+    add_suite_parsers(sub)
+    return execute(parser.parse_args(argv))
 
 
 if __name__ == "__main__":

@@ -97,11 +97,11 @@ def save(comm, path: str, suite: str, columns: dict, attrs: dict, topo: dict) ->
 class Progress:
     """tqdm bar on rank 0's stderr; silent elsewhere, with --quiet or without a terminal."""
 
-    def __init__(self, comm, total: int, desc: str, quiet: bool):
+    def __init__(self, comm, total: int | None, desc: str, quiet: bool):
         self.bar = None
         if comm.rank == 0 and not quiet and sys.stderr.isatty():
             from tqdm import tqdm
-            self.bar = tqdm(total=total, desc=desc, file=sys.stderr, leave=False,
+            self.bar = tqdm(total=total or None, desc=desc, file=sys.stderr, leave=False,
                             dynamic_ncols=True)
 
     def update(self, n: int = 1) -> None:
