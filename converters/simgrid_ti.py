@@ -1,0 +1,696 @@
+"""SimGrid time-independent (TI) trace text <-> TraceData, in the syntax SimGrid 4.1's SMPI replay
+accepts (src/smpi/internals/smpi_replay.cpp; see docs/SIMGRID_TI.md).
+
+Lines are ``<rank> <action> <args...>``; counts are element counts of a datatype (MPI_BYTE by
+default, MPI_DOUBLE when the rank's ``init`` line has an extra token), so the importer multiplies
+them into bytes and the exporter writes bytes with the default MPI_BYTE.  SimGrid runs every
+collective on MPI_COMM_WORLD and has no ssend, persistent, partitioned, probe or non-blocking
+collective actions: the exporter reports, per kind, what it dropped or approximated.
+"""
+from __future__ import annotations
+
+import math
+import os
+from collections import Counter, deque
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from minitrace import kinds as K
+from minitrace.errors import MinitraceError
+from minitrace.model import ACTION_DTYPE, NONE, TraceData, assign_vec_offsets
+
+#: Datatype id -> size in bytes (SimGrid's Datatype::decode ids, x86-64 sizes).
+DATATYPE_SIZE = {
+    0: 8, 1: 4, 2: 1, 3: 2, 4: 8, 5: 4, 6: 1, 7: 8, 8: 1, 9: 1, 10: 2, 11: 4, 12: 8, 13: 8,
+    14: 16, 15: 4, 16: 1, 17: 1, 18: 2, 19: 4, 20: 8, 21: 1, 22: 2, 23: 4, 24: 8, 25: 8,
+    26: 16, 27: 32, 28: 8, 29: 8, 30: 8, 31: 16, 32: 16, 33: 8, 34: 8, 35: 8, 36: 16, 37: 16,
+    38: 4, 39: 4, 40: 8, 41: 16, 42: 8, 43: 16, 44: 16, 45: 4, 46: 2, 47: 4, 48: 8, 49: 16,
+    50: 32, 51: 1, 52: 8, 53: 16, 54: 32, 57: 1, 58: 8, 59: 8,
+}
+MPI_DOUBLE, MPI_BYTE = 0, 6
+MAX_ERRORS_SHOWN = 5
+
+#: Older spellings found in the literature and in SimGrid 3.x traces.
+ALIASES = {"Isend": "isend", "Irecv": "irecv", "allReduce": "allreduce", "allToAll": "alltoall",
+           "allToAllV": "alltoallv", "waitAll": "waitall", "reduceScatter": "reducescatter",
+           "allGather": "allgather", "allGatherV": "allgatherv", "gatherV": "gatherv",
+           "scatterV": "scatterv", "sendrecv": "sendRecv"}
+
+
+class _LineError(Exception):
+    """Why one line cannot be parsed (collected, then reported together)."""
+
+
+# == import =====================================================================================
+@dataclass
+class _Line:
+    file: str
+    lineno: int
+    rank: int
+    action: str
+    args: list[str]
+
+
+def _rank_token(tok: str) -> int | None:
+    t = tok[1:] if tok[:1] == "p" else tok
+    return int(t) if t.isdigit() else None
+
+
+def _read_lines(path: str, want_rank: int | None, errors: list[str]) -> list[_Line]:
+    out = []
+    try:
+        f = open(path, encoding="utf-8", errors="replace")
+    except OSError as e:
+        raise MinitraceError(f"cannot read trace: {e.strerror}", path) from None
+    with f:
+        for n, raw in enumerate(f, 1):
+            s = raw.strip()
+            if not s or s[0] == "#":
+                continue
+            tok = s.split()
+            rank = _rank_token(tok[0])
+            if rank is None:
+                errors.append(f"{path}:{n}: {tok[0]!r} is not a rank")
+                continue
+            if len(tok) < 2:
+                errors.append(f"{path}:{n}: no action after the rank")
+                continue
+            if want_rank is not None and rank != want_rank:
+                errors.append(f"{path}:{n}: a line of rank {rank} in rank {want_rank}'s trace")
+                continue
+            out.append(_Line(path, n, rank, tok[1], tok[2:]))
+    return out
+
+
+def _is_trace(path: str) -> bool:
+    """A trace's first meaningful line starts with a rank and has an action; a list's does not."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            for raw in f:
+                s = raw.strip()
+                if s and s[0] != "#":
+                    tok = s.split()
+                    return len(tok) >= 2 and _rank_token(tok[0]) is not None
+    except OSError as e:
+        raise MinitraceError(f"cannot read: {e.strerror}", path) from None
+    raise MinitraceError("empty file: neither a trace nor a list of traces", path)
+
+
+def _resolve(entry: str, listfile: str) -> str:
+    """List entries are relative to the list file's directory (SimGrid: to its working
+    directory, which is where SimGrid's own tracer writes them from)."""
+    p = Path(entry)
+    if p.is_absolute():
+        return str(p)
+    near = Path(listfile).parent / p
+    return str(near if near.exists() or not p.exists() else p)
+
+
+def read_ti(path) -> TraceData:
+    """Read a TI trace: one file holding all ranks, or a list file (one line: a trace shared by
+    all ranks; N lines: rank i's trace on line i).  Raises MinitraceError listing the lines it
+    cannot parse as ``file:line: why``."""
+    path = os.fspath(path)
+    errors: list[str] = []
+    if _is_trace(path):
+        lines = _read_lines(path, None, errors)
+        nranks = max((ln.rank for ln in lines), default=-1) + 1
+        source = [path]
+    else:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            entries = [e.strip() for e in f if e.strip()]
+        files = [_resolve(e, path) for e in entries]
+        if len(files) == 1:
+            lines = _read_lines(files[0], None, errors)
+            nranks = max((ln.rank for ln in lines), default=-1) + 1
+        else:
+            lines = []
+            for r, fp in enumerate(files):
+                lines += _read_lines(fp, r, errors)
+            nranks = len(files)
+        source = files
+    if nranks <= 0 and not errors:
+        raise MinitraceError("no actions in the trace", path)
+    data = _Importer(max(nranks, 1), errors).run(lines)
+    if errors:
+        shown = "; ".join(errors[:MAX_ERRORS_SHOWN])
+        more = f" (and {len(errors) - MAX_ERRORS_SHOWN} more)" if len(errors) > MAX_ERRORS_SHOWN \
+            else ""
+        raise MinitraceError(f"{len(errors)} unparsable line(s): {shown}{more}")
+    data.meta.update({"volume_unit": "flops", "producer": "minitrace import simgrid-ti",
+                      "source": [str(s) for s in source], "nranks": data.nranks})
+    return data
+
+
+def _num(tok: str, what: str) -> float:
+    try:
+        v = float(tok)
+    except ValueError:
+        raise _LineError(f"{what} {tok!r} is not a number") from None
+    if not math.isfinite(v):
+        raise _LineError(f"{what} {tok!r} is not finite")
+    return v
+
+
+def _count(tok: str, what: str = "count") -> int:
+    """SimGrid truncates counts parsed as doubles (so 1e6 is a count)."""
+    return int(math.trunc(_num(tok, what)))
+
+
+def _int(tok: str, what: str) -> int:
+    try:
+        return int(tok)
+    except ValueError:
+        raise _LineError(f"{what} {tok!r} is not an integer") from None
+
+
+class _Importer:
+    """Turns parsed lines into actions, one rank's state (requests, default datatype) at a time."""
+
+    def __init__(self, nranks: int, errors: list[str]):
+        self.P = nranks
+        self.errors = errors
+        self.rows: list[list[tuple]] = [[] for _ in range(nranks)]
+        self.vecs: list[list[list[int]]] = [[] for _ in range(nranks)]
+        self.ignored: Counter = Counter()
+
+    def run(self, lines: list[_Line]) -> TraceData:
+        per_rank: list[list[_Line]] = [[] for _ in range(self.P)]
+        for ln in lines:
+            if ln.rank >= self.P:
+                self.errors.append(f"{ln.file}:{ln.lineno}: rank {ln.rank} but the list names "
+                                   f"{self.P} trace(s)")
+            else:
+                per_rank[ln.rank].append(ln)
+        for r, lns in enumerate(per_rank):
+            self.rank = r
+            self.pending: dict[tuple[int, int, int], deque] = {}
+            self.order: list[int] = []          # pending request ids, oldest first
+            self.irecvs: list[int] = []         # for the old argument-less ``wait``
+            self.key_of: dict[int, tuple] = {}
+            self.next_req = 0
+            self.dt = MPI_BYTE
+            for ln in lns:
+                try:
+                    self.line(ln)
+                except _LineError as e:
+                    self.errors.append(f"{ln.file}:{ln.lineno}: {ln.action}: {e}")
+        return self.build()
+
+    # -- helpers ---------------------------------------------------------------------------
+    def add(self, kind: str, *, peer=NONE, tag=NONE, bytes_sent=0, bytes_recv=0, volume=0.0,
+            request=NONE, flags=0, vector=None) -> None:
+        vlen = 0
+        if vector is not None:
+            self.vecs[self.rank].append([int(x) for x in vector])
+            vlen = len(vector)
+        self.rows[self.rank].append((K.CODE[kind], flags, peer, tag, 0, bytes_sent, bytes_recv,
+                                     float(volume), request, NONE, vlen, np.nan, np.nan))
+
+    def dtype(self, args: list[str], i: int) -> int:
+        if i >= len(args):
+            return DATATYPE_SIZE[self.dt]
+        t = _int(args[i], "datatype")
+        if t not in DATATYPE_SIZE:
+            raise _LineError(f"unknown datatype id {t}")
+        return DATATYPE_SIZE[t]
+
+    def root(self, args: list[str], i: int) -> int:
+        root = _int(args[i], "root") if i < len(args) else 0
+        if not 0 <= root < self.P:
+            raise _LineError(f"root {root} is not a rank (0..{self.P - 1})")
+        return root
+
+    def peer(self, tok: str, what: str) -> int:
+        p = _rank_token(tok)
+        if p is None or p >= self.P:
+            raise _LineError(f"{what} {tok!r} is not a rank (0..{self.P - 1})")
+        return p
+
+    def need(self, args: list[str], n: int, form: str) -> None:
+        if len(args) < n:
+            raise _LineError(f"needs {form}")
+
+    def counts(self, args: list[str], lo: int) -> list[int]:
+        return [_count(t) for t in args[lo:lo + self.P]]
+
+    def new_request(self, key: tuple, recv: bool) -> int:
+        req = self.next_req
+        self.next_req += 1
+        self.pending.setdefault(key, deque()).append(req)
+        self.order.append(req)
+        self.key_of[req] = key
+        if recv:
+            self.irecvs.append(req)
+        return req
+
+    def complete(self, req: int) -> None:
+        key = self.key_of.pop(req)
+        self.pending[key].remove(req)
+        self.order.remove(req)
+        if req in self.irecvs:
+            self.irecvs.remove(req)
+
+    # -- one line --------------------------------------------------------------------------
+    def line(self, ln: _Line) -> None:
+        a, args, me, P = ALIASES.get(ln.action, ln.action), ln.args, self.rank, self.P
+        if a == "init":
+            self.dt = MPI_DOUBLE if args else MPI_BYTE
+            self.add("init")
+        elif a == "finalize":
+            self.add("finalize")
+        elif a in ("compute", "sleep"):
+            self.need(args, 1, "an amount")
+            self.add(a, volume=_num(args[0], "amount"))
+        elif a in ("send", "isend"):
+            if len(args) == 2:            # old form: dst size
+                dst, tag, n = self.peer(args[0], "destination"), 0, _count(args[1])
+            else:
+                self.need(args, 3, "dst tag count [datatype]")
+                dst, tag = self.peer(args[0], "destination"), _int(args[1], "tag")
+                n = _count(args[2]) * self.dtype(args, 3)
+            req = self.new_request((me, dst, tag), False) if a == "isend" else NONE
+            self.add(a, peer=dst, tag=tag, bytes_sent=n, request=req)
+        elif a in ("recv", "irecv"):
+            self.need(args, 1, "src tag count [datatype]")
+            src = self.peer(args[0], "source")
+            if len(args) <= 2:            # old forms: src, or src size
+                tag, n = 0, (_count(args[1]) if len(args) == 2 else -1)
+            else:
+                tag = _int(args[1], "tag")
+                n = _count(args[2])
+                n = n * self.dtype(args, 3) if n >= 0 else -1
+            flags = K.FLAG_UNRESOLVED if n < 0 else 0   # size found later from the send
+            req = self.new_request((src, me, tag), True) if a == "irecv" else NONE
+            self.add(a, peer=src, tag=tag, bytes_recv=max(n, 0), request=req, flags=flags)
+        elif a in ("wait", "test"):
+            if not args and a == "wait":  # old form: the latest irecv
+                if not self.irecvs:
+                    raise _LineError("no pending irecv to wait for")
+                req = self.irecvs[-1]
+            else:
+                self.need(args, 3, "src dst tag")
+                key = (self.peer(args[0], "source"), self.peer(args[1], "destination"),
+                       _int(args[2], "tag"))
+                q = self.pending.get(key)
+                if not q:
+                    raise _LineError(f"no pending isend/irecv from {key[0]} to {key[1]} "
+                                     f"with tag {key[2]}")
+                req = q[0]
+            if a == "wait":
+                self.complete(req)
+            self.add(a, request=req)
+        elif a == "waitall":
+            ids = list(self.order)
+            for req in ids:
+                self.complete(req)
+            self.add("waitall", vector=ids)
+        elif a == "sendRecv":
+            self.need(args, 4, "sendcount dst recvcount src [sdt] [rdt]")
+            dst, src = self.peer(args[1], "destination"), self.peer(args[3], "source")
+            self.add("sendrecv", peer=dst, tag=0, bytes_sent=_count(args[0]) * self.dtype(args, 4),
+                     bytes_recv=_count(args[2]) * self.dtype(args, 5), vector=[src, 0])
+        elif a == "barrier":
+            self.add("barrier")
+        elif a == "bcast":
+            self.need(args, 1, "count [root] [datatype]")
+            root = self.root(args, 1)
+            n = _count(args[0]) * self.dtype(args, 2)
+            self.add("bcast", peer=root, bytes_sent=n if me == root else 0,
+                     bytes_recv=0 if me == root else n)
+        elif a == "reduce":
+            self.need(args, 1, "count comp_flops [root] [datatype]")
+            root = self.root(args, 2)
+            n = _count(args[0]) * self.dtype(args, 3)
+            comp = _num(args[1], "comp_flops") if len(args) > 1 else 0.0
+            self.add("reduce", peer=root, bytes_sent=n, bytes_recv=n if me == root else 0,
+                     volume=comp)
+        elif a in ("allreduce", "scan", "exscan"):
+            self.need(args, 2, "count comp_flops [datatype]")
+            n = _count(args[0]) * self.dtype(args, 2)
+            self.add(a, bytes_sent=n, bytes_recv=n, volume=_num(args[1], "comp_flops"))
+        elif a in ("alltoall", "allgather"):
+            self.need(args, 2, "sendcount recvcount [sdt] [rdt]")
+            s = _count(args[0]) * self.dtype(args, 2)
+            rc = _count(args[1]) * self.dtype(args, 3)
+            self.add(a, bytes_sent=s * (P if a == "alltoall" else 1), bytes_recv=rc * P)
+        elif a in ("gather", "scatter"):
+            self.need(args, 2, "sendcount recvcount [root] [sdt] [rdt]")
+            root = self.root(args, 2)
+            s = _count(args[0]) * self.dtype(args, 3)
+            rc = _count(args[1]) * self.dtype(args, 4)
+            if a == "gather":
+                self.add(a, peer=root, bytes_sent=s, bytes_recv=rc * P if me == root else 0)
+            else:
+                self.add(a, peer=root, bytes_sent=s * P if me == root else 0, bytes_recv=rc)
+        elif a == "gatherv":
+            self.need(args, 1 + P, f"sendcount recvcounts x {P} [root] [sdt] [rdt]")
+            root = self.root(args, 1 + P)
+            s = _count(args[0]) * self.dtype(args, 2 + P)
+            rsz = self.dtype(args, 3 + P)
+            v = [c * rsz for c in self.counts(args, 1)]
+            if me == root:
+                self.add(a, peer=root, bytes_sent=s, bytes_recv=sum(v), vector=v)
+            else:
+                self.add(a, peer=root, bytes_sent=s)
+        elif a == "allgatherv":
+            self.need(args, 1 + P, f"sendcount recvcounts x {P} [sdt rdt] [disps x {P}]")
+            extra = len(args) - 1 - P
+            if extra > P or extra <= 2:   # datatypes (then displacements, ignored)
+                ssz, rsz = self.dtype(args, 1 + P), self.dtype(args, 2 + P)
+            else:                          # displacements only, default datatype
+                ssz = rsz = DATATYPE_SIZE[self.dt]
+            v = [c * rsz for c in self.counts(args, 1)]
+            self.add(a, bytes_sent=_count(args[0]) * ssz, bytes_recv=sum(v), vector=v)
+        elif a == "scatterv":
+            self.need(args, 1 + P, f"sendcounts x {P} recvcount [root] [sdt] [rdt]")
+            root = self.root(args, 1 + P)
+            ssz = self.dtype(args, 2 + P)
+            rc = _count(args[P]) * self.dtype(args, 3 + P)
+            v = [c * ssz for c in self.counts(args, 0)]
+            if me == root:
+                self.add(a, peer=root, bytes_sent=sum(v), bytes_recv=rc, vector=v)
+            else:
+                self.add(a, peer=root, bytes_recv=rc)
+        elif a == "reducescatter":
+            self.need(args, 1 + P, f"recvcounts x {P} comp_flops [datatype]")
+            sz = self.dtype(args, 1 + P)
+            v = [c * sz for c in self.counts(args, 0)]
+            self.add("reduce_scatter", bytes_sent=sum(v), bytes_recv=v[me],
+                     volume=_num(args[P], "comp_flops"), vector=v)
+        elif a == "alltoallv":
+            self.need(args, 2 + 2 * P, f"sendbufsize sendcounts x {P} recvbufsize "
+                                       f"recvcounts x {P} [sdt] [rdt]")
+            ssz, rsz = self.dtype(args, 2 + 2 * P), self.dtype(args, 3 + 2 * P)
+            _count(args[0], "send buffer size")
+            _count(args[1 + P], "receive buffer size")
+            s = [c * ssz for c in self.counts(args, 1)]
+            rv = [c * rsz for c in self.counts(args, 2 + P)]
+            self.add(a, bytes_sent=sum(s), bytes_recv=sum(rv), vector=s + rv)
+        elif a in ("comm_size", "comm_split", "comm_dup"):
+            self.add(a)
+        elif a == "location":
+            self.ignored[a] += 1       # a source location marker: nothing to keep in the model
+        else:
+            raise _LineError("unknown action")
+
+    def build(self) -> TraceData:
+        counts = [len(r) for r in self.rows]
+        offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+        actions = np.array([row for r in self.rows for row in r], dtype=ACTION_DTYPE) \
+            if offsets[-1] else np.zeros(0, ACTION_DTYPE)
+        vec = [x for r in self.vecs for v in r for x in v]
+        vectors = np.array(vec, dtype=np.int64)
+        assign_vec_offsets(actions)
+        _resolve_probed_sizes(actions, offsets)
+        meta = {}
+        if self.ignored:
+            meta["ignored_actions"] = dict(self.ignored)
+        return TraceData(actions, offsets, vectors, meta=meta)
+
+
+def _resolve_probed_sizes(actions: np.ndarray, offsets: np.ndarray) -> None:
+    """Receives written without a size (``recv src``, or a negative count that SimGrid resolves
+    with a probe) take the size of the send they match; unmatched ones stay FLAG_UNRESOLVED."""
+    unres = (actions["flags"] & K.FLAG_UNRESOLVED) != 0
+    if not unres.any():
+        return
+    rank = np.repeat(np.arange(len(offsets) - 1), np.diff(offsets))
+    sent: dict[tuple, list[int]] = {}
+    sendish = np.isin(actions["kind"], [K.CODE["send"], K.CODE["isend"], K.CODE["sendrecv"]])
+    for i in np.nonzero(sendish)[0]:
+        a = actions[i]
+        sent.setdefault((int(rank[i]), int(a["peer"]), int(a["tag"])), []).append(
+            int(a["bytes_sent"]))
+    seen: Counter = Counter()
+    for i in np.nonzero(np.isin(actions["kind"], [K.CODE["recv"], K.CODE["irecv"]]))[0]:
+        a = actions[i]
+        key = (int(a["peer"]), int(rank[i]), int(a["tag"]))
+        n = seen[key]
+        seen[key] += 1
+        if unres[i] and n < len(sent.get(key, ())):
+            actions["bytes_recv"][i] = sent[key][n]
+            actions["flags"][i] &= ~K.FLAG_UNRESOLVED
+
+
+# == export =====================================================================================
+@dataclass
+class ExportReport:
+    """What the export wrote, and per kind what SimGrid's format could not say exactly."""
+    files: list[str] = field(default_factory=list)
+    dropped: Counter = field(default_factory=Counter)        # kind -> actions left out
+    approximated: Counter = field(default_factory=Counter)   # "kind -> how" -> actions
+
+    @property
+    def exact(self) -> bool:
+        return not self.dropped and not self.approximated
+
+    def lines(self) -> list[str]:
+        out = [f"dropped {n} {k} action(s)" for k, n in sorted(self.dropped.items())]
+        out += [f"approximated {n} {k}" for k, n in sorted(self.approximated.items())]
+        return out
+
+
+def _fmt(v: float) -> str:
+    return str(int(v)) if float(v).is_integer() and abs(v) < 1e18 else repr(float(v))
+
+
+_SEND_AS = {"send": "send", "ssend": "send", "bsend": "send", "rsend": "send",
+            "isend": "isend", "issend": "isend", "ibsend": "isend", "irsend": "isend"}
+#: Largest count SimGrid 4.1 parses for an action (``int`` unless listed; ranks/tags are small).
+_COUNT_LIMIT = {"send": 2**63 - 1, "isend": 2**63 - 1, "recv": 2**63 - 1, "irecv": 2**63 - 1,
+                "bcast": 2**63 - 1, "scan": 2**63 - 1, "exscan": 2**63 - 1,
+                "reduce": 2**32 - 1, "allreduce": 2**32 - 1}
+_DROP_ALWAYS = {"abort", "region_begin", "region_end", "pause", "resume", "probe", "iprobe",
+                "request_free", "pready", "pready_range", "pready_list", "parrived",
+                "comm_split_type", "comm_create", "comm_free", "comm_idup", "comm_create_group",
+                "cart_create"}
+
+
+class _Writer:
+    """Writes one rank's actions as TI lines, tracking the requests SimGrid will know about."""
+
+    def __init__(self, data: TraceData, rep: ExportReport):
+        self.d, self.rep, self.P = data, rep, data.nranks
+        self.unit = data.meta.get("volume_unit", "flops")
+        self.too_big: list[str] = []
+
+    def vec(self, row) -> list[int]:
+        n = int(row["vec_len"])
+        return self.d.vectors[int(row["vec_off"]):int(row["vec_off"]) + n].tolist() if n > 0 else []
+
+    def rank_lines(self, r: int) -> list[str]:
+        out: list[str] = []
+        created: dict[int, tuple[str, int, int, int]] = {}   # request -> (src, dst, tag) written
+        inits: dict[int, tuple[str, int, int, int]] = {}     # persistent request -> its init
+        pending: list[int] = []
+        P, rep = self.P, self.rep
+
+        def w(name: str, *tok) -> None:
+            limit = _COUNT_LIMIT.get(name, 2**31 - 1)
+            if any(type(t) is int and abs(t) > limit for t in tok):
+                self.too_big.append(f"{r} {name} {' '.join(map(str, tok))}"[:80])
+            out.append(" ".join([str(r), name, *map(str, tok)]))
+
+        def approx(kind: str, how: str) -> None:
+            rep.approximated[f"{kind} ({how})"] += 1
+
+        def wait_line(name: str, req: int, kind: str) -> bool:
+            if req not in created:
+                rep.dropped[kind] += 1     # its request was not written (dropped call)
+                return False
+            src, dst, tag = created[req]
+            w(name, src, dst, tag)
+            return True
+
+        def done(req: int) -> None:
+            created.pop(req, None)
+            if req in pending:
+                pending.remove(req)
+
+        def nb(kind_out: str, peer: int, tag: int, nbytes: int, req: int) -> None:
+            if kind_out == "isend":
+                w("isend", peer, tag, nbytes)
+                created[req] = (r, peer, tag)
+            else:
+                w("irecv", peer, tag, nbytes)
+                created[req] = (peer, r, tag)
+            pending.append(req)
+
+        for row in self.d.actions[self.d.rank_slice(r)]:
+            kind = K.NAME[int(row["kind"])]
+            cat = K.CATEGORY[kind]
+            peer, tag, comm = int(row["peer"]), int(row["tag"]), int(row["comm"])
+            bs, br, vol, req = int(row["bytes_sent"]), int(row["bytes_recv"]), \
+                float(row["volume"]), int(row["request"])
+            if kind in _DROP_ALWAYS or cat == "icoll":
+                rep.dropped[kind] += 1
+            elif kind in ("init", "finalize"):
+                w(kind)
+            elif kind in ("compute", "sleep"):
+                if kind == "compute" and self.unit != "flops":
+                    approx(kind, f"volume in {self.unit} written as flops")
+                w(kind, _fmt(vol))
+            elif kind in _SEND_AS or kind in ("recv", "irecv"):
+                if peer < 0:
+                    rep.dropped[kind] += 1          # MPI_PROC_NULL or an unknown source
+                    continue
+                out_kind = _SEND_AS.get(kind, kind)
+                if out_kind != kind:
+                    approx(kind, f"written as {out_kind}")
+                if comm != 0:
+                    approx(kind, "sub-communicator written on MPI_COMM_WORLD")
+                if kind in _SEND_AS:
+                    nbytes = bs
+                else:
+                    nbytes = -1 if row["flags"] & K.FLAG_UNRESOLVED else br
+                if out_kind in ("isend", "irecv"):
+                    nb(out_kind, peer, tag, nbytes, req)
+                else:
+                    w(out_kind, peer, tag, nbytes)
+            elif kind in ("sendrecv", "sendrecv_replace"):
+                src, rtag = (self.vec(row) + [-1, -1])[:2]
+                if kind != "sendrecv":
+                    approx(kind, "written as sendRecv")
+                if tag == 0 and rtag == 0 and comm == 0 and peer >= 0 and src >= 0:
+                    w("sendRecv", bs, peer, br, src)
+                elif peer >= 0 and src >= 0:
+                    approx(kind, "tags kept: written as isend + recv + wait")
+                    w("isend", peer, tag, bs)
+                    w("recv", src, rtag, br)
+                    w("wait", r, peer, tag)
+                else:
+                    rep.dropped[kind] += 1
+            elif kind in ("wait", "waitany", "test", "testany"):
+                if kind in ("waitany", "testany"):
+                    approx(kind, f"written as {kind[:4]}")
+                completes = kind.startswith("wait") or bool(row["flags"] & K.FLAG_COMPLETED)
+                if wait_line(kind[:4], req, kind) and completes:
+                    done(req)
+            elif kind in ("waitall", "waitsome", "testall", "testsome"):
+                ids = self.vec(row)
+                completes = kind.startswith("wait") or bool(row["flags"] & K.FLAG_COMPLETED)
+                known = [i for i in ids if i in created]
+                if kind == "waitall" and known and sorted(known) == sorted(pending):
+                    w("waitall")
+                    for i in known:
+                        done(i)
+                    continue
+                if kind != "waitall":
+                    approx(kind, f"written as one {kind[:4]} per request")
+                if not known:
+                    rep.dropped[kind] += 1
+                for i in known:
+                    wait_line(kind[:4], i, kind)
+                    if completes:
+                        done(i)
+            elif kind in ("send_init", "ssend_init", "bsend_init", "rsend_init", "recv_init",
+                          "psend_init", "precv_init"):
+                approx(kind, "folded into the isend/irecv written at each start")
+                recv = kind in ("recv_init", "precv_init")
+                inits[req] = ("irecv" if recv else "isend", peer, tag, br if recv else bs)
+            elif kind in ("start", "startall"):
+                for i in ([req] if kind == "start" else self.vec(row)):
+                    if i not in inits:
+                        rep.dropped[kind] += 1
+                        continue
+                    approx(kind, "written as isend/irecv")
+                    nb(inits[i][0], inits[i][1], inits[i][2], inits[i][3], i)
+            elif kind in ("comm_size", "comm_split", "comm_dup"):
+                w(kind, P) if kind == "comm_size" else w(kind)
+            elif cat == "coll":
+                if comm != 0:
+                    rep.dropped[f"{kind} on a sub-communicator"] += 1
+                    continue
+                self.collective(w, approx, kind, row, peer, bs, br, vol, r)
+            else:
+                rep.dropped[kind] += 1
+        return out
+
+    def collective(self, w, approx, kind, row, root, bs, br, vol, r) -> None:
+        P = self.P
+        is_root = r == root
+        root = max(root, 0)
+
+        def per(total: int, what: str) -> int:
+            if total % P:
+                approx(kind, f"{what} {total} B not a multiple of {P} ranks, rounded")
+            return round(total / P)
+
+        if kind == "barrier":
+            w("barrier")
+        elif kind == "bcast":
+            w("bcast", bs if is_root else br, root)
+        elif kind == "reduce":
+            w("reduce", bs, _fmt(vol), root)
+        elif kind in ("allreduce", "scan", "exscan"):
+            w(kind, bs, _fmt(vol))
+        elif kind == "alltoall":
+            w("alltoall", per(bs, "send"), per(br, "receive"))
+        elif kind == "allgather":
+            w("allgather", bs, per(br, "receive"))
+        elif kind == "gather":
+            w("gather", bs, per(br, "receive") if is_root else bs, root)
+        elif kind == "scatter":
+            w("scatter", per(bs, "send") if is_root else br, br, root)
+        elif kind == "gatherv":
+            v = self.vec(row) if is_root else [0] * P
+            w("gatherv", bs, *v, root)
+        elif kind == "allgatherv":
+            w("allgatherv", bs, *self.vec(row))
+        elif kind == "scatterv":
+            v = self.vec(row) if is_root else [0] * P
+            w("scatterv", *v, br, root)
+        elif kind == "reduce_scatter":
+            w("reducescatter", *self.vec(row), _fmt(vol))
+        elif kind == "reduce_scatter_block":
+            approx(kind, "written as reducescatter")
+            w("reducescatter", *([br] * P), _fmt(vol))
+        elif kind in ("alltoallv", "alltoallw"):
+            if kind == "alltoallw":
+                approx(kind, "written as alltoallv in bytes")
+            v = self.vec(row)
+            w("alltoallv", sum(v[:P]), *v[:P], sum(v[P:]), *v[P:])
+
+
+def write_ti(data: TraceData, out, layout: str = "per-rank", lossy: bool = False) -> ExportReport:
+    """Write ``data`` as SimGrid 4.1 TI text (bytes, default MPI_BYTE).  ``per-rank``: ``out`` is
+    a list file naming ``<out>_files/<rank>.txt`` (paths relative to the list's directory);
+    ``single``: ``out`` holds every rank's lines.  Unless ``lossy``, raises MinitraceError when
+    an action would be dropped; approximations are always listed in the returned report."""
+    out = os.fspath(out)
+    if layout not in ("per-rank", "single"):
+        raise MinitraceError(f"unknown layout {layout!r} (per-rank or single)")
+    rep = ExportReport()
+    wr = _Writer(data, rep)
+    per_rank = [wr.rank_lines(r) for r in range(data.nranks)]
+    if wr.too_big:
+        raise MinitraceError(f"{len(wr.too_big)} line(s) have counts beyond what SimGrid parses "
+                             f"(int counts; first: {wr.too_big[0]!r})", out)
+    if rep.dropped and not lossy:
+        what = ", ".join(f"{n} {k}" for k, n in sorted(rep.dropped.items()))
+        raise MinitraceError(f"SimGrid's TI format cannot express {what}; rerun with --lossy "
+                             "to drop them", out)
+    try:
+        if layout == "single":
+            with open(out, "w") as f:
+                for lines in per_rank:
+                    f.writelines(ln + "\n" for ln in lines)
+            rep.files.append(out)
+        else:
+            base = Path(out)
+            d = base.parent / f"{base.name}_files"
+            d.mkdir(parents=True, exist_ok=True)
+            names = []
+            for r, lines in enumerate(per_rank):
+                p = d / f"{r}.txt"
+                p.write_text("".join(ln + "\n" for ln in lines))
+                names.append(f"{d.name}/{r}.txt")
+                rep.files.append(str(p))
+            base.write_text("".join(n + "\n" for n in names))
+            rep.files.insert(0, out)
+    except OSError as e:
+        raise MinitraceError(f"cannot write: {e.strerror}", out) from None
+    return rep
