@@ -127,7 +127,9 @@ def run(args) -> int:
     comm = MPI.COMM_WORLD
     ops = [o.strip() for o in args.ops.split(",") if o.strip()]
     if not ops or any(o not in OPS for o in ops):
-        raise MinitraceError(f"collectives: --ops must be a subset of {','.join(OPS)}")
+        raise MinitraceError(f"collectives: unknown --ops entries "
+                             f"{[x for x in ops if x not in OPS] or args.ops!r}; "
+                             f"choose among {','.join(OPS)}")
     if args.min_size < 4 or args.min_size % 4 or args.max_size < args.min_size or \
             args.iterations < 1 or args.warmup < 0:
         raise MinitraceError("collectives: --min-size must be a positive multiple of 4 and "

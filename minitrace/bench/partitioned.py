@@ -113,7 +113,9 @@ def run(args) -> int:
     if comm.size < 2:
         raise MinitraceError("partitioned needs at least 2 ranks")
     if not modes or any(m not in MODES for m in modes):
-        raise MinitraceError(f"partitioned: --modes must be a subset of {','.join(MODES)}")
+        raise MinitraceError(f"partitioned: unknown --modes entries "
+                             f"{[x for x in modes if x not in MODES] or args.modes!r}; "
+                             f"choose among {','.join(MODES)}")
     if args.threads < 1 or not sizes or any(s % args.threads for s in sizes):
         raise MinitraceError(f"partitioned: --threads {args.threads} must divide every size "
                              f"18*2^k for k in [{args.min_k}, {args.max_k}]")

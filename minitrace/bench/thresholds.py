@@ -173,7 +173,7 @@ def corruption_probe(comm, size: int, buf, rbuf, delay: float, wtime):
     return frac > 0, frac, t
 
 
-def _idle_wait(comm, MPI) -> None:
+def _idle_wait(comm) -> None:
     """Ranks other than 0 wait for rank 0 without busy-polling (it runs child jobs)."""
     req = comm.Ibarrier()
     while not req.Test():
@@ -185,7 +185,9 @@ def run(args) -> int:
     comm = MPI.COMM_WORLD
     probes = [p.strip() for p in args.probes.split(",") if p.strip()]
     if not probes or any(p not in PROBES for p in probes):
-        raise MinitraceError(f"thresholds: --probes must be a subset of {','.join(PROBES)}")
+        raise MinitraceError(f"thresholds: unknown --probes entries "
+                             f"{[x for x in probes if x not in PROBES] or args.probes!r}; "
+                             f"choose among {','.join(PROBES)}")
     if comm.size < 2 and "corruption" in probes:
         raise MinitraceError("thresholds: the corruption probe needs at least 2 ranks")
     if not 1 <= args.min_size < args.max_size:
@@ -215,7 +217,7 @@ def run(args) -> int:
                 outcome = (None, None, str(e))
             comm.Ibarrier().Wait()
         else:
-            _idle_wait(comm, MPI)
+            _idle_wait(comm)
             outcome = None
         found, common_outcome, error = comm.bcast(outcome, root=0)
         if error:
