@@ -58,7 +58,7 @@ def _rank_token(tok: str) -> int | None:
     return int(t) if t.isdigit() else None
 
 
-def _read_lines(path: str, want_rank: int | None, errors: list[str]) -> list[_Line]:
+def _read_lines(path: str, want_rank: int | None, errors: list) -> list[_Line]:
     out = []
     try:
         f = open(path, encoding="utf-8", errors="replace")
@@ -72,13 +72,13 @@ def _read_lines(path: str, want_rank: int | None, errors: list[str]) -> list[_Li
             tok = s.split()
             rank = _rank_token(tok[0])
             if rank is None:
-                errors.append(f"{path}:{n}: {tok[0]!r} is not a rank")
+                errors.append((path, n, f"{tok[0]!r} is not a rank"))
                 continue
             if len(tok) < 2:
-                errors.append(f"{path}:{n}: no action after the rank")
+                errors.append((path, n, "no action after the rank"))
                 continue
             if want_rank is not None and rank != want_rank:
-                errors.append(f"{path}:{n}: a line of rank {rank} in rank {want_rank}'s trace")
+                errors.append((path, n, f"a line of rank {rank} in rank {want_rank}'s trace"))
                 continue
             out.append(_Line(path, n, rank, tok[1], tok[2:]))
     return out
@@ -113,7 +113,7 @@ def read_ti(path) -> TraceData:
     all ranks; N lines: rank i's trace on line i).  Raises MinitraceError listing the lines it
     cannot parse as ``file:line: why``."""
     path = os.fspath(path)
-    errors: list[str] = []
+    errors: list[tuple[str, int, str]] = []   # (file, line, why)
     if _is_trace(path):
         lines = _read_lines(path, None, errors)
         nranks = max((ln.rank for ln in lines), default=-1) + 1
@@ -135,7 +135,8 @@ def read_ti(path) -> TraceData:
         raise MinitraceError("no actions in the trace", path)
     data = _Importer(max(nranks, 1), errors).run(lines)
     if errors:
-        shown = "; ".join(errors[:MAX_ERRORS_SHOWN])
+        errors.sort(key=lambda e: (e[0], e[1]))
+        shown = "; ".join(f"{f}:{n}: {why}" for f, n, why in errors[:MAX_ERRORS_SHOWN])
         more = f" (and {len(errors) - MAX_ERRORS_SHOWN} more)" if len(errors) > MAX_ERRORS_SHOWN \
             else ""
         raise MinitraceError(f"{len(errors)} unparsable line(s): {shown}{more}")
@@ -169,7 +170,7 @@ def _int(tok: str, what: str) -> int:
 class _Importer:
     """Turns parsed lines into actions, one rank's state (requests, default datatype) at a time."""
 
-    def __init__(self, nranks: int, errors: list[str]):
+    def __init__(self, nranks: int, errors: list):
         self.P = nranks
         self.errors = errors
         self.rows: list[list[tuple]] = [[] for _ in range(nranks)]
@@ -180,8 +181,8 @@ class _Importer:
         per_rank: list[list[_Line]] = [[] for _ in range(self.P)]
         for ln in lines:
             if ln.rank >= self.P:
-                self.errors.append(f"{ln.file}:{ln.lineno}: rank {ln.rank} but the list names "
-                                   f"{self.P} trace(s)")
+                self.errors.append((ln.file, ln.lineno, f"rank {ln.rank} but the list names "
+                                                         f"{self.P} trace(s)"))
             else:
                 per_rank[ln.rank].append(ln)
         for r, lns in enumerate(per_rank):
@@ -196,7 +197,7 @@ class _Importer:
                 try:
                     self.line(ln)
                 except _LineError as e:
-                    self.errors.append(f"{ln.file}:{ln.lineno}: {ln.action}: {e}")
+                    self.errors.append((ln.file, ln.lineno, f"{ln.action}: {e}"))
         return self.build()
 
     # -- helpers ---------------------------------------------------------------------------
@@ -432,7 +433,7 @@ def _resolve_probed_sizes(actions: np.ndarray, offsets: np.ndarray) -> None:
         seen[key] += 1
         if unres[i] and n < len(sent.get(key, ())):
             actions["bytes_recv"][i] = sent[key][n]
-            actions["flags"][i] &= ~K.FLAG_UNRESOLVED
+            actions["flags"][i] = int(actions["flags"][i]) & ~K.FLAG_UNRESOLVED & 0xFF
 
 
 # == export =====================================================================================

@@ -1,0 +1,43 @@
+"""``minitrace export FILE --format ti|csv -o OUT``: a trace as SimGrid TI text or as CSV."""
+from __future__ import annotations
+
+import sys
+
+from ..converters.simgrid_ti import write_ti
+from ..export_csv import write_csv
+from ..trace import open as open_trace
+
+
+def register(sub) -> None:
+    p = sub.add_parser("export", help="write a trace as SimGrid TI text or CSV",
+                       description="Export a trace.  ti: SimGrid 4.1 time-independent text "
+                                   "(per-rank files plus a list file, or one file); actions "
+                                   "SimGrid cannot express are an error unless --lossy, and "
+                                   "every drop or approximation is listed.  csv: one row per "
+                                   "action.")
+    p.add_argument("file", help="minitrace HDF5 file")
+    p.add_argument("--format", required=True, choices=("ti", "csv"))
+    p.add_argument("-o", "--output", required=True, metavar="OUT",
+                   help="output (ti per-rank: the list file; its rank files go to OUT_files/)")
+    p.add_argument("--layout", choices=("per-rank", "single"), default="per-rank",
+                   help="ti only: one file per rank plus a list file (default), or one file")
+    p.add_argument("--lossy", action="store_true",
+                   help="ti only: drop what SimGrid cannot express (with a warning) "
+                        "instead of failing")
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    with open_trace(args.file) as t:
+        data = t.data()
+    if args.format == "csv":
+        n = write_csv(data, args.output)
+        print(f"{args.output}: {n} actions")
+        return 0
+    rep = write_ti(data, args.output, layout=args.layout, lossy=args.lossy)
+    for line in rep.lines():
+        print(f"minitrace: warning: {line}", file=sys.stderr)
+    extra = f" + {len(rep.files) - 1} rank files" if args.layout == "per-rank" else ""
+    print(f"{args.output}{extra}: {data.nranks} ranks, "
+          f"{'exact' if rep.exact else 'with the warnings above'}")
+    return 0

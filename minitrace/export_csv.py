@@ -1,0 +1,34 @@
+"""CSV export of a trace's actions: one row per action, for spreadsheets and quick scripts.
+
+Columns: ``rank``, ``index`` (row within the rank), ``kind`` (name), the action fields, and
+``vector`` (the per-peer bytes or request ids, space separated; empty when the action has none).
+"""
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+from .errors import MinitraceError
+from .model import TraceData
+from .trace import actions_frame
+
+
+def write_csv(data: TraceData, out) -> int:
+    """Write every action of ``data`` to ``out``; returns the number of rows."""
+    a = data.actions
+    sizes = np.diff(data.rank_offsets)
+    rank = np.repeat(np.arange(data.nranks), sizes)
+    df = actions_frame(a, rank=rank)
+    df.insert(1, "index", np.arange(len(a)) - np.repeat(data.rank_offsets[:-1], sizes))
+    vec = np.full(len(a), "", dtype=object)
+    for i in np.nonzero(a["vec_len"] > 0)[0]:
+        off, n = int(a["vec_off"][i]), int(a["vec_len"][i])
+        vec[i] = " ".join(map(str, data.vectors[off:off + n].tolist()))
+    df = df.drop(columns=["vec_off", "vec_len"])
+    df["vector"] = vec
+    try:
+        df.to_csv(os.fspath(out), index=False)
+    except OSError as e:
+        raise MinitraceError(f"cannot write: {e.strerror}", os.fspath(out)) from None
+    return len(df)

@@ -1,0 +1,253 @@
+"""SimGrid TI text import/export against SimGrid's own example traces (../shared/fixtures)."""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import minitrace
+from minitrace import kinds as K
+from minitrace.converters.simgrid_ti import read_ti, write_ti
+from minitrace.errors import MinitraceError
+from minitrace.model import TraceBuilder
+from minitrace.storage import write_trace
+from minitrace.validate import validate
+
+FIX = Path(__file__).parents[1].parent / "shared/fixtures/simgrid_ti"
+needs_fixtures = pytest.mark.skipif(not FIX.is_dir(), reason=f"{FIX} not present")
+EXAMPLES = sorted(FIX.glob("actions_*.txt")) if FIX.is_dir() else []
+
+
+def rows(data, rank):
+    a = data.actions[data.rank_slice(rank)]
+    return [(K.NAME[int(x["kind"])], int(x["peer"]), int(x["tag"]), int(x["bytes_sent"]),
+             int(x["bytes_recv"]), float(x["volume"]), int(x["request"])) for x in a]
+
+
+def vec(data, rank, index):
+    x = data.actions[data.rank_slice(rank)][index]
+    return data.vectors[x["vec_off"]:x["vec_off"] + x["vec_len"]].tolist()
+
+
+def same_actions(d1, d2) -> None:
+    assert np.array_equal(d1.rank_offsets, d2.rank_offsets)
+    for name in d1.actions.dtype.names:
+        assert np.array_equal(d1.actions[name], d2.actions[name],
+                              equal_nan=d1.actions[name].dtype.kind == "f"), name
+    assert np.array_equal(d1.vectors, d2.vectors)
+
+
+@needs_fixtures
+def test_datatypes_roots_and_flops():
+    d = read_ti(FIX / "actions_bcast_reduce_datatypes.txt")
+    assert d.nranks == 3 and d.meta["volume_unit"] == "flops"
+    # bcast 5e4 root 1 MPI_DOUBLE; bcast 5e4 root 0 MPI_SHORT; reduce 5e4 5e8 root 0 MPI_LONG
+    assert rows(d, 1) == [
+        ("init", -1, -1, 0, 0, 0.0, -1),
+        ("bcast", 1, -1, 400000, 0, 0.0, -1),
+        ("compute", -1, -1, 0, 0, 2e8, -1),
+        ("bcast", 0, -1, 0, 100000, 0.0, -1),
+        ("compute", -1, -1, 0, 0, 2e8, -1),
+        ("reduce", 0, -1, 400000, 0, 5e8, -1),
+        ("finalize", -1, -1, 0, 0, 0.0, -1)]
+    assert rows(d, 0)[5] == ("reduce", 0, -1, 400000, 400000, 5e8, -1)
+
+
+@needs_fixtures
+def test_default_datatype_is_byte_without_init_token():
+    d = read_ti(FIX / "actions_bcast.txt")
+    assert rows(d, 0)[1] == ("bcast", 0, -1, 50000, 0, 0.0, -1)
+    assert rows(d, 2)[1] == ("bcast", 0, -1, 0, 50000, 0.0, -1)
+
+
+@needs_fixtures
+def test_vector_collectives_in_bytes():
+    d = read_ti(FIX / "actions_alltoallv.txt")
+    assert vec(d, 1, 1) == [80, 1, 40, 40, 1, 30]
+    assert rows(d, 1)[1][3:5] == (121, 71)
+    d = read_ti(FIX / "actions_allgatherv.txt")         # trailing "0 0": MPI_DOUBLE
+    assert vec(d, 3, 1) == [275427 * 8] * 3 + [204020 * 8]
+    assert rows(d, 3)[1][3:5] == (204020 * 8, (3 * 275427 + 204020) * 8)
+    d = read_ti(FIX / "actions_reducescatter.txt")
+    assert [rows(d, r)[1][4] for r in range(4)] == [275427 * 8] * 3 + [204020 * 8]
+    assert rows(d, 2)[1][5] == 12501522.0
+    d = read_ti(FIX / "actions_gather.txt")
+    assert rows(d, 0)[1][3:5] == (68 * 8, 4 * 68 * 8) and rows(d, 2)[1][3:5] == (68 * 8, 0)
+
+
+@needs_fixtures
+def test_requests_resolved_from_src_dst_tag():
+    d = read_ti(FIX / "actions_with_isend.txt")
+    r1 = rows(d, 1)
+    assert r1[1] == ("irecv", 0, 0, 0, 1000000, 0.0, 0)
+    assert r1[3][0] == "test" and r1[3][6] == 0 and r1[5] == ("wait", -1, -1, 0, 0, 0.0, 0)
+    d = read_ti(FIX / "actions_waitall.txt")
+    assert rows(d, 0)[3][0] == "waitall" and vec(d, 0, 3) == [0, 1]
+    assert validate(d).ok
+
+
+@needs_fixtures
+def test_list_file_of_per_rank_traces(tmp_path):
+    lst = tmp_path / "split_traces"
+    # relative entries are resolved against the list file's directory
+    lst.write_text("".join(os.path.relpath(FIX / f"actions{r}.txt", tmp_path) + "\n"
+                           for r in range(2)))
+    d = read_ti(lst)
+    assert d.nranks == 2
+    assert rows(d, 0)[1] == ("send", 1, 0, 1000000, 0, 0.0, -1)
+    assert [r[0] for r in rows(d, 1)] == ["init", "recv", "compute", "isend", "irecv", "wait",
+                                          "finalize"]
+    assert rows(d, 1)[5][6] == 1        # waits for the irecv (src 0, dst 1, tag 2)
+    rep = validate(d)
+    # SimGrid completes the never-waited isend implicitly at the end; validate says so
+    assert dict(rep.counts) == {"incomplete-request": 1}
+    one = tmp_path / "one_trace"
+    one.write_text(str(FIX / "actions_bcast.txt") + "\n")
+    same_actions(read_ti(one), read_ti(FIX / "actions_bcast.txt"))
+
+
+@needs_fixtures
+@pytest.mark.parametrize("example", EXAMPLES, ids=lambda p: p.name)
+@pytest.mark.parametrize("layout", ["per-rank", "single"])
+def test_examples_round_trip_through_hdf5(example, layout, tmp_path):
+    d1 = read_ti(example)
+    h5 = tmp_path / "t.h5"
+    write_trace(h5, d1)
+    with minitrace.open(h5) as t:
+        stored = t.data()
+    rep = write_ti(stored, tmp_path / "out", layout=layout)
+    assert rep.exact, rep.lines()
+    d2 = read_ti(tmp_path / "out")
+    same_actions(d1, d2)
+
+
+def test_older_variants(tmp_path):
+    f = tmp_path / "old.txt"
+    f.write_text("\n".join([
+        "# a SimGrid 3.x-style trace", "p0 init", "p1 init",
+        "p0 send 1 1e3", "p1 recv 0",
+        "p0 Isend 1 10", "p1 Irecv 0 10", "p1 wait", "p0 waitAll",
+        "p0 allReduce 8 100", "p1 allReduce 8 100",
+        "p0 allToAll 4 4", "p1 allToAll 4 4",
+        "p0 allToAllV 3 1 2 3 1 2", "p1 allToAllV 3 2 1 3 2 1",
+        "p0 comm_size 2", "p1 comm_split", "p0 reduce 16", "p1 reduce 16",
+        "p0 finalize", "p1 finalize", ""]))
+    d = read_ti(f)
+    r1 = rows(d, 1)
+    assert r1[1] == ("recv", 0, 0, 0, 1000, 0.0, -1)          # size taken from the send
+    assert r1[2] == ("irecv", 0, 0, 0, 10, 0.0, 0) and r1[3][0] == "wait"
+    assert r1[4] == ("allreduce", -1, -1, 8, 8, 100.0, -1)
+    assert r1[5][3:5] == (8, 8)
+    assert vec(d, 1, 6) == [2, 1, 2, 1]
+    assert rows(d, 0)[8] == ("reduce", 0, -1, 16, 16, 0.0, -1)
+    assert validate(d).ok, str(validate(d))
+
+
+def test_probe_sized_receive(tmp_path):
+    f = tmp_path / "t.txt"
+    f.write_text("0 init\n1 init\n0 send 1 3 500\n1 recv 0 3 -1\n1 recv 0 4 -1\n"
+                 "0 finalize\n1 finalize\n")
+    d = read_ti(f)
+    a = d.actions[d.rank_slice(1)]
+    assert int(a["bytes_recv"][1]) == 500 and not a["flags"][1] & K.FLAG_UNRESOLVED
+    assert a["flags"][2] & K.FLAG_UNRESOLVED                   # no send with tag 4
+    assert validate(d).counts["unresolved-recv"] == 1
+    out = tmp_path / "o.txt"
+    write_ti(d, out, layout="single")
+    assert "1 recv 0 4 -1\n" in out.read_text()
+
+
+def test_every_bad_line_reported(tmp_path):
+    f = tmp_path / "bad.txt"
+    f.write_text("0 init\n1 init\n0 sned 1 0 5\n0 send 1 0 many\n1 recv 7 0 5\n"
+                 "0 bcast 5 0 99\nxx send\n1 wait 0 1 0\n0 gatherv 1 2\n0 finalize\n"
+                 "1 finalize\n")
+    with pytest.raises(MinitraceError) as e:
+        read_ti(f)
+    msg = str(e.value)
+    assert msg.startswith("7 unparsable line(s): ")
+    for where, why in ((3, "unknown action"), (4, "'many' is not a number"),
+                       (5, "source '7' is not a rank"), (6, "unknown datatype id 99")):
+        assert f"{f}:{where}: " in msg and why in msg
+    assert "(and 2 more)" in msg and "\n" not in msg
+
+
+def test_missing_file_is_one_line_error(tmp_path):
+    with pytest.raises(MinitraceError, match="cannot read"):
+        read_ti(tmp_path / "nope.txt")
+
+
+def _mixed_trace():
+    b = TraceBuilder(2, meta={"volume_unit": "flops"})
+    for r in range(2):
+        b.add(r, "init")
+    b.add(0, "ssend", peer=1, tag=3, bytes_sent=64)
+    b.add(1, "recv", peer=0, tag=3, bytes_recv=64)
+    b.add(0, "send_init", peer=1, tag=4, bytes_sent=8, request=5)
+    b.add(1, "recv_init", peer=0, tag=4, bytes_recv=8, request=2)
+    b.add(0, "start", request=5, flags=K.FLAG_PERSISTENT)
+    b.add(1, "start", request=2, flags=K.FLAG_PERSISTENT)
+    b.add(0, "wait", request=5)
+    b.add(1, "wait", request=2)
+    b.add_comm(1, [1, 0])
+    for r in range(2):
+        b.add(r, "ibcast", peer=0, bytes_sent=8 if r == 0 else 0, bytes_recv=8 if r else 0,
+              request=9)
+        b.add(r, "wait", request=9)
+        b.add(r, "barrier", comm=1)
+        b.add(r, "finalize")
+    return b.build()
+
+
+def test_export_refuses_silent_loss(tmp_path):
+    d = _mixed_trace()
+    with pytest.raises(MinitraceError) as e:
+        write_ti(d, tmp_path / "x", layout="single")
+    assert "2 barrier on a sub-communicator, 2 ibcast, 2 wait" in str(e.value)
+    assert "--lossy" in str(e.value)
+    assert not (tmp_path / "x").exists()
+
+
+def test_lossy_export_lists_drops_and_approximations(tmp_path):
+    d = _mixed_trace()
+    rep = write_ti(d, tmp_path / "x", layout="single", lossy=True)
+    assert dict(rep.dropped) == {"barrier on a sub-communicator": 2, "ibcast": 2, "wait": 2}
+    assert rep.approximated["ssend (written as send)"] == 1
+    assert rep.approximated["start (written as isend/irecv)"] == 2
+    text = (tmp_path / "x").read_text().splitlines()
+    assert text[1:6] == ["0 send 1 3 64", "0 isend 1 4 8", "0 wait 0 1 4", "0 finalize",
+                         "1 init"]
+    back = read_ti(tmp_path / "x")
+    assert validate(back).ok
+
+
+def test_sendrecv_with_tags_written_exactly_in_meaning(tmp_path):
+    b = TraceBuilder(2)
+    for r in range(2):
+        b.add(r, "init")
+        b.add(r, "sendrecv", peer=1 - r, tag=7, bytes_sent=10 * (r + 1),
+              bytes_recv=10 * (2 - r), vector=[1 - r, 7])
+        b.add(r, "sendrecv", peer=1 - r, tag=0, bytes_sent=5, bytes_recv=5, vector=[1 - r, 0])
+        b.add(r, "finalize")
+    rep = write_ti(b.build(), tmp_path / "s", layout="single")
+    lines = (tmp_path / "s").read_text().splitlines()
+    assert lines[1:5] == ["0 isend 1 7 10", "0 recv 1 7 20", "0 wait 0 1 7", "0 sendRecv 5 1 5 1"]
+    assert rep.approximated["sendrecv (tags kept: written as isend + recv + wait)"] == 2
+    assert validate(read_ti(tmp_path / "s")).ok
+
+
+@needs_fixtures
+@pytest.mark.skipif(shutil.which("smpirun") is None, reason="SimGrid's smpirun not installed")
+def test_simgrid_replays_exported_trace(tmp_path):
+    d = read_ti(FIX / "actions_with_isend.txt")
+    write_ti(d, tmp_path / "list", layout="per-rank")
+    p = subprocess.run(["smpirun", "-np", "3", "-platform", str(FIX / "small_platform.xml"),
+                        "-hostfile", str(FIX / "hostfile"), "-replay", "list",
+                        "--log=replay.thresh:critical"],
+                       cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr[-2000:]
+    assert "Simulation time" in p.stdout + p.stderr
