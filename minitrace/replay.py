@@ -1,0 +1,351 @@
+"""Predict a run time by replaying a time-independent trace on a SimGrid platform (SMPI replay).
+
+SimGrid's engine is a process-wide singleton that may abort() on bad input, so every replay
+runs in a child process (``python -m minitrace.replay JOB``) that loads the platform, starts one
+SMPI replay actor per rank on its host and prints the engine clock as one JSON line.  The
+parent prepares the inputs (one trace file per rank, platform, host of each rank), enforces a
+timeout and turns any failure into a one-line :class:`MinitraceError`.
+
+Inputs: a minitrace HDF5 file, a ``TraceData`` or ``Trace`` (exported with the SimGrid TI
+converter), a SimGrid TI trace file holding every rank (``<rank> <action> ...`` lines), or a
+list file naming one TI trace per rank (smpirun ``-replay`` convention).
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from .errors import MinitraceError
+from .platforms import Cluster, read_hostfile
+
+#: ``--cfg`` options set unless the caller overrides them (a value of None drops one).  They are
+#: what ``smpirun`` sets: the SMPI network model (piecewise-linear latency/bandwidth factors
+#: fitted to MPI on real clusters; SimGrid's own default, LV08, is a generic TCP model) and a
+#: timing precision of 1 ns (default 1e-5 s would round short messages away).
+DEFAULT_CONFIG: dict[str, str] = {"network/model": "SMPI", "precision/timing": "1e-9"}
+#: Silence notices that do not apply to a replay (host-speed benchmarking, config echo).
+_QUIET = ["--log=smpi_config.thres:warning", "--log=xbt_cfg.thres:warning", "--log=no_loc"]
+_RESULT_TAG = "MINITRACE-REPLAY "
+_INSTANCE = "minitrace"
+_LOG_TAIL = 20
+
+
+@dataclass
+class ReplayResult:
+    """What a replay predicts, and how it was obtained."""
+
+    simulated_time: float            # seconds: the engine clock when the last rank finished
+    rank_end_times: list[float]      # seconds: when each rank's replay returned
+    nranks: int
+    hosts: list[str]                 # host of each rank
+    platform: str                    # platform XML replayed on ("generated: ..." when made up)
+    config: dict[str, str]           # every --cfg option passed to SimGrid
+    command: list[str]               # the child command line (its job file is deleted after)
+    log_tail: list[str] = field(default_factory=list)  # last lines SimGrid logged
+    wall_time: float = 0.0           # seconds of host time spent in the simulation loop
+    notes: list[str] = field(default_factory=list)  # what the TI export dropped/approximated
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def replay(trace, platform: str | os.PathLike | None = None,
+           hostfile: str | os.PathLike | None = None, np: int | None = None,
+           config: dict | None = None, *, cluster: Cluster | None = None,
+           lossy: bool = False, timeout: float = 600.0) -> ReplayResult:
+    """Replay ``trace`` on SimGrid and return the predicted (simulated) run time.
+
+    ``platform``: SimGrid XML; without it a :class:`~minitrace.platforms.Cluster` is generated
+    (``cluster``, or one host per rank with the defaults of :mod:`minitrace.platforms`).
+    ``hostfile``: host of each rank, one per line (``host:N`` for N ranks); default: the
+    platform's hosts in order.  ``np``: expected number of ranks (checked against the trace).
+    ``config``: extra SimGrid ``--cfg`` options, ``{"network/model": "LV08"}``.
+    ``lossy``: replay a minitrace trace even if SimGrid's format must drop some of its actions.
+    """
+    if platform is not None and cluster is not None:
+        raise MinitraceError("give either a platform file or a generated cluster, not both")
+    if platform is None and hostfile is not None:
+        raise MinitraceError("a hostfile needs the platform file that defines its hosts", str(hostfile))
+    cfg = {**DEFAULT_CONFIG, **{str(k): v for k, v in (config or {}).items()}}
+    cfg = {k: str(v) for k, v in cfg.items() if v is not None}
+    for k, v in cfg.items():
+        if not k or ":" in k or any(c.isspace() for c in k + v):
+            raise MinitraceError(f"bad SimGrid option {k!r}: {v!r} (expected key:value, no spaces)")
+    with tempfile.TemporaryDirectory(prefix="minitrace-replay-") as work:
+        traces, notes = _rank_traces(trace, Path(work), lossy)
+        nranks = len(traces)
+        if np is not None and int(np) != nranks:
+            raise MinitraceError(f"the trace has {nranks} ranks but {np} were asked for (--np)")
+        hosts = None
+        if platform is None:
+            cluster = cluster or Cluster(nranks)
+            platform, _ = cluster.write(Path(work) / "platform")
+            hosts = cluster.host_names()
+            shown = (f"generated: cluster of {cluster.hosts} hosts, {cluster.speed}, "
+                     f"{cluster.bandwidth}, {cluster.latency}")
+        else:
+            platform = os.fspath(platform)
+            if not os.path.isfile(platform):
+                raise MinitraceError("no such platform file", platform)
+            shown = platform
+            if hostfile is not None:
+                hosts = read_hostfile(hostfile)
+        if hosts is not None and len(hosts) < nranks:
+            where = str(hostfile) if hostfile is not None else shown
+            raise MinitraceError(f"the trace has {nranks} ranks but only {len(hosts)} hosts are "
+                                 f"available (list a host several times to share it)", where)
+        job = {"platform": os.path.abspath(platform), "traces": traces,
+               "hosts": hosts[:nranks] if hosts else None, "config": cfg}
+        job_path = Path(work) / "job.json"
+        job_path.write_text(json.dumps(job))
+        cmd = [sys.executable, "-m", "minitrace.replay", str(job_path)]
+        out = _run_child(cmd, timeout, shown)
+    return ReplayResult(simulated_time=out["clock"], rank_end_times=out["rank_end_times"],
+                        nranks=nranks, hosts=out["hosts"], platform=shown, config=cfg,
+                        command=cmd, log_tail=out["log_tail"], wall_time=out["wall_time"],
+                        notes=notes)
+
+
+def _rank_traces(trace, work: Path, lossy: bool) -> tuple[list[str], list[str]]:
+    """One TI trace file per rank (absolute paths), whatever form the trace came in, and the
+    exporter's notes on approximations."""
+    if isinstance(trace, (str, os.PathLike)):
+        path = os.fspath(trace)
+        if not os.path.isfile(path):
+            raise MinitraceError("no such trace file", path)
+        with open(path, "rb") as fh:
+            magic = fh.read(8)
+        if magic == b"\x89HDF\r\n\x1a\n":
+            from .trace import open as open_trace
+            with open_trace(path) as t:
+                return _export(t.data(), work, path, lossy)
+        return _text_traces(path, work), []
+    data = trace.data() if hasattr(trace, "data") and callable(trace.data) else trace
+    if not hasattr(data, "rank_offsets"):
+        raise MinitraceError(f"cannot replay a {type(trace).__name__}: give a path, a Trace or "
+                             f"a TraceData")
+    return _export(data, work, None, lossy)
+
+
+def _export(data, work: Path, source: str | None, lossy: bool) -> tuple[list[str], list[str]]:
+    """Per-rank TI files written by the SimGrid TI exporter, and its notes on what SimGrid's
+    format could not say exactly."""
+    from .converters.simgrid_ti import write_ti
+    listfile = work / "ti" / "trace.txt"
+    try:
+        report = write_ti(data, listfile, layout="per-rank", lossy=lossy)
+    except MinitraceError as e:   # it names our temporary file: name the user's instead
+        msg = str(e)[len(e.path) + 2:] if e.path and str(e).startswith(e.path) else str(e)
+        raise MinitraceError(f"cannot replay: {msg}", source) from None
+    return _list_traces(str(listfile), work), report.lines()
+
+
+def _first_tokens(path: str) -> list[str] | None:
+    """Tokens of the first line that is not blank nor a ``#`` comment."""
+    with open(path, errors="replace") as fh:
+        for line in fh:
+            tok = line.split()
+            if tok and not tok[0].startswith("#"):
+                return tok
+    return None
+
+
+def _text_traces(path: str, work: Path) -> list[str]:
+    tok = _first_tokens(path)
+    if tok is None:
+        raise MinitraceError("empty trace file", path)
+    if len(tok) >= 2 and tok[0].isdigit():
+        return _split_shared(path, work)
+    return _list_traces(path, work)
+
+
+def _list_traces(path: str, work: Path) -> list[str]:
+    """Traces named by a list file, one per rank; a name is relative to the list file's
+    directory, else to the working directory (smpirun's convention)."""
+    base = os.path.dirname(os.path.abspath(path))
+    out = []
+    with open(path, errors="replace") as fh:
+        for lineno, line in enumerate(fh, 1):
+            name = line.strip()
+            if not name or name.startswith("#"):
+                continue
+            for cand in (os.path.join(base, name), os.path.abspath(name)):
+                if os.path.isfile(cand):
+                    _check_start(_first_tokens(cand), len(out), cand)
+                    out.append(_ends_with_newline(cand, work, len(out)))
+                    break
+            else:
+                raise MinitraceError(f"line {lineno}: neither a TI action ('<rank> <action> ...')"
+                                     f" nor an existing trace file: {name!r}", path)
+    if not out:
+        raise MinitraceError("the list file names no trace", path)
+    return out
+
+
+def _check_start(tokens: list[str] | None, rank: int, path: str) -> None:
+    """Rank ``rank``'s trace must begin with its ``init`` (SimGrid's replay crashes without)."""
+    if not tokens or tokens[0] != str(rank) or tokens[1:2] != ["init"]:
+        got = " ".join(tokens[:3]) if tokens else "nothing"
+        raise MinitraceError(f"the trace of rank {rank} must start with '{rank} init', "
+                             f"found {got!r}", path)
+
+
+def _ends_with_newline(path: str, work: Path, rank: int) -> str:
+    """SimGrid's trace reader drops a last line that lacks its newline: give it one."""
+    with open(path, "rb") as fh:
+        fh.seek(0, os.SEEK_END)
+        if fh.tell() == 0:
+            return path
+        fh.seek(-1, os.SEEK_END)
+        if fh.read(1) == b"\n":
+            return path
+        fh.seek(0)
+        body = fh.read()
+    fixed = work / f"rank{rank}.txt"
+    fixed.write_bytes(body + b"\n")
+    return str(fixed)
+
+
+def _split_shared(path: str, work: Path) -> list[str]:
+    """Split a trace holding all ranks into one file per rank (SimGrid's shared-trace mode is
+    not reachable from Python, and per-rank files let each actor read only its own lines)."""
+    outs: dict[int, list[str]] = {}
+    with open(path, errors="replace") as fh:
+        for lineno, line in enumerate(fh, 1):
+            tok = line.split(None, 1)
+            if not tok or tok[0].startswith("#"):
+                continue
+            if not tok[0].isdigit() or len(tok) < 2:
+                raise MinitraceError(f"line {lineno}: expected '<rank> <action> ...', got "
+                                     f"{line.strip()[:60]!r}", path)
+            outs.setdefault(int(tok[0]), []).append(line if line.endswith("\n") else line + "\n")
+    ranks = sorted(outs)
+    if ranks != list(range(len(ranks))):
+        missing = sorted(set(range(ranks[-1] + 1)) - set(ranks))
+        raise MinitraceError(f"ranks must be 0..N-1; rank {missing[0]} has no action", path)
+    files = []
+    for r in ranks:
+        _check_start(outs[r][0].split(), r, path)
+        f = work / f"rank{r}.txt"
+        f.write_text("".join(outs[r]))
+        files.append(str(f))
+    return files
+
+
+def _run_child(cmd: list[str], timeout: float, platform: str) -> dict:
+    try:
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,
+                           errors="replace")
+    except subprocess.TimeoutExpired:
+        raise MinitraceError(f"SimGrid replay did not finish within {timeout:g} s "
+                             f"(a deadlocked trace, or raise the timeout)") from None
+    log = [ln for ln in p.stderr.splitlines() if ln.strip()]
+    result = None
+    for line in p.stdout.splitlines():
+        if line.startswith(_RESULT_TAG):
+            result = json.loads(line[len(_RESULT_TAG):])
+    if result is not None and "error" in result:
+        why = f"; SimGrid: {_last_message(log)}" if result.get("why") else ""
+        raise MinitraceError(result["error"] + why, result.get("path"))
+    if p.returncode != 0 or result is None:
+        raise MinitraceError(f"SimGrid failed (exit status {p.returncode}): "
+                             f"{_last_message(log)}", platform if "platform" in
+                             _last_message(log).lower() else None)
+    result["log_tail"] = log[-_LOG_TAIL:]
+    return result
+
+
+def _last_message(log: list[str]) -> str:
+    """The line of SimGrid's log that says what went wrong: its last error, else its last line."""
+    for line in reversed(log):
+        if any(w in line for w in ("CRITICAL]", "ERROR]", "Error", "error:", "Assertion")):
+            return line.strip()
+    return log[-1].strip() if log else "no output"
+
+
+# ---- the child process -------------------------------------------------------------------
+
+def _load_simgrid():
+    """Import SimGrid's Python module; the wheel leaves libsimgrid where the loader does not
+    look, so load it first, globally."""
+    import ctypes
+    import sysconfig
+    for d in {sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"], *sys.path}:
+        lib = os.path.join(d or ".", "libsimgrid.so.4.1")
+        if os.path.exists(lib):
+            ctypes.CDLL(lib, mode=ctypes.RTLD_GLOBAL)
+            break
+    import simgrid
+    return simgrid
+
+
+def _child(job_path: str) -> int:
+    job = json.loads(Path(job_path).read_text())
+
+    def answer(payload: dict) -> int:
+        print(_RESULT_TAG + json.dumps(payload), flush=True)
+        return 0 if "error" not in payload else 3
+
+    try:
+        simgrid = _load_simgrid()
+    except ImportError as e:
+        return answer({"error": f"SimGrid (with SMPI) is not installed: {e}"})
+    args = ["minitrace-replay", *_QUIET, *(f"--cfg={k}:{v}" for k, v in job["config"].items())]
+    try:
+        engine = simgrid.Engine(args)
+    except Exception as e:  # an unknown --cfg key
+        return answer({"error": f"SimGrid refused the options: {str(e).splitlines()[0]}"})
+    simgrid.smpi.init()
+    try:
+        engine.load_platform(job["platform"])
+    except Exception as e:  # SimGrid raises its own exception types for XML errors
+        return answer({"error": f"cannot load platform: {e}", "path": job["platform"]})
+    traces = job["traces"]
+    if job["hosts"] is None:
+        hosts = engine.all_hosts
+        if len(hosts) < len(traces):
+            return answer({"error": f"the trace has {len(traces)} ranks but the platform has "
+                                    f"only {len(hosts)} hosts (give a hostfile listing a host "
+                                    f"several times to share it)", "path": job["platform"]})
+        hosts = hosts[:len(traces)]
+    else:
+        hosts = []
+        for name in job["hosts"]:
+            try:
+                host = engine.host_by_name(name)
+            except Exception:
+                host = None
+            if host is None:
+                return answer({"error": f"host {name!r} of the hostfile is not in the platform",
+                               "path": job["platform"]})
+            hosts.append(host)
+    ends: list[float | None] = [None] * len(traces)
+
+    def rank_main():
+        rank = int(simgrid.this_actor.get_name().rsplit("#", 1)[1])
+        simgrid.smpi.replay_run(_INSTANCE, rank, 0.0, traces[rank])
+        ends[rank] = simgrid.Engine.clock
+
+    simgrid.smpi.app_instance_start(_INSTANCE, rank_main, hosts)
+    t0 = time.perf_counter()
+    engine.run()
+    wall = time.perf_counter() - t0
+    if any(e is None for e in ends):
+        stuck = [r for r, e in enumerate(ends) if e is None]
+        return answer({"error": f"the replay stopped at {simgrid.Engine.clock:.9g} s with "
+                                f"rank(s) {stuck[:8]} unfinished", "why": True})
+    answer({"clock": simgrid.Engine.clock, "rank_end_times": ends,
+            "hosts": [h.name for h in hosts], "wall_time": wall})
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)  # skip SimGrid/Python teardown of actor threads: nothing is left to save
+
+
+if __name__ == "__main__":
+    sys.exit(_child(sys.argv[1]))
