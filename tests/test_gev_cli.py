@@ -1,0 +1,98 @@
+"""`minitrace gev` and `minitrace partitioned-model` end to end, as subprocesses."""
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from minitrace import projection as P
+from minitrace.storage import write_bench
+from tests.gev_synth import truth, write_variability
+
+
+def mt(*args, timeout=120):
+    return subprocess.run([sys.executable, "-m", "minitrace", *map(str, args)],
+                          capture_output=True, text=True, timeout=timeout)
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    d = tmp_path_factory.mktemp("gev")
+    return (write_variability(d / "r64.h5", 4, 16, 300, seed=0),
+            write_variability(d / "r256.h5", 16, 16, 100, seed=1), d)
+
+
+def test_gev_projects_checks_and_plots(runs):
+    base, big, d = runs
+    png = d / "gev.png"
+    r = mt("gev", base, "--method", "pwm,mom,nonparam", "--scale", "128,4x", "--replicas", "40",
+           "--check", big, "--plot", png)
+    assert r.returncode == 0, r.stderr
+    out = r.stdout
+    assert "64 ranks on 4 node(s), 300 iterations" in out
+    assert "shape = Hosking k = scipy c = -xi" in out
+    for model in ("inter-node", "intra-node", "non-parametric"):
+        assert model in out
+    assert "Check against measured runs" in out and str(big) in out
+    assert png.stat().st_size > 10_000
+    with open(png, "rb") as f:
+        assert f.read(8) == b"\x89PNG\r\n\x1a\n"
+
+
+def test_projection_frame_from_python_matches_truth(runs):
+    base, big, _ = runs
+    v = P.load_variability(base)
+    df = P.project(v, [256], methods=("pwm",), replicas=40)
+    assert list(df.columns[:7]) == ["method", "model", "scale", "factor", "median", "lo", "hi"]
+    for r in df.itertuples():
+        assert r.lo <= truth(256) <= r.hi
+    chk = P.check(df, [P.load_variability(big)])
+    assert len(chk) == 2 and chk.consistent.all()
+
+
+def test_gev_errors_are_one_line_with_exit_1(runs, tmp_path):
+    other = tmp_path / "pt.h5"
+    write_bench(str(other), "pt2pt", {"kind": np.array(["pingpong"]), "size": np.array([8]),
+                                      "t_roundtrip": np.array([1e-6])})
+    r = mt("gev", other)
+    assert r.returncode == 1
+    assert r.stderr.strip().splitlines() == [
+        f"minitrace: error: {other}: no results for bench suite 'variability' (has: pt2pt)"]
+    r = mt("gev", tmp_path / "missing.h5")
+    assert r.returncode == 1 and "missing.h5: no such file" in r.stderr
+    r = mt("gev", runs[0], "--method", "lmom")
+    assert r.returncode == 1 and "unknown --method 'lmom'" in r.stderr
+    r = mt("gev", runs[0], "--ci", "1.5")
+    assert r.returncode == 1 and "--ci must be between 0 and 1" in r.stderr
+    assert mt("gev", runs[0], "--replicas", "many").returncode == 2
+
+
+def test_gev_flags_too_few_samples(tmp_path):
+    p = write_variability(tmp_path / "tiny.h5", 1, 2, 12, seed=0)
+    r = mt("gev", p, "--scale", "8")
+    assert r.returncode == 0, r.stderr
+    assert "FLAG pwm inter-node: too few samples (12 < 30)" in r.stdout
+
+
+def test_partitioned_model_worked_example_and_bench(tmp_path):
+    r = mt("partitioned-model")
+    assert r.returncode == 0, r.stderr
+    row = r.stdout.strip().splitlines()[-1].split()
+    assert row == ["4", "16.0", "100000", "1000", "101121", "1605", "405", "2243", "405", "3",
+                   "9969", "39506", "3.96"]
+    p = tmp_path / "part.h5"
+    n = 4
+    write_bench(str(p), "partitioned", {
+        "mode": np.array(["partitioned", "baseline"] * n), "size": np.full(2 * n, 1 << 20),
+        "threads": np.full(2 * n, 2), "run": np.repeat(np.arange(n), 2),
+        "mu": np.full(2 * n, 0.01), "v": np.full(2 * n, 0.1), "t_last": np.full(2 * n, 0.0101),
+        "t_done": np.full(2 * n, 0.0102), "bandwidth": np.full(2 * n, 3e9)},
+        attrs={"emulated": True})
+    png = tmp_path / "pm.png"
+    r = mt("partitioned-model", "--bench", p, "--table", "quartz", "--plot", png)
+    assert r.returncode == 0, r.stderr
+    assert "vs model" in r.stdout and "baseline" in r.stdout and png.stat().st_size > 10_000
+    r = mt("partitioned-model", "--bench", p)        # no pt2pt suite: constants
+    assert r.returncode == 0 and "constant 5 us" in r.stdout
+    r = mt("partitioned-model", "--table", tmp_path / "nope.csv")
+    assert r.returncode == 1 and "nope.csv: no such table" in r.stderr
