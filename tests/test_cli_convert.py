@@ -1,0 +1,109 @@
+"""The import / export / validate commands, run as the user runs them (a subprocess)."""
+from __future__ import annotations
+
+import csv
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from minitrace.model import TraceBuilder
+from minitrace.storage import write_trace
+
+FIX = Path(__file__).parents[1].parent / "shared/fixtures/simgrid_ti"
+needs_fixtures = pytest.mark.skipif(not FIX.is_dir(), reason=f"{FIX} not present")
+EXAMPLES = sorted(FIX.glob("actions_*.txt")) if FIX.is_dir() else []
+
+
+def mt(*args, cwd=None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "minitrace", *map(str, args)], cwd=cwd,
+                          capture_output=True, text=True, timeout=120)
+
+
+@needs_fixtures
+@pytest.mark.parametrize("example", EXAMPLES, ids=lambda p: p.name)
+def test_import_then_validate_every_example(example, tmp_path):
+    h5 = tmp_path / "t.h5"
+    p = mt("import", example, "-o", h5)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.count("\n") == 1 and p.stdout.startswith(f"{h5}: ")
+    v = mt("validate", h5)
+    if example.name == "actions_with_isend.txt":
+        # rank 2's last isend is never waited for (SimGrid completes it at the end of replay)
+        assert v.returncode == 1
+        assert "rank 2 action 7: incomplete-request" in v.stdout
+        assert "1 problem(s)" in p.stdout
+    else:
+        assert v.returncode == 0, v.stdout
+        assert "no problems" in v.stdout and "valid" in p.stdout
+
+
+@needs_fixtures
+def test_export_ti_and_csv(tmp_path):
+    h5 = tmp_path / "t.h5"
+    assert mt("import", FIX / "actions_alltoallv.txt", "-o", h5).returncode == 0
+    p = mt("export", h5, "--format", "ti", "-o", tmp_path / "list")
+    assert p.returncode == 0 and "exact" in p.stdout and p.stderr == ""
+    assert (tmp_path / "list").read_text() == "list_files/0.txt\nlist_files/1.txt\n" \
+        "list_files/2.txt\n"
+    assert (tmp_path / "list_files/1.txt").read_text() == \
+        "1 init\n1 alltoallv 121 80 1 40 71 40 1 30\n1 finalize\n"
+    p = mt("export", h5, "--format", "ti", "--layout", "single", "-o", tmp_path / "one.txt")
+    assert p.returncode == 0
+    assert len((tmp_path / "one.txt").read_text().splitlines()) == 9
+    p = mt("export", h5, "--format", "csv", "-o", tmp_path / "a.csv")
+    assert p.returncode == 0
+    with open(tmp_path / "a.csv") as f:
+        table = list(csv.DictReader(f))
+    assert len(table) == 9
+    row = table[4]
+    assert (row["rank"], row["index"], row["kind"], row["bytes_sent"], row["vector"]) == \
+        ("1", "1", "alltoallv", "121", "80 1 40 40 1 30")
+
+
+def test_lossy_export_from_cli(tmp_path):
+    b = TraceBuilder(2)
+    for r in range(2):
+        b.add(r, "init")
+        b.add(r, "iallreduce", bytes_sent=8, bytes_recv=8, request=0)
+        b.add(r, "wait", request=0)
+        b.add(r, "finalize")
+    h5 = tmp_path / "t.h5"
+    write_trace(h5, b.build())
+    p = mt("export", h5, "--format", "ti", "-o", tmp_path / "x")
+    assert p.returncode == 1 and p.stdout == ""
+    assert p.stderr.count("\n") == 1 and "Traceback" not in p.stderr
+    assert "cannot express 2 iallreduce, 2 wait" in p.stderr
+    p = mt("export", h5, "--format", "ti", "-o", tmp_path / "x", "--lossy")
+    assert p.returncode == 0
+    assert "warning: dropped 2 iallreduce action(s)" in p.stderr
+    assert (tmp_path / "x_files/0.txt").read_text() == "0 init\n0 finalize\n"
+
+
+def test_bad_text_is_one_line_error(tmp_path):
+    f = tmp_path / "bad.txt"
+    f.write_text("0 init\n0 frobnicate 3\n0 finalize\n")
+    p = mt("import", f, "-o", tmp_path / "t.h5")
+    assert p.returncode == 1 and "Traceback" not in p.stderr
+    assert p.stderr.strip() == f"minitrace: error: 1 unparsable line(s): {f}:2: frobnicate: " \
+                               "unknown action"
+    assert not (tmp_path / "t.h5").exists()
+
+
+def test_validate_cli_caps_output(tmp_path):
+    b = TraceBuilder(2)
+    for r in range(2):
+        b.add(r, "init")
+    for i in range(60):
+        b.add(0, "send", peer=1, tag=i, bytes_sent=4)
+    b.add(0, "finalize")            # rank 1 never finalizes
+    h5 = tmp_path / "t.h5"
+    write_trace(h5, b.build())
+    p = mt("validate", h5)
+    assert p.returncode == 1
+    lines = p.stdout.splitlines()
+    assert lines[0] == f"{h5}: 61 problem(s) in 2 ranks, 63 actions: 1 missing-finalize, " \
+                       "60 unmatched-send"
+    assert len(lines) == 52 and lines[-1].strip() == "... and 11 more problem(s)"
+    assert len(mt("validate", h5, "--max", "0").stdout.splitlines()) == 62
