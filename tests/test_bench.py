@@ -181,6 +181,13 @@ def test_cli_lists_and_documents():
     assert bad.returncode == 1 and bad.stderr.count("\n") == 1 and "nope" in bad.stderr
 
 
+def test_unwritable_output_refused_before_measuring(tmp_path):
+    out = tmp_path / "missing" / "x.h5"
+    p = run_mpi(2, [sys.executable, "-m", "minitrace.bench", "pt2pt", "-o", str(out)],
+                timeout=60, check=False)
+    assert p.returncode == 1 and p.stderr.strip().count("\n") == 0 and str(out) in p.stderr
+
+
 def test_info_summarizes_bench_file(tmp_path):
     out = tmp_path / "all.h5"
     bench(2, "variability", out, "--iterations", "2", "--warmup", "0", "--mu", "1e-4")

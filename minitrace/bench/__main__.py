@@ -16,7 +16,26 @@ import sys  # noqa: E402
 import traceback  # noqa: E402
 
 from ..errors import MinitraceError  # noqa: E402
+from ..storage import check_file  # noqa: E402
 from . import add_suite_parsers, suite_module  # noqa: E402
+
+
+def check_output(comm, path: str) -> None:
+    """Refuse an unwritable or foreign output file before measuring, not after."""
+    error = None
+    if comm.rank == 0:
+        d = os.path.dirname(os.path.abspath(path))
+        try:
+            if not os.path.isdir(d) or not os.access(d, os.W_OK):
+                raise MinitraceError("cannot write here: the directory does not exist or is "
+                                     "not writable", path)
+            if os.path.exists(path):
+                check_file(path)
+        except MinitraceError as e:
+            error = str(e)
+    error = comm.bcast(error, root=0)
+    if error:
+        raise MinitraceError(error)
 
 
 def execute(args) -> int:
@@ -24,6 +43,7 @@ def execute(args) -> int:
     from mpi4py import MPI
     comm = MPI.COMM_WORLD
     try:
+        check_output(comm, args.output)
         return int(suite_module(args.suite).run(args) or 0)
     except MinitraceError as e:
         # Raised identically on every rank (argument checks, the broadcast write status).
