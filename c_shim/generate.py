@@ -1,0 +1,120 @@
+"""Generate the PMPI wrappers from c_shim/mpi.spec (in the spirit of LLNL's `wrap`).
+
+``generate()`` returns C source: the kind codes (from minitrace/kinds.py, the single source of
+truth) followed by one wrapper per spec line, its MPI-4 big-count ``_c`` twin when the prototype
+uses COUNT/DISP, and the non-blocking twin of a collective.  Run as a script to print it.
+"""
+from __future__ import annotations
+
+import re
+import runpy
+from dataclasses import dataclass
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+SPEC = HERE / "mpi.spec"
+KINDS = HERE.parent / "minitrace" / "kinds.py"
+
+_PROTO = re.compile(r"^(MPI_\w+)\((.*)\)$")
+_PARAM_NAME = re.compile(r"(\w+)(\[\])?$")
+
+
+@dataclass
+class Wrapper:
+    kind: str
+    name: str
+    params: list[str]          # C declarations, COUNT/DISP not yet substituted
+    post: str
+    pre: str = ""
+    guard: str = ""
+
+
+def parse(text: str) -> list[Wrapper]:
+    """Spec lines -> wrappers (including the generated non-blocking twins)."""
+    out = []
+    for lineno, line in enumerate(text.splitlines(), 1):
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        fields = [f.strip() for f in line.split("|")]
+        if len(fields) < 3:
+            raise ValueError(f"{SPEC}:{lineno}: expected 'kind | prototype | recipe'")
+        kinds, proto, post, *extra = fields
+        m = _PROTO.match(proto)
+        if not m:
+            raise ValueError(f"{SPEC}:{lineno}: bad prototype {proto!r}")
+        name, params = m.group(1), [p.strip() for p in m.group(2).split(",") if p.strip()]
+        opts = {}
+        for e in extra:
+            key, _, val = e.partition(":")
+            if key.strip() not in ("pre", "if"):
+                raise ValueError(f"{SPEC}:{lineno}: unknown field {e!r}")
+            opts[key.strip()] = val.strip()
+        kind, _, ikind = kinds.partition("/")
+        out.append(Wrapper(kind, name, params, post, opts.get("pre", ""), opts.get("if", "")))
+        if ikind:
+            iname = "MPI_I" + name[4:].lower()
+            out.append(Wrapper(ikind, iname, params + ["MPI_Request *request"],
+                               post + "; MT_IREQ(request)", opts.get("pre", ""),
+                               opts.get("if", "")))
+    return out
+
+
+def _arg_names(params: list[str]) -> list[str]:
+    return [_PARAM_NAME.search(p).group(1) for p in params]
+
+
+def _emit(w: Wrapper, name: str, params: list[str]) -> str:
+    args = ", ".join(_arg_names(params))
+    pre = f"    {w.pre};\n" if w.pre else ""
+    return (f"int {name}({', '.join(params)})\n{{\n"
+            f"    mt_thread *T = mt_enter();\n"
+            f"    if (!T) return P{name}({args});\n"
+            f"    mt_rec R;\n"
+            f"    const mt_comm *CI = NULL;\n"
+            f"    (void)CI;\n"
+            f"{pre}"
+            f"    int rc = P{name}({args});\n"
+            f"    mt_leave(T, &R, MT_K_{w.kind.upper()});\n"
+            f"    {w.post};\n"
+            f"    mt_emit(T, &R);\n"
+            f"    return rc;\n}}\n")
+
+
+def _subst(params: list[str], count: str, disp: str) -> list[str]:
+    return [re.sub(r"\bDISP\b", disp, re.sub(r"\bCOUNT\b", count, p)) for p in params]
+
+
+def wrapper_source(w: Wrapper) -> str:
+    code = _emit(w, w.name, _subst(w.params, "int", "int"))
+    if any(re.search(r"\b(COUNT|DISP)\b", p) for p in w.params):
+        code += ("#if MT_BIGCOUNT\n" + _emit(w, w.name + "_c", _subst(w.params, "MPI_Count",
+                                                                       "MPI_Aint"))
+                 + "#endif\n")
+    if w.guard:
+        code = f"#if {w.guard}\n{code}#endif\n"
+    return code
+
+
+def kind_defines() -> str:
+    kinds = runpy.run_path(str(KINDS))["KINDS"]
+    return "".join(f"#define MT_K_{name.upper()} {code}\n" for code, name, _ in kinds)
+
+
+def generate(spec_text: str | None = None) -> str:
+    wrappers = parse(spec_text if spec_text is not None else SPEC.read_text())
+    known = {name for _, name, _ in runpy.run_path(str(KINDS))["KINDS"]}
+    unknown = sorted({w.kind for w in wrappers} - known)
+    if unknown:
+        raise ValueError(f"{SPEC}: kinds not in minitrace/kinds.py: {', '.join(unknown)}")
+    return "\n".join(wrapper_source(w) for w in wrappers)
+
+
+def translation_unit() -> str:
+    """The whole shim as one C translation unit (kinds, runtime, wrappers)."""
+    return (kind_defines() + '#include "shim_runtime.c"\n\n/* ---- generated from mpi.spec ---- */\n'
+            + generate())
+
+
+if __name__ == "__main__":
+    print(translation_unit())

@@ -1,0 +1,843 @@
+/* minitrace PMPI shim runtime: clocks, volume counters, crash-safe per-rank files, handle tables.
+ *
+ * Raw file layout (read by minitrace/merge.py):
+ *   [4096-byte header page: mt_file_hdr]  then  [chunk][chunk]...  (MT_CHUNK bytes each)
+ *   chunk = 80-byte slots; slot 0 is the chunk header (owning thread, records committed),
+ *   then records (mt_rec) and continuation records holding vectors (9 int64 each).
+ * Each thread owns one chunk at a time, written through a MAP_SHARED mapping: a record is
+ * in the page cache as soon as it is written, so SIGKILL loses nothing committed.  The count
+ * in the chunk header is stored (release) after the record: a reader never sees half a record.
+ *
+ * This file is not compiled on its own: build_shim.py prepends the generated kind codes and
+ * appends the generated wrappers, making one translation unit (so the hot helpers inline).
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include "shim_runtime.h"
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/perf_event.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+#if defined(__x86_64__) || defined(__i386__)
+#include <x86intrin.h>
+#define MT_HAVE_TSC 1
+#endif
+
+#define MT_HDR_BYTES 4096
+#define MT_CHUNK (4u << 20)
+#define MT_SLOTS (MT_CHUNK / sizeof(mt_rec))
+#define MT_CONT_WORDS 9
+#define MT_MAX_COMMS 65536
+#define MT_GATE_NS 50000 /* cputime mode: read the thread CPU clock only across gaps > 50 us */
+
+enum { MT_INTERNAL_RESOLVE = 252, MT_INTERNAL_STRING = 253, MT_INTERNAL_COMMDEF = 254,
+       MT_INTERNAL_CONT = 255 };
+enum { MT_VOL_WALL = 0, MT_VOL_CPU = 1, MT_VOL_INS = 2, MT_VOL_AUTO = 3 };
+
+typedef struct {
+    char magic[8];
+    uint32_t version, header_bytes, rank, size, chunk_bytes, rec_bytes;
+    uint32_t clock;                 /* 0: ns of CLOCK_MONOTONIC, 1: TSC ticks */
+    uint32_t volume;                /* MT_VOL_* actually used */
+    int64_t calib[3][2];            /* (raw clock, CLOCK_MONOTONIC ns): init start/end, finalize */
+    uint32_t finalized, aborted;
+    int32_t pid, thread_level;
+    uint32_t volume_requested, nthreads;
+    char host[64];
+    char library[256];
+    char cmdline[2048];
+} mt_file_hdr;
+
+typedef struct {
+    uint64_t count;                 /* records committed after this header slot */
+    uint32_t thread, seq;
+    int64_t calib_raw, calib_ns;    /* a clock calibration point taken when the chunk began */
+    uint64_t pad[6];
+} mt_chunk_hdr;
+
+_Static_assert(sizeof(mt_rec) == 80, "record size is part of the raw format");
+_Static_assert(sizeof(mt_chunk_hdr) == sizeof(mt_rec), "chunk header fills slot 0");
+
+struct mt_thread {
+    mt_rec *slots;                  /* current chunk; slot 0 is its header */
+    uint32_t pos, id, seq, epoch;
+    int depth;                      /* >0 inside a wrapper: nested MPI calls are not traced */
+    int64_t t_in, c_in, c_out, pre;
+    int64_t g_t, g_cpu;             /* cputime gate: last boundary (raw clock) and CPU ns there */
+    int perf_fd;
+    struct perf_event_mmap_page *pg;
+    void *scratch;
+    size_t scratch_cap;
+    int64_t *vec;
+    int64_t vec_cap;
+};
+
+volatile int mt_on;                 /* tracing now: started, file open, not paused */
+static int mt_started, mt_paused;
+static volatile uint32_t mt_epoch;
+static int mt_use_tsc, mt_volume = MT_VOL_WALL, mt_rank, mt_size;
+static double mt_ns_per_tick = 1.0;
+static int64_t mt_gate = MT_GATE_NS;
+static int mt_fd = -1;
+static mt_file_hdr *mt_hdr;
+static uint32_t mt_nchunks, mt_nthreads;
+static int64_t mt_req_next;
+static uint64_t mt_world_key;
+static MPI_Group mt_world_group;
+static const mt_comm *mt_comms[MT_MAX_COMMS];
+static int32_t mt_ncomms;
+static pthread_mutex_t mt_file_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t mt_state_lock = PTHREAD_MUTEX_INITIALIZER;
+static __thread mt_thread *mt_self __attribute__((tls_model("initial-exec")));
+
+/* ---- clocks -------------------------------------------------------------------------- */
+static int64_t mt_mono_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static inline int64_t mt_now(void) {
+#ifdef MT_HAVE_TSC
+    if (mt_use_tsc) return (int64_t)__rdtsc();
+#endif
+    return mt_mono_ns();
+}
+
+/* The TSC is used only when the kernel says it is constant and does not stop. */
+static void mt_clock_setup(void) {
+#ifdef MT_HAVE_TSC
+    if (getenv("MINITRACE_NO_TSC")) return;
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    if (!f) return;
+    char line[4096];
+    int constant = 0, nonstop = 0;
+    while (fgets(line, sizeof line, f)) {
+        if (strncmp(line, "flags", 5)) continue;
+        constant = strstr(line, " constant_tsc") != NULL;
+        nonstop = strstr(line, " nonstop_tsc") != NULL;
+        break;
+    }
+    fclose(f);
+    mt_use_tsc = constant && nonstop;
+#endif
+}
+
+/* ---- compute volume counters ---------------------------------------------------------- */
+static int64_t mt_thread_cpu_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static int mt_perf_open_instructions(void) {
+    if (getenv("MINITRACE_FORCE_NO_HWCOUNTER")) {
+        errno = ENODEV;
+        return -1;
+    }
+    struct perf_event_attr a;
+    memset(&a, 0, sizeof a);
+    a.size = sizeof a;
+    a.type = PERF_TYPE_HARDWARE;
+    a.config = PERF_COUNT_HW_INSTRUCTIONS;
+    a.exclude_kernel = 1;
+    a.exclude_hv = 1;
+    return (int)syscall(SYS_perf_event_open, &a, 0, -1, -1, 0);
+}
+
+/* Instructions: rdpmc from the event's user page when allowed, else read(). */
+static int64_t mt_instructions(mt_thread *T) {
+#ifdef MT_HAVE_TSC
+    struct perf_event_mmap_page *pg = T->pg;
+    if (pg && pg->cap_user_rdpmc) {
+        uint32_t seq, idx;
+        int64_t cnt;
+        do {
+            seq = pg->lock;
+            __atomic_thread_fence(__ATOMIC_ACQUIRE);
+            idx = pg->index;
+            cnt = pg->offset;
+            if (idx) {
+                int w = pg->pmc_width;
+                int64_t pmc = (int64_t)__builtin_ia32_rdpmc((int)idx - 1);
+                pmc = (int64_t)((uint64_t)pmc << (64 - w)) >> (64 - w);
+                cnt += pmc;
+            }
+            __atomic_thread_fence(__ATOMIC_ACQUIRE);
+        } while (pg->lock != seq);
+        return cnt;
+    }
+#endif
+    uint64_t v = 0;
+    if (T->perf_fd < 0 || read(T->perf_fd, &v, sizeof v) != (ssize_t)sizeof v) v = 0;
+    return (int64_t)v;
+}
+
+/* The volume counter at raw time t.  cputime: the thread CPU clock is a ~400 ns syscall, so it
+ * is read only when more than MT_GATE_NS passed since the previous boundary; shorter gaps
+ * (tight MPI loops) are counted as CPU time equal to their wall time (the thread was busy in
+ * or between MPI calls).  walltime: the merge derives volumes from the timestamps. */
+static inline int64_t mt_counter(mt_thread *T, int64_t t) {
+    if (mt_volume == MT_VOL_CPU) {
+        if (t - T->g_t > mt_gate) T->g_cpu = mt_thread_cpu_ns();
+        else T->g_cpu += (int64_t)((double)(t - T->g_t) * mt_ns_per_tick);
+        T->g_t = t;
+        return T->g_cpu;
+    }
+    if (mt_volume == MT_VOL_INS) return mt_instructions(T);
+    return 0;
+}
+
+/* ---- the per-rank file --------------------------------------------------------------- */
+static void mt_disable(const char *what, int err) {
+    mt_on = 0;
+    mt_started = 0;
+    if (mt_rank == 0)
+        fprintf(stderr, "minitrace: tracing disabled: %s: %s\n", what, strerror(err));
+}
+
+/* A fresh chunk for T (the old one is full and fully committed). */
+static int mt_new_chunk(mt_thread *T) {
+    pthread_mutex_lock(&mt_file_lock);
+    if (mt_fd < 0) {
+        pthread_mutex_unlock(&mt_file_lock);
+        return -1;
+    }
+    off_t off = MT_HDR_BYTES + (off_t)mt_nchunks * MT_CHUNK;
+    void *p = MAP_FAILED;
+    if (ftruncate(mt_fd, off + MT_CHUNK) == 0)
+        p = mmap(NULL, MT_CHUNK, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, mt_fd, off);
+    if (p == MAP_FAILED) {
+        int err = errno;
+        pthread_mutex_unlock(&mt_file_lock);
+        mt_disable("cannot grow the raw trace file", err);
+        return -1;
+    }
+    mt_nchunks++;
+    pthread_mutex_unlock(&mt_file_lock);
+    if (T->slots) munmap(T->slots, MT_CHUNK);
+    T->slots = (mt_rec *)p;
+    mt_chunk_hdr *h = (mt_chunk_hdr *)p;
+    h->thread = T->id;
+    h->seq = T->seq++;
+    h->calib_raw = mt_now();
+    h->calib_ns = mt_mono_ns();
+    T->pos = 1;
+    return 0;
+}
+
+static mt_thread *mt_thread_new(void) {
+    mt_thread *T = (mt_thread *)calloc(1, sizeof *T);
+    if (!T) return NULL;
+    T->id = __atomic_fetch_add(&mt_nthreads, 1, __ATOMIC_RELAXED);
+    T->perf_fd = -1;
+    if (mt_volume == MT_VOL_INS) {
+        T->perf_fd = mt_perf_open_instructions();
+        if (T->perf_fd >= 0) {
+            void *pg = mmap(NULL, (size_t)sysconf(_SC_PAGESIZE), PROT_READ, MAP_SHARED, T->perf_fd, 0);
+            T->pg = pg == MAP_FAILED ? NULL : (struct perf_event_mmap_page *)pg;
+        }
+    }
+    if (mt_new_chunk(T)) {
+        free(T);
+        return NULL;
+    }
+    int64_t t = mt_now();
+    T->g_t = t;
+    T->g_cpu = mt_volume == MT_VOL_CPU ? mt_thread_cpu_ns() : 0;
+    T->c_out = mt_counter(T, t);
+    T->epoch = mt_epoch;
+    if (mt_hdr) mt_hdr->nthreads = mt_nthreads;
+    mt_self = T;
+    return T;
+}
+
+/* Claim n contiguous slots in T's chunk (a new chunk if they do not fit). */
+static inline mt_rec *mt_room(mt_thread *T, uint32_t n) {
+    if (__builtin_expect(T->pos + n > MT_SLOTS, 0) && mt_new_chunk(T)) return NULL;
+    mt_rec *r = T->slots + T->pos;
+    T->pos += n;
+    return r;
+}
+
+static inline void mt_commit(mt_thread *T) {
+    __atomic_store_n(&((mt_chunk_hdr *)T->slots)->count, (uint64_t)(T->pos - 1), __ATOMIC_RELEASE);
+}
+
+/* Write R and its vector (R->vec_len words of vec) as one committed unit. */
+static void mt_write(mt_thread *T, mt_rec *R, const int64_t *vec) {
+    int64_t n = R->vec_len;
+    int64_t nc = (n + MT_CONT_WORDS - 1) / MT_CONT_WORDS;
+    if (nc + 1 > (int64_t)MT_SLOTS - 1) { /* a vector larger than a chunk: dropped, not split */
+        R->vec_len = 0;
+        nc = 0;
+    }
+    mt_rec *r = mt_room(T, (uint32_t)(nc + 1));
+    if (!r) return;
+    *r = *R;
+    for (int64_t c = 0; c < nc; c++) {
+        uint64_t *w = (uint64_t *)(r + 1 + c);
+        w[0] = MT_INTERNAL_CONT;
+        int64_t k = n - c * MT_CONT_WORDS < MT_CONT_WORDS ? n - c * MT_CONT_WORDS : MT_CONT_WORDS;
+        memcpy(w + 1, vec + c * MT_CONT_WORDS, (size_t)k * sizeof(int64_t));
+    }
+    mt_commit(T);
+}
+
+static void mt_defaults(mt_thread *T, mt_rec *R, int kind) {
+    R->kind = (uint8_t)kind;
+    R->flags = 0;
+    R->thread = (uint16_t)T->id;
+    R->vec_len = 0;
+    R->peer = R->tag = -1;
+    R->comm = 0;
+    R->spare = 0;
+    R->bytes_sent = R->bytes_recv = 0;
+    R->pre_volume = R->volume = 0;
+    R->request = -1;
+}
+
+/* Internal records (communicator definitions, strings, receive resolutions) for the merge. */
+static void mt_internal(mt_thread *T, int kind, int32_t peer, int32_t tag, int64_t request,
+                        int64_t bytes, const int64_t *vec, int64_t n) {
+    mt_rec R;
+    mt_defaults(T, &R, kind);
+    R.peer = peer;
+    R.tag = tag;
+    R.request = request;
+    R.bytes_recv = bytes;
+    R.t_start = R.t_end = mt_now();
+    R.vec_len = (int32_t)n;
+    mt_write(T, &R, vec);
+}
+
+/* ---- the hot path used by every wrapper ------------------------------------------------ */
+static inline mt_thread *mt_enter(void) {
+    if (!mt_on) return NULL;
+    mt_thread *T = mt_self;
+    if (__builtin_expect(T == NULL, 0) && !(T = mt_thread_new())) return NULL;
+    if (T->depth) return NULL;
+    T->depth = 1;
+    int64_t t = mt_now();
+    int64_t c = mt_counter(T, t);
+    if (__builtin_expect(T->epoch != mt_epoch, 0)) { /* resumed: the paused gap is not compute */
+        T->epoch = mt_epoch;
+        T->c_out = c;
+    }
+    T->t_in = t;
+    T->c_in = c;
+    T->pre = c - T->c_out;
+    return T;
+}
+
+static inline void mt_leave(mt_thread *T, mt_rec *R, int kind) {
+    int64_t t = mt_now();
+    int64_t c = mt_counter(T, t);
+    mt_defaults(T, R, kind);
+    R->pre_volume = T->pre;
+    R->volume = c - T->c_in;
+    R->t_start = T->t_in;
+    R->t_end = t;
+    T->c_out = c;
+}
+
+static inline void mt_emit(mt_thread *T, mt_rec *R) {
+    mt_write(T, R, T->vec);
+    T->depth = 0;
+}
+
+static int64_t *mt_vec(mt_thread *T, mt_rec *R, int64_t n) {
+    if (n > T->vec_cap) {
+        int64_t cap = n < 64 ? 64 : n;
+        int64_t *v = (int64_t *)realloc(T->vec, (size_t)cap * sizeof(int64_t));
+        if (!v) { /* no memory: keep the action, drop its vector */
+            static int64_t sink[2];
+            R->vec_len = 0;
+            return sink;
+        }
+        T->vec = v;
+        T->vec_cap = cap;
+    }
+    R->vec_len = (int32_t)n;
+    return T->vec;
+}
+
+static void *mt_scratch(mt_thread *T, size_t bytes) {
+    if (bytes > T->scratch_cap) {
+        void *p = realloc(T->scratch, bytes);
+        if (!p) abort(); /* cannot happen at sane request counts; MPI itself would fail first */
+        T->scratch = p;
+        T->scratch_cap = bytes;
+    }
+    return T->scratch;
+}
+
+/* ---- handle tables: open addressing keyed by the handle's bytes ------------------------ */
+static inline uint64_t mt_key_bytes(const void *h, size_t n) {
+    uint64_t k = 0;
+    memcpy(&k, h, n < sizeof k ? n : sizeof k);
+    return k;
+}
+#define mt_key(h) ({ __typeof__(h) h_ = (h); mt_key_bytes(&h_, sizeof h_); })
+
+typedef struct {
+    mt_req *e;
+    uint8_t *used;
+    size_t cap, n;
+    pthread_mutex_t lock;
+} mt_map;
+
+static mt_map mt_reqs = {NULL, NULL, 0, 0, PTHREAD_MUTEX_INITIALIZER};
+static mt_map mt_commmap = {NULL, NULL, 0, 0, PTHREAD_MUTEX_INITIALIZER};
+
+static inline size_t mt_hash(uint64_t k) {
+    k ^= k >> 33;
+    k *= 0xff51afd7ed558ccdULL;
+    k ^= k >> 33;
+    return (size_t)k;
+}
+
+static mt_req *mt_map_find(mt_map *m, uint64_t key) {
+    if (!m->cap) return NULL;
+    for (size_t i = mt_hash(key) & (m->cap - 1);; i = (i + 1) & (m->cap - 1)) {
+        if (!m->used[i]) return NULL;
+        if (m->e[i].key == key) return &m->e[i];
+    }
+}
+
+static int mt_map_put(mt_map *m, const mt_req *v) {
+    if (2 * (m->n + 1) > m->cap) {
+        size_t cap = m->cap ? 2 * m->cap : 1024;
+        mt_req *e = (mt_req *)calloc(cap, sizeof *e);
+        uint8_t *used = (uint8_t *)calloc(cap, 1);
+        if (!e || !used) {
+            free(e);
+            free(used);
+            return -1;
+        }
+        for (size_t j = 0; j < m->cap; j++) {
+            if (!m->used[j]) continue;
+            size_t i = mt_hash(m->e[j].key) & (cap - 1);
+            while (used[i]) i = (i + 1) & (cap - 1);
+            used[i] = 1;
+            e[i] = m->e[j];
+        }
+        free(m->e);
+        free(m->used);
+        m->e = e;
+        m->used = used;
+        m->cap = cap;
+    }
+    size_t i = mt_hash(v->key) & (m->cap - 1);
+    while (m->used[i] && m->e[i].key != v->key) i = (i + 1) & (m->cap - 1);
+    if (!m->used[i]) m->n++;
+    m->used[i] = 1;
+    m->e[i] = *v;
+    return 0;
+}
+
+/* Remove key (only if it still holds entry id: the handle may already be reused), by
+ * backward-shift deletion so that no tombstones accumulate. */
+static void mt_map_del(mt_map *m, uint64_t key, int64_t id) {
+    mt_req *p = mt_map_find(m, key);
+    if (!p || (id >= 0 && p->id != id)) return;
+    size_t i = (size_t)(p - m->e), mask = m->cap - 1;
+    m->used[i] = 0;
+    m->n--;
+    for (size_t j = (i + 1) & mask; m->used[j]; j = (j + 1) & mask) {
+        size_t home = mt_hash(m->e[j].key) & mask;
+        if (((j - home) & mask) >= ((j - i) & mask)) {
+            m->e[i] = m->e[j];
+            m->used[i] = 1;
+            m->used[j] = 0;
+            i = j;
+        }
+    }
+}
+
+/* ---- communicators ------------------------------------------------------------------- */
+static int mt_world(const mt_comm *c, int r) {
+    if (!c || r < 0 || r >= c->size) return -1; /* PROC_NULL, ANY_SOURCE, ROOT, unknown */
+    return c->members[r];
+}
+
+/* Learn a communicator: its members' world ranks, by group translation.  Lock held. */
+static int32_t mt_comm_learn(MPI_Comm c, uint64_t key) {
+    if (mt_ncomms >= MT_MAX_COMMS) return -1;
+    int inter = 0, n = 0, me = 0;
+    MPI_Group g;
+    PMPI_Comm_test_inter(c, &inter);
+    if ((inter ? PMPI_Comm_remote_group(c, &g) : PMPI_Comm_group(c, &g)) != MPI_SUCCESS) return -1;
+    PMPI_Group_size(g, &n);
+    PMPI_Comm_rank(c, &me);
+    mt_comm *e = (mt_comm *)malloc(sizeof *e + sizeof(int) * (size_t)(n ? n : 1));
+    int *ranks = (int *)malloc(sizeof(int) * (size_t)(n ? n : 1));
+    if (!e || !ranks) {
+        free(e);
+        free(ranks);
+        PMPI_Group_free(&g);
+        return -1;
+    }
+    for (int i = 0; i < n; i++) ranks[i] = i;
+    PMPI_Group_translate_ranks(g, n, ranks, mt_world_group, e->members);
+    PMPI_Group_free(&g);
+    free(ranks);
+    e->size = n;
+    e->myrank = me;
+    e->inter = inter;
+    int32_t id = mt_ncomms++;
+    mt_req v = {.id = id, .key = key};
+    mt_map_put(&mt_commmap, &v);
+    __atomic_store_n(&mt_comms[id], e, __ATOMIC_RELEASE);
+    mt_thread *T = mt_self;
+    if (T) {
+        int64_t *w = (int64_t *)malloc(sizeof(int64_t) * (size_t)(n ? n : 1));
+        if (w) {
+            for (int i = 0; i < n; i++) w[i] = e->members[i];
+            mt_internal(T, MT_INTERNAL_COMMDEF, inter, id, -1, 0, w, n);
+            free(w);
+        }
+    }
+    return id;
+}
+
+/* Id of a communicator (learning it on first sight); world is the lock-free fast path. */
+static inline int32_t mt_comm_of(MPI_Comm c, const mt_comm **out) {
+    uint64_t key = mt_key(c);
+    if (key == mt_world_key) {
+        *out = mt_comms[0];
+        return 0;
+    }
+    if (c == MPI_COMM_NULL) {
+        *out = NULL;
+        return -1;
+    }
+    pthread_mutex_lock(&mt_commmap.lock);
+    mt_req *p = mt_map_find(&mt_commmap, key);
+    int32_t id = p ? (int32_t)p->id : mt_comm_learn(c, key);
+    pthread_mutex_unlock(&mt_commmap.lock);
+    *out = id >= 0 ? mt_comms[id] : NULL;
+    return id;
+}
+
+static int32_t mt_comm_register(mt_thread *T, MPI_Comm c) {
+    (void)T;
+    if (c == MPI_COMM_NULL) return -1;
+    pthread_mutex_lock(&mt_commmap.lock);
+    int32_t id = mt_comm_learn(c, mt_key(c));
+    pthread_mutex_unlock(&mt_commmap.lock);
+    return id;
+}
+
+static int32_t mt_comm_forget(MPI_Comm c) {
+    const mt_comm *ci;
+    int32_t id = mt_comm_of(c, &ci);
+    if (id > 0) {
+        pthread_mutex_lock(&mt_commmap.lock);
+        mt_map_del(&mt_commmap, mt_key(c), id);
+        pthread_mutex_unlock(&mt_commmap.lock);
+    }
+    return id;
+}
+
+/* ---- requests ------------------------------------------------------------------------ */
+static int64_t mt_req_new(MPI_Request r, const mt_comm *comm, int32_t comm_id, int recv,
+                          int flags, int persistent) {
+    if (r == MPI_REQUEST_NULL) return -1;
+    mt_req v = {.id = __atomic_fetch_add(&mt_req_next, 1, __ATOMIC_RELAXED), .key = mt_key(r),
+                .comm = comm, .comm_id = comm_id, .recv = (uint8_t)recv, .flags = (uint8_t)flags,
+                .persistent = (uint8_t)persistent};
+    pthread_mutex_lock(&mt_reqs.lock);
+    mt_map_put(&mt_reqs, &v);
+    pthread_mutex_unlock(&mt_reqs.lock);
+    return v.id;
+}
+
+static int mt_req_get(MPI_Request r, mt_req *out) {
+    if (r == MPI_REQUEST_NULL) return 0;
+    pthread_mutex_lock(&mt_reqs.lock);
+    mt_req *p = mt_map_find(&mt_reqs, mt_key(r));
+    if (p) *out = *p;
+    pthread_mutex_unlock(&mt_reqs.lock);
+    return p != NULL;
+}
+
+static void mt_req_drop(uint64_t key, int64_t id) {
+    pthread_mutex_lock(&mt_reqs.lock);
+    mt_map_del(&mt_reqs, key, id);
+    pthread_mutex_unlock(&mt_reqs.lock);
+}
+
+static int64_t mt_tsize(MPI_Datatype t) {
+    int s = 0;
+    if (t == MPI_DATATYPE_NULL || PMPI_Type_size(t, &s) != MPI_SUCCESS || s == MPI_UNDEFINED)
+        return 0;
+    return s;
+}
+
+static int64_t mt_status_bytes(const MPI_Status *st) {
+    int n = 0;
+    if (PMPI_Get_count(st, MPI_BYTE, &n) != MPI_SUCCESS || n == MPI_UNDEFINED) return 0;
+    return n;
+}
+
+/* A non-blocking receive completed: its real source, tag and size, for the merge to patch. */
+static void mt_resolve(mt_thread *T, const mt_req *q, const MPI_Status *st) {
+    mt_internal(T, MT_INTERNAL_RESOLVE, mt_world(q->comm, st->MPI_SOURCE), st->MPI_TAG, q->id,
+                mt_status_bytes(st), NULL, 0);
+}
+
+/* ---- start-up and shut-down ---------------------------------------------------------- */
+static int mt_volume_choice(void) {
+    const char *v = getenv("MINITRACE_VOLUME");
+    if (!v || !*v || !strcmp(v, "auto")) return MT_VOL_AUTO;
+    if (!strcmp(v, "instructions")) return MT_VOL_INS;
+    if (!strcmp(v, "cputime")) return MT_VOL_CPU;
+    if (!strcmp(v, "walltime")) return MT_VOL_WALL;
+    if (mt_rank == 0) fprintf(stderr, "minitrace: unknown MINITRACE_VOLUME=%s, using auto\n", v);
+    return MT_VOL_AUTO;
+}
+
+/* instructions > cputime > walltime, unless told otherwise; an explicit instructions request
+ * that the machine cannot honour falls back with one warning (tracing must go on). */
+static void mt_volume_setup(void) {
+    int want = mt_volume_choice();
+    mt_volume = want == MT_VOL_AUTO ? MT_VOL_INS : want;
+    if (mt_volume == MT_VOL_INS) {
+        int fd = mt_perf_open_instructions();
+        if (fd >= 0) {
+            close(fd);
+        } else {
+            if (want == MT_VOL_INS && mt_rank == 0)
+                fprintf(stderr, "minitrace: no hardware instruction counter (%s); "
+                        "measuring compute volume as thread CPU time\n", strerror(errno));
+            mt_volume = MT_VOL_CPU;
+        }
+    }
+    if (mt_volume == MT_VOL_CPU) {
+        struct timespec ts;
+        if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0) mt_volume = MT_VOL_WALL;
+    }
+    mt_hdr->volume_requested = (uint32_t)want;
+    mt_hdr->volume = (uint32_t)mt_volume;
+}
+
+static void mt_read_cmdline(char *out, size_t cap) {
+    int fd = open("/proc/self/cmdline", O_RDONLY);
+    if (fd < 0) return;
+    ssize_t n = read(fd, out, cap - 1);
+    close(fd);
+    for (ssize_t i = 0; i < n; i++)
+        if (!out[i]) out[i] = ' ';
+    out[n > 0 ? n : 0] = 0;
+}
+
+static void mt_start(int64_t raw0, int64_t ns0, int thread_level) {
+    int64_t raw1 = mt_now(), ns1 = mt_mono_ns();
+    while (ns1 - ns0 < 2000000) { /* >= 2 ms between the two calibration points */
+        raw1 = mt_now();
+        ns1 = mt_mono_ns();
+    }
+    mt_ns_per_tick = (double)(ns1 - ns0) / (double)(raw1 - raw0);
+    mt_gate = (int64_t)(MT_GATE_NS / mt_ns_per_tick);
+    PMPI_Comm_rank(MPI_COMM_WORLD, &mt_rank);
+    PMPI_Comm_size(MPI_COMM_WORLD, &mt_size);
+    PMPI_Comm_group(MPI_COMM_WORLD, &mt_world_group);
+
+    const char *dir = getenv("MINITRACE_DIR");
+    if (!dir || !*dir) dir = "minitrace-raw";
+    char path[4096];
+    snprintf(path, sizeof path, "%s/rank-%06d.mtr", dir, mt_rank);
+    if (mkdir(dir, 0777) && errno != EEXIST) {
+        mt_disable(dir, errno);
+        return;
+    }
+    int fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) {
+        mt_disable(path, errno);
+        return;
+    }
+    void *h = MAP_FAILED;
+    if (ftruncate(fd, MT_HDR_BYTES) == 0)
+        h = mmap(NULL, MT_HDR_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (h == MAP_FAILED) {
+        int err = errno;
+        close(fd);
+        mt_disable(path, err);
+        return;
+    }
+    mt_fd = fd;
+    mt_hdr = (mt_file_hdr *)h;
+    mt_file_hdr *H = mt_hdr;
+    H->version = 1;
+    H->header_bytes = MT_HDR_BYTES;
+    H->rank = (uint32_t)mt_rank;
+    H->size = (uint32_t)mt_size;
+    H->chunk_bytes = MT_CHUNK;
+    H->rec_bytes = sizeof(mt_rec);
+    H->clock = (uint32_t)mt_use_tsc;
+    H->calib[0][0] = raw0;
+    H->calib[0][1] = ns0;
+    H->calib[1][0] = raw1;
+    H->calib[1][1] = ns1;
+    H->pid = (int32_t)getpid();
+    H->thread_level = thread_level;
+    gethostname(H->host, sizeof H->host - 1);
+    int len = 0;
+    char lib[MPI_MAX_LIBRARY_VERSION_STRING];
+    if (PMPI_Get_library_version(lib, &len) == MPI_SUCCESS) {
+        lib[len < (int)sizeof lib ? len : (int)sizeof lib - 1] = 0;
+        char *nl = strchr(lib, '\n');
+        if (nl) *nl = 0;
+        snprintf(H->library, sizeof H->library, "%s", lib);
+    }
+    mt_read_cmdline(H->cmdline, sizeof H->cmdline);
+    mt_volume_setup();
+
+    mt_world_key = mt_key(MPI_COMM_WORLD);
+    mt_thread *T = mt_thread_new();
+    if (!T) return;
+    pthread_mutex_lock(&mt_commmap.lock);
+    mt_comm_learn(MPI_COMM_WORLD, mt_world_key); /* id 0 */
+    pthread_mutex_unlock(&mt_commmap.lock);
+    memcpy(H->magic, "MTRACE01", 8); /* the file is now readable */
+
+    mt_rec R;
+    mt_defaults(T, &R, MT_K_INIT);
+    R.t_start = raw0;
+    R.t_end = raw1;
+    mt_write(T, &R, NULL);
+    T->c_out = mt_counter(T, mt_now());
+    mt_started = 1;
+    mt_on = 1;
+}
+
+static void mt_close(int finalized) {
+    mt_on = 0;
+    mt_started = 0;
+    if (!mt_hdr) return;
+    mt_hdr->calib[2][0] = mt_now();
+    mt_hdr->calib[2][1] = mt_mono_ns();
+    if (finalized) mt_hdr->finalized = 1;
+    else mt_hdr->aborted = 1;
+    msync(mt_hdr, MT_HDR_BYTES, MS_ASYNC);
+}
+
+int MPI_Init(int *argc, char ***argv) {
+    mt_clock_setup();
+    int64_t raw0 = mt_now(), ns0 = mt_mono_ns();
+    int rc = PMPI_Init(argc, argv);
+    if (rc == MPI_SUCCESS) mt_start(raw0, ns0, -1);
+    return rc;
+}
+
+int MPI_Init_thread(int *argc, char ***argv, int required, int *provided) {
+    mt_clock_setup();
+    int64_t raw0 = mt_now(), ns0 = mt_mono_ns();
+    int rc = PMPI_Init_thread(argc, argv, required, provided);
+    if (rc == MPI_SUCCESS) mt_start(raw0, ns0, *provided);
+    return rc;
+}
+
+int MPI_Finalize(void) {
+    mt_thread *T = mt_enter();
+    int rc = PMPI_Finalize();
+    if (T) {
+        mt_rec R;
+        mt_leave(T, &R, MT_K_FINALIZE);
+        mt_emit(T, &R);
+    }
+    mt_close(1);
+    return rc;
+}
+
+int MPI_Abort(MPI_Comm comm, int errorcode) {
+    mt_thread *T = mt_enter();
+    if (T) {
+        mt_rec R;
+        mt_leave(T, &R, MT_K_ABORT);
+        const mt_comm *CI = NULL;
+        MT_ON(comm);
+        R.tag = errorcode;
+        mt_emit(T, &R);
+        mt_close(0);
+    }
+    return PMPI_Abort(comm, errorcode);
+}
+
+/* ---- control from Python (cdef'd in build_shim.py) ------------------------------------ */
+int minitrace_shim_present(void) { return 1; }
+
+int minitrace_shim_tracing(void) { return mt_on; }
+
+static void mt_marker(int kind, int32_t tag) {
+    mt_thread *T = mt_enter();
+    if (!T) return;
+    mt_rec R;
+    mt_leave(T, &R, kind);
+    R.tag = tag;
+    mt_emit(T, &R);
+}
+
+int minitrace_pause(void) {
+    pthread_mutex_lock(&mt_state_lock);
+    if (mt_on) {
+        mt_marker(MT_K_PAUSE, -1);
+        mt_paused = 1;
+        mt_on = 0;
+    }
+    pthread_mutex_unlock(&mt_state_lock);
+    return mt_paused;
+}
+
+int minitrace_resume(void) {
+    pthread_mutex_lock(&mt_state_lock);
+    if (mt_paused && mt_started) {
+        mt_paused = 0;
+        __atomic_add_fetch(&mt_epoch, 1, __ATOMIC_RELEASE);
+        mt_on = 1;
+        mt_marker(MT_K_RESUME, -1);
+    }
+    pthread_mutex_unlock(&mt_state_lock);
+    return mt_on;
+}
+
+/* Region names: a per-rank string table, each new name written as an internal record. */
+static char **mt_strings;
+static int32_t mt_nstrings;
+
+int minitrace_region(int begin, const char *name) {
+    if (!mt_on) return 0;
+    pthread_mutex_lock(&mt_state_lock);
+    int32_t idx = -1;
+    for (int32_t i = 0; i < mt_nstrings; i++)
+        if (!strcmp(mt_strings[i], name)) idx = i;
+    if (idx < 0) {
+        char **s = (char **)realloc(mt_strings, sizeof(char *) * (size_t)(mt_nstrings + 1));
+        mt_thread *T = mt_self;
+        if (s && (T || (T = mt_thread_new()))) {
+            mt_strings = s;
+            idx = mt_nstrings++;
+            mt_strings[idx] = strdup(name);
+            size_t n = strlen(name);
+            int64_t words = (int64_t)(n + 7) / 8;
+            int64_t *w = (int64_t *)calloc((size_t)(words ? words : 1), sizeof(int64_t));
+            if (w) {
+                memcpy(w, name, n);
+                mt_internal(T, MT_INTERNAL_STRING, (int32_t)n, idx, -1, 0, w, words);
+                free(w);
+            }
+        }
+    }
+    pthread_mutex_unlock(&mt_state_lock);
+    if (idx >= 0) mt_marker(begin ? MT_K_REGION_BEGIN : MT_K_REGION_END, idx);
+    return idx;
+}

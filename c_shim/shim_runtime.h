@@ -1,0 +1,252 @@
+/* minitrace PMPI shim: the runtime the generated wrappers call (see shim_runtime.c).
+ *
+ * A wrapper does:   T = mt_enter();  [pre recipe]  PMPI call;  mt_leave(T, &R, kind);
+ *                   [post recipe filling R];  mt_emit(T, &R);
+ * Recipes are the MT_* macros below: they are macros (not functions) so that one recipe serves
+ * both the int-count form and the MPI-4 big-count `_c` form (int or MPI_Count arrays).
+ * Handles are never assumed to be ints or pointers: they are keyed by their bytes (mt_key).
+ */
+#ifndef MINITRACE_SHIM_RUNTIME_H
+#define MINITRACE_SHIM_RUNTIME_H
+#include <mpi.h>
+#include <stdint.h>
+#include <string.h>
+
+/* Which parts of MPI-4 the library declares: big-count `_c` functions, partitioned calls. */
+#if MPI_VERSION >= 4
+#define MT_BIGCOUNT 1
+#define MT_PARTITIONED_API 1
+#elif defined(OMPI_MAJOR_VERSION) && OMPI_MAJOR_VERSION >= 5
+#define MT_BIGCOUNT 0
+#define MT_PARTITIONED_API 1
+#else
+#define MT_BIGCOUNT 0
+#define MT_PARTITIONED_API 0
+#endif
+
+/* One 80-byte record of the raw per-rank file (numpy dtype RAW_DTYPE in minitrace/merge.py). */
+typedef struct {
+    uint8_t kind, flags;
+    uint16_t thread;
+    int32_t vec_len;          /* followed by ceil(vec_len/9) continuation records */
+    int32_t peer, tag;
+    int32_t comm, spare;
+    int64_t bytes_sent, bytes_recv;
+    int64_t pre_volume;       /* counter delta since this thread's previous MPI call ended */
+    int64_t volume;           /* counter delta inside the call */
+    int64_t request;
+    int64_t t_start, t_end;   /* raw clock (TSC ticks or ns, see file header) */
+} mt_rec;
+
+/* A communicator as the shim knows it: immutable once published. */
+typedef struct {
+    int size, myrank, inter;
+    int members[];            /* world rank of each (remote, for an intercomm) comm rank */
+} mt_comm;
+
+/* A live request: what its completion needs to know. */
+typedef struct {
+    int64_t id;
+    uint64_t key;             /* the handle's bytes when it was created */
+    const mt_comm *comm;
+    int32_t comm_id;
+    uint8_t recv;             /* 1: a non-blocking receive whose completion resolves it */
+    uint8_t flags;            /* FLAG_ANY_*, FLAG_PERSISTENT, FLAG_PARTITIONED */
+    uint8_t persistent;       /* stays alive across completions until MPI_Request_free */
+} mt_req;
+
+typedef struct mt_thread mt_thread;
+
+/* Defined in shim_runtime.c, which precedes the generated wrappers in one translation unit. */
+static mt_thread *mt_enter(void);  /* NULL: not tracing now (off, paused, nested, before init) */
+static void mt_leave(mt_thread *T, mt_rec *R, int kind);
+static void mt_emit(mt_thread *T, mt_rec *R);
+static int64_t *mt_vec(mt_thread *T, mt_rec *R, int64_t n);
+static void *mt_scratch(mt_thread *T, size_t bytes);
+static int32_t mt_comm_of(MPI_Comm c, const mt_comm **out);
+static int32_t mt_comm_register(mt_thread *T, MPI_Comm c);
+static int32_t mt_comm_forget(MPI_Comm c);
+static int mt_world(const mt_comm *c, int r);
+static int64_t mt_req_new(MPI_Request r, const mt_comm *comm, int32_t comm_id, int recv,
+                          int flags, int persistent);
+static int mt_req_get(MPI_Request r, mt_req *out);
+static void mt_req_drop(uint64_t key, int64_t id);
+static void mt_resolve(mt_thread *T, const mt_req *q, const MPI_Status *st);
+static int64_t mt_tsize(MPI_Datatype t);
+static int64_t mt_status_bytes(const MPI_Status *st);
+
+/* flags bits (minitrace/kinds.py) */
+#define MT_ANY_SOURCE 1
+#define MT_ANY_TAG 2
+#define MT_IN_PLACE 4
+#define MT_COMPLETED 8
+#define MT_PERSISTENT 32
+#define MT_PARTITIONED 64
+
+/* ---- recipe building blocks ------------------------------------------------------------ */
+#define MT_ON(c) (R.comm = mt_comm_of((c), &CI))
+#define MT_PEER(r) (R.peer = mt_world(CI, (r)))
+#define MT_MYRANK (CI ? CI->myrank : 0)
+#define MT_SIZE (CI ? CI->size : 0)
+#define MT_INPLACE(buf) ((buf) == MPI_IN_PLACE ? (R.flags |= MT_IN_PLACE, 1) : 0)
+#define MT_BYTES(count, type) ((int64_t)(count) * mt_tsize(type))
+#define MT_SUM_BYTES(counts, type, n) ({ int64_t s_ = 0, z_ = mt_tsize(type); \
+        for (int i_ = 0; i_ < (n); i_++) s_ += (int64_t)(counts)[i_] * z_; s_; })
+#define MT_WILD(src, tg) (R.flags |= ((src) == MPI_ANY_SOURCE ? MT_ANY_SOURCE : 0) | \
+                                     ((tg) == MPI_ANY_TAG ? MT_ANY_TAG : 0))
+/* Substitute our own status when the caller ignores it (we need source, tag and size). */
+#define MT_STATUS(st) MPI_Status mt_st_; if ((st) == MPI_STATUS_IGNORE) (st) = &mt_st_
+
+/* ---- point to point ---- */
+#define MT_SEND(dest, tg, comm, count, type) \
+    (MT_ON(comm), MT_PEER(dest), R.tag = (tg), R.bytes_sent = MT_BYTES(count, type))
+#define MT_RECV(src, tg, comm, st) \
+    (MT_ON(comm), MT_WILD(src, tg), R.peer = mt_world(CI, (st)->MPI_SOURCE), \
+     R.tag = (st)->MPI_TAG, R.bytes_recv = mt_status_bytes(st))
+#define MT_ISEND(dest, tg, comm, count, type, req) \
+    (MT_SEND(dest, tg, comm, count, type), R.request = mt_req_new(*(req), CI, R.comm, 0, 0, 0))
+#define MT_IRECV(src, tg, comm, count, type, req) \
+    (MT_ON(comm), MT_WILD(src, tg), R.peer = (src) == MPI_ANY_SOURCE ? -1 : mt_world(CI, src), \
+     R.tag = (tg) == MPI_ANY_TAG ? -1 : (tg), R.bytes_recv = MT_BYTES(count, type), \
+     R.request = mt_req_new(*(req), CI, R.comm, 1, R.flags, 0))
+#define MT_SENDRECV(dest, stag, scount, stype, comm, st) do { \
+    MT_SEND(dest, stag, comm, scount, stype); R.bytes_recv = mt_status_bytes(st); \
+    int64_t *v_ = mt_vec(T, &R, 2); v_[0] = mt_world(CI, (st)->MPI_SOURCE); \
+    v_[1] = (st)->MPI_TAG; } while (0)
+#define MT_PROBE(src, tg, comm, st) \
+    (MT_ON(comm), MT_WILD(src, tg), R.peer = mt_world(CI, (st)->MPI_SOURCE), R.tag = (st)->MPI_TAG)
+#define MT_IPROBE(src, tg, comm, flag, st) \
+    (MT_ON(comm), MT_WILD(src, tg), *(flag) ? (R.flags |= MT_COMPLETED, \
+     R.peer = mt_world(CI, (st)->MPI_SOURCE), R.tag = (st)->MPI_TAG) \
+     : (R.peer = (src) == MPI_ANY_SOURCE ? -1 : mt_world(CI, src), R.tag = (tg)))
+
+/* ---- persistent and partitioned ---- */
+#define MT_SEND_INIT(dest, tg, comm, count, type, req) \
+    (MT_SEND(dest, tg, comm, count, type), \
+     R.request = mt_req_new(*(req), CI, R.comm, 0, MT_PERSISTENT, 1))
+#define MT_RECV_INIT(src, tg, comm, count, type, req) \
+    (MT_ON(comm), MT_WILD(src, tg), R.peer = (src) == MPI_ANY_SOURCE ? -1 : mt_world(CI, src), \
+     R.tag = (tg), R.bytes_recv = MT_BYTES(count, type), \
+     R.request = mt_req_new(*(req), CI, R.comm, 0, MT_PERSISTENT | R.flags, 1))
+#define MT_PSEND_INIT(dest, tg, comm, parts, count, type, req) do { \
+    MT_SEND(dest, tg, comm, count, type); R.bytes_sent *= (parts); \
+    R.request = mt_req_new(*(req), CI, R.comm, 0, MT_PARTITIONED, 1); \
+    mt_vec(T, &R, 1)[0] = (parts); } while (0)
+#define MT_PRECV_INIT(src, tg, comm, parts, count, type, req) do { \
+    MT_ON(comm); MT_PEER(src); R.tag = (tg); R.bytes_recv = MT_BYTES(count, type) * (parts); \
+    R.request = mt_req_new(*(req), CI, R.comm, 0, MT_PARTITIONED, 1); \
+    mt_vec(T, &R, 1)[0] = (parts); } while (0)
+/* A request by value (start, pready*, parrived): its id and its persistence flags. */
+#define MT_REQ(req) do { mt_req q_; if (mt_req_get((req), &q_)) { R.request = q_.id; \
+    R.comm = q_.comm_id; R.flags |= q_.flags & (MT_PERSISTENT | MT_PARTITIONED); } } while (0)
+#define MT_PREADY(req, part) do { MT_REQ(req); mt_vec(T, &R, 1)[0] = (part); } while (0)
+#define MT_PREADY_RANGE(req, lo, hi) do { MT_REQ(req); int64_t *v_ = mt_vec(T, &R, 2); \
+    v_[0] = (lo); v_[1] = (hi); } while (0)
+#define MT_PARRIVED(req, part, flag) do { MT_PREADY(req, part); \
+    if (*(flag)) R.flags |= MT_COMPLETED; } while (0)
+#define MT_PREADY_LIST(req, n, parts) do { MT_REQ(req); int64_t *v_ = mt_vec(T, &R, n); \
+    for (int i_ = 0; i_ < (n); i_++) v_[i_] = (parts)[i_]; } while (0)
+#define MT_STARTALL(n, reqs) do { int64_t *v_ = mt_vec(T, &R, n); mt_req q_; \
+    for (int i_ = 0; i_ < (n); i_++) { v_[i_] = mt_req_get((reqs)[i_], &q_) ? \
+        (R.flags |= q_.flags & (MT_PERSISTENT | MT_PARTITIONED), q_.id) : -1; } } while (0)
+
+/* ---- completion: handles are read before the call (MPI nulls them), used after ---- */
+#define MT_KEEP1(req) mt_req Q_; int have_ = mt_req_get(*(req), &Q_)
+#define MT_KEEPN(n, reqs) mt_req *Q_ = (mt_req *)mt_scratch(T, sizeof(mt_req) * (size_t)((n) > 0 ? (n) : 1) \
+        + sizeof(MPI_Status) * (size_t)((n) > 0 ? (n) : 1)); \
+    for (int i_ = 0; i_ < (n); i_++) if (!mt_req_get((reqs)[i_], &Q_[i_])) Q_[i_].id = -1
+/* scratch holds the kept requests, then room for statuses if the caller ignores them */
+#define MT_STATUSES_AFTER_KEEP(sts, n) if ((sts) == MPI_STATUSES_IGNORE) \
+        (sts) = (MPI_Status *)(Q_ + ((n) > 0 ? (n) : 1))
+#define MT_DONE1(q, st) do { if ((q)->recv) mt_resolve(T, (q), (st)); \
+    if (!(q)->persistent) mt_req_drop((q)->key, (q)->id); } while (0)
+#define MT_WAIT(st) do { if (have_) { R.request = Q_.id; R.comm = Q_.comm_id; \
+    R.flags |= Q_.flags & (MT_PERSISTENT | MT_PARTITIONED); MT_DONE1(&Q_, st); } } while (0)
+#define MT_TEST(flag, st) do { if (have_) { R.request = Q_.id; R.comm = Q_.comm_id; } \
+    if (*(flag)) { R.flags |= MT_COMPLETED; if (have_) MT_DONE1(&Q_, st); } } while (0)
+#define MT_WAITANY(idx, st) do { if (*(idx) != MPI_UNDEFINED && Q_[*(idx)].id >= 0) { \
+    R.request = Q_[*(idx)].id; R.comm = Q_[*(idx)].comm_id; MT_DONE1(&Q_[*(idx)], st); } } while (0)
+#define MT_TESTANY(idx, flag, st) do { if (*(flag) && *(idx) != MPI_UNDEFINED) { \
+    R.flags |= MT_COMPLETED; MT_WAITANY(idx, st); } } while (0)
+#define MT_WAITALL(n, sts) do { int64_t k_ = 0; for (int i_ = 0; i_ < (n); i_++) k_ += Q_[i_].id >= 0; \
+    int64_t *v_ = mt_vec(T, &R, k_); k_ = 0; for (int i_ = 0; i_ < (n); i_++) if (Q_[i_].id >= 0) { \
+        v_[k_++] = Q_[i_].id; MT_DONE1(&Q_[i_], &(sts)[i_]); } } while (0)
+#define MT_TESTALL(n, flag, sts) do { if (*(flag)) { R.flags |= MT_COMPLETED; MT_WAITALL(n, sts); } \
+    else { int64_t k_ = 0; for (int i_ = 0; i_ < (n); i_++) k_ += Q_[i_].id >= 0; \
+    int64_t *v_ = mt_vec(T, &R, k_); k_ = 0; \
+    for (int i_ = 0; i_ < (n); i_++) if (Q_[i_].id >= 0) v_[k_++] = Q_[i_].id; } } while (0)
+#define MT_WAITSOME(outc, idx, sts) do { int m_ = *(outc) == MPI_UNDEFINED ? 0 : *(outc); \
+    if (m_ > 0) { R.flags |= MT_COMPLETED; } int64_t k_ = 0; \
+    for (int j_ = 0; j_ < m_; j_++) k_ += Q_[(idx)[j_]].id >= 0; \
+    int64_t *v_ = mt_vec(T, &R, k_); k_ = 0; for (int j_ = 0; j_ < m_; j_++) { \
+        mt_req *q_ = &Q_[(idx)[j_]]; if (q_->id >= 0) { v_[k_++] = q_->id; \
+        MT_DONE1(q_, &(sts)[j_]); } } } while (0)
+#define MT_REQUEST_FREE() do { if (have_) { R.request = Q_.id; mt_req_drop(Q_.key, Q_.id); } } while (0)
+
+/* ---- collectives ---- */
+#define MT_ROOTED(root) MT_PEER(root)
+#define MT_BCAST(count, type, root, comm) do { MT_ON(comm); MT_ROOTED(root); \
+    if (MT_MYRANK == (root)) R.bytes_sent = MT_BYTES(count, type); \
+    else R.bytes_recv = MT_BYTES(count, type); } while (0)
+#define MT_REDUCE(sbuf, count, type, root, comm) do { MT_ON(comm); MT_ROOTED(root); MT_INPLACE(sbuf); \
+    R.bytes_sent = MT_BYTES(count, type); if (MT_MYRANK == (root)) R.bytes_recv = R.bytes_sent; } while (0)
+#define MT_ALLREDUCE(sbuf, count, type, comm) do { MT_ON(comm); MT_INPLACE(sbuf); \
+    R.bytes_sent = R.bytes_recv = MT_BYTES(count, type); } while (0)
+#define MT_RSB(sbuf, rc, type, comm) do { MT_ON(comm); MT_INPLACE(sbuf); \
+    R.bytes_recv = MT_BYTES(rc, type); R.bytes_sent = R.bytes_recv * MT_SIZE; } while (0)
+#define MT_RS(sbuf, rcounts, type, comm) do { MT_ON(comm); MT_INPLACE(sbuf); int p_ = MT_SIZE; \
+    int64_t z_ = mt_tsize(type), *v_ = mt_vec(T, &R, p_); R.bytes_sent = 0; \
+    for (int i_ = 0; i_ < p_; i_++) { v_[i_] = (int64_t)(rcounts)[i_] * z_; R.bytes_sent += v_[i_]; } \
+    R.bytes_recv = p_ ? v_[MT_MYRANK] : 0; } while (0)
+#define MT_GATHER(sbuf, sc, st, rc, rt, root, comm) do { MT_ON(comm); MT_ROOTED(root); \
+    int me_ = MT_MYRANK == (root); R.bytes_sent = MT_INPLACE(sbuf) ? MT_BYTES(rc, rt) : MT_BYTES(sc, st); \
+    if (me_) R.bytes_recv = MT_BYTES(rc, rt) * MT_SIZE; } while (0)
+#define MT_GATHERV(sbuf, sc, st, rcounts, rt, root, comm) do { MT_ON(comm); MT_ROOTED(root); \
+    int in_ = MT_INPLACE(sbuf); if (MT_MYRANK == (root)) { int p_ = MT_SIZE; \
+        int64_t z_ = mt_tsize(rt), *v_ = mt_vec(T, &R, p_); \
+        for (int i_ = 0; i_ < p_; i_++) { v_[i_] = (int64_t)(rcounts)[i_] * z_; R.bytes_recv += v_[i_]; } \
+        R.bytes_sent = in_ ? v_[MT_MYRANK] : MT_BYTES(sc, st); } \
+    else R.bytes_sent = MT_BYTES(sc, st); } while (0)
+#define MT_SCATTER(rbuf, sc, st, rc, rt, root, comm) do { MT_ON(comm); MT_ROOTED(root); \
+    R.bytes_recv = MT_INPLACE(rbuf) ? MT_BYTES(sc, st) : MT_BYTES(rc, rt); \
+    if (MT_MYRANK == (root)) R.bytes_sent = MT_BYTES(sc, st) * MT_SIZE; } while (0)
+#define MT_SCATTERV(rbuf, scounts, st, rc, rt, root, comm) do { MT_ON(comm); MT_ROOTED(root); \
+    int in_ = MT_INPLACE(rbuf); if (MT_MYRANK == (root)) { int p_ = MT_SIZE; \
+        int64_t z_ = mt_tsize(st), *v_ = mt_vec(T, &R, p_); \
+        for (int i_ = 0; i_ < p_; i_++) { v_[i_] = (int64_t)(scounts)[i_] * z_; R.bytes_sent += v_[i_]; } \
+        R.bytes_recv = in_ ? v_[MT_MYRANK] : MT_BYTES(rc, rt); } \
+    else R.bytes_recv = MT_BYTES(rc, rt); } while (0)
+#define MT_ALLGATHER(sbuf, sc, st, rc, rt, comm) do { MT_ON(comm); \
+    R.bytes_sent = MT_INPLACE(sbuf) ? MT_BYTES(rc, rt) : MT_BYTES(sc, st); \
+    R.bytes_recv = MT_BYTES(rc, rt) * MT_SIZE; } while (0)
+#define MT_ALLGATHERV(sbuf, sc, st, rcounts, rt, comm) do { MT_ON(comm); int p_ = MT_SIZE; \
+    int64_t z_ = mt_tsize(rt), *v_ = mt_vec(T, &R, p_); \
+    for (int i_ = 0; i_ < p_; i_++) { v_[i_] = (int64_t)(rcounts)[i_] * z_; R.bytes_recv += v_[i_]; } \
+    R.bytes_sent = MT_INPLACE(sbuf) ? v_[MT_MYRANK] : MT_BYTES(sc, st); } while (0)
+#define MT_ALLTOALL(sbuf, sc, st, rc, rt, comm) do { MT_ON(comm); \
+    R.bytes_recv = MT_BYTES(rc, rt) * MT_SIZE; \
+    R.bytes_sent = MT_INPLACE(sbuf) ? R.bytes_recv : MT_BYTES(sc, st) * MT_SIZE; } while (0)
+#define MT_ALLTOALLV(sbuf, scounts, st, rcounts, rt, comm) do { MT_ON(comm); int p_ = MT_SIZE; \
+    int in_ = MT_INPLACE(sbuf); int64_t *v_ = mt_vec(T, &R, 2 * (int64_t)p_); \
+    int64_t zr_ = mt_tsize(rt), zs_ = in_ ? zr_ : mt_tsize(st); \
+    for (int i_ = 0; i_ < p_; i_++) { \
+        v_[i_] = (int64_t)(in_ ? (rcounts)[i_] : (scounts)[i_]) * zs_; R.bytes_sent += v_[i_]; \
+        v_[p_ + i_] = (int64_t)(rcounts)[i_] * zr_; R.bytes_recv += v_[p_ + i_]; } } while (0)
+#define MT_ALLTOALLW(sbuf, scounts, stypes, rcounts, rtypes, comm) do { MT_ON(comm); int p_ = MT_SIZE; \
+    int in_ = MT_INPLACE(sbuf); int64_t *v_ = mt_vec(T, &R, 2 * (int64_t)p_); \
+    for (int i_ = 0; i_ < p_; i_++) { \
+        v_[i_] = in_ ? (int64_t)(rcounts)[i_] * mt_tsize((rtypes)[i_]) \
+                     : (int64_t)(scounts)[i_] * mt_tsize((stypes)[i_]); R.bytes_sent += v_[i_]; \
+        v_[p_ + i_] = (int64_t)(rcounts)[i_] * mt_tsize((rtypes)[i_]); R.bytes_recv += v_[p_ + i_]; } \
+    } while (0)
+/* the request of a non-blocking collective */
+#define MT_IREQ(req) (R.request = mt_req_new(*(req), CI, R.comm, 0, 0, 0))
+
+/* ---- communicators ---- */
+#define MT_NEWCOMM(parent, newcomm) (MT_ON(parent), R.request = mt_comm_register(T, *(newcomm)))
+#define MT_SPLIT(parent, newcomm, color, key) do { MT_NEWCOMM(parent, newcomm); \
+    int64_t *v_ = mt_vec(T, &R, 2); v_[0] = (color); v_[1] = (key); } while (0)
+#define MT_FREE_PRE(comm) int32_t freed_ = mt_comm_forget(*(comm))
+#define MT_FREE() (R.comm = freed_)
+
+#endif

@@ -1,0 +1,57 @@
+"""``minitrace record -- LAUNCHER ...``: trace an unmodified MPI program, merge, validate."""
+from __future__ import annotations
+
+import shlex
+import shutil
+import sys
+
+from ..errors import MinitraceError
+from ..merge import merge_to_file, rank_files
+from ..record import VOLUMES, run_traced
+
+
+def register(sub) -> None:
+    p = sub.add_parser("record", help="trace an MPI program (compiled or Python)",
+                       description="Run LAUNCHER... with the PMPI shim preloaded in every rank "
+                                   "(LD_PRELOAD, passed on by MPICH's mpiexec; see "
+                                   "docs/RECORDER.md for srun and Open MPI), then merge the "
+                                   "per-rank files into one HDF5 trace, validate it and print "
+                                   "its summary.  Exit status: the program's if it failed, else "
+                                   "1 if nothing could be recorded or the trace is invalid.")
+    p.add_argument("-o", "--output", default="trace.h5", help="trace file (default trace.h5)")
+    p.add_argument("--volume", choices=VOLUMES, default="auto",
+                   help="compute volume measure (default auto: instructions if the machine "
+                        "has a hardware counter, else thread CPU time)")
+    p.add_argument("--keep-raw", action="store_true",
+                   help="keep the per-rank raw files (directory OUTPUT.raw-*)")
+    p.add_argument("command", nargs="+", metavar="LAUNCHER",
+                   help="the command to run, after --, e.g. -- mpiexec -n 4 ./app")
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    cmd = args.command[1:] if args.command[:1] == ["--"] else args.command
+    run_ = run_traced(cmd, args.output, args.volume)
+    if not run_.raw_ok:
+        raise MinitraceError(f"nothing recorded: cannot create the raw trace directory "
+                             f"({run_.error}); the program ran untraced and exited with "
+                             f"{run_.returncode}", run_.raw_dir)
+    try:
+        try:
+            rank_files(run_.raw_dir)
+        except MinitraceError:
+            raise MinitraceError(f"nothing recorded: no rank wrote a raw file (did the program "
+                                 f"call MPI_Init? the program exited with {run_.returncode})",
+                                 run_.raw_dir) from None
+        if run_.returncode != 0:
+            print(f"minitrace: the program exited with status {run_.returncode}; merging what "
+                  f"was recorded", file=sys.stderr)
+        good = merge_to_file(run_.raw_dir, args.output, shlex.join(cmd))
+    finally:
+        if args.keep_raw:
+            print(f"raw files kept in {run_.raw_dir}")
+        else:
+            shutil.rmtree(run_.raw_dir, ignore_errors=True)
+    if run_.returncode != 0:
+        return run_.returncode
+    return 0 if good else 1

@@ -1,0 +1,413 @@
+"""Raw per-rank files of the PMPI shim (c_shim/) -> one TraceData, written with storage.
+
+Each ``rank-NNNNNN.mtr`` is a 4096-byte header then 4 MiB chunks of 80-byte records, one chunk
+owner thread at a time (layout in c_shim/shim_runtime.c).  Everything here is numpy on whole
+arrays: records are parsed with ``frombuffer``; only rare things (communicator definitions,
+region names, chunks) are Python loops.  Times stay integer nanoseconds until the end.
+
+What the merge adds to the raw records:
+* a ``compute`` action before every MPI action (but ``init`` and ``resume``): the volume since
+  the thread's previous MPI call (cputime/instructions: counted by the shim; walltime: the gap);
+* non-blocking receives patched with the source, tag and size seen at their completion;
+* communicator ids that are the same on every rank (member set + creation order), region
+  names in one string table, threads of a rank interleaved by start time;
+* ``complete`` = every rank reached MPI_Finalize (a killed run merges, marked incomplete).
+"""
+from __future__ import annotations
+
+import glob
+import os
+import re
+
+import numpy as np
+
+from . import kinds as K
+from .errors import MinitraceError
+from .model import ACTION_DTYPE, NONE, TraceData, assign_vec_offsets
+
+RAW_DTYPE = np.dtype([
+    ("kind", "u1"), ("flags", "u1"), ("thread", "u2"), ("vec_len", "i4"),
+    ("peer", "i4"), ("tag", "i4"), ("comm", "i4"), ("spare", "i4"),
+    ("bytes_sent", "i8"), ("bytes_recv", "i8"), ("pre_volume", "i8"), ("volume", "i8"),
+    ("request", "i8"), ("t_start", "i8"), ("t_end", "i8"),
+])
+HEADER_DTYPE = np.dtype([
+    ("magic", "S8"), ("version", "u4"), ("header_bytes", "u4"), ("rank", "u4"), ("size", "u4"),
+    ("chunk_bytes", "u4"), ("rec_bytes", "u4"), ("clock", "u4"), ("volume", "u4"),
+    ("calib", "i8", (3, 2)), ("finalized", "u4"), ("aborted", "u4"), ("pid", "i4"),
+    ("thread_level", "i4"), ("volume_requested", "u4"), ("nthreads", "u4"),
+    ("host", "S64"), ("library", "S256"), ("cmdline", "S2048"),
+])
+CHUNK_DTYPE = np.dtype([("count", "u8"), ("thread", "u4"), ("seq", "u4"),
+                        ("calib_raw", "i8"), ("calib_ns", "i8"), ("pad", "u8", 6)])
+MAGIC = b"MTRACE01"
+CONT, STRING, COMMDEF, RESOLVE = 255, 253, 254, 252
+CONT_WORDS = 9
+VOLUME_SOURCES = {0: "walltime", 1: "cputime", 2: "instructions", 3: "auto"}
+_REDUCTIONS = np.array(sorted(K.CODE[n] for n in (
+    "reduce", "allreduce", "reduce_scatter", "reduce_scatter_block", "scan", "exscan",
+    "ireduce", "iallreduce", "ireduce_scatter", "ireduce_scatter_block", "iscan", "iexscan")))
+_NO_COMPUTE_BEFORE = np.array([K.CODE["init"], K.CODE["resume"]])
+_COMM_KINDS = np.array(sorted(c for c, _, cat in K.KINDS if cat == "comm"))
+_RANK_FILE = re.compile(r"rank-(\d+)\.mtr$")
+assert RAW_DTYPE.itemsize == 80 and CHUNK_DTYPE.itemsize == 80
+
+
+def _ranges(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """Concatenation of arange(s, s+l) for each (s, l), without a Python loop."""
+    lengths = lengths.astype(np.int64)
+    total = int(lengths.sum())
+    if total == 0:
+        return np.zeros(0, np.int64)
+    ends = np.cumsum(lengths)
+    return np.repeat(starts.astype(np.int64) - (ends - lengths), lengths) + np.arange(total)
+
+
+class _Rank:
+    """One raw file parsed: actions (ACTION_DTYPE, times in int ns in side arrays) + tables."""
+
+    def __init__(self, path: str):
+        self.path = path
+        try:
+            raw = np.fromfile(path, dtype=np.uint8)
+        except OSError as e:
+            raise MinitraceError(f"cannot read: {e.strerror}", path) from None
+        if len(raw) < HEADER_DTYPE.itemsize:
+            raise MinitraceError("too short for a minitrace raw file", path)
+        h = np.frombuffer(raw[:HEADER_DTYPE.itemsize].tobytes(), HEADER_DTYPE)[0]
+        if h["magic"] != MAGIC:
+            if raw[:8].any():
+                raise MinitraceError("not a minitrace raw trace file (bad magic)", path)
+            self.readable = False        # killed inside MPI_Init: nothing recorded
+            return
+        self.readable = True
+        if h["rec_bytes"] != RAW_DTYPE.itemsize:
+            raise MinitraceError(f"record size {h['rec_bytes']} unknown to this minitrace", path)
+        self.h = h
+        self.rank, self.size = int(h["rank"]), int(h["size"])
+        self.complete = bool(h["finalized"]) and not bool(h["aborted"])
+        self.aborted = bool(h["aborted"])
+        hb, cb = int(h["header_bytes"]), int(h["chunk_bytes"])
+        nchunks = (len(raw) - hb) // cb
+        per_thread: dict[int, list] = {}
+        calib = [tuple(h["calib"][0]), tuple(h["calib"][1])]
+        if h["calib"][2][1]:
+            calib.append(tuple(h["calib"][2]))
+        slots = cb // RAW_DTYPE.itemsize
+        for c in range(nchunks):
+            off = hb + c * cb
+            ch = np.frombuffer(raw, CHUNK_DTYPE, 1, off)[0]
+            n = min(int(ch["count"]), slots - 1)
+            if ch["calib_ns"]:
+                calib.append((int(ch["calib_raw"]), int(ch["calib_ns"])))
+            if n:
+                recs = np.frombuffer(raw, RAW_DTYPE, n, off + RAW_DTYPE.itemsize)
+                per_thread.setdefault(int(ch["thread"]), []).append((int(ch["seq"]), recs))
+        self._to_ns = self._calibration(int(h["clock"]), np.array(calib, dtype=np.int64))
+        self.threads = [np.concatenate([r for _, r in sorted(parts, key=lambda p: p[0])])
+                        for _, parts in sorted(per_thread.items())]
+
+    @staticmethod
+    def _calibration(clock: int, pts: np.ndarray):
+        """raw clock -> CLOCK_MONOTONIC ns: identity, or a least-squares line through the TSC
+        calibration points (init start/end, each chunk start, finalize)."""
+        if clock == 0:
+            return lambda t: t.astype(np.int64)
+        r0, n0 = pts[0]
+        dr = (pts[:, 0] - r0).astype(np.float64)
+        dn = (pts[:, 1] - n0).astype(np.float64)
+        slope = float(dr @ dn / (dr @ dr)) if (dr @ dr) > 0 else 1.0
+        return lambda t: n0 + np.rint((t - r0).astype(np.float64) * slope).astype(np.int64)
+
+
+class _Thread:
+    """The records of one thread split into actions, vectors and internal records."""
+
+    def __init__(self, recs: np.ndarray):
+        words = recs.view(np.int64).reshape(-1, RAW_DTYPE.itemsize // 8)
+        cont = recs["kind"] == CONT
+        payload = words[cont, 1:].ravel()
+        main = recs[~cont]
+        lens = np.maximum(main["vec_len"].astype(np.int64), 0)
+        ncont = (lens + CONT_WORDS - 1) // CONT_WORDS
+        start = np.cumsum(ncont * CONT_WORDS) - ncont * CONT_WORDS
+        have = int((ncont * CONT_WORDS).sum())
+        if have > len(payload):        # cannot happen: a record and its vector commit together
+            raise MinitraceError("vector records missing")
+        internal = main["kind"] >= RESOLVE
+        vec_owner = np.repeat(np.arange(len(main)), lens)
+        vecs = payload[_ranges(start, lens)]
+        self.comm_defs, self.strings = [], {}
+        pos = np.cumsum(lens) - lens
+        for i in np.nonzero(internal & (main["kind"] != RESOLVE))[0]:
+            v = vecs[pos[i]:pos[i] + lens[i]]
+            if main["kind"][i] == COMMDEF:
+                self.comm_defs.append((int(main["tag"][i]), tuple(int(x) for x in v)))
+            else:
+                self.strings[int(main["tag"][i])] = \
+                    v.tobytes()[:int(main["peer"][i])].decode("utf-8", "replace")
+        res = main[main["kind"] == RESOLVE]
+        self.resolve = (res["request"], res["peer"], res["tag"], res["bytes_recv"])
+        keep_vec = ~internal[vec_owner]
+        self.recs = main[~internal]
+        self.vecs = vecs[keep_vec]
+
+
+def _expand(rank: _Rank, th: _Thread, walltime: bool, seconds: bool):
+    """Actions of one thread with a compute action before each MPI action.
+    Returns (actions, t_start_ns, t_end_ns, vectors-per-row lengths, vectors)."""
+    r = th.recs
+    n = len(r)
+    ts, te = rank._to_ns(r["t_start"]), rank._to_ns(r["t_end"])
+    prev_end = np.empty_like(te)
+    if n:
+        prev_end[0] = ts[0]
+        prev_end[1:] = te[:-1]
+    need = ~np.isin(r["kind"], _NO_COMPUTE_BEFORE)
+    if walltime:
+        pre = np.maximum(ts - prev_end, 0)
+        inside = te - ts
+    else:
+        pre = np.maximum(r["pre_volume"], 0)
+        inside = np.maximum(r["volume"], 0)
+    scale = 1e-9 if seconds else 1.0
+    m = int(need.sum())
+    out = np.empty(n + m, dtype=ACTION_DTYPE)
+    out_ts = np.empty(n + m, np.int64)
+    out_te = np.empty(n + m, np.int64)
+    # row of each action in the output: shifted by the number of computes up to and including it
+    act_row = np.arange(n) + np.cumsum(need)
+    comp_row = act_row[need] - 1
+    a = out[act_row]
+    for f in ("kind", "flags", "peer", "tag", "comm", "bytes_sent", "bytes_recv", "request",
+              "vec_len"):
+        a[f] = r[f]
+    a["vec_off"] = NONE
+    a["volume"] = np.where(np.isin(r["kind"], _REDUCTIONS), inside * scale, 0.0)
+    out[act_row] = a
+    out_ts[act_row], out_te[act_row] = ts, te
+    c = np.zeros(m, dtype=ACTION_DTYPE)
+    c["kind"] = K.CODE["compute"]
+    c["peer"] = c["tag"] = c["request"] = c["vec_off"] = NONE
+    c["volume"] = pre[need] * scale
+    out[comp_row] = c
+    out_ts[comp_row], out_te[comp_row] = prev_end[need], ts[need]
+    return out, out_ts, out_te, act_row
+
+
+def _merge_threads(rank: _Rank, walltime: bool, seconds: bool):
+    """All threads of a rank, interleaved by start time (a compute stays before its action)."""
+    parts, strings, comm_defs, resolves = [], {}, [], []
+    for recs in rank.threads:
+        th = _Thread(recs)
+        strings.update(th.strings)
+        comm_defs += th.comm_defs
+        resolves.append(th.resolve)
+        parts.append((_expand(rank, th, walltime, seconds), th.vecs))
+    if not parts:
+        return (np.zeros(0, ACTION_DTYPE), np.zeros(0, np.int64), np.zeros(0, np.int64),
+                np.zeros(0, np.int64), strings, comm_defs, resolves)
+    acts = np.concatenate([p[0][0] for p in parts])
+    ts = np.concatenate([p[0][1] for p in parts])
+    te = np.concatenate([p[0][2] for p in parts])
+    vecs = np.concatenate([p[1] for p in parts])
+    if len(parts) > 1:
+        key = ts.copy()
+        sub = np.ones(len(acts), np.int8)
+        comp = acts["kind"] == K.CODE["compute"]
+        sub[comp] = 0
+        key[comp] = te[comp]           # a compute sorts with the action it precedes
+        lens = acts["vec_len"].astype(np.int64)
+        vstart = np.cumsum(lens) - lens
+        order = np.lexsort((sub, key))
+        acts, ts, te = acts[order], ts[order], te[order]
+        vecs = vecs[_ranges(vstart[order], lens[order])]
+    return acts, ts, te, vecs, strings, comm_defs, resolves
+
+
+def _resolve_irecvs(acts: np.ndarray, resolves) -> None:
+    """Patch each irecv with the source/tag/size its completion saw."""
+    irecv = np.nonzero(acts["kind"] == K.CODE["irecv"])[0]
+    if not len(irecv):
+        return
+    req = np.concatenate([r[0] for r in resolves]) if resolves else np.zeros(0, np.int64)
+    ids = acts["request"][irecv]
+    order = np.argsort(ids)
+    pos = np.searchsorted(ids[order], req)
+    pos = np.minimum(pos, len(ids) - 1)
+    hit = ids[order][pos] == req
+    rows = irecv[order][pos[hit]]
+    peer = np.concatenate([r[1] for r in resolves])[hit]
+    tag = np.concatenate([r[2] for r in resolves])[hit]
+    nbytes = np.concatenate([r[3] for r in resolves])[hit]
+    acts["peer"][rows] = peer
+    acts["tag"][rows] = tag
+    acts["bytes_recv"][rows] = nbytes
+    unresolved = np.ones(len(irecv), bool)
+    unresolved[np.searchsorted(irecv, rows)] = False
+    acts["flags"][irecv[unresolved]] |= K.FLAG_UNRESOLVED
+
+
+def rank_files(directory: str) -> list[str]:
+    files = sorted(f for f in glob.glob(os.path.join(directory, "rank-*.mtr"))
+                   if _RANK_FILE.search(f))
+    if not files:
+        raise MinitraceError("no per-rank raw trace files (rank-*.mtr) here", directory)
+    return files
+
+
+def merge_dir(directory: str, command_line: str | None = None) -> TraceData:
+    """Read every ``rank-*.mtr`` of ``directory`` into one TraceData."""
+    ranks = [_Rank(f) for f in rank_files(directory)]
+    good = [r for r in ranks if r.readable]
+    if not good:
+        raise MinitraceError("no rank got past MPI_Init: nothing was recorded", directory)
+    size = good[0].size
+    if any(r.size != size for r in good):
+        raise MinitraceError("raw files of different runs mixed (world sizes differ)", directory)
+    by_rank = {r.rank: r for r in good}
+    vol_code = int(good[0].h["volume"])
+    walltime, seconds = vol_code == 0, vol_code != 2
+    per_rank, comm_lists, string_maps = [], [], []
+    for rk in range(size):
+        r = by_rank.get(rk)
+        if r is None:
+            per_rank.append(None)
+            comm_lists.append([])
+            string_maps.append({})
+            continue
+        acts, ts, te, vecs, strings, comm_defs, resolves = _merge_threads(r, walltime, seconds)
+        _resolve_irecvs(acts, resolves)
+        per_rank.append((acts, ts, te, vecs))
+        comm_lists.append(sorted(comm_defs))
+        string_maps.append(strings)
+
+    # communicator ids shared by all ranks: (member set, how many earlier comms had it) -> id
+    gids: dict[tuple, int] = {}
+    comms: dict[int, np.ndarray] = {0: np.arange(size, dtype=np.int32)}
+    gids[(tuple(range(size)), 0)] = 0
+    local_to_global = []
+    for defs in comm_lists:
+        seen: dict[tuple, int] = {}
+        m = {}
+        for lid, members in defs:
+            occ = seen.get(members, 0)
+            seen[members] = occ + 1
+            key = (members, occ)
+            if key not in gids:
+                gids[key] = len(comms)
+                comms[gids[key]] = np.array(members, dtype=np.int32)
+            m[lid] = gids[key]
+        local_to_global.append(m)
+    strings: list[str] = []
+    sidx: dict[str, int] = {}
+    for smap in string_maps:
+        for s in smap.values():
+            if s not in sidx:
+                sidx[s] = len(strings)
+                strings.append(s)
+
+    all_acts, all_ts, all_te, all_vecs, counts = [], [], [], [], []
+    for rk, pr in enumerate(per_rank):
+        if pr is None:
+            counts.append(0)
+            continue
+        acts, ts, te, vecs = pr
+        m = local_to_global[rk]
+        if m:
+            lut_keys = np.array(sorted(m), dtype=np.int64)
+            lut_vals = np.array([m[k] for k in lut_keys], dtype=np.int64)
+            _remap(acts["comm"], lut_keys, lut_vals)
+            is_comm = np.isin(acts["kind"], _COMM_KINDS)
+            req = acts["request"][is_comm]
+            _remap(req, lut_keys, lut_vals)
+            acts["request"][is_comm] = req
+        smap = string_maps[rk]
+        if smap:
+            region = np.isin(acts["kind"], [K.CODE["region_begin"], K.CODE["region_end"]])
+            keys = np.array(sorted(smap), dtype=np.int64)
+            vals = np.array([sidx[smap[k]] for k in keys], dtype=np.int64)
+            tag = acts["tag"][region].astype(np.int64)
+            _remap(tag, keys, vals)
+            acts["tag"][region] = tag
+        all_acts.append(acts)
+        all_ts.append(ts)
+        all_te.append(te)
+        all_vecs.append(vecs)
+        counts.append(len(acts))
+    actions = np.concatenate(all_acts)
+    t_start = np.concatenate(all_ts)
+    t_end = np.concatenate(all_te)
+    actions["t_start"] = t_start / 1e9
+    actions["t_end"] = t_end / 1e9
+    assign_vec_offsets(actions)
+    offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+    vectors = np.concatenate(all_vecs).astype(np.int64)
+
+    h0 = by_rank.get(0, good[0]).h
+    hosts, rank_to_node = [], []
+    for rk in range(size):
+        host = by_rank[rk].h["host"].decode(errors="replace") if rk in by_rank else "?"
+        if host not in hosts:
+            hosts.append(host)
+        rank_to_node.append(hosts.index(host))
+    missing = [rk for rk in range(size) if rk not in by_rank]
+    meta = {
+        "volume_unit": "instructions" if vol_code == 2 else "seconds",
+        "volume_source": VOLUME_SOURCES.get(vol_code, "?"),
+        "volume_requested": VOLUME_SOURCES.get(int(h0["volume_requested"]), "?"),
+        "nranks": size,
+        "producer": "minitrace record",
+        "command_line": command_line or h0["cmdline"].decode(errors="replace").strip(),
+        "mpi_library": h0["library"].decode(errors="replace"),
+        "hosts": hosts,
+        "rank_to_node": rank_to_node,
+        "clock": "tsc" if int(h0["clock"]) else "monotonic",
+        "complete": not missing and all(by_rank[r].complete for r in by_rank),
+        "aborted": any(r.aborted for r in good),
+        "missing_ranks": missing,
+    }
+    return TraceData(actions, offsets, vectors, comms, strings, meta)
+
+
+def _remap(col: np.ndarray, keys: np.ndarray, vals: np.ndarray) -> None:
+    """In place: values found in sorted ``keys`` become the matching ``vals`` (others kept)."""
+    if not len(col):
+        return
+    pos = np.minimum(np.searchsorted(keys, col), len(keys) - 1)
+    hit = keys[pos] == col
+    col[hit] = vals[pos[hit]]
+
+
+def merge_to_file(directory: str, output: str, command_line: str | None = None,
+                  out=print) -> bool:
+    """Merge ``directory`` into ``output``, validate it and print the summary.
+    Returns True when the trace is complete and valid."""
+    from . import storage
+    from .trace import open as open_trace
+    from .validate import validate
+
+    data = merge_dir(directory, command_line)
+    storage.write_trace(output, data)
+    rep = validate(data)
+    with open_trace(output) as t:
+        summary = t.summary()
+    n = len(data.actions)
+    size = os.path.getsize(output)
+    out(f"{output}: {data.nranks} ranks, {n} actions, volume unit "
+        f"{data.meta['volume_unit']} ({data.meta['volume_source']}), "
+        f"{size / max(n, 1):.1f} bytes/action")
+    if not data.meta["complete"]:
+        missing = data.meta["missing_ranks"]
+        out("INCOMPLETE: " + ("the run aborted" if data.meta["aborted"] else
+                              "not every rank reached MPI_Finalize")
+            + (f"; ranks with no data: {missing}" if missing else "")
+            + " (every action recorded before the end is kept)")
+    cols = ["actions", "bytes_sent", "bytes_recv", "volume", "span"]
+    kinds = [c for c in summary.columns if c.startswith("n_")]
+    top = summary[kinds].sum().sort_values(ascending=False).index[:6].tolist()
+    out(summary[cols + top].to_string(float_format=lambda x: f"{x:.6g}"))
+    out(f"validation: {rep.summary()}")
+    for line in rep.lines(20):
+        out(f"  {line}")
+    return rep.ok and bool(data.meta["complete"])

@@ -1,0 +1,73 @@
+"""Run a command with the PMPI shim preloaded in every rank, then merge what the ranks wrote.
+
+The shim is the ``minitrace._shim`` extension module itself (see c_shim/build_shim.py).  It is
+configured through the environment, which MPICH's ``mpiexec`` passes to every rank:
+``LD_PRELOAD`` (the shim), ``MINITRACE_DIR`` (where each rank writes ``rank-NNNNNN.mtr``) and
+``MINITRACE_VOLUME`` (auto | instructions | cputime | walltime).
+"""
+from __future__ import annotations
+
+import importlib.util
+import os
+import shutil
+import subprocess
+import tempfile
+from dataclasses import dataclass
+
+from .errors import MinitraceError
+
+VOLUMES = ("auto", "instructions", "cputime", "walltime")
+
+
+def shim_path() -> str:
+    """Path of the shim library (found without importing it: that would load libmpi)."""
+    spec = importlib.util.find_spec("minitrace._shim")
+    if spec is None or not spec.origin or not os.path.exists(spec.origin):
+        raise MinitraceError("the PMPI shim (minitrace._shim) is not built: reinstall minitrace "
+                             "with an MPI compiler (mpicc) available")
+    return spec.origin
+
+
+def shim_env(raw_dir: str, volume: str = "auto", base: dict | None = None) -> dict:
+    """Environment for traced ranks: the shim first in LD_PRELOAD, the raw dir, the volume."""
+    if volume not in VOLUMES:
+        raise MinitraceError(f"unknown volume measure {volume!r} (one of {', '.join(VOLUMES)})")
+    env = dict(os.environ if base is None else base)
+    pre = env.get("LD_PRELOAD", "")
+    env["LD_PRELOAD"] = shim_path() + (":" + pre if pre else "")
+    env["MINITRACE_DIR"] = os.path.abspath(raw_dir)
+    env["MINITRACE_VOLUME"] = volume
+    return env
+
+
+@dataclass
+class RecordRun:
+    returncode: int
+    raw_dir: str
+    raw_ok: bool        # the raw directory could be created (else nothing was traced)
+    error: str = ""
+
+
+def raw_dir_for(output: str) -> tuple[str, str]:
+    """A fresh raw directory next to the output file; on failure, the path and the reason."""
+    parent = os.path.dirname(os.path.abspath(output))
+    try:
+        return tempfile.mkdtemp(prefix=os.path.basename(output) + ".raw-", dir=parent), ""
+    except OSError as e:
+        return os.path.join(parent, os.path.basename(output) + ".raw"), e.strerror or str(e)
+
+
+def run_traced(command: list[str], output: str, volume: str = "auto") -> RecordRun:
+    """Run ``command`` traced.  If the raw directory cannot be made, the command still runs
+    (the shim disables itself with one warning) and ``raw_ok`` is False."""
+    if not command:
+        raise MinitraceError("no command to run: use minitrace record [options] -- mpiexec ...")
+    raw, err = raw_dir_for(output)
+    env = shim_env(raw, volume)
+    try:
+        rc = subprocess.call(command, env=env)
+    except FileNotFoundError:
+        if not err:
+            shutil.rmtree(raw, ignore_errors=True)
+        raise MinitraceError(f"command not found: {command[0]}") from None
+    return RecordRun(rc, raw, not err, err)
