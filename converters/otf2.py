@@ -1,0 +1,554 @@
+"""OTF2 (Score-P) archives <-> TraceData, through Score-P's own ``otf2`` Python bindings.
+
+Reading: every MPI region of a rank's master location becomes one action; the message events
+inside it (MpiSend/MpiRecv/MpiIsend/MpiIrecv..., MpiCollectiveEnd, non-blocking collective
+events) fill peer (world rank, through the communicator's group), tag, communicator and bytes.
+OTF2 collective sizes are Score-P's totals over all peers of this rank; they are converted to the
+model's per-call convention (see docs/CONVERTERS.md).  Writing does the inverse, so a trace
+survives the round trip with the same MPI actions.
+"""
+from __future__ import annotations
+
+import math
+import os
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+
+from minitrace import kinds as K
+from minitrace.errors import MinitraceError
+from minitrace.model import NONE, TraceData
+
+from .callstream import BRECV, BSENT, COMM, FLAGS, KIND, PEER, REQUEST, TAG, RankStream, build
+
+_C = K.CODE
+_N = K.NAME
+_SENDS = {_C[k] for k in ("send", "ssend", "bsend", "rsend")}
+_ISENDS = {_C[k] for k in ("isend", "issend", "ibsend", "irsend")}
+_SENDRECV = {_C["sendrecv"], _C["sendrecv_replace"]}
+_SINGLE_COMPLETE = {_C[k] for k in ("wait", "waitany", "test", "testany")}
+_MULTI_COMPLETE = {_C[k] for k in ("waitall", "waitsome", "testall", "testsome")}
+_TESTS = {_C[k] for k in ("test", "testany", "testall", "testsome")}
+_ROOTED = {_C[k] for k in K.ROOTED}
+_COLL = {c for c, n, cat in K.KINDS if cat == "coll"}
+_ICOLL = {c for c, n, cat in K.KINDS if cat == "icoll"}
+
+
+def _import_otf2():
+    try:
+        import otf2
+    except ImportError as e:  # pragma: no cover - otf2 is a declared dependency
+        raise MinitraceError(f"the 'otf2' package is needed for OTF2 traces ({e})") from None
+    return otf2
+
+
+def find_anchor(path) -> Path:
+    """The ``.otf2`` anchor file of ``path`` (the anchor itself or the directory holding it)."""
+    p = Path(path)
+    if p.is_dir():
+        anchors = sorted(p.glob("*.otf2"))
+        if not anchors:
+            raise MinitraceError("no .otf2 anchor file in this directory", str(p))
+        if len(anchors) > 1 and (p / "traces.otf2").exists():
+            return p / "traces.otf2"
+        if len(anchors) > 1:
+            raise MinitraceError(f"several .otf2 anchors here ({', '.join(a.name for a in anchors)}); "
+                                 "name one", str(p))
+        return anchors[0]
+    if not p.exists():
+        raise MinitraceError("no such file", str(p))
+    return p
+
+
+# == sizes: Score-P totals <-> model per-call bytes ============================================
+def _to_model(kind: int, sent: int, recv: int, size: int, me: int, is_root: bool):
+    """Model (bytes_sent, bytes_recv) from Score-P's totals over all peers (scorep_mpi_coll)."""
+    name, P = _N[kind].removeprefix("i") if kind in _ICOLL else _N[kind], max(size, 1)
+    if name in ("allgather", "allgatherv"):
+        return sent // P, recv
+    if name == "allreduce":
+        return sent // P, recv // P
+    if name == "bcast":
+        return (sent // P, 0) if is_root else (0, recv)
+    if name == "reduce":
+        return (sent, recv // P) if is_root else (sent, 0)
+    if name in ("reduce_scatter", "reduce_scatter_block"):
+        return sent, recv // P
+    if name == "scan":
+        b = recv // (me + 1)
+        return b, b
+    if name == "exscan":
+        b = sent // (P - me - 1) if me < P - 1 else (recv // me if me > 0 else 0)
+        return b, b
+    return sent, recv     # gather(v), scatter(v), alltoall(v/w), barrier: same convention
+
+
+def _to_otf2(kind: int, sent: int, recv: int, size: int, me: int, is_root: bool):
+    """Inverse of ``_to_model``."""
+    name, P = _N[kind].removeprefix("i") if kind in _ICOLL else _N[kind], max(size, 1)
+    if name in ("allgather", "allgatherv"):
+        return sent * P, recv
+    if name == "allreduce":
+        return sent * P, recv * P
+    if name == "bcast":
+        return (sent * P, sent) if is_root else (0, recv)
+    if name == "reduce":
+        return (sent, recv * P) if is_root else (sent, 0)
+    if name in ("reduce_scatter", "reduce_scatter_block"):
+        return sent, recv * P
+    if name == "scan":
+        return (P - me) * sent, (me + 1) * sent
+    if name == "exscan":
+        return (P - me - 1) * sent, me * sent
+    return sent, recv
+
+
+# == reading ===================================================================================
+class _Reader:
+    def __init__(self, defs, keep_regions: bool):
+        otf2 = _import_otf2()
+        self.otf2 = otf2
+        res = defs.clock_properties.timer_resolution
+        self.res = float(res)
+        self.offset = int(defs.clock_properties.global_offset)
+        self.rank_of = self._ranks(defs)
+        self.nranks = len(self.rank_of)
+        self.comm_id, self.comms = self._comms(defs)
+        self.strings: list[str] = []
+        self.streams = [RankStream(self.strings if keep_regions else None)
+                        for _ in range(self.nranks)]
+        self.requests = [dict() for _ in range(self.nranks)]   # otf2 request id -> row index
+        self.unmapped: Counter = Counter()
+        self.user_regions = 0
+        self.skipped_locations = 0
+
+    def _ranks(self, defs) -> dict:
+        """Location -> MPI world rank (its index in the MPI COMM_LOCATIONS group)."""
+        gt, par = self.otf2.GroupType, self.otf2.Paradigm
+        for g in defs.groups:
+            if g.group_type == gt.COMM_LOCATIONS and g.paradigm == par.MPI:
+                return {loc: r for r, loc in enumerate(g.members)}
+        return {}
+
+    def _comms(self, defs):
+        gt, par = self.otf2.GroupType, self.otf2.Paradigm
+        ids, comms, nxt = {}, {0: np.arange(self.nranks, dtype=np.int32)}, 1
+        for c in defs.comms:
+            g = c.group
+            if g is None or g.paradigm != par.MPI:
+                continue
+            if g.group_type == gt.COMM_SELF:
+                ids[c] = -2                     # resolved per rank (peer = the rank itself)
+                continue
+            members = [self.rank_of.get(loc, -1) for loc in g.members]
+            if c.name == "MPI_COMM_WORLD" or members == list(range(self.nranks)):
+                ids[c] = 0
+                continue
+            ids[c] = nxt
+            comms[nxt] = np.asarray(members, dtype=np.int32)
+            nxt += 1
+        return ids, comms
+
+    def t(self, ticks: int) -> float:
+        return (ticks - self.offset) / self.res
+
+    def _world(self, rank: int, comm, r: int) -> tuple[int, int]:
+        """(comm id, world rank) of comm-rank ``r`` of ``comm`` seen from ``rank``."""
+        cid = self.comm_id.get(comm)
+        if cid is None:
+            return 0, NONE
+        if cid == -2:
+            return 0, rank
+        if cid == 0:
+            return 0, r if 0 <= r < self.nranks else NONE
+        members = self.comms[cid]
+        return cid, int(members[r]) if 0 <= r < len(members) else NONE
+
+    def _comm_pos(self, rank: int, cid: int) -> tuple[int, int]:
+        if cid == 0:
+            return self.nranks, rank
+        members = list(self.comms[cid])
+        return len(members), members.index(rank) if rank in members else 0
+
+    def event(self, rank: int, ev) -> None:
+        E = self.otf2.events
+        s = self.streams[rank]
+        tp = type(ev)
+        if tp is E.Enter or tp is E.Leave:
+            region = ev.region
+            if region.paradigm == self.otf2.Paradigm.MPI or region.name.startswith("MPI_"):
+                if tp is E.Enter:
+                    s.enter_mpi(region.name, self.t(ev.time))
+                else:
+                    s.leave_mpi(self.t(ev.time))
+            else:
+                self.user_regions += 1
+                s.region(region.name, self.t(ev.time), tp is E.Enter)
+            return
+        row = s.current
+        handler = self._HANDLERS.get(tp.__name__)
+        if handler is None:
+            return
+        if row is None:
+            self.unmapped[tp.__name__] += 1
+            return
+        handler(self, rank, s, row, ev)
+
+    # -- message events --------------------------------------------------------------------
+    def _send(self, rank, s, row, ev):
+        cid, peer = self._world(rank, ev.communicator, ev.receiver)
+        k = row[KIND]
+        if k in _SENDS or k in _ISENDS or k in _SENDRECV:
+            row[PEER], row[TAG], row[COMM], row[BSENT] = peer, ev.msg_tag, cid, ev.msg_length
+            if k in _ISENDS:
+                row[REQUEST] = ev.request_id
+                self.requests[rank][ev.request_id] = s.current_index
+        else:
+            self.unmapped[type(ev).__name__ + " in " + _N[k]] += 1
+
+    def _recv(self, rank, s, row, ev):
+        cid, peer = self._world(rank, ev.communicator, ev.sender)
+        k = row[KIND]
+        if k == _C["recv"]:
+            row[PEER], row[TAG], row[COMM], row[BRECV] = peer, ev.msg_tag, cid, ev.msg_length
+        elif k in _SENDRECV:
+            s.vector(s.current_index)[:] = [peer, ev.msg_tag]
+            row[BRECV] = ev.msg_length
+        else:
+            self.unmapped["MpiRecv in " + _N[k]] += 1
+
+    def _request_created(self, rank, s, row, ev):
+        k = row[KIND]
+        if k == _C["irecv"] or k in _ICOLL:
+            row[REQUEST] = ev.request_id
+            self.requests[rank][ev.request_id] = s.current_index
+        else:
+            self.unmapped[type(ev).__name__ + " in " + _N[k]] += 1
+
+    def _complete(self, s, row, req: int, done: bool) -> None:
+        k = row[KIND]
+        if k in _SINGLE_COMPLETE:
+            row[REQUEST] = req
+        elif k in _MULTI_COMPLETE:
+            s.vector(s.current_index).append(req)
+        else:
+            self.unmapped[f"completion in {_N[k]}"] += 1
+            return
+        if done and k in _TESTS:
+            row[FLAGS] |= K.FLAG_COMPLETED
+
+    def _isend_complete(self, rank, s, row, ev):
+        self._complete(s, row, ev.request_id, True)
+
+    def _irecv_complete(self, rank, s, row, ev):
+        idx = self.requests[rank].get(ev.request_id)
+        if idx is not None:
+            made = s.rows[idx]
+            made[PEER], made[COMM] = self._world(rank, ev.communicator, ev.sender)[::-1]
+            made[TAG], made[BRECV] = ev.msg_tag, ev.msg_length
+        self._complete(s, row, ev.request_id, True)
+
+    def _request_test(self, rank, s, row, ev):
+        self._complete(s, row, ev.request_id, False)
+
+    def _coll_end(self, rank, s, row, ev):
+        k = row[KIND]
+        if k not in _COLL:
+            self.unmapped["MpiCollectiveEnd in " + _N[k]] += 1
+            return
+        self._fill_coll(rank, row, ev)
+
+    def _fill_coll(self, rank, row, ev):
+        k = row[KIND]
+        cid = self.comm_id.get(ev.communicator, 0)
+        cid = 0 if cid == -2 else cid
+        size, me = self._comm_pos(rank, cid) if self.comm_id.get(ev.communicator) != -2 else (1, 0)
+        is_root = False
+        row[COMM] = cid
+        if k in _ROOTED or (k in _ICOLL and _C[_N[k][1:]] in _ROOTED):
+            _, root = self._world(rank, ev.communicator, ev.root)
+            row[PEER] = root
+            is_root = root == rank
+        row[BSENT], row[BRECV] = _to_model(k, ev.size_sent, ev.size_received, size, me, is_root)
+
+    def _icoll_complete(self, rank, s, row, ev):
+        idx = self.requests[rank].get(ev.request_id)
+        if idx is not None:
+            self._fill_coll(rank, s.rows[idx], ev)
+        self._complete(s, row, ev.request_id, True)
+
+    _HANDLERS = {
+        "MpiSend": _send, "MpiIsend": _send, "MpiRecv": _recv,
+        "MpiIrecvRequest": _request_created, "NonBlockingCollectiveRequest": _request_created,
+        "MpiIsendComplete": _isend_complete, "MpiIrecv": _irecv_complete,
+        "MpiRequestTest": _request_test, "MpiRequestCancelled": _isend_complete,
+        "MpiCollectiveEnd": _coll_end, "NonBlockingCollectiveComplete": _icoll_complete,
+    }
+
+
+def read_otf2(anchor, keep_regions: bool = False) -> TraceData:
+    """Read an OTF2 archive (its ``.otf2`` anchor, or the directory holding it).
+
+    ``keep_regions`` keeps non-MPI regions as ``region_begin``/``region_end`` markers (names in
+    the string table); by default they are dropped and counted in ``meta['user_regions_dropped']``.
+    """
+    path = find_anchor(anchor)
+    otf2 = _import_otf2()
+    if path.suffix != ".otf2":
+        raise MinitraceError("not an OTF2 anchor file (expected a .otf2 file)", str(path))
+    try:
+        with open(path, "rb") as f:
+            head = f.read(4096)
+    except OSError as e:
+        raise MinitraceError(f"cannot read: {e.strerror}", str(path)) from None
+    if b"OTF2" not in head[:64] and b"otf2" not in head[:64].lower():
+        raise MinitraceError("not an OTF2 anchor file (no OTF2 header)", str(path))
+    try:
+        with otf2.reader.open(str(path)) as tr:
+            rd = _Reader(tr.definitions, keep_regions)
+            if not rd.nranks:
+                raise MinitraceError("no MPI locations in this archive (not an MPI trace?)",
+                                     str(path))
+            other = Counter()
+            rank_of = rd.rank_of
+            for loc, ev in tr.events:
+                rank = rank_of.get(loc)
+                if rank is None:
+                    other[loc] += 1
+                    continue
+                rd.event(rank, ev)
+            defs = tr.definitions
+            hosts = _hosts(defs, rank_of)
+    except MinitraceError:
+        raise
+    except Exception as e:  # the bindings raise plain Exceptions for corrupt archives
+        raise MinitraceError(f"cannot read OTF2 archive: {str(e).splitlines()[0] if str(e) else type(e).__name__}",
+                             str(path)) from None
+    meta = {
+        "producer": "Score-P/OTF2 (converted by minitrace)",
+        "source_format": "otf2",
+        "source_path": os.path.abspath(path),
+        "clock_resolution": 1.0 / rd.res,
+        "complete": all(s.rows and s.rows[-1][KIND] == _C["finalize"] for s in rd.streams
+                        if s.rows) and all(s.rows for s in rd.streams),
+    }
+    if hosts:
+        meta["hosts"] = sorted(set(hosts))
+        meta["rank_to_node"] = [sorted(set(hosts)).index(h) for h in hosts]
+    if rd.unmapped:
+        meta["unmapped_events"] = dict(rd.unmapped)
+    if other:
+        meta["non_rank_locations_skipped"] = len(other)
+    if rd.user_regions and not keep_regions:
+        meta["user_regions_dropped"] = rd.user_regions // 2
+    return build(rd.streams, rd.comms, rd.strings, meta)
+
+
+def _hosts(defs, rank_of) -> list[str]:
+    """Node name of each rank (the system-tree parent of its location group)."""
+    out = [""] * len(rank_of)
+    for loc, r in rank_of.items():
+        node = getattr(loc.group, "system_tree_parent", None)
+        out[r] = node.name if node is not None else ""
+    return out if all(out) else []
+
+
+# == writing ===================================================================================
+_ROLE = {"send": "POINT2POINT", "recv": "POINT2POINT", "p2p": "POINT2POINT",
+         "persist": "POINT2POINT", "complete": "FUNCTION", "meta": "FUNCTION", "comm": "FUNCTION"}
+_COLL_ROLE = {"barrier": "BARRIER", "bcast": "COLL_ONE2ALL", "scatter": "COLL_ONE2ALL",
+              "scatterv": "COLL_ONE2ALL", "gather": "COLL_ALL2ONE", "gatherv": "COLL_ALL2ONE",
+              "reduce": "COLL_ALL2ONE", "scan": "COLL_OTHER", "exscan": "COLL_OTHER"}
+
+
+def mpi_name(kind: str) -> str:
+    """``reduce_scatter_block`` -> ``MPI_Reduce_scatter_block``."""
+    return "MPI_" + kind[:1].upper() + kind[1:]
+
+
+def write_otf2(data: TraceData, out_dir, archive_name: str = "traces",
+               timer_resolution: int = 1_000_000_000) -> dict:
+    """Write ``data`` as an OTF2 archive ``out_dir/<archive_name>.otf2`` (+ .def, events).
+
+    Every MPI action becomes an Enter/Leave of its MPI region with the matching message or
+    collective events; compute actions are the gaps between calls.  Untimed traces (NaN times)
+    get a synthetic clock: compute advances by its volume when the unit is seconds, every call
+    by one tick.  Returns {kind name: count} of actions written as regions only (no OTF2 event
+    carries their arguments: persistent/partitioned requests, probes, ...).
+    """
+    otf2 = _import_otf2()
+    out = Path(out_dir)
+    if out.exists() and any(out.iterdir()):
+        raise MinitraceError("output directory exists and is not empty", str(out))
+    out.mkdir(parents=True, exist_ok=True)
+    a = data.actions
+    times = _write_times(data, timer_resolution)
+    region_only: Counter = Counter()
+    with otf2.writer.open(str(out), archive_name=archive_name,
+                          timer_resolution=timer_resolution) as tr:
+        d = tr.definitions
+        hosts = data.meta.get("hosts") or ["localhost"]
+        r2n = data.meta.get("rank_to_node") or [0] * data.nranks
+        machine = d.system_tree_node("machine")
+        nodes = [d.system_tree_node(h, parent=machine) for h in hosts]
+        locs = []
+        for r in range(data.nranks):
+            node = nodes[r2n[r]] if r < len(r2n) and r2n[r] < len(nodes) else nodes[0]
+            lg = d.location_group(f"MPI Rank {r}", system_tree_parent=node)
+            locs.append(d.location("Master thread", group=lg))
+        d.group("", group_type=otf2.GroupType.COMM_LOCATIONS, paradigm=otf2.Paradigm.MPI,
+                members=locs)
+        comms = {}
+        for cid, members in sorted(data.comms.items()):
+            g = d.group("", group_type=otf2.GroupType.COMM_GROUP, paradigm=otf2.Paradigm.MPI,
+                        members=[locs[int(m)] for m in members])
+            comms[cid] = (d.comm("MPI_COMM_WORLD" if cid == 0 else f"comm {cid}", group=g),
+                          [int(m) for m in members])
+        regions = {}
+
+        def region(kind: str):
+            if kind not in regions:
+                cat = K.CATEGORY[kind]
+                base = K.BLOCKING_OF.get(kind, kind)
+                role = _COLL_ROLE.get(base, "COLL_ALL2ALL") if cat in ("coll", "icoll") \
+                    else _ROLE[cat]
+                regions[kind] = d.region(mpi_name(kind), region_role=getattr(otf2.RegionRole, role),
+                                         paradigm=otf2.Paradigm.MPI, source_file="MPI")
+            return regions[kind]
+
+        user = {}
+
+        def user_region(name: str):
+            if name not in user:
+                user[name] = d.region(name, region_role=otf2.RegionRole.FUNCTION,
+                                      paradigm=otf2.Paradigm.USER)
+            return user[name]
+
+        for r in range(data.nranks):
+            w = tr.event_writer_from_location(locs[r])
+            _write_rank(otf2, w, data, r, a[data.rank_slice(r)], times[data.rank_slice(r)],
+                        comms, region, user_region, region_only)
+    return dict(region_only)
+
+
+def _write_times(data: TraceData, res: int) -> np.ndarray:
+    """Integer (t_start, t_end) ticks per action; synthetic when the trace is untimed."""
+    a = data.actions
+    t = np.stack([a["t_start"], a["t_end"]], axis=1)
+    out = np.zeros((len(a), 2), dtype=np.int64)
+    finite = np.isfinite(t).all(axis=1)
+    if finite.all() and len(a):
+        t0 = np.nanmin(t[:, 0])
+        return np.round((t - t0) * res).astype(np.int64)
+    sec = data.meta.get("volume_unit") == "seconds"
+    compute = _C["compute"], _C["sleep"]
+    for r in range(data.nranks):
+        sl = data.rank_slice(r)
+        now = 0
+        for i in range(sl.start, sl.stop):
+            if a["kind"][i] in compute:
+                now += max(1, int(round(a["volume"][i] * res))) if sec else 1
+                continue
+            out[i] = now, now + 1
+            now += 1
+    return out
+
+
+def _write_rank(otf2, w, data, rank, acts, ticks, comms, region, user_region, region_only):
+    E = otf2.events
+    created: dict[int, int] = {}      # request id -> index of the creating action in ``acts``
+    vec = data.vectors
+    undefined_root = otf2.Undefined.UINT32.value if hasattr(otf2.Undefined.UINT32, "value") \
+        else 0xFFFFFFFF
+
+    def comm_rank(cid, world):
+        comm, members = comms.get(int(cid), comms[0])
+        return comm, (members.index(world) if world in members else undefined_root)
+
+    def complete(i, req, t, done):
+        j = created.get(int(req))
+        if j is None:
+            return
+        k = int(acts["kind"][j])
+        if not done:
+            w(E.MpiRequestTest(t, int(req)))
+        elif k in _ISENDS:
+            w(E.MpiIsendComplete(t, int(req)))
+        elif k == _C["irecv"]:
+            comm, src = comm_rank(acts["comm"][j], int(acts["peer"][j]))
+            w(E.MpiIrecv(t, src, comm, int(acts["tag"][j]) & 0xFFFFFFFF,
+                         int(acts["bytes_recv"][j]), int(req)))
+        elif k in _ICOLL:
+            coll_end(j, t, int(req))
+
+    def coll_end(j, t, req=None):
+        k = int(acts["kind"][j])
+        comm, members = comms.get(int(acts["comm"][j]), comms[0])
+        me = members.index(rank) if rank in members else 0
+        root = undefined_root
+        is_root = False
+        if int(acts["peer"][j]) >= 0 and (k in _ROOTED or _N[k][1:] in K.ROOTED):
+            root = members.index(int(acts["peer"][j])) if int(acts["peer"][j]) in members \
+                else undefined_root
+            is_root = int(acts["peer"][j]) == rank
+        s, rcv = _to_otf2(k, int(acts["bytes_sent"][j]), int(acts["bytes_recv"][j]),
+                          len(members), me, is_root)
+        op = getattr(otf2.CollectiveOp, K.BLOCKING_OF.get(_N[k], _N[k]).upper())
+        if req is None:
+            w(E.MpiCollectiveEnd(t, op, comm, root, s, rcv))
+        else:
+            w(E.NonBlockingCollectiveComplete(t, op, comm, root, s, rcv, req))
+
+    for i in range(len(acts)):
+        k = int(acts["kind"][i])
+        name = _N[k]
+        t0, t1 = int(ticks[i, 0]), int(ticks[i, 1])
+        if k in (_C["compute"], _C["sleep"], _C["pause"], _C["resume"], _C["abort"]):
+            continue
+        if k in (_C["region_begin"], _C["region_end"]):
+            tag = int(acts["tag"][i])
+            rname = data.strings[tag] if 0 <= tag < len(data.strings) else f"region {tag}"
+            ev = E.Enter if k == _C["region_begin"] else E.Leave
+            w(ev(t0, user_region(rname)))
+            continue
+        reg = region(name)
+        w(E.Enter(t0, reg))
+        peer, tag = int(acts["peer"][i]), int(acts["tag"][i]) & 0xFFFFFFFF
+        req = int(acts["request"][i])
+        if k in _SENDS or k in _ISENDS:
+            comm, dst = comm_rank(acts["comm"][i], peer)
+            if k in _SENDS:
+                w(E.MpiSend(t0, dst, comm, tag, int(acts["bytes_sent"][i])))
+            else:
+                w(E.MpiIsend(t0, dst, comm, tag, int(acts["bytes_sent"][i]), req))
+                created[req] = i
+        elif k == _C["recv"]:
+            comm, src = comm_rank(acts["comm"][i], peer)
+            w(E.MpiRecv(t1, src, comm, tag, int(acts["bytes_recv"][i])))
+        elif k == _C["irecv"] or k in _ICOLL:
+            ev = E.MpiIrecvRequest if k == _C["irecv"] else E.NonBlockingCollectiveRequest
+            w(ev(t0, req))
+            created[req] = i
+        elif k in _SENDRECV:
+            comm, dst = comm_rank(acts["comm"][i], peer)
+            w(E.MpiSend(t0, dst, comm, tag, int(acts["bytes_sent"][i])))
+            off, n = int(acts["vec_off"][i]), int(acts["vec_len"][i])
+            if n >= 2:
+                _, src = comm_rank(acts["comm"][i], int(vec[off]))
+                w(E.MpiRecv(t1, src, comm, int(vec[off + 1]) & 0xFFFFFFFF,
+                            int(acts["bytes_recv"][i])))
+        elif k in _SINGLE_COMPLETE:
+            if req >= 0:
+                complete(i, req, t1, not (k in _TESTS and not acts["flags"][i] & K.FLAG_COMPLETED))
+        elif k in _MULTI_COMPLETE:
+            off, n = int(acts["vec_off"][i]), int(acts["vec_len"][i])
+            done = not (k in _TESTS and not acts["flags"][i] & K.FLAG_COMPLETED)
+            for q in vec[off:off + n] if n > 0 else ():
+                complete(i, int(q), t1, done)
+        elif k in _COLL:
+            w(E.MpiCollectiveBegin(t0))
+            coll_end(i, t1)
+        elif k not in (_C["init"], _C["finalize"]):
+            region_only[name] += 1
+        w(E.Leave(t1, reg))

@@ -1,0 +1,268 @@
+"""TAU binary traces (a merged ``tau.trc`` + its ``tau.edf``) -> TraceData.
+
+A ``.trc`` file is an array of fixed-size records ``{int32 ev; uint16 nid; uint16 tid; int64 par;
+uint64 ti}`` (24 bytes; a 64-bit variant pads ``ev`` to 8 bytes, 32 bytes), written in the
+producer's byte order; the first record is EV_INIT with ``par == 3``, which tells layout and byte
+order apart (as TAU's own reader, TAU_tf.cpp, does).  ``ti`` is in microseconds.  The ``.edf``
+maps event ids to names: ``EntryExit`` events (``par`` 1 = enter, -1 = leave) are timers such
+as ``MPI_Send()``; TAU_MESSAGE events (tag -7 send, -8 receive) pack tag, other node (a world
+rank), length and communicator into ``par``; ``TriggerValue`` events are TAU's counters
+("Message size for reduce" inside a collective gives its per-call size).
+
+TAU records no request handles, communicators or roots: requests are matched to completions in
+order (docs/CONVERTERS.md spells the rules out), collectives are on MPI_COMM_WORLD and rooted
+collectives have an unknown root (peer -1).
+"""
+from __future__ import annotations
+
+import os
+import re
+from collections import Counter, deque
+from pathlib import Path
+
+import numpy as np
+
+from minitrace import kinds as K
+from minitrace.errors import MinitraceError
+from minitrace.model import TraceData
+
+from .callstream import BRECV, BSENT, FLAGS, KIND, PEER, REQUEST, TAG, RankStream, build
+
+_C, _N = K.CODE, K.NAME
+_REC32 = [("ev", "i4"), ("nid", "u2"), ("tid", "u2"), ("par", "i8"), ("ti", "u8")]
+_REC64 = [("ev", "i8"), ("nid", "u2"), ("tid", "u2"), ("pad", "u4"), ("par", "i8"), ("ti", "u8")]
+_EDF_LINE = re.compile(r'^\s*(-?\d+)\s+(\S+)\s+(-?\d+)\s+"(.*)"\s+(\S+)\s*$')
+SEND_TAG, RECV_TAG = -7, -8
+_SENDS = {_C[k] for k in ("send", "ssend", "bsend", "rsend", "isend", "issend", "ibsend",
+                          "irsend")}
+_ISENDS = {_C[k] for k in ("isend", "issend", "ibsend", "irsend")}
+_SENDRECV = {_C["sendrecv"], _C["sendrecv_replace"]}
+_WAIT1 = {_C["wait"], _C["waitany"]}
+_TEST1 = {_C["test"], _C["testany"]}
+_ALL = {_C["waitall"], _C["testall"]}
+_SOME = {_C["waitsome"], _C["testsome"]}
+#: Collective kind -> (bytes_sent, bytes_recv) from TAU's per-call size n and world size P.
+_COLL_BYTES = {
+    "allreduce": lambda n, P: (n, n), "scan": lambda n, P: (n, n), "exscan": lambda n, P: (n, n),
+    "reduce": lambda n, P: (n, 0), "gather": lambda n, P: (n, 0),
+    "allgather": lambda n, P: (n, P * n), "alltoall": lambda n, P: (P * n, P * n),
+}
+
+
+def decode_message(par: int) -> tuple[int, int, int, int]:
+    """(tag, other node, length, comm) packed in a TAU message record's parameter."""
+    x = par & 0xFFFFFFFFFFFFFFFF
+    tag = ((x >> 16) & 0xFF) | (((x >> 48) & 0xFF) << 8)
+    other = ((x >> 24) & 0xFF) | (((x >> 56) & 0xFF) << 8)
+    length = (x & 0xFFFF) | (((x >> 32) & 0x3FF) << 16)
+    comm = (x >> 42) & 0x3F
+    return tag, other, length, comm
+
+
+def read_edf(path) -> dict[int, tuple[str, int, str, str]]:
+    """Event id -> (group, tag, name, kind of parameter) from a TAU event definition file."""
+    path = os.fspath(path)
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            lines = f.read().splitlines()
+    except FileNotFoundError:
+        raise MinitraceError("event definition file not found (a TAU trace needs its .edf)",
+                             path) from None
+    except OSError as e:
+        raise MinitraceError(f"cannot read: {e.strerror}", path) from None
+    if not lines or not lines[0].split() or not lines[0].split()[0].isdigit():
+        raise MinitraceError("not a TAU event definition file (bad first line)", path)
+    events = {}
+    for no, line in enumerate(lines[1:], start=2):
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        m = _EDF_LINE.match(line)
+        if not m:
+            raise MinitraceError(f"line {no}: not an event definition", path)
+        events[int(m[1])] = (m[2], int(m[3]), m[4].strip(), m[5])
+    return events
+
+
+def read_records(path) -> np.ndarray:
+    """All records of a .trc file, in native byte order."""
+    path = os.fspath(path)
+    try:
+        raw = Path(path).read_bytes()
+    except FileNotFoundError:
+        raise MinitraceError("no such file", path) from None
+    except OSError as e:
+        raise MinitraceError(f"cannot read: {e.strerror}", path) from None
+    for fields in (_REC32, _REC64):
+        for order in ("<", ">"):
+            dt = np.dtype([(n, order + t) for n, t in fields])
+            if len(raw) >= dt.itemsize and np.frombuffer(raw[:dt.itemsize], dt)["par"][0] == 3:
+                if len(raw) % dt.itemsize:
+                    raise MinitraceError(
+                        f"truncated: {len(raw)} bytes is not a whole number of "
+                        f"{dt.itemsize}-byte TAU records", path)
+                return np.frombuffer(raw, dt).astype(dt.newbyteorder("="))
+    if not raw:
+        raise MinitraceError("empty trace file", path)
+    raise MinitraceError("not a TAU trace (the first record is not EV_INIT)", path)
+
+
+class _Rank:
+    """A rank's stream plus the request bookkeeping TAU leaves to the reader."""
+
+    def __init__(self, strings):
+        self.s = RankStream(strings)
+        self.outstanding: deque[int] = deque()     # row indices of uncompleted isend/irecv
+        self.next_req = 0
+        self.recv_msgs: list[tuple[int, int, int]] = []   # (source, tag, length) in this call
+        self.size = 0                                     # TAU's "Message size for ..." value
+
+
+def read_tau(trc, edf=None, keep_regions: bool = False) -> TraceData:
+    """Read a merged TAU trace; ``edf`` defaults to ``tau.edf`` beside ``trc``."""
+    trc = os.fspath(trc)
+    if edf is None:
+        edf = os.path.join(os.path.dirname(trc), "tau.edf")
+    edf = os.fspath(edf)
+    events = read_edf(edf)
+    rec = read_records(trc)
+    unknown = set(np.unique(rec["ev"]).tolist()) - set(events)
+    if unknown:
+        raise MinitraceError(f"event ids {sorted(unknown)[:5]} of {trc} are not defined here "
+                             "(a .edf from another run, or an unmerged trace?)", edf)
+    ids = np.array(sorted(events), dtype=np.int64)
+    param = {i: events[i][3] for i in ids.tolist()}
+    threads = rec["tid"] != 0
+    other_threads = int(threads.sum())
+    rec = rec[~threads]
+    nranks = int(rec["nid"].max()) + 1 if len(rec) else 0
+    if not nranks:
+        raise MinitraceError("no events of any rank", trc)
+    t0 = int(rec["ti"][0])
+    strings: list[str] = []
+    ranks = [_Rank(strings if keep_regions else None) for _ in range(nranks)]
+    unsized, user_regions = Counter(), 0
+    info: dict[int, dict[str, str]] = {}
+    order = np.argsort(rec["nid"], kind="stable")      # per rank, in file (= time) order
+    ev_col, nid_col = rec["ev"][order].tolist(), rec["nid"][order].tolist()
+    par_col, ti_col = rec["par"][order].tolist(), rec["ti"][order].tolist()
+    for ev, nid, par, ti in zip(ev_col, nid_col, par_col, ti_col):
+        group, tag, name, kind = events[ev]
+        R = ranks[nid]
+        t = (ti - t0) * 1e-6
+        if kind == "EntryExit":
+            if group == "MPI" or name.startswith("MPI_"):
+                if par == 1:
+                    R.recv_msgs, R.size = [], 0
+                    R.s.enter_mpi(name, t)
+                elif par == -1:
+                    row, idx = R.s.current, R.s.current_index
+                    if row is not None and R.s.depth == 1:
+                        _finish_call(R, row, idx, nranks, unsized)
+                    R.s.leave_mpi(t)
+            elif group != "TRACER":
+                user_regions += 1
+                R.s.region(name, t, par == 1)
+            continue
+        if tag == SEND_TAG or tag == RECV_TAG:
+            mtag, other, length, _ = decode_message(par)
+            row = R.s.current
+            if row is None:
+                continue
+            if tag == RECV_TAG:
+                R.recv_msgs.append((other, mtag, length))
+            elif row[KIND] in _SENDS or row[KIND] in _SENDRECV:
+                row[PEER], row[TAG], row[BSENT] = other, mtag, length
+            continue
+        if kind == "TriggerValue":
+            if " | " in name and par != 0:
+                key, _, value = name.partition(" | ")
+                info.setdefault(nid, {}).setdefault(key, value)
+            elif name.startswith("Message size for") and R.s.current is not None:
+                R.size = max(R.size, par)
+    meta = _meta(trc, edf, info, nranks)
+    streams = [R.s for R in ranks]
+    meta["complete"] = all(s.rows and any(r[KIND] == _C["finalize"] for r in s.rows)
+                           for s in streams)
+    if other_threads:
+        meta["thread_records_skipped"] = other_threads
+    if unsized:
+        meta["collectives_without_sizes"] = dict(unsized)
+    if user_regions and not keep_regions:
+        meta["user_regions_dropped"] = user_regions // 2
+    outstanding = sum(len(R.outstanding) for R in ranks)
+    if outstanding:
+        meta["requests_never_completed"] = outstanding
+    return build(streams, {0: np.arange(nranks, dtype=np.int32)}, strings, meta)
+
+
+def _finish_call(R: _Rank, row: list, idx: int, nranks: int, unsized: Counter) -> None:
+    """Apply what was seen inside the call that is being left."""
+    k = row[KIND]
+    name = _N[k]
+    s = R.s
+    if k in _ISENDS or k == _C["irecv"]:
+        row[REQUEST] = R.next_req
+        R.next_req += 1
+        R.outstanding.append(idx)
+    elif k == _C["recv"] and R.recv_msgs:
+        row[PEER], row[TAG], row[BRECV] = R.recv_msgs[0]
+    elif k in _SENDRECV and R.recv_msgs:
+        src, tag, n = R.recv_msgs[0]
+        s.vector(idx)[:] = [src, tag]
+        row[BRECV] = n
+    elif k in _WAIT1 | _TEST1 | _ALL | _SOME:
+        _complete(R, row, idx, k)
+    elif K.CATEGORY[name] == "coll" and name != "barrier":
+        if R.size and name in _COLL_BYTES:
+            row[BSENT], row[BRECV] = _COLL_BYTES[name](R.size, nranks)
+        else:
+            unsized[name] += 1
+
+
+def _complete(R: _Rank, row: list, idx: int, k: int) -> None:
+    """Which outstanding requests a wait/test completed: each received message resolves the
+    oldest pending irecv; a single wait without one completes the oldest pending isend (else the
+    oldest request); waitall/testall with messages complete everything pending."""
+    s = R.s
+    rows = s.rows
+    done: list[int] = []
+    for src, tag, n in R.recv_msgs:
+        j = next((j for j in R.outstanding if rows[j][KIND] == _C["irecv"]), None)
+        if j is None:
+            break
+        rows[j][PEER], rows[j][TAG], rows[j][BRECV] = src, tag, n
+        R.outstanding.remove(j)
+        done.append(j)
+    if k in _WAIT1 and not done and R.outstanding:
+        j = next((j for j in R.outstanding if rows[j][KIND] in _ISENDS), R.outstanding[0])
+        R.outstanding.remove(j)
+        done.append(j)
+    if k == _C["waitall"] or (k == _C["testall"] and done):
+        done += list(R.outstanding)
+        R.outstanding.clear()
+    if k in _WAIT1 | _TEST1:
+        if done:
+            row[REQUEST] = rows[done[0]][REQUEST]
+        elif R.outstanding:
+            row[REQUEST] = rows[R.outstanding[0]][REQUEST]
+    else:
+        pending = done if done else list(R.outstanding)
+        s.vector(idx)[:] = [rows[j][REQUEST] for j in pending]
+    if done and k in _TEST1 | {_C["testall"], _C["testsome"]}:
+        row[FLAGS] |= K.FLAG_COMPLETED
+
+
+def _meta(trc: str, edf: str, info: dict, nranks: int) -> dict:
+    """Provenance, plus what TAU's metadata counters say (version, hosts, command line)."""
+    first = info.get(0, {})
+    meta = {"producer": f"TAU {first.get('TAU Version', '')}".strip() + " (converted by minitrace)",
+            "source_format": "tau", "source_path": os.path.abspath(trc),
+            "source_edf": os.path.abspath(edf), "clock_resolution": 1e-6}
+    if first.get("Command Line"):
+        meta["command_line"] = first["Command Line"]
+    hosts = [info.get(r, {}).get("Hostname", "") for r in range(nranks)]
+    if all(hosts):
+        uniq = sorted(set(hosts))
+        meta["hosts"] = uniq
+        meta["rank_to_node"] = [uniq.index(h) for h in hosts]
+    return meta
