@@ -67,9 +67,10 @@ def parse_quantity(text: str | float, kind: str) -> float:
 @dataclass(frozen=True)
 class Cluster:
     """N hosts named ``node-0`` ... ``node-{N-1}``, each of ``speed`` flop/s with one link of
-    ``bandwidth`` (each direction) and ``latency`` to a crossbar."""
+    ``bandwidth`` (each direction) and ``latency`` to a crossbar.  ``hosts=None``: one per rank
+    (filled in by the replay)."""
 
-    hosts: int
+    hosts: int | None = None
     speed: str | float = DEFAULT_SPEED
     bandwidth: str | float = DEFAULT_BANDWIDTH
     latency: str | float = DEFAULT_LATENCY
@@ -79,7 +80,7 @@ class Cluster:
 
     def xml(self) -> str:
         """The platform in SimGrid 4 XML (DTD version 4.1), quantities in base units."""
-        if int(self.hosts) < 1:
+        if self.hosts is None or int(self.hosts) < 1:
             raise MinitraceError(f"a cluster needs at least one host, got {self.hosts}")
         speed = parse_quantity(self.speed, "speed")
         bw = parse_quantity(self.bandwidth, "bandwidth")

@@ -18,7 +18,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 from .errors import MinitraceError
@@ -84,7 +84,9 @@ def replay(trace, platform: str | os.PathLike | None = None,
             raise MinitraceError(f"the trace has {nranks} ranks but {np} were asked for (--np)")
         hosts = None
         if platform is None:
-            cluster = cluster or Cluster(nranks)
+            cluster = cluster or Cluster()
+            if cluster.hosts is None:
+                cluster = replace(cluster, hosts=nranks)
             platform, _ = cluster.write(Path(work) / "platform")
             hosts = cluster.host_names()
             shown = (f"generated: cluster of {cluster.hosts} hosts, {cluster.speed}, "
@@ -97,9 +99,11 @@ def replay(trace, platform: str | os.PathLike | None = None,
             if hostfile is not None:
                 hosts = read_hostfile(hostfile)
         if hosts is not None and len(hosts) < nranks:
-            where = str(hostfile) if hostfile is not None else shown
+            if hostfile is None:
+                raise MinitraceError(f"the trace has {nranks} ranks but the generated cluster "
+                                     f"has only {len(hosts)} hosts")
             raise MinitraceError(f"the trace has {nranks} ranks but only {len(hosts)} hosts are "
-                                 f"available (list a host several times to share it)", where)
+                                 f"listed (list a host several times to share it)", str(hostfile))
         job = {"platform": os.path.abspath(platform), "traces": traces,
                "hosts": hosts[:nranks] if hosts else None, "config": cfg}
         job_path = Path(work) / "job.json"

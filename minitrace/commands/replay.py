@@ -1,0 +1,84 @@
+"""``minitrace replay FILE``: predict a run time by replaying the trace on a SimGrid platform."""
+from __future__ import annotations
+
+import json
+import math
+
+from ..errors import MinitraceError
+from ..platforms import DEFAULT_BANDWIDTH, DEFAULT_LATENCY, DEFAULT_SPEED, Cluster
+from ..replay import DEFAULT_CONFIG, replay
+
+
+def register(sub) -> None:
+    p = sub.add_parser(
+        "replay", help="predict the run time of a trace on a SimGrid platform",
+        description="Replay a time-independent trace with SimGrid's SMPI replay and print the "
+                    "simulated run time.  FILE is a minitrace HDF5 file, a SimGrid TI trace "
+                    "(all ranks in one file) or a list file naming one TI trace per rank.  "
+                    "Without --platform, a cluster of one host per rank is generated "
+                    f"({DEFAULT_SPEED}, {DEFAULT_BANDWIDTH}, {DEFAULT_LATENCY} unless given).")
+    p.add_argument("file", help="trace to replay")
+    plat = p.add_argument_group("platform (a SimGrid XML file, or a generated cluster)")
+    plat.add_argument("--platform", metavar="XML", help="SimGrid platform file")
+    plat.add_argument("--hostfile", metavar="F",
+                      help="host of each rank, one per line ('host:N' = N ranks); default: the "
+                           "platform's hosts in order")
+    plat.add_argument("--cluster", metavar="N", type=int,
+                      help="generate a cluster of N hosts (default: one per rank)")
+    plat.add_argument("--speed", metavar="FLOPS", help=f"host speed (default {DEFAULT_SPEED})")
+    plat.add_argument("--bandwidth", metavar="BW",
+                      help=f"bandwidth of each host's link (default {DEFAULT_BANDWIDTH})")
+    plat.add_argument("--latency", metavar="T",
+                      help=f"latency of each host's link (default {DEFAULT_LATENCY})")
+    p.add_argument("--np", type=int, metavar="N", help="number of ranks (checked against the trace)")
+    p.add_argument("--cfg", action="append", default=[], metavar="KEY:VALUE",
+                   help="SimGrid option, repeatable (defaults: "
+                        + ", ".join(f"{k}:{v}" for k, v in DEFAULT_CONFIG.items()) + ")")
+    p.add_argument("--lossy", action="store_true",
+                   help="replay a minitrace file even if the TI export must drop actions")
+    p.add_argument("--timeout", type=float, default=600.0, metavar="S",
+                   help="give up after S seconds of wall time (default 600)")
+    p.add_argument("--json", action="store_true", help="print the full result as JSON")
+    p.set_defaults(func=run)
+
+
+def _config(items: list[str]) -> dict[str, str]:
+    cfg = {}
+    for item in items:
+        key, sep, value = item.partition(":")
+        if not sep or not key:
+            raise MinitraceError(f"--cfg wants KEY:VALUE, got {item!r}")
+        cfg[key] = value
+    return cfg
+
+
+def run(args) -> int:
+    generated = [o for o in ("cluster", "speed", "bandwidth", "latency")
+                 if getattr(args, o) is not None]
+    if args.platform and generated:
+        raise MinitraceError(f"--{generated[0]} describes a generated cluster: drop it or "
+                             f"--platform")
+    cluster = None
+    if not args.platform:
+        cluster = Cluster(args.cluster, args.speed or DEFAULT_SPEED,
+                          args.bandwidth or DEFAULT_BANDWIDTH, args.latency or DEFAULT_LATENCY)
+    r = replay(args.file, platform=args.platform, hostfile=args.hostfile, np=args.np,
+               config=_config(args.cfg), cluster=cluster, lossy=args.lossy,
+               timeout=args.timeout)
+    if args.json:
+        print(json.dumps({"trace": args.file, **r.to_dict()}, indent=1))
+        return 0
+    print(f"predicted run time: {r.simulated_time:.9g} s  ({args.file}, {r.nranks} ranks)")
+    print(f"  platform: {r.platform}")
+    ends = r.rank_end_times
+    if len(ends) <= 8:
+        print("  rank end times (s): " + " ".join(f"{t:.6g}" for t in ends))
+    else:
+        slowest = max(range(len(ends)), key=ends.__getitem__)
+        print(f"  rank end times (s): min {min(ends):.6g}, mean {math.fsum(ends) / len(ends):.6g},"
+              f" max {ends[slowest]:.6g} (rank {slowest})")
+    print("  SimGrid options: " + " ".join(f"{k}:{v}" for k, v in r.config.items()))
+    print(f"  simulation took {r.wall_time:.3g} s")
+    for note in r.notes:
+        print(f"  export: {note}")
+    return 0

@@ -1,0 +1,224 @@
+"""Trace replay on real SimGrid: SimGrid's own example traces must give SimGrid's own published
+times, generated traces must obey flops/speed and bandwidth physics, bad input gives one line."""
+from __future__ import annotations
+
+import importlib.util
+import json
+import math
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+from minitrace import cli
+from minitrace.errors import MinitraceError
+from minitrace.platforms import Cluster, parse_quantity, read_hostfile
+from minitrace.replay import replay
+
+FIXTURES = Path(__file__).resolve().parents[1].parent / "shared" / "fixtures" / "simgrid_ti"
+pytestmark = [
+    pytest.mark.skipif(importlib.util.find_spec("simgrid") is None, reason="SimGrid not installed"),
+    pytest.mark.timeout(120),
+]
+need_fixtures = pytest.mark.skipif(not (FIXTURES / "small_platform.xml").exists(),
+                                   reason=f"no SimGrid fixtures in {FIXTURES}")
+
+# Simulated times printed by SimGrid 4.1's examples/smpi/replay/replay.tesh (smpirun -replay on
+# small_platform.xml with its hostfile); "split" is actions0.txt + actions1.txt via a list file.
+PUBLISHED = {"split": 13.622360, "actions_bcast": 19.692506, "actions_barrier": 2.573164,
+             "actions_with_isend": 39.320741, "actions_allreduce": 13.139083,
+             "actions_alltoall": 0.007159, "actions_alltoallv": 0.006944,
+             "actions_allgatherv": 2.001913, "actions_waitall": 0.006258}
+UNPUBLISHED = ["actions_gather", "actions_reducescatter", "actions_bcast_reduce_datatypes"]
+
+
+def _fixture_trace(name: str, tmp: Path) -> str:
+    if name == "split":
+        lst = tmp / "split_traces"
+        lst.write_text(f"{FIXTURES / 'actions0.txt'}\n{FIXTURES / 'actions1.txt'}\n")
+        return str(lst)
+    return str(FIXTURES / f"{name}.txt")
+
+
+@pytest.fixture(scope="module")
+def fixture_runs(tmp_path_factory):
+    """Every fixture replayed on small_platform.xml (unpublished ones twice), two at a time."""
+    if not (FIXTURES / "small_platform.xml").exists():
+        pytest.skip(f"no SimGrid fixtures in {FIXTURES}")
+    tmp = tmp_path_factory.mktemp("replay")
+    jobs = [(n, 0) for n in PUBLISHED] + [(n, i) for n in UNPUBLISHED for i in (0, 1)]
+
+    def one(job):
+        return replay(_fixture_trace(job[0], tmp), FIXTURES / "small_platform.xml",
+                      FIXTURES / "hostfile", timeout=60)
+    with ThreadPoolExecutor(2) as pool:
+        return dict(zip(jobs, pool.map(one, jobs)))
+
+
+@pytest.mark.parametrize("name", list(PUBLISHED))
+def test_fixture_matches_simgrid_published_time(fixture_runs, name):
+    r = fixture_runs[(name, 0)]
+    assert math.isfinite(r.simulated_time) and r.simulated_time > 0
+    assert r.simulated_time == pytest.approx(PUBLISHED[name], abs=1e-6)
+    assert max(r.rank_end_times) == r.simulated_time
+    assert r.hosts == read_hostfile(FIXTURES / "hostfile")[:r.nranks]
+    assert r.config["network/model"] == "SMPI"
+
+
+@pytest.mark.parametrize("name", UNPUBLISHED)
+def test_fixture_replays_deterministically(fixture_runs, name):
+    a, b = fixture_runs[(name, 0)], fixture_runs[(name, 1)]
+    assert math.isfinite(a.simulated_time) and a.simulated_time > 0
+    assert a.simulated_time == b.simulated_time
+    assert a.rank_end_times == b.rank_end_times
+
+
+def _write_trace(path: Path, lines_per_rank: list[list[str]]) -> str:
+    path.write_text("".join(f"{r} {ln}\n" for r, lines in enumerate(lines_per_rank)
+                            for ln in ["init", *lines, "finalize"]))
+    return str(path)
+
+
+def test_compute_only_takes_flops_over_speed(tmp_path):
+    flops = [3.0e9, 7.5e9, 1.25e9]
+    trace = _write_trace(tmp_path / "compute.txt",
+                         [[f"compute {f / 2:g}", "compute 0", f"compute {f / 2:g}"] for f in flops])
+    r = replay(trace, cluster=Cluster(3, speed="2.5Gf"))
+    for got, f in zip(r.rank_end_times, flops):
+        assert got == pytest.approx(f / 2.5e9, rel=1e-6)
+    assert r.simulated_time == pytest.approx(max(flops) / 2.5e9, rel=1e-6)
+    assert r.platform.startswith("generated: cluster of 3 hosts")
+
+
+def test_doubling_bandwidth_halves_a_bulk_transfer(tmp_path):
+    """Ten 100 MB messages: bandwidth-bound, so twice the bandwidth is (nearly) twice as fast."""
+    n, size = 10, 10**8
+    trace = _write_trace(tmp_path / "sends.txt",
+                         [[f"send 1 {i} {size}" for i in range(n)],
+                          [f"recv 0 {i} {size}" for i in range(n)]])
+    slow = replay(trace, cluster=Cluster(2, bandwidth="1GBps", latency="1us"))
+    fast = replay(trace, cluster=Cluster(2, bandwidth="2GBps", latency="1us"))
+    assert fast.simulated_time < slow.simulated_time
+    assert 1.9 < slow.simulated_time / fast.simulated_time <= 2.0 + 1e-9
+    # and no faster than the wire allows at the higher bandwidth
+    assert fast.simulated_time >= n * size / 2e9
+
+
+@need_fixtures
+def test_minitrace_file_replays_like_its_text(tmp_path):
+    if importlib.util.find_spec("minitrace.converters.simgrid_ti") is None:
+        pytest.skip("no SimGrid TI converter")
+    from minitrace.converters.simgrid_ti import read_ti
+    from minitrace.storage import write_trace
+    data = read_ti(FIXTURES / "actions_with_isend.txt")
+    h5 = tmp_path / "isend.h5"
+    write_trace(str(h5), data)
+    r = replay(h5, FIXTURES / "small_platform.xml", FIXTURES / "hostfile")
+    assert r.simulated_time == pytest.approx(PUBLISHED["actions_with_isend"], abs=1e-6)
+    assert r.notes == []
+
+
+def test_missing_last_newline_is_not_dropped(tmp_path):
+    """SimGrid's reader skips a last line without its newline; the replay must not."""
+    r0 = tmp_path / "r0.txt"
+    r1 = tmp_path / "r1.txt"
+    r0.write_text("0 init\n0 compute 2e9")
+    r1.write_text("1 init\n1 compute 1e9\n")
+    lst = tmp_path / "list.txt"
+    lst.write_text("r0.txt\nr1.txt\n")          # relative to the list file
+    r = replay(lst, cluster=Cluster(2, speed="1Gf"))
+    assert r.rank_end_times == pytest.approx([2.0, 1.0], rel=1e-6)
+
+
+def test_hostfile_slots_and_units():
+    assert parse_quantity("10GBps", "bandwidth") == 1e10
+    assert parse_quantity("8Gbps", "bandwidth") == 1e9
+    assert parse_quantity("1.5us", "time") == pytest.approx(1.5e-6)
+    assert parse_quantity("2Gf", "speed") == 2e9
+    with pytest.raises(MinitraceError, match="unknown speed unit 'GB'"):
+        parse_quantity("1GB", "speed")
+
+
+def test_hostfile_slots(tmp_path):
+    hf = tmp_path / "hosts"
+    hf.write_text("# two slots on a\na:2\n\nb\n")
+    assert read_hostfile(hf) == ["a", "a", "b"]
+    hf.write_text("a:x\n")
+    with pytest.raises(MinitraceError, match=r"hosts: line 1: expected 'host' or 'host:N'"):
+        read_hostfile(hf)
+
+
+@need_fixtures
+def test_error_missing_platform(tmp_path):
+    with pytest.raises(MinitraceError, match=r"nope\.xml: no such platform file"):
+        replay(FIXTURES / "actions_bcast.txt", tmp_path / "nope.xml")
+
+
+@need_fixtures
+def test_error_more_ranks_than_hosts(tmp_path):
+    hf = tmp_path / "hosts"
+    hf.write_text("Tremblay\nJupiter\nFafard\n")
+    with pytest.raises(MinitraceError, match="trace has 4 ranks but only 3 hosts are listed"):
+        replay(FIXTURES / "actions_gather.txt", FIXTURES / "small_platform.xml", hf)
+    with pytest.raises(MinitraceError, match="4 ranks but the generated cluster has only 2 hosts"):
+        replay(FIXTURES / "actions_gather.txt", cluster=Cluster(2))
+    two = tmp_path / "two.xml"    # a platform file with fewer hosts than ranks: found by SimGrid
+    two.write_text(Cluster(2).xml())
+    with pytest.raises(MinitraceError, match=r"two\.xml: the trace has 4 ranks but the platform "
+                                             r"has only 2 hosts"):
+        replay(FIXTURES / "actions_gather.txt", two)
+
+
+def test_error_simgrid_failure_quotes_its_log(tmp_path):
+    trace = _write_trace(tmp_path / "bad.txt", [["frobnicate 3"]])
+    with pytest.raises(MinitraceError) as e:
+        replay(trace, cluster=Cluster(1))
+    msg = str(e.value)
+    assert "\n" not in msg
+    assert msg.startswith("SimGrid failed (exit status")
+    assert "action frobnicate is unknown" in msg
+
+
+def test_error_deadlock(tmp_path):
+    trace = _write_trace(tmp_path / "dead.txt", [["recv 1 0 8"], ["recv 0 0 8"]])
+    with pytest.raises(MinitraceError, match=r"rank\(s\) \[0, 1\] unfinished; SimGrid: .*Deadlock"):
+        replay(trace, cluster=Cluster(2))
+
+
+def test_error_trace_without_init(tmp_path):
+    t = tmp_path / "noinit.txt"
+    t.write_text("0 compute 1\n1 init\n")
+    with pytest.raises(MinitraceError, match=r"noinit\.txt: the trace of rank 0 must start "
+                                             r"with '0 init'"):
+        replay(t)
+
+
+@need_fixtures
+def test_cli_text_and_json(capsys):
+    base = [str(FIXTURES / "actions_bcast.txt"), "--platform", str(FIXTURES / "small_platform.xml"),
+            "--hostfile", str(FIXTURES / "hostfile")]
+    assert cli.main(["replay", *base]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("predicted run time: 19.692506 s")
+    assert "network/model:SMPI" in out
+    assert cli.main(["replay", *base, "--cfg", "network/model:LV08", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["config"]["network/model"] == "LV08"
+    assert doc["nranks"] == 3 and len(doc["rank_end_times"]) == 3
+    assert doc["simulated_time"] > 0 and doc["simulated_time"] != pytest.approx(19.692506)
+
+
+def test_cli_errors_are_one_line(capsys, tmp_path):
+    trace = _write_trace(tmp_path / "t.txt", [["compute 1e9"]])
+    assert cli.main(["replay", trace, "--platform", str(tmp_path / "x.xml"), "--speed", "1Gf"]) == 1
+    assert cli.main(["replay", trace, "--cfg", "novalue"]) == 1
+    assert cli.main(["replay", trace, "--speed", "fast"]) == 1
+    assert cli.main(["replay", trace, "--np", "2"]) == 1
+    err = capsys.readouterr().err.splitlines()
+    assert err == [
+        "minitrace: error: --speed describes a generated cluster: drop it or --platform",
+        "minitrace: error: --cfg wants KEY:VALUE, got 'novalue'",
+        "minitrace: error: cannot read speed 'fast': expected a number with a unit "
+        "(f, Mf, Gf, Tf)",
+        "minitrace: error: the trace has 1 ranks but 2 were asked for (--np)",
+    ]
