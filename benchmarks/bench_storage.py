@@ -14,44 +14,9 @@ import time
 import numpy as np
 
 import minitrace
-from minitrace import kinds as K
-from minitrace.model import TraceData, empty_actions
+from minitrace.model import TraceData
+from minitrace.synthetic import loop_trace
 from minitrace.storage import write_trace
-
-LOOP = ["compute", "irecv", "isend", "waitall", "compute", "allreduce", "compute", "send",
-        "recv", "alltoallv"]
-
-
-def loop_trace(nranks: int, total: int, timed: bool, seed: int = 0) -> TraceData:
-    """A regular trace: each rank repeats LOOP with ring peers, jittered compute and times."""
-    rng = np.random.default_rng(seed)
-    per = total // nranks
-    a = empty_actions(per * nranks)
-    pattern = np.array([K.CODE[k] for k in LOOP], dtype=np.uint8)
-    kind = np.tile(pattern, per // len(LOOP) + 1)[:per]
-    offsets = np.arange(nranks + 1, dtype=np.int64) * per
-    vectors = []
-    for r in range(nranks):
-        s = slice(offsets[r], offsets[r + 1])
-        a["kind"][s] = kind
-        p2p = np.isin(kind, [K.CODE[k] for k in ("irecv", "isend", "send", "recv")])
-        a["peer"][s] = np.where(p2p, (r + 1) % nranks, -1)
-        a["tag"][s] = np.where(p2p, 7, -1)
-        a["bytes_sent"][s] = np.where(np.isin(kind, [K.CODE["isend"], K.CODE["send"]]), 8192, 0)
-        a["bytes_recv"][s] = np.where(np.isin(kind, [K.CODE["irecv"], K.CODE["recv"]]), 8192, 0)
-        comp = kind == K.CODE["compute"]
-        a["volume"][s] = np.where(comp, np.rint(rng.normal(2e-4, 1e-5, per) * 1e9) / 1e9, 0)
-        a["vec_len"][s] = np.where(kind == K.CODE["alltoallv"], 2 * nranks, 0)
-        n_vec = int((kind == K.CODE["alltoallv"]).sum())
-        vectors.append(np.tile(np.full(2 * nranks, 1024, np.int64), n_vec))
-        if timed:
-            dur = np.where(comp, a["volume"][s], rng.exponential(2e-6, per))
-            gap = rng.exponential(1e-7, per)
-            start = np.cumsum(dur + gap) - dur
-            a["t_start"][s] = np.rint(start * 1e9) / 1e9
-            a["t_end"][s] = np.rint((start + dur) * 1e9) / 1e9
-    return TraceData(a, offsets, np.concatenate(vectors), meta={"volume_unit": "seconds"})
-
 
 def measure(data: TraceData, path: str) -> dict:
     n = len(data.actions)
