@@ -1,0 +1,87 @@
+"""Which foreign trace format a path holds, and reading it whatever it is.
+
+Formats: ``otf2`` (a ``.otf2`` anchor, or a directory holding one), ``tau`` (a merged ``.trc``
+with its ``.edf``, either file, or a directory holding ``tau.trc``), ``ti`` (SimGrid
+time-independent text: a trace or a list file).  Readers are imported lazily so that each one's
+dependency is only needed for its own format.
+"""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from minitrace.errors import MinitraceError
+from minitrace.model import TraceData
+
+FORMATS = ("otf2", "tau", "ti")
+_TI_LINE = re.compile(r"^\s*(?:p)?\d+\s+[A-Za-z_]+")
+
+
+def _tau_pair(p: Path) -> tuple[Path, Path]:
+    """(trc, edf) for a .trc or .edf file or a directory of a merged TAU trace."""
+    if p.is_dir():
+        trc = p / "tau.trc"
+        if not trc.exists():
+            raise MinitraceError("no tau.trc in this directory (merge the per-thread traces "
+                                 "with tau_treemerge.pl first)", str(p))
+        return trc, p / "tau.edf"
+    if p.suffix == ".edf":
+        cands = [p.with_suffix(".trc"), p.parent / "tau.trc"]
+        trc = next((c for c in cands if c.exists()), None)
+        if trc is None:
+            raise MinitraceError("no .trc trace beside this event definition file", str(p))
+        return trc, p
+    edf = p.with_suffix(".edf")
+    return p, edf if edf.exists() else p.parent / "tau.edf"
+
+
+def detect(path) -> str:
+    """Name of the format of ``path`` (one of FORMATS); MinitraceError when it is none."""
+    p = Path(path)
+    if not p.exists():
+        raise MinitraceError("no such file or directory", str(p))
+    if p.is_dir():
+        if any(p.glob("*.otf2")):
+            return "otf2"
+        if (p / "tau.trc").exists():
+            return "tau"
+        raise MinitraceError("no .otf2 anchor or tau.trc in this directory", str(p))
+    if p.suffix == ".otf2":
+        return "otf2"
+    if p.suffix in (".trc", ".edf"):
+        return "tau"
+    try:
+        with open(p, "rb") as f:
+            head = f.read(4096)
+    except OSError as e:
+        raise MinitraceError(f"cannot read: {e.strerror}", str(p)) from None
+    if b"\0" not in head:
+        text = head.decode("utf-8", errors="replace")
+        first = next((ln for ln in text.splitlines() if ln.strip() and not ln.startswith("#")),
+                     "")
+        # a TI trace line ("0 init", "p1 send 0 8"), or a list file naming existing files
+        if _TI_LINE.match(first) or (first and (p.parent / first.strip()).is_file()):
+            return "ti"
+    raise MinitraceError("cannot tell the trace format (expected an OTF2 anchor, a TAU "
+                         ".trc/.edf pair or SimGrid TI text; pass --from)", str(p))
+
+
+def read_any(path, fmt: str = "auto", keep_regions: bool = False) -> TraceData:
+    """Read ``path`` in format ``fmt`` ("auto" detects it) into a TraceData."""
+    fmt = detect(path) if fmt == "auto" else fmt
+    if fmt == "otf2":
+        from .otf2 import read_otf2
+        return read_otf2(path, keep_regions=keep_regions)
+    if fmt == "tau":
+        from .tau import read_tau
+        p = Path(path)
+        if not p.exists():
+            raise MinitraceError("no such file or directory", str(p))
+        trc, edf = _tau_pair(p)
+        return read_tau(trc, edf, keep_regions=keep_regions)
+    if fmt == "ti":
+        from .simgrid_ti import read_ti
+        data = read_ti(path)
+        data.meta.setdefault("source_format", "ti")
+        return data
+    raise MinitraceError(f"unknown trace format {fmt!r} (known: {', '.join(FORMATS)})")

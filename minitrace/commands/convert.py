@@ -1,0 +1,75 @@
+"""``minitrace convert``: foreign traces (OTF2, TAU, SimGrid TI) into a minitrace file, or a
+minitrace file into an OTF2 archive."""
+from __future__ import annotations
+
+import sys
+
+from ..converters.detect import FORMATS, read_any
+from ..errors import MinitraceError
+from ..storage import write_trace
+from ..trace import open as open_trace
+from ..validate import validate
+
+
+def register(sub) -> None:
+    p = sub.add_parser("convert", help="convert OTF2/TAU/TI traces to minitrace, or to OTF2",
+                       description="Convert a Score-P OTF2 archive, a merged TAU trace "
+                                   "(tau.trc + tau.edf) or a SimGrid TI text trace into a "
+                                   "minitrace HDF5 file (the format is detected unless --from "
+                                   "is given), validating the result; or, with --to otf2, write "
+                                   "a minitrace file as an OTF2 archive in a new directory.")
+    p.add_argument("input", metavar="INPUT",
+                   help="OTF2 anchor or its directory, tau.trc/tau.edf or their directory, TI "
+                        "trace or list file; or a minitrace .h5 file with --to otf2")
+    p.add_argument("-o", "--output", required=True, metavar="OUT",
+                   help="minitrace file to write (.h5), or the directory of the OTF2 archive")
+    p.add_argument("--from", dest="source", choices=("auto",) + FORMATS, default="auto",
+                   help="input format (default: detect)")
+    p.add_argument("--to", choices=("minitrace", "otf2"), default="minitrace",
+                   help="output format (default: minitrace)")
+    p.add_argument("--keep-regions", action="store_true",
+                   help="keep non-MPI regions (functions) as region_begin/region_end markers "
+                        "instead of dropping them")
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    if args.to == "otf2":
+        return _to_otf2(args)
+    data = read_any(args.input, args.source, keep_regions=args.keep_regions)
+    rep = validate(data)
+    write_trace(args.output, data)
+    m = data.meta
+    notes = []
+    if m.get("dropped_mpi_calls"):
+        notes.append("MPI calls without an action kind dropped: "
+                     + ", ".join(f"{k} x{v}" for k, v in m["dropped_mpi_calls"].items()))
+    for key, what in (("user_regions_dropped", "user regions dropped (--keep-regions keeps them)"),
+                      ("collectives_without_sizes", "collectives without recorded sizes"),
+                      ("unmapped_events", "events not attached to an MPI call"),
+                      ("requests_never_completed", "requests never completed")):
+        if m.get(key):
+            notes.append(f"{what}: {m[key]}")
+    for n in notes:
+        print(f"minitrace: note: {n}", file=sys.stderr)
+    check = "valid" if rep.ok else f"{rep.summary()} (see: minitrace validate {args.output})"
+    print(f"{args.output}: {data.nranks} ranks, {len(data.actions)} actions from "
+          f"{m.get('source_format', args.source)} {args.input}; {check}")
+    return 0
+
+
+def _to_otf2(args) -> int:
+    from ..converters.otf2 import write_otf2
+    if args.source not in ("auto",):
+        raise MinitraceError("--from applies to conversions into minitrace; --to otf2 reads a "
+                             "minitrace file", args.input)
+    with open_trace(args.input) as t:
+        if not t.has_trace:
+            raise MinitraceError("no trace in this file", args.input)
+        data = t.data()
+    region_only = write_otf2(data, args.output)
+    for kind, n in sorted(region_only.items()):
+        print(f"minitrace: note: {n} {kind} action(s) written as MPI regions only (OTF2 has no "
+              "event for their arguments)", file=sys.stderr)
+    print(f"{args.output}/traces.otf2: {data.nranks} ranks, {len(data.actions)} actions")
+    return 0
