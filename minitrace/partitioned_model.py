@@ -105,6 +105,8 @@ def table_from_pt2pt(path: str) -> LinkTable:
     if not {"kind", "size", "t_roundtrip"} <= set(df.columns):
         raise MinitraceError("pt2pt results lack kind/size/t_roundtrip columns", path)
     pp = df[df["kind"] == "pingpong"]
+    if "pair" in pp.columns and (pp["pair"] == "inter").any():
+        pp = pp[pp["pair"] == "inter"]              # the model is for inter-node messages
     one_way = pp.groupby("size")["t_roundtrip"].median() / 2
     if len(one_way) < 2:
         raise MinitraceError("pt2pt results need ping-pongs at two or more sizes", path)

@@ -42,14 +42,15 @@ def plot_gev(path: str, var, fits: pd.DataFrame, proj: pd.DataFrame, checks=(),
     ax[0].set(title="Per-iteration maximum over all ranks", xlabel="seconds", ylabel="density")
     ax[0].legend(fontsize=8)
 
-    lo, hi = x.min(), x.max()
+    pad = 0.15 * np.ptp(x)
+    lo, hi = x.min() - pad, x.max() + pad      # a heavy fitted tail would squash the rest
     for r in good.itertuples():
         theo, xs = gev.qq(x, r.loc, r.scale, r.shape)
         ax[1].plot(theo, xs, ".", ms=3, color=_COLORS[r.method],
                    label=f"{r.method} (KS {r.ks:.3f})")
-        lo, hi = min(lo, theo.min()), max(hi, theo.max())
     ax[1].plot([lo, hi], [lo, hi], color="k", lw=0.8, label="y = x")
-    ax[1].set(title="QQ plot against the fitted GEVs", xlabel="fitted quantile (s)",
+    ax[1].set(title="QQ plot against the fitted GEVs", xlim=(lo, hi), ylim=(lo, hi),
+              xlabel="fitted quantile (s; clipped to the measured range)",
               ylabel="measured quantile (s)")
     ax[1].legend(fontsize=8)
 
