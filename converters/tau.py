@@ -221,8 +221,9 @@ def _finish_call(R: _Rank, row: list, idx: int, nranks: int, unsized: Counter) -
 
 def _complete(R: _Rank, row: list, idx: int, k: int) -> None:
     """Which outstanding requests a wait/test completed: each received message resolves the
-    oldest pending irecv; a single wait without one completes the oldest pending isend (else the
-    oldest request); waitall/testall with messages complete everything pending."""
+    oldest pending irecv; a wait/waitany/waitsome without one completes the oldest pending isend
+    (else the oldest request); waitall, and testall with messages, complete everything pending;
+    a test* without a message completes nothing."""
     s = R.s
     rows = s.rows
     done: list[int] = []
@@ -233,7 +234,7 @@ def _complete(R: _Rank, row: list, idx: int, k: int) -> None:
         rows[j][PEER], rows[j][TAG], rows[j][BRECV] = src, tag, n
         R.outstanding.remove(j)
         done.append(j)
-    if k in _WAIT1 and not done and R.outstanding:
+    if k in _WAIT1 | {_C["waitsome"]} and not done and R.outstanding:
         j = next((j for j in R.outstanding if rows[j][KIND] in _ISENDS), R.outstanding[0])
         R.outstanding.remove(j)
         done.append(j)
@@ -246,8 +247,7 @@ def _complete(R: _Rank, row: list, idx: int, k: int) -> None:
         elif R.outstanding:
             row[REQUEST] = rows[R.outstanding[0]][REQUEST]
     else:
-        pending = done if done else list(R.outstanding)
-        s.vector(idx)[:] = [rows[j][REQUEST] for j in pending]
+        s.vector(idx)[:] = [rows[j][REQUEST] for j in done]
     if done and k in _TEST1 | {_C["testall"], _C["testsome"]}:
         row[FLAGS] |= K.FLAG_COMPLETED
 
