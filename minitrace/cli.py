@@ -1,5 +1,9 @@
 """The ``minitrace`` command line: subcommands are the modules of ``minitrace.commands``.
 
+Module ``foo_bar`` is subcommand ``foo-bar`` (a trailing ``_`` avoids a keyword: ``import_``).
+Only the module of the subcommand being run is imported, so no command pays for another's
+imports (scipy, matplotlib, SimGrid); ``minitrace --help`` imports them all.
+
 Exit status: 0 success, 1 error (one line on stderr, traceback only with ``--debug``), 2 usage.
 """
 from __future__ import annotations
@@ -13,7 +17,11 @@ from . import __version__, commands
 from .errors import MinitraceError
 
 
-def build_parser() -> argparse.ArgumentParser:
+def command_name(module: str) -> str:
+    return module.rstrip("_").replace("_", "-")
+
+
+def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="minitrace",
         description="Record, benchmark, convert and analyse MPI traces (HDF5 time-independent "
@@ -21,13 +29,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--version", action="version", version=f"minitrace {__version__}")
     p.add_argument("--debug", action="store_true", help="show tracebacks on errors")
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
-    for mod in sorted(m.name for m in pkgutil.iter_modules(commands.__path__)):
+    modules = sorted(m.name for m in pkgutil.iter_modules(commands.__path__))
+    wanted = next((a for a in (argv or []) if not a.startswith("-")), None)
+    for mod in [m for m in modules if command_name(m) == wanted] or modules:
         importlib.import_module(f"{commands.__name__}.{mod}").register(sub)
     return p
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else argv
+    parser = build_parser(argv)
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
         parser.print_help()
