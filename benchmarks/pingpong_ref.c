@@ -3,9 +3,10 @@
    mpi4py process, so both run on the same 2 ranks, in the same MPI job, interleaved. */
 #include <mpi.h>
 
-/* `iters` round trips of `size` bytes with `peer`; `first` sends first.  Total seconds. */
-double ref_pingpong(int peer, int first, char *buf, int size, int iters) {
-    double t0 = MPI_Wtime();
+/* `iters` round trips of `size` bytes with `peer`; `first` sends first.  Total seconds;
+   samples[i] = i-th round trip. */
+double ref_pingpong(int peer, int first, char *buf, int size, int iters, double *samples) {
+    double t0 = MPI_Wtime(), prev = t0;
     for (int i = 0; i < iters; i++) {
         if (first) {
             MPI_Send(buf, size, MPI_BYTE, peer, 11, MPI_COMM_WORLD);
@@ -14,15 +15,19 @@ double ref_pingpong(int peer, int first, char *buf, int size, int iters) {
             MPI_Recv(buf, size, MPI_BYTE, peer, 11, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
             MPI_Send(buf, size, MPI_BYTE, peer, 11, MPI_COMM_WORLD);
         }
+        double now = MPI_Wtime();
+        samples[i] = now - prev;
+        prev = now;
     }
-    return MPI_Wtime() - t0;
+    return prev - t0;
 }
 
-/* OSU-style window of `window` (<= 256) non-blocking messages then a 1-byte ack. */
+/* OSU-style window of `window` (<= 256) non-blocking messages then a 1-byte ack;
+   samples[i] = i-th window. */
 double ref_bandwidth(int peer, int first, char *buf, int size, int iters, int window,
-                     char *ack) {
+                     char *ack, double *samples) {
     MPI_Request reqs[256];
-    double t0 = MPI_Wtime();
+    double t0 = MPI_Wtime(), prev = t0;
     for (int i = 0; i < iters; i++) {
         for (int w = 0; w < window; w++) {
             if (first)
@@ -35,6 +40,9 @@ double ref_bandwidth(int peer, int first, char *buf, int size, int iters, int wi
             MPI_Recv(ack, 1, MPI_BYTE, peer, 14, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
         else
             MPI_Send(ack, 1, MPI_BYTE, peer, 14, MPI_COMM_WORLD);
+        double now = MPI_Wtime();
+        samples[i] = now - prev;
+        prev = now;
     }
-    return MPI_Wtime() - t0;
+    return prev - t0;
 }
