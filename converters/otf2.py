@@ -9,7 +9,6 @@ survives the round trip with the same MPI actions.
 """
 from __future__ import annotations
 
-import math
 import os
 from collections import Counter
 from pathlib import Path
@@ -53,8 +52,8 @@ def find_anchor(path) -> Path:
         if len(anchors) > 1 and (p / "traces.otf2").exists():
             return p / "traces.otf2"
         if len(anchors) > 1:
-            raise MinitraceError(f"several .otf2 anchors here ({', '.join(a.name for a in anchors)}); "
-                                 "name one", str(p))
+            names = ", ".join(a.name for a in anchors)
+            raise MinitraceError(f"several .otf2 anchors here ({names}); name one", str(p))
         return anchors[0]
     if not p.exists():
         raise MinitraceError("no such file", str(p))
@@ -323,8 +322,8 @@ def read_otf2(anchor, keep_regions: bool = False) -> TraceData:
     except MinitraceError:
         raise
     except Exception as e:  # the bindings raise plain Exceptions for corrupt archives
-        raise MinitraceError(f"cannot read OTF2 archive: {str(e).splitlines()[0] if str(e) else type(e).__name__}",
-                             str(path)) from None
+        why = str(e).splitlines()[0] if str(e) else type(e).__name__
+        raise MinitraceError(f"cannot read OTF2 archive: {why}", str(path)) from None
     meta = {
         "producer": "Score-P/OTF2 (converted by minitrace)",
         "source_format": "otf2",

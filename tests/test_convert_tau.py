@@ -157,3 +157,85 @@ def test_detection_and_dispatch(tmp_path):
     (tmp_path / "blob.bin").write_bytes(b"\x00\x01binary")
     with pytest.raises(MinitraceError, match="cannot tell"):
         detect(tmp_path / "blob.bin")
+
+
+def _write_tau(tmp_path, records, names):
+    """A small merged TAU trace from (ev name, nid, par, ti) tuples; ids numbered from 1."""
+    ids = {n: i + 1 for i, n in enumerate(names)}
+    lines = [f"{len(names)} dynamic_trace_events",
+             '# FunctionId Group Tag "Name Type" Parameters']
+    for n, (group, tag, param) in names.items():
+        lines.append(f'{ids[n]} {group} {tag} "{n}" {param}')
+    (tmp_path / "tau.edf").write_text("\n".join(lines) + "\n")
+    rec = np.array([(ids[n], nid, 0, par, ti) for n, nid, par, ti in records], dtype=REC)
+    rec.tofile(tmp_path / "tau.trc")
+    return tmp_path / "tau.trc"
+
+
+def _msg(tag, other, length):
+    return (length & 0xFFFF) | (tag << 16) | (other << 24) | ((length >> 16) << 32)
+
+
+def test_synthetic_blocking_sendrecv_waitall_and_collectives(tmp_path):
+    names = {"EV_INIT": ("TRACER", 0, "none"), "MPI_Init()": ("MPI", 0, "EntryExit"),
+             "MPI_Send()": ("MPI", 0, "EntryExit"), "MPI_Recv()": ("MPI", 0, "EntryExit"),
+             "MPI_Sendrecv()": ("MPI", 0, "EntryExit"), "MPI_Isend()": ("MPI", 0, "EntryExit"),
+             "MPI_Irecv()": ("MPI", 0, "EntryExit"), "MPI_Waitall()": ("MPI", 0, "EntryExit"),
+             "MPI_Allreduce()": ("MPI", 0, "EntryExit"), "MPI_Bcast()": ("MPI", 0, "EntryExit"),
+             "MPI_Finalize()": ("MPI", 0, "EntryExit"), "compute_kernel": ("USER", 0, "EntryExit"),
+             "MESSAGE_SEND": ("TAU_MESSAGE", -7, "par"), "MESSAGE_RECV": ("TAU_MESSAGE", -8, "par"),
+             "Message size for all-reduce": ("TAUEVENT", 0, "TriggerValue")}
+    recs, t = [], [100, 100]
+
+    def call(r, name, inner=()):
+        recs.append((name, r, 1, t[r]))
+        for ev, par in inner:
+            recs.append((ev, r, par, t[r] + 1))
+        recs.append((name, r, -1, t[r] + 2))
+        t[r] += 10
+
+    for r in (0, 1):
+        recs.append(("EV_INIT", r, 3, t[r]))
+        call(r, "MPI_Init()")
+        recs.append(("compute_kernel", r, 1, t[r]))
+        recs.append(("compute_kernel", r, -1, t[r] + 5))
+        t[r] += 7
+    call(0, "MPI_Send()", [("MESSAGE_SEND", _msg(5, 1, 70000))])
+    call(1, "MPI_Recv()", [("MESSAGE_RECV", _msg(5, 0, 70000))])
+    for r in (0, 1):
+        call(r, "MPI_Sendrecv()", [("MESSAGE_SEND", _msg(6, 1 - r, 8)),
+                                   ("MESSAGE_RECV", _msg(6, 1 - r, 8))])
+        call(r, "MPI_Irecv()")
+        call(r, "MPI_Isend()", [("MESSAGE_SEND", _msg(7, 1 - r, 16))])
+        call(r, "MPI_Waitall()", [("MESSAGE_RECV", _msg(7, 1 - r, 16))])
+        call(r, "MPI_Allreduce()", [("Message size for all-reduce", 0),
+                                    ("Message size for all-reduce", 24),
+                                    ("Message size for all-reduce", 0)])
+        call(r, "MPI_Bcast()")
+        call(r, "MPI_Finalize()")
+    data = read_tau(_write_tau(tmp_path, recs, names), keep_regions=True)
+    assert data.strings == ["compute_kernel"]
+    k0 = [K.NAME[int(k)] for k in data.actions[data.rank_slice(0)]["kind"]]
+    assert k0 == ["init", "compute", "region_begin", "compute", "region_end", "compute", "send",
+                  "compute", "sendrecv", "compute", "irecv", "compute", "isend", "compute",
+                  "waitall", "compute", "allreduce", "compute", "bcast", "compute", "finalize"]
+    a0, a1 = data.actions[data.rank_slice(0)], data.actions[data.rank_slice(1)]
+    send = a0[a0["kind"] == K.CODE["send"]][0]
+    recv = a1[a1["kind"] == K.CODE["recv"]][0]
+    assert (send["peer"], send["tag"], send["bytes_sent"]) == (1, 5, 70000)
+    assert (recv["peer"], recv["tag"], recv["bytes_recv"]) == (0, 5, 70000)
+    sr = a1[a1["kind"] == K.CODE["sendrecv"]][0]
+    assert (sr["peer"], sr["tag"], sr["bytes_sent"], sr["bytes_recv"]) == (0, 6, 8, 8)
+    assert data.vectors[sr["vec_off"]:sr["vec_off"] + sr["vec_len"]].tolist() == [0, 6]
+    wa = a0[a0["kind"] == K.CODE["waitall"]][0]
+    assert data.vectors[wa["vec_off"]:wa["vec_off"] + wa["vec_len"]].tolist() == [0, 1]
+    ir = a0[a0["kind"] == K.CODE["irecv"]][0]
+    assert (ir["peer"], ir["tag"], ir["bytes_recv"], ir["request"]) == (1, 7, 16, 0)
+    ar = a0[a0["kind"] == K.CODE["allreduce"]][0]
+    assert (ar["bytes_sent"], ar["bytes_recv"]) == (24, 24)
+    bc = a0[a0["kind"] == K.CODE["bcast"]][0]
+    assert (bc["peer"], bc["bytes_sent"], bc["bytes_recv"]) == (-1, 0, 0)
+    assert data.meta["collectives_without_sizes"] == {"bcast": 2}
+    comp = a0[a0["kind"] == K.CODE["compute"]]
+    assert comp["volume"][0] == pytest.approx(8e-6)  # init leave (102 us) -> region (110 us)
+    assert validate(data).ok, validate(data).lines()
