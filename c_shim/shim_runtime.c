@@ -405,12 +405,19 @@ static inline size_t mt_hash(uint64_t k) {
     return (size_t)k;
 }
 
-static mt_req *mt_map_find(mt_map *m, uint64_t key) {
+/* The nth newest entry for key (0 = newest).  Keys repeat: MPICH hands out one shared handle
+ * for requests that completed at once (lightweight requests), and a freed handle can be
+ * reused by another thread before the completing thread dropped its entry: the live entry
+ * is always the newest one. */
+static mt_req *mt_map_find(mt_map *m, uint64_t key, int nth) {
     if (!m->cap) return NULL;
-    for (size_t i = mt_hash(key) & (m->cap - 1);; i = (i + 1) & (m->cap - 1)) {
-        if (!m->used[i]) return NULL;
-        if (m->e[i].key == key) return &m->e[i];
-    }
+    size_t mask = m->cap - 1, start = mt_hash(key) & mask;
+    int c = 0;
+    for (size_t i = start; m->used[i]; i = (i + 1) & mask) c += m->e[i].key == key;
+    int target = c - 1 - nth;
+    if (target < 0) return NULL;
+    for (size_t i = start;; i = (i + 1) & mask)
+        if (m->e[i].key == key && target-- == 0) return &m->e[i];
 }
 
 static int mt_map_put(mt_map *m, const mt_req *v) {
@@ -437,18 +444,20 @@ static int mt_map_put(mt_map *m, const mt_req *v) {
         m->cap = cap;
     }
     size_t i = mt_hash(v->key) & (m->cap - 1);
-    while (m->used[i] && m->e[i].key != v->key) i = (i + 1) & (m->cap - 1);
-    if (!m->used[i]) m->n++;
+    while (m->used[i]) i = (i + 1) & (m->cap - 1);
+    m->n++;
     m->used[i] = 1;
     m->e[i] = *v;
     return 0;
 }
 
-/* Remove key (only if it still holds entry id: the handle may already be reused), by
- * backward-shift deletion so that no tombstones accumulate. */
+/* Remove the entry (key, id), by backward-shift deletion (no tombstones; entries of one key
+ * keep their order). */
 static void mt_map_del(mt_map *m, uint64_t key, int64_t id) {
-    mt_req *p = mt_map_find(m, key);
-    if (!p || (id >= 0 && p->id != id)) return;
+    mt_req *p = NULL;
+    for (int k = 0; (p = mt_map_find(m, key, k)) && p->id != id; k++)
+        ;
+    if (!p) return;
     size_t i = (size_t)(p - m->e), mask = m->cap - 1;
     m->used[i] = 0;
     m->n--;
@@ -521,7 +530,7 @@ static inline int32_t mt_comm_of(MPI_Comm c, const mt_comm **out) {
         return -1;
     }
     pthread_mutex_lock(&mt_commmap.lock);
-    mt_req *p = mt_map_find(&mt_commmap, key);
+    mt_req *p = mt_map_find(&mt_commmap, key, 0);
     int32_t id = p ? (int32_t)p->id : mt_comm_learn(c, key);
     pthread_mutex_unlock(&mt_commmap.lock);
     *out = id >= 0 ? mt_comms[id] : NULL;
@@ -561,13 +570,30 @@ static int64_t mt_req_new(MPI_Request r, const mt_comm *comm, int32_t comm_id, i
     return v.id;
 }
 
-static int mt_req_get(MPI_Request r, mt_req *out) {
+static int mt_req_get(MPI_Request r, int nth, mt_req *out) {
     if (r == MPI_REQUEST_NULL) return 0;
     pthread_mutex_lock(&mt_reqs.lock);
-    mt_req *p = mt_map_find(&mt_reqs, mt_key(r));
+    mt_req *p = mt_map_find(&mt_reqs, mt_key(r), nth);
     if (p) *out = *p;
     pthread_mutex_unlock(&mt_reqs.lock);
     return p != NULL;
+}
+
+/* Which entry of reqs[i]'s key this occurrence is: when a shared handle appears m times in
+ * one array, its k-th occurrence takes the k-th oldest of the m newest entries. */
+static int mt_req_nth(const MPI_Request *reqs, int n, int i) {
+    uint64_t k = mt_key(reqs[i]);
+    pthread_mutex_lock(&mt_reqs.lock);
+    int dup = mt_map_find(&mt_reqs, k, 1) != NULL;
+    pthread_mutex_unlock(&mt_reqs.lock);
+    if (!dup) return 0;
+    int before = 0, total = 0;
+    for (int j = 0; j < n; j++) {
+        int same = mt_key(reqs[j]) == k;
+        total += same;
+        before += same && j < i;
+    }
+    return total - 1 - before;
 }
 
 static void mt_req_drop(uint64_t key, int64_t id) {

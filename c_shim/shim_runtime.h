@@ -69,7 +69,8 @@ static int32_t mt_comm_forget(MPI_Comm c);
 static int mt_world(const mt_comm *c, int r);
 static int64_t mt_req_new(MPI_Request r, const mt_comm *comm, int32_t comm_id, int recv,
                           int flags, int persistent);
-static int mt_req_get(MPI_Request r, mt_req *out);
+static int mt_req_get(MPI_Request r, int nth, mt_req *out);
+static int mt_req_nth(const MPI_Request *reqs, int n, int i);
 static void mt_req_drop(uint64_t key, int64_t id);
 static void mt_resolve(mt_thread *T, const mt_req *q, const MPI_Status *st);
 static int64_t mt_tsize(MPI_Datatype t);
@@ -137,7 +138,7 @@ static int64_t mt_status_bytes(const MPI_Status *st);
     R.request = mt_req_new(*(req), CI, R.comm, 0, MT_PARTITIONED, 1); \
     mt_vec(T, &R, 1)[0] = (parts); } while (0)
 /* A request by value (start, pready*, parrived): its id and its persistence flags. */
-#define MT_REQ(req) do { mt_req q_; if (mt_req_get((req), &q_)) { R.request = q_.id; \
+#define MT_REQ(req) do { mt_req q_; if (mt_req_get((req), 0, &q_)) { R.request = q_.id; \
     R.comm = q_.comm_id; R.flags |= q_.flags & (MT_PERSISTENT | MT_PARTITIONED); } } while (0)
 #define MT_PREADY(req, part) do { MT_REQ(req); mt_vec(T, &R, 1)[0] = (part); } while (0)
 #define MT_PREADY_RANGE(req, lo, hi) do { MT_REQ(req); int64_t *v_ = mt_vec(T, &R, 2); \
@@ -147,14 +148,14 @@ static int64_t mt_status_bytes(const MPI_Status *st);
 #define MT_PREADY_LIST(req, n, parts) do { MT_REQ(req); int64_t *v_ = mt_vec(T, &R, n); \
     for (int i_ = 0; i_ < (n); i_++) v_[i_] = (parts)[i_]; } while (0)
 #define MT_STARTALL(n, reqs) do { int64_t *v_ = mt_vec(T, &R, n); mt_req q_; \
-    for (int i_ = 0; i_ < (n); i_++) { v_[i_] = mt_req_get((reqs)[i_], &q_) ? \
+    for (int i_ = 0; i_ < (n); i_++) { v_[i_] = mt_req_get((reqs)[i_], mt_req_nth(reqs, n, i_), &q_) ? \
         (R.flags |= q_.flags & (MT_PERSISTENT | MT_PARTITIONED), q_.id) : -1; } } while (0)
 
 /* ---- completion: handles are read before the call (MPI nulls them), used after ---- */
-#define MT_KEEP1(req) mt_req Q_; int have_ = mt_req_get(*(req), &Q_)
+#define MT_KEEP1(req) mt_req Q_; int have_ = mt_req_get(*(req), 0, &Q_)
 #define MT_KEEPN(n, reqs) mt_req *Q_ = (mt_req *)mt_scratch(T, sizeof(mt_req) * (size_t)((n) > 0 ? (n) : 1) \
         + sizeof(MPI_Status) * (size_t)((n) > 0 ? (n) : 1)); \
-    for (int i_ = 0; i_ < (n); i_++) if (!mt_req_get((reqs)[i_], &Q_[i_])) Q_[i_].id = -1
+    for (int i_ = 0; i_ < (n); i_++) if (!mt_req_get((reqs)[i_], mt_req_nth(reqs, n, i_), &Q_[i_])) Q_[i_].id = -1
 /* scratch holds the kept requests, then room for statuses if the caller ignores them */
 #define MT_STATUSES_AFTER_KEEP(sts, n) if ((sts) == MPI_STATUSES_IGNORE) \
         (sts) = (MPI_Status *)(Q_ + ((n) > 0 ? (n) : 1))

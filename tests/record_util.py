@@ -1,0 +1,69 @@
+"""Helpers for the recorder tests: compile the C test programs, run them under
+``minitrace record`` (a real mpiexec job with a timeout) and read the trace back."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+
+import minitrace
+from minitrace import kinds as K
+from tests.mpiutil import mpicc, tool
+
+PROGRAMS = Path(__file__).resolve().parent / "programs"
+
+
+def build(name: str, outdir: Path) -> str:
+    out = outdir / name
+    if not out.exists():
+        mpicc(PROGRAMS / f"{name}.c", out, "-lpthread")
+    return str(out)
+
+
+def record(out: Path, n: int, argv: list[str], *, volume: str | None = None,
+           env: dict | None = None, timeout: float = 120, expect_rc: int | None = 0,
+           extra: list[str] = ()) -> subprocess.CompletedProcess:
+    """``minitrace record -o out [--volume V] -- mpiexec -n N argv...``."""
+    cmd = [sys.executable, "-m", "minitrace", "record", "-o", str(out), *extra]
+    if volume:
+        cmd += ["--volume", volume]
+    cmd += ["--", tool("mpiexec"), "-n", str(n), *argv]
+    e = dict(os.environ)
+    e.update(env or {})
+    try:
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=e)
+    except subprocess.TimeoutExpired as exc:
+        raise AssertionError(f"timed out: {cmd}\n{exc.stdout}\n{exc.stderr}") from None
+    if expect_rc is not None:
+        assert p.returncode == expect_rc, f"{cmd} -> {p.returncode}\n{p.stdout}\n{p.stderr}"
+    return p
+
+
+class Ranked:
+    """A trace's actions per rank with the compute actions dropped (MPI calls only)."""
+
+    def __init__(self, path: Path):
+        with minitrace.open(str(path)) as t:
+            self.data = t.data()
+        self.meta = self.data.meta
+
+    def all(self, rank: int) -> np.ndarray:
+        return self.data.actions[self.data.rank_slice(rank)]
+
+    def mpi(self, rank: int, kind: str | None = None) -> np.ndarray:
+        a = self.all(rank)
+        keep = a["kind"] != K.CODE["compute"]
+        if kind is not None:
+            keep &= a["kind"] == K.CODE[kind]
+        return a[keep]
+
+    def names(self, rank: int, skip=("comm_size",)) -> list[str]:
+        return [n for n in (K.NAME[int(k)] for k in self.mpi(rank)["kind"])
+                if n not in skip]
+
+    def vector(self, row) -> list[int]:
+        off, n = int(row["vec_off"]), int(row["vec_len"])
+        return self.data.vectors[off:off + n].tolist() if n > 0 else []
