@@ -39,7 +39,8 @@ _UNITS = {
     "time": {"w": 604800.0, "d": 86400.0, "h": 3600.0, "m": 60.0, "s": 1.0, "ms": 1e-3,
              "us": 1e-6, "ns": 1e-9, "ps": 1e-12},
 }
-_EXAMPLES = {"speed": "f, Mf, Gf, Tf", "bandwidth": "MBps, GBps, Gbps, GiBps", "time": "s, ms, us, ns"}
+_EXAMPLES = {"speed": "f, Mf, Gf, Tf", "bandwidth": "MBps, GBps, Gbps, GiBps",
+             "time": "s, ms, us, ns"}
 _NUMBER = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*([A-Za-z]*)\s*$")
 
 

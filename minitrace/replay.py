@@ -21,8 +21,9 @@ import time
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
+from . import kinds as K
 from .errors import MinitraceError
-from .platforms import Cluster, read_hostfile
+from .platforms import Cluster, parse_quantity, read_hostfile
 
 #: ``--cfg`` options set unless the caller overrides them (a value of None drops one).  They are
 #: what ``smpirun`` sets: the SMPI network model (piecewise-linear latency/bandwidth factors
@@ -58,7 +59,8 @@ class ReplayResult:
 def replay(trace, platform: str | os.PathLike | None = None,
            hostfile: str | os.PathLike | None = None, np: int | None = None,
            config: dict | None = None, *, cluster: Cluster | None = None,
-           lossy: bool = False, timeout: float = 600.0) -> ReplayResult:
+           compute_rate: str | float | None = None, lossy: bool = False,
+           timeout: float = 600.0) -> ReplayResult:
     """Replay ``trace`` on SimGrid and return the predicted (simulated) run time.
 
     ``platform``: SimGrid XML; without it a :class:`~minitrace.platforms.Cluster` is generated
@@ -66,19 +68,24 @@ def replay(trace, platform: str | os.PathLike | None = None,
     ``hostfile``: host of each rank, one per line (``host:N`` for N ranks); default: the
     platform's hosts in order.  ``np``: expected number of ranks (checked against the trace).
     ``config``: extra SimGrid ``--cfg`` options, ``{"network/model": "LV08"}``.
+    ``compute_rate``: flops per unit of a minitrace trace's compute volume, required when that
+    unit is not flops: the recording machine's flop/s for ``seconds`` ("2.5Gf"), flops per
+    instruction for ``instructions``.
     ``lossy``: replay a minitrace trace even if SimGrid's format must drop some of its actions.
     """
     if platform is not None and cluster is not None:
         raise MinitraceError("give either a platform file or a generated cluster, not both")
     if platform is None and hostfile is not None:
-        raise MinitraceError("a hostfile needs the platform file that defines its hosts", str(hostfile))
+        raise MinitraceError("a hostfile needs the platform file that defines its hosts",
+                             str(hostfile))
     cfg = {**DEFAULT_CONFIG, **{str(k): v for k, v in (config or {}).items()}}
     cfg = {k: str(v) for k, v in cfg.items() if v is not None}
     for k, v in cfg.items():
         if not k or ":" in k or any(c.isspace() for c in k + v):
             raise MinitraceError(f"bad SimGrid option {k!r}: {v!r} (expected key:value, no spaces)")
     with tempfile.TemporaryDirectory(prefix="minitrace-replay-") as work:
-        traces, notes = _rank_traces(trace, Path(work), lossy)
+        rate = None if compute_rate is None else parse_quantity(compute_rate, "speed")
+        traces, notes = _rank_traces(trace, Path(work), rate, lossy)
         nranks = len(traces)
         if np is not None and int(np) != nranks:
             raise MinitraceError(f"the trace has {nranks} ranks but {np} were asked for (--np)")
@@ -116,7 +123,8 @@ def replay(trace, platform: str | os.PathLike | None = None,
                         notes=notes)
 
 
-def _rank_traces(trace, work: Path, lossy: bool) -> tuple[list[str], list[str]]:
+def _rank_traces(trace, work: Path, rate: float | None,
+                 lossy: bool) -> tuple[list[str], list[str]]:
     """One TI trace file per rank (absolute paths), whatever form the trace came in, and the
     exporter's notes on approximations."""
     if isinstance(trace, (str, os.PathLike)):
@@ -128,13 +136,36 @@ def _rank_traces(trace, work: Path, lossy: bool) -> tuple[list[str], list[str]]:
         if magic == b"\x89HDF\r\n\x1a\n":
             from .trace import open as open_trace
             with open_trace(path) as t:
-                return _export(t.data(), work, path, lossy)
+                return _export(_in_flops(t.data(), rate, path), work, path, lossy)
+        if rate is not None:
+            raise MinitraceError("a SimGrid TI trace is in flops already: no compute rate "
+                                 "applies", path)
         return _text_traces(path, work), []
     data = trace.data() if hasattr(trace, "data") and callable(trace.data) else trace
     if not hasattr(data, "rank_offsets"):
         raise MinitraceError(f"cannot replay a {type(trace).__name__}: give a path, a Trace or "
                              f"a TraceData")
-    return _export(data, work, None, lossy)
+    return _export(_in_flops(data, rate, None), work, None, lossy)
+
+
+def _in_flops(data, rate: float | None, source: str | None):
+    """The trace with compute volumes in flops, what SimGrid executes at a host's speed (sleeps
+    stay in seconds)."""
+    unit = data.meta.get("volume_unit", "flops")
+    if unit == "flops":
+        if rate is not None:
+            raise MinitraceError("the trace's compute volumes are in flops already: no compute "
+                                 "rate applies", source)
+        return data
+    if rate is None:
+        how = ("the flop/s of the machine that recorded it" if unit == "seconds"
+               else "flops per instruction")
+        raise MinitraceError(f"the trace's compute volumes are in {unit}: give a compute rate "
+                             f"to turn them into flops ({how}, e.g. --compute-rate "
+                             f"{'1Gf' if unit == 'seconds' else '1'})", source)
+    actions = data.actions.copy()
+    actions["volume"][actions["kind"] != K.code("sleep")] *= rate
+    return replace(data, actions=actions, meta={**data.meta, "volume_unit": "flops"})
 
 
 def _export(data, work: Path, source: str | None, lossy: bool) -> tuple[list[str], list[str]]:
@@ -170,26 +201,29 @@ def _text_traces(path: str, work: Path) -> list[str]:
 
 
 def _list_traces(path: str, work: Path) -> list[str]:
-    """Traces named by a list file, one per rank; a name is relative to the list file's
-    directory, else to the working directory (smpirun's convention)."""
+    """Traces named by a list file, line i for rank i (one line: a trace shared by all ranks,
+    as smpirun reads it); a name is relative to the list file's directory, else to the working
+    directory (smpirun's convention)."""
     base = os.path.dirname(os.path.abspath(path))
-    out = []
+    named = []
     with open(path, errors="replace") as fh:
         for lineno, line in enumerate(fh, 1):
             name = line.strip()
             if not name or name.startswith("#"):
                 continue
-            for cand in (os.path.join(base, name), os.path.abspath(name)):
-                if os.path.isfile(cand):
-                    _check_start(_first_tokens(cand), len(out), cand)
-                    out.append(_ends_with_newline(cand, work, len(out)))
-                    break
-            else:
+            found = [c for c in (os.path.join(base, name), os.path.abspath(name))
+                     if os.path.isfile(c)]
+            if not found:
                 raise MinitraceError(f"line {lineno}: neither a TI action ('<rank> <action> ...')"
                                      f" nor an existing trace file: {name!r}", path)
-    if not out:
+            named.append(found[0])
+    if not named:
         raise MinitraceError("the list file names no trace", path)
-    return out
+    if len(named) == 1:
+        return _split_shared(named[0], work)
+    for rank, trace in enumerate(named):
+        _check_start(_first_tokens(trace), rank, trace)
+    return [_ends_with_newline(trace, work, rank) for rank, trace in enumerate(named)]
 
 
 def _check_start(tokens: list[str] | None, rank: int, path: str) -> None:

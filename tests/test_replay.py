@@ -118,6 +118,27 @@ def test_minitrace_file_replays_like_its_text(tmp_path):
     assert r.notes == []
 
 
+def test_compute_in_seconds_needs_a_rate(tmp_path):
+    """A trace timed in seconds on a 2 Gflop/s machine, replayed on 1 Gflop/s hosts: twice as
+    long; a sleep stays in seconds."""
+    if importlib.util.find_spec("minitrace.converters.simgrid_ti") is None:
+        pytest.skip("no SimGrid TI converter")
+    from minitrace.model import TraceBuilder
+    b = TraceBuilder(2, meta={"volume_unit": "seconds"})
+    for r, (work, nap) in enumerate([(0.5, 0.0), (0.25, 0.125)]):
+        b.add(r, "init")
+        b.add(r, "compute", volume=work)
+        b.add(r, "sleep", volume=nap)
+        b.add(r, "finalize")
+    data = b.build()
+    with pytest.raises(MinitraceError, match="compute volumes are in seconds: give a compute "
+                                             "rate"):
+        replay(data)
+    r = replay(data, cluster=Cluster(2, speed="1Gf"), compute_rate="2Gf")
+    assert r.rank_end_times == pytest.approx([1.0, 0.625], rel=1e-6)
+    assert r.notes == []
+
+
 def test_missing_last_newline_is_not_dropped(tmp_path):
     """SimGrid's reader skips a last line without its newline; the replay must not."""
     r0 = tmp_path / "r0.txt"
@@ -130,7 +151,17 @@ def test_missing_last_newline_is_not_dropped(tmp_path):
     assert r.rank_end_times == pytest.approx([2.0, 1.0], rel=1e-6)
 
 
-def test_hostfile_slots_and_units():
+@need_fixtures
+def test_one_line_list_is_a_shared_trace(tmp_path):
+    """smpirun's convention: a list naming one trace means every rank reads that trace."""
+    lst = tmp_path / "one"
+    lst.write_text(f"{FIXTURES / 'actions_barrier.txt'}\n")
+    r = replay(lst, FIXTURES / "small_platform.xml", FIXTURES / "hostfile")
+    assert r.nranks == 3
+    assert r.simulated_time == pytest.approx(PUBLISHED["actions_barrier"], abs=1e-6)
+
+
+def test_units():
     assert parse_quantity("10GBps", "bandwidth") == 1e10
     assert parse_quantity("8Gbps", "bandwidth") == 1e9
     assert parse_quantity("1.5us", "time") == pytest.approx(1.5e-6)

@@ -30,10 +30,15 @@ def register(sub) -> None:
                       help=f"bandwidth of each host's link (default {DEFAULT_BANDWIDTH})")
     plat.add_argument("--latency", metavar="T",
                       help=f"latency of each host's link (default {DEFAULT_LATENCY})")
-    p.add_argument("--np", type=int, metavar="N", help="number of ranks (checked against the trace)")
+    p.add_argument("--np", type=int, metavar="N",
+                   help="number of ranks (checked against the trace)")
     p.add_argument("--cfg", action="append", default=[], metavar="KEY:VALUE",
                    help="SimGrid option, repeatable (defaults: "
                         + ", ".join(f"{k}:{v}" for k, v in DEFAULT_CONFIG.items()) + ")")
+    p.add_argument("--compute-rate", metavar="RATE",
+                   help="flops per unit of a minitrace file's compute volume when it is not "
+                        "flops: the recording machine's speed for seconds (e.g. 2.5Gf), flops "
+                        "per instruction for instructions")
     p.add_argument("--lossy", action="store_true",
                    help="replay a minitrace file even if the TI export must drop actions")
     p.add_argument("--timeout", type=float, default=600.0, metavar="S",
@@ -63,7 +68,8 @@ def run(args) -> int:
         cluster = Cluster(args.cluster, args.speed or DEFAULT_SPEED,
                           args.bandwidth or DEFAULT_BANDWIDTH, args.latency or DEFAULT_LATENCY)
     r = replay(args.file, platform=args.platform, hostfile=args.hostfile, np=args.np,
-               config=_config(args.cfg), cluster=cluster, lossy=args.lossy,
+               config=_config(args.cfg), cluster=cluster, compute_rate=args.compute_rate,
+               lossy=args.lossy,
                timeout=args.timeout)
     if args.json:
         print(json.dumps({"trace": args.file, **r.to_dict()}, indent=1))
