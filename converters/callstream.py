@@ -9,6 +9,7 @@ has no kind for, turns the time spent outside MPI calls between ``init`` and ``f
 from __future__ import annotations
 
 from collections import Counter
+from functools import lru_cache
 
 import numpy as np
 
@@ -25,6 +26,7 @@ _KEPT = {"meta", "send", "recv", "p2p", "persist", "complete", "coll", "icoll"}
 _C = K.CODE
 
 
+@lru_cache(maxsize=4096)
 def mpi_kind(name: str) -> str | None:
     """Kind of an MPI function name (``MPI_Isend``, ``MPI_Isend()``, ``MPI_Allreduce_c``), or
     None when the model has no action for it (``MPI_Comm_rank``, ``MPI_Wtime``...)."""

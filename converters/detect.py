@@ -55,6 +55,9 @@ def detect(path) -> str:
             head = f.read(4096)
     except OSError as e:
         raise MinitraceError(f"cannot read: {e.strerror}", str(p)) from None
+    if head.startswith(b"\x89HDF"):
+        raise MinitraceError("an HDF5 (minitrace) file, not a foreign trace: write it as OTF2 "
+                             "with --to otf2", str(p))
     if b"\0" not in head:
         text = head.decode("utf-8", errors="replace")
         first = next((ln for ln in text.splitlines() if ln.strip() and not ln.startswith("#")),

@@ -329,8 +329,7 @@ def read_otf2(anchor, keep_regions: bool = False) -> TraceData:
         "source_format": "otf2",
         "source_path": os.path.abspath(path),
         "clock_resolution": 1.0 / rd.res,
-        "complete": all(s.rows and s.rows[-1][KIND] == _C["finalize"] for s in rd.streams
-                        if s.rows) and all(s.rows for s in rd.streams),
+        "complete": all(any(r[KIND] == _C["finalize"] for r in s.rows) for s in rd.streams),
     }
     if hosts:
         meta["hosts"] = sorted(set(hosts))

@@ -101,6 +101,7 @@ def test_keep_regions_marks_main():
     a = data.actions[data.rank_slice(0)]
     assert K.NAME[int(a["kind"][0])] == "region_begin"
     assert K.NAME[int(a["kind"][-1])] == "region_end"
+    assert data.meta["complete"] is True
     assert validate(data).ok
 
 
@@ -257,6 +258,14 @@ def test_cli_convert_both_ways(tmp_path):
     assert r.returncode == 0, r.stderr
     back = read_otf2(tmp_path / "arch" / "traces.otf2")
     assert int((back.actions["kind"] == K.CODE["recv"]).sum()) == 16
+
+
+@needs_fixture
+def test_cli_minitrace_file_without_to_says_so(tmp_path):
+    out = tmp_path / "p.h5"
+    assert _cli("convert", PINGPONG, "-o", out).returncode == 0
+    r = _cli("convert", out, "-o", tmp_path / "again.h5")
+    assert r.returncode == 1 and "--to otf2" in r.stderr and str(out) in r.stderr
 
 
 def test_cli_bad_input_one_line(tmp_path):
