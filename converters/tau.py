@@ -152,7 +152,8 @@ def read_tau(trc, edf=None, keep_regions: bool = False) -> TraceData:
         if kind == "EntryExit":
             if group == "MPI" or name.startswith("MPI_"):
                 if par == 1:
-                    R.recv_msgs, R.size = [], 0
+                    if not R.s.depth:                  # a nested call is part of the outer one
+                        R.recv_msgs, R.size = [], 0
                     R.s.enter_mpi(name, t)
                 elif par == -1:
                     row, idx = R.s.current, R.s.current_index
