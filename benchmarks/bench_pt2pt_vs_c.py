@@ -6,7 +6,7 @@ in the same MPI job, interleaved round by round (alternating which goes first).
 Both record every iteration (round trip, or window + ack); the comparison uses the median of
 all per-iteration samples, which a shared machine's descheduling bursts do not move much.
 Also reports the fixed cost mpi4py adds per round trip for small messages and, measured
-without MPI, the harness's own bookkeeping per iteration (2 MPI.Wtime + 2 list stores).
+without MPI, the harness's own bookkeeping per iteration (2 clock reads + 2 list stores).
 
     python benchmarks/bench_pt2pt_vs_c.py [--rounds 21] [--append]
 
@@ -43,8 +43,8 @@ def build() -> Path:
 
 def bookkeeping_cost() -> float:
     """Seconds per iteration of the harness's stamping (no MPI call in between)."""
-    from mpi4py import MPI
-    wtime, n = MPI.Wtime, 200000
+    from minitrace.bench.pt2pt import TIMER
+    wtime, n = TIMER, 200000
     st = [0.0] * (2 * n + 1)
     t0 = time.perf_counter()
     for i in range(1, 2 * n, 2):
@@ -83,9 +83,10 @@ def measure(rounds: int) -> list[dict]:
 
             def py(out):
                 if kind == "pp":
-                    pt2pt.pingpong(comm, peer, first, msg, n, MPI.Wtime, out)
+                    pt2pt.pingpong(comm, peer, first, msg, n, pt2pt.TIMER, out)
                 else:
-                    pt2pt.bandwidth(comm, peer, first, msg, ack, n, WINDOW, MPI.Wtime, out)
+                    pt2pt.bandwidth(comm, peer, first, msg, ack, n, WINDOW, pt2pt.TIMER,
+                                    out)
 
             def c(out):
                 p = out.ctypes.data_as(dptr)
