@@ -116,7 +116,7 @@ def replay(trace, platform: str | os.PathLike | None = None,
         job_path = Path(work) / "job.json"
         job_path.write_text(json.dumps(job))
         cmd = [sys.executable, "-m", "minitrace.replay", str(job_path)]
-        out = _run_child(cmd, timeout, shown)
+        out = _run_child(cmd, timeout)
     return ReplayResult(simulated_time=out["clock"], rank_end_times=out["rank_end_times"],
                         nranks=nranks, hosts=out["hosts"], platform=shown, config=cfg,
                         command=cmd, log_tail=out["log_tail"], wall_time=out["wall_time"],
@@ -276,13 +276,13 @@ def _split_shared(path: str, work: Path) -> list[str]:
     return files
 
 
-def _run_child(cmd: list[str], timeout: float, platform: str) -> dict:
+def _run_child(cmd: list[str], timeout: float) -> dict:
     try:
         p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,
                            errors="replace")
     except subprocess.TimeoutExpired:
-        raise MinitraceError(f"SimGrid replay did not finish within {timeout:g} s "
-                             f"(a deadlocked trace, or raise the timeout)") from None
+        raise MinitraceError(f"the SimGrid replay did not finish within {timeout:g} s of wall "
+                             f"time (raise the timeout for a long trace)") from None
     log = [ln for ln in p.stderr.splitlines() if ln.strip()]
     result = None
     for line in p.stdout.splitlines():
@@ -293,8 +293,7 @@ def _run_child(cmd: list[str], timeout: float, platform: str) -> dict:
         raise MinitraceError(result["error"] + why, result.get("path"))
     if p.returncode != 0 or result is None:
         raise MinitraceError(f"SimGrid failed (exit status {p.returncode}): "
-                             f"{_last_message(log)}", platform if "platform" in
-                             _last_message(log).lower() else None)
+                             f"{_last_message(log)}")
     result["log_tail"] = log[-_LOG_TAIL:]
     return result
 

@@ -216,6 +216,12 @@ def test_error_deadlock(tmp_path):
         replay(trace, cluster=Cluster(2))
 
 
+def test_error_timeout(tmp_path):
+    trace = _write_trace(tmp_path / "t.txt", [["compute 1"]])
+    with pytest.raises(MinitraceError, match=r"did not finish within 0\.05 s of wall time"):
+        replay(trace, timeout=0.05)
+
+
 def test_error_trace_without_init(tmp_path):
     t = tmp_path / "noinit.txt"
     t.write_text("0 compute 1\n1 init\n")
