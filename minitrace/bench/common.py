@@ -83,6 +83,8 @@ def metadata(comm, topo: dict) -> dict:
 def save(comm, path: str, suite: str, columns: dict, attrs: dict, topo: dict) -> None:
     """Rank 0 writes (everything must already be gathered); every rank waits for the file."""
     meta = metadata(comm, topo)
+    # The root attributes describe the file's last writer; each group keeps its own command.
+    attrs = dict(attrs, command_line=meta["command_line"], date=meta["date"])
     error = None
     if comm.rank == 0:
         try:
