@@ -139,6 +139,21 @@ def test_compute_in_seconds_needs_a_rate(tmp_path):
     assert r.notes == []
 
 
+def test_recorded_ring_is_latency_bound(tmp_path):
+    """Record the C token ring (3 ranks x 3 rounds of tiny messages, a real mpiexec job), then
+    replay it: 9 sequential hops of 2 links each, so the time is at least 18 latencies and
+    grows ~10x when the latency does (its compute, CPU microseconds, hardly counts)."""
+    if importlib.util.find_spec("minitrace.converters.simgrid_ti") is None:
+        pytest.skip("no SimGrid TI converter")
+    from tests.record_util import build, record
+    h5 = tmp_path / "ring.h5"
+    record(h5, 3, [build("ring", tmp_path), "3"], volume="cputime")
+    near, far = (replay(h5, cluster=Cluster(3, latency=lat), compute_rate="1Gf")
+                 for lat in ("10ms", "100ms"))
+    assert near.simulated_time >= 3 * 3 * 2 * 10e-3
+    assert 9 < far.simulated_time / near.simulated_time < 10
+
+
 def test_missing_last_newline_is_not_dropped(tmp_path):
     """SimGrid's reader skips a last line without its newline; the replay must not."""
     r0 = tmp_path / "r0.txt"
