@@ -69,7 +69,8 @@ class _Rank:
     def __init__(self, path: str):
         self.path = path
         try:
-            raw = np.fromfile(path, dtype=np.uint8)
+            raw = np.memmap(path, dtype=np.uint8, mode="r") if os.path.getsize(path) else \
+                np.zeros(0, np.uint8)
         except OSError as e:
             raise MinitraceError(f"cannot read: {e.strerror}", path) from None
         if len(raw) < HEADER_DTYPE.itemsize:
@@ -104,7 +105,7 @@ class _Rank:
                 recs = np.frombuffer(raw, RAW_DTYPE, n, off + RAW_DTYPE.itemsize)
                 per_thread.setdefault(int(ch["thread"]), []).append((int(ch["seq"]), recs))
         self._to_ns = self._calibration(int(h["clock"]), np.array(calib, dtype=np.int64))
-        self.threads = [np.concatenate([r for _, r in sorted(parts, key=lambda p: p[0])])
+        self.threads = [[r for _, r in sorted(parts, key=lambda p: p[0])]
                         for _, parts in sorted(per_thread.items())]
 
     @staticmethod
@@ -121,49 +122,76 @@ class _Rank:
 
 
 class _Thread:
-    """The records of one thread split into actions, vectors and internal records."""
+    """The records of one thread (its chunks, in order) split into action columns, vectors and
+    internal records.  Fields are gathered column by column: no copy of whole records."""
 
-    def __init__(self, recs: np.ndarray):
-        words = recs.view(np.int64).reshape(-1, RAW_DTYPE.itemsize // 8)
-        cont = recs["kind"] == CONT
-        payload = words[cont, 1:].ravel()
-        main = recs[~cont]
-        lens = np.maximum(main["vec_len"].astype(np.int64), 0)
+    def __init__(self, chunks: list[np.ndarray]):
+        kind = np.concatenate([c["kind"] for c in chunks])
+        cont = kind == CONT
+        main = np.nonzero(~cont)[0]
+        mkind = kind[main]
+        lens = np.maximum(np.concatenate([c["vec_len"] for c in chunks])[main], 0).astype(np.int64)
+        payload = np.concatenate([c.view(np.int64).reshape(-1, RAW_DTYPE.itemsize // 8)
+                                  [c["kind"] == CONT, 1:].ravel() for c in chunks]) \
+            if cont.any() else np.zeros(0, np.int64)
         ncont = (lens + CONT_WORDS - 1) // CONT_WORDS
         start = np.cumsum(ncont * CONT_WORDS) - ncont * CONT_WORDS
-        have = int((ncont * CONT_WORDS).sum())
-        if have > len(payload):        # cannot happen: a record and its vector commit together
-            raise MinitraceError("vector records missing")
-        internal = main["kind"] >= RESOLVE
-        vec_owner = np.repeat(np.arange(len(main)), lens)
+        if int((ncont * CONT_WORDS).sum()) > len(payload):
+            raise MinitraceError("vector records missing")   # a record and its vector commit together
         vecs = payload[_ranges(start, lens)]
+        internal = mkind >= RESOLVE
+        rows = main[internal]
+
+        def field(f, which):
+            return np.concatenate([c[f] for c in chunks])[which]
+
         self.comm_defs, self.strings = [], {}
-        pos = np.cumsum(lens) - lens
-        for i in np.nonzero(internal & (main["kind"] != RESOLVE))[0]:
-            v = vecs[pos[i]:pos[i] + lens[i]]
-            if main["kind"][i] == COMMDEF:
-                self.comm_defs.append((int(main["tag"][i]), tuple(int(x) for x in v)))
-            else:
-                self.strings[int(main["tag"][i])] = \
-                    v.tobytes()[:int(main["peer"][i])].decode("utf-8", "replace")
-        res = main[main["kind"] == RESOLVE]
-        self.resolve = (res["request"], res["peer"], res["tag"], res["bytes_recv"])
-        keep_vec = ~internal[vec_owner]
-        self.recs = main[~internal]
-        self.vecs = vecs[keep_vec]
+        if len(rows):
+            ik, itag, ipeer = mkind[internal], field("tag", rows), field("peer", rows)
+            pos = (np.cumsum(lens) - lens)[internal]
+            ilen = lens[internal]
+            for j in np.nonzero(ik != RESOLVE)[0]:
+                v = vecs[pos[j]:pos[j] + ilen[j]]
+                if ik[j] == COMMDEF:
+                    self.comm_defs.append((int(itag[j]), tuple(int(x) for x in v)))
+                else:
+                    self.strings[int(itag[j])] = \
+                        v.tobytes()[:int(ipeer[j])].decode("utf-8", "replace")
+            res = rows[ik == RESOLVE]
+            self.resolve = (field("request", res), field("peer", res), field("tag", res),
+                            field("bytes_recv", res))
+        else:
+            self.resolve = tuple(np.zeros(0, np.int64) for _ in range(4))
+        keep = main[~internal]
+        self.recs = {f: field(f, keep) for f in RAW_DTYPE.names
+                     if f not in ("thread", "spare")}
+        self.vecs = vecs[~np.repeat(internal, lens)]
 
 
-def _expand(rank: _Rank, th: _Thread, walltime: bool, seconds: bool):
-    """Actions of one thread with a compute action before each MPI action.
-    Returns (actions, t_start_ns, t_end_ns, vectors-per-row lengths, vectors)."""
+_FIELDS = ("kind", "flags", "peer", "tag", "comm", "bytes_sent", "bytes_recv", "request",
+           "vec_len", "volume", "t_start", "t_end")
+_IS_REDUCTION = np.zeros(256, bool)
+_IS_REDUCTION[_REDUCTIONS] = True
+_NO_COMPUTE = np.zeros(256, bool)
+_NO_COMPUTE[_NO_COMPUTE_BEFORE] = True
+_IS_COMM_KIND = np.zeros(256, bool)
+_IS_COMM_KIND[_COMM_KINDS] = True
+_IS_REGION = np.zeros(256, bool)
+_IS_REGION[[K.CODE["region_begin"], K.CODE["region_end"]]] = True
+
+
+def _expand(rank: _Rank, th: _Thread, walltime: bool, seconds: bool) -> dict:
+    """Columns (plain arrays, times in int ns) of one thread's actions, with a compute action
+    before each MPI action but init/resume."""
     r = th.recs
-    n = len(r)
+    n = len(r["kind"])
     ts, te = rank._to_ns(r["t_start"]), rank._to_ns(r["t_end"])
     prev_end = np.empty_like(te)
     if n:
         prev_end[0] = ts[0]
         prev_end[1:] = te[:-1]
-    need = ~np.isin(r["kind"], _NO_COMPUTE_BEFORE)
+    kind = r["kind"]
+    need = ~_NO_COMPUTE[kind]
     if walltime:
         pre = np.maximum(ts - prev_end, 0)
         inside = te - ts
@@ -172,27 +200,29 @@ def _expand(rank: _Rank, th: _Thread, walltime: bool, seconds: bool):
         inside = np.maximum(r["volume"], 0)
     scale = 1e-9 if seconds else 1.0
     m = int(need.sum())
-    out = np.empty(n + m, dtype=ACTION_DTYPE)
-    out_ts = np.empty(n + m, np.int64)
-    out_te = np.empty(n + m, np.int64)
-    # row of each action in the output: shifted by the number of computes up to and including it
-    act_row = np.arange(n) + np.cumsum(need)
+    act_row = np.arange(n) + np.cumsum(need)        # each action after its compute
     comp_row = act_row[need] - 1
-    a = out[act_row]
-    for f in ("kind", "flags", "peer", "tag", "comm", "bytes_sent", "bytes_recv", "request",
-              "vec_len"):
-        a[f] = r[f]
-    a["vec_off"] = NONE
-    a["volume"] = np.where(np.isin(r["kind"], _REDUCTIONS), inside * scale, 0.0)
-    out[act_row] = a
-    out_ts[act_row], out_te[act_row] = ts, te
-    c = np.zeros(m, dtype=ACTION_DTYPE)
-    c["kind"] = K.CODE["compute"]
-    c["peer"] = c["tag"] = c["request"] = c["vec_off"] = NONE
-    c["volume"] = pre[need] * scale
-    out[comp_row] = c
-    out_ts[comp_row], out_te[comp_row] = prev_end[need], ts[need]
-    return out, out_ts, out_te, act_row
+    cols = {}
+
+    def col(name, act_values, comp_value, dtype):
+        c = np.empty(n + m, dtype)
+        c[act_row] = act_values
+        c[comp_row] = comp_value
+        cols[name] = c
+
+    col("kind", kind, K.CODE["compute"], np.uint8)
+    col("flags", r["flags"], 0, np.uint8)
+    for f, dt in (("peer", np.int32), ("tag", np.int32), ("comm", np.int32),
+                  ("request", np.int64)):
+        col(f, r[f], NONE, dt)
+    for f in ("bytes_sent", "bytes_recv"):
+        col(f, r[f], 0, np.int64)
+    col("vec_len", r["vec_len"], 0, np.int32)
+    col("volume", np.where(_IS_REDUCTION[kind], inside * scale, 0.0), pre[need] * scale,
+        np.float64)
+    col("t_start", ts, prev_end[need], np.int64)
+    col("t_end", te, ts[need], np.int64)
+    return cols
 
 
 def _merge_threads(rank: _Rank, walltime: bool, seconds: bool):
@@ -205,47 +235,40 @@ def _merge_threads(rank: _Rank, walltime: bool, seconds: bool):
         resolves.append(th.resolve)
         parts.append((_expand(rank, th, walltime, seconds), th.vecs))
     if not parts:
-        return (np.zeros(0, ACTION_DTYPE), np.zeros(0, np.int64), np.zeros(0, np.int64),
-                np.zeros(0, np.int64), strings, comm_defs, resolves)
-    acts = np.concatenate([p[0][0] for p in parts])
-    ts = np.concatenate([p[0][1] for p in parts])
-    te = np.concatenate([p[0][2] for p in parts])
+        cols = {f: np.zeros(0, ACTION_DTYPE[f]) for f in _FIELDS}
+        cols["t_start"] = cols["t_end"] = np.zeros(0, np.int64)
+        return cols, np.zeros(0, np.int64), strings, comm_defs, resolves
+    if len(parts) == 1:
+        return parts[0][0], parts[0][1], strings, comm_defs, resolves
+    cols = {f: np.concatenate([p[0][f] for p in parts]) for f in _FIELDS}
     vecs = np.concatenate([p[1] for p in parts])
-    if len(parts) > 1:
-        key = ts.copy()
-        sub = np.ones(len(acts), np.int8)
-        comp = acts["kind"] == K.CODE["compute"]
-        sub[comp] = 0
-        key[comp] = te[comp]           # a compute sorts with the action it precedes
-        lens = acts["vec_len"].astype(np.int64)
-        vstart = np.cumsum(lens) - lens
-        order = np.lexsort((sub, key))
-        acts, ts, te = acts[order], ts[order], te[order]
-        vecs = vecs[_ranges(vstart[order], lens[order])]
-    return acts, ts, te, vecs, strings, comm_defs, resolves
+    comp = cols["kind"] == K.CODE["compute"]
+    key = np.where(comp, cols["t_end"], cols["t_start"])   # a compute sorts with its action
+    lens = cols["vec_len"].astype(np.int64)
+    vstart = np.cumsum(lens) - lens
+    order = np.lexsort((~comp, key))
+    cols = {f: c[order] for f, c in cols.items()}
+    vecs = vecs[_ranges(vstart[order], lens[order])]
+    return cols, vecs, strings, comm_defs, resolves
 
 
-def _resolve_irecvs(acts: np.ndarray, resolves) -> None:
+def _resolve_irecvs(cols: dict, resolves) -> None:
     """Patch each irecv with the source/tag/size its completion saw."""
-    irecv = np.nonzero(acts["kind"] == K.CODE["irecv"])[0]
+    irecv = np.nonzero(cols["kind"] == K.CODE["irecv"])[0]
     if not len(irecv):
         return
-    req = np.concatenate([r[0] for r in resolves]) if resolves else np.zeros(0, np.int64)
-    ids = acts["request"][irecv]
+    req = np.concatenate([r[0] for r in resolves])
+    ids = cols["request"][irecv]
     order = np.argsort(ids)
-    pos = np.searchsorted(ids[order], req)
-    pos = np.minimum(pos, len(ids) - 1)
+    pos = np.minimum(np.searchsorted(ids[order], req), len(ids) - 1)
     hit = ids[order][pos] == req
     rows = irecv[order][pos[hit]]
-    peer = np.concatenate([r[1] for r in resolves])[hit]
-    tag = np.concatenate([r[2] for r in resolves])[hit]
-    nbytes = np.concatenate([r[3] for r in resolves])[hit]
-    acts["peer"][rows] = peer
-    acts["tag"][rows] = tag
-    acts["bytes_recv"][rows] = nbytes
+    cols["peer"][rows] = np.concatenate([r[1] for r in resolves])[hit]
+    cols["tag"][rows] = np.concatenate([r[2] for r in resolves])[hit]
+    cols["bytes_recv"][rows] = np.concatenate([r[3] for r in resolves])[hit]
     unresolved = np.ones(len(irecv), bool)
     unresolved[np.searchsorted(irecv, rows)] = False
-    acts["flags"][irecv[unresolved]] |= K.FLAG_UNRESOLVED
+    cols["flags"][irecv[unresolved]] |= K.FLAG_UNRESOLVED
 
 
 def rank_files(directory: str) -> list[str]:
@@ -276,9 +299,9 @@ def merge_dir(directory: str, command_line: str | None = None) -> TraceData:
             comm_lists.append([])
             string_maps.append({})
             continue
-        acts, ts, te, vecs, strings, comm_defs, resolves = _merge_threads(r, walltime, seconds)
-        _resolve_irecvs(acts, resolves)
-        per_rank.append((acts, ts, te, vecs))
+        cols, vecs, strings, comm_defs, resolves = _merge_threads(r, walltime, seconds)
+        _resolve_irecvs(cols, resolves)
+        per_rank.append((cols, vecs))
         comm_lists.append(sorted(comm_defs))
         string_maps.append(strings)
 
@@ -307,42 +330,35 @@ def merge_dir(directory: str, command_line: str | None = None) -> TraceData:
                 sidx[s] = len(strings)
                 strings.append(s)
 
-    all_acts, all_ts, all_te, all_vecs, counts = [], [], [], [], []
+    counts = [len(pr[0]["kind"]) if pr else 0 for pr in per_rank]
+    offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+    actions = np.empty(int(offsets[-1]), ACTION_DTYPE)
     for rk, pr in enumerate(per_rank):
         if pr is None:
-            counts.append(0)
             continue
-        acts, ts, te, vecs = pr
+        cols = pr[0]
         m = local_to_global[rk]
         if m:
-            lut_keys = np.array(sorted(m), dtype=np.int64)
-            lut_vals = np.array([m[k] for k in lut_keys], dtype=np.int64)
-            _remap(acts["comm"], lut_keys, lut_vals)
-            is_comm = np.isin(acts["kind"], _COMM_KINDS)
-            req = acts["request"][is_comm]
-            _remap(req, lut_keys, lut_vals)
-            acts["request"][is_comm] = req
+            keys = np.array(sorted(m), dtype=np.int64)
+            vals = np.array([m[k] for k in keys], dtype=np.int64)
+            _remap(cols["comm"], keys, vals)
+            is_comm = _IS_COMM_KIND[cols["kind"]]
+            req = cols["request"][is_comm]
+            _remap(req, keys, vals)
+            cols["request"][is_comm] = req
         smap = string_maps[rk]
         if smap:
-            region = np.isin(acts["kind"], [K.CODE["region_begin"], K.CODE["region_end"]])
+            region = _IS_REGION[cols["kind"]]
             keys = np.array(sorted(smap), dtype=np.int64)
             vals = np.array([sidx[smap[k]] for k in keys], dtype=np.int64)
-            tag = acts["tag"][region].astype(np.int64)
+            tag = cols["tag"][region]
             _remap(tag, keys, vals)
-            acts["tag"][region] = tag
-        all_acts.append(acts)
-        all_ts.append(ts)
-        all_te.append(te)
-        all_vecs.append(vecs)
-        counts.append(len(acts))
-    actions = np.concatenate(all_acts)
-    t_start = np.concatenate(all_ts)
-    t_end = np.concatenate(all_te)
-    actions["t_start"] = t_start / 1e9
-    actions["t_end"] = t_end / 1e9
+            cols["tag"][region] = tag
+        part = actions[offsets[rk]:offsets[rk + 1]]
+        for f in _FIELDS:
+            part[f] = cols[f] / 1e9 if f in ("t_start", "t_end") else cols[f]
     assign_vec_offsets(actions)
-    offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
-    vectors = np.concatenate(all_vecs).astype(np.int64)
+    vectors = np.concatenate([pr[1] for pr in per_rank if pr]).astype(np.int64)
 
     h0 = by_rank.get(0, good[0]).h
     hosts, rank_to_node = [], []

@@ -63,8 +63,8 @@ def test_halo_isend_irecv_waitall(bindir, tmp_path):
         north, south = ((y + 1) % 2) * 2 + x, ((y + 1) % 2) * 2 + x
         west = east = y * 2 + (x + 1) % 2
         peers = [north, south, west, east]
-        assert tr.names(r) == ["init"] + (["irecv"] * 4 + ["isend"] * 4 + ["waitall"]) * iters \
-            + ["finalize"]
+        assert tr.names(r) == ["init", "barrier"] + (["irecv"] * 4 + ["isend"] * 4 + ["waitall"]) * iters \
+            + ["barrier", "finalize"]
         ir, is_, wa = tr.mpi(r, "irecv"), tr.mpi(r, "isend"), tr.mpi(r, "waitall")
         assert ir["peer"].tolist() == peers * iters
         assert ir["tag"].tolist() == [1, 0, 3, 2] * iters
