@@ -124,29 +124,43 @@ class DeadlockProbe:
     def __call__(self, size: int) -> tuple[bool, float]:
         p = subprocess.Popen([self.exe, "-n", "2", sys.executable, "-c", CHILD, str(size)],
                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                             env=self.env, start_new_session=True, text=True)
+                             env=self.env, start_new_session=True, bufsize=0)
+        self.pending = b""
         try:
             if self._line(p, self.args.startup_timeout) != "ready":
                 raise MinitraceError(f"thresholds: the deadlock probe's child job did not "
                                      f"start within {self.args.startup_timeout}s", self.exe)
             t0 = time.monotonic()
-            done = self._line(p, self.args.probe_timeout) == "done"
-            return (not done), time.monotonic() - t0
+            line = self._line(p, self.args.probe_timeout)
+            elapsed = time.monotonic() - t0
+            if line == "done":
+                return False, elapsed
+            if line is not None:  # output closed without "done": a failure, not a hang
+                p.wait(timeout=10)
+                raise MinitraceError(f"thresholds: the deadlock probe's child job failed "
+                                     f"(exit status {p.returncode}) at {size} bytes", self.exe)
+            return True, elapsed
         finally:
             if p.poll() is None:
                 os.killpg(p.pid, signal.SIGKILL)
             p.wait()
             p.stdout.close()
 
-    @staticmethod
-    def _line(p, timeout: float) -> str | None:
+    def _line(self, p, timeout: float) -> str | None:
+        """The child's next line ("" at end of output), or None after ``timeout``.  Reads
+        the pipe unbuffered: a line already read must not hide behind select()."""
         end = time.monotonic() + timeout
-        while (left := end - time.monotonic()) > 0:
-            r, _, _ = select.select([p.stdout], [], [], left)
-            if r:
-                line = p.stdout.readline()
-                return line.strip() if line else None
-        return None
+        fd = p.stdout.fileno()
+        while b"\n" not in self.pending:
+            left = end - time.monotonic()
+            if left <= 0 or not select.select([fd], [], [], left)[0]:
+                return None
+            chunk = os.read(fd, 4096)
+            if not chunk:
+                return ""
+            self.pending += chunk
+        line, self.pending = self.pending.split(b"\n", 1)
+        return line.decode().strip()
 
 
 def corruption_probe(comm, size: int, buf, rbuf, delay: float, wtime):
