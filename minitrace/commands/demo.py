@@ -17,9 +17,10 @@ from ..errors import MinitraceError
 def register(sub) -> None:
     p = sub.add_parser("demo", help="run the main job end to end on bundled inputs",
                        description="Import the bundled SimGrid time-independent trace, store, "
-                                   "validate and summarize it; run a variability benchmark on "
-                                   "2 ranks and project its maxima to larger scale with GEV "
-                                   "fits.  Every step is printed as the command it runs.")
+                                   "validate and summarize it, export it back, and replay it "
+                                   "on two simulated platforms (SimGrid); run a variability "
+                                   "benchmark on 2 ranks and project its maxima to larger "
+                                   "scale with GEV fits.  Every step is printed as the command it runs.")
     p.add_argument("-o", "--out", default="out", help="output directory (default: out)")
     p.set_defaults(func=run)
 
@@ -48,6 +49,10 @@ def run(args) -> int:
     _step("summarize it", me + ["info", "demo.h5"], out)
     _step("export it back to SimGrid text (one file per rank + list file)",
           me + ["export", "demo.h5", "--format", "ti", "-o", "demo_ti"], out)
+    _step("predict its run time on a cluster of 1 Gflop/s hosts, 10 GB/s links (SimGrid)",
+          me + ["replay", "demo.h5", "--speed", "1Gf", "--bandwidth", "10GBps"], out)
+    _step("... and on 2 Gflop/s hosts with 100 MB/s links",
+          me + ["replay", "demo.h5", "--speed", "2Gf", "--bandwidth", "100MBps"], out)
     _step("benchmark: variability of an FTQ workload, 2 ranks, 200 iterations",
           [mpiexec, "-n", "2", sys.executable, "-m", "minitrace.bench", "variability",
            "--workload", "ftq", "--iterations", "200", "--mu", "2e-4", "--sigma", "2e-5",
