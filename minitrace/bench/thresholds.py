@@ -127,9 +127,12 @@ class DeadlockProbe:
                              env=self.env, start_new_session=True, bufsize=0)
         self.pending = b""
         try:
-            if self._line(p, self.args.startup_timeout) != "ready":
-                raise MinitraceError(f"thresholds: the deadlock probe's child job did not "
-                                     f"start within {self.args.startup_timeout}s", self.exe)
+            first = self._line(p, self.args.startup_timeout)
+            if first != "ready":
+                why = (f"did not start within {self.args.startup_timeout}s" if first is None
+                       else "exited before its start-up barrier")
+                raise MinitraceError(f"thresholds: the deadlock probe's child job {why}",
+                                     self.exe)
             t0 = time.monotonic()
             line = self._line(p, self.args.probe_timeout)
             elapsed = time.monotonic() - t0
