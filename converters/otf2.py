@@ -372,8 +372,9 @@ def write_otf2(data: TraceData, out_dir, archive_name: str = "traces",
     Every MPI action becomes an Enter/Leave of its MPI region with the matching message or
     collective events; compute actions are the gaps between calls.  Untimed traces (NaN times)
     get a synthetic clock: compute advances by its volume when the unit is seconds, every call
-    by one tick.  Returns {kind name: count} of actions written as regions only (no OTF2 event
-    carries their arguments: persistent/partitioned requests, probes, ...).
+    by one tick.  Returns {kind name: count} of the actions OTF2 cannot hold whole: written as
+    regions only (no OTF2 event carries their arguments: persistent/partitioned requests,
+    probes, ...) or, for v-collectives, with totals but without their per-peer vector.
     """
     otf2 = _import_otf2()
     out = Path(out_dir)
@@ -382,7 +383,7 @@ def write_otf2(data: TraceData, out_dir, archive_name: str = "traces",
     out.mkdir(parents=True, exist_ok=True)
     a = data.actions
     times = _write_times(data, timer_resolution)
-    region_only: Counter = Counter()
+    lossy: Counter = Counter()
     with otf2.writer.open(str(out), archive_name=archive_name,
                           timer_resolution=timer_resolution) as tr:
         d = tr.definitions
@@ -426,8 +427,8 @@ def write_otf2(data: TraceData, out_dir, archive_name: str = "traces",
         for r in range(data.nranks):
             w = tr.event_writer_from_location(locs[r])
             _write_rank(otf2, w, data, r, a[data.rank_slice(r)], times[data.rank_slice(r)],
-                        comms, region, user_region, region_only)
-    return dict(region_only)
+                        comms, region, user_region, lossy)
+    return dict(lossy)
 
 
 def _write_times(data: TraceData, res: int) -> np.ndarray:
@@ -453,7 +454,7 @@ def _write_times(data: TraceData, res: int) -> np.ndarray:
     return out
 
 
-def _write_rank(otf2, w, data, rank, acts, ticks, comms, region, user_region, region_only):
+def _write_rank(otf2, w, data, rank, acts, ticks, comms, region, user_region, lossy):
     E = otf2.events
     created: dict[int, int] = {}      # request id -> index of the creating action in ``acts``
     vec = data.vectors
@@ -528,6 +529,8 @@ def _write_rank(otf2, w, data, rank, acts, ticks, comms, region, user_region, re
             ev = E.MpiIrecvRequest if k == _C["irecv"] else E.NonBlockingCollectiveRequest
             w(ev(t0, req))
             created[req] = i
+            if acts["vec_len"][i] > 0:
+                lossy[name] += 1
         elif k in _SENDRECV:
             comm, dst = comm_rank(acts["comm"][i], peer)
             w(E.MpiSend(t0, dst, comm, tag, int(acts["bytes_sent"][i])))
@@ -547,6 +550,8 @@ def _write_rank(otf2, w, data, rank, acts, ticks, comms, region, user_region, re
         elif k in _COLL:
             w(E.MpiCollectiveBegin(t0))
             coll_end(i, t1)
+            if acts["vec_len"][i] > 0:
+                lossy[name] += 1
         elif k not in (_C["init"], _C["finalize"]):
-            region_only[name] += 1
+            lossy[name] += 1
         w(E.Leave(t1, reg))

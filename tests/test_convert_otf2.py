@@ -213,6 +213,20 @@ def test_untimed_trace_gets_a_clock(tmp_path):
     assert (a["bytes_sent"][2], a["peer"][2]) == (8, 1)
 
 
+def test_v_collectives_keep_totals_and_are_reported(tmp_path):
+    b = TraceBuilder(2)
+    for r in range(2):
+        b.add(r, "init", t_start=0.0, t_end=1e-6)
+        b.add(r, "allgatherv", bytes_sent=4 * (r + 1), bytes_recv=12, vector=[4, 8],
+              t_start=2e-6, t_end=3e-6)
+        b.add(r, "finalize", t_start=4e-6, t_end=5e-6)
+    assert write_otf2(b.build(), tmp_path / "v") == {"allgatherv": 2}
+    back = read_otf2(tmp_path / "v")
+    a = back.actions[back.actions["kind"] == K.CODE["allgatherv"]]
+    assert a["bytes_sent"].tolist() == [4, 8] and a["bytes_recv"].tolist() == [12, 12]
+    assert (a["vec_len"] == 0).all()
+
+
 def test_writer_refuses_a_non_empty_directory(tmp_path):
     (tmp_path / "x").write_text("keep me")
     with pytest.raises(MinitraceError, match=str(tmp_path)):

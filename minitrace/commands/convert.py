@@ -6,6 +6,7 @@ import sys
 
 from ..converters.detect import FORMATS, read_any
 from ..errors import MinitraceError
+from ..kinds import VECTOR_KINDS
 from ..storage import write_trace
 from ..trace import open as open_trace
 from ..validate import validate
@@ -67,9 +68,11 @@ def _to_otf2(args) -> int:
         if not t.has_trace:
             raise MinitraceError("no trace in this file", args.input)
         data = t.data()
-    region_only = write_otf2(data, args.output)
-    for kind, n in sorted(region_only.items()):
-        print(f"minitrace: note: {n} {kind} action(s) written as MPI regions only (OTF2 has no "
-              "event for their arguments)", file=sys.stderr)
+    lossy = write_otf2(data, args.output)
+    for kind, n in sorted(lossy.items()):
+        what = ("written without their per-peer byte vector (OTF2 keeps totals)"
+                if kind in VECTOR_KINDS else
+                "written as MPI regions only (OTF2 has no event for their arguments)")
+        print(f"minitrace: note: {n} {kind} action(s) {what}", file=sys.stderr)
     print(f"{args.output}/traces.otf2: {data.nranks} ranks, {len(data.actions)} actions")
     return 0
