@@ -60,6 +60,11 @@ def main() -> None:
     progs = ROOT / "tests" / "programs"
     pp = str(mpicc(progs / "pingpong.c", work / "pingpong"))
     halo = str(mpicc(progs / "halo.c", work / "halo"))
+    cc = str(mpicc(progs / "callcost.c", work / "callcost"))
+
+    # (a') the shim's own cost on one rank (no network: far less sensitive to a loaded machine)
+    cu, ct, _ = paired("cs", 1, [cc, "500000"], r"comm_size_ns ([\d.]+)", args.reps, str(work))
+    su, st, _ = paired("sr", 1, [cc, "500000"], r"sendrecv_ns ([\d.]+)", args.reps, str(work))
 
     # (a) ping-pong
     u, t, raw_pp = paired("pp", 2, [pp, str(args.iters)], r"ns_per_call ([\d.]+)", args.reps, str(work))
@@ -93,6 +98,9 @@ def main() -> None:
         f"traced {np.round(ht, 4).tolist()} s; slowdown median {100 * np.median(slow):.2f}% "
         f"(min {100 * slow.min():.2f}%, max {100 * slow.max():.2f}%); target <= 3%: "
         f"{'met' if np.median(slow) <= 0.03 else 'NOT met'}",
+        f"(a') one rank, no network: MPI_Comm_size {np.median(cu):.1f} -> {np.median(ct):.1f} ns "
+        f"(added {np.median(ct - cu):.1f} ns), 8 B MPI_Sendrecv to self {np.median(su):.1f} -> "
+        f"{np.median(st):.1f} ns (added {np.median(st - su):.1f} ns), medians of {args.reps} pairs",
         f"(c) bytes per action in the HDF5: ping-pong {bpa:.2f} ({n} actions incl. compute), "
         f"halo {hbpa:.2f} ({len(hdata.actions)} actions); target <= 8: "
         f"{'met' if max(bpa, hbpa) <= 8 else 'NOT met'}",
