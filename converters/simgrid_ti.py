@@ -487,6 +487,7 @@ class _Writer:
         created: dict[int, tuple[str, int, int, int]] = {}   # request -> (src, dst, tag) written
         inits: dict[int, tuple[str, int, int, int]] = {}     # persistent request -> its init
         pending: list[int] = []
+        nulls: set[int] = set()   # requests of MPI_PROC_NULL calls: no-ops, left out exactly
         P, rep = self.P, self.rep
 
         def w(name: str, *tok) -> None:
@@ -499,6 +500,8 @@ class _Writer:
             rep.approximated[f"{kind} ({how})"] += 1
 
         def wait_line(name: str, req: int, kind: str) -> bool:
+            if req in nulls:
+                return False
             if req not in created:
                 rep.dropped[kind] += 1     # its request was not written (dropped call)
                 return False
@@ -535,8 +538,11 @@ class _Writer:
                     approx(kind, f"volume in {self.unit} written as flops")
                 w(kind, _fmt(vol))
             elif kind in _SEND_AS or kind in ("recv", "irecv"):
+                if peer < 0 and not row["flags"] & K.FLAG_UNRESOLVED:
+                    nulls.add(req)                  # MPI_PROC_NULL: a no-op in MPI too
+                    continue
                 if peer < 0:
-                    rep.dropped[kind] += 1          # MPI_PROC_NULL or an unknown source
+                    rep.dropped[kind] += 1          # a receive whose source is unknown
                     continue
                 out_kind = _SEND_AS.get(kind, kind)
                 if out_kind != kind:
@@ -581,7 +587,7 @@ class _Writer:
                     continue
                 if kind != "waitall":
                     approx(kind, f"written as one {kind[:4]} per request")
-                if not known:
+                if not known and not set(ids) <= nulls:
                     rep.dropped[kind] += 1
                 for i in known:
                     wait_line(kind[:4], i, kind)

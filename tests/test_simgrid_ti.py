@@ -251,3 +251,25 @@ def test_simgrid_replays_exported_trace(tmp_path):
                        cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert p.returncode == 0, p.stderr[-2000:]
     assert "Simulation time" in p.stdout + p.stderr
+
+
+def test_proc_null_calls_are_exact_no_ops_in_export(tmp_path):
+    """Sends/receives to MPI_PROC_NULL (peer -1) do nothing in MPI: export leaves them and
+    their completions out without calling it a loss; a real message next to them stays."""
+    b = TraceBuilder(2, {"volume_unit": "flops"})
+    for r in range(2):
+        b.add(r, "init")
+    b.add(0, "irecv", peer=-1, tag=0, request=1)
+    b.add(0, "isend", peer=1, tag=0, bytes_sent=16, request=2)
+    b.add(0, "isend", peer=-1, tag=1, bytes_sent=16, request=3)
+    b.add(0, "waitall", vector=[1, 2, 3])
+    b.add(1, "recv", peer=0, tag=0, bytes_recv=16)
+    b.add(1, "send", peer=-1, tag=0, bytes_sent=8)
+    for r in range(2):
+        b.add(r, "finalize")
+    rep = write_ti(b.build(), tmp_path / "t.txt", layout="single")
+    assert rep.exact, rep.lines()
+    lines = (tmp_path / "t.txt").read_text().split("\n")
+    assert [x for x in lines if x.startswith("0 ")] == \
+        ["0 init", "0 isend 1 0 16", "0 waitall", "0 finalize"]
+    assert [x for x in lines if x.startswith("1 ")] == ["1 init", "1 recv 0 0 16", "1 finalize"]

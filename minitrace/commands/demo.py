@@ -18,7 +18,8 @@ def register(sub) -> None:
     p = sub.add_parser("demo", help="run the main job end to end on bundled inputs",
                        description="Import the bundled SimGrid time-independent trace, store, "
                                    "validate and summarize it, export it back, and replay it "
-                                   "on two simulated platforms (SimGrid); run a variability "
+                                   "on two simulated platforms (SimGrid); compile, record and "
+                                   "replay a bundled MPI program; run a variability "
                                    "benchmark on 2 ranks and project its maxima to larger "
                                    "scale with GEV fits.  Every step is printed as the command it runs.")
     p.add_argument("-o", "--out", default="out", help="output directory (default: out)")
@@ -41,7 +42,9 @@ def run(args) -> int:
     me = [sys.executable, "-m", "minitrace"]
     bindir = Path(sys.executable).parent
     mpiexec = str(bindir / "mpiexec") if (bindir / "mpiexec").exists() else "mpiexec"
-    demo_trace = str(resources.files("minitrace") / "data" / "demo_ring4.txt")
+    data = resources.files("minitrace") / "data"
+    demo_trace, jacobi = str(data / "demo_ring4.txt"), str(data / "jacobi2d.c")
+    mpicc = str(bindir / "mpicc") if (bindir / "mpicc").exists() else "mpicc"
 
     _step("import the bundled SimGrid time-independent trace into HDF5",
           me + ["import", demo_trace, "-o", "demo.h5"], out)
@@ -53,6 +56,13 @@ def run(args) -> int:
           me + ["replay", "demo.h5", "--speed", "1Gf", "--bandwidth", "10GBps"], out)
     _step("... and on 2 Gflop/s hosts with 100 MB/s links",
           me + ["replay", "demo.h5", "--speed", "2Gf", "--bandwidth", "100MBps"], out)
+    _step("compile the bundled 2-D Jacobi solver with the environment's mpicc",
+          [mpicc, "-O2", "-o", "jacobi2d", jacobi, "-lm"], out)
+    _step("record it, unmodified, on 2 ranks (PMPI shim via LD_PRELOAD), merge and validate",
+          me + ["record", "-o", "jacobi.h5", "--", mpiexec, "-n", "2", "./jacobi2d", "256",
+                "200"], out)
+    _step("predict the recorded run on hosts 4x faster than this one's assumed 1 Gflop/s",
+          me + ["replay", "jacobi.h5", "--compute-rate", "1Gf", "--speed", "4Gf"], out)
     _step("benchmark: variability of an FTQ workload, 2 ranks, 200 iterations",
           [mpiexec, "-n", "2", sys.executable, "-m", "minitrace.bench", "variability",
            "--workload", "ftq", "--iterations", "200", "--mu", "2e-4", "--sigma", "2e-5",
