@@ -19,6 +19,7 @@
 #include <fcntl.h>
 #include <linux/perf_event.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/mman.h>
@@ -205,32 +206,114 @@ static void mt_disable(const char *what, int err) {
         fprintf(stderr, "minitrace: tracing disabled: %s: %s\n", what, strerror(err));
 }
 
-/* A fresh chunk for T (the old one is full and fully committed). */
-static int mt_new_chunk(mt_thread *T) {
-    pthread_mutex_lock(&mt_file_lock);
-    if (mt_fd < 0) {
-        pthread_mutex_unlock(&mt_file_lock);
-        return -1;
-    }
-    off_t off = MT_HDR_BYTES + (off_t)mt_nchunks * MT_CHUNK;
-    void *p = MAP_FAILED;
-    if (ftruncate(mt_fd, off + MT_CHUNK) == 0)
-        p = mmap(NULL, MT_CHUNK, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, mt_fd, off);
-    if (p == MAP_FAILED) {
-        int err = errno;
-        pthread_mutex_unlock(&mt_file_lock);
-        mt_disable("cannot grow the raw trace file", err);
-        return -1;
-    }
-    mt_nchunks++;
-    pthread_mutex_unlock(&mt_file_lock);
+/* Chunks are provisioned ahead by a helper thread.  On this kind of machine (and any VM that
+ * returns freed guest pages to the host) bringing a new page into the page cache costs 2-8 us,
+ * i.e. ~100 ns per record if the recording thread pays it.  The helper maps the next chunks and
+ * pre-faults them writable (MADV_POPULATE_WRITE) while the threads record into the current
+ * ones; it also unmaps full chunks.  A recording thread only swaps pointers, and maps a chunk
+ * itself (faulting its pages as it writes) only when the helper is behind.  Crash safety is
+ * unchanged: every chunk is a MAP_SHARED window of the file from the start. */
+#define MT_READY 2               /* chunks kept mapped ahead */
+#define MT_POPULATE_STEP (256u << 10)
 #ifndef MADV_POPULATE_WRITE
 #define MADV_POPULATE_WRITE 23
 #endif
-    /* MAP_POPULATE maps a shared file read-only: without this, the first write to each page
-     * of the chunk would fault (one fault per 51 records).  Fails harmlessly before Linux 5.14. */
-    madvise(p, MT_CHUNK, MADV_POPULATE_WRITE);
-    if (T->slots) munmap(T->slots, MT_CHUNK);
+static void *mt_ready[MT_READY], *mt_spent[64];
+static int mt_nready, mt_nspent, mt_helper_on;
+static pthread_mutex_t mt_prov_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t mt_prov_cv = PTHREAD_COND_INITIALIZER;
+
+/* Grow the file by one chunk and map it.  The chunk is first written with zeros by pwrite():
+ * that puts its pages in the page cache about 4x cheaper than write faults on a sparse
+ * (ftruncate'd) range, which must read the hole and then run the filesystem's page_mkwrite. */
+static const char mt_zeros[MT_POPULATE_STEP];
+static void *mt_map_chunk(int *err) {
+    pthread_mutex_lock(&mt_file_lock);
+    int fd = mt_fd;
+    off_t off = MT_HDR_BYTES + (off_t)mt_nchunks * MT_CHUNK;
+    if (fd >= 0) mt_nchunks++;
+    pthread_mutex_unlock(&mt_file_lock);
+    *err = EBADF;
+    if (fd < 0) return MAP_FAILED;
+    errno = 0;
+    for (size_t o = 0; o < MT_CHUNK; o += MT_POPULATE_STEP)
+        if (pwrite(fd, mt_zeros, MT_POPULATE_STEP, off + (off_t)o) != (ssize_t)MT_POPULATE_STEP) {
+            *err = errno ? errno : ENOSPC;
+            return MAP_FAILED;
+        }
+    void *p = mmap(NULL, MT_CHUNK, PROT_READ | PROT_WRITE, MAP_SHARED, fd, off);
+    if (p == MAP_FAILED) *err = errno;
+    return p;
+}
+
+static void *mt_helper(void *arg) {
+    (void)arg;
+    sigset_t all;
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, NULL); /* the program's signals are not ours to take */
+    pthread_mutex_lock(&mt_prov_lock);
+    for (;;) {
+        while (mt_nready >= MT_READY && !mt_nspent) pthread_cond_wait(&mt_prov_cv, &mt_prov_lock);
+        while (mt_nspent) {
+            void *old = mt_spent[--mt_nspent];
+            pthread_mutex_unlock(&mt_prov_lock);
+            munmap(old, MT_CHUNK);
+            pthread_mutex_lock(&mt_prov_lock);
+        }
+        if (mt_nready >= MT_READY) continue;
+        pthread_mutex_unlock(&mt_prov_lock);
+        int err;
+        char *p = (char *)mt_map_chunk(&err);
+        if (p == MAP_FAILED) { /* the recording threads will meet the error themselves */
+            pthread_mutex_lock(&mt_prov_lock);
+            mt_helper_on = 0;
+            pthread_mutex_unlock(&mt_prov_lock);
+            return NULL;
+        }
+        pthread_mutex_lock(&mt_prov_lock);
+        mt_ready[mt_nready++] = p;  /* usable at once: pages not yet faulted fault on write */
+        pthread_mutex_unlock(&mt_prov_lock);
+        for (size_t o = 0; o < MT_CHUNK; o += MT_POPULATE_STEP)
+            if (madvise(p + o, MT_POPULATE_STEP, MADV_POPULATE_WRITE)) break; /* < Linux 5.14 */
+        pthread_mutex_lock(&mt_prov_lock);
+    }
+}
+
+static void mt_helper_start(void) {
+    pthread_t th;
+    pthread_attr_t a;
+    pthread_attr_init(&a);
+    pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+    pthread_attr_setstacksize(&a, 64 << 10);
+    mt_helper_on = pthread_create(&th, &a, mt_helper, NULL) == 0;
+    pthread_attr_destroy(&a);
+}
+
+/* A fresh chunk for T (the old one is full and fully committed). */
+static int mt_new_chunk(mt_thread *T) {
+    void *p = NULL, *old = T->slots;
+    pthread_mutex_lock(&mt_prov_lock);
+    if (mt_nready) {
+        p = mt_ready[0];
+        memmove(mt_ready, mt_ready + 1, sizeof(void *) * (size_t)--mt_nready);
+    }
+    int helper = mt_helper_on;
+    if (old && helper && mt_nspent < (int)(sizeof mt_spent / sizeof *mt_spent)) {
+        mt_spent[mt_nspent++] = old;
+        old = NULL;
+    }
+    if (helper) pthread_cond_signal(&mt_prov_cv);
+    pthread_mutex_unlock(&mt_prov_lock);
+    if (old) munmap(old, MT_CHUNK);
+    if (!p) {
+        int err;
+        p = mt_map_chunk(&err);
+        if (p == MAP_FAILED) {
+            T->slots = NULL;
+            mt_disable("cannot grow the raw trace file", err);
+            return -1;
+        }
+    }
     T->slots = (mt_rec *)p;
     mt_chunk_hdr *h = (mt_chunk_hdr *)p;
     h->thread = T->id;
@@ -736,6 +819,7 @@ static void mt_start(int64_t raw0, int64_t ns0, int thread_level) {
     mt_volume_setup();
 
     mt_world_key = mt_key(MPI_COMM_WORLD);
+    mt_helper_start();
     mt_thread *T = mt_thread_new();
     if (!T) return;
     pthread_mutex_lock(&mt_commmap.lock);
