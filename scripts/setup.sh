@@ -61,7 +61,7 @@ if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
   say "installing minitrace"
   # The shim is compiled against the MPI of this venv (its mpicc), so build without isolation.
   "${PIP[@]}" install setuptools wheel cffi mpich
-  "${PIP[@]}" install --no-build-isolation -e "$ROOT[test]"
+  "${PIP[@]}" install --no-build-isolation -e "$ROOT[mpich,test]"
   echo "$want" >"$stamp"
 fi
 say "ready: $VENV"
