@@ -11,7 +11,6 @@ import os
 import tempfile
 import time
 
-import numpy as np
 
 import minitrace
 from minitrace.model import TraceData

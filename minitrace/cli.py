@@ -18,10 +18,12 @@ from .errors import MinitraceError
 
 
 def command_name(module: str) -> str:
+    """Subcommand name of a ``minitrace.commands`` module."""
     return module.rstrip("_").replace("_", "-")
 
 
 def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
+    """The parser, with only the subcommand named in ``argv`` loaded (all of them if none)."""
     p = argparse.ArgumentParser(
         prog="minitrace",
         description="Record, benchmark, convert and analyse MPI traces (HDF5 time-independent "
@@ -37,6 +39,7 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run the command line; returns the exit status."""
     argv = sys.argv[1:] if argv is None else argv
     parser = build_parser(argv)
     args = parser.parse_args(argv)
@@ -53,10 +56,17 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("minitrace: interrupted", file=sys.stderr)
         return 130
-    except (OSError, ValueError) as e:
+    except OSError as e:  # a file the user named could not be read or written
         if args.debug:
             raise
-        print(f"minitrace: error: {e} (rerun with --debug for details)", file=sys.stderr)
+        where = f"{e.filename}: " if e.filename else ""
+        print(f"minitrace: error: {where}{e.strerror or e}", file=sys.stderr)
+        return 1
+    except Exception as e:  # a bug: say so plainly rather than pass it off as bad input
+        if args.debug:
+            raise
+        print(f"minitrace: internal error: {type(e).__name__}: {e} (rerun with --debug for "
+              "the traceback, and please report it)", file=sys.stderr)
         return 1
 
 

@@ -45,9 +45,11 @@ class TraceData:
 
     @property
     def nranks(self) -> int:
+        """Size of MPI_COMM_WORLD."""
         return len(self.rank_offsets) - 1
 
     def rank_slice(self, rank: int) -> slice:
+        """Rows of ``actions`` that belong to ``rank``."""
         return slice(int(self.rank_offsets[rank]), int(self.rank_offsets[rank + 1]))
 
     def __post_init__(self):
@@ -75,6 +77,7 @@ class TraceBuilder:
     def add(self, rank: int, kind: str, *, peer: int = NONE, tag: int = NONE, comm: int = 0,
             bytes_sent: int = 0, bytes_recv: int = 0, volume: float = 0.0, request: int = NONE,
             flags: int = 0, vector=None, t_start: float = np.nan, t_end: float = np.nan) -> None:
+        """Append one action to ``rank``'s program order (fields as in docs/FORMAT.md)."""
         vec_len = 0
         if vector is not None:
             v = np.asarray(vector, dtype=np.int64)
@@ -84,6 +87,7 @@ class TraceBuilder:
                                 volume, request, NONE, vec_len, t_start, t_end))
 
     def add_comm(self, comm_id: int, world_ranks) -> None:
+        """Declare a communicator: its id and its members' world ranks, in its rank order."""
         self.comms[comm_id] = np.asarray(world_ranks, dtype=np.int32)
 
     def string(self, s: str) -> int:
@@ -95,6 +99,7 @@ class TraceBuilder:
             return len(self.strings) - 1
 
     def build(self) -> TraceData:
+        """The collected actions as one rank-major TraceData."""
         counts = [len(r) for r in self.rows]
         offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
         actions = np.array([row for r in self.rows for row in r], dtype=ACTION_DTYPE) \

@@ -275,6 +275,7 @@ def check_file(path: str) -> None:
 
 
 def read_attrs(obj) -> dict:
+    """HDF5 attributes as Python values (JSON strings decoded)."""
     out = {}
     for k, v in obj.attrs.items():
         if isinstance(v, bytes):
@@ -314,6 +315,7 @@ class TraceReader:
 
     @property
     def nranks(self) -> int:
+        """Size of MPI_COMM_WORLD."""
         return len(self.offsets) - 1
 
     def columns(self, lo: int, hi: int) -> dict[str, np.ndarray]:
@@ -365,27 +367,33 @@ class TraceReader:
         return int(self._vec_rank_base[r])
 
     def kind_rows(self, name: str) -> np.ndarray:
+        """Global row numbers of the actions of one kind, from the kind index."""
         ds = self.g["index/kind_rows"].get(name)
         if ds is None:
             return np.zeros(0, np.int64)
         return np.cumsum(ds[...], dtype=np.int64)
 
     def kind_counts(self) -> tuple[list[str], np.ndarray]:
+        """(kind names present, [nranks, kinds] action counts) from the index alone."""
         codes = self.g["index/kind_codes"][...]
         return [K.NAME.get(int(c), str(c)) for c in codes], self.g["index/kind_counts"][...]
 
     def vectors(self) -> np.ndarray:
+        """The whole per-peer vector side table."""
         return self.g["vectors"][...].astype(np.int64)
 
     def comms(self) -> dict[int, np.ndarray]:
+        """Communicator id -> world ranks of its members."""
         c = self.g["comms"]
         ids, offs, mem = c["ids"][...], c["offsets"][...], c["members"][...]
         return {int(i): mem[offs[j]:offs[j + 1]] for j, i in enumerate(ids)}
 
     def strings(self) -> list[str]:
+        """The string table (region names)."""
         return [s.decode() if isinstance(s, bytes) else s for s in self.g["strings"][...]]
 
     def all(self) -> TraceData:
+        """The whole trace in memory."""
         a = self.read(0, int(self.offsets[-1]))
         assign_vec_offsets(a)
         return TraceData(a, self.offsets, self.vectors(), self.comms(), self.strings())

@@ -1,13 +1,12 @@
 """validate(): passes on consistent traces, names each kind of inconsistency exactly."""
 from __future__ import annotations
 
-import time
 
 import numpy as np
 import pytest
 
 from minitrace import kinds as K
-from minitrace.model import TraceBuilder, TraceData, empty_actions
+from minitrace.model import TraceBuilder, TraceData
 from minitrace.synthetic import ring_trace
 from minitrace.validate import validate
 

@@ -70,5 +70,7 @@ def run(args) -> int:
     _step("project the slowest rank's cost to 4x-64x the ranks (GEV fits, bootstrap CIs)",
           me + ["gev", "variability.h5", "--method", "all", "--scale", "8,32,128",
                 "--plot", "gev.png"], out)
+    _step("model partitioned communication: 4 threads, 16 MB, the thesis's worked example",
+          me + ["partitioned-model"], out)
     print(f"\nAll steps done; files in {out}")
     return 0
