@@ -3,7 +3,6 @@ OSU-like tables and the rank-0 write.  Imports ``mpi4py.MPI`` lazily so that ``m
 can list the suites without initialising MPI."""
 from __future__ import annotations
 
-import ctypes
 import datetime as _dt
 import os
 import platform
@@ -135,43 +134,12 @@ def _fmt(v) -> str:
 
 
 def pin_blas_threads(n: int = 1) -> int | None:
-    """One BLAS thread per rank (ranks are the parallelism).  Uses threadpoolctl when installed,
-    else calls OpenBLAS's own setter in the already loaded library; returns the thread count
-    now in effect (None when no known BLAS is loaded)."""
-    try:
-        from threadpoolctl import threadpool_info, threadpool_limits
-        threadpool_limits(n, user_api="blas")
-        nums = [i["num_threads"] for i in threadpool_info() if i.get("user_api") == "blas"]
-        return max(nums) if nums else None
-    except ImportError:
-        pass
-    libs = set()
-    try:
-        with open("/proc/self/maps") as f:
-            for line in f:
-                p = line.split()[-1]
-                if "blas" in os.path.basename(p).lower() and p.endswith(tuple(".so" + s for s in
-                                                                           ("", ".0", ".3"))):
-                    libs.add(p)
-    except OSError:
-        return None
-    got = None
-    for p in sorted(libs):
-        lib = ctypes.CDLL(p)
-        for prefix in ("scipy_openblas", "openblas"):
-            for suffix in ("64_", "_64_", ""):
-                try:
-                    setter = getattr(lib, f"{prefix}_set_num_threads{suffix}")
-                    getter = getattr(lib, f"{prefix}_get_num_threads{suffix}")
-                except AttributeError:
-                    continue
-                setter(ctypes.c_int(n))
-                got = max(got or 0, int(getter()))
-                break
-            else:
-                continue
-            break
-    return got
+    """One BLAS thread per rank (ranks are the parallelism); returns the thread count now in
+    effect (None when no BLAS is loaded)."""
+    from threadpoolctl import threadpool_info, threadpool_limits
+    threadpool_limits(n, user_api="blas")
+    nums = [i["num_threads"] for i in threadpool_info() if i.get("user_api") == "blas"]
+    return max(nums) if nums else None
 
 
 def common_arguments(p) -> None:
