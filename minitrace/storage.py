@@ -198,9 +198,9 @@ def write_trace(path: str, data: TraceData, meta: dict | None = None) -> None:
         idx = g.create_group("index")
         _dataset(idx, "rank_offsets", offsets)
         kind_of = encoded["kind"][0].view(np.uint8)
-        rank_of = np.repeat(np.arange(data.nranks, dtype=np.int64), np.diff(offsets))
-        counts = np.zeros((data.nranks, 256), dtype=np.int64)
-        counts += np.bincount(rank_of * 256 + kind_of, minlength=counts.size).reshape(counts.shape)
+        counts = np.stack([np.bincount(kind_of[lo:hi], minlength=256)
+                           for lo, hi in zip(offsets[:-1], offsets[1:])]) \
+            if data.nranks else np.zeros((0, 256), np.int64)
         present = np.nonzero(counts.sum(axis=0))[0]
         _dataset(idx, "kind_counts", counts[:, present])
         idx.create_dataset("kind_codes", data=present.astype(np.uint8))
