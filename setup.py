@@ -1,8 +1,9 @@
-"""Only here for cffi: the PMPI shim is compiled at install time (see c_shim/build_shim.py)."""
+"""Only here for cffi: the PMPI shim (c_shim/build_shim.py) and the benchmark kernels
+(c_shim/build_native.py) are compiled at install time."""
 import os
 
 from setuptools import setup
 
 here = os.path.dirname(os.path.abspath(__file__))
-shim = os.path.join("c_shim", "build_shim.py")
-setup(cffi_modules=[shim + ":ffibuilder"] if os.path.exists(os.path.join(here, shim)) else [])
+builders = [os.path.join("c_shim", b) for b in ("build_shim.py", "build_native.py")]
+setup(cffi_modules=[b + ":ffibuilder" for b in builders if os.path.exists(os.path.join(here, b))])
