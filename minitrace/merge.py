@@ -1,9 +1,11 @@
 """Raw per-rank files of the PMPI shim (c_shim/) -> one TraceData, written with storage.
 
 Each ``rank-NNNNNN.mtr`` is a 4096-byte header then 4 MiB chunks of 80-byte records, one chunk
-owner thread at a time (layout in c_shim/shim_runtime.c).  Everything here is numpy on whole
-arrays: records are parsed with ``frombuffer``; only rare things (communicator definitions,
-region names, chunks) are Python loops.  Times stay integer nanoseconds until the end.
+owner thread at a time (layout in c_shim/shim_runtime.c).  Everything here is numpy: records
+are read in place from the memory-mapped chunks (structured views, no copy of whole records) and
+written straight into the output array, field by field in blocks of a few thousand records so
+that what is being written stays in cache; only rare things (communicator definitions, region
+names, chunks, blocks) are Python loops.  Times stay integer nanoseconds until written.
 
 What the merge adds to the raw records:
 * a ``compute`` action before every MPI action (but ``init`` and ``resume``): the volume since
@@ -122,54 +124,58 @@ class _Rank:
 
 
 class _Thread:
-    """The records of one thread (its chunks, in order) split into action columns, vectors and
-    internal records.  Fields are gathered column by column: no copy of whole records."""
+    """The records of one thread (its chunks, in order) split into MPI actions (``blocks`` of
+    records, in order), vectors and internal records (communicators, strings, resolutions)."""
 
     def __init__(self, chunks: list[np.ndarray]):
         kind = np.concatenate([c["kind"] for c in chunks])
-        cont = kind == CONT
-        main = np.nonzero(~cont)[0]
-        mkind = kind[main]
-        lens = np.maximum(np.concatenate([c["vec_len"] for c in chunks])[main], 0).astype(np.int64)
-        payload = np.concatenate([c.view(np.int64).reshape(-1, RAW_DTYPE.itemsize // 8)
-                                  [c["kind"] == CONT, 1:].ravel() for c in chunks]) \
-            if cont.any() else np.zeros(0, np.int64)
+        special = kind >= RESOLVE                     # internal or continuation records
+        self.comm_defs, self.strings = [], {}
+        # the MPI records stay in the (memory-mapped) chunks: a chunk with special records
+        # contributes a copy of its other records; the special ones are gathered apart
+        self.blocks, sp_rows, base = [], [], 0
+        for c in chunks:
+            s = special[base:base + len(c)]
+            base += len(c)
+            if s.any():
+                self.blocks.append(c[~s])
+                sp_rows.append(c[s])
+            else:
+                self.blocks.append(c)
+        if not sp_rows:                               # no vector, nothing internal
+            self.vecs = np.zeros(0, np.int64)
+            self.resolve = tuple(np.zeros(0, np.int64) for _ in range(4))
+            return
+        sp = np.concatenate(sp_rows)
+        sw = sp.view(np.int64).reshape(len(sp), -1)
+        # vectors follow their record (kept or internal) in CONT records
+        vec_len = np.concatenate([c["vec_len"] for c in chunks])
+        main = ~(kind == CONT)
+        lens = np.maximum(vec_len[main], 0).astype(np.int64)
+        spk = sp["kind"]
+        payload = sw[spk == CONT, 1:].ravel()
         ncont = (lens + CONT_WORDS - 1) // CONT_WORDS
         start = np.cumsum(ncont * CONT_WORDS) - ncont * CONT_WORDS
         if int((ncont * CONT_WORDS).sum()) > len(payload):
             raise MinitraceError("vector records missing")   # a record and its vector commit together
         vecs = payload[_ranges(start, lens)]
-        internal = mkind >= RESOLVE
-        rows = main[internal]
-
-        def field(f, which):
-            return np.concatenate([c[f] for c in chunks])[which]
-
-        self.comm_defs, self.strings = [], {}
-        if len(rows):
-            ik, itag, ipeer = mkind[internal], field("tag", rows), field("peer", rows)
-            pos = (np.cumsum(lens) - lens)[internal]
-            ilen = lens[internal]
-            for j in np.nonzero(ik != RESOLVE)[0]:
-                v = vecs[pos[j]:pos[j] + ilen[j]]
-                if ik[j] == COMMDEF:
-                    self.comm_defs.append((int(itag[j]), tuple(int(x) for x in v)))
-                else:
-                    self.strings[int(itag[j])] = \
-                        v.tobytes()[:int(ipeer[j])].decode("utf-8", "replace")
-            res = rows[ik == RESOLVE]
-            self.resolve = (field("request", res), field("peer", res), field("tag", res),
-                            field("bytes_recv", res))
-        else:
-            self.resolve = tuple(np.zeros(0, np.int64) for _ in range(4))
-        keep = main[~internal]
-        self.recs = {f: field(f, keep) for f in RAW_DTYPE.names
-                     if f not in ("thread", "spare")}
+        internal = kind[main] >= RESOLVE
+        isp = sp[spk != CONT]                          # the internal records, in order
+        ik = isp["kind"]
+        vpos = (np.cumsum(lens) - lens)[internal]
+        ilen = lens[internal]
+        for j in np.flatnonzero(ik != RESOLVE):
+            v = vecs[vpos[j]:vpos[j] + ilen[j]]
+            if ik[j] == COMMDEF:
+                self.comm_defs.append((int(isp["tag"][j]), tuple(int(x) for x in v)))
+            else:
+                self.strings[int(isp["tag"][j])] = \
+                    v.tobytes()[:int(isp["peer"][j])].decode("utf-8", "replace")
+        res = isp[ik == RESOLVE]
+        self.resolve = (res["request"], res["peer"], res["tag"], res["bytes_recv"])
         self.vecs = vecs[~np.repeat(internal, lens)]
 
 
-_FIELDS = ("kind", "flags", "peer", "tag", "comm", "bytes_sent", "bytes_recv", "request",
-           "vec_len", "volume", "t_start", "t_end")
 _IS_REDUCTION = np.zeros(256, bool)
 _IS_REDUCTION[_REDUCTIONS] = True
 _NO_COMPUTE = np.zeros(256, bool)
@@ -178,18 +184,69 @@ _IS_COMM_KIND = np.zeros(256, bool)
 _IS_COMM_KIND[_COMM_KINDS] = True
 _IS_REGION = np.zeros(256, bool)
 _IS_REGION[[K.CODE["region_begin"], K.CODE["region_end"]]] = True
+_COPIED = ("flags", "peer", "tag", "comm", "bytes_sent", "bytes_recv", "request", "vec_len")
+_COMPUTE_FILL = {"flags": 0, "peer": NONE, "tag": NONE, "comm": NONE, "bytes_sent": 0,
+                 "bytes_recv": 0, "request": NONE, "vec_len": 0}
 
 
-def _expand(rank: _Rank, th: _Thread, walltime: bool, seconds: bool) -> dict:
-    """Columns (plain arrays, times in int ns) of one thread's actions, with a compute action
-    before each MPI action but init/resume."""
-    r = th.recs
-    n = len(r["kind"])
+def _n_out(th: _Thread) -> int:
+    """Actions of a thread once a compute is put before each MPI action but init/resume."""
+    return sum(len(b) + int(np.count_nonzero(~_NO_COMPUTE[b["kind"]])) for b in th.blocks)
+
+
+_COMPUTE_ROW = np.zeros(1, ACTION_DTYPE)
+_COMPUTE_ROW["kind"] = K.CODE["compute"]
+for _f in ("peer", "tag", "comm", "request"):
+    _COMPUTE_ROW[_f] = NONE
+_VOID = np.dtype(f"V{ACTION_DTYPE.itemsize}")   # whole rows as opaque bytes: fast fills/gathers
+_MAX_PIECES = 64
+
+
+def _pieces(need: np.ndarray, base: int):
+    """Where one thread's actions and computes go in its output rows, as (rows, source) pairs:
+    a compute precedes each action with ``need``, so the rows alternate compute/action in runs
+    broken only by init/resume.  Few runs: strided slices (much faster than index arrays)."""
+    n = len(need)
+    ncomp = np.cumsum(need)
+    act_row = np.arange(base, base + n) + ncomp
+    breaks = np.flatnonzero(~need)
+    if len(breaks) > _MAX_PIECES:
+        return [(act_row, slice(None))], [(act_row[need] - 1, slice(None))]
+    acts, comps = [], []
+    s = 0
+    for b in [*breaks.tolist(), n]:
+        if b > s:                                   # actions s..b-1, each after its compute
+            p, c = int(act_row[s]), int(ncomp[s]) - 1
+            acts.append((slice(p, p + 2 * (b - s), 2), slice(s, b)))
+            comps.append((slice(p - 1, p - 1 + 2 * (b - s), 2), slice(c, c + b - s)))
+        if b < n:                                   # init/resume: no compute before it
+            p = int(act_row[b])
+            acts.append((slice(p, p + 1), slice(b, b + 1)))
+        s = b + 1
+    return acts, comps
+
+
+_BLOCK = 8192
+
+
+def _expand(rank: _Rank, th: _Thread, walltime: bool, seconds: bool, out: np.ndarray) -> None:
+    """Fill ``out`` (ACTION_DTYPE, _n_out rows) with one thread's actions, a compute action
+    before each MPI action but init/resume; times in seconds.  Works in blocks of _BLOCK
+    records so that the temporaries and the output rows being written stay in cache."""
+    pos, last_end = 0, None
+    for blk in th.blocks:
+        for s in range(0, len(blk), _BLOCK):
+            pos, last_end = _expand_block(rank, blk[s:s + _BLOCK], walltime, seconds, out, pos,
+                                          last_end)
+
+
+def _expand_block(rank, r, walltime, seconds, out, pos, last_end):
+    """One block of records -> rows pos.. of out; returns the next row and the block's end."""
+    n = len(r)
     ts, te = rank._to_ns(r["t_start"]), rank._to_ns(r["t_end"])
     prev_end = np.empty_like(te)
-    if n:
-        prev_end[0] = ts[0]
-        prev_end[1:] = te[:-1]
+    prev_end[0] = ts[0] if last_end is None else last_end   # the thread's first call: no gap
+    prev_end[1:] = te[:-1]
     kind = r["kind"]
     need = ~_NO_COMPUTE[kind]
     if walltime:
@@ -199,77 +256,63 @@ def _expand(rank: _Rank, th: _Thread, walltime: bool, seconds: bool) -> dict:
         pre = np.maximum(r["pre_volume"], 0)
         inside = np.maximum(r["volume"], 0)
     scale = 1e-9 if seconds else 1.0
-    m = int(need.sum())
-    act_row = np.arange(n) + np.cumsum(need)        # each action after its compute
-    comp_row = act_row[need] - 1
-    cols = {}
-
-    def col(name, act_values, comp_value, dtype):
-        c = np.empty(n + m, dtype)
-        c[act_row] = act_values
-        c[comp_row] = comp_value
-        cols[name] = c
-
-    col("kind", kind, K.CODE["compute"], np.uint8)
-    col("flags", r["flags"], 0, np.uint8)
-    for f, dt in (("peer", np.int32), ("tag", np.int32), ("comm", np.int32),
-                  ("request", np.int64)):
-        col(f, r[f], NONE, dt)
-    for f in ("bytes_sent", "bytes_recv"):
-        col(f, r[f], 0, np.int64)
-    col("vec_len", r["vec_len"], 0, np.int32)
-    col("volume", np.where(_IS_REDUCTION[kind], inside * scale, 0.0), pre[need] * scale,
-        np.float64)
-    col("t_start", ts, prev_end[need], np.int64)
-    col("t_end", te, ts[need], np.int64)
-    return cols
+    acts, comps = _pieces(need, pos)
+    end = pos + n + int(np.count_nonzero(need))
+    out[pos:end].view(_VOID)[:] = _COMPUTE_ROW.view(_VOID)[0]   # compute defaults, one pass
+    act_cols = [(f, r[f]) for f in ("kind",) + _COPIED] + [
+        ("volume", np.where(_IS_REDUCTION[kind], inside * scale, 0.0)),
+        ("t_start", ts / 1e9), ("t_end", te / 1e9)]
+    comp_cols = [("volume", pre[need] * scale), ("t_start", prev_end[need] / 1e9),
+                 ("t_end", ts[need] / 1e9)]
+    for pieces, cols in ((acts, act_cols), (comps, comp_cols)):
+        for f, v in cols:
+            o = out[f]
+            for rows, src in pieces:
+                o[rows] = v[src]
+    return end, te[-1]
 
 
-def _merge_threads(rank: _Rank, walltime: bool, seconds: bool):
-    """All threads of a rank, interleaved by start time (a compute stays before its action)."""
-    parts, strings, comm_defs, resolves = [], {}, [], []
-    for recs in rank.threads:
-        th = _Thread(recs)
-        strings.update(th.strings)
-        comm_defs += th.comm_defs
-        resolves.append(th.resolve)
-        parts.append((_expand(rank, th, walltime, seconds), th.vecs))
-    if not parts:
-        cols = {f: np.zeros(0, ACTION_DTYPE[f]) for f in _FIELDS}
-        cols["t_start"] = cols["t_end"] = np.zeros(0, np.int64)
-        return cols, np.zeros(0, np.int64), strings, comm_defs, resolves
-    if len(parts) == 1:
-        return parts[0][0], parts[0][1], strings, comm_defs, resolves
-    cols = {f: np.concatenate([p[0][f] for p in parts]) for f in _FIELDS}
-    vecs = np.concatenate([p[1] for p in parts])
-    comp = cols["kind"] == K.CODE["compute"]
-    key = np.where(comp, cols["t_end"], cols["t_start"])   # a compute sorts with its action
-    lens = cols["vec_len"].astype(np.int64)
+def _merge_threads(rank: _Rank, threads: list, walltime: bool, seconds: bool, out: np.ndarray):
+    """Fill ``out`` with all threads of a rank, interleaved by start time (a compute stays
+    before its action); returns the rank's vectors in that order."""
+    if len(threads) == 1:
+        _expand(rank, threads[0], walltime, seconds, out)
+        return threads[0].vecs
+    if not threads:
+        return np.zeros(0, np.int64)
+    parts = []
+    for th in threads:
+        a = np.empty(_n_out(th), ACTION_DTYPE)
+        _expand(rank, th, walltime, seconds, a)
+        parts.append(a)
+    a = np.concatenate(parts)
+    vecs = np.concatenate([th.vecs for th in threads])
+    comp = a["kind"] == K.CODE["compute"]
+    key = np.where(comp, a["t_end"], a["t_start"])   # a compute sorts with its action
+    lens = a["vec_len"].astype(np.int64)
     vstart = np.cumsum(lens) - lens
     order = np.lexsort((~comp, key))
-    cols = {f: c[order] for f, c in cols.items()}
-    vecs = vecs[_ranges(vstart[order], lens[order])]
-    return cols, vecs, strings, comm_defs, resolves
+    out.view(np.uint8).reshape(len(out), -1)[:] = a.view(np.uint8).reshape(len(a), -1)[order]
+    return vecs[_ranges(vstart[order], lens[order])]
 
 
-def _resolve_irecvs(cols: dict, resolves) -> None:
+def _resolve_irecvs(acts: np.ndarray, resolves) -> None:
     """Patch each irecv with the source/tag/size its completion saw."""
-    irecv = np.nonzero(cols["kind"] == K.CODE["irecv"])[0]
+    irecv = np.flatnonzero(acts["kind"] == K.CODE["irecv"])
     if not len(irecv):
         return
     req = np.concatenate([r[0] for r in resolves])
-    ids = cols["request"][irecv]
+    ids = acts["request"][irecv]
     order = np.argsort(ids)
     pos = np.minimum(np.searchsorted(ids[order], req), len(ids) - 1)
     hit = ids[order][pos] == req
     rows = irecv[order][pos[hit]]
-    cols["peer"][rows] = np.concatenate([r[1] for r in resolves])[hit]
-    cols["tag"][rows] = np.concatenate([r[2] for r in resolves])[hit]
-    cols["bytes_recv"][rows] = np.concatenate([r[3] for r in resolves])[hit]
+    acts["peer"][rows] = np.concatenate([r[1] for r in resolves])[hit]
+    acts["tag"][rows] = np.concatenate([r[2] for r in resolves])[hit]
+    acts["bytes_recv"][rows] = np.concatenate([r[3] for r in resolves])[hit]
     unresolved = np.ones(len(irecv), bool)
     unresolved[np.searchsorted(irecv, rows)] = False
-    cols["flags"][irecv[unresolved]] |= K.FLAG_UNRESOLVED
-
+    acts["flags"][irecv[unresolved]] |= K.FLAG_UNRESOLVED
 
 def rank_files(directory: str) -> list[str]:
     files = sorted(f for f in glob.glob(os.path.join(directory, "rank-*.mtr"))
@@ -291,19 +334,16 @@ def merge_dir(directory: str, command_line: str | None = None) -> TraceData:
     by_rank = {r.rank: r for r in good}
     vol_code = int(good[0].h["volume"])
     walltime, seconds = vol_code == 0, vol_code != 2
-    per_rank, comm_lists, string_maps = [], [], []
+    threads, comm_lists, string_maps = [], [], []
     for rk in range(size):
         r = by_rank.get(rk)
-        if r is None:
-            per_rank.append(None)
-            comm_lists.append([])
-            string_maps.append({})
-            continue
-        cols, vecs, strings, comm_defs, resolves = _merge_threads(r, walltime, seconds)
-        _resolve_irecvs(cols, resolves)
-        per_rank.append((cols, vecs))
-        comm_lists.append(sorted(comm_defs))
-        string_maps.append(strings)
+        ths = [_Thread(recs) for recs in r.threads] if r is not None else []
+        threads.append(ths)
+        comm_lists.append(sorted(d for th in ths for d in th.comm_defs))
+        smap: dict[int, str] = {}
+        for th in ths:
+            smap.update(th.strings)
+        string_maps.append(smap)
 
     # communicator ids shared by all ranks: (member set, how many earlier comms had it) -> id
     gids: dict[tuple, int] = {}
@@ -330,35 +370,35 @@ def merge_dir(directory: str, command_line: str | None = None) -> TraceData:
                 sidx[s] = len(strings)
                 strings.append(s)
 
-    counts = [len(pr[0]["kind"]) if pr else 0 for pr in per_rank]
+    counts = [sum(_n_out(th) for th in ths) for ths in threads]
     offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
     actions = np.empty(int(offsets[-1]), ACTION_DTYPE)
-    for rk, pr in enumerate(per_rank):
-        if pr is None:
+    vec_parts = [np.zeros(0, np.int64)]
+    for rk, ths in enumerate(threads):
+        if not ths:
             continue
-        cols = pr[0]
-        m = local_to_global[rk]
+        part = actions[offsets[rk]:offsets[rk + 1]]         # filled in place, field by field
+        vec_parts.append(_merge_threads(by_rank[rk], ths, walltime, seconds, part))
+        _resolve_irecvs(part, [th.resolve for th in ths])
+        m = {k: v for k, v in local_to_global[rk].items() if k != v}
         if m:
             keys = np.array(sorted(m), dtype=np.int64)
             vals = np.array([m[k] for k in keys], dtype=np.int64)
-            _remap(cols["comm"], keys, vals)
-            is_comm = _IS_COMM_KIND[cols["kind"]]
-            req = cols["request"][is_comm]
+            _remap(part["comm"], keys, vals)
+            is_comm = _IS_COMM_KIND[part["kind"]]
+            req = part["request"][is_comm]
             _remap(req, keys, vals)
-            cols["request"][is_comm] = req
-        smap = string_maps[rk]
+            part["request"][is_comm] = req
+        smap = {k: sidx[s] for k, s in string_maps[rk].items() if sidx[s] != k}
         if smap:
-            region = _IS_REGION[cols["kind"]]
+            region = _IS_REGION[part["kind"]]
             keys = np.array(sorted(smap), dtype=np.int64)
-            vals = np.array([sidx[smap[k]] for k in keys], dtype=np.int64)
-            tag = cols["tag"][region]
+            vals = np.array([smap[k] for k in keys], dtype=np.int64)
+            tag = part["tag"][region]
             _remap(tag, keys, vals)
-            cols["tag"][region] = tag
-        part = actions[offsets[rk]:offsets[rk + 1]]
-        for f in _FIELDS:
-            part[f] = cols[f] / 1e9 if f in ("t_start", "t_end") else cols[f]
+            part["tag"][region] = tag
     assign_vec_offsets(actions)
-    vectors = np.concatenate([pr[1] for pr in per_rank if pr]).astype(np.int64)
+    vectors = np.concatenate(vec_parts).astype(np.int64, copy=False)
 
     h0 = by_rank.get(0, good[0]).h
     hosts, rank_to_node = [], []
