@@ -196,3 +196,34 @@ def test_info_summarizes_bench_file(tmp_path):
     info = subprocess.run([sys.executable, "-m", "minitrace.cli", "info", str(out)],
                           capture_output=True, text=True, timeout=60, check=True).stdout
     assert "bench/pt2pt" in info and "bench/variability" in info
+
+
+@pytest.mark.parametrize("suite,opts,option", [
+    ("partitioned", ["--threads", "0"], "--threads must be >= 1"),
+    ("partitioned", ["--threads", "5"], "--threads 5 must divide"),
+    ("partitioned", ["--modes", "x"], "unknown --modes"),
+    ("pt2pt", ["--kinds", "foo"], "unknown --kinds"),
+    ("pt2pt", ["--window", "0"], "--window must be >= 1"),
+    ("collectives", ["--min-size", "6"], "--min-size must be"),
+    ("collectives", ["--max-size", "2"], "--max-size must be >= --min-size"),
+    ("variability", ["--warmup", "-1"], "--warmup must be >= 0"),
+    ("variability", ["--sigma", "-1"], "--sigma must be >= 0"),
+    ("thresholds", ["--refine", "-1"], "--refine must be >= 0"),
+    ("thresholds", ["--probes", "x"], "unknown --probes"),
+])
+def test_option_errors_one_line_from_rank_0(tmp_path, suite, opts, option):
+    p = run_mpi(2, [sys.executable, "-m", "minitrace.bench", suite, *opts, "-o",
+                    str(tmp_path / "x.h5")], timeout=60, check=False)
+    assert p.returncode == 1 and p.stdout == ""
+    assert p.stderr.count("\n") == 1 and f"{suite}: {option}" in p.stderr
+    assert not (tmp_path / "x.h5").exists()
+
+
+def test_usage_errors_printed_once(tmp_path):
+    p = run_mpi(2, [sys.executable, "-m", "minitrace.bench", "partitioned", "--threads", "x"],
+                timeout=60, check=False)
+    assert p.returncode == 2 and p.stderr.count("error:") == 1 and "--threads" in p.stderr
+    h = run_mpi(2, [sys.executable, "-m", "minitrace.bench", "pt2pt", "--help"], timeout=60,
+                check=False)
+    assert h.returncode == 0 and h.stdout.count("usage:") == 1
+

@@ -58,13 +58,29 @@ def execute(args) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """The ``python -m minitrace.bench`` command line (the same parsers as ``minitrace bench``)."""
     parser = argparse.ArgumentParser(
         prog="python -m minitrace.bench",
         description="minitrace benchmark suites; run under mpiexec, e.g. "
                     "`mpiexec -n 4 python -m minitrace.bench variability -o run.h5`.")
     sub = parser.add_subparsers(dest="suite", metavar="SUITE", required=True)
     add_suite_parsers(sub)
-    return execute(parser.parse_args(argv))
+    return execute(parse_quietly_off_root(parser, argv))
+
+
+def parse_quietly_off_root(parser, argv):
+    """Parse on every rank (each needs the options) but let only rank 0 print usage errors and
+    --help: under mpiexec -n 64 one message, not 64; the others exit with the same status."""
+    from mpi4py import MPI
+    if MPI.COMM_WORLD.rank == 0:
+        return parser.parse_args(argv)
+    saved = sys.stdout, sys.stderr
+    with open(os.devnull, "w") as null:
+        sys.stdout = sys.stderr = null
+        try:
+            return parser.parse_args(argv)
+        finally:
+            sys.stdout, sys.stderr = saved
 
 
 if __name__ == "__main__":

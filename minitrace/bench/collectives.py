@@ -130,10 +130,14 @@ def run(args) -> int:
         raise MinitraceError(f"collectives: unknown --ops entries "
                              f"{[x for x in ops if x not in OPS] or args.ops!r}; "
                              f"choose among {','.join(OPS)}")
-    if args.min_size < 4 or args.min_size % 4 or args.max_size < args.min_size or \
-            args.iterations < 1 or args.warmup < 0:
-        raise MinitraceError("collectives: --min-size must be a positive multiple of 4 and "
-                             "<= --max-size; --iterations >= 1, --warmup >= 0")
+    req = common.require
+    req(args.min_size >= 4 and args.min_size % 4 == 0,
+        "collectives: --min-size must be a positive multiple of 4")
+    req(args.max_size >= args.min_size, "collectives: --max-size must be >= --min-size")
+    req(args.iterations >= 1, "collectives: --iterations must be >= 1")
+    req(args.warmup >= 0, "collectives: --warmup must be >= 0")
+    req(args.window >= 0, "collectives: --window must be >= 0")
+    req(args.offset_rounds >= 1, "collectives: --offset-rounds must be >= 1")
     topo = common.topology(comm)
     wtime = MPI.Wtime
     blocks = plan(args, ops)

@@ -142,7 +142,15 @@ def pin_blas_threads(n: int = 1) -> int | None:
     return max(nums) if nums else None
 
 
+def require(ok: bool, message: str) -> None:
+    """Option checks: one line naming the offending option, raised identically on every rank
+    (so rank 0 alone prints it and all ranks exit with the same status)."""
+    if not ok:
+        raise MinitraceError(message)
+
+
 def common_arguments(p) -> None:
+    """-o/--seed/--quiet, shared so that every suite spells them the same way."""
     p.add_argument("-o", "--output", default="bench.h5", metavar="FILE",
                    help="result file (HDF5; the suite's group /bench/SUITE is replaced, other "
                         "groups kept) [%(default)s]")

@@ -116,11 +116,16 @@ def run(args) -> int:
         raise MinitraceError(f"partitioned: unknown --modes entries "
                              f"{[x for x in modes if x not in MODES] or args.modes!r}; "
                              f"choose among {','.join(MODES)}")
-    if args.threads < 1 or not sizes or any(s % args.threads for s in sizes):
-        raise MinitraceError(f"partitioned: --threads {args.threads} must divide every size "
-                             f"18*2^k for k in [{args.min_k}, {args.max_k}]")
-    if args.runs < 1 or args.warmup < 0 or args.mu < 0:
-        raise MinitraceError("partitioned: --runs >= 1, --warmup >= 0, --mu >= 0 required")
+    req = common.require
+    req(args.threads >= 1, "partitioned: --threads must be >= 1")
+    req(args.min_k >= 0, "partitioned: --min-k must be >= 0")
+    req(args.max_k >= args.min_k, "partitioned: --max-k must be >= --min-k")
+    req(not any(s % args.threads for s in sizes),
+        f"partitioned: --threads {args.threads} must divide every size 18*2^k for k in "
+        f"[{args.min_k}, {args.max_k}]")
+    req(args.runs >= 1, "partitioned: --runs must be >= 1")
+    req(args.warmup >= 0, "partitioned: --warmup must be >= 0")
+    req(args.mu >= 0, "partitioned: --mu must be >= 0")
     topo = common.topology(comm)
     emulated = bool(args.emulate) or not comm.bcast(
         native_partitioned(MPI) if comm.rank == 0 else None, root=0)

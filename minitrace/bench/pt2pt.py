@@ -172,13 +172,16 @@ def _check(args, size: int) -> list[str]:
     kinds = [k.strip() for k in args.kinds.split(",") if k.strip()]
     bad = [k for k in kinds if k not in KINDS]
     if bad or not kinds:
-        raise MinitraceError(f"pt2pt: unknown kind(s) {bad or args.kinds!r}; choose among "
-                             f"{', '.join(KINDS)}")
-    if size < 2:
-        raise MinitraceError("pt2pt needs at least 2 ranks")
-    if args.max_size < 1 or args.reps < 1 or args.iterations < 1 or args.iterations_large < 1 \
-            or args.window < 1 or args.nsizes < 1 or args.skip < 0:
-        raise MinitraceError("pt2pt: sizes, counts and repetitions must be >= 1")
+        raise MinitraceError(f"pt2pt: unknown --kinds entries {bad or args.kinds!r}; choose "
+                             f"among {','.join(KINDS)}")
+    req = common.require
+    req(size >= 2, "pt2pt needs at least 2 ranks")
+    for opt, value, low in (("--max-size", args.max_size, 1), ("--nsizes", args.nsizes, 1),
+                            ("--reps", args.reps, 1), ("--iterations", args.iterations, 1),
+                            ("--iterations-large", args.iterations_large, 1),
+                            ("--large-size", args.large_size, 0), ("--skip", args.skip, 0),
+                            ("--window", args.window, 1)):
+        req(value >= low, f"pt2pt: {opt} must be >= {low}")
     return kinds
 
 

@@ -207,8 +207,13 @@ def run(args) -> int:
                              f"choose among {','.join(PROBES)}")
     if comm.size < 2 and "corruption" in probes:
         raise MinitraceError("thresholds: the corruption probe needs at least 2 ranks")
-    if not 1 <= args.min_size < args.max_size:
-        raise MinitraceError("thresholds: need 1 <= --min-size < --max-size")
+    req = common.require
+    req(args.min_size >= 1, "thresholds: --min-size must be >= 1")
+    req(args.max_size > args.min_size, "thresholds: --max-size must be > --min-size")
+    req(args.refine >= 0, "thresholds: --refine must be >= 0")
+    req(args.probe_timeout > 0, "thresholds: --probe-timeout must be > 0")
+    req(args.startup_timeout > 0, "thresholds: --startup-timeout must be > 0")
+    req(args.delay >= 0, "thresholds: --delay must be >= 0")
     topo = common.topology(comm)
     wtime = MPI.Wtime
     rows = []  # (probe, size, switched, outcome, times[nranks], frac)

@@ -127,8 +127,14 @@ class Halo:
 def run(args) -> int:
     MPI = common.mpi()
     comm = MPI.COMM_WORLD
-    if args.iterations < 1 or args.mu < 0 or args.sigma < 0:
-        raise MinitraceError("variability: --iterations must be >= 1, --mu and --sigma >= 0")
+    req = common.require
+    req(args.iterations >= 1, "variability: --iterations must be >= 1")
+    req(args.warmup >= 0, "variability: --warmup must be >= 0")
+    req(args.mu >= 0, "variability: --mu must be >= 0")
+    req(args.sigma >= 0, "variability: --sigma must be >= 0")
+    req(args.halo_bytes >= 0, "variability: --halo-bytes must be >= 0")
+    req(args.dgemm_n >= 1, "variability: --dgemm-n must be >= 1")
+    req(args.spmv_grid >= 1, "variability: --spmv-grid must be >= 1")
     topo = common.topology(comm)
     work = Workload(args.workload, args)
     unit_seconds = comm.bcast(work.calibrate() if comm.rank == 0 else None, root=0)
