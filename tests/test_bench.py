@@ -227,3 +227,14 @@ def test_usage_errors_printed_once(tmp_path):
                 check=False)
     assert h.returncode == 0 and h.stdout.count("usage:") == 1
 
+
+@pytest.mark.parametrize("nodes,pairs", [
+    ([0, 0, 1, 1], [("intra", 1), ("inter", 2)]),   # block placement on 2 nodes
+    ([0, 1, 0, 1], [("intra", 2), ("inter", 1)]),   # round-robin placement
+    ([0, 1, 1, 1], [("inter", 1)]),                 # rank 0 alone on its node
+    ([0, 0, 0, 0], [("intra", 1)]),                 # one node
+])
+def test_pairs_from_two_node_topology(nodes, pairs):
+    hosts = [f"node{n}" for n in nodes]
+    topo = {"hosts": hosts, "rank_to_node": nodes, "local_rank": [0] * len(nodes)}
+    assert pt2pt.pairs_from(topo) == pairs
