@@ -1,21 +1,25 @@
 """Cost of the PMPI shim, traced against untraced in one run (same binaries, interleaved).
 
-(a) ns added per MPI call on a tight 8-byte ping-pong (2 ranks);  (b) slowdown of a 2-D halo
-exchange (2 ranks) computing between exchanges;  (c) bytes per action of the final HDF5;
-(d) merge speed (raw per-rank files -> TraceData, and -> HDF5 file).
-Usage: python benchmarks/bench_shim.py [--reps 5] [--append-results]
+(a) ns added per MPI call: one rank (MPI_Comm_size loop, 8-byte MPI_Sendrecv to self: no
+network, so little load noise) and a tight 8-byte ping-pong between 2 ranks;  (b) slowdown of a
+2-D halo exchange (2 ranks) computing between exchanges;  (c) bytes per action of the final
+HDF5;  (d) merge speed (raw per-rank files -> TraceData, and + HDF5 write), in fresh processes
+(cold: what `minitrace record` sees) and repeated in the same process (warm).
+
+Every traced/untraced pair runs back to back, the order alternating between pairs, so that a
+change of machine load hits both; figures are medians with the interquartile range (IQR) over
+many short pairs.  Usage: python benchmarks/bench_shim.py [--reps 15] [--halo-reps 11]
 """
 from __future__ import annotations
 
 import argparse
-import datetime as dt
+import json
 import os
 import re
 import shutil
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import numpy as np
@@ -30,31 +34,73 @@ from tests.mpiutil import mpicc, tool  # noqa: E402
 MACHINE = "2-core shared VM, Debian 12, CPython 3.11, MPICH 5.0.2 wheel"
 
 
-def run(n: int, argv: list[str], env: dict | None, pattern: str) -> list[float]:
+def run(n: int, argv: list[str], env: dict | None) -> str:
     p = subprocess.run([tool("mpiexec"), "-n", str(n), *argv], capture_output=True, text=True,
                        timeout=600, env=env or dict(os.environ))
     if p.returncode:
         raise SystemExit(f"benchmark job failed: {p.stderr}")
-    return [float(x) for x in re.findall(pattern, p.stdout)]
+    return p.stdout
 
 
-def paired(name, n, argv, pattern, reps, raw_root, reduce=max):
-    """Alternate untraced / traced runs; returns arrays (untraced, traced) and the last raw dir."""
-    plain, traced, raw = [], [], None
+def paired(name, n, argv, patterns, reps, raw_root):
+    """``reps`` back-to-back (untraced, traced) pairs, the order alternating; for each pattern
+    the arrays (untraced, traced) of its value (max over ranks); and the last raw dir."""
+    plain = {p: [] for p in patterns}
+    traced = {p: [] for p in patterns}
+    raw = None
     for i in range(reps):
-        plain.append(reduce(run(n, argv, None, pattern)))
-        raw = os.path.join(raw_root, f"{name}-raw{i}")
-        traced.append(reduce(run(n, argv, shim_env(raw, "auto"), pattern)))
-        if i < reps - 1:
+        if raw:
             shutil.rmtree(raw)
-    return np.array(plain), np.array(traced), raw
+        raw = os.path.join(raw_root, f"{name}-raw{i}")
+        order = [(plain, None), (traced, shim_env(raw, "auto"))]
+        for store, env in (order if i % 2 == 0 else order[::-1]):
+            out = run(n, argv, env)
+            for p in patterns:
+                store[p].append(max(float(x) for x in re.findall(p, out)))
+    return ({p: np.array(v) for p, v in plain.items()},
+            {p: np.array(v) for p, v in traced.items()}, raw)
+
+
+def stats(x: np.ndarray, fmt: str = ".1f") -> str:
+    q1, med, q3 = np.percentile(x, [25, 50, 75])
+    return f"median {med:{fmt}} (IQR {q1:{fmt}} .. {q3:{fmt}}, n={len(x)})"
+
+
+_MERGE_CHILD = r"""
+import json, sys, time
+sys.path.insert(0, sys.argv[1])
+from minitrace.merge import merge_dir
+from minitrace import storage
+def one():
+    c0, w0 = time.process_time(), time.perf_counter()
+    d = merge_dir(sys.argv[2])
+    c1, w1 = time.process_time(), time.perf_counter()
+    storage.write_trace(sys.argv[3], d)
+    c2, w2 = time.process_time(), time.perf_counter()
+    return [len(d.actions), w1 - w0, c1 - c0, w2 - w1, c2 - c1]
+rows = [one() for _ in range(3)]
+print(json.dumps(rows))
+"""
+
+
+def merge_speed(raw: str, out: str, reps: int) -> dict:
+    """Fresh processes; in each, the first merge is cold, the next two warm."""
+    cold, warm = [], []
+    for _ in range(reps):
+        p = subprocess.run([sys.executable, "-c", _MERGE_CHILD, str(ROOT), raw, out],
+                           capture_output=True, text=True, timeout=600, check=True)
+        rows = json.loads(p.stdout)
+        cold.append(rows[0])
+        warm += rows[1:]
+    return {"cold": np.array(cold), "warm": np.array(warm)}
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--reps", type=int, default=5)
-    ap.add_argument("--iters", type=int, default=200000, help="ping-pong iterations")
-    ap.add_argument("--append-results", action="store_true")
+    ap.add_argument("--reps", type=int, default=15, help="pairs for the per-call costs")
+    ap.add_argument("--halo-reps", type=int, default=11, help="pairs for the halo slowdown")
+    ap.add_argument("--merge-reps", type=int, default=5, help="fresh processes for (d)")
+    ap.add_argument("--iters", type=int, default=50000, help="ping-pong iterations per run")
     args = ap.parse_args()
     work = Path(tempfile.mkdtemp(prefix="bench-shim-"))
     progs = ROOT / "tests" / "programs"
@@ -62,62 +108,60 @@ def main() -> None:
     halo = str(mpicc(progs / "halo.c", work / "halo"))
     cc = str(mpicc(progs / "callcost.c", work / "callcost"))
 
-    # (a') the shim's own cost on one rank (no network: far less sensitive to a loaded machine)
-    cu, ct, _ = paired("cs", 1, [cc, "500000"], r"comm_size_ns ([\d.]+)", args.reps, str(work))
-    su, st, _ = paired("sr", 1, [cc, "500000"], r"sendrecv_ns ([\d.]+)", args.reps, str(work))
-
-    # (a) ping-pong
-    u, t, raw_pp = paired("pp", 2, [pp, str(args.iters)], r"ns_per_call ([\d.]+)", args.reps, str(work))
-    added = t - u
-    # (b) halo with compute between exchanges (about 1 ms of compute per iteration); 2 ranks on
-    # the 2 cores: 4 would oversubscribe them and measure the scheduler
-    hu, ht, raw_halo = paired("halo", 2, [halo, "400", "300000"], r"seconds ([\d.]+)", args.reps,
-                              str(work))
-    slow = ht / hu - 1
-    # (c)+(d) merge the last traced ping-pong run, write it, measure
-    t0 = time.perf_counter()
-    data = merge_dir(raw_pp)
-    t_merge = time.perf_counter() - t0
-    out = work / "pp.h5"
-    t0 = time.perf_counter()
-    storage.write_trace(str(out), data)
-    t_write = time.perf_counter() - t0
-    n = len(data.actions)
-    bpa = out.stat().st_size / n
+    cs, sr, pn = r"comm_size_ns ([\d.]+)", r"sendrecv_ns ([\d.]+)", r"ns_per_call ([\d.]+)"
+    # (a) one rank, no network, then the 2-rank ping-pong
+    cu, ct, _ = paired("cc", 1, [cc, "200000"], [cs, sr], args.reps, str(work))
+    u, t, raw_pp = paired("pp", 2, [pp, str(args.iters)], [pn], args.reps, str(work))
+    # (b) halo with ~1 ms of compute per iteration; 2 ranks on the 2 cores (4 would
+    # oversubscribe them and measure the scheduler)
+    hu, ht, raw_halo = paired("halo", 2, [halo, "400", "300000"], [r"seconds ([\d.]+)"],
+                              args.halo_reps, str(work))
+    hu, ht = hu[r"seconds ([\d.]+)"], ht[r"seconds ([\d.]+)"]
+    slow = 100 * (ht / hu - 1)
+    # (c) + (d): a traced ping-pong 8x longer, so that the merge has work
+    shutil.rmtree(raw_pp)
+    run(2, [pp, str(8 * args.iters)], shim_env(raw_pp, "auto"))
+    ms = merge_speed(raw_pp, str(work / "pp.h5"), args.merge_reps)
+    n = int(ms["cold"][0, 0])
+    bpa = (work / "pp.h5").stat().st_size / n
     hdata = merge_dir(raw_halo)
     storage.write_trace(str(work / "halo.h5"), hdata)
     hbpa = (work / "halo.h5").stat().st_size / len(hdata.actions)
 
+    added_cs, added_sr = ct[cs] - cu[cs], ct[sr] - cu[sr]
+    added_pp = t[pn] - u[pn]
+
+    def rate(rows, col):                       # M actions/s from the median time
+        return n / np.median(rows[:, col]) / 1e6
+
+    def rate2(rows, a, b):
+        return n / np.median(rows[:, a] + rows[:, b]) / 1e6
+
+    c, w = ms["cold"], ms["warm"]
     lines = [
-        f"(a) ping-pong 8 B, {args.iters} iterations, ns per MPI call untraced "
-        f"{np.round(u, 1).tolist()} traced {np.round(t, 1).tolist()}",
-        f"    added per call: median of paired differences {np.median(added):.1f} ns "
-        f"(min {added.min():.1f}, max {added.max():.1f}); target <= 100 ns: "
-        f"{'met' if np.median(added) <= 100 else 'NOT met'}",
-        f"(b) halo 2 ranks x 400 iterations with compute: untraced {np.round(hu, 4).tolist()} s, "
-        f"traced {np.round(ht, 4).tolist()} s; slowdown median {100 * np.median(slow):.2f}% "
-        f"(min {100 * slow.min():.2f}%, max {100 * slow.max():.2f}%); target <= 3%: "
-        f"{'met' if np.median(slow) <= 0.03 else 'NOT met'}",
-        f"(a') one rank, no network: MPI_Comm_size {np.median(cu):.1f} -> {np.median(ct):.1f} ns "
-        f"(added {np.median(ct - cu):.1f} ns), 8 B MPI_Sendrecv to self {np.median(su):.1f} -> "
-        f"{np.median(st):.1f} ns (added {np.median(st - su):.1f} ns), medians of {args.reps} pairs",
+        f"(a) one rank, {args.reps} pairs of 200000 calls: MPI_Comm_size untraced "
+        f"{np.median(cu[cs]):.1f} ns, added {stats(added_cs)} ns; 8 B MPI_Sendrecv to self "
+        f"untraced {np.median(cu[sr]):.1f} ns, added {stats(added_sr)} ns",
+        f"    2-rank 8 B ping-pong, {args.reps} pairs of {args.iters} iterations: untraced "
+        f"{np.median(u[pn]):.0f} ns per call, added {stats(added_pp)} ns",
+        f"    target <= 100 ns: {'met' if max(np.median(added_cs), np.median(added_sr)) <= 100 else 'NOT met'} "
+        f"(one rank); ping-pong {'met' if np.median(added_pp) <= 100 else 'NOT met'}",
+        f"(b) halo 2 ranks x 400 iterations with compute, {args.halo_reps} pairs: untraced "
+        f"median {np.median(hu):.4f} s; slowdown {stats(slow, '.2f')} %; target <= 3%: "
+        f"{'met' if np.median(slow) <= 3 else 'NOT met'}",
         f"(c) bytes per action in the HDF5: ping-pong {bpa:.2f} ({n} actions incl. compute), "
         f"halo {hbpa:.2f} ({len(hdata.actions)} actions); target <= 8: "
         f"{'met' if max(bpa, hbpa) <= 8 else 'NOT met'}",
-        f"(d) merge of {n} actions: raw -> TraceData {t_merge:.3f} s = {n / t_merge / 1e6:.1f} M "
-        f"actions/s; + HDF5 write {t_write:.3f} s = {n / (t_merge + t_write) / 1e6:.1f} M "
-        f"actions/s end to end; target >= 5 M/s: {'met' if n / t_merge >= 5e6 else 'NOT met'} "
-        f"(merge), {'met' if n / (t_merge + t_write) >= 5e6 else 'NOT met'} (with write)",
-        f"    volume measure: {data.meta['volume_source']}, clock: {data.meta['clock']}",
+        f"(d) merge of {n} actions, {args.merge_reps} fresh processes: raw -> TraceData cold "
+        f"{rate(c, 1):.1f} M/s wall ({rate(c, 2):.1f} M/s CPU), warm {rate(w, 1):.1f} M/s wall "
+        f"({rate(w, 2):.1f} M/s CPU); with the HDF5 write cold {rate2(c, 1, 3):.1f} M/s wall "
+        f"({rate2(c, 2, 4):.1f} CPU), warm {rate2(w, 1, 3):.1f} M/s wall ({rate2(w, 2, 4):.1f} CPU)",
+        f"    target >= 5 M/s (merge, cold wall): {'met' if rate(c, 1) >= 5 else 'NOT met'}; "
+        f"with the write: {'met' if rate2(c, 1, 3) >= 5 else 'NOT met'}",
+        f"    volume measure: {hdata.meta['volume_source']}, clock: {hdata.meta['clock']}",
     ]
+    print(f"Machine: {MACHINE}; load average {os.getloadavg()[0]:.1f} at the end")
     print("\n".join(lines))
-    if args.append_results:
-        with open(ROOT / "benchmarks" / "RESULTS.md", "a") as f:
-            f.write(f"\n## PMPI shim overhead (benchmarks/bench_shim.py, "
-                    f"{dt.date.today().isoformat()})\n\nMachine: {MACHINE}. Traced vs untraced "
-                    f"runs interleaved, {args.reps} pairs, same binaries.\n\n")
-            f.write("\n".join(f"- {x}" if not x.startswith("    ") else f"  {x.strip()}"
-                              for x in lines) + "\n")
     shutil.rmtree(work)
 
 
