@@ -7,14 +7,14 @@ dependency is only needed for its own format.
 """
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 from minitrace.errors import MinitraceError
 from minitrace.model import TraceData
 
+from .ti_files import is_trace, list_entries
+
 FORMATS = ("otf2", "tau", "ti")
-_TI_LINE = re.compile(r"^\s*(?:p)?\d+\s+[A-Za-z_]+")
 
 
 def _tau_pair(p: Path) -> tuple[Path, Path]:
@@ -33,6 +33,14 @@ def _tau_pair(p: Path) -> tuple[Path, Path]:
         return trc, p
     edf = p.with_suffix(".edf")
     return p, edf if edf.exists() else p.parent / "tau.edf"
+
+
+def _is_ti(path: str) -> bool:
+    """A TI trace, or a list file whose every entry is an existing file (the TI reader's rules)."""
+    try:
+        return is_trace(path) or bool(list_entries(path))
+    except MinitraceError:
+        return False
 
 
 def detect(path) -> str:
@@ -58,13 +66,8 @@ def detect(path) -> str:
     if head.startswith(b"\x89HDF"):
         raise MinitraceError("an HDF5 (minitrace) file, not a foreign trace: write it as OTF2 "
                              "with --to otf2", str(p))
-    if b"\0" not in head:
-        text = head.decode("utf-8", errors="replace")
-        first = next((ln for ln in text.splitlines() if ln.strip() and not ln.startswith("#")),
-                     "")
-        # a TI trace line ("0 init", "p1 send 0 8"), or a list file naming existing files
-        if _TI_LINE.match(first) or (first and (p.parent / first.strip()).is_file()):
-            return "ti"
+    if b"\0" not in head and _is_ti(str(p)):
+        return "ti"
     raise MinitraceError("cannot tell the trace format (expected an OTF2 anchor, a TAU "
                          ".trc/.edf pair or SimGrid TI text; pass --from)", str(p))
 

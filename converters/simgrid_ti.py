@@ -21,6 +21,8 @@ from minitrace import kinds as K
 from minitrace.errors import MinitraceError
 from minitrace.model import ACTION_DTYPE, NONE, TraceData, assign_vec_offsets
 
+from .ti_files import is_trace, list_entries, meaningful_lines, rank_token
+
 #: Datatype id -> size in bytes (SimGrid's Datatype::decode ids, x86-64 sizes).
 DATATYPE_SIZE = {
     0: 8, 1: 4, 2: 1, 3: 2, 4: 8, 5: 4, 6: 1, 7: 8, 8: 1, 9: 1, 10: 2, 11: 4, 12: 8, 13: 8,
@@ -53,59 +55,22 @@ class _Line:
     args: list[str]
 
 
-def _rank_token(tok: str) -> int | None:
-    t = tok[1:] if tok[:1] == "p" else tok
-    return int(t) if t.isdigit() else None
-
-
 def _read_lines(path: str, want_rank: int | None, errors: list) -> list[_Line]:
     out = []
-    try:
-        f = open(path, encoding="utf-8", errors="replace")
-    except OSError as e:
-        raise MinitraceError(f"cannot read trace: {e.strerror}", path) from None
-    with f:
-        for n, raw in enumerate(f, 1):
-            s = raw.strip()
-            if not s or s[0] == "#":
-                continue
-            tok = s.split()
-            rank = _rank_token(tok[0])
-            if rank is None:
-                errors.append((path, n, f"{tok[0]!r} is not a rank"))
-                continue
-            if len(tok) < 2:
-                errors.append((path, n, "no action after the rank"))
-                continue
-            if want_rank is not None and rank != want_rank:
-                errors.append((path, n, f"a line of rank {rank} in rank {want_rank}'s trace"))
-                continue
-            out.append(_Line(path, n, rank, tok[1], tok[2:]))
+    for n, s in meaningful_lines(path):
+        tok = s.split()
+        rank = rank_token(tok[0])
+        if rank is None:
+            errors.append((path, n, f"{tok[0]!r} is not a rank"))
+            continue
+        if len(tok) < 2:
+            errors.append((path, n, "no action after the rank"))
+            continue
+        if want_rank is not None and rank != want_rank:
+            errors.append((path, n, f"a line of rank {rank} in rank {want_rank}'s trace"))
+            continue
+        out.append(_Line(path, n, rank, tok[1], tok[2:]))
     return out
-
-
-def _is_trace(path: str) -> bool:
-    """A trace's first meaningful line starts with a rank and has an action; a list's does not."""
-    try:
-        with open(path, encoding="utf-8", errors="replace") as f:
-            for raw in f:
-                s = raw.strip()
-                if s and s[0] != "#":
-                    tok = s.split()
-                    return len(tok) >= 2 and _rank_token(tok[0]) is not None
-    except OSError as e:
-        raise MinitraceError(f"cannot read: {e.strerror}", path) from None
-    raise MinitraceError("empty file: neither a trace nor a list of traces", path)
-
-
-def _resolve(entry: str, listfile: str) -> str:
-    """List entries are relative to the list file's directory (SimGrid: to its working
-    directory, which is where SimGrid's own tracer writes them from)."""
-    p = Path(entry)
-    if p.is_absolute():
-        return str(p)
-    near = Path(listfile).parent / p
-    return str(near if near.exists() or not p.exists() else p)
 
 
 def read_ti(path) -> TraceData:
@@ -114,14 +79,12 @@ def read_ti(path) -> TraceData:
     cannot parse as ``file:line: why``."""
     path = os.fspath(path)
     errors: list[tuple[str, int, str]] = []   # (file, line, why)
-    if _is_trace(path):
+    if is_trace(path):
         lines = _read_lines(path, None, errors)
         nranks = max((ln.rank for ln in lines), default=-1) + 1
         source = [path]
     else:
-        with open(path, encoding="utf-8", errors="replace") as f:
-            entries = [e.strip() for e in f if e.strip()]
-        files = [_resolve(e, path) for e in entries]
+        files = list_entries(path)
         if len(files) == 1:
             lines = _read_lines(files[0], None, errors)
             nranks = max((ln.rank for ln in lines), default=-1) + 1
@@ -225,7 +188,7 @@ class _Importer:
         return root
 
     def peer(self, tok: str, what: str) -> int:
-        p = _rank_token(tok)
+        p = rank_token(tok)
         if p is None or p >= self.P:
             raise _LineError(f"{what} {tok!r} is not a rank (0..{self.P - 1})")
         return p

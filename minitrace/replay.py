@@ -22,6 +22,8 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 from . import kinds as K
+from .converters.ti_files import (first_tokens, is_trace, list_entries, meaningful_lines,
+                                  rank_token)
 from .errors import MinitraceError
 from .platforms import Cluster, parse_quantity, read_hostfile
 
@@ -181,48 +183,21 @@ def _export(data, work: Path, source: str | None, lossy: bool) -> tuple[list[str
     return _list_traces(str(listfile), work), report.lines()
 
 
-def _first_tokens(path: str) -> list[str] | None:
-    """Tokens of the first line that is not blank nor a ``#`` comment."""
-    with open(path, errors="replace") as fh:
-        for line in fh:
-            tok = line.split()
-            if tok and not tok[0].startswith("#"):
-                return tok
-    return None
-
-
 def _text_traces(path: str, work: Path) -> list[str]:
-    tok = _first_tokens(path)
-    if tok is None:
-        raise MinitraceError("empty trace file", path)
-    if len(tok) >= 2 and tok[0].isdigit():
+    """One file per rank from a TI trace holding every rank or from a list file."""
+    if is_trace(path):
         return _split_shared(path, work)
     return _list_traces(path, work)
 
 
 def _list_traces(path: str, work: Path) -> list[str]:
     """Traces named by a list file, line i for rank i (one line: a trace shared by all ranks,
-    as smpirun reads it); a name is relative to the list file's directory, else to the working
-    directory (smpirun's convention)."""
-    base = os.path.dirname(os.path.abspath(path))
-    named = []
-    with open(path, errors="replace") as fh:
-        for lineno, line in enumerate(fh, 1):
-            name = line.strip()
-            if not name or name.startswith("#"):
-                continue
-            found = [c for c in (os.path.join(base, name), os.path.abspath(name))
-                     if os.path.isfile(c)]
-            if not found:
-                raise MinitraceError(f"line {lineno}: neither a TI action ('<rank> <action> ...')"
-                                     f" nor an existing trace file: {name!r}", path)
-            named.append(found[0])
-    if not named:
-        raise MinitraceError("the list file names no trace", path)
+    as smpirun reads it)."""
+    named = list_entries(path)
     if len(named) == 1:
         return _split_shared(named[0], work)
     for rank, trace in enumerate(named):
-        _check_start(_first_tokens(trace), rank, trace)
+        _check_start(first_tokens(trace), rank, trace)
     return [_ends_with_newline(trace, work, rank) for rank, trace in enumerate(named)]
 
 
@@ -254,15 +229,13 @@ def _split_shared(path: str, work: Path) -> list[str]:
     """Split a trace holding all ranks into one file per rank (SimGrid's shared-trace mode is
     not reachable from Python, and per-rank files let each actor read only its own lines)."""
     outs: dict[int, list[str]] = {}
-    with open(path, errors="replace") as fh:
-        for lineno, line in enumerate(fh, 1):
-            tok = line.split(None, 1)
-            if not tok or tok[0].startswith("#"):
-                continue
-            if not tok[0].isdigit() or len(tok) < 2:
-                raise MinitraceError(f"line {lineno}: expected '<rank> <action> ...', got "
-                                     f"{line.strip()[:60]!r}", path)
-            outs.setdefault(int(tok[0]), []).append(line if line.endswith("\n") else line + "\n")
+    for lineno, line in meaningful_lines(path):
+        tok = line.split(None, 1)
+        rank = rank_token(tok[0])
+        if rank is None or len(tok) < 2:
+            raise MinitraceError(f"line {lineno}: expected '<rank> <action> ...', got "
+                                 f"{line[:60]!r}", path)
+        outs.setdefault(rank, []).append(f"{rank} {tok[1]}\n")
     ranks = sorted(outs)
     if ranks != list(range(len(ranks))):
         missing = sorted(set(range(ranks[-1] + 1)) - set(ranks))

@@ -91,6 +91,35 @@ def test_bad_text_is_one_line_error(tmp_path):
     assert not (tmp_path / "t.h5").exists()
 
 
+@pytest.mark.parametrize("content, why", [
+    (b"hello world\n", "line 1: neither a TI action ('<rank> <action> ...') nor an existing "
+                       "trace file: 'hello world'"),
+    (b"\x7fELF\x02\x01\x01\x00\x00\x00", "not a text trace (binary data)"),
+])
+def test_import_of_a_non_trace_is_one_line_error(tmp_path, content, why):
+    f = tmp_path / "notes.txt"
+    f.write_bytes(content)
+    p = mt("import", f, "-o", tmp_path / "t.h5")
+    assert p.returncode == 1 and p.stdout == ""
+    assert p.stderr == f"minitrace: error: {f}: {why}\n"
+    assert not (tmp_path / "t.h5").exists()
+    # format detection reads it with the same rules: not TI, so no format at all
+    p = mt("convert", f, "-o", tmp_path / "t.h5")
+    assert p.returncode == 1 and "cannot tell the trace format" in p.stderr
+    assert p.stderr.count("\n") == 1
+
+
+@needs_fixtures
+def test_import_and_convert_accept_a_commented_list(tmp_path):
+    lst = tmp_path / "list"
+    lst.write_text(f"# two ranks\n{FIX / 'actions0.txt'}\n\n# the other\n"
+                   f"{FIX / 'actions1.txt'}\n")
+    for cmd in ("import", "convert"):
+        p = mt(cmd, lst, "-o", tmp_path / f"{cmd}.h5")
+        assert p.returncode == 0, p.stderr
+        assert p.stdout.startswith(f"{tmp_path / cmd}.h5: 2 ranks, 12 actions from ")
+
+
 def test_validate_cli_caps_output(tmp_path):
     b = TraceBuilder(2)
     for r in range(2):

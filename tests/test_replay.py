@@ -274,3 +274,17 @@ def test_cli_errors_are_one_line(capsys, tmp_path):
         "(f, Mf, Gf, Tf)",
         "minitrace: error: the trace has 1 ranks but 2 were asked for (--np)",
     ]
+
+
+@pytest.mark.parametrize("content, why", [
+    (b"hello world\n", "line 1: neither a TI action ('<rank> <action> ...') nor an existing "
+                       "trace file: 'hello world'"),
+    (b"\x7fELF\x02\x01\x01\x00\x00\x00", "not a text trace (binary data)"),
+    (b"\n# comment only\n", "empty file: neither a TI trace nor a list of traces"),
+])
+def test_cli_non_trace_input_is_one_line(capsys, tmp_path, content, why):
+    """The same list/trace reader as ``minitrace import``: the same message naming the file."""
+    f = tmp_path / "input"
+    f.write_bytes(content)
+    assert cli.main(["replay", str(f)]) == 1
+    assert capsys.readouterr().err == f"minitrace: error: {f}: {why}\n"

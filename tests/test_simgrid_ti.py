@@ -111,6 +111,34 @@ def test_list_file_of_per_rank_traces(tmp_path):
 
 
 @needs_fixtures
+def test_list_file_skips_blank_and_comment_lines(tmp_path):
+    """The list reader shared with replay: ``#`` comments and blank lines are not entries."""
+    lst = tmp_path / "commented"
+    lst.write_text(f"# rank 0\n\n{FIX / 'actions0.txt'}\n  # rank 1\n{FIX / 'actions1.txt'}\n")
+    plain = tmp_path / "plain"
+    plain.write_text(f"{FIX / 'actions0.txt'}\n{FIX / 'actions1.txt'}\n")
+    same_actions(read_ti(lst), read_ti(plain))
+
+
+@pytest.mark.parametrize("content, why", [
+    (b"hello world\n", "line 1: neither a TI action ('<rank> <action> ...') nor an existing "
+                       "trace file: 'hello world'"),
+    (b"# list\nr0.txt\n\nmissing.txt\n", "line 4: neither a TI action ('<rank> <action> ...') "
+                                          "nor an existing trace file: 'missing.txt'"),
+    (b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR", "not a text trace (binary data)"),
+    (b"0 init\n\xff\xfe\xfd garbage\n", "not a text trace (binary data)"),
+    (b"# nothing but a comment\n\n", "empty file: neither a TI trace nor a list of traces"),
+])
+def test_bad_input_is_one_line_error_naming_the_file(tmp_path, content, why):
+    (tmp_path / "r0.txt").write_text("0 init\n0 finalize\n")
+    f = tmp_path / "input"
+    f.write_bytes(content)
+    with pytest.raises(MinitraceError) as e:
+        read_ti(f)
+    assert str(e.value) == f"{f}: {why}"
+
+
+@needs_fixtures
 @pytest.mark.parametrize("example", EXAMPLES, ids=lambda p: p.name)
 @pytest.mark.parametrize("layout", ["per-rank", "single"])
 def test_examples_round_trip_through_hdf5(example, layout, tmp_path):
