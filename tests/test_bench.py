@@ -188,16 +188,6 @@ def test_unwritable_output_refused_before_measuring(tmp_path):
     assert p.returncode == 1 and p.stderr.strip().count("\n") == 0 and str(out) in p.stderr
 
 
-def test_info_summarizes_bench_file(tmp_path):
-    out = tmp_path / "all.h5"
-    bench(2, "variability", out, "--iterations", "2", "--warmup", "0", "--mu", "1e-4")
-    bench(2, "pt2pt", out, "--max-size", "2", "--reps", "1", "--iterations", "2", "--skip", "0")
-    assert minitrace.open(str(out)).suites == ["pt2pt", "variability"]
-    info = subprocess.run([sys.executable, "-m", "minitrace.cli", "info", str(out)],
-                          capture_output=True, text=True, timeout=60, check=True).stdout
-    assert "bench/pt2pt" in info and "bench/variability" in info
-
-
 @pytest.mark.parametrize("suite,opts,option", [
     ("partitioned", ["--threads", "0"], "--threads must be >= 1"),
     ("partitioned", ["--threads", "5"], "--threads 5 must divide"),

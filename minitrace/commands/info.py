@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from ..bench.summary import summarize as summarize_suite
 from ..trace import open as open_trace
 
 _META_SHOWN = ("producer", "producer_version", "format_version", "created", "volume_unit",
@@ -10,6 +11,7 @@ _META_SHOWN = ("producer", "producer_version", "format_version", "created", "vol
 
 
 def register(sub) -> None:
+    """The ``info`` sub-command (discovered by minitrace.cli)."""
     p = sub.add_parser("info", help="summarize a minitrace file",
                        description="Print a file's metadata, a per-rank summary of its trace "
                                    "(counts by kind, bytes, compute volume, time span) and the "
@@ -20,6 +22,7 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
+    """Print the summary; bench suites get their headline numbers from minitrace.bench.summary."""
     with open_trace(args.file) as t:
         print(f"{args.file}: minitrace format {t.meta.get('format_version')}")
         for k in _META_SHOWN:
@@ -44,6 +47,8 @@ def run(args) -> int:
             b = t.bench(suite)
             shapes = ", ".join(f"{k}{list(v.shape)}" for k, v in sorted(b.arrays.items()))
             print(f"bench/{suite}: {shapes}")
+            for line in summarize_suite(b, args.file):
+                print(f"  {line}")
             params = {k: v for k, v in b.attrs.items() if k != "created"}
             if params:
                 print(f"  parameters: {params}")
