@@ -5,10 +5,10 @@ import numpy as np
 import pandas as pd
 
 
-def summarize(trace) -> pd.DataFrame:
-    """One row per rank: ``actions``, ``bytes_sent``, ``bytes_recv``, ``volume``, ``t_first``,
-    ``t_last``, ``span`` (seconds, NaN when untimed) and one ``n_<kind>`` column per kind present."""
-    r = trace._need_trace()
+def summarize(r) -> pd.DataFrame:
+    """One row per rank of the trace read by ``r`` (a TraceReader, passed by Trace.summary):
+    ``actions``, ``bytes_sent``, ``bytes_recv``, ``volume``, ``t_first``, ``t_last``, ``span``
+    (seconds, NaN when untimed) and one ``n_<kind>`` column per kind present."""
     names, counts = r.kind_counts()
     rows = []
     for rank in range(r.nranks):

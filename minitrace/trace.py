@@ -138,7 +138,7 @@ class Trace:
     def summary(self) -> pd.DataFrame:
         """Per rank: action count, counts by kind, bytes sent/received, compute volume, span."""
         from .summary import summarize
-        return summarize(self)
+        return summarize(self._need_trace())
 
     def validate(self):
         """Check the trace's consistency; returns a ``ValidationReport``."""
