@@ -279,7 +279,16 @@ static void *mt_helper(void *arg) {
     }
 }
 
+/* A child forked by a traced rank (e.g. a subprocess) shares the parent's MAP_SHARED chunks
+ * and has no helper: it must not record into them. */
+static void mt_forked_child(void) {
+    mt_on = 0;
+    mt_started = 0;
+    mt_helper_on = 0;
+}
+
 static void mt_helper_start(void) {
+    pthread_atfork(NULL, NULL, mt_forked_child);
     pthread_t th;
     pthread_attr_t a;
     pthread_attr_init(&a);
