@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import math
 import os
+import shutil
+import tempfile
 from collections import Counter, deque
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -629,10 +631,13 @@ def write_ti(data: TraceData, out, layout: str = "per-rank", lossy: bool = False
     """Write ``data`` as SimGrid 4.1 TI text (bytes, default MPI_BYTE).  ``per-rank``: ``out`` is
     a list file naming ``<out>_files/<rank>.txt`` (paths relative to the list's directory);
     ``single``: ``out`` holds every rank's lines.  Unless ``lossy``, raises MinitraceError when
-    an action would be dropped; approximations are always listed in the returned report."""
+    an action would be dropped; approximations are always listed in the returned report.  Files
+    are written beside their final place and renamed into it: a failed export leaves the
+    previous output (or none) in place, never part of the new one."""
     out = os.fspath(out)
     if layout not in ("per-rank", "single"):
         raise MinitraceError(f"unknown layout {layout!r} (per-rank or single)")
+    target = _check_output(out, layout)
     rep = ExportReport()
     wr = _Writer(data, rep)
     per_rank = [wr.rank_lines(r) for r in range(data.nranks)]
@@ -645,22 +650,77 @@ def write_ti(data: TraceData, out, layout: str = "per-rank", lossy: bool = False
                              "to drop them", out)
     try:
         if layout == "single":
-            with open(out, "w") as f:
-                for lines in per_rank:
-                    f.writelines(ln + "\n" for ln in lines)
+            _replace_text(Path(out), "".join(ln + "\n" for lines in per_rank for ln in lines))
             rep.files.append(out)
         else:
             base = Path(out)
-            d = base.parent / f"{base.name}_files"
-            d.mkdir(parents=True, exist_ok=True)
-            names = []
-            for r, lines in enumerate(per_rank):
-                p = d / f"{r}.txt"
-                p.write_text("".join(ln + "\n" for ln in lines))
-                names.append(f"{d.name}/{r}.txt")
-                rep.files.append(str(p))
-            base.write_text("".join(n + "\n" for n in names))
+            rep.files += [str(target / f"{r}.txt") for r in range(len(per_rank))]
+            _replace_dir(target, {f"{r}.txt": "".join(ln + "\n" for ln in lines)
+                                  for r, lines in enumerate(per_rank)})
+            _replace_text(base, "".join(f"{target.name}/{r}.txt\n" for r in range(len(per_rank))))
             rep.files.insert(0, out)
     except OSError as e:
-        raise MinitraceError(f"cannot write: {e.strerror}", out) from None
+        raise MinitraceError(f"cannot write: {e.strerror or e}", out) from None
     return rep
+
+
+def _check_output(out: str, layout: str) -> Path | None:
+    """Refuse, before anything is written, outputs that would fail half-way: ``out`` or the
+    rank-file directory being the wrong kind of file.  Returns the rank-file directory."""
+    base = Path(out)
+    if base.is_dir():
+        raise MinitraceError("is a directory: give the name of the "
+                             + ("list file to write (its rank files go to NAME_files/)"
+                                if layout == "per-rank" else "file to write"), out)
+    if layout == "single":
+        return None
+    d = base.parent / f"{base.name}_files"
+    if d.exists() and not d.is_dir():
+        raise MinitraceError("exists and is not a directory: the rank files go there", str(d))
+    return d
+
+
+def _replace_text(path: Path, text: str) -> None:
+    """Write ``path`` whole or not at all: a temporary file beside it, renamed into place."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w") as f:
+            os.fchmod(f.fileno(), 0o666 & ~_umask())
+            f.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        os.unlink(tmp)
+        raise
+
+
+def _replace_dir(path: Path, files: dict[str, str]) -> None:
+    """Fill a temporary directory beside ``path`` with ``files``, then swap it into place (an
+    older ``path`` is removed only once the new one is complete)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp"))
+    old = None
+    try:
+        for name, text in files.items():
+            (tmp / name).write_text(text)
+        os.chmod(tmp, 0o777 & ~_umask())
+        if path.exists():
+            old = Path(tempfile.mkdtemp(dir=path.parent, prefix=f".{path.name}.", suffix=".old"))
+            os.replace(path, old)
+        os.replace(tmp, path)
+    except BaseException:
+        if old is not None and not path.exists():
+            os.replace(old, path)
+            old = None
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    finally:
+        if old is not None:
+            shutil.rmtree(old, ignore_errors=True)
+
+
+def _umask() -> int:
+    """The process umask: temporary files are private (0600/0700), exported traces are not."""
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask

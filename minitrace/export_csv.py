@@ -16,6 +16,9 @@ from .trace import actions_frame
 
 def write_csv(data: TraceData, out) -> int:
     """Write every action of ``data`` to ``out``; returns the number of rows."""
+    if os.path.isdir(out):
+        raise MinitraceError("is a directory: give the name of the CSV file to write",
+                             os.fspath(out))
     a = data.actions
     sizes = np.diff(data.rank_offsets)
     rank = np.repeat(np.arange(data.nranks), sizes)
@@ -30,5 +33,5 @@ def write_csv(data: TraceData, out) -> int:
     try:
         df.to_csv(os.fspath(out), index=False)
     except OSError as e:
-        raise MinitraceError(f"cannot write: {e.strerror}", os.fspath(out)) from None
+        raise MinitraceError(f"cannot write: {e.strerror or e}", os.fspath(out)) from None
     return len(df)

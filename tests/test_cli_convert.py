@@ -91,6 +91,39 @@ def test_bad_text_is_one_line_error(tmp_path):
     assert not (tmp_path / "t.h5").exists()
 
 
+def _two_rank_trace(tmp_path):
+    b = TraceBuilder(2)
+    for r in range(2):
+        b.add(r, "init")
+        b.add(r, "barrier")
+        b.add(r, "finalize")
+    h5 = tmp_path / "t.h5"
+    write_trace(h5, b.build())
+    return h5
+
+
+def test_export_into_a_directory_is_refused_before_writing(tmp_path):
+    h5 = _two_rank_trace(tmp_path)
+    (tmp_path / "out").mkdir()
+    before = sorted(tmp_path.rglob("*"))
+    for fmt, what in (("ti", "list file to write (its rank files go to NAME_files/)"),
+                      ("csv", "CSV file to write")):
+        p = mt("export", h5, "--format", fmt, "-o", f"{tmp_path / 'out'}/")
+        assert p.returncode == 1 and p.stdout == ""
+        assert p.stderr == f"minitrace: error: {tmp_path / 'out'}/: is a directory: give the " \
+                           f"name of the {what}\n"
+    assert sorted(tmp_path.rglob("*")) == before      # nothing written, not even part of it
+
+
+def test_csv_error_says_why(tmp_path):
+    h5 = _two_rank_trace(tmp_path)
+    p = mt("export", h5, "--format", "csv", "-o", tmp_path / "nodir" / "a.csv")
+    assert p.returncode == 1
+    assert p.stderr.startswith(f"minitrace: error: {tmp_path / 'nodir' / 'a.csv'}: cannot "
+                               "write: Cannot save file into a non-existent directory")
+    assert "None" not in p.stderr and p.stderr.count("\n") == 1
+
+
 @pytest.mark.parametrize("content, why", [
     (b"hello world\n", "line 1: neither a TI action ('<rank> <action> ...') nor an existing "
                        "trace file: 'hello world'"),

@@ -281,6 +281,40 @@ def test_simgrid_replays_exported_trace(tmp_path):
     assert "Simulation time" in p.stdout + p.stderr
 
 
+def _ranks_trace(n):
+    b = TraceBuilder(n)
+    for r in range(n):
+        b.add(r, "init")
+        b.add(r, "barrier")
+        b.add(r, "finalize")
+    return b.build()
+
+
+def test_export_replaces_a_previous_export_whole(tmp_path):
+    """A re-export swaps in a complete new rank-file directory (no stale rank file of a larger
+    earlier export) and leaves no temporary file behind."""
+    write_ti(_ranks_trace(3), tmp_path / "list")
+    write_ti(_ranks_trace(2), tmp_path / "list")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["list", "list_files"]
+    assert sorted(p.name for p in (tmp_path / "list_files").iterdir()) == ["0.txt", "1.txt"]
+    assert (tmp_path / "list").read_text() == "list_files/0.txt\nlist_files/1.txt\n"
+    assert (tmp_path / "list_files/1.txt").read_text() == "1 init\n1 barrier\n1 finalize\n"
+    assert read_ti(tmp_path / "list").nranks == 2
+
+
+@pytest.mark.parametrize("layout", ["per-rank", "single"])
+def test_export_refuses_a_bad_output_before_writing(tmp_path, layout):
+    (tmp_path / "dir").mkdir()
+    with pytest.raises(MinitraceError, match=r"dir: is a directory: give the name of the "):
+        write_ti(_ranks_trace(2), tmp_path / "dir", layout=layout)
+    (tmp_path / "x_files").write_text("not a directory")
+    if layout == "per-rank":
+        with pytest.raises(MinitraceError, match=r"x_files: exists and is not a directory"):
+            write_ti(_ranks_trace(2), tmp_path / "x", layout=layout)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["dir", "x_files"]
+    assert list((tmp_path / "dir").iterdir()) == []
+
+
 def test_proc_null_calls_are_exact_no_ops_in_export(tmp_path):
     """Sends/receives to MPI_PROC_NULL (peer -1) do nothing in MPI: export leaves them and
     their completions out without calling it a loss; a real message next to them stays."""
