@@ -11,6 +11,7 @@ SUITES = ("pt2pt", "collectives", "variability", "partitioned", "thresholds")
 
 
 def suite_module(name: str):
+    """The suite's module, imported on demand (each pulls in its own dependencies)."""
     return importlib.import_module(f"{__name__}.{name}")
 
 

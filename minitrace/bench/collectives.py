@@ -23,6 +23,7 @@ REDUCTIONS = ("reduce", "allreduce")
 
 
 def add_arguments(p) -> None:
+    """Options of the suite (shared by ``python -m minitrace.bench`` and ``minitrace bench``)."""
     p.add_argument("--ops", default=",".join(OPS), help="comma-separated subset [%(default)s]")
     p.add_argument("--min-size", type=int, default=4,
                    help="smallest size, bytes (reductions use float32, so sizes are multiples "
@@ -85,6 +86,7 @@ class Ops:
         self.fr = np.zeros(max(1, max_size // 4), np.float32)
 
     def call(self, op: str, size: int):
+        """A no-argument callable making the call, built before timing so nothing else is timed."""
         c, MPI, P = self.comm, self.MPI, self.P
         sb, rb = memoryview(self.sb), memoryview(self.rb)
         if op == "barrier":
@@ -109,6 +111,7 @@ class Ops:
 
 
 def plan(args, ops: list[str]) -> list[tuple[str, int]]:
+    """(op, size) blocks in executed order; barrier has the single size 0."""
     sizes = []
     s = args.min_size
     while s <= args.max_size:
@@ -123,6 +126,7 @@ def plan(args, ops: list[str]) -> list[tuple[str, int]]:
 
 
 def run(args) -> int:
+    """Measure every block on every rank; rank 0 gathers the per-rank times and writes."""
     MPI = common.mpi()
     comm = MPI.COMM_WORLD
     ops = [o.strip() for o in args.ops.split(",") if o.strip()]

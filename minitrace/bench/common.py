@@ -17,6 +17,8 @@ from ..storage import write_bench
 
 
 def mpi():
+    """mpi4py.MPI, imported on demand: importing it initialises MPI, which listing suites must not
+    do."""
     from mpi4py import MPI
     return MPI
 
@@ -106,10 +108,12 @@ class Progress:
                             dynamic_ncols=True)
 
     def update(self, n: int = 1) -> None:
+        """Advance the bar (no-op off rank 0)."""
         if self.bar is not None:
             self.bar.update(n)
 
     def close(self) -> None:
+        """Remove the bar before the summary table is printed."""
         if self.bar is not None:
             self.bar.close()
 

@@ -23,6 +23,7 @@ TAG_DATA, TAG_ACK = 21, 22
 
 
 def add_arguments(p) -> None:
+    """Options of the suite (shared by ``python -m minitrace.bench`` and ``minitrace bench``)."""
     p.add_argument("--threads", type=int, default=2,
                    help="sender threads = partitions; must divide every size [%(default)s]")
     p.add_argument("--mu", type=float, default=1e-4,
@@ -94,11 +95,13 @@ class Workers:
             self.done.wait()
 
     def go(self, t0: float, action) -> None:
+        """One round of every thread; ``t0`` is the run's start the ready times count from."""
         self.t0, self.action = t0, action
         self.start.wait()
         self.done.wait()
 
     def close(self) -> None:
+        """Release the threads (they are blocked on the start barrier)."""
         self.stop = True
         self.start.wait()
         for t in self.threads:
@@ -106,6 +109,7 @@ class Workers:
 
 
 def run(args) -> int:
+    """Measure on every rank (0 sends, 1 receives, others wait); rank 0 writes the group."""
     MPI = common.mpi()
     comm = MPI.COMM_WORLD
     modes = [m.strip() for m in args.modes.split(",") if m.strip()]

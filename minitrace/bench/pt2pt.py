@@ -26,6 +26,7 @@ TIMER = time.perf_counter
 
 
 def add_arguments(p) -> None:
+    """Options of the suite (shared by ``python -m minitrace.bench`` and ``minitrace bench``)."""
     p.add_argument("--design", choices=("grid", "random"), default="grid",
                    help="grid: powers of two from 1 B to --max-size; random: --nsizes sizes "
                         "floor(10**U(0, log10(max-size))) bytes (log-uniform; 10**U(0, 9) with "
@@ -137,6 +138,7 @@ def bandwidth(comm, peer: int, first: bool, msg, ack, inner: int, window: int, w
 
 # -- design ---------------------------------------------------------------------------------
 def plan_sizes(args) -> list[int]:
+    """Message sizes of the design (grid: powers of two; random: seeded log-uniform draws)."""
     if args.design == "grid":
         return [1 << k for k in range(int(math.log2(args.max_size)) + 1)]
     hi = math.log10(args.max_size)
@@ -186,6 +188,7 @@ def _check(args, size: int) -> list[str]:
 
 
 def run(args) -> int:
+    """Measure every planned item between rank 0 and its partner; rank 0 writes."""
     MPI = common.mpi()
     comm = MPI.COMM_WORLD
     kinds = _check(args, comm.size)

@@ -49,6 +49,7 @@ if c.rank == 0:
 
 
 def add_arguments(p) -> None:
+    """Options of the suite (shared by ``python -m minitrace.bench`` and ``minitrace bench``)."""
     p.add_argument("--probes", default=",".join(PROBES), help="comma-separated subset "
                    "[%(default)s]")
     p.add_argument("--min-size", type=int, default=1, help="bytes [%(default)s]")
@@ -198,6 +199,8 @@ def _idle_wait(comm) -> None:
 
 
 def run(args) -> int:
+    """Bisect with each probe (deadlock: rank 0 runs child jobs; corruption: ranks 0 and 1); rank 0
+    writes."""
     MPI = common.mpi()
     comm = MPI.COMM_WORLD
     probes = [p.strip() for p in args.probes.split(",") if p.strip()]

@@ -7,7 +7,6 @@ import time
 
 import numpy as np
 
-from ..errors import MinitraceError
 from . import common
 
 NAME = "variability"
@@ -19,6 +18,7 @@ WORKLOADS = ("ftq", "fwq", "dgemm", "spmv")
 
 
 def add_arguments(p) -> None:
+    """Options of the suite (shared by ``python -m minitrace.bench`` and ``minitrace bench``)."""
     p.add_argument("--workload", choices=WORKLOADS, default="ftq",
                    help="ftq: busy-spin for a Normal(mu, sigma) duration; fwq: a Normal amount "
                         "of fixed integer work (compiled xorshift loop); dgemm: Normal number of "
@@ -76,10 +76,12 @@ class Workload:
 
     @property
     def unit(self) -> str:
+        """What one unit of work is, stored with the draws so they can be read."""
         return {"ftq": "seconds of spinning", "fwq": "xorshift steps",
                 "dgemm": "matrix products", "spmv": "sparse mat-vec products"}[self.kind]
 
     def run(self, units: float) -> None:
+        """Run ``units`` units of work (whole units except for ftq's seconds)."""
         if self.kind == "ftq":
             self.lib.minitrace_spin(units)
         elif self.kind == "fwq":
@@ -120,11 +122,13 @@ class Halo:
             self.pairs += [(hi, lo), (lo, hi)]
 
     def exchange(self) -> None:
+        """One halo exchange (both directions of both dimensions)."""
         for dest, src in self.pairs:
             self.cart.Sendrecv(self.send, dest, 7, self.recv, src, 7)
 
 
 def run(args) -> int:
+    """Measure on every rank; rank 0 gathers the per-rank times and writes."""
     MPI = common.mpi()
     comm = MPI.COMM_WORLD
     req = common.require

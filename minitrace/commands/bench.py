@@ -9,6 +9,7 @@ from ..bench import SUITES, add_suite_parsers, suite_module
 
 
 def register(sub) -> None:
+    """The ``bench`` sub-command (discovered by minitrace.cli), one sub-parser per suite."""
     p = sub.add_parser(
         "bench", help="benchmark suites: list them, their options and stored results",
         description="Benchmark suites, run under MPI: `mpiexec -n N python -m minitrace.bench "
@@ -27,6 +28,7 @@ _parsers: dict = {}
 
 
 def list_suites(args) -> int:
+    """Without SUITE: what each suite does, its options and what it stores."""
     print("minitrace benchmark suites; run: mpiexec -n N python -m minitrace.bench SUITE "
           "[options] -o FILE\n")
     for name in SUITES:
@@ -42,5 +44,6 @@ def list_suites(args) -> int:
 
 
 def run_suite(args) -> int:
+    """Run a suite on the ranks of this process (as ``python -m minitrace.bench``)."""
     from ..bench.__main__ import execute
     return execute(args)
