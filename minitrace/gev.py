@@ -73,6 +73,12 @@ def _sorted(x) -> np.ndarray:
     return np.sort(x, axis=-1)
 
 
+def degenerate(x) -> np.ndarray:
+    """True for samples whose values are all equal: no spread, so no GEV to fit (estimators
+    would return a rounding-noise scale and a meaningless shape)."""
+    return np.ptp(np.asarray(x, dtype=float), axis=-1) == 0
+
+
 def pwm_moments(x) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Unbiased sample probability-weighted moments b0, b1, b2 (Hosking et al. 1985)."""
     xs = _sorted(x)
@@ -88,16 +94,17 @@ def pwm(x) -> GevFit:
     (error < 9e-4 for -0.5 < k < 0.5), then scale and location in closed form."""
     b0, b1, b2 = pwm_moments(x)
     l2 = 2 * b1 - b0
-    with np.errstate(divide="ignore", invalid="ignore"):
+    flat = degenerate(x) | (l2 <= 1e-12 * np.abs(b0))
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         c = l2 / (3 * b2 - b0) - np.log(2) / np.log(3)
-    k = 7.8590 * c + 2.9554 * c * c
-    small = np.abs(k) < _SMALL
-    ks = np.where(small | ~np.isfinite(k), 1.0, k)
-    scale = np.where(small, l2 / np.log(2),
-                     l2 * ks / (special.gamma(1 + ks) * -np.expm1(-ks * np.log(2))))
-    loc = b0 + scale * np.where(small, -EULER_GAMMA, _gamma1m(ks) / ks)
+        k = 7.8590 * c + 2.9554 * c * c
+        small = np.abs(k) < _SMALL
+        ks = np.where(small | ~np.isfinite(k) | flat, 1.0, k)
+        scale = np.where(small, l2 / np.log(2),
+                         l2 * ks / (special.gamma(1 + ks) * -np.expm1(-ks * np.log(2))))
+        loc = b0 + scale * np.where(small, -EULER_GAMMA, _gamma1m(ks) / ks)
     return GevFit("pwm", loc, scale, k,
-                  np.isfinite(k) & np.isfinite(loc) & np.isfinite(scale) & (scale > 0))
+                  ~flat & np.isfinite(k) & np.isfinite(loc) & np.isfinite(scale) & (scale > 0))
 
 
 def _skewness_exact(k):
@@ -153,13 +160,13 @@ def mom(x) -> GevFit:
     sigma = np.sqrt(m2)
     with np.errstate(divide="ignore", invalid="ignore"):
         k, ok = mom_shape(m3 / m2 ** 1.5)
-    small = np.abs(k) < _SMALL
-    ks = np.where(small, 1.0, k)
-    scale = np.where(small, sigma * np.sqrt(6) / np.pi,
-                     sigma * np.abs(ks) / np.sqrt(special.gamma(1 + 2 * ks)
-                                                   - special.gamma(1 + ks) ** 2))
-    loc = mean - scale * np.where(small, EULER_GAMMA, -_gamma1m(ks) / ks)
-    return GevFit("mom", loc, scale, k, ok & (sigma > 0))
+        small = np.abs(k) < _SMALL
+        ks = np.where(small, 1.0, k)
+        scale = np.where(small, sigma * np.sqrt(6) / np.pi,
+                         sigma * np.abs(ks) / np.sqrt(special.gamma(1 + 2 * ks)
+                                                       - special.gamma(1 + ks) ** 2))
+        loc = mean - scale * np.where(small, EULER_GAMMA, -_gamma1m(ks) / ks)
+    return GevFit("mom", loc, scale, k, ok & (sigma > 0) & ~degenerate(xs))
 
 
 def nll(x, loc, scale, shape) -> np.ndarray:
@@ -183,7 +190,10 @@ def mle(x) -> GevFit:
     out = np.full((len(flat), 3), np.nan)
     ok = np.zeros(len(flat), dtype=bool)
     s_loc, s_scale, s_shape = (np.ravel(a) for a in (start.loc, start.scale, start.shape))
+    s_ok = np.ravel(start.ok)
     for i, row in enumerate(flat):
+        if not s_ok[i]:            # degenerate sample: no starting point, no fit
+            continue
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")

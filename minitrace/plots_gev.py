@@ -1,10 +1,13 @@
 """Figures for the variability analysis (matplotlib, Agg: no display needed)."""
 from __future__ import annotations
 
+import os
+
 import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib.backend_bases import FigureCanvasBase  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 from scipy import stats  # noqa: E402
@@ -17,11 +20,28 @@ _COLORS = {"pwm": "tab:blue", "mom": "tab:orange", "mle": "tab:green", "nonparam
 _STYLE = {"inter-node": "-", "intra-node": "--", "non-parametric": ":"}
 
 
+def check_plot_path(path: str) -> None:
+    """Refuse a plot path that savefig would refuse, before the (long) computation it plots:
+    a directory, a missing or read-only parent directory, an image format matplotlib lacks."""
+    parent = os.path.dirname(os.path.abspath(path))
+    ext = os.path.splitext(path)[1][1:].lower()
+    formats = FigureCanvasBase.get_supported_filetypes()
+    if os.path.isdir(path):
+        raise MinitraceError("is a directory: give the name of the image file to write", path)
+    if not os.path.isdir(parent):
+        raise MinitraceError("cannot write the plot: no such directory", path)
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise MinitraceError("cannot write the plot: its directory is not writable", path)
+    if ext and ext not in formats:
+        raise MinitraceError(f"cannot write the plot: unknown image format {ext!r} (one of "
+                             f"{', '.join(sorted(formats))})", path)
+
+
 def _save(fig, path: str) -> None:
     try:
         fig.savefig(path, dpi=110)
     except OSError as e:
-        raise MinitraceError(f"cannot write the plot: {e.strerror}", path) from None
+        raise MinitraceError(f"cannot write the plot: {e.strerror or e}", path) from None
     finally:
         plt.close(fig)
 

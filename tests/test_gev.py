@@ -1,4 +1,6 @@
 """GEV estimators on deterministic quantile samples of known GEVs (no randomness)."""
+import warnings
+
 import numpy as np
 import pytest
 from scipy import special, stats
@@ -112,3 +114,17 @@ def test_goodness_of_fit_separates_good_and_bad_fits():
     assert good["ks"] == pytest.approx(d)
     theo, xs = gev.qq(x, 100, 2, 0.1)
     assert np.allclose(theo, xs, rtol=5e-3)   # plotting positions differ a little
+
+
+@pytest.mark.parametrize("value", [0.1, 1.0, 0.0, 2.5e-7])
+def test_equal_values_are_flagged_not_fitted(value):
+    """A sample without spread has no GEV: every estimator says not ok (a batch keeps the
+    good rows), and no numpy/scipy warning escapes."""
+    batch = np.stack([np.full(50, value), quantile_sample(0.1, n=50), np.full(50, value)])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for method in ("pwm", "mom"):
+            f = gev.fit(batch, method)
+            assert f.ok.tolist() == [False, True, False], method
+        assert not gev.mle(batch[0]).ok
+    assert gev.degenerate(batch).tolist() == [True, False, True]

@@ -67,6 +67,46 @@ def test_gev_errors_are_one_line_with_exit_1(runs, tmp_path):
     assert mt("gev", runs[0], "--replicas", "many").returncode == 2
 
 
+def test_check_says_when_a_measured_run_is_far_outside(runs):
+    """A measured run 0.5 s slower than any projection (50 standard errors away) is neither
+    inside the interval nor consistent with it; the unshifted run is consistent."""
+    base, big, _ = runs
+    df = P.project(P.load_variability(base), [256], methods=("pwm",), replicas=40)
+    far = P.load_variability(big)
+    far.times = far.times + 0.5
+    chk = P.check(df, [far, P.load_variability(big)])
+    assert len(chk) == 4
+    shifted, plain = chk[chk.measured > 1.4], chk[chk.measured < 1.4]
+    assert len(shifted) == 2 and len(plain) == 2
+    assert not shifted.inside.any() and not shifted.consistent.any()
+    assert (shifted.measured > shifted.hi + 2 * shifted.se).all()
+    assert plain.consistent.all()
+
+
+def test_gev_refuses_equal_maxima_on_one_line(tmp_path):
+    times = np.full((40, 8), 0.1)
+    p = tmp_path / "flat.h5"
+    write_bench(str(p), "variability", {"times": times, "maxima": times.max(axis=1),
+                                        "node": np.repeat(np.arange(2), 4).astype(np.int32),
+                                        "local_rank": np.tile(np.arange(4), 2).astype(np.int32)})
+    r = mt("gev", p)
+    assert r.returncode == 1 and r.stdout == ""
+    assert r.stderr == f"minitrace: error: {p}: all per-iteration maxima are equal: nothing " \
+                       "to fit\n"
+
+
+def test_gev_checks_the_plot_path_before_the_bootstrap(runs, tmp_path):
+    """Nothing is printed (no fit, no bootstrap) when the plot could not be written."""
+    base = runs[0]
+    for png, why in ((tmp_path / "no" / "g.png", "cannot write the plot: no such directory"),
+                     (tmp_path, "is a directory: give the name of the image file to write"),
+                     (tmp_path / "g.xyz", "cannot write the plot: unknown image format 'xyz'")):
+        r = mt("gev", base, "--plot", png)
+        assert r.returncode == 1 and r.stdout == ""
+        assert r.stderr.startswith(f"minitrace: error: {png}: {why}")
+        assert r.stderr.count("\n") == 1
+
+
 def test_gev_flags_too_few_samples(tmp_path):
     p = write_variability(tmp_path / "tiny.h5", 1, 2, 12, seed=0)
     r = mt("gev", p, "--scale", "8")

@@ -77,7 +77,12 @@ def run(args) -> int:
         raise MinitraceError(f"--ci must be between 0 and 1, got {args.ci}")
     if args.replicas is not None and args.replicas < 2:
         raise MinitraceError("--replicas must be at least 2")
+    if args.plot:
+        from ..plots_gev import check_plot_path
+        check_plot_path(args.plot)
     var = P.load_variability(args.file)
+    if G.degenerate(var.maxima):
+        raise MinitraceError("all per-iteration maxima are equal: nothing to fit", args.file)
     checks = [P.load_variability(f) for f in args.check]
     scales = sorted(set(parse_scales(args.scale, var.nranks)) | {c.nranks for c in checks})
     nodes = len(set(var.node.tolist()))
