@@ -232,9 +232,13 @@ def test_error_deadlock(tmp_path):
 
 
 def test_error_timeout(tmp_path):
+    """A zero timeout has expired before the child can even start Python, on any machine:
+    the timeout path (child killed, one-line error) is taken whatever the machine's speed."""
     trace = _write_trace(tmp_path / "t.txt", [["compute 1"]])
-    with pytest.raises(MinitraceError, match=r"did not finish within 0\.05 s of wall time"):
-        replay(trace, timeout=0.05)
+    with pytest.raises(MinitraceError) as e:
+        replay(trace, timeout=0)
+    assert str(e.value) == ("the SimGrid replay did not finish within 0 s of wall time (raise "
+                            "the timeout for a long trace)")
 
 
 def test_error_trace_without_init(tmp_path):
