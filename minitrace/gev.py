@@ -141,7 +141,8 @@ def mom_shape(skewness, iterations: int = 64) -> tuple[np.ndarray, np.ndarray]:
         lo = np.where(above, mid, lo)
         hi = np.where(above, hi, mid)
     k = 0.5 * (lo + hi)
-    ok = np.isfinite(g) & (g < gev_skewness(MOM_SHAPE_MIN + 1e-9)) & (g > gev_skewness(MOM_SHAPE_MAX))
+    ok = (np.isfinite(g) & (g < gev_skewness(MOM_SHAPE_MIN + 1e-9))
+          & (g > gev_skewness(MOM_SHAPE_MAX)))
     return k, ok
 
 

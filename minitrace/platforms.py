@@ -3,8 +3,8 @@
 The cluster is SimGrid's flat ``<cluster>``: every host has its own full-duplex link (given
 bandwidth and latency) to a non-blocking crossbar, so two ranks on different hosts are separated
 by two links and the network is limited only by each host's link.  Quantities accept SimGrid's
-unit syntax ("1Gf", "10GBps", "100Gbps", "1us") and are written to the XML in base units, so
-what SimGrid reads is exactly what :func:`parse_quantity` returned.
+unit syntax ("1Gf", "10GBps", "100Gbps", "1us"; sizes "16MB", "4MiB") and are written to the
+XML in base units, so what SimGrid reads is exactly what :func:`parse_quantity` returned.
 """
 from __future__ import annotations
 
@@ -36,17 +36,20 @@ _UNITS = {
     "speed": {**_scale("f", 1.0, _DEC, 1e3), **_scale("flops", 1.0, _DEC_LONG, 1e3)},
     "bandwidth": {**_scale("bps", 0.125, _BIN, 1024.0), **_scale("bps", 0.125, _DEC, 1e3),
                   **_scale("Bps", 1.0, _BIN, 1024.0), **_scale("Bps", 1.0, _DEC, 1e3)},
+    "size": {**_scale("b", 0.125, _BIN, 1024.0), **_scale("b", 0.125, _DEC, 1e3),
+             **_scale("B", 1.0, _BIN, 1024.0), **_scale("B", 1.0, _DEC, 1e3)},
     "time": {"w": 604800.0, "d": 86400.0, "h": 3600.0, "m": 60.0, "s": 1.0, "ms": 1e-3,
              "us": 1e-6, "ns": 1e-9, "ps": 1e-12},
 }
 _EXAMPLES = {"speed": "f, Mf, Gf, Tf", "bandwidth": "MBps, GBps, Gbps, GiBps",
-             "time": "s, ms, us, ns"}
+             "size": "B, kB, MB, KiB, MiB", "time": "s, ms, us, ns"}
 _NUMBER = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*([A-Za-z]*)\s*$")
 
 
-def parse_quantity(text: str | float, kind: str) -> float:
-    """Value in base units (flop/s, bytes/s, seconds) of a number with an optional SimGrid unit;
-    a bare number is already in base units."""
+def parse_quantity(text: str | float, kind: str, bare: str = "") -> float:
+    """Value in base units (flop/s, bytes/s, bytes, seconds) of a number with an optional
+    SimGrid unit (``kind``: speed, bandwidth, size or time); a bare number is in unit ``bare``
+    (default: already in base units), so every command reads quantities the same way."""
     if isinstance(text, (int, float)):
         value, unit = float(text), ""
     else:
@@ -55,6 +58,7 @@ def parse_quantity(text: str | float, kind: str) -> float:
             raise MinitraceError(f"cannot read {kind} {text!r}: expected a number with a unit "
                                  f"({_EXAMPLES[kind]})")
         value, unit = float(m.group(1)), m.group(2)
+    unit = unit or bare
     factor = 1.0 if unit == "" else _UNITS[kind].get(unit)
     if factor is None:
         raise MinitraceError(f"unknown {kind} unit {unit!r} in {text!r} (SimGrid units: "

@@ -82,3 +82,34 @@ def test_compare_bench(tmp_path):
     assert big.model_bw["partitioned"] == pytest.approx(16e6 / 405e-6)
     assert big.model_bw["baseline"] == pytest.approx(16e6 / 1605e-6)
     assert big.model_hidden["partitioned"] == 3
+
+
+def _last_row(capsys, *args):
+    from minitrace import cli
+    assert cli.main(["partitioned-model", *args]) == 0
+    return capsys.readouterr().out.strip().splitlines()[-1]
+
+
+def test_cli_takes_simgrid_units_like_replay(capsys):
+    """The worked example's row, whatever the spelling: SimGrid units (as `replay` reads them)
+    or the old bare numbers (us, MB/s, bytes)."""
+    row = _last_row(capsys)
+    assert row.split() == ["4", "16.0", "100000", "1000", "101121", "1605", "405", "2243", "405",
+                           "3", "9969", "39506", "3.96"]
+    for args in (["--bandwidth", "10GBps"], ["--bandwidth", "10000"], ["--bandwidth", "80Gbps"],
+                 ["--latency", "5"], ["--latency", "5000ns"], ["--mu", "100ms", "--sigma", "1ms"],
+                 ["--mu", "100000", "--sigma", "1000"], ["--size", "16000kB"],
+                 ["--size", "16000000"], ["--size", "128Mb"]):
+        assert _last_row(capsys, *args) == row, args
+
+
+def test_cli_unit_errors_are_one_line(capsys):
+    from minitrace import cli
+    for args, msg in ((["--bandwidth", "0"], "bandwidth must be positive, got '0'"),
+                      (["--bandwidth", "10Gf"], "unknown bandwidth unit 'Gf' in '10Gf'"),
+                      (["--size", "16mb"], "unknown size unit 'mb' in '16mb'"),
+                      (["--mu", "fast"], "cannot read time 'fast': expected a number with a "
+                                         "unit (s, ms, us, ns)")):
+        assert cli.main(["partitioned-model", *args]) == 1
+        err = capsys.readouterr().err
+        assert err.startswith(f"minitrace: error: {msg}") and err.count("\n") == 1, err

@@ -2,28 +2,25 @@
 variability (Algorithm 1), optionally against a bench ``partitioned`` run."""
 from __future__ import annotations
 
-import re
-
 import numpy as np
 import pandas as pd
 
 from .. import partitioned_model as PM
 from ..errors import MinitraceError
+from ..platforms import parse_quantity
 
-_SIZE_UNITS = {"": 1, "b": 1, "kb": 1e3, "mb": 1e6, "gb": 1e9, "kib": 2 ** 10, "mib": 2 ** 20,
-               "gib": 2 ** 30}
-_TIME_UNITS = {"": 1e-6, "us": 1e-6, "ms": 1e-3, "s": 1.0, "ns": 1e-9}
+#: Units of a bare number, kept from before these options took SimGrid units.
+_BARE_TIME, _BARE_BANDWIDTH = "us", "MBps"
 
 
-def _quantity(text: str, units: dict, what: str) -> float:
-    m = re.fullmatch(r"\s*([0-9.eE+-]+)\s*([A-Za-z]*)\s*", text)
-    if not m or m.group(2).lower() not in units:
-        raise MinitraceError(f"bad {what} {text!r} (units: "
-                             f"{', '.join(u for u in units if u) or 'none'})")
-    try:
-        return float(m.group(1)) * units[m.group(2).lower()]
-    except ValueError:
-        raise MinitraceError(f"bad {what} {text!r}") from None
+def _time(text: str) -> float:
+    """Seconds of a --mu/--sigma/--latency value: SimGrid units, bare numbers microseconds."""
+    return parse_quantity(text, "time", bare=_BARE_TIME)
+
+
+def _bandwidth(text: str) -> float:
+    """Bytes/s of --bandwidth: SimGrid units, a bare number MB/s."""
+    return parse_quantity(text, "bandwidth", bare=_BARE_BANDWIDTH)
 
 
 def _list(items, conv):
@@ -37,23 +34,29 @@ def register(sub) -> None:
         description="Algorithm 1 (seed 004 ch. 4): T threads compute for normal(mu, sigma) "
                     "times; partitions of early threads are sent while the last one computes. "
                     "Prints last-thread time (EMMA), single-send and per-partition times, "
-                    "partitions hidden, extra time and effective bandwidth.  Sizes: MB = 10^6 "
-                    "bytes (MiB = 2^20); times: plain numbers are microseconds.  Display: "
+                    "partitions hidden, extra time and effective bandwidth.  Quantities take "
+                    "SimGrid's units, as in 'minitrace replay': sizes 16MB, 4MiB, 64kB (MB = "
+                    "10^6 bytes, MiB = 2^20; b = bits), times 5us, 2ms, bandwidths 10GBps, "
+                    "100Gbps.  Bare numbers keep their old meaning: bytes for sizes, "
+                    "microseconds for times, MB/s for the bandwidth.  Display: "
                     "times truncated to whole us, bandwidths rounded to whole MB/s.  The "
                     "defaults are the thesis's worked example.")
     p.add_argument("--threads", action="append", default=[],
                    help="thread counts, comma separated or repeated (default 4)")
     p.add_argument("--size", action="append", default=[],
-                   help="buffer sizes, e.g. 16MB, 4MiB, 65536 (default 16MB)")
-    p.add_argument("--mu", default="100000us", help="mean compute time (default 100000us)")
+                   help="buffer sizes, e.g. 16MB, 4MiB, 65536 (bytes) (default 16MB)")
+    p.add_argument("--mu", default="100000us",
+                   help="mean compute time, e.g. 100ms; a bare number is in us (default 100000us)")
     g = p.add_mutually_exclusive_group()
-    g.add_argument("--sigma", default=None, help="compute time standard deviation "
-                                                  "(default 1000us)")
+    g.add_argument("--sigma", default=None, help="compute time standard deviation; a bare "
+                                                  "number is in us (default 1000us)")
     g.add_argument("--v", type=float, default=None,
                    help="variability v instead of sigma (sigma = mu v^2)")
-    p.add_argument("--latency", default="5us", help="constant latency (default 5us)")
-    p.add_argument("--bandwidth", type=float, default=10_000.0,
-                   help="constant bandwidth in MB/s (default 10000)")
+    p.add_argument("--latency", default="5us",
+                   help="constant latency; a bare number is in us (default 5us)")
+    p.add_argument("--bandwidth", default="10000MBps",
+                   help="constant bandwidth, e.g. 10GBps or 100Gbps; a bare number is in MB/s "
+                        "(default 10000MBps)")
     p.add_argument("--table", help="latency/bandwidth table instead of the constants: "
                                    "lassen or quartz (shipped, REPRESENTATIVE values, not the "
                                    "thesis's), a CSV (size_bytes,latency_us,bandwidth_MBps) or a "
@@ -73,13 +76,14 @@ def _table(args) -> PM.LinkTable:
         with mt_open(args.bench) as t:
             if "pt2pt" in t.suites:
                 return PM.table_from_pt2pt(args.bench)
-    return PM.LinkTable.constant(_quantity(args.latency, _TIME_UNITS, "--latency"),
-                                 args.bandwidth * PM.MB)
+    return PM.LinkTable.constant(_time(args.latency), _bandwidth(args.bandwidth))
 
 
 def run(args) -> int:
-    if args.bandwidth <= 0:
-        raise MinitraceError("--bandwidth must be positive")
+    _bandwidth(args.bandwidth)          # refused even when a table makes it unused
+    if args.plot:
+        from ..plots_gev import check_plot_path
+        check_plot_path(args.plot)
     table = _table(args)
     print(f"latency/bandwidth: {table.source}")
     compare = None
@@ -90,10 +94,9 @@ def run(args) -> int:
         mu, sigma = float(compare.mu.median()), float(compare.sigma.median())
     else:
         threads = _list(args.threads, int) or [4]
-        sizes = _list(args.size, lambda t: _quantity(t, _SIZE_UNITS, "--size")) or [16 * PM.MB]
-        mu = _quantity(args.mu, _TIME_UNITS, "--mu")
-        sigma = (mu * args.v ** 2 if args.v is not None else
-                 _quantity(args.sigma or "1000us", _TIME_UNITS, "--sigma"))
+        sizes = _list(args.size, lambda t: parse_quantity(t, "size")) or [16 * PM.MB]
+        mu = _time(args.mu)
+        sigma = mu * args.v ** 2 if args.v is not None else _time(args.sigma or "1000us")
     if min(threads) < 1 or min(sizes) <= 0 or mu <= 0 or sigma < 0:
         raise MinitraceError("threads >= 1, sizes > 0, mu > 0 and sigma >= 0 are required")
     model = PM.model_frame(threads, sizes, mu, sigma, table)
