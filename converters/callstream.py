@@ -81,6 +81,7 @@ class RankStream:
         return row
 
     def leave_mpi(self, t: float) -> None:
+        """Close the MPI call being recorded (the outermost leave of nested ones) at time ``t``."""
         if self.depth == 0:
             return                                 # a leave without its enter (cut trace)
         self.depth -= 1
@@ -102,6 +103,8 @@ class RankStream:
 
     # -- user regions ----------------------------------------------------------------------
     def region(self, name: str, t: float, begin: bool) -> None:
+        """Record a user region's begin or end as a marker (only when regions are kept and
+        outside MPI calls)."""
         if self.strings is None or self.depth:
             return
         self._note_gap(t)

@@ -411,9 +411,11 @@ class ExportReport:
 
     @property
     def exact(self) -> bool:
+        """True when SimGrid's format said everything: nothing dropped or approximated."""
         return not self.dropped and not self.approximated
 
     def lines(self) -> list[str]:
+        """One human-readable line per kind dropped or approximated, for warnings."""
         out = [f"dropped {n} {k} action(s)" for k, n in sorted(self.dropped.items())]
         out += [f"approximated {n} {k}" for k, n in sorted(self.approximated.items())]
         return out

@@ -43,6 +43,7 @@ class GevFit:
 
     @property
     def scipy_c(self) -> np.ndarray:
+        """The shape as scipy's ``genextreme`` ``c`` (equal to Hosking's k; for scipy users)."""
         return self.shape
 
     def frozen(self):
@@ -50,6 +51,7 @@ class GevFit:
         return stats.genextreme(float(self.shape), loc=float(self.loc), scale=float(self.scale))
 
     def type(self, tol: float = TYPE_TOLERANCE):
+        """GEV type ('I', 'II', 'III') of the fitted shape, ``tol`` wide around Gumbel."""
         return gev_type(self.shape, tol)
 
 
@@ -224,10 +226,12 @@ def fit(x, method: str = "pwm") -> GevFit:
 
 
 def cdf(x, loc, scale, shape):
+    """GEV distribution function in minitrace's (Hosking k = scipy c) convention."""
     return stats.genextreme.cdf(x, shape, loc=loc, scale=scale)
 
 
 def ppf(q, loc, scale, shape):
+    """GEV quantile function in minitrace's (Hosking k = scipy c) convention."""
     return stats.genextreme.ppf(q, shape, loc=loc, scale=scale)
 
 

@@ -47,10 +47,12 @@ class LinkTable:
 
     @classmethod
     def constant(cls, latency_s: float, bandwidth_Bps: float) -> "LinkTable":
+        """One latency and one bandwidth for every size (the thesis's worked example)."""
         return cls(np.array([1.0]), np.array([latency_s]), np.array([bandwidth_Bps]),
                    f"constant {latency_s / US:g} us, {bandwidth_Bps / MB:g} MB/s")
 
     def message_time(self, nbytes):
+        """Seconds to send ``nbytes``: latency + size / bandwidth, interpolated in log size."""
         s = np.log(np.maximum(np.asarray(nbytes, dtype=float), 1.0))
         x = np.log(self.size)
         lat = np.interp(s, x, self.latency)
@@ -135,6 +137,7 @@ def model(threads: int, size: float, mu: float, sigma: float, table: LinkTable) 
 
 
 def model_frame(threads, sizes, mu: float, sigma: float, table: LinkTable) -> pd.DataFrame:
+    """The model for every (threads, size) pair, one row each, for display and plots."""
     return pd.DataFrame([model(t, s, mu, sigma, table) for t in threads for s in sizes])
 
 

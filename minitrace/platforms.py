@@ -81,6 +81,7 @@ class Cluster:
     latency: str | float = DEFAULT_LATENCY
 
     def host_names(self) -> list[str]:
+        """Host names as written in the generated XML (the replay places rank i on the i-th)."""
         return [f"node-{i}" for i in range(self.hosts)]
 
     def xml(self) -> str:

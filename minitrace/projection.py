@@ -50,14 +50,17 @@ class Variability:
 
     @property
     def iterations(self) -> int:
+        """Number of measured iterations (rows of ``times``)."""
         return self.times.shape[0]
 
     @property
     def nranks(self) -> int:
+        """Number of ranks of the run (columns of ``times``)."""
         return self.times.shape[1]
 
     @property
     def maxima(self) -> np.ndarray:
+        """Per-iteration maximum over all ranks: the slowest rank sets each iteration's time."""
         return self.times.max(axis=1)
 
     def node_maxima(self) -> list[tuple[np.ndarray, int]]:

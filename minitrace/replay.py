@@ -55,6 +55,7 @@ class ReplayResult:
     notes: list[str] = field(default_factory=list)  # what the TI export dropped/approximated
 
     def to_dict(self) -> dict:
+        """Plain dict of every field, for ``--json`` output."""
         return asdict(self)
 
 

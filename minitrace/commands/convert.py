@@ -13,6 +13,7 @@ from ..validate import validate
 
 
 def register(sub) -> None:
+    """Add the ``convert`` subcommand (discovered by minitrace.cli)."""
     p = sub.add_parser("convert", help="convert OTF2/TAU/TI traces to minitrace, or to OTF2",
                        description="Convert a Score-P OTF2 archive, a merged TAU trace "
                                    "(tau.trc + tau.edf) or a SimGrid TI text trace into a "
@@ -35,6 +36,7 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
+    """Convert into minitrace (validated) or, with --to otf2, out of it; exit status 0."""
     if args.to == "otf2":
         return _to_otf2(args)
     data = read_any(args.input, args.source, keep_regions=args.keep_regions)

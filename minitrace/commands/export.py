@@ -9,6 +9,7 @@ from ..trace import open as open_trace
 
 
 def register(sub) -> None:
+    """Add the ``export`` subcommand (discovered by minitrace.cli)."""
     p = sub.add_parser("export", help="write a trace as SimGrid TI text or CSV",
                        description="Export a trace.  ti: SimGrid 4.1 time-independent text "
                                    "(per-rank files plus a list file, or one file); actions "
@@ -28,6 +29,7 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
+    """Export as TI or CSV; TI drops/approximations become warnings on stderr."""
     with open_trace(args.file) as t:
         data = t.data()
     if args.format == "csv":

@@ -11,6 +11,7 @@ CHOICES = ("pwm", "mom", "mle", "nonparam")
 
 
 def register(sub) -> None:
+    """Add the ``gev`` subcommand (discovered by minitrace.cli)."""
     p = sub.add_parser(
         "gev", help="fit GEVs to per-iteration maxima and project them to more ranks",
         description="Fit generalized extreme value distributions to the per-iteration maxima "
@@ -40,6 +41,7 @@ def register(sub) -> None:
 
 
 def parse_methods(text: str) -> list[str]:
+    """The --method list, validated against the estimators so a typo fails before any fit."""
     if text == "all":
         return list(CHOICES)
     methods = [m.strip() for m in text.split(",") if m.strip()]
@@ -51,6 +53,7 @@ def parse_methods(text: str) -> list[str]:
 
 
 def parse_scales(items: list[str], nranks: int) -> list[int]:
+    """Target rank counts from --scale ('Nx' = N times the run's ranks); default 2x..16x."""
     out = []
     for tok in (t.strip() for item in items for t in item.split(",")):
         if not tok:
@@ -72,6 +75,7 @@ def _print(df: pd.DataFrame, fmt: dict | None = None) -> None:
 
 
 def run(args) -> int:
+    """Fit, project, optionally check and plot; exit status 0 (errors are MinitraceError)."""
     methods = parse_methods(args.method)
     if not 0 < args.ci < 1:
         raise MinitraceError(f"--ci must be between 0 and 1, got {args.ci}")

@@ -7,6 +7,7 @@ from ..validate import validate
 
 
 def register(sub) -> None:
+    """Add the ``import`` subcommand (discovered by minitrace.cli)."""
     p = sub.add_parser("import", help="import a SimGrid time-independent text trace",
                        description="Read a SimGrid 4.1 time-independent trace (one file holding "
                                    "all ranks, or a list file: one line = a trace shared by all "
@@ -19,6 +20,7 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
+    """Read, validate and store a TI trace; validation problems are reported, not fatal."""
     data = read_ti(args.trace)
     rep = validate(data)
     write_trace(args.output, data)

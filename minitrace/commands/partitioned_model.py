@@ -28,6 +28,7 @@ def _list(items, conv):
 
 
 def register(sub) -> None:
+    """Add the ``partitioned-model`` subcommand (discovered by minitrace.cli)."""
     p = sub.add_parser(
         "partitioned-model",
         help="model the gain of MPI partitioned communication under thread variability",
@@ -80,6 +81,7 @@ def _table(args) -> PM.LinkTable:
 
 
 def run(args) -> int:
+    """Print the model (and the bench comparison, plot); exit status 0."""
     _bandwidth(args.bandwidth)          # refused even when a table makes it unused
     if args.plot:
         from ..plots_gev import check_plot_path

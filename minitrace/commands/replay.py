@@ -10,6 +10,7 @@ from ..replay import DEFAULT_CONFIG, replay
 
 
 def register(sub) -> None:
+    """Add the ``replay`` subcommand (discovered by minitrace.cli)."""
     p = sub.add_parser(
         "replay", help="predict the run time of a trace on a SimGrid platform",
         description="Replay a time-independent trace with SimGrid's SMPI replay and print the "
@@ -58,6 +59,7 @@ def _config(items: list[str]) -> dict[str, str]:
 
 
 def run(args) -> int:
+    """Replay and print the prediction (text or JSON); exit status 0."""
     generated = [o for o in ("cluster", "speed", "bandwidth", "latency")
                  if getattr(args, o) is not None]
     if args.platform and generated:
