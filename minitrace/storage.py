@@ -11,7 +11,7 @@ from __future__ import annotations
 import datetime as _dt
 import json
 import os
-import tempfile
+import secrets
 import zlib
 from concurrent.futures import ThreadPoolExecutor
 
@@ -122,11 +122,12 @@ class _AtomicFile:
 
     def __enter__(self) -> h5py.File:
         d = os.path.dirname(os.path.abspath(self.path))
-        try:
-            fd, self.tmp = tempfile.mkstemp(prefix=".minitrace-", suffix=".h5.tmp", dir=d)
+        self.tmp = os.path.join(d, f".{os.path.basename(self.path)}.{os.getpid()}."
+                                   f"{secrets.token_hex(4)}.tmp")
+        try:  # mode 0o666 less the umask, as a plain open() would give the final file
+            os.close(os.open(self.tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
         except OSError as e:
             raise MinitraceError(f"cannot write here: {e.strerror}", self.path) from None
-        os.close(fd)
         if self.copy_existing and os.path.exists(self.path):
             check_file(self.path)
             with open(self.path, "rb") as src, open(self.tmp, "wb") as dst:

@@ -1,6 +1,9 @@
 """The HDF5 format: round trips, encodings, the kind index, and refusal of bad files."""
 from __future__ import annotations
 
+import os
+import stat
+
 import h5py
 import numpy as np
 import pytest
@@ -159,3 +162,12 @@ def test_failed_write_leaves_previous_file_intact(tmp_path):
         write_trace(p, small_trace(), meta={"volume_unit": "furlongs"})
     assert p.read_bytes() == before
     assert [x.name for x in tmp_path.iterdir()] == ["t.h5"]
+
+
+def test_written_file_has_ordinary_permissions(tmp_path):
+    old = os.umask(0o022)
+    try:
+        write_trace(tmp_path / "t.h5", small_trace())
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE((tmp_path / "t.h5").stat().st_mode) == 0o644
