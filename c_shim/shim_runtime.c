@@ -372,8 +372,20 @@ static inline void mt_commit(mt_thread *T) {
 }
 
 /* Write R and its vector (R->vec_len words of vec) as one committed unit. */
+static inline int mt_fits32(int64_t v) { return v >= INT32_MIN && v <= INT32_MAX; }
+
 static void mt_write(mt_thread *T, mt_rec *R, const int64_t *vec) {
     int64_t n = R->vec_len;
+    /* One or two int32 values (sendrecv's [source, recvtag], a waitall of two requests) ride
+     * in the request field when the action has no request: vec_len = -n, low word first.
+     * One slot instead of two: the page cache is what costs most per record. */
+    if (n > 0 && n <= 2 && R->request == -1 && R->kind < MT_INTERNAL_RESOLVE &&
+        mt_fits32(vec[0]) && (n == 1 || mt_fits32(vec[1]))) {
+        R->request = (int64_t)(((uint64_t)(uint32_t)(n == 2 ? vec[1] : 0) << 32) |
+                               (uint32_t)vec[0]);
+        R->vec_len = (int32_t)-n;
+        n = 0;
+    }
     int64_t nc = (n + MT_CONT_WORDS - 1) / MT_CONT_WORDS;
     if (nc + 1 > (int64_t)MT_SLOTS - 1) { /* a vector larger than a chunk: dropped, not split */
         R->vec_len = 0;
@@ -802,7 +814,7 @@ static void mt_start(int64_t raw0, int64_t ns0, int thread_level) {
     mt_fd = fd;
     mt_hdr = (mt_file_hdr *)h;
     mt_file_hdr *H = mt_hdr;
-    H->version = 1;
+    H->version = 2;                 /* 2: vectors of <= 2 int32 inlined (vec_len < 0) */
     H->header_bytes = MT_HDR_BYTES;
     H->rank = (uint32_t)mt_rank;
     H->size = (uint32_t)mt_size;

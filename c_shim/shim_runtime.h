@@ -28,7 +28,8 @@
 typedef struct {
     uint8_t kind, flags;
     uint16_t thread;
-    int32_t vec_len;          /* followed by ceil(vec_len/9) continuation records */
+    int32_t vec_len;          /* followed by ceil(vec_len/9) continuation records; < 0: the
+                                 -vec_len (<= 2) int32 values are inlined in request */
     int32_t peer, tag;
     int32_t comm, spare;
     int64_t bytes_sent, bytes_recv;

@@ -43,6 +43,7 @@ HEADER_DTYPE = np.dtype([
 CHUNK_DTYPE = np.dtype([("count", "u8"), ("thread", "u4"), ("seq", "u4"),
                         ("calib_raw", "i8"), ("calib_ns", "i8"), ("pad", "u8", 6)])
 MAGIC = b"MTRACE01"
+RAW_VERSION = 2     # 2: vectors of <= 2 int32 values inlined in the request field
 CONT, STRING, COMMDEF, RESOLVE = 255, 253, 254, 252
 CONT_WORDS = 9
 VOLUME_SOURCES = {0: "walltime", 1: "cputime", 2: "instructions", 3: "auto"}
@@ -84,6 +85,9 @@ class _Rank:
             self.readable = False        # killed inside MPI_Init: nothing recorded
             return
         self.readable = True
+        if h["version"] != RAW_VERSION:
+            raise MinitraceError(f"raw format version {h['version']} unknown to this minitrace "
+                                 f"(recorded by another version)", path)
         if h["rec_bytes"] != RAW_DTYPE.itemsize:
             raise MinitraceError(f"record size {h['rec_bytes']} unknown to this minitrace", path)
         self.h = h
@@ -129,6 +133,7 @@ class _Thread:
 
     def __init__(self, chunks: list[np.ndarray]):
         kind = np.concatenate([c["kind"] for c in chunks])
+        vec_len = np.concatenate([c["vec_len"] for c in chunks])
         special = kind >= RESOLVE                     # internal or continuation records
         self.comm_defs, self.strings = [], {}
         # the MPI records stay in the (memory-mapped) chunks: a chunk with special records
@@ -142,16 +147,17 @@ class _Thread:
                 sp_rows.append(c[s])
             else:
                 self.blocks.append(c)
-        if not sp_rows:                               # no vector, nothing internal
+        if not sp_rows and not (vec_len < 0).any():   # no vector, nothing internal
             self.vecs = np.zeros(0, np.int64)
             self.resolve = tuple(np.zeros(0, np.int64) for _ in range(4))
             return
-        sp = np.concatenate(sp_rows)
+        sp = np.concatenate(sp_rows) if sp_rows else np.zeros(0, RAW_DTYPE)
         sw = sp.view(np.int64).reshape(len(sp), -1)
-        # vectors follow their record (kept or internal) in CONT records
-        vec_len = np.concatenate([c["vec_len"] for c in chunks])
-        main = ~(kind == CONT)
-        lens = np.maximum(vec_len[main], 0).astype(np.int64)
+        # vectors follow their record (kept or internal) in CONT records, or (<= 2 int32
+        # values, vec_len < 0) are inlined in the record's request field
+        main = kind != CONT
+        vl = vec_len[main].astype(np.int64)
+        lens, inl = np.maximum(vl, 0), np.maximum(-vl, 0)
         spk = sp["kind"]
         payload = sw[spk == CONT, 1:].ravel()
         ncont = (lens + CONT_WORDS - 1) // CONT_WORDS
@@ -159,6 +165,17 @@ class _Thread:
         if int((ncont * CONT_WORDS).sum()) > len(payload):
             raise MinitraceError("vector records missing")   # a record and its vector commit together
         vecs = payload[_ranges(start, lens)]
+        if inl.any():
+            tot = lens + inl
+            off = np.cumsum(tot) - tot
+            allv = np.empty(int(tot.sum()), np.int64)
+            allv[_ranges(off, lens)] = vecs
+            rows = np.flatnonzero(inl)
+            req = np.concatenate([c["request"] for c in chunks])[main][rows]
+            allv[off[rows]] = (req & 0xFFFFFFFF).astype(np.uint32).view(np.int32)
+            two = inl[rows] == 2
+            allv[off[rows[two]] + 1] = (req[two] >> 32).astype(np.int32)
+            vecs, lens = allv, tot
         internal = kind[main] >= RESOLVE
         isp = sp[spk != CONT]                          # the internal records, in order
         ik = isp["kind"]
@@ -259,7 +276,12 @@ def _expand_block(rank, r, walltime, seconds, out, pos, last_end):
     acts, comps = _pieces(need, pos)
     end = pos + n + int(np.count_nonzero(need))
     out[pos:end].view(_VOID)[:] = _COMPUTE_ROW.view(_VOID)[0]   # compute defaults, one pass
-    act_cols = [(f, r[f]) for f in ("kind",) + _COPIED] + [
+    fields = {f: r[f] for f in ("kind",) + _COPIED}
+    inlined = fields["vec_len"] < 0                 # a vector inlined in the request field
+    if inlined.any():
+        fields["vec_len"] = np.abs(fields["vec_len"])
+        fields["request"] = np.where(inlined, NONE, fields["request"])
+    act_cols = list(fields.items()) + [
         ("volume", np.where(_IS_REDUCTION[kind], inside * scale, 0.0)),
         ("t_start", ts / 1e9), ("t_end", te / 1e9)]
     comp_cols = [("volume", pre[need] * scale), ("t_start", prev_end[need] / 1e9),

@@ -1,5 +1,6 @@
 """The raw file's chunks: many chunks provisioned ahead by the shim's helper thread lose and
-duplicate nothing, and a child forked by a traced rank records nothing into its parent's file."""
+duplicate nothing, short vectors inlined in a record come back exact, and a child forked by a
+traced rank records nothing into its parent's file."""
 from __future__ import annotations
 
 import numpy as np
@@ -9,6 +10,7 @@ from tests.mpiutil import mpicc
 from tests.record_util import Ranked, build, record
 
 pytestmark = pytest.mark.timeout(300)
+ANY_TAG = -1    # MPI_ANY_TAG in MPICH and Open MPI: the tag of a status from MPI_PROC_NULL
 
 FORK_SRC = r"""
 #include <mpi.h>
@@ -30,6 +32,51 @@ int main(int argc, char **argv) {
     return WIFEXITED(st) ? WEXITSTATUS(st) : 3;
 }
 """
+
+
+INLINE_SRC = r"""
+#include <mpi.h>
+int main(int argc, char **argv) {
+    int rank;
+    double x = 1, y[3];
+    MPI_Request r[3];
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    int peer = 1 - rank;
+    /* vector [source world rank, status tag]; from MPI_PROC_NULL: [-1, MPI_ANY_TAG] */
+    MPI_Sendrecv(&x, 1, MPI_DOUBLE, peer, 5, &y[0], 1, MPI_DOUBLE, MPI_PROC_NULL, 6,
+                 MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    MPI_Sendrecv(&x, 1, MPI_DOUBLE, peer, 7 + rank, &y[0], 1, MPI_DOUBLE, peer, 7 + peer,
+                 MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    MPI_Recv(&y[0], 1, MPI_DOUBLE, peer, 5, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    for (int k = 2; k <= 3; k++) {  /* a waitall of 2 requests (inlined), then of 3 (not) */
+        MPI_Irecv(&y[0], 1, MPI_DOUBLE, peer, 9, MPI_COMM_WORLD, &r[0]);
+        MPI_Isend(&x, 1, MPI_DOUBLE, peer, 9, MPI_COMM_WORLD, &r[1]);
+        if (k == 3) MPI_Isend(&x, 1, MPI_DOUBLE, MPI_PROC_NULL, 9, MPI_COMM_WORLD, &r[2]);
+        MPI_Waitall(k, r, MPI_STATUSES_IGNORE);
+    }
+    MPI_Finalize();
+    return 0;
+}
+"""
+
+
+def test_short_vectors_inlined_exact(tmp_path):
+    src = tmp_path / "inl.c"
+    src.write_text(INLINE_SRC)
+    exe = str(mpicc(src, tmp_path / "inl"))
+    p = record(tmp_path / "i.h5", 2, [exe], timeout=60)
+    assert "validation: OK" in p.stdout
+    tr = Ranked(tmp_path / "i.h5")
+    for r in range(2):
+        sr = tr.mpi(r, "sendrecv")
+        assert len(sr) == 2 and (sr["request"] == -1).all()
+        assert tr.vector(sr[0]) == [-1, ANY_TAG] and (sr[0]["peer"], sr[0]["tag"]) == (1 - r, 5)
+        assert tr.vector(sr[1]) == [1 - r, 7 + (1 - r)] and sr[1]["tag"] == 7 + r
+        wa = tr.mpi(r, "waitall")
+        reqs = [int(x) for x in tr.mpi(r)["request"] if x >= 0]
+        assert [tr.vector(w) for w in wa] == [reqs[0:2], reqs[2:5]]
+        assert (wa["request"] == -1).all()
 
 
 def test_many_chunks_keep_every_record(tmp_path):
