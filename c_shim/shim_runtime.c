@@ -226,7 +226,7 @@ static pthread_cond_t mt_prov_cv = PTHREAD_COND_INITIALIZER;
 /* Grow the file by one chunk and map it.  The chunk is first written with zeros by pwrite():
  * that puts its pages in the page cache about 4x cheaper than write faults on a sparse
  * (ftruncate'd) range, which must read the hole and then run the filesystem's page_mkwrite. */
-static const char mt_zeros[MT_POPULATE_STEP];
+static char mt_zeros[MT_POPULATE_STEP]; /* never written: in .bss, not in the library file */
 static void *mt_map_chunk(int *err) {
     pthread_mutex_lock(&mt_file_lock);
     int fd = mt_fd;
