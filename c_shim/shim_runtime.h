@@ -23,6 +23,12 @@
 #define MT_BIGCOUNT 0
 #define MT_PARTITIONED_API 0
 #endif
+/* Open MPI 5.0 declares MPI_Pready_list without MPI-4.0's const (int partition_list[]). */
+#if defined(OMPI_MAJOR_VERSION) && MPI_VERSION < 4
+#define MT_PREADY_LIST_CONST
+#else
+#define MT_PREADY_LIST_CONST const
+#endif
 
 /* One 80-byte record of the raw per-rank file (numpy dtype RAW_DTYPE in minitrace/merge.py). */
 typedef struct {

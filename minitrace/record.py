@@ -3,7 +3,9 @@
 The shim is the ``minitrace._shim`` extension module itself (see c_shim/build_shim.py).  It is
 configured through the environment, which MPICH's ``mpiexec`` passes to every rank:
 ``LD_PRELOAD`` (the shim), ``MINITRACE_DIR`` (where each rank writes ``rank-NNNNNN.mtr``) and
-``MINITRACE_VOLUME`` (auto | instructions | cputime | walltime).
+``MINITRACE_VOLUME`` (auto | instructions | cputime | walltime).  Open MPI's ``mpirun`` passes
+only the variables it is told to to other nodes: they are also listed in
+``OMPI_MCA_mca_base_env_list`` (what ``mpirun -x`` sets; other MPIs ignore it).
 """
 from __future__ import annotations
 
@@ -37,6 +39,9 @@ def shim_env(raw_dir: str, volume: str = "auto", base: dict | None = None) -> di
     env["LD_PRELOAD"] = shim_path() + (":" + pre if pre else "")
     env["MINITRACE_DIR"] = os.path.abspath(raw_dir)
     env["MINITRACE_VOLUME"] = volume
+    fwd = ";".join(f"{k}={env[k]}" for k in ("LD_PRELOAD", "MINITRACE_DIR", "MINITRACE_VOLUME"))
+    old = env.get("OMPI_MCA_mca_base_env_list")
+    env["OMPI_MCA_mca_base_env_list"] = f"{old};{fwd}" if old else fwd
     return env
 
 
