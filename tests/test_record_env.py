@@ -97,9 +97,10 @@ def test_cputime_volume_sees_the_compute(bindir, tmp_path):
     for r in range(2):
         a = tr.all(r)
         comp = a["kind"] == K.CODE["compute"]
-        # the 4 compute phases (3e6 flops loops) dominate; each costs well over the 50 us gate
-        big = np.sort(a["volume"][comp])[-4:]
-        assert (big > 1e-4).all()
+        # the 4 compute phases (3e6-iteration loops) dominate every other gap between calls
+        vol = np.sort(a["volume"][comp])
+        assert vol[-4:].min() > 10 * np.median(vol[:-4])
+        # a thread cannot use more CPU time than the wall time that passed (clock granularity)
         wall = (a["t_end"] - a["t_start"])[comp]
         assert (a["volume"][comp] <= wall + 1e-3).all()
 
