@@ -266,3 +266,30 @@ def test_control_is_a_noop_untraced():
                         "with minitrace.region('x'): pass\nminitrace.resume()\n"
                         "print(minitrace.tracing())"], capture_output=True, text=True, timeout=60)
     assert p.returncode == 0 and p.stdout.strip() == "False"
+
+
+def test_python_program_4_ranks(tmp_path):
+    """mpi4py (big-count MPI_*_c calls) on 4 ranks: ring, alltoallv, split + bcast."""
+    p = record(tmp_path / "py4.h5", 4, [sys.executable, str(PROGRAMS / "pyring4.py")])
+    assert "validation: OK" in p.stdout and p.stdout.count("ok") >= 4
+    tr = Ranked(tmp_path / "py4.h5")
+    for r in range(4):
+        isends, irecvs = tr.mpi(r, "isend"), tr.mpi(r, "irecv")
+        assert isends["peer"].tolist() == [(r + 1) % 4] * 3
+        assert irecvs["peer"].tolist() == [(r - 1) % 4] * 3
+        assert isends["tag"].tolist() == irecvs["tag"].tolist() == [0, 1, 2]
+        assert (isends["bytes_sent"] == 64).all() and (irecvs["bytes_recv"] == 64).all()
+        waits = tr.mpi(r, "waitall")
+        assert len(waits) == 3
+        for w, s, v in zip(waits, isends, irecvs):
+            assert sorted(tr.vector(w)) == sorted([int(s["request"]), int(v["request"])])
+        (a2a,) = tr.mpi(r, "alltoallv")
+        sent = [8 * (r + 2 * j + 1) for j in range(4)]
+        recv = [8 * (j + 2 * r + 1) for j in range(4)]
+        assert tr.vector(a2a) == sent + recv
+        assert (a2a["bytes_sent"], a2a["bytes_recv"]) == (sum(sent), sum(recv))
+        (bc,) = tr.mpi(r, "bcast")
+        members = [x for x in range(4) if x % 2 == r % 2]
+        assert tr.data.comms[int(bc["comm"])].tolist() == members
+        assert bc["peer"] == members[1]                      # sub-rank 1 as a world rank
+        assert (bc["bytes_sent"], bc["bytes_recv"]) == ((40, 0) if r == members[1] else (0, 40))
