@@ -529,7 +529,8 @@ class _Writer:
                 if kind != "sendrecv":
                     approx(kind, "written as sendRecv")
                 if tag == 0 and rtag == 0 and comm == 0 and peer >= 0 and src >= 0:
-                    w("sendRecv", bs, peer, br, src)
+                    # SimGrid 4.1 requires both datatypes on sendRecv (6 arguments)
+                    w("sendRecv", bs, peer, br, src, MPI_BYTE, MPI_BYTE)
                 elif peer >= 0 and src >= 0:
                     approx(kind, "tags kept: written as isend + recv + wait")
                     w("isend", peer, tag, bs)
