@@ -273,8 +273,20 @@ def _run_child(cmd: list[str], timeout: float) -> dict:
 
 
 def _last_message(log: list[str]) -> str:
-    """The line of SimGrid's log that says what went wrong: its last error, else its last line."""
+    """What SimGrid said went wrong: an uncaught exception's message (with the lines after it,
+    up to its Python location), else its last error line, else its last line."""
+    for i, line in enumerate(log):
+        if "Uncaught exception" in line:
+            tail = []
+            for more in log[i + 1:]:
+                if more.startswith("At:") or "CRITICAL]" in more:
+                    break
+                tail.append(more.strip())
+            head = line.split("Uncaught exception", 1)[1].strip(" :")
+            return " ".join([head, *tail])
     for line in reversed(log):
+        if "Current backtrace" in line:
+            continue
         if any(w in line for w in ("CRITICAL]", "ERROR]", "Error", "error:", "Assertion")):
             return line.strip()
     return log[-1].strip() if log else "no output"
