@@ -55,7 +55,11 @@ typedef struct {
     char host[64];
     char library[256];
     char cmdline[2048];
+    uint32_t disabled;              /* 1: recording stopped early (mt_disable); v3 */
+    int32_t disabled_errno;
+    char disabled_what[128];        /* what failed, e.g. "cannot grow the raw trace file" */
 } mt_file_hdr;
+_Static_assert(sizeof(mt_file_hdr) <= 4096, "the header fits its page");
 
 typedef struct {
     uint64_t count;                 /* records committed after this header slot */
@@ -199,11 +203,22 @@ static inline int64_t mt_counter(mt_thread *T, int64_t t) {
 }
 
 /* ---- the per-rank file --------------------------------------------------------------- */
+/* Stop recording, the program going on untraced.  Once the file has a header, the header says
+ * so (the merge then marks the trace incomplete); every rank warns (each fails on its own),
+ * once. */
 static void mt_disable(const char *what, int err) {
+    static int once;
     mt_on = 0;
     mt_started = 0;
-    if (mt_rank == 0)
-        fprintf(stderr, "minitrace: tracing disabled: %s: %s\n", what, strerror(err));
+    if (__atomic_exchange_n(&once, 1, __ATOMIC_ACQ_REL)) return; /* another thread said it */
+    if (mt_hdr) {
+        snprintf(mt_hdr->disabled_what, sizeof mt_hdr->disabled_what, "%s", what);
+        mt_hdr->disabled_errno = err;
+        __atomic_store_n(&mt_hdr->disabled, 1, __ATOMIC_RELEASE);
+        msync(mt_hdr, MT_HDR_BYTES, MS_ASYNC);
+    }
+    fprintf(stderr, "minitrace: rank %d: tracing disabled: %s: %s\n", mt_rank, what,
+            strerror(err));
 }
 
 /* Chunks are provisioned ahead by a helper thread.  On this kind of machine (and any VM that
@@ -814,7 +829,8 @@ static void mt_start(int64_t raw0, int64_t ns0, int thread_level) {
     mt_fd = fd;
     mt_hdr = (mt_file_hdr *)h;
     mt_file_hdr *H = mt_hdr;
-    H->version = 2;                 /* 2: vectors of <= 2 int32 inlined (vec_len < 0) */
+    H->version = 3;                 /* 2: vectors of <= 2 int32 inlined (vec_len < 0);
+                                       3: disabled, disabled_errno, disabled_what */
     H->header_bytes = MT_HDR_BYTES;
     H->rank = (uint32_t)mt_rank;
     H->size = (uint32_t)mt_size;

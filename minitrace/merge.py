@@ -13,7 +13,9 @@ What the merge adds to the raw records:
 * non-blocking receives patched with the source, tag and size seen at their completion;
 * communicator ids that are the same on every rank (member set + creation order), region
   names in one string table, threads of a rank interleaved by start time;
-* ``complete`` = every rank reached MPI_Finalize (a killed run merges, marked incomplete).
+* ``complete`` = every rank reached MPI_Finalize with its recording on to the end (a killed
+  run merges, marked incomplete; so does one where a rank's shim stopped recording, e.g. on a
+  full disk: ``disabled_ranks`` and ``disabled_reasons`` say which and why).
 """
 from __future__ import annotations
 
@@ -39,11 +41,13 @@ HEADER_DTYPE = np.dtype([
     ("calib", "i8", (3, 2)), ("finalized", "u4"), ("aborted", "u4"), ("pid", "i4"),
     ("thread_level", "i4"), ("volume_requested", "u4"), ("nthreads", "u4"),
     ("host", "S64"), ("library", "S256"), ("cmdline", "S2048"),
+    ("disabled", "u4"), ("disabled_errno", "i4"), ("disabled_what", "S128"),
 ])
 CHUNK_DTYPE = np.dtype([("count", "u8"), ("thread", "u4"), ("seq", "u4"),
                         ("calib_raw", "i8"), ("calib_ns", "i8"), ("pad", "u8", 6)])
 MAGIC = b"MTRACE01"
-RAW_VERSION = 2     # 2: vectors of <= 2 int32 values inlined in the request field
+RAW_VERSION = 3     # 2: vectors of <= 2 int32 values inlined in the request field;
+                    # 3: the header says when the shim stopped recording (disabled)
 CONT, STRING, COMMDEF, RESOLVE = 255, 253, 254, 252
 CONT_WORDS = 9
 VOLUME_SOURCES = {0: "walltime", 1: "cputime", 2: "instructions", 3: "auto"}
@@ -92,8 +96,12 @@ class _Rank:
             raise MinitraceError(f"record size {h['rec_bytes']} unknown to this minitrace", path)
         self.h = h
         self.rank, self.size = int(h["rank"]), int(h["size"])
-        self.complete = bool(h["finalized"]) and not bool(h["aborted"])
         self.aborted = bool(h["aborted"])
+        self.disabled = ""          # why the shim stopped recording early, if it did
+        if h["disabled"]:
+            self.disabled = (f"{h['disabled_what'].decode(errors='replace')}: "
+                             f"{os.strerror(int(h['disabled_errno']))}")
+        self.complete = bool(h["finalized"]) and not self.aborted and not self.disabled
         hb, cb = int(h["header_bytes"]), int(h["chunk_bytes"])
         nchunks = (len(raw) - hb) // cb
         per_thread: dict[int, list] = {}
@@ -444,6 +452,8 @@ def merge_dir(directory: str, command_line: str | None = None) -> TraceData:
         "complete": not missing and all(by_rank[r].complete for r in by_rank),
         "aborted": any(r.aborted for r in good),
         "missing_ranks": missing,
+        "disabled_ranks": [r.rank for r in good if r.disabled],
+        "disabled_reasons": [f"rank {r.rank}: {r.disabled}" for r in good if r.disabled],
     }
     return TraceData(actions, offsets, vectors, comms, strings, meta)
 
@@ -476,10 +486,12 @@ def merge_to_file(directory: str, output: str, command_line: str | None = None,
         f"{data.meta['volume_unit']} ({data.meta['volume_source']}), "
         f"{size / max(n, 1):.1f} bytes/action")
     if not data.meta["complete"]:
-        missing = data.meta["missing_ranks"]
+        missing, disabled = data.meta["missing_ranks"], data.meta["disabled_reasons"]
         out("INCOMPLETE: " + ("the run aborted" if data.meta["aborted"] else
+                              "recording stopped early" if disabled else
                               "not every rank reached MPI_Finalize")
             + (f"; ranks with no data: {missing}" if missing else "")
+            + (f"; tracing disabled on {'; '.join(disabled)}" if disabled else "")
             + " (every action recorded before the end is kept)")
     cols = ["actions", "bytes_sent", "bytes_recv", "volume", "span"]
     kinds = [c for c in summary.columns if c.startswith("n_")]

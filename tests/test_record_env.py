@@ -3,6 +3,8 @@ unwritable output directory, and the volume counter's selection with the counter
 from __future__ import annotations
 
 import os
+import resource
+import signal
 import subprocess
 import sys
 
@@ -11,7 +13,7 @@ import pytest
 
 from minitrace import kinds as K
 from minitrace.record import shim_path
-from tests.mpiutil import run_mpi
+from tests.mpiutil import run_mpi, tool
 from tests.record_util import Ranked, build, record
 
 pytestmark = pytest.mark.timeout(300)
@@ -39,8 +41,49 @@ def test_shim_disables_itself_on_unwritable_dir(bindir, tmp_path):
     env = {"LD_PRELOAD": shim_path(), "MINITRACE_DIR": str(blocker / "raw")}
     p = run_mpi(3, [exe, "4"], env=env, timeout=120)
     assert sorted(p.stdout.split("\n")[:-1]) == [f"rank {r} done" for r in range(3)]
-    warn = [line for line in p.stderr.splitlines() if line.startswith("minitrace:")]
-    assert len(warn) == 1 and "tracing disabled" in warn[0] and "Not a directory" in warn[0]
+    warn = sorted(line for line in p.stderr.splitlines() if line.startswith("minitrace:"))
+    assert len(warn) == 3
+    for r, w in enumerate(warn):    # every rank says it (each one fails on its own)
+        assert w.startswith(f"minitrace: rank {r}: tracing disabled:") and "Not a directory" in w
+
+
+SLOTS = (4 << 20) // 80 - 1     # records per 4 MiB chunk (slot 0 is the chunk header)
+
+
+def _limit_file_size():
+    """preexec_fn: files of the job may not grow past 10 MiB (the header page and two chunks
+    fit, the third does not); past the limit a write fails with EFBIG instead of SIGXFSZ."""
+    resource.setrlimit(resource.RLIMIT_FSIZE, (10 << 20, 10 << 20))
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+
+
+def test_rank_that_stops_recording_makes_the_trace_incomplete(bindir, tmp_path):
+    """A full disk, without root: RLIMIT_FSIZE makes growing the raw file fail (EFBIG)."""
+    exe = build("callcost", bindir)
+    raw = tmp_path / "raw"
+    env = dict(os.environ, LD_PRELOAD=shim_path(), MINITRACE_DIR=str(raw),
+               MINITRACE_VOLUME="walltime")
+    cmd = [tool("mpiexec"), "-n", "2", exe, "120000"]
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=120, env=env,
+                       preexec_fn=_limit_file_size)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.count("sendrecv_ns") == 2         # the program ran to its end
+    warn = sorted(line for line in p.stderr.splitlines() if line.startswith("minitrace:"))
+    assert warn == [f"minitrace: rank {r}: tracing disabled: cannot grow the raw trace file: "
+                    f"File too large" for r in range(2)]
+    out = tmp_path / "t.h5"
+    m = subprocess.run([sys.executable, "-m", "minitrace", "merge", str(raw), "-o", str(out)],
+                       capture_output=True, text=True, timeout=120)
+    assert m.returncode == 1, m.stderr
+    assert "INCOMPLETE: recording stopped early" in m.stdout
+    assert "tracing disabled on rank 0: cannot grow the raw trace file: File too large; " \
+        "rank 1: cannot grow the raw trace file: File too large" in m.stdout
+    tr = Ranked(out)
+    assert not tr.meta["complete"]
+    assert tr.meta["disabled_ranks"] == [0, 1]
+    for r in range(2):
+        # two chunks: the world communicator's definition (2 records), init, then comm_size
+        assert tr.names(r, skip=()) == ["init"] + ["comm_size"] * (2 * SLOTS - 3)
 
 
 def test_record_fails_clearly_on_unwritable_output(bindir, tmp_path):
