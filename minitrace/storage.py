@@ -11,6 +11,7 @@ from __future__ import annotations
 import datetime as _dt
 import json
 import os
+import re
 import secrets
 import zlib
 from concurrent.futures import ThreadPoolExecutor
@@ -128,23 +129,43 @@ class _AtomicFile:
             os.close(os.open(self.tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
         except OSError as e:
             raise MinitraceError(f"cannot write here: {e.strerror}", self.path) from None
-        if self.copy_existing and os.path.exists(self.path):
-            check_file(self.path)
-            with open(self.path, "rb") as src, open(self.tmp, "wb") as dst:
-                while chunk := src.read(1 << 24):
-                    dst.write(chunk)
-            self.f = h5py.File(self.tmp, "a")
-        else:
-            self.f = h5py.File(self.tmp, "w")
+        try:
+            if self.copy_existing and os.path.exists(self.path):
+                check_file(self.path)
+                with open(self.path, "rb") as src, open(self.tmp, "wb") as dst:
+                    while chunk := src.read(1 << 24):
+                        dst.write(chunk)
+                self.f = h5py.File(self.tmp, "a")
+            else:
+                self.f = h5py.File(self.tmp, "w")
+        except BaseException as e:
+            os.unlink(self.tmp)
+            if isinstance(e, OSError):
+                raise self._error(e) from None
+            raise
         return self.f
 
     def __exit__(self, exc_type, exc, tb):
-        self.f.close()
-        if exc_type is None:
+        try:
+            self.f.close()
+            close_error = None
+        except (OSError, RuntimeError) as e:  # HDF5 reports a failed final flush either way
+            close_error = e
+        if exc_type is None and close_error is None:
             os.replace(self.tmp, self.path)
-        else:
-            os.unlink(self.tmp)
+            return False
+        os.unlink(self.tmp)
+        err = exc if exc_type is not None else close_error
+        if isinstance(err, OSError) or err is close_error:  # e.g. a full disk: one line
+            raise self._error(err) from None
         return False
+
+    def _error(self, e: Exception) -> MinitraceError:
+        lines = str(e).strip().splitlines()
+        code = getattr(e, "errno", None) or next(
+            (int(m) for m in re.findall(r"errno = (\d+)", str(e))), None)
+        why = os.strerror(code) if code else (lines[0] if lines else repr(e))
+        return MinitraceError(f"cannot write: {why}", self.path)
 
 
 def _encode_column(a: np.ndarray, name: str, offsets: np.ndarray, meta: dict):

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import os
 import stat
+import subprocess
+import sys
 
 import h5py
 import numpy as np
@@ -171,3 +173,22 @@ def test_written_file_has_ordinary_permissions(tmp_path):
     finally:
         os.umask(old)
     assert stat.S_IMODE((tmp_path / "t.h5").stat().st_mode) == 0o644
+
+
+def test_write_failure_is_one_line_and_leaves_nothing(tmp_path):
+    """A write that fails half way (here: the file size limit, as a full disk would) raises one
+    line naming the file and leaves neither the file nor a temporary behind."""
+    child = f"""
+import resource, signal, sys
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+resource.setrlimit(resource.RLIMIT_FSIZE, (200_000, 200_000))
+from minitrace.synthetic import loop_trace
+from minitrace.storage import write_trace
+try:
+    write_trace({str(tmp_path / "x.h5")!r}, loop_trace(4, 400_000, True))
+except Exception as e:
+    print(type(e).__name__, e)
+"""
+    p = subprocess.run([sys.executable, "-c", child], capture_output=True, text=True, timeout=120)
+    assert p.stdout.strip() == f"MinitraceError {tmp_path / 'x.h5'}: cannot write: File too large"
+    assert list(tmp_path.iterdir()) == []
