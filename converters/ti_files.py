@@ -31,7 +31,7 @@ def _is_text(head: bytes) -> bool:
 def rank_token(tok: str) -> int | None:
     """The rank a line's first token names (``3`` or ``p3``), None when it names none."""
     t = tok[1:] if tok[:1] == "p" else tok
-    return int(t) if t.isdigit() else None
+    return int(t) if t.isascii() and t.isdigit() else None
 
 
 def is_action(tokens: list[str]) -> bool:

@@ -3,6 +3,8 @@ stored raw arrays, so that a file can be judged without loading it in Python.  T
 printed in microseconds, bandwidths in MB/s (10^6 B/s), every number with 6 significant digits."""
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 from ..errors import MinitraceError
@@ -114,7 +116,11 @@ def summarize(b, path: str) -> list[str]:
     if f is None:
         return []
     try:
-        return f(b)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", RuntimeWarning)  # e.g. the mean of an empty slice
+            return f(b)
     except KeyError as e:
         raise MinitraceError(f"bench/{b.name} lacks {e}: not written by a complete run", path) \
             from None
+    except (ValueError, IndexError, RuntimeWarning):  # statistics of an empty column
+        raise MinitraceError(f"bench/{b.name} holds no measurements", path) from None
