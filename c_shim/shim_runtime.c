@@ -294,12 +294,17 @@ static void *mt_helper(void *arg) {
     }
 }
 
-/* A child forked by a traced rank (e.g. a subprocess) shares the parent's MAP_SHARED chunks
- * and has no helper: it must not record into them. */
+/* A child forked by a traced rank (e.g. a subprocess) shares the parent's MAP_SHARED header
+ * and chunks and has no helper: it must not record into them, nor mark the parent's file
+ * finished or disabled (an MPI_Finalize in the child, e.g. mpi4py's atexit, reaches mt_close).
+ * It forgets the parent's file altogether. */
 static void mt_forked_child(void) {
     mt_on = 0;
     mt_started = 0;
     mt_helper_on = 0;
+    mt_hdr = NULL;
+    mt_fd = -1;
+    mt_nready = mt_nspent = 0;
 }
 
 static void mt_helper_start(void) {

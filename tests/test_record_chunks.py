@@ -1,6 +1,6 @@
 """The raw file's chunks: many chunks provisioned ahead by the shim's helper thread lose and
 duplicate nothing, short vectors inlined in a record come back exact, and a child forked by a
-traced rank records nothing into its parent's file."""
+traced rank records nothing into its parent's file nor, by finalizing, marks it finished."""
 from __future__ import annotations
 
 import numpy as np
@@ -94,6 +94,48 @@ def test_many_chunks_keep_every_record(tmp_path):
     assert all(tr.vector(r) == [0, 0] for r in sr[:: n // 50])
     t = tr.mpi(0)["t_start"]
     assert (np.diff(t) >= 0).all()
+
+
+FORK_FINALIZE_SRC = r"""
+#include <mpi.h>
+#include <signal.h>
+#include <stdio.h>
+#include <sys/wait.h>
+#include <unistd.h>
+int main(int argc, char **argv) {
+    MPI_Init(&argc, &argv);
+    pid_t pid = fork();
+    if (pid == 0) { /* e.g. mpi4py's atexit in a forked child: MPI_Finalize */
+        alarm(20);  /* a hang in the child's finalize would show as a child killed */
+        MPI_Finalize();
+        _exit(0);
+    }
+    int st = 0;
+    waitpid(pid, &st, 0);
+    printf("child %s %d\n", WIFEXITED(st) ? "exited" : "killed",
+           WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st));
+    fflush(stdout);
+    MPI_Barrier(MPI_COMM_WORLD);
+    raise(SIGKILL); /* the parent never finalizes */
+    return 0;
+}
+"""
+
+
+def test_forked_child_finalize_does_not_finish_the_parent(tmp_path):
+    src = tmp_path / "forkfin.c"
+    src.write_text(FORK_FINALIZE_SRC)
+    exe = str(mpicc(src, tmp_path / "forkfin"))
+    # MPICH's UCX: finalize in a forked child waits forever on a lock of ucm's memory hooks
+    # (taken in the parent at fork time) unless those hooks are off
+    p = record(tmp_path / "ff.h5", 1, [exe], expect_rc=None, timeout=60,
+               env={"UCX_MEM_EVENTS": "no"})
+    assert p.returncode != 0
+    assert "child exited 0" in p.stdout     # the child's MPI_Finalize returned
+    assert "INCOMPLETE: not every rank reached MPI_Finalize" in p.stdout
+    tr = Ranked(tmp_path / "ff.h5")
+    assert not tr.meta["complete"]
+    assert tr.names(0, skip=()) == ["init", "barrier"]
 
 
 def test_forked_child_records_nothing(tmp_path):
