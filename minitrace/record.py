@@ -49,30 +49,32 @@ def shim_env(raw_dir: str, volume: str = "auto", base: dict | None = None) -> di
 class RecordRun:
     returncode: int
     raw_dir: str
-    raw_ok: bool        # the raw directory could be created (else nothing was traced)
-    error: str = ""
 
 
-def raw_dir_for(output: str) -> tuple[str, str]:
-    """A fresh raw directory next to the output file; on failure, the path and the reason."""
+def raw_dir_for(output: str) -> str:
+    """A fresh raw directory next to the output file."""
     parent = os.path.dirname(os.path.abspath(output))
     try:
-        return tempfile.mkdtemp(prefix=os.path.basename(output) + ".raw-", dir=parent), ""
+        return tempfile.mkdtemp(prefix=os.path.basename(output) + ".raw-", dir=parent)
     except OSError as e:
-        return os.path.join(parent, os.path.basename(output) + ".raw"), e.strerror or str(e)
+        raise MinitraceError(f"cannot create the raw trace directory "
+                             f"{os.path.basename(output)}.raw-* here ({e.strerror or e}); "
+                             f"the program was not run", parent) from None
 
 
 def run_traced(command: list[str], output: str, volume: str = "auto") -> RecordRun:
-    """Run ``command`` traced.  If the raw directory cannot be made, the command still runs
-    (the shim disables itself with one warning) and ``raw_ok`` is False."""
+    """Run ``command`` traced.  The raw directory is made first: if it cannot be, the command
+    is not run (running it untraced would only waste its time)."""
     if not command:
         raise MinitraceError("no command to run: use minitrace record [options] -- mpiexec ...")
-    raw, err = raw_dir_for(output)
-    env = shim_env(raw, volume)
+    raw = raw_dir_for(output)
     try:
+        env = shim_env(raw, volume)
         rc = subprocess.call(command, env=env)
     except FileNotFoundError:
-        if not err:
-            shutil.rmtree(raw, ignore_errors=True)
+        shutil.rmtree(raw, ignore_errors=True)
         raise MinitraceError(f"command not found: {command[0]}") from None
-    return RecordRun(rc, raw, not err, err)
+    except MinitraceError:
+        shutil.rmtree(raw, ignore_errors=True)
+        raise
+    return RecordRun(rc, raw)
