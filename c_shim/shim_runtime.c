@@ -250,12 +250,18 @@ static void *mt_map_chunk(int *err) {
     pthread_mutex_unlock(&mt_file_lock);
     *err = EBADF;
     if (fd < 0) return MAP_FAILED;
-    errno = 0;
-    for (size_t o = 0; o < MT_CHUNK; o += MT_POPULATE_STEP)
-        if (pwrite(fd, mt_zeros, MT_POPULATE_STEP, off + (off_t)o) != (ssize_t)MT_POPULATE_STEP) {
-            *err = errno ? errno : ENOSPC;
+    /* a short write (the disk or a file size limit reached mid-step) is retried for the rest,
+     * so that the failure is reported with the errno of the write that cannot proceed */
+    for (size_t o = 0; o < MT_CHUNK;) {
+        size_t n = MT_CHUNK - o < MT_POPULATE_STEP ? MT_CHUNK - o : MT_POPULATE_STEP;
+        ssize_t w = pwrite(fd, mt_zeros, n, off + (off_t)o);
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) {
+            *err = w < 0 ? errno : ENOSPC;
             return MAP_FAILED;
         }
+        o += (size_t)w;
+    }
     void *p = mmap(NULL, MT_CHUNK, PROT_READ | PROT_WRITE, MAP_SHARED, fd, off);
     if (p == MAP_FAILED) *err = errno;
     return p;
