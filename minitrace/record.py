@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from .errors import MinitraceError
 
 VOLUMES = ("auto", "instructions", "cputime", "walltime")
+_FORWARDED = ("LD_PRELOAD", "MINITRACE_DIR", "MINITRACE_VOLUME")
 
 
 def shim_path() -> str:
@@ -35,13 +36,20 @@ def shim_env(raw_dir: str, volume: str = "auto", base: dict | None = None) -> di
     if volume not in VOLUMES:
         raise MinitraceError(f"unknown volume measure {volume!r} (one of {', '.join(VOLUMES)})")
     env = dict(os.environ if base is None else base)
-    pre = env.get("LD_PRELOAD", "")
-    env["LD_PRELOAD"] = shim_path() + (":" + pre if pre else "")
+    shim = shim_path()
+    pre = [p for p in env.get("LD_PRELOAD", "").split(":") if p and p != shim]
+    env["LD_PRELOAD"] = ":".join([shim, *pre])
     env["MINITRACE_DIR"] = os.path.abspath(raw_dir)
     env["MINITRACE_VOLUME"] = volume
-    fwd = ";".join(f"{k}={env[k]}" for k in ("LD_PRELOAD", "MINITRACE_DIR", "MINITRACE_VOLUME"))
-    old = env.get("OMPI_MCA_mca_base_env_list")
-    env["OMPI_MCA_mca_base_env_list"] = f"{old};{fwd}" if old else fwd
+    for k in _FORWARDED:
+        if ";" in env[k]:   # the separator of Open MPI's list: it cannot be forwarded
+            raise MinitraceError(f"{k} contains ';', which Open MPI's "
+                                 f"OMPI_MCA_mca_base_env_list cannot carry: {env[k]}")
+    # the user's entries are kept, but not earlier ones for the same variables (a nested or
+    # repeated record would otherwise forward stale values first)
+    old = [e for e in env.get("OMPI_MCA_mca_base_env_list", "").split(";")
+           if e and e.split("=", 1)[0] not in _FORWARDED]
+    env["OMPI_MCA_mca_base_env_list"] = ";".join(old + [f"{k}={env[k]}" for k in _FORWARDED])
     return env
 
 

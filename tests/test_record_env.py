@@ -12,7 +12,8 @@ import numpy as np
 import pytest
 
 from minitrace import kinds as K
-from minitrace.record import shim_path
+from minitrace.errors import MinitraceError
+from minitrace.record import shim_env, shim_path
 from tests.mpiutil import run_mpi, tool
 from tests.record_util import Ranked, build, record
 
@@ -151,3 +152,21 @@ def test_shim_path_command():
     p = subprocess.run([sys.executable, "-m", "minitrace", "shim-path"], capture_output=True,
                        text=True, timeout=60)
     assert p.returncode == 0 and p.stdout.strip() == shim_path() and os.path.exists(shim_path())
+
+
+def test_open_mpi_env_list_replaces_its_own_entries(tmp_path):
+    """OMPI_MCA_mca_base_env_list (Open MPI's -x): the user's entries are kept, ours replace
+    earlier ones for the same variables instead of piling up, a ';' in a value is refused."""
+    shim = shim_path()
+    base = {"LD_PRELOAD": "/lib/x.so", "OMPI_MCA_mca_base_env_list":
+            "FOO=1;MINITRACE_DIR=/old;BAR;LD_PRELOAD;MINITRACE_VOLUME=walltime"}
+    once = shim_env(str(tmp_path / "a"), "cputime", base)
+    twice = shim_env(str(tmp_path / "b"), "cputime", once)
+    assert once["LD_PRELOAD"] == twice["LD_PRELOAD"] == f"{shim}:/lib/x.so"
+    for env, d in ((once, "a"), (twice, "b")):
+        assert env["OMPI_MCA_mca_base_env_list"].split(";") == [
+            "FOO=1", "BAR", f"LD_PRELOAD={shim}:/lib/x.so",
+            f"MINITRACE_DIR={tmp_path / d}", "MINITRACE_VOLUME=cputime"]
+    with pytest.raises(MinitraceError) as e:
+        shim_env(str(tmp_path / "c;d"), "auto", {})
+    assert "MINITRACE_DIR contains ';'" in str(e.value) and "\n" not in str(e.value)
