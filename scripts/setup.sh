@@ -38,7 +38,7 @@ PIP=("$VPY" -m pip --disable-pip-version-check -q)
 if ! "$VPY" -c "import importlib.metadata as m; assert m.version('simgrid') == '$SIMGRID_VERSION'" 2>/dev/null; then
   wheel=$(ls "$CACHE"/wheels/simgrid-"$SIMGRID_VERSION"-*.whl 2>/dev/null | head -1 || true)
   if [ -z "$wheel" ]; then
-    say "building SimGrid $SIMGRID_VERSION with SMPI (about 7 minutes on 2 cores, done once)"
+    say "building SimGrid $SIMGRID_VERSION with SMPI (10-20 minutes on 2 cores, done once)"
     "${PIP[@]}" install numpy 'pybind11<3' setuptools wheel
     work=$(mktemp -d)
     "${PIP[@]}" download --no-deps --no-binary :all: -d "$work" "simgrid==$SIMGRID_VERSION"
