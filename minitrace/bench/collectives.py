@@ -8,7 +8,6 @@ import math
 
 import numpy as np
 
-from ..errors import MinitraceError
 from . import common
 
 NAME = "collectives"
@@ -129,11 +128,7 @@ def run(args) -> int:
     """Measure every block on every rank; rank 0 gathers the per-rank times and writes."""
     MPI = common.mpi()
     comm = MPI.COMM_WORLD
-    ops = [o.strip() for o in args.ops.split(",") if o.strip()]
-    if not ops or any(o not in OPS for o in ops):
-        raise MinitraceError(f"collectives: unknown --ops entries "
-                             f"{[x for x in ops if x not in OPS] or args.ops!r}; "
-                             f"choose among {','.join(OPS)}")
+    ops = common.choice_list(args.ops, OPS, "collectives", "--ops")
     req = common.require
     req(args.min_size >= 4 and args.min_size % 4 == 0,
         "collectives: --min-size must be a positive multiple of 4")

@@ -112,14 +112,10 @@ def run(args) -> int:
     """Measure on every rank (0 sends, 1 receives, others wait); rank 0 writes the group."""
     MPI = common.mpi()
     comm = MPI.COMM_WORLD
-    modes = [m.strip() for m in args.modes.split(",") if m.strip()]
     sizes = [18 << k for k in range(args.min_k, args.max_k + 1)]
     if comm.size < 2:
         raise MinitraceError("partitioned needs at least 2 ranks")
-    if not modes or any(m not in MODES for m in modes):
-        raise MinitraceError(f"partitioned: unknown --modes entries "
-                             f"{[x for x in modes if x not in MODES] or args.modes!r}; "
-                             f"choose among {','.join(MODES)}")
+    modes = common.choice_list(args.modes, MODES, "partitioned", "--modes")
     req = common.require
     req(args.threads >= 1, "partitioned: --threads must be >= 1")
     req(args.min_k >= 0, "partitioned: --min-k must be >= 0")

@@ -9,7 +9,6 @@ import time
 
 import numpy as np
 
-from ..errors import MinitraceError
 from . import common
 
 NAME = "pt2pt"
@@ -171,11 +170,7 @@ def plan(args, sizes: list[int], kinds: list[str], pairs) -> list[tuple]:
 
 
 def _check(args, size: int) -> list[str]:
-    kinds = [k.strip() for k in args.kinds.split(",") if k.strip()]
-    bad = [k for k in kinds if k not in KINDS]
-    if bad or not kinds:
-        raise MinitraceError(f"pt2pt: unknown --kinds entries {bad or args.kinds!r}; choose "
-                             f"among {','.join(KINDS)}")
+    kinds = common.choice_list(args.kinds, KINDS, "pt2pt", "--kinds")
     req = common.require
     req(size >= 2, "pt2pt needs at least 2 ranks")
     for opt, value, low in (("--max-size", args.max_size, 1), ("--nsizes", args.nsizes, 1),

@@ -203,11 +203,7 @@ def run(args) -> int:
     writes."""
     MPI = common.mpi()
     comm = MPI.COMM_WORLD
-    probes = [p.strip() for p in args.probes.split(",") if p.strip()]
-    if not probes or any(p not in PROBES for p in probes):
-        raise MinitraceError(f"thresholds: unknown --probes entries "
-                             f"{[x for x in probes if x not in PROBES] or args.probes!r}; "
-                             f"choose among {','.join(PROBES)}")
+    probes = common.choice_list(args.probes, PROBES, "thresholds", "--probes")
     if comm.size < 2 and "corruption" in probes:
         raise MinitraceError("thresholds: the corruption probe needs at least 2 ranks")
     req = common.require
