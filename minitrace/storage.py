@@ -168,30 +168,34 @@ class _AtomicFile:
         return MinitraceError(f"cannot write: {why}", self.path)
 
 
-def _encode_column(a: np.ndarray, name: str, offsets: np.ndarray, meta: dict):
-    """(on-disk array, attrs) for one column, or None for absent times.  Runs in a thread:
-    numpy releases the GIL while copying the strided field out of the record array."""
+def _encode_column(a: np.ndarray, name: str, meta: dict):
+    """(on-disk array, attrs) for one integer column or ``volume``.  Runs in a thread: numpy
+    releases the GIL while copying the strided field out of the record array."""
     col = np.ascontiguousarray(a[name])
     if name in _INT_COLUMNS:
         return _smallest_int(col), {}
-    if name == "volume":
-        quantum = 1e-9 if meta.get("volume_unit") == "seconds" else 1.0
-        q = np.rint(col / quantum)
-        if np.isfinite(col).all() and np.array_equal(q * quantum, col) and \
-                (len(q) == 0 or np.abs(q).max() < 2 ** 62):
-            return _smallest_int(q.astype(np.int64)), {"quantum": quantum}
-        return col, {}
-    ts = col if name == "t_start" else np.ascontiguousarray(a["t_start"])
+    quantum = 1e-9 if meta.get("volume_unit") == "seconds" else 1.0
+    q = np.rint(col / quantum)
+    if np.isfinite(col).all() and np.array_equal(q * quantum, col) and \
+            (len(q) == 0 or np.abs(q).max() < 2 ** 62):
+        return _smallest_int(q.astype(np.int64)), {"quantum": quantum}
+    return col, {}
+
+
+def _encode_time_columns(a: np.ndarray, offsets: np.ndarray):
+    """(t0 or None, {"t_start": (array, attrs), "t_end": ...}), or None for an untimed trace:
+    integer nanoseconds when every action is timed, else float seconds."""
+    ts, te = np.ascontiguousarray(a["t_start"]), np.ascontiguousarray(a["t_end"])
     if not len(a) or not np.isfinite(ts).any():
         return None
-    te = col if name == "t_end" else np.ascontiguousarray(a["t_end"])
     if not (np.isfinite(ts).all() and np.isfinite(te).all()):
-        return col, {"encoding": "float-seconds"}
+        return None, {"t_start": (ts, {"encoding": "float-seconds"}),
+                      "t_end": (te, {"encoding": "float-seconds"})}
     t0 = float(ts.min())
-    if name == "t_start":
-        return _smallest_int(_encode_times(ts, offsets, t0)), \
-            {"encoding": "ns-delta-per-rank", "t0": t0}
-    return _smallest_int(np.rint((te - ts) * _NS).astype(np.int64)), {"encoding": "ns-duration"}
+    return t0, {"t_start": (_smallest_int(_encode_times(ts, offsets, t0)),
+                            {"encoding": "ns-delta-per-rank"}),
+                "t_end": (_smallest_int(np.rint((te - ts) * _NS).astype(np.int64)),
+                          {"encoding": "ns-duration"})}
 
 
 def write_trace(path: str, data: TraceData, meta: dict | None = None) -> None:
@@ -208,15 +212,18 @@ def write_trace(path: str, data: TraceData, meta: dict | None = None) -> None:
         g.attrs["nranks"] = data.nranks
         g.attrs["nactions"] = len(a)
         cols = g.create_group("actions")
-        encoded = dict(_POOL.map(lambda name: (name, _encode_column(a, name, offsets, m)),
-                                 _INT_COLUMNS + ("volume", "t_start", "t_end")))
-        timed = encoded["t_start"] is not None
-        g.attrs["timed"] = timed
-        if timed and encoded["t_start"][1].get("encoding") == "ns-delta-per-rank":
-            g.attrs["t0"] = encoded["t_start"][1]["t0"]
-        for name, enc in encoded.items():
-            if enc is not None:
-                _dataset(cols, name, enc[0], **{k: v for k, v in enc[1].items() if k != "t0"})
+        times = _POOL.submit(_encode_time_columns, a, offsets)
+        encoded = dict(_POOL.map(lambda name: (name, _encode_column(a, name, m)),
+                                 _INT_COLUMNS + ("volume",)))
+        timed = times.result()
+        g.attrs["timed"] = timed is not None
+        if timed is not None:
+            t0, time_columns = timed
+            if t0 is not None:
+                g.attrs["t0"] = t0
+            encoded.update(time_columns)
+        for name, (array, attrs) in encoded.items():
+            _dataset(cols, name, array, **attrs)
         idx = g.create_group("index")
         _dataset(idx, "rank_offsets", offsets)
         kind_of = encoded["kind"][0].view(np.uint8)

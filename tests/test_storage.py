@@ -192,3 +192,19 @@ except Exception as e:
     p = subprocess.run([sys.executable, "-c", child], capture_output=True, text=True, timeout=120)
     assert p.stdout.strip() == f"MinitraceError {tmp_path / 'x.h5'}: cannot write: File too large"
     assert list(tmp_path.iterdir()) == []
+
+
+def test_partly_timed_trace_keeps_its_times_and_gaps(tmp_path):
+    """Some actions timed, some not (e.g. a converter's synthesized compute): the times are
+    kept as float seconds, exactly, and the untimed ones stay NaN."""
+    d = small_trace()
+    d.actions["t_start"][[2, 5]] = np.nan
+    d.actions["t_end"][[2, 5]] = np.nan
+    write_trace(tmp_path / "p.h5", d)
+    with minitrace.open(tmp_path / "p.h5") as t:
+        back = t.data()
+        with h5py.File(tmp_path / "p.h5") as f:
+            assert f["trace/actions/t_start"].attrs["encoding"] == "float-seconds"
+            assert "t0" not in f["trace"].attrs
+    for name in ("t_start", "t_end"):
+        np.testing.assert_array_equal(back.actions[name], d.actions[name])
