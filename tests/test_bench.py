@@ -200,6 +200,7 @@ def test_unwritable_output_refused_before_measuring(tmp_path):
     ("variability", ["--sigma", "-1"], "--sigma must be >= 0"),
     ("thresholds", ["--refine", "-1"], "--refine must be >= 0"),
     ("thresholds", ["--probes", "x"], "unknown --probes"),
+    ("thresholds", ["--mpiexec", "no-such-launcher"], "no no-such-launcher found"),
 ])
 def test_option_errors_one_line_from_rank_0(tmp_path, suite, opts, option):
     p = run_mpi(2, [sys.executable, "-m", "minitrace.bench", suite, *opts, "-o",

@@ -17,6 +17,7 @@ import time
 import numpy as np
 
 from ..errors import MinitraceError
+from ..mpitools import mpi_tool
 from . import common
 
 NAME = "thresholds"
@@ -105,21 +106,21 @@ def _child_env() -> dict:
 
 
 def _mpiexec(args) -> str:
-    exe = args.mpiexec or str(os.path.join(os.path.dirname(sys.executable), "mpiexec"))
-    if not os.path.exists(exe):
-        exe = shutil.which("mpiexec") or ""
+    """The launcher of the probe's child jobs: --mpiexec (a path or a name on PATH) if given,
+    else this environment's mpiexec."""
+    exe = shutil.which(args.mpiexec) if args.mpiexec else mpi_tool("mpiexec")
     if not exe:
-        raise MinitraceError("thresholds: no mpiexec found for the deadlock probe; "
-                             "pass --mpiexec")
+        raise MinitraceError(f"thresholds: no {args.mpiexec or 'mpiexec'} found for the "
+                             "deadlock probe; pass --mpiexec")
     return exe
 
 
 class DeadlockProbe:
     """Runs on rank 0 only: one child job per size."""
 
-    def __init__(self, args):
+    def __init__(self, args, exe: str):
         self.args = args
-        self.exe = _mpiexec(args)
+        self.exe = exe
         self.env = _child_env()
 
     def __call__(self, size: int) -> tuple[bool, float]:
@@ -213,6 +214,8 @@ def run(args) -> int:
     req(args.probe_timeout > 0, "thresholds: --probe-timeout must be > 0")
     req(args.startup_timeout > 0, "thresholds: --startup-timeout must be > 0")
     req(args.delay >= 0, "thresholds: --delay must be >= 0")
+    # resolved on every rank, so that a missing launcher fails everywhere, not on rank 0 alone
+    launcher = _mpiexec(args) if "deadlock" in probes else None
     topo = common.topology(comm)
     wtime = MPI.Wtime
     rows = []  # (probe, size, switched, outcome, times[nranks], frac)
@@ -220,7 +223,7 @@ def run(args) -> int:
     bar = common.Progress(comm, 0, "thresholds", args.quiet)
     if "deadlock" in probes:
         if comm.rank == 0:
-            dl = DeadlockProbe(args)
+            dl = DeadlockProbe(args, launcher)
 
             def probe(size):
                 sw, secs = dl(size)

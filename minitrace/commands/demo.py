@@ -12,6 +12,7 @@ from importlib import resources
 from pathlib import Path
 
 from ..errors import MinitraceError
+from ..mpitools import mpi_tool
 
 
 def register(sub) -> None:
@@ -40,11 +41,9 @@ def run(args) -> int:
     out = Path(args.out).resolve()
     out.mkdir(parents=True, exist_ok=True)
     me = [sys.executable, "-m", "minitrace"]
-    bindir = Path(sys.executable).parent
-    mpiexec = str(bindir / "mpiexec") if (bindir / "mpiexec").exists() else "mpiexec"
+    mpiexec, mpicc = mpi_tool("mpiexec") or "mpiexec", mpi_tool("mpicc") or "mpicc"
     data = resources.files("minitrace") / "data"
     demo_trace, jacobi = str(data / "demo_ring4.txt"), str(data / "jacobi2d.c")
-    mpicc = str(bindir / "mpicc") if (bindir / "mpicc").exists() else "mpicc"
 
     _step("import the bundled SimGrid time-independent trace into HDF5",
           me + ["import", demo_trace, "-o", "demo.h5"], out)
