@@ -411,6 +411,16 @@ class TraceReader:
         """The whole per-peer vector side table."""
         return self.g["vectors"][...].astype(np.int64)
 
+    def vector(self, row: int) -> np.ndarray:
+        """The vector of global action ``row``, reading only the lengths before it in its rank
+        and the vector's own slice (not the whole side table)."""
+        lo = int(self.offsets[np.searchsorted(self.offsets, row, side="right") - 1])
+        lens = self.cols["vec_len"][lo:row + 1].astype(np.int64)
+        if lens[-1] <= 0:
+            return np.zeros(0, np.int64)
+        off = self._vec_base(lo) + int(lens[:-1].sum())
+        return self.g["vectors"][off:off + int(lens[-1])].astype(np.int64)
+
     def comms(self) -> dict[int, np.ndarray]:
         """Communicator id -> world ranks of its members."""
         c = self.g["comms"]

@@ -130,10 +130,12 @@ class Trace:
 
     def vector(self, rank: int, index: int) -> np.ndarray:
         """The per-peer vector of action ``index`` of ``rank`` (empty when it has none)."""
-        a = self.actions(rank).iloc[index]
-        if a.vec_len <= 0:
-            return np.zeros(0, np.int64)
-        return self._need_trace().vectors()[a.vec_off:a.vec_off + a.vec_len]
+        r = self._need_trace()
+        if not 0 <= rank < r.nranks:
+            raise MinitraceError(f"no rank {rank} (ranks 0..{r.nranks - 1})", self.path)
+        if not 0 <= index < r.offsets[rank + 1] - r.offsets[rank]:
+            raise MinitraceError(f"no action {index} on rank {rank}", self.path)
+        return r.vector(int(r.offsets[rank]) + index)
 
     def summary(self) -> pd.DataFrame:
         """Per rank: action count, counts by kind, bytes sent/received, compute volume, span."""

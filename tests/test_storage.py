@@ -87,6 +87,8 @@ def test_actions_frames_and_kind_index(tmp_path):
         assert s.loc[0, "span"] == pytest.approx(1.001)
         with pytest.raises(MinitraceError, match="no rank 7"):
             t.actions(7)
+        with pytest.raises(MinitraceError, match="no action 9 on rank 1"):
+            t.vector(1, 9)
 
 
 def test_loop_trace_is_compact(tmp_path):
