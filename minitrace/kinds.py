@@ -6,6 +6,8 @@ prefix, so ``MPI_Isend`` is ``isend``; the MPI-4 big-count ``_c`` forms map to t
 """
 from __future__ import annotations
 
+import numpy as np
+
 # (code, name, category).  Categories drive validation and export:
 #   meta     - program structure (init, finalize, compute, markers)
 #   send     - a point-to-point send (blocking or non-blocking)
@@ -54,18 +56,69 @@ CODE: dict[str, int] = {name: code for code, name, _ in KINDS}
 NAME: dict[int, str] = {code: name for code, name, _ in KINDS}
 CATEGORY: dict[str, str] = {name: cat for _, name, cat in KINDS}
 
+
+def _category(*cats: str) -> frozenset[str]:
+    return frozenset(n for _, n, c in KINDS if c in cats)
+
+
+# Named kind sets: every consumer (validation, converters, merge, export) uses these, never its own.
+#: Blocking point-to-point sends.
+BLOCKING_SENDS = frozenset({"send", "ssend", "bsend", "rsend"})
+#: Non-blocking point-to-point sends (create a request).
+NONBLOCKING_SENDS = frozenset({"isend", "issend", "ibsend", "irsend"})
+#: Every point-to-point send, blocking or not.
+SENDS = BLOCKING_SENDS | NONBLOCKING_SENDS
+#: Every point-to-point receive, blocking or not.
+RECVS = frozenset({"recv", "irecv"})
+#: Combined send-and-receive calls.
+SENDRECVS = frozenset({"sendrecv", "sendrecv_replace"})
+#: Persistent send set-ups (``MPI_Send_init`` and its modes).
+SEND_INITS = frozenset({"send_init", "ssend_init", "bsend_init", "rsend_init"})
+#: Every persistent or partitioned request set-up.
+INITS = SEND_INITS | {"recv_init", "psend_init", "precv_init"}
+#: Blocking collectives.
+COLLECTIVES = _category("coll")
+#: Non-blocking collectives (complete through a request).
+NONBLOCKING_COLLECTIVES = _category("icoll")
+#: Every collective, blocking or not.
+ALL_COLLECTIVES = COLLECTIVES | NONBLOCKING_COLLECTIVES
+#: Reductions: the data is combined with an operator, so the collective also computes.
+REDUCTIONS = frozenset({"reduce", "allreduce", "reduce_scatter", "reduce_scatter_block", "scan",
+                        "exscan", "ireduce", "iallreduce", "ireduce_scatter",
+                        "ireduce_scatter_block", "iscan", "iexscan"})
+#: Request completions; the ``*_ANY``/single forms complete at most one request.
+COMPLETIONS = _category("complete")
+SINGLE_COMPLETIONS = frozenset({"wait", "waitany", "test", "testany"})
+MULTI_COMPLETIONS = COMPLETIONS - SINGLE_COMPLETIONS
+TESTS = frozenset({"test", "testany", "testall", "testsome"})
+#: Communicator management.
+COMM_KINDS = _category("comm")
+#: Program structure that is not an MPI call.
+NON_MPI = frozenset({"compute", "sleep", "region_begin", "region_end", "pause", "resume"})
 #: Collectives with a root (the ``peer`` column holds the root's world rank).
 ROOTED = frozenset({"bcast", "reduce", "gather", "gatherv", "scatter", "scatterv",
                     "ibcast", "ireduce", "igather", "igatherv", "iscatter", "iscatterv"})
-#: Kinds whose per-peer byte vector is stored in the side table (see docs/FORMAT.md).
+#: Kinds with a per-peer vector in the side table (see docs/FORMAT.md for what each holds).
 VECTOR_KINDS = frozenset({"gatherv", "scatterv", "allgatherv", "alltoallv", "alltoallw",
                           "reduce_scatter", "igatherv", "iscatterv", "iallgatherv",
                           "ialltoallv", "ialltoallw", "ireduce_scatter"})
 #: Non-blocking kinds that create a request completed later by a wait/test.
-REQUEST_KINDS = frozenset({"isend", "issend", "ibsend", "irsend", "irecv"}
-                          | {n for n, c in CATEGORY.items() if c == "icoll"})
+REQUEST_KINDS = NONBLOCKING_SENDS | {"irecv"} | NONBLOCKING_COLLECTIVES
 #: Blocking collective kind for each non-blocking one (``iallreduce`` -> ``allreduce``).
-BLOCKING_OF = {n: n[1:] for n, c in CATEGORY.items() if c == "icoll"}
+BLOCKING_OF = {n: n[1:] for n in NONBLOCKING_COLLECTIVES}
+
+
+def codes(names) -> np.ndarray:
+    """Sorted int array of the codes of ``names`` (for ``np.isin``)."""
+    return np.array(sorted(CODE[n] for n in names), dtype=np.uint8)
+
+
+def mask(names) -> np.ndarray:
+    """Boolean lookup table over all 256 codes: ``mask(SENDS)[actions["kind"]]``."""
+    m = np.zeros(256, dtype=bool)
+    m[codes(names)] = True
+    return m
+
 
 # Bits of the ``flags`` column.
 FLAG_ANY_SOURCE = 1      # receive posted with MPI_ANY_SOURCE, peer resolved from the status
