@@ -14,7 +14,7 @@ import warnings
 import numpy as np
 from scipy import stats
 
-from minitrace import gev
+from minitrace.analysis import gev
 
 N, REPLICAS = 1000, 1000
 LOC, SCALE, SHAPE = 1.0, 0.01, 0.1

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 from scipy import special, stats
 
-from minitrace import gev
+from minitrace.analysis import gev
 
 N = 1000
 

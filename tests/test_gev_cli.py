@@ -5,7 +5,7 @@ import sys
 import numpy as np
 import pytest
 
-from minitrace import projection as P
+from minitrace.analysis import projection as P
 from minitrace.storage import write_bench
 from tests.gev_synth import truth, write_variability
 

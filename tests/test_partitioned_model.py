@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 from minitrace import MinitraceError
-from minitrace import partitioned_model as pm
+from minitrace.analysis import partitioned_model as pm
 from minitrace.storage import write_bench
 
 

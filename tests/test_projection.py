@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from minitrace import emma, gev
-from minitrace import projection as P
+from minitrace.analysis import emma, gev
+from minitrace.analysis import projection as P
 from tests.gev_synth import truth, variability
 
 

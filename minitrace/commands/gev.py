@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import pandas as pd
 
-from .. import gev as G
-from .. import projection as P
+from ..analysis import gev as G
+from ..analysis import projection as P
 from ..errors import MinitraceError
 
 CHOICES = ("pwm", "mom", "mle", "nonparam")
@@ -82,7 +82,7 @@ def run(args) -> int:
     if args.replicas is not None and args.replicas < 2:
         raise MinitraceError("--replicas must be at least 2")
     if args.plot:
-        from ..plots_gev import check_plot_path
+        from ..analysis.plotting import check_plot_path
         check_plot_path(args.plot)
     var = P.load_variability(args.file)
     if G.degenerate(var.maxima):
@@ -111,7 +111,7 @@ def run(args) -> int:
         print("\nCheck against measured runs (mean per-iteration maximum, s):")
         _print(chk)
     if args.plot:
-        from ..plots_gev import plot_gev
+        from ..analysis.gev_plot import plot_gev
         plot_gev(args.plot, var, fits, proj, checks, args.ci)
         print(f"\nplot written to {args.plot}")
     return 0

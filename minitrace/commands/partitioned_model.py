@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .. import partitioned_model as PM
+from ..analysis import partitioned_model as PM
 from ..errors import MinitraceError
 from ..platforms import parse_quantity
 
@@ -84,7 +84,7 @@ def run(args) -> int:
     """Print the model (and the bench comparison, plot); exit status 0."""
     _bandwidth(args.bandwidth)          # refused even when a table makes it unused
     if args.plot:
-        from ..plots_gev import check_plot_path
+        from ..analysis.plotting import check_plot_path
         check_plot_path(args.plot)
     table = _table(args)
     print(f"latency/bandwidth: {table.source}")
@@ -112,7 +112,7 @@ def run(args) -> int:
             print(out[["mode", "size", "threads", "runs", "measured_MBps", "model_MBps",
                        "ratio", "model_hidden"]].to_string(index=False))
     if args.plot:
-        from ..plots_gev import plot_partitioned
+        from ..analysis.partitioned_plot import plot_partitioned
         grid = np.unique(np.concatenate([np.geomspace(min(sizes) / 4, max(sizes) * 4, 40),
                                          sizes]))
         plot_partitioned(args.plot, PM.model_frame(threads, grid, mu, sigma, table), compare,

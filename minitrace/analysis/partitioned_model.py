@@ -29,7 +29,7 @@ import pandas as pd
 from scipy import stats
 
 from .emma import emma
-from .errors import MinitraceError
+from ..errors import MinitraceError
 
 MB = 1e6
 US = 1e-6

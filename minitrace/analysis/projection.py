@@ -29,7 +29,7 @@ from tqdm import tqdm
 
 from . import gev
 from .emma import expected_max_gev, expected_max_sample
-from .errors import MinitraceError
+from ..errors import MinitraceError
 
 DEFAULT_REPLICAS = 50           # parametric: per node / per slot
 DEFAULT_NONPARAM_REPLICAS = 1000

@@ -1,0 +1,40 @@
+"""What every analysis figure shares: matplotlib without a display (Agg), the early check of
+the image path (before a long computation) and the save that turns an OS error into one line."""
+from __future__ import annotations
+
+import os
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib.backend_bases import FigureCanvasBase  # noqa: E402
+
+from ..errors import MinitraceError  # noqa: E402
+
+
+def check_plot_path(path: str) -> None:
+    """Refuse a plot path that savefig would refuse, before the (long) computation it plots:
+    a directory, a missing or read-only parent directory, an image format matplotlib lacks."""
+    parent = os.path.dirname(os.path.abspath(path))
+    ext = os.path.splitext(path)[1][1:].lower()
+    formats = FigureCanvasBase.get_supported_filetypes()
+    if os.path.isdir(path):
+        raise MinitraceError("is a directory: give the name of the image file to write", path)
+    if not os.path.isdir(parent):
+        raise MinitraceError("cannot write the plot: no such directory", path)
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise MinitraceError("cannot write the plot: its directory is not writable", path)
+    if ext and ext not in formats:
+        raise MinitraceError(f"cannot write the plot: unknown image format {ext!r} (one of "
+                             f"{', '.join(sorted(formats))})", path)
+
+
+def save(fig, path: str) -> None:
+    """Write ``fig`` to ``path`` and close it; a write failure is one line naming the file."""
+    try:
+        fig.savefig(path, dpi=110)
+    except OSError as e:
+        raise MinitraceError(f"cannot write the plot: {e.strerror or e}", path) from None
+    finally:
+        plt.close(fig)
