@@ -1,4 +1,4 @@
-"""Analyses of stored results (they read files through storage, never a live run):
-``gev`` (GEV estimators), ``emma`` (expected maxima), ``projection`` (a variability run
-projected to more ranks), ``partitioned_model`` (Algorithm 1), and one figure module each
-(``gev_plot``, ``partitioned_plot``) over the shared ``plotting`` helpers."""
+"""Analyses of stored results: they read minitrace files, never a live run.  One module per
+analysis (``gev`` estimators, ``emma`` expected maxima, ``projection`` of a variability run to
+more ranks, ``partitioned_model``...), its figure in another (``*_plot.py``, over the shared
+``plotting`` helpers)."""

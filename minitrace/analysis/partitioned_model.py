@@ -101,7 +101,7 @@ def table_from_pt2pt(path: str) -> LinkTable:
     """Table from measured ping-pongs: one-way time t(s) = median round trip / 2; latency =
     t at the smallest size; bandwidth(s) = s / (t(s) - latency), so that the model's message
     time equals the measured one-way time at every measured size."""
-    from . import open as mt_open
+    from .. import open as mt_open
     with mt_open(path) as t:
         df = t.bench("pt2pt").table()
     if not {"kind", "size", "t_roundtrip"} <= set(df.columns):
@@ -156,7 +156,7 @@ def display(df: pd.DataFrame) -> pd.DataFrame:
 def compare_bench(path: str, table: LinkTable) -> pd.DataFrame:
     """Measured bandwidth of a bench ``partitioned`` suite (median over runs, per mode, size
     and threads) next to the model's: partitioned -> effective, baseline -> single send."""
-    from . import open as mt_open
+    from .. import open as mt_open
     with mt_open(path) as t:
         df = t.bench("partitioned").table()
     need = {"mode", "size", "threads", "mu", "v", "bandwidth"}

@@ -75,7 +75,7 @@ class Variability:
 
 def load_variability(path: str) -> Variability:
     """Read the bench ``variability`` suite of a minitrace file, checking its shapes."""
-    from . import open as mt_open
+    from .. import open as mt_open
     with mt_open(path) as t:
         b = t.bench("variability")
     for name in ("times", "node", "local_rank"):
