@@ -53,10 +53,12 @@ if ! "$VPY" -c "import importlib.metadata as m; assert m.version('simgrid') == '
   "${PIP[@]}" install "$wheel"
 fi
 
-# 4. minitrace itself (editable, with test tools), redone only when its build inputs change.
+# 4. minitrace itself (editable, with test tools), redone only when its build inputs change:
+#    the packaging files and the folders of the cffi builds (the shim, the benchmark kernels).
 stamp="$VENV/.minitrace-stamp"
-want=$(cd "$ROOT" && find pyproject.toml setup.py $(ls -d c_shim 2>/dev/null) -type f ! -name '*.so' ! -name '*.o' \
-         ! -path '*/__pycache__/*' ! -name '_generated*' | sort | xargs cat | sha256sum | cut -d' ' -f1)
+want=$(cd "$ROOT" && find pyproject.toml setup.py $(ls -d c_shim minitrace/bench/native 2>/dev/null) \
+         -type f ! -name '*.so' ! -name '*.o' ! -path '*/__pycache__/*' ! -name '_generated*' \
+         | sort | xargs cat | sha256sum | cut -d' ' -f1)
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
   say "installing minitrace"
   # The shim is compiled against the MPI of this venv (its mpicc), so build without isolation.
