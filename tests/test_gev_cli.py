@@ -60,11 +60,21 @@ def test_gev_errors_are_one_line_with_exit_1(runs, tmp_path):
         f"minitrace: error: {other}: no results for bench suite 'variability' (has: pt2pt)"]
     r = mt("gev", tmp_path / "missing.h5")
     assert r.returncode == 1 and "missing.h5: no such file" in r.stderr
-    r = mt("gev", runs[0], "--method", "lmom")
-    assert r.returncode == 1 and "unknown --method 'lmom'" in r.stderr
+    r = mt("gev", runs[0], "--method", "pwm,lmom")
+    assert r.returncode == 1 and r.stderr == (
+        "minitrace: error: gev: unknown --method entries ['lmom']; choose among "
+        "pwm,mom,mle,nonparam, or all\n")
     r = mt("gev", runs[0], "--ci", "1.5")
     assert r.returncode == 1 and "--ci must be between 0 and 1" in r.stderr
     assert mt("gev", runs[0], "--replicas", "many").returncode == 2
+
+
+def test_method_all_fits_every_estimator(tmp_path):
+    small = write_variability(tmp_path / "small.h5", 2, 2, 40, seed=3)
+    r = mt("gev", small, "--method", "all", "--scale", "8", "--replicas", "2")
+    assert r.returncode == 0, r.stderr
+    rows = r.stdout.split("Projected mean")[1].splitlines()[2:]
+    assert {row.split()[0] for row in rows if row.strip()} == {"pwm", "mom", "mle", "nonparam"}
 
 
 def test_check_says_when_a_measured_run_is_far_outside(runs):

@@ -8,6 +8,7 @@ import math
 
 import numpy as np
 
+from ..options import choice_list
 from . import common
 
 NAME = "collectives"
@@ -128,7 +129,7 @@ def run(args) -> int:
     """Measure every block on every rank; rank 0 gathers the per-rank times and writes."""
     MPI = common.mpi()
     comm = MPI.COMM_WORLD
-    ops = common.choice_list(args.ops, OPS, "collectives", "--ops")
+    ops = choice_list(args.ops, OPS, "collectives", "--ops")
     req = common.require
     req(args.min_size >= 4 and args.min_size % 4 == 0,
         "collectives: --min-size must be a positive multiple of 4")

@@ -146,17 +146,6 @@ def pin_blas_threads(n: int = 1) -> int | None:
     return max(nums) if nums else None
 
 
-def choice_list(text: str, allowed, suite: str, option: str) -> list[str]:
-    """A comma-separated option value as a list, every entry one of ``allowed``; an empty or
-    unknown entry is one line naming the option, raised identically on every rank."""
-    items = [x.strip() for x in text.split(",") if x.strip()]
-    bad = [x for x in items if x not in allowed]
-    if bad or not items:
-        raise MinitraceError(f"{suite}: unknown {option} entries {bad or text!r}; "
-                             f"choose among {','.join(allowed)}")
-    return items
-
-
 def require(ok: bool, message: str) -> None:
     """Option checks: one line naming the offending option, raised identically on every rank
     (so rank 0 alone prints it and all ranks exit with the same status)."""

@@ -10,6 +10,7 @@ import threading
 import numpy as np
 
 from ..errors import MinitraceError
+from ..options import choice_list
 from . import common
 
 NAME = "partitioned"
@@ -115,7 +116,7 @@ def run(args) -> int:
     sizes = [18 << k for k in range(args.min_k, args.max_k + 1)]
     if comm.size < 2:
         raise MinitraceError("partitioned needs at least 2 ranks")
-    modes = common.choice_list(args.modes, MODES, "partitioned", "--modes")
+    modes = choice_list(args.modes, MODES, "partitioned", "--modes")
     req = common.require
     req(args.threads >= 1, "partitioned: --threads must be >= 1")
     req(args.min_k >= 0, "partitioned: --min-k must be >= 0")

@@ -9,6 +9,7 @@ import time
 
 import numpy as np
 
+from ..options import choice_list
 from . import common
 
 NAME = "pt2pt"
@@ -170,7 +171,7 @@ def plan(args, sizes: list[int], kinds: list[str], pairs) -> list[tuple]:
 
 
 def _check(args, size: int) -> list[str]:
-    kinds = common.choice_list(args.kinds, KINDS, "pt2pt", "--kinds")
+    kinds = choice_list(args.kinds, KINDS, "pt2pt", "--kinds")
     req = common.require
     req(size >= 2, "pt2pt needs at least 2 ranks")
     for opt, value, low in (("--max-size", args.max_size, 1), ("--nsizes", args.nsizes, 1),

@@ -18,6 +18,7 @@ import numpy as np
 
 from ..errors import MinitraceError
 from ..mpitools import mpi_tool
+from ..options import choice_list
 from . import common
 
 NAME = "thresholds"
@@ -204,7 +205,7 @@ def run(args) -> int:
     writes."""
     MPI = common.mpi()
     comm = MPI.COMM_WORLD
-    probes = common.choice_list(args.probes, PROBES, "thresholds", "--probes")
+    probes = choice_list(args.probes, PROBES, "thresholds", "--probes")
     if comm.size < 2 and "corruption" in probes:
         raise MinitraceError("thresholds: the corruption probe needs at least 2 ranks")
     req = common.require

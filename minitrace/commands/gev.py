@@ -6,6 +6,7 @@ import pandas as pd
 from ..analysis import gev as G
 from ..analysis import projection as P
 from ..errors import MinitraceError
+from ..options import choice_list
 
 CHOICES = ("pwm", "mom", "mle", "nonparam")
 
@@ -40,18 +41,6 @@ def register(sub) -> None:
     p.set_defaults(func=run)
 
 
-def parse_methods(text: str) -> list[str]:
-    """The --method list, validated against the estimators so a typo fails before any fit."""
-    if text == "all":
-        return list(CHOICES)
-    methods = [m.strip() for m in text.split(",") if m.strip()]
-    bad = [m for m in methods if m not in CHOICES]
-    if bad or not methods:
-        raise MinitraceError(f"unknown --method {', '.join(bad) or text!r} (choose from "
-                             f"{', '.join(CHOICES)}, or all)")
-    return methods
-
-
 def parse_scales(items: list[str], nranks: int) -> list[int]:
     """Target rank counts from --scale ('Nx' = N times the run's ranks); default 2x..16x."""
     out = []
@@ -76,7 +65,7 @@ def _print(df: pd.DataFrame, fmt: dict | None = None) -> None:
 
 def run(args) -> int:
     """Fit, project, optionally check and plot; exit status 0 (errors are MinitraceError)."""
-    methods = parse_methods(args.method)
+    methods = choice_list(args.method, CHOICES, "gev", "--method", every="all")
     if not 0 < args.ci < 1:
         raise MinitraceError(f"--ci must be between 0 and 1, got {args.ci}")
     if args.replicas is not None and args.replicas < 2:
