@@ -138,6 +138,8 @@ class _AtomicFile:
                 self.f = h5py.File(self.tmp, "a")
             else:
                 self.f = h5py.File(self.tmp, "w")
+            from .provenance import store  # every file written says what wrote it (/provenance)
+            store(self.f)
         except BaseException as e:
             os.unlink(self.tmp)
             if isinstance(e, OSError):

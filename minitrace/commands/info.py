@@ -1,8 +1,10 @@
-"""``minitrace info FILE``: what a file holds (metadata, per-rank summary, bench suites)."""
+"""``minitrace info FILE``: what a file holds (metadata, provenance, per-rank summary, bench
+suites)."""
 from __future__ import annotations
 
 import pandas as pd
 
+from .. import provenance
 from ..bench.summary import summarize as summarize_suite
 from ..trace import open as open_trace
 
@@ -13,7 +15,8 @@ _META_SHOWN = ("producer", "producer_version", "format_version", "created", "vol
 def register(sub) -> None:
     """The ``info`` sub-command (discovered by minitrace.cli)."""
     p = sub.add_parser("info", help="summarize a minitrace file",
-                       description="Print a file's metadata, a per-rank summary of its trace "
+                       description="Print a file's metadata and provenance, a per-rank summary "
+                                   "of its trace "
                                    "(counts by kind, bytes, compute volume, time span) and the "
                                    "benchmark suites it holds.")
     p.add_argument("file", help="minitrace HDF5 file")
@@ -31,6 +34,11 @@ def run(args) -> int:
                 if isinstance(v, list) and len(v) > 8:
                     v = f"{v[:8]} ... ({len(v)} entries)"
                 print(f"  {k}: {v}")
+        p = provenance.read_file(args.file)
+        if p:
+            print("provenance (of the file's last writer; `minitrace diff` compares two):")
+            for line in provenance.summary_lines(p):
+                print(f"  {line}")
         if t.has_trace:
             s = t.summary()
             print(f"trace: {t.nranks} ranks, {t.nactions} actions, volume unit "

