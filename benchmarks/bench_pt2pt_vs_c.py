@@ -22,8 +22,9 @@ import sys
 import time
 from pathlib import Path
 
+from minitrace.mpitools import mpi_tool
+
 HERE = Path(__file__).resolve().parent
-BIN = Path(sys.executable).parent
 SIZES = [1, 8, 64, 512, 1024, 4096, 16384, 65536, 262144, 1 << 20, 1 << 22]
 WINDOW = 64
 
@@ -36,7 +37,7 @@ def iterations(size: int, kind: str) -> int:
 
 def build() -> Path:
     out = Path(os.environ.get("TMPDIR", "/tmp")) / f"minitrace-pingpong-ref-{os.getuid()}.so"
-    subprocess.run([str(BIN / "mpicc"), "-O2", "-shared", "-fPIC", "-o", str(out),
+    subprocess.run([mpi_tool("mpicc") or "mpicc", "-O2", "-shared", "-fPIC", "-o", str(out),
                     str(HERE / "pingpong_ref.c")], check=True, timeout=120)
     return out
 
@@ -140,7 +141,8 @@ def main() -> int:
     ap.add_argument("--append", action="store_true", help="append to benchmarks/RESULTS.md")
     args = ap.parse_args()
     if "PMI_RANK" not in os.environ and "OMPI_COMM_WORLD_RANK" not in os.environ:
-        cmd = [str(BIN / "mpiexec"), "-n", "2", sys.executable, __file__, *sys.argv[1:]]
+        cmd = [mpi_tool("mpiexec") or "mpiexec", "-n", "2", sys.executable, __file__,
+               *sys.argv[1:]]
         return subprocess.run(cmd, timeout=1800).returncode
     load0 = os.getloadavg()[0]
     rows = measure(args.rounds)

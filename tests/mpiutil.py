@@ -2,20 +2,16 @@
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
-BIN = Path(sys.executable).parent
+from minitrace.mpitools import mpi_tool
 
 
 def tool(name: str) -> str:
-    """Path of an MPI tool (mpiexec, mpicc) of this environment, falling back to PATH."""
-    p = BIN / name
-    if p.exists():
-        return str(p)
-    found = shutil.which(name)
+    """Path of an MPI tool (mpiexec, mpicc) of this environment; a missing one fails the test."""
+    found = mpi_tool(name)
     if not found:
         raise FileNotFoundError(f"{name} not found next to {sys.executable} nor on PATH")
     return found
