@@ -1,8 +1,11 @@
 """Predict a run time by replaying a time-independent trace on a SimGrid platform (SMPI replay).
 
 SimGrid's engine is a process-wide singleton that may abort() on bad input, so every replay
-runs in a child process (``python -m minitrace.replay JOB``) that loads the platform, starts one
-SMPI replay actor per rank on its host and prints the engine clock as one JSON line.  The
+runs in a child process that loads the platform, starts one SMPI replay actor per rank on its
+host and prints the engine clock as one JSON line.  The child is the compiled replayer of
+:mod:`minitrace.replay_native` when set-up built it (SimGrid's fast contexts, native speed), else
+``python -m minitrace.replay JOB`` through SimGrid's Python bindings (thread contexts, ~6x
+slower); both run the same SimGrid code and give the same simulated times.  The
 parent prepares the inputs (one trace file per rank, platform, host of each rank), enforces a
 timeout and turns any failure into a one-line :class:`MinitraceError`.
 
@@ -52,6 +55,7 @@ class ReplayResult:
     command: list[str]               # the child command line (its job file is deleted after)
     log_tail: list[str] = field(default_factory=list)  # last lines SimGrid logged
     wall_time: float = 0.0           # seconds of host time spent in the simulation loop
+    engine: str = "python"           # "native" (compiled replayer) or "python" (bindings)
     notes: list[str] = field(default_factory=list)  # what the TI export dropped/approximated
 
     def to_dict(self) -> dict:
@@ -63,7 +67,7 @@ def replay(trace, platform: str | os.PathLike | None = None,
            hostfile: str | os.PathLike | None = None, np: int | None = None,
            config: dict | None = None, *, cluster: Cluster | None = None,
            compute_rate: str | float | None = None, lossy: bool = False,
-           timeout: float = 600.0) -> ReplayResult:
+           timeout: float = 600.0, engine: str = "auto") -> ReplayResult:
     """Replay ``trace`` on SimGrid and return the predicted (simulated) run time.
 
     ``platform``: SimGrid XML; without it a :class:`~minitrace.platforms.Cluster` is generated
@@ -75,7 +79,10 @@ def replay(trace, platform: str | os.PathLike | None = None,
     unit is not flops: the recording machine's flop/s for ``seconds`` ("2.5Gf"), flops per
     instruction for ``instructions``.
     ``lossy``: replay a minitrace trace even if SimGrid's format must drop some of its actions.
+    ``engine``: ``"native"`` (the compiled replayer), ``"python"`` (SimGrid's Python bindings)
+    or ``"auto"`` (native when built).
     """
+    native = _engine(engine)
     if platform is not None and cluster is not None:
         raise MinitraceError("give either a platform file or a generated cluster, not both")
     if platform is None and hostfile is not None:
@@ -114,16 +121,49 @@ def replay(trace, platform: str | os.PathLike | None = None,
                                      f"has only {len(hosts)} hosts")
             raise MinitraceError(f"the trace has {nranks} ranks but only {len(hosts)} hosts are "
                                  f"listed (list a host several times to share it)", str(hostfile))
-        job = {"platform": os.path.abspath(platform), "traces": traces,
-               "hosts": hosts[:nranks] if hosts else None, "config": cfg}
-        job_path = Path(work) / "job.json"
-        job_path.write_text(json.dumps(job))
-        cmd = [sys.executable, "-m", "minitrace.replay", str(job_path)]
+        hosts = hosts[:nranks] if hosts else None
+        if native is not None:
+            job_path = Path(work) / "job.txt"
+            _write_native_job(job_path, os.path.abspath(platform), traces, hosts)
+            cmd = [str(native), str(job_path), *_QUIET, *(f"--cfg={k}:{v}" for k, v in cfg.items())]
+        else:
+            job = {"platform": os.path.abspath(platform), "traces": traces, "hosts": hosts,
+                   "config": cfg}
+            job_path = Path(work) / "job.json"
+            job_path.write_text(json.dumps(job))
+            cmd = [sys.executable, "-m", "minitrace.replay", str(job_path)]
         out = _run_child(cmd, timeout)
     return ReplayResult(simulated_time=out["clock"], rank_end_times=out["rank_end_times"],
                         nranks=nranks, hosts=out["hosts"], platform=shown, config=cfg,
                         command=cmd, log_tail=out["log_tail"], wall_time=out["wall_time"],
-                        notes=notes)
+                        engine="python" if native is None else "native", notes=notes)
+
+
+ENGINES = ("auto", "native", "python")
+
+
+def _engine(engine: str):
+    """Path of the compiled replayer to use, or None for the Python-bindings child."""
+    from .replay_native import binary
+    if engine not in ENGINES:
+        raise MinitraceError(f"unknown replay engine {engine!r} (choose from {', '.join(ENGINES)})")
+    if engine == "python":
+        return None
+    native = binary()
+    if native is None and engine == "native":
+        raise MinitraceError("the native replayer is not built (scripts/setup.sh builds it; "
+                             "python -m minitrace.replay_native --include DIR)")
+    return native
+
+
+def _write_native_job(path: Path, platform: str, traces: list[str],
+                      hosts: list[str] | None) -> None:
+    """The compiled replayer's job: the platform, then ``TRACE<tab>HOST`` per rank."""
+    for p in [platform, *traces, *(hosts or [])]:
+        if "\n" in p or "\t" in p:
+            raise MinitraceError(f"a tab or newline in {p!r} cannot be passed to the replayer")
+    lines = [platform] + [f"{t}\t{hosts[r] if hosts else ''}" for r, t in enumerate(traces)]
+    path.write_text("\n".join(lines) + "\n")
 
 
 def _rank_traces(trace, work: Path, rate: float | None,

@@ -6,7 +6,7 @@ import math
 
 from ..errors import MinitraceError
 from ..platforms import DEFAULT_BANDWIDTH, DEFAULT_LATENCY, DEFAULT_SPEED, Cluster
-from ..replay import DEFAULT_CONFIG, replay
+from ..replay import DEFAULT_CONFIG, ENGINES, replay
 
 
 def register(sub) -> None:
@@ -44,6 +44,10 @@ def register(sub) -> None:
                    help="replay a minitrace file even if the TI export must drop actions")
     p.add_argument("--timeout", type=float, default=600.0, metavar="S",
                    help="give up after S seconds of wall time (default 600)")
+    p.add_argument("--engine", choices=ENGINES, default="auto",
+                   help="native: the compiled replayer (SimGrid's fast contexts); python: "
+                        "SimGrid's Python bindings (~6x slower); auto (default): native when "
+                        "set-up built it")
     p.add_argument("--json", action="store_true", help="print the full result as JSON")
     p.set_defaults(func=run)
 
@@ -71,8 +75,7 @@ def run(args) -> int:
                           args.bandwidth or DEFAULT_BANDWIDTH, args.latency or DEFAULT_LATENCY)
     r = replay(args.file, platform=args.platform, hostfile=args.hostfile, np=args.np,
                config=_config(args.cfg), cluster=cluster, compute_rate=args.compute_rate,
-               lossy=args.lossy,
-               timeout=args.timeout)
+               lossy=args.lossy, timeout=args.timeout, engine=args.engine)
     if args.json:
         print(json.dumps({"trace": args.file, **r.to_dict()}, indent=1))
         return 0
@@ -86,7 +89,7 @@ def run(args) -> int:
         print(f"  rank end times (s): min {min(ends):.6g}, mean {math.fsum(ends) / len(ends):.6g},"
               f" max {ends[slowest]:.6g} (rank {slowest})")
     print("  SimGrid options: " + " ".join(f"{k}:{v}" for k, v in r.config.items()))
-    print(f"  simulation took {r.wall_time:.3g} s")
+    print(f"  simulation took {r.wall_time:.3g} s ({r.engine} replayer)")
     for note in r.notes:
         print(f"  export: {note}")
     return 0

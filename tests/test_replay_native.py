@@ -1,0 +1,117 @@
+"""The compiled replayer (minitrace/native/replay.cpp) against the Python-bindings path: the same
+trace and configuration give the same simulated times, and its failures are the same one-liners."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from minitrace.errors import MinitraceError
+from minitrace.platforms import Cluster
+from minitrace.replay import replay
+from minitrace.replay_native import binary
+
+pytestmark = pytest.mark.timeout(180)
+
+RING = """{r} init
+{r} irecv {left} 0 8192
+{r} send {right} 0 8192
+{r} wait {left} {r} 0
+{r} compute 1000000
+{r} isend {right} 1 100000
+{r} recv {left} 1 100000
+{r} waitall 1
+{r} compute 2000000
+"""
+COLLECTIVES = """{r} bcast 5000 1
+{r} allreduce 8192 1000
+{r} reduce 4096 500 2
+{r} alltoall 1000 1000
+{r} allgatherv 64 {counts}
+{r} barrier
+{r} sleep 0.001
+{r} finalize
+"""
+
+
+def _trace(tmp_path, nranks=4):
+    lines = []
+    for r in range(nranks):
+        lines.append(RING.format(r=r, left=(r - 1) % nranks, right=(r + 1) % nranks))
+        lines.append(COLLECTIVES.format(r=r, counts=" ".join(str(64 * (i + 1))
+                                                             for i in range(nranks))))
+    path = tmp_path / "trace.txt"
+    path.write_text("".join(lines))
+    return path
+
+
+def test_native_replayer_is_built():
+    # set-up builds it; without it every replay silently takes the 6x slower Python path
+    assert binary() is not None, "run scripts/setup.sh (python -m minitrace.replay_native)"
+
+
+@pytest.mark.parametrize("cfg", [{}, {"smpi/allreduce": "rdb", "smpi/bcast": "binomial_tree"},
+                                 {"network/model": "LV08"}])
+def test_same_times_on_both_engines(tmp_path, cfg):
+    trace = _trace(tmp_path)
+    cluster = Cluster(4, speed="1Gf", bandwidth="1GBps", latency="10us")
+    native = replay(trace, cluster=cluster, config=cfg, engine="native")
+    python = replay(trace, cluster=cluster, config=cfg, engine="python")
+    assert (native.engine, python.engine) == ("native", "python")
+    assert native.simulated_time > 0.003  # the compute alone is 3 Mflop at 1 Gf per rank
+    assert native.simulated_time == pytest.approx(python.simulated_time, rel=1e-12)
+    assert native.rank_end_times == pytest.approx(python.rank_end_times, rel=1e-12)
+    assert native.hosts == python.hosts
+
+
+def test_shared_hosts_from_a_hostfile(tmp_path):
+    trace = _trace(tmp_path)
+    platform, _ = Cluster(2, speed="1Gf").write(tmp_path / "plat")
+    hostfile = tmp_path / "hosts"
+    hostfile.write_text("node-0:2\nnode-1:2\n")
+    native = replay(trace, platform, hostfile, engine="native")
+    python = replay(trace, platform, hostfile, engine="python")
+    assert native.hosts == ["node-0", "node-0", "node-1", "node-1"] == python.hosts
+    assert native.simulated_time == pytest.approx(python.simulated_time, rel=1e-12)
+
+
+def test_errors_are_one_line(tmp_path):
+    trace = _trace(tmp_path)
+    platform, _ = Cluster(2, speed="1Gf").write(tmp_path / "plat")
+    with pytest.raises(MinitraceError, match="only 2 hosts"):
+        replay(trace, platform, engine="native")
+    hostfile = tmp_path / "hosts"
+    hostfile.write_text("nowhere:4\n")
+    with pytest.raises(MinitraceError, match="host 'nowhere' of the hostfile is not in the platform"):
+        replay(trace, platform, hostfile, engine="native")
+    bad = tmp_path / "bad.xml"
+    bad.write_text("<platform version='4.1'><zone>")
+    with pytest.raises(MinitraceError, match="cannot load platform"):
+        replay(trace, bad, engine="native")
+    with pytest.raises(MinitraceError, match="refused the options|SimGrid failed"):
+        replay(trace, cluster=Cluster(4), config={"no/such-option": "1"}, engine="native")
+
+
+def test_deadlock_names_the_stuck_ranks(tmp_path):
+    path = tmp_path / "dead.txt"
+    path.write_text("0 init\n0 recv 1 0 8\n0 finalize\n1 init\n1 recv 0 0 8\n1 finalize\n")
+    with pytest.raises(MinitraceError, match=r"unfinished"):
+        replay(path, engine="native")
+
+
+def test_missing_native_replayer_is_refused_or_falls_back(tmp_path, monkeypatch):
+    trace = _trace(tmp_path)
+    monkeypatch.setenv("MINITRACE_REPLAYER", "")
+    with pytest.raises(MinitraceError, match="native replayer is not built"):
+        replay(trace, engine="native")
+    assert replay(trace).engine == "python"
+
+
+def test_cli_engine_option(tmp_path):
+    trace = _trace(tmp_path)
+    out = subprocess.run([sys.executable, "-m", "minitrace", "replay", str(trace), "--engine",
+                          "native"], capture_output=True, text=True, env=os.environ.copy())
+    assert out.returncode == 0, out.stderr
+    assert "(native replayer)" in out.stdout
