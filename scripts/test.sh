@@ -2,11 +2,7 @@
 # Set up (idempotent, see setup.sh) and run the whole test suite: serial pytest (which itself
 # launches real MPI jobs), then the pytest-mpi tests under mpiexec -n 2 and -n 4.
 set -euo pipefail
-ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-bash "$ROOT/scripts/setup.sh"
-VENV="${MINITRACE_VENV:-$ROOT/.venv}"
-export PATH="$VENV/bin:$PATH"
-cd "$ROOT"
+source "$(dirname "${BASH_SOURCE[0]}")/env.sh"
 status=0
 python -m pytest -q -p no:cacheprovider "$@" || status=$?
 for n in 2 4; do
