@@ -22,7 +22,7 @@ import numpy as np
 from . import __version__
 from . import kinds as K
 from .errors import MinitraceError
-from .model import ACTION_DTYPE, NONE, VOLUME_UNITS, TraceData, assign_vec_offsets
+from .model import ACTION_DTYPE, VOLUME_UNITS, TraceData, vec_offsets
 
 FORMAT_NAME = "minitrace"
 FORMAT_VERSION = 1
@@ -373,9 +373,7 @@ class TraceReader:
                 out["t_end"] = np.full(hi - lo, np.nan)
         except OSError as e:
             raise MinitraceError(f"corrupt data in the action table ({e})", self.path) from None
-        lens = out["vec_len"].astype(np.int64)
-        off = self._vec_base(lo) + np.cumsum(lens) - lens
-        out["vec_off"] = np.where(lens > 0, off, NONE)
+        out["vec_off"] = vec_offsets(out["vec_len"], self._vec_base(lo))
         return out
 
     def read(self, lo: int, hi: int) -> np.ndarray:
@@ -417,10 +415,10 @@ class TraceReader:
         """The vector of global action ``row``, reading only the lengths before it in its rank
         and the vector's own slice (not the whole side table)."""
         lo = int(self.offsets[np.searchsorted(self.offsets, row, side="right") - 1])
-        lens = self.cols["vec_len"][lo:row + 1].astype(np.int64)
+        lens = self.cols["vec_len"][lo:row + 1]
         if lens[-1] <= 0:
             return np.zeros(0, np.int64)
-        off = self._vec_base(lo) + int(lens[:-1].sum())
+        off = int(vec_offsets(lens, self._vec_base(lo))[-1])
         return self.g["vectors"][off:off + int(lens[-1])].astype(np.int64)
 
     def comms(self) -> dict[int, np.ndarray]:
@@ -436,5 +434,4 @@ class TraceReader:
     def all(self) -> TraceData:
         """The whole trace in memory."""
         a = self.read(0, int(self.offsets[-1]))
-        assign_vec_offsets(a)
         return TraceData(a, self.offsets, self.vectors(), self.comms(), self.strings())

@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import kinds as K
-from .model import TraceData, empty_actions
+from .model import TraceData, assign_vec_offsets, empty_actions
 
 LOOP = ["compute", "irecv", "isend", "waitall", "compute", "allreduce", "compute", "send",
         "recv", "alltoallv"]
@@ -38,6 +38,7 @@ def loop_trace(nranks: int, total: int, timed: bool, seed: int = 0) -> TraceData
             start = np.cumsum(dur + gap) - dur
             a["t_start"][s] = np.rint(start * 1e9) / 1e9
             a["t_end"][s] = np.rint((start + dur) * 1e9) / 1e9
+    assign_vec_offsets(a)
     return TraceData(a, offsets, np.concatenate(vectors), meta={"volume_unit": "seconds"})
 
 
@@ -63,7 +64,6 @@ def ring_trace(P: int, total: int) -> TraceData:
         a[1 + 4 * steps:-1]["kind"] = K.CODE["compute"]
         blocks.append(a)
     actions = np.concatenate(blocks)
-    lens = actions["vec_len"].astype(np.int64)
-    actions["vec_off"] = np.where(lens > 0, np.cumsum(lens) - lens, -1)
+    assign_vec_offsets(actions)
     vec = np.tile(np.stack([np.arange(steps) * 2, np.arange(steps) * 2 + 1], 1).ravel(), P)
     return TraceData(actions, np.arange(P + 1) * per, vec.astype(np.int64))
