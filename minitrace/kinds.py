@@ -74,8 +74,13 @@ RECVS = frozenset({"recv", "irecv"})
 SENDRECVS = frozenset({"sendrecv", "sendrecv_replace"})
 #: Persistent send set-ups (``MPI_Send_init`` and its modes).
 SEND_INITS = frozenset({"send_init", "ssend_init", "bsend_init", "rsend_init"})
-#: Every persistent or partitioned request set-up.
-INITS = SEND_INITS | {"recv_init", "psend_init", "precv_init"}
+#: Receiving persistent or partitioned request set-ups.
+RECV_INITS = frozenset({"recv_init", "precv_init"})
+#: Every persistent or partitioned request set-up (the sending ones are ``INITS - RECV_INITS``).
+INITS = SEND_INITS | RECV_INITS | {"psend_init"}
+#: Activations of persistent or partitioned requests (``start``: ``request``; ``startall``: the
+#: vector of request ids).
+STARTS = frozenset({"start", "startall"})
 #: Blocking collectives.
 COLLECTIVES = _category("coll")
 #: Non-blocking collectives (complete through a request).

@@ -25,18 +25,6 @@ from .model import TraceData
 #: Problems kept per category (counts stay exact beyond it).
 KEEP_PER_CATEGORY = 1000
 
-_C = K.CODE
-_NON_MPI = [_C[k] for k in ("compute", "sleep", "region_begin", "region_end", "pause", "resume")]
-_SENDS = [_C[k] for k in ("send", "ssend", "bsend", "rsend", "isend", "issend", "ibsend",
-                          "irsend")]
-_RECVS = [_C[k] for k in ("recv", "irecv")]
-_SENDRECVS = [_C["sendrecv"], _C["sendrecv_replace"]]
-_SEND_INITS = [_C[k] for k in ("send_init", "ssend_init", "bsend_init", "rsend_init")]
-_COLLS = [c for c, n, cat in K.KINDS if cat in ("coll", "icoll")]
-_CREATES = [_C[k] for k in K.REQUEST_KINDS] + _SEND_INITS + [_C["recv_init"], _C["psend_init"],
-                                                            _C["precv_init"]]
-_BLOCKING = {_C[n]: _C[K.BLOCKING_OF.get(n, n)] for n in (K.NAME[c] for c in _COLLS)}
-
 
 @dataclass
 class Problem:
@@ -92,7 +80,8 @@ class ValidationReport:
 
 
 class _Ctx:
-    """Columns shared by the checks: each action's rank and row within the rank."""
+    """Columns shared by the checks: each action's rank and row within the rank, and the rows
+    of a set of kinds."""
 
     def __init__(self, data: TraceData):
         self.d = data
@@ -103,12 +92,8 @@ class _Ctx:
         self.index = np.arange(n, dtype=np.int64) - np.repeat(data.rank_offsets[:-1], sizes)
         self.kind = self.a["kind"]
 
-    def rows(self, codes) -> np.ndarray:
-        return np.nonzero(np.isin(self.kind, codes))[0]
-
-    def vector(self, row: int) -> np.ndarray:
-        off, n = int(self.a["vec_off"][row]), int(self.a["vec_len"][row])
-        return self.d.vectors[off:off + n] if n > 0 else np.zeros(0, np.int64)
+    def rows(self, names) -> np.ndarray:
+        return np.nonzero(K.mask(names)[self.kind])[0]
 
 
 def validate(data: TraceData) -> ValidationReport:
@@ -124,8 +109,8 @@ def validate(data: TraceData) -> ValidationReport:
 
 # -- structure --------------------------------------------------------------------------------
 def _check_structure(ctx: _Ctx, rep: ValidationReport) -> None:
-    mpi = ~np.isin(ctx.kind, _NON_MPI)
-    init, fin = ctx.kind == _C["init"], ctx.kind == _C["finalize"]
+    mpi = ~K.mask(K.NON_MPI)[ctx.kind]
+    init, fin = ctx.kind == K.CODE["init"], ctx.kind == K.CODE["finalize"]
     for r in range(ctx.d.nranks):  # one pass per rank, vectorised within it
         s = ctx.d.rank_slice(r)
         rows = np.nonzero(mpi[s])[0]
@@ -145,9 +130,9 @@ def _check_structure(ctx: _Ctx, rep: ValidationReport) -> None:
 def _starts(ctx: _Ctx):
     """(row of the start, row of the *_init it starts) for every start and startall entry."""
     a = ctx.a
-    inits = ctx.rows(_SEND_INITS + [_C["recv_init"], _C["psend_init"], _C["precv_init"]])
-    st = ctx.rows([_C["start"]])
-    sa_rows, sa_reqs = _vector_entries(ctx, ctx.rows([_C["startall"]]))
+    inits = ctx.rows(K.INITS)
+    st = ctx.rows({"start"})
+    sa_rows, sa_reqs = ctx.d.vector_entries(ctx.rows({"startall"}))
     start_rows = np.concatenate([st, sa_rows])
     reqs = np.concatenate([a["request"][st], sa_reqs]).astype(np.int64)
     if not len(start_rows):
@@ -172,24 +157,20 @@ def _messages(ctx: _Ctx):
                                             np.zeros(len(rows), bool) if unresolved is None
                                             else unresolved))))
 
-    s = ctx.rows(_SENDS)
-    r = ctx.rows(_RECVS)
-    sr = ctx.rows(_SENDRECVS)
+    s = ctx.rows(K.SENDS)
+    r = ctx.rows(K.RECVS)
+    sr = ctx.rows(K.SENDRECVS)
     sends = [frame(s, rank[s], a["peer"][s], a["tag"][s], a["bytes_sent"][s]),
              frame(sr, rank[sr], a["peer"][sr], a["tag"][sr], a["bytes_sent"][sr])]
     recvs = [frame(r, a["peer"][r], rank[r], a["tag"][r], a["bytes_recv"][r],
                    (a["flags"][r] & K.FLAG_UNRESOLVED) != 0)]
-    if len(sr):
-        v = ctx.d.vectors
-        ok = a["vec_len"][sr] >= 2
-        off = np.where(ok, a["vec_off"][sr], 0)
-        recvs.append(frame(sr, np.where(ok, v[off], -1) if len(v) else np.full(len(sr), -1),
-                           rank[sr], np.where(ok, v[off + 1], -1) if len(v) else
-                           np.full(len(sr), -1), a["bytes_recv"][sr], ~ok))
+    if len(sr):   # the receive half: vector [source, tag]
+        recvs.append(frame(sr, ctx.d.vector_item(sr, 0), rank[sr], ctx.d.vector_item(sr, 1),
+                           a["bytes_recv"][sr], a["vec_len"][sr] < 2))
     st, init = _starts(ctx)
     if len(st):
         ik = a["kind"][init]
-        snd = np.isin(ik, _SEND_INITS + [_C["psend_init"]])
+        snd = ~K.mask(K.RECV_INITS)[ik]
         for mask, side in ((snd, sends), (~snd, recvs)):
             srow, irow = st[mask], init[mask]
             if side is sends:
@@ -245,7 +226,7 @@ def _check_p2p(ctx: _Ctx, rep: ValidationReport) -> None:
 
 # -- collectives ------------------------------------------------------------------------------
 def _check_collectives(ctx: _Ctx, rep: ValidationReport) -> None:
-    rows = ctx.rows(_COLLS)
+    rows = ctx.rows(K.ALL_COLLECTIVES)
     if not len(rows):
         return
     a = ctx.a
@@ -299,7 +280,7 @@ def _check_comm_collectives(ctx, rep, comm, members, g) -> None:
                     f"collective {seq} on communicator {comm} is {K.NAME[int(t.kind)]} here but "
                     f"{K.NAME[int(ref.kind)]} on rank {ref['rank']}")
     same = g[(g.kmin == g.kmax)]
-    rooted = same[np.isin(same.kind, [_C[n] for n in K.ROOTED])]
+    rooted = same[K.mask(K.ROOTED)[same.kind.to_numpy()]]
     for seq in rooted.loc[rooted.pmin != rooted.pmax, "seq"].unique():
         sub = rooted[rooted.seq == seq]
         ref = sub.iloc[0]
@@ -316,7 +297,7 @@ def _check_comm_collectives(ctx, rep, comm, members, g) -> None:
 def _check_sizes(ctx, rep, comm, members, g) -> None:
     P = len(members)
     g = g.copy()
-    g["base"] = g.kind.map(lambda k: K.NAME[_BLOCKING.get(int(k), int(k))])
+    g["base"] = g.kind.map(lambda k: K.BLOCKING_OF.get(K.NAME[int(k)], K.NAME[int(k)]))
     g["is_root"] = g["rank"].to_numpy() == g["peer"].to_numpy()
     # The value each member contributes, which must be the same on every member.
     rules = {
@@ -351,8 +332,7 @@ def _check_sizes(ctx, rep, comm, members, g) -> None:
                             f"{K.NAME[int(t.kind)]} (collective {t.seq} on communicator "
                             f"{comm}) {'receives' if col == 'br' else 'sends'} "
                             f"{getattr(t, col)} B, expected {int(w)} B")
-        elif base in ("gatherv", "scatterv", "allgatherv", "alltoallv", "alltoallw",
-                      "reduce_scatter"):
+        elif base in K.VECTOR_KINDS:
             _check_vectors(ctx, rep, comm, members, base, sub)
 
 
@@ -364,7 +344,7 @@ def _check_vectors(ctx, rep, comm, members, base, g) -> None:
         grp = grp.assign(p=[pos[int(r)] for r in grp["rank"]]).sort_values("p")
         bs = grp.bs.to_numpy()
         br = grp.br.to_numpy()
-        vecs = [ctx.vector(int(r)) for r in grp.row]
+        vecs = [ctx.d.vector(int(r)) for r in grp.row]
         name = K.NAME[int(grp.kind.iloc[0])]
         where = f"{name} (collective {seq} on communicator {comm})"
         bad: list[tuple[int, str]] = []
@@ -410,27 +390,22 @@ def _check_vectors(ctx, rep, comm, members, base, g) -> None:
 
 # -- requests ---------------------------------------------------------------------------------
 def _check_requests(ctx: _Ctx, rep: ValidationReport) -> None:
-    a = ctx.a
-    act_rows = [ctx.rows([c for c in _CREATES if K.NAME[c] in K.REQUEST_KINDS])]
-    # starts activate the request they name (partitioned and persistent alike)
-    sr = ctx.rows([_C["start"]])
-    act_rows.append(sr)
-    act_req = [a["request"][act_rows[0]], a["request"][sr]]
-    sa = ctx.rows([_C["startall"]])
-    vec_rows, vec_req = _vector_entries(ctx, sa)
-    act_rows.append(vec_rows)
-    act_req.append(vec_req)
-    # completions: wait/waitany/test(any) with FLAG_COMPLETED by request field, the *all/*some
-    # forms by their vector
-    single = ctx.rows([_C["wait"], _C["waitany"]])
-    tst = ctx.rows([_C["test"], _C["testany"]])
-    tst = tst[(a["flags"][tst] & K.FLAG_COMPLETED) != 0]
-    multi = ctx.rows([_C["waitall"], _C["waitsome"]])
-    tmulti = ctx.rows([_C["testall"], _C["testsome"]])
-    tmulti = tmulti[(a["flags"][tmulti] & K.FLAG_COMPLETED) != 0]
-    mrows, mreq = _vector_entries(ctx, np.concatenate([multi, tmulti]))
-    done_rows = np.concatenate([single, tst, mrows])
-    done_req = np.concatenate([a["request"][single], a["request"][tst], mreq])
+    a, d = ctx.a, ctx.d
+    # activations: a non-blocking call creates its request, a start names the one it starts
+    # (partitioned and persistent alike), a startall lists them in its vector
+    act = ctx.rows(K.REQUEST_KINDS | {"start"})
+    sa_rows, sa_req = d.vector_entries(ctx.rows({"startall"}))
+    act_rows, act_req = [act, sa_rows], [a["request"][act], sa_req]
+    # completions: wait/waitany and test/testany with FLAG_COMPLETED by their request field,
+    # the *all/*some forms (tests only with FLAG_COMPLETED) by their vector
+    completes = ~K.mask(K.TESTS)[ctx.kind] | ((a["flags"] & K.FLAG_COMPLETED) != 0)
+    single = ctx.rows(K.SINGLE_COMPLETIONS)
+    single = single[completes[single]]
+    multi = ctx.rows(K.MULTI_COMPLETIONS)
+    multi = multi[completes[multi]]
+    mrows, mreq = d.vector_entries(multi)
+    done_rows = np.concatenate([single, mrows])
+    done_req = np.concatenate([a["request"][single], mreq])
     arow = np.concatenate(act_rows)
     areq = np.concatenate(act_req).astype(np.int64)
     ev = pd.DataFrame({
@@ -447,18 +422,3 @@ def _check_requests(ctx: _Ctx, rep: ValidationReport) -> None:
         rep.add(ctx.rank[row], ctx.index[row], "incomplete-request",
                 f"request {t.req} of this {K.NAME[int(ctx.kind[row])]} is never completed by a "
                 "wait or successful test")
-
-
-def _vector_entries(ctx: _Ctx, rows: np.ndarray):
-    """(row, value) for every entry of the vectors of ``rows``."""
-    a = ctx.a
-    if not len(rows):
-        return np.zeros(0, np.int64), np.zeros(0, np.int64)
-    lens = np.maximum(a["vec_len"][rows].astype(np.int64), 0)
-    offs = a["vec_off"][rows].astype(np.int64)
-    total = int(lens.sum())
-    if not total:
-        return np.zeros(0, np.int64), np.zeros(0, np.int64)
-    starts = np.repeat(offs - (np.cumsum(lens) - lens), lens)
-    idx = starts + np.arange(total)
-    return np.repeat(rows, lens), ctx.d.vectors[idx]
