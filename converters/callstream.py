@@ -14,16 +14,24 @@ from functools import lru_cache
 import numpy as np
 
 from minitrace import kinds as K
-from minitrace.model import ACTION_DTYPE, NONE, TraceData, assign_vec_offsets
+from minitrace.model import ACTION_DTYPE, EMPTY_ROW, TraceBuilder, TraceData
 
-# Row layout (a mutable list per action, turned into ACTION_DTYPE at the end).
-KIND, FLAGS, PEER, TAG, COMM, BSENT, BRECV, VOLUME, REQUEST, VECLEN, T0, T1 = range(12)
-_FIELDS = ("kind", "flags", "peer", "tag", "comm", "bytes_sent", "bytes_recv", "volume",
-           "request", "vec_len", "t_start", "t_end")
-#: MPI-call categories that become actions; communicator management is dropped because neither
-#: format records its arguments (the new communicator only appears as a definition).
-_KEPT = {"meta", "send", "recv", "p2p", "persist", "complete", "coll", "icoll"}
+# Positions in a row (a mutable list in ACTION_DTYPE field order, turned into an action by
+# TraceBuilder.extend at the end).
+KIND, FLAGS, PEER, TAG, COMM, BSENT, BRECV, VOLUME, REQUEST, T0, T1 = map(
+    ACTION_DTYPE.names.index, ("kind", "flags", "peer", "tag", "comm", "bytes_sent",
+                               "bytes_recv", "volume", "request", "t_start", "t_end"))
+#: MPI functions that do not become actions: communicator management, because neither format
+#: records its arguments (the new communicator only appears as a definition), and names of
+#: minitrace's own non-MPI kinds (``MPI_Compute`` is no MPI call).
+_NOT_CALLS = K.COMM_KINDS | K.NON_MPI
 _C = K.CODE
+
+
+def _row(kind: str, t0: float, t1: float = np.nan) -> list:
+    row = list(EMPTY_ROW)
+    row[KIND], row[T0], row[T1] = _C[kind], t0, t1
+    return row
 
 
 @lru_cache(maxsize=4096)
@@ -39,10 +47,7 @@ def mpi_kind(name: str) -> str | None:
     if base.endswith("_c") and base[:-2] in _C:
         base = base[:-2]
     base = {"init_thread": "init"}.get(base, base)
-    if base in ("compute", "sleep", "abort", "region_begin", "region_end", "pause", "resume"):
-        return None
-    kind = base if base in _C else None
-    return kind if kind and K.CATEGORY[kind] in _KEPT else None
+    return base if base in _C and base not in _NOT_CALLS else None
 
 
 class RankStream:
@@ -73,7 +78,7 @@ class RankStream:
             self.current, self.current_index = None, -1
             return None
         self._flush_gap()
-        row = [_C[kind], 0, NONE, NONE, 0, 0, 0, 0.0, NONE, 0, t, np.nan]
+        row = _row(kind, t)
         self.rows.append(row)
         self.current, self.current_index = row, len(self.rows) - 1
         if kind == "finalize":
@@ -114,8 +119,9 @@ class RankStream:
         except ValueError:
             self.strings.append(name)
             idx = len(self.strings) - 1
-        self.rows.append([_C["region_begin" if begin else "region_end"], 0, NONE, idx, 0, 0, 0,
-                          0.0, NONE, 0, t, t])
+        row = _row("region_begin" if begin else "region_end", t, t)
+        row[TAG] = idx
+        self.rows.append(row)
         if self._last_t is not None:
             self._last_t = t
 
@@ -133,35 +139,25 @@ class RankStream:
     def _flush_gap(self) -> None:
         if self._gap is not None:
             t0, t1, vol = self._gap
-            self.rows.append([_C["compute"], 0, NONE, NONE, 0, 0, 0, vol, NONE, 0, t0, t1])
+            row = _row("compute", t0, t1)
+            row[VOLUME] = vol
+            self.rows.append(row)
             self._gap = None
 
 
 def build(streams: list[RankStream], comms: dict, strings: list[str], meta: dict) -> TraceData:
-    """One TraceData from the ranks' streams (rank-major rows, vectors in action order)."""
-    counts = [len(s.rows) for s in streams]
-    offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
-    actions = np.zeros(int(offsets[-1]), dtype=ACTION_DTYPE)
-    vec_parts: list[list[int]] = []
-    base = 0
-    for s in streams:
-        for i, v in sorted(s.vecs.items()):
-            s.rows[i][VECLEN] = len(v)
-            if v:
-                vec_parts.append(v)
-        if s.rows:
-            cols = list(zip(*s.rows))
-            sl = slice(base, base + len(s.rows))
-            for j, f in enumerate(_FIELDS):
-                actions[f][sl] = cols[j]
-        base += len(s.rows)
-    assign_vec_offsets(actions)
-    vectors = np.array([x for v in vec_parts for x in v], dtype=np.int64)
+    """One TraceData from the ranks' streams, with what was dropped on the way in ``meta``."""
     dropped = Counter()
     for s in streams:
         dropped.update(s.dropped)
     if dropped:
         meta["dropped_mpi_calls"] = dict(sorted(dropped.items()))
     meta["volume_unit"] = "seconds"
-    meta["nranks"] = len(streams)
-    return TraceData(actions, offsets, vectors, comms, strings, meta)
+    b = TraceBuilder(len(streams), meta)
+    for r, s in enumerate(streams):
+        b.extend(r, s.rows, s.vecs)
+    for cid, members in comms.items():
+        b.add_comm(cid, members)
+    for name in strings:
+        b.string(name)
+    return b.build()

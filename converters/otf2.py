@@ -23,15 +23,6 @@ from .callstream import BRECV, BSENT, COMM, FLAGS, KIND, PEER, REQUEST, TAG, Ran
 
 _C = K.CODE
 _N = K.NAME
-_SENDS = {_C[k] for k in ("send", "ssend", "bsend", "rsend")}
-_ISENDS = {_C[k] for k in ("isend", "issend", "ibsend", "irsend")}
-_SENDRECV = {_C["sendrecv"], _C["sendrecv_replace"]}
-_SINGLE_COMPLETE = {_C[k] for k in ("wait", "waitany", "test", "testany")}
-_MULTI_COMPLETE = {_C[k] for k in ("waitall", "waitsome", "testall", "testsome")}
-_TESTS = {_C[k] for k in ("test", "testany", "testall", "testsome")}
-_ROOTED = {_C[k] for k in K.ROOTED}
-_COLL = {c for c, n, cat in K.KINDS if cat == "coll"}
-_ICOLL = {c for c, n, cat in K.KINDS if cat == "icoll"}
 
 
 def _import_otf2():
@@ -63,7 +54,7 @@ def find_anchor(path) -> Path:
 # == sizes: Score-P totals <-> model per-call bytes ============================================
 def _to_model(kind: int, sent: int, recv: int, size: int, me: int, is_root: bool):
     """Model (bytes_sent, bytes_recv) from Score-P's totals over all peers (scorep_mpi_coll)."""
-    name, P = _N[kind].removeprefix("i") if kind in _ICOLL else _N[kind], max(size, 1)
+    name, P = K.BLOCKING_OF.get(_N[kind], _N[kind]), max(size, 1)
     if name in ("allgather", "allgatherv"):
         return sent // P, recv
     if name == "allreduce":
@@ -85,7 +76,7 @@ def _to_model(kind: int, sent: int, recv: int, size: int, me: int, is_root: bool
 
 def _to_otf2(kind: int, sent: int, recv: int, size: int, me: int, is_root: bool):
     """Inverse of ``_to_model``."""
-    name, P = _N[kind].removeprefix("i") if kind in _ICOLL else _N[kind], max(size, 1)
+    name, P = K.BLOCKING_OF.get(_N[kind], _N[kind]), max(size, 1)
     if name in ("allgather", "allgatherv"):
         return sent * P, recv
     if name == "allreduce":
@@ -198,9 +189,9 @@ class _Reader:
     def _send(self, rank, s, row, ev):
         cid, peer = self._world(rank, ev.communicator, ev.receiver)
         k = row[KIND]
-        if k in _SENDS or k in _ISENDS or k in _SENDRECV:
+        if _N[k] in K.SENDS or _N[k] in K.SENDRECVS:
             row[PEER], row[TAG], row[COMM], row[BSENT] = peer, ev.msg_tag, cid, ev.msg_length
-            if k in _ISENDS:
+            if _N[k] in K.NONBLOCKING_SENDS:
                 row[REQUEST] = ev.request_id
                 self.requests[rank][ev.request_id] = s.current_index
         else:
@@ -211,7 +202,7 @@ class _Reader:
         k = row[KIND]
         if k == _C["recv"]:
             row[PEER], row[TAG], row[COMM], row[BRECV] = peer, ev.msg_tag, cid, ev.msg_length
-        elif k in _SENDRECV:
+        elif _N[k] in K.SENDRECVS:
             s.vector(s.current_index)[:] = [peer, ev.msg_tag]
             row[BRECV] = ev.msg_length
         else:
@@ -219,22 +210,22 @@ class _Reader:
 
     def _request_created(self, rank, s, row, ev):
         k = row[KIND]
-        if k == _C["irecv"] or k in _ICOLL:
+        if k == _C["irecv"] or _N[k] in K.NONBLOCKING_COLLECTIVES:
             row[REQUEST] = ev.request_id
             self.requests[rank][ev.request_id] = s.current_index
         else:
             self.unmapped[type(ev).__name__ + " in " + _N[k]] += 1
 
     def _complete(self, s, row, req: int, done: bool) -> None:
-        k = row[KIND]
-        if k in _SINGLE_COMPLETE:
+        name = _N[row[KIND]]
+        if name in K.SINGLE_COMPLETIONS:
             row[REQUEST] = req
-        elif k in _MULTI_COMPLETE:
+        elif name in K.MULTI_COMPLETIONS:
             s.vector(s.current_index).append(req)
         else:
-            self.unmapped[f"completion in {_N[k]}"] += 1
+            self.unmapped[f"completion in {name}"] += 1
             return
-        if done and k in _TESTS:
+        if done and name in K.TESTS:
             row[FLAGS] |= K.FLAG_COMPLETED
 
     def _isend_complete(self, rank, s, row, ev):
@@ -253,7 +244,7 @@ class _Reader:
 
     def _coll_end(self, rank, s, row, ev):
         k = row[KIND]
-        if k not in _COLL:
+        if _N[k] not in K.COLLECTIVES:
             self.unmapped["MpiCollectiveEnd in " + _N[k]] += 1
             return
         self._fill_coll(rank, row, ev)
@@ -265,7 +256,7 @@ class _Reader:
         size, me = self._comm_pos(rank, cid) if self.comm_id.get(ev.communicator) != -2 else (1, 0)
         is_root = False
         row[COMM] = cid
-        if k in _ROOTED or (k in _ICOLL and _C[_N[k][1:]] in _ROOTED):
+        if _N[k] in K.ROOTED:
             _, root = self._world(rank, ev.communicator, ev.root)
             row[PEER] = root
             is_root = root == rank
@@ -408,10 +399,9 @@ def write_otf2(data: TraceData, out_dir, archive_name: str = "traces",
 
         def region(kind: str):
             if kind not in regions:
-                cat = K.CATEGORY[kind]
                 base = K.BLOCKING_OF.get(kind, kind)
-                role = _COLL_ROLE.get(base, "COLL_ALL2ALL") if cat in ("coll", "icoll") \
-                    else _ROLE[cat]
+                role = _COLL_ROLE.get(base, "COLL_ALL2ALL") if kind in K.ALL_COLLECTIVES \
+                    else _ROLE[K.CATEGORY[kind]]
                 regions[kind] = d.region(mpi_name(kind), region_role=getattr(otf2.RegionRole, role),
                                          paradigm=otf2.Paradigm.MPI, source_file="MPI")
             return regions[kind]
@@ -426,8 +416,8 @@ def write_otf2(data: TraceData, out_dir, archive_name: str = "traces",
 
         for r in range(data.nranks):
             w = tr.event_writer_from_location(locs[r])
-            _write_rank(otf2, w, data, r, a[data.rank_slice(r)], times[data.rank_slice(r)],
-                        comms, region, user_region, lossy)
+            _write_rank(otf2, w, data, r, times[data.rank_slice(r)], comms, region, user_region,
+                        lossy)
     return dict(lossy)
 
 
@@ -454,10 +444,11 @@ def _write_times(data: TraceData, res: int) -> np.ndarray:
     return out
 
 
-def _write_rank(otf2, w, data, rank, acts, ticks, comms, region, user_region, lossy):
+def _write_rank(otf2, w, data, rank, ticks, comms, region, user_region, lossy):
     E = otf2.events
+    lo = data.rank_slice(rank).start
+    acts = data.actions[data.rank_slice(rank)]
     created: dict[int, int] = {}      # request id -> index of the creating action in ``acts``
-    vec = data.vectors
     undefined_root = otf2.Undefined.UINT32.value if hasattr(otf2.Undefined.UINT32, "value") \
         else 0xFFFFFFFF
 
@@ -469,16 +460,16 @@ def _write_rank(otf2, w, data, rank, acts, ticks, comms, region, user_region, lo
         j = created.get(int(req))
         if j is None:
             return
-        k = int(acts["kind"][j])
+        made = _N[int(acts["kind"][j])]
         if not done:
             w(E.MpiRequestTest(t, int(req)))
-        elif k in _ISENDS:
+        elif made in K.NONBLOCKING_SENDS:
             w(E.MpiIsendComplete(t, int(req)))
-        elif k == _C["irecv"]:
+        elif made == "irecv":
             comm, src = comm_rank(acts["comm"][j], int(acts["peer"][j]))
             w(E.MpiIrecv(t, src, comm, int(acts["tag"][j]) & 0xFFFFFFFF,
                          int(acts["bytes_recv"][j]), int(req)))
-        elif k in _ICOLL:
+        elif made in K.NONBLOCKING_COLLECTIVES:
             coll_end(j, t, int(req))
 
     def coll_end(j, t, req=None):
@@ -487,7 +478,7 @@ def _write_rank(otf2, w, data, rank, acts, ticks, comms, region, user_region, lo
         me = members.index(rank) if rank in members else 0
         root = undefined_root
         is_root = False
-        if int(acts["peer"][j]) >= 0 and (k in _ROOTED or _N[k][1:] in K.ROOTED):
+        if int(acts["peer"][j]) >= 0 and _N[k] in K.ROOTED:
             root = members.index(int(acts["peer"][j])) if int(acts["peer"][j]) in members \
                 else undefined_root
             is_root = int(acts["peer"][j]) == rank
@@ -503,55 +494,52 @@ def _write_rank(otf2, w, data, rank, acts, ticks, comms, region, user_region, lo
         k = int(acts["kind"][i])
         name = _N[k]
         t0, t1 = int(ticks[i, 0]), int(ticks[i, 1])
-        if k in (_C["compute"], _C["sleep"], _C["pause"], _C["resume"], _C["abort"]):
-            continue
-        if k in (_C["region_begin"], _C["region_end"]):
-            tag = int(acts["tag"][i])
-            rname = data.strings[tag] if 0 <= tag < len(data.strings) else f"region {tag}"
-            ev = E.Enter if k == _C["region_begin"] else E.Leave
-            w(ev(t0, user_region(rname)))
+        if name in K.NON_MPI:                # not MPI regions: compute is the gap between calls
+            if name in ("region_begin", "region_end"):
+                tag = int(acts["tag"][i])
+                rname = data.strings[tag] if 0 <= tag < len(data.strings) else f"region {tag}"
+                ev = E.Enter if name == "region_begin" else E.Leave
+                w(ev(t0, user_region(rname)))
             continue
         reg = region(name)
         w(E.Enter(t0, reg))
         peer, tag = int(acts["peer"][i]), int(acts["tag"][i]) & 0xFFFFFFFF
         req = int(acts["request"][i])
-        if k in _SENDS or k in _ISENDS:
+        tested = name in K.TESTS and not acts["flags"][i] & K.FLAG_COMPLETED   # nothing done
+        if name in K.SENDS:
             comm, dst = comm_rank(acts["comm"][i], peer)
-            if k in _SENDS:
+            if name in K.BLOCKING_SENDS:
                 w(E.MpiSend(t0, dst, comm, tag, int(acts["bytes_sent"][i])))
             else:
                 w(E.MpiIsend(t0, dst, comm, tag, int(acts["bytes_sent"][i]), req))
                 created[req] = i
-        elif k == _C["recv"]:
+        elif name == "recv":
             comm, src = comm_rank(acts["comm"][i], peer)
             w(E.MpiRecv(t1, src, comm, tag, int(acts["bytes_recv"][i])))
-        elif k == _C["irecv"] or k in _ICOLL:
-            ev = E.MpiIrecvRequest if k == _C["irecv"] else E.NonBlockingCollectiveRequest
+        elif name == "irecv" or name in K.NONBLOCKING_COLLECTIVES:
+            ev = E.MpiIrecvRequest if name == "irecv" else E.NonBlockingCollectiveRequest
             w(ev(t0, req))
             created[req] = i
             if acts["vec_len"][i] > 0:
                 lossy[name] += 1
-        elif k in _SENDRECV:
+        elif name in K.SENDRECVS:
             comm, dst = comm_rank(acts["comm"][i], peer)
             w(E.MpiSend(t0, dst, comm, tag, int(acts["bytes_sent"][i])))
-            off, n = int(acts["vec_off"][i]), int(acts["vec_len"][i])
-            if n >= 2:
-                _, src = comm_rank(acts["comm"][i], int(vec[off]))
-                w(E.MpiRecv(t1, src, comm, int(vec[off + 1]) & 0xFFFFFFFF,
-                            int(acts["bytes_recv"][i])))
-        elif k in _SINGLE_COMPLETE:
+            v = data.vector(lo + i)          # [source, receive tag]
+            if len(v) >= 2:
+                _, src = comm_rank(acts["comm"][i], int(v[0]))
+                w(E.MpiRecv(t1, src, comm, int(v[1]) & 0xFFFFFFFF, int(acts["bytes_recv"][i])))
+        elif name in K.SINGLE_COMPLETIONS:
             if req >= 0:
-                complete(i, req, t1, not (k in _TESTS and not acts["flags"][i] & K.FLAG_COMPLETED))
-        elif k in _MULTI_COMPLETE:
-            off, n = int(acts["vec_off"][i]), int(acts["vec_len"][i])
-            done = not (k in _TESTS and not acts["flags"][i] & K.FLAG_COMPLETED)
-            for q in vec[off:off + n] if n > 0 else ():
-                complete(i, int(q), t1, done)
-        elif k in _COLL:
+                complete(i, req, t1, not tested)
+        elif name in K.MULTI_COMPLETIONS:
+            for q in data.vector(lo + i).tolist():   # the request ids
+                complete(i, q, t1, not tested)
+        elif name in K.COLLECTIVES:
             w(E.MpiCollectiveBegin(t0))
             coll_end(i, t1)
             if acts["vec_len"][i] > 0:
                 lossy[name] += 1
-        elif k not in (_C["init"], _C["finalize"]):
+        elif name not in ("init", "finalize"):
             lossy[name] += 1
         w(E.Leave(t1, reg))

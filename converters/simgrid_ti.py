@@ -15,13 +15,14 @@ import shutil
 import tempfile
 from collections import Counter, deque
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 
 import numpy as np
 
 from minitrace import kinds as K
 from minitrace.errors import MinitraceError
-from minitrace.model import ACTION_DTYPE, NONE, TraceData, assign_vec_offsets
+from minitrace.model import NONE, TraceBuilder, TraceData
 
 from .ti_files import is_trace, list_entries, meaningful_lines, rank_token
 
@@ -138,8 +139,7 @@ class _Importer:
     def __init__(self, nranks: int, errors: list):
         self.P = nranks
         self.errors = errors
-        self.rows: list[list[tuple]] = [[] for _ in range(nranks)]
-        self.vecs: list[list[list[int]]] = [[] for _ in range(nranks)]
+        self.builder = TraceBuilder(nranks)
         self.ignored: Counter = Counter()
 
     def run(self, lines: list[_Line]) -> TraceData:
@@ -152,6 +152,7 @@ class _Importer:
                 per_rank[ln.rank].append(ln)
         for r, lns in enumerate(per_rank):
             self.rank = r
+            self.add = partial(self.builder.add, r)     # TraceBuilder.add for this rank
             self.pending: dict[tuple[int, int, int], deque] = {}
             self.order: list[int] = []          # pending request ids, oldest first
             self.irecvs: list[int] = []         # for the old argument-less ``wait``
@@ -166,15 +167,6 @@ class _Importer:
         return self.build()
 
     # -- helpers ---------------------------------------------------------------------------
-    def add(self, kind: str, *, peer=NONE, tag=NONE, bytes_sent=0, bytes_recv=0, volume=0.0,
-            request=NONE, flags=0, vector=None) -> None:
-        vlen = 0
-        if vector is not None:
-            self.vecs[self.rank].append([int(x) for x in vector])
-            vlen = len(vector)
-        self.rows[self.rank].append((K.CODE[kind], flags, peer, tag, 0, bytes_sent, bytes_recv,
-                                     float(volume), request, NONE, vlen, np.nan, np.nan))
-
     def dtype(self, args: list[str], i: int) -> int:
         if i >= len(args):
             return DATATYPE_SIZE[self.dt]
@@ -363,18 +355,11 @@ class _Importer:
             raise _LineError("unknown action")
 
     def build(self) -> TraceData:
-        counts = [len(r) for r in self.rows]
-        offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
-        actions = np.array([row for r in self.rows for row in r], dtype=ACTION_DTYPE) \
-            if offsets[-1] else np.zeros(0, ACTION_DTYPE)
-        vec = [x for r in self.vecs for v in r for x in v]
-        vectors = np.array(vec, dtype=np.int64)
-        assign_vec_offsets(actions)
-        _resolve_probed_sizes(actions, offsets)
-        meta = {}
+        data = self.builder.build()
+        _resolve_probed_sizes(data.actions, data.rank_offsets)
         if self.ignored:
-            meta["ignored_actions"] = dict(self.ignored)
-        return TraceData(actions, offsets, vectors, meta=meta)
+            data.meta["ignored_actions"] = dict(self.ignored)
+        return data
 
 
 def _resolve_probed_sizes(actions: np.ndarray, offsets: np.ndarray) -> None:
@@ -385,13 +370,13 @@ def _resolve_probed_sizes(actions: np.ndarray, offsets: np.ndarray) -> None:
         return
     rank = np.repeat(np.arange(len(offsets) - 1), np.diff(offsets))
     sent: dict[tuple, list[int]] = {}
-    sendish = np.isin(actions["kind"], [K.CODE["send"], K.CODE["isend"], K.CODE["sendrecv"]])
+    sendish = K.mask(K.SENDS | K.SENDRECVS)[actions["kind"]]
     for i in np.nonzero(sendish)[0]:
         a = actions[i]
         sent.setdefault((int(rank[i]), int(a["peer"]), int(a["tag"])), []).append(
             int(a["bytes_sent"]))
     seen: Counter = Counter()
-    for i in np.nonzero(np.isin(actions["kind"], [K.CODE["recv"], K.CODE["irecv"]]))[0]:
+    for i in np.nonzero(K.mask(K.RECVS)[actions["kind"]])[0]:
         a = actions[i]
         key = (int(a["peer"]), int(rank[i]), int(a["tag"]))
         n = seen[key]
@@ -425,16 +410,15 @@ def _fmt(v: float) -> str:
     return str(int(v)) if float(v).is_integer() and abs(v) < 1e18 else repr(float(v))
 
 
-_SEND_AS = {"send": "send", "ssend": "send", "bsend": "send", "rsend": "send",
-            "isend": "isend", "issend": "isend", "ibsend": "isend", "irsend": "isend"}
+#: The send SimGrid replays for each send mode (it has only the standard mode).
+_SEND_AS = {**dict.fromkeys(K.BLOCKING_SENDS, "send"),
+            **dict.fromkeys(K.NONBLOCKING_SENDS, "isend")}
+#: The communicator actions SimGrid 4.1 knows.
+_TI_COMM = ("comm_size", "comm_split", "comm_dup")
 #: Largest count SimGrid 4.1 parses for an action (``int`` unless listed; ranks/tags are small).
 _COUNT_LIMIT = {"send": 2**63 - 1, "isend": 2**63 - 1, "recv": 2**63 - 1, "irecv": 2**63 - 1,
                 "bcast": 2**63 - 1, "scan": 2**63 - 1, "exscan": 2**63 - 1,
                 "reduce": 2**32 - 1, "allreduce": 2**32 - 1}
-_DROP_ALWAYS = {"abort", "region_begin", "region_end", "pause", "resume", "probe", "iprobe",
-                "request_free", "pready", "pready_range", "pready_list", "parrived",
-                "comm_split_type", "comm_create", "comm_free", "comm_idup", "comm_create_group",
-                "cart_create"}
 
 
 class _Writer:
@@ -445,9 +429,8 @@ class _Writer:
         self.unit = data.meta.get("volume_unit", "flops")
         self.too_big: list[str] = []
 
-    def vec(self, row) -> list[int]:
-        n = int(row["vec_len"])
-        return self.d.vectors[int(row["vec_off"]):int(row["vec_off"]) + n].tolist() if n > 0 else []
+    def vec(self, i: int) -> list[int]:
+        return self.d.vector(i).tolist()
 
     def rank_lines(self, r: int) -> list[str]:
         out: list[str] = []
@@ -490,21 +473,19 @@ class _Writer:
                 created[req] = (peer, r, tag)
             pending.append(req)
 
-        for row in self.d.actions[self.d.rank_slice(r)]:
+        sl = self.d.rank_slice(r)
+        for i, row in zip(range(sl.start, sl.stop), self.d.actions[sl]):
             kind = K.NAME[int(row["kind"])]
-            cat = K.CATEGORY[kind]
             peer, tag, comm = int(row["peer"]), int(row["tag"]), int(row["comm"])
             bs, br, vol, req = int(row["bytes_sent"]), int(row["bytes_recv"]), \
                 float(row["volume"]), int(row["request"])
-            if kind in _DROP_ALWAYS or cat == "icoll":
-                rep.dropped[kind] += 1
-            elif kind in ("init", "finalize"):
+            if kind in ("init", "finalize"):
                 w(kind)
             elif kind in ("compute", "sleep"):
                 if kind == "compute" and self.unit != "flops":
                     approx(kind, f"volume in {self.unit} written as flops")
                 w(kind, _fmt(vol))
-            elif kind in _SEND_AS or kind in ("recv", "irecv"):
+            elif kind in K.SENDS or kind in K.RECVS:
                 if peer < 0 and not row["flags"] & K.FLAG_UNRESOLVED:
                     nulls.add(req)                  # MPI_PROC_NULL: a no-op in MPI too
                     continue
@@ -516,7 +497,7 @@ class _Writer:
                     approx(kind, f"written as {out_kind}")
                 if comm != 0:
                     approx(kind, "sub-communicator written on MPI_COMM_WORLD")
-                if kind in _SEND_AS:
+                if kind in K.SENDS:
                     nbytes = bs
                 else:
                     nbytes = -1 if row["flags"] & K.FLAG_UNRESOLVED else br
@@ -524,8 +505,8 @@ class _Writer:
                     nb(out_kind, peer, tag, nbytes, req)
                 else:
                     w(out_kind, peer, tag, nbytes)
-            elif kind in ("sendrecv", "sendrecv_replace"):
-                src, rtag = (self.vec(row) + [-1, -1])[:2]
+            elif kind in K.SENDRECVS:
+                src, rtag = (self.vec(i) + [-1, -1])[:2]
                 if kind != "sendrecv":
                     approx(kind, "written as sendRecv")
                 if tag == 0 and rtag == 0 and comm == 0 and peer >= 0 and src >= 0:
@@ -538,14 +519,14 @@ class _Writer:
                     w("wait", r, peer, tag)
                 else:
                     rep.dropped[kind] += 1
-            elif kind in ("wait", "waitany", "test", "testany"):
+            elif kind in K.SINGLE_COMPLETIONS:
                 if kind in ("waitany", "testany"):
                     approx(kind, f"written as {kind[:4]}")
                 completes = kind.startswith("wait") or bool(row["flags"] & K.FLAG_COMPLETED)
                 if wait_line(kind[:4], req, kind) and completes:
                     done(req)
-            elif kind in ("waitall", "waitsome", "testall", "testsome"):
-                ids = self.vec(row)
+            elif kind in K.MULTI_COMPLETIONS:
+                ids = self.vec(i)
                 completes = kind.startswith("wait") or bool(row["flags"] & K.FLAG_COMPLETED)
                 known = [i for i in ids if i in created]
                 if kind == "waitall" and known and sorted(known) == sorted(pending):
@@ -561,30 +542,29 @@ class _Writer:
                     wait_line(kind[:4], i, kind)
                     if completes:
                         done(i)
-            elif kind in ("send_init", "ssend_init", "bsend_init", "rsend_init", "recv_init",
-                          "psend_init", "precv_init"):
+            elif kind in K.INITS:
                 approx(kind, "folded into the isend/irecv written at each start")
-                recv = kind in ("recv_init", "precv_init")
+                recv = kind in K.RECV_INITS
                 inits[req] = ("irecv" if recv else "isend", peer, tag, br if recv else bs)
-            elif kind in ("start", "startall"):
-                for i in ([req] if kind == "start" else self.vec(row)):
-                    if i not in inits:
+            elif kind in K.STARTS:
+                for q in ([req] if kind == "start" else self.vec(i)):
+                    if q not in inits:
                         rep.dropped[kind] += 1
                         continue
                     approx(kind, "written as isend/irecv")
-                    nb(inits[i][0], inits[i][1], inits[i][2], inits[i][3], i)
-            elif kind in ("comm_size", "comm_split", "comm_dup"):
+                    nb(*inits[q], q)
+            elif kind in _TI_COMM:
                 w(kind, P) if kind == "comm_size" else w(kind)
-            elif cat == "coll":
+            elif kind in K.COLLECTIVES:
                 if comm != 0:
                     rep.dropped[f"{kind} on a sub-communicator"] += 1
                     continue
-                self.collective(w, approx, kind, row, peer, bs, br, vol, r)
-            else:
+                self.collective(w, approx, kind, i, peer, bs, br, vol, r)
+            else:   # markers, probes, partitioned transfers, non-blocking collectives...
                 rep.dropped[kind] += 1
         return out
 
-    def collective(self, w, approx, kind, row, root, bs, br, vol, r) -> None:
+    def collective(self, w, approx, kind, i, root, bs, br, vol, r) -> None:
         P = self.P
         is_root = r == root
         root = max(root, 0)
@@ -611,22 +591,22 @@ class _Writer:
         elif kind == "scatter":
             w("scatter", per(bs, "send") if is_root else br, br, root)
         elif kind == "gatherv":
-            v = self.vec(row) if is_root else [0] * P
+            v = self.vec(i) if is_root else [0] * P
             w("gatherv", bs, *v, root)
         elif kind == "allgatherv":
-            w("allgatherv", bs, *self.vec(row))
+            w("allgatherv", bs, *self.vec(i))
         elif kind == "scatterv":
-            v = self.vec(row) if is_root else [0] * P
+            v = self.vec(i) if is_root else [0] * P
             w("scatterv", *v, br, root)
         elif kind == "reduce_scatter":
-            w("reducescatter", *self.vec(row), _fmt(vol))
+            w("reducescatter", *self.vec(i), _fmt(vol))
         elif kind == "reduce_scatter_block":
             approx(kind, "written as reducescatter")
             w("reducescatter", *([br] * P), _fmt(vol))
         elif kind in ("alltoallv", "alltoallw"):
             if kind == "alltoallw":
                 approx(kind, "written as alltoallv in bytes")
-            v = self.vec(row)
+            v = self.vec(i)
             w("alltoallv", sum(v[:P]), *v[:P], sum(v[P:]), *v[P:])
 
 

@@ -33,14 +33,6 @@ _REC32 = [("ev", "i4"), ("nid", "u2"), ("tid", "u2"), ("par", "i8"), ("ti", "u8"
 _REC64 = [("ev", "i8"), ("nid", "u2"), ("tid", "u2"), ("pad", "u4"), ("par", "i8"), ("ti", "u8")]
 _EDF_LINE = re.compile(r'^\s*(-?\d+)\s+(\S+)\s+(-?\d+)\s+"(.*)"\s+(\S+)\s*$')
 SEND_TAG, RECV_TAG = -7, -8
-_SENDS = {_C[k] for k in ("send", "ssend", "bsend", "rsend", "isend", "issend", "ibsend",
-                          "irsend")}
-_ISENDS = {_C[k] for k in ("isend", "issend", "ibsend", "irsend")}
-_SENDRECV = {_C["sendrecv"], _C["sendrecv_replace"]}
-_WAIT1 = {_C["wait"], _C["waitany"]}
-_TEST1 = {_C["test"], _C["testany"]}
-_ALL = {_C["waitall"], _C["testall"]}
-_SOME = {_C["waitsome"], _C["testsome"]}
 #: Collective kind -> (bytes_sent, bytes_recv) from TAU's per-call size n and world size P.
 _COLL_BYTES = {
     "allreduce": lambda n, P: (n, n), "scan": lambda n, P: (n, n), "exscan": lambda n, P: (n, n),
@@ -171,7 +163,7 @@ def read_tau(trc, edf=None, keep_regions: bool = False) -> TraceData:
                 continue
             if tag == RECV_TAG:
                 R.recv_msgs.append((other, mtag, length))
-            elif row[KIND] in _SENDS or row[KIND] in _SENDRECV:
+            elif _N[row[KIND]] in K.SENDS or _N[row[KIND]] in K.SENDRECVS:
                 row[PEER], row[TAG], row[BSENT] = other, mtag, length
             continue
         if kind == "TriggerValue":
@@ -198,29 +190,28 @@ def read_tau(trc, edf=None, keep_regions: bool = False) -> TraceData:
 
 def _finish_call(R: _Rank, row: list, idx: int, nranks: int, unsized: Counter) -> None:
     """Apply what was seen inside the call that is being left."""
-    k = row[KIND]
-    name = _N[k]
+    name = _N[row[KIND]]
     s = R.s
-    if k in _ISENDS or k == _C["irecv"]:
+    if name in K.NONBLOCKING_SENDS or name == "irecv":
         row[REQUEST] = R.next_req
         R.next_req += 1
         R.outstanding.append(idx)
-    elif k == _C["recv"] and R.recv_msgs:
+    elif name == "recv" and R.recv_msgs:
         row[PEER], row[TAG], row[BRECV] = R.recv_msgs[0]
-    elif k in _SENDRECV and R.recv_msgs:
+    elif name in K.SENDRECVS and R.recv_msgs:
         src, tag, n = R.recv_msgs[0]
         s.vector(idx)[:] = [src, tag]
         row[BRECV] = n
-    elif k in _WAIT1 | _TEST1 | _ALL | _SOME:
-        _complete(R, row, idx, k)
-    elif K.CATEGORY[name] == "coll" and name != "barrier":
+    elif name in K.COMPLETIONS:
+        _complete(R, row, idx, name)
+    elif name in K.COLLECTIVES and name != "barrier":
         if R.size and name in _COLL_BYTES:
             row[BSENT], row[BRECV] = _COLL_BYTES[name](R.size, nranks)
         else:
             unsized[name] += 1
 
 
-def _complete(R: _Rank, row: list, idx: int, k: int) -> None:
+def _complete(R: _Rank, row: list, idx: int, name: str) -> None:
     """Which outstanding requests a wait/test completed: each received message resolves the
     oldest pending irecv; a wait/waitany/waitsome without one completes the oldest pending isend
     (else the oldest request); waitall, and testall with messages, complete everything pending;
@@ -235,21 +226,22 @@ def _complete(R: _Rank, row: list, idx: int, k: int) -> None:
         rows[j][PEER], rows[j][TAG], rows[j][BRECV] = src, tag, n
         R.outstanding.remove(j)
         done.append(j)
-    if k in _WAIT1 | {_C["waitsome"]} and not done and R.outstanding:
-        j = next((j for j in R.outstanding if rows[j][KIND] in _ISENDS), R.outstanding[0])
+    if name not in K.TESTS and name != "waitall" and not done and R.outstanding:
+        j = next((j for j in R.outstanding if _N[rows[j][KIND]] in K.NONBLOCKING_SENDS),
+                 R.outstanding[0])
         R.outstanding.remove(j)
         done.append(j)
-    if k == _C["waitall"] or (k == _C["testall"] and done):
+    if name == "waitall" or (name == "testall" and done):
         done += list(R.outstanding)
         R.outstanding.clear()
-    if k in _WAIT1 | _TEST1:
+    if name in K.SINGLE_COMPLETIONS:
         if done:
             row[REQUEST] = rows[done[0]][REQUEST]
         elif R.outstanding:
             row[REQUEST] = rows[R.outstanding[0]][REQUEST]
     else:
         s.vector(idx)[:] = [rows[j][REQUEST] for j in done]
-    if done and k in _TEST1 | {_C["testall"], _C["testsome"]}:
+    if done and name in K.TESTS:
         row[FLAGS] |= K.FLAG_COMPLETED
 
 

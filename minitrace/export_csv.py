@@ -26,8 +26,7 @@ def write_csv(data: TraceData, out) -> int:
     df.insert(1, "index", np.arange(len(a)) - np.repeat(data.rank_offsets[:-1], sizes))
     vec = np.full(len(a), "", dtype=object)
     for i in np.nonzero(a["vec_len"] > 0)[0]:
-        off, n = int(a["vec_off"][i]), int(a["vec_len"][i])
-        vec[i] = " ".join(map(str, data.vectors[off:off + n].tolist()))
+        vec[i] = " ".join(map(str, data.vector(i).tolist()))
     df = df.drop(columns=["vec_off", "vec_len"])
     df["vector"] = vec
     try:
