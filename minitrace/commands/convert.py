@@ -39,25 +39,35 @@ def run(args) -> int:
     """Convert into minitrace (validated) or, with --to otf2, out of it; exit status 0."""
     if args.to == "otf2":
         return _to_otf2(args)
-    data = read_any(args.input, args.source, keep_regions=args.keep_regions)
+    return into_minitrace(args.input, args.output, args.source, args.keep_regions)
+
+
+#: Provenance keys a reader leaves in ``meta`` when it left something out, and what they say.
+_LEFT_OUT = (("user_regions_dropped", "user regions dropped (--keep-regions keeps them)"),
+             ("collectives_without_sizes", "collectives without recorded sizes"),
+             ("unmapped_events", "events not attached to an MPI call"),
+             ("requests_never_completed", "requests never completed"),
+             ("ignored_actions", "TI actions with nothing to keep in the model"))
+
+
+def into_minitrace(path, output, fmt: str = "auto", keep_regions: bool = False) -> int:
+    """Read a foreign trace, validate it, store it and say (on stderr) what was left out: the
+    one path of ``minitrace convert`` and ``minitrace import``.  Validation problems are
+    reported, not fatal."""
+    data = read_any(path, fmt, keep_regions=keep_regions)
     rep = validate(data)
-    write_trace(args.output, data)
+    write_trace(output, data)
     m = data.meta
     notes = []
     if m.get("dropped_mpi_calls"):
         notes.append("MPI calls without an action kind dropped: "
                      + ", ".join(f"{k} x{v}" for k, v in m["dropped_mpi_calls"].items()))
-    for key, what in (("user_regions_dropped", "user regions dropped (--keep-regions keeps them)"),
-                      ("collectives_without_sizes", "collectives without recorded sizes"),
-                      ("unmapped_events", "events not attached to an MPI call"),
-                      ("requests_never_completed", "requests never completed")):
-        if m.get(key):
-            notes.append(f"{what}: {m[key]}")
+    notes += [f"{what}: {m[key]}" for key, what in _LEFT_OUT if m.get(key)]
     for n in notes:
         print(f"minitrace: note: {n}", file=sys.stderr)
-    check = "valid" if rep.ok else f"{rep.summary()} (see: minitrace validate {args.output})"
-    print(f"{args.output}: {data.nranks} ranks, {len(data.actions)} actions from "
-          f"{m.get('source_format', args.source)} {args.input}; {check}")
+    check = "valid" if rep.ok else f"{rep.summary()} (see: minitrace validate {output})"
+    print(f"{output}: {data.nranks} ranks, {len(data.actions)} actions from "
+          f"{m.get('source_format', fmt)} {path}; {check}")
     return 0
 
 

@@ -1,9 +1,7 @@
 """``minitrace import TEXT_OR_LIST -o FILE.h5``: a SimGrid TI text trace into a minitrace file."""
 from __future__ import annotations
 
-from ..converters.simgrid_ti import read_ti
-from ..storage import write_trace
-from ..validate import validate
+from .convert import into_minitrace
 
 
 def register(sub) -> None:
@@ -20,13 +18,5 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    """Read, validate and store a TI trace; validation problems are reported, not fatal."""
-    data = read_ti(args.trace)
-    rep = validate(data)
-    write_trace(args.output, data)
-    ignored = data.meta.get("ignored_actions")
-    note = f"; ignored {ignored}" if ignored else ""
-    check = "valid" if rep.ok else f"{rep.summary()} (see: minitrace validate {args.output})"
-    print(f"{args.output}: {data.nranks} ranks, {len(data.actions)} actions from "
-          f"{args.trace}; {check}{note}")
-    return 0
+    """``minitrace convert --from ti``: read, validate and store a TI trace."""
+    return into_minitrace(args.trace, args.output, "ti")
