@@ -22,11 +22,11 @@ def loop_trace(nranks: int, total: int, timed: bool, seed: int = 0) -> TraceData
     for r in range(nranks):
         s = slice(offsets[r], offsets[r + 1])
         a["kind"][s] = kind
-        p2p = np.isin(kind, [K.CODE[k] for k in ("irecv", "isend", "send", "recv")])
-        a["peer"][s] = np.where(p2p, (r + 1) % nranks, -1)
-        a["tag"][s] = np.where(p2p, 7, -1)
-        a["bytes_sent"][s] = np.where(np.isin(kind, [K.CODE["isend"], K.CODE["send"]]), 8192, 0)
-        a["bytes_recv"][s] = np.where(np.isin(kind, [K.CODE["irecv"], K.CODE["recv"]]), 8192, 0)
+        send, recv = K.mask(K.SENDS)[kind], K.mask(K.RECVS)[kind]
+        a["peer"][s] = np.where(send | recv, (r + 1) % nranks, -1)
+        a["tag"][s] = np.where(send | recv, 7, -1)
+        a["bytes_sent"][s] = np.where(send, 8192, 0)
+        a["bytes_recv"][s] = np.where(recv, 8192, 0)
         comp = kind == K.CODE["compute"]
         a["volume"][s] = np.where(comp, np.rint(rng.normal(2e-4, 1e-5, per) * 1e9) / 1e9, 0)
         a["vec_len"][s] = np.where(kind == K.CODE["alltoallv"], 2 * nranks, 0)
