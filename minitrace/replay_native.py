@@ -4,7 +4,9 @@ SimGrid driven from Python must use thread contexts, about 6x slower than the ra
 compiled program gets.  Set-up compiles ``replay.cpp`` against the ``libsimgrid`` the SimGrid
 wheel ships (headers from SimGrid's source, cached by set-up) into the environment's
 ``libexec/``; :mod:`minitrace.replay` runs it as its child when it exists and falls back to the
-Python bindings otherwise.  ``python -m minitrace.replay_native --include DIR`` builds it.
+Python bindings otherwise.  ``python -m minitrace.replay_native build --include DIR`` builds it;
+``headers --sdist SIMGRID.tar.gz --out DIR`` makes that DIR from SimGrid's source archive when
+the wheel was built elsewhere.
 """
 from __future__ import annotations
 
@@ -14,6 +16,7 @@ import shutil
 import subprocess
 import sys
 import sysconfig
+import tarfile
 from pathlib import Path
 
 SOURCE = Path(__file__).with_name("native") / "replay.cpp"
@@ -61,16 +64,61 @@ def build(include: Path, out: Path = INSTALLED) -> Path:
     return out
 
 
+#: What SimGrid's cmake writes into the two generated headers for the wheel set-up builds
+#: (``setup.py --enable-smpi``: mallocators and model checking on, no ns-3, Eigen3 or JSON).
+_GENERATED = {
+    "simgrid/config.h": {"#cmakedefine01 SIMGRID_HAVE_MALLOCATOR": "#define SIMGRID_HAVE_MALLOCATOR 1",
+                         "#cmakedefine01 SIMGRID_HAVE_MC": "#define SIMGRID_HAVE_MC 1",
+                         "#cmakedefine01 SIMGRID_HAVE_NS3": "#define SIMGRID_HAVE_NS3 0",
+                         "#cmakedefine NS3_MINOR_VERSION @NS3_MINOR_VERSION@": "",
+                         "#cmakedefine01 SIMGRID_HAVE_EIGEN3": "#define SIMGRID_HAVE_EIGEN3 0",
+                         "#cmakedefine01 SIMGRID_HAVE_JSON": "#define SIMGRID_HAVE_JSON 0"},
+    "simgrid/version.h": {"@GIT_VERSION@": "none, release version", "@SIMGRID_VERSION_MAJOR@": "4",
+                          "@SIMGRID_VERSION_MINOR@": "1", "@SIMGRID_VERSION_PATCH@": "0",
+                          "@CMAKE_INSTALL_PREFIX@": "/usr/local",
+                          "@SIMGRID_VERSION_STRING@": "SimGrid version 4.1"},
+}
+
+
+def headers(sdist: Path, out: Path) -> Path:
+    """SimGrid's public headers from its 4.1 source archive, with the two cmake-generated ones
+    written as the wheel's build writes them."""
+    tmp = out.with_name(out.name + ".tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    with tarfile.open(sdist) as tar:
+        root = tar.getnames()[0].split("/")[0]
+        members = [m for m in tar.getmembers() if m.name.startswith(f"{root}/include/")]
+        tar.extractall(tmp, members=members, filter="data")
+    inc = tmp / root / "include"
+    for name, subst in _GENERATED.items():
+        text = (inc / f"{name}.in").read_text()
+        for k, v in subst.items():
+            if k not in text:
+                raise RuntimeError(f"{sdist}: {name}.in is not SimGrid 4.1's (no {k!r})")
+            text = text.replace(k, v)
+        (inc / name).write_text(text)
+    shutil.rmtree(out, ignore_errors=True)
+    os.replace(inc, out)
+    shutil.rmtree(tmp)
+    return out
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python -m minitrace.replay_native",
                                 description="build minitrace's native SMPI replayer")
-    p.add_argument("--include", required=True, type=Path,
+    sub = p.add_subparsers(dest="what", required=True)
+    b = sub.add_parser("build", help="compile the replayer")
+    b.add_argument("--include", required=True, type=Path,
                    help="SimGrid's headers (include/ of its source plus the generated ones)")
-    p.add_argument("-o", "--output", type=Path, default=INSTALLED, help=f"default {INSTALLED}")
+    b.add_argument("-o", "--output", type=Path, default=INSTALLED, help=f"default {INSTALLED}")
+    h = sub.add_parser("headers", help="SimGrid's headers from its source archive")
+    h.add_argument("--sdist", required=True, type=Path, help="simgrid-4.1.tar.gz")
+    h.add_argument("--out", required=True, type=Path, help="directory to create")
     args = p.parse_args(argv)
     try:
-        print(build(args.include, args.output))
-    except (RuntimeError, subprocess.CalledProcessError) as e:
+        print(build(args.include, args.output) if args.what == "build"
+              else headers(args.sdist, args.out))
+    except (RuntimeError, OSError, tarfile.TarError, subprocess.CalledProcessError) as e:
         print(f"minitrace: cannot build the native replayer: {e}", file=sys.stderr)
         return 1
     return 0

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Idempotent set-up: system packages (only when missing), a virtualenv in .venv,
-# SimGrid 4.1 built once WITH SMPI and cached as a wheel, then minitrace itself.
+# SimGrid 4.1 built once WITH SMPI and cached as a wheel (with its headers and its own replay
+# tools), then minitrace itself and its native SMPI replayer.
 # Second runs reuse everything: the SimGrid wheel cache and a stamp of what was installed.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -8,6 +9,8 @@ VENV="${MINITRACE_VENV:-$ROOT/.venv}"
 CACHE="${MINITRACE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/minitrace}"
 PY="${PYTHON:-python3}"
 SIMGRID_VERSION=4.1
+HEADERS="$CACHE/simgrid-$SIMGRID_VERSION-include"   # for the native replayer
+TOOLS="$CACHE/simgrid-$SIMGRID_VERSION-tools"       # SimGrid's smpirun/smpireplaymain (benchmarks)
 mkdir -p "$CACHE/wheels"
 say() { echo "[setup] $*" >&2; }
 
@@ -45,7 +48,14 @@ if ! "$VPY" -c "import importlib.metadata as m; assert m.version('simgrid') == '
     tar xzf "$work"/simgrid-"$SIMGRID_VERSION".tar.gz -C "$work"
     (cd "$work/simgrid-$SIMGRID_VERSION" && "$VPY" setup.py --enable-smpi bdist_wheel >"$work/build.log" 2>&1) \
       || { tail -30 "$work/build.log" >&2; say "SimGrid build failed, log: $work/build.log"; exit 1; }
-    cp "$work/simgrid-$SIMGRID_VERSION"/dist/simgrid-*.whl "$CACHE/wheels/"
+    src="$work/simgrid-$SIMGRID_VERSION"
+    gen=$(ls -d "$src"/build/temp.*/include | head -1)
+    rm -rf "$HEADERS" "$TOOLS" && mkdir -p "$HEADERS" "$TOOLS"
+    cp -r "$src/include/." "$gen/." "$HEADERS/" && find "$HEADERS" -name '*.in' -delete
+    cp "$gen"/../lib/simgrid/smpimain "$gen"/../lib/simgrid/smpireplaymain "$TOOLS/"
+    sed "s|/usr/local/lib/simgrid/|$TOOLS/|g" "$gen"/../bin/smpirun >"$TOOLS/smpirun"
+    chmod +x "$TOOLS/smpirun"
+    cp "$src"/dist/simgrid-*.whl "$CACHE/wheels/"
     rm -rf "$work"
     wheel=$(ls "$CACHE"/wheels/simgrid-"$SIMGRID_VERSION"-*.whl | head -1)
   fi
@@ -65,5 +75,22 @@ if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
   "${PIP[@]}" install setuptools wheel cffi mpich
   "${PIP[@]}" install --no-build-isolation -e "$ROOT[mpich,test]"
   echo "$want" >"$stamp"
+fi
+# 5. The native SMPI replayer (SimGrid's replay with its fast contexts), rebuilt when its source
+#    changes.  A wheel cached by an older set-up comes without headers: take them from the sdist.
+if [ ! -f "$HEADERS/simgrid/config.h" ]; then
+  say "fetching SimGrid $SIMGRID_VERSION's headers"
+  work=$(mktemp -d)
+  "${PIP[@]}" download --no-deps --no-binary :all: -d "$work" "simgrid==$SIMGRID_VERSION"
+  "$VPY" -m minitrace.replay_native headers --sdist "$work/simgrid-$SIMGRID_VERSION.tar.gz" \
+      --out "$HEADERS" >/dev/null
+  rm -rf "$work"
+fi
+native="$VENV/libexec/minitrace-replay"
+want=$(cat "$ROOT/minitrace/native/replay.cpp" "$VENV/.minitrace-stamp" | sha256sum | cut -d' ' -f1)
+if [ ! -x "$native" ] || [ "$(cat "$native.stamp" 2>/dev/null)" != "$want" ]; then
+  say "building the native replayer"
+  "$VPY" -m minitrace.replay_native build --include "$HEADERS" >/dev/null
+  echo "$want" >"$native.stamp"
 fi
 say "ready: $VENV"
