@@ -19,7 +19,7 @@ from cffi import FFI
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from generate import translation_unit  # noqa: E402
+from generate import translation_unit, write_raw_layout_header  # noqa: E402
 
 
 def find_mpicc() -> str:
@@ -71,6 +71,7 @@ ffibuilder.cdef("""
     int minitrace_resume(void);
     int minitrace_region(int begin, const char *name);
 """)
+write_raw_layout_header()     # c_shim/_generated_rawlayout.h, included by shim_runtime.h
 ffibuilder.set_source("minitrace._shim", translation_unit(), **mpi_flags(find_mpicc()))
 
 if __name__ == "__main__":

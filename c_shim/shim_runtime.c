@@ -1,15 +1,18 @@
 /* minitrace PMPI shim runtime: clocks, volume counters, crash-safe per-rank files, handle tables.
  *
- * Raw file layout (read by minitrace/merge.py):
- *   [4096-byte header page: mt_file_hdr]  then  [chunk][chunk]...  (MT_CHUNK bytes each)
- *   chunk = 80-byte slots; slot 0 is the chunk header (owning thread, records committed),
- *   then records (mt_rec) and continuation records holding vectors (9 int64 each).
+ * Raw file layout (minitrace/rawlayout.py, generated into _generated_rawlayout.h; read by
+ * minitrace/merge.py):
+ *   [MT_HEADER_BYTES header page: mt_file_hdr]  then  [chunk][chunk]...  (MT_CHUNK_BYTES each)
+ *   chunk = record-sized slots; slot 0 is the chunk header (mt_chunk_hdr: owning thread,
+ *   records committed), then records (mt_rec) and continuation records holding vectors
+ *   (MT_CONT_WORDS int64 each).
  * Each thread owns one chunk at a time, written through a MAP_SHARED mapping: a record is
  * in the page cache as soon as it is written, so SIGKILL loses nothing committed.  The count
  * in the chunk header is stored (release) after the record: a reader never sees half a record.
  *
  * This file is not compiled on its own: build_shim.py prepends the generated kind codes and
- * appends the generated wrappers, making one translation unit (so the hot helpers inline).
+ * appends the generated wrappers (generate.py), making one translation unit (so the hot
+ * helpers inline).
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -32,43 +35,11 @@
 #define MT_HAVE_TSC 1
 #endif
 
-#define MT_HDR_BYTES 4096
-#define MT_CHUNK (4u << 20)
-#define MT_SLOTS (MT_CHUNK / sizeof(mt_rec))
-#define MT_CONT_WORDS 9
+#define MT_SLOTS (MT_CHUNK_BYTES / sizeof(mt_rec))
 #define MT_MAX_COMMS 65536
 #define MT_GATE_NS 50000 /* cputime mode: read the thread CPU clock only across gaps > 50 us */
 
-enum { MT_INTERNAL_RESOLVE = 252, MT_INTERNAL_STRING = 253, MT_INTERNAL_COMMDEF = 254,
-       MT_INTERNAL_CONT = 255 };
-enum { MT_VOL_WALL = 0, MT_VOL_CPU = 1, MT_VOL_INS = 2, MT_VOL_AUTO = 3 };
-
-typedef struct {
-    char magic[8];
-    uint32_t version, header_bytes, rank, size, chunk_bytes, rec_bytes;
-    uint32_t clock;                 /* 0: ns of CLOCK_MONOTONIC, 1: TSC ticks */
-    uint32_t volume;                /* MT_VOL_* actually used */
-    int64_t calib[3][2];            /* (raw clock, CLOCK_MONOTONIC ns): init start/end, finalize */
-    uint32_t finalized, aborted;
-    int32_t pid, thread_level;
-    uint32_t volume_requested, nthreads;
-    char host[64];
-    char library[256];
-    char cmdline[2048];
-    uint32_t disabled;              /* 1: recording stopped early (mt_disable); v3 */
-    int32_t disabled_errno;
-    char disabled_what[128];        /* what failed, e.g. "cannot grow the raw trace file" */
-} mt_file_hdr;
-_Static_assert(sizeof(mt_file_hdr) <= 4096, "the header fits its page");
-
-typedef struct {
-    uint64_t count;                 /* records committed after this header slot */
-    uint32_t thread, seq;
-    int64_t calib_raw, calib_ns;    /* a clock calibration point taken when the chunk began */
-    uint64_t pad[6];
-} mt_chunk_hdr;
-
-_Static_assert(sizeof(mt_rec) == 80, "record size is part of the raw format");
+_Static_assert(sizeof(mt_file_hdr) <= MT_HEADER_BYTES, "the header fits its page");
 _Static_assert(sizeof(mt_chunk_hdr) == sizeof(mt_rec), "chunk header fills slot 0");
 
 struct mt_thread {
@@ -88,7 +59,7 @@ struct mt_thread {
 volatile int mt_on;                 /* tracing now: started, file open, not paused */
 static int mt_started, mt_paused;
 static volatile uint32_t mt_epoch;
-static int mt_use_tsc, mt_volume = MT_VOL_WALL, mt_rank, mt_size;
+static int mt_use_tsc, mt_volume = MT_VOLUME_WALLTIME, mt_rank, mt_size;
 static double mt_ns_per_tick = 1.0;
 static int64_t mt_gate = MT_GATE_NS;
 static int mt_fd = -1;
@@ -192,13 +163,13 @@ static int64_t mt_instructions(mt_thread *T) {
  * (tight MPI loops) are counted as CPU time equal to their wall time (the thread was busy in
  * or between MPI calls).  walltime: the merge derives volumes from the timestamps. */
 static inline int64_t mt_counter(mt_thread *T, int64_t t) {
-    if (mt_volume == MT_VOL_CPU) {
+    if (mt_volume == MT_VOLUME_CPUTIME) {
         if (t - T->g_t > mt_gate) T->g_cpu = mt_thread_cpu_ns();
         else T->g_cpu += (int64_t)((double)(t - T->g_t) * mt_ns_per_tick);
         T->g_t = t;
         return T->g_cpu;
     }
-    if (mt_volume == MT_VOL_INS) return mt_instructions(T);
+    if (mt_volume == MT_VOLUME_INSTRUCTIONS) return mt_instructions(T);
     return 0;
 }
 
@@ -215,7 +186,7 @@ static void mt_disable(const char *what, int err) {
         snprintf(mt_hdr->disabled_what, sizeof mt_hdr->disabled_what, "%s", what);
         mt_hdr->disabled_errno = err;
         __atomic_store_n(&mt_hdr->disabled, 1, __ATOMIC_RELEASE);
-        msync(mt_hdr, MT_HDR_BYTES, MS_ASYNC);
+        msync(mt_hdr, MT_HEADER_BYTES, MS_ASYNC);
     }
     fprintf(stderr, "minitrace: rank %d: tracing disabled: %s: %s\n", mt_rank, what,
             strerror(err));
@@ -245,15 +216,15 @@ static char mt_zeros[MT_POPULATE_STEP]; /* never written: in .bss, not in the li
 static void *mt_map_chunk(int *err) {
     pthread_mutex_lock(&mt_file_lock);
     int fd = mt_fd;
-    off_t off = MT_HDR_BYTES + (off_t)mt_nchunks * MT_CHUNK;
+    off_t off = MT_HEADER_BYTES + (off_t)mt_nchunks * MT_CHUNK_BYTES;
     if (fd >= 0) mt_nchunks++;
     pthread_mutex_unlock(&mt_file_lock);
     *err = EBADF;
     if (fd < 0) return MAP_FAILED;
     /* a short write (the disk or a file size limit reached mid-step) is retried for the rest,
      * so that the failure is reported with the errno of the write that cannot proceed */
-    for (size_t o = 0; o < MT_CHUNK;) {
-        size_t n = MT_CHUNK - o < MT_POPULATE_STEP ? MT_CHUNK - o : MT_POPULATE_STEP;
+    for (size_t o = 0; o < MT_CHUNK_BYTES;) {
+        size_t n = MT_CHUNK_BYTES - o < MT_POPULATE_STEP ? MT_CHUNK_BYTES - o : MT_POPULATE_STEP;
         ssize_t w = pwrite(fd, mt_zeros, n, off + (off_t)o);
         if (w < 0 && errno == EINTR) continue;
         if (w <= 0) {
@@ -262,7 +233,7 @@ static void *mt_map_chunk(int *err) {
         }
         o += (size_t)w;
     }
-    void *p = mmap(NULL, MT_CHUNK, PROT_READ | PROT_WRITE, MAP_SHARED, fd, off);
+    void *p = mmap(NULL, MT_CHUNK_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, fd, off);
     if (p == MAP_FAILED) *err = errno;
     return p;
 }
@@ -278,7 +249,7 @@ static void *mt_helper(void *arg) {
         while (mt_nspent) {
             void *old = mt_spent[--mt_nspent];
             pthread_mutex_unlock(&mt_prov_lock);
-            munmap(old, MT_CHUNK);
+            munmap(old, MT_CHUNK_BYTES);
             pthread_mutex_lock(&mt_prov_lock);
         }
         if (mt_nready >= MT_READY) continue;
@@ -294,7 +265,7 @@ static void *mt_helper(void *arg) {
         pthread_mutex_lock(&mt_prov_lock);
         mt_ready[mt_nready++] = p;  /* usable at once: pages not yet faulted fault on write */
         pthread_mutex_unlock(&mt_prov_lock);
-        for (size_t o = 0; o < MT_CHUNK; o += MT_POPULATE_STEP)
+        for (size_t o = 0; o < MT_CHUNK_BYTES; o += MT_POPULATE_STEP)
             if (madvise(p + o, MT_POPULATE_STEP, MADV_POPULATE_WRITE)) break; /* < Linux 5.14 */
         pthread_mutex_lock(&mt_prov_lock);
     }
@@ -339,7 +310,7 @@ static int mt_new_chunk(mt_thread *T) {
     }
     if (helper) pthread_cond_signal(&mt_prov_cv);
     pthread_mutex_unlock(&mt_prov_lock);
-    if (old) munmap(old, MT_CHUNK);
+    if (old) munmap(old, MT_CHUNK_BYTES);
     if (!p) {
         int err;
         p = mt_map_chunk(&err);
@@ -364,7 +335,7 @@ static mt_thread *mt_thread_new(void) {
     if (!T) return NULL;
     T->id = __atomic_fetch_add(&mt_nthreads, 1, __ATOMIC_RELAXED);
     T->perf_fd = -1;
-    if (mt_volume == MT_VOL_INS) {
+    if (mt_volume == MT_VOLUME_INSTRUCTIONS) {
         T->perf_fd = mt_perf_open_instructions();
         if (T->perf_fd >= 0) {
             void *pg = mmap(NULL, (size_t)sysconf(_SC_PAGESIZE), PROT_READ, MAP_SHARED, T->perf_fd, 0);
@@ -377,7 +348,7 @@ static mt_thread *mt_thread_new(void) {
     }
     int64_t t = mt_now();
     T->g_t = t;
-    T->g_cpu = mt_volume == MT_VOL_CPU ? mt_thread_cpu_ns() : 0;
+    T->g_cpu = mt_volume == MT_VOLUME_CPUTIME ? mt_thread_cpu_ns() : 0;
     T->c_out = mt_counter(T, t);
     T->epoch = mt_epoch;
     if (mt_hdr) mt_hdr->nthreads = mt_nthreads;
@@ -761,33 +732,33 @@ static void mt_resolve(mt_thread *T, const mt_req *q, const MPI_Status *st) {
 /* ---- start-up and shut-down ---------------------------------------------------------- */
 static int mt_volume_choice(void) {
     const char *v = getenv("MINITRACE_VOLUME");
-    if (!v || !*v || !strcmp(v, "auto")) return MT_VOL_AUTO;
-    if (!strcmp(v, "instructions")) return MT_VOL_INS;
-    if (!strcmp(v, "cputime")) return MT_VOL_CPU;
-    if (!strcmp(v, "walltime")) return MT_VOL_WALL;
+    if (!v || !*v || !strcmp(v, "auto")) return MT_VOLUME_AUTO;
+    if (!strcmp(v, "instructions")) return MT_VOLUME_INSTRUCTIONS;
+    if (!strcmp(v, "cputime")) return MT_VOLUME_CPUTIME;
+    if (!strcmp(v, "walltime")) return MT_VOLUME_WALLTIME;
     if (mt_rank == 0) fprintf(stderr, "minitrace: unknown MINITRACE_VOLUME=%s, using auto\n", v);
-    return MT_VOL_AUTO;
+    return MT_VOLUME_AUTO;
 }
 
 /* instructions > cputime > walltime, unless told otherwise; an explicit instructions request
  * that the machine cannot honour falls back with one warning (tracing must go on). */
 static void mt_volume_setup(void) {
     int want = mt_volume_choice();
-    mt_volume = want == MT_VOL_AUTO ? MT_VOL_INS : want;
-    if (mt_volume == MT_VOL_INS) {
+    mt_volume = want == MT_VOLUME_AUTO ? MT_VOLUME_INSTRUCTIONS : want;
+    if (mt_volume == MT_VOLUME_INSTRUCTIONS) {
         int fd = mt_perf_open_instructions();
         if (fd >= 0) {
             close(fd);
         } else {
-            if (want == MT_VOL_INS && mt_rank == 0)
+            if (want == MT_VOLUME_INSTRUCTIONS && mt_rank == 0)
                 fprintf(stderr, "minitrace: no hardware instruction counter (%s); "
                         "measuring compute volume as thread CPU time\n", strerror(errno));
-            mt_volume = MT_VOL_CPU;
+            mt_volume = MT_VOLUME_CPUTIME;
         }
     }
-    if (mt_volume == MT_VOL_CPU) {
+    if (mt_volume == MT_VOLUME_CPUTIME) {
         struct timespec ts;
-        if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0) mt_volume = MT_VOL_WALL;
+        if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0) mt_volume = MT_VOLUME_WALLTIME;
     }
     mt_hdr->volume_requested = (uint32_t)want;
     mt_hdr->volume = (uint32_t)mt_volume;
@@ -829,8 +800,8 @@ static void mt_start(int64_t raw0, int64_t ns0, int thread_level) {
         return;
     }
     void *h = MAP_FAILED;
-    if (ftruncate(fd, MT_HDR_BYTES) == 0)
-        h = mmap(NULL, MT_HDR_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (ftruncate(fd, MT_HEADER_BYTES) == 0)
+        h = mmap(NULL, MT_HEADER_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     if (h == MAP_FAILED) {
         int err = errno;
         close(fd);
@@ -840,14 +811,13 @@ static void mt_start(int64_t raw0, int64_t ns0, int thread_level) {
     mt_fd = fd;
     mt_hdr = (mt_file_hdr *)h;
     mt_file_hdr *H = mt_hdr;
-    H->version = 3;                 /* 2: vectors of <= 2 int32 inlined (vec_len < 0);
-                                       3: disabled, disabled_errno, disabled_what */
-    H->header_bytes = MT_HDR_BYTES;
+    H->version = MT_RAW_VERSION;
+    H->header_bytes = MT_HEADER_BYTES;
     H->rank = (uint32_t)mt_rank;
     H->size = (uint32_t)mt_size;
-    H->chunk_bytes = MT_CHUNK;
+    H->chunk_bytes = MT_CHUNK_BYTES;
     H->rec_bytes = sizeof(mt_rec);
-    H->clock = (uint32_t)mt_use_tsc;
+    H->clock = mt_use_tsc ? MT_CLOCK_TSC : MT_CLOCK_MONOTONIC;
     H->calib[0][0] = raw0;
     H->calib[0][1] = ns0;
     H->calib[1][0] = raw1;
@@ -873,7 +843,7 @@ static void mt_start(int64_t raw0, int64_t ns0, int thread_level) {
     pthread_mutex_lock(&mt_commmap.lock);
     mt_comm_learn(MPI_COMM_WORLD, mt_world_key); /* id 0 */
     pthread_mutex_unlock(&mt_commmap.lock);
-    memcpy(H->magic, "MTRACE01", 8); /* the file is now readable */
+    memcpy(H->magic, MT_MAGIC, sizeof H->magic); /* the file is now readable */
 
     mt_rec R;
     mt_defaults(T, &R, MT_K_INIT);
@@ -893,7 +863,7 @@ static void mt_close(int finalized) {
     mt_hdr->calib[2][1] = mt_mono_ns();
     if (finalized) mt_hdr->finalized = 1;
     else mt_hdr->aborted = 1;
-    msync(mt_hdr, MT_HDR_BYTES, MS_ASYNC);
+    msync(mt_hdr, MT_HEADER_BYTES, MS_ASYNC);
 }
 
 int MPI_Init(int *argc, char ***argv) {

@@ -30,20 +30,10 @@
 #define MT_PREADY_LIST_CONST const
 #endif
 
-/* One 80-byte record of the raw per-rank file (numpy dtype RAW_DTYPE in minitrace/merge.py). */
-typedef struct {
-    uint8_t kind, flags;
-    uint16_t thread;
-    int32_t vec_len;          /* followed by ceil(vec_len/9) continuation records; < 0: the
-                                 -vec_len (<= 2) int32 values are inlined in request */
-    int32_t peer, tag;
-    int32_t comm, spare;
-    int64_t bytes_sent, bytes_recv;
-    int64_t pre_volume;       /* counter delta since this thread's previous MPI call ended */
-    int64_t volume;           /* counter delta inside the call */
-    int64_t request;
-    int64_t t_start, t_end;   /* raw clock (TSC ticks or ns, see file header) */
-} mt_rec;
+/* The raw file's record (mt_rec), header and chunk header, its constants (MT_RAW_VERSION,
+ * MT_CHUNK_BYTES, MT_INTERNAL_*, ...) and the flag bits (MT_ANY_SOURCE, ...): generated from
+ * minitrace/rawlayout.py and minitrace/kinds.py by c_shim/generate.py at build time. */
+#include "_generated_rawlayout.h"
 
 /* A communicator as the shim knows it: immutable once published. */
 typedef struct {
@@ -82,14 +72,6 @@ static void mt_req_drop(uint64_t key, int64_t id);
 static void mt_resolve(mt_thread *T, const mt_req *q, const MPI_Status *st);
 static int64_t mt_tsize(MPI_Datatype t);
 static int64_t mt_status_bytes(const MPI_Status *st);
-
-/* flags bits (minitrace/kinds.py) */
-#define MT_ANY_SOURCE 1
-#define MT_ANY_TAG 2
-#define MT_IN_PLACE 4
-#define MT_COMPLETED 8
-#define MT_PERSISTENT 32
-#define MT_PARTITIONED 64
 
 /* ---- recipe building blocks ------------------------------------------------------------ */
 #define MT_ON(c) (R.comm = mt_comm_of((c), &CI))

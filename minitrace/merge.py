@@ -1,11 +1,13 @@
-"""Raw per-rank files of the PMPI shim (c_shim/) -> one TraceData, written with storage.
+"""Raw per-rank files of the PMPI shim (c_shim/) -> one TraceData (nothing written or printed:
+``minitrace merge``/``record`` write, validate and report it, see commands/merge.py).
 
 Each ``rank-NNNNNN.mtr`` is a 4096-byte header then 4 MiB chunks of 80-byte records, one chunk
-owner thread at a time (layout in c_shim/shim_runtime.c).  Everything here is numpy: records
-are read in place from the memory-mapped chunks (structured views, no copy of whole records) and
-written straight into the output array, field by field in blocks of a few thousand records so
-that what is being written stays in cache; only rare things (communicator definitions, region
-names, chunks, blocks) are Python loops.  Times stay integer nanoseconds until written.
+per owner thread at a time (the layout is rawlayout.py's, shared with the C shim).  Everything
+here is numpy: records are read in place from the memory-mapped chunks (structured views, no
+copy of whole records) and written straight into the output array, field by field in blocks of
+a few thousand records so that what is being written stays in cache; only rare things
+(communicator definitions, region names, chunks, blocks) are Python loops.  Times stay
+integer nanoseconds until written.
 
 What the merge adds to the raw records:
 * a ``compute`` action before every MPI action (but ``init`` and ``resume``): the volume since
@@ -26,38 +28,17 @@ import re
 import numpy as np
 
 from . import kinds as K
+from . import rawlayout as L
 from .errors import MinitraceError
 from .model import ACTION_DTYPE, NONE, TraceData, assign_vec_offsets
 
-RAW_DTYPE = np.dtype([
-    ("kind", "u1"), ("flags", "u1"), ("thread", "u2"), ("vec_len", "i4"),
-    ("peer", "i4"), ("tag", "i4"), ("comm", "i4"), ("spare", "i4"),
-    ("bytes_sent", "i8"), ("bytes_recv", "i8"), ("pre_volume", "i8"), ("volume", "i8"),
-    ("request", "i8"), ("t_start", "i8"), ("t_end", "i8"),
-])
-HEADER_DTYPE = np.dtype([
-    ("magic", "S8"), ("version", "u4"), ("header_bytes", "u4"), ("rank", "u4"), ("size", "u4"),
-    ("chunk_bytes", "u4"), ("rec_bytes", "u4"), ("clock", "u4"), ("volume", "u4"),
-    ("calib", "i8", (3, 2)), ("finalized", "u4"), ("aborted", "u4"), ("pid", "i4"),
-    ("thread_level", "i4"), ("volume_requested", "u4"), ("nthreads", "u4"),
-    ("host", "S64"), ("library", "S256"), ("cmdline", "S2048"),
-    ("disabled", "u4"), ("disabled_errno", "i4"), ("disabled_what", "S128"),
-])
-CHUNK_DTYPE = np.dtype([("count", "u8"), ("thread", "u4"), ("seq", "u4"),
-                        ("calib_raw", "i8"), ("calib_ns", "i8"), ("pad", "u8", 6)])
-MAGIC = b"MTRACE01"
-RAW_VERSION = 3     # 2: vectors of <= 2 int32 values inlined in the request field;
-                    # 3: the header says when the shim stopped recording (disabled)
-CONT, STRING, COMMDEF, RESOLVE = 255, 253, 254, 252
-CONT_WORDS = 9
-VOLUME_SOURCES = {0: "walltime", 1: "cputime", 2: "instructions", 3: "auto"}
-_REDUCTIONS = np.array(sorted(K.CODE[n] for n in (
-    "reduce", "allreduce", "reduce_scatter", "reduce_scatter_block", "scan", "exscan",
-    "ireduce", "iallreduce", "ireduce_scatter", "ireduce_scatter_block", "iscan", "iexscan")))
-_NO_COMPUTE_BEFORE = np.array([K.CODE["init"], K.CODE["resume"]])
-_COMM_KINDS = np.array(sorted(c for c, _, cat in K.KINDS if cat == "comm"))
+RAW_DTYPE = L.RECORD.dtype()
+HEADER_DTYPE = L.HEADER.dtype()
+CHUNK_DTYPE = L.CHUNK.dtype()
+CONT, STRING, COMMDEF, RESOLVE = (L.INTERNAL[k] for k in ("cont", "string", "commdef", "resolve"))
+_VOLUME_NAME = {code: name for name, code in L.VOLUMES.items()}
+_CLOCK_NAME = {code: name for name, code in L.CLOCKS.items()}
 _RANK_FILE = re.compile(r"rank-(\d+)\.mtr$")
-assert RAW_DTYPE.itemsize == 80 and CHUNK_DTYPE.itemsize == 80
 
 
 def _ranges(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
@@ -83,13 +64,13 @@ class _Rank:
         if len(raw) < HEADER_DTYPE.itemsize:
             raise MinitraceError("too short for a minitrace raw file", path)
         h = np.frombuffer(raw[:HEADER_DTYPE.itemsize].tobytes(), HEADER_DTYPE)[0]
-        if h["magic"] != MAGIC:
+        if h["magic"] != L.MAGIC:
             if raw[:8].any():
                 raise MinitraceError("not a minitrace raw trace file (bad magic)", path)
             self.readable = False        # killed inside MPI_Init: nothing recorded
             return
         self.readable = True
-        if h["version"] != RAW_VERSION:
+        if h["version"] != L.VERSION:
             raise MinitraceError(f"raw format version {h['version']} unknown to this minitrace "
                                  f"(recorded by another version)", path)
         if h["rec_bytes"] != RAW_DTYPE.itemsize:
@@ -126,7 +107,7 @@ class _Rank:
     def _calibration(clock: int, pts: np.ndarray):
         """raw clock -> CLOCK_MONOTONIC ns: identity, or a least-squares line through the TSC
         calibration points (init start/end, each chunk start, finalize)."""
-        if clock == 0:
+        if clock == L.CLOCKS["monotonic"]:
             return lambda t: t.astype(np.int64)
         r0, n0 = pts[0]
         dr = (pts[:, 0] - r0).astype(np.float64)
@@ -139,7 +120,7 @@ class _Thread:
     """The records of one thread (its chunks, in order) split into MPI actions (``blocks`` of
     records, in order), vectors and internal records (communicators, strings, resolutions)."""
 
-    def __init__(self, chunks: list[np.ndarray]):
+    def __init__(self, chunks: list[np.ndarray], path: str):
         kind = np.concatenate([c["kind"] for c in chunks])
         vec_len = np.concatenate([c["vec_len"] for c in chunks])
         special = kind >= RESOLVE                     # internal or continuation records
@@ -168,10 +149,11 @@ class _Thread:
         lens, inl = np.maximum(vl, 0), np.maximum(-vl, 0)
         spk = sp["kind"]
         payload = sw[spk == CONT, 1:].ravel()
-        ncont = (lens + CONT_WORDS - 1) // CONT_WORDS
-        start = np.cumsum(ncont * CONT_WORDS) - ncont * CONT_WORDS
-        if int((ncont * CONT_WORDS).sum()) > len(payload):
-            raise MinitraceError("vector records missing")   # a record and its vector commit together
+        ncont = (lens + L.CONT_WORDS - 1) // L.CONT_WORDS
+        start = np.cumsum(ncont * L.CONT_WORDS) - ncont * L.CONT_WORDS
+        if int((ncont * L.CONT_WORDS).sum()) > len(payload):
+            # a record and its vector are committed together: a corrupt file
+            raise MinitraceError("vector records missing", path)
         vecs = payload[_ranges(start, lens)]
         if inl.any():
             tot = lens + inl
@@ -201,17 +183,11 @@ class _Thread:
         self.vecs = vecs[~np.repeat(internal, lens)]
 
 
-_IS_REDUCTION = np.zeros(256, bool)
-_IS_REDUCTION[_REDUCTIONS] = True
-_NO_COMPUTE = np.zeros(256, bool)
-_NO_COMPUTE[_NO_COMPUTE_BEFORE] = True
-_IS_COMM_KIND = np.zeros(256, bool)
-_IS_COMM_KIND[_COMM_KINDS] = True
-_IS_REGION = np.zeros(256, bool)
-_IS_REGION[[K.CODE["region_begin"], K.CODE["region_end"]]] = True
+_IS_REDUCTION = K.mask(K.REDUCTIONS)
+_NO_COMPUTE = K.mask({"init", "resume"})        # no compute action before these
+_IS_COMM_KIND = K.mask(K.COMM_KINDS)
+_IS_REGION = K.mask({"region_begin", "region_end"})
 _COPIED = ("flags", "peer", "tag", "comm", "bytes_sent", "bytes_recv", "request", "vec_len")
-_COMPUTE_FILL = {"flags": 0, "peer": NONE, "tag": NONE, "comm": NONE, "bytes_sent": 0,
-                 "bytes_recv": 0, "request": NONE, "vec_len": 0}
 
 
 def _n_out(th: _Thread) -> int:
@@ -363,11 +339,12 @@ def merge_dir(directory: str, command_line: str | None = None) -> TraceData:
         raise MinitraceError("raw files of different runs mixed (world sizes differ)", directory)
     by_rank = {r.rank: r for r in good}
     vol_code = int(good[0].h["volume"])
-    walltime, seconds = vol_code == 0, vol_code != 2
+    walltime = vol_code == L.VOLUMES["walltime"]
+    seconds = vol_code != L.VOLUMES["instructions"]
     threads, comm_lists, string_maps = [], [], []
     for rk in range(size):
         r = by_rank.get(rk)
-        ths = [_Thread(recs) for recs in r.threads] if r is not None else []
+        ths = [_Thread(recs, r.path) for recs in r.threads] if r is not None else []
         threads.append(ths)
         comm_lists.append(sorted(d for th in ths for d in th.comm_defs))
         smap: dict[int, str] = {}
@@ -439,16 +416,16 @@ def merge_dir(directory: str, command_line: str | None = None) -> TraceData:
         rank_to_node.append(hosts.index(host))
     missing = [rk for rk in range(size) if rk not in by_rank]
     meta = {
-        "volume_unit": "instructions" if vol_code == 2 else "seconds",
-        "volume_source": VOLUME_SOURCES.get(vol_code, "?"),
-        "volume_requested": VOLUME_SOURCES.get(int(h0["volume_requested"]), "?"),
+        "volume_unit": "seconds" if seconds else "instructions",
+        "volume_source": _VOLUME_NAME.get(vol_code, "?"),
+        "volume_requested": _VOLUME_NAME.get(int(h0["volume_requested"]), "?"),
         "nranks": size,
         "producer": "minitrace record",
         "command_line": command_line or h0["cmdline"].decode(errors="replace").strip(),
         "mpi_library": h0["library"].decode(errors="replace"),
         "hosts": hosts,
         "rank_to_node": rank_to_node,
-        "clock": "tsc" if int(h0["clock"]) else "monotonic",
+        "clock": _CLOCK_NAME.get(int(h0["clock"]), "?"),
         "complete": not missing and all(by_rank[r].complete for r in by_rank),
         "aborted": any(r.aborted for r in good),
         "missing_ranks": missing,
@@ -465,6 +442,7 @@ def _remap(col: np.ndarray, keys: np.ndarray, vals: np.ndarray) -> None:
     pos = np.minimum(np.searchsorted(keys, col), len(keys) - 1)
     hit = keys[pos] == col
     col[hit] = vals[pos[hit]]
+
 
 
 def merge_to_file(directory: str, output: str, command_line: str | None = None,

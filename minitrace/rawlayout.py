@@ -1,0 +1,117 @@
+"""The recorder's raw per-rank file layout, written once for the shim (C) and the merge (numpy).
+
+A ``rank-NNNNNN.mtr`` file is a ``HEADER_BYTES`` header page (``HEADER``), then chunks of
+``CHUNK_BYTES``, each a row of ``RECORD``-sized slots: slot 0 is the chunk header (``CHUNK``),
+then records and their continuation records (kind ``INTERNAL["cont"]``, then ``CONT_WORDS``
+int64 values of the vector).  c_shim/generate.py turns these tables into the C structs and
+defines of ``c_shim/_generated_rawlayout.h`` when the shim is built; ``Struct.dtype`` gives the
+numpy dtypes the merge reads with (C alignment rules, so the two agree field by field, which
+tests/test_raw_layout.py checks against the compiler).  The flag bits of a record are the
+trace's ``flags`` column, ``FLAG_*`` in kinds.py, copied verbatim by the merge.
+
+Changing anything here changes the file format: bump ``VERSION``.
+This module is also run on its own (runpy) at build time: it imports nothing of minitrace.
+"""
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+MAGIC = b"MTRACE01"     # written last by the shim's start-up: the file is readable from then on
+VERSION = 3             # 2: vectors of <= 2 int32 values inlined in the request field;
+                        # 3: the header says when the shim stopped recording (disabled)
+HEADER_BYTES = 4096
+CHUNK_BYTES = 4 << 20
+CONT_WORDS = 9          # int64 vector values in a continuation record (after its kind word)
+#: Kinds of the records that are not MPI actions (above every kinds.py code).
+INTERNAL = {"resolve": 252, "string": 253, "commdef": 254, "cont": 255}
+#: Codes of the header's ``volume`` and ``volume_requested``.
+VOLUMES = {"walltime": 0, "cputime": 1, "instructions": 2, "auto": 3}
+#: Codes of the header's ``clock``.
+CLOCKS = {"monotonic": 0, "tsc": 1}
+
+_NUMPY = {"uint8_t": "u1", "uint16_t": "u2", "uint32_t": "u4", "uint64_t": "u8",
+          "int32_t": "i4", "int64_t": "i8"}
+
+
+class Field(NamedTuple):
+    name: str
+    ctype: str              # a key of _NUMPY, or char (a C string: the last dimension is bytes)
+    shape: tuple = ()       # array dimensions
+    doc: str = ""
+
+    def numpy(self) -> tuple:
+        """(name, numpy type, shape) for ``np.dtype``."""
+        if self.ctype == "char":
+            return self.name, f"S{self.shape[-1]}", self.shape[:-1]
+        return self.name, _NUMPY[self.ctype], self.shape
+
+
+class Struct(NamedTuple):
+    c_name: str
+    doc: str
+    fields: tuple
+
+    def dtype(self) -> np.dtype:
+        """The numpy dtype, laid out as the C compiler lays out the struct."""
+        return np.dtype([f.numpy() for f in self.fields], align=True)
+
+
+RECORD = Struct("mt_rec", "One record: an MPI action, an internal record or a continuation.", (
+    Field("kind", "uint8_t", doc="kinds.py code, or INTERNAL"),
+    Field("flags", "uint8_t", doc="FLAG_* bits of kinds.py"),
+    Field("thread", "uint16_t"),
+    Field("vec_len", "int32_t", doc="followed by ceil(vec_len/9) continuation records; < 0: the "
+                                    "-vec_len (<= 2) int32 values are inlined in request"),
+    Field("peer", "int32_t"),
+    Field("tag", "int32_t"),
+    Field("comm", "int32_t"),
+    Field("spare", "int32_t"),
+    Field("bytes_sent", "int64_t"),
+    Field("bytes_recv", "int64_t"),
+    Field("pre_volume", "int64_t", doc="counter delta since this thread's previous MPI call "
+                                       "ended"),
+    Field("volume", "int64_t", doc="counter delta inside the call"),
+    Field("request", "int64_t"),
+    Field("t_start", "int64_t", doc="raw clock (TSC ticks or ns, see the header's clock)"),
+    Field("t_end", "int64_t"),
+))
+
+HEADER = Struct("mt_file_hdr", "The file header, at the start of the header page.", (
+    Field("magic", "char", (8,), doc="MAGIC once the file is readable"),
+    Field("version", "uint32_t"),
+    Field("header_bytes", "uint32_t"),
+    Field("rank", "uint32_t"),
+    Field("size", "uint32_t"),
+    Field("chunk_bytes", "uint32_t"),
+    Field("rec_bytes", "uint32_t"),
+    Field("clock", "uint32_t", doc="CLOCKS"),
+    Field("volume", "uint32_t", doc="VOLUMES: the measure actually used"),
+    Field("calib", "int64_t", (3, 2), doc="(raw clock, CLOCK_MONOTONIC ns): init start, init "
+                                          "end, finalize"),
+    Field("finalized", "uint32_t"),
+    Field("aborted", "uint32_t"),
+    Field("pid", "int32_t"),
+    Field("thread_level", "int32_t"),
+    Field("volume_requested", "uint32_t", doc="VOLUMES"),
+    Field("nthreads", "uint32_t"),
+    Field("host", "char", (64,)),
+    Field("library", "char", (256,)),
+    Field("cmdline", "char", (2048,)),
+    Field("disabled", "uint32_t", doc="1: recording stopped early (v3)"),
+    Field("disabled_errno", "int32_t"),
+    Field("disabled_what", "char", (128,), doc="what failed, e.g. \"cannot grow the raw trace "
+                                               "file\""),
+))
+
+CHUNK = Struct("mt_chunk_hdr", "Slot 0 of a chunk (the size of a record).", (
+    Field("count", "uint64_t", doc="records committed after this header slot"),
+    Field("thread", "uint32_t"),
+    Field("seq", "uint32_t", doc="the chunk's rank among its thread's chunks"),
+    Field("calib_raw", "int64_t", doc="a clock calibration point taken when the chunk began"),
+    Field("calib_ns", "int64_t"),
+    Field("pad", "uint64_t", (6,)),
+))
+
+STRUCTS = (RECORD, HEADER, CHUNK)
