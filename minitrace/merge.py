@@ -443,39 +443,3 @@ def _remap(col: np.ndarray, keys: np.ndarray, vals: np.ndarray) -> None:
     hit = keys[pos] == col
     col[hit] = vals[pos[hit]]
 
-
-
-def merge_to_file(directory: str, output: str, command_line: str | None = None,
-                  out=print) -> bool:
-    """Merge ``directory`` into ``output``, validate it and print the summary.
-    Returns True when the trace is complete and valid."""
-    from . import storage
-    from .trace import open as open_trace
-    from .validate import validate
-
-    data = merge_dir(directory, command_line)
-    storage.write_trace(output, data)
-    rep = validate(data)
-    with open_trace(output) as t:
-        summary = t.summary()
-    n = len(data.actions)
-    size = os.path.getsize(output)
-    out(f"{output}: {data.nranks} ranks, {n} actions, volume unit "
-        f"{data.meta['volume_unit']} ({data.meta['volume_source']}), "
-        f"{size / max(n, 1):.1f} bytes/action")
-    if not data.meta["complete"]:
-        missing, disabled = data.meta["missing_ranks"], data.meta["disabled_reasons"]
-        out("INCOMPLETE: " + ("the run aborted" if data.meta["aborted"] else
-                              "recording stopped early" if disabled else
-                              "not every rank reached MPI_Finalize")
-            + (f"; ranks with no data: {missing}" if missing else "")
-            + (f"; tracing disabled on {'; '.join(disabled)}" if disabled else "")
-            + " (every action recorded before the end is kept)")
-    cols = ["actions", "bytes_sent", "bytes_recv", "volume", "span"]
-    kinds = [c for c in summary.columns if c.startswith("n_")]
-    top = summary[kinds].sum().sort_values(ascending=False).index[:6].tolist()
-    out(summary[cols + top].to_string(float_format=lambda x: f"{x:.6g}"))
-    out(f"validation: {rep.summary()}")
-    for line in rep.lines(20):
-        out(f"  {line}")
-    return rep.ok and bool(data.meta["complete"])

@@ -1,4 +1,5 @@
-"""Run a command with the PMPI shim preloaded in every rank, then merge what the ranks wrote.
+"""Run a command with the PMPI shim preloaded in every rank, each writing its raw file (which
+``minitrace record`` then merges and reports: commands/record.py, commands/merge.py).
 
 The shim is the ``minitrace._shim`` extension module itself (see c_shim/build_shim.py).  It is
 configured through the environment, which MPICH's ``mpiexec`` passes to every rank:

@@ -3,7 +3,10 @@ from __future__ import annotations
 
 import os
 
-from ..merge import merge_to_file
+from .. import storage
+from ..merge import merge_dir
+from ..trace import open as open_trace
+from ..validate import validate
 
 
 def register(sub) -> None:
@@ -19,4 +22,38 @@ def register(sub) -> None:
 
 def run(args) -> int:
     out = args.output or os.path.normpath(args.dir) + ".h5"
-    return 0 if merge_to_file(args.dir, out) else 1
+    return 0 if merge_and_report(args.dir, out) else 1
+
+
+def merge_and_report(directory: str, output: str, command_line: str | None = None) -> bool:
+    """Merge ``directory`` into ``output``, validate it and print the summary (also what
+    ``minitrace record`` prints).  True when the trace is complete and valid."""
+    data = merge_dir(directory, command_line)
+    storage.write_trace(output, data)
+    rep = validate(data)
+    with open_trace(output) as t:
+        summary = t.summary()
+    meta, n = data.meta, len(data.actions)
+    print(f"{output}: {data.nranks} ranks, {n} actions, volume unit {meta['volume_unit']} "
+          f"({meta['volume_source']}), {os.path.getsize(output) / max(n, 1):.1f} bytes/action")
+    if not meta["complete"]:
+        print(_incomplete(meta))
+    cols = ["actions", "bytes_sent", "bytes_recv", "volume", "span"]
+    kinds = [c for c in summary.columns if c.startswith("n_")]
+    top = summary[kinds].sum().sort_values(ascending=False).index[:6].tolist()
+    print(summary[cols + top].to_string(float_format=lambda x: f"{x:.6g}"))
+    print(f"validation: {rep.summary()}")
+    for line in rep.lines(20):
+        print(f"  {line}")
+    return rep.ok and bool(meta["complete"])
+
+
+def _incomplete(meta: dict) -> str:
+    """Why a merged trace is incomplete, from its metadata, on one line."""
+    missing, disabled = meta["missing_ranks"], meta["disabled_reasons"]
+    return ("INCOMPLETE: " + ("the run aborted" if meta["aborted"] else
+                              "recording stopped early" if disabled else
+                              "not every rank reached MPI_Finalize")
+            + (f"; ranks with no data: {missing}" if missing else "")
+            + (f"; tracing disabled on {'; '.join(disabled)}" if disabled else "")
+            + " (every action recorded before the end is kept)")

@@ -6,8 +6,9 @@ import shutil
 import sys
 
 from ..errors import MinitraceError
-from ..merge import merge_to_file, rank_files
+from ..merge import rank_files
 from ..record import VOLUMES, run_traced
+from .merge import merge_and_report
 
 
 def register(sub) -> None:
@@ -42,7 +43,7 @@ def run(args) -> int:
         if run_.returncode != 0:
             print(f"minitrace: the program exited with status {run_.returncode}; merging what "
                   f"was recorded", file=sys.stderr)
-        good = merge_to_file(run_.raw_dir, args.output, shlex.join(cmd))
+        good = merge_and_report(run_.raw_dir, args.output, shlex.join(cmd))
     finally:
         if args.keep_raw:
             print(f"raw files kept in {run_.raw_dir}")
