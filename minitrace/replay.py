@@ -67,7 +67,8 @@ def replay(trace, platform: str | os.PathLike | None = None,
            hostfile: str | os.PathLike | None = None, np: int | None = None,
            config: dict | None = None, *, cluster: Cluster | None = None,
            compute_rate: str | float | None = None, lossy: bool = False,
-           timeout: float = 600.0, engine: str = "auto") -> ReplayResult:
+           timeout: float = 600.0, engine: str = "auto",
+           reduction_rate: str | float | None = None) -> ReplayResult:
     """Replay ``trace`` on SimGrid and return the predicted (simulated) run time.
 
     ``platform``: SimGrid XML; without it a :class:`~minitrace.platforms.Cluster` is generated
@@ -78,6 +79,11 @@ def replay(trace, platform: str | os.PathLike | None = None,
     ``compute_rate``: flops per unit of a minitrace trace's compute volume, required when that
     unit is not flops: the recording machine's flop/s for ``seconds`` ("2.5Gf"), flops per
     instruction for ``instructions``.
+    ``reduction_rate``: bytes per second at which the recording machine combines reduction
+    data (``MPI_SUM`` on doubles), to model the work of reductions for traces whose volumes
+    were measured (seconds, instructions): what such a trace holds inside an MPI call is mostly
+    waiting, which the simulation models itself, so it is never replayed as work; without a
+    rate the reductions do no work (said in the notes).
     ``lossy``: replay a minitrace trace even if SimGrid's format must drop some of its actions.
     ``engine``: ``"native"`` (the compiled replayer), ``"python"`` (SimGrid's Python bindings)
     or ``"auto"`` (native when built).
@@ -95,7 +101,8 @@ def replay(trace, platform: str | os.PathLike | None = None,
             raise MinitraceError(f"bad SimGrid option {k!r}: {v!r} (expected key:value, no spaces)")
     with tempfile.TemporaryDirectory(prefix="minitrace-replay-") as work:
         rate = None if compute_rate is None else parse_quantity(compute_rate, "speed")
-        traces, notes = _rank_traces(trace, Path(work), rate, lossy)
+        red = None if reduction_rate is None else parse_quantity(reduction_rate, "bandwidth")
+        traces, notes = _rank_traces(trace, Path(work), rate, red, lossy)
         nranks = len(traces)
         if np is not None and int(np) != nranks:
             raise MinitraceError(f"the trace has {nranks} ranks but {np} were asked for (--np)")
@@ -166,7 +173,7 @@ def _write_native_job(path: Path, platform: str, traces: list[str],
     path.write_text("\n".join(lines) + "\n")
 
 
-def _rank_traces(trace, work: Path, rate: float | None,
+def _rank_traces(trace, work: Path, rate: float | None, red: float | None,
                  lossy: bool) -> tuple[list[str], list[str]]:
     """One TI trace file per rank (absolute paths), whatever form the trace came in, and the
     exporter's notes on approximations."""
@@ -179,39 +186,66 @@ def _rank_traces(trace, work: Path, rate: float | None,
         if magic == b"\x89HDF\r\n\x1a\n":
             from .trace import open as open_trace
             with open_trace(path) as t:
-                return _export(_in_flops(t.data(), rate, path), work, path, lossy)
-        if rate is not None:
-            raise MinitraceError("a SimGrid TI trace is in flops already: no compute rate "
-                                 "applies", path)
+                data, notes = _in_flops(t.data(), rate, red, path)
+                return _export(data, work, notes, path, lossy)
+        if rate is not None or red is not None:
+            raise MinitraceError("a SimGrid TI trace is in flops already: no compute or "
+                                 "reduction rate applies", path)
         return _text_traces(path, work), []
     data = trace.data() if hasattr(trace, "data") and callable(trace.data) else trace
     if not hasattr(data, "rank_offsets"):
         raise MinitraceError(f"cannot replay a {type(trace).__name__}: give a path, a Trace or "
                              f"a TraceData")
-    return _export(_in_flops(data, rate, None), work, None, lossy)
+    data, notes = _in_flops(data, rate, red, None)
+    return _export(data, work, notes, None, lossy)
 
 
-def _in_flops(data, rate: float | None, source: str | None):
+def _in_flops(data, rate: float | None, red: float | None, source: str | None):
     """The trace with compute volumes in flops, what SimGrid executes at a host's speed (sleeps
-    stay in seconds)."""
+    stay in seconds), and a note on how reductions were modelled.
+
+    A measured volume (seconds, instructions) on an MPI call is what the rank spent inside it,
+    mostly busy-polling while it waited: the simulation models that waiting, so it is never
+    replayed as work.  Reductions do ``bytes / red`` seconds of work at the recording
+    machine's speed when a reduction rate is known, none otherwise."""
     unit = data.meta.get("volume_unit", "flops")
     if unit == "flops":
-        if rate is not None:
+        if rate is not None or red is not None:
             raise MinitraceError("the trace's compute volumes are in flops already: no compute "
-                                 "rate applies", source)
-        return data
+                                 "or reduction rate applies", source)
+        return data, []
     if rate is None:
         how = ("the flop/s of the machine that recorded it" if unit == "seconds"
                else "flops per instruction")
         raise MinitraceError(f"the trace's compute volumes are in {unit}: give a compute rate "
                              f"to turn them into flops ({how}, e.g. --compute-rate "
                              f"{'1Gf' if unit == 'seconds' else '1'})", source)
+    if red is not None and unit != "seconds":
+        raise MinitraceError(f"a reduction rate applies to traces timed in seconds, not "
+                             f"{unit}", source)
     actions = data.actions.copy()
-    actions["volume"][actions["kind"] != K.code("sleep")] *= rate
-    return replace(data, actions=actions, meta={**data.meta, "volume_unit": "flops"})
+    kind = actions["kind"]
+    compute = kind == K.code("compute")
+    actions["volume"][compute] *= rate
+    in_call = ~compute & (kind != K.code("sleep"))
+    reductions = K.mask(K.REDUCTIONS)[kind]
+    measured = float(actions["volume"][reductions].sum())
+    actions["volume"][in_call] = 0.0
+    n = int(reductions.sum())
+    if not n:
+        notes = []
+    elif red is None:
+        notes = [f"{n} reduction calls do no work: no reduction rate given (the {measured:.3g} "
+                 f"{unit} measured inside them is waiting, which the simulation models)"]
+    else:
+        actions["volume"][reductions] = actions["bytes_sent"][reductions] / red * rate
+        notes = [f"{n} reduction calls do bytes / {red:.4g} B/s of work at {rate:.4g} flop/s (not "
+                 f"the {measured:.3g} {unit} measured inside them, which is mostly waiting)"]
+    return replace(data, actions=actions, meta={**data.meta, "volume_unit": "flops"}), notes
 
 
-def _export(data, work: Path, source: str | None, lossy: bool) -> tuple[list[str], list[str]]:
+def _export(data, work: Path, notes: list[str], source: str | None,
+            lossy: bool) -> tuple[list[str], list[str]]:
     """Per-rank TI files written by the SimGrid TI exporter, and its notes on what SimGrid's
     format could not say exactly."""
     from .converters.simgrid_ti import write_ti
@@ -221,7 +255,7 @@ def _export(data, work: Path, source: str | None, lossy: bool) -> tuple[list[str
     except MinitraceError as e:   # it names our temporary file: name the user's instead
         msg = str(e)[len(e.path) + 2:] if e.path and str(e).startswith(e.path) else str(e)
         raise MinitraceError(f"cannot replay: {msg}", source) from None
-    return _list_traces(str(listfile), work), report.lines()
+    return _list_traces(str(listfile), work), notes + report.lines()
 
 
 def _text_traces(path: str, work: Path) -> list[str]:

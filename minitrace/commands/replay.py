@@ -40,6 +40,11 @@ def register(sub) -> None:
                    help="flops per unit of a minitrace file's compute volume when it is not "
                         "flops: the recording machine's speed for seconds (e.g. 2.5Gf), flops "
                         "per instruction for instructions")
+    p.add_argument("--reduction-rate", metavar="BW",
+                   help="bytes/s at which the recording machine reduces data (MPI_SUM on "
+                        "doubles), for traces timed in seconds: reductions then do bytes/BW of "
+                        "work; without it they do none (the time measured inside an MPI call "
+                        "is waiting, which the simulation models, never replayed as work)")
     p.add_argument("--lossy", action="store_true",
                    help="replay a minitrace file even if the TI export must drop actions")
     p.add_argument("--timeout", type=float, default=600.0, metavar="S",
@@ -75,7 +80,8 @@ def run(args) -> int:
                           args.bandwidth or DEFAULT_BANDWIDTH, args.latency or DEFAULT_LATENCY)
     r = replay(args.file, platform=args.platform, hostfile=args.hostfile, np=args.np,
                config=_config(args.cfg), cluster=cluster, compute_rate=args.compute_rate,
-               lossy=args.lossy, timeout=args.timeout, engine=args.engine)
+               lossy=args.lossy, timeout=args.timeout, engine=args.engine,
+               reduction_rate=args.reduction_rate)
     if args.json:
         print(json.dumps({"trace": args.file, **r.to_dict()}, indent=1))
         return 0
@@ -91,5 +97,5 @@ def run(args) -> int:
     print("  SimGrid options: " + " ".join(f"{k}:{v}" for k, v in r.config.items()))
     print(f"  simulation took {r.wall_time:.3g} s ({r.engine} replayer)")
     for note in r.notes:
-        print(f"  export: {note}")
+        print(f"  note: {note}")
     return 0

@@ -1,0 +1,66 @@
+"""What a measured trace replays as work (issue 9, part 1): the CPU time (or instructions) a rank
+spent inside an MPI call is mostly busy-polling while it waits; the simulation models waiting
+itself, so that volume must never reach SimGrid as computation."""
+from __future__ import annotations
+
+import pytest
+
+from minitrace.errors import MinitraceError
+from minitrace.model import TraceBuilder
+from minitrace.platforms import Cluster
+from minitrace.replay import replay
+
+pytestmark = pytest.mark.timeout(120)
+CLUSTER = Cluster(2, speed="1Gf", bandwidth="10GBps", latency="1us")
+
+
+def _measured(unit="seconds", in_call=5.0, nbytes=8_000_000):
+    """Two ranks timed in ``unit``: 1 unit of compute, then collectives that 'took' ``in_call``
+    units inside the call each (allreduce, reduce, scan, barrier, bcast)."""
+    b = TraceBuilder(2, {"volume_unit": unit})
+    for r in range(2):
+        b.add(r, "init")
+        b.add(r, "compute", volume=1.0)
+        b.add(r, "allreduce", bytes_sent=nbytes, bytes_recv=nbytes, volume=in_call)
+        b.add(r, "reduce", peer=0, bytes_sent=nbytes, bytes_recv=nbytes if r == 0 else 0,
+              volume=in_call)
+        b.add(r, "barrier", volume=in_call)
+        b.add(r, "bcast", peer=0, bytes_sent=8 if r == 0 else 0, bytes_recv=8 if r else 0,
+              volume=in_call)
+        b.add(r, "finalize")
+    return b.build()
+
+
+@pytest.mark.parametrize("unit,rate", [("seconds", "1Gf"), ("instructions", 1e9)])
+def test_in_call_volume_is_not_replayed_as_work(unit, rate):
+    res = replay(_measured(unit), cluster=CLUSTER, compute_rate=rate)
+    # 1 s of compute at 1 Gf on 1 Gf hosts plus 16 MB of messages at 10 GB/s: a few ms more.
+    # Replaying the 5 units inside each reduction as work would add 10 s.
+    assert 1.0 < res.simulated_time < 1.05
+    assert any("4 reduction calls do no work" in n for n in res.notes), res.notes
+
+
+def test_reduction_rate_models_the_reduction_from_its_bytes():
+    base = replay(_measured(), cluster=CLUSTER, compute_rate="1Gf").simulated_time
+    res = replay(_measured(), cluster=CLUSTER, compute_rate="1Gf", reduction_rate="8MBps")
+    # two reductions of 8 MB at 8 MB/s: one second of work each, on both ranks
+    assert res.simulated_time - base == pytest.approx(2.0, rel=1e-3)
+    assert any("4 reduction calls do bytes / 8e+06 B/s" in n for n in res.notes), res.notes
+
+
+def test_flops_traces_keep_their_reduction_work():
+    # a SimGrid TI trace's comp_flops is an explicit model input, not a measurement
+    b = TraceBuilder(2, {"volume_unit": "flops"})
+    for r in range(2):
+        b.add(r, "init")
+        b.add(r, "allreduce", bytes_sent=8, bytes_recv=8, volume=1e9)
+        b.add(r, "finalize")
+    assert replay(b.build(), cluster=CLUSTER).simulated_time == pytest.approx(1.0, rel=1e-3)
+    with pytest.raises(MinitraceError, match="no compute or reduction rate applies"):
+        replay(b.build(), cluster=CLUSTER, reduction_rate="1GBps")
+
+
+def test_reduction_rate_needs_seconds():
+    with pytest.raises(MinitraceError, match="reduction rate applies to traces timed in seconds"):
+        replay(_measured("instructions"), cluster=CLUSTER, compute_rate=1.0,
+               reduction_rate="1GBps")
