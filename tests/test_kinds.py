@@ -50,7 +50,7 @@ def test_every_send_mode_is_a_send_everywhere(kind, tmp_path):
     """Blocking or not, every mode is matched by validation, keeps its request through OTF2
     (non-blocking modes used to be a separate set there), is named alike by the OTF2/TAU call
     decoder, and is written to SimGrid as its standard-mode send."""
-    otf2 = pytest.importorskip("otf2")  # noqa: F841 - the OTF2 writer and reader need it
+    pytest.importorskip("otf2")
     from minitrace.converters.otf2 import read_otf2, write_otf2
 
     data = _one_message(kind).build()
