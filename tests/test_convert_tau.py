@@ -1,10 +1,11 @@
-"""TAU reader on the real OSU allgather trace (2 ranks), byte order, bad inputs, detection."""
+"""TAU reader: on merged traces these tests write in TAU's record layout (an OSU-allgather-like
+run, both byte orders and record sizes, bad inputs, detection) and, as third-party cross-checks,
+on TAU's own trace of OSU allgather on 2 ranks (../shared/fixtures/tau)."""
 from __future__ import annotations
 
 import re
 import shutil
 from collections import Counter
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -14,72 +15,272 @@ from minitrace.converters.detect import detect, read_any
 from minitrace.converters.tau import decode_message, read_tau
 from minitrace.errors import MinitraceError
 from minitrace.validate import validate
+from tests.fixtures import DATA, SHARED
 
-FIXTURES = Path(__file__).resolve().parents[1].parent / "shared" / "fixtures"
-OSU = FIXTURES / "tau" / "osu_allgather_2ranks"
-needs_fixture = pytest.mark.skipif(not (OSU / "tau.trc").exists(),
-                                   reason="shared fixtures absent")
+OSU = SHARED / "tau" / "osu_allgather_2ranks"
+#: TAU's record {int32 ev; uint16 nid; uint16 tid; int64 par; uint64 ti}, and the 64-bit variant
+#: whose event id takes 8 bytes (padded), in little-endian order.
 REC = np.dtype([("ev", "<i4"), ("nid", "<u2"), ("tid", "<u2"), ("par", "<i8"), ("ti", "<u8")])
+REC64 = np.dtype([("ev", "<i8"), ("nid", "<u2"), ("tid", "<u2"), ("pad", "<u4"), ("par", "<i8"),
+                  ("ti", "<u8")])
+
+
+class TauTrace:
+    """A merged TAU trace as tau_treemerge.pl leaves it: ``tau.edf`` defines the events (id,
+    group, tag, "name", parameter kind), ``tau.trc`` holds the records of all nodes in time order
+    (microseconds), the first one EV_INIT with ``par == 3``."""
+
+    def __init__(self, names: dict[str, tuple[str, int, str]] | None = None):
+        self.ids: dict[str, int] = {}
+        self.defs: list[str] = []
+        self.records: list[tuple[int, int, int, int, int, int]] = []
+        for name, (group, tag, param) in (names or {}).items():
+            self.define(name, group, tag, param)
+
+    def define(self, name: str, group: str = "MPI", tag: int = 0,
+               param: str = "EntryExit") -> None:
+        self.ids[name] = len(self.ids) + 1
+        self.defs.append(f'{self.ids[name]} {group} {tag} "{name}" {param}')
+
+    def add(self, name: str, nid: int, par: int, ti: int, tid: int = 0) -> None:
+        self.records.append((ti, len(self.records), self.ids[name], nid, tid, par))
+
+    def write(self, folder, dtype: np.dtype = REC):
+        """tau.trc (records of ``dtype``) and tau.edf in ``folder``; the .trc path."""
+        (folder / "tau.edf").write_text(
+            "\n".join([f"{len(self.defs)} dynamic_trace_events",
+                       '# FunctionId Group Tag "Name Type" Parameters', *self.defs]) + "\n")
+        ti, _, ev, nid, tid, par = zip(*sorted(self.records))
+        rec = np.zeros(len(ti), dtype)
+        rec["ev"], rec["nid"], rec["tid"], rec["par"], rec["ti"] = ev, nid, tid, par, ti
+        rec.tofile(folder / "tau.trc")
+        return folder / "tau.trc"
+
+
+def _msg(tag, other, length):
+    """A TAU message parameter (tag and other node below 256)."""
+    return (length & 0xFFFF) | (tag << 16) | (other << 24) | ((length >> 16) << 32)
+
+
+ITERATIONS, BARRIERS = 6, 3
+HOSTS = ["node-a", "node-b"]
+
+
+def osu_like(folder, dtype: np.dtype = REC):
+    """What TAU records of OSU ``osu_allgather -m 16384:16384`` on 2 ranks when the MPI library
+    runs each allgather as isend/irecv/wait calls through the profiled interface: per rank
+    MPI_Init, MPI_Comm_rank/size, BARRIERS barriers, then ITERATIONS times 4 irecv and 4 isend of
+    4096 bytes (tags 0-3) with the other rank, 8 waits (the irecvs' first) and a barrier, 3
+    reduces of one double, MPI_Finalize; TAU's metadata counters; 2 records of an OpenMP thread."""
+    tr = TauTrace()
+    for name, group, tag, param in [
+            ("EV_INIT", "TRACER", 0, "none"), ("WALL_CLOCK", "TRACER", 0, "none"),
+            ("FLUSH_CLOSE", "TRACER", 0, "none"), (".TAU application ", "TAU_DEFAULT", 0,
+                                                    "EntryExit"),
+            ("MESSAGE_SEND", "TAU_MESSAGE", -7, "par"), ("MESSAGE_RECV", "TAU_MESSAGE", -8, "par"),
+            ("Message size sent to all nodes", "TAUEVENT", 0, "TriggerValue"),
+            ("Message size received in wait", "TAUEVENT", 0, "TriggerValue"),
+            ("Message size for reduce", "TAUEVENT", 0, "TriggerValue"),
+            ("TAU Version | 2.30.1-git", "TAUEVENT", 0, "TriggerValue"),
+            ("Command Line | ./osu_allgather -m 16384:16384", "TAUEVENT", 0, "TriggerValue"),
+            *[(f"Hostname | {h}", "TAUEVENT", 0, "TriggerValue") for h in HOSTS]]:
+        tr.define(name, group, tag, param)
+    for call in ("Init", "Comm_rank", "Comm_size", "Barrier", "Irecv", "Isend", "Wait", "Reduce",
+                 "Finalize"):
+        tr.define(f"MPI_{call}()  ")          # TAU pads MPI timer names
+    for r in (0, 1):
+        t = [1_000_000 + 7 * (1 - r)]         # rank 1 starts first: the merge interleaves nodes
+
+        def call(name, *inner):
+            tr.add(f"MPI_{name}()  ", r, 1, t[0])
+            for ev, par in inner:
+                tr.add(ev, r, par, t[0] + 1)
+            tr.add(f"MPI_{name}()  ", r, -1, t[0] + 2)
+            t[0] += 5
+
+        tr.add("EV_INIT", r, 3, t[0])
+        tr.add("WALL_CLOCK", r, t[0] // 1_000_000, t[0])
+        tr.add(".TAU application ", r, 1, t[0])
+        call("Init")
+        call("Comm_rank")
+        call("Comm_size")
+        for _ in range(BARRIERS):
+            call("Barrier")
+        for _ in range(ITERATIONS):
+            for tag in range(4):
+                call("Irecv")
+            for tag in range(4):
+                call("Isend", *[("Message size sent to all nodes", n) for n in (0, 4096, 0)],
+                     ("MESSAGE_SEND", _msg(tag, 1 - r, 4096)))
+            for tag in range(4):
+                call("Wait", ("MESSAGE_RECV", _msg(tag, 1 - r, 4096)),
+                     ("Message size received in wait", 4096))
+            for _ in range(4):
+                call("Wait")
+            call("Barrier")
+        for _ in range(3):
+            call("Reduce", *[("Message size for reduce", n) for n in (0, 8, 0)])
+        call("Finalize")
+        if r == 0:
+            tr.add(".TAU application ", 0, 1, t[0], tid=1)
+            tr.add(".TAU application ", 0, -1, t[0] + 1, tid=1)
+        for name in ("TAU Version | 2.30.1-git", "Command Line | ./osu_allgather -m 16384:16384",
+                     f"Hostname | {HOSTS[r]}"):
+            for par in (0, 1, 0):
+                tr.add(name, r, par, t[0])
+        tr.add(".TAU application ", r, -1, t[0] + 1)
+        tr.add("FLUSH_CLOSE", r, 0, t[0] + 2)
+        tr.add("WALL_CLOCK", r, (t[0] + 2) // 1_000_000, t[0] + 2)
+    return tr.write(folder, dtype)
 
 
 def _kinds(data, r):
     return Counter(K.NAME[int(k)] for k in data.actions[data.rank_slice(r)]["kind"])
 
 
-def _edf_ids(name):
-    """Event ids whose name in the fixture's .edf is ``name`` (read independently)."""
+def _edf_ids(edf, name):
+    """Event ids whose name in ``edf`` is ``name`` (read independently of the reader)."""
     ids = []
-    for line in (OSU / "tau.edf").read_text().splitlines()[1:]:
+    for line in edf.read_text().splitlines()[1:]:
         m = re.match(r'(\d+) \S+ -?\d+ "(.*)"', line)
         if m and m[2].strip() == name:
             ids.append(int(m[1]))
     return ids
 
 
-@needs_fixture
-def test_osu_allgather_pattern():
-    data = read_tau(OSU / "tau.trc", OSU / "tau.edf")
+def _allgather_pattern(data, iterations, barriers):
+    """Per rank: init, barriers, 4 isend + 4 irecv of 4096 bytes (tags 0-3, with the other rank)
+    and 8 waits per iteration (16384 bytes per allgather and direction), 3 reduces of 8 bytes,
+    finalize; no allgather action is made up; it validates."""
     assert data.nranks == 2
-    # The trace holds no MPI_Allgather timer: this MPI library ran each allgather as
-    # MPI_Isend/MPI_Irecv/MPI_Wait calls, which is what TAU saw (110 iterations = OSU's 10
-    # warm-up + 100 timed ones for 16 KiB): 4 messages of 4096 bytes, tags 0..3, per rank and
-    # iteration, i.e. 16384 bytes sent to the other rank per allgather.
     for r in range(2):
         k = _kinds(data, r)
         assert (k["init"], k["finalize"]) == (1, 1)
-        assert (k["isend"], k["irecv"], k["wait"]) == (440, 440, 880)
-        assert (k["barrier"], k["reduce"]) == (113, 3)
+        assert (k["isend"], k["irecv"], k["wait"]) == (4 * iterations, 4 * iterations,
+                                                        8 * iterations)
+        assert (k["barrier"], k["reduce"]) == (barriers, 3)
         assert "allgather" not in k
         a = data.actions[data.rank_slice(r)]
         isend = a[a["kind"] == K.CODE["isend"]]
         irecv = a[a["kind"] == K.CODE["irecv"]]
         assert (isend["peer"] == 1 - r).all() and (irecv["peer"] == 1 - r).all()
         assert (isend["bytes_sent"] == 4096).all() and (irecv["bytes_recv"] == 4096).all()
-        assert isend["tag"].tolist() == [0, 1, 2, 3] * 110
-        assert int(isend["bytes_sent"].sum()) == 110 * 16384
-        assert int(irecv["bytes_recv"].sum()) == 110 * 16384
-        # OSU's 3 MPI_Reduce calls of one double each (TAU's "Message size for reduce" = 8)
-        red = a[a["kind"] == K.CODE["reduce"]]
-        assert red["bytes_sent"].tolist() == [8, 8, 8]
+        assert isend["tag"].tolist() == [0, 1, 2, 3] * iterations
+        assert irecv["tag"].tolist() == [0, 1, 2, 3] * iterations
+        assert int(isend["bytes_sent"].sum()) == iterations * 16384
+        # the reduces of one double each (TAU's "Message size for reduce" = 8)
+        assert a[a["kind"] == K.CODE["reduce"]]["bytes_sent"].tolist() == [8, 8, 8]
     rep = validate(data)
     assert rep.ok, rep.lines()
 
 
-@needs_fixture
-def test_message_counts_match_the_raw_records():
+def _raw_message_counts(trc, data, iterations):
     """Independent of the reader: decode the records with numpy and the .edf ids."""
-    rec = np.fromfile(OSU / "tau.trc", REC)
-    send_ids, recv_ids = _edf_ids("MESSAGE_SEND"), _edf_ids("MESSAGE_RECV")
-    data = read_tau(OSU / "tau.trc")
+    rec = np.fromfile(trc, REC)
+    edf = trc.parent / "tau.edf"
+    send_ids, recv_ids = _edf_ids(edf, "MESSAGE_SEND"), _edf_ids(edf, "MESSAGE_RECV")
     for r in range(2):
         mine = rec[rec["nid"] == r]
         sends = mine[np.isin(mine["ev"], send_ids)]
         lengths = Counter(decode_message(int(p))[2] for p in sends["par"])
         others = Counter(decode_message(int(p))[1] for p in sends["par"])
-        assert lengths == {4096: 440} and others == {1 - r: 440}
-        assert int(np.isin(mine["ev"], recv_ids).sum()) == 440
+        assert lengths == {4096: 4 * iterations} and others == {1 - r: 4 * iterations}
+        assert int(np.isin(mine["ev"], recv_ids).sum()) == 4 * iterations
         a = data.actions[data.rank_slice(r)]
         assert int((a["kind"] == K.CODE["isend"]).sum()) == len(sends)
+
+
+# -- traces written by the tests -----------------------------------------------------------------
+def test_osu_like_allgather_pattern(tmp_path):
+    data = read_tau(osu_like(tmp_path), tmp_path / "tau.edf")
+    _allgather_pattern(data, ITERATIONS, BARRIERS + ITERATIONS)
+    assert data.meta["dropped_mpi_calls"] == {"MPI_Comm_rank": 2, "MPI_Comm_size": 2}
+    # compute: the time outside calls from leaving MPI_Init to the first barrier, 3 us around
+    # each of the dropped MPI_Comm_rank/size: one compute of 9 us over 13 us elapsed
+    a = data.actions[data.rank_slice(0)]
+    assert K.NAME[int(a["kind"][1])] == "compute" and a["volume"][1] == pytest.approx(9e-6)
+    assert a["t_end"][1] - a["t_start"][1] == pytest.approx(13e-6)
+
+
+def test_message_counts_match_the_raw_records(tmp_path):
+    trc = osu_like(tmp_path)
+    _raw_message_counts(trc, read_tau(trc), ITERATIONS)
+
+
+def test_metadata_from_tau_counters(tmp_path):
+    m = read_tau(osu_like(tmp_path)).meta
+    assert m["source_format"] == "tau" and m["clock_resolution"] == 1e-6
+    assert m["producer"] == "TAU 2.30.1-git (converted by minitrace)"
+    assert m["command_line"] == "./osu_allgather -m 16384:16384"
+    assert m["hosts"] == HOSTS and m["rank_to_node"] == [0, 1]
+    assert m["complete"] is True
+    assert m["thread_records_skipped"] == 2
+    assert m["source_edf"] == str(tmp_path / "tau.edf")
+
+
+@pytest.mark.parametrize("dtype", [REC.newbyteorder(">"), REC64, REC64.newbyteorder(">")],
+                         ids=["big-endian", "64-bit", "64-bit-big-endian"])
+def test_other_record_layouts_read_the_same(tmp_path, dtype):
+    """The first record (EV_INIT, par 3) tells TAU's record size and byte order apart."""
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    a = read_tau(osu_like(tmp_path / "a"))
+    b = read_tau(osu_like(tmp_path / "b", dtype))
+    size = (tmp_path / "a" / "tau.trc").stat().st_size
+    assert (tmp_path / "b" / "tau.trc").stat().st_size == size // REC.itemsize * dtype.itemsize
+    assert len(a.actions) == len(b.actions)
+    for f in a.actions.dtype.names:
+        assert np.array_equal(a.actions[f], b.actions[f], equal_nan=True), f
+
+
+def test_missing_edf(tmp_path):
+    osu_like(tmp_path)
+    (tmp_path / "tau.edf").unlink()
+    with pytest.raises(MinitraceError) as e:
+        read_tau(tmp_path / "tau.trc")
+    assert str(tmp_path / "tau.edf") in str(e.value) and "\n" not in str(e.value)
+
+
+def test_truncated_trc(tmp_path):
+    trc = osu_like(tmp_path)
+    trc.write_bytes(trc.read_bytes()[:-5])
+    with pytest.raises(MinitraceError, match="truncated") as e:
+        read_tau(trc)
+    assert str(trc) in str(e.value) and "\n" not in str(e.value)
+
+
+def test_not_a_tau_trace_and_foreign_edf(tmp_path):
+    trc = osu_like(tmp_path)
+    good = trc.read_bytes()
+    trc.write_bytes(b"\x07" * 48)
+    with pytest.raises(MinitraceError, match="not a TAU trace"):
+        read_tau(trc)
+    trc.write_bytes(good)
+    (tmp_path / "tau.edf").write_text('2 dynamic_trace_events\n'
+                                      '# FunctionId Group Tag "Name Type" Parameters\n'
+                                      '1 TRACER 0 "EV_INIT" none\n')
+    with pytest.raises(MinitraceError, match="not defined") as e:
+        read_tau(trc)
+    assert str(tmp_path / "tau.edf") in str(e.value)
+
+
+def test_detection_and_dispatch(tmp_path):
+    from minitrace.converters.otf2 import write_otf2
+    from minitrace.converters.simgrid_ti import read_ti
+    tau = tmp_path / "tau"
+    tau.mkdir()
+    osu_like(tau)
+    assert detect(tau) == "tau" and detect(tau / "tau.edf") == "tau"
+    assert detect(tau / "tau.trc") == "tau"
+    write_otf2(read_ti(DATA / "ti" / "types.txt"), tmp_path / "otf2")
+    assert detect(tmp_path / "otf2") == "otf2" and detect(tmp_path / "otf2" / "traces.otf2") \
+        == "otf2"
+    assert detect(DATA / "ti" / "p2p.txt") == "ti" and detect(DATA / "ti" / "split_traces") == "ti"
+    data = read_any(tau / "tau.edf")
+    assert data.meta["source_format"] == "tau" and data.nranks == 2
+    (tmp_path / "blob.bin").write_bytes(b"\x00\x01binary")
+    with pytest.raises(MinitraceError, match="cannot tell"):
+        detect(tmp_path / "blob.bin")
 
 
 def test_decode_message_bit_layout():
@@ -88,92 +289,6 @@ def test_decode_message_bit_layout():
     par = ((length & 0xFFFF) | ((tag & 0xFF) << 16) | ((other & 0xFF) << 24)
            | ((length >> 16) << 32) | (comm << 42) | ((tag >> 8) << 48) | ((other >> 8) << 56))
     assert decode_message(par) == (tag, other, length, comm)
-
-
-@needs_fixture
-def test_metadata_from_tau_counters():
-    m = read_tau(OSU / "tau.trc").meta
-    assert m["source_format"] == "tau" and m["clock_resolution"] == 1e-6
-    assert m["producer"].startswith("TAU 2.30.1")
-    assert m["command_line"].endswith("osu_allgather -m 16384:16384")
-    assert m["hosts"] == ["thor001.hpcadvisorycouncil.com", "thor002.hpcadvisorycouncil.com"]
-    assert m["rank_to_node"] == [0, 1]
-    assert m["complete"] is True
-
-
-@needs_fixture
-def test_big_endian_copy_reads_the_same(tmp_path):
-    rec = np.fromfile(OSU / "tau.trc", REC)
-    rec.astype(REC.newbyteorder(">")).tofile(tmp_path / "tau.trc")
-    shutil.copy(OSU / "tau.edf", tmp_path / "tau.edf")
-    a, b = read_tau(OSU / "tau.trc"), read_tau(tmp_path / "tau.trc")
-    assert len(a.actions) == len(b.actions)
-    for f in a.actions.dtype.names:
-        assert np.array_equal(a.actions[f], b.actions[f]), f
-
-
-@needs_fixture
-def test_missing_edf(tmp_path):
-    shutil.copy(OSU / "tau.trc", tmp_path / "tau.trc")
-    with pytest.raises(MinitraceError) as e:
-        read_tau(tmp_path / "tau.trc")
-    assert str(tmp_path / "tau.edf") in str(e.value) and "\n" not in str(e.value)
-
-
-@needs_fixture
-def test_truncated_trc(tmp_path):
-    raw = (OSU / "tau.trc").read_bytes()
-    (tmp_path / "tau.trc").write_bytes(raw[:-5])
-    shutil.copy(OSU / "tau.edf", tmp_path / "tau.edf")
-    with pytest.raises(MinitraceError, match="truncated") as e:
-        read_tau(tmp_path / "tau.trc")
-    assert str(tmp_path / "tau.trc") in str(e.value)
-
-
-@needs_fixture
-def test_not_a_tau_trace_and_foreign_edf(tmp_path):
-    (tmp_path / "tau.trc").write_bytes(b"\x07" * 48)
-    shutil.copy(OSU / "tau.edf", tmp_path / "tau.edf")
-    with pytest.raises(MinitraceError, match="not a TAU trace"):
-        read_tau(tmp_path / "tau.trc")
-    shutil.copy(OSU / "tau.trc", tmp_path / "tau.trc")
-    (tmp_path / "tau.edf").write_text('2 dynamic_trace_events\n'
-                                      '# FunctionId Group Tag "Name Type" Parameters\n'
-                                      '91 TRACER 0 "EV_INIT" none\n')
-    with pytest.raises(MinitraceError, match="not defined") as e:
-        read_tau(tmp_path / "tau.trc")
-    assert str(tmp_path / "tau.edf") in str(e.value)
-
-
-@needs_fixture
-def test_detection_and_dispatch(tmp_path):
-    assert detect(OSU) == "tau" and detect(OSU / "tau.edf") == "tau"
-    assert detect(FIXTURES / "otf2" / "scorep_pingpong") == "otf2"
-    ti = FIXTURES / "simgrid_ti" / "actions_allreduce.txt"
-    if ti.exists():
-        assert detect(ti) == "ti"
-    data = read_any(OSU / "tau.edf")
-    assert data.meta["source_format"] == "tau"
-    (tmp_path / "blob.bin").write_bytes(b"\x00\x01binary")
-    with pytest.raises(MinitraceError, match="cannot tell"):
-        detect(tmp_path / "blob.bin")
-
-
-def _write_tau(tmp_path, records, names):
-    """A small merged TAU trace from (ev name, nid, par, ti) tuples; ids numbered from 1."""
-    ids = {n: i + 1 for i, n in enumerate(names)}
-    lines = [f"{len(names)} dynamic_trace_events",
-             '# FunctionId Group Tag "Name Type" Parameters']
-    for n, (group, tag, param) in names.items():
-        lines.append(f'{ids[n]} {group} {tag} "{n}" {param}')
-    (tmp_path / "tau.edf").write_text("\n".join(lines) + "\n")
-    rec = np.array([(ids[n], nid, 0, par, ti) for n, nid, par, ti in records], dtype=REC)
-    rec.tofile(tmp_path / "tau.trc")
-    return tmp_path / "tau.trc"
-
-
-def _msg(tag, other, length):
-    return (length & 0xFFFF) | (tag << 16) | (other << 24) | ((length >> 16) << 32)
 
 
 def test_synthetic_blocking_sendrecv_waitall_and_collectives(tmp_path):
@@ -185,20 +300,20 @@ def test_synthetic_blocking_sendrecv_waitall_and_collectives(tmp_path):
              "MPI_Finalize()": ("MPI", 0, "EntryExit"), "compute_kernel": ("USER", 0, "EntryExit"),
              "MESSAGE_SEND": ("TAU_MESSAGE", -7, "par"), "MESSAGE_RECV": ("TAU_MESSAGE", -8, "par"),
              "Message size for all-reduce": ("TAUEVENT", 0, "TriggerValue")}
-    recs, t = [], [100, 100]
+    tr, t = TauTrace(names), [100, 100]
 
     def call(r, name, inner=()):
-        recs.append((name, r, 1, t[r]))
+        tr.add(name, r, 1, t[r])
         for ev, par in inner:
-            recs.append((ev, r, par, t[r] + 1))
-        recs.append((name, r, -1, t[r] + 2))
+            tr.add(ev, r, par, t[r] + 1)
+        tr.add(name, r, -1, t[r] + 2)
         t[r] += 10
 
     for r in (0, 1):
-        recs.append(("EV_INIT", r, 3, t[r]))
+        tr.add("EV_INIT", r, 3, t[r])
         call(r, "MPI_Init()")
-        recs.append(("compute_kernel", r, 1, t[r]))
-        recs.append(("compute_kernel", r, -1, t[r] + 5))
+        tr.add("compute_kernel", r, 1, t[r])
+        tr.add("compute_kernel", r, -1, t[r] + 5)
         t[r] += 7
     call(0, "MPI_Send()", [("MESSAGE_SEND", _msg(5, 1, 70000))])
     call(1, "MPI_Recv()", [("MESSAGE_RECV", _msg(5, 0, 70000))])
@@ -213,7 +328,7 @@ def test_synthetic_blocking_sendrecv_waitall_and_collectives(tmp_path):
                                     ("Message size for all-reduce", 0)])
         call(r, "MPI_Bcast()")
         call(r, "MPI_Finalize()")
-    data = read_tau(_write_tau(tmp_path, recs, names), keep_regions=True)
+    data = read_tau(tr.write(tmp_path), keep_regions=True)
     assert data.strings == ["compute_kernel"]
     k0 = [K.NAME[int(k)] for k in data.actions[data.rank_slice(0)]["kind"]]
     assert k0 == ["init", "compute", "region_begin", "compute", "region_end", "compute", "send",
@@ -239,3 +354,47 @@ def test_synthetic_blocking_sendrecv_waitall_and_collectives(tmp_path):
     comp = a0[a0["kind"] == K.CODE["compute"]]
     assert comp["volume"][0] == pytest.approx(8e-6)  # init leave (102 us) -> region (110 us)
     assert validate(data).ok, validate(data).lines()
+
+
+# -- third-party cross-checks: TAU's trace of OSU allgather on 2 ranks -----------------------------
+@pytest.mark.thirdparty
+def test_osu_allgather_pattern():
+    # The trace holds no MPI_Allgather timer: this MPI library ran each allgather as
+    # MPI_Isend/MPI_Irecv/MPI_Wait calls, which is what TAU saw (110 iterations = OSU's 10
+    # warm-up + 100 timed ones for 16 KiB), and 113 barriers.
+    _allgather_pattern(read_tau(OSU / "tau.trc", OSU / "tau.edf"), 110, 113)
+
+
+@pytest.mark.thirdparty
+def test_osu_message_counts_match_the_raw_records():
+    _raw_message_counts(OSU / "tau.trc", read_tau(OSU / "tau.trc"), 110)
+
+
+@pytest.mark.thirdparty
+def test_osu_metadata_from_tau_counters():
+    m = read_tau(OSU / "tau.trc").meta
+    assert m["source_format"] == "tau" and m["clock_resolution"] == 1e-6
+    assert m["producer"].startswith("TAU 2.30.1")
+    assert m["command_line"].endswith("osu_allgather -m 16384:16384")
+    assert m["hosts"] == ["thor001.hpcadvisorycouncil.com", "thor002.hpcadvisorycouncil.com"]
+    assert m["rank_to_node"] == [0, 1]
+    assert m["complete"] is True
+
+
+@pytest.mark.thirdparty
+def test_osu_big_endian_copy_reads_the_same(tmp_path):
+    rec = np.fromfile(OSU / "tau.trc", REC)
+    rec.astype(REC.newbyteorder(">")).tofile(tmp_path / "tau.trc")
+    shutil.copy(OSU / "tau.edf", tmp_path / "tau.edf")
+    a, b = read_tau(OSU / "tau.trc"), read_tau(tmp_path / "tau.trc")
+    assert len(a.actions) == len(b.actions)
+    for f in a.actions.dtype.names:
+        assert np.array_equal(a.actions[f], b.actions[f]), f
+
+
+@pytest.mark.thirdparty
+def test_osu_detection_and_dispatch():
+    assert detect(OSU) == "tau" and detect(OSU / "tau.edf") == "tau"
+    assert detect(SHARED / "otf2" / "scorep_pingpong") == "otf2"
+    assert detect(SHARED / "simgrid_ti" / "actions_allreduce.txt") == "ti"
+    assert read_any(OSU / "tau.edf").meta["source_format"] == "tau"

@@ -1,10 +1,12 @@
-"""Trace replay on real SimGrid: SimGrid's own example traces must give SimGrid's own published
-times, generated traces must obey flops/speed and bandwidth physics, bad input gives one line."""
+"""Trace replay on real SimGrid: generated traces must obey flops/speed and bandwidth physics, our
+traces replay the same whatever form they are given in, bad input gives one line; and, as
+third-party cross-checks, SimGrid's own example traces give SimGrid's own published times."""
 from __future__ import annotations
 
 import importlib.util
 import json
 import math
+import re
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -14,15 +16,17 @@ from minitrace import cli
 from minitrace.errors import MinitraceError
 from minitrace.platforms import Cluster, parse_quantity, read_hostfile
 from minitrace.replay import replay
+from tests.fixtures import DATA, OWN_TI, SHARED
 
-FIXTURES = Path(__file__).resolve().parents[1].parent / "shared" / "fixtures" / "simgrid_ti"
+FIXTURES = SHARED / "simgrid_ti"
+OWN = DATA / "ti"
+PLATFORM, HOSTFILE = OWN / "platform.xml", OWN / "hostfile"
 pytestmark = [
     pytest.mark.skipif(importlib.util.find_spec("simgrid") is None, reason="SimGrid not installed"),
     pytest.mark.timeout(120),
 ]
-need_fixtures = pytest.mark.skipif(not (FIXTURES / "small_platform.xml").exists(),
-                                   reason=f"no SimGrid fixtures in {FIXTURES}")
 
+# -- third-party cross-checks: SimGrid's example traces on SimGrid's small_platform.xml ----------
 # Simulated times printed by SimGrid 4.1's examples/smpi/replay/replay.tesh (smpirun -replay on
 # small_platform.xml with its hostfile); "split" is actions0.txt + actions1.txt via a list file.
 PUBLISHED = {"split": 13.622360, "actions_bcast": 19.692506, "actions_barrier": 2.573164,
@@ -30,6 +34,13 @@ PUBLISHED = {"split": 13.622360, "actions_bcast": 19.692506, "actions_barrier": 
              "actions_alltoall": 0.007159, "actions_alltoallv": 0.006944,
              "actions_allgatherv": 2.001913, "actions_waitall": 0.006258}
 UNPUBLISHED = ["actions_gather", "actions_reducescatter", "actions_bcast_reduce_datatypes"]
+
+
+def _printed_time(out: str) -> float:
+    """The time on the first line of ``minitrace replay``'s text output."""
+    m = re.match(r"predicted run time: ([0-9.]+) s", out)
+    assert m, out
+    return float(m[1])
 
 
 def _fixture_trace(name: str, tmp: Path) -> str:
@@ -43,8 +54,6 @@ def _fixture_trace(name: str, tmp: Path) -> str:
 @pytest.fixture(scope="module")
 def fixture_runs(tmp_path_factory):
     """Every fixture replayed on small_platform.xml (unpublished ones twice), two at a time."""
-    if not (FIXTURES / "small_platform.xml").exists():
-        pytest.skip(f"no SimGrid fixtures in {FIXTURES}")
     tmp = tmp_path_factory.mktemp("replay")
     jobs = [(n, 0) for n in PUBLISHED] + [(n, i) for n in UNPUBLISHED for i in (0, 1)]
 
@@ -55,6 +64,7 @@ def fixture_runs(tmp_path_factory):
         return dict(zip(jobs, pool.map(one, jobs)))
 
 
+@pytest.mark.thirdparty
 @pytest.mark.parametrize("name", list(PUBLISHED))
 def test_fixture_matches_simgrid_published_time(fixture_runs, name):
     r = fixture_runs[(name, 0)]
@@ -65,6 +75,7 @@ def test_fixture_matches_simgrid_published_time(fixture_runs, name):
     assert r.config["network/model"] == "SMPI"
 
 
+@pytest.mark.thirdparty
 @pytest.mark.parametrize("name", UNPUBLISHED)
 def test_fixture_replays_deterministically(fixture_runs, name):
     a, b = fixture_runs[(name, 0)], fixture_runs[(name, 1)]
@@ -73,6 +84,94 @@ def test_fixture_replays_deterministically(fixture_runs, name):
     assert a.rank_end_times == b.rank_end_times
 
 
+@pytest.mark.thirdparty
+def test_fixture_as_minitrace_file_gives_the_published_time(tmp_path):
+    from minitrace.converters.simgrid_ti import read_ti
+    from minitrace.storage import write_trace
+    data = read_ti(FIXTURES / "actions_with_isend.txt")
+    h5 = tmp_path / "isend.h5"
+    write_trace(str(h5), data)
+    r = replay(h5, FIXTURES / "small_platform.xml", FIXTURES / "hostfile")
+    assert r.simulated_time == pytest.approx(PUBLISHED["actions_with_isend"], abs=1e-6)
+    assert r.notes == []
+
+
+@pytest.mark.thirdparty
+def test_fixture_in_a_one_line_list_gives_the_published_time(tmp_path):
+    lst = tmp_path / "one"
+    lst.write_text(f"{FIXTURES / 'actions_barrier.txt'}\n")
+    r = replay(lst, FIXTURES / "small_platform.xml", FIXTURES / "hostfile")
+    assert r.nranks == 3
+    assert r.simulated_time == pytest.approx(PUBLISHED["actions_barrier"], abs=1e-6)
+
+
+@pytest.mark.thirdparty
+def test_cli_prints_the_published_time(capsys):
+    assert cli.main(["replay", str(FIXTURES / "actions_bcast.txt"), "--platform",
+                     str(FIXTURES / "small_platform.xml"), "--hostfile",
+                     str(FIXTURES / "hostfile")]) == 0
+    assert _printed_time(capsys.readouterr().out) == pytest.approx(19.692506, abs=1e-6)
+
+
+# -- our traces (tests/data/ti) on our platform: 5 hosts of 1, 0.5, 2, 0.25 and 1 Gflop/s --------
+@pytest.fixture(scope="module")
+def own_runs():
+    """Each of our traces replayed twice on our platform, two at a time."""
+    jobs = [(n, i) for n in OWN_TI for i in (0, 1)]
+
+    def one(job):
+        return replay(OWN / job[0], PLATFORM, HOSTFILE, timeout=60)
+    with ThreadPoolExecutor(2) as pool:
+        return dict(zip(jobs, pool.map(one, jobs)))
+
+
+@pytest.mark.parametrize("name", OWN_TI)
+def test_own_trace_replays_deterministically(own_runs, name):
+    a, b = own_runs[(name, 0)], own_runs[(name, 1)]
+    assert math.isfinite(a.simulated_time) and a.simulated_time > 0
+    assert max(a.rank_end_times) == a.simulated_time
+    assert a.simulated_time == b.simulated_time and a.rank_end_times == b.rank_end_times
+    assert a.hosts == read_hostfile(HOSTFILE)[:a.nranks]
+    assert a.config["network/model"] == "SMPI"
+
+
+def test_compute_on_platform_hosts_takes_flops_over_their_speed(tmp_path):
+    """The hostfile places the ranks: each rank's 1e9 flops take 1e9 / its host's speed, and
+    two ranks on south (one core of 2 Gflop/s) share it: 1 s each."""
+    trace = _write_trace(tmp_path / "c.txt", [["compute 1e9"]] * 3)
+    hf = tmp_path / "hosts"
+    hf.write_text("south:2\nwest\n")
+    r = replay(trace, PLATFORM, hf)
+    assert r.hosts == ["south", "south", "west"]
+    assert r.rank_end_times == pytest.approx([1.0, 1.0, 4.0], rel=1e-9)
+    r = replay(trace, PLATFORM, HOSTFILE)                # north 1Gf, east 0.5Gf, south 2Gf
+    assert r.rank_end_times == pytest.approx([1.0, 2.0, 0.5], rel=1e-9)
+
+
+def test_minitrace_file_replays_like_its_text(tmp_path):
+    """The stored trace replays like its text; its probe-sized receive is stored with the size
+    the probe found, so SimGrid's probe cost (``smpi/iprobe``) is set to 0 for both."""
+    from minitrace.converters.simgrid_ti import read_ti
+    from minitrace.storage import write_trace
+    h5 = tmp_path / "p2p.h5"
+    write_trace(str(h5), read_ti(OWN / "p2p.txt"))
+    r, text = (replay(t, PLATFORM, HOSTFILE, config={"smpi/iprobe": "0"})
+               for t in (h5, OWN / "p2p.txt"))
+    assert r.simulated_time == pytest.approx(text.simulated_time, rel=1e-12)
+    assert r.rank_end_times == pytest.approx(text.rank_end_times, rel=1e-12)
+    assert r.notes == []
+
+
+def test_one_line_list_is_a_shared_trace(tmp_path, own_runs):
+    """smpirun's convention: a list naming one trace means every rank reads that trace."""
+    lst = tmp_path / "one"
+    lst.write_text(f"{OWN / 'types.txt'}\n")
+    r = replay(lst, PLATFORM, HOSTFILE)
+    assert r.nranks == 3
+    assert r.simulated_time == own_runs[("types.txt", 0)].simulated_time
+
+
+# -- generated traces -------------------------------------------------------------------------
 def _write_trace(path: Path, lines_per_rank: list[list[str]]) -> str:
     path.write_text("".join(f"{r} {ln}\n" for r, lines in enumerate(lines_per_rank)
                             for ln in ["init", *lines, "finalize"]))
@@ -102,20 +201,6 @@ def test_doubling_bandwidth_halves_a_bulk_transfer(tmp_path):
     assert 1.9 < slow.simulated_time / fast.simulated_time <= 2.0 + 1e-9
     # and no faster than the wire allows at the higher bandwidth
     assert fast.simulated_time >= n * size / 2e9
-
-
-@need_fixtures
-def test_minitrace_file_replays_like_its_text(tmp_path):
-    if importlib.util.find_spec("minitrace.converters.simgrid_ti") is None:
-        pytest.skip("no SimGrid TI converter")
-    from minitrace.converters.simgrid_ti import read_ti
-    from minitrace.storage import write_trace
-    data = read_ti(FIXTURES / "actions_with_isend.txt")
-    h5 = tmp_path / "isend.h5"
-    write_trace(str(h5), data)
-    r = replay(h5, FIXTURES / "small_platform.xml", FIXTURES / "hostfile")
-    assert r.simulated_time == pytest.approx(PUBLISHED["actions_with_isend"], abs=1e-6)
-    assert r.notes == []
 
 
 def test_compute_in_seconds_needs_a_rate(tmp_path):
@@ -166,16 +251,6 @@ def test_missing_last_newline_is_not_dropped(tmp_path):
     assert r.rank_end_times == pytest.approx([2.0, 1.0], rel=1e-6)
 
 
-@need_fixtures
-def test_one_line_list_is_a_shared_trace(tmp_path):
-    """smpirun's convention: a list naming one trace means every rank reads that trace."""
-    lst = tmp_path / "one"
-    lst.write_text(f"{FIXTURES / 'actions_barrier.txt'}\n")
-    r = replay(lst, FIXTURES / "small_platform.xml", FIXTURES / "hostfile")
-    assert r.nranks == 3
-    assert r.simulated_time == pytest.approx(PUBLISHED["actions_barrier"], abs=1e-6)
-
-
 def test_units():
     assert parse_quantity("10GBps", "bandwidth") == 1e10
     assert parse_quantity("8Gbps", "bandwidth") == 1e9
@@ -194,25 +269,23 @@ def test_hostfile_slots(tmp_path):
         read_hostfile(hf)
 
 
-@need_fixtures
 def test_error_missing_platform(tmp_path):
     with pytest.raises(MinitraceError, match=r"nope\.xml: no such platform file"):
-        replay(FIXTURES / "actions_bcast.txt", tmp_path / "nope.xml")
+        replay(OWN / "types.txt", tmp_path / "nope.xml")
 
 
-@need_fixtures
 def test_error_more_ranks_than_hosts(tmp_path):
     hf = tmp_path / "hosts"
-    hf.write_text("Tremblay\nJupiter\nFafard\n")
+    hf.write_text("north\neast\nsouth\n")
     with pytest.raises(MinitraceError, match="trace has 4 ranks but only 3 hosts are listed"):
-        replay(FIXTURES / "actions_gather.txt", FIXTURES / "small_platform.xml", hf)
+        replay(OWN / "collectives.txt", PLATFORM, hf)
     with pytest.raises(MinitraceError, match="4 ranks but the generated cluster has only 2 hosts"):
-        replay(FIXTURES / "actions_gather.txt", cluster=Cluster(2))
+        replay(OWN / "collectives.txt", cluster=Cluster(2))
     two = tmp_path / "two.xml"    # a platform file with fewer hosts than ranks: found by SimGrid
     two.write_text(Cluster(2).xml())
     with pytest.raises(MinitraceError, match=r"two\.xml: the trace has 4 ranks but the platform "
                                              r"has only 2 hosts"):
-        replay(FIXTURES / "actions_gather.txt", two)
+        replay(OWN / "collectives.txt", two)
 
 
 def test_error_simgrid_failure_quotes_its_log(tmp_path):
@@ -249,19 +322,18 @@ def test_error_trace_without_init(tmp_path):
         replay(t)
 
 
-@need_fixtures
-def test_cli_text_and_json(capsys):
-    base = [str(FIXTURES / "actions_bcast.txt"), "--platform", str(FIXTURES / "small_platform.xml"),
-            "--hostfile", str(FIXTURES / "hostfile")]
+def test_cli_text_and_json(capsys, own_runs):
+    base = [str(OWN / "types.txt"), "--platform", str(PLATFORM), "--hostfile", str(HOSTFILE)]
+    smpi = own_runs[("types.txt", 0)].simulated_time
     assert cli.main(["replay", *base]) == 0
     out = capsys.readouterr().out
-    assert out.startswith("predicted run time: 19.692506 s")
+    assert _printed_time(out) == pytest.approx(smpi, abs=1e-6)
     assert "network/model:SMPI" in out
     assert cli.main(["replay", *base, "--cfg", "network/model:LV08", "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert doc["config"]["network/model"] == "LV08"
     assert doc["nranks"] == 3 and len(doc["rank_end_times"]) == 3
-    assert doc["simulated_time"] > 0 and doc["simulated_time"] != pytest.approx(19.692506)
+    assert doc["simulated_time"] > 0 and doc["simulated_time"] != pytest.approx(smpi)
 
 
 def test_cli_errors_are_one_line(capsys, tmp_path):

@@ -1,10 +1,10 @@
-"""SimGrid TI text import/export against SimGrid's own example traces (../shared/fixtures)."""
+"""SimGrid TI text import/export: on traces written for these tests (tests/data/ti) and, as
+third-party cross-checks, on SimGrid's own example traces (../shared/fixtures/simgrid_ti)."""
 from __future__ import annotations
 
 import importlib.util
 import os
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -16,10 +16,12 @@ from minitrace.errors import MinitraceError
 from minitrace.model import TraceBuilder
 from minitrace.storage import write_trace
 from minitrace.validate import validate
+from tests.fixtures import DATA, OWN_TI, SHARED, ti_traces
 
-FIX = Path(__file__).parents[1].parent / "shared/fixtures/simgrid_ti"
-needs_fixtures = pytest.mark.skipif(not FIX.is_dir(), reason=f"{FIX} not present")
-EXAMPLES = sorted(FIX.glob("actions_*.txt")) if FIX.is_dir() else []
+OWN = DATA / "ti"
+FIX = SHARED / "simgrid_ti"
+needs_simgrid = pytest.mark.skipif(importlib.util.find_spec("simgrid") is None,
+                                   reason="SimGrid not installed")
 
 
 def rows(data, rank):
@@ -41,8 +43,147 @@ def same_actions(d1, d2) -> None:
     assert np.array_equal(d1.vectors, d2.vectors)
 
 
-@needs_fixtures
+# -- our traces (tests/data/ti): sizes by hand from docs/SIMGRID_TI.md ---------------------------
 def test_datatypes_roots_and_flops():
+    d = read_ti(OWN / "types.txt")
+    assert d.nranks == 3 and d.meta["volume_unit"] == "flops"
+    # "init 1": MPI_DOUBLE (8 B) by default; bcast 3000 root 2 MPI_INT (4 B); bcast 700 root 0;
+    # reduce 900 3e7 root 1 MPI_SHORT (2 B); allreduce 250 1e6
+    assert rows(d, 1) == [
+        ("init", -1, -1, 0, 0, 0.0, -1),
+        ("bcast", 2, -1, 0, 12000, 0.0, -1),
+        ("compute", -1, -1, 0, 0, 1e8, -1),
+        ("bcast", 0, -1, 0, 5600, 0.0, -1),
+        ("reduce", 1, -1, 1800, 1800, 3e7, -1),
+        ("allreduce", -1, -1, 2000, 2000, 1e6, -1),
+        ("finalize", -1, -1, 0, 0, 0.0, -1)]
+    assert rows(d, 2)[1] == ("bcast", 2, -1, 12000, 0, 0.0, -1)
+    assert rows(d, 0)[3] == ("bcast", 0, -1, 5600, 0, 0.0, -1)
+    assert rows(d, 0)[4] == ("reduce", 1, -1, 1800, 0, 3e7, -1)
+    assert validate(d).ok
+
+
+def test_every_collective_in_bytes():
+    """4 ranks, MPI_BYTE by default (no init token): what each rank sends and receives."""
+    d = read_ti(OWN / "collectives.txt")
+    assert d.nranks == 4
+    assert [r[0] for r in rows(d, 0)] == [
+        "init", "bcast", "barrier", "compute", "alltoall", "allgather", "alltoallv",
+        "allgatherv", "gather", "scatter", "gatherv", "scatterv", "reduce_scatter", "scan",
+        "exscan", "finalize"]
+    assert rows(d, 0)[1] == ("bcast", 0, -1, 5000, 0, 0.0, -1)          # root 0 by default
+    assert rows(d, 3)[1] == ("bcast", 0, -1, 0, 5000, 0.0, -1)
+    assert rows(d, 3)[3][5] == 4e8
+    for r in range(4):
+        assert rows(d, r)[4][3:5] == (400, 400)                        # alltoall 100 x 4
+        assert rows(d, r)[5][3:5] == (30, 120)                         # allgather 30, 4 x 30
+        assert rows(d, r)[12] == ("reduce_scatter", -1, -1, 100, [10, 20, 30, 40][r], 5e5, -1)
+        assert vec(d, r, 12) == [10, 20, 30, 40]
+        assert rows(d, r)[13][3:6] == rows(d, r)[14][3:6] == (64, 64, 2e5)
+    # alltoallv: send counts then receive counts, in bytes
+    assert vec(d, 1, 6) == [20, 21, 22, 23, 11, 21, 31, 41]
+    assert rows(d, 1)[6][3:5] == (86, 104)
+    # allgatherv "... 0 0": both datatypes MPI_DOUBLE
+    assert vec(d, 3, 7) == [56, 40, 24, 8] and rows(d, 3)[7][3:5] == (8, 128)
+    # gather 12 12 root 3; scatter 5 5 root 1
+    assert rows(d, 3)[8][1:5] == (3, -1, 12, 48) and rows(d, 0)[8][1:5] == (3, -1, 12, 0)
+    assert rows(d, 1)[9][1:5] == (1, -1, 20, 5) and rows(d, 2)[9][1:5] == (1, -1, 0, 5)
+    # gatherv to root 2 and scatterv from root 0: the per-peer vector at the root only
+    assert rows(d, 2)[10][1:5] == (2, -1, 3, 10) and vec(d, 2, 10) == [1, 2, 3, 4]
+    assert rows(d, 0)[10][1:5] == (2, -1, 1, 0) and vec(d, 0, 10) == []
+    assert rows(d, 0)[11][1:5] == (0, -1, 9, 3) and vec(d, 0, 11) == [3, 1, 4, 1]
+    assert rows(d, 2)[11][1:5] == (0, -1, 0, 4) and vec(d, 2, 11) == []
+    assert validate(d).ok, validate(d).lines()
+
+
+def test_requests_resolved_from_src_dst_tag():
+    d = read_ti(OWN / "p2p.txt")
+    r1 = rows(d, 1)
+    assert r1[1] == ("recv", 0, 5, 0, 4000, 0.0, -1)
+    assert r1[2] == ("irecv", 2, 6, 0, 3000, 0.0, 0)
+    assert r1[4] == ("test", -1, -1, 0, 0, 0.0, 0) and r1[5] == ("wait", -1, -1, 0, 0, 0.0, 0)
+    assert r1[6] == ("sendrecv", 2, 0, 500, 600, 0.0, -1) and vec(d, 1, 6) == [2, 0]
+    r0 = rows(d, 0)
+    assert r0[3] == ("isend", 2, 7, 800, 0, 0.0, 0) and r0[4] == ("irecv", 2, 8, 0, 900, 0.0, 1)
+    assert r0[5][0] == "waitall" and vec(d, 0, 5) == [0, 1]
+    r2 = rows(d, 2)
+    assert r2[6] == ("sendrecv", 1, 0, 600, 500, 0.0, -1) and vec(d, 2, 6) == [1, 0]
+    assert r2[7] == ("recv", 0, 9, 0, 1234, 0.0, -1)       # "-1": sized by rank 0's send
+    assert not d.actions[d.rank_slice(2)]["flags"][7] & K.FLAG_UNRESOLVED
+    assert r2[8] == ("isend", 0, 10, 64, 0, 0.0, 2)
+    # SimGrid completes the never-waited isend implicitly at the end; validate says so
+    assert dict(validate(d).counts) == {"incomplete-request": 1}
+
+
+def test_list_file_of_per_rank_traces(tmp_path):
+    d = read_ti(OWN / "split_traces")        # comments, a blank line, paths relative to it
+    assert d.nranks == 2
+    assert rows(d, 0)[1] == ("send", 1, 3, 2500, 0, 0.0, -1)
+    assert [r[0] for r in rows(d, 1)] == ["init", "recv", "compute", "isend", "wait",
+                                          "finalize"]
+    assert rows(d, 1)[4][6] == 0        # waits for the isend (src 1, dst 0, tag 4)
+    assert validate(d).ok
+    lst = tmp_path / "split"            # relative entries are resolved against the list's folder
+    lst.write_text("".join(os.path.relpath(OWN / f"split{r}.txt", tmp_path) + "\n"
+                           for r in range(2)))
+    same_actions(read_ti(lst), d)
+    one = tmp_path / "one_trace"        # one entry: a trace shared by all ranks
+    one.write_text(str(OWN / "types.txt") + "\n")
+    same_actions(read_ti(one), read_ti(OWN / "types.txt"))
+
+
+def test_list_file_skips_blank_and_comment_lines(tmp_path):
+    """The list reader shared with replay: ``#`` comments and blank lines are not entries."""
+    lst = tmp_path / "commented"
+    lst.write_text(f"# rank 0\n\n{OWN / 'split0.txt'}\n  # rank 1\n{OWN / 'split1.txt'}\n")
+    plain = tmp_path / "plain"
+    plain.write_text(f"{OWN / 'split0.txt'}\n{OWN / 'split1.txt'}\n")
+    same_actions(read_ti(lst), read_ti(plain))
+
+
+@pytest.mark.parametrize("trace", ti_traces())
+@pytest.mark.parametrize("layout", ["per-rank", "single"])
+def test_round_trip_through_hdf5(trace, layout, tmp_path):
+    d1 = read_ti(trace)
+    h5 = tmp_path / "t.h5"
+    write_trace(h5, d1)
+    with minitrace.open(h5) as t:
+        stored = t.data()
+    rep = write_ti(stored, tmp_path / "out", layout=layout)
+    assert rep.exact, rep.lines()
+    d2 = read_ti(tmp_path / "out")
+    same_actions(d1, d2)
+
+
+@needs_simgrid
+@pytest.mark.timeout(180)
+def test_exported_traces_replay_like_their_source(tmp_path):
+    """Each of our traces and its export (per-rank files in bytes, MPI_BYTE) replay on our
+    platform to the same time: the export says to SimGrid what the source said.  (A receive
+    sized by a probe, ``recv 0 9 -1``, is exported with the size it found, so SimGrid no longer
+    charges the probe's cost, ``smpi/iprobe``: that cost is set to 0 for both replays.)"""
+    from minitrace.replay import replay
+
+    def one(job):
+        name, exported = job
+        src = OWN / name
+        if exported:
+            write_ti(read_ti(src), tmp_path / name, layout="per-rank")
+            src = tmp_path / name
+        return replay(src, OWN / "platform.xml", OWN / "hostfile", config={"smpi/iprobe": "0"},
+                      timeout=60).simulated_time
+
+    jobs = [(n, e) for n in OWN_TI for e in (False, True)]
+    with ThreadPoolExecutor(2) as pool:
+        got = dict(zip(jobs, pool.map(one, jobs)))
+    for n in OWN_TI:
+        assert got[(n, False)] > 0
+        assert got[(n, True)] == pytest.approx(got[(n, False)], rel=1e-9), n
+
+
+# -- third-party cross-checks: SimGrid's example traces -------------------------------------------
+@pytest.mark.thirdparty
+def test_simgrid_datatypes_roots_and_flops():
     d = read_ti(FIX / "actions_bcast_reduce_datatypes.txt")
     assert d.nranks == 3 and d.meta["volume_unit"] == "flops"
     # bcast 5e4 root 1 MPI_DOUBLE; bcast 5e4 root 0 MPI_SHORT; reduce 5e4 5e8 root 0 MPI_LONG
@@ -57,15 +198,15 @@ def test_datatypes_roots_and_flops():
     assert rows(d, 0)[5] == ("reduce", 0, -1, 400000, 400000, 5e8, -1)
 
 
-@needs_fixtures
-def test_default_datatype_is_byte_without_init_token():
+@pytest.mark.thirdparty
+def test_simgrid_default_datatype_is_byte_without_init_token():
     d = read_ti(FIX / "actions_bcast.txt")
     assert rows(d, 0)[1] == ("bcast", 0, -1, 50000, 0, 0.0, -1)
     assert rows(d, 2)[1] == ("bcast", 0, -1, 0, 50000, 0.0, -1)
 
 
-@needs_fixtures
-def test_vector_collectives_in_bytes():
+@pytest.mark.thirdparty
+def test_simgrid_vector_collectives_in_bytes():
     d = read_ti(FIX / "actions_alltoallv.txt")
     assert vec(d, 1, 1) == [80, 1, 40, 40, 1, 30]
     assert rows(d, 1)[1][3:5] == (121, 71)
@@ -79,8 +220,8 @@ def test_vector_collectives_in_bytes():
     assert rows(d, 0)[1][3:5] == (68 * 8, 4 * 68 * 8) and rows(d, 2)[1][3:5] == (68 * 8, 0)
 
 
-@needs_fixtures
-def test_requests_resolved_from_src_dst_tag():
+@pytest.mark.thirdparty
+def test_simgrid_requests_resolved_from_src_dst_tag():
     d = read_ti(FIX / "actions_with_isend.txt")
     r1 = rows(d, 1)
     assert r1[1] == ("irecv", 0, 0, 0, 1000000, 0.0, 0)
@@ -90,8 +231,8 @@ def test_requests_resolved_from_src_dst_tag():
     assert validate(d).ok
 
 
-@needs_fixtures
-def test_list_file_of_per_rank_traces(tmp_path):
+@pytest.mark.thirdparty
+def test_simgrid_list_file_of_per_rank_traces(tmp_path):
     lst = tmp_path / "split_traces"
     # relative entries are resolved against the list file's directory
     lst.write_text("".join(os.path.relpath(FIX / f"actions{r}.txt", tmp_path) + "\n"
@@ -110,9 +251,8 @@ def test_list_file_of_per_rank_traces(tmp_path):
     same_actions(read_ti(one), read_ti(FIX / "actions_bcast.txt"))
 
 
-@needs_fixtures
-def test_list_file_skips_blank_and_comment_lines(tmp_path):
-    """The list reader shared with replay: ``#`` comments and blank lines are not entries."""
+@pytest.mark.thirdparty
+def test_simgrid_list_file_skips_blank_and_comment_lines(tmp_path):
     lst = tmp_path / "commented"
     lst.write_text(f"# rank 0\n\n{FIX / 'actions0.txt'}\n  # rank 1\n{FIX / 'actions1.txt'}\n")
     plain = tmp_path / "plain"
@@ -120,6 +260,34 @@ def test_list_file_skips_blank_and_comment_lines(tmp_path):
     same_actions(read_ti(lst), read_ti(plain))
 
 
+@pytest.mark.thirdparty
+@needs_simgrid
+@pytest.mark.timeout(180)
+def test_exported_examples_replay_to_simgrid_published_times(tmp_path):
+    """Import each fixture SimGrid publishes a time for, export it (per-rank files in bytes,
+    MPI_BYTE), replay the export on SimGrid: the published time, to the replay tests' 1e-6 s.
+    (The SimGrid wheel has no smpirun: the replay is minitrace.replay's, SimGrid's own engine.)"""
+    from minitrace.replay import replay
+    from tests.test_replay import PUBLISHED
+
+    def one(name):
+        src = [FIX / "actions0.txt", FIX / "actions1.txt"] if name == "split" \
+            else [FIX / f"{name}.txt"]
+        if len(src) > 1:
+            lst = tmp_path / f"{name}.in"
+            lst.write_text("".join(f"{p}\n" for p in src))
+            src = [lst]
+        rep = write_ti(read_ti(src[0]), tmp_path / name, layout="per-rank")
+        assert rep.exact, rep.lines()
+        return replay(tmp_path / name, FIX / "small_platform.xml", FIX / "hostfile",
+                      timeout=60).simulated_time
+
+    with ThreadPoolExecutor(2) as pool:
+        got = dict(zip(PUBLISHED, pool.map(one, PUBLISHED)))
+    assert got == pytest.approx(PUBLISHED, abs=1e-6)
+
+
+# -- errors, older syntax, export limits ---------------------------------------------------------
 @pytest.mark.parametrize("content, why", [
     (b"hello world\n", "line 1: neither a TI action ('<rank> <action> ...') nor an existing "
                        "trace file: 'hello world'"),
@@ -136,21 +304,6 @@ def test_bad_input_is_one_line_error_naming_the_file(tmp_path, content, why):
     with pytest.raises(MinitraceError) as e:
         read_ti(f)
     assert str(e.value) == f"{f}: {why}"
-
-
-@needs_fixtures
-@pytest.mark.parametrize("example", EXAMPLES, ids=lambda p: p.name)
-@pytest.mark.parametrize("layout", ["per-rank", "single"])
-def test_examples_round_trip_through_hdf5(example, layout, tmp_path):
-    d1 = read_ti(example)
-    h5 = tmp_path / "t.h5"
-    write_trace(h5, d1)
-    with minitrace.open(h5) as t:
-        stored = t.data()
-    rep = write_ti(stored, tmp_path / "out", layout=layout)
-    assert rep.exact, rep.lines()
-    d2 = read_ti(tmp_path / "out")
-    same_actions(d1, d2)
 
 
 def test_older_variants(tmp_path):
@@ -267,33 +420,6 @@ def test_sendrecv_with_tags_written_exactly_in_meaning(tmp_path):
                          "0 sendRecv 5 1 5 1 6 6"]
     assert rep.approximated["sendrecv (tags kept: written as isend + recv + wait)"] == 2
     assert validate(read_ti(tmp_path / "s")).ok
-
-
-@needs_fixtures
-@pytest.mark.skipif(importlib.util.find_spec("simgrid") is None, reason="SimGrid not installed")
-@pytest.mark.timeout(180)
-def test_exported_traces_replay_to_simgrid_published_times(tmp_path):
-    """Import each fixture SimGrid publishes a time for, export it (per-rank files in bytes,
-    MPI_BYTE), replay the export on SimGrid: the published time, to the replay tests' 1e-6 s.
-    (The SimGrid wheel has no smpirun: the replay is minitrace.replay's, SimGrid's own engine.)"""
-    from minitrace.replay import replay
-    from tests.test_replay import PUBLISHED
-
-    def one(name):
-        src = [FIX / "actions0.txt", FIX / "actions1.txt"] if name == "split" \
-            else [FIX / f"{name}.txt"]
-        if len(src) > 1:
-            lst = tmp_path / f"{name}.in"
-            lst.write_text("".join(f"{p}\n" for p in src))
-            src = [lst]
-        rep = write_ti(read_ti(src[0]), tmp_path / name, layout="per-rank")
-        assert rep.exact, rep.lines()
-        return replay(tmp_path / name, FIX / "small_platform.xml", FIX / "hostfile",
-                      timeout=60).simulated_time
-
-    with ThreadPoolExecutor(2) as pool:
-        got = dict(zip(PUBLISHED, pool.map(one, PUBLISHED)))
-    assert got == pytest.approx(PUBLISHED, abs=1e-6)
 
 
 def _ranks_trace(n):
