@@ -1,0 +1,156 @@
+"""The non-regression history file: one row per run (its metrics, date, host, source file,
+command line and provenance), stored as the group ``/bench/history`` of a file of its own.
+
+Appending is read, extend, write a new file, rename: a reader never sees half a history.  The
+whole read-test-append of ``minitrace regress`` holds an exclusive ``flock`` on the side file
+``HISTORY.lock`` (never removed: removing a lock file lets two processes lock different
+files), so processes appending at the same time take turns and none loses another's runs.
+"""
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .. import provenance as prov
+from ..errors import MinitraceError
+from ..storage import write_bench
+from ..trace import open as open_file
+from .regress_metrics import HISTORY_SUITE, run_metrics
+
+_RUN_COLUMNS = ("date", "host", "source", "command_line")
+_PER_RUN = ("date", "command_line")  # provenance fields kept per run, not in the shared record
+
+
+@dataclass
+class Run:
+    """One new run: its metrics (name -> (value, direction)) and where it comes from."""
+    metrics: dict
+    date: str
+    host: str
+    source: str
+    command_line: str
+    provenance: dict | None
+
+
+def read_run(path: str) -> Run:
+    """The metrics and metadata of a minitrace file holding benchmark results."""
+    with open_file(path) as t:
+        metrics = run_metrics(t)
+        meta = t.meta
+    if not metrics:
+        raise MinitraceError("its benchmark results give no metric to test", path)
+    p = prov.read_file(path)
+    hosts = meta.get("hosts")
+    host = ",".join(dict.fromkeys(hosts)) if isinstance(hosts, list) and hosts else \
+        (p or {}).get("hostname", "")
+    return Run(metrics=metrics, date=str(meta.get("date") or meta.get("created") or ""),
+               host=host, source=os.path.abspath(path),
+               command_line=str(meta.get("command_line") or (p or {}).get("command_line", "")),
+               provenance=p)
+
+
+@dataclass
+class History:
+    """Runs x metrics (NaN where a run lacks a metric), the metrics' names and directions, and
+    per-run metadata; ``provenance`` holds the distinct provenance records (JSON) that runs
+    point to with ``runs['provenance_index']``."""
+    metrics: list[str] = field(default_factory=list)
+    directions: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int8))
+    values: np.ndarray = field(default_factory=lambda: np.zeros((0, 0)))
+    runs: dict = field(default_factory=lambda: {k: np.zeros(0, object) for k in _RUN_COLUMNS}
+                       | {"provenance_index": np.zeros(0, np.int32)})
+    provenance: list[str] = field(default_factory=list)
+
+    @property
+    def nruns(self) -> int:
+        return len(self.values)
+
+    def extended(self, new: list[Run]) -> "History":
+        """This history with ``new`` appended (metrics first seen are added as columns, NaN
+        for the earlier runs; a known metric keeps its direction)."""
+        names = list(self.metrics)
+        index = {n: j for j, n in enumerate(names)}
+        directions = list(self.directions)
+        for run in new:
+            for name in sorted(run.metrics):
+                if name not in index:
+                    index[name] = len(names)
+                    names.append(name)
+                    directions.append(run.metrics[name][1])
+        values = np.full((self.nruns + len(new), len(names)), np.nan)
+        values[:self.nruns, :len(self.metrics)] = self.values
+        for i, run in enumerate(new):
+            for name, (v, _) in run.metrics.items():
+                values[self.nruns + i, index[name]] = v
+        shared = list(self.provenance)
+        where = {s: k for k, s in enumerate(shared)}
+        pidx = []
+        for run in new:
+            rec = json.dumps({k: v for k, v in (run.provenance or {}).items()
+                              if k not in _PER_RUN}, sort_keys=True)
+            if rec not in where:
+                where[rec] = len(shared)
+                shared.append(rec)
+            pidx.append(where[rec])
+        runs = {k: np.concatenate([self.runs[k], np.array([getattr(r, k) for r in new],
+                                                          dtype=object)])
+                for k in _RUN_COLUMNS}
+        runs["provenance_index"] = np.concatenate([self.runs["provenance_index"],
+                                                   np.array(pidx, np.int32)])
+        return History(names, np.array(directions, np.int8), values, runs, shared)
+
+
+@contextlib.contextmanager
+def locked(path: str):
+    """Hold the exclusive lock of the history ``path`` (blocks while another process has it)."""
+    lock = f"{os.fspath(path)}.lock"
+    try:
+        fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o666)
+    except OSError as e:
+        raise MinitraceError(f"cannot create the history's lock file: {e.strerror}", lock) \
+            from None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # releases the lock
+
+
+def read(path: str) -> History:
+    """The history in ``path`` (an empty one when the file does not exist yet)."""
+    if not os.path.exists(path):
+        return History()
+    with open_file(path) as t:
+        if HISTORY_SUITE not in t.suites:
+            raise MinitraceError(f"not a regression history (no /bench/{HISTORY_SUITE} group)",
+                                 path)
+        b = t.bench(HISTORY_SUITE)
+    a = b.arrays
+    return History(metrics=[str(x) for x in a["metric"]],
+                   directions=a["direction"].astype(np.int8),
+                   values=a["values"].astype(float).reshape(-1, len(a["metric"])),
+                   runs={k: a[k].astype(object) for k in _RUN_COLUMNS}
+                   | {"provenance_index": a["provenance_index"].astype(np.int32)},
+                   provenance=[str(x) for x in a["provenance"]])
+
+
+def write(path: str, h: History) -> None:
+    """Replace the history in ``path`` by ``h``: written as a new file then renamed over it
+    (rewriting the group in place would leave HDF5 the dead copy's space at every append)."""
+    path = os.fspath(path)
+    staging = os.path.join(os.path.dirname(os.path.abspath(path)),
+                           f".{os.path.basename(path)}.new")
+    if os.path.exists(staging):  # left by a writer that died: we hold the lock
+        os.unlink(staging)
+    columns = {"values": h.values, "metric": np.array(h.metrics, dtype=object),
+               "direction": h.directions, "provenance": np.array(h.provenance, dtype=object),
+               **h.runs}
+    write_bench(staging, HISTORY_SUITE, columns,
+                attrs={"content": "minitrace regress history", "runs": h.nruns,
+                       "metrics": len(h.metrics)})
+    os.replace(staging, path)

@@ -1,0 +1,98 @@
+"""Evolution plots of a non-regression history: each metric over time with its reference mean
+and prediction ribbon (what the next run was expected within), change points as vertical
+lines, flagged runs in colour.  Twelve metrics per page: a PDF gets one page each, another
+format one file each (``name.png``, ``name-2.png``, ...)."""
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pandas as pd
+
+from ..errors import MinitraceError
+from . import regress as R
+from .plotting import plt, save
+
+PER_PAGE = 12
+_STYLE = {R.OK: ("0.25", "ok"), R.NO_REFERENCE: ("0.7", "no reference yet"),
+          R.REGRESSION: ("tab:red", "regression"), R.IMPROVEMENT: ("tab:green", "improvement"),
+          R.CHANGED: ("tab:orange", "changed")}
+
+
+def page_paths(path: str, pages: int) -> list[str]:
+    """The files written for ``pages`` pages (one file when it is a PDF)."""
+    if path.lower().endswith(".pdf") or pages <= 1:
+        return [path]
+    stem, ext = os.path.splitext(path)
+    return [path] + [f"{stem}-{k}{ext}" for k in range(2, pages + 1)]
+
+
+def _times(dates) -> tuple[np.ndarray, str]:
+    """The x axis: the runs' dates when every one parses, else the run numbers."""
+    t = pd.to_datetime(pd.Series(list(dates), dtype=object), utc=True, errors="coerce",
+                       format="ISO8601")
+    if len(t) and not t.isna().any():
+        return t.dt.tz_localize(None).to_numpy(), "date (UTC)"
+    return np.arange(len(dates)), "run"
+
+
+def plot_evolution(path: str, names: list[str], dates, values: np.ndarray,
+                   a: R.Assessment, change_points: list[int], select: list[int],
+                   gamma: float) -> list[str]:
+    """Draw the metrics ``select`` (indices into ``names``); returns the files written."""
+    x, xlabel = _times(dates)
+    pages = [select[k:k + PER_PAGE] for k in range(0, len(select), PER_PAGE)] or [[]]
+    paths = page_paths(path, len(pages))
+    figs = [_page(names, x, xlabel, values, a, change_points, page, gamma) for page in pages]
+    if path.lower().endswith(".pdf") and len(figs) > 1:
+        from matplotlib.backends.backend_pdf import PdfPages
+        try:
+            with PdfPages(path) as pdf:
+                for fig in figs:
+                    pdf.savefig(fig)
+        except OSError as e:
+            raise MinitraceError(f"cannot write the plot: {e.strerror or e}", path) from None
+        finally:
+            for fig in figs:
+                plt.close(fig)
+        return paths
+    for fig, p in zip(figs, paths):
+        save(fig, p)
+    return paths
+
+
+def _page(names, x, xlabel, values, a, change_points, page, gamma):
+    cols = min(3, max(1, len(page)))
+    rows = max(1, -(-len(page) // cols))
+    fig, axes = plt.subplots(rows, cols, figsize=(5.2 * cols, 3.0 * rows + 0.6), squeeze=False)
+    for ax in axes.ravel()[len(page):]:
+        ax.set_visible(False)
+    for ax, j in zip(axes.ravel(), page):
+        mean, hw = a.ref_mean[:, j], a.half_width[:, j]
+        ax.fill_between(x, mean - hw, mean + hw, step="mid", color="tab:blue", alpha=0.2,
+                        lw=0, label=f"{100 * gamma:g}% prediction interval")
+        ax.plot(x, mean, color="tab:blue", lw=0.9, drawstyle="steps-mid",
+                label="reference mean")
+        for code, (color, label) in _STYLE.items():
+            sel = a.verdict[:, j] == code
+            if sel.any():
+                big = code in (R.REGRESSION, R.IMPROVEMENT, R.CHANGED)
+                ax.plot(x[sel], values[sel, j], "o" if big else ".", ms=5 if big else 3,
+                        color=color, label=f"{label} ({int(sel.sum())})", zorder=3)
+        for k, cp in enumerate(change_points):
+            ax.axvline(x[cp], color="tab:purple", ls="--", lw=0.9,
+                       label="change point" if k == 0 else None)
+        ax.set_title(names[j], fontsize=8)
+        ax.tick_params(labelsize=7)
+        ax.set_xlabel(xlabel, fontsize=7)
+    if page:
+        handles, labels = {}, {}
+        for ax in axes.ravel()[:len(page)]:
+            for h, lab in zip(*ax.get_legend_handles_labels()):
+                key = lab.split(" (")[0]
+                handles.setdefault(key, h)
+                labels.setdefault(key, key)
+        fig.legend(list(handles.values()), list(labels.values()), loc="lower center",
+                   ncol=len(handles), fontsize=8, frameon=False)
+    fig.tight_layout(rect=(0, 0.05, 1, 1))
+    return fig
