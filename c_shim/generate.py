@@ -3,7 +3,7 @@
 ``generate()`` returns the PMPI wrappers of c_shim/mpi.spec: one per spec line, its MPI-4
 big-count ``_c`` twin when the prototype uses COUNT/DISP, and the non-blocking twin of a
 collective.  ``translation_unit()`` puts the kind codes (minitrace/kinds.py) before the runtime
-and the wrappers.  ``raw_layout_header()`` is ``_generated_rawlayout.h``, which shim_runtime.h
+(``RUNTIME``) and the wrappers.  ``raw_layout_header()`` is ``_generated_rawlayout.h``, which shim_runtime.h
 includes: the raw file's structs and constants (minitrace/rawlayout.py) and the flag bits
 (kinds.py), written by ``write_raw_layout_header()`` when the shim is built.  Run as a script
 to print the translation unit.
@@ -159,10 +159,15 @@ def generate(spec_text: str | None = None) -> str:
     return "\n".join(wrapper_source(w) for w in wrappers)
 
 
+#: The hand-written C before the wrappers: the runtime, then the state of particular calls
+#: (matched probes' messages) with their recipes.
+RUNTIME = ("shim_runtime.c", "shim_message.c")
+
+
 def translation_unit() -> str:
     """The whole shim as one C translation unit (kinds, runtime, wrappers)."""
-    return (kind_defines() + '#include "shim_runtime.c"\n\n/* ---- generated from mpi.spec ---- */\n'
-            + generate())
+    return (kind_defines() + "".join(f'#include "{f}"\n' for f in RUNTIME)
+            + "\n/* ---- generated from mpi.spec ---- */\n" + generate())
 
 
 if __name__ == "__main__":

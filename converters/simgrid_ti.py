@@ -410,9 +410,10 @@ def _fmt(v: float) -> str:
     return str(int(v)) if float(v).is_integer() and abs(v) < 1e18 else repr(float(v))
 
 
-#: The send SimGrid replays for each send mode (it has only the standard mode).
+#: The send SimGrid replays for each send mode (it has only the standard mode), and the receive
+#: for each matched receive (its probe is left out).
 _SEND_AS = {**dict.fromkeys(K.BLOCKING_SENDS, "send"),
-            **dict.fromkeys(K.NONBLOCKING_SENDS, "isend")}
+            **dict.fromkeys(K.NONBLOCKING_SENDS, "isend"), "mrecv": "recv", "imrecv": "irecv"}
 #: The communicator actions SimGrid 4.1 knows.
 _TI_COMM = ("comm_size", "comm_split", "comm_dup")
 #: Largest count SimGrid 4.1 parses for an action (``int`` unless listed; ranks/tags are small).
@@ -553,6 +554,8 @@ class _Writer:
                         continue
                     approx(kind, "written as isend/irecv")
                     nb(*inits[q], q)
+            elif kind in K.MATCHED_PROBES:
+                approx(kind, "left out: its message is the receive written at its mrecv/imrecv")
             elif kind in _TI_COMM:
                 w(kind, P) if kind == "comm_size" else w(kind)
             elif kind in K.COLLECTIVES:

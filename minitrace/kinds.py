@@ -50,6 +50,7 @@ KINDS: list[tuple[int, str, str]] = [
     (100, "comm_split", "comm"), (101, "comm_split_type", "comm"), (102, "comm_dup", "comm"),
     (103, "comm_create", "comm"), (104, "comm_free", "comm"), (105, "comm_size", "comm"),
     (106, "comm_idup", "comm"), (107, "comm_create_group", "comm"), (108, "cart_create", "comm"),
+    (110, "mprobe", "p2p"), (111, "improbe", "p2p"), (112, "mrecv", "recv"), (113, "imrecv", "recv"),
 ]
 
 CODE: dict[str, int] = {name: code for code, name, _ in KINDS}
@@ -68,8 +69,13 @@ BLOCKING_SENDS = frozenset({"send", "ssend", "bsend", "rsend"})
 NONBLOCKING_SENDS = frozenset({"isend", "issend", "ibsend", "irsend"})
 #: Every point-to-point send, blocking or not.
 SENDS = BLOCKING_SENDS | NONBLOCKING_SENDS
+#: Matched probes (MPI_Mprobe/MPI_Improbe): a successful one dequeues a message, received later
+#: by a matched receive; vector ``[message id]``.
+MATCHED_PROBES = frozenset({"mprobe", "improbe"})
+#: Receives of a probed message (MPI_Mrecv/MPI_Imrecv); vector ``[message id]`` of their probe.
+MATCHED_RECVS = frozenset({"mrecv", "imrecv"})
 #: Every point-to-point receive, blocking or not.
-RECVS = frozenset({"recv", "irecv"})
+RECVS = frozenset({"recv", "irecv"}) | MATCHED_RECVS
 #: Combined send-and-receive calls.
 SENDRECVS = frozenset({"sendrecv", "sendrecv_replace"})
 #: Persistent send set-ups (``MPI_Send_init`` and its modes).
@@ -108,7 +114,7 @@ VECTOR_KINDS = frozenset({"gatherv", "scatterv", "allgatherv", "alltoallv", "all
                           "reduce_scatter", "igatherv", "iscatterv", "iallgatherv",
                           "ialltoallv", "ialltoallw", "ireduce_scatter"})
 #: Non-blocking kinds that create a request completed later by a wait/test.
-REQUEST_KINDS = NONBLOCKING_SENDS | {"irecv"} | NONBLOCKING_COLLECTIVES
+REQUEST_KINDS = NONBLOCKING_SENDS | {"irecv", "imrecv"} | NONBLOCKING_COLLECTIVES
 #: Blocking collective kind for each non-blocking one (``iallreduce`` -> ``allreduce``).
 BLOCKING_OF = {n: n[1:] for n in NONBLOCKING_COLLECTIVES}
 

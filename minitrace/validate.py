@@ -5,7 +5,10 @@ deadlock or mis-simulate.  Checks (each vectorised over all actions with numpy/p
 
 * structure: every rank has ``init`` first and ``finalize`` last among its MPI actions;
 * point-to-point: the n-th send from s to d with (tag, comm) meets the n-th receive posted by d
-  for (s, tag, comm), and both sides agree on the bytes;
+  for (s, tag, comm), and both sides agree on the bytes (a matched receive, MPI_Mrecv/Imrecv,
+  takes its message where its probe dequeued it);
+* matched probes: each message a probe dequeues is received once, later, by a matched receive
+  with the probe's source, tag and communicator;
 * collectives: the members of a communicator call the same collectives in the same order, with
   the same root and consistent sizes;
 * requests: every request a call activates (non-blocking call, start of a persistent or
@@ -102,6 +105,7 @@ def validate(data: TraceData) -> ValidationReport:
     ctx = _Ctx(data)
     _check_structure(ctx, rep)
     _check_p2p(ctx, rep)
+    _check_matched_probes(ctx, rep)
     _check_collectives(ctx, rep)
     _check_requests(ctx, rep)
     return rep
@@ -147,8 +151,25 @@ def _starts(ctx: _Ctx):
     return m["row"].to_numpy(np.int64), m["init"].to_numpy(np.int64)
 
 
+def _probe_sides(ctx: _Ctx) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Matched probes and matched receives by message id: two frames (rank, id, row)."""
+    def side(names):
+        rows, ids = ctx.d.vector_entries(ctx.rows(names))
+        return pd.DataFrame({"rank": ctx.rank[rows], "id": ids, "row": rows})
+    return side(K.MATCHED_PROBES), side(K.MATCHED_RECVS)
+
+
+def _probe_links(probes: pd.DataFrame, recvs: pd.DataFrame) -> pd.DataFrame:
+    """Each message's first probe and first receive, outer-joined on (rank, message id):
+    columns rank, id, probe, recv (rows; NaN on the side that is missing)."""
+    first = [f.drop_duplicates(["rank", "id"]).rename(columns={"row": c})
+             for f, c in ((probes, "probe"), (recvs, "recv"))]
+    return first[0].merge(first[1], on=["rank", "id"], how="outer")
+
+
 def _messages(ctx: _Ctx):
-    """Send and receive halves of every message as two DataFrames with the same columns."""
+    """Send and receive halves of every message as two DataFrames with the same columns
+    (``order``: where the message was matched, the row of a matched receive's probe)."""
     a, rank = ctx.a, ctx.rank
     cols = ("src", "dst", "tag", "comm", "bytes", "row", "unresolved")
 
@@ -167,6 +188,12 @@ def _messages(ctx: _Ctx):
     if len(sr):   # the receive half: vector [source, tag]
         recvs.append(frame(sr, ctx.d.vector_item(sr, 0), rank[sr], ctx.d.vector_item(sr, 1),
                            a["bytes_recv"][sr], a["vec_len"][sr] < 2))
+    links = _probe_links(*_probe_sides(ctx)).dropna()
+    if len(links):
+        order = recvs[0]["row"].to_numpy().copy()
+        pos = np.searchsorted(r, links["recv"].to_numpy(np.int64))
+        order[pos] = np.minimum(order[pos], links["probe"].to_numpy(np.int64))
+        recvs[0]["order"] = order
     st, init = _starts(ctx)
     if len(st):
         ik = a["kind"][init]
@@ -181,7 +208,10 @@ def _messages(ctx: _Ctx):
                           a["bytes_recv"][irow])
             f["row"] = srow
             side.append(f)
-    return pd.concat(sends, ignore_index=True), pd.concat(recvs, ignore_index=True)
+    sends, recvs = (pd.concat(f, ignore_index=True) for f in (sends, recvs))
+    for f in (sends, recvs):
+        f["order"] = f["order"].fillna(f["row"]).astype(np.int64) if "order" in f else f["row"]
+    return sends, recvs
 
 
 def _check_p2p(ctx: _Ctx, rep: ValidationReport) -> None:
@@ -196,11 +226,11 @@ def _check_p2p(ctx: _Ctx, rep: ValidationReport) -> None:
     sends = sends[sends["dst"] >= 0]
     recvs = recvs[recvs["src"] >= 0]
     key = ["src", "dst", "tag", "comm"]
-    sends, recvs = (f.sort_values("row", kind="stable") for f in (sends, recvs))
+    sends, recvs = (f.sort_values("order", kind="stable") for f in (sends, recvs))
     for f in (sends, recvs):
         f["seq"] = f.groupby(key, sort=False).cumcount()
-    m = sends.merge(recvs, on=key + ["seq"], how="outer", suffixes=("_s", "_r"),
-                    indicator=True)
+    m = sends.merge(recvs.drop(columns="order"), on=key + ["seq"], how="outer",
+                    suffixes=("_s", "_r"), indicator=True)
     for how, cat in (("left_only", "unmatched-send"), ("right_only", "unmatched-recv")):
         sub = m[m["_merge"] == how]
         side = "_s" if how == "left_only" else "_r"
@@ -222,6 +252,40 @@ def _check_p2p(ctx: _Ctx, rep: ValidationReport) -> None:
                 f"{K.NAME[int(ctx.kind[rr])]} from {t.src} tag {t.tag} comm {t.comm} receives "
                 f"{int(t.bytes_r)} B but the matching {K.NAME[int(ctx.kind[rs])]} (rank {t.src} "
                 f"action {ctx.index[rs]}) sends {int(t.bytes_s)} B")
+
+
+def _check_matched_probes(ctx: _Ctx, rep: ValidationReport) -> None:
+    """Each probed message received once, after its probe, with the probe's source/tag/comm."""
+    probes, recvs = _probe_sides(ctx)
+    if not len(probes) and not len(recvs):
+        return
+    a = ctx.a
+
+    def add(row: int, msg_id: int, what: str) -> None:
+        rep.add(ctx.rank[row], ctx.index[row], "unmatched-probe",
+                f"{K.NAME[int(ctx.kind[row])]} of message {msg_id} (from {a['peer'][row]} tag "
+                f"{a['tag'][row]} comm {a['comm'][row]}) {what}")
+
+    for f, what in ((probes, "probed"), (recvs, "received")):
+        for t in f[f.duplicated(["rank", "id"])].itertuples(index=False):
+            add(int(t.row), t.id, f"was already {what}")
+    links = _probe_links(probes, recvs)
+    no_recv, no_probe = links.recv.isna(), links.probe.isna()
+    for t in links[no_recv].itertuples(index=False):
+        add(int(t.probe), t.id, "is never received (no mrecv/imrecv of it)")
+    for t in links[no_probe].itertuples(index=False):
+        add(int(t.recv), t.id, "has no matched probe")
+    both = links[~no_recv & ~no_probe]
+    p, r = (both[c].to_numpy(np.int64) for c in ("probe", "recv"))
+    early = r < p
+    differs = ~early & ((a["peer"][p] != a["peer"][r]) | (a["tag"][p] != a["tag"][r]) |
+                        (a["comm"][p] != a["comm"][r]))
+    for i in np.nonzero(early)[0]:
+        add(int(r[i]), both.id.iat[i], f"comes before its probe (action {ctx.index[p[i]]})")
+    for i in np.nonzero(differs)[0]:
+        q = p[i]
+        add(int(r[i]), both.id.iat[i], f"but its probe (action {ctx.index[q]}) saw it from "
+            f"{a['peer'][q]} tag {a['tag'][q]} comm {a['comm'][q]}")
 
 
 # -- collectives ------------------------------------------------------------------------------
