@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 
+import matplotlib.dates as mdates
 import numpy as np
 import pandas as pd
 
@@ -82,6 +83,10 @@ def _page(names, x, xlabel, values, a, change_points, page, gamma):
         for k, cp in enumerate(change_points):
             ax.axvline(x[cp], color="tab:purple", ls="--", lw=0.9,
                        label="change point" if k == 0 else None)
+        if np.issubdtype(np.asarray(x).dtype, np.datetime64):
+            locator = mdates.AutoDateLocator(maxticks=6)
+            ax.xaxis.set_major_locator(locator)
+            ax.xaxis.set_major_formatter(mdates.ConciseDateFormatter(locator))
         ax.set_title(names[j], fontsize=8)
         ax.tick_params(labelsize=7)
         ax.set_xlabel(xlabel, fontsize=7)
