@@ -149,12 +149,16 @@ def _static() -> dict:
 def collect() -> dict:
     """Provenance of a file written now by this process."""
     argv = getattr(sys, "orig_argv", None) or [sys.executable, *sys.argv]
-    out = {"command_line": shlex.join(argv), "cwd": os.getcwd(),
+    try:
+        cwd = os.getcwd()
+    except OSError:  # the directory was removed under the process
+        cwd = None
+    out = {"command_line": shlex.join(argv), "cwd": cwd,
            "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
            "environment": {k: v for k, v in sorted(os.environ.items())
                            if k.startswith(ENV_PREFIXES)}}
     out.update(_static())
-    return out
+    return {k: v for k, v in out.items() if v is not None}
 
 
 def store(f: h5py.File, provenance: dict | None = None) -> None:

@@ -174,3 +174,15 @@ def test_store_round_trip(tmp_path):
         assert prov.read(f) == rec
     write_bench(str(tmp_path / "w.h5"), "s", {"x": np.zeros(2)})
     assert prov.read_file(str(tmp_path / "w.h5"))["date"]
+
+
+def test_write_from_a_removed_directory(tmp_path):
+    """What cannot be read is left out; the write itself never fails because of it."""
+    gone, out = tmp_path / "gone", tmp_path / "w.h5"
+    gone.mkdir()
+    code = ("import os, numpy as np; from minitrace.storage import write_bench; "
+            f"os.chdir({str(gone)!r}); os.rmdir({str(gone)!r}); "
+            f"write_bench({str(out)!r}, 's', {{'x': np.zeros(2)}})")
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
+    p = prov.read_file(str(out))
+    assert "cwd" not in p and p["command_line"] and p["versions"]
