@@ -51,6 +51,11 @@ KINDS: list[tuple[int, str, str]] = [
     (103, "comm_create", "comm"), (104, "comm_free", "comm"), (105, "comm_size", "comm"),
     (106, "comm_idup", "comm"), (107, "comm_create_group", "comm"), (108, "cart_create", "comm"),
     (110, "mprobe", "p2p"), (111, "improbe", "p2p"), (112, "mrecv", "recv"), (113, "imrecv", "recv"),
+    (114, "cart_sub", "comm"), (115, "comm_create_from_group", "comm"),
+    (116, "intercomm_create", "comm"), (117, "intercomm_create_from_groups", "comm"),
+    (118, "intercomm_merge", "comm"), (119, "comm_spawn", "comm"),
+    (120, "comm_spawn_multiple", "comm"), (121, "graph_create", "comm"),
+    (122, "dist_graph_create", "comm"), (123, "dist_graph_create_adjacent", "comm"),
 ]
 
 CODE: dict[str, int] = {name: code for code, name, _ in KINDS}
@@ -104,6 +109,12 @@ MULTI_COMPLETIONS = COMPLETIONS - SINGLE_COMPLETIONS
 TESTS = frozenset({"test", "testany", "testall", "testsome"})
 #: Communicator management.
 COMM_KINDS = _category("comm")
+#: Communicator creations whose ``request`` is the new communicator's id (``comm_idup``'s is its
+#: request: its communicator is learned when first used).
+NEW_COMM_KINDS = COMM_KINDS - {"comm_free", "comm_size", "comm_idup"}
+#: Creations of an intercommunicator (its actions carry FLAG_INTERCOMM).
+INTERCOMM_KINDS = frozenset({"intercomm_create", "intercomm_create_from_groups", "comm_spawn",
+                             "comm_spawn_multiple"})
 #: Program structure that is not an MPI call.
 NON_MPI = frozenset({"compute", "sleep", "region_begin", "region_end", "pause", "resume"})
 #: Collectives with a root (the ``peer`` column holds the root's world rank).
@@ -114,7 +125,7 @@ VECTOR_KINDS = frozenset({"gatherv", "scatterv", "allgatherv", "alltoallv", "all
                           "reduce_scatter", "igatherv", "iscatterv", "iallgatherv",
                           "ialltoallv", "ialltoallw", "ireduce_scatter"})
 #: Non-blocking kinds that create a request completed later by a wait/test.
-REQUEST_KINDS = NONBLOCKING_SENDS | {"irecv", "imrecv"} | NONBLOCKING_COLLECTIVES
+REQUEST_KINDS = NONBLOCKING_SENDS | {"irecv", "imrecv", "comm_idup"} | NONBLOCKING_COLLECTIVES
 #: Blocking collective kind for each non-blocking one (``iallreduce`` -> ``allreduce``).
 BLOCKING_OF = {n: n[1:] for n in NONBLOCKING_COLLECTIVES}
 
@@ -139,6 +150,8 @@ FLAG_COMPLETED = 8       # a test* call that completed at least one request
 FLAG_UNRESOLVED = 16     # a receive whose completion was never seen (peer/size as posted)
 FLAG_PERSISTENT = 32     # a start of a persistent (not partitioned) request
 FLAG_PARTITIONED = 64    # a start of a partitioned request
+FLAG_INTERCOMM = 128     # on an intercommunicator (or creating one): peers are world ranks of the
+                         # remote group; collectives' roots and sizes follow intercomm rules
 
 
 def code(name: str) -> int:

@@ -13,7 +13,8 @@ What the merge adds to the raw records:
 * a ``compute`` action before every MPI action (but ``init`` and ``resume``): the volume since
   the thread's previous MPI call (cputime/instructions: counted by the shim; walltime: the gap);
 * non-blocking receives patched with the source, tag and size seen at their completion;
-* communicator ids that are the same on every rank (member set + creation order), region
+* communicator ids that are the same on every rank (member set + creation order; an
+  intercommunicator is both its groups, and every action on it has FLAG_INTERCOMM), region
   names in one string table, threads of a rank interleaved by start time;
 * ``complete`` = every rank reached MPI_Finalize with its recording on to the end (a killed
   run merges, marked incomplete; so does one where a rank's shim stopped recording, e.g. on a
@@ -174,7 +175,8 @@ class _Thread:
         for j in np.flatnonzero(ik != RESOLVE):
             v = vecs[vpos[j]:vpos[j] + ilen[j]]
             if ik[j] == COMMDEF:
-                self.comm_defs.append((int(isp["tag"][j]), tuple(int(x) for x in v)))
+                self.comm_defs.append((int(isp["tag"][j]), tuple(int(x) for x in v),
+                                       bool(isp["peer"][j])))
             else:
                 self.strings[int(isp["tag"][j])] = \
                     v.tobytes()[:int(isp["peer"][j])].decode("utf-8", "replace")
@@ -185,7 +187,7 @@ class _Thread:
 
 _IS_REDUCTION = K.mask(K.REDUCTIONS)
 _NO_COMPUTE = K.mask({"init", "resume"})        # no compute action before these
-_IS_COMM_KIND = K.mask(K.COMM_KINDS)
+_IS_NEW_COMM = K.mask(K.NEW_COMM_KINDS)
 _IS_REGION = K.mask({"region_begin", "region_end"})
 _COPIED = ("flags", "peer", "tag", "comm", "bytes_sent", "bytes_recv", "request", "vec_len")
 
@@ -352,23 +354,8 @@ def merge_dir(directory: str, command_line: str | None = None) -> TraceData:
             smap.update(th.strings)
         string_maps.append(smap)
 
-    # communicator ids shared by all ranks: (member set, how many earlier comms had it) -> id
-    gids: dict[tuple, int] = {}
-    comms: dict[int, np.ndarray] = {0: np.arange(size, dtype=np.int32)}
-    gids[(tuple(range(size)), 0)] = 0
-    local_to_global = []
-    for defs in comm_lists:
-        seen: dict[tuple, int] = {}
-        m = {}
-        for lid, members in defs:
-            occ = seen.get(members, 0)
-            seen[members] = occ + 1
-            key = (members, occ)
-            if key not in gids:
-                gids[key] = len(comms)
-                comms[gids[key]] = np.array(members, dtype=np.int32)
-            m[lid] = gids[key]
-        local_to_global.append(m)
+    comms, local_to_global, inter = _global_comms(comm_lists, size)
+    inter_ids = np.array(sorted(inter), dtype=np.int64)
     strings: list[str] = []
     sidx: dict[str, int] = {}
     for smap in string_maps:
@@ -392,10 +379,14 @@ def merge_dir(directory: str, command_line: str | None = None) -> TraceData:
             keys = np.array(sorted(m), dtype=np.int64)
             vals = np.array([m[k] for k in keys], dtype=np.int64)
             _remap(part["comm"], keys, vals)
-            is_comm = _IS_COMM_KIND[part["kind"]]
+            is_comm = _IS_NEW_COMM[part["kind"]]
             req = part["request"][is_comm]
             _remap(req, keys, vals)
             part["request"][is_comm] = req
+        if len(inter_ids):
+            on_inter = np.isin(part["comm"], inter_ids) | \
+                (_IS_NEW_COMM[part["kind"]] & np.isin(part["request"], inter_ids))
+            part["flags"][on_inter] |= K.FLAG_INTERCOMM
         smap = {k: sidx[s] for k, s in string_maps[rk].items() if sidx[s] != k}
         if smap:
             region = _IS_REGION[part["kind"]]
@@ -433,6 +424,53 @@ def merge_dir(directory: str, command_line: str | None = None) -> TraceData:
         "disabled_reasons": [f"rank {r.rank}: {r.disabled}" for r in good if r.disabled],
     }
     return TraceData(actions, offsets, vectors, comms, strings, meta)
+
+
+def _global_comms(comm_lists: list, size: int):
+    """Communicator ids shared by all ranks, from each rank's definitions (local id, members,
+    inter) in creation order -> (members of each id, local -> global id per rank, intercomm ids).
+
+    An intracommunicator is its member list plus how many earlier ones of the rank had the same
+    members.  An intercommunicator is defined by its remote group: the n-th one of the ranks L
+    whose remote group is R and the n-th one of the ranks R whose remote group is L are one
+    communicator, whose members are both groups in world rank order.  One whose other side was
+    not recorded (e.g. spawned processes, not in the world: -32766 = MPI_UNDEFINED) keeps its
+    remote group as members."""
+    keys_of, holders = [], {}
+    for rk, defs in enumerate(comm_lists):
+        seen: dict[tuple, int] = {}
+        keys = []
+        for lid, members, is_inter in defs:
+            occ = seen.get((is_inter, members), 0)
+            seen[(is_inter, members)] = occ + 1
+            key = (is_inter, members, occ)
+            keys.append((lid, key))
+            if is_inter:
+                holders.setdefault(key, []).append(rk)
+        keys_of.append(keys)
+    canon = {}
+    for key, ranks in holders.items():
+        _, remote, occ = key
+        other = holders.get((True, tuple(ranks), occ), None)
+        if other is not None and sorted(other) == sorted(remote):
+            canon[key] = (True, tuple(sorted(set(ranks) | set(remote))), occ,
+                          min(tuple(ranks), tuple(sorted(remote))))
+    gids: dict[tuple, int] = {(False, tuple(range(size)), 0): 0}
+    comms: dict[int, np.ndarray] = {0: np.arange(size, dtype=np.int32)}
+    inter: set[int] = set()
+    local_to_global = []
+    for keys in keys_of:
+        m = {}
+        for lid, key in keys:
+            key = canon.get(key, key)
+            if key not in gids:
+                gids[key] = len(comms)
+                comms[gids[key]] = np.array(key[1], dtype=np.int32)
+                if key[0]:
+                    inter.add(gids[key])
+            m[lid] = gids[key]
+        local_to_global.append(m)
+    return comms, local_to_global, inter
 
 
 def _remap(col: np.ndarray, keys: np.ndarray, vals: np.ndarray) -> None:

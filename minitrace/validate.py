@@ -10,7 +10,7 @@ deadlock or mis-simulate.  Checks (each vectorised over all actions with numpy/p
 * matched probes: each message a probe dequeues is received once, later, by a matched receive
   with the probe's source, tag and communicator;
 * collectives: the members of a communicator call the same collectives in the same order, with
-  the same root and consistent sizes;
+  the same root and consistent sizes (not checked on intercommunicators: FLAG_INTERCOMM);
 * requests: every request a call activates (non-blocking call, start of a persistent or
   partitioned request) is completed by a wait/test before it is activated again or the rank ends.
 """
@@ -291,6 +291,7 @@ def _check_matched_probes(ctx: _Ctx, rep: ValidationReport) -> None:
 # -- collectives ------------------------------------------------------------------------------
 def _check_collectives(ctx: _Ctx, rep: ValidationReport) -> None:
     rows = ctx.rows(K.ALL_COLLECTIVES)
+    rows = rows[(ctx.a["flags"][rows] & K.FLAG_INTERCOMM) == 0]
     if not len(rows):
         return
     a = ctx.a
