@@ -49,7 +49,7 @@ class _LineError(Exception):
 
 
 # == import =====================================================================================
-@dataclass
+@dataclass(slots=True)      # one per line of the trace: no per-instance dict
 class _Line:
     file: str
     lineno: int
