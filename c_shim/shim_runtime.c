@@ -206,6 +206,8 @@ static void mt_disable(const char *what, int err) {
 #endif
 static void *mt_ready[MT_READY], *mt_spent[64];
 static int mt_nready, mt_nspent, mt_helper_on;
+static uint64_t mt_swaps, mt_behind, mt_swap_ns; /* chunk swaps, those the helper was behind
+                                                    * for, and their time (MINITRACE_STATS) */
 static pthread_mutex_t mt_prov_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t mt_prov_cv = PTHREAD_COND_INITIALIZER;
 
@@ -298,6 +300,7 @@ static void mt_helper_start(void) {
 /* A fresh chunk for T (the old one is full and fully committed). */
 static int mt_new_chunk(mt_thread *T) {
     void *p = NULL, *old = T->slots;
+    int64_t t0 = mt_mono_ns();
     pthread_mutex_lock(&mt_prov_lock);
     if (mt_nready) {
         p = mt_ready[0];
@@ -311,8 +314,11 @@ static int mt_new_chunk(mt_thread *T) {
     if (helper) pthread_cond_signal(&mt_prov_cv);
     pthread_mutex_unlock(&mt_prov_lock);
     if (old) munmap(old, MT_CHUNK_BYTES);
+    __atomic_add_fetch(&mt_swaps, 1, __ATOMIC_RELAXED);
     if (!p) {
         int err;
+        if (T->slots) /* not a thread's first chunk, which it always maps itself */
+            __atomic_add_fetch(&mt_behind, 1, __ATOMIC_RELAXED);
         p = mt_map_chunk(&err);
         if (p == MAP_FAILED) {
             T->slots = NULL;
@@ -327,6 +333,7 @@ static int mt_new_chunk(mt_thread *T) {
     h->calib_raw = mt_now();
     h->calib_ns = mt_mono_ns();
     T->pos = 1;
+    __atomic_add_fetch(&mt_swap_ns, (uint64_t)(h->calib_ns - t0), __ATOMIC_RELAXED);
     return 0;
 }
 
@@ -496,15 +503,40 @@ static inline uint64_t mt_key_bytes(const void *h, size_t n) {
 }
 #define mt_key(h) ({ __typeof__(h) h_ = (h); mt_key_bytes(&h_, sizeof h_); })
 
+/* One slot per distinct handle, holding the handle's live entries oldest first.  A handle can
+ * have several: MPICH hands out one shared handle for requests that completed at once
+ * (lightweight requests: 64 Isends of 8 bytes all return the same one), and an entry whose
+ * request completed unseen (while paused, or by a function the shim does not wrap) stays until
+ * its handle is reused.  A handle's first entry is stored in its slot, more go to a ring.
+ * Slots are placed by linear probing at load <= 1/2 and deleted by backward shift (no
+ * tombstones), so a lookup probes one or two slots however many entries share a handle and
+ * however often handles are reused.  (The table this replaces gave every entry its own slot:
+ * m entries of one handle made a run of m slots, scanned twice per lookup and m times per
+ * deletion, O(m^3) for a Waitall of m; see docs/RECORDER.md.) */
+#define MT_DUPS 4 /* handles with several entries listed for mt_req_lookup's counting pass */
 typedef struct {
-    mt_req *e;
-    uint8_t *used;
-    size_t cap, n;
+    uint64_t key;
+    uint32_t n;               /* live entries; 0: a free slot */
+    uint32_t head, cap;       /* entry i (0 = oldest) is ring[(head + i) & (cap - 1)]; cap 1: one */
+    uint32_t stamp, cur;      /* mt_req_lookup's count of this handle's later occurrences */
+    mt_req *ring;
+    mt_req one;
+} mt_slot;
+
+typedef struct {
+    mt_slot *s;
+    size_t cap, n;            /* slots, handles present */
+    uint32_t stamp;           /* of the latest mt_req_lookup */
+    uint32_t ndup, ndk;       /* slots with several entries; how many of them dk lists */
+    uint64_t dk[MT_DUPS];
+    mt_req *spare;            /* a ring kept for the next handle that needs one */
+    uint32_t spare_cap;
+    uint64_t live, peak, most, probe; /* entries now, at most, most on one handle, longest probe */
     pthread_mutex_t lock;
 } mt_map;
 
-static mt_map mt_reqs = {NULL, NULL, 0, 0, PTHREAD_MUTEX_INITIALIZER};
-static mt_map mt_commmap = {NULL, NULL, 0, 0, PTHREAD_MUTEX_INITIALIZER};
+static mt_map mt_reqs = {.lock = PTHREAD_MUTEX_INITIALIZER};
+static mt_map mt_commmap = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
 static inline size_t mt_hash(uint64_t k) {
     k ^= k >> 33;
@@ -513,71 +545,153 @@ static inline size_t mt_hash(uint64_t k) {
     return (size_t)k;
 }
 
-/* The nth newest entry for key (0 = newest).  Keys repeat: MPICH hands out one shared handle
- * for requests that completed at once (lightweight requests), and a freed handle can be
- * reused by another thread before the completing thread dropped its entry: the live entry
- * is always the newest one. */
-static mt_req *mt_map_find(mt_map *m, uint64_t key, int nth) {
-    if (!m->cap) return NULL;
-    size_t mask = m->cap - 1, start = mt_hash(key) & mask;
-    int c = 0;
-    for (size_t i = start; m->used[i]; i = (i + 1) & mask) c += m->e[i].key == key;
-    int target = c - 1 - nth;
-    if (target < 0) return NULL;
-    for (size_t i = start;; i = (i + 1) & mask)
-        if (m->e[i].key == key && target-- == 0) return &m->e[i];
+static inline mt_req *mt_entry(mt_slot *s, uint32_t i) {
+    return s->cap == 1 ? &s->one : &s->ring[(s->head + i) & (s->cap - 1)];
 }
 
-static int mt_map_put(mt_map *m, const mt_req *v) {
-    if (2 * (m->n + 1) > m->cap) {
-        size_t cap = m->cap ? 2 * m->cap : 1024;
-        mt_req *e = (mt_req *)calloc(cap, sizeof *e);
-        uint8_t *used = (uint8_t *)calloc(cap, 1);
-        if (!e || !used) {
-            free(e);
-            free(used);
-            return -1;
-        }
-        for (size_t j = 0; j < m->cap; j++) {
-            if (!m->used[j]) continue;
-            size_t i = mt_hash(m->e[j].key) & (cap - 1);
-            while (used[i]) i = (i + 1) & (cap - 1);
-            used[i] = 1;
-            e[i] = m->e[j];
-        }
-        free(m->e);
-        free(m->used);
-        m->e = e;
-        m->used = used;
-        m->cap = cap;
-    }
-    size_t i = mt_hash(v->key) & (m->cap - 1);
-    while (m->used[i]) i = (i + 1) & (m->cap - 1);
-    m->n++;
-    m->used[i] = 1;
-    m->e[i] = *v;
+static inline mt_slot *mt_map_slot(mt_map *m, uint64_t key) {
+    if (!m->cap) return NULL;
+    size_t mask = m->cap - 1;
+    for (size_t i = mt_hash(key) & mask; m->s[i].n; i = (i + 1) & mask)
+        if (m->s[i].key == key) return &m->s[i];
+    return NULL;
+}
+
+/* The free slot for key in s (cap slots), noting the longest probe (MINITRACE_STATS). */
+static size_t mt_place(mt_map *m, mt_slot *s, size_t cap, uint64_t key) {
+    size_t i = mt_hash(key) & (cap - 1), probes = 1;
+    for (; s[i].n; i = (i + 1) & (cap - 1)) probes++;
+    if (probes > m->probe) m->probe = probes;
+    return i;
+}
+
+static int mt_map_grow(mt_map *m) {
+    size_t cap = m->cap ? 2 * m->cap : 256;
+    mt_slot *s = (mt_slot *)calloc(cap, sizeof *s);
+    if (!s) return -1;
+    for (size_t j = 0; j < m->cap; j++)
+        if (m->s[j].n) s[mt_place(m, s, cap, m->s[j].key)] = m->s[j];
+    free(m->s);
+    m->s = s;
+    m->cap = cap;
     return 0;
 }
 
-/* Remove the entry (key, id), by backward-shift deletion (no tombstones; entries of one key
- * keep their order). */
-static void mt_map_del(mt_map *m, uint64_t key, int64_t id) {
-    mt_req *p = NULL;
-    for (int k = 0; (p = mt_map_find(m, key, k)) && p->id != id; k++)
-        ;
-    if (!p) return;
-    size_t i = (size_t)(p - m->e), mask = m->cap - 1;
-    m->used[i] = 0;
-    m->n--;
-    for (size_t j = (i + 1) & mask; m->used[j]; j = (j + 1) & mask) {
-        size_t home = mt_hash(m->e[j].key) & mask;
+/* The slots with several entries, listed (up to MT_DUPS) so that counting a handle's
+ * occurrences in an array is a compare per element, not a lookup. */
+static void mt_dup_on(mt_map *m, uint64_t key) {
+    m->ndup++;
+    if (m->ndk < MT_DUPS) m->dk[m->ndk++] = key;
+}
+
+static void mt_dup_off(mt_map *m, uint64_t key) {
+    m->ndup--;
+    for (uint32_t d = 0; d < m->ndk; d++)
+        if (m->dk[d] == key) {
+            m->dk[d] = m->dk[--m->ndk];
+            break;
+        }
+}
+
+/* Room for one more entry of s: a ring (the spare one if it is big enough), twice as big. */
+static int mt_slot_widen(mt_map *m, mt_slot *s) {
+    uint32_t cap = s->cap == 1 ? 4 : 2 * s->cap;
+    mt_req *ring;
+    if (m->spare && m->spare_cap >= cap) {
+        ring = m->spare;
+        cap = m->spare_cap;
+        m->spare = NULL;
+    } else if (!(ring = (mt_req *)malloc(sizeof *ring * cap))) {
+        return -1;
+    }
+    for (uint32_t i = 0; i < s->n; i++) ring[i] = *mt_entry(s, i);
+    if (s->cap > 1) free(s->ring);
+    s->ring = ring;
+    s->cap = cap;
+    s->head = 0;
+    return 0;
+}
+
+/* Add v as the newest entry of its handle. */
+static int mt_map_add(mt_map *m, const mt_req *v) {
+    mt_slot *s = mt_map_slot(m, v->key);
+    if (s) {
+        if (s->n == s->cap && mt_slot_widen(m, s)) return -1;
+        *mt_entry(s, s->n) = *v;
+        if (++s->n == 2) mt_dup_on(m, s->key);
+    } else {
+        if (2 * (m->n + 1) > m->cap && mt_map_grow(m)) return -1;
+        s = &m->s[mt_place(m, m->s, m->cap, v->key)];
+        *s = (mt_slot){.key = v->key, .n = 1, .cap = 1, .one = *v};
+        m->n++;
+    }
+    if (s->n > m->most) m->most = s->n;
+    if (++m->live > m->peak) m->peak = m->live;
+    return 0;
+}
+
+/* Delete slot s by backward shift: the entries after it that may move closer home do. */
+static void mt_map_free_slot(mt_map *m, mt_slot *s) {
+    size_t mask = m->cap - 1, i = (size_t)(s - m->s);
+    for (size_t j = (i + 1) & mask; m->s[j].n; j = (j + 1) & mask) {
+        size_t home = mt_hash(m->s[j].key) & mask;
         if (((j - home) & mask) >= ((j - i) & mask)) {
-            m->e[i] = m->e[j];
-            m->used[i] = 1;
-            m->used[j] = 0;
+            m->s[i] = m->s[j];
             i = j;
         }
     }
+    m->s[i].n = 0;
+    m->n--;
+}
+
+/* Remove entry `at` of s (s may move or be freed). */
+static void mt_slot_remove(mt_map *m, mt_slot *s, uint32_t at) {
+    m->live--;
+    if (s->cap == 1) {
+        mt_map_free_slot(m, s);
+        return;
+    }
+    if (at < s->n / 2) { /* shift the older ones up (removing the oldest: none) */
+        for (uint32_t q = at; q > 0; q--) *mt_entry(s, q) = *mt_entry(s, q - 1);
+        s->head = (s->head + 1) & (s->cap - 1);
+    } else {
+        for (uint32_t q = at; q + 1 < s->n; q++) *mt_entry(s, q) = *mt_entry(s, q + 1);
+    }
+    if (--s->n == 1) { /* back to the entry in the slot; the ring is kept for the next one */
+        mt_req last = *mt_entry(s, 0);
+        if (!m->spare || m->spare_cap < s->cap) {
+            free(m->spare);
+            m->spare = s->ring;
+            m->spare_cap = s->cap;
+        } else {
+            free(s->ring);
+        }
+        s->ring = NULL;
+        s->cap = 1;
+        s->head = 0;
+        s->one = last;
+        mt_dup_off(m, s->key);
+    }
+}
+
+/* The nth newest entry of s made before mark (entries made later belong to a request that
+ * reused the handle during the call: not the one completed); its position in *at. */
+static inline mt_req *mt_pick(mt_slot *s, int64_t mark, uint32_t nth, uint32_t *at) {
+    uint32_t i = s->n;
+    while (i && mt_entry(s, i - 1)->id >= mark) i--;
+    if (nth >= i) return NULL;
+    *at = i - 1 - nth;
+    return mt_entry(s, *at);
+}
+
+/* Remove the entry (key, id). */
+static void mt_map_remove(mt_map *m, uint64_t key, int64_t id) {
+    mt_slot *s = mt_map_slot(m, key);
+    for (uint32_t i = 0; s && i < s->n; i++)
+        if (mt_entry(s, i)->id == id) {
+            mt_slot_remove(m, s, i);
+            return;
+        }
 }
 
 /* ---- communicators ------------------------------------------------------------------- */
@@ -612,7 +726,7 @@ static int32_t mt_comm_learn(MPI_Comm c, uint64_t key) {
     e->inter = inter;
     int32_t id = mt_ncomms++;
     mt_req v = {.id = id, .key = key};
-    mt_map_put(&mt_commmap, &v);
+    mt_map_add(&mt_commmap, &v);
     __atomic_store_n(&mt_comms[id], e, __ATOMIC_RELEASE);
     mt_thread *T = mt_self;
     if (T) {
@@ -638,8 +752,8 @@ static inline int32_t mt_comm_of(MPI_Comm c, const mt_comm **out) {
         return -1;
     }
     pthread_mutex_lock(&mt_commmap.lock);
-    mt_req *p = mt_map_find(&mt_commmap, key, 0);
-    int32_t id = p ? (int32_t)p->id : mt_comm_learn(c, key);
+    mt_slot *s = mt_map_slot(&mt_commmap, key);
+    int32_t id = s ? (int32_t)mt_entry(s, s->n - 1)->id : mt_comm_learn(c, key);
     pthread_mutex_unlock(&mt_commmap.lock);
     *out = id >= 0 ? mt_comms[id] : NULL;
     return id;
@@ -659,7 +773,7 @@ static int32_t mt_comm_forget(MPI_Comm c) {
     int32_t id = mt_comm_of(c, &ci);
     if (id > 0) {
         pthread_mutex_lock(&mt_commmap.lock);
-        mt_map_del(&mt_commmap, mt_key(c), id);
+        mt_map_remove(&mt_commmap, mt_key(c), id);
         pthread_mutex_unlock(&mt_commmap.lock);
     }
     return id;
@@ -669,45 +783,97 @@ static int32_t mt_comm_forget(MPI_Comm c) {
 static int64_t mt_req_new(MPI_Request r, const mt_comm *comm, int32_t comm_id, int recv,
                           int flags, int persistent) {
     if (r == MPI_REQUEST_NULL) return -1;
-    mt_req v = {.id = __atomic_fetch_add(&mt_req_next, 1, __ATOMIC_RELAXED), .key = mt_key(r),
-                .comm = comm, .comm_id = comm_id, .recv = (uint8_t)recv, .flags = (uint8_t)flags,
-                .persistent = (uint8_t)persistent};
+    mt_req v = {.key = mt_key(r), .comm = comm, .comm_id = comm_id, .recv = (uint8_t)recv,
+                .flags = (uint8_t)flags, .persistent = (uint8_t)persistent};
     pthread_mutex_lock(&mt_reqs.lock);
-    mt_map_put(&mt_reqs, &v);
+    /* numbered under the lock: a handle's entries are in id order (mt_pick relies on it) */
+    v.id = mt_req_next;
+    __atomic_store_n(&mt_req_next, v.id + 1, __ATOMIC_RELAXED);
+    mt_map_add(&mt_reqs, &v);
     pthread_mutex_unlock(&mt_reqs.lock);
     return v.id;
 }
 
-static int mt_req_get(MPI_Request r, int nth, mt_req *out) {
-    if (r == MPI_REQUEST_NULL) return 0;
-    pthread_mutex_lock(&mt_reqs.lock);
-    mt_req *p = mt_map_find(&mt_reqs, mt_key(r), nth);
-    if (p) *out = *p;
-    pthread_mutex_unlock(&mt_reqs.lock);
-    return p != NULL;
+/* Taken before a completion call: entries numbered from here on were made during the call
+ * (another thread reusing a handle MPI freed in it) and are not what it completed.  MPI's own
+ * synchronization orders that reuse after this load, so a relaxed load is enough. */
+static inline int64_t mt_req_mark(void) {
+    return __atomic_load_n(&mt_req_next, __ATOMIC_RELAXED);
 }
 
-/* Which entry of reqs[i]'s key this occurrence is: when a shared handle appears m times in
- * one array, its k-th occurrence takes the k-th oldest of the m newest entries. */
-static int mt_req_nth(const MPI_Request *reqs, int n, int i) {
-    uint64_t k = mt_key(reqs[i]);
-    pthread_mutex_lock(&mt_reqs.lock);
-    int dup = mt_map_find(&mt_reqs, k, 1) != NULL;
-    pthread_mutex_unlock(&mt_reqs.lock);
-    if (!dup) return 0;
-    int before = 0, total = 0;
-    for (int j = 0; j < n; j++) {
-        int same = mt_key(reqs[j]) == k;
-        total += same;
-        before += same && j < i;
+/* The entries of the handles h[p] for the positions p = pos[0..k) (ascending; NULL: 0..k-1),
+ * as they stood at mark, into out[p] (id -1: not recorded); how = MT_LOOK_DONE removes those
+ * not persistent, MT_LOOK_FREE every one, MT_LOOK_PEEK none.  One lock for the whole call.
+ * A handle appearing several times in h takes its entries in order, its last occurrence the
+ * newest: a position's entry is the nth newest, n being the occurrences after it that stay in
+ * the table.  n is counted only for handles with several entries, by compares against the
+ * short list of them (or by lookups when it is incomplete), so O(len h) in the worst case and
+ * O(k) when no handle has several entries. */
+static void mt_req_lookup(const MPI_Request *h, int n, const int *pos, int k, int64_t mark,
+                          int how, mt_req *out) {
+    mt_map *m = &mt_reqs;
+    pthread_mutex_lock(&m->lock);
+    int count = m->ndup > 0, listed = m->ndup == m->ndk;
+    uint32_t ndk = m->ndk, stamp = ++m->stamp, seen[MT_DUPS] = {0};
+    uint64_t dk[MT_DUPS];
+    memcpy(dk, m->dk, sizeof dk);
+    int i = n; /* positions >= i are counted */
+    for (int j = k - 1; j >= 0; j--) {
+        int p = pos ? pos[j] : j;
+        if (p < 0 || p >= i) continue;
+        uint32_t *c = NULL;
+        for (; count && i > p; i--) { /* occurrences at i-1 >= p: c is the counter of h[p] */
+            uint64_t key = mt_key(h[i - 1]);
+            c = NULL;
+            if (listed) {
+                for (uint32_t d = 0; d < ndk; d++)
+                    if (dk[d] == key) c = &seen[d];
+            } else {
+                mt_slot *s = mt_map_slot(m, key);
+                if (s) {
+                    if (s->stamp != stamp) {
+                        s->stamp = stamp;
+                        s->cur = 0;
+                    }
+                    c = &s->cur;
+                }
+            }
+            if (c && i - 1 > p) (*c)++; /* a later occurrence that is not looked up: it stays */
+        }
+        i = p;
+        mt_slot *s = mt_map_slot(m, mt_key(h[p]));
+        uint32_t at;
+        mt_req *e = s ? mt_pick(s, mark, c ? *c : 0, &at) : NULL;
+        if (!e) {
+            out[p].id = -1;
+            if (c) (*c)++;
+            continue;
+        }
+        out[p] = *e;
+        if (how == MT_LOOK_FREE || (how == MT_LOOK_DONE && !e->persistent)) mt_slot_remove(m, s, at);
+        else if (c) (*c)++;
     }
-    return total - 1 - before;
+    pthread_mutex_unlock(&m->lock);
 }
 
-static void mt_req_drop(uint64_t key, int64_t id) {
-    pthread_mutex_lock(&mt_reqs.lock);
-    mt_map_del(&mt_reqs, key, id);
-    pthread_mutex_unlock(&mt_reqs.lock);
+static int mt_req_get(MPI_Request r, mt_req *out) {
+    mt_req_lookup(&r, 1, NULL, 1, INT64_MAX, MT_LOOK_PEEK, out);
+    return out->id >= 0;
+}
+
+static int mt_cmp_int(const void *a, const void *b) {
+    return (*(const int *)a > *(const int *)b) - (*(const int *)a < *(const int *)b);
+}
+
+/* idx[0..k) in ascending order: idx itself, or sorted into buf. */
+static const int *mt_ascending(const int *idx, int k, int *buf) {
+    for (int j = 1; j < k; j++)
+        if (idx[j] <= idx[j - 1]) {
+            memcpy(buf, idx, sizeof(int) * (size_t)k);
+            qsort(buf, (size_t)k, sizeof(int), mt_cmp_int);
+            return buf;
+        }
+    return idx;
 }
 
 static int64_t mt_tsize(MPI_Datatype t) {
@@ -855,10 +1021,26 @@ static void mt_start(int64_t raw0, int64_t ns0, int thread_level) {
     mt_on = 1;
 }
 
+/* MINITRACE_STATS=1: at the end, each rank tells how its request table and its chunk
+ * provisioning fared.  The counters are kept where the work is done anyway (a compare per new
+ * request, a few per chunk of 52428 records): nothing to pay when the variable is unset. */
+static void mt_report(void) {
+    const char *v = getenv("MINITRACE_STATS");
+    if (!v || !*v || !strcmp(v, "0")) return;
+    pthread_mutex_lock(&mt_reqs.lock);
+    fprintf(stderr, "minitrace: rank %d: stats: requests %lld live-max %llu per-handle-max %llu "
+            "probe-max %llu chunk-swaps %llu helper-behind %llu swap-ms %.3f\n", mt_rank,
+            (long long)mt_req_next, (unsigned long long)mt_reqs.peak,
+            (unsigned long long)mt_reqs.most, (unsigned long long)mt_reqs.probe,
+            (unsigned long long)mt_swaps, (unsigned long long)mt_behind, (double)mt_swap_ns / 1e6);
+    pthread_mutex_unlock(&mt_reqs.lock);
+}
+
 static void mt_close(int finalized) {
     mt_on = 0;
     mt_started = 0;
     if (!mt_hdr) return;
+    mt_report();
     mt_hdr->calib[2][0] = mt_now();
     mt_hdr->calib[2][1] = mt_mono_ns();
     if (finalized) mt_hdr->finalized = 1;

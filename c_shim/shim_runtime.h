@@ -66,9 +66,12 @@ static int32_t mt_comm_forget(MPI_Comm c);
 static int mt_world(const mt_comm *c, int r);
 static int64_t mt_req_new(MPI_Request r, const mt_comm *comm, int32_t comm_id, int recv,
                           int flags, int persistent);
-static int mt_req_get(MPI_Request r, int nth, mt_req *out);
-static int mt_req_nth(const MPI_Request *reqs, int n, int i);
-static void mt_req_drop(uint64_t key, int64_t id);
+static int mt_req_get(MPI_Request r, mt_req *out);
+enum { MT_LOOK_PEEK, MT_LOOK_DONE, MT_LOOK_FREE }; /* what mt_req_lookup does with the entries */
+static int64_t mt_req_mark(void);
+static void mt_req_lookup(const MPI_Request *h, int n, const int *pos, int k, int64_t mark,
+                          int how, mt_req *out);
+static const int *mt_ascending(const int *idx, int k, int *buf);
 static void mt_resolve(mt_thread *T, const mt_req *q, const MPI_Status *st);
 static int64_t mt_tsize(MPI_Datatype t);
 static int64_t mt_status_bytes(const MPI_Status *st);
@@ -127,7 +130,7 @@ static int64_t mt_status_bytes(const MPI_Status *st);
     R.request = mt_req_new(*(req), CI, R.comm, 0, MT_PARTITIONED, 1); \
     mt_vec(T, &R, 1)[0] = (parts); } while (0)
 /* A request by value (start, pready*, parrived): its id and its persistence flags. */
-#define MT_REQ(req) do { mt_req q_; if (mt_req_get((req), 0, &q_)) { R.request = q_.id; \
+#define MT_REQ(req) do { mt_req q_; if (mt_req_get((req), &q_)) { R.request = q_.id; \
     R.comm = q_.comm_id; R.flags |= q_.flags & (MT_PERSISTENT | MT_PARTITIONED); } } while (0)
 #define MT_PREADY(req, part) do { MT_REQ(req); mt_vec(T, &R, 1)[0] = (part); } while (0)
 #define MT_PREADY_RANGE(req, lo, hi) do { MT_REQ(req); int64_t *v_ = mt_vec(T, &R, 2); \
@@ -136,42 +139,59 @@ static int64_t mt_status_bytes(const MPI_Status *st);
     if (*(flag)) R.flags |= MT_COMPLETED; } while (0)
 #define MT_PREADY_LIST(req, n, parts) do { MT_REQ(req); int64_t *v_ = mt_vec(T, &R, n); \
     for (int i_ = 0; i_ < (n); i_++) v_[i_] = (parts)[i_]; } while (0)
-#define MT_STARTALL(n, reqs) do { int64_t *v_ = mt_vec(T, &R, n); mt_req q_; \
-    for (int i_ = 0; i_ < (n); i_++) { v_[i_] = mt_req_get((reqs)[i_], mt_req_nth(reqs, n, i_), &q_) ? \
-        (R.flags |= q_.flags & (MT_PERSISTENT | MT_PARTITIONED), q_.id) : -1; } } while (0)
+#define MT_STARTALL(n, reqs) do { int64_t *v_ = mt_vec(T, &R, n); \
+    mt_req *q_ = (mt_req *)mt_scratch(T, sizeof(mt_req) * (size_t)((n) > 0 ? (n) : 1)); \
+    mt_req_lookup((reqs), (n), NULL, (n), INT64_MAX, MT_LOOK_PEEK, q_); \
+    for (int i_ = 0; i_ < (n); i_++) { v_[i_] = q_[i_].id; \
+        if (q_[i_].id >= 0) R.flags |= q_[i_].flags & (MT_PERSISTENT | MT_PARTITIONED); } } while (0)
 
-/* ---- completion: handles are read before the call (MPI nulls them), used after ---- */
-#define MT_KEEP1(req) mt_req Q_; int have_ = mt_req_get(*(req), 0, &Q_)
-#define MT_KEEPN(n, reqs) mt_req *Q_ = (mt_req *)mt_scratch(T, sizeof(mt_req) * (size_t)((n) > 0 ? (n) : 1) \
-        + sizeof(MPI_Status) * (size_t)((n) > 0 ? (n) : 1)); \
-    for (int i_ = 0; i_ < (n); i_++) if (!mt_req_get((reqs)[i_], mt_req_nth(reqs, n, i_), &Q_[i_])) Q_[i_].id = -1
-/* scratch holds the kept requests, then room for statuses if the caller ignores them */
-#define MT_STATUSES_AFTER_KEEP(sts, n) if ((sts) == MPI_STATUSES_IGNORE) \
-        (sts) = (MPI_Status *)(Q_ + ((n) > 0 ? (n) : 1))
-#define MT_DONE1(q, st) do { if ((q)->recv) mt_resolve(T, (q), (st)); \
-    if (!(q)->persistent) mt_req_drop((q)->key, (q)->id); } while (0)
-#define MT_WAIT(st) do { if (have_) { R.request = Q_.id; R.comm = Q_.comm_id; \
-    R.flags |= Q_.flags & (MT_PERSISTENT | MT_PARTITIONED); MT_DONE1(&Q_, st); } } while (0)
-#define MT_TEST(flag, st) do { if (have_) { R.request = Q_.id; R.comm = Q_.comm_id; } \
-    if (*(flag)) { R.flags |= MT_COMPLETED; if (have_) MT_DONE1(&Q_, st); } } while (0)
-#define MT_WAITANY(idx, st) do { if (*(idx) != MPI_UNDEFINED && Q_[*(idx)].id >= 0) { \
-    R.request = Q_[*(idx)].id; R.comm = Q_[*(idx)].comm_id; MT_DONE1(&Q_[*(idx)], st); } } while (0)
+/* ---- completion: before the call, the handles (MPI nulls those it completes) and the mark
+ * of the request ids (no lock); after it, mt_req_lookup finds (and removes) the entries of
+ * those it completed, under one lock, looking up only those (Testany: one, not the array) ---- */
+#define MT_KEEP1(req) MPI_Request H_ = *(req); int64_t mark_ = mt_req_mark(); mt_req Q_
+/* scratch: Q_ (the entries, by position), S_ (statuses if the caller ignores them), H_ (the
+ * handles), I_ (completed positions sorted), each rounded to 16 bytes */
+#define MT_AL16(b) (((size_t)(b) + 15) & ~(size_t)15)
+#define MT_KEEPN(n, reqs) int N_ = (n) > 0 ? (n) : 0; size_t KZ_ = N_ ? (size_t)N_ : 1; \
+    char *KB_ = (char *)mt_scratch(T, MT_AL16(sizeof(mt_req) * KZ_) + MT_AL16(sizeof(MPI_Status) * KZ_) \
+                                      + MT_AL16(sizeof(MPI_Request) * KZ_) + sizeof(int) * KZ_); \
+    mt_req *Q_ = (mt_req *)KB_; MPI_Status *S_ = (MPI_Status *)(KB_ + MT_AL16(sizeof(mt_req) * KZ_)); \
+    MPI_Request *H_ = (MPI_Request *)((char *)S_ + MT_AL16(sizeof(MPI_Status) * KZ_)); \
+    int *I_ = (int *)((char *)H_ + MT_AL16(sizeof(MPI_Request) * KZ_)); (void)I_; \
+    int64_t mark_ = mt_req_mark(); if (N_) memcpy(H_, (reqs), sizeof(MPI_Request) * (size_t)N_)
+#define MT_STATUSES_AFTER_KEEP(sts, n) if ((sts) == MPI_STATUSES_IGNORE) (sts) = S_
+#define MT_LOOK1(how) mt_req_lookup(&H_, 1, NULL, 1, mark_, (how), &Q_)
+#define MT_WAIT(st) do { MT_LOOK1(MT_LOOK_DONE); if (Q_.id >= 0) { R.request = Q_.id; \
+    R.comm = Q_.comm_id; R.flags |= Q_.flags & (MT_PERSISTENT | MT_PARTITIONED); \
+    if (Q_.recv) mt_resolve(T, &Q_, st); } } while (0)
+#define MT_TEST(flag, st) do { MT_LOOK1(*(flag) ? MT_LOOK_DONE : MT_LOOK_PEEK); \
+    if (Q_.id >= 0) { R.request = Q_.id; R.comm = Q_.comm_id; } \
+    if (*(flag)) { R.flags |= MT_COMPLETED; if (Q_.id >= 0 && Q_.recv) mt_resolve(T, &Q_, st); } \
+    } while (0)
+#define MT_WAITANY(idx, st) do { if (*(idx) != MPI_UNDEFINED) { \
+    mt_req_lookup(H_, N_, (idx), 1, mark_, MT_LOOK_DONE, Q_); mt_req *q_ = &Q_[*(idx)]; \
+    if (q_->id >= 0) { R.request = q_->id; R.comm = q_->comm_id; \
+        if (q_->recv) mt_resolve(T, q_, st); } } } while (0)
 #define MT_TESTANY(idx, flag, st) do { if (*(flag) && *(idx) != MPI_UNDEFINED) { \
     R.flags |= MT_COMPLETED; MT_WAITANY(idx, st); } } while (0)
-#define MT_WAITALL(n, sts) do { int64_t k_ = 0; for (int i_ = 0; i_ < (n); i_++) k_ += Q_[i_].id >= 0; \
-    int64_t *v_ = mt_vec(T, &R, k_); k_ = 0; for (int i_ = 0; i_ < (n); i_++) if (Q_[i_].id >= 0) { \
-        v_[k_++] = Q_[i_].id; MT_DONE1(&Q_[i_], &(sts)[i_]); } } while (0)
-#define MT_TESTALL(n, flag, sts) do { if (*(flag)) { R.flags |= MT_COMPLETED; MT_WAITALL(n, sts); } \
-    else { int64_t k_ = 0; for (int i_ = 0; i_ < (n); i_++) k_ += Q_[i_].id >= 0; \
+/* the vector: the ids of the positions looked up (all, or the m of pos) that were recorded */
+#define MT_IDS(m, pos) do { int64_t k_ = 0; \
+    for (int j_ = 0; j_ < (m); j_++) k_ += Q_[(pos) ? (pos)[j_] : j_].id >= 0; \
     int64_t *v_ = mt_vec(T, &R, k_); k_ = 0; \
-    for (int i_ = 0; i_ < (n); i_++) if (Q_[i_].id >= 0) v_[k_++] = Q_[i_].id; } } while (0)
+    for (int j_ = 0; j_ < (m); j_++) { int64_t id_ = Q_[(pos) ? (pos)[j_] : j_].id; \
+        if (id_ >= 0) v_[k_++] = id_; } } while (0)
+#define MT_WAITALL(n, sts) do { mt_req_lookup(H_, N_, NULL, N_, mark_, MT_LOOK_DONE, Q_); \
+    MT_IDS(N_, (int *)NULL); for (int i_ = 0; i_ < N_; i_++) \
+        if (Q_[i_].id >= 0 && Q_[i_].recv) mt_resolve(T, &Q_[i_], &(sts)[i_]); } while (0)
+#define MT_TESTALL(n, flag, sts) do { if (*(flag)) { R.flags |= MT_COMPLETED; MT_WAITALL(n, sts); } \
+    else { mt_req_lookup(H_, N_, NULL, N_, mark_, MT_LOOK_PEEK, Q_); MT_IDS(N_, (int *)NULL); } \
+    } while (0)
 #define MT_WAITSOME(outc, idx, sts) do { int m_ = *(outc) == MPI_UNDEFINED ? 0 : *(outc); \
-    if (m_ > 0) { R.flags |= MT_COMPLETED; } int64_t k_ = 0; \
-    for (int j_ = 0; j_ < m_; j_++) k_ += Q_[(idx)[j_]].id >= 0; \
-    int64_t *v_ = mt_vec(T, &R, k_); k_ = 0; for (int j_ = 0; j_ < m_; j_++) { \
-        mt_req *q_ = &Q_[(idx)[j_]]; if (q_->id >= 0) { v_[k_++] = q_->id; \
-        MT_DONE1(q_, &(sts)[j_]); } } } while (0)
-#define MT_REQUEST_FREE() do { if (have_) { R.request = Q_.id; mt_req_drop(Q_.key, Q_.id); } } while (0)
+    if (m_ > 0) { R.flags |= MT_COMPLETED; \
+        mt_req_lookup(H_, N_, mt_ascending((idx), m_, I_), m_, mark_, MT_LOOK_DONE, Q_); } \
+    MT_IDS(m_, (idx)); for (int j_ = 0; j_ < m_; j_++) { mt_req *q_ = &Q_[(idx)[j_]]; \
+        if (q_->id >= 0 && q_->recv) mt_resolve(T, q_, &(sts)[j_]); } } while (0)
+#define MT_REQUEST_FREE() do { MT_LOOK1(MT_LOOK_FREE); if (Q_.id >= 0) R.request = Q_.id; } while (0)
 
 /* ---- collectives ---- */
 #define MT_ROOTED(root) MT_PEER(root)
