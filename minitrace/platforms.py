@@ -72,17 +72,36 @@ def parse_quantity(text: str | float, kind: str, bare: str = "") -> float:
 @dataclass(frozen=True)
 class Cluster:
     """N hosts named ``node-0`` ... ``node-{N-1}``, each of ``speed`` flop/s with one link of
-    ``bandwidth`` (each direction) and ``latency`` to a crossbar.  ``hosts=None``: one per rank
-    (filled in by the replay)."""
+    ``bandwidth`` (each direction) and ``latency`` to a crossbar.  ``hosts=None``: enough for
+    every rank (filled in by the replay).  ``ranks_per_host`` > 1 puts that many consecutive
+    ranks on each host, with as many cores, talking through the host's loopback link
+    (``loopback_bandwidth``, ``loopback_latency``; default: those of the host's link)."""
 
     hosts: int | None = None
     speed: str | float = DEFAULT_SPEED
     bandwidth: str | float = DEFAULT_BANDWIDTH
     latency: str | float = DEFAULT_LATENCY
+    ranks_per_host: int = 1
+    loopback_bandwidth: str | float | None = None
+    loopback_latency: str | float | None = None
+
+    def hosts_for(self, nranks: int) -> int:
+        """Hosts needed for ``nranks`` ranks at ``ranks_per_host`` each."""
+        return -(-int(nranks) // self._per_host())
 
     def host_names(self) -> list[str]:
-        """Host names as written in the generated XML (the replay places rank i on the i-th)."""
+        """Host names as written in the generated XML."""
         return [f"node-{i}" for i in range(self.hosts)]
+
+    def rank_hosts(self) -> list[str]:
+        """Host of each rank slot (the replay places rank i on the i-th): ``ranks_per_host``
+        consecutive slots per host."""
+        return [h for h in self.host_names() for _ in range(self._per_host())]
+
+    def _per_host(self) -> int:
+        if int(self.ranks_per_host) < 1:
+            raise MinitraceError(f"ranks per host must be >= 1, got {self.ranks_per_host}")
+        return int(self.ranks_per_host)
 
     def xml(self) -> str:
         """The platform in SimGrid 4 XML (DTD version 4.1), quantities in base units."""
@@ -94,24 +113,35 @@ class Cluster:
         attrs = {"id": "cluster", "prefix": "node-", "suffix": "",
                  "radical": f"0-{int(self.hosts) - 1}", "speed": f"{speed!r}f",
                  "bw": f"{bw!r}Bps", "lat": f"{lat!r}s", "sharing_policy": "SPLITDUPLEX"}
+        shared = ""
+        per = self._per_host()
+        if per > 1 or self.loopback_bandwidth is not None or self.loopback_latency is not None:
+            lbw = parse_quantity(self.loopback_bandwidth if self.loopback_bandwidth is not None
+                                 else self.bandwidth, "bandwidth")
+            llat = parse_quantity(self.loopback_latency if self.loopback_latency is not None
+                                  else self.latency, "time")
+            attrs.update({"core": str(per), "loopback_bw": f"{lbw!r}Bps",
+                          "loopback_lat": f"{llat!r}s"})
+            shared = (f", {per} ranks (cores) per host, loopback links of {lbw!r} B/s and "
+                      f"{llat!r} s")
         body = " ".join(f"{k}={quoteattr(v)}" for k, v in attrs.items())
         return ("<?xml version='1.0'?>\n"
                 '<!DOCTYPE platform SYSTEM "https://simgrid.org/simgrid.dtd">\n'
                 '<platform version="4.1">\n'
                 f"  <!-- minitrace: {self.hosts} hosts of {self.speed}, links of "
-                f"{self.bandwidth} and {self.latency} -->\n"
+                f"{self.bandwidth} and {self.latency}{shared} -->\n"
                 f"  <cluster {body}/>\n"
                 "</platform>\n")
 
     def write(self, directory: str | os.PathLike) -> tuple[str, str]:
-        """Write ``platform.xml`` and ``hostfile`` (one host per line, rank i on host i) into
+        """Write ``platform.xml`` and ``hostfile`` (host of each rank slot, one per line) into
         ``directory``; returns their paths."""
         os.makedirs(directory, exist_ok=True)
         xml_path = os.path.join(directory, "platform.xml")
         host_path = os.path.join(directory, "hostfile")
         with open(xml_path, "w") as fh:
             fh.write(self.xml())
-        write_hostfile(host_path, self.host_names())
+        write_hostfile(host_path, self.rank_hosts())
         return xml_path, host_path
 
 

@@ -110,11 +110,13 @@ def replay(trace, platform: str | os.PathLike | None = None,
         if platform is None:
             cluster = cluster or Cluster()
             if cluster.hosts is None:
-                cluster = replace(cluster, hosts=nranks)
+                cluster = replace(cluster, hosts=cluster.hosts_for(nranks))
             platform, _ = cluster.write(Path(work) / "platform")
-            hosts = cluster.host_names()
+            hosts = cluster.rank_hosts()
             shown = (f"generated: cluster of {cluster.hosts} hosts, {cluster.speed}, "
-                     f"{cluster.bandwidth}, {cluster.latency}")
+                     f"{cluster.bandwidth}, {cluster.latency}"
+                     + (f", {cluster.ranks_per_host} ranks per host"
+                        if cluster.ranks_per_host > 1 else ""))
         else:
             platform = os.fspath(platform)
             if not os.path.isfile(platform):

@@ -31,6 +31,9 @@ def register(sub) -> None:
                       help=f"bandwidth of each host's link (default {DEFAULT_BANDWIDTH})")
     plat.add_argument("--latency", metavar="T",
                       help=f"latency of each host's link (default {DEFAULT_LATENCY})")
+    plat.add_argument("--ranks-per-host", metavar="K", type=int,
+                      help="K consecutive ranks per generated host (K cores, a loopback link "
+                           "of the host link's bandwidth and latency between them; default 1)")
     p.add_argument("--np", type=int, metavar="N",
                    help="number of ranks (checked against the trace)")
     p.add_argument("--cfg", action="append", default=[], metavar="KEY:VALUE",
@@ -69,15 +72,16 @@ def _config(items: list[str]) -> dict[str, str]:
 
 def run(args) -> int:
     """Replay and print the prediction (text or JSON); exit status 0."""
-    generated = [o for o in ("cluster", "speed", "bandwidth", "latency")
+    generated = [o for o in ("cluster", "speed", "bandwidth", "latency", "ranks_per_host")
                  if getattr(args, o) is not None]
     if args.platform and generated:
-        raise MinitraceError(f"--{generated[0]} describes a generated cluster: drop it or "
-                             f"--platform")
+        raise MinitraceError(f"--{generated[0].replace('_', '-')} describes a generated "
+                             f"cluster: drop it or --platform")
     cluster = None
     if not args.platform:
         cluster = Cluster(args.cluster, args.speed or DEFAULT_SPEED,
-                          args.bandwidth or DEFAULT_BANDWIDTH, args.latency or DEFAULT_LATENCY)
+                          args.bandwidth or DEFAULT_BANDWIDTH, args.latency or DEFAULT_LATENCY,
+                          ranks_per_host=args.ranks_per_host or 1)
     r = replay(args.file, platform=args.platform, hostfile=args.hostfile, np=args.np,
                config=_config(args.cfg), cluster=cluster, compute_rate=args.compute_rate,
                lossy=args.lossy, timeout=args.timeout, engine=args.engine,

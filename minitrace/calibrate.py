@@ -1,0 +1,299 @@
+"""Measure the machine a trace was (or will be) recorded on, under MPI:
+``mpiexec -n N python -m minitrace.calibrate -o mymachine.h5`` (``minitrace calibrate`` runs it).
+
+What is measured (rank 0 with the first other rank on its node, and on another node when the
+job spans nodes, as the pt2pt suite pairs them; sizes drawn log-uniformly and the whole plan
+shuffled, since ordered sweeps resonate with periodic noise):
+
+* ``pingpong``: the pt2pt suite's ping-pong: one-way time (half the round trip) and the time
+  rank 0 spends in ``Send`` (the send overhead of eager messages);
+* ``recv``: the time in ``Recv`` of a message that has already arrived (``Iprobe`` first): the
+  receive overhead;
+* ``isend``: the time in ``Isend`` (the request is completed outside the timed region);
+* the eager/rendezvous switch: the thresholds suite's corruption probe, by bisection;
+* compute: every rank runs the same matrix-product kernel at once; its flop/s per unit of thread
+  CPU time (the host speed, and the rate of a trace timed in seconds), its CPU/wall ratio
+  (the share of a core each rank got);
+* reductions: bytes/s of ``MPI_SUM`` on doubles (``Reduce_local``).
+
+Each run is appended to ``/calibration/runs`` of the output file; rank 0 then refits from every
+run (:mod:`minitrace.calibration`) and writes ``/calibration/fit`` and the plot.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+import traceback
+from types import SimpleNamespace
+
+import numpy as np
+
+from .errors import MinitraceError
+
+KINDS = ("pingpong", "recv", "isend")
+TAG_DATA, TAG_ACK = 21, 22
+TIMER = time.perf_counter
+
+
+def add_arguments(p) -> None:
+    """Measurement options (shared with ``minitrace calibrate``)."""
+    p.add_argument("-o", "--output", default="calibration.h5", metavar="FILE",
+                   help="calibration file; a new run is appended to an existing one and the "
+                        "fit uses every run [%(default)s]")
+    p.add_argument("--max-size", type=int, default=1 << 24,
+                   help="largest message, bytes (sizes are drawn log-uniformly in 1 .. this) "
+                        "[%(default)s]")
+    p.add_argument("--nsizes", type=int, default=60, help="message sizes drawn [%(default)s]")
+    p.add_argument("--reps", type=int, default=2,
+                   help="repetitions of every (kind, size, pair) measurement [%(default)s]")
+    p.add_argument("--iterations", type=int, default=30,
+                   help="timed iterations per measurement up to 64 KiB (median kept) "
+                        "[%(default)s]")
+    p.add_argument("--iterations-large", type=int, default=6,
+                   help="timed iterations per measurement above 64 KiB [%(default)s]")
+    p.add_argument("--long", action="store_true",
+                   help="a longer, steadier run: 4x the sizes, 3 repetitions, 2x the "
+                        "iterations")
+    p.add_argument("--seed", type=int, default=None,
+                   help="seed of the design (default: a new one per run, so that appended "
+                        "runs draw other sizes)")
+    p.add_argument("--plot", metavar="PNG",
+                   help="figure of the data, fitted segments and breakpoints (default: the "
+                        "output file's name with .png)")
+    p.add_argument("--quiet", action="store_true", help="no summary")
+
+
+# -- measured loops: only MPI calls and clock stamps inside -------------------------------------
+def _recv_side(comm, peer: int, receiver: bool, msg, ack, inner: int) -> np.ndarray:
+    """Times in Recv of messages already arrived (the receiver probes first)."""
+    out = np.empty(inner)
+    recv, send, iprobe = comm.Recv, comm.Send, comm.Iprobe
+    if receiver:
+        for i in range(inner):
+            while not iprobe(peer, TAG_DATA):
+                pass
+            t0 = TIMER()
+            recv(msg, peer, TAG_DATA)
+            out[i] = TIMER() - t0
+            send(ack, peer, TAG_ACK)
+    else:
+        for _ in range(inner):
+            send(msg, peer, TAG_DATA)
+            recv(ack, peer, TAG_ACK)
+    return out
+
+
+def _isend_side(comm, peer: int, sender: bool, msg, ack, inner: int) -> np.ndarray:
+    """Times in Isend (completed by Wait outside the timed region; an ack paces the loop)."""
+    out = np.empty(inner)
+    if sender:
+        isend, recv = comm.Isend, comm.Recv
+        for i in range(inner):
+            t0 = TIMER()
+            req = isend(msg, peer, TAG_DATA)
+            out[i] = TIMER() - t0
+            req.Wait()
+            recv(ack, peer, TAG_ACK)
+    else:
+        recv, send = comm.Recv, comm.Send
+        for _ in range(inner):
+            recv(msg, peer, TAG_DATA)
+            send(ack, peer, TAG_ACK)
+    return out
+
+
+def _pingpong(comm, peer: int, first: bool, msg, inner: int):
+    """(median one-way time, median time in Send per message) from the pt2pt suite's loop."""
+    from .bench.pt2pt import pingpong
+    samples = np.empty(inner)
+    _, ts, _ = pingpong(comm, peer, first, msg, inner, TIMER, samples)
+    return float(np.median(samples)) / 2, ts / inner
+
+
+# -- the run --------------------------------------------------------------------------------
+def _design(args, seed: int, pairs):
+    from .bench import pt2pt
+    design = SimpleNamespace(design="random", max_size=args.max_size, nsizes=args.nsizes,
+                             seed=seed, reps=args.reps, order="shuffled")
+    sizes = sorted(set(pt2pt.plan_sizes(design)) | {1, args.max_size})
+    return sizes, pt2pt.plan(design, sizes, list(KINDS), pairs)
+
+
+def _network(comm, args, seed: int, topo: dict) -> dict:
+    """Every planned measurement between rank 0 and its partners; rank 0 gets the columns."""
+    from .bench import pt2pt
+    pairs = pt2pt.pairs_from(topo)
+    sizes, items = _design(args, seed, pairs)
+    buf = np.zeros(args.max_size, np.uint8)
+    ack = np.zeros(1, np.uint8)
+    mv = memoryview(buf)
+    n = len(items)
+    t = np.full(n, np.nan)
+    t_send = np.full(n, np.nan)
+    inner_of = np.array([args.iterations if s <= 65536 else args.iterations_large
+                         for _, s, _, _ in items], np.int32)
+    for j, (kind, size, _rep, p) in enumerate(items):
+        comm.Barrier()
+        partner = pairs[p][1]
+        if comm.rank not in (0, partner):
+            continue
+        peer = partner if comm.rank == 0 else 0
+        msg, inner = mv[:size], int(inner_of[j])
+        if kind == "pingpong":
+            _pingpong(comm, peer, comm.rank == 0, msg, 2)
+            t[j], t_send[j] = _pingpong(comm, peer, comm.rank == 0, msg, inner)
+        elif kind == "recv":
+            _recv_side(comm, peer, comm.rank == 0, msg, ack, 2)
+            t[j] = float(np.median(_recv_side(comm, peer, comm.rank == 0, msg, ack, inner)))
+        else:
+            _isend_side(comm, peer, comm.rank == 0, msg, ack, 2)
+            t[j] = float(np.median(_isend_side(comm, peer, comm.rank == 0, msg, ack, inner)))
+    return {"kind": np.array([k for k, _, _, _ in items], dtype=object),
+            "size": np.array([s for _, s, _, _ in items], np.int64),
+            "pair": np.array([pairs[p][0] for _, _, _, p in items], dtype=object),
+            "peer": np.array([pairs[p][1] for _, _, _, p in items], np.int32),
+            "inner": inner_of, "time": t, "t_send": t_send}
+
+
+def _threshold(comm, max_size: int) -> list[int] | None:
+    """[last size copied at Isend, first size not copied] (the corruption probe), or None."""
+    from .bench.thresholds import bisect, corruption_probe
+    buf = np.zeros(max_size, np.uint8)
+    rbuf = np.zeros(max_size, np.uint8)
+    found, _ = bisect(lambda s: corruption_probe(comm, s, buf, rbuf, 0.02, TIMER)[0],
+                      1, max_size, 4)
+    return list(found) if found else None
+
+
+def _compute(comm, seconds: float = 0.3) -> dict:
+    """Each rank's flop/s per CPU second on a matrix-product kernel, and its CPU/wall ratio, all
+    ranks at once (as an application runs)."""
+    from .bench.common import pin_blas_threads
+    pin_blas_threads(1)
+    n = 160
+    a = np.random.default_rng(comm.rank).random((n, n))
+    b = a.copy()
+    a @ b
+    comm.Barrier()
+    reps, w0, c0 = 0, TIMER(), time.thread_time()
+    while TIMER() - w0 < seconds:
+        for _ in range(8):
+            b = a @ b
+            b *= 1.0 / n
+        reps += 8
+    wall, cpu = TIMER() - w0, time.thread_time() - c0
+    flops = 2.0 * n ** 3 * reps
+    got = comm.gather((flops, cpu, wall), root=0)
+    return None if got is None else {k: np.array([g[i] for g in got])
+                                     for i, k in enumerate(("flops", "cpu", "wall"))}
+
+
+def _reduction(comm, nbytes: int = 1 << 20, seconds: float = 0.1) -> np.ndarray | None:
+    """Each rank's bytes/s of MPI_SUM on doubles (Reduce_local)."""
+    from mpi4py import MPI
+    a = np.ones(nbytes // 8)
+    b = np.ones(nbytes // 8)
+    MPI.SUM.Reduce_local(a, b)
+    comm.Barrier()
+    reps, c0, w0 = 0, time.thread_time(), TIMER()
+    while TIMER() - w0 < seconds:
+        MPI.SUM.Reduce_local(a, b)
+        reps += 1
+    rate = nbytes * reps / max(time.thread_time() - c0, 1e-9)
+    got = comm.gather(rate, root=0)
+    return None if got is None else np.array(got)
+
+
+def run(comm, args) -> dict | None:
+    """Measure everything; rank 0 returns the run (columns and attributes), others None."""
+    from .bench.common import metadata, topology
+    if comm.size < 2:
+        raise MinitraceError("calibrate needs at least 2 ranks (a pair to measure)")
+    if args.max_size < 2 or args.nsizes < 1 or args.reps < 1 or args.iterations < 1 \
+            or args.iterations_large < 1:
+        raise MinitraceError("calibrate: --max-size must be >= 2 and --nsizes, --reps, "
+                             "--iterations, --iterations-large >= 1")
+    if args.long:
+        args.nsizes, args.reps = args.nsizes * 4, max(args.reps, 3)
+        args.iterations, args.iterations_large = args.iterations * 2, args.iterations_large * 2
+    seed = args.seed if args.seed is not None else int.from_bytes(os.urandom(4), "little")
+    seed = comm.bcast(seed, root=0)
+    topo = topology(comm)
+    cores = comm.gather(os.cpu_count() or 1, root=0)
+    t0 = time.time()
+    columns = _network(comm, args, seed, topo)
+    threshold = _threshold(comm, args.max_size)
+    compute = _compute(comm)
+    reduction = _reduction(comm)
+    if comm.rank != 0:
+        return None
+    meta = metadata(comm, topo)
+    attrs = {"seed": seed, "nranks": comm.size, "hosts": topo["hosts"],
+             "rank_to_node": topo["rank_to_node"], "cores": cores,
+             "max_size": args.max_size, "nsizes": args.nsizes, "reps": args.reps,
+             "iterations": args.iterations, "iterations_large": args.iterations_large,
+             "eager_threshold": threshold if threshold else "no switch found",
+             "mpi_library": meta["mpi_library"], "cpu_model": meta["cpu_model"],
+             "date": meta["date"], "seconds": time.time() - t0, "timer": "time.perf_counter",
+             "kernel": "160x160 float64 matrix products, one BLAS thread per rank"}
+    columns.update({"compute_flops": compute["flops"], "compute_cpu": compute["cpu"],
+                    "compute_wall": compute["wall"], "reduction_rate": reduction})
+    return {"columns": columns, "attrs": attrs}
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m minitrace.calibrate`` under mpiexec: measure, append the run, refit."""
+    for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ.setdefault(var, "1")
+    from mpi4py import MPI
+    comm = MPI.COMM_WORLD
+    p = argparse.ArgumentParser(prog="python -m minitrace.calibrate",
+                                description="Calibrate this machine for minitrace predict "
+                                            "(run under mpiexec with at least 2 ranks).")
+    add_arguments(p)
+    from .bench.__main__ import parse_quietly_off_root
+    args = parse_quietly_off_root(p, argv)
+    try:
+        if comm.rank == 0:
+            from .calibration import check_output
+            error = None
+            try:
+                check_output(args.output)
+            except MinitraceError as e:
+                error = str(e)
+        else:
+            error = None
+        error = comm.bcast(error, root=0)
+        if error:
+            raise MinitraceError(error)
+        got = run(comm, args)
+        error = None
+        if comm.rank == 0:
+            from .calibration import append_run, load, summary
+            try:
+                append_run(args.output, got)
+                cal = load(args.output, plot=args.plot or os.path.splitext(args.output)[0]
+                           + ".png")
+                if not args.quiet:
+                    print(summary(cal, args.output))
+            except MinitraceError as e:
+                error = str(e)
+        error = comm.bcast(error, root=0)
+        if error:
+            raise MinitraceError(error)
+        return 0
+    except MinitraceError as e:
+        if comm.rank == 0:
+            print(f"minitrace calibrate: error: {e}", file=sys.stderr)
+        return 1
+    except BaseException:
+        traceback.print_exc()
+        sys.stderr.flush()
+        comm.Abort(1)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,412 @@
+"""A calibration file (``/calibration`` of a minitrace HDF5 file, docs/FORMAT.md): the runs
+:mod:`minitrace.calibrate` measured, the fit of all of them, and what a replay needs from it
+(SimGrid/SMPI options, a platform, the compute and reduction rates).
+
+How measurements become SMPI's model (SimGrid 4.1, ``src/smpi/mpi/smpi_request.cpp``):
+
+* a message below ``smpi/send-is-detached-thresh`` is eager: its sender sleeps ``smpi/os(s)``
+  (``smpi/ois(s)`` for Isend), the transfer follows, and its receiver sleeps ``smpi/or(s)``
+  after it; so the one-way ping-pong time is ``os + net + or``.  At and above the threshold
+  (rendezvous), a blocking Send has no overhead and the one-way time is ``net`` alone;
+* ``net(s) = L_route * lf(s + 16) + (s + 16) / (B_route * bf(s + 16))``: SMPI adds a 16-byte
+  envelope to every payload and looks the latency and bandwidth factors up with it;
+* an option's section ``B:...`` applies to sizes strictly above B (``FactorSet``), so a segment
+  starting at size ``lo`` is written ``lo - 1`` for the overheads and ``lo + 15`` for the
+  factors (the first segment is written 0);
+* ``network/crosstraffic`` is off: SimGrid's default charges each flow 5% of its bandwidth on
+  the reverse route, which ping-pongs cannot calibrate.
+
+Each quantity (send, receive and Isend overheads; eager and rendezvous network time) is fitted
+piecewise-linearly with automatic breakpoints (:mod:`minitrace.analysis.piecewise`, relative
+objective), and the network segments become the factors of a reference route whose latency is
+the first segment's and whose bandwidth is the last one's.
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import os
+from dataclasses import asdict, dataclass, field
+
+import h5py
+import numpy as np
+
+from .analysis import piecewise
+from .errors import MinitraceError
+from .platforms import Cluster
+
+ENVELOPE = 16
+MIN_POINTS = 6
+GROUP = "calibration"
+
+
+def check_output(path: str) -> None:
+    """Refuse an unwritable or foreign output file before measuring, not after."""
+    from .storage import check_file
+    d = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(d) or not os.access(d, os.W_OK):
+        raise MinitraceError("cannot write here: the directory does not exist or is not "
+                             "writable", path)
+    if os.path.exists(path):
+        check_file(path)
+
+
+def append_run(path: str, run: dict) -> str:
+    """Add one measured run as ``/calibration/runs/NNN``; returns its name."""
+    from .storage import _AtomicFile, _meta_attrs, _new_file_attrs
+    with _AtomicFile(path, copy_existing=True) as f:
+        if "format" not in f.attrs:
+            f.attrs.update(_new_file_attrs({}))
+        runs = f.require_group(f"{GROUP}/runs")
+        name = f"{len(runs):03d}"
+        g = runs.create_group(name)
+        g.attrs.update(_meta_attrs(run["attrs"]))
+        for key, arr in run["columns"].items():
+            arr = np.asarray(arr)
+            if arr.dtype.kind in "UO":
+                g.create_dataset(key, data=arr.astype(object), dtype=h5py.string_dtype())
+            else:
+                g.create_dataset(key, data=arr)
+    return name
+
+
+def read_runs(path: str) -> list[dict]:
+    """Every stored run: ``{"name", "attrs", "columns"}``."""
+    from .storage import check_file, read_attrs
+    check_file(path)
+    with h5py.File(path, "r") as f:
+        if f"{GROUP}/runs" not in f or not len(f[f"{GROUP}/runs"]):
+            raise MinitraceError("no calibration run in this file (minitrace calibrate writes "
+                                 "them)", path)
+        out = []
+        for name, g in sorted(f[f"{GROUP}/runs"].items()):
+            cols = {}
+            for k, ds in g.items():
+                v = ds[()]
+                if ds.dtype.kind == "O":
+                    v = np.array([x.decode() if isinstance(x, bytes) else x for x in v],
+                                 dtype=object)
+                cols[k] = v
+            out.append({"name": name, "attrs": read_attrs(g), "columns": cols})
+    return out
+
+
+@dataclass
+class Calibration:
+    """What a replay needs from a calibration: SMPI options, a platform, compute rates."""
+
+    config: dict[str, str]              # SimGrid --cfg options (network model + overheads)
+    latency: float                      # s, each host's link (a route between hosts: 2 links)
+    bandwidth: float                    # B/s, each host's link
+    loopback_latency: float             # s, ranks on one host
+    loopback_bandwidth: float           # B/s
+    speed: float                        # flop/s of a host (kernel flops per CPU second)
+    compute_rate: float                 # flops per second of recorded CPU time (= speed)
+    reduction_rate: float               # B/s of MPI_SUM on doubles
+    ranks_per_host: int                 # as in the calibrated job
+    cores_per_host: int
+    size_range: list[int]               # smallest and largest message measured
+    eager_threshold: int                # first size sent with rendezvous
+    pair: str                           # pair type the factors come from (intra / inter)
+    speed_spread: float                 # (max - min) / median of the ranks' kernel speeds
+    core_share: list[float]             # CPU / wall time of each rank during the kernel
+    runs: int
+    points: int
+    notes: list[str] = field(default_factory=list)
+    segments: dict = field(default_factory=dict)   # quantity -> list of Segment dicts
+    path: str = ""
+
+    def cluster(self, hosts: int | None = None, ranks_per_host: int | None = None) -> Cluster:
+        """The calibrated machine as a generated cluster (enough hosts for the trace's ranks
+        by default), ``ranks_per_host`` ranks per host (default: as calibrated)."""
+        return Cluster(hosts, speed=self.speed, bandwidth=self.bandwidth,
+                       latency=self.latency, ranks_per_host=ranks_per_host or
+                       self.ranks_per_host, loopback_bandwidth=self.loopback_bandwidth,
+                       loopback_latency=self.loopback_latency)
+
+    def one_way(self, size) -> np.ndarray:
+        """The fitted one-way ping-pong time at ``size`` bytes: send overhead + network +
+        receive overhead below the eager threshold, network alone from it."""
+        x = np.asarray(size, dtype=float)
+        part = {k: _stored_value(v, x) for k, v in self.segments.items()}
+        return np.where(x < self.eager_threshold,
+                        part["send"] + part["net_eager"] + part["recv"], part["net_rendezvous"])
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def _stored_value(stored: dict | None, x: np.ndarray) -> np.ndarray:
+    """A stored fit's value at ``x`` (0 when that quantity had no data)."""
+    if not stored:
+        return np.zeros_like(x)
+    segs = [piecewise.Segment(**s) for s in stored["segments"]]
+    return piecewise.PiecewiseFit(segs, stored["breakpoints"], 0.0, 0.0, "", "").predict(x)
+
+
+# -- fitting --------------------------------------------------------------------------------
+def _fit(x, y, lo=0.0, hi=np.inf, envelope: int = 0):
+    """Piecewise fit of the positive points with lo <= x < hi (a single line when few), each
+    segment kept within what SMPI can express: ``y = a + b (x + envelope)`` with a, b >= 0
+    (a segment that would need a negative latency or slope is refitted without it)."""
+    sel = (x >= lo) & (x < hi) & np.isfinite(y) & (y > 0)
+    if sel.sum() < 3:
+        return None
+    x, y = x[sel], y[sel]
+    f = piecewise.fit(x, y, objective="log", method="top-down", min_points=MIN_POINTS,
+                      max_breaks=0 if len(x) < 2 * MIN_POINTS else 10)
+    bounds = [-np.inf, *f.breakpoints, np.inf]
+    for seg, b0, b1 in zip(f.segments, bounds[:-1], bounds[1:]):
+        a = seg.intercept + seg.slope * envelope       # value at x = -envelope
+        if a >= 0 and seg.slope >= 0:
+            continue
+        m = (x >= b0) & (x < b1)
+        u, w = x[m] + envelope, 1.0 / y[m] ** 2
+        if seg.slope < 0 or a < 0 and np.sum(w * u * y[m]) <= 0:
+            seg.slope, seg.intercept = 0.0, float(np.sum(w * y[m]) / np.sum(w))
+        else:                                          # through (-envelope, 0)
+            seg.slope = float(np.sum(w * u * y[m]) / np.sum(w * u * u))
+            seg.intercept = seg.slope * envelope
+    return f
+
+
+def _value(f, x):
+    return np.zeros_like(np.asarray(x, float)) if f is None else f.predict(x)
+
+
+def _overhead_sections(f) -> str:
+    """``smpi/os``-style ``B:startup:per_byte;...`` of a fit (0 when none)."""
+    if f is None:
+        return "0"
+    return ";".join(f"{0 if i == 0 else int(s.lo) - 1}:{s.intercept:.9g}:{s.slope:.9g}"
+                    for i, s in enumerate(f.segments))
+
+
+def _net_segments(eager, rdv, threshold: int) -> list[tuple[int, float, float]]:
+    """(first size, intercept, slope) of the network time, eager fit below the threshold,
+    rendezvous fit from it."""
+    segs = []
+    for f, lo_bound in ((eager, 0), (rdv, threshold)):
+        if f is None:
+            continue
+        for i, s in enumerate(f.segments):
+            segs.append((int(lo_bound if i == 0 else s.lo), s.intercept, s.slope))
+    if not segs:
+        raise MinitraceError("no usable ping-pong measurement to fit the network")
+    segs[0] = (0, *segs[0][1:])
+    return segs
+
+
+def _factors(segs, latency: float, bandwidth: float) -> tuple[str, str]:
+    """``network/latency-factor`` and ``network/bandwidth-factor`` making a route of
+    ``latency`` and ``bandwidth`` follow the segments (16-byte envelope included)."""
+    lat, bw = [], []
+    for lo, a, b in segs:
+        start = 0 if lo == 0 else lo + ENVELOPE - 1
+        lat.append(f"{start}:{(a - ENVELOPE * b) / latency:.9g}")
+        bw.append(f"{start}:{1.0 / (max(b, 1e-6 / bandwidth) * bandwidth):.9g}")
+    return ";".join(lat), ";".join(bw)
+
+
+def _threshold(runs) -> tuple[int, list[str]]:
+    """First rendezvous size: the median over runs of the probe's bracket end."""
+    firsts, notes = [], []
+    for r in runs:
+        t = r["attrs"].get("eager_threshold")
+        if isinstance(t, list):
+            firsts.append(int(t[1]))
+        else:
+            firsts.append(int(r["attrs"]["max_size"]) + 1)
+            notes.append(f"run {r['name']}: no eager/rendezvous switch found ({t}): all "
+                         f"sizes eager")
+    return int(np.median(firsts)), notes
+
+
+def fit_runs(runs: list[dict]) -> tuple[Calibration, dict]:
+    """Fit every run together: the calibration, and the fits of each quantity (for plots)."""
+    cols = {k: np.concatenate([r["columns"][k] for r in runs])
+            for k in ("kind", "size", "pair", "time", "t_send")}
+    pairs = set(cols["pair"].tolist())
+    main = "inter" if "inter" in pairs else "intra"
+    threshold, notes = _threshold(runs)
+    x = cols["size"].astype(float)
+
+    def pick(kind, pair=main):
+        sel = (cols["kind"] == kind) & (cols["pair"] == pair)
+        return x[sel], cols["time"][sel], cols["t_send"][sel]
+
+    xp, yp, ys = pick("pingpong")
+    xr, yr, _ = pick("recv")
+    xi, yi, _ = pick("isend")
+    fits = {"send": _fit(xp, ys, hi=threshold), "recv": _fit(xr, yr, hi=threshold),
+            "isend": _fit(xi, yi)}
+    eager_net = yp - _value(fits["send"], xp) - _value(fits["recv"], xp)
+    eager_net = np.maximum(eager_net, 0.05 * yp)
+    fits["net_eager"] = _fit(xp, eager_net, hi=threshold, envelope=ENVELOPE)
+    fits["net_rendezvous"] = _fit(xp, yp, lo=threshold, envelope=ENVELOPE)
+    segs = _net_segments(fits["net_eager"], fits["net_rendezvous"], threshold)
+    latency = max(segs[0][1] - ENVELOPE * segs[0][2], 1e-9)
+    bandwidth = 1.0 / max(segs[-1][2], 1e-15)     # SMPI needs a finite bandwidth
+    lat_f, bw_f = _factors(segs, latency, bandwidth)
+    detached = min(threshold, 2**31 - 1)
+    config = {"network/model": "SMPI", "network/latency-factor": lat_f,
+              "network/bandwidth-factor": bw_f, "network/crosstraffic": "0",
+              "smpi/os": _overhead_sections(fits["send"]),
+              "smpi/or": _overhead_sections(fits["recv"]),
+              "smpi/ois": _overhead_sections(fits["isend"]),
+              "smpi/send-is-detached-thresh": str(detached),
+              "smpi/async-small-thresh": str(detached)}
+    if main == "inter":
+        link_lat, link_bw = latency / 2, bandwidth
+        lb_lat, lb_bw, more = _other_route(pick("pingpong", "intra"), fits, segs, latency,
+                                           bandwidth, threshold)
+        notes += more
+    else:
+        lb_lat, lb_bw = latency, bandwidth
+        link_lat, link_bw = latency / 2, bandwidth
+        notes.append("no inter-node pair measured (one node): links between hosts copy the "
+                     "intra-node route")
+    last = runs[-1]["columns"]
+    speeds = np.concatenate([r["columns"]["compute_flops"] / r["columns"]["compute_cpu"]
+                             for r in runs])
+    speed = float(np.median(speeds))
+    share = (last["compute_cpu"] / last["compute_wall"]).tolist()
+    if min(share) < 0.9:
+        notes.append(f"ranks got {min(share):.0%}..{max(share):.0%} of a core during the "
+                     f"compute kernel: the machine was loaded or oversubscribed")
+    red = float(np.median(np.concatenate([r["columns"]["reduction_rate"] for r in runs])))
+    nodes = runs[-1]["attrs"]["rank_to_node"]
+    per_host = max(nodes.count(n) for n in set(nodes))
+    cal = Calibration(
+        config=config, latency=link_lat, bandwidth=link_bw, loopback_latency=lb_lat,
+        loopback_bandwidth=lb_bw, speed=speed, compute_rate=speed, reduction_rate=red,
+        ranks_per_host=per_host, cores_per_host=int(min(runs[-1]["attrs"]["cores"])),
+        size_range=[int(x.min()), int(x.max())], eager_threshold=threshold, pair=main,
+        speed_spread=float((speeds.max() - speeds.min()) / speed), core_share=share,
+        runs=len(runs), points=int(len(x)), notes=notes,
+        segments={k: None if f is None else {"breakpoints": f.breakpoints,
+                                             "segments": [s.to_dict() for s in f.segments]}
+                  for k, f in fits.items()})
+    return cal, fits
+
+
+def _other_route(data, fits, segs, latency, bandwidth, threshold):
+    """Loopback latency and bandwidth that best fit the intra-node ping-pongs under the
+    factors fitted between nodes (least squares on relative errors)."""
+    x, y, _ = data
+    if len(x) < 3:
+        return latency, bandwidth, ["no intra-node pair measured: loopback links copy the "
+                                    "inter-node route"]
+    eager = x < threshold
+    net = y - np.where(eager, _value(fits["send"], x) + _value(fits["recv"], x), 0.0)
+    starts = np.array([s[0] for s in segs])
+    i = np.searchsorted(starts, x, side="right") - 1
+    a = np.array([max(s[1] - ENVELOPE * s[2], 1e-12) for s in segs])[i] / latency
+    b = np.array([s[2] for s in segs])[i] * bandwidth
+    # net = L * a + (x + 16) * b / B: linear in (L, 1/B); relative weights
+    A = np.column_stack([a, (x + ENVELOPE) * b]) / y[:, None]
+    (lat, inv_bw), *_ = np.linalg.lstsq(A, net / y, rcond=None)
+    return max(float(lat), 1e-12), 1.0 / max(float(inv_bw), 1e-15), []
+
+
+# -- the file's fit group -----------------------------------------------------------------
+def refit(path: str, plot: str | None = None) -> Calibration:
+    """Fit every run in ``path``, store ``/calibration/fit`` and draw ``plot`` (PNG)."""
+    from .storage import _AtomicFile
+    runs = read_runs(path)
+    cal, fits = fit_runs(runs)
+    with _AtomicFile(path, copy_existing=True) as f:
+        grp = f[GROUP]
+        if "fit" in grp:
+            del grp["fit"]
+        g = grp.create_group("fit")
+        g.attrs["calibration"] = json.dumps({k: v for k, v in cal.to_dict().items()
+                                             if k != "path"})
+        g.attrs["runs"] = json.dumps([r["name"] for r in runs])
+        g.attrs["created"] = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+    cal.path = path
+    if plot:
+        _plot(runs, cal, fits, plot)
+    return cal
+
+
+def load(path: str, plot: str | None = None) -> Calibration:
+    """Refit ``path``'s runs (``minitrace calibrate`` after a run) when ``plot`` is given,
+    else read its stored fit."""
+    if plot is not None:
+        return refit(path, plot)
+    from .storage import check_file
+    check_file(path)
+    with h5py.File(path, "r") as f:
+        g = f.get(f"{GROUP}/fit")
+        if g is None:
+            raise MinitraceError("not a calibration file (no /calibration/fit; minitrace "
+                                 "calibrate writes it)", path)
+        cal = Calibration(**json.loads(g.attrs["calibration"]))
+    cal.path = path
+    return cal
+
+
+def summary(cal: Calibration, path: str) -> str:
+    """A few lines on what the calibration found."""
+    lines = [f"calibration {path}: {cal.runs} run(s), {cal.points} measurements, sizes "
+             f"{cal.size_range[0]}..{cal.size_range[1]} B ({cal.pair}-node pair)",
+             f"  eager below {cal.eager_threshold} B; route latency "
+             f"{cal.loopback_latency * 1e6:.3g} us, bandwidth {cal.loopback_bandwidth / 1e9:.3g}"
+             f" GB/s (ranks on one host)"]
+    for k, s in cal.segments.items():
+        if s:
+            bps = ", ".join(f"{b:g}" for b in s["breakpoints"]) or "none"
+            lines.append(f"  {k}: {len(s['segments'])} segment(s), breakpoints at {bps} B")
+    lines.append(f"  compute: {cal.speed / 1e9:.3g} Gflop/s per CPU second (spread "
+                 f"{cal.speed_spread:.1%}), core share per rank "
+                 + " ".join(f"{x:.2f}" for x in cal.core_share))
+    lines.append(f"  reductions (MPI_SUM, doubles): {cal.reduction_rate / 1e9:.3g} GB/s")
+    lines.append(f"  platform: {cal.ranks_per_host} rank(s) per host, {cal.cores_per_host} "
+                 f"cores")
+    lines += [f"  note: {n}" for n in cal.notes]
+    lines.append("  SMPI options: " + " ".join(f"{k}:{v}" for k, v in cal.config.items()))
+    return "\n".join(lines)
+
+
+def _plot(runs, cal: Calibration, fits, path: str) -> None:
+    """Data, fitted segments and breakpoints of each quantity, log-log."""
+    from .analysis.plotting import plt, save
+    cols = {k: np.concatenate([r["columns"][k] for r in runs])
+            for k in ("kind", "size", "pair", "time", "t_send")}
+    fig, axes = plt.subplots(2, 2, figsize=(11, 8))
+    sel = lambda kind: (cols["kind"] == kind) & (cols["pair"] == cal.pair)
+    panels = [("one-way ping-pong time", "pingpong", "time", None),
+              ("time in Send (eager: smpi/os)", "pingpong", "t_send", "send"),
+              ("time in Recv of an arrived message (smpi/or)", "recv", "time", "recv"),
+              ("time in Isend (smpi/ois)", "isend", "time", "isend")]
+    grid = np.unique(np.geomspace(1, max(cal.size_range[1], 2), 400).astype(int)).astype(float)
+    T = cal.eager_threshold
+    for ax, (title, kind, col, key) in zip(axes.flat, panels):
+        s = sel(kind)
+        ax.loglog(cols["size"][s], cols[col][s], ".", ms=3, alpha=0.6, label="measured")
+        if key is None:
+            eager = grid < T
+            model = np.where(eager, _value(fits["send"], grid) + _value(fits["recv"], grid)
+                             + _value(fits["net_eager"], grid),
+                             _value(fits["net_rendezvous"], grid))
+            bps = [b for k in ("net_eager", "net_rendezvous") if fits[k]
+                   for b in fits[k].breakpoints]
+        else:
+            f = fits[key]
+            g = grid[grid < T] if key in ("send", "recv") else grid
+            model = _value(f, g)
+            grid_k = g
+            bps = f.breakpoints if f else []
+        ax.loglog(grid if key is None else grid_k, np.maximum(model, 1e-12), "-", lw=1.2,
+                  label="fitted segments")
+        for b in bps:
+            ax.axvline(b, color="grey", lw=0.7, ls=":")
+        ax.axvline(T, color="red", lw=0.8, ls="--", label=f"eager < {T} B")
+        ax.set_title(title, fontsize=10)
+        ax.set_xlabel("message size (B)")
+        ax.set_ylabel("seconds")
+        ax.legend(fontsize=8)
+    fig.suptitle(f"minitrace calibration ({cal.runs} run(s), {cal.pair}-node pair)")
+    fig.tight_layout()
+    save(fig, path)

@@ -1,0 +1,49 @@
+"""``minitrace calibrate -o F -- LAUNCHER ...``: measure this machine for ``minitrace predict``."""
+from __future__ import annotations
+
+import shlex
+import subprocess
+import sys
+
+from ..calibrate import add_arguments
+from ..errors import MinitraceError
+
+
+def register(sub) -> None:
+    """Add the ``calibrate`` subcommand (discovered by minitrace.cli)."""
+    p = sub.add_parser(
+        "calibrate", help="measure this machine's network, compute and reduction rates",
+        description="Run 'LAUNCHER... python -m minitrace.calibrate' (e.g. -- mpiexec -n 2): "
+                    "ping-pong, receive and Isend times over shuffled log-uniform sizes, the "
+                    "eager/rendezvous switch, a compute kernel and MPI_SUM on every rank; "
+                    "append the run to FILE and fit every run in it (piecewise-linear with "
+                    "automatic breakpoints) into SimGrid/SMPI options and a platform, used by "
+                    "'minitrace predict --calibration FILE'.  Without a launcher, refit FILE.")
+    add_arguments(p)
+    p.add_argument("command", nargs="*", metavar="LAUNCHER",
+                   help="the launcher, after --, e.g. -- mpiexec -n 2")
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    """Run the measurement job (or only refit), then print the calibration."""
+    from ..calibration import load, summary
+    plot = args.plot or args.output.rsplit(".", 1)[0] + ".png"
+    cmd = args.command[1:] if args.command[:1] == ["--"] else args.command
+    if cmd:
+        opts = ["-o", args.output, "--max-size", str(args.max_size), "--nsizes",
+                str(args.nsizes), "--reps", str(args.reps), "--iterations",
+                str(args.iterations), "--iterations-large", str(args.iterations_large),
+                "--plot", plot, "--quiet"]
+        opts += ["--long"] if args.long else []
+        opts += ["--seed", str(args.seed)] if args.seed is not None else []
+        full = [*cmd, sys.executable, "-m", "minitrace.calibrate", *opts]
+        rc = subprocess.run(full).returncode
+        if rc != 0:
+            raise MinitraceError(f"the calibration job failed with exit status {rc}: "
+                                 f"{shlex.join(full)}")
+    cal = load(args.output, plot=plot)
+    if not args.quiet:
+        print(summary(cal, args.output))
+        print(f"  plot: {plot}")
+    return 0

@@ -1,0 +1,106 @@
+"""minitrace calibrate on a real 2-rank MPI job: the calibration file round-trips and appends
+runs, and the SMPI options and platform it derives make SimGrid replay a ping-pong in the time
+the fit says (within 1%), for eager and rendezvous sizes alike."""
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import h5py
+import numpy as np
+import pytest
+
+from minitrace.calibration import Calibration, load, read_runs
+from minitrace.errors import MinitraceError
+from minitrace.model import TraceBuilder
+from minitrace.platforms import Cluster
+from minitrace.replay import replay
+from tests.mpiutil import tool
+
+pytestmark = pytest.mark.timeout(600)
+QUICK = ["--nsizes", "16", "--reps", "1", "--iterations", "8", "--iterations-large", "3",
+         "--max-size", str(1 << 22)]
+
+
+def _calibrate(path, seed):
+    cmd = [sys.executable, "-m", "minitrace", "calibrate", "-o", str(path), *QUICK,
+           "--seed", str(seed), "--quiet", "--", tool("mpiexec"), "-n", "2"]
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr
+
+
+@pytest.fixture(scope="module")
+def calibration(tmp_path_factory):
+    path = tmp_path_factory.mktemp("cal") / "machine.h5"
+    _calibrate(path, 1)
+    first = load(str(path))
+    _calibrate(path, 2)
+    return path, first, load(str(path))
+
+
+def test_runs_are_appended_and_the_fit_uses_all(calibration):
+    path, first, cal = calibration
+    runs = read_runs(str(path))
+    assert [r["name"] for r in runs] == ["000", "001"]
+    assert cal.runs == 2 and first.runs == 1
+    assert cal.points == sum(len(r["columns"]["size"]) for r in runs) > first.points
+    assert path.with_suffix(".png").stat().st_size > 0
+
+
+def test_the_file_round_trips(calibration):
+    path, _, cal = calibration
+    again = load(str(path))
+    assert again.to_dict() == cal.to_dict()
+    refitted = load(str(path), plot=str(path.with_suffix(".png")))
+    assert refitted.to_dict() == cal.to_dict()
+    with h5py.File(path, "r") as f:
+        assert {"runs", "fit"} <= set(f["calibration"])
+        assert f.attrs["format"] == "minitrace"
+    assert Calibration(**{k: v for k, v in cal.to_dict().items()}).config == cal.config
+
+
+def _pingpong(size: int, iterations: int):
+    b = TraceBuilder(2, {"volume_unit": "flops"})
+    for r in range(2):
+        b.add(r, "init")
+        for _ in range(iterations):
+            if r == 0:
+                b.add(r, "send", peer=1, tag=0, bytes_sent=size)
+                b.add(r, "recv", peer=1, tag=0, bytes_recv=size)
+            else:
+                b.add(r, "recv", peer=0, tag=0, bytes_recv=size)
+                b.add(r, "send", peer=0, tag=0, bytes_sent=size)
+        b.add(r, "finalize")
+    return b.build()
+
+
+def test_smpi_options_reproduce_the_fitted_pingpong(calibration):
+    _, _, cal = calibration
+    t = cal.eager_threshold
+    sizes = [1, 100, max(t // 2, 2), t - 1, t, 3 * t, 1 << 20, 4 << 20]
+    iterations = 20
+    for size in sizes:
+        res = replay(_pingpong(size, iterations), cluster=cal.cluster(), config=cal.config)
+        one_way = res.simulated_time / (2 * iterations)
+        assert one_way == pytest.approx(float(cal.one_way(size)), rel=0.01), (size, res.config)
+    assert res.hosts == ["node-0", "node-0"]   # both ranks on one host, as calibrated
+
+
+def test_ranks_per_host_cluster():
+    c = Cluster(ranks_per_host=3, loopback_bandwidth="20GBps", loopback_latency="0.5us")
+    assert c.hosts_for(7) == 3
+    c = Cluster(3, ranks_per_host=3)
+    assert c.rank_hosts()[:4] == ["node-0", "node-0", "node-0", "node-1"]
+    xml = c.xml()
+    assert 'core="3"' in xml and 'loopback_bw="10000000000.0Bps"' in xml
+    assert "loopback" not in Cluster(2).xml()      # one rank per host: as before
+    with pytest.raises(MinitraceError, match="ranks per host must be >= 1"):
+        Cluster(2, ranks_per_host=0).rank_hosts()
+
+
+def test_not_a_calibration_file(tmp_path):
+    from minitrace.storage import write_bench
+    p = tmp_path / "other.h5"
+    write_bench(str(p), "x", {"a": np.arange(3)})
+    with pytest.raises(MinitraceError, match="not a calibration file"):
+        load(str(p))
