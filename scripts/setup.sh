@@ -20,6 +20,7 @@ dpkg -s libboost-dev >/dev/null 2>&1 || need+=(libboost-dev)
 command -v cmake >/dev/null 2>&1 || need+=(cmake)
 command -v g++ >/dev/null 2>&1 || need+=(g++)
 command -v make >/dev/null 2>&1 || need+=(make)
+command -v lstopo >/dev/null 2>&1 || need+=(hwloc-nox)   # lstopo: the machine's topology in provenance
 "$PY" -c 'import venv, ensurepip' >/dev/null 2>&1 || need+=(python3-venv)
 if ((${#need[@]})); then
   say "apt-get install ${need[*]}"
