@@ -1,8 +1,8 @@
 """Generate the shim's C from Python sources of truth (in the spirit of LLNL's `wrap`).
 
 ``generate()`` returns the PMPI wrappers of c_shim/mpi.spec: one per spec line, its MPI-4
-big-count ``_c`` twin when the prototype uses COUNT/DISP, and the non-blocking twin of a
-collective.  ``translation_unit()`` puts the kind codes (minitrace/kinds.py) before the runtime
+big-count ``_c`` twin when the prototype uses COUNT/DISP, and the non-blocking and MPI-4
+persistent (``_init``) twins of a collective.  ``translation_unit()`` puts the kind codes (minitrace/kinds.py) before the runtime
 (``RUNTIME``) and the wrappers.  ``raw_layout_header()`` is ``_generated_rawlayout.h``, which shim_runtime.h
 includes: the raw file's structs and constants (minitrace/rawlayout.py) and the flag bits
 (kinds.py), written by ``write_raw_layout_header()`` when the shim is built.  Run as a script
@@ -56,13 +56,18 @@ def parse(text: str) -> list[Wrapper]:
             if key.strip() not in ("pre", "if"):
                 raise ValueError(f"{SPEC}:{lineno}: unknown field {e!r}")
             opts[key.strip()] = val.strip()
-        kind, _, ikind = kinds.partition("/")
-        out.append(Wrapper(kind, name, params, post, opts.get("pre", ""), opts.get("if", "")))
+        kind, ikind, pkind = (kinds.split("/") + ["", ""])[:3]
+        guard = opts.get("if", "")
+        out.append(Wrapper(kind, name, params, post, opts.get("pre", ""), guard))
         if ikind:
             iname = "MPI_I" + name[4:].lower()
             out.append(Wrapper(ikind, iname, params + ["MPI_Request *request"],
-                               post + "; MT_IREQ(request)", opts.get("pre", ""),
-                               opts.get("if", "")))
+                               post + "; MT_IREQ(request)", opts.get("pre", ""), guard))
+        if pkind:       # MPI-4 persistent collective: an inactive request, started later
+            out.append(Wrapper(pkind, name + "_init",
+                               params + ["MPI_Info info", "MPI_Request *request"],
+                               post + "; MT_PINIT(request)", opts.get("pre", ""),
+                               f"({guard}) && MPI_VERSION >= 4" if guard else "MPI_VERSION >= 4"))
     return out
 
 
@@ -161,7 +166,7 @@ def generate(spec_text: str | None = None) -> str:
 
 #: The hand-written C before the wrappers: the runtime, then the state of particular calls
 #: (matched probes' messages) with their recipes.
-RUNTIME = ("shim_runtime.c", "shim_message.c")
+RUNTIME = ("shim_runtime.c", "shim_message.c", "shim_topo.c")
 
 
 def translation_unit() -> str:

@@ -18,6 +18,9 @@ import numpy as np
 #   coll     - a blocking collective
 #   icoll    - a non-blocking collective (completes through a request)
 #   comm     - communicator management
+#   ncoll    - a blocking neighborhood collective (per-neighbour vector)
+#   incoll   - a non-blocking neighborhood collective
+#   pcoll    - a persistent collective's initialization (MPI-4; started by start/startall)
 KINDS: list[tuple[int, str, str]] = [
     (0, "init", "meta"), (1, "finalize", "meta"), (2, "compute", "meta"), (3, "sleep", "meta"),
     (4, "abort", "meta"), (5, "region_begin", "meta"), (6, "region_end", "meta"),
@@ -56,6 +59,21 @@ KINDS: list[tuple[int, str, str]] = [
     (118, "intercomm_merge", "comm"), (119, "comm_spawn", "comm"),
     (120, "comm_spawn_multiple", "comm"), (121, "graph_create", "comm"),
     (122, "dist_graph_create", "comm"), (123, "dist_graph_create_adjacent", "comm"),
+    (124, "neighbor_allgather", "ncoll"), (125, "neighbor_allgatherv", "ncoll"),
+    (126, "neighbor_alltoall", "ncoll"), (127, "neighbor_alltoallv", "ncoll"),
+    (128, "neighbor_alltoallw", "ncoll"), (129, "ineighbor_allgather", "incoll"),
+    (130, "ineighbor_allgatherv", "incoll"), (131, "ineighbor_alltoall", "incoll"),
+    (132, "ineighbor_alltoallv", "incoll"), (133, "ineighbor_alltoallw", "incoll"),
+    (134, "barrier_init", "pcoll"), (135, "bcast_init", "pcoll"), (136, "reduce_init", "pcoll"),
+    (137, "allreduce_init", "pcoll"), (138, "reduce_scatter_init", "pcoll"),
+    (139, "reduce_scatter_block_init", "pcoll"), (140, "scan_init", "pcoll"),
+    (141, "exscan_init", "pcoll"), (142, "gather_init", "pcoll"), (143, "gatherv_init", "pcoll"),
+    (144, "scatter_init", "pcoll"), (145, "scatterv_init", "pcoll"),
+    (146, "allgather_init", "pcoll"), (147, "allgatherv_init", "pcoll"),
+    (148, "alltoall_init", "pcoll"), (149, "alltoallv_init", "pcoll"),
+    (150, "alltoallw_init", "pcoll"), (151, "neighbor_allgather_init", "pcoll"),
+    (152, "neighbor_allgatherv_init", "pcoll"), (153, "neighbor_alltoall_init", "pcoll"),
+    (154, "neighbor_alltoallv_init", "pcoll"), (155, "neighbor_alltoallw_init", "pcoll"),
 ]
 
 CODE: dict[str, int] = {name: code for code, name, _ in KINDS}
@@ -125,9 +143,26 @@ VECTOR_KINDS = frozenset({"gatherv", "scatterv", "allgatherv", "alltoallv", "all
                           "reduce_scatter", "igatherv", "iscatterv", "iallgatherv",
                           "ialltoallv", "ialltoallw", "ireduce_scatter"})
 #: Non-blocking kinds that create a request completed later by a wait/test.
-REQUEST_KINDS = NONBLOCKING_SENDS | {"irecv", "imrecv", "comm_idup"} | NONBLOCKING_COLLECTIVES
+REQUEST_KINDS = NONBLOCKING_SENDS | {"irecv", "imrecv", "comm_idup"} | NONBLOCKING_COLLECTIVES | \
+    _category("incoll")
 #: Blocking collective kind for each non-blocking one (``iallreduce`` -> ``allreduce``).
 BLOCKING_OF = {n: n[1:] for n in NONBLOCKING_COLLECTIVES}
+#: Neighborhood collectives, blocking, non-blocking and persistent: vector ``[n_in, n_out,
+#: in-neighbours, out-neighbours, bytes from each in-neighbour, bytes to each out-neighbour]``.
+NEIGHBOR_COLLECTIVES = _category("ncoll")
+NONBLOCKING_NEIGHBOR_COLLECTIVES = _category("incoll")
+#: Persistent collective initializations (``allreduce_init``, ``neighbor_alltoall_init``, ...):
+#: collective calls that create an inactive persistent request.
+PERSISTENT_COLLECTIVES = _category("pcoll")
+ALL_NEIGHBOR_COLLECTIVES = NEIGHBOR_COLLECTIVES | NONBLOCKING_NEIGHBOR_COLLECTIVES | \
+    frozenset(n + "_init" for n in NEIGHBOR_COLLECTIVES)
+#: Every collective call a communicator's members make in the same order.
+ORDERED_COLLECTIVES = ALL_COLLECTIVES | NEIGHBOR_COLLECTIVES | \
+    NONBLOCKING_NEIGHBOR_COLLECTIVES | PERSISTENT_COLLECTIVES
+#: The blocking form of every collective kind (itself for a blocking one).
+BLOCKING_FORM = {**{n: n for n in COLLECTIVES | NEIGHBOR_COLLECTIVES}, **BLOCKING_OF,
+                 **{n: n[1:] for n in NONBLOCKING_NEIGHBOR_COLLECTIVES},
+                 **{n: n[:-len("_init")] for n in PERSISTENT_COLLECTIVES}}
 
 
 def codes(names) -> np.ndarray:

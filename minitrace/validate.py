@@ -9,8 +9,10 @@ deadlock or mis-simulate.  Checks (each vectorised over all actions with numpy/p
   takes its message where its probe dequeued it);
 * matched probes: each message a probe dequeues is received once, later, by a matched receive
   with the probe's source, tag and communicator;
-* collectives: the members of a communicator call the same collectives in the same order, with
-  the same root and consistent sizes (not checked on intercommunicators: FLAG_INTERCOMM);
+* collectives: the members of a communicator call the same collectives (blocking, non-blocking,
+  persistent initializations, neighborhood) in the same order, with the same root and consistent
+  sizes; in a neighborhood collective each neighbour receives what is sent to it (not checked
+  on intercommunicators: FLAG_INTERCOMM);
 * requests: every request a call activates (non-blocking call, start of a persistent or
   partitioned request) is completed by a wait/test before it is activated again or the rank ends.
 """
@@ -290,7 +292,7 @@ def _check_matched_probes(ctx: _Ctx, rep: ValidationReport) -> None:
 
 # -- collectives ------------------------------------------------------------------------------
 def _check_collectives(ctx: _Ctx, rep: ValidationReport) -> None:
-    rows = ctx.rows(K.ALL_COLLECTIVES)
+    rows = ctx.rows(K.ORDERED_COLLECTIVES)
     rows = rows[(ctx.a["flags"][rows] & K.FLAG_INTERCOMM) == 0]
     if not len(rows):
         return
@@ -320,6 +322,9 @@ def _check_collectives(ctx: _Ctx, rep: ValidationReport) -> None:
         _check_comm_collectives(ctx, rep, int(comm), members, g)
 
 
+_ROOTED = K.mask(n for n, b in K.BLOCKING_FORM.items() if b in K.ROOTED)
+
+
 def _check_comm_collectives(ctx, rep, comm, members, g) -> None:
     size = len(members)
     # 1. every member calls the same number of collectives on this comm
@@ -345,7 +350,7 @@ def _check_comm_collectives(ctx, rep, comm, members, g) -> None:
                     f"collective {seq} on communicator {comm} is {K.NAME[int(t.kind)]} here but "
                     f"{K.NAME[int(ref.kind)]} on rank {ref['rank']}")
     same = g[(g.kmin == g.kmax)]
-    rooted = same[K.mask(K.ROOTED)[same.kind.to_numpy()]]
+    rooted = same[_ROOTED[same.kind.to_numpy()]]
     for seq in rooted.loc[rooted.pmin != rooted.pmax, "seq"].unique():
         sub = rooted[rooted.seq == seq]
         ref = sub.iloc[0]
@@ -362,7 +367,7 @@ def _check_comm_collectives(ctx, rep, comm, members, g) -> None:
 def _check_sizes(ctx, rep, comm, members, g) -> None:
     P = len(members)
     g = g.copy()
-    g["base"] = g.kind.map(lambda k: K.BLOCKING_OF.get(K.NAME[int(k)], K.NAME[int(k)]))
+    g["base"] = g.kind.map(lambda k: K.BLOCKING_FORM[K.NAME[int(k)]])
     g["is_root"] = g["rank"].to_numpy() == g["peer"].to_numpy()
     # The value each member contributes, which must be the same on every member.
     rules = {
@@ -399,6 +404,44 @@ def _check_sizes(ctx, rep, comm, members, g) -> None:
                             f"{getattr(t, col)} B, expected {int(w)} B")
         elif base in K.VECTOR_KINDS:
             _check_vectors(ctx, rep, comm, members, base, sub)
+        elif base in K.NEIGHBOR_COLLECTIVES:
+            _check_neighbors(ctx, rep, comm, sub)
+
+
+def _check_neighbors(ctx, rep, comm, g) -> None:
+    """Neighborhood collectives: what a member sends to an out-neighbour is what that member
+    receives from it as an in-neighbour (as many times, with the same bytes)."""
+    edges: dict[str, list] = {"out": [], "in": []}
+    for t in g.itertuples(index=False):
+        v = ctx.d.vector(int(t.row)).tolist()
+        ni, no = (v + [0, 0])[:2]
+        if len(v) != 2 + 2 * (ni + no):
+            rep.add(t.rank, ctx.index[t.row], "collective-size-mismatch",
+                    f"{K.NAME[int(t.kind)]} (collective {t.seq} on communicator {comm}) has no "
+                    "neighbour vector")
+            continue
+        ins, outs = v[2:2 + ni], v[2 + ni:2 + ni + no]
+        inb, outb = v[2 + ni + no:2 + 2 * ni + no], v[2 + 2 * ni + no:]
+        edges["out"] += [(t.seq, t.rank, j, b, t.row) for j, b in zip(outs, outb) if j >= 0]
+        edges["in"] += [(t.seq, i, t.rank, b, t.row) for i, b in zip(ins, inb) if i >= 0]
+    key = ["seq", "src", "dst"]
+    f = {side: pd.DataFrame(e, columns=key + ["bytes", "row"]).sort_values(key + ["bytes"])
+         for side, e in edges.items()}
+    for side in f.values():
+        side["occ"] = side.groupby(key).cumcount()
+    m = f["out"].merge(f["in"], on=key + ["occ"], how="outer", suffixes=("_s", "_r"))
+    for t in m[m.bytes_s.isna() | m.bytes_r.isna() | (m.bytes_s != m.bytes_r)].itertuples():
+        sender = not np.isnan(t.row_s)
+        row = int(t.row_s if sender else t.row_r)
+        what = (f"sends {int(t.bytes_s)} B to {t.dst}" if sender else
+                f"receives {int(t.bytes_r)} B from {t.src}")
+        expect = ("which expects " + (f"{int(t.bytes_r)} B" if sender else
+                                      f"{int(t.bytes_s)} B")
+                  if not (np.isnan(t.bytes_s) or np.isnan(t.bytes_r)) else
+                  "which does not list this exchange")
+        rep.add(ctx.rank[row], ctx.index[row], "collective-size-mismatch",
+                f"{K.NAME[int(ctx.kind[row])]} (collective {t.seq} on communicator {comm}) "
+                f"{what} {expect}")
 
 
 def _check_vectors(ctx, rep, comm, members, base, g) -> None:
