@@ -57,17 +57,31 @@ class ReplayResult:
     wall_time: float = 0.0           # seconds of host time spent in the simulation loop
     engine: str = "python"           # "native" (compiled replayer) or "python" (bindings)
     notes: list[str] = field(default_factory=list)  # what the TI export dropped/approximated
+    #: every replayed action's simulated start and end (``timeline=True``, native engine;
+    #: see :mod:`minitrace.timeline`), else None
+    timeline: object = None
+
+    def breakdown(self):
+        """Where each rank's simulated time went (:func:`minitrace.timeline.breakdown`)."""
+        if self.timeline is None:
+            raise MinitraceError("no timeline: replay with timeline=True (native engine)")
+        from .timeline import breakdown
+        return breakdown(self.timeline, self.rank_end_times)
 
     def to_dict(self) -> dict:
-        """Plain dict of every field, for ``--json`` output."""
-        return asdict(self)
+        """Plain dict of every field (the timeline as its per-rank breakdown), for ``--json``."""
+        out = asdict(replace(self, timeline=None))
+        del out["timeline"]
+        if self.timeline is not None:
+            out["breakdown"] = self.breakdown().reset_index().to_dict(orient="records")
+        return out
 
 
 def replay(trace, platform: str | os.PathLike | None = None,
            hostfile: str | os.PathLike | None = None, np: int | None = None,
            config: dict | None = None, *, cluster: Cluster | None = None,
            compute_rate: str | float | None = None, lossy: bool = False,
-           timeout: float = 600.0, engine: str = "auto",
+           timeout: float = 600.0, engine: str = "auto", timeline: bool = False,
            reduction_rate: str | float | None = None) -> ReplayResult:
     """Replay ``trace`` on SimGrid and return the predicted (simulated) run time.
 
@@ -87,8 +101,11 @@ def replay(trace, platform: str | os.PathLike | None = None,
     ``lossy``: replay a minitrace trace even if SimGrid's format must drop some of its actions.
     ``engine``: ``"native"`` (the compiled replayer), ``"python"`` (SimGrid's Python bindings)
     or ``"auto"`` (native when built).
+    ``timeline``: also record when each replayed action started and ended (native engine).
     """
     native = _engine(engine)
+    if timeline and native is None:
+        raise MinitraceError("a replay timeline needs the native replayer (--engine native)")
     if platform is not None and cluster is not None:
         raise MinitraceError("give either a platform file or a generated cluster, not both")
     if platform is None and hostfile is not None:
@@ -133,7 +150,10 @@ def replay(trace, platform: str | os.PathLike | None = None,
         hosts = hosts[:nranks] if hosts else None
         if native is not None:
             job_path = Path(work) / "job.txt"
-            _write_native_job(job_path, os.path.abspath(platform), traces, hosts)
+            timed = Path(work) / "timed.bin" if timeline else None
+            total = _count_lines(traces)
+            _write_native_job(job_path, os.path.abspath(platform), traces, hosts, timed,
+                              progress=max(total // 200, 10_000) if _show_progress(total) else 0)
             cmd = [str(native), str(job_path), *_QUIET, *(f"--cfg={k}:{v}" for k, v in cfg.items())]
         else:
             job = {"platform": os.path.abspath(platform), "traces": traces, "hosts": hosts,
@@ -141,11 +161,35 @@ def replay(trace, platform: str | os.PathLike | None = None,
             job_path = Path(work) / "job.json"
             job_path.write_text(json.dumps(job))
             cmd = [sys.executable, "-m", "minitrace.replay", str(job_path)]
-        out = _run_child(cmd, timeout)
+            total = 0
+        out = _run_child(cmd, timeout, total if _show_progress(total) else 0)
+        table = None
+        if timeline:
+            from .timeline import read_timed_log
+            table = read_timed_log(timed, out["action_names"])
     return ReplayResult(simulated_time=out["clock"], rank_end_times=out["rank_end_times"],
                         nranks=nranks, hosts=out["hosts"], platform=shown, config=cfg,
                         command=cmd, log_tail=out["log_tail"], wall_time=out["wall_time"],
-                        engine="python" if native is None else "native", notes=notes)
+                        engine="python" if native is None else "native", notes=notes,
+                        timeline=table)
+
+
+#: Replays of more actions than this show a progress bar (when stderr is a terminal).
+PROGRESS_FROM = 200_000
+
+
+def _show_progress(total: int) -> bool:
+    return total >= PROGRESS_FROM and sys.stderr.isatty()
+
+
+def _count_lines(paths: list[str]) -> int:
+    """Actions in the per-rank traces (one per line), for the progress bar."""
+    n = 0
+    for p in paths:
+        with open(p, "rb") as fh:
+            for block in iter(lambda: fh.read(1 << 20), b""):
+                n += block.count(b"\n")
+    return n
 
 
 ENGINES = ("auto", "native", "python")
@@ -165,13 +209,19 @@ def _engine(engine: str):
     return native
 
 
-def _write_native_job(path: Path, platform: str, traces: list[str],
-                      hosts: list[str] | None) -> None:
-    """The compiled replayer's job: the platform, then ``TRACE<tab>HOST`` per rank."""
-    for p in [platform, *traces, *(hosts or [])]:
+def _write_native_job(path: Path, platform: str, traces: list[str], hosts: list[str] | None,
+                      timed: Path | None = None, progress: int = 0) -> None:
+    """The compiled replayer's job: the platform, its options (``#key<tab>value``: the timed
+    log's path, how often to report progress), then ``TRACE<tab>HOST`` per rank."""
+    for p in [platform, *traces, *(hosts or []), str(timed or "")]:
         if "\n" in p or "\t" in p:
             raise MinitraceError(f"a tab or newline in {p!r} cannot be passed to the replayer")
-    lines = [platform] + [f"{t}\t{hosts[r] if hosts else ''}" for r, t in enumerate(traces)]
+    lines = [platform]
+    if timed is not None:
+        lines.append(f"#timed-log\t{timed}")
+    if progress:
+        lines.append(f"#progress\t{progress}")
+    lines += [f"{t}\t{hosts[r] if hosts else ''}" for r, t in enumerate(traces)]
     path.write_text("\n".join(lines) + "\n")
 
 
@@ -326,10 +376,11 @@ def _split_shared(path: str, work: Path) -> list[str]:
     return files
 
 
-def _run_child(cmd: list[str], timeout: float) -> dict:
+def _run_child(cmd: list[str], timeout: float, total: int = 0) -> dict:
+    """Run the replay child; with ``total`` actions, show its progress lines as a bar."""
     try:
-        p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,
-                           errors="replace")
+        p = _progress_child(cmd, timeout, total) if total else \
+            subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, errors="replace")
     except subprocess.TimeoutExpired:
         raise MinitraceError(f"the SimGrid replay did not finish within {timeout:g} s of wall "
                              f"time (raise the timeout for a long trace)") from None
@@ -346,6 +397,39 @@ def _run_child(cmd: list[str], timeout: float) -> dict:
                              f"{_last_message(log)}")
     result["log_tail"] = log[-_LOG_TAIL:]
     return result
+
+
+def _progress_child(cmd: list[str], timeout: float, total: int) -> subprocess.CompletedProcess:
+    """The child run with a progress bar of replayed actions and simulated time, fed by its
+    ``MINITRACE-PROGRESS <actions> <clock>`` lines (which are kept out of its log)."""
+    import threading
+
+    from tqdm import tqdm
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            errors="replace")
+    out: list[str] = []
+    reader = threading.Thread(target=lambda: out.append(proc.stdout.read()), daemon=True)
+    reader.start()
+    err: list[str] = []
+    deadline = time.monotonic() + timeout
+    with tqdm(total=total, unit=" actions", unit_scale=True, desc="replay", leave=False) as bar:
+        for line in proc.stderr:
+            if line.startswith("MINITRACE-PROGRESS "):
+                done, clock = line.split()[1:3]
+                bar.update(int(done) - bar.n)
+                bar.set_postfix_str(f"simulated {float(clock):.6g} s")
+            else:
+                err.append(line)
+            if time.monotonic() > deadline:
+                proc.kill()
+                raise subprocess.TimeoutExpired(cmd, timeout)
+    try:
+        proc.wait(max(deadline - time.monotonic(), 0.1))
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        raise
+    reader.join()
+    return subprocess.CompletedProcess(cmd, proc.returncode, "".join(out), "".join(err))
 
 
 def _last_message(log: list[str]) -> str:

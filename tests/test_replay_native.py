@@ -115,3 +115,49 @@ def test_cli_engine_option(tmp_path):
                           "native"], capture_output=True, text=True, env=os.environ.copy())
     assert out.returncode == 0, out.stderr
     assert "(native replayer)" in out.stdout
+
+
+def test_timeline_accounts_for_every_action_and_all_the_time(tmp_path):
+    trace = _trace(tmp_path)
+    cluster = Cluster(4, speed="1Gf", bandwidth="1GBps", latency="10us")
+    plain = replay(trace, cluster=cluster, engine="native")
+    timed = replay(trace, cluster=cluster, engine="native", timeline=True)
+    assert timed.simulated_time == plain.simulated_time  # logging changes nothing simulated
+    t = timed.timeline
+    lines = [ln.split() for ln in trace.read_text().splitlines()]
+    assert len(t) == len(lines)
+    for r in range(4):
+        mine = t[t["rank"] == r]
+        assert list(mine["action"]) == [ln[1] for ln in lines if ln[0] == str(r)]
+        assert list(mine["seq"]) == list(range(len(mine)))
+        assert (mine["start"].diff().dropna() >= 0).all()
+    b = timed.breakdown()
+    cats = ["compute", "point-to-point", "collectives", "waiting", "other"]
+    assert (b[cats].sum(axis=1) + b["idle"]).to_numpy() == pytest.approx(timed.rank_end_times)
+    # 3 Mflop at 1 Gf plus the 1 ms sleep, on every rank
+    assert b["compute"].to_numpy() == pytest.approx([0.004] * 4)
+    assert "breakdown" in timed.to_dict() and "timeline" not in timed.to_dict()
+    with pytest.raises(MinitraceError, match="needs the native replayer"):
+        replay(trace, cluster=cluster, engine="python", timeline=True)
+
+
+def test_progress_lines_feed_the_bar_not_the_log(tmp_path):
+    from minitrace import replay as R
+    trace = _trace(tmp_path)
+    platform, _ = Cluster(4).write(tmp_path / "plat")
+    ranks = R._split_shared(str(trace), tmp_path)
+    job = tmp_path / "job.txt"
+    R._write_native_job(job, platform, ranks, None, progress=7)
+    cfg = [f"--cfg={k}:{v}" for k, v in R.DEFAULT_CONFIG.items()]
+    out = R._run_child([str(binary()), str(job), *cfg], 60, total=R._count_lines(ranks))
+    assert out["clock"] == pytest.approx(replay(trace, cluster=Cluster(4)).simulated_time)
+    assert not any("MINITRACE-PROGRESS" in ln for ln in out["log_tail"])
+
+
+def test_cli_breakdown_and_plot(tmp_path):
+    trace = _trace(tmp_path)
+    png = tmp_path / "bd.png"
+    out = subprocess.run([sys.executable, "-m", "minitrace", "replay", str(trace), "--plot",
+                          str(png)], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert "where the time goes" in out.stdout and png.stat().st_size > 1000

@@ -56,6 +56,11 @@ def register(sub) -> None:
                    help="native: the compiled replayer (SimGrid's fast contexts); python: "
                         "SimGrid's Python bindings (~6x slower); auto (default): native when "
                         "set-up built it")
+    p.add_argument("--breakdown", action="store_true",
+                   help="also print where each rank's simulated time goes (compute, "
+                        "point-to-point, collectives, waiting; native engine)")
+    p.add_argument("--plot", metavar="PNG",
+                   help="draw that breakdown as stacked bars per rank (implies --breakdown)")
     p.add_argument("--json", action="store_true", help="print the full result as JSON")
     p.set_defaults(func=run)
 
@@ -82,10 +87,13 @@ def run(args) -> int:
         cluster = Cluster(args.cluster, args.speed or DEFAULT_SPEED,
                           args.bandwidth or DEFAULT_BANDWIDTH, args.latency or DEFAULT_LATENCY,
                           ranks_per_host=args.ranks_per_host or 1)
+    if args.plot:
+        from ..analysis.plotting import check_plot_path
+        check_plot_path(args.plot)
     r = replay(args.file, platform=args.platform, hostfile=args.hostfile, np=args.np,
                config=_config(args.cfg), cluster=cluster, compute_rate=args.compute_rate,
                lossy=args.lossy, timeout=args.timeout, engine=args.engine,
-               reduction_rate=args.reduction_rate)
+               reduction_rate=args.reduction_rate, timeline=args.breakdown or bool(args.plot))
     if args.json:
         print(json.dumps({"trace": args.file, **r.to_dict()}, indent=1))
         return 0
@@ -102,4 +110,20 @@ def run(args) -> int:
     print(f"  simulation took {r.wall_time:.3g} s ({r.engine} replayer)")
     for note in r.notes:
         print(f"  note: {note}")
+    if r.timeline is not None:
+        _print_breakdown(r.breakdown())
+        if args.plot:
+            from ..timeline import plot_breakdown
+            plot_breakdown(r.breakdown(), args.plot, f"{args.file}: replayed time per rank")
+            print(f"  plot: {args.plot}")
     return 0
+
+
+def _print_breakdown(table) -> None:
+    """Per rank (or min/mean/max over ranks beyond 8), seconds of simulated time by category."""
+    cols = list(table.columns)
+    print("  where the time goes (simulated s): " + ", ".join(cols))
+    rows = table if len(table) <= 8 else table.agg(["min", "mean", "max"])
+    for name, row in rows.iterrows():
+        label = f"rank {name}" if len(table) <= 8 else name
+        print(f"    {label:>8}: " + " ".join(f"{v:.6g}" for v in row))

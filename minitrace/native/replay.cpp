@@ -3,17 +3,26 @@
  *
  * Usage: minitrace-replay JOB [SimGrid options: --cfg=k:v --log=...]
  * JOB is a text file: the platform XML path on line 1, then one line per rank "TRACE\tHOST"
- * (HOST empty: the platform's hosts in order).  Prints one line "MINITRACE-REPLAY {json}" with
- * the same fields as the Python child of minitrace/replay.py: clock, rank_end_times, hosts,
- * wall_time; or {"error": ..., "path": ...}.  Built by `python -m minitrace.replay_native`.
+ * (HOST empty: the platform's hosts in order); lines starting with '#' are options:
+ *   "#timed-log\tPATH": write every replayed action's simulated start and end to PATH, as
+ *     records {int32 rank, int32 action name id, float64 start, float64 end} in each rank's
+ *     order (the names are listed in the result's "action_names");
+ *   "#progress\tN": every N actions, print "MINITRACE-PROGRESS <actions> <clock>" on stderr.
+ * Prints one line "MINITRACE-REPLAY {json}" with the same fields as the Python child of
+ * minitrace/replay.py: clock, rank_end_times, hosts, wall_time; or {"error": ..., "path": ...}.
+ * Built by `python -m minitrace.replay_native`.
  */
 #include <simgrid/s4u.hpp>
 #include <smpi/smpi.h>
+#include <xbt/replay.hpp>
 
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <fstream>
+#include <stdexcept>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 namespace {
@@ -38,6 +47,65 @@ std::string quoted(const std::string& s)
   return out + "\"";
 }
 
+struct TimedAction {
+  int32_t rank;
+  int32_t name;
+  double start;
+  double end;
+};
+static_assert(sizeof(TimedAction) == 24, "timed-log record layout");
+
+// What the actors share (they run one at a time: no locking needed).
+struct Log {
+  bool timed = false;
+  long progress_every = 0;
+  long done = 0;
+  std::vector<std::string> names;                  // action name of each id
+  std::vector<std::vector<TimedAction>> per_rank;
+};
+Log the_log;
+
+// SimGrid's own handler of each action, taken once (before any wrapper is registered).
+std::vector<std::pair<std::string, action_fun>> inner_actions;
+
+// smpi_replay_init (re)registers SimGrid's actions for every rank: register the wrappers right
+// after it, before this rank replays anything, so that every action goes through a wrapper.
+void wrap_actions()
+{
+  if (not the_log.timed && the_log.progress_every == 0)
+    return;
+  if (inner_actions.empty()) {
+    static const char* const known[] = {
+        "init", "finalize", "comm_size", "comm_split", "comm_dup", "send", "isend", "recv", "irecv",
+        "test", "sendRecv", "wait", "waitall", "barrier", "bcast", "reduce", "allreduce",
+        "alltoall", "alltoallv", "gather", "scatter", "gatherv", "scatterv", "allgather",
+        "allgatherv", "reducescatter", "compute", "sleep", "location"};
+    for (const char* name : known) {
+      try {
+        inner_actions.emplace_back(name, xbt_replay_action_get(name));
+      } catch (const std::out_of_range&) {
+        continue;
+      }
+      the_log.names.emplace_back(name);
+    }
+  }
+  for (size_t id = 0; id < inner_actions.size(); id++) {
+    action_fun inner = inner_actions[id].second;
+    auto name_id     = static_cast<int32_t>(id);
+    xbt_replay_action_register(inner_actions[id].first.c_str(), [inner, name_id](simgrid::xbt::ReplayAction& action) {
+      int r     = std::stoi(action.front());
+      double t0 = simgrid::s4u::Engine::get_clock();
+      inner(action);
+      if (the_log.timed)
+        the_log.per_rank[r].push_back({r, name_id, t0, simgrid::s4u::Engine::get_clock()});
+      if (the_log.progress_every && ++the_log.done % the_log.progress_every == 0) {
+        std::fprintf(stderr, "MINITRACE-PROGRESS %ld %.9g\n", the_log.done, simgrid::s4u::Engine::get_clock());
+        std::fflush(stderr);
+      }
+    });
+  }
+}
+
 int answer_error(const std::string& msg, const std::string& path = "", bool why = false)
 {
   std::printf("%s{\"error\": %s%s%s}\n", TAG, quoted(msg).c_str(),
@@ -60,8 +128,20 @@ int main(int argc, char* argv[])
     return answer_error("cannot read the replay job", job_path);
   std::vector<std::string> traces;
   std::vector<std::string> host_names;
+  std::string timed_path;
   for (std::string line; std::getline(job, line);) {
     auto tab = line.find('\t');
+    if (not line.empty() && line[0] == '#') {
+      std::string key = line.substr(1, tab == std::string::npos ? std::string::npos : tab - 1);
+      std::string value = tab == std::string::npos ? "" : line.substr(tab + 1);
+      if (key == "timed-log")
+        timed_path = value;
+      else if (key == "progress")
+        the_log.progress_every = std::stol(value);
+      else
+        return answer_error("unknown replay job option '" + key + "'", job_path);
+      continue;
+    }
     traces.push_back(line.substr(0, tab));
     host_names.push_back(tab == std::string::npos ? "" : line.substr(tab + 1));
   }
@@ -102,11 +182,16 @@ int main(int argc, char* argv[])
     }
   }
   std::vector<double> ends(traces.size(), -1.0);
+  the_log.timed = not timed_path.empty();
+  if (the_log.timed)
+    the_log.per_rank.resize(traces.size());
   SMPI_app_instance_start(INSTANCE,
                           [&traces, &ends]() {
                             int rank = std::stoi(simgrid::s4u::this_actor::get_name().substr(
                                 std::string(INSTANCE).size() + 1));
-                            smpi_replay_run(INSTANCE, rank, 0.0, traces[rank].c_str());
+                            smpi_replay_init(INSTANCE, rank, 0.0);
+                            wrap_actions();
+                            smpi_replay_main(rank, traces[rank].c_str());
                             ends[rank] = simgrid::s4u::Engine::get_clock();
                           },
                           hosts);
@@ -125,7 +210,22 @@ int main(int argc, char* argv[])
     return answer_error(std::string("the replay stopped at ") + when + " s with rank(s) [" + stuck + "] unfinished",
                         "", true);
   }
-  std::string out = std::string(TAG) + "{\"clock\": ";
+  std::string out = std::string(TAG) + "{";
+  if (the_log.timed) {
+    FILE* fh = std::fopen(timed_path.c_str(), "wb");
+    bool ok  = fh != nullptr;
+    for (auto const& rows : the_log.per_rank)
+      ok = ok && std::fwrite(rows.data(), sizeof(TimedAction), rows.size(), fh) == rows.size();
+    if (fh != nullptr)
+      ok = std::fclose(fh) == 0 && ok;
+    if (not ok)
+      return answer_error("cannot write the timed log", timed_path);
+    out += "\"action_names\": [";
+    for (size_t i = 0; i < the_log.names.size(); i++)
+      out += (i ? ", " : "") + quoted(the_log.names[i]);
+    out += "], ";
+  }
+  out += "\"clock\": ";
   char num[64];
   std::snprintf(num, sizeof num, "%.17g", clock);
   out += num;
