@@ -24,7 +24,7 @@ import numpy as np
 
 from minitrace import kinds as K
 from minitrace.errors import MinitraceError
-from minitrace.model import TraceData
+from minitrace.model import NONE, TraceData
 
 from .callstream import BRECV, BSENT, FLAGS, KIND, PEER, REQUEST, TAG, RankStream, build
 
@@ -38,6 +38,8 @@ _COLL_BYTES = {
     "allreduce": lambda n, P: (n, n), "scan": lambda n, P: (n, n), "exscan": lambda n, P: (n, n),
     "reduce": lambda n, P: (n, 0), "gather": lambda n, P: (n, 0),
     "allgather": lambda n, P: (n, P * n), "alltoall": lambda n, P: (P * n, P * n),
+    # the root is not recorded: every member gets the broadcast size as received bytes
+    "bcast": lambda n, P: (0, n),
 }
 
 
@@ -103,10 +105,16 @@ class _Rank:
 
     def __init__(self, strings):
         self.s = RankStream(strings)
-        self.outstanding: deque[int] = deque()     # row indices of uncompleted isend/irecv
+        # active requests in activation order: (row holding the message fields, request id);
+        # the row is the isend/irecv itself, or the send_init/recv_init a start activated
+        self.outstanding: deque[tuple[int, int]] = deque()
+        self.inits: list[int] = []                 # rows of persistent send/recv inits
+        self.active: set[int] = set()              # ... of those, the started ones
         self.next_req = 0
+        self.send_msgs: list[tuple[int, int, int]] = []   # (dest, tag, length) in this call
         self.recv_msgs: list[tuple[int, int, int]] = []   # (source, tag, length) in this call
         self.size = 0                                     # TAU's "Message size for ..." value
+        self.unlinked: Counter = Counter()                # what could not be attributed
 
 
 def read_tau(trc, edf=None, keep_regions: bool = False) -> TraceData:
@@ -121,8 +129,6 @@ def read_tau(trc, edf=None, keep_regions: bool = False) -> TraceData:
     if unknown:
         raise MinitraceError(f"event ids {sorted(unknown)[:5]} of {trc} are not defined here "
                              "(a .edf from another run, or an unmerged trace?)", edf)
-    ids = np.array(sorted(events), dtype=np.int64)
-    param = {i: events[i][3] for i in ids.tolist()}
     threads = rec["tid"] != 0
     other_threads = int(threads.sum())
     rec = rec[~threads]
@@ -130,9 +136,12 @@ def read_tau(trc, edf=None, keep_regions: bool = False) -> TraceData:
     if not nranks:
         raise MinitraceError("no events of any rank", trc)
     t0 = int(rec["ti"][0])
+    msg_ids = {t: [i for i, e in events.items() if e[1] == t] for t in (SEND_TAG, RECV_TAG)}
+    source_messages = {side: int(np.isin(rec["ev"], msg_ids[t]).sum())
+                       for side, t in (("sent", SEND_TAG), ("received", RECV_TAG))}
     strings: list[str] = []
     ranks = [_Rank(strings if keep_regions else None) for _ in range(nranks)]
-    unsized, user_regions = Counter(), 0
+    unsized, rootless, user_regions = Counter(), Counter(), 0
     info: dict[int, dict[str, str]] = {}
     order = np.argsort(rec["nid"], kind="stable")      # per rank, in file (= time) order
     ev_col, nid_col = rec["ev"][order].tolist(), rec["nid"][order].tolist()
@@ -145,12 +154,12 @@ def read_tau(trc, edf=None, keep_regions: bool = False) -> TraceData:
             if group == "MPI" or name.startswith("MPI_"):
                 if par == 1:
                     if not R.s.depth:                  # a nested call is part of the outer one
-                        R.recv_msgs, R.size = [], 0
+                        R.send_msgs, R.recv_msgs, R.size = [], [], 0
                     R.s.enter_mpi(name, t)
                 elif par == -1:
                     row, idx = R.s.current, R.s.current_index
                     if row is not None and R.s.depth == 1:
-                        _finish_call(R, row, idx, nranks, unsized)
+                        _finish_call(R, row, idx, nranks, unsized, rootless)
                     R.s.leave_mpi(t)
             elif group != "TRACER":
                 user_regions += 1
@@ -163,8 +172,10 @@ def read_tau(trc, edf=None, keep_regions: bool = False) -> TraceData:
                 continue
             if tag == RECV_TAG:
                 R.recv_msgs.append((other, mtag, length))
-            elif _N[row[KIND]] in K.SENDS or _N[row[KIND]] in K.SENDRECVS:
-                row[PEER], row[TAG], row[BSENT] = other, mtag, length
+            else:
+                R.send_msgs.append((other, mtag, length))
+                if _N[row[KIND]] in K.SENDS or _N[row[KIND]] in K.SENDRECVS:
+                    row[PEER], row[TAG], row[BSENT] = other, mtag, length
             continue
         if kind == "TriggerValue":
             if " | " in name and par != 0:
@@ -173,6 +184,7 @@ def read_tau(trc, edf=None, keep_regions: bool = False) -> TraceData:
             elif name.startswith("Message size for") and R.s.current is not None:
                 R.size = max(R.size, par)
     meta = _meta(trc, edf, info, nranks)
+    meta["source_messages"] = source_messages
     streams = [R.s for R in ranks]
     meta["complete"] = all(s.rows and any(r[KIND] == _C["finalize"] for r in s.rows)
                            for s in streams)
@@ -180,22 +192,34 @@ def read_tau(trc, edf=None, keep_regions: bool = False) -> TraceData:
         meta["thread_records_skipped"] = other_threads
     if unsized:
         meta["collectives_without_sizes"] = dict(unsized)
+    if rootless:
+        meta["collectives_without_root"] = dict(rootless)
     if user_regions and not keep_regions:
         meta["user_regions_dropped"] = user_regions // 2
     outstanding = sum(len(R.outstanding) for R in ranks)
     if outstanding:
         meta["requests_never_completed"] = outstanding
+    unlinked = sum((R.unlinked for R in ranks), Counter())
+    if unlinked:
+        meta["unmapped_events"] = dict(unlinked)
     return build(streams, {0: np.arange(nranks, dtype=np.int32)}, strings, meta)
 
 
-def _finish_call(R: _Rank, row: list, idx: int, nranks: int, unsized: Counter) -> None:
+def _finish_call(R: _Rank, row: list, idx: int, nranks: int, unsized: Counter,
+                 rootless: Counter) -> None:
     """Apply what was seen inside the call that is being left."""
     name = _N[row[KIND]]
     s = R.s
     if name in K.NONBLOCKING_SENDS or name == "irecv":
         row[REQUEST] = R.next_req
         R.next_req += 1
-        R.outstanding.append(idx)
+        R.outstanding.append((idx, row[REQUEST]))
+    elif name in K.SEND_INITS or name == "recv_init":
+        row[REQUEST] = R.next_req                  # peer, tag, bytes: learned at its start
+        R.next_req += 1                            # (send) or first completion (receive)
+        R.inits.append(idx)
+    elif name in K.STARTS:
+        _start(R, row, idx, name)
     elif name == "recv" and R.recv_msgs:
         row[PEER], row[TAG], row[BRECV] = R.recv_msgs[0]
     elif name in K.SENDRECVS and R.recv_msgs:
@@ -209,38 +233,85 @@ def _finish_call(R: _Rank, row: list, idx: int, nranks: int, unsized: Counter) -
             row[BSENT], row[BRECV] = _COLL_BYTES[name](R.size, nranks)
         else:
             unsized[name] += 1
+        if name in K.ROOTED:
+            rootless[name] += 1
+
+
+def _start(R: _Rank, row: list, idx: int, name: str) -> None:
+    """Which persistent requests a start/startall activates.  TAU records the message of a
+    send request inside the start: it names the send_init with that destination and tag (the
+    first inactive one not yet linked when none has them, which it then describes).  A start
+    without a message starts the first inactive recv_init (in creation order); a startall
+    starts the send_inits of its messages and every inactive recv_init."""
+    rows = R.s.rows
+    started: list[int] = []
+    for dest, tag, n in R.send_msgs:
+        free = [j for j in R.inits if j not in R.active and j not in started
+                and _N[rows[j][KIND]] in K.SEND_INITS]
+        j = next((j for j in free if (rows[j][PEER], rows[j][TAG]) == (dest, tag)),
+                 next((j for j in free if rows[j][PEER] == NONE), None))
+        if j is None:
+            R.unlinked["send message in " + name + " without a send_init"] += 1
+            continue
+        if rows[j][PEER] == NONE:
+            rows[j][PEER], rows[j][TAG], rows[j][BSENT] = dest, tag, n
+        started.append(j)
+    recv_inits = [j for j in R.inits if j not in R.active and _N[rows[j][KIND]] == "recv_init"]
+    if name == "startall":
+        started += recv_inits
+    elif not started and recv_inits:
+        started.append(recv_inits[0])
+    for j in started:
+        R.active.add(j)
+        R.outstanding.append((j, rows[j][REQUEST]))
+    row[FLAGS] |= K.FLAG_PERSISTENT
+    if name == "start":
+        if started:
+            row[REQUEST] = rows[started[0]][REQUEST]
+        else:
+            R.unlinked["start without an inactive persistent request"] += 1
+    else:
+        R.s.vector(idx)[:] = [rows[j][REQUEST] for j in started]
+
+
+def _receives(rows: list, j: int) -> bool:
+    return _N[rows[j][KIND]] in ("irecv", "recv_init")
 
 
 def _complete(R: _Rank, row: list, idx: int, name: str) -> None:
-    """Which outstanding requests a wait/test completed: each received message resolves the
-    oldest pending irecv; a wait/waitany/waitsome without one completes the oldest pending isend
-    (else the oldest request); waitall, and testall with messages, complete everything pending;
-    a test* without a message completes nothing."""
+    """Which active requests a wait/test completed: each received message resolves the oldest
+    active receive it can be (an irecv, or a started recv_init whose source and tag, once
+    known, are the message's); a wait/waitany/waitsome without one completes the oldest active
+    send (isend or started send_init; else the oldest request); waitall, and testall with
+    messages, complete everything active; a test* without a message completes nothing."""
     s = R.s
     rows = s.rows
-    done: list[int] = []
+    done: list[tuple[int, int]] = []
     for src, tag, n in R.recv_msgs:
-        j = next((j for j in R.outstanding if rows[j][KIND] == _C["irecv"]), None)
-        if j is None:
-            break
-        rows[j][PEER], rows[j][TAG], rows[j][BRECV] = src, tag, n
-        R.outstanding.remove(j)
-        done.append(j)
+        e = next((e for e in R.outstanding if _receives(rows, e[0])
+                  and (rows[e[0]][KIND] == _C["irecv"] or rows[e[0]][PEER] in (NONE, src)
+                       and rows[e[0]][TAG] in (NONE, tag))), None)
+        if e is None:
+            R.unlinked["received message in " + name + " without an active receive"] += 1
+            continue
+        rows[e[0]][PEER], rows[e[0]][TAG], rows[e[0]][BRECV] = src, tag, n
+        R.outstanding.remove(e)
+        done.append(e)
     if name not in K.TESTS and name != "waitall" and not done and R.outstanding:
-        j = next((j for j in R.outstanding if _N[rows[j][KIND]] in K.NONBLOCKING_SENDS),
-                 R.outstanding[0])
-        R.outstanding.remove(j)
-        done.append(j)
+        e = next((e for e in R.outstanding if not _receives(rows, e[0])), R.outstanding[0])
+        R.outstanding.remove(e)
+        done.append(e)
     if name == "waitall" or (name == "testall" and done):
         done += list(R.outstanding)
         R.outstanding.clear()
+    R.active.difference_update(j for j, _ in done)
     if name in K.SINGLE_COMPLETIONS:
         if done:
-            row[REQUEST] = rows[done[0]][REQUEST]
-        elif R.outstanding:
-            row[REQUEST] = rows[R.outstanding[0]][REQUEST]
+            row[REQUEST] = done[0][1]
+        elif R.outstanding and name in K.TESTS:
+            row[REQUEST] = R.outstanding[0][1]
     else:
-        s.vector(idx)[:] = [rows[j][REQUEST] for j in done]
+        s.vector(idx)[:] = [req for _, req in done]
     if done and name in K.TESTS:
         row[FLAGS] |= K.FLAG_COMPLETED
 

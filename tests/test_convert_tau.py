@@ -398,3 +398,93 @@ def test_osu_detection_and_dispatch():
     assert detect(SHARED / "otf2" / "scorep_pingpong") == "otf2"
     assert detect(SHARED / "simgrid_ti" / "actions_allreduce.txt") == "ti"
     assert read_any(OSU / "tau.edf").meta["source_format"] == "tau"
+
+
+# -- persistent requests, waitany, collective sizes ----------------------------------------------
+P_RANKS, P_ITER = 3, 3
+PETSC_NAMES = {"EV_INIT": ("TRACER", 0, "none"),
+               "MESSAGE_SEND": ("TAU_MESSAGE", -7, "par"),
+               "MESSAGE_RECV": ("TAU_MESSAGE", -8, "par"),
+               "Message size for broadcast": ("TAUEVENT", 0, "TriggerValue"),
+               **{f"MPI_{c}()": ("MPI", 0, "EntryExit")
+                  for c in ("Init", "Send_init", "Recv_init", "Start", "Startall", "Waitany",
+                            "Waitall", "Bcast", "Request_free", "Finalize")}}
+
+
+def petsc_like(folder, startall=False):
+    """What TAU records of a PETSc-style halo exchange on a ring of P_RANKS ranks: two
+    persistent sends (to the right with tag 5, 8 bytes per rank number + 8; to the left with
+    tag 6, 16 bytes) and two persistent receives, P_ITER times started (MPI_Start each, or one
+    MPI_Startall) and completed by MPI_Waitany (TAU writes a send's message inside the start, a
+    receive's inside the waitany that completes it; the receive from the right completes
+    first), then an MPI_Bcast of 256 bytes.  Returns the .trc path."""
+    tr, t = TauTrace(PETSC_NAMES), [10] * P_RANKS
+
+    def call(r, name, *inner):
+        tr.add(f"MPI_{name}()", r, 1, t[r])
+        for ev, par in inner:
+            tr.add(ev, r, par, t[r] + 1)
+        tr.add(f"MPI_{name}()", r, -1, t[r] + 2)
+        t[r] += 10
+
+    for r in range(P_RANKS):
+        right, left = (r + 1) % P_RANKS, (r - 1) % P_RANKS
+        tr.add("EV_INIT", r, 3, t[r])
+        call(r, "Init")
+        for name in ("Send_init", "Send_init", "Recv_init", "Recv_init"):
+            call(r, name)
+        for _ in range(P_ITER):
+            sends = [("MESSAGE_SEND", _msg(5, right, 8 * r + 8)),
+                     ("MESSAGE_SEND", _msg(6, left, 16))]
+            if startall:
+                call(r, "Startall", *sends)
+            else:
+                for s in sends:
+                    call(r, "Start", s)
+                call(r, "Start")
+                call(r, "Start")
+            call(r, "Waitany", ("MESSAGE_RECV", _msg(6, right, 16)))
+            call(r, "Waitany", ("MESSAGE_RECV", _msg(5, left, 8 * left + 8)))
+            call(r, "Waitany")
+            call(r, "Waitany")
+        call(r, "Bcast", ("Message size for broadcast", 256))
+        for _ in range(4):
+            call(r, "Request_free")
+        call(r, "Finalize")
+    return tr.write(folder)
+
+
+@pytest.mark.parametrize("startall", [False, True], ids=["start", "startall"])
+def test_persistent_requests_keep_their_messages(tmp_path, startall):
+    trc = petsc_like(tmp_path, startall)
+    data = read_tau(trc)
+    rep = validate(data)
+    assert rep.ok, rep.lines()
+    n_msgs = P_RANKS * P_ITER * 2
+    assert data.meta["source_messages"] == {"sent": n_msgs, "received": n_msgs}
+    assert "unmapped_events" not in data.meta and "requests_never_completed" not in data.meta
+    for r in range(P_RANKS):
+        right, left = (r + 1) % P_RANKS, (r - 1) % P_RANKS
+        a = data.actions[data.rank_slice(r)]
+        inits = a[np.isin(a["kind"], [K.CODE["send_init"], K.CODE["recv_init"]])]
+        assert inits["request"].tolist() == [0, 1, 2, 3]
+        # init -> its message: sends learned at their start, receives at their completion
+        # (the receive from the right completes first, so it is the first recv_init's)
+        assert [(int(x["peer"]), int(x["tag"]), int(x["bytes_sent"] + x["bytes_recv"]))
+                for x in inits] == [(right, 5, 8 * r + 8), (left, 6, 16), (right, 6, 16),
+                                    (left, 5, 8 * left + 8)]
+        starts = a[np.isin(a["kind"], K.codes(K.STARTS))]
+        assert (starts["flags"] & K.FLAG_PERSISTENT).all()
+        if startall:
+            assert [data.vector(int(data.rank_offsets[r]) + i).tolist()
+                    for i in np.nonzero(a["kind"] == K.CODE["startall"])[0]] == [[0, 1, 2, 3]] \
+                * P_ITER
+        else:
+            assert starts["request"].tolist() == [0, 1, 2, 3] * P_ITER
+        # each waitany names the request it completed: the two receives, then the sends
+        wany = a[a["kind"] == K.CODE["waitany"]]
+        assert wany["request"].tolist() == [2, 3, 0, 1] * P_ITER
+        bc = a[a["kind"] == K.CODE["bcast"]][0]
+        assert (bc["peer"], bc["bytes_sent"], bc["bytes_recv"]) == (-1, 0, 256)
+    assert data.meta["collectives_without_root"] == {"bcast": P_RANKS}
+    assert "collectives_without_sizes" not in data.meta
