@@ -119,10 +119,11 @@ class Calibration:
     def cluster(self, hosts: int | None = None, ranks_per_host: int | None = None) -> Cluster:
         """The calibrated machine as a generated cluster (enough hosts for the trace's ranks
         by default), ``ranks_per_host`` ranks per host (default: as calibrated)."""
-        return Cluster(hosts, speed=self.speed, bandwidth=self.bandwidth,
-                       latency=self.latency, ranks_per_host=ranks_per_host or
-                       self.ranks_per_host, loopback_bandwidth=self.loopback_bandwidth,
-                       loopback_latency=self.loopback_latency)
+        return Cluster(hosts, speed=f"{self.speed:.9g}f", bandwidth=f"{self.bandwidth:.9g}Bps",
+                       latency=f"{self.latency:.9g}s",
+                       ranks_per_host=ranks_per_host or self.ranks_per_host,
+                       loopback_bandwidth=f"{self.loopback_bandwidth:.9g}Bps",
+                       loopback_latency=f"{self.loopback_latency:.9g}s")
 
     def one_way(self, size) -> np.ndarray:
         """The fitted one-way ping-pong time at ``size`` bytes: send overhead + network +
@@ -153,7 +154,8 @@ def _fit(x, y, lo=0.0, hi=np.inf, envelope: int = 0):
     if sel.sum() < 3:
         return None
     x, y = x[sel], y[sel]
-    f = piecewise.fit(x, y, objective="log", method="top-down", min_points=MIN_POINTS,
+    f = piecewise.fit(x, y, objective="log", method="top-down",
+                      min_points=min(MIN_POINTS, len(x)),
                       max_breaks=0 if len(x) < 2 * MIN_POINTS else 10)
     bounds = [-np.inf, *f.breakpoints, np.inf]
     for seg, b0, b1 in zip(f.segments, bounds[:-1], bounds[1:]):

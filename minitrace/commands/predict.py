@@ -1,0 +1,54 @@
+"""``minitrace predict TRACE --calibration F``: predict a run time from a calibrated machine."""
+from __future__ import annotations
+
+import json
+
+from ..errors import MinitraceError
+from ..replay import ENGINES
+
+
+def register(sub) -> None:
+    """Add the ``predict`` subcommand (discovered by minitrace.cli)."""
+    p = sub.add_parser(
+        "predict", help="predict a trace's run time from a calibration (and check it)",
+        description="Replay TRACE with the SMPI options, platform, compute and reduction "
+                    "rates of a calibration file ('minitrace calibrate'): no knob to guess.  "
+                    "On the calibrated machine (no --platform/--cluster), a timed trace is "
+                    "also checked against its recording: error in total and per rank, "
+                    "MPI_Init as its own term, where the time goes, and whether the recording "
+                    "is comparable (ranks descheduled).")
+    p.add_argument("trace", help="minitrace trace file")
+    p.add_argument("--calibration", required=True, metavar="F", help="calibration file")
+    plat = p.add_argument_group("platform (default: the calibrated machine)")
+    plat.add_argument("--platform", metavar="XML", help="another machine's SimGrid platform")
+    plat.add_argument("--hostfile", metavar="F", help="host of each rank (with --platform)")
+    plat.add_argument("--cluster", metavar="N", type=int,
+                      help="a generated cluster of N calibrated hosts")
+    plat.add_argument("--ranks-per-node", metavar="K", type=int,
+                      help="ranks per generated host (default: as calibrated)")
+    p.add_argument("--timeline", metavar="PNG",
+                   help="plot recorded vs replayed time per rank (self-check)")
+    p.add_argument("--lossy", action="store_true",
+                   help="replay even if the TI export must drop actions")
+    p.add_argument("--timeout", type=float, default=600.0, metavar="S")
+    p.add_argument("--engine", choices=ENGINES, default="auto")
+    p.add_argument("--json", action="store_true", help="print the result as JSON")
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    from ..predict import predict, report
+    if args.platform and (args.cluster or args.ranks_per_node):
+        raise MinitraceError("--cluster and --ranks-per-node describe a generated cluster: "
+                             "drop them or --platform")
+    if args.hostfile and not args.platform:
+        raise MinitraceError("--hostfile needs --platform")
+    if args.timeline:
+        from ..analysis.plotting import check_plot_path
+        check_plot_path(args.timeline)
+    p = predict(args.trace, args.calibration, platform=args.platform, hostfile=args.hostfile,
+                hosts=args.cluster, ranks_per_host=args.ranks_per_node,
+                timeline=args.timeline, timeout=args.timeout, engine=args.engine,
+                lossy=args.lossy)
+    print(json.dumps(p.to_dict(), indent=1) if args.json else report(p))
+    return 0

@@ -1,0 +1,297 @@
+"""Predict a trace's run time from a calibration, and check the prediction against the recording.
+
+``predict`` replays the trace with everything a calibration file measured (SMPI options, the
+platform of the machine, the compute and reduction rates): there is no knob to guess.  On the
+calibrated machine itself (no ``platform``, no ``hosts``) and when the trace is timed, it also
+makes the self-check: the replayed time against the recorded one, total and per rank, with the
+relative error and where the time went, measured and predicted.
+
+Recorded time is counted from the last rank's return from ``MPI_Init`` (the replay starts every
+rank there) to each rank's call of ``MPI_Finalize``; ``MPI_Init`` itself (and the launch before
+it, which the trace does not see) is reported as its own term.  A recording is not comparable
+when ranks were descheduled: the wall time of the compute between MPI calls far above the CPU
+time measured there (a loaded or oversubscribed machine), since a replay runs every rank on a
+core of its own.
+
+Predicted time per rank is split with SimGrid's own trace of the replay (Paje, ``tracing/smpi``):
+SMPI's replay traces its point-to-point and completion actions (and barriers) as ``kernel``
+states, the other collectives as ``action_*`` states (their reduction work included), and
+computation not at all, so compute is what is left of each rank's time.
+"""
+from __future__ import annotations
+
+import os
+import tempfile
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+
+from . import kinds as K
+from .calibration import Calibration, load
+from .errors import MinitraceError
+
+#: Below this share of a core between MPI calls, a recording is not comparable with a replay.
+MIN_CORE_SHARE = 0.8
+PARTS = ("compute", "collectives", "p2p")
+
+
+@dataclass
+class Prediction:
+    """A prediction, and its check against the recording when there is one."""
+
+    trace: str
+    calibration: str
+    platform: str
+    nranks: int
+    predicted_time: float                 # s, when the last rank finished (replay)
+    rank_end_times: list[float]           # s, per rank (replay)
+    predicted: dict                       # part -> seconds per rank (compute, collectives, p2p)
+    warnings: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)   # the replay's notes
+    recorded_time: float | None = None    # s, from the last MPI_Init return to the last finalize
+    recorded_rank_end_times: list[float] | None = None
+    error: float | None = None            # (predicted - recorded) / recorded
+    rank_errors: list[float] | None = None
+    measured: dict | None = None          # part -> seconds per rank, + compute_cpu, descheduled
+    init_time: list[float] | None = None  # s, per rank in MPI_Init
+    finalize_time: list[float] | None = None
+    core_share: list[float] | None = None  # CPU / wall of each rank's compute
+    comparable: bool | None = None
+    timeline: str | None = None
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def predict(trace: str, calibration: str | Calibration, *, platform: str | None = None,
+            hostfile: str | None = None, hosts: int | None = None,
+            ranks_per_host: int | None = None, timeline: str | None = None,
+            timeout: float = 600.0, engine: str = "auto", lossy: bool = False) -> Prediction:
+    """Replay ``trace`` (a minitrace file) with ``calibration`` (a file or a loaded one).
+
+    ``platform``/``hostfile``: another machine's SimGrid platform (the calibrated SMPI options
+    still apply); ``hosts``/``ranks_per_host``: a generated cluster of the calibrated machine's
+    hosts (default: as many as the trace needs, ranks per host as calibrated).  ``timeline``:
+    a PNG of the recorded and replayed time per rank (self-check only)."""
+    from .replay import replay
+    from .trace import open as open_trace
+    cal = calibration if isinstance(calibration, Calibration) else load(calibration)
+    with open_trace(trace) as t:
+        data = t.data()
+    unit = data.meta.get("volume_unit", "flops")
+    if unit == "instructions":
+        raise MinitraceError("the trace's compute is in instructions and a calibration "
+                             "measures seconds: record it with --volume cputime", trace)
+    rate = cal.compute_rate if unit == "seconds" else None
+    red = cal.reduction_rate if unit == "seconds" else None
+    warnings = _range_warnings(data, cal)
+    own = platform is None and hosts is None
+    cluster = None if platform else cal.cluster(hosts, ranks_per_host)
+    with tempfile.TemporaryDirectory(prefix="minitrace-predict-") as work:
+        paje = os.path.join(work, "replay.trace")
+        config = {**cal.config, "tracing": "yes", "tracing/smpi": "yes",
+                  "tracing/filename": paje, "tracing/precision": "9"}
+        res = replay(data, platform=platform, hostfile=hostfile, cluster=cluster,
+                     config=config, compute_rate=rate, reduction_rate=red, lossy=lossy,
+                     timeout=timeout, engine=engine)
+        predicted, spans = _replayed_parts(paje, res.nranks, res.rank_end_times)
+    out = Prediction(trace=trace, calibration=cal.path, platform=res.platform,
+                     nranks=res.nranks, predicted_time=res.simulated_time,
+                     rank_end_times=res.rank_end_times, predicted=predicted,
+                     warnings=warnings, notes=res.notes)
+    if own and _timed(data):
+        _self_check(out, data, cal, timeline, spans)
+    elif own:
+        out.warnings.append("the trace has no timestamps: no self-check")
+    return out
+
+
+def _range_warnings(data, cal: Calibration) -> list[str]:
+    """Messages larger (or smaller) than the calibration measured are extrapolated."""
+    a = data.actions
+    p2p = K.mask(K.SENDS | K.RECVS | K.SENDRECVS | K.SEND_INITS | K.RECV_INITS)[a["kind"]]
+    sizes = np.maximum(a["bytes_sent"][p2p], a["bytes_recv"][p2p])
+    sizes = sizes[sizes > 0]
+    lo, hi = cal.size_range
+    out = []
+    if len(sizes) and sizes.max() > hi:
+        n = int((sizes > hi).sum())
+        out.append(f"{n} point-to-point message(s) up to {int(sizes.max())} B exceed the "
+                   f"calibrated range ({lo}..{hi} B): their time is extrapolated")
+    return out
+
+
+def _timed(data) -> bool:
+    return bool(len(data.actions)) and bool(np.isfinite(data.actions["t_start"]).all())
+
+
+def _replayed_parts(paje: str, nranks: int, ends: list[float]):
+    """Seconds per rank in compute / collectives / point-to-point, from SimGrid's Paje trace,
+    and each rank's (start, end, part) spans for the timeline."""
+    names, ids = {}, {}
+    containers = {}
+    stacks: dict[str, list] = {}
+    spans: dict[int, list] = {r: [] for r in range(nranks)}
+    parts = {p: np.zeros(nranks) for p in PARTS}
+    try:
+        fh = open(paje)
+    except OSError:
+        return {p: [float("nan")] * nranks for p in PARTS}, spans
+    with fh:
+        for line in fh:
+            if line.startswith("%EventDef"):
+                _, name, num = line.split()
+                ids[num] = name
+                continue
+            if line.startswith("%"):
+                continue
+            f = line.split(maxsplit=5)
+            ev = ids.get(f[0]) if f else None
+            if ev == "PajeDefineEntityValue":
+                names[f[1]] = f[3]
+            elif ev == "PajeCreateContainer" and f[-1].strip().strip('"').startswith("rank-"):
+                containers[f[2]] = int(f[-1].strip().strip('"')[5:])
+            elif ev in ("PajePushState", "PajePopState") and f[3] in containers:
+                t, c = float(f[1]), f[3]
+                stack = stacks.setdefault(c, [])
+                if stack:
+                    top, since = stack[-1]
+                    _attribute(parts, spans, containers[c], names.get(top, ""), since, t)
+                if ev == "PajePushState":
+                    stack.append((f[4].strip(), t))
+                elif stack:
+                    stack.pop()
+                if stack:
+                    stack[-1] = (stack[-1][0], t)
+    parts["compute"] = np.maximum(np.asarray(ends) - parts["p2p"] - parts["collectives"], 0.0)
+    return {p: v.tolist() for p, v in parts.items()}, spans
+
+
+def _attribute(parts, spans, rank: int, state: str, t0: float, t1: float) -> None:
+    if t1 <= t0 or state.startswith("smpi_replay_run"):
+        return
+    part = "collectives" if state.startswith("action_") else "p2p"
+    parts[part][rank] += t1 - t0
+    spans[rank].append((t0, t1, part))
+
+
+def _self_check(out: Prediction, data, cal: Calibration, timeline: str | None, spans) -> None:
+    """Recorded against replayed, per rank and in total, and whether they are comparable."""
+    a = data.actions
+    n = data.nranks
+    init, fin = K.code("init"), K.code("finalize")
+    init_end, fin_start = np.full(n, np.nan), np.full(n, np.nan)
+    init_time, fin_time = np.zeros(n), np.zeros(n)
+    measured = {p: np.zeros(n) for p in (*PARTS, "compute_cpu", "descheduled")}
+    coll = K.mask(K.ALL_COLLECTIVES | K.ALL_NEIGHBOR_COLLECTIVES)
+    non_mpi = K.mask(K.NON_MPI)
+    for r in range(n):
+        ra = a[data.rank_slice(r)]
+        kind, dur = ra["kind"], ra["t_end"] - ra["t_start"]
+        i = np.nonzero(kind == init)[0]
+        f = np.nonzero(kind == fin)[0]
+        init_end[r] = ra["t_end"][i[0]] if len(i) else ra["t_start"][0]
+        init_time[r] = dur[i[0]] if len(i) else 0.0
+        fin_start[r] = ra["t_start"][f[-1]] if len(f) else ra["t_end"][-1]
+        fin_time[r] = dur[f[-1]] if len(f) else 0.0
+        comp = kind == K.code("compute")
+        measured["compute"][r] = dur[comp].sum()
+        measured["compute_cpu"][r] = ra["volume"][comp].sum()
+        measured["collectives"][r] = dur[coll[kind]].sum()
+        other = ~coll[kind] & ~non_mpi[kind] & (kind != init) & (kind != fin)
+        measured["p2p"][r] = dur[other].sum()
+    measured["descheduled"] = np.maximum(measured["compute"] - measured["compute_cpu"], 0.0)
+    origin = float(init_end.max())
+    ends = fin_start - origin
+    out.recorded_rank_end_times = ends.tolist()
+    out.recorded_time = float(ends.max())
+    out.error = (out.predicted_time - out.recorded_time) / out.recorded_time
+    pred = np.asarray(out.rank_end_times)
+    out.rank_errors = ((pred - ends) / ends).tolist()
+    out.measured = {k: v.tolist() for k, v in measured.items()}
+    out.init_time, out.finalize_time = init_time.tolist(), fin_time.tolist()
+    with np.errstate(divide="ignore", invalid="ignore"):
+        share = np.where(measured["compute"] > 0, measured["compute_cpu"] / measured["compute"],
+                         1.0)
+    out.core_share = share.tolist()
+    out.comparable = bool(share.min() >= MIN_CORE_SHARE)
+    if not out.comparable:
+        worst = int(np.argmin(share))
+        out.warnings.append(
+            f"not comparable: rank {worst} got {share[worst]:.0%} of a core between MPI calls "
+            f"({measured['descheduled'][worst]:.3g} s of wall time above the CPU time "
+            f"measured there): the recording machine was loaded or oversubscribed, and the "
+            f"replay gives every rank a core")
+    if timeline:
+        _timeline(out, data, origin, spans, timeline)
+        out.timeline = timeline
+
+
+def _timeline(out: Prediction, data, origin: float, spans, path: str) -> None:
+    """Per rank: the recorded run (compute / collectives / point-to-point) above the replayed
+    one, on one time axis."""
+    from .analysis.plotting import plt, save
+    colours = {"compute": "tab:blue", "collectives": "tab:red", "p2p": "tab:orange"}
+    coll = K.mask(K.ALL_COLLECTIVES | K.ALL_NEIGHBOR_COLLECTIVES)
+    n = data.nranks
+    fig, ax = plt.subplots(figsize=(11, 1.0 + 0.8 * n))
+    for r in range(n):
+        ra = data.actions[data.rank_slice(r)]
+        t0, t1 = ra["t_start"] - origin, ra["t_end"] - origin
+        comp = ra["kind"] == K.code("compute")
+        for part, sel in (("compute", comp), ("collectives", coll[ra["kind"]])):
+            bars = [(s, e - s) for s, e in zip(t0[sel], t1[sel]) if e > 0]
+            ax.broken_barh(bars, (2 * r + 0.55, 0.4), color=colours[part], lw=0)
+        bars = [(0.0, out.recorded_rank_end_times[r])]
+        ax.broken_barh(bars, (2 * r + 0.55, 0.4), color=colours["p2p"], zorder=0, lw=0)
+        for part in ("p2p", "collectives"):
+            bars = [(s, e - s) for s, e, p in spans.get(r, []) if p == part]
+            ax.broken_barh(bars, (2 * r + 0.05, 0.4), color=colours[part], lw=0)
+        ax.broken_barh([(0.0, out.rank_end_times[r])], (2 * r + 0.05, 0.4),
+                       color=colours["compute"], zorder=0, lw=0)
+    ax.set_yticks([2 * r + y for r in range(n) for y in (0.25, 0.75)])
+    ax.set_yticklabels([f"rank {r} {w}" for r in range(n) for w in ("replayed", "recorded")])
+    ax.set_xlabel("seconds after the last rank left MPI_Init")
+    for part, c in colours.items():
+        ax.plot([], [], color=c, lw=6, label=part if part != "p2p" else "point-to-point, "
+                "waiting")
+    ax.legend(loc="upper right", fontsize=8)
+    ax.set_title(f"recorded {out.recorded_time:.4g} s, predicted {out.predicted_time:.4g} s "
+                 f"({out.error:+.1%})")
+    fig.tight_layout()
+    save(fig, path)
+
+
+def report(p: Prediction) -> str:
+    """The prediction as text."""
+    lines = [f"predicted run time: {p.predicted_time:.6g} s  ({p.trace}, {p.nranks} ranks, "
+             f"calibration {p.calibration})", f"  platform: {p.platform}",
+             "  rank end times (s): " + " ".join(f"{t:.6g}" for t in p.rank_end_times)]
+    if p.recorded_time is not None:
+        lines.append(f"  self-check: recorded {p.recorded_time:.6g} s, predicted "
+                     f"{p.predicted_time:.6g} s, error {p.error:+.2%}"
+                     + ("" if p.comparable else "  (NOT COMPARABLE, see warning)"))
+        lines.append("  per rank: " + "  ".join(
+            f"{r}: {m:.4g} vs {q:.4g} ({e:+.1%})" for r, (m, q, e) in
+            enumerate(zip(p.recorded_rank_end_times, p.rank_end_times, p.rank_errors))))
+        lines.append("  MPI_Init (not replayed; launch before it not recorded): "
+                     + " ".join(f"{t:.3g}" for t in p.init_time) + " s; MPI_Finalize: "
+                     + " ".join(f"{t:.3g}" for t in p.finalize_time) + " s")
+        lines.append("  where the time goes, mean over ranks (s)    measured   predicted")
+        m, q = p.measured, p.predicted
+        for part, label in (("compute", "compute"), ("collectives", "collectives"),
+                            ("p2p", "point-to-point + waiting")):
+            lines.append(f"    {label:<40} {np.mean(m[part]):>9.4g}  {np.mean(q[part]):>9.4g}")
+        lines.append(f"    {'compute CPU time (what is replayed)':<40} "
+                     f"{np.mean(m['compute_cpu']):>9.4g}")
+        lines.append("  core share between MPI calls: " + " ".join(f"{s:.2f}"
+                                                                for s in p.core_share))
+    else:
+        q = p.predicted
+        lines.append("  where the time goes, mean over ranks (s): " + ", ".join(
+            f"{k} {np.mean(q[k]):.4g}" for k in PARTS))
+    if p.timeline:
+        lines.append(f"  timeline: {p.timeline}")
+    lines += [f"  warning: {w}" for w in p.warnings]
+    lines += [f"  note: {n}" for n in p.notes]
+    return "\n".join(lines)
