@@ -13,15 +13,12 @@ when ranks were descheduled: the wall time of the compute between MPI calls far 
 time measured there (a loaded or oversubscribed machine), since a replay runs every rank on a
 core of its own.
 
-Predicted time per rank is split with SimGrid's own trace of the replay (Paje, ``tracing/smpi``):
-SMPI's replay traces its point-to-point and completion actions (and barriers) as ``kernel``
-states, the other collectives as ``action_*`` states (their reduction work included), and
-computation not at all, so compute is what is left of each rank's time.
+Where the time goes is split alike on both sides: compute, point-to-point calls, completions
+(waiting: wait, waitall, test...) and collectives; measured from the recorded durations,
+predicted from the replay's timeline (:mod:`minitrace.timeline`, native replayer).
 """
 from __future__ import annotations
 
-import os
-import tempfile
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
@@ -32,7 +29,10 @@ from .errors import MinitraceError
 
 #: Below this share of a core between MPI calls, a recording is not comparable with a replay.
 MIN_CORE_SHARE = 0.8
-PARTS = ("compute", "collectives", "p2p")
+PARTS = ("compute", "p2p", "waiting", "collectives")
+#: minitrace.timeline's category of each part
+_CATEGORY = {"compute": "compute", "p2p": "point-to-point", "waiting": "waiting",
+             "collectives": "collectives"}
 
 
 @dataclass
@@ -45,7 +45,7 @@ class Prediction:
     nranks: int
     predicted_time: float                 # s, when the last rank finished (replay)
     rank_end_times: list[float]           # s, per rank (replay)
-    predicted: dict                       # part -> seconds per rank (compute, collectives, p2p)
+    predicted: dict | None                # part -> seconds per rank (None: python engine)
     warnings: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)   # the replay's notes
     recorded_time: float | None = None    # s, from the last MPI_Init return to the last finalize
@@ -87,14 +87,15 @@ def predict(trace: str, calibration: str | Calibration, *, platform: str | None 
     warnings = _range_warnings(data, cal)
     own = platform is None and hosts is None
     cluster = None if platform else cal.cluster(hosts, ranks_per_host)
-    with tempfile.TemporaryDirectory(prefix="minitrace-predict-") as work:
-        paje = os.path.join(work, "replay.trace")
-        config = {**cal.config, "tracing": "yes", "tracing/smpi": "yes",
-                  "tracing/filename": paje, "tracing/precision": "9"}
-        res = replay(data, platform=platform, hostfile=hostfile, cluster=cluster,
-                     config=config, compute_rate=rate, reduction_rate=red, lossy=lossy,
-                     timeout=timeout, engine=engine)
-        predicted, spans = _replayed_parts(paje, res.nranks, res.rank_end_times)
+    timed = engine != "python"
+    res = replay(data, platform=platform, hostfile=hostfile, cluster=cluster,
+                 config=cal.config, compute_rate=rate, reduction_rate=red, lossy=lossy,
+                 timeout=timeout, engine=engine, timeline=timed)
+    predicted = spans = None
+    if timed:
+        table = res.breakdown()
+        predicted = {p: table[c].tolist() for p, c in _CATEGORY.items()}
+        spans = res.timeline
     out = Prediction(trace=trace, calibration=cal.path, platform=res.platform,
                      nranks=res.nranks, predicted_time=res.simulated_time,
                      rank_end_times=res.rank_end_times, predicted=predicted,
@@ -125,56 +126,6 @@ def _timed(data) -> bool:
     return bool(len(data.actions)) and bool(np.isfinite(data.actions["t_start"]).all())
 
 
-def _replayed_parts(paje: str, nranks: int, ends: list[float]):
-    """Seconds per rank in compute / collectives / point-to-point, from SimGrid's Paje trace,
-    and each rank's (start, end, part) spans for the timeline."""
-    names, ids = {}, {}
-    containers = {}
-    stacks: dict[str, list] = {}
-    spans: dict[int, list] = {r: [] for r in range(nranks)}
-    parts = {p: np.zeros(nranks) for p in PARTS}
-    try:
-        fh = open(paje)
-    except OSError:
-        return {p: [float("nan")] * nranks for p in PARTS}, spans
-    with fh:
-        for line in fh:
-            if line.startswith("%EventDef"):
-                _, name, num = line.split()
-                ids[num] = name
-                continue
-            if line.startswith("%"):
-                continue
-            f = line.split(maxsplit=5)
-            ev = ids.get(f[0]) if f else None
-            if ev == "PajeDefineEntityValue":
-                names[f[1]] = f[3]
-            elif ev == "PajeCreateContainer" and f[-1].strip().strip('"').startswith("rank-"):
-                containers[f[2]] = int(f[-1].strip().strip('"')[5:])
-            elif ev in ("PajePushState", "PajePopState") and f[3] in containers:
-                t, c = float(f[1]), f[3]
-                stack = stacks.setdefault(c, [])
-                if stack:
-                    top, since = stack[-1]
-                    _attribute(parts, spans, containers[c], names.get(top, ""), since, t)
-                if ev == "PajePushState":
-                    stack.append((f[4].strip(), t))
-                elif stack:
-                    stack.pop()
-                if stack:
-                    stack[-1] = (stack[-1][0], t)
-    parts["compute"] = np.maximum(np.asarray(ends) - parts["p2p"] - parts["collectives"], 0.0)
-    return {p: v.tolist() for p, v in parts.items()}, spans
-
-
-def _attribute(parts, spans, rank: int, state: str, t0: float, t1: float) -> None:
-    if t1 <= t0 or state.startswith("smpi_replay_run"):
-        return
-    part = "collectives" if state.startswith("action_") else "p2p"
-    parts[part][rank] += t1 - t0
-    spans[rank].append((t0, t1, part))
-
-
 def _self_check(out: Prediction, data, cal: Calibration, timeline: str | None, spans) -> None:
     """Recorded against replayed, per rank and in total, and whether they are comparable."""
     a = data.actions
@@ -182,8 +133,10 @@ def _self_check(out: Prediction, data, cal: Calibration, timeline: str | None, s
     init, fin = K.code("init"), K.code("finalize")
     init_end, fin_start = np.full(n, np.nan), np.full(n, np.nan)
     init_time, fin_time = np.zeros(n), np.zeros(n)
-    measured = {p: np.zeros(n) for p in (*PARTS, "compute_cpu", "descheduled")}
+    measured = {p: np.zeros(n) for p in (*PARTS, "other_mpi", "compute_cpu", "descheduled")}
     coll = K.mask(K.ALL_COLLECTIVES | K.ALL_NEIGHBOR_COLLECTIVES)
+    p2p = K.mask(K.SENDS | K.RECVS | K.SENDRECVS | K.STARTS)
+    waiting = K.mask(K.COMPLETIONS)
     non_mpi = K.mask(K.NON_MPI)
     for r in range(n):
         ra = a[data.rank_slice(r)]
@@ -198,8 +151,10 @@ def _self_check(out: Prediction, data, cal: Calibration, timeline: str | None, s
         measured["compute"][r] = dur[comp].sum()
         measured["compute_cpu"][r] = ra["volume"][comp].sum()
         measured["collectives"][r] = dur[coll[kind]].sum()
-        other = ~coll[kind] & ~non_mpi[kind] & (kind != init) & (kind != fin)
-        measured["p2p"][r] = dur[other].sum()
+        measured["p2p"][r] = dur[p2p[kind]].sum()
+        measured["waiting"][r] = dur[waiting[kind]].sum()
+        other = ~(coll | p2p | waiting | non_mpi)[kind] & (kind != init) & (kind != fin)
+        measured["other_mpi"][r] = dur[other].sum()
     measured["descheduled"] = np.maximum(measured["compute"] - measured["compute_cpu"], 0.0)
     origin = float(init_end.max())
     ends = fin_start - origin
@@ -222,39 +177,40 @@ def _self_check(out: Prediction, data, cal: Calibration, timeline: str | None, s
             f"({measured['descheduled'][worst]:.3g} s of wall time above the CPU time "
             f"measured there): the recording machine was loaded or oversubscribed, and the "
             f"replay gives every rank a core")
-    if timeline:
+    if timeline and spans is not None:
         _timeline(out, data, origin, spans, timeline)
         out.timeline = timeline
 
 
 def _timeline(out: Prediction, data, origin: float, spans, path: str) -> None:
-    """Per rank: the recorded run (compute / collectives / point-to-point) above the replayed
-    one, on one time axis."""
+    """Per rank: the recorded run above the replayed one, each action coloured by what it is
+    (compute, point-to-point, waiting, collectives), on one time axis."""
     from .analysis.plotting import plt, save
-    colours = {"compute": "tab:blue", "collectives": "tab:red", "p2p": "tab:orange"}
-    coll = K.mask(K.ALL_COLLECTIVES | K.ALL_NEIGHBOR_COLLECTIVES)
+    colours = {"compute": "tab:blue", "p2p": "tab:orange", "waiting": "tab:grey",
+               "collectives": "tab:red"}
+    masks = {"compute": K.mask({"compute"}), "collectives": K.mask(K.ALL_COLLECTIVES |
+                                                                  K.ALL_NEIGHBOR_COLLECTIVES),
+             "p2p": K.mask(K.SENDS | K.RECVS | K.SENDRECVS | K.STARTS),
+             "waiting": K.mask(K.COMPLETIONS)}
     n = data.nranks
     fig, ax = plt.subplots(figsize=(11, 1.0 + 0.8 * n))
     for r in range(n):
         ra = data.actions[data.rank_slice(r)]
         t0, t1 = ra["t_start"] - origin, ra["t_end"] - origin
-        comp = ra["kind"] == K.code("compute")
-        for part, sel in (("compute", comp), ("collectives", coll[ra["kind"]])):
-            bars = [(s, e - s) for s, e in zip(t0[sel], t1[sel]) if e > 0]
-            ax.broken_barh(bars, (2 * r + 0.55, 0.4), color=colours[part], lw=0)
-        bars = [(0.0, out.recorded_rank_end_times[r])]
-        ax.broken_barh(bars, (2 * r + 0.55, 0.4), color=colours["p2p"], zorder=0, lw=0)
-        for part in ("p2p", "collectives"):
-            bars = [(s, e - s) for s, e, p in spans.get(r, []) if p == part]
-            ax.broken_barh(bars, (2 * r + 0.05, 0.4), color=colours[part], lw=0)
-        ax.broken_barh([(0.0, out.rank_end_times[r])], (2 * r + 0.05, 0.4),
-                       color=colours["compute"], zorder=0, lw=0)
+        mine = spans[spans["rank"] == r]
+        for part, m in masks.items():
+            sel = m[ra["kind"]] & (t1 > 0)
+            ax.broken_barh(list(zip(t0[sel], (t1 - t0)[sel])), (2 * r + 0.55, 0.4),
+                           color=colours[part], lw=0)
+            sel = (mine["category"] == _CATEGORY[part]).to_numpy()
+            ax.broken_barh(list(zip(mine["start"].to_numpy()[sel],
+                                    mine["duration"].to_numpy()[sel])), (2 * r + 0.05, 0.4),
+                           color=colours[part], lw=0)
     ax.set_yticks([2 * r + y for r in range(n) for y in (0.25, 0.75)])
     ax.set_yticklabels([f"rank {r} {w}" for r in range(n) for w in ("replayed", "recorded")])
     ax.set_xlabel("seconds after the last rank left MPI_Init")
     for part, c in colours.items():
-        ax.plot([], [], color=c, lw=6, label=part if part != "p2p" else "point-to-point, "
-                "waiting")
+        ax.plot([], [], color=c, lw=6, label=part)
     ax.legend(loc="upper right", fontsize=8)
     ax.set_title(f"recorded {out.recorded_time:.4g} s, predicted {out.predicted_time:.4g} s "
                  f"({out.error:+.1%})")
@@ -278,15 +234,17 @@ def report(p: Prediction) -> str:
                      + " ".join(f"{t:.3g}" for t in p.init_time) + " s; MPI_Finalize: "
                      + " ".join(f"{t:.3g}" for t in p.finalize_time) + " s")
         lines.append("  where the time goes, mean over ranks (s)    measured   predicted")
-        m, q = p.measured, p.predicted
-        for part, label in (("compute", "compute"), ("collectives", "collectives"),
-                            ("p2p", "point-to-point + waiting")):
-            lines.append(f"    {label:<40} {np.mean(m[part]):>9.4g}  {np.mean(q[part]):>9.4g}")
+        m, q = p.measured, p.predicted or {}
+        for part, label in (("compute", "compute"), ("p2p", "point-to-point calls"),
+                            ("waiting", "completions (wait, waitall, test...)"),
+                            ("collectives", "collectives"), ("other_mpi", "other MPI calls")):
+            pred = f"{np.mean(q[part]):>9.4g}" if part in q else f"{'-':>9}"
+            lines.append(f"    {label:<40} {np.mean(m[part]):>9.4g}  {pred}")
         lines.append(f"    {'compute CPU time (what is replayed)':<40} "
                      f"{np.mean(m['compute_cpu']):>9.4g}")
         lines.append("  core share between MPI calls: " + " ".join(f"{s:.2f}"
                                                                 for s in p.core_share))
-    else:
+    elif p.predicted:
         q = p.predicted
         lines.append("  where the time goes, mean over ranks (s): " + ", ".join(
             f"{k} {np.mean(q[k]):.4g}" for k in PARTS))

@@ -57,8 +57,9 @@ def test_self_check_error_within_bound_or_flagged(recorded):
         cpu = a["volume"][a["kind"] == K.code("compute")].sum()
         assert p.measured["compute_cpu"][r] == pytest.approx(cpu)
         assert p.predicted["compute"][r] == pytest.approx(cpu, rel=0.02)
-        assert sum(p.predicted[k][r] for k in ("compute", "collectives", "p2p")) == \
-            pytest.approx(p.rank_end_times[r], rel=1e-6)
+        parts = sum(p.predicted[k][r] for k in ("compute", "p2p", "waiting", "collectives"))
+        assert parts <= p.rank_end_times[r] * (1 + 1e-9)
+        assert parts == pytest.approx(p.rank_end_times[r], rel=0.05)
     assert all(t > 0 for t in p.init_time)
     if p.comparable:
         assert abs(p.error) <= BOUND, p
