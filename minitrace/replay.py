@@ -68,6 +68,13 @@ class ReplayResult:
         from .timeline import breakdown
         return breakdown(self.timeline, self.rank_end_times)
 
+    def critical_path(self):
+        """The actions that determined the end time (:func:`minitrace.timeline.critical_path`)."""
+        if self.timeline is None:
+            raise MinitraceError("no timeline: replay with timeline=True (native engine)")
+        from .timeline import critical_path
+        return critical_path(self.timeline, self.rank_end_times)
+
     def to_dict(self) -> dict:
         """Plain dict of every field (the timeline as its per-rank breakdown), for ``--json``."""
         out = asdict(replace(self, timeline=None))
@@ -165,8 +172,8 @@ def replay(trace, platform: str | os.PathLike | None = None,
         out = _run_child(cmd, timeout, total if _show_progress(total) else 0)
         table = None
         if timeline:
-            from .timeline import read_timed_log
-            table = read_timed_log(timed, out["action_names"])
+            from .timeline import attach_messages, read_timed_log
+            table = attach_messages(read_timed_log(timed, out["action_names"]), traces)
     return ReplayResult(simulated_time=out["clock"], rank_end_times=out["rank_end_times"],
                         nranks=nranks, hosts=out["hosts"], platform=shown, config=cfg,
                         command=cmd, log_tail=out["log_tail"], wall_time=out["wall_time"],

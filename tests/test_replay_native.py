@@ -161,3 +161,44 @@ def test_cli_breakdown_and_plot(tmp_path):
                           str(png)], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     assert "where the time goes" in out.stdout and png.stat().st_size > 1000
+
+
+PIPELINE = """0 init
+0 compute 1000000000
+0 send 1 0 1000
+0 compute 100000000
+0 barrier
+0 finalize
+1 init
+1 compute 200000000
+1 recv 0 0 1000
+1 compute 500000000
+1 isend 2 0 1000
+1 wait 1 2 0
+1 barrier
+1 finalize
+2 init
+2 irecv 1 0 1000
+2 compute 100000000
+2 wait 1 2 0
+2 compute 100000000
+2 barrier
+2 finalize
+"""
+
+
+def test_critical_path_follows_the_late_messages(tmp_path):
+    # rank 0 computes 1 s before sending to rank 1, which computes 0.5 s before sending to
+    # rank 2: the end time is 0's 1 s + 1's 0.5 s + 2's last 0.1 s (+ messages), whatever
+    # else the ranks did meanwhile
+    trace = tmp_path / "pipeline.txt"
+    trace.write_text(PIPELINE)
+    r = replay(trace, cluster=Cluster(3, speed="1Gf"), timeline=True)
+    path = r.critical_path()
+    assert (path["end"] - path["start"]).sum() == pytest.approx(r.simulated_time, abs=1e-9)
+    computes = path[path["action"] == "compute"]
+    assert list(zip(computes["rank"], computes["seq"])) == [(2, 4), (1, 3), (0, 1)]
+    assert list((computes["end"] - computes["start"]).round(9)) == [0.1, 0.5, 1.0]
+    # rank 1's first compute and rank 2's first compute were not on the path: both waited
+    assert not ((path["rank"] == 1) & (path["seq"] == 1)).any()
+    assert not ((path["rank"] == 2) & (path["seq"] == 2)).any()

@@ -59,6 +59,9 @@ def register(sub) -> None:
     p.add_argument("--breakdown", action="store_true",
                    help="also print where each rank's simulated time goes (compute, "
                         "point-to-point, collectives, waiting; native engine)")
+    p.add_argument("--critical-path", action="store_true",
+                   help="also print the chain of actions that determined the end time "
+                        "(native engine)")
     p.add_argument("--plot", metavar="PNG",
                    help="draw that breakdown as stacked bars per rank (implies --breakdown)")
     p.add_argument("--json", action="store_true", help="print the full result as JSON")
@@ -93,9 +96,12 @@ def run(args) -> int:
     r = replay(args.file, platform=args.platform, hostfile=args.hostfile, np=args.np,
                config=_config(args.cfg), cluster=cluster, compute_rate=args.compute_rate,
                lossy=args.lossy, timeout=args.timeout, engine=args.engine,
-               reduction_rate=args.reduction_rate, timeline=args.breakdown or bool(args.plot))
+               reduction_rate=args.reduction_rate, timeline=args.breakdown or args.critical_path or bool(args.plot))
     if args.json:
-        print(json.dumps({"trace": args.file, **r.to_dict()}, indent=1))
+        out = r.to_dict()
+        if args.critical_path:
+            out["critical_path"] = r.critical_path().to_dict(orient="records")
+        print(json.dumps({"trace": args.file, **out}, indent=1))
         return 0
     print(f"predicted run time: {r.simulated_time:.9g} s  ({args.file}, {r.nranks} ranks)")
     print(f"  platform: {r.platform}")
@@ -116,6 +122,8 @@ def run(args) -> int:
             from ..timeline import plot_breakdown
             plot_breakdown(r.breakdown(), args.plot, f"{args.file}: replayed time per rank")
             print(f"  plot: {args.plot}")
+        if args.critical_path:
+            _print_critical_path(r.critical_path())
     return 0
 
 
@@ -127,3 +135,15 @@ def _print_breakdown(table) -> None:
     for name, row in rows.iterrows():
         label = f"rank {name}" if len(table) <= 8 else name
         print(f"    {label:>8}: " + " ".join(f"{v:.6g}" for v in row))
+
+
+def _print_critical_path(path, longest: int = 8) -> None:
+    """The critical path's time per rank and category, and its longest actions."""
+    span = path["end"] - path["start"]
+    print(f"  critical path: {len(path)} actions, {span.sum():.6g} s of simulated time")
+    by = span.groupby([path["rank"], path["category"]], observed=True).sum()
+    for (rank, cat), sec in by[by > 0].sort_values(ascending=False).head(longest).items():
+        print(f"    rank {rank} {cat}: {sec:.6g} s")
+    top = path.assign(seconds=span).nlargest(min(longest, len(path)), "seconds")
+    print("  longest actions on it: " + ", ".join(
+        f"rank {a.rank} #{a.seq} {a.action} {a.seconds:.4g} s" for a in top.itertuples()))
