@@ -23,6 +23,10 @@ from .callstream import BRECV, BSENT, COMM, FLAGS, KIND, PEER, REQUEST, TAG, Ran
 
 _C = K.CODE
 _N = K.NAME
+#: Message events: which side of a message each records.
+_MESSAGE_SIDE = {"MpiSend": "sent", "MpiIsend": "sent", "MpiRecv": "received",
+                 "MpiIrecv": "received"}
+_SELF = -2          # comm id placeholder of a COMM_SELF-like comm (one communicator per rank)
 
 
 def _import_otf2():
@@ -106,10 +110,15 @@ class _Reader:
         self.nranks = len(self.rank_of)
         self.comm_id, self.comms = self._comms(defs)
         self.strings: list[str] = []
-        self.streams = [RankStream(self.strings if keep_regions else None)
+        self.counter, self.unit = _volume_counter(defs)
+        self._counter_at: dict = {}           # metric class -> (member index, relative?) | None
+        self.streams = [RankStream(self.strings if keep_regions else None,
+                                   counted=self.counter is not None)
                         for _ in range(self.nranks)]
         self.requests = [dict() for _ in range(self.nranks)]   # otf2 request id -> row index
+        self.inits = [[] for _ in range(self.nranks)]          # rows of persistent inits
         self.unmapped: Counter = Counter()
+        self.messages = {"sent": 0, "received": 0}     # the archive's message events
         self.user_regions = 0
         self.skipped_locations = 0
 
@@ -122,23 +131,41 @@ class _Reader:
         return {}
 
     def _comms(self, defs):
+        """OTF2 comm -> minitrace comm id, and the table of members (world ranks).
+
+        ``MPI_COMM_WORLD`` (else the first comm of all ranks in order) is 0; every other MPI comm
+        gets its own id in definition order (a duplicate of the world is a communicator of its
+        own).  A comm whose group is of type COMM_SELF is one communicator per rank (Score-P
+        defines every one-member communicator that way): ids are made per rank when used
+        (``_self_id``)."""
         gt, par = self.otf2.GroupType, self.otf2.Paradigm
         ids, comms, nxt = {}, {0: np.arange(self.nranks, dtype=np.int32)}, 1
-        for c in defs.comms:
-            g = c.group
-            if g is None or g.paradigm != par.MPI:
-                continue
-            if g.group_type == gt.COMM_SELF:
-                ids[c] = -2                     # resolved per rank (peer = the rank itself)
-                continue
-            members = [self.rank_of.get(loc, -1) for loc in g.members]
-            if c.name == "MPI_COMM_WORLD" or members == list(range(self.nranks)):
+        mpi = [c for c in defs.comms if c.group is not None and c.group.paradigm == par.MPI]
+        everyone = list(range(self.nranks))
+        world = next((c for c in mpi if c.name == "MPI_COMM_WORLD"), None) or next(
+            (c for c in mpi if c.group.group_type != gt.COMM_SELF
+             and [self.rank_of.get(loc, -1) for loc in c.group.members] == everyone), None)
+        for c in mpi:
+            if c is world:
                 ids[c] = 0
-                continue
-            ids[c] = nxt
-            comms[nxt] = np.asarray(members, dtype=np.int32)
-            nxt += 1
+            elif c.group.group_type == gt.COMM_SELF:
+                ids[c] = _SELF
+            else:
+                ids[c] = nxt
+                comms[nxt] = np.asarray([self.rank_of.get(loc, -1) for loc in c.group.members],
+                                        dtype=np.int32)
+                nxt += 1
+        self._self_ids: dict = {}
         return ids, comms
+
+    def _self_id(self, comm, rank: int) -> int:
+        """The id of ``rank``'s own instance of a COMM_SELF-like comm."""
+        key = (comm, rank)
+        cid = self._self_ids.get(key)
+        if cid is None:
+            cid = self._self_ids[key] = max(self.comms) + 1
+            self.comms[cid] = np.asarray([rank], dtype=np.int32)
+        return cid
 
     def t(self, ticks: int) -> float:
         return (ticks - self.offset) / self.res
@@ -147,18 +174,16 @@ class _Reader:
         """(comm id, world rank) of comm-rank ``r`` of ``comm`` seen from ``rank``."""
         cid = self.comm_id.get(comm)
         if cid is None:
+            self.unmapped["event on a communicator without an MPI group"] += 1
             return 0, NONE
-        if cid == -2:
-            return 0, rank
-        if cid == 0:
-            return 0, r if 0 <= r < self.nranks else NONE
+        if cid == _SELF:
+            return self._self_id(comm, rank), rank if r == 0 else NONE
         members = self.comms[cid]
         return cid, int(members[r]) if 0 <= r < len(members) else NONE
 
     def _comm_pos(self, rank: int, cid: int) -> tuple[int, int]:
-        if cid == 0:
-            return self.nranks, rank
-        members = list(self.comms[cid])
+        """(size, position of ``rank``) in communicator ``cid``."""
+        members = self.comms[cid].tolist()
         return len(members), members.index(rank) if rank in members else 0
 
     def event(self, rank: int, ev) -> None:
@@ -169,27 +194,78 @@ class _Reader:
             region = ev.region
             if region.paradigm == self.otf2.Paradigm.MPI or region.name.startswith("MPI_"):
                 if tp is E.Enter:
-                    s.enter_mpi(region.name, self.t(ev.time))
+                    row = s.enter_mpi(region.name, self.t(ev.time))
+                    if row is not None and _N[row[KIND]] in K.INITS:
+                        self.inits[rank].append(s.current_index)
                 else:
                     s.leave_mpi(self.t(ev.time))
             else:
                 self.user_regions += 1
                 s.region(region.name, self.t(ev.time), tp is E.Enter)
             return
+        if tp is E.Metric:
+            if self.counter is not None:
+                self._metric(s, ev)
+            return
         row = s.current
-        handler = self._HANDLERS.get(tp.__name__)
+        name = tp.__name__
+        handler = self._HANDLERS.get(name)
         if handler is None:
             return
+        side = _MESSAGE_SIDE.get(name)
+        if side:
+            self.messages[side] += 1
         if row is None:
             self.unmapped[tp.__name__] += 1
             return
         handler(self, rank, s, row, ev)
 
+    def _metric(self, s: RankStream, ev) -> None:
+        """Keep the chosen counter's running value (Score-P writes it before each Enter and
+        Leave, so a compute gap's volume is its growth from one call to the next)."""
+        at = self._counter_at.get(ev.metric, False)
+        if at is False:
+            cls = getattr(ev.metric, "metric_class", ev.metric)
+            names = [m.name for m in cls.members]
+            at = self._counter_at[ev.metric] = (
+                (names.index(self.counter), "RELATIVE" in str(cls.members[0].metric_mode))
+                if self.counter in names else None)
+        if at is None:
+            return
+        value = float(ev.values[at[0]])
+        s.counter = (s.counter or 0.0) + value if at[1] else value
+
     # -- message events --------------------------------------------------------------------
+    def _persistent(self, rank, s, row, req: int, inits) -> list | None:
+        """The init row a start/startall activates as OTF2 request ``req`` (Score-P numbers a
+        persistent request once: its first start links it to the oldest init of that side not
+        yet linked); the start gets the request (startall: in its vector)."""
+        rows = s.rows
+        idx = self.requests[rank].get(req)
+        if idx is None or _N[rows[idx][KIND]] not in inits:
+            idx = next((j for j in self.inits[rank] if rows[j][REQUEST] == NONE
+                        and _N[rows[j][KIND]] in inits), None)
+            if idx is None:
+                self.unmapped["start of a request without its init"] += 1
+                return None
+            rows[idx][REQUEST] = req
+            self.requests[rank][req] = idx
+        row[FLAGS] |= K.FLAG_PERSISTENT
+        if row[KIND] == _C["start"]:
+            row[REQUEST] = req
+        else:
+            s.vector(s.current_index).append(req)
+        return rows[idx]
+
     def _send(self, rank, s, row, ev):
         cid, peer = self._world(rank, ev.communicator, ev.receiver)
         k = row[KIND]
-        if _N[k] in K.SENDS or _N[k] in K.SENDRECVS:
+        if _N[k] in K.STARTS and type(ev).__name__ == "MpiIsend":
+            init = self._persistent(rank, s, row, ev.request_id, K.SEND_INITS)
+            if init is not None:
+                init[PEER], init[TAG], init[COMM], init[BSENT] = peer, ev.msg_tag, cid, \
+                    ev.msg_length
+        elif _N[k] in K.SENDS or _N[k] in K.SENDRECVS:
             row[PEER], row[TAG], row[COMM], row[BSENT] = peer, ev.msg_tag, cid, ev.msg_length
             if _N[k] in K.NONBLOCKING_SENDS:
                 row[REQUEST] = ev.request_id
@@ -210,7 +286,9 @@ class _Reader:
 
     def _request_created(self, rank, s, row, ev):
         k = row[KIND]
-        if k == _C["irecv"] or _N[k] in K.NONBLOCKING_COLLECTIVES:
+        if _N[k] in K.STARTS and type(ev).__name__ == "MpiIrecvRequest":
+            self._persistent(rank, s, row, ev.request_id, K.RECV_INITS)
+        elif k == _C["irecv"] or _N[k] in K.NONBLOCKING_COLLECTIVES:
             row[REQUEST] = ev.request_id
             self.requests[rank][ev.request_id] = s.current_index
         else:
@@ -251,13 +329,11 @@ class _Reader:
 
     def _fill_coll(self, rank, row, ev):
         k = row[KIND]
-        cid = self.comm_id.get(ev.communicator, 0)
-        cid = 0 if cid == -2 else cid
-        size, me = self._comm_pos(rank, cid) if self.comm_id.get(ev.communicator) != -2 else (1, 0)
+        cid, root = self._world(rank, ev.communicator, ev.root)
+        size, me = self._comm_pos(rank, cid)
         is_root = False
         row[COMM] = cid
         if _N[k] in K.ROOTED:
-            _, root = self._world(rank, ev.communicator, ev.root)
             row[PEER] = root
             is_root = root == rank
         row[BSENT], row[BRECV] = _to_model(k, ev.size_sent, ev.size_received, size, me, is_root)
@@ -325,6 +401,10 @@ def read_otf2(anchor, keep_regions: bool = False) -> TraceData:
     if hosts:
         meta["hosts"] = sorted(set(hosts))
         meta["rank_to_node"] = [sorted(set(hosts)).index(h) for h in hosts]
+    meta["source_messages"] = rd.messages
+    meta["volume_unit"] = rd.unit
+    meta["volume_source"] = (f"{rd.counter} counter (OTF2 metric)" if rd.counter else
+                             "time outside MPI calls (no PAPI_TOT_INS or PAPI_TOT_CYC metric)")
     if rd.unmapped:
         meta["unmapped_events"] = dict(rd.unmapped)
     if other:
@@ -332,6 +412,17 @@ def read_otf2(anchor, keep_regions: bool = False) -> TraceData:
     if rd.user_regions and not keep_regions:
         meta["user_regions_dropped"] = rd.user_regions // 2
     return build(rd.streams, rd.comms, rd.strings, meta)
+
+
+#: Counters that make the compute volume, in order of preference, and the unit each gives.
+VOLUME_COUNTERS = (("PAPI_TOT_INS", "instructions"), ("PAPI_TOT_CYC", "cycles"))
+
+
+def _volume_counter(defs) -> tuple[str | None, str]:
+    """(metric name, volume unit) of the counter the compute volume is measured with: the
+    instructions counter when the archive has it, else cycles, else (None, 'seconds')."""
+    names = {m.name for m in defs.metric_members}
+    return next(((n, u) for n, u in VOLUME_COUNTERS if n in names), (None, "seconds"))
 
 
 def _hosts(defs, rank_of) -> list[str]:

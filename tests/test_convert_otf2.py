@@ -512,3 +512,167 @@ def test_scorep_cli_minitrace_file_without_to_says_so(tmp_path):
     assert _cli("convert", PINGPONG, "-o", out).returncode == 0
     r = _cli("convert", out, "-o", tmp_path / "again.h5")
     assert r.returncode == 1 and "--to otf2" in r.stderr and str(out) in r.stderr
+
+
+# -- persistent requests, sub-communicators, PAPI counters ---------------------------------------
+class Archive:
+    """A Score-P-like archive of ``n`` ranks written with the otf2 package: per rank a location
+    group and master location, the MPI location group, MPI_COMM_WORLD and the comms named in
+    ``comms`` (name -> world ranks in comm rank order, or "self" for a COMM_SELF-type group,
+    Score-P's group of every one-member communicator), MPI regions, and optionally PAPI metrics
+    (``metrics``: member names) written before every Enter and Leave, as Score-P does."""
+
+    def __init__(self, folder, n, comms=None, metrics=()):
+        self.folder, self.n = Path(folder), n
+        self._cm = otf2.writer.open(str(folder), timer_resolution=1_000_000)
+        self._tr = self._cm.__enter__()
+        d = self.defs = self._tr.definitions
+        node = d.system_tree_node("node")
+        self.locs = [d.location("Master thread", group=d.location_group(
+            f"MPI Rank {r}", system_tree_parent=node)) for r in range(n)]
+        d.group("MPI", group_type=otf2.GroupType.COMM_LOCATIONS, paradigm=otf2.Paradigm.MPI,
+                members=self.locs)
+        self.comms = {}
+        for name, members in {"MPI_COMM_WORLD": list(range(n)), **(comms or {})}.items():
+            kind = otf2.GroupType.COMM_SELF if members == "self" else otf2.GroupType.COMM_GROUP
+            g = d.group(name, group_type=kind, paradigm=otf2.Paradigm.MPI,
+                        members=[] if members == "self" else [self.locs[m] for m in members])
+            self.comms[name] = d.comm(name, group=g)
+        self.metric = d.metric_class(
+            [d.metric_member(m, metric_type=otf2.MetricType.PAPI, unit="#",
+                             metric_mode=otf2.MetricMode.ACCUMULATED_START) for m in metrics],
+            occurrence=otf2.MetricOccurrence.SYNCHRONOUS_STRICT) if metrics else None
+        self.regions = {}
+        self.writers = [self._tr.event_writer_from_location(loc) for loc in self.locs]
+        self.t = [0] * n
+        self.counts = [[0] * len(metrics) for _ in range(n)]
+
+    def call(self, r, name, *events, work=(), dt=10):
+        """``name`` on rank ``r``: Enter, ``events`` (functions of the time), Leave; before the
+        call, ``dt`` microseconds outside MPI during which the counters grow by ``work``."""
+        if name not in self.regions:
+            self.regions[name] = self.defs.region(name, region_role=otf2.RegionRole.FUNCTION,
+                                                  paradigm=otf2.Paradigm.MPI)
+        w, E = self.writers[r], otf2.events
+        self.t[r] += dt
+        self.counts[r] = [c + x for c, x in zip(self.counts[r], work)] or self.counts[r]
+        self._metrics(r)
+        w(E.Enter(self.t[r], self.regions[name]))
+        for i, ev in enumerate(events, 1):
+            w(ev(self.t[r] + i))
+        self.t[r] += 5
+        self.counts[r] = [c + 1 for c in self.counts[r]]      # what the call itself counts
+        self._metrics(r)
+        w(E.Leave(self.t[r], self.regions[name]))
+
+    def _metrics(self, r):
+        if self.metric is not None:
+            self.writers[r](otf2.events.Metric(self.t[r], self.metric, self.counts[r]))
+
+    def close(self) -> Path:
+        self._cm.__exit__(None, None, None)
+        return self.folder / "traces.otf2"
+
+
+def test_persistent_requests(tmp_path):
+    """Score-P writes a persistent send's MpiIsend, and a persistent receive's
+    MpiIrecvRequest, inside MPI_Start (with the request's id), completions in the waits."""
+    arch = Archive(tmp_path, 2)
+    world, E = arch.comms["MPI_COMM_WORLD"], otf2.events
+    for r in range(2):
+        other = 1 - r
+        arch.call(r, "MPI_Init")
+        arch.call(r, "MPI_Send_init")
+        arch.call(r, "MPI_Recv_init")
+        for _ in range(3):
+            arch.call(r, "MPI_Start", lambda t: E.MpiIsend(t, other, world, 4, 64 + r, 7))
+            arch.call(r, "MPI_Start", lambda t: E.MpiIrecvRequest(t, 9))
+            arch.call(r, "MPI_Waitany",
+                      lambda t: E.MpiIrecv(t, other, world, 4, 64 + other, 9))
+            arch.call(r, "MPI_Waitany", lambda t: E.MpiIsendComplete(t, 7))
+        arch.call(r, "MPI_Finalize")
+    data = read_otf2(arch.close())
+    assert validate(data).ok, validate(data).lines()
+    assert "unmapped_events" not in data.meta
+    assert data.meta["source_messages"] == {"sent": 6, "received": 6}
+    for r in range(2):
+        rows = _rows(data, r)
+        k = [K.NAME[int(x)] for x in rows["kind"]]
+        si, ri = rows[k.index("send_init")], rows[k.index("recv_init")]
+        assert (si["peer"], si["tag"], si["bytes_sent"], si["request"]) == (1 - r, 4, 64 + r, 7)
+        assert (ri["peer"], ri["tag"], ri["bytes_recv"], ri["request"]) == (1 - r, 4, 65 - r, 9)
+        st = rows[rows["kind"] == K.CODE["start"]]
+        assert st["request"].tolist() == [7, 9] * 3 and (st["flags"] & K.FLAG_PERSISTENT).all()
+        assert rows[rows["kind"] == K.CODE["waitany"]]["request"].tolist() == [9, 7] * 3
+
+
+def test_sub_communicators_and_self(tmp_path):
+    """Collectives on comms from MPI_Comm_split (the even and the odd ranks of 4, given as
+    ranks of the world in reverse order for the odd ones) and on a one-member COMM_SELF-type
+    comm (Score-P's group for every such communicator) each get a communicator of their own,
+    members as world ranks; roots and peers are translated."""
+    comms = {"even": [0, 2], "odd": [3, 1], "self-like": "self", "dup": [0, 1, 2, 3]}
+    arch = Archive(tmp_path, 4, comms)
+    E, C = otf2.events, arch.comms
+    undef = otf2.Undefined.UINT32.value
+    for r in range(4):
+        mine = C["even"] if r % 2 == 0 else C["odd"]
+        arch.call(r, "MPI_Init")
+        arch.call(r, "MPI_Comm_split")
+        # bcast of 8 bytes from comm rank 1 (world 2 in even, world 1 in odd)
+        root = r in (1, 2)
+        arch.call(r, "MPI_Bcast", E.MpiCollectiveBegin, lambda t: E.MpiCollectiveEnd(
+            t, otf2.CollectiveOp.BCAST, mine, 1, 16 if root else 0, 8))
+        arch.call(r, "MPI_Allreduce", E.MpiCollectiveBegin, lambda t: E.MpiCollectiveEnd(
+            t, otf2.CollectiveOp.ALLREDUCE, C["self-like"], undef, 4, 4))
+        arch.call(r, "MPI_Barrier", E.MpiCollectiveBegin, lambda t: E.MpiCollectiveEnd(
+            t, otf2.CollectiveOp.BARRIER, C["dup"], undef, 0, 0))
+        # a message within the odd/even comm: comm rank 0 sends to comm rank 1
+        pos = [0, 2].index(r) if r % 2 == 0 else [3, 1].index(r)
+        if pos == 0:
+            arch.call(r, "MPI_Send", lambda t: E.MpiSend(t, 1, mine, 3, 12))
+        else:
+            arch.call(r, "MPI_Recv", lambda t: E.MpiRecv(t, 0, mine, 3, 12))
+        arch.call(r, "MPI_Finalize")
+    data = read_otf2(arch.close())
+    assert validate(data).ok, validate(data).lines()
+    comm_of = {k: v.tolist() for k, v in data.comms.items()}
+    assert comm_of[0] == [0, 1, 2, 3]
+    assert sorted(comm_of.values()) == sorted([[0, 1, 2, 3], [0, 2], [3, 1], [0, 1, 2, 3], [0],
+                                               [1], [2], [3]])
+    for r in range(4):
+        rows = {K.NAME[int(x["kind"])]: x for x in _rows(data, r)}
+        bc, ar, ba = rows["bcast"], rows["allreduce"], rows["barrier"]
+        assert comm_of[int(bc["comm"])] == ([0, 2] if r % 2 == 0 else [3, 1])
+        assert bc["peer"] == (2 if r % 2 == 0 else 1)
+        assert (bc["bytes_sent"], bc["bytes_recv"]) == ((8, 0) if r in (1, 2) else (0, 8))
+        assert comm_of[int(ar["comm"])] == [r] and (ar["bytes_sent"], ar["bytes_recv"]) == (4, 4)
+        assert ba["comm"] != 0 and comm_of[int(ba["comm"])] == [0, 1, 2, 3]
+        p2p = rows.get("send", rows.get("recv"))
+        assert p2p["peer"] == {0: 2, 2: 0, 3: 1, 1: 3}[r]
+
+
+@pytest.mark.parametrize("metrics,unit", [(("PAPI_TOT_CYC", "PAPI_TOT_INS"), "instructions"),
+                                          (("PAPI_TOT_CYC",), "cycles"), ((), "seconds")])
+def test_papi_counters_make_the_compute_volume(tmp_path, metrics, unit):
+    arch = Archive(tmp_path, 2, metrics=metrics)
+    for r in range(2):
+        arch.call(r, "MPI_Init")
+        # 1000 cycles and 300 instructions per compute phase (in metric order), 50 us
+        arch.call(r, "MPI_Barrier", work=[1000, 300][:len(metrics)] if metrics[:1] == (
+            "PAPI_TOT_CYC",) else [], dt=50)
+        arch.call(r, "MPI_Comm_rank", work=[1000, 300][:len(metrics)], dt=50)
+        arch.call(r, "MPI_Finalize", work=[1000, 300][:len(metrics)], dt=50)
+    data = read_otf2(arch.close())
+    comp = data.actions[data.actions["kind"] == K.CODE["compute"]]
+    assert data.meta["volume_unit"] == unit
+    per = {"instructions": 300, "cycles": 1000}.get(unit)
+    if per is None:
+        assert comp["volume"].tolist() == pytest.approx([50e-6, 100e-6] * 2)
+        assert data.meta["volume_source"].startswith("time")
+    else:
+        # the gap around the dropped MPI_Comm_rank adds up its two pieces, without the
+        # count inside the dropped call
+        assert comp["volume"].tolist() == [per, 2 * per] * 2
+        assert data.meta["volume_source"].startswith("PAPI_TOT_" + ("INS" if per == 300
+                                                                     else "CYC"))

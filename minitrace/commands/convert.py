@@ -45,6 +45,8 @@ def run(args) -> int:
 #: Provenance keys a reader leaves in ``meta`` when it left something out, and what they say.
 _LEFT_OUT = (("user_regions_dropped", "user regions dropped (--keep-regions keeps them)"),
              ("collectives_without_sizes", "collectives without recorded sizes"),
+             ("collectives_without_root", "rooted collectives whose root the source does not "
+              "record (peer -1)"),
              ("unmapped_events", "events not attached to an MPI call"),
              ("requests_never_completed", "requests never completed"),
              ("ignored_actions", "TI actions with nothing to keep in the model"))
@@ -63,6 +65,8 @@ def into_minitrace(path, output, fmt: str = "auto", keep_regions: bool = False) 
         notes.append("MPI calls without an action kind dropped: "
                      + ", ".join(f"{k} x{v}" for k, v in m["dropped_mpi_calls"].items()))
     notes += [f"{what}: {m[key]}" for key, what in _LEFT_OUT if m.get(key)]
+    if m.get("volume_source"):
+        notes.append(f"compute volume in {m['volume_unit']}: {m['volume_source']}")
     for n in notes:
         print(f"minitrace: note: {n}", file=sys.stderr)
     check = "valid" if rep.ok else f"{rep.summary()} (see: minitrace validate {output})"
