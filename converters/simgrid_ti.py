@@ -420,10 +420,23 @@ _TI_COMM = ("comm_size", "comm_split", "comm_dup")
 _COUNT_LIMIT = {"send": 2**63 - 1, "isend": 2**63 - 1, "recv": 2**63 - 1, "irecv": 2**63 - 1,
                 "bcast": 2**63 - 1, "scan": 2**63 - 1, "exscan": 2**63 - 1,
                 "reduce": 2**32 - 1, "allreduce": 2**32 - 1}
+#: What ``_Writer.fast_text`` writes: kinds SimGrid expresses as they are.
+_FAST_NAMES = ("init", "finalize", "compute", "sleep", "send", "recv", "isend", "irecv", "wait",
+               "waitall", "comm_size", "comm_split", "comm_dup", "barrier", "bcast", "reduce",
+               "allreduce", "scan", "exscan", "alltoall", "allgather", "gather", "scatter")
+_FAST = K.mask(_FAST_NAMES)
+_FAST_P2P = K.mask({"send", "recv", "isend", "irecv"})
+_FAST_COLL = K.mask(set(_FAST_NAMES) & K.COLLECTIVES)
+_NB = K.mask({"isend", "irecv"})
 
 
 class _Writer:
-    """Writes one rank's actions as TI lines, tracking the requests SimGrid will know about."""
+    """Writes one rank's actions as TI text, tracking the requests SimGrid will know about.
+
+    ``rank_text`` formats a rank whose actions SimGrid expresses as they are (the bulk of every
+    trace: compute, point-to-point, waits, world collectives) a column at a time with numpy and
+    one ``%`` formatting call; any other rank goes through ``rank_lines``, one action at a
+    time.  Both write the same text."""
 
     def __init__(self, data: TraceData, rep: ExportReport):
         self.d, self.rep, self.P = data, rep, data.nranks
@@ -432,6 +445,151 @@ class _Writer:
 
     def vec(self, i: int) -> list[int]:
         return self.d.vector(i).tolist()
+
+    def rank_text(self, r: int) -> str:
+        """Rank ``r``'s lines, each ending with a newline."""
+        text = self.fast_text(r)
+        if text is None:
+            text = "".join(ln + "\n" for ln in self.rank_lines(r))
+        return text
+
+    def fast_text(self, r: int) -> str | None:
+        """Rank ``r``'s text when every action is one SimGrid expresses as it is, else None."""
+        sl = self.d.rank_slice(r)
+        a = self.d.actions[sl]
+        n, P = len(a), self.P
+        kind = a["kind"]
+        if not _FAST[kind].all():
+            return None
+        peer, tag, comm = (a[c].astype(np.int64) for c in ("peer", "tag", "comm"))
+        bs, br, vol, req = a["bytes_sent"], a["bytes_recv"], a["volume"], a["request"]
+        p2p = _FAST_P2P[kind]
+        if (p2p & ((peer < 0) | (comm != 0) | ((a["flags"] & K.FLAG_UNRESOLVED) != 0))).any() \
+                or (_FAST_COLL[kind] & (comm != 0)).any():
+            return None
+        # requests: each created once, completed at most once after it, by a wait or by a
+        # waitall of exactly the pending requests (else the per-action path decides)
+        created = np.nonzero(_NB[kind])[0]
+        c_req = req[created]
+        order = np.argsort(c_req, kind="stable")
+        c_sorted = c_req[order]
+        if len(c_sorted) and (np.diff(c_sorted) == 0).any():
+            return None
+        is_wait, is_waitall = kind == K.CODE["wait"], kind == K.CODE["waitall"]
+        waits = np.nonzero(is_wait)[0]
+        wa = np.nonzero(is_waitall)[0]
+        wa_rows, wa_req = self.d.vector_entries(wa + sl.start)
+        ev_row = np.concatenate([waits, wa_rows - sl.start])
+        ev_req = np.concatenate([req[waits], wa_req])
+        at = np.searchsorted(c_sorted, ev_req)
+        at_ok = np.minimum(at, max(len(c_sorted) - 1, 0))
+        if len(ev_req) and (len(c_sorted) == 0 or (c_sorted[at_ok] != ev_req).any()):
+            return None
+        c_row = created[order][at_ok] if len(ev_req) else np.zeros(0, np.int64)
+        if (c_row >= ev_row).any() or (np.diff(np.sort(ev_req)) == 0).any():
+            return None
+        if len(wa):
+            lens = a["vec_len"][wa].astype(np.int64)
+            pend = np.searchsorted(created, wa) - np.searchsorted(np.sort(ev_row), wa)
+            if (lens <= 0).any() or (lens != pend).any():
+                return None
+        T = np.zeros((n, 3), np.int64)
+        cnt = np.zeros(n, np.int64)
+        tid = np.zeros(n, np.int64)
+        own = np.full(n, None, dtype=object)      # a row's own template (non-integer volume)
+        fmts: list[str] = []
+        limits: list[tuple[np.ndarray, int]] = []
+        approx: Counter = Counter()
+        volint = np.isfinite(vol) & (np.abs(vol) < 1e18)
+        volint[volint] = vol[volint] == np.floor(vol[volint])
+
+        def put(name: str, m: np.ndarray, *cols, v: int = -1) -> None:
+            """Rows ``m`` are ``name`` lines with tokens ``cols`` (column ``v`` the volume,
+            formatted as ``_fmt`` does: an integer, else written into the row's template)."""
+            if not m.any():
+                return
+            head = [str(r), name]
+            exact = m if v < 0 else m & volint
+            if exact.any():
+                tid[exact] = len(fmts)
+                fmts.append(" ".join(head + ["%d"] * len(cols)) + "\n")
+                cnt[exact] = len(cols)
+                for j, c in enumerate(cols):
+                    T[exact, j] = c[exact] if isinstance(c, np.ndarray) else c
+            if v >= 0 and (m & ~volint).any():
+                rows = np.nonzero(m & ~volint)[0]
+                pre = " ".join(head + ["%d"] * v + [""])
+                post = "".join(" %d" for _ in cols[v + 1:]) + "\n"
+                own[rows] = [pre + repr(x) + post for x in vol[rows].tolist()]
+                others = [c for j, c in enumerate(cols) if j != v]
+                cnt[rows] = len(others)
+                for j, c in enumerate(others):
+                    T[rows, j] = c[rows] if isinstance(c, np.ndarray) else c
+            for j, c in enumerate(cols):
+                if j != v and isinstance(c, np.ndarray):
+                    limits.append((c[m], _COUNT_LIMIT.get(name, 2**31 - 1)))
+
+        def per(m: np.ndarray, total: np.ndarray, what: str, name: str) -> np.ndarray:
+            odd = m & (total % P != 0)
+            for t, k in zip(*np.unique(total[odd], return_counts=True)):
+                approx[f"{name} ({what} {int(t)} B not a multiple of {P} ranks, rounded)"] += int(k)
+            return np.rint(total / P)
+
+        present = np.bincount(kind, minlength=256)
+        is_k = {name: kind == K.CODE[name] for name in _FAST_NAMES if present[K.CODE[name]]}
+        none = np.zeros(n, bool)
+        k = lambda name: is_k.get(name, none)    # noqa: E731
+        for name in ("init", "finalize", "comm_split", "comm_dup", "barrier"):
+            put(name, k(name))
+        put("comm_size", k("comm_size"), P)
+        for name in ("compute", "sleep"):
+            put(name, k(name), vol, v=0)
+        if self.unit != "flops" and k("compute").any():
+            approx[f"compute (volume in {self.unit} written as flops)"] += int(k("compute").sum())
+        put("send", k("send"), peer, tag, bs)
+        put("isend", k("isend"), peer, tag, bs)
+        put("recv", k("recv"), peer, tag, br)
+        put("irecv", k("irecv"), peer, tag, br)
+        if len(waits):
+            w_from = c_row[:len(waits)]
+            sent = kind[w_from] == K.CODE["isend"]
+            src = np.full(n, r, np.int64)
+            dst = np.full(n, r, np.int64)
+            wtag = np.zeros(n, np.int64)
+            src[waits] = np.where(sent, r, peer[w_from])
+            dst[waits] = np.where(sent, peer[w_from], r)
+            wtag[waits] = tag[w_from]
+            put("wait", is_wait, src, dst, wtag)
+        put("waitall", is_waitall)
+        is_root = peer == r
+        root = np.maximum(peer, 0)
+        put("bcast", k("bcast"), np.where(is_root, bs, br), root)
+        put("reduce", k("reduce"), bs, vol, root, v=1)
+        for name in ("allreduce", "scan", "exscan"):
+            put(name, k(name), bs, vol, v=1)
+        if k("alltoall").any():
+            m = k("alltoall")
+            put("alltoall", m, per(m, bs, "send", "alltoall"), per(m, br, "receive", "alltoall"))
+        if k("allgather").any():
+            m = k("allgather")
+            put("allgather", m, bs, per(m, br, "receive", "allgather"))
+        if k("gather").any():
+            m = k("gather")
+            put("gather", m, bs, np.where(is_root, per(m & is_root, br, "receive", "gather"), bs),
+                root)
+        if k("scatter").any():
+            m = k("scatter")
+            put("scatter", m, np.where(is_root, per(m & is_root, bs, "send", "scatter"), br), br,
+                root)
+        for col, limit in limits:
+            if len(col) and int(np.abs(col).max()) > limit:
+                return None     # the per-action path lists them
+        self.rep.approximated.update(approx)
+        rows_fmt = np.array(fmts, dtype=object)[tid]
+        mine = np.nonzero(own != None)[0]   # noqa: E711 (elementwise)
+        rows_fmt[mine] = own[mine]
+        fmt = "".join(rows_fmt.tolist())
+        return fmt % tuple(T[np.arange(3) < cnt[:, None]].tolist())
 
     def rank_lines(self, r: int) -> list[str]:
         out: list[str] = []
@@ -475,11 +633,12 @@ class _Writer:
             pending.append(req)
 
         sl = self.d.rank_slice(r)
-        for i, row in zip(range(sl.start, sl.stop), self.d.actions[sl]):
-            kind = K.NAME[int(row["kind"])]
-            peer, tag, comm = int(row["peer"]), int(row["tag"]), int(row["comm"])
-            bs, br, vol, req = int(row["bytes_sent"]), int(row["bytes_recv"]), \
-                float(row["volume"]), int(row["request"])
+        a = self.d.actions[sl]
+        cols = [a[c].tolist() for c in ("kind", "flags", "peer", "tag", "comm", "bytes_sent",
+                                        "bytes_recv", "volume", "request")]
+        for i, code, flags, peer, tag, comm, bs, br, vol, req in zip(range(sl.start, sl.stop),
+                                                                      *cols):
+            kind = K.NAME[code]
             if kind in ("init", "finalize"):
                 w(kind)
             elif kind in ("compute", "sleep"):
@@ -487,7 +646,7 @@ class _Writer:
                     approx(kind, f"volume in {self.unit} written as flops")
                 w(kind, _fmt(vol))
             elif kind in K.SENDS or kind in K.RECVS:
-                if peer < 0 and not row["flags"] & K.FLAG_UNRESOLVED:
+                if peer < 0 and not flags & K.FLAG_UNRESOLVED:
                     nulls.add(req)                  # MPI_PROC_NULL: a no-op in MPI too
                     continue
                 if peer < 0:
@@ -501,7 +660,7 @@ class _Writer:
                 if kind in K.SENDS:
                     nbytes = bs
                 else:
-                    nbytes = -1 if row["flags"] & K.FLAG_UNRESOLVED else br
+                    nbytes = -1 if flags & K.FLAG_UNRESOLVED else br
                 if out_kind in ("isend", "irecv"):
                     nb(out_kind, peer, tag, nbytes, req)
                 else:
@@ -523,12 +682,12 @@ class _Writer:
             elif kind in K.SINGLE_COMPLETIONS:
                 if kind in ("waitany", "testany"):
                     approx(kind, f"written as {kind[:4]}")
-                completes = kind.startswith("wait") or bool(row["flags"] & K.FLAG_COMPLETED)
+                completes = kind.startswith("wait") or bool(flags & K.FLAG_COMPLETED)
                 if wait_line(kind[:4], req, kind) and completes:
                     done(req)
             elif kind in K.MULTI_COMPLETIONS:
                 ids = self.vec(i)
-                completes = kind.startswith("wait") or bool(row["flags"] & K.FLAG_COMPLETED)
+                completes = kind.startswith("wait") or bool(flags & K.FLAG_COMPLETED)
                 known = [i for i in ids if i in created]
                 if kind == "waitall" and known and sorted(known) == sorted(pending):
                     w("waitall")
@@ -626,25 +785,34 @@ def write_ti(data: TraceData, out, layout: str = "per-rank", lossy: bool = False
     target = _check_output(out, layout)
     rep = ExportReport()
     wr = _Writer(data, rep)
-    per_rank = [wr.rank_lines(r) for r in range(data.nranks)]
-    if wr.too_big:
-        raise MinitraceError(f"{len(wr.too_big)} line(s) have counts beyond what SimGrid parses "
-                             f"(int counts; first: {wr.too_big[0]!r})", out)
-    if rep.dropped and not lossy:
-        what = ", ".join(f"{n} {k}" for k, n in sorted(rep.dropped.items()))
-        raise MinitraceError(f"SimGrid's TI format cannot express {what}; rerun with --lossy "
-                             "to drop them", out)
+
+    def check() -> None:      # after every rank is written, before anything is renamed in
+        if wr.too_big:
+            raise MinitraceError(f"{len(wr.too_big)} line(s) have counts beyond what SimGrid "
+                                 f"parses (int counts; first: {wr.too_big[0]!r})", out)
+        if rep.dropped and not lossy:
+            what = ", ".join(f"{n} {k}" for k, n in sorted(rep.dropped.items()))
+            raise MinitraceError(f"SimGrid's TI format cannot express {what}; rerun with "
+                                 "--lossy to drop them", out)
+
+    ranks = range(data.nranks)
     try:
         if layout == "single":
-            _replace_text(Path(out), "".join(ln + "\n" for lines in per_rank for ln in lines))
+            def fill(f) -> None:
+                for r in ranks:
+                    f.write(wr.rank_text(r))
+                check()
+            _replace_text(Path(out), fill)
             rep.files.append(out)
         else:
-            base = Path(out)
-            rep.files += [str(target / f"{r}.txt") for r in range(len(per_rank))]
-            _replace_dir(target, {f"{r}.txt": "".join(ln + "\n" for ln in lines)
-                                  for r, lines in enumerate(per_rank)})
-            _replace_text(base, "".join(f"{target.name}/{r}.txt\n" for r in range(len(per_rank))))
-            rep.files.insert(0, out)
+            def fill_dir(d: Path) -> None:
+                for r in ranks:     # one rank's text in memory at a time
+                    (d / f"{r}.txt").write_text(wr.rank_text(r))
+                check()
+            _replace_dir(target, fill_dir)
+            _replace_text(Path(out), lambda f: f.write("".join(f"{target.name}/{r}.txt\n"
+                                                               for r in ranks)))
+            rep.files += [out, *(str(target / f"{r}.txt") for r in ranks)]
     except OSError as e:
         raise MinitraceError(f"cannot write: {e.strerror or e}", out) from None
     return rep
@@ -666,29 +834,29 @@ def _check_output(out: str, layout: str) -> Path | None:
     return d
 
 
-def _replace_text(path: Path, text: str) -> None:
-    """Write ``path`` whole or not at all: a temporary file beside it, renamed into place."""
+def _replace_text(path: Path, fill) -> None:
+    """Write ``path`` whole or not at all: ``fill(file)`` writes a temporary file beside it,
+    renamed into place when it returns."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "w") as f:
             os.fchmod(f.fileno(), 0o666 & ~_umask())
-            f.write(text)
+            fill(f)
         os.replace(tmp, path)
     except BaseException:
         os.unlink(tmp)
         raise
 
 
-def _replace_dir(path: Path, files: dict[str, str]) -> None:
-    """Fill a temporary directory beside ``path`` with ``files``, then swap it into place (an
-    older ``path`` is removed only once the new one is complete)."""
+def _replace_dir(path: Path, fill) -> None:
+    """``fill(dir)`` fills a temporary directory beside ``path``, then it is swapped into place
+    (an older ``path`` is removed only once the new one is complete)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp"))
     old = None
     try:
-        for name, text in files.items():
-            (tmp / name).write_text(text)
+        fill(tmp)
         os.chmod(tmp, 0o777 & ~_umask())
         if path.exists():
             old = Path(tempfile.mkdtemp(dir=path.parent, prefix=f".{path.name}.", suffix=".old"))

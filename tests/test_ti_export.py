@@ -1,0 +1,72 @@
+"""The TI exporter writes the same text, byte for byte, as the per-action writer it replaced:
+committed exports (tests/data/ti_export/, written by that writer) of seeded traces of every kind it
+handles, and its column-at-a-time path against its per-action path rank by rank."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from minitrace.converters.simgrid_ti import ExportReport, _Writer, read_ti, write_ti
+from minitrace.model import TraceBuilder
+
+from .ti_export_traces import CASES, build
+
+DATA = Path(__file__).parent / "data" / "ti_export"
+
+
+@pytest.mark.parametrize("name,seed,n,plain", CASES, ids=[c[0] for c in CASES])
+def test_export_is_the_committed_text(tmp_path, name, seed, n, plain):
+    data = build(seed, n, plain)
+    rep = write_ti(data, tmp_path / "single.txt", layout="single", lossy=True)
+    assert (tmp_path / "single.txt").read_text() == (DATA / f"{name}.txt").read_text()
+    assert "\n".join(rep.lines()) + "\n" == (DATA / f"{name}.report").read_text()
+    write_ti(data, tmp_path / "list", layout="per-rank", lossy=True)
+    per_rank = "".join((tmp_path / "list_files" / f"{r}.txt").read_text()
+                       for r in range(data.nranks))
+    assert per_rank == (DATA / f"{name}.txt").read_text()
+
+
+@pytest.mark.parametrize("name,seed,n,plain", [c for c in CASES if c[3]], ids=lambda c: str(c))
+def test_column_path_writes_what_the_action_path_writes(name, seed, n, plain):
+    data = build(seed, n, plain)
+    fast, slow = ExportReport(), ExportReport()
+    for r in range(data.nranks):
+        text = _Writer(data, fast).fast_text(r)
+        assert text is not None      # these ranks are what the column path is for
+        assert text == "".join(ln + "\n" for ln in _Writer(data, slow).rank_lines(r))
+    assert fast.approximated == slow.approximated and not fast.dropped and not slow.dropped
+
+
+def _ring(waitall_subset: bool):
+    b = TraceBuilder(2, meta={"volume_unit": "flops"})
+    for r in range(2):
+        b.add(r, "init")
+        b.add(r, "irecv", peer=1 - r, tag=0, bytes_recv=8, request=0)
+        b.add(r, "isend", peer=1 - r, tag=0, bytes_sent=8, request=1)
+        b.add(r, "waitall", vector=[0] if waitall_subset else [1, 0])
+        b.add(r, "compute", volume=0.1 + r)
+        b.add(r, "finalize")
+    return b.build()
+
+
+@pytest.mark.parametrize("subset", [False, True])
+def test_a_waitall_of_some_pending_requests_is_one_wait_each(tmp_path, subset):
+    data = _ring(subset)
+    rep = write_ti(data, tmp_path / "t.txt", layout="single")
+    text = (tmp_path / "t.txt").read_text().splitlines()
+    assert text[3] == ("0 wait 1 0 0" if subset else "0 waitall")
+    assert text[4] == "0 compute 0.1"
+    assert (_Writer(data, ExportReport()).fast_text(0) is None) == subset
+    back = read_ti(tmp_path / "t.txt").actions["kind"]
+    assert (back == data.actions["kind"]).all() != subset    # a subset comes back as a wait
+    assert not rep.dropped
+
+
+def test_counts_beyond_int_found_on_either_path(tmp_path):
+    b = TraceBuilder(1, meta={"volume_unit": "flops"})
+    b.add(0, "init")
+    b.add(0, "allreduce", bytes_sent=2**33, bytes_recv=2**33)
+    with pytest.raises(Exception, match="beyond what SimGrid parses"):
+        write_ti(b.build(), tmp_path / "t.txt", layout="single")
+    assert not (tmp_path / "t.txt").exists()
