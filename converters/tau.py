@@ -259,7 +259,7 @@ def _start(R: _Rank, row: list, idx: int, name: str) -> None:
     recv_inits = [j for j in R.inits if j not in R.active and _N[rows[j][KIND]] == "recv_init"]
     if name == "startall":
         started += recv_inits
-    elif not started and recv_inits:
+    elif not R.send_msgs and recv_inits:
         started.append(recv_inits[0])
     for j in started:
         R.active.add(j)
@@ -268,7 +268,7 @@ def _start(R: _Rank, row: list, idx: int, name: str) -> None:
     if name == "start":
         if started:
             row[REQUEST] = rows[started[0]][REQUEST]
-        else:
+        elif not R.send_msgs:
             R.unlinked["start without an inactive persistent request"] += 1
     else:
         R.s.vector(idx)[:] = [rows[j][REQUEST] for j in started]

@@ -14,7 +14,11 @@ deadlock or mis-simulate.  Checks (each vectorised over all actions with numpy/p
   sizes; in a neighborhood collective each neighbour receives what is sent to it (not checked
   on intercommunicators: FLAG_INTERCOMM);
 * requests: every request a call activates (non-blocking call, start of a persistent or
-  partitioned request) is completed by a wait/test before it is activated again or the rank ends.
+  partitioned request) is completed by a wait/test before it is activated again or the rank ends;
+* converted traces (whose ``meta["source_messages"]`` holds the source's message-record counts):
+  every point-to-point action and persistent request has a peer, the trace holds as many sent
+  and received messages as the source recorded, and every wait/waitany/waitsome completes a
+  request (a converter that lost a message or a request link leaves one of these behind).
 """
 from __future__ import annotations
 
@@ -110,6 +114,8 @@ def validate(data: TraceData) -> ValidationReport:
     _check_matched_probes(ctx, rep)
     _check_collectives(ctx, rep)
     _check_requests(ctx, rep)
+    if data.meta.get("source_messages"):
+        _check_converted(ctx, rep, data.meta["source_messages"])
     return rep
 
 
@@ -530,3 +536,32 @@ def _check_requests(ctx: _Ctx, rep: ValidationReport) -> None:
         rep.add(ctx.rank[row], ctx.index[row], "incomplete-request",
                 f"request {t.req} of this {K.NAME[int(ctx.kind[row])]} is never completed by a "
                 "wait or successful test")
+
+
+# -- converted traces -------------------------------------------------------------------------
+#: Point-to-point kinds whose peer a converter must have found (a persistent request's peer is
+#: on its init; partitioned ones are not converted).
+_NEEDS_PEER = K.SENDS | K.RECVS | K.SENDRECVS | K.SEND_INITS | {"recv_init"}
+
+
+def _check_converted(ctx: _Ctx, rep: ValidationReport, source: dict) -> None:
+    """What a converter lost: peers, messages (against the source's counts), completions."""
+    a = ctx.a
+    rows = ctx.rows(_NEEDS_PEER)
+    for row in rows[a["peer"][rows] < 0]:
+        rep.add(ctx.rank[row], ctx.index[row], "p2p-without-peer",
+                f"{K.NAME[int(ctx.kind[row])]} without a peer (its message was not found in the "
+                "source)")
+    sends, recvs = _messages(ctx)
+    have = {"sent": int((sends["dst"] >= 0).sum()),
+            "received": int(((recvs["src"] >= 0) & ~recvs["unresolved"]).sum())}
+    for side, n in have.items():
+        if side in source and int(source[side]) != n:
+            rep.add(-1, -1, "message-count-mismatch",
+                    f"{n} {side} message(s) in the trace but {source[side]} in the source")
+    single = ctx.rows({"wait", "waitany"})
+    some = ctx.rows({"waitsome"})
+    for row in np.concatenate([single[a["request"][single] < 0],
+                               some[a["vec_len"][some] <= 0]]):
+        rep.add(ctx.rank[row], ctx.index[row], "empty-completion",
+                f"{K.NAME[int(ctx.kind[row])]} that completes no request")

@@ -411,7 +411,7 @@ PETSC_NAMES = {"EV_INIT": ("TRACER", 0, "none"),
                             "Waitall", "Bcast", "Request_free", "Finalize")}}
 
 
-def petsc_like(folder, startall=False):
+def petsc_like(folder, startall=False, send_inits=2):
     """What TAU records of a PETSc-style halo exchange on a ring of P_RANKS ranks: two
     persistent sends (to the right with tag 5, 8 bytes per rank number + 8; to the left with
     tag 6, 16 bytes) and two persistent receives, P_ITER times started (MPI_Start each, or one
@@ -431,7 +431,7 @@ def petsc_like(folder, startall=False):
         right, left = (r + 1) % P_RANKS, (r - 1) % P_RANKS
         tr.add("EV_INIT", r, 3, t[r])
         call(r, "Init")
-        for name in ("Send_init", "Send_init", "Recv_init", "Recv_init"):
+        for name in ("Send_init",) * send_inits + ("Recv_init", "Recv_init"):
             call(r, name)
         for _ in range(P_ITER):
             sends = [("MESSAGE_SEND", _msg(5, right, 8 * r + 8)),
@@ -488,3 +488,15 @@ def test_persistent_requests_keep_their_messages(tmp_path, startall):
         assert (bc["peer"], bc["bytes_sent"], bc["bytes_recv"]) == (-1, 0, 256)
     assert data.meta["collectives_without_root"] == {"bcast": P_RANKS}
     assert "collectives_without_sizes" not in data.meta
+
+
+def test_lost_messages_are_not_a_valid_trace(tmp_path):
+    """Without its MPI_Send_init records (say, a trace filtered by the user), a start's send
+    message has no request to describe: counted, and validate reports the missing messages
+    (the source recorded more than the trace holds)."""
+    data = read_tau(petsc_like(tmp_path, send_inits=1))
+    n = P_RANKS * P_ITER
+    assert data.meta["unmapped_events"] == {"send message in start without a send_init": n}
+    rep = validate(data)
+    assert rep.counts["message-count-mismatch"] == 1
+    assert f"{n} sent message(s) in the trace but {2 * n} in the source" in "\n".join(rep.lines())
