@@ -165,8 +165,8 @@ def generate(spec_text: str | None = None) -> str:
 
 
 #: The hand-written C before the wrappers: the runtime, then the state of particular calls
-#: (matched probes' messages) with their recipes.
-RUNTIME = ("shim_runtime.c", "shim_message.c", "shim_topo.c")
+#: with their recipes (matched probes' messages, topologies' neighbours, one-sided windows).
+RUNTIME = ("shim_runtime.c", "shim_message.c", "shim_topo.c", "shim_rma.c")
 
 
 def translation_unit() -> str:

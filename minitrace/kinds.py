@@ -21,6 +21,9 @@ import numpy as np
 #   ncoll    - a blocking neighborhood collective (per-neighbour vector)
 #   incoll   - a non-blocking neighborhood collective
 #   pcoll    - a persistent collective's initialization (MPI-4; started by start/startall)
+#   win      - one-sided window creation and freeing
+#   rma      - a one-sided communication (put, get, accumulate...)
+#   rsync    - one-sided synchronization (fence, lock/unlock, flush, post/start/complete/wait)
 KINDS: list[tuple[int, str, str]] = [
     (0, "init", "meta"), (1, "finalize", "meta"), (2, "compute", "meta"), (3, "sleep", "meta"),
     (4, "abort", "meta"), (5, "region_begin", "meta"), (6, "region_end", "meta"),
@@ -74,6 +77,17 @@ KINDS: list[tuple[int, str, str]] = [
     (150, "alltoallw_init", "pcoll"), (151, "neighbor_allgather_init", "pcoll"),
     (152, "neighbor_allgatherv_init", "pcoll"), (153, "neighbor_alltoall_init", "pcoll"),
     (154, "neighbor_alltoallv_init", "pcoll"), (155, "neighbor_alltoallw_init", "pcoll"),
+    (156, "win_create", "win"), (157, "win_allocate", "win"), (158, "win_allocate_shared", "win"),
+    (159, "win_create_dynamic", "win"), (160, "win_free", "win"), (161, "put", "rma"),
+    (162, "get", "rma"), (163, "accumulate", "rma"), (164, "get_accumulate", "rma"),
+    (165, "fetch_and_op", "rma"), (166, "compare_and_swap", "rma"), (167, "rput", "rma"),
+    (168, "rget", "rma"), (169, "raccumulate", "rma"), (170, "rget_accumulate", "rma"),
+    (171, "win_fence", "rsync"), (172, "win_lock", "rsync"), (173, "win_unlock", "rsync"),
+    (174, "win_lock_all", "rsync"), (175, "win_unlock_all", "rsync"), (176, "win_flush", "rsync"),
+    (177, "win_flush_all", "rsync"), (178, "win_flush_local", "rsync"),
+    (179, "win_flush_local_all", "rsync"), (180, "win_post", "rsync"), (181, "win_start", "rsync"),
+    (182, "win_complete", "rsync"), (183, "win_wait", "rsync"), (184, "win_test", "rsync"),
+    (185, "win_sync", "rsync"),
 ]
 
 CODE: dict[str, int] = {name: code for code, name, _ in KINDS}
@@ -144,7 +158,7 @@ VECTOR_KINDS = frozenset({"gatherv", "scatterv", "allgatherv", "alltoallv", "all
                           "ialltoallv", "ialltoallw", "ireduce_scatter"})
 #: Non-blocking kinds that create a request completed later by a wait/test.
 REQUEST_KINDS = NONBLOCKING_SENDS | {"irecv", "imrecv", "comm_idup"} | NONBLOCKING_COLLECTIVES | \
-    _category("incoll")
+    _category("incoll") | {"rput", "rget", "raccumulate", "rget_accumulate"}
 #: Blocking collective kind for each non-blocking one (``iallreduce`` -> ``allreduce``).
 BLOCKING_OF = {n: n[1:] for n in NONBLOCKING_COLLECTIVES}
 #: Neighborhood collectives, blocking, non-blocking and persistent: vector ``[n_in, n_out,
@@ -156,6 +170,13 @@ NONBLOCKING_NEIGHBOR_COLLECTIVES = _category("incoll")
 PERSISTENT_COLLECTIVES = _category("pcoll")
 ALL_NEIGHBOR_COLLECTIVES = NEIGHBOR_COLLECTIVES | NONBLOCKING_NEIGHBOR_COLLECTIVES | \
     frozenset(n + "_init" for n in NEIGHBOR_COLLECTIVES)
+#: One-sided: window creations (``tag``: the window id, unique per rank; vector ``[size,
+#: disp_unit]``), communications (``tag``: window, ``peer``: target, vector ``[target_disp]``;
+#: ``r*`` forms create a request) and synchronizations (``tag``: window).
+WINDOW_CREATIONS = _category("win") - {"win_free"}
+RMA_OPS = _category("rma")
+RMA_SYNCS = _category("rsync")
+ONE_SIDED = _category("win", "rma", "rsync")
 #: Every collective call a communicator's members make in the same order.
 ORDERED_COLLECTIVES = ALL_COLLECTIVES | NEIGHBOR_COLLECTIVES | \
     NONBLOCKING_NEIGHBOR_COLLECTIVES | PERSISTENT_COLLECTIVES
