@@ -9,9 +9,11 @@ relative error and where the time went, measured and predicted.
 Recorded time is counted from the last rank's return from ``MPI_Init`` (the replay starts every
 rank there) to each rank's call of ``MPI_Finalize``; ``MPI_Init`` itself (and the launch before
 it, which the trace does not see) is reported as its own term.  A recording is not comparable
-when ranks were descheduled: the wall time of the compute between MPI calls far above the CPU
-time measured there (a loaded or oversubscribed machine), since a replay runs every rank on a
-core of its own.
+when ranks were descheduled (a loaded or oversubscribed machine), since a replay runs every
+rank on a core of its own: the wall time of the compute between MPI calls far above the CPU
+time measured there, or the same inside reductions, the MPI calls whose CPU time the recorder
+keeps (MPI libraries busy-poll while they wait, so a rank that kept its core spends as much CPU
+as wall time there).
 
 Where the time goes is split alike on both sides: compute, point-to-point calls, completions
 (waiting: wait, waitall, test...) and collectives; measured from the recorded durations,
@@ -56,6 +58,7 @@ class Prediction:
     init_time: list[float] | None = None  # s, per rank in MPI_Init
     finalize_time: list[float] | None = None
     core_share: list[float] | None = None  # CPU / wall of each rank's compute
+    in_call_share: list[float] | None = None  # CPU / wall inside each rank's reductions
     comparable: bool | None = None
     timeline: str | None = None
 
@@ -138,6 +141,8 @@ def _self_check(out: Prediction, data, cal: Calibration, timeline: str | None, s
     p2p = K.mask(K.SENDS | K.RECVS | K.SENDRECVS | K.STARTS)
     waiting = K.mask(K.COMPLETIONS)
     non_mpi = K.mask(K.NON_MPI)
+    reductions = K.mask(K.REDUCTIONS)
+    in_call = np.ones(n)
     for r in range(n):
         ra = a[data.rank_slice(r)]
         kind, dur = ra["kind"], ra["t_end"] - ra["t_start"]
@@ -150,6 +155,9 @@ def _self_check(out: Prediction, data, cal: Calibration, timeline: str | None, s
         comp = kind == K.code("compute")
         measured["compute"][r] = dur[comp].sum()
         measured["compute_cpu"][r] = ra["volume"][comp].sum()
+        red = reductions[kind]
+        in_call[r] = (ra["volume"][red].sum() / dur[red].sum() if dur[red].sum() > 1e-3
+                      else 1.0)
         measured["collectives"][r] = dur[coll[kind]].sum()
         measured["p2p"][r] = dur[p2p[kind]].sum()
         measured["waiting"][r] = dur[waiting[kind]].sum()
@@ -168,15 +176,21 @@ def _self_check(out: Prediction, data, cal: Calibration, timeline: str | None, s
     with np.errstate(divide="ignore", invalid="ignore"):
         share = np.where(measured["compute"] > 0, measured["compute_cpu"] / measured["compute"],
                          1.0)
-    out.core_share = share.tolist()
-    out.comparable = bool(share.min() >= MIN_CORE_SHARE)
-    if not out.comparable:
+    out.core_share, out.in_call_share = share.tolist(), in_call.tolist()
+    out.comparable = bool(min(share.min(), in_call.min()) >= MIN_CORE_SHARE)
+    why = "the recording machine was loaded or oversubscribed, and the replay gives every " \
+          "rank a core"
+    if share.min() < MIN_CORE_SHARE:
         worst = int(np.argmin(share))
         out.warnings.append(
             f"not comparable: rank {worst} got {share[worst]:.0%} of a core between MPI calls "
             f"({measured['descheduled'][worst]:.3g} s of wall time above the CPU time "
-            f"measured there): the recording machine was loaded or oversubscribed, and the "
-            f"replay gives every rank a core")
+            f"measured there): {why}")
+    if in_call.min() < MIN_CORE_SHARE:
+        worst = int(np.argmin(in_call))
+        out.warnings.append(
+            f"not comparable: rank {worst} got {in_call[worst]:.0%} of a core inside its "
+            f"reductions, where the MPI library busy-polls: {why}")
     if timeline and spans is not None:
         _timeline(out, data, origin, spans, timeline)
         out.timeline = timeline
@@ -243,7 +257,8 @@ def report(p: Prediction) -> str:
         lines.append(f"    {'compute CPU time (what is replayed)':<40} "
                      f"{np.mean(m['compute_cpu']):>9.4g}")
         lines.append("  core share between MPI calls: " + " ".join(f"{s:.2f}"
-                                                                for s in p.core_share))
+                                                                for s in p.core_share)
+                     + "; inside reductions: " + " ".join(f"{s:.2f}" for s in p.in_call_share))
     elif p.predicted:
         q = p.predicted
         lines.append("  where the time goes, mean over ranks (s): " + ", ".join(
