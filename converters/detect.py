@@ -1,8 +1,9 @@
 """Which foreign trace format a path holds, and reading it whatever it is.
 
 Formats: ``otf2`` (a ``.otf2`` anchor, or a directory holding one), ``tau`` (a merged ``.trc``
-with its ``.edf``, either file, or a directory holding ``tau.trc``), ``ti`` (SimGrid
-time-independent text: a trace or a list file).  Readers are imported lazily so that each one's
+with its ``.edf``, either file, or a directory holding ``tau.trc``; or TAU's unmerged
+``tautrace.N.C.T.trc`` files with their ``events.N.edf``, as a directory or a list of files),
+``ti`` (SimGrid time-independent text: a trace or a list file).  Readers are imported lazily so that each one's
 dependency is only needed for its own format.
 """
 from __future__ import annotations
@@ -15,6 +16,21 @@ from minitrace.model import TraceData
 from .ti_files import is_trace, list_entries
 
 FORMATS = ("otf2", "tau", "ti")
+
+
+def _per_thread(p: Path) -> list[Path] | None:
+    """The per-thread TAU files ``p`` stands for (a directory of them without a merged
+    tau.trc, one of them when it is the only one, or a node's events.N.edf), else None."""
+    from .tau import PER_THREAD, per_thread_files
+    if p.is_dir():
+        return None if (p / "tau.trc").exists() else per_thread_files(p) or None
+    if PER_THREAD.match(p.name) or (p.name.startswith("events.") and p.suffix == ".edf"):
+        files = per_thread_files(p.parent)
+        if PER_THREAD.match(p.name) and files != [p]:
+            raise MinitraceError(f"one of {len(files)} per-thread TAU traces here: convert "
+                                 "their directory (or list them all)", str(p))
+        return files or None
+    return None
 
 
 def _tau_pair(p: Path) -> tuple[Path, Path]:
@@ -32,6 +48,10 @@ def _tau_pair(p: Path) -> tuple[Path, Path]:
             raise MinitraceError("no .trc trace beside this event definition file", str(p))
         return trc, p
     edf = p.with_suffix(".edf")
+    if not edf.exists() and p.name.startswith("tautrace."):
+        raise MinitraceError("a per-thread TAU trace (not tau_treemerge.pl's tau.trc): it is "
+                             "read with its node's events.<node>.edf, as tautrace.<node>."
+                             "<context>.<thread>.trc", str(p))
     return p, edf if edf.exists() else p.parent / "tau.edf"
 
 
@@ -51,9 +71,10 @@ def detect(path) -> str:
     if p.is_dir():
         if any(p.glob("*.otf2")):
             return "otf2"
-        if (p / "tau.trc").exists():
+        if (p / "tau.trc").exists() or any(p.glob("tautrace.*.trc")):
             return "tau"
-        raise MinitraceError("no .otf2 anchor or tau.trc in this directory", str(p))
+        raise MinitraceError("no .otf2 anchor, tau.trc or tautrace.*.trc in this directory",
+                             str(p))
     if p.suffix == ".otf2":
         return "otf2"
     if p.suffix in (".trc", ".edf"):
@@ -73,16 +94,28 @@ def detect(path) -> str:
 
 
 def read_any(path, fmt: str = "auto", keep_regions: bool = False) -> TraceData:
-    """Read ``path`` in format ``fmt`` ("auto" detects it) into a TraceData."""
+    """Read ``path`` in format ``fmt`` ("auto" detects it) into a TraceData; a list of several
+    paths is TAU's per-thread files of one run."""
+    if isinstance(path, (list, tuple)):
+        if len(path) != 1:
+            if fmt not in ("auto", "tau"):
+                raise MinitraceError(f"several inputs are TAU per-thread files, not {fmt}")
+            from .tau import read_tau_files
+            return read_tau_files(path, keep_regions=keep_regions)
+        path = path[0]
     fmt = detect(path) if fmt == "auto" else fmt
     if fmt == "otf2":
         from .otf2 import read_otf2
         return read_otf2(path, keep_regions=keep_regions)
     if fmt == "tau":
         from .tau import read_tau
+        from .tau import read_tau_files
         p = Path(path)
         if not p.exists():
             raise MinitraceError("no such file or directory", str(p))
+        files = _per_thread(p)
+        if files:
+            return read_tau_files(files, keep_regions=keep_regions)
         trc, edf = _tau_pair(p)
         return read_tau(trc, edf, keep_regions=keep_regions)
     if fmt == "ti":

@@ -129,12 +129,88 @@ def read_tau(trc, edf=None, keep_regions: bool = False) -> TraceData:
     if unknown:
         raise MinitraceError(f"event ids {sorted(unknown)[:5]} of {trc} are not defined here "
                              "(a .edf from another run, or an unmerged trace?)", edf)
+    return _convert(rec, events, {"source_path": os.path.abspath(trc),
+                                  "source_edf": os.path.abspath(edf)}, trc, keep_regions)
+
+
+#: A per-thread trace file TAU writes before merging: tautrace.<node>.<context>.<thread>.trc.
+PER_THREAD = re.compile(r"^tautrace\.(\d+)\.(\d+)\.(\d+)\.trc$")
+
+
+def per_thread_files(folder) -> list[Path]:
+    """The tautrace.<node>.<context>.<thread>.trc files of ``folder``, by node and thread."""
+    found = [p for p in Path(folder).iterdir() if PER_THREAD.match(p.name)]
+    return sorted(found, key=lambda p: tuple(map(int, PER_THREAD.match(p.name).groups())))
+
+
+def read_tau_files(paths, keep_regions: bool = False) -> TraceData:
+    """Read TAU's unmerged per-thread traces (``tautrace.N.C.T.trc``, each with the
+    ``events.N.edf`` of its node beside it), e.g. ``per_thread_files(dir)``.
+
+    Event ids are per node: they are unified by definition (group, tag, name, parameter kind)
+    across the nodes.  Nodes are ranks and must be 0..P-1; threads other than 0 are not ranks
+    (their records are skipped and listed in ``meta["threads"]``)."""
+    paths = [Path(p) for p in paths]
+    if not paths:
+        raise MinitraceError("no tautrace.<node>.<context>.<thread>.trc files given")
+    ids: dict[tuple, int] = {}                    # definition -> unified id
+    events: dict[int, tuple] = {}
+    parts, nodes, edfs = [], set(), {}
+    for p in paths:
+        m = PER_THREAD.match(p.name)
+        if m is None:
+            raise MinitraceError("not a per-thread TAU trace (expected tautrace.<node>.<context>"
+                                 ".<thread>.trc)", str(p))
+        node = int(m[1])
+        edf = p.parent / f"events.{node}.edf"
+        if not edf.exists():
+            stray = " (tau.edf beside it belongs to a merged trace)" \
+                if (p.parent / "tau.edf").exists() else ""
+            raise MinitraceError(f"no events.{node}.edf beside this per-thread trace{stray}",
+                                 str(p))
+        if edf not in edfs:
+            local = read_edf(edf)
+            for i, d in local.items():
+                events.setdefault(ids.setdefault(d, len(ids)), d)
+            keys = np.array(sorted(local), dtype=np.int64)
+            edfs[edf] = (keys, np.array([ids[local[k]] for k in keys], dtype=np.int64))
+        keys, unified = edfs[edf]
+        rec = read_records(p)
+        at = np.searchsorted(keys, rec["ev"]).clip(0, max(len(keys) - 1, 0))
+        bad = keys[at] != rec["ev"] if len(keys) else np.ones(len(rec), bool)
+        if bad.any():
+            raise MinitraceError(f"event ids {sorted(set(rec['ev'][bad].tolist()))[:5]} of {p} "
+                                 "are not defined here", str(edf))
+        if len(rec) and (rec["nid"] != node).any():
+            raise MinitraceError(f"records of node {int(rec['nid'][rec['nid'] != node][0])} in "
+                                 f"the file of node {node}", str(p))
+        rec = rec.copy()
+        rec["ev"] = unified[at]
+        parts.append(rec)
+        nodes.add(node)
+    missing = sorted(set(range(max(nodes) + 1)) - nodes)
+    if missing:
+        raise MinitraceError(f"no tautrace file of node(s) {missing[:5]} (ranks are nodes "
+                             "0..P-1: give every per-thread file, or their directory)",
+                             str(paths[0].parent))
+    rec = np.concatenate(parts)
+    rec = rec[np.argsort(rec["ti"], kind="stable")]
+    where = str(paths[0].parent)
+    return _convert(rec, events, {"source_path": os.path.abspath(where),
+                                  "source_files": len(paths)}, where, keep_regions)
+
+
+def _convert(rec: np.ndarray, events: dict, provenance: dict, where: str,
+             keep_regions: bool) -> TraceData:
+    """TraceData of records (all nodes, in time order) whose ids ``events`` defines."""
     threads = rec["tid"] != 0
     other_threads = int(threads.sum())
+    thread_ids = {int(n): sorted(set(rec["tid"][threads & (rec["nid"] == n)].tolist()))
+                  for n in np.unique(rec["nid"][threads]).tolist()}
     rec = rec[~threads]
     nranks = int(rec["nid"].max()) + 1 if len(rec) else 0
     if not nranks:
-        raise MinitraceError("no events of any rank", trc)
+        raise MinitraceError("no events of any rank", where)
     t0 = int(rec["ti"][0])
     msg_ids = {t: [i for i, e in events.items() if e[1] == t] for t in (SEND_TAG, RECV_TAG)}
     source_messages = {side: int(np.isin(rec["ev"], msg_ids[t]).sum())
@@ -183,13 +259,13 @@ def read_tau(trc, edf=None, keep_regions: bool = False) -> TraceData:
                 info.setdefault(nid, {}).setdefault(key, value)
             elif name.startswith("Message size for") and R.s.current is not None:
                 R.size = max(R.size, par)
-    meta = _meta(trc, edf, info, nranks)
-    meta["source_messages"] = source_messages
+    meta = {**_meta(info, nranks), **provenance, "source_messages": source_messages}
     streams = [R.s for R in ranks]
     meta["complete"] = all(s.rows and any(r[KIND] == _C["finalize"] for r in s.rows)
                            for s in streams)
     if other_threads:
         meta["thread_records_skipped"] = other_threads
+        meta["threads"] = {str(n): tids for n, tids in thread_ids.items()}
     if unsized:
         meta["collectives_without_sizes"] = dict(unsized)
     if rootless:
@@ -316,12 +392,11 @@ def _complete(R: _Rank, row: list, idx: int, name: str) -> None:
         row[FLAGS] |= K.FLAG_COMPLETED
 
 
-def _meta(trc: str, edf: str, info: dict, nranks: int) -> dict:
-    """Provenance, plus what TAU's metadata counters say (version, hosts, command line)."""
+def _meta(info: dict, nranks: int) -> dict:
+    """What TAU's metadata counters say (version, hosts, command line)."""
     first = info.get(0, {})
     meta = {"producer": f"TAU {first.get('TAU Version', '')}".strip() + " (converted by minitrace)",
-            "source_format": "tau", "source_path": os.path.abspath(trc),
-            "source_edf": os.path.abspath(edf), "clock_resolution": 1e-6}
+            "source_format": "tau", "clock_resolution": 1e-6}
     if first.get("Command Line"):
         meta["command_line"] = first["Command Line"]
     hosts = [info.get(r, {}).get("Hostname", "") for r in range(nranks)]

@@ -57,6 +57,35 @@ class TauTrace:
         return folder / "tau.trc"
 
 
+    def write_per_thread(self, folder, dtype: np.dtype = REC) -> list:
+        """What TAU writes before tau_treemerge.pl: per node an events.<node>.edf with its own
+        event ids (here each node numbers them differently: reversed, from 100 * node), per
+        node and thread a tautrace.<node>.0.<thread>.trc starting with EV_INIT.  The .trc
+        paths."""
+        out = []
+        names = list(self.ids)
+        for nid in sorted({r[3] for r in self.records}):
+            local = {n: 100 * nid + len(names) - i for i, n in enumerate(names)}
+            defs = [d.replace(f"{self.ids[n]} ", f"{local[n]} ", 1)
+                    for n, d in zip(names, self.defs)]
+            (folder / f"events.{nid}.edf").write_text(
+                "\n".join([f"{len(defs)} dynamic_trace_events",
+                           '# FunctionId Group Tag "Name Type" Parameters', *defs]) + "\n")
+            back = {i: n for n, i in self.ids.items()}
+            for tid in sorted({r[4] for r in self.records if r[3] == nid}):
+                mine = sorted(r for r in self.records if r[3] == nid and r[4] == tid)
+                if back[mine[0][2]] != "EV_INIT":
+                    mine.insert(0, (mine[0][0], -1, self.ids["EV_INIT"], nid, tid, 3))
+                rec = np.zeros(len(mine), dtype)
+                rec["ti"] = [m[0] for m in mine]
+                rec["ev"] = [local[back[m[2]]] for m in mine]
+                rec["nid"], rec["tid"], rec["par"] = nid, tid, [m[5] for m in mine]
+                path = folder / f"tautrace.{nid}.0.{tid}.trc"
+                rec.tofile(path)
+                out.append(path)
+        return out
+
+
 def _msg(tag, other, length):
     """A TAU message parameter (tag and other node below 256)."""
     return (length & 0xFFFF) | (tag << 16) | (other << 24) | ((length >> 16) << 32)
@@ -67,6 +96,11 @@ HOSTS = ["node-a", "node-b"]
 
 
 def osu_like(folder, dtype: np.dtype = REC):
+    """osu_trace() written as a merged trace in ``folder``; the .trc path."""
+    return osu_trace().write(folder, dtype)
+
+
+def osu_trace() -> TauTrace:
     """What TAU records of OSU ``osu_allgather -m 16384:16384`` on 2 ranks when the MPI library
     runs each allgather as isend/irecv/wait calls through the profiled interface: per rank
     MPI_Init, MPI_Comm_rank/size, BARRIERS barriers, then ITERATIONS times 4 irecv and 4 isend of
@@ -131,7 +165,7 @@ def osu_like(folder, dtype: np.dtype = REC):
         tr.add(".TAU application ", r, -1, t[0] + 1)
         tr.add("FLUSH_CLOSE", r, 0, t[0] + 2)
         tr.add("WALL_CLOCK", r, (t[0] + 2) // 1_000_000, t[0] + 2)
-    return tr.write(folder, dtype)
+    return tr
 
 
 def _kinds(data, r):
@@ -500,3 +534,59 @@ def test_lost_messages_are_not_a_valid_trace(tmp_path):
     rep = validate(data)
     assert rep.counts["message-count-mismatch"] == 1
     assert f"{n} sent message(s) in the trace but {2 * n} in the source" in "\n".join(rep.lines())
+
+
+# -- TAU's unmerged per-thread files --------------------------------------------------------------
+def _same_actions(a, b):
+    assert len(a.actions) == len(b.actions) and a.nranks == b.nranks
+    for f in a.actions.dtype.names:
+        assert np.array_equal(a.actions[f], b.actions[f], equal_nan=True), f
+    assert a.vectors.tolist() == b.vectors.tolist()
+
+
+@pytest.mark.parametrize("how", ["directory", "files", "edf"])
+def test_per_thread_files_read_like_the_merged_trace(tmp_path, how):
+    merged = read_tau(osu_like(tmp_path))
+    (tmp_path / "pt").mkdir()
+    files = osu_trace().write_per_thread(tmp_path / "pt")
+    assert [f.name for f in files] == ["tautrace.0.0.0.trc", "tautrace.0.0.1.trc",
+                                       "tautrace.1.0.0.trc"]
+    assert detect(tmp_path / "pt") == "tau"
+    src = {"directory": tmp_path / "pt", "files": files, "edf": tmp_path / "pt" / "events.1.edf"}
+    data = read_any(src[how])
+    _same_actions(merged, data)
+    # thread 1 of node 0 is a thread of rank 0, not a rank
+    assert data.nranks == 2 and data.meta["threads"] == {"0": [1]}
+    assert data.meta["source_messages"] == merged.meta["source_messages"]
+    assert validate(data).ok
+
+
+def test_per_thread_cli_and_stray_merged_edf(tmp_path):
+    import subprocess
+    import sys
+    (tmp_path / "m").mkdir()
+    osu_like(tmp_path / "m")
+    files = osu_trace().write_per_thread(tmp_path)
+    out = tmp_path / "t.h5"
+    r = subprocess.run([sys.executable, "-m", "minitrace", "convert", *map(str, files), "-o",
+                        str(out)], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert "2 ranks" in r.stdout and "3 files" in r.stdout and "valid" in r.stdout
+    # one file of several: not a trace on its own
+    with pytest.raises(MinitraceError, match="convert their directory"):
+        read_any(files[2])
+    # a node missing
+    with pytest.raises(MinitraceError, match=r"node\(s\) \[0\]"):
+        read_any([files[2], files[2]])
+    # a per-thread file whose node's events.N.edf is gone, beside a merged trace's tau.edf
+    (tmp_path / "events.1.edf").unlink()
+    shutil.copy(tmp_path / "m" / "tau.edf", tmp_path / "tau.edf")
+    with pytest.raises(MinitraceError, match=r"no events\.1\.edf.*tau\.edf") as e:
+        read_any(tmp_path)
+    assert str(files[2]) in str(e.value)
+    # named otherwise, a tautrace file is still not paired with the merged tau.edf
+    odd = tmp_path / "tautrace.1.trc"
+    shutil.copy(files[2], odd)
+    with pytest.raises(MinitraceError, match="per-thread") as e:
+        read_any(odd)
+    assert str(odd) in str(e.value)

@@ -7,6 +7,7 @@ import sys
 from ..converters.detect import FORMATS, read_any
 from ..errors import MinitraceError
 from ..kinds import VECTOR_KINDS
+from ..outputs import check_output_dir, check_output_file
 from ..storage import write_trace
 from ..trace import open as open_trace
 from ..validate import validate
@@ -20,9 +21,10 @@ def register(sub) -> None:
                                    "minitrace HDF5 file (the format is detected unless --from "
                                    "is given), validating the result; or, with --to otf2, write "
                                    "a minitrace file as an OTF2 archive in a new directory.")
-    p.add_argument("input", metavar="INPUT",
-                   help="OTF2 anchor or its directory, tau.trc/tau.edf or their directory, TI "
-                        "trace or list file; or a minitrace .h5 file with --to otf2")
+    p.add_argument("input", metavar="INPUT", nargs="+",
+                   help="OTF2 anchor or its directory, tau.trc/tau.edf or their directory, TAU "
+                        "per-thread tautrace.N.C.T.trc files or their directory, TI trace or "
+                        "list file; or a minitrace .h5 file with --to otf2")
     p.add_argument("-o", "--output", required=True, metavar="OUT",
                    help="minitrace file to write (.h5), or the directory of the OTF2 archive")
     p.add_argument("--from", dest="source", choices=("auto",) + FORMATS, default="auto",
@@ -38,8 +40,12 @@ def register(sub) -> None:
 def run(args) -> int:
     """Convert into minitrace (validated) or, with --to otf2, out of it; exit status 0."""
     if args.to == "otf2":
+        if len(args.input) != 1:
+            raise MinitraceError("--to otf2 reads one minitrace file")
+        args.input = args.input[0]
         return _to_otf2(args)
-    return into_minitrace(args.input, args.output, args.source, args.keep_regions)
+    path = args.input[0] if len(args.input) == 1 else args.input
+    return into_minitrace(path, args.output, args.source, args.keep_regions)
 
 
 #: Provenance keys a reader leaves in ``meta`` when it left something out, and what they say.
@@ -56,6 +62,7 @@ def into_minitrace(path, output, fmt: str = "auto", keep_regions: bool = False) 
     """Read a foreign trace, validate it, store it and say (on stderr) what was left out: the
     one path of ``minitrace convert`` and ``minitrace import``.  Validation problems are
     reported, not fatal."""
+    check_output_file(output)
     data = read_any(path, fmt, keep_regions=keep_regions)
     rep = validate(data)
     write_trace(output, data)
@@ -70,8 +77,9 @@ def into_minitrace(path, output, fmt: str = "auto", keep_regions: bool = False) 
     for n in notes:
         print(f"minitrace: note: {n}", file=sys.stderr)
     check = "valid" if rep.ok else f"{rep.summary()} (see: minitrace validate {output})"
+    where = f"{len(path)} files" if isinstance(path, (list, tuple)) else path
     print(f"{output}: {data.nranks} ranks, {len(data.actions)} actions from "
-          f"{m.get('source_format', fmt)} {path}; {check}")
+          f"{m.get('source_format', fmt)} {where}; {check}")
     return 0
 
 
@@ -80,6 +88,7 @@ def _to_otf2(args) -> int:
     if args.source not in ("auto",):
         raise MinitraceError("--from applies to conversions into minitrace; --to otf2 reads a "
                              "minitrace file", args.input)
+    check_output_dir(args.output)
     with open_trace(args.input) as t:
         if not t.has_trace:
             raise MinitraceError("no trace in this file", args.input)
