@@ -393,16 +393,19 @@ class ExportReport:
     files: list[str] = field(default_factory=list)
     dropped: Counter = field(default_factory=Counter)        # kind -> actions left out
     approximated: Counter = field(default_factory=Counter)   # "kind -> how" -> actions
+    lowered: Counter = field(default_factory=Counter)        # "kind (how)" -> actions rewritten
 
     @property
     def exact(self) -> bool:
-        """True when SimGrid's format said everything: nothing dropped or approximated."""
+        """True when SimGrid's format said everything: nothing dropped or approximated (lowered
+        actions are said in SimGrid's words)."""
         return not self.dropped and not self.approximated
 
     def lines(self) -> list[str]:
-        """One human-readable line per kind dropped or approximated, for warnings."""
+        """One human-readable line per kind dropped, approximated or lowered, for warnings."""
         out = [f"dropped {n} {k} action(s)" for k, n in sorted(self.dropped.items())]
         out += [f"approximated {n} {k}" for k, n in sorted(self.approximated.items())]
+        out += [f"lowered {n} {k}" for k, n in sorted(self.lowered.items())]
         return out
 
 
@@ -594,7 +597,6 @@ class _Writer:
     def rank_lines(self, r: int) -> list[str]:
         out: list[str] = []
         created: dict[int, tuple[str, int, int, int]] = {}   # request -> (src, dst, tag) written
-        inits: dict[int, tuple[str, int, int, int]] = {}     # persistent request -> its init
         pending: list[int] = []
         nulls: set[int] = set()   # requests of MPI_PROC_NULL calls: no-ops, left out exactly
         P, rep = self.P, self.rep
@@ -702,17 +704,6 @@ class _Writer:
                     wait_line(kind[:4], i, kind)
                     if completes:
                         done(i)
-            elif kind in K.INITS:
-                approx(kind, "folded into the isend/irecv written at each start")
-                recv = kind in K.RECV_INITS
-                inits[req] = ("irecv" if recv else "isend", peer, tag, br if recv else bs)
-            elif kind in K.STARTS:
-                for q in ([req] if kind == "start" else self.vec(i)):
-                    if q not in inits:
-                        rep.dropped[kind] += 1
-                        continue
-                    approx(kind, "written as isend/irecv")
-                    nb(*inits[q], q)
             elif kind in K.MATCHED_PROBES:
                 approx(kind, "left out: its message is the receive written at its mrecv/imrecv")
             elif kind in _TI_COMM:
@@ -772,18 +763,23 @@ class _Writer:
             w("alltoallv", sum(v[:P]), *v[:P], sum(v[P:]), *v[P:])
 
 
-def write_ti(data: TraceData, out, layout: str = "per-rank", lossy: bool = False) -> ExportReport:
+def write_ti(data: TraceData, out, layout: str = "per-rank", lossy: bool = False,
+             lower_world: bool = False) -> ExportReport:
     """Write ``data`` as SimGrid 4.1 TI text (bytes, default MPI_BYTE).  ``per-rank``: ``out`` is
     a list file naming ``<out>_files/<rank>.txt`` (paths relative to the list's directory);
     ``single``: ``out`` holds every rank's lines.  Unless ``lossy``, raises MinitraceError when
     an action would be dropped; approximations are always listed in the returned report.  Files
     are written beside their final place and renamed into it: a failed export leaves the
-    previous output (or none) in place, never part of the new one."""
+    previous output (or none) in place, never part of the new one.  What SimGrid's replay cannot
+    express is lowered first (:mod:`minitrace.lowering`; ``lower_world``: world collectives
+    too, a debugging switch to compare lowerings with SimGrid's built-in collectives)."""
+    from minitrace.lowering import lower
     out = os.fspath(out)
     if layout not in ("per-rank", "single"):
         raise MinitraceError(f"unknown layout {layout!r} (per-rank or single)")
     target = _check_output(out, layout)
     rep = ExportReport()
+    data, rep.lowered, rep.dropped = lower(data, lower_world)
     wr = _Writer(data, rep)
 
     def check() -> None:      # after every rank is written, before anything is renamed in

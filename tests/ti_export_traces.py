@@ -70,7 +70,8 @@ def build(seed: int, n: int, plain: bool):
                 add("waitall", vector=list(ids))
                 pending = [q for q in pending if q not in ids]
             elif what == "waitany" and pending:
-                add(rnd.choice(["waitany", "testany"]), request=pending.pop(0), flags=K.FLAG_COMPLETED)
+                add(rnd.choice(["waitany", "testany"]), request=pending.pop(0),
+                    flags=K.FLAG_COMPLETED)
             elif what == "test" and pending:
                 done = rnd.random() < 0.5
                 add("test", request=pending[-1], flags=K.FLAG_COMPLETED if done else 0)

@@ -1,0 +1,439 @@
+"""Lowering: rewrite what SimGrid's TI replay cannot express into what it can, before the export.
+
+SimGrid 4.1's TI vocabulary has world collectives, blocking and non-blocking point-to-point,
+waits and tests, and nothing else (docs/SIMGRID_TI.md).  ``lower`` turns a trace into one that
+says the same in that vocabulary, with world ranks:
+
+* a collective on a sub-communicator becomes the point-to-point messages of the algorithm an
+  MPI library runs (the ones SimGrid 4.1 implements under the same name, message for message:
+  ``colls/``): binomial-tree bcast and reduce, recursive-doubling allreduce (``rdb``),
+  dissemination barrier (``ompi_bruck``), ring allgather/allgatherv, pairwise alltoall/alltoallv
+  (``pair`` on a power of two, else ``ring``), linear gather(v)/scatter(v), recursive-doubling
+  scan/exscan, reduce_scatter as a binomial reduce to member 0 then a linear scatterv; a
+  reduction's work (its volume) is computed after its messages, as SimGrid's replay does;
+* a non-blocking collective becomes the same messages as isend/irecv started at the call and
+  waited for where the trace completes its request; a persistent collective likewise at each
+  start;
+* a persistent point-to-point request becomes an isend/irecv at each start (a fresh request
+  each time), its init nothing; a partitioned send one message of the whole buffer once every
+  partition is ready (what MPICH sends), its receive one irecv at the start;
+* ``waitany``/``waitsome`` become a ``wait`` of each request they completed, ``testany``/
+  ``testsome``/``testall`` a ``test`` of each (the trace knows which);
+* ``comm_free``, ``request_free``, probes and ``parrived`` become nothing.
+
+Lowered messages use tags below ``TAG_BASE`` (negative, away from SimGrid's own collective tags
+and MPI_ANY_TAG = -444, one per communicator and collective kind), so they never match the
+application's.  Everything lowered is counted, ``"kind (how)" -> actions``.
+"""
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import replace
+
+import numpy as np
+
+from . import kinds as K
+from .model import ACTION_DTYPE, NONE, TraceData, assign_vec_offsets
+
+#: Lowered messages of collective kind code k on communicator c use tag TAG_BASE - 256*c - k.
+TAG_BASE = -100000
+#: Kinds that become nothing (defined here: kinds.py has no such set).  Communicator creations
+#: stay: SimGrid ignores split/dup and the export reports the others.
+NOTHING = frozenset({"comm_free", "request_free", "probe", "iprobe", "parrived"})
+_ANY = {"waitany": "wait", "waitsome": "wait", "testany": "test", "testsome": "test",
+        "testall": "test"}
+_PARTITIONED = frozenset({"psend_init", "precv_init"})
+_PREADY = frozenset({"pready", "pready_range", "pready_list"})
+_ALWAYS = (K.NONBLOCKING_COLLECTIVES | K.INITS | K.STARTS | NOTHING | set(_ANY) | _PREADY
+           | (K.PERSISTENT_COLLECTIVES - K.ALL_NEIGHBOR_COLLECTIVES))
+_COMPLETIONS = K.mask(K.COMPLETIONS)
+_CODE = K.CODE
+
+
+def algorithm(kind: str, p: int) -> str:
+    """Name of the SimGrid algorithm whose messages a lowered ``kind`` on ``p`` ranks sends."""
+    pow2 = p & (p - 1) == 0
+    return {"barrier": "ompi_bruck", "bcast": "binomial_tree", "reduce": "binomial",
+            "allreduce": "rdb", "allgather": "ring", "allgatherv": "ring",
+            "alltoall": "pair" if pow2 else "ring", "alltoallv": "pair" if pow2 else "ring",
+            "alltoallw": "pair" if pow2 else "ring", "gather": "linear", "gatherv": "linear",
+            "scatter": "linear", "scatterv": "linear", "scan": "recursive doubling",
+            "exscan": "recursive doubling", "reduce_scatter": "binomial reduce + linear scatterv",
+            "reduce_scatter_block": "binomial reduce + linear scatterv"}[kind]
+
+
+def messages(kind: str, me: int, p: int, root: int, bs: int, br: int, vec: list[int]):
+    """The point-to-point steps of ``kind`` for member ``me`` of ``p`` (communicator ranks), in
+    the order the algorithm makes them: ("send", to, bytes), ("recv", from, bytes) or
+    ("sendrecv", to, bytes, from, bytes).  Exchanges with itself are local copies: left out."""
+    out: list[tuple] = []
+    rel = (me - root) % p
+    if kind == "barrier":
+        d = 1
+        while d < p:
+            out.append(("sendrecv", (me + d) % p, 0, (me - d) % p, 0))
+            d <<= 1
+    elif kind == "bcast":
+        n = bs if me == root else br
+        mask = 1
+        while mask < p:
+            if rel & mask:
+                out.append(("recv", (me - mask) % p, n))
+                break
+            mask <<= 1
+        mask >>= 1
+        while mask > 0:
+            if rel + mask < p:
+                out.append(("send", (me + mask) % p, n))
+            mask >>= 1
+    elif kind == "reduce":
+        if bs == 0:
+            return out
+        mask = 1
+        while mask < p:
+            if mask & rel == 0:
+                src = rel | mask
+                if src < p:
+                    out.append(("recv", (src + root) % p, bs))
+            else:
+                out.append(("send", ((rel & ~mask) + root) % p, bs))
+                break
+            mask <<= 1
+    elif kind == "allreduce":
+        pof2 = 1
+        while pof2 <= p:
+            pof2 <<= 1
+        pof2 >>= 1
+        rem = p - pof2
+        if me < 2 * rem:
+            if me % 2 == 0:
+                out.append(("send", me + 1, bs))
+                newrank = -1
+            else:
+                out.append(("recv", me - 1, bs))
+                newrank = me // 2
+        else:
+            newrank = me - rem
+        if newrank != -1:
+            mask = 1
+            while mask < pof2:
+                nd = newrank ^ mask
+                dst = nd * 2 + 1 if nd < rem else nd + rem
+                out.append(("sendrecv", dst, bs, dst, bs))
+                mask <<= 1
+        if me < 2 * rem:
+            out.append(("send", me - 1, bs) if me % 2 else ("recv", me + 1, bs))
+    elif kind in ("allgather", "allgatherv"):
+        for i in range(1, p):
+            src = (me - i) % p
+            out.append(("sendrecv", (me + i) % p, bs, src,
+                        vec[src] if kind == "allgatherv" else br // p))
+    elif kind in ("alltoall", "alltoallv", "alltoallw"):
+        pow2 = p & (p - 1) == 0
+        for i in range(p):
+            dst, src = (me ^ i, me ^ i) if pow2 else ((me + i) % p, (me - i) % p)
+            if dst == me and src == me:
+                continue
+            if kind == "alltoall":
+                out.append(("sendrecv", dst, bs // p, src, br // p))
+            else:
+                out.append(("sendrecv", dst, vec[dst], src, vec[p + src]))
+    elif kind in ("gather", "gatherv"):
+        if me != root:
+            out.append(("send", root, bs))
+        else:
+            for i in range(p):
+                if i != root:
+                    out.append(("recv", i, vec[i] if kind == "gatherv" else br // p))
+    elif kind in ("scatter", "scatterv"):
+        if me != root:
+            out.append(("recv", root, br))
+        else:
+            for i in range(p):
+                if i != root:
+                    out.append(("send", i, vec[i] if kind == "scatterv" else bs // p))
+    elif kind in ("scan", "exscan"):
+        mask = 1
+        while mask < p:
+            partner = me ^ mask
+            if partner < p:
+                out.append(("sendrecv", partner, bs, partner, bs))
+            mask <<= 1
+    elif kind in ("reduce_scatter", "reduce_scatter_block"):
+        counts = vec if kind == "reduce_scatter" else [br] * p
+        total = sum(counts)
+        out += messages("reduce", me, p, 0, total, total, [])
+        out += messages("scatterv", me, p, 0, 0, counts[me], counts)
+    return out
+
+
+def _rows_to_lower(a: np.ndarray, lower_world: bool) -> np.ndarray:
+    kind = a["kind"]
+    coll = K.mask(K.COLLECTIVES)[kind] & ((a["flags"] & K.FLAG_INTERCOMM) == 0)
+    if not lower_world:
+        coll &= a["comm"] != 0
+    return K.mask(_ALWAYS)[kind] | coll
+
+
+def lower(data: TraceData, lower_world: bool = False) -> tuple[TraceData, Counter, Counter]:
+    """``data`` with everything SimGrid's TI replay cannot express rewritten into what it can;
+    what was lowered, ``"kind (how)" -> actions``; and what could not be (``kind -> actions``,
+    left out: the starts of requests whose init is not lowerable).  ``lower_world``: lower
+    collectives on MPI_COMM_WORLD too (to compare a lowering with SimGrid's built-in one)."""
+    todo = _rows_to_lower(data.actions, lower_world)
+    counts: Counter = Counter()
+    dropped: Counter = Counter()
+    if not todo.any():
+        return data, counts, dropped
+    blocks, vblocks, offsets = [], [], [0]
+    for r in range(data.nranks):
+        sl = data.rank_slice(r)
+        if todo[sl].any():
+            rows, vecs = _Rank(data, r, lower_world, counts, dropped).run()
+        else:
+            rows = data.actions[sl]
+            vecs = data.vector_entries(np.arange(sl.start, sl.stop))[1]
+        blocks.append(rows)
+        vblocks.append(vecs)
+        offsets.append(offsets[-1] + len(rows))
+    actions = np.concatenate(blocks) if blocks else np.zeros(0, ACTION_DTYPE)
+    assign_vec_offsets(actions)
+    vectors = np.concatenate(vblocks).astype(np.int64) if vblocks else np.zeros(0, np.int64)
+    return replace(data, actions=actions, rank_offsets=np.asarray(offsets, np.int64),
+                   vectors=vectors), counts, dropped
+
+
+class _Rank:
+    """Lowers one rank's actions, keeping runs of rows that need nothing as they are."""
+
+    def __init__(self, data: TraceData, r: int, lower_world: bool, counts: Counter,
+                 dropped: Counter):
+        self.d, self.r, self.world, self.counts, self.dropped = (data, r, lower_world, counts,
+                                                                 dropped)
+        self.sl = data.rank_slice(r)
+        a = data.actions[self.sl]
+        self.next_req = int(max(a["request"].max(initial=0),
+                                data.vectors.max(initial=0) if len(data.vectors) else 0)) + 1
+        self.pieces: list[np.ndarray] = []
+        self.vpieces: list[np.ndarray] = []
+        self.new: list[tuple] = []
+        self.newvec: list[int] = []
+        self.expand: dict[int, list[int]] = {}     # a trace request -> the requests it became
+        self.inits: dict[int, tuple] = {}          # persistent/partitioned request -> its init
+        self.ready: dict[int, set] = {}            # partitioned send -> partitions ready
+
+    # -- output --------------------------------------------------------------------------
+    def keep(self, i0: int, i1: int) -> None:
+        if i1 <= i0:
+            return
+        self.flush()
+        self.pieces.append(self.d.actions[i0:i1])
+        self.vpieces.append(self.d.vector_entries(np.arange(i0, i1))[1])
+
+    def emit(self, kind: str, peer: int = NONE, tag: int = NONE, bs: int = 0, br: int = 0,
+             vol: float = 0.0, req: int = NONE, flags: int = 0, comm: int = 0,
+             vector: list[int] | None = None) -> None:
+        vec = vector or []
+        self.new.append((_CODE[kind], flags, peer, tag, comm, bs, br, vol, req, NONE, len(vec),
+                         np.nan, np.nan))
+        self.newvec += vec
+
+    def flush(self) -> None:
+        if self.new:
+            self.pieces.append(np.array(self.new, dtype=ACTION_DTYPE))
+            self.vpieces.append(np.array(self.newvec, dtype=np.int64))
+            self.new, self.newvec = [], []
+
+    def fresh(self) -> int:
+        self.next_req += 1
+        return self.next_req - 1
+
+    # -- the rank ------------------------------------------------------------------------
+    def run(self) -> tuple[np.ndarray, np.ndarray]:
+        a = self.d.actions
+        todo = _rows_to_lower(a[self.sl], self.world) | _COMPLETIONS[a["kind"][self.sl]]
+        start = self.sl.start
+        for i in np.nonzero(todo)[0] + self.sl.start:
+            i = int(i)
+            self.keep(start, i)
+            start = i + 1
+            if not self.row(i):
+                self.keep(i, i + 1)
+        self.keep(start, self.sl.stop)
+        self.flush()
+        rows = np.concatenate(self.pieces) if self.pieces else np.zeros(0, ACTION_DTYPE)
+        vecs = np.concatenate(self.vpieces) if self.vpieces else np.zeros(0, np.int64)
+        return rows, vecs
+
+    def row(self, i: int) -> bool:
+        """Lower action ``i``; False to keep it as it is."""
+        a = self.d.actions[i]
+        kind = K.NAME[int(a["kind"])]
+        flags, req = int(a["flags"]), int(a["request"])
+        if kind in K.COMPLETIONS:
+            return self.completion(i, kind, flags, req)
+        if kind in NOTHING:
+            self.counts[f"{kind} (nothing to replay)"] += 1
+            return True
+        if kind in K.COLLECTIVES or kind in K.NONBLOCKING_COLLECTIVES:
+            blocking = kind in K.COLLECTIVES
+            base = kind if blocking else K.BLOCKING_OF[kind]
+            steps = self.collective(i, base)
+            if steps is None:
+                return False        # not lowerable: the export reports it
+            p = len(self.d.comms[int(a["comm"])])
+            where = "a sub-communicator" if int(a["comm"]) else "MPI_COMM_WORLD"
+            if blocking:
+                self.blocking(steps)
+                self.reduction_work(base, float(a["volume"]))
+                self.counts[f"{kind} on {where} (point-to-point, {algorithm(base, p)})"] += 1
+            else:
+                self.expand[req] = self.nonblocking(steps)
+                self.reduction_work(base, float(a["volume"]))
+                self.counts[f"{kind} (isend/irecv of {algorithm(base, p)} at the call, waited "
+                            f"at its completion)"] += 1
+            return True
+        if kind in K.INITS or kind in K.PERSISTENT_COLLECTIVES:
+            self.inits[req] = (kind, i)
+            self.counts[f"{kind} (made at each start)"] += 1
+            return True
+        if kind in K.STARTS:
+            ids = [req] if kind == "start" else self.d.vector(i).tolist()
+            for q in ids:
+                self.start(q)
+            return True
+        if kind in _PREADY:
+            return self.pready(i, kind, req)
+        return False
+
+    def start(self, q: int) -> None:
+        init = self.inits.get(q)
+        if init is None:
+            self.dropped["start of a request not lowered"] += 1
+            return
+        kind, i = init
+        a = self.d.actions[i]
+        peer, tag = int(a["peer"]), int(a["tag"])
+        if kind in K.SEND_INITS:
+            f = self.fresh()
+            self.emit("isend", peer, tag, bs=int(a["bytes_sent"]), req=f)
+            self.expand[q] = [f]
+            self.counts[f"start of {kind} (isend)"] += 1
+        elif kind in K.RECV_INITS:
+            f = self.fresh()
+            self.emit("irecv", peer, tag, br=int(a["bytes_recv"]), req=f)
+            self.expand[q] = [f]
+            self.counts[f"start of {kind} (irecv)"] += 1
+        elif kind == "psend_init":
+            self.ready[q] = set()
+            self.expand[q] = []
+        else:       # a persistent collective
+            base = K.BLOCKING_FORM[kind]
+            steps = self.collective(i, base)
+            if steps is None:
+                self.dropped[f"start of {kind}"] += 1
+                return
+            self.expand[q] = self.nonblocking(steps)
+            self.reduction_work(base, float(a["volume"]))
+            p = len(self.d.comms[int(a["comm"])])
+            self.counts[f"start of {kind} (isend/irecv of {algorithm(base, p)})"] += 1
+
+    def pready(self, i: int, kind: str, q: int) -> bool:
+        v = self.d.vector(i).tolist()
+        parts = set(range(v[0], v[1] + 1)) if kind == "pready_range" else set(v)
+        self.counts[f"{kind} (the message goes when every partition is ready)"] += 1
+        if q not in self.ready or q not in self.inits:
+            return True
+        self.ready[q] |= parts
+        init = self.d.actions[self.inits[q][1]]
+        nparts = int(self.d.vector(self.inits[q][1])[0]) if init["vec_len"] > 0 else 1
+        if len(self.ready[q]) >= nparts and not self.expand[q]:
+            f = self.fresh()
+            self.emit("isend", int(init["peer"]), int(init["tag"]), bs=int(init["bytes_sent"]),
+                      req=f)
+            self.expand[q] = [f]
+        return True
+
+    def collective(self, i: int, base: str):
+        """The steps of collective ``i`` (blocking form ``base``) in world ranks, or None."""
+        a = self.d.actions[i]
+        comm = int(a["comm"])
+        members = self.d.comms.get(comm)
+        if members is None or int(a["flags"]) & K.FLAG_INTERCOMM:
+            return None
+        where = np.nonzero(members == self.r)[0]
+        if not len(where):
+            return None
+        me, p = int(where[0]), len(members)
+        root = 0
+        if base in K.ROOTED:
+            at = np.nonzero(members == int(a["peer"]))[0]
+            if not len(at):
+                return None
+            root = int(at[0])
+        vec = self.d.vector(i).tolist()
+        tag = TAG_BASE - 256 * comm - _CODE[base]
+        out = []
+        for s in messages(base, me, p, root, int(a["bytes_sent"]), int(a["bytes_recv"]), vec):
+            if s[0] == "sendrecv":
+                out.append(("sendrecv", int(members[s[1]]), s[2], int(members[s[3]]), s[4], tag))
+            else:
+                out.append((s[0], int(members[s[1]]), s[2], tag))
+        return out
+
+    def blocking(self, steps) -> None:
+        for s in steps:
+            if s[0] == "send":
+                self.emit("send", s[1], s[3], bs=s[2])
+            elif s[0] == "recv":
+                self.emit("recv", s[1], s[3], br=s[2])
+            else:       # SimGrid's sendrecv: isend + irecv, then both waited for
+                f, g = self.fresh(), self.fresh()
+                self.emit("isend", s[1], s[5], bs=s[2], req=f)
+                self.emit("irecv", s[3], s[5], br=s[4], req=g)
+                self.emit("wait", req=f)
+                self.emit("wait", req=g)
+
+    def nonblocking(self, steps) -> list[int]:
+        ids = []
+        for s in steps:
+            if s[0] in ("send", "sendrecv"):
+                ids.append(self.fresh())
+                self.emit("isend", s[1], s[-1], bs=s[2], req=ids[-1])
+            if s[0] in ("recv", "sendrecv"):
+                ids.append(self.fresh())
+                src, n = (s[1], s[2]) if s[0] == "recv" else (s[3], s[4])
+                self.emit("irecv", src, s[-1], br=n, req=ids[-1])
+        return ids
+
+    def reduction_work(self, base: str, vol: float) -> None:
+        if base in K.REDUCTIONS and vol:
+            self.emit("compute", vol=vol)
+
+    def completion(self, i: int, kind: str, flags: int, req: int) -> bool:
+        multi = kind in K.MULTI_COMPLETIONS
+        ids = [q for q in (self.d.vector(i).tolist() if multi else [req]) if q >= 0]
+        if kind not in _ANY and not any(q in self.expand for q in ids):
+            return False
+        out = [f for q in ids for f in self.expand.get(q, [q])]
+        completes = kind.startswith("wait") or bool(flags & K.FLAG_COMPLETED)
+        if completes:
+            for q in ids:
+                if q in self.expand and self.inits.get(q, ("",))[0] == "psend_init" \
+                        and not self.expand[q]:
+                    self.counts["partitioned send waited before every partition was ready "
+                                "(sent at the wait)"] += 1
+                    init = self.d.actions[self.inits[q][1]]
+                    f = self.fresh()
+                    self.emit("isend", int(init["peer"]), int(init["tag"]),
+                              bs=int(init["bytes_sent"]), req=f)
+                    out.append(f)
+        if kind == "waitall":
+            self.emit("waitall", vector=out)
+        else:
+            single = _ANY.get(kind, kind if not multi else kind[:4])
+            for f in out:
+                self.emit(single, req=f, flags=flags & K.FLAG_COMPLETED)
+            if kind in _ANY:
+                self.counts[f"{kind} ({single} of each request it completed)"] += 1
+        return True

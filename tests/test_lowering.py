@@ -1,0 +1,318 @@
+"""Lowering (minitrace/lowering.py): what SimGrid's TI replay cannot express becomes what it can.
+A lowered world collective replays in the same time as SimGrid's built-in collective with the
+same algorithm selected; every lowering keeps messages matched (validate) and replays; a recorded
+program using all of them replays without --lossy."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from minitrace import kinds as K
+from minitrace.converters.simgrid_ti import write_ti
+from minitrace.lowering import TAG_BASE, lower
+from minitrace.model import TraceBuilder, TraceData
+from minitrace.platforms import Cluster
+from minitrace.replay import replay
+from minitrace.validate import validate
+
+pytestmark = pytest.mark.timeout(300)
+
+
+def _cluster(n):
+    return Cluster(n, speed="1Gf", bandwidth="1GBps", latency="10us")
+
+
+def _replay_export(data, path, cfg=None, lower_world=False, engine="native"):
+    rep = write_ti(data, path, lower_world=lower_world)
+    r = replay(path, cluster=_cluster(data.nranks), config=cfg or {}, engine=engine)
+    return r.simulated_time, rep
+
+
+def _world(kind, p, *, root=None, bs=0, br=0, vol=0.0, vec=None, comm=0, members=None,
+           nranks=None):
+    """Every rank computes a different amount, then ``members`` (default all) make ``kind``."""
+    n = nranks or p
+    b = TraceBuilder(n, meta={"volume_unit": "flops"})
+    members = list(range(p)) if members is None else members
+    if comm:
+        b.add_comm(comm, members)
+    for r in range(n):
+        b.add(r, "init")
+        b.add(r, "compute", volume=1e5 * (r + 1))
+        if r in members:
+            me = members.index(r)
+            b.add(r, kind, peer=-1 if root is None else members[root], comm=comm,
+                  bytes_sent=bs(me) if callable(bs) else bs,
+                  bytes_recv=br(me) if callable(br) else br, volume=vol,
+                  vector=vec(me) if vec else None)
+        b.add(r, "finalize")
+    return b.build()
+
+
+def _v(p, me):   # alltoallv: bytes sent to each member, then received from each
+    return [1000 * (me + 1) + 10 * j for j in range(p)] + [1000 * (j + 1) + 10 * me
+                                                             for j in range(p)]
+
+
+#: (kind, SimGrid algorithm option, fields); each on 4 and 6 ranks
+WORLD = [
+    ("barrier", "ompi_bruck", {}),
+    ("bcast", "binomial_tree", {"root": 1, "bs": 100000, "br": 100000}),
+    ("reduce", "binomial", {"root": 2, "bs": 50000, "br": 50000, "vol": 1e6}),
+    ("allreduce", "rdb", {"bs": 8192, "br": 8192, "vol": 1000.0}),
+    ("allgather", "ring", {"bs": 1000, "br": None}),
+    ("alltoall", None, {"bs": None, "br": None}),
+    ("alltoallv", None, {"vec": True}),
+    ("gather", "ompi_basic_linear", {"root": 1, "bs": 3000, "br": None}),
+    ("scatter", "ompi_basic_linear", {"root": 0, "bs": None, "br": 3000}),
+]
+
+
+@pytest.mark.parametrize("p", [4, 6])
+@pytest.mark.parametrize("kind,algo,fields", WORLD, ids=[w[0] for w in WORLD])
+def test_lowered_world_collective_takes_simgrid_builtin_time(tmp_path, kind, algo, fields, p):
+    f = dict(fields)
+    if algo is None:
+        algo = "pair" if p & (p - 1) == 0 else "ring"
+    if f.get("br", 0) is None:
+        f["br"] = 1000 * p if kind != "gather" else 3000 * p
+    if f.get("bs", 0) is None:
+        f["bs"] = 1000 * p if kind != "scatter" else 3000 * p
+    if f.pop("vec", False):
+        f["vec"] = lambda me: _v(p, me)
+        f["bs"] = lambda me: sum(_v(p, me)[:p])
+        f["br"] = lambda me: sum(_v(p, me)[p:])
+    data = _world(kind, p, **f)
+    cfg = {f"smpi/{kind}": algo}
+    builtin, rep0 = _replay_export(data, tmp_path / "builtin", cfg)
+    lowered, rep = _replay_export(data, tmp_path / "lowered", cfg, lower_world=True)
+    assert not rep0.lowered and sum(rep.lowered.values()) == p
+    low = lower(data, lower_world=True)[0]
+    assert validate(low).ok
+    assert not np.isin(low.actions["kind"], K.codes(K.COLLECTIVES)).any()
+    assert builtin > 1e-4
+    assert lowered == pytest.approx(builtin, rel=1e-6)
+
+
+def test_python_engine_agrees_on_a_lowered_collective(tmp_path):
+    data = _world("allreduce", 6, bs=100000, br=100000, vol=1e6)
+    cfg = {"smpi/allreduce": "rdb"}
+    native, _ = _replay_export(data, tmp_path / "n", cfg, lower_world=True)
+    python, _ = _replay_export(data, tmp_path / "p", cfg, lower_world=True, engine="python")
+    assert native == pytest.approx(python, rel=1e-12)
+
+
+SUB = [("bcast", "binomial_tree", {"root": 2, "bs": 100000, "br": 100000}),
+       ("allreduce", "rdb", {"bs": 8192, "br": 8192, "vol": 1000.0}),
+       ("barrier", "ompi_bruck", {}),
+       ("alltoall", "ring", {"bs": 3000, "br": 3000}),
+       ("reduce", "binomial", {"root": 1, "bs": 5000, "br": 5000})]
+
+
+@pytest.mark.parametrize("kind,algo,fields", SUB, ids=[s[0] for s in SUB])
+def test_sub_communicator_collective_is_its_world_form_on_the_members(tmp_path, kind, algo,
+                                                                       fields):
+    # members 3, 1, 2 of 4 ranks (rank 0 only computes) take, on a homogeneous cluster, the
+    # time the same collective takes built in on a world of 3 (whose ranks compute like them)
+    members = [3, 1, 2]
+    data = _world(kind, 3, comm=5, members=members, nranks=4, **fields)
+    rep = write_ti(data, tmp_path / "sub")
+    assert not rep.dropped
+    assert rep.lowered[f"{kind} on a sub-communicator (point-to-point, {algo})"] == 3
+    low = lower(data)[0]
+    assert validate(low).ok
+    tags = low.actions["tag"][np.isin(low.actions["kind"], K.codes(K.SENDS | K.RECVS))]
+    assert len(tags) and (tags == TAG_BASE - 256 * 5 - K.CODE[kind]).all()
+    sub = replay(tmp_path / "sub", cluster=_cluster(4), config={f"smpi/{kind}": algo},
+                 engine="native")
+    b = TraceBuilder(3, meta={"volume_unit": "flops"})
+    a = data.actions
+    for i, w in enumerate(members):
+        for row in a[data.rank_slice(w)]:
+            name = K.NAME[int(row["kind"])]
+            peer = int(row["peer"])
+            b.add(i, name, peer=members.index(peer) if peer >= 0 else -1,
+                  bytes_sent=int(row["bytes_sent"]), bytes_recv=int(row["bytes_recv"]),
+                  volume=float(row["volume"]))
+    world = b.build()
+    t, _ = _replay_export(world, tmp_path / "world", {f"smpi/{kind}": algo})
+    assert sub.simulated_time == pytest.approx(t, rel=1e-6)
+
+
+def test_every_collective_on_a_sub_communicator_is_lowered_and_matched():
+    members = [2, 0, 3]
+    b = TraceBuilder(4, meta={"volume_unit": "flops"})
+    b.add_comm(1, members)
+    P = len(members)
+    for r in range(4):
+        b.add(r, "init")
+        if r in members:
+            me = members.index(r)
+            for kind in ("barrier", "scan", "exscan"):
+                b.add(r, kind, comm=1, bytes_sent=64, bytes_recv=64)
+            for kind in ("gatherv", "scatterv"):
+                v = [100 * (j + 1) for j in range(P)]
+                root = me == 1
+                b.add(r, kind, peer=0, comm=1, bytes_sent=100 * (me + 1) if kind == "gatherv"
+                      else (sum(v) if root else 0), bytes_recv=sum(v) if root and
+                      kind == "gatherv" else 100 * (me + 1), vector=v if root else None)
+            v = [100 * (j + 1) for j in range(P)]
+            b.add(r, "allgatherv", comm=1, bytes_sent=100 * (me + 1), bytes_recv=sum(v),
+                  vector=v)
+            b.add(r, "reduce_scatter", comm=1, bytes_sent=sum(v), bytes_recv=v[me], vector=v)
+            b.add(r, "reduce_scatter_block", comm=1, bytes_sent=96, bytes_recv=32)
+            b.add(r, "alltoallv", comm=1, bytes_sent=0, bytes_recv=0,
+                  vector=[10 * me + j for j in range(P)] + [10 * j + me for j in range(P)])
+        b.add(r, "finalize")
+    data = b.build()
+    low, counts, dropped = lower(data)
+    assert not dropped and sum(counts.values()) == 9 * P
+    rep = validate(low)
+    assert rep.ok, str(rep)
+
+
+def _ring_nbc(kind="iallreduce", p=4):
+    b = TraceBuilder(p, meta={"volume_unit": "flops"})
+    for r in range(p):
+        b.add(r, "init")
+        b.add(r, kind, bytes_sent=1 << 20, bytes_recv=1 << 20, request=7)
+        b.add(r, "compute", volume=5e6)
+        b.add(r, "wait", request=7)
+        b.add(r, "finalize")
+    return b.build()
+
+
+def test_nonblocking_collective_overlaps_its_computation(tmp_path):
+    data = _ring_nbc()
+    low, counts, _ = lower(data)
+    assert counts["iallreduce (isend/irecv of rdb at the call, waited at its completion)"] == 4
+    assert validate(low).ok
+    t, rep = _replay_export(data, tmp_path / "nb", {"smpi/allreduce": "rdb"})
+    assert not rep.dropped
+    blocking = data.actions.copy()
+    blocking["kind"][blocking["kind"] == K.CODE["iallreduce"]] = K.CODE["allreduce"]
+    blocking = blocking[blocking["kind"] != K.CODE["wait"]]
+    seq = TraceData(blocking, np.arange(0, 4 * 4 + 1, 4), meta={"volume_unit": "flops"})
+    t_seq, _ = _replay_export(seq, tmp_path / "seq", {"smpi/allreduce": "rdb"})
+    assert 5e-3 <= t < t_seq       # the 5 Mflop compute at 1 Gf hides some of the messages
+
+
+def _persistent(p=2, iters=3):
+    b = TraceBuilder(p, meta={"volume_unit": "flops"})
+    for r in range(p):
+        b.add(r, "init")
+        b.add(r, "send_init", peer=(r + 1) % p, tag=4, bytes_sent=10000, request=1)
+        b.add(r, "recv_init", peer=(r - 1) % p, tag=4, bytes_recv=10000, request=2)
+        for _ in range(iters):
+            b.add(r, "startall", vector=[1, 2], flags=K.FLAG_PERSISTENT)
+            b.add(r, "waitany", request=2)
+            b.add(r, "waitany", request=1)
+            b.add(r, "compute", volume=1e5)
+        b.add(r, "request_free", request=1)
+        b.add(r, "request_free", request=2)
+        b.add(r, "finalize")
+    return b.build()
+
+
+def _plain(p=2, iters=3):
+    b = TraceBuilder(p, meta={"volume_unit": "flops"})
+    for r in range(p):
+        b.add(r, "init")
+        q = 0
+        for _ in range(iters):
+            b.add(r, "isend", peer=(r + 1) % p, tag=4, bytes_sent=10000, request=q)
+            b.add(r, "irecv", peer=(r - 1) % p, tag=4, bytes_recv=10000, request=q + 1)
+            b.add(r, "wait", request=q + 1)
+            b.add(r, "wait", request=q)
+            b.add(r, "compute", volume=1e5)
+            q += 2
+        b.add(r, "finalize")
+    return b.build()
+
+
+def test_persistent_requests_are_a_fresh_isend_irecv_per_start(tmp_path):
+    data = _persistent()
+    low, counts, dropped = lower(data)
+    assert not dropped and validate(low).ok
+    assert counts["start of send_init (isend)"] == 6 and counts["start of recv_init (irecv)"] == 6
+    assert counts["waitany (wait of each request it completed)"] == 12
+    assert counts["request_free (nothing to replay)"] == 4
+    t, rep = _replay_export(data, tmp_path / "pers")
+    assert rep.exact
+    t_plain, _ = _replay_export(_plain(), tmp_path / "plain")
+    assert t == t_plain > 0
+
+
+def test_partitioned_send_is_one_message_once_every_partition_is_ready(tmp_path):
+    b = TraceBuilder(2, meta={"volume_unit": "flops"})
+    b.add(0, "init")
+    b.add(0, "psend_init", peer=1, tag=2, bytes_sent=40000, request=3, vector=[4])
+    b.add(0, "start", request=3, flags=K.FLAG_PARTITIONED)
+    for k in range(4):
+        b.add(0, "compute", volume=1e5)
+        b.add(0, "pready", request=3, vector=[k])
+    b.add(0, "wait", request=3)
+    b.add(0, "finalize")
+    b.add(1, "init")
+    b.add(1, "precv_init", peer=0, tag=2, bytes_recv=40000, request=3, vector=[4])
+    b.add(1, "start", request=3, flags=K.FLAG_PARTITIONED)
+    b.add(1, "parrived", request=3, vector=[0])
+    b.add(1, "wait", request=3)
+    b.add(1, "finalize")
+    data = b.build()
+    low, counts, dropped = lower(data)
+    assert not dropped and validate(low).ok
+    names = [K.NAME[k] for k in low.actions["kind"][low.rank_slice(0)]]
+    assert names == ["init"] + ["compute"] * 4 + ["isend", "wait", "finalize"]
+    t, rep = _replay_export(data, tmp_path / "part")
+    assert not rep.dropped and t > 4e-4
+
+
+def test_waitsome_and_testany_become_waits_and_tests_of_what_they_completed(tmp_path):
+    b = TraceBuilder(2, meta={"volume_unit": "flops"})
+    for r in range(2):
+        b.add(r, "init")
+        for q in range(3):
+            b.add(r, "isend" if r == 0 else "irecv", peer=1 - r, tag=q, request=q,
+                  **({"bytes_sent": 100} if r == 0 else {"bytes_recv": 100}))
+        b.add(r, "waitsome", vector=[2, 0])
+        b.add(r, "testany", request=1, flags=K.FLAG_COMPLETED)
+        b.add(r, "probe", peer=1 - r, tag=9)
+        b.add(r, "finalize")
+    low, counts, _ = lower(b.build())
+    assert [K.NAME[k] for k in low.actions["kind"][low.rank_slice(1)]] == \
+        ["init", "irecv", "irecv", "irecv", "wait", "wait", "test", "finalize"]
+    assert low.actions["request"][low.rank_slice(1)][4:7].tolist() == [2, 0, 1]
+    assert counts["probe (nothing to replay)"] == 2
+
+
+def test_a_trace_with_nothing_to_lower_is_returned_as_it_is():
+    data = _plain()
+    low, counts, dropped = lower(data)
+    assert low is data and not counts and not dropped
+
+
+@pytest.fixture(scope="module")
+def recorded(tmp_path_factory):
+    from tests.record_util import build, record
+    d = tmp_path_factory.mktemp("lowering")
+    exe = build("lowering", d)
+    out = d / "lowering.h5"
+    record(out, 4, [exe], volume="cputime")
+    return out
+
+
+def test_recorded_program_replays_without_lossy(recorded):
+    r = replay(recorded, cluster=_cluster(4), compute_rate="1Gf", engine="native")
+    assert np.isfinite(r.simulated_time) and r.simulated_time > 0
+    notes = "\n".join(r.notes)
+    for what in ("allreduce on a sub-communicator", "bcast on a sub-communicator",
+                 "iallreduce", "start of send_init", "waitany", "comm_free", "request_free"):
+        assert f" {what}" in notes, what
+    assert "dropped" not in notes
+    from minitrace.trace import open as open_trace
+    with open_trace(str(recorded)) as t:
+        low, _, dropped = lower(t.data())
+    assert not dropped and validate(low).ok
+    py = replay(recorded, cluster=_cluster(4), compute_rate="1Gf", engine="python")
+    assert py.simulated_time == pytest.approx(r.simulated_time, rel=1e-12)
