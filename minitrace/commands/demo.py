@@ -22,7 +22,8 @@ def register(sub) -> None:
                                    "on two simulated platforms (SimGrid); compile, record and "
                                    "replay a bundled MPI program; run a variability "
                                    "benchmark on 2 ranks and project its maxima to larger "
-                                   "scale with GEV fits.  Every step is printed as the command it runs.")
+                                   "scale with GEV fits; calibrate this machine and predict the "
+                                   "recorded run, with its error.  Every step is printed as the command it runs.")
     p.add_argument("-o", "--out", default="out", help="output directory (default: out)")
     p.set_defaults(func=run)
 
@@ -71,5 +72,11 @@ def run(args) -> int:
                 "--plot", "gev.png"], out)
     _step("model partitioned communication: 4 threads, 16 MB, the thesis's worked example",
           me + ["partitioned-model"], out)
+    _step("calibrate this machine: network, compute and reductions on 2 ranks (docs/PREDICT.md)",
+          me + ["calibrate", "-o", "machine.h5", "--", mpiexec, "-n", "2"], out)
+    _step("predict the recorded Jacobi run with that calibration, checked against the recording "
+          "(measured, predicted, error)",
+          me + ["predict", "jacobi.h5", "--calibration", "machine.h5", "--timeline",
+                "jacobi_timeline.png"], out)
     print(f"\nAll steps done; files in {out}")
     return 0
