@@ -14,7 +14,9 @@ shuffled, since ordered sweeps resonate with periodic noise):
 * compute: every rank runs the same matrix-product kernel at once; its flop/s per unit of thread
   CPU time (the host speed, and the rate of a trace timed in seconds), its CPU/wall ratio
   (the share of a core each rank got);
-* reductions: bytes/s of ``MPI_SUM`` on doubles (``Reduce_local``).
+* reductions: bytes/s of ``MPI_SUM`` on doubles (``Reduce_local``);
+* what the Python loops add to each timed call (mpi4py, clock stamps): the same loops on
+  ``MPI_PROC_NULL``; the fit subtracts it, since compiled applications do not pay it.
 
 Each run is appended to ``/calibration/runs`` of the output file; rank 0 then refits from every
 run (:mod:`minitrace.calibration`) and writes ``/calibration/fit`` and the plot.
@@ -110,6 +112,27 @@ def _pingpong(comm, peer: int, first: bool, msg, inner: int):
     samples = np.empty(inner)
     _, ts, _ = pingpong(comm, peer, first, msg, inner, TIMER, samples)
     return float(np.median(samples)) / 2, ts / inner
+
+
+def _python_costs(comm, inner: int = 2000) -> dict:
+    """Median seconds the loops above add to each measured call besides MPI (mpi4py's call,
+    the clock stamps): the same loops on MPI_PROC_NULL, which returns at once.  A compiled
+    application does not pay them, so the fit subtracts them."""
+    from mpi4py import MPI
+    from .bench.pt2pt import pingpong
+    null, msg = MPI.PROC_NULL, memoryview(np.zeros(8, np.uint8))
+    samples = np.empty(inner)
+    _, ts, _ = pingpong(comm, null, True, msg, inner, TIMER, samples)
+    out = {"pingpong": float(np.median(samples)) / 2, "send": ts / inner}
+    for kind, call in (("recv", lambda: comm.Recv(msg, null, TAG_DATA)),
+                       ("isend", lambda: comm.Isend(msg, null, TAG_DATA))):
+        t = np.empty(inner)
+        for i in range(inner):
+            t0 = TIMER()
+            call()
+            t[i] = TIMER() - t0
+        out[kind] = float(np.median(t))
+    return out
 
 
 # -- the run --------------------------------------------------------------------------------
@@ -227,6 +250,7 @@ def run(comm, args) -> dict | None:
     threshold = _threshold(comm, args.max_size)
     compute = _compute(comm)
     reduction = _reduction(comm)
+    python_costs = _python_costs(comm)
     if comm.rank != 0:
         return None
     meta = metadata(comm, topo)
@@ -237,7 +261,8 @@ def run(comm, args) -> dict | None:
              "eager_threshold": threshold if threshold else "no switch found",
              "mpi_library": meta["mpi_library"], "cpu_model": meta["cpu_model"],
              "date": meta["date"], "seconds": time.time() - t0, "timer": "time.perf_counter",
-             "kernel": "160x160 float64 matrix products, one BLAS thread per rank"}
+             "kernel": "160x160 float64 matrix products, one BLAS thread per rank",
+             "python_costs": python_costs}
     columns.update({"compute_flops": compute["flops"], "compute_cpu": compute["cpu"],
                     "compute_wall": compute["wall"], "reduction_rate": reduction})
     return {"columns": columns, "attrs": attrs}
