@@ -19,6 +19,9 @@ says the same in that vocabulary, with world ranks:
   partition is ready (what MPICH sends), its receive one irecv at the start;
 * ``waitany``/``waitsome`` become a ``wait`` of each request they completed, ``testany``/
   ``testsome``/``testall`` a ``test`` of each (the trace knows which);
+* a synchronous send (``ssend``, ``issend``) becomes a send plus a 0-byte acknowledgement its
+  receive sends back once it completes (MPICH's eager ssend), so that it does not complete
+  before its receive is posted; ``ssend_init`` stays an isend per start (approximated);
 * ``comm_free``, ``request_free``, probes and ``parrived`` become nothing.
 
 Lowered messages use tags below ``TAG_BASE`` (negative, away from SimGrid's own collective tags
@@ -35,8 +38,10 @@ import numpy as np
 from . import kinds as K
 from .model import ACTION_DTYPE, NONE, TraceData, assign_vec_offsets
 
-#: Lowered messages of collective kind code k on communicator c use tag TAG_BASE - 256*c - k.
+#: Lowered messages of collective kind code k on communicator c use tag TAG_BASE - 256*c - k;
+#: acknowledgements of synchronous sends on c ACK_TAG_BASE - 256*c.
 TAG_BASE = -100000
+ACK_TAG_BASE = TAG_BASE - 255
 #: Kinds that become nothing (defined here: kinds.py has no such set).  Communicator creations
 #: stay: SimGrid ignores split/dup and the export reports the others.
 NOTHING = frozenset({"comm_free", "request_free", "probe", "iprobe", "parrived"})
@@ -175,12 +180,56 @@ def _rows_to_lower(a: np.ndarray, lower_world: bool) -> np.ndarray:
     return K.mask(_ALWAYS)[kind] | coll
 
 
+def _synchronous_pairs(data: TraceData) -> dict[int, int]:
+    """Rows of synchronous sends (ssend, issend) and of the receives they match -> the peer the
+    acknowledgement goes to or comes from.  Sends and receives pair in order per (source,
+    destination, tag, communicator); a key that other traffic may also match (sendrecv,
+    persistent, matched or unresolved receives of that key) is left alone (its ssends stay
+    approximated)."""
+    a = data.actions
+    kind = a["kind"]
+    sync = np.nonzero(K.mask({"ssend", "issend"})[kind] & (a["peer"] >= 0))[0]
+    if not len(sync):
+        return {}
+    rank = np.repeat(np.arange(data.nranks), np.diff(data.rank_offsets))
+    keys = {(int(rank[i]), int(a["peer"][i]), int(a["tag"][i]), int(a["comm"][i])) for i in sync}
+    sends, recvs = K.mask(K.SENDS), K.mask({"recv", "irecv"})
+    other_sends = K.mask(K.SEND_INITS | {"psend_init"} | K.SENDRECVS)
+    other_recvs = K.mask(K.RECV_INITS | K.MATCHED_RECVS)
+    sendrecvs = K.mask(K.SENDRECVS)
+    out: dict[int, int] = {}
+    for src, dst, tag, comm in keys:
+        s_sl, r_sl = data.rank_slice(src), data.rank_slice(dst)
+        sa, ra = a[s_sl], a[r_sl]
+        same_s = (sa["peer"] == dst) & (sa["tag"] == tag) & (sa["comm"] == comm)
+        same_r = (ra["tag"] == tag) & (ra["comm"] == comm)
+        sr = np.nonzero(sendrecvs[ra["kind"]])[0] + r_sl.start
+        if (other_sends[sa["kind"]] & same_s).any() \
+                or (other_recvs[ra["kind"]] & same_r & (ra["peer"] == src)).any() \
+                or (recvs[ra["kind"]] & ((ra["flags"] & K.FLAG_UNRESOLVED) != 0)
+                    & ((ra["peer"] == src) | (ra["peer"] < 0))).any() \
+                or ((data.vector_item(sr, 0) == src) & (data.vector_item(sr, 1) == tag)
+                    & (a["comm"][sr] == comm)).any():
+            continue
+        s_rows = np.nonzero(sends[sa["kind"]] & (sa["peer"] == dst) & (sa["tag"] == tag)
+                            & (sa["comm"] == comm))[0] + s_sl.start
+        r_rows = np.nonzero(recvs[ra["kind"]] & (ra["peer"] == src) & (ra["tag"] == tag)
+                            & (ra["comm"] == comm))[0] + r_sl.start
+        for si, ri in zip(s_rows.tolist(), r_rows.tolist()):
+            if K.NAME[int(kind[si])] in ("ssend", "issend"):
+                out[si] = dst
+                out[ri] = src
+    return out
+
+
 def lower(data: TraceData, lower_world: bool = False) -> tuple[TraceData, Counter, Counter]:
     """``data`` with everything SimGrid's TI replay cannot express rewritten into what it can;
     what was lowered, ``"kind (how)" -> actions``; and what could not be (``kind -> actions``,
     left out: the starts of requests whose init is not lowerable).  ``lower_world``: lower
     collectives on MPI_COMM_WORLD too (to compare a lowering with SimGrid's built-in one)."""
     todo = _rows_to_lower(data.actions, lower_world)
+    sync = _synchronous_pairs(data)
+    todo[list(sync)] = True
     counts: Counter = Counter()
     dropped: Counter = Counter()
     if not todo.any():
@@ -189,7 +238,7 @@ def lower(data: TraceData, lower_world: bool = False) -> tuple[TraceData, Counte
     for r in range(data.nranks):
         sl = data.rank_slice(r)
         if todo[sl].any():
-            rows, vecs = _Rank(data, r, lower_world, counts, dropped).run()
+            rows, vecs = _Rank(data, r, lower_world, counts, dropped, sync).run()
         else:
             rows = data.actions[sl]
             vecs = data.vector_entries(np.arange(sl.start, sl.stop))[1]
@@ -207,9 +256,11 @@ class _Rank:
     """Lowers one rank's actions, keeping runs of rows that need nothing as they are."""
 
     def __init__(self, data: TraceData, r: int, lower_world: bool, counts: Counter,
-                 dropped: Counter):
+                 dropped: Counter, sync: dict[int, int]):
         self.d, self.r, self.world, self.counts, self.dropped = (data, r, lower_world, counts,
                                                                  dropped)
+        self.sync = sync                           # synchronous send/its receive -> ack peer
+        self.ack_after: dict[int, tuple[int, int]] = {}   # irecv request -> (ack dst, comm)
         self.sl = data.rank_slice(r)
         a = data.actions[self.sl]
         self.next_req = int(max(a["request"].max(initial=0),
@@ -252,6 +303,7 @@ class _Rank:
     def run(self) -> tuple[np.ndarray, np.ndarray]:
         a = self.d.actions
         todo = _rows_to_lower(a[self.sl], self.world) | _COMPLETIONS[a["kind"][self.sl]]
+        todo[[i - self.sl.start for i in self.sync if self.sl.start <= i < self.sl.stop]] = True
         start = self.sl.start
         for i in np.nonzero(todo)[0] + self.sl.start:
             i = int(i)
@@ -272,6 +324,8 @@ class _Rank:
         flags, req = int(a["flags"]), int(a["request"])
         if kind in K.COMPLETIONS:
             return self.completion(i, kind, flags, req)
+        if i in self.sync:
+            return self.synchronous(i, kind, a)
         if kind in NOTHING:
             self.counts[f"{kind} (nothing to replay)"] += 1
             return True
@@ -410,13 +464,44 @@ class _Rank:
         if base in K.REDUCTIONS and vol:
             self.emit("compute", vol=vol)
 
+    def synchronous(self, i: int, kind: str, a) -> bool:
+        """A synchronous send waits for a 0-byte acknowledgement its receive sends once it has
+        matched (what MPICH does for an eager ssend): SimGrid's replay has no ssend, and its
+        ``send`` of a small message completes before the receive is posted."""
+        peer, tag, comm, req = int(a["peer"]), int(a["tag"]), int(a["comm"]), int(a["request"])
+        ack = ACK_TAG_BASE - 256 * comm
+        if kind == "ssend":
+            self.emit("send", peer, tag, bs=int(a["bytes_sent"]), comm=comm)
+            self.emit("recv", peer, ack, comm=comm)
+        elif kind == "issend":
+            f, g = self.fresh(), self.fresh()
+            self.emit("isend", peer, tag, bs=int(a["bytes_sent"]), req=f, comm=comm)
+            self.emit("irecv", peer, ack, req=g, comm=comm)
+            self.expand[req] = [f, g]
+        else:       # the receive of a synchronous send: acknowledge once it has completed
+            self.keep(i, i + 1)
+            if kind == "recv":
+                self.emit("send", peer, ack, comm=comm)
+            else:
+                self.ack_after[req] = (peer, comm)
+            return True
+        self.counts[f"{kind} ({'i' if kind[0] == 'i' else ''}send, completed by a 0-byte "
+                    f"acknowledgement from its receive)"] += 1
+        return True
+
     def completion(self, i: int, kind: str, flags: int, req: int) -> bool:
         multi = kind in K.MULTI_COMPLETIONS
         ids = [q for q in (self.d.vector(i).tolist() if multi else [req]) if q >= 0]
-        if kind not in _ANY and not any(q in self.expand for q in ids):
-            return False
-        out = [f for q in ids for f in self.expand.get(q, [q])]
         completes = kind.startswith("wait") or bool(flags & K.FLAG_COMPLETED)
+        acks = [self.ack_after.pop(q) for q in ids if completes and q in self.ack_after]
+        if kind not in _ANY and not any(q in self.expand for q in ids):
+            if not acks:
+                return False
+            self.keep(i, i + 1)
+            for peer, comm in acks:
+                self.emit("send", peer, ACK_TAG_BASE - 256 * comm, comm=comm)
+            return True
+        out = [f for q in ids for f in self.expand.get(q, [q])]
         if completes:
             for q in ids:
                 if q in self.expand and self.inits.get(q, ("",))[0] == "psend_init" \
@@ -436,4 +521,6 @@ class _Rank:
                 self.emit(single, req=f, flags=flags & K.FLAG_COMPLETED)
             if kind in _ANY:
                 self.counts[f"{kind} ({single} of each request it completed)"] += 1
+        for peer, comm in acks:
+            self.emit("send", peer, ACK_TAG_BASE - 256 * comm, comm=comm)
         return True

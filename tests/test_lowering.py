@@ -307,7 +307,8 @@ def test_recorded_program_replays_without_lossy(recorded):
     assert np.isfinite(r.simulated_time) and r.simulated_time > 0
     notes = "\n".join(r.notes)
     for what in ("allreduce on a sub-communicator", "bcast on a sub-communicator",
-                 "iallreduce", "start of send_init", "waitany", "comm_free", "request_free"):
+                 "iallreduce", "start of send_init", "waitany", "comm_free", "request_free",
+                 "ssend (send, completed by a 0-byte acknowledgement"):
         assert f" {what}" in notes, what
     assert "dropped" not in notes
     from minitrace.trace import open as open_trace
@@ -316,3 +317,31 @@ def test_recorded_program_replays_without_lossy(recorded):
     assert not dropped and validate(low).ok
     py = replay(recorded, cluster=_cluster(4), compute_rate="1Gf", engine="python")
     assert py.simulated_time == pytest.approx(r.simulated_time, rel=1e-12)
+
+
+@pytest.mark.parametrize("send,recv", [("ssend", "recv"), ("issend", "irecv"),
+                                       ("send", "recv")])
+def test_synchronous_send_completes_only_once_its_receive_is_posted(tmp_path, send, recv):
+    b = TraceBuilder(2, meta={"volume_unit": "flops"})
+    b.add(0, "init")
+    b.add(0, send, peer=1, tag=3, bytes_sent=100, request=0)
+    if send == "issend":
+        b.add(0, "wait", request=0)
+    b.add(0, "finalize")
+    b.add(1, "init")
+    b.add(1, "compute", volume=1e6)        # 1 ms before the receive is posted
+    b.add(1, recv, peer=0, tag=3, bytes_recv=100, request=0)
+    if recv == "irecv":
+        b.add(1, "waitall", vector=[0])
+    b.add(1, "finalize")
+    data = b.build()
+    low, counts, _ = lower(data)
+    assert validate(low).ok
+    write_ti(data, tmp_path / "s")
+    r = replay(tmp_path / "s", cluster=_cluster(2), engine="native")
+    if send == "send":      # eager: the sender is done long before the receive is posted
+        assert not counts and r.rank_end_times[0] < 1e-4
+    else:
+        assert counts[f"{send} ({send[:-5]}send, completed by a 0-byte acknowledgement from "
+                      f"its receive)"] == 1
+        assert r.rank_end_times[0] > 1e-3
