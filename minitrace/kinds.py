@@ -24,6 +24,7 @@ import numpy as np
 #   win      - one-sided window creation and freeing
 #   rma      - a one-sided communication (put, get, accumulate...)
 #   rsync    - one-sided synchronization (fence, lock/unlock, flush, post/start/complete/wait)
+#   io       - MPI-IO (file open/close, view, sync, reads and writes)
 KINDS: list[tuple[int, str, str]] = [
     (0, "init", "meta"), (1, "finalize", "meta"), (2, "compute", "meta"), (3, "sleep", "meta"),
     (4, "abort", "meta"), (5, "region_begin", "meta"), (6, "region_end", "meta"),
@@ -88,6 +89,16 @@ KINDS: list[tuple[int, str, str]] = [
     (179, "win_flush_local_all", "rsync"), (180, "win_post", "rsync"), (181, "win_start", "rsync"),
     (182, "win_complete", "rsync"), (183, "win_wait", "rsync"), (184, "win_test", "rsync"),
     (185, "win_sync", "rsync"),
+    (186, "file_open", "io"), (187, "file_close", "io"), (188, "file_set_view", "io"),
+    (189, "file_sync", "io"), (190, "file_read", "io"), (191, "file_read_all", "io"),
+    (192, "file_read_at", "io"), (193, "file_read_at_all", "io"), (194, "file_write", "io"),
+    (195, "file_write_all", "io"), (196, "file_write_at", "io"), (197, "file_write_at_all", "io"),
+    (198, "file_iread", "io"), (199, "file_iread_all", "io"), (200, "file_iread_at", "io"),
+    (201, "file_iread_at_all", "io"), (202, "file_iwrite", "io"), (203, "file_iwrite_all", "io"),
+    (204, "file_iwrite_at", "io"), (205, "file_iwrite_at_all", "io"),
+    (206, "file_read_shared", "io"), (207, "file_read_ordered", "io"),
+    (208, "file_iread_shared", "io"), (209, "file_write_shared", "io"),
+    (210, "file_write_ordered", "io"), (211, "file_iwrite_shared", "io"),
 ]
 
 CODE: dict[str, int] = {name: code for code, name, _ in KINDS}
@@ -158,7 +169,8 @@ VECTOR_KINDS = frozenset({"gatherv", "scatterv", "allgatherv", "alltoallv", "all
                           "ialltoallv", "ialltoallw", "ireduce_scatter"})
 #: Non-blocking kinds that create a request completed later by a wait/test.
 REQUEST_KINDS = NONBLOCKING_SENDS | {"irecv", "imrecv", "comm_idup"} | NONBLOCKING_COLLECTIVES | \
-    _category("incoll") | {"rput", "rget", "raccumulate", "rget_accumulate"}
+    _category("incoll") | {"rput", "rget", "raccumulate", "rget_accumulate"} | \
+    frozenset(n for _, n, c in KINDS if c == "io" and n.startswith("file_i"))
 #: Blocking collective kind for each non-blocking one (``iallreduce`` -> ``allreduce``).
 BLOCKING_OF = {n: n[1:] for n in NONBLOCKING_COLLECTIVES}
 #: Neighborhood collectives, blocking, non-blocking and persistent: vector ``[n_in, n_out,
@@ -177,6 +189,12 @@ WINDOW_CREATIONS = _category("win") - {"win_free"}
 RMA_OPS = _category("rma")
 RMA_SYNCS = _category("rsync")
 ONE_SIDED = _category("win", "rma", "rsync")
+#: MPI-IO: ``tag`` the file id (unique per rank), ``comm`` the file's communicator; reads have
+#: ``bytes_recv``, writes ``bytes_sent``, vector ``[offset]`` when known (see docs/FORMAT.md).
+IO_KINDS = _category("io")
+IO_READS = frozenset(n for n in IO_KINDS if "_read" in n or n.startswith("file_iread"))
+IO_WRITES = frozenset(n for n in IO_KINDS if "_write" in n or n.startswith("file_iwrite"))
+NONBLOCKING_IO = frozenset(n for n in IO_KINDS if n.startswith("file_i"))
 #: Every collective call a communicator's members make in the same order.
 ORDERED_COLLECTIVES = ALL_COLLECTIVES | NEIGHBOR_COLLECTIVES | \
     NONBLOCKING_NEIGHBOR_COLLECTIVES | PERSISTENT_COLLECTIVES

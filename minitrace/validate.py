@@ -17,6 +17,8 @@ deadlock or mis-simulate.  Checks (each vectorised over all actions with numpy/p
   the rank created (after a fence, inside lock/unlock of the target or lock_all/unlock_all,
   inside start/complete naming it), and epochs close (no unlock without lock, every lock,
   lock_all, start and post closed before the window is freed or the rank ends);
+* MPI-IO: every file access is on a file the rank opened and has not closed, and every file is
+  closed before the rank ends;
 * requests: every request a call activates (non-blocking call, start of a persistent or
   partitioned request) is completed by a wait/test before it is activated again or the rank ends;
 * converted traces (whose ``meta["source_messages"]`` holds the source's message-record counts):
@@ -118,6 +120,7 @@ def validate(data: TraceData) -> ValidationReport:
     _check_matched_probes(ctx, rep)
     _check_collectives(ctx, rep)
     _check_one_sided(ctx, rep)
+    _check_files(ctx, rep)
     _check_requests(ctx, rep)
     if data.meta.get("source_messages"):
         _check_converted(ctx, rep, data.meta["source_messages"])
@@ -613,6 +616,30 @@ def _epoch_step(ctx: _Ctx, w: _Window, name: str, row: int, peer: int) -> str:
             return "no exposure epoch (post) is open"
         w.post = False
     return ""
+
+
+# -- MPI-IO -----------------------------------------------------------------------------------
+def _check_files(ctx: _Ctx, rep: ValidationReport) -> None:
+    """Files open (by id, per rank) when used, closed by the end: the rank's file actions in
+    order."""
+    if not len(ctx.rows(K.IO_KINDS)):
+        return
+    a = ctx.a
+    opened: set[tuple] = set()
+    for row in ctx.rows(K.IO_KINDS | {"finalize"}).tolist():
+        rank, name, fid = int(ctx.rank[row]), K.NAME[int(ctx.kind[row])], int(a["tag"][row])
+        if name == "finalize":
+            for r, f in sorted(opened):
+                if r == rank:
+                    rep.add(rank, ctx.index[row], "io-not-closed", f"finalize with file {f} open")
+            opened = {k for k in opened if k[0] != rank}
+        elif name == "file_open":
+            opened.add((rank, fid))
+        elif (rank, fid) not in opened:
+            rep.add(rank, ctx.index[row], "io-unknown-file",
+                    f"{name} on file {fid}, which this rank did not open (or closed)")
+        elif name == "file_close":
+            opened.discard((rank, fid))
 
 
 # -- requests ---------------------------------------------------------------------------------

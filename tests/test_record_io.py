@@ -1,0 +1,58 @@
+"""MPI-IO under ``minitrace record`` (tests/programs/io.c, 3 ranks): every file call recorded
+as an I/O action (file id, bytes, offsets), so I/O time is an MPI call's, not computation;
+validate passes; the TI export counts what it cannot express."""
+from __future__ import annotations
+
+import pytest
+
+from minitrace import kinds as K
+from minitrace.converters.simgrid_ti import write_ti
+from tests.record_util import Ranked, build, record
+
+pytestmark = pytest.mark.timeout(300)
+
+
+@pytest.fixture(scope="module")
+def trace(tmp_path_factory):
+    d = tmp_path_factory.mktemp("io")
+    p = record(d / "io.h5", 3, [build("io", d), str(d / "data.bin")])
+    assert "validation: OK" in p.stdout
+    assert (d / "data.bin").stat().st_size >= 212
+    return Ranked(d / "io.h5")
+
+
+def test_every_file_call(trace):
+    tr = trace
+    for r in range(3):
+        got = [(K.NAME[int(x["kind"])], int(x["tag"]), int(x["bytes_sent"]),
+                int(x["bytes_recv"]), tr.vector(x)) for x in tr.mpi(r)
+               if K.NAME[int(x["kind"])] in K.IO_KINDS]
+        assert got == [
+            ("file_open", 0, 0, 0, []), ("file_write_at", 0, 32, 0, [32 * r]),
+            ("file_write_at_all", 0, 32, 0, [96 + 32 * r]),
+            ("file_set_view", 0, 0, 0, [96 + 32 * r]), ("file_read", 0, 0, 16, [0]),
+            ("file_read_all", 0, 0, 16, [2]), ("file_set_view", 0, 0, 0, [0]),
+            ("file_iwrite_at", 0, 4, 0, [200 + 4 * r]), ("file_iread", 0, 0, 8, [0]),
+            ("file_write_shared", 0, 3, 0, []), ("file_write_ordered", 0, r + 1, 0, []),
+            ("file_sync", 0, 0, 0, []), ("file_close", 0, 0, 0, [])]
+        assert all(x["comm"] == 0 for x in tr.mpi(r) if K.NAME[int(x["kind"])] in K.IO_KINDS)
+        nb = [x for x in tr.mpi(r) if K.NAME[int(x["kind"])] in K.NONBLOCKING_IO]
+        assert [int(x["request"]) for x in nb] == [int(w["request"]) for w in tr.mpi(r, "wait")]
+        # each file call is an MPI action preceded by its own compute action
+        a = tr.all(r)
+        io = [i for i, k in enumerate(a["kind"]) if K.NAME[int(k)] in K.IO_KINDS]
+        assert all(a["kind"][i - 1] == K.CODE["compute"] for i in io)
+
+
+def test_ti_export_reports_them(trace, tmp_path):
+    rep = write_ti(trace.data, tmp_path / "io.ti", lossy=True)
+    assert _reported(rep, "file_open") == 3 and _reported(rep, "file_write_at_all") == 3
+    assert _reported(rep, "file_iread") == 3
+
+
+def _reported(rep, kind: str) -> int:
+    """Actions of ``kind`` the export said it could not write as they are (dropped, lowered or
+    approximated)."""
+    return rep.dropped[kind] + sum(n for k, n in (*rep.lowered.items(),
+                                                  *rep.approximated.items())
+                                   if k.split(" ")[0] == kind)
