@@ -34,6 +34,11 @@ def test_gev_projects_checks_and_plots(runs):
     for model in ("inter-node", "intra-node", "non-parametric"):
         assert model in out
     assert "Check against measured runs" in out and str(big) in out
+    # the back-test projects n/8, n/4, n/2 = 8, 16, 32 ranks to 64, then recommends one
+    bt = out.split("Back-test on this run")[1].split("Recommended:")[0].splitlines()[2:]
+    assert {int(row.split()[0]) for row in bt if row.strip()} == {8, 16, 32}
+    rec = out.split("Recommended: ")[1]
+    assert rec.startswith("run time at 256 ranks ") and "smallest back-test error" in rec
     assert png.stat().st_size > 10_000
     with open(png, "rb") as f:
         assert f.read(8) == b"\x89PNG\r\n\x1a\n"
@@ -43,9 +48,10 @@ def test_projection_frame_from_python_matches_truth(runs):
     base, big, _ = runs
     v = P.load_variability(base)
     df = P.project(v, [256], methods=("pwm",), replicas=40)
-    assert list(df.columns[:7]) == ["method", "model", "scale", "factor", "median", "lo", "hi"]
+    assert list(df.columns[:8]) == ["method", "model", "unit", "scale", "factor", "estimate",
+                                    "lo", "hi"]
     for r in df.itertuples():
-        assert r.lo <= truth(256) <= r.hi
+        assert abs(r.estimate - truth(256)) <= r.hi - r.lo
     chk = P.check(df, [P.load_variability(big)])
     assert len(chk) == 2 and chk.consistent.all()
 
@@ -73,8 +79,9 @@ def test_method_all_fits_every_estimator(tmp_path):
     small = write_variability(tmp_path / "small.h5", 2, 2, 40, seed=3)
     r = mt("gev", small, "--method", "all", "--scale", "8", "--replicas", "2")
     assert r.returncode == 0, r.stderr
-    rows = r.stdout.split("Projected mean")[1].splitlines()[2:]
-    assert {row.split()[0] for row in rows if row.strip()} == {"pwm", "mom", "mle", "nonparam"}
+    rows = r.stdout.split("Projected mean")[1].split("\n\n")[0].splitlines()[2:]
+    assert {row.split()[0] for row in rows if not row.startswith("FLAG")} == \
+        {"pwm", "mom", "mle", "nonparam"}
 
 
 def test_check_says_when_a_measured_run_is_far_outside(runs):
@@ -121,7 +128,7 @@ def test_gev_flags_too_few_samples(tmp_path):
     p = write_variability(tmp_path / "tiny.h5", 1, 2, 12, seed=0)
     r = mt("gev", p, "--scale", "8")
     assert r.returncode == 0, r.stderr
-    assert "FLAG pwm inter-node: too few samples (12 < 30)" in r.stdout
+    assert "FLAG pwm inter-node at 2,8 ranks: too few samples (12 < 30)" in r.stdout
 
 
 def test_partitioned_model_worked_example_and_bench(tmp_path):

@@ -18,23 +18,27 @@ def register(sub) -> None:
         description="Fit generalized extreme value distributions to the per-iteration maxima "
                     "of a bench 'variability' run (shape = Hosking k = scipy c = -xi) and "
                     "project the mean per-iteration maximum and the run time to larger scales "
-                    "with bootstrapped confidence intervals (see docs/GEV.md).")
+                    "with bootstrapped confidence intervals; back-test every method on the "
+                    "run itself (from n/8, n/4, n/2 of its ranks to all n) and recommend one "
+                    "(see docs/GEV.md).")
     p.add_argument("file", help="minitrace file with a bench 'variability' suite")
     p.add_argument("--method", default="pwm,nonparam",
-                   help="comma list of pwm, mom, mle, nonparam, or 'all' (default pwm,nonparam;"
-                        " mle refits with scipy in a loop: slow)")
+                   help="comma list of pwm, mom, mle, nonparam, or 'all' (default pwm,nonparam)")
     p.add_argument("--scale", action="append", default=[],
                    help="target rank counts, comma separated or repeated (default 2x, 4x, 8x, "
                         "16x the run's ranks); 'Nx' means N times the run's ranks")
     p.add_argument("--replicas", type=int, default=None,
-                   help=f"bootstrap replicas: per node / slot for the parametric models "
-                        f"(default {P.DEFAULT_REPLICAS}), in all for nonparam (default "
-                        f"{P.DEFAULT_NONPARAM_REPLICAS})")
+                   help=f"bootstrap replicas: joint replicas of the whole run for the "
+                        f"parametric models (default {P.DEFAULT_REPLICAS}), resamples for "
+                        f"nonparam (default {P.DEFAULT_NONPARAM_REPLICAS})")
     p.add_argument("--ci", type=float, default=0.95, help="confidence level (default 0.95)")
     p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     p.add_argument("--tol", type=float, default=G.TYPE_TOLERANCE,
                    help=f"|shape| up to this is GEV type I (default {G.TYPE_TOLERANCE})")
     p.add_argument("--plot", metavar="PNG", help="write histogram, QQ and projection plots")
+    p.add_argument("--no-backtest", dest="backtest", action="store_false",
+                   help="skip the back-test (projections from n/8, n/4, n/2 of the run's "
+                        "ranks to all of them) and the recommendation it makes")
     p.add_argument("--check", nargs="+", metavar="FILE", default=[],
                    help="variability runs at larger scale: are their measured mean "
                         "per-iteration maxima inside the predicted intervals?")
@@ -63,8 +67,16 @@ def _print(df: pd.DataFrame, fmt: dict | None = None) -> None:
         print(df.to_string(index=False, formatters=fmt))
 
 
+def _flags(df: pd.DataFrame) -> None:
+    """One FLAG line per method, model and distinct flag text (scales that share it)."""
+    for (method, model, flags), g in df[df["flags"] != ""].groupby(
+            ["method", "model", "flags"], sort=False):
+        print(f"FLAG {method} {model} at {','.join(map(str, g.scale))} ranks: {flags}")
+
+
 def run(args) -> int:
-    """Fit, project, optionally check and plot; exit status 0 (errors are MinitraceError)."""
+    """Fit, project, back-test and recommend, optionally check and plot; exit status 0
+    (errors are MinitraceError)."""
     methods = choice_list(args.method, CHOICES, "gev", "--method", every="all")
     if not 0 < args.ci < 1:
         raise MinitraceError(f"--ci must be between 0 and 1, got {args.ci}")
@@ -77,30 +89,57 @@ def run(args) -> int:
     if G.degenerate(var.maxima):
         raise MinitraceError("all per-iteration maxima are equal: nothing to fit", args.file)
     checks = [P.load_variability(f) for f in args.check]
-    scales = sorted(set(parse_scales(args.scale, var.nranks)) | {c.nranks for c in checks})
+    targets = sorted(set(parse_scales(args.scale, var.nranks)) | {c.nranks for c in checks})
+    scales = sorted(set(targets) | {var.nranks})
     nodes = len(set(var.node.tolist()))
     x = var.maxima
     print(f"{args.file}: variability run, {var.nranks} ranks on {nodes} node(s), "
           f"{var.iterations} iterations; per-iteration max: mean {x.mean():.6g} s, "
           f"min {x.min():.6g} s, max {x.max():.6g} s")
-    fits = P.base_fits(var, [m for m in methods if m != "nonparam"] or ["pwm"], args.tol)
+    fits = P.base_fits(var, [m for m in methods if m != "nonparam"] or ["pwm"], args.tol,
+                       seed=args.seed)
     print("\nGEV fits of the per-iteration maxima (shape = Hosking k = scipy c = -xi; "
-          "type I Gumbel, II Frechet, III Weibull):")
+          "type I Gumbel, II Frechet, III Weibull; p_ad: bootstrap goodness-of-fit p-value):")
     _print(fits)
     for f in fits.attrs["flags"]:
         print(f"FLAG: {f}")
     proj = P.project(var, scales, methods, args.replicas, args.ci, args.seed, progress=None)
     print(f"\nProjected mean per-iteration maximum (s) and run time = {var.iterations} "
-          f"iterations x maximum (s): median and {args.ci:.0%} CI")
+          f"iterations x maximum (s): estimate and {args.ci:.0%} CI; factor = units the model "
+          f"extrapolates to (unit run: S/{var.nranks}; node: S / ranks per node; rank: S); "
+          f"the row at {var.nranks} ranks is the measured scale (measured mean "
+          f"{x.mean():.6g} s)")
     _print(proj.drop(columns=["flags"]))
-    for r in proj[proj["flags"] != ""].drop_duplicates(["method", "model", "flags"]).itertuples():
-        print(f"FLAG {r.method} {r.model}: {r.flags}")
+    _flags(proj)
     if checks:
         chk = P.check(proj, checks)
         print("\nCheck against measured runs (mean per-iteration maximum, s):")
         _print(chk)
+    if args.backtest:
+        _backtest(var, methods, proj, max(targets), args)
     if args.plot:
         from ..analysis.gev_plot import plot_gev
         plot_gev(args.plot, var, fits, proj, checks, args.ci)
         print(f"\nplot written to {args.plot}")
     return 0
+
+
+def _backtest(var, methods, proj: pd.DataFrame, target: int, args) -> None:
+    """Print the back-test from subsets of the run's ranks and the recommended run time."""
+    from ..analysis import backtest as B
+    bt = B.backtest(var, methods, args.replicas, args.ci, args.seed)
+    if bt.empty:
+        print("\nBack-test: a run of one rank has no subset to project from")
+        return
+    print(f"\nBack-test on this run: projections from n/8, n/4, n/2 of its ranks to all "
+          f"{var.nranks} (measured mean per-iteration maximum {bt.measured[0]:.6g} s, "
+          f"standard error {bt.se[0]:.2g} s):")
+    _print(bt[["ranks", "method", "model", "factor", "estimate", "lo", "hi", "error_pct",
+               "consistent"]], {"error_pct": "{:+.2f}%".format})
+    best = B.recommend(bt, proj, target)
+    if best is None:
+        return
+    row, why = best
+    print(f"\nRecommended: run time at {target} ranks {row.runtime:.6g} s ({args.ci:.0%} CI "
+          f"{row.runtime_lo:.6g} - {row.runtime_hi:.6g} s), per-iteration maximum "
+          f"{row.estimate:.6g} s, from {why}")
