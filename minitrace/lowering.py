@@ -47,7 +47,6 @@ ACK_TAG_BASE = TAG_BASE - 255
 NOTHING = frozenset({"comm_free", "request_free", "probe", "iprobe", "parrived"})
 _ANY = {"waitany": "wait", "waitsome": "wait", "testany": "test", "testsome": "test",
         "testall": "test"}
-_PARTITIONED = frozenset({"psend_init", "precv_init"})
 _PREADY = frozenset({"pready", "pready_range", "pready_list"})
 _ALWAYS = (K.NONBLOCKING_COLLECTIVES | K.INITS | K.STARTS | NOTHING | set(_ANY) | _PREADY
            | (K.PERSISTENT_COLLECTIVES - K.ALL_NEIGHBOR_COLLECTIVES))
@@ -235,10 +234,12 @@ def lower(data: TraceData, lower_world: bool = False) -> tuple[TraceData, Counte
     if not todo.any():
         return data, counts, dropped
     blocks, vblocks, offsets = [], [], [0]
+    first_req = 1 + max(int(data.actions["request"].max(initial=0)),
+                        int(data.vectors.max(initial=0)) if len(data.vectors) else 0)
     for r in range(data.nranks):
         sl = data.rank_slice(r)
         if todo[sl].any():
-            rows, vecs = _Rank(data, r, lower_world, counts, dropped, sync).run()
+            rows, vecs = _Rank(data, r, lower_world, counts, dropped, sync, first_req).run()
         else:
             rows = data.actions[sl]
             vecs = data.vector_entries(np.arange(sl.start, sl.stop))[1]
@@ -252,34 +253,41 @@ def lower(data: TraceData, lower_world: bool = False) -> tuple[TraceData, Counte
                    vectors=vectors), counts, dropped
 
 
+_FIELDS = ("kind", "flags", "peer", "tag", "comm", "bytes_sent", "bytes_recv", "volume",
+           "request", "vec_len")
+
+
 class _Rank:
-    """Lowers one rank's actions, keeping runs of rows that need nothing as they are."""
+    """Lowers one rank's actions, keeping the rows that need nothing as they are.  The output is
+    a plan (a trace row, or a new row) assembled with numpy at the end."""
 
     def __init__(self, data: TraceData, r: int, lower_world: bool, counts: Counter,
-                 dropped: Counter, sync: dict[int, int]):
+                 dropped: Counter, sync: dict[int, int], first_req: int):
         self.d, self.r, self.world, self.counts, self.dropped = (data, r, lower_world, counts,
                                                                  dropped)
         self.sync = sync                           # synchronous send/its receive -> ack peer
         self.ack_after: dict[int, tuple[int, int]] = {}   # irecv request -> (ack dst, comm)
         self.sl = data.rank_slice(r)
-        a = data.actions[self.sl]
-        self.next_req = int(max(a["request"].max(initial=0),
-                                data.vectors.max(initial=0) if len(data.vectors) else 0)) + 1
-        self.pieces: list[np.ndarray] = []
-        self.vpieces: list[np.ndarray] = []
+        rows = data.actions[self.sl]
+        self.cols = {f: rows[f].tolist() for f in _FIELDS}
+        self.next_req = first_req
+        self.plan: list[int] = []                  # trace row i >= 0, or new row k as -(k+1)
         self.new: list[tuple] = []
         self.newvec: list[int] = []
         self.expand: dict[int, list[int]] = {}     # a trace request -> the requests it became
         self.inits: dict[int, tuple] = {}          # persistent/partitioned request -> its init
         self.ready: dict[int, set] = {}            # partitioned send -> partitions ready
+        self.members: dict[int, tuple] = {}        # comm -> (world ranks, my index or None)
+        self.steps: dict[tuple, list] = {}         # collective -> its steps (cache)
+
+    def at(self, i: int) -> dict:
+        """The fields of trace row ``i`` (of this rank)."""
+        j = i - self.sl.start
+        return {f: c[j] for f, c in self.cols.items()}
 
     # -- output --------------------------------------------------------------------------
     def keep(self, i0: int, i1: int) -> None:
-        if i1 <= i0:
-            return
-        self.flush()
-        self.pieces.append(self.d.actions[i0:i1])
-        self.vpieces.append(self.d.vector_entries(np.arange(i0, i1))[1])
+        self.plan.extend(range(i0, i1))
 
     def emit(self, kind: str, peer: int = NONE, tag: int = NONE, bs: int = 0, br: int = 0,
              vol: float = 0.0, req: int = NONE, flags: int = 0, comm: int = 0,
@@ -288,12 +296,7 @@ class _Rank:
         self.new.append((_CODE[kind], flags, peer, tag, comm, bs, br, vol, req, NONE, len(vec),
                          np.nan, np.nan))
         self.newvec += vec
-
-    def flush(self) -> None:
-        if self.new:
-            self.pieces.append(np.array(self.new, dtype=ACTION_DTYPE))
-            self.vpieces.append(np.array(self.newvec, dtype=np.int64))
-            self.new, self.newvec = [], []
+        self.plan.append(-len(self.new))
 
     def fresh(self) -> int:
         self.next_req += 1
@@ -305,25 +308,42 @@ class _Rank:
         todo = _rows_to_lower(a[self.sl], self.world) | _COMPLETIONS[a["kind"][self.sl]]
         todo[[i - self.sl.start for i in self.sync if self.sl.start <= i < self.sl.stop]] = True
         start = self.sl.start
-        for i in np.nonzero(todo)[0] + self.sl.start:
-            i = int(i)
+        for i in (np.nonzero(todo)[0] + self.sl.start).tolist():
             self.keep(start, i)
             start = i + 1
             if not self.row(i):
                 self.keep(i, i + 1)
         self.keep(start, self.sl.stop)
-        self.flush()
-        rows = np.concatenate(self.pieces) if self.pieces else np.zeros(0, ACTION_DTYPE)
-        vecs = np.concatenate(self.vpieces) if self.vpieces else np.zeros(0, np.int64)
-        return rows, vecs
+        return self.assemble()
+
+    def assemble(self) -> tuple[np.ndarray, np.ndarray]:
+        """The planned rows and their vectors, in order."""
+        plan = np.array(self.plan, dtype=np.int64)
+        orig = plan >= 0
+        out = np.empty(len(plan), ACTION_DTYPE)
+        out[orig] = self.d.actions[plan[orig]]
+        out[~orig] = np.fromiter(self.new, dtype=ACTION_DTYPE, count=len(self.new))
+        lens = np.maximum(out["vec_len"].astype(np.int64), 0)
+        new_lens = lens[~orig]
+        src = np.empty(len(plan), np.int64)
+        src[orig] = out["vec_off"][orig]
+        src[~orig] = np.cumsum(new_lens) - new_lens
+        total = int(lens.sum())
+        idx = np.repeat(src - (np.cumsum(lens) - lens), lens) + np.arange(total)
+        from_trace = np.repeat(orig, lens)
+        vecs = np.empty(total, np.int64)
+        vecs[from_trace] = self.d.vectors[idx[from_trace]]
+        vecs[~from_trace] = np.array(self.newvec, dtype=np.int64)[idx[~from_trace]]
+        return out, vecs
 
     def row(self, i: int) -> bool:
         """Lower action ``i``; False to keep it as it is."""
-        a = self.d.actions[i]
-        kind = K.NAME[int(a["kind"])]
-        flags, req = int(a["flags"]), int(a["request"])
+        j = i - self.sl.start
+        kind = K.NAME[self.cols["kind"][j]]
+        flags, req = self.cols["flags"][j], self.cols["request"][j]
         if kind in K.COMPLETIONS:
             return self.completion(i, kind, flags, req)
+        a = self.at(i)
         if i in self.sync:
             return self.synchronous(i, kind, a)
         if kind in NOTHING:
@@ -335,15 +355,15 @@ class _Rank:
             steps = self.collective(i, base)
             if steps is None:
                 return False        # not lowerable: the export reports it
-            p = len(self.d.comms[int(a["comm"])])
-            where = "a sub-communicator" if int(a["comm"]) else "MPI_COMM_WORLD"
+            p = len(self.d.comms[a["comm"]])
+            where = "a sub-communicator" if a["comm"] else "MPI_COMM_WORLD"
             if blocking:
                 self.blocking(steps)
-                self.reduction_work(base, float(a["volume"]))
+                self.reduction_work(base, a["volume"])
                 self.counts[f"{kind} on {where} (point-to-point, {algorithm(base, p)})"] += 1
             else:
                 self.expand[req] = self.nonblocking(steps)
-                self.reduction_work(base, float(a["volume"]))
+                self.reduction_work(base, a["volume"])
                 self.counts[f"{kind} (isend/irecv of {algorithm(base, p)} at the call, waited "
                             f"at its completion)"] += 1
             return True
@@ -366,7 +386,7 @@ class _Rank:
             self.dropped["start of a request not lowered"] += 1
             return
         kind, i = init
-        a = self.d.actions[i]
+        a = self.at(i)
         peer, tag = int(a["peer"]), int(a["tag"])
         if kind in K.SEND_INITS:
             f = self.fresh()
@@ -388,8 +408,8 @@ class _Rank:
                 self.dropped[f"start of {kind}"] += 1
                 return
             self.expand[q] = self.nonblocking(steps)
-            self.reduction_work(base, float(a["volume"]))
-            p = len(self.d.comms[int(a["comm"])])
+            self.reduction_work(base, a["volume"])
+            p = len(self.d.comms[a["comm"]])
             self.counts[f"start of {kind} (isend/irecv of {algorithm(base, p)})"] += 1
 
     def pready(self, i: int, kind: str, q: int) -> bool:
@@ -399,7 +419,7 @@ class _Rank:
         if q not in self.ready or q not in self.inits:
             return True
         self.ready[q] |= parts
-        init = self.d.actions[self.inits[q][1]]
+        init = self.at(self.inits[q][1])
         nparts = int(self.d.vector(self.inits[q][1])[0]) if init["vec_len"] > 0 else 1
         if len(self.ready[q]) >= nparts and not self.expand[q]:
             f = self.fresh()
@@ -410,29 +430,35 @@ class _Rank:
 
     def collective(self, i: int, base: str):
         """The steps of collective ``i`` (blocking form ``base``) in world ranks, or None."""
-        a = self.d.actions[i]
-        comm = int(a["comm"])
-        members = self.d.comms.get(comm)
-        if members is None or int(a["flags"]) & K.FLAG_INTERCOMM:
+        a = self.at(i)
+        comm = a["comm"]
+        if a["flags"] & K.FLAG_INTERCOMM:
             return None
-        where = np.nonzero(members == self.r)[0]
-        if not len(where):
+        if comm not in self.members:
+            m = self.d.comms.get(comm)
+            ranks = [] if m is None else [int(x) for x in m]
+            self.members[comm] = (ranks, ranks.index(self.r) if self.r in ranks else None)
+        members, me = self.members[comm]
+        if me is None:
             return None
-        me, p = int(where[0]), len(members)
+        vec = tuple(self.d.vector(i).tolist()) if a["vec_len"] > 0 else ()
+        key = (base, comm, a["peer"], a["bytes_sent"], a["bytes_recv"], vec)
+        if key in self.steps:
+            return self.steps[key]
         root = 0
         if base in K.ROOTED:
-            at = np.nonzero(members == int(a["peer"]))[0]
-            if not len(at):
+            if a["peer"] not in members:
                 return None
-            root = int(at[0])
-        vec = self.d.vector(i).tolist()
+            root = members.index(a["peer"])
         tag = TAG_BASE - 256 * comm - _CODE[base]
         out = []
-        for s in messages(base, me, p, root, int(a["bytes_sent"]), int(a["bytes_recv"]), vec):
+        for s in messages(base, me, len(members), root, a["bytes_sent"], a["bytes_recv"],
+                          list(vec)):
             if s[0] == "sendrecv":
-                out.append(("sendrecv", int(members[s[1]]), s[2], int(members[s[3]]), s[4], tag))
+                out.append(("sendrecv", members[s[1]], s[2], members[s[3]], s[4], tag))
             else:
-                out.append((s[0], int(members[s[1]]), s[2], tag))
+                out.append((s[0], members[s[1]], s[2], tag))
+        self.steps[key] = out
         return out
 
     def blocking(self, steps) -> None:
@@ -468,7 +494,7 @@ class _Rank:
         """A synchronous send waits for a 0-byte acknowledgement its receive sends once it has
         matched (what MPICH does for an eager ssend): SimGrid's replay has no ssend, and its
         ``send`` of a small message completes before the receive is posted."""
-        peer, tag, comm, req = int(a["peer"]), int(a["tag"]), int(a["comm"]), int(a["request"])
+        peer, tag, comm, req = a["peer"], a["tag"], a["comm"], a["request"]
         ack = ACK_TAG_BASE - 256 * comm
         if kind == "ssend":
             self.emit("send", peer, tag, bs=int(a["bytes_sent"]), comm=comm)
@@ -508,7 +534,7 @@ class _Rank:
                         and not self.expand[q]:
                     self.counts["partitioned send waited before every partition was ready "
                                 "(sent at the wait)"] += 1
-                    init = self.d.actions[self.inits[q][1]]
+                    init = self.at(self.inits[q][1])
                     f = self.fresh()
                     self.emit("isend", int(init["peer"]), int(init["tag"]),
                               bs=int(init["bytes_sent"]), req=f)
