@@ -4,17 +4,20 @@ Module ``foo_bar`` is subcommand ``foo-bar`` (a trailing ``_`` avoids a keyword:
 Only the module of the subcommand being run is imported, so no command pays for another's
 imports (scipy, matplotlib, SimGrid); ``minitrace --help`` imports them all.
 
-Exit status: 0 success, 1 error (one line on stderr, traceback only with ``--debug``), 2 usage.
+Exit status: 0 success, 1 error (one line on stderr, traceback only with ``--debug``), 2 usage,
+130 interrupted, 143 terminated (SIGTERM is raised as ``Terminated`` so that cleanups run).
 """
 from __future__ import annotations
 
 import argparse
 import importlib
 import pkgutil
+import signal
 import sys
+import threading
 
 from . import __version__, commands
-from .errors import MinitraceError
+from .errors import MinitraceError, Terminated
 
 
 def command_name(module: str) -> str:
@@ -38,8 +41,25 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     return p
 
 
+def _terminate(signum, frame):
+    raise Terminated()
+
+
 def main(argv: list[str] | None = None) -> int:
-    """Run the command line; returns the exit status."""
+    """Run the command line; returns the exit status.  SIGTERM is raised as ``Terminated``
+    while it runs (when the handler is the default and this is the main thread)."""
+    own = threading.current_thread() is threading.main_thread() and \
+        signal.getsignal(signal.SIGTERM) == signal.SIG_DFL
+    if own:
+        signal.signal(signal.SIGTERM, _terminate)
+    try:
+        return _main(argv)
+    finally:
+        if own:
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
+def _main(argv: list[str] | None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     parser = build_parser(argv)
     args = parser.parse_args(argv)
@@ -53,6 +73,9 @@ def main(argv: list[str] | None = None) -> int:
             raise
         print(f"minitrace: error: {e}", file=sys.stderr)
         return 1
+    except Terminated:
+        print("minitrace: terminated", file=sys.stderr)
+        return 143
     except KeyboardInterrupt:
         print("minitrace: interrupted", file=sys.stderr)
         return 130

@@ -40,6 +40,8 @@ CONT, STRING, COMMDEF, RESOLVE = (L.INTERNAL[k] for k in ("cont", "string", "com
 _VOLUME_NAME = {code: name for name, code in L.VOLUMES.items()}
 _CLOCK_NAME = {code: name for name, code in L.CLOCKS.items()}
 _RANK_FILE = re.compile(r"rank-(\d+)\.mtr$")
+_FINALIZE = K.CODE["finalize"]
+_MAX_RANKS = 1 << 22      # a world size beyond this in a header is corruption, not a run
 
 
 def _ranges(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
@@ -85,16 +87,26 @@ class _Rank:
                              f"{os.strerror(int(h['disabled_errno']))}")
         self.complete = bool(h["finalized"]) and not self.aborted and not self.disabled
         hb, cb = int(h["header_bytes"]), int(h["chunk_bytes"])
-        nchunks = (len(raw) - hb) // cb
+        rec = RAW_DTYPE.itemsize
+        if hb != L.HEADER_BYTES or cb < 2 * rec:
+            raise MinitraceError(f"corrupt header (header {hb} B, chunks {cb} B)", path)
+        if not 0 <= self.rank < self.size <= _MAX_RANKS:
+            raise MinitraceError(f"corrupt header (rank {self.rank} of {self.size})", path)
+        # a file cut short (copied while written, a full disk) ends inside a chunk: its whole
+        # records are kept, the cut ones counted in ``dropped``
+        nchunks = max(len(raw) - hb - rec + cb, 0) // cb
+        self.dropped = 0
         per_thread: dict[int, list] = {}
         calib = [tuple(h["calib"][0]), tuple(h["calib"][1])]
         if h["calib"][2][1]:
             calib.append(tuple(h["calib"][2]))
-        slots = cb // RAW_DTYPE.itemsize
+        slots = cb // rec
         for c in range(nchunks):
             off = hb + c * cb
             ch = np.frombuffer(raw, CHUNK_DTYPE, 1, off)[0]
-            n = min(int(ch["count"]), slots - 1)
+            want = min(int(ch["count"]), slots - 1)
+            n = _whole_records(raw, off, min(want, (len(raw) - off) // rec - 1))
+            self.dropped += want - n
             if ch["calib_ns"]:
                 calib.append((int(ch["calib_raw"]), int(ch["calib_ns"])))
             if n:
@@ -103,6 +115,18 @@ class _Rank:
         self._to_ns = self._calibration(int(h["clock"]), np.array(calib, dtype=np.int64))
         self.threads = [[r for _, r in sorted(parts, key=lambda p: p[0])]
                         for _, parts in sorted(per_thread.items())]
+        name = os.path.basename(path)
+        self.warnings = [f"{name} is cut short: {self.dropped} record(s) of its last chunk "
+                         f"lost, every whole record kept"] if self.dropped else []
+        gaps = sum(sorted(q for q, _ in parts) != list(range(len(parts)))
+                   for parts in per_thread.values())
+        if gaps:
+            self.warnings.append(f"{name}: chunks missing in {gaps} thread(s)")
+        if self.complete and not any((r["kind"] == _FINALIZE).any()
+                                     for parts in per_thread.values() for _, r in parts):
+            self.warnings.append(f"{name} lost its end: finalized, but no MPI_Finalize record")
+        if self.warnings:
+            self.complete = False
 
     @staticmethod
     def _calibration(clock: int, pts: np.ndarray):
@@ -115,6 +139,20 @@ class _Rank:
         dn = (pts[:, 1] - n0).astype(np.float64)
         slope = float(dr @ dn / (dr @ dr)) if (dr @ dr) > 0 else 1.0
         return lambda t: n0 + np.rint((t - r0).astype(np.float64) * slope).astype(np.int64)
+
+
+def _whole_records(raw: np.ndarray, off: int, n: int) -> int:
+    """How many of the first ``n`` records of the chunk at ``off`` end with their vector (a
+    cut may fall between a record and its continuation records)."""
+    if n <= 0:
+        return 0
+    recs = np.frombuffer(raw, RAW_DTYPE, n, off + RAW_DTYPE.itemsize)
+    main = np.flatnonzero(recs["kind"] != CONT)
+    if not len(main):
+        return 0
+    last = int(main[-1])
+    need = (max(int(recs["vec_len"][last]), 0) + L.CONT_WORDS - 1) // L.CONT_WORDS
+    return n if last + need < n else last
 
 
 class _Thread:
@@ -340,6 +378,12 @@ def merge_dir(directory: str, command_line: str | None = None) -> TraceData:
     if any(r.size != size for r in good):
         raise MinitraceError("raw files of different runs mixed (world sizes differ)", directory)
     by_rank = {r.rank: r for r in good}
+    if len(by_rank) < len(good):
+        dup = next(r for r in good if by_rank[r.rank] is not r)
+        raise MinitraceError(f"two raw files of rank {dup.rank}: "
+                             f"{os.path.basename(dup.path)} and "
+                             f"{os.path.basename(by_rank[dup.rank].path)} (runs mixed?)",
+                             directory)
     vol_code = int(good[0].h["volume"])
     walltime = vol_code == L.VOLUMES["walltime"]
     seconds = vol_code != L.VOLUMES["instructions"]
@@ -423,6 +467,9 @@ def merge_dir(directory: str, command_line: str | None = None) -> TraceData:
         "disabled_ranks": [r.rank for r in good if r.disabled],
         "disabled_reasons": [f"rank {r.rank}: {r.disabled}" for r in good if r.disabled],
     }
+    warnings = [w for r in good for w in r.warnings]
+    if warnings:                                        # (then meta["complete"] is False)
+        meta["raw_warnings"] = warnings
     return TraceData(actions, offsets, vectors, comms, strings, meta)
 
 

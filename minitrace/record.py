@@ -73,17 +73,37 @@ def raw_dir_for(output: str) -> str:
 
 def run_traced(command: list[str], output: str, volume: str = "auto") -> RecordRun:
     """Run ``command`` traced.  The raw directory is made first: if it cannot be, the command
-    is not run (running it untraced would only waste its time)."""
+    is not run (running it untraced would only waste its time).  Interrupted (Ctrl-C,
+    SIGTERM), the launcher is asked to stop (SIGTERM, which mpiexec passes to the ranks) and
+    the interrupt goes on with ``raw_dir`` set on it: the caller says where the data is."""
     if not command:
         raise MinitraceError("no command to run: use minitrace record [options] -- mpiexec ...")
     raw = raw_dir_for(output)
     try:
         env = shim_env(raw, volume)
-        rc = subprocess.call(command, env=env)
+        proc = subprocess.Popen(command, env=env)
     except FileNotFoundError:
         shutil.rmtree(raw, ignore_errors=True)
         raise MinitraceError(f"command not found: {command[0]}") from None
     except MinitraceError:
         shutil.rmtree(raw, ignore_errors=True)
         raise
+    try:
+        rc = proc.wait()
+    except BaseException as e:
+        _stop(proc)
+        e.raw_dir = raw
+        raise
     return RecordRun(rc, raw)
+
+
+def _stop(proc: subprocess.Popen, grace: float = 10.0) -> None:
+    """SIGTERM the launcher, SIGKILL it if it has not exited after ``grace`` seconds."""
+    try:
+        proc.terminate()
+        proc.wait(timeout=grace)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+    except KeyboardInterrupt:     # a second Ctrl-C: stop waiting
+        proc.kill()

@@ -8,7 +8,9 @@ Every write goes to a temporary file renamed into place, so a reader never sees 
 """
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
+import fcntl
 import json
 import os
 import re
@@ -154,7 +156,11 @@ class _AtomicFile:
         except (OSError, RuntimeError) as e:  # HDF5 reports a failed final flush either way
             close_error = e
         if exc_type is None and close_error is None:
-            os.replace(self.tmp, self.path)
+            try:
+                os.replace(self.tmp, self.path)
+            except OSError as e:   # e.g. the output became a directory meanwhile
+                os.unlink(self.tmp)
+                raise self._error(e) from None
             return False
         os.unlink(self.tmp)
         err = exc if exc_type is not None else close_error
@@ -255,12 +261,31 @@ def write_trace(path: str, data: TraceData, meta: dict | None = None) -> None:
                          dtype=h5py.string_dtype())
 
 
+@contextlib.contextmanager
+def locked(path: str):
+    """Hold the exclusive ``flock`` of the side file ``PATH.lock`` (blocking while another
+    process holds it), around a read-modify-write of ``path``: writers take turns and none
+    loses another's update.  The lock file is never removed (removing it would let two
+    processes lock different files)."""
+    lock = f"{os.fspath(path)}.lock"
+    try:
+        fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o666)
+    except OSError as e:
+        raise MinitraceError(f"cannot create the lock file: {e.strerror}", lock) from None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # releases the lock
+
+
 def write_bench(path: str, suite: str, columns: dict, attrs: dict | None = None,
                 meta: dict | None = None) -> None:
     """Store one benchmark suite's results as ``/bench/<suite>`` (replacing an earlier one),
     creating the file if needed.  ``columns`` maps names to arrays (any shape; str arrays are
-    stored as UTF-8); ``attrs`` are the suite's parameters; ``meta`` goes to the file root."""
-    with _AtomicFile(path, copy_existing=True) as f:
+    stored as UTF-8); ``attrs`` are the suite's parameters; ``meta`` goes to the file root.
+    Processes adding suites to one file at once are serialized (``locked``)."""
+    with locked(path), _AtomicFile(path, copy_existing=True) as f:
         if "format" not in f.attrs:
             f.attrs.update(_new_file_attrs(meta or {}))
         elif meta:
@@ -386,12 +411,9 @@ class TraceReader:
 
     def _vec_base(self, lo: int) -> int:
         """Offset of row lo's vector: vectors of earlier ranks, from the per-rank totals."""
-        if self._vec_rank_base is None:
+        if self._vec_rank_base is None:   # (ranks without actions, the last too, add 0)
             lens = self.cols["vec_len"][...].astype(np.int64)
-            per_rank = np.add.reduceat(lens, self.offsets[:-1]) if len(lens) else lens
-            per_rank = np.where(np.diff(self.offsets) > 0, per_rank[:self.nranks], 0) \
-                if len(lens) else np.zeros(self.nranks, np.int64)
-            self._vec_rank_base = np.concatenate([[0], np.cumsum(per_rank)])
+            self._vec_rank_base = np.concatenate([[0], np.cumsum(lens)])[self.offsets]
         r = int(np.searchsorted(self.offsets, lo, side="right")) - 1
         return int(self._vec_rank_base[r])
 

@@ -8,8 +8,6 @@ files), so processes appending at the same time take turns and none loses anothe
 """
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import json
 import os
 from dataclasses import dataclass, field
@@ -18,7 +16,7 @@ import numpy as np
 
 from .. import provenance as prov
 from ..errors import MinitraceError
-from ..storage import write_bench
+from ..storage import locked, write_bench  # noqa: F401 (locked: the history's lock)
 from ..trace import open as open_file
 from .regress_metrics import HISTORY_SUITE, run_metrics
 
@@ -103,22 +101,6 @@ class History:
         runs["provenance_index"] = np.concatenate([self.runs["provenance_index"],
                                                    np.array(pidx, np.int32)])
         return History(names, np.array(directions, np.int8), values, runs, shared)
-
-
-@contextlib.contextmanager
-def locked(path: str):
-    """Hold the exclusive lock of the history ``path`` (blocks while another process has it)."""
-    lock = f"{os.fspath(path)}.lock"
-    try:
-        fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o666)
-    except OSError as e:
-        raise MinitraceError(f"cannot create the history's lock file: {e.strerror}", lock) \
-            from None
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        yield
-    finally:
-        os.close(fd)  # releases the lock
 
 
 def read(path: str) -> History:

@@ -34,6 +34,9 @@ def register(sub) -> None:
     p.add_argument("--keep-regions", action="store_true",
                    help="keep non-MPI regions (functions) as region_begin/region_end markers "
                         "instead of dropping them")
+    p.add_argument("--keep-going", action="store_true",
+                   help="keep the whole records of a damaged OTF2/TAU input (cut short, a "
+                        "file missing) and mark the trace incomplete, instead of failing")
     p.set_defaults(func=run)
 
 
@@ -45,7 +48,7 @@ def run(args) -> int:
         args.input = args.input[0]
         return _to_otf2(args)
     path = args.input[0] if len(args.input) == 1 else args.input
-    return into_minitrace(path, args.output, args.source, args.keep_regions)
+    return into_minitrace(path, args.output, args.source, args.keep_regions, args.keep_going)
 
 
 #: Provenance keys a reader leaves in ``meta`` when it left something out, and what they say.
@@ -58,12 +61,13 @@ _LEFT_OUT = (("user_regions_dropped", "user regions dropped (--keep-regions keep
              ("ignored_actions", "TI actions with nothing to keep in the model"))
 
 
-def into_minitrace(path, output, fmt: str = "auto", keep_regions: bool = False) -> int:
+def into_minitrace(path, output, fmt: str = "auto", keep_regions: bool = False,
+                   keep_going: bool = False) -> int:
     """Read a foreign trace, validate it, store it and say (on stderr) what was left out: the
     one path of ``minitrace convert`` and ``minitrace import``.  Validation problems are
     reported, not fatal."""
     check_output_file(output)
-    data = read_any(path, fmt, keep_regions=keep_regions)
+    data = read_any(path, fmt, keep_regions=keep_regions, keep_going=keep_going)
     rep = validate(data)
     write_trace(output, data)
     m = data.meta
@@ -76,6 +80,8 @@ def into_minitrace(path, output, fmt: str = "auto", keep_regions: bool = False) 
         notes.append(f"compute volume in {m['volume_unit']}: {m['volume_source']}")
     for n in notes:
         print(f"minitrace: note: {n}", file=sys.stderr)
+    for d in m.get("damaged", []):
+        print(f"minitrace: warning: damaged input, trace marked incomplete: {d}", file=sys.stderr)
     check = "valid" if rep.ok else f"{rep.summary()} (see: minitrace validate {output})"
     where = f"{len(path)} files" if isinstance(path, (list, tuple)) else path
     print(f"{output}: {data.nranks} ranks, {len(data.actions)} actions from "

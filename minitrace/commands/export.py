@@ -5,6 +5,7 @@ import sys
 
 from ..converters.simgrid_ti import write_ti
 from ..export_csv import write_csv
+from ..outputs import check_output_file
 from ..trace import open as open_trace
 
 
@@ -30,6 +31,7 @@ def register(sub) -> None:
 
 def run(args) -> int:
     """Export as TI or CSV; TI drops/approximations become warnings on stderr."""
+    check_output_file(args.output)
     with open_trace(args.file) as t:
         data = t.data()
     if args.format == "csv":

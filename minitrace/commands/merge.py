@@ -2,9 +2,11 @@
 from __future__ import annotations
 
 import os
+import sys
 
 from .. import storage
 from ..merge import merge_dir
+from ..outputs import check_output_file
 from ..trace import open as open_trace
 from ..validate import validate
 
@@ -22,6 +24,7 @@ def register(sub) -> None:
 
 def run(args) -> int:
     out = args.output or os.path.normpath(args.dir) + ".h5"
+    check_output_file(out)
     return 0 if merge_and_report(args.dir, out) else 1
 
 
@@ -29,6 +32,8 @@ def merge_and_report(directory: str, output: str, command_line: str | None = Non
     """Merge ``directory`` into ``output``, validate it and print the summary (also what
     ``minitrace record`` prints).  True when the trace is complete and valid."""
     data = merge_dir(directory, command_line)
+    for w in data.meta.get("raw_warnings", []):
+        print(f"minitrace: warning: {w}", file=sys.stderr)
     storage.write_trace(output, data)
     rep = validate(data)
     with open_trace(output) as t:
@@ -53,6 +58,7 @@ def _incomplete(meta: dict) -> str:
     missing, disabled = meta["missing_ranks"], meta["disabled_reasons"]
     return ("INCOMPLETE: " + ("the run aborted" if meta["aborted"] else
                               "recording stopped early" if disabled else
+                              "a raw file is damaged" if meta.get("raw_warnings") else
                               "not every rank reached MPI_Finalize")
             + (f"; ranks with no data: {missing}" if missing else "")
             + (f"; tracing disabled on {'; '.join(disabled)}" if disabled else "")

@@ -7,6 +7,7 @@ import sys
 
 from ..errors import MinitraceError
 from ..merge import rank_files
+from ..outputs import check_output_file
 from ..record import VOLUMES, run_traced
 from .merge import merge_and_report
 
@@ -32,23 +33,47 @@ def register(sub) -> None:
 
 def run(args) -> int:
     cmd = args.command[1:] if args.command[:1] == ["--"] else args.command
-    run_ = run_traced(cmd, args.output, args.volume)
+    check_output_file(args.output)
     try:
-        try:
-            rank_files(run_.raw_dir)
-        except MinitraceError:
-            raise MinitraceError(f"nothing recorded: no rank wrote a raw file (did the program "
-                                 f"call MPI_Init? the program exited with {run_.returncode})",
-                                 run_.raw_dir) from None
-        if run_.returncode != 0:
-            print(f"minitrace: the program exited with status {run_.returncode}; merging what "
-                  f"was recorded", file=sys.stderr)
+        run_ = run_traced(cmd, args.output, args.volume)
+    except KeyboardInterrupt as e:
+        if getattr(e, "raw_dir", None) and _has_raw(e.raw_dir):
+            print(f"minitrace: the program was interrupted; its raw data is kept in "
+                  f"{e.raw_dir}: {_finish(e.raw_dir, args.output)}", file=sys.stderr)
+        elif getattr(e, "raw_dir", None):
+            shutil.rmtree(e.raw_dir, ignore_errors=True)
+        raise
+    if not _has_raw(run_.raw_dir):
+        shutil.rmtree(run_.raw_dir, ignore_errors=True)
+        raise MinitraceError(f"nothing recorded: no rank wrote a raw file (did the program "
+                             f"call MPI_Init? the program exited with {run_.returncode})",
+                             run_.raw_dir)
+    if run_.returncode != 0:
+        print(f"minitrace: the program exited with status {run_.returncode}; merging what "
+              f"was recorded", file=sys.stderr)
+    try:
         good = merge_and_report(run_.raw_dir, args.output, shlex.join(cmd))
-    finally:
-        if args.keep_raw:
-            print(f"raw files kept in {run_.raw_dir}")
-        else:
-            shutil.rmtree(run_.raw_dir, ignore_errors=True)
+    except BaseException:
+        # the raw files hold everything recorded: never lose them to a failed merge
+        print(f"minitrace: the merge did not complete; the raw data is kept in "
+              f"{run_.raw_dir}: {_finish(run_.raw_dir, args.output)}", file=sys.stderr)
+        raise
+    if args.keep_raw:
+        print(f"raw files kept in {run_.raw_dir}")
+    else:
+        shutil.rmtree(run_.raw_dir, ignore_errors=True)
     if run_.returncode != 0:
         return run_.returncode
     return 0 if good else 1
+
+
+def _has_raw(raw_dir: str) -> bool:
+    try:
+        rank_files(raw_dir)
+    except MinitraceError:
+        return False
+    return True
+
+
+def _finish(raw_dir: str, output: str) -> str:
+    return f"finish with: minitrace merge {shlex.quote(raw_dir)} -o {shlex.quote(output)}"

@@ -1,0 +1,225 @@
+"""Nothing lost (issue 13): the recorder's failure paths keep the raw data and say how to finish
+the merge; outputs are checked before any work; temporary files go on every exit path, SIGTERM
+included; damaged raw directories merge into files every reader opens; concurrent writers of
+one file are serialized.  Real mpiexec runs, real signals, real processes."""
+from __future__ import annotations
+
+import glob
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import minitrace
+from minitrace import kinds as K
+from tests.mpiutil import tool
+from tests.record_util import build
+
+pytestmark = pytest.mark.timeout(300)
+ROUNDS = 40
+TI = Path(__file__).resolve().parent / "data" / "ti" / "p2p.txt"
+
+
+def mt(*args, **kw) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "minitrace", *map(str, args)],
+                          capture_output=True, text=True, timeout=240, **kw)
+
+
+@pytest.fixture(scope="module")
+def ring(tmp_path_factory) -> str:
+    return build("ring", tmp_path_factory.mktemp("bin"))
+
+
+@pytest.fixture(scope="module")
+def raw(tmp_path_factory, ring) -> Path:
+    """The raw directory of a 3-rank ring (kept with --keep-raw)."""
+    d = tmp_path_factory.mktemp("raw")
+    p = mt("record", "--keep-raw", "-o", d / "ring.h5", "--", tool("mpiexec"), "-n", 3, ring,
+           ROUNDS)
+    assert p.returncode == 0, p.stderr
+    (rawdir,) = glob.glob(str(d / "ring.h5.raw-*"))
+    return Path(rawdir)
+
+
+def _copy(raw: Path, dest: Path) -> Path:
+    shutil.copytree(raw, dest)
+    return dest
+
+
+def _readable(path: Path):
+    """Every reader opens the file: the whole trace, its summary, its validation."""
+    with minitrace.open(str(path)) as t:
+        data = t.data()
+        t.summary()
+    assert mt("validate", path).returncode in (0, 1)
+    assert "internal error" not in mt("info", path).stderr
+    return data
+
+
+def _no_temporaries(d: Path) -> None:
+    assert not [f for f in os.listdir(d) if f.endswith(".tmp")], os.listdir(d)
+
+
+# -- damaged raw directories --------------------------------------------------------------
+
+@pytest.mark.parametrize("damage", ["deleted", "header-only", "empty"])
+def test_last_rank_without_actions_merges_readable(raw, tmp_path, damage):
+    d = _copy(raw, tmp_path / "raw")
+    last = d / "rank-000002.mtr"
+    if damage == "deleted":
+        last.unlink()
+    else:
+        os.truncate(last, 4096 if damage == "header-only" else 0)
+    p = mt("merge", d, "-o", tmp_path / "out.h5")
+    assert "internal error" not in p.stderr and "Traceback" not in p.stderr
+    if damage == "empty":       # killed inside MPI_Init: zero bytes is not a raw file
+        assert p.returncode == 1 and p.stderr.count("\n") == 1
+        return
+    assert p.returncode == 1 and "INCOMPLETE" in p.stdout      # incomplete, not failed
+    data = _readable(tmp_path / "out.h5")
+    assert data.nranks == 3 and len(data.actions[data.rank_slice(2)]) == 0
+    assert len(data.actions[data.rank_slice(0)]) > 2 * ROUNDS
+
+
+def test_duplicated_raw_file_is_one_line_error(raw, tmp_path):
+    d = _copy(raw, tmp_path / "raw")
+    shutil.copy(d / "rank-000001.mtr", d / "rank-000002.mtr")
+    p = mt("merge", d, "-o", tmp_path / "out.h5")
+    assert p.returncode == 1 and p.stderr.count("\n") == 1
+    assert "two raw files of rank 1" in p.stderr
+    assert not (tmp_path / "out.h5").exists()
+
+
+def test_raw_file_cut_inside_a_chunk_keeps_whole_records(raw, tmp_path):
+    whole = mt("merge", raw, "-o", tmp_path / "whole.h5")
+    assert whole.returncode == 0, whole.stderr
+    d = _copy(raw, tmp_path / "raw")
+    cut = 4096 + 80 * 60 + 40          # inside record 60 of the first chunk (after its header)
+    os.truncate(d / "rank-000001.mtr", cut)
+    p = mt("merge", d, "-o", tmp_path / "cut.h5")
+    assert "is cut short" in p.stderr and "record(s) of its last chunk lost" in p.stderr
+    assert "INCOMPLETE: a raw file is damaged" in p.stdout
+    full = _readable(tmp_path / "whole.h5")
+    part = _readable(tmp_path / "cut.h5")
+    a, b = full.actions[full.rank_slice(1)], part.actions[part.rank_slice(1)]
+    # every whole record is kept (59; a ring has no vectors; two of them are internal
+    # records): the cut rank's MPI actions are the first ones of the whole trace
+    mpi_a, mpi_b = (x[x["kind"] != K.CODE["compute"]] for x in (a, b))
+    assert len(mpi_b) == 57
+    assert np.array_equal(mpi_a[:57][["kind", "peer", "tag", "bytes_sent", "bytes_recv"]],
+                          mpi_b[["kind", "peer", "tag", "bytes_sent", "bytes_recv"]])
+    count = int(np.fromfile(raw / "rank-000001.mtr", np.uint64, 1, offset=4096)[0])
+    dropped = int(p.stderr.split("is cut short: ")[1].split()[0])
+    assert dropped == count - 59
+
+
+# -- outputs checked before any work --------------------------------------------------------
+
+def test_existing_directory_as_output_refused_up_front(raw, ring, tmp_path):
+    out = tmp_path / "out.h5"
+    out.mkdir()
+    trace = tmp_path / "t.h5"
+    assert mt("import", TI, "-o", trace).returncode == 0
+    runs = {
+        "merge": mt("merge", raw, "-o", out),
+        "import": mt("import", TI, "-o", out),
+        "convert": mt("convert", TI, "-o", out),
+        "export": mt("export", trace, "--format", "csv", "-o", out),
+        "record": mt("record", "-o", out, "--", tool("mpiexec"), "-n", 2, ring, 2),
+    }
+    for name, p in runs.items():
+        assert p.returncode == 1, name
+        assert p.stderr == f"minitrace: error: {out}: is a directory: name a file to write\n", \
+            (name, p.stderr)
+        assert "rank 0 done" not in p.stdout, "record ran the program"
+    _no_temporaries(tmp_path)
+    assert not glob.glob(str(tmp_path / "out.h5.raw-*"))
+    assert os.listdir(out) == []
+
+
+# -- record never loses the raw data ----------------------------------------------------------
+
+def test_record_keeps_raw_when_merge_fails(ring, tmp_path):
+    out = tmp_path / "ring.h5"
+    # the output becomes a directory while the program runs: the merge cannot write it
+    script = f"{tool('mpiexec')} -n 3 {ring} {ROUNDS} && mkdir {out}"
+    p = mt("record", "-o", out, "--", "sh", "-c", script)
+    assert p.returncode == 1
+    assert "the merge did not complete; the raw data is kept in" in p.stderr
+    (rawdir,) = glob.glob(str(tmp_path / "ring.h5.raw-*"))
+    assert f"finish with: minitrace merge {rawdir} -o {out}" in p.stderr
+    out.rmdir()
+    done = mt("merge", rawdir, "-o", out)
+    assert done.returncode == 0, done.stderr
+    data = _readable(out)
+    assert (data.actions["kind"] == K.CODE["send"]).sum() == 3 * ROUNDS
+    _no_temporaries(tmp_path)
+
+
+@pytest.mark.parametrize("sig,rc,word", [(signal.SIGINT, 130, "interrupted"),
+                                         (signal.SIGTERM, 143, "terminated")])
+def test_record_interrupted_says_where_the_raw_data_is(ring, tmp_path, sig, rc, word):
+    out = tmp_path / "ring.h5"
+    script = f"{tool('mpiexec')} -n 2 {ring} {ROUNDS} > {tmp_path}/ran && exec sleep 120"
+    proc = subprocess.Popen([sys.executable, "-m", "minitrace", "record", "-o", str(out), "--",
+                             "sh", "-c", script], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    ran = tmp_path / "ran"
+    while not (ran.exists() and ran.read_text().count("done") == 2):
+        assert proc.poll() is None, proc.communicate()
+        time.sleep(0.05)
+    proc.send_signal(sig)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == rc, err
+    (rawdir,) = glob.glob(str(tmp_path / "ring.h5.raw-*"))
+    assert f"its raw data is kept in {rawdir}: finish with: minitrace merge {rawdir}" in err
+    assert err.endswith(f"minitrace: {word}\n")
+    assert mt("merge", rawdir, "-o", out).returncode == 0
+    data = _readable(out)
+    assert (data.actions["kind"] == K.CODE["recv"]).sum() == 2 * ROUNDS
+
+
+def test_sigterm_during_a_write_leaves_no_temporary(tmp_path):
+    """SIGTERM delivered while the HDF5 file is being written (from inside the writer, so
+    that it lands there every time): the temporary file is removed, exit status 143."""
+    script = f"""
+import os, signal, sys
+from minitrace import cli, storage
+orig = storage._dataset
+def dataset(*a, **k):
+    os.kill(os.getpid(), signal.SIGTERM)
+    return orig(*a, **k)
+storage._dataset = dataset
+sys.exit(cli.main(["import", {str(TI)!r}, "-o", {str(tmp_path / "t.h5")!r}]))
+"""
+    p = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                       timeout=120)
+    assert p.returncode == 143 and p.stderr == "minitrace: terminated\n", p.stderr
+    assert os.listdir(tmp_path) == []
+
+
+# -- concurrent writers ---------------------------------------------------------------------
+
+def test_concurrent_bench_writers_lose_nothing(tmp_path):
+    out = tmp_path / "bench.h5"
+    script = """
+import sys
+import numpy as np
+from minitrace.storage import write_bench
+w = int(sys.argv[1])
+for i in range(15):
+    write_bench(sys.argv[2], f"suite_{w}_{i}", {"x": np.arange(1000) * w})
+"""
+    procs = [subprocess.Popen([sys.executable, "-c", script, str(w), str(out)])
+             for w in range(4)]
+    assert all(p.wait(timeout=240) == 0 for p in procs)
+    with minitrace.open(str(out)) as t:
+        suites = set(t.suites)
+    assert suites == {f"suite_{w}_{i}" for w in range(4) for i in range(15)}
+    _no_temporaries(tmp_path)
