@@ -6,7 +6,8 @@ says the same in that vocabulary, with world ranks:
 
 * a collective on a sub-communicator becomes the point-to-point messages of the algorithm an
   MPI library runs (the ones SimGrid 4.1 implements under the same name, message for message:
-  ``colls/``): binomial-tree bcast and reduce, recursive-doubling allreduce (``rdb``),
+  ``colls/``): binomial-tree bcast and reduce, allreduce by recursive doubling (``rdb``) up to
+  ``ALLREDUCE_SHORT`` bytes, else Rabenseifner's (``rab_rdb``), as MPICH chooses,
   dissemination barrier (``ompi_bruck``), ring allgather/allgatherv, pairwise alltoall/alltoallv
   (``pair`` on a power of two, else ``ring``), linear gather(v)/scatter(v), recursive-doubling
   scan/exscan, reduce_scatter as a binomial reduce to member 0 then a linear scatterv; a
@@ -54,11 +55,23 @@ _COMPLETIONS = K.mask(K.COMPLETIONS)
 _CODE = K.CODE
 
 
-def algorithm(kind: str, p: int) -> str:
-    """Name of the SimGrid algorithm whose messages a lowered ``kind`` on ``p`` ranks sends."""
+#: Allreduces of more bytes than this use Rabenseifner's algorithm (MPICH's default threshold,
+#: MPIR_CVAR_ALLREDUCE_SHORT_MSG_SIZE), fewer recursive doubling.
+ALLREDUCE_SHORT = 2048
+
+
+def _pof2(p: int) -> int:
+    """Largest power of two <= p."""
+    return 1 << (p.bit_length() - 1)
+
+
+def algorithm(kind: str, p: int, nbytes: int = 0) -> str:
+    """Name of the SimGrid algorithm whose messages a lowered ``kind`` of ``nbytes`` (an
+    allreduce's) on ``p`` ranks sends."""
     pow2 = p & (p - 1) == 0
+    rab = nbytes > ALLREDUCE_SHORT and nbytes >= _pof2(p)
     return {"barrier": "ompi_bruck", "bcast": "binomial_tree", "reduce": "binomial",
-            "allreduce": "rdb", "allgather": "ring", "allgatherv": "ring",
+            "allreduce": "rab_rdb" if rab else "rdb", "allgather": "ring", "allgatherv": "ring",
             "alltoall": "pair" if pow2 else "ring", "alltoallv": "pair" if pow2 else "ring",
             "alltoallw": "pair" if pow2 else "ring", "gather": "linear", "gatherv": "linear",
             "scatter": "linear", "scatterv": "linear", "scan": "recursive doubling",
@@ -104,10 +117,7 @@ def messages(kind: str, me: int, p: int, root: int, bs: int, br: int, vec: list[
                 break
             mask <<= 1
     elif kind == "allreduce":
-        pof2 = 1
-        while pof2 <= p:
-            pof2 <<= 1
-        pof2 >>= 1
+        pof2 = _pof2(p)
         rem = p - pof2
         if me < 2 * rem:
             if me % 2 == 0:
@@ -118,13 +128,47 @@ def messages(kind: str, me: int, p: int, root: int, bs: int, br: int, vec: list[
                 newrank = me // 2
         else:
             newrank = me - rem
-        if newrank != -1:
+
+        def real(nd: int) -> int:
+            return nd * 2 + 1 if nd < rem else nd + rem
+
+        if newrank != -1 and algorithm("allreduce", p, bs) == "rdb":
             mask = 1
             while mask < pof2:
-                nd = newrank ^ mask
-                dst = nd * 2 + 1 if nd < rem else nd + rem
+                dst = real(newrank ^ mask)
                 out.append(("sendrecv", dst, bs, dst, bs))
                 mask <<= 1
+        elif newrank != -1:     # rab_rdb: reduce-scatter by halving, allgather by doubling
+            cnts = [bs // pof2] * (pof2 - 1) + [bs - (bs // pof2) * (pof2 - 1)]
+            mask, send_idx, recv_idx, last_idx = 1, 0, 0, pof2
+            while mask < pof2:
+                nd = newrank ^ mask
+                if newrank < nd:
+                    send_idx = recv_idx + pof2 // (mask * 2)
+                    sc, rc = sum(cnts[send_idx:last_idx]), sum(cnts[recv_idx:send_idx])
+                else:
+                    recv_idx = send_idx + pof2 // (mask * 2)
+                    sc, rc = sum(cnts[send_idx:recv_idx]), sum(cnts[recv_idx:last_idx])
+                out.append(("sendrecv", real(nd), sc, real(nd), rc))
+                send_idx = recv_idx
+                mask <<= 1
+                if mask < pof2:
+                    last_idx = recv_idx + pof2 // mask
+            mask >>= 1
+            while mask > 0:
+                nd = newrank ^ mask
+                if newrank < nd:
+                    if mask != pof2 // 2:
+                        last_idx = last_idx + pof2 // (mask * 2)
+                    recv_idx = send_idx + pof2 // (mask * 2)
+                    sc, rc = sum(cnts[send_idx:recv_idx]), sum(cnts[recv_idx:last_idx])
+                else:
+                    recv_idx = send_idx - pof2 // (mask * 2)
+                    sc, rc = sum(cnts[send_idx:last_idx]), sum(cnts[recv_idx:send_idx])
+                out.append(("sendrecv", real(nd), sc, real(nd), rc))
+                if newrank > nd:
+                    send_idx = recv_idx
+                mask >>= 1
         if me < 2 * rem:
             out.append(("send", me - 1, bs) if me % 2 else ("recv", me + 1, bs))
     elif kind in ("allgather", "allgatherv"):
@@ -356,16 +400,17 @@ class _Rank:
             if steps is None:
                 return False        # not lowerable: the export reports it
             p = len(self.d.comms[a["comm"]])
+            algo = algorithm(base, p, a["bytes_sent"])
             where = "a sub-communicator" if a["comm"] else "MPI_COMM_WORLD"
             if blocking:
                 self.blocking(steps)
                 self.reduction_work(base, a["volume"])
-                self.counts[f"{kind} on {where} (point-to-point, {algorithm(base, p)})"] += 1
+                self.counts[f"{kind} on {where} (point-to-point, {algo})"] += 1
             else:
                 self.expand[req] = self.nonblocking(steps)
                 self.reduction_work(base, a["volume"])
-                self.counts[f"{kind} (isend/irecv of {algorithm(base, p)} at the call, waited "
-                            f"at its completion)"] += 1
+                self.counts[f"{kind} (isend/irecv of {algo} at the call, waited at its "
+                            f"completion)"] += 1
             return True
         if kind in K.INITS or kind in K.PERSISTENT_COLLECTIVES:
             self.inits[req] = (kind, i)
@@ -410,7 +455,8 @@ class _Rank:
             self.expand[q] = self.nonblocking(steps)
             self.reduction_work(base, a["volume"])
             p = len(self.d.comms[a["comm"]])
-            self.counts[f"start of {kind} (isend/irecv of {algorithm(base, p)})"] += 1
+            self.counts[f"start of {kind} (isend/irecv of "
+                        f"{algorithm(base, p, a['bytes_sent'])})"] += 1
 
     def pready(self, i: int, kind: str, q: int) -> bool:
         v = self.d.vector(i).tolist()

@@ -59,7 +59,8 @@ WORLD = [
     ("barrier", "ompi_bruck", {}),
     ("bcast", "binomial_tree", {"root": 1, "bs": 100000, "br": 100000}),
     ("reduce", "binomial", {"root": 2, "bs": 50000, "br": 50000, "vol": 1e6}),
-    ("allreduce", "rdb", {"bs": 8192, "br": 8192, "vol": 1000.0}),
+    ("allreduce", "rdb", {"bs": 2048, "br": 2048, "vol": 1000.0}),
+    ("allreduce", "rab_rdb", {"bs": 100003, "br": 100003, "vol": 1000.0}),
     ("allgather", "ring", {"bs": 1000, "br": None}),
     ("alltoall", None, {"bs": None, "br": None}),
     ("alltoallv", None, {"vec": True}),
@@ -69,7 +70,7 @@ WORLD = [
 
 
 @pytest.mark.parametrize("p", [4, 6])
-@pytest.mark.parametrize("kind,algo,fields", WORLD, ids=[w[0] for w in WORLD])
+@pytest.mark.parametrize("kind,algo,fields", WORLD, ids=[f"{w[0]}-{w[1]}" for w in WORLD])
 def test_lowered_world_collective_takes_simgrid_builtin_time(tmp_path, kind, algo, fields, p):
     f = dict(fields)
     if algo is None:
@@ -103,13 +104,14 @@ def test_python_engine_agrees_on_a_lowered_collective(tmp_path):
 
 
 SUB = [("bcast", "binomial_tree", {"root": 2, "bs": 100000, "br": 100000}),
-       ("allreduce", "rdb", {"bs": 8192, "br": 8192, "vol": 1000.0}),
+       ("allreduce", "rdb", {"bs": 1024, "br": 1024, "vol": 1000.0}),
+       ("allreduce", "rab_rdb", {"bs": 8192, "br": 8192, "vol": 1000.0}),
        ("barrier", "ompi_bruck", {}),
        ("alltoall", "ring", {"bs": 3000, "br": 3000}),
        ("reduce", "binomial", {"root": 1, "bs": 5000, "br": 5000})]
 
 
-@pytest.mark.parametrize("kind,algo,fields", SUB, ids=[s[0] for s in SUB])
+@pytest.mark.parametrize("kind,algo,fields", SUB, ids=[f"{s[0]}-{s[1]}" for s in SUB])
 def test_sub_communicator_collective_is_its_world_form_on_the_members(tmp_path, kind, algo,
                                                                        fields):
     # members 3, 1, 2 of 4 ranks (rank 0 only computes) take, on a homogeneous cluster, the
@@ -185,15 +187,15 @@ def _ring_nbc(kind="iallreduce", p=4):
 def test_nonblocking_collective_overlaps_its_computation(tmp_path):
     data = _ring_nbc()
     low, counts, _ = lower(data)
-    assert counts["iallreduce (isend/irecv of rdb at the call, waited at its completion)"] == 4
+    assert counts["iallreduce (isend/irecv of rab_rdb at the call, waited at its completion)"] == 4
     assert validate(low).ok
-    t, rep = _replay_export(data, tmp_path / "nb", {"smpi/allreduce": "rdb"})
+    t, rep = _replay_export(data, tmp_path / "nb", {"smpi/allreduce": "rab_rdb"})
     assert not rep.dropped
     blocking = data.actions.copy()
     blocking["kind"][blocking["kind"] == K.CODE["iallreduce"]] = K.CODE["allreduce"]
     blocking = blocking[blocking["kind"] != K.CODE["wait"]]
     seq = TraceData(blocking, np.arange(0, 4 * 4 + 1, 4), meta={"volume_unit": "flops"})
-    t_seq, _ = _replay_export(seq, tmp_path / "seq", {"smpi/allreduce": "rdb"})
+    t_seq, _ = _replay_export(seq, tmp_path / "seq", {"smpi/allreduce": "rab_rdb"})
     assert 5e-3 <= t < t_seq       # the 5 Mflop compute at 1 Gf hides some of the messages
 
 

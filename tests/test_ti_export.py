@@ -1,6 +1,7 @@
 """The TI exporter writes the same text, byte for byte, as the per-action writer it replaced:
-committed exports (tests/data/ti_export/, written by that writer) of seeded traces of every kind it
-handles, and its column-at-a-time path against its per-action path rank by rank."""
+committed exports (tests/data/ti_export/) of seeded traces of every kind it handles (the ``plain``
+ones were written by that writer; the ``mixed`` ones, which hold kinds lowering rewrites, pin the
+lowered output), and its column-at-a-time path against its per-action path rank by rank."""
 from __future__ import annotations
 
 from pathlib import Path
