@@ -93,20 +93,22 @@ def detect(path) -> str:
                          ".trc/.edf pair or SimGrid TI text; pass --from)", str(p))
 
 
-def read_any(path, fmt: str = "auto", keep_regions: bool = False) -> TraceData:
+def read_any(path, fmt: str = "auto", keep_regions: bool = False,
+             keep_going: bool = False) -> TraceData:
     """Read ``path`` in format ``fmt`` ("auto" detects it) into a TraceData; a list of several
-    paths is TAU's per-thread files of one run."""
+    paths is TAU's per-thread files of one run.  ``keep_going``: keep the whole records of a
+    damaged OTF2/TAU input, marking the trace incomplete, instead of failing."""
     if isinstance(path, (list, tuple)):
         if len(path) != 1:
             if fmt not in ("auto", "tau"):
                 raise MinitraceError(f"several inputs are TAU per-thread files, not {fmt}")
             from .tau import read_tau_files
-            return read_tau_files(path, keep_regions=keep_regions)
+            return read_tau_files(path, keep_regions=keep_regions, keep_going=keep_going)
         path = path[0]
     fmt = detect(path) if fmt == "auto" else fmt
     if fmt == "otf2":
         from .otf2 import read_otf2
-        return read_otf2(path, keep_regions=keep_regions)
+        return read_otf2(path, keep_regions=keep_regions, keep_going=keep_going)
     if fmt == "tau":
         from .tau import read_tau
         from .tau import read_tau_files
@@ -115,9 +117,9 @@ def read_any(path, fmt: str = "auto", keep_regions: bool = False) -> TraceData:
             raise MinitraceError("no such file or directory", str(p))
         files = _per_thread(p)
         if files:
-            return read_tau_files(files, keep_regions=keep_regions)
+            return read_tau_files(files, keep_regions=keep_regions, keep_going=keep_going)
         trc, edf = _tau_pair(p)
-        return read_tau(trc, edf, keep_regions=keep_regions)
+        return read_tau(trc, edf, keep_regions=keep_regions, keep_going=keep_going)
     if fmt == "ti":
         from .simgrid_ti import read_ti
         data = read_ti(path)

@@ -10,7 +10,10 @@ survives the round trip with the same MPI actions.
 from __future__ import annotations
 
 import os
+import sys
+import tempfile
 from collections import Counter
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -353,14 +356,17 @@ class _Reader:
     }
 
 
-def read_otf2(anchor, keep_regions: bool = False) -> TraceData:
+def read_otf2(anchor, keep_regions: bool = False, keep_going: bool = False) -> TraceData:
     """Read an OTF2 archive (its ``.otf2`` anchor, or the directory holding it).
 
     ``keep_regions`` keeps non-MPI regions as ``region_begin``/``region_end`` markers (names in
     the string table); by default they are dropped and counted in ``meta['user_regions_dropped']``.
+    A damaged archive (a location's events cut short or unreadable, a local definition file
+    missing) is an error naming the file; with ``keep_going`` the events read until then are
+    kept and the trace is marked incomplete (``meta['damaged']`` says what happened).
     """
     path = find_anchor(anchor)
-    otf2 = _import_otf2()
+    _import_otf2()
     if path.suffix != ".otf2":
         raise MinitraceError("not an OTF2 anchor file (expected a .otf2 file)", str(path))
     try:
@@ -368,36 +374,35 @@ def read_otf2(anchor, keep_regions: bool = False) -> TraceData:
             head = f.read(4096)
     except OSError as e:
         raise MinitraceError(f"cannot read: {e.strerror}", str(path)) from None
-    if b"OTF2" not in head[:64] and b"otf2" not in head[:64].lower():
+    if b"OTF2" not in head[:8]:                  # e.g. 03 'B' 'OTF2': the anchor's magic
         raise MinitraceError("not an OTF2 anchor file (no OTF2 header)", str(path))
+    if not path.with_suffix(".def").exists():
+        raise MinitraceError(f"the archive's global definitions are missing (its anchor "
+                             f"{path.name} needs them beside it)", str(path.with_suffix(".def")))
+    noise: list[str] = []
     try:
-        with otf2.reader.open(str(path)) as tr:
-            rd = _Reader(tr.definitions, keep_regions)
-            if not rd.nranks:
-                raise MinitraceError("no MPI locations in this archive (not an MPI trace?)",
-                                     str(path))
-            other = Counter()
-            rank_of = rd.rank_of
-            for loc, ev in tr.events:
-                rank = rank_of.get(loc)
-                if rank is None:
-                    other[loc] += 1
-                    continue
-                rd.event(rank, ev)
-            defs = tr.definitions
-            hosts = _hosts(defs, rank_of)
+        with _library_noise(noise):
+            rd, hosts, other, damaged = _read_events(path, keep_regions, keep_going)
     except MinitraceError:
         raise
+    except _Unreadable as e:
+        raise MinitraceError(f"cannot read OTF2 archive: {_summary(noise, e.cause)}{e.detail}",
+                             str(e.where)) from None
     except Exception as e:  # the bindings raise plain Exceptions for corrupt archives
-        why = str(e).splitlines()[0] if str(e) else type(e).__name__
-        raise MinitraceError(f"cannot read OTF2 archive: {why}", str(path)) from None
+        raise MinitraceError(f"cannot read OTF2 archive: {_summary(noise, e)}",
+                             str(path)) from None
+    if damaged and noise:
+        damaged.append(f"OTF2 library: {_summary(noise)}")
     meta = {
         "producer": "Score-P/OTF2 (converted by minitrace)",
         "source_format": "otf2",
         "source_path": os.path.abspath(path),
         "clock_resolution": 1.0 / rd.res,
-        "complete": all(any(r[KIND] == _C["finalize"] for r in s.rows) for s in rd.streams),
+        "complete": not damaged and all(any(r[KIND] == _C["finalize"] for r in s.rows)
+                                        for s in rd.streams),
     }
+    if damaged:
+        meta["damaged"] = damaged
     if hosts:
         meta["hosts"] = sorted(set(hosts))
         meta["rank_to_node"] = [sorted(set(hosts)).index(h) for h in hosts]
@@ -412,6 +417,112 @@ def read_otf2(anchor, keep_regions: bool = False) -> TraceData:
     if rd.user_regions and not keep_regions:
         meta["user_regions_dropped"] = rd.user_regions // 2
     return build(rd.streams, rd.comms, rd.strings, meta)
+
+
+class _Unreadable(Exception):
+    """The events stopped being readable: the bindings' exception, the file to name (a
+    location cut short, else the anchor) and what to add to the message."""
+
+    def __init__(self, cause: Exception, where: Path, detail: str):
+        super().__init__(str(cause))
+        self.cause, self.where, self.detail = cause, where, detail
+
+
+def _location_file(anchor: Path, loc, ext: str) -> Path:
+    """``<archive>/<location id>.<ext>``: where OTF2 keeps a location's events (evt) or local
+    definitions (def)."""
+    return anchor.parent / anchor.stem / f"{loc._ref}.{ext}"
+
+
+def _read_events(path: Path, keep_regions: bool, keep_going: bool):
+    """(reader state, hosts, events of other locations, damage notes) of the archive."""
+    otf2 = _import_otf2()
+    damaged: list[str] = []
+
+    def damage(what: str, where: Path) -> None:
+        if not keep_going:
+            raise MinitraceError(what + " (--keep-going keeps what is readable)", str(where))
+        damaged.append(f"{where}: {what}")
+
+    with otf2.reader.open(str(path)) as tr:
+        defs = tr.definitions
+        rd = _Reader(defs, keep_regions)
+        if not rd.nranks:
+            raise MinitraceError("no MPI locations in this archive (not an MPI trace?)",
+                                 str(path))
+        rank_of = rd.rank_of
+        for loc in rank_of:
+            evt = _location_file(path, loc, "evt")
+            if loc.number_of_events and not evt.exists():
+                raise MinitraceError(f"the events of rank {rank_of[loc]} are missing",
+                                     str(evt))
+        local = {loc: _location_file(path, loc, "def").exists() for loc in rank_of}
+        if any(local.values()):
+            for loc in (loc for loc, ok in local.items() if not ok):
+                damage(f"the local definitions of rank {rank_of[loc]} are missing (its "
+                       "communicators and other mapped ids would be wrong)",
+                       _location_file(path, loc, "def"))
+        other, seen, last = Counter(), Counter(), [0] * rd.nranks
+        try:
+            for loc, ev in tr.events:
+                rank = rank_of.get(loc)
+                if rank is None:
+                    other[loc] += 1
+                    continue
+                seen[loc] += 1
+                if ev.time < last[rank] or seen[loc] > loc.number_of_events:
+                    # the library decoding a damaged chunk over again, from its start
+                    raise MinitraceError(f"rank {rank}'s events go back in time after "
+                                         f"{seen[loc] - 1} of them (a damaged chunk)")
+                last[rank] = ev.time
+                rd.event(rank, ev)
+        except Exception as e:
+            short = [loc for loc in rank_of if seen[loc] != loc.number_of_events]
+            where = _location_file(path, short[0], "evt") if short else path
+            ranks = ", ".join(str(rank_of[loc]) for loc in short)
+            if not keep_going:
+                raise _Unreadable(e, where, f" (events of rank(s) {ranks} cut short; "
+                                  "--keep-going keeps what is readable)" if short else "")
+            damaged.append(f"{where}: reading stopped at an unreadable event, rank(s) {ranks} "
+                           f"short of their events ({(str(e).splitlines() or [''])[0]})")
+            return rd, _hosts(defs, rank_of), other, damaged
+        for loc, r in rank_of.items():
+            if seen[loc] < loc.number_of_events:
+                damage(f"rank {r}: {seen[loc]} of the {loc.number_of_events} events the "
+                       "definitions announce (cut short?)", _location_file(path, loc, "evt"))
+        hosts = _hosts(defs, rank_of)
+    return rd, hosts, other, damaged
+
+
+@contextmanager
+def _library_noise(lines: list[str]):
+    """Collect into ``lines`` what the OTF2 C library prints on stderr (file descriptor 2)
+    meanwhile, instead of letting it reach the user's terminal."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with tempfile.TemporaryFile() as tmp:
+        os.dup2(tmp.fileno(), 2)
+        try:
+            yield lines
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+            tmp.seek(0)
+            lines.extend(tmp.read().decode("utf-8", "replace").splitlines())
+
+
+def _summary(noise: list[str], exc: Exception | None = None) -> str:
+    """One line out of the OTF2 library's messages (the file it could not open, else its
+    first error) and the bindings' exception."""
+    msgs = [ln.split(": error: ", 1)[1] for ln in noise if ": error: " in ln]
+    posix = next((m for m in msgs if "POSIX: '" in m), None)
+    first = (posix.split(":", 1)[0] + ": " + posix.split("POSIX: ", 1)[1]) if posix else \
+        (msgs[0] if msgs else "")
+    why = (str(exc).splitlines() or [type(exc).__name__])[0] if exc is not None else ""
+    out = "; ".join(x for x in (first, why) if x)
+    if len(msgs) > 1:
+        out += f" (and {len(msgs) - 1} more OTF2 library message(s))"
+    return out or "unknown error"
 
 
 #: Counters that make the compute volume, in order of preference, and the unit each gives.

@@ -77,8 +77,9 @@ def read_edf(path) -> dict[int, tuple[str, int, str, str]]:
     return events
 
 
-def read_records(path) -> np.ndarray:
-    """All records of a .trc file, in native byte order."""
+def read_records(path, damaged: list | None = None) -> np.ndarray:
+    """All records of a .trc file, in native byte order.  A partial last record is an error,
+    or, when a ``damaged`` list is given, dropped and noted in it."""
     path = os.fspath(path)
     try:
         raw = Path(path).read_bytes()
@@ -90,11 +91,16 @@ def read_records(path) -> np.ndarray:
         for order in ("<", ">"):
             dt = np.dtype([(n, order + t) for n, t in fields])
             if len(raw) >= dt.itemsize and np.frombuffer(raw[:dt.itemsize], dt)["par"][0] == 3:
-                if len(raw) % dt.itemsize:
-                    raise MinitraceError(
-                        f"truncated: {len(raw)} bytes is not a whole number of "
-                        f"{dt.itemsize}-byte TAU records", path)
-                return np.frombuffer(raw, dt).astype(dt.newbyteorder("="))
+                extra = len(raw) % dt.itemsize
+                if extra:
+                    what = (f"truncated: {len(raw)} bytes is not a whole number of "
+                            f"{dt.itemsize}-byte TAU records")
+                    if damaged is None:
+                        raise MinitraceError(what + " (--keep-going keeps the whole ones)",
+                                             path)
+                    damaged.append(f"{path}: {what} (the last {extra} bytes dropped)")
+                return np.frombuffer(raw, dt, count=len(raw) // dt.itemsize).astype(
+                    dt.newbyteorder("="))
     if not raw:
         raise MinitraceError("empty trace file", path)
     raise MinitraceError("not a TAU trace (the first record is not EV_INIT)", path)
@@ -117,20 +123,26 @@ class _Rank:
         self.unlinked: Counter = Counter()                # what could not be attributed
 
 
-def read_tau(trc, edf=None, keep_regions: bool = False) -> TraceData:
-    """Read a merged TAU trace; ``edf`` defaults to ``tau.edf`` beside ``trc``."""
+def read_tau(trc, edf=None, keep_regions: bool = False, keep_going: bool = False) -> TraceData:
+    """Read a merged TAU trace; ``edf`` defaults to ``tau.edf`` beside ``trc``.
+
+    A trace cut short (a partial record, or a node without TAU's closing FLUSH_CLOSE record) is
+    an error naming the file; with ``keep_going`` its whole records are kept and the trace is
+    marked incomplete (``meta['damaged']``)."""
     trc = os.fspath(trc)
     if edf is None:
         edf = os.path.join(os.path.dirname(trc), "tau.edf")
     edf = os.fspath(edf)
     events = read_edf(edf)
-    rec = read_records(trc)
+    damaged: list | None = [] if keep_going else None
+    rec = read_records(trc, damaged)
     unknown = set(np.unique(rec["ev"]).tolist()) - set(events)
     if unknown:
         raise MinitraceError(f"event ids {sorted(unknown)[:5]} of {trc} are not defined here "
                              "(a .edf from another run, or an unmerged trace?)", edf)
     return _convert(rec, events, {"source_path": os.path.abspath(trc),
-                                  "source_edf": os.path.abspath(edf)}, trc, keep_regions)
+                                  "source_edf": os.path.abspath(edf)}, trc, keep_regions,
+                    damaged)
 
 
 #: A per-thread trace file TAU writes before merging: tautrace.<node>.<context>.<thread>.trc.
@@ -143,19 +155,20 @@ def per_thread_files(folder) -> list[Path]:
     return sorted(found, key=lambda p: tuple(map(int, PER_THREAD.match(p.name).groups())))
 
 
-def read_tau_files(paths, keep_regions: bool = False) -> TraceData:
+def read_tau_files(paths, keep_regions: bool = False, keep_going: bool = False) -> TraceData:
     """Read TAU's unmerged per-thread traces (``tautrace.N.C.T.trc``, each with the
     ``events.N.edf`` of its node beside it), e.g. ``per_thread_files(dir)``.
 
     Event ids are per node: they are unified by definition (group, tag, name, parameter kind)
     across the nodes.  Nodes are ranks and must be 0..P-1; threads other than 0 are not ranks
-    (their records are skipped and listed in ``meta["threads"]``)."""
+    (their records are skipped and listed in ``meta["threads"]``).  Damage: as ``read_tau``."""
     paths = [Path(p) for p in paths]
     if not paths:
         raise MinitraceError("no tautrace.<node>.<context>.<thread>.trc files given")
     ids: dict[tuple, int] = {}                    # definition -> unified id
     events: dict[int, tuple] = {}
-    parts, nodes, edfs = [], set(), {}
+    parts, nodes, edfs, files = [], set(), {}, {}
+    damaged: list | None = [] if keep_going else None
     for p in paths:
         m = PER_THREAD.match(p.name)
         if m is None:
@@ -175,7 +188,8 @@ def read_tau_files(paths, keep_regions: bool = False) -> TraceData:
             keys = np.array(sorted(local), dtype=np.int64)
             edfs[edf] = (keys, np.array([ids[local[k]] for k in keys], dtype=np.int64))
         keys, unified = edfs[edf]
-        rec = read_records(p)
+        rec = read_records(p, damaged)
+        files.setdefault(node, str(p))
         at = np.searchsorted(keys, rec["ev"]).clip(0, max(len(keys) - 1, 0))
         bad = keys[at] != rec["ev"] if len(keys) else np.ones(len(rec), bool)
         if bad.any():
@@ -197,12 +211,13 @@ def read_tau_files(paths, keep_regions: bool = False) -> TraceData:
     rec = rec[np.argsort(rec["ti"], kind="stable")]
     where = str(paths[0].parent)
     return _convert(rec, events, {"source_path": os.path.abspath(where),
-                                  "source_files": len(paths)}, where, keep_regions)
+                                  "source_files": len(paths)}, files, keep_regions, damaged)
 
 
-def _convert(rec: np.ndarray, events: dict, provenance: dict, where: str,
-             keep_regions: bool) -> TraceData:
-    """TraceData of records (all nodes, in time order) whose ids ``events`` defines."""
+def _convert(rec: np.ndarray, events: dict, provenance: dict, where: str | dict,
+             keep_regions: bool, damaged: list | None) -> TraceData:
+    """TraceData of records (all nodes, in time order) whose ids ``events`` defines; ``where``
+    is the file (or node -> file) to name in errors, ``damaged`` None unless keeping going."""
     threads = rec["tid"] != 0
     other_threads = int(threads.sum())
     thread_ids = {int(n): sorted(set(rec["tid"][threads & (rec["nid"] == n)].tolist()))
@@ -210,7 +225,16 @@ def _convert(rec: np.ndarray, events: dict, provenance: dict, where: str,
     rec = rec[~threads]
     nranks = int(rec["nid"].max()) + 1 if len(rec) else 0
     if not nranks:
-        raise MinitraceError("no events of any rank", where)
+        raise MinitraceError("no events of any rank", str(where))
+    closing = [i for i, e in events.items() if e[2] == "FLUSH_CLOSE"]
+    closed = np.zeros(nranks, bool)
+    closed[np.unique(rec["nid"][np.isin(rec["ev"], closing)])] = True
+    for nid in np.nonzero(~closed)[0].tolist():
+        what = f"node {nid}'s records stop without TAU's closing record (FLUSH_CLOSE): cut short"
+        file = where.get(nid, "") if isinstance(where, dict) else where
+        if damaged is None:
+            raise MinitraceError(what + " (--keep-going keeps its records)", file)
+        damaged.append(f"{file}: {what}")
     t0 = int(rec["ti"][0])
     msg_ids = {t: [i for i, e in events.items() if e[1] == t] for t in (SEND_TAG, RECV_TAG)}
     source_messages = {side: int(np.isin(rec["ev"], msg_ids[t]).sum())
@@ -261,8 +285,10 @@ def _convert(rec: np.ndarray, events: dict, provenance: dict, where: str,
                 R.size = max(R.size, par)
     meta = {**_meta(info, nranks), **provenance, "source_messages": source_messages}
     streams = [R.s for R in ranks]
-    meta["complete"] = all(s.rows and any(r[KIND] == _C["finalize"] for r in s.rows)
-                           for s in streams)
+    meta["complete"] = not damaged and all(
+        s.rows and any(r[KIND] == _C["finalize"] for r in s.rows) for s in streams)
+    if damaged:
+        meta["damaged"] = damaged
     if other_threads:
         meta["thread_records_skipped"] = other_threads
         meta["threads"] = {str(n): tids for n, tids in thread_ids.items()}

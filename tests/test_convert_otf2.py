@@ -275,7 +275,7 @@ def test_anchor_without_its_definitions(pingpong, tmp_path):
     shutil.copy(pingpong, tmp_path / "traces.otf2")
     with pytest.raises(MinitraceError) as e:
         read_otf2(tmp_path / "traces.otf2")
-    assert str(tmp_path / "traces.otf2") in str(e.value) and "\n" not in str(e.value)
+    assert str(tmp_path / "traces.def") in str(e.value) and "\n" not in str(e.value)
 
 
 def test_cli_convert_both_ways(pingpong, tmp_path):
@@ -487,7 +487,7 @@ def test_scorep_anchor_without_its_definitions(tmp_path):
     shutil.copy(PINGPONG, tmp_path / "traces.otf2")
     with pytest.raises(MinitraceError) as e:
         read_otf2(tmp_path / "traces.otf2")
-    assert str(tmp_path / "traces.otf2") in str(e.value) and "\n" not in str(e.value)
+    assert str(tmp_path / "traces.def") in str(e.value) and "\n" not in str(e.value)
 
 
 @pytest.mark.thirdparty
@@ -522,9 +522,10 @@ class Archive:
     Score-P's group of every one-member communicator), MPI regions, and optionally PAPI metrics
     (``metrics``: member names) written before every Enter and Leave, as Score-P does."""
 
-    def __init__(self, folder, n, comms=None, metrics=()):
+    def __init__(self, folder, n, comms=None, metrics=(), chunk=1 << 20):
         self.folder, self.n = Path(folder), n
-        self._cm = otf2.writer.open(str(folder), timer_resolution=1_000_000)
+        self._cm = otf2.writer.open(str(folder), timer_resolution=1_000_000,
+                                    chunk_size_events=chunk)
         self._tr = self._cm.__enter__()
         d = self.defs = self._tr.definitions
         node = d.system_tree_node("node")
@@ -676,3 +677,70 @@ def test_papi_counters_make_the_compute_volume(tmp_path, metrics, unit):
         assert comp["volume"].tolist() == [per, 2 * per] * 2
         assert data.meta["volume_source"].startswith("PAPI_TOT_" + ("INS" if per == 300
                                                                      else "CYC"))
+
+
+# -- damaged archives: errors name the file, --keep-going keeps what is readable ------------------
+@pytest.fixture()
+def long_archive(tmp_path):
+    """2 ranks, rank 1 making 12000 calls: its events fill two 256 KiB chunks."""
+    arch = Archive(tmp_path / "a", 2, chunk=256 * 1024)
+    for r in range(2):
+        arch.call(r, "MPI_Init")
+        for _ in range(12000 if r == 1 else 10):
+            arch.call(r, "MPI_Barrier")
+        arch.call(r, "MPI_Finalize")
+    anchor = arch.close()
+    assert (anchor.parent / "traces" / "1.evt").stat().st_size > 256 * 1024
+    return anchor
+
+
+def _one_line(e, path):
+    msg = str(e.value)
+    assert str(path) in msg and "\n" not in msg
+    return msg
+
+
+@pytest.mark.parametrize("missing", ["traces.def", "traces/1.evt"])
+def test_missing_definitions_or_events_name_the_file(long_archive, missing, capfd):
+    (long_archive.parent / missing).unlink()
+    with pytest.raises(MinitraceError) as e:
+        read_otf2(long_archive, keep_going=True)
+    _one_line(e, long_archive.parent / missing)
+    assert "[OTF2]" not in capfd.readouterr().err
+
+
+def test_missing_local_definitions(long_archive):
+    (long_archive.parent / "traces" / "1.def").unlink()
+    with pytest.raises(MinitraceError, match="local definitions of rank 1") as e:
+        read_otf2(long_archive)
+    _one_line(e, long_archive.parent / "traces" / "1.def")
+    data = read_otf2(long_archive, keep_going=True)
+    assert data.meta["complete"] is False and "1.def" in data.meta["damaged"][0]
+
+
+@pytest.mark.parametrize("cut,why", [(0, "OTF2 library message"), (100, "damaged chunk")],
+                         ids=["at-a-chunk-boundary", "inside-a-chunk"])
+def test_cut_events(long_archive, tmp_path, capfd, cut, why):
+    """A location's events cut after its first chunk (the library reports a missing chunk
+    header: summarised, not printed) or inside its last one (the library may then start
+    decoding the location's events over again: time going back stops it): one line naming
+    the location's file; --keep-going keeps the events read until then."""
+    evt = long_archive.parent / "traces" / "1.evt"
+    evt.write_bytes(evt.read_bytes()[:256 * 1024 + cut])
+    with pytest.raises(MinitraceError, match="cut short") as e:
+        read_otf2(long_archive)
+    assert why in _one_line(e, evt)
+    assert "[OTF2]" not in capfd.readouterr().err
+    data = read_otf2(long_archive, keep_going=True)
+    assert data.meta["complete"] is False and "rank(s) 1 short" in data.meta["damaged"][0]
+    a = data.actions[data.rank_slice(1)]
+    n = int((a["kind"] == K.CODE["barrier"]).sum())
+    assert K.NAME[int(a["kind"][0])] == "init" and 0 < n < 12000
+    assert "finalize" not in [K.NAME[int(k)] for k in a["kind"]]
+    r = _cli("convert", long_archive, "-o", tmp_path / "x.h5")
+    assert r.returncode == 1 and str(evt) in r.stderr and r.stderr.count("\n") == 1
+    r = _cli("convert", long_archive, "-o", tmp_path / "x.h5", "--keep-going")
+    assert r.returncode == 0, r.stderr
+    assert "incomplete" in r.stderr and str(evt) in r.stderr
+    with minitrace.open(str(tmp_path / "x.h5")) as t:
+        assert t.meta["complete"] is False

@@ -45,6 +45,12 @@ class TauTrace:
     def add(self, name: str, nid: int, par: int, ti: int, tid: int = 0) -> None:
         self.records.append((ti, len(self.records), self.ids[name], nid, tid, par))
 
+    def close(self, nid: int, ti: int) -> None:
+        """TAU's last record of a node (FLUSH_CLOSE)."""
+        if "FLUSH_CLOSE" not in self.ids:
+            self.define("FLUSH_CLOSE", "TRACER", 0, "none")
+        self.add("FLUSH_CLOSE", nid, 0, ti)
+
     def write(self, folder, dtype: np.dtype = REC):
         """tau.trc (records of ``dtype``) and tau.edf in ``folder``; the .trc path."""
         (folder / "tau.edf").write_text(
@@ -362,6 +368,7 @@ def test_synthetic_blocking_sendrecv_waitall_and_collectives(tmp_path):
                                     ("Message size for all-reduce", 0)])
         call(r, "MPI_Bcast()")
         call(r, "MPI_Finalize()")
+        tr.close(r, t[r])
     data = read_tau(tr.write(tmp_path), keep_regions=True)
     assert data.strings == ["compute_kernel"]
     k0 = [K.NAME[int(k)] for k in data.actions[data.rank_slice(0)]["kind"]]
@@ -485,6 +492,7 @@ def petsc_like(folder, startall=False, send_inits=2):
         for _ in range(4):
             call(r, "Request_free")
         call(r, "Finalize")
+        tr.close(r, t[r])
     return tr.write(folder)
 
 
@@ -590,3 +598,42 @@ def test_per_thread_cli_and_stray_merged_edf(tmp_path):
     with pytest.raises(MinitraceError, match="per-thread") as e:
         read_any(odd)
     assert str(odd) in str(e.value)
+
+
+# -- damaged traces: errors name the file, --keep-going keeps the whole records -------------------
+def test_cut_at_a_record_boundary(tmp_path):
+    """Node 1's records cut after its 40th (a whole record): no FLUSH_CLOSE for it."""
+    trc = osu_like(tmp_path)
+    rec = np.fromfile(trc, REC)
+    keep = np.ones(len(rec), bool)
+    keep[np.nonzero(rec["nid"] == 1)[0][40:]] = False
+    rec[keep].tofile(trc)
+    with pytest.raises(MinitraceError, match="node 1.*FLUSH_CLOSE.*cut short") as e:
+        read_tau(trc)
+    assert str(trc) in str(e.value) and "\n" not in str(e.value)
+    data = read_tau(trc, keep_going=True)
+    assert data.meta["complete"] is False and "node 1" in data.meta["damaged"][0]
+    assert _kinds(data, 0)["finalize"] == 1 and _kinds(data, 1)["finalize"] == 0
+
+
+def test_partial_record_kept_going(tmp_path):
+    trc = osu_like(tmp_path)
+    whole = trc.read_bytes()
+    trc.write_bytes(whole[:-REC.itemsize - 5])      # 5 bytes of the last-but-one record, and
+    # the last one (node 0 is the last to close)
+    with pytest.raises(MinitraceError, match="truncated"):
+        read_tau(trc)
+    data = read_tau(trc, keep_going=True)
+    assert data.meta["complete"] is False
+    assert [d.split(": ", 1)[1][:9] for d in data.meta["damaged"]] == ["truncated", "node 0's "]
+    assert data.meta["source_messages"] == read_tau(osu_like(tmp_path)).meta["source_messages"]
+
+
+def test_per_thread_file_cut_names_its_file(tmp_path):
+    files = osu_trace().write_per_thread(tmp_path)
+    rec = np.fromfile(files[2], REC)
+    rec[:-3].tofile(files[2])
+    with pytest.raises(MinitraceError, match="node 1") as e:
+        read_any(tmp_path)
+    assert str(files[2]) in str(e.value)
+    assert read_any(tmp_path, keep_going=True).meta["complete"] is False
