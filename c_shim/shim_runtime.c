@@ -951,6 +951,10 @@ static void mt_start(int64_t raw0, int64_t ns0, int thread_level) {
     PMPI_Comm_rank(MPI_COMM_WORLD, &mt_rank);
     PMPI_Comm_size(MPI_COMM_WORLD, &mt_size);
     PMPI_Comm_group(MPI_COMM_WORLD, &mt_world_group);
+    MPI_Comm parent = MPI_COMM_NULL;
+    PMPI_Comm_get_parent(&parent);
+    if (parent != MPI_COMM_NULL) return; /* spawned (MPI_Comm_spawn): not traced, its world
+                                          * ranks would write over the parents' rank files */
 
     const char *dir = getenv("MINITRACE_DIR");
     if (!dir || !*dir) dir = "minitrace-raw";

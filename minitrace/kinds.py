@@ -99,6 +99,13 @@ KINDS: list[tuple[int, str, str]] = [
     (206, "file_read_shared", "io"), (207, "file_read_ordered", "io"),
     (208, "file_iread_shared", "io"), (209, "file_write_shared", "io"),
     (210, "file_write_ordered", "io"), (211, "file_iwrite_shared", "io"),
+    (212, "file_read_all_begin", "io"), (213, "file_read_all_end", "io"),
+    (214, "file_read_at_all_begin", "io"), (215, "file_read_at_all_end", "io"),
+    (216, "file_read_ordered_begin", "io"), (217, "file_read_ordered_end", "io"),
+    (218, "file_write_all_begin", "io"), (219, "file_write_all_end", "io"),
+    (220, "file_write_at_all_begin", "io"), (221, "file_write_at_all_end", "io"),
+    (222, "file_write_ordered_begin", "io"), (223, "file_write_ordered_end", "io"),
+    (224, "file_set_size", "io"), (225, "file_preallocate", "io"), (226, "file_delete", "io"),
 ]
 
 CODE: dict[str, int] = {name: code for code, name, _ in KINDS}

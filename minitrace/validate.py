@@ -635,6 +635,8 @@ def _check_files(ctx: _Ctx, rep: ValidationReport) -> None:
             opened = {k for k in opened if k[0] != rank}
         elif name == "file_open":
             opened.add((rank, fid))
+        elif name == "file_delete":     # by name, on no open file
+            continue
         elif (rank, fid) not in opened:
             rep.add(rank, ctx.index[row], "io-unknown-file",
                     f"{name} on file {fid}, which this rank did not open (or closed)")

@@ -17,7 +17,7 @@ def trace(tmp_path_factory):
     d = tmp_path_factory.mktemp("io")
     p = record(d / "io.h5", 3, [build("io", d), str(d / "data.bin")])
     assert "validation: OK" in p.stdout
-    assert (d / "data.bin").stat().st_size >= 212
+    assert (d / "data.bin").stat().st_size >= 308 and not (d / "data.bin.2").exists()
     return Ranked(d / "io.h5")
 
 
@@ -34,8 +34,15 @@ def test_every_file_call(trace):
             ("file_read_all", 0, 0, 16, [2]), ("file_set_view", 0, 0, 0, [0]),
             ("file_iwrite_at", 0, 4, 0, [200 + 4 * r]), ("file_iread", 0, 0, 8, [0]),
             ("file_write_shared", 0, 3, 0, []), ("file_write_ordered", 0, r + 1, 0, []),
-            ("file_sync", 0, 0, 0, []), ("file_close", 0, 0, 0, [])]
-        assert all(x["comm"] == 0 for x in tr.mpi(r) if K.NAME[int(x["kind"])] in K.IO_KINDS)
+            ("file_preallocate", 0, 0, 0, [4096]),
+            ("file_write_at_all_begin", 0, 8, 0, [300 + 8 * r]),
+            ("file_write_at_all_end", 0, 0, 0, []), ("file_read_ordered_begin", 0, 0, 2, []),
+            ("file_read_ordered_end", 0, 0, 0, []),
+            ("file_sync", 0, 0, 0, []), ("file_close", 0, 0, 0, []),
+            ("file_open", 1, 0, 0, []), ("file_set_size", 1, 0, 0, [100]),
+            ("file_close", 1, 0, 0, [])] + [("file_delete", -1, 0, 0, [])] * (r == 0)
+        assert [int(x["comm"]) for x in tr.mpi(r) if K.NAME[int(x["kind"])] in K.IO_KINDS] == \
+            [0] * 21 + [-1] * (r == 0)
         nb = [x for x in tr.mpi(r) if K.NAME[int(x["kind"])] in K.NONBLOCKING_IO]
         assert [int(x["request"]) for x in nb] == [int(w["request"]) for w in tr.mpi(r, "wait")]
         # each file call is an MPI action preceded by its own compute action
@@ -46,7 +53,7 @@ def test_every_file_call(trace):
 
 def test_ti_export_reports_them(trace, tmp_path):
     rep = write_ti(trace.data, tmp_path / "io.ti", lossy=True)
-    assert _reported(rep, "file_open") == 3 and _reported(rep, "file_write_at_all") == 3
+    assert _reported(rep, "file_open") == 6 and _reported(rep, "file_write_at_all") == 3
     assert _reported(rep, "file_iread") == 3
 
 

@@ -3,8 +3,10 @@
  * (displacement 96 + 32 r, etype MPI_DOUBLE), then File_read (2 doubles; the pointer at 0),
  * File_read_all (2 doubles; the pointer at 2); a File_set_view back to bytes (the pointer back
  * at 0), File_iwrite_at (1 int at 200 + 4 r) + Wait and File_iread (1 double, pointer at 0) +
- * Wait; File_write_shared of 3 chars; File_write_ordered of r + 1 chars; File_sync;
- * File_close. */
+ * Wait; File_write_shared of 3 chars; File_write_ordered of r + 1 chars; File_preallocate
+ * (4096 B); split collectives File_write_at_all_begin (1 double at 300 + 8 r) / _end and
+ * File_read_ordered_begin (2 chars) / _end; File_sync; File_close.  Then a second file
+ * (argv[1].2) opened, File_set_size (100 B), closed, and deleted by rank 0. */
 #include <mpi.h>
 #include <stdio.h>
 int main(int argc, char **argv) {
@@ -28,8 +30,20 @@ int main(int argc, char **argv) {
     MPI_Wait(&req, MPI_STATUS_IGNORE);
     MPI_File_write_shared(fh, c, 3, MPI_CHAR, MPI_STATUS_IGNORE);
     MPI_File_write_ordered(fh, c, rank + 1, MPI_CHAR, MPI_STATUS_IGNORE);
+    MPI_File_preallocate(fh, 4096);
+    MPI_File_write_at_all_begin(fh, 300 + 8 * rank, d, 1, MPI_DOUBLE);
+    MPI_File_write_at_all_end(fh, d, MPI_STATUS_IGNORE);
+    MPI_File_read_ordered_begin(fh, c, 2, MPI_CHAR);
+    MPI_File_read_ordered_end(fh, c, MPI_STATUS_IGNORE);
     MPI_File_sync(fh);
     MPI_File_close(&fh);
+    char other[4096];
+    snprintf(other, sizeof other, "%s.2", argv[1]);
+    MPI_File_open(MPI_COMM_WORLD, other, MPI_MODE_CREATE | MPI_MODE_WRONLY, MPI_INFO_NULL, &fh);
+    MPI_File_set_size(fh, 100);
+    MPI_File_close(&fh);
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (rank == 0) MPI_File_delete(other, MPI_INFO_NULL);
     printf("io rank %d ok\n", rank);
     MPI_Finalize();
     return 0;
