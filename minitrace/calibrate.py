@@ -107,7 +107,7 @@ def _isend_side(comm, peer: int, sender: bool, msg, ack, inner: int) -> np.ndarr
 
 
 def _pingpong(comm, peer: int, first: bool, msg, inner: int):
-    """(median one-way time, median time in Send per message) from the pt2pt suite's loop."""
+    """(median one-way time, mean time in Send per message) from the pt2pt suite's loop."""
     from .bench.pt2pt import pingpong
     samples = np.empty(inner)
     _, ts, _ = pingpong(comm, peer, first, msg, inner, TIMER, samples)
@@ -296,11 +296,10 @@ def main(argv: list[str] | None = None) -> int:
         got = run(comm, args)
         error = None
         if comm.rank == 0:
-            from .calibration import append_run, load, summary
+            from .calibration import append_run, refit, summary
             try:
                 append_run(args.output, got)
-                cal = load(args.output, plot=args.plot or os.path.splitext(args.output)[0]
-                           + ".png")
+                cal = refit(args.output, args.plot or os.path.splitext(args.output)[0] + ".png")
                 if not args.quiet:
                     print(summary(cal, args.output))
             except MinitraceError as e:

@@ -347,11 +347,8 @@ def refit(path: str, plot: str | None = None) -> Calibration:
     return cal
 
 
-def load(path: str, plot: str | None = None) -> Calibration:
-    """Refit ``path``'s runs (``minitrace calibrate`` after a run) when ``plot`` is given,
-    else read its stored fit."""
-    if plot is not None:
-        return refit(path, plot)
+def load(path: str) -> Calibration:
+    """The calibration stored in ``path`` (``/calibration/fit``)."""
     from .storage import check_file
     check_file(path)
     with h5py.File(path, "r") as f:

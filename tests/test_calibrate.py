@@ -10,7 +10,7 @@ import h5py
 import numpy as np
 import pytest
 
-from minitrace.calibration import Calibration, load, read_runs
+from minitrace.calibration import Calibration, load, read_runs, refit
 from minitrace.errors import MinitraceError
 from minitrace.model import TraceBuilder
 from minitrace.platforms import Cluster
@@ -51,7 +51,7 @@ def test_the_file_round_trips(calibration):
     path, _, cal = calibration
     again = load(str(path))
     assert again.to_dict() == cal.to_dict()
-    refitted = load(str(path), plot=str(path.with_suffix(".png")))
+    refitted = refit(str(path), str(path.with_suffix(".png")))
     assert refitted.to_dict() == cal.to_dict()
     with h5py.File(path, "r") as f:
         assert {"runs", "fit"} <= set(f["calibration"])
@@ -104,3 +104,16 @@ def test_not_a_calibration_file(tmp_path):
     write_bench(str(p), "x", {"a": np.arange(3)})
     with pytest.raises(MinitraceError, match="not a calibration file"):
         load(str(p))
+
+
+def test_calibrate_without_a_launcher_refits(calibration):
+    path, _, cal = calibration
+    p = subprocess.run([sys.executable, "-m", "minitrace", "calibrate", "-o", str(path)],
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    assert "2 run(s)" in p.stdout and "smpi/os:" in p.stdout
+    assert load(str(path)).to_dict() == cal.to_dict()
+    p = subprocess.run([sys.executable, "-m", "minitrace", "calibrate", "-o",
+                        str(path.with_name("none.h5"))], capture_output=True, text=True,
+                       timeout=120)
+    assert p.returncode == 1 and p.stderr.count("\n") == 1 and "no such file" in p.stderr

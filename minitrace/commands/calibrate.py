@@ -1,6 +1,7 @@
 """``minitrace calibrate -o F -- LAUNCHER ...``: measure this machine for ``minitrace predict``."""
 from __future__ import annotations
 
+import os
 import shlex
 import subprocess
 import sys
@@ -27,8 +28,8 @@ def register(sub) -> None:
 
 def run(args) -> int:
     """Run the measurement job (or only refit), then print the calibration."""
-    from ..calibration import load, summary
-    plot = args.plot or args.output.rsplit(".", 1)[0] + ".png"
+    from ..calibration import refit, summary
+    plot = args.plot or os.path.splitext(args.output)[0] + ".png"
     cmd = args.command[1:] if args.command[:1] == ["--"] else args.command
     if cmd:
         opts = ["-o", args.output, "--max-size", str(args.max_size), "--nsizes",
@@ -42,7 +43,7 @@ def run(args) -> int:
         if rc != 0:
             raise MinitraceError(f"the calibration job failed with exit status {rc}: "
                                  f"{shlex.join(full)}")
-    cal = load(args.output, plot=plot)
+    cal = refit(args.output, plot)
     if not args.quiet:
         print(summary(cal, args.output))
         print(f"  plot: {plot}")
