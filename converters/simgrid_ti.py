@@ -23,6 +23,7 @@ import numpy as np
 from minitrace import kinds as K
 from minitrace.errors import MinitraceError
 from minitrace.model import NONE, TraceBuilder, TraceData
+from minitrace.probes import receive_order
 
 from .ti_files import is_trace, list_entries, meaningful_lines, rank_token
 
@@ -414,7 +415,7 @@ def _fmt(v: float) -> str:
 
 
 #: The send SimGrid replays for each send mode (it has only the standard mode), and the receive
-#: for each matched receive (its probe is left out).
+#: for each matched receive (written at its probe, which is left out).
 _SEND_AS = {**dict.fromkeys(K.BLOCKING_SENDS, "send"),
             **dict.fromkeys(K.NONBLOCKING_SENDS, "isend"), "mrecv": "recv", "imrecv": "irecv"}
 #: The communicator actions SimGrid 4.1 knows.
@@ -635,11 +636,11 @@ class _Writer:
             pending.append(req)
 
         sl = self.d.rank_slice(r)
-        a = self.d.actions[sl]
+        order = receive_order(self.d, sl)   # a matched receive where its probe matched it
+        a = self.d.actions[order]
         cols = [a[c].tolist() for c in ("kind", "flags", "peer", "tag", "comm", "bytes_sent",
                                         "bytes_recv", "volume", "request")]
-        for i, code, flags, peer, tag, comm, bs, br, vol, req in zip(range(sl.start, sl.stop),
-                                                                      *cols):
+        for i, code, flags, peer, tag, comm, bs, br, vol, req in zip(order.tolist(), *cols):
             kind = K.NAME[code]
             if kind in ("init", "finalize"):
                 w(kind)
@@ -705,7 +706,7 @@ class _Writer:
                     if completes:
                         done(i)
             elif kind in K.MATCHED_PROBES:
-                approx(kind, "left out: its message is the receive written at its mrecv/imrecv")
+                approx(kind, "left out: its mrecv/imrecv is written in its place")
             elif kind in _TI_COMM:
                 w(kind, P) if kind == "comm_size" else w(kind)
             elif kind in K.COLLECTIVES:

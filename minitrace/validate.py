@@ -35,6 +35,7 @@ import numpy as np
 import pandas as pd
 
 from . import kinds as K
+from . import probes
 from .model import TraceData
 
 #: Problems kept per category (counts stay exact beyond it).
@@ -169,18 +170,7 @@ def _starts(ctx: _Ctx):
 
 def _probe_sides(ctx: _Ctx) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Matched probes and matched receives by message id: two frames (rank, id, row)."""
-    def side(names):
-        rows, ids = ctx.d.vector_entries(ctx.rows(names))
-        return pd.DataFrame({"rank": ctx.rank[rows], "id": ids, "row": rows})
-    return side(K.MATCHED_PROBES), side(K.MATCHED_RECVS)
-
-
-def _probe_links(probes: pd.DataFrame, recvs: pd.DataFrame) -> pd.DataFrame:
-    """Each message's first probe and first receive, outer-joined on (rank, message id):
-    columns rank, id, probe, recv (rows; NaN on the side that is missing)."""
-    first = [f.drop_duplicates(["rank", "id"]).rename(columns={"row": c})
-             for f, c in ((probes, "probe"), (recvs, "recv"))]
-    return first[0].merge(first[1], on=["rank", "id"], how="outer")
+    return probes.sides(ctx.d, np.arange(len(ctx.a)), ctx.rank)
 
 
 def _messages(ctx: _Ctx):
@@ -204,7 +194,7 @@ def _messages(ctx: _Ctx):
     if len(sr):   # the receive half: vector [source, tag]
         recvs.append(frame(sr, ctx.d.vector_item(sr, 0), rank[sr], ctx.d.vector_item(sr, 1),
                            a["bytes_recv"][sr], a["vec_len"][sr] < 2))
-    links = _probe_links(*_probe_sides(ctx)).dropna()
+    links = probes.links(*_probe_sides(ctx)).dropna()
     if len(links):
         order = recvs[0]["row"].to_numpy().copy()
         pos = np.searchsorted(r, links["recv"].to_numpy(np.int64))
@@ -272,8 +262,8 @@ def _check_p2p(ctx: _Ctx, rep: ValidationReport) -> None:
 
 def _check_matched_probes(ctx: _Ctx, rep: ValidationReport) -> None:
     """Each probed message received once, after its probe, with the probe's source/tag/comm."""
-    probes, recvs = _probe_sides(ctx)
-    if not len(probes) and not len(recvs):
+    probed, recvs = _probe_sides(ctx)
+    if not len(probed) and not len(recvs):
         return
     a = ctx.a
 
@@ -282,10 +272,10 @@ def _check_matched_probes(ctx: _Ctx, rep: ValidationReport) -> None:
                 f"{K.NAME[int(ctx.kind[row])]} of message {msg_id} (from {a['peer'][row]} tag "
                 f"{a['tag'][row]} comm {a['comm'][row]}) {what}")
 
-    for f, what in ((probes, "probed"), (recvs, "received")):
+    for f, what in ((probed, "probed"), (recvs, "received")):
         for t in f[f.duplicated(["rank", "id"])].itertuples(index=False):
             add(int(t.row), t.id, f"was already {what}")
-    links = _probe_links(probes, recvs)
+    links = probes.links(probed, recvs)
     no_recv, no_probe = links.recv.isna(), links.probe.isna()
     for t in links[no_recv].itertuples(index=False):
         add(int(t.probe), t.id, "is never received (no mrecv/imrecv of it)")

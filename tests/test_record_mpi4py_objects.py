@@ -9,6 +9,7 @@ validated, and the matched receives reach the SimGrid TI export as receives.
 from __future__ import annotations
 
 import ctypes
+import subprocess
 import sys
 
 import pytest
@@ -120,16 +121,27 @@ def test_matched_probe_api_two_ranks(tmp_path):
     assert imrecv["request"].tolist() == waits["request"].tolist() and \
         len(set(imrecv["request"])) == 2
     assert not (tr.mpi(1, "mrecv")["flags"] & K.FLAG_UNRESOLVED).any()
-    # TI: each matched receive is a recv/irecv (+ wait), its probe left out; nothing dropped
+    # TI: each matched receive is a recv/irecv (+ wait) at its probe, which is left out;
+    # nothing dropped; and SimGrid replays it (its receives match the sends' sizes)
     rep = write_ti(tr.data, tmp_path / "mp.ti")
     assert not rep.dropped
     assert rep.approximated["mrecv (written as recv)"] == 3
     assert rep.approximated["imrecv (written as irecv)"] == 2
     lines = [ln for ln in (tmp_path / "mp.ti_files" / "1.txt").read_text().splitlines()
              if "compute" not in ln and "comm_size" not in ln]
+    # the tag-5 receives where their probes matched them: 8 B then 16 B, as the sends
     assert lines == ["1 init", "1 recv 0 1 32", f"1 irecv 0 2 {pkl}", "1 wait 0 1 2",
-                     "1 recv 0 5 16", "1 recv 0 5 8", "1 irecv 0 6 10000", "1 wait 0 1 6",
+                     "1 recv 0 5 8", "1 recv 0 5 16", "1 irecv 0 6 10000", "1 wait 0 1 6",
                      "1 finalize"]
+
+
+def test_replay_of_out_of_order_matched_receives(tmp_path):
+    """SimGrid matches receives in posting order: the tag-5 messages received in the reverse
+    of their probes' order replay without truncation."""
+    record(tmp_path / "mp.h5", 2, [sys.executable, str(PROGRAMS / "pymprobe.py")])
+    p = subprocess.run([sys.executable, "-m", "minitrace", "replay", "--compute-rate", "1Gf",
+                        str(tmp_path / "mp.h5")], capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0 and "predicted run time" in p.stdout, p.stderr
 
 
 def test_shim_wraps_the_big_count_matched_receives():
