@@ -13,7 +13,7 @@ when ranks were descheduled (a loaded or oversubscribed machine), since a replay
 rank on a core of its own: the wall time of the compute between MPI calls far above the CPU
 time measured there, or the same inside reductions, the MPI calls whose CPU time the recorder
 keeps (MPI libraries busy-poll while they wait, so a rank that kept its core spends as much CPU
-as wall time there).
+as wall time there); or more ranks ran on a node than it has cores.
 
 Where the time goes is split alike on both sides: compute, point-to-point calls, completions
 (waiting: wait, waitall, test...) and collectives; measured from the recorded durations,
@@ -177,9 +177,15 @@ def _self_check(out: Prediction, data, cal: Calibration, timeline: str | None, s
         share = np.where(measured["compute"] > 0, measured["compute_cpu"] / measured["compute"],
                          1.0)
     out.core_share, out.in_call_share = share.tolist(), in_call.tolist()
-    out.comparable = bool(min(share.min(), in_call.min()) >= MIN_CORE_SHARE)
+    nodes = list(data.meta.get("rank_to_node") or [])
+    crowded = max((nodes.count(x) for x in set(nodes)), default=0)
+    out.comparable = bool(min(share.min(), in_call.min()) >= MIN_CORE_SHARE
+                          and crowded <= cal.cores_per_host)
     why = "the recording machine was loaded or oversubscribed, and the replay gives every " \
           "rank a core"
+    if crowded > cal.cores_per_host:
+        out.warnings.append(f"not comparable: {crowded} ranks ran on a node of "
+                            f"{cal.cores_per_host} cores (oversubscribed)")
     if share.min() < MIN_CORE_SHARE:
         worst = int(np.argmin(share))
         out.warnings.append(

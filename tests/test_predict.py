@@ -98,3 +98,13 @@ def test_sizes_outside_the_calibrated_range_are_flagged(recorded, tmp_path):
     p = predict(str(path), str(cal))
     assert any("exceed the calibrated range" in w for w in p.warnings), p.warnings
     assert np.isfinite(p.predicted_time)
+
+
+def test_more_ranks_than_cores_is_not_comparable(recorded):
+    from dataclasses import replace
+    from minitrace.calibration import load
+    trace, cal, _ = recorded
+    one_core = replace(load(str(cal)), cores_per_host=1)
+    p = predict(str(trace), one_core)
+    assert not p.comparable
+    assert "not comparable: 2 ranks ran on a node of 1 cores (oversubscribed)" in p.warnings
