@@ -3,8 +3,8 @@
 Formats: ``otf2`` (a ``.otf2`` anchor, or a directory holding one), ``tau`` (a merged ``.trc``
 with its ``.edf``, either file, or a directory holding ``tau.trc``; or TAU's unmerged
 ``tautrace.N.C.T.trc`` files with their ``events.N.edf``, as a directory or a list of files),
-``ti`` (SimGrid time-independent text: a trace or a list file).  Readers are imported lazily so that each one's
-dependency is only needed for its own format.
+``ti`` (SimGrid time-independent text: a trace or a list file).  Readers are imported lazily so
+that each one's dependency is only needed for its own format.
 """
 from __future__ import annotations
 

@@ -1,0 +1,229 @@
+"""A trace as Chrome/Perfetto trace-event JSON: a timeline anyone can open (ui.perfetto.dev,
+chrome://tracing).
+
+The Trace Event Format is a JSON object ``{"traceEvents": [...], "displayTimeUnit": "ns"}``
+whose events have ``name``, ``ph`` (phase), ``ts`` (microseconds), ``pid``, ``tid``.  Here:
+
+* one process group (``pid``) per timeline -- the recorded or converted trace, and any other
+  timeline of the same run (e.g. a replay's predicted one, added with ``slices_events``) -- named
+  with ``process_name`` metadata; one track (``tid``) per rank, named ``rank r``;
+* every MPI call a complete slice (``ph: "X"``, ``ts`` and ``dur``) named like the MPI function,
+  with its peer, tag, communicator, bytes and request as ``args``; compute actions are slices
+  too (``compute``, with their volume), so the gaps between calls are visible;
+* every message a flow arrow: ``ph: "s"`` at the start of the sending call, ``ph: "f"`` with
+  ``bp: "e"`` 1 ns before the end of the receive that matches it (the n-th send from s to d with
+  a tag and communicator meets the n-th such receive, as MPI orders them) -- for a non-blocking
+  or persistent receive, of the wait/test that completed it -- both with the same ``id``.
+
+Events are written sorted by time (metadata first; at one time, enclosing slices before what
+they enclose, slices before the flow events bound to them), so viewers bind each flow end to its
+slice.  Times are converted from seconds to microseconds; untimed traces have nothing to place.
+"""
+from __future__ import annotations
+
+import bisect
+import json
+import math
+from collections.abc import Iterable, Sequence
+
+import numpy as np
+
+from . import kinds as K
+from .errors import MinitraceError
+from .model import NONE, TraceData
+
+#: One slice of a timeline: (name, start s, end s, args).
+Slice = tuple[str, float, float, dict]
+
+_ORDER = {"M": 0, "X": 1, "s": 2, "f": 3}
+
+
+def _us(seconds: float) -> float:
+    return round(seconds * 1e6, 3)
+
+
+def slices_events(pid: int, name: str, per_rank: Sequence[Iterable[Slice]],
+                  cat: str = "timeline") -> list[dict]:
+    """Trace events of one process group ``pid`` named ``name``: a track per rank holding the
+    slices ``per_rank[r]`` (name, start, end in seconds, args).  The way to put any timeline --
+    e.g. a replay's predicted actions -- beside a trace's (``trace_events``) in one file."""
+    events = [{"name": "process_name", "ph": "M", "pid": pid, "tid": 0, "args": {"name": name}},
+              {"name": "process_sort_index", "ph": "M", "pid": pid, "tid": 0,
+               "args": {"sort_index": pid}}]
+    for r, slices in enumerate(per_rank):
+        events.append({"name": "thread_name", "ph": "M", "pid": pid, "tid": r,
+                       "args": {"name": f"rank {r}"}})
+        events.append({"name": "thread_sort_index", "ph": "M", "pid": pid, "tid": r,
+                       "args": {"sort_index": r}})
+        for label, t0, t1, args in slices:
+            if not (math.isfinite(t0) and math.isfinite(t1)):
+                continue
+            events.append({"name": label, "cat": cat, "ph": "X", "ts": _us(t0),
+                           "dur": max(_us(t1) - _us(t0), 0.0), "pid": pid, "tid": r,
+                           "args": args})
+    return events
+
+
+def _label(kind: str) -> str:
+    """``MPI_Isend`` for isend; compute and markers keep their name."""
+    return kind if kind in K.NON_MPI else "MPI_" + kind[:1].upper() + kind[1:]
+
+
+def _args(a: np.void, kind: str, unit: str, strings: list[str], vec: list[int]) -> dict:
+    """What a slice shows of its action: only the fields that mean something for its kind."""
+    out: dict = {}
+    if kind in K.NON_MPI:
+        if kind == "compute" or kind == "sleep":
+            out["volume"] = float(a["volume"])
+            out["unit"] = unit
+        elif kind in ("region_begin", "region_end") and 0 <= a["tag"] < len(strings):
+            out["region"] = strings[int(a["tag"])]
+        return out
+    if a["peer"] != NONE:
+        out["root" if kind in K.ROOTED or K.BLOCKING_FORM.get(kind) in K.ROOTED
+            else "peer"] = int(a["peer"])
+    elif kind in K.ROOTED:
+        out["root"] = "unknown"
+    if a["tag"] != NONE and kind not in K.ALL_COLLECTIVES:
+        out["tag"] = int(a["tag"])
+    if a["comm"]:
+        out["comm"] = int(a["comm"])
+    for f in ("bytes_sent", "bytes_recv"):
+        if a[f]:
+            out[f] = int(a[f])
+    if a["request"] != NONE:
+        out["request"] = int(a["request"])
+    if vec:
+        out["vector"] = vec
+    return out
+
+
+def _messages(data: TraceData) -> list[tuple[int, int, int]]:
+    """(send row, receive row, bytes) of every message, paired as MPI orders them: the n-th send
+    from s to d with (tag, comm) meets the n-th receive by d from s with (tag, comm).  Sends are
+    send kinds, sendrecvs and starts of persistent sends (fields from their init); receives
+    are receive kinds, sendrecvs' receive halves and starts of persistent receives."""
+    a, off = data.actions, data.rank_offsets
+    rank = np.repeat(np.arange(data.nranks), np.diff(off))
+    sends: dict[tuple, list[int]] = {}
+    recvs: dict[tuple, list[int]] = {}
+    inits: dict[tuple[int, int], int] = {}           # (rank, request) -> latest init row
+    nbytes: dict[int, int] = {}                      # a start's row -> its init's bytes
+    send_k, recv_k = K.mask(K.SENDS | K.SENDRECVS), K.mask(K.RECVS)
+    sr_k, init_k = K.mask(K.SENDRECVS), K.mask(K.SEND_INITS | {"recv_init"})
+    for row in np.nonzero(send_k[a["kind"]] | recv_k[a["kind"]] | init_k[a["kind"]]
+                          | (a["kind"] == K.CODE["start"]))[0].tolist():
+        x, r = a[row], int(rank[row])
+        k = int(x["kind"])
+        if init_k[k]:
+            inits[(r, int(x["request"]))] = row
+            continue
+        if k == K.CODE["start"]:
+            init = inits.get((r, int(x["request"])))
+            if init is None:
+                continue
+            y = a[init]
+            nbytes[row] = int(y["bytes_sent"]) or int(y["bytes_recv"])
+            side = recvs if K.NAME[int(y["kind"])] in K.RECV_INITS else sends
+            key = (int(y["peer"]), r) if side is recvs else (r, int(y["peer"]))
+            side.setdefault(key + (int(y["tag"]), int(y["comm"])), []).append(row)
+            continue
+        if send_k[k]:
+            sends.setdefault((r, int(x["peer"]), int(x["tag"]), int(x["comm"])),
+                             []).append(row)
+        if recv_k[k]:
+            recvs.setdefault((int(x["peer"]), r, int(x["tag"]), int(x["comm"])),
+                             []).append(row)
+        elif sr_k[k]:
+            v = data.vector(row).tolist()
+            if len(v) >= 2:
+                recvs.setdefault((v[0], r, v[1], int(x["comm"])), []).append(row)
+    pairs = [(s, q) for key, rows in sends.items() if key[1] >= 0
+             for s, q in zip(rows, recvs.get(key, []))]
+    done = _completions(data, rank)
+    return [(s, done.get(q, q), nbytes.get(s, int(a["bytes_sent"][s]))) for s, q in pairs]
+
+
+def _completions(data: TraceData, rank: np.ndarray) -> dict[int, int]:
+    """Row of a request-making receive (irecv, a start) -> row of the wait/test that completed
+    it (the first completion of its request after it on its rank), where the data arrives."""
+    a = data.actions
+    single = np.nonzero(K.mask(K.SINGLE_COMPLETIONS)[a["kind"]])[0]
+    multi = np.nonzero(K.mask(K.MULTI_COMPLETIONS)[a["kind"]])[0]
+    tests = K.mask(K.TESTS)
+    done_by: dict[tuple[int, int], list[int]] = {}
+    rows, reqs = data.vector_entries(multi)
+    for row, req in zip(np.concatenate([single, rows]).tolist(),
+                        np.concatenate([a["request"][single], reqs]).tolist()):
+        if req != NONE and (not tests[a["kind"][row]] or a["flags"][row] & K.FLAG_COMPLETED):
+            done_by.setdefault((int(rank[row]), req), []).append(row)
+    for v in done_by.values():
+        v.sort()
+    out = {}
+    made = np.nonzero(K.mask(K.RECVS - {"recv", "mrecv"} | {"start"})[a["kind"]])[0]
+    for row in made.tolist():
+        later = done_by.get((int(rank[row]), int(a["request"][row])), [])
+        i = bisect.bisect_right(later, row)
+        if i < len(later):
+            out[row] = later[i]
+    return out
+
+
+def trace_events(data: TraceData, pid: int = 0, name: str = "trace") -> list[dict]:
+    """Trace events of ``data``: process group ``pid`` named ``name``, a track per rank with a
+    slice per action (MPI calls, compute, markers) and a flow arrow per message."""
+    a = data.actions
+    if len(a) and not np.isfinite(a["t_start"]).any():
+        raise MinitraceError("an untimed trace (no t_start/t_end): nothing to place on a "
+                             "timeline (replay it to get times)")
+    unit = data.meta.get("volume_unit", "seconds")
+    kinds = [K.NAME[int(k)] for k in a["kind"]]
+    vecs = data.vector_entries(np.nonzero(a["vec_len"] > 0)[0])
+    by_row: dict[int, list[int]] = {}
+    for row, v in zip(*(x.tolist() for x in vecs)):
+        by_row.setdefault(row, []).append(v)
+    per_rank = []
+    for r in range(data.nranks):
+        s = data.rank_slice(r)
+        per_rank.append([(_label(kinds[i]), float(a["t_start"][i]), float(a["t_end"][i]),
+                          _args(a[i], kinds[i], unit, data.strings, by_row.get(i, [])))
+                         for i in range(s.start, s.stop)])
+    events = slices_events(pid, name, per_rank, cat="mpi")
+    for ev in events:
+        if ev["ph"] == "X" and not ev["name"].startswith("MPI_"):
+            ev["cat"] = ev["name"] if ev["name"] in ("compute", "sleep") else "marker"
+    rank = np.repeat(np.arange(data.nranks), np.diff(data.rank_offsets))
+    for n, (s, q, nbytes) in enumerate(_messages(data)):
+        ts, q0, q1 = a["t_start"][s], _us(a["t_start"][q]), _us(a["t_end"][q])
+        if not (np.isfinite(ts) and np.isfinite(q0) and np.isfinite(q1)):
+            continue
+        common = {"name": "message", "cat": "message", "id": n, "pid": pid}
+        events.append({**common, "ph": "s", "ts": _us(ts), "tid": int(rank[s]),
+                       "args": {"bytes": nbytes}})
+        # the data is there when the receive returns: the arrow ends 1 ns before, inside it
+        events.append({**common, "ph": "f", "bp": "e", "tid": int(rank[q]),
+                       "ts": round(q1 - 0.001, 3) if q1 - q0 >= 0.002 else q0})
+    return events
+
+
+def sort_events(events: list[dict]) -> list[dict]:
+    """Metadata first, then by time; at one time slices (longest first) before flow events."""
+    return sorted(events, key=lambda e: (e["ph"] != "M", e.get("ts", 0.0), _ORDER[e["ph"]],
+                                         -e.get("dur", 0.0)))
+
+
+def write_json(path, events: list[dict]) -> int:
+    """Write ``events`` (sorted) as a trace-event JSON file; the number of events."""
+    doc = {"traceEvents": sort_events(events), "displayTimeUnit": "ns"}
+    try:
+        with open(path, "w") as f:
+            json.dump(doc, f, separators=(",", ":"))
+    except OSError as e:
+        raise MinitraceError(f"cannot write: {e.strerror}", str(path)) from None
+    return len(events)
+
+
+def write_perfetto(data: TraceData, path, name: str | None = None) -> int:
+    """``data`` as a Perfetto/Chrome trace-event JSON file; the number of events written."""
+    label = name or data.meta.get("source_format", "recorded") + " trace"
+    return write_json(path, trace_events(data, 0, label))
