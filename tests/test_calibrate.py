@@ -117,3 +117,20 @@ def test_calibrate_without_a_launcher_refits(calibration):
                         str(path.with_name("none.h5"))], capture_output=True, text=True,
                        timeout=120)
     assert p.returncode == 1 and p.stderr.count("\n") == 1 and "no such file" in p.stderr
+
+
+def test_replay_cli_ranks_per_host(tmp_path):
+    import json
+    from minitrace.storage import write_trace
+    path = tmp_path / "pp.h5"
+    write_trace(str(path), _pingpong(1000, 2))
+    out = subprocess.run([sys.executable, "-m", "minitrace", "replay", str(path),
+                          "--ranks-per-host", "2", "--json"], capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == 0, out.stderr
+    got = json.loads(out.stdout)
+    assert got["hosts"] == ["node-0", "node-0"] and "2 ranks per host" in got["platform"]
+    bad = subprocess.run([sys.executable, "-m", "minitrace", "replay", str(path), "--platform",
+                          "x.xml", "--ranks-per-host", "2"], capture_output=True, text=True,
+                         timeout=120)
+    assert bad.returncode == 1 and "--ranks-per-host describes a generated cluster" in bad.stderr
