@@ -85,13 +85,13 @@ def read_ti(path) -> TraceData:
     errors: list[tuple[str, int, str]] = []   # (file, line, why)
     if is_trace(path):
         lines = _read_lines(path, None, errors)
-        nranks = max((ln.rank for ln in lines), default=-1) + 1
+        nranks = _nranks(lines, path)
         source = [path]
     else:
         files = list_entries(path)
         if len(files) == 1:
             lines = _read_lines(files[0], None, errors)
-            nranks = max((ln.rank for ln in lines), default=-1) + 1
+            nranks = _nranks(lines, files[0])
         else:
             lines = []
             for r, fp in enumerate(files):
@@ -112,6 +112,17 @@ def read_ti(path) -> TraceData:
     return data
 
 
+def _nranks(lines, path) -> int:
+    """Ranks of a one-file trace: its highest rank + 1, refused when far beyond the ranks that
+    have actions (a corrupt rank number would allocate state for every rank up to it)."""
+    present = {ln.rank for ln in lines}
+    n = max(present, default=-1) + 1
+    if n > 64 * len(present) + 1024:
+        raise MinitraceError(f"rank {n - 1} in a trace where {len(present)} rank(s) have "
+                             f"actions: a corrupt rank number", path)
+    return n
+
+
 def _num(tok: str, what: str) -> float:
     try:
         v = float(tok)
@@ -123,15 +134,23 @@ def _num(tok: str, what: str) -> float:
 
 
 def _count(tok: str, what: str = "count") -> int:
-    """SimGrid truncates counts parsed as doubles (so 1e6 is a count)."""
-    return int(math.trunc(_num(tok, what)))
+    """SimGrid truncates counts parsed as doubles (so 1e6 is a count); beyond 2**53 (a double's
+    exact integers) a count is corruption, and would overflow the byte columns."""
+    v = int(math.trunc(_num(tok, what)))
+    if abs(v) > 2 ** 53:
+        raise _LineError(f"{what} {tok!r} is out of range")
+    return v
 
 
 def _int(tok: str, what: str) -> int:
+    """A C int (tag, datatype, root)."""
     try:
-        return int(tok)
+        v = int(tok)
     except ValueError:
         raise _LineError(f"{what} {tok!r} is not an integer") from None
+    if not -2 ** 31 <= v < 2 ** 31:
+        raise _LineError(f"{what} {tok!r} is out of range")
+    return v
 
 
 class _Importer:
@@ -432,6 +451,16 @@ _FAST = K.mask(_FAST_NAMES)
 _FAST_P2P = K.mask({"send", "recv", "isend", "irecv"})
 _FAST_COLL = K.mask(set(_FAST_NAMES) & K.COLLECTIVES)
 _NB = K.mask({"isend", "irecv"})
+#: Odd 64-bit multipliers mixing a line's template and tokens into one key (checked after).
+_MIX = np.array([0x9E3779B97F4A7C15, 0xC2B2AE3D27D4EB4F, 0x165667B19E3779F9,
+                 0x85EBCA77C2B2AE63], dtype=np.uint64).astype(np.int64)
+
+
+def _formatted(fmts: np.ndarray, T: np.ndarray, cnt: np.ndarray) -> np.ndarray:
+    """Lines (object array) from per-line ``%`` templates and their first ``cnt`` tokens of
+    ``T``, in one formatting call."""
+    text = "".join(fmts.tolist()) % tuple(T[np.arange(T.shape[1]) < cnt[:, None]].tolist())
+    return np.array(text.splitlines(keepends=True) + [None], dtype=object)[:-1]
 
 
 class _Writer:
@@ -590,10 +619,24 @@ class _Writer:
                 return None     # the per-action path lists them
         self.rep.approximated.update(approx)
         rows_fmt = np.array(fmts, dtype=object)[tid]
-        mine = np.nonzero(own != None)[0]   # noqa: E711 (elementwise)
+        mine = own != None      # noqa: E711 (elementwise)
         rows_fmt[mine] = own[mine]
-        fmt = "".join(rows_fmt.tolist())
-        return fmt % tuple(T[np.arange(3) < cnt[:, None]].tolist())
+        lines = np.empty(n, dtype=object)
+        shared = np.nonzero(~mine)[0]
+        if len(shared):     # most lines repeat (same call, peer, size): format each once
+            h = tid[shared] * _MIX[0]
+            for j in range(3):
+                h ^= T[shared, j] * _MIX[j + 1]
+            _, first, inv = np.unique(h, return_index=True, return_inverse=True)
+            rep = shared[first]
+            if (tid[rep][inv] == tid[shared]).all() and (T[rep][inv] == T[shared]).all():
+                lines[shared] = _formatted(rows_fmt[rep], T[rep], cnt[rep])[inv]
+            else:           # a hash collision: format every line
+                lines[shared] = _formatted(rows_fmt[shared], T[shared], cnt[shared])
+        mine = np.nonzero(mine)[0]
+        if len(mine):
+            lines[mine] = _formatted(rows_fmt[mine], T[mine], cnt[mine])
+        return "".join(lines.tolist())
 
     def rank_lines(self, r: int) -> list[str]:
         out: list[str] = []

@@ -437,7 +437,9 @@ class _Rank:
             f = self.fresh()
             self.emit("isend", peer, tag, bs=int(a["bytes_sent"]), req=f)
             self.expand[q] = [f]
-            self.counts[f"start of {kind} (isend)"] += 1
+            mode = {"ssend_init": ", not synchronous", "bsend_init": ", not buffered",
+                    "rsend_init": ", not ready-mode"}.get(kind, "")
+            self.counts[f"start of {kind} (isend{mode})"] += 1
         elif kind in K.RECV_INITS:
             f = self.fresh()
             self.emit("irecv", peer, tag, br=int(a["bytes_recv"]), req=f)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from minitrace.converters.simgrid_ti import ExportReport, _Writer, read_ti, write_ti
@@ -71,3 +72,13 @@ def test_counts_beyond_int_found_on_either_path(tmp_path):
     with pytest.raises(Exception, match="beyond what SimGrid parses"):
         write_ti(b.build(), tmp_path / "t.txt", layout="single")
     assert not (tmp_path / "t.txt").exists()
+
+
+def test_lines_formatted_once_each_even_when_their_keys_collide(monkeypatch):
+    # the column path formats each distinct line once, keyed by a hash of its tokens; with
+    # every key colliding it formats every line, and writes the same text
+    from minitrace.converters import simgrid_ti
+    data = build(2, 300, True)
+    want = [_Writer(data, ExportReport()).fast_text(r) for r in range(data.nranks)]
+    monkeypatch.setattr(simgrid_ti, "_MIX", np.zeros(4, np.int64))
+    assert [_Writer(data, ExportReport()).fast_text(r) for r in range(data.nranks)] == want
