@@ -5,7 +5,9 @@ Lines are ``<rank> <action> <args...>``; counts are element counts of a datatype
 default, MPI_DOUBLE when the rank's ``init`` line has an extra token), so the importer multiplies
 them into bytes and the exporter writes bytes with the default MPI_BYTE.  SimGrid runs every
 collective on MPI_COMM_WORLD and has no ssend, persistent, partitioned, probe or non-blocking
-collective actions: the exporter reports, per kind, what it dropped or approximated.
+collective actions: the exporter first lowers what MPI libraries express with point-to-point
+messages (:mod:`minitrace.lowering`), then reports, per kind, what it lowered, dropped or
+approximated.
 """
 from __future__ import annotations
 
