@@ -358,6 +358,13 @@ class _Rank:
             if not self.row(i):
                 self.keep(i, i + 1)
         self.keep(start, self.sl.stop)
+        if self.ack_after:      # receives never completed in the trace (SimGrid completes them
+            last = self.plan.pop() if self.plan and self.plan[-1] >= 0 and \
+                self.cols["kind"][self.plan[-1] - self.sl.start] == _CODE["finalize"] else None
+            for peer, comm in self.ack_after.values():     # at the end): acknowledge there
+                self.emit("send", peer, ACK_TAG_BASE - 256 * comm, comm=comm)
+            if last is not None:
+                self.plan.append(last)
         return self.assemble()
 
     def assemble(self) -> tuple[np.ndarray, np.ndarray]:

@@ -347,3 +347,19 @@ def test_synchronous_send_completes_only_once_its_receive_is_posted(tmp_path, se
         assert counts[f"{send} ({send[:-5]}send, completed by a 0-byte acknowledgement from "
                       f"its receive)"] == 1
         assert r.rank_end_times[0] > 1e-3
+
+
+def test_a_synchronous_send_whose_receive_is_never_waited_for_still_ends(tmp_path):
+    b = TraceBuilder(2, meta={"volume_unit": "flops"})
+    for r in range(2):
+        b.add(r, "init")
+    b.add(0, "ssend", peer=1, tag=1, bytes_sent=8)
+    b.add(1, "irecv", peer=0, tag=1, bytes_recv=8, request=4)   # completed by SimGrid at the end
+    for r in range(2):
+        b.add(r, "finalize")
+    data = b.build()
+    low = lower(data)[0]
+    assert [K.NAME[k] for k in low.actions["kind"][low.rank_slice(1)]] == \
+        ["init", "irecv", "send", "finalize"]
+    write_ti(data, tmp_path / "t")
+    assert replay(tmp_path / "t", cluster=_cluster(2), engine="native").simulated_time > 0
