@@ -45,8 +45,6 @@ GROUPS = ("point-to-point", "collective", "one-sided", "I/O", "communicator crea
 #: Functions in scope that are not recorded, and why (a regular expression on the name, tried
 #: in order).
 NOT_RECORDED: list[tuple[str, str]] = [
-    (r"MPI_Isendrecv(_replace)?", "not wrapped yet: a sendrecv whose receive half is only "
-     "known at the completion of its request"),
     (r"MPI_Cancel|MPI_Test_cancelled", "not wrapped: a cancelled request still shows as its "
      "send or receive"),
     (r"MPI_Request_get_status\w*", "a peek at a request: completes nothing"),

@@ -106,6 +106,7 @@ KINDS: list[tuple[int, str, str]] = [
     (220, "file_write_at_all_begin", "io"), (221, "file_write_at_all_end", "io"),
     (222, "file_write_ordered_begin", "io"), (223, "file_write_ordered_end", "io"),
     (224, "file_set_size", "io"), (225, "file_preallocate", "io"), (226, "file_delete", "io"),
+    (227, "isendrecv", "p2p"), (228, "isendrecv_replace", "p2p"),
 ]
 
 CODE: dict[str, int] = {name: code for code, name, _ in KINDS}
@@ -133,6 +134,9 @@ MATCHED_RECVS = frozenset({"mrecv", "imrecv"})
 RECVS = frozenset({"recv", "irecv"}) | MATCHED_RECVS
 #: Combined send-and-receive calls.
 SENDRECVS = frozenset({"sendrecv", "sendrecv_replace"})
+#: Their MPI-4 non-blocking forms, with a request; the receive half (vector ``[source, tag]``,
+#: ``bytes_recv``) is as posted (a wildcard: -1 and FLAG_UNRESOLVED).
+NONBLOCKING_SENDRECVS = frozenset({"isendrecv", "isendrecv_replace"})
 #: Persistent send set-ups (``MPI_Send_init`` and its modes).
 SEND_INITS = frozenset({"send_init", "ssend_init", "bsend_init", "rsend_init"})
 #: Receiving persistent or partitioned request set-ups.
@@ -177,6 +181,7 @@ VECTOR_KINDS = frozenset({"gatherv", "scatterv", "allgatherv", "alltoallv", "all
 #: Non-blocking kinds that create a request completed later by a wait/test.
 REQUEST_KINDS = NONBLOCKING_SENDS | {"irecv", "imrecv", "comm_idup"} | NONBLOCKING_COLLECTIVES | \
     _category("incoll") | {"rput", "rget", "raccumulate", "rget_accumulate"} | \
+    NONBLOCKING_SENDRECVS | \
     frozenset(n for _, n, c in KINDS if c == "io" and n.startswith("file_i"))
 #: Blocking collective kind for each non-blocking one (``iallreduce`` -> ``allreduce``).
 BLOCKING_OF = {n: n[1:] for n in NONBLOCKING_COLLECTIVES}

@@ -186,14 +186,15 @@ def _messages(ctx: _Ctx):
 
     s = ctx.rows(K.SENDS)
     r = ctx.rows(K.RECVS)
-    sr = ctx.rows(K.SENDRECVS)
+    sr = ctx.rows(K.SENDRECVS | K.NONBLOCKING_SENDRECVS)
     sends = [frame(s, rank[s], a["peer"][s], a["tag"][s], a["bytes_sent"][s]),
              frame(sr, rank[sr], a["peer"][sr], a["tag"][sr], a["bytes_sent"][sr])]
     recvs = [frame(r, a["peer"][r], rank[r], a["tag"][r], a["bytes_recv"][r],
                    (a["flags"][r] & K.FLAG_UNRESOLVED) != 0)]
     if len(sr):   # the receive half: vector [source, tag]
         recvs.append(frame(sr, ctx.d.vector_item(sr, 0), rank[sr], ctx.d.vector_item(sr, 1),
-                           a["bytes_recv"][sr], a["vec_len"][sr] < 2))
+                           a["bytes_recv"][sr],
+                           (a["vec_len"][sr] < 2) | ((a["flags"][sr] & K.FLAG_UNRESOLVED) != 0)))
     links = probes.links(*_probe_sides(ctx)).dropna()
     if len(links):
         order = recvs[0]["row"].to_numpy().copy()

@@ -25,7 +25,8 @@ def test_named_sets_follow_the_categories():
     assert set(K.BLOCKING_OF.values()) <= K.COLLECTIVES
     assert K.REQUEST_KINDS == K.NONBLOCKING_SENDS | {"irecv", "imrecv", "comm_idup"} | \
         K.NONBLOCKING_COLLECTIVES | K.NONBLOCKING_NEIGHBOR_COLLECTIVES | \
-        {"rput", "rget", "raccumulate", "rget_accumulate"} | K.NONBLOCKING_IO
+        {"rput", "rget", "raccumulate", "rget_accumulate"} | K.NONBLOCKING_IO | \
+        K.NONBLOCKING_SENDRECVS
     m = K.mask(K.SENDS)
     assert m.sum() == len(K.SENDS) and np.nonzero(m)[0].tolist() == K.codes(K.SENDS).tolist()
 
