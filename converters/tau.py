@@ -27,6 +27,7 @@ from minitrace.errors import MinitraceError
 from minitrace.model import NONE, TraceData
 
 from .callstream import BRECV, BSENT, FLAGS, KIND, PEER, REQUEST, TAG, RankStream, build
+from .tau_vector import decode
 
 _C, _N = K.CODE, K.NAME
 _REC32 = [("ev", "i4"), ("nid", "u2"), ("tid", "u2"), ("par", "i8"), ("ti", "u8")]
@@ -78,8 +79,9 @@ def read_edf(path) -> dict[int, tuple[str, int, str, str]]:
 
 
 def read_records(path, damaged: list | None = None) -> np.ndarray:
-    """All records of a .trc file, in native byte order.  A partial last record is an error,
-    or, when a ``damaged`` list is given, dropped and noted in it."""
+    """All records of a .trc file, in native byte order (a read-only view of the file's bytes
+    when they are in it already).  A partial last record is an error, or, when a ``damaged``
+    list is given, dropped and noted in it."""
     path = os.fspath(path)
     try:
         raw = Path(path).read_bytes()
@@ -100,7 +102,7 @@ def read_records(path, damaged: list | None = None) -> np.ndarray:
                                              path)
                     damaged.append(f"{path}: {what} (the last {extra} bytes dropped)")
                 return np.frombuffer(raw, dt, count=len(raw) // dt.itemsize).astype(
-                    dt.newbyteorder("="))
+                    dt.newbyteorder("="), copy=False)
     if not raw:
         raise MinitraceError("empty trace file", path)
     raise MinitraceError("not a TAU trace (the first record is not EV_INIT)", path)
@@ -123,12 +125,15 @@ class _Rank:
         self.unlinked: Counter = Counter()                # what could not be attributed
 
 
-def read_tau(trc, edf=None, keep_regions: bool = False, keep_going: bool = False) -> TraceData:
+def read_tau(trc, edf=None, keep_regions: bool = False, keep_going: bool = False,
+             vectorized: bool = True) -> TraceData:
     """Read a merged TAU trace; ``edf`` defaults to ``tau.edf`` beside ``trc``.
 
     A trace cut short (a partial record, or a node without TAU's closing FLUSH_CLOSE record) is
     an error naming the file; with ``keep_going`` its whole records are kept and the trace is
-    marked incomplete (``meta['damaged']``)."""
+    marked incomplete (``meta['damaged']``).  Traces whose requests complete in order are
+    decoded on whole columns (``tau_vector``); ``vectorized=False`` reads every one record by
+    record (the reference the tests compare it with)."""
     trc = os.fspath(trc)
     if edf is None:
         edf = os.path.join(os.path.dirname(trc), "tau.edf")
@@ -142,7 +147,7 @@ def read_tau(trc, edf=None, keep_regions: bool = False, keep_going: bool = False
                              "(a .edf from another run, or an unmerged trace?)", edf)
     return _convert(rec, events, {"source_path": os.path.abspath(trc),
                                   "source_edf": os.path.abspath(edf)}, trc, keep_regions,
-                    damaged)
+                    damaged, vectorized)
 
 
 #: A per-thread trace file TAU writes before merging: tautrace.<node>.<context>.<thread>.trc.
@@ -155,13 +160,15 @@ def per_thread_files(folder) -> list[Path]:
     return sorted(found, key=lambda p: tuple(map(int, PER_THREAD.match(p.name).groups())))
 
 
-def read_tau_files(paths, keep_regions: bool = False, keep_going: bool = False) -> TraceData:
+def read_tau_files(paths, keep_regions: bool = False, keep_going: bool = False,
+                   vectorized: bool = True) -> TraceData:
     """Read TAU's unmerged per-thread traces (``tautrace.N.C.T.trc``, each with the
     ``events.N.edf`` of its node beside it), e.g. ``per_thread_files(dir)``.
 
     Event ids are per node: they are unified by definition (group, tag, name, parameter kind)
     across the nodes.  Nodes are ranks and must be 0..P-1; threads other than 0 are not ranks
-    (their records are skipped and listed in ``meta["threads"]``).  Damage: as ``read_tau``."""
+    (their records are skipped and listed in ``meta["threads"]``).  Damage and ``vectorized``:
+    as ``read_tau``."""
     paths = [Path(p) for p in paths]
     if not paths:
         raise MinitraceError("no tautrace.<node>.<context>.<thread>.trc files given")
@@ -211,18 +218,20 @@ def read_tau_files(paths, keep_regions: bool = False, keep_going: bool = False) 
     rec = rec[np.argsort(rec["ti"], kind="stable")]
     where = str(paths[0].parent)
     return _convert(rec, events, {"source_path": os.path.abspath(where),
-                                  "source_files": len(paths)}, files, keep_regions, damaged)
+                                  "source_files": len(paths)}, files, keep_regions, damaged,
+                    vectorized)
 
 
 def _convert(rec: np.ndarray, events: dict, provenance: dict, where: str | dict,
-             keep_regions: bool, damaged: list | None) -> TraceData:
+             keep_regions: bool, damaged: list | None, vectorized: bool) -> TraceData:
     """TraceData of records (all nodes, in time order) whose ids ``events`` defines; ``where``
     is the file (or node -> file) to name in errors, ``damaged`` None unless keeping going."""
     threads = rec["tid"] != 0
     other_threads = int(threads.sum())
     thread_ids = {int(n): sorted(set(rec["tid"][threads & (rec["nid"] == n)].tolist()))
                   for n in np.unique(rec["nid"][threads]).tolist()}
-    rec = rec[~threads]
+    if other_threads:
+        rec = rec[~threads]
     nranks = int(rec["nid"].max()) + 1 if len(rec) else 0
     if not nranks:
         raise MinitraceError("no events of any rank", str(where))
@@ -239,10 +248,42 @@ def _convert(rec: np.ndarray, events: dict, provenance: dict, where: str | dict,
     msg_ids = {t: [i for i, e in events.items() if e[1] == t] for t in (SEND_TAG, RECV_TAG)}
     source_messages = {side: int(np.isin(rec["ev"], msg_ids[t]).sum())
                        for side, t in (("sent", SEND_TAG), ("received", RECV_TAG))}
+    meta = {**_meta(_info(rec, events), nranks), **provenance,
+            "source_messages": source_messages}
+    data = decode(rec, events, nranks, t0, keep_regions, _COLL_BYTES, SEND_TAG, RECV_TAG) \
+        if vectorized else None
+    if data is None:
+        data = _by_record(rec, events, nranks, t0, keep_regions)
+    data.meta.update(meta)
+    data.meta["complete"] = data.meta["complete"] and not damaged
+    if damaged:
+        data.meta["damaged"] = damaged
+    if other_threads:
+        data.meta["thread_records_skipped"] = other_threads
+        data.meta["threads"] = {str(n): tids for n, tids in thread_ids.items()}
+    return data
+
+
+def _info(rec: np.ndarray, events: dict) -> dict[int, dict[str, str]]:
+    """Node -> {key: value} of TAU's metadata counters (``Key | value`` events, first value)."""
+    keyed = [i for i, e in events.items() if e[3] == "TriggerValue" and " | " in e[2]
+             and e[1] not in (SEND_TAG, RECV_TAG)]
+    sel = np.nonzero(np.isin(rec["ev"], keyed) & (rec["par"] != 0))[0]
+    sel = sel[np.argsort(rec["nid"][sel], kind="stable")]
+    info: dict[int, dict[str, str]] = {}
+    for ev, nid in zip(rec["ev"][sel].tolist(), rec["nid"][sel].tolist()):
+        key, _, value = events[ev][2].partition(" | ")
+        info.setdefault(nid, {}).setdefault(key, value)
+    return info
+
+
+def _by_record(rec: np.ndarray, events: dict, nranks: int, t0: int,
+               keep_regions: bool) -> TraceData:
+    """The record-by-record reader: any trace, with TAU's request rules in full (persistent
+    requests, waitall, tests, ...)."""
     strings: list[str] = []
     ranks = [_Rank(strings if keep_regions else None) for _ in range(nranks)]
     unsized, rootless, user_regions = Counter(), Counter(), 0
-    info: dict[int, dict[str, str]] = {}
     order = np.argsort(rec["nid"], kind="stable")      # per rank, in file (= time) order
     ev_col, nid_col = rec["ev"][order].tolist(), rec["nid"][order].tolist()
     par_col, ti_col = rec["par"][order].tolist(), rec["ti"][order].tolist()
@@ -277,21 +318,12 @@ def _convert(rec: np.ndarray, events: dict, provenance: dict, where: str | dict,
                 if _N[row[KIND]] in K.SENDS or _N[row[KIND]] in K.SENDRECVS:
                     row[PEER], row[TAG], row[BSENT] = other, mtag, length
             continue
-        if kind == "TriggerValue":
-            if " | " in name and par != 0:
-                key, _, value = name.partition(" | ")
-                info.setdefault(nid, {}).setdefault(key, value)
-            elif name.startswith("Message size for") and R.s.current is not None:
-                R.size = max(R.size, par)
-    meta = {**_meta(info, nranks), **provenance, "source_messages": source_messages}
+        if kind == "TriggerValue" and " | " not in name and name.startswith("Message size for") \
+                and R.s.current is not None:
+            R.size = max(R.size, par)
     streams = [R.s for R in ranks]
-    meta["complete"] = not damaged and all(
-        s.rows and any(r[KIND] == _C["finalize"] for r in s.rows) for s in streams)
-    if damaged:
-        meta["damaged"] = damaged
-    if other_threads:
-        meta["thread_records_skipped"] = other_threads
-        meta["threads"] = {str(n): tids for n, tids in thread_ids.items()}
+    meta = {"complete": all(s.rows and any(r[KIND] == _C["finalize"] for r in s.rows)
+                            for s in streams)}
     if unsized:
         meta["collectives_without_sizes"] = dict(unsized)
     if rootless:

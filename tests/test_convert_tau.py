@@ -637,3 +637,38 @@ def test_per_thread_file_cut_names_its_file(tmp_path):
         read_any(tmp_path)
     assert str(files[2]) in str(e.value)
     assert read_any(tmp_path, keep_going=True).meta["complete"] is False
+
+
+# -- the vectorized decoder against the record-by-record reader ----------------------------------
+def _same_trace(a, b):
+    _same_actions(a, b)
+    assert a.strings == b.strings and a.meta == b.meta
+
+
+@pytest.mark.parametrize("keep_regions", [False, True])
+def test_vectorized_decoder_reads_like_the_record_reader(tmp_path, keep_regions):
+    """On the OSU-like trace (requests completed in order: the column decoder applies) both
+    readers give the same trace, field for field; a trace it cannot take (persistent requests,
+    waitall) goes to the record reader."""
+    from minitrace.converters.tau_vector import decode
+    trc = osu_like(tmp_path)
+    fast = read_tau(trc, keep_regions=keep_regions)
+    slow = read_tau(trc, keep_regions=keep_regions, vectorized=False)
+    _same_trace(fast, slow)
+    rec, events = np.fromfile(trc, REC).astype(REC.newbyteorder("=")), {}
+    from minitrace.converters.tau import _COLL_BYTES, read_edf
+    events = read_edf(tmp_path / "tau.edf")
+    rec = rec[rec["tid"] == 0]
+    assert decode(rec, events, 2, int(rec["ti"][0]), keep_regions, _COLL_BYTES, -7, -8) \
+        is not None
+    (tmp_path / "p").mkdir()
+    ptrc = petsc_like(tmp_path / "p")
+    prec = np.fromfile(ptrc, REC)
+    assert decode(prec, read_edf(tmp_path / "p" / "tau.edf"), P_RANKS, int(prec["ti"][0]),
+                  keep_regions, _COLL_BYTES, -7, -8) is None
+    _same_trace(read_tau(ptrc), read_tau(ptrc, vectorized=False))
+
+
+@pytest.mark.thirdparty
+def test_osu_vectorized_decoder_reads_like_the_record_reader():
+    _same_trace(read_tau(OSU / "tau.trc"), read_tau(OSU / "tau.trc", vectorized=False))
