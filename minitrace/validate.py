@@ -11,8 +11,8 @@ deadlock or mis-simulate.  Checks (each vectorised over all actions with numpy/p
   with the probe's source, tag and communicator;
 * collectives: the members of a communicator call the same collectives (blocking, non-blocking,
   persistent initializations, neighborhood) in the same order, with the same root and consistent
-  sizes; in a neighborhood collective each neighbour receives what is sent to it (not checked
-  on intercommunicators: FLAG_INTERCOMM);
+  sizes; in a neighborhood collective each neighbour receives what is sent to it (on an
+  intercommunicator, FLAG_INTERCOMM, only the order: roots and sizes follow other rules);
 * one-sided: every RMA operation (and flush) lies in an access epoch to its target on a window
   the rank created (after a fence, inside lock/unlock of the target or lock_all/unlock_all,
   inside start/complete naming it), and epochs close (no unlock without lock, every lock,
@@ -298,10 +298,10 @@ def _check_matched_probes(ctx: _Ctx, rep: ValidationReport) -> None:
 # -- collectives ------------------------------------------------------------------------------
 def _check_collectives(ctx: _Ctx, rep: ValidationReport) -> None:
     rows = ctx.rows(K.ORDERED_COLLECTIVES)
-    rows = rows[(ctx.a["flags"][rows] & K.FLAG_INTERCOMM) == 0]
     if not len(rows):
         return
     a = ctx.a
+    inter = (a["flags"][rows] & K.FLAG_INTERCOMM) != 0
     df = pd.DataFrame({"comm": a["comm"][rows], "rank": ctx.rank[rows], "row": rows,
                        "kind": a["kind"][rows], "peer": a["peer"][rows],
                        "bs": a["bytes_sent"][rows], "br": a["bytes_recv"][rows]})
@@ -315,6 +315,9 @@ def _check_collectives(ctx: _Ctx, rep: ValidationReport) -> None:
                     "communicator table does not list")
             continue
         members = np.asarray(members, dtype=np.int64)
+        is_inter = bool(inter[np.searchsorted(rows, g["row"].to_numpy())].any())
+        if is_inter and (members < 0).any():
+            continue        # its other group was not traced (spawned processes)
         pos = np.full(ctx.d.nranks, -1, np.int64)
         pos[members[(members >= 0) & (members < ctx.d.nranks)]] = \
             np.nonzero((members >= 0) & (members < ctx.d.nranks))[0]
@@ -324,13 +327,15 @@ def _check_collectives(ctx: _Ctx, rep: ValidationReport) -> None:
                     f"{len(sub)} collective(s) on communicator {comm} of which rank {r} "
                     "is not a member")
         g = g[~outsider]
-        _check_comm_collectives(ctx, rep, int(comm), members, g)
+        _check_comm_collectives(ctx, rep, int(comm), members, g, is_inter)
 
 
 _ROOTED = K.mask(n for n, b in K.BLOCKING_FORM.items() if b in K.ROOTED)
 
 
-def _check_comm_collectives(ctx, rep, comm, members, g) -> None:
+def _check_comm_collectives(ctx, rep, comm, members, g, inter: bool = False) -> None:
+    """Counts and kinds per position; roots and sizes too on an intracommunicator (an
+    intercommunicator's follow its own rules: MPI_ROOT, MPI_PROC_NULL, the remote group)."""
     size = len(members)
     # 1. every member calls the same number of collectives on this comm
     n_of = g.groupby("rank").size().reindex(members, fill_value=0)
@@ -354,6 +359,8 @@ def _check_comm_collectives(ctx, rep, comm, members, g) -> None:
             rep.add(t.rank, ctx.index[t.row], "collective-mismatch",
                     f"collective {seq} on communicator {comm} is {K.NAME[int(t.kind)]} here but "
                     f"{K.NAME[int(ref.kind)]} on rank {ref['rank']}")
+    if inter:
+        return
     same = g[(g.kmin == g.kmax)]
     rooted = same[_ROOTED[same.kind.to_numpy()]]
     for seq in rooted.loc[rooted.pmin != rooted.pmax, "seq"].unique():
