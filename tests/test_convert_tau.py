@@ -672,3 +672,74 @@ def test_vectorized_decoder_reads_like_the_record_reader(tmp_path, keep_regions)
 @pytest.mark.thirdparty
 def test_osu_vectorized_decoder_reads_like_the_record_reader():
     _same_trace(read_tau(OSU / "tau.trc"), read_tau(OSU / "tau.trc", vectorized=False))
+
+
+@pytest.mark.parametrize("keep_regions", [False, True])
+def test_vectorized_decoder_on_every_construct_it_takes(tmp_path, keep_regions):
+    """Nested MPI calls, dropped calls (with a message inside), user regions inside and outside
+    calls, send/recv, sendrecv, irecv/isend completed by wait and waitany (one wait with two
+    messages), sized and unsized collectives, records of another thread: the column decoder
+    takes the trace and gives what the record reader gives."""
+    from minitrace.converters.tau import _COLL_BYTES, read_edf
+    from minitrace.converters.tau_vector import decode
+    names = {"EV_INIT": ("TRACER", 0, "none"), "FLUSH_CLOSE": ("TRACER", 0, "none"),
+             "MESSAGE_SEND": ("TAU_MESSAGE", -7, "par"),
+             "MESSAGE_RECV": ("TAU_MESSAGE", -8, "par"),
+             "Message size for reduce": ("TAUEVENT", 0, "TriggerValue"),
+             "kernel": ("USER", 0, "EntryExit"),
+             **{f"MPI_{c}()": ("MPI", 0, "EntryExit") for c in (
+                 "Init", "Comm_rank", "Send", "Recv", "Sendrecv", "Irecv", "Isend", "Wait",
+                 "Waitany", "Allreduce", "Reduce", "Bcast", "Finalize")}}
+    tr, t = TauTrace(names), [10, 13]
+
+    def call(r, name, *inner, gap=4):
+        tr.add(name, r, 1, t[r])
+        for i, (ev, par) in enumerate(inner, 1):
+            tr.add(ev, r, par, t[r] + i)
+        tr.add(name, r, -1, t[r] + len(inner) + 1)
+        t[r] += len(inner) + 1 + gap
+
+    for r in (0, 1):
+        o = 1 - r
+        tr.add("EV_INIT", r, 3, t[r])
+        call(r, "MPI_Init()")
+        call(r, "MPI_Comm_rank()", ("MESSAGE_SEND", _msg(9, o, 4)), gap=0)
+        tr.add("kernel", r, 1, t[r])
+        tr.add("kernel", r, -1, t[r] + 3)
+        t[r] += 5
+        call(r, "MPI_Allreduce()", ("MPI_Isend()", 1), ("MESSAGE_SEND", _msg(1, o, 8)),
+             ("MPI_Isend()", -1), ("kernel", 1), ("kernel", -1))
+        if r == 0:
+            call(0, "MPI_Send()", ("MESSAGE_SEND", _msg(5, 1, 100)))
+        else:
+            call(1, "MPI_Recv()", ("MESSAGE_RECV", _msg(5, 0, 100)))
+        call(r, "MPI_Sendrecv()", ("MESSAGE_SEND", _msg(6, o, 8)), ("MESSAGE_RECV", _msg(6, o, 8)))
+        for tag in (2, 3):
+            call(r, "MPI_Irecv()")
+        for tag in (2, 3):
+            call(r, "MPI_Isend()", ("MESSAGE_SEND", _msg(tag, o, 16 * tag)))
+        call(r, "MPI_Wait()", ("MESSAGE_RECV", _msg(2, o, 32)), ("MESSAGE_RECV", _msg(3, o, 48)))
+        call(r, "MPI_Waitany()")
+        call(r, "MPI_Wait()")
+        call(r, "MPI_Irecv()")
+        call(r, "MPI_Reduce()", ("Message size for reduce", 0), ("Message size for reduce", 24))
+        call(r, "MPI_Bcast()")
+        call(r, "MPI_Finalize()", gap=0)
+        tr.add("kernel", r, 1, t[r], tid=2)
+        tr.close(r, t[r] + 1)
+    trc = tr.write(tmp_path)
+    rec = np.fromfile(trc, REC)
+    rec = rec[rec["tid"] == 0]
+    events = read_edf(tmp_path / "tau.edf")
+    assert decode(rec, events, 2, int(rec["ti"][0]), keep_regions, _COLL_BYTES, -7, -8) \
+        is not None
+    fast = read_tau(trc, keep_regions=keep_regions)
+    _same_trace(fast, read_tau(trc, keep_regions=keep_regions, vectorized=False))
+    m = fast.meta
+    assert m["requests_never_completed"] == 2 and m["dropped_mpi_calls"] == {"MPI_Comm_rank": 2}
+    assert m["collectives_without_sizes"] == {"allreduce": 2, "bcast": 2}
+    a = fast.actions[fast.rank_slice(0)]
+    # the wait with two messages names the first irecv's request, waitany the first isend,
+    # the last wait the second one
+    assert a[a["kind"] == K.CODE["wait"]]["request"].tolist() == [0, 3]
+    assert a[a["kind"] == K.CODE["waitany"]]["request"].tolist() == [2]
