@@ -189,10 +189,11 @@ _K_FLOOR = 1e-6         # MLE: |shape| below this is moved to it (the k -> 0 for
 _MLE_ITERATIONS = 100
 
 
-def _loglik(x, mu, log_sigma, k, gradient: bool = False):
-    """Log-likelihood of each standardized sample x (B, n) and, with ``gradient``, its
-    gradient in (mu, log sigma, k) (B, 3); -inf where a point is outside the support or
-    k >= 1 (where the likelihood is unbounded)."""
+def _loglik(x, mu, log_sigma, k, derivatives: bool = False):
+    """Log-likelihood of each standardized sample x (B, n) and, with ``derivatives``, its
+    gradient (B, 3) and Hessian (B, 3, 3) in (mu, log sigma, k); -inf where a point is
+    outside the support or k >= 1 (where the likelihood is unbounded).  With y = (x-mu)/sigma,
+    z = 1 - k y, t = z^(1/k): log f = -log sigma + (1/k - 1) log z - t."""
     k = np.where(np.abs(k) < _K_FLOOR, np.where(k < 0, -_K_FLOOR, _K_FLOOR), k)[:, None]
     sigma = np.exp(log_sigma)[:, None]
     y = (x - mu[:, None]) / sigma
@@ -202,18 +203,32 @@ def _loglik(x, mu, log_sigma, k, gradient: bool = False):
         lz = np.log(np.where(z > 0, z, 1.0))
         t = np.exp(lz / k)
         ll = np.where(inside, (-log_sigma[:, None] + (1 / k - 1) * lz - t).sum(axis=1), -np.inf)
-        if not gradient:
+        if not derivatives:
             return ll
-        a = (1 - k - t) / z
-        grad = np.stack([(a / sigma).sum(axis=1), (a * y - 1).sum(axis=1),
-                         ((t - 1) * lz / k ** 2 - a * y / k).sum(axis=1)], axis=1)
-    return ll, np.where(inside[:, None], grad, np.nan)
+        a = (1 - k - t) / z                       # d log f / dz times dz/dmu * sigma / k
+        dt_k = -t * (y / (k * z) + lz / k ** 2)   # dt/dk
+        da_mu = -(t / (sigma * z) + a * k / sigma) / z
+        da_ls = -(t * y / z + a * k * y) / z
+        da_k = (-1 - dt_k + a * y) / z
+        g = [a / sigma, a * y - 1, (t - 1) * lz / k ** 2 - a * y / k]
+        h_kk = (dt_k * lz / k ** 2 - (t - 1) * y / (z * k ** 2) - 2 * (t - 1) * lz / k ** 3
+                - y * da_k / k + a * y / k ** 2)
+        h = [[da_mu / sigma, da_ls / sigma - a / sigma, da_k / sigma],
+             [None, y * (da_ls - a), y * da_k], [None, None, h_kk]]
+        grad = np.stack([v.sum(axis=1) for v in g], axis=1)
+        hess = np.empty((len(x), 3, 3))
+        for i in range(3):
+            for j in range(i, 3):
+                hess[:, i, j] = hess[:, j, i] = h[i][j].sum(axis=1)
+    bad = ~inside
+    grad[bad], hess[bad] = np.nan, np.nan
+    return ll, grad, hess
 
 
 def _newton(x, theta, ll):
     """Maximize the log-likelihood of each row of x from theta (B, 3): Newton steps with the
-    Hessian by differences of the analytic gradient, damped Levenberg-Marquardt style; a step
-    is taken only where it raises the likelihood.  Returns (theta, ll, converged)."""
+    analytic Hessian, damped Levenberg-Marquardt style where it is not negative definite; a
+    step is taken only where it raises the likelihood.  Returns (theta, ll, converged)."""
     lam = np.full(len(x), 1e-6)
     done = np.zeros(len(x), dtype=bool)
     eye = np.eye(3)
@@ -222,17 +237,15 @@ def _newton(x, theta, ll):
         if len(act) == 0:
             break
         xa, th = x[act], theta[act]
-        _, g = _loglik(xa, *th.T, gradient=True)
-        h = 1e-6 * np.maximum(1.0, np.abs(th))
-        hess = np.stack([(_loglik(xa, *(th + h[:, j, None] * eye[j]).T, gradient=True)[1] - g)
-                         / h[:, j, None] for j in range(3)], axis=2)
-        neg = -(hess + hess.transpose(0, 2, 1)) / 2
+        _, g, hess = _loglik(xa, *th.T, derivatives=True)
+        neg = -hess
         damp = lam[act, None, None] * (np.abs(np.diagonal(neg, axis1=1, axis2=2))[:, :, None]
                                        * eye + 1e-12 * eye)
-        with np.errstate(invalid="ignore"):
-            ok_sys = np.isfinite(neg).all(axis=(1, 2)) & np.isfinite(g).all(axis=1)
-            step = np.zeros_like(th)
-            step[ok_sys] = np.linalg.solve(neg[ok_sys] + damp[ok_sys], g[ok_sys, :, None])[..., 0]
+        ok_sys = np.isfinite(neg).all(axis=(1, 2)) & np.isfinite(g).all(axis=1)
+        step = np.zeros_like(th)
+        if ok_sys.any():
+            step[ok_sys] = np.linalg.solve(neg[ok_sys] + damp[ok_sys],
+                                           g[ok_sys, :, None])[..., 0]
         new = th + step
         new_ll = _loglik(xa, *new.T)
         better = ok_sys & (new_ll > ll[act])
@@ -240,8 +253,7 @@ def _newton(x, theta, ll):
         theta[act[better]] = new[better]
         ll[act[better]] = new_ll[better]
         lam[act] = np.where(better, np.maximum(lam[act] / 10, 1e-12), lam[act] * 10)
-        done[act] = (better & small) | (~better & (small | (lam[act] > 1e8)))
-        done[act] |= ~ok_sys
+        done[act] = (better & small) | (~better & (small | (lam[act] > 1e8))) | ~ok_sys
     return theta, ll, done
 
 
