@@ -135,8 +135,8 @@ def test_partitioned_model_worked_example_and_bench(tmp_path):
     r = mt("partitioned-model")
     assert r.returncode == 0, r.stderr
     row = r.stdout.strip().splitlines()[-1].split()
-    assert row == ["4", "16.0", "100000", "1000", "101121", "1605", "405", "2243", "405", "3",
-                   "9969", "39506", "3.96"]
+    assert row == ["4", "16.0", "100000.00", "1000.00", "101121.87", "1605.00", "405.00",
+                   "2243.74", "405.00", "3", "9969", "39506", "3.96"]
     p = tmp_path / "part.h5"
     n = 4
     write_bench(str(p), "partitioned", {

@@ -12,13 +12,20 @@ def test_worked_example_exactly():
     m = pm.model(4, 16 * pm.MB, 100_000e-6, 1_000e-6, t)
     assert m["t_last"] == pytest.approx(101_121.87e-6, abs=0.01e-6)
     d = pm.display(pm.model_frame([4], [16 * pm.MB], 0.1, 0.001, t)).iloc[0]
-    assert d.t_last_us == 101_121
+    assert d.t_last_us == 101_121.87            # the thesis prints it truncated: 101,121
     assert d.t_single_us == 1_605
     assert d.bw_single_MBps == 9_969
     assert d.t_partition_us == 405
     assert d.hidden == 3
     assert d.t_extra_us == 405
     assert d.bw_effective_MBps == 39_506
+
+
+def test_one_thread_waits_for_mu_exactly():
+    """The expected maximum of one thread is its mean (EMMA would say mu + 0.18 sigma)."""
+    t = pm.LinkTable.constant(5e-6, 10_000 * pm.MB)
+    m = pm.model(1, 16 * pm.MB, 0.1, 0.01, t)
+    assert m["t_last"] == 0.1 and m["hidden"] == 0 and m["t_extra"] == m["t_single"]
 
 
 def test_no_variability_hides_nothing():
@@ -94,8 +101,8 @@ def test_cli_takes_simgrid_units_like_replay(capsys):
     """The worked example's row, whatever the spelling: SimGrid units (as `replay` reads them)
     or the old bare numbers (us, MB/s, bytes)."""
     row = _last_row(capsys)
-    assert row.split() == ["4", "16.0", "100000", "1000", "101121", "1605", "405", "2243", "405",
-                           "3", "9969", "39506", "3.96"]
+    assert row.split() == ["4", "16.0", "100000.00", "1000.00", "101121.87", "1605.00", "405.00",
+                           "2243.74", "405.00", "3", "9969", "39506", "3.96"]
     for args in (["--bandwidth", "10GBps"], ["--bandwidth", "10000"], ["--bandwidth", "80Gbps"],
                  ["--latency", "5"], ["--latency", "5000ns"], ["--mu", "100ms", "--sigma", "1ms"],
                  ["--mu", "100000", "--sigma", "1000"], ["--size", "16000kB"],
@@ -113,3 +120,21 @@ def test_cli_unit_errors_are_one_line(capsys):
         assert cli.main(["partitioned-model", *args]) == 1
         err = capsys.readouterr().err
         assert err.startswith(f"minitrace: error: {msg}") and err.count("\n") == 1, err
+
+
+def test_printed_times_reproduce_the_printed_bandwidths(capsys):
+    """size / printed time, rounded, is the printed bandwidth on every row, for small and
+    large messages on fast and slow links (the decimals grow as needed)."""
+    from minitrace import cli
+    for args in (["--table", "lassen", "--threads", "1,2,8,64", "--size", "1,1kB,64kB,16MB,1GB"],
+                 ["--bandwidth", "1TBps", "--latency", "0.3us", "--size", "16MB,3kB",
+                  "--threads", "4,7"]):
+        assert cli.main(["partitioned-model", *args]) == 0
+        lines = capsys.readouterr().out.strip().splitlines()
+        head = lines[1].split()
+        for line in lines[2:]:
+            row = dict(zip(head, line.split()))
+            size = float(row["size_MB"]) * 1e6
+            for t, bw in (("t_single_us", "bw_single_MBps"), ("t_extra_us", "bw_effective_MBps")):
+                assert round(size / float(row[t])) == int(row[bw]), (args, row)
+            assert len(row["t_extra_us"].split(".")[1]) >= 2

@@ -14,8 +14,8 @@ early threads travel while the later ones still compute:
 Message time t(s) = latency(s) + s / bandwidth(s), from a latency/bandwidth table by message
 size (shipped CSVs, a bench ``pt2pt`` suite, or constants).  Units: seconds and bytes/s
 internally; sizes in MB mean 10^6 bytes and bandwidths in MB/s mean 10^6 bytes/s.  Display
-convention (reproduces the thesis's worked example): times truncated to whole microseconds,
-bandwidths rounded to whole MB/s.
+convention: times in microseconds with as many decimals as it takes to recompute the
+printed bandwidths (at least two), bandwidths rounded to whole MB/s.
 """
 from __future__ import annotations
 
@@ -124,7 +124,8 @@ def model(threads: int, size: float, mu: float, sigma: float, table: LinkTable) 
     """Algorithm 1 for one configuration (times in s, size in bytes, bandwidths in B/s)."""
     if threads < 1 or size <= 0 or mu <= 0 or sigma < 0:
         raise ValueError("threads >= 1, size > 0, mu > 0 and sigma >= 0 are required")
-    t_last = float(emma(stats.norm(mu, sigma), threads)) if sigma > 0 else mu
+    # one thread is its own maximum: E = mu (EMMA's F^-1(0.5704) is mu + 0.18 sigma there)
+    t_last = float(emma(stats.norm(mu, sigma), threads)) if sigma > 0 and threads > 1 else mu
     t_single = float(table.message_time(size))
     t_part = float(table.message_time(size / threads))
     window = 2 * (t_last - mu)
@@ -141,15 +142,34 @@ def model_frame(threads, sizes, mu: float, sigma: float, table: LinkTable) -> pd
     return pd.DataFrame([model(t, s, mu, sigma, table) for t in threads for s in sizes])
 
 
+TIME_COLUMNS = ("mu", "sigma", "t_last", "t_single", "t_partition", "overlap", "t_extra")
+
+
+def time_decimals(df: pd.DataFrame, least: int = 2) -> int:
+    """Decimals of the printed microseconds (at least ``least``, at most 9) with which every
+    printed bandwidth is size / printed time, rounded: t_single for bw_single, t_extra for
+    bw_effective."""
+    for d in range(least, 10):
+        if all(np.array_equal(np.rint(df["size"] / (np.round(df[t] / US, d) * US) / MB),
+                              np.rint(df[bw] / MB))
+               for t, bw in (("t_single", "bw_single"), ("t_extra", "bw_effective"))):
+            return d
+    return 9
+
+
 def display(df: pd.DataFrame) -> pd.DataFrame:
-    """The display convention: us truncated to integers, MB/s rounded, MB = 10^6 bytes."""
+    """The display convention: times in us rounded to ``attrs['decimals']`` decimals (enough
+    to recompute the printed bandwidths, at least 2, so the worked example's T_last reads
+    101121.87), bandwidths rounded to whole MB/s, MB = 10^6 bytes."""
+    d = time_decimals(df)
     out = pd.DataFrame({"threads": df.threads, "size_MB": df["size"] / MB})
-    for col in ("mu", "sigma", "t_last", "t_single", "t_partition", "overlap", "t_extra"):
-        out[f"{col}_us"] = np.floor(df[col] / US + 1e-9).astype(np.int64)
+    for col in TIME_COLUMNS:
+        out[f"{col}_us"] = np.round(df[col] / US, d)
     out["hidden"] = df.hidden
     out["bw_single_MBps"] = np.rint(df.bw_single / MB).astype(np.int64)
     out["bw_effective_MBps"] = np.rint(df.bw_effective / MB).astype(np.int64)
     out["speedup"] = df.speedup.round(2)
+    out.attrs["decimals"] = d
     return out
 
 

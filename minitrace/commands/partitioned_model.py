@@ -39,8 +39,9 @@ def register(sub) -> None:
                     "SimGrid's units, as in 'minitrace replay': sizes 16MB, 4MiB, 64kB (MB = "
                     "10^6 bytes, MiB = 2^20; b = bits), times 5us, 2ms, bandwidths 10GBps, "
                     "100Gbps.  Bare numbers keep their old meaning: bytes for sizes, "
-                    "microseconds for times, MB/s for the bandwidth.  Display: "
-                    "times truncated to whole us, bandwidths rounded to whole MB/s.  The "
+                    "microseconds for times, MB/s for the bandwidth.  Display: times in us "
+                    "with enough decimals to recompute the printed bandwidths (size / time), "
+                    "bandwidths rounded to whole MB/s; with one thread T_last = mu.  The "
                     "defaults are the thesis's worked example.")
     p.add_argument("--threads", action="append", default=[],
                    help="thread counts, comma separated or repeated (default 4)")
@@ -52,7 +53,9 @@ def register(sub) -> None:
     g.add_argument("--sigma", default=None, help="compute time standard deviation; a bare "
                                                   "number is in us (default 1000us)")
     g.add_argument("--v", type=float, default=None,
-                   help="variability v instead of sigma (sigma = mu v^2)")
+                   help="variability v instead of --sigma: sigma = mu v^2 (the bench "
+                        "'partitioned' suite's convention; v is dimensionless, e.g. --mu 100ms "
+                        "--v 0.1 gives sigma = 1 ms)")
     p.add_argument("--latency", default="5us",
                    help="constant latency; a bare number is in us (default 5us)")
     p.add_argument("--bandwidth", default="10000MBps",
@@ -102,8 +105,10 @@ def run(args) -> int:
     if min(threads) < 1 or min(sizes) <= 0 or mu <= 0 or sigma < 0:
         raise MinitraceError("threads >= 1, sizes > 0, mu > 0 and sigma >= 0 are required")
     model = PM.model_frame(threads, sizes, mu, sigma, table)
+    shown = PM.display(model)
+    fmt = {f"{c}_us": f"{{:.{shown.attrs['decimals']}f}}".format for c in PM.TIME_COLUMNS}
     with pd.option_context("display.width", 200, "display.max_columns", 30):
-        print(PM.display(model).to_string(index=False))
+        print(shown.to_string(index=False, formatters=fmt))
         if compare is not None:
             print(f"\nbench {args.bench} (median over runs) vs model, MB/s:")
             out = compare.assign(measured_MBps=np.rint(compare.measured_bw / PM.MB),
