@@ -41,6 +41,9 @@ _VOLUME_NAME = {code: name for name, code in L.VOLUMES.items()}
 _CLOCK_NAME = {code: name for name, code in L.CLOCKS.items()}
 _RANK_FILE = re.compile(r"rank-(\d+)\.mtr$")
 _FINALIZE = K.CODE["finalize"]
+_KNOWN_KIND = np.zeros(256, bool)
+_KNOWN_KIND[list(K.NAME)] = True
+_KNOWN_KIND[[CONT, STRING, COMMDEF, RESOLVE]] = True
 _MAX_RANKS = 1 << 22      # a world size beyond this in a header is corruption, not a run
 
 
@@ -162,6 +165,11 @@ class _Thread:
     def __init__(self, chunks: list[np.ndarray], path: str):
         kind = np.concatenate([c["kind"] for c in chunks])
         vec_len = np.concatenate([c["vec_len"] for c in chunks])
+        wrong = ~_KNOWN_KIND[kind] | ((vec_len < -2) & (kind != CONT))   # (<= 2 inlined)
+        if wrong.any():
+            bad = np.flatnonzero(wrong)[0]
+            raise MinitraceError(f"corrupt record {bad} (kind {kind[bad]}, vector length "
+                                 f"{vec_len[bad]})", path)
         special = kind >= RESOLVE                     # internal or continuation records
         self.comm_defs, self.strings = [], {}
         # the MPI records stay in the (memory-mapped) chunks: a chunk with special records
@@ -393,6 +401,9 @@ def merge_dir(directory: str, command_line: str | None = None) -> TraceData:
         ths = [_Thread(recs, r.path) for recs in r.threads] if r is not None else []
         threads.append(ths)
         comm_lists.append(sorted(d for th in ths for d in th.comm_defs))
+        if any(not all(-32766 <= m < size for m in d[1]) for d in comm_lists[-1]):
+            raise MinitraceError("corrupt communicator definition (member beyond the world)",
+                                 r.path)
         smap: dict[int, str] = {}
         for th in ths:
             smap.update(th.strings)

@@ -25,6 +25,7 @@ import h5py
 import numpy as np
 
 from . import __version__
+from .errors import MinitraceError
 
 GROUP = "provenance"
 ENV_PREFIXES = ("MPIR_CVAR_", "OMPI_MCA_", "UCX_", "FI_")
@@ -185,7 +186,11 @@ def read(f: h5py.File) -> dict | None:
     g = f[GROUP]
     out = read_attrs(g)
     if "lstopo_xml" in g:
-        out["lstopo_xml"] = g["lstopo_xml"][...].tobytes().decode()
+        try:
+            out["lstopo_xml"] = g["lstopo_xml"][...].tobytes().decode(errors="replace")
+        except OSError:
+            raise MinitraceError("corrupt provenance (lstopo_xml unreadable)",
+                                 f.filename) from None
     return out
 
 

@@ -196,7 +196,9 @@ def _encode_time_columns(a: np.ndarray, offsets: np.ndarray):
     ts, te = np.ascontiguousarray(a["t_start"]), np.ascontiguousarray(a["t_end"])
     if not len(a) or not np.isfinite(ts).any():
         return None
-    if not (np.isfinite(ts).all() and np.isfinite(te).all()):
+    span = max(float(te.max() - ts.min()), float(np.abs(te - ts).max())) \
+        if np.isfinite(ts).all() and np.isfinite(te).all() else np.inf
+    if not span * _NS < 2 ** 62:     # not timed everywhere, or beyond int64 nanoseconds
         return None, {"t_start": (ts, {"encoding": "float-seconds"}),
                       "t_end": (te, {"encoding": "float-seconds"})}
     t0 = float(ts.min())
@@ -332,10 +334,15 @@ def check_file(path: str) -> None:
 
 def read_attrs(obj) -> dict:
     """HDF5 attributes as Python values (JSON strings decoded)."""
+    try:
+        items = list(obj.attrs.items())
+    except (OSError, RuntimeError, KeyError) as e:   # damaged attribute messages
+        raise _corrupt(f"attributes unreadable ({_first_line(e)})", obj.file.filename) \
+            from None
     out = {}
-    for k, v in obj.attrs.items():
+    for k, v in items:
         if isinstance(v, bytes):
-            v = v.decode()
+            v = v.decode(errors="replace")
         if isinstance(v, str) and v[:1] in "[{":
             try:
                 v = json.loads(v)
@@ -347,27 +354,97 @@ def read_attrs(obj) -> dict:
     return out
 
 
+_TIME_ENCODINGS = {"t_start": ("ns-delta-per-rank", "float-seconds"),
+                   "t_end": ("ns-duration", "float-seconds")}
+_META_TYPES = {"volume_unit": str, "nranks": int, "complete": (bool, np.bool_, int),
+               "aborted": (bool, np.bool_, int), "hosts": list, "rank_to_node": list,
+               "missing_ranks": list, "source_messages": dict}
+_KNOWN_KIND = np.zeros(256, bool)
+_KNOWN_KIND[list(K.NAME)] = True
+
+
+def _corrupt(what: str, path: str) -> MinitraceError:
+    return MinitraceError(f"corrupt trace: {what}", path)
+
+
+def _array(g, name: str, path: str, kinds: str = "iu", ndim: int = 1) -> np.ndarray:
+    """A whole small dataset (index, communicators), checked for its shape and type."""
+    ds = g.get(name)
+    if not isinstance(ds, h5py.Dataset) or ds.ndim != ndim or ds.dtype.kind not in kinds:
+        raise _corrupt(f"{g.name}/{name} missing or of the wrong type", path)
+    try:
+        return ds[...]
+    except OSError:
+        raise _corrupt(f"{g.name}/{name} unreadable", path) from None
+
+
+def _check_meta(attrs: dict, path: str) -> None:
+    """The file attributes readers use have the types they expect."""
+    for k, t in _META_TYPES.items():
+        if k in attrs and not isinstance(attrs[k], t):
+            raise _corrupt(f"attribute {k} = {attrs[k]!r} is not a {getattr(t, '__name__', t)}",
+                           path)
+    if "volume_unit" in attrs and attrs["volume_unit"] not in VOLUME_UNITS:
+        raise _corrupt(f"unknown volume unit {attrs['volume_unit']!r}", path)
+
+
 class TraceReader:
-    """Reads columns of ``/trace`` for a row range, decoding the on-disk encodings."""
+    """Reads columns of ``/trace`` for a row range, decoding the on-disk encodings.  Every
+    structure, attribute and index is checked when the file is opened (a damaged file fails
+    there, in one line); data read later is checked as it is decoded."""
 
     def __init__(self, f: h5py.File, path: str):
         self.path = path
+        try:
+            self._open(f, path)
+        except (OSError, RuntimeError, KeyError) as e:   # HDF5 metadata damaged
+            raise _corrupt(_first_line(e), path) from None
+
+    def _open(self, f: h5py.File, path: str) -> None:
         if "trace" not in f:
             raise MinitraceError("holds no trace (only benchmark results?)", path)
-        self.g = f["trace"]
+        _check_meta(read_attrs(f), path)
+        self.g = g = f["trace"]
+        if not all(isinstance(g.get(k), h5py.Group) for k in ("actions", "index", "comms")):
+            raise _corrupt("a group of /trace is missing", path)
         # Keep datasets open: each open dataset has its own chunk cache, lost when closed.
-        self.cols = {name: ds for name, ds in self.g["actions"].items()}
-        self.offsets = self.g["index/rank_offsets"][...]
-        self._vec_rank_base = None
-        self.timed = bool(self.g.attrs.get("timed", False))
-        self.t0 = float(self.g.attrs.get("t0", 0.0))
-        n = int(self.g.attrs["nactions"])
-        for name, ds in self.cols.items():
+        self.cols = {name: ds for name, ds in g["actions"].items()}
+        n = g.attrs.get("nactions")
+        if not isinstance(n, (int, np.integer)) or n < 0:
+            raise _corrupt(f"nactions = {n!r}", path)
+        n = int(n)
+        for name in _INT_COLUMNS + ("volume",) + (("t_start", "t_end") if g.attrs.get("timed")
+                                                   else ()):
+            ds = self.cols.get(name)
+            if not isinstance(ds, h5py.Dataset) or ds.ndim != 1 or \
+                    ds.dtype.kind not in ("iu" if name in _INT_COLUMNS else "iuf"):
+                raise _corrupt(f"column {name} missing or of the wrong type", path)
             if ds.shape[0] != n:
                 raise MinitraceError(f"column {name} has {ds.shape[0]} rows, expected {n}: "
                                      "truncated or corrupt", path)
-        if len(self.offsets) < 1 or self.offsets[-1] != n:
+        for name, ok in _TIME_ENCODINGS.items():
+            if g.attrs.get("timed") and _text(self.cols[name].attrs.get("encoding")) not in ok:
+                raise _corrupt(f"unknown encoding of {name}", path)
+        q = self.cols["volume"].attrs.get("quantum")
+        if q is not None and not (isinstance(q, (float, np.floating)) and np.isfinite(q)
+                                  and q > 0):
+            raise _corrupt(f"volume quantum {q!r}", path)
+        v = g.get("vectors")
+        if not isinstance(v, h5py.Dataset) or v.ndim != 1 or v.dtype.kind not in "iu":
+            raise _corrupt("vector table missing or of the wrong type", path)
+        self.offsets = _array(g["index"], "rank_offsets", path).astype(np.int64)
+        if len(self.offsets) < 1 or self.offsets[0] != 0 or self.offsets[-1] != n or \
+                (np.diff(self.offsets) < 0).any():
             raise MinitraceError("rank index does not match the action table: corrupt", path)
+        if g.attrs.get("nranks", self.nranks) != self.nranks:
+            raise _corrupt(f"nranks {g.attrs.get('nranks')!r} but {self.nranks} in the index",
+                           path)
+        self._vec_rank_base = None
+        self.timed = bool(g.attrs.get("timed", False))
+        t0 = g.attrs.get("t0", 0.0)
+        if not isinstance(t0, (float, int, np.floating, np.integer)) or not np.isfinite(t0):
+            raise _corrupt(f"t0 = {t0!r}", path)
+        self.t0 = float(t0)
 
     @property
     def nranks(self) -> int:
@@ -397,7 +474,13 @@ class TraceReader:
                 out["t_start"] = np.full(hi - lo, np.nan)
                 out["t_end"] = np.full(hi - lo, np.nan)
         except OSError as e:
-            raise MinitraceError(f"corrupt data in the action table ({e})", self.path) from None
+            raise MinitraceError(f"corrupt data in the action table ({_first_line(e)})",
+                                 self.path) from None
+        if not _KNOWN_KIND[out["kind"]].all():
+            raise _corrupt(f"unknown action kind {out['kind'][~_KNOWN_KIND[out['kind']]][0]}",
+                           self.path)
+        if (out["vec_len"] < 0).any():
+            raise _corrupt("negative vector length", self.path)
         out["vec_off"] = vec_offsets(out["vec_len"], self._vec_base(lo))
         return out
 
@@ -412,26 +495,39 @@ class TraceReader:
     def _vec_base(self, lo: int) -> int:
         """Offset of row lo's vector: vectors of earlier ranks, from the per-rank totals."""
         if self._vec_rank_base is None:   # (ranks without actions, the last too, add 0)
-            lens = self.cols["vec_len"][...].astype(np.int64)
+            try:
+                lens = self.cols["vec_len"][...].astype(np.int64)
+            except OSError as e:
+                raise _corrupt(f"vec_len unreadable ({_first_line(e)})", self.path) from None
             self._vec_rank_base = np.concatenate([[0], np.cumsum(lens)])[self.offsets]
+            if self._vec_rank_base[-1] > self.g["vectors"].shape[0]:
+                raise _corrupt("vector lengths beyond the vector table", self.path)
         r = int(np.searchsorted(self.offsets, lo, side="right")) - 1
         return int(self._vec_rank_base[r])
 
     def kind_rows(self, name: str) -> np.ndarray:
         """Global row numbers of the actions of one kind, from the kind index."""
-        ds = self.g["index/kind_rows"].get(name)
-        if ds is None:
+        g = self.g["index"].get("kind_rows")
+        if not isinstance(g, h5py.Group):
+            raise _corrupt("index/kind_rows missing", self.path)
+        if name not in g:
             return np.zeros(0, np.int64)
-        return np.cumsum(ds[...], dtype=np.int64)
+        rows = np.cumsum(_array(g, name, self.path), dtype=np.int64)
+        if len(rows) and (rows.min() < 0 or rows.max() >= self.offsets[-1]):
+            raise _corrupt(f"index/kind_rows/{name} beyond the action table", self.path)
+        return rows
 
     def kind_counts(self) -> tuple[list[str], np.ndarray]:
         """(kind names present, [nranks, kinds] action counts) from the index alone."""
-        codes = self.g["index/kind_codes"][...]
-        return [K.NAME.get(int(c), str(c)) for c in codes], self.g["index/kind_counts"][...]
+        codes = _array(self.g["index"], "kind_codes", self.path)
+        counts = _array(self.g["index"], "kind_counts", self.path, ndim=2)
+        if counts.shape != (self.nranks, len(codes)) or (counts < 0).any():
+            raise _corrupt("index/kind_counts does not match the index", self.path)
+        return [K.NAME.get(int(c), str(c)) for c in codes], counts
 
     def vectors(self) -> np.ndarray:
         """The whole per-peer vector side table."""
-        return self.g["vectors"][...].astype(np.int64)
+        return _array(self.g, "vectors", self.path).astype(np.int64)
 
     def vector(self, row: int) -> np.ndarray:
         """The vector of global action ``row``, reading only the lengths before it in its rank
@@ -446,14 +542,38 @@ class TraceReader:
     def comms(self) -> dict[int, np.ndarray]:
         """Communicator id -> world ranks of its members."""
         c = self.g["comms"]
-        ids, offs, mem = c["ids"][...], c["offsets"][...], c["members"][...]
+        ids, offs, mem = (_array(c, k, self.path) for k in ("ids", "offsets", "members"))
+        if len(offs) != len(ids) + 1 or (len(offs) and (offs[0] != 0 or offs[-1] != len(mem)
+                                                        or (np.diff(offs) < 0).any())) or \
+                len(np.unique(ids)) != len(ids) or \
+                (len(mem) and (mem.min() < 0 or mem.max() >= max(self.nranks, 1))):
+            raise _corrupt("communicator table inconsistent", self.path)
         return {int(i): mem[offs[j]:offs[j + 1]] for j, i in enumerate(ids)}
 
     def strings(self) -> list[str]:
         """The string table (region names)."""
-        return [s.decode() if isinstance(s, bytes) else s for s in self.g["strings"][...]]
+        ds = self.g.get("strings")
+        if not isinstance(ds, h5py.Dataset) or ds.ndim != 1 or ds.dtype.kind != "O":
+            raise _corrupt("string table missing or of the wrong type", self.path)
+        try:
+            return [s.decode() if isinstance(s, bytes) else str(s) for s in ds[...]]
+        except (OSError, UnicodeDecodeError):
+            raise _corrupt("string table unreadable", self.path) from None
 
     def all(self) -> TraceData:
         """The whole trace in memory."""
         a = self.read(0, int(self.offsets[-1]))
-        return TraceData(a, self.offsets, self.vectors(), self.comms(), self.strings())
+        vectors = self.vectors()
+        if int(a["vec_len"].sum(dtype=np.int64)) > len(vectors):
+            raise _corrupt("vector lengths beyond the vector table", self.path)
+        return TraceData(a, self.offsets, vectors, self.comms(), self.strings())
+
+
+def _text(v) -> str | None:
+    return v.decode(errors="replace") if isinstance(v, bytes) else v if isinstance(v, str) \
+        else None
+
+
+def _first_line(e: Exception) -> str:
+    lines = str(e).strip().splitlines()
+    return lines[0] if lines else type(e).__name__

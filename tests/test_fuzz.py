@@ -1,0 +1,159 @@
+"""Every reader fails in one line (issue 13): a seeded mutation corpus per reader (TI text,
+HDF5 with damaged datasets and attributes, raw recorder files of a real run, TAU, OTF2) run
+through the real command line, plus the damaged inputs the fuzzer found, each a regression
+case.  The long run is benchmarks/fuzz_readers.py."""
+from __future__ import annotations
+
+import glob
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import h5py
+import numpy as np
+import pytest
+
+from minitrace import rawlayout as L
+from tests.fixtures import DATA
+from tests.fuzz import engine as E
+from tests.mpiutil import tool
+from tests.record_util import build
+
+pytestmark = pytest.mark.timeout(600)
+REPO = Path(__file__).resolve().parents[1]
+CASES_PER_READER = 24
+
+
+def mt(*args) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "minitrace", *map(str, args)],
+                          capture_output=True, text=True, timeout=120)
+
+
+def one_line_error(p: subprocess.CompletedProcess, *words: str) -> None:
+    assert p.returncode == 1 and p.stderr.startswith("minitrace: error: ") and \
+        p.stderr.count("\n") == 1, p.stderr
+    for w in words:
+        assert w in p.stderr, p.stderr
+
+
+@pytest.fixture(scope="module")
+def raw(tmp_path_factory) -> Path:
+    """A recorded raw directory (3-rank ring), made once."""
+    d = tmp_path_factory.mktemp("rec")
+    exe = build("ring", d)
+    p = mt("record", "--keep-raw", "-o", d / "ring.h5", "--", tool("mpiexec"), "-n", 3, exe, 20)
+    assert p.returncode == 0, p.stderr
+    return Path(glob.glob(str(d / "ring.h5.raw-*"))[0])
+
+
+@pytest.fixture(scope="module")
+def seeds(tmp_path_factory, raw) -> dict:
+    return E.make_seeds(tmp_path_factory.mktemp("seeds"), REPO, raw)
+
+
+@pytest.mark.parametrize("reader", E.READERS)
+def test_mutated_inputs_fail_in_one_line(seeds, tmp_path, reader):
+    """No internal error, crash, noise, timeout or unreadable output on a seeded corpus."""
+    table = E.fuzz({reader: seeds[reader]}, tmp_path, CASES_PER_READER, seed=13)
+    assert sum(table.counts[reader].values()) == CASES_PER_READER
+    assert table.findings == [], "\n".join(map(str, table.findings))
+
+
+def test_classification():
+    assert E.classify(1, "minitrace: warning: w\nminitrace: error: x: bad\n") == "error"
+    assert E.classify(1, "otf2: noise\nminitrace: error: x: bad\n") == "noisy"
+    assert E.classify(1, "minitrace: internal error: KeyError\n") == "internal"
+    assert E.classify(-9, "") == "crash" and E.classify(None, "") == "timeout"
+
+
+# -- what the fuzzer found: each failed on the code before issue 13 -------------------------
+
+def test_ti_rank_far_beyond_the_ranks_present(tmp_path):
+    t = tmp_path / "t.txt"
+    t.write_text("0 init\n0 compute 10\n2147483647 compute 5\n0 finalize\n")
+    one_line_error(mt("import", t, "-o", tmp_path / "o.h5"), "rank 2147483647",
+                   "corrupt rank number")
+
+
+@pytest.mark.parametrize("line", ["0 send 1 4294967296 4000", "0 send 1 0 1e30"])
+def test_ti_values_beyond_their_columns(tmp_path, line):
+    t = tmp_path / "t.txt"
+    t.write_text(f"0 init\n1 init\n{line}\n1 recv 0 0 4000\n0 finalize\n1 finalize\n")
+    one_line_error(mt("import", t, "-o", tmp_path / "o.h5"), "out of range")
+
+
+def _imported(tmp_path) -> Path:
+    out = tmp_path / "p2p.h5"
+    assert mt("import", DATA / "ti" / "p2p.txt", "-o", out).returncode == 0
+    return out
+
+
+@pytest.mark.parametrize("damage", ["drop-column", "quantum-text", "offsets-backwards",
+                                    "unknown-kind", "vec-len-beyond", "attr-garbage"])
+def test_hdf5_damage_is_one_line(tmp_path, damage):
+    f = _imported(tmp_path)
+    with h5py.File(f, "r+") as h:
+        a = h["trace/actions"]
+        if damage == "drop-column":
+            del a["flags"]
+        elif damage == "quantum-text":
+            a["volume"].attrs["quantum"] = "x"
+        elif damage == "offsets-backwards":
+            off = h["trace/index/rank_offsets"]
+            v = off[...]
+            v[1] = v[2] + 1
+            off[...] = v
+        elif damage == "unknown-kind":
+            k = a["kind"][...]
+            k[3] = -6          # 250 as the uint8 kind: no such kind
+            a["kind"][...] = k
+        elif damage == "vec-len-beyond":
+            v = a["vec_len"][...]
+            v[-1] = 100
+            a["vec_len"][...] = v
+        else:
+            h.attrs["volume_unit"] = "[1, 2"
+    for cmd in (["validate", f], ["export", f, "--format", "csv", "-o", tmp_path / "o.csv"]):
+        one_line_error(mt(*cmd), str(f), "corrupt")
+
+
+def _raw_copy(raw: Path, dest: Path) -> Path:
+    shutil.copytree(raw, dest)
+    return dest
+
+
+def test_raw_record_with_impossible_vector_length(raw, tmp_path):
+    d = _raw_copy(raw, tmp_path / "raw")
+    rec = L.RECORD.dtype()
+    off = L.HEADER_BYTES + rec.itemsize * 3 + rec.fields["vec_len"][1]   # record 3's vec_len
+    with open(d / "rank-000001.mtr", "r+b") as f:
+        f.seek(off)
+        f.write(np.int32(-2 ** 31).tobytes())
+    one_line_error(mt("merge", d, "-o", tmp_path / "o.h5"), "rank-000001.mtr",
+                   "corrupt record")
+
+
+@pytest.mark.parametrize("field,value", [("rank", 2 ** 31), ("size", 2 ** 31 - 1),
+                                         ("chunk_bytes", 0)])
+def test_raw_header_fields_checked(raw, tmp_path, field, value):
+    d = _raw_copy(raw, tmp_path / "raw")
+    hdr = L.HEADER.dtype()
+    with open(d / "rank-000002.mtr", "r+b") as f:
+        f.seek(hdr.fields[field][1])
+        f.write(np.uint32(value).tobytes())
+    one_line_error(mt("merge", d, "-o", tmp_path / "o.h5"), "rank-000002.mtr",
+                   "corrupt header")
+
+
+def test_times_beyond_int64_nanoseconds_store_readably(tmp_path):
+    """A TAU time stamp near 2**64 ns made an unreadable duration column."""
+    from tests.test_convert_tau import REC, osu_like
+    trc = osu_like(tmp_path)
+    recs = np.fromfile(trc, REC)
+    recs["ti"][len(recs) // 2] = 2 ** 64 - 1
+    recs.tofile(trc)
+    p = mt("convert", tmp_path, "--from", "tau", "-o", tmp_path / "o.h5")
+    assert "RuntimeWarning" not in p.stderr and "internal error" not in p.stderr, p.stderr
+    if p.returncode == 0:
+        assert mt("info", tmp_path / "o.h5").returncode == 0
