@@ -3,6 +3,7 @@ import subprocess
 import sys
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from minitrace.analysis import projection as P
@@ -153,3 +154,20 @@ def test_partitioned_model_worked_example_and_bench(tmp_path):
     assert r.returncode == 0 and "constant 5 us" in r.stdout
     r = mt("partitioned-model", "--table", tmp_path / "nope.csv")
     assert r.returncode == 1 and "nope.csv: no such table" in r.stderr
+
+
+def test_projection_panels_split_when_scales_differ_by_orders_of_magnitude(tmp_path):
+    from minitrace.analysis.gev_plot import plot_gev, projection_panels
+    near = pd.DataFrame({"method": ["pwm", "mle", "nonparam"], "hi": [1.0, 2.0, 1.5]})
+    assert projection_panels(near) == [["pwm", "mle", "nonparam"]]
+    far = pd.DataFrame({"method": ["pwm", "mle", "mle"], "hi": [1.0, 50.0, np.inf]})
+    assert projection_panels(far) == [["pwm"], ["mle"]]
+    # a run whose MLE has no finite mean (infinite estimate and bounds) still plots
+    x = np.sort(np.random.default_rng(1).pareto(0.8, 300)) + 1
+    v = P.Variability(x[:, None], np.zeros(1, int), np.zeros(1, int))
+    fits = P.base_fits(v, ("pwm", "mle"))
+    proj = P.project(v, [1, 4, 64], ("pwm", "mle", "nonparam"), replicas=20)
+    assert np.isinf(proj.hi).any()
+    png = tmp_path / "heavy.png"
+    plot_gev(str(png), v, fits, proj)
+    assert png.stat().st_size > 10_000

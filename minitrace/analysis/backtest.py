@@ -5,7 +5,8 @@ A run at n ranks is the only truth a user has: each method projects from subsets
 says how well it extrapolates on this machine and workload.  Subsets keep the node layout
 where they can (fewer ranks on every node, else fewer nodes), so both parametric models still
 see nodes and slots.  The recommendation is the unflagged method with the fewest back-tests
-inconsistent with the measurement and then the smallest mean error.
+inconsistent with the measurement and then the smallest mean error (if every method is flagged, the one with a
+finite, positive interval that back-tests best, said to be flagged).
 """
 from __future__ import annotations
 
@@ -57,7 +58,8 @@ def recommend(bt: pd.DataFrame, proj: pd.DataFrame, scale: int) -> tuple[pd.Seri
     """The projection row at ``scale`` to trust, and why: among the (method, model) pairs
     whose row at that scale has no flag (all of them if every row is flagged), the one with
     the fewest back-tests inconsistent with the measurement, then the smallest mean |error|.
-    None when there is no back-test (a run of one rank)."""
+    When every row is flagged, only rows with a finite, positive interval compete.  None when
+    there is no back-test (a run of one rank) or nothing usable."""
     if bt.empty:
         return None
     rows = proj[proj.scale == scale].set_index(["method", "model"])
@@ -65,8 +67,12 @@ def recommend(bt: pd.DataFrame, proj: pd.DataFrame, scale: int) -> tuple[pd.Seri
         missed=("consistent", lambda c: int((~c).sum())), tests=("consistent", "size"),
         err=("error_pct", lambda e: float(np.mean(np.abs(e)))))
     score = score[score.index.isin(rows.index)]
-    clean = score[rows.loc[score.index, "flags"].to_numpy() == ""]
-    pool = clean if len(clean) else score
+    at = rows.loc[score.index]
+    clean = score[at["flags"].to_numpy() == ""]
+    usable = score[(np.isfinite(at.hi) & (at.lo > 0)).to_numpy()]
+    pool = clean if len(clean) else usable
+    if pool.empty:
+        return None
     best = pool.sort_values(["missed", "err"]).index[0]
     s = pool.loc[best]
     tests, missed = int(s.tests), int(s.missed)

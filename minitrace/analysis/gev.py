@@ -195,11 +195,11 @@ def _loglik(x, mu, log_sigma, k, derivatives: bool = False):
     outside the support or k >= 1 (where the likelihood is unbounded).  With y = (x-mu)/sigma,
     z = 1 - k y, t = z^(1/k): log f = -log sigma + (1/k - 1) log z - t."""
     k = np.where(np.abs(k) < _K_FLOOR, np.where(k < 0, -_K_FLOOR, _K_FLOOR), k)[:, None]
-    sigma = np.exp(log_sigma)[:, None]
-    y = (x - mu[:, None]) / sigma
-    z = 1 - k * y
-    inside = (z > 0).all(axis=1) & (k[:, 0] < 1) & np.isfinite(log_sigma)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        sigma = np.exp(log_sigma)[:, None]
+        y = (x - mu[:, None]) / sigma
+        z = 1 - k * y
+        inside = (z > 0).all(axis=1) & (k[:, 0] < 1) & np.isfinite(log_sigma) & (sigma[:, 0] > 0)
         lz = np.log(np.where(z > 0, z, 1.0))
         t = np.exp(lz / k)
         ll = np.where(inside, (-log_sigma[:, None] + (1 / k - 1) * lz - t).sum(axis=1), -np.inf)

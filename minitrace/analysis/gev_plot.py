@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+from matplotlib import ticker
 from scipy import stats
 
 from . import gev
@@ -68,14 +69,18 @@ def plot_gev(path: str, var, fits: pd.DataFrame, proj: pd.DataFrame, checks=(),
 
 def _projection_panel(a, var, proj: pd.DataFrame, checks, ci: float) -> None:
     """Estimate and CI band per method and model against ranks (log-log; infinite bounds
-    left out), the measured mean at the run's own scale and the check runs."""
+    left out, bands cut at half the smallest time), the measured mean at the run's own
+    scale and the check runs."""
     proj = proj.replace([np.inf, -np.inf], np.nan)
+    measured = var.maxima.mean()
+    log = measured > 0 and proj.estimate.min() > 0
+    floor = min(measured, proj.estimate.min()) / 2 if log else -np.inf   # a time is > 0
     for (method, model), g in proj.groupby(["method", "model"], sort=False):
         g = g.sort_values("scale")
         c = _COLORS[method]
         a.plot(g.scale, g.estimate, _STYLE[model], marker="o", ms=3, color=c,
                label=f"{method} {model}" + (" (flagged)" if (g["flags"] != "").any() else ""))
-        a.fill_between(g.scale, g.lo, g.hi, color=c, alpha=0.12)
+        a.fill_between(g.scale, np.maximum(g.lo, floor), g.hi, color=c, alpha=0.12)
     a.plot([var.nranks], [var.maxima.mean()], "k*", ms=11,
            label=f"measured ({var.nranks} ranks)")
     for v in checks:
@@ -83,8 +88,12 @@ def _projection_panel(a, var, proj: pd.DataFrame, checks, ci: float) -> None:
     if len(checks):
         a.plot([], [], "rD", label="measured (check runs)")
     a.set_xscale("log", base=2)
-    if (proj[["lo", "estimate"]].min().min() > 0) and var.maxima.mean() > 0:
+    if log:
         a.set_yscale("log")
+        plain = ticker.FuncFormatter(lambda v, _: f"{v:.4g}")
+        a.yaxis.set_major_formatter(plain)
+        lo, hi = a.get_ylim()
+        a.yaxis.set_minor_formatter(plain if hi / lo < 10 else ticker.NullFormatter())
     a.set(title=f"Projected mean max per iteration: estimate, {ci:.0%} CI",
           xlabel="ranks", ylabel="seconds")
     a.legend(fontsize=8)

@@ -21,8 +21,8 @@ that.  Each method gives a point estimate and a bootstrap confidence interval (C
 
 CI bounds are the replica distribution at 1-based positions floor(N (1-ci)/2) and
 ceil(N (1+ci)/2) (clamped to 1..N); infinite replicas (shape <= -1) stay in, so a bound or
-the estimate may be inf.  Every row carries ``flags``: an empty string means nothing is known
-to be wrong with the interval.
+the estimate may be inf.  Every row carries ``flags`` ("; " between flags): an empty string
+means nothing is known to be wrong with the interval.
 """
 from __future__ import annotations
 
@@ -156,9 +156,9 @@ def nonparametric(maxima, factors, replicas: int, rng: np.random.Generator) -> P
         miss = expected_max_sample(boot, k * m / n) - expected_max_sample(x, k * m / n)
         reps[:, j] = expected_max_sample(x, k) - miss * (n / m) ** xi
     return Projection(np.median(reps, axis=0), reps, [],
-                      [[f"scale factor {k:g} is above {NONPARAM_MAX_RATIO:g} x {n} iterations: "
-                        f"the interval is known to miss low"] if k > NONPARAM_MAX_RATIO * n
-                       else [] for k in factors])
+                      [[f"scale factor above {NONPARAM_MAX_RATIO:g} x {n} iterations = "
+                        f"{NONPARAM_MAX_RATIO * n:g}: the interval is known to miss low"]
+                       if k > NONPARAM_MAX_RATIO * n else [] for k in factors])
 
 
 def _product_mean(loc, scale, shape, counts) -> np.ndarray:
@@ -266,7 +266,7 @@ def parametric(var: Variability, model: str, method: str, scales, replicas: int,
                      (f", Bonferroni over {len(samples)} groups)" if len(samples) > 1 else ")"))
     if method == "mom":
         flags.append("method of moments: its shape comes from the sample skewness, biased "
-                     "low for heavy and Gumbel-like tails; its intervals held the truth in "
+                     "low for heavy and Gumbel-like tails, and its intervals held the truth in "
                      "only 74-90% of the coverage study's runs (docs/GEV.md): prefer pwm or mle")
     if (~ok).any():
         flags.append(f"{int((~ok).sum())} of {replicas} replicas failed a refit (dropped)")
@@ -282,7 +282,8 @@ def project(var: Variability, scales, methods=("pwm",), replicas: int | None = N
     """Projected per-iteration maximum (seconds) and run time at each scale (ranks), one row
     per (method, model, scale): ``unit`` and ``factor`` (units the model extrapolates to:
     runs of n ranks, nodes, or ranks), ``estimate``, CI ``lo``/``hi``, ``runtime*`` (x
-    iterations), ``replicas`` and ``flags``."""
+    iterations), ``replicas``, ``gumbel`` (parametric: the projection with every group's
+    tail made Gumbel, same mean and L-scale) and ``flags``."""
     scales = sorted({int(s) for s in scales})
     if not scales or scales[0] < 1:
         raise ValueError("scales must be positive rank counts")
@@ -311,17 +312,18 @@ def project(var: Variability, scales, methods=("pwm",), replicas: int | None = N
                 f.append(f"{n_inf} of {len(col)} replicas have an infinite mean (shape <= -1)")
             if np.isfinite(lo) and lo < 0:
                 f.append("negative projected time")
-            if p.gumbel is not None and p.gumbel[j] > hi:
-                f.append(f"bounded tail: with Gumbel tails of the same mean and spread the "
-                         f"projection is {p.gumbel[j]:.6g} s, above the interval; light but "
-                         f"unbounded (normal-like) times look bounded at small scale, and are "
-                         f"then projected low")
+            gumbel = math.nan if p.gumbel is None else float(p.gumbel[j])
+            if gumbel > hi:
+                f.append("bounded tail: with Gumbel tails of the same mean and spread (column "
+                         "'gumbel') the projection is above the interval: light but unbounded "
+                         "(normal-like) times look bounded at small scale, and are then "
+                         "projected low")
             est = float(p.estimate[j])
             rows.append(dict(method=method, model=model, unit=UNITS[model], scale=scale,
                              factor=units * scale / var.nranks, estimate=est, lo=lo, hi=hi,
                              runtime=var.iterations * est, runtime_lo=var.iterations * lo,
                              runtime_hi=var.iterations * hi, replicas=len(col),
-                             flags="; ".join(f)))
+                             gumbel=gumbel, flags="; ".join(f)))
     return pd.DataFrame(rows)
 
 

@@ -68,10 +68,11 @@ def _print(df: pd.DataFrame, fmt: dict | None = None) -> None:
 
 
 def _flags(df: pd.DataFrame) -> None:
-    """One FLAG line per method, model and distinct flag text (scales that share it)."""
-    for (method, model, flags), g in df[df["flags"] != ""].groupby(
-            ["method", "model", "flags"], sort=False):
-        print(f"FLAG {method} {model} at {','.join(map(str, g.scale))} ranks: {flags}")
+    """One FLAG line per method, model and flag, with the scales it holds at."""
+    items = df.assign(flag=df["flags"].str.split("; ")).explode("flag")
+    for (method, model, flag), g in items[items.flag != ""].groupby(
+            ["method", "model", "flag"], sort=False):
+        print(f"FLAG {method} {model} at {','.join(map(str, g.scale))} ranks: {flag}")
 
 
 def run(args) -> int:
@@ -138,6 +139,8 @@ def _backtest(var, methods, proj: pd.DataFrame, target: int, args) -> None:
                "consistent"]], {"error_pct": "{:+.2f}%".format})
     best = B.recommend(bt, proj, target)
     if best is None:
+        print(f"\nNo recommendation at {target} ranks: every method is flagged there and none "
+              f"has a finite, positive interval")
         return
     row, why = best
     print(f"\nRecommended: run time at {target} ranks {row.runtime:.6g} s ({args.ci:.0%} CI "
