@@ -90,8 +90,8 @@ def main() -> None:
     ap.add_argument("--seeds", type=int, default=200)
     ap.add_argument("--jobs", type=int, default=2, help="worker processes (default 2)")
     ap.add_argument("--methods", default="nonparam,pwm,mom,mle")
-    ap.add_argument("--mle-seeds", type=int, default=40,
-                    help="runs that include the (slow) MLE (default 40)")
+    ap.add_argument("--mle-seeds", type=int, default=None,
+                    help="runs that include the MLE (default: all; lower it to save time)")
     ap.add_argument("--parents", default=",".join(PARENTS))
     ap.add_argument("--factors", default="4,16,64")
     ap.add_argument("--nodes", type=int, default=2)
@@ -101,6 +101,7 @@ def main() -> None:
     ap.add_argument("--csv", help="also write the summary here")
     args = ap.parse_args()
     args.methods = args.methods.split(",")
+    args.mle_seeds = args.seeds if args.mle_seeds is None else args.mle_seeds
     args.factors = [int(f) for f in args.factors.split(",")]
     tasks = [(p, s, args) for p in args.parents.split(",") for s in range(args.seeds)]
     load0 = os.getloadavg()
