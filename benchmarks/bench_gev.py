@@ -1,5 +1,6 @@
 """Parametric bootstrap cost: 1,000 replicas of n = 1,000 maxima refitted with the vectorized
-PWM estimator (target <= 0.5 s) against a loop of scipy.stats.genextreme.fit (MLE).
+PWM estimator (target <= 0.5 s) and with minitrace's vectorized Newton MLE, against a loop of
+scipy.stats.genextreme.fit (MLE).
 
 The MLE loop is timed on a subset of the replicas and extrapolated linearly to 1,000 (each
 fit is independent, so the cost is linear); the subset size is printed.
@@ -43,7 +44,12 @@ def main() -> None:
     pwm_s = min(pwm_times)
     base = gev.pwm(x)
 
-    draws = gev.rvs((args.mle_subset, N), base.loc, base.scale, base.shape, rng)
+    draws = gev.rvs((REPLICAS, N), base.loc, base.scale, base.shape, rng)
+    t0 = time.perf_counter()
+    vec = gev.mle(draws)
+    vec_s = time.perf_counter() - t0
+
+    draws = draws[:args.mle_subset]
     t0 = time.perf_counter()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -58,6 +64,8 @@ def main() -> None:
           f"population {SHAPE})")
     print(f"scipy genextreme.fit loop: {args.mle_subset} fits in {mle_subset_s:.2f} s -> "
           f"{mle_s:.1f} s for {REPLICAS} (extrapolated)")
+    print(f"vectorized Newton MLE, {REPLICAS} fits of n={N}: {vec_s:.2f} s "
+          f"({vec.ok.mean():.1%} converged), {mle_s / vec_s:.0f}x faster than the scipy loop")
     print(f"ratio MLE loop / PWM bootstrap: {mle_s / pwm_s:.0f}x; PWM target <= 0.5 s: "
           f"{'met' if pwm_s <= 0.5 else 'MISSED'}")
 

@@ -138,3 +138,12 @@ def test_printed_times_reproduce_the_printed_bandwidths(capsys):
             for t, bw in (("t_single_us", "bw_single_MBps"), ("t_extra_us", "bw_effective_MBps")):
                 assert round(size / float(row[t])) == int(row[bw]), (args, row)
             assert len(row["t_extra_us"].split(".")[1]) >= 2
+
+
+def test_help_explains_v(capsys):
+    from minitrace import cli
+    with pytest.raises(SystemExit):
+        cli.main(["partitioned-model", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "sigma = mu v^2" in text and "--mu 100ms --v 0.1 gives sigma = 1 ms" in text
+    assert _last_row(capsys, "--v", "0.1") == _last_row(capsys)      # 1 ms = 1000 us
