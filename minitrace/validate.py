@@ -115,7 +115,12 @@ class _Ctx:
 def validate(data: TraceData) -> ValidationReport:
     """Check ``data``; the report lists every problem found (see the module docstring)."""
     rep = ValidationReport(data.nranks, len(data.actions))
+    if data.nranks == 0:
+        rep.add(-1, -1, "no-ranks", "the trace has no rank")
+        return rep
     ctx = _Ctx(data)
+    _check_values(ctx, rep)
+    _check_self_sends(ctx, rep)
     _check_structure(ctx, rep)
     _check_p2p(ctx, rep)
     _check_matched_probes(ctx, rep)
@@ -145,6 +150,70 @@ def _check_structure(ctx: _Ctx, rep: ValidationReport) -> None:
         elif rows[-1] != len(fin[s]) - 1 - np.argmax(fin[s][::-1]):
             rep.add(r, int(rows[-1]), "finalize-not-last",
                     f"{K.NAME[int(ctx.kind[s][rows[-1]])]} after finalize")
+
+
+# -- values and certain deadlocks -------------------------------------------------------------
+#: SimGrid's default smpi/send-is-detached-thresh: a larger standard send waits for its receive.
+EAGER_THRESHOLD = 65536
+_POINT_TO_POINT = K.SENDS | K.RECVS | K.SENDRECVS | K.NONBLOCKING_SENDRECVS | K.INITS
+
+
+def _check_values(ctx: _Ctx, rep: ValidationReport) -> None:
+    """Negative sizes, volumes and durations; peers far beyond the world (a corrupt number:
+    the run had no such rank)."""
+    a = ctx.a
+    for col, what in (("bytes_sent", "bytes sent"), ("bytes_recv", "bytes received"),
+                      ("volume", "volume")):
+        for row in np.flatnonzero(a[col] < 0)[:KEEP_PER_CATEGORY]:
+            rep.add(ctx.rank[row], ctx.index[row], "negative-value",
+                    f"{K.NAME[int(ctx.kind[row])]} with {what} {a[col][row]:g}")
+    for row in np.flatnonzero(a["t_end"] < a["t_start"])[:KEEP_PER_CATEGORY]:
+        rep.add(ctx.rank[row], ctx.index[row], "negative-value",
+                f"{K.NAME[int(ctx.kind[row])]} ends before it starts")
+    p2p = K.mask(_POINT_TO_POINT)[ctx.kind]
+    for row in np.flatnonzero(p2p & (a["peer"] >= ctx.d.nranks))[:KEEP_PER_CATEGORY]:
+        rep.add(ctx.rank[row], ctx.index[row], "bad-peer",
+                f"{K.NAME[int(ctx.kind[row])]} with peer {a['peer'][row]} in a world of "
+                f"{ctx.d.nranks} rank(s)")
+
+
+def _check_self_sends(ctx: _Ctx, rep: ValidationReport) -> None:
+    """A blocking send to the rank itself that must wait for its receive (ssend; send/rsend
+    above the eager threshold) with no receive from itself posted before it: a deadlock."""
+    a = ctx.a
+    rows = ctx.rows({"send", "ssend", "rsend"})
+    rows = rows[(a["peer"][rows] == ctx.rank[rows]) &
+                ((a["bytes_sent"][rows] > EAGER_THRESHOLD) | (ctx.kind[rows] == K.CODE["ssend"]))]
+    if not len(rows):
+        return
+    posted = ctx.rows({"irecv", "recv_init", "precv_init"})
+    posted = posted[a["peer"][posted] == ctx.rank[posted]]
+    for row in rows:
+        if not ((ctx.rank[posted] == ctx.rank[row]) & (posted < row)).any():
+            rep.add(ctx.rank[row], ctx.index[row], "deadlock",
+                    f"blocking {K.NAME[int(ctx.kind[row])]} of {a['bytes_sent'][row]} B to "
+                    f"itself with no receive posted before (above the eager threshold, "
+                    f"{EAGER_THRESHOLD} B, a send waits for its receive)")
+
+
+def _check_recv_cycles(ctx: _Ctx, rep: ValidationReport, matched: pd.DataFrame) -> None:
+    """Two ranks each blocked in a receive whose message the other sends only after its own
+    receive: rank A's first blocking receive from B needs B's send at sb, B's first from A
+    needs A's send at sa, and A's receive is before sa, B's before sb: neither gets there."""
+    blocking = matched[ctx.kind[matched["row_r"].to_numpy(np.int64)] == K.CODE["recv"]]
+    if not len(blocking):
+        return
+    first = (blocking.sort_values("row_r").groupby(["dst", "src"], sort=False)
+             [["row_r", "row_s"]].first().reset_index())
+    pair = first.merge(first, left_on=["dst", "src"], right_on=["src", "dst"],
+                       suffixes=("_a", "_b"))
+    dead = pair[(pair["dst_a"] < pair["src_a"]) & (pair["row_r_a"] < pair["row_s_b"]) &
+                (pair["row_r_b"] < pair["row_s_a"])]
+    for t in dead.itertuples(index=False):
+        ra, rb = int(t.row_r_a), int(t.row_r_b)
+        rep.add(ctx.rank[ra], ctx.index[ra], "deadlock",
+                f"blocking receive from {t.src_a} while rank {t.src_a} is blocked in its "
+                f"receive from {t.dst_a} (action {ctx.index[rb]}): each sends only after")
 
 
 # -- point to point ---------------------------------------------------------------------------
@@ -252,6 +321,7 @@ def _check_p2p(ctx: _Ctx, rep: ValidationReport) -> None:
                        f"({n} B, message {t.seq} of that stream) has no matching send")
             rep.add(ctx.rank[row], ctx.index[row], cat, msg)
     both = m[m["_merge"] == "both"]
+    _check_recv_cycles(ctx, rep, both)
     both = both[both["bytes_s"] != both["bytes_r"]]
     for t in both.itertuples(index=False):
         rs, rr = int(t.row_s), int(t.row_r)

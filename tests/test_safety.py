@@ -223,3 +223,63 @@ for i in range(15):
         suites = set(t.suites)
     assert suites == {f"suite_{w}_{i}" for w in range(4) for i in range(15)}
     _no_temporaries(tmp_path)
+
+
+# -- validate: input that parses but is wrong ---------------------------------------------------
+
+def _validate_ti(tmp_path, body: str) -> subprocess.CompletedProcess:
+    t = tmp_path / "t.txt"
+    t.write_text(body)
+    imp = mt("import", t, "-o", tmp_path / "t.h5")
+    assert imp.returncode == 0, imp.stderr
+    return mt("validate", tmp_path / "t.h5")
+
+
+def test_validate_negative_values(tmp_path):
+    p = _validate_ti(tmp_path, "0 init\n0 compute -1\n0 sleep -5\n0 bcast -8\n0 finalize\n")
+    assert p.returncode == 1 and "3 negative-value" in p.stdout, p.stdout
+    assert "compute with volume -1" in p.stdout and "bcast with bytes sent -8" in p.stdout
+
+
+def test_validate_head_to_head_blocking_receives(tmp_path):
+    p = _validate_ti(tmp_path, "0 init\n1 init\n0 recv 1 100\n1 recv 0 100\n0 send 1 100\n"
+                               "1 send 0 100\n0 finalize\n1 finalize\n")
+    assert p.returncode == 1 and "1 deadlock" in p.stdout, p.stdout
+    assert "rank 0 action 1: deadlock: blocking receive from 1 while rank 1 is blocked" in p.stdout
+    ok = _validate_ti(tmp_path, "0 init\n1 init\n0 recv 1 100\n1 send 0 100\n0 send 1 100\n"
+                                "1 recv 0 100\n0 finalize\n1 finalize\n")
+    assert ok.returncode == 0, ok.stdout
+
+
+def test_validate_blocking_self_send_above_eager(tmp_path):
+    p = _validate_ti(tmp_path, "0 init\n0 send 0 100000000\n0 recv 0 100000000\n0 finalize\n")
+    assert p.returncode == 1 and "1 deadlock" in p.stdout and "to itself" in p.stdout, p.stdout
+    small = _validate_ti(tmp_path, "0 init\n0 send 0 1000\n0 recv 0 1000\n0 finalize\n")
+    assert small.returncode == 0, small.stdout
+    posted = _validate_ti(tmp_path, "0 init\n0 irecv 0 100000000\n0 send 0 100000000\n0 wait\n"
+                                    "0 finalize\n")
+    assert posted.returncode == 0, posted.stdout
+
+
+def test_validate_zero_ranks_and_far_peers(tmp_path):
+    from minitrace import storage
+    from minitrace.model import ACTION_DTYPE, TraceData
+    empty = TraceData(np.zeros(0, ACTION_DTYPE), np.zeros(1, np.int64), np.zeros(0, np.int64),
+                      {}, [], {"volume_unit": "seconds"})
+    storage.write_trace(str(tmp_path / "empty.h5"), empty)
+    p = mt("validate", tmp_path / "empty.h5")
+    assert p.returncode == 1 and "no-ranks" in p.stdout, p.stdout
+    with minitrace.open(str(tmp_path / "empty.h5")) as t:
+        pass
+    p = _validate_ti(tmp_path, "0 init\n1 init\n0 send 1 8\n1 recv 0 8\n0 finalize\n1 finalize\n")
+    assert p.returncode == 0
+    import h5py
+    with h5py.File(tmp_path / "t.h5", "r+") as h:
+        peer = h["trace/actions/peer"]
+        v = peer[...].astype(np.int32)
+        row = int(np.flatnonzero(h["trace/actions/kind"][...] == K.CODE["send"])[0])
+        del h["trace/actions/peer"]
+        v[row] = 2 ** 31 - 1
+        h["trace/actions"].create_dataset("peer", data=v)
+    p = mt("validate", tmp_path / "t.h5")
+    assert p.returncode == 1 and "bad-peer" in p.stdout and "2147483647" in p.stdout, p.stdout
