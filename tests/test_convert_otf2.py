@@ -718,18 +718,21 @@ def test_missing_local_definitions(long_archive):
     assert data.meta["complete"] is False and "1.def" in data.meta["damaged"][0]
 
 
-@pytest.mark.parametrize("cut,why", [(0, "OTF2 library message"), (100, "damaged chunk")],
+@pytest.mark.parametrize("cut,why", [(0, ("OTF2 library message",)),
+                                     (100, ("damaged chunk", "OTF2 library message"))],
                          ids=["at-a-chunk-boundary", "inside-a-chunk"])
 def test_cut_events(long_archive, tmp_path, capfd, cut, why):
     """A location's events cut after its first chunk (the library reports a missing chunk
-    header: summarised, not printed) or inside its last one (the library may then start
-    decoding the location's events over again: time going back stops it): one line naming
-    the location's file; --keep-going keeps the events read until then."""
+    header: summarised, not printed) or inside its last one (the library then either reports
+    it or, from one run to the next, starts decoding the location's events over again: time
+    going back stops it): one line naming the location's file; --keep-going keeps the events
+    read until then."""
     evt = long_archive.parent / "traces" / "1.evt"
     evt.write_bytes(evt.read_bytes()[:256 * 1024 + cut])
     with pytest.raises(MinitraceError, match="cut short") as e:
         read_otf2(long_archive)
-    assert why in _one_line(e, evt)
+    msg = _one_line(e, evt)
+    assert any(w in msg for w in why), msg
     assert "[OTF2]" not in capfd.readouterr().err
     data = read_otf2(long_archive, keep_going=True)
     assert data.meta["complete"] is False and "rank(s) 1 short" in data.meta["damaged"][0]
