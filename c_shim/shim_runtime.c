@@ -806,42 +806,43 @@ static inline int64_t mt_req_mark(void) {
  * not persistent, MT_LOOK_FREE every one, MT_LOOK_PEEK none.  One lock for the whole call.
  * A handle appearing several times in h takes its entries in order, its last occurrence the
  * newest: a position's entry is the nth newest, n being the occurrences after it that stay in
- * the table.  n is counted only for handles with several entries, by compares against the
- * short list of them (or by lookups when it is incomplete), so O(len h) in the worst case and
- * O(k) when no handle has several entries. */
+ * the table.  n matters only for a handle with several entries: only then are the positions
+ * after it counted, by compares against the short list of such handles (or by lookups when it
+ * is incomplete), each position once per call.  So a call costs a lookup per position looked
+ * up, plus at most one compare per element of h when it completes a shared handle. */
 static void mt_req_lookup(const MPI_Request *h, int n, const int *pos, int k, int64_t mark,
                           int how, mt_req *out) {
     mt_map *m = &mt_reqs;
     pthread_mutex_lock(&m->lock);
-    int count = m->ndup > 0, listed = m->ndup == m->ndk;
+    int listed = m->ndup == m->ndk;
     uint32_t ndk = m->ndk, stamp = ++m->stamp, seen[MT_DUPS] = {0};
     uint64_t dk[MT_DUPS];
     memcpy(dk, m->dk, sizeof dk);
-    int i = n; /* positions >= i are counted */
+    int i = n, last = n; /* the positions >= i are counted; the last one looked up */
     for (int j = k - 1; j >= 0; j--) {
         int p = pos ? pos[j] : j;
-        if (p < 0 || p >= i) continue;
+        if (p < 0 || p >= last) continue;
+        last = p;
+        mt_slot *s = mt_map_slot(m, mt_key(h[p]));
         uint32_t *c = NULL;
-        for (; count && i > p; i--) { /* occurrences at i-1 >= p: c is the counter of h[p] */
+        for (; s && s->n > 1 && i > p; i--) { /* the positions after p; c: h[p]'s counter */
             uint64_t key = mt_key(h[i - 1]);
             c = NULL;
             if (listed) {
                 for (uint32_t d = 0; d < ndk; d++)
                     if (dk[d] == key) c = &seen[d];
             } else {
-                mt_slot *s = mt_map_slot(m, key);
-                if (s) {
-                    if (s->stamp != stamp) {
-                        s->stamp = stamp;
-                        s->cur = 0;
+                mt_slot *o = mt_map_slot(m, key);
+                if (o) {
+                    if (o->stamp != stamp) {
+                        o->stamp = stamp;
+                        o->cur = 0;
                     }
-                    c = &s->cur;
+                    c = &o->cur;
                 }
             }
             if (c && i - 1 > p) (*c)++; /* a later occurrence that is not looked up: it stays */
         }
-        i = p;
-        mt_slot *s = mt_map_slot(m, mt_key(h[p]));
         uint32_t at;
         mt_req *e = s ? mt_pick(s, mark, c ? *c : 0, &at) : NULL;
         if (!e) {
