@@ -166,12 +166,20 @@ def measure(exe: str, nranks: int, todo: list[str], kinds: dict, args, work: Pat
             res, err = run_one(exe, nranks, run_specs, args.quartets, args.block_ms, kinds[k], raw)
             for spec, blocks in res.items():
                 out["results"][k][spec].append(quartet_stats(blocks))
-            out["stats"][k] += re.findall(r"stats: (.*)", err)
+            counters = {int(r): dict(zip(c.split()[::2], map(float, c.split()[1::2])))
+                        for r, c in re.findall(r"rank (\d+): stats: (.*)", err)}
             if kinds[k] and raw.exists():
                 recs = raw_records(raw)
                 traced_s = {r: sum(bl[5][r] for sp in res.values() for bl in sp.values()
                                    if bl[0] == 1) for r in recs}
                 out["rates"][k].append({r: recs[r] / traced_s[r] / 1e6 for r in recs})
+                for r, c in counters.items():   # the chunk swaps' time spread over the records
+                    out["stats"][k].append(
+                        f"rank {r}: {recs[r] / 1e6:.1f} M records, chunk swaps "
+                        f"{c['chunk-swaps']:.0f} (helper behind at {c['helper-behind']:.0f}) "
+                        f"took {c['swap-ms']:.0f} ms = {c['swap-ms'] * 1e6 / recs[r]:.0f} ns per "
+                        f"record; longest probe {c['probe-max']:.0f}, most entries on one handle "
+                        f"{c['per-handle-max']:.0f}, live requests at most {c['live-max']:.0f}")
                 shutil.rmtree(raw)
             out["load"].append(os.getloadavg()[0])
     return out
@@ -187,14 +195,14 @@ def report(nranks: int, m: dict, kinds: dict, todo: list[str]) -> None:
                     else np.mean([x[f] for x in q])) for f in q[0]}
 
     load = m["load"]
+    shown = [k for k in ("after", "before") if k in kinds]
     print(f"\n### {nranks} rank{'s' if nranks > 1 else ''}: load average {min(load):.1f}..."
           f"{max(load):.1f} (1-minute, sampled between processes)")
     if nranks == 2:
         print("Both ranks poll on the 2 cores: no core is free for the shim's helper thread.")
     cols = ["pattern", "untraced us/iter", "calls/iter"]
-    for k in ("after", "before"):
-        if k in kinds:
-            cols += [f"{k}: ns added per call", f"{k}: per request", f"{k}: traced/untraced"]
+    for k in shown:
+        cols += [f"{k}: ns added per call", f"{k}: per request", f"{k}: traced/untraced"]
     print("\n| " + " | ".join(cols) + " |")
     print("|" + "---|" * len(cols))
     for spec in todo:
@@ -203,9 +211,7 @@ def report(nranks: int, m: dict, kinds: dict, todo: list[str]) -> None:
             continue
         u = merged("untraced", spec)
         row = [spec, f"{np.median(u['all']) * 1e6:.2f}" if u else "-", f"{a['calls']:.1f}"]
-        for k in ("after", "before"):
-            if k not in kinds:
-                continue
+        for k in shown:
             q = merged(k, spec)
             if q is None:
                 row += ["skipped"] * 3
@@ -223,14 +229,14 @@ def report(nranks: int, m: dict, kinds: dict, todo: list[str]) -> None:
         _, b, w = spec.split(":")
         vol = int(b) * int(w) / 1e6
         line = [spec]
-        for k in ("after", "before"):
+        for k in shown:
             q = merged(k, spec)
             if q is not None:
                 line.append(f"{k}: {vol / np.median(u['all']):.1f} / "
                             f"{vol / np.median(q['paused']):.1f} / {vol / np.median(q['rec']):.1f} "
                             f"({100 * (np.median(q['paused'] / q['rec']) - 1):+.0f}%)")
         print("  " + "; ".join(line))
-    for k in [k for k in ("after", "before") if k in kinds]:
+    for k in shown:
         q = merged(k, "rate:8:1")
         if q is not None:
             print(f"\nrecord rate ({k}), MPI_Comm_size loop on each rank: "
