@@ -87,6 +87,18 @@ def test_last_rank_without_actions_merges_readable(raw, tmp_path, damage):
     assert len(data.actions[data.rank_slice(0)]) > 2 * ROUNDS
 
 
+def test_ti_list_whose_last_file_is_comments_only_reads_back(tmp_path):
+    (tmp_path / "a.txt").write_text("0 init\n0 send 0 8\n0 recv 0 8\n0 finalize\n")
+    (tmp_path / "b.txt").write_text("# nothing recorded\n")
+    (tmp_path / "list").write_text("a.txt\nb.txt\n")
+    p = mt("import", tmp_path / "list", "-o", tmp_path / "l.h5")
+    assert p.returncode == 0, p.stderr
+    data = _readable(tmp_path / "l.h5")
+    assert data.nranks == 2 and len(data.actions[data.rank_slice(1)]) == 0
+    with minitrace.open(str(tmp_path / "l.h5")) as t:
+        assert len(t.actions(0)) == 4 and len(t.actions(1)) == 0
+
+
 def test_duplicated_raw_file_is_one_line_error(raw, tmp_path):
     d = _copy(raw, tmp_path / "raw")
     shutil.copy(d / "rank-000001.mtr", d / "rank-000002.mtr")
