@@ -809,6 +809,15 @@ class _Writer:
             w("alltoallv", sum(v[:P]), *v[:P], sum(v[P:]), *v[P:])
 
 
+def _count_rootless(data: TraceData, rep: ExportReport) -> None:
+    """A rooted collective whose source did not record its root (peer -1, e.g. TAU's bcast)
+    must name one in SimGrid's text: it is written as root 0, and said in the report."""
+    kind = data.actions["kind"]
+    rootless = K.mask(K.ROOTED & K.COLLECTIVES)[kind] & (data.actions["peer"] < 0)
+    for code, n in zip(*np.unique(kind[rootless], return_counts=True)):
+        rep.approximated[f"{K.NAME[int(code)]} (root not recorded: written as root 0)"] += int(n)
+
+
 def write_ti(data: TraceData, out, layout: str = "per-rank", lossy: bool = False,
              lower_world: bool = False) -> ExportReport:
     """Write ``data`` as SimGrid 4.1 TI text (bytes, default MPI_BYTE).  ``per-rank``: ``out`` is
@@ -826,6 +835,7 @@ def write_ti(data: TraceData, out, layout: str = "per-rank", lossy: bool = False
     target = _check_output(out, layout)
     rep = ExportReport()
     data, rep.lowered, rep.dropped = lower(data, lower_world)
+    _count_rootless(data, rep)
     wr = _Writer(data, rep)
 
     def check() -> None:      # after every rank is written, before anything is renamed in

@@ -263,7 +263,7 @@ def _in_flops(data, rate: float | None, red: float | None, source: str | None):
     """The trace with compute volumes in flops, what SimGrid executes at a host's speed (sleeps
     stay in seconds), and a note on how reductions were modelled.
 
-    A measured volume (seconds, instructions) on an MPI call is what the rank spent inside it,
+    A measured volume (seconds, instructions, cycles) on an MPI call is what the rank spent inside it,
     mostly busy-polling while it waited: the simulation models that waiting, so it is never
     replayed as work.  Reductions do ``bytes / red`` seconds of work at the recording
     machine's speed when a reduction rate is known, none otherwise."""
@@ -275,7 +275,7 @@ def _in_flops(data, rate: float | None, red: float | None, source: str | None):
         return data, []
     if rate is None:
         how = ("the flop/s of the machine that recorded it" if unit == "seconds"
-               else "flops per instruction")
+               else f"flops per {unit.removesuffix('s')}")
         raise MinitraceError(f"the trace's compute volumes are in {unit}: give a compute rate "
                              f"to turn them into flops ({how}, e.g. --compute-rate "
                              f"{'1Gf' if unit == 'seconds' else '1'})", source)

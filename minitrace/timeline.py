@@ -199,3 +199,19 @@ def _collective_instances(ranks):
         for key in inst:
             out[key] = inst
     return out
+
+
+def perfetto_slices(timeline: pd.DataFrame, critical: pd.DataFrame | None = None) -> list[list]:
+    """Per rank, the replayed actions as :mod:`minitrace.export_perfetto` slices (name, start,
+    end, args); actions on the critical path carry ``critical: true``."""
+    on_path = set() if critical is None else set(zip(critical["rank"], critical["seq"]))
+    per_rank: list[list] = [[] for _ in range(int(timeline["rank"].max()) + 1 if len(timeline) else 0)]
+    has_msg = "src" in timeline
+    for row in timeline.itertuples(index=False):
+        args = {"category": row.category}
+        if has_msg and row.src >= 0:
+            args.update(src=int(row.src), dst=int(row.dst), tag=int(row.tag))
+        if (row.rank, row.seq) in on_path:
+            args["critical"] = True
+        per_rank[row.rank].append((row.action, float(row.start), float(row.end), args))
+    return per_rank

@@ -202,3 +202,44 @@ def test_critical_path_follows_the_late_messages(tmp_path):
     # rank 1's first compute and rank 2's first compute were not on the path: both waited
     assert not ((path["rank"] == 1) & (path["seq"] == 1)).any()
     assert not ((path["rank"] == 2) & (path["seq"] == 2)).any()
+
+
+def test_perfetto_puts_replayed_beside_recorded(tmp_path):
+    import json
+
+    from minitrace.model import TraceBuilder
+    from minitrace.storage import write_trace
+    b = TraceBuilder(2, {"volume_unit": "seconds"})
+    t = 100.0   # recorded clocks do not start at 0
+    for r in range(2):
+        b.add(r, "init", t_start=t, t_end=t + 0.001)
+        b.add(r, "compute", volume=0.5, t_start=t + 0.001, t_end=t + 0.501)
+        if r == 0:
+            b.add(r, "send", peer=1, tag=3, bytes_sent=64, t_start=t + 0.501, t_end=t + 0.502)
+        else:
+            b.add(r, "recv", peer=0, tag=3, bytes_recv=64, t_start=t + 0.501, t_end=t + 0.503)
+        b.add(r, "finalize", t_start=t + 0.6, t_end=t + 0.61)
+    h5 = tmp_path / "run.h5"
+    write_trace(str(h5), b.build())
+    out = tmp_path / "both.json"
+    p = subprocess.run([sys.executable, "-m", "minitrace", "replay", str(h5), "--compute-rate",
+                        "1Gf", "--speed", "1Gf", "--perfetto", str(out)],
+                       capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    ev = json.loads(out.read_text())["traceEvents"]
+    names = {e["pid"]: e["args"]["name"] for e in ev if e["name"] == "process_name"}
+    assert names == {0: "recorded", 1: "replayed (predicted)"}
+    meta = [i for i, e in enumerate(ev) if e["ph"] == "M"]
+    assert meta == list(range(len(meta)))                     # metadata first
+    ts = [e["ts"] for e in ev if e["ph"] != "M"]
+    assert ts == sorted(ts) and min(ts) >= 0                   # by time, recorded shifted to 0
+    for e in ev:
+        assert {"name", "ph", "pid", "tid"} <= set(e)
+        if e["ph"] == "X":
+            assert e["dur"] >= 0 and "ts" in e
+    replayed = [e for e in ev if e["pid"] == 1 and e["ph"] == "X"]
+    compute = [e for e in replayed if e["name"] == "compute"]
+    assert [round(e["dur"]) for e in compute] == [500_000, 500_000]   # 0.5 s at 1 Gf, in us
+    assert any(e["args"].get("critical") for e in compute)
+    recv = [e for e in replayed if e["name"] == "recv"][0]
+    assert (recv["args"]["src"], recv["args"]["dst"], recv["args"]["tag"]) == (0, 1, 3)

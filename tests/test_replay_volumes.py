@@ -31,7 +31,8 @@ def _measured(unit="seconds", in_call=5.0, nbytes=8_000_000):
     return b.build()
 
 
-@pytest.mark.parametrize("unit,rate", [("seconds", "1Gf"), ("instructions", 1e9)])
+@pytest.mark.parametrize("unit,rate", [("seconds", "1Gf"), ("instructions", 1e9),
+                                       ("cycles", 1e9)])
 def test_in_call_volume_is_not_replayed_as_work(unit, rate):
     res = replay(_measured(unit), cluster=CLUSTER, compute_rate=rate)
     # 1 s of compute at 1 Gf on 1 Gf hosts plus 16 MB of messages at 10 GB/s: a few ms more.
@@ -64,3 +65,8 @@ def test_reduction_rate_needs_seconds():
     with pytest.raises(MinitraceError, match="reduction rate applies to traces timed in seconds"):
         replay(_measured("instructions"), cluster=CLUSTER, compute_rate=1.0,
                reduction_rate="1GBps")
+
+
+def test_a_counter_unit_asks_for_flops_per_unit():
+    with pytest.raises(MinitraceError, match="flops per cycle"):
+        replay(_measured("cycles"), cluster=CLUSTER)

@@ -82,3 +82,17 @@ def test_lines_formatted_once_each_even_when_their_keys_collide(monkeypatch):
     want = [_Writer(data, ExportReport()).fast_text(r) for r in range(data.nranks)]
     monkeypatch.setattr(simgrid_ti, "_MIX", np.zeros(4, np.int64))
     assert [_Writer(data, ExportReport()).fast_text(r) for r in range(data.nranks)] == want
+
+
+def test_a_rootless_collective_is_said_not_silently_rooted(tmp_path):
+    # TAU records MPI_Bcast's bytes but not its root: SimGrid's text needs one
+    b = TraceBuilder(2)
+    for r in range(2):
+        b.add(r, "init")
+        b.add(r, "bcast", peer=-1, bytes_recv=256)
+        b.add(r, "bcast", peer=1, bytes_sent=8 if r == 1 else 0, bytes_recv=0 if r == 1 else 8)
+        b.add(r, "finalize")
+    rep = write_ti(b.build(), tmp_path / "t.txt", layout="single")
+    assert not rep.exact
+    assert rep.lines() == ["approximated 2 bcast (root not recorded: written as root 0)"]
+    assert (tmp_path / "t.txt").read_text().splitlines()[1:3] == ["0 bcast 256 0", "0 bcast 8 1"]

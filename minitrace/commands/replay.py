@@ -4,6 +4,8 @@ from __future__ import annotations
 import json
 import math
 
+import numpy as np
+
 from ..errors import MinitraceError
 from ..platforms import DEFAULT_BANDWIDTH, DEFAULT_LATENCY, DEFAULT_SPEED, Cluster
 from ..replay import DEFAULT_CONFIG, ENGINES, replay
@@ -42,7 +44,7 @@ def register(sub) -> None:
     p.add_argument("--compute-rate", metavar="RATE",
                    help="flops per unit of a minitrace file's compute volume when it is not "
                         "flops: the recording machine's speed for seconds (e.g. 2.5Gf), flops "
-                        "per instruction for instructions")
+                        "per instruction (or cycle) for instructions (or cycles) from counters")
     p.add_argument("--reduction-rate", metavar="BW",
                    help="bytes/s at which the recording machine reduces data (MPI_SUM on "
                         "doubles), for traces timed in seconds: reductions then do bytes/BW of "
@@ -62,6 +64,10 @@ def register(sub) -> None:
     p.add_argument("--critical-path", action="store_true",
                    help="also print the chain of actions that determined the end time "
                         "(native engine)")
+    p.add_argument("--perfetto", metavar="JSON",
+                   help="write the replayed timeline (critical path marked) as Perfetto/Chrome "
+                        "trace-event JSON, beside the recorded one when FILE is a timed "
+                        "minitrace file (open it in ui.perfetto.dev)")
     p.add_argument("--plot", metavar="PNG",
                    help="draw that breakdown as stacked bars per rank (implies --breakdown)")
     p.add_argument("--json", action="store_true", help="print the full result as JSON")
@@ -96,7 +102,7 @@ def run(args) -> int:
     r = replay(args.file, platform=args.platform, hostfile=args.hostfile, np=args.np,
                config=_config(args.cfg), cluster=cluster, compute_rate=args.compute_rate,
                lossy=args.lossy, timeout=args.timeout, engine=args.engine,
-               reduction_rate=args.reduction_rate, timeline=args.breakdown or args.critical_path or bool(args.plot))
+               reduction_rate=args.reduction_rate, timeline=args.breakdown or args.critical_path or bool(args.plot or args.perfetto))
     if args.json:
         out = r.to_dict()
         if args.critical_path:
@@ -124,6 +130,9 @@ def run(args) -> int:
             print(f"  plot: {args.plot}")
         if args.critical_path:
             _print_critical_path(r.critical_path())
+        if args.perfetto:
+            n = _write_perfetto(args.file, r, args.perfetto)
+            print(f"  timeline: {args.perfetto} ({n} events)")
     return 0
 
 
@@ -147,3 +156,26 @@ def _print_critical_path(path, longest: int = 8) -> None:
     top = path.assign(seconds=span).nlargest(min(longest, len(path)), "seconds")
     print("  longest actions on it: " + ", ".join(
         f"rank {a.rank} #{a.seq} {a.action} {a.seconds:.4g} s" for a in top.itertuples()))
+
+
+def _write_perfetto(source: str, result, path: str) -> int:
+    """The replayed timeline (process group 1), and the recorded one (group 0, shifted to start
+    at 0 like the replay) when ``source`` is a minitrace file with timestamps."""
+    from ..export_perfetto import slices_events, trace_events, write_json
+    from ..timeline import perfetto_slices
+    events = slices_events(1, "replayed (predicted)",
+                           perfetto_slices(result.timeline, result.critical_path()),
+                           cat="replay")
+    with open(source, "rb") as fh:
+        is_h5 = fh.read(8) == b"\x89HDF\r\n\x1a\n"
+    if is_h5:
+        from ..trace import open as open_trace
+        with open_trace(source) as t:
+            data = t.data()
+        start = data.actions["t_start"]
+        if len(start) and np.isfinite(start).any():
+            t0 = float(np.nanmin(start))
+            for col in ("t_start", "t_end"):
+                data.actions[col] -= t0
+            events += trace_events(data, 0, "recorded")
+    return write_json(path, events)
