@@ -48,12 +48,15 @@ def main() -> int:
     ap.add_argument("--cases", type=int, default=1000, help="cases per reader (default 1000)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--keep", help="keep the failing cases in this directory")
+    ap.add_argument("--readers", default=",".join(E.READERS),
+                    help="comma-separated readers (default: all)")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="fuzz-") as tmp:
         tmp = Path(tmp)
         raws = [record("ring", 3, ["20"], tmp), record("colls", 4, [], tmp)]
         seeds = E.make_seeds(tmp / "seeds", ROOT, raws[0], SHARED)
         seeds["raw"].append(raws[1])
+        seeds = {r: seeds[r] for r in args.readers.split(",")}
         load = os.getloadavg()[0]
         t0 = time.monotonic()
         work = Path(args.keep) if args.keep else tmp / "work"

@@ -324,10 +324,12 @@ def check_file(path: str) -> None:
             ver = f.attrs.get("format_version")
     except OSError:
         raise MinitraceError("corrupt or truncated HDF5 file", path) from None
-    if fmt != FORMAT_NAME:
+    if _text(fmt) != FORMAT_NAME:
         raise MinitraceError("HDF5 file but not a minitrace file (no 'format' = 'minitrace')",
                              path)
-    if ver is None or int(ver) > FORMAT_VERSION:
+    if not isinstance(ver, (int, np.integer)) or ver < 1:
+        raise _corrupt(f"format_version = {ver!r}", path)
+    if ver > FORMAT_VERSION:
         raise MinitraceError(f"written by a newer minitrace (format version {ver}); this one "
                              f"reads up to {FORMAT_VERSION}: upgrade minitrace", path)
 

@@ -14,6 +14,7 @@ import h5py
 import numpy as np
 import pytest
 
+from minitrace import kinds as K
 from minitrace import rawlayout as L
 from tests.fixtures import DATA
 from tests.fuzz import engine as E
@@ -90,7 +91,8 @@ def _imported(tmp_path) -> Path:
 
 
 @pytest.mark.parametrize("damage", ["drop-column", "quantum-text", "offsets-backwards",
-                                    "unknown-kind", "vec-len-beyond", "attr-garbage"])
+                                    "unknown-kind", "vec-len-beyond", "attr-garbage",
+                                    "version-nan"])
 def test_hdf5_damage_is_one_line(tmp_path, damage):
     f = _imported(tmp_path)
     with h5py.File(f, "r+") as h:
@@ -112,8 +114,10 @@ def test_hdf5_damage_is_one_line(tmp_path, damage):
             v = a["vec_len"][...]
             v[-1] = 100
             a["vec_len"][...] = v
-        else:
+        elif damage == "attr-garbage":
             h.attrs["volume_unit"] = "[1, 2"
+        else:
+            h.attrs["format_version"] = float("nan")
     for cmd in (["validate", f], ["export", f, "--format", "csv", "-o", tmp_path / "o.csv"]):
         one_line_error(mt(*cmd), str(f), "corrupt")
 
@@ -147,13 +151,32 @@ def test_raw_header_fields_checked(raw, tmp_path, field, value):
 
 
 def test_times_beyond_int64_nanoseconds_store_readably(tmp_path):
-    """A TAU time stamp near 2**64 ns made an unreadable duration column."""
-    from tests.test_convert_tau import REC, osu_like
-    trc = osu_like(tmp_path)
-    recs = np.fromfile(trc, REC)
-    recs["ti"][len(recs) // 2] = 2 ** 64 - 1
-    recs.tofile(trc)
-    p = mt("convert", tmp_path, "--from", "tau", "-o", tmp_path / "o.h5")
-    assert "RuntimeWarning" not in p.stderr and "internal error" not in p.stderr, p.stderr
-    if p.returncode == 0:
-        assert mt("info", tmp_path / "o.h5").returncode == 0
+    """A damaged TAU time stamp (~2**63 us) gave a span beyond int64 nanoseconds: the
+    delta-coded columns wrapped around (a RuntimeWarning and wrong times); now stored as
+    float seconds and read back as they were."""
+    from minitrace import storage
+    from minitrace.model import ACTION_DTYPE, TraceData
+    a = np.zeros(3, ACTION_DTYPE)
+    a["kind"] = [K.CODE["init"], K.CODE["compute"], K.CODE["finalize"]]
+    a["peer"] = a["tag"] = a["comm"] = a["request"] = -1
+    a["t_start"] = [0.0, 1.0, 9.2e12]
+    a["t_end"] = [1.0, 2.0, 9.2e12 + 1]
+    data = TraceData(a, np.array([0, 3]), np.zeros(0, np.int64), {0: np.array([0])}, [],
+                     {"volume_unit": "seconds"})
+    p = subprocess.run([sys.executable, "-W", "error::RuntimeWarning", "-c",
+                        "import pickle, sys; from minitrace import storage; "
+                        "storage.write_trace(sys.argv[1], pickle.load(open(sys.argv[2], 'rb')))",
+                        str(tmp_path / "o.h5"), str(_pickled(tmp_path, data))],
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    with storage.h5py.File(tmp_path / "o.h5") as f:
+        back = storage.TraceReader(f, "o.h5").all().actions
+    assert np.array_equal(back["t_start"], a["t_start"]) and \
+        np.array_equal(back["t_end"], a["t_end"])
+
+
+def _pickled(tmp_path, obj) -> Path:
+    import pickle
+    path = tmp_path / "obj.pkl"
+    path.write_bytes(pickle.dumps(obj))
+    return path
