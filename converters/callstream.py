@@ -16,6 +16,7 @@ from functools import lru_cache
 import numpy as np
 
 from minitrace import kinds as K
+from minitrace.errors import MinitraceError
 from minitrace.model import ACTION_DTYPE, EMPTY_ROW, TraceBuilder, TraceData
 
 # Positions in a row (a mutable list in ACTION_DTYPE field order, turned into an action by
@@ -167,7 +168,11 @@ def build(streams: list[RankStream], comms: dict, strings: list[str], meta: dict
     meta.setdefault("volume_unit", "seconds")
     b = TraceBuilder(len(streams), meta)
     for r, s in enumerate(streams):
-        b.extend(r, s.rows, s.vecs)
+        try:
+            b.extend(r, s.rows, s.vecs)
+        except OverflowError:   # e.g. a message length or request id near 2**64
+            raise MinitraceError(f"rank {r}: a value beyond its column's range (a corrupt "
+                                 f"event?)") from None
     for cid, members in comms.items():
         b.add_comm(cid, members)
     for name in strings:

@@ -416,7 +416,10 @@ def read_otf2(anchor, keep_regions: bool = False, keep_going: bool = False) -> T
         meta["non_rank_locations_skipped"] = len(other)
     if rd.user_regions and not keep_regions:
         meta["user_regions_dropped"] = rd.user_regions // 2
-    return build(rd.streams, rd.comms, rd.strings, meta)
+    try:
+        return build(rd.streams, rd.comms, rd.strings, meta)
+    except MinitraceError as e:
+        raise MinitraceError(str(e), str(path)) if e.path is None else e from None
 
 
 class _Unreadable(Exception):

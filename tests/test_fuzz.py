@@ -180,3 +180,10 @@ def _pickled(tmp_path, obj) -> Path:
     path = tmp_path / "obj.pkl"
     path.write_bytes(pickle.dumps(obj))
     return path
+
+
+def test_otf2_event_value_beyond_int64(tmp_path):
+    """tests/fuzz/corpus: an OTF2 archive whose damaged event holds a value near 2**64."""
+    anchor = REPO / "tests" / "fuzz" / "corpus" / "otf2_length_overflow" / "traces.otf2"
+    one_line_error(mt("convert", anchor, "--from", "otf2", "-o", tmp_path / "o.h5"),
+                   "traces.otf2", "beyond its column's range")
