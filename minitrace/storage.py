@@ -103,7 +103,8 @@ def _meta_attrs(meta: dict) -> dict:
     for k, v in meta.items():
         if v is None:
             continue
-        out[k] = json.dumps(v) if isinstance(v, (list, dict, tuple)) else v
+        v = json.dumps(v) if isinstance(v, (list, dict, tuple)) else v
+        out[k] = v.replace("\0", "\ufffd") if isinstance(v, str) else v   # (HDF5: NUL ends)
     return out
 
 
@@ -259,7 +260,9 @@ def write_trace(path: str, data: TraceData, meta: dict | None = None) -> None:
             [[0], np.cumsum([len(x) for x in members])]).astype(np.int64))
         cg.create_dataset("members", data=np.concatenate(members) if members else
                           np.zeros(0, np.int32))
-        g.create_dataset("strings", data=np.array(data.strings, dtype=object),
+        # HDF5 strings end at a NUL: one inside a name (a damaged source) is stored as U+FFFD
+        g.create_dataset("strings", data=np.array([x.replace("\0", "\ufffd")
+                                                   for x in data.strings], dtype=object),
                          dtype=h5py.string_dtype())
 
 

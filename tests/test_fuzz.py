@@ -187,3 +187,20 @@ def test_otf2_event_value_beyond_int64(tmp_path):
     anchor = REPO / "tests" / "fuzz" / "corpus" / "otf2_length_overflow" / "traces.otf2"
     one_line_error(mt("convert", anchor, "--from", "otf2", "-o", tmp_path / "o.h5"),
                    "traces.otf2", "beyond its column's range")
+
+
+def test_nul_in_names_and_metadata_is_stored(tmp_path):
+    """A damaged TAU EDF gave a region name and a producer with a NUL inside: HDF5 strings
+    cannot hold one (ValueError, an internal error); stored as U+FFFD."""
+    from minitrace import storage
+    from minitrace.model import ACTION_DTYPE, TraceData
+    a = np.zeros(1, ACTION_DTYPE)
+    a["kind"] = K.CODE["init"]
+    a["peer"] = a["tag"] = a["comm"] = a["request"] = -1
+    data = TraceData(a, np.array([0, 1]), np.zeros(0, np.int64), {0: np.array([0])},
+                     ["MPI\0_Send"], {"volume_unit": "seconds", "producer": "TAU\0 2.3"})
+    storage.write_trace(str(tmp_path / "o.h5"), data)
+    assert mt("info", tmp_path / "o.h5").returncode == 0
+    with storage.h5py.File(tmp_path / "o.h5") as f:
+        assert storage.TraceReader(f, "o.h5").strings() == ["MPI\ufffd_Send"]
+        assert f.attrs["producer"] == "TAU\ufffd 2.3"
