@@ -244,6 +244,10 @@ def _convert(rec: np.ndarray, events: dict, provenance: dict, where: str | dict,
         if damaged is None:
             raise MinitraceError(what + " (--keep-going keeps its records)", file)
         damaged.append(f"{file}: {what}")
+    if int(rec["ti"].max()) >= 2 ** 62:   # microseconds: ~146,000 years, a corrupt record
+        file = next(iter(where.values()), "") if isinstance(where, dict) else str(where)
+        raise MinitraceError(f"a time stamp of {int(rec['ti'].max())} us: a corrupt record",
+                             file)
     t0 = int(rec["ti"][0])
     msg_ids = {t: [i for i, e in events.items() if e[1] == t] for t in (SEND_TAG, RECV_TAG)}
     source_messages = {side: int(np.isin(rec["ev"], msg_ids[t]).sum())

@@ -204,3 +204,14 @@ def test_nul_in_names_and_metadata_is_stored(tmp_path):
     with storage.h5py.File(tmp_path / "o.h5") as f:
         assert storage.TraceReader(f, "o.h5").strings() == ["MPI\ufffd_Send"]
         assert f.attrs["producer"] == "TAU\ufffd 2.3"
+
+
+def test_tau_time_stamp_beyond_int64(tmp_path):
+    """A TAU record whose time stamp is 2**63 us overflowed the int64 time arithmetic."""
+    from tests.test_convert_tau import REC, osu_like
+    trc = osu_like(tmp_path)
+    recs = np.fromfile(trc, REC)
+    recs["ti"][0] = 2 ** 63           # as the fuzzer found it: the first record
+    recs.tofile(trc)
+    one_line_error(mt("convert", tmp_path, "--from", "tau", "-o", tmp_path / "o.h5"),
+                   "a corrupt record")
