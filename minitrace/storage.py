@@ -32,6 +32,15 @@ CHUNK = 1 << 18
 _GZIP_LEVEL = 1
 COMPRESSION = dict(compression="gzip", compression_opts=_GZIP_LEVEL, shuffle=True)
 _POOL = ThreadPoolExecutor(max_workers=os.cpu_count() or 2)  # zlib releases the GIL
+
+
+def _new_pool() -> None:
+    """A forked child has none of the parent's pool threads: its writes would wait forever."""
+    global _POOL
+    _POOL = ThreadPoolExecutor(max_workers=os.cpu_count() or 2)
+
+
+os.register_at_fork(after_in_child=_new_pool)
 _INT_COLUMNS = ("kind", "flags", "peer", "tag", "comm", "bytes_sent", "bytes_recv", "request",
                 "vec_len")
 _NS = 1e9
