@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import sys
 import time
 from multiprocessing import Pool
@@ -106,10 +107,13 @@ def main() -> None:
     tasks = [(p, s, args) for p in args.parents.split(",") for s in range(args.seeds)]
     load0 = os.getloadavg()
     t0 = time.perf_counter()
-    with Pool(args.jobs) as pool:
-        frames = pool.map(one_run, tasks, chunksize=4)
+    pool = Pool(args.jobs)
+    frames = pool.map(one_run, tasks, chunksize=4)
+    pool.close()
+    pool.join()                  # reaped workers: their CPU time is in RUSAGE_CHILDREN
     elapsed = time.perf_counter() - t0
     load1 = os.getloadavg()
+    cpu = resource.getrusage(resource.RUSAGE_CHILDREN)
     s = summarize(pd.concat(frames, ignore_index=True), args.nodes * args.per_node)
     print(f"{args.nodes} nodes x {args.per_node} ranks, {args.iterations} iterations, "
           f"{args.seeds} seeds per parent ({args.mle_seeds} with mle), factors "
@@ -117,8 +121,10 @@ def main() -> None:
     print("cell: coverage (coverage of unflagged rows) / width vs ideal / bias in % of "
           "E[max]-E[X] / share flagged [runs]")
     print(markdown(s))
-    print(f"\nwall time {elapsed:.1f} s; load average {load0[0]:.2f} at start, "
-          f"{load1[0]:.2f} at end")
+    print(f"\nwall time {elapsed:.1f} s; CPU time of the workers {cpu.ru_utime:.0f} s user + "
+          f"{cpu.ru_stime:.0f} s system (on {args.jobs} otherwise idle cores: ~"
+          f"{(cpu.ru_utime + cpu.ru_stime) / args.jobs:.0f} s); load average {load0[0]:.2f} at "
+          f"start, {load1[0]:.2f} at end (other jobs share the machine)")
     if args.csv:
         s.to_csv(args.csv, index=False)
 

@@ -5,8 +5,8 @@ A run at n ranks is the only truth a user has: each method projects from subsets
 says how well it extrapolates on this machine and workload.  Subsets keep the node layout
 where they can (fewer ranks on every node, else fewer nodes), so both parametric models still
 see nodes and slots.  The recommendation is the unflagged method with the fewest back-tests
-inconsistent with the measurement and then the smallest mean error (if every method is flagged, the one with a
-finite, positive interval that back-tests best, said to be flagged).
+inconsistent with the measurement and then the smallest mean error (if every method is
+flagged, the one with a finite, positive interval that back-tests best, said to be flagged).
 """
 from __future__ import annotations
 

@@ -11,7 +11,6 @@ in a bootstrap) and return ``loc``, ``scale``, ``shape`` shaped ``(...)``.
 """
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass
 
 import numpy as np

@@ -34,7 +34,7 @@ import pandas as pd
 from scipy import special
 from tqdm import tqdm
 
-from . import gev
+from . import gev, heap
 from .emma import PRODUCT_GRID, expected_max_gev_product, expected_max_sample
 from ..errors import MinitraceError
 
@@ -291,6 +291,12 @@ def project(var: Variability, scales, methods=("pwm",), replicas: int | None = N
         raise ValueError(f"ci must be between 0 and 1, got {ci}")
     rng = np.random.default_rng(seed)
     jobs = [(m, mod) for m in methods for mod in MODELS[m] if models is None or mod in models]
+    with heap.kept():
+        return pd.DataFrame(_rows(var, scales, jobs, replicas, ci, rng, progress))
+
+
+def _rows(var: Variability, scales, jobs, replicas, ci, rng, progress) -> list[dict]:
+    """The rows of ``project``, one (method, model) job after the other."""
     rows = []
     for method, model in tqdm(jobs, desc="bootstrap", unit="model", disable=progress is False,
                               leave=False):
@@ -324,7 +330,7 @@ def project(var: Variability, scales, methods=("pwm",), replicas: int | None = N
                              runtime=var.iterations * est, runtime_lo=var.iterations * lo,
                              runtime_hi=var.iterations * hi, replicas=len(col),
                              gumbel=gumbel, flags="; ".join(f)))
-    return pd.DataFrame(rows)
+    return rows
 
 
 def base_fits(var: Variability, methods=gev.METHODS, tol: float = gev.TYPE_TOLERANCE,
