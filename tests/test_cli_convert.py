@@ -94,21 +94,23 @@ def test_export_simgrid_example_ti_and_csv(tmp_path):
 
 
 def test_lossy_export_from_cli(tmp_path):
+    # one-sided communication: SimGrid's TI replay has no RMA, and it is not lowered
     b = TraceBuilder(2)
     for r in range(2):
         b.add(r, "init")
-        b.add(r, "iallreduce", bytes_sent=8, bytes_recv=8, request=0)
-        b.add(r, "wait", request=0)
+        b.add(r, "win_fence")
+        b.add(r, "put", peer=1 - r, bytes_sent=8)
+        b.add(r, "win_fence")
         b.add(r, "finalize")
     h5 = tmp_path / "t.h5"
     write_trace(h5, b.build())
     p = mt("export", h5, "--format", "ti", "-o", tmp_path / "x")
     assert p.returncode == 1 and p.stdout == ""
     assert p.stderr.count("\n") == 1 and "Traceback" not in p.stderr
-    assert "cannot express 2 iallreduce, 2 wait" in p.stderr
+    assert "cannot express 2 put, 4 win_fence" in p.stderr
     p = mt("export", h5, "--format", "ti", "-o", tmp_path / "x", "--lossy")
     assert p.returncode == 0
-    assert "warning: dropped 2 iallreduce action(s)" in p.stderr
+    assert "warning: dropped 2 put action(s)" in p.stderr
     assert (tmp_path / "x_files/0.txt").read_text() == "0 init\n0 finalize\n"
 
 
