@@ -2,7 +2,9 @@
 random (bit flips, interesting values in fields, truncation, lines dropped or duplicated), each
 case runs the real command line (``minitrace import/convert/merge/validate/info/export``) in a
 forked child (preloaded modules: milliseconds a case) under RLIMIT_AS and a timeout, and the
-outcome is classified.  Acceptable: ``ok`` (and any output it writes opens), ``error`` (one
+outcome is classified.  The children are forked by a fork server, a fresh single-threaded
+process started once: forking the caller itself (pytest, with the threads earlier tests started:
+storage's compression pool, pytest-timeout) left children blocked on locks those threads held.  Acceptable: ``ok`` (and any output it writes opens), ``error`` (one
 line ``minitrace: error: ...``, possibly after warnings/notes).  Anything else is a finding:
 ``internal`` (an uncaught exception), ``noisy`` (other lines on stderr, e.g. a library's own),
 ``crash`` (a signal or another exit status), ``timeout``, ``unreadable-output``.
@@ -11,6 +13,7 @@ Used by tests/test_fuzz.py (a few hundred cases, seeded) and benchmarks/fuzz_rea
 long run)."""
 from __future__ import annotations
 
+import json
 import os
 import random
 import re
@@ -387,10 +390,48 @@ class Result:
     stderr: str
 
 
+_SERVER: subprocess.Popen | None = None
+
+
+def _fork_server() -> subprocess.Popen:
+    """The single-threaded process that forks every case (started once, modules preloaded)."""
+    global _SERVER
+    if _SERVER is None or _SERVER.poll() is not None:
+        root = str(Path(__file__).resolve().parents[2])
+        _SERVER = subprocess.Popen(
+            [sys.executable, "-c", f"import sys; sys.path.insert(0, {root!r}); "
+                                   "from tests.fuzz.engine import serve; serve()"],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    return _SERVER
+
+
+def serve() -> None:
+    """Fork server loop: one JSON job per line in, ``[status, seconds]`` per line out."""
+    preload()
+    for line in sys.stdin:
+        argv, workdir, timeout, memory = json.loads(line)
+        rc, secs = _fork_one(argv, Path(workdir), timeout, memory)
+        print(json.dumps([rc, secs]), flush=True)
+
+
 def run_forked(argv: list[str], workdir: Path, timeout: float = TIME_LIMIT,
                memory: int = MEMORY_LIMIT) -> tuple[int | None, str, float]:
     """(exit status or -signal or None on timeout, stderr, seconds) of ``minitrace ARGV`` in a
-    forked child under RLIMIT_AS = ``memory``."""
+    child forked by the fork server under RLIMIT_AS = ``memory``."""
+    srv = _fork_server()
+    srv.stdin.write(json.dumps([argv, str(workdir), timeout, memory]) + "\n")
+    srv.stdin.flush()
+    reply = srv.stdout.readline()
+    if not reply:
+        raise RuntimeError("the fuzz fork server died")
+    rc, secs = json.loads(reply)
+    err = workdir / "stderr"
+    return rc, err.read_text(errors="replace") if err.exists() else "", secs
+
+
+def _fork_one(argv: list[str], workdir: Path, timeout: float,
+              memory: int) -> tuple[int | None, float]:
+    """(exit status or -signal or None on timeout, seconds) of one forked case."""
     err = workdir / "stderr"
     t0 = time.monotonic()
     pid = os.fork()
@@ -418,9 +459,8 @@ def run_forked(argv: list[str], workdir: Path, timeout: float = TIME_LIMIT,
     if status is None:
         os.kill(pid, signal.SIGKILL)
         os.waitpid(pid, 0)
-        return None, err.read_text(errors="replace") if err.exists() else "", timeout
-    rc = os.waitstatus_to_exitcode(status)
-    return rc, err.read_text(errors="replace"), time.monotonic() - t0
+        return None, timeout
+    return os.waitstatus_to_exitcode(status), time.monotonic() - t0
 
 
 def classify(rc: int | None, stderr: str) -> str:
@@ -470,7 +510,6 @@ class Table:
 def fuzz(seeds: dict[str, list[Path]], work: Path, per_reader: int, seed: int = 0,
          keep_failures: bool = False, table: Table | None = None) -> Table:
     """``per_reader`` cases of every reader with seeds; deterministic for a given ``seed``."""
-    preload()
     table = table or Table()
     for reader in READERS:
         if not seeds.get(reader):
