@@ -267,7 +267,7 @@ def parametric(var: Variability, model: str, method: str, scales, replicas: int,
     if method == "mom":
         flags.append("method of moments: its shape comes from the sample skewness, biased "
                      "low for heavy and Gumbel-like tails, and its intervals held the truth in "
-                     "only 74-90% of the coverage study's runs (docs/GEV.md): prefer pwm or mle")
+                     "only 74-91% of the coverage study's runs (docs/GEV.md): prefer pwm or mle")
     if (~ok).any():
         flags.append(f"{int((~ok).sum())} of {replicas} replicas failed a refit (dropped)")
     n_min = min(len(s) for s in samples)
