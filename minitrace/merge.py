@@ -31,7 +31,7 @@ import numpy as np
 from . import kinds as K
 from . import rawlayout as L
 from .errors import MinitraceError
-from .model import ACTION_DTYPE, NONE, TraceData, assign_vec_offsets
+from .model import ACTION_DTYPE, NONE, UNDEFINED, TraceData, assign_vec_offsets
 
 RAW_DTYPE = L.RECORD.dtype()
 HEADER_DTYPE = L.HEADER.dtype()
@@ -401,7 +401,7 @@ def merge_dir(directory: str, command_line: str | None = None) -> TraceData:
         ths = [_Thread(recs, r.path) for recs in r.threads] if r is not None else []
         threads.append(ths)
         comm_lists.append(sorted(d for th in ths for d in th.comm_defs))
-        if any(not all(-32766 <= m < size for m in d[1]) for d in comm_lists[-1]):
+        if any(not all(m == UNDEFINED or 0 <= m < size for m in d[1]) for d in comm_lists[-1]):
             raise MinitraceError("corrupt communicator definition (member beyond the world)",
                                  r.path)
         smap: dict[int, str] = {}

@@ -24,6 +24,8 @@ ACTION_DTYPE = np.dtype([
 ])
 #: Value of an empty field: ``peer``/``tag``/``request``/``vec_off`` use -1, times NaN.
 NONE = -1
+#: A member or peer outside the recorded world (MPI_UNDEFINED: e.g. a spawned process).
+UNDEFINED = -32766
 VOLUME_UNITS = ("instructions", "flops", "seconds", "cycles")
 #: An action with every optional field 'none', as a row in ACTION_DTYPE field order (``kind`` 0).
 EMPTY_ROW = (0, 0, NONE, NONE, 0, 0, 0, 0.0, NONE, NONE, 0, np.nan, np.nan)

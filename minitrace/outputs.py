@@ -30,6 +30,7 @@ def check_output_dir(path: str) -> None:
 def _check_parent(path: str) -> None:
     parent = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(parent):
-        raise MinitraceError("no such directory to write into", parent)
+        raise MinitraceError("not a directory: cannot write into it" if os.path.exists(parent)
+                             else "no such directory to write into", parent)
     if not os.access(parent, os.W_OK | os.X_OK):
         raise MinitraceError("directory not writable", parent)

@@ -24,7 +24,7 @@ import numpy as np
 from . import __version__
 from . import kinds as K
 from .errors import MinitraceError
-from .model import ACTION_DTYPE, VOLUME_UNITS, TraceData, vec_offsets
+from .model import ACTION_DTYPE, UNDEFINED, VOLUME_UNITS, TraceData, vec_offsets
 
 FORMAT_NAME = "minitrace"
 FORMAT_VERSION = 1
@@ -560,7 +560,8 @@ class TraceReader:
         if len(offs) != len(ids) + 1 or (len(offs) and (offs[0] != 0 or offs[-1] != len(mem)
                                                         or (np.diff(offs) < 0).any())) or \
                 len(np.unique(ids)) != len(ids) or \
-                (len(mem) and (mem.min() < 0 or mem.max() >= max(self.nranks, 1))):
+                (len(mem) and (((mem < 0) & (mem != UNDEFINED)).any()
+                               or mem.max() >= max(self.nranks, 1))):
             raise _corrupt("communicator table inconsistent", self.path)
         return {int(i): mem[offs[j]:offs[j + 1]] for j, i in enumerate(ids)}
 

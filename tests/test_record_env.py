@@ -83,8 +83,12 @@ def test_rank_that_stops_recording_makes_the_trace_incomplete(bindir, tmp_path):
     assert not tr.meta["complete"]
     assert tr.meta["disabled_ranks"] == [0, 1]
     for r in range(2):
-        # two chunks: the world communicator's definition (2 records), init, then comm_size
-        assert tr.names(r, skip=()) == ["init"] + ["comm_size"] * (2 * SLOTS - 3)
+        # the world communicator's definition (2 records), init, then comm_size, up to where the
+        # shim stopped: when provisioning the third chunk fails (the second one's end, or earlier
+        # when its helper thread gets there first on a loaded machine), never beyond two chunks
+        names = tr.names(r, skip=())
+        assert names[0] == "init" and set(names[1:]) == {"comm_size"}
+        assert SLOTS - 3 <= len(names) - 1 <= 2 * SLOTS - 3
 
 
 def test_record_fails_clearly_on_unwritable_output(bindir, tmp_path):
@@ -94,8 +98,7 @@ def test_record_fails_clearly_on_unwritable_output(bindir, tmp_path):
     p = record(blocker / "out.h5", 2, [exe, "2"], expect_rc=1)
     assert p.stdout == ""                   # refused before launching: the program never ran
     assert p.stderr.splitlines() == [
-        f"minitrace: error: {blocker}: cannot create the raw trace directory out.h5.raw-* "
-        f"here (Not a directory); the program was not run"]
+        f"minitrace: error: {blocker}: not a directory: cannot write into it"]
 
 
 def test_program_exit_code_is_returned(bindir, tmp_path):
