@@ -27,7 +27,6 @@ import argparse
 import os
 import sys
 import time
-import traceback
 from types import SimpleNamespace
 
 import numpy as np
@@ -278,45 +277,22 @@ def main(argv: list[str] | None = None) -> int:
                                 description="Calibrate this machine for minitrace predict "
                                             "(run under mpiexec with at least 2 ranks).")
     add_arguments(p)
-    from .bench.__main__ import parse_quietly_off_root
+    from .bench.__main__ import on_root, parse_quietly_off_root, run_mpi_job
     args = parse_quietly_off_root(p, argv)
-    try:
-        if comm.rank == 0:
-            from .calibration import check_output
-            error = None
-            try:
-                check_output(args.output)
-            except MinitraceError as e:
-                error = str(e)
-        else:
-            error = None
-        error = comm.bcast(error, root=0)
-        if error:
-            raise MinitraceError(error)
+
+    def job() -> int:
+        from .calibration import append_run, check_output, refit, summary
+        on_root(comm, lambda: check_output(args.output))
         got = run(comm, args)
-        error = None
-        if comm.rank == 0:
-            from .calibration import append_run, refit, summary
-            try:
-                append_run(args.output, got)
-                cal = refit(args.output, args.plot or os.path.splitext(args.output)[0] + ".png")
-                if not args.quiet:
-                    print(summary(cal, args.output))
-            except MinitraceError as e:
-                error = str(e)
-        error = comm.bcast(error, root=0)
-        if error:
-            raise MinitraceError(error)
+
+        def save() -> None:
+            append_run(args.output, got)
+            cal = refit(args.output, args.plot or os.path.splitext(args.output)[0] + ".png")
+            if not args.quiet:
+                print(summary(cal, args.output))
+        on_root(comm, save)
         return 0
-    except MinitraceError as e:
-        if comm.rank == 0:
-            print(f"minitrace calibrate: error: {e}", file=sys.stderr)
-        return 1
-    except BaseException:
-        traceback.print_exc()
-        sys.stderr.flush()
-        comm.Abort(1)
-        return 1
+    return run_mpi_job(comm, "minitrace calibrate", job)
 
 
 if __name__ == "__main__":

@@ -22,15 +22,40 @@ from . import add_suite_parsers, suite_module  # noqa: E402
 
 def check_output(comm, path: str) -> None:
     """Refuse an unwritable or foreign output file before measuring, not after."""
+    def check() -> None:
+        d = os.path.dirname(os.path.abspath(path))
+        if not os.path.isdir(d) or not os.access(d, os.W_OK):
+            raise MinitraceError("cannot write here: the directory does not exist or is "
+                                 "not writable", path)
+        if os.path.exists(path):
+            check_file(path)
+    on_root(comm, check)
+
+
+def run_mpi_job(comm, prog: str, job) -> int:
+    """``job()`` on every rank, as its exit status.  A MinitraceError is raised alike on every
+    rank (argument checks, broadcast write status): rank 0 prints it as one line, exit 1.
+    Anything else prints its traceback and aborts the job: a rank left waiting would hang it."""
+    try:
+        return int(job() or 0)
+    except MinitraceError as e:
+        if comm.rank == 0:
+            print(f"{prog}: error: {e}", file=sys.stderr)
+        return 1
+    except BaseException:
+        traceback.print_exc()
+        sys.stderr.flush()
+        comm.Abort(1)
+        return 1
+
+
+def on_root(comm, fn) -> None:
+    """``fn()`` on rank 0 only (a write, a check of the output); its MinitraceError is raised
+    on every rank, so that all of them leave the job the same way."""
     error = None
     if comm.rank == 0:
-        d = os.path.dirname(os.path.abspath(path))
         try:
-            if not os.path.isdir(d) or not os.access(d, os.W_OK):
-                raise MinitraceError("cannot write here: the directory does not exist or is "
-                                     "not writable", path)
-            if os.path.exists(path):
-                check_file(path)
+            fn()
         except MinitraceError as e:
             error = str(e)
     error = comm.bcast(error, root=0)
@@ -42,19 +67,11 @@ def execute(args) -> int:
     """Run the suite chosen in ``args`` on every rank of MPI_COMM_WORLD."""
     from mpi4py import MPI
     comm = MPI.COMM_WORLD
-    try:
+
+    def job() -> int:
         check_output(comm, args.output)
-        return int(suite_module(args.suite).run(args) or 0)
-    except MinitraceError as e:
-        # Raised identically on every rank (argument checks, the broadcast write status).
-        if comm.rank == 0:
-            print(f"minitrace bench: error: {e}", file=sys.stderr)
-        return 1
-    except BaseException:
-        traceback.print_exc()
-        sys.stderr.flush()
-        comm.Abort(1)
-        return 1
+        return suite_module(args.suite).run(args)
+    return run_mpi_job(comm, "minitrace bench", job)
 
 
 def main(argv: list[str] | None = None) -> int:
