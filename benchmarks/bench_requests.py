@@ -152,36 +152,54 @@ def main() -> None:
 
 
 def measure(exe: str, nranks: int, todo: list[str], kinds: dict, args, work: Path) -> dict:
-    """Run the rotation of processes; per kind: quartet figures per spec, the shim's counter
-    lines, the record rates of whole runs (from the raw files), the load averages."""
+    """Run the rotation: one process per pattern family and kind (its raw files removed before
+    the next: a run of every pattern writes ~20 GB of records, and the page cache's writeback
+    would then slow the later patterns); per kind: quartet figures per spec, the shim's
+    counters per process, the record rates of whole runs (from the raw files), the loads."""
     # the previous table is O(w^3) per drained window: its Testany/Waitsome at w=256 take minutes
     skip = {"before": {s for s in todo if re.match(r"(testany|waitsome):\d+:256$", s)}}
     out = {"results": {k: defaultdict(list) for k in kinds}, "stats": {k: [] for k in kinds},
            "rates": {k: [] for k in kinds}, "load": [os.getloadavg()[0]]}
     names = list(kinds)
+    groups = list(dict.fromkeys(s.split(":")[0] for s in todo))
+    turn = 0
     for rep in range(args.reps):
-        for k in names[rep % len(names):] + names[:rep % len(names)]:
-            raw = work / f"raw-{k}-{nranks}-{rep}"
-            run_specs = [s for s in todo if s not in skip.get(k, set())]
-            res, err = run_one(exe, nranks, run_specs, args.quartets, args.block_ms, kinds[k], raw)
-            for spec, blocks in res.items():
-                out["results"][k][spec].append(quartet_stats(blocks))
-            counters = {int(r): dict(zip(c.split()[::2], map(float, c.split()[1::2])))
-                        for r, c in re.findall(r"rank (\d+): stats: (.*)", err)}
-            if kinds[k] and raw.exists():
-                recs = raw_records(raw)
-                traced_s = {r: sum(bl[5][r] for sp in res.values() for bl in sp.values()
-                                   if bl[0] == 1) for r in recs}
-                out["rates"][k].append({r: recs[r] / traced_s[r] / 1e6 for r in recs})
-                for r, c in counters.items():   # the chunk swaps' time spread over the records
-                    out["stats"][k].append(
-                        f"rank {r}: {recs[r] / 1e6:.1f} M records, chunk swaps "
-                        f"{c['chunk-swaps']:.0f} (helper behind at {c['helper-behind']:.0f}) "
-                        f"took {c['swap-ms']:.0f} ms = {c['swap-ms'] * 1e6 / recs[r]:.0f} ns per "
-                        f"record; longest probe {c['probe-max']:.0f}, most entries on one handle "
-                        f"{c['per-handle-max']:.0f}, live requests at most {c['live-max']:.0f}")
-                shutil.rmtree(raw)
-            out["load"].append(os.getloadavg()[0])
+        for g in groups:
+            turn += 1
+            for k in names[turn % len(names):] + names[:turn % len(names)]:
+                raw = work / f"raw-{k}-{nranks}-{rep}-{g}"
+                run_specs = [s for s in todo if s.startswith(g + ":") and s not in skip.get(k, ())]
+                if not run_specs:
+                    continue
+                res, err = run_one(exe, nranks, run_specs, args.quartets, args.block_ms, kinds[k],
+                                   raw)
+                for spec, blocks in res.items():
+                    out["results"][k][spec].append(quartet_stats(blocks))
+                if kinds[k] and raw.exists():
+                    recs = raw_records(raw)
+                    traced_s = {r: sum(bl[5][r] for sp in res.values() for bl in sp.values()
+                                       if bl[0] == 1) for r in recs}
+                    out["rates"][k].append({r: recs[r] / traced_s[r] / 1e6 for r in recs})
+                    for r, c in re.findall(r"rank (\d+): stats: (.*)", err):
+                        c = dict(zip(c.split()[::2], map(float, c.split()[1::2])))
+                        c["records"] = recs[int(r)]
+                        out["stats"][k].append(c)
+                    shutil.rmtree(raw)
+                out["load"].append(os.getloadavg()[0])
+    # sustained: 2 x 2 s of recording in a row (the blocks above alternate with paused ones,
+    # during which the helper thread catches up)
+    out["sustained"] = {}
+    if "rate" in groups:
+        for k in (k for k in names if kinds[k]):
+            runs = []
+            for i in range(args.reps):
+                raw = work / f"raw-sustained-{k}-{nranks}-{i}"
+                res, err = run_one(exe, nranks, ["rate:8:1"], 1, 2000, kinds[k], raw)
+                b = res["rate:8:1"]
+                runs.append([2 * b[1][2] / (b[1][5][r] + b[2][5][r]) / 1e6   # 1 call = 1 record
+                             for r in range(nranks)])
+                shutil.rmtree(raw, ignore_errors=True)
+            out["sustained"][k] = runs
     return out
 
 
@@ -245,12 +263,25 @@ def report(nranks: int, m: dict, kinds: dict, todo: list[str]) -> None:
                   f"{np.percentile(1 / q['rec'], 75) / 1e6:.2f}; untraced "
                   f"{np.median(1 / q['paused']) / 1e6:.1f} M calls/s); added "
                   f"{med_iqr(q['added_ns'])} ns per call")
+        if m["sustained"].get(k):
+            r = [v for run in m["sustained"][k] for v in run]
+            print(f"sustained ({k}): MPI_Comm_size recorded for 4 s in a row: "
+                  f"{min(r):.2f}..{max(r):.2f} M records/s per rank ({len(r)} runs x ranks)")
         if m["rates"].get(k):
             r = [v for d in m["rates"][k] for v in d.values()]
             print(f"records written per second of recording, whole runs ({k}): "
                   f"{min(r):.2f}..{max(r):.2f} M/s per rank")
-        for line in m["stats"][k]:
-            print(f"  shim counters ({k}): {line}")
+        st = m["stats"][k]
+        if st:   # the chunk swaps' time spread over the records, per process and rank
+            per = [c["swap-ms"] * 1e6 / c["records"] for c in st if c["records"]]
+            print(f"shim counters ({k}, {len(st)} process ranks): "
+                  f"{sum(c['records'] for c in st) / 1e6:.0f} M records, chunk swaps "
+                  f"{sum(c['chunk-swaps'] for c in st):.0f} (the helper behind at "
+                  f"{sum(c['helper-behind'] for c in st):.0f}), their time {min(per):.0f}.."
+                  f"{max(per):.0f} ns per record (median {np.median(per):.0f}); longest probe "
+                  f"{max(c['probe-max'] for c in st):.0f}, most entries on one handle "
+                  f"{max(c['per-handle-max'] for c in st):.0f}, live requests at most "
+                  f"{max(c['live-max'] for c in st):.0f}")
 
 
 if __name__ == "__main__":
