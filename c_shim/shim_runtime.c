@@ -297,6 +297,17 @@ static void mt_helper_start(void) {
     pthread_attr_destroy(&a);
 }
 
+/* The slot sum of n consecutive slots (rawlayout.CHECK; the record's own check reads 0). */
+static inline uint64_t mt_slot_sum(const void *slots, int64_t n) {
+    const uint64_t *w = (const uint64_t *)slots;
+    uint64_t s = 0;
+    for (int64_t i = 0; i < n; i++, w += MT_REC_WORDS)
+        for (int j = 0; j < MT_REC_WORDS; j++) s += w[j] * mt_check_mult[j];
+    return s;
+}
+
+static inline uint32_t mt_fold(uint64_t s) { return (uint32_t)(s ^ (s >> 32)); }
+
 /* A fresh chunk for T (the old one is full and fully committed). */
 static int mt_new_chunk(mt_thread *T) {
     void *p = NULL, *old = T->slots;
@@ -332,6 +343,9 @@ static int mt_new_chunk(mt_thread *T) {
     h->seq = T->seq++;
     h->calib_raw = mt_now();
     h->calib_ns = mt_mono_ns();
+    const uint64_t *hw = (const uint64_t *)h;
+    h->check = mt_fold(hw[1] * mt_check_mult[1] + hw[2] * mt_check_mult[2] +
+                       hw[3] * mt_check_mult[3]);
     T->pos = 1;
     __atomic_add_fetch(&mt_swap_ns, (uint64_t)(h->calib_ns - t0), __ATOMIC_RELAXED);
     return 0;
@@ -404,6 +418,7 @@ static void mt_write(mt_thread *T, mt_rec *R, const int64_t *vec) {
         int64_t k = n - c * MT_CONT_WORDS < MT_CONT_WORDS ? n - c * MT_CONT_WORDS : MT_CONT_WORDS;
         memcpy(w + 1, vec + c * MT_CONT_WORDS, (size_t)k * sizeof(int64_t));
     }
+    r->check = mt_fold(MT_CHECK_SEED + mt_slot_sum(r, nc + 1));
     mt_commit(T);
 }
 
@@ -414,7 +429,7 @@ static void mt_defaults(mt_thread *T, mt_rec *R, int kind) {
     R->vec_len = 0;
     R->peer = R->tag = -1;
     R->comm = 0;
-    R->spare = 0;
+    R->check = 0;
     R->bytes_sent = R->bytes_recv = 0;
     R->pre_volume = R->volume = 0;
     R->request = -1;

@@ -45,6 +45,10 @@ _KNOWN_KIND = np.zeros(256, bool)
 _KNOWN_KIND[list(K.NAME)] = True
 _KNOWN_KIND[[CONT, STRING, COMMDEF, RESOLVE]] = True
 _MAX_RANKS = 1 << 22      # a world size beyond this in a header is corruption, not a run
+_READABLE_VERSIONS = (3, L.VERSION)   # 3: the same layout without check words
+_CHECK = np.array(L.CHECK, np.uint64)
+_SEED = np.uint64(L.CHECK_SEED)
+_MASKED = np.uint64((L.CHECK[L.CHECK_MASK_WORD] << 32) & (2**64 - 1))   # check's contribution
 
 
 def _ranges(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
@@ -76,7 +80,7 @@ class _Rank:
             self.readable = False        # killed inside MPI_Init: nothing recorded
             return
         self.readable = True
-        if h["version"] != L.VERSION:
+        if h["version"] not in _READABLE_VERSIONS:
             raise MinitraceError(f"raw format version {h['version']} unknown to this minitrace "
                                  f"(recorded by another version)", path)
         if h["rec_bytes"] != RAW_DTYPE.itemsize:
@@ -98,7 +102,8 @@ class _Rank:
         # a file cut short (copied while written, a full disk) ends inside a chunk: its whole
         # records are kept, the cut ones counted in ``dropped``
         nchunks = max(len(raw) - hb - rec + cb, 0) // cb
-        self.dropped = 0
+        self.dropped = self.damaged = self.damaged_chunks = self.unused = 0
+        checked = h["version"] >= 4
         per_thread: dict[int, list] = {}
         calib = [tuple(h["calib"][0]), tuple(h["calib"][1])]
         if h["calib"][2][1]:
@@ -109,18 +114,34 @@ class _Rank:
             ch = np.frombuffer(raw, CHUNK_DTYPE, 1, off)[0]
             want = min(int(ch["count"]), slots - 1)
             n = _whole_records(raw, off, min(want, (len(raw) - off) // rec - 1))
+            if checked and not _chunk_ok(raw, off):
+                self.damaged_chunks += 1      # whose thread, in which order: unknown
+                self.unused += want
+                continue
             self.dropped += want - n
             if ch["calib_ns"]:
                 calib.append((int(ch["calib_raw"]), int(ch["calib_ns"])))
             if n:
                 recs = np.frombuffer(raw, RAW_DTYPE, n, off + RAW_DTYPE.itemsize)
+                if checked:
+                    recs, bad = _checked(recs)
+                    self.damaged += bad
                 per_thread.setdefault(int(ch["thread"]), []).append((int(ch["seq"]), recs))
         self._to_ns = self._calibration(int(h["clock"]), np.array(calib, dtype=np.int64))
         self.threads = [[r for _, r in sorted(parts, key=lambda p: p[0])]
                         for _, parts in sorted(per_thread.items())]
         name = os.path.basename(path)
-        self.warnings = [f"{name} is cut short: {self.dropped} record(s) of its last chunk "
-                         f"lost, every whole record kept"] if self.dropped else []
+        self.warnings = []
+        if self.damaged_chunks:
+            self.warnings.append(f"{name}: {self.damaged_chunks} chunk header(s) fail their "
+                                 f"check word (damaged): their {self.unused} record(s) are "
+                                 f"not used")
+        if self.damaged:
+            self.warnings.append(f"{name}: {self.damaged} record(s) fail their check word "
+                                 f"(damaged) and were dropped, every other record kept")
+        if self.dropped:
+            self.warnings.append(f"{name} is cut short: {self.dropped} record(s) of its last "
+                                 f"chunk lost, every whole record kept")
         gaps = sum(sorted(q for q, _ in parts) != list(range(len(parts)))
                    for parts in per_thread.values())
         if gaps:
@@ -142,6 +163,32 @@ class _Rank:
         dn = (pts[:, 1] - n0).astype(np.float64)
         slope = float(dr @ dn / (dr @ dr)) if (dr @ dr) > 0 else 1.0
         return lambda t: n0 + np.rint((t - r0).astype(np.float64) * slope).astype(np.int64)
+
+
+def _chunk_ok(raw: np.ndarray, off: int) -> bool:
+    """Whether the chunk header at ``off`` matches its check word (rawlayout.CHECK)."""
+    w = np.frombuffer(raw, np.uint64, 5, off)
+    return int(L.fold(w[1:4] @ _CHECK[1:4])) == int(w[4] & np.uint64(0xFFFFFFFF))
+
+
+def _checked(recs: np.ndarray) -> tuple[np.ndarray, int]:
+    """``recs`` without the records (and their continuation slots) whose check word does not
+    match, and how many were dropped.  A record's extent is its slot and the continuation
+    slots after it, whatever its (possibly damaged) vec_len says."""
+    words = recs.view(np.uint64).reshape(len(recs), -1)
+    main = recs["kind"] != CONT
+    sums = L.slot_sums(words)
+    check = recs["check"].astype(np.uint64)
+    sums[main] -= check[main] * _MASKED        # the check word's own bits read as 0
+    starts = np.flatnonzero(main)
+    ok = L.fold(np.add.reduceat(sums, starts) + _SEED) == recs["check"][starts] if len(starts) else \
+        np.zeros(0, bool)
+    orphans = int(starts[0]) if len(starts) else len(recs)   # continuations with no record
+    if ok.all() and not orphans:
+        return recs, 0
+    keep = np.zeros(len(recs), bool)
+    keep[orphans:] = np.repeat(ok, np.diff(np.append(starts, len(recs))))
+    return recs[keep], int((~ok).sum()) + (orphans > 0)
 
 
 def _whole_records(raw: np.ndarray, off: int, n: int) -> int:

@@ -19,8 +19,9 @@ from typing import NamedTuple
 import numpy as np
 
 MAGIC = b"MTRACE01"     # written last by the shim's start-up: the file is readable from then on
-VERSION = 3             # 2: vectors of <= 2 int32 values inlined in the request field;
-                        # 3: the header says when the shim stopped recording (disabled)
+VERSION = 4             # 2: vectors of <= 2 int32 values inlined in the request field;
+                        # 3: the header says when the shim stopped recording (disabled);
+                        # 4: check words in records and chunk headers (``checks``)
 HEADER_BYTES = 4096
 CHUNK_BYTES = 4 << 20
 CONT_WORDS = 9          # int64 vector values in a continuation record (after its kind word)
@@ -67,7 +68,8 @@ RECORD = Struct("mt_rec", "One record: an MPI action, an internal record or a co
     Field("peer", "int32_t"),
     Field("tag", "int32_t"),
     Field("comm", "int32_t"),
-    Field("spare", "int32_t"),
+    Field("check", "uint32_t", doc="CHECK of the record's slots (this field read as 0) and "
+                                   "of its continuation slots"),
     Field("bytes_sent", "int64_t"),
     Field("bytes_recv", "int64_t"),
     Field("pre_volume", "int64_t", doc="counter delta since this thread's previous MPI call "
@@ -111,7 +113,29 @@ CHUNK = Struct("mt_chunk_hdr", "Slot 0 of a chunk (the size of a record).", (
     Field("seq", "uint32_t", doc="the chunk's rank among its thread's chunks"),
     Field("calib_raw", "int64_t", doc="a clock calibration point taken when the chunk began"),
     Field("calib_ns", "int64_t"),
-    Field("pad", "uint64_t", (6,)),
+    Field("check", "uint64_t", doc="CHECK of the words thread+seq, calib_raw, calib_ns"),
+    Field("pad", "uint64_t", (5,)),
 ))
 
 STRUCTS = (RECORD, HEADER, CHUNK)
+
+#: The check word: the slot sum of a slot's 64-bit words w (little-endian) is
+#: sum(w[j] * CHECK[j]) mod 2**64 (odd multipliers, so any change of one word changes it); a
+#: record's check is fold(CHECK_SEED + the slot sums of its slot and its continuation slots; the
+#: seed makes an all-zero slot fail), a chunk header's fold(sum of its words 1..3 times
+#: CHECK[1..3]; an all-zero header, a chunk never used, passes), fold(x) = (x ^ (x >> 32)) mod 2**32.
+CHECK = (0x9E3779B97F4A7C15, 0xC2B2AE3D27D4EB4F, 0x165667B19E3779F9, 0xD6E8FEB86659FD93,
+         0xFF51AFD7ED558CCD, 0xC4CEB9FE1A85EC53, 0x94D049BB133111EB, 0xBF58476D1CE4E5B9,
+         0x2545F4914F6CDD1D, 0x5851F42D4C957F2D)
+CHECK_SEED = 0x6A09E667F3BCC908
+CHECK_MASK_WORD = 2     # the record word whose high half is ``check`` itself (read as 0)
+
+
+def slot_sums(words: np.ndarray) -> np.ndarray:
+    """Slot sums (uint64) of ``words``: an (n, 10) uint64 array, one row per slot."""
+    return words @ np.array(CHECK, np.uint64)
+
+
+def fold(x: np.ndarray) -> np.ndarray:
+    """The 32-bit check word of 64-bit sums."""
+    return ((x ^ (x >> np.uint64(32))) & np.uint64(0xFFFFFFFF)).astype(np.uint32)

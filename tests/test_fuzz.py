@@ -127,13 +127,30 @@ def _raw_copy(raw: Path, dest: Path) -> Path:
     return dest
 
 
-def test_raw_record_with_impossible_vector_length(raw, tmp_path):
-    d = _raw_copy(raw, tmp_path / "raw")
+def _set_vec_len(path: Path, value: int, version: int | None = None) -> None:
     rec = L.RECORD.dtype()
     off = L.HEADER_BYTES + rec.itemsize * 3 + rec.fields["vec_len"][1]   # record 3's vec_len
-    with open(d / "rank-000001.mtr", "r+b") as f:
+    with open(path, "r+b") as f:
         f.seek(off)
-        f.write(np.int32(-2 ** 31).tobytes())
+        f.write(np.int32(value).tobytes())
+        if version is not None:
+            f.seek(L.HEADER.dtype().fields["version"][1])
+            f.write(np.uint32(version).tobytes())
+
+
+def test_raw_record_with_impossible_vector_length(raw, tmp_path):
+    """Caught by the record's check word: that record is dropped, the rest merges."""
+    d = _raw_copy(raw, tmp_path / "raw")
+    _set_vec_len(d / "rank-000001.mtr", -2 ** 31)
+    p = mt("merge", d, "-o", tmp_path / "o.h5")
+    assert "rank-000001.mtr: 1 record(s) fail their check word" in p.stderr, p.stderr
+    assert "internal error" not in p.stderr and (tmp_path / "o.h5").exists()
+
+
+def test_raw_record_with_impossible_vector_length_unchecked(raw, tmp_path):
+    """In a raw file of version 3 (no check words) the vector length itself is checked."""
+    d = _raw_copy(raw, tmp_path / "raw")
+    _set_vec_len(d / "rank-000001.mtr", -2 ** 31, version=3)
     one_line_error(mt("merge", d, "-o", tmp_path / "o.h5"), "rank-000001.mtr",
                    "corrupt record")
 

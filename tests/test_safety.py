@@ -131,6 +131,59 @@ def test_raw_file_cut_inside_a_chunk_keeps_whole_records(raw, tmp_path):
     assert dropped == count - 59
 
 
+def _mpi_rows(path: Path, rank: int) -> np.ndarray:
+    data = _readable(path)
+    a = data.actions[data.rank_slice(rank)]
+    return a[a["kind"] != K.CODE["compute"]][["kind", "peer", "tag", "bytes_sent",
+                                               "bytes_recv"]]
+
+
+def test_flipped_bit_in_a_raw_record_drops_that_record_only(raw, tmp_path):
+    assert mt("merge", raw, "-o", tmp_path / "whole.h5").returncode == 0
+    d = _copy(raw, tmp_path / "raw")
+    f = d / "rank-000001.mtr"
+    data = bytearray(f.read_bytes())
+    at = 4096 + 80 * 30 + 44           # record 30's bytes_sent (offset 40), bit 5 of byte 4
+    data[at] ^= 0x20
+    f.write_bytes(bytes(data))
+    p = mt("merge", d, "-o", tmp_path / "flip.h5")
+    assert "rank-000001.mtr: 1 record(s) fail their check word (damaged) and were dropped" \
+        in p.stderr, p.stderr
+    assert "INCOMPLETE: a raw file is damaged" in p.stdout
+    whole, flip = _mpi_rows(tmp_path / "whole.h5", 1), _mpi_rows(tmp_path / "flip.h5", 1)
+    # one action is gone (record 30: some earlier records are internal), no other changed
+    assert len(flip) == len(whole) - 1
+    gone = int(np.flatnonzero(whole[:-1] != flip)[0])
+    assert 20 <= gone <= 30
+    assert np.array_equal(np.delete(whole, gone), flip)
+
+
+def test_damaged_chunk_header_is_reported_not_misfiled(raw, tmp_path):
+    d = _copy(raw, tmp_path / "raw")
+    f = d / "rank-000000.mtr"
+    data = bytearray(f.read_bytes())
+    data[4096 + 12] ^= 0x01            # the first chunk's seq
+    f.write_bytes(bytes(data))
+    p = mt("merge", d, "-o", tmp_path / "out.h5")
+    assert "rank-000000.mtr: 1 chunk header(s) fail their check word (damaged)" in p.stderr, \
+        p.stderr
+    assert "INCOMPLETE" in p.stdout
+    _readable(tmp_path / "out.h5")
+
+
+def test_raw_files_of_version_3_still_merge(raw, tmp_path):
+    """Raw directories kept by an older minitrace (no check words) are not refused."""
+    d = _copy(raw, tmp_path / "raw")
+    for f in d.glob("rank-*.mtr"):
+        data = bytearray(f.read_bytes())
+        data[8:12] = (3).to_bytes(4, "little")
+        f.write_bytes(bytes(data))
+    p = mt("merge", d, "-o", tmp_path / "v3.h5")
+    assert p.returncode == 0 and "check word" not in p.stderr, p.stderr
+    assert mt("merge", raw, "-o", tmp_path / "v4.h5").returncode == 0
+    assert np.array_equal(_mpi_rows(tmp_path / "v3.h5", 2), _mpi_rows(tmp_path / "v4.h5", 2))
+
+
 # -- outputs checked before any work --------------------------------------------------------
 
 def test_existing_directory_as_output_refused_up_front(raw, ring, tmp_path):
