@@ -21,6 +21,7 @@ import numpy as np
 from minitrace import kinds as K
 from minitrace.errors import MinitraceError
 from minitrace.model import NONE, TraceData
+from minitrace.outputs import replacing_dir, write_error
 
 from .callstream import BRECV, BSENT, COMM, FLAGS, KIND, PEER, REQUEST, TAG, RankStream, build
 
@@ -571,59 +572,108 @@ def write_otf2(data: TraceData, out_dir, archive_name: str = "traces",
     by one tick.  Returns {kind name: count} of the actions OTF2 cannot hold whole: written as
     regions only (no OTF2 event carries their arguments: persistent/partitioned requests,
     probes, ...) or, for v-collectives, with totals but without their per-peer vector.
+    The archive is written whole or not at all: into a temporary directory beside ``out_dir``,
+    renamed into place once the library has closed it without an error (a full disk: one
+    line naming ``out_dir``, the library's messages summarised in it, nothing left behind).
     """
     otf2 = _import_otf2()
     out = Path(out_dir)
     if out.exists() and any(out.iterdir()):
         raise MinitraceError("output directory exists and is not empty", str(out))
-    out.mkdir(parents=True, exist_ok=True)
-    a = data.actions
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise write_error(e, out) from None
     times = _write_times(data, timer_resolution)
     lossy: Counter = Counter()
-    with otf2.writer.open(str(out), archive_name=archive_name,
-                          timer_resolution=timer_resolution) as tr:
-        d = tr.definitions
-        hosts = data.meta.get("hosts") or ["localhost"]
-        r2n = data.meta.get("rank_to_node") or [0] * data.nranks
-        machine = d.system_tree_node("machine")
-        nodes = [d.system_tree_node(h, parent=machine) for h in hosts]
-        locs = []
-        for r in range(data.nranks):
-            node = nodes[r2n[r]] if r < len(r2n) and r2n[r] < len(nodes) else nodes[0]
-            lg = d.location_group(f"MPI Rank {r}", system_tree_parent=node)
-            locs.append(d.location("Master thread", group=lg))
-        d.group("", group_type=otf2.GroupType.COMM_LOCATIONS, paradigm=otf2.Paradigm.MPI,
-                members=locs)
-        comms = {}
-        for cid, members in sorted(data.comms.items()):
-            g = d.group("", group_type=otf2.GroupType.COMM_GROUP, paradigm=otf2.Paradigm.MPI,
-                        members=[locs[int(m)] for m in members])
-            comms[cid] = (d.comm("MPI_COMM_WORLD" if cid == 0 else f"comm {cid}", group=g),
-                          [int(m) for m in members])
-        regions = {}
-
-        def region(kind: str):
-            if kind not in regions:
-                base = K.BLOCKING_OF.get(kind, kind)
-                role = _COLL_ROLE.get(base, "COLL_ALL2ALL") if kind in K.ALL_COLLECTIVES \
-                    else _ROLE[K.CATEGORY[kind]]
-                regions[kind] = d.region(mpi_name(kind), region_role=getattr(otf2.RegionRole, role),
-                                         paradigm=otf2.Paradigm.MPI, source_file="MPI")
-            return regions[kind]
-
-        user = {}
-
-        def user_region(name: str):
-            if name not in user:
-                user[name] = d.region(name, region_role=otf2.RegionRole.FUNCTION,
-                                      paradigm=otf2.Paradigm.USER)
-            return user[name]
-
-        for r in range(data.nranks):
-            w = tr.event_writer_from_location(locs[r])
-            _write_rank(otf2, w, data, r, times[data.rank_slice(r)], comms, region, user_region,
-                        lossy)
+    noise: list[str] = []
+    with replacing_dir(out) as tmp:
+        try:
+            with _library_noise(noise):
+                _write_archive(otf2, data, tmp, archive_name, timer_resolution, times, lossy)
+        except Exception as e:
+            if not (noise or isinstance(e, OSError) or type(e).__module__.startswith("_otf2")):
+                raise    # not the library's nor the system's: a bug, said as one
+            raise MinitraceError(f"cannot write the OTF2 archive: {_write_failure(noise, e)}",
+                                 str(out)) from None
+        if any(": error: " in ln for ln in noise):   # the library can fail without raising
+            raise MinitraceError(f"cannot write the OTF2 archive: {_write_failure(noise)}",
+                                 str(out))
     return dict(lossy)
+
+
+def _write_failure(noise: list[str], exc: Exception | None = None) -> str:
+    """The cause of a failed write in a few words, e.g. 'No space left on device': the OTF2
+    library's first error (it names the hidden temporary, so its file is left out), else the
+    exception."""
+    msgs = [ln.split(": error: ", 1)[1] for ln in noise if ": error: " in ln]
+    if msgs:
+        return msgs[0].split(": ", 1)[0]
+    return (str(exc).splitlines() or [type(exc).__name__])[0]
+
+
+def _write_archive(otf2, data, path: Path, archive_name, timer_resolution, times, lossy):
+    """Write the archive in ``path``; the library's writer is closed (and its files) even when
+    writing fails, so that it says nothing more (a traceback) when it is garbage collected."""
+    import _otf2      # the bindings' C layer: to release an archive whose close failed
+    tr = otf2.writer.Writer(str(path), archive_name=archive_name,
+                            timer_resolution=timer_resolution)
+    try:
+        _write_contents(otf2, tr, data, times, lossy)
+        tr.close()
+    except BaseException:
+        if tr._handle is not None:   # not closed: release the archive, once
+            handle, tr._handle = tr._handle, None
+            try:
+                _otf2.Archive_Close(handle)
+            except Exception:
+                pass                 # already failing: the first error is the one to report
+        raise
+
+
+def _write_contents(otf2, tr, data, times, lossy):
+    """The definitions and every rank's events, through the open writer ``tr``."""
+    d = tr.definitions
+    hosts = data.meta.get("hosts") or ["localhost"]
+    r2n = data.meta.get("rank_to_node") or [0] * data.nranks
+    machine = d.system_tree_node("machine")
+    nodes = [d.system_tree_node(h, parent=machine) for h in hosts]
+    locs = []
+    for r in range(data.nranks):
+        node = nodes[r2n[r]] if r < len(r2n) and r2n[r] < len(nodes) else nodes[0]
+        lg = d.location_group(f"MPI Rank {r}", system_tree_parent=node)
+        locs.append(d.location("Master thread", group=lg))
+    d.group("", group_type=otf2.GroupType.COMM_LOCATIONS, paradigm=otf2.Paradigm.MPI,
+            members=locs)
+    comms = {}
+    for cid, members in sorted(data.comms.items()):
+        g = d.group("", group_type=otf2.GroupType.COMM_GROUP, paradigm=otf2.Paradigm.MPI,
+                    members=[locs[int(m)] for m in members])
+        comms[cid] = (d.comm("MPI_COMM_WORLD" if cid == 0 else f"comm {cid}", group=g),
+                      [int(m) for m in members])
+    regions = {}
+
+    def region(kind: str):
+        if kind not in regions:
+            base = K.BLOCKING_OF.get(kind, kind)
+            role = _COLL_ROLE.get(base, "COLL_ALL2ALL") if kind in K.ALL_COLLECTIVES \
+                else _ROLE[K.CATEGORY[kind]]
+            regions[kind] = d.region(mpi_name(kind), region_role=getattr(otf2.RegionRole, role),
+                                     paradigm=otf2.Paradigm.MPI, source_file="MPI")
+        return regions[kind]
+
+    user = {}
+
+    def user_region(name: str):
+        if name not in user:
+            user[name] = d.region(name, region_role=otf2.RegionRole.FUNCTION,
+                                  paradigm=otf2.Paradigm.USER)
+        return user[name]
+
+    for r in range(data.nranks):
+        w = tr.event_writer_from_location(locs[r])
+        _write_rank(otf2, w, data, r, times[data.rank_slice(r)], comms, region, user_region,
+                    lossy)
 
 
 def _write_times(data: TraceData, res: int) -> np.ndarray:

@@ -13,8 +13,6 @@ from __future__ import annotations
 
 import math
 import os
-import shutil
-import tempfile
 from collections import Counter, deque
 from dataclasses import dataclass, field
 from functools import partial
@@ -25,6 +23,7 @@ import numpy as np
 from minitrace import kinds as K
 from minitrace.errors import MinitraceError
 from minitrace.model import NONE, TraceBuilder, TraceData
+from minitrace.outputs import replacing_dir, replacing_file, write_error
 from minitrace.probes import receive_order
 
 from .ti_files import is_trace, list_entries, meaningful_lines, rank_token
@@ -849,24 +848,25 @@ def write_ti(data: TraceData, out, layout: str = "per-rank", lossy: bool = False
 
     ranks = range(data.nranks)
     try:
-        if layout == "single":
-            def fill(f) -> None:
-                for r in ranks:
-                    f.write(wr.rank_text(r))
-                check()
-            _replace_text(Path(out), fill)
-            rep.files.append(out)
-        else:
-            def fill_dir(d: Path) -> None:
-                for r in ranks:     # one rank's text in memory at a time
-                    (d / f"{r}.txt").write_text(wr.rank_text(r))
-                check()
-            _replace_dir(target, fill_dir)
-            _replace_text(Path(out), lambda f: f.write("".join(f"{target.name}/{r}.txt\n"
-                                                               for r in ranks)))
-            rep.files += [out, *(str(target / f"{r}.txt") for r in ranks)]
+        Path(out).parent.mkdir(parents=True, exist_ok=True)
     except OSError as e:
-        raise MinitraceError(f"cannot write: {e.strerror or e}", out) from None
+        raise write_error(e, out) from None
+    if layout == "single":
+        with replacing_file(out) as f:
+            for r in ranks:
+                f.write(wr.rank_text(r))
+            check()
+        rep.files.append(out)
+    else:
+        # the list is written (flushed) before the rank files replace the old ones, and
+        # renamed in just after them
+        with replacing_file(out) as f, replacing_dir(target) as d:
+            for r in ranks:     # one rank's text in memory at a time
+                (d / f"{r}.txt").write_text(wr.rank_text(r))
+            check()
+            f.write("".join(f"{target.name}/{r}.txt\n" for r in ranks))
+            f.flush()
+        rep.files += [out, *(str(target / f"{r}.txt") for r in ranks)]
     return rep
 
 
@@ -884,49 +884,3 @@ def _check_output(out: str, layout: str) -> Path | None:
     if d.exists() and not d.is_dir():
         raise MinitraceError("exists and is not a directory: the rank files go there", str(d))
     return d
-
-
-def _replace_text(path: Path, fill) -> None:
-    """Write ``path`` whole or not at all: ``fill(file)`` writes a temporary file beside it,
-    renamed into place when it returns."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w") as f:
-            os.fchmod(f.fileno(), 0o666 & ~_umask())
-            fill(f)
-        os.replace(tmp, path)
-    except BaseException:
-        os.unlink(tmp)
-        raise
-
-
-def _replace_dir(path: Path, fill) -> None:
-    """``fill(dir)`` fills a temporary directory beside ``path``, then it is swapped into place
-    (an older ``path`` is removed only once the new one is complete)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp"))
-    old = None
-    try:
-        fill(tmp)
-        os.chmod(tmp, 0o777 & ~_umask())
-        if path.exists():
-            old = Path(tempfile.mkdtemp(dir=path.parent, prefix=f".{path.name}.", suffix=".old"))
-            os.replace(path, old)
-        os.replace(tmp, path)
-    except BaseException:
-        if old is not None and not path.exists():
-            os.replace(old, path)
-            old = None
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-    finally:
-        if old is not None:
-            shutil.rmtree(old, ignore_errors=True)
-
-
-def _umask() -> int:
-    """The process umask: temporary files are private (0600/0700), exported traces are not."""
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask

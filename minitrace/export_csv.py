@@ -11,11 +11,13 @@ import numpy as np
 
 from .errors import MinitraceError
 from .model import TraceData
+from .outputs import replacing_file
 from .trace import actions_frame
 
 
 def write_csv(data: TraceData, out) -> int:
-    """Write every action of ``data`` to ``out``; returns the number of rows."""
+    """Write every action of ``data`` to ``out``, whole or not at all (a temporary renamed into
+    place); returns the number of rows."""
     if os.path.isdir(out):
         raise MinitraceError("is a directory: give the name of the CSV file to write",
                              os.fspath(out))
@@ -29,8 +31,6 @@ def write_csv(data: TraceData, out) -> int:
         vec[i] = " ".join(map(str, data.vector(i).tolist()))
     df = df.drop(columns=["vec_off", "vec_len"])
     df["vector"] = vec
-    try:
-        df.to_csv(os.fspath(out), index=False)
-    except OSError as e:
-        raise MinitraceError(f"cannot write: {e.strerror or e}", os.fspath(out)) from None
+    with replacing_file(out) as f:      # never a truncated CSV at ``out`` (e.g. a full disk)
+        df.to_csv(f, index=False)
     return len(df)

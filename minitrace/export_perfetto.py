@@ -31,6 +31,7 @@ import numpy as np
 from . import kinds as K
 from .errors import MinitraceError
 from .model import NONE, TraceData
+from .outputs import replacing_file
 
 #: One slice of a timeline: (name, start s, end s, args).
 Slice = tuple[str, float, float, dict]
@@ -213,13 +214,11 @@ def sort_events(events: list[dict]) -> list[dict]:
 
 
 def write_json(path, events: list[dict]) -> int:
-    """Write ``events`` (sorted) as a trace-event JSON file; the number of events."""
+    """Write ``events`` (sorted) as a trace-event JSON file, whole or not at all (a temporary
+    renamed into place); the number of events."""
     doc = {"traceEvents": sort_events(events), "displayTimeUnit": "ns"}
-    try:
-        with open(path, "w") as f:
-            json.dump(doc, f, separators=(",", ":"))
-    except OSError as e:
-        raise MinitraceError(f"cannot write: {e.strerror}", str(path)) from None
+    with replacing_file(path) as f:
+        json.dump(doc, f, separators=(",", ":"))
     return len(events)
 
 
