@@ -68,7 +68,7 @@ def main() -> int:
     args = ap.parse_args()
     from minitrace.mpitools import mpi_tool
     from minitrace.predict import predict
-    from minitrace.record import shim_env
+    from minitrace.record import traced_command
     mpiexec, mpicc = mpi_tool("mpiexec"), mpi_tool("mpicc")
     work = Path(args.work or tempfile.mkdtemp(prefix="bench-accuracy-"))
     work.mkdir(parents=True, exist_ok=True)
@@ -93,7 +93,7 @@ def main() -> int:
                 untraced.append(_timed(job))
                 raw = work / f"raw-{name}-{n}-{i}"
                 raw.mkdir(exist_ok=True)
-                traced.append(_timed(job, shim_env(str(raw), "cputime")))
+                traced.append(_timed(*traced_command(job, str(raw), "cputime")))
                 shutil.rmtree(raw, ignore_errors=True)
             preds = []
             for i in range(args.records):

@@ -1034,7 +1034,7 @@ static void mt_start(int64_t raw0, int64_t ns0, int thread_level) {
     mt_rec R;
     mt_defaults(T, &R, MT_K_INIT);
     R.t_start = raw0;
-    R.t_end = raw1;
+    R.t_end = mt_now(); /* the shim's start-up (file, first chunk: ~4 ms) is not the program's */
     mt_write(T, &R, NULL);
     T->c_out = mt_counter(T, mt_now());
     mt_started = 1;

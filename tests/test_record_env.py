@@ -173,3 +173,23 @@ def test_open_mpi_env_list_replaces_its_own_entries(tmp_path):
     with pytest.raises(MinitraceError) as e:
         shim_env(str(tmp_path / "c;d"), "auto", {})
     assert "MINITRACE_DIR contains ';'" in str(e.value) and "\n" not in str(e.value)
+
+
+def test_hydra_launcher_and_proxies_are_not_preloaded(tmp_path):
+    """Through Hydra the shim reaches every rank as -genv options, not through the launcher's
+    environment: mpiexec and its proxies would otherwise load the shim and libmpi (~85 ms per
+    job).  The ranks here are shells printing their own LD_PRELOAD and their parent's (the
+    Hydra proxy)."""
+    from minitrace.record import traced_command
+    mpiexec = tool("mpiexec")
+    script = 'echo "rank:$LD_PRELOAD"; tr "\\0" "\\n" < /proc/$PPID/environ | grep "^LD_PRELOAD=" ' \
+             '|| echo "proxy:none"'
+    argv, env = traced_command([mpiexec, "-n", "2", "sh", "-c", script], str(tmp_path / "raw"),
+                               "cputime")
+    assert argv[1] == "-genv" and shim_path() not in env.get("LD_PRELOAD", "")
+    out = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=120).stdout
+    lines = out.split()
+    assert lines.count(f"rank:{shim_path()}") == 2 and lines.count("proxy:none") == 2, out
+    # any other launcher gets the variables in its environment
+    argv, env = traced_command(["sh", "-c", "true"], str(tmp_path / "raw"), "cputime")
+    assert argv == ["sh", "-c", "true"] and env["LD_PRELOAD"].startswith(shim_path())
