@@ -348,3 +348,133 @@ def test_validate_zero_ranks_and_far_peers(tmp_path):
         h["trace/actions"].create_dataset("peer", data=v)
     p = mt("validate", tmp_path / "t.h5")
     assert p.returncode == 1 and "bad-peer" in p.stdout and "2147483647" in p.stdout, p.stdout
+
+
+# -- exports and conversions: whole or not at all ---------------------------------------------
+
+LIMIT = 100_000     # bytes any one file may grow to in the "full disk" children below
+
+
+@pytest.fixture(scope="module")
+def loop_h5(tmp_path_factory) -> Path:
+    """A 2-rank, 20,000-action timed trace: every export of it is well over LIMIT."""
+    from minitrace.storage import write_trace
+    from minitrace.synthetic import loop_trace
+    path = tmp_path_factory.mktemp("in") / "loop.h5"
+    write_trace(str(path), loop_trace(2, 20_000, True))
+    return path
+
+
+def _cli_child(args: list, prelude: str = "") -> subprocess.CompletedProcess:
+    """``minitrace ARGS`` in a child that runs ``prelude`` first."""
+    script = f"import sys\n{prelude}\nfrom minitrace import cli\nsys.exit(cli.main({args!r}))\n"
+    return subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=240)
+
+
+#: A full disk, without root: RLIMIT_FSIZE makes every file stop growing at LIMIT (EFBIG).
+_FULL_DISK = f"""
+import resource, signal
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+resource.setrlimit(resource.RLIMIT_FSIZE, ({LIMIT}, {LIMIT}))
+"""
+
+
+def _hidden(d: Path) -> list[str]:
+    return [f for f in os.listdir(d) if f.startswith(".")]
+
+
+@pytest.mark.parametrize("fmt", ["csv", "perfetto", "ti"])
+@pytest.mark.parametrize("before", [None, "the previous export\n"])
+def test_disk_full_during_export_leaves_no_partial_file(loop_h5, tmp_path, fmt, before):
+    out = tmp_path / f"out.{fmt}"
+    if before is not None:
+        out.write_text(before)
+    extra = ["--layout", "single"] if fmt == "ti" else []
+    p = _cli_child(["export", str(loop_h5), "--format", fmt, "-o", str(out), *extra],
+                   _FULL_DISK)
+    assert p.returncode == 1
+    assert p.stderr == f"minitrace: error: {out}: cannot write: File too large\n", p.stderr
+    if before is None:
+        assert not out.exists()
+    else:
+        assert out.read_text() == before
+    assert _hidden(tmp_path) == []
+
+
+def test_disk_full_during_otf2_conversion_leaves_no_directory(loop_h5, tmp_path):
+    """The OTF2 library reports this failure only on stderr (no exception): the conversion used
+    to exit 0 with a partial archive."""
+    out = tmp_path / "otf2"
+    p = _cli_child(["convert", str(loop_h5), "--to", "otf2", "-o", str(out)], _FULL_DISK)
+    assert p.returncode == 1
+    assert p.stderr == (f"minitrace: error: {out}: cannot write the OTF2 archive: File is too "
+                        "large\n"), p.stderr
+    assert os.listdir(tmp_path) == []
+
+
+@pytest.fixture
+def small_fs(tmp_path):
+    """A 256 KiB tmpfs: a real full disk (ENOSPC).  Needs the right to mount (root)."""
+    d = tmp_path / "small"
+    d.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", str(d)],
+                      capture_output=True).returncode != 0:
+        pytest.skip("cannot mount a tmpfs here (not root)")
+    try:
+        yield d
+    finally:
+        subprocess.run(["umount", "-l", str(d)], check=True)
+
+
+def test_really_full_disk_during_otf2_conversion(loop_h5, small_fs):
+    """ENOSPC makes the OTF2 library raise too (it used to be an internal error, the library's
+    messages and a traceback from the bindings' writer when it was garbage collected)."""
+    out = small_fs / "otf2"
+    p = mt("convert", loop_h5, "--to", "otf2", "-o", out)
+    assert p.returncode == 1
+    assert p.stderr == (f"minitrace: error: {out}: cannot write the OTF2 archive: No space left "
+                        "on device\n"), p.stderr
+    assert os.listdir(small_fs) == []
+    csv = mt("export", loop_h5, "--format", "csv", "-o", small_fs / "out.csv")
+    assert csv.stderr == (f"minitrace: error: {small_fs / 'out.csv'}: cannot write: No space "
+                          "left on device\n"), csv.stderr
+    assert os.listdir(small_fs) == []
+
+
+def test_sigterm_during_csv_export_keeps_the_previous_file(loop_h5, tmp_path):
+    """SIGTERM delivered once half the rows are written (from inside the writer, so that it
+    lands there every time): the previous export is intact, no temporary is left."""
+    out = tmp_path / "out.csv"
+    out.write_text("the previous export\n")
+    kill_half_way = """
+import os, signal
+import pandas as pd
+orig = pd.DataFrame.to_csv
+def to_csv(self, buf, **kw):
+    orig(self.iloc[:len(self) // 2], buf, **kw)
+    os.kill(os.getpid(), signal.SIGTERM)
+    orig(self.iloc[len(self) // 2:], buf, **kw)
+pd.DataFrame.to_csv = to_csv
+"""
+    p = _cli_child(["export", str(loop_h5), "--format", "csv", "-o", str(out)], kill_half_way)
+    assert p.returncode == 143 and p.stderr == "minitrace: terminated\n", p.stderr
+    assert out.read_text() == "the previous export\n"
+    assert os.listdir(tmp_path) == ["out.csv"]
+
+
+def test_sigterm_during_otf2_conversion_leaves_no_directory(loop_h5, tmp_path):
+    out = tmp_path / "otf2"
+    kill_at_rank_1 = """
+import os, signal
+from minitrace.converters import otf2
+orig = otf2._write_rank
+def write_rank(otf2_, w, data, rank, *a):
+    if rank == 1:
+        os.kill(os.getpid(), signal.SIGTERM)
+    return orig(otf2_, w, data, rank, *a)
+otf2._write_rank = write_rank
+"""
+    p = _cli_child(["convert", str(loop_h5), "--to", "otf2", "-o", str(out)], kill_at_rank_1)
+    assert p.returncode == 143 and p.stderr == "minitrace: terminated\n", p.stderr
+    assert os.listdir(tmp_path) == []
