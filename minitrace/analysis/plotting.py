@@ -11,6 +11,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.backend_bases import FigureCanvasBase  # noqa: E402
 
 from ..errors import MinitraceError  # noqa: E402
+from ..outputs import replacing_file  # noqa: E402
 
 
 def check_plot_path(path: str) -> None:
@@ -31,10 +32,12 @@ def check_plot_path(path: str) -> None:
 
 
 def save(fig, path: str) -> None:
-    """Write ``fig`` to ``path`` and close it; a write failure is one line naming the file."""
-    try:
-        fig.savefig(path, dpi=110)
-    except OSError as e:
-        raise MinitraceError(f"cannot write the plot: {e.strerror or e}", path) from None
+    """Write ``fig`` to ``path`` whole or not at all (a temporary renamed into place) and close
+    it; a write failure is one line naming the file."""
+    ext = os.path.splitext(path)[1][1:].lower()
+    fmt = ext or matplotlib.rcParams["savefig.format"]
+    try:   # (without an extension, savefig(path) would have added the format's)
+        with replacing_file(path if ext else f"{path}.{fmt}", "wb") as f:
+            fig.savefig(f, format=fmt, dpi=110)
     finally:
         plt.close(fig)

@@ -10,7 +10,7 @@ import matplotlib.dates as mdates
 import numpy as np
 import pandas as pd
 
-from ..errors import MinitraceError
+from ..outputs import replacing_file
 from . import regress as R
 from .plotting import plt, save
 
@@ -48,11 +48,9 @@ def plot_evolution(path: str, names: list[str], dates, values: np.ndarray,
     if path.lower().endswith(".pdf") and len(figs) > 1:
         from matplotlib.backends.backend_pdf import PdfPages
         try:
-            with PdfPages(path) as pdf:
+            with replacing_file(path, "wb") as f, PdfPages(f) as pdf:
                 for fig in figs:
                     pdf.savefig(fig)
-        except OSError as e:
-            raise MinitraceError(f"cannot write the plot: {e.strerror or e}", path) from None
         finally:
             for fig in figs:
                 plt.close(fig)
