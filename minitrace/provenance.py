@@ -117,6 +117,15 @@ def _caches() -> dict:
     return out
 
 
+def cache_bytes(level: str) -> int | None:
+    """Size in bytes of CPU 0's cache ``level`` ("L2", "L3", "L1d"), None when not reported."""
+    size = _caches().get(level)
+    if not size:
+        return None
+    units = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+    return int(size[:-1]) * units[size[-1]] if size[-1] in units else int(size)
+
+
 def _memory_bytes() -> int | None:
     for line in (_read("/proc/meminfo") or "").splitlines():
         if line.startswith("MemTotal:"):

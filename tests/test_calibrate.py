@@ -22,8 +22,8 @@ QUICK = ["--nsizes", "16", "--reps", "1", "--iterations", "8", "--iterations-lar
          "--max-size", str(1 << 22)]
 
 
-def _calibrate(path, seed):
-    cmd = [sys.executable, "-m", "minitrace", "calibrate", "-o", str(path), *QUICK,
+def _calibrate(path, seed, *extra):
+    cmd = [sys.executable, "-m", "minitrace", "calibrate", "-o", str(path), *QUICK, *extra,
            "--seed", str(seed), "--quiet", "--", tool("mpiexec"), "-n", "2"]
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     assert p.returncode == 0, p.stderr
@@ -34,7 +34,7 @@ def calibration(tmp_path_factory):
     path = tmp_path_factory.mktemp("cal") / "machine.h5"
     _calibrate(path, 1)
     first = load(str(path))
-    _calibrate(path, 2)
+    _calibrate(path, 2, "--cold-from", "65536")     # large ping-pongs on cold buffers
     return path, first, load(str(path))
 
 
@@ -44,6 +44,10 @@ def test_runs_are_appended_and_the_fit_uses_all(calibration):
     assert [r["name"] for r in runs] == ["000", "001"]
     assert cal.runs == 2 and first.runs == 1
     assert cal.points == sum(len(r["columns"]["size"]) for r in runs) > first.points
+    assert runs[1]["attrs"]["cold_from"] == 65536 and runs[0]["attrs"]["cold_from"] > 0
+    cold = runs[1]["columns"]
+    big = (cold["kind"] == "pingpong") & (cold["size"] > 65536)
+    assert big.any() and np.isfinite(cold["time"][big]).all() and (cold["time"][big] > 0).all()
     assert path.with_suffix(".png").stat().st_size > 0
 
 

@@ -38,6 +38,7 @@ def run(args) -> int:
                 "--plot", plot, "--quiet"]
         opts += ["--long"] if args.long else []
         opts += ["--seed", str(args.seed)] if args.seed is not None else []
+        opts += ["--cold-from", str(args.cold_from)] if args.cold_from is not None else []
         full = [*cmd, sys.executable, "-m", "minitrace.calibrate", *opts]
         rc = subprocess.run(full).returncode
         if rc != 0:
