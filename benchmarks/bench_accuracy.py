@@ -8,6 +8,11 @@ self-check), whether the recording is comparable (ranks descheduled), the machin
 
     python benchmarks/bench_accuracy.py [--ranks 2,4] [--runs 5] [--work DIR] [--json OUT]
 
+Every job runs its BLAS with one thread per rank (OMP/OPENBLAS/MKL_NUM_THREADS=1 unless set),
+as MPI ranks sharing a node should: with numpy's default, the BLAS threads of ring_mpi4py's two
+ranks spun on both cores and left the ranks 1% of a core inside their MPI calls (the self-check
+flagged every recording as not comparable, 80% off).
+
 Targets (issue 9): median |error| <= 3%, max <= 8%, traced at most 3% slower than untraced.
 """
 from __future__ import annotations
@@ -66,6 +71,8 @@ def main() -> int:
     ap.add_argument("--work", default=None, help="directory kept for inspection")
     ap.add_argument("--json", default=None, help="write the figures here")
     args = ap.parse_args()
+    for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ.setdefault(var, "1")
     from minitrace.mpitools import mpi_tool
     from minitrace.predict import predict
     from minitrace.record import traced_command

@@ -181,8 +181,9 @@ def _self_check(out: Prediction, data, cal: Calibration, timeline: str | None, s
     crowded = max((nodes.count(x) for x in set(nodes)), default=0)
     out.comparable = bool(min(share.min(), in_call.min()) >= MIN_CORE_SHARE
                           and crowded <= cal.cores_per_host)
-    why = "the recording machine was loaded or oversubscribed, and the replay gives every " \
-          "rank a core"
+    why = "the recording machine was loaded or oversubscribed (other programs, or the " \
+          "application's own threads, e.g. a multithreaded BLAS in every rank), and the " \
+          "replay gives every rank a core"
     if crowded > cal.cores_per_host:
         out.warnings.append(f"not comparable: {crowded} ranks ran on a node of "
                             f"{cal.cores_per_host} cores (oversubscribed)")
