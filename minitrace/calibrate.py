@@ -19,6 +19,9 @@ shuffled, since ordered sweeps resonate with periodic noise):
   CPU time (the host speed, and the rate of a trace timed in seconds), its CPU/wall ratio
   (the share of a core each rank got);
 * reductions: bytes/s of ``MPI_SUM`` on doubles (``Reduce_local``);
+* local copies: bytes/s of a memory copy of a block in cache (64 KiB, the same buffers) and of
+  one out of the caches (4 MiB slots of the pool), every rank at once: what an MPI library's
+  copy of a rank's own block in a collective costs (SimGrid's replay does not model it);
 * what the Python loops add to each timed call (mpi4py, clock stamps): the same loops on
   ``MPI_PROC_NULL``; the fit subtracts it, since compiled applications do not pay it.
 
@@ -259,6 +262,31 @@ def _compute(comm, seconds: float = 0.3) -> dict:
                                      for i, k in enumerate(("flops", "cpu", "wall"))}
 
 
+def _copies(comm, pool: np.ndarray | None, seconds: float = 0.05) -> np.ndarray | None:
+    """Each rank's bytes/s of memory copies [in cache, out of the caches] (rows: ranks)."""
+    def rate(step) -> float:
+        comm.Barrier()
+        done, t0 = 0, TIMER()
+        while TIMER() - t0 < seconds:
+            done += step(done)
+        return done / (TIMER() - t0)
+    hot_a, hot_b = np.ones(64 << 10, np.uint8), np.zeros(64 << 10, np.uint8)
+    hot = rate(lambda _: np.copyto(hot_b, hot_a) or hot_a.nbytes)
+    size = 4 << 20
+    if pool is None or len(pool) < 4 * size:
+        from .provenance import cache_bytes
+        pool = np.ones(max(2 * (cache_bytes("L3") or 32 << 20), 4 * size), np.uint8)
+    slots = len(pool) // size
+
+    def cold_step(done: int) -> int:
+        i = 2 * (done // size)
+        np.copyto(pool[(i + 1) % slots * size:][:size], pool[i % slots * size:][:size])
+        return size
+    cold = rate(cold_step)
+    got = comm.gather((hot, cold), root=0)
+    return None if got is None else np.array(got)
+
+
 def _reduction(comm, nbytes: int = 1 << 20, seconds: float = 0.1) -> np.ndarray | None:
     """Each rank's bytes/s of MPI_SUM on doubles (Reduce_local)."""
     from mpi4py import MPI
@@ -296,6 +324,7 @@ def run(comm, args) -> dict | None:
     threshold = _threshold(comm, args.max_size)
     compute = _compute(comm)
     reduction = _reduction(comm)
+    copies = _copies(comm, None)
     python_costs = _python_costs(comm)
     if comm.rank != 0:
         return None
@@ -311,7 +340,8 @@ def run(comm, args) -> dict | None:
              "kernel": "160x160 float64 matrix products, one BLAS thread per rank",
              "python_costs": python_costs}
     columns.update({"compute_flops": compute["flops"], "compute_cpu": compute["cpu"],
-                    "compute_wall": compute["wall"], "reduction_rate": reduction})
+                    "compute_wall": compute["wall"], "reduction_rate": reduction,
+                    "copy_rate_hot": copies[:, 0], "copy_rate_cold": copies[:, 1]})
     return {"columns": columns, "attrs": attrs}
 
 

@@ -115,6 +115,15 @@ class Calibration:
     notes: list[str] = field(default_factory=list)
     segments: dict = field(default_factory=dict)   # quantity -> list of Segment dicts
     path: str = ""
+    # B/s of a rank's local copy of a block in cache / out of the caches (a block above
+    # cold_from bytes); empty in calibrations made before they were measured
+    copy_rates: list[float] = field(default_factory=list)
+    cold_from: int = 0
+
+    def copies(self) -> tuple[float, float, int] | None:
+        """(in-cache B/s, out-of-cache B/s, size above which a block is out of the caches) for
+        :func:`minitrace.replay.replay`, None when not measured."""
+        return (*self.copy_rates, self.cold_from) if len(self.copy_rates) == 2 else None
 
     def cluster(self, hosts: int | None = None, ranks_per_host: int | None = None) -> Cluster:
         """The calibrated machine as a generated cluster (enough hosts for the trace's ranks
@@ -292,6 +301,10 @@ def fit_runs(runs: list[dict]) -> tuple[Calibration, dict]:
         notes.append(f"ranks got {min(share):.0%}..{max(share):.0%} of a core during the "
                      f"compute kernel: the machine was loaded or oversubscribed")
     red = float(np.median(np.concatenate([r["columns"]["reduction_rate"] for r in runs])))
+    measured = [r for r in runs if "copy_rate_hot" in r["columns"]]
+    copy_rates = [float(np.median(np.concatenate([r["columns"][k] for r in measured])))
+                  for k in ("copy_rate_hot", "copy_rate_cold")] if measured else []
+    cold_from = int(measured[-1]["attrs"].get("cold_from", 0)) if measured else 0
     nodes = runs[-1]["attrs"]["rank_to_node"]
     per_host = max(nodes.count(n) for n in set(nodes))
     cal = Calibration(
@@ -300,7 +313,8 @@ def fit_runs(runs: list[dict]) -> tuple[Calibration, dict]:
         ranks_per_host=per_host, cores_per_host=int(min(runs[-1]["attrs"]["cores"])),
         size_range=[int(x.min()), int(x.max())], eager_threshold=threshold, pair=main,
         speed_spread=float((speeds.max() - speeds.min()) / speed), core_share=share,
-        runs=len(runs), points=int(len(x)), notes=notes,
+        runs=len(runs), points=int(len(x)), notes=notes, copy_rates=copy_rates,
+        cold_from=cold_from,
         segments={k: None if f is None else {"breakpoints": f.breakpoints,
                                              "segments": [s.to_dict() for s in f.segments]}
                   for k, f in fits.items()})
@@ -376,6 +390,10 @@ def summary(cal: Calibration, path: str) -> str:
                  f"{cal.speed_spread:.1%}), core share per rank "
                  + " ".join(f"{x:.2f}" for x in cal.core_share))
     lines.append(f"  reductions (MPI_SUM, doubles): {cal.reduction_rate / 1e9:.3g} GB/s")
+    if cal.copies():
+        lines.append(f"  local copies: {cal.copy_rates[0] / 1e9:.3g} GB/s in cache, "
+                     f"{cal.copy_rates[1] / 1e9:.3g} GB/s for blocks above {cal.cold_from} B "
+                     f"(out of the caches)")
     lines.append(f"  platform: {cal.ranks_per_host} rank(s) per host, {cal.cores_per_host} "
                  f"cores")
     lines += [f"  note: {n}" for n in cal.notes]

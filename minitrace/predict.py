@@ -93,6 +93,7 @@ def predict(trace: str, calibration: str | Calibration, *, platform: str | None 
     timed = engine != "python"
     res = replay(data, platform=platform, hostfile=hostfile, cluster=cluster,
                  config=cal.config, compute_rate=rate, reduction_rate=red, lossy=lossy,
+                 copy_rates=cal.copies() if unit == "seconds" else None,
                  timeout=timeout, engine=engine, timeline=timed)
     predicted = spans = None
     if timed:

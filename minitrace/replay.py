@@ -89,7 +89,8 @@ def replay(trace, platform: str | os.PathLike | None = None,
            config: dict | None = None, *, cluster: Cluster | None = None,
            compute_rate: str | float | None = None, lossy: bool = False,
            timeout: float = 600.0, engine: str = "auto", timeline: bool = False,
-           reduction_rate: str | float | None = None) -> ReplayResult:
+           reduction_rate: str | float | None = None,
+           copy_rates: tuple[float, float, int] | None = None) -> ReplayResult:
     """Replay ``trace`` on SimGrid and return the predicted (simulated) run time.
 
     ``platform``: SimGrid XML; without it a :class:`~minitrace.platforms.Cluster` is generated
@@ -105,6 +106,10 @@ def replay(trace, platform: str | os.PathLike | None = None,
     were measured (seconds, instructions): what such a trace holds inside an MPI call is mostly
     waiting, which the simulation models itself, so it is never replayed as work; without a
     rate the reductions do no work (said in the notes).
+    ``copy_rates``: (B/s in cache, B/s out of the caches, size above which a block is out of
+    them) of the recording machine's memory copies, to model the copy of a rank's own block in
+    collectives (:mod:`minitrace.copies`), which SimGrid does not, as work after the call
+    (traces timed in seconds; ``Calibration.copies()``); without them no copy is modelled.
     ``lossy``: replay a minitrace trace even if SimGrid's format must drop some of its actions.
     ``engine``: ``"native"`` (the compiled replayer), ``"python"`` (SimGrid's Python bindings)
     or ``"auto"`` (native when built).
@@ -126,7 +131,7 @@ def replay(trace, platform: str | os.PathLike | None = None,
     with tempfile.TemporaryDirectory(prefix="minitrace-replay-") as work:
         rate = None if compute_rate is None else parse_quantity(compute_rate, "speed")
         red = None if reduction_rate is None else parse_quantity(reduction_rate, "bandwidth")
-        traces, notes = _rank_traces(trace, Path(work), rate, red, lossy)
+        traces, notes = _rank_traces(trace, Path(work), rate, red, lossy, copy_rates)
         nranks = len(traces)
         if np is not None and int(np) != nranks:
             raise MinitraceError(f"the trace has {nranks} ranks but {np} were asked for (--np)")
@@ -233,7 +238,7 @@ def _write_native_job(path: Path, platform: str, traces: list[str], hosts: list[
 
 
 def _rank_traces(trace, work: Path, rate: float | None, red: float | None,
-                 lossy: bool) -> tuple[list[str], list[str]]:
+                 lossy: bool, copies=None) -> tuple[list[str], list[str]]:
     """One TI trace file per rank (absolute paths), whatever form the trace came in, and the
     exporter's notes on approximations."""
     if isinstance(trace, (str, os.PathLike)):
@@ -245,21 +250,21 @@ def _rank_traces(trace, work: Path, rate: float | None, red: float | None,
         if magic == b"\x89HDF\r\n\x1a\n":
             from .trace import open as open_trace
             with open_trace(path) as t:
-                data, notes = _in_flops(t.data(), rate, red, path)
+                data, notes = _in_flops(t.data(), rate, red, path, copies)
                 return _export(data, work, notes, path, lossy)
-        if rate is not None or red is not None:
-            raise MinitraceError("a SimGrid TI trace is in flops already: no compute or "
-                                 "reduction rate applies", path)
+        if rate is not None or red is not None or copies is not None:
+            raise MinitraceError("a SimGrid TI trace is in flops already: no compute, "
+                                 "reduction or copy rate applies", path)
         return _text_traces(path, work), []
     data = trace.data() if hasattr(trace, "data") and callable(trace.data) else trace
     if not hasattr(data, "rank_offsets"):
         raise MinitraceError(f"cannot replay a {type(trace).__name__}: give a path, a Trace or "
                              f"a TraceData")
-    data, notes = _in_flops(data, rate, red, None)
+    data, notes = _in_flops(data, rate, red, None, copies)
     return _export(data, work, notes, None, lossy)
 
 
-def _in_flops(data, rate: float | None, red: float | None, source: str | None):
+def _in_flops(data, rate: float | None, red: float | None, source: str | None, copies=None):
     """The trace with compute volumes in flops, what SimGrid executes at a host's speed (sleeps
     stay in seconds), and a note on how reductions were modelled.
 
@@ -269,9 +274,9 @@ def _in_flops(data, rate: float | None, red: float | None, source: str | None):
     machine's speed when a reduction rate is known, none otherwise."""
     unit = data.meta.get("volume_unit", "flops")
     if unit == "flops":
-        if rate is not None or red is not None:
-            raise MinitraceError("the trace's compute volumes are in flops already: no compute "
-                                 "or reduction rate applies", source)
+        if rate is not None or red is not None or copies is not None:
+            raise MinitraceError("the trace's compute volumes are in flops already: no compute, "
+                                 "reduction or copy rate applies", source)
         return data, []
     if rate is None:
         how = ("the flop/s of the machine that recorded it" if unit == "seconds"
@@ -279,8 +284,8 @@ def _in_flops(data, rate: float | None, red: float | None, source: str | None):
         raise MinitraceError(f"the trace's compute volumes are in {unit}: give a compute rate "
                              f"to turn them into flops ({how}, e.g. --compute-rate "
                              f"{'1Gf' if unit == 'seconds' else '1'})", source)
-    if red is not None and unit != "seconds":
-        raise MinitraceError(f"a reduction rate applies to traces timed in seconds, not "
+    if (red is not None or copies is not None) and unit != "seconds":
+        raise MinitraceError(f"reduction and copy rates apply to traces timed in seconds, not "
                              f"{unit}", source)
     actions = data.actions.copy()
     kind = actions["kind"]
@@ -300,7 +305,34 @@ def _in_flops(data, rate: float | None, red: float | None, source: str | None):
         actions["volume"][reductions] = actions["bytes_sent"][reductions] / red * rate
         notes = [f"{n} reduction calls do bytes / {red:.4g} B/s of work at {rate:.4g} flop/s (not "
                  f"the {measured:.3g} {unit} measured inside them, which is mostly waiting)"]
+    if copies is not None:
+        notes += _own_block_copies(data, actions, copies, rate)
     return replace(data, actions=actions, meta={**data.meta, "volume_unit": "flops"}), notes
+
+
+def _own_block_copies(data, actions, copies, rate: float) -> list[str]:
+    """Add each collective's copy of the rank's own block (:mod:`minitrace.copies`) as work
+    to the compute action after it (every MPI action of a recorded trace has one); returns
+    the note saying so."""
+    import numpy as np           # (``np`` is also replay()'s rank count)
+
+    from .copies import own_block_bytes
+    hot, cold, cold_from = copies
+    nbytes = own_block_bytes(data)
+    rows = np.flatnonzero(nbytes)
+    if not len(rows):
+        return []
+    seconds = nbytes[rows] / np.where(nbytes[rows] > cold_from, cold, hot)
+    after = rows + 1
+    last = data.rank_offsets[np.searchsorted(data.rank_offsets, rows, side="right")]
+    ok = (after < last) & (actions["kind"][np.minimum(after, len(actions) - 1)]
+                           == K.code("compute"))
+    np.add.at(actions["volume"], after[ok], seconds[ok] * rate)
+    note = (f"{int(ok.sum())} collective calls copy the rank's own block ({int(nbytes.sum())} "
+            f"B) at {hot:.4g} B/s in cache, {cold:.4g} B/s above {cold_from} B")
+    if not ok.all():
+        note += f"; {int((~ok).sum())} not modelled (no compute action after them)"
+    return [note]
 
 
 def _export(data, work: Path, notes: list[str], source: str | None,

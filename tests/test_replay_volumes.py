@@ -57,12 +57,12 @@ def test_flops_traces_keep_their_reduction_work():
         b.add(r, "allreduce", bytes_sent=8, bytes_recv=8, volume=1e9)
         b.add(r, "finalize")
     assert replay(b.build(), cluster=CLUSTER).simulated_time == pytest.approx(1.0, rel=1e-3)
-    with pytest.raises(MinitraceError, match="no compute or reduction rate applies"):
+    with pytest.raises(MinitraceError, match="no compute, reduction or copy rate applies"):
         replay(b.build(), cluster=CLUSTER, reduction_rate="1GBps")
 
 
 def test_reduction_rate_needs_seconds():
-    with pytest.raises(MinitraceError, match="reduction rate applies to traces timed in seconds"):
+    with pytest.raises(MinitraceError, match="reduction and copy rates apply to traces timed in seconds"):
         replay(_measured("instructions"), cluster=CLUSTER, compute_rate=1.0,
                reduction_rate="1GBps")
 
@@ -70,3 +70,32 @@ def test_reduction_rate_needs_seconds():
 def test_a_counter_unit_asks_for_flops_per_unit():
     with pytest.raises(MinitraceError, match="flops per cycle"):
         replay(_measured("cycles"), cluster=CLUSTER)
+
+
+def _alltoall(nbytes: int, in_place: bool = False):
+    """Two ranks: compute, an alltoall of ``nbytes`` per rank (half of it the rank's own
+    block), compute."""
+    from minitrace import kinds as K
+    b = TraceBuilder(2, {"volume_unit": "seconds"})
+    for r in range(2):
+        b.add(r, "init")
+        b.add(r, "compute", volume=0.01)
+        b.add(r, "alltoall", bytes_sent=nbytes, bytes_recv=nbytes,
+              flags=K.FLAG_IN_PLACE if in_place else 0)
+        b.add(r, "compute", volume=0.01)
+        b.add(r, "finalize")
+    return b.build()
+
+
+def test_copy_of_the_own_block_is_modelled_at_the_copy_rates():
+    rates = (1e10, 1e9, 1 << 20)           # 10 GB/s in cache, 1 GB/s above 1 MiB
+    for nbytes, rate in ((8 << 20, 1e9), (1 << 20, 1e10)):
+        base = replay(_alltoall(nbytes), cluster=CLUSTER, compute_rate="1Gf").simulated_time
+        res = replay(_alltoall(nbytes), cluster=CLUSTER, compute_rate="1Gf", copy_rates=rates)
+        assert res.simulated_time - base == pytest.approx(nbytes / 2 / rate, rel=1e-6)
+        assert any("2 collective calls copy the rank's own block" in n for n in res.notes)
+    # MPI_IN_PLACE: nothing to copy
+    base = replay(_alltoall(8 << 20, True), cluster=CLUSTER, compute_rate="1Gf")
+    res = replay(_alltoall(8 << 20, True), cluster=CLUSTER, compute_rate="1Gf",
+                 copy_rates=rates)
+    assert res.simulated_time == base.simulated_time
