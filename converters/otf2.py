@@ -1,11 +1,13 @@
-"""OTF2 (Score-P) archives <-> TraceData, through Score-P's own ``otf2`` Python bindings.
+"""OTF2 (Score-P) archives <-> TraceData, through Score-P's own ``otf2`` package.
 
 Reading: every MPI region of a rank's master location becomes one action; the message events
 inside it (MpiSend/MpiRecv/MpiIsend/MpiIrecv..., MpiCollectiveEnd, non-blocking collective
 events) fill peer (world rank, through the communicator's group), tag, communicator and bytes.
 OTF2 collective sizes are Score-P's totals over all peers of this rank; they are converted to the
-model's per-call convention (see docs/CONVERTERS.md).  Writing does the inverse, so a trace
-survives the round trip with the same MPI actions.
+model's per-call convention (see docs/CONVERTERS.md).  Definitions are read with the package's
+Python bindings, events by the OTF2 C library with compiled callbacks (otf2_native.py) and
+turned into actions on whole columns (otf2_columns.py).  Writing, through the bindings, does the
+inverse, so a trace survives the round trip with the same MPI actions.
 """
 from __future__ import annotations
 
@@ -20,17 +22,15 @@ import numpy as np
 
 from minitrace import kinds as K
 from minitrace.errors import MinitraceError
-from minitrace.model import NONE, TraceData
+from minitrace.model import TraceData
 from minitrace.outputs import replacing_dir, write_error
 
-from .callstream import BRECV, BSENT, COMM, FLAGS, KIND, PEER, REQUEST, TAG, RankStream, build
+from .callstream import mpi_kind
+from .otf2_columns import DROPPED, NO_COMM, SELF, USER, Defs, assemble
+from .otf2_native import read_events
 
 _C = K.CODE
 _N = K.NAME
-#: Message events: which side of a message each records.
-_MESSAGE_SIDE = {"MpiSend": "sent", "MpiIsend": "sent", "MpiRecv": "received",
-                 "MpiIrecv": "received"}
-_SELF = -2          # comm id placeholder of a COMM_SELF-like comm (one communicator per rank)
 
 
 def _import_otf2():
@@ -60,30 +60,8 @@ def find_anchor(path) -> Path:
 
 
 # == sizes: Score-P totals <-> model per-call bytes ============================================
-def _to_model(kind: int, sent: int, recv: int, size: int, me: int, is_root: bool):
-    """Model (bytes_sent, bytes_recv) from Score-P's totals over all peers (scorep_mpi_coll)."""
-    name, P = K.BLOCKING_OF.get(_N[kind], _N[kind]), max(size, 1)
-    if name in ("allgather", "allgatherv"):
-        return sent // P, recv
-    if name == "allreduce":
-        return sent // P, recv // P
-    if name == "bcast":
-        return (sent // P, 0) if is_root else (0, recv)
-    if name == "reduce":
-        return (sent, recv // P) if is_root else (sent, 0)
-    if name in ("reduce_scatter", "reduce_scatter_block"):
-        return sent, recv // P
-    if name == "scan":
-        b = recv // (me + 1)
-        return b, b
-    if name == "exscan":
-        b = sent // (P - me - 1) if me < P - 1 else (recv // me if me > 0 else 0)
-        return b, b
-    return sent, recv     # gather(v), scatter(v), alltoall(v/w), barrier: same convention
-
-
 def _to_otf2(kind: int, sent: int, recv: int, size: int, me: int, is_root: bool):
-    """Inverse of ``_to_model``."""
+    """Inverse of ``otf2_columns._to_model``."""
     name, P = K.BLOCKING_OF.get(_N[kind], _N[kind]), max(size, 1)
     if name in ("allgather", "allgatherv"):
         return sent * P, recv
@@ -103,258 +81,80 @@ def _to_otf2(kind: int, sent: int, recv: int, size: int, me: int, is_root: bool)
 
 
 # == reading ===================================================================================
-class _Reader:
-    def __init__(self, defs, keep_regions: bool):
-        otf2 = _import_otf2()
-        self.otf2 = otf2
-        res = defs.clock_properties.timer_resolution
-        self.res = float(res)
-        self.offset = int(defs.clock_properties.global_offset)
-        self.rank_of = self._ranks(defs)
-        self.nranks = len(self.rank_of)
-        self.comm_id, self.comms = self._comms(defs)
-        self.strings: list[str] = []
-        self.counter, self.unit = _volume_counter(defs)
-        self._counter_at: dict = {}           # metric class -> (member index, relative?) | None
-        self.streams = [RankStream(self.strings if keep_regions else None,
-                                   counted=self.counter is not None)
-                        for _ in range(self.nranks)]
-        self.requests = [dict() for _ in range(self.nranks)]   # otf2 request id -> row index
-        self.inits = [[] for _ in range(self.nranks)]          # rows of persistent inits
-        self.unmapped: Counter = Counter()
-        self.messages = {"sent": 0, "received": 0}     # the archive's message events
-        self.user_regions = 0
-        self.skipped_locations = 0
+def _definitions(defs):
+    """(otf2_columns.Defs, location -> rank, volume counter name or None, its unit) of an
+    archive's global definitions, read with the otf2 bindings."""
+    otf2 = _import_otf2()
+    rank_of = _ranks(otf2, defs)
+    nranks = len(rank_of)
+    regions = list(defs.regions)
+    n_reg = max((r._ref for r in regions), default=-1) + 1
+    region_kind = np.full(n_reg, USER, np.int64)
+    region_name = [""] * n_reg
+    for r in regions:
+        region_name[r._ref] = r.name
+        if r.paradigm == otf2.Paradigm.MPI or r.name.startswith("MPI_"):
+            kind = mpi_kind(r.name)
+            region_kind[r._ref] = DROPPED if kind is None else _C[kind]
+    comm_id, comms = _comms(otf2, defs, rank_of, nranks)
+    counter, unit = _volume_counter(defs)
+    metrics = [m for m in defs.metrics]
+    n_met = max((m._ref for m in metrics), default=-1) + 1
+    member = np.full(max(n_met, 1), -1, np.int32)
+    kind_of = np.zeros(max(n_met, 1), np.int64)
+    relative = np.zeros(max(n_met, 1), bool)
+    value_kind = {"UINT64": 0, "INT64": 1, "DOUBLE": 2}
+    for m in metrics if counter else ():
+        cls = getattr(m, "metric_class", m)
+        names = [x.name for x in cls.members]
+        if counter in names:
+            i = names.index(counter)
+            member[m._ref] = i
+            kind_of[m._ref] = value_kind.get(str(cls.members[i].value_type).split(".")[-1], 0)
+            relative[m._ref] = "RELATIVE" in str(cls.members[0].metric_mode)
+    clock = defs.clock_properties
+    d = Defs(nranks, float(clock.timer_resolution), int(clock.global_offset), region_kind,
+             region_name, comm_id, comms, kind_of, relative, counter is not None)
+    return d, rank_of, member, counter, unit
 
-    def _ranks(self, defs) -> dict:
-        """Location -> MPI world rank (its index in the MPI COMM_LOCATIONS group)."""
-        gt, par = self.otf2.GroupType, self.otf2.Paradigm
-        for g in defs.groups:
-            if g.group_type == gt.COMM_LOCATIONS and g.paradigm == par.MPI:
-                return {loc: r for r, loc in enumerate(g.members)}
-        return {}
 
-    def _comms(self, defs):
-        """OTF2 comm -> minitrace comm id, and the table of members (world ranks).
+def _ranks(otf2, defs) -> dict:
+    """Location -> MPI world rank (its index in the MPI COMM_LOCATIONS group)."""
+    for g in defs.groups:
+        if g.group_type == otf2.GroupType.COMM_LOCATIONS and g.paradigm == otf2.Paradigm.MPI:
+            return {loc: r for r, loc in enumerate(g.members)}
+    return {}
 
-        ``MPI_COMM_WORLD`` (else the first comm of all ranks in order) is 0; every other MPI comm
-        gets its own id in definition order (a duplicate of the world is a communicator of its
-        own).  A comm whose group is of type COMM_SELF is one communicator per rank (Score-P
-        defines every one-member communicator that way): ids are made per rank when used
-        (``_self_id``)."""
-        gt, par = self.otf2.GroupType, self.otf2.Paradigm
-        ids, comms, nxt = {}, {0: np.arange(self.nranks, dtype=np.int32)}, 1
-        mpi = [c for c in defs.comms if c.group is not None and c.group.paradigm == par.MPI]
-        everyone = list(range(self.nranks))
-        world = next((c for c in mpi if c.name == "MPI_COMM_WORLD"), None) or next(
-            (c for c in mpi if c.group.group_type != gt.COMM_SELF
-             and [self.rank_of.get(loc, -1) for loc in c.group.members] == everyone), None)
-        for c in mpi:
-            if c is world:
-                ids[c] = 0
-            elif c.group.group_type == gt.COMM_SELF:
-                ids[c] = _SELF
-            else:
-                ids[c] = nxt
-                comms[nxt] = np.asarray([self.rank_of.get(loc, -1) for loc in c.group.members],
-                                        dtype=np.int32)
-                nxt += 1
-        self._self_ids: dict = {}
-        return ids, comms
 
-    def _self_id(self, comm, rank: int) -> int:
-        """The id of ``rank``'s own instance of a COMM_SELF-like comm."""
-        key = (comm, rank)
-        cid = self._self_ids.get(key)
-        if cid is None:
-            cid = self._self_ids[key] = max(self.comms) + 1
-            self.comms[cid] = np.asarray([rank], dtype=np.int32)
-        return cid
+def _comms(otf2, defs, rank_of, nranks):
+    """Per OTF2 comm reference: its minitrace comm id (or NO_COMM, SELF); and the table of
+    members (world ranks).
 
-    def t(self, ticks: int) -> float:
-        return (ticks - self.offset) / self.res
-
-    def _world(self, rank: int, comm, r: int) -> tuple[int, int]:
-        """(comm id, world rank) of comm-rank ``r`` of ``comm`` seen from ``rank``."""
-        cid = self.comm_id.get(comm)
-        if cid is None:
-            self.unmapped["event on a communicator without an MPI group"] += 1
-            return 0, NONE
-        if cid == _SELF:
-            return self._self_id(comm, rank), rank if r == 0 else NONE
-        members = self.comms[cid]
-        return cid, int(members[r]) if 0 <= r < len(members) else NONE
-
-    def _comm_pos(self, rank: int, cid: int) -> tuple[int, int]:
-        """(size, position of ``rank``) in communicator ``cid``."""
-        members = self.comms[cid].tolist()
-        return len(members), members.index(rank) if rank in members else 0
-
-    def event(self, rank: int, ev) -> None:
-        E = self.otf2.events
-        s = self.streams[rank]
-        tp = type(ev)
-        if tp is E.Enter or tp is E.Leave:
-            region = ev.region
-            if region.paradigm == self.otf2.Paradigm.MPI or region.name.startswith("MPI_"):
-                if tp is E.Enter:
-                    row = s.enter_mpi(region.name, self.t(ev.time))
-                    if row is not None and _N[row[KIND]] in K.INITS:
-                        self.inits[rank].append(s.current_index)
-                else:
-                    s.leave_mpi(self.t(ev.time))
-            else:
-                self.user_regions += 1
-                s.region(region.name, self.t(ev.time), tp is E.Enter)
-            return
-        if tp is E.Metric:
-            if self.counter is not None:
-                self._metric(s, ev)
-            return
-        row = s.current
-        name = tp.__name__
-        handler = self._HANDLERS.get(name)
-        if handler is None:
-            return
-        side = _MESSAGE_SIDE.get(name)
-        if side:
-            self.messages[side] += 1
-        if row is None:
-            self.unmapped[tp.__name__] += 1
-            return
-        handler(self, rank, s, row, ev)
-
-    def _metric(self, s: RankStream, ev) -> None:
-        """Keep the chosen counter's running value (Score-P writes it before each Enter and
-        Leave, so a compute gap's volume is its growth from one call to the next)."""
-        at = self._counter_at.get(ev.metric, False)
-        if at is False:
-            cls = getattr(ev.metric, "metric_class", ev.metric)
-            names = [m.name for m in cls.members]
-            at = self._counter_at[ev.metric] = (
-                (names.index(self.counter), "RELATIVE" in str(cls.members[0].metric_mode))
-                if self.counter in names else None)
-        if at is None:
-            return
-        value = float(ev.values[at[0]])
-        s.counter = (s.counter or 0.0) + value if at[1] else value
-
-    # -- message events --------------------------------------------------------------------
-    def _persistent(self, rank, s, row, req: int, inits) -> list | None:
-        """The init row a start/startall activates as OTF2 request ``req`` (Score-P numbers a
-        persistent request once: its first start links it to the oldest init of that side not
-        yet linked); the start gets the request (startall: in its vector)."""
-        rows = s.rows
-        idx = self.requests[rank].get(req)
-        if idx is None or _N[rows[idx][KIND]] not in inits:
-            idx = next((j for j in self.inits[rank] if rows[j][REQUEST] == NONE
-                        and _N[rows[j][KIND]] in inits), None)
-            if idx is None:
-                self.unmapped["start of a request without its init"] += 1
-                return None
-            rows[idx][REQUEST] = req
-            self.requests[rank][req] = idx
-        row[FLAGS] |= K.FLAG_PERSISTENT
-        if row[KIND] == _C["start"]:
-            row[REQUEST] = req
+    ``MPI_COMM_WORLD`` (else the first comm of all ranks in order) is 0; every other MPI comm
+    gets its own id in definition order (a duplicate of the world is a communicator of its
+    own).  A comm whose group is of type COMM_SELF is one communicator per rank (Score-P
+    defines every one-member communicator that way): otf2_columns gives each rank using it an
+    id of its own."""
+    gt, par = otf2.GroupType, otf2.Paradigm
+    every = list(defs.comms)
+    ids = np.full(max((c._ref for c in every), default=-1) + 1, NO_COMM, np.int64)
+    comms, nxt = {0: np.arange(nranks, dtype=np.int32)}, 1
+    mpi = [c for c in every if c.group is not None and c.group.paradigm == par.MPI]
+    everyone = list(range(nranks))
+    world = next((c for c in mpi if c.name == "MPI_COMM_WORLD"), None) or next(
+        (c for c in mpi if c.group.group_type != gt.COMM_SELF
+         and [rank_of.get(loc, -1) for loc in c.group.members] == everyone), None)
+    for c in mpi:
+        if c is world:
+            ids[c._ref] = 0
+        elif c.group.group_type == gt.COMM_SELF:
+            ids[c._ref] = SELF
         else:
-            s.vector(s.current_index).append(req)
-        return rows[idx]
-
-    def _send(self, rank, s, row, ev):
-        cid, peer = self._world(rank, ev.communicator, ev.receiver)
-        k = row[KIND]
-        if _N[k] in K.STARTS and type(ev).__name__ == "MpiIsend":
-            init = self._persistent(rank, s, row, ev.request_id, K.SEND_INITS)
-            if init is not None:
-                init[PEER], init[TAG], init[COMM], init[BSENT] = peer, ev.msg_tag, cid, \
-                    ev.msg_length
-        elif _N[k] in K.SENDS or _N[k] in K.SENDRECVS:
-            row[PEER], row[TAG], row[COMM], row[BSENT] = peer, ev.msg_tag, cid, ev.msg_length
-            if _N[k] in K.NONBLOCKING_SENDS:
-                row[REQUEST] = ev.request_id
-                self.requests[rank][ev.request_id] = s.current_index
-        else:
-            self.unmapped[type(ev).__name__ + " in " + _N[k]] += 1
-
-    def _recv(self, rank, s, row, ev):
-        cid, peer = self._world(rank, ev.communicator, ev.sender)
-        k = row[KIND]
-        if k == _C["recv"]:
-            row[PEER], row[TAG], row[COMM], row[BRECV] = peer, ev.msg_tag, cid, ev.msg_length
-        elif _N[k] in K.SENDRECVS:
-            s.vector(s.current_index)[:] = [peer, ev.msg_tag]
-            row[BRECV] = ev.msg_length
-        else:
-            self.unmapped["MpiRecv in " + _N[k]] += 1
-
-    def _request_created(self, rank, s, row, ev):
-        k = row[KIND]
-        if _N[k] in K.STARTS and type(ev).__name__ == "MpiIrecvRequest":
-            self._persistent(rank, s, row, ev.request_id, K.RECV_INITS)
-        elif k == _C["irecv"] or _N[k] in K.NONBLOCKING_COLLECTIVES:
-            row[REQUEST] = ev.request_id
-            self.requests[rank][ev.request_id] = s.current_index
-        else:
-            self.unmapped[type(ev).__name__ + " in " + _N[k]] += 1
-
-    def _complete(self, s, row, req: int, done: bool) -> None:
-        name = _N[row[KIND]]
-        if name in K.SINGLE_COMPLETIONS:
-            row[REQUEST] = req
-        elif name in K.MULTI_COMPLETIONS:
-            s.vector(s.current_index).append(req)
-        else:
-            self.unmapped[f"completion in {name}"] += 1
-            return
-        if done and name in K.TESTS:
-            row[FLAGS] |= K.FLAG_COMPLETED
-
-    def _isend_complete(self, rank, s, row, ev):
-        self._complete(s, row, ev.request_id, True)
-
-    def _irecv_complete(self, rank, s, row, ev):
-        idx = self.requests[rank].get(ev.request_id)
-        if idx is not None:
-            made = s.rows[idx]
-            made[PEER], made[COMM] = self._world(rank, ev.communicator, ev.sender)[::-1]
-            made[TAG], made[BRECV] = ev.msg_tag, ev.msg_length
-        self._complete(s, row, ev.request_id, True)
-
-    def _request_test(self, rank, s, row, ev):
-        self._complete(s, row, ev.request_id, False)
-
-    def _coll_end(self, rank, s, row, ev):
-        k = row[KIND]
-        if _N[k] not in K.COLLECTIVES:
-            self.unmapped["MpiCollectiveEnd in " + _N[k]] += 1
-            return
-        self._fill_coll(rank, row, ev)
-
-    def _fill_coll(self, rank, row, ev):
-        k = row[KIND]
-        cid, root = self._world(rank, ev.communicator, ev.root)
-        size, me = self._comm_pos(rank, cid)
-        is_root = False
-        row[COMM] = cid
-        if _N[k] in K.ROOTED:
-            row[PEER] = root
-            is_root = root == rank
-        row[BSENT], row[BRECV] = _to_model(k, ev.size_sent, ev.size_received, size, me, is_root)
-
-    def _icoll_complete(self, rank, s, row, ev):
-        idx = self.requests[rank].get(ev.request_id)
-        if idx is not None:
-            self._fill_coll(rank, s.rows[idx], ev)
-        self._complete(s, row, ev.request_id, True)
-
-    _HANDLERS = {
-        "MpiSend": _send, "MpiIsend": _send, "MpiRecv": _recv,
-        "MpiIrecvRequest": _request_created, "NonBlockingCollectiveRequest": _request_created,
-        "MpiIsendComplete": _isend_complete, "MpiIrecv": _irecv_complete,
-        "MpiRequestTest": _request_test, "MpiRequestCancelled": _isend_complete,
-        "MpiCollectiveEnd": _coll_end, "NonBlockingCollectiveComplete": _icoll_complete,
-    }
+            ids[c._ref] = nxt
+            comms[nxt] = np.asarray([rank_of.get(loc, -1) for loc in c.group.members],
+                                    dtype=np.int32)
+            nxt += 1
+    return ids, comms
 
 
 def read_otf2(anchor, keep_regions: bool = False, keep_going: bool = False) -> TraceData:
@@ -364,7 +164,9 @@ def read_otf2(anchor, keep_regions: bool = False, keep_going: bool = False) -> T
     the string table); by default they are dropped and counted in ``meta['user_regions_dropped']``.
     A damaged archive (a location's events cut short or unreadable, a local definition file
     missing) is an error naming the file; with ``keep_going`` the events read until then are
-    kept and the trace is marked incomplete (``meta['damaged']`` says what happened).
+    kept and the trace is marked incomplete (``meta['damaged']`` says what happened).  Events
+    are read by the OTF2 C library with minitrace's compiled callbacks (converters/native/),
+    definitions with the otf2 bindings.
     """
     path = find_anchor(anchor)
     _import_otf2()
@@ -383,49 +185,54 @@ def read_otf2(anchor, keep_regions: bool = False, keep_going: bool = False) -> T
     noise: list[str] = []
     try:
         with _library_noise(noise):
-            rd, hosts, other, damaged = _read_events(path, keep_regions, keep_going)
+            r = _read_events(path, keep_going)
     except MinitraceError:
         raise
     except _Unreadable as e:
         raise MinitraceError(f"cannot read OTF2 archive: {_summary(noise, e.cause)}{e.detail}",
                              str(e.where)) from None
-    except Exception as e:  # the bindings raise plain Exceptions for corrupt archives
+    except Exception as e:  # the bindings raise plain Exceptions for corrupt definitions
         raise MinitraceError(f"cannot read OTF2 archive: {_summary(noise, e)}",
                              str(path)) from None
+    d, rows, hosts, other, damaged, counter, unit = r
     if damaged and noise:
         damaged.append(f"OTF2 library: {_summary(noise)}")
+    try:
+        data, info = assemble(rows, d, keep_regions)
+    except MinitraceError as e:
+        raise MinitraceError(str(e), str(path)) if e.path is None else e from None
+    fin = np.zeros(d.nranks, bool)
+    fin[np.repeat(np.arange(d.nranks), np.diff(data.rank_offsets))[
+        data.actions["kind"] == _C["finalize"]]] = True
     meta = {
         "producer": "Score-P/OTF2 (converted by minitrace)",
         "source_format": "otf2",
         "source_path": os.path.abspath(path),
-        "clock_resolution": 1.0 / rd.res,
-        "complete": not damaged and all(any(r[KIND] == _C["finalize"] for r in s.rows)
-                                        for s in rd.streams),
+        "clock_resolution": 1.0 / d.res,
+        "complete": not damaged and bool(fin.all()),
     }
     if damaged:
         meta["damaged"] = damaged
     if hosts:
         meta["hosts"] = sorted(set(hosts))
         meta["rank_to_node"] = [sorted(set(hosts)).index(h) for h in hosts]
-    meta["source_messages"] = rd.messages
-    meta["volume_unit"] = rd.unit
-    meta["volume_source"] = (f"{rd.counter} counter (OTF2 metric)" if rd.counter else
+    meta["source_messages"] = info["messages"]
+    meta["volume_unit"] = unit
+    meta["volume_source"] = (f"{counter} counter (OTF2 metric)" if counter else
                              "time outside MPI calls (no PAPI_TOT_INS or PAPI_TOT_CYC metric)")
-    if rd.unmapped:
-        meta["unmapped_events"] = dict(rd.unmapped)
+    if info["unmapped"]:
+        meta["unmapped_events"] = dict(info["unmapped"])
     if other:
-        meta["non_rank_locations_skipped"] = len(other)
-    if rd.user_regions and not keep_regions:
-        meta["user_regions_dropped"] = rd.user_regions // 2
-    try:
-        return build(rd.streams, rd.comms, rd.strings, meta)
-    except MinitraceError as e:
-        raise MinitraceError(str(e), str(path)) if e.path is None else e from None
+        meta["non_rank_locations_skipped"] = other
+    if info["user_regions"] and not keep_regions:
+        meta["user_regions_dropped"] = info["user_regions"] // 2
+    data.meta = {**meta, **data.meta, "volume_unit": unit}
+    return data
 
 
 class _Unreadable(Exception):
-    """The events stopped being readable: the bindings' exception, the file to name (a
-    location cut short, else the anchor) and what to add to the message."""
+    """The events stopped being readable: the library's error, the file to name (a location
+    cut short, else the anchor) and what to add to the message."""
 
     def __init__(self, cause: Exception, where: Path, detail: str):
         super().__init__(str(cause))
@@ -438,8 +245,9 @@ def _location_file(anchor: Path, loc, ext: str) -> Path:
     return anchor.parent / anchor.stem / f"{loc._ref}.{ext}"
 
 
-def _read_events(path: Path, keep_regions: bool, keep_going: bool):
-    """(reader state, hosts, events of other locations, damage notes) of the archive."""
+def _read_events(path: Path, keep_going: bool):
+    """(definitions, event rows, hosts, locations of other threads with events, damage notes,
+    volume counter, its unit) of the archive."""
     otf2 = _import_otf2()
     damaged: list[str] = []
 
@@ -450,11 +258,10 @@ def _read_events(path: Path, keep_regions: bool, keep_going: bool):
 
     with otf2.reader.open(str(path)) as tr:
         defs = tr.definitions
-        rd = _Reader(defs, keep_regions)
-        if not rd.nranks:
+        d, rank_of, member, counter, unit = _definitions(defs)
+        if not d.nranks:
             raise MinitraceError("no MPI locations in this archive (not an MPI trace?)",
                                  str(path))
-        rank_of = rd.rank_of
         for loc in rank_of:
             evt = _location_file(path, loc, "evt")
             if loc.number_of_events and not evt.exists():
@@ -466,36 +273,38 @@ def _read_events(path: Path, keep_regions: bool, keep_going: bool):
                 damage(f"the local definitions of rank {rank_of[loc]} are missing (its "
                        "communicators and other mapped ids would be wrong)",
                        _location_file(path, loc, "def"))
-        other, seen, last = Counter(), Counter(), [0] * rd.nranks
-        try:
-            for loc, ev in tr.events:
-                rank = rank_of.get(loc)
-                if rank is None:
-                    other[loc] += 1
-                    continue
-                seen[loc] += 1
-                if ev.time < last[rank] or seen[loc] > loc.number_of_events:
-                    # the library decoding a damaged chunk over again, from its start
-                    raise MinitraceError(f"rank {rank}'s events go back in time after "
-                                         f"{seen[loc] - 1} of them (a damaged chunk)")
-                last[rank] = ev.time
-                rd.event(rank, ev)
-        except Exception as e:
-            short = [loc for loc in rank_of if seen[loc] != loc.number_of_events]
-            where = _location_file(path, short[0], "evt") if short else path
-            ranks = ", ".join(str(rank_of[loc]) for loc in short)
-            if not keep_going:
-                raise _Unreadable(e, where, f" (events of rank(s) {ranks} cut short; "
-                                  "--keep-going keeps what is readable)" if short else "")
-            damaged.append(f"{where}: reading stopped at an unreadable event, rank(s) {ranks} "
-                           f"short of their events ({(str(e).splitlines() or [''])[0]})")
-            return rd, _hosts(defs, rank_of), other, damaged
+        locs = sorted(defs.locations, key=lambda loc: loc._ref)
+        hosts = _hosts(defs, rank_of)
+    expected = np.zeros(d.nranks, np.uint64)
+    for loc, r in rank_of.items():
+        expected[r] = loc.number_of_events
+    got = read_events(path, np.array([loc._ref for loc in locs], np.uint64),
+                      np.array([rank_of.get(loc, -1) for loc in locs], np.int32),
+                      expected, member)
+    seen = dict(zip(locs, got.seen.tolist()))
+    other = sum(1 for loc in locs if loc not in rank_of and seen[loc])
+    why = got.error
+    if got.damaged_rank >= 0:
+        loc = next(loc for loc, r in rank_of.items() if r == got.damaged_rank)
+        why = (f"rank {got.damaged_rank}'s events go back in time after {seen[loc] - 1} of "
+               "them (a damaged chunk)")
+    elif got.unknown_location is not None:
+        why = f"an event of location {got.unknown_location}, which the definitions do not define"
+    if why:
+        short = [loc for loc in rank_of if seen[loc] != loc.number_of_events]
+        where = _location_file(path, short[0], "evt") if short else path
+        ranks = ", ".join(str(rank_of[loc]) for loc in short)
+        if not keep_going:
+            raise _Unreadable(Exception(why), where, f" (events of rank(s) {ranks} cut short; "
+                              "--keep-going keeps what is readable)" if short else "")
+        damaged.append(f"{where}: reading stopped at an unreadable event, rank(s) {ranks} "
+                       f"short of their events ({why})")
+    else:
         for loc, r in rank_of.items():
             if seen[loc] < loc.number_of_events:
                 damage(f"rank {r}: {seen[loc]} of the {loc.number_of_events} events the "
                        "definitions announce (cut short?)", _location_file(path, loc, "evt"))
-        hosts = _hosts(defs, rank_of)
-    return rd, hosts, other, damaged
+    return d, got.rows, hosts, other, damaged, counter, unit
 
 
 @contextmanager

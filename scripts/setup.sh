@@ -65,16 +65,18 @@ if ! "$VPY" -c "import importlib.metadata as m; assert m.version('simgrid') == '
 fi
 
 # 4. minitrace itself (editable, with test tools), redone only when its build inputs change:
-#    the packaging files, the folders of the cffi builds (the shim, the benchmark kernels) and the
-#    Python sources the shim's generated header comes from (raw layout, kind codes and flags).
+#    the packaging files, the folders of the cffi builds (the shim, the benchmark kernels, the OTF2
+#    event reader) and the Python sources the shim's generated header comes from (raw layout,
+#    kind codes and flags).
 stamp="$VENV/.minitrace-stamp"
-want=$(cd "$ROOT" && find pyproject.toml setup.py minitrace/rawlayout.py minitrace/kinds.py $(ls -d c_shim minitrace/bench/native 2>/dev/null) \
+want=$(cd "$ROOT" && find pyproject.toml setup.py minitrace/rawlayout.py minitrace/kinds.py $(ls -d c_shim minitrace/bench/native converters/native 2>/dev/null) \
          -type f ! -name '*.so' ! -name '*.o' ! -path '*/__pycache__/*' ! -name '_generated*' \
          | sort | xargs cat | sha256sum | cut -d' ' -f1)
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
   say "installing minitrace"
-  # The shim is compiled against the MPI of this venv (its mpicc), so build without isolation.
-  "${PIP[@]}" install setuptools wheel cffi mpich numpy
+  # The shim is compiled against the MPI of this venv (its mpicc), the OTF2 reader against the
+  # otf2 package's library, so build without isolation.
+  "${PIP[@]}" install setuptools wheel cffi mpich numpy otf2
   "${PIP[@]}" install --no-build-isolation -e "$ROOT[mpich,test]"
   echo "$want" >"$stamp"
 fi
