@@ -27,7 +27,7 @@ from minitrace.outputs import replacing_dir, write_error
 
 from .callstream import mpi_kind
 from .otf2_columns import DROPPED, NO_COMM, SELF, USER, Defs, assemble
-from .otf2_native import read_events
+from .otf2_native import can_open, read_events
 
 _C = K.CODE
 _N = K.NAME
@@ -256,7 +256,13 @@ def _read_events(path: Path, keep_going: bool):
             raise MinitraceError(what + " (--keep-going keeps what is readable)", str(where))
         damaged.append(f"{where}: {what}")
 
-    with otf2.reader.open(str(path)) as tr:
+    if not can_open(path):
+        raise _Unreadable(Exception("the OTF2 library cannot open this anchor"), path, "")
+    try:
+        reader = otf2.reader.open(str(path))            # reads the global definitions
+    except Exception as e:
+        raise _Unreadable(e, path.with_suffix(".def"), "") from None
+    with reader as tr:
         defs = tr.definitions
         d, rank_of, member, counter, unit = _definitions(defs)
         if not d.nranks:
@@ -290,7 +296,16 @@ def _read_events(path: Path, keep_going: bool):
                "them (a damaged chunk)")
     elif got.unknown_location is not None:
         why = f"an event of location {got.unknown_location}, which the definitions do not define"
-    if why:
+    if why and got.local_defs_of is not None:
+        loc = next(loc for loc in locs if loc._ref == got.local_defs_of)
+        where = _location_file(path, loc, "def")
+        who = f"rank {rank_of[loc]}" if loc in rank_of else f"location {loc._ref}"
+        if not keep_going:
+            raise _Unreadable(Exception(why), where, f" (the local definitions of {who}; "
+                              "--keep-going keeps what is readable)")
+        damaged.append(f"{where}: the local definitions of {who} are unreadable, no events "
+                       f"read ({why})")
+    elif why:
         short = [loc for loc in rank_of if seen[loc] != loc.number_of_events]
         where = _location_file(path, short[0], "evt") if short else path
         ranks = ", ".join(str(rank_of[loc]) for loc in short)
@@ -326,12 +341,15 @@ def _library_noise(lines: list[str]):
 
 def _summary(noise: list[str], exc: Exception | None = None) -> str:
     """One line out of the OTF2 library's messages (the file it could not open, else its
-    first error) and the bindings' exception."""
+    first error) and the exception (left out when it only repeats that error's kind, as the
+    library's 'INVALID_DATA (80): Invalid or inconsistent record data' does)."""
     msgs = [ln.split(": error: ", 1)[1] for ln in noise if ": error: " in ln]
     posix = next((m for m in msgs if "POSIX: '" in m), None)
     first = (posix.split(":", 1)[0] + ": " + posix.split("POSIX: ", 1)[1]) if posix else \
         (msgs[0] if msgs else "")
     why = (str(exc).splitlines() or [type(exc).__name__])[0] if exc is not None else ""
+    if first and why and first.startswith(why.split("): ", 1)[-1]):
+        why = ""
     out = "; ".join(x for x in (first, why) if x)
     if len(msgs) > 1:
         out += f" (and {len(msgs) - 1} more OTF2 library message(s))"

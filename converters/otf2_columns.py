@@ -8,7 +8,7 @@ events inside each call written into its row (the last event wins, as when readi
 Requests are matched by id (a completion resolves the latest creation of that id before it).
 The only loop over events is the sequential part (``_Sequential``): persistent requests started
 inside ``MPI_Start``/``MPI_Startall`` and, in Score-P traces without its XNONBLOCK events (no
-request ids), sends matched to the waits that complete them, in order.
+request ids), requests matched to their starts and completions in order.
 """
 from __future__ import annotations
 
@@ -241,16 +241,22 @@ def _to_model(kind, sent, recv, size, me, is_root):
 
 # == the sequential part ======================================================================
 class _Sequential:
-    """Persistent requests and sends without request ids, event by event within each rank.
+    """Persistent requests, and requests without ids, event by event within each rank.
 
     Score-P writes a persistent send's MpiIsend, and a receive's MpiIrecvRequest, inside
     MPI_Start/MPI_Startall with the request's id: the first start of an id links it to the
-    oldest init of that side not yet linked.  Without XNONBLOCK events Score-P writes a plain
-    MpiSend there, with no id (and an isend's message as an MpiSend inside MPI_Isend): the
-    start names the send_init with that peer, tag and comm, else the oldest send_init not yet
-    described, which it describes; such sends get request ids of their own (above the rank's
-    OTF2 request ids) and, Score-P recording no completion for them, a wait/waitany/waitsome
-    without any event completes the oldest still pending, a waitall without any all of them.
+    oldest init of that side not yet linked.
+
+    Without its XNONBLOCK events Score-P records no request ids: a send's message is a plain
+    MpiSend inside MPI_Isend or MPI_Start, a receive's an MpiRecv inside the wait or test that
+    completes it, and nothing else is written.  Such requests get ids of their own (above the
+    rank's OTF2 request ids) and are matched as TAU's are: a start's MpiSend names the
+    send_init with that peer, tag and comm, else the oldest one not yet described, which it
+    describes; a start without any event starts the oldest inactive recv_init, a startall every
+    inactive one; an MpiRecv in a completion resolves the oldest pending receive without an id
+    (an irecv without MpiIrecvRequest, or a started recv_init whose source and tag, once
+    learned, are the message's); a wait/waitany/waitsome without any event completes the
+    oldest pending send without an id, a waitall all of them.
     """
 
     def __init__(self, c_kind, c_rank, W, appends, flags, unm):
@@ -268,7 +274,10 @@ class _Sequential:
         linked: dict[int, int] = {}                # init call -> request
         desc: dict[int, tuple] = {}                # send_init call -> (peer, tag, comm)
         psets: dict[tuple[int, int], tuple[int, int]] = {}   # (rank, req) -> (at, init)
-        pending: dict[int, list[int]] = {}
+        pending: dict[int, list[int]] = {}        # rank -> id-less sends not completed
+        receiving: dict[int, list[tuple]] = {}    # rank -> [(irecv/recv_init call, request)]
+        active: set[int] = set()                  # recv_inits started, not completed
+        heard: dict[int, tuple] = {}              # recv_init call -> (source, tag)
         nxt = list(base)
         writes: dict[str, list] = {}
 
@@ -337,11 +346,11 @@ class _Sequential:
                 nxt[rank] += 1
                 write("request", call, at, req)
                 pending.setdefault(rank, []).append(req)
-            elif what == "wait":                 # a wait-type call without any event
+            elif what == "wait":                 # completes id-less sends (below)
                 queue = pending.get(rank)
-                if not queue:
-                    continue
                 name = _N[int(c_kind[call])]
+                if not queue or not (item[3] or name == "waitall"):
+                    continue
                 done = list(queue) if name == "waitall" else [queue[0]]
                 del queue[:len(done)]
                 if name in ("wait", "waitany"):
@@ -349,6 +358,48 @@ class _Sequential:
                 else:
                     self.appends.append((np.full(len(done), call), np.full(len(done), at),
                                          np.array(done, np.uint64)))
+            elif what == "irecv":                # an irecv without MpiIrecvRequest
+                req = nxt[rank]
+                nxt[rank] += 1
+                write("request", call, at, req)
+                receiving.setdefault(rank, []).append((call, req))
+            elif what == "start_recv":           # receives a start(all) starts, no event
+                gpos = item[3]
+                idle = [j for j in mine if _M["recv_inits"][c_kind[j]] and j not in active]
+                if _N[int(c_kind[call])] == "start":
+                    if not idle:
+                        self.unm.add([gpos], "start without an inactive persistent request")
+                        continue
+                    idle = idle[:1]
+                for j in idle:
+                    req = request_of(j, rank)
+                    write("request", j, at, req)
+                    active.add(j)
+                    receiving.setdefault(rank, []).append((j, req))
+                    started(call, at, req)
+            elif what == "recv":                 # an id-less receive's MpiRecv, completed
+                (peer, tag, cid, nbytes), gpos = item[3:]
+                queue = receiving.get(rank, [])
+                k = next((k for k, (j, _) in enumerate(queue)
+                          if _N[int(c_kind[j])] == "irecv"
+                          or heard.get(j, (peer, tag)) == (peer, tag)), -1)
+                if k < 0:
+                    self.unm.add([gpos], f"MpiRecv in {_N[int(c_kind[call])]}")
+                    continue
+                j, req = queue.pop(k)
+                active.discard(j)
+                for f, v in (("peer", peer), ("tag", tag), ("comm", cid),
+                             ("bytes_recv", nbytes)):
+                    write(f, j, at, v)
+                heard[j] = (peer, tag)
+                name = _N[int(c_kind[call])]
+                if name in K.SINGLE_COMPLETIONS:
+                    write("request", call, at, req)
+                else:
+                    self.appends.append((np.array([call]), np.array([at]),
+                                         np.array([req], np.uint64)))
+                if name in K.TESTS:
+                    self.flags[call] |= K.FLAG_COMPLETED
         for f, ws in writes.items():
             c, a, v = zip(*ws)
             signed = f in ("peer", "comm")
@@ -513,7 +564,8 @@ def assemble(rows: np.ndarray, d: Defs, keep_regions: bool) -> tuple[TraceData, 
     set_ev, set_call = [sends[with_id]], [sc[with_id]]
     W.add("request", sc[with_id], sends[with_id], ev["e"][sends[with_id]])
     is_recv, is_sr = km["recv"][rc], km["sendrecvs"][rc]
-    unmapped_in(recvs[~is_recv & ~is_sr])
+    in_comp = km["single"][rc] | km["multi"][rc]       # an id-less receive's completion
+    unmapped_in(recvs[~is_recv & ~is_sr & ~in_comp])
     message(recvs[is_recv], rc[is_recv], cid_r[is_recv], peer_r[is_recv], "bytes_recv")
     sr_ev, sr_call = recvs[is_sr], rc[is_sr]
     W.add("bytes_recv", sr_call, sr_ev, ev["d"][sr_ev])
@@ -532,8 +584,9 @@ def assemble(rows: np.ndarray, d: Defs, keep_regions: bool) -> tuple[TraceData, 
     p_send = in_start & (typ[sends] == T["ISEND"])
     bare_start = in_start & (typ[sends] == T["SEND"])
     bare_isend = nb & (typ[sends] == T["SEND"])
+    bare_recv = recvs[in_comp]
     p_ev = np.r_[sends[p_send], made[recv_start]]
-    if len(p_ev) or bare_start.any() or bare_isend.any():
+    if len(p_ev) or bare_start.any() or bare_isend.any() or len(bare_recv):
         prior = _latest(rank[set_ev], ev["e"][set_ev], set_ev,
                         rank[p_ev], ev["e"][p_ev], p_ev)
         items = []
@@ -553,10 +606,27 @@ def assemble(rows: np.ndarray, d: Defs, keep_regions: bool) -> tuple[TraceData, 
                           int(pos[e])))
         for e in sends[bare_isend].tolist():
             items.append((e, "isend", int(mcall[e])))
-        if bare_start.any() or bare_isend.any():
-            events_in = np.bincount(mcall[mapped], minlength=nc) if nc else np.zeros(0)
-            for c in np.nonzero(km["waits"] & (events_in == 0))[0].tolist():
-                items.append((int(ci[c]), "wait", c))
+        for i in np.nonzero(in_comp)[0].tolist():
+            e = int(recvs[i])
+            items.append((e, "recv", int(mcall[e]), (int(peer_r[i]), int(ev["c"][e]),
+                                                     int(cid_r[i]), int(ev["d"][e])),
+                          int(pos[e])))
+        # calls without events, of the ranks whose sends or receives have no request ids
+        events_in = np.bincount(mcall[mapped], minlength=nc)
+        sending = np.zeros(nr, bool)
+        sending[rank[sends[bare_start | bare_isend]]] = True
+        receiving = np.zeros(nr, bool)
+        receiving[rank[bare_recv]] = True
+        for c in np.nonzero(km["waits"] & sending[c_rank])[0].tolist():
+            items.append((int(ci[c]), "wait", c, bool(events_in[c] == 0)))
+        quiet = events_in == 0
+        for c in np.nonzero(receiving[c_rank] & kept & quiet & (kind0 == _C["irecv"]))[0]:
+            items.append((int(ci[c]), "irecv", int(c)))
+        for c in np.nonzero(receiving[c_rank] & kept & quiet & (kind0 == _C["start"]))[0]:
+            items.append((int(ci[c]), "start_recv", int(c), int(pos[ci[c]])))
+        for c in np.nonzero(receiving[c_rank] & kept & (kind0 == _C["startall"]))[0]:
+            at = int(close_at[c] if close_at[c] >= 0 else ci[c])     # after its sends
+            items.append((at, "start_recv", int(c), int(pos[ci[c]])))
         items.sort(key=lambda x: x[0])
         base = [1] * nr
         has_id = np.isin(typ, [T[x] for x in ("ISEND", "ISEND_COMPLETE", "IRECV_REQUEST",
@@ -566,10 +636,11 @@ def assemble(rows: np.ndarray, d: Defs, keep_regions: bool) -> tuple[TraceData, 
             base[r] = min(max(base[r], top + 1), 1 << 63)      # beyond: reported below
         seq.run(items, np.nonzero(km["inits"])[0], base)
     if seq.sets:
-        pr_, pq_, pa_, pc_ = (np.array(x, np.int64) for x in zip(*seq.sets))
-        set_rank = np.r_[rank[set_ev], pr_]
-        set_req = np.r_[ev["e"][set_ev], pq_.astype(np.uint64)]
-        set_at, set_call = np.r_[set_ev, pa_], np.r_[set_call, pc_]
+        pr_, pq_, pa_, pc_ = zip(*seq.sets)
+        set_rank = np.r_[rank[set_ev], np.array(pr_, np.int64)]
+        set_req = np.r_[ev["e"][set_ev], np.array(pq_, np.uint64)]
+        set_at = np.r_[set_ev, np.array(pa_, np.int64)]
+        set_call = np.r_[set_call, np.array(pc_, np.int64)]
     else:
         set_rank, set_req, set_at = rank[set_ev], ev["e"][set_ev], set_ev
 

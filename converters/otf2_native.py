@@ -60,12 +60,14 @@ def event_dtype() -> np.dtype:
 class Events:
     """What the C reader read: the rows, each location's delivered event count, and why it
     stopped (``error``: '' or the OTF2 library's 'NAME (code): description'; ``damaged_rank``:
-    the rank whose events went back in time or outnumbered its definition, else -1)."""
+    the rank whose events went back in time or outnumbered its definition, else -1;
+    ``unknown_location``: an event's location the definitions lack)."""
     rows: np.ndarray
     seen: np.ndarray
     error: str
     damaged_rank: int
     unknown_location: int | None
+    local_defs_of: int | None       # the location whose local definitions could not be read
 
 
 def read_events(anchor, loc_ref: np.ndarray, loc_rank: np.ndarray, expected: np.ndarray,
@@ -99,7 +101,7 @@ def read_events(anchor, loc_ref: np.ndarray, loc_rank: np.ndarray, expected: np.
     del keep
     why, damaged, unknown = "", -1, None
     if s.stop == L.MT_STOP_MEMORY:
-        raise MemoryError("reading OTF2 events")
+        raise MinitraceError("out of memory reading the archive's events", str(anchor))
     if s.stop == L.MT_STOP_DAMAGED:
         damaged = int(s.stop_rank)
     elif s.stop == L.MT_STOP_UNKNOWN_LOCATION:
@@ -110,4 +112,10 @@ def read_events(anchor, loc_ref: np.ndarray, loc_rank: np.ndarray, expected: np.
         name, desc = (f.string(g(err)).decode("utf-8", "replace") if g(err) != f.NULL else "?"
                       for g in (L.OTF2_Error_GetName, L.OTF2_Error_GetDescription))
         why = f"{name} ({err}): {desc}"
-    return Events(rows, seen, why, damaged, unknown)
+    local = int(s.stop_loc) if s.in_local_defs else None
+    return Events(rows, seen, why, damaged, unknown, local)
+
+
+def can_open(anchor) -> bool:
+    """Whether the OTF2 library can open the archive's anchor file (it reads nothing else)."""
+    return bool(_module()[1].mt_can_open(os.fsencode(anchor)))

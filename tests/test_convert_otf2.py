@@ -747,3 +747,74 @@ def test_cut_events(long_archive, tmp_path, capfd, cut, why):
     assert "incomplete" in r.stderr and str(evt) in r.stderr
     with minitrace.open(str(tmp_path / "x.h5")) as t:
         assert t.meta["complete"] is False
+
+
+def test_requests_without_ids(tmp_path):
+    """Score-P without its XNONBLOCK events records no request ids: a persistent send's message
+    is a plain MpiSend inside MPI_Start, a receive's an MpiRecv inside the wait completing it,
+    and a receive's start and a send's wait hold no event.  init -> start -> completion are
+    linked in order, as TAU's are, with request ids of the reader's own."""
+    arch = Archive(tmp_path, 2)
+    world, E = arch.comms["MPI_COMM_WORLD"], otf2.events
+    for r in range(2):
+        other = 1 - r
+
+        def send(tag, n):
+            return lambda t: E.MpiSend(t, other, world, tag, n)
+
+        def recv(tag, n):
+            return lambda t: E.MpiRecv(t, other, world, tag, n)
+        arch.call(r, "MPI_Init")
+        arch.call(r, "MPI_Send_init")          # A: tag 4
+        arch.call(r, "MPI_Send_init")          # B: tag 5, first described by its start below
+        arch.call(r, "MPI_Recv_init")          # R: tag 4
+        for _ in range(3):
+            arch.call(r, "MPI_Start", send(4, 64 + r))
+            arch.call(r, "MPI_Start")
+            arch.call(r, "MPI_Wait", recv(4, 64 + other))
+            arch.call(r, "MPI_Wait")
+        arch.call(r, "MPI_Start", send(5, 8))
+        arch.call(r, "MPI_Wait")
+        arch.call(r, "MPI_Recv", recv(5, 8))
+        arch.call(r, "MPI_Startall", send(4, 64 + r))          # A and R again
+        arch.call(r, "MPI_Waitall", recv(4, 64 + other))
+        arch.call(r, "MPI_Finalize")
+    data = read_otf2(arch.close())
+    assert validate(data).ok, validate(data).lines()
+    assert "unmapped_events" not in data.meta
+    assert data.meta["source_messages"] == {"sent": 10, "received": 10}
+    for r in range(2):
+        rows = _rows(data, r)
+        k = [K.NAME[int(x)] for x in rows["kind"]]
+        a, b = rows[[i for i, x in enumerate(k) if x == "send_init"]]
+        rr = rows[k.index("recv_init")]
+        # ids in order of first start: A 1, R 2, B 3 (the archive has none of its own)
+        assert (a["peer"], a["tag"], a["bytes_sent"], a["request"]) == (1 - r, 4, 64 + r, 1)
+        assert (b["peer"], b["tag"], b["bytes_sent"], b["request"]) == (1 - r, 5, 8, 3)
+        assert (rr["peer"], rr["tag"], rr["bytes_recv"], rr["request"]) == (1 - r, 4, 65 - r, 2)
+        st = rows[rows["kind"] == K.CODE["start"]]
+        assert st["request"].tolist() == [1, 2] * 3 + [3]
+        assert (st["flags"] & K.FLAG_PERSISTENT).all()
+        assert rows[rows["kind"] == K.CODE["wait"]]["request"].tolist() == [2, 1] * 3 + [3]
+        assert _vector(data, rows[k.index("startall")]) == [1, 2]
+        assert _vector(data, rows[k.index("waitall")]) == [1, 2]
+
+
+@pytest.mark.parametrize("damage,at_fault", [
+    ("delete", "traces.def"), ("truncate", "traces.def"), ("delete", "traces/1.evt"),
+    ("truncate", "traces/1.evt"), ("truncate", "traces/1.def"), ("truncate", "traces.otf2")])
+def test_cli_damaged_archive_is_one_stderr_line(long_archive, tmp_path, damage, at_fault):
+    """What the OTF2 C library prints on a damaged archive (3-10 lines) stays out of the
+    terminal: convert's stderr is the one error line, naming the file at fault."""
+    f = long_archive.parent / at_fault
+    if damage == "delete":
+        f.unlink()
+    else:
+        f.write_bytes(f.read_bytes()[:f.stat().st_size // 2])
+    r = _cli("convert", long_archive, "-o", tmp_path / "x.h5")
+    assert r.returncode == 1 and r.stderr.count("\n") == 1, r.stderr
+    assert r.stderr.startswith("minitrace: error: ") and str(f) in r.stderr, r.stderr
+    assert "[OTF2]" not in r.stderr and "Traceback" not in r.stderr
+    if at_fault == "traces/1.def":
+        data = read_otf2(long_archive, keep_going=True)
+        assert data.meta["complete"] is False and str(f) in data.meta["damaged"][0]

@@ -101,6 +101,7 @@ typedef struct {
     int32_t stop;
     int32_t stop_rank;
     uint64_t stop_loc;
+    int32_t in_local_defs;
 } mt_state;
 #define MT_ENTER ...
 #define MT_LEAVE ...
@@ -120,6 +121,7 @@ typedef struct {
 #define MT_STOP_UNKNOWN_LOCATION ...
 #define MT_STOP_MEMORY ...
 int mt_read(const char* anchor, mt_state* s, uint64_t* n_read);
+int mt_can_open(const char* anchor);
 int mt_free(void* p);
 const char* OTF2_Error_GetName(int code);
 const char* OTF2_Error_GetDescription(int code);

@@ -81,7 +81,8 @@ typedef struct {
     uint64_t nmetric;
     int32_t stop;                 /* MT_STOP_* */
     int32_t stop_rank;
-    uint64_t stop_loc;
+    uint64_t stop_loc;            /* ... and the location (or whose local definitions failed) */
+    int32_t in_local_defs;        /* the error came from reading stop_loc's local definitions */
 } mt_state;
 
 static int64_t mt_loc_index(const mt_state* s, uint64_t loc)
@@ -251,6 +252,10 @@ int mt_read(const char* anchor, mt_state* s, uint64_t* n_read)
                     err = OTF2_Reader_ReadAllLocalDefinitions(rd, dr, &ndefs);
                     int closed = OTF2_Reader_CloseDefReader(rd, dr);
                     err = err ? err : closed;
+                    if (err) {
+                        s->in_local_defs = 1;
+                        s->stop_loc = s->loc_ref[i];
+                    }
                 }
             }
             OTF2_Reader_GetEvtReader(rd, s->loc_ref[i]);
@@ -277,6 +282,16 @@ int mt_read(const char* anchor, mt_state* s, uint64_t* n_read)
     OTF2_Reader_CloseEvtFiles(rd);
     OTF2_Reader_Close(rd);
     return err;
+}
+
+/* Whether the OTF2 library can open ``anchor`` (it reads the anchor file only). */
+int mt_can_open(const char* anchor)
+{
+    OTF2_Reader* rd = OTF2_Reader_Open(anchor);
+    if (!rd)
+        return 0;
+    OTF2_Reader_Close(rd);
+    return 1;
 }
 
 int mt_free(void* p)
