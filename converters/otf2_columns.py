@@ -182,7 +182,6 @@ def _world(ev, events, rank, d: Defs, unm: _Unmapped, pos) -> tuple[np.ndarray, 
         members = d.comms[c]
         inside = m & (r < len(members))
         peer[inside] = members[r[inside]]
-    peer[none] = NONE
     return cid, peer
 
 
@@ -190,10 +189,12 @@ def _self_ids(cid, rank, pos, first_free: int) -> dict[tuple[int, int], int]:
     """Ids of the COMM_SELF-type comms' instances: one per (provisional comm id, rank), numbered
     from ``first_free`` in order of first use (``pos``)."""
     m = cid <= _SELF_BASE
-    ids: dict[tuple[int, int], int] = {}
-    for _, c, r in sorted(zip(pos[m].tolist(), cid[m].tolist(), rank[m].tolist())):
-        ids.setdefault((c, r), first_free + len(ids))
-    return ids
+    if not m.any():
+        return {}
+    o = np.argsort(pos[m], kind="stable")
+    pairs, first = np.unique(np.stack([cid[m][o], rank[m][o]], 1), axis=0, return_index=True)
+    pairs = pairs[np.argsort(first)]
+    return {(int(c), int(r)): first_free + i for i, (c, r) in enumerate(pairs.tolist())}
 
 
 def _comm_pos(comms: dict, cid: np.ndarray, rank: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
