@@ -193,11 +193,7 @@ def _network(comm, args, seed: int, topo: dict) -> dict:
     ack = np.zeros(1, np.uint8)
     mv = memoryview(buf)
     cold_from = comm.bcast(_cold_from(args), root=0)
-    pool = None
-    if 0 < cold_from < args.max_size:
-        from .provenance import cache_bytes
-        llc = cache_bytes("L3") or cache_bytes("L2") or 32 << 20
-        pool = np.ones(max(2 * llc, 4 * args.max_size), np.uint8)   # pages touched once
+    pool = _cold_pool(4 * args.max_size) if 0 < cold_from < args.max_size else None
     n = len(items)
     t = np.full(n, np.nan)
     t_send = np.full(n, np.nan)
@@ -262,27 +258,30 @@ def _compute(comm, seconds: float = 0.3) -> dict:
                                      for i, k in enumerate(("flops", "cpu", "wall"))}
 
 
-def _copies(comm, pool: np.ndarray | None, seconds: float = 0.05) -> np.ndarray | None:
-    """Each rank's bytes/s of memory copies [in cache, out of the caches] (rows: ranks)."""
-    def rate(step) -> float:
-        comm.Barrier()
-        done, t0 = 0, TIMER()
-        while TIMER() - t0 < seconds:
-            done += step(done)
-        return done / (TIMER() - t0)
-    hot_a, hot_b = np.ones(64 << 10, np.uint8), np.zeros(64 << 10, np.uint8)
-    hot = rate(lambda _: np.copyto(hot_b, hot_a) or hot_a.nbytes)
-    size = 4 << 20
-    if pool is None or len(pool) < 4 * size:
-        from .provenance import cache_bytes
-        pool = np.ones(max(2 * (cache_bytes("L3") or 32 << 20), 4 * size), np.uint8)
-    slots = len(pool) // size
+def _cold_pool(nbytes: int) -> np.ndarray:
+    """A buffer of at least ``nbytes`` and twice the last-level cache, pages touched once: its
+    slots, taken in turn, are out of the caches when they come back."""
+    from .provenance import cache_bytes
+    llc = cache_bytes("L3") or cache_bytes("L2") or 32 << 20
+    return np.ones(max(2 * llc, nbytes), np.uint8)
 
-    def cold_step(done: int) -> int:
-        i = 2 * (done // size)
-        np.copyto(pool[(i + 1) % slots * size:][:size], pool[i % slots * size:][:size])
-        return size
-    cold = rate(cold_step)
+
+def _copies(comm, seconds: float = 0.05, size: int = 4 << 20) -> np.ndarray | None:
+    """Each rank's bytes/s of memory copies [in cache (64 KiB, the same buffers), out of the
+    caches (``size`` bytes between slots of a cold pool)], all ranks at once (rows: ranks)."""
+    def rate(copy, nbytes: int) -> float:
+        comm.Barrier()
+        n, t0 = 0, TIMER()
+        while TIMER() - t0 < seconds:
+            copy(n)
+            n += 1
+        return n * nbytes / (TIMER() - t0)
+    a, b = np.ones(64 << 10, np.uint8), np.zeros(64 << 10, np.uint8)
+    hot = rate(lambda _: np.copyto(b, a), a.nbytes)
+    pool = _cold_pool(4 * size)
+    slots = len(pool) // size
+    cold = rate(lambda n: np.copyto(pool[(2 * n + 1) % slots * size:][:size],
+                                    pool[2 * n % slots * size:][:size]), size)
     got = comm.gather((hot, cold), root=0)
     return None if got is None else np.array(got)
 
@@ -324,7 +323,7 @@ def run(comm, args) -> dict | None:
     threshold = _threshold(comm, args.max_size)
     compute = _compute(comm)
     reduction = _reduction(comm)
-    copies = _copies(comm, None)
+    copies = _copies(comm)
     python_costs = _python_costs(comm)
     if comm.rank != 0:
         return None
