@@ -415,14 +415,16 @@ def assemble(rows: np.ndarray, d: Defs, keep_regions: bool) -> tuple[TraceData, 
     Counter, "user_regions": n}`` (enters and leaves of non-MPI regions)."""
     T = {name: code(name) for name in TYPES}
     nr = d.nranks
-    order = np.argsort(rows["rank"], kind="stable")
+    key = rows["rank"].astype(np.uint16) if nr <= 1 << 16 else rows["rank"]
+    order = np.argsort(key, kind="stable")           # (a radix sort for 16-bit keys)
     ev = rows[order]
     pos = order.astype(np.int64)                   # the global reader's order
     n = len(ev)
     rank = ev["rank"].astype(np.int64)
     typ = ev["type"].astype(np.int64)
     t = _times(ev["time"], d)
-    first_of_rank = np.searchsorted(rank, rank)
+    bounds = np.searchsorted(rank, np.arange(nr + 1))
+    first_of_rank = np.repeat(bounds[:-1], np.diff(bounds))
     unm = _Unmapped()
 
     # -- regions, nesting, calls ------------------------------------------------------------
@@ -526,15 +528,22 @@ def assemble(rows: np.ndarray, d: Defs, keep_regions: bool) -> tuple[TraceData, 
     mapped = inside & (kept[mcall] if nc else False)
     um = np.nonzero(msg & ~mapped)[0]
     unm.add(pos[um], [name_of[x] for x in typ[um].tolist()])
-    messages = {"sent": int(np.isin(typ, [T["SEND"], T["ISEND"]]).sum()),
-                "received": int(np.isin(typ, [T["RECV"], T["IRECV"]]).sum())}
+
     W = _Writes()
     flags = np.zeros(nc, np.uint8)
     appends: list[tuple] = []            # (calls, event indices, values): vector entries
     worlds: list[tuple] = []             # (events, comm ids): every translation made
 
+    def of_type(*types):
+        table = np.zeros(max(T.values()) + 1, bool)
+        table[[T[x] for x in types]] = True
+        return table[typ]
+
     def sel(*types):
-        return np.nonzero(mapped & np.isin(typ, [T[x] for x in types]))[0]
+        return np.nonzero(mapped & of_type(*types))[0]
+
+    messages = {"sent": int(of_type("SEND", "ISEND").sum()),
+                "received": int(of_type("RECV", "IRECV").sum())}
 
     def unmapped_in(events):
         """Counted as '<OTF2 event> in <kind>'."""
@@ -630,9 +639,8 @@ def assemble(rows: np.ndarray, d: Defs, keep_regions: bool) -> tuple[TraceData, 
             items.append((at, "start_recv", int(c), int(pos[ci[c]])))
         items.sort(key=lambda x: x[0])
         base = [1] * nr
-        has_id = np.isin(typ, [T[x] for x in ("ISEND", "ISEND_COMPLETE", "IRECV_REQUEST",
-                                               "IRECV", "REQUEST_TEST", "REQUEST_CANCELLED",
-                                               "NBC_REQUEST", "NBC_COMPLETE")])
+        has_id = of_type("ISEND", "ISEND_COMPLETE", "IRECV_REQUEST", "IRECV", "REQUEST_TEST",
+                         "REQUEST_CANCELLED", "NBC_REQUEST", "NBC_COMPLETE")
         for r, top in zip(rank[has_id].tolist(), ev["e"][has_id].tolist()):
             base[r] = min(max(base[r], top + 1), 1 << 63)      # beyond: reported below
         seq.run(items, np.nonzero(km["inits"])[0], base)
