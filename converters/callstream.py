@@ -1,7 +1,8 @@
-"""Per-rank assembly of MPI actions from an enter/leave event stream (shared by the OTF2 and TAU
-readers, which differ only in how they decode records).
+"""Per-rank assembly of MPI actions from an enter/leave event stream, record by record: the TAU
+reader's path for what its column decoder (tau_vector.py) does not take (the OTF2 reader works
+on whole columns instead: otf2_columns.py).
 
-Both formats record a call as a region entered and left, with message events in between.  A
+TAU records a call as a region entered and left, with message events in between.  A
 ``RankStream`` turns the outermost MPI region into one action row, counts MPI functions the model
 has no kind for, turns the time spent outside MPI calls between ``init`` and ``finalize`` into
 ``compute`` actions (volume in seconds, or the growth of a hardware counter such as PAPI_TOT_INS
