@@ -5,9 +5,7 @@ on whole columns instead: otf2_columns.py).
 TAU records a call as a region entered and left, with message events in between.  A
 ``RankStream`` turns the outermost MPI region into one action row, counts MPI functions the model
 has no kind for, turns the time spent outside MPI calls between ``init`` and ``finalize`` into
-``compute`` actions (volume in seconds, or the growth of a hardware counter such as PAPI_TOT_INS
-when the reader feeds one through ``RankStream.counter``) and optionally keeps user regions as
-markers.
+``compute`` actions (volume in seconds) and optionally keeps user regions as markers.
 """
 from __future__ import annotations
 
@@ -57,7 +55,7 @@ def mpi_kind(name: str) -> str | None:
 class RankStream:
     """Actions of one rank, built as its events arrive in time order."""
 
-    def __init__(self, strings: list[str] | None = None, counted: bool = False):
+    def __init__(self, strings: list[str] | None = None):
         self.rows: list[list] = []
         self.vecs: dict[int, list[int]] = {}       # row index -> vector entries
         self.strings = strings                     # None: user regions are dropped
@@ -66,11 +64,8 @@ class RankStream:
         self.current: list | None = None           # row of the open outermost MPI call
         self.current_index = -1
         self._last_t: float | None = None          # end of the last call (None: not tracking)
-        self._gap = None                  # pending compute [t0, t1, seconds, counter growth]
+        self._gap = None                           # pending compute [t0, t1, seconds]
         self._finalized = False
-        self.counted = counted            # compute volume: counter growth instead of seconds
-        self.counter: float | None = None  # the counter's value now (set by the reader)
-        self._last_c: float | None = None  # ... at the end of the last call
 
     # -- calls -----------------------------------------------------------------------------
     def enter_mpi(self, name: str, t: float) -> list | None:
@@ -107,7 +102,6 @@ class RankStream:
             self._last_t = None
         elif self._last_t is not None:
             self._last_t = t
-        self._last_c = self.counter
         self.current, self.current_index = None, -1
 
     def vector(self, row_index: int) -> list[int]:
@@ -132,35 +126,30 @@ class RankStream:
         self.rows.append(row)
         if self._last_t is not None:
             self._last_t = t
-        self._last_c = self.counter
 
     # -- compute gaps ----------------------------------------------------------------------
     def _note_gap(self, t: float) -> None:
         if self._last_t is None or not t > self._last_t:
             return
-        grown = (self.counter - self._last_c if self.counter is not None
-                 and self._last_c is not None else 0.0)
         if self._gap is None:
-            self._gap = [self._last_t, t, t - self._last_t, grown]
+            self._gap = [self._last_t, t, t - self._last_t]
         else:
             self._gap[1] = t
             self._gap[2] += t - self._last_t
-            self._gap[3] += grown
         self._last_t = t
-        self._last_c = self.counter
 
     def _flush_gap(self) -> None:
         if self._gap is not None:
-            t0, t1, seconds, grown = self._gap
+            t0, t1, seconds = self._gap
             row = _row("compute", t0, t1)
-            row[VOLUME] = grown if self.counted else seconds
+            row[VOLUME] = seconds
             self.rows.append(row)
             self._gap = None
 
 
 def build(streams: list[RankStream], comms: dict, strings: list[str], meta: dict) -> TraceData:
     """One TraceData from the ranks' streams, with what was dropped on the way in ``meta``
-    (``volume_unit`` seconds unless the reader set the unit of its counter)."""
+    (``volume_unit`` seconds)."""
     dropped = Counter()
     for s in streams:
         dropped.update(s.dropped)
