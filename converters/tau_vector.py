@@ -9,6 +9,12 @@ first-in first-out.  That last step is only TAU's rule when every completion is 
 k-th irecv's and comes after it; the k-th wait without a message completes the k-th isend, posted
 before it); ``decode`` returns None for any other trace (persistent requests, waitall, tests,
 nesting cut short...), which the record-by-record reader then converts.
+
+Speed (issue 11): the full-length passes are few and narrow — each record gets a one-byte class
+from a table indexed by event id (what it is: MPI enter/leave, send or receive message, size
+counter, user region), only that byte is put in rank order and summed for the nesting, and
+message fields, times and names are read for the selected records only; the actions are written
+once into the output array (filled with the empty row by a byte copy).
 """
 from __future__ import annotations
 
@@ -17,7 +23,7 @@ from collections import Counter
 import numpy as np
 
 from minitrace import kinds as K
-from minitrace.model import ACTION_DTYPE, EMPTY_ROW, TraceData, assign_vec_offsets
+from minitrace.model import ACTION_DTYPE, EMPTY_ROW, NONE, TraceData
 
 from .callstream import mpi_kind
 
@@ -26,37 +32,92 @@ _C = K.CODE
 #: nor completes a request).
 _FALLBACK = K.INITS | K.STARTS | (K.COMPLETIONS - {"wait", "waitany"}) | K.MATCHED_RECVS \
     | {"comm_idup"}
+#: A record's class (its event's, and for MPI events its ``par``: 1 enters, -1 leaves, anything
+#: else is neither); _MPI only until ``par`` is looked at.
+_OTHER, _ENTER, _LEAVE, _SEND, _RECV, _SIZE, _USER, _MPI = range(8)
+_DELTA = np.array([0, 1, -1, 0, 0, 0, 0, 0], np.int8)
+#: The empty action's bytes: copied into every output row before the fields are set (a
+#: broadcast byte copy; np.full with a structured value is several times slower).
+_EMPTY = np.frombuffer(np.array(EMPTY_ROW, ACTION_DTYPE).tobytes(), np.uint8)
+#: Event ids up to this are looked up in a table indexed by id, larger ones by binary search.
+_TABLE_IDS = 1 << 20
 
 
-def _first(idx: np.ndarray, n: int, last: bool = False) -> np.ndarray:
-    """Position in ``idx`` (sorted group numbers) of each group's first (or last) element; -1
-    for the groups 0..n-1 without one."""
-    out = np.full(n, -1, np.int64)
-    if len(idx):
-        change = idx[1:] != idx[:-1]
-        pos = np.nonzero(np.r_[change, True] if last else np.r_[True, change])[0]
-        out[idx[pos]] = pos
+def _mask(names) -> np.ndarray:
+    """K.mask with a last False entry, so that kind -1 (a dropped call) is in no set."""
+    return np.r_[K.mask(names), False]
+
+
+_IS = {name: _mask(s) for name, s in (
+    ("send", K.SENDS | K.SENDRECVS), ("recv", {"recv"}), ("sr", K.SENDRECVS),
+    ("isend", K.NONBLOCKING_SENDS), ("irecv", {"irecv"}), ("wait", {"wait", "waitany"}),
+    ("request", K.NONBLOCKING_SENDS | {"irecv"}))}
+
+
+def _tables(defs: list, send_tag: int, recv_tag: int) -> tuple[np.ndarray, np.ndarray]:
+    """Per event definition (and a last entry for none): its record class and its kind code
+    (-1: not a kind)."""
+    cls, code = [], []
+    for group, tag, name, param in defs:
+        if param == "EntryExit":
+            cls.append(_MPI if group == "MPI" or name.startswith("MPI_") else
+                       _USER if group != "TRACER" else _OTHER)
+        else:
+            cls.append(_SEND if tag == send_tag else _RECV if tag == recv_tag else
+                       _SIZE if param == "TriggerValue" and " | " not in name
+                       and name.startswith("Message size for") else _OTHER)
+        code.append(_C[k] if (k := mpi_kind(name)) is not None else -1)
+    return np.array(cls + [_OTHER], np.uint8), np.array(code + [-1], np.int16)
+
+
+def _lookup(ids: np.ndarray):
+    """A function giving, for an array of event ids, the values of a per-definition table
+    (``len(ids) + 1`` entries, the last one for an id that is not defined)."""
+    n = len(ids)
+    if n and ids[0] >= 0 and ids[-1] < _TABLE_IDS:
+        where = np.full(int(ids[-1]) + 2, n, np.intp)
+        where[ids] = np.arange(n)
+        return lambda table, ev: np.take(table[where], ev, mode="clip")
+    return lambda table, ev: table[np.searchsorted(ids, ev)]
+
+
+def _message(par: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(tag, other node, length) of message records (tau.decode_message on a column)."""
+    x = par.view(np.uint64)
+    tag = ((x >> 16) & 0xFF) | (((x >> 48) & 0xFF) << 8)
+    other = ((x >> 24) & 0xFF) | (((x >> 56) & 0xFF) << 8)
+    length = (x & 0xFFFF) | (((x >> 32) & 0x3FF) << 16)
+    return tag.astype(np.int64), other.astype(np.int64), length.astype(np.int64)
+
+
+def _edges(group: np.ndarray, last: bool = False) -> np.ndarray:
+    """Positions of each run's first (or last) element in ``group`` (sorted group numbers)."""
+    if not len(group):
+        return np.zeros(0, np.intp)
+    change = group[1:] != group[:-1]
+    return np.flatnonzero(np.r_[change, True] if last else np.r_[True, change])
+
+
+def _kth(a_rank: np.ndarray, b_rank: np.ndarray, nranks: int):
+    """For each element of ``a`` (sorted by rank), the index of the element of ``b`` (sorted by
+    rank) in the same place of its rank's run (the k-th a of rank r -> the k-th b of rank r);
+    None when a rank has more a than b."""
+    na = np.bincount(a_rank, minlength=nranks)
+    nb = np.bincount(b_rank, minlength=nranks)
+    if (na > nb).any():
+        return None
+    first_a, first_b = np.cumsum(na) - na, np.cumsum(nb) - nb
+    return np.arange(len(a_rank)) - first_a[a_rank] + first_b[a_rank]
+
+
+def _first_per_rank(items: np.ndarray, rank_ends: np.ndarray, none: int) -> np.ndarray:
+    """The first of ``items`` (sorted indices) in each rank (``rank_ends``: where each rank's
+    indices end), ``none`` for a rank without one."""
+    out = np.full(len(rank_ends), none, np.intp)
+    rank = np.searchsorted(rank_ends, items, "right")
+    run = _edges(rank)
+    out[rank[run]] = items[run]
     return out
-
-
-def _blank(n: int) -> dict[str, np.ndarray]:
-    """Columns of ``n`` actions with every field 'none' (model.EMPTY_ROW): the rows are built
-    column by column and packed into ACTION_DTYPE once (``_pack``)."""
-    return {f: np.full(n, v, ACTION_DTYPE[f]) for f, v in zip(ACTION_DTYPE.names, EMPTY_ROW)}
-
-
-def _pack(cols: dict[str, np.ndarray]) -> np.ndarray:
-    out = np.empty(len(cols["kind"]), ACTION_DTYPE)
-    for f in ACTION_DTYPE.names:
-        out[f] = cols[f]
-    return out
-
-
-def _seen_before(flag: np.ndarray, first_of_rank: np.ndarray) -> np.ndarray:
-    """Whether an earlier element of the same rank has ``flag`` (``first_of_rank``: index of
-    each element's rank's first element)."""
-    prior = np.cumsum(flag) - flag
-    return prior - prior[first_of_rank] > 0
 
 
 def decode(rec: np.ndarray, events: dict, nranks: int, t0: int, keep_regions: bool,
@@ -65,201 +126,188 @@ def decode(rec: np.ndarray, events: dict, nranks: int, t0: int, keep_regions: bo
     first time stamp, ``coll_bytes`` tau._COLL_BYTES) with the meta the record reader would
     give (sizes, roots, drops, pending requests, completeness; the caller adds provenance), or
     None when its requests need the record-by-record reader."""
-    nid = rec["nid"]
-    order = None if (nid[1:] >= nid[:-1]).all() else np.argsort(nid, kind="stable")
-    ev, par, nid, ti = (rec[f] if order is None else rec[f][order]      # ranks one after
-                        for f in ("ev", "par", "nid", "ti"))            # the other, columns
     ids = np.array(sorted(events), dtype=np.int64)
     defs = [events[i] for i in ids.tolist()]
-    at = np.searchsorted(ids, ev)
-    n_ev = len(ids)
-    entry = np.array([d[3] == "EntryExit" for d in defs] + [False])
-    mpi = np.array([d[3] == "EntryExit" and (d[0] == "MPI" or d[2].startswith("MPI_"))
-                    for d in defs] + [False])
-    user = entry & ~mpi & np.array([d[0] != "TRACER" for d in defs] + [False])
-    code = np.array([_C[k] if (k := mpi_kind(d[2])) is not None else -1 for d in defs] + [-1])
-    side = np.array([0 if d[3] == "EntryExit" else 1 if d[1] == send_tag else
-                     -1 if d[1] == recv_tag else 0 for d in defs] + [0])
-    sized = np.array([d[3] != "EntryExit" and d[1] not in (send_tag, recv_tag)
-                      and d[3] == "TriggerValue" and " | " not in d[2]
-                      and d[2].startswith("Message size for") for d in defs] + [False])
-    at = np.where(at < n_ev, at, n_ev)
-    nid = nid.astype(np.int64)
-    t = (ti.astype(np.int64) - t0) * 1e-6
-    is_mpi = mpi[at]
-    enter = is_mpi & (par == 1)
-    leave = is_mpi & (par == -1)
-    delta = enter.astype(np.int64) - leave
-    depth = np.cumsum(delta)
-    n = len(ev)
-    starts = np.searchsorted(nid, np.arange(nranks))           # first record of each rank
-    base = np.zeros(n, np.int64)
-    if n:
-        base_at = np.r_[0, depth][starts]
-        base = np.repeat(base_at, np.diff(np.r_[starts, n]))
-    depth -= base                                              # per-rank nesting after a record
-    before = depth - delta
-    ends = np.r_[starts[1:], n]
-    last_of_rank = (ends - 1)[ends > starts]
-    if (depth < 0).any() or (depth[last_of_rank] != 0).any():
+    cls, code = _tables(defs, send_tag, recv_tag)
+    ev, par, ti, nid = rec["ev"], rec["par"], rec["ti"], np.ascontiguousarray(rec["nid"])
+
+    # -- a class and an event number per record, in rank order; MPI nesting ------------------
+    e = _lookup(ids)(np.arange(len(ids) + 1, dtype=np.uint8 if len(ids) < 255 else np.int32),
+                     ev)
+    c = cls[e]
+    mpi = c == _MPI
+    c[mpi & (par == 1)] = _ENTER
+    c[mpi & (par == -1)] = _LEAVE
+    c[c == _MPI] = _OTHER
+    order = None if (nid[1:] >= nid[:-1]).all() else np.argsort(nid, kind="stable")
+    s, e = (c, e) if order is None else (c[order], e[order])
+
+    def at(pos):                      # positions in rank order -> positions in ``rec``
+        return pos if order is None else order[pos]
+
+    def time(pos):
+        t = ti[at(pos)].view(np.int64)
+        t -= t0
+        return t * 1e-6
+
+    ends = np.cumsum(np.bincount(nid, minlength=nranks))     # end of each rank's records
+    depth = np.cumsum(_DELTA[s], dtype=np.int32 if len(s) < 2 ** 31 else np.int64)
+    # each rank must come back to depth 0 (then the running sum is every rank's own nesting)
+    if len(s) and (depth.min() < 0 or depth[ends[np.r_[ends[0], np.diff(ends)] > 0] - 1].any()):
         return None                                            # cut or ill-nested calls
-    outer_in = np.nonzero(enter & (before == 0))[0]
-    outer_out = np.nonzero(leave & (depth == 0))[0]
-    call_of = np.cumsum(enter & (before == 0)) - 1             # call of each record inside one
-    kind = code[at[outer_in]]
-    present = {K.NAME[k] for k in np.unique(kind[kind >= 0]).tolist()}
+    first_in = (s == _ENTER) & (depth == 1)
+    outer_in = np.flatnonzero(first_in)
+    outer_out = np.flatnonzero((s == _LEAVE) & (depth == 0))
+    ncalls = len(outer_in)
+    per_event = np.bincount(e[outer_in], minlength=len(ids) + 1)
+    kind = code[e[outer_in]]                                   # -1: dropped
+    present = {K.NAME[int(k)] for k in code[(per_event > 0) & (code >= 0)].tolist()}
     if present & _FALLBACK:
         return None
-    inside = before > 0
-    ncalls = len(outer_in)
-    c_rank = nid[outer_in]
-    kept = kind >= 0
+    c_rank = np.repeat(np.arange(nranks), np.diff(np.searchsorted(outer_in, np.r_[0, ends])))
 
-    # -- messages and sizes inside kept calls ------------------------------------------------
-    msg = inside & (side[at] != 0)
-    msg &= kept[np.where(msg, call_of, 0)] if ncalls else msg
-    x = par.view(np.uint64)                                    # decode_message, on columns
-    m_tag = (((x >> 16) & 0xFF) | (((x >> 48) & 0xFF) << 8)).astype(np.int64)
-    m_other = (((x >> 24) & 0xFF) | (((x >> 56) & 0xFF) << 8)).astype(np.int64)
-    m_len = ((x & 0xFFFF) | (((x >> 32) & 0x3FF) << 16)).astype(np.int64)
-    sends = np.nonzero(msg & (side[at] == 1))[0]
-    recvs = np.nonzero(msg & (side[at] == -1))[0]
-    last_send = _first(call_of[sends], ncalls, last=True)
-    first_recv = _first(call_of[recvs], ncalls)
-    sz = np.nonzero(inside & sized[at])[0]           # (only kept collectives use them)
+    # -- messages, sizes and user records -----------------------------------------------------
+    sel = np.flatnonzero(s >= _SEND)
+    s_sel, d_sel = s[sel], depth[sel]
+    inside = d_sel > 0
+    call_of = np.cumsum(first_in, dtype=depth.dtype)[sel] - 1  # the call a record is inside
+    sends = np.flatnonzero(inside & (s_sel == _SEND))
+    recvs = np.flatnonzero(inside & (s_sel == _RECV))
+    sized = np.flatnonzero(inside & (s_sel == _SIZE))
+    users = s_sel == _USER
+    n_user = int(users.sum())
+    marks = sel[users & (d_sel == 0)] if keep_regions else np.zeros(0, np.intp)
+    sc, rc, zc = call_of[sends], call_of[recvs], call_of[sized]
+    s_tag, s_other, s_len = _message(par[at(sel[sends])])
+    r_tag, r_other, r_len = _message(par[at(sel[recvs])])
     size = np.zeros(ncalls, np.int64)
-    if len(sz):
-        np.maximum.at(size, call_of[sz], par[sz])
-
-    # -- rows of kept calls --------------------------------------------------------------------
-    rows = _blank(ncalls)
-    kind0 = np.where(kept, kind, 0)
-    rows["kind"] = kind0
-    rows["t_start"], rows["t_end"] = t[outer_in], t[outer_out]
-    is_k = {name: K.mask(s)[kind0] & kept
-            for name, s in (("send", K.SENDS | K.SENDRECVS), ("recv", {"recv"}),
-                            ("sr", K.SENDRECVS), ("isend", K.NONBLOCKING_SENDS),
-                            ("irecv", {"irecv"}), ("wait", {"wait", "waitany"}))}
-    has = is_k["send"] & (last_send >= 0)
-    j = sends[last_send[has]]
-    rows["peer"][has], rows["tag"][has], rows["bytes_sent"][has] = m_other[j], m_tag[j], m_len[j]
-    has = is_k["recv"] & (first_recv >= 0)
-    j = recvs[first_recv[has]]
-    rows["peer"][has], rows["tag"][has], rows["bytes_recv"][has] = m_other[j], m_tag[j], m_len[j]
-    sr = np.nonzero(is_k["sr"] & (first_recv >= 0))[0]
-    j = recvs[first_recv[sr]]
-    rows["bytes_recv"][sr] = m_len[j]
-    rows["vec_len"][sr] = 2
-    sr_vec = np.stack([m_other[j], m_tag[j]], 1).astype(np.int64)
-    unsized, rootless = Counter(), Counter()
-    for name in present & (K.COLLECTIVES - {"barrier"}):
-        mine = kept & (kind == _C[name])
-        ok = mine & (size > 0) & (name in coll_bytes)
-        if ok.any():
-            bs, br = coll_bytes[name](size[ok], nranks)
-            rows["bytes_sent"][ok], rows["bytes_recv"][ok] = bs, br
-        if (mine & ~ok).any():
-            unsized[name] = int((mine & ~ok).sum())
-        if name in K.ROOTED:
-            rootless[name] = int(mine.sum())
+    if len(sized):
+        run = _edges(zc)
+        size[zc[run]] = np.maximum(np.maximum.reduceat(par[at(sel[sized])], run), 0)
 
     # -- requests, first in first out ---------------------------------------------------------
-    reqs = np.nonzero(is_k["isend"] | is_k["irecv"])[0]
-    rank_first = np.searchsorted(c_rank[reqs], np.arange(nranks))
-    rows["request"][reqs] = np.arange(len(reqs)) - rank_first[c_rank[reqs]]
-    w_msgs = recvs[is_k["wait"][call_of[recvs]]] if ncalls else recvs
-    irecv = np.nonzero(is_k["irecv"])[0]
-    isend = np.nonzero(is_k["isend"])[0]
-    waits = np.nonzero(is_k["wait"])[0]
+    request = np.full(ncalls, NONE, np.int64)
+    reqs = np.flatnonzero(_IS["request"][kind])
+    request[reqs] = np.arange(len(reqs)) - np.searchsorted(c_rank[reqs], np.arange(nranks))[
+        c_rank[reqs]]
+    in_wait = _IS["wait"][kind[rc]]
+    w_msg, w_call = np.flatnonzero(in_wait), rc[in_wait]       # received messages in waits
+    irecv = np.flatnonzero(kind == _C["irecv"])
+    isend = np.flatnonzero(_IS["isend"][kind])
+    waits = np.flatnonzero(_IS["wait"][kind])
     with_msg = np.zeros(ncalls, bool)
-    with_msg[call_of[w_msgs]] = True
+    with_msg[w_call] = True
     bare = waits[~with_msg[waits]]
-    pending = 0
-    for r in range(nranks):
-        mi = w_msgs[nid[w_msgs] == r]
-        ir = irecv[c_rank[irecv] == r]
-        bw = bare[c_rank[bare] == r]
-        iS = isend[c_rank[isend] == r]
-        if len(mi) > len(ir) or len(bw) > len(iS):
-            return None
-        if (outer_in[ir[:len(mi)]] > mi).any() or (iS[:len(bw)] > bw).any():
-            return None
-        rows["peer"][ir[:len(mi)]] = m_other[mi]
-        rows["tag"][ir[:len(mi)]] = m_tag[mi]
-        rows["bytes_recv"][ir[:len(mi)]] = m_len[mi]
-        first_of = _first(call_of[mi], ncalls)
-        w = np.nonzero(first_of >= 0)[0]
-        rows["request"][w] = rows["request"][ir[first_of[w]]]
-        rows["request"][bw] = rows["request"][iS[:len(bw)]]
-        pending += len(ir) - len(mi) + len(iS) - len(bw)
+    to_irecv = _kth(c_rank[w_call], c_rank[irecv], nranks)
+    to_isend = _kth(c_rank[bare], c_rank[isend], nranks)
+    if to_irecv is None or to_isend is None:
+        return None
+    resolved, completed = irecv[to_irecv], isend[to_isend]
+    if (outer_in[resolved] > sel[recvs[w_msg]]).any() or (completed > bare).any():
+        return None
+    first = _edges(w_call)
+    request[w_call[first]] = request[resolved[first]]
+    request[bare] = request[completed]
+    pending = len(irecv) - len(w_msg) + len(isend) - len(bare)
 
-    # -- user regions, compute gaps, assembly -------------------------------------------------
-    marks = np.nonzero(user[at] & (depth == 0) & (before == 0))[0] if keep_regions \
-        else np.zeros(0, np.int64)
-    strings: list[str] = []
-    m_tagv = np.zeros(len(marks), np.int64)
+    # -- items (calls, and markers) in record order; compute gaps between them ----------------
+    t_in, t_out = time(outer_in), time(outer_out)
     if len(marks):
-        m_names = [defs[i][2] for i in at[marks].tolist()]
-        index = {}
-        for n in m_names:
-            index.setdefault(n, len(index))
-        strings = list(index)
-        m_tagv = np.array([index[n] for n in m_names], np.int64)
-    # items: calls (kept or dropped) and markers, in record order per rank
-    item_pos = np.r_[outer_in, marks]
-    o = np.argsort(item_pos, kind="stable")
-    item_pos = item_pos[o]
-    is_call = o < ncalls
-    call_ix = np.where(is_call, o, 0)
-    i_rank = nid[item_pos]
-    i_start = t[item_pos]
-    i_end = np.where(is_call, rows["t_end"][call_ix] if ncalls else i_start, i_start)
-    i_kind = np.where(is_call, kind[call_ix] if ncalls else -1, -2)
-    flush = (i_kind >= 0) | (i_kind == -2)
+        item_pos = np.r_[outer_in, marks]
+        o = np.argsort(item_pos, kind="stable")
+        item_pos, is_call = item_pos[o], o < ncalls
+        t_mark = time(marks)
+        i_start, i_end = np.r_[t_in, t_mark][o], np.r_[t_out, t_mark][o]
+        i_kind = np.r_[kind, np.where(par[at(marks)] == 1, _C["region_begin"],
+                                      _C["region_end"])][o]    # the kind of its row
+    else:
+        item_pos, i_start, i_end, i_kind = outer_in, t_in, t_out, kind
     n_items = len(item_pos)
-    prev_same = np.r_[False, i_rank[1:] == i_rank[:-1]]
-    first_of_rank = np.searchsorted(i_rank, i_rank)
-    init_seen = _seen_before(i_kind == _C["init"], first_of_rank)
-    fin_seen = _seen_before(i_kind == _C["finalize"], first_of_rank)
+    item_ends = np.searchsorted(item_pos, ends)
+    fl = np.flatnonzero(i_kind >= 0)                           # items with a row
+    # time passed since the previous item is a piece of computation after the rank's first
+    # init and up to its first finalize, joining the next item with a row of the same rank
+    lo = _first_per_rank(np.flatnonzero(i_kind == _C["init"]), item_ends, n_items)
+    hi = _first_per_rank(np.flatnonzero(i_kind == _C["finalize"]), item_ends, n_items)
+    last = np.r_[-1, fl][np.searchsorted(fl, item_ends)]      # each rank's last item with a row
+    hi = np.minimum(hi, np.where(last >= item_ends - np.diff(np.r_[0, item_ends]), last, -1))
+    open_ = lo < hi
+    window = np.zeros(n_items + 1, np.int8)
+    window[lo[open_] + 1] = 1
+    window[hi[open_] + 1] = -1
     prev_end = np.r_[0.0, i_end[:-1]]
-    piece_ok = prev_same & init_seen & ~fin_seen & (i_start > prev_end)
-    piece = np.where(piece_ok, i_start - prev_end, 0.0)
-    c = np.cumsum(flush)
-    grp = c - flush                                   # the flushing item each piece joins
-    nflush = int(c[-1]) if n_items else 0
-    flush_rank = i_rank[flush]
-    valid = piece_ok & (grp < nflush)
-    valid[valid] = flush_rank[grp[valid]] == i_rank[valid]
-    vol = np.bincount(grp[valid], piece[valid], minlength=nflush)
-    has_gap = np.bincount(grp[valid], minlength=nflush) > 0
-    first_p = _first(grp[valid], nflush)
-    last_p = _first(grp[valid], nflush, last=True)
-    vi = np.nonzero(valid)[0]
-    fl = np.nonzero(flush)[0]
-    fc = is_call[fl]
-    slots = 1 + has_gap
-    body_at = np.cumsum(slots) - 1
-    out = _blank(int(slots.sum()))
-    at_call, src = body_at[fc], call_ix[fl[fc]]
-    for f in ACTION_DTYPE.names:
-        out[f][at_call] = rows[f][src]
-    at_mark, mk = body_at[~fc], fl[~fc]
-    out["kind"][at_mark] = np.where(par[item_pos[mk]] == 1, _C["region_begin"],
-                                    _C["region_end"])
-    out["tag"][at_mark] = m_tagv[o[mk] - ncalls]
-    out["t_start"][at_mark] = out["t_end"][at_mark] = i_start[mk]
-    at_gap = body_at[has_gap] - 1
-    out["kind"][at_gap] = _C["compute"]
-    out["volume"][at_gap] = vol[has_gap]
-    out["t_start"][at_gap] = prev_end[vi[first_p[has_gap]]]
-    out["t_end"][at_gap] = i_start[vi[last_p[has_gap]]]
-    vectors = sr_vec.ravel()          # sendrecvs keep their order: calls are kept in order
-    out = _pack(out)
-    out_rank = np.repeat(flush_rank, slots)
-    offsets = np.r_[0, np.cumsum(np.bincount(out_rank, minlength=nranks))].astype(np.int64)
-    assign_vec_offsets(out)
-    dropped = Counter(defs[i][2].strip().removesuffix("()").strip()
-                      for i in at[outer_in[~kept]].tolist())
+    vi = np.flatnonzero((np.cumsum(window[:-1], dtype=np.int8) > 0) & (i_start > prev_end))
+    g = np.searchsorted(fl, vi) if len(fl) < n_items else vi   # the row item each joins
+    vol = np.bincount(g, i_start[vi] - prev_end[vi], minlength=len(fl))
+    gap_first, gap_last = _edges(g), _edges(g, last=True)
+    with_gap = g[gap_first]
+    body_at = np.arange(len(fl))                               # row of each item with a row
+    has_gap = np.zeros(len(fl), np.intp)
+    has_gap[with_gap] = 1
+    body_at += np.cumsum(has_gap)
+    n_out = int(body_at[-1]) + 1 if len(fl) else 0
+    at_gap = body_at[with_gap] - 1
+    row = np.full(n_items, -1, np.intp)                         # row of each item (or -1)
+    row[fl] = body_at
+    if len(marks):
+        at_mark, row = row[~is_call], row[is_call]
+
+    # -- the actions, each field written once -------------------------------------------------
+    out = np.empty(n_out, ACTION_DTYPE)
+    out.view(np.uint8).reshape(n_out, ACTION_DTYPE.itemsize)[:] = _EMPTY
+    col = np.full(n_out, _C["compute"], np.uint8)
+    col[body_at] = i_kind[fl]
+    out["kind"] = col
+    for field, item, gap in (("t_start", i_start, prev_end[vi[gap_first]]),
+                             ("t_end", i_end, i_start[vi[gap_last]])):
+        col = np.empty(n_out)
+        col[body_at] = item[fl]
+        col[at_gap] = gap
+        out[field] = col
+    out["volume"][at_gap] = vol[with_gap]
+    strings: list[str] = []
+    if len(marks):
+        index: dict[str, int] = {}
+        tags = [index.setdefault(defs[i][2], len(index)) for i in e[marks].tolist()]
+        strings = list(index)
+        out["tag"][at_mark] = tags
+
+    last = _edges(sc, last=True)                         # last send message of each call
+    has = _IS["send"][kind[sc[last]]]
+    r, j = row[sc[last][has]], last[has]
+    out["peer"][r], out["tag"][r], out["bytes_sent"][r] = s_other[j], s_tag[j], s_len[j]
+    first = _edges(rc)                                   # first received message of each call
+    has = _IS["recv"][kind[rc[first]]]
+    r, j = row[rc[first][has]], first[has]
+    out["peer"][r], out["tag"][r], out["bytes_recv"][r] = r_other[j], r_tag[j], r_len[j]
+    has = _IS["sr"][kind[rc[first]]]
+    r, j = row[rc[first][has]], first[has]
+    out["bytes_recv"][r] = r_len[j]
+    out["vec_len"][r] = 2
+    out["vec_off"][r] = 2 * np.arange(len(r))
+    vectors = np.stack([r_other[j], r_tag[j]], 1).ravel()  # sendrecvs, in call order
+    r = row[resolved]
+    out["peer"][r], out["tag"][r], out["bytes_recv"][r] = r_other[w_msg], r_tag[w_msg], \
+        r_len[w_msg]
+    unsized, rootless = Counter(), Counter()
+    for name in present & (K.COLLECTIVES - {"barrier"}):
+        mine = np.flatnonzero(kind == _C[name])
+        ok = mine[size[mine] > 0] if name in coll_bytes else mine[:0]
+        if len(ok):
+            bs, br = coll_bytes[name](size[ok], nranks)
+            out["bytes_sent"][row[ok]], out["bytes_recv"][row[ok]] = bs, br
+        if len(mine) > len(ok):
+            unsized[name] = len(mine) - len(ok)
+        if name in K.ROOTED:
+            rootless[name] = len(mine)
+    has = np.flatnonzero(request >= 0)
+    out["request"][row[has]] = request[has]
+
+    # -- per-rank offsets, meta ---------------------------------------------------------------
+    offsets = np.r_[0, body_at + 1][np.r_[0, np.searchsorted(fl, item_ends)]].astype(np.int64)
+    dropped = Counter()
+    for i in np.flatnonzero((per_event[:-1] > 0) & (code[:-1] < 0)).tolist():
+        dropped[defs[i][2].strip().removesuffix("()").strip()] += int(per_event[i])
     meta = {"volume_unit": "seconds"}
     if dropped:
         meta["dropped_mpi_calls"] = dict(sorted(dropped.items()))
@@ -267,13 +315,12 @@ def decode(rec: np.ndarray, events: dict, nranks: int, t0: int, keep_regions: bo
         meta["collectives_without_sizes"] = dict(unsized)
     if rootless:
         meta["collectives_without_root"] = dict(rootless)
-    n_user = int(user[at].sum())
     if n_user and not keep_regions:
         meta["user_regions_dropped"] = n_user // 2
     if pending:
         meta["requests_never_completed"] = pending
     fin = np.zeros(nranks, bool)
-    fin[out_rank[out["kind"] == _C["finalize"]]] = True
+    fin[c_rank[kind == _C["finalize"]]] = True
     meta["complete"] = bool(fin.all())
     return TraceData(out, offsets, vectors, {0: np.arange(nranks, dtype=np.int32)}, strings,
                      meta)
