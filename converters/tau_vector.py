@@ -10,11 +10,13 @@ k-th irecv's and comes after it; the k-th wait without a message completes the k
 before it); ``decode`` returns None for any other trace (persistent requests, waitall, tests,
 nesting cut short...), which the record-by-record reader then converts.
 
-Speed (issue 11): the full-length passes are few and narrow — each record gets a one-byte class
-from a table indexed by event id (what it is: MPI enter/leave, send or receive message, size
-counter, user region), only that byte is put in rank order and summed for the nesting, and
-message fields, times and names are read for the selected records only; the actions are written
-once into the output array (filled with the empty row by a byte copy).
+Speed (issue 11): few full-length passes, each over narrow columns — every record gets a
+one-byte class from a table indexed by event id (MPI enter or leave, send or receive message,
+size counter, user region), only that byte and the event's number are put in rank order and
+summed for the nesting, and times, message fields and names are read for the records selected
+— and few large temporaries, each dropped when its stage is done: on a fresh array every page
+costs a fault, which on a VM is as much time as the arithmetic.  The actions are written once,
+field by field, into an array filled with the empty row by a byte copy.
 """
 from __future__ import annotations
 
@@ -120,72 +122,56 @@ def _first_per_rank(items: np.ndarray, rank_ends: np.ndarray, none: int) -> np.n
     return out
 
 
-def decode(rec: np.ndarray, events: dict, nranks: int, t0: int, keep_regions: bool,
-           coll_bytes: dict, send_tag: int, recv_tag: int):
-    """TraceData of ``rec`` (thread 0 of every rank, each rank's in time order; ``t0`` the
-    first time stamp, ``coll_bytes`` tau._COLL_BYTES) with the meta the record reader would
-    give (sizes, roots, drops, pending requests, completeness; the caller adds provenance), or
-    None when its requests need the record-by-record reader."""
-    ids = np.array(sorted(events), dtype=np.int64)
-    defs = [events[i] for i in ids.tolist()]
-    cls, code = _tables(defs, send_tag, recv_tag)
-    ev, par, ti, nid = rec["ev"], rec["par"], rec["ti"], np.ascontiguousarray(rec["nid"])
-
-    # -- a class and an event number per record, in rank order; MPI nesting ------------------
+def _rank_order(rec: np.ndarray, ids: np.ndarray, cls: np.ndarray, nranks: int):
+    """(class, event number) of every record in rank order (rank after rank, each in time
+    order), that order (None when the records are in it already) and where each rank's
+    records end."""
+    par, nid = rec["par"], np.ascontiguousarray(rec["nid"])
     e = _lookup(ids)(np.arange(len(ids) + 1, dtype=np.uint8 if len(ids) < 255 else np.int32),
-                     ev)
+                     rec["ev"])
     c = cls[e]
     mpi = c == _MPI
     c[mpi & (par == 1)] = _ENTER
     c[mpi & (par == -1)] = _LEAVE
     c[c == _MPI] = _OTHER
-    order = None if (nid[1:] >= nid[:-1]).all() else np.argsort(nid, kind="stable")
-    s, e = (c, e) if order is None else (c[order], e[order])
+    ends = np.cumsum(np.bincount(nid, minlength=nranks))
+    if (nid[1:] >= nid[:-1]).all():
+        return c, e, None, ends
+    order = np.argsort(nid, kind="stable")
+    return np.take(c, order), np.take(e, order), order, ends   # (take: faster than indexing)
 
-    def at(pos):                      # positions in rank order -> positions in ``rec``
-        return pos if order is None else order[pos]
 
-    def time(pos):
-        t = ti[at(pos)].view(np.int64)
-        t -= t0
-        return t * 1e-6
-
-    ends = np.cumsum(np.bincount(nid, minlength=nranks))     # end of each rank's records
+def _nesting(s: np.ndarray, ends: np.ndarray):
+    """Outermost MPI calls from the classes ``s`` (rank order): positions of their enter and
+    leave records, positions of the message, size and user records with their class, depth and
+    call (the last outermost call entered); None when a rank's calls are cut or ill-nested."""
     depth = np.cumsum(_DELTA[s], dtype=np.int32 if len(s) < 2 ** 31 else np.int64)
     # each rank must come back to depth 0 (then the running sum is every rank's own nesting)
-    if len(s) and (depth.min() < 0 or depth[ends[np.r_[ends[0], np.diff(ends)] > 0] - 1].any()):
-        return None                                            # cut or ill-nested calls
+    if len(s) and (depth.min() < 0 or depth[ends[np.diff(np.r_[0, ends]) > 0] - 1].any()):
+        return None
     first_in = (s == _ENTER) & (depth == 1)
     outer_in = np.flatnonzero(first_in)
     outer_out = np.flatnonzero((s == _LEAVE) & (depth == 0))
-    ncalls = len(outer_in)
-    per_event = np.bincount(e[outer_in], minlength=len(ids) + 1)
-    kind = code[e[outer_in]]                                   # -1: dropped
-    present = {K.NAME[int(k)] for k in code[(per_event > 0) & (code >= 0)].tolist()}
-    if present & _FALLBACK:
-        return None
-    c_rank = np.repeat(np.arange(nranks), np.diff(np.searchsorted(outer_in, np.r_[0, ends])))
-
-    # -- messages, sizes and user records -----------------------------------------------------
     sel = np.flatnonzero(s >= _SEND)
-    s_sel, d_sel = s[sel], depth[sel]
-    inside = d_sel > 0
-    call_of = np.cumsum(first_in, dtype=depth.dtype)[sel] - 1  # the call a record is inside
-    sends = np.flatnonzero(inside & (s_sel == _SEND))
-    recvs = np.flatnonzero(inside & (s_sel == _RECV))
-    sized = np.flatnonzero(inside & (s_sel == _SIZE))
-    users = s_sel == _USER
-    n_user = int(users.sum())
-    marks = sel[users & (d_sel == 0)] if keep_regions else np.zeros(0, np.intp)
-    sc, rc, zc = call_of[sends], call_of[recvs], call_of[sized]
-    s_tag, s_other, s_len = _message(par[at(sel[sends])])
-    r_tag, r_other, r_len = _message(par[at(sel[recvs])])
-    size = np.zeros(ncalls, np.int64)
-    if len(sized):
-        run = _edges(zc)
-        size[zc[run]] = np.maximum(np.maximum.reduceat(par[at(sel[sized])], run), 0)
+    d_sel = depth[sel]
+    call_of = np.cumsum(first_in, dtype=depth.dtype, out=depth)[sel] - 1
+    return outer_in, outer_out, sel, s[sel], d_sel, call_of
 
-    # -- requests, first in first out ---------------------------------------------------------
+
+def _seconds(ti: np.ndarray, t0: int) -> np.ndarray:
+    """TAU's microseconds (a fresh array, reused) as seconds from ``t0``."""
+    t = ti.view(np.int64)
+    t -= t0
+    return t * 1e-6
+
+
+def _requests(kind, c_rank, rc, recv_pos, outer_in, nranks: int):
+    """Request ids, first in first out: per call (isend/irecv numbered per rank, a wait given
+    the one it completes), the irecv each received message inside a wait resolves (``rc``: the
+    call of each received message, ``recv_pos`` its record), those messages and how many
+    requests stay pending; None when a match is impossible (more completions than requests,
+    a request completed before it was made)."""
+    ncalls = len(kind)
     request = np.full(ncalls, NONE, np.int64)
     reqs = np.flatnonzero(_IS["request"][kind])
     request[reqs] = np.arange(len(reqs)) - np.searchsorted(c_rank[reqs], np.arange(nranks))[
@@ -203,28 +189,22 @@ def decode(rec: np.ndarray, events: dict, nranks: int, t0: int, keep_regions: bo
     if to_irecv is None or to_isend is None:
         return None
     resolved, completed = irecv[to_irecv], isend[to_isend]
-    if (outer_in[resolved] > sel[recvs[w_msg]]).any() or (completed > bare).any():
+    if (outer_in[resolved] > recv_pos[w_msg]).any() or (completed > bare).any():
         return None
     first = _edges(w_call)
     request[w_call[first]] = request[resolved[first]]
     request[bare] = request[completed]
-    pending = len(irecv) - len(w_msg) + len(isend) - len(bare)
+    return request, resolved, w_msg, len(irecv) - len(w_msg) + len(isend) - len(bare)
 
-    # -- items (calls, and markers) in record order; compute gaps between them ----------------
-    t_in, t_out = time(outer_in), time(outer_out)
-    if len(marks):
-        item_pos = np.r_[outer_in, marks]
-        o = np.argsort(item_pos, kind="stable")
-        item_pos, is_call = item_pos[o], o < ncalls
-        t_mark = time(marks)
-        i_start, i_end = np.r_[t_in, t_mark][o], np.r_[t_out, t_mark][o]
-        i_kind = np.r_[kind, np.where(par[at(marks)] == 1, _C["region_begin"],
-                                      _C["region_end"])][o]    # the kind of its row
-    else:
-        item_pos, i_start, i_end, i_kind = outer_in, t_in, t_out, kind
+
+def _layout(item_pos, i_start, i_end, i_kind, ends):
+    """Rows of the items (calls and markers in record order, ``i_kind`` the kind of their row,
+    -1 for a dropped call, which has none) and of the compute gaps before them: the items with
+    a row and their rows, where each rank's rows start (and the last ends), the gaps' rows,
+    volumes, starts and ends."""
     n_items = len(item_pos)
     item_ends = np.searchsorted(item_pos, ends)
-    fl = np.flatnonzero(i_kind >= 0)                           # items with a row
+    fl = np.flatnonzero(i_kind >= 0)
     # time passed since the previous item is a piece of computation after the rank's first
     # init and up to its first finalize, joining the next item with a row of the same rank
     lo = _first_per_rank(np.flatnonzero(i_kind == _C["init"]), item_ends, n_items)
@@ -241,42 +221,112 @@ def decode(rec: np.ndarray, events: dict, nranks: int, t0: int, keep_regions: bo
     vol = np.bincount(g, i_start[vi] - prev_end[vi], minlength=len(fl))
     gap_first, gap_last = _edges(g), _edges(g, last=True)
     with_gap = g[gap_first]
-    body_at = np.arange(len(fl))                               # row of each item with a row
-    has_gap = np.zeros(len(fl), np.intp)
-    has_gap[with_gap] = 1
-    body_at += np.cumsum(has_gap)
-    n_out = int(body_at[-1]) + 1 if len(fl) else 0
-    at_gap = body_at[with_gap] - 1
-    row = np.full(n_items, -1, np.intp)                         # row of each item (or -1)
-    row[fl] = body_at
-    if len(marks):
-        at_mark, row = row[~is_call], row[is_call]
+    body_at = np.zeros(len(fl), np.intp)                       # row of each item with a row
+    body_at[with_gap] = 1
+    np.cumsum(body_at, out=body_at)
+    body_at += np.arange(len(fl))
+    rows = np.r_[0, body_at + 1]                               # rows before each item with one
+    offsets = rows[np.r_[0, np.searchsorted(fl, item_ends)]]    # (per rank)
+    return (fl, body_at, offsets, body_at[with_gap] - 1, vol[with_gap], prev_end[vi[gap_first]],
+            i_start[vi[gap_last]])
 
-    # -- the actions, each field written once -------------------------------------------------
+
+def decode(rec: np.ndarray, events: dict, nranks: int, t0: int, keep_regions: bool,
+           coll_bytes: dict, send_tag: int, recv_tag: int):
+    """TraceData of ``rec`` (thread 0 of every rank, each rank's in time order; ``t0`` the
+    first time stamp, ``coll_bytes`` tau._COLL_BYTES) with the meta the record reader would
+    give (sizes, roots, drops, pending requests, completeness; the caller adds provenance), or
+    None when its requests need the record-by-record reader."""
+    ids = np.array(sorted(events), dtype=np.int64)
+    defs = [events[i] for i in ids.tolist()]
+    cls, code = _tables(defs, send_tag, recv_tag)
+    s, e, order, ends = _rank_order(rec, ids, cls, nranks)
+    nest = _nesting(s, ends)
+    if nest is None:
+        return None
+    outer_in, outer_out, sel, s_sel, d_sel, call_of = nest
+    del s, nest
+    ev_in = e[outer_in]
+    kind = code[ev_in]                                         # -1: dropped
+    per_event = np.bincount(ev_in, minlength=len(ids) + 1)
+    present = {K.NAME[int(k)] for k in code[(per_event > 0) & (code >= 0)].tolist()}
+    if present & _FALLBACK:
+        return None
+    ncalls = len(outer_in)
+    c_rank = np.repeat(np.arange(nranks, dtype=np.int32),
+                       np.diff(np.searchsorted(outer_in, np.r_[0, ends])))
+
+    # -- values of the selected records: times, messages, sizes, markers ----------------------
+    users = s_sel == _USER
+    n_user = int(np.count_nonzero(users))
+    marks = sel[users & (d_sel == 0)] if keep_regions else np.zeros(0, np.intp)
+    mark_names = [defs[i][2] for i in e[marks].tolist()]
+    inside = d_sel > 0
+    i_send, i_recv, i_size = (np.flatnonzero(inside & (s_sel == k))
+                              for k in (_SEND, _RECV, _SIZE))
+    del e, users, inside, s_sel, d_sel
+
+    def take(column, pos):            # a column's values at positions in rank order
+        return np.take(column, pos if order is None else np.take(order, pos))
+
+    par = rec["par"]
+    t_in, t_out, t_mark = (_seconds(take(rec["ti"], p), t0) for p in (outer_in, outer_out, marks))
+    recv_pos = sel[i_recv]
+    s_tag, s_other, s_len = _message(take(par, sel[i_send]))
+    r_tag, r_other, r_len = _message(take(par, recv_pos))
+    size_par, mark_par = take(par, sel[i_size]), take(par, marks)
+    sc, rc, zc = call_of[i_send], call_of[i_recv], call_of[i_size]
+    del order, sel, call_of, outer_out, i_send, i_recv, i_size
+    size = np.zeros(ncalls, np.int64)                          # TAU's "Message size for ..."
+    if len(zc):
+        run = _edges(zc)
+        size[zc[run]] = np.maximum(np.maximum.reduceat(size_par, run), 0)
+    found = _requests(kind, c_rank, rc, recv_pos, outer_in, nranks)
+    if found is None:
+        return None
+    request, resolved, w_msg, pending = found
+
+    # -- rows: calls, markers, compute gaps ---------------------------------------------------
+    if len(marks):
+        item_pos = np.r_[outer_in, marks]
+        o = np.argsort(item_pos, kind="stable")
+        item_pos, is_call = item_pos[o], o < ncalls
+        i_start, i_end = np.r_[t_in, t_mark][o], np.r_[t_out, t_mark][o]
+        i_kind = np.r_[kind, np.where(mark_par == 1, _C["region_begin"],
+                                      _C["region_end"])][o]    # the kind of its row
+    else:
+        item_pos, i_start, i_end, i_kind = outer_in, t_in, t_out, kind
+    fl, body_at, offsets, at_gap, vol, gap_start, gap_end = _layout(item_pos, i_start, i_end,
+                                                                    i_kind, ends)
+    n_out = int(offsets[-1])
     out = np.empty(n_out, ACTION_DTYPE)
     out.view(np.uint8).reshape(n_out, ACTION_DTYPE.itemsize)[:] = _EMPTY
     col = np.full(n_out, _C["compute"], np.uint8)
     col[body_at] = i_kind[fl]
     out["kind"] = col
-    for field, item, gap in (("t_start", i_start, prev_end[vi[gap_first]]),
-                             ("t_end", i_end, i_start[vi[gap_last]])):
-        col = np.empty(n_out)
+    col = np.empty(n_out)
+    for field, item, gap in (("t_start", i_start, gap_start), ("t_end", i_end, gap_end)):
         col[body_at] = item[fl]
         col[at_gap] = gap
         out[field] = col
-    out["volume"][at_gap] = vol[with_gap]
+    del col, i_start, i_end, t_in, t_out
+    out["volume"][at_gap] = vol
+    row = np.full(len(item_pos), -1, np.intp)                  # row of each item (or -1)
+    row[fl] = body_at
+    del fl, body_at, at_gap, vol
     strings: list[str] = []
     if len(marks):
         index: dict[str, int] = {}
-        tags = [index.setdefault(defs[i][2], len(index)) for i in e[marks].tolist()]
+        out["tag"][row[~is_call]] = [index.setdefault(n, len(index)) for n in mark_names]
         strings = list(index)
-        out["tag"][at_mark] = tags
+        row = row[is_call]                                     # row of each call (or -1)
 
-    last = _edges(sc, last=True)                         # last send message of each call
+    # -- what the records inside each call say ------------------------------------------------
+    last = _edges(sc, last=True)                               # last send message of a call
     has = _IS["send"][kind[sc[last]]]
     r, j = row[sc[last][has]], last[has]
     out["peer"][r], out["tag"][r], out["bytes_sent"][r] = s_other[j], s_tag[j], s_len[j]
-    first = _edges(rc)                                   # first received message of each call
+    first = _edges(rc)                                         # first received message
     has = _IS["recv"][kind[rc[first]]]
     r, j = row[rc[first][has]], first[has]
     out["peer"][r], out["tag"][r], out["bytes_recv"][r] = r_other[j], r_tag[j], r_len[j]
@@ -285,7 +335,7 @@ def decode(rec: np.ndarray, events: dict, nranks: int, t0: int, keep_regions: bo
     out["bytes_recv"][r] = r_len[j]
     out["vec_len"][r] = 2
     out["vec_off"][r] = 2 * np.arange(len(r))
-    vectors = np.stack([r_other[j], r_tag[j]], 1).ravel()  # sendrecvs, in call order
+    vectors = np.stack([r_other[j], r_tag[j]], 1).ravel()     # sendrecvs, in call order
     r = row[resolved]
     out["peer"][r], out["tag"][r], out["bytes_recv"][r] = r_other[w_msg], r_tag[w_msg], \
         r_len[w_msg]
@@ -303,8 +353,7 @@ def decode(rec: np.ndarray, events: dict, nranks: int, t0: int, keep_regions: bo
     has = np.flatnonzero(request >= 0)
     out["request"][row[has]] = request[has]
 
-    # -- per-rank offsets, meta ---------------------------------------------------------------
-    offsets = np.r_[0, body_at + 1][np.r_[0, np.searchsorted(fl, item_ends)]].astype(np.int64)
+    # -- meta ---------------------------------------------------------------------------------
     dropped = Counter()
     for i in np.flatnonzero((per_event[:-1] > 0) & (code[:-1] < 0)).tolist():
         dropped[defs[i][2].strip().removesuffix("()").strip()] += int(per_event[i])
