@@ -231,14 +231,16 @@ def test_record_keeps_raw_when_merge_fails(ring, tmp_path):
                                          (signal.SIGTERM, 143, "terminated")])
 def test_record_interrupted_says_where_the_raw_data_is(ring, tmp_path, sig, rc, word):
     out = tmp_path / "ring.h5"
-    script = f"{tool('mpiexec')} -n 2 {ring} {ROUNDS} > {tmp_path}/ran && exec sleep 120"
+    # the signal comes once mpiexec has returned (not while it may still be finishing)
+    script = (f"{tool('mpiexec')} -n 2 {ring} {ROUNDS} > {tmp_path}/ran && "
+              f"touch {tmp_path}/returned && exec sleep 120")
     proc = subprocess.Popen([sys.executable, "-m", "minitrace", "record", "-o", str(out), "--",
                              "sh", "-c", script], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
-    ran = tmp_path / "ran"
-    while not (ran.exists() and ran.read_text().count("done") == 2):
+    while not (tmp_path / "returned").exists():
         assert proc.poll() is None, proc.communicate()
         time.sleep(0.05)
+    assert (tmp_path / "ran").read_text().count("done") == 2
     proc.send_signal(sig)
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == rc, err
