@@ -159,10 +159,10 @@ def _nesting(s: np.ndarray, ends: np.ndarray):
 
 
 def _seconds(ti: np.ndarray, t0: int) -> np.ndarray:
-    """TAU's microseconds (a fresh array, reused) as seconds from ``t0``."""
+    """TAU's microseconds (a fresh array, reused in place) as seconds from ``t0``."""
     t = ti.view(np.int64)
     t -= t0
-    return t * 1e-6
+    return np.multiply(t, 1e-6, out=t.view(np.float64))
 
 
 def _requests(kind, c_rank, rc, recv_pos, outer_in, nranks: int):
@@ -215,20 +215,25 @@ def _layout(item_pos, i_start, i_end, i_kind, ends):
     window = np.zeros(n_items + 1, np.int8)
     window[lo[open_] + 1] = 1
     window[hi[open_] + 1] = -1
-    prev_end = np.r_[0.0, i_end[:-1]]
-    vi = np.flatnonzero((np.cumsum(window[:-1], dtype=np.int8) > 0) & (i_start > prev_end))
-    g = np.searchsorted(fl, vi) if len(fl) < n_items else vi   # the row item each joins
-    vol = np.bincount(g, i_start[vi] - prev_end[vi], minlength=len(fl))
-    gap_first, gap_last = _edges(g), _edges(g, last=True)
-    with_gap = g[gap_first]
+    vi = np.flatnonzero((np.cumsum(window[:-1], dtype=np.int8)[1:] > 0)
+                        & (i_start[1:] > i_end[:-1]))         # (the first item is in none)
+    vi += 1
+    piece = i_start[vi] - i_end[vi - 1]
+    if len(fl) == n_items:            # every item has a row: a gap is the piece before it
+        with_gap, vol, gap_start, gap_end = vi, piece, i_end[vi - 1], i_start[vi]
+    else:
+        g = np.searchsorted(fl, vi)                            # the row item each piece joins
+        vol = np.bincount(g, piece, minlength=len(fl))
+        first, last = _edges(g), _edges(g, last=True)
+        with_gap, gap_start, gap_end = g[first], i_end[vi[first] - 1], i_start[vi[last]]
+        vol = vol[with_gap]
     body_at = np.zeros(len(fl), np.intp)                       # row of each item with a row
     body_at[with_gap] = 1
     np.cumsum(body_at, out=body_at)
     body_at += np.arange(len(fl))
     rows = np.r_[0, body_at + 1]                               # rows before each item with one
     offsets = rows[np.r_[0, np.searchsorted(fl, item_ends)]]    # (per rank)
-    return (fl, body_at, offsets, body_at[with_gap] - 1, vol[with_gap], prev_end[vi[gap_first]],
-            i_start[vi[gap_last]])
+    return fl, body_at, offsets, body_at[with_gap] - 1, vol, gap_start, gap_end
 
 
 def decode(rec: np.ndarray, events: dict, nranks: int, t0: int, keep_regions: bool,
