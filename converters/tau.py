@@ -108,6 +108,14 @@ def read_records(path, damaged: list | None = None) -> np.ndarray:
     raise MinitraceError("not a TAU trace (the first record is not EV_INIT)", path)
 
 
+def _ids(ev: np.ndarray) -> set[int]:
+    """The distinct event ids of a column: counted in a table indexed by id when the ids are
+    small (a few times faster than np.unique, which sorts)."""
+    if len(ev) and ev.min() >= 0 and ev.max() < 1 << 20:
+        return set(np.flatnonzero(np.bincount(ev)).tolist())
+    return set(np.unique(ev).tolist())
+
+
 class _Rank:
     """A rank's stream plus the request bookkeeping TAU leaves to the reader."""
 
@@ -141,7 +149,7 @@ def read_tau(trc, edf=None, keep_regions: bool = False, keep_going: bool = False
     events = read_edf(edf)
     damaged: list | None = [] if keep_going else None
     rec = read_records(trc, damaged)
-    unknown = set(np.unique(rec["ev"]).tolist()) - set(events)
+    unknown = _ids(rec["ev"]) - set(events)
     if unknown:
         raise MinitraceError(f"event ids {sorted(unknown)[:5]} of {trc} are not defined here "
                              "(a .edf from another run, or an unmerged trace?)", edf)
