@@ -6,11 +6,13 @@ record-by-record reader.
 The trace is a P-rank ring in TAU's layout: per iteration and rank MPI_Irecv, MPI_Isend (its
 message inside), MPI_Wait completing the receive (its message inside), MPI_Wait for the send,
 MPI_Allreduce with TAU's "Message size for all-reduce" counter, 2 us of computation between
-calls; 16 records per iteration.  Run: python benchmarks/bench_tau.py [--records N]
+calls; 15 records per iteration.  The 1-minute load average is printed with the figures: on the
+shared machine they vary with it.  Run: python benchmarks/bench_tau.py [--records N]
 """
 from __future__ import annotations
 
 import argparse
+import os
 import tempfile
 import time
 from pathlib import Path
@@ -26,7 +28,14 @@ NAMES = [("EV_INIT", "TRACER", 0, "none"), ("FLUSH_CLOSE", "TRACER", 0, "none"),
     (f"MPI_{c}()", "MPI", 0, "EntryExit")
     for c in ("Init", "Irecv", "Isend", "Wait", "Allreduce", "Finalize")]
 ID = {n[0]: i + 1 for i, n in enumerate(NAMES)}
-PER_ITERATION = 16
+#: One iteration of a rank: (event, par, time offset in us; a message's par is computed).
+STEP = [("MPI_Irecv()", 1, 0), ("MPI_Irecv()", -1, 1),
+        ("MPI_Isend()", 1, 3), ("MESSAGE_SEND", None, 4), ("MPI_Isend()", -1, 5),
+        ("MPI_Wait()", 1, 7), ("MESSAGE_RECV", None, 8), ("MPI_Wait()", -1, 9),
+        ("MPI_Wait()", 1, 11), ("MPI_Wait()", -1, 12), ("MPI_Allreduce()", 1, 14),
+        ("Message size for all-reduce", 0, 15), ("Message size for all-reduce", 8, 15),
+        ("Message size for all-reduce", 0, 15), ("MPI_Allreduce()", -1, 16)]
+PER_ITERATION = len(STEP)
 
 
 def _msg(tag: np.ndarray, other: np.ndarray, length: int) -> np.ndarray:
@@ -41,22 +50,12 @@ def ring_trace(folder: Path, nranks: int, iterations: int) -> Path:
         + [f'{ID[n]} {g} {t} "{n}" {p}' for n, g, t, p in NAMES]) + "\n")
     it = np.arange(iterations, dtype=np.int64)
     tag = it % 200
-    step = []                         # (event, par, time offset within the iteration in us)
-    for name, par, dt in [("MPI_Irecv()", 1, 0), ("MPI_Irecv()", -1, 1),
-                          ("MPI_Isend()", 1, 3), ("MESSAGE_SEND", None, 4),
-                          ("MPI_Isend()", -1, 5), ("MPI_Wait()", 1, 7), ("MESSAGE_RECV", None, 8),
-                          ("MPI_Wait()", -1, 9), ("MPI_Wait()", 1, 11), ("MPI_Wait()", -1, 12),
-                          ("MPI_Allreduce()", 1, 14), ("Message size for all-reduce", 0, 15),
-                          ("Message size for all-reduce", 8, 15),
-                          ("Message size for all-reduce", 0, 15), ("MPI_Allreduce()", -1, 16),
-                          ("MPI_Irecv()", None, None)][:PER_ITERATION - 1]:
-        step.append((name, par, dt))
     parts = []
     for r in range(nranks):
         nxt, prv = (r + 1) % nranks, (r - 1) % nranks
         t0 = 100 + 20 * it
         cols = []
-        for name, par, dt in step:
+        for name, par, dt in STEP:
             p = (_msg(tag, np.full_like(it, nxt), 4096) if name == "MESSAGE_SEND" else
                  _msg(tag, np.full_like(it, prv), 4096) if name == "MESSAGE_RECV" else
                  np.full_like(it, par))
@@ -88,7 +87,7 @@ def main() -> None:
     ap.add_argument("--record-reader", action="store_true",
                     help="also time the record-by-record reader (vectorized=False), once")
     args = ap.parse_args()
-    iterations = max(1, args.records // ((PER_ITERATION - 1) * args.ranks))
+    iterations = max(1, args.records // (PER_ITERATION * args.ranks))
     with tempfile.TemporaryDirectory() as d:
         trc = ring_trace(Path(d), args.ranks, iterations)
         n = trc.stat().st_size // REC.itemsize
@@ -108,7 +107,7 @@ def main() -> None:
             t_slow = time.perf_counter() - t
             assert len(slow.actions) == len(data.actions)
     print(f"{n:,} TAU records, {args.ranks} ranks, {len(data.actions):,} actions, "
-          f"{data.meta['source_messages']} messages")
+          f"{data.meta['source_messages']} messages; load average {os.getloadavg()[0]:.2f}")
     print(f"raw numpy read: {t_raw:.3f} s, {n / t_raw:,.0f} records/s")
     print(f"read_tau: {t_read:.3f} s, {n / t_read:,.0f} records/s "
           f"({t_read / t_raw:.1f}x the raw read)")

@@ -10,13 +10,13 @@ k-th irecv's and comes after it; the k-th wait without a message completes the k
 before it); ``decode`` returns None for any other trace (persistent requests, waitall, tests,
 nesting cut short...), which the record-by-record reader then converts.
 
-Speed (issue 11): few full-length passes, each over narrow columns — every record gets a
-one-byte class from a table indexed by event id (MPI enter or leave, send or receive message,
-size counter, user region), only that byte and the event's number are put in rank order and
-summed for the nesting, and times, message fields and names are read for the records selected
-— and few large temporaries, each dropped when its stage is done: on a fresh array every page
-costs a fault, which on a VM is as much time as the arithmetic.  The actions are written once,
-field by field, into an array filled with the empty row by a byte copy.
+Speed (issue 11): few full-length passes, over narrow columns.  Each record gets a one-byte
+class from a table indexed by event id (MPI enter or leave, send or receive message, size
+counter, user region); only that byte and the event's number are put in rank order and summed
+for the nesting; times, message fields and names are read for the selected records only.  Each
+stage is a function whose large temporaries go when it returns: on the 2-core VM, faulting in
+the pages of fresh arrays took as long as the arithmetic.  The actions are written once, field
+by field, into an array of empty rows copied as bytes.
 """
 from __future__ import annotations
 
