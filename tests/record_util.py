@@ -67,3 +67,15 @@ class Ranked:
     def vector(self, row) -> list[int]:
         off, n = int(row["vec_off"]), int(row["vec_len"])
         return self.data.vectors[off:off + n].tolist() if n > 0 else []
+
+
+def first_chunk(path: Path) -> int:
+    """Offset of the first chunk of thread 0 in a raw file: the helper thread may have
+    extended the file before the recording thread, so it need not be the file's first."""
+    from minitrace import rawlayout as L
+    raw = np.fromfile(path, np.uint8)
+    for off in range(L.HEADER_BYTES, len(raw), L.CHUNK_BYTES):
+        ch = np.frombuffer(raw, L.CHUNK.dtype(), 1, off)[0]
+        if ch["count"] and ch["thread"] == 0 and ch["seq"] == 0:
+            return off
+    raise AssertionError(f"{path}: no first chunk of thread 0")

@@ -19,7 +19,7 @@ from minitrace import rawlayout as L
 from tests.fixtures import DATA
 from tests.fuzz import engine as E
 from tests.mpiutil import tool
-from tests.record_util import build
+from tests.record_util import build, first_chunk
 
 pytestmark = pytest.mark.timeout(600)
 REPO = Path(__file__).resolve().parents[1]
@@ -129,7 +129,7 @@ def _raw_copy(raw: Path, dest: Path) -> Path:
 
 def _set_vec_len(path: Path, value: int, version: int | None = None) -> None:
     rec = L.RECORD.dtype()
-    off = L.HEADER_BYTES + rec.itemsize * 3 + rec.fields["vec_len"][1]   # record 3's vec_len
+    off = first_chunk(path) + rec.itemsize * 3 + rec.fields["vec_len"][1]   # record 3's vec_len
     with open(path, "r+b") as f:
         f.seek(off)
         f.write(np.int32(value).tobytes())

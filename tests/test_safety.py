@@ -19,7 +19,7 @@ import pytest
 import minitrace
 from minitrace import kinds as K
 from tests.mpiutil import tool
-from tests.record_util import build
+from tests.record_util import build, first_chunk
 
 pytestmark = pytest.mark.timeout(300)
 ROUNDS = 40
@@ -112,7 +112,8 @@ def test_raw_file_cut_inside_a_chunk_keeps_whole_records(raw, tmp_path):
     whole = mt("merge", raw, "-o", tmp_path / "whole.h5")
     assert whole.returncode == 0, whole.stderr
     d = _copy(raw, tmp_path / "raw")
-    cut = 4096 + 80 * 60 + 40          # inside record 60 of the first chunk (after its header)
+    first = first_chunk(d / "rank-000001.mtr")     # a 40-round ring uses one chunk per rank
+    cut = first + 80 * 60 + 40         # inside record 60 of the first chunk (after its header)
     os.truncate(d / "rank-000001.mtr", cut)
     p = mt("merge", d, "-o", tmp_path / "cut.h5")
     assert "is cut short" in p.stderr and "record(s) of its last chunk lost" in p.stderr
@@ -126,7 +127,7 @@ def test_raw_file_cut_inside_a_chunk_keeps_whole_records(raw, tmp_path):
     assert len(mpi_b) == 57
     assert np.array_equal(mpi_a[:57][["kind", "peer", "tag", "bytes_sent", "bytes_recv"]],
                           mpi_b[["kind", "peer", "tag", "bytes_sent", "bytes_recv"]])
-    count = int(np.fromfile(raw / "rank-000001.mtr", np.uint64, 1, offset=4096)[0])
+    count = int(np.fromfile(raw / "rank-000001.mtr", np.uint64, 1, offset=first)[0])
     dropped = int(p.stderr.split("is cut short: ")[1].split()[0])
     assert dropped == count - 59
 
@@ -142,8 +143,8 @@ def test_flipped_bit_in_a_raw_record_drops_that_record_only(raw, tmp_path):
     assert mt("merge", raw, "-o", tmp_path / "whole.h5").returncode == 0
     d = _copy(raw, tmp_path / "raw")
     f = d / "rank-000001.mtr"
+    at = first_chunk(f) + 80 * 30 + 44    # record 30's bytes_sent (offset 40), bit 5 of byte 4
     data = bytearray(f.read_bytes())
-    at = 4096 + 80 * 30 + 44           # record 30's bytes_sent (offset 40), bit 5 of byte 4
     data[at] ^= 0x20
     f.write_bytes(bytes(data))
     p = mt("merge", d, "-o", tmp_path / "flip.h5")
@@ -161,8 +162,9 @@ def test_flipped_bit_in_a_raw_record_drops_that_record_only(raw, tmp_path):
 def test_damaged_chunk_header_is_reported_not_misfiled(raw, tmp_path):
     d = _copy(raw, tmp_path / "raw")
     f = d / "rank-000000.mtr"
+    at = first_chunk(f) + 12               # the first chunk's seq
     data = bytearray(f.read_bytes())
-    data[4096 + 12] ^= 0x01            # the first chunk's seq
+    data[at] ^= 0x01
     f.write_bytes(bytes(data))
     p = mt("merge", d, "-o", tmp_path / "out.h5")
     assert "rank-000000.mtr: 1 chunk header(s) fail their check word (damaged)" in p.stderr, \
@@ -234,9 +236,12 @@ def test_record_interrupted_says_where_the_raw_data_is(ring, tmp_path, sig, rc, 
     # the signal comes once mpiexec has returned (not while it may still be finishing)
     script = (f"{tool('mpiexec')} -n 2 {ring} {ROUNDS} > {tmp_path}/ran && "
               f"touch {tmp_path}/returned && exec sleep 120")
+    # as a foreground command gets Ctrl-C: a job started in the background by a shell without
+    # job control (a CI runner) inherits SIGINT ignored, which Python then leaves ignored
     proc = subprocess.Popen([sys.executable, "-m", "minitrace", "record", "-o", str(out), "--",
                              "sh", "-c", script], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+                            stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     while not (tmp_path / "returned").exists():
         assert proc.poll() is None, proc.communicate()
         time.sleep(0.05)
