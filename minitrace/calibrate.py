@@ -358,8 +358,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_quietly_off_root(p, argv)
 
     def job() -> int:
-        from .calibration import append_run, check_output, refit, summary
-        on_root(comm, lambda: check_output(args.output))
+        from .calibration import append_run, refit, summary
+        from .storage import check_appendable
+        on_root(comm, lambda: check_appendable(args.output))
         got = run(comm, args)
 
         def save() -> None:

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
-import os
 from dataclasses import asdict, dataclass, field
 
 import h5py
@@ -38,17 +37,6 @@ from .platforms import Cluster
 ENVELOPE = 16
 MIN_POINTS = 6
 GROUP = "calibration"
-
-
-def check_output(path: str) -> None:
-    """Refuse an unwritable or foreign output file before measuring, not after."""
-    from .storage import check_file
-    d = os.path.dirname(os.path.abspath(path))
-    if not os.path.isdir(d) or not os.access(d, os.W_OK):
-        raise MinitraceError("cannot write here: the directory does not exist or is not "
-                             "writable", path)
-    if os.path.exists(path):
-        check_file(path)
 
 
 def append_run(path: str, run: dict) -> str:

@@ -318,6 +318,18 @@ def write_bench(path: str, suite: str, columns: dict, attrs: dict | None = None,
                 _dataset(g, name, arr)
 
 
+def check_appendable(path: str) -> None:
+    """Refuse, before any measurement, an output a run will be added to (bench suites,
+    calibrations): one in a missing or read-only directory, or an existing file that is not a
+    minitrace file."""
+    d = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(d) or not os.access(d, os.W_OK):
+        raise MinitraceError("cannot write here: the directory does not exist or is not "
+                             "writable", path)
+    if os.path.exists(path):
+        check_file(path)
+
+
 def check_file(path: str) -> None:
     """Refuse anything that is not a complete minitrace file of a version we read."""
     path = os.fspath(path)

@@ -229,3 +229,20 @@ def test_pairs_from_two_node_topology(nodes, pairs):
     hosts = [f"node{n}" for n in nodes]
     topo = {"hosts": hosts, "rank_to_node": nodes, "local_rank": [0] * len(nodes)}
     assert pt2pt.pairs_from(topo) == pairs
+
+
+@pytest.mark.parametrize("prog", [["minitrace.bench", "pt2pt"], ["minitrace.calibrate"]])
+def test_unusable_output_refused_before_measuring(tmp_path, prog):
+    """bench and calibrate add a run to their output: one that cannot be written, or an existing
+    file that is not minitrace's, is one line from rank 0 before any measurement."""
+    from .mpiutil import tool
+    (tmp_path / "notes.txt").write_text("mine")
+    cases = {tmp_path / "nodir" / "b.h5": "cannot write here: the directory does not exist",
+             tmp_path: "cannot read: Is a directory",
+             tmp_path / "notes.txt": "not an HDF5 file"}
+    for out, why in cases.items():
+        p = subprocess.run([tool("mpiexec"), "-n", "2", sys.executable, "-m", *prog, "-o",
+                            str(out)], capture_output=True, text=True, timeout=120)
+        assert p.returncode == 1 and p.stderr.count("\n") == 1 and why in p.stderr, p.stderr
+        assert "error" in p.stderr and p.stdout == ""
+    assert (tmp_path / "notes.txt").read_text() == "mine"

@@ -16,20 +16,8 @@ import sys  # noqa: E402
 import traceback  # noqa: E402
 
 from ..errors import MinitraceError  # noqa: E402
-from ..storage import check_file  # noqa: E402
+from ..storage import check_appendable  # noqa: E402
 from . import add_suite_parsers, suite_module  # noqa: E402
-
-
-def check_output(comm, path: str) -> None:
-    """Refuse an unwritable or foreign output file before measuring, not after."""
-    def check() -> None:
-        d = os.path.dirname(os.path.abspath(path))
-        if not os.path.isdir(d) or not os.access(d, os.W_OK):
-            raise MinitraceError("cannot write here: the directory does not exist or is "
-                                 "not writable", path)
-        if os.path.exists(path):
-            check_file(path)
-    on_root(comm, check)
 
 
 def run_mpi_job(comm, prog: str, job) -> int:
@@ -69,7 +57,7 @@ def execute(args) -> int:
     comm = MPI.COMM_WORLD
 
     def job() -> int:
-        check_output(comm, args.output)
+        on_root(comm, lambda: check_appendable(args.output))
         return suite_module(args.suite).run(args)
     return run_mpi_job(comm, "minitrace bench", job)
 
