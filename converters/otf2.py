@@ -202,8 +202,7 @@ def read_otf2(anchor, keep_regions: bool = False, keep_going: bool = False) -> T
     except MinitraceError as e:
         raise MinitraceError(str(e), str(path)) if e.path is None else e from None
     fin = np.zeros(d.nranks, bool)
-    fin[np.repeat(np.arange(d.nranks), np.diff(data.rank_offsets))[
-        data.actions["kind"] == _C["finalize"]]] = True
+    fin[data.rank_of()[data.actions["kind"] == _C["finalize"]]] = True
     meta = {
         "producer": "Score-P/OTF2 (converted by minitrace)",
         "source_format": "otf2",

@@ -57,7 +57,7 @@ def _members(data: TraceData, comms: np.ndarray) -> np.ndarray:
 
 def _own_index(data: TraceData, rows: np.ndarray) -> np.ndarray:
     """Index of the acting rank in the communicator of each of ``rows`` (-1 if not a member)."""
-    rank = np.searchsorted(data.rank_offsets, rows, side="right") - 1
+    rank = data.rank_of(rows)
     comm = data.actions["comm"][rows]
     out = np.full(len(rows), -1, np.int64)
     for c in np.unique(comm):

@@ -23,7 +23,7 @@ def write_csv(data: TraceData, out) -> int:
                              os.fspath(out))
     a = data.actions
     sizes = np.diff(data.rank_offsets)
-    rank = np.repeat(np.arange(data.nranks), sizes)
+    rank = data.rank_of()
     df = actions_frame(a, rank=rank)
     df.insert(1, "index", np.arange(len(a)) - np.repeat(data.rank_offsets[:-1], sizes))
     vec = np.full(len(a), "", dtype=object)

@@ -104,8 +104,8 @@ def _messages(data: TraceData) -> list[tuple[int, int, int]]:
     from s to d with (tag, comm) meets the n-th receive by d from s with (tag, comm).  Sends are
     send kinds, sendrecvs and starts of persistent sends (fields from their init); receives
     are receive kinds, sendrecvs' receive halves and starts of persistent receives."""
-    a, off = data.actions, data.rank_offsets
-    rank = np.repeat(np.arange(data.nranks), np.diff(off))
+    a = data.actions
+    rank = data.rank_of()
     sends: dict[tuple, list[int]] = {}
     recvs: dict[tuple, list[int]] = {}
     inits: dict[tuple[int, int], int] = {}           # (rank, request) -> latest init row
@@ -193,7 +193,7 @@ def trace_events(data: TraceData, pid: int = 0, name: str = "trace") -> list[dic
     for ev in events:
         if ev["ph"] == "X" and not ev["name"].startswith("MPI_"):
             ev["cat"] = ev["name"] if ev["name"] in ("compute", "sleep") else "marker"
-    rank = np.repeat(np.arange(data.nranks), np.diff(data.rank_offsets))
+    rank = data.rank_of()
     for n, (s, q, nbytes) in enumerate(_messages(data)):
         ts, q0, q1 = a["t_start"][s], _us(a["t_start"][q]), _us(a["t_end"][q])
         if not (np.isfinite(ts) and np.isfinite(q0) and np.isfinite(q1)):

@@ -234,7 +234,7 @@ def _synchronous_pairs(data: TraceData) -> dict[int, int]:
     sync = np.nonzero(K.mask({"ssend", "issend"})[kind] & (a["peer"] >= 0))[0]
     if not len(sync):
         return {}
-    rank = np.repeat(np.arange(data.nranks), np.diff(data.rank_offsets))
+    rank = data.rank_of()
     keys = {(int(rank[i]), int(a["peer"][i]), int(a["tag"][i]), int(a["comm"][i])) for i in sync}
     sends, recvs = K.mask(K.SENDS), K.mask({"recv", "irecv"})
     other_sends = K.mask(K.SEND_INITS | {"psend_init"} | K.SENDRECVS)

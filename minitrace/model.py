@@ -67,6 +67,12 @@ class TraceData:
         """Rows of ``actions`` that belong to ``rank``."""
         return slice(int(self.rank_offsets[rank]), int(self.rank_offsets[rank + 1]))
 
+    def rank_of(self, rows: np.ndarray | None = None) -> np.ndarray:
+        """The rank (int64) of each of ``rows`` (global row numbers), of every row by default."""
+        if rows is None:
+            return np.repeat(np.arange(self.nranks, dtype=np.int64), np.diff(self.rank_offsets))
+        return np.searchsorted(self.rank_offsets, rows, side="right") - 1
+
     def vector(self, row: int) -> np.ndarray:
         """The vector of action ``row`` (a global row number), empty when it has none."""
         n = int(self.actions["vec_len"][row])

@@ -324,7 +324,7 @@ def _own_block_copies(data, actions, copies, rate: float) -> list[str]:
         return []
     seconds = nbytes[rows] / np.where(nbytes[rows] > cold_from, cold, hot)
     after = rows + 1
-    last = data.rank_offsets[np.searchsorted(data.rank_offsets, rows, side="right")]
+    last = data.rank_offsets[data.rank_of(rows) + 1]
     ok = (after < last) & (actions["kind"][np.minimum(after, len(actions) - 1)]
                            == K.code("compute"))
     np.add.at(actions["volume"], after[ok], seconds[ok] * rate)

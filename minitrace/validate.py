@@ -104,7 +104,7 @@ class _Ctx:
         self.a = data.actions
         n = len(self.a)
         sizes = np.diff(data.rank_offsets)
-        self.rank = np.repeat(np.arange(data.nranks, dtype=np.int64), sizes)
+        self.rank = data.rank_of()
         self.index = np.arange(n, dtype=np.int64) - np.repeat(data.rank_offsets[:-1], sizes)
         self.kind = self.a["kind"]
 
