@@ -184,7 +184,7 @@ def _design(args, seed: int, pairs):
     return sizes, pt2pt.plan(design, sizes, list(KINDS), pairs)
 
 
-def _network(comm, args, seed: int, topo: dict) -> dict:
+def _network(comm, args, seed: int, topo: dict, cold_from: int) -> dict:
     """Every planned measurement between rank 0 and its partners; rank 0 gets the columns."""
     from .bench import pt2pt
     pairs = pt2pt.pairs_from(topo)
@@ -192,8 +192,9 @@ def _network(comm, args, seed: int, topo: dict) -> dict:
     buf = np.zeros(args.max_size, np.uint8)
     ack = np.zeros(1, np.uint8)
     mv = memoryview(buf)
-    cold_from = comm.bcast(_cold_from(args), root=0)
-    pool = _cold_pool(4 * args.max_size) if 0 < cold_from < args.max_size else None
+    measures = comm.rank == 0 or comm.rank in {p[1] for p in pairs}
+    pool = _cold_pool(4 * args.max_size) if measures and 0 < cold_from < args.max_size \
+        else None     # (64 MiB and more: not on ranks that only wait at the barriers)
     n = len(items)
     t = np.full(n, np.nan)
     t_send = np.full(n, np.nan)
@@ -319,7 +320,8 @@ def run(comm, args) -> dict | None:
     topo = topology(comm)
     cores = comm.gather(os.cpu_count() or 1, root=0)
     t0 = time.time()
-    columns = _network(comm, args, seed, topo)
+    cold_from = comm.bcast(_cold_from(args) if comm.rank == 0 else None, root=0)
+    columns = _network(comm, args, seed, topo, cold_from)
     threshold = _threshold(comm, args.max_size)
     compute = _compute(comm)
     reduction = _reduction(comm)
@@ -331,7 +333,7 @@ def run(comm, args) -> dict | None:
     attrs = {"seed": seed, "nranks": comm.size, "hosts": topo["hosts"],
              "rank_to_node": topo["rank_to_node"], "cores": cores,
              "max_size": args.max_size, "nsizes": args.nsizes, "reps": args.reps,
-             "cold_from": _cold_from(args),
+             "cold_from": cold_from,
              "iterations": args.iterations, "iterations_large": args.iterations_large,
              "eager_threshold": threshold if threshold else "no switch found",
              "mpi_library": meta["mpi_library"], "cpu_model": meta["cpu_model"],
