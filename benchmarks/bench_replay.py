@@ -25,9 +25,9 @@ import time
 from pathlib import Path
 
 from minitrace.converters.simgrid_ti import read_ti
-from minitrace.platforms import Cluster
+from minitrace.replay.platforms import Cluster
 from minitrace.replay import replay
-from minitrace.replay_native import simgrid_library
+from minitrace.replay.replayer_build import simgrid_library
 from minitrace.storage import write_trace
 
 CACHE = Path(os.environ.get("MINITRACE_CACHE", Path.home() / ".cache" / "minitrace"))

@@ -21,7 +21,7 @@ from pathlib import Path
 
 CHILD = r"""
 import json, resource, sys, time
-from minitrace.platforms import Cluster
+from minitrace.replay.platforms import Cluster
 from minitrace.replay import replay
 listfile, ranks = sys.argv[1], int(sys.argv[2])
 t = time.perf_counter()

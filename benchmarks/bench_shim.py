@@ -3,7 +3,7 @@
 (a) ns added per MPI call: one rank (MPI_Comm_size loop, 8-byte MPI_Sendrecv to self: no
 network, so little load noise) and a tight 8-byte ping-pong between 2 ranks;  (b) slowdown of a
 2-D halo exchange (2 ranks) computing between exchanges;  (c) bytes per action of the final
-HDF5;  (d) merge speed (raw per-rank files -> TraceData, and + HDF5 write), in fresh processes
+HDF5;  (d) merge speed (raw per-rank files -> TraceColumns, and + HDF5 write), in fresh processes
 (cold: what `minitrace record` sees) and repeated in the same process (warm).
 
 Every traced/untraced pair runs back to back, the order alternating between pairs, so that a
@@ -239,7 +239,7 @@ def main() -> None:
         f"(c) bytes per action in the HDF5: ping-pong {bpa:.2f} ({n} actions incl. compute), "
         f"halo {hbpa:.2f} ({len(hdata.actions)} actions); target <= 8: "
         f"{'met' if max(bpa, hbpa) <= 8 else 'NOT met'}",
-        f"(d) merge of {n} actions, {args.merge_reps} fresh processes: raw -> TraceData cold "
+        f"(d) merge of {n} actions, {args.merge_reps} fresh processes: raw -> TraceColumns cold "
         f"{rate(c, 1):.1f} M/s wall ({rate(c, 2):.1f} M/s CPU), warm {rate(w, 1):.1f} M/s wall "
         f"({rate(w, 2):.1f} M/s CPU); with the HDF5 write cold {rate2(c, 1, 3):.1f} M/s wall "
         f"({rate2(c, 2, 4):.1f} CPU), warm {rate2(w, 1, 3):.1f} M/s wall ({rate2(w, 2, 4):.1f} CPU)",

@@ -1,6 +1,6 @@
 """Issue 2 benchmark: write and read back 10 M actions (mixed kinds, 64 ranks).
 
-Reports actions/s for write (TraceData -> HDF5) and read (HDF5 -> pandas, every rank), and bytes
+Reports actions/s for write (TraceColumns -> HDF5) and read (HDF5 -> pandas, every rank), and bytes
 per action on disk, for a loop-like trace without timestamps (time-independent) and with them
 (as the recorder writes: ns timestamps with jitter).  Run: python benchmarks/bench_storage.py
 """
@@ -13,11 +13,11 @@ import time
 
 
 import minitrace
-from minitrace.model import TraceData
+from minitrace.model import TraceColumns
 from minitrace.synthetic import loop_trace
 from minitrace.storage import write_trace
 
-def measure(data: TraceData, path: str) -> dict:
+def measure(data: TraceColumns, path: str) -> dict:
     n = len(data.actions)
     t = time.perf_counter()
     write_trace(path, data)

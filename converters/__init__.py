@@ -1,1 +1,1 @@
-"""Readers and writers of foreign trace formats, all producing minitrace TraceData."""
+"""Readers and writers of foreign trace formats, all producing minitrace TraceColumns."""

@@ -16,7 +16,7 @@ import numpy as np
 
 from minitrace import kinds as K
 from minitrace.errors import MinitraceError
-from minitrace.model import ACTION_DTYPE, EMPTY_ROW, TraceBuilder, TraceData
+from minitrace.model import ACTION_DTYPE, EMPTY_ROW, TraceBuilder, TraceColumns
 
 # Positions in a row (a mutable list in ACTION_DTYPE field order, turned into an action by
 # TraceBuilder.extend at the end).
@@ -147,8 +147,8 @@ class RankStream:
             self._gap = None
 
 
-def build(streams: list[RankStream], comms: dict, strings: list[str], meta: dict) -> TraceData:
-    """One TraceData from the ranks' streams, with what was dropped on the way in ``meta``
+def build(streams: list[RankStream], comms: dict, strings: list[str], meta: dict) -> TraceColumns:
+    """One TraceColumns from the ranks' streams, with what was dropped on the way in ``meta``
     (``volume_unit`` seconds)."""
     dropped = Counter()
     for s in streams:

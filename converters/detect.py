@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from minitrace.errors import MinitraceError
-from minitrace.model import TraceData
+from minitrace.model import TraceColumns
 
 from .ti_files import is_trace, list_entries
 
@@ -94,8 +94,8 @@ def detect(path) -> str:
 
 
 def read_any(path, fmt: str = "auto", keep_regions: bool = False,
-             keep_going: bool = False) -> TraceData:
-    """Read ``path`` in format ``fmt`` ("auto" detects it) into a TraceData; a list of several
+             keep_going: bool = False) -> TraceColumns:
+    """Read ``path`` in format ``fmt`` ("auto" detects it) into a TraceColumns; a list of several
     paths is TAU's per-thread files of one run.  ``keep_going``: keep the whole records of a
     damaged OTF2/TAU input, marking the trace incomplete, instead of failing."""
     if isinstance(path, (list, tuple)):

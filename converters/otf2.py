@@ -1,4 +1,4 @@
-"""OTF2 (Score-P) archives <-> TraceData, through Score-P's own ``otf2`` package.
+"""OTF2 (Score-P) archives <-> TraceColumns, through Score-P's own ``otf2`` package.
 
 Reading: every MPI region of a rank's master location becomes one action; the message events
 inside it (MpiSend/MpiRecv/MpiIsend/MpiIrecv..., MpiCollectiveEnd, non-blocking collective
@@ -22,7 +22,7 @@ import numpy as np
 
 from minitrace import kinds as K
 from minitrace.errors import MinitraceError
-from minitrace.model import TraceData
+from minitrace.model import TraceColumns
 from minitrace.outputs import replacing_dir, write_error
 
 from .callstream import mpi_kind
@@ -157,7 +157,7 @@ def _comms(otf2, defs, rank_of, nranks):
     return ids, comms
 
 
-def read_otf2(anchor, keep_regions: bool = False, keep_going: bool = False) -> TraceData:
+def read_otf2(anchor, keep_regions: bool = False, keep_going: bool = False) -> TraceColumns:
     """Read an OTF2 archive (its ``.otf2`` anchor, or the directory holding it).
 
     ``keep_regions`` keeps non-MPI regions as ``region_begin``/``region_end`` markers (names in
@@ -388,7 +388,7 @@ def mpi_name(kind: str) -> str:
     return "MPI_" + kind[:1].upper() + kind[1:]
 
 
-def write_otf2(data: TraceData, out_dir, archive_name: str = "traces",
+def write_otf2(data: TraceColumns, out_dir, archive_name: str = "traces",
                timer_resolution: int = 1_000_000_000) -> dict:
     """Write ``data`` as an OTF2 archive ``out_dir/<archive_name>.otf2`` (+ .def, events).
 
@@ -502,7 +502,7 @@ def _write_contents(otf2, tr, data, times, lossy):
                     lossy)
 
 
-def _write_times(data: TraceData, res: int) -> np.ndarray:
+def _write_times(data: TraceColumns, res: int) -> np.ndarray:
     """Integer (t_start, t_end) ticks per action; synthetic when the trace is untimed."""
     a = data.actions
     t = np.stack([a["t_start"], a["t_end"]], axis=1)

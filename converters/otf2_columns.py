@@ -1,4 +1,4 @@
-"""OTF2 event columns -> TraceData: the OTF2 reader's rules (docs/CONVERTERS.md) on whole columns.
+"""OTF2 event columns -> TraceColumns: the OTF2 reader's rules (docs/CONVERTERS.md) on whole columns.
 
 The events come from converters/otf2_native.py, one row each (rank, time, type, integer fields),
 in the global reader's time order.  Per rank, with numpy: MPI nesting from a cumulative sum of
@@ -19,7 +19,7 @@ import numpy as np
 
 from minitrace import kinds as K
 from minitrace.errors import MinitraceError
-from minitrace.model import ACTION_DTYPE, EMPTY_ROW, NONE, TraceData, assign_vec_offsets
+from minitrace.model import ACTION_DTYPE, EMPTY_ROW, NONE, TraceColumns, assign_vec_offsets
 
 from .otf2_native import OTF2_NAME, TYPES, code
 
@@ -409,7 +409,7 @@ class _Sequential:
 
 
 # == assembly ===================================================================================
-def assemble(rows: np.ndarray, d: Defs, keep_regions: bool) -> tuple[TraceData, dict]:
+def assemble(rows: np.ndarray, d: Defs, keep_regions: bool) -> tuple[TraceColumns, dict]:
     """The trace of the events ``rows`` (of the ranks' locations, in the global reader's
     order) and what the reader reports: ``{"messages": {"sent", "received"}, "unmapped":
     Counter, "user_regions": n}`` (enters and leaves of non-MPI regions)."""
@@ -764,7 +764,7 @@ def assemble(rows: np.ndarray, d: Defs, keep_regions: bool) -> tuple[TraceData, 
                       for x in reg[ci[~kept]].tolist())
     if dropped:
         meta["dropped_mpi_calls"] = dict(sorted(dropped.items()))
-    data = TraceData(actions, offsets, vectors, {0: np.arange(nr, dtype=np.int32), **comms},
+    data = TraceColumns(actions, offsets, vectors, {0: np.arange(nr, dtype=np.int32), **comms},
                      strings, meta)
     return data, {"messages": messages, "unmapped": unm.counter(),
                   "user_regions": int(user.sum())}

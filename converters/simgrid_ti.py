@@ -1,4 +1,4 @@
-"""SimGrid time-independent (TI) trace text <-> TraceData, in the syntax SimGrid 4.1's SMPI replay
+"""SimGrid time-independent (TI) trace text <-> TraceColumns, in the syntax SimGrid 4.1's SMPI replay
 accepts (src/smpi/internals/smpi_replay.cpp; see docs/SIMGRID_TI.md).
 
 Lines are ``<rank> <action> <args...>``; counts are element counts of a datatype (MPI_BYTE by
@@ -6,7 +6,7 @@ default, MPI_DOUBLE when the rank's ``init`` line has an extra token), so the im
 them into bytes and the exporter writes bytes with the default MPI_BYTE.  SimGrid runs every
 collective on MPI_COMM_WORLD and has no ssend, persistent, partitioned, probe or non-blocking
 collective actions: the exporter first lowers what MPI libraries express with point-to-point
-messages (:mod:`minitrace.lowering`), then reports, per kind, what it lowered, dropped or
+messages (:mod:`minitrace.replay.lowering`), then reports, per kind, what it lowered, dropped or
 approximated.
 """
 from __future__ import annotations
@@ -22,9 +22,9 @@ import numpy as np
 
 from minitrace import kinds as K
 from minitrace.errors import MinitraceError
-from minitrace.model import NONE, TraceBuilder, TraceData
+from minitrace.model import NONE, TraceBuilder, TraceColumns
 from minitrace.outputs import replacing_dir, replacing_file, write_error
-from minitrace.probes import receive_order
+from minitrace.matched_probes import receive_order
 
 from .ti_files import is_trace, list_entries, meaningful_lines, rank_token
 
@@ -78,7 +78,7 @@ def _read_lines(path: str, want_rank: int | None, errors: list) -> list[_Line]:
     return out
 
 
-def read_ti(path) -> TraceData:
+def read_ti(path) -> TraceColumns:
     """Read a TI trace: one file holding all ranks, or a list file (one line: a trace shared by
     all ranks; N lines: rank i's trace on line i).  Raises MinitraceError listing the lines it
     cannot parse as ``file:line: why``."""
@@ -163,7 +163,7 @@ class _Importer:
         self.builder = TraceBuilder(nranks)
         self.ignored: Counter = Counter()
 
-    def run(self, lines: list[_Line]) -> TraceData:
+    def run(self, lines: list[_Line]) -> TraceColumns:
         per_rank: list[list[_Line]] = [[] for _ in range(self.P)]
         for ln in lines:
             if ln.rank >= self.P:
@@ -375,7 +375,7 @@ class _Importer:
         else:
             raise _LineError("unknown action")
 
-    def build(self) -> TraceData:
+    def build(self) -> TraceColumns:
         data = self.builder.build()
         _resolve_probed_sizes(data.actions, data.rank_offsets)
         if self.ignored:
@@ -472,7 +472,7 @@ class _Writer:
     one ``%`` formatting call; any other rank goes through ``rank_lines``, one action at a
     time.  Both write the same text."""
 
-    def __init__(self, data: TraceData, rep: ExportReport):
+    def __init__(self, data: TraceColumns, rep: ExportReport):
         self.d, self.rep, self.P = data, rep, data.nranks
         self.unit = data.meta.get("volume_unit", "flops")
         self.too_big: list[str] = []
@@ -808,7 +808,7 @@ class _Writer:
             w("alltoallv", sum(v[:P]), *v[:P], sum(v[P:]), *v[P:])
 
 
-def _count_rootless(data: TraceData, rep: ExportReport) -> None:
+def _count_rootless(data: TraceColumns, rep: ExportReport) -> None:
     """A rooted collective whose source did not record its root (peer -1, e.g. TAU's bcast)
     must name one in SimGrid's text: it is written as root 0, and said in the report."""
     kind = data.actions["kind"]
@@ -817,7 +817,7 @@ def _count_rootless(data: TraceData, rep: ExportReport) -> None:
         rep.approximated[f"{K.NAME[int(code)]} (root not recorded: written as root 0)"] += int(n)
 
 
-def write_ti(data: TraceData, out, layout: str = "per-rank", lossy: bool = False,
+def write_ti(data: TraceColumns, out, layout: str = "per-rank", lossy: bool = False,
              lower_world: bool = False) -> ExportReport:
     """Write ``data`` as SimGrid 4.1 TI text (bytes, default MPI_BYTE).  ``per-rank``: ``out`` is
     a list file naming ``<out>_files/<rank>.txt`` (paths relative to the list's directory);
@@ -825,9 +825,9 @@ def write_ti(data: TraceData, out, layout: str = "per-rank", lossy: bool = False
     an action would be dropped; approximations are always listed in the returned report.  Files
     are written beside their final place and renamed into it: a failed export leaves the
     previous output (or none) in place, never part of the new one.  What SimGrid's replay cannot
-    express is lowered first (:mod:`minitrace.lowering`; ``lower_world``: world collectives
+    express is lowered first (:mod:`minitrace.replay.lowering`; ``lower_world``: world collectives
     too, a debugging switch to compare lowerings with SimGrid's built-in collectives)."""
-    from minitrace.lowering import lower
+    from minitrace.replay.lowering import lower
     out = os.fspath(out)
     if layout not in ("per-rank", "single"):
         raise MinitraceError(f"unknown layout {layout!r} (per-rank or single)")

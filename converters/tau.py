@@ -1,4 +1,4 @@
-"""TAU binary traces (a merged ``tau.trc`` + its ``tau.edf``) -> TraceData.
+"""TAU binary traces (a merged ``tau.trc`` + its ``tau.edf``) -> TraceColumns.
 
 A ``.trc`` file is an array of fixed-size records ``{int32 ev; uint16 nid; uint16 tid; int64 par;
 uint64 ti}`` (24 bytes; a 64-bit variant pads ``ev`` to 8 bytes, 32 bytes), written in the
@@ -24,7 +24,7 @@ import numpy as np
 
 from minitrace import kinds as K
 from minitrace.errors import MinitraceError
-from minitrace.model import NONE, TraceData
+from minitrace.model import NONE, TraceColumns
 
 from .callstream import BRECV, BSENT, FLAGS, KIND, PEER, REQUEST, TAG, RankStream, build
 from .tau_vector import decode
@@ -134,7 +134,7 @@ class _Rank:
 
 
 def read_tau(trc, edf=None, keep_regions: bool = False, keep_going: bool = False,
-             vectorized: bool = True) -> TraceData:
+             vectorized: bool = True) -> TraceColumns:
     """Read a merged TAU trace; ``edf`` defaults to ``tau.edf`` beside ``trc``.
 
     A trace cut short (a partial record, or a node without TAU's closing FLUSH_CLOSE record) is
@@ -169,7 +169,7 @@ def per_thread_files(folder) -> list[Path]:
 
 
 def read_tau_files(paths, keep_regions: bool = False, keep_going: bool = False,
-                   vectorized: bool = True) -> TraceData:
+                   vectorized: bool = True) -> TraceColumns:
     """Read TAU's unmerged per-thread traces (``tautrace.N.C.T.trc``, each with the
     ``events.N.edf`` of its node beside it), e.g. ``per_thread_files(dir)``.
 
@@ -231,8 +231,8 @@ def read_tau_files(paths, keep_regions: bool = False, keep_going: bool = False,
 
 
 def _convert(rec: np.ndarray, events: dict, provenance: dict, where: str | dict,
-             keep_regions: bool, damaged: list | None, vectorized: bool) -> TraceData:
-    """TraceData of records (all nodes, in time order) whose ids ``events`` defines; ``where``
+             keep_regions: bool, damaged: list | None, vectorized: bool) -> TraceColumns:
+    """TraceColumns of records (all nodes, in time order) whose ids ``events`` defines; ``where``
     is the file (or node -> file) to name in errors, ``damaged`` None unless keeping going."""
     threads = rec["tid"] != 0
     other_threads = int(threads.sum())
@@ -290,7 +290,7 @@ def _info(rec: np.ndarray, events: dict) -> dict[int, dict[str, str]]:
 
 
 def _by_record(rec: np.ndarray, events: dict, nranks: int, t0: int,
-               keep_regions: bool) -> TraceData:
+               keep_regions: bool) -> TraceColumns:
     """The record-by-record reader: any trace, with TAU's request rules in full (persistent
     requests, waitall, tests, ...)."""
     strings: list[str] = []

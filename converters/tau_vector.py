@@ -25,7 +25,7 @@ from collections import Counter
 import numpy as np
 
 from minitrace import kinds as K
-from minitrace.model import ACTION_DTYPE, EMPTY_ROW, NONE, TraceData
+from minitrace.model import ACTION_DTYPE, EMPTY_ROW, NONE, TraceColumns
 
 from .callstream import mpi_kind
 
@@ -251,7 +251,7 @@ def _layout(item_pos, i_start, i_end, i_kind, ends):
 
 def decode(rec: np.ndarray, events: dict, nranks: int, t0: int, keep_regions: bool,
            coll_bytes: dict, send_tag: int, recv_tag: int):
-    """TraceData of ``rec`` (thread 0 of every rank, each rank's in time order; ``t0`` the
+    """TraceColumns of ``rec`` (thread 0 of every rank, each rank's in time order; ``t0`` the
     first time stamp, ``coll_bytes`` tau._COLL_BYTES) with the meta the record reader would
     give (sizes, roots, drops, pending requests, completeness; the caller adds provenance), or
     None when its requests need the record-by-record reader."""
@@ -388,5 +388,5 @@ def decode(rec: np.ndarray, events: dict, nranks: int, t0: int, keep_regions: bo
     fin = np.zeros(nranks, bool)
     fin[c_rank[kind == _C["finalize"]]] = True
     meta["complete"] = bool(fin.all())
-    return TraceData(out, offsets, vectors, {0: np.arange(nranks, dtype=np.int32)}, strings,
+    return TraceColumns(out, offsets, vectors, {0: np.arange(nranks, dtype=np.int32)}, strings,
                      meta)

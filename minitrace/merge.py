@@ -1,4 +1,4 @@
-"""Raw per-rank files of the PMPI shim (c_shim/) -> one TraceData (nothing written or printed:
+"""Raw per-rank files of the PMPI shim (c_shim/) -> one TraceColumns (nothing written or printed:
 ``minitrace merge``/``record`` write, validate and report it, see commands/merge.py).
 
 Each ``rank-NNNNNN.mtr`` is a 4096-byte header then 4 MiB chunks of 80-byte records, one chunk
@@ -31,7 +31,7 @@ import numpy as np
 from . import kinds as K
 from . import rawlayout as L
 from .errors import MinitraceError
-from .model import ACTION_DTYPE, NONE, UNDEFINED, TraceData, assign_vec_offsets
+from .model import ACTION_DTYPE, NONE, UNDEFINED, TraceColumns, assign_vec_offsets
 
 RAW_DTYPE = L.RECORD.dtype()
 HEADER_DTYPE = L.HEADER.dtype()
@@ -423,8 +423,8 @@ def rank_files(directory: str) -> list[str]:
     return files
 
 
-def merge_dir(directory: str, command_line: str | None = None) -> TraceData:
-    """Read every ``rank-*.mtr`` of ``directory`` into one TraceData."""
+def merge_dir(directory: str, command_line: str | None = None) -> TraceColumns:
+    """Read every ``rank-*.mtr`` of ``directory`` into one TraceColumns."""
     ranks = [_Rank(f) for f in rank_files(directory)]
     good = [r for r in ranks if r.readable]
     if not good:
@@ -528,7 +528,7 @@ def merge_dir(directory: str, command_line: str | None = None) -> TraceData:
     warnings = [w for r in good for w in r.warnings]
     if warnings:                                        # (then meta["complete"] is False)
         meta["raw_warnings"] = warnings
-    return TraceData(actions, offsets, vectors, comms, strings, meta)
+    return TraceColumns(actions, offsets, vectors, comms, strings, meta)
 
 
 def _global_comms(comm_lists: list, size: int):

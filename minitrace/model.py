@@ -1,13 +1,13 @@
 """The in-memory trace: all ranks' actions in one columnar table, plus side tables.
 
-A ``TraceData`` is what readers produce and writers consume.  Actions of rank ``r`` are the rows
+A ``TraceColumns`` is what readers produce and writers consume.  Actions of rank ``r`` are the rows
 ``rank_offsets[r]:rank_offsets[r+1]`` of ``actions`` in program order.  Per-action vectors live
 in one int64 array ``vectors``, in action order (docs/FORMAT.md says what each kind's holds);
-``TraceData.vector(row)`` is an action's, ``vec_off`` follows from ``vec_len``
+``TraceColumns.vector(row)`` is an action's, ``vec_off`` follows from ``vec_len``
 (``assign_vec_offsets``).  Communicators map an id to the world ranks of their members, in
 communicator-rank order (id 0 is MPI_COMM_WORLD).  Region names are in ``strings`` (the ``tag``
 of a region action).  ``TraceBuilder`` is the one way importers, tests and benchmarks assemble a
-``TraceData`` action by action.
+``TraceColumns`` action by action.
 """
 from __future__ import annotations
 
@@ -50,7 +50,12 @@ def assign_vec_offsets(actions: np.ndarray) -> None:
 
 
 @dataclass
-class TraceData:
+class TraceColumns:
+    """A whole trace in memory, as columns (the model layer): what producers build (the merge,
+    the importers, :class:`TraceBuilder`) and consumers compute on; ``storage`` writes it,
+    :class:`~minitrace.storage.HDF5TraceReader` reads it back, :class:`~minitrace.trace.Trace`
+    is the user's view of a file."""
+
     actions: np.ndarray                      # ACTION_DTYPE, rank-major
     rank_offsets: np.ndarray                 # int64, nranks + 1
     vectors: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
@@ -111,7 +116,7 @@ class TraceData:
 
 
 class TraceBuilder:
-    """Collects actions rank by rank, in each rank's program order, into one TraceData.
+    """Collects actions rank by rank, in each rank's program order, into one TraceColumns.
 
     ``add(rank, "send", peer=1, tag=0, bytes_sent=8)``; a vector is passed as ``vector=[...]``.
     ``extend`` takes a block of rows an importer kept mutable while reading (OTF2, TAU).  Rows
@@ -185,8 +190,8 @@ class TraceBuilder:
             self._vec_blocks[rank].append(np.array(vec, dtype=np.int64))
             vec.clear()
 
-    def build(self) -> TraceData:
-        """The collected actions as one rank-major TraceData."""
+    def build(self) -> TraceColumns:
+        """The collected actions as one rank-major TraceColumns."""
         for r in range(self.nranks):
             self._flush(r)
         counts = [sum(len(b) for b in blocks) for blocks in self._blocks]
@@ -196,5 +201,5 @@ class TraceBuilder:
         vec_blocks = [v for vs in self._vec_blocks for v in vs]
         vectors = np.concatenate(vec_blocks) if vec_blocks else np.zeros(0, np.int64)
         assign_vec_offsets(actions)
-        return TraceData(actions, offsets, vectors, dict(self.comms), list(self.strings),
+        return TraceColumns(actions, offsets, vectors, dict(self.comms), list(self.strings),
                          dict(self.meta))

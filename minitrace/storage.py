@@ -24,7 +24,7 @@ import numpy as np
 from . import __version__
 from . import kinds as K
 from .errors import MinitraceError
-from .model import ACTION_DTYPE, UNDEFINED, VOLUME_UNITS, TraceData, vec_offsets
+from .model import ACTION_DTYPE, UNDEFINED, VOLUME_UNITS, TraceColumns, vec_offsets
 
 FORMAT_NAME = "minitrace"
 FORMAT_VERSION = 1
@@ -218,7 +218,7 @@ def _encode_time_columns(a: np.ndarray, offsets: np.ndarray):
                           {"encoding": "ns-duration"})}
 
 
-def write_trace(path: str, data: TraceData, meta: dict | None = None) -> None:
+def write_trace(path: str, data: TraceColumns, meta: dict | None = None) -> None:
     """Write ``data`` as a new minitrace file (any bench groups are dropped: a trace file)."""
     a = data.actions
     offsets = data.rank_offsets
@@ -414,8 +414,8 @@ def _check_meta(attrs: dict, path: str) -> None:
         raise _corrupt(f"unknown volume unit {attrs['volume_unit']!r}", path)
 
 
-class TraceReader:
-    """Reads columns of ``/trace`` for a row range, decoding the on-disk encodings.  Every
+class HDF5TraceReader:
+    """The storage layer's reader of a file's ``/trace``: reads columns of ``/trace`` for a row range, decoding the on-disk encodings.  Every
     structure, attribute and index is checked when the file is opened (a damaged file fails
     there, in one line); data read later is checked as it is decoded."""
 
@@ -587,13 +587,13 @@ class TraceReader:
         except (OSError, UnicodeDecodeError):
             raise _corrupt("string table unreadable", self.path) from None
 
-    def all(self) -> TraceData:
+    def all(self) -> TraceColumns:
         """The whole trace in memory."""
         a = self.read(0, int(self.offsets[-1]))
         vectors = self.vectors()
         if int(a["vec_len"].sum(dtype=np.int64)) > len(vectors):
             raise _corrupt("vector lengths beyond the vector table", self.path)
-        return TraceData(a, self.offsets, vectors, self.comms(), self.strings())
+        return TraceColumns(a, self.offsets, vectors, self.comms(), self.strings())
 
 
 def _text(v) -> str | None:

@@ -6,7 +6,7 @@ import pandas as pd
 
 
 def summarize(r) -> pd.DataFrame:
-    """One row per rank of the trace read by ``r`` (a TraceReader, passed by Trace.summary):
+    """One row per rank of the trace read by ``r`` (a HDF5TraceReader, passed by Trace.summary):
     ``actions``, ``bytes_sent``, ``bytes_recv``, ``volume``, ``t_first``, ``t_last``, ``span``
     (seconds, NaN when untimed) and one ``n_<kind>`` column per kind present."""
     names, counts = r.kind_counts()

@@ -4,13 +4,13 @@ from __future__ import annotations
 import numpy as np
 
 from . import kinds as K
-from .model import TraceData, assign_vec_offsets, empty_actions
+from .model import TraceColumns, assign_vec_offsets, empty_actions
 
 LOOP = ["compute", "irecv", "isend", "waitall", "compute", "allreduce", "compute", "send",
         "recv", "alltoallv"]
 
 
-def loop_trace(nranks: int, total: int, timed: bool, seed: int = 0) -> TraceData:
+def loop_trace(nranks: int, total: int, timed: bool, seed: int = 0) -> TraceColumns:
     """A regular trace: each rank repeats LOOP with ring peers, jittered compute and times."""
     rng = np.random.default_rng(seed)
     per = total // nranks
@@ -39,10 +39,10 @@ def loop_trace(nranks: int, total: int, timed: bool, seed: int = 0) -> TraceData
             a["t_start"][s] = np.rint(start * 1e9) / 1e9
             a["t_end"][s] = np.rint((start + dur) * 1e9) / 1e9
     assign_vec_offsets(a)
-    return TraceData(a, offsets, np.concatenate(vectors), meta={"volume_unit": "seconds"})
+    return TraceColumns(a, offsets, np.concatenate(vectors), meta={"volume_unit": "seconds"})
 
 
-def ring_trace(P: int, total: int) -> TraceData:
+def ring_trace(P: int, total: int) -> TraceColumns:
     """A loop-like ring: per rank init, (isend, irecv, waitall, allreduce) x N, compute, finalize."""
     per = total // P
     steps = (per - 2) // 4
@@ -66,4 +66,4 @@ def ring_trace(P: int, total: int) -> TraceData:
     actions = np.concatenate(blocks)
     assign_vec_offsets(actions)
     vec = np.tile(np.stack([np.arange(steps) * 2, np.arange(steps) * 2 + 1], 1).ravel(), P)
-    return TraceData(actions, np.arange(P + 1) * per, vec.astype(np.int64))
+    return TraceColumns(actions, np.arange(P + 1) * per, vec.astype(np.int64))

@@ -9,8 +9,8 @@ import pandas as pd
 
 from . import kinds as K
 from .errors import MinitraceError
-from .model import TraceData
-from .storage import TraceReader, check_file, read_attrs
+from .model import TraceColumns
+from .storage import HDF5TraceReader, check_file, read_attrs
 
 _CATS = pd.CategoricalDtype([name for _, name, _ in K.KINDS])
 _LOOKUP = np.full(256, -1, dtype=np.int16)
@@ -48,7 +48,7 @@ class Trace:
         except OSError:
             raise MinitraceError("corrupt or truncated HDF5 file", self.path) from None
         self.meta = read_attrs(self._f)
-        self._reader = TraceReader(self._f, self.path) if "trace" in self._f else None
+        self._reader = HDF5TraceReader(self._f, self.path) if "trace" in self._f else None
 
     def __enter__(self):
         return self
@@ -68,7 +68,7 @@ class Trace:
     def has_trace(self) -> bool:
         return self._reader is not None
 
-    def _need_trace(self) -> TraceReader:
+    def _need_trace(self) -> HDF5TraceReader:
         if self._reader is None:
             raise MinitraceError("holds no trace, only benchmark results", self.path)
         return self._reader
@@ -118,7 +118,7 @@ class Trace:
             return actions_frame(np.zeros(0, r.read(0, 0).dtype), rank=np.zeros(0, int))
         return pd.concat(parts)
 
-    def data(self) -> TraceData:
+    def data(self) -> TraceColumns:
         """Everything in memory (for exporters and validation)."""
         d = self._need_trace().all()
         d.meta = dict(self.meta)

@@ -35,8 +35,8 @@ import numpy as np
 import pandas as pd
 
 from . import kinds as K
-from . import probes
-from .model import TraceData
+from . import matched_probes
+from .model import TraceColumns
 
 #: Problems kept per category (counts stay exact beyond it).
 KEEP_PER_CATEGORY = 1000
@@ -99,7 +99,7 @@ class _Ctx:
     """Columns shared by the checks: each action's rank and row within the rank, and the rows
     of a set of kinds."""
 
-    def __init__(self, data: TraceData):
+    def __init__(self, data: TraceColumns):
         self.d = data
         self.a = data.actions
         n = len(self.a)
@@ -112,7 +112,7 @@ class _Ctx:
         return np.nonzero(K.mask(names)[self.kind])[0]
 
 
-def validate(data: TraceData) -> ValidationReport:
+def validate(data: TraceColumns) -> ValidationReport:
     """Check ``data``; the report lists every problem found (see the module docstring)."""
     rep = ValidationReport(data.nranks, len(data.actions))
     if data.nranks == 0:
@@ -239,7 +239,7 @@ def _starts(ctx: _Ctx):
 
 def _probe_sides(ctx: _Ctx) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Matched probes and matched receives by message id: two frames (rank, id, row)."""
-    return probes.sides(ctx.d, np.arange(len(ctx.a)), ctx.rank)
+    return matched_probes.sides(ctx.d, np.arange(len(ctx.a)), ctx.rank)
 
 
 def _messages(ctx: _Ctx):
@@ -264,7 +264,7 @@ def _messages(ctx: _Ctx):
         recvs.append(frame(sr, ctx.d.vector_item(sr, 0), rank[sr], ctx.d.vector_item(sr, 1),
                            a["bytes_recv"][sr],
                            (a["vec_len"][sr] < 2) | ((a["flags"][sr] & K.FLAG_UNRESOLVED) != 0)))
-    links = probes.links(*_probe_sides(ctx)).dropna()
+    links = matched_probes.links(*_probe_sides(ctx)).dropna()
     if len(links):
         order = recvs[0]["row"].to_numpy().copy()
         pos = np.searchsorted(r, links["recv"].to_numpy(np.int64))
@@ -346,7 +346,7 @@ def _check_matched_probes(ctx: _Ctx, rep: ValidationReport) -> None:
     for f, what in ((probed, "probed"), (recvs, "received")):
         for t in f[f.duplicated(["rank", "id"])].itertuples(index=False):
             add(int(t.row), t.id, f"was already {what}")
-    links = probes.links(probed, recvs)
+    links = matched_probes.links(probed, recvs)
     no_recv, no_probe = links.recv.isna(), links.probe.isna()
     for t in links[no_recv].itertuples(index=False):
         add(int(t.probe), t.id, "is never received (no mrecv/imrecv of it)")

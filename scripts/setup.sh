@@ -86,15 +86,15 @@ if [ ! -f "$HEADERS/simgrid/config.h" ]; then
   say "fetching SimGrid $SIMGRID_VERSION's headers"
   work=$(mktemp -d)
   "${PIP[@]}" download --no-deps --no-binary :all: -d "$work" "simgrid==$SIMGRID_VERSION"
-  "$VPY" -m minitrace.replay_native headers --sdist "$work/simgrid-$SIMGRID_VERSION.tar.gz" \
+  "$VPY" -m minitrace.replay.replayer_build headers --sdist "$work/simgrid-$SIMGRID_VERSION.tar.gz" \
       --out "$HEADERS" >/dev/null
   rm -rf "$work"
 fi
 native="$VENV/libexec/minitrace-replay"
-want=$(cat "$ROOT/minitrace/native/replay.cpp" "$VENV/.minitrace-stamp" | sha256sum | cut -d' ' -f1)
+want=$(cat "$ROOT/minitrace/replay/native/replay.cpp" "$VENV/.minitrace-stamp" | sha256sum | cut -d' ' -f1)
 if [ ! -x "$native" ] || [ "$(cat "$native.stamp" 2>/dev/null)" != "$want" ]; then
   say "building the native replayer"
-  "$VPY" -m minitrace.replay_native build --include "$HEADERS" >/dev/null
+  "$VPY" -m minitrace.replay.replayer_build build --include "$HEADERS" >/dev/null
   echo "$want" >"$native.stamp"
 fi
 say "ready: $VENV"

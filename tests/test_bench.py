@@ -231,7 +231,7 @@ def test_pairs_from_two_node_topology(nodes, pairs):
     assert pt2pt.pairs_from(topo) == pairs
 
 
-@pytest.mark.parametrize("prog", [["minitrace.bench", "pt2pt"], ["minitrace.calibrate"]])
+@pytest.mark.parametrize("prog", [["minitrace.bench", "pt2pt"], ["minitrace.predict.measure"]])
 def test_unusable_output_refused_before_measuring(tmp_path, prog):
     """bench and calibrate add a run to their output: one that cannot be written, or an existing
     file that is not minitrace's, is one line from rank 0 before any measurement."""

@@ -10,10 +10,10 @@ import h5py
 import numpy as np
 import pytest
 
-from minitrace.calibration import Calibration, load, read_runs, refit
+from minitrace.predict.calibration import Calibration, load, read_runs, refit
 from minitrace.errors import MinitraceError
 from minitrace.model import TraceBuilder
-from minitrace.platforms import Cluster
+from minitrace.replay.platforms import Cluster
 from minitrace.replay import replay
 from tests.mpiutil import tool
 

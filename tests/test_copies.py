@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from minitrace import kinds as K
-from minitrace.copies import own_block_bytes
+from minitrace.replay.work import own_block_bytes
 from minitrace.model import TraceBuilder
 
 

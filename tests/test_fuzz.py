@@ -172,13 +172,13 @@ def test_times_beyond_int64_nanoseconds_store_readably(tmp_path):
     delta-coded columns wrapped around (a RuntimeWarning and wrong times); now stored as
     float seconds and read back as they were."""
     from minitrace import storage
-    from minitrace.model import ACTION_DTYPE, TraceData
+    from minitrace.model import ACTION_DTYPE, TraceColumns
     a = np.zeros(3, ACTION_DTYPE)
     a["kind"] = [K.CODE["init"], K.CODE["compute"], K.CODE["finalize"]]
     a["peer"] = a["tag"] = a["comm"] = a["request"] = -1
     a["t_start"] = [0.0, 1.0, 9.2e12]
     a["t_end"] = [1.0, 2.0, 9.2e12 + 1]
-    data = TraceData(a, np.array([0, 3]), np.zeros(0, np.int64), {0: np.array([0])}, [],
+    data = TraceColumns(a, np.array([0, 3]), np.zeros(0, np.int64), {0: np.array([0])}, [],
                      {"volume_unit": "seconds"})
     p = subprocess.run([sys.executable, "-W", "error::RuntimeWarning", "-c",
                         "import pickle, sys; from minitrace import storage; "
@@ -187,7 +187,7 @@ def test_times_beyond_int64_nanoseconds_store_readably(tmp_path):
                        capture_output=True, text=True, timeout=120)
     assert p.returncode == 0, p.stderr
     with storage.h5py.File(tmp_path / "o.h5") as f:
-        back = storage.TraceReader(f, "o.h5").all().actions
+        back = storage.HDF5TraceReader(f, "o.h5").all().actions
     assert np.array_equal(back["t_start"], a["t_start"]) and \
         np.array_equal(back["t_end"], a["t_end"])
 
@@ -210,16 +210,16 @@ def test_nul_in_names_and_metadata_is_stored(tmp_path):
     """A damaged TAU EDF gave a region name and a producer with a NUL inside: HDF5 strings
     cannot hold one (ValueError, an internal error); stored as U+FFFD."""
     from minitrace import storage
-    from minitrace.model import ACTION_DTYPE, TraceData
+    from minitrace.model import ACTION_DTYPE, TraceColumns
     a = np.zeros(1, ACTION_DTYPE)
     a["kind"] = K.CODE["init"]
     a["peer"] = a["tag"] = a["comm"] = a["request"] = -1
-    data = TraceData(a, np.array([0, 1]), np.zeros(0, np.int64), {0: np.array([0])},
+    data = TraceColumns(a, np.array([0, 1]), np.zeros(0, np.int64), {0: np.array([0])},
                      ["MPI\0_Send"], {"volume_unit": "seconds", "producer": "TAU\0 2.3"})
     storage.write_trace(str(tmp_path / "o.h5"), data)
     assert mt("info", tmp_path / "o.h5").returncode == 0
     with storage.h5py.File(tmp_path / "o.h5") as f:
-        assert storage.TraceReader(f, "o.h5").strings() == ["MPI\ufffd_Send"]
+        assert storage.HDF5TraceReader(f, "o.h5").strings() == ["MPI\ufffd_Send"]
         assert f.attrs["producer"] == "TAU\ufffd 2.3"
 
 

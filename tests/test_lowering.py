@@ -9,9 +9,9 @@ import pytest
 
 from minitrace import kinds as K
 from minitrace.converters.simgrid_ti import write_ti
-from minitrace.lowering import TAG_BASE, lower
-from minitrace.model import TraceBuilder, TraceData
-from minitrace.platforms import Cluster
+from minitrace.replay.lowering import TAG_BASE, lower
+from minitrace.model import TraceBuilder, TraceColumns
+from minitrace.replay.platforms import Cluster
 from minitrace.replay import replay
 from minitrace.validate import validate
 
@@ -194,7 +194,7 @@ def test_nonblocking_collective_overlaps_its_computation(tmp_path):
     blocking = data.actions.copy()
     blocking["kind"][blocking["kind"] == K.CODE["iallreduce"]] = K.CODE["allreduce"]
     blocking = blocking[blocking["kind"] != K.CODE["wait"]]
-    seq = TraceData(blocking, np.arange(0, 4 * 4 + 1, 4), meta={"volume_unit": "flops"})
+    seq = TraceColumns(blocking, np.arange(0, 4 * 4 + 1, 4), meta={"volume_unit": "flops"})
     t_seq, _ = _replay_export(seq, tmp_path / "seq", {"smpi/allreduce": "rab_rdb"})
     assert 5e-3 <= t < t_seq       # the 5 Mflop compute at 1 Gf hides some of the messages
 

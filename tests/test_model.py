@@ -1,4 +1,4 @@
-"""TraceBuilder (the one way to assemble a TraceData) and TraceData's vector accessors."""
+"""TraceBuilder (the one way to assemble a TraceColumns) and TraceColumns's vector accessors."""
 from __future__ import annotations
 
 import numpy as np

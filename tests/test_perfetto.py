@@ -13,7 +13,7 @@ import pytest
 
 from minitrace import kinds as K
 from minitrace.errors import MinitraceError
-from minitrace.export_perfetto import slices_events, trace_events, write_json, write_perfetto
+from minitrace.converters.perfetto import slices_events, trace_events, write_json, write_perfetto
 from minitrace.model import TraceBuilder
 from minitrace.storage import write_trace
 

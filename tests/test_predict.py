@@ -102,7 +102,7 @@ def test_sizes_outside_the_calibrated_range_are_flagged(recorded, tmp_path):
 
 def test_more_ranks_than_cores_is_not_comparable(recorded):
     from dataclasses import replace
-    from minitrace.calibration import load
+    from minitrace.predict.calibration import load
     trace, cal, _ = recorded
     one_core = replace(load(str(cal)), cores_per_host=1)
     p = predict(str(trace), one_core)

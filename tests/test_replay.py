@@ -14,7 +14,7 @@ import pytest
 
 from minitrace import cli
 from minitrace.errors import MinitraceError
-from minitrace.platforms import Cluster, parse_quantity, read_hostfile
+from minitrace.replay.platforms import Cluster, parse_quantity, read_hostfile
 from minitrace.replay import replay
 from tests.fixtures import DATA, OWN_TI, SHARED
 

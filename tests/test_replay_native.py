@@ -9,9 +9,9 @@ import sys
 import pytest
 
 from minitrace.errors import MinitraceError
-from minitrace.platforms import Cluster
+from minitrace.replay.platforms import Cluster
 from minitrace.replay import replay
-from minitrace.replay_native import binary
+from minitrace.replay.replayer_build import binary
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -49,7 +49,7 @@ def _trace(tmp_path, nranks=4):
 
 def test_native_replayer_is_built():
     # set-up builds it; without it every replay silently takes the 6x slower Python path
-    assert binary() is not None, "run scripts/setup.sh (python -m minitrace.replay_native)"
+    assert binary() is not None, "run scripts/setup.sh (python -m minitrace.replay.replayer_build)"
 
 
 @pytest.mark.parametrize("cfg", [{}, {"smpi/allreduce": "rdb", "smpi/bcast": "binomial_tree"},
@@ -142,14 +142,16 @@ def test_timeline_accounts_for_every_action_and_all_the_time(tmp_path):
 
 
 def test_progress_lines_feed_the_bar_not_the_log(tmp_path):
-    from minitrace import replay as R
+    from minitrace.replay import DEFAULT_CONFIG
+    from minitrace.replay.child import count_lines, run_child, write_native_job
+    from minitrace.replay.ti_split import split_shared
     trace = _trace(tmp_path)
     platform, _ = Cluster(4).write(tmp_path / "plat")
-    ranks = R._split_shared(str(trace), tmp_path)
+    ranks = split_shared(str(trace), tmp_path)
     job = tmp_path / "job.txt"
-    R._write_native_job(job, platform, ranks, None, progress=7)
-    cfg = [f"--cfg={k}:{v}" for k, v in R.DEFAULT_CONFIG.items()]
-    out = R._run_child([str(binary()), str(job), *cfg], 60, total=R._count_lines(ranks))
+    write_native_job(job, platform, ranks, None, progress=7)
+    cfg = [f"--cfg={k}:{v}" for k, v in DEFAULT_CONFIG.items()]
+    out = run_child([str(binary()), str(job), *cfg], 60, total=count_lines(ranks))
     assert out["clock"] == pytest.approx(replay(trace, cluster=Cluster(4)).simulated_time)
     assert not any("MINITRACE-PROGRESS" in ln for ln in out["log_tail"])
 

@@ -7,7 +7,7 @@ import pytest
 
 from minitrace.errors import MinitraceError
 from minitrace.model import TraceBuilder
-from minitrace.platforms import Cluster
+from minitrace.replay.platforms import Cluster
 from minitrace.replay import replay
 
 pytestmark = pytest.mark.timeout(120)

@@ -335,8 +335,8 @@ def test_validate_blocking_self_send_above_eager(tmp_path):
 
 def test_validate_zero_ranks_and_far_peers(tmp_path):
     from minitrace import storage
-    from minitrace.model import ACTION_DTYPE, TraceData
-    empty = TraceData(np.zeros(0, ACTION_DTYPE), np.zeros(1, np.int64), np.zeros(0, np.int64),
+    from minitrace.model import ACTION_DTYPE, TraceColumns
+    empty = TraceColumns(np.zeros(0, ACTION_DTYPE), np.zeros(1, np.int64), np.zeros(0, np.int64),
                       {}, [], {"volume_unit": "seconds"})
     storage.write_trace(str(tmp_path / "empty.h5"), empty)
     p = mt("validate", tmp_path / "empty.h5")

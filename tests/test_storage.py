@@ -13,11 +13,11 @@ import pytest
 import minitrace
 from minitrace import MinitraceError
 from minitrace import kinds as K
-from minitrace.model import TraceBuilder, TraceData, empty_actions
+from minitrace.model import TraceBuilder, TraceColumns, empty_actions
 from minitrace.storage import FORMAT_VERSION, write_bench, write_trace
 
 
-def small_trace(timed: bool = True) -> TraceData:
+def small_trace(timed: bool = True) -> TraceColumns:
     b = TraceBuilder(3, {"volume_unit": "seconds", "command_line": ["./app", "-x"]})
     t = 10.0
     for r in range(3):
@@ -99,7 +99,7 @@ def test_loop_trace_is_compact(tmp_path):
     a["kind"] = np.tile(pat, n * reps)
     a["volume"] = np.where(a["kind"] == K.CODE["compute"], 1000.0, 0)
     a["bytes_sent"] = np.where(a["kind"] == K.CODE["send"], 64, 0)
-    d = TraceData(a, np.arange(n + 1) * reps * 3, meta={"volume_unit": "instructions"})
+    d = TraceColumns(a, np.arange(n + 1) * reps * 3, meta={"volume_unit": "instructions"})
     p = tmp_path / "loop.h5"
     write_trace(p, d)
     assert p.stat().st_size / len(a) < 2.0

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from minitrace import kinds as K
-from minitrace.model import TraceBuilder, TraceData
+from minitrace.model import TraceBuilder, TraceColumns
 from minitrace.synthetic import ring_trace
 from minitrace.validate import validate
 
@@ -64,7 +64,7 @@ def test_correct_trace_passes():
     assert "no problems" in str(rep)
 
 
-def _drop(data: TraceData, rank: int, index: int) -> TraceData:
+def _drop(data: TraceColumns, rank: int, index: int) -> TraceColumns:
     """The same trace without one action (vector offsets rebuilt)."""
     row = int(data.rank_offsets[rank]) + index
     a = data.actions
@@ -78,11 +78,11 @@ def _drop(data: TraceData, rank: int, index: int) -> TraceData:
     new["vec_off"] = np.where(lens > 0, np.cumsum(lens) - lens, -1)
     offs = data.rank_offsets.copy()
     offs[rank + 1:] -= 1
-    return TraceData(new, offs, data.vectors[vec_keep], dict(data.comms), list(data.strings),
+    return TraceColumns(new, offs, data.vectors[vec_keep], dict(data.comms), list(data.strings),
                      dict(data.meta))
 
 
-def _find(data: TraceData, rank: int, kind: str, nth: int = 0) -> int:
+def _find(data: TraceColumns, rank: int, kind: str, nth: int = 0) -> int:
     a = data.actions[data.rank_slice(rank)]
     return int(np.nonzero(a["kind"] == K.CODE[kind])[0][nth])
 

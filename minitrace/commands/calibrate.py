@@ -6,7 +6,7 @@ import shlex
 import subprocess
 import sys
 
-from ..calibrate import add_arguments
+from ..predict.measure import add_arguments
 from ..errors import MinitraceError
 
 
@@ -14,7 +14,7 @@ def register(sub) -> None:
     """Add the ``calibrate`` subcommand (discovered by minitrace.cli)."""
     p = sub.add_parser(
         "calibrate", help="measure this machine's network, compute and reduction rates",
-        description="Run 'LAUNCHER... python -m minitrace.calibrate' (e.g. -- mpiexec -n 2): "
+        description="Run 'LAUNCHER... python -m minitrace.predict.measure' (e.g. -- mpiexec -n 2): "
                     "ping-pong, receive and Isend times over shuffled log-uniform sizes, the "
                     "eager/rendezvous switch, a compute kernel and MPI_SUM on every rank; "
                     "append the run to FILE and fit every run in it (piecewise-linear with "
@@ -28,7 +28,7 @@ def register(sub) -> None:
 
 def run(args) -> int:
     """Run the measurement job (or only refit), then print the calibration."""
-    from ..calibration import refit, summary
+    from ..predict.calibration import refit, summary
     plot = args.plot or os.path.splitext(args.output)[0] + ".png"
     cmd = args.command[1:] if args.command[:1] == ["--"] else args.command
     if cmd:
@@ -39,7 +39,7 @@ def run(args) -> int:
         opts += ["--long"] if args.long else []
         opts += ["--seed", str(args.seed)] if args.seed is not None else []
         opts += ["--cold-from", str(args.cold_from)] if args.cold_from is not None else []
-        full = [*cmd, sys.executable, "-m", "minitrace.calibrate", *opts]
+        full = [*cmd, sys.executable, "-m", "minitrace.predict.measure", *opts]
         rc = subprocess.run(full).returncode
         if rc != 0:
             raise MinitraceError(f"the calibration job failed with exit status {rc}: "

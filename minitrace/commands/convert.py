@@ -1,5 +1,7 @@
-"""``minitrace convert``: foreign traces (OTF2, TAU, SimGrid TI) into a minitrace file, or a
-minitrace file into an OTF2 archive."""
+"""``minitrace convert``: the one command between formats.  Foreign traces (OTF2, TAU, SimGrid
+TI) into a minitrace file; a minitrace file into OTF2, SimGrid TI text, CSV or a Perfetto
+timeline (``--to``).  ``minitrace import`` (``--from ti``) and ``minitrace export FILE --format
+X`` (``--to X``) are its older spellings."""
 from __future__ import annotations
 
 import sys
@@ -15,21 +17,32 @@ from ..validate import validate
 
 def register(sub) -> None:
     """Add the ``convert`` subcommand (discovered by minitrace.cli)."""
-    p = sub.add_parser("convert", help="convert OTF2/TAU/TI traces to minitrace, or to OTF2",
+    p = sub.add_parser("convert", help="convert between formats: OTF2/TAU/TI -> minitrace, "
+                                       "minitrace -> OTF2/TI/CSV/Perfetto",
                        description="Convert a Score-P OTF2 archive, a merged TAU trace "
                                    "(tau.trc + tau.edf) or a SimGrid TI text trace into a "
                                    "minitrace HDF5 file (the format is detected unless --from "
-                                   "is given), validating the result; or, with --to otf2, write "
-                                   "a minitrace file as an OTF2 archive in a new directory.")
+                                   "is given), validating the result; or, with --to, write a "
+                                   "minitrace file as an OTF2 archive in a new directory (otf2), "
+                                   "SimGrid 4.1 time-independent text (ti: per-rank files plus "
+                                   "a list file, or one file; actions SimGrid cannot express are "
+                                   "an error unless --lossy, and every drop or approximation is "
+                                   "listed), one row per action (csv), or trace-event JSON for "
+                                   "ui.perfetto.dev or chrome://tracing (perfetto: a track per "
+                                   "rank, MPI calls and compute as slices, messages as arrows). "
+                                   "'minitrace import' and 'minitrace export' are older "
+                                   "spellings of the same command.")
     p.add_argument("input", metavar="INPUT", nargs="+",
                    help="OTF2 anchor or its directory, tau.trc/tau.edf or their directory, TAU "
                         "per-thread tautrace.N.C.T.trc files or their directory, TI trace or "
-                        "list file; or a minitrace .h5 file with --to otf2")
+                        "list file; or a minitrace .h5 file with --to otf2|ti|csv|perfetto")
     p.add_argument("-o", "--output", required=True, metavar="OUT",
-                   help="minitrace file to write (.h5), or the directory of the OTF2 archive")
+                   help="minitrace file to write (.h5), the directory of the OTF2 archive, or "
+                        "the exported file (ti per-rank: the list file; its rank files go to "
+                        "OUT_files/)")
     p.add_argument("--from", dest="source", choices=("auto",) + FORMATS, default="auto",
                    help="input format (default: detect)")
-    p.add_argument("--to", choices=("minitrace", "otf2"), default="minitrace",
+    p.add_argument("--to", choices=("minitrace",) + EXPORTS, default="minitrace",
                    help="output format (default: minitrace)")
     p.add_argument("--keep-regions", action="store_true",
                    help="keep non-MPI regions (functions) as region_begin/region_end markers "
@@ -37,16 +50,34 @@ def register(sub) -> None:
     p.add_argument("--keep-going", action="store_true",
                    help="keep the whole records of a damaged OTF2/TAU input (cut short, a "
                         "file missing) and mark the trace incomplete, instead of failing")
+    add_export_options(p)
     p.set_defaults(func=run)
 
 
+#: What a minitrace file can be written as.
+EXPORTS = ("otf2", "ti", "csv", "perfetto")
+
+
+def add_export_options(p) -> None:
+    """The options of writing a minitrace file out (shared with the ``export`` spelling)."""
+    p.add_argument("--layout", choices=("per-rank", "single"), default="per-rank",
+                   help="ti only: one file per rank plus a list file (default), or one file")
+    p.add_argument("--lossy", action="store_true",
+                   help="ti only: drop what SimGrid cannot express (with a warning) "
+                        "instead of failing")
+
+
 def run(args) -> int:
-    """Convert into minitrace (validated) or, with --to otf2, out of it; exit status 0."""
-    if args.to == "otf2":
+    """Convert into minitrace (validated) or, with --to, out of it; exit status 0."""
+    if args.to != "minitrace":
         if len(args.input) != 1:
-            raise MinitraceError("--to otf2 reads one minitrace file")
-        args.input = args.input[0]
-        return _to_otf2(args)
+            raise MinitraceError(f"--to {args.to} reads one minitrace file")
+        if args.source not in ("auto",):
+            raise MinitraceError(f"--from applies to conversions into minitrace; --to {args.to} "
+                                 "reads a minitrace file", args.input[0])
+        if args.to == "otf2":
+            return _to_otf2(args.input[0], args.output)
+        return export(args.input[0], args.output, args.to, args.layout, args.lossy)
     path = args.input[0] if len(args.input) == 1 else args.input
     return into_minitrace(path, args.output, args.source, args.keep_regions, args.keep_going)
 
@@ -89,21 +120,46 @@ def into_minitrace(path, output, fmt: str = "auto", keep_regions: bool = False,
     return 0
 
 
-def _to_otf2(args) -> int:
+def _to_otf2(path: str, output: str) -> int:
     from ..converters.otf2 import write_otf2
-    if args.source not in ("auto",):
-        raise MinitraceError("--from applies to conversions into minitrace; --to otf2 reads a "
-                             "minitrace file", args.input)
-    check_output_dir(args.output)
-    with open_trace(args.input) as t:
+    check_output_dir(output)
+    with open_trace(path) as t:
         if not t.has_trace:
-            raise MinitraceError("no trace in this file", args.input)
+            raise MinitraceError("no trace in this file", path)
         data = t.data()
-    lossy = write_otf2(data, args.output)
+    lossy = write_otf2(data, output)
     for kind, n in sorted(lossy.items()):
         what = ("written without their per-peer byte vector (OTF2 keeps totals)"
                 if kind in VECTOR_KINDS else
                 "written as MPI regions only (OTF2 has no event for their arguments)")
         print(f"minitrace: note: {n} {kind} action(s) {what}", file=sys.stderr)
-    print(f"{args.output}/traces.otf2: {data.nranks} ranks, {len(data.actions)} actions")
+    print(f"{output}/traces.otf2: {data.nranks} ranks, {len(data.actions)} actions")
+    return 0
+
+
+def export(path: str, output: str, fmt: str, layout: str = "per-rank",
+           lossy: bool = False) -> int:
+    """Write a minitrace file as TI, CSV or Perfetto JSON; TI drops/approximations become
+    warnings on stderr."""
+    from ..converters.csv_table import write_csv
+    from ..converters.perfetto import write_perfetto
+    from ..converters.simgrid_ti import write_ti
+    check_output_file(output)
+    with open_trace(path) as t:
+        data = t.data()
+    if fmt == "csv":
+        n = write_csv(data, output)
+        print(f"{output}: {n} actions")
+        return 0
+    if fmt == "perfetto":
+        n = write_perfetto(data, output)
+        print(f"{output}: {data.nranks} ranks, {n} trace events (open in "
+              "https://ui.perfetto.dev)")
+        return 0
+    rep = write_ti(data, output, layout=layout, lossy=lossy)
+    for line in rep.lines():
+        print(f"minitrace: warning: {line}", file=sys.stderr)
+    extra = f" + {len(rep.files) - 1} rank files" if layout == "per-rank" else ""
+    print(f"{output}{extra}: {data.nranks} ranks, "
+          f"{'exact' if rep.exact else 'with the warnings above'}")
     return 0

@@ -6,7 +6,7 @@ from .convert import into_minitrace
 
 def register(sub) -> None:
     """Add the ``import`` subcommand (discovered by minitrace.cli)."""
-    p = sub.add_parser("import", help="import a SimGrid time-independent text trace",
+    p = sub.add_parser("import", help="import a SimGrid time-independent text trace (= convert --from ti)",
                        description="Read a SimGrid 4.1 time-independent trace (one file holding "
                                    "all ranks, or a list file: one line = a trace shared by all "
                                    "ranks, N lines = rank i's trace on line i), validate it and "

@@ -7,7 +7,7 @@ import pandas as pd
 
 from ..analysis import partitioned_model as PM
 from ..errors import MinitraceError
-from ..platforms import parse_quantity
+from ..replay.platforms import parse_quantity
 
 #: Units of a bare number, kept from before these options took SimGrid units.
 _BARE_TIME, _BARE_BANDWIDTH = "us", "MBps"

@@ -7,7 +7,7 @@ import math
 import numpy as np
 
 from ..errors import MinitraceError
-from ..platforms import DEFAULT_BANDWIDTH, DEFAULT_LATENCY, DEFAULT_SPEED, Cluster
+from ..replay.platforms import DEFAULT_BANDWIDTH, DEFAULT_LATENCY, DEFAULT_SPEED, Cluster
 from ..replay import DEFAULT_CONFIG, ENGINES, replay
 
 
@@ -125,7 +125,7 @@ def run(args) -> int:
     if r.timeline is not None:
         _print_breakdown(r.breakdown())
         if args.plot:
-            from ..timeline import plot_breakdown
+            from ..replay.timeline import plot_breakdown
             plot_breakdown(r.breakdown(), args.plot, f"{args.file}: replayed time per rank")
             print(f"  plot: {args.plot}")
         if args.critical_path:
@@ -161,8 +161,8 @@ def _print_critical_path(path, longest: int = 8) -> None:
 def _write_perfetto(source: str, result, path: str) -> int:
     """The replayed timeline (process group 1), and the recorded one (group 0, shifted to start
     at 0 like the replay) when ``source`` is a minitrace file with timestamps."""
-    from ..export_perfetto import slices_events, trace_events, write_json
-    from ..timeline import perfetto_slices
+    from ..converters.perfetto import slices_events, trace_events, write_json
+    from ..replay.timeline import perfetto_slices
     events = slices_events(1, "replayed (predicted)",
                            perfetto_slices(result.timeline, result.critical_path()),
                            cat="replay")

@@ -17,7 +17,7 @@ as wall time there); or more ranks ran on a node than it has cores.
 
 Where the time goes is split alike on both sides: compute, point-to-point calls, completions
 (waiting: wait, waitall, test...) and collectives; measured from the recorded durations,
-predicted from the replay's timeline (:mod:`minitrace.timeline`, native replayer).
+predicted from the replay's timeline (:mod:`minitrace.replay.timeline`, native replayer).
 """
 from __future__ import annotations
 
@@ -25,14 +25,14 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
-from . import kinds as K
+from .. import kinds as K
 from .calibration import Calibration, load
-from .errors import MinitraceError
+from ..errors import MinitraceError
 
 #: Below this share of a core between MPI calls, a recording is not comparable with a replay.
 MIN_CORE_SHARE = 0.8
 PARTS = ("compute", "p2p", "waiting", "collectives")
-#: minitrace.timeline's category of each part
+#: minitrace.replay.timeline's category of each part
 _CATEGORY = {"compute": "compute", "p2p": "point-to-point", "waiting": "waiting",
              "collectives": "collectives"}
 
@@ -76,8 +76,8 @@ def predict(trace: str, calibration: str | Calibration, *, platform: str | None 
     still apply); ``hosts``/``ranks_per_host``: a generated cluster of the calibrated machine's
     hosts (default: as many as the trace needs, ranks per host as calibrated).  ``timeline``:
     a PNG of the recorded and replayed time per rank (self-check only)."""
-    from .replay import replay
-    from .trace import open as open_trace
+    from ..replay import replay
+    from ..trace import open as open_trace
     cal = calibration if isinstance(calibration, Calibration) else load(calibration)
     with open_trace(trace) as t:
         data = t.data()
@@ -207,7 +207,7 @@ def _self_check(out: Prediction, data, cal: Calibration, timeline: str | None, s
 def _timeline(out: Prediction, data, origin: float, spans, path: str) -> None:
     """Per rank: the recorded run above the replayed one, each action coloured by what it is
     (compute, point-to-point, waiting, collectives), on one time axis."""
-    from .analysis.plotting import plt, save
+    from ..analysis.plotting import plt, save
     colours = {"compute": "tab:blue", "p2p": "tab:orange", "waiting": "tab:grey",
                "collectives": "tab:red"}
     masks = {"compute": K.mask({"compute"}), "collectives": K.mask(K.ALL_COLLECTIVES |

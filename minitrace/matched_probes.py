@@ -12,12 +12,12 @@ import numpy as np
 import pandas as pd
 
 from . import kinds as K
-from .model import TraceData
+from .model import TraceColumns
 
 _PROBES, _RECVS = K.mask(K.MATCHED_PROBES), K.mask(K.MATCHED_RECVS)
 
 
-def sides(data: TraceData, rows: np.ndarray, rank: np.ndarray):
+def sides(data: TraceColumns, rows: np.ndarray, rank: np.ndarray):
     """Among ``rows`` (sorted; their ranks ``rank``), the matched probes and matched receives
     with a message id, as two frames (rank, id, row)."""
     kind = data.actions["kind"][rows]
@@ -36,7 +36,7 @@ def links(probes: pd.DataFrame, recvs: pd.DataFrame) -> pd.DataFrame:
     return first[0].merge(first[1], on=["rank", "id"], how="outer")
 
 
-def receive_order(data: TraceData, sl: slice) -> np.ndarray:
+def receive_order(data: TraceColumns, sl: slice) -> np.ndarray:
     """Rows of one rank (``sl``) in program order, but each matched receive right after the
     probe that dequeued its message (where MPI matched it)."""
     rows = np.arange(sl.start, sl.stop)

@@ -10,7 +10,7 @@
  *   "#progress\tN": every N actions, print "MINITRACE-PROGRESS <actions> <clock>" on stderr.
  * Prints one line "MINITRACE-REPLAY {json}" with the same fields as the Python child of
  * minitrace/replay.py: clock, rank_end_times, hosts, wall_time; or {"error": ..., "path": ...}.
- * Built by `python -m minitrace.replay_native`.
+ * Built by `python -m minitrace.replay.replayer_build`.
  */
 #include <simgrid/s4u.hpp>
 #include <smpi/smpi.h>

@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass
 from xml.sax.saxutils import quoteattr
 
-from .errors import MinitraceError
+from ..errors import MinitraceError
 
 DEFAULT_SPEED = "1Gf"
 DEFAULT_BANDWIDTH = "10GBps"

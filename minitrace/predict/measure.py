@@ -1,5 +1,5 @@
 """Measure the machine a trace was (or will be) recorded on, under MPI:
-``mpiexec -n N python -m minitrace.calibrate -o mymachine.h5`` (``minitrace calibrate`` runs it).
+``mpiexec -n N python -m minitrace.predict.measure -o mymachine.h5`` (``minitrace calibrate`` runs it).
 
 What is measured (rank 0 with the first other rank on its node, and on another node when the
 job spans nodes, as the pt2pt suite pairs them; sizes drawn log-uniformly and the whole plan
@@ -26,7 +26,7 @@ shuffled, since ordered sweeps resonate with periodic noise):
   ``MPI_PROC_NULL``; the fit subtracts it, since compiled applications do not pay it.
 
 Each run is appended to ``/calibration/runs`` of the output file; rank 0 then refits from every
-run (:mod:`minitrace.calibration`) and writes ``/calibration/fit`` and the plot.
+run (:mod:`minitrace.predict.calibration`) and writes ``/calibration/fit`` and the plot.
 """
 from __future__ import annotations
 
@@ -38,7 +38,7 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from .errors import MinitraceError
+from ..errors import MinitraceError
 
 KINDS = ("pingpong", "recv", "isend")
 TAG_DATA, TAG_ACK = 21, 22
@@ -117,7 +117,7 @@ def _isend_side(comm, peer: int, sender: bool, msg, ack, inner: int) -> np.ndarr
 
 def _pingpong(comm, peer: int, first: bool, msg, inner: int):
     """(median one-way time, mean time in Send per message) from the pt2pt suite's loop."""
-    from .bench.pt2pt import pingpong
+    from ..bench.pt2pt import pingpong
     samples = np.empty(inner)
     _, ts, _ = pingpong(comm, peer, first, msg, inner, TIMER, samples)
     return float(np.median(samples)) / 2, ts / inner
@@ -150,7 +150,7 @@ def _cold_from(args) -> int:
     """Message size above which the ping-pong uses cold buffers (``--cold-from``, else L2)."""
     if args.cold_from is not None:
         return args.cold_from
-    from .provenance import cache_bytes
+    from ..provenance import cache_bytes
     return cache_bytes("L2") or 1 << 20
 
 
@@ -159,7 +159,7 @@ def _python_costs(comm, inner: int = 2000) -> dict:
     the clock stamps): the same loops on MPI_PROC_NULL, which returns at once.  A compiled
     application does not pay them, so the fit subtracts them."""
     from mpi4py import MPI
-    from .bench.pt2pt import pingpong
+    from ..bench.pt2pt import pingpong
     null, msg = MPI.PROC_NULL, memoryview(np.zeros(8, np.uint8))
     samples = np.empty(inner)
     _, ts, _ = pingpong(comm, null, True, msg, inner, TIMER, samples)
@@ -177,7 +177,7 @@ def _python_costs(comm, inner: int = 2000) -> dict:
 
 # -- the run --------------------------------------------------------------------------------
 def _design(args, seed: int, pairs):
-    from .bench import pt2pt
+    from ..bench import pt2pt
     design = SimpleNamespace(design="random", max_size=args.max_size, nsizes=args.nsizes,
                              seed=seed, reps=args.reps, order="shuffled")
     sizes = sorted(set(pt2pt.plan_sizes(design)) | {1, args.max_size})
@@ -186,7 +186,7 @@ def _design(args, seed: int, pairs):
 
 def _network(comm, args, seed: int, topo: dict, cold_from: int) -> dict:
     """Every planned measurement between rank 0 and its partners; rank 0 gets the columns."""
-    from .bench import pt2pt
+    from ..bench import pt2pt
     pairs = pt2pt.pairs_from(topo)
     sizes, items = _design(args, seed, pairs)
     buf = np.zeros(args.max_size, np.uint8)
@@ -228,7 +228,7 @@ def _network(comm, args, seed: int, topo: dict, cold_from: int) -> dict:
 
 def _threshold(comm, max_size: int) -> list[int] | None:
     """[last size copied at Isend, first size not copied] (the corruption probe), or None."""
-    from .bench.thresholds import bisect, corruption_probe
+    from ..bench.thresholds import bisect, corruption_probe
     buf = np.zeros(max_size, np.uint8)
     rbuf = np.zeros(max_size, np.uint8)
     found, _ = bisect(lambda s: corruption_probe(comm, s, buf, rbuf, 0.02, TIMER)[0],
@@ -239,7 +239,7 @@ def _threshold(comm, max_size: int) -> list[int] | None:
 def _compute(comm, seconds: float = 0.3) -> dict:
     """Each rank's flop/s per CPU second on a matrix-product kernel, and its CPU/wall ratio, all
     ranks at once (as an application runs)."""
-    from .bench.common import pin_blas_threads
+    from ..bench.common import pin_blas_threads
     pin_blas_threads(1)
     n = 160
     a = np.random.default_rng(comm.rank).random((n, n))
@@ -262,7 +262,7 @@ def _compute(comm, seconds: float = 0.3) -> dict:
 def _cold_pool(nbytes: int) -> np.ndarray:
     """A buffer of at least ``nbytes`` and twice the last-level cache, pages touched once: its
     slots, taken in turn, are out of the caches when they come back."""
-    from .provenance import cache_bytes
+    from ..provenance import cache_bytes
     llc = cache_bytes("L3") or cache_bytes("L2") or 32 << 20
     return np.ones(max(2 * llc, nbytes), np.uint8)
 
@@ -305,7 +305,7 @@ def _reduction(comm, nbytes: int = 1 << 20, seconds: float = 0.1) -> np.ndarray 
 
 def run(comm, args) -> dict | None:
     """Measure everything; rank 0 returns the run (columns and attributes), others None."""
-    from .bench.common import metadata, topology
+    from ..bench.common import metadata, topology
     if comm.size < 2:
         raise MinitraceError("calibrate needs at least 2 ranks (a pair to measure)")
     if args.max_size < 2 or args.nsizes < 1 or args.reps < 1 or args.iterations < 1 \
@@ -347,21 +347,21 @@ def run(comm, args) -> dict | None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m minitrace.calibrate`` under mpiexec: measure, append the run, refit."""
+    """``python -m minitrace.predict.measure`` under mpiexec: measure, append the run, refit."""
     for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
         os.environ.setdefault(var, "1")
     from mpi4py import MPI
     comm = MPI.COMM_WORLD
-    p = argparse.ArgumentParser(prog="python -m minitrace.calibrate",
+    p = argparse.ArgumentParser(prog="python -m minitrace.predict.measure",
                                 description="Calibrate this machine for minitrace predict "
                                             "(run under mpiexec with at least 2 ranks).")
     add_arguments(p)
-    from .bench.__main__ import on_root, parse_quietly_off_root, run_mpi_job
+    from ..bench.__main__ import on_root, parse_quietly_off_root, run_mpi_job
     args = parse_quietly_off_root(p, argv)
 
     def job() -> int:
         from .calibration import append_run, refit, summary
-        from .storage import check_appendable
+        from ..storage import check_appendable
         on_root(comm, lambda: check_appendable(args.output))
         got = run(comm, args)
 

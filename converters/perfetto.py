@@ -28,10 +28,10 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 
-from . import kinds as K
-from .errors import MinitraceError
-from .model import NONE, TraceData
-from .outputs import replacing_file
+from .. import kinds as K
+from ..errors import MinitraceError
+from ..model import NONE, TraceColumns
+from ..outputs import replacing_file
 
 #: One slice of a timeline: (name, start s, end s, args).
 Slice = tuple[str, float, float, dict]
@@ -99,7 +99,7 @@ def _args(a: np.void, kind: str, unit: str, strings: list[str], vec: list[int]) 
     return out
 
 
-def _messages(data: TraceData) -> list[tuple[int, int, int]]:
+def _messages(data: TraceColumns) -> list[tuple[int, int, int]]:
     """(send row, receive row, bytes) of every message, paired as MPI orders them: the n-th send
     from s to d with (tag, comm) meets the n-th receive by d from s with (tag, comm).  Sends are
     send kinds, sendrecvs and starts of persistent sends (fields from their init); receives
@@ -145,7 +145,7 @@ def _messages(data: TraceData) -> list[tuple[int, int, int]]:
     return [(s, done.get(q, q), nbytes.get(s, int(a["bytes_sent"][s]))) for s, q in pairs]
 
 
-def _completions(data: TraceData, rank: np.ndarray) -> dict[int, int]:
+def _completions(data: TraceColumns, rank: np.ndarray) -> dict[int, int]:
     """Row of a request-making receive (irecv, a start) -> row of the wait/test that completed
     it (the first completion of its request after it on its rank), where the data arrives."""
     a = data.actions
@@ -170,7 +170,7 @@ def _completions(data: TraceData, rank: np.ndarray) -> dict[int, int]:
     return out
 
 
-def trace_events(data: TraceData, pid: int = 0, name: str = "trace") -> list[dict]:
+def trace_events(data: TraceColumns, pid: int = 0, name: str = "trace") -> list[dict]:
     """Trace events of ``data``: process group ``pid`` named ``name``, a track per rank with a
     slice per action (MPI calls, compute, markers) and a flow arrow per message."""
     a = data.actions
@@ -222,7 +222,7 @@ def write_json(path, events: list[dict]) -> int:
     return len(events)
 
 
-def write_perfetto(data: TraceData, path, name: str | None = None) -> int:
+def write_perfetto(data: TraceColumns, path, name: str | None = None) -> int:
     """``data`` as a Perfetto/Chrome trace-event JSON file; the number of events written."""
     label = name or data.meta.get("source_format", "recorded") + " trace"
     return write_json(path, trace_events(data, 0, label))

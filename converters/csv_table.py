@@ -9,13 +9,13 @@ import os
 
 import numpy as np
 
-from .errors import MinitraceError
-from .model import TraceData
-from .outputs import replacing_file
-from .trace import actions_frame
+from ..errors import MinitraceError
+from ..model import TraceColumns
+from ..outputs import replacing_file
+from ..trace import actions_frame
 
 
-def write_csv(data: TraceData, out) -> int:
+def write_csv(data: TraceColumns, out) -> int:
     """Write every action of ``data`` to ``out``, whole or not at all (a temporary renamed into
     place); returns the number of rows."""
     if os.path.isdir(out):

@@ -1,10 +1,10 @@
-"""The compiled SMPI replayer (``minitrace/native/replay.cpp``): SimGrid's replay at native speed.
+"""The compiled SMPI replayer (``minitrace/replay/native/replay.cpp``): SimGrid's replay at native speed.
 
 SimGrid driven from Python must use thread contexts, about 6x slower than the raw contexts a
 compiled program gets.  Set-up compiles ``replay.cpp`` against the ``libsimgrid`` the SimGrid
 wheel ships (headers from SimGrid's source, cached by set-up) into the environment's
 ``libexec/``; :mod:`minitrace.replay` runs it as its child when it exists and falls back to the
-Python bindings otherwise.  ``python -m minitrace.replay_native build --include DIR`` builds it;
+Python bindings otherwise.  ``python -m minitrace.replay.replayer_build build --include DIR`` builds it;
 ``headers --sdist SIMGRID.tar.gz --out DIR`` makes that DIR from SimGrid's source archive when
 the wheel was built elsewhere.
 """
@@ -104,7 +104,7 @@ def headers(sdist: Path, out: Path) -> Path:
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(prog="python -m minitrace.replay_native",
+    p = argparse.ArgumentParser(prog="python -m minitrace.replay.replayer_build",
                                 description="build minitrace's native SMPI replayer")
     sub = p.add_subparsers(dest="what", required=True)
     b = sub.add_parser("build", help="compile the replayer")

@@ -1,7 +1,7 @@
 """A replayed run's timeline: when each replayed action started and ended, and where the time
 went (compute, point-to-point, collectives, waiting), per rank.
 
-The native replayer (:mod:`minitrace.replay_native`) writes every action's simulated start and
+The native replayer (:mod:`minitrace.replay.replayer_build`) writes every action's simulated start and
 end; :func:`read_timed_log` turns that into a pandas table, :func:`breakdown` sums it by
 category, :func:`plot_breakdown` draws it.
 """
@@ -58,7 +58,7 @@ def breakdown(timeline: pd.DataFrame, rank_end_times=None) -> pd.DataFrame:
 
 def plot_breakdown(table: pd.DataFrame, path: str, title: str = "") -> None:
     """Stacked bars: where each rank's simulated time went."""
-    from .analysis.plotting import plt, save
+    from ..analysis.plotting import plt, save
     cols = [c for c in (*CATEGORIES, "idle") if c in table and table[c].any()]
     fig, ax = plt.subplots(figsize=(max(6.0, 0.25 * len(table) + 3), 4))
     bottom = np.zeros(len(table))
@@ -202,7 +202,7 @@ def _collective_instances(ranks):
 
 
 def perfetto_slices(timeline: pd.DataFrame, critical: pd.DataFrame | None = None) -> list[list]:
-    """Per rank, the replayed actions as :mod:`minitrace.export_perfetto` slices (name, start,
+    """Per rank, the replayed actions as :mod:`minitrace.converters.perfetto` slices (name, start,
     end, args); actions on the critical path carry ``critical: true``."""
     on_path = set() if critical is None else set(zip(critical["rank"], critical["seq"]))
     per_rank: list[list] = [[] for _ in range(int(timeline["rank"].max()) + 1 if len(timeline) else 0)]

@@ -1,5 +1,5 @@
 """A calibration file (``/calibration`` of a minitrace HDF5 file, docs/FORMAT.md): the runs
-:mod:`minitrace.calibrate` measured, the fit of all of them, and what a replay needs from it
+:mod:`minitrace.predict.measure` measured, the fit of all of them, and what a replay needs from it
 (SimGrid/SMPI options, a platform, the compute and reduction rates).
 
 How measurements become SMPI's model (SimGrid 4.1, ``src/smpi/mpi/smpi_request.cpp``):
@@ -30,9 +30,9 @@ from dataclasses import asdict, dataclass, field
 import h5py
 import numpy as np
 
-from .analysis import piecewise
-from .errors import MinitraceError
-from .platforms import Cluster
+from ..analysis import piecewise
+from ..errors import MinitraceError
+from ..replay.platforms import Cluster
 
 ENVELOPE = 16
 MIN_POINTS = 6
@@ -41,7 +41,7 @@ GROUP = "calibration"
 
 def append_run(path: str, run: dict) -> str:
     """Add one measured run as ``/calibration/runs/NNN``; returns its name."""
-    from .storage import _AtomicFile, _meta_attrs, _new_file_attrs
+    from ..storage import _AtomicFile, _meta_attrs, _new_file_attrs
     with _AtomicFile(path, copy_existing=True) as f:
         if "format" not in f.attrs:
             f.attrs.update(_new_file_attrs({}))
@@ -60,7 +60,7 @@ def append_run(path: str, run: dict) -> str:
 
 def read_runs(path: str) -> list[dict]:
     """Every stored run: ``{"name", "attrs", "columns"}``."""
-    from .storage import check_file, read_attrs
+    from ..storage import check_file, read_attrs
     check_file(path)
     with h5py.File(path, "r") as f:
         if f"{GROUP}/runs" not in f or not len(f[f"{GROUP}/runs"]):
@@ -331,7 +331,7 @@ def _other_route(data, fits, segs, latency, bandwidth, threshold):
 # -- the file's fit group -----------------------------------------------------------------
 def refit(path: str, plot: str | None = None) -> Calibration:
     """Fit every run in ``path``, store ``/calibration/fit`` and draw ``plot`` (PNG)."""
-    from .storage import _AtomicFile
+    from ..storage import _AtomicFile
     runs = read_runs(path)
     cal, fits = fit_runs(runs)
     with _AtomicFile(path, copy_existing=True) as f:
@@ -351,7 +351,7 @@ def refit(path: str, plot: str | None = None) -> Calibration:
 
 def load(path: str) -> Calibration:
     """The calibration stored in ``path`` (``/calibration/fit``)."""
-    from .storage import check_file
+    from ..storage import check_file
     check_file(path)
     with h5py.File(path, "r") as f:
         g = f.get(f"{GROUP}/fit")
@@ -391,7 +391,7 @@ def summary(cal: Calibration, path: str) -> str:
 
 def _plot(runs, cal: Calibration, fits, path: str) -> None:
     """Data, fitted segments and breakpoints of each quantity, log-log."""
-    from .analysis.plotting import plt, save
+    from ..analysis.plotting import plt, save
     adjusted = [_without_python(r) for r in runs]
     cols = {k: np.concatenate([c[k] for c in adjusted])
             for k in ("kind", "size", "pair", "time", "t_send")}

@@ -36,8 +36,8 @@ from dataclasses import replace
 
 import numpy as np
 
-from . import kinds as K
-from .model import ACTION_DTYPE, NONE, TraceData, assign_vec_offsets
+from .. import kinds as K
+from ..model import ACTION_DTYPE, NONE, TraceColumns, assign_vec_offsets
 
 #: Lowered messages of collective kind code k on communicator c use tag TAG_BASE - 256*c - k;
 #: acknowledgements of synchronous sends on c ACK_TAG_BASE - 256*c.
@@ -223,7 +223,7 @@ def _rows_to_lower(a: np.ndarray, lower_world: bool) -> np.ndarray:
     return K.mask(_ALWAYS)[kind] | coll
 
 
-def _synchronous_pairs(data: TraceData) -> dict[int, int]:
+def _synchronous_pairs(data: TraceColumns) -> dict[int, int]:
     """Rows of synchronous sends (ssend, issend) and of the receives they match -> the peer the
     acknowledgement goes to or comes from.  Sends and receives pair in order per (source,
     destination, tag, communicator); a key that other traffic may also match (sendrecv,
@@ -265,7 +265,7 @@ def _synchronous_pairs(data: TraceData) -> dict[int, int]:
     return out
 
 
-def lower(data: TraceData, lower_world: bool = False) -> tuple[TraceData, Counter, Counter]:
+def lower(data: TraceColumns, lower_world: bool = False) -> tuple[TraceColumns, Counter, Counter]:
     """``data`` with everything SimGrid's TI replay cannot express rewritten into what it can;
     what was lowered, ``"kind (how)" -> actions``; and what could not be (``kind -> actions``,
     left out: the starts of requests whose init is not lowerable).  ``lower_world``: lower
@@ -305,7 +305,7 @@ class _Rank:
     """Lowers one rank's actions, keeping the rows that need nothing as they are.  The output is
     a plan (a trace row, or a new row) assembled with numpy at the end."""
 
-    def __init__(self, data: TraceData, r: int, lower_world: bool, counts: Counter,
+    def __init__(self, data: TraceColumns, r: int, lower_world: bool, counts: Counter,
                  dropped: Counter, sync: dict[int, int], first_req: int):
         self.d, self.r, self.world, self.counts, self.dropped = (data, r, lower_world, counts,
                                                                  dropped)

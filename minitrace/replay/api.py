@@ -1,0 +1,227 @@
+"""The replay API and its result: prepare one TI trace per rank, a platform and the hosts, run
+the child (:mod:`.child`) and return what SimGrid predicted."""
+from __future__ import annotations
+
+import json
+import os
+import sys
+import tempfile
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+
+from ..errors import MinitraceError
+from .child import (QUIET, count_lines, run_child, show_progress, write_native_job)
+from .platforms import Cluster, parse_quantity, read_hostfile
+from .ti_split import list_traces, text_traces
+from .work import in_flops
+
+#: ``--cfg`` options set unless the caller overrides them (a value of None drops one).  They are
+#: what ``smpirun`` sets: the SMPI network model (piecewise-linear latency/bandwidth factors
+#: fitted to MPI on real clusters; SimGrid's own default, LV08, is a generic TCP model) and a
+#: timing precision of 1 ns (default 1e-5 s would round short messages away).
+DEFAULT_CONFIG: dict[str, str] = {"network/model": "SMPI", "precision/timing": "1e-9"}
+
+
+@dataclass
+class ReplayResult:
+    """What a replay predicts, and how it was obtained."""
+
+    simulated_time: float            # seconds: the engine clock when the last rank finished
+    rank_end_times: list[float]      # seconds: when each rank's replay returned
+    nranks: int
+    hosts: list[str]                 # host of each rank
+    platform: str                    # platform XML replayed on ("generated: ..." when made up)
+    config: dict[str, str]           # every --cfg option passed to SimGrid
+    command: list[str]               # the child command line (its job file is deleted after)
+    log_tail: list[str] = field(default_factory=list)  # last lines SimGrid logged
+    wall_time: float = 0.0           # seconds of host time spent in the simulation loop
+    engine: str = "python"           # "native" (compiled replayer) or "python" (bindings)
+    notes: list[str] = field(default_factory=list)  # what the TI export dropped/approximated
+    #: every replayed action's simulated start and end (``timeline=True``, native engine;
+    #: see :mod:`minitrace.replay.timeline`), else None
+    timeline: object = None
+
+    def breakdown(self):
+        """Where each rank's simulated time went (:func:`minitrace.replay.timeline.breakdown`)."""
+        if self.timeline is None:
+            raise MinitraceError("no timeline: replay with timeline=True (native engine)")
+        from .timeline import breakdown
+        return breakdown(self.timeline, self.rank_end_times)
+
+    def critical_path(self):
+        """The actions that determined the end time (:func:`minitrace.replay.timeline.critical_path`)."""
+        if self.timeline is None:
+            raise MinitraceError("no timeline: replay with timeline=True (native engine)")
+        from .timeline import critical_path
+        return critical_path(self.timeline, self.rank_end_times)
+
+    def to_dict(self) -> dict:
+        """Plain dict of every field (the timeline as its per-rank breakdown), for ``--json``."""
+        out = asdict(replace(self, timeline=None))
+        del out["timeline"]
+        if self.timeline is not None:
+            out["breakdown"] = self.breakdown().reset_index().to_dict(orient="records")
+        return out
+
+
+def replay(trace, platform: str | os.PathLike | None = None,
+           hostfile: str | os.PathLike | None = None, np: int | None = None,
+           config: dict | None = None, *, cluster: Cluster | None = None,
+           compute_rate: str | float | None = None, lossy: bool = False,
+           timeout: float = 600.0, engine: str = "auto", timeline: bool = False,
+           reduction_rate: str | float | None = None,
+           copy_rates: tuple[float, float, int] | None = None) -> ReplayResult:
+    """Replay ``trace`` on SimGrid and return the predicted (simulated) run time.
+
+    ``platform``: SimGrid XML; without it a :class:`~minitrace.replay.platforms.Cluster` is generated
+    (``cluster``, or one host per rank with the defaults of :mod:`minitrace.replay.platforms`).
+    ``hostfile``: host of each rank, one per line (``host:N`` for N ranks); default: the
+    platform's hosts in order.  ``np``: expected number of ranks (checked against the trace).
+    ``config``: extra SimGrid ``--cfg`` options, ``{"network/model": "LV08"}``.
+    ``compute_rate``: flops per unit of a minitrace trace's compute volume, required when that
+    unit is not flops: the recording machine's flop/s for ``seconds`` ("2.5Gf"), flops per
+    instruction for ``instructions``.
+    ``reduction_rate``: bytes per second at which the recording machine combines reduction
+    data (``MPI_SUM`` on doubles), to model the work of reductions for traces whose volumes
+    were measured (seconds, instructions): what such a trace holds inside an MPI call is mostly
+    waiting, which the simulation models itself, so it is never replayed as work; without a
+    rate the reductions do no work (said in the notes).
+    ``copy_rates``: (B/s in cache, B/s out of the caches, size above which a block is out of
+    them) of the recording machine's memory copies, to model the copy of a rank's own block in
+    collectives (:mod:`minitrace.replay.work`), which SimGrid does not, as work after the call
+    (traces timed in seconds; ``Calibration.copies()``); without them no copy is modelled.
+    ``lossy``: replay a minitrace trace even if SimGrid's format must drop some of its actions.
+    ``engine``: ``"native"`` (the compiled replayer), ``"python"`` (SimGrid's Python bindings)
+    or ``"auto"`` (native when built).
+    ``timeline``: also record when each replayed action started and ended (native engine).
+    """
+    native = _engine(engine)
+    if timeline and native is None:
+        raise MinitraceError("a replay timeline needs the native replayer (--engine native)")
+    if platform is not None and cluster is not None:
+        raise MinitraceError("give either a platform file or a generated cluster, not both")
+    if platform is None and hostfile is not None:
+        raise MinitraceError("a hostfile needs the platform file that defines its hosts",
+                             str(hostfile))
+    cfg = {**DEFAULT_CONFIG, **{str(k): v for k, v in (config or {}).items()}}
+    cfg = {k: str(v) for k, v in cfg.items() if v is not None}
+    for k, v in cfg.items():
+        if not k or ":" in k or any(c.isspace() for c in k + v):
+            raise MinitraceError(f"bad SimGrid option {k!r}: {v!r} (expected key:value, no spaces)")
+    with tempfile.TemporaryDirectory(prefix="minitrace-replay-") as work:
+        rate = None if compute_rate is None else parse_quantity(compute_rate, "speed")
+        red = None if reduction_rate is None else parse_quantity(reduction_rate, "bandwidth")
+        traces, notes = _rank_traces(trace, Path(work), rate, red, lossy, copy_rates)
+        nranks = len(traces)
+        if np is not None and int(np) != nranks:
+            raise MinitraceError(f"the trace has {nranks} ranks but {np} were asked for (--np)")
+        hosts = None
+        if platform is None:
+            cluster = cluster or Cluster()
+            if cluster.hosts is None:
+                cluster = replace(cluster, hosts=cluster.hosts_for(nranks))
+            platform, _ = cluster.write(Path(work) / "platform")
+            hosts = cluster.rank_hosts()
+            shown = (f"generated: cluster of {cluster.hosts} hosts, {cluster.speed}, "
+                     f"{cluster.bandwidth}, {cluster.latency}"
+                     + (f", {cluster.ranks_per_host} ranks per host"
+                        if cluster.ranks_per_host > 1 else ""))
+        else:
+            platform = os.fspath(platform)
+            if not os.path.isfile(platform):
+                raise MinitraceError("no such platform file", platform)
+            shown = platform
+            if hostfile is not None:
+                hosts = read_hostfile(hostfile)
+        if hosts is not None and len(hosts) < nranks:
+            if hostfile is None:
+                raise MinitraceError(f"the trace has {nranks} ranks but the generated cluster "
+                                     f"has only {len(hosts)} hosts")
+            raise MinitraceError(f"the trace has {nranks} ranks but only {len(hosts)} hosts are "
+                                 f"listed (list a host several times to share it)", str(hostfile))
+        hosts = hosts[:nranks] if hosts else None
+        if native is not None:
+            job_path = Path(work) / "job.txt"
+            timed = Path(work) / "timed.bin" if timeline else None
+            total = count_lines(traces)
+            write_native_job(job_path, os.path.abspath(platform), traces, hosts, timed,
+                              progress=max(total // 200, 10_000) if show_progress(total) else 0)
+            cmd = [str(native), str(job_path), *QUIET, *(f"--cfg={k}:{v}" for k, v in cfg.items())]
+        else:
+            job = {"platform": os.path.abspath(platform), "traces": traces, "hosts": hosts,
+                   "config": cfg}
+            job_path = Path(work) / "job.json"
+            job_path.write_text(json.dumps(job))
+            cmd = [sys.executable, "-m", "minitrace.replay.bindings", str(job_path)]
+            total = 0
+        out = run_child(cmd, timeout, total if show_progress(total) else 0)
+        table = None
+        if timeline:
+            from .timeline import attach_messages, read_timed_log
+            table = attach_messages(read_timed_log(timed, out["action_names"]), traces)
+    return ReplayResult(simulated_time=out["clock"], rank_end_times=out["rank_end_times"],
+                        nranks=nranks, hosts=out["hosts"], platform=shown, config=cfg,
+                        command=cmd, log_tail=out["log_tail"], wall_time=out["wall_time"],
+                        engine="python" if native is None else "native", notes=notes,
+                        timeline=table)
+
+
+ENGINES = ("auto", "native", "python")
+
+
+def _engine(engine: str):
+    """Path of the compiled replayer to use, or None for the Python-bindings child."""
+    from .replayer_build import binary
+    if engine not in ENGINES:
+        raise MinitraceError(f"unknown replay engine {engine!r} (choose from {', '.join(ENGINES)})")
+    if engine == "python":
+        return None
+    native = binary()
+    if native is None and engine == "native":
+        raise MinitraceError("the native replayer is not built (scripts/setup.sh builds it; "
+                             "python -m minitrace.replay.replayer_build --include DIR)")
+    return native
+
+
+
+def _rank_traces(trace, work: Path, rate: float | None, red: float | None,
+                 lossy: bool, copies=None) -> tuple[list[str], list[str]]:
+    """One TI trace file per rank (absolute paths), whatever form the trace came in, and the
+    exporter's notes on approximations."""
+    if isinstance(trace, (str, os.PathLike)):
+        path = os.fspath(trace)
+        if not os.path.isfile(path):
+            raise MinitraceError("no such trace file", path)
+        with open(path, "rb") as fh:
+            magic = fh.read(8)
+        if magic == b"\x89HDF\r\n\x1a\n":
+            from ..trace import open as open_trace
+            with open_trace(path) as t:
+                data, notes = in_flops(t.data(), rate, red, path, copies)
+                return _export_ti(data, work, notes, path, lossy)
+        if rate is not None or red is not None or copies is not None:
+            raise MinitraceError("a SimGrid TI trace is in flops already: no compute, "
+                                 "reduction or copy rate applies", path)
+        return text_traces(path, work), []
+    data = trace.data() if hasattr(trace, "data") and callable(trace.data) else trace
+    if not hasattr(data, "rank_offsets"):
+        raise MinitraceError(f"cannot replay a {type(trace).__name__}: give a path, a Trace or "
+                             f"a TraceColumns")
+    data, notes = in_flops(data, rate, red, None, copies)
+    return _export_ti(data, work, notes, None, lossy)
+
+
+
+def _export_ti(data, work: Path, notes: list[str], source: str | None,
+            lossy: bool) -> tuple[list[str], list[str]]:
+    """Per-rank TI files written by the SimGrid TI exporter, and its notes on what SimGrid's
+    format could not say exactly."""
+    from ..converters.simgrid_ti import write_ti
+    listfile = work / "ti" / "trace.txt"
+    try:
+        report = write_ti(data, listfile, layout="per-rank", lossy=lossy)
+    except MinitraceError as e:   # it names our temporary file: name the user's instead
+        msg = str(e)[len(e.path) + 2:] if e.path and str(e).startswith(e.path) else str(e)
+        raise MinitraceError(f"cannot replay: {msg}", source) from None
+    return list_traces(str(listfile), work), notes + report.lines()
+
