@@ -25,7 +25,6 @@ import h5py
 import numpy as np
 
 from . import __version__
-from .errors import MinitraceError
 
 GROUP = "provenance"
 ENV_PREFIXES = ("MPIR_CVAR_", "OMPI_MCA_", "UCX_", "FI_")
@@ -80,6 +79,16 @@ def _versions() -> dict:
         except metadata.PackageNotFoundError:
             pass
     return out
+
+
+def cpu_model() -> str:
+    """The CPU's model name (``/proc/cpuinfo``), else what the platform module says."""
+    return _cpuinfo()["model"]
+
+
+def cpufreq_governor(cpu: int = 0) -> str | None:
+    """CPU ``cpu``'s cpufreq governor, None where cpufreq is not exposed."""
+    return _read(f"/sys/devices/system/cpu/cpu{cpu}/cpufreq/scaling_governor")
 
 
 def _cpuinfo() -> dict:
@@ -185,30 +194,6 @@ def store(f: h5py.File, provenance: dict | None = None) -> None:
     if xml:
         g.create_dataset("lstopo_xml", data=np.frombuffer(xml.encode(), np.uint8),
                          compression="gzip", shuffle=False)
-
-
-def read(f: h5py.File) -> dict | None:
-    """The ``/provenance`` of an open file as a dict (None when the file has none)."""
-    if GROUP not in f:
-        return None
-    from .storage import read_attrs
-    g = f[GROUP]
-    out = read_attrs(g)
-    if "lstopo_xml" in g:
-        try:
-            out["lstopo_xml"] = g["lstopo_xml"][...].tobytes().decode(errors="replace")
-        except OSError:
-            raise MinitraceError("corrupt provenance (lstopo_xml unreadable)",
-                                 f.filename) from None
-    return out
-
-
-def read_file(path: str) -> dict | None:
-    """``read`` on a minitrace file named by its path (checked first)."""
-    from .storage import check_file
-    check_file(path)
-    with h5py.File(path, "r") as f:
-        return read(f)
 
 
 def flatten(p: dict, prefix: str = "") -> dict:

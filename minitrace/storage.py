@@ -23,6 +23,7 @@ import numpy as np
 
 from . import __version__
 from . import kinds as K
+from . import provenance
 from .errors import MinitraceError
 from .model import ACTION_DTYPE, UNDEFINED, VOLUME_UNITS, TraceColumns, vec_offsets
 
@@ -150,8 +151,7 @@ class _AtomicFile:
                 self.f = h5py.File(self.tmp, "a")
             else:
                 self.f = h5py.File(self.tmp, "w")
-            from .provenance import store  # every file written says what wrote it (/provenance)
-            store(self.f)
+            provenance.store(self.f)  # every file written says what wrote it
         except BaseException as e:
             os.unlink(self.tmp)
             if isinstance(e, OSError):
@@ -604,3 +604,20 @@ def _text(v) -> str | None:
 def _first_line(e: Exception) -> str:
     lines = str(e).strip().splitlines()
     return lines[0] if lines else type(e).__name__
+
+
+def read_provenance(path: str) -> dict | None:
+    """The ``/provenance`` of a minitrace file (checked first) as a dict, None when it has none."""
+    check_file(path)
+    with h5py.File(path, "r") as f:
+        if provenance.GROUP not in f:
+            return None
+        g = f[provenance.GROUP]
+        out = read_attrs(g)
+        if "lstopo_xml" in g:
+            try:
+                out["lstopo_xml"] = g["lstopo_xml"][...].tobytes().decode(errors="replace")
+            except OSError:
+                raise MinitraceError("corrupt provenance (lstopo_xml unreadable)",
+                                     path) from None
+        return out

@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 from minitrace import provenance as prov
+from minitrace.storage import read_provenance
 from minitrace.storage import write_bench
 
 DEMO = str(resources.files("minitrace") / "data" / "demo_ring4.txt")
@@ -45,7 +46,7 @@ def imported(tmp_path_factory):
     """A trace file written by `minitrace import` with MPI variables set, and its provenance."""
     out = tmp_path_factory.mktemp("prov") / "ring.h5"
     cli("import", DEMO, "-o", out, env={**MPI_ENV, "UNRELATED_VAR": "x"})
-    return out, prov.read_file(str(out))
+    return out, read_provenance(str(out))
 
 
 def test_trace_file_has_provenance(imported):
@@ -94,7 +95,7 @@ def test_bench_group_replaces_provenance(tmp_path):
                 f"write_bench({str(path)!r}, 'suite{k}', {{'x': np.arange(3.0)}})")
         subprocess.run([sys.executable, "-c", code], check=True, timeout=120,
                        env={**os.environ, **env})
-    p = prov.read_file(str(path))
+    p = read_provenance(str(path))
     assert p["environment"] == {"FI_PROVIDER": "shm"} and "suite1" in p["command_line"]
     with h5py.File(path) as f:
         assert sorted(f["bench"]) == ["suite0", "suite1"]
@@ -171,7 +172,7 @@ def test_store_round_trip(tmp_path):
     with h5py.File(path) as f:
         assert prov.read(f) == rec
     write_bench(str(tmp_path / "w.h5"), "s", {"x": np.zeros(2)})
-    assert prov.read_file(str(tmp_path / "w.h5"))["date"]
+    assert read_provenance(str(tmp_path / "w.h5"))["date"]
 
 
 def test_write_from_a_removed_directory(tmp_path):
@@ -182,5 +183,5 @@ def test_write_from_a_removed_directory(tmp_path):
             f"os.chdir({str(gone)!r}); os.rmdir({str(gone)!r}); "
             f"write_bench({str(out)!r}, 's', {{'x': np.zeros(2)}})")
     subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
-    p = prov.read_file(str(out))
+    p = read_provenance(str(out))
     assert "cwd" not in p and p["command_line"] and p["versions"]

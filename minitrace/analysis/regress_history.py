@@ -14,9 +14,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .. import provenance as prov
 from ..errors import MinitraceError
-from ..storage import locked, write_bench  # noqa: F401 (locked: the history's lock)
+from ..storage import (locked, read_provenance,  # noqa: F401 (locked: the history's lock)
+                       write_bench)
 from ..trace import open as open_file
 from .regress_metrics import HISTORY_SUITE, run_metrics
 
@@ -42,7 +42,7 @@ def read_run(path: str) -> Run:
         meta = t.meta
     if not metrics:
         raise MinitraceError("its benchmark results give no metric to test", path)
-    p = prov.read_file(path)
+    p = read_provenance(path)
     hosts = meta.get("hosts")
     host = ",".join(dict.fromkeys(hosts)) if isinstance(hosts, list) and hosts else \
         (p or {}).get("hostname", "")

@@ -44,35 +44,18 @@ def topology(comm) -> dict:
     return {"hosts": hosts, "rank_to_node": [order[h] for h in hosts], "local_rank": locals_}
 
 
-def _cpu_model() -> str | None:
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or None
-
-
-def _governor() -> str | None:
-    try:
-        with open("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor") as f:
-            return f.read().strip()
-    except OSError:
-        return None
-
-
 def metadata(comm, topo: dict) -> dict:
     """Root attributes of the result file (the contract the analyses read)."""
+    from .. import provenance
     MPI = mpi()
     import mpi4py
     return {
-        "mpi_library": " ".join(MPI.Get_library_version().strip().splitlines()[0].split()),
+        "mpi_library": " ".join(provenance.mpi_library().splitlines()[0].split()),
         "mpi_version": "%d.%d" % MPI.Get_version(),
         "mpi4py_version": mpi4py.__version__,
         "hosts": topo["hosts"], "rank_to_node": topo["rank_to_node"],
-        "nranks": comm.size, "cpu_model": _cpu_model(), "governor": _governor(),
+        "nranks": comm.size, "cpu_model": provenance.cpu_model(),
+        "governor": provenance.cpufreq_governor(),
         "command_line": " ".join([os.path.basename(sys.executable), "-m", "minitrace.bench",
                                   *sys.argv[1:]]),
         "producer": f"minitrace.bench {__version__}",

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from .. import provenance as prov
 from ..errors import MinitraceError
+from ..storage import read_provenance
 
 EXIT_DIFFERENT = 3
 
@@ -27,7 +28,7 @@ def run(args) -> int:
     """Print the differences, one key per line (a unified diff for multi-line text)."""
     records = []
     for path in (args.a, args.b):
-        p = prov.read_file(path)
+        p = read_provenance(path)
         if p is None:
             raise MinitraceError("has no provenance (written before minitrace recorded it)",
                                  path)

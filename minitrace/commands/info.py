@@ -6,6 +6,7 @@ import pandas as pd
 
 from .. import provenance
 from ..bench.summary import summarize as summarize_suite
+from ..storage import read_provenance
 from ..trace import open as open_trace
 
 _META_SHOWN = ("producer", "producer_version", "format_version", "created", "volume_unit",
@@ -34,7 +35,7 @@ def run(args) -> int:
                 if isinstance(v, list) and len(v) > 8:
                     v = f"{v[:8]} ... ({len(v)} entries)"
                 print(f"  {k}: {v}")
-        p = provenance.read_file(args.file)
+        p = read_provenance(args.file)
         if p:
             print("provenance (of the file's last writer; `minitrace diff` compares two):")
             for line in provenance.summary_lines(p):
