@@ -98,11 +98,12 @@ class TraceColumns:
         starts = np.repeat(offs - (np.cumsum(lens) - lens), lens)
         return np.repeat(rows, lens), self.vectors[starts + np.arange(total)]
 
-    def vector_item(self, rows: np.ndarray, i: int, default: int = NONE) -> np.ndarray:
-        """Entry ``i`` of each of ``rows``' vectors, ``default`` where a vector is shorter (e.g.
-        the source, entry 0, of sendrecvs)."""
+    def vector_item(self, rows: np.ndarray, i, default: int = NONE) -> np.ndarray:
+        """Entry ``i`` (one index, or one per row) of each of ``rows``' vectors, ``default``
+        where a vector is shorter or ``i`` is negative (e.g. the source, entry 0, of
+        sendrecvs)."""
         rows = np.asarray(rows, dtype=np.int64)
-        ok = self.actions["vec_len"][rows] > i
+        ok = (self.actions["vec_len"][rows] > i) & (np.asarray(i) >= 0)
         at = np.where(ok, self.actions["vec_off"][rows] + i, 0)
         got = self.vectors[at] if len(self.vectors) else np.zeros(len(rows), np.int64)
         return np.where(ok, got, default)

@@ -45,11 +45,8 @@ def own_block_bytes(data: TraceColumns) -> np.ndarray:
         elif rule == "scatter":          # the root sends
             out[rows] = np.where(sent[rows] > 0, recv[rows], 0)
         else:                            # entry of this rank's own index in the vector
-            mine = _own_index(data, rows)
-            has = (mine >= 0) & (a["vec_len"][rows] > mine)   # (rooted: the root's vector)
-            at = np.where(has, a["vec_off"][rows] + mine, 0)
-            got = data.vectors[at] if len(data.vectors) else np.zeros(len(rows), np.int64)
-            out[rows] = np.where(has, np.maximum(got, 0), 0)
+            mine = _own_index(data, rows)       # (rooted: the root's vector)
+            out[rows] = np.maximum(data.vector_item(rows, mine, default=0), 0)
     return out
 
 
