@@ -408,366 +408,552 @@ class _Sequential:
                   np.array(v, np.int64) if signed else np.array(v, np.uint64))
 
 
-# == assembly ===================================================================================
+# == assembly: the stages, in order ===========================================================
 def assemble(rows: np.ndarray, d: Defs, keep_regions: bool) -> tuple[TraceColumns, dict]:
     """The trace of the events ``rows`` (of the ranks' locations, in the global reader's
     order) and what the reader reports: ``{"messages": {"sent", "received"}, "unmapped":
     Counter, "user_regions": n}`` (enters and leaves of non-MPI regions)."""
-    T = {name: code(name) for name in TYPES}
-    nr = d.nranks
-    key = rows["rank"].astype(np.uint16) if nr <= 1 << 16 else rows["rank"]
+    events = _by_rank(rows, d)
+    unmapped = _Unmapped()
+    calls = _outermost_calls(events, d)
+    counter = _counter_values(events, d)
+    items = _items_and_gaps(events, calls, counter, d, keep_regions)
+    found = _Found(events, calls, d, unmapped)
+    p2p = _point_to_point(found)
+    made = _requests_made(found, p2p, _without_request_ids(found, p2p))
+    collectives = _completions(found, made)
+    comms, self_ids = _self_comm_ids(found, d)
+    _collective_sizes(found, collectives, comms)
+    call_rows, vectors = _call_rows(found, p2p, self_ids)
+    strings, marker_tag = _marker_names(events, calls, items, d)
+    actions, offsets = _actions(events, calls, items, call_rows, marker_tag, d.nranks)
+    meta = {}
+    dropped = Counter(d.region_name[x].strip().removesuffix("()").strip()
+                      for x in calls.region[calls.at[~calls.kept]].tolist())
+    if dropped:
+        meta["dropped_mpi_calls"] = dict(sorted(dropped.items()))
+    data = TraceColumns(actions, offsets, vectors,
+                        {0: np.arange(d.nranks, dtype=np.int32), **comms}, strings, meta)
+    return data, {"messages": p2p.counts, "unmapped": unmapped.counter(),
+                  "user_regions": int(calls.user.sum())}
+
+
+@dataclass
+class _Events:
+    """The events grouped by rank (a rank's in the global reader's order)."""
+    rows: np.ndarray             # the C reader's rows (rank, time, type, fields a to f)
+    pos: np.ndarray              # each one's index in the global reader's order
+    rank: np.ndarray
+    type: np.ndarray             # the ``type`` column's code (otf2_native.TYPES)
+    time: np.ndarray             # seconds
+    rank_start: np.ndarray       # index of the first event of each one's rank
+    code: dict[str, int]         # event type name -> code
+
+    def of_type(self, *names: str) -> np.ndarray:
+        """Which events are of one of the types ``names``."""
+        table = np.zeros(max(self.code.values()) + 1, bool)
+        table[[self.code[x] for x in names]] = True
+        return table[self.type]
+
+
+def _by_rank(rows: np.ndarray, d: Defs) -> _Events:
+    key = rows["rank"].astype(np.uint16) if d.nranks <= 1 << 16 else rows["rank"]
     order = np.argsort(key, kind="stable")           # (a radix sort for 16-bit keys)
     ev = rows[order]
-    pos = order.astype(np.int64)                   # the global reader's order
-    n = len(ev)
     rank = ev["rank"].astype(np.int64)
-    typ = ev["type"].astype(np.int64)
-    t = _times(ev["time"], d)
-    bounds = np.searchsorted(rank, np.arange(nr + 1))
-    first_of_rank = np.repeat(bounds[:-1], np.diff(bounds))
-    unm = _Unmapped()
+    bounds = np.searchsorted(rank, np.arange(d.nranks + 1))
+    return _Events(rows=ev, pos=order.astype(np.int64), rank=rank,
+                   type=ev["type"].astype(np.int64), time=_times(ev["time"], d),
+                   rank_start=np.repeat(bounds[:-1], np.diff(bounds)),
+                   code={name: code(name) for name in TYPES})
 
-    # -- regions, nesting, calls ------------------------------------------------------------
-    enter, leave = typ == T["ENTER"], typ == T["LEAVE"]
-    el = enter | leave
-    reg = ev["a"].astype(np.int64)
-    if (el & (reg >= len(d.region_kind))).any():
+
+@dataclass
+class _Calls:
+    """The outermost MPI calls (one row each), found from each rank's MPI nesting."""
+    enter: np.ndarray            # per event: an Enter
+    leave: np.ndarray            # per event: a Leave
+    region: np.ndarray           # per event: its ``a`` field (an Enter's or Leave's region)
+    user: np.ndarray             # per event: an Enter or Leave of a non-MPI region
+    depth: np.ndarray            # per event: MPI calls open after it
+    depth_before: np.ndarray     # per event: MPI calls open before it
+    call_of: np.ndarray          # per event: the latest outermost call entered
+    at: np.ndarray               # per call: its Enter's event index
+    kind: np.ndarray             # per call: MPI kind code, or DROPPED
+    rank: np.ndarray             # per call
+    close_at: np.ndarray         # per call: its Leave's event index (-1: never left)
+    kept: np.ndarray             # per call: not DROPPED
+    kind0: np.ndarray            # per call: its kind, 0 where dropped (an index into masks)
+    is_: dict[str, np.ndarray]   # per call: kept and of each of _M's kind sets
+
+
+def _outermost_calls(e: _Events, d: Defs) -> _Calls:
+    n = len(e.rank)
+    enter, leave = e.type == e.code["ENTER"], e.type == e.code["LEAVE"]
+    enter_or_leave = enter | leave
+    region = e.rows["a"].astype(np.int64)
+    if (enter_or_leave & (region >= len(d.region_kind))).any():
         raise MinitraceError("an event names a region the definitions do not define (a "
                              "corrupt archive?)")
-    rk = np.full(n, USER, np.int64)
-    rk[el] = d.region_kind[reg[el]]
-    mpi = el & (rk != USER)
-    user = el & (rk == USER)
-    delta = (mpi & enter).astype(np.int64) - (mpi & leave)
-    s = np.cumsum(delta)
-    s -= (np.r_[0, s][first_of_rank]) if n else 0
-    depth = s - np.minimum(_segmented_min(s, rank), 0)    # a leave at depth 0 is ignored
-    before = np.where(np.arange(n) == first_of_rank, 0, np.r_[0, depth[:-1]]) if n else depth
-    outer_in = mpi & enter & (before == 0)
-    closing = mpi & leave & (before == 1)
-    call_of = np.cumsum(outer_in) - 1
-    ci = np.nonzero(outer_in)[0]
-    nc = len(ci)
-    c_kind, c_rank = rk[ci], rank[ci]
-    close_at = np.full(nc, -1, np.int64)
-    close_at[call_of[closing]] = np.nonzero(closing)[0]
-    kept = c_kind >= 0
-    kind0 = np.where(kept, c_kind, 0)
-    km = {name: m[kind0] & kept for name, m in _M.items()}
+    region_kind = np.full(n, USER, np.int64)
+    region_kind[enter_or_leave] = d.region_kind[region[enter_or_leave]]
+    mpi = enter_or_leave & (region_kind != USER)
+    user = enter_or_leave & (region_kind == USER)
+    opened = np.cumsum((mpi & enter).astype(np.int64) - (mpi & leave))
+    opened -= (np.r_[0, opened][e.rank_start]) if n else 0
+    depth = opened - np.minimum(_segmented_min(opened, e.rank), 0)  # a leave at 0: ignored
+    depth_before = np.where(np.arange(n) == e.rank_start, 0, np.r_[0, depth[:-1]]) if n \
+        else depth
+    outer_enter = mpi & enter & (depth_before == 0)
+    outer_leave = mpi & leave & (depth_before == 1)
+    call_of = np.cumsum(outer_enter) - 1
+    at = np.nonzero(outer_enter)[0]
+    kind = region_kind[at]
+    close_at = np.full(len(at), -1, np.int64)
+    close_at[call_of[outer_leave]] = np.nonzero(outer_leave)[0]
+    kept = kind >= 0
+    kind0 = np.where(kept, kind, 0)
+    return _Calls(enter=enter, leave=leave, region=region, user=user, depth=depth,
+                  depth_before=depth_before, call_of=call_of, at=at, kind=kind,
+                  rank=e.rank[at], close_at=close_at, kept=kept, kind0=kind0,
+                  is_={name: m[kind0] & kept for name, m in _M.items()})
 
-    # -- the volume counter's value at each event ------------------------------------------
-    ctr = np.full(n, np.nan)
-    if d.counted and n:
-        met = typ == T["METRIC"]
-        mi = np.nonzero(met)[0]
-        mref = ev["a"][mi].astype(np.int64)
-        v = _metric_values(ev["d"][mi], d.metric_kind[mref])
-        rel = d.metric_relative[mref]
-        inc = np.where(rel, v, 0.0)
-        S = np.cumsum(inc)
-        first = np.r_[True, rank[mi][1:] != rank[mi][:-1]] if len(mi) else np.zeros(0, bool)
-        # counter = last absolute value (0 at the start of a rank) + increments since
-        base = np.where(~rel, v - S, np.where(first, inc - S, np.nan))
-        known = np.maximum.accumulate(np.where(~np.isnan(base), np.arange(len(mi)), 0))
-        value = S + base[known] if len(mi) else S
-        last = np.maximum.accumulate(np.where(met, np.arange(n), -1))
-        ok = last >= first_of_rank
-        ctr[ok] = value[np.searchsorted(mi, last[ok])]
 
-    # -- items (calls, user region markers) and the compute gaps between them -----------------
-    marks = np.nonzero(user & (before == 0))[0] if keep_regions else np.zeros(0, np.int64)
-    it_at = np.r_[ci, marks]
-    o = np.argsort(it_at, kind="stable")
-    it_at = it_at[o]
-    is_call = o < nc
-    cix = np.where(is_call, o, 0)
-    it_rank, it_in = rank[it_at], t[it_at]
-    it_end = np.where(is_call, close_at[cix] if nc else -1, it_at)
-    it_out = np.where(it_end >= 0, t[np.maximum(it_end, 0)] if n else 0.0, np.nan)
-    it_kind = np.where(is_call, c_kind[cix] if nc else DROPPED, -3)
-    flush = (it_kind >= 0) | (it_kind == -3)              # a kept call or a marker
-    nit = len(it_at)
-    prev_same = np.r_[False, it_rank[1:] == it_rank[:-1]] if nit else np.zeros(0, bool)
-    it_first = np.searchsorted(it_rank, it_rank)
+def _counter_values(e: _Events, d: Defs) -> np.ndarray:
+    """The volume counter's value at each event (NaN: not counted, or none yet)."""
+    n = len(e.rank)
+    value_at = np.full(n, np.nan)
+    if not (d.counted and n):
+        return value_at
+    is_metric = e.type == e.code["METRIC"]
+    mi = np.nonzero(is_metric)[0]
+    mref = e.rows["a"][mi].astype(np.int64)
+    v = _metric_values(e.rows["d"][mi], d.metric_kind[mref])
+    relative = d.metric_relative[mref]
+    increment = np.where(relative, v, 0.0)
+    summed = np.cumsum(increment)
+    first = np.r_[True, e.rank[mi][1:] != e.rank[mi][:-1]] if len(mi) else np.zeros(0, bool)
+    # counter = last absolute value (0 at the start of a rank) + increments since
+    base = np.where(~relative, v - summed, np.where(first, increment - summed, np.nan))
+    known = np.maximum.accumulate(np.where(~np.isnan(base), np.arange(len(mi)), 0))
+    value = summed + base[known] if len(mi) else summed
+    last = np.maximum.accumulate(np.where(is_metric, np.arange(n), -1))
+    ok = last >= e.rank_start
+    value_at[ok] = value[np.searchsorted(mi, last[ok])]
+    return value_at
+
+
+@dataclass
+class _Items:
+    """The items (outermost calls, user region markers) in each rank's order; the flushing
+    ones (kept calls, markers) each become an action, after the compute gap that the pieces
+    between it and the previous flushing item add up to."""
+    markers: np.ndarray          # per marker: its event index
+    source: np.ndarray           # per item: index in [calls, markers]
+    is_call: np.ndarray          # per item
+    call: np.ndarray             # per item: its call (0 for a marker)
+    at: np.ndarray               # per item: its (Enter) event index
+    rank: np.ndarray             # per item
+    t_in: np.ndarray             # per item: when it starts
+    prev_end: np.ndarray         # per item: when the item before it ended
+    flushing: np.ndarray         # item indices of the kept calls and markers
+    has_gap: np.ndarray          # per flushing item: a compute gap before it
+    gap_volume: np.ndarray       # per flushing item
+    first_piece: np.ndarray      # per flushing item: item whose gap before it starts it
+    last_piece: np.ndarray       # per flushing item: item whose gap before it ends it
+
+
+def _items_and_gaps(e: _Events, calls: _Calls, counter: np.ndarray, d: Defs,
+                    keep_regions: bool) -> _Items:
+    n, nc = len(e.rank), len(calls.at)
+    markers = np.nonzero(calls.user & (calls.depth_before == 0))[0] if keep_regions \
+        else np.zeros(0, np.int64)
+    at = np.r_[calls.at, markers]
+    source = np.argsort(at, kind="stable")
+    at = at[source]
+    is_call = source < nc
+    call = np.where(is_call, source, 0)
+    rank, t_in = e.rank[at], e.time[at]
+    end = np.where(is_call, calls.close_at[call] if nc else -1, at)
+    t_out = np.where(end >= 0, e.time[np.maximum(end, 0)] if n else 0.0, np.nan)
+    kind = np.where(is_call, calls.kind[call] if nc else DROPPED, -3)
+    flush = (kind >= 0) | (kind == -3)                    # a kept call or a marker
+    nit = len(at)
+    prev_same = np.r_[False, rank[1:] == rank[:-1]] if nit else np.zeros(0, bool)
+    rank_first = np.searchsorted(rank, rank)
 
     def seen_before(flag):
         c = np.cumsum(flag) - flag
-        return c - c[it_first] > 0
+        return c - c[rank_first] > 0
 
-    tracking = seen_before((it_kind == _C["init"]) & (it_end >= 0)) \
-        & ~seen_before(it_kind == _C["finalize"])
-    prev_end = np.r_[np.nan, it_out[:-1]] if nit else it_out
-    piece = prev_same & tracking & (it_in > prev_end)
+    tracking = seen_before((kind == _C["init"]) & (end >= 0)) \
+        & ~seen_before(kind == _C["finalize"])
+    prev_end = np.r_[np.nan, t_out[:-1]] if nit else t_out
+    piece = prev_same & tracking & (t_in > prev_end)
     if d.counted:
-        prev_c = np.r_[np.nan, ctr[np.maximum(it_end, 0)][:-1]] if nit else it_in
-        grown = ctr[it_at] - prev_c
-        piece_vol = np.where(np.isnan(grown), 0.0, grown)
+        prev_counter = np.r_[np.nan, counter[np.maximum(end, 0)][:-1]] if nit else t_in
+        grown = counter[at] - prev_counter
+        piece_volume = np.where(np.isnan(grown), 0.0, grown)
     else:
-        piece_vol = it_in - prev_end
-    cf = np.cumsum(flush)
-    grp = cf - flush                                       # the flushing item a piece joins
-    nfl = int(cf[-1]) if nit else 0
-    fl = np.nonzero(flush)[0]
-    valid = piece & (grp < nfl)
-    valid[valid] = it_rank[fl[grp[valid]]] == it_rank[valid]
+        piece_volume = t_in - prev_end
+    flushed = np.cumsum(flush)
+    group = flushed - flush                               # the flushing item a piece joins
+    nfl = int(flushed[-1]) if nit else 0
+    flushing = np.nonzero(flush)[0]
+    valid = piece & (group < nfl)
+    valid[valid] = rank[flushing[group[valid]]] == rank[valid]
     vi = np.nonzero(valid)[0]
-    vol = np.bincount(grp[vi], piece_vol[vi], minlength=nfl)
-    has_gap = np.bincount(grp[vi], minlength=nfl) > 0
-    first_p = np.full(nfl, -1, np.int64)
-    last_p = np.full(nfl, -1, np.int64)
+    first_piece = np.full(nfl, -1, np.int64)
+    last_piece = np.full(nfl, -1, np.int64)
     if len(vi):
-        g, i0 = np.unique(grp[vi], return_index=True)       # grp is sorted along items
-        first_p[g] = vi[i0]
-        last_p[g] = vi[np.r_[i0[1:], len(vi)] - 1]
+        g, i0 = np.unique(group[vi], return_index=True)  # group is sorted along items
+        first_piece[g] = vi[i0]
+        last_piece[g] = vi[np.r_[i0[1:], len(vi)] - 1]
+    return _Items(markers=markers, source=source, is_call=is_call, call=call, at=at,
+                  rank=rank, t_in=t_in, prev_end=prev_end, flushing=flushing,
+                  has_gap=np.bincount(group[vi], minlength=nfl) > 0,
+                  gap_volume=np.bincount(group[vi], piece_volume[vi], minlength=nfl),
+                  first_piece=first_piece, last_piece=last_piece)
 
-    # -- message events ---------------------------------------------------------------------
-    name_of = {T[k]: OTF2_NAME[k] for k in TYPES}
-    msg = ~el & (typ != T["METRIC"])
-    inside = msg & (depth > 0)
-    mcall = np.where(inside, call_of, 0)
-    mapped = inside & (kept[mcall] if nc else False)
-    um = np.nonzero(msg & ~mapped)[0]
-    unm.add(pos[um], [name_of[x] for x in typ[um].tolist()])
 
-    W = _Writes()
-    flags = np.zeros(nc, np.uint8)
-    appends: list[tuple] = []            # (calls, event indices, values): vector entries
-    worlds: list[tuple] = []             # (events, comm ids): every translation made
+class _Found:
+    """What the message events say about the calls they are inside: field writes (a call's
+    last one wins), flags, vector entries (request ids), every communicator translation made
+    (for the COMM_SELF-type ids), and what could not be attributed."""
 
-    def of_type(*types):
-        table = np.zeros(max(T.values()) + 1, bool)
-        table[[T[x] for x in types]] = True
-        return table[typ]
+    def __init__(self, e: _Events, calls: _Calls, d: Defs, unmapped: _Unmapped):
+        self.e, self.calls, self.d, self.unmapped = e, calls, d, unmapped
+        nc = len(calls.at)
+        self.name_of = {e.code[k]: OTF2_NAME[k] for k in TYPES}
+        message = ~(calls.enter | calls.leave) & (e.type != e.code["METRIC"])
+        inside = message & (calls.depth > 0)
+        self.call_of = np.where(inside, calls.call_of, 0)     # per event: the call it is in
+        self.mapped = inside & (calls.kept[self.call_of] if nc else False)
+        um = np.nonzero(message & ~self.mapped)[0]
+        unmapped.add(e.pos[um], [self.name_of[x] for x in e.type[um].tolist()])
+        self.writes = _Writes()
+        self.flags = np.zeros(nc, np.uint8)
+        self.vector_entries: list[tuple] = []   # (calls, event indices, values)
+        self.translations: list[tuple] = []     # (events, comm ids)
 
-    def sel(*types):
-        return np.nonzero(mapped & of_type(*types))[0]
+    def inside_calls(self, *types: str) -> np.ndarray:
+        """The events of ``types`` inside kept calls."""
+        return np.nonzero(self.mapped & self.e.of_type(*types))[0]
 
-    messages = {"sent": int(of_type("SEND", "ISEND").sum()),
-                "received": int(of_type("RECV", "IRECV").sum())}
-
-    def unmapped_in(events):
+    def unmapped_in(self, events) -> None:
         """Counted as '<OTF2 event> in <kind>'."""
-        unm.add(pos[events], [f"{name_of[a]} in {_N[b]}" for a, b in
-                              zip(typ[events].tolist(), kind0[mcall[events]].tolist())])
+        kinds = self.calls.kind0[self.call_of[events]]
+        self.unmapped.add(self.e.pos[events], [f"{self.name_of[a]} in {_N[b]}" for a, b in
+                                               zip(self.e.type[events].tolist(),
+                                                   kinds.tolist())])
 
-    def world(events):
-        cid, peer = _world(ev, events, rank, d, unm, pos)
-        worlds.append((events, cid))
+    def world(self, events) -> tuple[np.ndarray, np.ndarray]:
+        """(comm id, world rank of the ``a`` field) of each event (``_world``)."""
+        cid, peer = _world(self.e.rows, events, self.e.rank, self.d, self.unmapped,
+                           self.e.pos)
+        self.translations.append((events, cid))
         return cid, peer
 
-    def message(events, calls, cid, peer, side):
-        W.add("peer", calls, events, peer)
-        W.add("tag", calls, events, ev["c"][events].astype(np.uint64))
-        W.add("comm", calls, events, cid)
-        W.add(side, calls, events, ev["d"][events])
+    def message(self, events, calls, cid, peer, side: str) -> None:
+        """The message of ``events`` written into ``calls`` (``side``: its bytes' field)."""
+        self.writes.add("peer", calls, events, peer)
+        self.writes.add("tag", calls, events, self.e.rows["c"][events].astype(np.uint64))
+        self.writes.add("comm", calls, events, cid)
+        self.writes.add(side, calls, events, self.e.rows["d"][events])
 
-    sends, recvs = sel("SEND", "ISEND"), sel("RECV")
-    cid_s, peer_s = world(sends)
-    cid_r, peer_r = world(recvs)
-    sc, rc = mcall[sends], mcall[recvs]
-    in_start = km["starts"][sc]
-    p2p = ~in_start & km["sends"][sc]
-    unmapped_in(sends[~in_start & ~p2p])
-    message(sends[p2p], sc[p2p], cid_s[p2p], peer_s[p2p], "bytes_sent")
-    nb = p2p & km["nb_sends"][sc]
-    with_id = nb & (typ[sends] == T["ISEND"])
-    set_ev, set_call = [sends[with_id]], [sc[with_id]]
-    W.add("request", sc[with_id], sends[with_id], ev["e"][sends[with_id]])
-    is_recv, is_sr = km["recv"][rc], km["sendrecvs"][rc]
-    in_comp = km["single"][rc] | km["multi"][rc]       # an id-less receive's completion
-    unmapped_in(recvs[~is_recv & ~is_sr & ~in_comp])
-    message(recvs[is_recv], rc[is_recv], cid_r[is_recv], peer_r[is_recv], "bytes_recv")
-    sr_ev, sr_call = recvs[is_sr], rc[is_sr]
-    W.add("bytes_recv", sr_call, sr_ev, ev["d"][sr_ev])
-    made = sel("IRECV_REQUEST", "NBC_REQUEST")
-    mc = mcall[made]
-    recv_start = km["starts"][mc] & (typ[made] == T["IRECV_REQUEST"])
-    creates = ~recv_start & km["creates"][mc]
-    unmapped_in(made[~recv_start & ~creates])
-    W.add("request", mc[creates], made[creates], ev["e"][made[creates]])
-    set_ev.append(made[creates])
-    set_call.append(mc[creates])
-    set_ev, set_call = np.concatenate(set_ev), np.concatenate(set_call)
 
-    # -- the sequential part -----------------------------------------------------------------
-    seq = _Sequential(c_kind, c_rank, W, appends, flags, unm)
-    p_send = in_start & (typ[sends] == T["ISEND"])
-    bare_start = in_start & (typ[sends] == T["SEND"])
-    bare_isend = nb & (typ[sends] == T["SEND"])
-    bare_recv = recvs[in_comp]
-    p_ev = np.r_[sends[p_send], made[recv_start]]
-    if len(p_ev) or bare_start.any() or bare_isend.any() or len(bare_recv):
-        prior = _latest(rank[set_ev], ev["e"][set_ev], set_ev,
-                        rank[p_ev], ev["e"][p_ev], p_ev)
-        items = []
-        msg_of = {e: i for i, e in enumerate(sends.tolist())}
-        for e, pr in zip(p_ev.tolist(), prior.tolist()):
-            i = msg_of.get(e)        # an MpiIsend, whose message describes the send_init
-            m = None if i is None else (int(peer_s[i]), int(ev["c"][e]), int(cid_s[i]),
-                                        int(ev["d"][e]))
-            items.append((e, "persistent", int(mcall[e]), int(ev["e"][e]),
-                          int(set_ev[pr]) if pr >= 0 else -1,
-                          int(set_call[pr]) if pr >= 0 else -1,
-                          "recv_inits" if i is None else "send_inits", m, int(pos[e])))
-        for i in np.nonzero(bare_start)[0].tolist():
-            e = int(sends[i])
-            items.append((e, "start_send", int(mcall[e]), (int(peer_s[i]), int(ev["c"][e]),
-                                                           int(cid_s[i]), int(ev["d"][e])),
-                          int(pos[e])))
-        for e in sends[bare_isend].tolist():
-            items.append((e, "isend", int(mcall[e])))
-        for i in np.nonzero(in_comp)[0].tolist():
-            e = int(recvs[i])
-            items.append((e, "recv", int(mcall[e]), (int(peer_r[i]), int(ev["c"][e]),
-                                                     int(cid_r[i]), int(ev["d"][e])),
-                          int(pos[e])))
-        # calls without events, of the ranks whose sends or receives have no request ids
-        events_in = np.bincount(mcall[mapped], minlength=nc)
-        sending = np.zeros(nr, bool)
-        sending[rank[sends[bare_start | bare_isend]]] = True
-        receiving = np.zeros(nr, bool)
-        receiving[rank[bare_recv]] = True
-        for c in np.nonzero(km["waits"] & sending[c_rank])[0].tolist():
-            items.append((int(ci[c]), "wait", c, bool(events_in[c] == 0)))
-        quiet = events_in == 0
-        for c in np.nonzero(receiving[c_rank] & kept & quiet & (kind0 == _C["irecv"]))[0]:
-            items.append((int(ci[c]), "irecv", int(c)))
-        for c in np.nonzero(receiving[c_rank] & kept & quiet & (kind0 == _C["start"]))[0]:
-            items.append((int(ci[c]), "start_recv", int(c), int(pos[ci[c]])))
-        for c in np.nonzero(receiving[c_rank] & kept & (kind0 == _C["startall"]))[0]:
-            at = int(close_at[c] if close_at[c] >= 0 else ci[c])     # after its sends
-            items.append((at, "start_recv", int(c), int(pos[ci[c]])))
-        items.sort(key=lambda x: x[0])
-        base = [1] * nr
-        has_id = of_type("ISEND", "ISEND_COMPLETE", "IRECV_REQUEST", "IRECV", "REQUEST_TEST",
-                         "REQUEST_CANCELLED", "NBC_REQUEST", "NBC_COMPLETE")
-        for r, top in zip(rank[has_id].tolist(), ev["e"][has_id].tolist()):
-            base[r] = min(max(base[r], top + 1), 1 << 63)      # beyond: reported below
-        seq.run(items, np.nonzero(km["inits"])[0], base)
-    if seq.sets:
-        pr_, pq_, pa_, pc_ = zip(*seq.sets)
-        set_rank = np.r_[rank[set_ev], np.array(pr_, np.int64)]
-        set_req = np.r_[ev["e"][set_ev], np.array(pq_, np.uint64)]
-        set_at = np.r_[set_ev, np.array(pa_, np.int64)]
-        set_call = np.r_[set_call, np.array(pc_, np.int64)]
-    else:
-        set_rank, set_req, set_at = rank[set_ev], ev["e"][set_ev], set_ev
+@dataclass
+class _PointToPoint:
+    """The point-to-point message events and the request creations they show."""
+    counts: dict                 # {"sent", "received"}: MpiSend/MpiIsend, MpiRecv/MpiIrecv
+    sends: np.ndarray            # MpiSend and MpiIsend events inside kept calls
+    send_comm: np.ndarray        # per send
+    send_peer: np.ndarray        # per send
+    in_start: np.ndarray         # per send: inside MPI_Start/Startall
+    nonblocking: np.ndarray      # per send: outside a start, in a nonblocking send
+    recvs: np.ndarray            # MpiRecv events inside kept calls
+    recv_comm: np.ndarray        # per recv
+    recv_peer: np.ndarray        # per recv
+    in_completion: np.ndarray    # per recv: in a completion (an id-less receive's)
+    sendrecv: np.ndarray         # per recv: in a sendrecv
+    made: np.ndarray             # MpiIrecvRequest and NonBlockingCollectiveRequest events
+    recv_start: np.ndarray       # per made: an MpiIrecvRequest inside a start
+    created_at: np.ndarray       # event index of each request creation with an id
+    created_by: np.ndarray       # the call that made it
 
-    # -- completions ---------------------------------------------------------------------------
-    comp = sel("ISEND_COMPLETE", "IRECV", "REQUEST_TEST", "REQUEST_CANCELLED", "NBC_COMPLETE")
-    cc = mcall[comp]
-    single, multi = km["single"][cc], km["multi"][cc]
-    unm.add(pos[comp[~single & ~multi]],
-            [f"completion in {_N[k]}" for k in kind0[cc[~single & ~multi]].tolist()])
-    W.add("request", cc[single], comp[single], ev["e"][comp[single]])
-    appends.append((cc[multi], comp[multi], ev["e"][comp[multi]]))
-    done = (single | multi) & km["tests"][cc] & (typ[comp] != T["REQUEST_TEST"])
-    flags[cc[done]] |= K.FLAG_COMPLETED
-    # what a completion tells about the call that made the request
-    resolving = comp[np.isin(typ[comp], [T["IRECV"], T["NBC_COMPLETE"]])]
-    k = _latest(set_rank, set_req, set_at, rank[resolving], ev["e"][resolving], resolving)
-    resolving, made_by = resolving[k >= 0], set_call[k[k >= 0]]
-    irecv = typ[resolving] == T["IRECV"]
-    cid_i, peer_i = world(resolving[irecv])
-    message(resolving[irecv], made_by[irecv], cid_i, peer_i, "bytes_recv")
-    cend = sel("COLLECTIVE_END")
-    in_coll = km["colls"][mcall[cend]]
-    unmapped_in(cend[~in_coll])
-    coll_ev = np.r_[cend[in_coll], resolving[~irecv]]
-    coll_call = np.r_[mcall[cend[in_coll]], made_by[~irecv]]
-    cid_c, root = world(coll_ev)
 
-    # -- COMM_SELF-type comms: an id per rank, in order of first use -------------------------
+def _point_to_point(f: _Found) -> _PointToPoint:
+    e, is_, rows = f.e, f.calls.is_, f.e.rows
+    counts = {"sent": int(e.of_type("SEND", "ISEND").sum()),
+              "received": int(e.of_type("RECV", "IRECV").sum())}
+    sends, recvs = f.inside_calls("SEND", "ISEND"), f.inside_calls("RECV")
+    send_comm, send_peer = f.world(sends)
+    recv_comm, recv_peer = f.world(recvs)
+    sc, rc = f.call_of[sends], f.call_of[recvs]
+    in_start = is_["starts"][sc]
+    p2p = ~in_start & is_["sends"][sc]
+    f.unmapped_in(sends[~in_start & ~p2p])
+    f.message(sends[p2p], sc[p2p], send_comm[p2p], send_peer[p2p], "bytes_sent")
+    nonblocking = p2p & is_["nb_sends"][sc]
+    with_id = nonblocking & (e.type[sends] == e.code["ISEND"])
+    created_at, created_by = [sends[with_id]], [sc[with_id]]
+    f.writes.add("request", sc[with_id], sends[with_id], rows["e"][sends[with_id]])
+    is_recv, sendrecv = is_["recv"][rc], is_["sendrecvs"][rc]
+    in_completion = is_["single"][rc] | is_["multi"][rc]
+    f.unmapped_in(recvs[~is_recv & ~sendrecv & ~in_completion])
+    f.message(recvs[is_recv], rc[is_recv], recv_comm[is_recv], recv_peer[is_recv],
+              "bytes_recv")
+    f.writes.add("bytes_recv", rc[sendrecv], recvs[sendrecv], rows["d"][recvs[sendrecv]])
+    made = f.inside_calls("IRECV_REQUEST", "NBC_REQUEST")
+    mc = f.call_of[made]
+    recv_start = is_["starts"][mc] & (e.type[made] == e.code["IRECV_REQUEST"])
+    creates = ~recv_start & is_["creates"][mc]
+    f.unmapped_in(made[~recv_start & ~creates])
+    f.writes.add("request", mc[creates], made[creates], rows["e"][made[creates]])
+    created_at.append(made[creates])
+    created_by.append(mc[creates])
+    return _PointToPoint(counts=counts, sends=sends, send_comm=send_comm, send_peer=send_peer,
+                         in_start=in_start, nonblocking=nonblocking, recvs=recvs,
+                         recv_comm=recv_comm, recv_peer=recv_peer, in_completion=in_completion,
+                         sendrecv=sendrecv, made=made, recv_start=recv_start,
+                         created_at=np.concatenate(created_at),
+                         created_by=np.concatenate(created_by))
+
+
+def _without_request_ids(f: _Found, p: _PointToPoint) -> list[tuple[int, int, int, int]]:
+    """The sequential part (``_Sequential``) on its items; the (rank, request, event index,
+    call) of the requests it linked to their inits."""
+    e, calls, rows = f.e, f.calls, f.e.rows
+    seq = _Sequential(calls.kind, calls.rank, f.writes, f.vector_entries, f.flags, f.unmapped)
+    send_type = e.type[p.sends]
+    persistent_send = p.in_start & (send_type == e.code["ISEND"])
+    bare_start = p.in_start & (send_type == e.code["SEND"])
+    bare_isend = p.nonblocking & (send_type == e.code["SEND"])
+    bare_recv = p.recvs[p.in_completion]
+    persistent = np.r_[p.sends[persistent_send], p.made[p.recv_start]]
+    if not (len(persistent) or bare_start.any() or bare_isend.any() or len(bare_recv)):
+        return seq.sets
+    call_of, pos = f.call_of, e.pos
+    prior = _latest(e.rank[p.created_at], rows["e"][p.created_at], p.created_at,
+                    e.rank[persistent], rows["e"][persistent], persistent)
+
+    def send_message(i):
+        ev = p.sends[i]
+        return int(p.send_peer[i]), int(rows["c"][ev]), int(p.send_comm[i]), int(rows["d"][ev])
+
+    items = []
+    send_index = {ev: i for i, ev in enumerate(p.sends.tolist())}
+    for ev, pr in zip(persistent.tolist(), prior.tolist()):
+        i = send_index.get(ev)      # an MpiIsend, whose message describes the send_init
+        items.append((ev, "persistent", int(call_of[ev]), int(rows["e"][ev]),
+                      int(p.created_at[pr]) if pr >= 0 else -1,
+                      int(p.created_by[pr]) if pr >= 0 else -1,
+                      "recv_inits" if i is None else "send_inits",
+                      None if i is None else send_message(i), int(pos[ev])))
+    for i in np.nonzero(bare_start)[0].tolist():
+        ev = int(p.sends[i])
+        items.append((ev, "start_send", int(call_of[ev]), send_message(i), int(pos[ev])))
+    for ev in p.sends[bare_isend].tolist():
+        items.append((ev, "isend", int(call_of[ev])))
+    for i in np.nonzero(p.in_completion)[0].tolist():
+        ev = int(p.recvs[i])
+        items.append((ev, "recv", int(call_of[ev]), (int(p.recv_peer[i]), int(rows["c"][ev]),
+                                                     int(p.recv_comm[i]), int(rows["d"][ev])),
+                      int(pos[ev])))
+    # calls without events, of the ranks whose sends or receives have no request ids
+    nc, nr = len(calls.at), f.d.nranks
+    events_in = np.bincount(call_of[f.mapped], minlength=nc)
+    sending = np.zeros(nr, bool)
+    sending[e.rank[p.sends[bare_start | bare_isend]]] = True
+    receiving = np.zeros(nr, bool)
+    receiving[e.rank[bare_recv]] = True
+    for c in np.nonzero(calls.is_["waits"] & sending[calls.rank])[0].tolist():
+        items.append((int(calls.at[c]), "wait", c, bool(events_in[c] == 0)))
+    quiet = events_in == 0
+    receivers = receiving[calls.rank] & calls.kept
+    for c in np.nonzero(receivers & quiet & (calls.kind0 == _C["irecv"]))[0]:
+        items.append((int(calls.at[c]), "irecv", int(c)))
+    for c in np.nonzero(receivers & quiet & (calls.kind0 == _C["start"]))[0]:
+        items.append((int(calls.at[c]), "start_recv", int(c), int(pos[calls.at[c]])))
+    for c in np.nonzero(receivers & (calls.kind0 == _C["startall"]))[0]:
+        at = int(calls.close_at[c] if calls.close_at[c] >= 0 else calls.at[c])  # after sends
+        items.append((at, "start_recv", int(c), int(pos[calls.at[c]])))
+    items.sort(key=lambda x: x[0])
+    first_free = [1] * nr
+    has_id = e.of_type("ISEND", "ISEND_COMPLETE", "IRECV_REQUEST", "IRECV", "REQUEST_TEST",
+                       "REQUEST_CANCELLED", "NBC_REQUEST", "NBC_COMPLETE")
+    for r, top in zip(e.rank[has_id].tolist(), rows["e"][has_id].tolist()):
+        first_free[r] = min(max(first_free[r], top + 1), 1 << 63)   # beyond: reported later
+    seq.run(items, np.nonzero(calls.is_["inits"])[0], first_free)
+    return seq.sets
+
+
+@dataclass
+class _Made:
+    """Every request creation known: by an event with its id, or linked in the sequential
+    part."""
+    rank: np.ndarray
+    request: np.ndarray
+    at: np.ndarray               # event index
+    call: np.ndarray             # the call that made it
+
+
+def _requests_made(f: _Found, p: _PointToPoint, linked: list[tuple]) -> _Made:
+    rank, request = f.e.rank[p.created_at], f.e.rows["e"][p.created_at]
+    if not linked:
+        return _Made(rank, request, p.created_at, p.created_by)
+    lrank, lrequest, lat, lcall = zip(*linked)
+    return _Made(np.r_[rank, np.array(lrank, np.int64)],
+                 np.r_[request, np.array(lrequest, np.uint64)],
+                 np.r_[p.created_at, np.array(lat, np.int64)],
+                 np.r_[p.created_by, np.array(lcall, np.int64)])
+
+
+@dataclass
+class _CollectiveEvents:
+    """MpiCollectiveEnd events, and NonBlockingCollectiveComplete events resolved to the call
+    that made their request."""
+    at: np.ndarray               # event index
+    call: np.ndarray             # the call whose row they describe
+    comm: np.ndarray             # comm id
+    root: np.ndarray             # world rank of the root (field a)
+
+
+def _completions(f: _Found, made: _Made) -> _CollectiveEvents:
+    """Completions written into the completing calls, and what a completion tells about the
+    call that made its request (an MpiIrecv: the message)."""
+    e, is_, rows, code_ = f.e, f.calls.is_, f.e.rows, f.e.code
+    comp = f.inside_calls("ISEND_COMPLETE", "IRECV", "REQUEST_TEST", "REQUEST_CANCELLED",
+                          "NBC_COMPLETE")
+    cc = f.call_of[comp]
+    single, multi = is_["single"][cc], is_["multi"][cc]
+    f.unmapped.add(e.pos[comp[~single & ~multi]],
+                   [f"completion in {_N[k]}" for k in f.calls.kind0[cc[~single & ~multi]]
+                    .tolist()])
+    f.writes.add("request", cc[single], comp[single], rows["e"][comp[single]])
+    f.vector_entries.append((cc[multi], comp[multi], rows["e"][comp[multi]]))
+    done = (single | multi) & is_["tests"][cc] & (e.type[comp] != code_["REQUEST_TEST"])
+    f.flags[cc[done]] |= K.FLAG_COMPLETED
+    resolving = comp[np.isin(e.type[comp], [code_["IRECV"], code_["NBC_COMPLETE"]])]
+    k = _latest(made.rank, made.request, made.at, e.rank[resolving], rows["e"][resolving],
+                resolving)
+    resolving, made_by = resolving[k >= 0], made.call[k[k >= 0]]
+    irecv = e.type[resolving] == code_["IRECV"]
+    cid, peer = f.world(resolving[irecv])
+    f.message(resolving[irecv], made_by[irecv], cid, peer, "bytes_recv")
+    ends = f.inside_calls("COLLECTIVE_END")
+    in_collective = is_["colls"][f.call_of[ends]]
+    f.unmapped_in(ends[~in_collective])
+    at = np.r_[ends[in_collective], resolving[~irecv]]
+    call = np.r_[f.call_of[ends[in_collective]], made_by[~irecv]]
+    comm, root = f.world(at)
+    return _CollectiveEvents(at, call, comm, root)
+
+
+def _self_comm_ids(f: _Found, d: Defs) -> tuple[dict, dict]:
+    """(the trace's communicators, id of each (provisional COMM_SELF-type id, rank)): such a
+    comm gets an id per rank, in order of first use."""
     comms = dict(d.comms)
-    w_ev = np.concatenate([w[0] for w in worlds])
-    w_cid = np.concatenate([w[1] for w in worlds])
-    ids = _self_ids(w_cid, rank[w_ev], pos[w_ev], max(comms) + 1)
+    events = np.concatenate([t[0] for t in f.translations])
+    cid = np.concatenate([t[1] for t in f.translations])
+    ids = _self_ids(cid, f.e.rank[events], f.e.pos[events], max(comms) + 1)
     for (c, r), i in ids.items():
         comms[i] = np.asarray([r], np.int32)
+    return comms, ids
 
-    # -- collective sizes: Score-P's totals to the model's per-call bytes --------------------
-    row_rank = c_rank[coll_call]
-    size, me = _comm_pos(comms, cid_c, row_rank)
-    ck = kind0[coll_call]
-    rooted = _M["rooted"][ck]
-    W.add("comm", coll_call, coll_ev, cid_c)
-    W.add("peer", coll_call[rooted], coll_ev[rooted], root[rooted])
-    bs, br = _to_model(ck, ev["d"][coll_ev], ev["f"][coll_ev], size, me,
-                       rooted & (root == row_rank))
-    W.add("bytes_sent", coll_call, coll_ev, bs)
-    W.add("bytes_recv", coll_call, coll_ev, br)
 
-    # -- the calls' rows --------------------------------------------------------------------
-    cols = {f: np.full(nc, v, ACTION_DTYPE[f]) for f, v in zip(ACTION_DTYPE.names, EMPTY_ROW)}
-    cols["kind"][:] = kind0
-    cols["t_start"][:] = t[ci]
-    cols["t_end"][:] = np.where(close_at >= 0, t[np.maximum(close_at, 0)] if n else 0, np.nan)
-    cols["flags"][:] = flags
+def _collective_sizes(f: _Found, coll: _CollectiveEvents, comms: dict) -> None:
+    """Comm, root and the model's per-call bytes (from Score-P's totals) of the collectives."""
+    row_rank = f.calls.rank[coll.call]
+    size, me = _comm_pos(comms, coll.comm, row_rank)
+    kind = f.calls.kind0[coll.call]
+    rooted = _M["rooted"][kind]
+    f.writes.add("comm", coll.call, coll.at, coll.comm)
+    f.writes.add("peer", coll.call[rooted], coll.at[rooted], coll.root[rooted])
+    sent, received = _to_model(kind, f.e.rows["d"][coll.at], f.e.rows["f"][coll.at], size, me,
+                               rooted & (coll.root == row_rank))
+    f.writes.add("bytes_sent", coll.call, coll.at, sent)
+    f.writes.add("bytes_recv", coll.call, coll.at, received)
+
+
+def _call_rows(f: _Found, p: _PointToPoint, self_ids: dict) -> tuple[dict, np.ndarray]:
+    """(the calls' action columns, the vector entries in call order); a value beyond its
+    column's range is an error."""
+    e, calls = f.e, f.calls
+    nc = len(calls.at)
+    cols = {n: np.full(nc, v, ACTION_DTYPE[n]) for n, v in zip(ACTION_DTYPE.names, EMPTY_ROW)}
+    cols["kind"][:] = calls.kind0
+    cols["t_start"][:] = e.time[calls.at]
+    cols["t_end"][:] = np.where(calls.close_at >= 0,
+                                e.time[np.maximum(calls.close_at, 0)] if len(e.rank) else 0,
+                                np.nan)
+    cols["flags"][:] = f.flags
     over = []
-    for f in ("peer", "comm", "tag", "bytes_sent", "bytes_recv", "request"):
-        c, v = W.final(f)
-        if f in _TOO_BIG:
-            big = v.astype(np.uint64) >= np.uint64(_TOO_BIG[f]) if v.dtype.kind == "u" \
-                else (v >= _TOO_BIG[f]) | (v < 0)
+    for field in ("peer", "comm", "tag", "bytes_sent", "bytes_recv", "request"):
+        c, v = f.writes.final(field)
+        if field in _TOO_BIG:
+            big = v.astype(np.uint64) >= np.uint64(_TOO_BIG[field]) if v.dtype.kind == "u" \
+                else (v >= _TOO_BIG[field]) | (v < 0)
             over.append(c[big])
             v = np.where(big, 0, v).astype(np.int64)
-        if f == "comm" and ids:
+        if field == "comm" and self_ids:
             own = v <= _SELF_BASE
             v = v.copy()
-            v[own] = [ids[(int(x), int(r))] for x, r in zip(v[own].tolist(),
-                                                            c_rank[c[own]].tolist())]
-        cols[f][c] = v
-    vec_call, vec_val, big = _vectors(appends, sr_ev, sr_call, peer_r[is_sr], ev["c"][sr_ev])
+            v[own] = [self_ids[(int(x), int(r))] for x, r in zip(v[own].tolist(),
+                                                                 calls.rank[c[own]].tolist())]
+        cols[field][c] = v
+    sr_ev = p.recvs[p.sendrecv]
+    vec_call, vec_val, big = _vectors(f.vector_entries, sr_ev, f.call_of[sr_ev],
+                                      p.recv_peer[p.sendrecv], e.rows["c"][sr_ev])
     over = np.concatenate(over + [big])
     if len(over):
-        raise MinitraceError(f"rank {int(c_rank[over].min())}: a value beyond its column's "
+        raise MinitraceError(f"rank {int(calls.rank[over].min())}: a value beyond its column's "
                              "range (a corrupt event?)")
     cols["vec_len"][:] = np.bincount(vec_call, minlength=nc)
+    return cols, vec_val
 
-    # -- user region markers' names, in order of first appearance --------------------------
-    strings: list[str] = []
-    m_tag = np.zeros(len(marks), np.int64)
-    if len(marks):
-        names = [d.region_name[x] for x in reg[marks].tolist()]
-        index: dict[str, int] = {}
-        for i in np.argsort(pos[marks], kind="stable").tolist():
-            index.setdefault(names[i], len(index))
-        strings = list(index)
-        m_tag = np.array([index[x] for x in names], np.int64)
 
-    # -- assembly: per flushing item, its compute gap (if any) then itself -------------------
+def _marker_names(e: _Events, calls: _Calls, items: _Items, d: Defs):
+    """(the string table: user region names in order of first appearance, each marker's
+    index in it)."""
+    markers = items.markers
+    if not len(markers):
+        return [], np.zeros(0, np.int64)
+    names = [d.region_name[x] for x in calls.region[markers].tolist()]
+    index: dict[str, int] = {}
+    for i in np.argsort(e.pos[markers], kind="stable").tolist():
+        index.setdefault(names[i], len(index))
+    return list(index), np.array([index[x] for x in names], np.int64)
+
+
+def _actions(e: _Events, calls: _Calls, items: _Items, call_rows: dict,
+             marker_tag: np.ndarray, nranks: int) -> tuple[np.ndarray, np.ndarray]:
+    """(actions, rank offsets): per flushing item, its compute gap (if any) then itself."""
+    fl, has_gap = items.flushing, items.has_gap
     slots = 1 + has_gap
     body = np.cumsum(slots) - 1
     out = {f: np.full(int(slots.sum()), v, ACTION_DTYPE[f])
            for f, v in zip(ACTION_DTYPE.names, EMPTY_ROW)}
-    fc = is_call[fl]
+    is_call = items.is_call[fl]
     for f in ACTION_DTYPE.names:
-        out[f][body[fc]] = cols[f][cix[fl[fc]]]
-    at_mark, mk = body[~fc], fl[~fc]
-    out["kind"][at_mark] = np.where(enter[it_at[mk]], _C["region_begin"], _C["region_end"])
-    out["tag"][at_mark] = m_tag[o[mk] - nc]
-    out["t_start"][at_mark] = out["t_end"][at_mark] = it_in[mk]
+        out[f][body[is_call]] = call_rows[f][items.call[fl[is_call]]]
+    at_mark, mark = body[~is_call], fl[~is_call]
+    out["kind"][at_mark] = np.where(calls.enter[items.at[mark]], _C["region_begin"],
+                                    _C["region_end"])
+    out["tag"][at_mark] = marker_tag[items.source[mark] - len(calls.at)]
+    out["t_start"][at_mark] = out["t_end"][at_mark] = items.t_in[mark]
     at_gap = body[has_gap] - 1
     out["kind"][at_gap] = _C["compute"]
-    out["volume"][at_gap] = vol[has_gap]
-    out["t_start"][at_gap] = prev_end[first_p[has_gap]]
-    out["t_end"][at_gap] = it_in[last_p[has_gap]]
+    out["volume"][at_gap] = items.gap_volume[has_gap]
+    out["t_start"][at_gap] = items.prev_end[items.first_piece[has_gap]]
+    out["t_end"][at_gap] = items.t_in[items.last_piece[has_gap]]
     actions = np.empty(len(out["kind"]), ACTION_DTYPE)
     for f in ACTION_DTYPE.names:
         actions[f] = out[f]
     assign_vec_offsets(actions)
-    out_rank = np.repeat(it_rank[fl], slots)
-    offsets = np.r_[0, np.cumsum(np.bincount(out_rank, minlength=nr))].astype(np.int64)
-    vectors = vec_val                         # calls keep their order in the output
-    meta = {}
-    dropped = Counter(d.region_name[x].strip().removesuffix("()").strip()
-                      for x in reg[ci[~kept]].tolist())
-    if dropped:
-        meta["dropped_mpi_calls"] = dict(sorted(dropped.items()))
-    data = TraceColumns(actions, offsets, vectors, {0: np.arange(nr, dtype=np.int32), **comms},
-                     strings, meta)
-    return data, {"messages": messages, "unmapped": unm.counter(),
-                  "user_regions": int(user.sum())}
+    out_rank = np.repeat(items.rank[fl], slots)
+    offsets = np.r_[0, np.cumsum(np.bincount(out_rank, minlength=nranks))].astype(np.int64)
+    return actions, offsets
 
 
 def _vectors(appends, sr_ev, sr_call, sr_peer, sr_tag):
