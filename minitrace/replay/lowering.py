@@ -81,42 +81,62 @@ def algorithm(kind: str, p: int, nbytes: int = 0) -> str:
 
 def messages(kind: str, me: int, p: int, root: int, bs: int, br: int, vec: list[int]):
     """The point-to-point steps of ``kind`` for member ``me`` of ``p`` (communicator ranks), in
-    the order the algorithm makes them: ("send", to, bytes), ("recv", from, bytes) or
-    ("sendrecv", to, bytes, from, bytes).  Exchanges with itself are local copies: left out."""
-    out: list[tuple] = []
-    rel = (me - root) % p
-    if kind == "barrier":
-        d = 1
-        while d < p:
-            out.append(("sendrecv", (me + d) % p, 0, (me - d) % p, 0))
-            d <<= 1
-    elif kind == "bcast":
-        n = bs if me == root else br
-        mask = 1
-        while mask < p:
-            if rel & mask:
-                out.append(("recv", (me - mask) % p, n))
-                break
-            mask <<= 1
+    the order the algorithm that ``algorithm`` selects makes them (``ALGORITHMS``): ("send",
+    to, bytes), ("recv", from, bytes) or ("sendrecv", to, bytes, from, bytes).  Exchanges with
+    itself are local copies: left out."""
+    return ALGORITHMS[kind, algorithm(kind, p, bs)](me, p, root, bs, br, vec)
+
+
+# -- one function per algorithm (SimGrid's colls/<kind>-<algorithm>.cpp): (me, p, root,
+#    bytes_sent, bytes_recv, vector) -> steps --------------------------------------------------
+def _barrier_ompi_bruck(me, p, root, bs, br, vec):
+    out, d = [], 1
+    while d < p:
+        out.append(("sendrecv", (me + d) % p, 0, (me - d) % p, 0))
+        d <<= 1
+    return out
+
+
+def _bcast_binomial_tree(me, p, root, bs, br, vec):
+    out, rel = [], (me - root) % p
+    n = bs if me == root else br
+    mask = 1
+    while mask < p:
+        if rel & mask:
+            out.append(("recv", (me - mask) % p, n))
+            break
+        mask <<= 1
+    mask >>= 1
+    while mask > 0:
+        if rel + mask < p:
+            out.append(("send", (me + mask) % p, n))
         mask >>= 1
-        while mask > 0:
-            if rel + mask < p:
-                out.append(("send", (me + mask) % p, n))
-            mask >>= 1
-    elif kind == "reduce":
-        if bs == 0:
-            return out
-        mask = 1
-        while mask < p:
-            if mask & rel == 0:
-                src = rel | mask
-                if src < p:
-                    out.append(("recv", (src + root) % p, bs))
-            else:
-                out.append(("send", ((rel & ~mask) + root) % p, bs))
-                break
-            mask <<= 1
-    elif kind == "allreduce":
+    return out
+
+
+def _reduce_binomial(me, p, root, bs, br, vec):
+    out, rel = [], (me - root) % p
+    if bs == 0:
+        return out
+    mask = 1
+    while mask < p:
+        if mask & rel == 0:
+            src = rel | mask
+            if src < p:
+                out.append(("recv", (src + root) % p, bs))
+        else:
+            out.append(("send", ((rel & ~mask) + root) % p, bs))
+            break
+        mask <<= 1
+    return out
+
+
+def _on_power_of_two(core):
+    """An allreduce on the largest power of two ``pof2`` <= p: of the first 2*(p - pof2)
+    members the even ones hand their data to the odd ones before ``core`` (on ``newrank``s,
+    ``real`` mapping them back) and get the result back after it."""
+    def steps(me, p, root, bs, br, vec):
+        out = []
         pof2 = _pof2(p)
         rem = p - pof2
         if me < 2 * rem:
@@ -132,87 +152,157 @@ def messages(kind: str, me: int, p: int, root: int, bs: int, br: int, vec: list[
         def real(nd: int) -> int:
             return nd * 2 + 1 if nd < rem else nd + rem
 
-        if newrank != -1 and algorithm("allreduce", p, bs) == "rdb":
-            mask = 1
-            while mask < pof2:
-                dst = real(newrank ^ mask)
-                out.append(("sendrecv", dst, bs, dst, bs))
-                mask <<= 1
-        elif newrank != -1:     # rab_rdb: reduce-scatter by halving, allgather by doubling
-            cnts = [bs // pof2] * (pof2 - 1) + [bs - (bs // pof2) * (pof2 - 1)]
-            mask, send_idx, recv_idx, last_idx = 1, 0, 0, pof2
-            while mask < pof2:
-                nd = newrank ^ mask
-                if newrank < nd:
-                    send_idx = recv_idx + pof2 // (mask * 2)
-                    sc, rc = sum(cnts[send_idx:last_idx]), sum(cnts[recv_idx:send_idx])
-                else:
-                    recv_idx = send_idx + pof2 // (mask * 2)
-                    sc, rc = sum(cnts[send_idx:recv_idx]), sum(cnts[recv_idx:last_idx])
-                out.append(("sendrecv", real(nd), sc, real(nd), rc))
-                send_idx = recv_idx
-                mask <<= 1
-                if mask < pof2:
-                    last_idx = recv_idx + pof2 // mask
-            mask >>= 1
-            while mask > 0:
-                nd = newrank ^ mask
-                if newrank < nd:
-                    if mask != pof2 // 2:
-                        last_idx = last_idx + pof2 // (mask * 2)
-                    recv_idx = send_idx + pof2 // (mask * 2)
-                    sc, rc = sum(cnts[send_idx:recv_idx]), sum(cnts[recv_idx:last_idx])
-                else:
-                    recv_idx = send_idx - pof2 // (mask * 2)
-                    sc, rc = sum(cnts[send_idx:last_idx]), sum(cnts[recv_idx:send_idx])
-                out.append(("sendrecv", real(nd), sc, real(nd), rc))
-                if newrank > nd:
-                    send_idx = recv_idx
-                mask >>= 1
+        if newrank != -1:
+            out += core(newrank, pof2, real, bs)
         if me < 2 * rem:
             out.append(("send", me - 1, bs) if me % 2 else ("recv", me + 1, bs))
-    elif kind in ("allgather", "allgatherv"):
-        for i in range(1, p):
-            src = (me - i) % p
-            out.append(("sendrecv", (me + i) % p, bs, src,
-                        vec[src] if kind == "allgatherv" else br // p))
-    elif kind in ("alltoall", "alltoallv", "alltoallw"):
-        pow2 = p & (p - 1) == 0
+        return out
+    return steps
+
+
+@_on_power_of_two
+def _allreduce_rdb(newrank, pof2, real, bs):
+    out, mask = [], 1
+    while mask < pof2:
+        dst = real(newrank ^ mask)
+        out.append(("sendrecv", dst, bs, dst, bs))
+        mask <<= 1
+    return out
+
+
+@_on_power_of_two
+def _allreduce_rab_rdb(newrank, pof2, real, bs):
+    """Rabenseifner's: a reduce-scatter by recursive halving, an allgather by doubling."""
+    out = []
+    cnts = [bs // pof2] * (pof2 - 1) + [bs - (bs // pof2) * (pof2 - 1)]
+    mask, send_idx, recv_idx, last_idx = 1, 0, 0, pof2
+    while mask < pof2:
+        nd = newrank ^ mask
+        if newrank < nd:
+            send_idx = recv_idx + pof2 // (mask * 2)
+            sc, rc = sum(cnts[send_idx:last_idx]), sum(cnts[recv_idx:send_idx])
+        else:
+            recv_idx = send_idx + pof2 // (mask * 2)
+            sc, rc = sum(cnts[send_idx:recv_idx]), sum(cnts[recv_idx:last_idx])
+        out.append(("sendrecv", real(nd), sc, real(nd), rc))
+        send_idx = recv_idx
+        mask <<= 1
+        if mask < pof2:
+            last_idx = recv_idx + pof2 // mask
+    mask >>= 1
+    while mask > 0:
+        nd = newrank ^ mask
+        if newrank < nd:
+            if mask != pof2 // 2:
+                last_idx = last_idx + pof2 // (mask * 2)
+            recv_idx = send_idx + pof2 // (mask * 2)
+            sc, rc = sum(cnts[send_idx:recv_idx]), sum(cnts[recv_idx:last_idx])
+        else:
+            recv_idx = send_idx - pof2 // (mask * 2)
+            sc, rc = sum(cnts[send_idx:last_idx]), sum(cnts[recv_idx:send_idx])
+        out.append(("sendrecv", real(nd), sc, real(nd), rc))
+        if newrank > nd:
+            send_idx = recv_idx
+        mask >>= 1
+    return out
+
+
+def _allgather_ring(me, p, root, bs, br, vec):
+    return [("sendrecv", (me + i) % p, bs, (me - i) % p, br // p) for i in range(1, p)]
+
+
+def _allgatherv_ring(me, p, root, bs, br, vec):
+    return [("sendrecv", (me + i) % p, bs, (me - i) % p, vec[(me - i) % p])
+            for i in range(1, p)]
+
+
+def _alltoall(pairwise: bool, counted: bool):
+    """An alltoall's exchanges: with ``me ^ i`` (``pair``, p a power of two) or with ``me + i``
+    and ``me - i`` (``ring``), of ``bytes_sent/p`` and ``bytes_recv/p`` or (``counted``: the
+    v and w forms) the vector's per-peer counts."""
+    def steps(me, p, root, bs, br, vec):
+        out = []
         for i in range(p):
-            dst, src = (me ^ i, me ^ i) if pow2 else ((me + i) % p, (me - i) % p)
+            dst, src = (me ^ i, me ^ i) if pairwise else ((me + i) % p, (me - i) % p)
             if dst == me and src == me:
                 continue
-            if kind == "alltoall":
-                out.append(("sendrecv", dst, bs // p, src, br // p))
-            else:
-                out.append(("sendrecv", dst, vec[dst], src, vec[p + src]))
-    elif kind in ("gather", "gatherv"):
-        if me != root:
-            out.append(("send", root, bs))
-        else:
-            for i in range(p):
-                if i != root:
-                    out.append(("recv", i, vec[i] if kind == "gatherv" else br // p))
-    elif kind in ("scatter", "scatterv"):
-        if me != root:
-            out.append(("recv", root, br))
-        else:
-            for i in range(p):
-                if i != root:
-                    out.append(("send", i, vec[i] if kind == "scatterv" else bs // p))
-    elif kind in ("scan", "exscan"):
-        mask = 1
-        while mask < p:
-            partner = me ^ mask
-            if partner < p:
-                out.append(("sendrecv", partner, bs, partner, bs))
-            mask <<= 1
-    elif kind in ("reduce_scatter", "reduce_scatter_block"):
-        counts = vec if kind == "reduce_scatter" else [br] * p
-        total = sum(counts)
-        out += messages("reduce", me, p, 0, total, total, [])
-        out += messages("scatterv", me, p, 0, 0, counts[me], counts)
+            out.append(("sendrecv", dst, vec[dst], src, vec[p + src]) if counted
+                       else ("sendrecv", dst, bs // p, src, br // p))
+        return out
+    return steps
+
+
+def _gather_linear(me, p, root, bs, br, vec):
+    if me != root:
+        return [("send", root, bs)]
+    return [("recv", i, br // p) for i in range(p) if i != root]
+
+
+def _gatherv_linear(me, p, root, bs, br, vec):
+    if me != root:
+        return [("send", root, bs)]
+    return [("recv", i, vec[i]) for i in range(p) if i != root]
+
+
+def _scatter_linear(me, p, root, bs, br, vec):
+    if me != root:
+        return [("recv", root, br)]
+    return [("send", i, bs // p) for i in range(p) if i != root]
+
+
+def _scatterv_linear(me, p, root, bs, br, vec):
+    if me != root:
+        return [("recv", root, br)]
+    return [("send", i, vec[i]) for i in range(p) if i != root]
+
+
+def _scan_recursive_doubling(me, p, root, bs, br, vec):
+    out, mask = [], 1
+    while mask < p:
+        partner = me ^ mask
+        if partner < p:
+            out.append(("sendrecv", partner, bs, partner, bs))
+        mask <<= 1
     return out
+
+
+def _reduce_then_scatterv(counts_of):
+    """reduce_scatter: a binomial reduce of everything to member 0, then its linear scatterv
+    of each member's count (``counts_of(p, bytes_recv, vector)``)."""
+    def steps(me, p, root, bs, br, vec):
+        counts = counts_of(p, br, vec)
+        total = sum(counts)
+        return _reduce_binomial(me, p, 0, total, total, []) \
+            + _scatterv_linear(me, p, 0, 0, counts[me], counts)
+    return steps
+
+
+#: (kind, algorithm as ``algorithm`` names it) -> its steps
+ALGORITHMS = {
+    ("barrier", "ompi_bruck"): _barrier_ompi_bruck,
+    ("bcast", "binomial_tree"): _bcast_binomial_tree,
+    ("reduce", "binomial"): _reduce_binomial,
+    ("allreduce", "rdb"): _allreduce_rdb,
+    ("allreduce", "rab_rdb"): _allreduce_rab_rdb,
+    ("allgather", "ring"): _allgather_ring,
+    ("allgatherv", "ring"): _allgatherv_ring,
+    ("alltoall", "pair"): _alltoall(pairwise=True, counted=False),
+    ("alltoall", "ring"): _alltoall(pairwise=False, counted=False),
+    ("alltoallv", "pair"): _alltoall(pairwise=True, counted=True),
+    ("alltoallv", "ring"): _alltoall(pairwise=False, counted=True),
+    ("alltoallw", "pair"): _alltoall(pairwise=True, counted=True),
+    ("alltoallw", "ring"): _alltoall(pairwise=False, counted=True),
+    ("gather", "linear"): _gather_linear,
+    ("gatherv", "linear"): _gatherv_linear,
+    ("scatter", "linear"): _scatter_linear,
+    ("scatterv", "linear"): _scatterv_linear,
+    ("scan", "recursive doubling"): _scan_recursive_doubling,
+    ("exscan", "recursive doubling"): _scan_recursive_doubling,
+    ("reduce_scatter", "binomial reduce + linear scatterv"):
+        _reduce_then_scatterv(lambda p, br, vec: vec),
+    ("reduce_scatter_block", "binomial reduce + linear scatterv"):
+        _reduce_then_scatterv(lambda p, br, vec: [br] * p),
+}
 
 
 def _rows_to_lower(a: np.ndarray, lower_world: bool) -> np.ndarray:
