@@ -27,7 +27,7 @@ from pathlib import Path
 from minitrace.converters.simgrid_ti import read_ti
 from minitrace.replay.platforms import Cluster
 from minitrace.replay import replay
-from minitrace.replay.replayer_build import simgrid_library
+from minitrace.replay.libsimgrid import library_dir
 from minitrace.storage import write_trace
 
 CACHE = Path(os.environ.get("MINITRACE_CACHE", Path.home() / ".cache" / "minitrace"))
@@ -62,7 +62,7 @@ def allreduce(iters: int):
 
 
 def simgrid_replay(listfile: Path, ranks: int, platform: str, hostfile: str) -> tuple[float, float]:
-    env = {**os.environ, "LD_LIBRARY_PATH": str(simgrid_library())}
+    env = {**os.environ, "LD_LIBRARY_PATH": str(library_dir())}
     cmd = [str(SMPIRUN), "-np", str(ranks), "-platform", platform, "-hostfile", hostfile,
            "-replay", str(listfile), "--log=smpi_config.thres:warning",
            "--log=xbt_cfg.thres:warning", "--log=smpi_replay.thres:info"]

@@ -10,22 +10,9 @@ import time
 from pathlib import Path
 
 from .child import QUIET, RESULT_TAG
+from .libsimgrid import load_simgrid
 
 _INSTANCE = "minitrace"
-
-
-def load_simgrid():
-    """Import SimGrid's Python module; the wheel leaves libsimgrid where the loader does not
-    look, so load it first, globally."""
-    import ctypes
-    import sysconfig
-    for d in {sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"], *sys.path}:
-        lib = os.path.join(d or ".", "libsimgrid.so.4.1")
-        if os.path.exists(lib):
-            ctypes.CDLL(lib, mode=ctypes.RTLD_GLOBAL)
-            break
-    import simgrid
-    return simgrid
 
 
 def _child(job_path: str) -> int:

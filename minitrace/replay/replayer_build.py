@@ -15,23 +15,14 @@ import os
 import shutil
 import subprocess
 import sys
-import sysconfig
 import tarfile
 from pathlib import Path
+
+from .libsimgrid import LIBRARY, library_dir
 
 SOURCE = Path(__file__).with_name("native") / "replay.cpp"
 #: Where the built replayer lives in the environment (override: ``MINITRACE_REPLAYER``).
 INSTALLED = Path(sys.prefix) / "libexec" / "minitrace-replay"
-LIBRARY = "libsimgrid.so.4.1"
-
-
-def simgrid_library() -> Path | None:
-    """Directory holding the SimGrid wheel's ``libsimgrid.so.4.1``, or None."""
-    paths = sysconfig.get_paths()
-    for d in dict.fromkeys([paths["platlib"], paths["purelib"], *sys.path]):
-        if d and os.path.exists(os.path.join(d, LIBRARY)):
-            return Path(d)
-    return None
 
 
 def binary() -> Path | None:
@@ -46,7 +37,7 @@ def build(include: Path, out: Path = INSTALLED) -> Path:
     """Compile the replayer against the wheel's libsimgrid and SimGrid's headers in ``include``
     (SimGrid's ``include/`` plus the two headers its cmake generates: ``simgrid/config.h`` and
     ``simgrid/version.h``)."""
-    lib = simgrid_library()
+    lib = library_dir()
     if lib is None:
         raise RuntimeError(f"{LIBRARY} not found: install the SimGrid wheel first")
     if not (include / "simgrid" / "config.h").exists():
