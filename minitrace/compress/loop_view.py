@@ -1,0 +1,115 @@
+"""The loops a user (or iteration sampling) wants to see: the top-level loops of each rank's
+grammar, with their iterations' row ranges, and a readable description of a loop's body."""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from .. import kinds as K
+from .grammar import Grammar
+
+#: A top-level loop covering less than this share of its rank's actions is not listed.
+MIN_SHARE = 0.01
+COLUMNS = ["loop", "iteration", "rank", "first_row", "last_row", "main"]
+
+
+def top_loops(grammar: Grammar, g: int, min_share: float = MIN_SHARE) -> pd.DataFrame:
+    """Top-level loops of grammar ``g``: ``start`` (first action, within the rank), ``rows``
+    (actions in all iterations), ``iterations``, ``per_iteration`` (actions), ``rule``."""
+    top = grammar.top(g)
+    lens = grammar.lengths()[top] if len(top) else np.zeros(0, np.int64)
+    total = int(lens.sum())
+    starts = np.cumsum(lens) - lens
+    is_rule = top >= grammar.nterm
+    keep = is_rule & (lens >= max(1, min_share * total))
+    rules = top[keep] - grammar.nterm
+    counts = grammar.rule_counts[rules] if len(rules) else np.zeros(0, np.int64)
+    return pd.DataFrame({"start": starts[keep], "rows": lens[keep], "iterations": counts,
+                         "per_iteration": lens[keep] // np.maximum(counts, 1), "rule": rules})
+
+
+def iterations(grammar: Grammar, rank_offsets: np.ndarray,
+               min_share: float = MIN_SHARE) -> pd.DataFrame:
+    """Every iteration of every top-level loop of every rank (see :func:`loops`)."""
+    parts = []
+    per_grammar = {}
+    for rank, g in enumerate(grammar.rank_grammar.tolist()):
+        if g not in per_grammar:
+            per_grammar[g] = top_loops(grammar, g, min_share)
+        t = per_grammar[g]
+        if not len(t):
+            continue
+        main = int(np.argmax(t["rows"].to_numpy()))
+        its = t["iterations"].to_numpy()
+        loop = np.repeat(np.arange(len(t)), its)
+        it = np.arange(int(its.sum())) - np.repeat(np.cumsum(its) - its, its)
+        per = np.repeat(t["per_iteration"].to_numpy(), its)
+        first = rank_offsets[rank] + np.repeat(t["start"].to_numpy(), its) + it * per
+        parts.append(pd.DataFrame({"loop": loop, "iteration": it, "rank": rank,
+                                   "first_row": first, "last_row": first + per - 1,
+                                   "main": loop == main}))
+    if not parts:
+        return pd.DataFrame({c: pd.Series(dtype=bool if c == "main" else np.int64)
+                             for c in COLUMNS})
+    return pd.concat(parts, ignore_index=True)[COLUMNS]
+
+
+def loops(data, min_share: float = MIN_SHARE) -> pd.DataFrame:
+    """Where each rank's main loop(s) are: one row per (loop, iteration, rank).
+
+    Parameters
+    ----------
+    data : minitrace.model.TraceColumns or minitrace.trace.Trace
+        An uncompressed trace in memory (its grammar is built here, at millions of actions
+        per second) or an open file, compressed (its stored grammar is used, nothing is
+        expanded) or not.
+    min_share : float
+        Loops covering less than this share of their rank's actions are left out.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns ``loop`` (the rank's top-level loops, numbered 0, 1... in program order),
+        ``iteration`` (0-based), ``rank``, ``first_row`` and ``last_row`` (inclusive: global
+        row numbers of ``data.actions``, rank-major, so rank r's row ``i`` within the rank is
+        ``first_row - rank_offsets[r]``), ``main`` (True for the rank's loop covering the most
+        actions).  A loop is the outermost repetition the grammar found: its body is one
+        iteration, however many nested loops it holds; iterations of one loop have equal
+        lengths.  Ranks without a loop have no rows.
+    """
+    grammar, offsets = _grammar_of(data)
+    return iterations(grammar, offsets, min_share)
+
+
+def _grammar_of(data) -> tuple[Grammar, np.ndarray]:
+    from .signatures import encode
+    from .grammar import build
+    reader = getattr(data, "_reader", None)
+    if reader is not None and hasattr(reader, "grammar"):
+        return reader.grammar, reader.offsets
+    if reader is not None:
+        data = data.data()
+    sig = encode(data)
+    return build(sig.ids, data.rank_offsets, len(sig.table)), data.rank_offsets
+
+
+def describe(grammar: Grammar, table: np.ndarray, rule: int, limit: int = 12) -> str:
+    """A rule's body as the user reads it: "[6 isend, 6 irecv, waitall, compute, allreduce]"
+    (runs of one kind counted; nested loops shown as "N x [...]")."""
+    items = []
+    body = grammar.body(rule)
+    for s in body.tolist():
+        if s < grammar.nterm:
+            name = K.NAME.get(int(table["kind"][s]), "?")
+            if items and items[-1][1] == name:
+                items[-1][0] += 1
+            else:
+                items.append([1, name])
+        else:
+            inner = s - grammar.nterm
+            items.append([1, f"{grammar.rule_counts[inner]} x "
+                             f"{describe(grammar, table, inner, limit)}"])
+    shown = [f"{n} {name}" if n > 1 else name for n, name in items[:limit]]
+    if len(items) > limit:
+        shown.append(f"... {len(items) - limit} more")
+    return "[" + ", ".join(shown) + "]"

@@ -1,0 +1,331 @@
+"""Each action's *call signature*: every column but the volume and the times, made the same on
+every rank and in every iteration of a loop, so that a rank's program is a short sequence of
+signature ids (Pilgrim's call signatures, ScalaTrace's rank-relative peers).
+
+- ``peer`` is rank-relative, ``(peer - rank) mod nranks`` (``peer_mode`` 1), except for roots of
+  rooted collectives, negative peers (none, MPI_UNDEFINED) and peers outside the world, which are
+  kept as they are (``peer_mode`` 0).
+- Request ids (the ``request`` column, the ids in the vectors of waitall/startall...) become
+  tokens: the first time a rank names an id it is *new* (``req_mode`` 1; its value goes to the
+  rank's side stream of new ids, which is usually 0, 1, 2...), later names are *references*
+  (``req_mode`` 2) stored as the distance back from the latest new id, the same in every
+  iteration.  Communicator ids in ``request`` (creations) are kept (``req_mode`` 0).
+- Vectors are stored once per distinct content (``vec`` is the content id, -1 none), after the
+  same rewriting: a sendrecv's source is rank-relative, request-id vectors are tokens.
+
+Everything is reversible (:func:`decode`), so the grammar built on signature ids is lossless.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from .. import kinds as K
+from ..model import ACTION_DTYPE, NONE, TraceColumns
+
+SIGNATURE_DTYPE = np.dtype([
+    ("kind", "u1"), ("flags", "u1"), ("peer_mode", "u1"), ("req_mode", "u1"), ("peer", "i4"),
+    ("tag", "i4"), ("comm", "i4"), ("vec", "i4"), ("bytes_sent", "i8"), ("bytes_recv", "i8"),
+    ("request", "i8"),
+])
+#: Vector encodings: the first entry of each stored content says how to decode the rest.
+VEC_RAW, VEC_SENDRECV, VEC_REQUESTS = 0, 1, 2
+REQ_LITERAL, REQ_NEW, REQ_REF = 0, 1, 2
+
+_RELATIVE_KIND = ~K.mask(K.ROOTED)
+_TOKEN_REQUEST = ~K.mask(K.NEW_COMM_KINDS)
+_REQUEST_VECTOR = K.mask(K.MULTI_COMPLETIONS | {"startall"})
+_SENDRECV_VECTOR = K.mask(K.SENDRECVS | K.NONBLOCKING_SENDRECVS)
+_FIELDS = ("kind", "flags", "tag", "comm", "bytes_sent", "bytes_recv")
+
+
+@dataclass
+class Signatures:
+    """The signature table and, per action, its signature id; plus what decoding needs."""
+
+    table: np.ndarray            # SIGNATURE_DTYPE, one row per distinct signature
+    ids: np.ndarray              # int64 per action (rank-major, as the trace's rows)
+    vec_offsets: np.ndarray      # int64 [nvec+1]: CSR of the distinct vector contents
+    vec_values: np.ndarray       # int64: encoding code then the entries, per content
+    new_requests: np.ndarray     # int64: per rank, the values of its new request ids, in order
+    new_request_offsets: np.ndarray  # int64 [nranks+1]
+
+
+def _relative(peer: np.ndarray, rank: np.ndarray, nranks: int, allowed: np.ndarray):
+    """(mode, stored peer): rank-relative where allowed and inside the world, else as is."""
+    rel = allowed & (peer >= 0) & (peer < nranks)
+    stored = np.where(rel, (peer - rank) % max(nranks, 1), peer)
+    return rel.astype(np.uint8), stored
+
+
+def _request_tokens(values: np.ndarray):
+    """Tokens of one rank's stream of request-id names: (mode, stored value, the new ids in
+    order)."""
+    n = len(values)
+    if not n:
+        return np.zeros(0, np.uint8), np.zeros(0, np.int64), np.zeros(0, np.int64)
+    _, first = np.unique(values, return_index=True)
+    new = np.zeros(n, bool)
+    new[first] = True
+    pos = np.where(new, np.arange(n), -1)
+    np.maximum.accumulate(pos, out=pos)
+    latest = values[pos]
+    with np.errstate(over="ignore"):
+        dist = latest - values          # wraps like the decoder's inverse
+    mode = np.where(new, REQ_NEW, REQ_REF).astype(np.uint8)
+    return mode, np.where(new, 0, dist), values[new]
+
+
+def encode(data: TraceColumns) -> Signatures:
+    """The signature of every action of ``data`` (see the module docstring)."""
+    a = data.actions
+    n, P = len(a), data.nranks
+    rank = data.rank_of()
+    kind = np.ascontiguousarray(a["kind"])
+    cols = {f: np.ascontiguousarray(a[f]) for f in _FIELDS}
+    cols["peer_mode"], cols["peer"] = _relative(a["peer"].astype(np.int64), rank, P,
+                                                _RELATIVE_KIND[kind])
+    req = np.ascontiguousarray(a["request"])
+    vec_len = np.ascontiguousarray(a["vec_len"]).astype(np.int64)
+    is_token = _TOKEN_REQUEST[kind] & (req != NONE)
+    # the stream of request-id names, in row order: the request column, then vector entries
+    token_vec_rows = np.nonzero(_REQUEST_VECTOR[kind] & (vec_len > 0))[0]
+    vrow, vval = data.vector_entries(token_vec_rows)
+    token_rows = np.nonzero(is_token)[0]
+    rows = np.concatenate([token_rows, vrow])
+    vals = np.concatenate([req[token_rows], vval]).astype(np.int64)
+    where = np.concatenate([np.zeros(len(token_rows), np.int64),
+                            np.arange(1, len(vrow) + 1, dtype=np.int64)])
+    order = np.lexsort((where, rows))
+    rows, vals, where = rows[order], vals[order], where[order]
+    mode = np.zeros(len(vals), np.int64)
+    stored = np.zeros(len(vals), np.int64)
+    news, new_off = [], [0]
+    bounds = np.searchsorted(rows, data.rank_offsets)
+    for r in range(P):
+        lo, hi = bounds[r], bounds[r + 1]
+        m, s, new_vals = _request_tokens(vals[lo:hi])
+        mode[lo:hi], stored[lo:hi] = m, s
+        news.append(new_vals)
+        new_off.append(new_off[-1] + len(new_vals))
+    col = where == 0
+    cols["req_mode"] = np.zeros(n, np.uint8)
+    cols["req_mode"][rows[col]] = mode[col]
+    cols["request"] = req.copy()
+    cols["request"][rows[col]] = stored[col]
+    # vector contents: [encoding, entries...], the entries rewritten, then deduplicated
+    vrows = np.nonzero(vec_len > 0)[0]
+    lens = vec_len[vrows]
+    first_entry = np.cumsum(lens) - lens
+    total = int(lens.sum())
+    if len(vrows) and np.array_equal(a["vec_off"][vrows], first_entry):
+        entries = data.vectors[:total].astype(np.int64)      # stored back to back: as is
+    else:
+        entries = data.vector_entries(vrows)[1].astype(np.int64)
+    code = np.full(len(vrows), VEC_RAW, np.int64)
+    src = entries[first_entry] if total else np.zeros(0, np.int64)
+    sr = _SENDRECV_VECTOR[kind[vrows]] & (src >= 0) & (src < P)
+    code[sr] = VEC_SENDRECV
+    entries[first_entry[sr]] = (src[sr] - rank[vrows[sr]]) % max(P, 1)
+    tok = _REQUEST_VECTOR[kind[vrows]]
+    code[tok] = VEC_REQUESTS
+    modes = np.zeros(total, np.int64)        # a token entry is (mode, value)
+    if len(vrow):
+        at = np.repeat(first_entry[tok], lens[tok]) + \
+            np.arange(len(vrow)) - np.repeat(np.cumsum(lens[tok]) - lens[tok], lens[tok])
+        modes[at], entries[at] = mode[~col], stored[~col]
+    content_ids, vec_off, vec_values = _dedup_contents(code, entries, modes, lens)
+    cols["vec"] = np.full(n, -1, np.int32)
+    cols["vec"][vrows] = content_ids
+    table, ids = _factorize(cols, n)
+    return Signatures(table, ids, vec_off, vec_values,
+                      np.concatenate(news) if news else np.zeros(0, np.int64),
+                      np.asarray(new_off, np.int64))
+
+
+def _hash_words(words: list[np.ndarray], n: int) -> np.ndarray:
+    """A 64-bit hash of each row of equal-length integer columns."""
+    h = np.zeros(n, np.uint64)
+    with np.errstate(over="ignore"):
+        for j, w in enumerate(words):
+            h = (h ^ w.astype(np.int64).view(np.uint64)) * np.uint64(0x100000001B3) + \
+                np.uint64(j + 0x9E3779B97F4A7C15)
+            h ^= h >> np.uint64(29)
+    return h
+
+
+def _first_of(ids: np.ndarray, k: int) -> np.ndarray:
+    """Index of the first row of each of ``k`` ids."""
+    first = np.zeros(k, np.int64)
+    first[ids[::-1]] = np.arange(len(ids) - 1, -1, -1)
+    return first
+
+
+def _dedup_contents(code: np.ndarray, entries: np.ndarray, modes: np.ndarray,
+                    lens: np.ndarray):
+    """(content id of each vector, CSR offsets, values) of the distinct contents among vectors
+    given as their encoding, entries back to back (lengths ``lens``) and the entries' token
+    modes; a content is stored as ``[code, entries]``, or ``[code, (mode, value)...]`` for
+    request tokens.  A hash, checked exactly."""
+    if not len(lens):
+        return np.zeros(0, np.int32), np.zeros(1, np.int64), np.zeros(0, np.int64)
+    starts = np.cumsum(lens) - lens
+    u = np.uint64
+    with np.errstate(over="ignore"):
+        mix = (entries.view(u) + u(0x9E3779B97F4A7C15)) * u(0xBF58476D1CE4E5B9) + modes.view(u)
+        mix ^= mix >> u(31)
+        g = np.arange(len(entries), dtype=u)           # sum(mix * pos) = sum(mix * g) - start*sum
+        h = np.add.reduceat(mix * g, starts) - starts.astype(u) * np.add.reduceat(mix, starts)
+        h ^= (lens.astype(u) * u(0x94D049BB133111EB)) ^ (code.view(u) * u(0xD6E8FEB86659FD93))
+    ids, uniq = pd.factorize(h)
+    first = _first_of(ids, len(uniq))
+    rep = first[ids]
+    same = np.array_equal(lens[rep], lens) and np.array_equal(code[rep], code)
+    if same:
+        at = np.repeat(starts[rep] - starts, lens) + np.arange(len(entries))
+        same = np.array_equal(entries[at], entries) and np.array_equal(modes[at], modes)
+    if not same:                 # a collision: exact, by bytes
+        keys: dict[bytes, int] = {}
+        ids = np.array([keys.setdefault(b"%d:" % c + entries[s:s + k].tobytes()
+                                        + modes[s:s + k].tobytes(), len(keys))
+                        for c, s, k in zip(code.tolist(), starts.tolist(), lens.tolist())],
+                       np.int64)
+        first = _first_of(ids, len(keys))
+    contents = []
+    for j in first.tolist():
+        e = entries[starts[j]:starts[j] + lens[j]]
+        if code[j] == VEC_REQUESTS:
+            pairs = np.empty(2 * len(e), np.int64)
+            pairs[0::2], pairs[1::2] = modes[starts[j]:starts[j] + lens[j]], e
+            e = pairs
+        contents.append(np.concatenate([[code[j]], e]))
+    off = np.concatenate([[0], np.cumsum([len(c) for c in contents])]).astype(np.int64)
+    return ids.astype(np.int32), off, np.concatenate(contents).astype(np.int64)
+
+
+def _factorize(cols: dict, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """(distinct signatures, id of each row), ids in order of first appearance.  A 64-bit hash
+    is factorized (a hash table, no sort of wide rows) and checked exactly: a collision falls
+    back to an exact factorization."""
+    if not n:
+        return np.zeros(0, SIGNATURE_DTYPE), np.zeros(0, np.int64)
+    names = SIGNATURE_DTYPE.names
+    ids, uniq = pd.factorize(_hash_words([cols[f] for f in names], n))
+    first = _first_of(ids, len(uniq))
+    if not all(np.array_equal(cols[f][first][ids], cols[f]) for f in names):
+        sig = np.zeros(n, SIGNATURE_DTYPE)
+        for f in names:
+            sig[f] = cols[f]
+        _, first, ids = np.unique(sig, return_index=True, return_inverse=True)
+        order = np.argsort(first)
+        remap = np.empty_like(order)
+        remap[order] = np.arange(len(order))
+        first, ids = first[order], remap[ids.ravel()]
+    table = np.zeros(len(first), SIGNATURE_DTYPE)
+    for f in names:
+        table[f] = cols[f][first]
+    return table, ids.astype(np.int64)
+
+
+def decode(table: np.ndarray, ids: np.ndarray, rank: int, nranks: int,
+           vec_offsets: np.ndarray, vec_values: np.ndarray, new_requests: np.ndarray):
+    """One rank's actions (ACTION_DTYPE, no volume or times) and its vector side table from its
+    expanded signature ids; ``new_requests``: that rank's new request ids, in order."""
+    s = table[ids]
+    n = len(ids)
+    out = np.zeros(n, ACTION_DTYPE)
+    for f in _FIELDS:
+        out[f] = s[f]
+    rel = s["peer_mode"] == 1
+    out["peer"] = np.where(rel, (s["peer"].astype(np.int64) + rank) % max(nranks, 1), s["peer"])
+    vec = s["vec"].astype(np.int64)
+    has_vec = vec >= 0
+    safe = np.where(has_vec, vec, 0)
+    off = np.concatenate([vec_offsets, vec_offsets[-1:]])    # (index 0 valid when empty)
+    lens = np.where(has_vec, off[safe + 1] - off[safe], 0)
+    codes = np.where(has_vec, np.concatenate([vec_values, [-1]])[off[safe]], -1)
+    tok_vec = codes == VEC_REQUESTS
+    out["vec_len"] = np.where(tok_vec, (lens - 1) // 2, np.maximum(lens - 1, 0))
+    # the token stream in row order: request column, then request-vector entries
+    col_tok = s["req_mode"] != REQ_LITERAL
+    tv_rows = np.nonzero(tok_vec)[0]
+    tv_len = out["vec_len"][tv_rows].astype(np.int64)
+    tv_start = vec_offsets[vec[tv_rows]] + 1
+    total = int(tv_len.sum())
+    # (pairs: mode at start + 2i, value at start + 2i + 1)
+    idx = np.repeat(tv_start, tv_len) + 2 * (np.arange(total) -
+                                             np.repeat(np.cumsum(tv_len) - tv_len, tv_len))
+    crow = np.nonzero(col_tok)[0]
+    rows = np.concatenate([crow, np.repeat(tv_rows, tv_len)])
+    where = np.concatenate([np.zeros(len(crow), np.int64), np.arange(1, total + 1)])
+    mode = np.concatenate([s["req_mode"][crow].astype(np.int64), vec_values[idx]])
+    val = np.concatenate([s["request"][crow], vec_values[idx + 1]])
+    order = np.lexsort((where, rows))
+    mode, val = mode[order], val[order]
+    new = mode == REQ_NEW
+    if int(new.sum()) != len(new_requests) or ((mode != REQ_NEW) & (mode != REQ_REF)).any():
+        raise ValueError("request tokens do not match the new request ids")
+    values = np.zeros(len(mode), np.int64)
+    values[new] = new_requests
+    pos = np.where(new, np.arange(len(mode)), -1)
+    if len(pos):
+        np.maximum.accumulate(pos, out=pos)
+    if len(pos) and pos[0] < 0:
+        raise ValueError("a request is referenced before any was created")
+    with np.errstate(over="ignore"):
+        values = np.where(new, values, values[np.maximum(pos, 0)] - val)
+    back = np.empty(len(order), np.int64)
+    back[order] = np.arange(len(order))
+    values = values[back]
+    out["request"] = np.where(col_tok, 0, s["request"])
+    out["request"][crow] = values[:len(crow)]
+    # vectors: concatenated in row order
+    vrows = np.nonzero(has_vec & (out["vec_len"] > 0))[0]
+    pieces = []
+    tok_values = values[len(crow):]
+    tok_at = np.concatenate([[0], np.cumsum(tv_len)])
+    tok_index = {int(r): j for j, r in enumerate(tv_rows)}
+    for row in vrows.tolist():
+        c = int(codes[row])
+        lo, hi = int(vec_offsets[vec[row]]), int(vec_offsets[vec[row] + 1])
+        if c == VEC_REQUESTS:
+            j = tok_index[row]
+            pieces.append(tok_values[tok_at[j]:tok_at[j + 1]])
+        elif c == VEC_SENDRECV:
+            v = vec_values[lo + 1:hi].copy()
+            v[0] = (v[0] + rank) % max(nranks, 1)
+            pieces.append(v)
+        elif c == VEC_RAW:
+            pieces.append(vec_values[lo + 1:hi])
+        else:
+            raise ValueError(f"unknown vector encoding {c}")
+    vectors = np.concatenate(pieces).astype(np.int64) if pieces else np.zeros(0, np.int64)
+    return out, vectors
+
+
+def check_table(table: np.ndarray, vec_offsets: np.ndarray, vec_values: np.ndarray) -> str | None:
+    """What is wrong with a stored signature table (None when nothing): modes, kinds and
+    vector references inside their ranges."""
+    if len(vec_offsets) < 1 or vec_offsets[0] != 0 or (np.diff(vec_offsets) < 1).any() or \
+            vec_offsets[-1] != len(vec_values):
+        return "signature vector table inconsistent"
+    if (table["peer_mode"] > 1).any() or (table["req_mode"] > REQ_REF).any():
+        return "unknown peer or request mode in a signature"
+    if ((table["vec"] < -1) | (table["vec"] >= len(vec_offsets) - 1)).any():
+        return "a signature names a vector outside the vector table"
+    known = np.zeros(256, bool)
+    known[list(K.NAME)] = True
+    if not known[table["kind"]].all():
+        return "unknown action kind in a signature"
+    starts = vec_offsets[:-1]
+    codes = vec_values[starts] if len(starts) else np.zeros(0, np.int64)
+    if ((codes < VEC_RAW) | (codes > VEC_REQUESTS)).any():
+        return "unknown vector encoding"
+    lens = np.diff(vec_offsets)
+    if ((codes == VEC_REQUESTS) & ((lens - 1) % 2 != 0)).any() or \
+            ((codes == VEC_SENDRECV) & (lens < 2)).any():
+        return "vector of the wrong length for its encoding"
+    return None
+
