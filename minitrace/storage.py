@@ -28,7 +28,7 @@ from .errors import MinitraceError
 from .model import ACTION_DTYPE, UNDEFINED, VOLUME_UNITS, TraceColumns, vec_offsets
 
 FORMAT_NAME = "minitrace"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2   # 2: the compressed form of /trace (minitrace.compress)
 CHUNK = 1 << 18
 _GZIP_LEVEL = 1
 COMPRESSION = dict(compression="gzip", compression_opts=_GZIP_LEVEL, shuffle=True)
@@ -261,18 +261,22 @@ def write_trace(path: str, data: TraceColumns, meta: dict | None = None) -> None
             _dataset(krows, K.NAME.get(int(code), str(code)),
                      _smallest_int(np.diff(rows, prepend=0)), encoding="delta")
         _dataset(g, "vectors", _smallest_int(data.vectors.astype(np.int64)))
-        cg = g.create_group("comms")
-        ids = np.array(sorted(data.comms), dtype=np.int32)
-        members = [np.asarray(data.comms[i], dtype=np.int32) for i in ids]
-        cg.create_dataset("ids", data=ids)
-        cg.create_dataset("offsets", data=np.concatenate(
-            [[0], np.cumsum([len(x) for x in members])]).astype(np.int64))
-        cg.create_dataset("members", data=np.concatenate(members) if members else
-                          np.zeros(0, np.int32))
-        # HDF5 strings end at a NUL: one inside a name (a damaged source) is stored as U+FFFD
-        g.create_dataset("strings", data=np.array([x.replace("\0", "\ufffd")
-                                                   for x in data.strings], dtype=object),
-                         dtype=h5py.string_dtype())
+        write_comms_strings(g, data.comms, data.strings)
+
+
+def write_comms_strings(g: h5py.Group, comms: dict, strings: list) -> None:
+    """``/trace/comms`` (CSR: ids, offsets, members) and ``/trace/strings``, in both forms."""
+    cg = g.create_group("comms")
+    ids = np.array(sorted(comms), dtype=np.int32)
+    members = [np.asarray(comms[i], dtype=np.int32) for i in ids]
+    cg.create_dataset("ids", data=ids)
+    cg.create_dataset("offsets", data=np.concatenate(
+        [[0], np.cumsum([len(x) for x in members])]).astype(np.int64))
+    cg.create_dataset("members", data=np.concatenate(members) if members else
+                      np.zeros(0, np.int32))
+    # HDF5 strings end at a NUL: one inside a name (a damaged source) is stored as U+FFFD
+    g.create_dataset("strings", data=np.array([x.replace("\0", "\ufffd") for x in strings],
+                                              dtype=object), dtype=h5py.string_dtype())
 
 
 @contextlib.contextmanager
@@ -567,25 +571,11 @@ class HDF5TraceReader:
 
     def comms(self) -> dict[int, np.ndarray]:
         """Communicator id -> world ranks of its members."""
-        c = self.g["comms"]
-        ids, offs, mem = (_array(c, k, self.path) for k in ("ids", "offsets", "members"))
-        if len(offs) != len(ids) + 1 or (len(offs) and (offs[0] != 0 or offs[-1] != len(mem)
-                                                        or (np.diff(offs) < 0).any())) or \
-                len(np.unique(ids)) != len(ids) or \
-                (len(mem) and (((mem < 0) & (mem != UNDEFINED)).any()
-                               or mem.max() >= max(self.nranks, 1))):
-            raise _corrupt("communicator table inconsistent", self.path)
-        return {int(i): mem[offs[j]:offs[j + 1]] for j, i in enumerate(ids)}
+        return read_comms(self.g, self.nranks, self.path)
 
     def strings(self) -> list[str]:
         """The string table (region names)."""
-        ds = self.g.get("strings")
-        if not isinstance(ds, h5py.Dataset) or ds.ndim != 1 or ds.dtype.kind != "O":
-            raise _corrupt("string table missing or of the wrong type", self.path)
-        try:
-            return [s.decode() if isinstance(s, bytes) else str(s) for s in ds[...]]
-        except (OSError, UnicodeDecodeError):
-            raise _corrupt("string table unreadable", self.path) from None
+        return read_strings(self.g, self.path)
 
     def all(self) -> TraceColumns:
         """The whole trace in memory."""
@@ -594,6 +584,32 @@ class HDF5TraceReader:
         if int(a["vec_len"].sum(dtype=np.int64)) > len(vectors):
             raise _corrupt("vector lengths beyond the vector table", self.path)
         return TraceColumns(a, self.offsets, vectors, self.comms(), self.strings())
+
+
+def read_comms(g: h5py.Group, nranks: int, path: str) -> dict[int, np.ndarray]:
+    """Communicator id -> world ranks of its members, from ``g/comms``, checked."""
+    c = g.get("comms")
+    if not isinstance(c, h5py.Group):
+        raise _corrupt("communicator table missing", path)
+    ids, offs, mem = (_array(c, k, path) for k in ("ids", "offsets", "members"))
+    if len(offs) != len(ids) + 1 or (len(offs) and (offs[0] != 0 or offs[-1] != len(mem)
+                                                    or (np.diff(offs) < 0).any())) or \
+            len(np.unique(ids)) != len(ids) or \
+            (len(mem) and (((mem < 0) & (mem != UNDEFINED)).any()
+                           or mem.max() >= max(nranks, 1))):
+        raise _corrupt("communicator table inconsistent", path)
+    return {int(i): mem[offs[j]:offs[j + 1]] for j, i in enumerate(ids)}
+
+
+def read_strings(g: h5py.Group, path: str) -> list[str]:
+    """The string table (region names) of ``g``."""
+    ds = g.get("strings")
+    if not isinstance(ds, h5py.Dataset) or ds.ndim != 1 or ds.dtype.kind != "O":
+        raise _corrupt("string table missing or of the wrong type", path)
+    try:
+        return [s.decode() if isinstance(s, bytes) else str(s) for s in ds[...]]
+    except (OSError, UnicodeDecodeError):
+        raise _corrupt("string table unreadable", path) from None
 
 
 def _text(v) -> str | None:

@@ -4,6 +4,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from . import kinds as K
+
 
 def summarize(r) -> pd.DataFrame:
     """One row per rank of the trace read by ``r`` (a HDF5TraceReader, passed by Trace.summary):
@@ -26,3 +28,17 @@ def summarize(r) -> pd.DataFrame:
     for j, name in enumerate(names):
         df[f"n_{name}"] = counts[:, j]
     return df
+
+
+def send_matrix(t) -> pd.DataFrame:
+    """Bytes sent by point-to-point sends from each rank (rows) to each peer (columns) of an
+    open trace, read through the kind index."""
+    P = t.nranks
+    m = np.zeros((P, P), np.int64)
+    for kind in sorted(K.SENDS):
+        df = t.actions(kind=kind)
+        ok = ((df["peer"] >= 0) & (df["peer"] < P)).to_numpy()
+        np.add.at(m, (df["rank"].to_numpy()[ok], df["peer"].to_numpy()[ok]),
+                  df["bytes_sent"].to_numpy()[ok])
+    return pd.DataFrame(m, index=pd.Index(range(P), name="sender"),
+                        columns=pd.Index(range(P), name="receiver"))

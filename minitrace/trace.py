@@ -48,7 +48,7 @@ class Trace:
         except OSError:
             raise MinitraceError("corrupt or truncated HDF5 file", self.path) from None
         self.meta = read_attrs(self._f)
-        self._reader = HDF5TraceReader(self._f, self.path) if "trace" in self._f else None
+        self._reader = _reader(self._f, self.path) if "trace" in self._f else None
 
     def __enter__(self):
         return self
@@ -137,10 +137,33 @@ class Trace:
             raise MinitraceError(f"no action {index} on rank {rank}", self.path)
         return r.vector(int(r.offsets[rank]) + index)
 
+    @property
+    def compressed(self) -> bool:
+        """True for the compressed form (minitrace.compress): same API, expanded lazily."""
+        return hasattr(self._need_trace(), "grammar")
+
     def summary(self) -> pd.DataFrame:
-        """Per rank: action count, counts by kind, bytes sent/received, compute volume, span."""
+        """Per rank: action count, counts by kind, bytes sent/received, compute volume, span
+        (from the grammar, nothing expanded, for a compressed trace)."""
+        r = self._need_trace()
+        if hasattr(r, "summary"):
+            return r.summary()
         from .summary import summarize
-        return summarize(self._need_trace())
+        return summarize(r)
+
+    def matrix(self) -> pd.DataFrame:
+        """Bytes sent by point-to-point sends from each rank (rows) to each rank (columns)."""
+        r = self._need_trace()
+        if hasattr(r, "matrix"):
+            return r.matrix()
+        from .summary import send_matrix
+        return send_matrix(self)
+
+    def loops(self) -> pd.DataFrame:
+        """Each distinct rank program's top-level loops: where they sit, their iterations, their
+        body and their share of the actions and of the time (:mod:`minitrace.compress`)."""
+        from .compress.loop_view import loop_summary
+        return loop_summary(self)
 
     def validate(self):
         """Check the trace's consistency; returns a ``ValidationReport``."""
@@ -186,6 +209,19 @@ class BenchResult:
             return pd.DataFrame()
         n = max(len(v) for v in one_d.values())
         return pd.DataFrame({k: v for k, v in one_d.items() if len(v) == n})
+
+
+def _reader(f: h5py.File, path: str):
+    """The storage-layer reader of ``/trace``: columns, or the compressed form."""
+    from .storage import _text
+    try:
+        form = _text(f["trace"].attrs.get("form"))
+    except (OSError, RuntimeError, KeyError) as e:
+        raise MinitraceError(f"corrupt trace: /trace unreadable ({e})", path) from None
+    if form == "grammar":
+        from .compress.expand import CompressedReader
+        return CompressedReader(f, path)
+    return HDF5TraceReader(f, path)
 
 
 def open(path: str) -> Trace:  # noqa: A001 - the public name the API promises

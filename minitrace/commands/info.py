@@ -22,6 +22,9 @@ def register(sub) -> None:
                                    "benchmark suites it holds.")
     p.add_argument("file", help="minitrace HDF5 file")
     p.add_argument("--kinds", action="store_true", help="show the count of every kind per rank")
+    p.add_argument("--loops", action="store_true",
+                   help="show each rank program's loops: iterations, body, where they sit and "
+                        "their share of the actions and time")
     p.set_defaults(func=run)
 
 
@@ -43,7 +46,8 @@ def run(args) -> int:
         if t.has_trace:
             s = t.summary()
             print(f"trace: {t.nranks} ranks, {t.nactions} actions, volume unit "
-                  f"{t.volume_unit}{'' if t.complete else ' (INCOMPLETE: a rank died)'}")
+                  f"{t.volume_unit}{'' if t.complete else ' (INCOMPLETE: a rank died)'}"
+                  f"{', compressed' if t.compressed else ''}")
             base = ["actions", "bytes_sent", "bytes_recv", "volume", "span"]
             kinds = [c for c in s.columns if c.startswith("n_")]
             if not args.kinds:
@@ -52,6 +56,12 @@ def run(args) -> int:
             with pd.option_context("display.width", 160, "display.max_columns", 40,
                                    "display.max_rows", 64):
                 print(s[base + kinds].to_string(float_format=lambda x: f"{x:.6g}"))
+            if args.loops:
+                from ..compress.loop_view import loop_lines
+                lines = loop_lines(t.loops())
+                print("loops:" if lines else "loops: none (no repetition found)")
+                for line in lines:
+                    print(f"  {line}")
         for suite in t.suites:
             b = t.bench(suite)
             shapes = ", ".join(f"{k}{list(v.shape)}" for k, v in sorted(b.arrays.items()))

@@ -113,3 +113,70 @@ def describe(grammar: Grammar, table: np.ndarray, rule: int, limit: int = 12) ->
     if len(items) > limit:
         shown.append(f"... {len(items) - limit} more")
     return "[" + ", ".join(shown) + "]"
+
+
+def _ranges(ranks: list[int]) -> str:
+    """[0, 1, 2, 5] -> "0-2,5"."""
+    out, start = [], None
+    for i, r in enumerate(ranks):
+        if start is None:
+            start = r
+        if i + 1 == len(ranks) or ranks[i + 1] != r + 1:
+            out.append(f"{start}" if start == r else f"{start}-{r}")
+            start = None
+    return ",".join(out)
+
+
+def loop_summary(trace, min_share: float = MIN_SHARE) -> pd.DataFrame:
+    """One row per top-level loop of each distinct rank program of an open trace: ``ranks``
+    running it, ``loop``, ``iterations``, ``per_iteration``, ``first``/``last`` (actions within
+    the rank), ``share_actions``, ``share_time`` (of the first such rank's span; NaN untimed),
+    ``main`` and ``body`` ("[6 isend, 6 irecv, waitall, compute, allreduce]")."""
+    reader = trace._need_trace()
+    if hasattr(reader, "grammar"):
+        grammar, table = reader.grammar, reader.c.table
+    else:
+        from .grammar import build
+        from .signatures import encode
+        data = trace.data()
+        sig = encode(data)
+        grammar, table = build(sig.ids, data.rank_offsets, len(sig.table)), sig.table
+    rows = []
+    for g in range(len(grammar.top_offsets) - 1):
+        ranks = np.nonzero(grammar.rank_grammar == g)[0].tolist()
+        if not ranks:
+            continue
+        t = top_loops(grammar, g, min_share)
+        n = grammar.rank_length(g)
+        times = None
+        for j, loop in enumerate(t.itertuples()):
+            if times is None:
+                times = _rank_times(trace, ranks[0])
+            ts, te = times
+            lo, hi = int(loop.start), int(loop.start + loop.rows)
+            span = np.nanmax(te) - np.nanmin(ts) if np.isfinite(ts).any() else np.nan
+            share_t = (te[hi - 1] - ts[lo]) / span if span and np.isfinite(span) else np.nan
+            rows.append({"ranks": _ranges(ranks), "loop": j, "iterations": int(loop.iterations),
+                         "per_iteration": int(loop.per_iteration), "first": lo, "last": hi - 1,
+                         "share_actions": loop.rows / max(n, 1), "share_time": share_t,
+                         "main": bool(loop.rows == t["rows"].max()),
+                         "body": describe(grammar, table, int(loop.rule))})
+    return pd.DataFrame(rows, columns=["ranks", "loop", "iterations", "per_iteration", "first",
+                                       "last", "share_actions", "share_time", "main", "body"])
+
+
+def _rank_times(trace, rank: int):
+    a = trace.actions(rank)
+    return a["t_start"].to_numpy(), a["t_end"].to_numpy()
+
+
+def loop_lines(table: pd.DataFrame) -> list[str]:
+    """The loop summary as a user reads it: "main loop: 500 iterations of [...]"."""
+    lines = []
+    for row in table.itertuples():
+        what = "main loop" if row.main else f"loop {row.loop}"
+        time = f", {row.share_time:.0%} of its time" if np.isfinite(row.share_time) else ""
+        lines.append(f"ranks {row.ranks}: {what}: {row.iterations} iterations of {row.body} "
+                     f"({row.per_iteration} actions each), actions {row.first}-{row.last}: "
+                     f"{row.share_actions:.0%} of the rank's actions{time}")
+    return lines

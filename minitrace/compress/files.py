@@ -1,0 +1,64 @@
+"""File to file: compress a minitrace file, expand one back, and say what each part costs."""
+from __future__ import annotations
+
+import os
+import time
+
+import h5py
+
+from .. import storage
+from ..model import TraceColumns
+from ..trace import open as open_trace
+from .store import compress, write
+
+#: File attributes that say who wrote a file: the writer sets its own.
+_WRITER_KEYS = ("format", "format_version", "producer", "producer_version", "created")
+
+
+def _meta(meta: dict) -> dict:
+    return {k: v for k, v in meta.items() if k not in _WRITER_KEYS}
+
+
+def write_compressed(path: str, data: TraceColumns, volumes: str = "exact",
+                     precision: float = 0.01) -> float:
+    """Compress ``data`` into ``path``; the seconds compression took (not the writing)."""
+    t = time.perf_counter()
+    c = compress(data, volumes, precision)
+    took = time.perf_counter() - t
+    c.meta = _meta(c.meta)
+    write(path, c)
+    return took
+
+
+def compress_file(src: str, dst: str, volumes: str = "exact", precision: float = 0.01) -> dict:
+    """Compress the trace of ``src`` (either form) into ``dst``; sizes and speed."""
+    with open_trace(src) as t:
+        data = t.data()
+    took = write_compressed(dst, data, volumes, precision)
+    return {"actions": len(data.actions), "seconds": took, **sizes(dst)}
+
+
+def expand_file(src: str, dst: str) -> int:
+    """Write the trace of ``src`` (either form) uncompressed into ``dst``; its actions."""
+    with open_trace(src) as t:
+        data = t.data()
+    data.meta = _meta(data.meta)
+    storage.write_trace(dst, data)
+    return len(data.actions)
+
+
+def sizes(path: str) -> dict:
+    """Bytes on disk of the file, of its structure (signatures, grammar, requests, index) and of
+    its side arrays (volumes and times)."""
+    def stored(g) -> int:
+        total = 0
+        for obj in g.values():
+            total += stored(obj) if isinstance(obj, h5py.Group) else obj.id.get_storage_size()
+        return total
+    with h5py.File(path, "r") as f:
+        g = f["trace"]
+        structure = sum(stored(g[k]) for k in ("signatures", "grammar", "requests")
+                        if k in g)
+        side = sum(stored(g[k]) for k in ("exact", "model") if k in g)
+    return {"file_bytes": os.path.getsize(path), "structure_bytes": structure,
+            "side_bytes": side}

@@ -1,0 +1,344 @@
+"""A compressed trace in memory (:class:`Compressed`, built by :func:`compress`) and in HDF5
+(``/trace`` with ``form = "grammar"``, docs/FORMAT.md): written by :func:`write`, read back and
+checked by :func:`read`."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import h5py
+import numpy as np
+import pandas as pd
+
+from .. import storage as S
+from ..errors import MinitraceError
+from ..model import VOLUME_UNITS, TraceColumns
+from . import grammar as G
+from . import signatures as SG
+from . import volumes as V
+
+FORM = "grammar"
+_GRAMMAR_ARRAYS = ("rule_offsets", "rule_symbols", "rule_counts", "top_offsets", "top_symbols",
+                   "rank_grammar")
+_STAT_COLUMNS = ("count", "mean", "std", "min", "max")
+
+
+@dataclass
+class Compressed:
+    """Everything a compressed trace holds (see docs/FORMAT.md, "Compressed traces")."""
+
+    table: np.ndarray                # SIGNATURE_DTYPE
+    vec_offsets: np.ndarray
+    vec_values: np.ndarray
+    new_requests: np.ndarray
+    new_request_offsets: np.ndarray
+    grammar: G.Grammar
+    has_volume: np.ndarray           # bool per signature: its actions' volumes are stored
+    rank_offsets: np.ndarray
+    mode: str                        # "exact" or "model"
+    side: dict = field(default_factory=dict)   # mode's arrays (volumes.py), name -> array
+    attrs: dict = field(default_factory=dict)  # encodings, quanta, t0, precision
+    comms: dict = field(default_factory=dict)
+    strings: list = field(default_factory=list)
+    meta: dict = field(default_factory=dict)
+
+    @property
+    def nranks(self) -> int:
+        return len(self.rank_offsets) - 1
+
+    @property
+    def nactions(self) -> int:
+        return int(self.rank_offsets[-1])
+
+    @property
+    def timed(self) -> bool:
+        return self.attrs.get("time_encoding", "untimed") != "untimed"
+
+
+def compress(data: TraceColumns, volumes: str = "exact", precision: float = 0.01) -> Compressed:
+    """The compressed form of ``data``: structure as a grammar, volumes and times as asked."""
+    if volumes not in V.MODES:
+        raise MinitraceError(f"unknown volume mode {volumes!r} (choose exact or model)")
+    if not 0 < precision < 1:
+        raise MinitraceError(f"precision {precision!r} must be between 0 and 1")
+    sig = SG.encode(data)
+    gram = G.build(sig.ids, data.rank_offsets, len(sig.table))
+    a = data.actions
+    volume = np.ascontiguousarray(a["volume"])
+    vrow = V.volume_rows(volume)
+    has_volume = np.zeros(len(sig.table), bool)
+    has_volume[sig.ids[vrow]] = True
+    vrow = has_volume[sig.ids]
+    vol_offsets = np.searchsorted(np.nonzero(vrow)[0], data.rank_offsets).astype(np.int64)
+    unit = data.meta.get("volume_unit", "seconds")
+    side = {"volume_offsets": vol_offsets}
+    attrs = {"volumes": volumes, "precision": float(precision)}
+    ts, te = np.ascontiguousarray(a["t_start"]), np.ascontiguousarray(a["t_end"])
+    vol_ns = None
+    if volumes == "exact":
+        stored, divisor = V.quantize(volume[vrow], unit)
+        side["volume"] = stored
+        if divisor is not None:
+            attrs["volume_divisor"] = divisor
+        if divisor == 1e9:
+            vol_ns = np.zeros(len(a), np.int64)
+            vol_ns[vrow] = stored
+            attrs["duration_less_volume"] = True
+    enc, t0, cols = V.encode_times(ts, te, data.rank_offsets, vol_ns)
+    if enc == "ns-gap":            # the times as a reader of either form decodes them
+        ts, te = _decoded_times(cols, t0, data.rank_offsets, vol_ns)
+    if enc != "untimed":
+        side["t_first"], side["t_last"] = V.rank_spans(ts, te, data.rank_offsets)
+    if volumes == "exact":
+        side.update(cols)
+    else:
+        side.update(_model(data, volume, vrow, sig.ids, gram.rank_grammar[data.rank_of()],
+                           ts, te, enc != "untimed", precision))
+        enc = "model" if enc != "untimed" else enc
+    attrs["time_encoding"] = enc
+    attrs["t0"] = t0
+    return Compressed(sig.table, sig.vec_offsets, sig.vec_values, sig.new_requests,
+                      sig.new_request_offsets, gram, has_volume, np.asarray(data.rank_offsets),
+                      volumes, side, attrs, dict(data.comms), list(data.strings),
+                      dict(data.meta))
+
+
+def _model(data, volume, vrow, ids, group, ts, te, timed: bool, precision: float) -> dict:
+    """Model mode's arrays: volume bins, exact per-rank totals, the statistics of volumes,
+    durations and gaps per signature and rank group."""
+    side = {"volume_code": V.log_codes(volume[vrow], precision),
+            "volume_totals": np.array([volume[data.rank_slice(r)].sum()
+                                       for r in range(data.nranks)], np.float64)}
+    frames = [V.group_stats(volume[vrow], ids[vrow], group[vrow], precision, "volume")]
+    if timed:
+        ok = np.isfinite(ts) & np.isfinite(te)
+        prev_end = np.concatenate([[np.nan], te[:-1]])
+        firsts = data.rank_offsets[:-1][data.rank_offsets[:-1] < data.rank_offsets[1:]]
+        prev_end[firsts] = np.nan
+        gap = ts - prev_end
+        okg = np.isfinite(gap)
+        frames.append(V.group_stats((te - ts)[ok], ids[ok], group[ok], precision, "duration"))
+        frames.append(V.group_stats(gap[okg], ids[okg], group[okg], precision, "gap"))
+    side["stats"] = pd.concat([f[0] for f in frames], ignore_index=True)
+    side["histogram"] = pd.concat([f[1] for f in frames], ignore_index=True)
+    return side
+
+
+def _decoded_times(cols: dict, t0: float, offsets: np.ndarray, vol_ns):
+    """Every rank's times as the reader decodes them (V.decode_times per rank)."""
+    ts = np.empty(int(offsets[-1]))
+    te = np.empty(int(offsets[-1]))
+    for r in range(len(offsets) - 1):
+        s = slice(int(offsets[r]), int(offsets[r + 1]))
+        ts[s], te[s] = V.decode_times("ns-gap", t0, {k: v[s] for k, v in cols.items()},
+                                      None if vol_ns is None else vol_ns[s])
+    return ts, te
+
+
+# -- writing -----------------------------------------------------------------------------------
+
+def _delta_per_rank(values: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+    d = values.copy()
+    if len(d):
+        d[1:] -= values[:-1]
+        firsts = offsets[:-1][offsets[:-1] < offsets[1:]]
+        d[firsts] = values[firsts]
+    return d
+
+
+def _undelta_per_rank(d: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+    """Inverse of :func:`_delta_per_rank` (wrapping arithmetic: exact for any int64)."""
+    with np.errstate(over="ignore"):
+        out = np.cumsum(d, dtype=np.int64)
+        base = np.concatenate([[0], out])[offsets[:-1]]
+        return out - np.repeat(base, np.diff(offsets))
+
+
+def write(path: str, c: Compressed, meta: dict | None = None) -> None:
+    """Write ``c`` as a new minitrace file (format version 2, ``/trace@form = "grammar"``)."""
+    m = dict(c.meta)
+    m.update(meta or {})
+    if m.get("volume_unit") not in VOLUME_UNITS:
+        raise MinitraceError(f"unknown volume unit {m.get('volume_unit')!r}", path)
+    small = S._smallest_int
+    with S._AtomicFile(path) as f:
+        f.attrs.update(S._new_file_attrs(m))
+        g = f.create_group("trace")
+        g.attrs.update({"nranks": c.nranks, "nactions": c.nactions, "timed": c.timed,
+                        "form": FORM, **{k: v for k, v in c.attrs.items()}})
+        sg = g.create_group("signatures")
+        for name in SG.SIGNATURE_DTYPE.names:
+            S._dataset(sg, name, small(c.table[name].astype(np.int64))
+                       if c.table[name].dtype.kind == "i" else c.table[name])
+        S._dataset(sg, "has_volume", c.has_volume.astype(np.uint8))
+        S._dataset(sg, "vector_offsets", small(c.vec_offsets))
+        S._dataset(sg, "vector_values", small(c.vec_values))
+        gg = g.create_group("grammar")
+        for name in _GRAMMAR_ARRAYS:
+            S._dataset(gg, name, small(getattr(c.grammar, name)))
+        rq = g.create_group("requests")
+        S._dataset(rq, "offsets", c.new_request_offsets)
+        S._dataset(rq, "new", small(_delta_per_rank(c.new_requests, c.new_request_offsets)),
+                   encoding="delta-per-rank")
+        idx = g.create_group("index")
+        S._dataset(idx, "rank_offsets", c.rank_offsets)
+        codes, counts = kind_counts(c)
+        idx.create_dataset("kind_codes", data=codes)
+        S._dataset(idx, "kind_counts", counts)
+        side = g.create_group(c.mode)
+        for name, arr in c.side.items():
+            if isinstance(arr, pd.DataFrame):
+                sub = side.create_group(name)
+                for col in arr.columns:
+                    v = arr[col].to_numpy()
+                    if v.dtype.kind == "O":
+                        sub.create_dataset(col, data=v.astype(str).astype(object),
+                                           dtype=h5py.string_dtype())
+                    else:
+                        S._dataset(sub, col, v)
+            else:
+                S._dataset(side, name, small(arr) if arr.dtype.kind == "i" else arr)
+        S.write_comms_strings(g, c.comms, c.strings)
+
+
+def kind_counts(c: Compressed) -> tuple[np.ndarray, np.ndarray]:
+    """(kind codes present, [nranks, kinds] counts) from the grammar, nothing expanded."""
+    per_grammar = {}
+    rows = []
+    kinds = c.table["kind"].astype(np.int64)
+    for g in c.grammar.rank_grammar.tolist():
+        if g not in per_grammar:
+            per_grammar[g] = np.bincount(kinds, weights=c.grammar.terminal_counts(g),
+                                         minlength=256).astype(np.int64)
+        rows.append(per_grammar[g])
+    counts = np.stack(rows) if rows else np.zeros((0, 256), np.int64)
+    present = np.nonzero(counts.sum(axis=0))[0]
+    return present.astype(np.uint8), counts[:, present]
+
+
+# -- reading -----------------------------------------------------------------------------------
+
+def _corrupt(what: str, path: str) -> MinitraceError:
+    return MinitraceError(f"corrupt trace: {what}", path)
+
+
+def _group(g, name: str, path: str):
+    sub = g.get(name)
+    if not isinstance(sub, h5py.Group):
+        raise _corrupt(f"{g.name}/{name} missing", path)
+    return sub
+
+
+def read(g: h5py.Group, path: str) -> Compressed:
+    """The compressed ``/trace`` group ``g``, every table checked (one-line ``corrupt trace``
+    errors naming ``path``) before anything is expanded."""
+    arr = S._array
+    attrs = S.read_attrs(g)
+    mode = attrs.get("volumes")
+    if mode not in V.MODES:
+        raise _corrupt(f"unknown volume mode {mode!r}", path)
+    sg, gg, rq, idx = (_group(g, n, path) for n in ("signatures", "grammar", "requests",
+                                                     "index"))
+    n_sig = None
+    table_cols = {}
+    for name in SG.SIGNATURE_DTYPE.names:
+        v = arr(sg, name, path)
+        if n_sig is not None and len(v) != n_sig:
+            raise _corrupt("signature columns of different lengths", path)
+        n_sig = len(v)
+        table_cols[name] = v
+    table = np.zeros(n_sig or 0, SG.SIGNATURE_DTYPE)
+    for name, v in table_cols.items():
+        info = np.iinfo(SG.SIGNATURE_DTYPE[name])
+        if len(v) and (v.min() < info.min or v.max() > info.max):
+            raise _corrupt(f"signature column {name} out of range", path)
+        table[name] = v
+    vec_offsets = arr(sg, "vector_offsets", path).astype(np.int64)
+    vec_values = arr(sg, "vector_values", path).astype(np.int64)
+    why = SG.check_table(table, vec_offsets, vec_values)
+    if why:
+        raise _corrupt(why, path)
+    has_volume = arr(sg, "has_volume", path).astype(bool)
+    if len(has_volume) != len(table):
+        raise _corrupt("has_volume does not match the signature table", path)
+    gram = G.Grammar(nterm=len(table),
+                     **{k: arr(gg, k, path).astype(np.int64) for k in _GRAMMAR_ARRAYS})
+    offsets = arr(idx, "rank_offsets", path).astype(np.int64)
+    nranks = len(offsets) - 1
+    if nranks < 0 or offsets[0] != 0 or (np.diff(offsets) < 0).any() or \
+            offsets[-1] != attrs.get("nactions") or len(gram.rank_grammar) != nranks:
+        raise _corrupt("rank index does not match the grammar", path)
+    try:
+        gram.check()
+        lengths = [gram.rank_length(int(x)) for x in range(len(gram.top_offsets) - 1)]
+    except G.GrammarError as e:
+        raise _corrupt(str(e), path) from None
+    if nranks and not np.array_equal(np.array(lengths, np.int64)[gram.rank_grammar],
+                                     np.diff(offsets)):
+        raise _corrupt("a rank's grammar expands to another length than the index says", path)
+    req_off = arr(rq, "offsets", path).astype(np.int64)
+    new = arr(rq, "new", path).astype(np.int64)
+    if len(req_off) != nranks + 1 or (len(req_off) and (req_off[0] != 0 or req_off[-1] !=
+                                                         len(new) or (np.diff(req_off) < 0)
+                                                         .any())):
+        raise _corrupt("request table inconsistent", path)
+    side_g = _group(g, mode, path)
+    side, n_vol = {}, None
+    for name, ds in side_g.items():
+        if isinstance(ds, h5py.Group):
+            side[name] = pd.DataFrame({col: (arr(ds, col, path, kinds="iufO")) for col in ds})
+        else:
+            side[name] = arr(side_g, name, path, kinds="iuf")
+    vol_off = side.get("volume_offsets")
+    if vol_off is None or len(vol_off) != nranks + 1 or (len(vol_off) and vol_off[0] != 0) or \
+            (np.diff(vol_off) < 0).any():
+        raise _corrupt("volume index inconsistent", path)
+    c = Compressed(table, vec_offsets, vec_values,
+                   _undelta_per_rank(new, req_off), req_off, gram, has_volume, offsets, mode,
+                   side, attrs, S.read_comms(g, nranks, path), S.read_strings(g, path))
+    _check_side(c, path)
+    return c
+
+
+def _check_side(c: Compressed, path: str) -> None:
+    """Side arrays of the lengths the grammar implies (volumes per volume action, times per
+    action), encodings known."""
+    vol_off = c.side["volume_offsets"].astype(np.int64)
+    per_rank = {}
+    for g in set(c.grammar.rank_grammar.tolist()):
+        per_rank[g] = int(c.grammar.terminal_counts(g)[c.has_volume].sum())
+    want = np.array([per_rank[int(g)] for g in c.grammar.rank_grammar], np.int64)
+    if not np.array_equal(np.diff(vol_off), want):
+        raise _corrupt("volume index does not match the grammar", path)
+    name = "volume" if c.mode == "exact" else "volume_code"
+    if name not in c.side or len(c.side[name]) != vol_off[-1]:
+        raise _corrupt(f"{c.mode}/{name} missing or of the wrong length", path)
+    enc = c.attrs.get("time_encoding")
+    need = {"untimed": (), "ns-gap": ("t_gap", "t_duration"),
+            "float-seconds": ("t_start", "t_end"), "model": ("t_first", "t_last")}
+    if enc not in need or (c.mode == "exact") == (enc == "model"):
+        raise _corrupt(f"unknown time encoding {enc!r}", path)
+    for col in need[enc] + (("t_first", "t_last") if enc != "untimed" else ()):
+        n = c.nranks if col in ("t_first", "t_last") else c.nactions
+        if col not in c.side or len(c.side[col]) != n:
+            raise _corrupt(f"{c.mode}/{col} missing or of the wrong length", path)
+    t0 = c.attrs.get("t0", 0.0)
+    q = c.attrs.get("volume_divisor")
+    p = c.attrs.get("precision", 0.01)
+    if not isinstance(t0, (int, float)) or not np.isfinite(t0) or \
+            (q is not None and not (isinstance(q, float) and q > 0)) or \
+            not isinstance(p, float) or not 0 < p < 1:
+        raise _corrupt("t0, volume divisor or precision invalid", path)
+    if c.mode == "model":
+        for name in ("stats", "histogram"):
+            if not isinstance(c.side.get(name), pd.DataFrame):
+                raise _corrupt(f"model/{name} missing", path)
+        st = c.side["stats"]
+        if not set(("what", "signature", "group") + _STAT_COLUMNS) <= set(st.columns):
+            raise _corrupt("model/stats lacks a column", path)
+        if len(st) and (st["signature"].min() < 0 or st["signature"].max() >= len(c.table) or
+                        st["group"].min() < 0 or
+                        st["group"].max() >= len(c.grammar.top_offsets) - 1):
+            raise _corrupt("model/stats names a signature or group outside the tables", path)
+        if len(c.side["volume_totals"]) != c.nranks:
+            raise _corrupt("model/volume_totals of the wrong length", path)
+

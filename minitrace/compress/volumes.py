@@ -1,0 +1,140 @@
+"""What the signatures leave out: compute volumes and timestamps, in two modes.
+
+``exact``: every value kept, in side arrays aligned with the expanded actions (rank-major), so
+that the whole trace round-trips bit-identically (the same values as reading the uncompressed
+file): volumes only for the actions of signatures that have one, as integers of a quantum when
+that is exact; times as integer nanoseconds since ``t0``, each action's start as the *gap*
+since the previous action's end (small and regular in a loop) and its duration less its
+volume when the volume is in seconds (a compute lasts its volume: 0 left to store).  Traces
+not timed everywhere keep float seconds.
+
+``model``: per action only the volume's bin on a logarithmic scale whose bins are
+``1 + 2 * precision`` wide (each value within ``precision`` of the original), and per signature
+and rank group (ranks sharing a grammar) the count, mean, standard deviation, min, max and a
+histogram of volumes, durations and gaps; each rank's volume total and first/last times are
+exact.  Expanded times are modelled: each action lasts its group's mean duration after its
+mean gap, stretched to the rank's exact span.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+NS = 1e9
+MODES = ("exact", "model")
+#: Bin code of a zero volume in model mode (other codes: sign * (1 + log-bin index offset)).
+ZERO_CODE = 0
+_LOG_BIAS = 1 << 20
+
+
+def volume_rows(volume: np.ndarray) -> np.ndarray:
+    """Actions whose volume is not +0.0 (bitwise: -0.0 and NaN are kept)."""
+    return np.ascontiguousarray(volume).view(np.int64) != 0
+
+
+def quantize(volume: np.ndarray, unit: str):
+    """(stored array, divisor or None): integers that give the volumes back divided by the
+    divisor (1e9 for seconds: nanoseconds; 1 otherwise) when that is exact, else float64."""
+    divisor = 1e9 if unit == "seconds" else 1.0
+    q = np.rint(volume * divisor) if len(volume) else np.zeros(0)
+    with np.errstate(invalid="ignore", over="ignore"):
+        exact = bool(np.isfinite(volume).all()) and (len(q) == 0 or np.abs(q).max() < 2 ** 62) \
+            and np.array_equal(q / divisor, volume) and \
+            not np.signbit(volume[volume == 0]).any()
+    if exact:
+        return q.astype(np.int64), divisor
+    return volume.astype(np.float64), None
+
+
+def dequantize(stored: np.ndarray, divisor: float | None) -> np.ndarray:
+    return stored / divisor if divisor is not None else stored.astype(np.float64, copy=False)
+
+
+# -- exact times -------------------------------------------------------------------------------
+
+def encode_times(ts: np.ndarray, te: np.ndarray, offsets: np.ndarray, vol_ns: np.ndarray | None):
+    """(encoding, t0, {name: array}) of the timestamps; encoding ``ns-gap`` (integers: gap
+    since the previous action's end, first of each rank from t0; duration, less ``vol_ns``
+    where given), ``float-seconds`` (as is) or ``untimed``."""
+    if not len(ts) or not np.isfinite(ts).any():
+        return "untimed", 0.0, {}
+    span = max(float(te.max() - ts.min()), float(np.abs(te - ts).max())) \
+        if np.isfinite(ts).all() and np.isfinite(te).all() else np.inf
+    if not span * NS < 2 ** 62:
+        return "float-seconds", 0.0, {"t_start": ts.astype(np.float64),
+                                       "t_end": te.astype(np.float64)}
+    t0 = float(ts.min())
+    start = np.rint((ts - t0) * NS).astype(np.int64)
+    dur = np.rint((te - ts) * NS).astype(np.int64)
+    gap = start.copy()
+    gap[1:] -= start[:-1] + dur[:-1]
+    firsts = offsets[:-1][offsets[:-1] < offsets[1:]]
+    gap[firsts] = start[firsts]
+    if vol_ns is not None:
+        dur = dur - vol_ns
+    return "ns-gap", t0, {"t_gap": gap, "t_duration": dur}
+
+
+def decode_times(encoding: str, t0: float, cols: dict, vol_ns: np.ndarray | None):
+    """(t_start, t_end) of one rank's rows from its first: the inverse of :func:`encode_times`,
+    computed as the uncompressed reader does (start = ns / 1e9 + t0, end = start + dur / 1e9)."""
+    if encoding == "float-seconds":
+        return cols["t_start"], cols["t_end"]
+    gap, dur = cols["t_gap"], cols["t_duration"]
+    if vol_ns is not None:
+        dur = dur + vol_ns
+    steps = gap.copy()
+    steps[1:] += dur[:-1]
+    start = np.cumsum(steps, dtype=np.int64)
+    t_start = start / NS + t0
+    return t_start, t_start + dur / NS
+
+
+def rank_spans(ts: np.ndarray, te: np.ndarray, offsets: np.ndarray):
+    """(first start, last end) of each rank, NaN where it has no time: what the summary of
+    the expanded trace says, stored so that a summary needs no expansion."""
+    P = len(offsets) - 1
+    first, last = np.full(P, np.nan), np.full(P, np.nan)
+    for r in range(P):
+        s, e = ts[offsets[r]:offsets[r + 1]], te[offsets[r]:offsets[r + 1]]
+        if np.isfinite(s).any():
+            first[r] = np.nanmin(s)
+        if np.isfinite(e).any():
+            last[r] = np.nanmax(e)
+    return first, last
+
+
+# -- model -------------------------------------------------------------------------------------
+
+def log_codes(values: np.ndarray, precision: float) -> np.ndarray:
+    """Bin of each value on the logarithmic scale of ratio ``1 + 2 * precision`` (0 for zero,
+    negative values negative): decoded within ``precision`` relative error."""
+    ratio = np.log1p(2 * precision)
+    out = np.zeros(len(values), np.int64)
+    nz = values != 0
+    mag = np.rint(np.log(np.abs(values[nz])) / ratio).astype(np.int64) + _LOG_BIAS
+    out[nz] = np.where(values[nz] < 0, -mag, mag)
+    return out
+
+
+def from_codes(codes: np.ndarray, precision: float) -> np.ndarray:
+    """Bin centres of :func:`log_codes`."""
+    ratio = np.log1p(2 * precision)
+    mag = np.exp((np.abs(codes) - _LOG_BIAS) * ratio)
+    return np.where(codes == 0, 0.0, np.sign(codes) * mag)
+
+
+def group_stats(values: np.ndarray, sig: np.ndarray, group: np.ndarray, precision: float,
+                what: str) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Per (signature, rank group): count, mean, std, min, max of ``values``; and the sparse
+    histogram (signature, group, bin, count) on the log scale of :func:`log_codes`."""
+    df = pd.DataFrame({"signature": sig, "group": group, "v": values})
+    g = df.groupby(["signature", "group"], sort=True)["v"]
+    stats = g.agg(["count", "mean", "std", "min", "max"]).reset_index()
+    stats["std"] = stats["std"].fillna(0.0)
+    stats.insert(0, "what", what)
+    df["bin"] = log_codes(values, precision)
+    hist = df.groupby(["signature", "group", "bin"], sort=True).size().rename("count") \
+        .reset_index()
+    hist.insert(0, "what", what)
+    return stats, hist

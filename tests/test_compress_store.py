@@ -1,0 +1,175 @@
+"""Compressed files (issue 23): expand(compress(t)) is t bit for bit, the Trace API is the same
+on both forms, summaries come from the grammar, model volumes stay within their precision,
+commands work, and damaged grammars are one-line errors."""
+from __future__ import annotations
+
+import h5py
+import numpy as np
+import pandas as pd
+import pytest
+
+import minitrace
+from minitrace import MinitraceError, cli, storage, synthetic
+from minitrace.compress.files import write_compressed
+from tests.test_compress_grammar import random_trace, repo_traces
+
+
+def _same(a: np.ndarray, b: np.ndarray, what: str) -> None:
+    """Equal bit for bit (NaN payloads, -0.0 included)."""
+    a, b = np.ascontiguousarray(a), np.ascontiguousarray(b)
+    assert a.dtype == b.dtype and a.shape == b.shape, what
+    assert np.array_equal(a.view(np.uint8), b.view(np.uint8)), what
+
+
+def both_forms(tmp_path, data, volumes="exact"):
+    plain, packed = tmp_path / "plain.h5", tmp_path / "packed.h5"
+    storage.write_trace(plain, data)
+    write_compressed(str(packed), data, volumes)
+    return plain, packed
+
+
+@pytest.mark.parametrize("name,data", list(repo_traces()), ids=lambda x: x
+                         if isinstance(x, str) else "")
+def test_expand_compress_is_the_trace_bit_for_bit(tmp_path, name, data):
+    plain, packed = both_forms(tmp_path, data)
+    with minitrace.open(plain) as u, minitrace.open(packed) as c:
+        assert c.compressed and not u.compressed
+        a, b = u.data(), c.data()
+        for f in a.actions.dtype.names:
+            _same(a.actions[f], b.actions[f], f)
+        _same(a.vectors, b.vectors, "vectors")
+        _same(a.rank_offsets, b.rank_offsets, "rank offsets")
+        assert a.strings == b.strings
+        assert {k: v.tolist() for k, v in a.comms.items()} == \
+            {k: v.tolist() for k, v in b.comms.items()}
+        assert u.meta["volume_unit"] == c.meta["volume_unit"]
+        pd.testing.assert_frame_equal(u.summary(), c.summary())
+        pd.testing.assert_frame_equal(u.matrix(), c.matrix())
+        for kind in ("send", "isend", "compute", "alltoallv", "waitall"):
+            pd.testing.assert_frame_equal(u.actions(kind=kind), c.actions(kind=kind))
+        for r in u.ranks:
+            pd.testing.assert_frame_equal(u.actions(r), c.actions(r))
+            n = len(a.actions[a.rank_slice(r)])
+            for i in {0, n // 2, n - 1} - {-1}:
+                _same(u.vector(r, i), c.vector(r, i), f"vector {r} {i}")
+    # and the expand command writes the plain form back
+    back = tmp_path / "back.h5"
+    assert cli.main(["expand", str(packed), "-o", str(back)]) == 0
+    with minitrace.open(back) as e, minitrace.open(plain) as u:
+        assert not e.compressed
+        for f in u.data().actions.dtype.names:
+            _same(u.data().actions[f], e.data().actions[f], f)
+
+
+def test_a_slice_of_a_rank_expands_alone(tmp_path):
+    d = synthetic.loop_trace(3, 30_000, True)
+    plain, packed = both_forms(tmp_path, d)
+    with minitrace.open(packed) as c:
+        r = c._reader
+        full, vec = r.rank(1)
+        for lo, hi in ((0, 7), (4321, 4400), (9990, 10_000), (5, 5)):
+            part, pvec = r.rank(1, lo, hi)
+            for f in ("kind", "peer", "volume", "t_start", "t_end", "vec_len"):
+                _same(part[f], full[f][lo:hi], f)
+            n_before = int(full["vec_len"][:lo].sum())
+            _same(pvec, vec[n_before:n_before + int(part["vec_len"].sum())], "vectors")
+        # rows across ranks, as the column reader's read(lo, hi)
+        a = r.read(9_995, 10_010)
+        _same(a["kind"], d.actions["kind"][9_995:10_010], "kind")
+
+
+def test_model_volumes_within_precision_and_totals_exact(tmp_path):
+    d = synthetic.loop_trace(4, 20_000, True)
+    d.actions["volume"] *= np.random.default_rng(1).uniform(0.5, 2.0, len(d.actions))
+    plain, packed = both_forms(tmp_path, d, "model")
+    with minitrace.open(plain) as u, minitrace.open(packed) as c:
+        a, b = u.data(), c.data()
+        for f in ("kind", "peer", "bytes_sent", "request", "vec_len"):
+            _same(a.actions[f], b.actions[f], f)
+        v, w = a.actions["volume"], b.actions["volume"]
+        nz = v != 0
+        assert (w[~nz] == 0).all()
+        assert (np.abs(w[nz] / v[nz] - 1) <= 0.01 + 1e-12).all()
+        s, t = u.summary(), c.summary()
+        np.testing.assert_array_equal(s["volume"], t["volume"])       # totals: exact
+        np.testing.assert_array_equal(s["t_first"], t["t_first"])
+        np.testing.assert_array_equal(s["t_last"], t["t_last"])
+        # modelled times: each rank's span is the recorded one, in order, none overlapping
+        for r in c.ranks:
+            x = c.actions(r)
+            assert x["t_start"].iloc[0] == s["t_first"][r]
+            assert x["t_end"].iloc[-1] == pytest.approx(s["t_last"][r], rel=1e-12)
+            assert (np.diff(x["t_start"]) >= 0).all()
+
+
+def test_compress_command_and_loops(tmp_path, capsys):
+    d = synthetic.ring_trace(4, 4 * 4002)
+    src, out = tmp_path / "in.h5", tmp_path / "out.h5"
+    storage.write_trace(src, d)
+    assert cli.main(["compress", str(src), "-o", str(out)]) == 0
+    said = capsys.readouterr().out
+    assert "16008 actions" in said and "bytes/action" in said and "M actions/s" in said
+    assert cli.main(["info", str(out), "--loops"]) == 0
+    said = capsys.readouterr().out
+    assert "main loop: 1000 iterations of [isend, irecv, waitall, allreduce]" in said
+    with minitrace.open(out) as t:
+        loops = t.loops()
+        assert loops["iterations"].tolist() == [1000] and loops["ranks"].tolist() == ["0-3"]
+
+
+def test_an_old_version_1_file_still_opens(tmp_path):
+    p = tmp_path / "v1.h5"
+    storage.write_trace(p, synthetic.ring_trace(2, 100))
+    with h5py.File(p, "a") as f:
+        f.attrs["format_version"] = 1
+    with minitrace.open(p) as t:
+        assert t.nactions == 100 and not t.compressed
+
+
+def _damaged(tmp_path, dataset: str, value) -> str:
+    d = synthetic.ring_trace(4, 4 * 402)
+    p = tmp_path / "c.h5"
+    write_compressed(str(p), d)
+    with h5py.File(p, "a") as f:
+        ds = f[f"trace/{dataset}"]
+        data = ds[...].astype(np.int64)
+        value(data)
+        del f[f"trace/{dataset}"]
+        f.create_dataset(f"trace/{dataset}", data=data)
+    return str(p)
+
+
+@pytest.mark.parametrize("dataset,damage,why", [
+    ("grammar/rule_symbols", lambda a: a.__setitem__(0, 10 ** 6), "outside"),
+    ("grammar/rule_counts", lambda a: a.__setitem__(0, 2 ** 62), "beyond the limits"),
+    ("grammar/top_symbols", lambda a: a.__setitem__(-1, -5), "outside"),
+    ("grammar/rank_grammar", lambda a: a.__setitem__(0, 7), "grammar outside"),
+    ("signatures/vec", lambda a: a.__setitem__(0, 99), "vector outside"),
+    ("requests/offsets", lambda a: a.__setitem__(1, 10 ** 9), "request table"),
+    ("exact/volume_offsets", lambda a: a.__setitem__(-1, 3), "volume index"),
+])
+def test_damaged_compressed_files_are_one_line_errors(tmp_path, dataset, damage, why):
+    p = _damaged(tmp_path, dataset, damage)
+    with pytest.raises(MinitraceError, match=f"corrupt trace: .*{why}"):
+        with minitrace.open(p) as t:
+            t.data()
+
+
+def test_a_self_referencing_rule_is_refused(tmp_path):
+    p = _damaged(tmp_path, "grammar/rule_symbols", lambda a: None)
+    with h5py.File(p, "a") as f:
+        nterm, last_rule = len(f["trace/signatures/kind"]), len(f["trace/grammar/rule_counts"]) - 1
+        syms = f["trace/grammar/rule_symbols"][...]
+        syms[-1] = nterm + last_rule          # the last rule's body names itself: a cycle
+        f["trace/grammar/rule_symbols"][...] = syms
+    with pytest.raises(MinitraceError, match="corrupt trace: .*cycle"):
+        minitrace.open(p)
+
+
+def test_random_structure_round_trips_through_a_file(tmp_path):
+    for seed in range(3):
+        d = random_trace(seed + 10, nranks=4, n=200)
+        plain, packed = both_forms(tmp_path, d)
+        with minitrace.open(plain) as u, minitrace.open(packed) as c:
+            for f in u.data().actions.dtype.names:
+                _same(u.data().actions[f], c.data().actions[f], f)
