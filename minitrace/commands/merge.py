@@ -19,28 +19,46 @@ def register(sub) -> None:
                                    "status 1 when the trace is incomplete or invalid.")
     p.add_argument("dir", help="directory of rank-*.mtr files (MINITRACE_DIR of the run)")
     p.add_argument("-o", "--output", help="trace file to write (default: DIR.h5)")
+    add_compress_option(p)
     p.set_defaults(func=run)
+
+
+def add_compress_option(p) -> None:
+    """``--compress``, shared with ``minitrace record``."""
+    p.add_argument("--compress", nargs="?", const="exact", choices=("exact", "model"),
+                   help="write the compressed form (minitrace compress; volumes exact by "
+                        "default, or model) and say what the trace would have cost "
+                        "uncompressed")
 
 
 def run(args) -> int:
     out = args.output or os.path.normpath(args.dir) + ".h5"
     check_output_file(out)
-    return 0 if merge_and_report(args.dir, out) else 1
+    return 0 if merge_and_report(args.dir, out, compress=args.compress) else 1
 
 
-def merge_and_report(directory: str, output: str, command_line: str | None = None) -> bool:
-    """Merge ``directory`` into ``output``, validate it and print the summary (also what
-    ``minitrace record`` prints).  True when the trace is complete and valid."""
+def merge_and_report(directory: str, output: str, command_line: str | None = None,
+                     compress: str | None = None) -> bool:
+    """Merge ``directory`` into ``output`` (in the compressed form with ``compress`` = the
+    volume mode), validate it and print the summary (also what ``minitrace record`` prints).
+    True when the trace is complete and valid."""
     data = merge_dir(directory, command_line)
     for w in data.meta.get("raw_warnings", []):
         print(f"minitrace: warning: {w}", file=sys.stderr)
-    storage.write_trace(output, data)
+    if compress:
+        plain = _compressed(data, output, compress)
+    else:
+        storage.write_trace(output, data)
     rep = validate(data)
     with open_trace(output) as t:
         summary = t.summary()
     meta, n = data.meta, len(data.actions)
     print(f"{output}: {data.nranks} ranks, {n} actions, volume unit {meta['volume_unit']} "
           f"({meta['volume_source']}), {os.path.getsize(output) / max(n, 1):.1f} bytes/action")
+    if compress:
+        print(f"  compressed ({compress} volumes); uncompressed it would have been "
+              f"{plain / max(n, 1):.1f} bytes/action ({plain / max(os.path.getsize(output), 1):.1f}x "
+              f"larger)")
     if not meta["complete"]:
         print(_incomplete(meta))
     cols = ["actions", "bytes_sent", "bytes_recv", "volume", "span"]
@@ -51,6 +69,20 @@ def merge_and_report(directory: str, output: str, command_line: str | None = Non
     for line in rep.lines(20):
         print(f"  {line}")
     return rep.ok and bool(meta["complete"])
+
+
+def _compressed(data, output: str, volumes: str) -> int:
+    """Write ``data`` compressed into ``output``; the bytes the uncompressed file takes (written
+    beside it, measured, removed)."""
+    from ..compress.files import write_compressed
+    write_compressed(output, data, volumes)
+    probe = f"{output}.uncompressed.tmp"
+    try:
+        storage.write_trace(probe, data)
+        return os.path.getsize(probe)
+    finally:
+        if os.path.exists(probe):
+            os.unlink(probe)
 
 
 def _incomplete(meta: dict) -> str:

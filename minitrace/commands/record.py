@@ -9,7 +9,7 @@ from ..errors import MinitraceError
 from ..merge import rank_files
 from ..outputs import check_output_file
 from ..record import VOLUMES, run_traced
-from .merge import merge_and_report
+from .merge import add_compress_option, merge_and_report
 
 
 def register(sub) -> None:
@@ -26,6 +26,7 @@ def register(sub) -> None:
                         "has a hardware counter, else thread CPU time)")
     p.add_argument("--keep-raw", action="store_true",
                    help="keep the per-rank raw files (directory OUTPUT.raw-*)")
+    add_compress_option(p)
     p.add_argument("command", nargs="+", metavar="LAUNCHER",
                    help="the command to run, after --, e.g. -- mpiexec -n 4 ./app")
     p.set_defaults(func=run)
@@ -52,7 +53,8 @@ def run(args) -> int:
         print(f"minitrace: the program exited with status {run_.returncode}; merging what "
               f"was recorded", file=sys.stderr)
     try:
-        good = merge_and_report(run_.raw_dir, args.output, shlex.join(cmd))
+        good = merge_and_report(run_.raw_dir, args.output, shlex.join(cmd),
+                                args.compress)
     except BaseException:
         # the raw files hold everything recorded: never lose them to a failed merge
         print(f"minitrace: the merge did not complete; the raw data is kept in "

@@ -29,7 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
-READERS = ("ti", "hdf5", "raw", "tau", "otf2")
+READERS = ("ti", "hdf5", "compressed", "raw", "tau", "otf2")
 MEMORY_LIMIT = 2 << 30
 TIME_LIMIT = 30.0
 OK_OUTCOMES = ("ok", "error")
@@ -48,7 +48,9 @@ def _cli(argv: list[str]) -> int:
 def preload() -> None:
     """Import everything a case may use, once, before forking."""
     import minitrace.cli  # noqa: F401
-    from minitrace.commands import convert, export, import_, info, merge, validate  # noqa: F401
+    from minitrace.commands import (compress, convert, expand, export, import_, info, merge,  # noqa: F401
+                                    validate)
+    from minitrace.compress import expand as _expand, loop_view  # noqa: F401
     from minitrace.converters import otf2, simgrid_ti, tau  # noqa: F401
 
 
@@ -87,6 +89,18 @@ def make_seeds(root: Path, repo: Path, raw_dir: Path | None = None,
         if not archive.exists():
             _mt("convert", h5, "--to", "otf2", "-o", archive)
         seeds["otf2"].append(archive)
+    for h5 in list(seeds["hdf5"]):         # the compressed form of each, and of a loop
+        packed = root / (h5.stem + "_compressed.h5")
+        if not packed.exists():
+            _mt("compress", h5, "-o", packed, *(["--volumes", "model"] if "coll" in h5.stem
+                                                  else []))
+        seeds["compressed"].append(packed)
+    loop = root / "loop_compressed.h5"
+    if not loop.exists():
+        from minitrace import synthetic
+        from minitrace.compress.files import write_compressed
+        write_compressed(str(loop), synthetic.ring_trace(3, 3 * 802))
+    seeds["compressed"].append(loop)
     tau = root / "tau"
     if not tau.exists():
         tau.mkdir()
@@ -243,7 +257,7 @@ def mutate_case(reader: str, seed: Path, case: Path, rng: random.Random) -> Path
         f = rng.choice(files)
         _rewrite(f, lambda d: mutate_text(d, rng))
         return target
-    if reader == "hdf5":
+    if reader in ("hdf5", "compressed"):
         out = case / seed.name
         shutil.copy(seed, out)
         _mutate_hdf5(out, rng)
@@ -296,7 +310,8 @@ def _mutate_hdf5(path: Path, rng: random.Random) -> None:
             return
         if r < 0.45:
             objs = [f["/"]] + [f[n] for n in ("trace", "trace/actions/volume",
-                                              "trace/actions/t_start") if n in f]
+                                              "trace/actions/t_start", "trace/requests/new")
+                               if n in f]
             o = rng.choice(objs)
             keys = list(o.attrs)
             if keys:
@@ -379,6 +394,9 @@ def commands(reader: str, inp: Path, out: Path, k: int) -> list[str]:
         return ["merge", str(inp), "-o", str(out)]
     if reader in ("tau", "otf2"):
         return ["convert", str(inp), "--from", reader, "-o", str(out)]
+    if reader == "compressed":
+        return [["validate", str(inp)], ["info", "--loops", str(inp)],
+                ["expand", str(inp), "-o", str(out)]][k % 3]
     return [["validate", str(inp)], ["info", str(inp)],
             ["export", str(inp), "--format", "csv", "-o", str(out.with_suffix(".csv"))]][k % 3]
 
