@@ -9,6 +9,8 @@ when the file was read (:func:`.store.read`): expansion cannot loop or exceed it
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import h5py
 import numpy as np
 import pandas as pd
@@ -24,14 +26,41 @@ from .store import Compressed, read
 _COLUMN_ORDER = _INT_COLUMNS + ("volume", "t_start", "t_end", "vec_off")
 
 
+@dataclass
+class _Position:
+    """Where an expansion of one rank stands: what the actions before ``row`` consumed."""
+
+    row: int                 # action within the rank
+    requests: int            # new request ids named before it (within the rank's stream)
+    latest: int | None       # the last of them
+    volumes: int             # volume-side entries before it (global index)
+    ns: int = 0              # ns-gap: end of the previous action's time base (see _times)
+    model: float = 0.0       # model: unscaled start of the next action
+
+
 class Expander:
-    """Expands ranks of a :class:`Compressed` trace back into actions."""
+    """Expands ranks of a :class:`Compressed` trace back into actions, a range at a time:
+    what a range needs from the actions before it (request ids, volume entries, the time
+    base) is counted from their signature ids and side arrays, never decoded."""
 
     def __init__(self, c: Compressed, path: str | None = None):
         self.c = c
         self.path = path
         self.offsets = c.rank_offsets
-        self._model_means = None
+        t = c.table
+        vec = t["vec"].astype(np.int64)
+        news_in_vec = np.zeros(max(len(c.vec_offsets) - 1, 0), np.int64)
+        if len(news_in_vec):      # token vectors: [code, (mode, value)...]
+            starts, ends = c.vec_offsets[:-1], c.vec_offsets[1:]
+            owner = np.repeat(np.arange(len(starts)), ends - starts)
+            pos = np.arange(len(c.vec_values)) - starts[owner]
+            is_new = (c.vec_values[starts][owner] == SG.VEC_REQUESTS) & (pos % 2 == 1) & \
+                (c.vec_values == SG.REQ_NEW)
+            news_in_vec = np.bincount(owner[is_new], minlength=len(starts))
+        #: new request ids each signature names
+        self.sig_news = (t["req_mode"] == SG.REQ_NEW).astype(np.int64) + \
+            np.where(vec >= 0, news_in_vec[np.maximum(vec, 0)] if len(news_in_vec) else 0, 0)
+        self._means = None
 
     @property
     def nranks(self) -> int:
@@ -41,118 +70,148 @@ class Expander:
     def grammar(self):
         return self.c.grammar
 
-    def _fail(self, e: Exception) -> MinitraceError:
+    def _fail(self, e) -> MinitraceError:
         return MinitraceError(f"corrupt trace: {e}", self.path)
 
     def rank_ids(self, rank: int, lo: int = 0, hi: int | None = None) -> np.ndarray:
         """Signature ids of actions ``lo:hi`` of ``rank`` (within the rank)."""
         return self.c.grammar.expand(int(self.c.grammar.rank_grammar[rank]), lo, hi)
 
+    def position(self, rank: int, row: int) -> _Position:
+        """The state at action ``row`` of ``rank``, from the ids and side arrays before it."""
+        c, side = self.c, self.c.side
+        before = self.rank_ids(rank, 0, row)
+        k = int(self.sig_news[before].sum())
+        r0 = int(c.new_request_offsets[rank])
+        if k > c.new_request_offsets[rank + 1] - r0:
+            raise self._fail("more new request ids named than stored")
+        vol = int(side["volume_offsets"][rank])
+        nvol = int(c.has_volume[before].sum())
+        pos = _Position(row, k, int(c.new_requests[r0 + k - 1]) if k else None, vol + nvol)
+        enc = c.attrs.get("time_encoding")
+        a0 = int(self.offsets[rank])
+        if enc == "ns-gap" and row:
+            pos.ns = int(side["t_gap"][a0:a0 + row].sum(dtype=np.int64)) + \
+                int(side["t_duration"][a0:a0 + row].sum(dtype=np.int64))
+            if c.attrs.get("duration_less_volume"):
+                pos.ns += int(side["volume"][vol:vol + nvol].sum(dtype=np.int64))
+        elif enc == "model" and row:
+            gap, dur = self._model_means(rank)
+            pos.model = float(gap[before[1:]].sum() + dur[before].sum())
+        return pos
+
+    def chunk(self, rank: int, pos: _Position, hi: int) -> tuple[np.ndarray, np.ndarray]:
+        """(actions, vectors) of ``pos.row:hi`` of ``rank``; ``pos`` moves to ``hi``."""
+        c = self.c
+        ids = self.rank_ids(rank, pos.row, hi)
+        k = int(self.sig_news[ids].sum())
+        r0 = int(c.new_request_offsets[rank]) + pos.requests
+        if r0 + k > c.new_request_offsets[rank + 1]:
+            raise self._fail("more new request ids named than stored")
+        try:
+            out, vectors = SG.decode(c.table, ids, rank, c.nranks, c.vec_offsets, c.vec_values,
+                                     c.new_requests[r0:r0 + k], pos.latest)
+        except (ValueError, IndexError) as e:
+            raise self._fail(e) from None
+        out["vec_off"] = vec_offsets(out["vec_len"])
+        nvol = self._values(out, rank, pos, ids)
+        pos.row = hi
+        pos.requests += k
+        if k:
+            pos.latest = int(c.new_requests[r0 + k - 1])
+        pos.volumes += nvol
+        return out, vectors
+
     def rank(self, rank: int, lo: int = 0, hi: int | None = None) -> tuple[np.ndarray, np.ndarray]:
         """(ACTION_DTYPE rows, their vectors back to back) of actions ``lo:hi`` of ``rank``."""
-        c = self.c
         n = int(self.offsets[rank + 1] - self.offsets[rank])
         hi = n if hi is None else min(hi, n)
         lo = max(0, min(lo, hi))
-        prefix = self.rank_ids(rank, 0, hi)          # the requests before lo are needed too
-        r0, r1 = c.new_request_offsets[rank:rank + 2]
-        try:
-            full, vectors = SG.decode(c.table, prefix, rank, c.nranks, c.vec_offsets,
-                                      c.vec_values, self._requests_upto(rank, prefix, r0, r1))
-        except (ValueError, IndexError) as e:
-            raise self._fail(e) from None
-        out = full[lo:]
-        vbefore = int(full["vec_len"][:lo].sum())
-        vectors = vectors[vbefore:]
-        out["vec_off"] = vec_offsets(out["vec_len"])
-        self._fill_values(out, rank, lo, prefix)
-        return out, vectors
+        return self.chunk(rank, self.position(rank, lo), hi)
 
-    def _requests_upto(self, rank: int, ids: np.ndarray, r0: int, r1: int) -> np.ndarray:
-        """The new request ids named by the first ``len(ids)`` actions of ``rank``."""
-        c = self.c
-        news = c.new_requests[r0:r1]
-        col_new = (c.table["req_mode"] == SG.REQ_NEW).astype(np.int64)
-        vec = c.table["vec"].astype(np.int64)
-        per_vec = np.zeros(len(c.vec_offsets), np.int64)
-        if len(c.vec_values):
-            starts, ends = c.vec_offsets[:-1], c.vec_offsets[1:]
-            req = c.vec_values[starts] == SG.VEC_REQUESTS
-            modes = c.vec_values.copy()
-            isnew = np.zeros(len(modes) + 1, np.int64)
-            pos = np.arange(len(modes))
-            owner = np.repeat(np.arange(len(starts)), ends - starts)
-            is_mode = req[owner] & ((pos - starts[owner]) % 2 == 1)
-            isnew[1:] = is_mode & (modes == SG.REQ_NEW)
-            csum = np.cumsum(isnew)
-            per_vec[:-1] = csum[ends] - csum[starts]
-        per_sig = col_new + np.where(vec >= 0, per_vec[np.maximum(vec, 0)], 0)
-        k = int(per_sig[ids].sum()) if len(ids) else 0
-        if k > len(news):
-            raise self._fail("more new requests than stored")
-        return news[:k] if len(ids) < self.offsets[rank + 1] - self.offsets[rank] else news
+    def chunks(self, rank: int, rows: int = 1 << 16):
+        """``rank``'s (actions, vectors) in consecutive ranges of at most ``rows`` actions."""
+        n = int(self.offsets[rank + 1] - self.offsets[rank])
+        pos = self.position(rank, 0)
+        while pos.row < n:
+            yield self.chunk(rank, pos, min(pos.row + rows, n))
 
-    def _fill_values(self, out: np.ndarray, rank: int, lo: int, prefix: np.ndarray) -> None:
-        """Volumes and times of rows ``lo:lo+len(out)`` of ``rank`` (``prefix``: its ids from
-        the rank's start)."""
+    def _values(self, out: np.ndarray, rank: int, pos: _Position, ids: np.ndarray) -> int:
+        """Fill volumes and times of the rows from ``pos``; the volume entries they used."""
         c, side = self.c, self.c.side
-        hv = c.has_volume[prefix]
-        v0 = int(side["volume_offsets"][rank]) + int(hv[:lo].sum())
-        mine = hv[lo:]
+        mine = c.has_volume[ids]
+        nvol = int(mine.sum())
+        v0 = pos.volumes
+        if v0 + nvol > int(side["volume_offsets"][rank + 1]):
+            raise self._fail("more volumes named than stored")
         vols = np.zeros(len(out))
         if c.mode == "exact":
-            vols[mine] = V.dequantize(side["volume"][v0:v0 + int(mine.sum())],
-                                      c.attrs.get("volume_divisor"))
+            stored = side["volume"][v0:v0 + nvol]
+            vols[mine] = V.dequantize(stored, c.attrs.get("volume_divisor"))
         else:
-            vols[mine] = V.from_codes(side["volume_code"][v0:v0 + int(mine.sum())],
-                                      c.attrs["precision"])
+            vols[mine] = V.from_codes(side["volume_code"][v0:v0 + nvol], c.attrs["precision"])
         out["volume"] = vols
         enc = c.attrs.get("time_encoding")
-        a0 = int(self.offsets[rank])
+        a = int(self.offsets[rank]) + pos.row
+        n = len(out)
         if enc == "untimed":
             out["t_start"] = out["t_end"] = np.nan
         elif enc == "float-seconds":
-            out["t_start"] = side["t_start"][a0 + lo:a0 + lo + len(out)]
-            out["t_end"] = side["t_end"][a0 + lo:a0 + lo + len(out)]
+            out["t_start"] = side["t_start"][a:a + n]
+            out["t_end"] = side["t_end"][a:a + n]
         elif enc == "ns-gap":
-            hi = lo + len(out)
-            cols = {k: side[k][a0:a0 + hi].astype(np.int64) for k in ("t_gap", "t_duration")}
-            vol_ns = None
+            gap = side["t_gap"][a:a + n].astype(np.int64)
+            dur = side["t_duration"][a:a + n].astype(np.int64)
             if c.attrs.get("duration_less_volume"):
-                vol_ns = np.zeros(hi, np.int64)
-                vol_ns[hv] = side["volume"][int(side["volume_offsets"][rank]):v0 + int(
-                    mine.sum())]
-            ts, te = V.decode_times(enc, float(c.attrs["t0"]), cols, vol_ns)
-            out["t_start"], out["t_end"] = ts[lo:], te[lo:]
+                dur[mine] += stored.astype(np.int64)
+            steps = gap.copy()
+            steps[1:] += dur[:-1]
+            start = pos.ns + np.cumsum(steps, dtype=np.int64)
+            t0 = float(c.attrs["t0"])
+            out["t_start"] = start / V.NS + t0
+            out["t_end"] = out["t_start"] + dur / V.NS
+            pos.ns += int(gap.sum(dtype=np.int64)) + int(dur.sum(dtype=np.int64))
         else:
-            ts, te = self._model_times(rank, prefix)
-            out["t_start"], out["t_end"] = ts[lo:], te[lo:]
+            out["t_start"], out["t_end"] = self._model_times(rank, pos, ids)
+        return nvol
 
-    def _model_times(self, rank: int, ids: np.ndarray):
-        """Modelled times: each action its group's mean gap then mean duration, the rank's
-        sequence stretched to its exact first and last times."""
+    def _model_means(self, rank: int) -> tuple[np.ndarray, np.ndarray]:
+        """(mean gap, mean duration) of each signature in ``rank``'s group."""
         c = self.c
-        if self._model_means is None:
+        if self._means is None:
             st = c.side["stats"]
-            G = len(c.grammar.top_offsets) - 1
-            means = {}
-            for what in ("duration", "gap"):
-                m = np.zeros((len(c.table), max(G, 1)))
+            G = max(len(c.grammar.top_offsets) - 1, 1)
+            self._means = {}
+            for what in ("gap", "duration"):
+                m = np.zeros((len(c.table), G))
                 sel = st[st["what"].astype(str) == what]
                 m[sel["signature"].to_numpy(np.int64), sel["group"].to_numpy(np.int64)] = \
                     sel["mean"].to_numpy(np.float64)
-                means[what] = m
-            self._model_means = means
+                self._means[what] = m
         g = int(c.grammar.rank_grammar[rank])
-        dur = self._model_means["duration"][ids, g]
-        gap = self._model_means["gap"][ids, g]
-        if len(gap):
+        return self._means["gap"][:, g], self._means["duration"][:, g]
+
+    def _model_times(self, rank: int, pos: _Position, ids: np.ndarray):
+        """Modelled times: each action its group's mean gap then mean duration, the rank's
+        sequence stretched to its exact first start and last end."""
+        c = self.c
+        gap_m, dur_m = self._model_means(rank)
+        gap, dur = gap_m[ids], dur_m[ids]
+        if pos.row == 0 and len(gap):
+            gap = gap.copy()
             gap[0] = 0.0
-        start = np.cumsum(gap + np.concatenate([[0.0], dur[:-1]]))
+        steps = gap.copy()
+        steps[1:] += dur[:-1]
+        start = pos.model + np.cumsum(steps)
         end = start + dur
+        counts = c.grammar.terminal_counts(int(c.grammar.rank_grammar[rank]))
+        first = int(self.rank_ids(rank, 0, 1)[0]) if self.offsets[rank + 1] > \
+            self.offsets[rank] else 0
+        total = float(counts @ gap_m - gap_m[first] + counts @ dur_m)
+        if len(gap):
+            pos.model = float(end[-1])
         t_first, t_last = float(c.side["t_first"][rank]), float(c.side["t_last"][rank])
-        span = end[-1] - start[0] if len(end) else 0.0
-        scale = (t_last - t_first) / span if span > 0 else 0.0
+        scale = (t_last - t_first) / total if total > 0 else 0.0
         return t_first + start * scale, t_first + end * scale
 
     def all(self) -> TraceColumns:

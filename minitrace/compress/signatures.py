@@ -230,16 +230,19 @@ def _factorize(cols: dict, n: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 def decode(table: np.ndarray, ids: np.ndarray, rank: int, nranks: int,
-           vec_offsets: np.ndarray, vec_values: np.ndarray, new_requests: np.ndarray):
-    """One rank's actions (ACTION_DTYPE, no volume or times) and its vector side table from its
-    expanded signature ids; ``new_requests``: that rank's new request ids, in order."""
+           vec_offsets: np.ndarray, vec_values: np.ndarray, new_requests: np.ndarray,
+           latest: int | None = None):
+    """Actions of ``rank`` (ACTION_DTYPE, no volume or times) and their vectors back to back,
+    from their signature ids.  ``new_requests``: the new request ids these actions name, in
+    order; ``latest``: the last new request id named before them (None at the rank's start)."""
     s = table[ids]
     n = len(ids)
     out = np.zeros(n, ACTION_DTYPE)
     for f in _FIELDS:
         out[f] = s[f]
     rel = s["peer_mode"] == 1
-    out["peer"] = np.where(rel, (s["peer"].astype(np.int64) + rank) % max(nranks, 1), s["peer"])
+    P = max(nranks, 1)
+    out["peer"] = np.where(rel, (s["peer"].astype(np.int64) + rank) % P, s["peer"])
     vec = s["vec"].astype(np.int64)
     has_vec = vec >= 0
     safe = np.where(has_vec, vec, 0)
@@ -247,16 +250,16 @@ def decode(table: np.ndarray, ids: np.ndarray, rank: int, nranks: int,
     lens = np.where(has_vec, off[safe + 1] - off[safe], 0)
     codes = np.where(has_vec, np.concatenate([vec_values, [-1]])[off[safe]], -1)
     tok_vec = codes == VEC_REQUESTS
-    out["vec_len"] = np.where(tok_vec, (lens - 1) // 2, np.maximum(lens - 1, 0))
+    vec_len = np.where(tok_vec, (lens - 1) // 2, np.maximum(lens - 1, 0)).astype(np.int64)
+    out["vec_len"] = vec_len
     # the token stream in row order: request column, then request-vector entries
     col_tok = s["req_mode"] != REQ_LITERAL
     tv_rows = np.nonzero(tok_vec)[0]
-    tv_len = out["vec_len"][tv_rows].astype(np.int64)
-    tv_start = vec_offsets[vec[tv_rows]] + 1
+    tv_len = vec_len[tv_rows]
     total = int(tv_len.sum())
     # (pairs: mode at start + 2i, value at start + 2i + 1)
-    idx = np.repeat(tv_start, tv_len) + 2 * (np.arange(total) -
-                                             np.repeat(np.cumsum(tv_len) - tv_len, tv_len))
+    idx = np.repeat(off[vec[tv_rows]] + 1, tv_len) + \
+        2 * (np.arange(total) - np.repeat(np.cumsum(tv_len) - tv_len, tv_len))
     crow = np.nonzero(col_tok)[0]
     rows = np.concatenate([crow, np.repeat(tv_rows, tv_len)])
     where = np.concatenate([np.zeros(len(crow), np.int64), np.arange(1, total + 1)])
@@ -267,41 +270,39 @@ def decode(table: np.ndarray, ids: np.ndarray, rank: int, nranks: int,
     new = mode == REQ_NEW
     if int(new.sum()) != len(new_requests) or ((mode != REQ_NEW) & (mode != REQ_REF)).any():
         raise ValueError("request tokens do not match the new request ids")
-    values = np.zeros(len(mode), np.int64)
-    values[new] = new_requests
-    pos = np.where(new, np.arange(len(mode)), -1)
+    values = np.zeros(len(mode) + 1, np.int64)
+    values[1:][new] = new_requests
+    pos = np.where(new, np.arange(1, len(mode) + 1), 0)
     if len(pos):
         np.maximum.accumulate(pos, out=pos)
-    if len(pos) and pos[0] < 0:
-        raise ValueError("a request is referenced before any was created")
+        if (pos == 0).any():        # references before the first new id here
+            if latest is None:
+                raise ValueError("a request is referenced before any was created")
+            values[0] = latest
     with np.errstate(over="ignore"):
-        values = np.where(new, values, values[np.maximum(pos, 0)] - val)
+        values = np.where(new, values[1:], values[pos] - val)
     back = np.empty(len(order), np.int64)
     back[order] = np.arange(len(order))
     values = values[back]
     out["request"] = np.where(col_tok, 0, s["request"])
     out["request"][crow] = values[:len(crow)]
-    # vectors: concatenated in row order
-    vrows = np.nonzero(has_vec & (out["vec_len"] > 0))[0]
-    pieces = []
-    tok_values = values[len(crow):]
-    tok_at = np.concatenate([[0], np.cumsum(tv_len)])
-    tok_index = {int(r): j for j, r in enumerate(tv_rows)}
-    for row in vrows.tolist():
-        c = int(codes[row])
-        lo, hi = int(vec_offsets[vec[row]]), int(vec_offsets[vec[row] + 1])
-        if c == VEC_REQUESTS:
-            j = tok_index[row]
-            pieces.append(tok_values[tok_at[j]:tok_at[j + 1]])
-        elif c == VEC_SENDRECV:
-            v = vec_values[lo + 1:hi].copy()
-            v[0] = (v[0] + rank) % max(nranks, 1)
-            pieces.append(v)
-        elif c == VEC_RAW:
-            pieces.append(vec_values[lo + 1:hi])
-        else:
-            raise ValueError(f"unknown vector encoding {c}")
-    vectors = np.concatenate(pieces).astype(np.int64) if pieces else np.zeros(0, np.int64)
+    # vectors, back to back in row order: gathered from the contents, tokens from their values
+    starts = np.cumsum(vec_len) - vec_len
+    nvec = int(vec_len.sum())
+    vectors = np.zeros(nvec, np.int64)
+    plain = np.nonzero(has_vec & ~tok_vec & (vec_len > 0))[0]
+    pl = vec_len[plain]
+    at = np.repeat(starts[plain], pl) + np.arange(int(pl.sum())) - np.repeat(np.cumsum(pl) - pl,
+                                                                              pl)
+    src = np.repeat(off[vec[plain]] + 1, pl) + (at - np.repeat(starts[plain], pl))
+    vectors[at] = vec_values[src]
+    sr = plain[codes[plain] == VEC_SENDRECV]
+    vectors[starts[sr]] = (vectors[starts[sr]] + rank) % P
+    tat = np.repeat(starts[tv_rows], tv_len) + np.arange(total) - \
+        np.repeat(np.cumsum(tv_len) - tv_len, tv_len)
+    vectors[tat] = values[len(crow):]
+    if ((codes < -1) | (codes > VEC_REQUESTS)).any():
+        raise ValueError("unknown vector encoding")
     return out, vectors
 
 
