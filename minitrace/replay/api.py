@@ -2,6 +2,7 @@
 the child (:mod:`.child`) and return what SimGrid predicted."""
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
@@ -111,7 +112,11 @@ def replay(trace, platform: str | os.PathLike | None = None,
     with tempfile.TemporaryDirectory(prefix="minitrace-replay-") as work:
         rate = None if compute_rate is None else parse_quantity(compute_rate, "speed")
         red = None if reduction_rate is None else parse_quantity(reduction_rate, "bandwidth")
-        traces, notes = _rank_traces(trace, Path(work), rate, red, lossy, copy_rates)
+        feeder = _feeder(trace, Path(work), rate, red, copy_rates, native, timeline)
+        if feeder is not None:   # a compressed trace: TI lines made as the replayer reads them
+            traces, notes = feeder.paths, []
+        else:
+            traces, notes = _rank_traces(trace, Path(work), rate, red, lossy, copy_rates)
         nranks = len(traces)
         if np is not None and int(np) != nranks:
             raise MinitraceError(f"the trace has {nranks} ranks but {np} were asked for (--np)")
@@ -143,7 +148,7 @@ def replay(trace, platform: str | os.PathLike | None = None,
         if native is not None:
             job_path = Path(work) / "job.txt"
             timed = Path(work) / "timed.bin" if timeline else None
-            total = count_lines(traces)
+            total = feeder.nactions if feeder is not None else count_lines(traces)
             write_native_job(job_path, os.path.abspath(platform), traces, hosts, timed,
                               progress=max(total // 200, 10_000) if show_progress(total) else 0)
             cmd = [str(native), str(job_path), *QUIET, *(f"--cfg={k}:{v}" for k, v in cfg.items())]
@@ -154,7 +159,10 @@ def replay(trace, platform: str | os.PathLike | None = None,
             job_path.write_text(json.dumps(job))
             cmd = [sys.executable, "-m", "minitrace.replay.bindings", str(job_path)]
             total = 0
-        out = run_child(cmd, timeout, total if show_progress(total) else 0)
+        with feeder if feeder is not None else contextlib.nullcontext():
+            out = run_child(cmd, timeout, total if show_progress(total) else 0)
+        if feeder is not None:
+            notes = feeder.finish(lossy)
         table = None
         if timeline:
             from .timeline import attach_messages, read_timed_log
@@ -182,6 +190,38 @@ def _engine(engine: str):
                              "python -m minitrace.replay.replayer_build --include DIR)")
     return native
 
+
+
+def _feeder(trace, work: Path, rate, red, copies, native, timeline: bool):
+    """The named pipes that feed a compressed trace to the compiled replayer range by range
+    (:mod:`minitrace.compress.stream`), or None: another input, the Python engine, a timeline
+    (which reads the TI files again) or a trace whose export needs all of it at once."""
+    if native is None or timeline:
+        return None
+    c = None
+    if isinstance(trace, (str, os.PathLike)) and os.path.isfile(trace):
+        with open(trace, "rb") as fh:
+            if fh.read(8) != b"\x89HDF\r\n\x1a\n":
+                return None
+        from ..trace import open as open_trace
+        with open_trace(trace) as t:
+            c = t._reader.c if t.has_trace and t.compressed else None
+            meta = t.meta
+    elif getattr(trace, "has_trace", False) and trace.compressed:
+        c, meta = trace._reader.c, trace.meta
+    from ..compress.stream import Feeder, streamable
+    if c is None or streamable(c) is not None:
+        return None
+    c.meta = dict(meta)
+    from .work import flops_actions
+    flops_actions(_empty_like(c.meta), rate, red, os.fspath(trace) if isinstance(
+        trace, (str, os.PathLike)) else None, copies)        # the rates' errors, before any work
+    return Feeder(c, work, rate, red, copies)
+
+
+def _empty_like(meta: dict):
+    from ..model import TraceColumns, empty_actions
+    return TraceColumns(empty_actions(0), [0], meta=dict(meta))
 
 
 def _rank_traces(trace, work: Path, rate: float | None, red: float | None,

@@ -77,12 +77,19 @@ def in_flops(data, rate: float | None, red: float | None, source: str | None, co
     mostly busy-polling while it waited: the simulation models that waiting, so it is never
     replayed as work.  Reductions do ``bytes / red`` seconds of work at the recording
     machine's speed when a reduction rate is known, none otherwise."""
+    out, counts = flops_actions(data, rate, red, source, copies)
+    return out, work_notes(counts, data.meta.get("volume_unit", "flops"), rate, red, copies)
+
+
+def flops_actions(data, rate: float | None, red: float | None, source: str | None, copies=None):
+    """:func:`in_flops`'s trace, and the counts its notes are made of (:func:`work_notes`):
+    a part of a trace gives the counts of that part, which add up."""
     unit = data.meta.get("volume_unit", "flops")
     if unit == "flops":
         if rate is not None or red is not None or copies is not None:
             raise MinitraceError("the trace's compute volumes are in flops already: no compute, "
                                  "reduction or copy rate applies", source)
-        return data, []
+        return data, {}
     if rate is None:
         how = ("the flop/s of the machine that recorded it" if unit == "seconds"
                else f"flops per {unit.removesuffix('s')}")
@@ -98,41 +105,53 @@ def in_flops(data, rate: float | None, red: float | None, source: str | None, co
     actions["volume"][compute] *= rate
     in_call = ~compute & (kind != K.code("sleep"))
     reductions = K.mask(K.REDUCTIONS)[kind]
-    measured = float(actions["volume"][reductions].sum())
+    counts = {"reductions": int(reductions.sum()),
+              "measured": float(actions["volume"][reductions].sum())}
     actions["volume"][in_call] = 0.0
-    n = int(reductions.sum())
-    if not n:
-        notes = []
-    elif red is None:
-        notes = [f"{n} reduction calls do no work: no reduction rate given (the {measured:.3g} "
-                 f"{unit} measured inside them is waiting, which the simulation models)"]
-    else:
+    if counts["reductions"] and red is not None:
         actions["volume"][reductions] = actions["bytes_sent"][reductions] / red * rate
-        notes = [f"{n} reduction calls do bytes / {red:.4g} B/s of work at {rate:.4g} flop/s (not "
-                 f"the {measured:.3g} {unit} measured inside them, which is mostly waiting)"]
     if copies is not None:
-        notes += own_block_copies(data, actions, copies, rate)
-    return replace(data, actions=actions, meta={**data.meta, "volume_unit": "flops"}), notes
+        counts.update(own_block_copies(data, actions, copies, rate))
+    return replace(data, actions=actions, meta={**data.meta, "volume_unit": "flops"}), counts
 
 
-def own_block_copies(data, actions, copies, rate: float) -> list[str]:
+def work_notes(counts: dict, unit: str, rate, red, copies) -> list[str]:
+    """What :func:`flops_actions` modelled, from its (summed) counts."""
+    n, measured = counts.get("reductions", 0), counts.get("measured", 0.0)
+    notes = []
+    if n and red is None:
+        notes.append(f"{n} reduction calls do no work: no reduction rate given (the "
+                     f"{measured:.3g} {unit} measured inside them is waiting, which the "
+                     f"simulation models)")
+    elif n:
+        notes.append(f"{n} reduction calls do bytes / {red:.4g} B/s of work at {rate:.4g} "
+                     f"flop/s (not the {measured:.3g} {unit} measured inside them, which is "
+                     f"mostly waiting)")
+    if copies is not None and counts.get("copy_bytes"):
+        hot, cold, cold_from = copies
+        note = (f"{counts['copies']} collective calls copy the rank's own block "
+                f"({counts['copy_bytes']} B) at {hot:.4g} B/s in cache, {cold:.4g} B/s above "
+                f"{cold_from} B")
+        if counts["copies_missed"]:
+            note += f"; {counts['copies_missed']} not modelled (no compute action after them)"
+        notes.append(note)
+    return notes
+
+
+def own_block_copies(data, actions, copies, rate: float) -> dict:
     """Add each collective's copy of the rank's own block (:mod:`minitrace.replay.work`) as work
     to the compute action after it (every MPI action of a recorded trace has one); returns
-    the note saying so."""
+    the counts of what was copied (:func:`work_notes`)."""
     hot, cold, cold_from = copies
     nbytes = own_block_bytes(data)
     rows = np.flatnonzero(nbytes)
     if not len(rows):
-        return []
+        return {}
     seconds = nbytes[rows] / np.where(nbytes[rows] > cold_from, cold, hot)
     after = rows + 1
     last = data.rank_offsets[data.rank_of(rows) + 1]
     ok = (after < last) & (actions["kind"][np.minimum(after, len(actions) - 1)]
                            == K.code("compute"))
     np.add.at(actions["volume"], after[ok], seconds[ok] * rate)
-    note = (f"{int(ok.sum())} collective calls copy the rank's own block ({int(nbytes.sum())} "
-            f"B) at {hot:.4g} B/s in cache, {cold:.4g} B/s above {cold_from} B")
-    if not ok.all():
-        note += f"; {int((~ok).sum())} not modelled (no compute action after them)"
-    return [note]
-
+    return {"copies": int(ok.sum()), "copy_bytes": int(nbytes.sum()),
+            "copies_missed": int((~ok).sum())}
