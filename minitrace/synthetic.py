@@ -67,3 +67,44 @@ def ring_trace(P: int, total: int) -> TraceColumns:
     assign_vec_offsets(actions)
     vec = np.tile(np.stack([np.arange(steps) * 2, np.arange(steps) * 2 + 1], 1).ravel(), P)
     return TraceColumns(actions, np.arange(P + 1) * per, vec.astype(np.int64))
+
+
+def stencil_trace(nranks: int, iterations: int, timed: bool = True, seed: int = 0) -> TraceColumns:
+    """A 2-D periodic halo exchange: per rank init, ``iterations`` x (4 irecv, 4 isend to the
+    grid neighbours, waitall of the 8, jittered compute, 8-byte allreduce), finalize."""
+    rng = np.random.default_rng(seed)
+    px = max(d for d in range(1, int(np.sqrt(nranks)) + 1) if nranks % d == 0)
+    body = ["irecv"] * 4 + ["isend"] * 4 + ["waitall", "compute", "allreduce"]
+    per = 2 + iterations * len(body)
+    kind = np.concatenate([[K.CODE["init"]], np.tile([K.CODE[k] for k in body], iterations),
+                           [K.CODE["finalize"]]]).astype(np.uint8)
+    a = empty_actions(per * nranks)
+    offsets = np.arange(nranks + 1, dtype=np.int64) * per
+    it = np.arange(iterations)
+    waitall_vec = (it[:, None] * 8 + np.arange(8)).ravel()
+    for r in range(nranks):
+        s = a[offsets[r]:offsets[r + 1]]
+        x, y = r % px, r // px
+        py = nranks // px
+        nb = [y * px + (x - 1) % px, y * px + (x + 1) % px, ((y - 1) % py) * px + x,
+              ((y + 1) % py) * px + x]
+        s["kind"] = kind
+        loop = s[1:-1].reshape(iterations, len(body))
+        loop["peer"][:, :8] = nb + nb
+        loop["tag"][:, :8] = [0, 1, 2, 3, 1, 0, 3, 2]
+        loop["bytes_recv"][:, :4] = 8 * 1024
+        loop["bytes_sent"][:, 4:8] = 8 * 1024
+        loop["request"][:, :8] = it[:, None] * 8 + np.arange(8)
+        loop["vec_len"][:, 8] = 8
+        loop["bytes_sent"][:, 10] = loop["bytes_recv"][:, 10] = 8
+        loop["volume"][:, 9] = np.rint(rng.normal(1e-3, 3e-5, iterations) * 1e9) / 1e9
+        if timed:
+            dur = rng.exponential(2e-6, per)
+            dur[1:-1].reshape(iterations, len(body))[:, 9] = loop["volume"][:, 9]
+            gap = rng.exponential(1e-7, per)
+            start = np.cumsum(dur + gap) - dur
+            s["t_start"] = np.rint(start * 1e9) / 1e9
+            s["t_end"] = np.rint((start + dur) * 1e9) / 1e9
+    assign_vec_offsets(a)
+    vectors = np.tile(waitall_vec, nranks).astype(np.int64)
+    return TraceColumns(a, offsets, vectors, meta={"volume_unit": "seconds"})

@@ -95,20 +95,27 @@ def test_model_volumes_within_precision_and_totals_exact(tmp_path):
         a, b = u.data(), c.data()
         for f in ("kind", "peer", "bytes_sent", "request", "vec_len"):
             _same(a.actions[f], b.actions[f], f)
-        v, w = a.actions["volume"], b.actions["volume"]
-        nz = v != 0
-        assert (w[~nz] == 0).all()
-        assert (np.abs(w[nz] / v[nz] - 1) <= 0.01 + 1e-12).all()
         s, t = u.summary(), c.summary()
         np.testing.assert_array_equal(s["volume"], t["volume"])       # totals: exact
         np.testing.assert_array_equal(s["t_first"], t["t_first"])
         np.testing.assert_array_equal(s["t_last"], t["t_last"])
-        # modelled times: each rank's span is the recorded one, in order, none overlapping
+        groups = c._reader.grammar.rank_grammar
         for r in c.ranks:
-            x = c.actions(r)
-            assert x["t_start"].iloc[0] == s["t_first"][r]
-            assert x["t_end"].iloc[-1] == pytest.approx(s["t_last"][r], rel=1e-12)
-            assert (np.diff(x["t_start"]) >= 0).all()
+            x, y = a.actions[a.rank_slice(r)], b.actions[b.rank_slice(r)]
+            assert y["volume"].sum() == pytest.approx(x["volume"].sum(), rel=1e-9)
+            # every modelled value is within the precision of a recorded value of its call in
+            # its rank group (the histogram's bins), up to the scale that makes totals exact
+            same_group = np.isin(a.rank_of(), np.nonzero(groups == groups[r])[0])
+            recorded = np.sort(a.actions["volume"][same_group & (a.actions["kind"] == 2)])
+            got = y["volume"][y["kind"] == 2]
+            at = np.clip(np.searchsorted(recorded, got), 1, len(recorded) - 1)
+            near = np.minimum(np.abs(recorded[at] / got - 1), np.abs(recorded[at - 1] / got - 1))
+            assert near.max() <= 0.012
+            assert (y["volume"][y["kind"] != 2] == x["volume"][x["kind"] != 2]).all()
+            # modelled times: each rank's span is the recorded one, in order
+            assert y["t_start"][0] == s["t_first"][r]
+            assert y["t_end"][-1] == pytest.approx(s["t_last"][r], rel=1e-12)
+            assert (np.diff(y["t_start"]) >= 0).all()
 
 
 def test_compress_command_and_loops(tmp_path, capsys):

@@ -36,6 +36,7 @@ class _Position:
     volumes: int             # volume-side entries before it (global index)
     ns: int = 0              # ns-gap: end of the previous action's time base (see _times)
     model: float = 0.0       # model: unscaled start of the next action
+    seen: np.ndarray | None = None   # model: occurrences of each signature before it
 
 
 class Expander:
@@ -61,6 +62,7 @@ class Expander:
         self.sig_news = (t["req_mode"] == SG.REQ_NEW).astype(np.int64) + \
             np.where(vec >= 0, news_in_vec[np.maximum(vec, 0)] if len(news_in_vec) else 0, 0)
         self._means = None
+        self._model = None
 
     @property
     def nranks(self) -> int:
@@ -98,6 +100,8 @@ class Expander:
         elif enc == "model" and row:
             gap, dur = self._model_means(rank)
             pos.model = float(gap[before[1:]].sum() + dur[before].sum())
+        if c.mode == "model":
+            pos.seen = np.bincount(before, minlength=len(c.table))
         return pos
 
     def chunk(self, rank: int, pos: _Position, hi: int) -> tuple[np.ndarray, np.ndarray]:
@@ -149,7 +153,7 @@ class Expander:
             stored = side["volume"][v0:v0 + nvol]
             vols[mine] = V.dequantize(stored, c.attrs.get("volume_divisor"))
         else:
-            vols[mine] = V.from_codes(side["volume_code"][v0:v0 + nvol], c.attrs["precision"])
+            vols[mine] = self._model_volumes(rank, pos, ids)[mine]
         out["volume"] = vols
         enc = c.attrs.get("time_encoding")
         a = int(self.offsets[rank]) + pos.row
@@ -175,6 +179,31 @@ class Expander:
             out["t_start"], out["t_end"] = self._model_times(rank, pos, ids)
         return nvol
 
+    def _model_volumes(self, rank: int, pos: _Position, ids: np.ndarray) -> np.ndarray:
+        """Model-mode volumes of rows ``ids`` from ``pos``: histogram quantiles in order of
+        occurrence, scaled to the rank's exact total (volumes.py)."""
+        c = self.c
+        if self._model is None:
+            self._model = V.VolumeModel(c.side["histogram"], float(c.attrs["precision"]))
+        g = int(c.grammar.rank_grammar[rank])
+        counts = c.grammar.terminal_counts(g)
+        sigs = np.nonzero(c.has_volume & (counts > 0))[0]
+        modelled = sum(self._model.total(int(s), g, int(counts[s])) for s in sigs)
+        total = float(c.side["volume_totals"][rank])
+        scale = total / modelled if modelled else 1.0
+        order = np.argsort(ids, kind="stable")
+        sorted_ids = ids[order]
+        first = np.searchsorted(sorted_ids, sorted_ids, side="left")
+        occ = np.empty(len(ids), np.int64)
+        occ[order] = np.arange(len(ids)) - first
+        occ += pos.seen[ids]
+        out = np.zeros(len(ids))
+        for s in np.unique(ids[c.has_volume[ids]]).tolist():
+            m = ids == s
+            out[m] = self._model.values(s, g, occ[m], int(counts[s])) * scale
+        pos.seen += np.bincount(ids, minlength=len(c.table))
+        return out
+
     def _model_means(self, rank: int) -> tuple[np.ndarray, np.ndarray]:
         """(mean gap, mean duration) of each signature in ``rank``'s group."""
         c = self.c
@@ -184,7 +213,7 @@ class Expander:
             self._means = {}
             for what in ("gap", "duration"):
                 m = np.zeros((len(c.table), G))
-                sel = st[st["what"].astype(str) == what]
+                sel = st[st["what"] == V.QUANTITIES.index(what)]
                 m[sel["signature"].to_numpy(np.int64), sel["group"].to_numpy(np.int64)] = \
                     sel["mean"].to_numpy(np.float64)
                 self._means[what] = m

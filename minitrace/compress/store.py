@@ -105,8 +105,7 @@ def compress(data: TraceColumns, volumes: str = "exact", precision: float = 0.01
 def _model(data, volume, vrow, ids, group, ts, te, timed: bool, precision: float) -> dict:
     """Model mode's arrays: volume bins, exact per-rank totals, the statistics of volumes,
     durations and gaps per signature and rank group."""
-    side = {"volume_code": V.log_codes(volume[vrow], precision),
-            "volume_totals": np.array([volume[data.rank_slice(r)].sum()
+    side = {"volume_totals": np.array([volume[data.rank_slice(r)].sum()
                                        for r in range(data.nranks)], np.float64)}
     frames = [V.group_stats(volume[vrow], ids[vrow], group[vrow], precision, "volume")]
     if timed:
@@ -190,11 +189,7 @@ def write(path: str, c: Compressed, meta: dict | None = None) -> None:
                 sub = side.create_group(name)
                 for col in arr.columns:
                     v = arr[col].to_numpy()
-                    if v.dtype.kind == "O":
-                        sub.create_dataset(col, data=v.astype(str).astype(object),
-                                           dtype=h5py.string_dtype())
-                    else:
-                        S._dataset(sub, col, v)
+                    S._dataset(sub, col, small(v) if v.dtype.kind == "i" else v)
             else:
                 S._dataset(side, name, small(arr) if arr.dtype.kind == "i" else arr)
         S.write_comms_strings(g, c.comms, c.strings)
@@ -285,7 +280,7 @@ def read(g: h5py.Group, path: str) -> Compressed:
     side, n_vol = {}, None
     for name, ds in side_g.items():
         if isinstance(ds, h5py.Group):
-            side[name] = pd.DataFrame({col: (arr(ds, col, path, kinds="iufO")) for col in ds})
+            side[name] = pd.DataFrame({col: arr(ds, col, path, kinds="iuf") for col in ds})
         else:
             side[name] = arr(side_g, name, path, kinds="iuf")
     vol_off = side.get("volume_offsets")
@@ -309,9 +304,8 @@ def _check_side(c: Compressed, path: str) -> None:
     want = np.array([per_rank[int(g)] for g in c.grammar.rank_grammar], np.int64)
     if not np.array_equal(np.diff(vol_off), want):
         raise _corrupt("volume index does not match the grammar", path)
-    name = "volume" if c.mode == "exact" else "volume_code"
-    if name not in c.side or len(c.side[name]) != vol_off[-1]:
-        raise _corrupt(f"{c.mode}/{name} missing or of the wrong length", path)
+    if c.mode == "exact" and ("volume" not in c.side or len(c.side["volume"]) != vol_off[-1]):
+        raise _corrupt("exact/volume missing or of the wrong length", path)
     enc = c.attrs.get("time_encoding")
     need = {"untimed": (), "ns-gap": ("t_gap", "t_duration"),
             "float-seconds": ("t_start", "t_end"), "model": ("t_first", "t_last")}

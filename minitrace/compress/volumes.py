@@ -8,12 +8,15 @@ since the previous action's end (small and regular in a loop) and its duration l
 volume when the volume is in seconds (a compute lasts its volume: 0 left to store).  Traces
 not timed everywhere keep float seconds.
 
-``model``: per action only the volume's bin on a logarithmic scale whose bins are
-``1 + 2 * precision`` wide (each value within ``precision`` of the original), and per signature
-and rank group (ranks sharing a grammar) the count, mean, standard deviation, min, max and a
-histogram of volumes, durations and gaps; each rank's volume total and first/last times are
-exact.  Expanded times are modelled: each action lasts its group's mean duration after its
-mean gap, stretched to the rank's exact span.
+``model``: nothing per action.  Per signature and rank group (ranks sharing a grammar): the
+count, mean, standard deviation, min, max and a histogram of the volumes, durations and gaps,
+on a logarithmic scale whose bins are ``1 + 2 * precision`` wide (a bin's value is within
+``precision`` of every value in it); each rank's volume total and first/last times exact.
+Expanded volumes are the histogram's quantiles, the k-th of n actions of a signature on a rank
+taking the (k + 1/2)/n quantile, scaled so that each rank's total is its recorded one; expanded
+times are modelled: each action lasts its group's mean duration after its mean gap, stretched
+to the rank's exact span.  The file's size then depends on the number of distinct signatures,
+not on the number of actions.
 """
 from __future__ import annotations
 
@@ -124,6 +127,10 @@ def from_codes(codes: np.ndarray, precision: float) -> np.ndarray:
     return np.where(codes == 0, 0.0, np.sign(codes) * mag)
 
 
+#: What a row of the model's statistics describes (its ``what`` column holds the index).
+QUANTITIES = ("volume", "duration", "gap")
+
+
 def group_stats(values: np.ndarray, sig: np.ndarray, group: np.ndarray, precision: float,
                 what: str) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Per (signature, rank group): count, mean, std, min, max of ``values``; and the sparse
@@ -132,9 +139,40 @@ def group_stats(values: np.ndarray, sig: np.ndarray, group: np.ndarray, precisio
     g = df.groupby(["signature", "group"], sort=True)["v"]
     stats = g.agg(["count", "mean", "std", "min", "max"]).reset_index()
     stats["std"] = stats["std"].fillna(0.0)
-    stats.insert(0, "what", what)
+    stats.insert(0, "what", np.int8(QUANTITIES.index(what)))
     df["bin"] = log_codes(values, precision)
     hist = df.groupby(["signature", "group", "bin"], sort=True).size().rename("count") \
         .reset_index()
-    hist.insert(0, "what", what)
+    hist.insert(0, "what", np.int8(QUANTITIES.index(what)))
     return stats, hist
+
+
+class VolumeModel:
+    """Model-mode volumes: per (signature, group) the histogram's bin values, sorted, and their
+    cumulative shares, from which each action's value is a quantile (module docstring)."""
+
+    def __init__(self, histogram: pd.DataFrame, precision: float):
+        h = histogram[histogram["what"] == QUANTITIES.index("volume")]
+        self.bins: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]] = {}
+        for (sig, group), part in h.groupby(["signature", "group"], sort=False):
+            values = from_codes(part["bin"].to_numpy(np.int64), precision)
+            order = np.argsort(values, kind="stable")
+            counts = part["count"].to_numpy(np.float64)[order]
+            self.bins[int(sig), int(group)] = (values[order], np.cumsum(counts) / counts.sum())
+        self._totals: dict[tuple[int, int, int], float] = {}
+
+    def values(self, sig: int, group: int, occurrence: np.ndarray, n: int) -> np.ndarray:
+        """Volumes of occurrences ``occurrence`` (0-based) of ``n`` of a signature on a rank."""
+        got = self.bins.get((sig, group))
+        if got is None:
+            return np.zeros(len(occurrence))
+        values, cum = got
+        at = np.searchsorted(cum, (occurrence + 0.5) / max(n, 1), side="left")
+        return values[np.minimum(at, len(values) - 1)]
+
+    def total(self, sig: int, group: int, n: int) -> float:
+        """Sum of the ``n`` modelled volumes of a signature on a rank (before scaling)."""
+        key = (sig, group, n)
+        if key not in self._totals:
+            self._totals[key] = float(self.values(sig, group, np.arange(n), n).sum())
+        return self._totals[key]
