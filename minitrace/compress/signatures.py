@@ -60,22 +60,41 @@ def _relative(peer: np.ndarray, rank: np.ndarray, nranks: int, allowed: np.ndarr
     return rel.astype(np.uint8), stored
 
 
-def _request_tokens(values: np.ndarray):
-    """Tokens of one rank's stream of request-id names: (mode, stored value, the new ids in
-    order)."""
+def _first_uses(values: np.ndarray, rank: np.ndarray) -> np.ndarray:
+    """Which names are the first of their (rank, value): a hash table of the pairs, checked
+    exactly (a collision falls back to sorting the pairs)."""
     n = len(values)
-    if not n:
-        return np.zeros(0, np.uint8), np.zeros(0, np.int64), np.zeros(0, np.int64)
-    _, first = np.unique(values, return_index=True)
+    u = np.uint64
+    with np.errstate(over="ignore"):
+        h = (values.view(u) * u(0x9E3779B97F4A7C15)) ^ (rank.astype(np.int64).view(u) *
+                                                         u(0xC2B2AE3D27D4EB4F))
+    codes, uniq = pd.factorize(h)
+    first = _first_of(codes, len(uniq))
+    if not (np.array_equal(values[first][codes], values) and
+            np.array_equal(rank[first][codes], rank)):
+        order = np.lexsort((np.arange(n), values, rank))
+        sv, sr = values[order], rank[order]
+        head = np.ones(n, bool)
+        head[1:] = (sv[1:] != sv[:-1]) | (sr[1:] != sr[:-1])
+        first = order[head]
     new = np.zeros(n, bool)
     new[first] = True
+    return new
+
+
+def _request_tokens(values: np.ndarray, rank: np.ndarray):
+    """Tokens of the ranks' streams of request-id names (rank-major): (mode, stored value,
+    new ids in order).  A rank's first name is always new, so the latest new id never comes
+    from another rank."""
+    n = len(values)
+    if not n:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64)
+    new = _first_uses(values, rank)
     pos = np.where(new, np.arange(n), -1)
     np.maximum.accumulate(pos, out=pos)
-    latest = values[pos]
     with np.errstate(over="ignore"):
-        dist = latest - values          # wraps like the decoder's inverse
-    mode = np.where(new, REQ_NEW, REQ_REF).astype(np.uint8)
-    return mode, np.where(new, 0, dist), values[new]
+        dist = values[pos] - values          # wraps like the decoder's inverse
+    return np.where(new, REQ_NEW, REQ_REF), np.where(new, 0, dist), values[new]
 
 
 def encode(data: TraceColumns) -> Signatures:
@@ -98,18 +117,11 @@ def encode(data: TraceColumns) -> Signatures:
     vals = np.concatenate([req[token_rows], vval]).astype(np.int64)
     where = np.concatenate([np.zeros(len(token_rows), np.int64),
                             np.arange(1, len(vrow) + 1, dtype=np.int64)])
-    order = np.lexsort((where, rows))
+    order = np.argsort(rows * 2 + (where > 0), kind="stable")   # a row's column, then vector
     rows, vals, where = rows[order], vals[order], where[order]
-    mode = np.zeros(len(vals), np.int64)
-    stored = np.zeros(len(vals), np.int64)
-    news, new_off = [], [0]
-    bounds = np.searchsorted(rows, data.rank_offsets)
-    for r in range(P):
-        lo, hi = bounds[r], bounds[r + 1]
-        m, s, new_vals = _request_tokens(vals[lo:hi])
-        mode[lo:hi], stored[lo:hi] = m, s
-        news.append(new_vals)
-        new_off.append(new_off[-1] + len(new_vals))
+    mode, stored, new_values = _request_tokens(vals, rank[rows])
+    new_counts = np.bincount(rank[rows][mode == REQ_NEW], minlength=P)
+    new_off = np.concatenate([[0], np.cumsum(new_counts)]).astype(np.int64)
     col = where == 0
     cols["req_mode"] = np.zeros(n, np.uint8)
     cols["req_mode"][rows[col]] = mode[col]
@@ -140,9 +152,7 @@ def encode(data: TraceColumns) -> Signatures:
     cols["vec"] = np.full(n, -1, np.int32)
     cols["vec"][vrows] = content_ids
     table, ids = _factorize(cols, n)
-    return Signatures(table, ids, vec_off, vec_values,
-                      np.concatenate(news) if news else np.zeros(0, np.int64),
-                      np.asarray(new_off, np.int64))
+    return Signatures(table, ids, vec_off, vec_values, new_values, new_off)
 
 
 def _hash_words(words: list[np.ndarray], n: int) -> np.ndarray:

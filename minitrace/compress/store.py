@@ -85,7 +85,7 @@ def compress(data: TraceColumns, volumes: str = "exact", precision: float = 0.01
             attrs["duration_less_volume"] = True
     enc, t0, cols = V.encode_times(ts, te, data.rank_offsets, vol_ns)
     if enc == "ns-gap":            # the times as a reader of either form decodes them
-        ts, te = _decoded_times(cols, t0, data.rank_offsets, vol_ns)
+        ts, te = V.decode_all_times(cols, t0, data.rank_offsets, vol_ns)
     if enc != "untimed":
         side["t_first"], side["t_last"] = V.rank_spans(ts, te, data.rank_offsets)
     if volumes == "exact":
@@ -120,17 +120,6 @@ def _model(data, volume, vrow, ids, group, ts, te, timed: bool, precision: float
     side["stats"] = pd.concat([f[0] for f in frames], ignore_index=True)
     side["histogram"] = pd.concat([f[1] for f in frames], ignore_index=True)
     return side
-
-
-def _decoded_times(cols: dict, t0: float, offsets: np.ndarray, vol_ns):
-    """Every rank's times as the reader decodes them (V.decode_times per rank)."""
-    ts = np.empty(int(offsets[-1]))
-    te = np.empty(int(offsets[-1]))
-    for r in range(len(offsets) - 1):
-        s = slice(int(offsets[r]), int(offsets[r + 1]))
-        ts[s], te[s] = V.decode_times("ns-gap", t0, {k: v[s] for k, v in cols.items()},
-                                      None if vol_ns is None else vol_ns[s])
-    return ts, te
 
 
 # -- writing -----------------------------------------------------------------------------------
@@ -191,7 +180,8 @@ def write(path: str, c: Compressed, meta: dict | None = None) -> None:
                     v = arr[col].to_numpy()
                     S._dataset(sub, col, small(v) if v.dtype.kind == "i" else v)
             else:
-                S._dataset(side, name, small(arr) if arr.dtype.kind == "i" else arr)
+                S._dataset(side, name, small(arr) if arr.dtype.kind == "i" else arr,
+                           noisy=len(arr) > c.nranks + 1)
         S.write_comms_strings(g, c.comms, c.strings)
 
 

@@ -78,33 +78,36 @@ def encode_times(ts: np.ndarray, te: np.ndarray, offsets: np.ndarray, vol_ns: np
     return "ns-gap", t0, {"t_gap": gap, "t_duration": dur}
 
 
-def decode_times(encoding: str, t0: float, cols: dict, vol_ns: np.ndarray | None):
-    """(t_start, t_end) of one rank's rows from its first: the inverse of :func:`encode_times`,
-    computed as the uncompressed reader does (start = ns / 1e9 + t0, end = start + dur / 1e9)."""
-    if encoding == "float-seconds":
-        return cols["t_start"], cols["t_end"]
-    gap, dur = cols["t_gap"], cols["t_duration"]
-    if vol_ns is not None:
-        dur = dur + vol_ns
-    steps = gap.copy()
-    steps[1:] += dur[:-1]
-    start = np.cumsum(steps, dtype=np.int64)
-    t_start = start / NS + t0
-    return t_start, t_start + dur / NS
-
-
 def rank_spans(ts: np.ndarray, te: np.ndarray, offsets: np.ndarray):
     """(first start, last end) of each rank, NaN where it has no time: what the summary of
     the expanded trace says, stored so that a summary needs no expansion."""
     P = len(offsets) - 1
     first, last = np.full(P, np.nan), np.full(P, np.nan)
-    for r in range(P):
-        s, e = ts[offsets[r]:offsets[r + 1]], te[offsets[r]:offsets[r + 1]]
-        if np.isfinite(s).any():
-            first[r] = np.nanmin(s)
-        if np.isfinite(e).any():
-            last[r] = np.nanmax(e)
+    has = offsets[:-1] < offsets[1:]
+    starts = offsets[:-1][has]
+    with np.errstate(invalid="ignore"):
+        if len(starts):
+            first[has] = np.fmin.reduceat(ts, starts)
+            last[has] = np.fmax.reduceat(te, starts)
     return first, last
+
+
+def decode_all_times(cols: dict, t0: float, offsets: np.ndarray, vol_ns) -> tuple:
+    """Every rank's (t_start, t_end) from ``ns-gap`` columns, as a reader of either form
+    decodes them (start = ns / 1e9 + t0, end = start + duration / 1e9; one cumulative sum,
+    restarted at each rank)."""
+    gap, dur = cols["t_gap"].astype(np.int64), cols["t_duration"].astype(np.int64)
+    if vol_ns is not None:
+        dur = dur + vol_ns
+    steps = gap.copy()
+    steps[1:] += dur[:-1]
+    firsts = offsets[:-1][offsets[:-1] < offsets[1:]]
+    steps[firsts] = gap[firsts]
+    start = np.cumsum(steps, dtype=np.int64)
+    base = np.concatenate([[0], start])[offsets[:-1]]
+    start -= np.repeat(base, np.diff(offsets))
+    t_start = start / NS + t0
+    return t_start, t_start + dur / NS
 
 
 # -- model -------------------------------------------------------------------------------------

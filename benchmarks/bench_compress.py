@@ -1,0 +1,109 @@
+"""Issue 23 benchmark: compressed traces.  Sizes (whole file and structure alone, exact and model
+volumes, against the column form), compression speed, the lossless round trip, size against
+the number of ranks, summary() of a compressed trace against expanding it, and replay from the
+compressed form against replay from the column form (native replayer).
+
+Run: nice -n 10 python benchmarks/bench_compress.py [--actions 1000000] [--big 10000000]
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import tempfile
+import time
+
+import numpy as np
+
+import minitrace
+from minitrace import storage, synthetic
+from minitrace.compress.files import sizes, write_compressed
+
+
+def same(a, b) -> bool:
+    """Two TraceColumns equal bit for bit."""
+    ok = all(np.array_equal(np.ascontiguousarray(a.actions[f]).view(np.uint8),
+                            np.ascontiguousarray(b.actions[f]).view(np.uint8))
+             for f in a.actions.dtype.names)
+    return ok and np.array_equal(a.vectors, b.vectors)
+
+
+def one(name: str, data, d: str) -> dict:
+    n = len(data.actions)
+    plain = os.path.join(d, f"{name}.h5")
+    storage.write_trace(plain, data)
+    row = {"trace": name, "ranks": data.nranks, "actions": n,
+           "plain B/action": os.path.getsize(plain) / n}
+    for mode in ("exact", "model"):
+        out = os.path.join(d, f"{name}.{mode}.h5")
+        t = time.perf_counter()
+        took = write_compressed(out, data, mode)
+        total = time.perf_counter() - t
+        s = sizes(out)
+        row[f"{mode} B/action"] = s["file_bytes"] / n
+        row[f"{mode} compress M/s"] = n / took / 1e6
+        row[f"{mode} with write M/s"] = n / total / 1e6
+        if mode == "exact":
+            row["structure B/action"] = s["structure_bytes"] / n
+            with minitrace.open(plain) as u, minitrace.open(out) as c:
+                row["lossless"] = same(u.data(), c.data())
+        row[f"{mode} file bytes"] = s["file_bytes"]
+    return row
+
+
+def summary_speed(n: int, d: str) -> dict:
+    data = synthetic.loop_trace(16, n, True)
+    out = os.path.join(d, "big.h5")
+    write_compressed(out, data)
+    del data
+    with minitrace.open(out) as c:
+        t = time.perf_counter()
+        c.summary()
+        t_sum = time.perf_counter() - t
+        t = time.perf_counter()
+        c.data()
+        t_exp = time.perf_counter() - t
+    return {"actions": n, "summary s": t_sum, "expand s": t_exp, "ratio": t_exp / t_sum}
+
+
+def replay_speed(d: str) -> dict | None:
+    from minitrace.replay import replay
+    from minitrace.replay.replayer_build import binary
+    if binary() is None:
+        return None
+    data = synthetic.stencil_trace(64, 500)
+    plain, packed = os.path.join(d, "st.h5"), os.path.join(d, "st.z.h5")
+    storage.write_trace(plain, data)
+    write_compressed(packed, data)
+    out = {"actions": len(data.actions)}
+    for name, path in (("plain", plain), ("compressed", packed)):
+        t = time.perf_counter()
+        r = replay(path, engine="native", compute_rate="1Gf")
+        out[f"{name} s"] = time.perf_counter() - t
+        out[f"{name} simulated"] = r.simulated_time
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--actions", type=int, default=1_000_000)
+    ap.add_argument("--big", type=int, default=10_000_000)
+    args = ap.parse_args()
+    import pandas as pd
+    print(f"load average {os.getloadavg()[0]:.1f} (2-core VM)")
+    with tempfile.TemporaryDirectory(dir=os.environ.get("TMPDIR")) as d:
+        rows = [one("loop16", synthetic.loop_trace(16, args.actions, True), d),
+                one("stencil1024", synthetic.stencil_trace(1024, args.actions // 1024 // 11), d)]
+        small = one("stencil16", synthetic.stencil_trace(16, args.actions // 1024 // 11), d)
+        rows.append(small)
+        with pd.option_context("display.width", 200, "display.max_columns", 30):
+            print(pd.DataFrame(rows).set_index("trace").T.to_string())
+        print(f"stencil 1024 vs 16 ranks, same iterations, model file: "
+              f"{rows[1]['model file bytes'] / small['model file bytes']:.2f}x "
+              f"({rows[1]['model file bytes']} vs {small['model file bytes']} bytes)")
+        print(f"summary vs expansion: {summary_speed(args.big, d)}")
+        print(f"replay: {replay_speed(d)}")
+    print(f"load average {os.getloadavg()[0]:.1f}")
+
+
+if __name__ == "__main__":
+    main()
