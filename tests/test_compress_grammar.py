@@ -173,3 +173,27 @@ def test_terminal_counts_without_expanding():
         counts = gram.terminal_counts(int(gram.rank_grammar[r]))
         np.testing.assert_array_equal(
             counts, np.bincount(sig.ids[d.rank_slice(r)], minlength=len(sig.table)))
+
+
+def test_programs_differing_only_in_loop_counts_have_one_shape(tmp_path):
+    from minitrace import storage
+    b = TraceBuilder(3)
+    for r in range(3):
+        b.add(r, "init")
+        for _ in range(100 + (r == 2) * 7):
+            b.add(r, "barrier")
+            b.add(r, "compute", volume=1.0)
+        b.add(r, "finalize")
+    d = b.build()
+    sig, gram = structure_round_trip(d)
+    assert len(gram.top_offsets) == 3                    # two programs
+    shapes = gram.shapes()
+    assert shapes[0] == shapes[1]
+    p = tmp_path / "t.h5"
+    storage.write_trace(p, d)
+    import minitrace
+    from minitrace.compress.loop_view import loop_lines
+    with minitrace.open(p) as t:
+        lines = loop_lines(t.loops())
+    assert lines[0] == "ranks 0-1 and 2 run the same loops, for different numbers of iterations"
+    assert any("main loop: 107 iterations of [barrier, compute]" in ln for ln in lines)

@@ -133,6 +133,22 @@ class Grammar:
                           m * int(self.rule_counts[j]))
         return mult[:n]
 
+    def shapes(self) -> np.ndarray:
+        """A number per rank program, equal for programs that differ only in loop counts
+        (ranks running the same loops for more or fewer iterations)."""
+        n = self.nterm
+        rule_shape: list[int] = []
+        ids: dict[tuple, int] = {}
+        for j in range(self.nrules):
+            key = tuple(s if s < n else n + rule_shape[s - n] for s in self.body(j).tolist())
+            rule_shape.append(ids.setdefault(key, len(ids)))
+        tops: dict[tuple, int] = {}
+        out = []
+        for g in range(len(self.top_offsets) - 1):
+            key = tuple(s if s < n else n + rule_shape[s - n] for s in self.top(g).tolist())
+            out.append(tops.setdefault(key, len(tops)))
+        return np.array(out, np.int64)
+
     # -- expansion --------------------------------------------------------------------------
     def _rule_array(self, rule: int) -> np.ndarray:
         """The whole expansion of a (short) rule, cached."""

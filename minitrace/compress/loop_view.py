@@ -131,7 +131,8 @@ def loop_summary(trace, min_share: float = MIN_SHARE) -> pd.DataFrame:
     """One row per top-level loop of each distinct rank program of an open trace: ``ranks``
     running it, ``loop``, ``iterations``, ``per_iteration``, ``first``/``last`` (actions within
     the rank), ``share_actions``, ``share_time`` (of the first such rank's span; NaN untimed),
-    ``main`` and ``body`` ("[6 isend, 6 irecv, waitall, compute, allreduce]")."""
+    ``main``, ``shape`` (equal for rank programs that differ only in loop counts) and ``body``
+    ("[6 isend, 6 irecv, waitall, compute, allreduce]")."""
     reader = trace._need_trace()
     if hasattr(reader, "grammar"):
         grammar, table = reader.grammar, reader.c.table
@@ -142,6 +143,7 @@ def loop_summary(trace, min_share: float = MIN_SHARE) -> pd.DataFrame:
         sig = encode(data)
         grammar, table = build(sig.ids, data.rank_offsets, len(sig.table)), sig.table
     rows = []
+    shapes = grammar.shapes()
     for g in range(len(grammar.top_offsets) - 1):
         ranks = np.nonzero(grammar.rank_grammar == g)[0].tolist()
         if not ranks:
@@ -160,9 +162,11 @@ def loop_summary(trace, min_share: float = MIN_SHARE) -> pd.DataFrame:
                          "per_iteration": int(loop.per_iteration), "first": lo, "last": hi - 1,
                          "share_actions": loop.rows / max(n, 1), "share_time": share_t,
                          "main": bool(loop.rows == t["rows"].max()),
+                         "shape": int(shapes[g]),
                          "body": describe(grammar, table, int(loop.rule))})
     return pd.DataFrame(rows, columns=["ranks", "loop", "iterations", "per_iteration", "first",
-                                       "last", "share_actions", "share_time", "main", "body"])
+                                       "last", "share_actions", "share_time", "main", "shape",
+                                       "body"])
 
 
 def _rank_times(trace, rank: int):
@@ -171,8 +175,14 @@ def _rank_times(trace, rank: int):
 
 
 def loop_lines(table: pd.DataFrame) -> list[str]:
-    """The loop summary as a user reads it: "main loop: 500 iterations of [...]"."""
+    """The loop summary as a user reads it: "main loop: 500 iterations of [...]"; rank
+    programs that differ only in loop counts are said to."""
     lines = []
+    programs = table.drop_duplicates("ranks")
+    for shape, same in programs.groupby("shape"):
+        if len(same) > 1:
+            lines.append(f"ranks {' and '.join(same['ranks'])} run the same loops, for "
+                         f"different numbers of iterations")
     for row in table.itertuples():
         what = "main loop" if row.main else f"loop {row.loop}"
         time = f", {row.share_time:.0%} of its time" if np.isfinite(row.share_time) else ""
