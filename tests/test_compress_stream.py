@@ -24,7 +24,8 @@ pytestmark = pytest.mark.timeout(300)
 
 def _traces():
     yield "ring", synthetic.ring_trace(4, 4 * 2002), 1e9
-    yield "loop", synthetic.loop_trace(3, 6000, True), 1e9
+    yield "stencil", synthetic.stencil_trace(8, 60), 1e9
+    yield "loop", synthetic.loop_trace(3, 6000, True), 1e9      # (no init: not replayable)
     for name in ("p2p.txt", "collectives.txt"):
         yield name, read_ti(fixtures.DATA / "ti" / name), None
 
@@ -54,7 +55,7 @@ def test_a_trace_the_export_lowers_is_not_streamed():
 
 
 @pytest.mark.skipif(binary() is None, reason="the native replayer is not built")
-@pytest.mark.parametrize("name,data,rate", list(_traces())[:3], ids=lambda x: x
+@pytest.mark.parametrize("name,data,rate", list(_traces())[:2] + list(_traces())[3:], ids=lambda x: x
                          if isinstance(x, str) else "")
 def test_replay_from_the_compressed_file_predicts_the_same_times(tmp_path, name, data, rate):
     plain, packed = tmp_path / "plain.h5", tmp_path / "packed.h5"
@@ -72,3 +73,13 @@ def test_replay_from_the_compressed_file_predicts_the_same_times(tmp_path, name,
     (tmp_path / "w2").mkdir()
     assert _feeder(str(plain), tmp_path / "w1", rate, None, None, binary(), False) is None
     assert _feeder(str(packed), tmp_path / "w2", rate, None, None, binary(), False) is not None
+
+
+@pytest.mark.skipif(binary() is None, reason="the native replayer is not built")
+def test_a_rank_without_init_is_refused_as_from_the_column_form(tmp_path):
+    from minitrace import MinitraceError
+    data = synthetic.loop_trace(2, 200, True)
+    packed = tmp_path / "packed.h5"
+    write_compressed(str(packed), data)
+    with pytest.raises(MinitraceError, match="rank 0 must start with '0 init', found '0 compute"):
+        minitrace.replay.replay(str(packed), engine="native", compute_rate=1e9)

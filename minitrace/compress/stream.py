@@ -126,9 +126,15 @@ class RankText:
 class Feeder:
     """Named pipes, one per rank, and the thread that fills each as the replayer reads it."""
 
-    def __init__(self, c, work: Path, rate=None, red=None, copies=None):
+    def __init__(self, c, work: Path, rate=None, red=None, copies=None,
+                 source: str | None = None):
         from ..converters.simgrid_ti import ExportReport
         self.exp = Expander(c)
+        for r in range(c.nranks):     # SimGrid's replay crashes on a trace without it
+            first = K.NAME.get(int(c.table["kind"][self.exp.rank_ids(r, 0, 1)[0]]), "?")
+            if first != "init":
+                raise MinitraceError(f"the trace of rank {r} must start with '{r} init', "
+                                     f"found '{r} {first}'", source)
         self.report = ExportReport()
         self.counts: Counter = Counter()
         self.rate, self.red, self.copies = rate, red, copies

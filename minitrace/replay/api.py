@@ -214,9 +214,9 @@ def _feeder(trace, work: Path, rate, red, copies, native, timeline: bool):
         return None
     c.meta = dict(meta)
     from .work import flops_actions
-    flops_actions(_empty_like(c.meta), rate, red, os.fspath(trace) if isinstance(
-        trace, (str, os.PathLike)) else None, copies)        # the rates' errors, before any work
-    return Feeder(c, work, rate, red, copies)
+    source = os.fspath(trace) if isinstance(trace, (str, os.PathLike)) else None
+    flops_actions(_empty_like(c.meta), rate, red, source, copies)   # the rates' errors first
+    return Feeder(c, work, rate, red, copies, source)
 
 
 def _empty_like(meta: dict):
