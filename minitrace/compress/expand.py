@@ -379,12 +379,7 @@ class CompressedReader(Expander):
         rows = []
         for r in range(self.nranks):
             n = counts[r]
-            v0, v1 = (int(x) for x in c.side["volume_offsets"][r:r + 2])
-            if c.mode == "exact":
-                vol = float(V.dequantize(c.side["volume"][v0:v1],
-                                         c.attrs.get("volume_divisor")).sum())
-            else:
-                vol = float(c.side["volume_totals"][r])
+            vol = float(c.side["volume_totals"][r])
             t_first, t_last = self._span(r)
             rows.append({"rank": r, "actions": int(self.offsets[r + 1] - self.offsets[r]),
                          "bytes_sent": int(n @ t["bytes_sent"]),

@@ -70,7 +70,9 @@ def compress(data: TraceColumns, volumes: str = "exact", precision: float = 0.01
     vrow = has_volume[sig.ids]
     vol_offsets = np.searchsorted(np.nonzero(vrow)[0], data.rank_offsets).astype(np.int64)
     unit = data.meta.get("volume_unit", "seconds")
-    side = {"volume_offsets": vol_offsets}
+    side = {"volume_offsets": vol_offsets,     # and each rank's total as its summary sums it
+            "volume_totals": np.array([volume[data.rank_slice(r)].sum()
+                                       for r in range(data.nranks)], np.float64)}
     attrs = {"volumes": volumes, "precision": float(precision)}
     ts, te = np.ascontiguousarray(a["t_start"]), np.ascontiguousarray(a["t_end"])
     vol_ns = None
@@ -103,10 +105,9 @@ def compress(data: TraceColumns, volumes: str = "exact", precision: float = 0.01
 
 
 def _model(data, volume, vrow, ids, group, ts, te, timed: bool, precision: float) -> dict:
-    """Model mode's arrays: volume bins, exact per-rank totals, the statistics of volumes,
-    durations and gaps per signature and rank group."""
-    side = {"volume_totals": np.array([volume[data.rank_slice(r)].sum()
-                                       for r in range(data.nranks)], np.float64)}
+    """Model mode's arrays: the statistics and histograms of volumes, durations and gaps per
+    signature and rank group."""
+    side = {}
     frames = [V.group_stats(volume[vrow], ids[vrow], group[vrow], precision, "volume")]
     if timed:
         ok = np.isfinite(ts) & np.isfinite(te)
@@ -323,6 +324,12 @@ def _check_side(c: Compressed, path: str) -> None:
                         st["group"].min() < 0 or
                         st["group"].max() >= len(c.grammar.top_offsets) - 1):
             raise _corrupt("model/stats names a signature or group outside the tables", path)
-        if len(c.side["volume_totals"]) != c.nranks:
-            raise _corrupt("model/volume_totals of the wrong length", path)
+        h = c.side["histogram"]
+        if not {"what", "signature", "group", "bin", "count"} <= set(h.columns) or \
+                (len(h) and (h["count"].min() < 1 or h["signature"].min() < 0 or
+                             h["signature"].max() >= len(c.table) or h["group"].min() < 0 or
+                             h["group"].max() >= len(c.grammar.top_offsets) - 1)):
+            raise _corrupt("model/histogram inconsistent", path)
+    if len(c.side.get("volume_totals", ())) != c.nranks:
+        raise _corrupt(f"{c.mode}/volume_totals missing or of the wrong length", path)
 

@@ -17,18 +17,19 @@ int main(int argc, char **argv) {
     double load = 0;
     for (int it = 0; it < iters; it++) {
         int level = it / 5;                   /* refinement level: neighbours and sizes */
-        int nn = 1 + (level + rank) % (size > MAXN ? MAXN : size - 1 > 0 ? size - 1 : 1);
+        int nn = 1 + level % (size - 1 < 1 ? 1 : size - 1 > MAXN ? MAXN : size - 1);
         if (it % 5 == 0) {
             for (int p = 0; p < size; p++) counts[p] = (rank + p + level) % 7;
             MPI_Alltoall(counts, 1, MPI_INT, got, 1, MPI_INT, MPI_COMM_WORLD);
         }
         MPI_Request req[2 * MAXN];
         int k = 0;
-        /* symmetric: rank talks to rank +- d for d = 1..nn/2 (+ the opposite rank) */
+        /* rank sends to rank + d and receives from rank - d, d = 1..nn; each sender's block
+         * size depends on its rank and the level (the receiver posts the largest) */
         for (int d = 1; d <= nn && d < size; d++) {
             int to = (rank + d) % size, from = (rank - d + size) % size;
-            int n = 256 * (1 + (level + d) % 16);
-            MPI_Irecv(in[d - 1], n, MPI_DOUBLE, from, d, MPI_COMM_WORLD, &req[k++]);
+            int n = 256 * (1 + (level + d + rank) % 16);
+            MPI_Irecv(in[d - 1], 4096, MPI_DOUBLE, from, d, MPI_COMM_WORLD, &req[k++]);
             MPI_Isend(out[d - 1], n, MPI_DOUBLE, to, d, MPI_COMM_WORLD, &req[k++]);
         }
         MPI_Waitall(k, req, MPI_STATUSES_IGNORE);
