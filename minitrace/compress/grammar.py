@@ -210,12 +210,6 @@ class Grammar:
             self._expand_seq(body, a, b, out)
             it += 1
 
-    def chunks(self, g: int, rows: int = 1 << 16):
-        """Grammar ``g``'s expansion as consecutive arrays of at most ``rows`` ids."""
-        total = self.rank_length(g)
-        for lo in range(0, total, rows):
-            yield self.expand(g, lo, lo + rows)
-
 
 # -- building ----------------------------------------------------------------------------------
 

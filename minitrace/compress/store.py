@@ -268,7 +268,7 @@ def read(g: h5py.Group, path: str) -> Compressed:
                                                          .any())):
         raise _corrupt("request table inconsistent", path)
     side_g = _group(g, mode, path)
-    side, n_vol = {}, None
+    side = {}
     for name, ds in side_g.items():
         if isinstance(ds, h5py.Group):
             side[name] = pd.DataFrame({col: arr(ds, col, path, kinds="iuf") for col in ds})

@@ -25,8 +25,7 @@ import pandas as pd
 
 NS = 1e9
 MODES = ("exact", "model")
-#: Bin code of a zero volume in model mode (other codes: sign * (1 + log-bin index offset)).
-ZERO_CODE = 0
+#: Offset of log-bin indices in bin codes (a code is sign * (index + offset); 0 is zero).
 _LOG_BIAS = 1 << 20
 
 
