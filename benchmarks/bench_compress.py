@@ -35,12 +35,13 @@ def one(name: str, data, d: str) -> dict:
            "plain B/action": os.path.getsize(plain) / n}
     for mode in ("exact", "model"):
         out = os.path.join(d, f"{name}.{mode}.h5")
-        t = time.perf_counter()
-        took = write_compressed(out, data, mode)
+        t, cpu = time.perf_counter(), []
+        took = write_compressed(out, data, mode, cpu=cpu)
         total = time.perf_counter() - t
         s = sizes(out)
         row[f"{mode} B/action"] = s["file_bytes"] / n
         row[f"{mode} compress M/s"] = n / took / 1e6
+        row[f"{mode} M/CPU s"] = n / cpu[0] / 1e6
         row[f"{mode} with write M/s"] = n / total / 1e6
         if mode == "exact":
             row["structure B/action"] = s["structure_bytes"] / n

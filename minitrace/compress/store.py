@@ -112,7 +112,7 @@ def _model(data, volume, vrow, ids, group, ts, te, timed: bool, precision: float
     if timed:
         ok = np.isfinite(ts) & np.isfinite(te)
         prev_end = np.concatenate([[np.nan], te[:-1]])
-        firsts = data.rank_offsets[:-1][data.rank_offsets[:-1] < data.rank_offsets[1:]]
+        firsts = V.rank_starts(data.rank_offsets)
         prev_end[firsts] = np.nan
         gap = ts - prev_end
         okg = np.isfinite(gap)
@@ -129,7 +129,7 @@ def _delta_per_rank(values: np.ndarray, offsets: np.ndarray) -> np.ndarray:
     d = values.copy()
     if len(d):
         d[1:] -= values[:-1]
-        firsts = offsets[:-1][offsets[:-1] < offsets[1:]]
+        firsts = V.rank_starts(offsets)
         d[firsts] = values[firsts]
     return d
 

@@ -29,6 +29,11 @@ MODES = ("exact", "model")
 _LOG_BIAS = 1 << 20
 
 
+def rank_starts(offsets: np.ndarray) -> np.ndarray:
+    """First row of each rank that has actions."""
+    return offsets[:-1][offsets[:-1] < offsets[1:]]
+
+
 def volume_rows(volume: np.ndarray) -> np.ndarray:
     """Actions whose volume is not +0.0 (bitwise: -0.0 and NaN are kept)."""
     return np.ascontiguousarray(volume).view(np.int64) != 0
@@ -70,7 +75,7 @@ def encode_times(ts: np.ndarray, te: np.ndarray, offsets: np.ndarray, vol_ns: np
     dur = np.rint((te - ts) * NS).astype(np.int64)
     gap = start.copy()
     gap[1:] -= start[:-1] + dur[:-1]
-    firsts = offsets[:-1][offsets[:-1] < offsets[1:]]
+    firsts = rank_starts(offsets)
     gap[firsts] = start[firsts]
     if vol_ns is not None:
         dur = dur - vol_ns
@@ -100,7 +105,7 @@ def decode_all_times(cols: dict, t0: float, offsets: np.ndarray, vol_ns) -> tupl
         dur = dur + vol_ns
     steps = gap.copy()
     steps[1:] += dur[:-1]
-    firsts = offsets[:-1][offsets[:-1] < offsets[1:]]
+    firsts = rank_starts(offsets)
     steps[firsts] = gap[firsts]
     start = np.cumsum(steps, dtype=np.int64)
     base = np.concatenate([[0], start])[offsets[:-1]]
