@@ -30,7 +30,9 @@ from .expand import Expander
 
 #: Actions made at a time per rank (fewer with many ranks: one range per rank is held).
 ROWS = 1 << 15
-_BUDGET_ROWS = 1 << 23
+_BUDGET_ROWS = 1 << 22
+#: Bytes a pipe holds (Linux's default is 64 KiB; at most /proc/sys/fs/pipe-max-size).
+PIPE_BYTES = 1 << 20
 _CREATES = K.mask(K.REQUEST_KINDS)
 _SINGLE = K.mask(K.SINGLE_COMPLETIONS)
 _MULTI = K.mask(K.MULTI_COMPLETIONS)
@@ -156,6 +158,11 @@ class Feeder:
     def __enter__(self):
         # read-write: opening does not wait for the replayer, and the pipe lives until closed
         self.fds = {os.open(p, os.O_RDWR | os.O_NONBLOCK): r for r, p in enumerate(self.paths)}
+        for fd in self.fds:       # larger pipes: the replayer waits less often for the feeder
+            try:
+                fcntl.fcntl(fd, fcntl.F_SETPIPE_SZ, PIPE_BYTES)
+            except OSError:
+                pass
         self.thread.start()
         return self
 
@@ -180,7 +187,8 @@ class Feeder:
             self.report.lines()
 
     def _run(self) -> None:
-        pending: dict[int, memoryview] = {}
+        pending: dict[int, memoryview] = {}    # text made, not yet in the pipe
+        ahead: dict[int, bytes | None] = {}    # the next range's text, made while waiting
         writing = dict(self.fds)          # fd -> rank, while it has text to write
         draining: list[int] = []          # all written: closed once the replayer read it all
         try:
@@ -188,18 +196,26 @@ class Feeder:
                 for fd in [fd for fd in draining if _unread(fd) == 0]:
                     draining.remove(fd)
                     self._close(fd)       # EOF for the replayer
-                _, ready, _ = select.select([], list(writing), [], 0.05 if draining else 0.2)
+                _, ready, _ = select.select([], list(writing), [], 0)
+                if not ready:             # the replayer is busy: make the ranges ahead
+                    idle = [fd for fd in writing if fd not in ahead]
+                    if idle:
+                        ahead[idle[0]] = next(self.texts[writing[idle[0]]], None)
+                        continue
+                    _, ready, _ = select.select([], list(writing), [],
+                                                0.05 if draining else 0.2)
                 for fd in ready:
                     buf = pending.get(fd)
                     if buf is None or not len(buf):
-                        chunk = next(self.texts[writing[fd]], None)
+                        chunk = ahead.pop(fd) if fd in ahead else \
+                            next(self.texts[writing[fd]], None)
                         if chunk is None:
                             del writing[fd]
                             draining.append(fd)
                             continue
                         buf = memoryview(chunk)
                     try:
-                        n = os.write(fd, buf[:1 << 16])
+                        n = os.write(fd, buf[:PIPE_BYTES])
                     except OSError as e:
                         if e.errno != errno.EAGAIN:
                             raise
