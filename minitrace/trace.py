@@ -93,8 +93,12 @@ class Trace:
     def complete(self) -> bool:
         return bool(self.meta.get("complete", True))
 
-    def actions(self, rank: int | None = None, kind: str | None = None) -> pd.DataFrame:
-        """Actions of one rank (program order), one kind (with a ``rank`` column), or both."""
+    def actions(self, rank: int | None = None, kind: str | None = None,
+                rows: slice | None = None) -> pd.DataFrame:
+        """Actions of one rank (program order), one kind (with a ``rank`` column), or both.
+        ``rows``: only these actions of the rank (e.g. some iterations of a loop, from
+        ``minitrace.compress.loops``), indexed by their place in the rank; a compressed trace
+        expands only what they need."""
         r = self._need_trace()
         if rank is not None and not 0 <= rank < r.nranks:
             raise MinitraceError(f"no rank {rank} (ranks 0..{r.nranks - 1})", self.path)
@@ -102,7 +106,19 @@ class Trace:
             if rank is None:
                 raise TypeError("actions() needs a rank, a kind, or both")
             lo, hi = int(r.offsets[rank]), int(r.offsets[rank + 1])
-            return actions_frame(r.columns(lo, hi))
+            if rows is None:
+                return actions_frame(r.columns(lo, hi))
+            a, b, step = rows.indices(hi - lo)
+            if step != 1:
+                raise TypeError("actions(rows=...) takes a slice without a step")
+            b = max(a, b)
+            if hasattr(r, "grammar"):       # compressed: expand just these
+                df = actions_frame(r.columns(lo + a, lo + b))
+            else:                            # columns: times are decoded from the rank's start
+                cols = r.columns(lo, lo + b)
+                df = actions_frame({k: v[a:] for k, v in cols.items()})
+            df.index = pd.RangeIndex(a, b)
+            return df
         K.code(kind)
         rows = r.kind_rows(kind)
         if rank is not None:

@@ -189,3 +189,24 @@ def test_random_structure_round_trips_through_a_file(tmp_path):
         with minitrace.open(plain) as u, minitrace.open(packed) as c:
             for f in u.data().actions.dtype.names:
                 _same(u.data().actions[f], c.data().actions[f], f)
+
+
+@pytest.mark.parametrize("volumes", ["exact", "model"])
+def test_actions_of_some_iterations_on_both_forms(tmp_path, volumes):
+    d = synthetic.stencil_trace(4, 50)
+    plain, packed = both_forms(tmp_path, d, volumes)
+    with minitrace.open(plain) as u, minitrace.open(packed) as c:
+        its = minitrace.compress.loops(c)
+        it = its[(its["rank"] == 2) & (its["iteration"].between(10, 12))]
+        lo = int(it["first_row"].min() - d.rank_offsets[2])
+        hi = int(it["last_row"].max() - d.rank_offsets[2]) + 1
+        x, y = u.actions(2, rows=slice(lo, hi)), c.actions(2, rows=slice(lo, hi))
+        assert list(x.index) == list(range(lo, hi)) == list(y.index)
+        pd.testing.assert_frame_equal(x, u.actions(2).iloc[lo:hi])
+        if volumes == "exact":
+            pd.testing.assert_frame_equal(x, y)
+        else:
+            pd.testing.assert_frame_equal(x.drop(columns=["volume", "t_start", "t_end"]),
+                                          y.drop(columns=["volume", "t_start", "t_end"]))
+        assert (y["kind"].astype(str).tolist()[:11] ==
+                ["irecv"] * 4 + ["isend"] * 4 + ["waitall", "compute", "allreduce"])
