@@ -210,3 +210,33 @@ def test_actions_of_some_iterations_on_both_forms(tmp_path, volumes):
                                           y.drop(columns=["volume", "t_start", "t_end"]))
         assert (y["kind"].astype(str).tolist()[:11] ==
                 ["irecv"] * 4 + ["isend"] * 4 + ["waitall", "compute", "allreduce"])
+
+
+def test_a_grammar_standing_for_more_than_memory_is_refused_before_expanding(tmp_path):
+    from minitrace.compress.store import compress, write
+    from minitrace.model import TraceBuilder
+    b = TraceBuilder(1)
+    b.add(0, "init")
+    for _ in range(1000):
+        b.add(0, "barrier")
+    b.add(0, "finalize")
+    c = compress(b.build())
+    assert c.grammar.rule_counts.tolist() == [1000]
+    c.grammar.rule_counts[0] = 2 ** 40           # consistent everywhere: 2**40 barriers
+    c.rank_offsets = np.array([0, 2 + 2 ** 40])
+    p = tmp_path / "bomb.h5"
+    write(str(p), c)
+    with minitrace.open(p) as t:
+        assert t.summary()["n_barrier"].tolist() == [2 ** 40]    # from the grammar alone
+        with pytest.raises(MinitraceError, match="more than this machine's"):
+            t.actions(0)
+        assert len(t.actions(0, rows=slice(0, 5))) == 5
+    p2 = subprocess_cli(["validate", str(p)])
+    assert p2.returncode == 1 and p2.stderr.count("\n") == 1 and "GiB" in p2.stderr
+
+
+def subprocess_cli(args):
+    import subprocess
+    import sys
+    return subprocess.run([sys.executable, "-m", "minitrace", *args], capture_output=True,
+                          text=True, timeout=120)

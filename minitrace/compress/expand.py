@@ -9,6 +9,7 @@ when the file was read (:func:`.store.read`): expansion cannot loop or exceed it
 """
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 
 import h5py
@@ -75,8 +76,19 @@ class Expander:
     def _fail(self, e) -> MinitraceError:
         return MinitraceError(f"corrupt trace: {e}", self.path)
 
+    def affordable(self, n: int, per_action: int = 3 * ACTION_DTYPE.itemsize) -> None:
+        """Refuse, before expanding, ``n`` actions that would not fit in this machine's memory
+        (a grammar of a few bytes can stand for 2**48 actions)."""
+        memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+        if n * per_action > memory:
+            raise MinitraceError(f"expanding {n} actions needs {n * per_action / 2**30:.0f} "
+                                 f"GiB, more than this machine's {memory / 2**30:.0f} GiB: "
+                                 f"read a rank or a range of actions at a time", self.path)
+
     def rank_ids(self, rank: int, lo: int = 0, hi: int | None = None) -> np.ndarray:
         """Signature ids of actions ``lo:hi`` of ``rank`` (within the rank)."""
+        n = int(self.offsets[rank + 1] - self.offsets[rank])
+        self.affordable(min(n if hi is None else hi, n) - max(lo, 0), per_action=16)
         return self.c.grammar.expand(int(self.c.grammar.rank_grammar[rank]), lo, hi)
 
     def position(self, rank: int, row: int) -> _Position:
@@ -107,6 +119,7 @@ class Expander:
     def chunk(self, rank: int, pos: _Position, hi: int) -> tuple[np.ndarray, np.ndarray]:
         """(actions, vectors) of ``pos.row:hi`` of ``rank``; ``pos`` moves to ``hi``."""
         c = self.c
+        self.affordable(hi - pos.row)
         ids = self.rank_ids(rank, pos.row, hi)
         k = int(self.sig_news[ids].sum())
         r0 = int(c.new_request_offsets[rank]) + pos.requests
@@ -245,6 +258,7 @@ class Expander:
 
     def all(self) -> TraceColumns:
         """The whole trace expanded in memory."""
+        self.affordable(self.c.nactions)
         parts, vecs = [], []
         for r in range(self.nranks):
             a, v = self.rank(r)
