@@ -29,6 +29,9 @@ from .model import ACTION_DTYPE, UNDEFINED, VOLUME_UNITS, TraceColumns, vec_offs
 
 FORMAT_NAME = "minitrace"
 FORMAT_VERSION = 2   # 2: the compressed form of /trace (minitrace.compress)
+#: The version written into files without the compressed form: their layout is version 1's, so
+#: older readers still open them.
+PLAIN_VERSION = 1
 CHUNK = 1 << 18
 _GZIP_LEVEL = 1
 COMPRESSION = dict(compression="gzip", compression_opts=_GZIP_LEVEL, shuffle=True)
@@ -126,8 +129,8 @@ def _meta_attrs(meta: dict) -> dict:
     return out
 
 
-def _new_file_attrs(meta: dict) -> dict:
-    base = {"format": FORMAT_NAME, "format_version": FORMAT_VERSION, "producer": "minitrace",
+def _new_file_attrs(meta: dict, version: int = PLAIN_VERSION) -> dict:
+    base = {"format": FORMAT_NAME, "format_version": version, "producer": "minitrace",
             "producer_version": __version__,
             "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")}
     base.update(_meta_attrs(meta))

@@ -133,6 +133,14 @@ def test_compress_command_and_loops(tmp_path, capsys):
         assert loops["iterations"].tolist() == [1000] and loops["ranks"].tolist() == ["0-3"]
 
 
+def test_only_the_compressed_form_is_written_as_version_2(tmp_path):
+    plain, packed = tmp_path / "p.h5", tmp_path / "c.h5"
+    storage.write_trace(plain, synthetic.ring_trace(2, 100))
+    write_compressed(str(packed), synthetic.ring_trace(2, 100))
+    with h5py.File(plain, "r") as f, h5py.File(packed, "r") as g:
+        assert (f.attrs["format_version"], g.attrs["format_version"]) == (1, 2)
+
+
 def test_an_old_version_1_file_still_opens(tmp_path):
     p = tmp_path / "v1.h5"
     storage.write_trace(p, synthetic.ring_trace(2, 100))
