@@ -5,6 +5,7 @@ import json
 
 from ..errors import MinitraceError
 from ..replay import ENGINES
+from ..replay import spread_options
 
 
 def register(sub) -> None:
@@ -33,6 +34,9 @@ def register(sub) -> None:
     p.add_argument("--timeout", type=float, default=600.0, metavar="S")
     p.add_argument("--engine", choices=ENGINES, default="auto")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
+    p.add_argument("--plot", metavar="PNG",
+                   help="with --replicas: the histogram of the replicas' run times")
+    spread_options.add_options(p)
     p.set_defaults(func=run)
 
 
@@ -43,9 +47,23 @@ def run(args) -> int:
                              "drop them or --platform")
     if args.hostfile and not args.platform:
         raise MinitraceError("--hostfile needs --platform")
-    if args.timeline:
-        from ..analysis.plotting import check_plot_path
-        check_plot_path(args.timeline)
+    spread_options.check(args, {"--timeline": bool(args.timeline),
+                                "--plot without --replicas": bool(args.plot)
+                                and args.replicas is None})
+    for png in (args.timeline, args.plot):
+        if png:
+            from ..analysis.plotting import check_plot_path
+            check_plot_path(png)
+    if spread_options.wanted(args):
+        from ..predict.calibration import load
+        from ..predict.prediction import replay_options
+        from ..replay.replicas import load_columns
+        data = load_columns(args.trace, args.trace)
+        kw = replay_options(data, load(args.calibration), args.trace, platform=args.platform,
+                            hostfile=args.hostfile, hosts=args.cluster,
+                            ranks_per_host=args.ranks_per_node, timeout=args.timeout,
+                            engine=args.engine, lossy=args.lossy)
+        return spread_options.run(args, data, args.trace, kw, args.plot)
     p = predict(args.trace, args.calibration, platform=args.platform, hostfile=args.hostfile,
                 hosts=args.cluster, ranks_per_host=args.ranks_per_node,
                 timeline=args.timeline, timeout=args.timeout, engine=args.engine,

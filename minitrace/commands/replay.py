@@ -9,6 +9,7 @@ import numpy as np
 from ..errors import MinitraceError
 from ..replay.platforms import DEFAULT_BANDWIDTH, DEFAULT_LATENCY, DEFAULT_SPEED, Cluster
 from ..replay import DEFAULT_CONFIG, ENGINES, replay
+from ..replay import spread_options
 
 
 def register(sub) -> None:
@@ -69,8 +70,10 @@ def register(sub) -> None:
                         "trace-event JSON, beside the recorded one when FILE is a timed "
                         "minitrace file (open it in ui.perfetto.dev)")
     p.add_argument("--plot", metavar="PNG",
-                   help="draw that breakdown as stacked bars per rank (implies --breakdown)")
+                   help="draw that breakdown as stacked bars per rank (implies --breakdown); "
+                        "with --replicas, the histogram of the replicas' run times")
     p.add_argument("--json", action="store_true", help="print the full result as JSON")
+    spread_options.add_options(p)
     p.set_defaults(func=run)
 
 
@@ -96,9 +99,20 @@ def run(args) -> int:
         cluster = Cluster(args.cluster, args.speed or DEFAULT_SPEED,
                           args.bandwidth or DEFAULT_BANDWIDTH, args.latency or DEFAULT_LATENCY,
                           ranks_per_host=args.ranks_per_host or 1)
+    spread_options.check(args, {"--breakdown": args.breakdown,
+                                "--critical-path": args.critical_path,
+                                "--perfetto": bool(args.perfetto),
+                                "--plot without --replicas": bool(args.plot)
+                                and args.replicas is None})
     if args.plot:
         from ..analysis.plotting import check_plot_path
         check_plot_path(args.plot)
+    if spread_options.wanted(args):
+        kw = dict(platform=args.platform, hostfile=args.hostfile, np=args.np,
+                  config=_config(args.cfg), cluster=cluster, compute_rate=args.compute_rate,
+                  lossy=args.lossy, timeout=args.timeout, engine=args.engine,
+                  reduction_rate=args.reduction_rate)
+        return spread_options.run(args, args.file, args.file, kw, args.plot)
     r = replay(args.file, platform=args.platform, hostfile=args.hostfile, np=args.np,
                config=_config(args.cfg), cluster=cluster, compute_rate=args.compute_rate,
                lossy=args.lossy, timeout=args.timeout, engine=args.engine,

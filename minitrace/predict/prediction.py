@@ -81,20 +81,12 @@ def predict(trace: str, calibration: str | Calibration, *, platform: str | None 
     cal = calibration if isinstance(calibration, Calibration) else load(calibration)
     with open_trace(trace) as t:
         data = t.data()
-    unit = data.meta.get("volume_unit", "flops")
-    if unit == "instructions":
-        raise MinitraceError("the trace's compute is in instructions and a calibration "
-                             "measures seconds: record it with --volume cputime", trace)
-    rate = cal.compute_rate if unit == "seconds" else None
-    red = cal.reduction_rate if unit == "seconds" else None
     warnings = _range_warnings(data, cal)
     own = platform is None and hosts is None
-    cluster = None if platform else cal.cluster(hosts, ranks_per_host)
     timed = engine != "python"
-    res = replay(data, platform=platform, hostfile=hostfile, cluster=cluster,
-                 config=cal.config, compute_rate=rate, reduction_rate=red, lossy=lossy,
-                 copy_rates=cal.copies() if unit == "seconds" else None,
-                 timeout=timeout, engine=engine, timeline=timed)
+    res = replay(data, timeline=timed, **replay_options(
+        data, cal, trace, platform=platform, hostfile=hostfile, hosts=hosts,
+        ranks_per_host=ranks_per_host, timeout=timeout, engine=engine, lossy=lossy))
     predicted = spans = None
     if timed:
         table = res.breakdown()
@@ -109,6 +101,25 @@ def predict(trace: str, calibration: str | Calibration, *, platform: str | None 
     elif own:
         out.warnings.append("the trace has no timestamps: no self-check")
     return out
+
+
+def replay_options(data, cal: Calibration, source: str | None = None, *,
+                   platform: str | None = None, hostfile: str | None = None,
+                   hosts: int | None = None, ranks_per_host: int | None = None,
+                   timeout: float = 600.0, engine: str = "auto", lossy: bool = False) -> dict:
+    """The keyword arguments of :func:`minitrace.replay.replay` that replay ``data`` as the
+    calibration says (also what sampled and replicated predictions pass to every replay)."""
+    unit = data.meta.get("volume_unit", "flops")
+    if unit == "instructions":
+        raise MinitraceError("the trace's compute is in instructions and a calibration "
+                             "measures seconds: record it with --volume cputime", source)
+    seconds = unit == "seconds"
+    return dict(platform=platform, hostfile=hostfile,
+                cluster=None if platform else cal.cluster(hosts, ranks_per_host),
+                config=cal.config, compute_rate=cal.compute_rate if seconds else None,
+                reduction_rate=cal.reduction_rate if seconds else None,
+                copy_rates=cal.copies() if seconds else None, lossy=lossy, timeout=timeout,
+                engine=engine)
 
 
 def _range_warnings(data, cal: Calibration) -> list[str]:

@@ -1,0 +1,268 @@
+"""Noise for replicas: each replica draws every compute action's volume from a distribution, so
+that replaying many replicas gives an interval of run times instead of one number.
+
+Two sources, one idea: a compute action belongs to a **call site** (its rank and the MPI call
+that ends it: its kind and bytes) and to an **iteration** (its
+occurrence number at that site: the k-th time a rank computes between the same two calls is
+the k-th iteration of the loop around them).
+
+* ``trace``: the trace's own volumes.  A replica draws each action's volume from the empirical
+  distribution of its (rank, call site), through a Gaussian copula whose latent value is
+  ``a G[k] + b H[node, k] + c E``: G shared by every rank in iteration k, H by the ranks of one
+  node, E the action's own.  ``a^2`` and ``a^2 + b^2`` are the correlations measured between
+  ranks on different nodes and on the same node (normal scores of the same site and
+  iteration); a correlation below three standard errors is not supported by the data and set
+  to 0.  With all of them 0 this is a plain bootstrap of each site's volumes.
+* a **variability benchmark** file (``/bench/variability``, docs/BENCH.md): its per-rank,
+  per-iteration times, rescaled to the application: a replica draws one benchmark iteration
+  (a row: every rank at once, so the benchmark's correlations between ranks and nodes are kept
+  as measured) for each application iteration k and multiplies the compute of rank r in
+  iteration k by ``times[row, r] / mean(times)``; a rank slower on average in the benchmark
+  stays slower.
+* ``none``: the volumes as recorded (every replica is the plain replay).
+
+Successive iterations are drawn independently in both (said in :attr:`NoiseModel.assumptions`,
+with the lag-1 autocorrelation the trace shows)."""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+
+import numpy as np
+from scipy.special import ndtr, ndtri
+
+from .. import kinds as K
+from ..errors import MinitraceError
+
+#: A variability run needs at least this many iterations to be a distribution to draw from.
+MIN_BENCH_ITERATIONS = 10
+#: Correlations are estimated on at most this many ranks (pairs grow as its square).
+_CORR_RANKS = 256
+_COMPUTE = K.code("compute")
+
+
+def call_sites(data) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """For every compute action: (row, site, iteration) -- its row, an id of its (rank, call
+    site: the kind and bytes of the MPI call that ends it) and its occurrence number at that
+    site (0, 1, ...)."""
+    a = data.actions
+    kind = a["kind"]
+    rows = np.flatnonzero(kind == _COMPUTE)
+    if not len(rows):
+        return rows, rows.copy(), rows.copy()
+    n = len(a)
+    rank = data.rank_of(rows)
+    call = kind != _COMPUTE
+    # the first MPI call after each row (within the rank; past its end: none)
+    nxt = np.minimum.accumulate(np.where(call, np.arange(n), n)[::-1])[::-1]
+    q = nxt[rows]
+    size = (a["bytes_sent"] + a["bytes_recv"]).astype(np.int64)
+    at = np.minimum(q, n - 1)
+    qk = np.where(q < data.rank_offsets[rank + 1],
+                  kind[at].astype(np.int64) * (1 << 40) + size[at], -1)
+    key = np.stack([rank, qk], 1)
+    _, site = np.unique(key, axis=0, return_inverse=True)
+    site = site.ravel()
+    order = np.argsort(site, kind="stable")          # rows within a site stay in order
+    starts = np.r_[0, np.flatnonzero(np.diff(site[order])) + 1]
+    counts = np.diff(np.r_[starts, len(order)])
+    occ = np.empty(len(rows), np.int64)
+    occ[order] = np.arange(len(order)) - np.repeat(starts, counts)
+    return rows, site, occ
+
+
+@dataclass
+class NoiseModel:
+    """How replicas draw compute volumes; :meth:`volumes` gives one replica's."""
+
+    source: str                      # "none", "trace" or the benchmark file
+    assumptions: list[str] = field(default_factory=list)
+    rows: np.ndarray = None          # compute rows
+    site: np.ndarray = None          # their (rank, call site) id
+    iteration: np.ndarray = None     # their occurrence number at that site
+    rank: np.ndarray = None
+    node: np.ndarray = None          # node of each rank
+    weights: tuple = (0.0, 0.0, 1.0)  # (a, b, c) of the copula's latent value (trace)
+    sorted_volumes: np.ndarray = None  # volumes grouped by site, sorted within each
+    site_start: np.ndarray = None
+    site_count: np.ndarray = None
+    factors: np.ndarray = None       # [iterations, nranks] multipliers (benchmark)
+
+    def volumes(self, data, rng: np.random.Generator) -> np.ndarray:
+        """One replica's ``volume`` column of ``data`` (a new array; only compute changes)."""
+        vol = data.actions["volume"].copy()
+        if self.source == "none" or not len(self.rows):
+            return vol
+        it = self.iteration
+        niter = int(it.max()) + 1
+        if self.factors is not None:
+            pick = rng.integers(len(self.factors), size=niter)
+            vol[self.rows] *= self.factors[pick[it], self.rank]
+            return vol
+        a, b, c = self.weights
+        z = c * rng.standard_normal(len(self.rows))
+        if a:
+            z += a * rng.standard_normal(niter)[it]
+        if b:
+            nodes = int(self.node.max()) + 1
+            z += b * rng.standard_normal((nodes, niter))[self.node[self.rank], it]
+        u = ndtr(z)
+        pos = np.minimum((u * self.site_count[self.site]).astype(np.int64),
+                         self.site_count[self.site] - 1)
+        vol[self.rows] = self.sorted_volumes[self.site_start[self.site] + pos]
+        return vol
+
+
+def noise_model(data, noise: str, source: str | None = None) -> NoiseModel:
+    """The noise model ``noise`` ("trace", "none" or a variability benchmark file) of ``data``
+    (a TraceColumns; ``source`` names it in errors)."""
+    rows, site, occ = call_sites(data)
+    rank = data.rank_of(rows)
+    node, known = _nodes(data)
+    base = dict(rows=rows, site=site, iteration=occ, rank=rank, node=node)
+    if noise == "none":
+        return NoiseModel("none", ["no noise: every replica replays the recorded volumes"],
+                          **base)
+    if not len(rows):
+        raise MinitraceError("the trace has no compute actions: nothing to draw noise for",
+                             source)
+    if noise == "trace":
+        return _trace_model(data, base, known)
+    return _bench_model(noise, data, base, known)
+
+
+def _nodes(data) -> tuple[np.ndarray, bool]:
+    """Node index of each rank (the trace's ``rank_to_node``), else one node per rank."""
+    nodes = data.meta.get("rank_to_node")
+    if nodes is not None and len(nodes) == data.nranks:
+        return np.asarray(nodes, np.int64), True
+    return np.arange(data.nranks, dtype=np.int64), False
+
+
+def _trace_model(data, base: dict, known_nodes: bool) -> NoiseModel:
+    """Per-site empirical distributions and the correlations the trace supports."""
+    rows, site, occ, rank, node = (base[k] for k in ("rows", "site", "iteration", "rank",
+                                                     "node"))
+    vol = data.actions["volume"][rows]
+    order = np.lexsort((vol, site))
+    count = np.bincount(site)
+    start = np.r_[0, np.cumsum(count)[:-1]]
+    # normal score of each action within its site (mid-ranks), for the correlations
+    pos = np.empty(len(rows), np.int64)
+    pos[order] = np.arange(len(rows)) - np.repeat(start, count)
+    score = ndtri((pos + 0.5) / count[site])
+    r_node, r_other, n_node, n_other, lag1, n_lag = _correlations(score, site, occ, rank,
+                                                                  node, data.nranks)
+    notes = []
+
+    def supported(r, n, what):
+        if n < 3:
+            notes.append(f"correlation {what}: not measurable here (assumed 0)")
+            return 0.0
+        if r < 3 / np.sqrt(n):
+            notes.append(f"correlation {what}: {r:+.3f} over {n} pairs, not supported by the "
+                         f"data (assumed 0)")
+            return 0.0
+        notes.append(f"correlation {what}: {r:.3f} over {n} pairs (kept)")
+        return float(min(r, 1.0))
+    rho_other = supported(r_other, n_other, "between ranks of different nodes in an iteration")
+    rho_node = supported(r_node, n_node, "between ranks of one node in an iteration"
+                         + ("" if known_nodes else " (no node map: one node per rank)"))
+    rho_node = max(rho_node, rho_other)
+    a = np.sqrt(rho_other)
+    b = np.sqrt(rho_node - rho_other)
+    c = np.sqrt(max(1.0 - rho_node, 0.0))
+    lag = (f"{lag1:+.3f} over {n_lag} pairs" if n_lag >= 3 else "not measurable")
+    head = (f"noise from the trace: each compute action drawn from the {len(count)} empirical "
+            f"distributions of its rank and call site ({len(rows)} volumes)")
+    tail = (f"successive iterations drawn independently (lag-1 autocorrelation in the trace: "
+            f"{lag})")
+    return NoiseModel("trace", [head, *notes, tail], weights=(a, b, c),
+                      sorted_volumes=vol[order], site_start=start, site_count=count, **base)
+
+
+def _correlations(score, site, occ, rank, node, nranks):
+    """Mean correlation of normal scores between ranks at the same (site shape, iteration):
+    same node, other nodes; and lag-1 within a site.  Sites are matched across ranks by their
+    call-site key without the rank: the k-th occurrence of the i-th site of each rank."""
+    # sites of one rank, numbered in order of first appearance, align with other ranks' (SPMD)
+    nsites = int(site.max()) + 1
+    first_rank = np.zeros(nsites, np.int64)
+    first_rank[site] = rank
+    local = np.zeros(nsites, np.int64)
+    for r in np.unique(first_rank):
+        mine = np.flatnonzero(first_rank == r)
+        local[mine] = np.arange(len(mine))
+    ranks = np.unique(rank)
+    if len(ranks) > _CORR_RANKS:
+        ranks = np.random.default_rng(0).choice(ranks, _CORR_RANKS, replace=False)
+    keep = np.isin(rank, ranks)
+    col = {int(r): i for i, r in enumerate(ranks)}
+    ci = np.array([col[int(r)] for r in rank[keep]], np.int64)
+    # one column per (local site, iteration), one row per rank
+    key = local[site[keep]] * (int(occ.max()) + 1) + occ[keep]
+    ukey, kc = np.unique(key, return_inverse=True)
+    M = np.full((len(ranks), len(ukey)), np.nan)
+    M[ci, kc.ravel()] = score[keep]
+    have = np.isfinite(M)
+    Z = np.where(have, M, 0.0)
+    H = have.astype(float)
+    S = Z @ Z.T                      # sum of products over shared columns
+    N = H @ H.T                      # number of shared columns
+    Q = (Z ** 2) @ H.T               # sum of squares of row i over columns shared with j
+    with np.errstate(divide="ignore", invalid="ignore"):
+        C = S / np.sqrt(Q * Q.T)
+    nd = node[ranks]
+    same = (nd[:, None] == nd[None, :]) & ~np.eye(len(ranks), dtype=bool)
+    other = nd[:, None] != nd[None, :]
+    ok = np.isfinite(C) & (N >= 3)
+
+    def mean(mask):
+        m = mask & ok
+        return (float(np.average(C[m], weights=N[m])) if m.any() else 0.0,
+                int(N[m].sum() // 2))
+    r_node, n_node = mean(same)
+    r_other, n_other = mean(other)
+    # lag-1: the same rank and site, iterations k and k+1
+    o = np.lexsort((occ, site))
+    s, sc = site[o], score[o]
+    nb = s[1:] == s[:-1]
+    n_lag = int(nb.sum())
+    lag1 = float(np.corrcoef(sc[:-1][nb], sc[1:][nb])[0, 1]) if n_lag >= 3 and \
+        sc[:-1][nb].std() > 0 and sc[1:][nb].std() > 0 else 0.0
+    return r_node, r_other, n_node, n_other, lag1, n_lag
+
+
+def _bench_model(path: str, data, base: dict, known_nodes: bool) -> NoiseModel:
+    """Multipliers from a variability benchmark's per-rank, per-iteration times."""
+    if not os.path.isfile(path):
+        raise MinitraceError("no such noise file (give trace, none or a variability "
+                             "benchmark file)", path)
+    from ..analysis.projection import load_variability
+    try:
+        v = load_variability(path)
+    except KeyError:
+        raise MinitraceError("no variability benchmark (/bench/variability) in the noise file",
+                             path) from None
+    unit = str(v.attrs.get("timer_unit", v.attrs.get("time_unit", "seconds")))
+    if unit not in ("s", "seconds"):
+        raise MinitraceError(f"the variability times are in {unit}, not seconds", path)
+    if v.nranks != data.nranks:
+        raise MinitraceError(f"the variability run has {v.nranks} ranks and the trace "
+                             f"{data.nranks}: they must match rank for rank", path)
+    if v.iterations < MIN_BENCH_ITERATIONS:
+        raise MinitraceError(f"the variability run has {v.iterations} iterations, fewer than "
+                             f"the {MIN_BENCH_ITERATIONS} needed to draw from", path)
+    if (v.times <= 0).any():
+        raise MinitraceError("the variability times must be positive seconds", path)
+    notes = [f"noise from {path}: compute of each rank in each iteration scaled by a "
+             f"benchmark iteration's time over the mean ({v.iterations} iterations x "
+             f"{v.nranks} ranks, {v.attrs.get('workload', '?')} workload; spread "
+             f"{v.times.std() / v.times.mean():.1%})",
+             "correlations between ranks and nodes in an iteration: as measured (a benchmark "
+             "iteration is drawn for all ranks at once); successive iterations independent"]
+    nodes = data.meta.get("rank_to_node")
+    if known_nodes and list(np.unique(v.node, return_inverse=True)[1].ravel()) != \
+            list(np.unique(np.asarray(nodes), return_inverse=True)[1].ravel()):
+        notes.append("the benchmark's ranks were placed on nodes otherwise than the trace's")
+    return NoiseModel(path, notes, factors=v.times / v.times.mean(), **base)

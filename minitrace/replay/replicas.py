@@ -1,0 +1,249 @@
+"""Noise replicas: replay a trace N times, each replica's compute volumes drawn from a noise model
+(:mod:`.noise`), to give the run time as a distribution: mean, median, a 95% interval, and
+how late each rank finishes.
+
+Replicas run in parallel, a process per core (each replay is itself a SimGrid child process);
+under ``mpiexec -n K`` (mpi4py) rank i replays replicas i, i + K, ... and rank 0 gathers them,
+so a cluster allocation runs them.  Replica i draws from the i-th child of the seed's
+``SeedSequence``: the same seed gives the same replicas however they are spread.
+
+With iteration sampling (:mod:`.sampling`), the plan (which iterations are replayed) is made
+once on the trace as recorded; every replica replays the reduced trace with its own volumes
+and predicts its skipped iterations from its own replayed ones (the line against their static
+cost), adding residuals drawn from its replayed iterations' residuals, so that the noise of the
+skipped iterations is in the spread too."""
+from __future__ import annotations
+
+import os
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field, replace
+from multiprocessing import get_context
+
+import numpy as np
+
+from ..errors import MinitraceError
+from .noise import noise_model
+from .sampling import (_marker_times, loops_of, reduce_trace, sampled_replay, skipped_line,
+                       slowest_compute, top_level)
+
+_STATE: dict = {}
+
+
+@dataclass
+class ReplicaResult:
+    """N replicas' run times, the plain prediction they scatter around, and the noise model."""
+    times: np.ndarray                 # s, per replica
+    rank_end_times: np.ndarray        # s, [replicas, nranks]
+    plain_time: float                 # s, the replay without noise (sampled if sampling)
+    plain_rank_end_times: list[float]
+    noise: str
+    assumptions: list[str]
+    seed: int | None
+    notes: list[str] = field(default_factory=list)
+    sampled: object = None            # the SampledReplay of the plain trace, if sampling
+
+    def summary(self) -> dict:
+        """mean, median, lo/hi of the 95% interval (2.5th and 97.5th percentiles), sd."""
+        t = self.times
+        lo, med, hi = np.percentile(t, [2.5, 50, 97.5])
+        return {"replicas": len(t), "mean": float(t.mean()), "median": float(med),
+                "lo": float(lo), "hi": float(hi), "sd": float(t.std(ddof=1)) if len(t) > 1
+                else 0.0}
+
+    def lateness(self):
+        """Per rank: mean and 95th percentile of how much later it finishes than without
+        noise, and the share of replicas it finished last in (a pandas table)."""
+        import pandas as pd
+        late = self.rank_end_times - np.asarray(self.plain_rank_end_times)[None, :]
+        last = np.bincount(self.rank_end_times.argmax(axis=1),
+                           minlength=self.rank_end_times.shape[1]) / len(self.times)
+        return pd.DataFrame({"mean_lateness": late.mean(0),
+                             "p95_lateness": np.percentile(late, 95, axis=0),
+                             "last_share": last}).rename_axis("rank")
+
+    def to_dict(self) -> dict:
+        return {"noise": self.noise, "seed": self.seed, "assumptions": self.assumptions,
+                "plain_time": self.plain_time, **self.summary(),
+                "times": self.times.tolist(),
+                "lateness": self.lateness().reset_index().to_dict(orient="records"),
+                "notes": self.notes,
+                "sampling": None if self.sampled is None else self.sampled.to_dict()}
+
+    def plot(self, path: str, title: str = "") -> None:
+        """Histogram of the replicas' run times, the mean, the 95% interval and the plain
+        replay marked."""
+        from ..analysis.plotting import plt, save
+        s = self.summary()
+        fig, ax = plt.subplots(figsize=(7, 4))
+        ax.hist(self.times, bins=max(10, min(50, len(self.times) // 4)), color="tab:blue",
+                alpha=0.8)
+        ax.axvline(s["mean"], color="k", label=f"mean {s['mean']:.6g} s")
+        ax.axvspan(s["lo"], s["hi"], color="tab:orange", alpha=0.2,
+                   label=f"95%: {s['lo']:.6g}-{s['hi']:.6g} s")
+        ax.axvline(self.plain_time, color="tab:red", ls="--",
+                   label=f"without noise {self.plain_time:.6g} s")
+        ax.set_xlabel("predicted run time (s)")
+        ax.set_ylabel("replicas")
+        ax.set_title(title or f"{len(self.times)} replicas, noise: {self.noise}")
+        ax.legend(fontsize="small")
+        fig.tight_layout()
+        save(fig, path)
+
+
+def load_columns(trace, source: str | None = None):
+    """A minitrace trace (file, Trace or TraceColumns) as TraceColumns; replicas need one."""
+    if isinstance(trace, (str, os.PathLike)):
+        path = os.fspath(trace)
+        if not os.path.isfile(path):
+            raise MinitraceError("no such trace file", path)
+        with open(path, "rb") as fh:
+            if fh.read(8) != b"\x89HDF\r\n\x1a\n":
+                raise MinitraceError("replicas and iteration sampling need a minitrace HDF5 "
+                                     "trace (a SimGrid TI trace has no call structure to draw "
+                                     "from)", path)
+        from ..trace import open as open_trace
+        with open_trace(path) as t:
+            return t.data()
+    data = trace.data() if hasattr(trace, "data") and callable(trace.data) else trace
+    if not hasattr(data, "rank_offsets"):
+        raise MinitraceError(f"cannot replay a {type(trace).__name__}", source)
+    return data
+
+
+def replicas(trace, n: int, noise: str = "trace", seed: int | None = None,
+             sample="off", loops=None, workers: int | None = None, progress: bool = False,
+             **replay_kw) -> ReplicaResult:
+    """Replay ``n`` noisy replicas of ``trace``.
+
+    Parameters
+    ----------
+    trace : str, Trace or TraceColumns
+        A minitrace trace.
+    n : int
+        Number of replicas (>= 1).
+    noise : str
+        "trace" (the trace's own volumes per call site and rank), "none", or a variability
+        benchmark file (docs/BENCH.md).
+    seed : int, optional
+        Seed of the draws (None: fresh entropy, printed so the run can be repeated).
+    sample : "off", "auto" or int
+        Iteration sampling (:func:`minitrace.replay.sampling.sampled_replay`).
+    loops : list of ndarray, optional
+        Iteration bounds of the loops (default: the trace's loop structure).
+    workers : int, optional
+        Processes (default: one per core; under mpiexec the MPI ranks).
+    **replay_kw
+        Passed to every replay (platform, cluster, compute_rate, ...).
+
+    Returns
+    -------
+    ReplicaResult
+    """
+    if n < 1:
+        raise MinitraceError(f"--replicas wants at least 1 replica, got {n}")
+    source = os.fspath(trace) if isinstance(trace, (str, os.PathLike)) else None
+    data = load_columns(trace, source)
+    model = noise_model(data, noise, source)
+    if seed is None:
+        seed = int(np.random.SeedSequence().entropy % (1 << 63))
+    notes: list[str] = []
+    sampled = None
+    if sample != "off":
+        if loops is None:
+            loops = loops_of(data)
+        sampled = sampled_replay(data, loops, sample, **replay_kw)
+        plain_time, plain_ends = sampled.simulated_time, sampled.rank_end_times
+        notes += sampled.notes
+        if not sampled.phases:
+            sampled = None
+    else:
+        from .api import replay
+        res = replay(data, **replay_kw)
+        plain_time, plain_ends = res.simulated_time, list(res.rank_end_times)
+    state = {"data": data, "model": model, "kw": replay_kw, "sampled": sampled,
+             "loops": top_level([np.asarray(b, np.int64) for b in loops]) if sampled else None}
+    children = np.random.SeedSequence(seed).spawn(n)
+    out = _run_all(state, children, workers, progress)
+    times = np.array([o[0] for o in out])
+    ends = np.array([o[1] for o in out])
+    return ReplicaResult(times, ends, plain_time, list(plain_ends), model.source,
+                         model.assumptions, seed, notes, sampled)
+
+
+def _mpi_world():
+    """The MPI world communicator when running under mpiexec with more than one rank."""
+    if not any(k in os.environ for k in ("PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "PMI_RANK",
+                                         "MPI_LOCALNRANKS", "HYDRA_CONTROL_FD")):
+        return None
+    from mpi4py import MPI
+    return MPI.COMM_WORLD if MPI.COMM_WORLD.Get_size() > 1 else None
+
+
+def _run_all(state: dict, children, workers: int | None, progress: bool) -> list:
+    """Every replica's (run time, rank end times), in replica order."""
+    comm = _mpi_world()
+    _STATE.update(state)
+    idx = list(range(len(children)))
+    if comm is not None:
+        mine = [(i, _one(i, children[i])) for i in idx[comm.Get_rank()::comm.Get_size()]]
+        got = comm.allgather(mine)
+        return [r for _, r in sorted(x for part in got for x in part)]
+    workers = workers or os.cpu_count() or 1
+    bar = _bar(len(idx), progress)
+    try:
+        if workers == 1 or len(idx) == 1:
+            out = []
+            for i in idx:
+                out.append(_one(i, children[i]))
+                bar.update()
+            return out
+        with ProcessPoolExecutor(min(workers, len(idx)), mp_context=get_context("fork")) as ex:
+            futs = [ex.submit(_one, i, children[i]) for i in idx]
+            out = []
+            for f in futs:
+                out.append(f.result())
+                bar.update()
+            return out
+    finally:
+        bar.close()
+
+
+def _bar(total: int, progress: bool):
+    from tqdm import tqdm
+    return tqdm(total=total, unit=" replicas", desc="replicas", leave=False,
+                disable=not progress)
+
+
+def _one(i: int, seq: np.random.SeedSequence) -> tuple[float, list[float]]:
+    """Replica ``i``: its volumes, its replay (reduced if sampling), its run time."""
+    from .api import replay
+    data, model, kw, sampled = (_STATE[k] for k in ("data", "model", "kw", "sampled"))
+    rng = np.random.default_rng(seq)
+    vol = model.volumes(data, rng)
+    actions = data.actions.copy()
+    actions["volume"] = vol
+    noisy = replace(data, actions=actions)
+    if sampled is None:
+        res = replay(noisy, **kw)
+        return res.simulated_time, list(res.rank_end_times)
+    return _sampled_replica(noisy, sampled, _STATE["loops"], kw, rng)
+
+
+def _sampled_replica(noisy, sampled, loops, kw, rng) -> tuple[float, list[float]]:
+    """A replica with the plain run's sampling plan: the reduced trace replayed with this
+    replica's volumes, its skipped iterations predicted from its replayed ones plus residuals
+    drawn from theirs."""
+    from .api import replay
+    phases = [replace(p) for p in sampled.phases]
+    reduced, origin, marks, _ = reduce_trace(noisy, loops, phases)
+    res = replay(reduced, timeline=True, **kw)
+    times = _marker_times(res.timeline, reduced, origin, marks, phases)
+    skipped = 0.0
+    for pi, p in enumerate(phases):
+        if p.skipped:
+            cost = slowest_compute(noisy, loops[p.loop])[p.first:p.stop]
+            pred, resid, _, _ = skipped_line(p, times[pi], cost)
+            skipped += float(pred.sum()) + float(rng.choice(resid, p.skipped).sum())
+    ends = [float(e + skipped) for e in res.rank_end_times]
+    return max(ends), ends
+

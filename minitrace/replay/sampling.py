@@ -1,0 +1,444 @@
+"""Iteration sampling: replay a main loop's iterations until the simulated time per iteration is
+steady, skip the rest, account for them, and replay what follows the loop for real.
+
+The loops come from the trace's loop structure (``minitrace.compress.loops``): per loop, the
+row range of each iteration on each rank (``bounds`` [nranks, iterations + 1]).  Only
+top-level loops are sampled (a nested loop is inside its parent's iterations); successive loops
+are sampled one after the other.  A loop is cut into **phases** where its iterations' static
+cost changes (the mean over a block of ``window`` iterations of any rank's compute, or of the
+most bytes a rank moves, departs by more than ``PHASE_TOLERANCE`` from the phase's first block:
+refinement phases of an AMR code, a regime change).  In each phase a prefix of ``m``
+iterations is replayed (auto: ``4 window`` first, doubled until the rule below holds, at most
+the whole phase); the rest is skipped.
+
+**Steady rule**: iteration ``s`` starts the steady state when the mean simulated time per
+iteration over the three windows ``[s, s+w)``, ``[s+w, s+2w)``, ``[s+2w, s+3w)`` changes from
+one window to the next by at most ``tolerance`` (relative) or by at most three standard errors
+of the difference (what the iterations' own spread allows, estimated from successive
+differences so that a trend does not count as noise).  Iterations before ``s`` are the
+warm-up; a window of ``w`` (12) iterations averages out alternations of period 2, 3, 4 or 6;
+a drift shows as a change between windows and keeps the rule from holding until it is small.
+
+**Skipped iterations**: predicted by a least-squares line of the replayed steady iterations'
+times against their static cost (the slowest rank's compute), so that a drift or jitter in the
+compute carries over; its prediction error (residual variance, inflated for residuals
+correlated from one iteration to the next, plus the line's own uncertainty) gives the
+**bound**: three standard deviations of the skipped time, plus SimGrid's timing precision per
+skipped iteration.  Each rank's end time is its end in the reduced replay plus the skipped
+time.
+
+Iteration times are read from the native replayer's timeline: a zero-length ``sleep`` marker is
+inserted on every rank at each replayed iteration's start (it takes no simulated time)."""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+import pandas as pd
+
+from .. import kinds as K
+from ..errors import MinitraceError
+from ..model import assign_vec_offsets, empty_actions
+
+WINDOW = 12
+TOLERANCE = 0.01
+PHASE_TOLERANCE = 0.10
+#: Loops covering less than this share of the actions do not dominate: the trace replays fully.
+DOMINANT_SHARE = 0.5
+#: SimGrid's timing precision (precision/timing, set by the replay): the error a replay may
+#: have per iteration whatever we do.
+PRECISION = 1e-9
+_Z = 3.0
+_SLEEP = K.code("sleep")
+_COMPUTE = K.code("compute")
+
+
+@dataclass
+class Phase:
+    """A run of a loop's iterations alike in static cost, and how it was sampled."""
+    loop: int
+    first: int                 # first iteration (in the loop)
+    stop: int                  # one past its last
+    replayed: int = 0          # iterations replayed (a prefix)
+    steady_from: int | None = None   # first steady iteration (relative to ``first``)
+    per_iteration: float = float("nan")   # mean simulated s per steady iteration
+    spread: float = 0.0        # standard deviation of the steady iterations' times
+    skipped_time: float = 0.0  # simulated s predicted for the skipped iterations
+    variance: float = 0.0      # of that prediction
+
+    @property
+    def iterations(self) -> int:
+        return self.stop - self.first
+
+    @property
+    def skipped(self) -> int:
+        return self.iterations - self.replayed
+
+
+@dataclass
+class SampledReplay:
+    """A replay with sampled iterations: what it predicts, how much it skipped, how far off it
+    may be."""
+    simulated_time: float
+    rank_end_times: list[float]
+    bound: float                    # s: the prediction is within this of the full replay
+    replayed_share: float           # of the actions
+    skipped_share: float
+    phases: list[Phase]
+    result: object                  # the ReplayResult of the last reduced replay
+    wall_time: float = 0.0          # s of host time, every replay and the bookkeeping
+    replays: int = 0
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def nranks(self) -> int:
+        return len(self.rank_end_times)
+
+    def table(self) -> pd.DataFrame:
+        """One row per phase: iterations, replayed, steady_from, per_iteration, spread,
+        skipped_time, bound (3 sd)."""
+        return pd.DataFrame([{
+            "loop": p.loop, "first": p.first, "iterations": p.iterations,
+            "replayed": p.replayed, "steady_from": p.steady_from,
+            "per_iteration": p.per_iteration, "spread": p.spread,
+            "skipped_time": p.skipped_time, "bound": _Z * np.sqrt(p.variance)}
+            for p in self.phases])
+
+    def to_dict(self) -> dict:
+        return {"simulated_time": self.simulated_time, "rank_end_times": self.rank_end_times,
+                "bound": self.bound, "replayed_share": self.replayed_share,
+                "skipped_share": self.skipped_share, "wall_time": self.wall_time,
+                "replays": self.replays, "notes": self.notes,
+                "phases": self.table().to_dict(orient="records")}
+
+
+def loops_of(data) -> list[np.ndarray] | None:
+    """Per loop, its iteration bounds [nranks, iterations + 1] (global rows), from the trace's
+    loop structure (``minitrace.compress.loops``); None when that is not available."""
+    try:
+        from ..compress import loops as find
+    except ImportError:
+        return None
+    return [np.asarray(getattr(lp, "bounds", lp), np.int64) for lp in find(data)]
+
+
+def top_level(loops: list[np.ndarray]) -> list[np.ndarray]:
+    """The loops not nested in another one (containment judged on rank 0's rows), in order."""
+    spans = [(int(b[0, 0]), int(b[0, -1])) for b in loops]
+    out = []
+    for i, (lo, hi) in enumerate(spans):
+        inside = any(j != i and (a <= lo and hi <= z) and (a, z) != (lo, hi) or
+                     (j < i and (a, z) == (lo, hi)) for j, (a, z) in enumerate(spans))
+        if not inside:
+            out.append(loops[i])
+    return sorted(out, key=lambda b: int(b[0, 0]))
+
+
+def static_cost(data, bounds: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per iteration: each rank's compute volume [nranks, iterations], and the most bytes a
+    rank moves [iterations]."""
+    a = data.actions
+    comp = np.r_[0.0, np.cumsum(np.where(a["kind"] == _COMPUTE, a["volume"], 0.0))]
+    moved = np.r_[0, np.cumsum(a["bytes_sent"] + a["bytes_recv"])]
+    c = comp[bounds[:, 1:]] - comp[bounds[:, :-1]]
+    b = moved[bounds[:, 1:]] - moved[bounds[:, :-1]]
+    return c, b.max(axis=0).astype(float)
+
+
+def slowest_compute(data, bounds: np.ndarray) -> np.ndarray:
+    """Per iteration, the slowest rank's compute volume: the static cost the iteration times are
+    regressed on."""
+    return static_cost(data, bounds)[0].max(axis=0)
+
+
+def phases_of(data, loop: int, bounds: np.ndarray, window: int) -> list[Phase]:
+    """Cut a loop where the mean over a block of ``window`` iterations of a rank's compute, or of
+    the most bytes a rank moves, departs from its phase's first block by more than
+    PHASE_TOLERANCE."""
+    n = bounds.shape[1] - 1
+    comp, moved = static_cost(data, bounds)
+    cost = np.concatenate([comp, moved[None, :]]).T          # [iterations, nranks + 1]
+    out, start = [], 0
+    nblocks = n // window
+    ref = cost[:window].mean(0) if nblocks else None
+    for j in range(1, nblocks):
+        blk = cost[j * window:(j + 1) * window].mean(0)
+        scale = np.where(ref > 0, ref, 1.0)
+        if (np.abs(blk - ref) > PHASE_TOLERANCE * scale).any():
+            out.append(Phase(loop, start, j * window))
+            start, ref = j * window, blk
+    out.append(Phase(loop, start, n))
+    return out
+
+
+def steady_start(x: np.ndarray, window: int, tolerance: float) -> int | None:
+    """The first iteration from which three successive windows of ``x`` agree (the steady
+    rule of the module's docstring), or None."""
+    w = window
+    for s in range(0, len(x) - 3 * w + 1):
+        blocks = x[s:s + 3 * w].reshape(3, w)
+        m = blocks.mean(1)
+        v = (np.diff(blocks, axis=1) ** 2).mean(1) / 2     # noise, not the trend
+
+        ok = True
+        for i in range(2):
+            diff = abs(m[i + 1] - m[i])
+            noise = _Z * np.sqrt((v[i] + v[i + 1]) / w)
+            if diff > max(tolerance * abs(m[i + 1]), noise):
+                ok = False
+                break
+        if ok:
+            return s
+    return None
+
+
+def reduce_trace(data, loops: list[np.ndarray], phases: list[Phase]):
+    """The trace without the skipped iterations, with a zero-length sleep marker before every
+    replayed iteration of each phase and after its last.  Returns (reduced TraceColumns,
+    original row of each reduced row (-1: marker), per rank the (phase, iteration) of each
+    marker in order, removed-row mask)."""
+    a = data.actions
+    n = len(a)
+    delta = np.zeros(n + 1, np.int64)
+    marks = []                                # (row before which, phase index, j)
+    for pi, p in enumerate(phases):
+        b = loops[p.loop]
+        lo, hi = p.first + p.replayed, p.stop
+        if hi > lo:
+            np.add.at(delta, b[:, lo], 1)
+            np.add.at(delta, b[:, hi], -1)
+        for j in range(p.replayed + 1):
+            marks.append((b[:, p.first + j], pi, j))
+    removed = np.cumsum(delta[:-1]) > 0
+    kept = np.flatnonzero(~removed)
+    kept_before = np.r_[0, np.cumsum(~removed)]    # kept rows before each row
+    rows = np.concatenate([m[0] for m in marks]) if marks else np.zeros(0, np.int64)
+    order = np.argsort(rows, kind="stable")
+    rows = rows[order]
+    tags = np.concatenate([np.stack([np.full(len(m[0]), m[1]), np.full(len(m[0]), m[2])], 1)
+                           for m in marks]) if marks else np.zeros((0, 2), np.int64)
+    tags = tags[order]
+    acts = a[kept]
+    vec_rows, vec_vals = data.vector_entries(kept)
+    del vec_rows
+    marker = empty_actions(len(rows))
+    marker["kind"] = _SLEEP
+    pos = kept_before[rows]
+    out = np.insert(acts, pos, marker)
+    origin = np.insert(kept, pos, -1)
+    assign_vec_offsets(out)
+    rank_of_row = data.rank_of(rows)
+    new_offsets = np.array([kept_before[o] for o in data.rank_offsets], np.int64) + \
+        np.r_[0, np.cumsum(np.bincount(rank_of_row, minlength=data.nranks))]
+    reduced = replace(data, actions=out, rank_offsets=new_offsets, vectors=vec_vals)
+    per_rank = [tags[rank_of_row == r] for r in range(data.nranks)]
+    return reduced, origin, per_rank, removed
+
+
+def check_separable(data, removed: np.ndarray) -> str | None:
+    """Why the removed rows cannot be left out of the replay (messages or requests crossing
+    their boundary, collectives not removed alike on every member), or None."""
+    if not removed.any():
+        return None
+    a = data.actions
+    rows = np.flatnonzero(removed)
+    kind, rank = a["kind"][rows], data.rank_of(rows)
+    peer, tag, comm = a["peer"][rows], a["tag"][rows], a["comm"][rows]
+    sends = K.mask(K.SENDS)[kind]
+    recvs = K.mask(K.RECVS)[kind]
+    key_s = np.stack([rank[sends], peer[sends], tag[sends], comm[sends]], 1)
+    key_r = np.stack([peer[recvs], rank[recvs], tag[recvs], comm[recvs]], 1)
+    us, cs = np.unique(key_s, axis=0, return_counts=True)
+    ur, cr = np.unique(key_r, axis=0, return_counts=True)
+    if len(us) != len(ur) or (us != ur).any() or (cs != cr).any():
+        return "messages cross the boundaries of the skipped iterations"
+    if _requests(data, rows, kind, rank, activations=True) != \
+            _requests(data, rows, kind, rank, activations=False):
+        return "requests cross the boundaries of the skipped iterations"
+    coll = K.mask(K.ORDERED_COLLECTIVES)[kind]
+    for c in np.unique(comm[coll]):
+        members = np.asarray(data.comms.get(int(c), np.arange(data.nranks)), np.int64)
+        members = members[members >= 0]
+        count = np.bincount(rank[coll & (comm == c)], minlength=data.nranks)[members]
+        if len(count) and (count != count[0]).any():
+            return "collectives are not skipped alike on every rank"
+    return None
+
+
+def _requests(data, rows, kind, rank, activations: bool) -> list:
+    """The (rank, request id) pairs that ``rows`` activate (non-blocking calls, starts), or that
+    they complete (waits, successful tests), with multiplicity, sorted: a block of rows leaves
+    no request behind when the two lists are equal (ids are unique per rank)."""
+    a = data.actions
+    req, flags = a["request"][rows], a["flags"][rows]
+    done = (flags & K.FLAG_COMPLETED) != 0
+    if activations:
+        one = K.mask(K.REQUEST_KINDS | {"start"})[kind] & (req >= 0)
+        many = kind == K.code("startall")
+    else:
+        one = (K.mask({"wait", "waitany"})[kind] | (K.mask({"test", "testany"})[kind] & done)) \
+            & (req >= 0)
+        many = K.mask({"waitall", "waitsome", "testsome"})[kind] | \
+            (K.mask({"testall"})[kind] & done)
+    vrows, vals = data.vector_entries(rows[many])
+    ids = np.r_[req[one], vals]
+    who = np.r_[rank[one], data.rank_of(vrows)]
+    keep = ids >= 0
+    return sorted(zip(who[keep].tolist(), ids[keep].tolist()))
+
+
+def sampled_replay(data, loops: list[np.ndarray] | None, sample="auto", *,
+                   window: int = WINDOW, tolerance: float = TOLERANCE, replay_fn=None,
+                   **replay_kw) -> SampledReplay:
+    """Replay ``data`` (a TraceColumns) sampling its loops' iterations.
+
+    Parameters
+    ----------
+    data : TraceColumns
+    loops : list of ndarray or None
+        Per loop, its iteration bounds [nranks, iterations + 1] (global rows); None: no loop
+        structure is known (the trace replays fully, said in the notes).
+    sample : "auto" or int
+        auto: replay each phase until the steady rule holds; K: replay K iterations of each
+        phase.
+    window, tolerance : int, float
+        The steady rule's window (iterations) and relative tolerance.
+    replay_fn : callable, optional
+        ``replay_fn(trace, **kw) -> ReplayResult`` (default :func:`minitrace.replay.replay`).
+    **replay_kw
+        Passed to the replay (platform, cluster, compute_rate, ...).
+
+    Returns
+    -------
+    SampledReplay
+    """
+    from .api import replay
+    run = replay_fn or replay
+    t0 = time.perf_counter()
+    notes: list[str] = []
+    total = len(data.actions)
+    why_full = None
+    if loops is None:
+        why_full = "no loop structure known for this trace (minitrace.compress not available)"
+        loops = []
+    loops = [np.asarray(b, np.int64) for b in loops]
+    for b in loops:
+        if b.ndim != 2 or b.shape[0] != data.nranks or b.shape[1] < 2 or \
+                (np.diff(b, axis=1) < 0).any():
+            raise MinitraceError(f"a loop's iteration bounds must be [nranks, iterations + 1] "
+                                 f"increasing rows, got shape {b.shape}")
+    top = top_level(loops)
+    covered = sum(int((b[:, -1] - b[:, 0]).sum()) for b in top)
+    if why_full is None and (not total or covered < DOMINANT_SHARE * total):
+        why_full = (f"no dominant loop (loops cover {covered / max(total, 1):.0%} of the "
+                    f"actions, under {DOMINANT_SHARE:.0%})")
+    phases: list[Phase] = []
+    if why_full is None:
+        for li, b in enumerate(top):
+            phases += phases_of(data, li, b, window)
+        fixed = None if sample == "auto" else int(sample)
+        if fixed is not None and fixed < 1:
+            raise MinitraceError(f"--sample wants auto, off or a number of iterations >= 1, "
+                                 f"got {sample}")
+        first = fixed if fixed is not None else 4 * window
+        for p in phases:
+            p.replayed = min(p.iterations, first)
+        _, _, _, removed = reduce_trace(data, top, phases)
+        why = check_separable(data, removed)
+        if why:
+            why_full = f"iterations cannot be skipped: {why}"
+            phases = []
+    if why_full is not None:
+        res = run(data, **replay_kw)
+        return SampledReplay(res.simulated_time, list(res.rank_end_times), 0.0, 1.0, 0.0, [],
+                             res, time.perf_counter() - t0, 1, [f"replayed fully: {why_full}"])
+    replays = 0
+    while True:
+        reduced, origin, marks, removed = reduce_trace(data, top, phases)
+        res = run(reduced, timeline=True, **replay_kw)
+        replays += 1
+        times = _marker_times(res.timeline, reduced, origin, marks, phases)
+        grow = False
+        for pi, p in enumerate(phases):
+            x = times[pi]
+            s = steady_start(x, window, tolerance)
+            if s is None and fixed is None and p.replayed < p.iterations:
+                p.replayed = min(p.iterations, 2 * p.replayed)
+                grow = True
+                continue
+            p.steady_from = s if s is not None else len(x) // 4
+        if not grow:
+            break
+    cost = [slowest_compute(data, b) for b in top]
+    for pi, p in enumerate(phases):
+        _extrapolate(p, times[pi], cost[p.loop][p.first:p.stop])
+    skipped = sum(p.skipped_time for p in phases)
+    ends = [float(e + skipped) for e in res.rank_end_times]
+    n_skip = sum(p.skipped for p in phases)
+    bound = _Z * float(np.sqrt(sum(p.variance for p in phases))) + PRECISION * n_skip
+    kept = int((~removed).sum())
+    if n_skip == 0:
+        notes.append("every iteration was replayed (no phase became steady before its end)")
+    notes.append(f"sampled {len(phases)} phase(s) of {len(top)} loop(s): replayed "
+                 f"{sum(p.replayed for p in phases)} of {sum(p.iterations for p in phases)} "
+                 f"iterations ({replays} replay(s))")
+    return SampledReplay(max(ends), ends, bound, kept / total, 1 - kept / total, phases, res,
+                         time.perf_counter() - t0, replays, notes + list(res.notes))
+
+
+def _marker_times(timeline, reduced, origin, marks, phases) -> list[np.ndarray]:
+    """Per phase, the simulated time of each replayed iteration: the mean over ranks of the
+    time from its marker to the next."""
+    if timeline is None:
+        raise MinitraceError("iteration sampling needs the replay's timeline (native replayer)")
+    kind = reduced.actions["kind"]
+    sleeps = timeline[timeline["action"] == "sleep"]
+    per = [[np.zeros(p.replayed + 1) for p in phases] for _ in range(reduced.nranks)]
+    for r in range(reduced.nranks):
+        sl = reduced.rank_slice(r)
+        is_sleep = kind[sl] == _SLEEP
+        starts = sleeps["start"].to_numpy()[sleeps["rank"].to_numpy() == r]
+        if len(starts) != int(is_sleep.sum()):
+            raise MinitraceError(f"the replay timeline of rank {r} has {len(starts)} sleeps, "
+                                 f"the reduced trace {int(is_sleep.sum())}")
+        at = starts[origin[sl][is_sleep] < 0]          # the markers among the sleeps
+        for (pi, j), t in zip(marks[r].tolist(), at.tolist()):
+            per[r][pi][j] = t
+    return [np.diff(np.stack([per[r][pi] for r in range(reduced.nranks)]), axis=1).mean(axis=0)
+            for pi in range(len(phases))]
+
+
+def skipped_line(p: Phase, x: np.ndarray, cost: np.ndarray):
+    """The least-squares line of the phase's steady replayed iteration times ``x[steady:]``
+    against their static cost (a constant when the cost does not vary): (prediction for each
+    skipped iteration, residuals, design matrix of the fit, summed design row of the skipped)."""
+    s = p.steady_from or 0
+    y, c, rest = x[s:], cost[s:p.replayed], cost[p.replayed:]
+    if len(y) < 3:
+        raise MinitraceError(f"too few steady iterations ({len(y)}) to extrapolate a phase of "
+                             f"loop {p.loop}: sample more iterations")
+    slope = len(y) > 4 and c.std() > 1e-9 * max(abs(c.mean()), 1e-300)
+    X = np.stack([np.ones(len(y)), c], 1) if slope else np.ones((len(y), 1))
+    R = np.stack([np.ones(len(rest)), rest], 1) if slope else np.ones((len(rest), 1))
+    beta, *_ = np.linalg.lstsq(X, y, rcond=None)
+    return R @ beta, y - X @ beta, X, R.sum(0)
+
+
+def _extrapolate(p: Phase, x: np.ndarray, cost: np.ndarray) -> None:
+    """Predict the phase's skipped iterations from its steady replayed ones, and the variance
+    of that prediction (residual variance inflated for correlated residuals, times the skipped
+    count, plus the line's own uncertainty)."""
+    y = x[p.steady_from or 0:]
+    p.per_iteration = float(y.mean()) if len(y) else float("nan")
+    p.spread = float(y.std(ddof=1)) if len(y) > 1 else 0.0
+    if not p.skipped:
+        return
+    pred, resid, X, xs = skipped_line(p, x, cost)
+    var = float(resid @ resid) / max(len(resid) - X.shape[1], 1)
+    if len(resid) > 2 and resid.std() > 0:      # residuals correlated from one to the next
+        rho = float(np.corrcoef(resid[:-1], resid[1:])[0, 1])
+        if rho > 0:
+            var *= (1 + rho) / (1 - min(rho, 0.9))
+    p.skipped_time = float(pred.sum())
+    p.variance = var * (p.skipped + float(xs @ np.linalg.pinv(X.T @ X) @ xs))

@@ -1,0 +1,258 @@
+"""Iteration sampling and noise replicas (issue 25): sampled replays against full ones on
+generated iterative traces, replicas without noise against the plain replay, seeded
+reproducibility, noise models' draws and the one-line errors on noise files that do not fit."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from minitrace import storage
+from minitrace.errors import MinitraceError
+from minitrace.replay import replay
+from minitrace.replay.noise import call_sites, noise_model
+from minitrace.replay.replicas import replicas
+from minitrace.replay.replayer_build import binary
+from minitrace.replay.sampling import (check_separable, phases_of, reduce_trace,
+                                       sampled_replay, steady_start)
+from minitrace.synthetic_loops import amr, build, cg, stencil, Step
+
+pytestmark = pytest.mark.timeout(300)
+native = pytest.mark.skipif(binary() is None, reason="native replayer not built")
+RATE = "1Gf"
+
+
+# ---- noise models (no replay) ------------------------------------------------------------------
+
+def test_trace_noise_draws_each_site_from_its_own_volumes():
+    data, _ = stencil(2, 60, jitter=0.1, seed=3)
+    model = noise_model(data, "trace")
+    rows, site, occ = call_sites(data)
+    # two compute sites per rank in the loop, plus the prologue's and the tail's
+    assert len(np.unique(site)) == 8
+    assert occ.max() == 59
+    vol = model.volumes(data, np.random.default_rng(1))
+    for s in np.unique(site):
+        mine = rows[site == s]
+        assert np.isin(vol[mine], data.actions["volume"][mine]).all()
+    assert not np.array_equal(vol[rows], data.actions["volume"][rows])
+    assert np.array_equal(np.delete(vol, rows), np.delete(data.actions["volume"], rows))
+    assert any("not supported" in a for a in model.assumptions)   # independent jitter
+
+
+def test_trace_noise_keeps_a_correlation_the_data_supports():
+    rng = np.random.default_rng(0)
+    shared = np.exp(0.3 * rng.standard_normal(200))      # the same slowdown on every rank
+
+    def body(r):
+        return [Step("compute", volume=1e-4 * shared * np.exp(0.05 * rng.standard_normal(200))),
+                Step("allreduce", nbytes=8)]
+    data, _ = build(4, 200, body)
+    model = noise_model(data, "trace")
+    a, b, c = model.weights
+    assert a ** 2 > 0.8                  # ranks on different nodes move together
+    assert any("(kept)" in x for x in model.assumptions)
+    # and the replicas' draws keep it: correlation between ranks 0 and 1 of a replica
+    vol = model.volumes(data, np.random.default_rng(2))
+    rows, site, occ = call_sites(data)
+    rank = data.rank_of(rows)
+    loop = occ < 200
+    r0 = vol[rows[(rank == 0) & loop]][1:-1]
+    r1 = vol[rows[(rank == 1) & loop]][1:-1]
+    assert np.corrcoef(np.log(r0), np.log(r1))[0, 1] > 0.7
+
+
+def test_none_noise_leaves_volumes_and_no_compute_is_an_error():
+    data, _ = cg(2, 20)
+    assert np.array_equal(noise_model(data, "none").volumes(data, np.random.default_rng()),
+                          data.actions["volume"])
+    empty, _ = build(2, 5, lambda r: [Step("barrier")], prologue=lambda r: [Step("init")])
+    with pytest.raises(MinitraceError, match="no compute actions"):
+        noise_model(empty, "trace")
+
+
+def _variability(path, iterations, nranks):
+    rng = np.random.default_rng(1)
+    storage.write_bench(str(path), "variability", {
+        "times": 1e-3 * (1 + rng.pareto(3.0, (iterations, nranks))),
+        "maxima": np.zeros(iterations), "node": np.zeros(nranks, np.int32),
+        "local_rank": np.arange(nranks, dtype=np.int32)},
+        {"workload": "ftq", "iterations": iterations, "nranks": nranks})
+
+
+def test_noise_file_of_another_shape_is_a_one_line_error(tmp_path):
+    data, _ = stencil(2, 30)
+    four = tmp_path / "four.h5"
+    _variability(four, 50, 4)
+    with pytest.raises(MinitraceError, match="has 4 ranks and the trace 2") as e:
+        noise_model(data, str(four))
+    assert "\n" not in str(e.value) and str(four) in str(e.value)
+    short = tmp_path / "short.h5"
+    _variability(short, 5, 2)
+    with pytest.raises(MinitraceError, match="5 iterations, fewer than"):
+        noise_model(data, str(short))
+    with pytest.raises(MinitraceError, match="no such noise file"):
+        noise_model(data, str(tmp_path / "missing.h5"))
+    other = tmp_path / "other.h5"
+    storage.write_bench(str(other), "pt2pt", {"size": np.arange(3)})
+    with pytest.raises(MinitraceError, match="variability"):
+        noise_model(data, str(other))
+
+
+def test_bench_noise_scales_each_iteration_by_one_benchmark_row(tmp_path):
+    data, _ = stencil(2, 40)
+    f = tmp_path / "var.h5"
+    _variability(f, 50, 2)
+    model = noise_model(data, str(f))
+    vol = model.volumes(data, np.random.default_rng(3))
+    rows, site, occ = call_sites(data)
+    ratio = vol[rows] / data.actions["volume"][rows]
+    rank = data.rank_of(rows)
+    allowed = model.factors
+    for r in (0, 1):
+        assert np.isin(np.round(ratio[rank == r], 12), np.round(allowed[:, r], 12)).all()
+    # the two compute sites of one iteration share its factor
+    r0 = rows[(rank == 0)]
+    it = occ[rank == 0]
+    for k in (3, 17):
+        assert len(set(np.round(ratio[rank == 0][it == k], 12))) == 1
+
+
+# ---- sampling pieces (no replay) ---------------------------------------------------------------
+
+def test_steady_rule_warmup_alternation_and_drift():
+    w = 12
+    flat = np.r_[np.linspace(3, 1.05, 10), np.ones(60)]
+    s = steady_start(flat, w, 0.01)
+    assert s is not None and 5 <= s <= 10
+    alt = np.tile([1.0, 1.3], 40)
+    assert steady_start(alt, w, 0.01) == 0
+    drift = np.linspace(1, 2, 80)           # +1.25% per iteration: never steady
+    assert steady_start(drift, w, 0.01) is None
+
+
+def test_phases_follow_refinement_and_reduced_trace_keeps_the_rest():
+    data, b = amr(2, 480, phases=4, seed=2)
+    phases = phases_of(data, 0, b, 12)
+    assert [p.first for p in phases] == [0, 120, 240, 360]
+    for p in phases:
+        p.replayed = 30
+    reduced, origin, marks, removed = reduce_trace(data, [b], phases)
+    assert check_separable(data, removed) is None
+    assert removed.sum() == 4 * 90 * 5 * 2
+    kept = origin[origin >= 0]
+    assert np.array_equal(kept, np.flatnonzero(~removed))
+    assert (origin < 0).sum() == 2 * 4 * 31          # markers: per rank, phase, iteration + 1
+    assert [len(m) for m in marks] == [124, 124]
+    assert np.array_equal(reduced.actions["kind"][origin >= 0], data.actions["kind"][kept])
+    # waitall vectors follow their rows
+    wa = np.flatnonzero(reduced.actions["vec_len"] > 0)
+    got = reduced.vector_entries(wa)[1]
+    want = data.vector_entries(origin[wa])[1]
+    assert np.array_equal(got, want)
+
+
+def test_iterations_exchanging_messages_across_boundaries_are_not_skipped():
+    data, b = stencil(2, 40)
+    removed = np.zeros(len(data.actions), bool)
+    for r in (0, 1):       # from the second irecv of iteration 5 to that of iteration 10
+        removed[b[r, 5] + 2:b[r, 10] + 2] = True
+    assert "requests cross" in check_separable(data, removed)
+    removed[:] = False
+    removed[b[0, 5]:b[0, 10]] = True
+    removed[b[1, 5]:b[1, 9]] = True       # rank 1 skips one iteration fewer
+    assert "messages cross" in check_separable(data, removed)
+    removed[:] = False
+    for r in (0, 1):
+        removed[b[r, 5]:b[r, 10]] = True
+    assert check_separable(data, removed) is None
+
+
+# ---- replays ----------------------------------------------------------------------------------
+
+@native
+def test_sampling_a_constant_loop_equals_the_full_replay_within_the_bound():
+    data, b = stencil(2, 400)
+    full = replay(data, compute_rate=RATE)
+    s = sampled_replay(data, [b], "auto", compute_rate=RATE)
+    assert s.skipped_share > 0.5 and s.phases[0].replayed < 400
+    assert abs(s.simulated_time - full.simulated_time) <= s.bound
+    assert s.bound < 1e-4 * full.simulated_time
+    for e, f in zip(s.rank_end_times, full.rank_end_times):
+        assert abs(e - f) <= s.bound
+
+
+@native
+def test_sampling_warmup_jitter_and_phases_stays_within_the_bound():
+    for data, b in (stencil(2, 600, jitter=0.05, warmup=2.0, seed=1),
+                    amr(2, 600, phases=3, jitter=0.03, alternate=0.3, seed=4)):
+        full = replay(data, compute_rate=RATE)
+        s = sampled_replay(data, [b], "auto", compute_rate=RATE)
+        assert s.skipped_share > 0.3
+        assert abs(s.simulated_time - full.simulated_time) <= s.bound, s.table()
+        assert s.bound < 0.01 * full.simulated_time
+
+
+@native
+def test_no_dominant_loop_replays_fully_and_says_so():
+    data, b = stencil(2, 300)
+    small = b[:, :20]                        # a loop over 19 iterations: a small share
+    s = sampled_replay(data, [small], "auto", compute_rate=RATE)
+    full = replay(data, compute_rate=RATE)
+    assert s.simulated_time == full.simulated_time and s.skipped_share == 0
+    assert any("no dominant loop" in n for n in s.notes)
+    s = sampled_replay(data, None, "auto", compute_rate=RATE)
+    assert any("no loop structure" in n for n in s.notes)
+
+
+@native
+def test_replicas_without_noise_reproduce_the_plain_replay():
+    data, _ = stencil(3, 50, jitter=0.1)
+    plain = replay(data, compute_rate=RATE)
+    r = replicas(data, 3, "none", seed=1, workers=2, compute_rate=RATE)
+    assert np.all(r.times == plain.simulated_time)
+    assert np.array_equal(r.rank_end_times, np.tile(plain.rank_end_times, (3, 1)))
+    assert (r.lateness()["mean_lateness"] == 0).all()
+
+
+@native
+def test_seeded_replicas_are_reproducible_and_spread():
+    data, _ = stencil(2, 60, jitter=0.2, seed=5)
+    a = replicas(data, 6, "trace", seed=11, workers=2, compute_rate=RATE)
+    b = replicas(data, 6, "trace", seed=11, workers=1, compute_rate=RATE)
+    c = replicas(data, 6, "trace", seed=12, workers=2, compute_rate=RATE)
+    assert np.array_equal(a.times, b.times)
+    assert not np.array_equal(a.times, c.times)
+    assert np.ptp(a.times) > 0
+    s = a.summary()
+    assert s["lo"] <= s["median"] <= s["hi"]
+
+
+@native
+def test_cli_replicas_and_sample(tmp_path):
+    data, _ = stencil(2, 60, jitter=0.2, seed=5)
+    path = tmp_path / "run.h5"
+    storage.write_trace(str(path), data)
+    cmd = [sys.executable, "-m", "minitrace", "replay", str(path), "--compute-rate", RATE]
+    p = subprocess.run(cmd + ["--replicas", "5", "--seed", "3", "--plot",
+                              str(tmp_path / "h.png")], capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    assert "95%:" in p.stdout and "finished last" in p.stdout and "noise:" in p.stdout
+    assert (tmp_path / "h.png").stat().st_size > 0
+    p = subprocess.run(cmd + ["--replicas", "5", "--seed", "3", "--json"], capture_output=True,
+                       text=True)
+    out = json.loads(p.stdout)
+    assert len(out["times"]) == 5 and out["seed"] == 3
+    bad = tmp_path / "four.h5"
+    _variability(bad, 50, 4)
+    p = subprocess.run(cmd + ["--replicas", "5", "--noise", str(bad)], capture_output=True,
+                       text=True)
+    assert p.returncode != 0 and "has 4 ranks and the trace 2" in p.stderr
+    assert len(p.stderr.strip().splitlines()) == 1
+    p = subprocess.run(cmd + ["--sample", "auto"], capture_output=True, text=True)
+    assert p.returncode == 0 and "replayed fully" in p.stdout
+    p = subprocess.run(cmd + ["--seed", "3"], capture_output=True, text=True)
+    assert p.returncode != 0 and "go with --replicas" in p.stderr
