@@ -197,6 +197,15 @@ def test_sampling_warmup_jitter_and_phases_stays_within_the_bound():
 
 
 @native
+def test_loops_found_in_the_trace_are_sampled():
+    data, b = cg(3, 300, jitter=0.05, seed=2)
+    full = replay(data, compute_rate=RATE)
+    s = sampled_replay(data, None, "auto", compute_rate=RATE)       # minitrace.compress.loops
+    assert s.phases and s.skipped_share > 0.3
+    assert abs(s.simulated_time - full.simulated_time) <= s.bound
+
+
+@native
 def test_no_dominant_loop_replays_fully_and_says_so():
     data, b = stencil(2, 300)
     small = b[:, :20]                        # a loop over 19 iterations: a small share
@@ -204,8 +213,9 @@ def test_no_dominant_loop_replays_fully_and_says_so():
     full = replay(data, compute_rate=RATE)
     assert s.simulated_time == full.simulated_time and s.skipped_share == 0
     assert any("no dominant loop" in n for n in s.notes)
-    s = sampled_replay(data, None, "auto", compute_rate=RATE)
-    assert any("no loop structure" in n for n in s.notes)
+    once, _ = build(2, 1, lambda r: [Step("compute", volume=1e-4), Step("allreduce", nbytes=8)])
+    s = sampled_replay(once, None, "auto", compute_rate=RATE)
+    assert any("replayed fully: no loop found" in n for n in s.notes)
 
 
 @native
@@ -252,7 +262,11 @@ def test_cli_replicas_and_sample(tmp_path):
                        text=True)
     assert p.returncode != 0 and "has 4 ranks and the trace 2" in p.stderr
     assert len(p.stderr.strip().splitlines()) == 1
-    p = subprocess.run(cmd + ["--sample", "auto"], capture_output=True, text=True)
-    assert p.returncode == 0 and "replayed fully" in p.stdout
+    long = tmp_path / "long.h5"
+    storage.write_trace(str(long), stencil(2, 300)[0])
+    p = subprocess.run([*cmd[:4], str(long), *cmd[5:], "--sample", "auto"], capture_output=True,
+                       text=True)
+    assert p.returncode == 0 and "iteration sampling" in p.stdout, p.stderr
+    assert "skipped" in p.stdout and "phases:" in p.stdout
     p = subprocess.run(cmd + ["--seed", "3"], capture_output=True, text=True)
     assert p.returncode != 0 and "go with --replicas" in p.stderr

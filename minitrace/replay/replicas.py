@@ -23,8 +23,8 @@ import numpy as np
 
 from ..errors import MinitraceError
 from .noise import noise_model
-from .sampling import (_marker_times, loops_of, reduce_trace, sampled_replay, skipped_line,
-                       slowest_compute, top_level)
+from .sampling import (_marker_times, reduce_trace, sampled_replay, skipped_line,
+                       slowest_compute)
 
 _STATE: dict = {}
 
@@ -129,7 +129,7 @@ def replicas(trace, n: int, noise: str = "trace", seed: int | None = None,
     sample : "off", "auto" or int
         Iteration sampling (:func:`minitrace.replay.sampling.sampled_replay`).
     loops : list of ndarray, optional
-        Iteration bounds of the loops (default: the trace's loop structure).
+        Iteration bounds of the loops (default: those :func:`minitrace.compress.loops` finds).
     workers : int, optional
         Processes (default: one per core; under mpiexec the MPI ranks).
     **replay_kw
@@ -149,8 +149,6 @@ def replicas(trace, n: int, noise: str = "trace", seed: int | None = None,
     notes: list[str] = []
     sampled = None
     if sample != "off":
-        if loops is None:
-            loops = loops_of(data)
         sampled = sampled_replay(data, loops, sample, **replay_kw)
         plain_time, plain_ends = sampled.simulated_time, sampled.rank_end_times
         notes += sampled.notes
@@ -161,7 +159,7 @@ def replicas(trace, n: int, noise: str = "trace", seed: int | None = None,
         res = replay(data, **replay_kw)
         plain_time, plain_ends = res.simulated_time, list(res.rank_end_times)
     state = {"data": data, "model": model, "kw": replay_kw, "sampled": sampled,
-             "loops": top_level([np.asarray(b, np.int64) for b in loops]) if sampled else None}
+             "loops": sampled.loops if sampled else None}
     children = np.random.SeedSequence(seed).spawn(n)
     out = _run_all(state, children, workers, progress)
     times = np.array([o[0] for o in out])

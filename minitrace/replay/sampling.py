@@ -1,8 +1,9 @@
 """Iteration sampling: replay a main loop's iterations until the simulated time per iteration is
 steady, skip the rest, account for them, and replay what follows the loop for real.
 
-The loops come from the trace's loop structure (``minitrace.compress.loops``): per loop, the
-row range of each iteration on each rank (``bounds`` [nranks, iterations + 1]).  Only
+The loops come from the trace's loop structure (:func:`minitrace.compress.loops`): per loop, the
+row range of each iteration on each rank (``bounds`` [nranks, iterations + 1]); a loop must be
+on every rank with the same number of iterations.  Only
 top-level loops are sampled (a nested loop is inside its parent's iterations); successive loops
 are sampled one after the other.  A loop is cut into **phases** where its iterations' static
 cost changes (the mean over a block of ``window`` iterations of any rank's compute, or of the
@@ -90,6 +91,7 @@ class SampledReplay:
     wall_time: float = 0.0          # s of host time, every replay and the bookkeeping
     replays: int = 0
     notes: list[str] = field(default_factory=list)
+    loops: list = field(default_factory=list)   # the sampled (top-level) loops' bounds
 
     @property
     def nranks(self) -> int:
@@ -113,14 +115,27 @@ class SampledReplay:
                 "phases": self.table().to_dict(orient="records")}
 
 
-def loops_of(data) -> list[np.ndarray] | None:
-    """Per loop, its iteration bounds [nranks, iterations + 1] (global rows), from the trace's
-    loop structure (``minitrace.compress.loops``); None when that is not available."""
-    try:
-        from ..compress import loops as find
-    except ImportError:
-        return None
-    return [np.asarray(getattr(lp, "bounds", lp), np.int64) for lp in find(data)]
+def loops_of(data) -> tuple[list[np.ndarray], list[str]]:
+    """Per loop found on every rank with the same number of iterations, its iteration bounds
+    [nranks, iterations + 1] (global rows), from the trace's loop structure
+    (:func:`minitrace.compress.loops`); and notes on loops left out."""
+    from ..compress import loops as find
+    table = find(data)
+    out, notes = [], []
+    if not len(table):
+        return out, notes
+    for loop, t in table.groupby("loop"):
+        t = t.sort_values(["rank", "iteration"])
+        counts = t.groupby("rank").size()
+        if len(counts) != data.nranks or counts.nunique() != 1:
+            notes.append(f"loop {loop} is not on every rank with the same iteration count: "
+                         f"replayed as it is")
+            continue
+        n = int(counts.iloc[0])
+        first = t["first_row"].to_numpy(np.int64).reshape(data.nranks, n)
+        last = t["last_row"].to_numpy(np.int64).reshape(data.nranks, n)
+        out.append(np.concatenate([first, last[:, -1:] + 1], axis=1))
+    return out, notes
 
 
 def top_level(loops: list[np.ndarray]) -> list[np.ndarray]:
@@ -297,8 +312,8 @@ def sampled_replay(data, loops: list[np.ndarray] | None, sample="auto", *,
     ----------
     data : TraceColumns
     loops : list of ndarray or None
-        Per loop, its iteration bounds [nranks, iterations + 1] (global rows); None: no loop
-        structure is known (the trace replays fully, said in the notes).
+        Per loop, its iteration bounds [nranks, iterations + 1] (global rows); None: the loops
+        :func:`minitrace.compress.loops` finds (:func:`loops_of`).
     sample : "auto" or int
         auto: replay each phase until the steady rule holds; K: replay K iterations of each
         phase.
@@ -320,8 +335,10 @@ def sampled_replay(data, loops: list[np.ndarray] | None, sample="auto", *,
     total = len(data.actions)
     why_full = None
     if loops is None:
-        why_full = "no loop structure known for this trace (minitrace.compress not available)"
-        loops = []
+        loops, found = loops_of(data)
+        notes += found
+        if not loops:
+            why_full = "no loop found in the trace"
     loops = [np.asarray(b, np.int64) for b in loops]
     for b in loops:
         if b.ndim != 2 or b.shape[0] != data.nranks or b.shape[1] < 2 or \
@@ -352,7 +369,8 @@ def sampled_replay(data, loops: list[np.ndarray] | None, sample="auto", *,
     if why_full is not None:
         res = run(data, **replay_kw)
         return SampledReplay(res.simulated_time, list(res.rank_end_times), 0.0, 1.0, 0.0, [],
-                             res, time.perf_counter() - t0, 1, [f"replayed fully: {why_full}"])
+                             res, time.perf_counter() - t0, 1,
+                             notes + [f"replayed fully: {why_full}"] + list(res.notes))
     replays = 0
     while True:
         reduced, origin, marks, removed = reduce_trace(data, top, phases)
@@ -384,7 +402,7 @@ def sampled_replay(data, loops: list[np.ndarray] | None, sample="auto", *,
                  f"{sum(p.replayed for p in phases)} of {sum(p.iterations for p in phases)} "
                  f"iterations ({replays} replay(s))")
     return SampledReplay(max(ends), ends, bound, kept / total, 1 - kept / total, phases, res,
-                         time.perf_counter() - t0, replays, notes + list(res.notes))
+                         time.perf_counter() - t0, replays, notes + list(res.notes), top)
 
 
 def _marker_times(timeline, reduced, origin, marks, phases) -> list[np.ndarray]:

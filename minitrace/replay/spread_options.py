@@ -77,9 +77,8 @@ def run(args, trace, source: str, replay_kw: dict, plot: str | None) -> int:
                 print(f"  plot: {plot}")
         return 0
     from .replicas import load_columns
-    from .sampling import loops_of, sampled_replay
-    data = load_columns(trace, source)
-    s = sampled_replay(data, loops_of(data), sample, **replay_kw)
+    from .sampling import sampled_replay
+    s = sampled_replay(load_columns(trace, source), None, sample, **replay_kw)
     if args.json:
         print(json.dumps({"trace": source, **s.to_dict()}, indent=1))
     else:
