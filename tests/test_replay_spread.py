@@ -242,6 +242,18 @@ def test_seeded_replicas_are_reproducible_and_spread():
 
 
 @native
+def test_sampled_replicas_are_reproducible_and_scatter_around_the_plain_replay():
+    data, b = stencil(2, 240, jitter=0.1, seed=6)
+    a = replicas(data, 4, "trace", seed=2, sample="auto", loops=[b], workers=2,
+                 compute_rate=RATE)
+    again = replicas(data, 4, "trace", seed=2, sample="auto", loops=[b], workers=1,
+                     compute_rate=RATE)
+    assert a.sampled is not None and a.sampled.skipped_share > 0.3
+    assert np.array_equal(a.times, again.times)
+    assert np.all(np.abs(a.times / a.plain_time - 1) < 0.05)
+
+
+@native
 def test_cli_replicas_and_sample(tmp_path):
     data, _ = stencil(2, 60, jitter=0.2, seed=5)
     path = tmp_path / "run.h5"

@@ -218,30 +218,33 @@ def _one(i: int, seq: np.random.SeedSequence) -> tuple[float, list[float]]:
     data, model, kw, sampled = (_STATE[k] for k in ("data", "model", "kw", "sampled"))
     rng = np.random.default_rng(seq)
     vol = model.volumes(data, rng)
+    if sampled is not None:
+        return _sampled_replica(vol, rng)
     actions = data.actions.copy()
     actions["volume"] = vol
-    noisy = replace(data, actions=actions)
-    if sampled is None:
-        res = replay(noisy, **kw)
-        return res.simulated_time, list(res.rank_end_times)
-    return _sampled_replica(noisy, sampled, _STATE["loops"], kw, rng)
+    res = replay(replace(data, actions=actions), **kw)
+    return res.simulated_time, list(res.rank_end_times)
 
 
-def _sampled_replica(noisy, sampled, loops, kw, rng) -> tuple[float, list[float]]:
+def _sampled_replica(vol: np.ndarray, rng) -> tuple[float, list[float]]:
     """A replica with the plain run's sampling plan: the reduced trace replayed with this
-    replica's volumes, its skipped iterations predicted from its replayed ones plus residuals
-    drawn from theirs."""
+    replica's volumes ``vol``, its skipped iterations predicted from its replayed ones (the
+    line against the static costs of this replica's volumes) plus residuals drawn from theirs."""
     from .api import replay
-    phases = [replace(p) for p in sampled.phases]
-    reduced, origin, marks, _ = reduce_trace(noisy, loops, phases)
-    res = replay(reduced, timeline=True, **kw)
-    times = _marker_times(res.timeline, reduced, origin, marks, phases)
+    data, kw, sampled, loops = (_STATE[k] for k in ("data", "kw", "sampled", "loops"))
+    if "reduced" not in _STATE:      # the plan's reduced trace, built once per process
+        _STATE["reduced"] = reduce_trace(data, loops, sampled.phases)
+    reduced, origin, marks, _ = _STATE["reduced"]
+    actions = reduced.actions.copy()
+    real = origin >= 0
+    actions["volume"][real] = vol[origin[real]]
+    res = replay(replace(reduced, actions=actions), timeline=True, **kw)
+    times = _marker_times(res.timeline, reduced, origin, marks, sampled.phases)
     skipped = 0.0
-    for pi, p in enumerate(phases):
+    for pi, p in enumerate(sampled.phases):
         if p.skipped:
-            cost = slowest_compute(noisy, loops[p.loop])[p.first:p.stop]
+            cost = slowest_compute(data, loops[p.loop], vol)[p.first:p.stop]
             pred, resid, _, _ = skipped_line(p, times[pi], cost)
             skipped += float(pred.sum()) + float(rng.choice(resid, p.skipped).sum())
     ends = [float(e + skipped) for e in res.rank_end_times]
     return max(ends), ends
-

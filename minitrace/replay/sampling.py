@@ -150,21 +150,22 @@ def top_level(loops: list[np.ndarray]) -> list[np.ndarray]:
     return sorted(out, key=lambda b: int(b[0, 0]))
 
 
-def static_cost(data, bounds: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Per iteration: each rank's compute volume [nranks, iterations], and the most bytes a
-    rank moves [iterations]."""
+def static_cost(data, bounds: np.ndarray, volume=None) -> tuple[np.ndarray, np.ndarray]:
+    """Per iteration: each rank's compute volume [nranks, iterations] (of ``volume``, default
+    the trace's), and the most bytes a rank moves [iterations]."""
     a = data.actions
-    comp = np.r_[0.0, np.cumsum(np.where(a["kind"] == _COMPUTE, a["volume"], 0.0))]
+    vol = a["volume"] if volume is None else volume
+    comp = np.r_[0.0, np.cumsum(np.where(a["kind"] == _COMPUTE, vol, 0.0))]
     moved = np.r_[0, np.cumsum(a["bytes_sent"] + a["bytes_recv"])]
     c = comp[bounds[:, 1:]] - comp[bounds[:, :-1]]
     b = moved[bounds[:, 1:]] - moved[bounds[:, :-1]]
     return c, b.max(axis=0).astype(float)
 
 
-def slowest_compute(data, bounds: np.ndarray) -> np.ndarray:
+def slowest_compute(data, bounds: np.ndarray, volume=None) -> np.ndarray:
     """Per iteration, the slowest rank's compute volume: the static cost the iteration times are
     regressed on."""
-    return static_cost(data, bounds)[0].max(axis=0)
+    return static_cost(data, bounds, volume)[0].max(axis=0)
 
 
 def phases_of(data, loop: int, bounds: np.ndarray, window: int) -> list[Phase]:
@@ -262,14 +263,15 @@ def check_separable(data, removed: np.ndarray) -> str | None:
     peer, tag, comm = a["peer"][rows], a["tag"][rows], a["comm"][rows]
     sends = K.mask(K.SENDS)[kind]
     recvs = K.mask(K.RECVS)[kind]
-    key_s = np.stack([rank[sends], peer[sends], tag[sends], comm[sends]], 1)
-    key_r = np.stack([peer[recvs], rank[recvs], tag[recvs], comm[recvs]], 1)
-    us, cs = np.unique(key_s, axis=0, return_counts=True)
-    ur, cr = np.unique(key_r, axis=0, return_counts=True)
-    if len(us) != len(ur) or (us != ur).any() or (cs != cr).any():
+    src = np.r_[rank[sends], peer[recvs]]
+    dst = np.r_[peer[sends], rank[recvs]]
+    key = _dense(src, dst, np.r_[tag[sends], tag[recvs]], np.r_[comm[sends], comm[recvs]])
+    n_sends = int(sends.sum())
+    if not _same_multiset(key[:n_sends], key[n_sends:]):
         return "messages cross the boundaries of the skipped iterations"
-    if _requests(data, rows, kind, rank, activations=True) != \
-            _requests(data, rows, kind, rank, activations=False):
+    (wa, ia), (wc, ic) = (_requests(data, rows, kind, rank, act) for act in (True, False))
+    key = _dense(np.r_[wa, wc], np.r_[ia, ic])
+    if not _same_multiset(key[:len(wa)], key[len(wa):]):
         return "requests cross the boundaries of the skipped iterations"
     coll = K.mask(K.ORDERED_COLLECTIVES)[kind]
     for c in np.unique(comm[coll]):
@@ -281,10 +283,10 @@ def check_separable(data, removed: np.ndarray) -> str | None:
     return None
 
 
-def _requests(data, rows, kind, rank, activations: bool) -> list:
-    """The (rank, request id) pairs that ``rows`` activate (non-blocking calls, starts), or that
-    they complete (waits, successful tests), with multiplicity, sorted: a block of rows leaves
-    no request behind when the two lists are equal (ids are unique per rank)."""
+def _requests(data, rows, kind, rank, activations: bool) -> tuple[np.ndarray, np.ndarray]:
+    """(rank, request id) of each request that ``rows`` activate (non-blocking calls, starts),
+    or that they complete (waits, successful tests), with multiplicity: a block of rows leaves
+    no request behind when the two are equal as multisets (ids are unique per rank)."""
     a = data.actions
     req, flags = a["request"][rows], a["flags"][rows]
     done = (flags & K.FLAG_COMPLETED) != 0
@@ -300,7 +302,43 @@ def _requests(data, rows, kind, rank, activations: bool) -> list:
     ids = np.r_[req[one], vals]
     who = np.r_[rank[one], data.rank_of(vrows)]
     keep = ids >= 0
-    return sorted(zip(who[keep].tolist(), ids[keep].tolist()))
+    return who[keep], ids[keep]
+
+
+def _same_multiset(a: np.ndarray, b: np.ndarray) -> bool:
+    """Whether two int64 arrays hold the same values with the same multiplicities: equal
+    lengths and equal wrapping sums of two 64-bit mixes of the values (splitmix64's
+    finalizer), in linear time; unequal multisets agree with probability ~2^-128."""
+    if len(a) != len(b):
+        return False
+    with np.errstate(over="ignore"):
+        for seed in (0x9E3779B97F4A7C15, 0xD1B54A32D192ED03):
+            sums = []
+            for x in (a, b):
+                z = x.astype(np.uint64) + np.uint64(seed)
+                z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+                z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+                sums.append(int((z ^ (z >> np.uint64(31))).sum(dtype=np.uint64)))
+            if sums[0] != sums[1]:
+                return False
+    return True
+
+
+def _dense(*cols) -> np.ndarray:
+    """One int64 key per row of the non-negative-or-not integer columns ``cols`` (equal rows,
+    equal keys): the columns' bits side by side when they fit in 63 bits, else their ranks."""
+    cols = [np.asarray(c, np.int64) for c in cols]
+    lo = [int(c.min()) if len(c) else 0 for c in cols]
+    bits = [max(int(c.max()) - m, 0).bit_length() if len(c) else 0 for c, m in zip(cols, lo)]
+    key = np.zeros(len(cols[0]), np.int64)
+    if sum(bits) <= 62:
+        for c, m, b in zip(cols, lo, bits):
+            key = (key << b) | (c - m)
+        return key
+    for c in cols:
+        u, inv = np.unique(c, return_inverse=True)
+        key = key * len(u) + inv.ravel()
+    return key
 
 
 def sampled_replay(data, loops: list[np.ndarray] | None, sample="auto", *,
