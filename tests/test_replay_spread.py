@@ -282,3 +282,17 @@ def test_cli_replicas_and_sample(tmp_path):
     assert "skipped" in p.stdout and "phases:" in p.stdout
     p = subprocess.run(cmd + ["--seed", "3"], capture_output=True, text=True)
     assert p.returncode != 0 and "go with --replicas" in p.stderr
+
+
+@native
+def test_replicas_under_mpiexec_are_shared_by_the_ranks_and_printed_once(tmp_path):
+    from tests.mpiutil import run_mpi
+    data, _ = stencil(2, 40, jitter=0.2, seed=5)
+    path = tmp_path / "run.h5"
+    storage.write_trace(str(path), data)
+    argv = ["-m", "minitrace", "replay", str(path), "--compute-rate", RATE, "--replicas", "4",
+            "--seed", "9", "--json"]
+    p = run_mpi(2, [sys.executable, *argv], timeout=240)
+    out = json.loads(p.stdout)                   # one document: rank 0 alone prints
+    alone = replicas(data, 4, "trace", seed=9, workers=1, compute_rate=RATE)
+    assert out["times"] == alone.times.tolist()
