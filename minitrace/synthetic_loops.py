@@ -26,29 +26,35 @@ class Step:
     waits: tuple = ()
 
 
-def build(nranks: int, iterations: int, body, prologue=None, tail=None):
+def build(nranks: int, iterations, body=None, prologue=None, tail=None):
     """A trace of ``prologue(r)``, ``iterations`` x ``body(r)`` and ``tail(r)`` per rank (lists
     of :class:`Step`; a body's nonblocking steps get fresh requests every iteration).  Returns
-    (TraceColumns, bounds)."""
-    blocks, vectors, bounds = [], [], np.zeros((nranks, iterations + 1), np.int64)
+    (TraceColumns, bounds).  Successive loops: ``iterations`` a list of (count, body) pairs;
+    then bounds is a list, one per loop."""
+    loops = iterations if body is None else [(iterations, body)]
+    blocks, vectors = [], []
+    bounds = [np.zeros((nranks, n + 1), np.int64) for n, _ in loops]
     start = 0
     for r in range(nranks):
         pro = _rows(prologue(r) if prologue else [Step("init")], 1, 0)
-        steps = body(r)
-        one, vec = _rows(steps, iterations, 1 << 20)
-        tl = _rows(tail(r) if tail else [Step("finalize")], 1, 2 << 20)
-        blocks += [pro[0], one, tl[0]]
-        vectors += [pro[1], vec, tl[1]]
-        bounds[r] = start + len(pro[0]) + np.arange(iterations + 1) * len(steps)
-        start += len(pro[0]) + len(one) + len(tl[0])
+        parts = [pro]
+        at = start + len(pro[0])
+        for k, (n, fn) in enumerate(loops):
+            steps = fn(r)
+            parts.append(_rows(steps, n, (k + 1) << 20))
+            bounds[k][r] = at + np.arange(n + 1) * len(steps)
+            at += n * len(steps)
+        parts.append(_rows(tail(r) if tail else [Step("finalize")], 1, (len(loops) + 1) << 20))
+        blocks.append(np.concatenate([p[0] for p in parts]))
+        vectors += [p[1] for p in parts]
+        start += len(blocks[-1])
     actions = np.concatenate(blocks)
     assign_vec_offsets(actions)
-    sizes = [sum(len(b) for b in blocks[3 * r:3 * r + 3]) for r in range(nranks)]
-    offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+    offsets = np.concatenate([[0], np.cumsum([len(b) for b in blocks])]).astype(np.int64)
     data = TraceColumns(actions, offsets, np.concatenate(vectors).astype(np.int64),
                         comms={0: np.arange(nranks, dtype=np.int32)},
                         meta={"volume_unit": "seconds", "nranks": nranks})
-    return data, bounds
+    return data, (bounds if body is None else bounds[0])
 
 
 def _rows(steps: list[Step], n: int, req_base: int):

@@ -141,7 +141,7 @@ def test_phases_follow_refinement_and_reduced_trace_keeps_the_rest():
     for p in phases:
         p.replayed = 30
     reduced, origin, marks, removed = reduce_trace(data, [b], phases)
-    assert check_separable(data, removed) is None
+    assert check_separable(data, np.flatnonzero(removed)) is None
     assert removed.sum() == 4 * 90 * 5 * 2
     kept = origin[origin >= 0]
     assert np.array_equal(kept, np.flatnonzero(~removed))
@@ -160,15 +160,23 @@ def test_iterations_exchanging_messages_across_boundaries_are_not_skipped():
     removed = np.zeros(len(data.actions), bool)
     for r in (0, 1):       # from the second irecv of iteration 5 to that of iteration 10
         removed[b[r, 5] + 2:b[r, 10] + 2] = True
-    assert "requests cross" in check_separable(data, removed)
+    assert "requests cross" in check_separable(data, np.flatnonzero(removed))
     removed[:] = False
     removed[b[0, 5]:b[0, 10]] = True
     removed[b[1, 5]:b[1, 9]] = True       # rank 1 skips one iteration fewer
-    assert "messages cross" in check_separable(data, removed)
+    assert "messages cross" in check_separable(data, np.flatnonzero(removed))
     removed[:] = False
     for r in (0, 1):
         removed[b[r, 5]:b[r, 10]] = True
-    assert check_separable(data, removed) is None
+    assert check_separable(data, np.flatnonzero(removed)) is None
+
+
+@native
+def test_a_loop_whose_iterations_share_requests_replays_fully():
+    data, b = stencil(2, 200)
+    s = sampled_replay(data, [b + 2], "auto", compute_rate=RATE)   # cut after the first irecv
+    assert s.skipped_share == 0
+    assert any("iterations cannot be skipped: requests cross" in n for n in s.notes)
 
 
 # ---- replays ----------------------------------------------------------------------------------
@@ -202,6 +210,22 @@ def test_loops_found_in_the_trace_are_sampled():
     full = replay(data, compute_rate=RATE)
     s = sampled_replay(data, None, "auto", compute_rate=RATE)       # minitrace.compress.loops
     assert s.phases and s.skipped_share > 0.3
+    assert abs(s.simulated_time - full.simulated_time) <= s.bound
+
+
+@native
+def test_successive_loops_are_each_sampled():
+    def halo(r):
+        return [Step("compute", volume=2e-4), Step("irecv", 1 - r, 1, 4096),
+                Step("isend", 1 - r, 1, 4096), Step("waitall", waits=(1, 2))]
+
+    def solve(r):
+        return [Step("compute", volume=5e-5), Step("allreduce", nbytes=8)]
+    data, bounds = build(2, [(300, halo), (400, solve)])
+    full = replay(data, compute_rate=RATE)
+    s = sampled_replay(data, bounds, "auto", compute_rate=RATE)
+    assert sorted({p.loop for p in s.phases}) == [0, 1]
+    assert all(p.skipped > 0 for p in s.phases)
     assert abs(s.simulated_time - full.simulated_time) <= s.bound
 
 

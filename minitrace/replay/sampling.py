@@ -252,13 +252,12 @@ def reduce_trace(data, loops: list[np.ndarray], phases: list[Phase]):
     return reduced, origin, per_rank, removed
 
 
-def check_separable(data, removed: np.ndarray) -> str | None:
-    """Why the removed rows cannot be left out of the replay (messages or requests crossing
+def check_separable(data, rows: np.ndarray) -> str | None:
+    """Why ``rows`` (sorted) cannot be left out of the replay (messages or requests crossing
     their boundary, collectives not removed alike on every member), or None."""
-    if not removed.any():
+    if not len(rows):
         return None
     a = data.actions
-    rows = np.flatnonzero(removed)
     kind, rank = a["kind"][rows], data.rank_of(rows)
     peer, tag, comm = a["peer"][rows], a["tag"][rows], a["comm"][rows]
     sends = K.mask(K.SENDS)[kind]
@@ -280,6 +279,22 @@ def check_separable(data, removed: np.ndarray) -> str | None:
         count = np.bincount(rank[coll & (comm == c)], minlength=data.nranks)[members]
         if len(count) and (count != count[0]).any():
             return "collectives are not skipped alike on every rank"
+    return None
+
+
+def _check_skippable(data, loops: list[np.ndarray], phases: list[Phase]) -> str | None:
+    """Whether iterations can be skipped, checked on the first, middle and last iteration each
+    phase may skip, one at a time (an iteration that keeps its messages and requests to itself
+    can be left out with any others that do; a loop's iterations from
+    :func:`minitrace.compress.loops` are alike call for call)."""
+    for p in phases:
+        b = loops[p.loop]
+        for k in sorted({p.first + min(p.replayed, p.iterations - 1),
+                         (p.first + p.stop) // 2, p.stop - 1}):
+            rows = np.concatenate([np.arange(b[r, k], b[r, k + 1]) for r in range(len(b))])
+            why = check_separable(data, rows)
+            if why:
+                return f"{why} (iteration {k} of loop {p.loop})"
     return None
 
 
@@ -399,8 +414,7 @@ def sampled_replay(data, loops: list[np.ndarray] | None, sample="auto", *,
         first = fixed if fixed is not None else 4 * window
         for p in phases:
             p.replayed = min(p.iterations, first)
-        _, _, _, removed = reduce_trace(data, top, phases)
-        why = check_separable(data, removed)
+        why = _check_skippable(data, top, phases)
         if why:
             why_full = f"iterations cannot be skipped: {why}"
             phases = []
@@ -492,7 +506,7 @@ def _extrapolate(p: Phase, x: np.ndarray, cost: np.ndarray) -> None:
         return
     pred, resid, X, xs = skipped_line(p, x, cost)
     var = float(resid @ resid) / max(len(resid) - X.shape[1], 1)
-    if len(resid) > 2 and resid.std() > 0:      # residuals correlated from one to the next
+    if len(resid) > 2 and resid[:-1].std() > 0 and resid[1:].std() > 0:   # correlated residuals
         rho = float(np.corrcoef(resid[:-1], resid[1:])[0, 1])
         if rho > 0:
             var *= (1 + rho) / (1 - min(rho, 0.9))
