@@ -3,6 +3,7 @@ share, and how their results are printed."""
 from __future__ import annotations
 
 import json
+import sys
 
 import numpy as np
 
@@ -63,7 +64,7 @@ def run(args, trace, source: str, replay_kw: dict, plot: str | None) -> int:
     if args.replicas is not None:
         from .replicas import _mpi_world, replicas
         r = replicas(trace, args.replicas, args.noise, args.seed, sample,
-                     workers=args.workers, progress=True, **replay_kw)
+                     workers=args.workers, progress=sys.stderr.isatty(), **replay_kw)
         comm = _mpi_world()
         if comm is not None and comm.Get_rank() != 0:
             return 0
