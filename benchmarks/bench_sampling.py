@@ -20,9 +20,11 @@ import time
 
 import numpy as np
 
+import minitrace.compress.loop_view  # noqa: F401  (imported before timing)
+import minitrace.replay.timeline  # noqa: F401
 from minitrace.replay import replay
 from minitrace.replay.replicas import replicas
-from minitrace.replay.sampling import sampled_replay
+from minitrace.replay.sampling import loops_of, sampled_replay
 from minitrace.synthetic_loops import amr, cg, stencil
 
 RATE = "1Gf"
@@ -42,17 +44,21 @@ def cases(scale: float):
 
 
 def sampling(scale: float) -> None:
-    print("| case | iterations | actions | full wall (s) | sampled wall (s) | speed-up | "
-          "replayed | error | bound | holds |")
+    print("| case | iterations | actions | full wall (s) | sampled wall (s) (loop detection) | "
+          "speed-up | replayed | error | bound | holds |")
     print("|---|---|---|---|---|---|---|---|---|---|")
     for name, (data, bounds) in cases(scale):
         t = time.perf_counter()
         full = replay(data, compute_rate=RATE)
         full_wall = time.perf_counter() - t
-        s = sampled_replay(data, None, "auto", compute_rate=RATE)   # loops: minitrace.compress
+        t = time.perf_counter()
+        loops, _ = loops_of(data)                                  # minitrace.compress
+        detect = time.perf_counter() - t
+        s = sampled_replay(data, loops, "auto", compute_rate=RATE)
+        wall = detect + s.wall_time
         err = s.simulated_time - full.simulated_time
         print(f"| {name} | {bounds.shape[1] - 1} | {len(data.actions)} | {full_wall:.2f} | "
-              f"{s.wall_time:.2f} | {full_wall / s.wall_time:.1f}x | {s.replayed_share:.1%} | "
+              f"{wall:.2f} ({detect:.2f}) | {full_wall / wall:.1f}x | {s.replayed_share:.1%} | "
               f"{err / full.simulated_time:+.4%} | {s.bound / full.simulated_time:.4%} | "
               f"{'yes' if abs(err) <= s.bound else 'NO'} |", flush=True)
 

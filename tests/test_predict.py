@@ -108,3 +108,17 @@ def test_more_ranks_than_cores_is_not_comparable(recorded):
     p = predict(str(trace), one_core)
     assert not p.comparable
     assert "not comparable: 2 ranks ran on a node of 1 cores (oversubscribed)" in p.warnings
+
+
+def test_cli_replicas_and_sampling_with_a_calibration(recorded):
+    trace, cal, d = recorded
+    base = [sys.executable, "-m", "minitrace", "predict", str(trace), "--calibration", str(cal)]
+    p = subprocess.run(base + ["--replicas", "3", "--seed", "1", "--sample", "auto", "--json"],
+                       capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr
+    out = json.loads(p.stdout)
+    assert len(out["times"]) == 3 and out["seed"] == 1 and out["lo"] <= out["hi"]
+    assert any("calls do bytes /" in n or "reduction" in n for n in out["notes"])
+    p = subprocess.run(base + ["--replicas", "3", "--timeline", str(d / "x.png")],
+                       capture_output=True, text=True, timeout=300)
+    assert p.returncode != 0 and "--timeline is not available" in p.stderr
