@@ -18,7 +18,6 @@ import argparse
 import os
 import time
 
-import numpy as np
 
 import minitrace.compress.loop_view  # noqa: F401  (imported before timing)
 import minitrace.replay.timeline  # noqa: F401

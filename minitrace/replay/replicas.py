@@ -180,6 +180,7 @@ def _mpi_world():
 def _run_all(state: dict, children, workers: int | None, progress: bool) -> list:
     """Every replica's (run time, rank end times), in replica order."""
     comm = _mpi_world()
+    _STATE.clear()
     _STATE.update(state)
     idx = list(range(len(children)))
     if comm is not None:

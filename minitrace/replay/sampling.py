@@ -236,8 +236,7 @@ def reduce_trace(data, loops: list[np.ndarray], phases: list[Phase]):
                            for m in marks]) if marks else np.zeros((0, 2), np.int64)
     tags = tags[order]
     acts = a[kept]
-    vec_rows, vec_vals = data.vector_entries(kept)
-    del vec_rows
+    _, vec_vals = data.vector_entries(kept)
     marker = empty_actions(len(rows))
     marker["kind"] = _SLEEP
     pos = kept_before[rows]
