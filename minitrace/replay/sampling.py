@@ -7,10 +7,11 @@ on every rank with the same number of iterations.  Only
 top-level loops are sampled (a nested loop is inside its parent's iterations); successive loops
 are sampled one after the other.  A loop is cut into **phases** where its iterations' static
 cost changes (the mean over a block of ``window`` iterations of any rank's compute, or of the
-most bytes a rank moves, departs by more than ``PHASE_TOLERANCE`` from the phase's first block:
-refinement phases of an AMR code, a regime change).  In each phase a prefix of ``m``
-iterations is replayed (auto: ``4 window`` first, doubled until the rule below holds, at most
-the whole phase); the rest is skipped.
+most bytes a rank moves, departs from the phase's first block by more than ``PHASE_TOLERANCE``
+and by more than three standard errors: refinement phases of an AMR code, a regime change).  In
+each phase a start of ``m`` iterations is replayed (auto: ``4 window`` first, doubled until the
+rule below holds), and a **tail** of ``window`` iterations at its end when more than
+``3 window`` would be skipped; the iterations between are skipped.
 
 **Steady rule**: iteration ``s`` starts the steady state when the mean simulated time per
 iteration over the three windows ``[s, s+w)``, ``[s+w, s+2w)``, ``[s+2w, s+3w)`` changes from
@@ -21,9 +22,11 @@ warm-up; a window of ``w`` (12) iterations averages out alternations of period 2
 a drift shows as a change between windows and keeps the rule from holding until it is small.
 
 **Skipped iterations**: predicted by a least-squares line of the replayed steady iterations'
-times against their static cost (the slowest rank's compute), so that a drift or jitter in the
-compute carries over; its prediction error (residual variance, inflated for residuals
-correlated from one iteration to the next, plus the line's own uncertainty) gives the
+times (the start's from the steady iteration on, the tail's but its first) against their static
+cost (the slowest rank's compute): the tail puts the skipped iterations between replayed ones,
+so a drift is interpolated, not extrapolated.  Its prediction error (residual variance,
+inflated for residuals correlated from one iteration to the next, plus the line's own
+uncertainty) gives the
 **bound**: three standard deviations of the skipped time, plus SimGrid's timing precision per
 skipped iteration.  Each rank's end time is its end in the reduced replay plus the skipped
 time.
@@ -61,7 +64,8 @@ class Phase:
     loop: int
     first: int                 # first iteration (in the loop)
     stop: int                  # one past its last
-    replayed: int = 0          # iterations replayed (a prefix)
+    replayed: int = 0          # iterations replayed at its start
+    tail: int = 0              # iterations replayed at its end (after the skipped ones)
     steady_from: int | None = None   # first steady iteration (relative to ``first``)
     per_iteration: float = float("nan")   # mean simulated s per steady iteration
     spread: float = 0.0        # standard deviation of the steady iterations' times
@@ -74,7 +78,7 @@ class Phase:
 
     @property
     def skipped(self) -> int:
-        return self.iterations - self.replayed
+        return self.iterations - self.replayed - self.tail
 
 
 @dataclass
@@ -102,7 +106,7 @@ class SampledReplay:
         skipped_time, bound (3 sd)."""
         return pd.DataFrame([{
             "loop": p.loop, "first": p.first, "iterations": p.iterations,
-            "replayed": p.replayed, "steady_from": p.steady_from,
+            "replayed": p.replayed + p.tail, "steady_from": p.steady_from,
             "per_iteration": p.per_iteration, "spread": p.spread,
             "skipped_time": p.skipped_time, "bound": _Z * np.sqrt(p.variance)}
             for p in self.phases])
@@ -177,13 +181,16 @@ def phases_of(data, loop: int, bounds: np.ndarray, window: int) -> list[Phase]:
     cost = np.concatenate([comp, moved[None, :]]).T          # [iterations, nranks + 1]
     out, start = [], 0
     nblocks = n // window
-    ref = cost[:window].mean(0) if nblocks else None
+    blocks = cost[:nblocks * window].reshape(nblocks, window, -1)
+    means = blocks.mean(1)
+    noise = (np.diff(blocks, axis=1) ** 2).mean(1) / 2 / window     # variance of a block mean
+    r = 0
     for j in range(1, nblocks):
-        blk = cost[j * window:(j + 1) * window].mean(0)
-        scale = np.where(ref > 0, ref, 1.0)
-        if (np.abs(blk - ref) > PHASE_TOLERANCE * scale).any():
+        allowed = np.maximum(PHASE_TOLERANCE * np.abs(means[r]),
+                             _Z * np.sqrt(noise[r] + noise[j]))
+        if (np.abs(means[j] - means[r]) > allowed).any():
             out.append(Phase(loop, start, j * window))
-            start, ref = j * window, blk
+            start, r = j * window, j
     out.append(Phase(loop, start, n))
     return out
 
@@ -211,7 +218,7 @@ def steady_start(x: np.ndarray, window: int, tolerance: float) -> int | None:
 
 def reduce_trace(data, loops: list[np.ndarray], phases: list[Phase]):
     """The trace without the skipped iterations, with a zero-length sleep marker before every
-    replayed iteration of each phase and after its last.  Returns (reduced TraceColumns,
+    replayed iteration of each phase and after the last of its start and of its tail.  Returns (reduced TraceColumns,
     original row of each reduced row (-1: marker), per rank the (phase, iteration) of each
     marker in order, removed-row mask)."""
     a = data.actions
@@ -220,12 +227,13 @@ def reduce_trace(data, loops: list[np.ndarray], phases: list[Phase]):
     marks = []                                # (row before which, phase index, j)
     for pi, p in enumerate(phases):
         b = loops[p.loop]
-        lo, hi = p.first + p.replayed, p.stop
+        lo, hi = p.first + p.replayed, p.stop - p.tail
         if hi > lo:
             np.add.at(delta, b[:, lo], 1)
             np.add.at(delta, b[:, hi], -1)
-        for j in range(p.replayed + 1):
-            marks.append((b[:, p.first + j], pi, j))
+        at = list(range(p.first, lo + 1)) + (list(range(hi, p.stop + 1)) if p.tail else [])
+        for j, k in enumerate(at):
+            marks.append((b[:, k], pi, j))
     removed = np.cumsum(delta[:-1]) > 0
     kept = np.flatnonzero(~removed)
     kept_before = np.r_[0, np.cumsum(~removed)]    # kept rows before each row
@@ -413,6 +421,8 @@ def sampled_replay(data, loops: list[np.ndarray] | None, sample="auto", *,
         first = fixed if fixed is not None else 4 * window
         for p in phases:
             p.replayed = min(p.iterations, first)
+            if p.iterations - p.replayed > 3 * window:      # a tail to interpolate to
+                p.tail = window
         why = _check_skippable(data, top, phases)
         if why:
             why_full = f"iterations cannot be skipped: {why}"
@@ -430,10 +440,12 @@ def sampled_replay(data, loops: list[np.ndarray] | None, sample="auto", *,
         times = _marker_times(res.timeline, reduced, origin, marks, phases)
         grow = False
         for pi, p in enumerate(phases):
-            x = times[pi]
+            x = times[pi][0]
             s = steady_start(x, window, tolerance)
-            if s is None and fixed is None and p.replayed < p.iterations:
-                p.replayed = min(p.iterations, 2 * p.replayed)
+            if s is None and fixed is None and p.skipped:
+                p.replayed = min(p.iterations - p.tail, 2 * p.replayed)
+                if not p.skipped:
+                    p.replayed, p.tail = p.iterations, 0
                 grow = True
                 continue
             p.steady_from = s if s is not None else len(x) // 4
@@ -450,20 +462,22 @@ def sampled_replay(data, loops: list[np.ndarray] | None, sample="auto", *,
     if n_skip == 0:
         notes.append("every iteration was replayed (no phase became steady before its end)")
     notes.append(f"sampled {len(phases)} phase(s) of {len(top)} loop(s): replayed "
-                 f"{sum(p.replayed for p in phases)} of {sum(p.iterations for p in phases)} "
+                 f"{sum(p.replayed + p.tail for p in phases)} of "
+                 f"{sum(p.iterations for p in phases)} "
                  f"iterations ({replays} replay(s))")
     return SampledReplay(max(ends), ends, bound, kept / total, 1 - kept / total, phases, res,
                          time.perf_counter() - t0, replays, notes + list(res.notes), top)
 
 
-def _marker_times(timeline, reduced, origin, marks, phases) -> list[np.ndarray]:
-    """Per phase, the simulated time of each replayed iteration: the mean over ranks of the
-    time from its marker to the next."""
+def _marker_times(timeline, reduced, origin, marks, phases) -> list[tuple]:
+    """Per phase, the simulated time of each replayed iteration at its start and in its tail:
+    the mean over ranks of the time from its marker to the next."""
     if timeline is None:
         raise MinitraceError("iteration sampling needs the replay's timeline (native replayer)")
     kind = reduced.actions["kind"]
     sleeps = timeline[timeline["action"] == "sleep"]
-    per = [[np.zeros(p.replayed + 1) for p in phases] for _ in range(reduced.nranks)]
+    per = [[np.zeros(p.replayed + 1 + (p.tail + 1 if p.tail else 0)) for p in phases]
+           for _ in range(reduced.nranks)]
     for r in range(reduced.nranks):
         sl = reduced.rank_slice(r)
         is_sleep = kind[sl] == _SLEEP
@@ -474,16 +488,25 @@ def _marker_times(timeline, reduced, origin, marks, phases) -> list[np.ndarray]:
         at = starts[origin[sl][is_sleep] < 0]          # the markers among the sleeps
         for (pi, j), t in zip(marks[r].tolist(), at.tolist()):
             per[r][pi][j] = t
-    return [np.diff(np.stack([per[r][pi] for r in range(reduced.nranks)]), axis=1).mean(axis=0)
-            for pi in range(len(phases))]
+    out = []
+    for pi, p in enumerate(phases):
+        m = np.stack([per[r][pi] for r in range(reduced.nranks)])
+        d = np.diff(m, axis=1).mean(axis=0)
+        out.append((d[:p.replayed], d[p.replayed + 1:]))    # (start, tail): not the skip
+    return out
 
 
-def skipped_line(p: Phase, x: np.ndarray, cost: np.ndarray):
-    """The least-squares line of the phase's steady replayed iteration times ``x[steady:]``
-    against their static cost (a constant when the cost does not vary): (prediction for each
-    skipped iteration, residuals, design matrix of the fit, summed design row of the skipped)."""
+def skipped_line(p: Phase, x: tuple, cost: np.ndarray):
+    """The least-squares line of the phase's steady replayed iteration times (its start from the
+    steady iteration on, and its tail but the first, which follows the skip) against their
+    static cost (a constant when the cost does not vary): (prediction for each skipped
+    iteration, residuals, design matrix of the fit, summed design row of the skipped)."""
     s = p.steady_from or 0
-    y, c, rest = x[s:], cost[s:p.replayed], cost[p.replayed:]
+    start, tail = x
+    y = np.r_[start[s:], tail[1:]]
+    hi = p.iterations - p.tail
+    c = np.r_[cost[s:p.replayed], cost[hi + 1:]]
+    rest = cost[p.replayed:hi]
     if len(y) < 3:
         raise MinitraceError(f"too few steady iterations ({len(y)}) to extrapolate a phase of "
                              f"loop {p.loop}: sample more iterations")
@@ -498,7 +521,7 @@ def _extrapolate(p: Phase, x: np.ndarray, cost: np.ndarray) -> None:
     """Predict the phase's skipped iterations from its steady replayed ones, and the variance
     of that prediction (residual variance inflated for correlated residuals, times the skipped
     count, plus the line's own uncertainty)."""
-    y = x[p.steady_from or 0:]
+    y = np.r_[x[0][p.steady_from or 0:], x[1][1:]]
     p.per_iteration = float(y.mean()) if len(y) else float("nan")
     p.spread = float(y.std(ddof=1)) if len(y) > 1 else 0.0
     if not p.skipped:
