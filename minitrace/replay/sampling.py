@@ -8,7 +8,8 @@ top-level loops are sampled (a nested loop is inside its parent's iterations); s
 are sampled one after the other.  A loop is cut into **phases** where its iterations' static
 cost changes (the mean over a block of ``window`` iterations of any rank's compute, or of the
 most bytes a rank moves, departs from the phase's first block by more than ``PHASE_TOLERANCE``
-and by more than three standard errors: refinement phases of an AMR code, a regime change).  In
+and by more than three standard errors, in two successive blocks: refinement phases of an AMR
+code, a regime change).  In
 each phase a start of ``m`` iterations is replayed (auto: ``4 window`` first, doubled until the
 rule below holds), and a **tail** of ``window`` iterations at its end when more than
 ``3 window`` would be skipped; the iterations between are skipped.
@@ -185,10 +186,13 @@ def phases_of(data, loop: int, bounds: np.ndarray, window: int) -> list[Phase]:
     means = blocks.mean(1)
     noise = (np.diff(blocks, axis=1) ** 2).mean(1) / 2 / window     # variance of a block mean
     r = 0
-    for j in range(1, nblocks):
+
+    def departs(j: int) -> bool:
         allowed = np.maximum(PHASE_TOLERANCE * np.abs(means[r]),
                              _Z * np.sqrt(noise[r] + noise[j]))
-        if (np.abs(means[j] - means[r]) > allowed).any():
+        return bool((np.abs(means[j] - means[r]) > allowed).any())
+    for j in range(1, nblocks):
+        if departs(j) and (j + 1 == nblocks or departs(j + 1)):   # a change that lasts
             out.append(Phase(loop, start, j * window))
             start, r = j * window, j
     out.append(Phase(loop, start, n))
