@@ -71,19 +71,21 @@ def main() -> None:
         r = replicas(str(p), args.replicas, "trace", seed=i, workers=2, compute_rate=RATE)
         s = r.summary()
         others = np.arange(len(traces)) != i
-        rows.append((s["lo"], s["median"], s["hi"],
-                     np.mean((meas[others] >= s["lo"]) & (meas[others] <= s["hi"])),
-                     np.mean((plain[others] >= s["lo"]) & (plain[others] <= s["hi"]))))
+        inside = lambda x, a, b: np.mean((x[others] >= a) & (x[others] <= b))   # noqa: E731
+        rows.append((s["lo"], s["median"], s["hi"], inside(meas, s["lo"], s["hi"]),
+                     inside(plain, s["lo"], s["hi"]),
+                     inside(plain, s["spread_lo"], s["spread_hi"])))
         print(f"run {i}: measured {meas[i]:.4f} s, replayed {plain[i]:.4f} s, replicas "
               f"{s['median']:.4f} s (95% {s['lo']:.4f}-{s['hi']:.4f}, width "
               f"{(s['hi'] - s['lo']) / s['median']:.1%}); covers {rows[-1][3]:.0%} of the other "
-              f"measured runs, {rows[-1][4]:.0%} of their replays", flush=True)
-    lo, med, hi, cm, cp = (np.array(c) for c in zip(*rows))
+              f"measured runs, {rows[-1][4]:.0%} of their replays ({rows[-1][5]:.0%} with the "
+              f"replicas' own spread)", flush=True)
+    lo, med, hi, cm, cp, cs = (np.array(c) for c in zip(*rows))
     print(f"\n{len(traces)} runs x {args.replicas} replicas, {args.iterations} iterations at 2 "
           f"ranks: measured {meas.mean():.4f} +- {meas.std():.4f} s, replays of the recordings "
           f"{plain.mean():.4f} +- {plain.std():.4f} s")
     print(f"coverage of the other runs' measured times: {cm.mean():.1%}; of their replays: "
-          f"{cp.mean():.1%}; interval width: median {np.median((hi - lo) / med):.1%} "
+          f"{cp.mean():.1%} ({cs.mean():.1%} with the replicas' own spread); interval width: median {np.median((hi - lo) / med):.1%} "
           f"(range {((hi - lo) / med).min():.1%}-{((hi - lo) / med).max():.1%}) of the median")
     print(f"load average during the recordings: {min(load):.1f}-{max(load):.1f}")
 

@@ -43,12 +43,21 @@ class ReplicaResult:
     sampled: object = None            # the SampledReplay of the plain trace, if sampling
 
     def summary(self) -> dict:
-        """mean, median, lo/hi of the 95% interval (2.5th and 97.5th percentiles), sd."""
+        """mean, median, sd; ``lo``/``hi``: the 95% interval for another run of the program;
+        ``spread_lo``/``spread_hi``: the replicas' own 2.5th and 97.5th percentiles.
+
+        With noise from the trace, the replicas scatter around this run's own draws: another
+        run has its own, as far from the law's mean again, so the interval for it is the
+        replicas' one widened by sqrt(2) around their median (the prediction interval of a
+        new sample from one of the same size); with a benchmark file or no noise it is the
+        replicas' percentiles."""
         t = self.times
         lo, med, hi = np.percentile(t, [2.5, 50, 97.5])
+        k = np.sqrt(2.0) if self.noise == "trace" else 1.0
         return {"replicas": len(t), "mean": float(t.mean()), "median": float(med),
-                "lo": float(lo), "hi": float(hi), "sd": float(t.std(ddof=1)) if len(t) > 1
-                else 0.0}
+                "lo": float(med - k * (med - lo)), "hi": float(med + k * (hi - med)),
+                "spread_lo": float(lo), "spread_hi": float(hi),
+                "sd": float(t.std(ddof=1)) if len(t) > 1 else 0.0}
 
     def lateness(self):
         """Per rank: mean and 95th percentile of how much later it finishes than without
@@ -79,7 +88,7 @@ class ReplicaResult:
                 alpha=0.8)
         ax.axvline(s["mean"], color="k", label=f"mean {s['mean']:.6g} s")
         ax.axvspan(s["lo"], s["hi"], color="tab:orange", alpha=0.2,
-                   label=f"95%: {s['lo']:.6g}-{s['hi']:.6g} s")
+                   label=f"95% for a run: {s['lo']:.6g}-{s['hi']:.6g} s")
         ax.axvline(self.plain_time, color="tab:red", ls="--",
                    label=f"without noise {self.plain_time:.6g} s")
         ax.set_xlabel("predicted run time (s)")
