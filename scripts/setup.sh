@@ -21,6 +21,8 @@ command -v cmake >/dev/null 2>&1 || need+=(cmake)
 command -v g++ >/dev/null 2>&1 || need+=(g++)
 command -v make >/dev/null 2>&1 || need+=(make)
 command -v lstopo >/dev/null 2>&1 || need+=(hwloc-nox)   # lstopo: the machine's topology in provenance
+command -v clang >/dev/null 2>&1 || need+=(clang)        # OpenMP task programs (LLVM's libomp)
+dpkg -s libomp-dev >/dev/null 2>&1 || need+=(libomp-dev) # libomp with OMPT, omp-tools.h for the tool
 "$PY" -c 'import venv, ensurepip' >/dev/null 2>&1 || need+=(python3-venv)
 if ((${#need[@]})); then
   say "apt-get install ${need[*]}"
@@ -69,7 +71,7 @@ fi
 #    event reader) and the Python sources the shim's generated header comes from (raw layout,
 #    kind codes and flags).
 stamp="$VENV/.minitrace-stamp"
-want=$(cd "$ROOT" && find pyproject.toml setup.py minitrace/rawlayout.py minitrace/kinds.py $(ls -d c_shim minitrace/bench/native converters/native 2>/dev/null) \
+want=$(cd "$ROOT" && find pyproject.toml setup.py minitrace/rawlayout.py minitrace/kinds.py $(ls -d c_shim minitrace/bench/native converters/native minitrace/tasks/native 2>/dev/null) \
          -type f ! -name '*.so' ! -name '*.o' ! -path '*/__pycache__/*' ! -name '_generated*' \
          | sort | xargs cat | sha256sum | cut -d' ' -f1)
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then

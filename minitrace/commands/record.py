@@ -24,6 +24,9 @@ def register(sub) -> None:
     p.add_argument("--volume", choices=VOLUMES, default="auto",
                    help="compute volume measure (default auto: instructions if the machine "
                         "has a hardware counter, else thread CPU time)")
+    p.add_argument("--openmp", action="store_true",
+                   help="record an OpenMP program's tasks instead (OMPT tool preloaded; "
+                        "LLVM's libomp: build with clang -fopenmp; docs/TASKS.md)")
     p.add_argument("--keep-raw", action="store_true",
                    help="keep the per-rank raw files (directory OUTPUT.raw-*)")
     add_compress_option(p)
@@ -35,6 +38,9 @@ def register(sub) -> None:
 def run(args) -> int:
     cmd = args.command[1:] if args.command[:1] == ["--"] else args.command
     check_output_file(args.output)
+    if args.openmp:
+        from ..tasks.record import record_openmp, report
+        return report(*record_openmp(cmd, args.output, args.keep_raw), args.output)
     try:
         run_ = run_traced(cmd, args.output, args.volume)
     except KeyboardInterrupt as e:

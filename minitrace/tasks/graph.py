@@ -1,0 +1,266 @@
+"""A recorded OpenMP program as tables: its tasks, what each did in order (its actions), the
+data handles its dependences name and the dependence graph rebuilt from them.
+
+``TaskGraph`` is what the recorder produces (``from_raw``), the StarPU importer too, what
+``/tasks`` stores (taskfile.py) and what the simulator reads.  Its tables (pandas):
+
+- ``tasks``: ``task`` (id), ``parent``, ``kind`` (initial / implicit / explicit),
+  ``undeferred``, ``kernel`` (the creating code address, as symbol+offset), ``created_by``
+  (thread), ``thread`` and ``cpu`` (where it started), ``t_create``, ``t_start``, ``t_end``
+  (seconds from the first event), ``duration`` (its own compute: time on a thread, less the
+  time spent in tasks it switched to and in synchronizations), ``region``, ``index``
+  (implicit tasks: parallel region, thread number);
+- ``actions``: per task, in order: ``compute`` (``duration`` s), ``create`` (``target``:
+  child task), ``taskwait``, ``taskgroup`` (the wait at the end of a taskgroup), ``barrier``,
+  ``parallel`` (``target``: region, run by the implicit tasks of that region);
+- ``deps``: ``task``, ``handle``, ``mode`` (in / out / inout / mutexinoutset / inoutset);
+- ``handles``: ``handle``, ``address``, ``size`` (bytes), ``node`` (NUMA node of its first
+  page when a task naming it was created; -1 unknown, -2 not yet placed);
+- ``edges``: ``src``, ``dst``: the dependence graph, rebuilt from the (address, size, mode)
+  sequence of sibling tasks (OpenMP's rules); ``edges_ompt``: what libomp's task-dependence
+  callback reported, a cross-check only (it misses edges whose predecessor already finished).
+"""
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from . import ompt_raw as R
+from ..errors import MinitraceError
+
+MODES = {1: "in", 2: "out", 3: "inout", 4: "mutexinoutset", 7: "inoutset"}
+SYNC_ACTION = {5: "taskwait", 6: "taskgroup"}          # other sync regions are barriers
+_COMPLETE = {1, 3}                                      # ompt_task_complete, ompt_task_cancel
+_UNDEFERRED = 0x08000000
+
+
+@dataclass
+class TaskGraph:
+    tasks: pd.DataFrame
+    actions: pd.DataFrame
+    deps: pd.DataFrame
+    handles: pd.DataFrame
+    edges: pd.DataFrame
+    edges_ompt: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(
+        {"src": np.zeros(0, np.int64), "dst": np.zeros(0, np.int64)}))
+    meta: dict = field(default_factory=dict)
+
+    def explicit(self) -> pd.DataFrame:
+        """The explicit tasks (those the dependence graph is about)."""
+        return self.tasks[self.tasks["kind"] == "explicit"]
+
+    def summary(self) -> dict:
+        """Counts and totals worth printing."""
+        ex = self.explicit()
+        return {"tasks": int(len(ex)), "edges": int(len(self.edges)),
+                "handles": int(len(self.handles)),
+                "task_seconds": float(ex["duration"].sum()),
+                "threads": int(self.tasks["thread"].max() + 1) if len(self.tasks) else 0,
+                "kernels": int(ex["kernel"].nunique())}
+
+
+def _frame(columns: dict) -> pd.DataFrame:
+    return pd.DataFrame(columns)
+
+
+class _Builder:
+    """Walks each thread's records in order, keeping which task runs there."""
+
+    def __init__(self, codes: dict[int, str]):
+        self.codes = codes
+        self.tasks: dict[int, dict] = {}
+        self.actions: dict[int, list] = defaultdict(list)
+        self.pending: dict[int, float] = defaultdict(float)  # compute not yet an action
+        self.resume: dict[int, float | None] = {}            # running since (None: not)
+        self.waiting: set[int] = set()                       # tasks in a synchronization
+        self.sized: dict[int, list] = {}                      # task -> [(addr, size, mode, node)]
+        self.ompt_deps: dict[int, list] = defaultdict(list)
+        self.ompt_edges: list = []
+        self.parent_of_region: dict[int, int] = {}
+
+    def task(self, tid: int, **kw) -> dict:
+        t = self.tasks.setdefault(tid, dict(task=tid, parent=0, kind="explicit",
+                                            undeferred=False, kernel="", created_by=-1,
+                                            thread=-1, cpu=-1, t_create=np.nan,
+                                            t_start=np.nan, t_end=np.nan, region=0, index=-1))
+        t.update(kw)
+        return t
+
+    def run(self, tid: int, t: float, thread: int, cpu: int = -1) -> None:
+        info = self.task(tid)
+        if np.isnan(info["t_start"]):
+            info.update(t_start=t, thread=thread, cpu=cpu)
+        self.resume[tid] = None if tid in self.waiting else t
+
+    def stop(self, tid: int, t: float) -> None:
+        since = self.resume.get(tid)
+        if since is not None:
+            self.pending[tid] += t - since
+        self.resume[tid] = None
+
+    def act(self, tid: int, action: str, target: int = 0) -> None:
+        if self.pending[tid] > 0:
+            self.actions[tid].append(("compute", self.pending[tid], 0))
+        self.pending[tid] = 0.0
+        if action != "compute":
+            self.actions[tid].append((action, 0.0, target))
+
+    def thread(self, recs: np.ndarray, t0: int) -> None:
+        stack: list[int] = []       # tasks the thread runs, innermost last
+        sized: list = []            # DEP_SIZED records waiting for their TASK_CREATE
+        for r in recs:
+            k, t = int(r["kind"]), (int(r["time"]) - t0) * 1e-9
+            a, b, c, d = int(r["a"]), int(r["b"]), int(r["c"]), int(r["d"])
+            thread = int(r["thread"])
+            if k == R.IMPLICIT_BEGIN:
+                if stack:
+                    self.stop(stack[-1], t)
+                flags = d >> 32
+                self.task(a, kind="initial" if flags & 1 else "implicit", region=b,
+                          index=d & 0xFFFFFFFF, parent=self.parent_of_region.get(b, 0),
+                          created_by=thread, t_create=t)
+                stack.append(a)
+                self.run(a, t, thread)
+            elif k == R.IMPLICIT_END:
+                if stack:
+                    top = stack.pop()
+                    self.stop(top, t)
+                    self.act(top, "compute")
+                    self.task(top, t_end=t)
+                if stack:
+                    self.resume[stack[-1]] = t
+            elif k == R.PARALLEL_BEGIN:
+                self.parent_of_region[a] = b
+                self.stop(b, t)
+                self.act(b, "parallel", a)
+            elif k == R.PARALLEL_END:
+                self.resume[b] = None if b in self.waiting else t
+            elif k == R.DEP_SIZED:
+                sized.append((b, c, d & 0xFFFFFFFF, np.int32(np.uint32(d >> 32))))
+            elif k == R.TASK_CREATE:
+                self.stop(b, t)
+                self.act(b, "create", a)
+                self.resume[b] = t
+                self.task(a, parent=b, created_by=thread, t_create=t,
+                          undeferred=bool(c & _UNDEFERRED), kernel=self.codes.get(d, f"{d:#x}"))
+                if (c >> 32) & 1 and sized:
+                    self.sized[a] = sized
+                sized = []
+            elif k == R.DEP:
+                self.ompt_deps[a].append((b, c))
+            elif k == R.EDGE:
+                self.ompt_edges.append((a, b))
+            elif k == R.SCHEDULE:
+                self.stop(a, t)
+                if b in _COMPLETE:
+                    self.act(a, "compute")
+                    self.task(a, t_end=t)
+                if stack:
+                    stack[-1] = c
+                else:
+                    stack.append(c)
+                self.run(c, t, thread, cpu=d)
+            elif k == R.SYNC_BEGIN:
+                self.stop(a, t)
+                self.act(a, SYNC_ACTION.get(b, "barrier"))
+                self.waiting.add(a)
+            elif k == R.SYNC_END:
+                self.waiting.discard(a)
+                if stack and stack[-1] == a:
+                    self.resume[a] = t
+        if stack:   # a task still running at the end (the initial task): close it
+            self.stop(stack[-1], (int(recs["time"][-1]) - t0) * 1e-9)
+            self.act(stack[-1], "compute")
+
+
+def from_raw(records: np.ndarray, codes: dict[int, str], source: str = "") -> TaskGraph:
+    """The task graph of one recorded process."""
+    if not len(records):
+        raise MinitraceError("the OMPT tool recorded nothing (no OpenMP construct ran)",
+                             source)
+    bld = _Builder(codes)
+    t0 = int(records["time"].min())
+    for th in np.unique(records["thread"]):
+        bld.thread(records[records["thread"] == th], t0)
+    tasks = _frame(sorted(bld.tasks.values(), key=lambda x: x["task"]))
+    rows = [(tid, i, *x) for tid in sorted(bld.actions) for i, x in enumerate(bld.actions[tid])]
+    actions = _frame({"task": np.array([r[0] for r in rows], np.int64),
+                      "seq": np.array([r[1] for r in rows], np.int64),
+                      "action": [r[2] for r in rows],
+                      "duration": np.array([r[3] for r in rows], float),
+                      "target": np.array([r[4] for r in rows], np.int64)})
+    own = actions[actions["action"] == "compute"].groupby("task")["duration"].sum()
+    tasks["duration"] = tasks["task"].map(own).fillna(0.0).to_numpy()
+    deps, handles = _deps_and_handles(bld, source)
+    edges = rebuild_edges(tasks, deps)
+    ompt = _frame({"src": np.array([e[0] for e in bld.ompt_edges], np.int64),
+                   "dst": np.array([e[1] for e in bld.ompt_edges], np.int64)})
+    return TaskGraph(tasks, actions, deps, handles, edges, ompt,
+                     {"source": "ompt", "edges_ompt_not_rebuilt": _missing(ompt, edges)})
+
+
+def _deps_and_handles(bld: _Builder, source: str):
+    """Dependences with sizes from libomp's entry points, checked against OMPT's addresses;
+    a task with OMPT dependences but no sized ones keeps size 0 (unknown)."""
+    rows, sizes, nodes = [], {}, {}
+    for tid in sorted(set(bld.ompt_deps) | set(bld.sized)):
+        ompt = bld.ompt_deps.get(tid, [])
+        sized = bld.sized.get(tid)
+        if sized is not None and ompt and [x[0] for x in sized] != [x[0] for x in ompt]:
+            raise MinitraceError(f"task {tid}: the dependences libomp was given and those OMPT "
+                                 "reported differ (an OpenMP runtime this recorder does not "
+                                 "know?)", source)
+        for addr, size, mode, node in (sized or [(x[0], 0, x[1], -1) for x in ompt]):
+            rows.append((tid, addr, MODES.get(mode, str(mode))))
+            sizes[addr] = max(sizes.get(addr, 0), size)
+            if node != -1 and nodes.get(addr, -1) < 0:
+                nodes[addr] = int(node)
+    addrs = sorted(sizes)
+    handle_of = {a: i for i, a in enumerate(addrs)}
+    handles = _frame({"handle": np.arange(len(addrs), dtype=np.int64),
+                      "address": np.array(addrs, np.uint64),
+                      "size": np.array([sizes[a] for a in addrs], np.int64),
+                      "node": np.array([nodes.get(a, -1) for a in addrs], np.int64)})
+    deps = _frame({"task": np.array([r[0] for r in rows], np.int64),
+                   "handle": np.array([handle_of[r[1]] for r in rows], np.int64),
+                   "mode": pd.Categorical([r[2] for r in rows], categories=list(MODES.values()))})
+    return deps, handles
+
+
+def rebuild_edges(tasks: pd.DataFrame, deps: pd.DataFrame) -> pd.DataFrame:
+    """OpenMP's dependence rules over sibling tasks in creation order: a reader waits for the
+    last writers of the handle; a writer for them and the readers since; consecutive
+    mutexinoutset (or inoutset) tasks form a set that waits like a writer, that later readers
+    and writers wait for, and whose members do not wait for one another (mutexinoutset members
+    still never run at once: the simulator keeps them apart)."""
+    parent = dict(zip(tasks["task"], tasks["parent"]))
+    edges = set()
+    state: dict = {}    # (parent, handle) -> its last writers, readers since, open set
+    for task, handle, mode in sorted(zip(deps["task"], deps["handle"], deps["mode"].astype(str)),
+                                     key=lambda x: x[0]):
+        s = state.setdefault((parent.get(task, 0), handle),
+                             {"writers": [], "readers": [], "set": None, "set_preds": []})
+        if mode == "in":
+            preds = s["writers"]
+            s["readers"].append(task)
+        elif mode == s["set"] and not s["readers"]:     # joins the open set
+            preds = s["set_preds"]
+            s["writers"].append(task)
+        else:
+            preds = s["writers"] + s["readers"]
+            opens = mode in ("mutexinoutset", "inoutset")
+            s.update(writers=[task], readers=[], set=mode if opens else None,
+                     set_preds=preds if opens else [])
+        edges.update((p, task) for p in preds if p != task)
+    e = sorted(edges)
+    return _frame({"src": np.array([x[0] for x in e], np.int64),
+                   "dst": np.array([x[1] for x in e], np.int64)})
+
+
+def _missing(ompt: pd.DataFrame, edges: pd.DataFrame) -> int:
+    """OMPT edges the rebuilt graph lacks (0 when the two agree)."""
+    have = set(zip(edges["src"], edges["dst"]))
+    return sum((s, d) not in have for s, d in zip(ompt["src"], ompt["dst"]))

@@ -1,0 +1,94 @@
+"""``minitrace record --openmp``: run an OpenMP program with the OMPT tool preloaded and turn
+its raw file into a ``/tasks`` file.
+
+The tool (native/ompt_tool.c, built into the ``minitrace.tasks.native._ompt`` extension
+module) needs LLVM's libomp: programs built with ``clang -fopenmp``.  GCC's libgomp has no OMPT
+at all: such a program records nothing, and is told so."""
+from __future__ import annotations
+
+import importlib.util
+import os
+import shlex
+import shutil
+import subprocess
+
+from ..errors import MinitraceError
+from ..record import raw_dir_for
+from .graph import TaskGraph, from_raw
+from .ompt_raw import raw_files, read_raw
+from .taskfile import write_tasks
+
+LIBGOMP_HINT = ("GCC's libgomp has no OMPT interface: build the program with clang -fopenmp "
+                "(Debian: clang and libomp-dev); LLVM's libomp also implements libgomp's "
+                "entry points, so LD_PRELOAD=libomp.so.5 may run a gcc-built program on it, "
+                "but without the dependence sizes")
+
+
+def ompt_tool_path() -> str:
+    """Path of the OMPT tool library (found without importing it)."""
+    spec = importlib.util.find_spec("minitrace.tasks.native._ompt")
+    if spec is None or not spec.origin or not os.path.exists(spec.origin):
+        raise MinitraceError("the OMPT tool (minitrace.tasks.native._ompt) is not built: "
+                             "install LLVM's OpenMP headers (Debian: libomp-dev) and reinstall "
+                             "minitrace")
+    return spec.origin
+
+
+def openmp_env(raw_dir: str, base: dict | None = None) -> dict:
+    """Environment that loads the tool first and names where it writes."""
+    env = dict(os.environ if base is None else base)
+    tool = ompt_tool_path()
+    pre = [p for p in env.get("LD_PRELOAD", "").split(":") if p and p != tool]
+    env["LD_PRELOAD"] = ":".join([tool, *pre])
+    env["MINITRACE_OMPT_DIR"] = os.path.abspath(raw_dir)
+    env.pop("OMP_TOOL", None)          # "disabled" would silence the tool
+    return env
+
+
+def record_openmp(command: list[str], output: str, keep_raw: bool = False) -> tuple[int, TaskGraph]:
+    """Run ``command`` with the tool, write ``output``; returns (exit status, graph)."""
+    if not command:
+        raise MinitraceError("no command to run: use minitrace record --openmp -o OUT -- ./app")
+    raw = raw_dir_for(output)
+    try:
+        rc = subprocess.run(command, env=openmp_env(raw)).returncode
+    except FileNotFoundError:
+        shutil.rmtree(raw, ignore_errors=True)
+        raise MinitraceError(f"command not found: {command[0]}") from None
+    except BaseException:
+        shutil.rmtree(raw, ignore_errors=True)
+        raise
+    files = raw_files(raw)
+    try:
+        if not files:
+            raise MinitraceError(f"nothing recorded (the program exited with {rc}): no OpenMP "
+                                 f"runtime loaded the OMPT tool. {LIBGOMP_HINT}")
+        if len(files) > 1:
+            raise MinitraceError(f"{len(files)} processes ran OpenMP code; recording one "
+                                 f"process is supported (raw files kept in {raw})")
+        records, codes = read_raw(files[0])
+        graph = from_raw(records, codes, files[0])
+        write_tasks(output, graph, meta={"command_line": shlex.join(command),
+                                         "exit_status": rc})
+    except MinitraceError:
+        if len(files) <= 1:
+            shutil.rmtree(raw, ignore_errors=True)
+        raise
+    if keep_raw:
+        print(f"raw files kept in {raw}")
+    else:
+        shutil.rmtree(raw, ignore_errors=True)
+    return rc, graph
+
+
+def report(rc: int, graph: TaskGraph, output: str) -> int:
+    """Print what was recorded; the program's exit status, else 0."""
+    s = graph.summary()
+    print(f"{output}: {s['tasks']} tasks ({s['kernels']} task constructs), {s['edges']} "
+          f"dependences on {s['handles']} data handles, {s['threads']} threads, "
+          f"{s['task_seconds']:.6g} s in tasks")
+    missing = graph.meta.get("edges_ompt_not_rebuilt", 0)
+    if missing:
+        print(f"warning: {missing} dependences libomp reported are not in the graph rebuilt "
+              "from the declared dependences")
+    return rc

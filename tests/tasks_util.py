@@ -1,0 +1,31 @@
+"""Helpers for the task-graph tests: build an OpenMP program with clang, record it with
+``minitrace record --openmp``."""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+PROGRAMS = Path(__file__).resolve().parent / "programs"
+
+
+def clang_openmp(name: str, outdir: Path) -> str:
+    """tests/programs/NAME.c built with clang -fopenmp (LLVM's libomp)."""
+    if not shutil.which("clang"):
+        pytest.skip("clang is not installed (scripts/setup.sh installs it)")
+    out = outdir / name
+    subprocess.run(["clang", "-fopenmp", "-O2", str(PROGRAMS / f"{name}.c"), "-o", str(out)],
+                   check=True, capture_output=True)
+    return str(out)
+
+
+def record_openmp(out: Path, argv: list[str], threads: int, timeout: float = 120
+                  ) -> subprocess.CompletedProcess:
+    env = dict(os.environ, OMP_NUM_THREADS=str(threads))
+    return subprocess.run([sys.executable, "-m", "minitrace", "record", "--openmp", "-o",
+                           str(out), "--", *argv], capture_output=True, text=True,
+                          timeout=timeout, env=env)

@@ -1,0 +1,67 @@
+"""The OMPT recorder: the dependence graph it rebuilds is the one the program declares
+(tests/programs/omp_graph.c), with the sizes and modes of its depend clauses."""
+from __future__ import annotations
+
+import pytest
+
+from minitrace.tasks.taskfile import read_tasks
+from tests.tasks_util import PROGRAMS, clang_openmp, record_openmp
+
+# omp_graph.c, tasks numbered 1..6 in creation order
+DECLARED_EDGES = {(1, 3), (2, 3), (1, 4), (3, 6), (5, 6)}
+DECLARED_DEPS = {1: [("A", "inout")], 2: [("B", "inout")],      # clang passes out as inout
+                 3: [("A", "in"), ("B", "inout")], 4: [("A", "in")],
+                 5: [("C", "mutexinoutset")], 6: [("B", "in"), ("C", "in")]}
+SIZES = {"A": 800, "B": 1600, "C": 4000}
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_recorded_graph_is_the_declared_one(tmp_path, threads):
+    exe = clang_openmp("omp_graph", tmp_path)
+    out = tmp_path / "g.h5"
+    p = record_openmp(out, [exe], threads)
+    assert p.returncode == 0, p.stderr
+    assert "6 tasks" in p.stdout and "5 dependences on 3 data handles" in p.stdout
+    g = read_tasks(str(out))
+    ex = g.explicit().sort_values("t_create")
+    number = {t: i + 1 for i, t in enumerate(ex["task"])}
+    assert ex["parent"].nunique() == 1
+    edges = {(number[s], number[d]) for s, d in zip(g.edges["src"], g.edges["dst"])}
+    assert edges == DECLARED_EDGES
+    # libomp's own dependence callback reports no edge the rebuilt graph lacks
+    assert g.meta["edges_ompt_not_rebuilt"] == 0
+    ompt = {(number[s], number[d]) for s, d in zip(g.edges_ompt["src"], g.edges_ompt["dst"])}
+    assert ompt <= DECLARED_EDGES
+    size = dict(zip(g.handles["handle"], g.handles["size"]))
+    name = {h: n for n, s in SIZES.items() for h, hs in size.items() if hs == s}
+    deps = {}
+    for t, h, m in zip(g.deps["task"], g.deps["handle"], g.deps["mode"].astype(str)):
+        deps.setdefault(number[t], []).append((name[h], m))
+    assert deps == DECLARED_DEPS
+    assert sorted(size.values()) == sorted(SIZES.values())
+    # each task spins ~1 ms; its own time is what it did, on a thread that ran it
+    assert (ex["duration"] >= 0.9e-3).all()
+    assert (ex["thread"] >= 0).all() and (ex["thread"] < threads).all()
+    assert (ex["t_end"] > ex["t_start"]).all() and (ex["t_start"] >= ex["t_create"]).all()
+    # the thread that ran `single` created the six tasks in order, then waited
+    creator = ex["parent"].iloc[0]
+    acts = g.actions[g.actions["task"] == creator]
+    seq = [a for a in acts["action"] if a != "compute"]
+    assert seq[:7] == ["create"] * 6 + ["taskwait"]
+    assert [number[t] for t in acts.loc[acts["action"] == "create", "target"]] == list(range(1, 7))
+
+
+def test_gcc_libgomp_program_is_refused_in_one_line(tmp_path):
+    import shutil
+    import subprocess
+    if not shutil.which("gcc"):
+        pytest.skip("no gcc")
+    exe = tmp_path / "omp_gcc"
+    subprocess.run(["gcc", "-fopenmp", str(PROGRAMS / "omp_graph.c"), "-o", str(exe)],
+                   check=True)
+    p = record_openmp(tmp_path / "g.h5", [str(exe)], 1)
+    assert p.returncode == 1
+    err = p.stderr.strip().splitlines()
+    assert len(err) == 1 and "libgomp has no OMPT" in err[0] and "clang -fopenmp" in err[0]
+    assert not (tmp_path / "g.h5").exists()
+    assert not list(tmp_path.glob("g.h5.raw-*"))
