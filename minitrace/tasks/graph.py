@@ -66,6 +66,45 @@ def _frame(columns: dict) -> pd.DataFrame:
     return pd.DataFrame(columns)
 
 
+def from_tasks(durations: dict[int, float], edges=None, deps=(), sizes: dict | None = None,
+               kernels: dict | None = None, nodes: dict | None = None,
+               meta: dict | None = None) -> TaskGraph:
+    """A graph without program structure (an imported trace, a test): explicit tasks with
+    their durations, dependence edges ``(src, dst)``, and optionally dependences
+    ``(task, handle, mode)`` on handles of ``sizes`` bytes (home NUMA ``nodes``); without
+    edges, they are rebuilt from the dependences.  The simulator has one thread create them all, in id order, at no cost."""
+    ids = sorted(durations)
+    nan = np.full(len(ids), np.nan)
+    tasks = _frame({"task": np.array(ids, np.int64), "parent": np.zeros(len(ids), np.int64),
+                    "kind": ["explicit"] * len(ids), "undeferred": np.zeros(len(ids), bool),
+                    "kernel": [(kernels or {}).get(t, "") for t in ids],
+                    "created_by": np.full(len(ids), -1), "thread": np.full(len(ids), -1),
+                    "cpu": np.full(len(ids), -1), "t_create": nan, "t_start": nan,
+                    "t_end": nan, "duration": np.array([durations[t] for t in ids], float),
+                    "region": np.zeros(len(ids), np.int64), "index": np.full(len(ids), -1)})
+    actions = _frame({"task": np.array(ids, np.int64), "seq": np.zeros(len(ids), np.int64),
+                      "action": ["compute"] * len(ids),
+                      "duration": tasks["duration"].to_numpy(),
+                      "target": np.zeros(len(ids), np.int64)})
+    deps = list(deps)
+    sizes = dict(sizes or {})
+    handles = sorted(sizes)
+    dep_table = _frame({"task": np.array([d[0] for d in deps], np.int64),
+                        "handle": np.array([d[1] for d in deps], np.int64),
+                        "mode": pd.Categorical([d[2] for d in deps],
+                                               categories=list(MODES.values()))})
+    edge_table = rebuild_edges(tasks, dep_table) if edges is None else _frame(
+        {"src": np.array([e[0] for e in edges], np.int64),
+         "dst": np.array([e[1] for e in edges], np.int64)})
+    return TaskGraph(
+        tasks, actions, dep_table,
+        _frame({"handle": np.array(handles, np.int64),
+                "address": np.zeros(len(handles), np.uint64),
+                "size": np.array([sizes[h] for h in handles], np.int64),
+                "node": np.array([(nodes or {}).get(h, 0) for h in handles], np.int64)}),
+        edge_table, meta=dict(meta or {}))
+
+
 class _Builder:
     """Walks each thread's records in order, keeping which task runs there."""
 

@@ -157,6 +157,8 @@ class _Simulation:
         self.region = dict(zip(t["task"].tolist(), t["region"].tolist()))
         self.index = dict(zip(t["task"].tolist(), t["index"].tolist()))
         self.duration = dict(zip(t["task"].tolist(), t["duration"].tolist()))
+        self.t_start = {k: v for k, v in zip(t["task"].tolist(), t["t_start"].tolist())
+                        if v == v}
         self.body: dict[int, list] = defaultdict(list)
         for task, action, dur, target in zip(g.actions["task"].tolist(),
                                              g.actions["action"].tolist(),
@@ -424,10 +426,14 @@ class _Simulation:
         d = self.duration.get(task, 0.0)
         return self.tc[task] / d if task in self.tc and d > 0 else 1.0
 
-    def _mem_host(self, handle: int):
+    def _node(self, handle: int) -> int:
+        """The platform's NUMA node holding ``handle``: its recorded one if the platform has
+        it, else the first (unknown or not yet placed data, a smaller machine)."""
         node = int(self.home.get(handle, 0))
-        nodes = sorted(self.mem_hosts)
-        return self.mem_hosts[node] if node in self.mem_hosts else self.mem_hosts[nodes[0]]
+        return node if node in self.info.memories else min(self.info.memories)
+
+    def _mem_host(self, handle: int):
+        return self.mem_hosts[self._node(handle)]
 
     def _flows(self, i: int, t: int) -> tuple[list, list]:
         """([(handle, bytes) read], [(handle, bytes) written back]) of task t on thread i."""
@@ -476,25 +482,26 @@ class _Simulation:
         """Tc per explicit task, from D = Tc + max(0, Tm1 - r*Tc) with Tm1 its traffic alone
         on the first core's path (the bottleneck bandwidth); the CACHE model's traffic is
         what one L3, replayed in recorded start order, misses."""
-        bw = self._lone_bandwidth()
+        bw = self._lone_bandwidths()
         caches = L3Caches({0: self.info.l3_size.get(self.info.l3[self.info.cores[0]], 0)}) \
             if self.model == "cache" else None
         tc, impossible = {}, 0
         for t in sorted((k for k, v in self.kind.items() if v == "explicit"),
-                        key=lambda k: k):
+                        key=lambda k: (self.t_start.get(k, 0.0), k)):
             if caches is None:
                 reads, writes = comm_flows(self.deps.get(t, []), self.size)
-                nbytes = sum(b for _, b in reads) + sum(b for _, b in writes)
             else:
-                nbytes = 0
+                reads, writes = [], []
                 for h, m in self.deps.get(t, []):
                     r, ev = caches.access(0, h, self.size[h], m)
-                    nbytes += r + sum(b for _, b in ev)
-            d, tm = self.duration.get(t, 0.0), nbytes / bw
+                    reads += [(h, r)] if r else []
+                    writes += ev
+            tm = sum(b / bw[self._node(h)] for h, b in reads + writes)
+            d = self.duration.get(t, 0.0)
             if tm <= self.r * d:
                 tc[t] = d
-            elif d > tm:
-                tc[t] = (d - tm) / (1 - self.r) if self.r < 1 else d
+            elif d > tm:      # (then r < 1)
+                tc[t] = (d - tm) / (1 - self.r)
             else:
                 tc[t] = 0.0
                 impossible += 1
@@ -503,23 +510,27 @@ class _Simulation:
                               "platform's links alone: the platform's bandwidths are too low")
         return tc
 
-    def _lone_bandwidth(self) -> float:
+    def _lone_bandwidths(self) -> dict[int, float]:
+        """Per NUMA node, the bottleneck bandwidth of the route from its memory to the first
+        core (links parsed from the platform file; a node without a route gets the slowest
+        link's)."""
         import xml.etree.ElementTree as ET
         root = ET.parse(self.platform).getroot()
         bws = {}
         for link in root.iter("link"):
-            v = link.get("bandwidth", "")
-            num = v.rstrip("Bps").rstrip("GMk")
-            unit = {"G": 1e9, "M": 1e6, "k": 1e3}.get(v.rstrip("Bps")[-1:], 1.0)
+            text = link.get("bandwidth", "").removesuffix("Bps").removesuffix("bps")
+            unit = {"G": 1e9, "M": 1e6, "k": 1e3}.get(text[-1:], 1.0)
             try:
-                bws[link.get("id")] = float(num) * unit
+                bws[link.get("id")] = float(text.rstrip("GMk")) * unit
             except ValueError:
                 pass
+        slowest = min(bws.values()) if bws else 1e10
         core = self.info.cores[0]
-        node = self.info.numa_node[core]
-        for route in root.iter("route"):
-            if route.get("src") == self.info.memories.get(node) and route.get("dst") == core:
-                path = [bws[c.get("id")] for c in route.iter("link_ctn") if c.get("id") in bws]
-                if path:
-                    return min(path)
-        return min(bws.values()) if bws else 1e10
+        out = {}
+        for node, mem in self.info.memories.items():
+            for route in root.iter("route"):
+                if route.get("src") == mem and route.get("dst") == core:
+                    path = [bws[c.get("id")] for c in route.iter("link_ctn") if c.get("id") in bws]
+                    out[node] = min(path) if path else slowest
+            out.setdefault(node, slowest)
+        return out

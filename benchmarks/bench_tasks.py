@@ -1,0 +1,126 @@
+"""OpenMP task programs recorded at 1 thread, predicted at 2 (issue 26).
+
+For each program of benchmarks/apps (tiled Cholesky, a task stencil; built with clang): its
+task-region time as the program prints it, untraced at 1 and 2 threads and traced at 1
+(``--runs`` each, alternated, medians: the recording overhead), one ``minitrace record
+--openmp`` at 1 thread, and ``minitrace simulate-tasks --threads 2`` with the three models on
+this machine's platform (its lstopo XML, default bandwidths): predicted vs measured 2-thread
+time.  Then the scale check: a stencil of ~100 k tiny tasks recorded and simulated (wall
+times).  The machine's load average is printed with each result.
+
+    python benchmarks/bench_tasks.py [--runs 5] [--work DIR] [--json OUT]
+
+Targets (issue 26): best model within 10% of the measured 2-thread time; recording overhead
+<= 5% on tasks of >= 50 us; 100 k tasks recorded and simulated in under a minute.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+APPS = {"cholesky": (HERE / "apps" / "omp_cholesky.c", ["12", "96"]),
+        "stencil": (HERE / "apps" / "omp_stencil.c", ["16", "65536", "30", "2"])}
+SCALE = ["100", "256", "1000", "1"]          # 100 blocks x 1000 steps = 100 k tasks
+
+
+def _region(cmd: list[str], threads: int, extra_env: dict | None = None) -> float:
+    env = dict(os.environ, OMP_NUM_THREADS=str(threads), OMP_PROC_BIND="true", **(extra_env or {}))
+    out = subprocess.run(cmd, check=True, env=env, capture_output=True, text=True).stdout
+    return float(re.search(r"region ([0-9.]+) s", out).group(1))
+
+
+def _minitrace(*args: str, threads: int = 1) -> subprocess.CompletedProcess:
+    env = dict(os.environ, OMP_NUM_THREADS=str(threads), OMP_PROC_BIND="true")
+    return subprocess.run([sys.executable, "-m", "minitrace", *args], check=True, env=env,
+                          capture_output=True, text=True)
+
+
+def _load() -> float:
+    return os.getloadavg()[0]
+
+
+def bench_app(name: str, exe: str, argv: list[str], work: Path, runs: int) -> dict:
+    cmd = [exe, *argv]
+    one, two, traced = [], [], []
+    trace = work / f"{name}.h5"
+    for _ in range(runs):           # alternated, so that load changes hit all three alike
+        one.append(_region(cmd, 1))
+        two.append(_region(cmd, 2))
+        t0 = time.perf_counter()
+        p = _minitrace("record", "--openmp", "-o", str(trace), "--", *cmd)
+        traced.append(float(re.search(r"region ([0-9.]+) s", p.stdout).group(1)))
+        record_wall = time.perf_counter() - t0
+    sims = {}
+    t0 = time.perf_counter()
+    out = json.loads(_minitrace("simulate-tasks", str(trace), "--threads", "2", "--model", "all",
+                                "--json").stdout)
+    sim_wall = time.perf_counter() - t0
+    measured2 = statistics.median(two)
+    for model, t in out["models"].items():
+        sims[model] = {"predicted": t, "error_pct": 100 * (t - measured2) / measured2}
+    summary = json.loads(_minitrace("simulate-tasks", str(trace), "--threads", "1",
+                                    "--json").stdout)
+    return {"app": name, "argv": argv, "untraced_1": statistics.median(one),
+            "untraced_2": measured2, "traced_1": statistics.median(traced),
+            "overhead_pct": 100 * (statistics.median(traced) / statistics.median(one) - 1),
+            "predicted_1_task": summary["predicted_time"], "models": sims,
+            "tasks": out["tasks"], "record_wall": record_wall, "simulate_wall": sim_wall,
+            "notes": out["notes"], "load": _load(),
+            "runs_1": one, "runs_2": two, "runs_traced": traced}
+
+
+def bench_scale(exe: str, work: Path) -> dict:
+    trace = work / "scale.h5"
+    t0 = time.perf_counter()
+    _minitrace("record", "--openmp", "-o", str(trace), "--", exe, *SCALE)
+    record = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    out = json.loads(_minitrace("simulate-tasks", str(trace), "--threads", "2", "--json").stdout)
+    return {"tasks": out["tasks"], "record_wall": record,
+            "simulate_wall": time.perf_counter() - t0, "load": _load()}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--work", help="directory for binaries and traces (default: a temporary)")
+    ap.add_argument("--json", help="write the results here")
+    ap.add_argument("--skip-scale", action="store_true")
+    args = ap.parse_args()
+    work = Path(args.work or tempfile.mkdtemp(prefix="bench-tasks-"))
+    work.mkdir(parents=True, exist_ok=True)
+    exes = {}
+    for name, (src, _) in APPS.items():
+        exes[name] = str(work / name)
+        subprocess.run(["clang", "-fopenmp", "-O2", str(src), "-o", exes[name], "-lm"],
+                       check=True)
+    results = []
+    for name, (_, argv) in APPS.items():
+        r = bench_app(name, exes[name], argv, work, args.runs)
+        results.append(r)
+        models = ", ".join(f"{m} {v['predicted']:.4f} s ({v['error_pct']:+.1f}%)"
+                           for m, v in r["models"].items())
+        print(f"{name} {' '.join(argv)}: {r['tasks']} tasks; 1 thread {r['untraced_1']:.4f} s, "
+              f"traced {r['traced_1']:.4f} s ({r['overhead_pct']:+.1f}%), 2 threads "
+              f"{r['untraced_2']:.4f} s; predicted at 2: {models}; load {r['load']:.2f}",
+              flush=True)
+    scale = None if args.skip_scale else bench_scale(exes["stencil"], work)
+    if scale:
+        print(f"scale: {scale['tasks']} tasks recorded in {scale['record_wall']:.1f} s, "
+              f"simulated in {scale['simulate_wall']:.1f} s; load {scale['load']:.2f}")
+    if args.json:
+        Path(args.json).write_text(json.dumps({"apps": results, "scale": scale}, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

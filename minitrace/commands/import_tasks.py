@@ -1,0 +1,29 @@
+"""``minitrace import-tasks TASKS.rec -o FILE.h5``: a StarPU task trace into ``/tasks``."""
+from __future__ import annotations
+
+from ..outputs import check_output_file
+
+
+def register(sub) -> None:
+    p = sub.add_parser("import-tasks", help="import a StarPU/TiKKi tasks.rec task trace",
+                       description="Read a StarPU (or TiKKi) tasks.rec file (recutils: JobId, "
+                                   "SubmitOrder, DependsOn, Handles, Modes, Sizes, StartTime, "
+                                   "EndTime, WorkerId...), check its graph and store it as a "
+                                   "minitrace file's /tasks group, for simulate-tasks.")
+    p.add_argument("trace", metavar="TASKS.rec")
+    p.add_argument("-o", "--output", required=True, metavar="FILE.h5", help="file to write")
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    from ..converters.starpu_rec import read_rec
+    from ..tasks.taskfile import write_tasks
+    from ..tasks.validate import check_graph
+    check_output_file(args.output)
+    g = read_rec(args.trace)
+    check_graph(g, args.trace)
+    write_tasks(args.output, g, meta={"source_format": "starpu-rec"})
+    s = g.summary()
+    print(f"{args.output}: {s['tasks']} tasks ({s['kernels']} kernels), {s['edges']} "
+          f"dependences, {s['handles']} data handles, {s['task_seconds']:.6g} s in tasks")
+    return 0
