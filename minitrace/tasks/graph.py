@@ -106,7 +106,8 @@ def from_tasks(durations: dict[int, float], edges=None, deps=(), sizes: dict | N
 
 
 class _Builder:
-    """Walks each thread's records in order, keeping which task runs there."""
+    """Walks each thread's structural records in order, keeping which task runs there (the
+    dependence records, most of a recording, are handled as whole arrays: ``_dependences``)."""
 
     def __init__(self, codes: dict[int, str]):
         self.codes = codes
@@ -115,22 +116,21 @@ class _Builder:
         self.pending: dict[int, float] = defaultdict(float)  # compute not yet an action
         self.resume: dict[int, float | None] = {}            # running since (None: not)
         self.waiting: set[int] = set()                       # tasks in a synchronization
-        self.sized: dict[int, list] = {}                      # task -> [(addr, size, mode, node)]
-        self.ompt_deps: dict[int, list] = defaultdict(list)
-        self.ompt_edges: list = []
         self.parent_of_region: dict[int, int] = {}
 
     def task(self, tid: int, **kw) -> dict:
-        t = self.tasks.setdefault(tid, dict(task=tid, parent=0, kind="explicit",
-                                            undeferred=False, kernel="", created_by=-1,
-                                            thread=-1, cpu=-1, t_create=np.nan,
-                                            t_start=np.nan, t_end=np.nan, region=0, index=-1))
+        t = self.tasks.get(tid)
+        if t is None:
+            t = self.tasks[tid] = dict(task=tid, parent=0, kind="explicit", undeferred=False,
+                                       kernel="", created_by=-1, thread=-1, cpu=-1,
+                                       t_create=np.nan, t_start=np.nan, t_end=np.nan,
+                                       region=0, index=-1)
         t.update(kw)
         return t
 
     def run(self, tid: int, t: float, thread: int, cpu: int = -1) -> None:
         info = self.task(tid)
-        if np.isnan(info["t_start"]):
+        if info["t_start"] != info["t_start"]:      # NaN: its first start
             info.update(t_start=t, thread=thread, cpu=cpu)
         self.resume[tid] = None if tid in self.waiting else t
 
@@ -147,14 +147,28 @@ class _Builder:
         if action != "compute":
             self.actions[tid].append((action, 0.0, target))
 
-    def thread(self, recs: np.ndarray, t0: int) -> None:
+    def thread(self, recs: list, t0: int) -> None:
+        """One thread's structural records, as (kind, thread, time, a, b, c, d) tuples."""
         stack: list[int] = []       # tasks the thread runs, innermost last
-        sized: list = []            # DEP_SIZED records waiting for their TASK_CREATE
-        for r in recs:
-            k, t = int(r["kind"]), (int(r["time"]) - t0) * 1e-9
-            a, b, c, d = int(r["a"]), int(r["b"]), int(r["c"]), int(r["d"])
-            thread = int(r["thread"])
-            if k == R.IMPLICIT_BEGIN:
+        for k, thread, time, a, b, c, d in recs:
+            t = (time - t0) * 1e-9
+            if k == R.TASK_CREATE:
+                self.stop(b, t)
+                self.act(b, "create", a)
+                self.resume[b] = t
+                self.task(a, parent=b, created_by=thread, t_create=t,
+                          undeferred=bool(c & _UNDEFERRED), kernel=self.codes.get(d, f"{d:#x}"))
+            elif k == R.SCHEDULE:
+                self.stop(a, t)
+                if b in _COMPLETE:
+                    self.act(a, "compute")
+                    self.task(a, t_end=t)
+                if stack:
+                    stack[-1] = c
+                else:
+                    stack.append(c)
+                self.run(c, t, thread, cpu=d)
+            elif k == R.IMPLICIT_BEGIN:
                 if stack:
                     self.stop(stack[-1], t)
                 flags = d >> 32
@@ -177,31 +191,6 @@ class _Builder:
                 self.act(b, "parallel", a)
             elif k == R.PARALLEL_END:
                 self.resume[b] = None if b in self.waiting else t
-            elif k == R.DEP_SIZED:
-                sized.append((b, c, d & 0xFFFFFFFF, np.int32(np.uint32(d >> 32))))
-            elif k == R.TASK_CREATE:
-                self.stop(b, t)
-                self.act(b, "create", a)
-                self.resume[b] = t
-                self.task(a, parent=b, created_by=thread, t_create=t,
-                          undeferred=bool(c & _UNDEFERRED), kernel=self.codes.get(d, f"{d:#x}"))
-                if (c >> 32) & 1 and sized:
-                    self.sized[a] = sized
-                sized = []
-            elif k == R.DEP:
-                self.ompt_deps[a].append((b, c))
-            elif k == R.EDGE:
-                self.ompt_edges.append((a, b))
-            elif k == R.SCHEDULE:
-                self.stop(a, t)
-                if b in _COMPLETE:
-                    self.act(a, "compute")
-                    self.task(a, t_end=t)
-                if stack:
-                    stack[-1] = c
-                else:
-                    stack.append(c)
-                self.run(c, t, thread, cpu=d)
             elif k == R.SYNC_BEGIN:
                 self.stop(a, t)
                 self.act(a, SYNC_ACTION.get(b, "barrier"))
@@ -211,8 +200,13 @@ class _Builder:
                 if stack and stack[-1] == a:
                     self.resume[a] = t
         if stack:   # a task still running at the end (the initial task): close it
-            self.stop(stack[-1], (int(recs["time"][-1]) - t0) * 1e-9)
+            self.stop(stack[-1], (recs[-1][2] - t0) * 1e-9)
             self.act(stack[-1], "compute")
+
+
+_STRUCTURAL = np.zeros(16, bool)
+_STRUCTURAL[[R.IMPLICIT_BEGIN, R.IMPLICIT_END, R.PARALLEL_BEGIN, R.PARALLEL_END,
+             R.TASK_CREATE, R.SCHEDULE, R.SYNC_BEGIN, R.SYNC_END]] = True
 
 
 def from_raw(records: np.ndarray, codes: dict[int, str], source: str = "") -> TaskGraph:
@@ -220,10 +214,15 @@ def from_raw(records: np.ndarray, codes: dict[int, str], source: str = "") -> Ta
     if not len(records):
         raise MinitraceError("the OMPT tool recorded nothing (no OpenMP construct ran)",
                              source)
+    if records["kind"].max() >= len(_STRUCTURAL):
+        raise MinitraceError(f"unknown record kind {records['kind'].max()}", source)
     bld = _Builder(codes)
     t0 = int(records["time"].min())
+    structural = _STRUCTURAL[records["kind"]]
     for th in np.unique(records["thread"]):
-        bld.thread(records[records["thread"] == th], t0)
+        mine = records[(records["thread"] == th) & structural]
+        if len(mine):
+            bld.thread(mine.tolist(), t0)
     tasks = _frame(sorted(bld.tasks.values(), key=lambda x: x["task"]))
     rows = [(tid, i, *x) for tid in sorted(bld.actions) for i, x in enumerate(bld.actions[tid])]
     actions = _frame({"task": np.array([r[0] for r in rows], np.int64),
@@ -233,39 +232,68 @@ def from_raw(records: np.ndarray, codes: dict[int, str], source: str = "") -> Ta
                       "target": np.array([r[4] for r in rows], np.int64)})
     own = actions[actions["action"] == "compute"].groupby("task")["duration"].sum()
     tasks["duration"] = tasks["task"].map(own).fillna(0.0).to_numpy()
-    deps, handles = _deps_and_handles(bld, source)
+    deps, handles = _dependences(records, source)
     edges = rebuild_edges(tasks, deps)
-    ompt = _frame({"src": np.array([e[0] for e in bld.ompt_edges], np.int64),
-                   "dst": np.array([e[1] for e in bld.ompt_edges], np.int64)})
+    e = records[records["kind"] == R.EDGE]
+    ompt = _frame({"src": e["a"].astype(np.int64), "dst": e["b"].astype(np.int64)})
     return TaskGraph(tasks, actions, deps, handles, edges, ompt,
                      {"source": "ompt", "edges_ompt_not_rebuilt": _missing(ompt, edges)})
 
 
-def _deps_and_handles(bld: _Builder, source: str):
-    """Dependences with sizes from libomp's entry points, checked against OMPT's addresses;
-    a task with OMPT dependences but no sized ones keeps size 0 (unknown)."""
-    rows, sizes, nodes = [], {}, {}
-    for tid in sorted(set(bld.ompt_deps) | set(bld.sized)):
-        ompt = bld.ompt_deps.get(tid, [])
-        sized = bld.sized.get(tid)
-        if sized is not None and ompt and [x[0] for x in sized] != [x[0] for x in ompt]:
-            raise MinitraceError(f"task {tid}: the dependences libomp was given and those OMPT "
-                                 "reported differ (an OpenMP runtime this recorder does not "
-                                 "know?)", source)
-        for addr, size, mode, node in (sized or [(x[0], 0, x[1], -1) for x in ompt]):
-            rows.append((tid, addr, MODES.get(mode, str(mode))))
-            sizes[addr] = max(sizes.get(addr, 0), size)
-            if node != -1 and nodes.get(addr, -1) < 0:
-                nodes[addr] = int(node)
-    addrs = sorted(sizes)
-    handle_of = {a: i for i, a in enumerate(addrs)}
-    handles = _frame({"handle": np.arange(len(addrs), dtype=np.int64),
-                      "address": np.array(addrs, np.uint64),
-                      "size": np.array([sizes[a] for a in addrs], np.int64),
-                      "node": np.array([nodes.get(a, -1) for a in addrs], np.int64)})
-    deps = _frame({"task": np.array([r[0] for r in rows], np.int64),
-                   "handle": np.array([handle_of[r[1]] for r in rows], np.int64),
-                   "mode": pd.Categorical([r[2] for r in rows], categories=list(MODES.values()))})
+def _dependences(records: np.ndarray, source: str):
+    """(deps, handles): dependences with sizes from libomp's entry points (each DEP_SIZED
+    record belongs to the next TASK_CREATE of its thread), checked against the addresses OMPT
+    reported; a task with OMPT dependences but no sized ones keeps size 0 (unknown)."""
+    kind, thread = records["kind"], records["thread"]
+    sized_rows, owners = [], []
+    for th in np.unique(thread):
+        idx = np.nonzero(thread == th)[0]
+        creates = idx[kind[idx] == R.TASK_CREATE]
+        sized = idx[kind[idx] == R.DEP_SIZED]
+        nxt = np.searchsorted(creates, sized)
+        ok = nxt < len(creates)
+        ok[ok] &= ((records["c"][creates[nxt[ok]]] >> 32) & 1).astype(bool)
+        sized_rows.append(sized[ok])
+        owners.append(records["a"][creates[nxt[ok]]])
+    sized_rows = np.concatenate(sized_rows) if sized_rows else np.zeros(0, np.int64)
+    s_task = np.concatenate(owners).astype(np.int64) if owners else np.zeros(0, np.int64)
+    s = records[sized_rows]
+    order = np.argsort(s_task, kind="stable")
+    s_task, s = s_task[order], s[order]
+    o = records[kind == R.DEP]
+    o_task = o["a"].astype(np.int64)
+    o = o[np.argsort(o_task, kind="stable")]
+    o_task = o["a"].astype(np.int64)
+    has_sized = np.isin(o_task, s_task)
+    checked = o[has_sized]
+    if len(checked) != len(s) or not (np.array_equal(checked["a"].astype(np.int64), s_task)
+                                      and np.array_equal(checked["b"], s["b"])):
+        bad = next((int(t) for t in np.unique(s_task)
+                    if not np.array_equal(s["b"][s_task == t], checked["b"][checked["a"] == t])),
+                   int(s_task[0]) if len(s_task) else -1)
+        raise MinitraceError(f"task {bad}: the dependences libomp was given and those OMPT "
+                             "reported differ (an OpenMP runtime this recorder does not know?)",
+                             source)
+    rest = o[~has_sized]
+    task = np.concatenate([s_task, rest["a"].astype(np.int64)])
+    addr = np.concatenate([s["b"], rest["b"]]).astype(np.uint64)
+    size = np.concatenate([s["c"], np.zeros(len(rest), np.uint64)]).astype(np.int64)
+    mode = np.concatenate([s["d"] & 0xFFFFFFFF, rest["c"]]).astype(np.int64)
+    node = np.concatenate([(s["d"] >> 32).astype(np.uint32).view(np.int32),
+                           np.full(len(rest), -1, np.int32)]).astype(np.int64)
+    order = np.argsort(task, kind="stable")
+    task, addr, size, mode, node = task[order], addr[order], size[order], mode[order], node[order]
+    addrs, handle = np.unique(addr, return_inverse=True)
+    hsize = np.zeros(len(addrs), np.int64)
+    np.maximum.at(hsize, handle, size)
+    hnode = np.full(len(addrs), -1, np.int64)
+    np.maximum.at(hnode, handle, node)      # a placed page's node over -1 / -2
+    names = np.array([MODES.get(m, str(m)) for m in range(8)], dtype=object)
+    deps = _frame({"task": task, "handle": handle.astype(np.int64),
+                   "mode": pd.Categorical(names[np.clip(mode, 0, 7)],
+                                          categories=list(MODES.values()))})
+    handles = _frame({"handle": np.arange(len(addrs), dtype=np.int64), "address": addrs,
+                      "size": hsize, "node": hnode})
     return deps, handles
 
 
@@ -275,13 +303,17 @@ def rebuild_edges(tasks: pd.DataFrame, deps: pd.DataFrame) -> pd.DataFrame:
     mutexinoutset (or inoutset) tasks form a set that waits like a writer, that later readers
     and writers wait for, and whose members do not wait for one another (mutexinoutset members
     still never run at once: the simulator keeps them apart)."""
-    parent = dict(zip(tasks["task"], tasks["parent"]))
+    parent = dict(zip(tasks["task"].tolist(), tasks["parent"].tolist()))
     edges = set()
     state: dict = {}    # (parent, handle) -> its last writers, readers since, open set
-    for task, handle, mode in sorted(zip(deps["task"], deps["handle"], deps["mode"].astype(str)),
-                                     key=lambda x: x[0]):
-        s = state.setdefault((parent.get(task, 0), handle),
-                             {"writers": [], "readers": [], "set": None, "set_preds": []})
+    order = np.argsort(deps["task"].to_numpy(), kind="stable")
+    for task, handle, mode in zip(deps["task"].to_numpy()[order].tolist(),
+                                  deps["handle"].to_numpy()[order].tolist(),
+                                  np.asarray(deps["mode"].astype(str))[order].tolist()):
+        s = state.get((parent.get(task, 0), handle))
+        if s is None:
+            s = state[(parent.get(task, 0), handle)] = {"writers": [], "readers": [],
+                                                         "set": None, "set_preds": []}
         if mode == "in":
             preds = s["writers"]
             s["readers"].append(task)
