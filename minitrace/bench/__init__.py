@@ -7,12 +7,12 @@ from __future__ import annotations
 
 import importlib
 
-SUITES = ("pt2pt", "collectives", "variability", "partitioned", "thresholds")
+SUITES = ("pt2pt", "collectives", "variability", "partitioned", "thresholds", "numa-bandwidth")
 
 
 def suite_module(name: str):
     """The suite's module, imported on demand (each pulls in its own dependencies)."""
-    return importlib.import_module(f"{__name__}.{name}")
+    return importlib.import_module(f"{__name__}.{name.replace('-', '_')}")
 
 
 def add_suite_parsers(sub) -> dict:

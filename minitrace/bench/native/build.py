@@ -15,6 +15,7 @@ ffibuilder = FFI()
 ffibuilder.cdef("""
 uint64_t minitrace_fwq(uint64_t n, uint64_t x);
 double minitrace_spin(double seconds);
+double minitrace_stream(int kind, double *a, double *b, uint64_t n, int reps, double *sink);
 """)
 ffibuilder.set_source("minitrace.bench.native._kernels",
                       (Path(__file__).resolve().parent / "kernels.c").read_text(),

@@ -25,3 +25,25 @@ static double minitrace_spin(double seconds) {
     do { t = now(); } while (t - t0 < seconds);
     return t - t0;
 }
+
+/* STREAM-like memory kernels over n doubles, `reps` passes: 0 read (sum a), 1 write (fill a),
+   2 copy (a -> b).  Returns the seconds taken; *sink keeps the read from being optimised out. */
+static double minitrace_stream(int kind, double *a, double *b, uint64_t n, int reps,
+                               double *sink) {
+    double t0 = now(), s = 0, s1 = 0, s2 = 0, s3 = 0;   /* four sums: not latency-bound */
+    for (int r = 0; r < reps; r++) {
+        if (kind == 0) {
+            uint64_t i = 0;
+            for (; i + 4 <= n; i += 4) {
+                s += a[i]; s1 += a[i + 1]; s2 += a[i + 2]; s3 += a[i + 3];
+            }
+            for (; i < n; i++) s += a[i];
+        } else if (kind == 1) {
+            for (uint64_t i = 0; i < n; i++) a[i] = (double)r;
+        } else {
+            for (uint64_t i = 0; i < n; i++) b[i] = a[i];
+        }
+    }
+    *sink = s + s1 + s2 + s3;
+    return now() - t0;
+}
