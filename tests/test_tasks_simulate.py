@@ -11,7 +11,7 @@ import pytest
 
 from minitrace.errors import MinitraceError
 from minitrace.tasks.graph import from_tasks
-from minitrace.tasks.numa_platform import platform_xml
+from minitrace.tasks.numa_platform import Topology, platform_xml
 from minitrace.tasks.simulate import simple_platform, simulate
 from minitrace.tasks.taskfile import read_tasks, write_tasks
 from minitrace.tasks.validate import check_graph
@@ -60,17 +60,24 @@ def test_comm_model_shares_the_memory_links(tmp_path):
 
 
 def test_cache_model_moves_only_misses(tmp_path):
-    plat = tmp_path / "p.xml"
-    plat.write_text(platform_xml(simple_platform(2), BW))
-    # two 1 s tasks reading the same 12 MB (fits the 32 MiB L3): recorded one after the
-    # other, the first missed (0.001 s of traffic, Tc 0.999 s), the second hit (Tc 1 s).
-    # On 2 threads both start at 0: thread 0 runs task 2 (newest) and misses, thread 1's
-    # task 1 then hits: max(1 + 0.001, 0.999)
+    shared, private = tmp_path / "shared.xml", tmp_path / "private.xml"
+    shared.write_text(platform_xml(simple_platform(2), BW))
+    two_l3 = Topology(cores=[0, 1], l3_of={0: 0, 1: 1}, node_of={0: 0, 1: 0},
+                      package_of_node={0: 0}, l3_size={0: 32 << 20, 1: 32 << 20},
+                      l3_node={0: 0, 1: 0})
+    private.write_text(platform_xml(two_l3, BW))
+    # two 1 s tasks reading the same 12 MB (fits an L3): recorded one after the other, the
+    # first missed (12e6 / 12e9 = 0.001 s of traffic alone: Tc 0.999 s), the second hit (Tc 1 s)
     g = from_tasks({1: 1.0, 2: 1.0}, deps=[(1, 0, "in"), (2, 0, "in")], sizes={0: 12_000_000})
-    assert simulate(g, 1, "cache", str(plat)).predicted_time == pytest.approx(2.0, rel=1e-6)
-    assert simulate(g, 2, "cache", str(plat)).predicted_time == pytest.approx(1.001, rel=1e-6)
-    # COMM moves the 12 MB for both, at once: 10 GB/s each on the memory link
-    assert simulate(g, 2, "comm", str(plat)).predicted_time == pytest.approx(1.0002, rel=1e-6)
+    assert simulate(g, 1, "cache", str(shared)).predicted_time == pytest.approx(2.0, rel=1e-6)
+    # two threads with an L3 each: both miss, at once: 10 GB/s each on the 20 GB/s memory
+    # link, the second task's 1 s of compute then waits 0.0012 s
+    assert simulate(g, 2, "cache", str(private)).predicted_time == \
+        pytest.approx(1.0012, rel=1e-6)
+    # sharing an L3, only the first to start misses: 1 + 0.001 s at most
+    assert simulate(g, 2, "cache", str(shared)).predicted_time <= 1.001 + 1e-9
+    # COMM moves the 12 MB for both, at once, wherever they run: 0.999 + 0.0012 s
+    assert simulate(g, 2, "comm", str(shared)).predicted_time == pytest.approx(1.0002, rel=1e-6)
 
 
 @pytest.mark.parametrize("edges, deps, message", [
@@ -94,7 +101,7 @@ def test_bad_graphs_are_one_line_errors(tmp_path, edges, deps, message):
 def test_cli_json_and_outputs(tmp_path):
     path = tmp_path / "g.h5"
     write_tasks(str(path), from_tasks(**DIAMOND))
-    assert read_tasks(str(path)).edges.values.tolist() == DIAMOND["edges"]
+    assert [tuple(e) for e in read_tasks(str(path)).edges.values.tolist()] == DIAMOND["edges"]
     p = subprocess.run([sys.executable, "-m", "minitrace", "simulate-tasks", str(path),
                         "--threads", "2", "--model", "all", "--json", "--plot",
                         str(tmp_path / "t.png"), "--perfetto", str(tmp_path / "t.json")],

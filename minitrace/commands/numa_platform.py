@@ -48,8 +48,8 @@ def _topology(args) -> tuple[str, str]:
         with open(args.source, "rb") as f:
             head = f.read(8)
         if head == b"\x89HDF\r\n\x1a\n":
-            from ..provenance import read_file
-            xml = (read_file(args.source) or {}).get("lstopo_xml")
+            from ..storage import read_provenance
+            xml = (read_provenance(args.source) or {}).get("lstopo_xml")
             if not xml:
                 raise MinitraceError("holds no lstopo XML (hwloc was not installed where it "
                                      "was written)", args.source)

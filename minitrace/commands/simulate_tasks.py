@@ -98,13 +98,13 @@ class _platform:
         import os
         import tempfile
 
-        from ..provenance import read_file
+        from ..storage import read_provenance
         from ..tasks.numa_platform import parse_lstopo, platform_xml
         if self.args.platform:
             if not os.path.isfile(self.args.platform):
                 raise MinitraceError("no such platform file", self.args.platform)
             return self.args.platform
-        xml = (read_file(self.args.file) or {}).get("lstopo_xml")
+        xml = (read_provenance(self.args.file) or {}).get("lstopo_xml")
         if not xml:
             return None
         top = parse_lstopo(xml, self.args.file)

@@ -5,7 +5,7 @@ One SimGrid actor per OpenMP thread, on the platform's cores in order.  The sche
 libomp's, simplified (docs/TASKS.md): a task whose dependences are met goes to the deque of the
 thread that created or released it; a thread takes the newest task of its own deque, else
 steals the oldest of another's (trying first the victim it last stole from, then the next
-threads in turn); the creating thread goes on creating (breadth-first) unless the task is
+threads in turn; an idle thread wakes at every push and may steal at once); the creating thread goes on creating (breadth-first) unless the task is
 undeferred (``if(0)``; a team of one thread makes every task undeferred, which is not carried
 over); at a taskwait, taskgroup or barrier a thread runs tasks until the wait is over,
 within a taskwait of an explicit task only that task's descendants (the task scheduling
@@ -165,8 +165,7 @@ class _Simulation:
                                              g.actions["duration"].tolist(),
                                              g.actions["target"].tolist()):
             self.body[task].append((action, dur, target))
-        team = {r: grp for r, grp in t[t["kind"] == "implicit"].groupby("region")}
-        self.team_size = {r: len(grp) for r, grp in team.items()}
+        self.team_size = t[t["kind"] == "implicit"].groupby("region").size().to_dict()
         undeferred = dict(zip(t["task"].tolist(), t["undeferred"].tolist()))
         self.undeferred = {k for k, v in undeferred.items() if v and self.kind[k] == "explicit"
                            and self.team_size.get(self._region_of(k), 1) > 1}
@@ -186,7 +185,11 @@ class _Simulation:
         self.initial = next((k for k, v in self.kind.items() if v == "initial"), None)
         if self.initial is None:     # an imported graph: one thread submits every task
             self._synthesize_initial()
-        self.region_bodies = {r: self._bodies(r, grp) for r, grp in team.items()}
+        team = defaultdict(list)        # region -> its implicit tasks (synthesized ones too)
+        for k, kind in self.kind.items():
+            if kind == "implicit":
+                team[self.region[k]].append(k)
+        self.region_bodies = {r: self._bodies(r, members) for r, members in team.items()}
 
     # -- the program's structure -------------------------------------------------------
     def _region_of(self, task: int) -> int:
@@ -205,19 +208,19 @@ class _Simulation:
         self.notes.append("no program structure recorded: one thread creates every task at "
                           "no cost, in task order")
 
-    def _bodies(self, region: int, grp: pd.DataFrame) -> list:
+    def _bodies(self, region: int, members: list) -> list:
         """The n threads' bodies for a region: the recorded implicit tasks that created
         tasks first, then the others by thread number; threads beyond the recorded team only
         meet the region's barriers."""
-        creates = {k for k in grp["task"] if any(a == "create" for a, _, _ in self.body[k])}
-        order = sorted(grp["task"], key=lambda k: (k not in creates, self.index[k]))
+        creates = {k for k in members if any(a == "create" for a, _, _ in self.body[k])}
+        order = sorted(members, key=lambda k: (k not in creates, self.index[k]))
         if any(a == "parallel" for k in order for a, _, _ in self.body[k]):
             raise MinitraceError("nested parallel regions are not simulated")
         dropped = order[self.n:]
         if any(k in creates for k in dropped):
             raise MinitraceError(f"region {region}: {len(creates)} threads created tasks, "
                                  f"more than the {self.n} threads simulated")
-        lost = sum(self.duration[k] for k in dropped)
+        lost = sum(self.duration.get(k, 0.0) for k in dropped)
         if lost > 0:
             self.notes.append(f"region {region}: {lost:.3g} s of implicit-task work of "
                               f"{len(dropped)} recorded threads not replayed (fewer threads)")
@@ -230,7 +233,8 @@ class _Simulation:
 
     # -- the run --------------------------------------------------------------------------
     def run(self) -> SimResult:
-        import simgrid as sg
+        from ..replay.bindings import load_simgrid
+        sg = load_simgrid()
         engine = sg.Engine(["minitrace-tasks", *SIMGRID_CONFIG])
         engine.load_platform(self.platform)
         self.sg = sg
@@ -255,10 +259,15 @@ class _Simulation:
         self.regions: list = []
         self.caches = L3Caches(self.info.l3_size) if self.model == "cache" else None
         self.tc = self._fit_compute() if self.model != "task" else {}
+        self.error = None
+        self.current_region = 0
         for i in range(1, self.n):
-            self.actors[i] = sg.Actor.create(f"thread{i}", self.hosts[i], self._worker, i)
-        self.actors[0] = sg.Actor.create("thread0", self.hosts[0], self._master)
+            self.actors[i] = sg.Actor.create(f"thread{i}", self.hosts[i], self._guarded,
+                                             self._worker, i)
+        self.actors[0] = sg.Actor.create("thread0", self.hosts[0], self._guarded, self._master)
         engine.run()
+        if self.error is not None:
+            raise self.error
         total = engine.clock
         if len(self.done) < sum(v == "explicit" for v in self.kind.values()):
             raise MinitraceError(f"the simulation ended with {len(self.done)} of "
@@ -267,6 +276,16 @@ class _Simulation:
             if self.regions else total
         timeline = pd.DataFrame(self.rows, columns=["thread", "task", "kernel", "start", "end"])
         return SimResult(region, total, self.n, self.model, timeline, self.notes)
+
+    def _guarded(self, fn, *args) -> None:
+        """An actor's function: an exception stops the simulation and is raised by ``run``
+        (SimGrid would only print it)."""
+        try:
+            fn(*args)
+        except BaseException as e:      # noqa: BLE001 - handed to the caller
+            self.error = self.error or e
+            self.stop = True
+            self._wake_all()
 
     def _master(self) -> None:
         self._run_body(0, self.initial, self.body[self.initial])
@@ -327,11 +346,12 @@ class _Simulation:
         if bodies is None:
             return
         self.finished_bodies = 0
+        self.current_region = region
+        self.barrier_count = [0] * self.n
         for j in range(1, self.n):
             self.assignment[j] = bodies[j]
-        self._wake_all()
+        self._wake_all()     # (a resume is a scheduling point: the state is set before it)
         task, body = bodies[0]
-        self.current_region = region
         self._run_body(0, task, body)
         self._wait(0, lambda: self.finished_bodies >= self.n - 1)
         self.regions.append((start, self.sg.Engine.clock))

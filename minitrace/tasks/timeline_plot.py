@@ -3,7 +3,7 @@ task construct) and as Perfetto/Chrome trace-event JSON (one process group per m
 per thread), written whole or not at all."""
 from __future__ import annotations
 
-from ..export_perfetto import slices_events, write_json
+from ..converters.perfetto import slices_events, write_json
 from .simulate import SimResult
 
 
