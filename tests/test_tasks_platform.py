@@ -50,6 +50,24 @@ def test_platform_file_runs_in_simgrid(tmp_path):
     assert simulate(g, 2, "comm", str(plat)).predicted_time == pytest.approx(1.2, rel=1e-6)
 
 
+def test_flows_alone_and_bandwidth_units(tmp_path):
+    from minitrace.tasks.simulate import simple_platform
+    plat = tmp_path / "p.xml"
+    plat.write_text(platform_xml(simple_platform(2), {"core": 12e9, "l3": 25e9,
+                                                      "memory": 20e9}))
+    info = read_platform_info(str(plat))
+    assert info.bandwidth["core0"] == 12e9 and info.bandwidth["memory0"] == 20e9
+    # a read and a write of 1.2 GB at once: the core's split-duplex link carries each in its
+    # own direction (0.1 s), the shared memory link both (2.4e9 / 20e9)
+    assert info.time_alone([("mem0", "cpu0", 1.2e9)]) == pytest.approx(0.1)
+    assert info.time_alone([("mem0", "cpu0", 1.2e9), ("cpu0", "mem0", 1.2e9)]) == \
+        pytest.approx(0.12)
+    bad = tmp_path / "bad.xml"
+    bad.write_text(plat.read_text().replace('bandwidth="1.2e+10Bps"', 'bandwidth="fast"', 1))
+    with pytest.raises(MinitraceError, match="link bandwidth 'fast' is not a number"):
+        read_platform_info(str(bad))
+
+
 def test_cli(tmp_path):
     out = tmp_path / "p.xml"
     p = subprocess.run([sys.executable, "-m", "minitrace", "numa-platform",

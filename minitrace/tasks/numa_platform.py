@@ -153,12 +153,26 @@ def memory_path(top: Topology, core: int, node: int) -> list[tuple[str, bool]]:
 
 @dataclass
 class PlatformInfo:
-    """What the simulator needs of a platform file: its cores in order and their caches."""
+    """What the simulator needs of a platform file: its cores in order, their caches, and
+    its links and routes (to know how long flows take on an idle machine)."""
     cores: list[str]
     l3: dict[str, int]
     l3_size: dict[int, int]
     numa_node: dict[str, int]
     memories: dict[int, str]
+    bandwidth: dict[str, float] = field(default_factory=dict)       # link -> B/s
+    routes: dict[tuple, list] = field(default_factory=dict)         # (src, dst) -> [(link, dir)]
+
+    def time_alone(self, flows: list[tuple[str, str, float]]) -> float:
+        """How long ``flows`` (src host, dst host, bytes), started together on an idle
+        platform, take: the most loaded link's bytes over its bandwidth (a split-duplex link's
+        two directions counted apart); flows without a route count nothing."""
+        load: dict[tuple, float] = {}
+        for src, dst, nbytes in flows:
+            for link, way in self.routes.get((src, dst), ()):
+                load[(link, way)] = load.get((link, way), 0.0) + nbytes
+        return max((b / self.bandwidth[k[0]] for k, b in load.items()
+                    if self.bandwidth.get(k[0])), default=0.0)
 
 
 def read_platform_info(path: str) -> PlatformInfo:
@@ -181,4 +195,23 @@ def read_platform_info(path: str) -> PlatformInfo:
         node[name] = int(props.get("numa_node", 0))
     if not cores:
         raise MinitraceError("the platform has no host to run threads on", path)
-    return PlatformInfo(cores, l3, l3_size, node, mem)
+    bandwidth = {}
+    for link in root.iter("link"):
+        bandwidth[link.get("id")] = _bytes_per_second(link.get("bandwidth", ""), path)
+    routes = {(r.get("src"), r.get("dst")): [(c.get("id"), c.get("direction"))
+                                              for c in r.iter("link_ctn")]
+              for r in root.iter("route")}
+    return PlatformInfo(cores, l3, l3_size, node, mem, bandwidth, routes)
+
+
+def _bytes_per_second(text: str, path: str) -> float:
+    """A SimGrid bandwidth ("12.5GBps", "1e9Bps", "100Mbps") in bytes/s."""
+    t = text.strip()
+    bits = t.endswith("bps") and not t.endswith("Bps")
+    t = t.removesuffix("Bps").removesuffix("bps")
+    scale = {"k": 1e3, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12}.get(t[-1:], 1.0)
+    try:
+        value = float(t[:-1] if scale != 1.0 else t) * scale
+    except ValueError:
+        raise MinitraceError(f"link bandwidth {text!r} is not a number", path) from None
+    return value / 8 if bits else value

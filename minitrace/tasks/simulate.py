@@ -234,7 +234,14 @@ class _Simulation:
     # -- the run --------------------------------------------------------------------------
     def run(self) -> SimResult:
         from ..replay.bindings import load_simgrid
-        sg = load_simgrid()
+        saved = os.dup(2)       # the import announces its thread contexts on stderr
+        try:
+            with open(os.devnull, "w") as null:
+                os.dup2(null.fileno(), 2)
+                sg = load_simgrid()
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
         engine = sg.Engine(["minitrace-tasks", *SIMGRID_CONFIG])
         engine.load_platform(self.platform)
         self.sg = sg
@@ -499,11 +506,11 @@ class _Simulation:
             c.wait()
 
     def _fit_compute(self) -> dict:
-        """Tc per explicit task, from D = Tc + max(0, Tm1 - r*Tc) with Tm1 its traffic alone
-        on the first core's path (the bottleneck bandwidth); the CACHE model's traffic is
-        what one L3, replayed in recorded start order, misses."""
-        bw = self._lone_bandwidths()
-        caches = L3Caches({0: self.info.l3_size.get(self.info.l3[self.info.cores[0]], 0)}) \
+        """Tc per explicit task, from D = Tc + max(0, Tm1 - r*Tc) with Tm1 its flows' time
+        alone on the first core (PlatformInfo.time_alone); the CACHE model's flows are what
+        one L3, replayed in recorded start order, misses."""
+        core = self.info.cores[0]
+        caches = L3Caches({0: self.info.l3_size.get(self.info.l3[core], 0)}) \
             if self.model == "cache" else None
         tc, impossible = {}, 0
         for t in sorted((k for k, v in self.kind.items() if v == "explicit"),
@@ -516,7 +523,9 @@ class _Simulation:
                     r, ev = caches.access(0, h, self.size[h], m)
                     reads += [(h, r)] if r else []
                     writes += ev
-            tm = sum(b / bw[self._node(h)] for h, b in reads + writes)
+            mem = self.info.memories
+            tm = self.info.time_alone([(mem[self._node(h)], core, b) for h, b in reads] +
+                                      [(core, mem[self._node(h)], b) for h, b in writes])
             d = self.duration.get(t, 0.0)
             if tm <= self.r * d:
                 tc[t] = d
@@ -529,28 +538,3 @@ class _Simulation:
             self.notes.append(f"{impossible} tasks took less than their data's time on the "
                               "platform's links alone: the platform's bandwidths are too low")
         return tc
-
-    def _lone_bandwidths(self) -> dict[int, float]:
-        """Per NUMA node, the bottleneck bandwidth of the route from its memory to the first
-        core (links parsed from the platform file; a node without a route gets the slowest
-        link's)."""
-        import xml.etree.ElementTree as ET
-        root = ET.parse(self.platform).getroot()
-        bws = {}
-        for link in root.iter("link"):
-            text = link.get("bandwidth", "").removesuffix("Bps").removesuffix("bps")
-            unit = {"G": 1e9, "M": 1e6, "k": 1e3}.get(text[-1:], 1.0)
-            try:
-                bws[link.get("id")] = float(text.rstrip("GMk")) * unit
-            except ValueError:
-                pass
-        slowest = min(bws.values()) if bws else 1e10
-        core = self.info.cores[0]
-        out = {}
-        for node, mem in self.info.memories.items():
-            for route in root.iter("route"):
-                if route.get("src") == mem and route.get("dst") == core:
-                    path = [bws[c.get("id")] for c in route.iter("link_ctn") if c.get("id") in bws]
-                    out[node] = min(path) if path else slowest
-            out.setdefault(node, slowest)
-        return out
