@@ -34,7 +34,6 @@ typedef struct { block *head, *tail; } tbuf;
 static tbuf threads[MAX_THREADS];
 static uint64_t next_thread, next_task = 1, next_parallel = 1;
 static __thread int my_thread = -1;
-static __thread uint64_t last_created;      /* the task this thread created last (for sizes) */
 static int enabled;
 static char out_dir[4096];
 
@@ -105,7 +104,6 @@ static void on_task_create(ompt_data_t *parent, const ompt_frame_t *frame, ompt_
                            int flags, int has_deps, const void *code) {
     (void)frame;
     task->value = new_id(&next_task);
-    last_created = task->value;
     put(R_TASK_CREATE, task->value, id_of(parent),
         (uint64_t)(uint32_t)flags | ((uint64_t)(has_deps != 0) << 32), (uint64_t)code);
 }
@@ -143,17 +141,31 @@ static uint64_t mode_of(uint8_t f) {
     return (f & 2) ? ompt_dependence_type_out : ompt_dependence_type_in;
 }
 
+/* The NUMA node of the page at p, asked of the kernel once per placed page (a per-thread
+ * direct-mapped cache: one move_pages call per dependence would cost microseconds a task). */
+#define PAGE_CACHE 1024
+static __thread struct { uintptr_t page; int node; } page_cache[PAGE_CACHE];
+
+static long node_of(intptr_t addr) {
+    static long page_size;
+    if (!page_size) page_size = sysconf(_SC_PAGESIZE);
+    uintptr_t page = (uintptr_t)addr & ~(uintptr_t)(page_size - 1);
+    size_t slot = (page / (uintptr_t)page_size) % PAGE_CACHE;
+    if (page_cache[slot].page == page && page_cache[slot].node >= 0) return page_cache[slot].node;
+    void *p = (void *)page;
+    int status = -1;
+    long node = syscall(SYS_move_pages, 0, 1UL, &p, NULL, &status, 0) == 0
+                    ? (status >= 0 ? status : (status == -ENOENT ? -2 : -1)) : -1;
+    page_cache[slot].page = page;
+    page_cache[slot].node = (int)node;
+    return node;
+}
+
 static void record_sized(int n, kmp_depend_info *deps) {
     if (n <= 0 || !deps) return;
-    long page = sysconf(_SC_PAGESIZE);
-    for (int i = 0; i < n; i++) {
-        void *p = (void *)(deps[i].base_addr & ~(intptr_t)(page - 1));
-        int status = -1;
-        long node = syscall(SYS_move_pages, 0, 1UL, &p, NULL, &status, 0) == 0
-                        ? (status >= 0 ? status : (status == -ENOENT ? -2 : -1)) : -1;
-        put(R_DEP_SIZED, last_created, (uint64_t)deps[i].base_addr, (uint64_t)deps[i].len,
-            mode_of(deps[i].flag) | ((uint64_t)(int64_t)node << 32));
-    }
+    for (int i = 0; i < n; i++)
+        put(R_DEP_SIZED, 0, (uint64_t)deps[i].base_addr, (uint64_t)deps[i].len,
+            mode_of(deps[i].flag) | ((uint64_t)(int64_t)node_of(deps[i].base_addr) << 32));
 }
 
 typedef int32_t (*task_with_deps_fn)(void *, int32_t, void *, int32_t, kmp_depend_info *,
