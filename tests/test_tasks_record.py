@@ -65,3 +65,35 @@ def test_gcc_libgomp_program_is_refused_in_one_line(tmp_path):
     assert len(err) == 1 and "libgomp has no OMPT" in err[0] and "clang -fopenmp" in err[0]
     assert not (tmp_path / "g.h5").exists()
     assert not list(tmp_path.glob("g.h5.raw-*"))
+
+
+def test_recorded_graph_simulates_within_its_bounds(tmp_path):
+    """Recorded at 1 thread, simulated at 2: the prediction lies between the graph's critical
+    path (with the producer's time before each task's creation) and the serial sum, both
+    computed here from the recorded durations."""
+    from minitrace.tasks.simulate import simulate
+    exe = clang_openmp("omp_graph", tmp_path)
+    out = tmp_path / "g.h5"
+    assert record_openmp(out, [exe], 1).returncode == 0
+    g = read_tasks(str(out))
+    dur = dict(zip(g.tasks["task"], g.tasks["duration"]))
+    ex = g.explicit().sort_values("t_create")
+    creator = ex["parent"].iloc[0]
+    acts = g.actions[g.actions["task"] == creator]
+    ready, elapsed = {}, 0.0     # when the producer has created each task
+    for a, d, t in zip(acts["action"], acts["duration"], acts["target"]):
+        elapsed += d if a == "compute" else 0.0
+        if a == "create":
+            ready[t] = elapsed
+    finish = {}
+    for t in ex["task"]:         # creation order is a topological order
+        preds = g.edges.loc[g.edges["dst"] == t, "src"]
+        finish[t] = max([ready[t], *[finish[p] for p in preds]]) + dur[t]
+    critical = max(finish.values())
+    serial = sum(dur[t] for t in ex["task"]) + acts["duration"].sum()
+    r = simulate(g, 2)
+    tl = r.timeline.set_index("task")
+    assert set(tl.index) == set(ex["task"])
+    assert critical - 1e-9 <= r.predicted_time <= serial + 1e-9
+    for s, d in zip(g.edges["src"], g.edges["dst"]):      # dependences respected
+        assert tl.loc[s, "end"] <= tl.loc[d, "start"] + 1e-12

@@ -31,7 +31,6 @@ import traceback
 from collections import defaultdict, deque
 from dataclasses import dataclass, field
 
-import numpy as np
 import pandas as pd
 
 from ..errors import MinitraceError
@@ -199,7 +198,7 @@ class _Simulation:
 
     def _synthesize_initial(self) -> None:
         explicit = sorted(k for k, v in self.kind.items() if v == "explicit")
-        self.initial, implicit = -1, -2
+        self.initial = -1
         self.kind.update({-1: "initial", -2: "implicit"})
         self.parent.update({-2: -1, **{k: -2 for k in explicit}})
         self.region[-2], self.index[-2] = 1, 0
