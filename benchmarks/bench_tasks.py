@@ -10,6 +10,9 @@ times).  The machine's load average is printed with each result.
 
     python benchmarks/bench_tasks.py [--runs 5] [--work DIR] [--json OUT]
 
+Errors are given against the median and the fastest 2-thread run; a run where 2 threads are no
+faster than 1 (their fastest runs) is flagged: the machine's second core was busy.
+
 Targets (issue 26): best model within 10% of the measured 2-thread time; recording overhead
 <= 5% on tasks of >= 50 us; 100 k tasks recorded and simulated in under a minute.
 """
@@ -66,7 +69,8 @@ def bench_app(name: str, exe: str, argv: list[str], work: Path, runs: int) -> di
     sim_wall = time.perf_counter() - t0
     measured2 = statistics.median(two)
     for model, t in out["models"].items():
-        sims[model] = {"predicted": t, "error_pct": 100 * (t - measured2) / measured2}
+        sims[model] = {"predicted": t, "error_pct": 100 * (t - measured2) / measured2,
+                       "error_vs_min_pct": 100 * (t - min(two)) / min(two)}
     summary = json.loads(_minitrace("simulate-tasks", str(trace), "--threads", "1",
                                     "--json").stdout)
     return {"app": name, "argv": argv, "untraced_1": statistics.median(one),
@@ -74,7 +78,9 @@ def bench_app(name: str, exe: str, argv: list[str], work: Path, runs: int) -> di
             "overhead_pct": 100 * (statistics.median(traced) / statistics.median(one) - 1),
             "predicted_1_task": summary["predicted_time"], "models": sims,
             "tasks": out["tasks"], "record_wall": record_wall, "simulate_wall": sim_wall,
-            "notes": out["notes"], "load": _load(),
+            "notes": out["notes"], "load": _load(), "min_1": min(one), "min_2": min(two),
+            # no speedup at all from a second thread: the second core was busy (load)
+            "comparable": min(two) < 0.9 * min(one),
             "runs_1": one, "runs_2": two, "runs_traced": traced}
 
 
@@ -109,10 +115,12 @@ def main() -> int:
         results.append(r)
         models = ", ".join(f"{m} {v['predicted']:.4f} s ({v['error_pct']:+.1f}%)"
                            for m, v in r["models"].items())
-        print(f"{name} {' '.join(argv)}: {r['tasks']} tasks; 1 thread {r['untraced_1']:.4f} s, "
-              f"traced {r['traced_1']:.4f} s ({r['overhead_pct']:+.1f}%), 2 threads "
-              f"{r['untraced_2']:.4f} s; predicted at 2: {models}; load {r['load']:.2f}",
-              flush=True)
+        print(f"{name} {' '.join(argv)}: {r['tasks']} tasks; 1 thread {r['untraced_1']:.4f} s "
+              f"(min {r['min_1']:.4f}), traced {r['traced_1']:.4f} s ({r['overhead_pct']:+.1f}%), "
+              f"2 threads {r['untraced_2']:.4f} s (min {r['min_2']:.4f}); predicted at 2: "
+              f"{models}; load {r['load']:.2f}"
+              + ("" if r["comparable"] else "; NOT COMPARABLE: 2 threads no faster than 1 "
+                 "(the second core was busy)"), flush=True)
     scale = None if args.skip_scale else bench_scale(exes["stencil"], work)
     if scale:
         print(f"scale: {scale['tasks']} tasks recorded in {scale['record_wall']:.1f} s, "
