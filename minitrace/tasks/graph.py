@@ -7,8 +7,8 @@ data handles its dependences name and the dependence graph rebuilt from them.
 - ``tasks``: ``task`` (id), ``parent``, ``kind`` (initial / implicit / explicit),
   ``undeferred``, ``kernel`` (the creating code address, as symbol+offset), ``created_by``
   (thread), ``thread`` and ``cpu`` (where it started), ``t_create``, ``t_start``, ``t_end``
-  (seconds from the first event), ``duration`` (its own compute: time on a thread, less the
-  time spent in tasks it switched to and in synchronizations), ``region``, ``index``
+  (seconds from the first event), ``duration`` (its own compute, in its thread's CPU time:
+  less the time spent in tasks it switched to and in synchronizations), ``region``, ``index``
   (implicit tasks: parallel region, thread number);
 - ``actions``: per task, in order: ``compute`` (``duration`` s), ``create`` (``target``:
   child task), ``taskwait``, ``taskgroup`` (the wait at the end of a taskgroup), ``barrier``,
@@ -128,16 +128,18 @@ class _Builder:
         t.update(kw)
         return t
 
-    def run(self, tid: int, t: float, thread: int, cpu: int = -1) -> None:
+    def run(self, tid: int, t: float, clock: float, thread: int, cpu: int = -1) -> None:
+        """``tid`` runs on ``thread`` from wall time ``t``; ``clock`` is the thread's CPU time
+        (what its compute segments are measured in)."""
         info = self.task(tid)
         if info["t_start"] != info["t_start"]:      # NaN: its first start
             info.update(t_start=t, thread=thread, cpu=cpu)
-        self.resume[tid] = None if tid in self.waiting else t
+        self.resume[tid] = None if tid in self.waiting else clock
 
-    def stop(self, tid: int, t: float) -> None:
+    def stop(self, tid: int, clock: float) -> None:
         since = self.resume.get(tid)
         if since is not None:
-            self.pending[tid] += t - since
+            self.pending[tid] += clock - since
         self.resume[tid] = None
 
     def act(self, tid: int, action: str, target: int = 0) -> None:
@@ -148,18 +150,19 @@ class _Builder:
             self.actions[tid].append((action, 0.0, target))
 
     def thread(self, recs: list, t0: int) -> None:
-        """One thread's structural records, as (kind, thread, time, a, b, c, d) tuples."""
+        """One thread's structural records, as (kind, thread, time, cpu, a, b, c, d) tuples;
+        compute is measured in the thread's CPU time (``c_`` below), dates in wall time."""
         stack: list[int] = []       # tasks the thread runs, innermost last
-        for k, thread, time, a, b, c, d in recs:
-            t = (time - t0) * 1e-9
+        for k, thread, time, cpu_ns, a, b, c, d in recs:
+            t, c_ = (time - t0) * 1e-9, cpu_ns * 1e-9
             if k == R.TASK_CREATE:
-                self.stop(b, t)
+                self.stop(b, c_)
                 self.act(b, "create", a)
-                self.resume[b] = t
+                self.resume[b] = c_
                 self.task(a, parent=b, created_by=thread, t_create=t,
                           undeferred=bool(c & _UNDEFERRED), kernel=self.codes.get(d, f"{d:#x}"))
             elif k == R.SCHEDULE:
-                self.stop(a, t)
+                self.stop(a, c_)
                 if b in _COMPLETE:
                     self.act(a, "compute")
                     self.task(a, t_end=t)
@@ -167,40 +170,40 @@ class _Builder:
                     stack[-1] = c
                 else:
                     stack.append(c)
-                self.run(c, t, thread, cpu=d)
+                self.run(c, t, c_, thread, cpu=d)
             elif k == R.IMPLICIT_BEGIN:
                 if stack:
-                    self.stop(stack[-1], t)
+                    self.stop(stack[-1], c_)
                 flags = d >> 32
                 self.task(a, kind="initial" if flags & 1 else "implicit", region=b,
                           index=d & 0xFFFFFFFF, parent=self.parent_of_region.get(b, 0),
                           created_by=thread, t_create=t)
                 stack.append(a)
-                self.run(a, t, thread)
+                self.run(a, t, c_, thread)
             elif k == R.IMPLICIT_END:
                 if stack:
                     top = stack.pop()
-                    self.stop(top, t)
+                    self.stop(top, c_)
                     self.act(top, "compute")
                     self.task(top, t_end=t)
                 if stack:
-                    self.resume[stack[-1]] = t
+                    self.resume[stack[-1]] = c_
             elif k == R.PARALLEL_BEGIN:
                 self.parent_of_region[a] = b
-                self.stop(b, t)
+                self.stop(b, c_)
                 self.act(b, "parallel", a)
             elif k == R.PARALLEL_END:
-                self.resume[b] = None if b in self.waiting else t
+                self.resume[b] = None if b in self.waiting else c_
             elif k == R.SYNC_BEGIN:
-                self.stop(a, t)
+                self.stop(a, c_)
                 self.act(a, SYNC_ACTION.get(b, "barrier"))
                 self.waiting.add(a)
             elif k == R.SYNC_END:
                 self.waiting.discard(a)
                 if stack and stack[-1] == a:
-                    self.resume[a] = t
+                    self.resume[a] = c_
         if stack:   # a task still running at the end (the initial task): close it
-            self.stop(stack[-1], (recs[-1][2] - t0) * 1e-9)
+            self.stop(stack[-1], recs[-1][3] * 1e-9)
             self.act(stack[-1], "compute")
 
 

@@ -1,7 +1,8 @@
 """The OMPT tool's raw file (native/ompt_tool.c writes it at the traced program's exit):
-a 16-byte header (magic "MOMT", version, record size), the record count, fixed 48-byte
-records (each thread's in the order it made them), then a text table of the code addresses
-that created tasks (address, file, symbol, offset in the file).
+a 16-byte header (magic "MOMT", version, record size), the record count, fixed 56-byte
+records (each thread's in the order it made them: kind, thread, time = monotonic ns, cpu = the
+thread's CPU ns on the records that delimit computations, fields a b c d), then a text table
+of the code addresses that created tasks (address, file, symbol, offset in the file).
 
 Record kinds and their fields (``a b c d``), the one place they are listed:
 
@@ -30,9 +31,9 @@ import numpy as np
 
 from ..errors import MinitraceError
 
-MAGIC, VERSION = 0x544D4F4D, 1
-RECORD = np.dtype([("kind", "<u4"), ("thread", "<u4"), ("time", "<u8"), ("a", "<u8"),
-                   ("b", "<u8"), ("c", "<u8"), ("d", "<u8")])
+MAGIC, VERSION = 0x544D4F4D, 2
+RECORD = np.dtype([("kind", "<u4"), ("thread", "<u4"), ("time", "<u8"), ("cpu", "<u8"),
+                   ("a", "<u8"), ("b", "<u8"), ("c", "<u8"), ("d", "<u8")])
 (THREAD, PARALLEL_BEGIN, PARALLEL_END, IMPLICIT_BEGIN, IMPLICIT_END, TASK_CREATE, DEP,
  DEP_SIZED, EDGE, SCHEDULE, SYNC_BEGIN, SYNC_END) = range(1, 13)
 

@@ -4,7 +4,7 @@
  * Loaded with LD_PRELOAD (``minitrace record --openmp``): libomp finds ``ompt_start_tool`` in
  * the process, and the preload puts our ``__kmpc_omp_task_with_deps`` / ``__kmpc_omp_wait_deps``
  * before libomp's, which is how dependence sizes are known (OMPT gives only addresses).  Does
- * nothing unless MINITRACE_OMPT_DIR is set.  Each thread appends fixed 48-byte records to its
+ * nothing unless MINITRACE_OMPT_DIR is set.  Each thread appends fixed 56-byte records to its
  * own buffer (no lock); at ompt_finalize_tool (program exit) the process writes them all to
  * MINITRACE_OMPT_DIR/ompt-PID.bin, then a table of the task-creation code addresses
  * (dladdr).  The record kinds and their fields are listed once, in minitrace/tasks/ompt_raw.py. */
@@ -25,7 +25,10 @@
 enum { R_THREAD = 1, R_PARALLEL_BEGIN, R_PARALLEL_END, R_IMPLICIT_BEGIN, R_IMPLICIT_END,
        R_TASK_CREATE, R_DEP, R_DEP_SIZED, R_EDGE, R_SCHEDULE, R_SYNC_BEGIN, R_SYNC_END };
 
-typedef struct { uint32_t kind, thread; uint64_t time, a, b, c, d; } mt_rec;
+/* time: CLOCK_MONOTONIC ns; cpu: the thread's CPU time in ns (CLOCK_THREAD_CPUTIME_ID) on the
+ * records that delimit what a task computes (0 on dependence records, the bulk): task times
+ * measured in CPU time do not grow when other processes take the core. */
+typedef struct { uint32_t kind, thread; uint64_t time, cpu, a, b, c, d; } mt_rec;
 #define BLOCK 65536
 typedef struct block { struct block *next; size_t n; mt_rec r[BLOCK]; } block;
 typedef struct { block *head, *tail; } tbuf;
@@ -39,9 +42,9 @@ static char out_dir[4096];
 
 int minitrace_ompt_present(void) { return enabled; }
 
-static uint64_t now(void) {
+static uint64_t clock_ns(clockid_t which) {
     struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
+    clock_gettime(which, &ts);
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
@@ -55,6 +58,7 @@ static tbuf *mine(void) {
 }
 
 static void put(uint32_t kind, uint64_t a, uint64_t b, uint64_t c, uint64_t d) {
+    int timed = kind != R_DEP && kind != R_DEP_SIZED && kind != R_EDGE;
     tbuf *t = mine();
     if (!t) return;
     if (!t->tail || t->tail->n == BLOCK) {
@@ -64,7 +68,8 @@ static void put(uint32_t kind, uint64_t a, uint64_t b, uint64_t c, uint64_t d) {
         t->tail = nb;
     }
     mt_rec *r = &t->tail->r[t->tail->n++];
-    r->kind = kind; r->thread = (uint32_t)my_thread; r->time = now();
+    r->kind = kind; r->thread = (uint32_t)my_thread; r->time = clock_ns(CLOCK_MONOTONIC);
+    r->cpu = timed ? clock_ns(CLOCK_THREAD_CPUTIME_ID) : 0;
     r->a = a; r->b = b; r->c = c; r->d = d;
 }
 
@@ -205,7 +210,7 @@ static void write_all(void) {
     uint64_t n = 0, nthreads = next_thread < MAX_THREADS ? next_thread : MAX_THREADS;
     for (uint64_t t = 0; t < nthreads; t++)
         for (block *b = threads[t].head; b; b = b->next) n += b->n;
-    uint32_t head[4] = {0x544d4f4d /* "MOMT" */, 1, (uint32_t)sizeof(mt_rec), 0};
+    uint32_t head[4] = {0x544d4f4d /* "MOMT" */, 2, (uint32_t)sizeof(mt_rec), 0};
     fwrite(head, sizeof head, 1, f);
     fwrite(&n, sizeof n, 1, f);
     for (uint64_t t = 0; t < nthreads; t++)
