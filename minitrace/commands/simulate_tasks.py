@@ -55,16 +55,17 @@ def run(args) -> int:
         results = [simulate(graph, args.threads, m, platform, args.overlap, args.scheduler)
                    for m in models]
     recorded = recorded_region(graph)
+    notes = list(dict.fromkeys(f"{r.model}: {n}" for r in results for n in r.notes))
     if args.json:
         print(json.dumps({**results[0].as_dict(),
                           "models": {r.model: r.predicted_time for r in results},
-                          "recorded_time": recorded["time"],
+                          "notes": notes, "recorded_time": recorded["time"],
                           "recorded_threads": recorded["threads"]}, indent=1))
     else:
         print(f"recorded: {recorded['time']:.6g} s on {recorded['threads']} threads")
         for r in results:
             print(f"predicted ({r.model}, {r.threads} threads): {r.predicted_time:.6g} s")
-        for note in dict.fromkeys(n for r in results for n in r.notes):
+        for note in notes:
             print(f"note: {note}")
     if args.plot:
         from ..tasks.timeline_plot import plot_timeline
