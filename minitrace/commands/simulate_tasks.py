@@ -60,9 +60,12 @@ def run(args) -> int:
         print(json.dumps({**results[0].as_dict(),
                           "models": {r.model: r.predicted_time for r in results},
                           "notes": notes, "recorded_time": recorded["time"],
-                          "recorded_threads": recorded["threads"]}, indent=1))
+                          "recorded_threads": recorded["threads"],
+                          "recorded_task_seconds": graph.summary()["task_seconds"]}, indent=1))
     else:
-        print(f"recorded: {recorded['time']:.6g} s on {recorded['threads']} threads")
+        print(f"recorded: {recorded['time']:.6g} s (wall) on {recorded['threads']} threads, "
+              f"tasks computing {graph.summary()['task_seconds']:.6g} s (their threads' CPU "
+              "time: more wall time means waiting, or a loaded machine)")
         for r in results:
             print(f"predicted ({r.model}, {r.threads} threads): {r.predicted_time:.6g} s")
         for note in notes:
