@@ -97,3 +97,30 @@ def test_recorded_graph_simulates_within_its_bounds(tmp_path):
     assert critical - 1e-9 <= r.predicted_time <= serial + 1e-9
     for s, d in zip(g.edges["src"], g.edges["dst"]):      # dependences respected
         assert tl.loc[s, "end"] <= tl.loc[d, "start"] + 1e-12
+
+
+def test_nested_tasks_taskwait_taskgroup(tmp_path):
+    """Task-recursive Fibonacci (taskwait in explicit tasks) and a taskgroup per thread: the
+    recorded structure replays; on one thread the simulation is the sum of all the compute."""
+    from minitrace.tasks.simulate import simulate
+    exe = clang_openmp("omp_nested", tmp_path)
+    out = tmp_path / "n.h5"
+    p = record_openmp(out, [exe], 1)
+    assert p.returncode == 0, p.stderr
+    g = read_tasks(str(out))
+    ex = g.explicit()
+    assert len(ex) == 2 * 33 + 1          # fib(8) makes 67 calls, 66 of them tasks; + 1
+    inner = ex[ex["parent"].isin(ex["task"])]
+    assert len(inner) == 64               # tasks created by tasks
+    waits = g.actions[g.actions["action"] == "taskwait"]
+    assert set(waits["task"]) >= set(inner["parent"])      # each creating task waited
+    region2 = g.tasks[(g.tasks["kind"] == "implicit") & (g.tasks["region"] ==
+                                                          g.tasks["region"].max())]
+    acts = [a for a in g.actions[g.actions["task"] == region2["task"].iloc[0]]["action"]
+            if a != "compute"]
+    assert acts[:2] == ["create", "taskgroup"]    # the group's wait follows its body
+    one = simulate(g, 1)
+    assert one.total == pytest.approx(g.actions["duration"].sum(), rel=1e-9)
+    two = simulate(g, 2)
+    assert len(two.timeline) == len(ex)
+    assert one.predicted_time / 2 - 1e-9 <= two.predicted_time <= one.predicted_time + 1e-9

@@ -35,6 +35,7 @@ MODES = {1: "in", 2: "out", 3: "inout", 4: "mutexinoutset", 7: "inoutset"}
 SYNC_ACTION = {5: "taskwait", 6: "taskgroup"}          # other sync regions are barriers
 _COMPLETE = {1, 3}                                      # ompt_task_complete, ompt_task_cancel
 _UNDEFERRED = 0x08000000
+_TASKGROUP = 6                                          # ompt_sync_region_taskgroup
 
 
 @dataclass
@@ -194,11 +195,12 @@ class _Builder:
                 self.act(b, "parallel", a)
             elif k == R.PARALLEL_END:
                 self.resume[b] = None if b in self.waiting else c_
-            elif k == R.SYNC_BEGIN:
+            elif k in (R.SYNC_BEGIN, R.WAIT_BEGIN) and (b == _TASKGROUP) == (k == R.WAIT_BEGIN):
+                # a wait starts: a taskgroup's at its waiting part, others at their region
                 self.stop(a, c_)
                 self.act(a, SYNC_ACTION.get(b, "barrier"))
                 self.waiting.add(a)
-            elif k == R.SYNC_END:
+            elif k in (R.SYNC_END, R.WAIT_END) and (b == _TASKGROUP) == (k == R.WAIT_END):
                 self.waiting.discard(a)
                 if stack and stack[-1] == a:
                     self.resume[a] = c_
@@ -209,7 +211,8 @@ class _Builder:
 
 _STRUCTURAL = np.zeros(16, bool)
 _STRUCTURAL[[R.IMPLICIT_BEGIN, R.IMPLICIT_END, R.PARALLEL_BEGIN, R.PARALLEL_END,
-             R.TASK_CREATE, R.SCHEDULE, R.SYNC_BEGIN, R.SYNC_END]] = True
+             R.TASK_CREATE, R.SCHEDULE, R.SYNC_BEGIN, R.SYNC_END, R.WAIT_BEGIN,
+             R.WAIT_END]] = True
 
 
 def from_raw(records: np.ndarray, codes: dict[int, str], source: str = "") -> TaskGraph:

@@ -20,6 +20,7 @@ DEP_SIZED           b: address, c: size, d: dependence type | NUMA node << 32 (l
 EDGE                a: predecessor, b: successor (OMPT; misses finished predecessors)
 SCHEDULE            a: prior task, b: its ompt_task_status_t, c: next task, d: CPU
 SYNC_BEGIN/END      a: task, b: ompt_sync_region_t, c: region
+WAIT_BEGIN/END      the same, around the waiting part (a taskgroup's region spans its body)
 ==================  ===============================================================
 """
 from __future__ import annotations
@@ -35,7 +36,7 @@ MAGIC, VERSION = 0x544D4F4D, 2
 RECORD = np.dtype([("kind", "<u4"), ("thread", "<u4"), ("time", "<u8"), ("cpu", "<u8"),
                    ("a", "<u8"), ("b", "<u8"), ("c", "<u8"), ("d", "<u8")])
 (THREAD, PARALLEL_BEGIN, PARALLEL_END, IMPLICIT_BEGIN, IMPLICIT_END, TASK_CREATE, DEP,
- DEP_SIZED, EDGE, SCHEDULE, SYNC_BEGIN, SYNC_END) = range(1, 13)
+ DEP_SIZED, EDGE, SCHEDULE, SYNC_BEGIN, SYNC_END, WAIT_BEGIN, WAIT_END) = range(1, 15)
 
 
 def read_raw(path: str) -> tuple[np.ndarray, dict[int, str]]:

@@ -223,6 +223,9 @@ class _Simulation:
         if lost > 0:
             self.notes.append(f"region {region}: {lost:.3g} s of implicit-task work of "
                               f"{len(dropped)} recorded threads not replayed (fewer threads)")
+        for k in order:   # a region ends with a barrier (a team of one records none)
+            if not [a for a, _, _ in self.body[k] if a != "compute"][-1:] == ["barrier"]:
+                self.body[k].append(("barrier", 0.0, 0))
         barriers = max((sum(a == "barrier" for a, _, _ in self.body[k]) for k in order),
                        default=1)
         bodies = [(k, self.body[k]) for k in order[:self.n]]

@@ -23,7 +23,8 @@
 #include OMPT_HEADER
 
 enum { R_THREAD = 1, R_PARALLEL_BEGIN, R_PARALLEL_END, R_IMPLICIT_BEGIN, R_IMPLICIT_END,
-       R_TASK_CREATE, R_DEP, R_DEP_SIZED, R_EDGE, R_SCHEDULE, R_SYNC_BEGIN, R_SYNC_END };
+       R_TASK_CREATE, R_DEP, R_DEP_SIZED, R_EDGE, R_SCHEDULE, R_SYNC_BEGIN, R_SYNC_END,
+       R_WAIT_BEGIN, R_WAIT_END };
 
 /* time: CLOCK_MONOTONIC ns; cpu: the thread's CPU time in ns (CLOCK_THREAD_CPUTIME_ID) on the
  * records that delimit what a task computes (0 on dependence records, the bulk): task times
@@ -131,6 +132,14 @@ static void on_sync_region(ompt_sync_region_t kind, ompt_scope_endpoint_t ep, om
                            ompt_data_t *task, const void *code) {
     (void)code;
     put(ep == ompt_scope_begin ? R_SYNC_BEGIN : R_SYNC_END, id_of(task), (uint64_t)kind,
+        id_of(par), 0);
+}
+
+/* the waiting part of a synchronization (libomp reports a taskgroup's region from its start) */
+static void on_sync_wait(ompt_sync_region_t kind, ompt_scope_endpoint_t ep, ompt_data_t *par,
+                         ompt_data_t *task, const void *code) {
+    (void)code;
+    put(ep == ompt_scope_begin ? R_WAIT_BEGIN : R_WAIT_END, id_of(task), (uint64_t)kind,
         id_of(par), 0);
 }
 
@@ -250,6 +259,7 @@ static int initialize(ompt_function_lookup_t lookup, int device, ompt_data_t *da
     CB(ompt_callback_task_dependence, on_task_dependence);
     CB(ompt_callback_task_schedule, on_task_schedule);
     CB(ompt_callback_sync_region, on_sync_region);
+    CB(ompt_callback_sync_region_wait, on_sync_wait);
 #undef CB
     enabled = 1;
     return 1;
