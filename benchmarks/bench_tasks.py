@@ -42,6 +42,18 @@ def _region(cmd: list[str], threads: int, extra_env: dict | None = None) -> floa
     return float(re.search(r"region ([0-9.]+) s", out).group(1))
 
 
+def _program_cpu(cmd: list[str], tool_dir: Path | None = None) -> float:
+    """CPU seconds (user + system) of one 1-thread run of the program, with the OMPT tool
+    preloaded when ``tool_dir`` is given (the recording's cost without minitrace's own
+    post-processing): on a loaded machine CPU time, unlike wall time, still compares."""
+    from minitrace.tasks.record import openmp_env
+    env = openmp_env(str(tool_dir)) if tool_dir else dict(os.environ)
+    env.update(OMP_NUM_THREADS="1", OMP_PROC_BIND="true")
+    c0 = _children_cpu()
+    subprocess.run(cmd, check=True, env=env, capture_output=True)
+    return _children_cpu() - c0
+
+
 def _minitrace(*args: str, threads: int = 1) -> subprocess.CompletedProcess:
     env = dict(os.environ, OMP_NUM_THREADS=str(threads), OMP_PROC_BIND="true")
     return subprocess.run([sys.executable, "-m", "minitrace", *args], check=True, env=env,
@@ -54,11 +66,15 @@ def _load() -> float:
 
 def bench_app(name: str, exe: str, argv: list[str], work: Path, runs: int) -> dict:
     cmd = [exe, *argv]
-    one, two, traced = [], [], []
+    one, two, traced, cpu_plain, cpu_tool = [], [], [], [], []
     trace = work / f"{name}.h5"
-    for _ in range(runs):           # alternated, so that load changes hit all three alike
+    raw = work / f"{name}.raw"
+    raw.mkdir(exist_ok=True)
+    for _ in range(runs):           # alternated, so that load changes hit all alike
         one.append(_region(cmd, 1))
         two.append(_region(cmd, 2))
+        cpu_plain.append(_program_cpu(cmd))
+        cpu_tool.append(_program_cpu(cmd, raw))
         t0 = time.perf_counter()
         p = _minitrace("record", "--openmp", "-o", str(trace), "--", *cmd)
         traced.append(float(re.search(r"region ([0-9.]+) s", p.stdout).group(1)))
@@ -77,6 +93,9 @@ def bench_app(name: str, exe: str, argv: list[str], work: Path, runs: int) -> di
     return {"app": name, "argv": argv, "untraced_1": statistics.median(one),
             "untraced_2": measured2, "traced_1": statistics.median(traced),
             "overhead_pct": 100 * (statistics.median(traced) / statistics.median(one) - 1),
+            "cpu_untraced": statistics.median(cpu_plain), "cpu_traced": statistics.median(cpu_tool),
+            "overhead_cpu_pct": 100 * (statistics.median(cpu_tool) / statistics.median(cpu_plain)
+                                       - 1),
             "predicted_1_task": summary["predicted_time"], "models": sims,
             "tasks": out["tasks"], "record_wall": record_wall, "simulate_wall": sim_wall,
             "notes": out["notes"], "load": _load(), "min_1": min(one), "min_2": min(two),
@@ -126,7 +145,9 @@ def main() -> int:
         models = ", ".join(f"{m} {v['predicted']:.4f} s ({v['error_pct']:+.1f}%)"
                            for m, v in r["models"].items())
         print(f"{name} {' '.join(argv)}: {r['tasks']} tasks; 1 thread {r['untraced_1']:.4f} s "
-              f"(min {r['min_1']:.4f}), traced {r['traced_1']:.4f} s ({r['overhead_pct']:+.1f}%), "
+              f"(min {r['min_1']:.4f}), traced {r['traced_1']:.4f} s ({r['overhead_pct']:+.1f}%; "
+              f"CPU {r['cpu_untraced']:.4f} -> {r['cpu_traced']:.4f} s, "
+              f"{r['overhead_cpu_pct']:+.1f}%), "
               f"2 threads {r['untraced_2']:.4f} s (min {r['min_2']:.4f}); predicted at 2: "
               f"{models}; load {r['load']:.2f}"
               + ("" if r["comparable"] else "; NOT COMPARABLE: 2 threads no faster than 1 "
