@@ -73,7 +73,8 @@ def from_tasks(durations: dict[int, float], edges=None, deps=(), sizes: dict | N
     """A graph without program structure (an imported trace, a test): explicit tasks with
     their durations, dependence edges ``(src, dst)``, and optionally dependences
     ``(task, handle, mode)`` on handles of ``sizes`` bytes (home NUMA ``nodes``); without
-    edges, they are rebuilt from the dependences.  The simulator has one thread create them all, in id order, at no cost."""
+    edges, they are rebuilt from the dependences.  The simulator has one thread create them
+    all, in id order, at no cost."""
     ids = sorted(durations)
     nan = np.full(len(ids), np.nan)
     tasks = _frame({"task": np.array(ids, np.int64), "parent": np.zeros(len(ids), np.int64),

@@ -5,11 +5,12 @@ One SimGrid actor per OpenMP thread, on the platform's cores in order.  The sche
 libomp's, simplified (docs/TASKS.md): a task whose dependences are met goes to the deque of the
 thread that created or released it; a thread takes the newest task of its own deque, else
 steals the oldest of another's (trying first the victim it last stole from, then the next
-threads in turn; an idle thread wakes at every push and may steal at once); the creating thread goes on creating (breadth-first) unless the task is
-undeferred (``if(0)``; a team of one thread makes every task undeferred, which is not carried
-over); at a taskwait, taskgroup or barrier a thread runs tasks until the wait is over,
-within a taskwait of an explicit task only that task's descendants (the task scheduling
-constraint of tied tasks); members of a mutexinoutset set never run at once.
+threads in turn; an idle thread wakes at every push and may steal at once); the creating
+thread goes on creating (breadth-first) unless the task is undeferred (``if(0)``; a team of
+one thread makes every task undeferred, which is not carried over); at a taskwait, taskgroup
+or barrier a thread runs tasks until the wait is over, within a taskwait of an explicit task
+only that task's descendants (the task scheduling constraint of tied tasks); members of a
+mutexinoutset set never run at once.
 
 Models of a task's time (its recorded compute time D, scaled per segment):
 
@@ -147,7 +148,8 @@ def _child_main(sim: "_Simulation", conn) -> None:
 class _Simulation:
     def __init__(self, g: TaskGraph, threads: int, model: str, platform: str,
                  info: PlatformInfo, overlap: float):
-        self.n, self.model, self.platform, self.info, self.r = threads, model, platform, info, overlap
+        self.n, self.model, self.platform, self.info = threads, model, platform, info
+        self.r = overlap
         self.notes: list[str] = []
         t = g.tasks
         self.parent = dict(zip(t["task"].tolist(), t["parent"].tolist()))
@@ -235,7 +237,7 @@ class _Simulation:
 
     # -- the run --------------------------------------------------------------------------
     def run(self) -> SimResult:
-        from ..replay.bindings import load_simgrid
+        from ..replay.libsimgrid import load_simgrid
         saved = os.dup(2)       # the import announces its thread contexts on stderr
         try:
             with open(os.devnull, "w") as null:
