@@ -108,14 +108,10 @@ def _total(cols: dict, node: int, k: int) -> float:
 
 def write_platform(path: str, bandwidths: dict) -> None:
     """This machine's platform (lstopo) with the measured bandwidths."""
-    import subprocess
-
     from ..outputs import replacing_file
-    from ..tasks.numa_platform import parse_lstopo, platform_xml
-    xml = subprocess.run(["lstopo", "--of", "xml"], capture_output=True, text=True,
-                         check=True).stdout
+    from ..tasks.numa_platform import lstopo_xml, parse_lstopo, platform_xml
     with replacing_file(path) as f:
-        f.write(platform_xml(parse_lstopo(xml, "lstopo"), bandwidths))
+        f.write(platform_xml(parse_lstopo(lstopo_xml(), "lstopo"), bandwidths))
 
 
 def run(args) -> int:

@@ -2,8 +2,6 @@
 from __future__ import annotations
 
 import os
-import shutil
-import subprocess
 
 from ..errors import MinitraceError
 from ..outputs import check_output_file, replacing_file
@@ -56,14 +54,9 @@ def _topology(args) -> tuple[str, str]:
             return xml, args.source
         with open(args.source, errors="replace") as f:
             return f.read(), args.source
-    exe = shutil.which("lstopo-no-graphics") or shutil.which("lstopo")
-    if not exe:
-        raise MinitraceError("hwloc's lstopo is not installed (Debian: hwloc-nox)")
-    cmd = [exe, "--of", "xml"] + (["--input", args.synthetic] if args.synthetic else [])
-    p = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
-    if p.returncode != 0:
-        raise MinitraceError(f"lstopo failed: {(p.stderr.strip().splitlines() or ['?'])[0]}")
-    return p.stdout, f"synthetic {args.synthetic!r}" if args.synthetic else "this machine"
+    from ..tasks.numa_platform import lstopo_xml
+    return lstopo_xml(args.synthetic), \
+        f"synthetic {args.synthetic!r}" if args.synthetic else "this machine"
 
 
 def _bandwidths(text: str | None) -> dict:

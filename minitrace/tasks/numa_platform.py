@@ -38,6 +38,20 @@ class Topology:
     description: str = ""
 
 
+def lstopo_xml(synthetic: str | None = None) -> str:
+    """This machine's topology as lstopo XML (or hwloc's synthetic one for ``synthetic``)."""
+    import shutil
+    import subprocess
+    exe = shutil.which("lstopo-no-graphics") or shutil.which("lstopo")
+    if not exe:
+        raise MinitraceError("hwloc's lstopo is not installed (Debian: hwloc-nox)")
+    cmd = [exe, "--of", "xml"] + (["--input", synthetic] if synthetic else [])
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+    if p.returncode != 0:
+        raise MinitraceError(f"lstopo failed: {(p.stderr.strip().splitlines() or ['?'])[0]}")
+    return p.stdout
+
+
 def parse_lstopo(xml: str, source: str = "lstopo XML") -> Topology:
     """The cores, L3 caches, NUMA nodes and packages of an lstopo XML export."""
     try:
