@@ -96,6 +96,9 @@ def test_bad_graphs_are_one_line_errors(tmp_path, edges, deps, message):
     assert p.returncode == 1
     lines = p.stderr.strip().splitlines()
     assert len(lines) == 1 and message in lines[0] and str(path) in lines[0]
+    p = subprocess.run([sys.executable, "-m", "minitrace", "validate", str(path)],
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 1 and message in p.stderr and len(p.stderr.splitlines()) == 1
 
 
 def test_cli_json_and_outputs(tmp_path):
@@ -113,3 +116,7 @@ def test_cli_json_and_outputs(tmp_path):
     events = json.loads((tmp_path / "t.json").read_text())["traceEvents"]
     assert sum(e["ph"] == "X" for e in events) == 3 * 4
     assert (tmp_path / "t.png").stat().st_size > 0
+    for cmd, says in (("info", "tasks: 4 tasks"), ("validate", "task graph sound: 4 tasks")):
+        p = subprocess.run([sys.executable, "-m", "minitrace", cmd, str(path)],
+                           capture_output=True, text=True, timeout=120)
+        assert p.returncode == 0 and says in p.stdout, p.stderr

@@ -7,6 +7,7 @@ import pandas as pd
 from .. import provenance
 from ..bench.summary import summarize as summarize_suite
 from ..storage import read_provenance
+from ..tasks.taskfile import describe, has_tasks, read_tasks
 from ..trace import open as open_trace
 
 _META_SHOWN = ("producer", "producer_version", "format_version", "created", "volume_unit",
@@ -62,6 +63,8 @@ def run(args) -> int:
                 print("loops:" if lines else "loops: none (no repetition found)")
                 for line in lines:
                     print(f"  {line}")
+        if has_tasks(args.file):
+            print(f"tasks: {describe(read_tasks(args.file))}")
         for suite in t.suites:
             b = t.bench(suite)
             shapes = ", ".join(f"{k}{list(v.shape)}" for k, v in sorted(b.arrays.items()))

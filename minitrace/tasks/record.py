@@ -16,7 +16,7 @@ from ..errors import MinitraceError
 from ..record import raw_dir_for
 from .graph import TaskGraph, from_raw
 from .ompt_raw import raw_files, read_raw
-from .taskfile import write_tasks
+from .taskfile import describe, write_tasks
 
 LIBGOMP_HINT = ("GCC's libgomp has no OMPT interface: build the program with clang -fopenmp "
                 "(Debian: clang and libomp-dev); LLVM's libomp also implements libgomp's "
@@ -83,10 +83,7 @@ def record_openmp(command: list[str], output: str, keep_raw: bool = False) -> tu
 
 def report(rc: int, graph: TaskGraph, output: str) -> int:
     """Print what was recorded; the program's exit status, else 0."""
-    s = graph.summary()
-    print(f"{output}: {s['tasks']} tasks ({s['kernels']} task constructs), {s['edges']} "
-          f"dependences on {s['handles']} data handles, {s['threads']} threads, "
-          f"{s['task_seconds']:.6g} s in tasks")
+    print(f"{output}: {describe(graph)}")
     missing = graph.meta.get("edges_ompt_not_rebuilt", 0)
     if missing:
         print(f"warning: {missing} dependences libomp reported are not in the graph rebuilt "

@@ -46,6 +46,21 @@ def write_tasks(path: str, graph: TaskGraph, meta: dict | None = None) -> None:
                         compression="gzip", compression_opts=1, shuffle=True)
 
 
+def has_tasks(path: str) -> bool:
+    """Whether a minitrace file holds a ``/tasks`` group."""
+    check_file(path)
+    with h5py.File(path, "r") as f:
+        return "tasks" in f
+
+
+def describe(graph: TaskGraph) -> str:
+    """One line on a task graph (what ``record --openmp``, ``info`` and ``validate`` print)."""
+    s = graph.summary()
+    return (f"{s['tasks']} tasks ({s['kernels']} task constructs), {s['edges']} dependences on "
+            f"{s['handles']} data handles, {s['threads']} threads, {s['task_seconds']:.6g} s "
+            "in tasks")
+
+
 def read_tasks(path: str) -> TaskGraph:
     """The ``/tasks`` group of a minitrace file as a ``TaskGraph`` (pandas tables)."""
     check_file(path)
