@@ -108,3 +108,45 @@ def stencil_trace(nranks: int, iterations: int, timed: bool = True, seed: int = 
     assign_vec_offsets(a)
     vectors = np.tile(waitall_vec, nranks).astype(np.int64)
     return TraceColumns(a, offsets, vectors, meta={"volume_unit": "seconds"})
+
+
+def halo_1d_trace(nranks: int, scaling: str = "weak", periodic: bool = True,
+                  seed: int = 0) -> TraceColumns:
+    """A 1-D halo exchange with a residual allreduce, at ``nranks`` with known laws in p: per
+    rank init, n x (irecv left, irecv right, isend right, isend left, waitall, compute,
+    8-byte allreduce), finalize.  ``weak``: n = 4 + 2 log2(p) iterations of 1 ms compute;
+    ``strong``: 10 iterations of 8 ms / p.  Halos of 8 KiB; jitter 0.5 %.  Non-periodic: the
+    ends skip their missing neighbour (three rank classes)."""
+    rng = np.random.default_rng(seed)
+    p = nranks
+    iterations = int(4 + 2 * np.log2(p)) if scaling == "weak" else 10
+    compute = 1e-3 if scaling == "weak" else 8e-3 / p
+    blocks, vectors = [], []
+    for r in range(p):
+        sides = [(-1, 0), (+1, 1)] if periodic else \
+            [(d, t) for d, t in ((-1, 0), (+1, 1)) if 0 <= r + d < p]
+        body = [("irecv", d, t) for d, t in sides] + [("isend", -d, t) for d, t in sides]
+        body += [("waitall", 0, -1), ("compute", 0, -1), ("allreduce", 0, -1)]
+        n = len(body)
+        a = empty_actions(2 + iterations * n)
+        a["kind"][0], a["kind"][-1] = K.CODE["init"], K.CODE["finalize"]
+        loop = a[1:-1].reshape(iterations, n)
+        nreq = len(body) - 3
+        for k, (kind, d, tag) in enumerate(body):
+            loop["kind"][:, k] = K.CODE[kind]
+            if kind in ("irecv", "isend"):
+                loop["peer"][:, k] = (r + d) % p
+                loop["tag"][:, k] = tag
+                loop["bytes_recv" if kind == "irecv" else "bytes_sent"][:, k] = 8192
+                loop["request"][:, k] = np.arange(iterations) * nreq + k
+        loop["vec_len"][:, nreq] = nreq
+        loop["volume"][:, nreq + 1] = np.rint(
+            compute * rng.normal(1, 0.005, iterations) * 1e9) / 1e9
+        loop["bytes_sent"][:, nreq + 2] = loop["bytes_recv"][:, nreq + 2] = 8
+        blocks.append(a)
+        vectors.append(np.arange(iterations * nreq, dtype=np.int64))
+    actions = np.concatenate(blocks)
+    assign_vec_offsets(actions)
+    offsets = np.concatenate([[0], np.cumsum([len(b) for b in blocks])]).astype(np.int64)
+    return TraceColumns(actions, offsets, np.concatenate(vectors),
+                        meta={"volume_unit": "seconds"})

@@ -1,0 +1,203 @@
+"""Are these runs one program at several scales?  Each run's rank programs as loop trees
+(the compressed grammar, ``compress/grammar.py``), grouped into rank classes, compared class
+by class up to loop counts and parameters; where they differ is said precisely.
+
+Rank classes (the reduced scope, docs/EXTRAPOLATE.md): ranks whose rank-relative programs are
+identical.  The class of the middle rank (``P // 2``) is the *bulk*, which every rank not
+anchored elsewhere joins at the target scale; the other classes are *anchored* at their ranks
+counted from both ends of the world (rank 0 is ``0``, the last rank ``-1``): a root, the ends
+of a non-periodic line.  Peers are rank-relative offsets, read signed (``d`` or ``d - P``,
+whichever is nearer 0, as the largest run shows them) so that a left neighbour stays ``-1``
+at every scale; a smaller run agrees when its offset is that one modulo its size.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..errors import MinitraceError
+from .. import kinds as K
+from ..model import TraceColumns
+from ..compress import grammar as G
+from ..compress import signatures as SG
+
+#: signature fields that must be equal at every scale (the rest are fitted or mapped)
+SHAPE_FIELDS = ("kind", "flags", "peer_mode", "req_mode", "tag", "comm")
+
+
+@dataclass
+class Node:
+    """A loop (``count`` repetitions of ``children``) or a leaf (one signature, ``sig``)."""
+
+    count: int = 1
+    children: list = field(default_factory=list)
+    sig: int = -1
+
+    @property
+    def leaf(self) -> bool:
+        return self.sig >= 0
+
+
+@dataclass
+class RankClass:
+    """Ranks of one run sharing a program: its loop tree and, in tree order, its loops and
+    leaves (signature ids into the run's table)."""
+
+    key: str                     # "bulk" or the anchored ranks, e.g. "0" or "0,-1"
+    ranks: np.ndarray
+    tree: Node
+    loops: list                  # Node, pre-order
+    leaves: list                 # signature ids, pre-order
+
+
+@dataclass
+class Run:
+    """One recorded run: its trace, signatures and rank classes."""
+
+    path: str
+    data: TraceColumns
+    sig: SG.Signatures
+    classes: dict                # key -> RankClass
+
+    @property
+    def nranks(self) -> int:
+        return self.data.nranks
+
+
+def _tree(gram: G.Grammar, symbols, count: int = 1) -> Node:
+    node = Node(count=count)
+    for s in symbols:
+        s = int(s)
+        if s < gram.nterm:
+            node.children.append(Node(sig=s))
+        else:
+            rule = s - gram.nterm
+            node.children.append(_tree(gram, gram.body(rule), int(gram.rule_counts[rule])))
+    return node
+
+
+def _walk(node: Node, loops: list, leaves: list) -> None:
+    for child in node.children:
+        if child.leaf:
+            leaves.append(child.sig)
+        else:
+            loops.append(child)
+            _walk(child, loops, leaves)
+
+
+def signed(ranks: np.ndarray, nranks: int) -> np.ndarray:
+    """Ranks (or rank-relative offsets) counted from the nearer end: ``r`` or ``r - P``."""
+    ranks = np.asarray(ranks, np.int64)
+    return np.where(ranks < (nranks + 1) // 2, ranks, ranks - nranks)
+
+
+def load(path: str, data: TraceColumns) -> Run:
+    """A run's signatures, grammar and rank classes."""
+    sig = SG.encode(data)
+    gram = G.build(sig.ids, data.rank_offsets, len(sig.table))
+    P = data.nranks
+    bulk_group = int(gram.rank_grammar[P // 2])
+    classes = {}
+    for g in np.unique(gram.rank_grammar):
+        ranks = np.flatnonzero(gram.rank_grammar == g)
+        key = "bulk" if g == bulk_group else ",".join(map(str, sorted(signed(ranks, P).tolist())))
+        tree = _tree(gram, gram.top(int(g)))
+        loops, leaves = [], []
+        _walk(tree, loops, leaves)
+        classes[key] = RankClass(key, ranks, tree, loops, leaves)
+    return Run(path, data, sig, classes)
+
+
+def _shape(node: Node, table: np.ndarray, vectors) -> tuple:
+    if node.leaf:
+        row = table[node.sig]
+        return tuple(int(row[f]) for f in SHAPE_FIELDS) + (vectors(int(row["vec"])),)
+    return ("loop",) + tuple(_shape(c, table, vectors) for c in node.children)
+
+
+def _vector_reader(sig: SG.Signatures):
+    def content(v: int) -> tuple:
+        if v < 0:
+            return ()
+        return tuple(sig.vec_values[sig.vec_offsets[v]:sig.vec_offsets[v + 1]].tolist())
+    return content
+
+
+def _describe(shape) -> str:
+    if shape and shape[0] == "loop":
+        return "loop of " + str(len(shape) - 1) + " items"
+    return f"{K.NAME[shape[0]]} (tag {shape[4]}, comm {shape[5]})"
+
+
+def _first_difference(a: tuple, b: tuple, where: str = "") -> str:
+    """Where two shapes first differ, as a path of positions ("item 3 of loop 2 ...")."""
+    if a[:1] == ("loop",) and b[:1] == ("loop",):
+        for k, (x, y) in enumerate(zip(a[1:], b[1:])):
+            if x != y:
+                return _first_difference(x, y, f"{where}item {k + 1}/")
+        return f"{where}: {len(a) - 1} items vs {len(b) - 1}"
+    return f"{where.rstrip('/')}: {_describe(a)} vs {_describe(b)}"
+
+
+def differences(runs: list[Run], peers: bool = True) -> list[str]:
+    """Where the runs are not one program: one line per difference (empty: they are).  The
+    largest run is the reference; ``peers=False`` compares the shapes only."""
+    ref = max(runs, key=lambda r: r.nranks)
+    out = []
+    for run in runs:
+        if run is ref:
+            continue
+        where = f"{run.path} ({run.nranks} ranks) vs {ref.path} ({ref.nranks} ranks)"
+        missing = sorted(set(ref.classes) ^ set(run.classes))
+        if missing:
+            out.append(f"{where}: rank classes differ: {sorted(run.classes)} vs "
+                       f"{sorted(ref.classes)}")
+            continue
+        for key, rc in ref.classes.items():
+            other = run.classes[key]
+            a = _shape(other.tree, run.sig.table, _vector_reader(run.sig))
+            b = _shape(rc.tree, ref.sig.table, _vector_reader(ref.sig))
+            if a != b:
+                out.append(f"{where}, rank class {key}: {_first_difference(a, b)}")
+                continue
+            if peers:
+                out.extend(f"{where}, rank class {key}: {m}" for m in _peer_mismatches(
+                    run, other, ref, rc))
+    return out
+
+
+def _peer_mismatches(run: Run, rc: RankClass, ref: Run, ref_rc: RankClass) -> list[str]:
+    """Leaves whose peers are not the reference's (signed offsets modulo the run's size;
+    absolute peers equal)."""
+    mine, theirs = run.sig.table[rc.leaves], ref.sig.table[ref_rc.leaves]
+    rel = theirs["peer_mode"] == 1
+    want = np.where(rel, signed(theirs["peer"], ref.nranks) % run.nranks, theirs["peer"])
+    bad = np.flatnonzero(want != mine["peer"])
+    return [f"call {k + 1} ({_kind(theirs[k])}): peer {_peer(mine[k], run.nranks)} vs "
+            f"{_peer(theirs[k], ref.nranks)}" for k in bad[:5]]
+
+
+def _kind(row) -> str:
+    return K.NAME[int(row["kind"])]
+
+
+def _peer(row, nranks: int) -> str:
+    if row["peer_mode"] == 1:
+        return f"rank{int(signed(row['peer'], nranks)):+d}"
+    return f"rank {int(row['peer'])}"
+
+
+def check(runs: list[Run], force: bool = False) -> list[str]:
+    """The differences in peers, which ``force`` overrides (the largest run's peers are
+    extrapolated); raise on any other difference, and on these without ``force``."""
+    shapes = differences(runs, peers=False)
+    if shapes:
+        raise MinitraceError("the runs are not one program at several scales (their loops "
+                             "or calls differ, which --force cannot override):\n  "
+                             + "\n  ".join(shapes))
+    found = differences(runs)
+    if found and not force:
+        raise MinitraceError("the runs' peers differ (--force to extrapolate the largest "
+                             "run's):\n  " + "\n  ".join(found))
+    return found

@@ -1,0 +1,54 @@
+"""Runs are one program at several scales, or the check says where they are not."""
+import numpy as np
+import pytest
+
+from minitrace import synthetic
+from minitrace.errors import MinitraceError
+from minitrace.extrapolate import structure as ST
+
+
+def _runs(scales, **kw):
+    return [ST.load(f"halo{p}.h5", synthetic.halo_1d_trace(p, **kw)) for p in scales]
+
+
+def test_a_periodic_halo_is_one_program_from_two_ranks_on():
+    runs = _runs((2, 4, 8))
+    assert ST.differences(runs) == [] and ST.check(runs) == []
+    assert [list(r.classes) for r in runs] == [["bulk"]] * 3
+    assert [[lp.count for lp in r.classes["bulk"].loops] for r in runs] == [[6], [8], [10]]
+    # at 2 ranks the left and right neighbours are one rank: still -1 and +1 modulo 2
+    assert ST.signed(np.array([1, 3, 5, 7]), 8).tolist() == [1, 3, -3, -1]
+
+
+def test_a_line_has_its_ends_as_classes():
+    runs = _runs((4, 8, 16), periodic=False)
+    assert ST.differences(runs) == []
+    assert sorted(runs[-1].classes) == ["-1", "0", "bulk"]
+    assert runs[-1].classes["-1"].ranks.tolist() == [15]
+
+
+def test_different_programs_are_refused_saying_where():
+    runs = _runs((2, 4)) + [ST.load("line8.h5", synthetic.halo_1d_trace(8, periodic=False))]
+    found = ST.differences(runs)
+    assert found and "halo2.h5 (2 ranks) vs line8.h5 (8 ranks): rank classes differ" in found[0]
+    with pytest.raises(MinitraceError, match="not one program"):
+        ST.check(runs, force=True)
+
+
+def test_a_changed_call_is_located():
+    bad = synthetic.halo_1d_trace(4)
+    bad.actions["tag"][bad.actions["tag"] == 1] = 5        # one direction's tag changes
+    runs = _runs((2, 8)) + [ST.load("bad4.h5", bad)]
+    (line,) = ST.differences(runs)
+    assert "bad4.h5 (4 ranks)" in line and "rank class bulk: item 2/item 2: irecv (tag 5" in line
+
+
+def test_peers_that_do_not_map_need_force():
+    odd = synthetic.halo_1d_trace(4)
+    right = (odd.actions["kind"] == synthetic.K.CODE["isend"]) & (odd.actions["tag"] == 1)
+    odd.actions["peer"][right] = (odd.rank_of()[right] + 2) % 4     # +2, not +1: a new offset
+    runs = _runs((2, 8)) + [ST.load("odd4.h5", odd)]
+    with pytest.raises(MinitraceError, match="peers differ"):
+        ST.check(runs)
+    forced = ST.check(runs, force=True)
+    assert forced and "odd4.h5" in forced[0] and "peer" in forced[0]
