@@ -6,6 +6,7 @@ import pandas as pd
 
 from .. import provenance
 from ..bench.summary import summarize as summarize_suite
+from ..extrapolate.build import extrapolation_line
 from ..storage import read_provenance
 from ..tasks.taskfile import describe, has_tasks, read_tasks
 from ..trace import open as open_trace
@@ -39,6 +40,8 @@ def run(args) -> int:
                 if isinstance(v, list) and len(v) > 8:
                     v = f"{v[:8]} ... ({len(v)} entries)"
                 print(f"  {k}: {v}")
+        if "extrapolated" in t.meta:
+            print(f"  {extrapolation_line(t.meta['extrapolated'])}")
         p = read_provenance(args.file)
         if p:
             print("provenance (of the file's last writer; `minitrace diff` compares two):")

@@ -1,0 +1,56 @@
+"""``minitrace extrapolate RUN_A RUN_B RUN_C ... --ranks N -o BIG.h5``: a trace at a scale
+that was not recorded, from runs at three or more smaller ones (docs/EXTRAPOLATE.md)."""
+from __future__ import annotations
+
+from ..outputs import check_output_file
+
+
+def register(sub) -> None:
+    p = sub.add_parser("extrapolate", help="predict a trace at more ranks from 3+ smaller runs",
+                       description="Check that the runs are one program at several scales, fit "
+                                   "each loop count, message size and compute volume per rank "
+                                   "class as c0 + c1 * p^i * log2(p)^j (chosen by leave-one-"
+                                   "scale-out error) and write the compressed trace at --ranks. "
+                                   "Refuses targets more than 64x the largest run and fits "
+                                   "whose leave-one-out error exceeds --threshold, unless "
+                                   "--force.")
+    p.add_argument("runs", nargs="+", metavar="RUN.h5", help="traces at 3 or more scales")
+    p.add_argument("--ranks", type=int, metavar="N",
+                   help="target number of ranks (with --check: the largest run's)")
+    p.add_argument("-o", "--output", help="extrapolated trace to write")
+    p.add_argument("--scaling", choices=("weak", "strong"), default="weak",
+                   help="strong also searches decreasing laws (p^-i); default weak")
+    p.add_argument("--threshold", type=float, default=0.05,
+                   help="leave-one-out SMAPE above which a fit is refused (default 0.05)")
+    p.add_argument("--force", action="store_true",
+                   help="extrapolate despite peer mismatches, poor fits or a far target "
+                        "(and say which)")
+    p.add_argument("--check", action="store_true",
+                   help="extrapolate the largest run from the others and compare structure "
+                        "and replayed time")
+    p.add_argument("--compute-rate", metavar="RATE", default="1Gf",
+                   help="for --check's replays: flops per unit of compute volume "
+                        "(default 1Gf)")
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    from ..errors import MinitraceError
+    from ..extrapolate import build as B
+    from ..extrapolate import check as C
+    runs = C.load_runs(args.runs)
+    if args.check:
+        return C.report(C.self_check(runs, args.scaling, args.threshold, args.force,
+                                     args.compute_rate, args.output))
+    if args.ranks is None or args.output is None:
+        raise MinitraceError("extrapolate: --ranks N and -o OUTPUT are needed (or --check)")
+    check_output_file(args.output)
+    data, parameters, forced = B.extrapolate(runs, args.ranks, args.scaling, args.force,
+                                             args.threshold)
+    B.print_table(parameters, args.ranks)
+    for line in forced:
+        print(f"forced: {line}")
+    B.write(args.output, data)
+    print(f"{args.output}: {data.nranks} ranks, {len(data.actions)} actions, extrapolated "
+          f"({args.scaling} scaling) from {', '.join(r.path for r in runs)}")
+    return 0

@@ -1,0 +1,246 @@
+"""A trace at N ranks from runs at three or more smaller scales: every loop count, message size
+and compute volume of every call, per rank class, fitted as a function of p
+(:mod:`.fit`) and evaluated at N; the rank-relative program of each class written for each
+of its ranks at N (peers mapped back modulo N, roots kept) and compressed.
+"""
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from .. import kinds as K
+from ..compress import signatures as SG
+from ..compress.files import write_compressed
+from ..errors import MinitraceError
+from ..model import ACTION_DTYPE, TraceColumns, assign_vec_offsets, empty_actions
+from . import fit as F
+from . import structure as ST
+
+#: farthest a target may be from the largest recorded run
+MAX_FACTOR = 64
+_LEAF_PARAMETERS = ("bytes_sent", "bytes_recv", "volume")
+
+
+@dataclass
+class Parameter:
+    """One fitted quantity: where it is, its recorded values and its model."""
+
+    rank_class: str
+    name: str
+    values: np.ndarray
+    model: F.Model
+    at_target: float
+
+
+@dataclass
+class ClassPlan:
+    """What a rank class becomes at the target: loop counts, leaf parameters (leaf order)."""
+
+    counts: np.ndarray
+    leaves: dict
+
+
+def leaf_stream(node: ST.Node, counts: list | None = None) -> np.ndarray:
+    """Leaf numbers (pre-order) of a loop tree's expansion; ``counts`` (loops in pre-order)
+    replaces the tree's own."""
+    it = iter(counts) if counts is not None else None
+    leaf = iter(range(1 << 62))
+
+    def walk(n: ST.Node) -> np.ndarray:
+        parts = []
+        for c in n.children:
+            if c.leaf:
+                parts.append(np.array([next(leaf)], np.int64))
+            else:
+                count = c.count if it is None else next(it)
+                parts.append(np.tile(walk(c), int(count)))
+        return np.concatenate(parts) if parts else np.zeros(0, np.int64)
+    return walk(node)
+
+
+def _leaf_volumes(run: ST.Run, rc: ST.RankClass) -> np.ndarray:
+    """Mean volume of each leaf over the class's ranks and iterations."""
+    stream = leaf_stream(rc.tree)
+    total = np.zeros(len(rc.leaves))
+    for r in rc.ranks:
+        total += np.bincount(stream, run.data.actions["volume"][run.data.rank_slice(int(r))],
+                             minlength=len(rc.leaves))
+    return total / (len(rc.ranks) * np.maximum(np.bincount(stream, minlength=len(rc.leaves)), 1))
+
+
+def _leaf_name(row, k: int) -> str:
+    return f"call {k + 1} ({K.NAME[int(row['kind'])]})"
+
+
+def fit_parameters(runs: list[ST.Run], ranks: int, scaling: str,
+                   threshold: float = F.DEFAULT_THRESHOLD):
+    """Fit every parameter that is not the same in all runs; (table of Parameter, plan per
+    class).  Parameters equal in every run are kept as they are (not listed)."""
+    runs = sorted(runs, key=lambda r: r.nranks)
+    ref = runs[-1]
+    p = np.array([r.nranks for r in runs])
+    found, plans = [], {}
+    for key, ref_rc in ref.classes.items():
+        classes = [r.classes[key] for r in runs]
+
+        def model(name: str, values: np.ndarray, integer: bool, low: float) -> float:
+            if np.all(values == values[0]):
+                return float(values[0])
+            m = F.fit(p, values, scaling, threshold)
+            value = max(low, float(m(ranks)))
+            value = float(np.rint(value)) if integer else value
+            found.append(Parameter(key, name, values, m, value))
+            return value
+
+        counts = np.array([[lp.count for lp in rc.loops] for rc in classes])
+        plan_counts = np.array([model(f"loop {k + 1}: iterations", counts[:, k], True, 1)
+                                for k in range(counts.shape[1])], np.int64)
+        leaves = {}
+        for field in _LEAF_PARAMETERS:
+            if field == "volume":
+                values = np.stack([_leaf_volumes(r, rc) for r, rc in zip(runs, classes)])
+            else:
+                values = np.stack([r.sig.table[rc.leaves][field] for r, rc in zip(runs, classes)])
+            rows = ref.sig.table[ref_rc.leaves]
+            leaves[field] = np.array([model(f"{_leaf_name(rows[k], k)}: {field}", values[:, k],
+                                            field != "volume", 0)
+                                      for k in range(values.shape[1])])
+        plans[key] = ClassPlan(plan_counts, leaves)
+    return found, plans
+
+
+def table(parameters: list[Parameter], ranks: int) -> pd.DataFrame:
+    """The printed table: parameter, model, LOO error, value at the target."""
+    return pd.DataFrame({
+        "rank class": [x.rank_class for x in parameters],
+        "parameter": [x.name for x in parameters],
+        "recorded": [" ".join(f"{v:.4g}" for v in x.values) for x in parameters],
+        "model": [str(x.model) for x in parameters],
+        "LOO error": [f"{x.model.loo_error:.2%}" + (" (over threshold)" if x.model.flagged
+                                                     else "") for x in parameters],
+        f"at {ranks}": [f"{x.at_target:.6g}" for x in parameters],
+    })
+
+
+def print_table(parameters: list[Parameter], ranks: int) -> None:
+    if not parameters:
+        print("every parameter is the same in all runs: nothing fitted")
+        return
+    with pd.option_context("display.width", 250, "display.max_columns", 20,
+                           "display.max_colwidth", 60):
+        print(table(parameters, ranks).to_string(index=False))
+
+
+def _class_ranks(ref: ST.Run, ranks: int) -> dict:
+    """Each class's ranks at the target: anchored ones at their signed ranks, the rest bulk."""
+    out, taken = {}, np.zeros(ranks, bool)
+    for key in ref.classes:
+        if key == "bulk":
+            continue
+        r = np.array([int(s) % ranks for s in key.split(",")], np.int64)
+        if taken[r].any():
+            raise MinitraceError(f"rank class {key} collides with another at {ranks} ranks")
+        taken[r] = True
+        out[key] = r
+    out["bulk"] = np.flatnonzero(~taken)
+    return out
+
+
+def _new_tokens(table: np.ndarray, vec_offsets: np.ndarray, vec_values: np.ndarray):
+    """New request ids each signature names (its request column and its request vector)."""
+    out = (table["req_mode"] == SG.REQ_NEW).astype(np.int64)
+    for k, v in enumerate(table["vec"]):
+        if v >= 0 and vec_values[vec_offsets[v]] == SG.VEC_REQUESTS:
+            out[k] += int((vec_values[vec_offsets[v] + 1:vec_offsets[v + 1]:2] ==
+                           SG.REQ_NEW).sum())
+    return out
+
+
+def build(runs: list[ST.Run], ranks: int, plans: dict) -> TraceColumns:
+    """The trace at ``ranks``: each class's program with its planned counts and parameters."""
+    ref = max(runs, key=lambda r: r.nranks)
+    if any(set(r.data.comms) - {0} for r in runs):
+        raise MinitraceError("communicators other than MPI_COMM_WORLD are out of the reduced "
+                             "scope of extrapolation (docs/EXTRAPOLATE.md)")
+    owner = _class_ranks(ref, ranks)
+    per_rank: dict[int, tuple] = {}
+    for key, rc in ref.classes.items():
+        plan = plans[key]
+        sigs = ref.sig.table[rc.leaves].copy()
+        rel = sigs["peer_mode"] == 1
+        sigs["peer"] = np.where(rel, ST.signed(sigs["peer"], ref.nranks) % ranks, sigs["peer"])
+        for field in ("bytes_sent", "bytes_recv"):
+            sigs[field] = plan.leaves[field].astype(np.int64)
+        stream = leaf_stream(rc.tree, plan.counts.tolist())
+        nnew = int(_new_tokens(sigs, ref.sig.vec_offsets, ref.sig.vec_values)[stream].sum())
+        volume = plan.leaves["volume"][stream]
+        for r in owner[key]:
+            rows, vec = SG.decode(sigs, stream, int(r), ranks, ref.sig.vec_offsets,
+                                  ref.sig.vec_values, np.arange(nnew, dtype=np.int64))
+            a = empty_actions(len(rows))
+            for name in ACTION_DTYPE.names:
+                if name not in ("t_start", "t_end", "vec_off"):
+                    a[name] = rows[name]
+            a["volume"] = volume
+            per_rank[int(r)] = (a, vec)
+    actions = np.concatenate([per_rank[r][0] for r in range(ranks)])
+    assign_vec_offsets(actions)
+    offsets = np.concatenate([[0], np.cumsum([len(per_rank[r][0]) for r in range(ranks)])])
+    vectors = np.concatenate([per_rank[r][1] for r in range(ranks)]).astype(np.int64)
+    return TraceColumns(actions, offsets.astype(np.int64), vectors,
+                        meta={"volume_unit": ref.data.meta.get("volume_unit", "seconds")})
+
+
+def refusals(parameters: list[Parameter], ranks: int, largest: int) -> list[str]:
+    """What the fits do not support: a target too far, fits over their LOO threshold."""
+    out = []
+    if ranks > MAX_FACTOR * largest:
+        out.append(f"{ranks} ranks is more than {MAX_FACTOR}x the largest run ({largest})")
+    out += [f"rank class {x.rank_class}, {x.name}: {x.model} has a leave-one-out error of "
+            f"{x.model.loo_error:.1%} (threshold {x.model.threshold:.0%})"
+            for x in parameters if x.model.flagged]
+    return out
+
+
+def extrapolate(runs: list[ST.Run], ranks: int, scaling: str = "weak", force: bool = False,
+                threshold: float = F.DEFAULT_THRESHOLD):
+    """Check, fit and build: (TraceColumns at ``ranks``, fitted parameters, what was
+    overridden by ``force``)."""
+    if len({r.nranks for r in runs}) < 3:
+        raise MinitraceError("extrapolation needs runs at 3 or more different scales")
+    if ranks < 1:
+        raise MinitraceError(f"--ranks {ranks}: at least 1")
+    peers = ST.check(runs, force)
+    parameters, plans = fit_parameters(runs, ranks, scaling, threshold)
+    refused = peers + refusals(parameters, ranks, max(r.nranks for r in runs))
+    if refused and not force:
+        raise MinitraceError("not extrapolated (--force to extrapolate anyway):\n  "
+                             + "\n  ".join(refused))
+    data = build(runs, ranks, plans)
+    data.meta["extrapolated"] = {
+        "from": [os.path.abspath(r.path) for r in runs], "ranks": [r.nranks for r in runs],
+        "target": ranks, "scaling": scaling, "forced": refused,
+        "models": [{"class": x.rank_class, "parameter": x.name, "model": str(x.model),
+                    "loo_error": x.model.loo_error, "value": x.at_target}
+                   for x in parameters]}
+    return data, parameters, refused
+
+
+def write(path: str, data: TraceColumns) -> None:
+    """The extrapolated trace, compressed (its provenance in the file's ``extrapolated``)."""
+    meta = dict(data.meta)
+    meta["extrapolated"] = json.dumps(meta["extrapolated"])
+    data.meta = meta
+    write_compressed(path, data, volumes="exact")
+
+
+def extrapolation_line(stored) -> str:
+    """How ``info`` says a file was extrapolated (its ``extrapolated`` metadata)."""
+    e = json.loads(stored) if isinstance(stored, (str, bytes)) else stored
+    text = (f"extrapolated: {e['target']} ranks, {e['scaling']} scaling, from runs at "
+            f"{e['ranks']} ranks ({', '.join(e['from'])}); {len(e['models'])} fitted parameters")
+    return text + (f"; FORCED past {len(e['forced'])} refusals" if e["forced"] else "")

@@ -1,0 +1,70 @@
+"""The self-check: extrapolate the largest run from the smaller ones and compare, side by
+side, the structure and the replayed time of the extrapolated and the recorded trace."""
+from __future__ import annotations
+
+import os
+import tempfile
+
+import numpy as np
+
+from ..errors import MinitraceError
+from . import build as B
+from . import structure as ST
+
+
+def load_runs(paths: list[str]) -> list[ST.Run]:
+    """Each trace file as a run (either form), smallest first."""
+    from ..trace import open as open_trace
+    runs = []
+    for path in paths:
+        with open_trace(path) as t:
+            runs.append(ST.load(path, t.data()))
+    return sorted(runs, key=lambda r: r.nranks)
+
+
+def same_structure(a: ST.Run, b: ST.Run) -> list[str]:
+    """Where two runs at the same scale differ in structure: shapes, peers, loop counts."""
+    found = ST.differences([a, b])
+    if found:
+        return found
+    return [f"rank class {key}: loop counts {[lp.count for lp in rc.loops]} vs "
+            f"{[lp.count for lp in b.classes[key].loops]}"
+            for key, rc in a.classes.items()
+            if [lp.count for lp in rc.loops] != [lp.count for lp in b.classes[key].loops]]
+
+
+def self_check(runs: list[ST.Run], scaling: str, threshold: float, force: bool,
+               compute_rate: str, keep: str | None = None) -> dict:
+    """Extrapolate the largest run from the others (3 or more), compare structures and
+    replay both; ``keep``: where to write the extrapolated trace (else a temporary file)."""
+    from ..replay import replay
+    if len(runs) < 4:
+        raise MinitraceError("--check needs 4 or more runs: the largest is predicted from "
+                             "the others (3 or more)")
+    target = runs[-1]
+    data, parameters, forced = B.extrapolate(runs[:-1], target.nranks, scaling, force,
+                                             threshold)
+    extrapolated = ST.load("extrapolated", data)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = keep or os.path.join(tmp, "extrapolated.h5")
+        B.write(path, data)
+        times = [replay(p, compute_rate=compute_rate).simulated_time
+                 for p in (path, target.path)]
+    return {"target": target, "differences": same_structure(extrapolated, target),
+            "parameters": parameters, "forced": forced, "times": times}
+
+
+def report(result: dict) -> int:
+    """Print the self-check; exit status 0 when the structure is identical."""
+    target = result["target"]
+    B.print_table(result["parameters"], target.nranks)
+    for line in result["forced"]:
+        print(f"forced: {line}")
+    diff = result["differences"]
+    print(f"structure at {target.nranks} ranks: " +
+          ("identical to the recorded run" if not diff else "differs:\n  " + "\n  ".join(diff)))
+    extrapolated, recorded = result["times"]
+    gap = (extrapolated - recorded) / recorded if recorded > 0 else np.nan
+    print(f"replayed time: extrapolated {extrapolated:.6g} s, recorded {recorded:.6g} s "
+          f"({gap:+.2%})")
+    return 0 if not diff else 1

@@ -1,0 +1,86 @@
+"""A 1-D halo with allreduce recorded at 2, 4, 8 ranks, extrapolated to 16: the structure of
+the directly generated 16-rank trace, its replayed time within 5 %; the command's table,
+refusals, provenance and self-check."""
+import numpy as np
+import pytest
+
+import minitrace
+from minitrace.replay import replay
+from minitrace import storage, synthetic
+from minitrace.cli import main
+from minitrace.extrapolate import build as B
+from minitrace.extrapolate import check as C
+from minitrace.extrapolate import structure as ST
+
+
+def _write(tmp_path, scales, **kw):
+    paths = []
+    for p in scales:
+        paths.append(str(tmp_path / f"halo{p}.h5"))
+        storage.write_trace(paths[-1], synthetic.halo_1d_trace(p, seed=p, **kw))
+    return paths
+
+
+@pytest.mark.parametrize("scaling", ["weak", "strong"])
+def test_halo_to_16_ranks_is_the_16_rank_program(tmp_path, scaling):
+    runs = C.load_runs(_write(tmp_path, (2, 4, 8), scaling=scaling))
+    data, parameters, forced = B.extrapolate(runs, 16, scaling)
+    direct = synthetic.halo_1d_trace(16, scaling, seed=16)
+    assert forced == [] and C.same_structure(ST.load("x", data), ST.load("d", direct)) == []
+    for field in ("kind", "peer", "tag", "bytes_sent", "bytes_recv", "request", "vec_len"):
+        assert np.array_equal(data.actions[field], direct.actions[field]), field
+    assert np.array_equal(data.vectors, direct.vectors)
+    fitted = {x.name: x for x in parameters}
+    if scaling == "weak":
+        assert str(fitted["loop 1: iterations"].model) == "4 + 2 * log2(p)"
+        assert fitted["loop 1: iterations"].at_target == 12
+    else:
+        volume = fitted["call 7 (compute): volume"]
+        assert (volume.model.i, volume.model.j) == (-1, 0)
+        assert volume.at_target == pytest.approx(8e-3 / 16, rel=0.01)
+    out = tmp_path / "big.h5"
+    B.write(str(out), data)
+    storage.write_trace(tmp_path / "direct.h5", direct)
+    times = [replay(str(p), compute_rate="1Gf").simulated_time
+             for p in (out, tmp_path / "direct.h5")]
+    assert times[0] == pytest.approx(times[1], rel=0.05)
+
+
+def test_a_line_keeps_its_ends(tmp_path):
+    runs = C.load_runs(_write(tmp_path, (4, 8, 16), periodic=False))
+    data, _, _ = B.extrapolate(runs, 32, "weak")
+    direct = synthetic.halo_1d_trace(32, periodic=False)
+    assert C.same_structure(ST.load("x", data), ST.load("d", direct)) == []
+    assert np.array_equal(data.actions["peer"], direct.actions["peer"])
+
+
+def test_command_table_provenance_and_refusals(tmp_path, capsys):
+    paths = _write(tmp_path, (2, 4, 8))
+    out = str(tmp_path / "big.h5")
+    assert main(["extrapolate", *paths, "--ranks", "16", "-o", out]) == 0
+    printed = capsys.readouterr().out
+    assert "loop 1: iterations" in printed and "4 + 2 * log2(p)" in printed
+    assert main(["info", out]) == 0
+    assert "extrapolated: 16 ranks, weak scaling, from runs at [2, 4, 8]" in \
+        capsys.readouterr().out
+    assert main(["validate", out]) == 0
+    # 1024 = 128 x 8: too far; and strong-scaling volumes fitted as weak ones fit badly
+    strong = _write(tmp_path / "..", (2, 4, 8), scaling="strong")
+    far = str(tmp_path / "far.h5")
+    assert main(["extrapolate", *strong, "--ranks", "1024", "-o", far]) == 1
+    err = capsys.readouterr().err
+    assert "more than 64x the largest run (8)" in err and "leave-one-out error" in err
+    assert main(["extrapolate", *strong, "--ranks", "1024", "-o", far, "--force"]) == 0
+    assert "forced: 1024 ranks is more than 64x" in capsys.readouterr().out
+    assert "FORCED past 2 refusals" in B.extrapolation_line(minitrace.open(far).meta[
+        "extrapolated"])
+
+
+def test_self_check_reports_structure_and_times(tmp_path, capsys):
+    paths = _write(tmp_path, (2, 4, 8, 16), scaling="strong")
+    assert main(["extrapolate", *paths, "--check", "--scaling", "strong"]) == 0
+    printed = capsys.readouterr().out
+    assert "structure at 16 ranks: identical to the recorded run" in printed
+    assert "replayed time: extrapolated" in printed
+    assert main(["extrapolate", *paths[:3], "--check"]) == 1
+    assert "needs 4 or more runs" in capsys.readouterr().err
