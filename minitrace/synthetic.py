@@ -111,12 +111,13 @@ def stencil_trace(nranks: int, iterations: int, timed: bool = True, seed: int = 
 
 
 def halo_1d_trace(nranks: int, scaling: str = "weak", periodic: bool = True,
-                  seed: int = 0) -> TraceColumns:
+                  seed: int = 0, root_output: bool = False) -> TraceColumns:
     """A 1-D halo exchange with a residual allreduce, at ``nranks`` with known laws in p: per
     rank init, n x (irecv left, irecv right, isend right, isend left, waitall, compute,
     8-byte allreduce), finalize.  ``weak``: n = 4 + 2 log2(p) iterations of 1 ms compute;
     ``strong``: 10 iterations of 8 ms / p.  Halos of 8 KiB; jitter 0.5 %.  Non-periodic: the
-    ends skip their missing neighbour (three rank classes)."""
+    ends skip their missing neighbour (three rank classes).  ``root_output``: rank 0 also
+    computes 0.2 ms x p before finalize (writing everyone's output: a class of its own)."""
     rng = np.random.default_rng(seed)
     p = nranks
     iterations = int(4 + 2 * np.log2(p)) if scaling == "weak" else 10
@@ -128,9 +129,12 @@ def halo_1d_trace(nranks: int, scaling: str = "weak", periodic: bool = True,
         body = [("irecv", d, t) for d, t in sides] + [("isend", -d, t) for d, t in sides]
         body += [("waitall", 0, -1), ("compute", 0, -1), ("allreduce", 0, -1)]
         n = len(body)
-        a = empty_actions(2 + iterations * n)
+        extra = int(root_output and r == 0)
+        a = empty_actions(2 + iterations * n + extra)
         a["kind"][0], a["kind"][-1] = K.CODE["init"], K.CODE["finalize"]
-        loop = a[1:-1].reshape(iterations, n)
+        if extra:
+            a["kind"][-2], a["volume"][-2] = K.CODE["compute"], 2e-4 * p
+        loop = a[1:1 + iterations * n].reshape(iterations, n)
         nreq = len(body) - 3
         for k, (kind, d, tag) in enumerate(body):
             loop["kind"][:, k] = K.CODE[kind]

@@ -54,6 +54,19 @@ def test_a_line_keeps_its_ends(tmp_path):
     assert np.array_equal(data.actions["peer"], direct.actions["peer"])
 
 
+def test_a_root_is_a_class_with_its_own_laws(tmp_path):
+    runs = C.load_runs(_write(tmp_path, (2, 4, 8), root_output=True))
+    assert sorted(runs[0].classes) == ["0", "bulk"]
+    data, parameters, _ = B.extrapolate(runs, 32, "weak")
+    direct = synthetic.halo_1d_trace(32, root_output=True, seed=32)
+    assert C.same_structure(ST.load("x", data), ST.load("d", direct)) == []
+    fitted = {(x.rank_class, x.name): x for x in parameters}
+    output = fitted["0", "call 9 (compute): volume"]
+    assert str(output.model) == "0 + 0.0002 * p" and output.at_target == pytest.approx(6.4e-3)
+    # the root's loop volume is one rank's: noisier, still a constant (not a fitted trend)
+    assert fitted["0", "call 7 (compute): volume"].model.constant
+
+
 def test_command_table_provenance_and_refusals(tmp_path, capsys):
     paths = _write(tmp_path, (2, 4, 8))
     out = str(tmp_path / "big.h5")

@@ -28,6 +28,12 @@ def test_recovers_square_root_and_constant():
     assert constant.constant and constant(1024) == pytest.approx(7)
 
 
+def test_noise_around_a_constant_stays_constant():
+    # 3 scales: some fast-growing term fits these "exactly"; the constant is within 1 %
+    model = fit([2, 4, 8], [0.9998e-3, 0.9996e-3, 0.9975e-3])
+    assert model.constant and model(64) == pytest.approx(0.999e-3, rel=1e-3)
+
+
 def test_strong_scaling_finds_a_decreasing_term():
     p = np.array([2, 4, 8, 16])
     model = fit(p, 1e6 / p + 10, scaling="strong")

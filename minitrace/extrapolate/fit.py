@@ -22,6 +22,9 @@ EXPONENTS = tuple(Fraction(f) for f in (
 LOG_EXPONENTS = (0, 1, 2)
 #: leave-one-out SMAPE above which a model is flagged (not trusted for extrapolation)
 DEFAULT_THRESHOLD = 0.05
+#: a constant whose LOO error is below this is chosen whatever else fits (with 3-5 scales,
+#: noise around a constant fits some fast-growing term "exactly")
+DEFAULT_TOLERANCE = 0.01
 #: two hypotheses whose LOO errors differ by less than this are equally good: the simpler wins
 _TIE = 1e-9
 
@@ -115,7 +118,8 @@ def _line_fits(x: np.ndarray, y: np.ndarray, weights: np.ndarray):
     return intercept, slope
 
 
-def fit(p, values, scaling: str = "weak", threshold: float = DEFAULT_THRESHOLD) -> Model:
+def fit(p, values, scaling: str = "weak", threshold: float = DEFAULT_THRESHOLD,
+        tolerance: float = DEFAULT_TOLERANCE) -> Model:
     """Fit the Extra-P normal form (one term) to ``values`` measured at process counts ``p``.
 
     Parameters
@@ -128,11 +132,15 @@ def fit(p, values, scaling: str = "weak", threshold: float = DEFAULT_THRESHOLD) 
         ``strong`` also searches negative exponents of p.
     threshold : float
         Leave-one-out SMAPE above which the model is flagged.
+    tolerance : float
+        The constant is chosen when its leave-one-out SMAPE is below this: values that vary
+        less than that are noise around a constant.
 
     Returns
     -------
     Model
-        The hypothesis with the lowest leave-one-scale-out SMAPE (the simplest among equals),
+        The constant if it is within ``tolerance``, else the hypothesis with the lowest
+        leave-one-scale-out SMAPE (the simplest among equals),
         its coefficients fitted on all scales, that error and whether it exceeds ``threshold``.
     """
     p = np.asarray(p, dtype=float)
@@ -151,7 +159,8 @@ def fit(p, values, scaling: str = "weak", threshold: float = DEFAULT_THRESHOLD) 
     predicted = intercept + slope * x                                # at the scale left out
     errors = _smape(predicted, y[None, :]).mean(axis=1)
     errors[~np.all(np.isfinite(predicted), axis=1)] = np.inf
-    best = int(np.flatnonzero(errors <= errors.min() + _TIE)[0])
+    best = 0 if errors[0] <= tolerance else \
+        int(np.flatnonzero(errors <= errors.min() + _TIE)[0])
     c0, c1 = _line_fits(x[best:best + 1], y, np.ones((1, n)))
     i, j = pairs[best]
     loo = np.stack([intercept[best], slope[best]], axis=1)
