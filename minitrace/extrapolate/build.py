@@ -160,14 +160,32 @@ def _new_tokens(table: np.ndarray, vec_offsets: np.ndarray, vec_values: np.ndarr
     return out
 
 
+def _class_program(sigs: np.ndarray, stream: np.ndarray, ranks: int, ref: ST.Run):
+    """A class's actions and vectors as rank 0 runs them, and where they name a rank-relative
+    peer (those rank 1 names differently): rank r's are (rank 0's + r) mod N."""
+    nnew = int(_new_tokens(sigs, ref.sig.vec_offsets, ref.sig.vec_values)[stream].sum())
+    decoded = [SG.decode(sigs, stream, r, ranks, ref.sig.vec_offsets, ref.sig.vec_values,
+                         np.arange(nnew, dtype=np.int64)) for r in range(min(ranks, 2))]
+    rows, vec = decoded[0]
+    a = empty_actions(len(rows))
+    for name in ACTION_DTYPE.names:
+        if name not in ("t_start", "t_end", "vec_off"):
+            a[name] = rows[name]
+    if ranks < 2:
+        return a, vec, np.zeros(len(a), bool), np.zeros(len(vec), bool)
+    return a, vec, rows["peer"] != decoded[1][0]["peer"], vec != decoded[1][1]
+
+
 def build(runs: list[ST.Run], ranks: int, plans: dict) -> TraceColumns:
-    """The trace at ``ranks``: each class's program with its planned counts and parameters."""
+    """The trace at ``ranks``: each class's program with its planned counts and parameters,
+    decoded once and repeated for each of its ranks."""
     ref = max(runs, key=lambda r: r.nranks)
     if any(set(r.data.comms) - {0} for r in runs):
         raise MinitraceError("communicators other than MPI_COMM_WORLD are out of the reduced "
                              "scope of extrapolation (docs/EXTRAPOLATE.md)")
     owner = _class_ranks(ref, ranks)
-    per_rank: dict[int, tuple] = {}
+    programs = {}
+    lengths, vec_lengths = np.zeros(ranks, np.int64), np.zeros(ranks, np.int64)
     for key, rc in ref.classes.items():
         plan = plans[key]
         sigs = ref.sig.table[rc.leaves].copy()
@@ -176,22 +194,25 @@ def build(runs: list[ST.Run], ranks: int, plans: dict) -> TraceColumns:
         for field in ("bytes_sent", "bytes_recv"):
             sigs[field] = plan.leaves[field].astype(np.int64)
         stream = leaf_stream(rc.tree, plan.counts.tolist())
-        nnew = int(_new_tokens(sigs, ref.sig.vec_offsets, ref.sig.vec_values)[stream].sum())
-        volume = plan.leaves["volume"][stream]
-        for r in owner[key]:
-            rows, vec = SG.decode(sigs, stream, int(r), ranks, ref.sig.vec_offsets,
-                                  ref.sig.vec_values, np.arange(nnew, dtype=np.int64))
-            a = empty_actions(len(rows))
-            for name in ACTION_DTYPE.names:
-                if name not in ("t_start", "t_end", "vec_off"):
-                    a[name] = rows[name]
-            a["volume"] = volume
-            per_rank[int(r)] = (a, vec)
-    actions = np.concatenate([per_rank[r][0] for r in range(ranks)])
+        a, vec, peer_rel, vec_rel = _class_program(sigs, stream, ranks, ref)
+        a["volume"] = plan.leaves["volume"][stream]
+        programs[key] = (a, vec, peer_rel, vec_rel)
+        lengths[owner[key]], vec_lengths[owner[key]] = len(a), len(vec)
+    offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+    vec_offsets = np.concatenate([[0], np.cumsum(vec_lengths)]).astype(np.int64)
+    actions = empty_actions(int(offsets[-1]))
+    vectors = np.zeros(int(vec_offsets[-1]), np.int64)
+    for key, (a, vec, peer_rel, vec_rel) in programs.items():
+        r = owner[key][:, None]
+        rows = (offsets[:-1][r] + np.arange(len(a))).ravel()
+        block = np.tile(a, len(r))
+        peers = block["peer"].reshape(len(r), -1)
+        block["peer"] = np.where(peer_rel, (peers + r) % ranks, peers).ravel()
+        actions[rows] = block
+        at = (vec_offsets[:-1][r] + np.arange(len(vec))).ravel()
+        vectors[at] = np.where(vec_rel, (vec + r) % ranks, vec).ravel()
     assign_vec_offsets(actions)
-    offsets = np.concatenate([[0], np.cumsum([len(per_rank[r][0]) for r in range(ranks)])])
-    vectors = np.concatenate([per_rank[r][1] for r in range(ranks)]).astype(np.int64)
-    return TraceColumns(actions, offsets.astype(np.int64), vectors,
+    return TraceColumns(actions, offsets, vectors,
                         meta={"volume_unit": ref.data.meta.get("volume_unit", "seconds")})
 
 
