@@ -8,6 +8,7 @@ import minitrace
 from minitrace.replay import replay
 from minitrace import storage, synthetic
 from minitrace.cli import main
+from minitrace.errors import MinitraceError
 from minitrace.extrapolate import build as B
 from minitrace.extrapolate import check as C
 from minitrace.extrapolate import structure as ST
@@ -65,6 +66,22 @@ def test_a_root_is_a_class_with_its_own_laws(tmp_path):
     assert str(output.model) == "0 + 0.0002 * p" and output.at_target == pytest.approx(6.4e-3)
     # the root's loop volume is one rank's: noisier, still a constant (not a fitted trend)
     assert fitted["0", "call 7 (compute): volume"].model.constant
+
+
+def test_poor_fits_of_negligible_volumes_are_flagged_not_refused():
+    runs = []
+    for p, wait in zip((2, 4, 8), (2e-7, 1e-7, 3e-7)):     # waiting in waitall: no law
+        data = synthetic.halo_1d_trace(p, seed=p)
+        data.actions["volume"][data.actions["kind"] == synthetic.K.CODE["waitall"]] = wait
+        runs.append(ST.load(f"halo{p}.h5", data))
+    _, parameters, forced = B.extrapolate(runs, 16, "weak")
+    (waitall,) = [x for x in parameters if "waitall" in x.name]
+    assert waitall.model.flagged and waitall.negligible and forced == []
+    assert "(over threshold, negligible)" in B.table(parameters, 16).to_string()
+    for run, wait in zip(runs, (2e-3, 1e-3, 3e-3)):              # the same, 1e4 x larger
+        run.data.actions["volume"][run.data.actions["kind"] == synthetic.K.CODE["waitall"]] = wait
+    with pytest.raises(MinitraceError, match="call 6 .waitall.: volume"):
+        B.extrapolate(runs, 16, "weak")
 
 
 def test_command_table_provenance_and_refusals(tmp_path, capsys):

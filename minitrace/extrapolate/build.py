@@ -22,6 +22,9 @@ from . import structure as ST
 
 #: farthest a target may be from the largest recorded run
 MAX_FACTOR = 64
+#: a call whose volumes are less than this share of its class's total volume (in every run)
+#: is negligible: a poor fit of it is flagged, not refused (microseconds between MPI calls)
+NEGLIGIBLE = 0.01
 _LEAF_PARAMETERS = ("bytes_sent", "bytes_recv", "volume")
 
 
@@ -34,6 +37,7 @@ class Parameter:
     values: np.ndarray
     model: F.Model
     at_target: float
+    negligible: bool = False
 
 
 @dataclass
@@ -76,6 +80,15 @@ def _leaf_name(row, k: int) -> str:
     return f"call {k + 1} ({K.NAME[int(row['kind'])]})"
 
 
+def _negligible(runs: list[ST.Run], classes: list, volumes: np.ndarray) -> np.ndarray:
+    """Per leaf: its volumes are below NEGLIGIBLE of its class's total in every run."""
+    shares = []
+    for run, rc, v in zip(runs, classes, volumes):
+        total = v * np.bincount(leaf_stream(rc.tree), minlength=len(rc.leaves))
+        shares.append(total / max(total.sum(), np.finfo(float).tiny))
+    return np.all(np.array(shares) < NEGLIGIBLE, axis=0)
+
+
 def fit_parameters(runs: list[ST.Run], ranks: int, scaling: str,
                    threshold: float = F.DEFAULT_THRESHOLD):
     """Fit every parameter that is not the same in all runs; (table of Parameter, plan per
@@ -87,13 +100,14 @@ def fit_parameters(runs: list[ST.Run], ranks: int, scaling: str,
     for key, ref_rc in ref.classes.items():
         classes = [r.classes[key] for r in runs]
 
-        def model(name: str, values: np.ndarray, integer: bool, low: float) -> float:
+        def model(name: str, values: np.ndarray, integer: bool, low: float,
+                  negligible: bool = False) -> float:
             if np.all(values == values[0]):
                 return float(values[0])
             m = F.fit(p, values, scaling, threshold)
             value = max(low, float(m(ranks)))
             value = float(np.rint(value)) if integer else value
-            found.append(Parameter(key, name, values, m, value))
+            found.append(Parameter(key, name, values, m, value, negligible))
             return value
 
         counts = np.array([[lp.count for lp in rc.loops] for rc in classes])
@@ -106,11 +120,19 @@ def fit_parameters(runs: list[ST.Run], ranks: int, scaling: str,
             else:
                 values = np.stack([r.sig.table[rc.leaves][field] for r, rc in zip(runs, classes)])
             rows = ref.sig.table[ref_rc.leaves]
+            small = _negligible(runs, classes, values) if field == "volume" else \
+                np.zeros(values.shape[1], bool)
             leaves[field] = np.array([model(f"{_leaf_name(rows[k], k)}: {field}", values[:, k],
-                                            field != "volume", 0)
+                                            field != "volume", 0, small[k])
                                       for k in range(values.shape[1])])
         plans[key] = ClassPlan(plan_counts, leaves)
     return found, plans
+
+
+def _flag(x: Parameter) -> str:
+    if not x.model.flagged:
+        return ""
+    return " (over threshold, negligible)" if x.negligible else " (over threshold)"
 
 
 def table(parameters: list[Parameter], ranks: int) -> pd.DataFrame:
@@ -120,8 +142,7 @@ def table(parameters: list[Parameter], ranks: int) -> pd.DataFrame:
         "parameter": [x.name for x in parameters],
         "recorded": [" ".join(f"{v:.4g}" for v in x.values) for x in parameters],
         "model": [str(x.model) for x in parameters],
-        "LOO error": [f"{x.model.loo_error:.2%}" + (" (over threshold)" if x.model.flagged
-                                                     else "") for x in parameters],
+        "LOO error": [f"{x.model.loo_error:.2%}" + _flag(x) for x in parameters],
         f"at {ranks}": [f"{x.at_target:.6g}" for x in parameters],
     })
 
@@ -223,7 +244,7 @@ def refusals(parameters: list[Parameter], ranks: int, largest: int) -> list[str]
         out.append(f"{ranks} ranks is more than {MAX_FACTOR}x the largest run ({largest})")
     out += [f"rank class {x.rank_class}, {x.name}: {x.model} has a leave-one-out error of "
             f"{x.model.loo_error:.1%} (threshold {x.model.threshold:.0%})"
-            for x in parameters if x.model.flagged]
+            for x in parameters if x.model.flagged and not x.negligible]
     return out
 
 
