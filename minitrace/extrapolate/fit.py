@@ -35,7 +35,8 @@ class Model:
 
     ``loo_error`` is the mean SMAPE (0..2) of the predictions at each recorded scale by the
     fit on the others; ``flagged`` says it exceeds ``threshold``.  ``loo_coefficients``
-    holds the leave-one-out fits' (c0, c1), one row per scale left out, whose predictions at a target bound the model's.
+    holds the leave-one-out fits' (c0, c1), one row per scale left out: their predictions at
+    a target say how much the model's depends on each scale (:meth:`interval`).
     """
 
     c0: float
