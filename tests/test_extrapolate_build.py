@@ -90,6 +90,7 @@ def test_command_table_provenance_and_refusals(tmp_path, capsys):
     assert main(["extrapolate", *paths, "--ranks", "16", "-o", out]) == 0
     printed = capsys.readouterr().out
     assert "loop 1: iterations" in printed and "4 + 2 * log2(p)" in printed
+    assert "12 .. 12" in printed        # every leave-one-out fit predicts 12 iterations
     assert main(["info", out]) == 0
     assert "extrapolated: 16 ranks, weak scaling, from runs at [2, 4, 8]" in \
         capsys.readouterr().out
