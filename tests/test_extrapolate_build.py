@@ -115,3 +115,6 @@ def test_self_check_reports_structure_and_times(tmp_path, capsys):
     assert "replayed time: extrapolated" in printed
     assert main(["extrapolate", *paths[:3], "--check"]) == 1
     assert "needs 4 or more runs" in capsys.readouterr().err
+    assert main(["extrapolate", *paths[:3], paths[0], "--ranks", "32", "-o",
+                 str(tmp_path / "x.h5")]) == 1
+    assert "several runs at [2] ranks" in capsys.readouterr().err

@@ -255,7 +255,11 @@ def extrapolate(runs: list[ST.Run], ranks: int, scaling: str = "weak", force: bo
                 threshold: float = F.DEFAULT_THRESHOLD):
     """Check, fit and build: (TraceColumns at ``ranks``, fitted parameters, what was
     overridden by ``force``)."""
-    if len({r.nranks for r in runs}) < 3:
+    sizes = [r.nranks for r in runs]
+    if len(set(sizes)) < len(sizes):
+        twice = sorted({n for n in sizes if sizes.count(n) > 1})
+        raise MinitraceError(f"several runs at {twice} ranks: give one run per scale")
+    if len(sizes) < 3:
         raise MinitraceError("extrapolation needs runs at 3 or more different scales")
     if ranks < 1:
         raise MinitraceError(f"--ranks {ranks}: at least 1")
