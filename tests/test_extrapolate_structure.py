@@ -52,3 +52,17 @@ def test_peers_that_do_not_map_need_force():
         ST.check(runs)
     forced = ST.check(runs, force=True)
     assert forced and "odd4.h5" in forced[0] and "peer" in forced[0]
+
+
+def test_any_source_receives_need_force():
+    runs = []
+    for p in (2, 4, 8):
+        data = synthetic.halo_1d_trace(p)
+        data.actions["flags"][data.actions["kind"] == synthetic.K.CODE["irecv"]] |= \
+            synthetic.K.FLAG_ANY_SOURCE
+        runs.append(ST.load(f"any{p}.h5", data))
+    assert ST.differences(runs) == []
+    with pytest.raises(MinitraceError, match="MPI_ANY_SOURCE"):
+        ST.check(runs)
+    forced = ST.check(runs, force=True)
+    assert len(forced) == 2 and "any8.h5, rank class bulk, call 2 (irecv)" in forced[0]

@@ -189,15 +189,29 @@ def _peer(row, nranks: int) -> str:
 
 
 def check(runs: list[Run], force: bool = False) -> list[str]:
-    """The differences in peers, which ``force`` overrides (the largest run's peers are
-    extrapolated); raise on any other difference, and on these without ``force``."""
+    """The differences in peers and the wildcard receives, which ``force`` overrides (the
+    largest run's peers are extrapolated); raise on any other difference, and on these
+    without ``force``."""
     shapes = differences(runs, peers=False)
     if shapes:
         raise MinitraceError("the runs are not one program at several scales (their loops "
                              "or calls differ, which --force cannot override):\n  "
                              + "\n  ".join(shapes))
-    found = differences(runs)
+    found = differences(runs) + wildcards(runs)
     if found and not force:
-        raise MinitraceError("the runs' peers differ (--force to extrapolate the largest "
-                             "run's):\n  " + "\n  ".join(found))
+        raise MinitraceError("the runs' peers differ or depend on the data (--force to "
+                             "extrapolate the largest run's):\n  " + "\n  ".join(found))
     return found
+
+
+def wildcards(runs: list[Run]) -> list[str]:
+    """Receives posted with MPI_ANY_SOURCE in the largest run: the peers recorded are the
+    ones that matched, which may change with scale."""
+    ref = max(runs, key=lambda r: r.nranks)
+    out = []
+    for key, rc in ref.classes.items():
+        rows = ref.sig.table[rc.leaves]
+        out += [f"{ref.path}, rank class {key}, call {k + 1} ({_kind(rows[k])}): posted with "
+                "MPI_ANY_SOURCE (its matching may change with scale)"
+                for k in np.flatnonzero(rows["flags"] & K.FLAG_ANY_SOURCE)[:5]]
+    return out
