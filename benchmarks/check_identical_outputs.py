@@ -64,8 +64,9 @@ def h5_dump(path: Path) -> dict:
                 continue
             out[f"{name}@{k}"] = np.asarray(v).tobytes() if not isinstance(v, str) else v
         if isinstance(obj, h5py.Dataset):
-            out[name] = (str(obj.dtype), obj.shape, obj[()].tobytes() if obj.shape != () else
-                         np.asarray(obj[()]).tobytes())
+            v = np.asarray(obj[()])
+            out[name] = (str(obj.dtype), obj.shape,   # strings by value, not by pointer
+                         repr(v.tolist()) if v.dtype == object else v.tobytes())
     with h5py.File(path, "r") as f:
         for k, v in f.attrs.items():
             if k not in ("created", "date"):
