@@ -4,6 +4,7 @@ import numpy as np
 import pandas as pd
 
 from minitrace.analysis import backtest as B
+from minitrace.analysis import stragglers as S
 from minitrace.analysis.projection import Variability
 from tests.gev_synth import layout, variability
 
@@ -24,7 +25,7 @@ def test_subsets_keep_the_node_layout():
 def test_backtest_measures_each_method_against_the_run():
     v = _run(2, 4, 300)
     bt = B.backtest(v, ("pwm", "nonparam"), replicas=50)
-    assert len(bt) == 2 * 3                      # subsets of 2 and 4 ranks x 3 rows each
+    assert len(bt) == 2 * 4                      # subsets of 2 and 4 ranks x 4 rows each
     assert set(bt.ranks) == {2, 4} and (bt.factor == 8 / bt.ranks).all()
     assert np.allclose(bt.measured, v.maxima.mean())
     assert np.allclose(bt.error, bt.estimate - bt.measured)
@@ -50,16 +51,38 @@ def _bt(errors, consistent):
 
 
 def test_recommendation_prefers_unflagged_then_consistent_then_small_errors():
-    row, why = B.recommend(_bt([1.0, 0.2, 0.1], [True, True, False]), _proj(["", "", ""]), 64)
+    # 300 iterations x 16 ranks: at 64 ranks unseen excursions touch under 10% of iterations
+    row, why = B.recommend(_bt([1.0, 0.2, 0.1], [True, True, False]), _proj(["", "", ""]), 64,
+                           300, 16)
     assert (row.name, row.runtime) == (("pwm", "intra-node"), 120.0)   # nonparam missed
     assert "no flag at this scale" in why and "1 of 1 consistent" in why
-    row, _ = B.recommend(_bt([1.0, 0.2, 0.1], [True, True, True]), _proj(["", "x", ""]), 64)
+    row, _ = B.recommend(_bt([1.0, 0.2, 0.1], [True, True, True]), _proj(["", "x", ""]), 64,
+                         300, 16)
     assert row.name == ("nonparam", "non-parametric")
-    row, why = B.recommend(_bt([1.0, 0.2, 0.1], [True, True, True]), _proj(["x", "y", "z"]), 64)
-    assert row.name == ("nonparam", "non-parametric") and "every method is flagged" in why
-    unusable = _proj(["x", "y", "z"]).assign(lo=[-1.0, -1.0, -1.0])
-    assert B.recommend(_bt([1.0, 0.2, 0.1], [True] * 3), unusable, 64) is None
-    assert B.recommend(pd.DataFrame(), _proj(["", "", ""]), 64) is None
+    row, why = B.recommend(pd.DataFrame(), _proj(["x", "", "z"]), 64, 300, 16)
+    assert row.name == ("pwm", "intra-node") and "no back-test" in why
+
+
+def test_no_recommendation_when_every_row_is_flagged():
+    """Flagged rows failed the coverage study: never recommended, even when nothing else is
+    left (the reason is returned)."""
+    row, why = B.recommend(_bt([1.0, 0.2, 0.1], [True] * 3), _proj(["x", "y", "z"]), 64, 300,
+                           16)
+    assert row is None and why.startswith("every projection is flagged at 64 ranks")
+
+
+def test_no_recommendation_where_unseen_excursions_could_dominate():
+    """4,800 rank-iterations cannot show a rate below ~5e-4: at 1,024 ranks such excursions
+    could touch 41% of the iterations; at 64 ranks under 4%."""
+    proj = _proj(["", "", ""])
+    far = proj.assign(scale=1024)
+    row, why = B.recommend(_bt([1.0, 0.2, 0.1], [True] * 3), far, 1024, 300, 16)
+    assert row is None
+    assert why.startswith("excursions too rare to show up in this run's 4,800 rank-iterations")
+    assert "41% of the iterations at 1,024 ranks" in why
+    need = int(why.split("about ")[1].split(" rank-iterations")[0].replace(",", ""))
+    assert S.unseen_share(need, 1024) <= S.UNSEEN_SHARE < S.unseen_share(need - 50, 1024)
+    assert B.recommend(_bt([1.0, 0.2, 0.1], [True] * 3), far, 1024, 1600, 16)[0] is not None
 
 
 def test_layout_helper():

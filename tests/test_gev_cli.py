@@ -54,7 +54,7 @@ def test_projection_frame_from_python_matches_truth(runs):
     for r in df.itertuples():
         assert abs(r.estimate - truth(256)) <= r.hi - r.lo
     chk = P.check(df, [P.load_variability(big)])
-    assert len(chk) == 2 and chk.consistent.all()
+    assert len(chk) == 3 and chk.consistent.all()
 
 
 def test_gev_errors_are_one_line_with_exit_1(runs, tmp_path):
@@ -93,9 +93,9 @@ def test_check_says_when_a_measured_run_is_far_outside(runs):
     far = P.load_variability(big)
     far.times = far.times + 0.5
     chk = P.check(df, [far, P.load_variability(big)])
-    assert len(chk) == 4
+    assert len(chk) == 6
     shifted, plain = chk[chk.measured > 1.4], chk[chk.measured < 1.4]
-    assert len(shifted) == 2 and len(plain) == 2
+    assert len(shifted) == 3 and len(plain) == 3
     assert not shifted.inside.any() and not shifted.consistent.any()
     assert (shifted.measured > shifted.hi + 2 * shifted.se).all()
     assert plain.consistent.all()
@@ -171,3 +171,44 @@ def test_projection_panels_split_when_scales_differ_by_orders_of_magnitude(tmp_p
     png = tmp_path / "heavy.png"
     plot_gev(str(png), v, fits, proj)
     assert png.stat().st_size > 10_000
+
+
+@pytest.fixture(scope="module")
+def straggling(tmp_path_factory):
+    """The issue-28 parent (normal ranks, a +0.3 s straggler in 1% of the iterations at 16
+    ranks), a seed with 5 stragglers, and a GEV-parent run of the same size."""
+    d = tmp_path_factory.mktemp("straggle")
+    return (write_variability(d / "s.h5", 2, 8, 300, seed=3, parent="straggle-1%-0.3s"),
+            write_variability(d / "g.h5", 2, 8, 300, seed=3, parent="gev"))
+
+
+def test_gev_flags_excursions_and_recommends_only_the_straggler_model(straggling):
+    r = mt("gev", straggling[0], "--scale", "8x", "--replicas", "40")
+    assert r.returncode == 0, r.stderr
+    out = r.stdout
+    for model in ("inter-node", "intra-node"):
+        assert f"FLAG pwm {model} at 16,128 ranks: 5 excursion(s) in 5 iteration(s)" in out
+    assert "FLAG nonparam non-parametric at 16,128 ranks: 5 excursion(s)" in out
+    assert "FLAG pwm stragglers" not in out
+    assert "Excursions (stragglers): 5 rank-iteration(s) in 5 iteration(s) above" in out
+    touched = out.split("(unseen):")[1].strip().split("\n\n")[0].splitlines()
+    assert touched[0].split() == ["scale", "touched", "touched_lo", "touched_hi", "unseen"]
+    assert [row.split()[0] for row in touched[1:]] == ["16", "128"]
+    rec = out.split("Recommended: ")[1]
+    assert rec.startswith("run time at 128 ranks ") and "from pwm stragglers: no flag" in rec
+
+
+def test_gev_makes_no_recommendation_where_unseen_excursions_could_dominate(straggling):
+    r = mt("gev", straggling[0], "--scale", "1024", "--replicas", "40")
+    assert r.returncode == 0, r.stderr
+    assert "Recommended:" not in r.stdout
+    assert ("No recommendation at 1024 ranks: excursions too rare to show up in this run's "
+            "4,800 rank-iterations") in r.stdout
+    assert "1,527 iterations at 16 ranks" in r.stdout
+
+
+def test_gev_reports_no_excursions_in_gev_ranks(straggling):
+    r = mt("gev", straggling[1], "--scale", "4x", "--replicas", "40", "--no-backtest")
+    assert r.returncode == 0, r.stderr
+    assert "Excursions (stragglers): none found" in r.stdout
+    assert "excursion(s)" not in r.stdout

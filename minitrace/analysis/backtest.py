@@ -5,14 +5,16 @@ A run at n ranks is the only truth a user has: each method projects from subsets
 says how well it extrapolates on this machine and workload.  Subsets keep the node layout
 where they can (fewer ranks on every node, else fewer nodes), so both parametric models still
 see nodes and slots.  The recommendation is the unflagged method with the fewest back-tests
-inconsistent with the measurement and then the smallest mean error (if every method is
-flagged, the one with a finite, positive interval that back-tests best, said to be flagged).
+inconsistent with the measurement and then the smallest mean error; none when every method
+is flagged at the scale, or when excursions too rare to be seen in the run could touch too
+many of the iterations there (``recommend``).
 """
 from __future__ import annotations
 
 import numpy as np
 import pandas as pd
 
+from . import stragglers
 from .projection import Variability, project
 
 DIVISORS = (8, 4, 2)
@@ -54,31 +56,81 @@ def backtest(var: Variability, methods, replicas: int | None = None, ci: float =
     return pd.DataFrame(rows)
 
 
-def recommend(bt: pd.DataFrame, proj: pd.DataFrame, scale: int) -> tuple[pd.Series, str] | None:
-    """The projection row at ``scale`` to trust, and why: among the (method, model) pairs
-    whose row at that scale has no flag (all of them if every row is flagged), the one with
-    the fewest back-tests inconsistent with the measurement, then the smallest mean |error|.
-    When every row is flagged, only rows with a finite, positive interval compete.  None when
-    there is no back-test (a run of one rank) or nothing usable."""
-    if bt.empty:
-        return None
+def recommend(bt: pd.DataFrame, proj: pd.DataFrame, scale: int, iterations: int, ranks: int,
+              ci: float = 0.95) -> tuple[pd.Series | None, str]:
+    """The projection row at ``scale`` to trust and why, or None and why not.
+
+    Parameters
+    ----------
+    bt : DataFrame
+        ``backtest`` of the run.
+    proj : DataFrame
+        ``project`` of the run, with rows at ``scale``.
+    scale : int
+        Ranks of the recommended projection.
+    iterations, ranks : int
+        Size of the run.
+    ci : float, optional
+        Confidence level of the bound on unseen excursions.
+
+    Returns
+    -------
+    row : Series or None
+        Among the (method, model) rows with no flag at ``scale``: the fewest back-tests
+        inconsistent with the measurement, then the smallest mean |error| (rows without a
+        back-test come last).  None when every row is flagged (the coverage study shows
+        flagged rows failing: they are never recommended) or when excursions too rare to
+        appear in the run's rank-iterations could touch more than
+        ``stragglers.UNSEEN_SHARE`` of the iterations at ``scale``
+        (``stragglers.unseen_share``): no projection from this run can be checked against
+        them.
+    why : str
+        The reason, printed by ``minitrace gev``.
+    """
+    cells = iterations * ranks
+    unseen = float(stragglers.unseen_share(cells, scale, ci))
+    if unseen > stragglers.UNSEEN_SHARE:
+        need = _iterations_needed(cells, scale, ci)
+        return None, (f"excursions too rare to show up in this run's {cells:,} rank-iterations "
+                      f"(rate below {float(stragglers.jeffreys_interval(0, cells, ci)[1]):.2g}"
+                      f" per rank-iteration, {ci:.0%} bound) could still touch {unseen:.0%} of "
+                      f"the iterations at {scale:,} ranks, more than "
+                      f"{stragglers.UNSEEN_SHARE:.0%}: no projection from this run can be "
+                      f"checked against them; about {need:,} rank-iterations (e.g. "
+                      f"{-(-need // ranks):,} iterations at {ranks:,} ranks) are needed to "
+                      f"recommend one at this scale")
     rows = proj[proj.scale == scale].set_index(["method", "model"])
-    score = bt.groupby(["method", "model"]).agg(
-        missed=("consistent", lambda c: int((~c).sum())), tests=("consistent", "size"),
-        err=("error_pct", lambda e: float(np.mean(np.abs(e)))))
-    score = score[score.index.isin(rows.index)]
-    at = rows.loc[score.index]
-    clean = score[at["flags"].to_numpy() == ""]
-    usable = score[(np.isfinite(at.hi) & (at.lo > 0)).to_numpy()]
-    pool = clean if len(clean) else usable
-    if pool.empty:
-        return None
-    best = pool.sort_values(["missed", "err"]).index[0]
-    s = pool.loc[best]
+    clean = rows[rows["flags"] == ""]
+    if clean.empty:
+        return None, (f"every projection is flagged at {scale:,} ranks (the FLAG lines say "
+                      f"why; the coverage study shows flagged rows failing)")
+    if bt.empty:
+        score = pd.DataFrame({"missed": 0, "tests": 0, "err": np.inf}, index=clean.index)
+    else:
+        score = bt.groupby(["method", "model"]).agg(
+            missed=("consistent", lambda c: int((~c).sum())), tests=("consistent", "size"),
+            err=("error_pct", lambda e: float(np.mean(np.abs(e)))))
+        score = score.reindex(clean.index).fillna({"missed": 0, "tests": 0, "err": np.inf})
+    best = score.sort_values(["missed", "err"]).index[0]
+    s = score.loc[best]
     tests, missed = int(s.tests), int(s.missed)
-    why = (f"{best[0]} {best[1]}: smallest back-test error on this run (mean |error| "
-           f"{s.err:.2g}% of the measured maximum over {tests} subset(s), "
-           f"{tests - missed} of {tests} consistent with the measurement)")
-    why += ", no flag at this scale" if len(clean) else \
-        "; every method is flagged at this scale, so read the flags before trusting it"
+    if tests:
+        why = (f"{best[0]} {best[1]}: no flag at this scale and the smallest back-test error "
+               f"on this run (mean |error| {s.err:.2g}% of the measured maximum over {tests} "
+               f"subset(s), {tests - missed} of {tests} consistent with the measurement)")
+    else:
+        why = f"{best[0]} {best[1]}: no flag at this scale (no back-test)"
     return rows.loc[best], why
+
+
+def _iterations_needed(cells: int, scale: int, ci: float) -> int:
+    """Rank-iterations from which unseen excursions touch at most UNSEEN_SHARE of the
+    iterations at ``scale`` (bisection on the monotone bound)."""
+    lo, hi = cells, cells
+    while stragglers.unseen_share(hi, scale, ci) > stragglers.UNSEEN_SHARE:
+        lo, hi = hi, hi * 2
+    while hi - lo > max(1, lo // 1000):
+        mid = (lo + hi) // 2
+        lo, hi = (mid, hi) if stragglers.unseen_share(mid, scale, ci) > \
+            stragglers.UNSEEN_SHARE else (lo, mid)
+    return int(hi)

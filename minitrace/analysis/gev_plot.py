@@ -10,7 +10,7 @@ from . import gev
 from .plotting import plt, save
 
 _COLORS = {"pwm": "tab:blue", "mom": "tab:orange", "mle": "tab:green", "nonparam": "tab:gray"}
-_STYLE = {"inter-node": "-", "intra-node": "--", "non-parametric": ":"}
+_STYLE = {"inter-node": "-", "intra-node": "--", "stragglers": "-.", "non-parametric": ":"}
 SPLIT_RATIO = 10      # methods whose projections differ by more than this get a panel each
 
 

@@ -34,7 +34,7 @@ import pandas as pd
 from scipy import special
 from tqdm import tqdm
 
-from . import gev, heap
+from . import gev, heap, stragglers
 from .emma import PRODUCT_GRID, expected_max_gev_product, expected_max_sample
 from ..errors import MinitraceError
 
@@ -45,9 +45,10 @@ SUBSAMPLE = 4                   # non-parametric m-out-of-n bootstrap: m = N / S
 NONPARAM_MAX_RATIO = 0.05       # k / N above this: the non-parametric CI under-covers
 GOF_LEVEL = 0.01                # bootstrap goodness-of-fit p-value below this is flagged
 INFINITE_VARIANCE, INFINITE_MEAN = -0.5, -1.0   # GEV shape at and below which they diverge
-MODELS = {"nonparam": ("non-parametric",), "pwm": ("inter-node", "intra-node"),
-          "mom": ("inter-node", "intra-node"), "mle": ("inter-node", "intra-node")}
-UNITS = {"non-parametric": "run", "inter-node": "node", "intra-node": "rank"}
+MODELS = {"nonparam": ("non-parametric",), "pwm": ("inter-node", "intra-node", "stragglers"),
+          "mom": ("inter-node", "intra-node", "stragglers"),
+          "mle": ("inter-node", "intra-node", "stragglers")}
+UNITS = {"non-parametric": "run", "inter-node": "node", "intra-node": "rank", "stragglers": "rank"}
 _CHUNK = 2_000_000              # array elements per block of the product integration
 
 
@@ -81,6 +82,12 @@ class Variability:
         keep = np.asarray(keep, dtype=bool)
         return Variability(self.times[:, keep], self.node[keep], self.local_rank[keep],
                            self.path, self.attrs)
+
+    def iterations_kept(self, keep) -> "Variability":
+        """The run restricted to the iterations where ``keep`` is True (the body, without
+        the iterations that hold an excursion)."""
+        return Variability(self.times[np.asarray(keep, dtype=bool)], self.node,
+                           self.local_rank, self.path, self.attrs)
 
     def groups(self, model: str) -> tuple[list[str], list[np.ndarray], np.ndarray]:
         """(labels, samples, units in the run) of the fitted groups of a parametric model:
@@ -133,12 +140,16 @@ def percentile_ci(values, ci: float) -> tuple[float, float, float]:
 class Projection:
     """One method and model at every scale: the point ``estimate`` [scales], ``replicas``
     [replicas, scales] whose percentiles are the CI, flags for every scale and per scale;
-    ``gumbel`` [scales]: the projection with every group's tail made Gumbel (parametric)."""
+    ``gumbel`` [scales]: the projection with every group's tail made Gumbel (parametric);
+    ``fits`` (parametric): the groups' base fits [groups, 3] (loc, scale, shape), their
+    replicas (loc, scale, shape, each [replicas, groups]) and the units per group at each
+    scale [scales, groups], as projected (shapes shrunk)."""
     estimate: np.ndarray
     replicas: np.ndarray
     flags: list[str]
     scale_flags: list[list[str]]
     gumbel: np.ndarray | None = None
+    fits: tuple | None = None
 
 
 def nonparametric(maxima, factors, replicas: int, rng: np.random.Generator) -> Projection:
@@ -273,7 +284,69 @@ def parametric(var: Variability, model: str, method: str, scales, replicas: int,
     n_min = min(len(s) for s in samples)
     if n_min < MIN_SAMPLES:
         flags.append(f"too few samples ({n_min} < {MIN_SAMPLES})")
-    return Projection(estimate, reps, flags, [[] for _ in scales], gumbel)
+    return Projection(estimate, reps, flags, [[] for _ in scales], gumbel,
+                      (par, (loc[ok], scale[ok], shape[ok]), counts))
+
+
+def mixture(var: Variability, method: str, scales, replicas: int, rng: np.random.Generator,
+            exc: stragglers.Excursions) -> Projection:
+    """The body-plus-excursions model (``stragglers``): the inter-node GEV model of the
+    iterations without an excursion, excursions at rate p per rank-iteration with GPD sizes
+    over the detection threshold, E[max over S ranks] of the mixture.
+
+    Parameters
+    ----------
+    var : Variability
+        The run.
+    method : str
+        GEV estimator of the body ('pwm', 'mom' or 'mle').
+    scales : sequence of int
+        Ranks of the projected runs.
+    replicas : int
+        Joint replicas of the body (the excursion parts get one draw per body replica).
+    rng : numpy.random.Generator
+    exc : stragglers.Excursions
+        The run's excursions (at least one).
+
+    Returns
+    -------
+    Projection
+        Each replica joins a joint parametric replica of the body, a rate drawn from the
+        Jeffreys posterior Beta(k + 1/2, n - k + 1/2) (k excursions in n rank-iterations: a
+        handful of events gives a wide interval, as it should) and a GPD refitted to the k
+        excesses resampled with replacement.  The estimate uses the base fits and k/n.
+    """
+    body = parametric(var.iterations_kept(~exc.iterations), "inter-node", method, scales,
+                      replicas, rng)
+    if body.fits is None:
+        return body
+    par, (loc, scale, shape), counts = body.fits
+    n = len(loc)
+    rate = rng.beta(exc.count + 0.5, exc.cells - exc.count + 0.5, size=n)
+    gpd = stragglers.gpd_fit(exc.excess)
+    boot = stragglers.gpd_fit(exc.excess[rng.integers(0, exc.count, size=(n, exc.count))])
+    g_loc, g_scale, g_shape = with_shape(par[:, 0], par[:, 1], par[:, 2], 0.0)
+    estimate, gumbel = np.empty(len(scales)), np.empty(len(scales))
+    reps = np.empty((n, len(scales)))
+    for j, s in enumerate(scales):
+        args = (s, exc.threshold)
+        estimate[j] = stragglers.expected_max_mixture(
+            par[:, 0], par[:, 1], par[:, 2], counts[j], exc.count / exc.cells, *args, *gpd,
+            body.estimate[j])
+        gumbel[j] = stragglers.expected_max_mixture(
+            g_loc, g_scale, g_shape, counts[j], exc.count / exc.cells, *args, *gpd,
+            body.gumbel[j])
+        reps[:, j] = stragglers.expected_max_mixture(loc, scale, shape, counts[j], rate, *args,
+                                                     *boot, body.replicas[:, j])
+    return Projection(estimate, reps, body.flags, body.scale_flags, gumbel, body.fits)
+
+
+def excursion_flag(exc: stragglers.Excursions) -> str:
+    """The flag of every model that ignores the run's excursions."""
+    return (f"{exc.count} excursion(s) in {int(exc.iterations.sum())} iteration(s) far beyond "
+            f"the tail of the other times (block test p = {exc.p_value:.2g}): this model does "
+            f"not explain them, and at more ranks they touch more iterations (the 'stragglers' "
+            f"row models them)")
 
 
 def project(var: Variability, scales, methods=("pwm",), replicas: int | None = None,
@@ -298,21 +371,35 @@ def project(var: Variability, scales, methods=("pwm",), replicas: int | None = N
 def _rows(var: Variability, scales, jobs, replicas, ci, rng, progress) -> list[dict]:
     """The rows of ``project``, one (method, model) job after the other."""
     rows = []
+    exc = stragglers.detect(var.times)
+    inter = {}                  # method -> inter-node projection (the body without excursions)
     for method, model in tqdm(jobs, desc="bootstrap", unit="model", disable=progress is False,
                               leave=False):
+        units = float(var.nranks)
         if model == "non-parametric":
             factors = [s / var.nranks for s in scales]
             p = nonparametric(var.maxima, factors, replicas or DEFAULT_NONPARAM_REPLICAS, rng)
             units = 1.0
             if var.iterations < MIN_SAMPLES:
                 p.flags.append(f"too few samples ({var.iterations} < {MIN_SAMPLES})")
+        elif model == "stragglers" and exc.count:
+            p = mixture(var, method, scales, replicas or DEFAULT_REPLICAS, rng, exc)
+        elif model == "stragglers":           # nothing to add to the body: inter-node's numbers
+            if method not in inter:
+                inter[method] = parametric(var, "inter-node", method, scales,
+                                           replicas or DEFAULT_REPLICAS, rng)
+            p = inter[method]
         else:
             p = parametric(var, model, method, scales, replicas or DEFAULT_REPLICAS, rng)
             units = float(var.groups(model)[2].sum())
+            if model == "inter-node":
+                inter[method] = p
+        flags_all = p.flags + ([excursion_flag(exc)] if exc.count and model != "stragglers"
+                               else [])
         for j, scale in enumerate(scales):
             col = p.replicas[:, j]
             _, lo, hi = percentile_ci(col, ci)
-            f = p.flags + p.scale_flags[j]
+            f = flags_all + p.scale_flags[j]
             n_inf = int(np.isinf(col).sum())
             if n_inf:
                 f.append(f"{n_inf} of {len(col)} replicas have an infinite mean (shape <= -1)")

@@ -112,6 +112,7 @@ def run(args) -> int:
           f"{x.mean():.6g} s)")
     _print(proj.drop(columns=["flags"]))
     _flags(proj)
+    _excursions(var, scales, args.ci)
     if checks:
         chk = P.check(proj, checks)
         print("\nCheck against measured runs (mean per-iteration maximum, s):")
@@ -123,6 +124,32 @@ def run(args) -> int:
         plot_gev(args.plot, var, fits, proj, checks, args.ci)
         print(f"\nplot written to {args.plot}")
     return 0
+
+
+def _excursions(var, scales, ci: float) -> None:
+    """Print the rare excursions found (or how rare unseen ones could be) and the share of
+    the iterations they touch at each scale."""
+    from ..analysis import stragglers as S
+    exc = S.detect(var.times)
+    tab = S.table(exc, scales, ci)
+    if exc.count:
+        p, lo, hi = exc.rate(ci)
+        scale, shape = (float(a) for a in S.gpd_fit(exc.excess))
+        print(f"\nExcursions (stragglers): {exc.count} rank-iteration(s) in "
+              f"{int(exc.iterations.sum())} iteration(s) above {exc.threshold:.6g} s, far beyond "
+              f"the tail of the other times (block test p = {exc.p_value:.2g}); rate per "
+              f"rank-iteration {p:.3g} ({ci:.0%} CI {lo:.3g} - {hi:.3g}, Jeffreys); sizes over "
+              f"the threshold: mean {exc.excess.mean():.4g} s, generalized Pareto scale "
+              f"{scale:.4g} s, xi {-shape:.3g}" +
+              (f" (bounded at {scale / shape:.4g} s)" if shape > 0 else "") + ".  Share of the iterations in which at least one "
+              f"rank straggles (touched) and that excursions too rare to be seen here could "
+              f"still touch (unseen):")
+    else:
+        print(f"\nExcursions (stragglers): none found (block test p = {exc.p_value:.2g}).  "
+              f"Share of the iterations that excursions too rare to be seen in these "
+              f"{exc.cells:,} rank-iterations could still touch (unseen):")
+        tab = tab[["scale", "unseen"]]
+    _print(tab, {c: "{:.1%}".format for c in tab.columns if c != "scale"})
 
 
 def _backtest(var, methods, proj: pd.DataFrame, target: int, args) -> None:
@@ -137,12 +164,10 @@ def _backtest(var, methods, proj: pd.DataFrame, target: int, args) -> None:
           f"standard error {bt.se[0]:.2g} s):")
     _print(bt[["ranks", "method", "model", "factor", "estimate", "lo", "hi", "error_pct",
                "consistent"]], {"error_pct": "{:+.2f}%".format})
-    best = B.recommend(bt, proj, target)
-    if best is None:
-        print(f"\nNo recommendation at {target} ranks: every method is flagged there and none "
-              f"has a finite, positive interval")
+    row, why = B.recommend(bt, proj, target, var.iterations, var.nranks, args.ci)
+    if row is None:
+        print(f"\nNo recommendation at {target} ranks: {why}")
         return
-    row, why = best
     print(f"\nRecommended: run time at {target} ranks {row.runtime:.6g} s ({args.ci:.0%} CI "
           f"{row.runtime_lo:.6g} - {row.runtime_hi:.6g} s), per-iteration maximum "
           f"{row.estimate:.6g} s, from {why}")
