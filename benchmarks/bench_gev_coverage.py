@@ -124,11 +124,15 @@ def recommendations(df: pd.DataFrame, bt: pd.DataFrame, nranks: int, iterations:
         for f in factors:
             scale = nranks * f
             row, why = backtest.recommend(b, g, scale, iterations, nranks)
+            # the same choice without the unseen-excursion rule (as if from 10^9 iterations)
+            alone, _ = backtest.recommend(b, g, scale, 10 ** 9, nranks)
             t = parent_truth(parent, scale)
             out.append(dict(parent=parent, factor=f, seed=seed, recommended=row is not None,
                             choice="" if row is None else " ".join(row.name),
                             hit=row is not None and bool(row.lo <= t <= row.hi),
-                            why=why.split(":")[0] if row is None else ""))
+                            why=why.split(":")[0] if row is None else "",
+                            alone=alone is not None,
+                            alone_hit=alone is not None and bool(alone.lo <= t <= alone.hi)))
     r = pd.DataFrame(out)
     if r.empty:
         return r
@@ -137,6 +141,8 @@ def recommendations(df: pd.DataFrame, bt: pd.DataFrame, nranks: int, iterations:
         "covered_when_recommended": g.hit[g.recommended].mean() if g.recommended.any()
         else np.nan,
         "covered_or_refused": (g.hit | ~g.recommended).mean(),
+        "flag_rule_only_recommended": g.alone.mean(),
+        "flag_rule_only_covered": g.alone_hit[g.alone].mean() if g.alone.any() else np.nan,
         "choices": g.choice[g.recommended].value_counts().to_dict(),
         "refusals": g.why[~g.recommended].str[:40].value_counts().to_dict()}),
         include_groups=False)
@@ -164,6 +170,27 @@ def report(df, bt, args, nranks):
             print("\nRecommendation (backtest.recommend) on the --recommend parents:")
             print(rec.to_string())
     return s
+
+
+def _save(args, out, t0, load0, done: bool):
+    """The rows so far, their back-tests and a line saying how they were run (written to
+    --raw)."""
+    df = pd.concat([d for d, _ in out], ignore_index=True)
+    bts = [b for _, b in out if b is not None]
+    bt = pd.concat(bts, ignore_index=True) if bts else None
+    cpu = resource.getrusage(resource.RUSAGE_CHILDREN if done else resource.RUSAGE_SELF)
+    ran = (f"{args.nodes} nodes x {args.per_node} ranks, {args.iterations} iterations, "
+           f"{len(out)} runs of {args.seeds} seeds per parent ({args.mle_seeds} with mle), "
+           f"factors {args.factors}, replicas {args.replicas or 'default'}, {args.jobs} jobs; "
+           f"wall time {time.perf_counter() - t0:.1f} s"
+           + (f"; CPU time of the workers {cpu.ru_utime:.0f} s user + {cpu.ru_stime:.0f} s "
+              f"system" if done else "") +
+           f"; load average {load0[0]:.2f} at start, {os.getloadavg()[0]:.2f} now (other jobs "
+           f"share the machine)")
+    if args.raw:
+        with open(args.raw, "wb") as f:
+            pickle.dump((df, bt, ran), f)
+    return df, bt, ran
 
 
 def main() -> None:
@@ -199,28 +226,19 @@ def main() -> None:
         print(ran)
         report(df, bt, args, nranks)
         return
-    tasks = [(p, s, args) for p in args.parents.split(",") for s in range(args.seeds)]
+    # seeds outermost: a study stopped early (--raw is rewritten every 50 runs) has every parent
+    tasks = [(p, s, args) for s in range(args.seeds) for p in args.parents.split(",")]
     load0 = os.getloadavg()
     t0 = time.perf_counter()
-    pool = Pool(args.jobs)
-    out = pool.map(one_run, tasks, chunksize=4)
-    pool.close()
-    pool.join()                  # reaped workers: their CPU time is in RUSAGE_CHILDREN
-    elapsed = time.perf_counter() - t0
-    load1 = os.getloadavg()
-    cpu = resource.getrusage(resource.RUSAGE_CHILDREN)
-    df = pd.concat([d for d, _ in out], ignore_index=True)
-    bts = [b for _, b in out if b is not None]
-    bt = pd.concat(bts, ignore_index=True) if bts else None
-    ran = (f"{args.nodes} nodes x {args.per_node} ranks, {args.iterations} iterations, "
-           f"{args.seeds} seeds per parent ({args.mle_seeds} with mle), factors "
-           f"{args.factors}, replicas {args.replicas or 'default'}, {args.jobs} jobs; "
-           f"wall time {elapsed:.1f} s; CPU time of the workers {cpu.ru_utime:.0f} s user + "
-           f"{cpu.ru_stime:.0f} s system; load average {load0[0]:.2f} at start, "
-           f"{load1[0]:.2f} at end (other jobs share the machine)")
-    if args.raw:
-        with open(args.raw, "wb") as f:
-            pickle.dump((df, bt, ran), f)
+    out = []
+    with Pool(args.jobs) as pool:
+        for i, res in enumerate(pool.imap(one_run, tasks), 1):
+            out.append(res)
+            if args.raw and (i % 50 == 0 or i == len(tasks)):
+                _save(args, out, t0, load0, i == len(tasks))
+        pool.close()
+        pool.join()              # reaped workers: their CPU time is in RUSAGE_CHILDREN
+    df, bt, ran = _save(args, out, t0, load0, True)
     print(ran)
     s = report(df, bt, args, nranks)
     if args.csv:

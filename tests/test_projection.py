@@ -149,13 +149,13 @@ def test_project_synthetic_run_contains_truth():
     times, node, local = variability(nodes=4, per_node=8, iterations=400, seed=3)
     v = P.Variability(times, node, local)
     df = P.project(v, [64, 256], methods=("nonparam", "pwm", "mom"), replicas=100, seed=1)
-    assert len(df) == 2 * 5
-    assert set(df.model) == {"non-parametric", "inter-node", "intra-node"}
+    assert len(df) == 2 * 7
+    assert set(df.model) == {"non-parametric", "inter-node", "intra-node", "stragglers"}
     assert (df.replicas[df.model != "non-parametric"] == 100).all()
     # factor: what each model extrapolates to, in its own unit
     f = df[df.method != "mom"].set_index(["model", "scale"]).factor
     assert f["non-parametric", 256] == 8 and f["inter-node", 256] == 32 and \
-        f["intra-node", 256] == 256
+        f["intra-node", 256] == 256 and f["stragglers", 256] == 256
     for r in df.itertuples():
         assert r.lo <= r.estimate <= r.hi
         assert r.runtime == pytest.approx(400 * r.estimate)

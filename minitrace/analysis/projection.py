@@ -316,6 +316,10 @@ def mixture(var: Variability, method: str, scales, replicas: int, rng: np.random
         handful of events gives a wide interval, as it should) and a GPD refitted to the k
         excesses resampled with replacement.  The estimate uses the base fits and k/n.
     """
+    if (~exc.iterations).sum() < 3:
+        return Projection(np.full(len(scales), np.nan), np.empty((0, len(scales))),
+                          ["excursions in nearly every iteration: no body left to fit"],
+                          [[] for _ in scales])
     body = parametric(var.iterations_kept(~exc.iterations), "inter-node", method, scales,
                       replicas, rng)
     if body.fits is None:
