@@ -193,6 +193,23 @@ def _save(args, out, t0, load0, done: bool):
     return df, bt, ran
 
 
+def _load(paths):
+    """The rows of several --raw files; a later file's parents replace an earlier's."""
+    df, bt, ran = None, None, []
+    for path in paths:
+        with open(path, "rb") as f:
+            d, b, r = pickle.load(f)
+        if df is not None:
+            df = pd.concat([df[~df.parent.isin(d.parent.unique())], d], ignore_index=True)
+            if b is not None:
+                bt = b if bt is None else pd.concat([bt[~bt.parent.isin(b.parent.unique())], b],
+                                                    ignore_index=True)
+        else:
+            df, bt = d, b
+        ran.append(f"{path}: {r}")
+    return df, bt, "\n".join(ran)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seeds", type=int, default=150)
@@ -211,7 +228,9 @@ def main() -> None:
     ap.add_argument("--iterations", type=int, default=300)
     ap.add_argument("--replicas", type=int, default=None)
     ap.add_argument("--raw", help="write every row (pickle) here")
-    ap.add_argument("--from", dest="source", help="summarize the rows of an earlier --raw")
+    ap.add_argument("--from", dest="source",
+                    help="summarize the rows of earlier --raw files (comma list; a later "
+                         "file's parents replace an earlier's)")
     ap.add_argument("--csv", help="also write the summary here")
     args = ap.parse_args()
     args.methods = args.methods.split(",")
@@ -221,8 +240,7 @@ def main() -> None:
     args.recommend = args.recommend.split(",")
     nranks = args.nodes * args.per_node
     if args.source:
-        with open(args.source, "rb") as f:
-            df, bt, ran = pickle.load(f)
+        df, bt, ran = _load(args.source.split(","))
         print(ran)
         report(df, bt, args, nranks)
         return

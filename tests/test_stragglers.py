@@ -139,18 +139,21 @@ def test_mixture_expected_max_matches_the_analytic_distribution(rate, ranks, u, 
 
 
 def test_projection_rows_flag_the_body_models_and_model_the_stragglers():
-    """The issue's parent (seed with 5 visible stragglers): every model that ignores them is
-    flagged, the stragglers row is not, and its interval holds the truth at 128 and 1,024
-    ranks while the inter-node interval misses at 1,024."""
+    """The issue's parent (seed with 5 visible stragglers in 4,800 rank-iterations): every
+    model that ignores them is flagged, the stragglers row is not at 128 ranks, and its
+    interval holds the truth at 128 and 1,024 ranks while the inter-node interval misses at
+    1,024.  There 1,024 x 5 / 4,800 = 1.07 excursions per iteration are expected: the row is
+    flagged (the maximum then rests on the upper tail of 5 sizes)."""
     v = parent_run("straggle-1%-0.3s", 2, 8, 300, seed=3)
-    assert S.detect(v.times).count >= 3
+    assert S.detect(v.times).count == 5
     df = P.project(v, [128, 1024], ("pwm", "nonparam"), replicas=100)
     body = df[df.model != "stragglers"]
     assert body["flags"].str.contains("excursion").all()
-    mix = df[df.model == "stragglers"]
-    assert (mix["flags"] == "").all() and (mix.unit == "rank").all()
-    for r in mix.itertuples():
-        assert r.lo <= parent_truth("straggle-1%-0.3s", r.scale) <= r.hi
+    mix = df[df.model == "stragglers"].set_index("scale")
+    assert mix["flags"][128] == "" and (mix.unit == "rank").all()
+    assert mix["flags"][1024].startswith("an iteration at 1024 ranks holds 1.1 excursions")
+    for scale, r in mix.iterrows():
+        assert r.lo <= parent_truth("straggle-1%-0.3s", scale) <= r.hi
     inter = df[(df.model == "inter-node") & (df.scale == 1024)].iloc[0]
     assert inter.hi < parent_truth("straggle-1%-0.3s", 1024)
 

@@ -29,6 +29,7 @@ DETECTION_LEVEL = 0.01   # family-wise false-detection level of the block test
 MAX_SHARE = 0.01         # at most this share of the rank-iterations can be excursions
 MIN_CANDIDATES = 5       # ... and at least this many are tested
 REFERENCE = 100          # spacings below a candidate block that set the local tail scale
+MAX_EXPECTED = 1.0       # excursions per iteration above which the sizes' upper tail rules
 UNSEEN_SHARE = 0.10      # no recommendation where unseeable excursions could hit more iterations
 _T_GRID = np.linspace(0.0, 1.0, 401) ** 2   # GPD survival grid: t = -log sf, scaled per case
 
