@@ -141,9 +141,9 @@ def _excursions(var, scales, ci: float) -> None:
               f"rank-iteration {p:.3g} ({ci:.0%} CI {lo:.3g} - {hi:.3g}, Jeffreys); sizes over "
               f"the threshold: mean {exc.excess.mean():.4g} s, generalized Pareto scale "
               f"{scale:.4g} s, xi {-shape:.3g}" +
-              (f" (bounded at {scale / shape:.4g} s)" if shape > 0 else "") + ".  Share of the iterations in which at least one "
-              f"rank straggles (touched) and that excursions too rare to be seen here could "
-              f"still touch (unseen):")
+              (f" (bounded at {scale / shape:.4g} s)" if shape > 0 else "") +
+              ".  Share of the iterations in which at least one rank straggles (touched) and "
+              "that excursions too rare to be seen here could still touch (unseen):")
     else:
         print(f"\nExcursions (stragglers): none found (block test p = {exc.p_value:.2g}).  "
               f"Share of the iterations that excursions too rare to be seen in these "
