@@ -48,7 +48,7 @@ def one_run(task):
     parent, seed, args = task
     v = parent_run(parent, args.nodes, args.per_node, args.iterations, seed)
     scales = [v.nranks * f for f in args.factors]
-    methods = [m for m in args.methods if m != "mle" or seed < args.mle_seeds]
+    methods = [m for m in args.methods if m != "mle" or seed < args.first_seed + args.mle_seeds]
     df = project(v, scales, methods, replicas=args.replicas, seed=seed)
     df["parent"], df["seed"] = parent, seed
     bt = None
@@ -156,7 +156,8 @@ def report(df, bt, args, nranks):
     free["k/N"] = free.factor / args.iterations
     print("Non-parametric coverage of its unflagged runs without the k/N flag, by k/N:")
     print(free.pivot(index="parent", columns="k/N", values="coverage_ok").round(3).to_string())
-    s = summarize(reflag_nonparam(df, NONPARAM_MAX_RATIO, args.iterations), nranks)
+    df = reflag_nonparam(df, NONPARAM_MAX_RATIO, args.iterations)
+    s = summarize(df, nranks)
     print(f"\nWith NONPARAM_MAX_RATIO = {NONPARAM_MAX_RATIO}: cell = coverage of the unflagged "
           f"runs [their number] / median width of their intervals (ms)")
     print(markdown(s, args.table_factors))
@@ -194,25 +195,26 @@ def _save(args, out, t0, load0, done: bool):
 
 
 def _load(paths):
-    """The rows of several --raw files; a later file's parents replace an earlier's."""
-    df, bt, ran = None, None, []
+    """The rows of several --raw files (other seeds add runs; a row of the same parent, seed,
+    method, model and scale in a later file replaces the earlier one)."""
+    frames, bts, ran = [], [], []
     for path in paths:
         with open(path, "rb") as f:
             d, b, r = pickle.load(f)
-        if df is not None:
-            df = pd.concat([df[~df.parent.isin(d.parent.unique())], d], ignore_index=True)
-            if b is not None:
-                bt = b if bt is None else pd.concat([bt[~bt.parent.isin(b.parent.unique())], b],
-                                                    ignore_index=True)
-        else:
-            df, bt = d, b
+        frames.append(d)
+        bts += [b] if b is not None else []
         ran.append(f"{path}: {r}")
+    df = pd.concat(frames, ignore_index=True).drop_duplicates(
+        ["parent", "seed", "method", "model", "scale"], keep="last")
+    bt = pd.concat(bts, ignore_index=True).drop_duplicates(
+        ["parent", "seed", "ranks", "method", "model"], keep="last") if bts else None
     return df, bt, "\n".join(ran)
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seeds", type=int, default=150)
+    ap.add_argument("--first-seed", type=int, default=0)
     ap.add_argument("--jobs", type=int, default=2, help="worker processes (default 2)")
     ap.add_argument("--methods", default="nonparam,pwm,mle",
                     help="default nonparam,pwm,mle (mom is always flagged)")
@@ -229,8 +231,7 @@ def main() -> None:
     ap.add_argument("--replicas", type=int, default=None)
     ap.add_argument("--raw", help="write every row (pickle) here")
     ap.add_argument("--from", dest="source",
-                    help="summarize the rows of earlier --raw files (comma list; a later "
-                         "file's parents replace an earlier's)")
+                    help="summarize the rows of earlier --raw files (comma list)")
     ap.add_argument("--csv", help="also write the summary here")
     args = ap.parse_args()
     args.methods = args.methods.split(",")
@@ -245,7 +246,8 @@ def main() -> None:
         report(df, bt, args, nranks)
         return
     # seeds outermost: a study stopped early (--raw is rewritten every 50 runs) has every parent
-    tasks = [(p, s, args) for s in range(args.seeds) for p in args.parents.split(",")]
+    tasks = [(p, s, args) for s in range(args.first_seed, args.first_seed + args.seeds)
+             for p in args.parents.split(",")]
     load0 = os.getloadavg()
     t0 = time.perf_counter()
     out = []

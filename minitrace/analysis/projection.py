@@ -42,7 +42,7 @@ DEFAULT_REPLICAS = 200          # parametric: joint replicas (each refits every 
 DEFAULT_NONPARAM_REPLICAS = 1000
 MIN_SAMPLES = 30                # fewer values per fitted group is flagged
 SUBSAMPLE = 4                   # non-parametric m-out-of-n bootstrap: m = N / SUBSAMPLE
-NONPARAM_MAX_RATIO = 0.05       # k / N above this: the non-parametric CI under-covers
+NONPARAM_MAX_RATIO = 0.02       # k / N above this: the non-parametric CI under-covers
 GOF_LEVEL = 0.01                # bootstrap goodness-of-fit p-value below this is flagged
 INFINITE_VARIANCE, INFINITE_MEAN = -0.5, -1.0   # GEV shape at and below which they diverge
 MODELS = {"nonparam": ("non-parametric",), "pwm": ("inter-node", "intra-node", "stragglers"),
