@@ -18,6 +18,10 @@ that.  Each method gives a point estimate and a bootstrap confidence interval (C
   F(x) = prod_g F_g(x)^(units_g S/n) (one joint model of the whole run), whose mean is
   integrated numerically.  The CI is a joint parametric bootstrap: every replica draws a
   sample of each group from its fit, refits every group and projects the whole product.
+* ``stragglers`` (parametric, unit rank): the inter-node model of the iterations without an
+  excursion plus the run's rare excursions (``stragglers.detect``: rate, GPD sizes), E[max]
+  of the mixture (``mixture``); the same numbers as inter-node when the run has none.  Every
+  other model is flagged when it has some.
 
 CI bounds are the replica distribution at 1-based positions floor(N (1-ci)/2) and
 ceil(N (1+ci)/2) (clamped to 1..N); infinite replicas (shape <= -1) stay in, so a bound or
