@@ -172,7 +172,7 @@ def test_flags():
     assert all("too few samples (20 < 30)" in f for f in df["flags"])
     assert all("negative projected time" in f for f in df["flags"])
     big = P.project(P.Variability(times, node, local), [2 * 8], methods=("nonparam",))
-    assert "scale factor above 0.05 x 20 iterations = 1" in big["flags"][0]
+    assert "scale factor above 0.02 x 20 iterations = 0.4" in big["flags"][0]
 
 
 def test_infinite_mean_is_carried_through_not_dropped():
