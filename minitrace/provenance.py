@@ -5,6 +5,9 @@ writes (the file's last writer); ``minitrace info`` shows it and ``minitrace dif
 
 Collecting never fails: what cannot be read is left out (or, for the MPI library, says why).
 The parts that do not change during a process (versions, machine, topology) are collected once.
+Every string gathered is made storable on the way out of ``collect`` (``storable``): Open MPI's
+``MPI_Get_library_version`` ends in a NUL byte, which HDF5's strings cannot hold, and the
+environment or the host may hand over control characters or bytes that are not UTF-8.
 """
 from __future__ import annotations
 
@@ -165,6 +168,28 @@ def _static() -> dict:
     return {k: v for k, v in out.items() if v not in (None, {}, [])}
 
 
+# C0 control characters but tab and newline (multi-line version strings, lstopo's XML), DEL and
+# the C1 controls: dropped from every string provenance stores.
+_CONTROLS = dict.fromkeys([*range(0, 9), *range(11, 32), *range(0x7F, 0xA0)])
+
+
+def storable(value):
+    """``value`` (a str, or dicts and lists of them, keys included) with every string made
+    storable as an HDF5 UTF-8 string: undecodable bytes (the surrogates Python decodes them
+    to, as in ``os.environ``) become U+FFFD, NUL and other control characters are dropped."""
+    if isinstance(value, str):
+        try:   # the original bytes back (os.environ's undecodable ones), one U+FFFD each
+            raw = value.encode("utf-8", "surrogateescape")
+        except UnicodeEncodeError:   # other lone surrogates
+            raw = value.encode("utf-8", "surrogatepass")
+        return raw.decode("utf-8", "replace").translate(_CONTROLS)
+    if isinstance(value, dict):
+        return {storable(k): storable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [storable(v) for v in value]
+    return value
+
+
 def collect() -> dict:
     """Provenance of a file written now by this process."""
     argv = getattr(sys, "orig_argv", None) or [sys.executable, *sys.argv]
@@ -177,7 +202,7 @@ def collect() -> dict:
            "environment": {k: v for k, v in sorted(os.environ.items())
                            if k.startswith(ENV_PREFIXES)}}
     out.update(_static())
-    return {k: v for k, v in out.items() if v is not None}
+    return storable({k: v for k, v in out.items() if v is not None})
 
 
 def store(f: h5py.File, provenance: dict | None = None) -> None:

@@ -35,10 +35,12 @@ def cli(*args, env: dict | None = None, check: bool = True) -> subprocess.Comple
 
 
 def library_version() -> str:
-    """What MPI_Get_library_version says, asked independently of minitrace."""
-    return subprocess.run([sys.executable, "-c", "from mpi4py import MPI; "
+    """What MPI_Get_library_version says, asked independently of minitrace, less the NUL
+    Open MPI ends it with (and any other control character but newlines and tabs)."""
+    text = subprocess.run([sys.executable, "-c", "from mpi4py import MPI; "
                            "print(MPI.Get_library_version().strip())"], capture_output=True,
                           text=True, timeout=60, check=True).stdout.strip()
+    return "".join(c for c in text if c.isprintable() or c in "\n\t").strip()
 
 
 @pytest.fixture(scope="module")
@@ -85,6 +87,30 @@ def test_collect_does_not_initialize_mpi(tmp_path):
                          timeout=120, check=True).stdout.splitlines()
     assert out[0] == "False"
     assert out[1] == library_version().splitlines()[0]
+
+
+def test_unstorable_strings_are_cleaned(tmp_path):
+    """NUL (Open MPI's library version ends in one), other control characters and bytes that
+    are not UTF-8 (an environment variable, the command line) are cleaned where provenance
+    is gathered: the file is written, and what can be kept is kept."""
+    out = tmp_path / "w.h5"
+    # the library version as Open MPI's MPI_Get_library_version gives it, through the path
+    # provenance takes when the writer already imported mpi4py.MPI
+    code = ("import sys, types, numpy as np; from minitrace.storage import write_bench; "
+            "sys.modules['mpi4py.MPI'] = types.SimpleNamespace(Get_library_version=lambda: "
+            "'Open MPI v5.0.11, package: Open MPI\\x00'); "
+            f"write_bench({str(out)!r}, 's', {{'x': np.zeros(2)}})")
+    env = {k.encode(): v.encode() for k, v in os.environ.items()
+           if not k.startswith(prov.ENV_PREFIXES)}
+    env[b"UCX_TLS"] = b"sm\xff\x01\x1b[0m,tcp"
+    subprocess.run([sys.executable, "-c", code, b"arg\x07\xfe"], check=True, timeout=120,
+                   env=env)
+    p = prov.read_file(str(out))
+    assert p["mpi_library"] == "Open MPI v5.0.11, package: Open MPI"
+    assert p["environment"] == {"UCX_TLS": "sm\ufffd[0m,tcp"}
+    assert p["command_line"].endswith(" 'arg\ufffd'")
+    clean = prov.storable({"a\x00": ["x\ty\nz\x7f\x85", 3, "\udcff\ud800"]})
+    assert clean["a"][:2] == ["x\ty\nz", 3] and set(clean["a"][2]) == {"\ufffd"}
 
 
 def test_bench_group_replaces_provenance(tmp_path):
