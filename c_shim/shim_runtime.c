@@ -1082,7 +1082,7 @@ static void mt_close(int finalized) {
  * the shim looks for the other family, by a symbol only its library exports (among all loaded
  * objects) and by the variable only its launcher sets, and when it finds either, exits with
  * status 1 after one line (from rank 0, or from every process when the launcher does not say
- * its rank). */
+ * its rank; the others exit a second later, after its line). */
 #if defined(OMPI_MAJOR_VERSION)
 #define MT_MPI_BUILT "Open MPI"
 #define MT_MPI_OTHER "an MPICH-family MPI"
@@ -1129,6 +1129,8 @@ static void mt_check_mpi(void) {
                 "and run it with that MPI's mpiexec\n",
                 found ? (*found ? found : "linked into the program")
                       : "started by its launcher: " MT_MPI_OTHER_VAR " is set");
+    else
+        sleep(1); /* a launcher ends the job at the first rank's exit: rank 0's line goes first */
     _exit(1);
 }
 

@@ -104,33 +104,40 @@ class _StderrTee(threading.Thread):
         self.pipe, self.head = pipe, bytearray()
 
     def run(self):
-        fd, out = self.pipe.fileno(), sys.stderr.fileno()
+        fd, out, last = self.pipe.fileno(), sys.stderr.fileno(), b"\n"
         while chunk := os.read(fd, 1 << 16):
             if len(self.head) < _HEAD_BYTES:
                 self.head += chunk[:_HEAD_BYTES - len(self.head)]
-            try:
-                os.write(out, chunk)
-            except OSError:
-                pass
+            last = chunk[-1:]
+            self._write(out, chunk)
+        if last != b"\n":   # e.g. Open MPI's messages end in a NUL: ours start on a new line
+            self._write(out, b"\n")
         self.pipe.close()
+
+    @staticmethod
+    def _write(fd: int, data: bytes) -> None:
+        try:
+            os.write(fd, data)
+        except OSError:
+            pass
 
 
 def why_nothing_recorded(stderr_head: str) -> str | None:
     """What the command's stderr says about why no rank was traced: the shim's own line (an
     MPI mismatch, tracing disabled) if there is one, else the launcher's first paragraph
     (Open MPI frames its messages with dashed lines), on one line; None when it said nothing."""
-    lines = [ln.strip() for ln in stderr_head.splitlines()]
+    lines = [ln.strip(" \t\0") for ln in stderr_head.splitlines()]
     for ln in lines:
         if ln.startswith("minitrace: "):
             return ln.removeprefix("minitrace: ")
-    para: list[str] = []
+    said: list[str] = []
     for ln in lines:
         if ln and set(ln) != {"-"}:
-            if ln not in para:     # every rank or proxy says the same
-                para.append(ln)
-        elif para:
+            if ln not in said:     # every rank or proxy says the same
+                said.append(ln)
+        elif said and not said[-1].endswith(":"):   # a paragraph, and what its colon announces
             break
-    text = " ".join(para)
+    text = " ".join(said)
     return text[:300] + " ..." if len(text) > 300 else text or None
 
 
