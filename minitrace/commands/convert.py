@@ -107,6 +107,14 @@ def into_minitrace(path, output, fmt: str = "auto", keep_regions: bool = False,
         notes.append("MPI calls without an action kind dropped: "
                      + ", ".join(f"{k} x{v}" for k, v in m["dropped_mpi_calls"].items()))
     notes += [f"{what}: {m[key]}" for key, what in _LEFT_OUT if m.get(key)]
+    if m.get("comm_calls_without_comms"):
+        notes.append("communicator constructors kept without their communicators (the source "
+                     "does not say which; comm 0, new communicator -1): " + ", ".join(
+                         f"{k} x{v}" for k, v in m["comm_calls_without_comms"].items()))
+    if m.get("requests_linked_in_order"):
+        notes.append("non-blocking collectives without request events, each linked to the "
+                     "next wait without events in order: " + ", ".join(
+                         f"{k} x{v}" for k, v in m["requests_linked_in_order"].items()))
     if m.get("volume_source"):
         notes.append(f"compute volume in {m['volume_unit']}: {m['volume_source']}")
     for n in notes:
