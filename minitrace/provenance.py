@@ -5,9 +5,11 @@ writes (the file's last writer); ``minitrace info`` shows it and ``minitrace dif
 
 Collecting never fails: what cannot be read is left out (or, for the MPI library, says why).
 The parts that do not change during a process (versions, machine, topology) are collected once.
-Every string gathered is made storable on the way out of ``collect`` (``storable``): Open MPI's
-``MPI_Get_library_version`` ends in a NUL byte, which HDF5's strings cannot hold, and the
-environment or the host may hand over control characters or bytes that are not UTF-8.
+Every string gathered is made storable (``storable``) on its way out of this module, by
+``collect`` and by the gatherers other writers use (``mpi_library``, ``cpu_model``,
+``cpufreq_governor``: the benchmarks' metadata): Open MPI's ``MPI_Get_library_version`` ends in
+a NUL byte, which HDF5's strings cannot hold, and the environment or the host may hand over
+control characters or bytes that are not UTF-8.
 """
 from __future__ import annotations
 
@@ -59,7 +61,12 @@ def _run(cmd: list[str], timeout: float = 30) -> str | None:
 
 def mpi_library() -> str:
     """MPI_Get_library_version of the MPI that mpi4py loads (in this process when it already
-    imported mpi4py.MPI, else in a child), or ``mpiexec --version``; else why not."""
+    imported mpi4py.MPI, else in a child), or ``mpiexec --version``; else why not.  Storable
+    (Open MPI's ends in a NUL byte)."""
+    return storable(_mpi_library()).strip()
+
+
+def _mpi_library() -> str:
     mod = sys.modules.get("mpi4py.MPI")
     if mod is not None:
         return mod.Get_library_version().strip()
@@ -86,12 +93,12 @@ def _versions() -> dict:
 
 def cpu_model() -> str:
     """The CPU's model name (``/proc/cpuinfo``), else what the platform module says."""
-    return _cpuinfo()["model"]
+    return storable(_cpuinfo()["model"])
 
 
 def cpufreq_governor(cpu: int = 0) -> str | None:
     """CPU ``cpu``'s cpufreq governor, None where cpufreq is not exposed."""
-    return _read(f"/sys/devices/system/cpu/cpu{cpu}/cpufreq/scaling_governor")
+    return storable(_read(f"/sys/devices/system/cpu/cpu{cpu}/cpufreq/scaling_governor"))
 
 
 def _cpuinfo() -> dict:
