@@ -136,6 +136,6 @@ if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
   rm -rf "$work"
   echo "$want" >"$stamp"
 fi
-"$OVENV/bin/python" -c "from minitrace.replay.replayer_build import binary; assert binary()" 2>/dev/null \
+"$OVENV/bin/python" -P -c "from minitrace.replay.replayer_build import binary; assert binary()" 2>/dev/null \
   || { say "the native replayer was not built into $OVENV"; exit 1; }
 say "ready: $OVENV (Open MPI)"
