@@ -3,6 +3,7 @@ ping-pong: locations, comms, MPI events), the writer's round trip, bad inputs, t
 third-party cross-checks, on Score-P's own archive of a ping-pong (../shared/fixtures/otf2)."""
 from __future__ import annotations
 
+import importlib.util
 import shutil
 import subprocess
 import sys
@@ -880,10 +881,10 @@ def test_nonblocking_collectives_without_request_events(tmp_path):
             + [ids[9:]]
 
 
+@pytest.mark.skipif(importlib.util.find_spec("simgrid") is None, reason="SimGrid not installed")
 def test_nonblocking_collectives_without_request_events_replay(tmp_path):
     """The CLI converts such an archive (saying how many waits it linked in order) and the trace
     replays on SimGrid without --lossy."""
-    pytest.importorskip("simgrid")
     anchor = nonblocking_collectives_without_requests(tmp_path / "a")
     out = tmp_path / "nbc.h5"
     p = _cli("convert", anchor, "-o", out)
