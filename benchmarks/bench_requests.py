@@ -13,7 +13,7 @@ the traced/untraced time ratio, bandwidth for ``bw``; records per second per ran
 ``rate`` pattern, checked against the records in the raw files); and the shim's own counters
 (MINITRACE_STATS: longest probe, most entries on one handle, chunk swaps the helper thread
 was behind for).  Usage: python benchmarks/bench_requests.py [--baseline REV] [--reps 3]
-[--quartets 6] [--block-ms 20] [--ranks 1,2] [--only PATTERN,...]
+[--quartets 6] [--block-ms 20] [--ranks 1,2] [--only PATTERN|SPEC,...]
 """
 from __future__ import annotations
 
@@ -130,7 +130,8 @@ def main() -> None:
     ap.add_argument("--quartets", type=int, default=6, help="ABBA quartets per pattern and process")
     ap.add_argument("--block-ms", type=float, default=20, help="length of a block")
     ap.add_argument("--ranks", default="1,2", help="comma list of rank counts (1 and/or 2)")
-    ap.add_argument("--only", help="comma list of patterns to run (default: all)")
+    ap.add_argument("--only", help="comma list of patterns (bw) or specs (bw:4096:64) to run "
+                                   "(default: all)")
     args = ap.parse_args()
     work = Path(tempfile.mkdtemp(prefix="bench-requests-"))
     exe = str(work / "bench_requests")
@@ -139,7 +140,7 @@ def main() -> None:
     todo = specs()
     if args.only:
         keep = set(args.only.split(","))
-        todo = [s for s in todo if s.split(":")[0] in keep]
+        todo = [s for s in todo if s.split(":")[0] in keep or s in keep]
     kinds = {"untraced": None, "after": shim_path()}
     if args.baseline:
         kinds["before"] = build_shim(args.baseline, work)

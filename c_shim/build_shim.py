@@ -71,8 +71,22 @@ ffibuilder.cdef("""
     int minitrace_resume(void);
     int minitrace_region(int begin, const char *name);
 """)
+def mpi_stamp(mpicc: str, flags: dict, path: Path = HERE / "_generated_mpi.txt") -> str:
+    """Write which MPI the shim is built with (rewritten only when it changes) and return its
+    path, a dependency of the extension: distutils rebuilds only what is older than its
+    inputs, so a build tree reused with another MPI's mpicc (``pip install .`` into a second
+    environment) would otherwise ship the first MPI's shim."""
+    text = f"{mpicc}\n{flags}\n"
+    if not path.exists() or path.read_text() != text:
+        path.write_text(text)
+    return str(path)
+
+
 write_raw_layout_header()     # c_shim/_generated_rawlayout.h, included by shim_runtime.h
-ffibuilder.set_source("minitrace._shim", translation_unit(), **mpi_flags(find_mpicc()))
+_mpicc = find_mpicc()
+_flags = mpi_flags(_mpicc)
+ffibuilder.set_source("minitrace._shim", translation_unit(), depends=[mpi_stamp(_mpicc, _flags)],
+                      **_flags)
 
 if __name__ == "__main__":
     ffibuilder.compile(verbose=True)

@@ -18,6 +18,8 @@
 #define _GNU_SOURCE
 #endif
 #include "shim_runtime.h"
+#include <dlfcn.h>
+#include <link.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/perf_event.h>
@@ -1068,7 +1070,72 @@ static void mt_close(int finalized) {
     msync(mt_hdr, MT_HEADER_BYTES, MS_ASYNC);
 }
 
+/* ---- the MPI the program runs ----------------------------------------------------------
+ * The shim is compiled against one MPI's mpi.h, and its wrappers have that MPI's handle types:
+ * MPI_Comm is an int in MPICH's ABI, a pointer in Open MPI's.  Preloaded into a C program of
+ * the other family, it would crash inside MPI_Init (MPICH's shim under Open MPI: a pointer
+ * passed through a wrapper is cut to 32 bits) or abort with "Invalid communicator" (the
+ * reverse).  A Python program is worse off: mpi4py's wheel takes whichever libmpi is already
+ * loaded, the shim's, which then fails under the other family's launcher (MPICH cannot use
+ * PMIx) or starts every rank alone (Open MPI under Hydra).  Passing the calls through untraced
+ * is not possible (the wrappers' signatures are the wrong ones), so before the first PMPI call
+ * the shim looks for the other family, by a symbol only its library exports (among all loaded
+ * objects) and by the variable only its launcher sets, and when it finds either, exits with
+ * status 1 after one line (from rank 0, or from every process when the launcher does not say
+ * its rank; the others exit a second later, after its line). */
+#if defined(OMPI_MAJOR_VERSION)
+#define MT_MPI_BUILT "Open MPI"
+#define MT_MPI_OTHER "an MPICH-family MPI"
+#define MT_MPI_OTHER_SYMBOL "MPIR_Err_create_code"   /* MPICH, Intel MPI, MVAPICH, Cray MPICH */
+#define MT_MPI_OTHER_LAUNCHED (getenv("PMI_RANK") && !getenv("PMIX_RANK"))     /* Hydra's PMI */
+#define MT_MPI_OTHER_VAR "PMI_RANK"
+#else
+#define MT_MPI_BUILT "MPICH"
+#define MT_MPI_OTHER "Open MPI"
+#define MT_MPI_OTHER_SYMBOL "ompi_mpi_comm_world"
+#define MT_MPI_OTHER_LAUNCHED (getenv("OMPI_COMM_WORLD_RANK") != NULL)   /* Open MPI's prterun */
+#define MT_MPI_OTHER_VAR "OMPI_COMM_WORLD_RANK"
+#endif
+
+static int mt_says(void) {
+    static const char *vars[] = {"PMI_RANK", "OMPI_COMM_WORLD_RANK", "PMIX_RANK", "SLURM_PROCID"};
+    for (size_t i = 0; i < sizeof vars / sizeof *vars; i++) {
+        const char *v = getenv(vars[i]);
+        if (v && *v) return !strcmp(v, "0");
+    }
+    return 1;
+}
+
+/* Whether a loaded object (or what it depends on) defines the other family's symbol: not only
+ * the global scope, where a library loaded with RTLD_LOCAL is not. */
+static int mt_defines_other(struct dl_phdr_info *info, size_t size, void *found) {
+    (void)size;
+    void *h = dlopen(info->dlpi_name && *info->dlpi_name ? info->dlpi_name : NULL,
+                     RTLD_LAZY | RTLD_NOLOAD);
+    if (!h) return 0;
+    if (dlsym(h, MT_MPI_OTHER_SYMBOL)) *(const char **)found = info->dlpi_name;
+    dlclose(h);
+    return *(const char **)found != NULL;
+}
+
+static void mt_check_mpi(void) {
+    const char *found = NULL;
+    dl_iterate_phdr(mt_defines_other, &found);
+    if (!found && !MT_MPI_OTHER_LAUNCHED) return;
+    if (mt_says())
+        fprintf(stderr, "minitrace: the PMPI shim was built for " MT_MPI_BUILT " but the program "
+                "runs " MT_MPI_OTHER " (%s): stopped before MPI_Init, as its calls cannot "
+                "pass through the shim; reinstall minitrace with the program's MPI (its mpicc) "
+                "and run it with that MPI's mpiexec\n",
+                found ? (*found ? found : "linked into the program")
+                      : "started by its launcher: " MT_MPI_OTHER_VAR " is set");
+    else
+        sleep(1); /* a launcher ends the job at the first rank's exit: rank 0's line goes first */
+    _exit(1);
+}
+
 int MPI_Init(int *argc, char ***argv) {
+    mt_check_mpi();
     mt_clock_setup();
     int64_t raw0 = mt_now(), ns0 = mt_mono_ns();
     int rc = PMPI_Init(argc, argv);
@@ -1077,6 +1144,7 @@ int MPI_Init(int *argc, char ***argv) {
 }
 
 int MPI_Init_thread(int *argc, char ***argv, int required, int *provided) {
+    mt_check_mpi();
     mt_clock_setup();
     int64_t raw0 = mt_now(), ns0 = mt_mono_ns();
     int rc = PMPI_Init_thread(argc, argv, required, provided);

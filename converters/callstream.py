@@ -23,9 +23,9 @@ from minitrace.model import ACTION_DTYPE, EMPTY_ROW, TraceBuilder, TraceColumns
 KIND, FLAGS, PEER, TAG, COMM, BSENT, BRECV, VOLUME, REQUEST, T0, T1 = map(
     ACTION_DTYPE.names.index, ("kind", "flags", "peer", "tag", "comm", "bytes_sent",
                                "bytes_recv", "volume", "request", "t_start", "t_end"))
-#: MPI functions that do not become actions: communicator management, because neither format
-#: records its arguments (the new communicator only appears as a definition), and names of
-#: minitrace's own non-MPI kinds (``MPI_Compute`` is no MPI call).
+#: MPI functions that do not become actions: communicator management, because TAU does not
+#: record its arguments (the OTF2 reader keeps the constructors: ``mpi_kind(name, True)``), and
+#: names of minitrace's own non-MPI kinds (``MPI_Compute`` is no MPI call).
 _NOT_CALLS = K.COMM_KINDS | K.NON_MPI
 _C = K.CODE
 
@@ -37,9 +37,10 @@ def _row(kind: str, t0: float, t1: float = np.nan) -> list:
 
 
 @lru_cache(maxsize=4096)
-def mpi_kind(name: str) -> str | None:
+def mpi_kind(name: str, comm_calls: bool = False) -> str | None:
     """Kind of an MPI function name (``MPI_Isend``, ``MPI_Isend()``, ``MPI_Allreduce_c``), or
-    None when the model has no action for it (``MPI_Comm_rank``, ``MPI_Wtime``...)."""
+    None when the model has no action for it (``MPI_Comm_rank``, ``MPI_Wtime``...).
+    Communicator constructors (``MPI_Comm_split``...) have a kind only with ``comm_calls``."""
     base = name.strip()
     if base.endswith("()"):
         base = base[:-2].rstrip()
@@ -49,6 +50,8 @@ def mpi_kind(name: str) -> str | None:
     if base.endswith("_c") and base[:-2] in _C:
         base = base[:-2]
     base = {"init_thread": "init"}.get(base, base)
+    if comm_calls and base in K.NEW_COMM_KINDS:
+        return base
     return base if base in _C and base not in _NOT_CALLS else None
 
 

@@ -94,7 +94,7 @@ def _definitions(defs):
     for r in regions:
         region_name[r._ref] = r.name
         if r.paradigm == otf2.Paradigm.MPI or r.name.startswith("MPI_"):
-            kind = mpi_kind(r.name)
+            kind = mpi_kind(r.name, comm_calls=True)
             region_kind[r._ref] = DROPPED if kind is None else _C[kind]
     comm_id, comms = _comms(otf2, defs, rank_of, nranks)
     counter, unit = _volume_counter(defs)
@@ -223,6 +223,10 @@ def read_otf2(anchor, keep_regions: bool = False, keep_going: bool = False) -> T
         meta["unmapped_events"] = dict(info["unmapped"])
     if other:
         meta["non_rank_locations_skipped"] = other
+    if info["comms_not_named"]:
+        meta["comm_calls_without_comms"] = dict(sorted(info["comms_not_named"].items()))
+    if info["linked_in_order"]:
+        meta["requests_linked_in_order"] = dict(sorted(info["linked_in_order"].items()))
     if info["user_regions"] and not keep_regions:
         meta["user_regions_dropped"] = info["user_regions"] // 2
     data.meta = {**meta, **data.meta, "volume_unit": unit}

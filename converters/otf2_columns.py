@@ -39,7 +39,8 @@ for _name, _code in _C.items():
 _M = {name: K.mask(s) for name, s in (
     ("starts", K.STARTS), ("sends", K.SENDS | K.SENDRECVS), ("nb_sends", K.NONBLOCKING_SENDS),
     ("sendrecvs", K.SENDRECVS), ("recv", {"recv"}),
-    ("creates", {"irecv"} | K.NONBLOCKING_COLLECTIVES), ("single", K.SINGLE_COMPLETIONS),
+    ("creates", {"irecv"} | K.NONBLOCKING_COLLECTIVES), ("nbcolls", K.NONBLOCKING_COLLECTIVES),
+    ("new_comms", K.NEW_COMM_KINDS), ("single", K.SINGLE_COMPLETIONS),
     ("multi", K.MULTI_COMPLETIONS), ("tests", K.TESTS), ("colls", K.COLLECTIVES),
     ("rooted", K.ROOTED), ("inits", K.INITS), ("send_inits", K.SEND_INITS),
     ("recv_inits", K.RECV_INITS),
@@ -257,13 +258,18 @@ class _Sequential:
     inactive one; an MpiRecv in a completion resolves the oldest pending receive without an id
     (an irecv without MpiIrecvRequest, or a started recv_init whose source and tag, once
     learned, are the message's); a wait/waitany/waitsome without any event completes the
-    oldest pending send without an id, a waitall all of them.
+    oldest pending send without an id, a waitall all of them.  A non-blocking collective
+    without its NonBlockingCollectiveRequest (traces written by other tools than Score-P, e.g.
+    sst-dumpi's OTF2 writer: nothing inside the call nor inside the wait) gets an id of its
+    own and joins the same queue, so the waits complete sends and collectives in the order
+    they were started; ``linked`` counts them by kind.
     """
 
     def __init__(self, c_kind, c_rank, W, appends, flags, unm):
         self.c_kind, self.c_rank = c_kind, c_rank
         self.W, self.appends, self.flags, self.unm = W, appends, flags, unm
         self.sets: list[tuple[int, int, int, int]] = []    # (rank, request, at, call)
+        self.linked: Counter = Counter()     # id-less collectives completed in order, by kind
 
     def run(self, items: list[tuple], inits: np.ndarray, base: list[int]) -> None:
         """``items``: (event index, what, call, ...) in event order; ``inits``: calls whose kind
@@ -275,7 +281,8 @@ class _Sequential:
         linked: dict[int, int] = {}                # init call -> request
         desc: dict[int, tuple] = {}                # send_init call -> (peer, tag, comm)
         psets: dict[tuple[int, int], tuple[int, int]] = {}   # (rank, req) -> (at, init)
-        pending: dict[int, list[int]] = {}        # rank -> id-less sends not completed
+        pending: dict[int, list[int]] = {}        # rank -> id-less sends, collectives pending
+        collective: dict[tuple[int, int], str] = {}   # (rank, request) -> its collective
         receiving: dict[int, list[tuple]] = {}    # rank -> [(irecv/recv_init call, request)]
         active: set[int] = set()                  # recv_inits started, not completed
         heard: dict[int, tuple] = {}              # recv_init call -> (source, tag)
@@ -342,11 +349,13 @@ class _Sequential:
                 write("request", j, at, req)
                 started(call, at, req)
                 pending.setdefault(rank, []).append(req)
-            elif what == "isend":                # an isend's plain MpiSend: no id
+            elif what in ("isend", "icoll"):     # an isend's plain MpiSend, a bare icoll
                 req = nxt[rank]
                 nxt[rank] += 1
                 write("request", call, at, req)
                 pending.setdefault(rank, []).append(req)
+                if what == "icoll":
+                    collective[(rank, req)] = _N[int(c_kind[call])]
             elif what == "wait":                 # completes id-less sends (below)
                 queue = pending.get(rank)
                 name = _N[int(c_kind[call])]
@@ -354,6 +363,8 @@ class _Sequential:
                     continue
                 done = list(queue) if name == "waitall" else [queue[0]]
                 del queue[:len(done)]
+                self.linked.update(collective.pop((rank, q)) for q in done
+                                   if (rank, q) in collective)
                 if name in ("wait", "waitany"):
                     write("request", call, at, done[0])
                 else:
@@ -412,7 +423,10 @@ class _Sequential:
 def assemble(rows: np.ndarray, d: Defs, keep_regions: bool) -> tuple[TraceColumns, dict]:
     """The trace of the events ``rows`` (of the ranks' locations, in the global reader's
     order) and what the reader reports: ``{"messages": {"sent", "received"}, "unmapped":
-    Counter, "user_regions": n}`` (enters and leaves of non-MPI regions)."""
+    Counter, "user_regions": n (enters and leaves of non-MPI regions), "linked_in_order":
+    Counter (non-blocking collectives without request events, linked to waits in order),
+    "comms_not_named": Counter}`` (communicator constructors: kept as actions, but the events
+    read do not say their parent nor the new communicator, left 0 and -1)."""
     events = _by_rank(rows, d)
     unmapped = _Unmapped()
     calls = _outermost_calls(events, d)
@@ -420,7 +434,8 @@ def assemble(rows: np.ndarray, d: Defs, keep_regions: bool) -> tuple[TraceColumn
     items = _items_and_gaps(events, calls, counter, d, keep_regions)
     found = _Found(events, calls, d, unmapped)
     p2p = _point_to_point(found)
-    made = _requests_made(found, p2p, _without_request_ids(found, p2p))
+    seq = _without_request_ids(found, p2p)
+    made = _requests_made(found, p2p, seq.sets)
     collectives = _completions(found, made)
     comms, self_ids = _self_comm_ids(found, d)
     _collective_sizes(found, collectives, comms)
@@ -434,8 +449,10 @@ def assemble(rows: np.ndarray, d: Defs, keep_regions: bool) -> tuple[TraceColumn
         meta["dropped_mpi_calls"] = dict(sorted(dropped.items()))
     data = TraceColumns(actions, offsets, vectors,
                         {0: np.arange(d.nranks, dtype=np.int32), **comms}, strings, meta)
+    made_comms = Counter(_N[k] for k in calls.kind0[calls.is_["new_comms"]].tolist())
     return data, {"messages": p2p.counts, "unmapped": unmapped.counter(),
-                  "user_regions": int(calls.user.sum())}
+                  "user_regions": int(calls.user.sum()), "linked_in_order": seq.linked,
+                  "comms_not_named": made_comms}
 
 
 @dataclass
@@ -720,9 +737,10 @@ def _point_to_point(f: _Found) -> _PointToPoint:
                          created_by=np.concatenate(created_by))
 
 
-def _without_request_ids(f: _Found, p: _PointToPoint) -> list[tuple[int, int, int, int]]:
-    """The sequential part (``_Sequential``) on its items; the (rank, request, event index,
-    call) of the requests it linked to their inits."""
+def _without_request_ids(f: _Found, p: _PointToPoint) -> _Sequential:
+    """The sequential part (``_Sequential``) run on its items: its ``sets`` are the (rank,
+    request, event index, call) of the requests it linked to their inits, its ``linked`` the
+    non-blocking collectives without request events it linked to waits in order."""
     e, calls, rows = f.e, f.calls, f.e.rows
     seq = _Sequential(calls.kind, calls.rank, f.writes, f.vector_entries, f.flags, f.unmapped)
     send_type = e.type[p.sends]
@@ -731,8 +749,12 @@ def _without_request_ids(f: _Found, p: _PointToPoint) -> list[tuple[int, int, in
     bare_isend = p.nonblocking & (send_type == e.code["SEND"])
     bare_recv = p.recvs[p.in_completion]
     persistent = np.r_[p.sends[persistent_send], p.made[p.recv_start]]
-    if not (len(persistent) or bare_start.any() or bare_isend.any() or len(bare_recv)):
-        return seq.sets
+    with_request = np.zeros(len(calls.at), bool)
+    with_request[p.created_by] = True
+    bare_icoll = np.nonzero(calls.is_["nbcolls"] & ~with_request)[0]   # no request event: no id
+    if not (len(persistent) or bare_start.any() or bare_isend.any() or len(bare_recv)
+            or len(bare_icoll)):
+        return seq
     call_of, pos = f.call_of, e.pos
     prior = _latest(e.rank[p.created_at], rows["e"][p.created_at], p.created_at,
                     e.rank[persistent], rows["e"][persistent], persistent)
@@ -755,16 +777,20 @@ def _without_request_ids(f: _Found, p: _PointToPoint) -> list[tuple[int, int, in
         items.append((ev, "start_send", int(call_of[ev]), send_message(i), int(pos[ev])))
     for ev in p.sends[bare_isend].tolist():
         items.append((ev, "isend", int(call_of[ev])))
+    for c in bare_icoll.tolist():
+        items.append((int(calls.at[c]), "icoll", c))
     for i in np.nonzero(p.in_completion)[0].tolist():
         ev = int(p.recvs[i])
         items.append((ev, "recv", int(call_of[ev]), (int(p.recv_peer[i]), int(rows["c"][ev]),
                                                      int(p.recv_comm[i]), int(rows["d"][ev])),
                       int(pos[ev])))
-    # calls without events, of the ranks whose sends or receives have no request ids
+    # calls without events, of the ranks whose sends, receives or non-blocking collectives
+    # have no request ids
     nc, nr = len(calls.at), f.d.nranks
     events_in = np.bincount(call_of[f.mapped], minlength=nc)
     sending = np.zeros(nr, bool)
     sending[e.rank[p.sends[bare_start | bare_isend]]] = True
+    sending[calls.rank[bare_icoll]] = True
     receiving = np.zeros(nr, bool)
     receiving[e.rank[bare_recv]] = True
     for c in np.nonzero(calls.is_["waits"] & sending[calls.rank])[0].tolist():
@@ -785,7 +811,7 @@ def _without_request_ids(f: _Found, p: _PointToPoint) -> list[tuple[int, int, in
     for r, top in zip(e.rank[has_id].tolist(), rows["e"][has_id].tolist()):
         first_free[r] = min(max(first_free[r], top + 1), 1 << 63)   # beyond: reported later
     seq.run(items, np.nonzero(calls.is_["inits"])[0], first_free)
-    return seq.sets
+    return seq
 
 
 @dataclass

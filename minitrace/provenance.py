@@ -5,6 +5,11 @@ writes (the file's last writer); ``minitrace info`` shows it and ``minitrace dif
 
 Collecting never fails: what cannot be read is left out (or, for the MPI library, says why).
 The parts that do not change during a process (versions, machine, topology) are collected once.
+Every string gathered is made storable (``storable``) on its way out of this module, by
+``collect`` and by the gatherers other writers use (``mpi_library``, ``cpu_model``,
+``cpufreq_governor``: the benchmarks' metadata): Open MPI's ``MPI_Get_library_version`` ends in
+a NUL byte, which HDF5's strings cannot hold, and the environment or the host may hand over
+control characters or bytes that are not UTF-8.
 """
 from __future__ import annotations
 
@@ -56,7 +61,12 @@ def _run(cmd: list[str], timeout: float = 30) -> str | None:
 
 def mpi_library() -> str:
     """MPI_Get_library_version of the MPI that mpi4py loads (in this process when it already
-    imported mpi4py.MPI, else in a child), or ``mpiexec --version``; else why not."""
+    imported mpi4py.MPI, else in a child), or ``mpiexec --version``; else why not.  Storable
+    (Open MPI's ends in a NUL byte)."""
+    return storable(_mpi_library()).strip()
+
+
+def _mpi_library() -> str:
     mod = sys.modules.get("mpi4py.MPI")
     if mod is not None:
         return mod.Get_library_version().strip()
@@ -83,12 +93,12 @@ def _versions() -> dict:
 
 def cpu_model() -> str:
     """The CPU's model name (``/proc/cpuinfo``), else what the platform module says."""
-    return _cpuinfo()["model"]
+    return storable(_cpuinfo()["model"])
 
 
 def cpufreq_governor(cpu: int = 0) -> str | None:
     """CPU ``cpu``'s cpufreq governor, None where cpufreq is not exposed."""
-    return _read(f"/sys/devices/system/cpu/cpu{cpu}/cpufreq/scaling_governor")
+    return storable(_read(f"/sys/devices/system/cpu/cpu{cpu}/cpufreq/scaling_governor"))
 
 
 def _cpuinfo() -> dict:
@@ -165,6 +175,28 @@ def _static() -> dict:
     return {k: v for k, v in out.items() if v not in (None, {}, [])}
 
 
+# C0 control characters but tab and newline (multi-line version strings, lstopo's XML), DEL and
+# the C1 controls: dropped from every string provenance stores.
+_CONTROLS = dict.fromkeys([*range(0, 9), *range(11, 32), *range(0x7F, 0xA0)])
+
+
+def storable(value):
+    """``value`` (a str, or dicts and lists of them, keys included) with every string made
+    storable as an HDF5 UTF-8 string: undecodable bytes (the surrogates Python decodes them
+    to, as in ``os.environ``) become U+FFFD, NUL and other control characters are dropped."""
+    if isinstance(value, str):
+        try:   # the original bytes back (os.environ's undecodable ones), one U+FFFD each
+            raw = value.encode("utf-8", "surrogateescape")
+        except UnicodeEncodeError:   # other lone surrogates
+            raw = value.encode("utf-8", "surrogatepass")
+        return raw.decode("utf-8", "replace").translate(_CONTROLS)
+    if isinstance(value, dict):
+        return {storable(k): storable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [storable(v) for v in value]
+    return value
+
+
 def collect() -> dict:
     """Provenance of a file written now by this process."""
     argv = getattr(sys, "orig_argv", None) or [sys.executable, *sys.argv]
@@ -177,7 +209,7 @@ def collect() -> dict:
            "environment": {k: v for k, v in sorted(os.environ.items())
                            if k.startswith(ENV_PREFIXES)}}
     out.update(_static())
-    return {k: v for k, v in out.items() if v is not None}
+    return storable({k: v for k, v in out.items() if v is not None})
 
 
 def store(f: h5py.File, provenance: dict | None = None) -> None:

@@ -19,7 +19,9 @@ import importlib.util
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
+import threading
 from dataclasses import dataclass
 
 from .errors import MinitraceError
@@ -87,6 +89,56 @@ def traced_command(command: list[str], raw_dir: str, volume: str = "auto") -> tu
 class RecordRun:
     returncode: int
     raw_dir: str
+    stderr_head: str = ""     # the start of what the command wrote on stderr (passed through)
+
+
+_HEAD_BYTES = 64 << 10
+
+
+class _StderrTee(threading.Thread):
+    """Copies the command's stderr to ours as it comes and keeps its first 64 KiB: when nothing
+    was recorded, the launcher's own message (a refusal to start) or the shim's says why."""
+
+    def __init__(self, pipe):
+        super().__init__(daemon=True)
+        self.pipe, self.head = pipe, bytearray()
+
+    def run(self):
+        fd, out, last = self.pipe.fileno(), sys.stderr.fileno(), b"\n"
+        while chunk := os.read(fd, 1 << 16):
+            if len(self.head) < _HEAD_BYTES:
+                self.head += chunk[:_HEAD_BYTES - len(self.head)]
+            last = chunk[-1:]
+            self._write(out, chunk)
+        if last != b"\n":   # e.g. Open MPI's messages end in a NUL: ours start on a new line
+            self._write(out, b"\n")
+        self.pipe.close()
+
+    @staticmethod
+    def _write(fd: int, data: bytes) -> None:
+        try:
+            os.write(fd, data)
+        except OSError:
+            pass
+
+
+def why_nothing_recorded(stderr_head: str) -> str | None:
+    """What the command's stderr says about why no rank was traced: the shim's own line (an
+    MPI mismatch, tracing disabled) if there is one, else the launcher's first paragraph
+    (Open MPI frames its messages with dashed lines), on one line; None when it said nothing."""
+    lines = [ln.strip(" \t\0") for ln in stderr_head.splitlines()]
+    for ln in lines:
+        if ln.startswith("minitrace: "):
+            return ln.removeprefix("minitrace: ")
+    said: list[str] = []
+    for ln in lines:
+        if ln and set(ln) != {"-"}:
+            if ln not in said:     # every rank or proxy says the same
+                said.append(ln)
+        elif said and not said[-1].endswith(":"):   # a paragraph, and what its colon announces
+            break
+    text = " ".join(said)
+    return text[:300] + " ..." if len(text) > 300 else text or None
 
 
 def raw_dir_for(output: str) -> str:
@@ -110,20 +162,23 @@ def run_traced(command: list[str], output: str, volume: str = "auto") -> RecordR
     raw = raw_dir_for(output)
     try:
         argv, env = traced_command(command, raw, volume)
-        proc = subprocess.Popen(argv, env=env)
+        proc = subprocess.Popen(argv, env=env, stderr=subprocess.PIPE)
     except FileNotFoundError:
         shutil.rmtree(raw, ignore_errors=True)
         raise MinitraceError(f"command not found: {command[0]}") from None
     except MinitraceError:
         shutil.rmtree(raw, ignore_errors=True)
         raise
+    tee = _StderrTee(proc.stderr)
+    tee.start()
     try:
         rc = proc.wait()
     except BaseException as e:
         _stop(proc)
         e.raw_dir = raw
         raise
-    return RecordRun(rc, raw)
+    tee.join(timeout=5)     # a process left behind may hold the pipe: do not wait for it
+    return RecordRun(rc, raw, tee.head.decode(errors="replace"))
 
 
 def _stop(proc: subprocess.Popen, grace: float = 10.0) -> None:

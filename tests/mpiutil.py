@@ -8,6 +8,12 @@ from pathlib import Path
 
 from minitrace.mpitools import mpi_tool
 
+#: What Open MPI's launcher (prterun) needs here: tests run as root in containers, with up to
+#: 4 ranks on 2 cores.
+OPEN_MPI_LAUNCH_ENV = {"PRTE_MCA_rmaps_default_mapping_policy": ":oversubscribe",
+                       **({"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}
+                          if os.geteuid() == 0 else {})}
+
 
 def tool(name: str) -> str:
     """Path of an MPI tool (mpiexec, mpicc) of this environment; a missing one fails the test."""
@@ -15,6 +21,15 @@ def tool(name: str) -> str:
     if not found:
         raise FileNotFoundError(f"{name} not found next to {sys.executable} nor on PATH")
     return found
+
+
+def is_open_mpi(mpiexec: str) -> bool:
+    """Whether ``mpiexec`` is Open MPI's (else MPICH's Hydra, here)."""
+    try:
+        p = subprocess.run([mpiexec, "--version"], capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return "Open MPI" in p.stdout
 
 
 def run_mpi(n: int, argv: list[str], *, timeout: float = 120, env: dict | None = None,

@@ -3,6 +3,7 @@ ping-pong: locations, comms, MPI events), the writer's round trip, bad inputs, t
 third-party cross-checks, on Score-P's own archive of a ping-pong (../shared/fixtures/otf2)."""
 from __future__ import annotations
 
+import importlib.util
 import shutil
 import subprocess
 import sys
@@ -818,3 +819,78 @@ def test_cli_damaged_archive_is_one_stderr_line(long_archive, tmp_path, damage, 
     if at_fault == "traces/1.def":
         data = read_otf2(long_archive, keep_going=True)
         assert data.meta["complete"] is False and str(f) in data.meta["damaged"][0]
+
+
+def nonblocking_collectives_without_requests(folder, n=10, rounds=3) -> Path:
+    """An archive as OTF2 writers other than Score-P write non-blocking collectives (sst-macro's
+    test traces): ``n`` ranks, MPI_Comm_split with no event, then ``rounds`` times
+    MPI_Iallgather, MPI_Ialltoall, MPI_Iallreduce with no event inside, an MPI_Isend/MPI_Irecv
+    pair with Score-P's request events, a blocking MPI_Allreduce, and the waits: three
+    MPI_Wait without any event, then an MPI_Waitall whose events complete the isend and the
+    irecv; a last round ends with one MPI_Waitall without events for its three collectives."""
+    arch = Archive(folder, n)
+    world, E = arch.comms["MPI_COMM_WORLD"], otf2.events
+    undef = otf2.Undefined.UINT32.value
+    for r in range(n):
+        right, left = (r + 1) % n, (r - 1) % n
+        arch.call(r, "MPI_Init")
+        arch.call(r, "MPI_Comm_split")
+        for k in range(rounds + 1):
+            for name in ("MPI_Iallgather", "MPI_Ialltoall", "MPI_Iallreduce"):
+                arch.call(r, name)
+            if k == rounds:
+                arch.call(r, "MPI_Waitall", dt=40)
+                break
+            sreq, rreq = 100 + 2 * k, 101 + 2 * k
+            arch.call(r, "MPI_Irecv", lambda t, q=rreq: E.MpiIrecvRequest(t, q))
+            arch.call(r, "MPI_Isend", lambda t, q=sreq: E.MpiIsend(t, right, world, k, 256, q))
+            arch.call(r, "MPI_Allreduce", E.MpiCollectiveBegin, lambda t: E.MpiCollectiveEnd(
+                t, otf2.CollectiveOp.ALLREDUCE, world, undef, 8 * n, 8 * n))
+            for _ in range(3):
+                arch.call(r, "MPI_Wait", dt=40)
+            arch.call(r, "MPI_Waitall", lambda t, q=sreq: E.MpiIsendComplete(t, q),
+                      lambda t, q=rreq: E.MpiIrecv(t, left, world, k, 256, q))
+        arch.call(r, "MPI_Finalize")
+    return arch.close()
+
+
+def test_nonblocking_collectives_without_request_events(tmp_path):
+    """Each wait without events completes the oldest pending non-blocking collective without a
+    request id (ids of the reader's own), a waitall without events all pending ones; waits with
+    request events keep theirs.  The trace validates, the link count is reported, and
+    MPI_Comm_split is the recorder's action, not a dropped call."""
+    data = read_otf2(nonblocking_collectives_without_requests(tmp_path / "a"))
+    rep = validate(data)
+    assert rep.ok, rep.lines()[:5]
+    assert data.meta["requests_linked_in_order"] == {"iallgather": 40, "iallreduce": 40,
+                                                     "ialltoall": 40}
+    assert data.meta["comm_calls_without_comms"] == {"comm_split": 10}
+    assert "MPI_Comm_split" not in data.meta.get("dropped_mpi_calls", {})
+    for r in range(10):
+        rows = _rows(data, r)
+        names = [K.NAME[int(x)] for x in rows["kind"]]
+        assert names[:2] == ["init", "comm_split"]
+        colls = rows[np.isin(rows["kind"], [K.CODE[x] for x in
+                                            ("iallgather", "ialltoall", "iallreduce")])]
+        ids = colls["request"].tolist()
+        assert len(set(ids)) == 12 and min(ids) > 101      # above the archive's own ids
+        waits = rows[rows["kind"] == K.CODE["wait"]]["request"].tolist()
+        assert waits == ids[:9]                             # in order, three per round
+        wa = rows[rows["kind"] == K.CODE["waitall"]]
+        assert [_vector(data, w) for w in wa] == [[100 + 2 * k, 101 + 2 * k] for k in range(3)] \
+            + [ids[9:]]
+
+
+@pytest.mark.skipif(importlib.util.find_spec("simgrid") is None, reason="SimGrid not installed")
+def test_nonblocking_collectives_without_request_events_replay(tmp_path):
+    """The CLI converts such an archive (saying how many waits it linked in order) and the trace
+    replays on SimGrid without --lossy."""
+    anchor = nonblocking_collectives_without_requests(tmp_path / "a")
+    out = tmp_path / "nbc.h5"
+    p = _cli("convert", anchor, "-o", out)
+    assert p.returncode == 0 and "valid" in p.stdout, p.stderr
+    assert ("non-blocking collectives without request events, each linked to the next wait "
+            "without events in order: iallgather x40, iallreduce x40, ialltoall x40") in p.stderr
+    assert "MPI_Comm_split" not in p.stderr.split("dropped:")[-1]
+    p = _cli("replay", out, "--compute-rate", "1Gf")
+    assert p.returncode == 0 and "predicted run time" in p.stdout, p.stderr

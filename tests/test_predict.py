@@ -17,7 +17,7 @@ import pytest
 
 import minitrace
 from minitrace import kinds as K
-from minitrace.predict import MIN_CORE_SHARE, predict
+from minitrace.predict import MIN_CORE_SHARE, predict, report
 from tests.mpiutil import mpicc, tool
 from tests.record_util import record
 
@@ -122,3 +122,17 @@ def test_cli_replicas_and_sampling_with_a_calibration(recorded):
     p = subprocess.run(base + ["--replicas", "3", "--timeline", str(d / "x.png")],
                        capture_output=True, text=True, timeout=300)
     assert p.returncode != 0 and "--timeline is not available" in p.stderr
+
+
+def test_without_the_native_replayer_the_python_engine_predicts(recorded, monkeypatch):
+    """An environment without the native replayer (an install that could not build it) still
+    predicts, with SimGrid's Python bindings, without the predicted breakdown, and says so."""
+    trace, cal, _ = recorded
+    monkeypatch.setenv("MINITRACE_REPLAYER", "")       # as if not built
+    p = predict(str(trace), str(cal))
+    assert p.predicted is None and p.predicted_time > 0 and p.recorded_time > 0
+    assert any(n.startswith("the native replayer is not built: replayed by SimGrid's Python "
+                            "bindings, without the predicted breakdown") for n in p.notes)
+    text = report(p)
+    assert "note: the native replayer is not built" in text
+    assert "where the time goes" in text and text.count("        -") >= 4   # no predicted parts

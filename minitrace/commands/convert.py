@@ -92,6 +92,11 @@ _LEFT_OUT = (("user_regions_dropped", "user regions dropped (--keep-regions keep
              ("ignored_actions", "TI actions with nothing to keep in the model"))
 
 
+def _counted(counts: dict) -> str:
+    """``{"comm_split": 10}`` as ``comm_split x10``."""
+    return ", ".join(f"{k} x{v}" for k, v in counts.items())
+
+
 def into_minitrace(path, output, fmt: str = "auto", keep_regions: bool = False,
                    keep_going: bool = False) -> int:
     """Read a foreign trace, validate it, store it and say (on stderr) what was left out: the
@@ -105,8 +110,16 @@ def into_minitrace(path, output, fmt: str = "auto", keep_regions: bool = False,
     notes = []
     if m.get("dropped_mpi_calls"):
         notes.append("MPI calls without an action kind dropped: "
-                     + ", ".join(f"{k} x{v}" for k, v in m["dropped_mpi_calls"].items()))
+                     + _counted(m["dropped_mpi_calls"]))
     notes += [f"{what}: {m[key]}" for key, what in _LEFT_OUT if m.get(key)]
+    if m.get("comm_calls_without_comms"):
+        notes.append("communicator constructors kept without their communicators (the source "
+                     "does not say which; comm 0, new communicator -1): "
+                     + _counted(m["comm_calls_without_comms"]))
+    if m.get("requests_linked_in_order"):
+        notes.append("non-blocking collectives without request events, each linked to the "
+                     "next wait without events in order: "
+                     + _counted(m["requests_linked_in_order"]))
     if m.get("volume_source"):
         notes.append(f"compute volume in {m['volume_unit']}: {m['volume_source']}")
     for n in notes:

@@ -8,7 +8,7 @@ import sys
 from ..errors import MinitraceError
 from ..merge import rank_files
 from ..outputs import check_output_file
-from ..record import VOLUMES, run_traced
+from ..record import VOLUMES, run_traced, why_nothing_recorded
 from .merge import add_compress_option, merge_and_report
 
 
@@ -52,9 +52,7 @@ def run(args) -> int:
         raise
     if not _has_raw(run_.raw_dir):
         shutil.rmtree(run_.raw_dir, ignore_errors=True)
-        raise MinitraceError(f"nothing recorded: no rank wrote a raw file (did the program "
-                             f"call MPI_Init? the program exited with {run_.returncode})",
-                             run_.raw_dir)
+        raise MinitraceError(_nothing_recorded(cmd[0], run_.returncode, run_.stderr_head))
     if run_.returncode != 0:
         print(f"minitrace: the program exited with status {run_.returncode}; merging what "
               f"was recorded", file=sys.stderr)
@@ -73,6 +71,21 @@ def run(args) -> int:
     if run_.returncode != 0:
         return run_.returncode
     return 0 if good else 1
+
+
+def _nothing_recorded(launcher: str, rc: int, stderr_head: str) -> str:
+    """Why no rank wrote a raw file, in the command's own words when it gave some: a launcher
+    that refused to start (Open MPI as root, too few slots) or the shim's line (a program of
+    another MPI) rather than a guess."""
+    said = why_nothing_recorded(stderr_head)
+    status = (f"{launcher} was killed by signal {-rc}" if rc < 0
+              else f"{launcher} exited with status {rc}")
+    if said:
+        return f"nothing recorded: {status}; it said: {said}"
+    if rc:
+        return f"nothing recorded: {status} and said nothing on stderr before any rank was traced"
+    return (f"nothing recorded: no rank wrote a raw file and {launcher} exited with status 0 "
+            f"(did the program call MPI_Init?)")
 
 
 def _has_raw(raw_dir: str) -> bool:

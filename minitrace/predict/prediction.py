@@ -77,13 +77,21 @@ def predict(trace: str, calibration: str | Calibration, *, platform: str | None 
     hosts (default: as many as the trace needs, ranks per host as calibrated).  ``timeline``:
     a PNG of the recorded and replayed time per rank (self-check only)."""
     from ..replay import replay
+    from ..replay.replayer_build import binary
     from ..trace import open as open_trace
     cal = calibration if isinstance(calibration, Calibration) else load(calibration)
     with open_trace(trace) as t:
         data = t.data()
     warnings = _range_warnings(data, cal)
     own = platform is None and hosts is None
-    timed = engine != "python"
+    notes = []
+    timed = engine == "native" or (engine == "auto" and binary() is not None)
+    if engine == "auto" and not timed:
+        notes.append("the native replayer is not built: replayed by SimGrid's Python bindings, "
+                     "without the predicted breakdown (python -m minitrace.replay.replayer_build "
+                     "build --include DIR builds it; README, 'install into another "
+                     "environment')" + (", and without the timeline figure" if timeline
+                                        else ""))
     res = replay(data, timeline=timed, **replay_options(
         data, cal, trace, platform=platform, hostfile=hostfile, hosts=hosts,
         ranks_per_host=ranks_per_host, timeout=timeout, engine=engine, lossy=lossy))
@@ -95,7 +103,7 @@ def predict(trace: str, calibration: str | Calibration, *, platform: str | None 
     out = Prediction(trace=trace, calibration=cal.path, platform=res.platform,
                      nranks=res.nranks, predicted_time=res.simulated_time,
                      rank_end_times=res.rank_end_times, predicted=predicted,
-                     warnings=warnings, notes=res.notes)
+                     warnings=warnings, notes=notes + res.notes)
     if own and _timed(data):
         _self_check(out, data, cal, timeline, spans)
     elif own:

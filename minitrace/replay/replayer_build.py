@@ -21,8 +21,12 @@ from pathlib import Path
 from .libsimgrid import LIBRARY, library_dir
 
 SOURCE = Path(__file__).with_name("native") / "replay.cpp"
-#: Where the built replayer lives in the environment (override: ``MINITRACE_REPLAYER``).
+#: Where set-up (and ``build``) puts the replayer in the environment (override:
+#: ``MINITRACE_REPLAYER``), and where ``pip install`` puts it in the package when it finds
+#: SimGrid's headers (setup.py, ``headers_for_install``).
 INSTALLED = Path(sys.prefix) / "libexec" / "minitrace-replay"
+PACKAGED = Path(__file__).with_name("bin") / "minitrace-replay"
+SIMGRID_VERSION = "4.1"
 
 
 def binary() -> Path | None:
@@ -30,7 +34,20 @@ def binary() -> Path | None:
     env = os.environ.get("MINITRACE_REPLAYER")
     if env is not None:
         return Path(env) if env and os.access(env, os.X_OK) else None
-    return INSTALLED if os.access(INSTALLED, os.X_OK) else None
+    return next((p for p in (INSTALLED, PACKAGED) if os.access(p, os.X_OK)), None)
+
+
+def headers_for_install() -> Path | None:
+    """SimGrid's headers for building the replayer at install time: ``MINITRACE_SIMGRID_INCLUDE``
+    (empty: do not build), else those set-up caches (``MINITRACE_CACHE``, default
+    ``~/.cache/minitrace``), when they hold the generated ``simgrid/config.h``."""
+    env = os.environ.get("MINITRACE_SIMGRID_INCLUDE")
+    if env is not None:
+        return Path(env) if env else None
+    cache = os.environ.get("MINITRACE_CACHE") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "minitrace")
+    d = Path(cache) / f"simgrid-{SIMGRID_VERSION}-include"
+    return d if (d / "simgrid" / "config.h").exists() else None
 
 
 def build(include: Path, out: Path = INSTALLED) -> Path:
