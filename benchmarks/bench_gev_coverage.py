@@ -1,5 +1,5 @@
 """Coverage study of `minitrace.analysis.projection.project`: on synthetic runs whose truth is
-known (tests/gev_synth.py: every rank's iteration time drawn from a normal, lognormal or GEV
+known (tests/support/gev_synth.py: every rank's iteration time drawn from a normal, lognormal or GEV
 parent), how often does the 95% interval hold the true expected per-iteration maximum at S
 ranks, how wide is it, and how biased is the point estimate?
 
@@ -30,7 +30,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from minitrace.analysis.projection import project  # noqa: E402
-from tests.gev_synth import PARENTS, parent_run, parent_truth  # noqa: E402
+from tests.support.gev_synth import PARENTS, parent_run, parent_truth  # noqa: E402
 
 
 def one_run(task):

@@ -10,7 +10,7 @@ import pytest
 
 from minitrace.model import TraceBuilder
 from minitrace.storage import write_trace
-from tests.fixtures import DATA, SHARED, ti_traces
+from tests.support.fixtures import DATA, SHARED, ti_traces
 
 FIX = SHARED / "simgrid_ti"
 OWN = DATA / "ti"

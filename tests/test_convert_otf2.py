@@ -9,17 +9,16 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import otf2
 import pytest
 
-otf2 = pytest.importorskip("otf2")
-
-import minitrace  # noqa: E402
-from minitrace import kinds as K  # noqa: E402
-from minitrace.converters.otf2 import read_otf2, write_otf2  # noqa: E402
-from minitrace.errors import MinitraceError  # noqa: E402
-from minitrace.model import TraceBuilder  # noqa: E402
-from minitrace.validate import validate  # noqa: E402
-from tests.fixtures import SHARED  # noqa: E402
+import minitrace
+from minitrace import kinds as K
+from minitrace.converters.otf2 import read_otf2, write_otf2
+from minitrace.errors import MinitraceError
+from minitrace.model import TraceBuilder
+from minitrace.validate import validate
+from tests.support.fixtures import SHARED
 
 PINGPONG = SHARED / "otf2" / "scorep_pingpong" / "traces.otf2"
 MPI_KINDS = [c for c, n, cat in K.KINDS if cat not in ("meta",)] + [K.CODE["init"],
