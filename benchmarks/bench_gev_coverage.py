@@ -1,5 +1,5 @@
 """Coverage study of `minitrace.analysis.projection.project`: on synthetic runs whose truth is
-known (tests/gev_synth.py: every rank's iteration time drawn from a normal, lognormal, GEV,
+known (tests/support/gev_synth.py: every rank's iteration time drawn from a normal, lognormal, GEV,
 Frechet, or normal-with-rare-stragglers parent), how often does the 95% interval hold the true
 expected per-iteration maximum at S ranks, how wide is it, and how biased is the point estimate?
 
@@ -37,7 +37,7 @@ sys.path.insert(0, str(ROOT))
 
 from minitrace.analysis import backtest  # noqa: E402
 from minitrace.analysis.projection import NONPARAM_MAX_RATIO, project  # noqa: E402
-from tests.gev_synth import PARENTS, parent_run, parent_truth  # noqa: E402
+from tests.support.gev_synth import PARENTS, parent_run, parent_truth  # noqa: E402
 
 _RATIO_FLAG = re.compile(r"(; )?scale factor above [^;]*known to miss low")
 

@@ -33,7 +33,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 from minitrace import rawlayout  # noqa: E402
 from minitrace.record import shim_env, shim_path  # noqa: E402
-from tests.mpiutil import tool  # noqa: E402
+from tests.support.mpiutil import tool  # noqa: E402
 
 MACHINE = "2-core shared VM, Debian 12, CPython 3.11, MPICH 5.0.2 wheel"
 KIB, MIB = 1 << 10, 1 << 20

@@ -29,7 +29,7 @@ sys.path.insert(0, str(ROOT))
 from minitrace import storage  # noqa: E402
 from minitrace.merge import merge_dir  # noqa: E402
 from minitrace.record import shim_env  # noqa: E402
-from tests.mpiutil import mpicc, tool  # noqa: E402
+from tests.support.mpiutil import mpicc, tool  # noqa: E402
 
 MACHINE = "2-core shared VM, Debian 12, CPython 3.11, MPICH 5.0.2 wheel"
 

@@ -25,7 +25,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench_shim import BLOCKS_SRC  # noqa: E402
-from tests.mpiutil import mpicc, tool  # noqa: E402
+from tests.support.mpiutil import mpicc, tool  # noqa: E402
 
 
 def added_ns(out: str) -> dict[str, np.ndarray]:

@@ -16,7 +16,7 @@ from scipy import stats
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from minitrace.analysis.stragglers import detect  # noqa: E402
-from tests.gev_synth import PARENTS, Straggling  # noqa: E402
+from tests.support.gev_synth import PARENTS, Straggling  # noqa: E402
 
 NULL = {**{p: PARENTS[p] for p in ("normal", "lognormal", "lognormal-0.1", "gev", "frechet")},
         "gumbel": stats.gumbel_r(1.0, 0.02), "gev k=-0.3": stats.genextreme(-0.3, 1.0, 0.05),

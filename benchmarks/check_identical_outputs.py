@@ -195,7 +195,7 @@ def main() -> int:
     c.trace_cases("synthetic-loops", loops)
 
     # Raw recordings made once with this checkout's shim, merged by both.
-    from record_util import build, record
+    from tests.support.record_util import build, record
     for prog in ("ring", "halo", "colls", "comms", "persist", "isendrecv", "lowering"):
         exe = build(prog, inputs)
         p = record(inputs / f"rec-{prog}.h5", 4, [exe], extra=["--keep-raw"])

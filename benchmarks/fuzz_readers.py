@@ -24,9 +24,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tests.fixtures import SHARED  # noqa: E402
+from tests.support.fixtures import SHARED  # noqa: E402
 from tests.fuzz import engine as E  # noqa: E402
-from tests.mpiutil import mpicc, tool  # noqa: E402
+from tests.support.mpiutil import mpicc, tool  # noqa: E402
 
 OUTCOMES = ("ok", "error", "internal", "noisy", "crash", "timeout", "unreadable-output")
 

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Set up (idempotent, see setup.sh; here with the second, Open MPI environment) and run the test
-# suite: the pytest-mpi tests under mpiexec -n 2 and -n 4, the recorder, provenance, calibrate
-# and predict tests again under Open MPI, then the serial pytest run (which itself launches
-# real MPI jobs) last, so that its final line, how many third-party cross-checks ran, ends the
-# output.
+# suite: the pytest-mpi tests (tests/mpi/, alone) under mpiexec -n 2 and -n 4, the recorder,
+# provenance, calibrate and predict tests again under Open MPI, then the serial pytest run (which
+# leaves tests/mpi/ out and itself launches real MPI jobs) last, so that its final line, how
+# many third-party cross-checks ran, ends the output.
 set -euo pipefail
 export MINITRACE_OPENMPI=1
 source "$(dirname "${BASH_SOURCE[0]}")/env.sh"
@@ -15,7 +15,7 @@ for n in 2 4; do
   echo "== pytest-mpi under mpiexec -n $n"
   # pytest-timeout cannot interrupt a rank blocked inside MPI: timeout(1) bounds the whole job.
   timeout -k 10 600 mpiexec -n "$n" python -m pytest -q -p no:cacheprovider --with-mpi -m mpi \
-      tests/ || status=$?
+      tests/mpi || status=$?
 done
 echo "== pytest under Open MPI (recorder, provenance, calibrate and predict)"
 # minitrace is installed (not editable) in that environment: the checkout must not shadow it,

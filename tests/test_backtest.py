@@ -6,7 +6,7 @@ import pandas as pd
 from minitrace.analysis import backtest as B
 from minitrace.analysis import stragglers as S
 from minitrace.analysis.projection import Variability
-from tests.gev_synth import layout, variability
+from tests.support.gev_synth import layout, variability
 
 
 def _run(nodes, per_node, iterations=60):

@@ -10,25 +10,9 @@ import sys
 import numpy as np
 import pytest
 
-import minitrace
 from minitrace.bench import SUITES, pt2pt, suite_module
 
-from .mpiutil import run_mpi
-
-ROOT_META = ("mpi_library", "mpi_version", "mpi4py_version", "hosts", "rank_to_node",
-             "cpu_model", "command_line", "producer", "nranks")
-
-
-def bench(n: int, suite: str, out, *opts: str, timeout: float = 90):
-    run_mpi(n, [sys.executable, "-m", "minitrace.bench", suite, "-o", str(out), "--quiet",
-                *opts], timeout=timeout)
-    t = minitrace.open(str(out))
-    for k in ROOT_META:
-        assert k in t.meta, k
-    assert len(t.meta["hosts"]) == n and t.meta["rank_to_node"] == [0] * n
-    assert t.meta["mpi_library"].startswith("MPICH")
-    return t.bench(suite)
-
+from tests.support.mpiutil import bench, run_mpi, tool
 
 def parse(suite: str, *opts: str) -> argparse.Namespace:
     p = argparse.ArgumentParser()
@@ -235,7 +219,6 @@ def test_pairs_from_two_node_topology(nodes, pairs):
 def test_unusable_output_refused_before_measuring(tmp_path, prog):
     """bench and calibrate add a run to their output: one that cannot be written, or an existing
     file that is not minitrace's, is one line from rank 0 before any measurement."""
-    from .mpiutil import tool
     (tmp_path / "notes.txt").write_text("mine")
     cases = {tmp_path / "nodir" / "b.h5": "cannot write here: the directory does not exist",
              tmp_path: "cannot read: Is a directory",

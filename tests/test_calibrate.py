@@ -1,8 +1,10 @@
-"""minitrace calibrate on a real 2-rank MPI job: the calibration file round-trips and appends
-runs, and the SMPI options and platform it derives make SimGrid replay a ping-pong in the time
-the fit says (within 1%), for eager and rendezvous sizes alike."""
+"""minitrace calibrate on a real 2-rank MPI job (a quick run appended to the demo's
+calibration): the calibration file round-trips and appends runs, and the SMPI options and
+platform it derives make SimGrid replay a ping-pong in the time the fit says (within 1%), for
+eager and rendezvous sizes alike."""
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 
@@ -15,7 +17,7 @@ from minitrace.errors import MinitraceError
 from minitrace.model import TraceBuilder
 from minitrace.replay.platforms import Cluster
 from minitrace.replay import replay
-from tests.mpiutil import tool
+from tests.support.mpiutil import tool
 
 pytestmark = pytest.mark.timeout(600)
 QUICK = ["--nsizes", "16", "--reps", "1", "--iterations", "8", "--iterations-large", "3",
@@ -30,9 +32,10 @@ def _calibrate(path, seed, *extra):
 
 
 @pytest.fixture(scope="module")
-def calibration(tmp_path_factory):
+def calibration(demo, tmp_path_factory):
+    """The demo's calibration (one run), and a quick run appended to a copy of it."""
     path = tmp_path_factory.mktemp("cal") / "machine.h5"
-    _calibrate(path, 1)
+    shutil.copyfile(demo.out / "machine.h5", path)
     first = load(str(path))
     _calibrate(path, 2, "--cold-from", "65536")     # large ping-pongs on cold buffers
     return path, first, load(str(path))

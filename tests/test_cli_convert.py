@@ -10,7 +10,7 @@ import pytest
 
 from minitrace.model import TraceBuilder
 from minitrace.storage import write_trace
-from tests.fixtures import DATA, SHARED, ti_traces
+from tests.support.fixtures import DATA, SHARED, ti_traces
 
 FIX = SHARED / "simgrid_ti"
 OWN = DATA / "ti"
@@ -49,14 +49,21 @@ def test_export_ti_and_csv(tmp_path):
                    "1 alltoallv 200 40 50 60 100 20 50 15\n"
                    "2 alltoallv 40 20 15 5 95 30 60 5\n"
                    "0 finalize\n1 finalize\n2 finalize\n")
+    _import_then_export_alltoallv(src, tmp_path, "1 alltoallv 150 40 50 60 85 20 50 15",
+                                  "150", "40 50 60 20 50 15")
+
+
+def _import_then_export_alltoallv(src, tmp_path, rank1_line: str, rank1_sent: str,
+                                  rank1_vector: str) -> None:
+    """Import a 3-rank TI trace of one alltoallv, export it as TI (a list file, then a single
+    file: 9 lines) and CSV; rank 1's line and its CSV row are as given."""
     h5 = tmp_path / "t.h5"
     assert mt("import", src, "-o", h5).returncode == 0
     p = mt("export", h5, "--format", "ti", "-o", tmp_path / "list")
     assert p.returncode == 0 and "exact" in p.stdout and p.stderr == ""
     assert (tmp_path / "list").read_text() == "list_files/0.txt\nlist_files/1.txt\n" \
         "list_files/2.txt\n"
-    assert (tmp_path / "list_files/1.txt").read_text() == \
-        "1 init\n1 alltoallv 150 40 50 60 85 20 50 15\n1 finalize\n"
+    assert (tmp_path / "list_files/1.txt").read_text() == f"1 init\n{rank1_line}\n1 finalize\n"
     p = mt("export", h5, "--format", "ti", "--layout", "single", "-o", tmp_path / "one.txt")
     assert p.returncode == 0
     assert len((tmp_path / "one.txt").read_text().splitlines()) == 9
@@ -67,30 +74,13 @@ def test_export_ti_and_csv(tmp_path):
     assert len(table) == 9
     row = table[4]
     assert (row["rank"], row["index"], row["kind"], row["bytes_sent"], row["vector"]) == \
-        ("1", "1", "alltoallv", "150", "40 50 60 20 50 15")
+        ("1", "1", "alltoallv", rank1_sent, rank1_vector)
 
 
 @pytest.mark.thirdparty
 def test_export_simgrid_example_ti_and_csv(tmp_path):
-    h5 = tmp_path / "t.h5"
-    assert mt("import", FIX / "actions_alltoallv.txt", "-o", h5).returncode == 0
-    p = mt("export", h5, "--format", "ti", "-o", tmp_path / "list")
-    assert p.returncode == 0 and "exact" in p.stdout and p.stderr == ""
-    assert (tmp_path / "list").read_text() == "list_files/0.txt\nlist_files/1.txt\n" \
-        "list_files/2.txt\n"
-    assert (tmp_path / "list_files/1.txt").read_text() == \
-        "1 init\n1 alltoallv 121 80 1 40 71 40 1 30\n1 finalize\n"
-    p = mt("export", h5, "--format", "ti", "--layout", "single", "-o", tmp_path / "one.txt")
-    assert p.returncode == 0
-    assert len((tmp_path / "one.txt").read_text().splitlines()) == 9
-    p = mt("export", h5, "--format", "csv", "-o", tmp_path / "a.csv")
-    assert p.returncode == 0
-    with open(tmp_path / "a.csv") as f:
-        table = list(csv.DictReader(f))
-    assert len(table) == 9
-    row = table[4]
-    assert (row["rank"], row["index"], row["kind"], row["bytes_sent"], row["vector"]) == \
-        ("1", "1", "alltoallv", "121", "80 1 40 40 1 30")
+    _import_then_export_alltoallv(FIX / "actions_alltoallv.txt", tmp_path,
+                                  "1 alltoallv 121 80 1 40 71 40 1 30", "121", "80 1 40 40 1 30")
 
 
 def test_lossy_export_from_cli(tmp_path):

@@ -12,7 +12,7 @@ from minitrace.compress import loops
 from minitrace.compress import signatures as S
 from minitrace.converters.simgrid_ti import read_ti
 from minitrace.model import TraceBuilder
-from tests import fixtures
+from tests.support import fixtures
 from tests.test_storage import small_trace
 
 STRUCTURE = ("kind", "flags", "peer", "tag", "comm", "bytes_sent", "bytes_recv", "request",

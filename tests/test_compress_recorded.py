@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 import minitrace
-from tests.mpiutil import mpicc
-from tests.record_util import build, record
+from tests.support.mpiutil import mpicc
+from tests.support.record_util import record
 
 pytestmark = pytest.mark.timeout(300)
 APPS = Path(__file__).resolve().parents[1] / "benchmarks" / "apps"
@@ -26,12 +26,12 @@ def mt(*args) -> subprocess.CompletedProcess:
     return p
 
 
-def _program(name: str, tmp: Path) -> str:
+def _program(name: str, tmp: Path, programs) -> str:
     if (APPS / f"{name}.c").exists():
         out = tmp / name
         mpicc(APPS / f"{name}.c", out)
         return str(out)
-    return build(name, tmp)
+    return programs(name)
 
 
 CASES = [("halo", 4, ["40", "2000"]), ("cg3d", 4, ["16", "30"]), ("amr", 4, ["25"]),
@@ -39,8 +39,8 @@ CASES = [("halo", 4, ["40", "2000"]), ("cg3d", 4, ["16", "30"]), ("amr", 4, ["25
 
 
 @pytest.mark.parametrize("name,n,args", CASES, ids=[c[0] for c in CASES])
-def test_recorded_program_round_trips(tmp_path, name, n, args):
-    exe = _program(name, tmp_path)
+def test_recorded_program_round_trips(programs, tmp_path, name, n, args):
+    exe = _program(name, tmp_path, programs)
     plain, packed, back = (tmp_path / f for f in ("plain.h5", "packed.h5", "back.h5"))
     record(plain, n, [exe, *args])
     said = mt("compress", plain, "-o", packed).stdout
@@ -58,8 +58,8 @@ def test_recorded_program_round_trips(tmp_path, name, n, args):
     mt("validate", packed)
 
 
-def test_record_compress_writes_the_compressed_form(tmp_path):
-    exe = build("halo", tmp_path)
+def test_record_compress_writes_the_compressed_form(programs, tmp_path):
+    exe = programs("halo")
     out = tmp_path / "halo.h5"
     p = record(out, 4, [exe, "60", "1000"], extra=["--compress"])
     assert "uncompressed it would have been" in p.stdout

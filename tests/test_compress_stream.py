@@ -17,7 +17,7 @@ from minitrace.compress.stream import RankText, streamable
 from minitrace.converters.simgrid_ti import ExportReport, read_ti, write_ti
 from minitrace.replay.replayer_build import binary
 from minitrace.replay.work import in_flops
-from tests import fixtures
+from tests.support import fixtures
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -54,7 +54,6 @@ def test_a_trace_the_export_lowers_is_not_streamed():
     assert "lowers" in streamable(compress(b.build()))
 
 
-@pytest.mark.skipif(binary() is None, reason="the native replayer is not built")
 @pytest.mark.parametrize("name,data,rate", list(_traces())[:2] + list(_traces())[3:], ids=lambda x: x
                          if isinstance(x, str) else "")
 def test_replay_from_the_compressed_file_predicts_the_same_times(tmp_path, name, data, rate):
@@ -75,7 +74,6 @@ def test_replay_from_the_compressed_file_predicts_the_same_times(tmp_path, name,
     assert _feeder(str(packed), tmp_path / "w2", rate, None, None, binary(), False) is not None
 
 
-@pytest.mark.skipif(binary() is None, reason="the native replayer is not built")
 def test_a_rank_without_init_is_refused_as_from_the_column_form(tmp_path):
     from minitrace import MinitraceError
     data = synthetic.loop_trace(2, 200, True)

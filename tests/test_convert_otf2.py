@@ -3,24 +3,22 @@ ping-pong: locations, comms, MPI events), the writer's round trip, bad inputs, t
 third-party cross-checks, on Score-P's own archive of a ping-pong (../shared/fixtures/otf2)."""
 from __future__ import annotations
 
-import importlib.util
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import numpy as np
+import otf2
 import pytest
 
-otf2 = pytest.importorskip("otf2")
-
-import minitrace  # noqa: E402
-from minitrace import kinds as K  # noqa: E402
-from minitrace.converters.otf2 import read_otf2, write_otf2  # noqa: E402
-from minitrace.errors import MinitraceError  # noqa: E402
-from minitrace.model import TraceBuilder  # noqa: E402
-from minitrace.validate import validate  # noqa: E402
-from tests.fixtures import SHARED  # noqa: E402
+import minitrace
+from minitrace import kinds as K
+from minitrace.converters.otf2 import read_otf2, write_otf2
+from minitrace.errors import MinitraceError
+from minitrace.model import TraceBuilder
+from minitrace.validate import validate
+from tests.support.fixtures import SHARED
 
 PINGPONG = SHARED / "otf2" / "scorep_pingpong" / "traces.otf2"
 MPI_KINDS = [c for c, n, cat in K.KINDS if cat not in ("meta",)] + [K.CODE["init"],
@@ -881,7 +879,6 @@ def test_nonblocking_collectives_without_request_events(tmp_path):
             + [ids[9:]]
 
 
-@pytest.mark.skipif(importlib.util.find_spec("simgrid") is None, reason="SimGrid not installed")
 def test_nonblocking_collectives_without_request_events_replay(tmp_path):
     """The CLI converts such an archive (saying how many waits it linked in order) and the trace
     replays on SimGrid without --lossy."""

@@ -15,7 +15,7 @@ from minitrace.converters.detect import detect, read_any
 from minitrace.converters.tau import decode_message, read_tau
 from minitrace.errors import MinitraceError
 from minitrace.validate import validate
-from tests.fixtures import DATA, SHARED
+from tests.support.fixtures import DATA, SHARED
 
 OSU = SHARED / "tau" / "osu_allgather_2ranks"
 #: TAU's record {int32 ev; uint16 nid; uint16 tid; int64 par; uint64 ti}, and the 64-bit variant

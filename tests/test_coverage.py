@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("pympistandard")
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "c_shim"))      # for its own import of generate
 _spec = importlib.util.spec_from_file_location("shim_coverage", ROOT / "c_shim" / "coverage.py")

@@ -3,8 +3,8 @@ ranks: --check predicts the 5-rank run from the others with the structure identi
 from pathlib import Path
 
 from minitrace.cli import main
-from tests.mpiutil import mpicc
-from tests.record_util import record
+from tests.support.mpiutil import mpicc
+from tests.support.record_util import record
 
 APP = Path(__file__).resolve().parent.parent / "benchmarks" / "apps" / "halo1d.c"
 

@@ -16,10 +16,10 @@ import pytest
 
 from minitrace import kinds as K
 from minitrace import rawlayout as L
-from tests.fixtures import DATA
+from tests.support.fixtures import DATA
 from tests.fuzz import engine as E
-from tests.mpiutil import tool
-from tests.record_util import build, first_chunk
+from tests.support.mpiutil import tool
+from tests.support.record_util import first_chunk
 
 pytestmark = pytest.mark.timeout(600)
 REPO = Path(__file__).resolve().parents[1]
@@ -39,10 +39,10 @@ def one_line_error(p: subprocess.CompletedProcess, *words: str) -> None:
 
 
 @pytest.fixture(scope="module")
-def raw(tmp_path_factory) -> Path:
+def raw(programs, tmp_path_factory) -> Path:
     """A recorded raw directory (3-rank ring), made once."""
     d = tmp_path_factory.mktemp("rec")
-    exe = build("ring", d)
+    exe = programs("ring")
     p = mt("record", "--keep-raw", "-o", d / "ring.h5", "--", tool("mpiexec"), "-n", 3, exe, 20)
     assert p.returncode == 0, p.stderr
     return Path(glob.glob(str(d / "ring.h5.raw-*"))[0])

@@ -8,7 +8,7 @@ import pytest
 
 from minitrace.analysis import projection as P
 from minitrace.storage import write_bench
-from tests.gev_synth import truth, write_variability
+from tests.support.gev_synth import truth, write_variability
 
 
 def mt(*args, timeout=120):

@@ -1,4 +1,4 @@
-"""End-to-end coverage of `project()` on synthetic runs with a known truth (tests/gev_synth.py):
+"""End-to-end coverage of `project()` on synthetic runs with a known truth (tests/support/gev_synth.py):
 for every method, model and scale factor, the 95% intervals of the rows that carry no flag
 hold the true E[max over S ranks] in 90-99% of the runs, and the rows known to be biased are
 flagged.  benchmarks/bench_gev_coverage.py is the larger study (more parents, 2 x 8 ranks).
@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from minitrace.analysis.projection import NONPARAM_MAX_RATIO, project
-from tests.gev_synth import parent_run, parent_truth
+from tests.support.gev_synth import parent_run, parent_truth
 
 NODES, PER_NODE, ITERATIONS = 2, 4, 200
 FACTORS = (4, 16, 64)

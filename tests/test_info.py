@@ -12,25 +12,14 @@ import pytest
 
 import minitrace
 
-from .test_bench import bench
 
 NUM = r"([-+0-9.e]+|nan|inf)"
 
 
 @pytest.fixture(scope="module")
-def info(tmp_path_factory):
+def info(bench_file):
     """(stdout of `minitrace info`, {suite: BenchResult}) for one file with every suite."""
-    out = tmp_path_factory.mktemp("info") / "all.h5"
-    bench(2, "variability", out, "--iterations", "6", "--warmup", "1", "--mu", "2e-4",
-          "--sigma", "5e-5", "--seed", "4")
-    bench(2, "pt2pt", out, "--max-size", "64", "--reps", "3", "--iterations", "4",
-          "--iterations-large", "2", "--skip", "1", "--window", "4")
-    bench(2, "collectives", out, "--ops", "barrier,bcast,allreduce", "--max-size", "32",
-          "--iterations", "5", "--warmup", "1")
-    bench(2, "partitioned", out, "--max-k", "2", "--warmup", "1", "--runs", "3", "--threads",
-          "2", "--mu", "5e-5")
-    bench(2, "thresholds", out, "--min-size", "1024", "--max-size", str(1 << 16), "--refine",
-          "1", "--probe-timeout", "1.0", "--delay", "0.01", timeout=120)
+    out = bench_file
     text = subprocess.run([sys.executable, "-m", "minitrace.cli", "info", str(out)],
                           capture_output=True, text=True, timeout=60, check=True).stdout
     t = minitrace.open(str(out))

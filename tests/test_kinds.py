@@ -53,7 +53,6 @@ def test_every_send_mode_is_a_send_everywhere(kind, tmp_path):
     """Blocking or not, every mode is matched by validation, keeps its request through OTF2
     (non-blocking modes used to be a separate set there), is named alike by the OTF2/TAU call
     decoder, and is written to SimGrid as its standard-mode send."""
-    pytest.importorskip("otf2")
     from minitrace.converters.otf2 import read_otf2, write_otf2
 
     data = _one_message(kind).build()
@@ -82,7 +81,6 @@ def test_every_send_mode_is_a_send_everywhere(kind, tmp_path):
 def test_abort_is_an_mpi_call_in_otf2(tmp_path):
     """The recorder keeps MPI_Abort as an ``abort`` action: OTF2 keeps it as an MPI_Abort region
     (its error code, in ``tag``, has no OTF2 event) and reads it back; TI cannot express it."""
-    pytest.importorskip("otf2")
     from minitrace.converters.otf2 import read_otf2, write_otf2
 
     b = TraceBuilder(2)

@@ -295,10 +295,10 @@ def test_a_trace_with_nothing_to_lower_is_returned_as_it_is():
 
 
 @pytest.fixture(scope="module")
-def recorded(tmp_path_factory):
-    from tests.record_util import build, record
+def recorded(programs, tmp_path_factory):
+    from tests.support.record_util import record
     d = tmp_path_factory.mktemp("lowering")
-    exe = build("lowering", d)
+    exe = programs("lowering")
     out = d / "lowering.h5"
     record(out, 4, [exe], volume="cputime")
     return out

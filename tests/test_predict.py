@@ -1,16 +1,19 @@
-"""minitrace predict on a trace recorded here: the bundled Jacobi solver on 2 ranks, recorded
-with minitrace record and predicted with a calibration of this machine made in the test.
+"""minitrace predict on a trace recorded here: the demo's recording of the bundled Jacobi solver
+(1024x1024, 400 sweeps, 2 ranks: the benchmark's configuration) and the demo's calibration of
+this machine (conftest's ``demo``).
 
-The bound on the self-check's error is generous on purpose (50%): the test machine is shared
-and small, and a rank descheduled during the recording makes any replay too short.  When that
-happens the prediction must say so (not comparable) instead of passing the error off as
-accurate; the deterministic parts are checked exactly either way."""
+The self-check's error is bounded where benchmarks/RESULTS.md ("Prediction accuracy",
+bench_accuracy on an idle machine) puts it, widened only by what the prediction itself measured
+of the recording's disturbance: a rank that got a share s of a core ran about 1/s too long, so
+the bound is error >= s(1 - IDLE_BOUND) - 1.  A recording disturbed enough to be no longer
+comparable (s < MIN_CORE_SHARE, a loaded CI machine) must say so instead: the flag is asserted,
+and, apart, a recording made to look loaded (its CPU time halved) must be flagged, never
+passed off as accurate."""
 from __future__ import annotations
 
 import json
 import subprocess
 import sys
-from importlib import resources
 
 import numpy as np
 import pytest
@@ -18,30 +21,21 @@ import pytest
 import minitrace
 from minitrace import kinds as K
 from minitrace.predict import MIN_CORE_SHARE, predict, report
-from tests.mpiutil import mpicc, tool
-from tests.record_util import record
 
 pytestmark = pytest.mark.timeout(600)
-BOUND = 0.5
+#: The worst self-check error benchmarks/RESULTS.md reports on an idle machine for the five
+#: apps' least disturbed recordings (transpose, -3.2%; the README's 1.3-3.2%); the Jacobi's own
+#: three recordings were -2.4%, -2.6%, -2.9%.
+IDLE_BOUND = 0.032
 
 
 @pytest.fixture(scope="module")
-def recorded(tmp_path_factory):
-    d = tmp_path_factory.mktemp("predict")
-    exe = d / "jacobi2d"
-    mpicc(resources.files("minitrace") / "data" / "jacobi2d.c", exe, "-lm")
-    trace = d / "jacobi.h5"
-    record(trace, 2, [str(exe), "384", "300"], volume="cputime")
-    cal = d / "machine.h5"
-    cmd = [sys.executable, "-m", "minitrace", "calibrate", "-o", str(cal), "--nsizes", "16",
-           "--reps", "1", "--iterations", "8", "--iterations-large", "3", "--max-size",
-           str(1 << 22), "--quiet", "--", tool("mpiexec"), "-n", "2"]
-    p = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
-    assert p.returncode == 0, p.stderr
-    return trace, cal, d
+def recorded(demo, tmp_path_factory):
+    """(the demo's Jacobi trace, its calibration, a directory of this module's own)."""
+    return demo.out / "jacobi.h5", demo.out / "machine.h5", tmp_path_factory.mktemp("predict")
 
 
-def test_self_check_error_within_bound_or_flagged(recorded):
+def test_self_check_error_within_the_idle_bound_or_flagged(recorded):
     trace, cal, d = recorded
     p = predict(str(trace), str(cal), timeline=str(d / "timeline.png"))
     assert p.recorded_time > 0 and p.predicted_time > 0
@@ -61,11 +55,33 @@ def test_self_check_error_within_bound_or_flagged(recorded):
         assert parts <= p.rank_end_times[r] * (1 + 1e-9)
         assert parts == pytest.approx(p.rank_end_times[r], rel=0.05)
     assert all(t > 0 for t in p.init_time)
+    share = min(p.core_share + p.in_call_share)
     if p.comparable:
-        assert abs(p.error) <= BOUND, p
+        assert share >= MIN_CORE_SHARE
+        assert min(share, 1.0) * (1 - IDLE_BOUND) - 1 <= p.error <= IDLE_BOUND, p
     else:
-        assert min(p.core_share + p.in_call_share) < MIN_CORE_SHARE
+        assert share < MIN_CORE_SHARE
         assert any(w.startswith("not comparable") for w in p.warnings)
+
+
+def test_a_loaded_recording_is_flagged_not_comparable(recorded):
+    """What a loaded machine records, half a core per rank (CPU time half the wall time between
+    calls): the replay, which gives each rank a core, is far too short, and says why."""
+    trace, cal, d = recorded
+    loaded = d / "loaded.h5"
+    with minitrace.open(str(trace)) as t:
+        data = t.data()
+    compute = data.actions["kind"] == K.code("compute")
+    cpu = data.actions["volume"][compute]
+    wall = (data.actions["t_end"] - data.actions["t_start"])[compute]
+    data.actions["volume"][compute] = np.minimum(cpu, wall) / 2
+    minitrace.storage.write_trace(str(loaded), data)
+    p = predict(str(loaded), str(cal))
+    assert not p.comparable
+    assert max(p.core_share) <= 0.5 + 1e-9
+    assert any(w.startswith("not comparable: rank ") and "of a core between MPI calls" in w
+               for w in p.warnings), p.warnings
+    assert p.error < 0 and np.isfinite(p.error)        # reported, and flagged
 
 
 def test_cli_json_and_other_platforms(recorded):

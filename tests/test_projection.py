@@ -7,7 +7,7 @@ from scipy import integrate, special, stats
 
 from minitrace.analysis import emma, gev
 from minitrace.analysis import projection as P
-from tests.gev_synth import parent_run, parent_truth, truth, variability
+from tests.support.gev_synth import parent_run, parent_truth, truth, variability
 
 
 @pytest.mark.parametrize("m", [1, 2, 3.5, 16, 1000])

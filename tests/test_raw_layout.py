@@ -14,7 +14,7 @@ import pytest
 from minitrace import kinds as K
 from minitrace import merge
 from minitrace import rawlayout as L
-from tests.mpiutil import tool
+from tests.support.mpiutil import tool
 
 GENERATE = Path(__file__).resolve().parents[1] / "c_shim" / "generate.py"
 

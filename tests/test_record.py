@@ -10,16 +10,10 @@ import numpy as np
 import pytest
 
 from minitrace import kinds as K
-from tests.mpiutil import tool
-from tests.record_util import PROGRAMS, Ranked, build, record
+from tests.support.record_util import PROGRAMS, Ranked, record
 
 pytestmark = pytest.mark.timeout(300)
 C = K.CODE
-
-
-@pytest.fixture(scope="module")
-def bindir(tmp_path_factory):
-    return tmp_path_factory.mktemp("bin")
 
 
 def _compute_before_each_call(tr: Ranked, rank: int) -> None:
@@ -33,8 +27,8 @@ def _compute_before_each_call(tr: Ranked, rank: int) -> None:
     assert (np.diff(a["t_start"][~comp]) >= 0).all() and (a["t_end"] >= a["t_start"]).all()
 
 
-def test_ring_c(bindir, tmp_path):
-    exe = build("ring", bindir)
+def test_ring_c(programs, tmp_path):
+    exe = programs("ring")
     p = record(tmp_path / "ring.h5", 3, [exe, "3"])
     assert "validation: OK" in p.stdout
     tr = Ranked(tmp_path / "ring.h5")
@@ -52,8 +46,8 @@ def test_ring_c(bindir, tmp_path):
         _compute_before_each_call(tr, r)
 
 
-def test_halo_isend_irecv_waitall(bindir, tmp_path):
-    exe = build("halo", bindir)
+def test_halo_isend_irecv_waitall(programs, tmp_path):
+    exe = programs("halo")
     iters = 5
     p = record(tmp_path / "halo.h5", 4, [exe, str(iters)])
     assert "validation: OK" in p.stdout
@@ -81,8 +75,8 @@ def test_halo_isend_irecv_waitall(bindir, tmp_path):
         _compute_before_each_call(tr, r)
 
 
-def test_every_collective(bindir, tmp_path):
-    exe = build("colls", bindir)
+def test_every_collective(programs, tmp_path):
+    exe = programs("colls")
     P = 4
     record(tmp_path / "c.h5", P, [exe])
     tr = Ranked(tmp_path / "c.h5")
@@ -140,8 +134,8 @@ def test_every_collective(bindir, tmp_path):
         assert all(row["volume"] == 0 for row in others)
 
 
-def test_comm_split_and_any_source(bindir, tmp_path):
-    exe = build("split", bindir)
+def test_comm_split_and_any_source(programs, tmp_path):
+    exe = programs("split")
     p = record(tmp_path / "s.h5", 4, [exe])
     assert "validation: OK" in p.stdout
     tr = Ranked(tmp_path / "s.h5")
@@ -172,8 +166,8 @@ def test_comm_split_and_any_source(bindir, tmp_path):
             K.FLAG_ANY_SOURCE | K.FLAG_ANY_TAG).all()
 
 
-def test_persistent_and_partitioned(bindir, tmp_path):
-    exe = build("persist", bindir)
+def test_persistent_and_partitioned(programs, tmp_path):
+    exe = programs("persist")
     p = record(tmp_path / "p.h5", 2, [exe])
     assert "validation: OK" in p.stdout
     tr = Ranked(tmp_path / "p.h5")
@@ -201,8 +195,8 @@ def test_persistent_and_partitioned(bindir, tmp_path):
     assert all(tr.vector(x) == [3] for x in arr)
 
 
-def test_threads_multiple(bindir, tmp_path):
-    exe = build("threads", bindir)
+def test_threads_multiple(programs, tmp_path):
+    exe = programs("threads")
     M = 25
     p = record(tmp_path / "t.h5", 2, [exe, str(M)])
     assert "validation: OK" in p.stdout
@@ -218,8 +212,8 @@ def test_threads_multiple(bindir, tmp_path):
         _compute_before_each_call(tr, r)
 
 
-def test_sigkill_keeps_everything_recorded(bindir, tmp_path):
-    exe = build("selfkill", bindir)
+def test_sigkill_keeps_everything_recorded(programs, tmp_path):
+    exe = programs("selfkill")
     k = 3000
     done = tmp_path / "sent.txt"
     p = record(tmp_path / "k.h5", 2, [exe, str(k), str(done)], expect_rc=None, extra=["--keep-raw"])

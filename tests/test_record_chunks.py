@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tests.mpiutil import mpicc
-from tests.record_util import Ranked, build, record
+from tests.support.mpiutil import mpicc
+from tests.support.record_util import Ranked, record
 
 pytestmark = pytest.mark.timeout(300)
 ANY_TAG = -1    # MPI_ANY_TAG in MPICH and Open MPI: the tag of a status from MPI_PROC_NULL
@@ -79,9 +79,9 @@ def test_short_vectors_inlined_exact(tmp_path):
         assert (wa["request"] == -1).all()
 
 
-def test_many_chunks_keep_every_record(tmp_path):
+def test_many_chunks_keep_every_record(programs, tmp_path):
     n = 60000   # 60000 comm_size + 60000 sendrecv (+ a vector record each): 4+ chunks of 4 MiB
-    exe = build("callcost", tmp_path)
+    exe = programs("callcost")
     p = record(tmp_path / "cc.h5", 1, [exe, str(n)])
     assert "validation: OK" in p.stdout
     tr = Ranked(tmp_path / "cc.h5")

@@ -8,7 +8,7 @@ import pytest
 
 from minitrace import kinds as K
 from minitrace.converters.simgrid_ti import write_ti
-from tests.record_util import Ranked, build, record
+from tests.support.record_util import Ranked, record
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -18,9 +18,9 @@ CREATIONS = ["cart_create", "cart_sub", "comm_idup", "comm_dup", "comm_create_fr
 
 
 @pytest.fixture(scope="module")
-def trace(tmp_path_factory):
+def trace(programs, tmp_path_factory):
     d = tmp_path_factory.mktemp("comms")
-    p = record(d / "comms.h5", 4, [build("comms", d)])
+    p = record(d / "comms.h5", 4, [programs("comms")])
     assert "validation: OK" in p.stdout
     return Ranked(d / "comms.h5")
 

@@ -14,19 +14,14 @@ import pytest
 from minitrace import kinds as K
 from minitrace.errors import MinitraceError
 from minitrace.record import shim_env, shim_path
-from tests.mpiutil import run_mpi, tool
-from tests.record_util import Ranked, build, record
+from tests.support.mpiutil import run_mpi, tool
+from tests.support.record_util import Ranked, record
 
 pytestmark = pytest.mark.timeout(300)
 
 
-@pytest.fixture(scope="module")
-def bindir(tmp_path_factory):
-    return tmp_path_factory.mktemp("bin")
-
-
-def test_preload_into_non_mpi_program_changes_nothing(bindir, tmp_path):
-    exe = build("nompi", bindir)
+def test_preload_into_non_mpi_program_changes_nothing(programs, tmp_path):
+    exe = programs("nompi")
     plain = subprocess.run([exe, "a", "b"], capture_output=True, text=True, timeout=60)
     env = dict(os.environ, LD_PRELOAD=shim_path(), MINITRACE_DIR=str(tmp_path / "raw"))
     traced = subprocess.run([exe, "a", "b"], capture_output=True, text=True, timeout=60, env=env)
@@ -35,8 +30,8 @@ def test_preload_into_non_mpi_program_changes_nothing(bindir, tmp_path):
     assert not (tmp_path / "raw").exists()
 
 
-def test_shim_disables_itself_on_unwritable_dir(bindir, tmp_path):
-    exe = build("ring", bindir)
+def test_shim_disables_itself_on_unwritable_dir(programs, tmp_path):
+    exe = programs("ring")
     blocker = tmp_path / "a-file"
     blocker.write_text("not a directory")
     env = {"LD_PRELOAD": shim_path(), "MINITRACE_DIR": str(blocker / "raw")}
@@ -58,9 +53,9 @@ def _limit_file_size():
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
 
 
-def test_rank_that_stops_recording_makes_the_trace_incomplete(bindir, tmp_path):
+def test_rank_that_stops_recording_makes_the_trace_incomplete(programs, tmp_path):
     """A full disk, without root: RLIMIT_FSIZE makes growing the raw file fail (EFBIG)."""
-    exe = build("callcost", bindir)
+    exe = programs("callcost")
     raw = tmp_path / "raw"
     env = dict(os.environ, LD_PRELOAD=shim_path(), MINITRACE_DIR=str(raw),
                MINITRACE_VOLUME="walltime")
@@ -91,8 +86,8 @@ def test_rank_that_stops_recording_makes_the_trace_incomplete(bindir, tmp_path):
         assert SLOTS - 3 <= len(names) - 1 <= 2 * SLOTS - 3
 
 
-def test_record_fails_clearly_on_unwritable_output(bindir, tmp_path):
-    exe = build("ring", bindir)
+def test_record_fails_clearly_on_unwritable_output(programs, tmp_path):
+    exe = programs("ring")
     blocker = tmp_path / "a-file"
     blocker.write_text("x")
     p = record(blocker / "out.h5", 2, [exe, "2"], expect_rc=1)
@@ -101,15 +96,15 @@ def test_record_fails_clearly_on_unwritable_output(bindir, tmp_path):
         f"minitrace: error: {blocker}: not a directory: cannot write into it"]
 
 
-def test_program_exit_code_is_returned(bindir, tmp_path):
-    exe = build("threads", bindir)
+def test_program_exit_code_is_returned(programs, tmp_path):
+    exe = programs("threads")
     # 3 ranks: rank 2's partner (rank 3) does not exist -> MPI error; record returns non-zero
     p = record(tmp_path / "x.h5", 3, [exe, "1"], expect_rc=None, timeout=120)
     assert p.returncode != 0
 
 
-def test_counter_forced_unavailable_falls_back_to_cputime(bindir, tmp_path):
-    exe = build("ring", bindir)
+def test_counter_forced_unavailable_falls_back_to_cputime(programs, tmp_path):
+    exe = programs("ring")
     env = {"MINITRACE_FORCE_NO_HWCOUNTER": "1"}
     p = record(tmp_path / "i.h5", 2, [exe, "2"], volume="instructions", env=env)
     assert "no hardware instruction counter" in p.stderr
@@ -123,8 +118,8 @@ def test_counter_forced_unavailable_falls_back_to_cputime(bindir, tmp_path):
     assert (tr.meta["volume_requested"], tr.meta["volume_source"]) == ("auto", "cputime")
 
 
-def test_walltime_volume_is_the_gap_between_calls(bindir, tmp_path):
-    exe = build("halo", bindir)
+def test_walltime_volume_is_the_gap_between_calls(programs, tmp_path):
+    exe = programs("halo")
     record(tmp_path / "w.h5", 2, [exe, "4", "200000"], volume="walltime")
     tr = Ranked(tmp_path / "w.h5")
     assert tr.meta["volume_source"] == "walltime"
@@ -136,8 +131,8 @@ def test_walltime_volume_is_the_gap_between_calls(bindir, tmp_path):
         assert np.allclose(a["t_start"][comp], a["t_end"][comp - 1], atol=2e-9)
 
 
-def test_cputime_volume_sees_the_compute(bindir, tmp_path):
-    exe = build("halo", bindir)
+def test_cputime_volume_sees_the_compute(programs, tmp_path):
+    exe = programs("halo")
     record(tmp_path / "c.h5", 2, [exe, "4", "3000000"], volume="cputime")
     tr = Ranked(tmp_path / "c.h5")
     for r in range(2):

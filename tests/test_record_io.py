@@ -7,15 +7,15 @@ import pytest
 
 from minitrace import kinds as K
 from minitrace.converters.simgrid_ti import write_ti
-from tests.record_util import Ranked, build, record
+from tests.support.record_util import Ranked, record
 
 pytestmark = pytest.mark.timeout(300)
 
 
 @pytest.fixture(scope="module")
-def trace(tmp_path_factory):
+def trace(programs, tmp_path_factory):
     d = tmp_path_factory.mktemp("io")
-    p = record(d / "io.h5", 3, [build("io", d), str(d / "data.bin")])
+    p = record(d / "io.h5", 3, [programs("io"), str(d / "data.bin")])
     assert "validation: OK" in p.stdout
     assert (d / "data.bin").stat().st_size >= 308 and not (d / "data.bin.2").exists()
     return Ranked(d / "io.h5")

@@ -6,13 +6,13 @@ from __future__ import annotations
 import pytest
 
 from minitrace import kinds as K
-from tests.record_util import Ranked, build, record
+from tests.support.record_util import Ranked, record
 
 pytestmark = pytest.mark.timeout(300)
 
 
-def test_isendrecv_ring(tmp_path):
-    p = record(tmp_path / "isr.h5", 3, [build("isendrecv", tmp_path)])
+def test_isendrecv_ring(programs, tmp_path):
+    p = record(tmp_path / "isr.h5", 3, [programs("isendrecv")])
     assert "validation: OK" in p.stdout
     tr = Ranked(tmp_path / "isr.h5")
     for r in range(3):
@@ -30,8 +30,8 @@ def test_isendrecv_ring(tmp_path):
         assert not (sr["flags"] | rp["flags"]) & K.FLAG_UNRESOLVED
 
 
-def test_wildcard_receive_half_is_unresolved(tmp_path):
-    p = record(tmp_path / "w.h5", 3, [build("isendrecv", tmp_path), "wild"], expect_rc=1)
+def test_wildcard_receive_half_is_unresolved(programs, tmp_path):
+    p = record(tmp_path / "w.h5", 3, [programs("isendrecv"), "wild"], expect_rc=1)
     assert "3 unresolved-recv" in p.stdout
     tr = Ranked(tmp_path / "w.h5")
     for r in range(3):

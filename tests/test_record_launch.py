@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from minitrace.record import shim_path
-from tests.mpiutil import OPEN_MPI_LAUNCH_ENV, is_open_mpi, tool
-from tests.record_util import PROGRAMS
+from tests.support.mpiutil import OPEN_MPI_LAUNCH_ENV, is_open_mpi, tool
+from tests.support.record_util import PROGRAMS
 
 pytestmark = pytest.mark.timeout(300)
 OPEN_MPI = is_open_mpi(tool("mpiexec"))

@@ -17,7 +17,7 @@ import pytest
 from minitrace import kinds as K
 from minitrace.converters.simgrid_ti import write_ti
 from minitrace.record import shim_path
-from tests.record_util import PROGRAMS, Ranked, record
+from tests.support.record_util import PROGRAMS, Ranked, record
 
 pytestmark = pytest.mark.timeout(300)
 

@@ -9,15 +9,15 @@ import pytest
 
 from minitrace import kinds as K
 from minitrace.converters.simgrid_ti import write_ti
-from tests.record_util import Ranked, build, record
+from tests.support.record_util import Ranked, record
 
 pytestmark = pytest.mark.timeout(300)
 
 
 @pytest.fixture(scope="module")
-def trace(tmp_path_factory):
+def trace(programs, tmp_path_factory):
     d = tmp_path_factory.mktemp("neighbor")
-    p = record(d / "nb.h5", 4, [build("neighbor", d)])
+    p = record(d / "nb.h5", 4, [programs("neighbor")])
     assert "validation: OK" in p.stdout
     return Ranked(d / "nb.h5")
 

@@ -14,8 +14,7 @@ import pytest
 from minitrace import kinds as K
 from minitrace.merge import merge_dir
 from minitrace.record import shim_env
-from tests.mpiutil import run_mpi
-from tests.record_util import build
+from tests.support.mpiutil import run_mpi
 
 pytestmark = pytest.mark.timeout(600)
 WINDOWS, W = 4096, 256          # 1,048,576 requests per rank
@@ -46,9 +45,9 @@ def completions(data, rank: int) -> np.ndarray:
 
 
 @pytest.fixture(scope="module")
-def run(tmp_path_factory):
+def run(programs, tmp_path_factory):
     tmp = tmp_path_factory.mktemp("reqwindow")
-    exe = build("reqwindow", tmp)
+    exe = programs("reqwindow")
     env = shim_env(str(tmp / "raw"), "walltime")
     env["MINITRACE_STATS"] = "1"
     p = run_mpi(2, [exe, str(WINDOWS), str(W), str(tmp)], env=env, timeout=300)

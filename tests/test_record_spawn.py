@@ -6,13 +6,13 @@ from __future__ import annotations
 import pytest
 
 from minitrace import kinds as K
-from tests.record_util import Ranked, build, record
+from tests.support.record_util import Ranked, record
 
 pytestmark = pytest.mark.timeout(300)
 
 
-def test_spawn_recorded_children_not_traced(tmp_path):
-    p = record(tmp_path / "sp.h5", 2, [build("spawn", tmp_path)])
+def test_spawn_recorded_children_not_traced(programs, tmp_path):
+    p = record(tmp_path / "sp.h5", 2, [programs("spawn")])
     assert "validation: OK" in p.stdout and p.stdout.count("spawn rank") == 2
     tr = Ranked(tmp_path / "sp.h5")
     assert tr.meta["nranks"] == 2 and tr.meta["complete"]

@@ -19,7 +19,6 @@ from minitrace.analysis import regress_history as H
 from minitrace.analysis.regress_metrics import run_metrics
 from minitrace.storage import write_bench
 
-from .test_bench import bench
 
 SEEDS = 200
 CP_TOLERANCE = 2  # runs: docs/REGRESS.md
@@ -294,23 +293,9 @@ def test_joint_test_sees_what_each_metric_misses():
 
 # -- metrics of real benchmark runs --------------------------------------------------------
 
-@pytest.fixture(scope="module")
-def real_run(tmp_path_factory):
-    """One file with four suites, each run for real under mpiexec -n 2 with tiny sizes."""
-    out = tmp_path_factory.mktemp("regress") / "run.h5"
-    bench(2, "variability", out, "--iterations", "6", "--warmup", "1", "--mu", "2e-4",
-          "--sigma", "5e-5")
-    bench(2, "pt2pt", out, "--max-size", "8", "--reps", "3", "--iterations", "4",
-          "--iterations-large", "2", "--skip", "1", "--window", "4")
-    bench(2, "collectives", out, "--ops", "barrier,allreduce", "--max-size", "16",
-          "--iterations", "5", "--warmup", "1")
-    bench(2, "partitioned", out, "--max-k", "1", "--warmup", "1", "--runs", "3",
-          "--threads", "2", "--mu", "5e-5")
-    return out
-
-
-def test_metrics_of_a_real_run(real_run):
-    t = minitrace.open(str(real_run))
+def test_metrics_of_a_real_run(bench_file):
+    """On the suites run for real (conftest's bench_file)."""
+    t = minitrace.open(str(bench_file))
     m = run_metrics(t)
     var, pt, col, part = (t.bench(s) for s in ("variability", "pt2pt", "collectives",
                                                 "partitioned"))
@@ -329,7 +314,7 @@ def test_metrics_of_a_real_run(real_run):
     assert m[f"partitioned/t2/{part['mode'][0]}/36/mean"] == (
         pytest.approx(part["bandwidth"][sel].mean()), -1)
     pt_names = [k for k in m if k.startswith("pt2pt/")]
-    assert len(pt_names) == 3 * 4 * 2  # kinds x sizes (1, 2, 4, 8) x (mean, sd)
+    assert len(pt_names) == 3 * 7 * 2  # kinds x sizes (1, 2, 4, ..., 64) x (mean, sd)
 
 
 def test_thresholds_and_unknown_groups(tmp_path):

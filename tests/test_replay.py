@@ -3,7 +3,6 @@ traces replay the same whatever form they are given in, bad input gives one line
 third-party cross-checks, SimGrid's own example traces give SimGrid's own published times."""
 from __future__ import annotations
 
-import importlib.util
 import json
 import math
 import re
@@ -16,15 +15,12 @@ from minitrace import cli
 from minitrace.errors import MinitraceError
 from minitrace.replay.platforms import Cluster, parse_quantity, read_hostfile
 from minitrace.replay import replay
-from tests.fixtures import DATA, OWN_TI, SHARED
+from tests.support.fixtures import DATA, OWN_TI, SHARED
 
 FIXTURES = SHARED / "simgrid_ti"
 OWN = DATA / "ti"
 PLATFORM, HOSTFILE = OWN / "platform.xml", OWN / "hostfile"
-pytestmark = [
-    pytest.mark.skipif(importlib.util.find_spec("simgrid") is None, reason="SimGrid not installed"),
-    pytest.mark.timeout(120),
-]
+pytestmark = pytest.mark.timeout(120)
 
 # -- third-party cross-checks: SimGrid's example traces on SimGrid's small_platform.xml ----------
 # Simulated times printed by SimGrid 4.1's examples/smpi/replay/replay.tesh (smpirun -replay on
@@ -206,8 +202,6 @@ def test_doubling_bandwidth_halves_a_bulk_transfer(tmp_path):
 def test_compute_in_seconds_needs_a_rate(tmp_path):
     """A trace timed in seconds on a 2 Gflop/s machine, replayed on 1 Gflop/s hosts: twice as
     long; a sleep stays in seconds."""
-    if importlib.util.find_spec("minitrace.converters.simgrid_ti") is None:
-        pytest.skip("no SimGrid TI converter")
     from minitrace.model import TraceBuilder
     b = TraceBuilder(2, meta={"volume_unit": "seconds"})
     for r, (work, nap) in enumerate([(0.5, 0.0), (0.25, 0.125)]):
@@ -224,15 +218,13 @@ def test_compute_in_seconds_needs_a_rate(tmp_path):
     assert r.notes == []
 
 
-def test_recorded_ring_is_latency_bound(tmp_path):
+def test_recorded_ring_is_latency_bound(programs, tmp_path):
     """Record the C token ring (3 ranks x 3 rounds of tiny messages, a real mpiexec job), then
     replay it: 9 sequential hops of 2 links each, so the time is at least 18 latencies and
     grows ~10x when the latency does (its compute, CPU microseconds, hardly counts)."""
-    if importlib.util.find_spec("minitrace.converters.simgrid_ti") is None:
-        pytest.skip("no SimGrid TI converter")
-    from tests.record_util import build, record
+    from tests.support.record_util import record
     h5 = tmp_path / "ring.h5"
-    record(h5, 3, [build("ring", tmp_path), "3"], volume="cputime")
+    record(h5, 3, [programs("ring"), "3"], volume="cputime")
     near, far = (replay(h5, cluster=Cluster(3, latency=lat), compute_rate="1Gf")
                  for lat in ("10ms", "100ms"))
     assert near.simulated_time >= 3 * 3 * 2 * 10e-3

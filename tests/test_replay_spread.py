@@ -15,13 +15,11 @@ from minitrace.errors import MinitraceError
 from minitrace.replay import replay
 from minitrace.replay.noise import call_sites, noise_model
 from minitrace.replay.replicas import replicas
-from minitrace.replay.replayer_build import binary
 from minitrace.replay.sampling import (check_separable, phases_of, reduce_trace,
                                        sampled_replay, steady_start)
 from minitrace.synthetic_loops import amr, build, cg, stencil, Step
 
 pytestmark = pytest.mark.timeout(300)
-native = pytest.mark.skipif(binary() is None, reason="native replayer not built")
 RATE = "1Gf"
 
 
@@ -171,7 +169,6 @@ def test_iterations_exchanging_messages_across_boundaries_are_not_skipped():
     assert check_separable(data, np.flatnonzero(removed)) is None
 
 
-@native
 def test_a_loop_whose_iterations_share_requests_replays_fully():
     data, b = stencil(2, 200)
     s = sampled_replay(data, [b + 2], "auto", compute_rate=RATE)   # cut after the first irecv
@@ -181,7 +178,6 @@ def test_a_loop_whose_iterations_share_requests_replays_fully():
 
 # ---- replays ----------------------------------------------------------------------------------
 
-@native
 def test_sampling_a_constant_loop_equals_the_full_replay_within_the_bound():
     data, b = stencil(2, 400)
     full = replay(data, compute_rate=RATE)
@@ -193,7 +189,6 @@ def test_sampling_a_constant_loop_equals_the_full_replay_within_the_bound():
         assert abs(e - f) <= s.bound
 
 
-@native
 def test_sampling_warmup_jitter_and_phases_stays_within_the_bound():
     for data, b in (stencil(2, 600, jitter=0.05, warmup=2.0, seed=1),
                     amr(2, 600, phases=3, jitter=0.03, alternate=0.3, seed=4)):
@@ -204,7 +199,6 @@ def test_sampling_warmup_jitter_and_phases_stays_within_the_bound():
         assert s.bound < 0.01 * full.simulated_time
 
 
-@native
 def test_loops_found_in_the_trace_are_sampled():
     data, b = cg(3, 300, jitter=0.05, seed=2)
     full = replay(data, compute_rate=RATE)
@@ -213,7 +207,6 @@ def test_loops_found_in_the_trace_are_sampled():
     assert abs(s.simulated_time - full.simulated_time) <= s.bound
 
 
-@native
 def test_successive_loops_are_each_sampled():
     def halo(r):
         return [Step("compute", volume=2e-4), Step("irecv", 1 - r, 1, 4096),
@@ -229,7 +222,6 @@ def test_successive_loops_are_each_sampled():
     assert abs(s.simulated_time - full.simulated_time) <= s.bound
 
 
-@native
 def test_no_dominant_loop_replays_fully_and_says_so():
     data, b = stencil(2, 300)
     small = b[:, :20]                        # a loop over 19 iterations: a small share
@@ -242,7 +234,6 @@ def test_no_dominant_loop_replays_fully_and_says_so():
     assert any("replayed fully: no loop found" in n for n in s.notes)
 
 
-@native
 def test_replicas_without_noise_reproduce_the_plain_replay():
     data, _ = stencil(3, 50, jitter=0.1)
     plain = replay(data, compute_rate=RATE)
@@ -252,7 +243,6 @@ def test_replicas_without_noise_reproduce_the_plain_replay():
     assert (r.lateness()["mean_lateness"] == 0).all()
 
 
-@native
 def test_seeded_replicas_are_reproducible_and_spread():
     data, _ = stencil(2, 60, jitter=0.2, seed=5)
     a = replicas(data, 6, "trace", seed=11, workers=2, compute_rate=RATE)
@@ -265,7 +255,6 @@ def test_seeded_replicas_are_reproducible_and_spread():
     assert s["lo"] <= s["median"] <= s["hi"]
 
 
-@native
 def test_sampled_replicas_are_reproducible_and_scatter_around_the_plain_replay():
     data, b = stencil(2, 240, jitter=0.1, seed=6)
     a = replicas(data, 4, "trace", seed=2, sample="auto", loops=[b], workers=2,
@@ -277,7 +266,6 @@ def test_sampled_replicas_are_reproducible_and_scatter_around_the_plain_replay()
     assert np.all(np.abs(a.times / a.plain_time - 1) < 0.05)
 
 
-@native
 def test_cli_replicas_and_sample(tmp_path):
     data, _ = stencil(2, 60, jitter=0.2, seed=5)
     path = tmp_path / "run.h5"
@@ -308,9 +296,8 @@ def test_cli_replicas_and_sample(tmp_path):
     assert p.returncode != 0 and "go with --replicas" in p.stderr
 
 
-@native
 def test_replicas_under_mpiexec_are_shared_by_the_ranks_and_printed_once(tmp_path):
-    from tests.mpiutil import run_mpi
+    from tests.support.mpiutil import run_mpi
     data, _ = stencil(2, 40, jitter=0.2, seed=5)
     path = tmp_path / "run.h5"
     storage.write_trace(str(path), data)

@@ -18,8 +18,8 @@ import pytest
 
 import minitrace
 from minitrace import kinds as K
-from tests.mpiutil import tool
-from tests.record_util import build, first_chunk
+from tests.support.mpiutil import tool
+from tests.support.record_util import first_chunk
 
 pytestmark = pytest.mark.timeout(300)
 ROUNDS = 40
@@ -32,8 +32,8 @@ def mt(*args, **kw) -> subprocess.CompletedProcess:
 
 
 @pytest.fixture(scope="module")
-def ring(tmp_path_factory) -> str:
-    return build("ring", tmp_path_factory.mktemp("bin"))
+def ring(programs) -> str:
+    return programs("ring")
 
 
 @pytest.fixture(scope="module")

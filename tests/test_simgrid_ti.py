@@ -2,7 +2,6 @@
 third-party cross-checks, on SimGrid's own example traces (../shared/fixtures/simgrid_ti)."""
 from __future__ import annotations
 
-import importlib.util
 import os
 from concurrent.futures import ThreadPoolExecutor
 
@@ -16,12 +15,10 @@ from minitrace.errors import MinitraceError
 from minitrace.model import TraceBuilder
 from minitrace.storage import write_trace
 from minitrace.validate import validate
-from tests.fixtures import DATA, OWN_TI, SHARED, ti_traces
+from tests.support.fixtures import DATA, OWN_TI, SHARED, ti_traces
 
 OWN = DATA / "ti"
 FIX = SHARED / "simgrid_ti"
-needs_simgrid = pytest.mark.skipif(importlib.util.find_spec("simgrid") is None,
-                                   reason="SimGrid not installed")
 
 
 def rows(data, rank):
@@ -155,7 +152,6 @@ def test_round_trip_through_hdf5(trace, layout, tmp_path):
     same_actions(d1, d2)
 
 
-@needs_simgrid
 @pytest.mark.timeout(180)
 def test_exported_traces_replay_like_their_source(tmp_path):
     """Each of our traces and its export (per-rank files in bytes, MPI_BYTE) replay on our
@@ -261,7 +257,6 @@ def test_simgrid_list_file_skips_blank_and_comment_lines(tmp_path):
 
 
 @pytest.mark.thirdparty
-@needs_simgrid
 @pytest.mark.timeout(180)
 def test_exported_examples_replay_to_simgrid_published_times(tmp_path):
     """Import each fixture SimGrid publishes a time for, export it (per-rank files in bytes,

@@ -7,7 +7,7 @@ from scipy import integrate, stats
 from minitrace.analysis import emma
 from minitrace.analysis import projection as P
 from minitrace.analysis import stragglers as S
-from tests.gev_synth import PARENTS, layout, parent_run, parent_truth
+from tests.support.gev_synth import PARENTS, layout, parent_run, parent_truth
 
 
 def _normal_with(cells, size, seed=0, shape=(300, 16)):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from minitrace.tasks.taskfile import read_tasks
-from tests.tasks_util import PROGRAMS, clang_openmp, record_openmp
+from tests.support.tasks_util import PROGRAMS, clang_openmp, record_openmp
 
 # omp_graph.c, tasks numbered 1..6 in creation order
 DECLARED_EDGES = {(1, 3), (2, 3), (1, 4), (3, 6), (5, 6)}

@@ -12,7 +12,7 @@ import pytest
 from minitrace.converters.simgrid_ti import ExportReport, _Writer, read_ti, write_ti
 from minitrace.model import TraceBuilder
 
-from .ti_export_traces import CASES, build
+from tests.support.ti_export_traces import CASES, build
 
 DATA = Path(__file__).parent / "data" / "ti_export"
 

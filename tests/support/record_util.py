@@ -11,9 +11,9 @@ import numpy as np
 
 import minitrace
 from minitrace import kinds as K
-from tests.mpiutil import mpicc, tool
+from tests.support.mpiutil import mpicc, tool
 
-PROGRAMS = Path(__file__).resolve().parent / "programs"
+PROGRAMS = Path(__file__).resolve().parents[1] / "programs"
 
 
 def build(name: str, outdir: Path) -> str:

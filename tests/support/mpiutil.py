@@ -6,6 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import minitrace
 from minitrace.mpitools import mpi_tool
 
 #: What Open MPI's launcher (prterun) needs here: tests run as root in containers, with up to
@@ -59,3 +60,20 @@ def mpicc(src: Path, out: Path, *extra: str) -> Path:
     subprocess.run([tool("mpicc"), "-O1", "-o", str(out), str(src), *extra], check=True,
                    capture_output=True, text=True, timeout=120)
     return out
+
+
+ROOT_META = ("mpi_library", "mpi_version", "mpi4py_version", "hosts", "rank_to_node",
+             "cpu_model", "command_line", "producer", "nranks")
+
+
+def bench(n: int, suite: str, out, *opts: str, timeout: float = 90):
+    """Run bench ``suite`` on ``n`` ranks into ``out`` and return its group, after checking the
+    run metadata every bench file carries."""
+    run_mpi(n, [sys.executable, "-m", "minitrace.bench", suite, "-o", str(out), "--quiet",
+                *opts], timeout=timeout)
+    t = minitrace.open(str(out))
+    for k in ROOT_META:
+        assert k in t.meta, k
+    assert len(t.meta["hosts"]) == n and t.meta["rank_to_node"] == [0] * n
+    assert t.meta["mpi_library"].startswith("MPICH")
+    return t.bench(suite)

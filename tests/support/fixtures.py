@@ -11,8 +11,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-DATA = Path(__file__).resolve().parent / "data"
-_DEFAULT = Path(__file__).resolve().parents[2] / "shared" / "fixtures"
+DATA = Path(__file__).resolve().parents[1] / "data"
+_DEFAULT = Path(__file__).resolve().parents[3] / "shared" / "fixtures"
 SHARED = Path(os.environ.get("MINITRACE_SHARED_FIXTURES") or _DEFAULT)
 #: How the folder is named in messages: as the README names it, or as the variable set it.
 SHARED_SHOWN = "../shared/fixtures" if SHARED == _DEFAULT else str(SHARED)

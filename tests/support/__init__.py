@@ -1,0 +1,1 @@
+"""Helpers the tests share: where inputs live, MPI tools, recording, synthetic traces."""
