@@ -31,13 +31,15 @@ def check_plot_path(path: str) -> None:
                              f"{', '.join(sorted(formats))})", path)
 
 
-def save(fig, path: str) -> None:
+def save(fig, path: str, close: bool = True) -> None:
     """Write ``fig`` to ``path`` whole or not at all (a temporary renamed into place) and close
-    it; a write failure is one line naming the file."""
+    it (unless ``close`` is False: the caller draws it again); a write failure is one line
+    naming the file."""
     ext = os.path.splitext(path)[1][1:].lower()
     fmt = ext or matplotlib.rcParams["savefig.format"]
     try:   # (without an extension, savefig(path) would have added the format's)
         with replacing_file(path if ext else f"{path}.{fmt}", "wb") as f:
             fig.savefig(f, format=fmt, dpi=110)
     finally:
-        plt.close(fig)
+        if close:
+            plt.close(fig)
