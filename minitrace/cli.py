@@ -9,15 +9,21 @@ Exit status: 0 success, 1 error (one line on stderr, traceback only with ``--deb
 """
 from __future__ import annotations
 
-import argparse
-import importlib
-import pkgutil
 import signal
 import sys
-import threading
 
-from . import __version__, commands
-from .errors import MinitraceError, Terminated
+from .signals import EXIT_TERMINATED, early, install_early
+
+if __name__ == "__main__":      # (python -m minitrace.cli) first thing: imports take ~0.3 s
+    install_early()
+
+import argparse  # noqa: E402
+import importlib  # noqa: E402
+import pkgutil  # noqa: E402
+import threading  # noqa: E402
+
+from . import __version__, commands  # noqa: E402
+from .errors import MinitraceError, Terminated  # noqa: E402
 
 
 def command_name(module: str) -> str:
@@ -47,16 +53,20 @@ def _terminate(signum, frame):
 
 def main(argv: list[str] | None = None) -> int:
     """Run the command line; returns the exit status.  SIGTERM is raised as ``Terminated``
-    while it runs (when the handler is the default and this is the main thread)."""
+    while it runs (when the handler is the default or the early one and this is the main
+    thread), from the start: parsing and loading the subcommand included."""
     own = threading.current_thread() is threading.main_thread() and \
-        signal.getsignal(signal.SIGTERM) == signal.SIG_DFL
+        signal.getsignal(signal.SIGTERM) in (signal.SIG_DFL, early)
     if own:
-        signal.signal(signal.SIGTERM, _terminate)
+        before = signal.signal(signal.SIGTERM, _terminate)
     try:
         return _main(argv)
+    except Terminated:      # (while the parser and the subcommand's module load)
+        print("minitrace: terminated", file=sys.stderr)
+        return EXIT_TERMINATED
     finally:
         if own:
-            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+            signal.signal(signal.SIGTERM, before)
 
 
 def _main(argv: list[str] | None) -> int:
@@ -75,7 +85,7 @@ def _main(argv: list[str] | None) -> int:
         return 1
     except Terminated:
         print("minitrace: terminated", file=sys.stderr)
-        return 143
+        return EXIT_TERMINATED
     except KeyboardInterrupt:
         print("minitrace: interrupted", file=sys.stderr)
         return 130

@@ -290,12 +290,14 @@ def locked(path: str):
 
 
 def write_bench(path: str, suite: str, columns: dict, attrs: dict | None = None,
-                meta: dict | None = None) -> None:
+                meta: dict | None = None, fresh: bool = False) -> None:
     """Store one benchmark suite's results as ``/bench/<suite>`` (replacing an earlier one),
     creating the file if needed.  ``columns`` maps names to arrays (any shape; str arrays are
     stored as UTF-8); ``attrs`` are the suite's parameters; ``meta`` goes to the file root.
-    Processes adding suites to one file at once are serialized (``locked``)."""
-    with updating(path) as f:
+    Processes adding suites to one file at once are serialized (``updating``).  ``fresh``: a
+    new file replacing ``path`` whole (the caller holds the lock: a history's rewrite, which
+    would otherwise leave HDF5 the dead copy's space at every append)."""
+    with (_fresh_file(path) if fresh else updating(path)) as f:
         if meta:
             f.attrs.update(_meta_attrs(meta))
         bench = f.require_group("bench")
@@ -310,6 +312,13 @@ def write_bench(path: str, suite: str, columns: dict, attrs: dict | None = None,
                 g.create_dataset(name, data=arr.astype(object), dtype=h5py.string_dtype())
             else:
                 _dataset(g, name, arr)
+
+
+@contextlib.contextmanager
+def _fresh_file(path):
+    with _atomic_file(path) as f:
+        f.attrs.update(_new_file_attrs({}))
+        yield f
 
 
 def check_appendable(path: str) -> None:

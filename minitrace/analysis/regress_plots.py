@@ -21,6 +21,11 @@ _STYLE = {R.OK: ("0.25", "ok"), R.NO_REFERENCE: ("0.7", "no reference yet"),
           R.CHANGED: ("tab:orange", "changed")}
 
 
+def pages_of(select: list[int]) -> int:
+    """Pages drawn for the metrics ``select``."""
+    return max(1, -(-len(select) // PER_PAGE))
+
+
 def page_paths(path: str, pages: int) -> list[str]:
     """The files written for ``pages`` pages (one file when it is a PDF)."""
     if path.lower().endswith(".pdf") or pages <= 1:
@@ -46,7 +51,7 @@ def plot_evolution(path: str, names: list[str], dates, values: np.ndarray,
     made once: making them was most of the time of a many-page history)."""
     x, xlabel = _times(dates)
     pages = [select[k:k + PER_PAGE] for k in range(0, len(select), PER_PAGE)] or [[]]
-    paths = page_paths(path, len(pages))
+    paths = page_paths(path, pages_of(select))
     figures: dict = {}
     try:
         if path.lower().endswith(".pdf") and len(pages) > 1:

@@ -6,6 +6,7 @@ import pandas as pd
 from ..analysis import gev as G
 from ..analysis import projection as P
 from ..errors import MinitraceError
+from ..outputs import check_disjoint
 from ..options import choice_list
 
 CHOICES = ("pwm", "mom", "mle", "nonparam")
@@ -86,6 +87,7 @@ def run(args) -> int:
     if args.plot:
         from ..analysis.plotting import check_plot_path
         check_plot_path(args.plot)
+    check_disjoint([args.file, *args.check], [args.plot])
     var = P.load_variability(args.file)
     if G.degenerate(var.maxima):
         raise MinitraceError("all per-iteration maxima are equal: nothing to fit", args.file)

@@ -6,7 +6,9 @@ import math
 
 import numpy as np
 
+from ..converters.detect import read_paths
 from ..errors import MinitraceError
+from ..outputs import check_disjoint, check_output_file
 from ..replay.platforms import DEFAULT_BANDWIDTH, DEFAULT_LATENCY, DEFAULT_SPEED, Cluster
 from ..replay import DEFAULT_CONFIG, ENGINES, replay
 from ..replay import spread_options
@@ -107,6 +109,10 @@ def run(args) -> int:
     if args.plot:
         from ..analysis.plotting import check_plot_path
         check_plot_path(args.plot)
+    if args.perfetto:
+        check_output_file(args.perfetto)
+    check_disjoint([*read_paths(args.file), args.platform, args.hostfile],
+                   [args.plot, args.perfetto])
     if spread_options.wanted(args):
         kw = dict(platform=args.platform, hostfile=args.hostfile, np=args.np,
                   config=_config(args.cfg), cluster=cluster, compute_rate=args.compute_rate,
