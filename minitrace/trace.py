@@ -52,6 +52,7 @@ class Trace:
             self.meta = read_attrs(self._f)
             top = checked.names(self._f, "file", self.path)
             self._reader = _reader(self._f, self.path) if "trace" in top else None
+            self.has_calibration = "calibration" in top
             bench = checked.member(self._f, "bench", "benchmark results", self.path, h5py.Group,
                                    required=False)
             self.suites: list[str] = checked.names(bench, "benchmark results", self.path) \

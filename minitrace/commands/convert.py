@@ -123,8 +123,8 @@ def into_minitrace(path, output, fmt: str = "auto", keep_regions: bool = False,
 
 def _to_otf2(path: str, output: str) -> int:
     from ..converters.otf2 import write_otf2
-    check_output_dir(output)
     check_disjoint([path], output_dirs=[output])
+    check_output_dir(output)
     with open_trace(path) as t:
         if not t.has_trace:
             raise MinitraceError("no trace in this file", path)

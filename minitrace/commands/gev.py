@@ -84,10 +84,10 @@ def run(args) -> int:
         raise MinitraceError(f"--ci must be between 0 and 1, got {args.ci}")
     if args.replicas is not None and args.replicas < 2:
         raise MinitraceError("--replicas must be at least 2")
+    check_disjoint([args.file, *args.check], [args.plot])
     if args.plot:
         from ..analysis.plotting import check_plot_path
         check_plot_path(args.plot)
-    check_disjoint([args.file, *args.check], [args.plot])
     var = P.load_variability(args.file)
     if G.degenerate(var.maxima):
         raise MinitraceError("all per-iteration maxima are equal: nothing to fit", args.file)

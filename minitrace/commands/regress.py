@@ -68,6 +68,8 @@ def run(args) -> int:
     from ..analysis import regress as R
     from ..analysis import regress_history as H
     _check(args)
+    check_disjoint(args.new, [args.history])
+    check_disjoint([args.history, *args.new], [args.plot])
     if args.plot:
         from ..analysis.plotting import check_plot_path
         check_plot_path(args.plot)
@@ -76,7 +78,6 @@ def run(args) -> int:
     except re.error as e:
         raise MinitraceError(f"--metrics {args.metrics!r} is not a regular expression: {e}") \
             from None
-    check_disjoint(args.new, [args.history])
     new = [H.read_run(path) for path in args.new]
     cp_options = dict(min_size=args.min_segment, alpha=args.alpha,
                       permutations=args.permutations, seed=args.seed)

@@ -420,9 +420,9 @@ def refit(path: str, plot: str | None = None) -> Calibration:
     return cal
 
 
-def load(path: str) -> Calibration:
+def load(path: str, missing_ok: bool = False) -> Calibration | None:
     """The calibration stored in ``path`` (``/calibration/fit``), every field checked for its
-    type and range (:func:`_checked_fields`)."""
+    type and range (:func:`_checked_fields`); None when it has none and ``missing_ok``."""
     from ..storage import check_file, read_attrs
     check_file(path)
     try:
@@ -430,6 +430,8 @@ def load(path: str) -> Calibration:
             top = checked.member(f, GROUP, KIND, path, h5py.Group, required=False)
             g = checked.member(top, "fit", KIND, path, h5py.Group, required=False) \
                 if top is not None else None
+            if g is None and missing_ok:
+                return None
             if g is None:
                 raise MinitraceError("not a calibration file (no /calibration/fit; minitrace "
                                      "calibrate writes it)", path)
