@@ -875,18 +875,16 @@ def write_ti(data: TraceColumns, out, layout: str = "per-rank", lossy: bool = Fa
 
 
 def _check_output(out: str, layout: str) -> Path | None:
-    """Refuse, before anything is written, outputs that would fail half-way: ``out`` or the
+    """Refuse, before anything is written, outputs that would fail half-way (in the wording of
+    ``outputs.check_output_file``; a missing parent directory is made): ``out`` or the
     rank-file directory being the wrong kind of file.  Returns the rank-file directory."""
-    base = Path(out)
-    if base.is_dir():
-        raise MinitraceError("is a directory: give the name of the "
-                             + ("list file to write (its rank files go to NAME_files/)"
-                                if layout == "per-rank" else "file to write"), out)
+    if os.path.isdir(out):
+        raise MinitraceError("is a directory: name a file to write", out)
     if layout == "single":
         return None
     d = rank_files_dir(out)
     if d.exists() and not d.is_dir():
-        raise MinitraceError("exists and is not a directory: the rank files go there", str(d))
+        raise MinitraceError("exists and is not a directory", str(d))
     return d
 
 

@@ -47,7 +47,11 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     return p
 
 
+_sigterm = threading.Event()
+
+
 def _terminate(signum, frame):
+    _sigterm.set()
     raise Terminated()
 
 
@@ -59,9 +63,15 @@ def main(argv: list[str] | None = None) -> int:
         signal.getsignal(signal.SIGTERM) in (signal.SIG_DFL, early)
     if own:
         before = signal.signal(signal.SIGTERM, _terminate)
+    _sigterm.clear()
     try:
         return _main(argv)
-    except Terminated:      # (while the parser and the subcommand's module load)
+    except BaseException:
+        # Terminated raised while the parser and the subcommand's module load, or turned
+        # into another exception by the code it interrupted (numpy's import makes it an
+        # ImportError): SIGTERM came, whatever the exception says
+        if not _sigterm.is_set():
+            raise
         print("minitrace: terminated", file=sys.stderr)
         return EXIT_TERMINATED
     finally:
@@ -79,24 +89,23 @@ def _main(argv: list[str] | None) -> int:
     try:
         return int(args.func(args) or 0)
     except MinitraceError as e:
-        if args.debug:
+        if args.debug or _sigterm.is_set():
             raise
         print(f"minitrace: error: {e}", file=sys.stderr)
         return 1
     except Terminated:
-        print("minitrace: terminated", file=sys.stderr)
-        return EXIT_TERMINATED
+        raise
     except KeyboardInterrupt:
         print("minitrace: interrupted", file=sys.stderr)
         return 130
     except OSError as e:  # a file the user named could not be read or written
-        if args.debug:
+        if args.debug or _sigterm.is_set():
             raise
         where = f"{e.filename}: " if e.filename else ""
         print(f"minitrace: error: {where}{e.strerror or e}", file=sys.stderr)
         return 1
     except Exception as e:  # a bug: say so plainly rather than pass it off as bad input
-        if args.debug:
+        if args.debug or _sigterm.is_set():
             raise
         print(f"minitrace: internal error: {type(e).__name__}: {e} (rerun with --debug for "
               "the traceback, and please report it)", file=sys.stderr)

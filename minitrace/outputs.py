@@ -48,12 +48,14 @@ def check_output_dir(path) -> None:
 
 
 def _check_parent(path: str) -> None:
+    """The output's directory must exist and be writable: one line naming the output."""
     parent = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(parent):
-        raise MinitraceError("not a directory: cannot write into it" if os.path.exists(parent)
-                             else "no such directory to write into", parent)
+        raise MinitraceError(f"cannot write: {parent} is not a directory" if
+                             os.path.exists(parent) else
+                             f"cannot write: no such directory {parent}", path)
     if not os.access(parent, os.W_OK | os.X_OK):
-        raise MinitraceError("directory not writable", parent)
+        raise MinitraceError(f"cannot write: directory {parent} not writable", path)
 
 
 # -- outputs against inputs -------------------------------------------------------------------

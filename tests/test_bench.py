@@ -237,7 +237,7 @@ def test_unusable_output_refused_before_measuring(tmp_path, prog):
     file that is not minitrace's, is one line from rank 0 before any measurement."""
     from .mpiutil import tool
     (tmp_path / "notes.txt").write_text("mine")
-    cases = {tmp_path / "nodir" / "b.h5": "cannot write here: the directory does not exist",
+    cases = {tmp_path / "nodir" / "b.h5": "cannot write: no such directory",
              tmp_path: "cannot read: Is a directory",
              tmp_path / "notes.txt": "not an HDF5 file"}
     for out, why in cases.items():
