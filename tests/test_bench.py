@@ -238,7 +238,7 @@ def test_unusable_output_refused_before_measuring(tmp_path, prog):
     from .mpiutil import tool
     (tmp_path / "notes.txt").write_text("mine")
     cases = {tmp_path / "nodir" / "b.h5": "cannot write: no such directory",
-             tmp_path: "cannot read: Is a directory",
+             tmp_path: "is a directory: name a file to write",
              tmp_path / "notes.txt": "not an HDF5 file"}
     for out, why in cases.items():
         p = subprocess.run([tool("mpiexec"), "-n", "2", sys.executable, "-m", *prog, "-o",
