@@ -293,7 +293,7 @@ def mutate(kind: str, p: Path, rng) -> tuple[bool | str, list[str] | None]:
 
 
 def commands(kind: str, k: int, trace: Path) -> list[list[str]]:
-    return {"calibration": [["calibrate", "-o", "{in}", "--plot", "{out}.png"],
+    return {"calibration": [["info", "{in}"], ["calibrate", "-o", "{in}", "--plot", "{out}.png"],
                             ["predict", str(trace), "--calibration", "{in}", "--timeout", "30"]],
             "bench": [["gev", "{in}", "--method", "pwm", "--replicas", "20", "--no-backtest",
                        "--scale", "8"], ["info", "{in}"]],

@@ -495,9 +495,9 @@ def commands(reader: str, inp: Path, out: Path, k: int) -> list[str]:
     if reader == "compressed":
         return [["validate", str(inp)], ["info", "--loops", str(inp)],
                 ["expand", str(inp), "-o", str(out)]][k % 3]
-    if reader == "calibration":     # read back (info), refitted (the runs read, the file written)
-        return [["info", str(inp)], ["info", str(inp)],
-                ["calibrate", "-o", str(inp), "--plot", str(out.with_suffix(".png"))]][k % 3]
+    if reader == "calibration":     # read back (info); refitted (runs read, file written, plot)
+        return ([["info", str(inp)]] * 3 + [["calibrate", "-o", str(inp), "--plot",
+                                               str(out.with_suffix(".png"))]])[k % 4]
     if reader == "bench":
         return [["info", str(inp)], ["gev", str(inp), "--method", "pwm", "--replicas", "20",
                                      "--no-backtest", "--scale", "8"]][k % 2]
