@@ -596,7 +596,7 @@ def classify(rc: int | None, stderr: str) -> str:
         return "internal"
     if rc not in (0, 1):
         return "crash"
-    lines = [ln for ln in stderr.splitlines() if ln.strip() and "%|" not in ln]  # (progress)
+    lines = [ln for ln in stderr.split("\n") if ln.strip() and "%|" not in ln]  # (progress)
     other = [ln for ln in lines if not ln.startswith(("minitrace: warning:", "minitrace: note:"))]
     if rc == 0:
         return "ok" if not other else "noisy"
