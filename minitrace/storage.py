@@ -173,9 +173,13 @@ def updating(path):
     copy renamed over ``path`` when the block ends normally.  Writers take turns; none loses
     another's update; a reader never sees half a file."""
     with locked(path), _atomic_file(path, copy_existing=True) as f:
-        if "format" not in f.attrs:
-            f.attrs.update(_new_file_attrs({}))
-        yield f
+        try:
+            if "format" not in f.attrs:
+                f.attrs.update(_new_file_attrs({}))
+            yield f
+        except (KeyError, RuntimeError, ValueError) as e:   # h5py on a damaged structure
+            raise corrupt("HDF5 file", f"cannot be updated ({checked.first_line(e)})",
+                          path) from None
 
 
 def _encode_column(a: np.ndarray, name: str, meta: dict):

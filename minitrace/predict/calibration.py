@@ -130,6 +130,9 @@ def _check_run_attrs(attrs: dict, nranks: int, where: str, path: str) -> None:
     if not isinstance(cores, list) or not cores or \
             not all(_is_int(c) and 1 <= c <= MAX_RANKS_PER_HOST for c in cores):
         raise bad("cores is not a list of core counts")
+    if len(nodes) != nranks or len(cores) != nranks:
+        raise bad(f"rank_to_node and cores have {len(nodes)} and {len(cores)} entries for "
+                  f"{nranks} ranks")
     t = attrs.get("eager_threshold")
     if isinstance(t, list):
         if len(t) != 2 or not all(_is_int(x) and 0 <= x <= 2 ** 53 for x in t):
