@@ -83,7 +83,7 @@ def timed_regress_plot(python: str, hist: str, png: str) -> tuple[float, float, 
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     p = subprocess.run([python, "-m", "minitrace", "regress", hist, "--plot", png],
-                       capture_output=True, text=True, timeout=900, cwd="/")
+                       capture_output=True, text=True, timeout=3600, cwd="/")
     wall = time.perf_counter() - t0
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     assert p.returncode == 0, p.stderr
