@@ -658,18 +658,29 @@ def _first_line(e: Exception) -> str:
     return lines[0] if lines else type(e).__name__
 
 
+#: The types of the provenance records a reader takes apart.
+_PROVENANCE_TYPES = {"cpu": dict, "versions": dict, "caches": dict, "environment": dict,
+                     "governor": list}
+
+
 def read_provenance(path: str) -> dict | None:
-    """The ``/provenance`` of a minitrace file (checked first) as a dict, None when it has none."""
+    """The ``/provenance`` of a minitrace file (checked first) as a dict, None when it has none;
+    read checked (``minitrace.checked``: a hard-linked group, its records of their types,
+    ``lstopo_xml`` bytes)."""
     check_file(path)
-    with h5py.File(path, "r") as f:
-        if provenance.GROUP not in f:
-            return None
-        g = f[provenance.GROUP]
-        out = read_attrs(g)
-        if "lstopo_xml" in g:
-            try:
-                out["lstopo_xml"] = g["lstopo_xml"][...].tobytes().decode(errors="replace")
-            except OSError:
-                raise MinitraceError("corrupt provenance (lstopo_xml unreadable)",
-                                     path) from None
-        return out
+    try:
+        with h5py.File(path, "r") as f:
+            g = checked.member(f, provenance.GROUP, "provenance", path, h5py.Group,
+                               required=False)
+            if g is None:
+                return None
+            out = read_attrs(g)
+            for k, t in _PROVENANCE_TYPES.items():
+                if k in out and not isinstance(out[k], t):
+                    raise corrupt("provenance", f"{k} is not a {t.__name__}", path)
+            xml = checked.array(g, "lstopo_xml", "provenance", path, "iu", required=False)
+    except (OSError, RuntimeError) as e:
+        raise corrupt("provenance", checked.first_line(e), path) from None
+    if xml is not None:
+        out["lstopo_xml"] = xml.astype(np.uint8).tobytes().decode(errors="replace")
+    return out
