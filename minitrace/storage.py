@@ -156,9 +156,13 @@ def _atomic_file(path, copy_existing: bool = False):
         try:
             provenance.store(f)
             yield f
-        except BaseException:
+        except BaseException as e:
             with contextlib.suppress(Exception):
                 f.close()
+            if copy_existing and isinstance(e, (KeyError, RuntimeError, ValueError)):
+                # h5py updating a damaged structure of the copied file
+                raise corrupt("HDF5 file", f"cannot be updated ({checked.first_line(e)})",
+                              path) from None
             raise
         try:
             f.close()
@@ -173,13 +177,9 @@ def updating(path):
     copy renamed over ``path`` when the block ends normally.  Writers take turns; none loses
     another's update; a reader never sees half a file."""
     with locked(path), _atomic_file(path, copy_existing=True) as f:
-        try:
-            if "format" not in f.attrs:
-                f.attrs.update(_new_file_attrs({}))
-            yield f
-        except (KeyError, RuntimeError, ValueError) as e:   # h5py on a damaged structure
-            raise corrupt("HDF5 file", f"cannot be updated ({checked.first_line(e)})",
-                          path) from None
+        if "format" not in f.attrs:
+            f.attrs.update(_new_file_attrs({}))
+        yield f
 
 
 def _encode_column(a: np.ndarray, name: str, meta: dict):
