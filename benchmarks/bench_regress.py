@@ -5,12 +5,18 @@ as well saves); and ``minitrace regress`` appending one run to that history as a
 
 The synthetic history has three change points (+2% on all metrics at run 2,500, -5% on ten
 metrics at 5,000, +1% at 7,500) and 100 isolated -10% runs; noise 0.5%.
+Then ``minitrace regress HISTORY --plot FILE.png`` on an undamaged history of ``--plot-runs``
+runs (1,000; one run every 6 hours) x ``--metrics``, by this installation and by every
+``--compare`` interpreter (another installation, e.g. the code before a change): wall and CPU
+seconds, lines on stderr (target < 5 s).
 Usage: python benchmarks/bench_regress.py [--runs 10000] [--metrics 100] [--repeat 3]
+       [--plot-runs 1000] [--compare /other/venv/bin/python] [--only-plot]
 """
 from __future__ import annotations
 
 import argparse
 import os
+import resource
 import subprocess
 import sys
 import tempfile
@@ -59,6 +65,47 @@ def best(f, repeat: int) -> tuple[float, object]:
     return min(times), out
 
 
+def plotted_history(path: str, runs: int, metrics: int) -> None:
+    """An undamaged history as ``regress`` writes it, dated one run every 6 hours."""
+    v = history(runs, metrics, np.random.default_rng(1))
+    dates = (np.datetime64("2024-01-01T00:00") + np.arange(runs) * np.timedelta64(6, "h"))
+    H.write(path, H.History([f"suite/m{j // 2}/{('mean', 'sd')[j % 2]}" for j in range(metrics)],
+                            np.ones(metrics, np.int8), v,
+                            {"date": np.array([f"{d}:00+00:00" for d in dates], dtype=object),
+                             "host": np.full(runs, "n1", dtype=object),
+                             "source": np.full(runs, "/x.h5", dtype=object),
+                             "command_line": np.full(runs, "", dtype=object),
+                             "provenance_index": np.zeros(runs, np.int32)}, ["{}"]))
+
+
+def timed_regress_plot(python: str, hist: str, png: str) -> tuple[float, float, int]:
+    """(wall s, CPU s, lines on stderr) of ``minitrace regress HIST --plot PNG``."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.perf_counter()
+    p = subprocess.run([python, "-m", "minitrace", "regress", hist, "--plot", png],
+                       capture_output=True, text=True, timeout=3600, cwd="/")
+    wall = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    assert p.returncode == 0, p.stderr
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return wall, cpu, len([ln for ln in p.stderr.splitlines() if ln.strip()])
+
+
+def plot_comparison(args) -> None:
+    with tempfile.TemporaryDirectory() as d:
+        hist = os.path.join(d, "history.h5")
+        plotted_history(hist, args.plot_runs, args.metrics)
+        print(f"'minitrace regress HISTORY --plot FILE.png', {args.plot_runs} runs x "
+              f"{args.metrics} metrics, best of {args.repeat} (load average "
+              f"{os.getloadavg()[0]:.1f} at the start):")
+        for python in [sys.executable, *args.compare]:
+            runs = [timed_regress_plot(python, hist, os.path.join(d, "p.png"))
+                    for _ in range(args.repeat)]
+            wall, cpu, noise = min(runs)
+            print(f"  {python}: {wall:.2f} s wall, {cpu:.2f} s CPU, {noise} line(s) on stderr "
+                  f"(target < 5 s: {'met' if wall < 5 else 'MISSED'})")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=10_000)
@@ -66,7 +113,14 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--loop-runs", type=int, default=2000,
                     help="runs tested by the run-by-run loop (extrapolated to all)")
+    ap.add_argument("--plot-runs", type=int, default=1000)
+    ap.add_argument("--compare", action="append", default=[], metavar="PYTHON",
+                    help="also time the --plot run with this interpreter's minitrace")
+    ap.add_argument("--only-plot", action="store_true", help="only the --plot comparison")
     args = ap.parse_args()
+    if args.only_plot:
+        plot_comparison(args)
+        return
     rng = np.random.default_rng(0)
     v = history(args.runs, args.metrics, rng)
     # the names (and unknown directions) that a group 'suite' of datasets m0, m1, ... of two
@@ -111,6 +165,7 @@ def main() -> None:
         print(f"  history file: written in {t_w:.2f} s ({os.path.getsize(hist) / 1e6:.1f} MB); "
               f"'minitrace regress' appending one run to it: {t_cli:.2f} s end to end "
               "(interpreter start-up and imports included)")
+    plot_comparison(args)
 
 
 if __name__ == "__main__":

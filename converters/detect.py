@@ -93,6 +93,30 @@ def detect(path) -> str:
                          ".trc/.edf pair or SimGrid TI text; pass --from)", str(p))
 
 
+def read_paths(path, fmt: str = "auto") -> list:
+    """What reading ``path`` (a path or a list of them) in format ``fmt`` consumes besides the
+    paths themselves: an OTF2 anchor's archive directory, a TAU trace's other file (.trc/.edf,
+    a node's events.N.edf), a TI list file's traces; for the check that no output of a
+    command lands on one (``outputs.check_disjoint``).  Paths that cannot be read are left to
+    the reader to report."""
+    paths = list(path) if isinstance(path, (list, tuple)) else [path]
+    out = list(paths)
+    for p in map(Path, paths):
+        try:
+            f = detect(p) if fmt == "auto" else fmt
+            if not p.is_file():
+                continue
+            if f == "otf2":
+                out.append(p.parent)
+            elif f == "tau":
+                out += [*(_per_thread(p) or _tau_pair(p)), *p.parent.glob("events.*.edf")]
+            elif f == "ti" and not is_trace(str(p)):
+                out += list_entries(str(p))
+        except MinitraceError:
+            continue
+    return out
+
+
 def read_any(path, fmt: str = "auto", keep_regions: bool = False,
              keep_going: bool = False) -> TraceColumns:
     """Read ``path`` in format ``fmt`` ("auto" detects it) into a TraceColumns; a list of several

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 from collections import Counter, deque
 from dataclasses import dataclass, field
 from functools import partial
@@ -26,7 +27,12 @@ from minitrace.model import NONE, TraceBuilder, TraceColumns
 from minitrace.outputs import replacing_dir, replacing_file, write_error
 from minitrace.matched_probes import receive_order
 
-from .ti_files import is_trace, list_entries, meaningful_lines, rank_token
+from .ti_files import is_trace, list_entries, meaningful_lines, rank_token, tokens
+
+#: Numbers as SimGrid's std::stod / std::stoi read them: ASCII digits only (Python's float()
+#: and int() also take other scripts' digits, underscores and white space).
+_FLOAT = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?\Z")
+_INT = re.compile(r"[+-]?[0-9]+\Z")
 
 #: Datatype id -> size in bytes (SimGrid's Datatype::decode ids, x86-64 sizes).
 DATATYPE_SIZE = {
@@ -63,7 +69,7 @@ class _Line:
 def _read_lines(path: str, want_rank: int | None, errors: list) -> list[_Line]:
     out = []
     for n, s in meaningful_lines(path):
-        tok = s.split()
+        tok = tokens(s)
         rank = rank_token(tok[0])
         if rank is None:
             errors.append((path, n, f"{tok[0]!r} is not a rank"))
@@ -125,10 +131,9 @@ def _nranks(lines, path) -> int:
 
 
 def _num(tok: str, what: str) -> float:
-    try:
-        v = float(tok)
-    except ValueError:
-        raise _LineError(f"{what} {tok!r} is not a number") from None
+    if not _FLOAT.match(tok):
+        raise _LineError(f"{what} {tok!r} is not a number")
+    v = float(tok)
     if not math.isfinite(v):
         raise _LineError(f"{what} {tok!r} is not finite")
     return v
@@ -145,10 +150,9 @@ def _count(tok: str, what: str = "count") -> int:
 
 def _int(tok: str, what: str) -> int:
     """A C int (tag, datatype, root)."""
-    try:
-        v = int(tok)
-    except ValueError:
-        raise _LineError(f"{what} {tok!r} is not an integer") from None
+    if not _INT.match(tok):
+        raise _LineError(f"{what} {tok!r} is not an integer")
+    v = int(tok)
     if not -2 ** 31 <= v < 2 ** 31:
         raise _LineError(f"{what} {tok!r} is out of range")
     return v
@@ -871,16 +875,20 @@ def write_ti(data: TraceColumns, out, layout: str = "per-rank", lossy: bool = Fa
 
 
 def _check_output(out: str, layout: str) -> Path | None:
-    """Refuse, before anything is written, outputs that would fail half-way: ``out`` or the
+    """Refuse, before anything is written, outputs that would fail half-way (in the wording of
+    ``outputs.check_output_file``; a missing parent directory is made): ``out`` or the
     rank-file directory being the wrong kind of file.  Returns the rank-file directory."""
-    base = Path(out)
-    if base.is_dir():
-        raise MinitraceError("is a directory: give the name of the "
-                             + ("list file to write (its rank files go to NAME_files/)"
-                                if layout == "per-rank" else "file to write"), out)
+    if os.path.isdir(out):
+        raise MinitraceError("is a directory: name a file to write", out)
     if layout == "single":
         return None
-    d = base.parent / f"{base.name}_files"
+    d = rank_files_dir(out)
     if d.exists() and not d.is_dir():
-        raise MinitraceError("exists and is not a directory: the rank files go there", str(d))
+        raise MinitraceError("exists and is not a directory", str(d))
     return d
+
+
+def rank_files_dir(out) -> Path:
+    """Where the per-rank export of the list file ``out`` puts its rank files (replaced whole)."""
+    base = Path(out)
+    return base.parent / f"{base.name}_files"

@@ -15,7 +15,11 @@ from collections.abc import Iterator
 
 from minitrace.errors import MinitraceError
 
-_ACTION = re.compile(r"[A-Za-z_]\w*\Z")
+_ACTION = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+#: SimGrid splits a line at spaces and tabs only, after trimming ASCII white space (boost's
+#: is_any_of(" \t") and trim): U+2003 or U+001C are not separators to it, nor here.
+_SEPARATORS = re.compile(r"[ \t]+")
+_ASCII_SPACE = " \t\r\n\v\f"
 _HEAD = 8192
 
 
@@ -28,16 +32,21 @@ def _is_text(head: bytes) -> bool:
     return b"\0" not in head
 
 
+def tokens(line: str, maxsplit: int = 0) -> list[str]:
+    """The tokens of a (trimmed) line as SimGrid splits it."""
+    return [t for t in _SEPARATORS.split(line.strip(_ASCII_SPACE), maxsplit) if t]
+
+
 def rank_token(tok: str) -> int | None:
     """The rank a line's first token names (``3`` or ``p3``), None when it names none."""
     t = tok[1:] if tok[:1] == "p" else tok
     return int(t) if t.isascii() and t.isdigit() else None
 
 
-def is_action(tokens: list[str]) -> bool:
+def is_action(tok: list[str]) -> bool:
     """Whether a line's tokens look like ``<rank> <action> ...`` (not a file name)."""
-    return len(tokens) >= 2 and rank_token(tokens[0]) is not None and bool(
-        _ACTION.match(tokens[1]))
+    return len(tok) >= 2 and rank_token(tok[0]) is not None and bool(
+        _ACTION.match(tok[1]))
 
 
 def meaningful_lines(path: str) -> Iterator[tuple[int, str]]:
@@ -57,7 +66,7 @@ def meaningful_lines(path: str) -> Iterator[tuple[int, str]]:
             for n, raw in enumerate(fh, 1):
                 if "\0" in raw:
                     raise MinitraceError(f"not a text trace (binary data on line {n})", path)
-                s = raw.strip()
+                s = raw.strip(_ASCII_SPACE)
                 if s and s[0] != "#":
                     yield n, s
         except OSError as e:   # e.g. a directory given as a list entry
@@ -69,7 +78,7 @@ def first_tokens(path: str) -> list[str] | None:
     lines = meaningful_lines(path)
     try:
         first = next(lines, None)
-        return first[1].split() if first else None
+        return tokens(first[1]) if first else None
     finally:
         lines.close()
 

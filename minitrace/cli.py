@@ -9,15 +9,21 @@ Exit status: 0 success, 1 error (one line on stderr, traceback only with ``--deb
 """
 from __future__ import annotations
 
-import argparse
-import importlib
-import pkgutil
 import signal
 import sys
-import threading
 
-from . import __version__, commands
-from .errors import MinitraceError, Terminated
+from .signals import EXIT_TERMINATED, early, install_early
+
+if __name__ == "__main__":      # (python -m minitrace.cli) first thing: imports take ~0.3 s
+    install_early()
+
+import argparse  # noqa: E402
+import importlib  # noqa: E402
+import pkgutil  # noqa: E402
+import threading  # noqa: E402
+
+from . import __version__, commands  # noqa: E402
+from .errors import MinitraceError, Terminated  # noqa: E402
 
 
 def command_name(module: str) -> str:
@@ -41,22 +47,36 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     return p
 
 
+_sigterm = threading.Event()
+
+
 def _terminate(signum, frame):
+    _sigterm.set()
     raise Terminated()
 
 
 def main(argv: list[str] | None = None) -> int:
     """Run the command line; returns the exit status.  SIGTERM is raised as ``Terminated``
-    while it runs (when the handler is the default and this is the main thread)."""
+    while it runs (when the handler is the default or the early one and this is the main
+    thread), from the start: parsing and loading the subcommand included."""
     own = threading.current_thread() is threading.main_thread() and \
-        signal.getsignal(signal.SIGTERM) == signal.SIG_DFL
+        signal.getsignal(signal.SIGTERM) in (signal.SIG_DFL, early)
     if own:
-        signal.signal(signal.SIGTERM, _terminate)
+        before = signal.signal(signal.SIGTERM, _terminate)
+    _sigterm.clear()
     try:
         return _main(argv)
+    except BaseException:
+        # Terminated raised while the parser and the subcommand's module load, or turned
+        # into another exception by the code it interrupted (numpy's import makes it an
+        # ImportError): SIGTERM came, whatever the exception says
+        if not _sigterm.is_set():
+            raise
+        print("minitrace: terminated", file=sys.stderr)
+        return EXIT_TERMINATED
     finally:
         if own:
-            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+            signal.signal(signal.SIGTERM, before)
 
 
 def _main(argv: list[str] | None) -> int:
@@ -69,24 +89,23 @@ def _main(argv: list[str] | None) -> int:
     try:
         return int(args.func(args) or 0)
     except MinitraceError as e:
-        if args.debug:
+        if args.debug or _sigterm.is_set():
             raise
         print(f"minitrace: error: {e}", file=sys.stderr)
         return 1
     except Terminated:
-        print("minitrace: terminated", file=sys.stderr)
-        return 143
+        raise
     except KeyboardInterrupt:
         print("minitrace: interrupted", file=sys.stderr)
         return 130
     except OSError as e:  # a file the user named could not be read or written
-        if args.debug:
+        if args.debug or _sigterm.is_set():
             raise
         where = f"{e.filename}: " if e.filename else ""
         print(f"minitrace: error: {where}{e.strerror or e}", file=sys.stderr)
         return 1
     except Exception as e:  # a bug: say so plainly rather than pass it off as bad input
-        if args.debug:
+        if args.debug or _sigterm.is_set():
             raise
         print(f"minitrace: internal error: {type(e).__name__}: {e} (rerun with --debug for "
               "the traceback, and please report it)", file=sys.stderr)

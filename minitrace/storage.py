@@ -13,8 +13,7 @@ import datetime as _dt
 import fcntl
 import json
 import os
-import re
-import secrets
+import shutil
 import zlib
 from concurrent.futures import ThreadPoolExecutor
 
@@ -26,6 +25,9 @@ from . import kinds as K
 from . import provenance
 from .errors import MinitraceError
 from .model import ACTION_DTYPE, UNDEFINED, VOLUME_UNITS, TraceColumns, vec_offsets
+from . import checked
+from .checked import check_heaps, corrupt
+from .outputs import check_output_file, replacing_path, write_error
 
 FORMAT_NAME = "minitrace"
 FORMAT_VERSION = 2   # 2: the compressed form of /trace (minitrace.compress)
@@ -137,64 +139,47 @@ def _new_file_attrs(meta: dict, version: int = PLAIN_VERSION) -> dict:
     return base
 
 
-class _AtomicFile:
-    """h5py file written under a temporary name and renamed on success (optionally seeded
-    with a copy of the existing file, to add a group to it)."""
-
-    def __init__(self, path: str, copy_existing: bool = False):
-        self.path = os.fspath(path)
-        self.copy_existing = copy_existing
-
-    def __enter__(self) -> h5py.File:
-        d = os.path.dirname(os.path.abspath(self.path))
-        self.tmp = os.path.join(d, f".{os.path.basename(self.path)}.{os.getpid()}."
-                                   f"{secrets.token_hex(4)}.tmp")
-        try:  # mode 0o666 less the umask, as a plain open() would give the final file
-            os.close(os.open(self.tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
-        except OSError as e:
-            raise MinitraceError(f"cannot write here: {e.strerror}", self.path) from None
+@contextlib.contextmanager
+def _atomic_file(path, copy_existing: bool = False):
+    """An h5py file written under a temporary name beside ``path`` and renamed over it on
+    success (``outputs.replacing_path``: removed on any failure), optionally seeded with a
+    copy of the existing file to add a group to it; every file written says what wrote it
+    (``/provenance``)."""
+    path = os.fspath(path)
+    with replacing_path(path) as tmp:
+        if copy_existing and os.path.exists(path):
+            check_file(path)
+            shutil.copyfile(path, tmp)
+            f = h5py.File(tmp, "a")
+        else:
+            f = h5py.File(tmp, "w")
         try:
-            if self.copy_existing and os.path.exists(self.path):
-                check_file(self.path)
-                with open(self.path, "rb") as src, open(self.tmp, "wb") as dst:
-                    while chunk := src.read(1 << 24):
-                        dst.write(chunk)
-                self.f = h5py.File(self.tmp, "a")
-            else:
-                self.f = h5py.File(self.tmp, "w")
-            provenance.store(self.f)  # every file written says what wrote it
+            provenance.store(f)
+            yield f
         except BaseException as e:
-            os.unlink(self.tmp)
-            if isinstance(e, OSError):
-                raise self._error(e) from None
+            with contextlib.suppress(Exception):
+                f.close()
+            if copy_existing and isinstance(e, (KeyError, RuntimeError, ValueError)):
+                # h5py updating a damaged structure of the copied file
+                raise corrupt("HDF5 file", f"cannot be updated ({checked.first_line(e)})",
+                              path) from None
             raise
-        return self.f
-
-    def __exit__(self, exc_type, exc, tb):
         try:
-            self.f.close()
-            close_error = None
+            f.close()
         except (OSError, RuntimeError) as e:  # HDF5 reports a failed final flush either way
-            close_error = e
-        if exc_type is None and close_error is None:
-            try:
-                os.replace(self.tmp, self.path)
-            except OSError as e:   # e.g. the output became a directory meanwhile
-                os.unlink(self.tmp)
-                raise self._error(e) from None
-            return False
-        os.unlink(self.tmp)
-        err = exc if exc_type is not None else close_error
-        if isinstance(err, OSError) or err is close_error:  # e.g. a full disk: one line
-            raise self._error(err) from None
-        return False
+            raise write_error(e, path) from None
 
-    def _error(self, e: Exception) -> MinitraceError:
-        lines = str(e).strip().splitlines()
-        code = getattr(e, "errno", None) or next(
-            (int(m) for m in re.findall(r"errno = (\d+)", str(e))), None)
-        why = os.strerror(code) if code else (lines[0] if lines else repr(e))
-        return MinitraceError(f"cannot write: {why}", self.path)
+
+@contextlib.contextmanager
+def updating(path):
+    """A locked read-modify-write of the minitrace file ``path`` (created when missing): the
+    file as it is, open for writing on a copy under the exclusive lock (:func:`locked`), the
+    copy renamed over ``path`` when the block ends normally.  Writers take turns; none loses
+    another's update; a reader never sees half a file."""
+    with locked(path), _atomic_file(path, copy_existing=True) as f:
+        if "format" not in f.attrs:
+            f.attrs.update(_new_file_attrs({}))
+        yield f
 
 
 def _encode_column(a: np.ndarray, name: str, meta: dict):
@@ -237,7 +222,7 @@ def write_trace(path: str, data: TraceColumns, meta: dict | None = None) -> None
     m.update(meta or {})
     if m.get("volume_unit") not in VOLUME_UNITS:
         raise MinitraceError(f"unknown volume unit {m.get('volume_unit')!r}", path)
-    with _AtomicFile(path) as f:
+    with _atomic_file(path) as f:
         f.attrs.update(_new_file_attrs(m))
         g = f.create_group("trace")
         g.attrs["nranks"] = data.nranks
@@ -309,15 +294,15 @@ def locked(path: str):
 
 
 def write_bench(path: str, suite: str, columns: dict, attrs: dict | None = None,
-                meta: dict | None = None) -> None:
+                meta: dict | None = None, fresh: bool = False) -> None:
     """Store one benchmark suite's results as ``/bench/<suite>`` (replacing an earlier one),
     creating the file if needed.  ``columns`` maps names to arrays (any shape; str arrays are
     stored as UTF-8); ``attrs`` are the suite's parameters; ``meta`` goes to the file root.
-    Processes adding suites to one file at once are serialized (``locked``)."""
-    with locked(path), _AtomicFile(path, copy_existing=True) as f:
-        if "format" not in f.attrs:
-            f.attrs.update(_new_file_attrs(meta or {}))
-        elif meta:
+    Processes adding suites to one file at once are serialized (``updating``).  ``fresh``: a
+    new file replacing ``path`` whole (the caller holds the lock: a history's rewrite, which
+    would otherwise leave HDF5 the dead copy's space at every append)."""
+    with (_fresh_file(path) if fresh else updating(path)) as f:
+        if meta:
             f.attrs.update(_meta_attrs(meta))
         bench = f.require_group("bench")
         if suite in bench:
@@ -333,14 +318,18 @@ def write_bench(path: str, suite: str, columns: dict, attrs: dict | None = None,
                 _dataset(g, name, arr)
 
 
+@contextlib.contextmanager
+def _fresh_file(path):
+    with _atomic_file(path) as f:
+        f.attrs.update(_new_file_attrs({}))
+        yield f
+
+
 def check_appendable(path: str) -> None:
     """Refuse, before any measurement, an output a run will be added to (bench suites,
     calibrations): one in a missing or read-only directory, or an existing file that is not a
     minitrace file."""
-    d = os.path.dirname(os.path.abspath(path))
-    if not os.path.isdir(d) or not os.access(d, os.W_OK):
-        raise MinitraceError("cannot write here: the directory does not exist or is not "
-                             "writable", path)
+    check_output_file(path)
     if os.path.exists(path):
         check_file(path)
 
@@ -357,11 +346,12 @@ def check_file(path: str) -> None:
         raise MinitraceError(f"cannot read: {e.strerror}", path) from None
     if magic != b"\x89HDF\r\n\x1a\n":
         raise MinitraceError("not an HDF5 file (a minitrace file is HDF5)", path)
+    check_heaps(path)
     try:
         with h5py.File(path, "r") as f:
             fmt = f.attrs.get("format")
             ver = f.attrs.get("format_version")
-    except OSError:
+    except (OSError, RuntimeError, KeyError, ValueError, TypeError):
         raise MinitraceError("corrupt or truncated HDF5 file", path) from None
     if _text(fmt) != FORMAT_NAME:
         raise MinitraceError("HDF5 file but not a minitrace file (no 'format' = 'minitrace')",
@@ -377,9 +367,9 @@ def read_attrs(obj) -> dict:
     """HDF5 attributes as Python values (JSON strings decoded)."""
     try:
         items = list(obj.attrs.items())
-    except (OSError, RuntimeError, KeyError) as e:   # damaged attribute messages
+    except (OSError, RuntimeError, KeyError, ValueError, TypeError, UnicodeDecodeError) as e:
         raise _corrupt(f"attributes unreadable ({_first_line(e)})", obj.file.filename) \
-            from None
+            from None   # (damaged attribute messages)
     out = {}
     for k, v in items:
         if isinstance(v, bytes):
@@ -405,18 +395,25 @@ _KNOWN_KIND[list(K.NAME)] = True
 
 
 def _corrupt(what: str, path: str) -> MinitraceError:
-    return MinitraceError(f"corrupt trace: {what}", path)
+    return corrupt("trace", what, path)
 
 
 def _array(g, name: str, path: str, kinds: str = "iu", ndim: int = 1) -> np.ndarray:
     """A whole small dataset (index, communicators), checked for its shape and type."""
-    ds = g.get(name)
-    if not isinstance(ds, h5py.Dataset) or ds.ndim != ndim or ds.dtype.kind not in kinds:
-        raise _corrupt(f"{g.name}/{name} missing or of the wrong type", path)
-    try:
-        return ds[...]
-    except OSError:
-        raise _corrupt(f"{g.name}/{name} unreadable", path) from None
+    return checked.array(g, name, "trace", path, kinds, ndim)
+
+
+def _narrowed(raw: np.ndarray, dtype, name: str, path: str) -> np.ndarray:
+    """An integer column as ``dtype``, refused when a value does not fit (kind 258 is not
+    kind 2, peer 2**32 + 1 is not peer 1)."""
+    dtype = np.dtype(dtype)
+    if raw.dtype != dtype and raw.size and not np.can_cast(raw.dtype, dtype):
+        info = np.iinfo(dtype)
+        lo, hi = raw.min(), raw.max()
+        if lo < info.min or hi > info.max:
+            bad = lo if lo < info.min else hi
+            raise _corrupt(f"column {name} holds {int(bad)}, beyond its type ({dtype})", path)
+    return raw.astype(dtype, copy=False)
 
 
 def _check_meta(attrs: dict, path: str) -> None:
@@ -438,18 +435,20 @@ class HDF5TraceReader:
         self.path = path
         try:
             self._open(f, path)
-        except (OSError, RuntimeError, KeyError) as e:   # HDF5 metadata damaged
+        except (OSError, RuntimeError, KeyError, ValueError, TypeError) as e:  # metadata damaged
             raise _corrupt(_first_line(e), path) from None
 
     def _open(self, f: h5py.File, path: str) -> None:
         if "trace" not in f:
             raise MinitraceError("holds no trace (only benchmark results?)", path)
         _check_meta(read_attrs(f), path)
-        self.g = g = f["trace"]
-        if not all(isinstance(g.get(k), h5py.Group) for k in ("actions", "index", "comms")):
-            raise _corrupt("a group of /trace is missing", path)
+        self.g = g = checked.member(f, "trace", "trace", path, h5py.Group)
+        for k in ("actions", "index", "comms"):     # hard links to groups, nothing else
+            checked.member(g, k, "trace", path, h5py.Group)
         # Keep datasets open: each open dataset has its own chunk cache, lost when closed.
-        self.cols = {name: ds for name, ds in g["actions"].items()}
+        actions = g["actions"]
+        self.cols = {name: checked.member(actions, name, "trace", path)
+                     for name in checked.names(actions, "trace", path)}
         n = g.attrs.get("nactions")
         if not isinstance(n, (int, np.integer)) or n < 0:
             raise _corrupt(f"nactions = {n!r}", path)
@@ -470,7 +469,7 @@ class HDF5TraceReader:
         if q is not None and not (isinstance(q, (float, np.floating)) and np.isfinite(q)
                                   and q > 0):
             raise _corrupt(f"volume quantum {q!r}", path)
-        v = g.get("vectors")
+        v = checked.member(g, "vectors", "trace", path, required=False)
         if not isinstance(v, h5py.Dataset) or v.ndim != 1 or v.dtype.kind not in "iu":
             raise _corrupt("vector table missing or of the wrong type", path)
         self.offsets = _array(g["index"], "rank_offsets", path).astype(np.int64)
@@ -498,7 +497,8 @@ class HDF5TraceReader:
         out: dict[str, np.ndarray] = {}
         try:
             for name in _INT_COLUMNS:
-                out[name] = self.cols[name][lo:hi].astype(ACTION_DTYPE[name], copy=False)
+                out[name] = _narrowed(self.cols[name][lo:hi], ACTION_DTYPE[name], name,
+                                      self.path)
             vds = self.cols["volume"]
             v = vds[lo:hi]
             q = vds.attrs.get("quantum")
@@ -514,7 +514,7 @@ class HDF5TraceReader:
             else:
                 out["t_start"] = np.full(hi - lo, np.nan)
                 out["t_end"] = np.full(hi - lo, np.nan)
-        except OSError as e:
+        except (OSError, RuntimeError, ValueError) as e:
             raise MinitraceError(f"corrupt data in the action table ({_first_line(e)})",
                                  self.path) from None
         if not _KNOWN_KIND[out["kind"]].all():
@@ -547,24 +547,57 @@ class HDF5TraceReader:
         return int(self._vec_rank_base[r])
 
     def kind_rows(self, name: str) -> np.ndarray:
-        """Global row numbers of the actions of one kind, from the kind index."""
-        g = self.g["index"].get("kind_rows")
-        if not isinstance(g, h5py.Group):
-            raise _corrupt("index/kind_rows missing", self.path)
-        if name not in g:
+        """Global row numbers of the actions of one kind, from the kind index (checked against
+        the index's counts: as many rows as actions of that kind, increasing, in the table)."""
+        codes, counts = self._index_counts()
+        code = K.CODE[name]
+        where = np.nonzero(codes == code)[0]
+        g = checked.member(self.g["index"], "kind_rows", "trace", self.path, h5py.Group)
+        if not len(where):
+            if name in checked.names(g, "trace", self.path):
+                raise _corrupt(f"index/kind_rows/{name} for a kind the index does not list",
+                               self.path)
             return np.zeros(0, np.int64)
-        rows = np.cumsum(_array(g, name, self.path), dtype=np.int64)
-        if len(rows) and (rows.min() < 0 or rows.max() >= self.offsets[-1]):
+        deltas = _array(g, name, self.path)
+        expected = int(counts[:, where[0]].sum())
+        if len(deltas) != expected or (len(deltas) > 1 and (deltas[1:] <= 0).any()) or \
+                (len(deltas) and deltas[0] < 0):
+            raise _corrupt(f"index/kind_rows/{name} does not match index/kind_counts "
+                           f"({len(deltas)} rows, {expected} counted)", self.path)
+        rows = np.cumsum(deltas, dtype=np.int64)
+        if len(rows) and rows[-1] >= self.offsets[-1]:
             raise _corrupt(f"index/kind_rows/{name} beyond the action table", self.path)
         return rows
 
-    def kind_counts(self) -> tuple[list[str], np.ndarray]:
-        """(kind names present, [nranks, kinds] action counts) from the index alone."""
+    def _index_counts(self) -> tuple[np.ndarray, np.ndarray]:
+        """(kind codes, [nranks, kinds] counts) as stored, checked for their shapes."""
         codes = _array(self.g["index"], "kind_codes", self.path)
         counts = _array(self.g["index"], "kind_counts", self.path, ndim=2)
-        if counts.shape != (self.nranks, len(codes)) or (counts < 0).any():
+        if counts.shape != (self.nranks, len(codes)) or (counts < 0).any() or \
+                len(np.unique(codes)) != len(codes) or (codes < 0).any() or \
+                (codes > 255).any() or not _KNOWN_KIND[codes.astype(np.int64)].all():
             raise _corrupt("index/kind_counts does not match the index", self.path)
-        return [K.NAME.get(int(c), str(c)) for c in codes], counts
+        return codes.astype(np.int64), counts.astype(np.int64)
+
+    def kind_counts(self) -> tuple[list[str], np.ndarray]:
+        """(kind names present, [nranks, kinds] action counts): the index, cross-checked
+        against the kind column (one byte per action to read)."""
+        codes, counts = self._index_counts()
+        try:
+            kind = _narrowed(self.cols["kind"][...], np.uint8, "kind", self.path)
+        except (OSError, RuntimeError, ValueError) as e:
+            raise _corrupt(f"kind column unreadable ({_first_line(e)})", self.path) from None
+        if not _KNOWN_KIND[kind].all():
+            raise _corrupt(f"unknown action kind {kind[~_KNOWN_KIND[kind]][0]}", self.path)
+        rank = np.repeat(np.arange(self.nranks), np.diff(self.offsets))
+        actual = np.bincount(rank * 256 + kind, minlength=self.nranks * 256) \
+            .reshape(self.nranks, 256)
+        present = np.nonzero(actual.sum(axis=0))[0]
+        if not np.array_equal(np.sort(codes), present) or \
+                not np.array_equal(actual[:, codes], counts):
+            raise _corrupt("index/kind_counts disagrees with the kind column (the index is "
+                           "damaged)", self.path)
+        return [K.NAME[int(c)] for c in codes], counts
 
     def vectors(self) -> np.ndarray:
         """The whole per-peer vector side table."""
@@ -599,9 +632,7 @@ class HDF5TraceReader:
 
 def read_comms(g: h5py.Group, nranks: int, path: str) -> dict[int, np.ndarray]:
     """Communicator id -> world ranks of its members, from ``g/comms``, checked."""
-    c = g.get("comms")
-    if not isinstance(c, h5py.Group):
-        raise _corrupt("communicator table missing", path)
+    c = checked.member(g, "comms", "trace", path, h5py.Group)
     ids, offs, mem = (_array(c, k, path) for k in ("ids", "offsets", "members"))
     if len(offs) != len(ids) + 1 or (len(offs) and (offs[0] != 0 or offs[-1] != len(mem)
                                                     or (np.diff(offs) < 0).any())) or \
@@ -614,13 +645,7 @@ def read_comms(g: h5py.Group, nranks: int, path: str) -> dict[int, np.ndarray]:
 
 def read_strings(g: h5py.Group, path: str) -> list[str]:
     """The string table (region names) of ``g``."""
-    ds = g.get("strings")
-    if not isinstance(ds, h5py.Dataset) or ds.ndim != 1 or ds.dtype.kind != "O":
-        raise _corrupt("string table missing or of the wrong type", path)
-    try:
-        return [s.decode() if isinstance(s, bytes) else str(s) for s in ds[...]]
-    except (OSError, UnicodeDecodeError):
-        raise _corrupt("string table unreadable", path) from None
+    return checked.array(g, "strings", "trace", path, "T").tolist()
 
 
 def _text(v) -> str | None:
@@ -633,18 +658,29 @@ def _first_line(e: Exception) -> str:
     return lines[0] if lines else type(e).__name__
 
 
+#: The types of the provenance records a reader takes apart.
+_PROVENANCE_TYPES = {"cpu": dict, "versions": dict, "caches": dict, "environment": dict,
+                     "governor": list}
+
+
 def read_provenance(path: str) -> dict | None:
-    """The ``/provenance`` of a minitrace file (checked first) as a dict, None when it has none."""
+    """The ``/provenance`` of a minitrace file (checked first) as a dict, None when it has none;
+    read checked (``minitrace.checked``: a hard-linked group, its records of their types,
+    ``lstopo_xml`` bytes)."""
     check_file(path)
-    with h5py.File(path, "r") as f:
-        if provenance.GROUP not in f:
-            return None
-        g = f[provenance.GROUP]
-        out = read_attrs(g)
-        if "lstopo_xml" in g:
-            try:
-                out["lstopo_xml"] = g["lstopo_xml"][...].tobytes().decode(errors="replace")
-            except OSError:
-                raise MinitraceError("corrupt provenance (lstopo_xml unreadable)",
-                                     path) from None
-        return out
+    try:
+        with h5py.File(path, "r") as f:
+            g = checked.member(f, provenance.GROUP, "provenance", path, h5py.Group,
+                               required=False)
+            if g is None:
+                return None
+            out = read_attrs(g)
+            for k, t in _PROVENANCE_TYPES.items():
+                if k in out and not isinstance(out[k], t):
+                    raise corrupt("provenance", f"{k} is not a {t.__name__}", path)
+            xml = checked.array(g, "lstopo_xml", "provenance", path, "iu", required=False)
+    except (OSError, RuntimeError) as e:
+        raise corrupt("provenance", checked.first_line(e), path) from None
+    if xml is not None:
+        out["lstopo_xml"] = xml.astype(np.uint8).tobytes().decode(errors="replace")
+    return out

@@ -154,3 +154,33 @@ def halo_1d_trace(nranks: int, scaling: str = "weak", periodic: bool = True,
     offsets = np.concatenate([[0], np.cumsum([len(b) for b in blocks])]).astype(np.int64)
     return TraceColumns(actions, offsets, np.concatenate(vectors),
                         meta={"volume_unit": "seconds"})
+
+
+def calibration_run(seed: int = 0, nranks: int = 2, eager_below: int = 65536) -> dict:
+    """A calibration run as ``predict.measure`` stores it (columns and attributes, see
+    docs/FORMAT.md) of a made-up machine: 2 us + size / 5 GB/s one way, eager below
+    ``eager_below`` bytes; for tests of calibration files that need no MPI job."""
+    rng = np.random.default_rng(seed)
+    sizes = np.unique(np.geomspace(1, 1 << 20, 24).astype(np.int64))
+    kinds = np.repeat(["pingpong", "recv", "isend"], len(sizes) * 3)
+    size = np.tile(np.repeat(sizes, 3), 3)
+    noise = 1 + 0.01 * rng.standard_normal(len(size))
+    eager = size < eager_below
+    time = np.where(kinds == "pingpong", 2e-6 + size / 5e9 + np.where(eager, 6e-7, 0),
+                    np.where(kinds == "recv", 3e-7 + size / 4e10, 4e-7 + size / 5e10)) * noise
+    t_send = np.where(kinds == "pingpong", np.where(eager, 3e-7 + size / 5e10, 1e-7), np.nan)
+    n = len(size)
+    columns = {"kind": kinds.astype(object), "size": size,
+               "pair": np.full(n, "intra", dtype=object), "peer": np.ones(n, np.int32),
+               "inner": np.full(n, 10, np.int32), "time": time, "t_send": t_send,
+               "compute_flops": np.full(nranks, 4.1e9), "compute_cpu": np.full(nranks, 1.0),
+               "compute_wall": np.full(nranks, 1.02), "reduction_rate": np.full(nranks, 3e9),
+               "copy_rate_hot": np.full(nranks, 2e10), "copy_rate_cold": np.full(nranks, 8e9)}
+    attrs = {"seed": seed, "nranks": nranks, "hosts": ["node"], "rank_to_node": ["node"] * nranks,
+             "cores": [nranks] * nranks, "max_size": int(sizes[-1]), "nsizes": len(sizes),
+             "reps": 3, "cold_from": 1 << 22, "iterations": 10, "iterations_large": 3,
+             "eager_threshold": [eager_below - 1, eager_below], "mpi_library": "synthetic",
+             "cpu_model": "synthetic", "date": "2026-11-26T00:00:00+00:00", "seconds": 1.0,
+             "timer": "time.perf_counter", "kernel": "synthetic",
+             "python_costs": {"pingpong": 1e-7, "send": 5e-8, "recv": 5e-8, "isend": 5e-8}}
+    return {"columns": columns, "attrs": attrs}

@@ -7,6 +7,7 @@ import h5py
 import numpy as np
 import pandas as pd
 
+from . import checked
 from . import kinds as K
 from .errors import MinitraceError
 from .model import TraceColumns
@@ -45,10 +46,20 @@ class Trace:
         try:
             # A chunk cache large enough that reading rank after rank decompresses each chunk once.
             self._f = h5py.File(self.path, "r", rdcc_nbytes=256 << 20, rdcc_nslots=100003)
-        except OSError:
+        except (OSError, RuntimeError, ValueError):
             raise MinitraceError("corrupt or truncated HDF5 file", self.path) from None
-        self.meta = read_attrs(self._f)
-        self._reader = _reader(self._f, self.path) if "trace" in self._f else None
+        try:
+            self.meta = read_attrs(self._f)
+            top = checked.names(self._f, "file", self.path)
+            self._reader = _reader(self._f, self.path) if "trace" in top else None
+            self.has_calibration = "calibration" in top
+            bench = checked.member(self._f, "bench", "benchmark results", self.path, h5py.Group,
+                                   required=False)
+            self.suites: list[str] = checked.names(bench, "benchmark results", self.path) \
+                if bench is not None else []
+        except BaseException:
+            self._f.close()
+            raise
 
     def __enter__(self):
         return self
@@ -129,6 +140,9 @@ class Trace:
             lo, hi = int(r.offsets[rk]), int(r.offsets[rk + 1])
             sel = rows[rank_of == rk]
             a = r.read(lo, int(sel.max()) + 1)[sel - lo]
+            if (a["kind"] != K.CODE[kind]).any():
+                raise MinitraceError(f"corrupt trace: index/kind_rows/{kind} names actions of "
+                                     "another kind", self.path)
             parts.append(actions_frame(a, rank=int(rk)).set_index(sel - lo))
         if not parts:
             return actions_frame(np.zeros(0, r.read(0, 0).dtype), rank=np.zeros(0, int))
@@ -187,31 +201,26 @@ class Trace:
         return validate(self.data())
 
     # -- benchmark results ---------------------------------------------------------------
-    @property
-    def suites(self) -> list[str]:
-        return sorted(self._f["bench"]) if "bench" in self._f else []
-
     def bench(self, suite: str) -> "BenchResult":
+        """A suite's results, every dataset read checked (``minitrace.checked``)."""
         if suite not in self.suites:
             raise MinitraceError(f"no results for bench suite {suite!r} "
                                  f"(has: {', '.join(self.suites) or 'none'})", self.path)
-        return BenchResult(self._f["bench"][suite])
+        g = checked.member(self._f["bench"], suite, "benchmark results", self.path, h5py.Group)
+        return BenchResult(g, self.path)
 
 
 class BenchResult:
-    """One suite's stored results: ``attrs`` (parameters), ``arrays`` (name -> ndarray),
-    and ``table()``: every 1-D column of the longest length as a DataFrame."""
+    """One suite's stored results: ``attrs`` (parameters), ``arrays`` (name -> ndarray: numbers
+    or text, any rank), and ``table()``: every 1-D column of the longest length as a
+    DataFrame."""
 
-    def __init__(self, g: h5py.Group):
+    def __init__(self, g: h5py.Group, path: str):
         self.name = g.name.rsplit("/", 1)[-1]
         self.attrs = read_attrs(g)
-        self.arrays = {}
-        for k, ds in g.items():
-            v = ds[...]
-            if v.dtype.kind == "O":
-                v = np.array([x.decode() if isinstance(x, bytes) else x for x in v.ravel()],
-                             dtype=object).reshape(v.shape)
-            self.arrays[k] = v
+        kind = "benchmark results"
+        self.arrays = {k: checked.array(g, k, kind, path, "iufbT", ndim=None)
+                       for k in checked.names(g, kind, path)}
 
     def __getitem__(self, name: str) -> np.ndarray:
         return self.arrays[name]
@@ -230,9 +239,10 @@ class BenchResult:
 def _reader(f: h5py.File, path: str):
     """The storage-layer reader of ``/trace``: columns, or the compressed form."""
     from .storage import _text
+    g = checked.member(f, "trace", "trace", path, h5py.Group)   # (a hard link to a group)
     try:
-        form = _text(f["trace"].attrs.get("form"))
-    except (OSError, RuntimeError, KeyError) as e:
+        form = _text(g.attrs.get("form"))
+    except (OSError, RuntimeError, KeyError, ValueError, TypeError) as e:
         raise MinitraceError(f"corrupt trace: /trace unreadable ({e})", path) from None
     if form == "grammar":
         from .compress.expand import CompressedReader

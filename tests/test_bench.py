@@ -220,8 +220,8 @@ def test_unusable_output_refused_before_measuring(tmp_path, prog):
     """bench and calibrate add a run to their output: one that cannot be written, or an existing
     file that is not minitrace's, is one line from rank 0 before any measurement."""
     (tmp_path / "notes.txt").write_text("mine")
-    cases = {tmp_path / "nodir" / "b.h5": "cannot write here: the directory does not exist",
-             tmp_path: "cannot read: Is a directory",
+    cases = {tmp_path / "nodir" / "b.h5": "cannot write: no such directory",
+             tmp_path: "is a directory: name a file to write",
              tmp_path / "notes.txt": "not an HDF5 file"}
     for out, why in cases.items():
         p = subprocess.run([tool("mpiexec"), "-n", "2", sys.executable, "-m", *prog, "-o",

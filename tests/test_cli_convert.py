@@ -142,8 +142,8 @@ def test_csv_error_says_why(tmp_path):
     p = mt("export", h5, "--format", "csv", "-o", tmp_path / "nodir" / "a.csv")
     assert p.returncode == 1
     # refused before anything is computed, naming the missing directory
-    assert p.stderr == f"minitrace: error: {tmp_path / 'nodir'}: no such directory to write " \
-                       "into\n"
+    assert p.stderr == f"minitrace: error: {tmp_path / 'nodir' / 'a.csv'}: cannot write: no " \
+                       f"such directory {tmp_path / 'nodir'}\n"
     assert "None" not in p.stderr and p.stderr.count("\n") == 1
 
 

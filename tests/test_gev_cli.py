@@ -116,8 +116,8 @@ def test_gev_refuses_equal_maxima_on_one_line(tmp_path):
 def test_gev_checks_the_plot_path_before_the_bootstrap(runs, tmp_path):
     """Nothing is printed (no fit, no bootstrap) when the plot could not be written."""
     base = runs[0]
-    for png, why in ((tmp_path / "no" / "g.png", "cannot write the plot: no such directory"),
-                     (tmp_path, "is a directory: give the name of the image file to write"),
+    for png, why in ((tmp_path / "no" / "g.png", "cannot write: no such directory"),
+                     (tmp_path, "is a directory: name a file to write"),
                      (tmp_path / "g.xyz", "cannot write the plot: unknown image format 'xyz'")):
         r = mt("gev", base, "--plot", png)
         assert r.returncode == 1 and r.stdout == ""

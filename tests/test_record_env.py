@@ -93,7 +93,7 @@ def test_record_fails_clearly_on_unwritable_output(programs, tmp_path):
     p = record(blocker / "out.h5", 2, [exe, "2"], expect_rc=1)
     assert p.stdout == ""                   # refused before launching: the program never ran
     assert p.stderr.splitlines() == [
-        f"minitrace: error: {blocker}: not a directory: cannot write into it"]
+        f"minitrace: error: {blocker / 'out.h5'}: cannot write: {blocker} is not a directory"]
 
 
 def test_program_exit_code_is_returned(programs, tmp_path):

@@ -449,7 +449,7 @@ def test_export_replaces_a_previous_export_whole(tmp_path):
 @pytest.mark.parametrize("layout", ["per-rank", "single"])
 def test_export_refuses_a_bad_output_before_writing(tmp_path, layout):
     (tmp_path / "dir").mkdir()
-    with pytest.raises(MinitraceError, match=r"dir: is a directory: give the name of the "):
+    with pytest.raises(MinitraceError, match=r"dir: is a directory: name a file to write"):
         write_ti(_ranks_trace(2), tmp_path / "dir", layout=layout)
     (tmp_path / "x_files").write_text("not a directory")
     if layout == "per-rank":

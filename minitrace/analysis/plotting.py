@@ -11,33 +11,29 @@ import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.backend_bases import FigureCanvasBase  # noqa: E402
 
 from ..errors import MinitraceError  # noqa: E402
-from ..outputs import replacing_file  # noqa: E402
+from ..outputs import check_output_file, replacing_file  # noqa: E402
 
 
 def check_plot_path(path: str) -> None:
     """Refuse a plot path that savefig would refuse, before the (long) computation it plots:
-    a directory, a missing or read-only parent directory, an image format matplotlib lacks."""
-    parent = os.path.dirname(os.path.abspath(path))
+    what ``outputs.check_output_file`` refuses, and an image format matplotlib lacks."""
     ext = os.path.splitext(path)[1][1:].lower()
     formats = FigureCanvasBase.get_supported_filetypes()
-    if os.path.isdir(path):
-        raise MinitraceError("is a directory: give the name of the image file to write", path)
-    if not os.path.isdir(parent):
-        raise MinitraceError("cannot write the plot: no such directory", path)
-    if not os.access(parent, os.W_OK | os.X_OK):
-        raise MinitraceError("cannot write the plot: its directory is not writable", path)
+    check_output_file(path)
     if ext and ext not in formats:
         raise MinitraceError(f"cannot write the plot: unknown image format {ext!r} (one of "
                              f"{', '.join(sorted(formats))})", path)
 
 
-def save(fig, path: str) -> None:
+def save(fig, path: str, close: bool = True) -> None:
     """Write ``fig`` to ``path`` whole or not at all (a temporary renamed into place) and close
-    it; a write failure is one line naming the file."""
+    it (unless ``close`` is False: the caller draws it again); a write failure is one line
+    naming the file."""
     ext = os.path.splitext(path)[1][1:].lower()
     fmt = ext or matplotlib.rcParams["savefig.format"]
     try:   # (without an extension, savefig(path) would have added the format's)
         with replacing_file(path if ext else f"{path}.{fmt}", "wb") as f:
             fig.savefig(f, format=fmt, dpi=110)
     finally:
-        plt.close(fig)
+        if close:
+            plt.close(fig)

@@ -116,9 +116,9 @@ def load_variability(path: str) -> Variability:
         if name not in b:
             raise MinitraceError(f"variability results lack the {name!r} column", path)
     times = np.asarray(b["times"], dtype=float)
-    if times.ndim != 2 or times.shape[0] < 2 or times.shape[1] < 1:
+    if times.ndim != 2 or times.shape[0] < 3 or times.shape[1] < 1:   # (a GEV fit needs 3)
         raise MinitraceError(f"variability 'times' must be [iterations, nranks] with at least "
-                             f"2 iterations, got shape {times.shape}", path)
+                             f"3 iterations, got shape {times.shape}", path)
     if not np.all(np.isfinite(times)):
         raise MinitraceError("variability 'times' holds NaN or infinite values", path)
     node, local = np.asarray(b["node"]), np.asarray(b["local_rank"])

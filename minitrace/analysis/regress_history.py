@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..checked import corrupt
 from ..errors import MinitraceError
 from ..storage import (locked, read_provenance,  # noqa: F401 (locked: the history's lock)
                        write_bench)
@@ -104,7 +105,9 @@ class History:
 
 
 def read(path: str) -> History:
-    """The history in ``path`` (an empty one when the file does not exist yet)."""
+    """The history in ``path`` (an empty one when the file does not exist yet), checked: the
+    documented columns with their types and shapes (``values`` runs x metrics, one name per
+    metric, unique), directions in {-1, 0, 1}, provenance indices in range."""
     if not os.path.exists(path):
         return History()
     with open_file(path) as t:
@@ -113,26 +116,57 @@ def read(path: str) -> History:
                                  path)
         b = t.bench(HISTORY_SUITE)
     a = b.arrays
-    return History(metrics=[str(x) for x in a["metric"]],
-                   directions=a["direction"].astype(np.int8),
-                   values=a["values"].astype(float).reshape(-1, len(a["metric"])),
-                   runs={k: a[k].astype(object) for k in _RUN_COLUMNS}
-                   | {"provenance_index": a["provenance_index"].astype(np.int32)},
-                   provenance=[str(x) for x in a["provenance"]])
+
+    def bad(what: str) -> MinitraceError:
+        return corrupt("history", what, path)
+
+    def column(name, text, ndim=1):
+        v = a.get(name)
+        if v is None:
+            raise bad(f"no {name} column")
+        if v.ndim != ndim or (v.dtype == object) != text or \
+                (not text and v.dtype.kind not in ("iu" if name != "values" else "iuf")):
+            raise bad(f"{name} is {v.dtype} of shape {v.shape}, not "
+                      f"{'text' if text else 'numbers'} of rank {ndim}")
+        return v
+
+    metrics = column("metric", True)
+    values = column("values", False, ndim=2)
+    nruns = len(values)
+    if values.shape[1] != len(metrics):
+        raise bad(f"values are {values.shape[0]} x {values.shape[1]}, not runs x the "
+                  f"{len(metrics)} metrics")
+    if len(set(metrics.tolist())) != len(metrics):
+        raise bad("a metric name appears twice")
+    values = values.astype(float)
+    if np.isinf(values).any():
+        raise bad("an infinite value")
+    directions = column("direction", False)
+    if len(directions) != len(metrics) or not np.isin(directions, (-1, 0, 1)).all():
+        raise bad("direction is not one of -1, 0, 1 per metric")
+    provenance = column("provenance", True)
+    runs = {k: column(k, True) for k in _RUN_COLUMNS}
+    runs["provenance_index"] = column("provenance_index", False)
+    for k, v in runs.items():
+        if len(v) != nruns:
+            raise bad(f"{k} has {len(v)} rows for {nruns} runs")
+    pidx = runs["provenance_index"]
+    if len(pidx) and (pidx.min() < 0 or pidx.max() >= len(provenance)):
+        raise bad("provenance_index beyond the provenance records")
+    for key, n in (("runs", nruns), ("metrics", len(metrics))):
+        if key in b.attrs and b.attrs[key] != n:
+            raise bad(f"attribute {key} = {b.attrs[key]!r} but {n} stored")
+    runs["provenance_index"] = pidx.astype(np.int32)
+    return History(metrics=[str(x) for x in metrics], directions=directions.astype(np.int8),
+                   values=values, runs=runs, provenance=[str(x) for x in provenance])
 
 
 def write(path: str, h: History) -> None:
     """Replace the history in ``path`` by ``h``: written as a new file then renamed over it
     (rewriting the group in place would leave HDF5 the dead copy's space at every append)."""
-    path = os.fspath(path)
-    staging = os.path.join(os.path.dirname(os.path.abspath(path)),
-                           f".{os.path.basename(path)}.new")
-    if os.path.exists(staging):  # left by a writer that died: we hold the lock
-        os.unlink(staging)
     columns = {"values": h.values, "metric": np.array(h.metrics, dtype=object),
                "direction": h.directions, "provenance": np.array(h.provenance, dtype=object),
                **h.runs}
-    write_bench(staging, HISTORY_SUITE, columns,
+    write_bench(path, HISTORY_SUITE, columns, fresh=True,
                 attrs={"content": "minitrace regress history", "runs": h.nruns,
                        "metrics": len(h.metrics)})
-    os.replace(staging, path)

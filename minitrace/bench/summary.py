@@ -7,6 +7,7 @@ import warnings
 
 import numpy as np
 
+from ..checked import corrupt, first_line
 from ..errors import MinitraceError
 
 
@@ -124,3 +125,6 @@ def summarize(b, path: str) -> list[str]:
             from None
     except (ValueError, IndexError, RuntimeWarning):  # statistics of an empty column
         raise MinitraceError(f"bench/{b.name} holds no measurements", path) from None
+    except (TypeError, AttributeError) as e:   # a column or parameter of another type
+        raise corrupt("benchmark results", f"bench/{b.name}: a column or parameter of the "
+                      f"wrong type ({first_line(e)})", path) from None

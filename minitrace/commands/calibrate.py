@@ -6,6 +6,7 @@ import shlex
 import subprocess
 import sys
 
+from ..outputs import check_disjoint
 from ..predict.measure import add_arguments
 from ..errors import MinitraceError
 
@@ -30,6 +31,7 @@ def run(args) -> int:
     """Run the measurement job (or only refit), then print the calibration."""
     from ..predict.calibration import refit, summary
     plot = args.plot or os.path.splitext(args.output)[0] + ".png"
+    check_disjoint([args.output], [plot])
     cmd = args.command[1:] if args.command[:1] == ["--"] else args.command
     if cmd:
         opts = ["-o", args.output, "--max-size", str(args.max_size), "--nsizes",

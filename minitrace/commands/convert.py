@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import sys
 
-from ..converters.detect import FORMATS, read_any
+from ..converters.detect import FORMATS, read_any, read_paths
 from ..errors import MinitraceError
 from ..kinds import VECTOR_KINDS
-from ..outputs import check_output_dir, check_output_file
+from ..outputs import check_disjoint, check_output_dir, check_output_file
 from ..storage import write_trace
 from ..trace import open as open_trace
 from ..validate import validate
@@ -103,6 +103,7 @@ def into_minitrace(path, output, fmt: str = "auto", keep_regions: bool = False,
     one path of ``minitrace convert`` and ``minitrace import``.  Validation problems are
     reported, not fatal."""
     check_output_file(output)
+    check_disjoint(read_paths(path, fmt), [output])
     data = read_any(path, fmt, keep_regions=keep_regions, keep_going=keep_going)
     rep = validate(data)
     write_trace(output, data)
@@ -135,6 +136,7 @@ def into_minitrace(path, output, fmt: str = "auto", keep_regions: bool = False,
 
 def _to_otf2(path: str, output: str) -> int:
     from ..converters.otf2 import write_otf2
+    check_disjoint([path], output_dirs=[output])
     check_output_dir(output)
     with open_trace(path) as t:
         if not t.has_trace:
@@ -156,8 +158,10 @@ def export(path: str, output: str, fmt: str, layout: str = "per-rank",
     warnings on stderr."""
     from ..converters.csv_table import write_csv
     from ..converters.perfetto import write_perfetto
-    from ..converters.simgrid_ti import write_ti
+    from ..converters.simgrid_ti import rank_files_dir, write_ti
     check_output_file(output)
+    check_disjoint([path], [output], [rank_files_dir(output)] if fmt == "ti" and
+                   layout == "per-rank" else [])
     with open_trace(path) as t:
         data = t.data()
     if fmt == "csv":

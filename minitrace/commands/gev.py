@@ -6,6 +6,7 @@ import pandas as pd
 from ..analysis import gev as G
 from ..analysis import projection as P
 from ..errors import MinitraceError
+from ..outputs import check_disjoint
 from ..options import choice_list
 
 CHOICES = ("pwm", "mom", "mle", "nonparam")
@@ -83,6 +84,7 @@ def run(args) -> int:
         raise MinitraceError(f"--ci must be between 0 and 1, got {args.ci}")
     if args.replicas is not None and args.replicas < 2:
         raise MinitraceError("--replicas must be at least 2")
+    check_disjoint([args.file, *args.check], [args.plot])
     if args.plot:
         from ..analysis.plotting import check_plot_path
         check_plot_path(args.plot)

@@ -68,6 +68,8 @@ def run(args) -> int:
                     print(f"  {line}")
         if has_tasks(args.file):
             print(f"tasks: {describe(read_tasks(args.file))}")
+        if t.has_calibration:
+            _calibration(args.file)
         for suite in t.suites:
             b = t.bench(suite)
             shapes = ", ".join(f"{k}{list(v.shape)}" for k, v in sorted(b.arrays.items()))
@@ -78,3 +80,15 @@ def run(args) -> int:
             if params:
                 print(f"  parameters: {params}")
     return 0
+
+
+def _calibration(path: str) -> None:
+    """The runs of a calibration file and, once fitted, what the fit found."""
+    from ..predict import calibration as C
+    runs = C.read_runs(path)
+    print(f"calibration: {len(runs)} run(s): " + ", ".join(
+        f"{r['name']} ({len(r['columns']['kind'])} measurements, {r['attrs'].get('date', '?')})"
+        for r in runs))
+    cal = C.load(path, missing_ok=True)
+    print("  " + C.summary(cal, path).replace("\n", "\n  ") if cal else
+          "  not fitted yet (minitrace calibrate -o FILE fits it)")

@@ -6,7 +6,7 @@ import sys
 
 from .. import storage
 from ..merge import merge_dir
-from ..outputs import check_output_file
+from ..outputs import check_disjoint, check_output_file
 from ..trace import open as open_trace
 from ..validate import validate
 
@@ -34,6 +34,7 @@ def add_compress_option(p) -> None:
 def run(args) -> int:
     out = args.output or os.path.normpath(args.dir) + ".h5"
     check_output_file(out)
+    check_disjoint([args.dir], [out])
     return 0 if merge_and_report(args.dir, out, compress=args.compress) else 1
 
 

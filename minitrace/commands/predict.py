@@ -3,7 +3,9 @@ from __future__ import annotations
 
 import json
 
+from ..converters.detect import read_paths
 from ..errors import MinitraceError
+from ..outputs import check_disjoint
 from ..replay import ENGINES
 from ..replay import spread_options
 
@@ -47,6 +49,8 @@ def run(args) -> int:
                              "drop them or --platform")
     if args.hostfile and not args.platform:
         raise MinitraceError("--hostfile needs --platform")
+    check_disjoint([*read_paths(args.trace), args.calibration, args.platform, args.hostfile],
+                   [args.timeline, args.plot])
     spread_options.check(args, {"--timeline": bool(args.timeline),
                                 "--plot without --replicas": bool(args.plot)
                                 and args.replicas is None})

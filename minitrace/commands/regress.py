@@ -9,6 +9,7 @@ import re
 import numpy as np
 
 from ..errors import MinitraceError
+from ..outputs import check_disjoint
 
 EXIT_REGRESSION = 3
 
@@ -67,6 +68,8 @@ def run(args) -> int:
     from ..analysis import regress as R
     from ..analysis import regress_history as H
     _check(args)
+    check_disjoint(args.new, [args.history])
+    check_disjoint([args.history, *args.new], [args.plot])
     if args.plot:
         from ..analysis.plotting import check_plot_path
         check_plot_path(args.plot)
@@ -85,6 +88,10 @@ def run(args) -> int:
             raise MinitraceError("no such history, and no NEW file to start it with",
                                  args.history)
         h = old.extended(new)
+        if args.plot:     # every page's file, before the history is replaced
+            from ..analysis.regress_plots import page_paths, pages_of
+            check_disjoint([args.history, *args.new],
+                           page_paths(args.plot, pages_of(_selected(h, pattern))))
         if new:
             cps = R.change_points(h.values[:old.nruns], **cp_options)
             a = R.assess(h.values[:old.nruns], h.metrics, h.directions, cps, args.gamma,
@@ -100,11 +107,15 @@ def run(args) -> int:
             _describe_history(args.history, h, cps, a)
         if args.plot:
             from ..analysis.regress_plots import plot_evolution
-            select = [j for j, m in enumerate(h.metrics) if not pattern or pattern.search(m)]
             files = plot_evolution(args.plot, h.metrics, h.runs["date"], h.values, a, cps,
-                                   select, args.gamma)
+                                   _selected(h, pattern), args.gamma)
             print(f"evolution plots: {', '.join(files)}")
     return EXIT_REGRESSION if failed else 0
+
+
+def _selected(h, pattern) -> list[int]:
+    """Indices of the metrics ``--metrics`` selects (all without it)."""
+    return [j for j, m in enumerate(h.metrics) if not pattern or pattern.search(m)]
 
 
 def _segment_text(h, cps) -> str:

@@ -6,7 +6,9 @@ import math
 
 import numpy as np
 
+from ..converters.detect import read_paths
 from ..errors import MinitraceError
+from ..outputs import check_disjoint, check_output_file
 from ..replay.platforms import DEFAULT_BANDWIDTH, DEFAULT_LATENCY, DEFAULT_SPEED, Cluster
 from ..replay import DEFAULT_CONFIG, ENGINES, replay
 from ..replay import spread_options
@@ -99,6 +101,8 @@ def run(args) -> int:
         cluster = Cluster(args.cluster, args.speed or DEFAULT_SPEED,
                           args.bandwidth or DEFAULT_BANDWIDTH, args.latency or DEFAULT_LATENCY,
                           ranks_per_host=args.ranks_per_host or 1)
+    check_disjoint([*read_paths(args.file), args.platform, args.hostfile],
+                   [args.plot, args.perfetto])
     spread_options.check(args, {"--breakdown": args.breakdown,
                                 "--critical-path": args.critical_path,
                                 "--perfetto": bool(args.perfetto),
@@ -107,6 +111,8 @@ def run(args) -> int:
     if args.plot:
         from ..analysis.plotting import check_plot_path
         check_plot_path(args.plot)
+    if args.perfetto:
+        check_output_file(args.perfetto)
     if spread_options.wanted(args):
         kw = dict(platform=args.platform, hostfile=args.hostfile, np=args.np,
                   config=_config(args.cfg), cluster=cluster, compute_rate=args.compute_rate,

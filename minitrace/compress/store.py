@@ -149,7 +149,7 @@ def write(path: str, c: Compressed, meta: dict | None = None) -> None:
     if m.get("volume_unit") not in VOLUME_UNITS:
         raise MinitraceError(f"unknown volume unit {m.get('volume_unit')!r}", path)
     small = S._smallest_int
-    with S._AtomicFile(path) as f:
+    with S._atomic_file(path) as f:
         f.attrs.update(S._new_file_attrs(m, S.FORMAT_VERSION))
         g = f.create_group("trace")
         g.attrs.update({"nranks": c.nranks, "nactions": c.nactions, "timed": c.timed,

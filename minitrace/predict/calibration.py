@@ -25,26 +25,35 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
-from dataclasses import asdict, dataclass, field
+from dataclasses import MISSING, asdict, dataclass, field, fields
 
 import h5py
 import numpy as np
 
+from .. import checked
 from ..analysis import piecewise
 from ..errors import MinitraceError
-from ..replay.platforms import Cluster
+from ..replay.platforms import MAX_RANKS_PER_HOST, Cluster
 
 ENVELOPE = 16
 MIN_POINTS = 6
 GROUP = "calibration"
 
 
+KIND = "calibration"
+#: Run columns: one row per measurement (text or numbers), and one row per rank.
+_MEASUREMENTS = {"kind": "T", "size": "iu", "pair": "T", "time": "f", "t_send": "f"}
+_PER_RANK = {"compute_flops": "f", "compute_cpu": "f", "compute_wall": "f",
+             "reduction_rate": "f"}
+_OPTIONAL = {"peer": ("iu", "n"), "inner": ("iu", "n"), "copy_rate_hot": ("f", "r"),
+             "copy_rate_cold": ("f", "r")}
+
+
 def append_run(path: str, run: dict) -> str:
-    """Add one measured run as ``/calibration/runs/NNN``; returns its name."""
-    from ..storage import _AtomicFile, _meta_attrs, _new_file_attrs
-    with _AtomicFile(path, copy_existing=True) as f:
-        if "format" not in f.attrs:
-            f.attrs.update(_new_file_attrs({}))
+    """Add one measured run as ``/calibration/runs/NNN`` (a locked read-modify-write through
+    ``storage.updating``); returns its name."""
+    from ..storage import _meta_attrs, updating
+    with updating(path) as f:
         runs = f.require_group(f"{GROUP}/runs")
         name = f"{len(runs):03d}"
         g = runs.create_group(name)
@@ -59,24 +68,87 @@ def append_run(path: str, run: dict) -> str:
 
 
 def read_runs(path: str) -> list[dict]:
-    """Every stored run: ``{"name", "attrs", "columns"}``."""
-    from ..storage import check_file, read_attrs
+    """Every stored run, ``{"name", "attrs", "columns"}``, checked (see :func:`_runs_in`)."""
+    from ..storage import check_file
     check_file(path)
-    with h5py.File(path, "r") as f:
-        if f"{GROUP}/runs" not in f or not len(f[f"{GROUP}/runs"]):
-            raise MinitraceError("no calibration run in this file (minitrace calibrate writes "
-                                 "them)", path)
-        out = []
-        for name, g in sorted(f[f"{GROUP}/runs"].items()):
-            cols = {}
-            for k, ds in g.items():
-                v = ds[()]
-                if ds.dtype.kind == "O":
-                    v = np.array([x.decode() if isinstance(x, bytes) else x for x in v],
-                                 dtype=object)
-                cols[k] = v
-            out.append({"name": name, "attrs": read_attrs(g), "columns": cols})
+    try:
+        with h5py.File(path, "r") as f:
+            return _runs_in(f, path)
+    except (OSError, RuntimeError) as e:
+        raise checked.corrupt(KIND, checked.first_line(e), path) from None
+
+
+def _runs_in(f: h5py.File, path: str) -> list[dict]:
+    """The runs of an open calibration file: the documented columns with their types, one
+    length per measurement column and one per rank column, finite positive kernel times, the
+    attributes the fit uses with their types."""
+    top = checked.member(f, GROUP, KIND, path, h5py.Group, required=False)
+    runs = checked.member(top, "runs", KIND, path, h5py.Group, required=False) \
+        if top is not None else None
+    names = checked.names(runs, KIND, path) if runs is not None else []
+    if not names:
+        raise MinitraceError("no calibration run in this file (minitrace calibrate writes "
+                             "them)", path)
+    from ..storage import read_attrs
+    out = []
+    for name in names:
+        g = checked.member(runs, name, KIND, path, h5py.Group)
+        cols = {k: checked.array(g, k, KIND, path, t) for k, t in _MEASUREMENTS.items()}
+        cols |= {k: checked.array(g, k, KIND, path, t) for k, t in _PER_RANK.items()}
+        cols |= {k: v for k, (t, _) in _OPTIONAL.items()
+                 if (v := checked.array(g, k, KIND, path, t, required=False)) is not None}
+        lengths = {"n": len(cols["kind"]), "r": len(cols["compute_cpu"])}
+        for k, v in cols.items():
+            want = lengths["n" if k in _MEASUREMENTS else "r" if k in _PER_RANK
+                           else _OPTIONAL[k][1]]
+            if len(v) != want:
+                raise checked.corrupt(KIND, f"run {name}: {k} has {len(v)} rows, not {want}",
+                                      path)
+        if lengths["r"] < 1 or not all(np.isfinite(cols[k]).all() and (cols[k] > 0).all()
+                                       for k in _PER_RANK):
+            raise checked.corrupt(KIND, f"run {name}: compute and reduction columns must be "
+                                  "finite and positive, one per rank", path)
+        if (cols["size"] > 2 ** 53).any():
+            raise checked.corrupt(KIND, f"run {name}: a message size beyond 2**53", path)
+        attrs = read_attrs(g)
+        _check_run_attrs(attrs, lengths["r"], f"run {name}", path)
+        out.append({"name": name, "attrs": attrs, "columns": cols})
     return out
+
+
+def _is_int(v) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _check_run_attrs(attrs: dict, nranks: int, where: str, path: str) -> None:
+    def bad(what: str) -> MinitraceError:
+        return checked.corrupt(KIND, f"{where}: {what}", path)
+    nodes, cores = attrs.get("rank_to_node"), attrs.get("cores")
+    if not isinstance(nodes, list) or not nodes or \
+            not all(isinstance(n, (str, int)) for n in nodes):
+        raise bad("rank_to_node is not a list of node names")
+    if not isinstance(cores, list) or not cores or \
+            not all(_is_int(c) and 1 <= c <= MAX_RANKS_PER_HOST for c in cores):
+        raise bad("cores is not a list of core counts")
+    if len(nodes) != nranks or len(cores) != nranks:
+        raise bad(f"rank_to_node and cores have {len(nodes)} and {len(cores)} entries for "
+                  f"{nranks} ranks")
+    t = attrs.get("eager_threshold")
+    if isinstance(t, list):
+        if len(t) != 2 or not all(_is_int(x) and 0 <= x <= 2 ** 53 for x in t):
+            raise bad(f"eager_threshold = {t!r}")
+    elif not isinstance(t, str):
+        raise bad(f"eager_threshold = {t!r}")
+    m = attrs.get("max_size")
+    if not _is_int(m) or not 0 < m <= 2 ** 53:
+        raise bad(f"max_size = {m!r}")
+    costs = attrs.get("python_costs", {})
+    if not isinstance(costs, dict) or not all(
+            isinstance(v, (int, float)) and np.isfinite(v) and v >= 0 for v in costs.values()):
+        raise bad("python_costs is not a table of finite seconds")
+    c = attrs.get("cold_from", 0)
+    if not _is_int(c) or not 0 <= c <= 2 ** 53:
+        raise bad(f"cold_from = {c!r}")
 
 
 @dataclass
@@ -330,11 +402,13 @@ def _other_route(data, fits, segs, latency, bandwidth, threshold):
 
 # -- the file's fit group -----------------------------------------------------------------
 def refit(path: str, plot: str | None = None) -> Calibration:
-    """Fit every run in ``path``, store ``/calibration/fit`` and draw ``plot`` (PNG)."""
-    from ..storage import _AtomicFile
-    runs = read_runs(path)
-    cal, fits = fit_runs(runs)
-    with _AtomicFile(path, copy_existing=True) as f:
+    """Fit every run in ``path``, store ``/calibration/fit`` and draw ``plot`` (PNG): the runs
+    are read and the fit written under the file's lock (``storage.updating``)."""
+    from ..storage import check_file, updating
+    check_file(path)
+    with updating(path) as f:
+        runs = _runs_in(f, path)
+        cal, fits = fit_runs(runs)
         grp = f[GROUP]
         if "fit" in grp:
             del grp["fit"]
@@ -349,18 +423,99 @@ def refit(path: str, plot: str | None = None) -> Calibration:
     return cal
 
 
-def load(path: str) -> Calibration:
-    """The calibration stored in ``path`` (``/calibration/fit``)."""
-    from ..storage import check_file
+def load(path: str, missing_ok: bool = False) -> Calibration | None:
+    """The calibration stored in ``path`` (``/calibration/fit``), every field checked for its
+    type and range (:func:`_checked_fields`); None when it has none and ``missing_ok``."""
+    from ..storage import check_file, read_attrs
     check_file(path)
-    with h5py.File(path, "r") as f:
-        g = f.get(f"{GROUP}/fit")
-        if g is None:
-            raise MinitraceError("not a calibration file (no /calibration/fit; minitrace "
-                                 "calibrate writes it)", path)
-        cal = Calibration(**json.loads(g.attrs["calibration"]))
+    try:
+        with h5py.File(path, "r") as f:
+            top = checked.member(f, GROUP, KIND, path, h5py.Group, required=False)
+            g = checked.member(top, "fit", KIND, path, h5py.Group, required=False) \
+                if top is not None else None
+            if g is None and missing_ok:
+                return None
+            if g is None:
+                raise MinitraceError("not a calibration file (no /calibration/fit; minitrace "
+                                     "calibrate writes it)", path)
+            stored = read_attrs(g).get("calibration")
+    except (OSError, RuntimeError) as e:
+        raise checked.corrupt(KIND, checked.first_line(e), path) from None
+    cal = Calibration(**_checked_fields(stored, path))
     cal.path = path
     return cal
+
+
+_FLOATS_POSITIVE = ("latency", "bandwidth", "loopback_latency", "loopback_bandwidth", "speed",
+                    "compute_rate", "reduction_rate")
+
+
+def _checked_fields(stored, path: str) -> dict:
+    """The fields of a stored fit, refused (one line) unless each has its documented type and a
+    range a replay can use."""
+    def bad(what: str) -> MinitraceError:
+        return checked.corrupt(KIND, f"/calibration/fit: {what}", path)
+    if not isinstance(stored, dict):
+        raise bad("the calibration attribute is not a JSON object")
+    known = {f.name for f in fields(Calibration)} - {"path"}
+    required = {f.name for f in fields(Calibration)
+                if f.default is MISSING and f.default_factory is MISSING}
+    if set(stored) - known or required - set(stored):
+        raise bad(f"fields {sorted(set(stored) - known)} unknown, {sorted(required - set(stored))} "
+                  "missing")
+    d = dict(stored)
+    for k in _FLOATS_POSITIVE + ("speed_spread",):
+        v = d[k]
+        if not isinstance(v, (int, float)) or isinstance(v, bool) or not np.isfinite(v) or \
+                v < 0 or (v == 0 and k in _FLOATS_POSITIVE):
+            raise bad(f"{k} = {v!r}")
+    for k, hi in (("ranks_per_host", MAX_RANKS_PER_HOST), ("cores_per_host", MAX_RANKS_PER_HOST),
+                  ("eager_threshold", 2 ** 53), ("runs", 2 ** 31), ("points", 2 ** 53),
+                  ("cold_from", 2 ** 53)):
+        v = d.get(k, 0)
+        if not _is_int(v) or not (1 if k.endswith("host") else 0) <= v <= hi:
+            raise bad(f"{k} = {v!r}")
+    if not isinstance(d["config"], dict) or not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in d["config"].items()):
+        raise bad("config is not a table of SimGrid options")
+    if not isinstance(d["pair"], str):
+        raise bad(f"pair = {d['pair']!r}")
+    for k, n in (("size_range", 2), ("copy_rates", None), ("core_share", None)):
+        v = d.get(k, [])
+        if not isinstance(v, list) or (n is not None and len(v) != n) or not all(
+                isinstance(x, (int, float)) and not isinstance(x, bool) and np.isfinite(x)
+                and x >= 0 for x in v):
+            raise bad(f"{k} = {v!r}")
+    if len(d.get("copy_rates", [])) not in (0, 2) or 0 in d.get("copy_rates", []):
+        raise bad(f"copy_rates = {d['copy_rates']!r}")
+    if not isinstance(d.get("notes", []), list) or \
+            not all(isinstance(x, str) for x in d.get("notes", [])):
+        raise bad("notes is not a list of text")
+    segments = d.get("segments", {})
+    if not isinstance(segments, dict) or not all(_segment_ok(v) for v in segments.values()):
+        raise bad("segments are not fitted segments")
+    missing = {"send", "recv", "net_eager", "net_rendezvous"} - set(segments)
+    if missing:
+        raise bad(f"no fit of {', '.join(sorted(missing))}")
+    return d
+
+
+def _segment_ok(stored) -> bool:
+    """A stored piecewise fit (or None): finite breakpoints, one segment more than them, each
+    with finite numbers that ``piecewise.Segment`` takes."""
+    if stored is None:
+        return True
+    if not isinstance(stored, dict) or set(stored) != {"breakpoints", "segments"}:
+        return False
+    bps, segs = stored["breakpoints"], stored["segments"]
+    if not isinstance(bps, list) or not isinstance(segs, list) or len(segs) != len(bps) + 1:
+        return False
+    num = lambda x: isinstance(x, (int, float)) and not isinstance(x, bool)   # noqa: E731
+    if not all(num(b) and np.isfinite(b) for b in bps):
+        return False
+    names = {f.name for f in fields(piecewise.Segment)}
+    return all(isinstance(s, dict) and set(s) == names and all(
+        num(v) and np.isfinite(v) for v in s.values()) for s in segs)
 
 
 def summary(cal: Calibration, path: str) -> str:

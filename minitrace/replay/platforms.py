@@ -69,6 +69,10 @@ def parse_quantity(text: str | float, kind: str, bare: str = "") -> float:
     return value
 
 
+#: More ranks on one host than this is a mistake (and a host list of that length is built).
+MAX_RANKS_PER_HOST = 1 << 16
+
+
 @dataclass(frozen=True)
 class Cluster:
     """N hosts named ``node-0`` ... ``node-{N-1}``, each of ``speed`` flop/s with one link of
@@ -99,8 +103,9 @@ class Cluster:
         return [h for h in self.host_names() for _ in range(self._per_host())]
 
     def _per_host(self) -> int:
-        if int(self.ranks_per_host) < 1:
-            raise MinitraceError(f"ranks per host must be >= 1, got {self.ranks_per_host}")
+        if not 1 <= int(self.ranks_per_host) <= MAX_RANKS_PER_HOST:   # (a host list is built)
+            raise MinitraceError(f"ranks per host must be in 1..{MAX_RANKS_PER_HOST}, got "
+                                 f"{self.ranks_per_host}")
         return int(self.ranks_per_host)
 
     def xml(self) -> str:

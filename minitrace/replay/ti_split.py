@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 
 from ..converters.ti_files import (first_tokens, is_trace, list_entries, meaningful_lines,
-                                   rank_token)
+                                   rank_token, tokens)
 from ..errors import MinitraceError
 
 
@@ -58,19 +58,21 @@ def split_shared(path: str, work: Path) -> list[str]:
     not reachable from Python, and per-rank files let each actor read only its own lines)."""
     outs: dict[int, list[str]] = {}
     for lineno, line in meaningful_lines(path):
-        tok = line.split(None, 1)
+        tok = tokens(line, 1)
         rank = rank_token(tok[0])
         if rank is None or len(tok) < 2:
             raise MinitraceError(f"line {lineno}: expected '<rank> <action> ...', got "
                                  f"{line[:60]!r}", path)
         outs.setdefault(rank, []).append(f"{rank} {tok[1]}\n")
     ranks = sorted(outs)
-    if ranks != list(range(len(ranks))):
-        missing = sorted(set(range(ranks[-1] + 1)) - set(ranks))
-        raise MinitraceError(f"ranks must be 0..N-1; rank {missing[0]} has no action", path)
+    if ranks and ranks[-1] != len(ranks) - 1:   # (a rank beyond the world: nothing allocated for it)
+        missing = next(i for i, r in enumerate(ranks) if r != i)
+        raise MinitraceError(f"ranks must be 0..N-1 (the trace's world: {len(ranks)} ranks "
+                             f"have actions); rank {missing} has none, rank {ranks[-1]} is "
+                             "beyond", path)
     files = []
     for r in ranks:
-        _check_start(outs[r][0].split(), r, path)
+        _check_start(tokens(outs[r][0]), r, path)
         f = work / f"rank{r}.txt"
         f.write_text("".join(outs[r]))
         files.append(str(f))

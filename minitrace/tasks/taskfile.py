@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import MinitraceError
-from ..storage import _AtomicFile, _new_file_attrs, check_file, read_attrs
+from ..storage import _atomic_file, _new_file_attrs, check_file, read_attrs
 from .graph import MODES, TaskGraph
 
 TASKS_VERSION = 1
@@ -26,7 +26,7 @@ TABLES = {   # table -> its columns and their kinds (i integer, u unsigned, f fl
 
 def write_tasks(path: str, graph: TaskGraph, meta: dict | None = None) -> None:
     """Write ``graph`` as a new minitrace file holding ``/tasks``."""
-    with _AtomicFile(path) as f:
+    with _atomic_file(path) as f:
         f.attrs.update(_new_file_attrs(meta or {}))
         g = f.create_group("tasks")
         g.attrs["version"] = TASKS_VERSION

@@ -29,7 +29,10 @@ from pathlib import Path
 
 import numpy as np
 
-READERS = ("ti", "hdf5", "compressed", "raw", "tau", "otf2")
+READERS = ("ti", "hdf5", "compressed", "raw", "tau", "otf2", "calibration", "bench",
+           "history")
+#: Readers of minitrace HDF5 files (damaged as ``hdf5`` is, and structurally).
+_H5_KINDS = ("hdf5", "compressed", "calibration", "bench", "history")
 MEMORY_LIMIT = 2 << 30
 TIME_LIMIT = 30.0
 OK_OUTCOMES = ("ok", "error")
@@ -51,7 +54,11 @@ def preload() -> None:
     from minitrace.commands import (compress, convert, expand, export, import_, info, merge,  # noqa: F401
                                     validate)
     from minitrace.compress import expand as _expand, loop_view  # noqa: F401
+    from minitrace.commands import calibrate, gev, regress  # noqa: F401
     from minitrace.converters import otf2, simgrid_ti, tau  # noqa: F401
+    from minitrace.analysis import gev as _, projection, regress as _r, regress_history  # noqa
+    from minitrace.predict import calibration  # noqa: F401
+    from minitrace.analysis import plotting  # noqa: F401 (matplotlib: seconds to import)
 
 
 # -- seeds ----------------------------------------------------------------------------------
@@ -114,11 +121,55 @@ def make_seeds(root: Path, repo: Path, raw_dir: Path | None = None,
         if not h5.exists():
             _mt("merge", raw_dir, "-o", h5)
         seeds["hdf5"].append(h5)
+    seeds["calibration"].append(_seed_calibration(root / "calibration.h5"))
+    seeds["bench"].append(_seed_bench(root / "variability.h5"))
+    seeds["history"].append(_seed_history(root / "history.h5"))
     if shared is not None and shared.is_dir():
         seeds["ti"] += sorted((shared / "simgrid_ti").glob("*.txt"))[:4]
         seeds["tau"] += [p for p in (shared / "tau").iterdir() if p.is_dir()]
         seeds["otf2"] += [p for p in (shared / "otf2").iterdir() if p.is_dir()]
     return seeds
+
+
+def _seed_calibration(path: Path) -> Path:
+    """A fitted calibration of two synthetic runs (minitrace.synthetic.calibration_run)."""
+    if not path.exists():
+        from minitrace.predict import calibration as C
+        from minitrace.synthetic import calibration_run
+        for k in range(2):
+            C.append_run(str(path), calibration_run(k))
+        C.refit(str(path))
+    return path
+
+
+def _seed_bench(path: Path) -> Path:
+    """A variability suite (what ``gev`` and ``info`` read) of a real 2-rank run."""
+    if not path.exists():
+        from tests.mpiutil import tool
+        p = subprocess.run([tool("mpiexec"), "-n", "2", sys.executable, "-m", "minitrace.bench",
+                            "variability", "--iterations", "40", "--warmup", "1", "--mu",
+                            "2e-4", "--sigma", "2e-5", "-o", str(path)],
+                           capture_output=True, text=True, timeout=300)
+        if p.returncode != 0:
+            raise RuntimeError(f"seed: variability bench: {p.stderr}")
+    return path
+
+
+def _seed_history(path: Path) -> Path:
+    """A 40-run, 6-metric regression history with one shift."""
+    if not path.exists():
+        from minitrace.analysis import regress_history as H
+        rng = np.random.default_rng(1)
+        v = 1 + 0.01 * rng.standard_normal((40, 6))
+        v[25:, :2] *= 1.1
+        runs = {"date": np.array([f"2026-01-{1 + i % 28:02d}T00:00:00+00:00" for i in range(40)],
+                                 dtype=object),
+                "host": np.full(40, "n1", dtype=object), "source": np.full(40, "r.h5", dtype=object),
+                "command_line": np.full(40, "bench", dtype=object),
+                "provenance_index": np.zeros(40, np.int32)}
+        H.write(str(path), H.History([f"s/m{j // 2}/{j % 2}" for j in range(6)],
+                                     np.array([1, 1, -1, -1, 0, 0], np.int8), v, runs, ["{}"]))
+    return path
 
 
 # -- mutations ------------------------------------------------------------------------------
@@ -257,10 +308,13 @@ def mutate_case(reader: str, seed: Path, case: Path, rng: random.Random) -> Path
         f = rng.choice(files)
         _rewrite(f, lambda d: mutate_text(d, rng))
         return target
-    if reader in ("hdf5", "compressed"):
+    if reader in _H5_KINDS:
         out = case / seed.name
         shutil.copy(seed, out)
-        _mutate_hdf5(out, rng)
+        if rng.random() < 0.35:
+            _mutate_structure(out, rng)
+        else:
+            _mutate_hdf5(out, rng)
         return out
     if reader == "raw":
         out = case / "raw"
@@ -337,6 +391,50 @@ def _mutate_hdf5(path: Path, rng: random.Random) -> None:
     _mutate_file_region(path, rng, lo, hi)
 
 
+def _mutate_structure(path: Path, rng: random.Random) -> None:
+    """What a byte-level fuzzer rarely builds: a 4 KiB page zeroed, a dataset replaced by a
+    group, by a soft link (to itself or elsewhere) or an external link, a dataset rewritten
+    with another shape (transposed, cut, flattened) or a text column with repeated values."""
+    import h5py
+    r = rng.random()
+    if r < 0.3:
+        size = path.stat().st_size
+        page = rng.randrange(max(size // 4096, 1))
+        with open(path, "r+b") as fh:
+            fh.seek(page * 4096)
+            fh.write(b"\0" * min(4096, size - page * 4096))
+        return
+    with h5py.File(path, "r+") as f:
+        dsets = []
+        f.visititems(lambda n, o: dsets.append(n) if isinstance(o, h5py.Dataset) else None)
+        name = rng.choice(dsets)
+        parent, leaf = name.rsplit("/", 1) if "/" in name else ("", name)
+        g = f[parent] if parent else f
+        v = g[leaf][()]
+        dtype = g[leaf].dtype
+        if r < 0.6:
+            del g[leaf]
+            what = rng.randrange(4)
+            if what == 0:
+                g.create_group(leaf)
+            elif what == 1:
+                g[leaf] = h5py.SoftLink(f"/{name}")
+            elif what == 2:
+                g[leaf] = h5py.SoftLink("/" + rng.choice(dsets))
+            else:
+                g[leaf] = h5py.ExternalLink("/etc/hostname", "/x")
+            return
+        v = np.asarray(v)
+        if v.size and rng.random() < 0.5 and v.dtype == object:
+            v = np.full(v.shape, v.ravel()[0], dtype=object)     # repeated names
+        else:
+            v = rng.choice([lambda a: a.T, lambda a: a.reshape(-1),
+                            lambda a: a[:max(len(a) - 1, 0)] if a.ndim else a,
+                            lambda a: a.reshape(-1)[:-1] if a.size > 1 else a])(v)
+        del g[leaf]
+        g.create_dataset(leaf, data=v, dtype=dtype)
+
+
 def _mutate_raw(d: Path, rng: random.Random) -> None:
     """A raw directory: a header field, a chunk header or record bytes damaged, a file cut,
     deleted, emptied or duplicated."""
@@ -397,6 +495,15 @@ def commands(reader: str, inp: Path, out: Path, k: int) -> list[str]:
     if reader == "compressed":
         return [["validate", str(inp)], ["info", "--loops", str(inp)],
                 ["expand", str(inp), "-o", str(out)]][k % 3]
+    if reader == "calibration":     # read back (info); refitted (runs read, file written, plot)
+        return ([["info", str(inp)]] * 3 + [["calibrate", "-o", str(inp), "--plot",
+                                               str(out.with_suffix(".png"))]])[k % 4]
+    if reader == "bench":
+        return [["info", str(inp)], ["gev", str(inp), "--method", "pwm", "--replicas", "20",
+                                     "--no-backtest", "--scale", "8"]][k % 2]
+    if reader == "history":
+        return [["regress", str(inp), "--permutations", "99", "--alpha", "0.05"],
+                ["info", str(inp)]][k % 2]
     return [["validate", str(inp)], ["info", str(inp)],
             ["export", str(inp), "--format", "csv", "-o", str(out.with_suffix(".csv"))]][k % 3]
 
@@ -425,6 +532,7 @@ def _fork_server() -> subprocess.Popen:
 
 def serve() -> None:
     """Fork server loop: one JSON job per line in, ``[status, seconds]`` per line out."""
+    os.environ["TQDM_DISABLE"] = "1"      # progress bars are not a reader's output
     preload()
     for line in sys.stdin:
         argv, workdir, timeout, memory = json.loads(line)
@@ -488,7 +596,7 @@ def classify(rc: int | None, stderr: str) -> str:
         return "internal"
     if rc not in (0, 1):
         return "crash"
-    lines = [ln for ln in stderr.splitlines() if ln.strip()]
+    lines = [ln for ln in stderr.split("\n") if ln.strip() and "%|" not in ln]  # (progress)
     other = [ln for ln in lines if not ln.startswith(("minitrace: warning:", "minitrace: note:"))]
     if rc == 0:
         return "ok" if not other else "noisy"
