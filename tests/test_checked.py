@@ -26,7 +26,7 @@ from minitrace.cli import main
 from minitrace.predict import calibration as C
 from minitrace.storage import write_bench, write_trace
 from minitrace.synthetic import calibration_run, loop_trace
-from tests.fixtures import DATA
+from tests.support.fixtures import DATA
 
 TI = DATA / "ti"
 

@@ -145,7 +145,7 @@ def _seed_calibration(path: Path) -> Path:
 def _seed_bench(path: Path) -> Path:
     """A variability suite (what ``gev`` and ``info`` read) of a real 2-rank run."""
     if not path.exists():
-        from tests.mpiutil import tool
+        from tests.support.mpiutil import tool
         p = subprocess.run([tool("mpiexec"), "-n", "2", sys.executable, "-m", "minitrace.bench",
                             "variability", "--iterations", "40", "--warmup", "1", "--mu",
                             "2e-4", "--sigma", "2e-5", "-o", str(path)],
