@@ -23,8 +23,7 @@ import tempfile
 from dataclasses import dataclass
 
 from .errors import MinitraceError
-
-VOLUMES = ("auto", "instructions", "cputime", "walltime")
+from .rawlayout import VOLUMES
 _FORWARDED = ("LD_PRELOAD", "MINITRACE_DIR", "MINITRACE_VOLUME")
 
 
