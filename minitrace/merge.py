@@ -25,6 +25,7 @@ from __future__ import annotations
 import glob
 import os
 import re
+from typing import NamedTuple
 
 import numpy as np
 
@@ -62,7 +63,8 @@ def _ranges(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
 
 
 class _Rank:
-    """One raw file parsed: actions (ACTION_DTYPE, times in int ns in side arrays) + tables."""
+    """One raw file: its header when made (cheap: every worker of a parallel merge reads every
+    header), its chunks parsed into threads of records by ``load``."""
 
     def __init__(self, path: str):
         self.path = path
@@ -99,6 +101,15 @@ class _Rank:
             raise MinitraceError(f"corrupt header (header {hb} B, chunks {cb} B)", path)
         if not 0 <= self.rank < self.size <= _MAX_RANKS:
             raise MinitraceError(f"corrupt header (rank {self.rank} of {self.size})", path)
+        self._raw = raw
+        self.host = h["host"].decode(errors="replace")
+
+    def load(self) -> None:
+        """Parse the chunks: ``threads`` (each its records in order), ``warnings`` (damaged or
+        cut records), ``complete`` (finalized, not aborted nor disabled, nothing damaged)."""
+        raw, h, path = self._raw, self.h, self.path
+        hb, cb = int(h["header_bytes"]), int(h["chunk_bytes"])
+        rec = RAW_DTYPE.itemsize
         # a file cut short (copied while written, a full disk) ends inside a chunk: its whole
         # records are kept, the cut ones counted in ``dropped``
         nchunks = max(len(raw) - hb - rec + cb, 0) // cb
@@ -423,112 +434,181 @@ def rank_files(directory: str) -> list[str]:
     return files
 
 
-def merge_dir(directory: str, command_line: str | None = None) -> TraceColumns:
-    """Read every ``rank-*.mtr`` of ``directory`` into one TraceColumns."""
-    ranks = [_Rank(f) for f in rank_files(directory)]
-    good = [r for r in ranks if r.readable]
-    if not good:
-        raise MinitraceError("no rank got past MPI_Init: nothing was recorded", directory)
-    size = good[0].size
-    if any(r.size != size for r in good):
-        raise MinitraceError("raw files of different runs mixed (world sizes differ)", directory)
-    by_rank = {r.rank: r for r in good}
-    if len(by_rank) < len(good):
-        dup = next(r for r in good if by_rank[r.rank] is not r)
-        raise MinitraceError(f"two raw files of rank {dup.rank}: "
-                             f"{os.path.basename(dup.path)} and "
-                             f"{os.path.basename(by_rank[dup.rank].path)} (runs mixed?)",
-                             directory)
-    vol_code = int(good[0].h["volume"])
-    walltime = vol_code == L.VOLUMES["walltime"]
-    seconds = vol_code != L.VOLUMES["instructions"]
-    threads, comm_lists, string_maps = [], [], []
-    for rk in range(size):
-        r = by_rank.get(rk)
-        ths = [_Thread(recs, r.path) for recs in r.threads] if r is not None else []
-        threads.append(ths)
-        comm_lists.append(sorted(d for th in ths for d in th.comm_defs))
-        if any(not all(m == UNDEFINED or 0 <= m < size for m in d[1]) for d in comm_lists[-1]):
-            raise MinitraceError("corrupt communicator definition (member beyond the world)",
-                                 r.path)
-        smap: dict[int, str] = {}
-        for th in ths:
-            smap.update(th.strings)
-        string_maps.append(smap)
+class RawRun:
+    """The headers of a raw directory's files (phase 1 of a merge): which ranks recorded, the
+    world size, the volume measure; runs mixed or nothing recorded are refused here."""
 
-    comms, local_to_global, inter = _global_comms(comm_lists, size)
-    inter_ids = np.array(sorted(inter), dtype=np.int64)
+    def __init__(self, directory: str):
+        self.directory = directory
+        ranks = [_Rank(f) for f in rank_files(directory)]
+        good = [r for r in ranks if r.readable]
+        if not good:
+            raise MinitraceError("no rank got past MPI_Init: nothing was recorded", directory)
+        self.size = size = good[0].size
+        if any(r.size != size for r in good):
+            raise MinitraceError("raw files of different runs mixed (world sizes differ)",
+                                 directory)
+        self.by_rank = by_rank = {r.rank: r for r in good}
+        if len(by_rank) < len(good):
+            dup = next(r for r in good if by_rank[r.rank] is not r)
+            raise MinitraceError(f"two raw files of rank {dup.rank}: "
+                                 f"{os.path.basename(dup.path)} and "
+                                 f"{os.path.basename(by_rank[dup.rank].path)} (runs mixed?)",
+                                 directory)
+        self.vol_code = int(good[0].h["volume"])
+        self.walltime = self.vol_code == L.VOLUMES["walltime"]
+        self.seconds = self.vol_code != L.VOLUMES["instructions"]
+
+    def raw_bytes(self) -> np.ndarray:
+        """Size of each world rank's raw file (0 for a rank that left none): the work."""
+        out = np.zeros(self.size, np.int64)
+        for rk, r in self.by_rank.items():
+            out[rk] = len(r._raw)
+        return out
+
+    def meta(self, command_line: str | None, tables: dict) -> dict:
+        """The trace's metadata, from the headers and every recorded rank's ``RankTables``."""
+        by_rank, size = self.by_rank, self.size
+        ranks = [by_rank[rk] for rk in sorted(by_rank)]
+        h0 = by_rank.get(0, ranks[0]).h
+        hosts, rank_to_node = [], []
+        for rk in range(size):
+            host = by_rank[rk].host if rk in by_rank else "?"
+            if host not in hosts:
+                hosts.append(host)
+            rank_to_node.append(hosts.index(host))
+        missing = [rk for rk in range(size) if rk not in by_rank]
+        meta = {
+            "volume_unit": "seconds" if self.seconds else "instructions",
+            "volume_source": _VOLUME_NAME.get(self.vol_code, "?"),
+            "volume_requested": _VOLUME_NAME.get(int(h0["volume_requested"]), "?"),
+            "nranks": size,
+            "producer": "minitrace record",
+            "command_line": command_line or h0["cmdline"].decode(errors="replace").strip(),
+            "mpi_library": h0["library"].decode(errors="replace"),
+            "hosts": hosts,
+            "rank_to_node": rank_to_node,
+            "clock": _CLOCK_NAME.get(int(h0["clock"]), "?"),
+            "complete": not missing and all(tables[rk].complete for rk in by_rank),
+            "aborted": any(r.aborted for r in ranks),
+            "missing_ranks": missing,
+            "disabled_ranks": [r.rank for r in ranks if r.disabled],
+            "disabled_reasons": [f"rank {r.rank}: {r.disabled}" for r in ranks if r.disabled],
+        }
+        warnings = [w for rk in sorted(by_rank) for w in tables[rk].warnings]
+        if warnings:                                    # (then meta["complete"] is False)
+            meta["raw_warnings"] = warnings
+        return meta
+
+
+class RankTables(NamedTuple):
+    """What one rank contributes to the trace-wide tables and metadata (small: what the
+    workers of a parallel merge exchange)."""
+    comm_defs: list          # (local id, members, is_inter), sorted
+    strings: dict            # local string id -> text
+    n_actions: int           # rows once computes are added
+    complete: bool
+    warnings: list
+
+
+def parse_rank(r: _Rank, size: int) -> tuple[list, RankTables]:
+    """Phase 2: one rank's chunks into threads of actions, and its ``RankTables``."""
+    r.load()
+    ths = [_Thread(recs, r.path) for recs in r.threads]
+    comm_defs = sorted(d for th in ths for d in th.comm_defs)
+    if any(not all(m == UNDEFINED or 0 <= m < size for m in d[1]) for d in comm_defs):
+        raise MinitraceError("corrupt communicator definition (member beyond the world)", r.path)
+    strings: dict[int, str] = {}
+    for th in ths:
+        strings.update(th.strings)
+    return ths, RankTables(comm_defs, strings, sum(_n_out(th) for th in ths), r.complete,
+                           r.warnings)
+
+
+class Tables(NamedTuple):
+    """Phase 3: the trace-wide communicator and string tables, and each rank's local ids in
+    them (the same on every worker: computed from every rank's ``RankTables``)."""
+    comms: dict
+    local_to_global: list    # per world rank: local comm id -> global id
+    inter_ids: np.ndarray
+    strings: list
+    string_maps: list        # per world rank: local string id -> global index (changed only)
+
+
+def trace_tables(size: int, tables: dict) -> Tables:
+    """The global tables from every recorded rank's ``RankTables`` (``tables[rank]``)."""
+    empty = RankTables([], {}, 0, True, [])
+    comms, local_to_global, inter = _global_comms(
+        [tables.get(rk, empty).comm_defs for rk in range(size)], size)
     strings: list[str] = []
     sidx: dict[str, int] = {}
-    for smap in string_maps:
-        for s in smap.values():
+    for rk in range(size):
+        for s in tables.get(rk, empty).strings.values():
             if s not in sidx:
                 sidx[s] = len(strings)
                 strings.append(s)
+    smaps = [{k: sidx[s] for k, s in tables.get(rk, empty).strings.items() if sidx[s] != k}
+             for rk in range(size)]
+    return Tables(comms, local_to_global, np.array(sorted(inter), dtype=np.int64), strings,
+                  smaps)
 
-    counts = [sum(_n_out(th) for th in ths) for ths in threads]
+
+def fill_rank(run: RawRun, rk: int, threads: list, tables: Tables, part: np.ndarray):
+    """Phase 4: one rank's actions into ``part`` (its ``n_actions`` rows, filled in place field
+    by field), ids made global; returns its vectors."""
+    vecs = _merge_threads(run.by_rank[rk], threads, run.walltime, run.seconds, part)
+    _resolve_irecvs(part, [th.resolve for th in threads])
+    m = {k: v for k, v in tables.local_to_global[rk].items() if k != v}
+    if m:
+        keys = np.array(sorted(m), dtype=np.int64)
+        vals = np.array([m[k] for k in keys], dtype=np.int64)
+        _remap(part["comm"], keys, vals)
+        is_comm = _IS_NEW_COMM[part["kind"]]
+        req = part["request"][is_comm]
+        _remap(req, keys, vals)
+        part["request"][is_comm] = req
+    if len(tables.inter_ids):
+        on_inter = np.isin(part["comm"], tables.inter_ids) | \
+            (_IS_NEW_COMM[part["kind"]] & np.isin(part["request"], tables.inter_ids))
+        part["flags"][on_inter] |= K.FLAG_INTERCOMM
+    smap = tables.string_maps[rk]
+    if smap:
+        region = _IS_REGION[part["kind"]]
+        keys = np.array(sorted(smap), dtype=np.int64)
+        vals = np.array([smap[k] for k in keys], dtype=np.int64)
+        tag = part["tag"][region]
+        _remap(tag, keys, vals)
+        part["tag"][region] = tag
+    return vecs
+
+
+def merge_ranks(run: RawRun, ranks: list, tables: Tables, parsed: dict):
+    """Phase 4 over ``ranks`` (consecutive world ranks): (actions, per-rank offsets from 0,
+    vectors) of those ranks, each rank's threads popped from ``parsed`` once filled."""
+    counts = [parsed[rk][1].n_actions if rk in parsed else 0 for rk in ranks]
     offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
     actions = np.empty(int(offsets[-1]), ACTION_DTYPE)
     vec_parts = [np.zeros(0, np.int64)]
-    for rk, ths in enumerate(threads):
-        if not ths:
-            continue
-        part = actions[offsets[rk]:offsets[rk + 1]]         # filled in place, field by field
-        vec_parts.append(_merge_threads(by_rank[rk], ths, walltime, seconds, part))
-        _resolve_irecvs(part, [th.resolve for th in ths])
-        m = {k: v for k, v in local_to_global[rk].items() if k != v}
-        if m:
-            keys = np.array(sorted(m), dtype=np.int64)
-            vals = np.array([m[k] for k in keys], dtype=np.int64)
-            _remap(part["comm"], keys, vals)
-            is_comm = _IS_NEW_COMM[part["kind"]]
-            req = part["request"][is_comm]
-            _remap(req, keys, vals)
-            part["request"][is_comm] = req
-        if len(inter_ids):
-            on_inter = np.isin(part["comm"], inter_ids) | \
-                (_IS_NEW_COMM[part["kind"]] & np.isin(part["request"], inter_ids))
-            part["flags"][on_inter] |= K.FLAG_INTERCOMM
-        smap = {k: sidx[s] for k, s in string_maps[rk].items() if sidx[s] != k}
-        if smap:
-            region = _IS_REGION[part["kind"]]
-            keys = np.array(sorted(smap), dtype=np.int64)
-            vals = np.array([smap[k] for k in keys], dtype=np.int64)
-            tag = part["tag"][region]
-            _remap(tag, keys, vals)
-            part["tag"][region] = tag
+    for i, rk in enumerate(ranks):
+        if rk in parsed:
+            ths = parsed.pop(rk)[0]
+            vec_parts.append(fill_rank(run, rk, ths, tables,
+                                       actions[offsets[i]:offsets[i + 1]]))
     assign_vec_offsets(actions)
-    vectors = np.concatenate(vec_parts).astype(np.int64, copy=False)
+    return actions, offsets, np.concatenate(vec_parts).astype(np.int64, copy=False)
 
-    h0 = by_rank.get(0, good[0]).h
-    hosts, rank_to_node = [], []
-    for rk in range(size):
-        host = by_rank[rk].h["host"].decode(errors="replace") if rk in by_rank else "?"
-        if host not in hosts:
-            hosts.append(host)
-        rank_to_node.append(hosts.index(host))
-    missing = [rk for rk in range(size) if rk not in by_rank]
-    meta = {
-        "volume_unit": "seconds" if seconds else "instructions",
-        "volume_source": _VOLUME_NAME.get(vol_code, "?"),
-        "volume_requested": _VOLUME_NAME.get(int(h0["volume_requested"]), "?"),
-        "nranks": size,
-        "producer": "minitrace record",
-        "command_line": command_line or h0["cmdline"].decode(errors="replace").strip(),
-        "mpi_library": h0["library"].decode(errors="replace"),
-        "hosts": hosts,
-        "rank_to_node": rank_to_node,
-        "clock": _CLOCK_NAME.get(int(h0["clock"]), "?"),
-        "complete": not missing and all(by_rank[r].complete for r in by_rank),
-        "aborted": any(r.aborted for r in good),
-        "missing_ranks": missing,
-        "disabled_ranks": [r.rank for r in good if r.disabled],
-        "disabled_reasons": [f"rank {r.rank}: {r.disabled}" for r in good if r.disabled],
-    }
-    warnings = [w for r in good for w in r.warnings]
-    if warnings:                                        # (then meta["complete"] is False)
-        meta["raw_warnings"] = warnings
-    return TraceColumns(actions, offsets, vectors, comms, strings, meta)
+
+def merge_dir(directory: str, command_line: str | None = None) -> TraceColumns:
+    """Read every ``rank-*.mtr`` of ``directory`` into one TraceColumns: headers (RawRun),
+    each rank parsed (parse_rank), the global tables (trace_tables), each rank filled
+    (merge_ranks), the metadata (RawRun.meta)."""
+    run = RawRun(directory)
+    parsed = {rk: parse_rank(run.by_rank[rk], run.size) for rk in sorted(run.by_rank)}
+    rank_tables = {rk: p[1] for rk, p in parsed.items()}
+    tables = trace_tables(run.size, rank_tables)
+    actions, offsets, vectors = merge_ranks(run, list(range(run.size)), tables, parsed)
+    return TraceColumns(actions, offsets, vectors, tables.comms, tables.strings,
+                        run.meta(command_line, rank_tables))
 
 
 def _global_comms(comm_lists: list, size: int):

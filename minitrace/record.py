@@ -25,8 +25,7 @@ import threading
 from dataclasses import dataclass
 
 from .errors import MinitraceError
-
-VOLUMES = ("auto", "instructions", "cputime", "walltime")
+from .rawlayout import VOLUMES
 _FORWARDED = ("LD_PRELOAD", "MINITRACE_DIR", "MINITRACE_VOLUME")
 
 

@@ -88,15 +88,11 @@ def _dataset(group: h5py.Group, name: str, data: np.ndarray, noisy: bool = False
 
 
 def _smallest_int(a: np.ndarray) -> np.ndarray:
-    """Narrow an integer column to the smallest dtype holding it (decoded back to ACTION_DTYPE)."""
+    """Narrow an integer array to the smallest type holding it (kept when none does)."""
     if a.size == 0:
         return a
-    lo, hi = int(a.min()), int(a.max())
-    for t in (np.int8, np.int16, np.int32, np.int64):
-        info = np.iinfo(t)
-        if info.min <= lo and hi <= info.max:
-            return a.astype(t, copy=False)
-    return a
+    t = _smallest_type(int(a.min()), int(a.max()))
+    return a.astype(t, copy=False) if t is not None else a
 
 
 def _encode_times(t: np.ndarray, offsets: np.ndarray, t0: float):
@@ -182,82 +178,185 @@ def updating(path):
         yield f
 
 
-def _encode_column(a: np.ndarray, name: str, meta: dict):
-    """(on-disk array, attrs) for one integer column or ``volume``.  Runs in a thread: numpy
-    releases the GIL while copying the strided field out of the record array."""
+def _smallest_type(lo: int, hi: int):
+    """The smallest signed integer type holding lo..hi (None: none does)."""
+    for t in (np.int8, np.int16, np.int32, np.int64):
+        info = np.iinfo(t)
+        if info.min <= lo and hi <= info.max:
+            return np.dtype(t)
+    return None
+
+
+# -- the encodings, decided once for a whole trace --------------------------------------------
+# A trace is encoded in three steps so that parts of it written apart (a parallel merge's
+# workers, each its ranks) are encoded alike: each part's ``encoding_stats``, the trace-wide
+# ``encoding_plan`` of all of them (t0, time and volume encodings), each part's
+# ``encode_columns``, then one integer type per column from every part's ``int_ranges``
+# (``common_types``).  write_trace does the three steps on one part: the whole trace.
+
+def encoding_stats(a: np.ndarray, meta: dict) -> dict:
+    """What the trace-wide encodings need to know of these actions (a few numbers)."""
+    ts, te = a["t_start"], a["t_end"]
+    timed = bool(np.isfinite(ts).any())
+    everywhere = bool(np.isfinite(ts).all() and np.isfinite(te).all())
+    out = {"n": len(a), "timed": timed, "timed_everywhere": everywhere,
+           "ts_min": float(ts.min()) if everywhere and len(a) else np.inf,
+           "te_max": float(te.max()) if everywhere and len(a) else -np.inf,
+           "duration_max": float(np.abs(te - ts).max()) if everywhere and len(a) else 0.0}
+    quantum = 1e-9 if meta.get("volume_unit") == "seconds" else 1.0
+    col = a["volume"]
+    q = np.rint(col / quantum)
+    out["volume_quanta"] = bool(np.isfinite(col).all() and np.array_equal(q * quantum, col))
+    out["volume_max"] = float(np.abs(q).max()) if len(q) and out["volume_quanta"] else 0.0
+    return out
+
+
+def encoding_plan(stats: list[dict], meta: dict) -> dict:
+    """The encodings of the whole trace from every part's ``encoding_stats``: ``time`` is None
+    (untimed), "float-seconds" or "ns" (with ``t0``); ``quantum`` the volume's, or None."""
+    n = sum(s["n"] for s in stats)
+    plan = {"time": None, "t0": None, "quantum": None}
+    if n and any(s["timed"] for s in stats):
+        ts_min = min(s["ts_min"] for s in stats)
+        span = max(max(s["te_max"] for s in stats) - ts_min,
+                   max(s["duration_max"] for s in stats)) \
+            if all(s["timed_everywhere"] for s in stats) else np.inf
+        plan["time"] = "ns" if span * _NS < 2 ** 62 else "float-seconds"
+        if plan["time"] == "ns":
+            plan["t0"] = ts_min
+    if all(s["volume_quanta"] for s in stats) and max(s["volume_max"] for s in stats) < 2 ** 62:
+        plan["quantum"] = 1e-9 if meta.get("volume_unit") == "seconds" else 1.0
+    return plan
+
+
+def _encode_column(a: np.ndarray, name: str, plan: dict):
+    """(on-disk array before narrowing, attrs) for one integer column or ``volume``.  Runs in
+    a thread: numpy releases the GIL while copying the strided field out of the records."""
     col = np.ascontiguousarray(a[name])
     if name in _INT_COLUMNS:
-        return _smallest_int(col), {}
-    quantum = 1e-9 if meta.get("volume_unit") == "seconds" else 1.0
-    q = np.rint(col / quantum)
-    if np.isfinite(col).all() and np.array_equal(q * quantum, col) and \
-            (len(q) == 0 or np.abs(q).max() < 2 ** 62):
-        return _smallest_int(q.astype(np.int64)), {"quantum": quantum}
+        return col, {}
+    if plan["quantum"] is not None:
+        return np.rint(col / plan["quantum"]).astype(np.int64), {"quantum": plan["quantum"]}
     return col, {}
 
 
-def _encode_time_columns(a: np.ndarray, offsets: np.ndarray):
-    """(t0 or None, {"t_start": (array, attrs), "t_end": ...}), or None for an untimed trace:
-    integer nanoseconds when every action is timed, else float seconds."""
+def _encode_time_columns(a: np.ndarray, offsets: np.ndarray, plan: dict) -> dict:
+    """{"t_start": (array, attrs), "t_end": ...}: integer nanoseconds since t0 (delta-coded
+    per rank, and durations) or float seconds; nothing for an untimed trace."""
+    if plan["time"] is None:
+        return {}
     ts, te = np.ascontiguousarray(a["t_start"]), np.ascontiguousarray(a["t_end"])
-    if not len(a) or not np.isfinite(ts).any():
-        return None
-    span = max(float(te.max() - ts.min()), float(np.abs(te - ts).max())) \
-        if np.isfinite(ts).all() and np.isfinite(te).all() else np.inf
-    if not span * _NS < 2 ** 62:     # not timed everywhere, or beyond int64 nanoseconds
-        return None, {"t_start": (ts, {"encoding": "float-seconds"}),
-                      "t_end": (te, {"encoding": "float-seconds"})}
-    t0 = float(ts.min())
-    return t0, {"t_start": (_smallest_int(_encode_times(ts, offsets, t0)),
-                            {"encoding": "ns-delta-per-rank"}),
-                "t_end": (_smallest_int(np.rint((te - ts) * _NS).astype(np.int64)),
-                          {"encoding": "ns-duration"})}
+    if plan["time"] == "float-seconds":
+        return {"t_start": (ts, {"encoding": "float-seconds"}),
+                "t_end": (te, {"encoding": "float-seconds"})}
+    return {"t_start": (_encode_times(ts, offsets, plan["t0"]), {"encoding": "ns-delta-per-rank"}),
+            "t_end": (np.rint((te - ts) * _NS).astype(np.int64), {"encoding": "ns-duration"})}
+
+
+def encode_columns(a: np.ndarray, offsets: np.ndarray, plan: dict) -> dict:
+    """Every stored column of these actions (``offsets`` from 0: their ranks) encoded as the
+    plan says, as (array, attrs); integers still wide (see ``common_types``)."""
+    times = _POOL.submit(_encode_time_columns, a, offsets, plan)
+    encoded = dict(_POOL.map(lambda name: (name, _encode_column(a, name, plan)),
+                             _INT_COLUMNS + ("volume",)))
+    encoded.update(times.result())
+    return encoded
+
+
+def int_ranges(arrays: dict) -> dict:
+    """name -> (min, max) of each non-empty integer array (what ``common_types`` needs)."""
+    return {k: (int(v.min()), int(v.max())) for k, v in arrays.items()
+            if v.dtype.kind in "iu" and len(v)}
+
+
+def common_types(ranges: list[dict], arrays: dict) -> dict:
+    """One type per integer array of ``arrays`` holding every part's range: the smallest
+    integer type (an array no part has values in keeps its type)."""
+    out = {}
+    for k, v in arrays.items():
+        if v.dtype.kind not in "iu":
+            continue
+        rs = [r[k] for r in ranges if k in r]
+        t = _smallest_type(min(r[0] for r in rs), max(r[1] for r in rs)) if rs else None
+        out[k] = t or v.dtype
+    return out
+
+
+def kind_index(kind: np.ndarray, offsets: np.ndarray, row_base: int = 0,
+               before: np.ndarray | None = None):
+    """(per-rank counts [ranks, 256], code -> delta-coded global rows) of these actions
+    (global rows from ``row_base``; ``before[code]``: the last global row of that kind
+    before them, 0 for none), for /trace/index."""
+    kind = kind.astype(np.uint8, copy=False)
+    counts = np.stack([np.bincount(kind[lo:hi], minlength=256)
+                       for lo, hi in zip(offsets[:-1], offsets[1:])]) \
+        if len(offsets) > 1 else np.zeros((0, 256), np.int64)
+    total = counts.sum(axis=0)
+    present = np.nonzero(total)[0]
+    order = np.argsort(kind, kind="stable")
+    ends = np.cumsum(total[present])
+    rows = {}
+    for code, lo, hi in zip(present, np.concatenate([[0], ends[:-1]]), ends):
+        r = order[lo:hi].astype(np.int64) + row_base
+        rows[int(code)] = np.diff(r, prepend=0 if before is None else before[code])
+    return counts, rows
+
+
+def write_columns(g: h5py.Group, encoded: dict, vectors: np.ndarray, kind_rows: dict,
+                  types: dict) -> None:
+    """The big datasets of /trace under ``g`` (a trace, or a part of one): the columns, the
+    vectors and the kind index's rows, narrowed to ``types``."""
+    cols = g.create_group("actions")
+    for name, (array, attrs) in encoded.items():
+        _dataset(cols, name, array.astype(types.get(name, array.dtype), copy=False), **attrs)
+    krows = g.require_group("index").create_group("kind_rows")
+    for code, d in kind_rows.items():
+        _dataset(krows, K.NAME.get(code, str(code)),
+                 d.astype(types.get(f"kind_rows/{code}", d.dtype), copy=False),
+                 encoding="delta")
+    _dataset(g, "vectors", vectors.astype(types.get("vectors", vectors.dtype), copy=False))
+
+
+def write_tables(g: h5py.Group, nranks: int, nactions: int, plan: dict, offsets: np.ndarray,
+                 counts: np.ndarray, comms: dict, strings: list) -> None:
+    """The small parts of /trace under ``g``: attributes, rank offsets, kind counts,
+    communicators and strings."""
+    g.attrs["nranks"] = nranks
+    g.attrs["nactions"] = nactions
+    g.attrs["timed"] = plan["time"] is not None
+    if plan["t0"] is not None:
+        g.attrs["t0"] = plan["t0"]
+    idx = g.require_group("index")
+    _dataset(idx, "rank_offsets", offsets)
+    present = np.nonzero(counts.sum(axis=0))[0]
+    _dataset(idx, "kind_counts", counts[:, present])
+    idx.create_dataset("kind_codes", data=present.astype(np.uint8))
+    write_comms_strings(g, comms, strings)
+
+
+def check_volume_unit(meta: dict, path: str) -> dict:
+    """``meta`` (a trace's root attributes), refused when its volume unit is unknown."""
+    if meta.get("volume_unit") not in VOLUME_UNITS:
+        raise MinitraceError(f"unknown volume unit {meta.get('volume_unit')!r}", path)
+    return meta
 
 
 def write_trace(path: str, data: TraceColumns, meta: dict | None = None) -> None:
     """Write ``data`` as a new minitrace file (any bench groups are dropped: a trace file)."""
-    a = data.actions
-    offsets = data.rank_offsets
-    m = dict(data.meta)
-    m.update(meta or {})
-    if m.get("volume_unit") not in VOLUME_UNITS:
-        raise MinitraceError(f"unknown volume unit {m.get('volume_unit')!r}", path)
+    a, offsets = data.actions, data.rank_offsets
+    m = check_volume_unit({**data.meta, **(meta or {})}, path)
+    plan = encoding_plan([encoding_stats(a, m)], m)
+    encoded = encode_columns(a, offsets, plan)
+    counts, kind_rows = kind_index(a["kind"], offsets)
+    vectors = data.vectors.astype(np.int64)
+    wide = {**{k: v for k, (v, _) in encoded.items()}, "vectors": vectors,
+            **{f"kind_rows/{c}": d for c, d in kind_rows.items()}}
+    types = common_types([int_ranges(wide)], wide)
     with _atomic_file(path) as f:
         f.attrs.update(_new_file_attrs(m))
         g = f.create_group("trace")
-        g.attrs["nranks"] = data.nranks
-        g.attrs["nactions"] = len(a)
-        cols = g.create_group("actions")
-        times = _POOL.submit(_encode_time_columns, a, offsets)
-        encoded = dict(_POOL.map(lambda name: (name, _encode_column(a, name, m)),
-                                 _INT_COLUMNS + ("volume",)))
-        timed = times.result()
-        g.attrs["timed"] = timed is not None
-        if timed is not None:
-            t0, time_columns = timed
-            if t0 is not None:
-                g.attrs["t0"] = t0
-            encoded.update(time_columns)
-        for name, (array, attrs) in encoded.items():
-            _dataset(cols, name, array, **attrs)
-        idx = g.create_group("index")
-        _dataset(idx, "rank_offsets", offsets)
-        kind_of = encoded["kind"][0].view(np.uint8)
-        counts = np.stack([np.bincount(kind_of[lo:hi], minlength=256)
-                           for lo, hi in zip(offsets[:-1], offsets[1:])]) \
-            if data.nranks else np.zeros((0, 256), np.int64)
-        present = np.nonzero(counts.sum(axis=0))[0]
-        _dataset(idx, "kind_counts", counts[:, present])
-        idx.create_dataset("kind_codes", data=present.astype(np.uint8))
-        order = np.argsort(kind_of, kind="stable")
-        ends = np.cumsum(counts.sum(axis=0)[present])
-        krows = idx.create_group("kind_rows")
-        for code, lo, hi in zip(present, np.concatenate([[0], ends[:-1]]), ends):
-            rows = order[lo:hi]
-            _dataset(krows, K.NAME.get(int(code), str(code)),
-                     _smallest_int(np.diff(rows, prepend=0)), encoding="delta")
-        _dataset(g, "vectors", _smallest_int(data.vectors.astype(np.int64)))
-        write_comms_strings(g, data.comms, data.strings)
+        write_columns(g, encoded, vectors, kind_rows, types)
+        write_tables(g, data.nranks, len(a), plan, offsets, counts, data.comms, data.strings)
 
 
 def write_comms_strings(g: h5py.Group, comms: dict, strings: list) -> None:
@@ -416,6 +515,19 @@ def _narrowed(raw: np.ndarray, dtype, name: str, path: str) -> np.ndarray:
     return raw.astype(dtype, copy=False)
 
 
+def _check_parts(datasets: list, path: str) -> None:
+    """A trace written in parts (virtual datasets, minitrace/parallel/parts.py) is refused
+    when a part file is missing: HDF5 would read its rows as zeros."""
+    base = os.path.dirname(os.path.abspath(path))
+    for ds in datasets:
+        if ds.is_virtual:
+            for m in ds.virtual_sources():
+                if not os.path.exists(os.path.join(base, m.file_name)):
+                    raise MinitraceError(f"part file {m.file_name} of this trace is missing (the "
+                                         "output of a parallel merge reads its parts: `minitrace "
+                                         "pack` makes one file of it)", path)
+
+
 def _check_meta(attrs: dict, path: str) -> None:
     """The file attributes readers use have the types they expect."""
     for k, t in _META_TYPES.items():
@@ -472,6 +584,7 @@ class HDF5TraceReader:
         v = checked.member(g, "vectors", "trace", path, required=False)
         if not isinstance(v, h5py.Dataset) or v.ndim != 1 or v.dtype.kind not in "iu":
             raise _corrupt("vector table missing or of the wrong type", path)
+        _check_parts([*self.cols.values(), v], path)
         self.offsets = _array(g["index"], "rank_offsets", path).astype(np.int64)
         if len(self.offsets) < 1 or self.offsets[0] != 0 or self.offsets[-1] != n or \
                 (np.diff(self.offsets) < 0).any():
@@ -628,6 +741,20 @@ class HDF5TraceReader:
         if int(a["vec_len"].sum(dtype=np.int64)) > len(vectors):
             raise _corrupt("vector lengths beyond the vector table", self.path)
         return TraceColumns(a, self.offsets, vectors, self.comms(), self.strings())
+
+    def read_ranks(self, lo: int, hi: int) -> TraceColumns:
+        """Ranks lo..hi-1 in memory as a trace of their own (rows and vectors from 0; the
+        communicators of the whole trace): a parallel validate worker's share."""
+        rlo, rhi = int(self.offsets[lo]), int(self.offsets[hi])
+        a = self.read(rlo, rhi)
+        base = self._vec_base(rlo) if rhi > rlo else 0
+        a["vec_off"] -= base
+        n = int(a["vec_len"].sum(dtype=np.int64))
+        vectors = self.g["vectors"][base:base + n].astype(np.int64)
+        if len(vectors) < n:
+            raise _corrupt("vector lengths beyond the vector table", self.path)
+        return TraceColumns(a, self.offsets[lo:hi + 1] - rlo, vectors, self.comms(),
+                            self.strings())
 
 
 def read_comms(g: h5py.Group, nranks: int, path: str) -> dict[int, np.ndarray]:

@@ -7,13 +7,15 @@ import pandas as pd
 from . import kinds as K
 
 
-def summarize(r) -> pd.DataFrame:
-    """One row per rank of the trace read by ``r`` (a HDF5TraceReader, passed by Trace.summary):
-    ``actions``, ``bytes_sent``, ``bytes_recv``, ``volume``, ``t_first``, ``t_last``, ``span``
-    (seconds, NaN when untimed) and one ``n_<kind>`` column per kind present."""
+def summarize(r, ranks: range | None = None) -> pd.DataFrame:
+    """One row per rank of the trace read by ``r`` (a HDF5TraceReader, passed by Trace.summary),
+    of every rank or of ``ranks`` (a parallel worker's): ``actions``, ``bytes_sent``,
+    ``bytes_recv``, ``volume``, ``t_first``, ``t_last``, ``span`` (seconds, NaN when untimed)
+    and one ``n_<kind>`` column per kind present in the trace."""
     names, counts = r.kind_counts()
+    ranks = range(r.nranks) if ranks is None else ranks
     rows = []
-    for rank in range(r.nranks):
+    for rank in ranks:
         lo, hi = int(r.offsets[rank]), int(r.offsets[rank + 1])
         a = r.columns(lo, hi)  # decoded columns: no record array is assembled for a sum
         ts, te = a["t_start"], a["t_end"]
@@ -24,9 +26,10 @@ def summarize(r) -> pd.DataFrame:
                      "bytes_recv": int(a["bytes_recv"].sum()),
                      "volume": float(a["volume"].sum()),
                      "t_first": t_first, "t_last": t_last, "span": t_last - t_first})
-    df = pd.DataFrame(rows).set_index("rank")
+    df = pd.DataFrame(rows, columns=["rank", "actions", "bytes_sent", "bytes_recv", "volume",
+                                     "t_first", "t_last", "span"]).set_index("rank")
     for j, name in enumerate(names):
-        df[f"n_{name}"] = counts[:, j]
+        df[f"n_{name}"] = counts[ranks.start:ranks.stop, j]
     return df
 
 

@@ -154,6 +154,21 @@ class Trace:
         d.meta = dict(self.meta)
         return d
 
+    @property
+    def rank_offsets(self) -> np.ndarray:
+        """Rank r's actions are rows rank_offsets[r]:rank_offsets[r + 1] (int64, nranks + 1)."""
+        return self._need_trace().offsets
+
+    def data_of_ranks(self, lo: int, hi: int) -> TraceColumns:
+        """Ranks lo..hi-1 in memory as a trace of their own (rows from 0), with the metadata."""
+        r = self._need_trace()
+        if not hasattr(r, "read_ranks"):
+            raise MinitraceError("a compressed trace is read whole: run this without mpiexec",
+                                 self.path)
+        d = r.read_ranks(lo, hi)
+        d.meta = dict(self.meta)
+        return d
+
     def comms(self) -> dict[int, np.ndarray]:
         """Communicator id -> world ranks of its members, in communicator-rank order."""
         return self._need_trace().comms()
@@ -172,14 +187,16 @@ class Trace:
         """True for the compressed form (minitrace.compress): same API, expanded lazily."""
         return hasattr(self._need_trace(), "grammar")
 
-    def summary(self) -> pd.DataFrame:
-        """Per rank: action count, counts by kind, bytes sent/received, compute volume, span
-        (from the grammar, nothing expanded, for a compressed trace)."""
+    def summary(self, ranks: range | None = None) -> pd.DataFrame:
+        """Per rank (every rank, or ``ranks``): action count, counts by kind, bytes
+        sent/received, compute volume, span (from the grammar, nothing expanded, for a
+        compressed trace)."""
         r = self._need_trace()
         if hasattr(r, "summary"):
-            return r.summary()
+            s = r.summary()
+            return s if ranks is None else s.iloc[ranks.start:ranks.stop]
         from .summary import summarize
-        return summarize(r)
+        return summarize(r, ranks)
 
     def matrix(self) -> pd.DataFrame:
         """Bytes sent by point-to-point sends from each rank (rows) to each rank (columns)."""

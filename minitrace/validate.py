@@ -71,6 +71,12 @@ class ValidationReport:
     def nproblems(self) -> int:
         return sum(self.counts.values())
 
+    def phase(self, key: tuple, capped: bool = False) -> None:
+        """Where the problems added next come in the report's order: a check's problems come
+        in phases (``key``: check, step, ...), each in rank order, so that the parallel
+        validate (parallel/validate.py) puts every worker's problems where the serial one
+        does; ``capped``: a phase that adds at most KEEP_PER_CATEGORY problems in all."""
+
     def add(self, rank: int, index: int, category: str, message: str) -> None:
         self.counts[category] += 1
         if self.counts[category] <= KEEP_PER_CATEGORY:
@@ -95,16 +101,21 @@ class ValidationReport:
         return "\n".join([self.summary(), *self.lines()])
 
 
-class _Ctx:
+class CheckContext:
     """Columns shared by the checks: each action's rank and row within the rank, and the rows
-    of a set of kinds."""
+    of a set of kinds.  ``data`` may hold consecutive ranks of a larger trace (a worker's share
+    in the parallel validate): ``rank_base`` is its first world rank, ``row_base`` its first
+    global row, ``world`` the world size."""
 
-    def __init__(self, data: TraceColumns):
+    def __init__(self, data: TraceColumns, rank_base: int = 0, row_base: int = 0,
+                 world: int | None = None):
         self.d = data
         self.a = data.actions
         n = len(self.a)
         sizes = np.diff(data.rank_offsets)
-        self.rank = data.rank_of()
+        self.rank_base, self.row_base = rank_base, row_base
+        self.world = data.nranks if world is None else world
+        self.rank = data.rank_of() + rank_base
         self.index = np.arange(n, dtype=np.int64) - np.repeat(data.rank_offsets[:-1], sizes)
         self.kind = self.a["kind"]
 
@@ -118,27 +129,38 @@ def validate(data: TraceColumns) -> ValidationReport:
     if data.nranks == 0:
         rep.add(-1, -1, "no-ranks", "the trace has no rank")
         return rep
-    ctx = _Ctx(data)
-    _check_values(ctx, rep)
-    _check_self_sends(ctx, rep)
-    _check_structure(ctx, rep)
+    ctx = CheckContext(data)
+    check_local_before_p2p(ctx, rep)
     _check_p2p(ctx, rep)
-    _check_matched_probes(ctx, rep)
+    check_matched_probes(ctx, rep)
     _check_collectives(ctx, rep)
-    _check_one_sided(ctx, rep)
-    _check_files(ctx, rep)
-    _check_requests(ctx, rep)
+    check_local_after_collectives(ctx, rep)
     if data.meta.get("source_messages"):
         _check_converted(ctx, rep, data.meta["source_messages"])
     return rep
 
 
+def check_local_before_p2p(ctx: CheckContext, rep: ValidationReport) -> None:
+    """The checks of each rank alone that come first in the report."""
+    _check_values(ctx, rep)
+    _check_self_sends(ctx, rep)
+    _check_structure(ctx, rep)
+
+
+def check_local_after_collectives(ctx: CheckContext, rep: ValidationReport) -> None:
+    """The checks of each rank alone that come after the collectives in the report."""
+    _check_one_sided(ctx, rep)
+    _check_files(ctx, rep)
+    _check_requests(ctx, rep)
+
+
 # -- structure --------------------------------------------------------------------------------
-def _check_structure(ctx: _Ctx, rep: ValidationReport) -> None:
+def _check_structure(ctx: CheckContext, rep: ValidationReport) -> None:
     mpi = ~K.mask(K.NON_MPI)[ctx.kind]
     init, fin = ctx.kind == K.CODE["init"], ctx.kind == K.CODE["finalize"]
-    for r in range(ctx.d.nranks):  # one pass per rank, vectorised within it
-        s = ctx.d.rank_slice(r)
+    rep.phase((2,))
+    for local in range(ctx.d.nranks):  # one pass per rank, vectorised within it
+        s, r = ctx.d.rank_slice(local), local + ctx.rank_base
         rows = np.nonzero(mpi[s])[0]
         if not init[s].any():
             rep.add(r, -1, "missing-init", "no init")
@@ -158,26 +180,29 @@ EAGER_THRESHOLD = 65536
 _POINT_TO_POINT = K.SENDS | K.RECVS | K.SENDRECVS | K.NONBLOCKING_SENDRECVS | K.INITS
 
 
-def _check_values(ctx: _Ctx, rep: ValidationReport) -> None:
+def _check_values(ctx: CheckContext, rep: ValidationReport) -> None:
     """Negative sizes, volumes and durations; peers far beyond the world (a corrupt number:
     the run had no such rank)."""
     a = ctx.a
-    for col, what in (("bytes_sent", "bytes sent"), ("bytes_recv", "bytes received"),
-                      ("volume", "volume")):
+    for step, (col, what) in enumerate((("bytes_sent", "bytes sent"),
+                                        ("bytes_recv", "bytes received"), ("volume", "volume"))):
+        rep.phase((0, step), capped=True)
         for row in np.flatnonzero(a[col] < 0)[:KEEP_PER_CATEGORY]:
             rep.add(ctx.rank[row], ctx.index[row], "negative-value",
                     f"{K.NAME[int(ctx.kind[row])]} with {what} {a[col][row]:g}")
+    rep.phase((0, 3), capped=True)
     for row in np.flatnonzero(a["t_end"] < a["t_start"])[:KEEP_PER_CATEGORY]:
         rep.add(ctx.rank[row], ctx.index[row], "negative-value",
                 f"{K.NAME[int(ctx.kind[row])]} ends before it starts")
     p2p = K.mask(_POINT_TO_POINT)[ctx.kind]
-    for row in np.flatnonzero(p2p & (a["peer"] >= ctx.d.nranks))[:KEEP_PER_CATEGORY]:
+    rep.phase((0, 4), capped=True)
+    for row in np.flatnonzero(p2p & (a["peer"] >= ctx.world))[:KEEP_PER_CATEGORY]:
         rep.add(ctx.rank[row], ctx.index[row], "bad-peer",
                 f"{K.NAME[int(ctx.kind[row])]} with peer {a['peer'][row]} in a world of "
-                f"{ctx.d.nranks} rank(s)")
+                f"{ctx.world} rank(s)")
 
 
-def _check_self_sends(ctx: _Ctx, rep: ValidationReport) -> None:
+def _check_self_sends(ctx: CheckContext, rep: ValidationReport) -> None:
     """A blocking send to the rank itself that must wait for its receive (ssend; send/rsend
     above the eager threshold) with no receive from itself posted before it: a deadlock."""
     a = ctx.a
@@ -188,6 +213,7 @@ def _check_self_sends(ctx: _Ctx, rep: ValidationReport) -> None:
         return
     posted = ctx.rows({"irecv", "recv_init", "precv_init"})
     posted = posted[a["peer"][posted] == ctx.rank[posted]]
+    rep.phase((1,))
     for row in rows:
         if not ((ctx.rank[posted] == ctx.rank[row]) & (posted < row)).any():
             rep.add(ctx.rank[row], ctx.index[row], "deadlock",
@@ -196,28 +222,34 @@ def _check_self_sends(ctx: _Ctx, rep: ValidationReport) -> None:
                     f"{EAGER_THRESHOLD} B, a send waits for its receive)")
 
 
-def _check_recv_cycles(ctx: _Ctx, rep: ValidationReport, matched: pd.DataFrame) -> None:
+def first_blocking_receives(matched: pd.DataFrame) -> pd.DataFrame:
+    """Per (receiver, sender) pair, its first blocking receive (rows and index), by row: what
+    ``check_recv_cycles`` needs of the matched messages (few rows: the parallel validate
+    gathers them from every worker)."""
+    blocking = matched[matched["kind_r"].to_numpy() == K.CODE["recv"]]
+    return (blocking.sort_values("row_r").groupby(["dst", "src"], sort=False)
+            [["row_r", "row_s", "index_r"]].first().reset_index())
+
+
+def check_recv_cycles(first: pd.DataFrame, rep: ValidationReport) -> None:
     """Two ranks each blocked in a receive whose message the other sends only after its own
     receive: rank A's first blocking receive from B needs B's send at sb, B's first from A
     needs A's send at sa, and A's receive is before sa, B's before sb: neither gets there."""
-    blocking = matched[ctx.kind[matched["row_r"].to_numpy(np.int64)] == K.CODE["recv"]]
-    if not len(blocking):
+    rep.phase((3, 3))
+    if not len(first):
         return
-    first = (blocking.sort_values("row_r").groupby(["dst", "src"], sort=False)
-             [["row_r", "row_s"]].first().reset_index())
     pair = first.merge(first, left_on=["dst", "src"], right_on=["src", "dst"],
                        suffixes=("_a", "_b"))
     dead = pair[(pair["dst_a"] < pair["src_a"]) & (pair["row_r_a"] < pair["row_s_b"]) &
                 (pair["row_r_b"] < pair["row_s_a"])]
     for t in dead.itertuples(index=False):
-        ra, rb = int(t.row_r_a), int(t.row_r_b)
-        rep.add(ctx.rank[ra], ctx.index[ra], "deadlock",
+        rep.add(int(t.dst_a), int(t.index_r_a), "deadlock",
                 f"blocking receive from {t.src_a} while rank {t.src_a} is blocked in its "
-                f"receive from {t.dst_a} (action {ctx.index[rb]}): each sends only after")
+                f"receive from {t.dst_a} (action {int(t.index_r_b)}): each sends only after")
 
 
 # -- point to point ---------------------------------------------------------------------------
-def _starts(ctx: _Ctx):
+def _starts(ctx: CheckContext):
     """(row of the start, row of the *_init it starts) for every start and startall entry."""
     a = ctx.a
     inits = ctx.rows(K.INITS)
@@ -237,33 +269,37 @@ def _starts(ctx: _Ctx):
     return m["row"].to_numpy(np.int64), m["init"].to_numpy(np.int64)
 
 
-def _probe_sides(ctx: _Ctx) -> tuple[pd.DataFrame, pd.DataFrame]:
+def _probe_sides(ctx: CheckContext) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Matched probes and matched receives by message id: two frames (rank, id, row)."""
     return matched_probes.sides(ctx.d, np.arange(len(ctx.a)), ctx.rank)
 
 
-def _messages(ctx: _Ctx):
+def _messages(ctx: CheckContext):
     """Send and receive halves of every message as two DataFrames with the same columns
-    (``order``: where the message was matched, the row of a matched receive's probe)."""
+    (``order``: where the message was matched, the row of a matched receive's probe; ``part``:
+    which kind of action it comes from; ``kind`` and ``index`` of its row; rows global)."""
     a, rank = ctx.a, ctx.rank
     cols = ("src", "dst", "tag", "comm", "bytes", "row", "unresolved")
 
-    def frame(rows, src, dst, tag, nbytes, unresolved=None):
-        return pd.DataFrame(dict(zip(cols, (src, dst, tag, a["comm"][rows], nbytes, rows,
-                                            np.zeros(len(rows), bool) if unresolved is None
-                                            else unresolved))))
+    def frame(rows, src, dst, tag, nbytes, unresolved=None, part=0):
+        f = pd.DataFrame(dict(zip(cols, (src, dst, tag, a["comm"][rows], nbytes, rows,
+                                         np.zeros(len(rows), bool) if unresolved is None
+                                         else unresolved))))
+        f["part"] = part          # 0 the action's own message, 1 a sendrecv's, 2 a start's
+        return f
 
     s = ctx.rows(K.SENDS)
     r = ctx.rows(K.RECVS)
     sr = ctx.rows(K.SENDRECVS | K.NONBLOCKING_SENDRECVS)
     sends = [frame(s, rank[s], a["peer"][s], a["tag"][s], a["bytes_sent"][s]),
-             frame(sr, rank[sr], a["peer"][sr], a["tag"][sr], a["bytes_sent"][sr])]
+             frame(sr, rank[sr], a["peer"][sr], a["tag"][sr], a["bytes_sent"][sr], part=1)]
     recvs = [frame(r, a["peer"][r], rank[r], a["tag"][r], a["bytes_recv"][r],
                    (a["flags"][r] & K.FLAG_UNRESOLVED) != 0)]
     if len(sr):   # the receive half: vector [source, tag]
         recvs.append(frame(sr, ctx.d.vector_item(sr, 0), rank[sr], ctx.d.vector_item(sr, 1),
                            a["bytes_recv"][sr],
-                           (a["vec_len"][sr] < 2) | ((a["flags"][sr] & K.FLAG_UNRESOLVED) != 0)))
+                           (a["vec_len"][sr] < 2) | ((a["flags"][sr] & K.FLAG_UNRESOLVED) != 0),
+                           part=1))
     links = matched_probes.links(*_probe_sides(ctx)).dropna()
     if len(links):
         order = recvs[0]["row"].to_numpy().copy()
@@ -278,60 +314,81 @@ def _messages(ctx: _Ctx):
             srow, irow = st[mask], init[mask]
             if side is sends:
                 f = frame(irow, rank[irow], a["peer"][irow], a["tag"][irow],
-                          a["bytes_sent"][irow])
+                          a["bytes_sent"][irow], part=2)
             else:
                 f = frame(irow, a["peer"][irow], rank[irow], a["tag"][irow],
-                          a["bytes_recv"][irow])
+                          a["bytes_recv"][irow], part=2)
             f["row"] = srow
             side.append(f)
     sends, recvs = (pd.concat(f, ignore_index=True) for f in (sends, recvs))
     for f in (sends, recvs):
         f["order"] = f["order"].fillna(f["row"]).astype(np.int64) if "order" in f else f["row"]
+        rows = f["row"].to_numpy(np.int64)
+        f["kind"], f["index"] = ctx.kind[rows], ctx.index[rows]
+        f["row"] += ctx.row_base
+        f["order"] += ctx.row_base
     return sends, recvs
 
 
-def _check_p2p(ctx: _Ctx, rep: ValidationReport) -> None:
+def message_halves(ctx: CheckContext, rep: ValidationReport):
+    """The halves of the messages to match (``_messages``), receives never completed reported
+    and left out, and those of MPI_PROC_NULL (-1), which carry none."""
     sends, recvs = _messages(ctx)
     bad = recvs["unresolved"].to_numpy()
-    for row in recvs["row"].to_numpy()[bad]:
-        rep.add(ctx.rank[row], ctx.index[row], "unresolved-recv",
-                f"{K.NAME[int(ctx.kind[row])]} whose completion was never recorded "
-                "(source/size unknown)")
+    for part, sub in recvs[bad].groupby("part", sort=True):
+        rep.phase((3, 0, int(part)))
+        for t in sub.itertuples(index=False):
+            rep.add(t.dst, t.index, "unresolved-recv",
+                    f"{K.NAME[int(t.kind)]} whose completion was never recorded "
+                    "(source/size unknown)")
     recvs = recvs[~bad]
-    # MPI_PROC_NULL peers (-1) carry no message
-    sends = sends[sends["dst"] >= 0]
-    recvs = recvs[recvs["src"] >= 0]
+    return sends[sends["dst"] >= 0], recvs[recvs["src"] >= 0]
+
+
+def match_messages(sends: pd.DataFrame, recvs: pd.DataFrame, rep: ValidationReport):
+    """Pair the n-th send of each (src, dst, tag, comm) stream with its n-th receive; report
+    the unmatched ones; returns the matched messages.  Needs every message of the streams of
+    its senders (the parallel validate gives each worker those of its ranks' sends)."""
     key = ["src", "dst", "tag", "comm"]
     sends, recvs = (f.sort_values("order", kind="stable") for f in (sends, recvs))
     for f in (sends, recvs):
         f["seq"] = f.groupby(key, sort=False).cumcount()
     m = sends.merge(recvs.drop(columns="order"), on=key + ["seq"], how="outer",
                     suffixes=("_s", "_r"), indicator=True)
-    for how, cat in (("left_only", "unmatched-send"), ("right_only", "unmatched-recv")):
+    for step, (how, cat) in enumerate((("left_only", "unmatched-send"),
+                                       ("right_only", "unmatched-recv"))):
+        rep.phase((3, 1 + step))
         sub = m[m["_merge"] == how]
         side = "_s" if how == "left_only" else "_r"
         for t in sub.itertuples(index=False):
-            row = int(getattr(t, "row" + side))
-            n = int(getattr(t, "bytes" + side))
+            kind, n = K.NAME[int(getattr(t, "kind" + side))], int(getattr(t, "bytes" + side))
             if how == "left_only":
-                msg = (f"{K.NAME[int(ctx.kind[row])]} to {t.dst} tag {t.tag} comm {t.comm} "
-                       f"({n} B, message {t.seq} of that stream) has no matching receive")
+                rank, msg = t.src, (f"{kind} to {t.dst} tag {t.tag} comm {t.comm} ({n} B, "
+                                    f"message {t.seq} of that stream) has no matching receive")
             else:
-                msg = (f"{K.NAME[int(ctx.kind[row])]} from {t.src} tag {t.tag} comm {t.comm} "
-                       f"({n} B, message {t.seq} of that stream) has no matching send")
-            rep.add(ctx.rank[row], ctx.index[row], cat, msg)
-    both = m[m["_merge"] == "both"]
-    _check_recv_cycles(ctx, rep, both)
-    both = both[both["bytes_s"] != both["bytes_r"]]
-    for t in both.itertuples(index=False):
-        rs, rr = int(t.row_s), int(t.row_r)
-        rep.add(ctx.rank[rr], ctx.index[rr], "size-mismatch",
-                f"{K.NAME[int(ctx.kind[rr])]} from {t.src} tag {t.tag} comm {t.comm} receives "
-                f"{int(t.bytes_r)} B but the matching {K.NAME[int(ctx.kind[rs])]} (rank {t.src} "
-                f"action {ctx.index[rs]}) sends {int(t.bytes_s)} B")
+                rank, msg = t.dst, (f"{kind} from {t.src} tag {t.tag} comm {t.comm} ({n} B, "
+                                    f"message {t.seq} of that stream) has no matching send")
+            rep.add(rank, int(getattr(t, "index" + side)), cat, msg)
+    return m[m["_merge"] == "both"]
 
 
-def _check_matched_probes(ctx: _Ctx, rep: ValidationReport) -> None:
+def check_sizes_match(both: pd.DataFrame, rep: ValidationReport) -> None:
+    """Both sides of a matched message agree on its bytes."""
+    rep.phase((3, 4))
+    for t in both[both["bytes_s"] != both["bytes_r"]].itertuples(index=False):
+        rep.add(t.dst, int(t.index_r), "size-mismatch",
+                f"{K.NAME[int(t.kind_r)]} from {t.src} tag {t.tag} comm {t.comm} receives "
+                f"{int(t.bytes_r)} B but the matching {K.NAME[int(t.kind_s)]} (rank {t.src} "
+                f"action {int(t.index_s)}) sends {int(t.bytes_s)} B")
+
+
+def _check_p2p(ctx: CheckContext, rep: ValidationReport) -> None:
+    both = match_messages(*message_halves(ctx, rep), rep)
+    check_recv_cycles(first_blocking_receives(both), rep)
+    check_sizes_match(both, rep)
+
+
+def check_matched_probes(ctx: CheckContext, rep: ValidationReport) -> None:
     """Each probed message received once, after its probe, with the probe's source/tag/comm."""
     probed, recvs = _probe_sides(ctx)
     if not len(probed) and not len(recvs):
@@ -343,13 +400,16 @@ def _check_matched_probes(ctx: _Ctx, rep: ValidationReport) -> None:
                 f"{K.NAME[int(ctx.kind[row])]} of message {msg_id} (from {a['peer'][row]} tag "
                 f"{a['tag'][row]} comm {a['comm'][row]}) {what}")
 
-    for f, what in ((probed, "probed"), (recvs, "received")):
+    for step, (f, what) in enumerate(((probed, "probed"), (recvs, "received"))):
+        rep.phase((4, step))
         for t in f[f.duplicated(["rank", "id"])].itertuples(index=False):
             add(int(t.row), t.id, f"was already {what}")
     links = matched_probes.links(probed, recvs)
     no_recv, no_probe = links.recv.isna(), links.probe.isna()
+    rep.phase((4, 2))
     for t in links[no_recv].itertuples(index=False):
         add(int(t.probe), t.id, "is never received (no mrecv/imrecv of it)")
+    rep.phase((4, 3))
     for t in links[no_probe].itertuples(index=False):
         add(int(t.recv), t.id, "has no matched probe")
     both = links[~no_recv & ~no_probe]
@@ -357,8 +417,10 @@ def _check_matched_probes(ctx: _Ctx, rep: ValidationReport) -> None:
     early = r < p
     differs = ~early & ((a["peer"][p] != a["peer"][r]) | (a["tag"][p] != a["tag"][r]) |
                         (a["comm"][p] != a["comm"][r]))
+    rep.phase((4, 4))
     for i in np.nonzero(early)[0]:
         add(int(r[i]), both.id.iat[i], f"comes before its probe (action {ctx.index[p[i]]})")
+    rep.phase((4, 5))
     for i in np.nonzero(differs)[0]:
         q = p[i]
         add(int(r[i]), both.id.iat[i], f"but its probe (action {ctx.index[q]}) saw it from "
@@ -366,38 +428,78 @@ def _check_matched_probes(ctx: _Ctx, rep: ValidationReport) -> None:
 
 
 # -- collectives ------------------------------------------------------------------------------
-def _check_collectives(ctx: _Ctx, rep: ValidationReport) -> None:
+def collective_frame(ctx: CheckContext) -> pd.DataFrame:
+    """Every collective action (global rows) with what the checks of its communicator need:
+    its position ``seq`` among its rank's collectives on that communicator, its ``index``."""
     rows = ctx.rows(K.ORDERED_COLLECTIVES)
-    if not len(rows):
-        return
     a = ctx.a
-    inter = (a["flags"][rows] & K.FLAG_INTERCOMM) != 0
-    df = pd.DataFrame({"comm": a["comm"][rows], "rank": ctx.rank[rows], "row": rows,
-                       "kind": a["kind"][rows], "peer": a["peer"][rows],
-                       "bs": a["bytes_sent"][rows], "br": a["bytes_recv"][rows]})
+    df = pd.DataFrame({"comm": a["comm"][rows], "rank": ctx.rank[rows],
+                       "row": rows + ctx.row_base, "kind": a["kind"][rows],
+                       "peer": a["peer"][rows], "bs": a["bytes_sent"][rows],
+                       "br": a["bytes_recv"][rows],
+                       "inter": (a["flags"][rows] & K.FLAG_INTERCOMM) != 0,
+                       "index": ctx.index[rows]})
     df["seq"] = df.groupby(["comm", "rank"], sort=False).cumcount()
+    return df
+
+
+class CollectiveRows:
+    """What the collective checks read of a trace (``CheckContext``'s index, kind, rank, vectors,
+    communicators, world size) for the rows of a ``collective_frame`` alone: the parallel
+    validate checks each communicator on the worker its collectives were sent to."""
+
+    def __init__(self, df: pd.DataFrame, vectors: dict, comms: dict, world: int):
+        df = df.sort_values("row")
+        self._rows = df["row"].to_numpy(np.int64)
+        self.index, self.kind, self.rank = (self._by_row(df[c].to_numpy())
+                                            for c in ("index", "kind", "rank"))
+        self._vectors, self.comms, self.world = vectors, comms, world
+        self.d = self
+
+    def _by_row(self, values: np.ndarray):
+        rows = self._rows
+
+        class ByRow:
+            def __getitem__(self, row):
+                return values[np.searchsorted(rows, row)]
+        return ByRow()
+
+    def vector(self, row: int) -> np.ndarray:
+        return self._vectors.get(int(row), np.zeros(0, np.int64))
+
+
+def check_collectives_of(ctx, rep: ValidationReport, df: pd.DataFrame) -> None:
+    """The collective checks of every communicator of ``df`` (``collective_frame`` rows,
+    all of the communicator's members)."""
     for comm, g in df.groupby("comm", sort=True):
+        rep.phase((5, int(comm)))
         members = ctx.d.comms.get(int(comm))
         if members is None:
             r0 = g.iloc[0]
-            rep.add(r0["rank"], ctx.index[r0["row"]], "unknown-comm",
+            rep.add(r0["rank"], r0["index"], "unknown-comm",
                     f"{K.NAME[int(r0['kind'])]} on communicator {comm}, which the "
                     "communicator table does not list")
             continue
         members = np.asarray(members, dtype=np.int64)
-        is_inter = bool(inter[np.searchsorted(rows, g["row"].to_numpy())].any())
+        is_inter = bool(g["inter"].any())
         if is_inter and (members < 0).any():
             continue        # its other group was not traced (spawned processes)
-        pos = np.full(ctx.d.nranks, -1, np.int64)
-        pos[members[(members >= 0) & (members < ctx.d.nranks)]] = \
-            np.nonzero((members >= 0) & (members < ctx.d.nranks))[0]
+        pos = np.full(ctx.world, -1, np.int64)
+        pos[members[(members >= 0) & (members < ctx.world)]] = \
+            np.nonzero((members >= 0) & (members < ctx.world))[0]
         outsider = pos[g["rank"].to_numpy()] < 0
         for r, sub in g[outsider].groupby("rank"):
-            rep.add(r, ctx.index[sub["row"].iloc[0]], "collective-mismatch",
+            rep.add(r, sub["index"].iloc[0], "collective-mismatch",
                     f"{len(sub)} collective(s) on communicator {comm} of which rank {r} "
                     "is not a member")
         g = g[~outsider]
         _check_comm_collectives(ctx, rep, int(comm), members, g, is_inter)
+
+
+def _check_collectives(ctx: CheckContext, rep: ValidationReport) -> None:
+    df = collective_frame(ctx)
+    if len(df):
+        check_collectives_of(ctx, rep, df)
 
 
 _ROOTED = K.mask(n for n, b in K.BLOCKING_FORM.items() if b in K.ROOTED)
@@ -599,7 +701,7 @@ class _Window:
             (self.start is not None and target in self.start)
 
 
-def _check_one_sided(ctx: _Ctx, rep: ValidationReport) -> None:
+def _check_one_sided(ctx: CheckContext, rep: ValidationReport) -> None:
     """Epochs per rank and window, walking the rank's one-sided actions in order (few)."""
     rows = ctx.rows(K.ONE_SIDED | {"finalize"})
     if not len(ctx.rows(K.ONE_SIDED)):
@@ -608,6 +710,7 @@ def _check_one_sided(ctx: _Ctx, rep: ValidationReport) -> None:
     creations, ops, syncs = (K.mask(s) for s in (K.WINDOW_CREATIONS, K.RMA_OPS, K.RMA_SYNCS))
     passive_only = {"win_flush", "win_flush_local"}
     wins: dict[tuple, _Window] = {}
+    rep.phase((6,))
 
     def add(row, cat, msg):
         rep.add(ctx.rank[row], ctx.index[row], cat, f"{K.NAME[int(ctx.kind[row])]} {msg}")
@@ -651,7 +754,7 @@ def _check_one_sided(ctx: _Ctx, rep: ValidationReport) -> None:
                 add(row, "rma-epoch-mismatch", f"on window {key[1]}: {bad}")
 
 
-def _epoch_step(ctx: _Ctx, w: _Window, name: str, row: int, peer: int) -> str:
+def _epoch_step(ctx: CheckContext, w: _Window, name: str, row: int, peer: int) -> str:
     """Apply one synchronization to ``w``; what is wrong with it, or ''."""
     if name == "win_fence":
         w.fence = True
@@ -687,13 +790,14 @@ def _epoch_step(ctx: _Ctx, w: _Window, name: str, row: int, peer: int) -> str:
 
 
 # -- MPI-IO -----------------------------------------------------------------------------------
-def _check_files(ctx: _Ctx, rep: ValidationReport) -> None:
+def _check_files(ctx: CheckContext, rep: ValidationReport) -> None:
     """Files open (by id, per rank) when used, closed by the end: the rank's file actions in
     order."""
     if not len(ctx.rows(K.IO_KINDS)):
         return
     a = ctx.a
     opened: set[tuple] = set()
+    rep.phase((7,))
     for row in ctx.rows(K.IO_KINDS | {"finalize"}).tolist():
         rank, name, fid = int(ctx.rank[row]), K.NAME[int(ctx.kind[row])], int(a["tag"][row])
         if name == "finalize":
@@ -713,7 +817,7 @@ def _check_files(ctx: _Ctx, rep: ValidationReport) -> None:
 
 
 # -- requests ---------------------------------------------------------------------------------
-def _check_requests(ctx: _Ctx, rep: ValidationReport) -> None:
+def _check_requests(ctx: CheckContext, rep: ValidationReport) -> None:
     a, d = ctx.a, ctx.d
     # activations: a non-blocking call creates its request, a start names the one it starts
     # (partitioned and persistent alike), a startall lists them in its vector
@@ -741,6 +845,7 @@ def _check_requests(ctx: _Ctx, rep: ValidationReport) -> None:
     ev = ev[ev.req >= 0].sort_values(["rank", "req", "row", "act"], kind="stable")
     same_next = (ev["rank"].shift(-1) == ev["rank"]) & (ev["req"].shift(-1) == ev["req"])
     completed = same_next & ~ev["act"].shift(-1, fill_value=True).astype(bool)
+    rep.phase((8,))
     for t in ev[ev.act & ~completed].itertuples(index=False):
         row = int(t.row)
         rep.add(ctx.rank[row], ctx.index[row], "incomplete-request",
@@ -754,24 +859,46 @@ def _check_requests(ctx: _Ctx, rep: ValidationReport) -> None:
 _NEEDS_PEER = K.SENDS | K.RECVS | K.SENDRECVS | K.SEND_INITS | {"recv_init"}
 
 
-def _check_converted(ctx: _Ctx, rep: ValidationReport, source: dict) -> None:
+def _check_converted(ctx: CheckContext, rep: ValidationReport, source: dict) -> None:
     """What a converter lost: peers, messages (against the source's counts), completions."""
+    check_peers_found(ctx, rep)
+    check_message_counts(message_counts(ctx), source, rep)
+    check_completions(ctx, rep)
+
+
+def check_peers_found(ctx: CheckContext, rep: ValidationReport) -> None:
     a = ctx.a
     rows = ctx.rows(_NEEDS_PEER)
+    rep.phase((9, 0))
     for row in rows[a["peer"][rows] < 0]:
         rep.add(ctx.rank[row], ctx.index[row], "p2p-without-peer",
                 f"{K.NAME[int(ctx.kind[row])]} without a peer (its message was not found in the "
                 "source)")
+
+
+def message_counts(ctx: CheckContext) -> dict:
+    """Messages sent and received in the trace (to add up over the parallel validate's
+    workers)."""
     sends, recvs = _messages(ctx)
-    have = {"sent": int((sends["dst"] >= 0).sum()),
+    return {"sent": int((sends["dst"] >= 0).sum()),
             "received": int(((recvs["src"] >= 0) & ~recvs["unresolved"]).sum())}
+
+
+def check_message_counts(have: dict, source: dict, rep: ValidationReport) -> None:
+    rep.phase((9, 1))
     for side, n in have.items():
         if side in source and int(source[side]) != n:
             rep.add(-1, -1, "message-count-mismatch",
                     f"{n} {side} message(s) in the trace but {source[side]} in the source")
+
+
+def check_completions(ctx: CheckContext, rep: ValidationReport) -> None:
+    a = ctx.a
     single = ctx.rows({"wait", "waitany"})
     some = ctx.rows({"waitsome"})
-    for row in np.concatenate([single[a["request"][single] < 0],
-                               some[a["vec_len"][some] <= 0]]):
-        rep.add(ctx.rank[row], ctx.index[row], "empty-completion",
-                f"{K.NAME[int(ctx.kind[row])]} that completes no request")
+    for step, rows in enumerate((single[a["request"][single] < 0],
+                                 some[a["vec_len"][some] <= 0])):
+        rep.phase((9, 2 + step))
+        for row in rows:
+            rep.add(ctx.rank[row], ctx.index[row], "empty-completion",
+                    f"{K.NAME[int(ctx.kind[row])]} that completes no request")

@@ -8,6 +8,7 @@ from .. import provenance
 from ..bench.summary import summarize as summarize_suite
 from ..extrapolate.build import extrapolation_line
 from ..storage import read_provenance
+from ..parallel.world import launched_size
 from ..tasks.taskfile import describe, has_tasks, read_tasks
 from ..trace import open as open_trace
 
@@ -21,7 +22,8 @@ def register(sub) -> None:
                        description="Print a file's metadata and provenance, a per-rank summary "
                                    "of its trace "
                                    "(counts by kind, bytes, compute volume, time span) and the "
-                                   "benchmark suites it holds.")
+                                   "benchmark suites it holds.  Under `mpiexec -n K` the K "
+                                   "processes share the per-rank summary.")
     p.add_argument("file", help="minitrace HDF5 file")
     p.add_argument("--kinds", action="store_true", help="show the count of every kind per rank")
     p.add_argument("--loops", action="store_true",
@@ -31,7 +33,19 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    """Print the summary; bench suites get their headline numbers from minitrace.bench.summary."""
+    """Print the summary; bench suites get their headline numbers from minitrace.bench.summary.
+    Under ``mpiexec -n K`` the per-rank summary is shared among the K processes."""
+    summary = None
+    if launched_size() > 1:
+        from ..parallel.summary import summary_parallel
+        from ..parallel.world import World
+        world = World()
+        with open_trace(args.file) as t:
+            has_trace = t.has_trace
+        if has_trace:
+            summary = summary_parallel(world, args.file)
+        if not world.root:
+            return 0
     with open_trace(args.file) as t:
         print(f"{args.file}: minitrace format {t.meta.get('format_version')}")
         for k in _META_SHOWN:
@@ -48,7 +62,7 @@ def run(args) -> int:
             for line in provenance.summary_lines(p):
                 print(f"  {line}")
         if t.has_trace:
-            s = t.summary()
+            s = t.summary() if summary is None else summary
             print(f"trace: {t.nranks} ranks, {t.nactions} actions, volume unit "
                   f"{t.volume_unit}{'' if t.complete else ' (INCOMPLETE: a rank died)'}"
                   f"{', compressed' if t.compressed else ''}")

@@ -1,6 +1,7 @@
 """``minitrace validate FILE``: check a trace's consistency (exit 0 if sound, 1 if not)."""
 from __future__ import annotations
 
+from ..parallel.world import World, launched_size
 from ..tasks.taskfile import describe, has_tasks, read_tasks
 from ..tasks.validate import check_graph
 from ..trace import open as open_trace
@@ -15,7 +16,8 @@ def register(sub) -> None:
                                    "and that every request is completed; of a task graph "
                                    "(/tasks), that it has no cycle and names only known tasks "
                                    "and data.  Exit status 0 when no problem is found, 1 "
-                                   "otherwise.")
+                                   "otherwise.  Under `mpiexec -n K` the K processes share the "
+                                   "ranks (the same report).")
     p.add_argument("file", help="minitrace HDF5 file")
     p.add_argument("--max", type=int, default=50, metavar="N",
                    help="print at most N problems (default 50; 0 = all)")
@@ -23,14 +25,25 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
+    parallel = launched_size() > 1
     with open_trace(args.file) as t:
         if not t.has_trace and has_tasks(args.file):     # a task graph: its checks
             graph = read_tasks(args.file)
             check_graph(graph, args.file)
-            print(f"{args.file}: task graph sound: {describe(graph)}")
+            if not parallel or World().root:
+                print(f"{args.file}: task graph sound: {describe(graph)}")
             return 0
-        rep = validate(t.data())
+        if not parallel:
+            rep = validate(t.data())
+    if parallel:      # under mpiexec -n K: the workers share the ranks
+        from ..parallel.validate import validate_parallel
+        world = World()
+        rep = validate_parallel(world, args.file)
+        if not world.root:
+            return 0 if world.bcast(None) else 1
+        world.bcast(rep.ok)
     print(f"{args.file}: {rep.summary()}")
     for line in rep.lines(args.max or None):
         print(f"  {line}")
     return 0 if rep.ok else 1
+

@@ -1,0 +1,203 @@
+"""The parallel merge and validate (issue 27): identity with the serial merge, speed-up, memory
+per worker, and the per-step figures of the cost model in docs/PARALLEL.md.
+
+Run (nice -n 10; minitrace's venv active, so that mpiexec is MPICH's wheel):
+  python benchmarks/bench_parallel_merge.py identity --ranks 1024 16384 [--workers 2]
+      generated recordings (minitrace.synthetic_raw): serial merge vs mpiexec -n K merge,
+      dataset by dataset and validation report; peak RSS of each worker (/usr/bin/time)
+  python benchmarks/bench_parallel_merge.py programs
+      every C test program (tests/programs) recorded on 4 ranks: the same comparison
+  python benchmarks/bench_parallel_merge.py speed --actions 50e6 --ranks 64
+      wall time of the serial merge and of 1 and 2 workers, per step, and per-worker RSS
+"""
+from __future__ import annotations
+
+import argparse
+import glob
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.dirname(HERE))
+
+from minitrace.mpitools import mpi_tool  # noqa: E402
+from minitrace.parallel.parts import differences  # noqa: E402
+from minitrace.synthetic_raw import write_run  # noqa: E402
+
+PY = sys.executable
+TIME = ["/usr/bin/time", "-f", "maxrss_kb %M"]
+
+
+def _run(cmd: list[str]) -> tuple[float, subprocess.CompletedProcess]:
+    t = time.perf_counter()
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    return time.perf_counter() - t, p
+
+
+def _rss(stderr: str) -> list[int]:
+    return [int(x) // 1024 for x in re.findall(r"maxrss_kb (\d+)", stderr)]
+
+
+def _report(stdout: str) -> list[str]:
+    """The validation lines of a merge's output (the summary table comes before)."""
+    lines = stdout.splitlines()
+    at = next((i for i, ln in enumerate(lines) if ln.startswith("validation")), len(lines))
+    return lines[at:]
+
+
+def compare(raw: str, work: str, workers: int) -> dict:
+    """Serial merge vs mpiexec -n K merge of one raw directory."""
+    s, p = os.path.join(work, "serial.h5"), os.path.join(work, "par.h5")
+    ts, ser = _run([*TIME, PY, "-m", "minitrace", "merge", raw, "-o", s])
+    tp, par = _run([mpi_tool("mpiexec"), "-n", str(workers), *TIME, PY, "-m", "minitrace",
+                    "merge", raw, "-o", p])
+    out = {"serial_s": round(ts, 2), "parallel_s": round(tp, 2),
+           "serial_rss_mb": _rss(ser.stderr), "worker_rss_mb": _rss(par.stderr),
+           "rc": [ser.returncode, par.returncode],
+           "differences": differences(s, p) if os.path.exists(p) else ["no output"],
+           "same_report": _report(ser.stdout) == _report(par.stdout),
+           "report": (_report(ser.stdout) or ["?"])[0]}
+    shutil.rmtree(os.path.splitext(p)[0] + ".parts", ignore_errors=True)
+    for f in (s, p):
+        if os.path.exists(f):
+            os.unlink(f)
+    return out
+
+
+def identity(args) -> None:
+    for ranks in args.ranks:
+        with tempfile.TemporaryDirectory(dir=args.tmp) as work:
+            raw = os.path.join(work, "raw")
+            t = time.perf_counter()
+            n = write_run(raw, ranks, args.iterations, seed=ranks)
+            print(f"{ranks} ranks: {n:,} MPI actions generated in {time.perf_counter() - t:.1f} s")
+            print(json.dumps({"ranks": ranks, **compare(raw, work, args.workers)}))
+
+
+def programs(args) -> None:
+    from tests.record_util import build, record
+    from pathlib import Path
+    with tempfile.TemporaryDirectory(dir=args.tmp) as work:
+        work = Path(work)
+        for src in sorted(glob.glob(os.path.join(os.path.dirname(HERE), "tests", "programs",
+                                                 "*.c"))):
+            name = os.path.basename(src)[:-2]
+            if name in ("nompi", "selfkill", "spawn"):
+                continue        # no MPI; killed on purpose; needs more processes than ranks
+            try:
+                exe = build(name, work)
+                p = record(work / f"{name}.h5", 4, [exe], extra=["--keep-raw"], expect_rc=None,
+                           timeout=120)
+            except (AssertionError, subprocess.SubprocessError) as e:
+                print(json.dumps({"program": name, "not recorded": str(e)[:200]}))
+                continue
+            m = re.search(r"raw files kept in (\S+)", p.stdout)
+            if not m:
+                print(json.dumps({"program": name, "not recorded": p.stderr[-200:]}))
+                continue
+            print(json.dumps({"program": name, **compare(m.group(1), str(work), args.workers)}))
+            shutil.rmtree(m.group(1), ignore_errors=True)
+
+
+_PHASES = r"""
+import json, sys, time, resource
+from minitrace.parallel import world as W
+from minitrace.parallel.merge import merge_parallel
+from minitrace.parallel.validate import validate_parallel
+times, step = {}, W.World.step
+def timed(self, fn, what):
+    t = time.perf_counter()
+    try:
+        return step(self, fn, what)
+    finally:
+        times[what.split(" /")[0]] = times.get(what, 0) + time.perf_counter() - t
+W.World.step = timed
+w = W.World()
+w.comm.Barrier(); t0 = time.perf_counter()
+merge_parallel(w, sys.argv[1], sys.argv[2], say=lambda *a: None)
+w.comm.Barrier(); t1 = time.perf_counter()
+rss_merge = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024
+rep = validate_parallel(w, sys.argv[2])
+w.comm.Barrier(); t2 = time.perf_counter()
+rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024
+print(json.dumps({"worker": w.rank, "merge_s": round(t1 - t0, 2), "validate_s": round(t2 - t1, 2),
+                  "steps": {k: round(v, 2) for k, v in times.items()},
+                  "rss_merge_mb": rss_merge, "rss_mb": rss}))
+"""
+
+_SERIAL = r"""
+import json, sys, time, resource
+from minitrace.merge import merge_dir
+from minitrace import storage
+from minitrace.validate import validate
+t0 = time.perf_counter(); d = merge_dir(sys.argv[1]); t1 = time.perf_counter()
+storage.write_trace(sys.argv[2], d); t2 = time.perf_counter()
+rss_merge = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024
+rep = validate(d); t3 = time.perf_counter()
+print(json.dumps({"serial": True, "actions": len(d.actions), "merge_s": round(t1 - t0, 2),
+                  "write_s": round(t2 - t1, 2), "validate_s": round(t3 - t2, 2),
+                  "ok": rep.ok, "rss_merge_mb": rss_merge,
+                  "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024}))
+"""
+
+
+def speed(args) -> None:
+    work = tempfile.mkdtemp(dir=args.tmp)
+    try:
+        raw = os.path.join(work, "raw")
+        iters = int(args.actions) // (12 * args.ranks)
+        t = time.perf_counter()
+        write_run(raw, args.ranks, iters, seed=1)
+        size = sum(os.path.getsize(f) for f in glob.glob(os.path.join(raw, "*.mtr")))
+        print(json.dumps({"ranks": args.ranks, "iterations": iters, "raw_bytes": size,
+                          "generated_s": round(time.perf_counter() - t, 1)}))
+        for k in args.workers:
+            out = os.path.join(work, f"k{k}.h5")
+            if k == 0:
+                t, p = _run([PY, "-c", _SERIAL, raw, out])
+            else:
+                t, p = _run([mpi_tool("mpiexec"), "-n", str(k), PY, "-c", _PHASES, raw, out])
+            print(json.dumps({"workers": k or "serial", "wall_s": round(t, 2),
+                              "load": os.getloadavg()[0]}))
+            print(p.stdout.strip() or p.stderr[-2000:])
+            parts = [f for f in glob.glob(os.path.join(work, f"k{k}.parts", "*", "*.h5"))]
+            print(json.dumps({"stored_bytes": os.path.getsize(out) + sum(map(os.path.getsize,
+                                                                               parts))}))
+            if k:
+                shutil.rmtree(os.path.join(work, f"k{k}.parts"))
+            os.unlink(out)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--tmp", default=None, help="where to write (default: $TMPDIR)")
+    sub = ap.add_subparsers(dest="what", required=True)
+    p = sub.add_parser("identity")
+    p.add_argument("--ranks", type=int, nargs="+", default=[1024, 16384])
+    p.add_argument("--iterations", type=int, default=10)
+    p.add_argument("--workers", type=int, default=2)
+    p.set_defaults(func=identity)
+    p = sub.add_parser("programs")
+    p.add_argument("--workers", type=int, default=2)
+    p.set_defaults(func=programs)
+    p = sub.add_parser("speed")
+    p.add_argument("--actions", type=float, default=50e6)
+    p.add_argument("--ranks", type=int, default=64)
+    p.add_argument("--workers", type=int, nargs="+", default=[0, 1, 2],
+                   help="0 = the serial merge")
+    p.set_defaults(func=speed)
+    args = ap.parse_args()
+    args.func(args)
+
+
+if __name__ == "__main__":
+    main()
