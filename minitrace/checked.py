@@ -5,7 +5,9 @@ in ``trace.BenchResult``, regression histories, calibrations) takes its groups a
 through these functions: only hard links (a soft or external link is not followed out of the
 file, nor round in a cycle), the type, rank and shape it expects, a size bounded by what the
 file can hold before anything is allocated, and every failure a one-line ``MinitraceError``
-``FILE: corrupt KIND: what``.
+``FILE: corrupt KIND: what``.  A virtual dataset (a parallel merge's output over its part
+files) is no link: it is taken when the files it reads lie in the file's directory tree and
+exist, and bounded by what those files hold.
 
 :func:`check_heaps` runs before libhdf5 reads anything: libhdf5 (1.14 and 2.0 alike) loops
 forever on a global heap collection (where variable-length strings and string attributes
@@ -78,9 +80,30 @@ def _walk_collection(mm, at: int, size: int, path) -> None:
             p += 16 + ((obj + 7) & ~7)
 
 
+def virtual_files(ds: h5py.Dataset, kind: str, path) -> list[str]:
+    """The files a virtual dataset reads ([] for any other dataset; the file itself is not
+    listed): refused when one lies outside the directory of ``path`` or is missing (HDF5
+    would read its rows as the fill value, zeros)."""
+    if not ds.is_virtual:
+        return []
+    base = os.path.dirname(os.path.abspath(path))
+    out = []
+    for name in sorted({m.file_name for m in ds.virtual_sources()} - {"."}):
+        full = os.path.normpath(os.path.join(base, name))
+        if os.path.isabs(name) or not full.startswith(base + os.sep):
+            raise corrupt(kind, f"{ds.name} reads {name}, outside the file's directory", path)
+        if not os.path.isfile(full):
+            raise MinitraceError(f"part file {name} of this {kind} is missing (a parallel "
+                                 "merge's output reads its parts; `minitrace pack` makes one "
+                                 "file of it)", path)
+        out.append(full)
+    return out
+
+
 def _bounded(ds: h5py.Dataset, kind: str, path) -> None:
     try:
-        size = os.path.getsize(ds.file.filename)
+        size = sum(os.path.getsize(f) for f in [ds.file.filename,
+                                                 *virtual_files(ds, kind, path)])
     except (OSError, ValueError):     # (an in-memory file)
         size = 0
     limit = MAX_EXPANSION * max(size, 1) + _SLACK

@@ -517,15 +517,9 @@ def _narrowed(raw: np.ndarray, dtype, name: str, path: str) -> np.ndarray:
 
 def _check_parts(datasets: list, path: str) -> None:
     """A trace written in parts (virtual datasets, minitrace/parallel/parts.py) is refused
-    when a part file is missing: HDF5 would read its rows as zeros."""
-    base = os.path.dirname(os.path.abspath(path))
+    when a part file is missing or lies outside the trace's directory (checked.py)."""
     for ds in datasets:
-        if ds.is_virtual:
-            for m in ds.virtual_sources():
-                if not os.path.exists(os.path.join(base, m.file_name)):
-                    raise MinitraceError(f"part file {m.file_name} of this trace is missing (the "
-                                         "output of a parallel merge reads its parts: `minitrace "
-                                         "pack` makes one file of it)", path)
+        checked.virtual_files(ds, "trace", path)
 
 
 def _check_meta(attrs: dict, path: str) -> None:

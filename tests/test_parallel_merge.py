@@ -12,11 +12,12 @@ import signal
 import subprocess
 import sys
 
+import h5py
 import numpy as np
 import pytest
 
 import minitrace
-from minitrace import cli
+from minitrace import checked, cli
 from minitrace import kinds as K
 from minitrace import storage
 from minitrace.merge import merge_dir
@@ -117,6 +118,34 @@ def test_three_workers_pack_info_and_validate_report(raw33, tmp_path):
     assert minitrace.open(str(packed)).nranks == 33
     with pytest.raises(minitrace.MinitraceError, match="part file .* is missing"):
         minitrace.open(str(tmp_path / "p.h5")).data()
+    gone = subprocess.run([sys.executable, "-m", "minitrace", "validate", str(tmp_path / "p.h5")],
+                          capture_output=True, text=True, timeout=120)
+    assert gone.returncode != 0 and "Traceback" not in gone.stderr
+    assert re.fullmatch(r".*p\.h5: part file \S+ of this trace is missing .*\n", gone.stderr)
+
+
+def test_virtual_dataset_reads_only_present_files_beside_it(tmp_path):
+    """checked.py takes a virtual dataset (no link) over files in the file's directory tree,
+    bounded by what they hold; one reading a file outside, or a missing one, is refused."""
+    (tmp_path / "d").mkdir()
+    big = np.arange(1 << 21, dtype=np.int64) % 7      # 16 MB: more than 1,100 x v-*.h5
+    for src in (tmp_path / "outside.h5", tmp_path / "d" / "inside.h5"):
+        with h5py.File(src, "w") as f:
+            f.create_dataset("x", data=big, chunks=True, compression="gzip")
+    for name in ("inside.h5", "../outside.h5", "absent.h5"):
+        v = tmp_path / "d" / f"v-{name.strip('./')}"
+        with h5py.File(v, "w") as f:
+            layout = h5py.VirtualLayout(shape=big.shape, dtype=big.dtype)
+            layout[:] = h5py.VirtualSource(name, "x", shape=big.shape)
+            f.create_virtual_dataset("x", layout)
+        with h5py.File(v, "r") as f:
+            if name == "inside.h5":
+                assert (checked.array(f, "x", "trace", str(v)) == big).all()
+                continue
+            with pytest.raises(minitrace.MinitraceError,
+                               match="outside the file's directory" if ".." in name
+                               else "part file absent.h5 of this trace is missing"):
+                checked.array(f, "x", "trace", str(v))
 
 
 def test_part_that_cannot_be_written_then_rerun_merges_only_it(raw33, tmp_path):
