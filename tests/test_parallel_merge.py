@@ -25,6 +25,8 @@ from minitrace.model import TraceBuilder
 from minitrace.parallel.parts import differences
 from minitrace.parallel.shares import contiguous_shares
 from minitrace.synthetic_raw import write_run
+from minitrace.tasks.graph import from_tasks
+from minitrace.tasks.taskfile import write_tasks
 from minitrace.validate import validate
 from tests.support.mpiutil import run_mpi, tool
 from tests.support.record_util import build, record
@@ -258,3 +260,13 @@ def test_parallel_validate_report_is_the_serial_one(tmp_path):
         assert len(out.getvalue().splitlines()) > 8
         par = run_mpi(n, [sys.executable, "-m", "minitrace", *args], check=False)
         assert par.returncode == 1 and par.stdout == out.getvalue(), (f, n)
+
+
+def test_task_graph_validated_once_under_mpiexec(tmp_path):
+    """A task-graph file (no /trace) under `mpiexec -n 2 minitrace validate`: its checks, one
+    report (worker 0's), not the parallel trace validation."""
+    path = tmp_path / "g.h5"
+    write_tasks(str(path), from_tasks(durations={1: 1.0, 2: 2.0, 3: 1.0},
+                                      edges=[(1, 3), (2, 3)]))
+    p = run_mpi(2, [sys.executable, "-m", "minitrace", "validate", str(path)])
+    assert p.stdout.count("task graph sound: 3 tasks") == 1, p.stdout
