@@ -242,7 +242,7 @@ def write_trace(path: str, data: TraceColumns, meta: dict | None = None) -> None
             _dataset(cols, name, array, **attrs)
         idx = g.create_group("index")
         _dataset(idx, "rank_offsets", offsets)
-        kind_of = encoded["kind"][0].view(np.uint8)
+        kind_of = data.actions["kind"].astype(np.uint8, copy=False)   # (codes up to 255)
         counts = np.stack([np.bincount(kind_of[lo:hi], minlength=256)
                            for lo, hi in zip(offsets[:-1], offsets[1:])]) \
             if data.nranks else np.zeros((0, 256), np.int64)
