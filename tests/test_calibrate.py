@@ -101,8 +101,9 @@ def test_ranks_per_host_cluster():
     xml = c.xml()
     assert 'core="3"' in xml and 'loopback_bw="10000000000.0Bps"' in xml
     assert "loopback" not in Cluster(2).xml()      # one rank per host: as before
-    with pytest.raises(MinitraceError, match="ranks per host must be >= 1"):
-        Cluster(2, ranks_per_host=0).rank_hosts()
+    for bad in (0, 2**63):          # never a host list built from an absurd count
+        with pytest.raises(MinitraceError, match=r"ranks per host must be in 1\.\.65536"):
+            Cluster(2, ranks_per_host=bad).rank_hosts()
 
 
 def test_not_a_calibration_file(tmp_path):

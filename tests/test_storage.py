@@ -210,3 +210,24 @@ def test_partly_timed_trace_keeps_its_times_and_gaps(tmp_path):
             assert "t0" not in f["trace"].attrs
     for name in ("t_start", "t_end"):
         np.testing.assert_array_equal(back.actions[name], d.actions[name])
+
+
+def test_kind_codes_above_127_keep_a_true_index(tmp_path):
+    """Kind codes 128-255 (neighbour collectives, one-sided, MPI-IO...) are indexed like the
+    others: the file reopens and its index agrees with its kind column."""
+    from minitrace.kinds import CODE, NAME
+    from minitrace.model import TraceBuilder
+    high = sorted(n for n, c in CODE.items() if c > 127)[:3]
+    b = TraceBuilder(2)
+    for r in range(2):
+        for name in ["init", *high, high[0], "finalize"]:
+            b.add(r, name)
+    p = tmp_path / "high.h5"
+    write_trace(p, b.build())
+    with minitrace.open(p) as t:
+        names, counts = t._need_trace().kind_counts()
+        assert dict(zip(names, counts[0].tolist())) == {
+            "init": 1, "finalize": 1, high[0]: 2, high[1]: 1, high[2]: 1}
+        assert len(t.actions(kind=high[0])) == 4
+        assert all(NAME[CODE[n]] == n for n in names)
+
