@@ -37,3 +37,19 @@ def test_the_mpi_tools_and_the_standards_function_list():
     import pympistandard
     assert os.access(tool("mpiexec"), os.X_OK) and os.access(tool("mpicc"), os.X_OK)
     assert pympistandard.__version__
+
+
+def test_every_package_of_the_tree_is_installed():
+    """A regular install (the README's other environments, the Open MPI one of the tests)
+    ships only the packages pyproject.toml lists: a new folder must be listed there."""
+    import tomllib
+    from pathlib import Path
+    root = Path(__file__).resolve().parents[1]
+    listed = set(tomllib.loads((root / "pyproject.toml").read_text())
+                 ["tool"]["setuptools"]["packages"])
+    found = {".".join(("minitrace", *p.parent.relative_to(root / "minitrace").parts))
+             for p in (root / "minitrace").rglob("__init__.py")}
+    found |= {".".join(("minitrace.converters", *p.parent.relative_to(root / "converters")
+                        .parts)) for p in (root / "converters").rglob("__init__.py")}
+    assert found - listed == set(), "packages missing from pyproject.toml"
+
