@@ -171,8 +171,8 @@ def generate(spec_text: str | None = None) -> str:
 #: The hand-written C before the wrappers: the runtime, then the state of particular calls
 #: with their recipes (matched probes' messages, topologies' neighbours, tables of windows and
 #: files).
-RUNTIME = ("shim_runtime.c", "shim_message.c", "shim_topo.c", "shim_handles.c", "shim_rma.c",
-           "shim_io.c")
+RUNTIME = ("shim_clock.c", "shim_reqmap.c", "shim_runtime.c", "shim_message.c", "shim_topo.c",
+           "shim_handles.c", "shim_rma.c", "shim_io.c")
 
 
 def translation_unit() -> str:

@@ -8,6 +8,9 @@
  */
 #ifndef MINITRACE_SHIM_RUNTIME_H
 #define MINITRACE_SHIM_RUNTIME_H
+#ifndef _GNU_SOURCE    /* before any system header: each runtime file includes this one first */
+#define _GNU_SOURCE
+#endif
 #include <mpi.h>
 #include <stdint.h>
 #include <string.h>
