@@ -461,6 +461,84 @@ _MIX = np.array([0x9E3779B97F4A7C15, 0xC2B2AE3D27D4EB4F, 0x165667B19E3779F9,
                  0x85EBCA77C2B2AE63], dtype=np.uint64).astype(np.int64)
 
 
+#: The tokens after ``<rank> <kind>`` of each kind written as it is, apart from point-to-point
+#: lines and waits (which follow requests): one rule for both writer paths.  ``c`` is an
+#: ``_Action`` (one action's values, the per-action path) or ``_Rows`` (numpy columns of the
+#: rows of one kind, the fast path).
+_AS_IS = {
+    **dict.fromkeys(("init", "finalize", "comm_split", "comm_dup", "barrier"), lambda c: ()),
+    "comm_size": lambda c: (c.P,),
+    **dict.fromkeys(("compute", "sleep"), lambda c: (c.vol,)),
+    "bcast": lambda c: (c.pick(c.is_root, lambda: c.bs, lambda: c.br), c.root),
+    "reduce": lambda c: (c.bs, c.vol, c.root),
+    **dict.fromkeys(("allreduce", "scan", "exscan"), lambda c: (c.bs, c.vol)),
+    "alltoall": lambda c: (c.per(c.bs, "send"), c.per(c.br, "receive")),
+    "allgather": lambda c: (c.bs, c.per(c.br, "receive")),
+    "gather": lambda c: (c.bs, c.pick(c.is_root, lambda: c.per(c.br, "receive"), lambda: c.bs),
+                         c.root),
+    "scatter": lambda c: (c.pick(c.is_root, lambda: c.per(c.bs, "send"), lambda: c.br), c.br,
+                          c.root),
+}
+
+
+def _rounding(kind: str, what: str, total: int, P: int) -> str:
+    """The approximation said when a collective's total is split evenly over the ranks."""
+    return f"{kind} ({what} {total} B not a multiple of {P} ranks, rounded)"
+
+
+@dataclass(slots=True)
+class _Action:
+    """One action's values for an ``_AS_IS`` rule (``vol`` already formatted)."""
+    kind: str
+    P: int
+    is_root: bool
+    root: int
+    bs: int
+    br: int
+    vol: str
+    approx: Counter
+
+    def per(self, total: int, what: str) -> int:
+        if total % self.P:
+            self.approx[_rounding(self.kind, what, total, self.P)] += 1
+        return round(total / self.P)
+
+    def pick(self, cond: bool, a, b):
+        return a() if cond else b()
+
+
+@dataclass(slots=True)
+class _Rows:
+    """Columns of a rank's actions for an ``_AS_IS`` rule, applied to the rows ``m`` of one
+    kind (``vol`` is the raw column: the fast path formats it)."""
+    kind: str
+    m: np.ndarray
+    P: int
+    is_root: np.ndarray
+    root: np.ndarray
+    bs: np.ndarray
+    br: np.ndarray
+    vol: np.ndarray
+    approx: Counter
+
+    def per(self, total: np.ndarray, what: str) -> np.ndarray:
+        odd = self.m & (total % self.P != 0)
+        for t, k in zip(*np.unique(total[odd], return_counts=True)):
+            self.approx[_rounding(self.kind, what, int(t), self.P)] += int(k)
+        return np.rint(total / self.P)
+
+    def pick(self, cond: np.ndarray, a, b) -> np.ndarray:
+        """``a()`` where ``cond``, else ``b()``, each computed (and its rounding said) only
+        for the rows it applies to."""
+        m = self.m
+        self.m = m & cond
+        va = a()
+        self.m = m & ~cond
+        vb = b()
+        self.m = m
+        return np.where(cond, va, vb)
+
+
 def _formatted(fmts: np.ndarray, T: np.ndarray, cnt: np.ndarray) -> np.ndarray:
     """Lines (object array) from per-line ``%`` templates and their first ``cnt`` tokens of
     ``T``, in one formatting call."""
@@ -541,11 +619,12 @@ class _Writer:
         volint = np.isfinite(vol) & (np.abs(vol) < 1e18)
         volint[volint] = vol[volint] == np.floor(vol[volint])
 
-        def put(name: str, m: np.ndarray, *cols, v: int = -1) -> None:
-            """Rows ``m`` are ``name`` lines with tokens ``cols`` (column ``v`` the volume,
-            formatted as ``_fmt`` does: an integer, else written into the row's template)."""
+        def put(name: str, m: np.ndarray, *cols) -> None:
+            """Rows ``m`` are ``name`` lines with tokens ``cols`` (the volume column, if one
+            is, formatted as ``_fmt`` does: an integer, else written into the row's template)."""
             if not m.any():
                 return
+            v = next((j for j, c in enumerate(cols) if c is vol), -1)
             head = [str(r), name]
             exact = m if v < 0 else m & volint
             if exact.any():
@@ -567,23 +646,17 @@ class _Writer:
                 if j != v and isinstance(c, np.ndarray):
                     limits.append((c[m], _COUNT_LIMIT.get(name, 2**31 - 1)))
 
-        def per(m: np.ndarray, total: np.ndarray, what: str, name: str) -> np.ndarray:
-            odd = m & (total % P != 0)
-            for t, k in zip(*np.unique(total[odd], return_counts=True)):
-                approx[f"{name} ({what} {int(t)} B not a multiple of {P} ranks, rounded)"] += int(k)
-            return np.rint(total / P)
-
         present = np.bincount(kind, minlength=256)
         is_k = {name: kind == K.CODE[name] for name in _FAST_NAMES if present[K.CODE[name]]}
         none = np.zeros(n, bool)
         k = lambda name: is_k.get(name, none)    # noqa: E731
-        for name in ("init", "finalize", "comm_split", "comm_dup", "barrier"):
-            put(name, k(name))
-        put("comm_size", k("comm_size"), P)
-        for name in ("compute", "sleep"):
-            put(name, k(name), vol, v=0)
         if self.unit != "flops" and k("compute").any():
             approx[f"compute (volume in {self.unit} written as flops)"] += int(k("compute").sum())
+        rows = _Rows("", none, P, peer == r, np.maximum(peer, 0), bs, br, vol, approx)
+        for name, tokens in _AS_IS.items():
+            if name in is_k:
+                rows.kind, rows.m = name, is_k[name]
+                put(name, rows.m, *tokens(rows))
         put("send", k("send"), peer, tag, bs)
         put("isend", k("isend"), peer, tag, bs)
         put("recv", k("recv"), peer, tag, br)
@@ -599,26 +672,6 @@ class _Writer:
             wtag[waits] = tag[w_from]
             put("wait", is_wait, src, dst, wtag)
         put("waitall", is_waitall)
-        is_root = peer == r
-        root = np.maximum(peer, 0)
-        put("bcast", k("bcast"), np.where(is_root, bs, br), root)
-        put("reduce", k("reduce"), bs, vol, root, v=1)
-        for name in ("allreduce", "scan", "exscan"):
-            put(name, k(name), bs, vol, v=1)
-        if k("alltoall").any():
-            m = k("alltoall")
-            put("alltoall", m, per(m, bs, "send", "alltoall"), per(m, br, "receive", "alltoall"))
-        if k("allgather").any():
-            m = k("allgather")
-            put("allgather", m, bs, per(m, br, "receive", "allgather"))
-        if k("gather").any():
-            m = k("gather")
-            put("gather", m, bs, np.where(is_root, per(m & is_root, br, "receive", "gather"), bs),
-                root)
-        if k("scatter").any():
-            m = k("scatter")
-            put("scatter", m, np.where(is_root, per(m & is_root, bs, "send", "scatter"), br), br,
-                root)
         for col, limit in limits:
             if len(col) and int(np.abs(col).max()) > limit:
                 return None     # the per-action path lists them
@@ -690,12 +743,11 @@ class _Writer:
                                         "bytes_recv", "volume", "request")]
         for i, code, flags, peer, tag, comm, bs, br, vol, req in zip(order.tolist(), *cols):
             kind = K.NAME[code]
-            if kind in ("init", "finalize"):
-                w(kind)
-            elif kind in ("compute", "sleep"):
+            if kind in ("init", "finalize", "compute", "sleep"):
                 if kind == "compute" and self.unit != "flops":
                     approx(kind, f"volume in {self.unit} written as flops")
-                w(kind, _fmt(vol))
+                w(kind, *_AS_IS[kind](_Action(kind, P, False, 0, bs, br, _fmt(vol),
+                                              rep.approximated)))
             elif kind in K.SENDS or kind in K.RECVS:
                 if peer < 0 and not flags & K.FLAG_UNRESOLVED:
                     nulls.add(req)                  # MPI_PROC_NULL: a no-op in MPI too
@@ -756,7 +808,7 @@ class _Writer:
             elif kind in K.MATCHED_PROBES:
                 approx(kind, "left out: its mrecv/imrecv is written in its place")
             elif kind in _TI_COMM:
-                w(kind, P) if kind == "comm_size" else w(kind)
+                w(kind, *_AS_IS[kind](_Action(kind, P, False, 0, bs, br, "", rep.approximated)))
             elif kind in K.COLLECTIVES:
                 if comm != 0:
                     rep.dropped[f"{kind} on a sub-communicator"] += 1
@@ -770,28 +822,9 @@ class _Writer:
         P = self.P
         is_root = r == root
         root = max(root, 0)
-
-        def per(total: int, what: str) -> int:
-            if total % P:
-                approx(kind, f"{what} {total} B not a multiple of {P} ranks, rounded")
-            return round(total / P)
-
-        if kind == "barrier":
-            w("barrier")
-        elif kind == "bcast":
-            w("bcast", bs if is_root else br, root)
-        elif kind == "reduce":
-            w("reduce", bs, _fmt(vol), root)
-        elif kind in ("allreduce", "scan", "exscan"):
-            w(kind, bs, _fmt(vol))
-        elif kind == "alltoall":
-            w("alltoall", per(bs, "send"), per(br, "receive"))
-        elif kind == "allgather":
-            w("allgather", bs, per(br, "receive"))
-        elif kind == "gather":
-            w("gather", bs, per(br, "receive") if is_root else bs, root)
-        elif kind == "scatter":
-            w("scatter", per(bs, "send") if is_root else br, br, root)
+        if kind in _AS_IS:
+            w(kind, *_AS_IS[kind](_Action(kind, P, is_root, root, bs, br, _fmt(vol),
+                                          self.rep.approximated)))
         elif kind == "gatherv":
             v = self.vec(i) if is_root else [0] * P
             w("gatherv", bs, *v, root)
