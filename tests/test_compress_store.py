@@ -118,6 +118,18 @@ def test_model_volumes_within_precision_and_totals_exact(tmp_path):
             assert (np.diff(y["t_start"]) >= 0).all()
 
 
+def test_an_untimed_trace_compressed_with_model_volumes_reopens(tmp_path):
+    """A trace without timestamps has no times to model: its model-mode file is untimed and
+    opens like any other (it was refused as an unknown time encoding)."""
+    d = synthetic.ring_trace(2, 200)
+    p = tmp_path / "m.h5"
+    write_compressed(str(p), d, "model")
+    with minitrace.open(p) as t:
+        back = t.data()
+    np.testing.assert_array_equal(back.actions["kind"], d.actions["kind"])
+    assert np.isnan(back.actions["t_start"]).all()
+
+
 def test_compress_command_and_loops(tmp_path, capsys):
     d = synthetic.ring_trace(4, 4 * 4002)
     src, out = tmp_path / "in.h5", tmp_path / "out.h5"

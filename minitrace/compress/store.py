@@ -300,7 +300,8 @@ def _check_side(c: Compressed, path: str) -> None:
     enc = c.attrs.get("time_encoding")
     need = {"untimed": (), "ns-gap": ("t_gap", "t_duration"),
             "float-seconds": ("t_start", "t_end"), "model": ("t_first", "t_last")}
-    if enc not in need or (c.mode == "exact") == (enc == "model"):
+    # exact traces keep their own times; modelled ones model them, or have none (untimed)
+    if enc not in need or (enc == "model") != (c.mode == "model" and enc != "untimed"):
         raise _corrupt(f"unknown time encoding {enc!r}", path)
     for col in need[enc] + (("t_first", "t_last") if enc != "untimed" else ()):
         n = c.nranks if col in ("t_first", "t_last") else c.nactions
