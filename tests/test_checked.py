@@ -61,6 +61,17 @@ def h5(tmp_path) -> Path:
 
 # -- outputs against inputs, a case per command ---------------------------------------------
 
+@pytest.mark.parametrize("argv", [
+    ["compress", "@", "-o", "@", "--volumes", "model"], ["expand", "@", "-o", "@"],
+    ["pack", "@", "-o", "@"], ["extrapolate", "@", "@", "@", "--ranks", "8", "-o", "@"],
+    ["import-tasks", "@", "-o", "@"], ["simulate-tasks", "@", "--threads", "2", "--perfetto", "@"],
+    ["numa-platform", "@", "-o", "@"]])
+def test_this_rounds_commands_onto_their_input(h5, capsys, argv):
+    """compress (a lossy --volumes model over its own input), expand, pack, extrapolate and
+    the task commands refuse an output that is their input, before any work."""
+    refused(capsys, [h5 if a == "@" else a for a in argv], h5)
+
+
 def test_import_onto_its_input(tmp_path, capsys):
     t = tmp_path / "a.txt"
     shutil.copy(TI / "p2p.txt", t)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-from ..outputs import check_output_file
+from ..outputs import check_disjoint, check_output_file
 
 
 def register(sub) -> None:
@@ -27,6 +27,7 @@ def register(sub) -> None:
 def run(args) -> int:
     from ..compress.files import compress_file
     check_output_file(args.output)
+    check_disjoint([args.input], [args.output])
     before = os.path.getsize(args.input)
     s = compress_file(args.input, args.output, args.volumes, args.precision)
     n = max(s["actions"], 1)

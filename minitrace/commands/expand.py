@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import os
 
-from ..outputs import check_output_file
+from ..outputs import check_disjoint, check_output_file
 
 
 def register(sub) -> None:
@@ -20,6 +20,7 @@ def register(sub) -> None:
 def run(args) -> int:
     from ..compress.files import expand_file
     check_output_file(args.output)
+    check_disjoint([args.input], [args.output])
     n = expand_file(args.input, args.output)
     print(f"{args.output}: {n} actions, {os.path.getsize(args.output) / max(n, 1):.3f} "
           f"bytes/action")

@@ -2,7 +2,7 @@
 that was not recorded, from runs at three or more smaller ones (docs/EXTRAPOLATE.md)."""
 from __future__ import annotations
 
-from ..outputs import check_output_file
+from ..outputs import check_disjoint, check_output_file
 
 
 def register(sub) -> None:
@@ -45,6 +45,7 @@ def run(args) -> int:
     if args.ranks is None or args.output is None:
         raise MinitraceError("extrapolate: --ranks N and -o OUTPUT are needed (or --check)")
     check_output_file(args.output)
+    check_disjoint(args.runs, [args.output])
     data, parameters, forced = B.extrapolate(runs, args.ranks, args.scaling, args.force,
                                              args.threshold)
     B.print_table(parameters, args.ranks)

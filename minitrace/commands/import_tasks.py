@@ -1,7 +1,7 @@
 """``minitrace import-tasks TASKS.rec -o FILE.h5``: a StarPU task trace into ``/tasks``."""
 from __future__ import annotations
 
-from ..outputs import check_output_file
+from ..outputs import check_disjoint, check_output_file
 
 
 def register(sub) -> None:
@@ -20,6 +20,7 @@ def run(args) -> int:
     from ..tasks.taskfile import write_tasks
     from ..tasks.validate import check_graph
     check_output_file(args.output)
+    check_disjoint([args.trace], [args.output])
     g = read_rec(args.trace)
     check_graph(g, args.trace)
     write_tasks(args.output, g, meta={"source_format": "starpu-rec"})

@@ -4,7 +4,7 @@ from __future__ import annotations
 import os
 
 from ..errors import MinitraceError
-from ..outputs import check_output_file, replacing_file
+from ..outputs import check_disjoint, check_output_file, replacing_file
 
 
 def register(sub) -> None:
@@ -28,6 +28,7 @@ def register(sub) -> None:
 def run(args) -> int:
     from ..tasks.numa_platform import parse_lstopo, platform_xml
     check_output_file(args.output)
+    check_disjoint([args.source], [args.output])
     xml, where = _topology(args)
     top = parse_lstopo(xml, where)
     text = platform_xml(top, _bandwidths(args.bandwidth))

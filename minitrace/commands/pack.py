@@ -1,8 +1,8 @@
 """``minitrace pack FILE -o ONE.h5``: one self-contained file from a trace written in parts."""
 from __future__ import annotations
 
-from ..outputs import check_output_file
-from ..parallel.parts import pack
+from ..outputs import check_disjoint, check_output_file
+from ..parallel.parts import pack, parts_dir
 
 
 def register(sub) -> None:
@@ -19,6 +19,7 @@ def register(sub) -> None:
 
 def run(args) -> int:
     check_output_file(args.output)
+    check_disjoint([args.file, parts_dir(args.file)], [args.output])
     pack(args.file, args.output)
     print(f"{args.output}: {args.file} packed into one file")
     return 0

@@ -5,7 +5,7 @@ import json
 
 from ..errors import MinitraceError
 from ..options import choice_list
-from ..outputs import check_output_file
+from ..outputs import check_disjoint, check_output_file
 
 
 def register(sub) -> None:
@@ -46,6 +46,7 @@ def run(args) -> int:
     for path in (args.plot, args.perfetto):
         if path:
             check_output_file(path)
+    check_disjoint([args.file, args.platform], [args.plot, args.perfetto])
     if args.plot:
         from ..analysis.plotting import check_plot_path
         check_plot_path(args.plot)
