@@ -137,7 +137,7 @@ def _flag(x: Parameter) -> str:
 
 def table(parameters: list[Parameter], ranks: int) -> pd.DataFrame:
     """The printed table: parameter, model, LOO error, value at the target and the range of
-    the leave-one-out fits' values there (how much it rests on each scale)."""
+    the 95 % bootstrap interval there (the search redone on perturbed values, ``fit.py``)."""
     return pd.DataFrame({
         "rank class": [x.rank_class for x in parameters],
         "parameter": [x.name for x in parameters],
@@ -145,8 +145,8 @@ def table(parameters: list[Parameter], ranks: int) -> pd.DataFrame:
         "model": [str(x.model) for x in parameters],
         "LOO error": [f"{x.model.loo_error:.2%}" + _flag(x) for x in parameters],
         f"at {ranks}": [f"{x.at_target:.6g}" for x in parameters],
-        f"LOO fits at {ranks}": ["{:.4g} .. {:.4g}".format(*x.model.interval(ranks))
-                                 for x in parameters],
+        f"95% interval at {ranks}": ["{:.4g} .. {:.4g}".format(*x.model.interval(ranks))
+                                     for x in parameters],
     })
 
 
