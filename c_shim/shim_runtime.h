@@ -259,6 +259,15 @@ static int64_t mt_status_bytes(const MPI_Status *st);
 #define MT_NEWCOMM(parent, newcomm) (MT_ON(parent), R.request = mt_comm_register(T, *(newcomm)))
 #define MT_SPLIT(parent, newcomm, color, key) do { MT_NEWCOMM(parent, newcomm); \
     int64_t *v_ = mt_vec(T, &R, 2); v_[0] = (color); v_[1] = (key); } while (0)
+/* Cartesian topologies: cart_create [dims..., periods...]; cart_sub [remain_dims...] */
+#define MT_CART(parent, newcomm, ndims, dims, periods) do { MT_NEWCOMM(parent, newcomm); \
+    int64_t *v_ = mt_vec(T, &R, 2 * (int64_t)(ndims)); \
+    for (int d_ = 0; R.vec_len && d_ < (ndims); d_++) { v_[d_] = (dims)[d_]; \
+        v_[(ndims) + d_] = (periods)[d_] != 0; } } while (0)
+#define MT_CARTSUB(parent, newcomm, remain) do { MT_NEWCOMM(parent, newcomm); int nd_ = 0; \
+    if (PMPI_Cartdim_get(parent, &nd_) != MPI_SUCCESS) nd_ = 0; \
+    int64_t *v_ = nd_ > 0 ? mt_vec(T, &R, nd_) : NULL; \
+    for (int d_ = 0; v_ && R.vec_len && d_ < nd_; d_++) v_[d_] = (remain)[d_] != 0; } while (0)
 #define MT_FREE_PRE(comm) int32_t freed_ = mt_comm_forget(*(comm))
 #define MT_FREE() (R.comm = freed_)
 

@@ -4,6 +4,7 @@ communicator's members right, intercommunicators and every action on them flagge
 across the intercommunicator matched, and the TI export counting what it cannot express."""
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from minitrace import kinds as K
@@ -90,3 +91,11 @@ def _reported(rep, kind: str) -> int:
     return rep.dropped[kind] + sum(n for k, n in (*rep.lowered.items(),
                                                   *rep.approximated.items())
                                    if k.split(" ")[0] == kind)
+
+
+def test_cartesian_creations_keep_their_grid(trace):
+    # cart_create: [dims..., periods...] (2x2, periodic); cart_sub: [remain_dims...]
+    a = trace.data.actions
+    for kind, want in (("cart_create", [2, 2, 1, 1]), ("cart_sub", [0, 1])):
+        rows = np.flatnonzero(a["kind"] == K.CODE[kind])
+        assert len(rows) == 4 and all(trace.data.vector(int(x)).tolist() == want for x in rows)
