@@ -116,33 +116,61 @@ def halo_1d_trace(nranks: int, scaling: str = "weak", periodic: bool = True,
     rank init, n x (irecv left, irecv right, isend right, isend left, waitall, compute,
     8-byte allreduce), finalize.  ``weak``: n = 4 + 2 log2(p) iterations of 1 ms compute;
     ``strong``: 10 iterations of 8 ms / p.  Halos of 8 KiB; jitter 0.5 %.  Non-periodic: the
-    ends skip their missing neighbour (three rank classes).  ``root_output``: rank 0 also
+    ends skip the calls to or from their missing neighbour (three rank classes).  ``root_output``: rank 0 also
     computes 0.2 ms x p before finalize (writing everyone's output: a class of its own)."""
+    return halo_grid_trace(nranks, (nranks,), scaling, periodic, seed, root_output, cart=False)
+
+
+def halo_grid_trace(nranks: int, dims: tuple | int = 2, scaling: str = "weak",
+                    periodic: bool = True, seed: int = 0, root_output: bool = False,
+                    cart: bool = True) -> TraceColumns:
+    """:func:`halo_1d_trace` on a Cartesian grid: ``dims`` the extents, or a number of
+    dimensions for MPI_Dims_create's grid; per iteration and dimension irecv from the low
+    and the high neighbour (tags 2d, 2d + 1), isend to the high and the low one, then one
+    waitall, the compute and the allreduce (same laws).  ``cart``: a ``cart_create`` after
+    init (its vector the extents and periods) and every call after it on that communicator
+    (id 1); else on WORLD, the grid left to be inferred from the peers."""
+    from .extrapolate.grid import Grid, dims_create
+    if isinstance(dims, int):
+        dims = dims_create(nranks, dims)
+    grid = Grid(tuple(dims), (periodic,) * len(dims))
     rng = np.random.default_rng(seed)
     p = nranks
     iterations = int(4 + 2 * np.log2(p)) if scaling == "weak" else 10
     compute = 1e-3 if scaling == "weak" else 8e-3 / p
+    comm = 1 if cart else 0
+    head = 2 if cart else 1
     blocks, vectors = [], []
     for r in range(p):
-        sides = [(-1, 0), (+1, 1)] if periodic else \
-            [(d, t) for d, t in ((-1, 0), (+1, 1)) if 0 <= r + d < p]
-        body = [("irecv", d, t) for d, t in sides] + [("isend", -d, t) for d, t in sides]
-        body += [("waitall", 0, -1), ("compute", 0, -1), ("allreduce", 0, -1)]
+        c = grid.coords(r)
+        sides = [(s, k, 2 * k + t) for k in range(len(dims)) for s, t in ((-1, 0), (+1, 1))]
+
+        def there(s, k):                    # a neighbour at offset s along dimension k
+            return periodic or 0 <= c[k] + s < dims[k]
+        body = [("irecv", s, k, t) for s, k, t in sides if there(s, k)] + \
+            [("isend", -s, k, t) for s, k, t in sides if there(-s, k)]
+        body += [("waitall", 0, 0, -1), ("compute", 0, 0, -1), ("allreduce", 0, 0, -1)]
         n = len(body)
         extra = int(root_output and r == 0)
-        a = empty_actions(2 + iterations * n + extra)
+        a = empty_actions(head + 1 + iterations * n + extra)
         a["kind"][0], a["kind"][-1] = K.CODE["init"], K.CODE["finalize"]
+        if cart:
+            a["kind"][1], a["request"][1], a["vec_len"][1] = K.CODE["cart_create"], 1, 2 * len(dims)
+            vectors.append(np.array(list(dims) + [int(periodic)] * len(dims), np.int64))
         if extra:
             a["kind"][-2], a["volume"][-2] = K.CODE["compute"], 2e-4 * p
-        loop = a[1:1 + iterations * n].reshape(iterations, n)
+        loop = a[head:head + iterations * n].reshape(iterations, n)
         nreq = len(body) - 3
-        for k, (kind, d, tag) in enumerate(body):
-            loop["kind"][:, k] = K.CODE[kind]
+        for j, (kind, s, k, tag) in enumerate(body):
+            loop["kind"][:, j] = K.CODE[kind]
             if kind in ("irecv", "isend"):
-                loop["peer"][:, k] = (r + d) % p
-                loop["tag"][:, k] = tag
-                loop["bytes_recv" if kind == "irecv" else "bytes_sent"][:, k] = 8192
-                loop["request"][:, k] = np.arange(iterations) * nreq + k
+                step = np.zeros(len(dims), np.int64)
+                step[k] = s
+                loop["peer"][:, j] = grid.shift(np.array([r]), step[None])[0]
+                loop["tag"][:, j] = tag
+                loop["bytes_recv" if kind == "irecv" else "bytes_sent"][:, j] = 8192
+                loop["request"][:, j] = np.arange(iterations) * nreq + j
+        loop["comm"] = comm
         loop["vec_len"][:, nreq] = nreq
         loop["volume"][:, nreq + 1] = np.rint(
             compute * rng.normal(1, 0.005, iterations) * 1e9) / 1e9
@@ -152,7 +180,9 @@ def halo_1d_trace(nranks: int, scaling: str = "weak", periodic: bool = True,
     actions = np.concatenate(blocks)
     assign_vec_offsets(actions)
     offsets = np.concatenate([[0], np.cumsum([len(b) for b in blocks])]).astype(np.int64)
+    world = np.arange(p, dtype=np.int32)
     return TraceColumns(actions, offsets, np.concatenate(vectors),
+                        comms={0: world, 1: world} if cart else {0: world},
                         meta={"volume_unit": "seconds"})
 
 

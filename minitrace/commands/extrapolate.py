@@ -25,6 +25,9 @@ def register(sub) -> None:
     p.add_argument("--force", action="store_true",
                    help="extrapolate despite peer mismatches, poor fits or a far target "
                         "(and say which)")
+    p.add_argument("--grid", metavar="AxB[xC]",
+                   help="target process grid of a 2-D or 3-D program (default: as "
+                        "MPI_Dims_create makes it for --ranks)")
     p.add_argument("--check", action="store_true",
                    help="extrapolate the largest run from the others and compare structure "
                         "and replayed time")
@@ -38,19 +41,24 @@ def run(args) -> int:
     from ..errors import MinitraceError
     from ..extrapolate import build as B
     from ..extrapolate import check as C
+    from ..extrapolate import grid as GR
     runs = C.load_runs(args.runs)
     if args.check:
+        if args.grid:
+            raise MinitraceError("--check extrapolates to the largest run's grid: no --grid")
         return C.report(C.self_check(runs, args.scaling, args.threshold, args.force,
                                      args.compute_rate, args.output))
     if args.ranks is None or args.output is None:
         raise MinitraceError("extrapolate: --ranks N and -o OUTPUT are needed (or --check)")
     check_output_file(args.output)
     check_disjoint(args.runs, [args.output])
+    dims = GR.parse(args.grid) if args.grid else None
     data, parameters, forced = B.extrapolate(runs, args.ranks, args.scaling, args.force,
-                                             args.threshold)
+                                             args.threshold, dims)
     B.print_table(parameters, args.ranks)
     for line in forced:
         print(f"forced: {line}")
+    B.print_grid(data.meta["extrapolated"])
     B.write(args.output, data)
     print(f"{args.output}: {data.nranks} ranks, {len(data.actions)} actions, extrapolated "
           f"({args.scaling} scaling) from {', '.join(r.path for r in runs)}")

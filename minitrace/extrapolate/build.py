@@ -18,6 +18,8 @@ from ..compress.files import write_compressed
 from ..errors import MinitraceError
 from ..model import ACTION_DTYPE, TraceColumns, assign_vec_offsets, empty_actions
 from . import fit as F
+from . import grid as GR
+from . import grid_peers as GP
 from . import structure as ST
 
 #: farthest a target may be from the largest recorded run
@@ -89,16 +91,34 @@ def _negligible(runs: list[ST.Run], classes: list, volumes: np.ndarray) -> np.nd
     return np.all(np.array(shares) < NEGLIGIBLE, axis=0)
 
 
-def fit_parameters(runs: list[ST.Run], ranks: int, scaling: str,
-                   threshold: float = F.DEFAULT_THRESHOLD):
-    """Fit every parameter that is not the same in all runs; (table of Parameter, plan per
-    class).  Parameters equal in every run are kept as they are (not listed)."""
+def _having(runs: list[ST.Run], keys) -> dict:
+    """The runs (smallest first) that have each class; MinitraceError naming every class
+    that fewer than 3 runs have (no law can be fitted to it)."""
     runs = sorted(runs, key=lambda r: r.nranks)
-    ref = runs[-1]
-    p = np.array([r.nranks for r in runs])
+    having = {key: [r for r in runs if key in r.classes] for key in keys}
+    short = [f"rank class {key} ({GR.describe_position(key) if key.startswith('(') else 'anchored'}) "
+             f"is in {len(h)} run(s) ({', '.join(f'{r.nranks} ranks' for r in h) or 'none'}): "
+             "3 are needed to fit it" for key, h in having.items() if len(h) < 3]
+    if short:
+        hint = (" (record scales whose grid has it, e.g. extents of 3 or more along every open "
+                "dimension for an interior)" if any("(" in line for line in short) else "")
+        raise MinitraceError("not extrapolated: " + "; ".join(short) + hint)
+    return having
+
+
+def fit_parameters(runs: list[ST.Run], ranks: int, scaling: str,
+                   threshold: float = F.DEFAULT_THRESHOLD, keys=None):
+    """Fit every parameter that is not the same in all runs having its class; (table of
+    Parameter, plan per class).  ``keys``: the classes at the target (default: the largest
+    run's).  Parameters equal in every run are kept as they are (not listed)."""
+    ref = max(runs, key=lambda r: r.nranks)
+    having = _having(runs, list(ref.classes) if keys is None else keys)
     found, plans = [], {}
-    for key, ref_rc in ref.classes.items():
-        classes = [r.classes[key] for r in runs]
+    for key, members in having.items():
+        ref = members[-1]
+        ref_rc = ref.classes[key]
+        classes = [r.classes[key] for r in members]
+        p = np.array([r.nranks for r in members])
 
         def model(name: str, values: np.ndarray, integer: bool, low: float,
                   negligible: bool = False) -> float:
@@ -116,11 +136,12 @@ def fit_parameters(runs: list[ST.Run], ranks: int, scaling: str,
         leaves = {}
         for field in _LEAF_PARAMETERS:
             if field == "volume":
-                values = np.stack([_leaf_volumes(r, rc) for r, rc in zip(runs, classes)])
+                values = np.stack([_leaf_volumes(r, rc) for r, rc in zip(members, classes)])
             else:
-                values = np.stack([r.sig.table[rc.leaves][field] for r, rc in zip(runs, classes)])
+                values = np.stack([r.sig.table[rc.leaves][field]
+                                   for r, rc in zip(members, classes)])
             rows = ref.sig.table[ref_rc.leaves]
-            small = _negligible(runs, classes, values) if field == "volume" else \
+            small = _negligible(members, classes, values) if field == "volume" else \
                 np.zeros(values.shape[1], bool)
             leaves[field] = np.array([model(f"{_leaf_name(rows[k], k)}: {field}", values[:, k],
                                             field != "volume", 0, small[k])
@@ -159,18 +180,26 @@ def print_table(parameters: list[Parameter], ranks: int) -> None:
         print(table(parameters, ranks).to_string(index=False))
 
 
-def _class_ranks(ref: ST.Run, ranks: int) -> dict:
-    """Each class's ranks at the target: anchored ones at their signed ranks, the rest bulk."""
+def class_ranks(ref: ST.Run, ranks: int, grid: GR.Grid | None = None) -> dict:
+    """Each class's ranks at the target: anchored ones at their signed ranks, the rest the
+    bulk (1-D) or their position on the target ``grid``."""
     out, taken = {}, np.zeros(ranks, bool)
     for key in ref.classes:
-        if key == "bulk":
+        if not ST.anchored(key):
             continue
         r = np.array([int(s) % ranks for s in key.split(",")], np.int64)
         if taken[r].any():
             raise MinitraceError(f"rank class {key} collides with another at {ranks} ranks")
         taken[r] = True
         out[key] = r
-    out["bulk"] = np.flatnonzero(~taken)
+    if grid is None:
+        out["bulk"] = np.flatnonzero(~taken)
+        return out
+    where = np.array(grid.positions(np.arange(ranks)), object)
+    for pos in sorted(set(where)):
+        r = np.flatnonzero((where == pos) & ~taken)
+        if len(r):
+            out[pos] = r
     return out
 
 
@@ -186,40 +215,82 @@ def _new_tokens(table: np.ndarray, vec_offsets: np.ndarray, vec_values: np.ndarr
 
 def _class_program(sigs: np.ndarray, stream: np.ndarray, ranks: int, ref: ST.Run):
     """A class's actions and vectors as rank 0 runs them, and where they name a rank-relative
-    peer (those rank 1 names differently): rank r's are (rank 0's + r) mod N."""
+    peer (those rank 1 names differently): rank r's are (rank 0's + r) mod N, or on a grid
+    rank 0's are the encoded offsets themselves."""
     nnew = int(_new_tokens(sigs, ref.sig.vec_offsets, ref.sig.vec_values)[stream].sum())
-    decoded = [SG.decode(sigs, stream, r, ranks, ref.sig.vec_offsets, ref.sig.vec_values,
-                         np.arange(nnew, dtype=np.int64)) for r in range(min(ranks, 2))]
+    size = ranks if ref.grid is None else GP.UNWRAPPED
+    decoded = [SG.decode(sigs, stream, r, size, ref.sig.vec_offsets, ref.sig.vec_values,
+                         np.arange(nnew, dtype=np.int64)) for r in range(min(size, 2))]
     rows, vec = decoded[0]
     a = empty_actions(len(rows))
     for name in ACTION_DTYPE.names:
         if name not in ("t_start", "t_end", "vec_off"):
             a[name] = rows[name]
-    if ranks < 2:
+    if size < 2:
         return a, vec, np.zeros(len(a), bool), np.zeros(len(vec), bool)
     return a, vec, rows["peer"] != decoded[1][0]["peer"], vec != decoded[1][1]
 
 
-def build(runs: list[ST.Run], ranks: int, plans: dict) -> TraceColumns:
+def _place(values: np.ndarray, relative: np.ndarray, ranks: np.ndarray, nranks: int,
+           grid: GR.Grid | None) -> np.ndarray:
+    """(len(ranks), len(values)): each rank's copy, its relative entries made its peers."""
+    out = np.tile(values, (len(ranks), 1))
+    if not relative.any():
+        return out
+    if grid is None:
+        out[:, relative] = (values[relative] + ranks[:, None]) % nranks
+    else:
+        out[:, relative] = grid.shift(ranks[:, None],
+                                      GR.decode(values[relative], grid.ndims)[None])
+    return out
+
+
+def _world_like(runs: list[ST.Run]) -> list[int]:
+    """The communicators besides WORLD, which must be the world in rank order in every run
+    (a dup, a Cartesian grid without reordering); MinitraceError naming any other."""
+    ids = set()
+    for run in runs:
+        a = run.data.actions
+        for cid, members in run.data.comms.items():
+            if cid == 0 or np.array_equal(members, np.arange(run.nranks)):
+                ids.add(cid)
+                continue
+            made = np.flatnonzero(K.mask(K.NEW_COMM_KINDS)[a["kind"]] & (a["request"] == cid))
+            how = K.NAME[int(a["kind"][made[0]])] if len(made) else "unknown creation"
+            raise MinitraceError(
+                f"{run.path}: communicator {cid} ({how}, {len(members)} of {run.nranks} ranks) "
+                "is not the whole world in rank order: sub-communicators (cart_sub, "
+                "comm_split...) and reordered grids are not extrapolated")
+    return sorted(ids - {0})
+
+
+def build(runs: list[ST.Run], ranks: int, plans: dict, grid: GR.Grid | None = None,
+          peers: dict | None = None) -> TraceColumns:
     """The trace at ``ranks``: each class's program with its planned counts and parameters,
-    decoded once and repeated for each of its ranks."""
+    decoded once and repeated for each of its ranks (on ``grid``, the target grid: peers
+    are the grid offsets ``peers[class]`` from each rank, :func:`.grid_peers.resolve`)."""
     ref = max(runs, key=lambda r: r.nranks)
-    if any(set(r.data.comms) - {0} for r in runs):
-        raise MinitraceError("communicators other than MPI_COMM_WORLD are out of the reduced "
-                             "scope of extrapolation (docs/EXTRAPOLATE.md)")
-    owner = _class_ranks(ref, ranks)
+    comms = _world_like(runs)
+    owner = class_ranks(ref, ranks, grid)
     programs = {}
     lengths, vec_lengths = np.zeros(ranks, np.int64), np.zeros(ranks, np.int64)
-    for key, rc in ref.classes.items():
-        plan = plans[key]
-        sigs = ref.sig.table[rc.leaves].copy()
+    for key in owner:
+        source = max((r for r in runs if key in r.classes), key=lambda r: r.nranks)
+        rc, plan = source.classes[key], plans[key]
+        sigs = source.sig.table[rc.leaves].copy()
         rel = sigs["peer_mode"] == 1
-        sigs["peer"] = np.where(rel, ST.signed(sigs["peer"], ref.nranks) % ranks, sigs["peer"])
+        if grid is None:
+            sigs["peer"] = np.where(rel, ST.signed(sigs["peer"], source.nranks) % ranks,
+                                    sigs["peer"])
+        else:
+            sigs["peer"] = np.where(rel, peers[key], sigs["peer"])
         for field in ("bytes_sent", "bytes_recv"):
             sigs[field] = plan.leaves[field].astype(np.int64)
         stream = leaf_stream(rc.tree, plan.counts.tolist())
-        a, vec, peer_rel, vec_rel = _class_program(sigs, stream, ranks, ref)
+        a, vec, peer_rel, vec_rel = _class_program(sigs, stream, ranks, source)
         a["volume"] = plan.leaves["volume"][stream]
+        if grid is not None:
+            _set_cart_dims(a, vec, grid)
         programs[key] = (a, vec, peer_rel, vec_rel)
         lengths[owner[key]], vec_lengths[owner[key]] = len(a), len(vec)
     offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
@@ -227,17 +298,26 @@ def build(runs: list[ST.Run], ranks: int, plans: dict) -> TraceColumns:
     actions = empty_actions(int(offsets[-1]))
     vectors = np.zeros(int(vec_offsets[-1]), np.int64)
     for key, (a, vec, peer_rel, vec_rel) in programs.items():
-        r = owner[key][:, None]
-        rows = (offsets[:-1][r] + np.arange(len(a))).ravel()
+        r = owner[key]
+        rows = (offsets[:-1][r][:, None] + np.arange(len(a))).ravel()
         block = np.tile(a, len(r))
-        peers = block["peer"].reshape(len(r), -1)
-        block["peer"] = np.where(peer_rel, (peers + r) % ranks, peers).ravel()
+        block["peer"] = _place(a["peer"].astype(np.int64), peer_rel, r, ranks, grid).ravel()
         actions[rows] = block
-        at = (vec_offsets[:-1][r] + np.arange(len(vec))).ravel()
-        vectors[at] = np.where(vec_rel, (vec + r) % ranks, vec).ravel()
+        at = (vec_offsets[:-1][r][:, None] + np.arange(len(vec))).ravel()
+        vectors[at] = _place(vec, vec_rel, r, ranks, grid).ravel()
     assign_vec_offsets(actions)
-    return TraceColumns(actions, offsets, vectors,
+    world = np.arange(ranks, dtype=np.int32)
+    return TraceColumns(actions, offsets, vectors, {c: world for c in [0] + comms},
                         meta={"volume_unit": ref.data.meta.get("volume_unit", "seconds")})
+
+
+def _set_cart_dims(a: np.ndarray, vec: np.ndarray, grid: GR.Grid) -> None:
+    """cart_create's vector at the target: its extents and periods."""
+    starts = np.cumsum(a["vec_len"]) - a["vec_len"]
+    for k in np.flatnonzero((a["kind"] == K.CODE["cart_create"]) &
+                            (a["vec_len"] == 2 * grid.ndims)):
+        vec[starts[k]:starts[k] + 2 * grid.ndims] = list(grid.dims) + [int(p) for p in
+                                                                       grid.periods]
 
 
 def refusals(parameters: list[Parameter], ranks: int, largest: int) -> list[str]:
@@ -252,9 +332,10 @@ def refusals(parameters: list[Parameter], ranks: int, largest: int) -> list[str]
 
 
 def extrapolate(runs: list[ST.Run], ranks: int, scaling: str = "weak", force: bool = False,
-                threshold: float = F.DEFAULT_THRESHOLD):
+                threshold: float = F.DEFAULT_THRESHOLD, dims: tuple | None = None):
     """Check, fit and build: (TraceColumns at ``ranks``, fitted parameters, what was
-    overridden by ``force``)."""
+    overridden by ``force``).  On a grid the target grid is ``dims`` (--grid) or
+    MPI_Dims_create's."""
     sizes = [r.nranks for r in runs]
     if len(set(sizes)) < len(sizes):
         twice = sorted({n for n in sizes if sizes.count(n) > 1})
@@ -263,16 +344,32 @@ def extrapolate(runs: list[ST.Run], ranks: int, scaling: str = "weak", force: bo
         raise MinitraceError("extrapolation needs runs at 3 or more different scales")
     if ranks < 1:
         raise MinitraceError(f"--ranks {ranks}: at least 1")
-    peers = ST.check(runs, force)
-    parameters, plans = fit_parameters(runs, ranks, scaling, threshold)
-    refused = peers + refusals(parameters, ranks, max(r.nranks for r in runs))
+    grid = None
+    if runs[0].grid is not None:
+        grid = GR.target([r.grid for r in runs], ranks, dims)
+    elif dims is not None:
+        raise MinitraceError("--grid: the runs are not on a 2-D or 3-D grid (their peers are "
+                             "a 1-D line's or fit no grid)")
+    found = ST.check(runs, force)
+    ref = max(runs, key=lambda r: r.nranks)
+    keys = list(class_ranks(ref, ranks, grid))
+    parameters, plans = fit_parameters(runs, ranks, scaling, threshold, keys)
+    offsets, notes = {}, []
+    if grid is not None:
+        for key in keys:
+            offsets[key], said = GP.resolve(
+                sorted((r for r in runs if key in r.classes), key=lambda r: r.nranks), key)
+            notes += said
+    refused = found + refusals(parameters, ranks, max(r.nranks for r in runs))
     if refused and not force:
         raise MinitraceError("not extrapolated (--force to extrapolate anyway):\n  "
                              + "\n  ".join(refused))
-    data = build(runs, ranks, plans)
+    data = build(runs, ranks, plans, grid, offsets)
     data.meta["extrapolated"] = {
         "from": [os.path.abspath(r.path) for r in runs], "ranks": [r.nranks for r in runs],
         "target": ranks, "scaling": scaling, "forced": refused,
+        "grid": None if grid is None else {"dims": list(grid.dims),
+                                           "periods": list(grid.periods), "notes": notes},
         "models": [{"class": x.rank_class, "parameter": x.name, "model": str(x.model),
                     "loo_error": x.model.loo_error, "value": x.at_target}
                    for x in parameters]}
@@ -287,9 +384,22 @@ def write(path: str, data: TraceColumns) -> None:
     write_compressed(path, data, volumes="exact")
 
 
+def print_grid(provenance: dict) -> None:
+    """The target grid and how directions were found, when the program is on one."""
+    if isinstance(provenance, (str, bytes)):
+        provenance = json.loads(provenance)
+    grid = provenance.get("grid")
+    if grid:
+        print("grid: " + str(GR.Grid(tuple(grid["dims"]), tuple(grid["periods"]))))
+        for note in grid["notes"]:
+            print(f"note: {note}")
+
+
 def extrapolation_line(stored) -> str:
     """How ``info`` says a file was extrapolated (its ``extrapolated`` metadata)."""
     e = json.loads(stored) if isinstance(stored, (str, bytes)) else stored
     text = (f"extrapolated: {e['target']} ranks, {e['scaling']} scaling, from runs at "
             f"{e['ranks']} ranks ({', '.join(e['from'])}); {len(e['models'])} fitted parameters")
+    if e.get("grid"):
+        text += "; grid " + str(GR.Grid(tuple(e["grid"]["dims"]), tuple(e["grid"]["periods"])))
     return text + (f"; FORCED past {len(e['forced'])} refusals" if e["forced"] else "")

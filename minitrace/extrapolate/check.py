@@ -8,17 +8,28 @@ import tempfile
 import numpy as np
 
 from ..errors import MinitraceError
+from ..compress import signatures as SG
 from . import build as B
+from . import grid as GR
 from . import structure as ST
 
 
 def load_runs(paths: list[str]) -> list[ST.Run]:
-    """Each trace file as a run (either form), smallest first."""
+    """Each trace file as a run (either form), smallest first, on the grid the runs form
+    (:func:`.grid.run_grids`; none for a 1-D program)."""
     from ..trace import open as open_trace
-    runs = []
+    datas = []
     for path in paths:
         with open_trace(path) as t:
-            runs.append(ST.load(path, t.data()))
+            datas.append(t.data())
+    return runs_of(paths, datas)
+
+
+def runs_of(paths: list[str], datas: list) -> list[ST.Run]:
+    """Traces in memory as runs, smallest first, on their common kind of grid."""
+    sigs = [SG.encode(d) for d in datas]
+    grids = GR.run_grids(paths, datas, [s.table["peer_mode"][s.ids] == 1 for s in sigs])
+    runs = [ST.load(p, d, g, s) for p, d, g, s in zip(paths, datas, grids, sigs)]
     return sorted(runs, key=lambda r: r.nranks)
 
 
@@ -35,22 +46,25 @@ def same_structure(a: ST.Run, b: ST.Run) -> list[str]:
 
 def self_check(runs: list[ST.Run], scaling: str, threshold: float, force: bool,
                compute_rate: str, keep: str | None = None) -> dict:
-    """Extrapolate the largest run from the others (3 or more), compare structures and
-    replay both; ``keep``: where to write the extrapolated trace (else a temporary file)."""
+    """Extrapolate the largest run from the others (3 or more) on the largest run's grid,
+    compare structures and replay both; ``keep``: where to write the extrapolated trace
+    (else a temporary file)."""
     from ..replay import replay
     if len(runs) < 4:
         raise MinitraceError("--check needs 4 or more runs: the largest is predicted from "
                              "the others (3 or more)")
     target = runs[-1]
+    dims = None if target.grid is None else target.grid.dims
     data, parameters, forced = B.extrapolate(runs[:-1], target.nranks, scaling, force,
-                                             threshold)
-    extrapolated = ST.load("extrapolated", data)
+                                             threshold, dims)
+    extrapolated = ST.load("extrapolated", data, target.grid)
     with tempfile.TemporaryDirectory() as tmp:
         path = keep or os.path.join(tmp, "extrapolated.h5")
         B.write(path, data)
-        times = [replay(p, compute_rate=compute_rate).simulated_time
+        times = [replay(p, compute_rate=compute_rate, lossy=True).simulated_time
                  for p in (path, target.path)]
     return {"target": target, "differences": same_structure(extrapolated, target),
+            "provenance": data.meta["extrapolated"],
             "parameters": parameters, "forced": forced, "times": times}
 
 
@@ -58,6 +72,7 @@ def report(result: dict) -> int:
     """Print the self-check; exit status 0 when the structure is identical."""
     target = result["target"]
     B.print_table(result["parameters"], target.nranks)
+    B.print_grid(result["provenance"])
     for line in result["forced"]:
         print(f"forced: {line}")
     diff = result["differences"]

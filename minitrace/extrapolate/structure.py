@@ -9,6 +9,13 @@ counted from both ends of the world (rank 0 is ``0``, the last rank ``-1``): a r
 of a non-periodic line.  Peers are rank-relative offsets, read signed (``d`` or ``d - P``,
 whichever is nearer 0, as the largest run shows them) so that a left neighbour stays ``-1``
 at every scale; a smaller run agrees when its offset is that one modulo its size.
+
+On a 2-D or 3-D grid (:mod:`.grid`) peers are grid offsets (:mod:`.grid_peers`) and the
+classes are positions: per open dimension low boundary, middle or high boundary (corners,
+edges, faces, interior), every rank along periodic ones; within a position, ranks whose
+program is not the one of the position's middle rank are anchored at their ranks as above.
+A position may be absent at small scales (a 2x2 grid has no interior): each class is
+compared, and fitted, over the runs that have it.
 """
 from __future__ import annotations
 
@@ -21,6 +28,8 @@ from .. import kinds as K
 from ..model import TraceColumns
 from ..compress import grammar as G
 from ..compress import signatures as SG
+from . import grid as GR
+from . import grid_peers as GP
 
 #: signature fields that must be equal at every scale (the rest are fitted or mapped)
 SHAPE_FIELDS = ("kind", "flags", "peer_mode", "req_mode", "tag", "comm")
@@ -59,6 +68,7 @@ class Run:
     data: TraceColumns
     sig: SG.Signatures
     classes: dict                # key -> RankClass
+    grid: GR.Grid | None = None  # None: a 1-D program (peers rank-relative)
 
     @property
     def nranks(self) -> int:
@@ -92,35 +102,65 @@ def signed(ranks: np.ndarray, nranks: int) -> np.ndarray:
     return np.where(ranks < (nranks + 1) // 2, ranks, ranks - nranks)
 
 
-def load(path: str, data: TraceColumns) -> Run:
-    """A run's signatures, grammar and rank classes."""
-    sig = SG.encode(data)
+def load(path: str, data: TraceColumns, grid: GR.Grid | None = None,
+         sig: SG.Signatures | None = None) -> Run:
+    """A run's signatures, grammar and rank classes (on ``grid``: by grid position)."""
+    sig = sig if sig is not None else SG.encode(data)
+    if grid is not None:
+        sig = GP.encode(data, grid, sig)
     gram = G.build(sig.ids, data.rank_offsets, len(sig.table))
     P = data.nranks
-    bulk_group = int(gram.rank_grammar[P // 2])
+    if grid is None:
+        groups = [(("bulk", int(gram.rank_grammar[P // 2])), np.arange(P))]
+    else:
+        where = np.array(grid.positions(np.arange(P)), object)
+        groups = []
+        for pos in sorted(set(where)):
+            ranks = np.flatnonzero(where == pos)
+            groups.append(((pos, int(gram.rank_grammar[ranks[len(ranks) // 2]])), ranks))
     classes = {}
-    for g in np.unique(gram.rank_grammar):
-        ranks = np.flatnonzero(gram.rank_grammar == g)
-        key = "bulk" if g == bulk_group else ",".join(map(str, sorted(signed(ranks, P).tolist())))
-        tree = _tree(gram, gram.top(int(g)))
-        loops, leaves = [], []
-        _walk(tree, loops, leaves)
-        classes[key] = RankClass(key, ranks, tree, loops, leaves)
-    return Run(path, data, sig, classes)
+    for (name, main), members in groups:
+        programs = gram.rank_grammar[members]
+        for g in np.unique(programs):
+            ranks = members[programs == g]
+            key = name if g == main else ",".join(map(str, sorted(signed(ranks, P).tolist())))
+            if key in classes:      # one anchored program at several positions
+                ranks = np.union1d(classes[key].ranks, ranks)
+            tree = _tree(gram, gram.top(int(g)))
+            loops, leaves = [], []
+            _walk(tree, loops, leaves)
+            classes[key] = RankClass(key, ranks, tree, loops, leaves)
+    return Run(path, data, sig, classes, grid)
+
+
+def anchored(key: str) -> bool:
+    """An anchored class (its ranks, counted from both ends) rather than the bulk or a grid
+    position."""
+    return key != "bulk" and not key.startswith("(")
 
 
 def _shape(node: Node, table: np.ndarray, vectors) -> tuple:
     if node.leaf:
         row = table[node.sig]
-        return tuple(int(row[f]) for f in SHAPE_FIELDS) + (vectors(int(row["vec"])),)
+        return tuple(int(row[f]) for f in SHAPE_FIELDS) + (vectors(int(row["vec"]),
+                                                                     int(row["kind"])),)
     return ("loop",) + tuple(_shape(c, table, vectors) for c in node.children)
 
 
-def _vector_reader(sig: SG.Signatures):
-    def content(v: int) -> tuple:
+def _vector_reader(run: "Run"):
+    """A vector's content as the shape compares it; on a grid without what changes with the
+    scale: a sendrecv's source (compared as a peer) and cart_create's extents."""
+    sig = run.sig
+
+    def content(v: int, kind: int) -> tuple:
         if v < 0:
             return ()
-        return tuple(sig.vec_values[sig.vec_offsets[v]:sig.vec_offsets[v + 1]].tolist())
+        c = sig.vec_values[sig.vec_offsets[v]:sig.vec_offsets[v + 1]].tolist()
+        if run.grid is not None and c[0] == SG.VEC_SENDRECV:
+            c[1] = "source"
+        if run.grid is not None and kind == K.CODE["cart_create"]:
+            c = c[:1] + c[1 + (len(c) - 1) // 2:]
+        return tuple(c)
     return content
 
 
@@ -142,22 +182,26 @@ def _first_difference(a: tuple, b: tuple, where: str = "") -> str:
 
 def differences(runs: list[Run], peers: bool = True) -> list[str]:
     """Where the runs are not one program: one line per difference (empty: they are).  The
-    largest run is the reference; ``peers=False`` compares the shapes only."""
+    largest run is the reference; ``peers=False`` compares the shapes only.  On a grid a
+    position class may be missing from a run (a scale too small to have it)."""
     ref = max(runs, key=lambda r: r.nranks)
     out = []
     for run in runs:
         if run is ref:
             continue
         where = f"{run.path} ({run.nranks} ranks) vs {ref.path} ({ref.nranks} ranks)"
-        missing = sorted(set(ref.classes) ^ set(run.classes))
+        missing = sorted(k for k in set(ref.classes) ^ set(run.classes)
+                         if ref.grid is None or anchored(k))
         if missing:
             out.append(f"{where}: rank classes differ: {sorted(run.classes)} vs "
                        f"{sorted(ref.classes)}")
             continue
         for key, rc in ref.classes.items():
+            if key not in run.classes:
+                continue
             other = run.classes[key]
-            a = _shape(other.tree, run.sig.table, _vector_reader(run.sig))
-            b = _shape(rc.tree, ref.sig.table, _vector_reader(ref.sig))
+            a = _shape(other.tree, run.sig.table, _vector_reader(run))
+            b = _shape(rc.tree, ref.sig.table, _vector_reader(ref))
             if a != b:
                 out.append(f"{where}, rank class {key}: {_first_difference(a, b)}")
                 continue
@@ -168,23 +212,32 @@ def differences(runs: list[Run], peers: bool = True) -> list[str]:
 
 
 def _peer_mismatches(run: Run, rc: RankClass, ref: Run, ref_rc: RankClass) -> list[str]:
-    """Leaves whose peers are not the reference's (signed offsets modulo the run's size;
-    absolute peers equal)."""
+    """Leaves whose peers are not the reference's (signed offsets modulo the run's size, or
+    grid offsets modulo its extents; absolute peers equal)."""
     mine, theirs = run.sig.table[rc.leaves], ref.sig.table[ref_rc.leaves]
     rel = theirs["peer_mode"] == 1
-    want = np.where(rel, signed(theirs["peer"], ref.nranks) % run.nranks, theirs["peer"])
-    bad = np.flatnonzero(want != mine["peer"])
-    return [f"call {k + 1} ({_kind(theirs[k])}): peer {_peer(mine[k], run.nranks)} vs "
-            f"{_peer(theirs[k], ref.nranks)}" for k in bad[:5]]
+    if run.grid is not None:
+        bad = rel & ~GP.offsets_equal(mine["peer"], theirs["peer"], run.grid)
+        bad |= ~rel & (mine["peer"] != theirs["peer"])
+        a, b = GP.sendrecv_source(run.sig, rc.leaves), GP.sendrecv_source(ref.sig, ref_rc.leaves)
+        bad |= (b >= 0) & ~GP.offsets_equal(a, b, run.grid)
+        bad = np.flatnonzero(bad)
+    else:
+        want = np.where(rel, signed(theirs["peer"], ref.nranks) % run.nranks, theirs["peer"])
+        bad = np.flatnonzero(want != mine["peer"])
+    return [f"call {k + 1} ({_kind(theirs[k])}): peer {_peer(mine[k], run)} vs "
+            f"{_peer(theirs[k], ref)}" for k in bad[:5]]
 
 
 def _kind(row) -> str:
     return K.NAME[int(row["kind"])]
 
 
-def _peer(row, nranks: int) -> str:
+def _peer(row, run: Run) -> str:
+    if row["peer_mode"] == 1 and run.grid is not None:
+        return "grid" + str(tuple(GR.decode(int(row["peer"]), run.grid.ndims).tolist()))
     if row["peer_mode"] == 1:
-        return f"rank{int(signed(row['peer'], nranks)):+d}"
+        return f"rank{int(signed(row['peer'], run.nranks)):+d}"
     return f"rank {int(row['peer'])}"
 
 

@@ -1,0 +1,125 @@
+"""Call signatures whose peers are grid offsets: the compressed signatures
+(``compress/signatures.py``) store a peer as ``(peer - rank) mod P``, which for a 2-D grid
+changes with the row length and at the end of each row; here every rank-relative peer (and a
+sendrecv's source) is replaced by its encoded offset on the run's grid (:mod:`.grid`), so
+that ranks at the same position have one program at every scale."""
+from __future__ import annotations
+
+import numpy as np
+
+from ..compress import signatures as SG
+from ..errors import MinitraceError
+from . import grid as G
+
+#: ``decode`` at this many ranks leaves encoded offsets as they are
+UNWRAPPED = 1 << 40
+
+
+def encode(data, grid: G.Grid, sig: SG.Signatures | None = None) -> SG.Signatures:
+    """The signatures of ``data`` (``sig`` when already encoded) with grid-offset peers."""
+    sig = sig if sig is not None else SG.encode(data)
+    rows = sig.table[sig.ids]
+    rank = data.rank_of().astype(np.int64)
+    rel = rows["peer_mode"] == 1
+    cols = {f: np.ascontiguousarray(rows[f]) for f in SG.SIGNATURE_DTYPE.names}
+    cols["peer"] = cols["peer"].astype(np.int64)
+    cols["peer"][rel] = G.encode(grid.offsets(rank[rel], data.actions["peer"][rel]))
+    off, values = sig.vec_offsets, sig.vec_values
+    vec = rows["vec"].astype(np.int64)
+    has = vec >= 0
+    code = np.full(len(vec), -1, np.int64)
+    code[has] = values[off[vec[has]]]
+    sr = np.flatnonzero(code == SG.VEC_SENDRECV)
+    if len(sr):
+        source = (values[off[vec[sr]] + 1] + rank[sr]) % data.nranks
+        where = G.encode(grid.offsets(rank[sr], source))
+        pairs, inverse = np.unique(np.stack([vec[sr], where], axis=1), axis=0,
+                                   return_inverse=True)
+        contents = []
+        for v, w in pairs.tolist():
+            c = values[off[v]:off[v + 1]].copy()
+            c[1] = w
+            contents.append(c)
+        nvec = len(off) - 1
+        cols["vec"] = cols["vec"].copy()
+        cols["vec"][sr] = nvec + inverse.ravel()
+        off = np.concatenate([off, off[-1] + np.cumsum([len(c) for c in contents])])
+        values = np.concatenate([values] + contents)
+    cols["peer"] = cols["peer"].astype(np.int32)
+    table, ids = SG._factorize(cols, len(rows))
+    return SG.Signatures(table, ids, off, values, sig.new_requests, sig.new_request_offsets)
+
+
+def offsets_equal(a, b, grid: G.Grid) -> np.ndarray:
+    """Whether encoded offsets ``a`` (a run on ``grid``) are ``b`` (a larger run's): equal
+    along open dimensions, equal modulo the extent along periodic ones (at extent 2 the +1 and
+    -1 neighbours are one rank)."""
+    x, y = G.decode(a, grid.ndims), G.decode(b, grid.ndims)
+    same = np.ones(np.shape(a), bool)
+    for k, (d, p) in enumerate(zip(grid.dims, grid.periods)):
+        same &= ((x[..., k] - y[..., k]) % d == 0) if p else (x[..., k] == y[..., k])
+    return same
+
+
+def sendrecv_source(sig: SG.Signatures, leaves) -> np.ndarray:
+    """The stored source (an encoded offset) of each leaf's sendrecv vector, -1 when none."""
+    vec = sig.table["vec"][leaves].astype(np.int64)
+    out = np.full(len(vec), -1, np.int64)
+    has = vec >= 0
+    off = sig.vec_offsets[vec[has]]
+    is_sr = sig.vec_values[off] == SG.VEC_SENDRECV
+    idx = np.flatnonzero(has)[is_sr]
+    out[idx] = sig.vec_values[off[is_sr] + 1]
+    return out
+
+
+def resolve(members: list, key: str) -> tuple[np.ndarray, list[str]]:
+    """The grid offset of each leaf of class ``key`` (leaf order, encoded; -1 for absolute
+    peers) and notes on how it was found.  Along each dimension the offset is the one of the
+    run where that dimension is longest; along a periodic dimension of extent 2 or less in
+    every run the direction is lost (the +1 and -1 neighbours are one rank): it is taken from
+    a dimension the same calls use in the same order where it is known (the program treats
+    its dimensions alike), else refused."""
+    ref = members[-1]
+    ndims = ref.grid.ndims
+    rows = ref.sig.table[ref.classes[key].leaves]
+    rel = rows["peer_mode"] == 1
+    per_run = np.stack([G.decode(r.sig.table[r.classes[key].leaves]["peer"], ndims)
+                        for r in members])                         # (runs, leaves, ndims)
+    extents = np.array([r.grid.dims for r in members])              # (runs, ndims)
+    best = extents.argmax(axis=0)
+    out = per_run[best, :, np.arange(ndims)].T.copy()               # (leaves, ndims)
+    longest = extents.max(axis=0)
+    lost = [k for k in range(ndims) if ref.grid.periods[k] and longest[k] <= 2]
+    known = [k for k in range(ndims) if k not in lost]
+    notes = []
+    for k in lost:
+        along = np.flatnonzero(rel & (out[:, k] != 0))
+        source = next((j for j in known if _alike(out, rel, rows, along, j, k)), None)
+        if source is None and len(along):
+            raise MinitraceError(
+                f"rank class {key}: along the periodic dimension {k} (extent "
+                f"{longest[k]} at most in the runs) the direction of {len(along)} call(s) is "
+                "lost and no other dimension shows the same calls: record a scale with an "
+                f"extent of 3 or more along dimension {k}")
+        if len(along):
+            out[along, k] = np.sign(out[_axis(out, rel, source), source])
+            notes.append(f"rank class {key}: directions along periodic dimension {k} (extent "
+                         f"{longest[k]} at most) taken from dimension {source}'s calls")
+    if lost and (sendrecv_source(ref.sig, ref.classes[key].leaves) >= 0).any():
+        raise MinitraceError(f"rank class {key}: sendrecv along a periodic dimension of extent "
+                             "2 or less in every run: its direction is lost")
+    return np.where(rel, G.encode(out), -1), notes
+
+
+def _axis(out: np.ndarray, rel: np.ndarray, k: int) -> np.ndarray:
+    """Leaves whose peer is a neighbour along dimension k only, in order."""
+    others = np.delete(out, k, axis=1)
+    return np.flatnonzero(rel & (out[:, k] != 0) & (np.abs(others).sum(axis=1) == 0))
+
+
+def _alike(out, rel, rows, along, j, k) -> bool:
+    """Dimension j's axis calls are dimension k's, call for call (same kinds in order)."""
+    a, b = _axis(out, rel, j), _axis(out, rel, k)
+    return len(a) == len(b) == len(along) and len(a) > 0 and \
+        np.array_equal(rows["kind"][a], rows["kind"][b])
