@@ -1,18 +1,25 @@
 """Extrapolation (docs/EXTRAPOLATE.md) on generated 1-D halo traces with known laws: the
 replayed time of a trace extrapolated to 16 (from 2, 4, 8) and to 64 (from 4, 8, 16) against
 the replay of the trace generated at that scale, weak and strong; then how long extrapolating
-to 1,024-16,384 ranks takes and how large the file is.
+to 1,024-16,384 ranks takes and how large the file is.  ``--grids``: the same on generated
+2-D and 3-D halos (periodic and open); ``--recorded``: --check on real programs
+(benchmarks/apps: halo2d, halo3d, cg3d, master_worker) recorded at several scales.
 
-    nice -n 10 python benchmarks/bench_extrapolate.py [--largest 16384]
+    nice -n 10 python benchmarks/bench_extrapolate.py [--largest 16384] [--grids] [--recorded]
 """
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
 import os
+import subprocess
+import sys
 import tempfile
 import time
 
 from minitrace import storage, synthetic
+from minitrace.errors import MinitraceError
 from minitrace.extrapolate import build as B
 from minitrace.extrapolate import check as C
 from minitrace.replay import replay
@@ -57,14 +64,97 @@ def speed(tmp: str, largest: int) -> None:
         n *= 4
 
 
+GRID_CASES = [   # ndims, periodic, scaling, runs, target
+    (2, True, "weak", (2, 4, 8), 16), (2, True, "weak", (4, 8, 16), 64),
+    (2, True, "strong", (2, 4, 8), 16), (2, True, "strong", (4, 8, 16), 64),
+    (3, True, "weak", (2, 4, 8), 16), (3, True, "weak", (4, 8, 16), 64),
+    (3, True, "strong", (4, 8, 16), 64),
+    (2, False, "weak", (4, 8, 16), 64), (2, False, "weak", (16, 32, 64), 128),
+    (2, False, "weak", (16, 32, 64), 256), (2, False, "strong", (16, 32, 64), 256),
+    (3, False, "weak", (64, 128, 256), 512)]
+
+
+def grids(tmp: str) -> None:
+    """Generated 2-D and 3-D halos (``synthetic.halo_grid_trace``, with cart_create)."""
+    print("\n| grid | scaling | from | to | structure | replay extrapolated (s) "
+          "| replay generated (s) | error |\n|---|---|---|---|---|---|---|---|")
+    for ndims, periodic, scaling, scales, target in GRID_CASES:
+        kind = f"{ndims}-D {'periodic' if periodic else 'open'}"
+        datas = [synthetic.halo_grid_trace(p, ndims, scaling, periodic, seed=p) for p in scales]
+        runs = C.runs_of([f"{p}.h5" for p in scales], datas)
+        try:
+            data, _, _ = B.extrapolate(runs, target, scaling)
+        except MinitraceError as e:
+            print(f"| {kind} | {scaling} | {scales} | {target} | refused: {e} | | | |")
+            continue
+        direct = synthetic.halo_grid_trace(target, ndims, scaling, periodic, seed=target)
+        out, ref = os.path.join(tmp, "x.h5"), os.path.join(tmp, "ref.h5")
+        grid = C.GR.Grid(tuple(data.meta["extrapolated"]["grid"]["dims"]),
+                         tuple(data.meta["extrapolated"]["grid"]["periods"]))
+        B.write(out, data)
+        storage.write_trace(ref, direct)
+        same = C.same_structure(C.ST.load("x", data, grid), C.ST.load("d", direct, grid))
+        a, b = (replay(p, compute_rate="1Gf", lossy=True).simulated_time for p in (out, ref))
+        print(f"| {kind} {grid.dims} | {scaling} | {scales} | {target} | "
+              f"{'identical' if not same else same[0]} | {a:.6g} | {b:.6g} | {(a - b) / b:+.2%} |")
+
+
+RECORDED = [   # program, argv, scales (the largest is checked), scaling
+    ("halo2d", ["10", "256", "periodic", "weak"], (2, 4, 8, 16), "weak"),
+    ("halo2d", ["10", "512", "periodic", "strong"], (2, 4, 8, 16), "strong"),
+    ("halo2d", ["10", "256", "open", "weak"], (9, 12, 16, 20), "weak"),
+    ("halo3d", ["10", "40", "periodic", "weak"], (4, 8, 16, 32), "weak"),
+    ("cg3d", ["32", "10"], (4, 8, 16, 32), "strong"),
+    ("master_worker", ["64", "4"], (2, 4, 8, 16), "weak")]
+
+
+def recorded(tmp: str) -> None:
+    """``minitrace record`` each program at its scales (oversubscribed), then --check."""
+    apps = os.path.join(os.path.dirname(os.path.abspath(__file__)), "apps")
+    bindir = os.path.dirname(sys.executable)
+    print("\n| program | argv | runs | structure at the largest | replay extrapolated (s) "
+          "| replay recorded (s) | error | forced |\n|---|---|---|---|---|---|---|---|")
+    for name, argv, scales, scaling in RECORDED:
+        exe = os.path.join(tmp, name)
+        if not os.path.exists(exe):
+            subprocess.run([os.path.join(bindir, "mpicc"), "-O1", "-o", exe,
+                            os.path.join(apps, name + ".c")], check=True)
+        paths = []
+        for p in scales:
+            paths.append(os.path.join(tmp, f"{name}-{'-'.join(argv)}-{p}.h5"))
+            subprocess.run([sys.executable, "-m", "minitrace", "record", "-o", paths[-1], "--",
+                            os.path.join(bindir, "mpiexec"), "-n", str(p), exe, *argv],
+                           check=True, capture_output=True)
+        runs = C.load_runs(paths)
+        try:
+            with contextlib.redirect_stdout(io.StringIO()):
+                result = C.self_check(runs, scaling, 0.05, True, "1Gf")
+        except MinitraceError as e:
+            print(f"| {name} | {' '.join(argv)} | {scales} | refused: {e} | | | | |")
+            continue
+        a, b = result["times"]
+        diff = result["differences"]
+        print(f"| {name} | {' '.join(argv)} | {scales} | "
+              f"{'identical' if not diff else '; '.join(diff[:2])} | {a:.6g} | {b:.6g} | "
+              f"{(a - b) / b:+.2%} | {len(result['forced'])} |")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--largest", type=int, default=16384)
+    ap.add_argument("--grids", action="store_true", help="2-D and 3-D generated halos only")
+    ap.add_argument("--recorded", action="store_true", help="recorded programs only")
     args = ap.parse_args()
     print(f"load average {os.getloadavg()[0]:.1f}")
     with tempfile.TemporaryDirectory() as tmp:
-        accuracy(tmp)
-        speed(tmp, args.largest)
+        if args.grids:
+            grids(tmp)
+        if args.recorded:
+            recorded(tmp)
+        if not (args.grids or args.recorded):
+            accuracy(tmp)
+            speed(tmp, args.largest)
+    print(f"load average {os.getloadavg()[0]:.1f}")
 
 
 if __name__ == "__main__":

@@ -127,7 +127,8 @@ def halo_grid_trace(nranks: int, dims: tuple | int = 2, scaling: str = "weak",
     """:func:`halo_1d_trace` on a Cartesian grid: ``dims`` the extents, or a number of
     dimensions for MPI_Dims_create's grid; per iteration and dimension irecv from the low
     and the high neighbour (tags 2d, 2d + 1), isend to the high and the low one, then one
-    waitall, the compute and the allreduce (same laws).  ``cart``: a ``cart_create`` after
+    waitall, the compute and the allreduce (same laws; under strong scaling the halo along
+    dimension k is a face of the block, 8 KiB x 2^(ndims - 1) x d_k / p).  ``cart``: a ``cart_create`` after
     init (its vector the extents and periods) and every call after it on that communicator
     (id 1); else on WORLD, the grid left to be inferred from the peers."""
     from .extrapolate.grid import Grid, dims_create
@@ -138,6 +139,9 @@ def halo_grid_trace(nranks: int, dims: tuple | int = 2, scaling: str = "weak",
     p = nranks
     iterations = int(4 + 2 * np.log2(p)) if scaling == "weak" else 10
     compute = 1e-3 if scaling == "weak" else 8e-3 / p
+    # strong scaling: a face of the block, perpendicular to k, shrinks as d_k / p
+    face = [8192 if scaling == "weak" else int(round(8192 * 2 ** (len(dims) - 1) * d / p))
+            for d in dims]
     comm = 1 if cart else 0
     head = 2 if cart else 1
     blocks, vectors = [], []
@@ -168,7 +172,7 @@ def halo_grid_trace(nranks: int, dims: tuple | int = 2, scaling: str = "weak",
                 step[k] = s
                 loop["peer"][:, j] = grid.shift(np.array([r]), step[None])[0]
                 loop["tag"][:, j] = tag
-                loop["bytes_recv" if kind == "irecv" else "bytes_sent"][:, j] = 8192
+                loop["bytes_recv" if kind == "irecv" else "bytes_sent"][:, j] = face[k]
                 loop["request"][:, j] = np.arange(iterations) * nreq + j
         loop["comm"] = comm
         loop["vec_len"][:, nreq] = nreq

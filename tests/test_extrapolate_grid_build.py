@@ -53,6 +53,14 @@ def test_2d_torus_from_2_4_8_to_16(tmp_path, scaling):
     assert times[0] == pytest.approx(times[1], rel=0.05)
 
 
+def test_strong_scaling_faces_follow_the_grid():
+    # faces of 8 KiB x 2 x d_k / p: 2x1, 2x2, 4x2, then 4x4: no law of p, the grid's law
+    _, _, parameters = _same_as_generated((2, 4, 8), 2, 16, "strong")
+    faces = {str(x.model) for x in parameters if "bytes" in x.name}
+    assert faces == {"16384 * d0 / p", "16384 * d1 / p"}
+    assert all(x.at_target == 4096 for x in parameters if "bytes" in x.name)   # 4x4
+
+
 def test_3d_torus_from_4_8_16_to_64():
     _same_as_generated((4, 8, 16), 3, 64)
 

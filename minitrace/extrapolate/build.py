@@ -19,6 +19,7 @@ from ..errors import MinitraceError
 from ..model import ACTION_DTYPE, TraceColumns, assign_vec_offsets, empty_actions
 from . import fit as F
 from . import grid as GR
+from . import grid_laws as GL
 from . import grid_peers as GP
 from . import structure as ST
 
@@ -107,10 +108,13 @@ def _having(runs: list[ST.Run], keys) -> dict:
 
 
 def fit_parameters(runs: list[ST.Run], ranks: int, scaling: str,
-                   threshold: float = F.DEFAULT_THRESHOLD, keys=None):
+                   threshold: float = F.DEFAULT_THRESHOLD, keys=None,
+                   grid: GR.Grid | None = None):
     """Fit every parameter that is not the same in all runs having its class; (table of
     Parameter, plan per class).  ``keys``: the classes at the target (default: the largest
-    run's).  Parameters equal in every run are kept as they are (not listed)."""
+    run's).  On the target ``grid``, the size of a message along one dimension is tried as a
+    face of the block first (:mod:`.grid_laws`).  Parameters equal in every run are kept as
+    they are (not listed)."""
     ref = max(runs, key=lambda r: r.nranks)
     having = _having(runs, list(ref.classes) if keys is None else keys)
     found, plans = [], {}
@@ -121,10 +125,11 @@ def fit_parameters(runs: list[ST.Run], ranks: int, scaling: str,
         p = np.array([r.nranks for r in members])
 
         def model(name: str, values: np.ndarray, integer: bool, low: float,
-                  negligible: bool = False) -> float:
+                  negligible: bool = False, axis: int = -1) -> float:
             if np.all(values == values[0]):
                 return float(values[0])
-            m = F.fit(p, values, scaling, threshold)
+            m = GL.face_law(values, members, axis, grid, threshold) if grid else None
+            m = m or F.fit(p, values, scaling, threshold)
             value = max(low, float(m(ranks)))
             value = float(np.rint(value)) if integer else value
             found.append(Parameter(key, name, values, m, value, negligible))
@@ -143,8 +148,10 @@ def fit_parameters(runs: list[ST.Run], ranks: int, scaling: str,
             rows = ref.sig.table[ref_rc.leaves]
             small = _negligible(members, classes, values) if field == "volume" else \
                 np.zeros(values.shape[1], bool)
+            axis = GL.axes(rows, grid.ndims) if grid and field != "volume" else \
+                np.full(len(rows), -1)
             leaves[field] = np.array([model(f"{_leaf_name(rows[k], k)}: {field}", values[:, k],
-                                            field != "volume", 0, small[k])
+                                            field != "volume", 0, small[k], axis[k])
                                       for k in range(values.shape[1])])
         plans[key] = ClassPlan(plan_counts, leaves)
     return found, plans
@@ -353,7 +360,7 @@ def extrapolate(runs: list[ST.Run], ranks: int, scaling: str = "weak", force: bo
     found = ST.check(runs, force)
     ref = max(runs, key=lambda r: r.nranks)
     keys = list(class_ranks(ref, ranks, grid))
-    parameters, plans = fit_parameters(runs, ranks, scaling, threshold, keys)
+    parameters, plans = fit_parameters(runs, ranks, scaling, threshold, keys, grid)
     offsets, notes = {}, []
     if grid is not None:
         for key in keys:
