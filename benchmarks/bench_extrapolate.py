@@ -102,6 +102,7 @@ def grids(tmp: str) -> None:
 RECORDED = [   # program, argv, scales (the largest is checked), scaling
     ("halo2d", ["10", "256", "periodic", "weak"], (2, 4, 8, 16), "weak"),
     ("halo2d", ["10", "512", "periodic", "strong"], (2, 4, 8, 16), "strong"),
+    ("halo2d", ["10", "256", "periodic", "weak", "rows"], (2, 4, 8, 16), "weak"),
     ("halo2d", ["10", "256", "open", "weak"], (9, 12, 16, 20), "weak"),
     ("halo3d", ["10", "40", "periodic", "weak"], (4, 8, 16, 32), "weak"),
     ("cg3d", ["32", "10"], (4, 8, 16, 32), "strong"),

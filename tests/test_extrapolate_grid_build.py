@@ -15,6 +15,7 @@ from minitrace.extrapolate import check as C
 from minitrace.extrapolate import grid as GR
 from minitrace.extrapolate import structure as ST
 from minitrace.replay import replay
+from minitrace.validate import validate
 from tests.support.mpiutil import mpicc
 from tests.support.record_util import record
 
@@ -133,15 +134,28 @@ def test_command_grid_option(tmp_path, capsys):
     assert "--grid: the runs are not on a 2-D or 3-D grid" in capsys.readouterr().err
 
 
-def test_recorded_2d_halo_self_check(tmp_path, capsys):
+def test_recorded_2d_halo_with_rows_self_check(tmp_path, capsys):
     exe = mpicc(APPS / "halo2d.c", tmp_path / "halo2d")
     paths = []
     for p in (2, 4, 8, 16):
         paths.append(str(tmp_path / f"h{p}.h5"))
-        record(Path(paths[-1]), p, [str(exe), "4", "16", "periodic", "weak"])
+        record(Path(paths[-1]), p, [str(exe), "4", "16", "periodic", "weak", "rows"])
     # --force: compute gaps that the load makes noisy must not make this test flaky; the
     # structure is what is checked here (the times: benchmarks/RESULTS.md)
     assert main(["extrapolate", *paths, "--check", "--force"]) == 0
     printed = capsys.readouterr().out
     assert "grid: 4x4 (periodic, periodic)" in printed
     assert "structure at 16 ranks: identical to the recorded run" in printed
+    # the rows (cart_sub keeping dimension 1) become the 8 rows of 8 of an 8x8 grid
+    runs = C.load_runs(paths[:3])
+    data, _, _ = B.extrapolate(runs, 64, "weak", force=True)
+    rows = sorted(m.tolist() for m in data.comms.values() if len(m) == 8)
+    assert rows == [list(range(8 * k, 8 * k + 8)) for k in range(8)]
+    assert main(["validate", paths[0]]) == 0 and not validate(data).problems
+    # a rooted collective on a row is refused (its root is another world rank in each row)
+    big = runs[-1].data
+    on_row = (big.actions["kind"] == synthetic.K.CODE["allreduce"]) & \
+        np.isin(big.actions["comm"], list(runs[-1].comm_labels))
+    big.actions["kind"][on_row] = synthetic.K.CODE["bcast"]
+    with pytest.raises(MinitraceError, match="bcast on a cart_sub communicator: rooted"):
+        ST.load("h8.h5", big, runs[-1].grid)

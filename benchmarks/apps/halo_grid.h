@@ -3,7 +3,8 @@
  * iteration and dimension Irecv from both neighbours (tags 2d, 2d+1), Isend to both, one Waitall,
  * then a compute loop over the local block and an Allreduce of one double on the grid.
  * argv: iterations, side (of the local block: weak; of the global grid: strong), periodic|open,
- * weak|strong.  Faces are the block's (side^(NDIMS-1) doubles in weak scaling, the global side
+ * weak|strong, and "rows": also an Allreduce per iteration on the row (MPI_Cart_sub keeping the
+ * last dimension).  Faces are the block's (side^(NDIMS-1) doubles in weak scaling, the global side
  * divided by the grid's extents in strong scaling); the compute loop is 20 additions per point. */
 #include <mpi.h>
 #include <stdio.h>
@@ -14,6 +15,7 @@ int main(int argc, char **argv) {
     int iters = argc > 1 ? atoi(argv[1]) : 10, side = argc > 2 ? atoi(argv[2]) : 32;
     int periodic = !(argc > 3 && strcmp(argv[3], "open") == 0);
     int strong = argc > 4 && strcmp(argv[4], "strong") == 0;
+    int rows = argc > 5 && strcmp(argv[5], "rows") == 0;
     MPI_Init(&argc, &argv);
     int size, rank, dims[NDIMS] = {0}, periods[NDIMS], lo[NDIMS], hi[NDIMS];
     MPI_Comm_size(MPI_COMM_WORLD, &size);
@@ -22,6 +24,12 @@ int main(int argc, char **argv) {
     MPI_Comm grid;
     MPI_Cart_create(MPI_COMM_WORLD, NDIMS, dims, periods, 0, &grid);
     MPI_Comm_rank(grid, &rank);
+    MPI_Comm row = MPI_COMM_NULL;
+    if (rows) {
+        int keep[NDIMS] = {0};
+        keep[NDIMS - 1] = 1;
+        MPI_Cart_sub(grid, keep, &row);
+    }
     long extent[NDIMS], points = 1;
     for (int d = 0; d < NDIMS; d++) {
         MPI_Cart_shift(grid, d, 1, &lo[d], &hi[d]);
@@ -43,11 +51,13 @@ int main(int argc, char **argv) {
         for (long i = 0; i < 20 * points; i++) acc += 1e-9 * (double)(i & 1023);
         out[0] = acc + in[0];
         MPI_Allreduce(&acc, &res, 1, MPI_DOUBLE, MPI_SUM, grid);
+        if (rows) MPI_Allreduce(&res, &acc, 1, MPI_DOUBLE, MPI_MAX, row);
     }
     if (rank == 0)
         printf("halo%dd %d ranks (%s, %s) acc %g\n", NDIMS, size, periodic ? "periodic" : "open",
                strong ? "strong" : "weak", res);
     free(out); free(in);
+    if (rows) MPI_Comm_free(&row);
     MPI_Comm_free(&grid);
     MPI_Finalize();
     return 0;

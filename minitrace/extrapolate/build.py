@@ -19,6 +19,7 @@ from ..errors import MinitraceError
 from ..model import ACTION_DTYPE, TraceColumns, assign_vec_offsets, empty_actions
 from . import fit as F
 from . import grid as GR
+from . import grid_comms as GC
 from . import grid_laws as GL
 from . import grid_peers as GP
 from . import structure as ST
@@ -259,6 +260,8 @@ def _world_like(runs: list[ST.Run]) -> list[int]:
     for run in runs:
         a = run.data.actions
         for cid, members in run.data.comms.items():
+            if cid in run.comm_labels:
+                continue
             if cid == 0 or np.array_equal(members, np.arange(run.nranks)):
                 ids.add(cid)
                 continue
@@ -266,8 +269,8 @@ def _world_like(runs: list[ST.Run]) -> list[int]:
             how = K.NAME[int(a["kind"][made[0]])] if len(made) else "unknown creation"
             raise MinitraceError(
                 f"{run.path}: communicator {cid} ({how}, {len(members)} of {run.nranks} ranks) "
-                "is not the whole world in rank order: sub-communicators (cart_sub, "
-                "comm_split...) and reordered grids are not extrapolated")
+                "is not the whole world in rank order: sub-communicators (but a grid's "
+                "cart_sub rows) and reordered grids are not extrapolated")
     return sorted(ids - {0})
 
 
@@ -304,17 +307,27 @@ def build(runs: list[ST.Run], ranks: int, plans: dict, grid: GR.Grid | None = No
     vec_offsets = np.concatenate([[0], np.cumsum(vec_lengths)]).astype(np.int64)
     actions = empty_actions(int(offsets[-1]))
     vectors = np.zeros(int(vec_offsets[-1]), np.int64)
+    used = sorted({int(c) for a, _, _, _ in programs.values()
+                   for c in np.unique(a["comm"][GC.is_label(a["comm"])])})
+    sub_ids, sub_comms = GC.target(grid, used, max(comms + [0]) + 1) if used else ({}, {})
     for key, (a, vec, peer_rel, vec_rel) in programs.items():
         r = owner[key]
         rows = (offsets[:-1][r][:, None] + np.arange(len(a))).ravel()
         block = np.tile(a, len(r))
         block["peer"] = _place(a["peer"].astype(np.int64), peer_rel, r, ranks, grid).ravel()
+        made = np.tile(a["kind"] == K.CODE["cart_sub"], len(r))
+        for label, ids in sub_ids.items():
+            mine = np.repeat(ids[r], len(a))
+            block["comm"] = np.where(block["comm"] == label, mine, block["comm"])
+            block["request"] = np.where(made & (block["request"] == label), mine,
+                                        block["request"])
         actions[rows] = block
         at = (vec_offsets[:-1][r][:, None] + np.arange(len(vec))).ravel()
         vectors[at] = _place(vec, vec_rel, r, ranks, grid).ravel()
     assign_vec_offsets(actions)
     world = np.arange(ranks, dtype=np.int32)
-    return TraceColumns(actions, offsets, vectors, {c: world for c in [0] + comms},
+    return TraceColumns(actions, offsets, vectors,
+                        {**{c: world for c in [0] + comms}, **sub_comms},
                         meta={"volume_unit": ref.data.meta.get("volume_unit", "seconds")})
 
 

@@ -7,16 +7,20 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import kinds as K
 from ..compress import signatures as SG
 from ..errors import MinitraceError
 from . import grid as G
+from . import grid_comms as GC
 
 #: ``decode`` at this many ranks leaves encoded offsets as they are
 UNWRAPPED = 1 << 40
 
 
-def encode(data, grid: G.Grid, sig: SG.Signatures | None = None) -> SG.Signatures:
-    """The signatures of ``data`` (``sig`` when already encoded) with grid-offset peers."""
+def encode(data, grid: G.Grid, sig: SG.Signatures | None = None,
+           comm_labels: dict | None = None) -> SG.Signatures:
+    """The signatures of ``data`` (``sig`` when already encoded) with grid-offset peers and
+    cart_sub communicators as their labels (:mod:`.grid_comms`)."""
     sig = sig if sig is not None else SG.encode(data)
     rows = sig.table[sig.ids]
     rank = data.rank_of().astype(np.int64)
@@ -46,6 +50,11 @@ def encode(data, grid: G.Grid, sig: SG.Signatures | None = None) -> SG.Signature
         off = np.concatenate([off, off[-1] + np.cumsum([len(c) for c in contents])])
         values = np.concatenate([values] + contents)
     cols["peer"] = cols["peer"].astype(np.int32)
+    if comm_labels:
+        cols["comm"] = GC.relabel(cols["comm"], comm_labels)
+        made = rows["kind"] == K.CODE["cart_sub"]
+        cols["request"] = np.where(made, GC.relabel(cols["request"], comm_labels),
+                                   cols["request"])
     table, ids = SG._factorize(cols, len(rows))
     return SG.Signatures(table, ids, off, values, sig.new_requests, sig.new_request_offsets)
 

@@ -29,6 +29,7 @@ from ..model import TraceColumns
 from ..compress import grammar as G
 from ..compress import signatures as SG
 from . import grid as GR
+from . import grid_comms as GC
 from . import grid_peers as GP
 
 #: signature fields that must be equal at every scale (the rest are fitted or mapped)
@@ -69,6 +70,7 @@ class Run:
     sig: SG.Signatures
     classes: dict                # key -> RankClass
     grid: GR.Grid | None = None  # None: a 1-D program (peers rank-relative)
+    comm_labels: dict = field(default_factory=dict)   # cart_sub communicator id -> label
 
     @property
     def nranks(self) -> int:
@@ -106,8 +108,10 @@ def load(path: str, data: TraceColumns, grid: GR.Grid | None = None,
          sig: SG.Signatures | None = None) -> Run:
     """A run's signatures, grammar and rank classes (on ``grid``: by grid position)."""
     sig = sig if sig is not None else SG.encode(data)
+    labels = {}
     if grid is not None:
-        sig = GP.encode(data, grid, sig)
+        labels = GC.labels(data, path)
+        sig = GP.encode(data, grid, sig, labels)
     gram = G.build(sig.ids, data.rank_offsets, len(sig.table))
     P = data.nranks
     if grid is None:
@@ -130,7 +134,7 @@ def load(path: str, data: TraceColumns, grid: GR.Grid | None = None,
             loops, leaves = [], []
             _walk(tree, loops, leaves)
             classes[key] = RankClass(key, ranks, tree, loops, leaves)
-    return Run(path, data, sig, classes, grid)
+    return Run(path, data, sig, classes, grid, labels)
 
 
 def anchored(key: str) -> bool:
