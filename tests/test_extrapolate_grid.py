@@ -79,3 +79,12 @@ def test_run_grids_share_the_periods_and_refuse_a_misfit():
     assert GR.target(grids, 64).dims == (8, 8)
     with pytest.raises(MinitraceError, match="--grid 4x4x4"):
         GR.target(grids, 64, (4, 4, 4))
+
+
+@pytest.mark.parametrize("periodic", [True, False])
+def test_periods_of_short_dimensions_from_the_call_counts(periodic):
+    # 4x2x2 at most: dimensions 1 and 2 never wrap visibly; a torus sends both directions to
+    # the one neighbour (as many calls as the middle of dimension 0 to both of its own)
+    datas = [synthetic.halo_grid_trace(p, 3, periodic=periodic, cart=False) for p in (4, 8, 16)]
+    grids = GR.run_grids(["a", "b", "c"], datas, [_relative(d) for d in datas])
+    assert grids[-1] == GR.Grid((4, 2, 2), (periodic,) * 3)

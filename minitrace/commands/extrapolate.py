@@ -11,6 +11,9 @@ def register(sub) -> None:
                                    "each loop count, message size and compute volume per rank "
                                    "class as c0 + c1 * p^i * log2(p)^j (chosen by leave-one-"
                                    "scale-out error) and write the compressed trace at --ranks. "
+                                   "Programs on a 2-D or 3-D process grid (cart_create, or "
+                                   "nearest-neighbour peers) are extrapolated by grid position "
+                                   "(corners, edges, faces, interior) onto the target grid. "
                                    "Refuses targets more than 64x the largest run and fits "
                                    "whose leave-one-out error exceeds --threshold, unless "
                                    "--force.")

@@ -209,7 +209,9 @@ def run_grids(paths: list, datas: list, relatives: list) -> list:
     """The grid of each run (None for all: a 1-D program, left to the rank-relative peers).
     A recorded ``cart_create`` wins; else the grid is inferred, its number of dimensions from
     the largest run; a dimension is periodic when some run shows it wrap (only extents of 3
-    or more can show it: a dimension never that large is taken as open)."""
+    or more can show it); one of extent 2 at most in every run is periodic when its rank
+    sends as many calls to its one neighbour as a rank in the middle of a longer dimension
+    to both of its own, else open."""
     largest = max(range(len(datas)), key=lambda k: datas[k].nranks)
     found = [recorded(d) for d in datas]
     if all(g is not None for g in found):
@@ -232,9 +234,33 @@ def run_grids(paths: list, datas: list, relatives: list) -> list:
                                      "(the largest run's are)")
             g = fitted[0]
         grids.append(g)
-    periods = tuple(any(g.periods[k] for g in grids) for k in range(ndims))
-    return [g if recorded_ is not None else Grid(g.dims, periods)
+    periods = [any(g.periods[k] for g in grids) for k in range(ndims)]
+    for k in range(ndims):
+        if max(g.dims[k] for g in grids) <= 2:
+            periods[k] = any(_wraps_at_two(d, rel, g, k)
+                             for d, rel, g in zip(datas, relatives, grids))
+    return [g if recorded_ is not None else Grid(g.dims, tuple(periods))
             for g, recorded_ in zip(grids, found)]
+
+
+def _wraps_at_two(data, relative: np.ndarray, grid: Grid, k: int) -> bool:
+    """Whether dimension k, of extent 2, is periodic: then a rank sends to its one
+    neighbour along k as many calls as a rank in the middle of a longer dimension j sends
+    to both of its own (both directions reach the same rank); open, half as many."""
+    longer = [j for j, d in enumerate(grid.dims) if d >= 3]
+    if grid.dims[k] != 2 or not longer:
+        return False
+    j = longer[0]
+    rank = data.rank_of()[relative]
+    off = Grid(grid.dims, (False,) * grid.ndims).offsets(rank, data.actions["peer"][relative])
+    middle = np.zeros(grid.ndims, np.int64)
+    middle[j] = 1
+    r_mid = int(grid.rank(middle))
+    others = np.delete(off, [j, k], axis=1)
+    quiet = np.abs(others).sum(axis=1) == 0
+    along_j = (rank == r_mid) & quiet & (np.abs(off[:, j]) == 1) & (off[:, k] == 0)
+    along_k = (rank == 0) & quiet & (off[:, k] == 1) & (off[:, j] == 0)
+    return bool(along_k.sum()) and along_k.sum() == along_j.sum()
 
 
 def target(grids: list, ranks: int, dims: tuple | None = None) -> Grid:
