@@ -4,6 +4,7 @@ import pytest
 
 from minitrace import synthetic
 from minitrace.errors import MinitraceError
+from minitrace.extrapolate import build as B
 from minitrace.extrapolate import structure as ST
 
 
@@ -32,7 +33,12 @@ def test_different_programs_are_refused_saying_where():
     found = ST.differences(runs)
     assert found and "halo2.h5 (2 ranks) vs line8.h5 (8 ranks): rank classes differ" in found[0]
     with pytest.raises(MinitraceError, match="not one program"):
-        ST.check(runs, force=True)
+        ST.check(runs)
+    # --force: the bulk agrees, the line's ends are in one run only: no law for them
+    assert ST.check(runs, force=True) == []
+    with pytest.raises(MinitraceError, match=r"rank class -1 \(anchored\) is in 1 run\(s\) "
+                                             r"\(8 ranks\): 3 are needed"):
+        B.extrapolate(runs, 16, "weak", force=True)
 
 
 def test_a_changed_call_is_located():
@@ -41,6 +47,20 @@ def test_a_changed_call_is_located():
     runs = _runs((2, 8)) + [ST.load("bad4.h5", bad)]
     (line,) = ST.differences(runs)
     assert "bad4.h5 (4 ranks)" in line and "rank class bulk: item 2/item 2: irecv (tag 5" in line
+
+
+def test_force_leaves_out_what_differs_and_says_so():
+    bad = synthetic.halo_1d_trace(4)
+    bad.actions["tag"][bad.actions["tag"] == 1] = 5
+    runs = _runs((2, 8, 16)) + [ST.load("bad4.h5", bad)]
+    left = ST.check(runs, force=True)
+    assert left == ["left out: bad4.h5 (4 ranks), rank class bulk: item 2/item 2: irecv (tag 5, "
+                    "comm 0) vs irecv (tag 1, comm 0)"]
+    runs = _runs((2, 8, 16)) + [ST.load("bad4.h5", bad)]
+    data, parameters, forced = B.extrapolate(runs, 32, "weak", force=True)   # from 2, 8, 16
+    assert forced == left and data.nranks == 32
+    (loop,) = [x for x in parameters if x.name == "loop 1: iterations"]
+    assert loop.values.tolist() == [6, 10, 12] and loop.at_target == 14
 
 
 def test_peers_that_do_not_map_need_force():

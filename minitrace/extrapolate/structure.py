@@ -184,10 +184,11 @@ def _first_difference(a: tuple, b: tuple, where: str = "") -> str:
     return f"{where.rstrip('/')}: {_describe(a)} vs {_describe(b)}"
 
 
-def differences(runs: list[Run], peers: bool = True) -> list[str]:
+def differences(runs: list[Run], peers: bool = True, partial: bool = False) -> list[str]:
     """Where the runs are not one program: one line per difference (empty: they are).  The
     largest run is the reference; ``peers=False`` compares the shapes only.  On a grid a
-    position class may be missing from a run (a scale too small to have it)."""
+    position class may be missing from a run (a scale too small to have it); ``partial``:
+    any class may (what is left after :func:`common_part`)."""
     ref = max(runs, key=lambda r: r.nranks)
     out = []
     for run in runs:
@@ -195,7 +196,7 @@ def differences(runs: list[Run], peers: bool = True) -> list[str]:
             continue
         where = f"{run.path} ({run.nranks} ranks) vs {ref.path} ({ref.nranks} ranks)"
         missing = sorted(k for k in set(ref.classes) ^ set(run.classes)
-                         if ref.grid is None or anchored(k))
+                         if not partial and (ref.grid is None or anchored(k)))
         if missing:
             out.append(f"{where}: rank classes differ: {sorted(run.classes)} vs "
                        f"{sorted(ref.classes)}")
@@ -247,18 +248,44 @@ def _peer(row, run: Run) -> str:
 
 def check(runs: list[Run], force: bool = False) -> list[str]:
     """The differences in peers and the wildcard receives, which ``force`` overrides (the
-    largest run's peers are extrapolated); raise on any other difference, and on these
+    largest run's peers are extrapolated), and with ``force`` the classes of smaller runs left
+    out because their loops or calls differ (:func:`common_part`); raise on any of these
     without ``force``."""
     shapes = differences(runs, peers=False)
-    if shapes:
+    if shapes and not force:
         raise MinitraceError("the runs are not one program at several scales (their loops "
-                             "or calls differ, which --force cannot override):\n  "
-                             + "\n  ".join(shapes))
-    found = differences(runs) + wildcards(runs)
+                             "or calls differ; --force extrapolates what they have in common "
+                             "and says what it left out):\n  " + "\n  ".join(shapes))
+    left_out = common_part(runs) if shapes else []
+    found = differences(runs, partial=bool(shapes)) + wildcards(runs)
     if found and not force:
         raise MinitraceError("the runs' peers differ or depend on the data (--force to "
                              "extrapolate the largest run's):\n  " + "\n  ".join(found))
-    return found
+    return left_out + found
+
+
+def common_part(runs: list[Run]) -> list[str]:
+    """Leave out of the smaller runs each rank class that the largest run does not have or
+    whose loops or calls differ from its (the class is then fitted over the other runs, 3 or
+    more); one line per class left out."""
+    ref = max(runs, key=lambda r: r.nranks)
+    out = []
+    for run in runs:
+        if run is ref:
+            continue
+        for key in list(run.classes):
+            where = f"left out: {run.path} ({run.nranks} ranks), rank class {key}"
+            if key not in ref.classes:
+                if ref.grid is None or anchored(key):
+                    out.append(f"{where}: not in {ref.path} ({ref.nranks} ranks)")
+                    del run.classes[key]
+                continue
+            a = _shape(run.classes[key].tree, run.sig.table, _vector_reader(run))
+            b = _shape(ref.classes[key].tree, ref.sig.table, _vector_reader(ref))
+            if a != b:
+                out.append(f"{where}: {_first_difference(a, b)}")
+                del run.classes[key]
+    return out
 
 
 def wildcards(runs: list[Run]) -> list[str]:
