@@ -116,8 +116,9 @@ def halo_1d_trace(nranks: int, scaling: str = "weak", periodic: bool = True,
     rank init, n x (irecv left, irecv right, isend right, isend left, waitall, compute,
     8-byte allreduce), finalize.  ``weak``: n = 4 + 2 log2(p) iterations of 1 ms compute;
     ``strong``: 10 iterations of 8 ms / p.  Halos of 8 KiB; jitter 0.5 %.  Non-periodic: the
-    ends skip the calls to or from their missing neighbour (three rank classes).  ``root_output``: rank 0 also
-    computes 0.2 ms x p before finalize (writing everyone's output: a class of its own)."""
+    ends skip the calls to or from their missing neighbour (three rank classes).
+    ``root_output``: rank 0 also computes 0.2 ms x p before finalize (writing everyone's
+    output: a class of its own)."""
     return halo_grid_trace(nranks, (nranks,), scaling, periodic, seed, root_output, cart=False)
 
 
@@ -128,9 +129,10 @@ def halo_grid_trace(nranks: int, dims: tuple | int = 2, scaling: str = "weak",
     dimensions for MPI_Dims_create's grid; per iteration and dimension irecv from the low
     and the high neighbour (tags 2d, 2d + 1), isend to the high and the low one, then one
     waitall, the compute and the allreduce (same laws; under strong scaling the halo along
-    dimension k is a face of the block, 8 KiB x 2^(ndims - 1) x d_k / p).  ``cart``: a ``cart_create`` after
-    init (its vector the extents and periods) and every call after it on that communicator
-    (id 1); else on WORLD, the grid left to be inferred from the peers."""
+    dimension k is a face of the block, 8 KiB x 2^(ndims - 1) x d_k / p).  ``cart``: a
+    ``cart_create`` after init (its vector the extents and periods) and every call after it
+    on that communicator (id 1); else on WORLD, the grid left to be inferred from the
+    peers."""
     from .extrapolate.grid import Grid, dims_create
     if isinstance(dims, int):
         dims = dims_create(nranks, dims)
@@ -159,7 +161,8 @@ def halo_grid_trace(nranks: int, dims: tuple | int = 2, scaling: str = "weak",
         a = empty_actions(head + 1 + iterations * n + extra)
         a["kind"][0], a["kind"][-1] = K.CODE["init"], K.CODE["finalize"]
         if cart:
-            a["kind"][1], a["request"][1], a["vec_len"][1] = K.CODE["cart_create"], 1, 2 * len(dims)
+            a["kind"][1], a["request"][1] = K.CODE["cart_create"], 1
+            a["vec_len"][1] = 2 * len(dims)
             vectors.append(np.array(list(dims) + [int(periodic)] * len(dims), np.int64))
         if extra:
             a["kind"][-2], a["volume"][-2] = K.CODE["compute"], 2e-4 * p

@@ -84,7 +84,8 @@ def test_classes_missing_at_small_scales_are_refused_saying_which():
 
 def test_a_direction_lost_in_every_run_is_refused():
     runs = _runs((2, 4, 8), 3)              # 2x1x1, 2x2x1, 2x2x2: no extent of 3 anywhere
-    with pytest.raises(MinitraceError, match="dimension 0 .extent 2 at most in the runs. the direction of 4 call.s. is lost"):
+    with pytest.raises(MinitraceError, match="dimension 0 .extent 2 at most in the runs. "
+                                             "the direction of 4 call.s. is lost"):
         B.extrapolate(runs, 64, "weak")
 
 

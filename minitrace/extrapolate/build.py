@@ -93,17 +93,23 @@ def _negligible(runs: list[ST.Run], classes: list, volumes: np.ndarray) -> np.nd
     return np.all(np.array(shares) < NEGLIGIBLE, axis=0)
 
 
+def _role(key: str) -> str:
+    return GR.describe_position(key) if key.startswith("(") else \
+        "bulk" if key == "bulk" else "anchored"
+
+
 def _having(runs: list[ST.Run], keys) -> dict:
     """The runs (smallest first) that have each class; MinitraceError naming every class
     that fewer than 3 runs have (no law can be fitted to it)."""
     runs = sorted(runs, key=lambda r: r.nranks)
     having = {key: [r for r in runs if key in r.classes] for key in keys}
-    short = [f"rank class {key} ({GR.describe_position(key) if key.startswith('(') else 'anchored'}) "
-             f"is in {len(h)} run(s) ({', '.join(f'{r.nranks} ranks' for r in h) or 'none'}): "
-             "3 are needed to fit it" for key, h in having.items() if len(h) < 3]
+    short = [f"rank class {key} ({_role(key)}) is in {len(h)} run(s) "
+             f"({', '.join(f'{r.nranks} ranks' for r in h) or 'none'}): 3 are needed to fit it"
+             for key, h in having.items() if len(h) < 3]
     if short:
         hint = (" (record scales whose grid has it, e.g. extents of 3 or more along every open "
-                "dimension for an interior)" if any("(" in line for line in short) else "")
+                "dimension for an interior)" if any(k.startswith("(") for k, h in having.items()
+                                                     if len(h) < 3) else "")
         raise MinitraceError("not extrapolated: " + "; ".join(short) + hint)
     return having
 
