@@ -83,9 +83,6 @@ class Grid:
                                                          np.where(x == d - 1, HIGH, MIDDLE))))
         return ["(" + ",".join(row) + ")" for row in zip(*cols)]
 
-    def all_positions(self) -> set:
-        return set(self.positions(np.arange(self.size)))
-
 
 def describe_position(key: str) -> str:
     """``(lo,mid)`` -> ``edge``: how many open dimensions it is on the boundary of."""
@@ -183,9 +180,8 @@ def _fits(dims: tuple, ranks: np.ndarray, peers: np.ndarray):
     return tuple(periods)
 
 
-def infer(data, relative: np.ndarray, ndims: int | None = None):
-    """The grid a run's nearest-neighbour peers fit: (Grid, whether each period was seen)
-    or None.  ``ndims`` None: the fewest dimensions from 2 on that fit, None when the peers
+def infer(data, relative: np.ndarray, ndims: int | None = None) -> Grid | None:
+    """The grid a run's nearest-neighbour peers fit, or None.  ``ndims`` None: the fewest dimensions from 2 on that fit, None when the peers
     are a 1-D line's (+-1) or fit no 2-D or 3-D grid.  Among the grids that fit,
     ``MPI_Dims_create``'s comes first."""
     P = data.nranks
@@ -201,7 +197,7 @@ def infer(data, relative: np.ndarray, ndims: int | None = None):
         for dims in itertools.chain([first], others):
             periods = _fits(dims, ranks, peers)
             if periods is not None:
-                return Grid(dims, periods), tuple(d > 2 for d in dims)
+                return Grid(dims, periods)
     return None
 
 
@@ -222,7 +218,7 @@ def run_grids(paths: list, datas: list, relatives: list) -> list:
     guess = infer(datas[largest], relatives[largest])
     if guess is None:
         return [None] * len(datas)
-    ndims = guess[0].ndims
+    ndims = guess.ndims
     grids = []
     for path, data, rel, rec in zip(paths, datas, relatives, found):
         g = rec if rec is not None and rec.ndims == ndims else None
@@ -232,7 +228,7 @@ def run_grids(paths: list, datas: list, relatives: list) -> list:
                 raise MinitraceError(f"{path} ({data.nranks} ranks): "
                                      f"its peers are not nearest neighbours on any {ndims}-D grid "
                                      "(the largest run's are)")
-            g = fitted[0]
+            g = fitted
         grids.append(g)
     periods = [any(g.periods[k] for g in grids) for k in range(ndims)]
     for k in range(ndims):
