@@ -250,7 +250,8 @@ def from_raw(records: np.ndarray, codes: dict[int, str], source: str = "") -> Ta
 def _dependences(records: np.ndarray, source: str):
     """(deps, handles): dependences with sizes from libomp's entry points (each DEP_SIZED
     record belongs to the next TASK_CREATE of its thread), checked against the addresses OMPT
-    reported; a task with OMPT dependences but no sized ones keeps size 0 (unknown)."""
+    reported (the tool writes OMPT's DEP records only when they differ from the sized ones or
+    have none); a task with OMPT dependences but no sized ones keeps size 0 (unknown)."""
     kind, thread = records["kind"], records["thread"]
     sized_rows, owners = [], []
     for th in np.unique(thread):
@@ -273,9 +274,11 @@ def _dependences(records: np.ndarray, source: str):
     o_task = o["a"].astype(np.int64)
     has_sized = np.isin(o_task, s_task)
     checked = o[has_sized]
-    if len(checked) != len(s) or not (np.array_equal(checked["a"].astype(np.int64), s_task)
-                                      and np.array_equal(checked["b"], s["b"])):
-        bad = next((int(t) for t in np.unique(s_task)
+    both = np.isin(s_task, o_task)      # (the tool leaves out OMPT's records that agree)
+    if len(checked) != both.sum() or not (
+            np.array_equal(checked["a"].astype(np.int64), s_task[both])
+            and np.array_equal(checked["b"], s["b"][both])):
+        bad = next((int(t) for t in np.unique(s_task[both])
                     if not np.array_equal(s["b"][s_task == t], checked["b"][checked["a"] == t])),
                    int(s_task[0]) if len(s_task) else -1)
         raise MinitraceError(f"task {bad}: the dependences libomp was given and those OMPT "
