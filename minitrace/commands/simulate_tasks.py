@@ -20,6 +20,9 @@ def register(sub) -> None:
                     "LRU model of each L3).  docs/TASKS.md.")
     p.add_argument("file", help="minitrace file with a /tasks group")
     p.add_argument("--threads", type=int, required=True, metavar="N", help="threads to simulate")
+    p.add_argument("--rank", type=int, metavar="R",
+                   help="the MPI rank whose task graph to simulate (an MPI+OpenMP recording "
+                        "holds one per rank; required then)")
     p.add_argument("--model", default="task", metavar="M",
                    help=f"comma list of {', '.join(MODELS)}, or all (default task)")
     p.add_argument("--platform", metavar="XML",
@@ -50,7 +53,7 @@ def run(args) -> int:
     if args.plot:
         from ..analysis.plotting import check_plot_path
         check_plot_path(args.plot)
-    graph = read_tasks(args.file)
+    graph = read_tasks(args.file, args.rank)
     check_graph(graph, args.file)
     with _platform(args) as platform:
         results = [simulate(graph, args.threads, m, platform, args.overlap, args.scheduler)
