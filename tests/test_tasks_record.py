@@ -124,3 +124,22 @@ def test_nested_tasks_taskwait_taskgroup(tmp_path):
     two = simulate(g, 2)
     assert len(two.timeline) == len(ex)
     assert one.predicted_time / 2 - 1e-9 <= two.predicted_time <= one.predicted_time + 1e-9
+
+
+def test_raw_records_omit_confirmed_dependences_and_share_clock_reads(tmp_path):
+    """The tool writes OMPT's dependence records only when they differ from the sized ones
+    libomp was given (here never), and its CPU times never run backwards on a thread although
+    most are derived from an earlier read (ompt_tool.c: SHARE_NS)."""
+    import numpy as np
+    from minitrace.tasks import ompt_raw as R
+    exe = clang_openmp("omp_graph", tmp_path)
+    out = tmp_path / "g.h5"
+    p = record_openmp(out, [exe], 1, extra=["--keep-raw"])
+    assert p.returncode == 0, p.stderr
+    raw = R.raw_files(p.stdout.split("raw files kept in ")[1].split()[0])
+    records, _ = R.read_raw(raw[0])
+    kinds = records["kind"]
+    assert (kinds == R.DEP_SIZED).sum() == 8 and (kinds == R.DEP).sum() == 0
+    for th in np.unique(records["thread"]):
+        cpu = records["cpu"][(records["thread"] == th) & (records["cpu"] > 0)]
+        assert (np.diff(cpu.astype(np.int64)) >= 0).all()

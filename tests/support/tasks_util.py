@@ -23,11 +23,11 @@ def clang_openmp(name: str, outdir: Path) -> str:
     return str(out)
 
 
-def record_openmp(out: Path, argv: list[str], threads: int, timeout: float = 120
-                  ) -> subprocess.CompletedProcess:
+def record_openmp(out: Path, argv: list[str], threads: int, timeout: float = 120,
+                  extra: list[str] = ()) -> subprocess.CompletedProcess:
     env = dict(os.environ, OMP_NUM_THREADS=str(threads))
     return subprocess.run([sys.executable, "-m", "minitrace", "record", "--openmp", "-o",
-                           str(out), "--", *argv], capture_output=True, text=True,
+                           str(out), *extra, "--", *argv], capture_output=True, text=True,
                           timeout=timeout, env=env)
 
 
