@@ -11,8 +11,9 @@ data handles its dependences name and the dependence graph rebuilt from them.
   less the time spent in tasks it switched to and in synchronizations), ``region``, ``index``
   (implicit tasks: parallel region, thread number);
 - ``actions``: per task, in order: ``compute`` (``duration`` s), ``create`` (``target``:
-  child task), ``taskwait``, ``taskgroup`` (the wait at the end of a taskgroup), ``barrier``,
-  ``parallel`` (``target``: region, run by the implicit tasks of that region);
+  child task), ``taskwait``, ``taskgroup_begin`` (the tasks created from here on, and their
+  descendants, belong to the group), ``taskgroup`` (the wait at the end of a taskgroup),
+  ``barrier``, ``parallel`` (``target``: region, run by the implicit tasks of that region);
 - ``deps``: ``task``, ``handle``, ``mode`` (in / out / inout / mutexinoutset / inoutset);
 - ``handles``: ``handle``, ``address``, ``size`` (bytes), ``node`` (NUMA node of its first
   page when a task naming it was created; -1 unknown, -2 not yet placed);
@@ -196,6 +197,10 @@ class _Builder:
                 self.act(b, "parallel", a)
             elif k == R.PARALLEL_END:
                 self.resume[b] = None if b in self.waiting else c_
+            elif k == R.SYNC_BEGIN and b == _TASKGROUP:     # the tasks it creates from here
+                self.stop(a, c_)
+                self.act(a, "taskgroup_begin")
+                self.resume[a] = None if a in self.waiting else c_
             elif k in (R.SYNC_BEGIN, R.WAIT_BEGIN) and (b == _TASKGROUP) == (k == R.WAIT_BEGIN):
                 # a wait starts: a taskgroup's at its waiting part, others at their region
                 self.stop(a, c_)

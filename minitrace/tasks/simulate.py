@@ -9,8 +9,9 @@ threads in turn; an idle thread wakes at every push and may steal at once); the 
 thread goes on creating (breadth-first) unless the task is undeferred (``if(0)``; a team of
 one thread makes every task undeferred, which is not carried over); at a taskwait, taskgroup
 or barrier a thread runs tasks until the wait is over, within a taskwait of an explicit task
-only that task's descendants (the task scheduling constraint of tied tasks); members of a
-mutexinoutset set never run at once.
+only that task's descendants (the task scheduling constraint of tied tasks); a taskwait waits
+for the task's children, a taskgroup's end for the tasks created inside it and all their
+descendants (OpenMP's rules); members of a mutexinoutset set never run at once.
 
 Models of a task's time (its recorded compute time D, scaled per segment):
 
@@ -258,7 +259,11 @@ class _Simulation:
         self.done: set[int] = set()
         self.created: set[int] = set()
         self.children = defaultdict(int)
-        self.descendants = defaultdict(int)
+        self.open_groups = defaultdict(list)   # task -> its open taskgroups, innermost last
+        self.groups_of = {}                     # task -> the taskgroups it belongs to
+        self.group_pending = defaultdict(int)   # taskgroup -> its members not completed
+        self.next_group = 0
+        self.started: set = set()
         self.region_pending = defaultdict(int)
         self.arrivals = defaultdict(int)
         self.barrier_count = [0] * self.n
@@ -335,6 +340,13 @@ class _Simulation:
 
     def _run_body(self, i: int, task, body: list) -> None:
         scale = self._compute_scale(task)
+        if task not in self.started:
+            self.started.add(task)
+            # a taskgroup end without its begin (files recorded before taskgroup_begin): the
+            # group is taken to open at the task's start
+            actions = [a for a, _, _ in self.body.get(task, body)]
+            for _ in range(actions.count("taskgroup") - actions.count("taskgroup_begin")):
+                self._open_group(task)
         for action, dur, target in body:
             if action == "compute":
                 self._compute(i, dur * scale)
@@ -343,8 +355,11 @@ class _Simulation:
             elif action == "taskwait":
                 self._wait(i, lambda: self.children[task] == 0,
                            task if self.kind.get(task) == "explicit" else None)
+            elif action == "taskgroup_begin":
+                self._open_group(task)
             elif action == "taskgroup":
-                self._wait(i, lambda: self.descendants[task] == 0,
+                group = self.open_groups[task].pop()
+                self._wait(i, lambda: self.group_pending[group] == 0,
                            task if self.kind.get(task) == "explicit" else None)
             elif action == "barrier":
                 self._barrier(i, task)
@@ -375,13 +390,18 @@ class _Simulation:
         self._wait(i, lambda: self.arrivals[k] >= self.n and
                    self.region_pending[self.current_region] == 0)
 
+    def _open_group(self, task) -> None:
+        self.next_group += 1
+        self.open_groups[task].append(self.next_group)
+
     def _create(self, i: int, parent: int, child: int) -> None:
         self.created.add(child)
         self.children[parent] += 1
-        a = parent
-        while a is not None:
-            self.descendants[a] += 1
-            a = self.parent.get(a) if self.kind.get(a) == "explicit" else None
+        # the groups open in its creator, and those its creator belongs to (descendants)
+        groups = (*self.groups_of.get(parent, ()), *self.open_groups.get(parent, ()))
+        self.groups_of[child] = groups
+        for g in groups:
+            self.group_pending[g] += 1
         self.region_pending[self.current_region] += 1
         if child in self.undeferred:
             self._wait(i, lambda: self.npred[child] == 0, parent
@@ -439,12 +459,9 @@ class _Simulation:
             self.npred[s] -= 1
             if self.npred[s] == 0 and s in self.created and s not in self.undeferred:
                 self.deques[i].append(s)
-        p = self.parent.get(t)
-        self.children[p] -= 1
-        a = p
-        while a is not None:
-            self.descendants[a] -= 1
-            a = self.parent.get(a) if self.kind.get(a) == "explicit" else None
+        self.children[self.parent.get(t)] -= 1
+        for g in self.groups_of.get(t, ()):
+            self.group_pending[g] -= 1
         self.region_pending[self.current_region] -= 1
         self._wake_all()
 
