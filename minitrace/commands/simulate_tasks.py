@@ -31,9 +31,10 @@ def register(sub) -> None:
                         "node and one L3 for N cores")
     p.add_argument("--scheduler", choices=SCHEDULERS, default="libomp",
                    help="task scheduler (default libomp: docs/TASKS.md)")
-    p.add_argument("--overlap", type=float, default=0.0, metavar="R",
+    p.add_argument("--overlap", type=float, metavar="R",
                    help="fraction r of a task's compute its data traffic overlaps, comm and "
-                        "cache models (default 0: none)")
+                        "cache models, for every task (default: fitted per kernel from the "
+                        "recording, docs/TASKS.md; 0 where it cannot be)")
     p.add_argument("--json", action="store_true", help="print the results as JSON")
     p.add_argument("--plot", metavar="PNG", help="per-thread timeline of the (last) model")
     p.add_argument("--perfetto", metavar="JSON",

@@ -38,6 +38,8 @@ import pandas as pd
 from ..errors import MinitraceError
 from .graph import TaskGraph
 from .memory import L3Caches, comm_flows
+from .overlap import describe as describe_overlap
+from .overlap import fit_overlap, memory_times
 from .numa_platform import (CORE_SPEED, PlatformInfo, Topology, platform_xml,
                             read_platform_info)
 from .validate import check_graph
@@ -77,7 +79,7 @@ def simple_platform(threads: int) -> Topology:
 
 
 def simulate(graph: TaskGraph, threads: int, model: str = "task",
-             platform: str | None = None, overlap: float = 0.0,
+             platform: str | None = None, overlap: float | None = None,
              scheduler: str = "libomp") -> SimResult:
     """Simulate ``graph`` on ``threads`` threads (the platform's first cores).
 
@@ -88,7 +90,8 @@ def simulate(graph: TaskGraph, threads: int, model: str = "task",
     model : ``task``, ``comm`` or ``cache`` (module docstring).
     platform : a SimGrid platform file (``minitrace numa-platform``); default: one NUMA node,
         one shared L3, default bandwidths.
-    overlap : r, the fraction of a task's compute its memory traffic overlaps (comm, cache).
+    overlap : r, the fraction of a task's compute its memory traffic overlaps (comm, cache);
+        None: fitted per kernel from the recording (overlap.py).
 
     Returns
     -------
@@ -100,7 +103,7 @@ def simulate(graph: TaskGraph, threads: int, model: str = "task",
         raise MinitraceError(f"unknown scheduler {scheduler!r} (one of {', '.join(SCHEDULERS)})")
     if threads < 1:
         raise MinitraceError(f"--threads must be at least 1 (got {threads})")
-    if not 0.0 <= overlap <= 1.0:
+    if overlap is not None and not 0.0 <= overlap <= 1.0:
         raise MinitraceError(f"--overlap must be within 0..1 (got {overlap})")
     check_graph(graph)
     with tempfile.TemporaryDirectory(prefix="minitrace-tasks-") as tmp:
@@ -148,9 +151,10 @@ def _child_main(sim: "_Simulation", conn) -> None:
 
 class _Simulation:
     def __init__(self, g: TaskGraph, threads: int, model: str, platform: str,
-                 info: PlatformInfo, overlap: float):
+                 info: PlatformInfo, overlap: float | None):
         self.n, self.model, self.platform, self.info = threads, model, platform, info
-        self.r = overlap
+        self.overlap = overlap          # None: r fitted per kernel
+        self.r: dict = {}               # kernel -> r, when fitted
         self.notes: list[str] = []
         t = g.tasks
         self.parent = dict(zip(t["task"].tolist(), t["parent"].tolist()))
@@ -503,7 +507,7 @@ class _Simulation:
         host = self.hosts[i]
         comms = [self.sg.Comm.sendto_async(self._mem_host(h), host, b) for h, b in reads] + \
                 [self.sg.Comm.sendto_async(host, self._mem_host(h), b) for h, b in writes]
-        budget = self.r * self.tc.get(t, 0.0)
+        budget = self._r(t) * self.tc.get(t, 0.0)
         scale = self._compute_scale(t)
         body = self.body[t]
         for action, dur, target in body:
@@ -528,30 +532,23 @@ class _Simulation:
 
     def _fit_compute(self) -> dict:
         """Tc per explicit task, from D = Tc + max(0, Tm1 - r*Tc) with Tm1 its flows' time
-        alone on the first core (PlatformInfo.time_alone); the CACHE model's flows are what
-        one L3, replayed in recorded start order, misses."""
-        core = self.info.cores[0]
-        caches = L3Caches({0: self.info.l3_size.get(self.info.l3[core], 0)}) \
-            if self.model == "cache" else None
+        alone on the first core (overlap.memory_times, the CACHE model's through one L3
+        replayed in recorded start order) and r its kernel's (fitted: overlap.py)."""
+        order = sorted((k for k, v in self.kind.items() if v == "explicit"),
+                       key=lambda k: (self.t_start.get(k, 0.0), k))
+        times = {cached: memory_times(order, self.deps, self.size, self._node, self.info,
+                                      cached) for cached in {self.model == "cache", True}}
+        if self.overlap is None:
+            fits = fit_overlap(self.kernel, self.duration, times[True])
+            self.r = {k: f.r for k, f in fits.items()}
+            self.notes += describe_overlap(fits)
         tc, impossible = {}, 0
-        for t in sorted((k for k, v in self.kind.items() if v == "explicit"),
-                        key=lambda k: (self.t_start.get(k, 0.0), k)):
-            if caches is None:
-                reads, writes = comm_flows(self.deps.get(t, []), self.size)
-            else:
-                reads, writes = [], []
-                for h, m in self.deps.get(t, []):
-                    r, ev = caches.access(0, h, self.size[h], m)
-                    reads += [(h, r)] if r else []
-                    writes += ev
-            mem = self.info.memories
-            tm = self.info.time_alone([(mem[self._node(h)], core, b) for h, b in reads] +
-                                      [(core, mem[self._node(h)], b) for h, b in writes])
-            d = self.duration.get(t, 0.0)
-            if tm <= self.r * d:
+        for t, tm in times[self.model == "cache"].items():
+            d, r = self.duration.get(t, 0.0), self._r(t)
+            if tm <= r * d:
                 tc[t] = d
             elif d > tm:      # (then r < 1)
-                tc[t] = (d - tm) / (1 - self.r)
+                tc[t] = (d - tm) / (1 - r)
             else:
                 tc[t] = 0.0
                 impossible += 1
@@ -559,3 +556,7 @@ class _Simulation:
             self.notes.append(f"{impossible} tasks took less than their data's time on the "
                               "platform's links alone: the platform's bandwidths are too low")
         return tc
+
+    def _r(self, task: int) -> float:
+        """r of the task's kernel: fitted, else --overlap's (default 0)."""
+        return self.r.get(self.kernel.get(task, ""), self.overlap or 0.0)
