@@ -1,8 +1,10 @@
 """OpenMP task programs recorded at 1 thread, predicted at 2 (issue 26).
 
-For each program of benchmarks/apps (tiled Cholesky, a task stencil; built with clang): its
-task-region time as the program prints it, untraced at 1 and 2 threads and traced at 1
-(``--runs`` each, alternated, medians: the recording overhead), one ``minitrace record
+For each program of benchmarks/apps (tiled Cholesky, tiled LU, a task stencil; built with
+clang): its task-region time as the program prints it, untraced at 1 and 2 threads and traced
+at 1 (``--runs`` each, alternated, medians: the recording overhead, in wall time, in the
+whole program's CPU time and in the task region's CPU time, which the program prints: the
+tool's per-task cost without the process's start and exit), one ``minitrace record
 --openmp`` at 1 thread, and ``minitrace simulate-tasks --threads 2`` with the three models on
 this machine's platform (its lstopo XML, default bandwidths): predicted vs measured 2-thread
 time.  Then the scale check: a stencil of ~100 k tiny tasks recorded and simulated (wall
@@ -32,13 +34,21 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 APPS = {"cholesky": (HERE / "apps" / "omp_cholesky.c", ["12", "96"]),
+        "lu": (HERE / "apps" / "omp_lu.c", ["12", "96"]),
         "stencil": (HERE / "apps" / "omp_stencil.c", ["16", "65536", "30", "2"])}
 SCALE = ["100", "256", "1000", "1"]          # 100 blocks x 1000 steps = 100 k tasks
 
 
-def _region(cmd: list[str], threads: int, extra_env: dict | None = None) -> float:
-    env = dict(os.environ, OMP_NUM_THREADS=str(threads), OMP_PROC_BIND="true", **(extra_env or {}))
-    out = subprocess.run(cmd, check=True, env=env, capture_output=True, text=True).stdout
+def _region(cmd: list[str], threads: int, cpu: list | None = None) -> float:
+    """The task region's wall time the program prints; its CPU time appended to ``cpu``."""
+    env = dict(os.environ, OMP_NUM_THREADS=str(threads), OMP_PROC_BIND="true")
+    return _parse(subprocess.run(cmd, check=True, env=env, capture_output=True,
+                                 text=True).stdout, cpu)
+
+
+def _parse(out: str, cpu: list | None = None) -> float:
+    if cpu is not None:
+        cpu.append(float(re.search(r"cpu ([0-9.]+) s", out).group(1)))
     return float(re.search(r"region ([0-9.]+) s", out).group(1))
 
 
@@ -66,18 +76,18 @@ def _load() -> float:
 
 def bench_app(name: str, exe: str, argv: list[str], work: Path, runs: int) -> dict:
     cmd = [exe, *argv]
-    one, two, traced, cpu_plain, cpu_tool = [], [], [], [], []
+    one, two, traced, cpu_plain, cpu_tool, region_plain, region_tool = [], [], [], [], [], [], []
     trace = work / f"{name}.h5"
     raw = work / f"{name}.raw"
     raw.mkdir(exist_ok=True)
     for _ in range(runs):           # alternated, so that load changes hit all alike
-        one.append(_region(cmd, 1))
+        one.append(_region(cmd, 1, region_plain))
         two.append(_region(cmd, 2))
         cpu_plain.append(_program_cpu(cmd))
         cpu_tool.append(_program_cpu(cmd, raw))
         t0 = time.perf_counter()
         p = _minitrace("record", "--openmp", "-o", str(trace), "--", *cmd)
-        traced.append(float(re.search(r"region ([0-9.]+) s", p.stdout).group(1)))
+        traced.append(_parse(p.stdout, region_tool))
         record_wall = time.perf_counter() - t0
     sims = {}
     t0 = time.perf_counter()
@@ -96,6 +106,10 @@ def bench_app(name: str, exe: str, argv: list[str], work: Path, runs: int) -> di
             "cpu_untraced": statistics.median(cpu_plain), "cpu_traced": statistics.median(cpu_tool),
             "overhead_cpu_pct": 100 * (statistics.median(cpu_tool) / statistics.median(cpu_plain)
                                        - 1),
+            "region_cpu_untraced": statistics.median(region_plain),
+            "region_cpu_traced": statistics.median(region_tool),
+            "overhead_region_cpu_pct": 100 * (statistics.median(region_tool) /
+                                              statistics.median(region_plain) - 1),
             "predicted_1_task": summary["predicted_time"], "models": sims,
             "tasks": out["tasks"], "record_wall": record_wall, "simulate_wall": sim_wall,
             "notes": out["notes"], "load": _load(), "min_1": min(one), "min_2": min(two),
@@ -147,7 +161,8 @@ def main() -> int:
         print(f"{name} {' '.join(argv)}: {r['tasks']} tasks; 1 thread {r['untraced_1']:.4f} s "
               f"(min {r['min_1']:.4f}), traced {r['traced_1']:.4f} s ({r['overhead_pct']:+.1f}%; "
               f"CPU {r['cpu_untraced']:.4f} -> {r['cpu_traced']:.4f} s, "
-              f"{r['overhead_cpu_pct']:+.1f}%), "
+              f"{r['overhead_cpu_pct']:+.1f}%; task region CPU {r['region_cpu_untraced']:.4f} "
+              f"-> {r['region_cpu_traced']:.4f} s, {r['overhead_region_cpu_pct']:+.1f}%), "
               f"2 threads {r['untraced_2']:.4f} s (min {r['min_2']:.4f}); predicted at 2: "
               f"{models}; load {r['load']:.2f}"
               + ("" if r["comparable"] else "; NOT COMPARABLE: 2 threads no faster than 1 "

@@ -38,26 +38,36 @@ def shim_path() -> str:
     return spec.origin
 
 
-def shim_env(raw_dir: str, volume: str = "auto", base: dict | None = None) -> dict:
-    """Environment for traced ranks: the shim first in LD_PRELOAD, the raw dir, the volume."""
+def shim_env(raw_dir: str, volume: str = "auto", base: dict | None = None,
+             extra: dict | None = None) -> dict:
+    """Environment for traced ranks: the shim first in LD_PRELOAD, the raw dir, the volume;
+    ``extra`` variables are set and forwarded too, its ``LD_PRELOAD`` (another tool: the OMPT
+    one) preloaded after the shim."""
     if volume not in VOLUMES:
         raise MinitraceError(f"unknown volume measure {volume!r} (one of {', '.join(VOLUMES)})")
     env = dict(os.environ if base is None else base)
-    shim = shim_path()
-    pre = [p for p in env.get("LD_PRELOAD", "").split(":") if p and p != shim]
-    env["LD_PRELOAD"] = ":".join([shim, *pre])
+    extra = dict(extra or {})
+    tools = [shim_path(), *[p for p in extra.pop("LD_PRELOAD", "").split(":") if p]]
+    pre = [p for p in env.get("LD_PRELOAD", "").split(":") if p and p not in tools]
+    env["LD_PRELOAD"] = ":".join([*tools, *pre])
     env["MINITRACE_DIR"] = os.path.abspath(raw_dir)
     env["MINITRACE_VOLUME"] = volume
-    for k in _FORWARDED:
+    env.update(extra)
+    forwarded = _forwarded(extra)
+    for k in forwarded:
         if ";" in env[k]:   # the separator of Open MPI's list: it cannot be forwarded
             raise MinitraceError(f"{k} contains ';', which Open MPI's "
                                  f"OMPI_MCA_mca_base_env_list cannot carry: {env[k]}")
     # the user's entries are kept, but not earlier ones for the same variables (a nested or
     # repeated record would otherwise forward stale values first)
     old = [e for e in env.get("OMPI_MCA_mca_base_env_list", "").split(";")
-           if e and e.split("=", 1)[0] not in _FORWARDED]
-    env["OMPI_MCA_mca_base_env_list"] = ";".join(old + [f"{k}={env[k]}" for k in _FORWARDED])
+           if e and e.split("=", 1)[0] not in forwarded]
+    env["OMPI_MCA_mca_base_env_list"] = ";".join(old + [f"{k}={env[k]}" for k in forwarded])
     return env
+
+
+def _forwarded(extra: dict | None) -> tuple:
+    return _FORWARDED + tuple(k for k in (extra or {}) if k not in _FORWARDED)
 
 
 @functools.lru_cache(maxsize=8)
@@ -73,14 +83,16 @@ def _is_hydra(launcher: str) -> bool:
         return False
 
 
-def traced_command(command: list[str], raw_dir: str, volume: str = "auto") -> tuple[list, dict]:
-    """The command line and environment that run ``command`` with the shim in every rank:
-    Hydra's gets the variables as ``-genv`` options (its launcher and proxies stay untraced,
-    and cheap to start), any other launcher through its environment."""
-    env = shim_env(raw_dir, volume)
+def traced_command(command: list[str], raw_dir: str, volume: str = "auto",
+                   extra: dict | None = None) -> tuple[list, dict]:
+    """The command line and environment that run ``command`` with the shim in every rank
+    (and ``extra``: shim_env): Hydra's gets the variables as ``-genv`` options (its launcher
+    and proxies stay untraced, and cheap to start), any other launcher through its
+    environment."""
+    env = shim_env(raw_dir, volume, extra=extra)
     if not command or not _is_hydra(command[0]):
         return list(command), env
-    opts = [x for k in _FORWARDED for x in ("-genv", k, env[k])]
+    opts = [x for k in _forwarded(extra) for x in ("-genv", k, env[k])]
     return [command[0], *opts, *command[1:]], dict(os.environ)
 
 
@@ -151,16 +163,18 @@ def raw_dir_for(output: str) -> str:
                              f"the program was not run", parent) from None
 
 
-def run_traced(command: list[str], output: str, volume: str = "auto") -> RecordRun:
-    """Run ``command`` traced.  The raw directory is made first: if it cannot be, the command
-    is not run (running it untraced would only waste its time).  Interrupted (Ctrl-C,
+def run_traced(command: list[str], output: str, volume: str = "auto",
+               extra=None) -> RecordRun:
+    """Run ``command`` traced (``extra``: a function of the raw directory giving more
+    variables for the ranks, shim_env).  The raw directory is made first: if it cannot be,
+    the command is not run (running it untraced would only waste its time).  Interrupted (Ctrl-C,
     SIGTERM), the launcher is asked to stop (SIGTERM, which mpiexec passes to the ranks) and
     the interrupt goes on with ``raw_dir`` set on it: the caller says where the data is."""
     if not command:
         raise MinitraceError("no command to run: use minitrace record [options] -- mpiexec ...")
     raw = raw_dir_for(output)
     try:
-        argv, env = traced_command(command, raw, volume)
+        argv, env = traced_command(command, raw, volume, extra(raw) if extra else None)
         proc = subprocess.Popen(argv, env=env, stderr=subprocess.PIPE)
     except FileNotFoundError:
         shutil.rmtree(raw, ignore_errors=True)

@@ -118,9 +118,51 @@ def test_nested_tasks_taskwait_taskgroup(tmp_path):
                                                           g.tasks["region"].max())]
     acts = [a for a in g.actions[g.actions["task"] == region2["task"].iloc[0]]["action"]
             if a != "compute"]
-    assert acts[:2] == ["create", "taskgroup"]    # the group's wait follows its body
+    assert acts[:3] == ["taskgroup_begin", "create", "taskgroup"]   # begin, body, its wait
     one = simulate(g, 1)
     assert one.total == pytest.approx(g.actions["duration"].sum(), rel=1e-9)
     two = simulate(g, 2)
     assert len(two.timeline) == len(ex)
     assert one.predicted_time / 2 - 1e-9 <= two.predicted_time <= one.predicted_time + 1e-9
+
+
+def test_raw_records_omit_confirmed_dependences_and_share_clock_reads(tmp_path):
+    """The tool writes OMPT's dependence records only when they differ from the sized ones
+    libomp was given (here never), and its CPU times never run backwards on a thread although
+    most are derived from an earlier read (ompt_tool.c: SHARE_NS)."""
+    import numpy as np
+    from minitrace.tasks import ompt_raw as R
+    exe = clang_openmp("omp_graph", tmp_path)
+    out = tmp_path / "g.h5"
+    p = record_openmp(out, [exe], 1, extra=["--keep-raw"])
+    assert p.returncode == 0, p.stderr
+    raw = R.raw_files(p.stdout.split("raw files kept in ")[1].split()[0])
+    records, _ = R.read_raw(raw[0])
+    kinds = records["kind"]
+    assert (kinds == R.DEP_SIZED).sum() == 8 and (kinds == R.DEP).sum() == 0
+    for th in np.unique(records["thread"]):
+        cpu = records["cpu"][(records["thread"] == th) & (records["cpu"] > 0)]
+        assert (np.diff(cpu.astype(np.int64)) >= 0).all()
+
+
+def test_taskgroup_and_taskwait_wait_as_openmp_defines(tmp_path):
+    """tests/programs/omp_taskgroup.c recorded and simulated on one thread, which at a wait
+    runs the newest ready task first: the order shows what each wait waited for.  A taskwait
+    that waited for the grandchild G2 would run it before M; a taskgroup that waited for L
+    (created before it) or G2 (no descendant of its tasks) would run them before N."""
+    from minitrace.tasks.simulate import simulate
+    exe = clang_openmp("omp_taskgroup", tmp_path)
+    out = tmp_path / "tg.h5"
+    assert record_openmp(out, [exe], 1).returncode == 0
+    g = read_tasks(str(out))
+    ex = g.explicit().sort_values("t_create")
+    T2, G2, M, L, T, G, N = ex["task"]
+    parent = dict(zip(ex["task"], ex["parent"]))
+    assert parent[G2] == T2 and parent[G] == T
+    creator = parent[T2]
+    acts = g.actions[g.actions["task"] == creator]
+    assert [a for a in acts["action"] if a != "compute"][:10] == [
+        "create", "taskwait", "create", "taskwait", "create", "taskgroup_begin", "create",
+        "taskgroup", "create", "taskwait"]
+    order = simulate(g, 1).timeline["task"].tolist()
+    assert order == [T2, M, T, G, N, L, G2]

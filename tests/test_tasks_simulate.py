@@ -120,3 +120,26 @@ def test_cli_json_and_outputs(tmp_path):
         p = subprocess.run([sys.executable, "-m", "minitrace", cmd, str(path)],
                            capture_output=True, text=True, timeout=120)
         assert p.returncode == 0 and says in p.stdout, p.stderr
+
+
+def test_overlap_fitted_per_kernel_from_cached_and_missed_tasks(tmp_path):
+    """Kernel k's tasks 1-3 read 10 MB each for the first time (missed: 10e6 / 12e9 s of
+    traffic alone), 4-6 read them again (cached in the 32 MiB L3); their durations made with
+    Tc = 1 ms and r = 0.4 (D = Tc + max(0, Tm - r Tc)) give r = 0.4 back.  Kernel j's tasks
+    all hit nothing twice: its r cannot be fitted and stays --overlap's default."""
+    plat = tmp_path / "p.xml"
+    plat.write_text(platform_xml(simple_platform(2), BW))
+    tc, r, tm = 1e-3, 0.4, 10e6 / 12e9
+    dur = {t: tc + max(0.0, tm - r * tc) for t in (1, 2, 3)} | {t: tc for t in (4, 5, 6)}
+    dur |= {7: 2e-3, 8: 2e-3}
+    g = from_tasks(dur, deps=[(t, (t - 1) % 3, "in") for t in range(1, 7)] +
+                   [(7, 5, "in"), (8, 6, "in")],
+                   sizes={0: 10_000_000, 1: 10_000_000, 2: 10_000_000, 5: 1000, 6: 1000},
+                   kernels={**{t: "k" for t in range(1, 7)}, 7: "j", 8: "j"})
+    res = simulate(g, 1, "cache", str(plat))
+    assert "r = 0.40 for kernel k (fitted: 3 tasks cached, 3 missed" in " ".join(res.notes)
+    assert "r = 0 for kernel j (not fitted: 0 tasks cached, 2 missed" in " ".join(res.notes)
+    # alone on one thread, the fitted model gives back the recorded durations
+    assert res.predicted_time == pytest.approx(sum(dur.values()), rel=1e-6)
+    fixed = simulate(g, 1, "cache", str(plat), overlap=0.0)
+    assert not any("fitted" in n for n in fixed.notes)

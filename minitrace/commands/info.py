@@ -9,7 +9,7 @@ from ..bench.summary import summarize as summarize_suite
 from ..extrapolate.build import extrapolation_line
 from ..storage import read_provenance
 from ..parallel.world import launched_size
-from ..tasks.taskfile import describe, has_tasks, read_tasks
+from ..tasks.taskfile import describe, read_tasks, task_ranks
 from ..trace import open as open_trace
 
 _META_SHOWN = ("producer", "producer_version", "format_version", "created", "volume_unit",
@@ -80,8 +80,10 @@ def run(args) -> int:
                 print("loops:" if lines else "loops: none (no repetition found)")
                 for line in lines:
                     print(f"  {line}")
-        if has_tasks(args.file):
-            print(f"tasks: {describe(read_tasks(args.file))}")
+        ranks = task_ranks(args.file)
+        for rank in ranks:
+            who = f" of rank {rank}" if t.has_trace or len(ranks) > 1 else ""
+            print(f"tasks{who}: {describe(read_tasks(args.file, rank))}")
         if t.has_calibration:
             _calibration(args.file)
         for suite in t.suites:

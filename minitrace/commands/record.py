@@ -25,8 +25,9 @@ def register(sub) -> None:
                    help="compute volume measure (default auto: instructions if the machine "
                         "has a hardware counter, else thread CPU time)")
     p.add_argument("--openmp", action="store_true",
-                   help="record an OpenMP program's tasks instead (OMPT tool preloaded; "
-                        "LLVM's libomp: build with clang -fopenmp; docs/TASKS.md)")
+                   help="record an OpenMP program's tasks (OMPT tool preloaded; LLVM's "
+                        "libomp: build with clang -fopenmp; docs/TASKS.md); under an MPI "
+                        "launcher, MPI calls and each rank's tasks together")
     p.add_argument("--keep-raw", action="store_true",
                    help="keep the per-rank raw files (directory OUTPUT.raw-*)")
     add_compress_option(p)
@@ -38,11 +39,14 @@ def register(sub) -> None:
 def run(args) -> int:
     cmd = args.command[1:] if args.command[:1] == ["--"] else args.command
     check_output_file(args.output)
+    extra = None
     if args.openmp:
-        from ..tasks.record import record_openmp, report
-        return report(*record_openmp(cmd, args.output, args.keep_raw), args.output)
+        from ..tasks.record import is_mpi_launcher, rank_env, record_openmp, report
+        if not cmd or not is_mpi_launcher(cmd[0]):
+            return report(*record_openmp(cmd, args.output, args.keep_raw), args.output)
+        extra = rank_env       # an MPI+OpenMP program: the OMPT tool beside the shim
     try:
-        run_ = run_traced(cmd, args.output, args.volume)
+        run_ = run_traced(cmd, args.output, args.volume, extra)
     except KeyboardInterrupt as e:
         if getattr(e, "raw_dir", None) and _has_raw(e.raw_dir):
             print(f"minitrace: the program was interrupted; its raw data is kept in "
@@ -59,6 +63,8 @@ def run(args) -> int:
     try:
         good = merge_and_report(run_.raw_dir, args.output, shlex.join(cmd),
                                 args.compress)
+        if args.openmp:
+            _rank_tasks(run_.raw_dir, args.output)
     except BaseException:
         # the raw files hold everything recorded: never lose them to a failed merge
         print(f"minitrace: the merge did not complete; the raw data is kept in "
@@ -71,6 +77,18 @@ def run(args) -> int:
     if run_.returncode != 0:
         return run_.returncode
     return 0 if good else 1
+
+
+def _rank_tasks(raw_dir: str, output: str) -> None:
+    """Add each rank's task graph to the merged trace and say what was recorded."""
+    from ..tasks.record import LIBGOMP_HINT, attach_rank_graphs
+    from ..tasks.taskfile import describe
+    graphs = attach_rank_graphs(raw_dir, output)
+    if not graphs:
+        print(f"minitrace: no rank ran OpenMP code under the OMPT tool. {LIBGOMP_HINT}",
+              file=sys.stderr)
+    for rank, g in sorted(graphs.items()):
+        print(f"tasks of rank {rank}: {describe(g)}")
 
 
 def _nothing_recorded(launcher: str, rc: int, stderr_head: str) -> str:

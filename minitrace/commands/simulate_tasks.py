@@ -20,6 +20,9 @@ def register(sub) -> None:
                     "LRU model of each L3).  docs/TASKS.md.")
     p.add_argument("file", help="minitrace file with a /tasks group")
     p.add_argument("--threads", type=int, required=True, metavar="N", help="threads to simulate")
+    p.add_argument("--rank", type=int, metavar="R",
+                   help="the MPI rank whose task graph to simulate (an MPI+OpenMP recording "
+                        "holds one per rank; required then)")
     p.add_argument("--model", default="task", metavar="M",
                    help=f"comma list of {', '.join(MODELS)}, or all (default task)")
     p.add_argument("--platform", metavar="XML",
@@ -28,9 +31,10 @@ def register(sub) -> None:
                         "node and one L3 for N cores")
     p.add_argument("--scheduler", choices=SCHEDULERS, default="libomp",
                    help="task scheduler (default libomp: docs/TASKS.md)")
-    p.add_argument("--overlap", type=float, default=0.0, metavar="R",
+    p.add_argument("--overlap", type=float, metavar="R",
                    help="fraction r of a task's compute its data traffic overlaps, comm and "
-                        "cache models (default 0: none)")
+                        "cache models, for every task (default: fitted per kernel from the "
+                        "recording, docs/TASKS.md; 0 where it cannot be)")
     p.add_argument("--json", action="store_true", help="print the results as JSON")
     p.add_argument("--plot", metavar="PNG", help="per-thread timeline of the (last) model")
     p.add_argument("--perfetto", metavar="JSON",
@@ -50,7 +54,7 @@ def run(args) -> int:
     if args.plot:
         from ..analysis.plotting import check_plot_path
         check_plot_path(args.plot)
-    graph = read_tasks(args.file)
+    graph = read_tasks(args.file, args.rank)
     check_graph(graph, args.file)
     with _platform(args) as platform:
         results = [simulate(graph, args.threads, m, platform, args.overlap, args.scheduler)

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from ..parallel.world import World, launched_size
-from ..tasks.taskfile import describe, has_tasks, read_tasks
+from ..tasks.taskfile import describe, read_tasks, task_ranks
 from ..tasks.validate import check_graph
 from ..trace import open as open_trace
 from ..validate import validate
@@ -27,11 +27,15 @@ def register(sub) -> None:
 def run(args) -> int:
     parallel = launched_size() > 1
     with open_trace(args.file) as t:
-        if not t.has_trace and has_tasks(args.file):     # a task graph: its checks
-            graph = read_tasks(args.file)
-            check_graph(graph, args.file)
+        sound = []                # task graphs (of each rank of an MPI+OpenMP recording)
+        for rank in task_ranks(args.file):
+            graph = read_tasks(args.file, rank)
+            check_graph(graph, args.file + (f" (rank {rank})" if t.has_trace else ""))
+            sound.append(f"{args.file}: task graph{f' of rank {rank}' if t.has_trace else ''}"
+                         f" sound: {describe(graph)}")
+        if not t.has_trace and sound:
             if not parallel or World().root:
-                print(f"{args.file}: task graph sound: {describe(graph)}")
+                print("\n".join(sound))
             return 0
         if not parallel:
             rep = validate(t.data())
@@ -42,7 +46,7 @@ def run(args) -> int:
         if not world.root:
             return 0 if world.bcast(None) else 1
         world.bcast(rep.ok)
-    print(f"{args.file}: {rep.summary()}")
+    print("\n".join([*sound, f"{args.file}: {rep.summary()}"]))
     for line in rep.lines(args.max or None):
         print(f"  {line}")
     return 0 if rep.ok else 1

@@ -11,8 +11,9 @@ data handles its dependences name and the dependence graph rebuilt from them.
   less the time spent in tasks it switched to and in synchronizations), ``region``, ``index``
   (implicit tasks: parallel region, thread number);
 - ``actions``: per task, in order: ``compute`` (``duration`` s), ``create`` (``target``:
-  child task), ``taskwait``, ``taskgroup`` (the wait at the end of a taskgroup), ``barrier``,
-  ``parallel`` (``target``: region, run by the implicit tasks of that region);
+  child task), ``taskwait``, ``taskgroup_begin`` (the tasks created from here on, and their
+  descendants, belong to the group), ``taskgroup`` (the wait at the end of a taskgroup),
+  ``barrier``, ``parallel`` (``target``: region, run by the implicit tasks of that region);
 - ``deps``: ``task``, ``handle``, ``mode`` (in / out / inout / mutexinoutset / inoutset);
 - ``handles``: ``handle``, ``address``, ``size`` (bytes), ``node`` (NUMA node of its first
   page when a task naming it was created; -1 unknown, -2 not yet placed);
@@ -196,6 +197,10 @@ class _Builder:
                 self.act(b, "parallel", a)
             elif k == R.PARALLEL_END:
                 self.resume[b] = None if b in self.waiting else c_
+            elif k == R.SYNC_BEGIN and b == _TASKGROUP:     # the tasks it creates from here
+                self.stop(a, c_)
+                self.act(a, "taskgroup_begin")
+                self.resume[a] = None if a in self.waiting else c_
             elif k in (R.SYNC_BEGIN, R.WAIT_BEGIN) and (b == _TASKGROUP) == (k == R.WAIT_BEGIN):
                 # a wait starts: a taskgroup's at its waiting part, others at their region
                 self.stop(a, c_)
@@ -250,7 +255,8 @@ def from_raw(records: np.ndarray, codes: dict[int, str], source: str = "") -> Ta
 def _dependences(records: np.ndarray, source: str):
     """(deps, handles): dependences with sizes from libomp's entry points (each DEP_SIZED
     record belongs to the next TASK_CREATE of its thread), checked against the addresses OMPT
-    reported; a task with OMPT dependences but no sized ones keeps size 0 (unknown)."""
+    reported (the tool writes OMPT's DEP records only when they differ from the sized ones or
+    have none); a task with OMPT dependences but no sized ones keeps size 0 (unknown)."""
     kind, thread = records["kind"], records["thread"]
     sized_rows, owners = [], []
     for th in np.unique(thread):
@@ -273,9 +279,11 @@ def _dependences(records: np.ndarray, source: str):
     o_task = o["a"].astype(np.int64)
     has_sized = np.isin(o_task, s_task)
     checked = o[has_sized]
-    if len(checked) != len(s) or not (np.array_equal(checked["a"].astype(np.int64), s_task)
-                                      and np.array_equal(checked["b"], s["b"])):
-        bad = next((int(t) for t in np.unique(s_task)
+    both = np.isin(s_task, o_task)      # (the tool leaves out OMPT's records that agree)
+    if len(checked) != both.sum() or not (
+            np.array_equal(checked["a"].astype(np.int64), s_task[both])
+            and np.array_equal(checked["b"], s["b"][both])):
+        bad = next((int(t) for t in np.unique(s_task[both])
                     if not np.array_equal(s["b"][s_task == t], checked["b"][checked["a"] == t])),
                    int(s_task[0]) if len(s_task) else -1)
         raise MinitraceError(f"task {bad}: the dependences libomp was given and those OMPT "

@@ -1,7 +1,8 @@
 """The OMPT tool's raw file (native/ompt_tool.c writes it at the traced program's exit):
 a 16-byte header (magic "MOMT", version, record size), the record count, fixed 56-byte
 records (each thread's in the order it made them: kind, thread, time = monotonic ns, cpu = the
-thread's CPU ns on the records that delimit computations, fields a b c d), then a text table
+thread's CPU ns on the records that delimit computations, read at most every 4 us of wall
+time and advanced by the wall time in between, fields a b c d), then a text table
 of the code addresses that created tasks (address, file, symbol, offset in the file).
 
 Record kinds and their fields (``a b c d``), the one place they are listed:
@@ -14,7 +15,8 @@ IMPLICIT_BEGIN      a: task, b: region, c: team size, d: index | OMPT task flags
 IMPLICIT_END        a: task, b: region
 TASK_CREATE         a: task, b: parent, c: OMPT task flags | has-dependences << 32,
                     d: code address
-DEP                 a: task, b: address, c: OMPT dependence type (the OMPT callback)
+DEP                 a: task, b: address, c: OMPT dependence type (the OMPT callback;
+                    written only when they differ from the DEP_SIZED ones before)
 DEP_SIZED           b: address, c: size, d: dependence type | NUMA node << 32 (libomp's
                     entry point, before the TASK_CREATE of its task on the same thread)
 EDGE                a: predecessor, b: successor (OMPT; misses finished predecessors)
@@ -32,7 +34,7 @@ import numpy as np
 
 from ..errors import MinitraceError
 
-MAGIC, VERSION = 0x544D4F4D, 2
+MAGIC, VERSION = 0x544D4F4D, 3
 RECORD = np.dtype([("kind", "<u4"), ("thread", "<u4"), ("time", "<u8"), ("cpu", "<u8"),
                    ("a", "<u8"), ("b", "<u8"), ("c", "<u8"), ("d", "<u8")])
 (THREAD, PARALLEL_BEGIN, PARALLEL_END, IMPLICIT_BEGIN, IMPLICIT_END, TASK_CREATE, DEP,

@@ -1,5 +1,6 @@
 """``minitrace record --openmp``: run an OpenMP program with the OMPT tool preloaded and turn
-its raw file into a ``/tasks`` file.
+its raw file into a ``/tasks`` file; under an MPI launcher (an MPI+OpenMP program), the PMPI
+shim is preloaded too and each rank's task graph joins the merged MPI trace.
 
 The tool (native/ompt_tool.c, built into the ``minitrace.tasks.native._ompt`` extension
 module) needs LLVM's libomp: programs built with ``clang -fopenmp``.  GCC's libgomp has no OMPT
@@ -11,12 +12,17 @@ import os
 import shlex
 import shutil
 import subprocess
+import sys
 
 from ..errors import MinitraceError
 from ..record import raw_dir_for
 from .graph import TaskGraph, from_raw
 from .ompt_raw import raw_files, read_raw
-from .taskfile import describe, write_tasks
+from .taskfile import add_tasks, describe, write_tasks
+
+#: commands that launch MPI jobs: ``record --openmp`` then traces MPI too (hybrid programs)
+MPI_LAUNCHERS = ("mpiexec", "mpirun", "srun", "prterun", "orterun")
+OMPT_SUBDIR = "openmp"
 
 LIBGOMP_HINT = ("GCC's libgomp has no OMPT interface: build the program with clang -fopenmp "
                 "(Debian: clang and libomp-dev); LLVM's libomp also implements libgomp's "
@@ -45,6 +51,43 @@ def openmp_env(raw_dir: str, base: dict | None = None) -> dict:
     return env
 
 
+def is_mpi_launcher(command0: str) -> bool:
+    """Whether a command is an MPI launcher (``mpiexec``, ``mpirun``, ``srun``...)."""
+    return os.path.basename(command0).startswith(MPI_LAUNCHERS)
+
+
+def rank_env(raw_dir: str) -> dict:
+    """The variables that load the OMPT tool into every rank beside the PMPI shim
+    (``record.run_traced``'s ``extra``): its files go to RAW/openmp."""
+    out = os.path.join(raw_dir, OMPT_SUBDIR)
+    os.makedirs(out, exist_ok=True)
+    return {"LD_PRELOAD": ompt_tool_path(), "MINITRACE_OMPT_DIR": os.path.abspath(out)}
+
+
+def attach_rank_graphs(raw_dir: str, output: str) -> dict[int, TaskGraph]:
+    """Each rank's task graph, from its OMPT file (matched to its MPI raw file by host and
+    process id), added to the merged trace ``output``; {} when no rank ran OpenMP code."""
+    from ..merge import RawRun
+    files = raw_files(os.path.join(raw_dir, OMPT_SUBDIR))
+    if not files:
+        return {}
+    rank_of = {}
+    for rank, r in RawRun(raw_dir).by_rank.items():
+        rank_of[(r.h["host"].decode(errors="replace").replace("/", "_"), int(r.h["pid"]))] = rank
+    graphs = {}
+    for path in files:
+        host, _, pid = os.path.basename(path)[len("ompt-"):-len(".bin")].rpartition("-")
+        rank = rank_of.get((host, int(pid) if pid.isdigit() else -1))
+        if rank is None:
+            print(f"minitrace: {path}: an OpenMP process that is no MPI rank of the job "
+                  "(not kept)", file=sys.stderr)
+            continue
+        graphs[rank] = from_raw(*read_raw(path), path)
+    if graphs:
+        add_tasks(output, graphs)
+    return graphs
+
+
 def record_openmp(command: list[str], output: str, keep_raw: bool = False) -> tuple[int, TaskGraph]:
     """Run ``command`` with the tool, write ``output``; returns (exit status, graph)."""
     if not command:
@@ -64,8 +107,9 @@ def record_openmp(command: list[str], output: str, keep_raw: bool = False) -> tu
             raise MinitraceError(f"nothing recorded (the program exited with {rc}): no OpenMP "
                                  f"runtime loaded the OMPT tool. {LIBGOMP_HINT}")
         if len(files) > 1:
-            raise MinitraceError(f"{len(files)} processes ran OpenMP code; recording one "
-                                 f"process is supported (raw files kept in {raw})")
+            raise MinitraceError(f"{len(files)} processes ran OpenMP code: record an MPI "
+                                 f"program under its launcher (minitrace record --openmp -- "
+                                 f"mpiexec -n N ./app); raw files kept in {raw}")
         records, codes = read_raw(files[0])
         graph = from_raw(records, codes, files[0])
         write_tasks(output, graph, meta={"command_line": shlex.join(command),

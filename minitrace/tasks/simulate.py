@@ -9,8 +9,9 @@ threads in turn; an idle thread wakes at every push and may steal at once); the 
 thread goes on creating (breadth-first) unless the task is undeferred (``if(0)``; a team of
 one thread makes every task undeferred, which is not carried over); at a taskwait, taskgroup
 or barrier a thread runs tasks until the wait is over, within a taskwait of an explicit task
-only that task's descendants (the task scheduling constraint of tied tasks); members of a
-mutexinoutset set never run at once.
+only that task's descendants (the task scheduling constraint of tied tasks); a taskwait waits
+for the task's children, a taskgroup's end for the tasks created inside it and all their
+descendants (OpenMP's rules); members of a mutexinoutset set never run at once.
 
 Models of a task's time (its recorded compute time D, scaled per segment):
 
@@ -37,6 +38,8 @@ import pandas as pd
 from ..errors import MinitraceError
 from .graph import TaskGraph
 from .memory import L3Caches, comm_flows
+from .overlap import describe as describe_overlap
+from .overlap import fit_overlap, memory_times
 from .numa_platform import (CORE_SPEED, PlatformInfo, Topology, platform_xml,
                             read_platform_info)
 from .validate import check_graph
@@ -76,7 +79,7 @@ def simple_platform(threads: int) -> Topology:
 
 
 def simulate(graph: TaskGraph, threads: int, model: str = "task",
-             platform: str | None = None, overlap: float = 0.0,
+             platform: str | None = None, overlap: float | None = None,
              scheduler: str = "libomp") -> SimResult:
     """Simulate ``graph`` on ``threads`` threads (the platform's first cores).
 
@@ -87,7 +90,8 @@ def simulate(graph: TaskGraph, threads: int, model: str = "task",
     model : ``task``, ``comm`` or ``cache`` (module docstring).
     platform : a SimGrid platform file (``minitrace numa-platform``); default: one NUMA node,
         one shared L3, default bandwidths.
-    overlap : r, the fraction of a task's compute its memory traffic overlaps (comm, cache).
+    overlap : r, the fraction of a task's compute its memory traffic overlaps (comm, cache);
+        None: fitted per kernel from the recording (overlap.py).
 
     Returns
     -------
@@ -99,7 +103,7 @@ def simulate(graph: TaskGraph, threads: int, model: str = "task",
         raise MinitraceError(f"unknown scheduler {scheduler!r} (one of {', '.join(SCHEDULERS)})")
     if threads < 1:
         raise MinitraceError(f"--threads must be at least 1 (got {threads})")
-    if not 0.0 <= overlap <= 1.0:
+    if overlap is not None and not 0.0 <= overlap <= 1.0:
         raise MinitraceError(f"--overlap must be within 0..1 (got {overlap})")
     check_graph(graph)
     with tempfile.TemporaryDirectory(prefix="minitrace-tasks-") as tmp:
@@ -147,9 +151,10 @@ def _child_main(sim: "_Simulation", conn) -> None:
 
 class _Simulation:
     def __init__(self, g: TaskGraph, threads: int, model: str, platform: str,
-                 info: PlatformInfo, overlap: float):
+                 info: PlatformInfo, overlap: float | None):
         self.n, self.model, self.platform, self.info = threads, model, platform, info
-        self.r = overlap
+        self.overlap = overlap          # None: r fitted per kernel
+        self.r: dict = {}               # kernel -> r, when fitted
         self.notes: list[str] = []
         t = g.tasks
         self.parent = dict(zip(t["task"].tolist(), t["parent"].tolist()))
@@ -258,7 +263,11 @@ class _Simulation:
         self.done: set[int] = set()
         self.created: set[int] = set()
         self.children = defaultdict(int)
-        self.descendants = defaultdict(int)
+        self.open_groups = defaultdict(list)   # task -> its open taskgroups, innermost last
+        self.groups_of = {}                     # task -> the taskgroups it belongs to
+        self.group_pending = defaultdict(int)   # taskgroup -> its members not completed
+        self.next_group = 0
+        self.started: set = set()
         self.region_pending = defaultdict(int)
         self.arrivals = defaultdict(int)
         self.barrier_count = [0] * self.n
@@ -335,6 +344,13 @@ class _Simulation:
 
     def _run_body(self, i: int, task, body: list) -> None:
         scale = self._compute_scale(task)
+        if task not in self.started:
+            self.started.add(task)
+            # a taskgroup end without its begin (files recorded before taskgroup_begin): the
+            # group is taken to open at the task's start
+            actions = [a for a, _, _ in self.body.get(task, body)]
+            for _ in range(actions.count("taskgroup") - actions.count("taskgroup_begin")):
+                self._open_group(task)
         for action, dur, target in body:
             if action == "compute":
                 self._compute(i, dur * scale)
@@ -343,8 +359,11 @@ class _Simulation:
             elif action == "taskwait":
                 self._wait(i, lambda: self.children[task] == 0,
                            task if self.kind.get(task) == "explicit" else None)
+            elif action == "taskgroup_begin":
+                self._open_group(task)
             elif action == "taskgroup":
-                self._wait(i, lambda: self.descendants[task] == 0,
+                group = self.open_groups[task].pop()
+                self._wait(i, lambda: self.group_pending[group] == 0,
                            task if self.kind.get(task) == "explicit" else None)
             elif action == "barrier":
                 self._barrier(i, task)
@@ -375,13 +394,18 @@ class _Simulation:
         self._wait(i, lambda: self.arrivals[k] >= self.n and
                    self.region_pending[self.current_region] == 0)
 
+    def _open_group(self, task) -> None:
+        self.next_group += 1
+        self.open_groups[task].append(self.next_group)
+
     def _create(self, i: int, parent: int, child: int) -> None:
         self.created.add(child)
         self.children[parent] += 1
-        a = parent
-        while a is not None:
-            self.descendants[a] += 1
-            a = self.parent.get(a) if self.kind.get(a) == "explicit" else None
+        # the groups open in its creator, and those its creator belongs to (descendants)
+        groups = (*self.groups_of.get(parent, ()), *self.open_groups.get(parent, ()))
+        self.groups_of[child] = groups
+        for g in groups:
+            self.group_pending[g] += 1
         self.region_pending[self.current_region] += 1
         if child in self.undeferred:
             self._wait(i, lambda: self.npred[child] == 0, parent
@@ -439,12 +463,9 @@ class _Simulation:
             self.npred[s] -= 1
             if self.npred[s] == 0 and s in self.created and s not in self.undeferred:
                 self.deques[i].append(s)
-        p = self.parent.get(t)
-        self.children[p] -= 1
-        a = p
-        while a is not None:
-            self.descendants[a] -= 1
-            a = self.parent.get(a) if self.kind.get(a) == "explicit" else None
+        self.children[self.parent.get(t)] -= 1
+        for g in self.groups_of.get(t, ()):
+            self.group_pending[g] -= 1
         self.region_pending[self.current_region] -= 1
         self._wake_all()
 
@@ -486,7 +507,7 @@ class _Simulation:
         host = self.hosts[i]
         comms = [self.sg.Comm.sendto_async(self._mem_host(h), host, b) for h, b in reads] + \
                 [self.sg.Comm.sendto_async(host, self._mem_host(h), b) for h, b in writes]
-        budget = self.r * self.tc.get(t, 0.0)
+        budget = self._r(t) * self.tc.get(t, 0.0)
         scale = self._compute_scale(t)
         body = self.body[t]
         for action, dur, target in body:
@@ -511,30 +532,23 @@ class _Simulation:
 
     def _fit_compute(self) -> dict:
         """Tc per explicit task, from D = Tc + max(0, Tm1 - r*Tc) with Tm1 its flows' time
-        alone on the first core (PlatformInfo.time_alone); the CACHE model's flows are what
-        one L3, replayed in recorded start order, misses."""
-        core = self.info.cores[0]
-        caches = L3Caches({0: self.info.l3_size.get(self.info.l3[core], 0)}) \
-            if self.model == "cache" else None
+        alone on the first core (overlap.memory_times, the CACHE model's through one L3
+        replayed in recorded start order) and r its kernel's (fitted: overlap.py)."""
+        order = sorted((k for k, v in self.kind.items() if v == "explicit"),
+                       key=lambda k: (self.t_start.get(k, 0.0), k))
+        times = {cached: memory_times(order, self.deps, self.size, self._node, self.info,
+                                      cached) for cached in {self.model == "cache", True}}
+        if self.overlap is None:
+            fits = fit_overlap(self.kernel, self.duration, times[True])
+            self.r = {k: f.r for k, f in fits.items()}
+            self.notes += describe_overlap(fits)
         tc, impossible = {}, 0
-        for t in sorted((k for k, v in self.kind.items() if v == "explicit"),
-                        key=lambda k: (self.t_start.get(k, 0.0), k)):
-            if caches is None:
-                reads, writes = comm_flows(self.deps.get(t, []), self.size)
-            else:
-                reads, writes = [], []
-                for h, m in self.deps.get(t, []):
-                    r, ev = caches.access(0, h, self.size[h], m)
-                    reads += [(h, r)] if r else []
-                    writes += ev
-            mem = self.info.memories
-            tm = self.info.time_alone([(mem[self._node(h)], core, b) for h, b in reads] +
-                                      [(core, mem[self._node(h)], b) for h, b in writes])
-            d = self.duration.get(t, 0.0)
-            if tm <= self.r * d:
+        for t, tm in times[self.model == "cache"].items():
+            d, r = self.duration.get(t, 0.0), self._r(t)
+            if tm <= r * d:
                 tc[t] = d
             elif d > tm:      # (then r < 1)
-                tc[t] = (d - tm) / (1 - self.r)
+                tc[t] = (d - tm) / (1 - r)
             else:
                 tc[t] = 0.0
                 impossible += 1
@@ -542,3 +556,7 @@ class _Simulation:
             self.notes.append(f"{impossible} tasks took less than their data's time on the "
                               "platform's links alone: the platform's bandwidths are too low")
         return tc
+
+    def _r(self, task: int) -> float:
+        """r of the task's kernel: fitted, else --overlap's (default 0)."""
+        return self.r.get(self.kernel.get(task, ""), self.overlap or 0.0)

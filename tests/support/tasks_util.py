@@ -23,9 +23,23 @@ def clang_openmp(name: str, outdir: Path) -> str:
     return str(out)
 
 
-def record_openmp(out: Path, argv: list[str], threads: int, timeout: float = 120
-                  ) -> subprocess.CompletedProcess:
+def record_openmp(out: Path, argv: list[str], threads: int, timeout: float = 120,
+                  extra: list[str] = ()) -> subprocess.CompletedProcess:
     env = dict(os.environ, OMP_NUM_THREADS=str(threads))
     return subprocess.run([sys.executable, "-m", "minitrace", "record", "--openmp", "-o",
-                           str(out), "--", *argv], capture_output=True, text=True,
+                           str(out), *extra, "--", *argv], capture_output=True, text=True,
                           timeout=timeout, env=env)
+
+
+def mpicc_openmp(src: Path, outdir: Path) -> str:
+    """An MPI+OpenMP C program built with the environment's mpicc driving clang (LLVM's
+    libomp: the OMPT tool needs it), as ``MPICH_CC=clang mpicc -fopenmp`` (OMPI_CC for Open
+    MPI's wrapper)."""
+    from tests.support.mpiutil import tool
+    if not shutil.which("clang"):
+        pytest.fail("clang is not installed (scripts/setup.sh installs it)")
+    out = outdir / src.stem
+    env = dict(os.environ, MPICH_CC="clang", OMPI_CC="clang")
+    subprocess.run([tool("mpicc"), "-fopenmp", "-O2", str(src), "-o", str(out)], check=True,
+                   capture_output=True, env=env, timeout=120)
+    return str(out)

@@ -6,7 +6,8 @@
  * before libomp's, which is how dependence sizes are known (OMPT gives only addresses).  Does
  * nothing unless MINITRACE_OMPT_DIR is set.  Each thread appends fixed 56-byte records to its
  * own buffer (no lock); at ompt_finalize_tool (program exit) the process writes them all to
- * MINITRACE_OMPT_DIR/ompt-PID.bin, then a table of the task-creation code addresses
+ * MINITRACE_OMPT_DIR/ompt-HOST-PID.bin (an MPI rank's is matched to its rank by host and
+ * pid), then a table of the task-creation code addresses
  * (dladdr).  The record kinds and their fields are listed once, in minitrace/tasks/ompt_raw.py. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -38,6 +39,12 @@ typedef struct { block *head, *tail; } tbuf;
 static tbuf threads[MAX_THREADS];
 static uint64_t next_thread, next_task = 1, next_parallel = 1;
 static __thread int my_thread = -1;
+/* The thread's last CPU-clock read (a system call, ~1 us here) and the wall time it was made:
+ * a timed record less than SHARE_NS of wall time later reuses it, plus the wall time since
+ * (the thread was running: at most SHARE_NS of it could have been spent descheduled).  The end
+ * of a task, its creation and the start of the next thus share one read. */
+#define SHARE_NS 4000
+static __thread uint64_t cpu_read, cpu_read_wall;
 static int enabled;
 static char out_dir[4096];
 
@@ -69,8 +76,16 @@ static void put(uint32_t kind, uint64_t a, uint64_t b, uint64_t c, uint64_t d) {
         t->tail = nb;
     }
     mt_rec *r = &t->tail->r[t->tail->n++];
-    r->kind = kind; r->thread = (uint32_t)my_thread; r->time = clock_ns(CLOCK_MONOTONIC);
-    r->cpu = timed ? clock_ns(CLOCK_THREAD_CPUTIME_ID) : 0;
+    uint64_t now = clock_ns(CLOCK_MONOTONIC);
+    r->kind = kind; r->thread = (uint32_t)my_thread; r->time = now;
+    if (!timed) {
+        r->cpu = 0;
+    } else if (cpu_read_wall && now - cpu_read_wall < SHARE_NS) {
+        r->cpu = cpu_read + (now - cpu_read_wall);
+    } else {
+        r->cpu = cpu_read = clock_ns(CLOCK_THREAD_CPUTIME_ID);
+        cpu_read_wall = now;
+    }
     r->a = a; r->b = b; r->c = c; r->d = d;
 }
 
@@ -114,7 +129,18 @@ static void on_task_create(ompt_data_t *parent, const ompt_frame_t *frame, ompt_
         (uint64_t)(uint32_t)flags | ((uint64_t)(has_deps != 0) << 32), (uint64_t)code);
 }
 
+/* The addresses of the last dependences libomp's entry point was given on this thread (those of
+ * the task OMPT reports next): when OMPT reports the same, its records would only repeat them. */
+#define SIZED_KEPT 64
+static __thread uint64_t sized_addr[SIZED_KEPT];
+static __thread int sized_n = -1;
+
 static void on_dependences(ompt_data_t *task, const ompt_dependence_t *deps, int n) {
+    int same = sized_n == n;
+    for (int i = 0; same && i < n; i++)
+        same = sized_addr[i] == (uint64_t)deps[i].variable.ptr;
+    sized_n = -1;
+    if (same) return;
     for (int i = 0; i < n; i++)
         put(R_DEP, id_of(task), (uint64_t)deps[i].variable.ptr,
             (uint64_t)deps[i].dependence_type, 0);
@@ -177,9 +203,13 @@ static long node_of(intptr_t addr) {
 
 static void record_sized(int n, kmp_depend_info *deps) {
     if (n <= 0 || !deps) return;
-    for (int i = 0; i < n; i++)
+    int kept = sized_n < 0 ? 0 : sized_n;
+    for (int i = 0; i < n; i++, kept++) {
+        if (kept < SIZED_KEPT) sized_addr[kept] = (uint64_t)deps[i].base_addr;
         put(R_DEP_SIZED, 0, (uint64_t)deps[i].base_addr, (uint64_t)deps[i].len,
             mode_of(deps[i].flag) | ((uint64_t)(int64_t)node_of(deps[i].base_addr) << 32));
+    }
+    sized_n = kept <= SIZED_KEPT ? kept : -1;
 }
 
 typedef int32_t (*task_with_deps_fn)(void *, int32_t, void *, int32_t, kmp_depend_info *,
@@ -193,6 +223,7 @@ int32_t __kmpc_omp_task_with_deps(void *loc, int32_t gtid, void *task, int32_t n
     static task_with_deps_fn real;
     if (!real) real = (task_with_deps_fn)dlsym(RTLD_NEXT, "__kmpc_omp_task_with_deps");
     if (enabled) {
+        sized_n = -1;
         record_sized(ndeps, deps);
         record_sized(nnoalias, noalias);
     }
@@ -204,6 +235,7 @@ void __kmpc_omp_wait_deps(void *loc, int32_t gtid, int32_t ndeps, kmp_depend_inf
     static wait_deps_fn real;
     if (!real) real = (wait_deps_fn)dlsym(RTLD_NEXT, "__kmpc_omp_wait_deps");
     if (enabled) {   /* an undeferred task's dependences (if(0)): the next task created */
+        sized_n = -1;
         record_sized(ndeps, deps);
         record_sized(nnoalias, noalias);
     }
@@ -212,14 +244,17 @@ void __kmpc_omp_wait_deps(void *loc, int32_t gtid, int32_t ndeps, kmp_depend_inf
 
 /* ---- start and finish ---- */
 static void write_all(void) {
-    char path[4200];
-    snprintf(path, sizeof path, "%s/ompt-%d.bin", out_dir, (int)getpid());
+    char path[4400], host[256] = "";
+    gethostname(host, sizeof host - 1);
+    for (char *h = host; *h; h++)
+        if (*h == '/') *h = '_';
+    snprintf(path, sizeof path, "%s/ompt-%s-%d.bin", out_dir, host, (int)getpid());
     FILE *f = fopen(path, "wb");
     if (!f) { fprintf(stderr, "minitrace OMPT tool: cannot write %s\n", path); return; }
     uint64_t n = 0, nthreads = next_thread < MAX_THREADS ? next_thread : MAX_THREADS;
     for (uint64_t t = 0; t < nthreads; t++)
         for (block *b = threads[t].head; b; b = b->next) n += b->n;
-    uint32_t head[4] = {0x544d4f4d /* "MOMT" */, 2, (uint32_t)sizeof(mt_rec), 0};
+    uint32_t head[4] = {0x544d4f4d /* "MOMT" */, 3, (uint32_t)sizeof(mt_rec), 0};
     fwrite(head, sizeof head, 1, f);
     fwrite(&n, sizeof n, 1, f);
     for (uint64_t t = 0; t < nthreads; t++)
