@@ -1,7 +1,8 @@
 """2-D and 3-D halos extrapolated on their process grid: the trace at N is the one generated at
 N (periodic from 2 ranks on, with cart_create or inferred; open grids by position class),
 refusals say which class lacks runs or which direction is lost, sub-communicators are refused;
-a real 2-D halo (benchmarks/apps/halo2d.c) recorded at 2-16 ranks passes --check."""
+a real 2-D halo (benchmarks/apps/halo2d.c: sendrecv, allreduces on cart_sub rows) recorded
+at 2-16 ranks passes --check."""
 from pathlib import Path
 
 import numpy as np
@@ -135,17 +136,20 @@ def test_command_grid_option(tmp_path, capsys):
     assert "--grid: the runs are not on a 2-D or 3-D grid" in capsys.readouterr().err
 
 
-def test_recorded_2d_halo_with_rows_self_check(tmp_path, capsys):
+def test_recorded_2d_halo_with_rows_and_sendrecv_self_check(tmp_path, capsys):
     exe = mpicc(APPS / "halo2d.c", tmp_path / "halo2d")
     paths = []
     for p in (2, 4, 8, 16):
         paths.append(str(tmp_path / f"h{p}.h5"))
-        record(Path(paths[-1]), p, [str(exe), "4", "16", "periodic", "weak", "rows"])
+        record(Path(paths[-1]), p, [str(exe), "4", "16", "periodic", "weak", "rows",
+                                    "sendrecv"])
     # --force: compute gaps that the load makes noisy must not make this test flaky; the
     # structure is what is checked here (the times: benchmarks/RESULTS.md)
     assert main(["extrapolate", *paths, "--check", "--force"]) == 0
     printed = capsys.readouterr().out
     assert "grid: 4x4 (periodic, periodic)" in printed
+    assert "directions of sendrecv sources along periodic dimension 1 (extent 2 at most) " \
+        "taken from dimension 0's" in printed
     assert "structure at 16 ranks: identical to the recorded run" in printed
     # the rows (cart_sub keeping dimension 1) become the 8 rows of 8 of an 8x8 grid
     runs = C.load_runs(paths[:3])

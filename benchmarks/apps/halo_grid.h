@@ -3,8 +3,9 @@
  * iteration and dimension Irecv from both neighbours (tags 2d, 2d+1), Isend to both, one Waitall,
  * then a compute loop over the local block and an Allreduce of one double on the grid.
  * argv: iterations, side (of the local block: weak; of the global grid: strong), periodic|open,
- * weak|strong, and "rows": also an Allreduce per iteration on the row (MPI_Cart_sub keeping the
- * last dimension).  Faces are the block's (side^(NDIMS-1) doubles in weak scaling, the global side
+ * weak|strong, then options: "rows": also an Allreduce per iteration on the row (MPI_Cart_sub
+ * keeping the last dimension); "sendrecv": per dimension two MPI_Sendrecv (to the high neighbour
+ * from the low one, then the other way) instead of the Irecv/Isend/Waitall.  Faces are the block's (side^(NDIMS-1) doubles in weak scaling, the global side
  * divided by the grid's extents in strong scaling); the compute loop is 20 additions per point. */
 #include <mpi.h>
 #include <stdio.h>
@@ -15,7 +16,11 @@ int main(int argc, char **argv) {
     int iters = argc > 1 ? atoi(argv[1]) : 10, side = argc > 2 ? atoi(argv[2]) : 32;
     int periodic = !(argc > 3 && strcmp(argv[3], "open") == 0);
     int strong = argc > 4 && strcmp(argv[4], "strong") == 0;
-    int rows = argc > 5 && strcmp(argv[5], "rows") == 0;
+    int rows = 0, sendrecv = 0;
+    for (int a = 5; a < argc; a++) {
+        rows |= strcmp(argv[a], "rows") == 0;
+        sendrecv |= strcmp(argv[a], "sendrecv") == 0;
+    }
     MPI_Init(&argc, &argv);
     int size, rank, dims[NDIMS] = {0}, periods[NDIMS], lo[NDIMS], hi[NDIMS];
     MPI_Comm_size(MPI_COMM_WORLD, &size);
@@ -40,14 +45,21 @@ int main(int argc, char **argv) {
     double acc = 0, res = 0;
     for (int it = 0; it < iters; it++) {
         MPI_Request req[4 * NDIMS];
-        for (int d = 0; d < NDIMS; d++) {
+        for (int d = 0; sendrecv && d < NDIMS; d++) {
+            int face = (int)(points / extent[d]);
+            MPI_Sendrecv(out, face, MPI_DOUBLE, hi[d], 2 * d, in + 2 * d * points, face, MPI_DOUBLE,
+                         lo[d], 2 * d, grid, MPI_STATUS_IGNORE);
+            MPI_Sendrecv(out, face, MPI_DOUBLE, lo[d], 2 * d + 1, in + (2 * d + 1) * points, face,
+                         MPI_DOUBLE, hi[d], 2 * d + 1, grid, MPI_STATUS_IGNORE);
+        }
+        for (int d = 0; !sendrecv && d < NDIMS; d++) {
             int face = (int)(points / extent[d]);
             MPI_Irecv(in + 2 * d * points, face, MPI_DOUBLE, lo[d], 2 * d, grid, &req[4 * d]);
             MPI_Irecv(in + (2 * d + 1) * points, face, MPI_DOUBLE, hi[d], 2 * d + 1, grid, &req[4 * d + 1]);
             MPI_Isend(out, face, MPI_DOUBLE, hi[d], 2 * d, grid, &req[4 * d + 2]);
             MPI_Isend(out, face, MPI_DOUBLE, lo[d], 2 * d + 1, grid, &req[4 * d + 3]);
         }
-        MPI_Waitall(4 * NDIMS, req, MPI_STATUSES_IGNORE);
+        if (!sendrecv) MPI_Waitall(4 * NDIMS, req, MPI_STATUSES_IGNORE);
         for (long i = 0; i < 20 * points; i++) acc += 1e-9 * (double)(i & 1023);
         out[0] = acc + in[0];
         MPI_Allreduce(&acc, &res, 1, MPI_DOUBLE, MPI_SUM, grid);

@@ -284,7 +284,8 @@ def build(runs: list[ST.Run], ranks: int, plans: dict, grid: GR.Grid | None = No
           peers: dict | None = None) -> TraceColumns:
     """The trace at ``ranks``: each class's program with its planned counts and parameters,
     decoded once and repeated for each of its ranks (on ``grid``, the target grid: peers
-    are the grid offsets ``peers[class]`` from each rank, :func:`.grid_peers.resolve`)."""
+    and sendrecv sources are the grid offsets ``peers[class]`` from each rank,
+    :func:`.grid_peers.resolve`)."""
     ref = max(runs, key=lambda r: r.nranks)
     comms = _world_like(runs)
     owner = class_ranks(ref, ranks, grid)
@@ -299,7 +300,7 @@ def build(runs: list[ST.Run], ranks: int, plans: dict, grid: GR.Grid | None = No
             sigs["peer"] = np.where(rel, ST.signed(sigs["peer"], source.nranks) % ranks,
                                     sigs["peer"])
         else:
-            sigs["peer"] = np.where(rel, peers[key], sigs["peer"])
+            sigs["peer"] = np.where(rel, peers[key][0], sigs["peer"])
         for field in ("bytes_sent", "bytes_recv"):
             sigs[field] = plan.leaves[field].astype(np.int64)
         stream = leaf_stream(rc.tree, plan.counts.tolist())
@@ -307,6 +308,7 @@ def build(runs: list[ST.Run], ranks: int, plans: dict, grid: GR.Grid | None = No
         a["volume"] = plan.leaves["volume"][stream]
         if grid is not None:
             _set_cart_dims(a, vec, grid)
+            _set_sources(a, vec, peers[key][1][stream])
         programs[key] = (a, vec, peer_rel, vec_rel)
         lengths[owner[key]], vec_lengths[owner[key]] = len(a), len(vec)
     offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
@@ -335,6 +337,13 @@ def build(runs: list[ST.Run], ranks: int, plans: dict, grid: GR.Grid | None = No
     return TraceColumns(actions, offsets, vectors,
                         {**{c: world for c in [0] + comms}, **sub_comms},
                         meta={"volume_unit": ref.data.meta.get("volume_unit", "seconds")})
+
+
+def _set_sources(a: np.ndarray, vec: np.ndarray, sources: np.ndarray) -> None:
+    """Each sendrecv's source (its vector's first entry): its resolved grid offset."""
+    starts = np.cumsum(a["vec_len"]) - a["vec_len"]
+    has = sources >= 0
+    vec[starts[has]] = sources[has]
 
 
 def _set_cart_dims(a: np.ndarray, vec: np.ndarray, grid: GR.Grid) -> None:
@@ -383,7 +392,7 @@ def extrapolate(runs: list[ST.Run], ranks: int, scaling: str = "weak", force: bo
     offsets, notes = {}, []
     if grid is not None:
         for key in keys:
-            offsets[key], said = GP.resolve(
+            *offsets[key], said = GP.resolve(
                 sorted((r for r in runs if key in r.classes), key=lambda r: r.nranks), key)
             notes += said
     refused = found + refusals(parameters, ranks, max(r.nranks for r in runs))

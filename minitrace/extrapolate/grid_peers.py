@@ -39,14 +39,15 @@ def encode(data, grid: G.Grid, sig: SG.Signatures | None = None,
         where = G.encode(grid.offsets(rank[sr], source))
         pairs, inverse = np.unique(np.stack([vec[sr], where], axis=1), axis=0,
                                    return_inverse=True)
-        contents = []
+        contents, ids = {}, []             # one id per distinct new content
         for v, w in pairs.tolist():
             c = values[off[v]:off[v + 1]].copy()
             c[1] = w
-            contents.append(c)
+            ids.append(contents.setdefault(c.tobytes(), (len(contents), c))[0])
+        contents = [c for _, c in contents.values()]
         nvec = len(off) - 1
         cols["vec"] = cols["vec"].copy()
-        cols["vec"][sr] = nvec + inverse.ravel()
+        cols["vec"][sr] = nvec + np.array(ids, np.int64)[inverse.ravel()]
         off = np.concatenate([off, off[-1] + np.cumsum([len(c) for c in contents])])
         values = np.concatenate([values] + contents)
     cols["peer"] = cols["peer"].astype(np.int32)
@@ -82,19 +83,29 @@ def sendrecv_source(sig: SG.Signatures, leaves) -> np.ndarray:
     return out
 
 
-def resolve(members: list, key: str) -> tuple[np.ndarray, list[str]]:
-    """The grid offset of each leaf of class ``key`` (leaf order, encoded; -1 for absolute
-    peers) and notes on how it was found.  Along each dimension the offset is the one of the
-    run where that dimension is longest; along a periodic dimension of extent 2 or less in
-    every run the direction is lost (the +1 and -1 neighbours are one rank): it is taken from
-    a dimension the same calls use in the same order where it is known (the program treats
-    its dimensions alike), else refused."""
+def resolve(members: list, key: str) -> tuple[np.ndarray, np.ndarray, list[str]]:
+    """The grid offsets of each leaf of class ``key`` (leaf order, encoded; -1 where none):
+    its peer and its sendrecv's source; and notes on how they were found.  Along each
+    dimension the offset is the one of the run where that dimension is longest; along a
+    periodic dimension of extent 2 or less in every run the direction is lost (the +1 and
+    -1 neighbours are one rank): it is taken from a dimension the same calls use in the same
+    order where it is known (the program treats its dimensions alike), else refused."""
+    ref = members[-1]
+    rows = ref.sig.table[ref.classes[key].leaves]
+    peers = [r.sig.table[r.classes[key].leaves]["peer"] for r in members]
+    sources = [sendrecv_source(r.sig, r.classes[key].leaves) for r in members]
+    peer, notes = _resolve(members, key, peers, rows["peer_mode"] == 1, rows, "call")
+    source, more = _resolve(members, key, sources, sources[-1] >= 0, rows, "sendrecv source")
+    return peer, source, notes + more
+
+
+def _resolve(members: list, key: str, codes: list, rel: np.ndarray, rows: np.ndarray,
+             what: str) -> tuple[np.ndarray, list[str]]:
+    """:func:`resolve` for one kind of offset: ``codes`` per run (leaf order), ``rel`` the
+    leaves that have one."""
     ref = members[-1]
     ndims = ref.grid.ndims
-    rows = ref.sig.table[ref.classes[key].leaves]
-    rel = rows["peer_mode"] == 1
-    per_run = np.stack([G.decode(r.sig.table[r.classes[key].leaves]["peer"], ndims)
-                        for r in members])                         # (runs, leaves, ndims)
+    per_run = np.stack([G.decode(c, ndims) for c in codes])          # (runs, leaves, ndims)
     extents = np.array([r.grid.dims for r in members])              # (runs, ndims)
     best = extents.argmax(axis=0)
     out = per_run[best, :, np.arange(ndims)].T.copy()               # (leaves, ndims)
@@ -104,20 +115,18 @@ def resolve(members: list, key: str) -> tuple[np.ndarray, list[str]]:
     notes = []
     for k in lost:
         along = np.flatnonzero(rel & (out[:, k] != 0))
+        if not len(along):
+            continue
         source = next((j for j in known if _alike(out, rel, rows, along, j, k)), None)
-        if source is None and len(along):
+        if source is None:
             raise MinitraceError(
                 f"rank class {key}: along the periodic dimension {k} (extent "
-                f"{longest[k]} at most in the runs) the direction of {len(along)} call(s) is "
-                "lost and no other dimension shows the same calls: record a scale with an "
+                f"{longest[k]} at most in the runs) the direction of {len(along)} {what}(s) "
+                "is lost and no other dimension shows the same calls: record a scale with an "
                 f"extent of 3 or more along dimension {k}")
-        if len(along):
-            out[along, k] = np.sign(out[_axis(out, rel, source), source])
-            notes.append(f"rank class {key}: directions along periodic dimension {k} (extent "
-                         f"{longest[k]} at most) taken from dimension {source}'s calls")
-    if lost and (sendrecv_source(ref.sig, ref.classes[key].leaves) >= 0).any():
-        raise MinitraceError(f"rank class {key}: sendrecv along a periodic dimension of extent "
-                             "2 or less in every run: its direction is lost")
+        out[along, k] = np.sign(out[_axis(out, rel, source), source])
+        notes.append(f"rank class {key}: directions of {what}s along periodic dimension {k} "
+                     f"(extent {longest[k]} at most) taken from dimension {source}'s")
     return np.where(rel, G.encode(out), -1), notes
 
 
