@@ -63,6 +63,13 @@ def test_strong_scaling_faces_follow_the_grid():
     assert all(x.at_target == 4096 for x in parameters if "bytes" in x.name)   # 4x4
 
 
+def test_a_line_with_cart_create_is_a_1d_grid():
+    data, _, _ = _same_as_generated((4, 8, 16), 1, 32, periodic=False)
+    assert data.meta["extrapolated"]["grid"]["dims"] == [32]
+    with pytest.raises(MinitraceError, match=r"rank class \(mid\) \(interior\) is in 2 run"):
+        B.extrapolate(_runs((2, 4, 8), 1, periodic=False), 16, "weak")
+
+
 def test_3d_torus_from_4_8_16_to_64():
     _same_as_generated((4, 8, 16), 3, 64)
 

@@ -90,6 +90,8 @@ def describe_position(key: str) -> str:
     bound = sum(x in (LOW, HIGH, ALONE) for x in parts)
     if bound == 0:
         return "interior" if any(x == MIDDLE for x in parts) else "every rank"
+    if len(parts) == 1:
+        return "end"
     names = {1: "face" if len(parts) == 3 else "edge", 2: "edge" if len(parts) == 3 else
              "corner", 3: "corner"}
     return names[bound]
@@ -203,9 +205,9 @@ def infer(data, relative: np.ndarray, ndims: int | None = None) -> Grid | None:
 
 def run_grids(paths: list, datas: list, relatives: list) -> list:
     """The grid of each run (None for all: a 1-D program, left to the rank-relative peers).
-    A recorded ``cart_create`` wins; else the grid is inferred, its number of dimensions from
-    the largest run; a dimension is periodic when some run shows it wrap (only extents of 3
-    or more can show it); one of extent 2 at most in every run is periodic when its rank
+    A recorded ``cart_create`` wins (a 1-D one too); else the grid is inferred, its number of
+    dimensions from the largest run's record or peers; a dimension is periodic when some run
+    shows it wrap (only extents of 3 or more can show it); one of extent 2 at most in every run is periodic when its rank
     sends as many calls to its one neighbour as a rank in the middle of a longer dimension
     to both of its own, else open."""
     largest = max(range(len(datas)), key=lambda k: datas[k].nranks)
@@ -215,7 +217,7 @@ def run_grids(paths: list, datas: list, relatives: list) -> list:
             raise MinitraceError("the runs' cart_create records have different numbers of "
                                  "dimensions: " + ", ".join(map(str, found)))
         return found
-    guess = infer(datas[largest], relatives[largest])
+    guess = found[largest] or infer(datas[largest], relatives[largest])
     if guess is None:
         return [None] * len(datas)
     ndims = guess.ndims
