@@ -4,7 +4,9 @@
  * then a compute loop over the local block and an Allreduce of one double on the grid.
  * argv: iterations, side (of the local block: weak; of the global grid: strong), periodic|open,
  * weak|strong, then options: "rows": also an Allreduce per iteration on the row (MPI_Cart_sub
- * keeping the last dimension); "sendrecv": per dimension two MPI_Sendrecv (to the high neighbour
+ * keeping the last dimension); "colreduce": also an MPI_Reduce to the first rank of the column
+ * (MPI_Cart_sub keeping dimension 0);
+ * "sendrecv": per dimension two MPI_Sendrecv (to the high neighbour
  * from the low one, then the other way) instead of the Irecv/Isend/Waitall.  Faces are the block's (side^(NDIMS-1) doubles in weak scaling, the global side
  * divided by the grid's extents in strong scaling); the compute loop is 20 additions per point. */
 #include <mpi.h>
@@ -16,8 +18,9 @@ int main(int argc, char **argv) {
     int iters = argc > 1 ? atoi(argv[1]) : 10, side = argc > 2 ? atoi(argv[2]) : 32;
     int periodic = !(argc > 3 && strcmp(argv[3], "open") == 0);
     int strong = argc > 4 && strcmp(argv[4], "strong") == 0;
-    int rows = 0, sendrecv = 0;
+    int rows = 0, sendrecv = 0, colreduce = 0;
     for (int a = 5; a < argc; a++) {
+        colreduce |= strcmp(argv[a], "colreduce") == 0;
         rows |= strcmp(argv[a], "rows") == 0;
         sendrecv |= strcmp(argv[a], "sendrecv") == 0;
     }
@@ -29,11 +32,16 @@ int main(int argc, char **argv) {
     MPI_Comm grid;
     MPI_Cart_create(MPI_COMM_WORLD, NDIMS, dims, periods, 0, &grid);
     MPI_Comm_rank(grid, &rank);
-    MPI_Comm row = MPI_COMM_NULL;
+    MPI_Comm row = MPI_COMM_NULL, column = MPI_COMM_NULL;
     if (rows) {
         int keep[NDIMS] = {0};
         keep[NDIMS - 1] = 1;
         MPI_Cart_sub(grid, keep, &row);
+    }
+    if (colreduce) {
+        int keep[NDIMS] = {0};
+        keep[0] = 1;
+        MPI_Cart_sub(grid, keep, &column);
     }
     long extent[NDIMS], points = 1;
     for (int d = 0; d < NDIMS; d++) {
@@ -64,12 +72,14 @@ int main(int argc, char **argv) {
         out[0] = acc + in[0];
         MPI_Allreduce(&acc, &res, 1, MPI_DOUBLE, MPI_SUM, grid);
         if (rows) MPI_Allreduce(&res, &acc, 1, MPI_DOUBLE, MPI_MAX, row);
+        if (colreduce) MPI_Reduce(&res, &acc, 1, MPI_DOUBLE, MPI_SUM, 0, column);
     }
     if (rank == 0)
         printf("halo%dd %d ranks (%s, %s) acc %g\n", NDIMS, size, periodic ? "periodic" : "open",
                strong ? "strong" : "weak", res);
     free(out); free(in);
     if (rows) MPI_Comm_free(&row);
+    if (colreduce) MPI_Comm_free(&column);
     MPI_Comm_free(&grid);
     MPI_Finalize();
     return 0;

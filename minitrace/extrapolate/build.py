@@ -94,6 +94,8 @@ def _negligible(runs: list[ST.Run], classes: list, volumes: np.ndarray) -> np.nd
 
 
 def _role(key: str) -> str:
+    if "@" in key:
+        return "pinned in " + GR.describe_position(key.split("@")[0])
     return GR.describe_position(key) if key.startswith("(") else \
         "bulk" if key == "bulk" else "anchored"
 
@@ -196,7 +198,8 @@ def print_table(parameters: list[Parameter], ranks: int) -> None:
 
 def class_ranks(ref: ST.Run, ranks: int, grid: GR.Grid | None = None) -> dict:
     """Each class's ranks at the target: anchored ones at their signed ranks, the rest the
-    bulk (1-D) or their position on the target ``grid``."""
+    bulk (1-D) or their position on the target ``grid`` (pinned places in a position first:
+    ``position@(0,*)`` holds the position's ranks whose first coordinate is 0)."""
     out, taken = {}, np.zeros(ranks, bool)
     for key in ref.classes:
         if not ST.anchored(key):
@@ -210,6 +213,12 @@ def class_ranks(ref: ST.Run, ranks: int, grid: GR.Grid | None = None) -> dict:
         out["bulk"] = np.flatnonzero(~taken)
         return out
     where = np.array(grid.positions(np.arange(ranks)), object)
+    for key in ref.classes:                  # pinned places in a position: row roots
+        if "@" in key:
+            r = ST.pinned_ranks(key, grid, np.flatnonzero((where == key.split("@")[0]) &
+                                                          ~taken))
+            taken[r] = True
+            out[key] = r
     for pos in sorted(set(where)):
         r = np.flatnonzero((where == pos) & ~taken)
         if len(r):
@@ -322,7 +331,8 @@ def build(runs: list[ST.Run], ranks: int, plans: dict, grid: GR.Grid | None = No
         r = owner[key]
         rows = (offsets[:-1][r][:, None] + np.arange(len(a))).ravel()
         block = np.tile(a, len(r))
-        block["peer"] = _place(a["peer"].astype(np.int64), peer_rel, r, ranks, grid).ravel()
+        placed = _place(a["peer"].astype(np.int64), peer_rel, r, ranks, grid)
+        block["peer"] = (placed if grid is None else GC.place_roots(placed, r, grid)).ravel()
         made = np.tile(a["kind"] == K.CODE["cart_sub"], len(r))
         for label, ids in sub_ids.items():
             mine = np.repeat(ids[r], len(a))

@@ -2,22 +2,25 @@
 has its own id in a trace, so ranks of different rows would have different programs; here a
 ``cart_sub`` communicator is named by what it is, a label the same on every rank and at every
 scale (its ``remain_dims`` and which such ``cart_sub`` of the rank it is), and at the target
-each label becomes one communicator per row of the target grid."""
+each label becomes one communicator per row of the target grid.  The root of a rooted
+collective on one (a world rank, another in each row) is named by its place in the row: its
+coordinates along the kept dimensions, counted from both ends (0 the first, -1 the last)."""
 from __future__ import annotations
 
 import numpy as np
 
 from .. import kinds as K
-from ..errors import MinitraceError
+from . import grid as G
 
 #: labels are above every communicator id a trace holds
 LABEL_BASE = 1 << 28
+#: roots on cart_sub communicators: ROOT_BASE + (remain mask << 22) + encoded coordinates
+ROOT_BASE = 1 << 29
 _ROOTED = K.mask(K.ROOTED)
 
 
-def labels(data, path: str) -> dict:
-    """{communicator id: label} for the trace's cart_sub communicators; MinitraceError for a
-    rooted collective on one (its root is a world rank, different in every row)."""
+def labels(data) -> dict:
+    """{communicator id: label} for the trace's cart_sub communicators."""
     a = data.actions
     rows = np.flatnonzero(a["kind"] == K.CODE["cart_sub"])
     out = {}
@@ -32,11 +35,43 @@ def labels(data, path: str) -> dict:
         cid = int(a["request"][row])
         if cid >= 0:
             out[cid] = LABEL_BASE + mask * 64 + n
-    rooted = np.flatnonzero(_ROOTED[a["kind"]] & np.isin(a["comm"], list(out)))
-    if len(rooted):
-        raise MinitraceError(f"{path}: {K.NAME[int(a['kind'][rooted[0]])]} on a cart_sub "
-                             "communicator: rooted collectives on sub-communicators are not "
-                             "extrapolated (their root is a world rank, another in each row)")
+    return out
+
+
+def _remain(label: int, ndims: int) -> np.ndarray:
+    return np.array([(((label - LABEL_BASE) // 64) >> k) & 1 for k in range(ndims)], bool)
+
+
+def roots(grid, labelled_comm: np.ndarray, kind: np.ndarray, peer: np.ndarray):
+    """(rows, codes): the rooted collectives on cart_sub communicators (``labelled_comm``:
+    each action's communicator, labels in place of cart_sub ids) and their roots as places
+    in the row."""
+    rows = np.flatnonzero(_ROOTED[kind] & is_label(labelled_comm) & (peer >= 0))
+    codes = np.zeros(len(rows), np.int64)
+    for label in np.unique(labelled_comm[rows]):
+        at = labelled_comm[rows] == label
+        keep = _remain(int(label), grid.ndims)
+        c = grid.coords(peer[rows[at]])
+        dims = np.array(grid.dims)
+        place = np.where(keep, np.where(c < (dims + 1) // 2, c, c - dims), 0)
+        mask = int(sum(int(x) << k for k, x in enumerate(keep)))
+        codes[at] = ROOT_BASE + (mask << 22) + G.encode(place)
+    return rows, codes
+
+
+def place_roots(peers: np.ndarray, ranks: np.ndarray, grid) -> np.ndarray:
+    """``peers`` (len(ranks), actions) with each root code made the world rank of that place
+    in the rank's row of the target grid."""
+    coded = peers >= ROOT_BASE
+    if not coded.any():
+        return peers
+    rank = np.broadcast_to(ranks[:, None], peers.shape)[coded]
+    code = peers[coded] - ROOT_BASE
+    keep = ((code >> 22)[:, None] >> np.arange(grid.ndims)) & 1
+    place = G.decode(code & ((1 << 22) - 1), grid.ndims)
+    c = np.where(keep == 1, place % np.array(grid.dims), grid.coords(rank))
+    out = peers.copy()
+    out[coded] = grid.rank(c)
     return out
 
 
@@ -63,8 +98,7 @@ def target(grid, used: list, first_id: int):
     coords = grid.coords(ranks)
     ids, comms, next_id = {}, {}, first_id
     for label in sorted(used):
-        remain = [(((label - LABEL_BASE) // 64) >> k) & 1 for k in range(grid.ndims)]
-        dropped = [k for k in range(grid.ndims) if not remain[k]]
+        dropped = list(np.flatnonzero(~_remain(label, grid.ndims)))
         key = np.ravel_multi_index(tuple(coords[:, k] for k in dropped),
                                    tuple(grid.dims[k] for k in dropped)) if dropped else \
             np.zeros(grid.size, np.int64)

@@ -56,6 +56,9 @@ def encode(data, grid: G.Grid, sig: SG.Signatures | None = None,
         made = rows["kind"] == K.CODE["cart_sub"]
         cols["request"] = np.where(made, GC.relabel(cols["request"], comm_labels),
                                    cols["request"])
+        at, codes = GC.roots(grid, cols["comm"], cols["kind"],
+                             data.actions["peer"].astype(np.int64))
+        cols["peer"][at] = codes
     table, ids = SG._factorize(cols, len(rows))
     return SG.Signatures(table, ids, off, values, sig.new_requests, sig.new_request_offsets)
 

@@ -110,7 +110,7 @@ def load(path: str, data: TraceColumns, grid: GR.Grid | None = None,
     sig = sig if sig is not None else SG.encode(data)
     labels = {}
     if grid is not None:
-        labels = GC.labels(data, path)
+        labels = GC.labels(data)
         sig = GP.encode(data, grid, sig, labels)
     gram = G.build(sig.ids, data.rank_offsets, len(sig.table))
     P = data.nranks
@@ -121,13 +121,18 @@ def load(path: str, data: TraceColumns, grid: GR.Grid | None = None,
         groups = []
         for pos in sorted(set(where)):
             ranks = np.flatnonzero(where == pos)
-            groups.append(((pos, int(gram.rank_grammar[ranks[len(ranks) // 2]])), ranks))
+            programs, counts = np.unique(gram.rank_grammar[ranks], return_counts=True)
+            middle = gram.rank_grammar[ranks[len(ranks) // 2]]
+            main = middle if counts[programs == middle][0] == counts.max() else \
+                programs[counts.argmax()]
+            groups.append(((pos, int(main)), ranks))
     classes = {}
     for (name, main), members in groups:
         programs = gram.rank_grammar[members]
         for g in np.unique(programs):
             ranks = members[programs == g]
-            key = name if g == main else ",".join(map(str, sorted(signed(ranks, P).tolist())))
+            key = name if g == main else (grid and _pinned(grid, name, members, ranks)) or \
+                ",".join(map(str, sorted(signed(ranks, P).tolist())))
             if key in classes:      # one anchored program at several positions
                 ranks = np.union1d(classes[key].ranks, ranks)
             tree = _tree(gram, gram.top(int(g)))
@@ -137,9 +142,41 @@ def load(path: str, data: TraceColumns, grid: GR.Grid | None = None,
     return Run(path, data, sig, classes, grid, labels)
 
 
+def _pinned(grid: GR.Grid, position: str, members: np.ndarray, ranks: np.ndarray):
+    """``position@(c0,*,...)`` when ``ranks`` are exactly the ``members`` (one position's
+    ranks) with these coordinates, counted from both ends, along some dimensions (the roots
+    of a grid's rows or columns); else None."""
+    coords = grid.coords(members)
+    dims = np.array(grid.dims)
+    place = np.where(coords < (dims + 1) // 2, coords, coords - dims)
+    mine = np.isin(members, ranks)
+    fixed = [k for k in range(grid.ndims) if len(set(place[mine, k].tolist())) == 1 and
+             len(set(place[:, k].tolist())) > 1]      # one value, which tells ranks apart
+    if not fixed:
+        return None
+    value = {k: int(place[mine, k][0]) for k in fixed}
+    match = np.all([place[:, k] == v for k, v in value.items()], axis=0)
+    if not np.array_equal(match, mine):
+        return None
+    return position + "@(" + ",".join(str(value[k]) if k in value else "*"
+                                      for k in range(grid.ndims)) + ")"
+
+
+def pinned_ranks(key: str, grid: GR.Grid, ranks: np.ndarray) -> np.ndarray:
+    """Which of ``ranks`` (one position's, on ``grid``) a ``position@(...)`` class holds."""
+    pattern = key.split("@")[1].strip("()").split(",")
+    coords = grid.coords(ranks)
+    dims = np.array(grid.dims)
+    keep = np.ones(len(ranks), bool)
+    for k, v in enumerate(pattern):
+        if v != "*":
+            keep &= coords[:, k] == int(v) % dims[k]
+    return ranks[keep]
+
+
 def anchored(key: str) -> bool:
     """An anchored class (its ranks, counted from both ends) rather than the bulk or a grid
-    position."""
+    position (or a pinned place in one: ``position@(...)``)."""
     return key != "bulk" and not key.startswith("(")
 
 
