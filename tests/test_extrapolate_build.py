@@ -90,7 +90,7 @@ def test_command_table_provenance_and_refusals(tmp_path, capsys):
     assert main(["extrapolate", *paths, "--ranks", "16", "-o", out]) == 0
     printed = capsys.readouterr().out
     assert "loop 1: iterations" in printed and "4 + 2 * log2(p)" in printed
-    assert "12 .. 12" in printed        # every leave-one-out fit predicts 12 iterations
+    assert "12 .. 12" in printed        # an exact law: its interval is a point
     assert main(["info", out]) == 0
     assert "extrapolated: 16 ranks, weak scaling, from runs at [2, 4, 8]" in \
         capsys.readouterr().out
@@ -105,6 +105,17 @@ def test_command_table_provenance_and_refusals(tmp_path, capsys):
     assert "forced: 1024 ranks is more than 64x" in capsys.readouterr().out
     assert "FORCED past 2 refusals" in B.extrapolation_line(minitrace.open(far).meta[
         "extrapolated"])
+
+
+def test_noisy_fits_from_three_scales_are_said_to_under_cover(tmp_path, capsys):
+    # the generated halo's volumes carry 0.5 % jitter: no exact law
+    three = _write(tmp_path, (2, 4, 8))
+    assert main(["extrapolate", *three, "--ranks", "32", "-o", str(tmp_path / "a.h5")]) == 0
+    assert "fitted from 3 scales follow no exact law" in capsys.readouterr().out
+    four = three + _write(tmp_path, (16,))
+    assert main(["extrapolate", *four, "--ranks", "32", "-o", str(tmp_path / "b.h5")]) == 0
+    printed = capsys.readouterr().out
+    assert "95% interval at 32" in printed and "3 scales" not in printed
 
 
 def test_self_check_reports_structure_and_times(tmp_path, capsys):
