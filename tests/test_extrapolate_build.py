@@ -84,6 +84,20 @@ def test_poor_fits_of_negligible_volumes_are_flagged_not_refused():
         B.extrapolate(runs, 16, "weak")
 
 
+def test_a_law_falling_below_zero_is_refused_not_clamped():
+    runs = []
+    for p, volume in zip((2, 4, 8), (3e-3, 2e-3, 1e-3)):      # 4e-3 - 1e-3 log2(p): < 0 at 32
+        data = synthetic.halo_1d_trace(p, seed=p)
+        data.actions["volume"][data.actions["kind"] == synthetic.K.CODE["compute"]] = volume
+        runs.append(ST.load(f"halo{p}.h5", data))
+    with pytest.raises(MinitraceError, match=r"predicts -0.001 at 32 ranks, below what it can"):
+        B.extrapolate(runs, 32, "weak")
+    _, parameters, forced = B.extrapolate(runs, 32, "weak", force=True)
+    (compute,) = [x for x in parameters if x.clamped]
+    assert compute.at_target == 0 and any("below what it can be" in f for f in forced)
+    assert "(law below it)" in B.table(parameters, 32).to_string()
+
+
 def test_command_table_provenance_and_refusals(tmp_path, capsys):
     paths = _write(tmp_path, (2, 4, 8))
     out = str(tmp_path / "big.h5")

@@ -42,6 +42,7 @@ class Parameter:
     model: F.Model
     at_target: float
     negligible: bool = False
+    clamped: bool = False        # the law predicts less than the least the quantity can be
 
 
 @dataclass
@@ -139,9 +140,10 @@ def fit_parameters(runs: list[ST.Run], ranks: int, scaling: str,
                 return float(values[0])
             m = GL.face_law(values, members, axis, grid, threshold) if grid else None
             m = m or F.fit(p, values, scaling, threshold)
-            value = max(low, float(m(ranks)))
+            predicted = float(m(ranks))
+            value = max(low, predicted)
             value = float(np.rint(value)) if integer else value
-            found.append(Parameter(key, name, values, m, value, negligible))
+            found.append(Parameter(key, name, values, m, value, negligible, predicted < low))
             return value
 
         counts = np.array([[lp.count for lp in rc.loops] for rc in classes])
@@ -181,7 +183,8 @@ def table(parameters: list[Parameter], ranks: int) -> pd.DataFrame:
         "recorded": [" ".join(f"{v:.4g}" for v in x.values) for x in parameters],
         "model": [str(x.model) for x in parameters],
         "LOO error": [f"{x.model.loo_error:.2%}" + _flag(x) for x in parameters],
-        f"at {ranks}": [f"{x.at_target:.6g}" for x in parameters],
+        f"at {ranks}": [f"{x.at_target:.6g}" + (" (law below it)" if x.clamped else "")
+                        for x in parameters],
         f"95% interval at {ranks}": ["{:.4g} .. {:.4g}".format(*x.model.interval(ranks))
                                      for x in parameters],
     })
@@ -376,13 +379,17 @@ def _set_cart_dims(a: np.ndarray, vec: np.ndarray, grid: GR.Grid) -> None:
 
 
 def refusals(parameters: list[Parameter], ranks: int, largest: int) -> list[str]:
-    """What the fits do not support: a target too far, fits over their LOO threshold."""
+    """What the fits do not support: a target too far, fits over their LOO threshold, laws
+    that fall below what the quantity can be at the target (a negative volume, no loop)."""
     out = []
     if ranks > MAX_FACTOR * largest:
         out.append(f"{ranks} ranks is more than {MAX_FACTOR}x the largest run ({largest})")
     out += [f"rank class {x.rank_class}, {x.name}: {x.model} has a leave-one-out error of "
             f"{x.model.loo_error:.1%} (threshold {x.model.threshold:.0%})"
             for x in parameters if x.model.flagged and not x.negligible]
+    out += [f"rank class {x.rank_class}, {x.name}: {x.model} predicts {x.model(ranks):.4g} "
+            f"at {ranks} ranks, below what it can be (taken as {x.at_target:.4g})"
+            for x in parameters if x.clamped and not x.negligible]
     return out
 
 
