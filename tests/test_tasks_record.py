@@ -166,3 +166,22 @@ def test_taskgroup_and_taskwait_wait_as_openmp_defines(tmp_path):
         "taskgroup", "create", "taskwait"]
     order = simulate(g, 1).timeline["task"].tolist()
     assert order == [T2, M, T, G, N, L, G2]
+
+
+def test_cpu_time_interpolated_between_clock_reads():
+    """Task creations and switches that did not read the thread's CPU clock (cpu 0) get it
+    interpolated in wall time between the reads around them on their thread, advanced by the
+    wall time after the last one; other threads and untimed records are left alone."""
+    import numpy as np
+    from minitrace.tasks import ompt_raw as R
+    from minitrace.tasks.graph import interpolate_cpu
+    rows = [(R.SCHEDULE, 0, 0, 100), (R.TASK_CREATE, 0, 500, 0), (R.DEP_SIZED, 0, 0, 0),
+            (R.SCHEDULE, 0, 1000, 600), (R.SCHEDULE, 0, 1500, 0), (R.SCHEDULE, 1, 200, 50),
+            (R.SCHEDULE, 1, 400, 0), (R.SYNC_END, 1, 600, 150)]
+    rec = np.zeros(len(rows), R.RECORD)
+    for i, (k, th, t, c) in enumerate(rows):
+        rec[i]["kind"], rec[i]["thread"], rec[i]["time"], rec[i]["cpu"] = k, th, t, c
+    timed = rec["kind"] != R.DEP_SIZED
+    out = interpolate_cpu(rec, timed)
+    assert out["cpu"].tolist() == [100, 350, 0, 600, 1100, 50, 100, 150]
+    assert rec["cpu"][1] == 0           # the input is not changed

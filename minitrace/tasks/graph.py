@@ -229,8 +229,9 @@ def from_raw(records: np.ndarray, codes: dict[int, str], source: str = "") -> Ta
     if records["kind"].max() >= len(_STRUCTURAL):
         raise MinitraceError(f"unknown record kind {records['kind'].max()}", source)
     bld = _Builder(codes)
-    t0 = int(records["time"].min())
     structural = _STRUCTURAL[records["kind"]]
+    t0 = int(records["time"][structural].min()) if structural.any() else 0
+    records = interpolate_cpu(records, structural)
     for th in np.unique(records["thread"]):
         mine = records[(records["thread"] == th) & structural]
         if len(mine):
@@ -250,6 +251,30 @@ def from_raw(records: np.ndarray, codes: dict[int, str], source: str = "") -> Ta
     ompt = _frame({"src": e["a"].astype(np.int64), "dst": e["b"].astype(np.int64)})
     return TaskGraph(tasks, actions, deps, handles, edges, ompt,
                      {"source": "ompt", "edges_ompt_not_rebuilt": _missing(ompt, edges)})
+
+
+def interpolate_cpu(records: np.ndarray, timed: np.ndarray) -> np.ndarray:
+    """The records with the CPU time of each ``timed`` one that did not read the thread's
+    CPU clock (cpu 0: the tool reads it at most every millisecond on task creations and
+    switches) interpolated linearly in wall time between the reads around it on its thread,
+    after the last one advanced by the wall time (the thread running)."""
+    missing = timed & (records["cpu"] == 0)
+    if not missing.any():
+        return records
+    out = records.copy()
+    for th in np.unique(records["thread"][missing]):
+        mine = records["thread"] == th
+        read = np.nonzero(mine & timed & (records["cpu"] > 0))[0]
+        fill = np.nonzero(mine & missing)[0]
+        if not len(read):
+            continue
+        t, c = records["time"][read].astype(float), records["cpu"][read].astype(float)
+        tf = records["time"][fill].astype(float)
+        v = np.interp(tf, t, c)
+        after = tf > t[-1]
+        v[after] = c[-1] + (tf[after] - t[-1])
+        out["cpu"][fill] = np.round(v).astype(np.uint64)
+    return out
 
 
 def _dependences(records: np.ndarray, source: str):

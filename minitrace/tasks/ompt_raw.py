@@ -1,8 +1,9 @@
 """The OMPT tool's raw file (native/ompt_tool.c writes it at the traced program's exit):
 a 16-byte header (magic "MOMT", version, record size), the record count, fixed 56-byte
-records (each thread's in the order it made them: kind, thread, time = monotonic ns, cpu = the
-thread's CPU ns on the records that delimit computations, read at most every 4 us of wall
-time and advanced by the wall time in between, fields a b c d), then a text table
+records (each thread's in the order it made them: kind, thread, time = monotonic ns (0 on
+dependence and edge records), cpu = the
+thread's CPU ns on the records that delimit computations, 0 on the task creations and
+switches that did not read the clock: graph.interpolate_cpu; fields a b c d), then a text table
 of the code addresses that created tasks (address, file, symbol, offset in the file).
 
 Record kinds and their fields (``a b c d``), the one place they are listed:

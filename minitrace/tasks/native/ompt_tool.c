@@ -32,19 +32,32 @@ enum { R_THREAD = 1, R_PARALLEL_BEGIN, R_PARALLEL_END, R_IMPLICIT_BEGIN, R_IMPLI
  * measured in CPU time do not grow when other processes take the core. */
 typedef struct { uint32_t kind, thread; uint64_t time, cpu, a, b, c, d; } mt_rec;
 #define BLOCK 65536
-typedef struct block { struct block *next; size_t n; mt_rec r[BLOCK]; } block;
+/* a block's records are zeroed first: its length is where kind 0 starts (block_len) */
+typedef struct block { struct block *next; mt_rec r[BLOCK]; } block;
 typedef struct { block *head, *tail; } tbuf;
 
 #define MAX_THREADS 4096
 static tbuf threads[MAX_THREADS];
 static uint64_t next_thread, next_task = 1, next_parallel = 1;
-static __thread int my_thread = -1;
-/* The thread's last CPU-clock read (a system call, ~1 us here) and the wall time it was made:
- * a timed record less than SHARE_NS of wall time later reuses it, plus the wall time since
- * (the thread was running: at most SHARE_NS of it could have been spent descheduled).  The end
- * of a task, its creation and the start of the next thus share one read. */
-#define SHARE_NS 4000
-static __thread uint64_t cpu_read, cpu_read_wall;
+/* Thread-local state in the static TLS block (initial-exec: the library is preloaded), not
+ * reached through __tls_get_addr: after a task that streamed megabytes, every page the tool
+ * touches is a TLB miss, which in a VM costs far more than the tool's own instructions. */
+#define TLS __thread __attribute__((tls_model("initial-exec")))
+static TLS int my_thread = -1;
+static TLS mt_rec *cursor, *limit;        /* the thread's next record, its block's end */
+/* The thread's CPU clock is a system call (1-3 us here: a tenth of the overhead budget of a
+ * 50 us task), so the frequent records (task creations and switches) read it at most once
+ * every WINDOW_NS of wall time and carry cpu = 0 in between: minitrace interpolates their CPU
+ * time linearly in wall time between the reads around them (graph.interpolate_cpu), exact
+ * when the thread was not descheduled in between.  The other records (waits, regions: where
+ * a thread may sleep) always read it.  A read that finds the thread got less than 95% of the
+ * wall time since the previous one (it was descheduled: a loaded machine) makes every record
+ * read it for the next EXACT_NS, so that the lost time is not spread over the tasks. */
+#ifndef WINDOW_NS
+#define WINDOW_NS 1000000
+#endif
+#define EXACT_NS (10 * WINDOW_NS)
+static TLS uint64_t cpu_read, cpu_read_wall, exact_until;
 static int enabled;
 static char out_dir[4096];
 
@@ -67,26 +80,30 @@ static tbuf *mine(void) {
 
 static void put(uint32_t kind, uint64_t a, uint64_t b, uint64_t c, uint64_t d) {
     int timed = kind != R_DEP && kind != R_DEP_SIZED && kind != R_EDGE;
-    tbuf *t = mine();
-    if (!t) return;
-    if (!t->tail || t->tail->n == BLOCK) {
-        block *nb = calloc(1, sizeof(block));
+    if (cursor == limit) {
+        tbuf *t = mine();
+        block *nb = t ? calloc(1, sizeof(block)) : NULL;
         if (!nb) return;
         if (t->tail) t->tail->next = nb; else t->head = nb;
         t->tail = nb;
+        cursor = nb->r;
+        limit = nb->r + BLOCK;
     }
-    mt_rec *r = &t->tail->r[t->tail->n++];
-    uint64_t now = clock_ns(CLOCK_MONOTONIC);
-    r->kind = kind; r->thread = (uint32_t)my_thread; r->time = now;
-    if (!timed) {
+    mt_rec *r = cursor++;
+    uint64_t now = timed ? clock_ns(CLOCK_MONOTONIC) : 0;   /* dependences: their order tells */
+    r->thread = (uint32_t)my_thread; r->time = now;
+    int frequent = kind == R_TASK_CREATE || kind == R_SCHEDULE;
+    if (!timed || (frequent && now < cpu_read_wall + WINDOW_NS && now >= exact_until)) {
         r->cpu = 0;
-    } else if (cpu_read_wall && now - cpu_read_wall < SHARE_NS) {
-        r->cpu = cpu_read + (now - cpu_read_wall);
     } else {
-        r->cpu = cpu_read = clock_ns(CLOCK_THREAD_CPUTIME_ID);
+        uint64_t cpu = clock_ns(CLOCK_THREAD_CPUTIME_ID);
+        if (cpu_read_wall && (cpu - cpu_read) * 20 < (now - cpu_read_wall) * 19)
+            exact_until = now + EXACT_NS;
+        r->cpu = cpu_read = cpu;
         cpu_read_wall = now;
     }
     r->a = a; r->b = b; r->c = c; r->d = d;
+    r->kind = kind;
 }
 
 static uint64_t id_of(ompt_data_t *d) { return d ? d->value : 0; }
@@ -132,8 +149,8 @@ static void on_task_create(ompt_data_t *parent, const ompt_frame_t *frame, ompt_
 /* The addresses of the last dependences libomp's entry point was given on this thread (those of
  * the task OMPT reports next): when OMPT reports the same, its records would only repeat them. */
 #define SIZED_KEPT 64
-static __thread uint64_t sized_addr[SIZED_KEPT];
-static __thread int sized_n = -1;
+static TLS uint64_t sized_addr[SIZED_KEPT];
+static TLS int sized_n = -1;
 
 static void on_dependences(ompt_data_t *task, const ompt_dependence_t *deps, int n) {
     int same = sized_n == n;
@@ -184,7 +201,7 @@ static uint64_t mode_of(uint8_t f) {
 /* The NUMA node of the page at p, asked of the kernel once per placed page (a per-thread
  * direct-mapped cache: one move_pages call per dependence would cost microseconds a task). */
 #define PAGE_CACHE 1024
-static __thread struct { uintptr_t page; int node; } page_cache[PAGE_CACHE];
+static TLS struct { uintptr_t page; int node; } page_cache[PAGE_CACHE];
 
 static long node_of(intptr_t addr) {
     static long page_size;
@@ -243,6 +260,13 @@ void __kmpc_omp_wait_deps(void *loc, int32_t gtid, int32_t ndeps, kmp_depend_inf
 }
 
 /* ---- start and finish ---- */
+static size_t block_len(const block *b) {
+    if (b->next) return BLOCK;
+    size_t n = 0;
+    while (n < BLOCK && b->r[n].kind) n++;
+    return n;
+}
+
 static void write_all(void) {
     char path[4400], host[256] = "";
     gethostname(host, sizeof host - 1);
@@ -253,17 +277,17 @@ static void write_all(void) {
     if (!f) { fprintf(stderr, "minitrace OMPT tool: cannot write %s\n", path); return; }
     uint64_t n = 0, nthreads = next_thread < MAX_THREADS ? next_thread : MAX_THREADS;
     for (uint64_t t = 0; t < nthreads; t++)
-        for (block *b = threads[t].head; b; b = b->next) n += b->n;
+        for (block *b = threads[t].head; b; b = b->next) n += block_len(b);
     uint32_t head[4] = {0x544d4f4d /* "MOMT" */, 3, (uint32_t)sizeof(mt_rec), 0};
     fwrite(head, sizeof head, 1, f);
     fwrite(&n, sizeof n, 1, f);
     for (uint64_t t = 0; t < nthreads; t++)
-        for (block *b = threads[t].head; b; b = b->next) fwrite(b->r, sizeof(mt_rec), b->n, f);
+        for (block *b = threads[t].head; b; b = b->next) fwrite(b->r, sizeof(mt_rec), block_len(b), f);
     /* the code addresses that created tasks: file, symbol, offset from the file's base */
     uint64_t seen[1024]; size_t nseen = 0;
     for (uint64_t t = 0; t < nthreads; t++)
         for (block *b = threads[t].head; b; b = b->next)
-            for (size_t i = 0; i < b->n; i++) {
+            for (size_t i = 0, len = block_len(b); i < len; i++) {
                 if (b->r[i].kind != R_TASK_CREATE) continue;
                 uint64_t code = b->r[i].d;
                 size_t k = 0;
