@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -31,9 +32,13 @@ enum { R_THREAD = 1, R_PARALLEL_BEGIN, R_PARALLEL_END, R_IMPLICIT_BEGIN, R_IMPLI
  * records that delimit what a task computes (0 on dependence records, the bulk): task times
  * measured in CPU time do not grow when other processes take the core. */
 typedef struct { uint32_t kind, thread; uint64_t time, cpu, a, b, c, d; } mt_rec;
-#define BLOCK 65536
-/* a block's records are zeroed first: its length is where kind 0 starts (block_len) */
-typedef struct block { struct block *next; mt_rec r[BLOCK]; } block;
+/* A thread's records go to blocks of 8 Ki records, then twice as many each time up to 1 Mi,
+ * mapped with their pages already in place (MAP_POPULATE): a page fault per 73 records in the
+ * middle of the program cost more (and in its tasks' time) than placing them at once.  A
+ * block's records are zeroed: its length is where kind 0 starts (block_len). */
+#define BLOCK_FIRST 8192
+#define BLOCK_MAX (1 << 20)
+typedef struct block { struct block *next; size_t cap; mt_rec r[]; } block;
 typedef struct { block *head, *tail; } tbuf;
 
 #define MAX_THREADS 4096
@@ -57,6 +62,10 @@ static TLS mt_rec *cursor, *limit;        /* the thread's next record, its block
 #define WINDOW_NS 1000000
 #endif
 #define EXACT_NS (10 * WINDOW_NS)
+/* a record less than SHARE_NS after a read takes it plus the wall time since, whatever its
+ * kind (at most SHARE_NS of it could have been spent descheduled): under load, the end of a
+ * task, the creation and the start of the next share one read */
+#define SHARE_NS 4000
 static TLS uint64_t cpu_read, cpu_read_wall, exact_until;
 static int enabled;
 static char out_dir[4096];
@@ -82,18 +91,27 @@ static void put(uint32_t kind, uint64_t a, uint64_t b, uint64_t c, uint64_t d) {
     int timed = kind != R_DEP && kind != R_DEP_SIZED && kind != R_EDGE;
     if (cursor == limit) {
         tbuf *t = mine();
-        block *nb = t ? calloc(1, sizeof(block)) : NULL;
-        if (!nb) return;
+        size_t cap = !t ? 0 : !t->tail ? BLOCK_FIRST
+                     : t->tail->cap < BLOCK_MAX ? 2 * t->tail->cap : BLOCK_MAX;
+        block *nb = cap ? mmap(NULL, sizeof(block) + cap * sizeof(mt_rec),
+                               PROT_READ | PROT_WRITE,
+                               MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0) : MAP_FAILED;
+        if (nb == MAP_FAILED) return;
+        nb->cap = cap;
         if (t->tail) t->tail->next = nb; else t->head = nb;
         t->tail = nb;
         cursor = nb->r;
-        limit = nb->r + BLOCK;
+        limit = nb->r + cap;
     }
     mt_rec *r = cursor++;
     uint64_t now = timed ? clock_ns(CLOCK_MONOTONIC) : 0;   /* dependences: their order tells */
     r->thread = (uint32_t)my_thread; r->time = now;
     int frequent = kind == R_TASK_CREATE || kind == R_SCHEDULE;
-    if (!timed || (frequent && now < cpu_read_wall + WINDOW_NS && now >= exact_until)) {
+    if (!timed) {
+        r->cpu = 0;
+    } else if (now - cpu_read_wall < SHARE_NS) {
+        r->cpu = cpu_read + (now - cpu_read_wall);
+    } else if (frequent && now < cpu_read_wall + WINDOW_NS && now >= exact_until) {
         r->cpu = 0;
     } else {
         uint64_t cpu = clock_ns(CLOCK_THREAD_CPUTIME_ID);
@@ -261,14 +279,14 @@ void __kmpc_omp_wait_deps(void *loc, int32_t gtid, int32_t ndeps, kmp_depend_inf
 
 /* ---- start and finish ---- */
 static size_t block_len(const block *b) {
-    if (b->next) return BLOCK;
+    if (b->next) return b->cap;
     size_t n = 0;
-    while (n < BLOCK && b->r[n].kind) n++;
+    while (n < b->cap && b->r[n].kind) n++;
     return n;
 }
 
 static void write_all(void) {
-    char path[4400], host[256] = "";
+    char path[4400], host[64] = "";   /* as the PMPI shim's raw header holds it */
     gethostname(host, sizeof host - 1);
     for (char *h = host; *h; h++)
         if (*h == '/') *h = '_';
