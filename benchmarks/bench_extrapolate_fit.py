@@ -6,13 +6,14 @@ noise of +-1, 5 or 10 %, ``--reps`` draws each.  For minitrace's selection (leav
 out, ``fit.fit``) and for selection by the residual sum of squares at the recorded scales
 (what a search without cross-validation does), it reports the share of draws whose
 hypothesis is the true one, and the share whose prediction at 64x the largest scale is
-within 10 % / 25 % of the true law's value there; then, for minitrace's fits, the share not
+within 10 % / 25 % of the true law's value there (and, first, the same share for strong
+scaling: a fixed total shared by p plus a serial part, as recorded volumes show it); then, for minitrace's fits, the share not
 flagged (leave-one-out error under the 5 % threshold), how often those unflagged predictions
 are within 25 %, how often the 95 % bootstrap interval at 64x (``Model.interval``) contains
 the true value, its median half-width, and how often a fit that is neither flagged nor wider
 than +-25 % there is within 25 % of the truth (what ``extrapolate`` would print unflagged).  No timing: tables of shares.
 
-    python benchmarks/bench_extrapolate_fit.py [--reps 20] [--seed 0]
+    python benchmarks/bench_extrapolate_fit.py [--reps 20] [--seed 0] [--tolerance 0.01]
 """
 from __future__ import annotations
 
@@ -39,12 +40,30 @@ def rss_selection(p: np.ndarray, y: np.ndarray) -> tuple[Fraction, int, float, f
     return pairs[best][0], pairs[best][1], float(c0[best, 0]), float(c1[best, 0])
 
 
+def strong(rng: np.random.Generator, draws: int, tolerance: float) -> None:
+    """Strong scaling as recorded volumes show it: a fixed total shared by p plus a serial
+    part (0, 1e-5 or 5e-5 s), noise +-1, 3 or 5 %, predicted at 64 ranks."""
+    print("\n| strong scaling, scales | within 25 % at 64 | draws |\n|---|---|---|")
+    for scales in ((4, 8, 16), (2, 4, 8, 16)):
+        p = np.array(scales, dtype=float)
+        good = 0
+        for _ in range(draws):
+            noise, serial = rng.choice([0.01, 0.03, 0.05]), rng.choice([0, 1e-5, 5e-5])
+            y = (4.4e-3 / p + serial) * (1 + rng.uniform(-noise, noise, len(p)))
+            model = F.fit(p, y, "strong", tolerance=tolerance)
+            good += abs(model(64) / (4.4e-3 / 64 + serial) - 1) <= 0.25
+        print(f"| {','.join(map(str, scales))} | {100 * good / draws:.0f} % | {draws} |")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--reps", type=int, default=20)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--tolerance", type=float, default=F.DEFAULT_TOLERANCE,
+                        help="LOO error under which a constant is preferred (fit.fit)")
     args = parser.parse_args()
     rng = np.random.default_rng(args.seed)
+    strong(rng, 20 * args.reps, args.tolerance)
     print("| scales | noise | selection | true law | within 10 % at 64x | within 25 % at 64x | draws |")
     print("|---|---|---|---|---|---|---|")
     trusted = []
@@ -62,7 +81,7 @@ def main() -> None:
                     exact = c0 + c1 * p ** float(i) * np.log2(p) ** j
                     for _ in range(args.reps):
                         y = exact * (1 + rng.uniform(-noise, noise, len(p)))
-                        model = F.fit(p, y)
+                        model = F.fit(p, y, tolerance=args.tolerance)
                         si, sj, s0, s1 = rss_selection(p, y)
                         for name, (hi, hj, value) in {
                                 "leave-one-out": (model.i, model.j, model(target)),

@@ -206,7 +206,8 @@ def print_table(parameters: list[Parameter], ranks: int) -> None:
 
 def three_scale_noise(parameters: list[Parameter]) -> int:
     """How many fits rest on 3 scales with noise: the case whose intervals under-cover."""
-    return sum(1 for x in parameters if len(x.model.p) == 3 and np.any(x.model.noise > 0))
+    return sum(1 for x in parameters
+               if len(x.values) == 3 and np.any(getattr(x.model, "noise", 0) > 0))
 
 
 def class_ranks(ref: ST.Run, ranks: int, grid: GR.Grid | None = None) -> dict:
