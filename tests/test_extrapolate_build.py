@@ -98,6 +98,22 @@ def test_a_law_falling_below_zero_is_refused_not_clamped():
     assert "(law below it)" in B.table(parameters, 32).to_string()
 
 
+def test_a_fit_over_the_threshold_falls_back_to_the_simplest_law():
+    # up and down: no (monotonic) law predicts the scale it did not see; the best of them
+    # would be extrapolated 64x, the constant (flagged, refused unless forced) is
+    runs = []
+    for p, volume in zip((2, 4, 8), (1e-3, 2e-3, 1.2e-3)):
+        data = synthetic.halo_1d_trace(p, seed=p)
+        data.actions["volume"][data.actions["kind"] == synthetic.K.CODE["compute"]] = volume
+        runs.append(ST.load(f"halo{p}.h5", data))
+    with pytest.raises(MinitraceError, match="leave-one-out error"):
+        B.extrapolate(runs, 512, "weak")
+    _, parameters, forced = B.extrapolate(runs, 512, "weak", force=True)
+    compute = [x for x in parameters if "(compute): volume" in x.name]
+    assert compute and all(x.model.constant and x.model.flagged for x in compute)
+    assert all(x.at_target == pytest.approx(4.2e-3 / 3) for x in compute) and forced
+
+
 def test_command_table_provenance_and_refusals(tmp_path, capsys):
     paths = _write(tmp_path, (2, 4, 8))
     out = str(tmp_path / "big.h5")

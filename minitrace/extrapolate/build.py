@@ -140,6 +140,8 @@ def fit_parameters(runs: list[ST.Run], ranks: int, scaling: str,
                 return float(values[0])
             m = GL.face_law(values, members, axis, grid, threshold) if grid else None
             m = m or F.fit(p, values, scaling, threshold)
+            if m.flagged and isinstance(m, F.Model):   # no law found: the simplest, flagged
+                m = F.fit(p, values, scaling, threshold, null_only=True)
             predicted = float(m(ranks))
             value = max(low, predicted)
             value = float(np.rint(value)) if integer else value

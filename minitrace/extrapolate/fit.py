@@ -62,6 +62,7 @@ class Model:
     noise: np.ndarray
     scaling: str = "weak"
     tolerance: float = DEFAULT_TOLERANCE
+    null_only: bool = False
 
     @property
     def flagged(self) -> bool:
@@ -108,7 +109,8 @@ class Model:
             return value, value
         rng = np.random.default_rng(seed)
         perturbed = self.values * (1 + self.noise * rng.standard_normal((draws, len(self.p))))
-        pairs, choice, c0, c1, _ = _search(self.p, perturbed, self.scaling, self.tolerance)
+        pairs, choice, c0, c1, _ = _search(self.p, perturbed, self.scaling, self.tolerance,
+                                           self.null_only)
         target = np.array([float(_term(np.float64(p), *pairs[k])) for k in range(len(pairs))])
         predictions = c0 + c1 * target[choice]
         tail = (1 - level) / 2
@@ -180,10 +182,13 @@ def _line_fits(x: np.ndarray, y: np.ndarray, weights: np.ndarray):
     return intercept, slope
 
 
-def _search(p: np.ndarray, y: np.ndarray, scaling: str, tolerance: float):
+def _search(p: np.ndarray, y: np.ndarray, scaling: str, tolerance: float,
+            null_only: bool = False):
     """The hypothesis search on each row of ``y`` (B, n): hypotheses, the chosen one per row,
     its coefficients on all scales, its leave-one-out predictions (B, n) and SMAPE (B,)."""
     pairs = hypotheses(scaling)
+    if null_only:
+        pairs = [pairs[k] for k in _nulls(pairs, scaling)]
     x = np.stack([_term(p, i, j) for i, j in pairs])                 # (H, n)
     n = len(p)
     intercept, slope = _line_fits(x, y, 1.0 - np.eye(n))             # row k: all scales but k
@@ -202,7 +207,7 @@ def _search(p: np.ndarray, y: np.ndarray, scaling: str, tolerance: float):
 
 
 def fit(p, values, scaling: str = "weak", threshold: float = DEFAULT_THRESHOLD,
-        tolerance: float = DEFAULT_TOLERANCE, noise=None) -> Model:
+        tolerance: float = DEFAULT_TOLERANCE, noise=None, null_only: bool = False) -> Model:
     """Fit the Extra-P normal form (one term) to ``values`` measured at process counts ``p``.
 
     Parameters
@@ -224,6 +229,9 @@ def fit(p, values, scaling: str = "weak", threshold: float = DEFAULT_THRESHOLD,
         Relative standard error of each value (e.g. of a mean over ranks and iterations).
         The noise the bootstrap of :meth:`Model.interval` assumes at each scale is the larger
         of this and the model's root-mean-square relative leave-one-out error.
+    null_only : bool
+        Search the null laws only: what a flagged fit falls back to (a law that does not
+        predict the scales left out is not extrapolated 64x; the simplest law is, flagged).
 
     Returns
     -------
@@ -242,10 +250,11 @@ def fit(p, values, scaling: str = "weak", threshold: float = DEFAULT_THRESHOLD,
         raise MinitraceError("fit: process counts must be >= 1 and values finite")
     given = np.zeros_like(y) if noise is None else np.broadcast_to(
         np.asarray(noise, dtype=float), y.shape)
-    pairs, best, c0, c1, (loo_predicted, loo_error) = _search(p, y[None, :], scaling, tolerance)
+    pairs, best, c0, c1, (loo_predicted, loo_error) = _search(p, y[None, :], scaling, tolerance,
+                                                              null_only)
     with np.errstate(invalid="ignore", divide="ignore"):
         relative = np.where(y != 0, (loo_predicted[0] - y) / np.where(y != 0, y, 1), 0.0)
     observed = float(np.sqrt(np.mean(relative ** 2)))
     i, j = pairs[int(best[0])]
     return Model(float(c0[0]), float(c1[0]), i, j, float(loo_error[0]), threshold, p, y,
-                 np.maximum(given, observed), scaling, tolerance)
+                 np.maximum(given, observed), scaling, tolerance, null_only)
