@@ -84,6 +84,31 @@ def test_poor_fits_of_negligible_volumes_are_flagged_not_refused():
         B.extrapolate(runs, 16, "weak")
 
 
+def test_spread_draws_the_recorded_imbalance_and_its_maximum_grows(tmp_path):
+    # the compute of the largest run varies +-30 % between ranks and iterations: the means
+    # alone replay as if every rank were average, the spread makes each iteration wait for
+    # its slowest rank, more of them at 64 than at 8
+    runs = []
+    for p in (2, 4, 8):
+        data = synthetic.halo_1d_trace(p, seed=p)
+        compute = data.actions["kind"] == synthetic.K.CODE["compute"]
+        rng = np.random.default_rng(p)
+        drawn = rng.uniform(0.7, 1.3, compute.sum())
+        data.actions["volume"][compute] = 1e-3 * drawn / drawn.mean()     # the same mean
+        runs.append(ST.load(f"halo{p}.h5", data))
+    means, _, _ = B.extrapolate(runs, 64, "weak", spread=False)
+    spread, _, _ = B.extrapolate(runs, 64, "weak", seed=1)
+    compute = spread.actions["kind"] == synthetic.K.CODE["compute"]
+    volumes = spread.actions["volume"][compute]
+    assert np.ptp(means.actions["volume"][compute]) < 1e-4        # the fitted mean, ~1 ms
+    assert 0.65e-3 < volumes.min() < 0.75e-3 and 1.25e-3 < volumes.max() < 1.35e-3
+    assert volumes.mean() == pytest.approx(1e-3, rel=0.02)
+    assert B.extrapolate(runs, 64, "weak", seed=1)[0].actions["volume"].tolist() == \
+        spread.actions["volume"].tolist()                           # seeded
+    slow, fast = (replay(d, compute_rate="1Gf").simulated_time for d in (spread, means))
+    assert slow > 1.15 * fast
+
+
 def test_a_law_falling_below_zero_is_refused_not_clamped():
     runs = []
     for p, volume in zip((2, 4, 8), (3e-3, 2e-3, 1e-3)):      # 4e-3 - 1e-3 log2(p): < 0 at 32

@@ -31,6 +31,12 @@ def register(sub) -> None:
     p.add_argument("--grid", metavar="AxB[xC]",
                    help="target process grid of a 2-D or 3-D program (default: as "
                         "MPI_Dims_create makes it for --ranks)")
+    p.add_argument("--spread", choices=("sample", "none"), default="sample",
+                   help="sample (default): each action's volume is its fitted mean times a "
+                        "ratio drawn from its call's recorded ratios to their mean (the "
+                        "imbalance between ranks, whose maximum grows with them); none: the "
+                        "means (a smaller file, an optimistic replay)")
+    p.add_argument("--seed", type=int, default=0, help="seed of --spread sample (default 0)")
     p.add_argument("--check", action="store_true",
                    help="extrapolate the largest run from the others and compare structure "
                         "and replayed time")
@@ -57,7 +63,8 @@ def run(args) -> int:
     check_disjoint(args.runs, [args.output])
     dims = GR.parse(args.grid) if args.grid else None
     data, parameters, forced = B.extrapolate(runs, args.ranks, args.scaling, args.force,
-                                             args.threshold, dims)
+                                             args.threshold, dims, args.spread == "sample",
+                                             args.seed)
     B.print_table(parameters, args.ranks)
     for line in forced:
         print(f"forced: {line}")

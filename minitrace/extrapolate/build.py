@@ -81,6 +81,32 @@ def _leaf_volumes(run: ST.Run, rc: ST.RankClass) -> np.ndarray:
     return total / (len(rc.ranks) * np.maximum(np.bincount(stream, minlength=len(rc.leaves)), 1))
 
 
+def _leaf_ratios(run: ST.Run, rc: ST.RankClass) -> tuple[np.ndarray, np.ndarray]:
+    """Each leaf's volumes over the class's ranks and iterations relative to their mean:
+    (ratios grouped by leaf, offsets into them per leaf).  A leaf of mean 0 has none."""
+    stream = leaf_stream(rc.tree)
+    volumes = np.stack([run.data.actions["volume"][run.data.rank_slice(int(r))]
+                        for r in rc.ranks]).astype(float)            # (ranks, actions)
+    mean = _leaf_volumes(run, rc)
+    leaves = np.broadcast_to(stream, volumes.shape).ravel()
+    usable = mean[leaves] > 0
+    order = np.argsort(leaves[usable], kind="stable")
+    ratios = (volumes.ravel()[usable] / mean[leaves][usable])[order]
+    counts = np.bincount(leaves[usable], minlength=len(rc.leaves))
+    return ratios, np.concatenate([[0], np.cumsum(counts)])
+
+
+def _spread(volumes: np.ndarray, leaves: np.ndarray, pool: tuple, rng) -> np.ndarray:
+    """``volumes`` (the fitted means) times a ratio drawn for each action from its leaf's
+    recorded ones (1 where the leaf has none)."""
+    ratios, offsets = pool
+    counts = np.diff(offsets)[leaves]
+    pick = offsets[leaves] + np.floor(rng.random(len(leaves)) * counts).astype(np.int64)
+    drawn = np.where(counts > 0, ratios[np.minimum(pick, max(len(ratios) - 1, 0))]
+                     if len(ratios) else 1.0, 1.0)
+    return volumes * drawn
+
+
 def _leaf_name(row, k: int) -> str:
     return f"call {k + 1} ({K.NAME[int(row['kind'])]})"
 
@@ -140,7 +166,9 @@ def fit_parameters(runs: list[ST.Run], ranks: int, scaling: str,
                 return float(values[0])
             m = GL.face_law(values, members, axis, grid, threshold) if grid else None
             m = m or F.fit(p, values, scaling, threshold)
-            if m.flagged and isinstance(m, F.Model):   # no law found: the simplest, flagged
+            if isinstance(m, F.Model) and (m.flagged or negligible):
+                # no law found, or microseconds between calls (noise without a law, whose
+                # steep "laws" would grow it 100x at 64x): the simplest law
                 m = F.fit(p, values, scaling, threshold, null_only=True)
             predicted = float(m(ranks))
             value = max(low, predicted)
@@ -306,11 +334,15 @@ def _world_like(runs: list[ST.Run]) -> list[int]:
 
 
 def build(runs: list[ST.Run], ranks: int, plans: dict, grid: GR.Grid | None = None,
-          peers: dict | None = None) -> TraceColumns:
+          peers: dict | None = None, spread: bool = True, seed: int = 0) -> TraceColumns:
     """The trace at ``ranks``: each class's program with its planned counts and parameters,
     decoded once and repeated for each of its ranks (on ``grid``, the target grid: peers
     and sendrecv sources are the grid offsets ``peers[class]`` from each rank,
-    :func:`.grid_peers.resolve`)."""
+    :func:`.grid_peers.resolve`).  With ``spread``, each action's volume is its fitted mean
+    times a ratio drawn (``seed``) from its call's recorded ratios to their mean in the
+    largest run that has the class: the imbalance between ranks and iterations, whose
+    maximum grows with the ranks, which means alone lose."""
+    rng = np.random.default_rng(seed)
     ref = max(runs, key=lambda r: r.nranks)
     comms = _world_like(runs)
     owner = class_ranks(ref, ranks, grid)
@@ -334,19 +366,22 @@ def build(runs: list[ST.Run], ranks: int, plans: dict, grid: GR.Grid | None = No
         if grid is not None:
             _set_cart_dims(a, vec, grid)
             _set_sources(a, vec, peers[key][1][stream])
-        programs[key] = (a, vec, peer_rel, vec_rel)
+        pool = _leaf_ratios(source, rc) if spread else None
+        programs[key] = (a, vec, peer_rel, vec_rel, stream, pool)
         lengths[owner[key]], vec_lengths[owner[key]] = len(a), len(vec)
     offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
     vec_offsets = np.concatenate([[0], np.cumsum(vec_lengths)]).astype(np.int64)
     actions = empty_actions(int(offsets[-1]))
     vectors = np.zeros(int(vec_offsets[-1]), np.int64)
-    used = sorted({int(c) for a, _, _, _ in programs.values()
+    used = sorted({int(c) for a, *_ in programs.values()
                    for c in np.unique(a["comm"][GC.is_label(a["comm"])])})
     sub_ids, sub_comms = GC.target(grid, used, max(comms + [0]) + 1) if used else ({}, {})
-    for key, (a, vec, peer_rel, vec_rel) in programs.items():
+    for key, (a, vec, peer_rel, vec_rel, stream, pool) in programs.items():
         r = owner[key]
         rows = (offsets[:-1][r][:, None] + np.arange(len(a))).ravel()
         block = np.tile(a, len(r))
+        if pool is not None:
+            block["volume"] = _spread(block["volume"], np.tile(stream, len(r)), pool, rng)
         placed = _place(a["peer"].astype(np.int64), peer_rel, r, ranks, grid)
         block["peer"] = (placed if grid is None else GC.place_roots(placed, r, grid)).ravel()
         made = np.tile(a["kind"] == K.CODE["cart_sub"], len(r))
@@ -397,7 +432,8 @@ def refusals(parameters: list[Parameter], ranks: int, largest: int) -> list[str]
 
 
 def extrapolate(runs: list[ST.Run], ranks: int, scaling: str = "weak", force: bool = False,
-                threshold: float = F.DEFAULT_THRESHOLD, dims: tuple | None = None):
+                threshold: float = F.DEFAULT_THRESHOLD, dims: tuple | None = None,
+                spread: bool = True, seed: int = 0):
     """Check, fit and build: (TraceColumns at ``ranks``, fitted parameters, what was
     overridden by ``force``).  On a grid the target grid is ``dims`` (--grid) or
     MPI_Dims_create's."""
@@ -429,10 +465,11 @@ def extrapolate(runs: list[ST.Run], ranks: int, scaling: str = "weak", force: bo
     if refused and not force:
         raise MinitraceError("not extrapolated (--force to extrapolate anyway):\n  "
                              + "\n  ".join(refused))
-    data = build(runs, ranks, plans, grid, offsets)
+    data = build(runs, ranks, plans, grid, offsets, spread, seed)
     data.meta["extrapolated"] = {
         "from": [os.path.abspath(r.path) for r in runs], "ranks": [r.nranks for r in runs],
         "target": ranks, "scaling": scaling, "forced": refused,
+        "spread": f"drawn from the largest run's (seed {seed})" if spread else "none: means",
         "grid": None if grid is None else {"dims": list(grid.dims),
                                            "periods": list(grid.periods), "notes": notes},
         "models": [{"class": x.rank_class, "parameter": x.name, "model": str(x.model),
