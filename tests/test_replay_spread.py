@@ -39,6 +39,69 @@ def test_trace_noise_draws_each_site_from_its_own_volumes():
     assert not np.array_equal(vol[rows], data.actions["volume"][rows])
     assert np.array_equal(np.delete(vol, rows), np.delete(data.actions["volume"], rows))
     assert any("not supported" in a for a in model.assumptions)   # independent jitter
+    assert any("too few to fit a tail" in a for a in model.assumptions)
+
+
+def _pareto_trace(seed: int, iterations: int = 300):
+    """2 ranks, each iteration a Pareto(2.5) compute (mean 1 ms) then an allreduce."""
+    rng = np.random.default_rng(seed)
+
+    def body(r):
+        return [Step("compute", volume=6e-4 / rng.random(iterations) ** (1 / 2.5)),
+                Step("allreduce", nbytes=8)]
+    return build(2, iterations, body)[0]
+
+
+def test_trace_noise_tail_goes_past_the_recorded_maximum_with_uncertain_laws():
+    data = _pareto_trace(4)
+    model = noise_model(data, "trace")
+    note = next(a for a in model.assumptions if a.startswith("tails:"))
+    assert "generalized Pareto" in note and "on 2 site(s)" in note
+    rows, site, _ = call_sites(data)
+    big = np.flatnonzero(np.bincount(site) >= 100)
+    assert len(big) == 2
+    assert np.isfinite(model.sites.xi[big]).all() and (model.sites.xi[big] > 0).all()
+    rec = data.actions["volume"]
+    above, means = 0, []
+    for i in range(60):
+        vol = model.volumes(data, np.random.default_rng(i))
+        mine = rows[site == big[0]]
+        above += int((vol[mine] > rec[mine].max()).sum())
+        means.append(vol[mine].mean())
+        # below the tail's threshold every draw is a recorded volume
+        thr = model.sites.u[big[0]]
+        low = vol[mine] <= thr
+        assert np.isin(vol[mine][low], rec[mine]).all()
+    assert above > 0                            # the fitted tail goes past the maximum
+    # each replica's law differs (estimation uncertainty): its mean varies more than a plain
+    # bootstrap of the recorded volumes would make it
+    boot = [np.random.default_rng(i).choice(rec[mine], len(mine)).mean() for i in range(60)]
+    assert np.std(means) > 1.2 * np.std(boot)
+
+
+def test_replica_laws_cover_other_recordings_of_a_heavy_tailed_law():
+    """The posterior predictive interval of a sum of per-iteration maxima, from one recording
+    of 2 x 300 Pareto(2.5) draws, covers the sums of other recordings 90-99% of the time (a
+    plain bootstrap of the recording covers far fewer)."""
+    from minitrace.replay.volume_law import SiteVolumes
+    rng = np.random.default_rng(7)
+    recs = 6e-4 / rng.random((40, 2, 300)) ** (1 / 2.5)
+    truth = recs.max(axis=1).sum(axis=1)
+    site = np.repeat([0, 1], 300)
+    covered, boot = [], []
+    for i, r in enumerate(recs):
+        sites = SiteVolumes.of(np.sort(r, axis=1).ravel(), np.array([0, 300]),
+                               np.array([300, 300]))
+        t = [sites.law(rng).quantile(site, rng.random(600)).reshape(2, 300).max(0).sum()
+             for _ in range(80)]
+        b = [np.stack([rng.choice(x, 300) for x in r]).max(0).sum() for _ in range(80)]
+        others = np.delete(truth, i)
+        lo, hi = np.percentile(t, [2.5, 97.5])
+        covered.append(np.mean((others >= lo) & (others <= hi)))
+        lo, hi = np.percentile(b, [2.5, 97.5])
+        boot.append(np.mean((others >= lo) & (others <= hi)))
+    assert 0.90 <= np.mean(covered) <= 0.99
+    assert np.mean(boot) < np.mean(covered) - 0.05
 
 
 def test_trace_noise_keeps_a_correlation_the_data_supports():

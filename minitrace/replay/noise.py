@@ -6,13 +6,16 @@ that ends it: its kind and bytes) and to an **iteration** (its
 occurrence number at that site: the k-th time a rank computes between the same two calls is
 the k-th iteration of the loop around them).
 
-* ``trace``: the trace's own volumes.  A replica draws each action's volume from the empirical
-  distribution of its (rank, call site), through a Gaussian copula whose latent value is
+* ``trace``: the trace's own volumes.  A replica first draws the law of each (rank, call site)
+  with its estimation uncertainty (:mod:`.volume_law`: a Bayesian bootstrap of the site's
+  volumes with a generalized Pareto tail refitted to each draw, so replicas may exceed the
+  recorded maximum), then each action's volume from it, through a Gaussian copula whose
+  latent value is
   ``a G[k] + b H[node, k] + c E``: G shared by every rank in iteration k, H by the ranks of one
   node, E the action's own.  ``a^2`` and ``a^2 + b^2`` are the correlations measured between
   ranks on different nodes and on the same node (normal scores of the same site and
   iteration); a correlation below three standard errors is not supported by the data and set
-  to 0.  With all of them 0 this is a plain bootstrap of each site's volumes.
+  to 0.  With all of them 0 the actions of a replica are independent draws of its laws.
 * a **variability benchmark** file (``/bench/variability``, docs/BENCH.md): its per-rank,
   per-iteration times, rescaled to the application: a replica draws one benchmark iteration
   (a row: every rank at once, so the benchmark's correlations between ranks and nodes are kept
@@ -33,6 +36,7 @@ from scipy.special import ndtr, ndtri
 
 from .. import kinds as K
 from ..errors import MinitraceError
+from .volume_law import MAX_SHAPE, MIN_TAIL_SITE, TAIL_SHARE, SiteVolumes
 
 #: A variability run needs at least this many iterations to be a distribution to draw from.
 MIN_BENCH_ITERATIONS = 10
@@ -83,9 +87,7 @@ class NoiseModel:
     rank: np.ndarray = None
     node: np.ndarray = None          # node of each rank
     weights: tuple = (0.0, 0.0, 1.0)  # (a, b, c) of the copula's latent value (trace)
-    sorted_volumes: np.ndarray = None  # volumes grouped by site, sorted within each
-    site_start: np.ndarray = None
-    site_count: np.ndarray = None
+    sites: SiteVolumes = None        # the recorded volumes of each site (trace)
     factors: np.ndarray = None       # [iterations, nranks] multipliers (benchmark)
 
     def volumes(self, data, rng: np.random.Generator) -> np.ndarray:
@@ -106,10 +108,7 @@ class NoiseModel:
         if b:
             nodes = int(self.node.max()) + 1
             z += b * rng.standard_normal((nodes, niter))[self.node[self.rank], it]
-        u = ndtr(z)
-        pos = np.minimum((u * self.site_count[self.site]).astype(np.int64),
-                         self.site_count[self.site] - 1)
-        vol[self.rows] = self.sorted_volumes[self.site_start[self.site] + pos]
+        vol[self.rows] = self.sites.law(rng).quantile(self.site, ndtr(z))
         return vol
 
 
@@ -173,12 +172,31 @@ def _trace_model(data, base: dict, known_nodes: bool) -> NoiseModel:
     b = np.sqrt(rho_node - rho_other)
     c = np.sqrt(max(1.0 - rho_node, 0.0))
     lag = (f"{lag1:+.3f} over {n_lag} pairs" if n_lag >= 3 else "not measurable")
-    head = (f"noise from the trace: each compute action drawn from the {len(count)} empirical "
-            f"distributions of its rank and call site ({len(rows)} volumes)")
+    sites = SiteVolumes.of(vol[order], start, count)
+    head = (f"noise from the trace: each compute action drawn from the law of its rank and "
+            f"call site ({len(count)} sites, {len(rows)} volumes), each replica's laws drawn "
+            f"with their estimation uncertainty (Bayesian bootstrap)")
     tail = (f"successive iterations drawn independently (lag-1 autocorrelation in the trace: "
             f"{lag})")
-    return NoiseModel("trace", [head, *notes, tail], weights=(a, b, c),
-                      sorted_volumes=vol[order], site_start=start, site_count=count, **base)
+    return NoiseModel("trace", [head, _tail_note(sites), *notes, tail], weights=(a, b, c),
+                      sites=sites, **base)
+
+
+def _tail_note(sites: SiteVolumes) -> str:
+    """What the volume laws' tails rest on: how many sites have a fitted tail, their shapes,
+    how many have too few volumes for one."""
+    few = int((~sites.tailed).sum())
+    if not sites.tailed.any():
+        return (f"tails: no site has {MIN_TAIL_SITE} volumes, too few to fit a tail: replicas "
+                f"never exceed a site's recorded maximum (bootstrap only)")
+    xi = sites.xi[np.isfinite(sites.xi)]
+    out = (f"tails: generalized Pareto above each site's {1 - TAIL_SHARE:.0%} quantile on "
+           f"{len(xi)} site(s), shape xi {np.median(xi):+.2f} (median; range {xi.min():+.2f} "
+           f"to {xi.max():+.2f}, each replica's drawn from the fit's uncertainty, capped at {MAX_SHAPE})")
+    if few:
+        out += (f"; {few} site(s) with fewer than {MIN_TAIL_SITE} volumes: bootstrap only, "
+                f"never above their recorded maximum")
+    return out
 
 
 def _correlations(score, site, occ, rank, node, nranks):

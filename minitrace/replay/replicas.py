@@ -43,20 +43,15 @@ class ReplicaResult:
     sampled: object = None            # the SampledReplay of the plain trace, if sampling
 
     def summary(self) -> dict:
-        """mean, median, sd; ``lo``/``hi``: the 95% interval for another run of the program;
-        ``spread_lo``/``spread_hi``: the replicas' own 2.5th and 97.5th percentiles.
-
-        With noise from the trace, the replicas scatter around this run's own draws: another
-        run has its own, as far from the law's mean again, so the interval for it is the
-        replicas' one widened by sqrt(2) around their median (the prediction interval of a
-        new sample from one of the same size); with a benchmark file or no noise it is the
-        replicas' percentiles."""
+        """mean, median, sd, and ``lo``/``hi``: the 95% interval of the run time of a run of the
+        program, the replicas' 2.5th and 97.5th percentiles.  With noise from the trace every
+        replica draws its volume laws with their estimation uncertainty
+        (:mod:`.volume_law`), so the replicas are draws of the posterior predictive law of a
+        run's time, not of this recording's own draws again."""
         t = self.times
         lo, med, hi = np.percentile(t, [2.5, 50, 97.5])
-        k = np.sqrt(2.0) if self.noise == "trace" else 1.0
         return {"replicas": len(t), "mean": float(t.mean()), "median": float(med),
-                "lo": float(med - k * (med - lo)), "hi": float(med + k * (hi - med)),
-                "spread_lo": float(lo), "spread_hi": float(hi),
+                "lo": float(lo), "hi": float(hi),
                 "sd": float(t.std(ddof=1)) if len(t) > 1 else 0.0}
 
     def lateness(self):

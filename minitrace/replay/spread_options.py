@@ -113,8 +113,7 @@ def replicas_text(r, source: str) -> str:
     s = r.summary()
     lines = [f"predicted run time: {s['median']:.6g} s (95%: {s['lo']:.6g}-{s['hi']:.6g} s) "
              f"over {s['replicas']} replicas  ({source}, {r.rank_end_times.shape[1]} ranks)",
-             f"  mean {s['mean']:.6g} s, median {s['median']:.6g} s, sd {s['sd']:.3g} s; "
-             f"replicas' 95% spread {s['spread_lo']:.6g}-{s['spread_hi']:.6g} s; without "
+             f"  mean {s['mean']:.6g} s, median {s['median']:.6g} s, sd {s['sd']:.3g} s; without "
              f"noise {r.plain_time:.6g} s; seed {r.seed}"]
     lines += [f"  noise: {a}" for a in r.assumptions]
     late = r.lateness()
