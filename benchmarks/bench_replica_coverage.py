@@ -69,6 +69,7 @@ def main() -> None:
     meas = np.array([measured(p) for p in traces])
     plain = np.array([replay(str(p), compute_rate=RATE).simulated_time for p in traces])
     scale = meas / plain                      # run i's machine seconds per CPU second
+    quiet = np.abs(scale - 1) < 0.05          # runs other jobs did not slow down
     rows = []
     for i, p in enumerate(traces):
         others = np.arange(len(traces)) != i
@@ -77,15 +78,18 @@ def main() -> None:
                      compute_rate=RATE).summary()
         c = replicas(str(p), args.replicas, "trace", seed=i, workers=2,
                      compute_rate=f"{scale[i]:.6g}Gf").summary()
+        quiet_others = others & quiet
         rows.append(((s["hi"] - s["lo"]) / s["median"], (c["hi"] - c["lo"]) / c["median"],
-                     inside(plain, s["lo"], s["hi"]), inside(meas, c["lo"], c["hi"])))
+                     inside(plain, s["lo"], s["hi"]), inside(meas, c["lo"], c["hi"]),
+                     np.mean((meas[quiet_others] >= c["lo"]) & (meas[quiet_others] <= c["hi"]))
+                     if quiet[i] else np.nan))
         print(f"run {i}: measured {meas[i]:.4f} s, replayed {plain[i]:.4f} s (x{scale[i]:.4f});"
               f" replicas {s['median']:.4f} s (95% {s['lo']:.4f}-{s['hi']:.4f}) covers "
               f"{rows[-1][2]:.0%} of the other replays; calibrated {c['median']:.4f} s (95% "
               f"{c['lo']:.4f}-{c['hi']:.4f}) covers {rows[-1][3]:.0%} of the other measured "
               f"times", flush=True)
         load.append(os.getloadavg()[0])
-    wp, wm, cp, cm = (np.array(c) for c in zip(*rows))
+    wp, wm, cp, cm, cq = (np.array(c) for c in zip(*rows))
     print(f"\n{len(traces)} runs x {args.replicas} replicas, {args.iterations} iterations at 2 "
           f"ranks: measured {meas.mean():.4f} +- {meas.std():.4f} s, replays of the recordings "
           f"{plain.mean():.4f} +- {plain.std():.4f} s, measured / replayed "
@@ -93,7 +97,9 @@ def main() -> None:
     print(f"coverage of the other runs' replays: {cp.mean():.1%} (interval width median "
           f"{np.median(wp):.1%}, range {wp.min():.1%}-{wp.max():.1%} of the median)")
     print(f"coverage of the other runs' measured times (calibrated rate): {cm.mean():.1%} "
-          f"(width median {np.median(wm):.1%}, range {wm.min():.1%}-{wm.max():.1%})")
+          f"(width median {np.median(wm):.1%}, range {wm.min():.1%}-{wm.max():.1%}); "
+          f"between the {int(quiet.sum())} runs whose measured time is within 5% of their "
+          f"replay (not slowed by other jobs): {np.nanmean(cq):.1%}")
     print(f"load average during the study: {min(load):.1f}-{max(load):.1f}")
 
 if __name__ == "__main__":
