@@ -232,6 +232,38 @@ def test_iterations_exchanging_messages_across_boundaries_are_not_skipped():
     assert check_separable(data, np.flatnonzero(removed)) is None
 
 
+def test_messages_to_proc_null_do_not_keep_iterations_from_being_skipped():
+    """A non-periodic halo (cg3d.c's z slabs): the end ranks send to and receive from
+    MPI_PROC_NULL (peer -1), which no other rank matches."""
+    def body(r):
+        up, down = (r - 1 if r > 0 else -1), (r + 1 if r < 2 else -1)
+        return [Step("compute", volume=1e-4), Step("irecv", up, 1, 64),
+                Step("irecv", down, 0, 64), Step("isend", up, 0, 64),
+                Step("isend", down, 1, 64), Step("waitall", waits=(1, 2, 3, 4)),
+                Step("allreduce", nbytes=8)]
+    data, b = build(3, 40, body)
+    rows = np.concatenate([np.arange(b[r, 5], b[r, 10]) for r in range(3)])
+    assert check_separable(data, rows) is None
+
+
+def test_a_compressed_file_gives_its_stored_loops_without_detection(tmp_path, monkeypatch):
+    from minitrace.compress.files import write_compressed
+    from minitrace.replay.replicas import load_trace
+    from minitrace.replay.sampling import loops_of
+    data, b = stencil(2, 120)
+    write_compressed(str(tmp_path / "c.h5"), data)
+    storage.write_trace(str(tmp_path / "plain.h5"), data)
+    found, _ = loops_of(data)
+
+    def no_detection(*a, **k):
+        raise AssertionError("loop detection ran")
+    monkeypatch.setattr("minitrace.compress.signatures.encode", no_detection)
+    got, loops = load_trace(str(tmp_path / "c.h5"))
+    assert np.array_equal(got.actions["kind"], data.actions["kind"])
+    assert len(loops) == len(found) and all(np.array_equal(x, y) for x, y in zip(loops, found))
+    assert load_trace(str(tmp_path / "plain.h5"))[1] is None
+
+
 def test_a_loop_whose_iterations_share_requests_replays_fully():
     data, b = stencil(2, 200)
     s = sampled_replay(data, [b + 2], "auto", compute_rate=RATE)   # cut after the first irecv

@@ -23,7 +23,7 @@ import numpy as np
 
 from ..errors import MinitraceError
 from .noise import noise_model
-from .sampling import (_marker_times, reduce_trace, sampled_replay, skipped_line,
+from .sampling import (_marker_times, loops_of, reduce_trace, sampled_replay, skipped_line,
                        slowest_compute)
 
 _STATE: dict = {}
@@ -94,8 +94,10 @@ class ReplicaResult:
         save(fig, path)
 
 
-def load_columns(trace, source: str | None = None):
-    """A minitrace trace (file, Trace or TraceColumns) as TraceColumns; replicas need one."""
+def load_trace(trace, source: str | None = None):
+    """A minitrace trace (file, Trace or TraceColumns) as TraceColumns, which replicas and
+    sampling need, and the iteration bounds of its loops when the file is compressed (its
+    stored grammar gives them: no loop detection), else None."""
     if isinstance(trace, (str, os.PathLike)):
         path = os.fspath(trace)
         if not os.path.isfile(path):
@@ -107,11 +109,19 @@ def load_columns(trace, source: str | None = None):
                                      "from)", path)
         from ..trace import open as open_trace
         with open_trace(path) as t:
-            return t.data()
-    data = trace.data() if hasattr(trace, "data") and callable(trace.data) else trace
-    if not hasattr(data, "rank_offsets"):
+            return t.data(), _stored_loops(t)
+    if hasattr(trace, "data") and callable(trace.data):
+        return trace.data(), _stored_loops(trace)
+    if not hasattr(trace, "rank_offsets"):
         raise MinitraceError(f"cannot replay a {type(trace).__name__}", source)
-    return data
+    return trace, None
+
+
+def _stored_loops(t):
+    """The loops of an open compressed trace's grammar, else None."""
+    if not hasattr(getattr(t, "_reader", None), "grammar"):
+        return None
+    return loops_of(t)[0]
 
 
 def replicas(trace, n: int, noise: str = "trace", seed: int | None = None,
@@ -133,7 +143,8 @@ def replicas(trace, n: int, noise: str = "trace", seed: int | None = None,
     sample : "off", "auto" or int
         Iteration sampling (:func:`minitrace.replay.sampling.sampled_replay`).
     loops : list of ndarray, optional
-        Iteration bounds of the loops (default: those :func:`minitrace.compress.loops` finds).
+        Iteration bounds of the loops (default: a compressed file's stored loops, else those
+        :func:`minitrace.compress.loops` finds).
     workers : int, optional
         Processes (default: one per core; under mpiexec the MPI ranks).
     **replay_kw
@@ -146,7 +157,8 @@ def replicas(trace, n: int, noise: str = "trace", seed: int | None = None,
     if n < 1:
         raise MinitraceError(f"--replicas wants at least 1 replica, got {n}")
     source = os.fspath(trace) if isinstance(trace, (str, os.PathLike)) else None
-    data = load_columns(trace, source)
+    data, stored = load_trace(trace, source)
+    loops = stored if loops is None else loops
     model = noise_model(data, noise, source)
     if seed is None:
         seed = int(np.random.SeedSequence().entropy % (1 << 63))

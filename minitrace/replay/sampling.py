@@ -8,7 +8,7 @@ top-level loops are sampled (a nested loop is inside its parent's iterations); s
 are sampled one after the other.  A loop is cut into **phases** where its iterations' static
 cost changes (the mean over a block of ``window`` iterations of any rank's compute, or of the
 most bytes a rank moves, departs from the phase's first block by more than ``PHASE_TOLERANCE``
-and by more than three standard errors, in two successive blocks: refinement phases of an AMR
+and by more than three standard errors, in ``LASTING`` (4) successive blocks: refinement phases of an AMR
 code, a regime change).  In
 each phase a start of ``m`` iterations is replayed (auto: ``4 window`` first, doubled until the
 rule below holds), and a **tail** of ``window`` iterations at its end when more than
@@ -49,6 +49,11 @@ from ..model import assign_vec_offsets, empty_actions
 WINDOW = 12
 TOLERANCE = 0.01
 PHASE_TOLERANCE = 0.10
+#: A phase starts where the change lasts this many blocks (48 iterations): a shorter excursion
+#: of the compute (a recorded machine's transient) stays in its phase, where the skipped
+#: iterations' line against their static cost accounts for it, instead of costing a phase
+#: replayed whole and a new steady start.
+LASTING = 4
 #: Loops covering less than this share of the actions do not dominate: the trace replays fully.
 DOMINANT_SHARE = 0.5
 #: SimGrid's timing precision (precision/timing, set by the replay): the error a replay may
@@ -192,7 +197,7 @@ def phases_of(data, loop: int, bounds: np.ndarray, window: int) -> list[Phase]:
                              _Z * np.sqrt(noise[r] + noise[j]))
         return bool((np.abs(means[j] - means[r]) > allowed).any())
     for j in range(1, nblocks):
-        if departs(j) and (j + 1 == nblocks or departs(j + 1)):   # a change that lasts
+        if all(departs(k) for k in range(j, min(j + LASTING, nblocks))):   # a change that lasts
             out.append(Phase(loop, start, j * window))
             start, r = j * window, j
     out.append(Phase(loop, start, n))
@@ -271,8 +276,9 @@ def check_separable(data, rows: np.ndarray) -> str | None:
     a = data.actions
     kind, rank = a["kind"][rows], data.rank_of(rows)
     peer, tag, comm = a["peer"][rows], a["tag"][rows], a["comm"][rows]
-    sends = K.mask(K.SENDS)[kind]
-    recvs = K.mask(K.RECVS)[kind]
+    real = peer >= 0                     # MPI_PROC_NULL (-1): no message to match
+    sends = K.mask(K.SENDS)[kind] & real
+    recvs = K.mask(K.RECVS)[kind] & real
     src = np.r_[rank[sends], peer[recvs]]
     dst = np.r_[peer[sends], rank[recvs]]
     key = _dense(src, dst, np.r_[tag[sends], tag[recvs]], np.r_[comm[sends], comm[recvs]])

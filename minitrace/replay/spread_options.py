@@ -58,12 +58,13 @@ def check(args, conflicting: dict[str, bool]) -> None:
             raise MinitraceError(f"{name} is not available with --sample or --replicas")
 
 
-def run(args, trace, source: str, replay_kw: dict, plot: str | None) -> int:
-    """Sampled replay or replicas of ``trace``: print them (rank 0 under mpiexec)."""
+def run(args, trace, source: str, replay_kw: dict, plot: str | None, loops=None) -> int:
+    """Sampled replay or replicas of ``trace`` (``loops``: its loops' iteration bounds, None:
+    found): print them (rank 0 under mpiexec)."""
     sample = sample_arg(args.sample)
     if args.replicas is not None:
         from .replicas import _mpi_world, replicas
-        r = replicas(trace, args.replicas, args.noise, args.seed, sample,
+        r = replicas(trace, args.replicas, args.noise, args.seed, sample, loops,
                      workers=args.workers, progress=sys.stderr.isatty(), **replay_kw)
         comm = _mpi_world()
         if comm is not None and comm.Get_rank() != 0:
@@ -77,9 +78,10 @@ def run(args, trace, source: str, replay_kw: dict, plot: str | None) -> int:
             if not args.json:
                 print(f"  plot: {plot}")
         return 0
-    from .replicas import load_columns
+    from .replicas import load_trace
     from .sampling import sampled_replay
-    s = sampled_replay(load_columns(trace, source), None, sample, **replay_kw)
+    data, stored = load_trace(trace, source)
+    s = sampled_replay(data, stored if loops is None else loops, sample, **replay_kw)
     if args.json:
         print(json.dumps({"trace": source, **s.to_dict()}, indent=1))
     else:
