@@ -18,6 +18,7 @@ from minitrace.replay.replicas import replicas
 from minitrace.replay.sampling import (check_separable, phases_of, reduce_trace,
                                        sampled_replay, steady_start)
 from minitrace.synthetic_loops import amr, build, cg, stencil, Step
+from tests.support.extrapolated import extrapolated_stencil
 
 pytestmark = pytest.mark.timeout(300)
 RATE = "1Gf"
@@ -402,3 +403,32 @@ def test_replicas_under_mpiexec_are_shared_by_the_ranks_and_printed_once(tmp_pat
     out = json.loads(p.stdout)                   # one document: rank 0 alone prints
     alone = replicas(data, 4, "trace", seed=9, workers=1, compute_rate=RATE)
     assert out["times"] == alone.times.tolist()
+
+
+# ---- extrapolated traces -----------------------------------------------------------------------
+
+def test_replicas_of_an_extrapolated_trace_draw_from_a_recorded_run(tmp_path):
+    big, run8 = extrapolated_stencil(tmp_path)
+    with pytest.raises(MinitraceError, match="extrapolated trace's volumes are fitted means") as e:
+        replicas(str(big), 2, "trace", seed=1, compute_rate=RATE)
+    assert "\n" not in str(e.value)
+    base = [sys.executable, "-m", "minitrace", "replay", str(big), "--compute-rate", RATE,
+            "--sample", "auto", "--json"]
+    p = subprocess.run(base + ["--replicas", "6", "--seed", "3", "--noise", run8,
+                               "--workers", "2"], capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr
+    out = json.loads(p.stdout)
+    assert out["sampling"]["skipped_share"] > 0.5          # the loop was sampled
+    assert out["lo"] < out["hi"] and out["median"] > out["plain_time"]   # 32 ranks' maxima
+    assert any("recorded run" in a and "(8 ranks)" in a for a in out["assumptions"])
+    again = replicas(str(big), 6, run8, seed=3, sample="auto", workers=1, compute_rate=RATE)
+    assert np.allclose(again.times, out["times"], rtol=1e-12)
+
+
+def test_a_noise_run_without_spread_is_a_one_line_error(tmp_path):
+    flat, _ = stencil(2, 40)
+    storage.write_trace(str(tmp_path / "flat.h5"), flat)
+    data, _ = stencil(4, 40)
+    with pytest.raises(MinitraceError, match="do not vary at its call sites") as e:
+        noise_model(data, str(tmp_path / "flat.h5"))
+    assert str(tmp_path / "flat.h5") in str(e.value)

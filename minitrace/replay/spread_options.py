@@ -22,7 +22,9 @@ def add_options(p) -> None:
                         "mean, median and 95%% interval of the run time and per-rank lateness")
     g.add_argument("--noise", default="trace", metavar="trace|none|FILE.h5",
                    help="what replicas draw from: the trace's own volumes per call site and "
-                        "rank (trace, default), a variability benchmark file, or none")
+                        "rank (trace, default), a variability benchmark file, a recorded run "
+                        "of the program (its relative spread; for extrapolated traces), or "
+                        "none")
     g.add_argument("--seed", type=int, help="seed of the replicas' draws (default: printed)")
     g.add_argument("--workers", type=int, metavar="P",
                    help="processes for the replicas (default: one per core; under mpiexec "
