@@ -6,10 +6,12 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from dataclasses import replace
 
 import numpy as np
 import pytest
 
+from minitrace import kinds as K
 from minitrace import storage
 from minitrace.errors import MinitraceError
 from minitrace.replay import replay
@@ -245,6 +247,30 @@ def test_messages_to_proc_null_do_not_keep_iterations_from_being_skipped():
     data, b = build(3, 40, body)
     rows = np.concatenate([np.arange(b[r, 5], b[r, 10]) for r in range(3)])
     assert check_separable(data, rows) is None
+
+
+def test_loops_from_structure_ids_are_the_compressed_grammar_s():
+    """The cheaper detection (structure ids, no request tokens) finds the loops the lossless
+    call signatures of minitrace.compress find; a changed peer is another id."""
+    from minitrace.compress import loops as find
+    from minitrace.replay.sampling import loops_of, structure_ids
+    for data in (stencil(4, 150, jitter=0.05, seed=1)[0], amr(2, 480, phases=4, seed=2)[0],
+                 cg(3, 200, drift=0.3, seed=3)[0]):
+        got, _ = loops_of(data)
+        t = find(data)
+        assert len(got) == t["loop"].nunique()
+        for b, (_, x) in zip(got, t.groupby("loop")):
+            x = x.sort_values(["rank", "iteration"])
+            assert np.array_equal(b[:, :-1].ravel(), x["first_row"].to_numpy())
+    data, _ = stencil(2, 10)
+    ids, n = structure_ids(data)
+    a = data.actions.copy()
+    row = int(np.flatnonzero(a["kind"] == K.code("isend"))[3])
+    a["peer"][row] = 5
+    other, m = structure_ids(replace(data, actions=a))
+    assert m == n + 1 and (other == other[row]).sum() == 1
+    rest, was = np.delete(other, row), np.delete(ids, row)     # the same partition otherwise
+    assert np.array_equal(rest[:, None] == rest[None, :], was[:, None] == was[None, :])
 
 
 def test_a_compressed_file_gives_its_stored_loops_without_detection(tmp_path, monkeypatch):

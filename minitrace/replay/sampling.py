@@ -1,8 +1,9 @@
 """Iteration sampling: replay a main loop's iterations until the simulated time per iteration is
 steady, skip the rest, account for them, and replay what follows the loop for real.
 
-The loops come from the trace's loop structure (:func:`minitrace.compress.loops`): per loop, the
-row range of each iteration on each rank (``bounds`` [nranks, iterations + 1]); a loop must be
+The loops come from the trace's loop structure (a compressed file's stored grammar, else a loop
+grammar built on each action's structure, :func:`structure_ids`; :mod:`minitrace.compress`'s
+folding either way): per loop, the row range of each iteration on each rank (``bounds`` [nranks, iterations + 1]); a loop must be
 on every rank with the same number of iterations.  Only
 top-level loops are sampled (a nested loop is inside its parent's iterations); successive loops
 are sampled one after the other.  A loop is cut into **phases** where its iterations' static
@@ -127,10 +128,19 @@ class SampledReplay:
 
 def loops_of(data) -> tuple[list[np.ndarray], list[str]]:
     """Per loop found on every rank with the same number of iterations, its iteration bounds
-    [nranks, iterations + 1] (global rows), from the trace's loop structure
-    (:func:`minitrace.compress.loops`); and notes on loops left out."""
-    from ..compress import loops as find
-    table = find(data)
+    [nranks, iterations + 1] (global rows); and notes on loops left out.  An open compressed
+    trace gives the loops of its stored grammar (:func:`minitrace.compress.loops`); otherwise
+    the grammar is built here on :func:`structure_ids`."""
+    from ..compress import loops as stored
+    from ..compress.grammar import build
+    from ..compress.loop_view import iterations
+    if hasattr(getattr(data, "_reader", None), "grammar"):
+        table = stored(data)
+    else:
+        if hasattr(data, "data") and callable(data.data):
+            data = data.data()
+        ids, n = structure_ids(data)
+        table = iterations(build(ids, data.rank_offsets, n), data.rank_offsets)
     out, notes = [], []
     if not len(table):
         return out, notes
@@ -146,6 +156,43 @@ def loops_of(data) -> tuple[list[np.ndarray], list[str]]:
         last = t["last_row"].to_numpy(np.int64).reshape(data.nranks, n)
         out.append(np.concatenate([first, last[:, -1:] + 1], axis=1))
     return out, notes
+
+
+_STRUCTURE = ("kind", "tag", "comm", "bytes_sent", "bytes_recv", "vec_len")
+
+
+def structure_ids(data) -> tuple[np.ndarray, int]:
+    """Per action an id of what an iteration repeats: its kind, rank-relative peer (roots of
+    rooted collectives as they are), tag, communicator, bytes and vector length, in order of
+    first appearance, and the number of ids.  Unlike the compressed trace's call signatures
+    (:func:`minitrace.compress.signatures.encode`, lossless), request ids and vector contents
+    are left out: they change every iteration and cost most of the encoding, and skipping
+    iterations checks them (:func:`check_separable`).  A 64-bit hash of the columns, checked
+    exactly (a collision falls back to an exact factorization)."""
+    import pandas as pd
+    a = data.actions
+    if not len(a):
+        return np.zeros(0, np.int64), 0
+    rank = data.rank_of()
+    kind = a["kind"]
+    peer = a["peer"].astype(np.int64)
+    rel = ~K.mask(K.ROOTED)[kind] & (peer >= 0) & (peer < data.nranks)
+    cols = [np.where(rel, (peer - rank) % data.nranks, peer)] + \
+        [a[f].astype(np.int64) for f in _STRUCTURE]
+    h = np.zeros(len(a), np.uint64)
+    with np.errstate(over="ignore"):
+        for j, c in enumerate(cols):
+            h = (h ^ c.view(np.uint64)) * np.uint64(0x100000001B3) + \
+                np.uint64(j + 0x9E3779B97F4A7C15)
+            h ^= h >> np.uint64(29)
+    ids, uniq = pd.factorize(h)
+    first = np.zeros(len(uniq), np.int64)
+    first[ids[::-1]] = np.arange(len(ids) - 1, -1, -1)
+    if not all(np.array_equal(c[first][ids], c) for c in cols):
+        _, ids = np.unique(np.stack(cols, 1), axis=0, return_inverse=True)
+        ids = ids.ravel()
+        return ids.astype(np.int64), int(ids.max()) + 1
+    return ids.astype(np.int64), len(uniq)
 
 
 def top_level(loops: list[np.ndarray]) -> list[np.ndarray]:

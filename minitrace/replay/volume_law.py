@@ -25,8 +25,8 @@ its volumes from it (a draw of the posterior predictive law):
 Volumes are drawn by the quantile function of the replica's law at a uniform ``v`` given by the
 caller (the noise copula, which keeps correlations between ranks).  On 150 simulated
 recordings of 2 x 300 Pareto(2.5) draws, the 95% interval of 100 replicas of the sum of the
-per-iteration maxima covered 94% of the other recordings' sums (a plain bootstrap: 77%, widened
-by sqrt(2): 90%)."""
+per-iteration maxima covered 94% of the other recordings' sums (a plain bootstrap: 79%, widened
+by sqrt(2): 91%; benchmarks/bench_volume_law.py)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
