@@ -66,7 +66,7 @@ def test_trace_noise_tail_goes_past_the_recorded_maximum_with_uncertain_laws():
     assert np.isfinite(model.sites.xi[big]).all() and (model.sites.xi[big] > 0).all()
     rec = data.actions["volume"]
     above, means = 0, []
-    for i in range(60):
+    for i in range(400):
         vol = model.volumes(data, np.random.default_rng(i))
         mine = rows[site == big[0]]
         above += int((vol[mine] > rec[mine].max()).sum())
@@ -78,7 +78,7 @@ def test_trace_noise_tail_goes_past_the_recorded_maximum_with_uncertain_laws():
     assert above > 0                            # the fitted tail goes past the maximum
     # each replica's law differs (estimation uncertainty): its mean varies more than a plain
     # bootstrap of the recorded volumes would make it
-    boot = [np.random.default_rng(i).choice(rec[mine], len(mine)).mean() for i in range(60)]
+    boot = [np.random.default_rng(i).choice(rec[mine], len(mine)).mean() for i in range(400)]
     assert np.std(means) > 1.2 * np.std(boot)
 
 

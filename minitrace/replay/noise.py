@@ -100,27 +100,34 @@ class NoiseModel:
     def volumes(self, data, rng: np.random.Generator) -> np.ndarray:
         """One replica's ``volume`` column of ``data`` (a new array; only compute changes)."""
         vol = data.actions["volume"].copy()
+        if self.source != "none" and len(self.rows):
+            vol[self.rows] = self.draw(vol[self.rows], rng)
+        return vol
+
+    def draw(self, recorded: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        """One replica's volumes of the compute rows (``rows`` order), ``recorded`` being
+        theirs in the trace."""
         if self.source == "none" or not len(self.rows):
-            return vol
+            return recorded.copy()
         it = self.iteration
         niter = int(it.max()) + 1
         if self.factors is not None:
             pick = rng.integers(len(self.factors), size=niter)
-            vol[self.rows] *= self.factors[pick[it], self.rank]
-            return vol
+            return recorded * self.factors[pick[it], self.rank]
         a, b, c = self.weights
-        z = c * rng.standard_normal(len(self.rows))
-        if a:
-            z += a * rng.standard_normal(niter)[it]
-        if b:
-            nodes = int(self.node.max()) + 1
-            z += b * rng.standard_normal((nodes, niter))[self.node[self.rank], it]
-        u = ndtr(z)
+        if a or b:
+            z = c * rng.standard_normal(len(self.rows))
+            if a:
+                z += a * rng.standard_normal(niter)[it]
+            if b:
+                nodes = int(self.node.max()) + 1
+                z += b * rng.standard_normal((nodes, niter))[self.node[self.rank], it]
+            u = ndtr(z)
+        else:                        # independent: the copula's uniform drawn directly
+            u = rng.random(len(self.rows))
         if self.multipliers is not None:
-            vol[self.rows] *= self.multipliers.law(rng).quantile(np.zeros(len(u), np.int64), u)
-        else:
-            vol[self.rows] = self.sites.law(rng).quantile(self.site, u)
-        return vol
+            return recorded * self.multipliers.law(rng).quantile(np.zeros(len(u), np.int64), u)
+        return self.sites.law(rng).quantile(self.site, u)
 
 
 def noise_model(data, noise: str, source: str | None = None) -> NoiseModel:

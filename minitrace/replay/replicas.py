@@ -23,8 +23,7 @@ import numpy as np
 
 from ..errors import MinitraceError
 from .noise import noise_model
-from .sampling import (_marker_times, loops_of, reduce_trace, sampled_replay, skipped_line,
-                       slowest_compute)
+from .sampling import _marker_times, loops_of, reduce_trace, sampled_replay, skipped_line
 
 _STATE: dict = {}
 
@@ -234,33 +233,53 @@ def _one(i: int, seq: np.random.SeedSequence) -> tuple[float, list[float]]:
     from .api import replay
     data, model, kw, sampled = (_STATE[k] for k in ("data", "model", "kw", "sampled"))
     rng = np.random.default_rng(seq)
-    vol = model.volumes(data, rng)
     if sampled is not None:
-        return _sampled_replica(vol, rng)
+        return _sampled_replica(model, rng)
     actions = data.actions.copy()
-    actions["volume"] = vol
+    actions["volume"] = model.volumes(data, rng)
     res = replay(replace(data, actions=actions), **kw)
     return res.simulated_time, list(res.rank_end_times)
 
 
-def _sampled_replica(vol: np.ndarray, rng) -> tuple[float, list[float]]:
+def _plan(data, model, loops, phases) -> dict:
+    """What every sampled replica of a process shares: the reduced trace, where its compute
+    rows are among the model's, and for each loop the (rank, iteration) cell of each compute
+    row inside it, so that a replica's static costs are one bincount of its drawn volumes."""
+    reduced, origin, marks, _ = reduce_trace(data, loops, phases)
+    compute = np.flatnonzero((origin >= 0) & np.isin(origin, model.rows))
+    cells = []
+    for b in loops:          # rows are rank-major, so the bounds flattened are increasing
+        r = model.rank
+        which = np.flatnonzero((model.rows >= b[r, 0]) & (model.rows < b[r, -1]))
+        flat = np.searchsorted(b.ravel(), model.rows[which], side="right") - 1
+        it = flat - r[which] * b.shape[1]
+        cells.append((which, r[which] * (b.shape[1] - 1) + it, b.shape))
+    return {"reduced": reduced, "origin": origin, "marks": marks,
+            "compute": compute, "at": np.searchsorted(model.rows, origin[compute]),
+            "cells": cells, "recorded": data.actions["volume"][model.rows]}
+
+
+def _sampled_replica(model, rng) -> tuple[float, list[float]]:
     """A replica with the plain run's sampling plan: the reduced trace replayed with this
-    replica's volumes ``vol``, its skipped iterations predicted from its replayed ones (the
-    line against the static costs of this replica's volumes) plus residuals drawn from theirs."""
+    replica's volumes, its skipped iterations predicted from its replayed ones (the line
+    against the static costs of this replica's volumes) plus residuals drawn from theirs."""
     from .api import replay
     data, kw, sampled, loops = (_STATE[k] for k in ("data", "kw", "sampled", "loops"))
-    if "reduced" not in _STATE:      # the plan's reduced trace, built once per process
-        _STATE["reduced"] = reduce_trace(data, loops, sampled.phases)
-    reduced, origin, marks, _ = _STATE["reduced"]
+    if "plan" not in _STATE:         # built once per process
+        _STATE["plan"] = _plan(data, model, loops, sampled.phases)
+    plan = _STATE["plan"]
+    drawn = model.draw(plan["recorded"], rng)
+    reduced = plan["reduced"]
     actions = reduced.actions.copy()
-    real = origin >= 0
-    actions["volume"][real] = vol[origin[real]]
+    actions["volume"][plan["compute"]] = drawn[plan["at"]]
     res = replay(replace(reduced, actions=actions), timeline=True, **kw)
-    times = _marker_times(res.timeline, reduced, origin, marks, sampled.phases)
+    times = _marker_times(res.timeline, reduced, plan["origin"], plan["marks"], sampled.phases)
     skipped = 0.0
     for pi, p in enumerate(sampled.phases):
         if p.skipped:
-            cost = slowest_compute(data, loops[p.loop], vol)[p.first:p.stop]
+            which, cell, (nranks, n) = plan["cells"][p.loop]
+            cost = np.bincount(cell, drawn[which], minlength=nranks * (n - 1)) \
+                .reshape(nranks, n - 1).max(axis=0)[p.first:p.stop]
             pred, resid, _, _ = skipped_line(p, times[pi], cost)
             skipped += float(pred.sum()) + float(rng.choice(resid, p.skipped).sum())
     ends = [float(e + skipped) for e in res.rank_end_times]
