@@ -277,7 +277,8 @@ def _tail_note(sites: SiteVolumes) -> str:
     xi = sites.xi[np.isfinite(sites.xi)]
     out = (f"tails: generalized Pareto above each site's {1 - TAIL_SHARE:.0%} quantile on "
            f"{len(xi)} site(s), shape xi {np.median(xi):+.2f} (median; range {xi.min():+.2f} "
-           f"to {xi.max():+.2f}, each replica's drawn from the fit's uncertainty, capped at {MAX_SHAPE})")
+           f"to {xi.max():+.2f}, each replica's drawn from the fit's uncertainty, capped at "
+           f"{MAX_SHAPE})")
     if few:
         out += (f"; {few} site(s) with fewer than {MIN_TAIL_SITE} volumes: bootstrap only, "
                 f"never above their recorded maximum")

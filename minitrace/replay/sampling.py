@@ -3,34 +3,32 @@ steady, skip the rest, account for them, and replay what follows the loop for re
 
 The loops come from the trace's loop structure (a compressed file's stored grammar, else a loop
 grammar built on each action's structure, :func:`structure_ids`; :mod:`minitrace.compress`'s
-folding either way): per loop, the row range of each iteration on each rank (``bounds`` [nranks, iterations + 1]); a loop must be
-on every rank with the same number of iterations.  Only
-top-level loops are sampled (a nested loop is inside its parent's iterations); successive loops
-are sampled one after the other.  A loop is cut into **phases** where its iterations' static
-cost changes (the mean over a block of ``window`` iterations of any rank's compute, or of the
-most bytes a rank moves, departs from the phase's first block by more than ``PHASE_TOLERANCE``
-and by more than three standard errors, in ``LASTING`` (4) successive blocks: refinement phases of an AMR
-code, a regime change).  In
-each phase a start of ``m`` iterations is replayed (auto: ``4 window`` first, doubled until the
-rule below holds), and a **tail** of ``window`` iterations at its end when more than
-``3 window`` would be skipped; the iterations between are skipped.
+folding either way): per loop, the row range of each iteration on each rank (``bounds`` [nranks,
+iterations + 1]); a loop must be on every rank with the same number of iterations. Only
+top-level loops are sampled (a nested loop is inside its parent's iterations); successive loops are
+sampled one after the other. A loop is cut into **phases** where its iterations' static cost
+changes (the mean over a block of ``window`` iterations of any rank's compute, or of the most
+bytes a rank moves, departs from the phase's first block by more than ``PHASE_TOLERANCE`` and by
+more than three standard errors, in ``LASTING`` (4) successive blocks: refinement phases of an
+AMR code, a regime change). In each phase a start of ``m`` iterations is replayed (auto:
+``4 window`` first, doubled until the rule below holds), and a **tail** of ``window`` iterations at
+its end when more than ``3 window`` would be skipped; the iterations between are skipped.
 
 **Steady rule**: iteration ``s`` starts the steady state when the mean simulated time per
 iteration over the three windows ``[s, s+w)``, ``[s+w, s+2w)``, ``[s+2w, s+3w)`` changes from
 one window to the next by at most ``tolerance`` (relative) or by at most three standard errors
-of the difference (what the iterations' own spread allows, estimated from successive
-differences so that a trend does not count as noise).  Iterations before ``s`` are the
-warm-up; a window of ``w`` (12) iterations averages out alternations of period 2, 3, 4 or 6;
-a drift shows as a change between windows and keeps the rule from holding until it is small.
+of the difference (what the iterations' own spread allows, estimated from successive differences
+so that a trend does not count as noise). Iterations before ``s`` are the warm-up; a window of
+``w`` (12) iterations averages out alternations of period 2, 3, 4 or 6; a drift shows as a
+change between windows and keeps the rule from holding until it is small.
 
 **Skipped iterations**: predicted by a least-squares line of the replayed steady iterations'
 times (the start's from the steady iteration on, the tail's but its first) against their static
 cost (the slowest rank's compute): the tail puts the skipped iterations between replayed ones,
-so a drift is interpolated, not extrapolated.  Its prediction error (residual variance,
-inflated for residuals correlated from one iteration to the next, plus the line's own
-uncertainty) gives the
-**bound**: three standard deviations of the skipped time, plus SimGrid's timing precision per
-skipped iteration.  Each rank's end time is its end in the reduced replay plus the skipped
+so a drift is interpolated, not extrapolated. Its prediction error (residual variance, inflated
+for residuals correlated from one iteration to the next, plus the line's own uncertainty) gives
+the **bound**: three standard deviations of the skipped time, plus SimGrid's timing precision
+per skipped iteration. Each rank's end time is its end in the reduced replay plus the skipped
 time.
 
 Iteration times are read from the native replayer's timeline: a zero-length ``sleep`` marker is
@@ -274,7 +272,8 @@ def steady_start(x: np.ndarray, window: int, tolerance: float) -> int | None:
 
 def reduce_trace(data, loops: list[np.ndarray], phases: list[Phase]):
     """The trace without the skipped iterations, with a zero-length sleep marker before every
-    replayed iteration of each phase and after the last of its start and of its tail.  Returns (reduced TraceColumns,
+    replayed iteration of each phase and after the last of its start and of its tail.  Returns
+    (reduced TraceColumns,
     original row of each reduced row (-1: marker), per rank the (phase, iteration) of each
     marker in order, removed-row mask)."""
     a = data.actions

@@ -14,8 +14,8 @@ its volumes from it (a draw of the posterior predictive law):
   top 10% of volumes, at least ``MIN_EXCEEDANCES`` of them), the law is a generalized Pareto
   ``GPD(xi, sigma)`` (Pickands-Balkema-de Haan: the limit law of excesses over a high
   threshold), fitted once to the recorded excesses ``x - u`` by maximum likelihood
-  (its profile likelihood, :func:`_fit`; agrees with ``scipy.stats.genpareto.fit``); each replica draws its ``(xi, sigma)`` from the MLE's
-  asymptotic normal law, covariance ``(1 + xi) / k [[1 + xi, -sigma], [-sigma, 2 sigma^2]]``
+  (its profile likelihood, :func:`_fit`; agrees with ``scipy.stats.genpareto.fit``); each
+  replica draws its ``(xi, sigma)`` from the MLE's asymptotic normal law, covariance ``(1 + xi) / k [[1 + xi, -sigma], [-sigma, 2 sigma^2]]``
   for k excesses (Smith 1985; valid for xi > -1/2), so a tail the recording barely saw may
   be heavier in a replica.  ``xi`` is capped at ``MAX_SHAPE`` (0.9: a law with a mean), sigma
   kept positive.  A site whose fit fails or gives xi <= -1/2 keeps its bootstrap tail.
@@ -89,7 +89,8 @@ class SiteVolumes:
         if len(t):
             k = (self.count - self.tail_from)[t]
             x, s = self.xi[t], self.sigma[t]
-            # the MLE's asymptotic normal law: a Cholesky factor of (1+xi)/k [[1+xi, -s], [-s, 2s^2]]
+            # the MLE's asymptotic normal law, a Cholesky factor of
+            # (1+xi)/k [[1+xi, -s], [-s, 2s^2]]
             z = rng.standard_normal((2, len(t)))
             f = np.sqrt((1 + x) / k)
             xi[t] = np.minimum(x + f * np.sqrt(1 + x) * z[0], MAX_SHAPE)
@@ -101,7 +102,8 @@ class SiteVolumes:
 
 def _fit(y: np.ndarray) -> tuple[float, float]:
     """Maximum-likelihood GPD (xi, sigma) of the excesses ``y`` (location 0) through its
-    profile likelihood in ``theta = xi / sigma`` over xi > -1 (Grimshaw 1993: for a given theta the MLE of
+    profile likelihood in ``theta = xi / sigma`` over xi > -1 (Grimshaw 1993: for a given theta
+    the MLE of
     xi is ``mean(log(1 + theta y))`` and the log-likelihood ``-k (log(xi / theta) + xi + 1)``),
     maximised on a grid refined twice around its best point (numpy only: no optimiser, no
     scipy.stats import); NaN when the volumes are equal or xi <= -1/2 (outside the MLE's
