@@ -143,7 +143,7 @@ def replicas(trace, n: int, noise: str = "trace", seed: int | None = None,
         Iteration sampling (:func:`minitrace.replay.sampling.sampled_replay`).
     loops : list of ndarray, optional
         Iteration bounds of the loops (default: a compressed file's stored loops, else those
-        :func:`minitrace.compress.loops` finds).
+        :func:`minitrace.replay.sampling.loops_of` finds).
     workers : int, optional
         Processes (default: one per core; under mpiexec the MPI ranks).
     **replay_kw

@@ -429,7 +429,7 @@ def sampled_replay(data, loops: list[np.ndarray] | None, sample="auto", *,
     data : TraceColumns
     loops : list of ndarray or None
         Per loop, its iteration bounds [nranks, iterations + 1] (global rows); None: the loops
-        :func:`minitrace.compress.loops` finds (:func:`loops_of`).
+        :func:`loops_of` finds.
     sample : "auto" or int
         auto: replay each phase until the steady rule holds; K: replay K iterations of each
         phase.
