@@ -140,6 +140,21 @@ def test_cli_replicas_and_sampling_with_a_calibration(recorded):
     assert p.returncode != 0 and "--timeline is not available" in p.stderr
 
 
+def test_an_extrapolated_trace_predicted_with_sampling_and_replicas(recorded):
+    """The one command of docs/REPLAY.md: a trace extrapolated to 32 ranks, predicted on the
+    calibrated machine with its loop sampled and replicas drawing from a recorded run."""
+    from tests.support.extrapolated import extrapolated_stencil
+    _, cal, d = recorded
+    big, run8 = extrapolated_stencil(d)
+    p = subprocess.run([sys.executable, "-m", "minitrace", "predict", str(big), "--calibration",
+                        str(cal), "--sample", "auto", "--replicas", "4", "--seed", "1",
+                        "--noise", run8, "--json"], capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr
+    out = json.loads(p.stdout)
+    assert len(out["times"]) == 4 and out["lo"] < out["hi"]
+    assert out["sampling"]["skipped_share"] > 0.5
+
+
 def test_without_the_native_replayer_the_python_engine_predicts(recorded, monkeypatch):
     """An environment without the native replayer (an install that could not build it) still
     predicts, with SimGrid's Python bindings, without the predicted breakdown, and says so."""

@@ -6,10 +6,12 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from dataclasses import replace
 
 import numpy as np
 import pytest
 
+from minitrace import kinds as K
 from minitrace import storage
 from minitrace.errors import MinitraceError
 from minitrace.replay import replay
@@ -18,6 +20,7 @@ from minitrace.replay.replicas import replicas
 from minitrace.replay.sampling import (check_separable, phases_of, reduce_trace,
                                        sampled_replay, steady_start)
 from minitrace.synthetic_loops import amr, build, cg, stencil, Step
+from tests.support.extrapolated import extrapolated_stencil
 
 pytestmark = pytest.mark.timeout(300)
 RATE = "1Gf"
@@ -39,6 +42,69 @@ def test_trace_noise_draws_each_site_from_its_own_volumes():
     assert not np.array_equal(vol[rows], data.actions["volume"][rows])
     assert np.array_equal(np.delete(vol, rows), np.delete(data.actions["volume"], rows))
     assert any("not supported" in a for a in model.assumptions)   # independent jitter
+    assert any("too few to fit a tail" in a for a in model.assumptions)
+
+
+def _pareto_trace(seed: int, iterations: int = 300):
+    """2 ranks, each iteration a Pareto(2.5) compute (mean 1 ms) then an allreduce."""
+    rng = np.random.default_rng(seed)
+
+    def body(r):
+        return [Step("compute", volume=6e-4 / rng.random(iterations) ** (1 / 2.5)),
+                Step("allreduce", nbytes=8)]
+    return build(2, iterations, body)[0]
+
+
+def test_trace_noise_tail_goes_past_the_recorded_maximum_with_uncertain_laws():
+    data = _pareto_trace(4)
+    model = noise_model(data, "trace")
+    note = next(a for a in model.assumptions if a.startswith("tails:"))
+    assert "generalized Pareto" in note and "on 2 site(s)" in note
+    rows, site, _ = call_sites(data)
+    big = np.flatnonzero(np.bincount(site) >= 100)
+    assert len(big) == 2
+    assert np.isfinite(model.sites.xi[big]).all() and (model.sites.xi[big] > 0).all()
+    rec = data.actions["volume"]
+    above, means = 0, []
+    for i in range(400):
+        vol = model.volumes(data, np.random.default_rng(i))
+        mine = rows[site == big[0]]
+        above += int((vol[mine] > rec[mine].max()).sum())
+        means.append(vol[mine].mean())
+        # below the tail's threshold every draw is a recorded volume
+        thr = model.sites.u[big[0]]
+        low = vol[mine] <= thr
+        assert np.isin(vol[mine][low], rec[mine]).all()
+    assert above > 0                            # the fitted tail goes past the maximum
+    # each replica's law differs (estimation uncertainty): its mean varies more than a plain
+    # bootstrap of the recorded volumes would make it
+    boot = [np.random.default_rng(i).choice(rec[mine], len(mine)).mean() for i in range(400)]
+    assert np.std(means) > 1.2 * np.std(boot)
+
+
+def test_replica_laws_cover_other_recordings_of_a_heavy_tailed_law():
+    """The posterior predictive interval of a sum of per-iteration maxima, from one recording
+    of 2 x 300 Pareto(2.5) draws, covers the sums of other recordings 90-99% of the time (a
+    plain bootstrap of the recording covers far fewer)."""
+    from minitrace.replay.volume_law import SiteVolumes
+    rng = np.random.default_rng(7)
+    recs = 6e-4 / rng.random((40, 2, 300)) ** (1 / 2.5)
+    truth = recs.max(axis=1).sum(axis=1)
+    site = np.repeat([0, 1], 300)
+    covered, boot = [], []
+    for i, r in enumerate(recs):
+        sites = SiteVolumes.of(np.sort(r, axis=1).ravel(), np.array([0, 300]),
+                               np.array([300, 300]))
+        t = [sites.law(rng).quantile(site, rng.random(600)).reshape(2, 300).max(0).sum()
+             for _ in range(80)]
+        b = [np.stack([rng.choice(x, 300) for x in r]).max(0).sum() for _ in range(80)]
+        others = np.delete(truth, i)
+        lo, hi = np.percentile(t, [2.5, 97.5])
+        covered.append(np.mean((others >= lo) & (others <= hi)))
+        lo, hi = np.percentile(b, [2.5, 97.5])
+        boot.append(np.mean((others >= lo) & (others <= hi)))
+    assert 0.90 <= np.mean(covered) <= 0.99
+    assert np.mean(boot) < np.mean(covered) - 0.05
 
 
 def test_trace_noise_keeps_a_correlation_the_data_supports():
@@ -167,6 +233,62 @@ def test_iterations_exchanging_messages_across_boundaries_are_not_skipped():
     for r in (0, 1):
         removed[b[r, 5]:b[r, 10]] = True
     assert check_separable(data, np.flatnonzero(removed)) is None
+
+
+def test_messages_to_proc_null_do_not_keep_iterations_from_being_skipped():
+    """A non-periodic halo (cg3d.c's z slabs): the end ranks send to and receive from
+    MPI_PROC_NULL (peer -1), which no other rank matches."""
+    def body(r):
+        up, down = (r - 1 if r > 0 else -1), (r + 1 if r < 2 else -1)
+        return [Step("compute", volume=1e-4), Step("irecv", up, 1, 64),
+                Step("irecv", down, 0, 64), Step("isend", up, 0, 64),
+                Step("isend", down, 1, 64), Step("waitall", waits=(1, 2, 3, 4)),
+                Step("allreduce", nbytes=8)]
+    data, b = build(3, 40, body)
+    rows = np.concatenate([np.arange(b[r, 5], b[r, 10]) for r in range(3)])
+    assert check_separable(data, rows) is None
+
+
+def test_loops_from_structure_ids_are_the_compressed_grammar_s():
+    """The cheaper detection (structure ids, no request tokens) finds the loops the lossless
+    call signatures of minitrace.compress find; a changed peer is another id."""
+    from minitrace.compress import loops as find
+    from minitrace.replay.sampling import loops_of, structure_ids
+    for data in (stencil(4, 150, jitter=0.05, seed=1)[0], amr(2, 480, phases=4, seed=2)[0],
+                 cg(3, 200, drift=0.3, seed=3)[0]):
+        got, _ = loops_of(data)
+        t = find(data)
+        assert len(got) == t["loop"].nunique()
+        for b, (_, x) in zip(got, t.groupby("loop")):
+            x = x.sort_values(["rank", "iteration"])
+            assert np.array_equal(b[:, :-1].ravel(), x["first_row"].to_numpy())
+    data, _ = stencil(2, 10)
+    ids, n = structure_ids(data)
+    a = data.actions.copy()
+    row = int(np.flatnonzero(a["kind"] == K.code("isend"))[3])
+    a["peer"][row] = 5
+    other, m = structure_ids(replace(data, actions=a))
+    assert m == n + 1 and (other == other[row]).sum() == 1
+    rest, was = np.delete(other, row), np.delete(ids, row)     # the same partition otherwise
+    assert np.array_equal(rest[:, None] == rest[None, :], was[:, None] == was[None, :])
+
+
+def test_a_compressed_file_gives_its_stored_loops_without_detection(tmp_path, monkeypatch):
+    from minitrace.compress.files import write_compressed
+    from minitrace.replay.replicas import load_trace
+    from minitrace.replay.sampling import loops_of
+    data, b = stencil(2, 120)
+    write_compressed(str(tmp_path / "c.h5"), data)
+    storage.write_trace(str(tmp_path / "plain.h5"), data)
+    found, _ = loops_of(data)
+
+    def no_detection(*a, **k):
+        raise AssertionError("loop detection ran")
+    monkeypatch.setattr("minitrace.compress.signatures.encode", no_detection)
+    got, loops = load_trace(str(tmp_path / "c.h5"))
+    assert np.array_equal(got.actions["kind"], data.actions["kind"])
+    assert len(loops) == len(found) and all(np.array_equal(x, y) for x, y in zip(loops, found))
+    assert load_trace(str(tmp_path / "plain.h5"))[1] is None
 
 
 def test_a_loop_whose_iterations_share_requests_replays_fully():
@@ -307,3 +429,32 @@ def test_replicas_under_mpiexec_are_shared_by_the_ranks_and_printed_once(tmp_pat
     out = json.loads(p.stdout)                   # one document: rank 0 alone prints
     alone = replicas(data, 4, "trace", seed=9, workers=1, compute_rate=RATE)
     assert out["times"] == alone.times.tolist()
+
+
+# ---- extrapolated traces -----------------------------------------------------------------------
+
+def test_replicas_of_an_extrapolated_trace_draw_from_a_recorded_run(tmp_path):
+    big, run8 = extrapolated_stencil(tmp_path)
+    with pytest.raises(MinitraceError, match="extrapolated trace's volumes are fitted means") as e:
+        replicas(str(big), 2, "trace", seed=1, compute_rate=RATE)
+    assert "\n" not in str(e.value)
+    base = [sys.executable, "-m", "minitrace", "replay", str(big), "--compute-rate", RATE,
+            "--sample", "auto", "--json"]
+    p = subprocess.run(base + ["--replicas", "6", "--seed", "3", "--noise", run8,
+                               "--workers", "2"], capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr
+    out = json.loads(p.stdout)
+    assert out["sampling"]["skipped_share"] > 0.5          # the loop was sampled
+    assert out["lo"] < out["hi"] and out["median"] > out["plain_time"]   # 32 ranks' maxima
+    assert any("recorded run" in a and "(8 ranks)" in a for a in out["assumptions"])
+    again = replicas(str(big), 6, run8, seed=3, sample="auto", workers=1, compute_rate=RATE)
+    assert np.allclose(again.times, out["times"], rtol=1e-12)
+
+
+def test_a_noise_run_without_spread_is_a_one_line_error(tmp_path):
+    flat, _ = stencil(2, 40)
+    storage.write_trace(str(tmp_path / "flat.h5"), flat)
+    data, _ = stencil(4, 40)
+    with pytest.raises(MinitraceError, match="do not vary at its call sites") as e:
+        noise_model(data, str(tmp_path / "flat.h5"))
+    assert str(tmp_path / "flat.h5") in str(e.value)

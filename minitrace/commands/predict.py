@@ -61,13 +61,13 @@ def run(args) -> int:
     if spread_options.wanted(args):
         from ..predict.calibration import load
         from ..predict.prediction import replay_options
-        from ..replay.replicas import load_columns
-        data = load_columns(args.trace, args.trace)
+        from ..replay.replicas import load_trace
+        data, loops = load_trace(args.trace, args.trace)
         kw = replay_options(data, load(args.calibration), args.trace, platform=args.platform,
                             hostfile=args.hostfile, hosts=args.cluster,
                             ranks_per_host=args.ranks_per_node, timeout=args.timeout,
                             engine=args.engine, lossy=args.lossy)
-        return spread_options.run(args, data, args.trace, kw, args.plot)
+        return spread_options.run(args, data, args.trace, kw, args.plot, loops)
     p = predict(args.trace, args.calibration, platform=args.platform, hostfile=args.hostfile,
                 hosts=args.cluster, ranks_per_host=args.ranks_per_node,
                 timeline=args.timeline, timeout=args.timeout, engine=args.engine,

@@ -6,19 +6,28 @@ that ends it: its kind and bytes) and to an **iteration** (its
 occurrence number at that site: the k-th time a rank computes between the same two calls is
 the k-th iteration of the loop around them).
 
-* ``trace``: the trace's own volumes.  A replica draws each action's volume from the empirical
-  distribution of its (rank, call site), through a Gaussian copula whose latent value is
+* ``trace``: the trace's own volumes.  A replica first draws the law of each (rank, call site)
+  with its estimation uncertainty (:mod:`.volume_law`: a Bayesian bootstrap of the site's
+  volumes with a generalized Pareto tail refitted to each draw, so replicas may exceed the
+  recorded maximum), then each action's volume from it, through a Gaussian copula whose
+  latent value is
   ``a G[k] + b H[node, k] + c E``: G shared by every rank in iteration k, H by the ranks of one
   node, E the action's own.  ``a^2`` and ``a^2 + b^2`` are the correlations measured between
   ranks on different nodes and on the same node (normal scores of the same site and
   iteration); a correlation below three standard errors is not supported by the data and set
-  to 0.  With all of them 0 this is a plain bootstrap of each site's volumes.
+  to 0.  With all of them 0 the actions of a replica are independent draws of its laws.
 * a **variability benchmark** file (``/bench/variability``, docs/BENCH.md): its per-rank,
   per-iteration times, rescaled to the application: a replica draws one benchmark iteration
   (a row: every rank at once, so the benchmark's correlations between ranks and nodes are kept
   as measured) for each application iteration k and multiplies the compute of rank r in
   iteration k by ``times[row, r] / mean(times)``; a rank slower on average in the benchmark
   stays slower.
+* a **recorded run** of the program (a minitrace trace file, any number of ranks and
+  iterations: for a trace extrapolated to N ranks, which holds each call's mean volume, one of
+  the runs it was extrapolated from): each compute volume is multiplied by a draw of the
+  run's relative spread (its volumes over their call site's mean, pooled over the sites that
+  hold at least 1% of its compute; one law, drawn per replica like a site's), through the
+  same copula, with the correlations between ranks the run supports.
 * ``none``: the volumes as recorded (every replica is the plain replay).
 
 Successive iterations are drawn independently in both (said in :attr:`NoiseModel.assumptions`,
@@ -33,6 +42,7 @@ from scipy.special import ndtr, ndtri
 
 from .. import kinds as K
 from ..errors import MinitraceError
+from .volume_law import MAX_SHAPE, MIN_TAIL_SITE, TAIL_SHARE, SiteVolumes
 
 #: A variability run needs at least this many iterations to be a distribution to draw from.
 MIN_BENCH_ITERATIONS = 10
@@ -83,39 +93,46 @@ class NoiseModel:
     rank: np.ndarray = None
     node: np.ndarray = None          # node of each rank
     weights: tuple = (0.0, 0.0, 1.0)  # (a, b, c) of the copula's latent value (trace)
-    sorted_volumes: np.ndarray = None  # volumes grouped by site, sorted within each
-    site_start: np.ndarray = None
-    site_count: np.ndarray = None
+    sites: SiteVolumes = None        # the recorded volumes of each site (trace)
+    multipliers: SiteVolumes = None  # relative volumes of a recorded run, one law (run file)
     factors: np.ndarray = None       # [iterations, nranks] multipliers (benchmark)
 
     def volumes(self, data, rng: np.random.Generator) -> np.ndarray:
         """One replica's ``volume`` column of ``data`` (a new array; only compute changes)."""
         vol = data.actions["volume"].copy()
+        if self.source != "none" and len(self.rows):
+            vol[self.rows] = self.draw(vol[self.rows], rng)
+        return vol
+
+    def draw(self, recorded: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        """One replica's volumes of the compute rows (``rows`` order), ``recorded`` being
+        theirs in the trace."""
         if self.source == "none" or not len(self.rows):
-            return vol
+            return recorded.copy()
         it = self.iteration
         niter = int(it.max()) + 1
         if self.factors is not None:
             pick = rng.integers(len(self.factors), size=niter)
-            vol[self.rows] *= self.factors[pick[it], self.rank]
-            return vol
+            return recorded * self.factors[pick[it], self.rank]
         a, b, c = self.weights
-        z = c * rng.standard_normal(len(self.rows))
-        if a:
-            z += a * rng.standard_normal(niter)[it]
-        if b:
-            nodes = int(self.node.max()) + 1
-            z += b * rng.standard_normal((nodes, niter))[self.node[self.rank], it]
-        u = ndtr(z)
-        pos = np.minimum((u * self.site_count[self.site]).astype(np.int64),
-                         self.site_count[self.site] - 1)
-        vol[self.rows] = self.sorted_volumes[self.site_start[self.site] + pos]
-        return vol
+        if a or b:
+            z = c * rng.standard_normal(len(self.rows))
+            if a:
+                z += a * rng.standard_normal(niter)[it]
+            if b:
+                nodes = int(self.node.max()) + 1
+                z += b * rng.standard_normal((nodes, niter))[self.node[self.rank], it]
+            u = ndtr(z)
+        else:                        # independent: the copula's uniform drawn directly
+            u = rng.random(len(self.rows))
+        if self.multipliers is not None:
+            return recorded * self.multipliers.law(rng).quantile(np.zeros(len(u), np.int64), u)
+        return self.sites.law(rng).quantile(self.site, u)
 
 
 def noise_model(data, noise: str, source: str | None = None) -> NoiseModel:
-    """The noise model ``noise`` ("trace", "none" or a variability benchmark file) of ``data``
-    (a TraceColumns; ``source`` names it in errors)."""
+    """The noise model ``noise`` ("trace", "none", a variability benchmark file or a recorded
+    run of the program) of ``data`` (a TraceColumns; ``source`` names it in errors)."""
     rows, site, occ = call_sites(data)
     rank = data.rank_of(rows)
     node, known = _nodes(data)
@@ -128,7 +145,20 @@ def noise_model(data, noise: str, source: str | None = None) -> NoiseModel:
                              source)
     if noise == "trace":
         return _trace_model(data, base, known)
+    if os.path.isfile(noise) and _holds_trace(noise):
+        from .replicas import load_trace
+        return _run_model(noise, load_trace(noise, noise)[0], data, base, known)
     return _bench_model(noise, data, base, known)
+
+
+def _holds_trace(path: str) -> bool:
+    """Whether an HDF5 file holds a minitrace trace (``/trace``) rather than a benchmark."""
+    import h5py
+    try:
+        with h5py.File(path, "r") as f:
+            return "trace" in f
+    except OSError:
+        return False
 
 
 def _nodes(data) -> tuple[np.ndarray, bool]:
@@ -139,20 +169,22 @@ def _nodes(data) -> tuple[np.ndarray, bool]:
     return np.arange(data.nranks, dtype=np.int64), False
 
 
-def _trace_model(data, base: dict, known_nodes: bool) -> NoiseModel:
-    """Per-site empirical distributions and the correlations the trace supports."""
-    rows, site, occ, rank, node = (base[k] for k in ("rows", "site", "iteration", "rank",
-                                                     "node"))
-    vol = data.actions["volume"][rows]
+def _by_site(vol: np.ndarray, site: np.ndarray):
+    """(order sorting the volumes by site then value, volumes per site, first index of each
+    site, normal score of each volume within its site (mid-ranks))."""
     order = np.lexsort((vol, site))
     count = np.bincount(site)
     start = np.r_[0, np.cumsum(count)[:-1]]
-    # normal score of each action within its site (mid-ranks), for the correlations
-    pos = np.empty(len(rows), np.int64)
-    pos[order] = np.arange(len(rows)) - np.repeat(start, count)
-    score = ndtri((pos + 0.5) / count[site])
+    pos = np.empty(len(vol), np.int64)
+    pos[order] = np.arange(len(vol)) - np.repeat(start, count)
+    return order, count, start, ndtri((pos + 0.5) / count[site])
+
+
+def _copula(score, site, occ, rank, node, nranks: int, known_nodes: bool, what: str):
+    """The copula's weights (a, b, c) from the correlations the volumes' normal scores
+    support, and the notes that say which were kept and which assumed 0."""
     r_node, r_other, n_node, n_other, lag1, n_lag = _correlations(score, site, occ, rank,
-                                                                  node, data.nranks)
+                                                                  node, nranks)
     notes = []
 
     def supported(r, n, what):
@@ -169,16 +201,88 @@ def _trace_model(data, base: dict, known_nodes: bool) -> NoiseModel:
     rho_node = supported(r_node, n_node, "between ranks of one node in an iteration"
                          + ("" if known_nodes else " (no node map: one node per rank)"))
     rho_node = max(rho_node, rho_other)
-    a = np.sqrt(rho_other)
-    b = np.sqrt(rho_node - rho_other)
-    c = np.sqrt(max(1.0 - rho_node, 0.0))
+    weights = (np.sqrt(rho_other), np.sqrt(rho_node - rho_other),
+               np.sqrt(max(1.0 - rho_node, 0.0)))
     lag = (f"{lag1:+.3f} over {n_lag} pairs" if n_lag >= 3 else "not measurable")
-    head = (f"noise from the trace: each compute action drawn from the {len(count)} empirical "
-            f"distributions of its rank and call site ({len(rows)} volumes)")
-    tail = (f"successive iterations drawn independently (lag-1 autocorrelation in the trace: "
-            f"{lag})")
-    return NoiseModel("trace", [head, *notes, tail], weights=(a, b, c),
-                      sorted_volumes=vol[order], site_start=start, site_count=count, **base)
+    notes.append(f"successive iterations drawn independently (lag-1 autocorrelation in "
+                 f"{what}: {lag})")
+    return weights, notes
+
+
+def _trace_model(data, base: dict, known_nodes: bool) -> NoiseModel:
+    """Per-site laws and the correlations the trace supports."""
+    rows, site, occ, rank, node = (base[k] for k in ("rows", "site", "iteration", "rank",
+                                                     "node"))
+    vol = data.actions["volume"][rows]
+    if data.meta.get("extrapolated") is not None:
+        raise MinitraceError("an extrapolated trace's volumes are fitted means, not "
+                             "measurements: no spread to draw replicas from; give --noise a "
+                             "recorded run of the program (e.g. one of the runs it was "
+                             "extrapolated from) or a variability benchmark file")
+    order, count, start, score = _by_site(vol, site)
+    weights, notes = _copula(score, site, occ, rank, node, data.nranks, known_nodes,
+                             "the trace")
+    sites = SiteVolumes.of(vol[order], start, count)
+    head = (f"noise from the trace: each compute action drawn from the law of its rank and "
+            f"call site ({len(count)} sites, {len(rows)} volumes), each replica's laws drawn "
+            f"with their estimation uncertainty (Bayesian bootstrap)")
+    return NoiseModel("trace", [head, _tail_note(sites), *notes], weights=weights,
+                      sites=sites, **base)
+
+
+#: A recorded run's call sites holding less than this share of its compute are left out of its
+#: relative noise (the microseconds between two MPI calls: noise without a law).
+RUN_SITE_SHARE = 0.01
+
+
+def _run_model(path: str, run, data, base: dict, known_nodes: bool) -> NoiseModel:
+    """Multipliers from a recorded run of the program (any number of ranks and iterations):
+    its compute volumes over their call site's mean, pooled over the sites holding at least
+    RUN_SITE_SHARE of its compute, as one law drawn per replica (:mod:`.volume_law`), with
+    the correlations between ranks the run supports."""
+    rows, site, occ = call_sites(run)
+    if not len(rows):
+        raise MinitraceError("the noise run has no compute actions", path)
+    vol = run.actions["volume"][rows]
+    total, count = np.bincount(site, vol), np.bincount(site)
+    mean = total / np.maximum(count, 1)
+    big = (total >= RUN_SITE_SHARE * total.sum()) & (mean > 0) & (count >= 2)
+    keep = big[site]
+    m = vol[keep] / mean[site[keep]]
+    if len(m) < MIN_BENCH_ITERATIONS or np.ptp(m) < 1e-9:       # equal but for rounding
+        raise MinitraceError(f"the noise run's compute volumes do not vary at its call sites "
+                             f"({len(m)} volumes): no spread to draw from", path)
+    _, _, _, score = _by_site(vol[keep], site[keep])
+    node, known = _nodes(run)
+    weights, notes = _copula(score, site[keep], occ[keep], run.rank_of(rows[keep]), node,
+                             run.nranks, known, "the run")
+    law = SiteVolumes.of(np.sort(m), np.zeros(1, np.int64), np.array([len(m)]))
+    head = (f"noise from the recorded run {path} ({run.nranks} ranks): each compute volume "
+            f"times a multiplier drawn from the run's volumes over their call site's mean "
+            f"({len(m)} multipliers from its {int(big.sum())} call sites holding >= "
+            f"{RUN_SITE_SHARE:.0%} of its compute; sd {m.std():.1%}), the law drawn per "
+            f"replica with its estimation uncertainty; correlations measured on the run's "
+            f"ranks, applied to the trace's {data.nranks}")
+    return NoiseModel(path, [head, _tail_note(law), *notes], weights=weights,
+                      multipliers=law, **base)
+
+
+def _tail_note(sites: SiteVolumes) -> str:
+    """What the volume laws' tails rest on: how many sites have a fitted tail, their shapes,
+    how many have too few volumes for one."""
+    few = int((~sites.tailed).sum())
+    if not sites.tailed.any():
+        return (f"tails: no site has {MIN_TAIL_SITE} volumes, too few to fit a tail: replicas "
+                f"never exceed a site's recorded maximum (bootstrap only)")
+    xi = sites.xi[np.isfinite(sites.xi)]
+    out = (f"tails: generalized Pareto above each site's {1 - TAIL_SHARE:.0%} quantile on "
+           f"{len(xi)} site(s), shape xi {np.median(xi):+.2f} (median; range {xi.min():+.2f} "
+           f"to {xi.max():+.2f}, each replica's drawn from the fit's uncertainty, capped at "
+           f"{MAX_SHAPE})")
+    if few:
+        out += (f"; {few} site(s) with fewer than {MIN_TAIL_SITE} volumes: bootstrap only, "
+                f"never above their recorded maximum")
+    return out
 
 
 def _correlations(score, site, occ, rank, node, nranks):

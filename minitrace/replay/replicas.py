@@ -23,8 +23,7 @@ import numpy as np
 
 from ..errors import MinitraceError
 from .noise import noise_model
-from .sampling import (_marker_times, reduce_trace, sampled_replay, skipped_line,
-                       slowest_compute)
+from .sampling import _marker_times, loops_of, reduce_trace, sampled_replay, skipped_line
 
 _STATE: dict = {}
 
@@ -43,20 +42,15 @@ class ReplicaResult:
     sampled: object = None            # the SampledReplay of the plain trace, if sampling
 
     def summary(self) -> dict:
-        """mean, median, sd; ``lo``/``hi``: the 95% interval for another run of the program;
-        ``spread_lo``/``spread_hi``: the replicas' own 2.5th and 97.5th percentiles.
-
-        With noise from the trace, the replicas scatter around this run's own draws: another
-        run has its own, as far from the law's mean again, so the interval for it is the
-        replicas' one widened by sqrt(2) around their median (the prediction interval of a
-        new sample from one of the same size); with a benchmark file or no noise it is the
-        replicas' percentiles."""
+        """mean, median, sd, and ``lo``/``hi``: the 95% interval of the run time of a run of the
+        program, the replicas' 2.5th and 97.5th percentiles.  With noise from the trace every
+        replica draws its volume laws with their estimation uncertainty
+        (:mod:`.volume_law`), so the replicas are draws of the posterior predictive law of a
+        run's time, not of this recording's own draws again."""
         t = self.times
         lo, med, hi = np.percentile(t, [2.5, 50, 97.5])
-        k = np.sqrt(2.0) if self.noise == "trace" else 1.0
         return {"replicas": len(t), "mean": float(t.mean()), "median": float(med),
-                "lo": float(med - k * (med - lo)), "hi": float(med + k * (hi - med)),
-                "spread_lo": float(lo), "spread_hi": float(hi),
+                "lo": float(lo), "hi": float(hi),
                 "sd": float(t.std(ddof=1)) if len(t) > 1 else 0.0}
 
     def lateness(self):
@@ -99,8 +93,10 @@ class ReplicaResult:
         save(fig, path)
 
 
-def load_columns(trace, source: str | None = None):
-    """A minitrace trace (file, Trace or TraceColumns) as TraceColumns; replicas need one."""
+def load_trace(trace, source: str | None = None):
+    """A minitrace trace (file, Trace or TraceColumns) as TraceColumns, which replicas and
+    sampling need, and the iteration bounds of its loops when the file is compressed (its
+    stored grammar gives them: no loop detection), else None."""
     if isinstance(trace, (str, os.PathLike)):
         path = os.fspath(trace)
         if not os.path.isfile(path):
@@ -112,11 +108,19 @@ def load_columns(trace, source: str | None = None):
                                      "from)", path)
         from ..trace import open as open_trace
         with open_trace(path) as t:
-            return t.data()
-    data = trace.data() if hasattr(trace, "data") and callable(trace.data) else trace
-    if not hasattr(data, "rank_offsets"):
+            return t.data(), _stored_loops(t)
+    if hasattr(trace, "data") and callable(trace.data):
+        return trace.data(), _stored_loops(trace)
+    if not hasattr(trace, "rank_offsets"):
         raise MinitraceError(f"cannot replay a {type(trace).__name__}", source)
-    return data
+    return trace, None
+
+
+def _stored_loops(t):
+    """The loops of an open compressed trace's grammar, else None."""
+    if not hasattr(getattr(t, "_reader", None), "grammar"):
+        return None
+    return loops_of(t)[0]
 
 
 def replicas(trace, n: int, noise: str = "trace", seed: int | None = None,
@@ -138,7 +142,8 @@ def replicas(trace, n: int, noise: str = "trace", seed: int | None = None,
     sample : "off", "auto" or int
         Iteration sampling (:func:`minitrace.replay.sampling.sampled_replay`).
     loops : list of ndarray, optional
-        Iteration bounds of the loops (default: those :func:`minitrace.compress.loops` finds).
+        Iteration bounds of the loops (default: a compressed file's stored loops, else those
+        :func:`minitrace.replay.sampling.loops_of` finds).
     workers : int, optional
         Processes (default: one per core; under mpiexec the MPI ranks).
     **replay_kw
@@ -151,7 +156,8 @@ def replicas(trace, n: int, noise: str = "trace", seed: int | None = None,
     if n < 1:
         raise MinitraceError(f"--replicas wants at least 1 replica, got {n}")
     source = os.fspath(trace) if isinstance(trace, (str, os.PathLike)) else None
-    data = load_columns(trace, source)
+    data, stored = load_trace(trace, source)
+    loops = stored if loops is None else loops
     model = noise_model(data, noise, source)
     if seed is None:
         seed = int(np.random.SeedSequence().entropy % (1 << 63))
@@ -227,33 +233,53 @@ def _one(i: int, seq: np.random.SeedSequence) -> tuple[float, list[float]]:
     from .api import replay
     data, model, kw, sampled = (_STATE[k] for k in ("data", "model", "kw", "sampled"))
     rng = np.random.default_rng(seq)
-    vol = model.volumes(data, rng)
     if sampled is not None:
-        return _sampled_replica(vol, rng)
+        return _sampled_replica(model, rng)
     actions = data.actions.copy()
-    actions["volume"] = vol
+    actions["volume"] = model.volumes(data, rng)
     res = replay(replace(data, actions=actions), **kw)
     return res.simulated_time, list(res.rank_end_times)
 
 
-def _sampled_replica(vol: np.ndarray, rng) -> tuple[float, list[float]]:
+def _plan(data, model, loops, phases) -> dict:
+    """What every sampled replica of a process shares: the reduced trace, where its compute
+    rows are among the model's, and for each loop the (rank, iteration) cell of each compute
+    row inside it, so that a replica's static costs are one bincount of its drawn volumes."""
+    reduced, origin, marks, _ = reduce_trace(data, loops, phases)
+    compute = np.flatnonzero((origin >= 0) & np.isin(origin, model.rows))
+    cells = []
+    for b in loops:          # rows are rank-major, so the bounds flattened are increasing
+        r = model.rank
+        which = np.flatnonzero((model.rows >= b[r, 0]) & (model.rows < b[r, -1]))
+        flat = np.searchsorted(b.ravel(), model.rows[which], side="right") - 1
+        it = flat - r[which] * b.shape[1]
+        cells.append((which, r[which] * (b.shape[1] - 1) + it, b.shape))
+    return {"reduced": reduced, "origin": origin, "marks": marks,
+            "compute": compute, "at": np.searchsorted(model.rows, origin[compute]),
+            "cells": cells, "recorded": data.actions["volume"][model.rows]}
+
+
+def _sampled_replica(model, rng) -> tuple[float, list[float]]:
     """A replica with the plain run's sampling plan: the reduced trace replayed with this
-    replica's volumes ``vol``, its skipped iterations predicted from its replayed ones (the
-    line against the static costs of this replica's volumes) plus residuals drawn from theirs."""
+    replica's volumes, its skipped iterations predicted from its replayed ones (the line
+    against the static costs of this replica's volumes) plus residuals drawn from theirs."""
     from .api import replay
     data, kw, sampled, loops = (_STATE[k] for k in ("data", "kw", "sampled", "loops"))
-    if "reduced" not in _STATE:      # the plan's reduced trace, built once per process
-        _STATE["reduced"] = reduce_trace(data, loops, sampled.phases)
-    reduced, origin, marks, _ = _STATE["reduced"]
+    if "plan" not in _STATE:         # built once per process
+        _STATE["plan"] = _plan(data, model, loops, sampled.phases)
+    plan = _STATE["plan"]
+    drawn = model.draw(plan["recorded"], rng)
+    reduced = plan["reduced"]
     actions = reduced.actions.copy()
-    real = origin >= 0
-    actions["volume"][real] = vol[origin[real]]
+    actions["volume"][plan["compute"]] = drawn[plan["at"]]
     res = replay(replace(reduced, actions=actions), timeline=True, **kw)
-    times = _marker_times(res.timeline, reduced, origin, marks, sampled.phases)
+    times = _marker_times(res.timeline, reduced, plan["origin"], plan["marks"], sampled.phases)
     skipped = 0.0
     for pi, p in enumerate(sampled.phases):
         if p.skipped:
-            cost = slowest_compute(data, loops[p.loop], vol)[p.first:p.stop]
+            which, cell, (nranks, n) = plan["cells"][p.loop]
+            cost = np.bincount(cell, drawn[which], minlength=nranks * (n - 1)) \
+                .reshape(nranks, n - 1).max(axis=0)[p.first:p.stop]
             pred, resid, _, _ = skipped_line(p, times[pi], cost)
             skipped += float(pred.sum()) + float(rng.choice(resid, p.skipped).sum())
     ends = [float(e + skipped) for e in res.rank_end_times]

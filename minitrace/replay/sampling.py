@@ -1,35 +1,34 @@
 """Iteration sampling: replay a main loop's iterations until the simulated time per iteration is
 steady, skip the rest, account for them, and replay what follows the loop for real.
 
-The loops come from the trace's loop structure (:func:`minitrace.compress.loops`): per loop, the
-row range of each iteration on each rank (``bounds`` [nranks, iterations + 1]); a loop must be
-on every rank with the same number of iterations.  Only
-top-level loops are sampled (a nested loop is inside its parent's iterations); successive loops
-are sampled one after the other.  A loop is cut into **phases** where its iterations' static
-cost changes (the mean over a block of ``window`` iterations of any rank's compute, or of the
-most bytes a rank moves, departs from the phase's first block by more than ``PHASE_TOLERANCE``
-and by more than three standard errors, in two successive blocks: refinement phases of an AMR
-code, a regime change).  In
-each phase a start of ``m`` iterations is replayed (auto: ``4 window`` first, doubled until the
-rule below holds), and a **tail** of ``window`` iterations at its end when more than
-``3 window`` would be skipped; the iterations between are skipped.
+The loops come from the trace's loop structure (a compressed file's stored grammar, else a loop
+grammar built on each action's structure, :func:`structure_ids`; :mod:`minitrace.compress`'s
+folding either way): per loop, the row range of each iteration on each rank (``bounds`` [nranks,
+iterations + 1]); a loop must be on every rank with the same number of iterations. Only
+top-level loops are sampled (a nested loop is inside its parent's iterations); successive loops are
+sampled one after the other. A loop is cut into **phases** where its iterations' static cost
+changes (the mean over a block of ``window`` iterations of any rank's compute, or of the most
+bytes a rank moves, departs from the phase's first block by more than ``PHASE_TOLERANCE`` and by
+more than three standard errors, in ``LASTING`` (4) successive blocks: refinement phases of an
+AMR code, a regime change). In each phase a start of ``m`` iterations is replayed (auto:
+``4 window`` first, doubled until the rule below holds), and a **tail** of ``window`` iterations at
+its end when more than ``3 window`` would be skipped; the iterations between are skipped.
 
 **Steady rule**: iteration ``s`` starts the steady state when the mean simulated time per
 iteration over the three windows ``[s, s+w)``, ``[s+w, s+2w)``, ``[s+2w, s+3w)`` changes from
 one window to the next by at most ``tolerance`` (relative) or by at most three standard errors
-of the difference (what the iterations' own spread allows, estimated from successive
-differences so that a trend does not count as noise).  Iterations before ``s`` are the
-warm-up; a window of ``w`` (12) iterations averages out alternations of period 2, 3, 4 or 6;
-a drift shows as a change between windows and keeps the rule from holding until it is small.
+of the difference (what the iterations' own spread allows, estimated from successive differences
+so that a trend does not count as noise). Iterations before ``s`` are the warm-up; a window of
+``w`` (12) iterations averages out alternations of period 2, 3, 4 or 6; a drift shows as a
+change between windows and keeps the rule from holding until it is small.
 
 **Skipped iterations**: predicted by a least-squares line of the replayed steady iterations'
 times (the start's from the steady iteration on, the tail's but its first) against their static
 cost (the slowest rank's compute): the tail puts the skipped iterations between replayed ones,
-so a drift is interpolated, not extrapolated.  Its prediction error (residual variance,
-inflated for residuals correlated from one iteration to the next, plus the line's own
-uncertainty) gives the
-**bound**: three standard deviations of the skipped time, plus SimGrid's timing precision per
-skipped iteration.  Each rank's end time is its end in the reduced replay plus the skipped
+so a drift is interpolated, not extrapolated. Its prediction error (residual variance, inflated
+for residuals correlated from one iteration to the next, plus the line's own uncertainty) gives
+the **bound**: three standard deviations of the skipped time, plus SimGrid's timing precision
+per skipped iteration. Each rank's end time is its end in the reduced replay plus the skipped
 time.
 
 Iteration times are read from the native replayer's timeline: a zero-length ``sleep`` marker is
@@ -49,6 +48,11 @@ from ..model import assign_vec_offsets, empty_actions
 WINDOW = 12
 TOLERANCE = 0.01
 PHASE_TOLERANCE = 0.10
+#: A phase starts where the change lasts this many blocks (48 iterations): a shorter excursion
+#: of the compute (a recorded machine's transient) stays in its phase, where the skipped
+#: iterations' line against their static cost accounts for it, instead of costing a phase
+#: replayed whole and a new steady start.
+LASTING = 4
 #: Loops covering less than this share of the actions do not dominate: the trace replays fully.
 DOMINANT_SHARE = 0.5
 #: SimGrid's timing precision (precision/timing, set by the replay): the error a replay may
@@ -122,10 +126,19 @@ class SampledReplay:
 
 def loops_of(data) -> tuple[list[np.ndarray], list[str]]:
     """Per loop found on every rank with the same number of iterations, its iteration bounds
-    [nranks, iterations + 1] (global rows), from the trace's loop structure
-    (:func:`minitrace.compress.loops`); and notes on loops left out."""
-    from ..compress import loops as find
-    table = find(data)
+    [nranks, iterations + 1] (global rows); and notes on loops left out.  An open compressed
+    trace gives the loops of its stored grammar (:func:`minitrace.compress.loops`); otherwise
+    the grammar is built here on :func:`structure_ids`."""
+    from ..compress import loops as stored
+    from ..compress.grammar import build
+    from ..compress.loop_view import iterations
+    if hasattr(getattr(data, "_reader", None), "grammar"):
+        table = stored(data)
+    else:
+        if hasattr(data, "data") and callable(data.data):
+            data = data.data()
+        ids, n = structure_ids(data)
+        table = iterations(build(ids, data.rank_offsets, n), data.rank_offsets)
     out, notes = [], []
     if not len(table):
         return out, notes
@@ -141,6 +154,43 @@ def loops_of(data) -> tuple[list[np.ndarray], list[str]]:
         last = t["last_row"].to_numpy(np.int64).reshape(data.nranks, n)
         out.append(np.concatenate([first, last[:, -1:] + 1], axis=1))
     return out, notes
+
+
+_STRUCTURE = ("kind", "tag", "comm", "bytes_sent", "bytes_recv", "vec_len")
+
+
+def structure_ids(data) -> tuple[np.ndarray, int]:
+    """Per action an id of what an iteration repeats: its kind, rank-relative peer (roots of
+    rooted collectives as they are), tag, communicator, bytes and vector length, in order of
+    first appearance, and the number of ids.  Unlike the compressed trace's call signatures
+    (:func:`minitrace.compress.signatures.encode`, lossless), request ids and vector contents
+    are left out: they change every iteration and cost most of the encoding, and skipping
+    iterations checks them (:func:`check_separable`).  A 64-bit hash of the columns, checked
+    exactly (a collision falls back to an exact factorization)."""
+    import pandas as pd
+    a = data.actions
+    if not len(a):
+        return np.zeros(0, np.int64), 0
+    rank = data.rank_of()
+    kind = a["kind"]
+    peer = a["peer"].astype(np.int64)
+    rel = ~K.mask(K.ROOTED)[kind] & (peer >= 0) & (peer < data.nranks)
+    cols = [np.where(rel, (peer - rank) % data.nranks, peer)] + \
+        [a[f].astype(np.int64) for f in _STRUCTURE]
+    h = np.zeros(len(a), np.uint64)
+    with np.errstate(over="ignore"):
+        for j, c in enumerate(cols):
+            h = (h ^ c.view(np.uint64)) * np.uint64(0x100000001B3) + \
+                np.uint64(j + 0x9E3779B97F4A7C15)
+            h ^= h >> np.uint64(29)
+    ids, uniq = pd.factorize(h)
+    first = np.zeros(len(uniq), np.int64)
+    first[ids[::-1]] = np.arange(len(ids) - 1, -1, -1)
+    if not all(np.array_equal(c[first][ids], c) for c in cols):
+        _, ids = np.unique(np.stack(cols, 1), axis=0, return_inverse=True)
+        ids = ids.ravel()
+        return ids.astype(np.int64), int(ids.max()) + 1
+    return ids.astype(np.int64), len(uniq)
 
 
 def top_level(loops: list[np.ndarray]) -> list[np.ndarray]:
@@ -192,7 +242,7 @@ def phases_of(data, loop: int, bounds: np.ndarray, window: int) -> list[Phase]:
                              _Z * np.sqrt(noise[r] + noise[j]))
         return bool((np.abs(means[j] - means[r]) > allowed).any())
     for j in range(1, nblocks):
-        if departs(j) and (j + 1 == nblocks or departs(j + 1)):   # a change that lasts
+        if all(departs(k) for k in range(j, min(j + LASTING, nblocks))):   # a change that lasts
             out.append(Phase(loop, start, j * window))
             start, r = j * window, j
     out.append(Phase(loop, start, n))
@@ -222,7 +272,8 @@ def steady_start(x: np.ndarray, window: int, tolerance: float) -> int | None:
 
 def reduce_trace(data, loops: list[np.ndarray], phases: list[Phase]):
     """The trace without the skipped iterations, with a zero-length sleep marker before every
-    replayed iteration of each phase and after the last of its start and of its tail.  Returns (reduced TraceColumns,
+    replayed iteration of each phase and after the last of its start and of its tail.  Returns
+    (reduced TraceColumns,
     original row of each reduced row (-1: marker), per rank the (phase, iteration) of each
     marker in order, removed-row mask)."""
     a = data.actions
@@ -271,8 +322,9 @@ def check_separable(data, rows: np.ndarray) -> str | None:
     a = data.actions
     kind, rank = a["kind"][rows], data.rank_of(rows)
     peer, tag, comm = a["peer"][rows], a["tag"][rows], a["comm"][rows]
-    sends = K.mask(K.SENDS)[kind]
-    recvs = K.mask(K.RECVS)[kind]
+    real = peer >= 0                     # MPI_PROC_NULL (-1): no message to match
+    sends = K.mask(K.SENDS)[kind] & real
+    recvs = K.mask(K.RECVS)[kind] & real
     src = np.r_[rank[sends], peer[recvs]]
     dst = np.r_[peer[sends], rank[recvs]]
     key = _dense(src, dst, np.r_[tag[sends], tag[recvs]], np.r_[comm[sends], comm[recvs]])
@@ -377,7 +429,7 @@ def sampled_replay(data, loops: list[np.ndarray] | None, sample="auto", *,
     data : TraceColumns
     loops : list of ndarray or None
         Per loop, its iteration bounds [nranks, iterations + 1] (global rows); None: the loops
-        :func:`minitrace.compress.loops` finds (:func:`loops_of`).
+        :func:`loops_of` finds.
     sample : "auto" or int
         auto: replay each phase until the steady rule holds; K: replay K iterations of each
         phase.

@@ -22,7 +22,9 @@ def add_options(p) -> None:
                         "mean, median and 95%% interval of the run time and per-rank lateness")
     g.add_argument("--noise", default="trace", metavar="trace|none|FILE.h5",
                    help="what replicas draw from: the trace's own volumes per call site and "
-                        "rank (trace, default), a variability benchmark file, or none")
+                        "rank (trace, default), a variability benchmark file, a recorded run "
+                        "of the program (its relative spread; for extrapolated traces), or "
+                        "none")
     g.add_argument("--seed", type=int, help="seed of the replicas' draws (default: printed)")
     g.add_argument("--workers", type=int, metavar="P",
                    help="processes for the replicas (default: one per core; under mpiexec "
@@ -58,12 +60,13 @@ def check(args, conflicting: dict[str, bool]) -> None:
             raise MinitraceError(f"{name} is not available with --sample or --replicas")
 
 
-def run(args, trace, source: str, replay_kw: dict, plot: str | None) -> int:
-    """Sampled replay or replicas of ``trace``: print them (rank 0 under mpiexec)."""
+def run(args, trace, source: str, replay_kw: dict, plot: str | None, loops=None) -> int:
+    """Sampled replay or replicas of ``trace`` (``loops``: its loops' iteration bounds, None:
+    found): print them (rank 0 under mpiexec)."""
     sample = sample_arg(args.sample)
     if args.replicas is not None:
         from .replicas import _mpi_world, replicas
-        r = replicas(trace, args.replicas, args.noise, args.seed, sample,
+        r = replicas(trace, args.replicas, args.noise, args.seed, sample, loops,
                      workers=args.workers, progress=sys.stderr.isatty(), **replay_kw)
         comm = _mpi_world()
         if comm is not None and comm.Get_rank() != 0:
@@ -77,9 +80,10 @@ def run(args, trace, source: str, replay_kw: dict, plot: str | None) -> int:
             if not args.json:
                 print(f"  plot: {plot}")
         return 0
-    from .replicas import load_columns
+    from .replicas import load_trace
     from .sampling import sampled_replay
-    s = sampled_replay(load_columns(trace, source), None, sample, **replay_kw)
+    data, stored = load_trace(trace, source)
+    s = sampled_replay(data, stored if loops is None else loops, sample, **replay_kw)
     if args.json:
         print(json.dumps({"trace": source, **s.to_dict()}, indent=1))
     else:
@@ -113,8 +117,7 @@ def replicas_text(r, source: str) -> str:
     s = r.summary()
     lines = [f"predicted run time: {s['median']:.6g} s (95%: {s['lo']:.6g}-{s['hi']:.6g} s) "
              f"over {s['replicas']} replicas  ({source}, {r.rank_end_times.shape[1]} ranks)",
-             f"  mean {s['mean']:.6g} s, median {s['median']:.6g} s, sd {s['sd']:.3g} s; "
-             f"replicas' 95% spread {s['spread_lo']:.6g}-{s['spread_hi']:.6g} s; without "
+             f"  mean {s['mean']:.6g} s, median {s['median']:.6g} s, sd {s['sd']:.3g} s; without "
              f"noise {r.plain_time:.6g} s; seed {r.seed}"]
     lines += [f"  noise: {a}" for a in r.assumptions]
     late = r.lateness()
