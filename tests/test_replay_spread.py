@@ -435,7 +435,7 @@ def test_replicas_under_mpiexec_are_shared_by_the_ranks_and_printed_once(tmp_pat
 
 def test_replicas_of_an_extrapolated_trace_draw_from_a_recorded_run(tmp_path):
     big, run8 = extrapolated_stencil(tmp_path)
-    with pytest.raises(MinitraceError, match="extrapolated trace's volumes are fitted means") as e:
+    with pytest.raises(MinitraceError, match="extrapolated trace's volumes are fitted laws") as e:
         replicas(str(big), 2, "trace", seed=1, compute_rate=RATE)
     assert "\n" not in str(e.value)
     base = [sys.executable, "-m", "minitrace", "replay", str(big), "--compute-rate", RATE,
@@ -447,6 +447,7 @@ def test_replicas_of_an_extrapolated_trace_draw_from_a_recorded_run(tmp_path):
     assert out["sampling"]["skipped_share"] > 0.5          # the loop was sampled
     assert out["lo"] < out["hi"] and out["median"] > out["plain_time"]   # 32 ranks' maxima
     assert any("recorded run" in a and "(8 ranks)" in a for a in out["assumptions"])
+    assert any("replaced by each call site's mean" in a for a in out["assumptions"])
     again = replicas(str(big), 6, run8, seed=3, sample="auto", workers=1, compute_rate=RATE)
     assert np.allclose(again.times, out["times"], rtol=1e-12)
 

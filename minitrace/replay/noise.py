@@ -23,8 +23,8 @@ the k-th iteration of the loop around them).
   iteration k by ``times[row, r] / mean(times)``; a rank slower on average in the benchmark
   stays slower.
 * a **recorded run** of the program (a minitrace trace file, any number of ranks and
-  iterations: for a trace extrapolated to N ranks, which holds each call's mean volume, one of
-  the runs it was extrapolated from): each compute volume is multiplied by a draw of the
+  iterations: for a trace extrapolated to N ranks, whose volumes are fitted laws (times
+  independent draws of one run's spread), one of the runs it was extrapolated from): each compute volume is multiplied by a draw of the
   run's relative spread (its volumes over their call site's mean, pooled over the sites that
   hold at least 1% of its compute; one law, drawn per replica like a site's), through the
   same copula, with the correlations between ranks the run supports.
@@ -96,6 +96,9 @@ class NoiseModel:
     sites: SiteVolumes = None        # the recorded volumes of each site (trace)
     multipliers: SiteVolumes = None  # relative volumes of a recorded run, one law (run file)
     factors: np.ndarray = None       # [iterations, nranks] multipliers (benchmark)
+    means: np.ndarray = None         # per compute row its site's mean, drawn from instead of
+                                     # the row's volume (an extrapolated trace: its spread
+                                     # is a draw already)
 
     def volumes(self, data, rng: np.random.Generator) -> np.ndarray:
         """One replica's ``volume`` column of ``data`` (a new array; only compute changes)."""
@@ -109,6 +112,8 @@ class NoiseModel:
         theirs in the trace."""
         if self.source == "none" or not len(self.rows):
             return recorded.copy()
+        if self.means is not None:
+            recorded = self.means
         it = self.iteration
         niter = int(it.max()) + 1
         if self.factors is not None:
@@ -147,8 +152,15 @@ def noise_model(data, noise: str, source: str | None = None) -> NoiseModel:
         return _trace_model(data, base, known)
     if os.path.isfile(noise) and _holds_trace(noise):
         from .replicas import load_trace
-        return _run_model(noise, load_trace(noise, noise)[0], data, base, known)
-    return _bench_model(noise, data, base, known)
+        model = _run_model(noise, load_trace(noise, noise)[0], data, base, known)
+    else:
+        model = _bench_model(noise, data, base, known)
+    if data.meta.get("extrapolated") is not None:
+        vol = data.actions["volume"][rows]
+        model.means = (np.bincount(site, vol) / np.maximum(np.bincount(site), 1))[site]
+        model.assumptions.append("the extrapolated trace's own spread (one draw) is replaced "
+                                 "by each call site's mean before the noise is drawn")
+    return model
 
 
 def _holds_trace(path: str) -> bool:
@@ -215,8 +227,9 @@ def _trace_model(data, base: dict, known_nodes: bool) -> NoiseModel:
                                                      "node"))
     vol = data.actions["volume"][rows]
     if data.meta.get("extrapolated") is not None:
-        raise MinitraceError("an extrapolated trace's volumes are fitted means, not "
-                             "measurements: no spread to draw replicas from; give --noise a "
+        raise MinitraceError("an extrapolated trace's volumes are fitted laws (times "
+                             "independent draws of one run's spread), not measurements: no "
+                             "correlations to draw replicas from; give --noise a "
                              "recorded run of the program (e.g. one of the runs it was "
                              "extrapolated from) or a variability benchmark file")
     order, count, start, score = _by_site(vol, site)
