@@ -55,15 +55,19 @@ def accuracy(tmp: str) -> None:
 
 def speed(tmp: str, largest: int) -> None:
     runs = _runs(tmp, (2, 4, 8), "weak")
-    print("\n| ranks | wall (s) | CPU (s) | actions | file (bytes) |\n|---|---|---|---|---|")
+    print("\n| ranks | spread | wall (s) | CPU (s) | actions | file (bytes) |\n"
+          "|---|---|---|---|---|---|")
     n = 1024
     while n <= largest:
-        out = os.path.join(tmp, f"big{n}.h5")
-        t, c = time.perf_counter(), time.process_time()
-        data, _, _ = B.extrapolate(runs, n, "weak", force=n > 64 * 8)
-        B.write(out, data)
-        print(f"| {n} | {time.perf_counter() - t:.2f} | {time.process_time() - c:.2f} "
-              f"| {len(data.actions)} | {os.path.getsize(out)} |")
+        for spread in (True, False):
+            out = os.path.join(tmp, f"big{n}.h5")
+            t, c = time.perf_counter(), time.process_time()
+            data, _, _ = B.extrapolate(runs, n, "weak", force=n > 64 * 8, spread=spread)
+            B.write(out, data)
+            print(f"| {n} | {'sample' if spread else 'none'} | {time.perf_counter() - t:.2f} "
+                  f"| {time.process_time() - c:.2f} | {len(data.actions)} "
+                  f"| {os.path.getsize(out)} |")
+            os.unlink(out)
         n *= 4
 
 
@@ -158,6 +162,7 @@ def recorded(tmp: str, programs=RECORDED) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--largest", type=int, default=16384)
+    ap.add_argument("--speed", action="store_true", help="the speed table only")
     ap.add_argument("--grids", action="store_true", help="2-D and 3-D generated halos only")
     ap.add_argument("--recorded", action="store_true", help="recorded programs only")
     ap.add_argument("--to-64", action="store_true",
@@ -171,7 +176,9 @@ def main() -> None:
             recorded(tmp)
         if args.to_64:
             recorded(tmp, RECORDED_TO_64)
-        if not (args.grids or args.recorded or args.to_64):
+        if args.speed:
+            speed(tmp, args.largest)
+        if not (args.grids or args.recorded or args.to_64 or args.speed):
             accuracy(tmp)
             speed(tmp, args.largest)
     print(f"load average {os.getloadavg()[0]:.1f}")
