@@ -149,6 +149,10 @@ def test_command_table_provenance_and_refusals(tmp_path, capsys):
     assert main(["info", out]) == 0
     assert "extrapolated: 16 ranks, weak scaling, from runs at [2, 4, 8]" in \
         capsys.readouterr().out
+    models = minitrace.open(out).meta["extrapolated"]["models"]
+    (loop,) = [m for m in models if m["parameter"] == "loop 1: iterations"]
+    assert loop["interval_95"] == [12, 12] and loop["value"] == 12    # stored with its interval
+    assert all(m["interval_95"][0] <= m["interval_95"][1] for m in models)
     assert main(["validate", out]) == 0
     # 1024 = 128 x 8: too far; and strong-scaling volumes fitted as weak ones fit badly
     strong = _write(tmp_path / "..", (2, 4, 8), scaling="strong")

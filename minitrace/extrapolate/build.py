@@ -473,7 +473,8 @@ def extrapolate(runs: list[ST.Run], ranks: int, scaling: str = "weak", force: bo
         "grid": None if grid is None else {"dims": list(grid.dims),
                                            "periods": list(grid.periods), "notes": notes},
         "models": [{"class": x.rank_class, "parameter": x.name, "model": str(x.model),
-                    "loo_error": x.model.loo_error, "value": x.at_target}
+                    "loo_error": x.model.loo_error, "value": x.at_target,
+                    "interval_95": list(x.model.interval(ranks))}
                    for x in parameters]}
     return data, parameters, refused
 
