@@ -167,3 +167,24 @@ def test_without_the_native_replayer_the_python_engine_predicts(recorded, monkey
     text = report(p)
     assert "note: the native replayer is not built" in text
     assert "where the time goes" in text and text.count("        -") >= 4   # no predicted parts
+
+
+def test_late_ranks_are_not_hidden_behind_a_linear_allreduce(recorded):
+    # SimGrid's default world allreduce is a linear reduce to rank 0: with the calibration's
+    # per-message overheads, rank 0's serialized receives cost more than a late rank's delay.
+    # A prediction runs recursive doubling (MPICH's): +-30 % compute noise at 256 ranks makes
+    # each iteration wait for its slowest rank (about +28 %; +11 % with the linear reduce)
+    from dataclasses import replace
+    from minitrace import synthetic
+    from minitrace.predict.calibration import load
+    from minitrace.predict.prediction import replay_options
+    from minitrace.replay import replay
+    data = synthetic.halo_1d_trace(256, seed=1)
+    compute = data.actions["kind"] == K.CODE["compute"]
+    actions = data.actions.copy()
+    actions["volume"][compute] *= np.random.default_rng(0).uniform(0.7, 1.3, compute.sum())
+    options = replay_options(data, load(str(recorded[1])))
+    assert options["config"]["smpi/allreduce"] == "rdb"
+    plain = replay(data, **options).simulated_time
+    noisy = replay(replace(data, actions=actions), **options).simulated_time
+    assert noisy > 1.2 * plain
