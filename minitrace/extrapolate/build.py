@@ -87,8 +87,9 @@ def _leaf_ratios(run: ST.Run, rc: ST.RankClass) -> tuple[np.ndarray, np.ndarray]
     stream = leaf_stream(rc.tree)
     volumes = np.stack([run.data.actions["volume"][run.data.rank_slice(int(r))]
                         for r in rc.ranks]).astype(float)            # (ranks, actions)
-    mean = _leaf_volumes(run, rc)
     leaves = np.broadcast_to(stream, volumes.shape).ravel()
+    mean = np.bincount(leaves, volumes.ravel(), len(rc.leaves)) / \
+        np.maximum(np.bincount(leaves, minlength=len(rc.leaves)), 1)
     usable = mean[leaves] > 0
     order = np.argsort(leaves[usable], kind="stable")
     ratios = (volumes.ravel()[usable] / mean[leaves][usable])[order]
@@ -102,8 +103,9 @@ def _spread(volumes: np.ndarray, leaves: np.ndarray, pool: tuple, rng) -> np.nda
     ratios, offsets = pool
     counts = np.diff(offsets)[leaves]
     pick = offsets[leaves] + np.floor(rng.random(len(leaves)) * counts).astype(np.int64)
-    drawn = np.where(counts > 0, ratios[np.minimum(pick, max(len(ratios) - 1, 0))]
-                     if len(ratios) else 1.0, 1.0)
+    drawn = np.ones(len(leaves))
+    has = counts > 0
+    drawn[has] = ratios[pick[has]]
     return volumes * drawn
 
 
@@ -165,10 +167,10 @@ def fit_parameters(runs: list[ST.Run], ranks: int, scaling: str,
             if np.all(values == values[0]):
                 return float(values[0])
             m = GL.face_law(values, members, axis, grid, threshold) if grid else None
-            m = m or F.fit(p, values, scaling, threshold)
-            if isinstance(m, F.Model) and (m.flagged or negligible):
-                # no law found, or microseconds between calls (noise without a law, whose
-                # steep "laws" would grow it 100x at 64x): the simplest law
+            # microseconds between calls are noise without a law (their steep "laws" would
+            # grow them 100x at 64x): the simplest law only; so is a fit that finds no law
+            m = m or F.fit(p, values, scaling, threshold, null_only=negligible)
+            if isinstance(m, F.Model) and m.flagged and not m.null_only:
                 m = F.fit(p, values, scaling, threshold, null_only=True)
             predicted = float(m(ranks))
             value = max(low, predicted)

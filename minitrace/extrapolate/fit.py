@@ -117,12 +117,6 @@ class Model:
         low, high = np.quantile(predictions, [tail, 1 - tail])
         return float(low), float(high)
 
-    def spread(self, p: float) -> float:
-        """Half the width of :meth:`interval` at ``p`` relative to the prediction there."""
-        low, high = self.interval(p)
-        centre = abs(self(p))
-        return (high - low) / 2 / centre if centre > 0 else (0.0 if high == low else np.inf)
-
     def __str__(self) -> str:
         if self.constant:
             return f"{self.c0:.6g}"
