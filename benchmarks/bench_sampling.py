@@ -31,7 +31,8 @@ import numpy as np
 import minitrace.compress.loop_view  # noqa: F401  (imported before timing)
 import minitrace.replay.timeline  # noqa: F401
 from minitrace.replay import replay
-from minitrace.replay.replicas import load_trace, replicas
+from minitrace.replay.replicas import replicas
+from minitrace.replay.sampling import load_trace
 from minitrace.replay.sampling import loops_of, sampled_replay
 from minitrace.synthetic_loops import amr, cg, stencil
 

@@ -5,6 +5,12 @@ encodings make loop-like traces small: timestamps are integer nanoseconds, delta
 each rank (``t_end`` as a duration); ``vec_off`` is not stored (it follows from ``vec_len``);
 ``volume`` is stored as integers of ``volume_quantum`` when that is exact.
 Every write goes to a temporary file renamed into place, so a reader never sees half a file.
+
+The writer API other packages build their files with: :func:`new_file` (a new minitrace file),
+:func:`atomic_file` (any HDF5 file, or a copy of one to add to), :func:`updating` (a locked
+read-modify-write), :func:`dataset` and :func:`write_chunks` (chunks compressed in threads),
+:func:`meta_attrs`, :func:`smallest_int`; readers of other forms of ``/trace`` use
+:func:`check_meta`, :func:`trace_array`, :func:`attr_text` and ``INT_COLUMNS``.
 """
 from __future__ import annotations
 
@@ -47,7 +53,7 @@ def _new_pool() -> None:
 
 
 os.register_at_fork(after_in_child=_new_pool)
-_INT_COLUMNS = ("kind", "flags", "peer", "tag", "comm", "bytes_sent", "bytes_recv", "request",
+INT_COLUMNS = ("kind", "flags", "peer", "tag", "comm", "bytes_sent", "bytes_recv", "request",
                 "vec_len")
 _NS = 1e9
 
@@ -68,26 +74,62 @@ def _shuffle_deflate(chunk: np.ndarray, rows: int, noisy: bool = False) -> bytes
     return zlib.compress(raw, _GZIP_LEVEL)
 
 
-def _dataset(group: h5py.Group, name: str, data: np.ndarray, noisy: bool = False,
-             **attrs) -> h5py.Dataset:
-    """A chunked shuffle+gzip dataset; any HDF5 tool reads it with the standard filters
-    (``noisy``: see _shuffle_deflate)."""
+def dataset(group: h5py.Group, name: str, data: np.ndarray, noisy: bool = False,
+            **attrs) -> h5py.Dataset:
+    """A chunked shuffle+gzip dataset; any HDF5 tool reads it with the standard filters.
+
+    Parameters
+    ----------
+    group : h5py.Group
+        Where to create it.
+    name : str
+        Its name in ``group``.
+    data : numpy.ndarray
+        Its content (1-D arrays are compressed in threads, see :func:`write_chunks`).
+    noisy : bool
+        Deflate tuned for numbers that vary at random (measured times).
+    **attrs
+        Its attributes.
+
+    Returns
+    -------
+    h5py.Dataset
+    """
     data = np.ascontiguousarray(data)
     if data.size == 0 or data.ndim != 1:
         ds = group.create_dataset(name, data=data, **(COMPRESSION if data.size else {}))
     else:
-        rows = min(CHUNK, len(data))
-        ds = group.create_dataset(name, shape=data.shape, dtype=data.dtype, chunks=(rows,),
-                                  **COMPRESSION)
-        starts = range(0, len(data), rows)
-        blobs = _POOL.map(lambda lo: _shuffle_deflate(data[lo:lo + rows], rows, noisy), starts)
-        for lo, blob in zip(starts, blobs):
-            ds.id.write_direct_chunk((lo,), blob)
+        ds = group.create_dataset(name, shape=data.shape, dtype=data.dtype,
+                                  chunks=(min(CHUNK, len(data)),), **COMPRESSION)
+        write_chunks(ds, data, 0, noisy)
     ds.attrs.update(attrs)
     return ds
 
 
-def _smallest_int(a: np.ndarray) -> np.ndarray:
+def write_chunks(ds: h5py.Dataset, data: np.ndarray, first_row: int = 0,
+                 noisy: bool = False) -> None:
+    """Write 1-D ``data`` into the chunked shuffle+gzip dataset ``ds`` from ``first_row`` (a
+    chunk boundary), each chunk compressed in a thread and written as it is stored.
+
+    Parameters
+    ----------
+    ds : h5py.Dataset
+        A 1-D dataset created with ``COMPRESSION`` and chunks of ``rows`` rows.
+    data : numpy.ndarray
+        Whole chunks of rows (the last one may be short: it is padded as HDF5 pads it).
+    first_row : int
+        The row of ``ds`` where ``data`` starts.
+    noisy : bool
+        See :func:`dataset`.
+    """
+    rows = ds.chunks[0]
+    starts = range(0, len(data), rows)
+    blobs = _POOL.map(lambda lo: _shuffle_deflate(data[lo:lo + rows], rows, noisy), starts)
+    for lo, blob in zip(starts, blobs):
+        ds.id.write_direct_chunk((first_row + lo,), blob)
+
+
+def smallest_int(a: np.ndarray) -> np.ndarray:
     """Narrow an integer array to the smallest type holding it (kept when none does)."""
     if a.size == 0:
         return a
@@ -117,7 +159,8 @@ def _decode_times(d: np.ndarray, offsets: np.ndarray, lo: int, t0: float) -> np.
     return ns / _NS + t0
 
 
-def _meta_attrs(meta: dict) -> dict:
+def meta_attrs(meta: dict) -> dict:
+    """``meta`` as HDF5 attribute values (lists and dicts as JSON, None left out)."""
     out = {}
     for k, v in meta.items():
         if v is None:
@@ -131,12 +174,12 @@ def _new_file_attrs(meta: dict, version: int = PLAIN_VERSION) -> dict:
     base = {"format": FORMAT_NAME, "format_version": version, "producer": "minitrace",
             "producer_version": __version__,
             "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")}
-    base.update(_meta_attrs(meta))
+    base.update(meta_attrs(meta))
     return base
 
 
 @contextlib.contextmanager
-def _atomic_file(path, copy_existing: bool = False):
+def atomic_file(path, copy_existing: bool = False):
     """An h5py file written under a temporary name beside ``path`` and renamed over it on
     success (``outputs.replacing_path``: removed on any failure), optionally seeded with a
     copy of the existing file to add a group to it; every file written says what wrote it
@@ -167,12 +210,36 @@ def _atomic_file(path, copy_existing: bool = False):
 
 
 @contextlib.contextmanager
+def new_file(path, meta: dict | None = None, version: int = PLAIN_VERSION):
+    """A new minitrace file at ``path``, written whole or not at all (:func:`atomic_file`),
+    its root saying what it is and what wrote it, with ``meta`` (:func:`meta_attrs`).
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The file to write (replaced when the block ends normally).
+    meta : dict, optional
+        Root attributes (a trace's metadata).
+    version : int
+        ``FORMAT_VERSION`` for the compressed form, else ``PLAIN_VERSION``.
+
+    Yields
+    ------
+    h5py.File
+        Open for writing.
+    """
+    with atomic_file(path) as f:
+        f.attrs.update(_new_file_attrs(meta or {}, version))
+        yield f
+
+
+@contextlib.contextmanager
 def updating(path):
     """A locked read-modify-write of the minitrace file ``path`` (created when missing): the
     file as it is, open for writing on a copy under the exclusive lock (:func:`locked`), the
     copy renamed over ``path`` when the block ends normally.  Writers take turns; none loses
     another's update; a reader never sees half a file."""
-    with locked(path), _atomic_file(path, copy_existing=True) as f:
+    with locked(path), atomic_file(path, copy_existing=True) as f:
         if "format" not in f.attrs:
             f.attrs.update(_new_file_attrs({}))
         yield f
@@ -233,7 +300,7 @@ def _encode_column(a: np.ndarray, name: str, plan: dict):
     """(on-disk array before narrowing, attrs) for one integer column or ``volume``.  Runs in
     a thread: numpy releases the GIL while copying the strided field out of the records."""
     col = np.ascontiguousarray(a[name])
-    if name in _INT_COLUMNS:
+    if name in INT_COLUMNS:
         return col, {}
     if plan["quantum"] is not None:
         return np.rint(col / plan["quantum"]).astype(np.int64), {"quantum": plan["quantum"]}
@@ -258,7 +325,7 @@ def encode_columns(a: np.ndarray, offsets: np.ndarray, plan: dict) -> dict:
     plan says, as (array, attrs); integers still wide (see ``common_types``)."""
     times = _POOL.submit(_encode_time_columns, a, offsets, plan)
     encoded = dict(_POOL.map(lambda name: (name, _encode_column(a, name, plan)),
-                             _INT_COLUMNS + ("volume",)))
+                             INT_COLUMNS + ("volume",)))
     encoded.update(times.result())
     return encoded
 
@@ -308,13 +375,13 @@ def write_columns(g: h5py.Group, encoded: dict, vectors: np.ndarray, kind_rows: 
     vectors and the kind index's rows, narrowed to ``types``."""
     cols = g.create_group("actions")
     for name, (array, attrs) in encoded.items():
-        _dataset(cols, name, array.astype(types.get(name, array.dtype), copy=False), **attrs)
+        dataset(cols, name, array.astype(types.get(name, array.dtype), copy=False), **attrs)
     krows = g.require_group("index").create_group("kind_rows")
     for code, d in kind_rows.items():
-        _dataset(krows, K.NAME.get(code, str(code)),
+        dataset(krows, K.NAME.get(code, str(code)),
                  d.astype(types.get(f"kind_rows/{code}", d.dtype), copy=False),
                  encoding="delta")
-    _dataset(g, "vectors", vectors.astype(types.get("vectors", vectors.dtype), copy=False))
+    dataset(g, "vectors", vectors.astype(types.get("vectors", vectors.dtype), copy=False))
 
 
 def write_tables(g: h5py.Group, nranks: int, nactions: int, plan: dict, offsets: np.ndarray,
@@ -327,9 +394,9 @@ def write_tables(g: h5py.Group, nranks: int, nactions: int, plan: dict, offsets:
     if plan["t0"] is not None:
         g.attrs["t0"] = plan["t0"]
     idx = g.require_group("index")
-    _dataset(idx, "rank_offsets", offsets)
+    dataset(idx, "rank_offsets", offsets)
     present = np.nonzero(counts.sum(axis=0))[0]
-    _dataset(idx, "kind_counts", counts[:, present])
+    dataset(idx, "kind_counts", counts[:, present])
     idx.create_dataset("kind_codes", data=present.astype(np.uint8))
     write_comms_strings(g, comms, strings)
 
@@ -352,8 +419,7 @@ def write_trace(path: str, data: TraceColumns, meta: dict | None = None) -> None
     wide = {**{k: v for k, (v, _) in encoded.items()}, "vectors": vectors,
             **{f"kind_rows/{c}": d for c, d in kind_rows.items()}}
     types = common_types([int_ranges(wide)], wide)
-    with _atomic_file(path) as f:
-        f.attrs.update(_new_file_attrs(m))
+    with new_file(path, m) as f:
         g = f.create_group("trace")
         write_columns(g, encoded, vectors, kind_rows, types)
         write_tables(g, data.nranks, len(a), plan, offsets, counts, data.comms, data.strings)
@@ -400,28 +466,21 @@ def write_bench(path: str, suite: str, columns: dict, attrs: dict | None = None,
     Processes adding suites to one file at once are serialized (``updating``).  ``fresh``: a
     new file replacing ``path`` whole (the caller holds the lock: a history's rewrite, which
     would otherwise leave HDF5 the dead copy's space at every append)."""
-    with (_fresh_file(path) if fresh else updating(path)) as f:
+    with (new_file(path) if fresh else updating(path)) as f:
         if meta:
-            f.attrs.update(_meta_attrs(meta))
+            f.attrs.update(meta_attrs(meta))
         bench = f.require_group("bench")
         if suite in bench:
             del bench[suite]
         g = bench.create_group(suite)
-        g.attrs.update(_meta_attrs(attrs or {}))
+        g.attrs.update(meta_attrs(attrs or {}))
         g.attrs["created"] = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
         for name, arr in columns.items():
             arr = np.asarray(arr)
             if arr.dtype.kind in "UO":
                 g.create_dataset(name, data=arr.astype(object), dtype=h5py.string_dtype())
             else:
-                _dataset(g, name, arr)
-
-
-@contextlib.contextmanager
-def _fresh_file(path):
-    with _atomic_file(path) as f:
-        f.attrs.update(_new_file_attrs({}))
-        yield f
+                dataset(g, name, arr)
 
 
 def check_appendable(path: str) -> None:
@@ -452,7 +511,7 @@ def check_file(path: str) -> None:
             ver = f.attrs.get("format_version")
     except (OSError, RuntimeError, KeyError, ValueError, TypeError):
         raise MinitraceError("corrupt or truncated HDF5 file", path) from None
-    if _text(fmt) != FORMAT_NAME:
+    if attr_text(fmt) != FORMAT_NAME:
         raise MinitraceError("HDF5 file but not a minitrace file (no 'format' = 'minitrace')",
                              path)
     if not isinstance(ver, (int, np.integer)) or ver < 1:
@@ -497,7 +556,7 @@ def _corrupt(what: str, path: str) -> MinitraceError:
     return corrupt("trace", what, path)
 
 
-def _array(g, name: str, path: str, kinds: str = "iu", ndim: int = 1) -> np.ndarray:
+def trace_array(g, name: str, path: str, kinds: str = "iu", ndim: int = 1) -> np.ndarray:
     """A whole small dataset (index, communicators), checked for its shape and type."""
     return checked.array(g, name, "trace", path, kinds, ndim)
 
@@ -522,7 +581,7 @@ def _check_parts(datasets: list, path: str) -> None:
         checked.virtual_files(ds, "trace", path)
 
 
-def _check_meta(attrs: dict, path: str) -> None:
+def check_meta(attrs: dict, path: str) -> None:
     """The file attributes readers use have the types they expect."""
     for k, t in _META_TYPES.items():
         if k in attrs and not isinstance(attrs[k], t):
@@ -547,7 +606,7 @@ class HDF5TraceReader:
     def _open(self, f: h5py.File, path: str) -> None:
         if "trace" not in f:
             raise MinitraceError("holds no trace (only benchmark results?)", path)
-        _check_meta(read_attrs(f), path)
+        check_meta(read_attrs(f), path)
         self.g = g = checked.member(f, "trace", "trace", path, h5py.Group)
         for k in ("actions", "index", "comms"):     # hard links to groups, nothing else
             checked.member(g, k, "trace", path, h5py.Group)
@@ -559,17 +618,17 @@ class HDF5TraceReader:
         if not isinstance(n, (int, np.integer)) or n < 0:
             raise _corrupt(f"nactions = {n!r}", path)
         n = int(n)
-        for name in _INT_COLUMNS + ("volume",) + (("t_start", "t_end") if g.attrs.get("timed")
+        for name in INT_COLUMNS + ("volume",) + (("t_start", "t_end") if g.attrs.get("timed")
                                                    else ()):
             ds = self.cols.get(name)
             if not isinstance(ds, h5py.Dataset) or ds.ndim != 1 or \
-                    ds.dtype.kind not in ("iu" if name in _INT_COLUMNS else "iuf"):
+                    ds.dtype.kind not in ("iu" if name in INT_COLUMNS else "iuf"):
                 raise _corrupt(f"column {name} missing or of the wrong type", path)
             if ds.shape[0] != n:
                 raise MinitraceError(f"column {name} has {ds.shape[0]} rows, expected {n}: "
                                      "truncated or corrupt", path)
         for name, ok in _TIME_ENCODINGS.items():
-            if g.attrs.get("timed") and _text(self.cols[name].attrs.get("encoding")) not in ok:
+            if g.attrs.get("timed") and attr_text(self.cols[name].attrs.get("encoding")) not in ok:
                 raise _corrupt(f"unknown encoding of {name}", path)
         q = self.cols["volume"].attrs.get("quantum")
         if q is not None and not (isinstance(q, (float, np.floating)) and np.isfinite(q)
@@ -579,7 +638,7 @@ class HDF5TraceReader:
         if not isinstance(v, h5py.Dataset) or v.ndim != 1 or v.dtype.kind not in "iu":
             raise _corrupt("vector table missing or of the wrong type", path)
         _check_parts([*self.cols.values(), v], path)
-        self.offsets = _array(g["index"], "rank_offsets", path).astype(np.int64)
+        self.offsets = trace_array(g["index"], "rank_offsets", path).astype(np.int64)
         if len(self.offsets) < 1 or self.offsets[0] != 0 or self.offsets[-1] != n or \
                 (np.diff(self.offsets) < 0).any():
             raise MinitraceError("rank index does not match the action table: corrupt", path)
@@ -603,7 +662,7 @@ class HDF5TraceReader:
         lo must be a rank boundary (times are delta-coded per rank)."""
         out: dict[str, np.ndarray] = {}
         try:
-            for name in _INT_COLUMNS:
+            for name in INT_COLUMNS:
                 out[name] = _narrowed(self.cols[name][lo:hi], ACTION_DTYPE[name], name,
                                       self.path)
             vds = self.cols["volume"]
@@ -665,7 +724,7 @@ class HDF5TraceReader:
                 raise _corrupt(f"index/kind_rows/{name} for a kind the index does not list",
                                self.path)
             return np.zeros(0, np.int64)
-        deltas = _array(g, name, self.path)
+        deltas = trace_array(g, name, self.path)
         expected = int(counts[:, where[0]].sum())
         if len(deltas) != expected or (len(deltas) > 1 and (deltas[1:] <= 0).any()) or \
                 (len(deltas) and deltas[0] < 0):
@@ -678,8 +737,8 @@ class HDF5TraceReader:
 
     def _index_counts(self) -> tuple[np.ndarray, np.ndarray]:
         """(kind codes, [nranks, kinds] counts) as stored, checked for their shapes."""
-        codes = _array(self.g["index"], "kind_codes", self.path)
-        counts = _array(self.g["index"], "kind_counts", self.path, ndim=2)
+        codes = trace_array(self.g["index"], "kind_codes", self.path)
+        counts = trace_array(self.g["index"], "kind_counts", self.path, ndim=2)
         if counts.shape != (self.nranks, len(codes)) or (counts < 0).any() or \
                 len(np.unique(codes)) != len(codes) or (codes < 0).any() or \
                 (codes > 255).any() or not _KNOWN_KIND[codes.astype(np.int64)].all():
@@ -708,7 +767,7 @@ class HDF5TraceReader:
 
     def vectors(self) -> np.ndarray:
         """The whole per-peer vector side table."""
-        return _array(self.g, "vectors", self.path).astype(np.int64)
+        return trace_array(self.g, "vectors", self.path).astype(np.int64)
 
     def vector(self, row: int) -> np.ndarray:
         """The vector of global action ``row``, reading only the lengths before it in its rank
@@ -754,7 +813,7 @@ class HDF5TraceReader:
 def read_comms(g: h5py.Group, nranks: int, path: str) -> dict[int, np.ndarray]:
     """Communicator id -> world ranks of its members, from ``g/comms``, checked."""
     c = checked.member(g, "comms", "trace", path, h5py.Group)
-    ids, offs, mem = (_array(c, k, path) for k in ("ids", "offsets", "members"))
+    ids, offs, mem = (trace_array(c, k, path) for k in ("ids", "offsets", "members"))
     if len(offs) != len(ids) + 1 or (len(offs) and (offs[0] != 0 or offs[-1] != len(mem)
                                                     or (np.diff(offs) < 0).any())) or \
             len(np.unique(ids)) != len(ids) or \
@@ -769,7 +828,8 @@ def read_strings(g: h5py.Group, path: str) -> list[str]:
     return checked.array(g, "strings", "trace", path, "T").tolist()
 
 
-def _text(v) -> str | None:
+def attr_text(v) -> str | None:
+    """A text attribute as str (bytes decoded); None for anything else."""
     return v.decode(errors="replace") if isinstance(v, bytes) else v if isinstance(v, str) \
         else None
 

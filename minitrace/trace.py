@@ -11,7 +11,7 @@ from . import checked
 from . import kinds as K
 from .errors import MinitraceError
 from .model import TraceColumns
-from .storage import HDF5TraceReader, check_file, read_attrs
+from .storage import HDF5TraceReader, attr_text, check_file, read_attrs
 
 _CATS = pd.CategoricalDtype([name for _, name, _ in K.KINDS])
 _LOOKUP = np.full(256, -1, dtype=np.int16)
@@ -185,7 +185,14 @@ class Trace:
     @property
     def compressed(self) -> bool:
         """True for the compressed form (minitrace.compress): same API, expanded lazily."""
-        return hasattr(self._need_trace(), "grammar")
+        return self.compressed_form is not None
+
+    @property
+    def compressed_form(self):
+        """The compressed trace as stored (``minitrace.compress.store.Compressed``: signature
+        table, loop grammar, side data) for the compressed form, None for the columns."""
+        r = self._need_trace()
+        return r.c if hasattr(r, "grammar") else None
 
     def summary(self, ranks: range | None = None) -> pd.DataFrame:
         """Per rank (every rank, or ``ranks``): action count, counts by kind, bytes
@@ -255,10 +262,9 @@ class BenchResult:
 
 def _reader(f: h5py.File, path: str):
     """The storage-layer reader of ``/trace``: columns, or the compressed form."""
-    from .storage import _text
     g = checked.member(f, "trace", "trace", path, h5py.Group)   # (a hard link to a group)
     try:
-        form = _text(g.attrs.get("form"))
+        form = attr_text(g.attrs.get("form"))
     except (OSError, RuntimeError, KeyError, ValueError, TypeError) as e:
         raise MinitraceError(f"corrupt trace: /trace unreadable ({e})", path) from None
     if form == "grammar":

@@ -275,7 +275,7 @@ def test_loops_from_structure_ids_are_the_compressed_grammar_s():
 
 def test_a_compressed_file_gives_its_stored_loops_without_detection(tmp_path, monkeypatch):
     from minitrace.compress.files import write_compressed
-    from minitrace.replay.replicas import load_trace
+    from minitrace.replay.sampling import load_trace
     from minitrace.replay.sampling import loops_of
     data, b = stencil(2, 120)
     write_compressed(str(tmp_path / "c.h5"), data)

@@ -263,11 +263,11 @@ def test_sigterm_during_a_write_leaves_no_temporary(tmp_path):
     script = f"""
 import os, signal, sys
 from minitrace import cli, storage
-orig = storage._dataset
+orig = storage.dataset
 def dataset(*a, **k):
     os.kill(os.getpid(), signal.SIGTERM)
     return orig(*a, **k)
-storage._dataset = dataset
+storage.dataset = dataset
 sys.exit(cli.main(["import", {str(TI)!r}, "-o", {str(tmp_path / "t.h5")!r}]))
 """
     p = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,

@@ -61,7 +61,7 @@ def run(args) -> int:
     if spread_options.wanted(args):
         from ..predict.calibration import load
         from ..predict.prediction import replay_options
-        from ..replay.replicas import load_trace
+        from ..replay.sampling import load_trace
         data, loops = load_trace(args.trace, args.trace)
         kw = replay_options(data, load(args.calibration), args.trace, platform=args.platform,
                             hostfile=args.hostfile, hosts=args.cluster,

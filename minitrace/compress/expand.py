@@ -18,13 +18,13 @@ import pandas as pd
 
 from .. import kinds as K
 from ..errors import MinitraceError
-from ..storage import _INT_COLUMNS, _check_meta, read_attrs
+from ..storage import INT_COLUMNS, check_meta, read_attrs
 from ..model import ACTION_DTYPE, TraceColumns, assign_vec_offsets, vec_offsets
 from . import signatures as SG
 from . import volumes as V
 from .store import Compressed, read
 
-_COLUMN_ORDER = _INT_COLUMNS + ("volume", "t_start", "t_end", "vec_off")
+_COLUMN_ORDER = INT_COLUMNS + ("volume", "t_start", "t_end", "vec_off")
 
 
 @dataclass
@@ -307,7 +307,7 @@ class CompressedReader(Expander):
     """The storage-layer reader of a compressed ``/trace`` (the HDF5TraceReader interface)."""
 
     def __init__(self, f: h5py.File, path: str):
-        _check_meta(read_attrs(f), path)
+        check_meta(read_attrs(f), path)
         try:
             c = read(f["trace"], path)
         except (OSError, RuntimeError, KeyError, ValueError, TypeError) as e:

@@ -84,10 +84,10 @@ def loops(data, min_share: float = MIN_SHARE) -> pd.DataFrame:
 def _grammar_of(data) -> tuple[Grammar, np.ndarray]:
     from .signatures import encode
     from .grammar import build
-    reader = getattr(data, "_reader", None)
-    if reader is not None and hasattr(reader, "grammar"):
-        return reader.grammar, reader.offsets
-    if reader is not None:
+    c = getattr(data, "compressed_form", None)
+    if c is not None:
+        return c.grammar, c.rank_offsets
+    if hasattr(data, "compressed_form"):
         data = data.data()
     sig = encode(data)
     return build(sig.ids, data.rank_offsets, len(sig.table)), data.rank_offsets
@@ -133,9 +133,9 @@ def loop_summary(trace, min_share: float = MIN_SHARE) -> pd.DataFrame:
     the rank), ``share_actions``, ``share_time`` (of the first such rank's span; NaN untimed),
     ``main``, ``shape`` (equal for rank programs that differ only in loop counts) and ``body``
     ("[6 isend, 6 irecv, waitall, compute, allreduce]")."""
-    reader = trace._need_trace()
-    if hasattr(reader, "grammar"):
-        grammar, table = reader.grammar, reader.c.table
+    c = trace.compressed_form
+    if c is not None:
+        grammar, table = c.grammar, c.table
     else:
         from .grammar import build
         from .signatures import encode

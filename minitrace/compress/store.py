@@ -148,40 +148,39 @@ def write(path: str, c: Compressed, meta: dict | None = None) -> None:
     m.update(meta or {})
     if m.get("volume_unit") not in VOLUME_UNITS:
         raise MinitraceError(f"unknown volume unit {m.get('volume_unit')!r}", path)
-    small = S._smallest_int
-    with S._atomic_file(path) as f:
-        f.attrs.update(S._new_file_attrs(m, S.FORMAT_VERSION))
+    small = S.smallest_int
+    with S.new_file(path, m, S.FORMAT_VERSION) as f:
         g = f.create_group("trace")
         g.attrs.update({"nranks": c.nranks, "nactions": c.nactions, "timed": c.timed,
                         "form": FORM, **{k: v for k, v in c.attrs.items()}})
         sg = g.create_group("signatures")
         for name in SG.SIGNATURE_DTYPE.names:
-            S._dataset(sg, name, small(c.table[name].astype(np.int64))
+            S.dataset(sg, name, small(c.table[name].astype(np.int64))
                        if c.table[name].dtype.kind == "i" else c.table[name])
-        S._dataset(sg, "has_volume", c.has_volume.astype(np.uint8))
-        S._dataset(sg, "vector_offsets", small(c.vec_offsets))
-        S._dataset(sg, "vector_values", small(c.vec_values))
+        S.dataset(sg, "has_volume", c.has_volume.astype(np.uint8))
+        S.dataset(sg, "vector_offsets", small(c.vec_offsets))
+        S.dataset(sg, "vector_values", small(c.vec_values))
         gg = g.create_group("grammar")
         for name in _GRAMMAR_ARRAYS:
-            S._dataset(gg, name, small(getattr(c.grammar, name)))
+            S.dataset(gg, name, small(getattr(c.grammar, name)))
         rq = g.create_group("requests")
-        S._dataset(rq, "offsets", c.new_request_offsets)
-        S._dataset(rq, "new", small(_delta_per_rank(c.new_requests, c.new_request_offsets)),
+        S.dataset(rq, "offsets", c.new_request_offsets)
+        S.dataset(rq, "new", small(_delta_per_rank(c.new_requests, c.new_request_offsets)),
                    encoding="delta-per-rank")
         idx = g.create_group("index")
-        S._dataset(idx, "rank_offsets", c.rank_offsets)
+        S.dataset(idx, "rank_offsets", c.rank_offsets)
         codes, counts = kind_counts(c)
         idx.create_dataset("kind_codes", data=codes)
-        S._dataset(idx, "kind_counts", counts)
+        S.dataset(idx, "kind_counts", counts)
         side = g.create_group(c.mode)
         for name, arr in c.side.items():
             if isinstance(arr, pd.DataFrame):
                 sub = side.create_group(name)
                 for col in arr.columns:
                     v = arr[col].to_numpy()
-                    S._dataset(sub, col, small(v) if v.dtype.kind == "i" else v)
+                    S.dataset(sub, col, small(v) if v.dtype.kind == "i" else v)
             else:
-                S._dataset(side, name, small(arr) if arr.dtype.kind == "i" else arr,
+                S.dataset(side, name, small(arr) if arr.dtype.kind == "i" else arr,
                            noisy=len(arr) > c.nranks + 1)
         S.write_comms_strings(g, c.comms, c.strings)
 
@@ -217,7 +216,7 @@ def _group(g, name: str, path: str):
 def read(g: h5py.Group, path: str) -> Compressed:
     """The compressed ``/trace`` group ``g``, every table checked (one-line ``corrupt trace``
     errors naming ``path``) before anything is expanded."""
-    arr = S._array
+    arr = S.trace_array
     attrs = S.read_attrs(g)
     mode = attrs.get("volumes")
     if mode not in V.MODES:

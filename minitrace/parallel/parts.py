@@ -81,8 +81,8 @@ def finished(path: str, print_: str) -> dict | None:
     """The contribution of a part already written for these raw files, or None."""
     try:
         with h5py.File(path, "r") as f:
-            if storage._text(f.attrs.get("format")) != PART_FORMAT or \
-                    storage._text(f.attrs.get("fingerprint")) != print_:
+            if storage.attr_text(f.attrs.get("format")) != PART_FORMAT or \
+                    storage.attr_text(f.attrs.get("fingerprint")) != print_:
                 return None
             return _decode(bytes(f["part/contribution"][...]))
     except (OSError, KeyError):
@@ -126,7 +126,7 @@ def interned(tables: dict) -> dict:
 def write_part(path: str, print_: str, encoded: dict, vectors: np.ndarray, kind_rows: dict,
                types: dict, contribution: dict) -> None:
     """One part file, atomically (a temporary renamed in when whole)."""
-    with storage._atomic_file(path) as f:
+    with storage.atomic_file(path) as f:
         f.attrs["format"] = PART_FORMAT
         f.attrs["fingerprint"] = print_
         storage.write_columns(f.create_group("trace"), encoded, vectors, kind_rows, types)
@@ -139,8 +139,7 @@ def assemble(output: str, part_paths: list[str], meta: dict, plan: dict, offsets
     """OUT.h5: the small tables of /trace and virtual datasets over the parts' big ones,
     written last (atomically: no OUT.h5 until every part is there)."""
     base = os.path.dirname(os.path.abspath(output))
-    with storage._atomic_file(output) as f, _Opened(part_paths) as parts:
-        f.attrs.update(storage._new_file_attrs(meta))
+    with storage.new_file(output, meta) as f, _Opened(part_paths) as parts:
         g = f.create_group("trace")
         for name in _big_names(parts):
             pieces = [(os.path.relpath(p.filename, base), p["trace"][name]) for p in parts
@@ -213,7 +212,7 @@ def pack(source: str, output: str) -> None:
     with h5py.File(source, "r") as src:
         if "trace" in src:
             storage.HDF5TraceReader(src, source)     # refuses missing parts, in one line
-        with storage._atomic_file(output) as dst:
+        with storage.atomic_file(output) as dst:
             dst.attrs.update(dict(src.attrs))
             for name, obj in src.items():
                 if name != "provenance":
@@ -242,11 +241,7 @@ def _stream(src: h5py.Dataset, parent: h5py.Group, name: str) -> None:
     for b in range(0, len(starts), _BATCH):
         batch = starts[b:b + _BATCH]
         block = src[batch[0]:min(batch[-1] + rows, n)]
-        blobs = storage._POOL.map(
-            lambda lo: storage._shuffle_deflate(block[lo - batch[0]:lo - batch[0] + rows], rows),
-            batch)
-        for lo, blob in zip(batch, blobs):
-            ds.id.write_direct_chunk((lo,), blob)
+        storage.write_chunks(ds, block, batch[0])
     ds.attrs.update(dict(src.attrs))
 
 

@@ -52,12 +52,12 @@ _OPTIONAL = {"peer": ("iu", "n"), "inner": ("iu", "n"), "copy_rate_hot": ("f", "
 def append_run(path: str, run: dict) -> str:
     """Add one measured run as ``/calibration/runs/NNN`` (a locked read-modify-write through
     ``storage.updating``); returns its name."""
-    from ..storage import _meta_attrs, updating
+    from ..storage import meta_attrs, updating
     with updating(path) as f:
         runs = f.require_group(f"{GROUP}/runs")
         name = f"{len(runs):03d}"
         g = runs.create_group(name)
-        g.attrs.update(_meta_attrs(run["attrs"]))
+        g.attrs.update(meta_attrs(run["attrs"]))
         for key, arr in run["columns"].items():
             arr = np.asarray(arr)
             if arr.dtype.kind in "UO":

@@ -205,10 +205,10 @@ def _feeder(trace, work: Path, rate, red, copies, native, timeline: bool):
                 return None
         from ..trace import open as open_trace
         with open_trace(trace) as t:
-            c = t._reader.c if t.has_trace and t.compressed else None
+            c = t.compressed_form if t.has_trace else None
             meta = t.meta
     elif getattr(trace, "has_trace", False) and trace.compressed:
-        c, meta = trace._reader.c, trace.meta
+        c, meta = trace.compressed_form, trace.meta
     from ..compress.stream import Feeder, streamable
     if c is None or streamable(c) is not None:
         return None

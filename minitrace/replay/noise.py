@@ -42,6 +42,7 @@ from scipy.special import ndtr, ndtri
 
 from .. import kinds as K
 from ..errors import MinitraceError
+from .sampling import load_trace
 from .volume_law import MAX_SHAPE, MIN_TAIL_SITE, TAIL_SHARE, SiteVolumes
 
 #: A variability run needs at least this many iterations to be a distribution to draw from.
@@ -151,7 +152,6 @@ def noise_model(data, noise: str, source: str | None = None) -> NoiseModel:
     if noise == "trace":
         return _trace_model(data, base, known)
     if os.path.isfile(noise) and _holds_trace(noise):
-        from .replicas import load_trace
         model = _run_model(noise, load_trace(noise, noise)[0], data, base, known)
     else:
         model = _bench_model(noise, data, base, known)

@@ -23,7 +23,7 @@ import numpy as np
 
 from ..errors import MinitraceError
 from .noise import noise_model
-from .sampling import _marker_times, loops_of, reduce_trace, sampled_replay, skipped_line
+from .sampling import _marker_times, load_trace, reduce_trace, sampled_replay, skipped_line
 
 _STATE: dict = {}
 
@@ -91,36 +91,6 @@ class ReplicaResult:
         ax.legend(fontsize="small")
         fig.tight_layout()
         save(fig, path)
-
-
-def load_trace(trace, source: str | None = None):
-    """A minitrace trace (file, Trace or TraceColumns) as TraceColumns, which replicas and
-    sampling need, and the iteration bounds of its loops when the file is compressed (its
-    stored grammar gives them: no loop detection), else None."""
-    if isinstance(trace, (str, os.PathLike)):
-        path = os.fspath(trace)
-        if not os.path.isfile(path):
-            raise MinitraceError("no such trace file", path)
-        with open(path, "rb") as fh:
-            if fh.read(8) != b"\x89HDF\r\n\x1a\n":
-                raise MinitraceError("replicas and iteration sampling need a minitrace HDF5 "
-                                     "trace (a SimGrid TI trace has no call structure to draw "
-                                     "from)", path)
-        from ..trace import open as open_trace
-        with open_trace(path) as t:
-            return t.data(), _stored_loops(t)
-    if hasattr(trace, "data") and callable(trace.data):
-        return trace.data(), _stored_loops(trace)
-    if not hasattr(trace, "rank_offsets"):
-        raise MinitraceError(f"cannot replay a {type(trace).__name__}", source)
-    return trace, None
-
-
-def _stored_loops(t):
-    """The loops of an open compressed trace's grammar, else None."""
-    if not hasattr(getattr(t, "_reader", None), "grammar"):
-        return None
-    return loops_of(t)[0]
 
 
 def replicas(trace, n: int, noise: str = "trace", seed: int | None = None,

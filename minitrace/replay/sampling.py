@@ -35,6 +35,7 @@ Iteration times are read from the native replayer's timeline: a zero-length ``sl
 inserted on every rank at each replayed iteration's start (it takes no simulated time)."""
 from __future__ import annotations
 
+import os
 import time
 from dataclasses import dataclass, field, replace
 
@@ -43,7 +44,11 @@ import pandas as pd
 
 from .. import kinds as K
 from ..errors import MinitraceError
+from ..compress import loops as stored
+from ..compress.grammar import build
+from ..compress.loop_view import iterations
 from ..model import assign_vec_offsets, empty_actions
+from ..trace import open as open_trace
 
 WINDOW = 12
 TOLERANCE = 0.01
@@ -124,15 +129,41 @@ class SampledReplay:
                 "phases": self.table().to_dict(orient="records")}
 
 
+def load_trace(trace, source: str | None = None):
+    """A minitrace trace (file, Trace or TraceColumns) as TraceColumns, which replicas and
+    sampling need, and the iteration bounds of its loops when the file is compressed (its
+    stored grammar gives them: no loop detection), else None."""
+    if isinstance(trace, (str, os.PathLike)):
+        path = os.fspath(trace)
+        if not os.path.isfile(path):
+            raise MinitraceError("no such trace file", path)
+        with open(path, "rb") as fh:
+            if fh.read(8) != b"\x89HDF\r\n\x1a\n":
+                raise MinitraceError("replicas and iteration sampling need a minitrace HDF5 "
+                                     "trace (a SimGrid TI trace has no call structure to draw "
+                                     "from)", path)
+        with open_trace(path) as t:
+            return t.data(), _stored_loops(t)
+    if hasattr(trace, "data") and callable(trace.data):
+        return trace.data(), _stored_loops(trace)
+    if not hasattr(trace, "rank_offsets"):
+        raise MinitraceError(f"cannot replay a {type(trace).__name__}", source)
+    return trace, None
+
+
+def _stored_loops(t):
+    """The loops of an open compressed trace's grammar, else None."""
+    if getattr(t, "compressed_form", None) is None:
+        return None
+    return loops_of(t)[0]
+
+
 def loops_of(data) -> tuple[list[np.ndarray], list[str]]:
     """Per loop found on every rank with the same number of iterations, its iteration bounds
     [nranks, iterations + 1] (global rows); and notes on loops left out.  An open compressed
     trace gives the loops of its stored grammar (:func:`minitrace.compress.loops`); otherwise
     the grammar is built here on :func:`structure_ids`."""
-    from ..compress import loops as stored
-    from ..compress.grammar import build
-    from ..compress.loop_view import iterations
-    if hasattr(getattr(data, "_reader", None), "grammar"):
+    if getattr(data, "compressed_form", None) is not None:
         table = stored(data)
     else:
         if hasattr(data, "data") and callable(data.data):

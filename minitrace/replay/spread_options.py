@@ -80,8 +80,7 @@ def run(args, trace, source: str, replay_kw: dict, plot: str | None, loops=None)
             if not args.json:
                 print(f"  plot: {plot}")
         return 0
-    from .replicas import load_trace
-    from .sampling import sampled_replay
+    from .sampling import load_trace, sampled_replay
     data, stored = load_trace(trace, source)
     s = sampled_replay(data, stored if loops is None else loops, sample, **replay_kw)
     if args.json:

@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import MinitraceError
-from ..storage import _atomic_file, _new_file_attrs, check_file, read_attrs
+from ..storage import atomic_file, check_file, new_file, read_attrs
 from .graph import MODES, TaskGraph
 
 TASKS_VERSION = 2
@@ -31,14 +31,13 @@ _NUMPY = {"i": np.int64, "u": np.uint64, "f": np.float64, "b": np.bool_}
 def write_tasks(path: str, graphs: TaskGraph | dict[int, TaskGraph],
                 meta: dict | None = None) -> None:
     """Write a new minitrace file holding ``/tasks``: one graph, or one per MPI rank."""
-    with _atomic_file(path) as f:
-        f.attrs.update(_new_file_attrs(meta or {}))
+    with new_file(path, meta) as f:
         _write_group(f, graphs)
 
 
 def add_tasks(path: str, graphs: dict[int, TaskGraph]) -> None:
     """Add the ranks' task graphs to an existing minitrace file (an MPI trace just merged)."""
-    with _atomic_file(path, copy_existing=True) as f:
+    with atomic_file(path, copy_existing=True) as f:
         if "tasks" in f:
             raise MinitraceError("already holds a task graph (/tasks)", path)
         _write_group(f, graphs)
