@@ -13,13 +13,18 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 from dataclasses import replace
+from pathlib import Path
 
 import numpy as np
 
-from minitrace import kinds as K, synthetic
+from minitrace import kinds as K
 from minitrace.predict import calibration as CAL, prediction as PR
 from minitrace.replay import replay
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))   # tests.support
+from tests.support import synthetic  # noqa: E402
 
 
 def main() -> None:

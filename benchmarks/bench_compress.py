@@ -9,14 +9,19 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 import tempfile
 import time
+from pathlib import Path
 
 import numpy as np
 
 import minitrace
-from minitrace import storage, synthetic
+from minitrace import storage
 from minitrace.compress.files import sizes, write_compressed
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))   # tests.support
+from tests.support import synthetic  # noqa: E402
 
 
 def same(a, b) -> bool:

@@ -20,12 +20,16 @@ import subprocess
 import sys
 import tempfile
 import time
+from pathlib import Path
 
-from minitrace import storage, synthetic
+from minitrace import storage
 from minitrace.errors import MinitraceError
 from minitrace.extrapolate import build as B
 from minitrace.extrapolate import check as C
 from minitrace.replay import replay
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))   # tests.support
+from tests.support import synthetic  # noqa: E402
 
 
 def _runs(tmp: str, scales, scaling: str):

@@ -3,7 +3,7 @@ per worker, and the per-step figures of the cost model in docs/PARALLEL.md.
 
 Run (nice -n 10; minitrace's venv active, so that mpiexec is MPICH's wheel):
   python benchmarks/bench_parallel_merge.py identity --ranks 1024 16384 [--workers 2]
-      generated recordings (minitrace.synthetic_raw): serial merge vs mpiexec -n K merge,
+      generated recordings (tests/support/synthetic_raw.py): serial merge vs mpiexec -n K merge,
       dataset by dataset and validation report; peak RSS of each worker (/usr/bin/time)
   python benchmarks/bench_parallel_merge.py programs
       every C test program (tests/programs) recorded on 4 ranks: the same comparison
@@ -28,7 +28,7 @@ sys.path.insert(0, os.path.dirname(HERE))
 
 from minitrace.mpitools import mpi_tool  # noqa: E402
 from minitrace.parallel.parts import differences  # noqa: E402
-from minitrace.synthetic_raw import write_run  # noqa: E402
+from tests.support.synthetic_raw import write_run  # noqa: E402
 
 PY = sys.executable
 TIME = ["/usr/bin/time", "-f", "maxrss_kb %M"]

@@ -1,6 +1,6 @@
 """Speed of noise replicas with iteration sampling (issue 25 target: 100 replicas of a 1 M-action
 trace in under a minute on 2 cores): a 16-rank stencil of 8,000 iterations (1,024,096
-actions, 5% jitter; minitrace/synthetic_loops.py), 100 replicas, ``--sample auto``, 2 workers,
+actions, 5% jitter; tests/support/synthetic_loops.py), 100 replicas, ``--sample auto``, 2 workers,
 compute rate 1Gf, default cluster.  With ``--old DIR`` (a checkout of an older minitrace, e.g.
 ``git archive main minitrace converters | tar -x -C DIR``) the same run is timed with that
 code too, alternately in fresh processes, for the ratio old / new in one run.
@@ -20,8 +20,12 @@ def one(n: int) -> dict:
     """Time ``n`` replicas in this process's minitrace: set-up (noise model, sampling plan)
     and the replicas, and one replica's parts."""
     import numpy as np
-    from minitrace.synthetic_loops import stencil
     from minitrace.replay import replicas as R
+    sys.path.append(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    try:
+        from tests.support.synthetic_loops import stencil
+    except ImportError:       # a tree from before the generators moved to tests/support
+        from minitrace.synthetic_loops import stencil
     data, _ = stencil(16, 8000, jitter=0.05, seed=7)
     t = time.perf_counter()
     r = R.replicas(data, n, "trace", seed=1, sample="auto", workers=2, compute_rate="1Gf")

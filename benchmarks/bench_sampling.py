@@ -1,6 +1,6 @@
 """Iteration sampling against the full replay, and the speed of noise replicas (issue 25).
 
-Sampling: generated iterative traces (minitrace/synthetic_loops.py: a stencil, CG with a
+Sampling: generated iterative traces (tests/support/synthetic_loops.py: a stencil, CG with a
 drifting SpMV, an AMR-like code with refinement phases and alternating iterations; with and
 without jitter and warm-up), each replayed fully and with ``--sample auto`` on the default
 generated cluster (one host per rank, 1Gf, 10GBps, 1us), compute rate 1Gf.  Reported per case:
@@ -23,18 +23,20 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 import time
+from pathlib import Path
 
 import numpy as np
-
 
 import minitrace.compress.loop_view  # noqa: F401  (imported before timing)
 import minitrace.replay.timeline  # noqa: F401
 from minitrace.replay import replay
 from minitrace.replay.replicas import replicas
-from minitrace.replay.sampling import load_trace
-from minitrace.replay.sampling import loops_of, sampled_replay
-from minitrace.synthetic_loops import amr, cg, stencil
+from minitrace.replay.sampling import load_trace, loops_of, sampled_replay
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))   # tests.support
+from tests.support.synthetic_loops import amr, cg, stencil  # noqa: E402
 
 RATE = "1Gf"
 

@@ -8,14 +8,18 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 import tempfile
 import time
-
+from pathlib import Path
 
 import minitrace
 from minitrace.model import TraceColumns
-from minitrace.synthetic import loop_trace
 from minitrace.storage import write_trace
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))   # tests.support
+from tests.support.synthetic import loop_trace  # noqa: E402
+
 
 def measure(data: TraceColumns, path: str) -> dict:
     n = len(data.actions)

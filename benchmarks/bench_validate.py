@@ -3,10 +3,14 @@
 Run: python benchmarks/bench_validate.py [--actions N]
 """
 import argparse
+import sys
 import time
+from pathlib import Path
 
-from minitrace.synthetic import ring_trace
 from minitrace.validate import validate
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))   # tests.support
+from tests.support.synthetic import ring_trace  # noqa: E402
 
 
 def main() -> None:

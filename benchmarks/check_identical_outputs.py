@@ -170,7 +170,7 @@ def main() -> int:
     from test_convert_otf2 import _synthetic, scorep_pingpong
     from test_convert_tau import osu_like
     from minitrace.storage import write_trace
-    from minitrace.synthetic import loop_trace
+    from tests.support.synthetic import loop_trace
     anchor = scorep_pingpong(inputs / "scorep")
     synth = inputs / "synthetic.h5"
     write_trace(str(synth), _synthetic().build())

@@ -43,7 +43,7 @@ def make_seeds(d: Path) -> dict[str, Path]:
     from minitrace.analysis import regress_history as H
     from minitrace.predict import calibration as C
     from minitrace.storage import write_bench, write_trace
-    from minitrace.synthetic import calibration_run, loop_trace
+    from tests.support.synthetic import calibration_run, loop_trace
     d.mkdir(parents=True, exist_ok=True)
     s = {k: d / f"{k}.h5" for k in ("calibration", "bench", "history", "trace")}
     if not s["calibration"].exists():

@@ -25,7 +25,7 @@ from minitrace.analysis import regress_history as H
 from minitrace.cli import main
 from minitrace.predict import calibration as C
 from minitrace.storage import write_bench, write_trace
-from minitrace.synthetic import calibration_run, loop_trace
+from tests.support.synthetic import calibration_run, loop_trace
 from tests.support.fixtures import DATA
 
 TI = DATA / "ti"

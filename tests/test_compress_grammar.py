@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from minitrace import kinds as K
-from minitrace import synthetic
+from tests.support import synthetic
 from minitrace.compress import grammar as G
 from minitrace.compress import loops
 from minitrace.compress import signatures as S

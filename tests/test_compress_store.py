@@ -9,7 +9,8 @@ import pandas as pd
 import pytest
 
 import minitrace
-from minitrace import MinitraceError, cli, storage, synthetic
+from minitrace import MinitraceError, cli, storage
+from tests.support import synthetic
 from minitrace.compress.files import write_compressed
 from tests.test_compress_grammar import random_trace, repo_traces
 

@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 import minitrace
-from minitrace import storage, synthetic
+from minitrace import storage
+from tests.support import synthetic
 from minitrace.compress.expand import Expander
 from minitrace.compress.files import write_compressed
 from minitrace.compress.store import compress

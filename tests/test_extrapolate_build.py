@@ -6,7 +6,8 @@ import pytest
 
 import minitrace
 from minitrace.replay import replay
-from minitrace import storage, synthetic
+from minitrace import storage
+from tests.support import synthetic
 from minitrace.cli import main
 from minitrace.errors import MinitraceError
 from minitrace.extrapolate import build as B

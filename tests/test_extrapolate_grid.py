@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from mpi4py import MPI
 
-from minitrace import synthetic
+from tests.support import synthetic
 from minitrace.compress import signatures as SG
 from minitrace.errors import MinitraceError
 from minitrace.extrapolate import grid as GR

@@ -8,7 +8,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from minitrace import storage, synthetic
+from minitrace import storage
+from tests.support import synthetic
 from minitrace.cli import main
 from minitrace.errors import MinitraceError
 from minitrace.extrapolate import build as B

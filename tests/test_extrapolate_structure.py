@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from minitrace import synthetic
+from tests.support import synthetic
 from minitrace.errors import MinitraceError
 from minitrace.extrapolate import build as B
 from minitrace.extrapolate import structure as ST

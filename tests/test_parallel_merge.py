@@ -24,7 +24,7 @@ from minitrace.merge import merge_dir
 from minitrace.model import TraceBuilder
 from minitrace.parallel.parts import differences
 from minitrace.parallel.shares import contiguous_shares
-from minitrace.synthetic_raw import write_run
+from tests.support.synthetic_raw import write_run
 from minitrace.tasks.graph import from_tasks
 from minitrace.tasks.taskfile import write_tasks
 from minitrace.validate import validate
@@ -222,7 +222,7 @@ def test_kind_index_of_codes_above_127(tmp_path):
 def _problem_trace(path):
     """A trace with problems of many kinds (values, messages, a receive cycle, collectives,
     vectors, requests, structure), more of some than the report keeps."""
-    from minitrace import synthetic
+    from tests.support import synthetic
     d = synthetic.loop_trace(5, 12000, True, seed=5)
     a = d.actions
     a["bytes_sent"][::7] = -1

@@ -175,7 +175,7 @@ def test_late_ranks_are_not_hidden_behind_a_linear_allreduce(recorded):
     # A prediction runs recursive doubling (MPICH's): +-30 % compute noise at 256 ranks makes
     # each iteration wait for its slowest rank (about +28 %; +11 % with the linear reduce)
     from dataclasses import replace
-    from minitrace import synthetic
+    from tests.support import synthetic
     from minitrace.predict.calibration import load
     from minitrace.predict.prediction import replay_options
     from minitrace.replay import replay

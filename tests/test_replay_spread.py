@@ -19,7 +19,7 @@ from minitrace.replay.noise import call_sites, noise_model
 from minitrace.replay.replicas import replicas
 from minitrace.replay.sampling import (check_separable, phases_of, reduce_trace,
                                        sampled_replay, steady_start)
-from minitrace.synthetic_loops import amr, build, cg, stencil, Step
+from tests.support.synthetic_loops import amr, build, cg, stencil, Step
 from tests.support.extrapolated import extrapolated_stencil
 
 pytestmark = pytest.mark.timeout(300)

@@ -366,7 +366,7 @@ LIMIT = 100_000     # bytes any one file may grow to in the "full disk" children
 def loop_h5(tmp_path_factory) -> Path:
     """A 2-rank, 20,000-action timed trace: every export of it is well over LIMIT."""
     from minitrace.storage import write_trace
-    from minitrace.synthetic import loop_trace
+    from tests.support.synthetic import loop_trace
     path = tmp_path_factory.mktemp("in") / "loop.h5"
     write_trace(str(path), loop_trace(2, 20_000, True))
     return path

@@ -184,7 +184,7 @@ def test_write_failure_is_one_line_and_leaves_nothing(tmp_path):
 import resource, signal, sys
 signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
 resource.setrlimit(resource.RLIMIT_FSIZE, (200_000, 200_000))
-from minitrace.synthetic import loop_trace
+from tests.support.synthetic import loop_trace
 from minitrace.storage import write_trace
 try:
     write_trace({str(tmp_path / "x.h5")!r}, loop_trace(4, 400_000, True))

@@ -7,7 +7,7 @@ import pytest
 
 from minitrace import kinds as K
 from minitrace.model import TraceBuilder, TraceColumns
-from minitrace.synthetic import ring_trace
+from tests.support.synthetic import ring_trace
 from minitrace.validate import validate
 
 

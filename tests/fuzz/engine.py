@@ -104,7 +104,7 @@ def make_seeds(root: Path, repo: Path, raw_dir: Path | None = None,
         seeds["compressed"].append(packed)
     loop = root / "loop_compressed.h5"
     if not loop.exists():
-        from minitrace import synthetic
+        from tests.support import synthetic
         from minitrace.compress.files import write_compressed
         write_compressed(str(loop), synthetic.ring_trace(3, 3 * 802))
     seeds["compressed"].append(loop)
@@ -132,10 +132,10 @@ def make_seeds(root: Path, repo: Path, raw_dir: Path | None = None,
 
 
 def _seed_calibration(path: Path) -> Path:
-    """A fitted calibration of two synthetic runs (minitrace.synthetic.calibration_run)."""
+    """A fitted calibration of two synthetic runs (tests/support/synthetic.py: calibration_run)."""
     if not path.exists():
         from minitrace.predict import calibration as C
-        from minitrace.synthetic import calibration_run
+        from tests.support.synthetic import calibration_run
         for k in range(2):
             C.append_run(str(path), calibration_run(k))
         C.refit(str(path))

@@ -1,9 +1,9 @@
 """An extrapolated trace for the sampling and replica tests: a stencil of 200 iterations (5%
-jitter, minitrace/synthetic_loops.py) written at 2, 4 and 8 ranks and extrapolated to more."""
+jitter, tests/support/synthetic_loops.py) written at 2, 4 and 8 ranks and extrapolated to more."""
 from __future__ import annotations
 
 from minitrace import storage
-from minitrace.synthetic_loops import stencil
+from tests.support.synthetic_loops import stencil
 
 
 def extrapolated_stencil(directory, ranks: int = 32):

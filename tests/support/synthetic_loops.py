@@ -9,8 +9,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import kinds as K
-from .model import TraceColumns, assign_vec_offsets, empty_actions
+from minitrace import kinds as K
+from minitrace.model import TraceColumns, assign_vec_offsets, empty_actions
 
 
 @dataclass

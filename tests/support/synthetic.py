@@ -3,8 +3,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import kinds as K
-from .model import TraceColumns, assign_vec_offsets, empty_actions
+from minitrace import kinds as K
+from minitrace.extrapolate.grid import Grid, dims_create
+from minitrace.model import TraceColumns, assign_vec_offsets, empty_actions
 
 LOOP = ["compute", "irecv", "isend", "waitall", "compute", "allreduce", "compute", "send",
         "recv", "alltoallv"]
@@ -133,7 +134,6 @@ def halo_grid_trace(nranks: int, dims: tuple | int = 2, scaling: str = "weak",
     ``cart_create`` after init (its vector the extents and periods) and every call after it
     on that communicator (id 1); else on WORLD, the grid left to be inferred from the
     peers."""
-    from .extrapolate.grid import Grid, dims_create
     if isinstance(dims, int):
         dims = dims_create(nranks, dims)
     grid = Grid(tuple(dims), (periodic,) * len(dims))

@@ -12,8 +12,8 @@ import os
 
 import numpy as np
 
-from . import kinds as K
-from . import rawlayout as L
+from minitrace import kinds as K
+from minitrace import rawlayout as L
 
 GROUP = 16
 _REC = L.RECORD.dtype()
@@ -107,7 +107,7 @@ def write_rank(path: str, rank: int, size: int, iterations: int, nbytes: int = 4
     h["clock"], h["volume"] = L.CLOCKS["monotonic"], L.VOLUMES["cputime"]
     h["volume_requested"], h["finalized"], h["nthreads"], h["pid"] = L.VOLUMES["auto"], 1, 1, rank
     h["host"] = f"node{rank // 64:04d}".encode()
-    h["library"], h["cmdline"] = b"synthetic (minitrace.synthetic_raw)", b"synthetic ring"
+    h["library"], h["cmdline"] = b"synthetic (tests/support/synthetic_raw.py)", b"synthetic ring"
     ch = np.zeros(1, _CHUNK)
     ch["count"] = len(recs)
     cw = ch.view(np.uint64)
