@@ -21,6 +21,8 @@ import pandas as pd
 
 from .. import validate as V
 from ..trace import open as open_trace
+from ..validate import collectives as VC, converted as VV, deadlocks as VD, probes as VM
+from ..validate import point_to_point as VP
 from .shares import contiguous_shares
 from .world import World
 
@@ -96,35 +98,35 @@ def validate_parallel(world: World, path: str) -> V.ValidationReport | None:
     ctx = V.CheckContext(data, rank_base=lo, row_base=rlo, world=nranks)
     rep = PhaseReport()
     V.check_local_before_p2p(ctx, rep)
-    sends, recvs = V.message_halves(ctx, rep)
+    sends, recvs = VP.message_halves(ctx, rep)
     starts = np.array([s[0] for s in shares])
     owner = (np.searchsorted(starts, recvs["src"].to_numpy(), side="right") - 1).clip(
         0, world.size - 1)
     mine = world.alltoall([recvs[owner == w] for w in range(world.size)])
-    both = V.match_messages(sends, pd.concat(mine, ignore_index=True), rep)
-    firsts = world.gather(V.first_blocking_receives(both))
+    both = VP.match_messages(sends, pd.concat(mine, ignore_index=True), rep)
+    firsts = world.gather(VD.first_blocking_receives(both))
     if world.root:
-        V.check_recv_cycles(pd.concat(firsts, ignore_index=True).sort_values("row_r"), rep)
-    V.check_sizes_match(both, rep)
-    V.check_matched_probes(ctx, rep)
+        VD.check_recv_cycles(pd.concat(firsts, ignore_index=True).sort_values("row_r"), rep)
+    VP.check_sizes_match(both, rep)
+    VM.check_matched_probes(ctx, rep)
     _collectives(world, ctx, rep, nranks)
     V.check_local_after_collectives(ctx, rep)
     source = data.meta.get("source_messages")
     if source:
-        V.check_peers_found(ctx, rep)
+        VV.check_peers_found(ctx, rep)
         have = Counter()
-        for c in world.allgather(V.message_counts(ctx)):
+        for c in world.allgather(VV.message_counts(ctx)):
             have.update(c)
         if world.root:
-            V.check_message_counts({k: have[k] for k in ("sent", "received")}, source, rep)
-        V.check_completions(ctx, rep)
+            VV.check_message_counts({k: have[k] for k in ("sent", "received")}, source, rep)
+        VV.check_completions(ctx, rep)
     parts = world.gather(rep.parts())
     return assemble(parts, nranks, nactions) if world.root else None
 
 
 def _collectives(world: World, ctx, rep: PhaseReport, nranks: int) -> None:
     """Each communicator's collectives checked on worker (id modulo K)."""
-    df = V.collective_frame(ctx)
+    df = VC.collective_frame(ctx)
     local = df["row"].to_numpy(np.int64) - ctx.row_base
     with_vec = local[ctx.a["vec_len"][local] > 0]
     vectors = {int(r) + ctx.row_base: ctx.d.vector(int(r)) for r in with_vec}
@@ -137,4 +139,4 @@ def _collectives(world: World, ctx, rep: PhaseReport, nranks: int) -> None:
     frame = pd.concat([f for f, _ in got], ignore_index=True).sort_values("row")
     if len(frame):
         vecs = {k: v for _, d in got for k, v in d.items()}
-        V.check_collectives_of(V.CollectiveRows(frame, vecs, ctx.d.comms, nranks), rep, frame)
+        VC.check_collectives_of(VC.CollectiveRows(frame, vecs, ctx.d.comms, nranks), rep, frame)

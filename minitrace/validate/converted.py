@@ -1,0 +1,57 @@
+"""Converted traces (whose ``meta["source_messages"]`` holds the source's message-record
+counts): every point-to-point action and persistent request has a peer, the trace holds as many
+sent and received messages as the source recorded, and every wait/waitany/waitsome completes a
+request (a converter that lost a message or a request link leaves one of these behind)."""
+from .. import kinds as K
+from .point_to_point import messages
+from .report import CheckContext, ValidationReport
+
+
+#: Point-to-point kinds whose peer a converter must have found (a persistent request's peer is
+#: on its init; partitioned ones are not converted).
+_NEEDS_PEER = K.SENDS | K.RECVS | K.SENDRECVS | K.SEND_INITS | {"recv_init"}
+
+
+def check_converted(ctx: CheckContext, rep: ValidationReport, source: dict) -> None:
+    """What a converter lost: peers, messages (against the source's counts), completions."""
+    check_peers_found(ctx, rep)
+    check_message_counts(message_counts(ctx), source, rep)
+    check_completions(ctx, rep)
+
+
+def check_peers_found(ctx: CheckContext, rep: ValidationReport) -> None:
+    a = ctx.a
+    rows = ctx.rows(_NEEDS_PEER)
+    rep.phase((9, 0))
+    for row in rows[a["peer"][rows] < 0]:
+        rep.add(ctx.rank[row], ctx.index[row], "p2p-without-peer",
+                f"{K.NAME[int(ctx.kind[row])]} without a peer (its message was not found in the "
+                "source)")
+
+
+def message_counts(ctx: CheckContext) -> dict:
+    """Messages sent and received in the trace (to add up over the parallel validate's
+    workers)."""
+    sends, recvs = messages(ctx)
+    return {"sent": int((sends["dst"] >= 0).sum()),
+            "received": int(((recvs["src"] >= 0) & ~recvs["unresolved"]).sum())}
+
+
+def check_message_counts(have: dict, source: dict, rep: ValidationReport) -> None:
+    rep.phase((9, 1))
+    for side, n in have.items():
+        if side in source and int(source[side]) != n:
+            rep.add(-1, -1, "message-count-mismatch",
+                    f"{n} {side} message(s) in the trace but {source[side]} in the source")
+
+
+def check_completions(ctx: CheckContext, rep: ValidationReport) -> None:
+    a = ctx.a
+    single = ctx.rows({"wait", "waitany"})
+    some = ctx.rows({"waitsome"})
+    for step, rows in enumerate((single[a["request"][single] < 0],
+                                 some[a["vec_len"][some] <= 0])):
+        rep.phase((9, 2 + step))
+        for row in rows:
+            rep.add(ctx.rank[row], ctx.index[row], "empty-completion",
+                    f"{K.NAME[int(ctx.kind[row])]} that completes no request")
