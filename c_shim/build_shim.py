@@ -63,14 +63,15 @@ def mpi_flags(mpicc: str) -> dict:
 
 # Every exported function returns int: a void one would make cffi reference Py_None, a data
 # symbol that the dynamic linker must resolve eagerly (fatal in a program without libpython).
-ffibuilder = FFI()
-ffibuilder.cdef("""
+CDEF = """
     int minitrace_shim_present(void);
     int minitrace_shim_tracing(void);
     int minitrace_pause(void);
     int minitrace_resume(void);
     int minitrace_region(int begin, const char *name);
-""")
+"""
+
+
 def mpi_stamp(mpicc: str, flags: dict, path: Path = HERE / "_generated_mpi.txt") -> str:
     """Write which MPI the shim is built with (rewritten only when it changes) and return its
     path, a dependency of the extension: distutils rebuilds only what is older than its
@@ -82,11 +83,27 @@ def mpi_stamp(mpicc: str, flags: dict, path: Path = HERE / "_generated_mpi.txt")
     return str(path)
 
 
-write_raw_layout_header()     # c_shim/_generated_rawlayout.h, included by shim_runtime.h
-_mpicc = find_mpicc()
-_flags = mpi_flags(_mpicc)
-ffibuilder.set_source("minitrace._shim", translation_unit(), depends=[mpi_stamp(_mpicc, _flags)],
-                      **_flags)
+def shim_ffi(mpicc: str, stamp: bool = True) -> FFI:
+    """The cffi builder of the shim compiled with ``mpicc``'s MPI."""
+    write_raw_layout_header()     # c_shim/_generated_rawlayout.h, included by shim_runtime.h
+    ffi = FFI()
+    ffi.cdef(CDEF)
+    flags = mpi_flags(mpicc)
+    ffi.set_source("minitrace._shim", translation_unit(),
+                   depends=[mpi_stamp(mpicc, flags)] if stamp else [], **flags)
+    return ffi
+
+
+def build(mpicc: str, outdir: str) -> str:
+    """Compile the shim with ``mpicc``'s MPI into ``outdir`` (``minitrace shim build``'s cache);
+    returns the library's path."""
+    return shim_ffi(mpicc, stamp=False).compile(tmpdir=outdir)
+
+
+def ffibuilder() -> FFI:
+    """What setup.py's cffi_modules names: the shim of this environment's MPI (find_mpicc)."""
+    return shim_ffi(find_mpicc())
+
 
 if __name__ == "__main__":
-    ffibuilder.compile(verbose=True)
+    ffibuilder().compile(verbose=True)

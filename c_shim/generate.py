@@ -1,8 +1,11 @@
 """Generate the shim's C from Python sources of truth (in the spirit of LLNL's `wrap`).
 
 ``generate()`` returns the PMPI wrappers of c_shim/mpi.spec: one per spec line, its MPI-4
-big-count ``_c`` twin when the prototype uses COUNT/DISP, and the non-blocking and MPI-4
-persistent (``_init``) twins of a collective.  ``translation_unit()`` puts the kind codes (minitrace/kinds.py) before the runtime
+big-count ``_c`` twin when the prototype uses COUNT/DISP, the non-blocking and MPI-4
+persistent (``_init``) twins of a collective, and the Fortran twin of each (``fortran_source``:
+the ``mpif.h``/``use mpi`` entry points, and Open MPI's ``ompi_*_f`` that its ``use mpi_f08``
+calls), which calls the library's Fortran ``pmpi_*_`` and runs the same recipes on the C
+handles ``MPI_*_f2c`` gives.  ``translation_unit()`` puts the kind codes (minitrace/kinds.py) before the runtime
 (``RUNTIME``) and the wrappers.  ``raw_layout_header()`` is ``_generated_rawlayout.h``, which shim_runtime.h
 includes: the raw file's structs and constants (minitrace/rawlayout.py) and the flag bits
 (kinds.py), written by ``write_raw_layout_header()`` when the shim is built.  Run as a script
@@ -107,6 +110,146 @@ def wrapper_source(w: Wrapper) -> str:
     return code
 
 
+# ---- Fortran twins ----------------------------------------------------------------------
+# A Fortran binding passes everything by reference: INTEGERs (MPI_Fint), handles (MPI_Fint, to
+# convert with MPI_X_f2c), statuses (MPI_Fint arrays, MPI_Status_f2c), LOGICALs, 1-based
+# indices, and strings with their hidden lengths (size_t, after every argument).  The twin
+# calls the library's own Fortran entry ``pmpi_x_`` with the caller's arguments (so the library
+# handles its sentinels) and gives the recipes C values under the C parameter names: before
+# the call those the pre recipe uses, after it those the post recipe uses.
+_F2C = {"MPI_Comm": "Comm", "MPI_Datatype": "Type", "MPI_Op": "Op", "MPI_Info": "Info",
+        "MPI_Group": "Group", "MPI_Win": "Win", "MPI_File": "File",
+        "MPI_Errhandler": "Errhandler", "MPI_Request": "Request", "MPI_Message": "Message"}
+_F_INT = {"int", "const int", "MT_PREADY_LIST_CONST int"}
+_F_WIDE = {"MPI_Aint", "MPI_Offset", "MPI_Count", "const MPI_Aint"}
+
+
+def _split(param: str) -> tuple[str, str, bool]:
+    """'const int counts[]' -> ('const int', 'counts', True)."""
+    m = _PARAM_NAME.search(param)
+    return param[:m.start()].strip(), m.group(1), bool(m.group(2))
+
+
+def _uses(text: str, name: str) -> bool:
+    return re.search(rf"\b{name}\b", text) is not None
+
+
+#: How the recipes' C values come from each binding's arguments (shim_fortran.c): "f" is
+#: mpif.h and ``use mpi`` (INTEGER statuses), "f08" MPICH's ``use mpi_f08`` (whose choice
+#: buffers come as array descriptors, whose statuses have the C layout, whose ierror may be
+#: absent).  Open MPI's mpi_f08 calls its mpif.h functions (ompi_send_f), the "f" twins.
+_BINDINGS = {"f": ("MPI_F_STATUS_IGNORE", "MPI_F_STATUSES_IGNORE", "MT_F_STATUS_SIZE"),
+             "f08": ("MPI_F08_STATUS_IGNORE", "MPI_F08_STATUSES_IGNORE", "MT_F08_STATUS_SIZE")}
+
+
+def _is_buffer(ctype: str, name: str) -> bool:
+    return ctype.endswith("*") and "void" in ctype and name != "baseptr"
+
+
+def _fortran_param(ctype: str, name: str, array: bool, pre: str, post: str, count: str,
+                   b: str = "f"):
+    """(Fortran declaration, C before the call, C after it, hidden length) for one parameter
+    of binding ``b``; None when the twin cannot be made (arrays of handles or of strings)."""
+    f, fp = f"f_{name}", ctype.replace("const ", "")
+    before = after = ""
+    if ctype.endswith("*") and "void" in ctype:                     # a buffer
+        decl = f"void *{f}"
+        if _uses(pre + post, name):
+            before = f"const void *{name} = mt_{b}_buf({f});"
+        return decl, before, after, ""
+    if ctype == "const char *":
+        return f"char *{f}", "", "", f"size_t {f}_len"
+    if ctype == "MPI_Status *" or (fp == "MPI_Status" and array):
+        if not _uses(post, name):
+            return f"MPI_Fint *{f}", "", "", ""
+        n = "1" if not array else f"*f_{count}"
+        one, many, size = _BINDINGS[b]
+        before = (f"if ((void *){f} == (void *){many if array else one}) {f} = (MPI_Fint *)"
+                  f"mt_fbuf(T, 1, sizeof(MPI_Fint) * {size} * (size_t)({n} > 0 ? {n} : 1));")
+        after = f"MPI_Status *{name} = mt_{b}_statuses(T, {f}, {n});"
+        return f"MPI_Fint *{f}", before, after, ""
+    if fp.rstrip(" *") in _F2C and (ctype.endswith("*") or array):  # out, in-out, arrays
+        h = fp.rstrip(" *")
+        if array:
+            if h != "MPI_Request":
+                return None
+            before = f"MPI_Request *{name} = mt_f_requests(T, {f}, *f_{count});"
+            return f"MPI_Fint *{f}", before, "", ""
+        conv = f"PMPI_{_F2C[h]}_f2c(*{f})"
+        if _uses(pre, name):
+            before = f"{h} {name}_v = {conv}, *{name} = &{name}_v;"
+            after = f"{name}_v = {conv};" if _uses(post, name) else ""
+        elif _uses(post, name):
+            after = f"{h} {name}_v = {conv}, *{name} = &{name}_v;"
+        return f"MPI_Fint *{f}", before, after, ""
+    if fp in _F2C:                                                   # an input handle
+        line = f"{fp} {name} = PMPI_{_F2C[fp]}_f2c(*{f});"
+        return f"MPI_Fint *{f}", line if _uses(pre, name) else "", \
+            line if _uses(post, name) and not _uses(pre, name) else "", ""
+    if ctype in _F_INT or ctype in _F_WIDE or fp in _F_WIDE:
+        t = "MPI_Fint" if ctype in _F_INT else fp
+        if array:
+            if name == "array_of_indices":                           # 1-based in Fortran
+                return f"{t} *{f}", "", f"int *{name} = mt_f_indices(T, {f}, *outcount);", ""
+            line = f"const {t} *{name} = {f};"
+        else:
+            line = f"{fp} {name} = *{f};"
+        return f"{t} *{f}", line if _uses(pre, name) else "", \
+            line if _uses(post, name) and not _uses(pre, name) else "", ""
+    if ctype == "int *":
+        conv = {"flag": f"*{f} != 0",                                 # a LOGICAL
+                "index": f"*{f} == MPI_UNDEFINED ? MPI_UNDEFINED : *{f} - 1"}.get(name)
+        line = (f"int {name}_v = {conv}, *{name} = &{name}_v;" if conv
+                else f"int *{name} = {f};")
+        return f"MPI_Fint *{f}", "", line if _uses(post, name) else "", ""
+    return None
+
+
+def fortran_source(w: Wrapper, b: str = "f") -> str:
+    """The twin of ``w`` for binding ``b`` (_BINDINGS) with its exported names, or "" when it
+    has none."""
+    params = [_split(p) for p in _subst(w.params, "int", "int")]
+    pre = re.sub(r"MT_STATUS\(\w+\)|MT_STATUSES_AFTER_KEEP\([^)]*\)", "", w.pre).strip("; ")
+    decls, befores, afters, hidden, args = [], [], [], [], []
+    for i, (ctype, name, array) in enumerate(params):
+        count = params[i - 1][1] if i else ""
+        if array and "statuses" in name:      # statuses come after requests: the same count
+            count = next(n for t, n, a in params if n in ("count", "incount"))
+        got = _fortran_param(ctype, name, array, pre, w.post, count, b)
+        if got is None:
+            return ""
+        decl, before, after, hid = got
+        decls.append(decl)
+        args.append(decl.rsplit(" ", 1)[1].lstrip("*"))
+        befores += [before] if before else []
+        afters += [after] if after else []
+        if hid:
+            hidden.append(hid)
+    sig = ", ".join(decls + ["MPI_Fint *ierr"] + hidden)
+    call = ", ".join(args + ["ierr"] + [h.rsplit(" ", 1)[1] for h in hidden])
+    low, fn = w.name.lower(), f"mt_{b}_" + w.name[4:].lower()
+    if b == "f":
+        target, names = f"p{low}_", f"MT_F_NAMES({fn}, {low}, {w.name.upper()}, {w.name}, {low[4:]})"
+    else:   # MPICH: mpi_send_f08ts_ (a choice buffer) calls pmpir_send_f08ts_
+        ts = "ts" if any(_is_buffer(t, n) for t, n, _ in params) else ""
+        target, names = f"pmpir_{low[4:]}_f08{ts}_", f"MT_F_ALIAS({fn}, {low}_f08{ts}_)"
+    code = (f"extern void {target}({sig}) __attribute__((weak));\n"
+            f"static void {fn}({sig})\n{{\n"
+            f"    mt_thread *T = mt_enter();\n"
+            f"    if (!T) {{ {target}({call}); return; }}\n"
+            f"    mt_rec R;\n    const mt_comm *CI = NULL;\n    (void)CI;\n"
+            + "".join(f"    {x}\n" for x in befores)
+            + (f"    {pre};\n" if pre else "")
+            + f"    {target}({call});\n"
+            f"    mt_leave(T, &R, MT_K_{w.kind.upper()});\n"
+            f"    int rc = ierr ? *ierr : MPI_SUCCESS;\n    (void)rc;\n"
+            + "".join(f"    {a}\n" for a in afters)
+            + f"    {w.post};\n    mt_emit(T, &R);\n}}\n{names}\n")
+    guard = " && ".join(g for g in (w.guard and f"({w.guard})",
+                                     "defined(MPICH_NUMVERSION)" if b == "f08" else "") if g)
+    return f"#if {guard}\n{code}#endif\n" if guard else code
+
+
 def kind_defines() -> str:
     kinds = runpy.run_path(str(KINDS))["KINDS"]
     return "".join(f"#define MT_K_{name.upper()} {code}\n" for code, name, _ in kinds)
@@ -165,14 +308,15 @@ def generate(spec_text: str | None = None) -> str:
     unknown = sorted({w.kind for w in wrappers} - known)
     if unknown:
         raise ValueError(f"{SPEC}: kinds not in minitrace/kinds.py: {', '.join(unknown)}")
-    return "\n".join(wrapper_source(w) for w in wrappers)
+    return "\n".join(wrapper_source(w) + fortran_source(w) + fortran_source(w, "f08")
+                     for w in wrappers)
 
 
 #: The hand-written C before the wrappers: the runtime, then the state of particular calls
 #: with their recipes (matched probes' messages, topologies' neighbours, tables of windows and
-#: files).
+#: files), and what the Fortran twins share (the sentinels, statuses, their exported names).
 RUNTIME = ("shim_clock.c", "shim_reqmap.c", "shim_runtime.c", "shim_message.c", "shim_topo.c",
-           "shim_handles.c", "shim_rma.c", "shim_io.c")
+           "shim_handles.c", "shim_rma.c", "shim_io.c", "shim_fortran.c")
 
 
 def translation_unit() -> str:

@@ -51,6 +51,8 @@ struct mt_thread {
     size_t scratch_cap;
     int64_t *vec;
     int64_t vec_cap;
+    void *fbuf[4];                  /* the Fortran twins' buffers (shim_fortran.c) */
+    size_t fbuf_cap[4];
 };
 
 volatile int mt_on;                 /* tracing now: started, file open, not paused */
@@ -896,37 +898,55 @@ static void mt_check_mpi(void) {
     _exit(1);
 }
 
-int MPI_Init(int *argc, char ***argv) {
+/* The first MPI_Init* wrapper entered, C or Fortran (shim_fortran.c), checks the MPI and starts
+ * tracing; a nested one (MPICH's Fortran MPI_INIT calls its C MPI_Init) passes the call on.
+ * The same for MPI_Finalize. */
+static int mt_init_entered, mt_finalize_entered;
+
+static int mt_init_begin(int64_t *raw0, int64_t *ns0) {
+    if (__atomic_exchange_n(&mt_init_entered, 1, __ATOMIC_ACQ_REL)) return 0;
     mt_check_mpi();
     mt_clock_setup();
-    int64_t raw0 = mt_now(), ns0 = mt_mono_ns();
+    *raw0 = mt_now();
+    *ns0 = mt_mono_ns();
+    return 1;
+}
+
+int MPI_Init(int *argc, char ***argv) {
+    int64_t raw0, ns0;
+    if (!mt_init_begin(&raw0, &ns0)) return PMPI_Init(argc, argv);
     int rc = PMPI_Init(argc, argv);
     if (rc == MPI_SUCCESS) mt_start(raw0, ns0, -1);
     return rc;
 }
 
 int MPI_Init_thread(int *argc, char ***argv, int required, int *provided) {
-    mt_check_mpi();
-    mt_clock_setup();
-    int64_t raw0 = mt_now(), ns0 = mt_mono_ns();
+    int64_t raw0, ns0;
+    if (!mt_init_begin(&raw0, &ns0)) return PMPI_Init_thread(argc, argv, required, provided);
     int rc = PMPI_Init_thread(argc, argv, required, provided);
     if (rc == MPI_SUCCESS) mt_start(raw0, ns0, *provided);
     return rc;
 }
 
-int MPI_Finalize(void) {
-    mt_thread *T = mt_enter();
-    int rc = PMPI_Finalize();
+static void mt_finalized(mt_thread *T) {
     if (T) {
         mt_rec R;
         mt_leave(T, &R, MT_K_FINALIZE);
         mt_emit(T, &R);
     }
     mt_close(1);
+}
+
+int MPI_Finalize(void) {
+    if (__atomic_exchange_n(&mt_finalize_entered, 1, __ATOMIC_ACQ_REL)) return PMPI_Finalize();
+    mt_thread *T = mt_enter();
+    int rc = PMPI_Finalize();
+    mt_finalized(T);
     return rc;
 }
 
-int MPI_Abort(MPI_Comm comm, int errorcode) {
+/* Before the library aborts: the abort recorded, the file closed. */
+static void mt_aborting(MPI_Comm comm, int errorcode) {
     mt_thread *T = mt_enter();
     if (T) {
         mt_rec R;
@@ -937,6 +957,10 @@ int MPI_Abort(MPI_Comm comm, int errorcode) {
         mt_emit(T, &R);
         mt_close(0);
     }
+}
+
+int MPI_Abort(MPI_Comm comm, int errorcode) {
+    mt_aborting(comm, errorcode);
     return PMPI_Abort(comm, errorcode);
 }
 

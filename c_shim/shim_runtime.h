@@ -26,8 +26,10 @@
 #define MT_BIGCOUNT 0
 #define MT_PARTITIONED_API 0
 #endif
-/* Open MPI 5.0 declares MPI_Pready_list without MPI-4.0's const (int partition_list[]). */
-#if defined(OMPI_MAJOR_VERSION) && MPI_VERSION < 4
+/* Open MPI 5.0 and MPICH 4.0 declare MPI_Pready_list without MPI-4.0's const
+ * (int partition_list[]). */
+#if (defined(OMPI_MAJOR_VERSION) && MPI_VERSION < 4) || \
+    (defined(MPICH_NUMVERSION) && MPICH_NUMVERSION < 40100000)
 #define MT_PREADY_LIST_CONST
 #else
 #define MT_PREADY_LIST_CONST const

@@ -39,15 +39,15 @@ def shim_path() -> str:
 
 
 def shim_env(raw_dir: str, volume: str = "auto", base: dict | None = None,
-             extra: dict | None = None) -> dict:
-    """Environment for traced ranks: the shim first in LD_PRELOAD, the raw dir, the volume;
-    ``extra`` variables are set and forwarded too, its ``LD_PRELOAD`` (another tool: the OMPT
-    one) preloaded after the shim."""
+             extra: dict | None = None, shim: str | None = None) -> dict:
+    """Environment for traced ranks: the shim (``shim``, else the installed one) first in
+    LD_PRELOAD, the raw dir, the volume; ``extra`` variables are set and forwarded too, its
+    ``LD_PRELOAD`` (another tool: the OMPT one) preloaded after the shim."""
     if volume not in VOLUMES:
         raise MinitraceError(f"unknown volume measure {volume!r} (one of {', '.join(VOLUMES)})")
     env = dict(os.environ if base is None else base)
     extra = dict(extra or {})
-    tools = [shim_path(), *[p for p in extra.pop("LD_PRELOAD", "").split(":") if p]]
+    tools = [shim or shim_path(), *[p for p in extra.pop("LD_PRELOAD", "").split(":") if p]]
     pre = [p for p in env.get("LD_PRELOAD", "").split(":") if p and p not in tools]
     env["LD_PRELOAD"] = ":".join([*tools, *pre])
     env["MINITRACE_DIR"] = os.path.abspath(raw_dir)
@@ -84,12 +84,12 @@ def _is_hydra(launcher: str) -> bool:
 
 
 def traced_command(command: list[str], raw_dir: str, volume: str = "auto",
-                   extra: dict | None = None) -> tuple[list, dict]:
+                   extra: dict | None = None, shim: str | None = None) -> tuple[list, dict]:
     """The command line and environment that run ``command`` with the shim in every rank
     (and ``extra``: shim_env): Hydra's gets the variables as ``-genv`` options (its launcher
     and proxies stay untraced, and cheap to start), any other launcher through its
     environment."""
-    env = shim_env(raw_dir, volume, extra=extra)
+    env = shim_env(raw_dir, volume, extra=extra, shim=shim)
     if not command or not _is_hydra(command[0]):
         return list(command), env
     opts = [x for k in _forwarded(extra) for x in ("-genv", k, env[k])]
@@ -163,18 +163,18 @@ def raw_dir_for(output: str) -> str:
                              f"the program was not run", parent) from None
 
 
-def run_traced(command: list[str], output: str, volume: str = "auto",
-               extra=None) -> RecordRun:
-    """Run ``command`` traced (``extra``: a function of the raw directory giving more
-    variables for the ranks, shim_env).  The raw directory is made first: if it cannot be,
-    the command is not run (running it untraced would only waste its time).  Interrupted (Ctrl-C,
-    SIGTERM), the launcher is asked to stop (SIGTERM, which mpiexec passes to the ranks) and
-    the interrupt goes on with ``raw_dir`` set on it: the caller says where the data is."""
+def run_traced(command: list[str], output: str, environment) -> RecordRun:
+    """Run ``command`` with the argv and environment ``environment(raw_dir)`` gives (the only
+    difference between an MPI recording, traced_command, and an OpenMP one).  The raw
+    directory is made first: if it cannot be, the command is not run (running it untraced
+    would only waste its time).  Interrupted (Ctrl-C, SIGTERM), the launcher is asked to stop
+    (SIGTERM, which mpiexec passes to the ranks) and the interrupt goes on with ``raw_dir``
+    set on it: the caller says where the data is."""
     if not command:
         raise MinitraceError("no command to run: use minitrace record [options] -- mpiexec ...")
     raw = raw_dir_for(output)
     try:
-        argv, env = traced_command(command, raw, volume, extra(raw) if extra else None)
+        argv, env = environment(raw)
         proc = subprocess.Popen(argv, env=env, stderr=subprocess.PIPE)
     except FileNotFoundError:
         shutil.rmtree(raw, ignore_errors=True)

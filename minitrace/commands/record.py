@@ -8,7 +8,9 @@ import sys
 from ..errors import MinitraceError
 from ..merge import rank_files
 from ..outputs import check_output_file
-from ..record import VOLUMES, run_traced, why_nothing_recorded
+from ..record import VOLUMES, run_traced, traced_command, why_nothing_recorded
+from ..shims import choose
+from ..tasks.ompt_raw import raw_files
 from .merge import add_compress_option, merge_and_report
 
 
@@ -39,20 +41,22 @@ def register(sub) -> None:
 def run(args) -> int:
     cmd = args.command[1:] if args.command[:1] == ["--"] else args.command
     check_output_file(args.output)
-    extra = None
-    if args.openmp:
-        from ..tasks.record import is_mpi_launcher, rank_env, record_openmp, report
-        if not cmd or not is_mpi_launcher(cmd[0]):
-            return report(*record_openmp(cmd, args.output, args.keep_raw), args.output)
-        extra = rank_env       # an MPI+OpenMP program: the OMPT tool beside the shim
+    from ..tasks.record import is_mpi_launcher, rank_env, record_openmp, report
     try:
-        run_ = run_traced(cmd, args.output, args.volume, extra)
+        if args.openmp and not (cmd and is_mpi_launcher(cmd[0])):
+            return report(*record_openmp(cmd, args.output, args.keep_raw), args.output)
+        shim = choose(cmd).path
+        extra = rank_env if args.openmp else None   # MPI+OpenMP: the OMPT tool beside the shim
+        run_ = run_traced(cmd, args.output, lambda raw: traced_command(
+            cmd, raw, args.volume, extra(raw) if extra else None, shim))
     except KeyboardInterrupt as e:
-        if getattr(e, "raw_dir", None) and _has_raw(e.raw_dir):
-            print(f"minitrace: the program was interrupted; its raw data is kept in "
-                  f"{e.raw_dir}: {_finish(e.raw_dir, args.output)}", file=sys.stderr)
-        elif getattr(e, "raw_dir", None):
-            shutil.rmtree(e.raw_dir, ignore_errors=True)
+        raw = getattr(e, "raw_dir", None)
+        if raw and (_has_raw(raw) or raw_files(raw)):
+            print(f"minitrace: the program was interrupted; its raw data is kept in {raw}"
+                  + (f": {_finish(raw, args.output)}" if _has_raw(raw) else ""),
+                  file=sys.stderr)
+        elif raw:
+            shutil.rmtree(raw, ignore_errors=True)
         raise
     if not _has_raw(run_.raw_dir):
         shutil.rmtree(run_.raw_dir, ignore_errors=True)

@@ -1,17 +1,31 @@
-"""``minitrace shim-path``: the PMPI shim library, for LD_PRELOAD by hand (srun, mpirun -x)."""
+"""``minitrace shim-path [-- COMMAND...]``: the PMPI shim to preload by hand (srun, mpirun -x),
+the one ``record`` would use for COMMAND (shims.choose), and why (on stderr)."""
 from __future__ import annotations
 
-from ..record import shim_path
+import sys
+
+from ..shims import choose
 
 
 def register(sub) -> None:
     p = sub.add_parser("shim-path", help="print the path of the PMPI shim library",
                        description="Print the path of the PMPI shim to preload by hand, e.g. "
-                                   "LD_PRELOAD=$(minitrace shim-path) MINITRACE_DIR=raw srun ./app "
-                                   "then minitrace merge raw.")
+                                   "LD_PRELOAD=$(minitrace shim-path -- ./app) MINITRACE_DIR=raw "
+                                   "srun ./app then minitrace merge raw; with a command, the "
+                                   "shim for the MPI library its program is linked against "
+                                   "(built once if needed), and why on stderr.")
+    add_command(p)
     p.set_defaults(func=run)
 
 
+def add_command(p) -> None:
+    p.add_argument("command", nargs="*", metavar="COMMAND",
+                   help="the command to be run (after --), e.g. -- srun -n 4 ./app")
+
+
 def run(args) -> int:
-    print(shim_path())
+    cmd = args.command[1:] if args.command[:1] == ["--"] else args.command
+    choice = choose(cmd)
+    print(choice.path)
+    print(f"minitrace: {choice.why}", file=sys.stderr)
     return 0

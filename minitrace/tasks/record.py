@@ -11,11 +11,10 @@ import importlib.util
 import os
 import shlex
 import shutil
-import subprocess
 import sys
 
 from ..errors import MinitraceError
-from ..record import raw_dir_for
+from ..record import run_traced
 from .graph import TaskGraph, from_raw
 from .ompt_raw import raw_files, read_raw
 from .taskfile import add_tasks, describe, write_tasks
@@ -89,18 +88,10 @@ def attach_rank_graphs(raw_dir: str, output: str) -> dict[int, TaskGraph]:
 
 
 def record_openmp(command: list[str], output: str, keep_raw: bool = False) -> tuple[int, TaskGraph]:
-    """Run ``command`` with the tool, write ``output``; returns (exit status, graph)."""
-    if not command:
-        raise MinitraceError("no command to run: use minitrace record --openmp -o OUT -- ./app")
-    raw = raw_dir_for(output)
-    try:
-        rc = subprocess.run(command, env=openmp_env(raw)).returncode
-    except FileNotFoundError:
-        shutil.rmtree(raw, ignore_errors=True)
-        raise MinitraceError(f"command not found: {command[0]}") from None
-    except BaseException:
-        shutil.rmtree(raw, ignore_errors=True)
-        raise
+    """Run ``command`` with the tool (record.run_traced: interrupted, the raw data is kept),
+    write ``output``; returns (exit status, graph)."""
+    run = run_traced(command, output, lambda raw: (command, openmp_env(raw)))
+    raw, rc = run.raw_dir, run.returncode
     files = raw_files(raw)
     try:
         if not files:
