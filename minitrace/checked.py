@@ -88,16 +88,40 @@ def virtual_files(ds: h5py.Dataset, kind: str, path) -> list[str]:
         return []
     base = os.path.dirname(os.path.abspath(path))
     out = []
-    for name in sorted({m.file_name for m in ds.virtual_sources()} - {"."}):
+    sources: dict = {}
+    for m in ds.virtual_sources():
+        sources.setdefault(m.file_name, set()).add(m.dset_name)
+    for name in sorted(sources):
         full = os.path.normpath(os.path.join(base, name))
+        if name == ".":
+            raise corrupt(kind, f"{ds.name} is a virtual dataset over its own file", path)
         if os.path.isabs(name) or not full.startswith(base + os.sep):
             raise corrupt(kind, f"{ds.name} reads {name}, outside the file's directory", path)
         if not os.path.isfile(full):
             raise MinitraceError(f"part file {name} of this {kind} is missing (a parallel "
                                  "merge's output reads its parts; `minitrace pack` makes one "
                                  "file of it)", path)
+        _plain_sources(ds, full, sources[name], kind, path)
         out.append(full)
     return out
+
+
+def _plain_sources(ds: h5py.Dataset, full: str, dsets: set, kind: str, path) -> None:
+    """A virtual dataset reads plain datasets of another file: one over its own file, or over
+    another virtual dataset (a chain that may loop back), makes libhdf5 recurse until it
+    crashes."""
+    if os.path.samefile(full, ds.file.filename):
+        raise corrupt(kind, f"{ds.name} is a virtual dataset over its own file", path)
+    try:
+        with h5py.File(full, "r") as part:
+            for name in dsets:
+                src = part.get(name)
+                if not isinstance(src, h5py.Dataset) or src.is_virtual:
+                    raise corrupt(kind, f"{ds.name} reads {name} of "
+                                  f"{os.path.basename(full)}, which is no plain dataset", path)
+    except (OSError, RuntimeError, KeyError, ValueError, TypeError) as e:
+        raise corrupt(kind, f"{ds.name} reads an unreadable file "
+                      f"{os.path.basename(full)} ({first_line(e)})", path) from None
 
 
 def _bounded(ds: h5py.Dataset, kind: str, path) -> None:

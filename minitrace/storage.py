@@ -31,7 +31,7 @@ from . import kinds as K
 from . import provenance
 from .errors import MinitraceError
 from .model import ACTION_DTYPE, UNDEFINED, VOLUME_UNITS, TraceColumns, vec_offsets
-from . import checked
+from . import checked, part_ranks
 from .checked import check_heaps, corrupt
 from .outputs import check_output_file, replacing_path, write_error
 
@@ -642,6 +642,7 @@ class HDF5TraceReader:
         if len(self.offsets) < 1 or self.offsets[0] != 0 or self.offsets[-1] != n or \
                 (np.diff(self.offsets) < 0).any():
             raise MinitraceError("rank index does not match the action table: corrupt", path)
+        part_ranks.check(self.cols, self.offsets, path)
         if g.attrs.get("nranks", self.nranks) != self.nranks:
             raise _corrupt(f"nranks {g.attrs.get('nranks')!r} but {self.nranks} in the index",
                            path)

@@ -116,7 +116,7 @@ def merge_parallel(world: World, directory: str, output: str,
             P.write_part(paths[i], plan["fingerprint"], enc, vecs, krows, types, {
                 "tables": {rk: all_tables[rk] for rk in range(lo, hi) if rk in all_tables},
                 "stats": every[i][0], "kind_last": every[i][1], "ranges": every_range[i],
-                "counts": counts})
+                "counts": counts, "ranks": [lo, hi]})
             counts_of[i] = counts
     counts_of: dict = {i: c["counts"] for i, c in contrib.items()}
     try:

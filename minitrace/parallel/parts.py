@@ -17,7 +17,7 @@ import os
 import h5py
 import numpy as np
 
-from .. import storage
+from .. import part_ranks, storage
 from ..errors import MinitraceError
 from ..merge import RankTables, rank_files
 
@@ -82,7 +82,8 @@ def finished(path: str, print_: str) -> dict | None:
     try:
         with h5py.File(path, "r") as f:
             if storage.attr_text(f.attrs.get("format")) != PART_FORMAT or \
-                    storage.attr_text(f.attrs.get("fingerprint")) != print_:
+                    storage.attr_text(f.attrs.get("fingerprint")) != print_ or \
+                    part_ranks.RANKS not in f.attrs:
                 return None
             return _decode(bytes(f["part/contribution"][...]))
     except (OSError, KeyError):
@@ -129,6 +130,7 @@ def write_part(path: str, print_: str, encoded: dict, vectors: np.ndarray, kind_
     with storage.atomic_file(path) as f:
         f.attrs["format"] = PART_FORMAT
         f.attrs["fingerprint"] = print_
+        f.attrs[part_ranks.RANKS] = np.asarray(contribution["ranks"], np.int64)
         storage.write_columns(f.create_group("trace"), encoded, vectors, kind_rows, types)
         f.create_group("part").create_dataset("contribution", data=_encode(contribution),
                                               compression="gzip")

@@ -53,9 +53,11 @@ def check_graph(g: TaskGraph, path: str | None = None) -> None:
 def find_cycle(src: np.ndarray, dst: np.ndarray) -> list[int]:
     """A cycle of the directed graph (its tasks, the first repeated at the end), or []."""
     succ: dict[int, list[int]] = {}
+    pred: dict[int, list[int]] = {}
     indeg: dict[int, int] = {}
     for s, d in zip(src.tolist(), dst.tolist()):
         succ.setdefault(s, []).append(d)
+        pred.setdefault(d, []).append(s)
         indeg[d] = indeg.get(d, 0) + 1
         indeg.setdefault(s, 0)
     ready = deque(n for n, k in indeg.items() if k == 0)
@@ -68,9 +70,14 @@ def find_cycle(src: np.ndarray, dst: np.ndarray) -> list[int]:
     left = {n for n, k in indeg.items() if k > 0}
     if not left:
         return []
-    n, path, seen = next(iter(left)), [], {}
-    while n not in seen:     # walk successors within what is left until one repeats
+    # walk predecessors within what is left until one repeats: every task left has one (a
+    # task left may have no successor left: one downstream of the cycle)
+    n, path, seen = min(left), [], {}
+    while n not in seen:
         seen[n] = len(path)
         path.append(n)
-        n = next(m for m in succ[n] if m in left)
-    return path[seen[n]:] + [n]
+        n = next(m for m in pred[n] if m in left)
+    cycle = path[seen[n]:][::-1]
+    first = cycle.index(min(cycle))
+    cycle = cycle[first:] + cycle[:first]
+    return cycle + [cycle[0]]

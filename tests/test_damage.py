@@ -1,0 +1,102 @@
+"""Damaged input that minitrace once read misleadingly (issue 33): each case crashed, raised an
+internal error or gave a wrong answer with exit 0; now each is refused in one line (or, for
+`validate`, reported as a problem).  Real files, real command lines."""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+
+import h5py
+import numpy as np
+import pytest
+
+from minitrace import kinds as K
+from minitrace.storage import write_trace
+from minitrace.tasks.graph import from_tasks
+from minitrace.tasks.taskfile import write_tasks
+from tests.support.mpiutil import run_mpi
+from tests.support.synthetic import loop_trace
+from tests.support.synthetic_raw import write_run
+
+pytestmark = pytest.mark.timeout(300)
+
+
+def mt(*args, cwd=None, timeout=120) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "minitrace", *map(str, args)],
+                          capture_output=True, text=True, timeout=timeout, cwd=cwd)
+
+
+def refused(p: subprocess.CompletedProcess, *words: str) -> None:
+    """Exit 1 and one line ``minitrace: error: ...`` holding ``words``."""
+    lines = [ln for ln in p.stderr.splitlines() if ln.strip()]
+    assert p.returncode == 1 and len(lines) == 1 and lines[0].startswith(
+        "minitrace: error:"), (p.returncode, p.stderr)
+    for w in words:
+        assert w in lines[0], lines[0]
+
+
+@pytest.fixture(scope="module")
+def trace(tmp_path_factory):
+    path = tmp_path_factory.mktemp("t") / "t.h5"
+    write_trace(str(path), loop_trace(4, 400, timed=True))
+    return path
+
+
+# -- virtual datasets ------------------------------------------------------------------------
+def _virtual(f: h5py.File, name: str, source_file: str, source: str) -> None:
+    shape, dtype = f[name].shape, f[name].dtype
+    del f[name]
+    layout = h5py.VirtualLayout(shape=shape, dtype=dtype)
+    layout[:] = h5py.VirtualSource(source_file, source, shape=shape)
+    f.create_virtual_dataset(name, layout)
+
+
+@pytest.mark.parametrize("how", ["dot", "own-name", "chain"])
+def test_virtual_dataset_over_its_own_file_is_refused(trace, tmp_path, how):
+    """libhdf5 follows a virtual dataset over itself until it crashes (exit 139 in every
+    reader); a chain through another file's virtual dataset loops the same way."""
+    a, b = tmp_path / "a.h5", tmp_path / "b.h5"
+    shutil.copy(trace, a)
+    col = "trace/actions/kind"
+    with h5py.File(a, "r+") as f:
+        if how == "chain":
+            shutil.copy(trace, b)
+            with h5py.File(b, "r+") as g:
+                _virtual(g, col, "a.h5", col)
+            _virtual(f, col, "b.h5", col)
+        else:
+            _virtual(f, col, "." if how == "dot" else "a.h5", col)
+    for cmd in (["info", a], ["validate", a], ["export", a, "--format", "csv", "-o",
+                                               tmp_path / "x.csv"]):
+        refused(mt(*cmd), "virtual dataset" if how != "chain" else "no plain dataset")
+
+
+def test_swapped_part_files_are_refused(tmp_path):
+    """A parallel merge's OUT.h5 reads each part at its ranks' rows: part files swapped (same
+    sizes: a ring of equal ranks) gave ranks 0-1 the actions of ranks 2-3, read by info,
+    pack and export; validate said OK."""
+    write_run(str(tmp_path / "raw"), 4, 10, seed=3)
+    run_mpi(2, [sys.executable, "-m", "minitrace", "merge", str(tmp_path / "raw"), "-o",
+                str(tmp_path / "p.h5")])
+    assert mt("validate", tmp_path / "p.h5").returncode == 0
+    parts = sorted(str(p) for p in (tmp_path / "p.parts").rglob("part-*.h5"))
+    assert len(parts) == 2
+    os.rename(parts[0], parts[0] + ".x")
+    os.rename(parts[1], parts[0])
+    os.rename(parts[0] + ".x", parts[1])
+    for cmd in (["info", "p.h5"], ["validate", "p.h5"], ["pack", "p.h5", "-o", "q.h5"],
+                ["export", "p.h5", "--format", "csv", "-o", "p.csv"]):
+        refused(mt(*cmd, cwd=tmp_path), "holds ranks 2-3", "swapped")
+
+
+# -- task graphs ------------------------------------------------------------------------------
+def test_cycle_with_a_task_downstream_is_reported(tmp_path):
+    """Tasks 2 and 3 depend on each other and 1 on 3: the cycle search walked successors from
+    task 1 (left over by Kahn's algorithm, but on no cycle) and failed with KeyError."""
+    g = from_tasks({1: 1e-3, 2: 1e-3, 3: 1e-3}, edges=[(2, 3), (3, 2), (3, 1)])
+    path = tmp_path / "g.h5"
+    write_tasks(str(path), g)
+    refused(mt("validate", path), "dependence cycle 2 -> 3 -> 2")
+    refused(mt("simulate-tasks", path, "--threads", "2"), "dependence cycle 2 -> 3 -> 2")
