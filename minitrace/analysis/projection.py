@@ -38,7 +38,7 @@ import pandas as pd
 from scipy import special
 from tqdm import tqdm
 
-from . import gev, heap, stragglers
+from . import genpareto, gev, stragglers
 from .emma import PRODUCT_GRID, expected_max_gev_product, expected_max_sample
 from ..errors import MinitraceError
 
@@ -331,8 +331,8 @@ def mixture(var: Variability, method: str, scales, replicas: int, rng: np.random
     par, (loc, scale, shape), counts = body.fits
     n = len(loc)
     rate = rng.beta(exc.count + 0.5, exc.cells - exc.count + 0.5, size=n)
-    gpd = stragglers.gpd_fit(exc.excess)
-    boot = stragglers.gpd_fit(exc.excess[rng.integers(0, exc.count, size=(n, exc.count))])
+    gpd = genpareto.fit_lmoments(exc.excess)
+    boot = genpareto.fit_lmoments(exc.excess[rng.integers(0, exc.count, size=(n, exc.count))])
     g_loc, g_scale, g_shape = with_shape(par[:, 0], par[:, 1], par[:, 2], 0.0)
     estimate, gumbel = np.empty(len(scales)), np.empty(len(scales))
     reps = np.empty((n, len(scales)))
@@ -379,8 +379,7 @@ def project(var: Variability, scales, methods=("pwm",), replicas: int | None = N
         raise ValueError(f"ci must be between 0 and 1, got {ci}")
     rng = np.random.default_rng(seed)
     jobs = [(m, mod) for m in methods for mod in MODELS[m] if models is None or mod in models]
-    with heap.kept():
-        return pd.DataFrame(_rows(var, scales, jobs, replicas, ci, rng, progress))
+    return pd.DataFrame(_rows(var, scales, jobs, replicas, ci, rng, progress))
 
 
 def _rows(var: Variability, scales, jobs, replicas, ci, rng, progress) -> list[dict]:

@@ -12,7 +12,7 @@ import warnings
 
 import numpy as np
 
-from ..bench.summary import pt2pt_message_time
+from .bench_summary import pt2pt_message_time
 from ..errors import MinitraceError
 
 HISTORY_SUITE = "history"  # the group holding a history (never a run's metrics)

@@ -11,9 +11,8 @@ peaks over threshold); the other times are the body, fitted by the GEV models of
 ``G_M(x) (1 - p sf_Z(x - u))^M`` (``G_M``: the body's maximum), so the probability that at
 least one of M ranks straggles is ``1 - (1 - p)^M``.
 
-Shape convention of the GPD, as for the GEV: Hosking's ``k`` = ``-xi`` (scipy's
-``genpareto`` ``c`` is ``xi``): ``sf(z) = (1 - k z / scale)^(1/k)``; k < 0 heavy, k > 0
-bounded at ``scale / k``.
+The GPD is fitted and given in scipy's ``genpareto`` convention (:mod:`.genpareto`: shape
+``c`` = xi, c > 0 heavy); the GEV of the body in Hosking's k, as everywhere in ``analysis``.
 """
 from __future__ import annotations
 
@@ -212,48 +211,6 @@ def _excursions(x, threshold: float, p_value: float, xi: float) -> Excursions:
     return Excursions(mask, threshold, p_value, xi, x[mask] - threshold)
 
 
-def gpd_fit(excess):
-    """Generalized Pareto fit of excesses over a known threshold by L-moments.
-
-    Parameters
-    ----------
-    excess : array_like, shape (..., m)
-        Excesses (> 0); vectorized over leading axes (bootstrap samples).
-
-    Returns
-    -------
-    scale, shape : ndarray, shape (...)
-        Hosking & Wallis (1987): ``shape = l1 / l2 - 2`` (Hosking k = -xi), ``scale = (1 +
-        shape) l1``.  A sample without spread (one excess, or all equal) gets the
-        exponential of its mean (shape 0).
-
-    Notes
-    -----
-    L-moments rather than maximum likelihood: closed form, defined from two points on, and
-    the mean of the fit is the sample mean whatever the shape, which is what the expected
-    maximum of a few excursions depends on.
-    """
-    z = np.sort(np.asarray(excess, dtype=float), axis=-1)
-    m = z.shape[-1]
-    l1 = z.mean(axis=-1)
-    if m < 2:
-        return l1, np.zeros_like(l1)
-    l2 = 2 * (z @ (np.arange(m) / (m - 1))) / m - l1
-    flat = l2 <= 1e-12 * np.abs(l1)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        k = np.where(flat, 0.0, l1 / np.where(flat, 1.0, l2) - 2)
-    return (1 + k) * l1, k
-
-
-def gpd_sf(z, scale, shape):
-    """GPD survival function in Hosking's convention: (1 - k z / scale)^(1/k), 1 below 0,
-    0 beyond a bounded tail's end (scipy's ``genpareto.sf(z, -k, scale=scale)``)."""
-    k = gev._nonzero(shape)
-    zc = np.maximum(np.asarray(z, dtype=float), 0.0)
-    with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
-        return np.exp(np.log1p(np.maximum(-k * zc / scale, -1.0)) / k)
-
-
 def _log_body_cdf(x, loc, scale, shape, counts):
     """log G(x) of the body's maximum: sum_g counts_g log F_g(x); x (..., grid), parameters
     (..., groups)."""
@@ -264,8 +221,8 @@ def _log_body_cdf(x, loc, scale, shape, counts):
     return -(counts[..., None, :] * t).sum(axis=-1)
 
 
-def expected_max_mixture(loc, scale, shape, counts, rate, ranks, threshold, gpd_scale,
-                         gpd_shape, body_mean):
+def expected_max_mixture(loc, scale, shape, counts, rate, ranks, threshold, gpd_c, gpd_scale,
+                         body_mean):
     """Expected maximum over ``ranks`` ranks of the body-plus-excursions mixture.
 
     Parameters
@@ -281,8 +238,8 @@ def expected_max_mixture(loc, scale, shape, counts, rate, ranks, threshold, gpd_
         M, the ranks of the projected run.
     threshold : float
         ``u``; an excursion's time is ``u + Z``.
-    gpd_scale, gpd_shape : array_like, shape (...)
-        GPD of the excess ``Z`` (Hosking k).
+    gpd_c, gpd_scale : array_like, shape (...)
+        GPD of the excess ``Z`` (:func:`.genpareto.fit_lmoments`: scipy's ``c``).
     body_mean : array_like, shape (...)
         E[max of the body] (``expected_max_gev_product`` of the same fits and counts).
 
@@ -292,8 +249,8 @@ def expected_max_mixture(loc, scale, shape, counts, rate, ranks, threshold, gpd_
         ``E[max] = E[B] + int G(x) (1 - H(x)) dx`` with ``H`` the law of the largest
         excursion time (``(1 - p)^M`` of no excursion): the part below ``u`` is
         ``(1 - (1-p)^M) E[(u - B)^+]``; the part above is integrated in ``t = -log sf(z)``
-        (``z = scale (1 - e^{-k t}) / k``), plus its tail beyond the grid in closed form.
-        Infinite where the GPD mean is (k <= -1) or the body's is.
+        (``z = scale (e^{c t} - 1) / c``), plus its tail beyond the grid in closed form.
+        Infinite where the GPD mean is (c >= 1) or the body's is.
 
     Notes
     -----
@@ -303,8 +260,9 @@ def expected_max_mixture(loc, scale, shape, counts, rate, ranks, threshold, gpd_
     """
     loc, scale, shape, counts = (np.asarray(a, dtype=float) for a in (loc, scale, shape,
                                                                        counts))
-    rate, gs, gk, body_mean = np.broadcast_arrays(*(np.asarray(a, dtype=float) for a in
-                                                    (rate, gpd_scale, gpd_shape, body_mean)))
+    rate, gc, gs, body_mean = np.broadcast_arrays(*(np.asarray(a, dtype=float) for a in
+                                                    (rate, gpd_c, gpd_scale, body_mean)))
+    gk = -gc                                                    # Hosking's k of the GPD
     m = float(ranks)
     u = float(threshold)
     hit = touched_share(rate, m)                                # P(at least one excursion)

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import os
 
+from ..compress.files import sizes, write_compressed
 from ..outputs import check_disjoint, check_output_file
+from ..trace import open as open_trace
 
 
 def register(sub) -> None:
@@ -25,11 +27,13 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    from ..compress.files import compress_file
     check_output_file(args.output)
     check_disjoint([args.input], [args.output])
     before = os.path.getsize(args.input)
-    s = compress_file(args.input, args.output, args.volumes, args.precision)
+    with open_trace(args.input) as t:
+        data = t.data()
+    took = write_compressed(args.output, data, args.volumes, args.precision)
+    s = {"actions": len(data.actions), "seconds": took, **sizes(args.output)}
     n = max(s["actions"], 1)
     speed = s["actions"] / s["seconds"] if s["seconds"] > 0 else float("inf")
     print(f"{args.output}: {s['actions']} actions, {s['file_bytes'] / n:.3f} bytes/action "

@@ -3,7 +3,10 @@ from __future__ import annotations
 
 import os
 
+from ..compress.files import content_meta
 from ..outputs import check_disjoint, check_output_file
+from ..storage import write_trace
+from ..trace import open as open_trace
 
 
 def register(sub) -> None:
@@ -18,10 +21,13 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    from ..compress.files import expand_file
     check_output_file(args.output)
     check_disjoint([args.input], [args.output])
-    n = expand_file(args.input, args.output)
+    with open_trace(args.input) as t:
+        data = t.data()
+    data.meta = content_meta(data.meta)
+    write_trace(args.output, data)
+    n = len(data.actions)
     print(f"{args.output}: {n} actions, {os.path.getsize(args.output) / max(n, 1):.3f} "
           f"bytes/action")
     return 0

@@ -16,7 +16,7 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    from ..converters.starpu_rec import read_rec
+    from ..tasks.starpu_rec import read_rec
     from ..tasks.taskfile import write_tasks
     from ..tasks.validate import check_graph
     check_output_file(args.output)

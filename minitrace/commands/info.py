@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 
 from .. import provenance
-from ..bench.summary import summarize as summarize_suite
+from ..analysis.bench_summary import summarize as summarize_suite
 from ..extrapolate.build import extrapolation_line
 from ..storage import read_provenance
 from ..parallel.world import launched_size
@@ -33,8 +33,9 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    """Print the summary; bench suites get their headline numbers from minitrace.bench.summary.
-    Under ``mpiexec -n K`` the per-rank summary is shared among the K processes."""
+    """Print the summary; bench suites get their headline numbers from
+    minitrace.analysis.bench_summary.  Under ``mpiexec -n K`` the per-rank summary is shared
+    among the K processes."""
     summary = None
     if launched_size() > 1:
         from ..parallel.summary import summary_parallel

@@ -1,4 +1,4 @@
-"""File to file: compress a minitrace file, expand one back, and say what each part costs."""
+"""Writing a compressed file, the metadata a copy keeps, and what each part of the file costs."""
 from __future__ import annotations
 
 import os
@@ -6,16 +6,15 @@ import time
 
 import h5py
 
-from .. import storage
 from ..model import TraceColumns
-from ..trace import open as open_trace
 from .store import compress, write
 
 #: File attributes that say who wrote a file: the writer sets its own.
 _WRITER_KEYS = ("format", "format_version", "producer", "producer_version", "created")
 
 
-def _meta(meta: dict) -> dict:
+def content_meta(meta: dict) -> dict:
+    """A file's metadata without what says who wrote it (the writer of a copy sets its own)."""
     return {k: v for k, v in meta.items() if k not in _WRITER_KEYS}
 
 
@@ -28,26 +27,9 @@ def write_compressed(path: str, data: TraceColumns, volumes: str = "exact",
     took = time.perf_counter() - t
     if cpu is not None:
         cpu.append(time.thread_time() - c0)
-    c.meta = _meta(c.meta)
+    c.meta = content_meta(c.meta)
     write(path, c)
     return took
-
-
-def compress_file(src: str, dst: str, volumes: str = "exact", precision: float = 0.01) -> dict:
-    """Compress the trace of ``src`` (either form) into ``dst``; sizes and speed."""
-    with open_trace(src) as t:
-        data = t.data()
-    took = write_compressed(dst, data, volumes, precision)
-    return {"actions": len(data.actions), "seconds": took, **sizes(dst)}
-
-
-def expand_file(src: str, dst: str) -> int:
-    """Write the trace of ``src`` (either form) uncompressed into ``dst``; its actions."""
-    with open_trace(src) as t:
-        data = t.data()
-    data.meta = _meta(data.meta)
-    storage.write_trace(dst, data)
-    return len(data.actions)
 
 
 def sizes(path: str) -> dict:

@@ -151,7 +151,7 @@ def encode(data: TraceColumns) -> Signatures:
     content_ids, vec_off, vec_values = _dedup_contents(code, entries, modes, lens)
     cols["vec"] = np.full(n, -1, np.int32)
     cols["vec"][vrows] = content_ids
-    table, ids = _factorize(cols, n)
+    table, ids = factorize(cols, n)
     return Signatures(table, ids, vec_off, vec_values, new_values, new_off)
 
 
@@ -215,7 +215,7 @@ def _dedup_contents(code: np.ndarray, entries: np.ndarray, modes: np.ndarray,
     return ids.astype(np.int32), off, np.concatenate(contents).astype(np.int64)
 
 
-def _factorize(cols: dict, n: int) -> tuple[np.ndarray, np.ndarray]:
+def factorize(cols: dict, n: int) -> tuple[np.ndarray, np.ndarray]:
     """(distinct signatures, id of each row), ids in order of first appearance.  A 64-bit hash
     is factorized (a hash table, no sort of wide rows) and checked exactly: a collision falls
     back to an exact factorization."""

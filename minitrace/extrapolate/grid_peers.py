@@ -59,7 +59,7 @@ def encode(data, grid: G.Grid, sig: SG.Signatures | None = None,
         at, codes = GC.roots(grid, cols["comm"], cols["kind"],
                              data.actions["peer"].astype(np.int64))
         cols["peer"][at] = codes
-    table, ids = SG._factorize(cols, len(rows))
+    table, ids = SG.factorize(cols, len(rows))
     return SG.Signatures(table, ids, off, values, sig.new_requests, sig.new_request_offsets)
 
 

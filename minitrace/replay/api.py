@@ -194,7 +194,7 @@ def _engine(engine: str):
 
 def _feeder(trace, work: Path, rate, red, copies, native, timeline: bool):
     """The named pipes that feed a compressed trace to the compiled replayer range by range
-    (:mod:`minitrace.compress.stream`), or None: another input, the Python engine, a timeline
+    (:mod:`minitrace.replay.stream`), or None: another input, the Python engine, a timeline
     (which reads the TI files again) or a trace whose export needs all of it at once."""
     if native is None or timeline:
         return None
@@ -209,7 +209,7 @@ def _feeder(trace, work: Path, rate, red, copies, native, timeline: bool):
             meta = t.meta
     elif getattr(trace, "has_trace", False) and trace.compressed:
         c, meta = trace.compressed_form, trace.meta
-    from ..compress.stream import Feeder, streamable
+    from .stream import Feeder, streamable
     if c is None or streamable(c) is not None:
         return None
     c.meta = dict(meta)

@@ -12,9 +12,9 @@ its volumes from it (a draw of the posterior predictive law):
   the tail's probability ``p`` the weight of the volumes above the threshold.
 * **Tail** (peaks over threshold): above the site's ``1 - TAIL_SHARE`` quantile ``u`` (its
   top 10% of volumes, at least ``MIN_EXCEEDANCES`` of them), the law is a generalized Pareto
-  ``GPD(xi, sigma)`` (Pickands-Balkema-de Haan: the limit law of excesses over a high
+  ``GPD(xi, sigma)`` (xi: scipy's ``genpareto`` c; Pickands-Balkema-de Haan: the limit law of excesses over a high
   threshold), fitted once to the recorded excesses ``x - u`` by maximum likelihood
-  (its profile likelihood, :func:`_fit`; agrees with ``scipy.stats.genpareto.fit``); each
+  (:func:`minitrace.analysis.genpareto.fit_mle`); each
   replica draws its ``(xi, sigma)`` from the MLE's asymptotic normal law, covariance ``(1 + xi) / k [[1 + xi, -sigma], [-sigma, 2 sigma^2]]``
   for k excesses (Smith 1985; valid for xi > -1/2), so a tail the recording barely saw may
   be heavier in a replica.  ``xi`` is capped at ``MAX_SHAPE`` (0.9: a law with a mean), sigma
@@ -32,6 +32,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+
+from ..analysis.genpareto import fit_mle, ppf
 
 #: Share of a site's volumes above the tail threshold.
 TAIL_SHARE = 0.10
@@ -64,7 +66,7 @@ class SiteVolumes:
         sigma = np.full(len(count), np.nan)
         for s in np.flatnonzero(tail_from < count):
             y = sorted_volumes[start[s] + tail_from[s]:start[s] + count[s]] - u[s]
-            xi[s], sigma[s] = _fit(y)
+            xi[s], sigma[s] = fit_mle(y)
         tail_from = np.where(np.isfinite(xi), tail_from, count)
         return cls(sorted_volumes, start, count, tail_from, u, xi, sigma)
 
@@ -100,44 +102,6 @@ class SiteVolumes:
         return SiteLaw(self, site + np.minimum(cum, 1.0), xi, sigma, np.where(self.tailed, p, 0))
 
 
-def _fit(y: np.ndarray) -> tuple[float, float]:
-    """Maximum-likelihood GPD (xi, sigma) of the excesses ``y`` (location 0) through its
-    profile likelihood in ``theta = xi / sigma`` over xi > -1 (Grimshaw 1993: for a given theta
-    the MLE of
-    xi is ``mean(log(1 + theta y))`` and the log-likelihood ``-k (log(xi / theta) + xi + 1)``),
-    maximised on a grid refined twice around its best point (numpy only: no optimiser, no
-    scipy.stats import); NaN when the volumes are equal or xi <= -1/2 (outside the MLE's
-    regular range)."""
-    y = np.asarray(y, float)
-    top = y.max()
-    if top <= 0 or np.ptp(y) == 0:
-        return np.nan, np.nan
-    y = y / top                                   # theta in units of 1 / max(y): t > -1
-
-    def profile(t):
-        xi = np.log1p(np.outer(t, y)).mean(axis=1)
-        with np.errstate(invalid="ignore"):
-            ll = -(np.log(xi / t) + xi + 1)
-        return np.where(xi > -1, ll, -np.inf), xi     # unbounded for xi < -1: excluded
-    t = np.r_[-1 + np.geomspace(1e-8, 1, 400)[:-1], np.geomspace(1e-6, 1e6, 600)]
-    for _ in range(3):
-        ll, xi = profile(t)
-        i = int(np.nanargmax(ll))
-        lo, hi = t[max(i - 1, 0)], t[min(i + 1, len(t) - 1)]
-        t = np.linspace(lo, hi, 201)
-        t = t[(t > -1) & (t != 0)]
-    ll, xi = profile(t)
-    i = int(np.nanargmax(ll))
-    exp_ll = -(np.log(y.mean()) + 1)              # xi = 0: the exponential law
-    if exp_ll >= ll[i]:
-        xi_hat, sigma = 0.0, float(y.mean() * top)
-    else:
-        xi_hat, sigma = float(xi[i]), float(xi[i] / t[i] * top)
-    if not (np.isfinite(xi_hat) and np.isfinite(sigma) and sigma > 0 and xi_hat > -0.5):
-        return np.nan, np.nan
-    return xi_hat, sigma
-
-
 @dataclass
 class SiteLaw:
     """One replica's law of every site's volumes: the Dirichlet-weighted body and the drawn
@@ -159,9 +123,5 @@ class SiteLaw:
         if tail.any():
             s = site[tail]
             q = np.clip((v[tail] - (1 - p[tail])) / p[tail], 0.0, 1 - 1e-12)
-            xi, sigma = self.xi[s], self.sigma[s]
-            small = np.abs(xi) < 1e-9
-            y = np.where(small, -sigma * np.log1p(-q),
-                         sigma / np.where(small, 1.0, xi) * ((1 - q) ** -xi - 1))
-            out[tail] = vs.u[s] + y
+            out[tail] = vs.u[s] + ppf(q, self.xi[s], self.sigma[s])
         return out

@@ -9,8 +9,8 @@ unit), ``WorkerId``.  Records without a JobId (StarPU's own control records) are
 a task without both times is refused (the simulator needs its duration)."""
 from __future__ import annotations
 
-from minitrace.errors import MinitraceError
-from minitrace.tasks.graph import TaskGraph, from_tasks
+from ..errors import MinitraceError
+from .graph import TaskGraph, from_tasks
 
 _MODES = {"R": "in", "W": "out", "RW": "inout", "RWCOMMUTE": "mutexinoutset",
           "WCOMMUTE": "mutexinoutset"}

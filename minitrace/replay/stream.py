@@ -25,8 +25,10 @@ import numpy as np
 
 from .. import kinds as K
 from ..errors import MinitraceError
+from ..compress.expand import Expander
+from ..converters.simgrid_ti import ExportReport, RankWriter, count_rootless
 from ..model import TraceColumns, vec_offsets
-from .expand import Expander
+from .work import flops_actions, work_notes
 
 #: Actions made at a time per rank (fewer with many ranks: one range per rank is held).
 ROWS = 1 << 15
@@ -106,8 +108,6 @@ class RankText:
             yield self._text(a, v)
 
     def _text(self, a: np.ndarray, v: np.ndarray) -> bytes:
-        from ..converters.simgrid_ti import _count_rootless, _Writer
-        from ..replay.work import flops_actions
         c = self.exp.c
         a = a.copy()
         a["vec_off"] = vec_offsets(a["vec_len"])
@@ -116,8 +116,8 @@ class RankText:
         data = TraceColumns(a, offsets, v, dict(c.comms), list(c.strings), dict(c.meta))
         data, counts = flops_actions(data, self.rate, self.red, None, self.copies)
         self.counts.update(counts)
-        _count_rootless(data, self.report)
-        wr = _Writer(data, self.report)
+        count_rootless(data, self.report)
+        wr = RankWriter(data, self.report)
         text = wr.rank_text(self.rank)
         if wr.too_big:
             raise MinitraceError(f"line(s) with counts beyond what SimGrid parses (first: "
@@ -130,7 +130,6 @@ class Feeder:
 
     def __init__(self, c, work: Path, rate=None, red=None, copies=None,
                  source: str | None = None):
-        from ..converters.simgrid_ti import ExportReport
         self.exp = Expander(c)
         for r in range(c.nranks):     # SimGrid's replay crashes on a trace without it
             first = K.NAME.get(int(c.table["kind"][self.exp.rank_ids(r, 0, 1)[0]]), "?")
@@ -178,7 +177,6 @@ class Feeder:
     def finish(self, lossy: bool) -> list[str]:
         """After the replay: what it modelled and the export approximated; an error when the
         TI format had to drop actions and ``lossy`` was not asked for (as the export says)."""
-        from ..replay.work import work_notes
         if self.report.dropped and not lossy:
             what = ", ".join(f"{n} {k}" for k, n in sorted(self.report.dropped.items()))
             raise MinitraceError(f"cannot replay: SimGrid's TI format cannot express {what}; "
