@@ -26,7 +26,7 @@ def main() -> int:
         shutil.copytree(ROOT / "converters", Path(tmp, "minitrace", "converters"), ignore=ignore)
         exe = shutil.which("lint-imports", path=sysconfig.get_path("scripts")) or "lint-imports"
         env = {**os.environ, "PYTHONPATH": os.pathsep.join([tmp, str(ROOT / "scripts")])}
-        return subprocess.run([exe, "--config", str(ROOT / "pyproject.toml"), "--no-cache",
+        return subprocess.run([exe, str(ROOT / "pyproject.toml"), "--no-cache",
                                "--no-logo", *sys.argv[1:]], cwd=tmp, env=env).returncode
 
 
