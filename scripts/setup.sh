@@ -23,6 +23,11 @@ command -v make >/dev/null 2>&1 || need+=(make)
 command -v lstopo >/dev/null 2>&1 || need+=(hwloc-nox)   # lstopo: the machine's topology in provenance
 command -v clang >/dev/null 2>&1 || need+=(clang)        # OpenMP task programs (LLVM's libomp)
 dpkg -s libomp-dev >/dev/null 2>&1 || need+=(libomp-dev) # libomp with OMPT, omp-tools.h for the tool
+command -v gfortran >/dev/null 2>&1 || need+=(gfortran)  # Fortran programs, recorded with
+dpkg -s libmpich-dev >/dev/null 2>&1 || need+=(libmpich-dev)      # the machine's own MPIs
+dpkg -s libopenmpi-dev >/dev/null 2>&1 || need+=(libopenmpi-dev)  # (a shim built for each)
+command -v slurmd >/dev/null 2>&1 || need+=(slurm-wlm)   # srun, under a test's own Slurm
+command -v munged >/dev/null 2>&1 || need+=(munge)
 "$PY" -c 'import venv, ensurepip' >/dev/null 2>&1 || need+=(python3-venv)
 if ((${#need[@]})); then
   say "apt-get install ${need[*]}"

@@ -1,0 +1,159 @@
+"""Fortran programs recorded under the machine's own MPIs (Debian's MPICH and Open MPI), each
+with a shim built for the MPI library the program is linked against (minitrace/shims.py):
+tests/programs/halo_f.F90 in its three bindings (mpif.h, use mpi, use mpi_f08) gives, rank by
+rank, the same MPI actions (kinds, peers, tags, communicators, bytes, flags) as its C twin
+halo_f_twin.c.  Under Open MPI the Fortran bindings call PMPI_* directly: without the Fortran
+twins of the wrappers nothing at all is recorded; under MPICH they call the C MPI_*: a
+double count would show.  Shims are built once per run into the run's own cache."""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from minitrace import kinds as K
+from minitrace.record import shim_path
+from minitrace.shims import linked_mpi
+from tests.support.mpiutil import OPEN_MPI_LAUNCH_ENV
+from tests.support.record_util import PROGRAMS, Ranked
+
+FAMILIES = {"mpich": [], "openmpi": ["--oversubscribe"]}   # Open MPI 4.1: 4 ranks, 2 cores
+BINDINGS = {"mpif.h": [], "use mpi": ["-DUSE_MPI"], "use mpi_f08": ["-DUSE_MPI_F08"]}
+FIELDS = ("kind", "peer", "tag", "comm", "bytes_sent", "bytes_recv", "flags")
+
+
+def _missing(family: str) -> str | None:
+    for tool in (f"mpif90.{family}", f"mpicc.{family}", f"mpiexec.{family}"):
+        if not shutil.which(tool):
+            return f"{tool} not installed (scripts/setup.sh installs gfortran, libmpich-dev, " \
+                   f"libopenmpi-dev)"
+    return None
+
+
+@pytest.fixture(scope="session")
+def shim_cache(tmp_path_factory) -> dict:
+    """The environment of this run's recordings: a shim cache of their own."""
+    return {"MINITRACE_CACHE": str(tmp_path_factory.mktemp("shim-cache")),
+            **OPEN_MPI_LAUNCH_ENV}
+
+
+@pytest.fixture(scope="session")
+def built(tmp_path_factory):
+    """``built(family, binding)``: halo_f.F90 (binding None: its C twin) compiled with that
+    MPI's mpif90 (mpicc), once per run."""
+    where = tmp_path_factory.mktemp("fortran")
+
+    def make(family: str, binding: str | None) -> str:
+        why = _missing(family)
+        if why:
+            pytest.skip(why)
+        tag = (binding or "c").replace(" ", "_").replace(".", "_")
+        out = where / f"halo_{family}_{tag}"
+        if not out.exists():
+            cmd = ([f"mpif90.{family}", *BINDINGS[binding], str(PROGRAMS / "halo_f.F90")]
+                   if binding else [f"mpicc.{family}", str(PROGRAMS / "halo_f_twin.c")])
+            subprocess.run([*cmd, "-O1", "-o", str(out)], check=True, capture_output=True,
+                           text=True, timeout=300, cwd=where)
+        return str(out)
+    return make
+
+
+def record(program: str, family: str, out: Path, env: dict) -> subprocess.CompletedProcess:
+    cmd = [sys.executable, "-m", "minitrace", "record", "-o", str(out), "--",
+           f"mpiexec.{family}", *FAMILIES[family], "-n", "4", program]
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=600,
+                       env={**os.environ, **env})
+    assert p.returncode == 0, f"{cmd} -> {p.returncode}\n{p.stdout}\n{p.stderr}"
+    return p
+
+
+def actions(path: Path) -> list[tuple[np.ndarray, list[int]]]:
+    """Per rank, the MPI actions' fields compared between the bindings, and apart the peers of
+    the MPI_ANY_SOURCE receives (in the order the messages happened to arrive)."""
+    r, out = Ranked(path), []
+    for rank in range(4):
+        a = np.array(r.mpi(rank)[list(FIELDS)])
+        wild = (a["flags"] & K.FLAG_ANY_SOURCE) != 0
+        peers = sorted(a["peer"][wild].tolist())
+        a["peer"][wild] = -9
+        out.append((a, peers))
+    return out
+
+
+@pytest.fixture(scope="session")
+def twin(built, shim_cache, tmp_path_factory):
+    """``twin(family)``: the C twin's recording under that MPI, once per run."""
+    done = {}
+
+    def get(family: str) -> list[np.ndarray]:
+        if family not in done:
+            out = tmp_path_factory.mktemp("twin") / f"{family}.h5"
+            record(built(family, None), family, out, shim_cache)
+            done[family] = actions(out)
+        return done[family]
+    return get
+
+
+@pytest.mark.parametrize("binding", BINDINGS)
+@pytest.mark.parametrize("family", FAMILIES)
+def test_fortran_equals_its_c_twin(family, binding, built, twin, shim_cache, tmp_path):
+    program = built(family, binding)
+    p = record(program, family, tmp_path / "f.h5", shim_cache)
+    assert "validation: OK" in p.stdout
+    got, want = actions(tmp_path / "f.h5"), twin(family)
+    for rank in range(4):
+        (a, peers), (b, want_peers) = got[rank], want[rank]
+        names = [K.NAME[int(k)] for k in a["kind"]]
+        assert names.count("init") == 1 and names.count("finalize") == 1, names
+        assert names.count("irecv") == 10 and names.count("iallreduce") == 5, names
+        assert len(a) == len(b), (rank, names)
+        assert (a == b).all(), (rank, a[a != b], b[a != b])
+        assert peers == want_peers == ([1, 2, 3] if rank == 0 else []), (rank, peers)
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_the_shim_is_built_for_the_programs_mpi(family, built, shim_cache):
+    """The shim record uses links the program's libmpi, not the installed shim's."""
+    program = built(family, "mpif.h")
+    p = subprocess.run([sys.executable, "-m", "minitrace", "shim-path", "--", program],
+                       capture_output=True, text=True, timeout=600,
+                       env={**os.environ, **shim_cache})
+    assert p.returncode == 0, p.stderr
+    shim = p.stdout.strip()
+    assert shim.startswith(shim_cache["MINITRACE_CACHE"])
+    assert linked_mpi(shim) == linked_mpi(program) != linked_mpi(shim_path())
+    assert linked_mpi(program) in p.stderr
+
+
+def test_an_mpi_without_a_shim_is_refused_before_it_runs(tmp_path, built, shim_cache):
+    """A program linked against an MPI library no mpicc of this machine builds for (here a
+    copy of Debian's libmpich in a directory of its own): one line naming the library and how
+    to build a shim, and the program is not run."""
+    lib = linked_mpi(built("mpich", None))
+    vendor = tmp_path / "vendor"
+    vendor.mkdir()
+    shutil.copy(lib, vendor / "libmpich.so.12")
+    (vendor / "libmpich.so").symlink_to("libmpich.so.12")
+    program = tmp_path / "app"
+    flags = subprocess.run(["mpicc.mpich", "-show"], capture_output=True, text=True,
+                           check=True).stdout.split()
+    includes = [w for w in flags if w.startswith("-I")]
+    subprocess.run(["gcc", *includes, str(PROGRAMS / "halo_f_twin.c"), f"-L{vendor}",
+                    "-lmpich", f"-Wl,-rpath,{vendor}", "-o", str(program)], check=True,
+                   capture_output=True, timeout=300)
+    assert linked_mpi(str(program)) == str(vendor / "libmpich.so.12")
+    out = tmp_path / "t.h5"
+    p = subprocess.run([sys.executable, "-m", "minitrace", "record", "-o", str(out), "--",
+                        "mpiexec.mpich", "-n", "2", str(program)], capture_output=True,
+                       text=True, timeout=300, env={**os.environ, **shim_cache})
+    assert p.returncode == 1
+    lines = p.stderr.strip().splitlines()
+    assert len(lines) == 1, p.stderr
+    assert str(vendor / "libmpich.so.12") in lines[0]
+    assert "minitrace shim build --mpicc" in lines[0] and "not run" in lines[0]
+    assert not out.exists() and not list(tmp_path.glob("t.h5.raw-*"))
