@@ -6,7 +6,7 @@ default, MPI_DOUBLE when the rank's ``init`` line has an extra token), so the im
 them into bytes and the exporter writes bytes with the default MPI_BYTE.  SimGrid runs every
 collective on MPI_COMM_WORLD and has no ssend, persistent, partitioned, probe or non-blocking
 collective actions: the exporter first lowers what MPI libraries express with point-to-point
-messages (:mod:`minitrace.replay.lowering`), then reports, per kind, what it lowered, dropped or
+messages (:mod:`minitrace.collectives`), then reports, per kind, what it lowered, dropped or
 approximated.
 """
 from __future__ import annotations
@@ -23,6 +23,7 @@ import numpy as np
 
 from minitrace import kinds as K
 from minitrace.errors import MinitraceError
+from minitrace.collectives import lower, resolve, world_plan
 from minitrace.model import NONE, TraceBuilder, TraceColumns
 from minitrace.outputs import replacing_dir, replacing_file, write_error
 from minitrace.matched_probes import receive_order
@@ -419,6 +420,9 @@ class ExportReport:
     dropped: Counter = field(default_factory=Counter)        # kind -> actions left out
     approximated: Counter = field(default_factory=Counter)   # "kind -> how" -> actions
     lowered: Counter = field(default_factory=Counter)        # "kind (how)" -> actions rewritten
+    #: SMPI options that make SimGrid's world collectives the library's (``collectives``)
+    options: dict = field(default_factory=dict)
+    library: str = "simgrid"                                 # whose collective algorithms
 
     @property
     def exact(self) -> bool:
@@ -431,7 +435,16 @@ class ExportReport:
         out = [f"dropped {n} {k} action(s)" for k, n in sorted(self.dropped.items())]
         out += [f"approximated {n} {k}" for k, n in sorted(self.approximated.items())]
         out += [f"lowered {n} {k}" for k, n in sorted(self.lowered.items())]
+        if self.library != "simgrid":
+            out.append(f"collectives as {_LIBRARY_NAMES[self.library]} runs them "
+                       "(--collectives; docs/REPLAY.md)")
+        if self.options:
+            out.append("world collectives as the MPI library runs them: replay with "
+                       + " ".join(f"--cfg={k}:{v}" for k, v in sorted(self.options.items())))
         return out
+
+
+_LIBRARY_NAMES = {"mpich": "MPICH", "ompi": "Open MPI"}
 
 
 def _fmt(v: float) -> str:
@@ -855,22 +868,29 @@ def count_rootless(data: TraceColumns, rep: ExportReport) -> None:
 
 
 def write_ti(data: TraceColumns, out, layout: str = "per-rank", lossy: bool = False,
-             lower_world: bool = False) -> ExportReport:
+             lower_world: bool = False, collectives: str = "auto",
+             config: dict | None = None) -> ExportReport:
     """Write ``data`` as SimGrid 4.1 TI text (bytes, default MPI_BYTE).  ``per-rank``: ``out`` is
     a list file naming ``<out>_files/<rank>.txt`` (paths relative to the list's directory);
     ``single``: ``out`` holds every rank's lines.  Unless ``lossy``, raises MinitraceError when
     an action would be dropped; approximations are always listed in the returned report.  Files
     are written beside their final place and renamed into it: a failed export leaves the
     previous output (or none) in place, never part of the new one.  What SimGrid's replay cannot
-    express is lowered first (:mod:`minitrace.replay.lowering`; ``lower_world``: world collectives
-    too, a debugging switch to compare lowerings with SimGrid's built-in collectives)."""
-    from minitrace.replay.lowering import lower
+    express is lowered first (:mod:`minitrace.collectives`), with the algorithms of the MPI
+    library ``collectives`` names (``auto``: the one that ran the program); world collectives
+    become SMPI options in the report (``options``) when the library runs each kind with one
+    algorithm, else they are lowered too, unless ``config`` (SimGrid options of the replay to
+    come) sets that kind; ``lower_world``: lower every world collective (a debugging switch to
+    compare lowerings with SimGrid's built-in collectives)."""
     out = os.fspath(out)
     if layout not in ("per-rank", "single"):
         raise MinitraceError(f"unknown layout {layout!r} (per-rank or single)")
     target = _check_output(out, layout)
     rep = ExportReport()
-    data, rep.lowered, rep.dropped = lower(data, lower_world)
+    rep.library = library = resolve(collectives, data.meta)
+    p = len(data.comms.get(0, range(data.nranks)))
+    rep.options, mixed = world_plan(data.actions, p, library, config or {})
+    data, rep.lowered, rep.dropped = lower(data, library, lower_world or frozenset(mixed))
     count_rootless(data, rep)
     wr = RankWriter(data, rep)
 

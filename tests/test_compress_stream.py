@@ -71,8 +71,10 @@ def test_replay_from_the_compressed_file_predicts_the_same_times(tmp_path, name,
     from minitrace.replay.api import _feeder
     (tmp_path / "w1").mkdir()
     (tmp_path / "w2").mkdir()
-    assert _feeder(str(plain), tmp_path / "w1", rate, None, None, binary(), False) is None
-    assert _feeder(str(packed), tmp_path / "w2", rate, None, None, binary(), False) is not None
+    assert _feeder(str(plain), tmp_path / "w1", rate, None, None, binary(), False, "auto",
+                   {})[0] is None
+    assert _feeder(str(packed), tmp_path / "w2", rate, None, None, binary(), False, "auto",
+                   {})[0] is not None
 
 
 def test_a_rank_without_init_is_refused_as_from_the_column_form(tmp_path):

@@ -1,6 +1,6 @@
-"""Lowering (minitrace/lowering.py): what SimGrid's TI replay cannot express becomes what it can.
+"""Lowering (minitrace/collectives/): what SimGrid's TI replay cannot express becomes what it can.
 A lowered world collective replays in the same time as SimGrid's built-in collective with the
-same algorithm selected; every lowering keeps messages matched (validate) and replays; a recorded
+same algorithm selected, for every algorithm the MPICH and Open MPI tables pick; every lowering keeps messages matched (validate) and replays; a recorded
 program using all of them replays without --lossy."""
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 
 from minitrace import kinds as K
 from minitrace.converters.simgrid_ti import write_ti
-from minitrace.replay.lowering import TAG_BASE, lower
+from minitrace.collectives import TAG_BASE, lower, lowered_as
 from minitrace.model import TraceBuilder, TraceColumns
 from minitrace.replay.platforms import Cluster
 from minitrace.replay import replay
@@ -22,8 +22,9 @@ def _cluster(n):
     return Cluster(n, speed="1Gf", bandwidth="1GBps", latency="10us")
 
 
-def _replay_export(data, path, cfg=None, lower_world=False, engine="native"):
-    rep = write_ti(data, path, lower_world=lower_world)
+def _replay_export(data, path, cfg=None, lower_world=False, engine="native",
+                   collectives="simgrid"):
+    rep = write_ti(data, path, lower_world=lower_world, collectives=collectives)
     r = replay(path, cluster=_cluster(data.nranks), config=cfg or {}, engine=engine)
     return r.simulated_time, rep
 
@@ -54,31 +55,41 @@ def _v(p, me):   # alltoallv: bytes sent to each member, then received from each
                                                              for j in range(p)]
 
 
-#: (kind, SimGrid algorithm option, fields); each on 4 and 6 ranks
+#: (library, kind, fields): each on 2, 3, 4 and 6 ranks, lowered with the algorithm the library's
+#: table picks (or the nearest one the lowering writes)
 WORLD = [
-    ("barrier", "ompi_bruck", {}),
-    ("bcast", "binomial_tree", {"root": 1, "bs": 100000, "br": 100000}),
-    ("reduce", "binomial", {"root": 2, "bs": 50000, "br": 50000, "vol": 1e6}),
-    ("allreduce", "rdb", {"bs": 2048, "br": 2048, "vol": 1000.0}),
-    ("allreduce", "rab_rdb", {"bs": 100003, "br": 100003, "vol": 1000.0}),
-    ("allgather", "ring", {"bs": 1000, "br": None}),
-    ("alltoall", None, {"bs": None, "br": None}),
-    ("alltoallv", None, {"vec": True}),
-    ("gather", "ompi_basic_linear", {"root": 1, "bs": 3000, "br": None}),
-    ("scatter", "ompi_basic_linear", {"root": 0, "bs": None, "br": 3000}),
+    ("mpich", "barrier", {}),
+    ("ompi", "barrier", {}),
+    ("mpich", "bcast", {"root": 1, "bs": 100000, "br": 100000}),
+    ("mpich", "reduce", {"root": 2, "bs": 50000, "br": 50000, "vol": 1e6}),
+    ("ompi", "reduce", {"root": 2, "bs": 4, "br": 4, "vol": 1e3}),
+    ("mpich", "allreduce", {"bs": 2048, "br": 2048, "vol": 1000.0}),
+    ("mpich", "allreduce", {"bs": 100003, "br": 100003, "vol": 1000.0}),
+    ("ompi", "allreduce", {"bs": 4, "br": 4, "vol": 1000.0}),
+    ("ompi", "allreduce", {"bs": 7, "br": 7, "vol": 1000.0}),
+    ("mpich", "allgather", {"bs": 1000, "br": None}),
+    ("mpich", "alltoall", {"bs": None, "br": None}),
+    ("mpich", "alltoallv", {"vec": True}),
+    ("ompi", "allgather", {"bs": 1000, "br": None}),
+    ("mpich", "gather", {"root": 1, "bs": 3000, "br": None}),
+    ("ompi", "gather", {"root": 1, "bs": 3000, "br": None}),
+    ("mpich", "scatter", {"root": 0, "bs": None, "br": 3000}),
+    ("ompi", "scatter", {"root": 1, "bs": None, "br": 3000}),
 ]
 
 
-@pytest.mark.parametrize("p", [4, 6])
-@pytest.mark.parametrize("kind,algo,fields", WORLD, ids=[f"{w[0]}-{w[1]}" for w in WORLD])
-def test_lowered_world_collective_takes_simgrid_builtin_time(tmp_path, kind, algo, fields, p):
+@pytest.mark.parametrize("p", [2, 3, 4, 6])
+@pytest.mark.parametrize("library,kind,fields", WORLD,
+                         ids=[f"{w[0]}-{w[1]}-{w[2].get('bs', 0)}" for w in WORLD])
+def test_lowered_world_collective_takes_simgrid_builtin_time(tmp_path, library, kind, fields, p):
     f = dict(fields)
-    if algo is None:
-        algo = "pair" if p & (p - 1) == 0 else "ring"
+    if "root" in f:
+        f["root"] %= p
     if f.get("br", 0) is None:
         f["br"] = 1000 * p if kind != "gather" else 3000 * p
     if f.get("bs", 0) is None:
         f["bs"] = 1000 * p if kind != "scatter" else 3000 * p
+    runs, algo = lowered_as(library, kind, p, f.get("bs", 0), f.get("br", 0))
     if f.pop("vec", False):
         f["vec"] = lambda me: _v(p, me)
         f["bs"] = lambda me: sum(_v(p, me)[:p])
@@ -86,13 +97,31 @@ def test_lowered_world_collective_takes_simgrid_builtin_time(tmp_path, kind, alg
     data = _world(kind, p, **f)
     cfg = {f"smpi/{kind}": algo}
     builtin, rep0 = _replay_export(data, tmp_path / "builtin", cfg)
-    lowered, rep = _replay_export(data, tmp_path / "lowered", cfg, lower_world=True)
+    lowered, rep = _replay_export(data, tmp_path / "lowered", cfg, lower_world=True,
+                                  collectives=library)
     assert not rep0.lowered and sum(rep.lowered.values()) == p
-    low = lower(data, lower_world=True)[0]
+    how = algo if algo == runs else f"{algo} for {runs}"
+    assert rep.lowered[f"{kind} on MPI_COMM_WORLD (point-to-point, {how})"] == p
+    low = lower(data, library, world=True)[0]
     assert validate(low).ok
     assert not np.isin(low.actions["kind"], K.codes(K.COLLECTIVES)).any()
     assert builtin > 1e-4
     assert lowered == pytest.approx(builtin, rel=1e-6)
+
+
+def test_every_lowered_algorithm_is_exercised():
+    """The WORLD cases above reach every algorithm the lowering writes for those kinds
+    (``redbcast`` as ``lr`` of fewer bytes than ranks: 4 bytes on 6)."""
+    from minitrace.collectives.algorithms import ALGORITHMS
+    seen = set()
+    for library, kind, f in WORLD:
+        for p in (2, 3, 4, 6):
+            bs = f.get("bs", 0) or (1000 if kind != "scatter" else 3000) * p
+            br = f.get("br", 0) or (1000 if kind != "gather" else 3000) * p
+            seen.add((kind, lowered_as(library, kind, p, bs, br)[1]))
+    kinds = {w[1] for w in WORLD}
+    missing = {k for k in ALGORITHMS if k[0] in kinds} - seen - {("allreduce", "redbcast")}
+    assert not missing, missing
 
 
 def test_python_engine_agrees_on_a_lowered_collective(tmp_path):
@@ -120,7 +149,10 @@ def test_sub_communicator_collective_is_its_world_form_on_the_members(tmp_path, 
     data = _world(kind, 3, comm=5, members=members, nranks=4, **fields)
     rep = write_ti(data, tmp_path / "sub")
     assert not rep.dropped
-    assert rep.lowered[f"{kind} on a sub-communicator (point-to-point, {algo})"] == 3
+    runs, low_algo = lowered_as("simgrid", kind, 3, fields.get("bs", 0), fields.get("br", 0))
+    assert low_algo == algo
+    how = algo if algo == runs else f"{algo} for {runs}"
+    assert rep.lowered[f"{kind} on a sub-communicator (point-to-point, {how})"] == 3
     low = lower(data)[0]
     assert validate(low).ok
     tags = low.actions["tag"][np.isin(low.actions["kind"], K.codes(K.SENDS | K.RECVS))]

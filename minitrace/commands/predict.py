@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 
 from ..converters.detect import read_paths
+from ..collectives import CHOICES
 from ..errors import MinitraceError
 from ..outputs import check_disjoint
 from ..replay import ENGINES
@@ -35,6 +36,20 @@ def register(sub) -> None:
                    help="replay even if the TI export must drop actions")
     p.add_argument("--timeout", type=float, default=600.0, metavar="S")
     p.add_argument("--engine", choices=ENGINES, default="auto")
+    p.add_argument("--collectives", choices=CHOICES, default="auto",
+                   help="whose collective algorithms: the MPI library that ran the program "
+                        "(auto, default; the calibrated job's MPI when the trace does not say), "
+                        "mpich, "
+                        "ompi or simgrid (docs/REPLAY.md, 'Collectives')")
+    other = p.add_argument_group("another machine (docs/PREDICT.md, 'Another machine')")
+    other.add_argument("--recorded-on", metavar="A.h5",
+                       help="calibration of the machine the trace was recorded on, when "
+                            "--calibration is another machine's: its compute is translated")
+    other.add_argument("--probe", metavar="RUN.h5",
+                       help="a short run of the same program recorded on the calibrated "
+                            "machine: each call site's speed ratio, and an interval")
+    other.add_argument("--measured", type=float, metavar="SECONDS",
+                       help="the run time measured on the target, to compare with")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.add_argument("--plot", metavar="PNG",
                    help="with --replicas: the histogram of the replicas' run times")
@@ -60,17 +75,20 @@ def run(args) -> int:
             check_plot_path(png)
     if spread_options.wanted(args):
         from ..predict.calibration import load
-        from ..predict.prediction import replay_options
+        from ..predict.prediction import replay_options, translated
         from ..replay.sampling import load_trace
         data, loops = load_trace(args.trace, args.trace)
-        kw = replay_options(data, load(args.calibration), args.trace, platform=args.platform,
+        cal = load(args.calibration)
+        data, _, _ = translated(data, cal, args.recorded_on, args.probe, args.trace)
+        kw = replay_options(data, cal, args.trace, platform=args.platform,
                             hostfile=args.hostfile, hosts=args.cluster,
                             ranks_per_host=args.ranks_per_node, timeout=args.timeout,
-                            engine=args.engine, lossy=args.lossy)
+                            engine=args.engine, collectives=args.collectives, lossy=args.lossy)
         return spread_options.run(args, data, args.trace, kw, args.plot, loops)
     p = predict(args.trace, args.calibration, platform=args.platform, hostfile=args.hostfile,
                 hosts=args.cluster, ranks_per_host=args.ranks_per_node,
                 timeline=args.timeline, timeout=args.timeout, engine=args.engine,
-                lossy=args.lossy)
+                collectives=args.collectives, lossy=args.lossy, recorded_on=args.recorded_on,
+                probe=args.probe, measured=args.measured)
     print(json.dumps(p.to_dict(), indent=1) if args.json else report(p))
     return 0

@@ -7,6 +7,7 @@ import math
 import numpy as np
 
 from ..converters.detect import read_paths
+from ..collectives import CHOICES
 from ..errors import MinitraceError
 from ..outputs import check_disjoint, check_output_file
 from ..replay.platforms import DEFAULT_BANDWIDTH, DEFAULT_LATENCY, DEFAULT_SPEED, Cluster
@@ -61,6 +62,10 @@ def register(sub) -> None:
                    help="native: the compiled replayer (SimGrid's fast contexts); python: "
                         "SimGrid's Python bindings (~6x slower); auto (default): native when "
                         "set-up built it")
+    p.add_argument("--collectives", choices=CHOICES, default="auto",
+                   help="whose collective algorithms: the MPI library that ran the program "
+                        "(auto, default; SimGrid's defaults when the trace does not say), mpich, "
+                        "ompi or simgrid (docs/REPLAY.md, 'Collectives')")
     p.add_argument("--breakdown", action="store_true",
                    help="also print where each rank's simulated time goes (compute, "
                         "point-to-point, collectives, waiting; native engine)")
@@ -117,11 +122,13 @@ def run(args) -> int:
         kw = dict(platform=args.platform, hostfile=args.hostfile, np=args.np,
                   config=_config(args.cfg), cluster=cluster, compute_rate=args.compute_rate,
                   lossy=args.lossy, timeout=args.timeout, engine=args.engine,
+                  collectives=args.collectives,
                   reduction_rate=args.reduction_rate)
         return spread_options.run(args, args.file, args.file, kw, args.plot)
     r = replay(args.file, platform=args.platform, hostfile=args.hostfile, np=args.np,
                config=_config(args.cfg), cluster=cluster, compute_rate=args.compute_rate,
                lossy=args.lossy, timeout=args.timeout, engine=args.engine,
+               collectives=args.collectives,
                reduction_rate=args.reduction_rate, timeline=args.breakdown or args.critical_path or bool(args.plot or args.perfetto))
     if args.json:
         out = r.to_dict()

@@ -179,6 +179,8 @@ class Calibration:
     # cold_from bytes); empty in calibrations made before they were measured
     copy_rates: list[float] = field(default_factory=list)
     cold_from: int = 0
+    mpi_library: str = ""       # MPI_Get_library_version of the calibrated job's MPI
+    hostname: str = ""          # the calibrated machine (its provenance)
 
     def copies(self) -> tuple[float, float, int] | None:
         """(in-cache B/s, out-of-cache B/s, size above which a block is out of the caches) for
@@ -439,10 +441,15 @@ def load(path: str, missing_ok: bool = False) -> Calibration | None:
                 raise MinitraceError("not a calibration file (no /calibration/fit; minitrace "
                                      "calibrate writes it)", path)
             stored = read_attrs(g).get("calibration")
+            prov = f.get("provenance")
+            attrs = dict(prov.attrs) if isinstance(prov, h5py.Group) else {}
     except (OSError, RuntimeError) as e:
         raise checked.corrupt(KIND, checked.first_line(e), path) from None
     cal = Calibration(**_checked_fields(stored, path))
     cal.path = path
+    for name in ("mpi_library", "hostname"):
+        value = attrs.get(name, "")
+        setattr(cal, name, value if isinstance(value, str) else "")
     return cal
 
 

@@ -26,6 +26,7 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 
 from .. import kinds as K
+from ..collectives import library_of
 from .calibration import Calibration, load
 from ..errors import MinitraceError
 
@@ -61,6 +62,9 @@ class Prediction:
     in_call_share: list[float] | None = None  # CPU / wall inside each rank's reductions
     comparable: bool | None = None
     timeline: str | None = None
+    translated: str | None = None         # "from A to B" when compute was translated
+    interval: list[float] | None = None   # s, the translation's 95% interval (probe)
+    measured_time: float | None = None    # s, a run measured on the target (``measured``)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -69,13 +73,22 @@ class Prediction:
 def predict(trace: str, calibration: str | Calibration, *, platform: str | None = None,
             hostfile: str | None = None, hosts: int | None = None,
             ranks_per_host: int | None = None, timeline: str | None = None,
-            timeout: float = 600.0, engine: str = "auto", lossy: bool = False) -> Prediction:
+            timeout: float = 600.0, engine: str = "auto", lossy: bool = False,
+            collectives: str = "auto", recorded_on: str | Calibration | None = None,
+            probe: str | None = None, measured: float | None = None) -> Prediction:
     """Replay ``trace`` (a minitrace file) with ``calibration`` (a file or a loaded one).
 
     ``platform``/``hostfile``: another machine's SimGrid platform (the calibrated SMPI options
     still apply); ``hosts``/``ranks_per_host``: a generated cluster of the calibrated machine's
     hosts (default: as many as the trace needs, ranks per host as calibrated).  ``timeline``:
-    a PNG of the recorded and replayed time per rank (self-check only)."""
+    a PNG of the recorded and replayed time per rank (self-check only).  ``collectives``: whose
+    collective algorithms (default: the MPI library that ran the program).
+
+    A calibration of a machine the trace was not recorded on needs ``recorded_on``, the
+    recording machine's calibration, to translate the compute (:mod:`.translate`; ``probe``: a
+    short run of the program on the calibrated machine, for per-call-site ratios); then no
+    self-check is made against the recording, and ``measured`` (seconds, a run on the target)
+    is what the prediction is compared with."""
     from ..replay import replay
     from ..replay.replayer_build import binary
     from ..trace import open as open_trace
@@ -83,8 +96,10 @@ def predict(trace: str, calibration: str | Calibration, *, platform: str | None 
     with open_trace(trace) as t:
         data = t.data()
     warnings = _range_warnings(data, cal)
-    own = platform is None and hosts is None
-    notes = []
+    raw = data
+    data, translation, where = translated(data, cal, recorded_on, probe, trace)
+    own = platform is None and hosts is None and translation is None
+    notes = [] if translation is None else list(translation.notes)
     timed = engine == "native" or (engine == "auto" and binary() is not None)
     if engine == "auto" and not timed:
         notes.append("the native replayer is not built: replayed by SimGrid's Python bindings, "
@@ -92,9 +107,10 @@ def predict(trace: str, calibration: str | Calibration, *, platform: str | None 
                      "build --include DIR builds it; README, 'install into another "
                      "environment')" + (", and without the timeline figure" if timeline
                                         else ""))
-    res = replay(data, timeline=timed, **replay_options(
-        data, cal, trace, platform=platform, hostfile=hostfile, hosts=hosts,
-        ranks_per_host=ranks_per_host, timeout=timeout, engine=engine, lossy=lossy))
+    options = replay_options(data, cal, trace, platform=platform, hostfile=hostfile, hosts=hosts,
+                             ranks_per_host=ranks_per_host, timeout=timeout, engine=engine,
+                             lossy=lossy, collectives=collectives)
+    res = replay(data, timeline=timed, **options)
     predicted = spans = None
     if timed:
         table = res.breakdown()
@@ -104,27 +120,67 @@ def predict(trace: str, calibration: str | Calibration, *, platform: str | None 
                      nranks=res.nranks, predicted_time=res.simulated_time,
                      rank_end_times=res.rank_end_times, predicted=predicted,
                      warnings=warnings, notes=notes + res.notes)
-    if own and _timed(data):
+    out.translated = where
+    if translation is not None and probe:
+        out.interval = sorted(replay(translation.apply(raw, b), **options).simulated_time
+                              for b in ("low", "high"))
+    if measured is not None:
+        out.measured_time = float(measured)
+        out.error = (out.predicted_time - out.measured_time) / out.measured_time
+    elif own and _timed(data):
         _self_check(out, data, cal, timeline, spans)
     elif own:
         out.warnings.append("the trace has no timestamps: no self-check")
     return out
 
 
-#: SimGrid's default world allreduce is a linear reduce to rank 0 then a bcast: with the
-#: calibration's per-message overheads rank 0 serializes P - 1 receives (at 1,024 ranks a 1-D
-#: halo predicted 43.9 ms instead of 24.9, and the late ranks' compute hidden behind it:
-#: noise -0.4 % instead of +28 %).  MPICH's small-message algorithm, recursive doubling,
-#: is what a cluster runs (SimGrid's size-based "mpich" selection aborts in 4.1's replay).
-WORLD_ALGORITHMS = {"smpi/allreduce": "rdb"}
+def translated(data, cal: Calibration, recorded_on, probe: str | None, source: str):
+    """(the trace with its compute in the calibrated machine's seconds, the translation or
+    None, "from A to B" or None).  A calibration of another machine without the recording
+    machine's is refused: its answer would be the recording machine's run time."""
+    from .translate import by_probe, by_rates, recording_hosts, same_machine
+    src = recorded_on if isinstance(recorded_on, Calibration) or recorded_on is None \
+        else load(recorded_on)
+    hosts = ", ".join(recording_hosts(data)) or "?"
+    if src is None:
+        if same_machine(data, cal.hostname) is False:
+            raise MinitraceError(
+                f"recorded on {hosts}, and {cal.path} calibrates {cal.hostname}: its compute is "
+                f"{hosts}'s CPU time; give the recording machine's calibration to translate it "
+                f"(--recorded-on A.h5), and a short run on {cal.hostname} for per-call-site "
+                f"speeds (--probe)", source)
+        if probe:
+            raise MinitraceError("--probe goes with --recorded-on (a calibration of the "
+                                 "machine the trace was recorded on)", source)
+        return data, None, None
+    if same_machine(data, src.hostname) is False:
+        raise MinitraceError(f"--recorded-on {src.path} calibrates {src.hostname}, but the "
+                             f"trace was recorded on {hosts}", source)
+    if src.hostname == cal.hostname and not probe:
+        return data, None, None
+    if data.meta.get("volume_unit") != "seconds":
+        raise MinitraceError("only compute timed in CPU seconds can be translated to another "
+                             "machine (record with --volume cputime)", source)
+    where = f"from {src.hostname} to {cal.hostname}"
+    if probe:
+        from ..trace import open as open_trace
+        with open_trace(probe) as t:
+            probed = t.data()
+        tr = by_probe(data, probed, src.compute_rate, cal.speed, where, probe)
+    else:
+        tr = by_rates(data, src.compute_rate, cal.speed, where)
+    return tr.apply(data), tr, where
 
 
 def replay_options(data, cal: Calibration, source: str | None = None, *,
                    platform: str | None = None, hostfile: str | None = None,
                    hosts: int | None = None, ranks_per_host: int | None = None,
-                   timeout: float = 600.0, engine: str = "auto", lossy: bool = False) -> dict:
+                   timeout: float = 600.0, engine: str = "auto", lossy: bool = False,
+                   collectives: str = "auto") -> dict:
     """The keyword arguments of :func:`minitrace.replay.replay` that replay ``data`` as the
-    calibration says (also what sampled and replicated predictions pass to every replay)."""
+    calibration says (also what sampled and replicated predictions pass to every replay);
+    ``collectives``: whose collective algorithms (:mod:`minitrace.collectives`); ``auto``: the
+    MPI that ran the program, else the calibrated job's (the machine's MPI)."""
     unit = data.meta.get("volume_unit", "flops")
     if unit == "instructions":
         raise MinitraceError("the trace's compute is in instructions and a calibration "
@@ -132,10 +188,11 @@ def replay_options(data, cal: Calibration, source: str | None = None, *,
     seconds = unit == "seconds"
     return dict(platform=platform, hostfile=hostfile,
                 cluster=None if platform else cal.cluster(hosts, ranks_per_host),
-                config={**WORLD_ALGORITHMS, **cal.config}, compute_rate=cal.compute_rate if seconds else None,
+                config=dict(cal.config), compute_rate=cal.compute_rate if seconds else None,
                 reduction_rate=cal.reduction_rate if seconds else None,
                 copy_rates=cal.copies() if seconds else None, lossy=lossy, timeout=timeout,
-                engine=engine)
+                engine=engine, collectives=collectives if collectives != "auto" else
+                library_of(data.meta) or library_of({"mpi_library": cal.mpi_library}) or "auto")
 
 
 def _range_warnings(data, cal: Calibration) -> list[str]:
@@ -269,9 +326,17 @@ def _timeline(out: Prediction, data, origin: float, spans, path: str) -> None:
 
 def report(p: Prediction) -> str:
     """The prediction as text."""
-    lines = [f"predicted run time: {p.predicted_time:.6g} s  ({p.trace}, {p.nranks} ranks, "
-             f"calibration {p.calibration})", f"  platform: {p.platform}",
+    span = (f" (95%: {p.interval[0]:.6g}-{p.interval[1]:.6g} s, the translation's spread)"
+            if p.interval else "")
+    lines = [f"predicted run time: {p.predicted_time:.6g} s{span}  ({p.trace}, {p.nranks} "
+             f"ranks, calibration {p.calibration})", f"  platform: {p.platform}",
              "  rank end times (s): " + " ".join(f"{t:.6g}" for t in p.rank_end_times)]
+    if p.translated:
+        lines.append(f"  compute translated {p.translated}: no self-check against the "
+                     f"recording (another machine's run)")
+    if p.measured_time is not None:
+        lines.append(f"  measured {p.measured_time:.6g} s, predicted {p.predicted_time:.6g} s, "
+                     f"error {p.error:+.2%}")
     if p.recorded_time is not None:
         lines.append(f"  self-check: recorded {p.recorded_time:.6g} s, predicted "
                      f"{p.predicted_time:.6g} s, error {p.error:+.2%}"

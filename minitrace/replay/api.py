@@ -10,6 +10,7 @@ import tempfile
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
+from ..collectives import resolve, world_plan
 from ..errors import MinitraceError
 from .child import (QUIET, count_lines, run_child, show_progress, write_native_job)
 from .platforms import Cluster, parse_quantity, read_hostfile
@@ -71,7 +72,8 @@ def replay(trace, platform: str | os.PathLike | None = None,
            compute_rate: str | float | None = None, lossy: bool = False,
            timeout: float = 600.0, engine: str = "auto", timeline: bool = False,
            reduction_rate: str | float | None = None,
-           copy_rates: tuple[float, float, int] | None = None) -> ReplayResult:
+           copy_rates: tuple[float, float, int] | None = None,
+           collectives: str = "auto") -> ReplayResult:
     """Replay ``trace`` on SimGrid and return the predicted (simulated) run time.
 
     ``platform``: SimGrid XML; without it a :class:`~minitrace.replay.platforms.Cluster` is generated
@@ -92,11 +94,17 @@ def replay(trace, platform: str | os.PathLike | None = None,
     collectives (:mod:`minitrace.replay.work`), which SimGrid does not, as work after the call
     (traces timed in seconds; ``Calibration.copies()``); without them no copy is modelled.
     ``lossy``: replay a minitrace trace even if SimGrid's format must drop some of its actions.
+    ``collectives``: whose collective algorithms (:mod:`minitrace.collectives`): ``auto`` (the
+    MPI library that ran the program, else SimGrid's defaults), ``mpich``, ``ompi`` or
+    ``simgrid``; world collectives get the SMPI options of the library's choice (not those
+    ``config`` sets), sub-communicator ones are lowered with it.  SimGrid TI text is replayed as
+    it is.
     ``engine``: ``"native"`` (the compiled replayer), ``"python"`` (SimGrid's Python bindings)
     or ``"auto"`` (native when built).
     ``timeline``: also record when each replayed action started and ended (native engine).
     """
     native = _engine(engine)
+    resolve(collectives, {})                  # an unknown choice is refused before any work
     if timeline and native is None:
         raise MinitraceError("a replay timeline needs the native replayer (--engine native)")
     if platform is not None and cluster is not None:
@@ -112,11 +120,14 @@ def replay(trace, platform: str | os.PathLike | None = None,
     with tempfile.TemporaryDirectory(prefix="minitrace-replay-") as work:
         rate = None if compute_rate is None else parse_quantity(compute_rate, "speed")
         red = None if reduction_rate is None else parse_quantity(reduction_rate, "bandwidth")
-        feeder = _feeder(trace, Path(work), rate, red, copy_rates, native, timeline)
+        feeder, options = _feeder(trace, Path(work), rate, red, copy_rates, native, timeline,
+                                  collectives, cfg)
         if feeder is not None:   # a compressed trace: TI lines made as the replayer reads them
             traces, notes = feeder.paths, []
         else:
-            traces, notes = _rank_traces(trace, Path(work), rate, red, lossy, copy_rates)
+            traces, notes, options = _rank_traces(trace, Path(work), rate, red, lossy, copy_rates,
+                                                  (collectives, cfg))
+        cfg = {**options, **cfg}
         nranks = len(traces)
         if np is not None and int(np) != nranks:
             raise MinitraceError(f"the trace has {nranks} ranks but {np} were asked for (--np)")
@@ -192,17 +203,19 @@ def _engine(engine: str):
 
 
 
-def _feeder(trace, work: Path, rate, red, copies, native, timeline: bool):
+def _feeder(trace, work: Path, rate, red, copies, native, timeline: bool, collectives: str,
+            cfg: dict):
     """The named pipes that feed a compressed trace to the compiled replayer range by range
-    (:mod:`minitrace.replay.stream`), or None: another input, the Python engine, a timeline
-    (which reads the TI files again) or a trace whose export needs all of it at once."""
+    (:mod:`minitrace.replay.stream`) and the SMPI options of its world collectives, or
+    (None, {}): another input, the Python engine, a timeline (which reads the TI files again) or
+    a trace whose export needs all of it at once."""
     if native is None or timeline:
-        return None
+        return None, {}
     c = None
     if isinstance(trace, (str, os.PathLike)) and os.path.isfile(trace):
         with open(trace, "rb") as fh:
             if fh.read(8) != b"\x89HDF\r\n\x1a\n":
-                return None
+                return None, {}
         from ..trace import open as open_trace
         with open_trace(trace) as t:
             c = t.compressed_form if t.has_trace else None
@@ -211,12 +224,16 @@ def _feeder(trace, work: Path, rate, red, copies, native, timeline: bool):
         c, meta = trace.compressed_form, trace.meta
     from .stream import Feeder, streamable
     if c is None or streamable(c) is not None:
-        return None
+        return None, {}
+    options, mixed = world_plan(c.table, len(c.comms.get(0, range(c.nranks))),
+                                resolve(collectives, meta), cfg)
+    if mixed:
+        return None, {}
     c.meta = dict(meta)
     from .work import flops_actions
     source = os.fspath(trace) if isinstance(trace, (str, os.PathLike)) else None
     flops_actions(_empty_like(c.meta), rate, red, source, copies)   # the rates' errors first
-    return Feeder(c, work, rate, red, copies, source)
+    return Feeder(c, work, rate, red, copies, source), options
 
 
 def _empty_like(meta: dict):
@@ -225,9 +242,11 @@ def _empty_like(meta: dict):
 
 
 def _rank_traces(trace, work: Path, rate: float | None, red: float | None,
-                 lossy: bool, copies=None) -> tuple[list[str], list[str]]:
-    """One TI trace file per rank (absolute paths), whatever form the trace came in, and the
-    exporter's notes on approximations."""
+                 lossy: bool, copies, colls: tuple[str, dict]
+                 ) -> tuple[list[str], list[str], dict]:
+    """One TI trace file per rank (absolute paths), whatever form the trace came in, the
+    exporter's notes on approximations, and the SMPI options of the world collectives
+    (``colls``: the ``collectives`` choice and the replay's own options)."""
     if isinstance(trace, (str, os.PathLike)):
         path = os.fspath(trace)
         if not os.path.isfile(path):
@@ -238,30 +257,32 @@ def _rank_traces(trace, work: Path, rate: float | None, red: float | None,
             from ..trace import open as open_trace
             with open_trace(path) as t:
                 data, notes = in_flops(t.data(), rate, red, path, copies)
-                return _export_ti(data, work, notes, path, lossy)
+                return _export_ti(data, work, notes, path, lossy, colls)
         if rate is not None or red is not None or copies is not None:
             raise MinitraceError("a SimGrid TI trace is in flops already: no compute, "
                                  "reduction or copy rate applies", path)
-        return text_traces(path, work), []
+        return text_traces(path, work), [], {}
     data = trace.data() if hasattr(trace, "data") and callable(trace.data) else trace
     if not hasattr(data, "rank_offsets"):
         raise MinitraceError(f"cannot replay a {type(trace).__name__}: give a path, a Trace or "
                              f"a TraceColumns")
     data, notes = in_flops(data, rate, red, None, copies)
-    return _export_ti(data, work, notes, None, lossy)
+    return _export_ti(data, work, notes, None, lossy, colls)
 
 
 
 def _export_ti(data, work: Path, notes: list[str], source: str | None,
-            lossy: bool) -> tuple[list[str], list[str]]:
-    """Per-rank TI files written by the SimGrid TI exporter, and its notes on what SimGrid's
-    format could not say exactly."""
+            lossy: bool, colls: tuple[str, dict]) -> tuple[list[str], list[str], dict]:
+    """Per-rank TI files written by the SimGrid TI exporter, its notes on what SimGrid's
+    format could not say exactly, and the SMPI options of the world collectives."""
     from ..converters.simgrid_ti import write_ti
     listfile = work / "ti" / "trace.txt"
     try:
-        report = write_ti(data, listfile, layout="per-rank", lossy=lossy)
+        report = write_ti(data, listfile, layout="per-rank", lossy=lossy,
+                          collectives=colls[0], config=colls[1])
     except MinitraceError as e:   # it names our temporary file: name the user's instead
         msg = str(e)[len(e.path) + 2:] if e.path and str(e).startswith(e.path) else str(e)
         raise MinitraceError(f"cannot replay: {msg}", source) from None
-    return list_traces(str(listfile), work), notes + report.lines()
+    options, report.options = report.options, {}     # (applied, not advice: out of the notes)
+    return list_traces(str(listfile), work), notes + report.lines(), options
 

@@ -24,6 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from .. import kinds as K
+from ..collectives import rows_to_lower
 from ..errors import MinitraceError
 from ..compress.expand import Expander
 from ..converters.simgrid_ti import ExportReport, RankWriter, count_rootless
@@ -44,12 +45,11 @@ _COMPUTE = K.CODE["compute"]
 
 def streamable(c) -> str | None:
     """Why the compressed trace ``c`` cannot be streamed to the replayer (None: it can)."""
-    from ..replay.lowering import _rows_to_lower
     t = c.table
     probe = np.zeros(len(t), dtype=[("kind", "u1"), ("flags", "u1"), ("comm", "i4")])
     for f in probe.dtype.names:
         probe[f] = t[f]
-    if _rows_to_lower(probe, False).any():
+    if rows_to_lower(probe).any():
         return "it has calls the TI export lowers with the whole trace at hand"
     if K.mask({"ssend", "issend", "mprobe", "improbe", "mrecv", "imrecv"})[t["kind"]].any():
         return "it has synchronous sends or matched probes (paired across ranks)"

@@ -4,14 +4,11 @@ SimGrid 4.1's TI vocabulary has world collectives, blocking and non-blocking poi
 waits and tests, and nothing else (docs/SIMGRID_TI.md).  ``lower`` turns a trace into one that
 says the same in that vocabulary, with world ranks:
 
-* a collective on a sub-communicator becomes the point-to-point messages of the algorithm an
-  MPI library runs (the ones SimGrid 4.1 implements under the same name, message for message:
-  ``colls/``): binomial-tree bcast and reduce, allreduce by recursive doubling (``rdb``) up to
-  ``ALLREDUCE_SHORT`` bytes, else Rabenseifner's (``rab_rdb``), as MPICH chooses,
-  dissemination barrier (``ompi_bruck``), ring allgather/allgatherv, pairwise alltoall/alltoallv
-  (``pair`` on a power of two, else ``ring``), linear gather(v)/scatter(v), recursive-doubling
-  scan/exscan, reduce_scatter as a binomial reduce to member 0 then a linear scatterv; a
-  reduction's work (its volume) is computed after its messages, as SimGrid's replay does;
+* a collective on a sub-communicator (and, when asked, one on MPI_COMM_WORLD) becomes the
+  point-to-point messages of the algorithm the MPI library runs (``selection``: one table with
+  the SMPI options of world collectives), written as SimGrid 4.1 implements it under the same
+  name, message for message (``algorithms``); a reduction's work (its volume) is computed after
+  its messages, as SimGrid's replay does;
 * a non-blocking collective becomes the same messages as isend/irecv started at the call and
   waited for where the trace completes its request; a persistent collective likewise at each
   start;
@@ -38,6 +35,8 @@ import numpy as np
 
 from .. import kinds as K
 from ..model import ACTION_DTYPE, NONE, TraceColumns, assign_vec_offsets
+from .algorithms import ALGORITHMS
+from .selection import lowered_as
 
 #: Lowered messages of collective kind code k on communicator c use tag TAG_BASE - 256*c - k;
 #: acknowledgements of synchronous sends on c ACK_TAG_BASE - 256*c.
@@ -55,261 +54,13 @@ _COMPLETIONS = K.mask(K.COMPLETIONS)
 _CODE = K.CODE
 
 
-#: Allreduces of more bytes than this use Rabenseifner's algorithm (MPICH's default threshold,
-#: MPIR_CVAR_ALLREDUCE_SHORT_MSG_SIZE), fewer recursive doubling.
-ALLREDUCE_SHORT = 2048
-
-
-def _pof2(p: int) -> int:
-    """Largest power of two <= p."""
-    return 1 << (p.bit_length() - 1)
-
-
-def algorithm(kind: str, p: int, nbytes: int = 0) -> str:
-    """Name of the SimGrid algorithm whose messages a lowered ``kind`` of ``nbytes`` (an
-    allreduce's) on ``p`` ranks sends."""
-    pow2 = p & (p - 1) == 0
-    rab = nbytes > ALLREDUCE_SHORT and nbytes >= _pof2(p)
-    return {"barrier": "ompi_bruck", "bcast": "binomial_tree", "reduce": "binomial",
-            "allreduce": "rab_rdb" if rab else "rdb", "allgather": "ring", "allgatherv": "ring",
-            "alltoall": "pair" if pow2 else "ring", "alltoallv": "pair" if pow2 else "ring",
-            "alltoallw": "pair" if pow2 else "ring", "gather": "linear", "gatherv": "linear",
-            "scatter": "linear", "scatterv": "linear", "scan": "recursive doubling",
-            "exscan": "recursive doubling", "reduce_scatter": "binomial reduce + linear scatterv",
-            "reduce_scatter_block": "binomial reduce + linear scatterv"}[kind]
-
-
-def messages(kind: str, me: int, p: int, root: int, bs: int, br: int, vec: list[int]):
-    """The point-to-point steps of ``kind`` for member ``me`` of ``p`` (communicator ranks), in
-    the order the algorithm that ``algorithm`` selects makes them (``ALGORITHMS``): ("send",
-    to, bytes), ("recv", from, bytes) or ("sendrecv", to, bytes, from, bytes).  Exchanges with
-    itself are local copies: left out."""
-    return ALGORITHMS[kind, algorithm(kind, p, bs)](me, p, root, bs, br, vec)
-
-
-# -- one function per algorithm (SimGrid's colls/<kind>-<algorithm>.cpp): (me, p, root,
-#    bytes_sent, bytes_recv, vector) -> steps --------------------------------------------------
-def _barrier_ompi_bruck(me, p, root, bs, br, vec):
-    out, d = [], 1
-    while d < p:
-        out.append(("sendrecv", (me + d) % p, 0, (me - d) % p, 0))
-        d <<= 1
-    return out
-
-
-def _bcast_binomial_tree(me, p, root, bs, br, vec):
-    out, rel = [], (me - root) % p
-    n = bs if me == root else br
-    mask = 1
-    while mask < p:
-        if rel & mask:
-            out.append(("recv", (me - mask) % p, n))
-            break
-        mask <<= 1
-    mask >>= 1
-    while mask > 0:
-        if rel + mask < p:
-            out.append(("send", (me + mask) % p, n))
-        mask >>= 1
-    return out
-
-
-def _reduce_binomial(me, p, root, bs, br, vec):
-    out, rel = [], (me - root) % p
-    if bs == 0:
-        return out
-    mask = 1
-    while mask < p:
-        if mask & rel == 0:
-            src = rel | mask
-            if src < p:
-                out.append(("recv", (src + root) % p, bs))
-        else:
-            out.append(("send", ((rel & ~mask) + root) % p, bs))
-            break
-        mask <<= 1
-    return out
-
-
-def _on_power_of_two(core):
-    """An allreduce on the largest power of two ``pof2`` <= p: of the first 2*(p - pof2)
-    members the even ones hand their data to the odd ones before ``core`` (on ``newrank``s,
-    ``real`` mapping them back) and get the result back after it."""
-    def steps(me, p, root, bs, br, vec):
-        out = []
-        pof2 = _pof2(p)
-        rem = p - pof2
-        if me < 2 * rem:
-            if me % 2 == 0:
-                out.append(("send", me + 1, bs))
-                newrank = -1
-            else:
-                out.append(("recv", me - 1, bs))
-                newrank = me // 2
-        else:
-            newrank = me - rem
-
-        def real(nd: int) -> int:
-            return nd * 2 + 1 if nd < rem else nd + rem
-
-        if newrank != -1:
-            out += core(newrank, pof2, real, bs)
-        if me < 2 * rem:
-            out.append(("send", me - 1, bs) if me % 2 else ("recv", me + 1, bs))
-        return out
-    return steps
-
-
-@_on_power_of_two
-def _allreduce_rdb(newrank, pof2, real, bs):
-    out, mask = [], 1
-    while mask < pof2:
-        dst = real(newrank ^ mask)
-        out.append(("sendrecv", dst, bs, dst, bs))
-        mask <<= 1
-    return out
-
-
-@_on_power_of_two
-def _allreduce_rab_rdb(newrank, pof2, real, bs):
-    """Rabenseifner's: a reduce-scatter by recursive halving, an allgather by doubling."""
-    out = []
-    cnts = [bs // pof2] * (pof2 - 1) + [bs - (bs // pof2) * (pof2 - 1)]
-    mask, send_idx, recv_idx, last_idx = 1, 0, 0, pof2
-    while mask < pof2:
-        nd = newrank ^ mask
-        if newrank < nd:
-            send_idx = recv_idx + pof2 // (mask * 2)
-            sc, rc = sum(cnts[send_idx:last_idx]), sum(cnts[recv_idx:send_idx])
-        else:
-            recv_idx = send_idx + pof2 // (mask * 2)
-            sc, rc = sum(cnts[send_idx:recv_idx]), sum(cnts[recv_idx:last_idx])
-        out.append(("sendrecv", real(nd), sc, real(nd), rc))
-        send_idx = recv_idx
-        mask <<= 1
-        if mask < pof2:
-            last_idx = recv_idx + pof2 // mask
-    mask >>= 1
-    while mask > 0:
-        nd = newrank ^ mask
-        if newrank < nd:
-            if mask != pof2 // 2:
-                last_idx = last_idx + pof2 // (mask * 2)
-            recv_idx = send_idx + pof2 // (mask * 2)
-            sc, rc = sum(cnts[send_idx:recv_idx]), sum(cnts[recv_idx:last_idx])
-        else:
-            recv_idx = send_idx - pof2 // (mask * 2)
-            sc, rc = sum(cnts[send_idx:last_idx]), sum(cnts[recv_idx:send_idx])
-        out.append(("sendrecv", real(nd), sc, real(nd), rc))
-        if newrank > nd:
-            send_idx = recv_idx
-        mask >>= 1
-    return out
-
-
-def _allgather_ring(me, p, root, bs, br, vec):
-    return [("sendrecv", (me + i) % p, bs, (me - i) % p, br // p) for i in range(1, p)]
-
-
-def _allgatherv_ring(me, p, root, bs, br, vec):
-    return [("sendrecv", (me + i) % p, bs, (me - i) % p, vec[(me - i) % p])
-            for i in range(1, p)]
-
-
-def _alltoall(pairwise: bool, counted: bool):
-    """An alltoall's exchanges: with ``me ^ i`` (``pair``, p a power of two) or with ``me + i``
-    and ``me - i`` (``ring``), of ``bytes_sent/p`` and ``bytes_recv/p`` or (``counted``: the
-    v and w forms) the vector's per-peer counts."""
-    def steps(me, p, root, bs, br, vec):
-        out = []
-        for i in range(p):
-            dst, src = (me ^ i, me ^ i) if pairwise else ((me + i) % p, (me - i) % p)
-            if dst == me and src == me:
-                continue
-            out.append(("sendrecv", dst, vec[dst], src, vec[p + src]) if counted
-                       else ("sendrecv", dst, bs // p, src, br // p))
-        return out
-    return steps
-
-
-def _gather_linear(me, p, root, bs, br, vec):
-    if me != root:
-        return [("send", root, bs)]
-    return [("recv", i, br // p) for i in range(p) if i != root]
-
-
-def _gatherv_linear(me, p, root, bs, br, vec):
-    if me != root:
-        return [("send", root, bs)]
-    return [("recv", i, vec[i]) for i in range(p) if i != root]
-
-
-def _scatter_linear(me, p, root, bs, br, vec):
-    if me != root:
-        return [("recv", root, br)]
-    return [("send", i, bs // p) for i in range(p) if i != root]
-
-
-def _scatterv_linear(me, p, root, bs, br, vec):
-    if me != root:
-        return [("recv", root, br)]
-    return [("send", i, vec[i]) for i in range(p) if i != root]
-
-
-def _scan_recursive_doubling(me, p, root, bs, br, vec):
-    out, mask = [], 1
-    while mask < p:
-        partner = me ^ mask
-        if partner < p:
-            out.append(("sendrecv", partner, bs, partner, bs))
-        mask <<= 1
-    return out
-
-
-def _reduce_then_scatterv(counts_of):
-    """reduce_scatter: a binomial reduce of everything to member 0, then its linear scatterv
-    of each member's count (``counts_of(p, bytes_recv, vector)``)."""
-    def steps(me, p, root, bs, br, vec):
-        counts = counts_of(p, br, vec)
-        total = sum(counts)
-        return _reduce_binomial(me, p, 0, total, total, []) \
-            + _scatterv_linear(me, p, 0, 0, counts[me], counts)
-    return steps
-
-
-#: (kind, algorithm as ``algorithm`` names it) -> its steps
-ALGORITHMS = {
-    ("barrier", "ompi_bruck"): _barrier_ompi_bruck,
-    ("bcast", "binomial_tree"): _bcast_binomial_tree,
-    ("reduce", "binomial"): _reduce_binomial,
-    ("allreduce", "rdb"): _allreduce_rdb,
-    ("allreduce", "rab_rdb"): _allreduce_rab_rdb,
-    ("allgather", "ring"): _allgather_ring,
-    ("allgatherv", "ring"): _allgatherv_ring,
-    ("alltoall", "pair"): _alltoall(pairwise=True, counted=False),
-    ("alltoall", "ring"): _alltoall(pairwise=False, counted=False),
-    ("alltoallv", "pair"): _alltoall(pairwise=True, counted=True),
-    ("alltoallv", "ring"): _alltoall(pairwise=False, counted=True),
-    ("alltoallw", "pair"): _alltoall(pairwise=True, counted=True),
-    ("alltoallw", "ring"): _alltoall(pairwise=False, counted=True),
-    ("gather", "linear"): _gather_linear,
-    ("gatherv", "linear"): _gatherv_linear,
-    ("scatter", "linear"): _scatter_linear,
-    ("scatterv", "linear"): _scatterv_linear,
-    ("scan", "recursive doubling"): _scan_recursive_doubling,
-    ("exscan", "recursive doubling"): _scan_recursive_doubling,
-    ("reduce_scatter", "binomial reduce + linear scatterv"):
-        _reduce_then_scatterv(lambda p, br, vec: vec),
-    ("reduce_scatter_block", "binomial reduce + linear scatterv"):
-        _reduce_then_scatterv(lambda p, br, vec: [br] * p),
-}
-
-
-def _rows_to_lower(a: np.ndarray, lower_world: bool) -> np.ndarray:
+def rows_to_lower(a: np.ndarray, world: bool | frozenset = False) -> np.ndarray:
+    """Which of the actions ``a`` (fields kind, flags, comm) the lowering rewrites; ``world``:
+    blocking world collectives too (True), or those of these kinds."""
     kind = a["kind"]
     coll = K.mask(K.COLLECTIVES)[kind] & ((a["flags"] & K.FLAG_INTERCOMM) == 0)
-    if not lower_world:
-        coll &= a["comm"] != 0
+    if world is not True:
+        coll &= (a["comm"] != 0) | K.mask(world or set())[kind]
     return K.mask(_ALWAYS)[kind] | coll
 
 
@@ -355,12 +106,14 @@ def _synchronous_pairs(data: TraceColumns) -> dict[int, int]:
     return out
 
 
-def lower(data: TraceColumns, lower_world: bool = False) -> tuple[TraceColumns, Counter, Counter]:
+def lower(data: TraceColumns, library: str = "simgrid", world: bool | frozenset = False
+          ) -> tuple[TraceColumns, Counter, Counter]:
     """``data`` with everything SimGrid's TI replay cannot express rewritten into what it can;
     what was lowered, ``"kind (how)" -> actions``; and what could not be (``kind -> actions``,
-    left out: the starts of requests whose init is not lowerable).  ``lower_world``: lower
-    collectives on MPI_COMM_WORLD too (to compare a lowering with SimGrid's built-in one)."""
-    todo = _rows_to_lower(data.actions, lower_world)
+    left out: the starts of requests whose init is not lowerable).  ``library``: whose
+    algorithms (``selection.LIBRARIES``); ``world``: lower blocking collectives on
+    MPI_COMM_WORLD too (True), or those of these kinds."""
+    todo = rows_to_lower(data.actions, world)
     sync = _synchronous_pairs(data)
     todo[list(sync)] = True
     counts: Counter = Counter()
@@ -373,7 +126,7 @@ def lower(data: TraceColumns, lower_world: bool = False) -> tuple[TraceColumns, 
     for r in range(data.nranks):
         sl = data.rank_slice(r)
         if todo[sl].any():
-            rows, vecs = _Rank(data, r, lower_world, counts, dropped, sync, first_req).run()
+            rows, vecs = _Rank(data, r, (library, world), counts, dropped, sync, first_req).run()
         else:
             rows = data.actions[sl]
             vecs = data.vector_entries(np.arange(sl.start, sl.stop))[1]
@@ -395,10 +148,10 @@ class _Rank:
     """Lowers one rank's actions, keeping the rows that need nothing as they are.  The output is
     a plan (a trace row, or a new row) assembled with numpy at the end."""
 
-    def __init__(self, data: TraceColumns, r: int, lower_world: bool, counts: Counter,
+    def __init__(self, data: TraceColumns, r: int, how: tuple, counts: Counter,
                  dropped: Counter, sync: dict[int, int], first_req: int):
-        self.d, self.r, self.world, self.counts, self.dropped = (data, r, lower_world, counts,
-                                                                 dropped)
+        self.d, self.r, self.counts, self.dropped = data, r, counts, dropped
+        self.library, self.world = how
         self.sync = sync                           # synchronous send/its receive -> ack peer
         self.ack_after: dict[int, tuple[int, int]] = {}   # irecv request -> (ack dst, comm)
         self.sl = data.rank_slice(r)
@@ -439,7 +192,7 @@ class _Rank:
     # -- the rank ------------------------------------------------------------------------
     def run(self) -> tuple[np.ndarray, np.ndarray]:
         a = self.d.actions
-        todo = _rows_to_lower(a[self.sl], self.world) | _COMPLETIONS[a["kind"][self.sl]]
+        todo = rows_to_lower(a[self.sl], self.world) | _COMPLETIONS[a["kind"][self.sl]]
         todo[[i - self.sl.start for i in self.sync if self.sl.start <= i < self.sl.stop]] = True
         start = self.sl.start
         for i in (np.nonzero(todo)[0] + self.sl.start).tolist():
@@ -493,11 +246,9 @@ class _Rank:
         if kind in K.COLLECTIVES or kind in K.NONBLOCKING_COLLECTIVES:
             blocking = kind in K.COLLECTIVES
             base = kind if blocking else K.BLOCKING_OF[kind]
-            steps = self.collective(i, base)
+            steps, algo = self.collective(i, base)
             if steps is None:
                 return False        # not lowerable: the export reports it
-            p = len(self.d.comms[a["comm"]])
-            algo = algorithm(base, p, a["bytes_sent"])
             where = "a sub-communicator" if a["comm"] else "MPI_COMM_WORLD"
             if blocking:
                 self.blocking(steps)
@@ -547,15 +298,13 @@ class _Rank:
             self.expand[q] = []
         else:       # a persistent collective
             base = K.BLOCKING_FORM[kind]
-            steps = self.collective(i, base)
+            steps, algo = self.collective(i, base)
             if steps is None:
                 self.dropped[f"start of {kind}"] += 1
                 return
             self.expand[q] = self.nonblocking(steps)
             self.reduction_work(base, a["volume"])
-            p = len(self.d.comms[a["comm"]])
-            self.counts[f"start of {kind} (isend/irecv of "
-                        f"{algorithm(base, p, a['bytes_sent'])})"] += 1
+            self.counts[f"start of {kind} (isend/irecv of {algo})"] += 1
 
     def pready(self, i: int, kind: str, q: int) -> bool:
         v = self.d.vector(i).tolist()
@@ -573,19 +322,21 @@ class _Rank:
             self.expand[q] = [f]
         return True
 
-    def collective(self, i: int, base: str):
-        """The steps of collective ``i`` (blocking form ``base``) in world ranks, or None."""
+    def collective(self, i: int, base: str) -> tuple[list | None, str]:
+        """The steps of collective ``i`` (blocking form ``base``) in world ranks (None when it
+        cannot be lowered), and the name of their algorithm ("Y for X": the library runs X,
+        whose messages the lowering approximates by Y's)."""
         a = self.at(i)
         comm = a["comm"]
         if a["flags"] & K.FLAG_INTERCOMM:
-            return None
+            return None, ""
         if comm not in self.members:
             m = self.d.comms.get(comm)
             ranks = [] if m is None else [int(x) for x in m]
             self.members[comm] = (ranks, ranks.index(self.r) if self.r in ranks else None)
         members, me = self.members[comm]
         if me is None:
-            return None
+            return None, ""
         vec = tuple(self.d.vector(i).tolist()) if a["vec_len"] > 0 else ()
         key = (base, comm, a["peer"], a["bytes_sent"], a["bytes_recv"], vec)
         if key in self.steps:
@@ -593,18 +344,22 @@ class _Rank:
         root = 0
         if base in K.ROOTED:
             if a["peer"] not in members:
-                return None
+                return None, ""
             root = members.index(a["peer"])
         tag = TAG_BASE - 256 * comm - _CODE[base]
+        p = len(members)
+        runs, low = lowered_as(self.library, base, p, a["bytes_sent"], a["bytes_recv"])
         out = []
-        for s in messages(base, me, len(members), root, a["bytes_sent"], a["bytes_recv"],
-                          list(vec)):
+        for s in ALGORITHMS[base, low](me, p, root, a["bytes_sent"], a["bytes_recv"], list(vec)):
             if s[0] == "sendrecv":
                 out.append(("sendrecv", members[s[1]], s[2], members[s[3]], s[4], tag))
+            elif s[0] == "all":
+                out.append(("all", [(members[d], n) for d, n in s[1]],
+                            [(members[f], n) for f, n in s[2]], tag))
             else:
                 out.append((s[0], members[s[1]], s[2], tag))
-        self.steps[key] = out
-        return out
+        self.steps[key] = out, (low if low == runs else f"{low} for {runs}")
+        return self.steps[key]
 
     def blocking(self, steps) -> None:
         for s in steps:
@@ -612,16 +367,32 @@ class _Rank:
                 self.emit("send", s[1], s[3], bs=s[2])
             elif s[0] == "recv":
                 self.emit("recv", s[1], s[3], br=s[2])
-            else:       # SimGrid's sendrecv: isend + irecv, then both waited for
+            elif s[0] == "sendrecv":    # SimGrid's: isend + irecv, then both waited for
                 f, g = self.fresh(), self.fresh()
                 self.emit("isend", s[1], s[5], bs=s[2], req=f)
                 self.emit("irecv", s[3], s[5], br=s[4], req=g)
                 self.emit("wait", req=f)
                 self.emit("wait", req=g)
+            else:                       # receives and sends posted, then one waitall
+                self.emit("waitall", vector=self.post_all(s))
+
+    def post_all(self, s) -> list[int]:
+        """Post the receives then the sends of an ``all`` step; their requests."""
+        ids = []
+        for src, n in s[2]:
+            ids.append(self.fresh())
+            self.emit("irecv", src, s[3], br=n, req=ids[-1])
+        for dst, n in s[1]:
+            ids.append(self.fresh())
+            self.emit("isend", dst, s[3], bs=n, req=ids[-1])
+        return ids
 
     def nonblocking(self, steps) -> list[int]:
         ids = []
         for s in steps:
+            if s[0] == "all":
+                ids += self.post_all(s)
+                continue
             if s[0] in ("send", "sendrecv"):
                 ids.append(self.fresh())
                 self.emit("isend", s[1], s[-1], bs=s[2], req=ids[-1])

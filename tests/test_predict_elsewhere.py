@@ -1,0 +1,111 @@
+"""minitrace predict with a calibration of another machine (docs/PREDICT.md, 'Another machine'):
+never a silent same-machine answer; compute translated by the calibrations' rates or, with a
+probe run, per call site, with the probe's interval; no self-check against the recording.
+
+Machine B is this machine's calibration with another host name and a speed of our choosing (a
+copy of the demo's), so that every translated number has a known right answer."""
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from dataclasses import replace
+
+import h5py
+import numpy as np
+import pytest
+
+import minitrace
+from minitrace import kinds as K
+from minitrace import storage
+from minitrace.errors import MinitraceError
+from minitrace.predict import predict
+from minitrace.predict.calibration import load
+from minitrace.predict.translate import _site_keys
+
+pytestmark = pytest.mark.timeout(600)
+
+
+def _other_machine(src, dst, host="elsewhere", speed_factor=2.0):
+    """A copy of calibration ``src`` that says it calibrates ``host``, ``speed_factor`` x as
+    fast per CPU second."""
+    shutil.copy(src, dst)
+    with h5py.File(dst, "r+") as f:
+        f["provenance"].attrs["hostname"] = host
+        g = f["calibration/fit"]
+        cal = json.loads(g.attrs["calibration"])
+        cal["speed"] *= speed_factor
+        cal["compute_rate"] *= speed_factor
+        g.attrs["calibration"] = json.dumps(cal)
+    return dst
+
+
+@pytest.fixture(scope="module")
+def machines(demo, tmp_path_factory):
+    d = tmp_path_factory.mktemp("elsewhere")
+    here = demo.out / "machine.h5"
+    return demo.out / "jacobi.h5", here, _other_machine(here, d / "b.h5"), d
+
+
+def _compute(p, r):
+    return p.predicted["compute"][r]
+
+
+def test_another_machines_calibration_alone_is_refused(machines):
+    trace, here, there, _ = machines
+    with pytest.raises(MinitraceError, match="calibrates elsewhere.*--recorded-on"):
+        predict(str(trace), str(there))
+    p = subprocess.run([sys.executable, "-m", "minitrace", "predict", str(trace),
+                        "--calibration", str(there)], capture_output=True, text=True)
+    assert p.returncode == 1 and len(p.stderr.strip().splitlines()) == 1
+    assert "--recorded-on" in p.stderr and "Traceback" not in p.stderr
+
+
+def test_rates_translate_compute_and_no_self_check(machines):
+    trace, here, there, _ = machines
+    own = predict(str(trace), str(here))
+    p = predict(str(trace), str(there), recorded_on=str(here), measured=1.5)
+    assert p.translated and p.recorded_time is None and p.comparable is None
+    with minitrace.open(str(trace)) as t:
+        data = t.data()
+    for r in range(2):
+        a = data.actions[data.rank_slice(r)]
+        cpu = a["volume"][a["kind"] == K.code("compute")].sum()
+        # B is twice as fast per CPU second: half of A's compute (the replay's own rounding)
+        assert _compute(p, r) == pytest.approx(cpu / 2, rel=0.02)
+        assert _compute(own, r) == pytest.approx(cpu, rel=0.02)
+    assert p.measured_time == 1.5 and p.error == pytest.approx((p.predicted_time - 1.5) / 1.5)
+    with pytest.raises(MinitraceError, match="--recorded-on .* calibrates elsewhere"):
+        predict(str(trace), str(here), recorded_on=str(there))
+
+
+def test_a_probe_gives_each_call_site_its_ratio(machines):
+    trace, here, there, d = machines
+    with minitrace.open(str(trace)) as t:
+        data = t.data()
+    rows, key = _site_keys(data)
+    sites, counts = np.unique(key, return_counts=True)
+    busiest = sites[np.argmax(counts)]
+    ratio = np.where(key == busiest, 3.0, 0.5)        # B: 3x slower at one site, 2x faster else
+    actions = data.actions.copy()
+    actions["volume"][rows] *= ratio
+    probe = d / "probe.h5"
+    storage.write_trace(str(probe), replace(data, actions=actions))
+    p = predict(str(trace), str(there), recorded_on=str(here), probe=str(probe))
+    for r in range(2):
+        mine = data.rank_of(rows) == r
+        want = (data.actions["volume"][rows] * ratio)[mine].sum()
+        assert _compute(p, r) == pytest.approx(want, rel=0.02)
+    lo, hi = p.interval
+    assert lo <= p.predicted_time <= hi
+    assert any("per call site by a probe run" in n for n in p.notes)
+    with pytest.raises(MinitraceError, match="--probe goes with --recorded-on"):
+        predict(str(trace), str(here), probe=str(probe))
+
+
+def test_the_calibration_knows_its_machine(machines):
+    _, here, there, _ = machines
+    import socket
+    assert load(str(here)).hostname == socket.gethostname()
+    assert load(str(there)).hostname == "elsewhere"
