@@ -13,33 +13,21 @@ import subprocess
 import sys
 from pathlib import Path
 
-import numpy as np
 import pytest
 
-from minitrace import kinds as K
 from minitrace.record import shim_path
 from minitrace.shims import linked_mpi
-from tests.support.mpiutil import OPEN_MPI_LAUNCH_ENV
-from tests.support.record_util import PROGRAMS, Ranked
+from tests.support.record_util import PROGRAMS
+from tests.support.twins import (BINDINGS, actions, assert_same_actions, build_halo, missing,
+                                 shim_cache_env)
 
 FAMILIES = {"mpich": [], "openmpi": ["--oversubscribe"]}   # Open MPI 4.1: 4 ranks, 2 cores
-BINDINGS = {"mpif.h": [], "use mpi": ["-DUSE_MPI"], "use mpi_f08": ["-DUSE_MPI_F08"]}
-FIELDS = ("kind", "peer", "tag", "comm", "bytes_sent", "bytes_recv", "flags")
-
-
-def _missing(family: str) -> str | None:
-    for tool in (f"mpif90.{family}", f"mpicc.{family}", f"mpiexec.{family}"):
-        if not shutil.which(tool):
-            return f"{tool} not installed (scripts/setup.sh installs gfortran, libmpich-dev, " \
-                   f"libopenmpi-dev)"
-    return None
 
 
 @pytest.fixture(scope="session")
 def shim_cache(tmp_path_factory) -> dict:
     """The environment of this run's recordings: a shim cache of their own."""
-    return {"MINITRACE_CACHE": str(tmp_path_factory.mktemp("shim-cache")),
-            **OPEN_MPI_LAUNCH_ENV}
+    return shim_cache_env(tmp_path_factory)
 
 
 @pytest.fixture(scope="session")
@@ -49,17 +37,10 @@ def built(tmp_path_factory):
     where = tmp_path_factory.mktemp("fortran")
 
     def make(family: str, binding: str | None) -> str:
-        why = _missing(family)
+        why = missing(family)
         if why:
             pytest.skip(why)
-        tag = (binding or "c").replace(" ", "_").replace(".", "_")
-        out = where / f"halo_{family}_{tag}"
-        if not out.exists():
-            cmd = ([f"mpif90.{family}", *BINDINGS[binding], str(PROGRAMS / "halo_f.F90")]
-                   if binding else [f"mpicc.{family}", str(PROGRAMS / "halo_f_twin.c")])
-            subprocess.run([*cmd, "-O1", "-o", str(out)], check=True, capture_output=True,
-                           text=True, timeout=300, cwd=where)
-        return str(out)
+        return build_halo(family, binding, where)
     return make
 
 
@@ -72,25 +53,12 @@ def record(program: str, family: str, out: Path, env: dict) -> subprocess.Comple
     return p
 
 
-def actions(path: Path) -> list[tuple[np.ndarray, list[int]]]:
-    """Per rank, the MPI actions' fields compared between the bindings, and apart the peers of
-    the MPI_ANY_SOURCE receives (in the order the messages happened to arrive)."""
-    r, out = Ranked(path), []
-    for rank in range(4):
-        a = np.array(r.mpi(rank)[list(FIELDS)])
-        wild = (a["flags"] & K.FLAG_ANY_SOURCE) != 0
-        peers = sorted(a["peer"][wild].tolist())
-        a["peer"][wild] = -9
-        out.append((a, peers))
-    return out
-
-
 @pytest.fixture(scope="session")
 def twin(built, shim_cache, tmp_path_factory):
     """``twin(family)``: the C twin's recording under that MPI, once per run."""
     done = {}
 
-    def get(family: str) -> list[np.ndarray]:
+    def get(family: str) -> list:
         if family not in done:
             out = tmp_path_factory.mktemp("twin") / f"{family}.h5"
             record(built(family, None), family, out, shim_cache)
@@ -105,15 +73,7 @@ def test_fortran_equals_its_c_twin(family, binding, built, twin, shim_cache, tmp
     program = built(family, binding)
     p = record(program, family, tmp_path / "f.h5", shim_cache)
     assert "validation: OK" in p.stdout
-    got, want = actions(tmp_path / "f.h5"), twin(family)
-    for rank in range(4):
-        (a, peers), (b, want_peers) = got[rank], want[rank]
-        names = [K.NAME[int(k)] for k in a["kind"]]
-        assert names.count("init") == 1 and names.count("finalize") == 1, names
-        assert names.count("irecv") == 10 and names.count("iallreduce") == 5, names
-        assert len(a) == len(b), (rank, names)
-        assert (a == b).all(), (rank, a[a != b], b[a != b])
-        assert peers == want_peers == ([1, 2, 3] if rank == 0 else []), (rank, peers)
+    assert_same_actions(actions(tmp_path / "f.h5"), twin(family))
 
 
 @pytest.mark.parametrize("family", FAMILIES)

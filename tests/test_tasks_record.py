@@ -2,7 +2,17 @@
 (tests/programs/omp_graph.c), with the sizes and modes of its depend clauses."""
 from __future__ import annotations
 
+import glob
+import os
+import signal
+import subprocess
+import sys
+import time
+
 import pytest
+
+from minitrace.tasks.graph import from_raw
+from minitrace.tasks.ompt_raw import raw_files, read_raw
 
 from minitrace.tasks.taskfile import read_tasks
 from tests.support.tasks_util import PROGRAMS, clang_openmp, record_openmp
@@ -185,3 +195,31 @@ def test_cpu_time_interpolated_between_clock_reads():
     out = interpolate_cpu(rec, timed)
     assert out["cpu"].tolist() == [100, 350, 0, 600, 1100, 50, 100, 150]
     assert rec["cpu"][1] == 0           # the input is not changed
+
+
+@pytest.mark.parametrize("sig,rc,word", [(signal.SIGINT, 130, "interrupted"),
+                                         (signal.SIGTERM, 143, "terminated")])
+def test_interrupted_recording_keeps_its_raw_data(tmp_path, sig, rc, word):
+    """``record --openmp`` runs its program through record's launcher (record.run_traced):
+    interrupted, the program is stopped and the raw data kept, its place printed (as
+    test_safety checks for an MPI recording)."""
+    exe = clang_openmp("omp_graph", tmp_path)
+    out = tmp_path / "g.h5"
+    # the signal comes once the OpenMP program has returned (its raw file complete)
+    script = f"{exe} > {tmp_path}/ran && touch {tmp_path}/returned && exec sleep 120"
+    proc = subprocess.Popen([sys.executable, "-m", "minitrace", "record", "--openmp", "-o",
+                             str(out), "--", "sh", "-c", script], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True,
+                            env=dict(os.environ, OMP_NUM_THREADS="2"),
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    while not (tmp_path / "returned").exists():
+        assert proc.poll() is None, proc.communicate()
+        time.sleep(0.05)
+    proc.send_signal(sig)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == rc, err
+    (raw,) = glob.glob(str(tmp_path / "g.h5.raw-*"))
+    assert f"its raw data is kept in {raw}\n" in err and err.endswith(f"minitrace: {word}\n")
+    (kept,) = raw_files(raw)
+    assert len(from_raw(*read_raw(kept), kept).explicit()) == 6
+    assert not out.exists()
