@@ -259,10 +259,12 @@ def phases_of(data, loop: int, bounds: np.ndarray, window: int) -> list[Phase]:
     the most bytes a rank moves, departs from its phase's first block by more than
     PHASE_TOLERANCE."""
     n = bounds.shape[1] - 1
+    nblocks = n // window
+    if nblocks < 2:                   # no two blocks to compare: one phase
+        return [Phase(loop, 0, n)]
     comp, moved = static_cost(data, bounds)
     cost = np.concatenate([comp, moved[None, :]]).T          # [iterations, nranks + 1]
     out, start = [], 0
-    nblocks = n // window
     blocks = cost[:nblocks * window].reshape(nblocks, window, -1)
     means = blocks.mean(1)
     noise = (np.diff(blocks, axis=1) ** 2).mean(1) / 2 / window     # variance of a block mean
