@@ -85,7 +85,15 @@ static void *mt_fbuf(mt_thread *T, int slot, size_t bytes) {
     return T->fbuf[slot];
 }
 
-static MPI_Status *mt_f_statuses(mt_thread *T, const MPI_Fint *f, int n) {
+/* Fortran statuses as C ones.  MPICH's and Open MPI's INTEGER status is their C MPI_Status
+ * itself (MPI_Status_f2c copies it field by field, in order): read in place, no copy. */
+#if defined(MPICH_NUMVERSION) || defined(OMPI_MAJOR_VERSION)
+#define MT_F_STATUS_IS_C (sizeof(MPI_Status) == MT_F_STATUS_SIZE * sizeof(MPI_Fint))
+#else
+#define MT_F_STATUS_IS_C 0
+#endif
+static MPI_Status *mt_f_statuses(mt_thread *T, MPI_Fint *f, int n) {
+    if (MT_F_STATUS_IS_C) return (MPI_Status *)f;
     MPI_Status *st = (MPI_Status *)mt_fbuf(T, 2, sizeof(MPI_Status) * (size_t)(n > 0 ? n : 1));
     for (int i = 0; i < n; i++) PMPI_Status_f2c(f + (size_t)i * MT_F_STATUS_SIZE, &st[i]);
     return st;
@@ -93,7 +101,8 @@ static MPI_Status *mt_f_statuses(mt_thread *T, const MPI_Fint *f, int n) {
 
 #if defined(MPICH_NUMVERSION)
 #define MT_F08_STATUS_SIZE (sizeof(MPI_F08_status) / sizeof(MPI_Fint))
-static MPI_Status *mt_f08_statuses(mt_thread *T, const MPI_Fint *f, int n) {
+static MPI_Status *mt_f08_statuses(mt_thread *T, MPI_Fint *f, int n) {
+    if (sizeof(MPI_F08_status) == sizeof(MPI_Status)) return (MPI_Status *)f; /* its layout */
     MPI_Status *st = (MPI_Status *)mt_fbuf(T, 2, sizeof(MPI_Status) * (size_t)(n > 0 ? n : 1));
     for (int i = 0; i < n; i++) PMPI_Status_f082c((const MPI_F08_status *)f + i, &st[i]);
     return st;
