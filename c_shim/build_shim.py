@@ -56,6 +56,8 @@ def mpi_flags(mpicc: str) -> dict:
             kw["extra_link_args"].append(f"-Wl,-rpath,{w[2:]}")
         elif w.startswith("-l"):
             kw["libraries"].append(w[2:])
+        elif w.startswith("-D"):        # e.g. mpicc_abi's -DMPI_ABI: which mpi.h it means
+            kw["extra_compile_args"].append(w)
         elif w.startswith("-Wl,") or w == "-pthread":
             kw["extra_link_args"].append(w)
     return kw

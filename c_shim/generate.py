@@ -245,9 +245,9 @@ def fortran_source(w: Wrapper, b: str = "f") -> str:
             f"    int rc = ierr ? *ierr : MPI_SUCCESS;\n    (void)rc;\n"
             + "".join(f"    {a}\n" for a in afters)
             + f"    {w.post};\n    mt_emit(T, &R);\n}}\n{names}\n")
-    guard = " && ".join(g for g in (w.guard and f"({w.guard})",
+    guard = " && ".join(g for g in ("MT_FORTRAN", w.guard and f"({w.guard})",
                                      "defined(MPICH_NUMVERSION)" if b == "f08" else "") if g)
-    return f"#if {guard}\n{code}#endif\n" if guard else code
+    return f"#if {guard}\n{code}#endif\n"
 
 
 def kind_defines() -> str:

@@ -17,6 +17,7 @@
  * (the "f08" binding of generate.py), calling MPICH's pmpir_send_f08ts_.
  * Included by generate.py after shim_io.c, before the generated wrappers.
  */
+#if MT_FORTRAN
 #include <dlfcn.h>
 
 #define MT_F_ALIAS(fn, name) extern __typeof__(fn) name __attribute__((alias(#fn)));
@@ -194,3 +195,4 @@ MT_F_ALIAS(mt_f08_init_thread, mpi_init_thread_f08_)
 MT_F_ALIAS(mt_f08_finalize, mpi_finalize_f08_)
 MT_F_ALIAS(mt_f08_abort, mpi_abort_f08_)
 #endif
+#endif /* MT_FORTRAN */

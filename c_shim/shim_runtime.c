@@ -883,6 +883,9 @@ static int mt_defines_other(struct dl_phdr_info *info, size_t size, void *found)
 }
 
 static void mt_check_mpi(void) {
+#ifdef MPI_ABI_VERSION
+    return;       /* built for the MPI-5 ABI: every library that implements it fits */
+#endif
     const char *found = NULL;
     dl_iterate_phdr(mt_defines_other, &found);
     if (!found && !MT_MPI_OTHER_LAUNCHED) return;

@@ -26,6 +26,12 @@
 #define MT_BIGCOUNT 0
 #define MT_PARTITIONED_API 0
 #endif
+/* The Fortran twins (shim_fortran.c): not for the MPI-5 ABI, which has no Fortran part. */
+#ifdef MPI_ABI_VERSION
+#define MT_FORTRAN 0
+#else
+#define MT_FORTRAN 1
+#endif
 /* Open MPI 5.0 and MPICH 4.0 declare MPI_Pready_list without MPI-4.0's const
  * (int partition_list[]). */
 #if (defined(OMPI_MAJOR_VERSION) && MPI_VERSION < 4) || \

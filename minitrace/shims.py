@@ -17,7 +17,6 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-import shlex
 import shutil
 import subprocess
 import sys
@@ -32,8 +31,8 @@ from .record import shim_path
 #: what an MPI library is called (MPICH, Open MPI, the MPI-5 ABI library)
 _LIBMPI = re.compile(r"^\s*(lib(?:mpi|mpich|mpi_abi)\.so[.\d]*)\s+=>\s+(/\S+)", re.M)
 _SRC = Path(__file__).resolve().parents[1] / "c_shim"
-#: mpicc names to try besides $MPICC and this environment's: Debian's alternatives
-_MPICCS = ("mpicc", "mpicc.mpich", "mpicc.openmpi")
+#: mpicc names to try besides $MPICC: MPICH's MPI-5 ABI one, Debian's alternatives
+_MPICCS = ("mpicc", "mpicc_abi", "mpicc.mpich", "mpicc.openmpi")
 
 
 @dataclass
@@ -105,12 +104,13 @@ def cached(library: str) -> str | None:
 
 
 def mpicc_for(library: str) -> str | None:
-    """An mpicc whose link line gives ``library`` ($MPICC, this environment's, Debian's
-    mpicc.mpich / mpicc.openmpi, the one beside the library's prefix); None if none does."""
+    """An mpicc whose link line gives ``library`` ($MPICC, this environment's or the one on
+    PATH, its MPI-5 ABI twin mpicc_abi, Debian's mpicc.mpich / mpicc.openmpi, those beside the
+    library's prefix); None if none does."""
     prefix = Path(library).parent
-    tried = [os.environ.get("MPICC"), mpi_tool("mpicc"),
-             *(shutil.which(n) for n in _MPICCS),
-             *(str(d / "bin" / "mpicc") for d in (prefix.parent, prefix.parent.parent))]
+    tried = [os.environ.get("MPICC"), *(mpi_tool(n) for n in _MPICCS),
+             *(str(d / "bin" / n) for d in (prefix.parent, prefix.parent.parent)
+               for n in _MPICCS[:2])]
     for cc in dict.fromkeys(t for t in tried if t and os.access(t, os.X_OK)):
         if _links(cc) == library:
             return cc
@@ -118,25 +118,17 @@ def mpicc_for(library: str) -> str | None:
 
 
 def _links(mpicc: str) -> str | None:
-    """The MPI library (real path) ``mpicc`` links programs against."""
-    for opt in ("-show", "--showme"):
+    """The MPI library (real path) ``mpicc`` links programs against: that of a program it
+    builds (its flags alone can name a linker script, as libmpi_abi.so is)."""
+    with tempfile.TemporaryDirectory() as work:
+        src, exe = os.path.join(work, "probe.c"), os.path.join(work, "probe")
+        with open(src, "w") as f:
+            f.write("#include <mpi.h>\nint main(void) { int on; return MPI_Initialized(&on); }\n")
         try:
-            p = subprocess.run([mpicc, opt], capture_output=True, text=True, timeout=60)
+            p = subprocess.run([mpicc, src, "-o", exe], capture_output=True, timeout=120)
         except (OSError, subprocess.TimeoutExpired):
             return None
-        if p.returncode == 0 and p.stdout.strip():
-            words = shlex.split(p.stdout)
-            break
-    else:
-        return None
-    dirs = [w[2:] for w in words if w.startswith("-L")] + ["/usr/lib/x86_64-linux-gnu",
-                                                           "/usr/lib64", "/usr/lib"]
-    for name in (w[2:] for w in words if w.startswith("-l")):
-        if name in ("mpi", "mpich", "mpi_abi"):
-            for d in dirs:
-                if os.path.exists(os.path.join(d, f"lib{name}.so")):
-                    return os.path.realpath(os.path.join(d, f"lib{name}.so"))
-    return None
+        return linked_mpi(exe) if p.returncode == 0 else None
 
 
 def build(mpicc: str, quiet: bool = False) -> str:
@@ -179,9 +171,10 @@ def choose(command: list[str], build_missing: bool = True) -> Choice:
     program = program_of(command)
     library = linked_mpi(program) if program else None
     if library is None:
-        return Choice(installed, linked_mpi(installed),
-                      f"{program or (command or ['?'])[0]} links no MPI library (it may load "
-                      f"one at run time, as mpi4py does): the installed shim")
+        what = (f"{command[0]} runs no program linked against an MPI library (it may load one "
+                f"at run time, as mpi4py does)" if command else "no command given")
+        return Choice(installed, linked_mpi(installed), f"{what}: the installed shim, built "
+                                                        f"for {linked_mpi(installed)}")
     if linked_mpi(installed) == library:
         return Choice(installed, library, f"{program} is linked against {library}, as the "
                                           f"installed shim is")

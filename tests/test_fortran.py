@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from minitrace.mpitools import mpi_tool
 from minitrace.record import shim_path
 from minitrace.shims import linked_mpi
 from tests.support.record_util import PROGRAMS
@@ -117,3 +118,23 @@ def test_an_mpi_without_a_shim_is_refused_before_it_runs(tmp_path, built, shim_c
     assert str(vendor / "libmpich.so.12") in lines[0]
     assert "minitrace shim build --mpicc" in lines[0] and "not run" in lines[0]
     assert not out.exists() and not list(tmp_path.glob("t.h5.raw-*"))
+
+
+def test_mpi5_abi_program_recorded_with_an_abi_shim(built, twin, shim_cache, tmp_path):
+    """The mpich wheel's MPI-5 ABI (libmpi_abi, mpicc_abi): the C twin built for the ABI gets a
+    shim built with mpicc_abi (no Fortran twins: the ABI has no Fortran part) and records the
+    same actions as under Debian's MPICH."""
+    mpicc_abi = mpi_tool("mpicc_abi")
+    if not mpicc_abi:
+        pytest.skip("no mpicc_abi in this environment (the mpich wheel has it)")
+    program = tmp_path / "halo_abi"
+    subprocess.run([mpicc_abi, "-O1", "-o", str(program), str(PROGRAMS / "halo_f_twin.c")],
+                   check=True, capture_output=True, timeout=300)
+    assert Path(linked_mpi(str(program))).name.startswith("libmpi_abi.so")
+    out = tmp_path / "abi.h5"
+    p = subprocess.run([sys.executable, "-m", "minitrace", "record", "-o", str(out), "--",
+                        mpi_tool("mpiexec"), "-n", "4", str(program)], capture_output=True,
+                       text=True, timeout=600, env={**os.environ, **shim_cache})
+    assert p.returncode == 0, p.stderr
+    assert f"with {mpicc_abi}" in p.stderr      # built here, for the ABI library
+    assert_same_actions(actions(out), twin("mpich"))
