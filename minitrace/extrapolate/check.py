@@ -10,6 +10,7 @@ import numpy as np
 from ..errors import MinitraceError
 from ..compress import signatures as SG
 from . import build as B
+from .canonical import canonical
 from . import grid as GR
 from . import structure as ST
 
@@ -26,7 +27,9 @@ def load_runs(paths: list[str]) -> list[ST.Run]:
 
 
 def runs_of(paths: list[str], datas: list) -> list[ST.Run]:
-    """Traces in memory as runs, smallest first, on their common kind of grid."""
+    """Traces in memory as runs, smallest first, on their common kind of grid, their commuting
+    operations in canonical order (:mod:`.canonical`)."""
+    datas = [canonical(d)[0] for d in datas]
     sigs = [SG.encode(d) for d in datas]
     grids = GR.run_grids(paths, datas, [s.table["peer_mode"][s.ids] == 1 for s in sigs])
     runs = [ST.load(p, d, g, s) for p, d, g, s in zip(paths, datas, grids, sigs)]
