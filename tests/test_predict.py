@@ -77,6 +77,12 @@ def test_a_loaded_recording_is_flagged_not_comparable(recorded):
     assert any(w.startswith("not comparable: rank ") and "of a core between MPI calls" in w
                for w in p.warnings), p.warnings
     assert p.error < 0 and np.isfinite(p.error)        # reported, and flagged
+    # how much of the error the descheduling explains: the last rank's wall time above CPU
+    last = int(np.argmax(p.recorded_rank_end_times))
+    assert p.descheduled_share == pytest.approx(p.measured["descheduled"][last]
+                                                / p.recorded_time)
+    assert p.descheduled_share > 0.2
+    assert f"is {p.descheduled_share:.2%} of the recorded time" in report(p)
 
 
 def test_cli_json_and_other_platforms(recorded):

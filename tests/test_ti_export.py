@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from minitrace.converters.simgrid_ti import ExportReport, _Writer, read_ti, write_ti
+from minitrace.converters.simgrid_ti import ExportReport, RankWriter, read_ti, write_ti
 from minitrace.model import TraceBuilder
 
 from tests.support.ti_export_traces import CASES, build
@@ -34,9 +34,9 @@ def test_column_path_writes_what_the_action_path_writes(name, seed, n, plain):
     data = build(seed, n, plain)
     fast, slow = ExportReport(), ExportReport()
     for r in range(data.nranks):
-        text = _Writer(data, fast).fast_text(r)
+        text = RankWriter(data, fast).fast_text(r)
         assert text is not None      # these ranks are what the column path is for
-        assert text == "".join(ln + "\n" for ln in _Writer(data, slow).rank_lines(r))
+        assert text == "".join(ln + "\n" for ln in RankWriter(data, slow).rank_lines(r))
     assert fast.approximated == slow.approximated and not fast.dropped and not slow.dropped
 
 
@@ -59,7 +59,7 @@ def test_a_waitall_of_some_pending_requests_is_one_wait_each(tmp_path, subset):
     text = (tmp_path / "t.txt").read_text().splitlines()
     assert text[3] == ("0 wait 1 0 0" if subset else "0 waitall")
     assert text[4] == "0 compute 0.1"
-    assert (_Writer(data, ExportReport()).fast_text(0) is None) == subset
+    assert (RankWriter(data, ExportReport()).fast_text(0) is None) == subset
     back = read_ti(tmp_path / "t.txt").actions["kind"]
     assert (back == data.actions["kind"]).all() != subset    # a subset comes back as a wait
     assert not rep.dropped
@@ -79,9 +79,9 @@ def test_lines_formatted_once_each_even_when_their_keys_collide(monkeypatch):
     # every key colliding it formats every line, and writes the same text
     from minitrace.converters import simgrid_ti
     data = build(2, 300, True)
-    want = [_Writer(data, ExportReport()).fast_text(r) for r in range(data.nranks)]
+    want = [RankWriter(data, ExportReport()).fast_text(r) for r in range(data.nranks)]
     monkeypatch.setattr(simgrid_ti, "_MIX", np.zeros(4, np.int64))
-    assert [_Writer(data, ExportReport()).fast_text(r) for r in range(data.nranks)] == want
+    assert [RankWriter(data, ExportReport()).fast_text(r) for r in range(data.nranks)] == want
 
 
 def test_a_rootless_collective_is_said_not_silently_rooted(tmp_path):

@@ -61,6 +61,8 @@ class Prediction:
     core_share: list[float] | None = None  # CPU / wall of each rank's compute
     in_call_share: list[float] | None = None  # CPU / wall inside each rank's reductions
     comparable: bool | None = None
+    descheduled_share: float | None = None   # the last rank's wall time between MPI calls
+    #                                          above its CPU time, over the recorded time
     timeline: str | None = None
     translated: str | None = None         # "from A to B" when compute was translated
     interval: list[float] | None = None   # s, the translation's 95% interval (probe)
@@ -262,6 +264,8 @@ def _self_check(out: Prediction, data, cal: Calibration, timeline: str | None, s
         share = np.where(measured["compute"] > 0, measured["compute_cpu"] / measured["compute"],
                          1.0)
     out.core_share, out.in_call_share = share.tolist(), in_call.tolist()
+    last = int(np.argmax(ends))
+    out.descheduled_share = float(measured["descheduled"][last] / out.recorded_time)
     nodes = list(data.meta.get("rank_to_node") or [])
     crowded = max((nodes.count(x) for x in set(nodes)), default=0)
     out.comparable = bool(min(share.min(), in_call.min()) >= MIN_CORE_SHARE
@@ -359,6 +363,10 @@ def report(p: Prediction) -> str:
         lines.append("  core share between MPI calls: " + " ".join(f"{s:.2f}"
                                                                 for s in p.core_share)
                      + "; inside reductions: " + " ".join(f"{s:.2f}" for s in p.in_call_share))
+        if min(p.core_share) < 0.98 and p.descheduled_share is not None:
+            lines.append(f"  the last rank's wall time between MPI calls above its CPU time "
+                         f"(not replayed) is {p.descheduled_share:.2%} of the recorded time: "
+                         f"about {-p.descheduled_share:+.2%} of the {p.error:+.2%} error")
     elif p.predicted:
         q = p.predicted
         lines.append("  where the time goes, mean over ranks (s): " + ", ".join(

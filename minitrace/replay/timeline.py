@@ -10,6 +10,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from ..collectives import TAG_BASE
+
 #: Record of the replayer's timed log (see minitrace/native/replay.cpp).
 TIMED_DTYPE = np.dtype([("rank", "<i4"), ("name", "<i4"), ("start", "<f8"), ("end", "<f8")])
 #: Category of each SimGrid TI action.
@@ -44,7 +46,16 @@ def read_timed_log(path, names: list[str]) -> pd.DataFrame:
 def breakdown(timeline: pd.DataFrame, rank_end_times=None) -> pd.DataFrame:
     """Seconds of simulated time per rank and category (columns :data:`CATEGORIES`), plus
     ``end`` (when the rank finished) and ``idle`` (end minus the time in its actions: time
-    the replay spends between actions, e.g. start-up and finalization)."""
+    the replay spends between actions, e.g. start-up and finalization).  The messages and waits
+    of lowered collectives (their reserved tags, :mod:`minitrace.collectives`; not the
+    acknowledgements of synchronous sends) count as collectives."""
+    if "tag" in timeline:
+        tag = timeline["tag"].to_numpy()
+        lowered = (tag <= TAG_BASE) & ((TAG_BASE - tag) % 256 != 255)
+        if lowered.any():
+            cat = timeline["category"].copy()
+            cat[lowered] = "collectives"
+            timeline = timeline.assign(category=cat)
     table = (timeline.groupby(["rank", "category"], observed=False)["duration"].sum()
              .unstack("category").reindex(columns=list(CATEGORIES), fill_value=0.0))
     table.columns = list(table.columns)
