@@ -1,4 +1,4 @@
-"""The import / export / validate commands, run as the user runs them (a subprocess), on our
+"""The convert (and its older spellings import / export) and validate commands, run as the user runs them (a subprocess), on our
 traces (tests/data/ti) and, as third-party cross-checks, on SimGrid's example traces."""
 from __future__ import annotations
 
@@ -25,9 +25,9 @@ def mt(*args, cwd=None) -> subprocess.CompletedProcess:
 
 
 @pytest.mark.parametrize("trace", ti_traces())
-def test_import_then_validate(trace, tmp_path):
+def test_convert_from_ti_then_validate(trace, tmp_path):
     h5 = tmp_path / "t.h5"
-    p = mt("import", trace, "-o", h5)
+    p = mt("convert", "--from", "ti", trace, "-o", h5)
     assert p.returncode == 0, p.stderr
     assert p.stdout.count("\n") == 1 and p.stdout.startswith(f"{h5}: ")
     v = mt("validate", h5)
@@ -58,16 +58,16 @@ def _import_then_export_alltoallv(src, tmp_path, rank1_line: str, rank1_sent: st
     """Import a 3-rank TI trace of one alltoallv, export it as TI (a list file, then a single
     file: 9 lines) and CSV; rank 1's line and its CSV row are as given."""
     h5 = tmp_path / "t.h5"
-    assert mt("import", src, "-o", h5).returncode == 0
-    p = mt("export", h5, "--format", "ti", "-o", tmp_path / "list")
+    assert mt("convert", "--from", "ti", src, "-o", h5).returncode == 0
+    p = mt("convert", h5, "--to", "ti", "-o", tmp_path / "list")
     assert p.returncode == 0 and "exact" in p.stdout and p.stderr == ""
     assert (tmp_path / "list").read_text() == "list_files/0.txt\nlist_files/1.txt\n" \
         "list_files/2.txt\n"
     assert (tmp_path / "list_files/1.txt").read_text() == f"1 init\n{rank1_line}\n1 finalize\n"
-    p = mt("export", h5, "--format", "ti", "--layout", "single", "-o", tmp_path / "one.txt")
+    p = mt("convert", h5, "--to", "ti", "--layout", "single", "-o", tmp_path / "one.txt")
     assert p.returncode == 0
     assert len((tmp_path / "one.txt").read_text().splitlines()) == 9
-    p = mt("export", h5, "--format", "csv", "-o", tmp_path / "a.csv")
+    p = mt("convert", h5, "--to", "csv", "-o", tmp_path / "a.csv")
     assert p.returncode == 0
     with open(tmp_path / "a.csv") as f:
         table = list(csv.DictReader(f))
@@ -94,11 +94,11 @@ def test_lossy_export_from_cli(tmp_path):
         b.add(r, "finalize")
     h5 = tmp_path / "t.h5"
     write_trace(h5, b.build())
-    p = mt("export", h5, "--format", "ti", "-o", tmp_path / "x")
+    p = mt("convert", h5, "--to", "ti", "-o", tmp_path / "x")
     assert p.returncode == 1 and p.stdout == ""
     assert p.stderr.count("\n") == 1 and "Traceback" not in p.stderr
     assert "cannot express 2 put, 4 win_fence" in p.stderr
-    p = mt("export", h5, "--format", "ti", "-o", tmp_path / "x", "--lossy")
+    p = mt("convert", h5, "--to", "ti", "-o", tmp_path / "x", "--lossy")
     assert p.returncode == 0
     assert "warning: dropped 2 put action(s)" in p.stderr
     assert (tmp_path / "x_files/0.txt").read_text() == "0 init\n0 finalize\n"
@@ -107,7 +107,7 @@ def test_lossy_export_from_cli(tmp_path):
 def test_bad_text_is_one_line_error(tmp_path):
     f = tmp_path / "bad.txt"
     f.write_text("0 init\n0 frobnicate 3\n0 finalize\n")
-    p = mt("import", f, "-o", tmp_path / "t.h5")
+    p = mt("convert", "--from", "ti", f, "-o", tmp_path / "t.h5")
     assert p.returncode == 1 and "Traceback" not in p.stderr
     assert p.stderr.strip() == f"minitrace: error: 1 unparsable line(s): {f}:2: frobnicate: " \
                                "unknown action"
@@ -130,7 +130,7 @@ def test_export_into_a_directory_is_refused_before_writing(tmp_path):
     (tmp_path / "out").mkdir()
     before = sorted(tmp_path.rglob("*"))
     for fmt in ("ti", "csv"):
-        p = mt("export", h5, "--format", fmt, "-o", f"{tmp_path / 'out'}/")
+        p = mt("convert", h5, "--to", fmt, "-o", f"{tmp_path / 'out'}/")
         assert p.returncode == 1 and p.stdout == ""
         assert p.stderr == f"minitrace: error: {tmp_path / 'out'}/: is a directory: name a " \
                            f"file to write\n"
@@ -139,7 +139,7 @@ def test_export_into_a_directory_is_refused_before_writing(tmp_path):
 
 def test_csv_error_says_why(tmp_path):
     h5 = _two_rank_trace(tmp_path)
-    p = mt("export", h5, "--format", "csv", "-o", tmp_path / "nodir" / "a.csv")
+    p = mt("convert", h5, "--to", "csv", "-o", tmp_path / "nodir" / "a.csv")
     assert p.returncode == 1
     # refused before anything is computed, naming the missing directory
     assert p.stderr == f"minitrace: error: {tmp_path / 'nodir' / 'a.csv'}: cannot write: no " \
@@ -155,7 +155,7 @@ def test_csv_error_says_why(tmp_path):
 def test_import_of_a_non_trace_is_one_line_error(tmp_path, content, why):
     f = tmp_path / "notes.txt"
     f.write_bytes(content)
-    p = mt("import", f, "-o", tmp_path / "t.h5")
+    p = mt("convert", "--from", "ti", f, "-o", tmp_path / "t.h5")
     assert p.returncode == 1 and p.stdout == ""
     assert p.stderr == f"minitrace: error: {f}: {why}\n"
     assert not (tmp_path / "t.h5").exists()
@@ -163,6 +163,35 @@ def test_import_of_a_non_trace_is_one_line_error(tmp_path, content, why):
     p = mt("convert", f, "-o", tmp_path / "t.h5")
     assert p.returncode == 1 and "cannot tell the trace format" in p.stderr
     assert p.stderr.count("\n") == 1
+
+
+def test_import_and_export_write_what_convert_writes_and_say_it_replaces_them(tmp_path):
+    src = OWN / "p2p.txt"
+    old = mt("import", src, "-o", tmp_path / "a.h5")
+    new = mt("convert", "--from", "ti", src, "-o", tmp_path / "b.h5")
+    assert old.returncode == new.returncode == 0, old.stderr
+    assert old.stdout.replace("a.h5", "b.h5") == new.stdout
+    assert old.stderr == new.stderr + ("minitrace: note: 'minitrace import' is replaced by "
+                                       "'minitrace convert --from ti' (the same conversion)\n")
+    old = mt("export", tmp_path / "b.h5", "--format", "csv", "-o", tmp_path / "a.csv")
+    new = mt("convert", tmp_path / "b.h5", "--to", "csv", "-o", tmp_path / "b.csv")
+    assert old.returncode == new.returncode == 0, old.stderr
+    assert old.stderr == new.stderr + ("minitrace: note: 'minitrace export' is replaced by "
+                                       "'minitrace convert --to' (the same conversion)\n")
+    assert (tmp_path / "a.csv").read_bytes() == (tmp_path / "b.csv").read_bytes()
+
+
+def test_the_python_api_converts_in_and_out_and_returns_what_the_command_prints(tmp_path):
+    from minitrace.converters import convert
+    c = convert(OWN / "p2p.txt", str(tmp_path / "t.h5"), source="ti")
+    assert c.to == "minitrace" and c.data.nranks == 3
+    assert [p.category for p in c.validation.problems] == ["incomplete-request"]
+    e = convert(str(tmp_path / "t.h5"), str(tmp_path / "t.txt"), to="ti", layout="single")
+    assert e.ti.exact and (tmp_path / "t.txt").read_text().count("\n") == len(c.data.actions)
+    e = convert(str(tmp_path / "t.h5"), str(tmp_path / "t.csv"), to="csv")
+    assert e.written == len(c.data.actions)
+    with pytest.raises(ValueError, match="cannot convert to 'xml'"):
+        convert(str(tmp_path / "t.h5"), str(tmp_path / "t.xml"), to="xml")
 
 
 def test_import_and_convert_accept_a_commented_list(tmp_path):

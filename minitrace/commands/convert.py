@@ -1,18 +1,16 @@
 """``minitrace convert``: the one command between formats.  Foreign traces (OTF2, TAU, SimGrid
 TI) into a minitrace file; a minitrace file into OTF2, SimGrid TI text, CSV or a Perfetto
-timeline (``--to``).  ``minitrace import`` (``--from ti``) and ``minitrace export FILE --format
-X`` (``--to X``) are its older spellings."""
+timeline (``--to``); the conversion is ``minitrace.converters.convert``, this module says what
+it did.  ``minitrace import`` (``--from ti``) and ``minitrace export FILE --format X`` (``--to
+X``) are its older spellings, which say so."""
 from __future__ import annotations
 
 import sys
 
-from ..converters.detect import FORMATS, read_any, read_paths
+from ..converters import EXPORTS, Converted, convert
+from ..converters.detect import FORMATS
 from ..errors import MinitraceError
 from ..kinds import VECTOR_KINDS
-from ..outputs import check_disjoint, check_output_dir, check_output_file
-from ..storage import write_trace
-from ..trace import open as open_trace
-from ..validate import validate
 
 
 def register(sub) -> None:
@@ -54,10 +52,6 @@ def register(sub) -> None:
     p.set_defaults(func=run)
 
 
-#: What a minitrace file can be written as.
-EXPORTS = ("otf2", "ti", "csv", "perfetto")
-
-
 def add_export_options(p) -> None:
     """The options of writing a minitrace file out (shared with the ``export`` spelling)."""
     p.add_argument("--layout", choices=("per-rank", "single"), default="per-rank",
@@ -75,8 +69,6 @@ def run(args) -> int:
         if args.source not in ("auto",):
             raise MinitraceError(f"--from applies to conversions into minitrace; --to {args.to} "
                                  "reads a minitrace file", args.input[0])
-        if args.to == "otf2":
-            return _to_otf2(args.input[0], args.output)
         return export(args.input[0], args.output, args.to, args.layout, args.lossy)
     path = args.input[0] if len(args.input) == 1 else args.input
     return into_minitrace(path, args.output, args.source, args.keep_regions, args.keep_going)
@@ -99,15 +91,11 @@ def _counted(counts: dict) -> str:
 
 def into_minitrace(path, output, fmt: str = "auto", keep_regions: bool = False,
                    keep_going: bool = False) -> int:
-    """Read a foreign trace, validate it, store it and say (on stderr) what was left out: the
-    one path of ``minitrace convert`` and ``minitrace import``.  Validation problems are
-    reported, not fatal."""
-    check_output_file(output)
-    check_disjoint(read_paths(path, fmt), [output])
-    data = read_any(path, fmt, keep_regions=keep_regions, keep_going=keep_going)
-    rep = validate(data)
-    write_trace(output, data)
-    m = data.meta
+    """Convert a foreign trace and say (on stderr) what was left out: the one path of
+    ``minitrace convert`` and ``minitrace import``.  Validation problems are reported, not
+    fatal."""
+    c = convert(path, output, "minitrace", fmt, keep_regions, keep_going)
+    data, rep, m = c.data, c.validation, c.data.meta
     notes = []
     if m.get("dropped_mpi_calls"):
         notes.append("MPI calls without an action kind dropped: "
@@ -134,49 +122,38 @@ def into_minitrace(path, output, fmt: str = "auto", keep_regions: bool = False,
     return 0
 
 
-def _to_otf2(path: str, output: str) -> int:
-    from ..converters.otf2 import write_otf2
-    check_disjoint([path], output_dirs=[output])
-    check_output_dir(output)
-    with open_trace(path) as t:
-        if not t.has_trace:
-            raise MinitraceError("no trace in this file", path)
-        data = t.data()
-    lossy = write_otf2(data, output)
-    for kind, n in sorted(lossy.items()):
+def export(path: str, output: str, fmt: str, layout: str = "per-rank",
+           lossy: bool = False) -> int:
+    """Write a minitrace file as OTF2, TI, CSV or Perfetto JSON and say what the format could
+    not say: the one path of ``minitrace convert --to`` and ``minitrace export``."""
+    c = convert(path, output, fmt, layout=layout, lossy=lossy)
+    data = c.data
+    if fmt == "otf2":
+        _otf2_notes(c)
+        print(f"{output}/traces.otf2: {data.nranks} ranks, {len(data.actions)} actions")
+    elif fmt == "csv":
+        print(f"{output}: {c.written} actions")
+    elif fmt == "perfetto":
+        print(f"{output}: {data.nranks} ranks, {c.written} trace events (open in "
+              "https://ui.perfetto.dev)")
+    else:
+        for line in c.ti.lines():
+            print(f"minitrace: warning: {line}", file=sys.stderr)
+        extra = f" + {len(c.ti.files) - 1} rank files" if layout == "per-rank" else ""
+        print(f"{output}{extra}: {data.nranks} ranks, "
+              f"{'exact' if c.ti.exact else 'with the warnings above'}")
+    return 0
+
+
+def _otf2_notes(c: Converted) -> None:
+    for kind, n in sorted(c.lossy.items()):
         what = ("written without their per-peer byte vector (OTF2 keeps totals)"
                 if kind in VECTOR_KINDS else
                 "written as MPI regions only (OTF2 has no event for their arguments)")
         print(f"minitrace: note: {n} {kind} action(s) {what}", file=sys.stderr)
-    print(f"{output}/traces.otf2: {data.nranks} ranks, {len(data.actions)} actions")
-    return 0
 
 
-def export(path: str, output: str, fmt: str, layout: str = "per-rank",
-           lossy: bool = False) -> int:
-    """Write a minitrace file as TI, CSV or Perfetto JSON; TI drops/approximations become
-    warnings on stderr."""
-    from ..converters.csv_table import write_csv
-    from ..converters.perfetto import write_perfetto
-    from ..converters.simgrid_ti import rank_files_dir, write_ti
-    check_output_file(output)
-    check_disjoint([path], [output], [rank_files_dir(output)] if fmt == "ti" and
-                   layout == "per-rank" else [])
-    with open_trace(path) as t:
-        data = t.data()
-    if fmt == "csv":
-        n = write_csv(data, output)
-        print(f"{output}: {n} actions")
-        return 0
-    if fmt == "perfetto":
-        n = write_perfetto(data, output)
-        print(f"{output}: {data.nranks} ranks, {n} trace events (open in "
-              "https://ui.perfetto.dev)")
-        return 0
-    rep = write_ti(data, output, layout=layout, lossy=lossy)
-    for line in rep.lines():
-        print(f"minitrace: warning: {line}", file=sys.stderr)
-    extra = f" + {len(rep.files) - 1} rank files" if layout == "per-rank" else ""
-    print(f"{output}{extra}: {data.nranks} ranks, "
-          f"{'exact' if rep.exact else 'with the warnings above'}")
-    return 0
+def replaced_by(old: str, new: str) -> None:
+    """Say (on stderr, after the work) that an older spelling has a replacement."""
+    print(f"minitrace: note: 'minitrace {old}' is replaced by 'minitrace {new}' (the same "
+          "conversion)", file=sys.stderr)

@@ -1,8 +1,8 @@
 """``minitrace export FILE --format ti|csv|perfetto -o OUT``: the older spelling of
-``minitrace convert FILE --to ti|csv|perfetto -o OUT``."""
+``minitrace convert FILE --to ti|csv|perfetto -o OUT``, which it says."""
 from __future__ import annotations
 
-from .convert import add_export_options, export
+from .convert import add_export_options, export, replaced_by
 
 
 def register(sub) -> None:
@@ -21,4 +21,6 @@ def register(sub) -> None:
 
 def run(args) -> int:
     """``minitrace convert FILE --to FORMAT``."""
-    return export(args.file, args.output, args.format, args.layout, args.lossy)
+    status = export(args.file, args.output, args.format, args.layout, args.lossy)
+    replaced_by("export", "convert --to")
+    return status

@@ -1,7 +1,8 @@
-"""``minitrace import TEXT_OR_LIST -o FILE.h5``: a SimGrid TI text trace into a minitrace file."""
+"""``minitrace import TEXT_OR_LIST -o FILE.h5``: a SimGrid TI text trace into a minitrace file
+(the older spelling of ``minitrace convert --from ti``, which it says)."""
 from __future__ import annotations
 
-from .convert import into_minitrace
+from .convert import into_minitrace, replaced_by
 
 
 def register(sub) -> None:
@@ -19,4 +20,6 @@ def register(sub) -> None:
 
 def run(args) -> int:
     """``minitrace convert --from ti``: read, validate and store a TI trace."""
-    return into_minitrace(args.trace, args.output, "ti")
+    status = into_minitrace(args.trace, args.output, "ti")
+    replaced_by("import", "convert --from ti")
+    return status
