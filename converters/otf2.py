@@ -381,7 +381,9 @@ def _hosts(defs, rank_of) -> list[str]:
 
 # == writing ===================================================================================
 _ROLE = {"send": "POINT2POINT", "recv": "POINT2POINT", "p2p": "POINT2POINT",
-         "persist": "POINT2POINT", "complete": "FUNCTION", "meta": "FUNCTION", "comm": "FUNCTION"}
+         "persist": "POINT2POINT", "complete": "FUNCTION", "meta": "FUNCTION", "comm": "FUNCTION",
+         "ncoll": "COLL_OTHER", "incoll": "COLL_OTHER", "pcoll": "COLL_OTHER", "io": "FILE_IO",
+         "win": "RMA", "rma": "RMA", "rsync": "RMA"}
 _COLL_ROLE = {"barrier": "BARRIER", "bcast": "COLL_ONE2ALL", "scatter": "COLL_ONE2ALL",
               "scatterv": "COLL_ONE2ALL", "gather": "COLL_ALL2ONE", "gatherv": "COLL_ALL2ONE",
               "reduce": "COLL_ALL2ONE", "scan": "COLL_OTHER", "exscan": "COLL_OTHER"}
@@ -477,10 +479,10 @@ def _write_contents(otf2, tr, data, times, lossy):
             members=locs)
     comms = {}
     for cid, members in sorted(data.comms.items()):
+        traced = [int(m) for m in members if 0 <= m < data.nranks]   # (not spawned processes)
         g = d.group("", group_type=otf2.GroupType.COMM_GROUP, paradigm=otf2.Paradigm.MPI,
-                    members=[locs[int(m)] for m in members])
-        comms[cid] = (d.comm("MPI_COMM_WORLD" if cid == 0 else f"comm {cid}", group=g),
-                      [int(m) for m in members])
+                    members=[locs[m] for m in traced])
+        comms[cid] = (d.comm("MPI_COMM_WORLD" if cid == 0 else f"comm {cid}", group=g), traced)
     regions = {}
 
     def region(kind: str):
@@ -507,14 +509,20 @@ def _write_contents(otf2, tr, data, times, lossy):
 
 
 def _write_times(data: TraceColumns, res: int) -> np.ndarray:
-    """Integer (t_start, t_end) ticks per action; synthetic when the trace is untimed."""
+    """Integer (t_start, t_end) ticks per action; synthetic when the trace is untimed.  A
+    location's events must not go back in time: the calls of a rank's threads that overlap
+    (MPI_THREAD_MULTIPLE) are written one after the other."""
     a = data.actions
     t = np.stack([a["t_start"], a["t_end"]], axis=1)
     out = np.zeros((len(a), 2), dtype=np.int64)
     finite = np.isfinite(t).all(axis=1)
     if finite.all() and len(a):
         t0 = np.nanmin(t[:, 0])
-        return np.round((t - t0) * res).astype(np.int64)
+        out = np.round((t - t0) * res).astype(np.int64)
+        for r in range(data.nranks):
+            sl = data.rank_slice(r)
+            out[sl] = np.maximum.accumulate(out[sl].reshape(-1)).reshape(-1, 2)
+        return out
     sec = data.meta.get("volume_unit") == "seconds"
     compute = _C["compute"], _C["sleep"]
     for r in range(data.nranks):

@@ -46,6 +46,14 @@ _M = {name: K.mask(s) for name, s in (
     ("recv_inits", K.RECV_INITS),
     ("waits", {"wait", "waitany", "waitsome", "waitall"}))}
 _TOO_BIG = {"tag": 1 << 31, "bytes_sent": 1 << 63, "bytes_recv": 1 << 63, "request": 1 << 63}
+#: OTF2's undefined uint32: a peer of MPI_PROC_NULL, and a tag of -1 (the receive's status had
+#: none: from MPI_PROC_NULL) as convert --to otf2 writes them.
+NO_TAG = 0xFFFFFFFF
+
+
+def _tags(v: np.ndarray) -> np.ndarray:
+    """OTF2 tags as the tag column holds them (``NO_TAG`` -> -1)."""
+    return np.where(v.astype(np.uint64) == NO_TAG, -1, v.astype(np.int64))
 
 
 @dataclass
@@ -205,6 +213,8 @@ def _comm_pos(comms: dict, cid: np.ndarray, rank: np.ndarray) -> tuple[np.ndarra
     for c in np.unique(cid[cid >= 0]).tolist():
         m = cid == c
         members = comms[c]
+        if not len(members):        # (a group of processes not traced: spawned ones)
+            continue
         size[m] = len(members)
         u, first = np.unique(members, return_index=True)
         at = np.searchsorted(u, rank[m])
@@ -422,7 +432,7 @@ class _Sequential:
 # == assembly: the stages, in order ===========================================================
 def assemble(rows: np.ndarray, d: Defs, keep_regions: bool) -> tuple[TraceColumns, dict]:
     """The trace of the events ``rows`` (of the ranks' locations, in the global reader's
-    order) and what the reader reports: ``{"messages": {"sent", "received"}, "unmapped":
+    order) and what the reader reports: ``{"messages": {"sent", "received", "proc_null"}, "unmapped":
     Counter, "user_regions": n (enters and leaves of non-MPI regions), "linked_in_order":
     Counter (non-blocking collectives without request events, linked to waits in order),
     "comms_not_named": Counter}`` (communicator constructors: kept as actions, but the events
@@ -683,6 +693,7 @@ class _Found:
 class _PointToPoint:
     """The point-to-point message events and the request creations they show."""
     counts: dict                 # {"sent", "received"}: MpiSend/MpiIsend, MpiRecv/MpiIrecv
+    #                              to a peer; "proc_null" (if any): those naming none
     sends: np.ndarray            # MpiSend and MpiIsend events inside kept calls
     send_comm: np.ndarray        # per send
     send_peer: np.ndarray        # per send
@@ -701,8 +712,11 @@ class _PointToPoint:
 
 def _point_to_point(f: _Found) -> _PointToPoint:
     e, is_, rows = f.e, f.calls.is_, f.e.rows
-    counts = {"sent": int(e.of_type("SEND", "ISEND").sum()),
-              "received": int(e.of_type("RECV", "IRECV").sum())}
+    null = e.rows["a"].astype(np.uint64) == NO_TAG     # (the peer field: MPI_PROC_NULL)
+    counts = {"sent": int((e.of_type("SEND", "ISEND") & ~null).sum()),
+              "received": int((e.of_type("RECV", "IRECV") & ~null).sum())}
+    if (e.of_type("SEND", "ISEND", "RECV", "IRECV") & null).any():
+        counts["proc_null"] = int((e.of_type("SEND", "ISEND", "RECV", "IRECV") & null).sum())
     sends, recvs = f.inside_calls("SEND", "ISEND"), f.inside_calls("RECV")
     send_comm, send_peer = f.world(sends)
     recv_comm, recv_peer = f.world(recvs)
@@ -917,9 +931,11 @@ def _call_rows(f: _Found, p: _PointToPoint, self_ids: dict) -> tuple[dict, np.nd
     over = []
     for field in ("peer", "comm", "tag", "bytes_sent", "bytes_recv", "request"):
         c, v = f.writes.final(field)
+        if field == "tag":
+            v = _tags(v)
         if field in _TOO_BIG:
             big = v.astype(np.uint64) >= np.uint64(_TOO_BIG[field]) if v.dtype.kind == "u" \
-                else (v >= _TOO_BIG[field]) | (v < 0)
+                else (v >= _TOO_BIG[field]) | (v < (-1 if field == "tag" else 0))
             over.append(c[big])
             v = np.where(big, 0, v).astype(np.int64)
         if field == "comm" and self_ids:
@@ -996,7 +1012,7 @@ def _vectors(appends, sr_ev, sr_call, sr_peer, sr_tag):
         k = _last_per(sr_call, sr_ev)
         calls += [sr_call[k]] * 2
         at += [2 * sr_ev[k], 2 * sr_ev[k] + 1]            # the source, then the tag
-        val += [sr_peer[k].astype(np.int64), sr_tag[k].astype(np.int64)]
+        val += [sr_peer[k].astype(np.int64), _tags(sr_tag[k])]
     if not calls:
         return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64)
     call, at_, v = np.concatenate(calls), np.concatenate(at), np.concatenate(val)

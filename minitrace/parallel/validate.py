@@ -113,7 +113,7 @@ def validate_parallel(world: World, path: str) -> V.ValidationReport | None:
     V.check_local_after_collectives(ctx, rep)
     source = data.meta.get("source_messages")
     if source:
-        VV.check_peers_found(ctx, rep)
+        VV.check_peers_found(ctx, rep, source, sum(world.allgather(len(VV.peerless(ctx)))))
         have = Counter()
         for c in world.allgather(VV.message_counts(ctx)):
             have.update(c)

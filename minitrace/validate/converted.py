@@ -14,16 +14,27 @@ _NEEDS_PEER = K.SENDS | K.RECVS | K.SENDRECVS | K.SEND_INITS | {"recv_init"}
 
 def check_converted(ctx: CheckContext, rep: ValidationReport, source: dict) -> None:
     """What a converter lost: peers, messages (against the source's counts), completions."""
-    check_peers_found(ctx, rep)
+    check_peers_found(ctx, rep, source)
     check_message_counts(message_counts(ctx), source, rep)
     check_completions(ctx, rep)
 
 
-def check_peers_found(ctx: CheckContext, rep: ValidationReport) -> None:
-    a = ctx.a
+def peerless(ctx: CheckContext):
+    """The rows of point-to-point actions without a peer."""
     rows = ctx.rows(_NEEDS_PEER)
+    return rows[ctx.a["peer"][rows] < 0]
+
+
+def check_peers_found(ctx: CheckContext, rep: ValidationReport, source: dict,
+                      total: int | None = None) -> None:
+    """Peerless actions (``total``: in the whole trace, when ``ctx`` is a share of it), unless
+    the source's message records naming MPI_PROC_NULL (``source["proc_null"]``) are as many:
+    calls on MPI_PROC_NULL have no peer either."""
+    rows = peerless(ctx)
     rep.phase((9, 0))
-    for row in rows[a["peer"][rows] < 0]:
+    if (len(rows) if total is None else total) <= source.get("proc_null", 0):
+        return
+    for row in rows:
         rep.add(ctx.rank[row], ctx.index[row], "p2p-without-peer",
                 f"{K.NAME[int(ctx.kind[row])]} without a peer (its message was not found in the "
                 "source)")
