@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import h5py
 import numpy as np
 import pytest
 
@@ -55,6 +56,10 @@ def test_recorded_program_round_trips(programs, tmp_path, name, n, args):
         assert np.array_equal(a.vectors, b.vectors)
         assert u.summary().equals(c.summary())
         assert u.validate().summary() == c.validate().summary()
+    # the recorder's CPU seconds are its nanoseconds times 1e-9: stored as those integers
+    with h5py.File(packed, "r") as f:
+        assert f["trace"].attrs.get("volume_scale") == 1e-9
+        assert f["trace/exact/volume"].dtype.kind == "i"
     mt("validate", packed)
 
 

@@ -22,7 +22,7 @@ from ..storage import INT_COLUMNS, check_meta, read_attrs
 from ..model import ACTION_DTYPE, TraceColumns, assign_vec_offsets, vec_offsets
 from . import signatures as SG
 from . import volumes as V
-from .store import Compressed, read
+from .store import Compressed, kind_counts, read
 
 _COLUMN_ORDER = INT_COLUMNS + ("volume", "t_start", "t_end", "vec_off")
 
@@ -164,7 +164,8 @@ class Expander:
         vols = np.zeros(len(out))
         if c.mode == "exact":
             stored = side["volume"][v0:v0 + nvol]
-            vols[mine] = V.dequantize(stored, c.attrs.get("volume_divisor"))
+            vols[mine] = V.dequantize(stored, c.attrs.get("volume_divisor"),
+                                      c.attrs.get("volume_scale"))
         else:
             vols[mine] = self._model_volumes(rank, pos, ids)[mine]
         out["volume"] = vols
@@ -363,7 +364,6 @@ class CompressedReader(Expander):
         return np.concatenate(rows).astype(np.int64) if rows else np.zeros(0, np.int64)
 
     def kind_counts(self) -> tuple[list[str], np.ndarray]:
-        from .store import kind_counts
         codes, counts = kind_counts(self.c)
         return [K.NAME.get(int(k), str(k)) for k in codes], counts
 

@@ -77,11 +77,13 @@ def compress(data: TraceColumns, volumes: str = "exact", precision: float = 0.01
     ts, te = np.ascontiguousarray(a["t_start"]), np.ascontiguousarray(a["t_end"])
     vol_ns = None
     if volumes == "exact":
-        stored, divisor = V.quantize(volume[vrow], unit)
+        stored, divisor, scale = V.quantize(volume[vrow], unit)
         side["volume"] = stored
         if divisor is not None:
             attrs["volume_divisor"] = divisor
-        if divisor == 1e9:
+        if scale is not None:
+            attrs["volume_scale"] = scale
+        if divisor == 1e9 or scale == 1e-9:
             vol_ns = np.zeros(len(a), np.int64)
             vol_ns[vrow] = stored
             attrs["duration_less_volume"] = True
@@ -308,11 +310,13 @@ def _check_side(c: Compressed, path: str) -> None:
             raise _corrupt(f"{c.mode}/{col} missing or of the wrong length", path)
     t0 = c.attrs.get("t0", 0.0)
     q = c.attrs.get("volume_divisor")
+    scale = c.attrs.get("volume_scale")
     p = c.attrs.get("precision", 0.01)
     if not isinstance(t0, (int, float)) or not np.isfinite(t0) or \
-            (q is not None and not (isinstance(q, float) and q > 0)) or \
+            any(x is not None and not (isinstance(x, float) and np.isfinite(x) and x > 0)
+                for x in (q, scale)) or (q is not None and scale is not None) or \
             not isinstance(p, float) or not 0 < p < 1:
-        raise _corrupt("t0, volume divisor or precision invalid", path)
+        raise _corrupt("t0, volume divisor or scale, or precision invalid", path)
     if c.mode == "model":
         for name in ("stats", "histogram"):
             if not isinstance(c.side.get(name), pd.DataFrame):

@@ -40,21 +40,30 @@ def volume_rows(volume: np.ndarray) -> np.ndarray:
 
 
 def quantize(volume: np.ndarray, unit: str):
-    """(stored array, divisor or None): integers that give the volumes back divided by the
-    divisor (1e9 for seconds: nanoseconds; 1 otherwise) when that is exact, else float64."""
+    """(stored array, divisor or None, scale or None): integers that give the volumes back
+    divided by the divisor (1e9 for seconds: nanoseconds; 1 otherwise), or multiplied by the
+    scale (1e-9: how the recorder makes seconds of its nanoseconds), whichever is exact; else
+    float64 and two Nones."""
     divisor = 1e9 if unit == "seconds" else 1.0
     q = np.rint(volume * divisor) if len(volume) else np.zeros(0)
     with np.errstate(invalid="ignore", over="ignore"):
-        exact = bool(np.isfinite(volume).all()) and (len(q) == 0 or np.abs(q).max() < 2 ** 62) \
-            and np.array_equal(q / divisor, volume) and \
-            not np.signbit(volume[volume == 0]).any()
-    if exact:
-        return q.astype(np.int64), divisor
-    return volume.astype(np.float64), None
+        ok = bool(np.isfinite(volume).all()) and (len(q) == 0 or np.abs(q).max() < 2 ** 62) \
+            and not np.signbit(volume[volume == 0]).any()
+        if ok and np.array_equal(q / divisor, volume):
+            return q.astype(np.int64), divisor, None
+        if ok and np.array_equal(q * (1 / divisor), volume):
+            return q.astype(np.int64), None, 1 / divisor
+    return volume.astype(np.float64), None, None
 
 
-def dequantize(stored: np.ndarray, divisor: float | None) -> np.ndarray:
-    return stored / divisor if divisor is not None else stored.astype(np.float64, copy=False)
+def dequantize(stored: np.ndarray, divisor: float | None, scale: float | None = None
+               ) -> np.ndarray:
+    """The volumes :func:`quantize` stored."""
+    if divisor is not None:
+        return stored / divisor
+    if scale is not None:
+        return stored * scale
+    return stored.astype(np.float64, copy=False)
 
 
 # -- exact times -------------------------------------------------------------------------------
