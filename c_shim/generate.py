@@ -20,8 +20,10 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 SPEC = HERE / "mpi.spec"
-KINDS = HERE.parent / "minitrace" / "kinds.py"
-RAWLAYOUT = HERE.parent / "minitrace" / "rawlayout.py"
+#: the package's sources: beside c_shim/ in a checkout, around it once installed (minitrace/c_shim)
+PACKAGE = HERE.parent / "minitrace" if (HERE.parent / "minitrace").is_dir() else HERE.parent
+KINDS = PACKAGE / "kinds.py"
+RAWLAYOUT = PACKAGE / "rawlayout.py"
 RAW_LAYOUT_HEADER = HERE / "_generated_rawlayout.h"
 
 _PROTO = re.compile(r"^(MPI_\w+)\((.*)\)$")

@@ -30,7 +30,10 @@ from .record import shim_path
 
 #: what an MPI library is called (MPICH, Open MPI, the MPI-5 ABI library)
 _LIBMPI = re.compile(r"^\s*(lib(?:mpi|mpich|mpi_abi)\.so[.\d]*)\s+=>\s+(/\S+)", re.M)
-_SRC = Path(__file__).resolve().parents[1] / "c_shim"
+#: the shim's sources: installed with the package, or in the checkout (an editable install)
+_SRC = next((d for d in (Path(__file__).resolve().parent / "c_shim",
+                         Path(__file__).resolve().parents[1] / "c_shim") if d.is_dir()),
+            Path(__file__).resolve().parent / "c_shim")
 #: mpicc names to try besides $MPICC: MPICH's MPI-5 ABI one, Debian's alternatives
 _MPICCS = ("mpicc", "mpicc_abi", "mpicc.mpich", "mpicc.openmpi")
 
@@ -76,25 +79,28 @@ def program_of(command: list[str]) -> str | None:
 
 
 def _key(library: str) -> str:
-    """The cache entry of ``library``: its path, size and time, the shim's source, Python's
-    ABI (the shim is a CPython extension too)."""
+    """The cache entry of ``library``: its path, size and time, the shim's source (generated
+    and hand-written), Python's ABI (the shim is a CPython extension too)."""
     st = os.stat(library)
     h = hashlib.sha256(f"{library}\0{st.st_size}\0{st.st_mtime_ns}\0{sys.implementation.cache_tag}"
                        .encode())
-    h.update(_translation_unit().encode())
+    h.update(_shim_source().encode())
     return f"{Path(library).name}-{h.hexdigest()[:16]}"
 
 
-def _translation_unit() -> str:
+def _shim_source() -> str:
+    """Everything the shim is compiled from: the generated translation unit and raw-layout
+    header, and the runtime files they include."""
     if not (_SRC / "generate.py").exists():
-        raise MinitraceError(f"building a shim needs minitrace's source tree ({_SRC} is "
-                             f"missing): install minitrace from a checkout")
+        raise MinitraceError(f"building a shim needs the shim's sources ({_SRC} is "
+                             f"missing): reinstall minitrace")
     sys.path.insert(0, str(_SRC))
     try:
-        from generate import translation_unit
+        from generate import raw_layout_header, translation_unit
     finally:
         sys.path.remove(str(_SRC))
-    return translation_unit()
+    runtime = [f.read_text() for f in sorted(_SRC.glob("*.[ch]")) if not f.name.startswith("_")]
+    return "\0".join([translation_unit(), raw_layout_header(), *runtime])
 
 
 def cached(library: str) -> str | None:

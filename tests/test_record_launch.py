@@ -1,7 +1,8 @@
 """When no rank could be traced, ``minitrace record`` says why in the command's own words: the
 launcher's refusal to start, or the shim's line when the program runs another MPI than the
-one the shim was built for (checked in both directions when scripts/test.sh made the other
-MPI's environment: MINITRACE_MPICH_VENV, MINITRACE_OPENMPI_VENV)."""
+one the shim was built for; a compiled program of the other MPI gets a shim of its own
+(checked in both directions when scripts/test.sh made the other MPI's environment:
+MINITRACE_MPICH_VENV, MINITRACE_OPENMPI_VENV)."""
 from __future__ import annotations
 
 import os
@@ -87,30 +88,62 @@ def _other_venv() -> Path | None:
 OTHER = _other_venv()
 
 
+def _other_ring(tmp_path: Path) -> str:
+    prog = tmp_path / "ring"
+    subprocess.run([str(OTHER / "bin" / "mpicc"), "-o", str(prog), str(PROGRAMS / "ring.c")],
+                   check=True, capture_output=True, timeout=120)
+    return str(prog)
+
+
+def _mismatch_line(how: str) -> str:
+    built, runs = ("Open MPI", "an MPICH-family MPI") if OPEN_MPI else ("MPICH", "Open MPI")
+    return (f"minitrace: the PMPI shim was built for {built} but the program runs {runs} "
+            f"({how}): stopped before MPI_Init")
+
+
 @pytest.mark.skipif(OTHER is None, reason="the other MPI's environment was not made "
                                            "(scripts/test.sh makes it)")
-@pytest.mark.parametrize("lang", ["c", "python"])
-def test_program_of_the_other_mpi(tmp_path, lang):
-    """This environment's shim preloaded into a program of the other MPI family, started by
-    that MPI's launcher: every rank stops before MPI_Init (the calls cannot pass through the
-    wrappers), rank 0 says why in one line, and record quotes it."""
+def test_python_program_of_the_other_mpi(tmp_path):
+    """An mpi4py program of the other MPI family (which loads its MPI at run time: record
+    gives it the installed shim), started by that MPI's launcher: every rank stops before
+    MPI_Init (the calls cannot pass through the wrappers), rank 0 says why in one line, and
+    record quotes it."""
     other_open_mpi = not OPEN_MPI
-    if lang == "c":
-        prog = tmp_path / "ring"
-        subprocess.run([str(OTHER / "bin" / "mpicc"), "-o", str(prog), str(PROGRAMS / "ring.c")],
-                       check=True, capture_output=True, timeout=120)
-        argv, how = [str(prog)], "linked into the program"
-    else:
-        argv = [str(OTHER / "bin" / "python"), "-c",
-                "from mpi4py import MPI; print('done', MPI.COMM_WORLD.rank)"]
-        how = ("started by its launcher: " +
-               ("OMPI_COMM_WORLD_RANK" if other_open_mpi else "PMI_RANK") + " is set")
+    argv = [str(OTHER / "bin" / "python"), "-c",
+            "from mpi4py import MPI; print('done', MPI.COMM_WORLD.rank)"]
+    how = ("started by its launcher: " +
+           ("OMPI_COMM_WORLD_RANK" if other_open_mpi else "PMI_RANK") + " is set")
     env = dict(OPEN_MPI_LAUNCH_ENV) if other_open_mpi else {}
     p = record(tmp_path / "t.h5", [str(OTHER / "bin" / "mpiexec"), "-n", "2", *argv], env)
-    built, runs = ("Open MPI", "an MPICH-family MPI") if OPEN_MPI else ("MPICH", "Open MPI")
-    line = (f"minitrace: the PMPI shim was built for {built} but the program runs {runs} "
-            f"({how}): stopped before MPI_Init")
+    line = _mismatch_line(how)
     assert p.stderr.count(line) == 1, p.stderr      # rank 0 only
     assert "done" not in p.stdout and "Segmentation" not in p.stderr
     assert error_line(p).split("; it said: ", 1)[1] == line.removeprefix("minitrace: ") + \
         p.stderr.split(line, 1)[1].splitlines()[0]
+
+
+@pytest.mark.skipif(OTHER is None, reason="the other MPI's environment was not made "
+                                           "(scripts/test.sh makes it)")
+def test_shim_preloaded_by_hand_into_a_program_of_the_other_mpi(tmp_path):
+    """This environment's shim preloaded by hand (LD_PRELOAD=$(minitrace shim-path)) into a C
+    program of the other MPI family: stopped before MPI_Init, rank 0 saying why."""
+    env = {**os.environ, **(OPEN_MPI_LAUNCH_ENV if not OPEN_MPI else {}),
+           "LD_PRELOAD": shim_path(), "MINITRACE_DIR": str(tmp_path / "raw")}
+    p = subprocess.run([str(OTHER / "bin" / "mpiexec"), "-n", "2", _other_ring(tmp_path)],
+                       capture_output=True, text=True, timeout=120, env=env)
+    assert p.returncode != 0
+    assert p.stderr.count(_mismatch_line("linked into the program")) == 1, p.stderr
+    assert "done" not in p.stdout and "Segmentation" not in p.stderr
+
+
+@pytest.mark.skipif(OTHER is None, reason="the other MPI's environment was not made "
+                                           "(scripts/test.sh makes it)")
+def test_program_of_the_other_mpi_is_recorded_with_its_own_shim(tmp_path, tmp_path_factory):
+    """record gives a C program of the other MPI a shim built for that MPI's library (with
+    that MPI's mpicc, found beside its library), and it records."""
+    from tests.support.twins import shim_cache_env
+    env = shim_cache_env(tmp_path_factory)
+    p = record(tmp_path / "t.h5", [str(OTHER / "bin" / "mpiexec"), "-n", "2",
+                                   _other_ring(tmp_path)], env)
+    assert p.returncode == 0, p.stderr
+    assert f"with {OTHER / 'bin' / 'mpicc'}" in p.stderr and "validation: OK" in p.stdout
