@@ -18,9 +18,13 @@ def register(sub) -> None:
                                    "modelled within --precision.  minitrace reads both forms.")
     p.add_argument("input", help="minitrace HDF5 file (either form)")
     p.add_argument("-o", "--output", required=True, help="compressed file to write")
-    p.add_argument("--volumes", choices=("exact", "model"), default="exact",
-                   help="exact: every volume and time kept (default); model: each volume "
-                        "within --precision, per-rank totals exact, times modelled")
+    p.add_argument("--volumes", default="exact", metavar="exact|bounded:P%|model",
+                   help="exact: every volume kept (default); bounded:P%%: each volume within "
+                        "P%% of its own; model: the call sites' distributions within "
+                        "--precision, per-rank totals exact, times modelled")
+    p.add_argument("--times", default="exact", metavar="exact|bounded:T",
+                   help="exact: every start and end kept (default); bounded:T (e.g. 1us): "
+                        "each within T of its own")
     p.add_argument("--precision", type=float, default=0.01,
                    help="relative precision of modelled volumes (default 0.01)")
     p.set_defaults(func=run)
@@ -32,12 +36,13 @@ def run(args) -> int:
     before = os.path.getsize(args.input)
     with open_trace(args.input) as t:
         data = t.data()
-    took = write_compressed(args.output, data, args.volumes, args.precision)
+    took = write_compressed(args.output, data, args.volumes, args.precision, times=args.times)
     s = {"actions": len(data.actions), "seconds": took, **sizes(args.output)}
     n = max(s["actions"], 1)
     speed = s["actions"] / s["seconds"] if s["seconds"] > 0 else float("inf")
     print(f"{args.output}: {s['actions']} actions, {s['file_bytes'] / n:.3f} bytes/action "
-          f"(structure {s['structure_bytes'] / n:.4f}, {args.volumes} volumes and times "
+          f"(structure {s['structure_bytes'] / n:.4f}, {args.volumes} volumes and "
+          f"{args.times if args.volumes != 'model' else 'modelled'} times "
           f"{s['side_bytes'] / n:.3f}); {args.input} was {before / n:.3f} bytes/action "
           f"({before / max(s['file_bytes'], 1):.1f}x); compressed in {s['seconds']:.2f} s "
           f"({speed / 1e6:.2f} M actions/s)")

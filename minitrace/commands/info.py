@@ -6,6 +6,7 @@ import pandas as pd
 
 from .. import provenance
 from ..analysis.bench_summary import summarize as summarize_suite
+from ..compress.store import lost
 from ..extrapolate.build import extrapolation_line
 from ..storage import read_provenance
 from ..parallel.world import launched_size
@@ -66,7 +67,7 @@ def run(args) -> int:
             s = t.summary() if summary is None else summary
             print(f"trace: {t.nranks} ranks, {t.nactions} actions, volume unit "
                   f"{t.volume_unit}{'' if t.complete else ' (INCOMPLETE: a rank died)'}"
-                  f"{', compressed' if t.compressed else ''}")
+                  f"{', compressed: ' + lost(t.compressed_form) if t.compressed else ''}")
             base = ["actions", "bytes_sent", "bytes_recv", "volume", "span"]
             kinds = [c for c in s.columns if c.startswith("n_")]
             if not args.kinds:

@@ -16,6 +16,7 @@ import h5py
 import numpy as np
 import pandas as pd
 
+from .. import checked
 from .. import kinds as K
 from ..errors import MinitraceError
 from ..storage import INT_COLUMNS, check_meta, read_attrs
@@ -105,8 +106,9 @@ class Expander:
         enc = c.attrs.get("time_encoding")
         a0 = int(self.offsets[rank])
         if enc == "ns-gap" and row:
-            pos.ns = int(side["t_gap"][a0:a0 + row].sum(dtype=np.int64)) + \
-                int(side["t_duration"][a0:a0 + row].sum(dtype=np.int64))
+            pos.ns = (int(side["t_gap"][a0:a0 + row].sum(dtype=np.int64)) +
+                      int(side["t_duration"][a0:a0 + row].sum(dtype=np.int64))) * \
+                int(c.attrs.get("time_quantum", 1))
             if c.attrs.get("duration_less_volume"):
                 pos.ns += int(side["volume"][vol:vol + nvol].sum(dtype=np.int64))
         elif enc == "model" and row:
@@ -131,7 +133,9 @@ class Expander:
         except (ValueError, IndexError) as e:
             raise self._fail(e) from None
         out["vec_off"] = vec_offsets(out["vec_len"])
+        row0 = int(self.offsets[rank]) + pos.row
         nvol = self._values(out, rank, pos, ids)
+        checked.finite_columns(out, row0, self.path)
         pos.row = hi
         pos.requests += k
         if k:
@@ -164,8 +168,9 @@ class Expander:
         vols = np.zeros(len(out))
         if c.mode == "exact":
             stored = side["volume"][v0:v0 + nvol]
-            vols[mine] = V.dequantize(stored, c.attrs.get("volume_divisor"),
-                                      c.attrs.get("volume_scale"))
+            vols[mine] = V.from_codes(stored, c.attrs["volume_bound"]) \
+                if "volume_bound" in c.attrs else \
+                V.dequantize(stored, c.attrs.get("volume_divisor"), c.attrs.get("volume_scale"))
         else:
             vols[mine] = self._model_volumes(rank, pos, ids)[mine]
         out["volume"] = vols
@@ -178,8 +183,9 @@ class Expander:
             out["t_start"] = side["t_start"][a:a + n]
             out["t_end"] = side["t_end"][a:a + n]
         elif enc == "ns-gap":
-            gap = side["t_gap"][a:a + n].astype(np.int64)
-            dur = side["t_duration"][a:a + n].astype(np.int64)
+            quantum = int(c.attrs.get("time_quantum", 1))
+            gap = side["t_gap"][a:a + n].astype(np.int64) * quantum
+            dur = side["t_duration"][a:a + n].astype(np.int64) * quantum
             if c.attrs.get("duration_less_volume"):
                 dur[mine] += stored.astype(np.int64)
             steps = gap.copy()

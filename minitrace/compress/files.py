@@ -19,11 +19,12 @@ def content_meta(meta: dict) -> dict:
 
 
 def write_compressed(path: str, data: TraceColumns, volumes: str = "exact",
-                     precision: float = 0.01, cpu: list | None = None) -> float:
+                     precision: float = 0.01, cpu: list | None = None,
+                     times: str = "exact") -> float:
     """Compress ``data`` into ``path``; the seconds compression took (not the writing), and
     in ``cpu`` (when given) the CPU seconds of this thread it took."""
     t, c0 = time.perf_counter(), time.thread_time()
-    c = compress(data, volumes, precision)
+    c = compress(data, volumes, precision, times)
     took = time.perf_counter() - t
     if cpu is not None:
         cpu.append(time.thread_time() - c0)

@@ -6,7 +6,8 @@ import numpy as np
 import pandas as pd
 
 from .. import kinds as K
-from .grammar import Grammar
+from .grammar import Grammar, build
+from .signatures import encode
 
 #: A top-level loop covering less than this share of its rank's actions is not listed.
 MIN_SHARE = 0.01
@@ -82,8 +83,6 @@ def loops(data, min_share: float = MIN_SHARE) -> pd.DataFrame:
 
 
 def _grammar_of(data) -> tuple[Grammar, np.ndarray]:
-    from .signatures import encode
-    from .grammar import build
     c = getattr(data, "compressed_form", None)
     if c is not None:
         return c.grammar, c.rank_offsets
@@ -137,8 +136,6 @@ def loop_summary(trace, min_share: float = MIN_SHARE) -> pd.DataFrame:
     if c is not None:
         grammar, table = c.grammar, c.table
     else:
-        from .grammar import build
-        from .signatures import encode
         data = trace.data()
         sig = encode(data)
         grammar, table = build(sig.ids, data.rank_offsets, len(sig.table)), sig.table

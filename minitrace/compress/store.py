@@ -54,10 +54,22 @@ class Compressed:
         return self.attrs.get("time_encoding", "untimed") != "untimed"
 
 
-def compress(data: TraceColumns, volumes: str = "exact", precision: float = 0.01) -> Compressed:
-    """The compressed form of ``data``: structure as a grammar, volumes and times as asked."""
-    if volumes not in V.MODES:
-        raise MinitraceError(f"unknown volume mode {volumes!r} (choose exact or model)")
+def compress(data: TraceColumns, volumes: str = "exact", precision: float = 0.01,
+             times: str = "exact") -> Compressed:
+    """The compressed form of ``data``: structure as a grammar, volumes and times as asked.
+
+    ``volumes``: ``exact``, ``model`` (statistics within ``precision``) or ``bounded:P%``
+    (each volume within P% of its own, stored as a log-scale code); ``times``: ``exact`` or
+    ``bounded:T`` (each start and end within T of its own, e.g. ``1us``; not with ``model``,
+    which models them)."""
+    bound = V.parse_bound(volumes, "volumes")
+    quantum = V.parse_quantum(times)
+    if bound is None and volumes not in V.MODES:
+        raise MinitraceError(f"unknown volume mode {volumes!r} (choose exact, model or "
+                             f"bounded:P%)")
+    if quantum > 1 and volumes == "model":
+        raise MinitraceError("--times bounded goes with exact or bounded volumes: model mode "
+                             "models the times")
     if not 0 < precision < 1:
         raise MinitraceError(f"precision {precision!r} must be between 0 and 1")
     sig = SG.encode(data)
@@ -73,10 +85,14 @@ def compress(data: TraceColumns, volumes: str = "exact", precision: float = 0.01
     side = {"volume_offsets": vol_offsets,     # and each rank's total as its summary sums it
             "volume_totals": np.array([volume[data.rank_slice(r)].sum()
                                        for r in range(data.nranks)], np.float64)}
-    attrs = {"volumes": volumes, "precision": float(precision)}
+    attrs = {"volumes": volumes if bound is None else "exact", "precision": float(precision)}
     ts, te = np.ascontiguousarray(a["t_start"]), np.ascontiguousarray(a["t_end"])
     vol_ns = None
-    if volumes == "exact":
+    if bound is not None:
+        side["volume"] = V.log_codes(volume[vrow], bound)
+        attrs["volume_bound"] = bound
+        volumes = "exact"
+    elif volumes == "exact":
         stored, divisor, scale = V.quantize(volume[vrow], unit)
         side["volume"] = stored
         if divisor is not None:
@@ -87,9 +103,11 @@ def compress(data: TraceColumns, volumes: str = "exact", precision: float = 0.01
             vol_ns = np.zeros(len(a), np.int64)
             vol_ns[vrow] = stored
             attrs["duration_less_volume"] = True
-    enc, t0, cols = V.encode_times(ts, te, data.rank_offsets, vol_ns)
+    enc, t0, cols = V.encode_times(ts, te, data.rank_offsets, vol_ns, quantum)
+    if quantum > 1 and enc == "ns-gap":
+        attrs["time_quantum"] = quantum
     if enc == "ns-gap":            # the times as a reader of either form decodes them
-        ts, te = V.decode_all_times(cols, t0, data.rank_offsets, vol_ns)
+        ts, te = V.decode_all_times(cols, t0, data.rank_offsets, vol_ns, quantum)
     if enc != "untimed":
         side["t_first"], side["t_last"] = V.rank_spans(ts, te, data.rank_offsets)
     if volumes == "exact":
@@ -185,6 +203,23 @@ def write(path: str, c: Compressed, meta: dict | None = None) -> None:
                 S.dataset(side, name, small(arr) if arr.dtype.kind == "i" else arr,
                            noisy=len(arr) > c.nranks + 1)
         S.write_comms_strings(g, c.comms, c.strings)
+
+
+def lost(c: Compressed) -> str:
+    """What the compressed form kept of the volumes and times, in words (``info``)."""
+    if c.mode == "model":
+        vols = (f"volumes modelled within {c.attrs.get('precision', 0.01):.3g} (per-rank totals "
+                f"exact, the order of a call site's values drawn)")
+    elif "volume_bound" in c.attrs:
+        vols = f"volumes each within {100 * c.attrs['volume_bound']:.3g}% of its own"
+    else:
+        vols = "volumes exact"
+    enc = c.attrs.get("time_encoding")
+    times = {"untimed": "no times", "model": "times modelled (per call site mean durations and "
+             "gaps)"}.get(enc, "times exact")
+    if c.attrs.get("time_quantum", 1) > 1:
+        times = f"times each within {c.attrs['time_quantum'] / 2000:g} us of its own"
+    return f"{vols}, {times}"
 
 
 def kind_counts(c: Compressed) -> tuple[np.ndarray, np.ndarray]:
@@ -311,12 +346,17 @@ def _check_side(c: Compressed, path: str) -> None:
     t0 = c.attrs.get("t0", 0.0)
     q = c.attrs.get("volume_divisor")
     scale = c.attrs.get("volume_scale")
+    bound = c.attrs.get("volume_bound")
+    quantum = c.attrs.get("time_quantum", 1)
     p = c.attrs.get("precision", 0.01)
     if not isinstance(t0, (int, float)) or not np.isfinite(t0) or \
             any(x is not None and not (isinstance(x, float) and np.isfinite(x) and x > 0)
-                for x in (q, scale)) or (q is not None and scale is not None) or \
+                for x in (q, scale)) or sum(x is not None for x in (q, scale, bound)) > 1 or \
+            (bound is not None and not (isinstance(bound, float) and 0 < bound < 1)) or \
+            not isinstance(quantum, (int, np.integer)) or not 1 <= quantum <= V.NS or \
             not isinstance(p, float) or not 0 < p < 1:
-        raise _corrupt("t0, volume divisor or scale, or precision invalid", path)
+        raise _corrupt("t0, volume divisor, scale or bound, time quantum or precision invalid",
+                       path)
     if c.mode == "model":
         for name in ("stats", "histogram"):
             if not isinstance(c.side.get(name), pd.DataFrame):

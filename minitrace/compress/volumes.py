@@ -23,6 +23,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from ..errors import MinitraceError
+
 NS = 1e9
 MODES = ("exact", "model")
 #: Offset of log-bin indices in bin codes (a code is sign * (index + offset); 0 is zero).
@@ -68,10 +70,47 @@ def dequantize(stored: np.ndarray, divisor: float | None, scale: float | None = 
 
 # -- exact times -------------------------------------------------------------------------------
 
-def encode_times(ts: np.ndarray, te: np.ndarray, offsets: np.ndarray, vol_ns: np.ndarray | None):
+def parse_bound(spec: str, what: str) -> float | None:
+    """The relative bound of ``bounded:P%`` (None for any other mode)."""
+    if not spec.startswith("bounded:"):
+        return None
+    text = spec[len("bounded:"):]
+    try:
+        value = float(text[:-1]) / 100 if text.endswith("%") else float("nan")
+    except ValueError:
+        value = float("nan")
+    if not 0 < value < 1:
+        raise MinitraceError(f"--{what} bounded:P% wants a percentage above 0 and below 100, "
+                             f"got {spec!r}")
+    return value
+
+
+_TIME_UNITS = {"ns": 1, "us": 1000, "ms": 1_000_000}
+
+
+def parse_quantum(spec: str) -> int:
+    """The time grid, in ns, of ``--times bounded:T`` (T with ns, us or ms): every start and end
+    is rounded to a multiple of 2T from t0, within T of its own; 1 for ``exact``."""
+    if spec == "exact":
+        return 1
+    text = spec[len("bounded:"):] if spec.startswith("bounded:") else ""
+    unit = next((u for u in _TIME_UNITS if text.endswith(u)), None)
+    try:
+        value = float(text[:-2]) * _TIME_UNITS[unit] if unit else float("nan")
+    except ValueError:
+        value = float("nan")
+    if not 1 <= value <= NS / 2:
+        raise MinitraceError(f"--times wants exact or bounded:T with T from 1ns to 0.5s "
+                             f"(ns, us, ms), got {spec!r}")
+    return max(int(2 * value), 1)
+
+
+def encode_times(ts: np.ndarray, te: np.ndarray, offsets: np.ndarray, vol_ns: np.ndarray | None,
+                 quantum: int = 1):
     """(encoding, t0, {name: array}) of the timestamps; encoding ``ns-gap`` (integers: gap
     since the previous action's end, first of each rank from t0; duration, less ``vol_ns``
-    where given), ``float-seconds`` (as is) or ``untimed``."""
+    where given; in units of ``quantum`` ns when it is above 1, every start and end rounded
+    to that grid), ``float-seconds`` (as is) or ``untimed``."""
     if not len(ts) or not np.isfinite(ts).any():
         return "untimed", 0.0, {}
     span = max(float(te.max() - ts.min()), float(np.abs(te - ts).max())) \
@@ -80,8 +119,12 @@ def encode_times(ts: np.ndarray, te: np.ndarray, offsets: np.ndarray, vol_ns: np
         return "float-seconds", 0.0, {"t_start": ts.astype(np.float64),
                                        "t_end": te.astype(np.float64)}
     t0 = float(ts.min())
-    start = np.rint((ts - t0) * NS).astype(np.int64)
-    dur = np.rint((te - ts) * NS).astype(np.int64)
+    if quantum > 1:
+        start = np.rint((ts - t0) * (NS / quantum)).astype(np.int64)
+        dur = np.rint((te - t0) * (NS / quantum)).astype(np.int64) - start
+    else:
+        start = np.rint((ts - t0) * NS).astype(np.int64)
+        dur = np.rint((te - ts) * NS).astype(np.int64)
     gap = start.copy()
     gap[1:] -= start[:-1] + dur[:-1]
     firsts = rank_starts(offsets)
@@ -105,11 +148,14 @@ def rank_spans(ts: np.ndarray, te: np.ndarray, offsets: np.ndarray):
     return first, last
 
 
-def decode_all_times(cols: dict, t0: float, offsets: np.ndarray, vol_ns) -> tuple:
+def decode_all_times(cols: dict, t0: float, offsets: np.ndarray, vol_ns,
+                     quantum: int = 1) -> tuple:
     """Every rank's (t_start, t_end) from ``ns-gap`` columns, as a reader of either form
     decodes them (start = ns / 1e9 + t0, end = start + duration / 1e9; one cumulative sum,
-    restarted at each rank)."""
+    restarted at each rank; gaps and durations in units of ``quantum`` ns)."""
     gap, dur = cols["t_gap"].astype(np.int64), cols["t_duration"].astype(np.int64)
+    if quantum > 1:
+        gap, dur = gap * quantum, dur * quantum
     if vol_ns is not None:
         dur = dur + vol_ns
     steps = gap.copy()
@@ -139,7 +185,8 @@ def log_codes(values: np.ndarray, precision: float) -> np.ndarray:
 def from_codes(codes: np.ndarray, precision: float) -> np.ndarray:
     """Bin centres of :func:`log_codes`."""
     ratio = np.log1p(2 * precision)
-    mag = np.exp((np.abs(codes) - _LOG_BIAS) * ratio)
+    with np.errstate(over="ignore"):       # (a damaged code: inf, refused by the reader)
+        mag = np.exp((np.abs(codes) - _LOG_BIAS) * ratio)
     return np.where(codes == 0, 0.0, np.sign(codes) * mag)
 
 

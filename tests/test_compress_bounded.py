@@ -1,0 +1,86 @@
+"""Bounded compression (``--volumes bounded:P%``, ``--times bounded:T``): every volume within P%
+of the recorded one, every start and end within T, the structure untouched; ``info`` says what
+the file kept; bad bounds are one-line errors."""
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import minitrace
+from minitrace import storage
+from minitrace.compress.files import write_compressed
+from minitrace.errors import MinitraceError
+from tests.support.mpiutil import mpicc
+from tests.support.record_util import record
+from tests.support.synthetic_loops import stencil
+
+APPS = Path(__file__).resolve().parents[1] / "benchmarks" / "apps"
+
+
+def _check_bounds(plain, packed, rel, half):
+    with minitrace.open(str(plain)) as u, minitrace.open(str(packed)) as c:
+        a, b = u.data().actions, c.data().actions
+        for f in a.dtype.names:
+            if f not in ("volume", "t_start", "t_end"):
+                assert np.array_equal(a[f], b[f]), f
+        v, w = a["volume"], b["volume"]
+        assert (np.abs(w - v) <= rel * np.abs(v) + 1e-300).all()
+        assert ((v == 0) == (w == 0)).all()
+        for f in ("t_start", "t_end"):           # (plus the doubles' own rounding of t)
+            slack = 4 * np.spacing(np.nanmax(np.abs(a[f])))
+            assert np.nanmax(np.abs(b[f] - a[f])) <= half + slack
+        assert (b["t_end"] >= b["t_start"]).all()
+        assert c.validate().ok
+        return c.compressed_form
+
+
+@pytest.mark.parametrize("rel,half", [(0.01, 1e-6), (0.001, 1e-7)])
+def test_every_value_within_its_bound(tmp_path, rel, half):
+    data, _ = stencil(4, 200, seed=3)
+    rng = np.random.default_rng(3)             # timed, as recorded: gaps and durations
+    a = data.actions
+    for r in range(data.nranks):
+        sl = data.rank_slice(r)
+        dur = a["volume"][sl] + rng.exponential(3e-6, sl.stop - sl.start)
+        end = 10.0 + np.cumsum(dur + rng.exponential(1e-7, len(dur)))
+        a["t_start"][sl], a["t_end"][sl] = end - dur, end
+    plain, packed = tmp_path / "plain.h5", tmp_path / "packed.h5"
+    storage.write_trace(str(plain), data)
+    write_compressed(str(packed), data, f"bounded:{100 * rel:g}%",
+                     times=f"bounded:{half * 1e9:g}ns")
+    _check_bounds(plain, packed, rel, half)
+
+
+def test_recorded_program_bounded_is_smaller_and_within_bounds(tmp_path):
+    exe = mpicc(APPS / "cg3d.c", tmp_path / "cg3d")
+    plain, exact, bounded = (tmp_path / f for f in ("plain.h5", "exact.h5", "bounded.h5"))
+    record(plain, 4, [str(exe), "16", "30"])
+    with minitrace.open(str(plain)) as t:
+        data = t.data()
+    write_compressed(str(exact), data)
+    write_compressed(str(bounded), data, "bounded:1%", times="bounded:1us")
+    _check_bounds(plain, bounded, 0.01, 1e-6)
+    from minitrace.compress.files import sizes
+    assert sizes(str(bounded))["side_bytes"] < sizes(str(exact))["side_bytes"]
+    p = subprocess.run([sys.executable, "-m", "minitrace", "info", str(bounded)],
+                       capture_output=True, text=True)
+    assert "compressed: volumes each within 1% of its own, times each within 1 us of its " \
+           "own" in p.stdout
+
+
+@pytest.mark.parametrize("volumes,times,message", [
+    ("bounded:0%", "exact", "percentage above 0"),
+    ("bounded:1", "exact", "percentage above 0"),
+    ("exact", "bounded:1", "--times wants exact or bounded:T"),
+    ("exact", "bounded:2s", "--times wants exact or bounded:T"),
+    ("model", "bounded:1us", "model mode models the times"),
+    ("lossy", "exact", "unknown volume mode"),
+])
+def test_bad_bounds_are_refused(volumes, times, message):
+    data, _ = stencil(2, 20)
+    with pytest.raises(MinitraceError, match=message):
+        write_compressed("/nonexistent/never.h5", data, volumes, times=times)
