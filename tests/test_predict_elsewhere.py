@@ -69,11 +69,13 @@ def test_rates_translate_compute_and_no_self_check(machines):
     assert p.translated and p.recorded_time is None and p.comparable is None
     with minitrace.open(str(trace)) as t:
         data = t.data()
+    share = min(np.mean(load(str(there)).core_share), 1.0)
     for r in range(2):
         a = data.actions[data.rank_slice(r)]
         cpu = a["volume"][a["kind"] == K.code("compute")].sum()
-        # B is twice as fast per CPU second: half of A's compute (the replay's own rounding)
-        assert _compute(p, r) == pytest.approx(cpu / 2, rel=0.02)
+        # B is twice as fast per CPU second, and its ranks got ``share`` of a core during its
+        # kernel (its wall time per CPU second): A's compute / 2 / share (the replay's rounding)
+        assert _compute(p, r) == pytest.approx(cpu / 2 / share, rel=0.02)
         assert _compute(own, r) == pytest.approx(cpu, rel=0.02)
     assert p.measured_time == 1.5 and p.error == pytest.approx((p.predicted_time - 1.5) / 1.5)
     with pytest.raises(MinitraceError, match="--recorded-on .* calibrates elsewhere"):
@@ -88,8 +90,8 @@ def test_a_probe_gives_each_call_site_its_ratio(machines):
     sites, counts = np.unique(key, return_counts=True)
     busiest = sites[np.argmax(counts)]
     ratio = np.where(key == busiest, 3.0, 0.5)        # B: 3x slower at one site, 2x faster else
-    actions = data.actions.copy()
-    actions["volume"][rows] *= ratio
+    actions = data.actions.copy()                     # (B's wall times: what the probe gives)
+    actions["t_end"][rows] = actions["t_start"][rows] + data.actions["volume"][rows] * ratio
     probe = d / "probe.h5"
     storage.write_trace(str(probe), replace(data, actions=actions))
     p = predict(str(trace), str(there), recorded_on=str(here), probe=str(probe))

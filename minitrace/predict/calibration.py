@@ -34,6 +34,7 @@ from .. import checked
 from ..analysis import piecewise
 from ..errors import MinitraceError
 from ..replay.platforms import MAX_RANKS_PER_HOST, Cluster
+from ..storage import check_file, meta_attrs, read_attrs, updating
 
 ENVELOPE = 16
 MIN_POINTS = 6
@@ -52,7 +53,6 @@ _OPTIONAL = {"peer": ("iu", "n"), "inner": ("iu", "n"), "copy_rate_hot": ("f", "
 def append_run(path: str, run: dict) -> str:
     """Add one measured run as ``/calibration/runs/NNN`` (a locked read-modify-write through
     ``storage.updating``); returns its name."""
-    from ..storage import meta_attrs, updating
     with updating(path) as f:
         runs = f.require_group(f"{GROUP}/runs")
         name = f"{len(runs):03d}"
@@ -69,7 +69,6 @@ def append_run(path: str, run: dict) -> str:
 
 def read_runs(path: str) -> list[dict]:
     """Every stored run, ``{"name", "attrs", "columns"}``, checked (see :func:`_runs_in`)."""
-    from ..storage import check_file
     check_file(path)
     try:
         with h5py.File(path, "r") as f:
@@ -89,7 +88,6 @@ def _runs_in(f: h5py.File, path: str) -> list[dict]:
     if not names:
         raise MinitraceError("no calibration run in this file (minitrace calibrate writes "
                              "them)", path)
-    from ..storage import read_attrs
     out = []
     for name in names:
         g = checked.member(runs, name, KIND, path, h5py.Group)
@@ -406,7 +404,6 @@ def _other_route(data, fits, segs, latency, bandwidth, threshold):
 def refit(path: str, plot: str | None = None) -> Calibration:
     """Fit every run in ``path``, store ``/calibration/fit`` and draw ``plot`` (PNG): the runs
     are read and the fit written under the file's lock (``storage.updating``)."""
-    from ..storage import check_file, updating
     check_file(path)
     with updating(path) as f:
         runs = _runs_in(f, path)
@@ -428,7 +425,6 @@ def refit(path: str, plot: str | None = None) -> Calibration:
 def load(path: str, missing_ok: bool = False) -> Calibration | None:
     """The calibration stored in ``path`` (``/calibration/fit``), every field checked for its
     type and range (:func:`_checked_fields`); None when it has none and ``missing_ok``."""
-    from ..storage import check_file, read_attrs
     check_file(path)
     try:
         with h5py.File(path, "r") as f:

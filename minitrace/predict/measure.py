@@ -39,6 +39,7 @@ from types import SimpleNamespace
 import numpy as np
 
 from ..errors import MinitraceError
+from ..provenance import cache_bytes
 
 KINDS = ("pingpong", "recv", "isend")
 TAG_DATA, TAG_ACK = 21, 22
@@ -150,7 +151,6 @@ def _cold_from(args) -> int:
     """Message size above which the ping-pong uses cold buffers (``--cold-from``, else L2)."""
     if args.cold_from is not None:
         return args.cold_from
-    from ..provenance import cache_bytes
     return cache_bytes("L2") or 1 << 20
 
 
@@ -262,7 +262,6 @@ def _compute(comm, seconds: float = 0.3) -> dict:
 def _cold_pool(nbytes: int) -> np.ndarray:
     """A buffer of at least ``nbytes`` and twice the last-level cache, pages touched once: its
     slots, taken in turn, are out of the caches when they come back."""
-    from ..provenance import cache_bytes
     llc = cache_bytes("L3") or cache_bytes("L2") or 32 << 20
     return np.ones(max(2 * llc, nbytes), np.uint8)
 

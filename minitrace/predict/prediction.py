@@ -136,6 +136,12 @@ def predict(trace: str, calibration: str | Calibration, *, platform: str | None 
     return out
 
 
+def _share(cal: Calibration) -> float:
+    """The share of a core the calibrated machine's ranks got (its wall time per CPU second)."""
+    share = [s for s in cal.core_share if np.isfinite(s) and s > 0]
+    return min(float(np.mean(share)), 1.0) if share else 1.0
+
+
 def translated(data, cal: Calibration, recorded_on, probe: str | None, source: str):
     """(the trace with its compute in the calibrated machine's seconds, the translation or
     None, "from A to B" or None).  A calibration of another machine without the recording
@@ -168,9 +174,9 @@ def translated(data, cal: Calibration, recorded_on, probe: str | None, source: s
         from ..trace import open as open_trace
         with open_trace(probe) as t:
             probed = t.data()
-        tr = by_probe(data, probed, src.compute_rate, cal.speed, where, probe)
+        tr = by_probe(data, probed, src.compute_rate, cal.speed * _share(cal), where, probe)
     else:
-        tr = by_rates(data, src.compute_rate, cal.speed, where)
+        tr = by_rates(data, src.compute_rate, cal.speed * _share(cal), where)
     return tr.apply(data), tr, where
 
 

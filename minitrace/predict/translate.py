@@ -4,13 +4,16 @@ A trace timed in CPU seconds holds A's seconds: replayed with B's calibration al
 turns them into flops and B's speed back into the same seconds, and the prediction is A's run
 time.  Two ways to translate them, from what a user has:
 
-* **rates** (``--recorded-on A.h5``): every compute second of A becomes ``rate_A / speed_B``
-  seconds of B, the two calibrations' matrix-product kernels.  One kernel: right for
-  compute-bound code, wrong by the memory system's ratio for streaming code;
+* **rates** (``--recorded-on A.h5``): every compute CPU second of A becomes
+  ``rate_A / (speed_B * share_B)`` seconds of B, the two calibrations' matrix-product kernels
+  (flops per CPU second) and the share of a core B's ranks got during its kernel (a CPU quota,
+  a co-runner: B's wall time per CPU second).  One kernel: right for compute-bound code, wrong
+  by the memory system's ratio for streaming code;
 * **a probe** (``--probe B_RUN.h5``): a short run of the same program on B (same size per rank,
-  fewer iterations), recorded as usual.  Each call site (the kind and bytes of the MPI call
-  that ends a compute segment, and of the one that starts it) gets its own ratio, B's mean
-  seconds there over A's; sites the probe did not see fall back to the rates and are counted.
+  fewer iterations), recorded as usual.  Each call site (the kind and bytes of the MPI calls
+  around a compute segment) gets its own ratio: B's mean wall time there (the probe's
+  timestamps; its CPU time when untimed) over A's mean CPU time, what the replay of A's trace
+  holds; sites the probe did not see fall back to the rates and are counted.
   The spread of the ratios gives the translation's interval (each site at the bounds of its
   ratio's 95% interval).
 """
@@ -81,7 +84,8 @@ class Translation:
 
 
 def by_rates(data, rate_a: float, speed_b: float, where: str) -> Translation:
-    """Every compute second of A as ``rate_a / speed_b`` seconds of B."""
+    """Every compute second of A as ``rate_a / speed_b`` seconds of B (``speed_b``: flops per
+    wall second of B, its kernel's rate times its core share)."""
     rows = np.flatnonzero(data.actions["kind"] == _COMPUTE)
     f = np.full(len(rows), rate_a / speed_b)
     return Translation(f, f, f, [f"compute translated {where} by the calibrations' "
@@ -91,14 +95,17 @@ def by_rates(data, rate_a: float, speed_b: float, where: str) -> Translation:
 
 def by_probe(data, probe, rate_a: float, speed_b: float, where: str,
              source: str | None = None) -> Translation:
-    """Each call site's seconds scaled by its mean on B (``probe``) over its mean on A; sites the
-    probe did not see by the rates."""
+    """Each call site's CPU seconds on A scaled by its mean wall time on B (``probe``) over its
+    mean CPU time on A; sites the probe did not see by the rates."""
     if data.meta.get("volume_unit") != "seconds" or probe.meta.get("volume_unit") != "seconds":
         raise MinitraceError("a probe translates compute timed in CPU seconds: record both runs "
                              "with --volume cputime", source)
     rows, key = _site_keys(data)
     prow, pkey = _site_keys(probe)
-    vol, pvol = data.actions["volume"][rows], probe.actions["volume"][prow]
+    vol = data.actions["volume"][rows]
+    pa = probe.actions[prow]
+    wall = pa["t_end"] - pa["t_start"]
+    pvol = wall if np.isfinite(wall).all() and len(wall) else pa["volume"]
     fallback = rate_a / speed_b
     factor = np.full(len(rows), fallback)
     low, high = factor.copy(), factor.copy()
