@@ -142,8 +142,8 @@ def build(mpicc: str, quiet: bool = False) -> str:
     returns its path."""
     library = _links(mpicc)
     if library is None:
-        raise MinitraceError(f"{mpicc} does not say which MPI library it links (-show, "
-                             f"--showme): no shim built")
+        raise MinitraceError(f"{mpicc} did not build a program linked against an MPI "
+                             f"library (libmpi, libmpich, libmpi_abi): no shim built")
     have = cached(library)
     if have:
         return have
