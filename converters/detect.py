@@ -13,6 +13,9 @@ from pathlib import Path
 from minitrace.errors import MinitraceError
 from minitrace.model import TraceColumns
 
+from .otf2 import read_otf2
+from .simgrid_ti import read_ti
+from .tau import PER_THREAD, per_thread_files, read_tau, read_tau_files
 from .ti_files import is_trace, list_entries
 
 FORMATS = ("otf2", "tau", "ti")
@@ -21,7 +24,6 @@ FORMATS = ("otf2", "tau", "ti")
 def _per_thread(p: Path) -> list[Path] | None:
     """The per-thread TAU files ``p`` stands for (a directory of them without a merged
     tau.trc, one of them when it is the only one, or a node's events.N.edf), else None."""
-    from .tau import PER_THREAD, per_thread_files
     if p.is_dir():
         return None if (p / "tau.trc").exists() else per_thread_files(p) or None
     if PER_THREAD.match(p.name) or (p.name.startswith("events.") and p.suffix == ".edf"):
@@ -126,16 +128,12 @@ def read_any(path, fmt: str = "auto", keep_regions: bool = False,
         if len(path) != 1:
             if fmt not in ("auto", "tau"):
                 raise MinitraceError(f"several inputs are TAU per-thread files, not {fmt}")
-            from .tau import read_tau_files
             return read_tau_files(path, keep_regions=keep_regions, keep_going=keep_going)
         path = path[0]
     fmt = detect(path) if fmt == "auto" else fmt
     if fmt == "otf2":
-        from .otf2 import read_otf2
         return read_otf2(path, keep_regions=keep_regions, keep_going=keep_going)
     if fmt == "tau":
-        from .tau import read_tau
-        from .tau import read_tau_files
         p = Path(path)
         if not p.exists():
             raise MinitraceError("no such file or directory", str(p))
@@ -145,7 +143,6 @@ def read_any(path, fmt: str = "auto", keep_regions: bool = False,
         trc, edf = _tau_pair(p)
         return read_tau(trc, edf, keep_regions=keep_regions, keep_going=keep_going)
     if fmt == "ti":
-        from .simgrid_ti import read_ti
         data = read_ti(path)
         data.meta.setdefault("source_format", "ti")
         return data

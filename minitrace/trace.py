@@ -9,9 +9,13 @@ import pandas as pd
 
 from . import checked
 from . import kinds as K
+from .compress.expand import CompressedReader
+from .compress.loop_view import loop_summary
 from .errors import MinitraceError
 from .model import TraceColumns
 from .storage import HDF5TraceReader, attr_text, check_file, read_attrs
+from .summary import send_matrix, summarize
+from .validate import validate
 
 _CATS = pd.CategoricalDtype([name for _, name, _ in K.KINDS])
 _LOOKUP = np.full(256, -1, dtype=np.int16)
@@ -202,7 +206,6 @@ class Trace:
         if hasattr(r, "summary"):
             s = r.summary()
             return s if ranks is None else s.iloc[ranks.start:ranks.stop]
-        from .summary import summarize
         return summarize(r, ranks)
 
     def matrix(self) -> pd.DataFrame:
@@ -210,18 +213,15 @@ class Trace:
         r = self._need_trace()
         if hasattr(r, "matrix"):
             return r.matrix()
-        from .summary import send_matrix
         return send_matrix(self)
 
     def loops(self) -> pd.DataFrame:
         """Each distinct rank program's top-level loops: where they sit, their iterations, their
         body and their share of the actions and of the time (:mod:`minitrace.compress`)."""
-        from .compress.loop_view import loop_summary
         return loop_summary(self)
 
     def validate(self):
         """Check the trace's consistency; returns a ``ValidationReport``."""
-        from .validate import validate
         return validate(self.data())
 
     # -- benchmark results ---------------------------------------------------------------
@@ -268,7 +268,6 @@ def _reader(f: h5py.File, path: str):
     except (OSError, RuntimeError, KeyError, ValueError, TypeError) as e:
         raise MinitraceError(f"corrupt trace: /trace unreadable ({e})", path) from None
     if form == "grammar":
-        from .compress.expand import CompressedReader
         return CompressedReader(f, path)
     return HDF5TraceReader(f, path)
 

@@ -30,6 +30,7 @@ from scipy import stats
 
 from .emma import emma
 from ..errors import MinitraceError
+from ..trace import open as mt_open
 
 MB = 1e6
 US = 1e-6
@@ -101,7 +102,6 @@ def table_from_pt2pt(path: str) -> LinkTable:
     """Table from measured ping-pongs: one-way time t(s) = median round trip / 2; latency =
     t at the smallest size; bandwidth(s) = s / (t(s) - latency), so that the model's message
     time equals the measured one-way time at every measured size."""
-    from .. import open as mt_open
     with mt_open(path) as t:
         df = t.bench("pt2pt").table()
     if not {"kind", "size", "t_roundtrip"} <= set(df.columns):
@@ -176,7 +176,6 @@ def display(df: pd.DataFrame) -> pd.DataFrame:
 def compare_bench(path: str, table: LinkTable) -> pd.DataFrame:
     """Measured bandwidth of a bench ``partitioned`` suite (median over runs, per mode, size
     and threads) next to the model's: partitioned -> effective, baseline -> single send."""
-    from .. import open as mt_open
     with mt_open(path) as t:
         df = t.bench("partitioned").table()
     need = {"mode", "size", "threads", "mu", "v", "bandwidth"}

@@ -41,6 +41,7 @@ from tqdm import tqdm
 from . import genpareto, gev, stragglers
 from .emma import PRODUCT_GRID, expected_max_gev_product, expected_max_sample
 from ..errors import MinitraceError
+from ..trace import open as mt_open
 
 DEFAULT_REPLICAS = 200          # parametric: joint replicas (each refits every group)
 DEFAULT_NONPARAM_REPLICAS = 1000
@@ -109,7 +110,6 @@ class Variability:
 
 def load_variability(path: str) -> Variability:
     """Read the bench ``variability`` suite of a minitrace file, checking its shapes."""
-    from .. import open as mt_open
     with mt_open(path) as t:
         b = t.bench("variability")
     for name in ("times", "node", "local_rank"):

@@ -2,6 +2,7 @@
 that was not recorded, from runs at three or more smaller ones (docs/EXTRAPOLATE.md)."""
 from __future__ import annotations
 
+from ..errors import MinitraceError
 from ..outputs import check_disjoint, check_output_file
 
 
@@ -47,7 +48,6 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    from ..errors import MinitraceError
     from ..extrapolate import build as B
     from ..extrapolate import check as C
     from ..extrapolate import grid as GR

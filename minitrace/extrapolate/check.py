@@ -9,6 +9,8 @@ import numpy as np
 
 from ..errors import MinitraceError
 from ..compress import signatures as SG
+from ..replay import replay
+from ..trace import open as open_trace
 from . import build as B
 from .canonical import canonical
 from . import grid as GR
@@ -18,7 +20,6 @@ from . import structure as ST
 def load_runs(paths: list[str]) -> list[ST.Run]:
     """Each trace file as a run (either form), smallest first, on the grid the runs form
     (:func:`.grid.run_grids`; none for a 1-D program)."""
-    from ..trace import open as open_trace
     datas = []
     for path in paths:
         with open_trace(path) as t:
@@ -52,7 +53,6 @@ def self_check(runs: list[ST.Run], scaling: str, threshold: float, force: bool,
     """Extrapolate the largest run from the others (3 or more) on the largest run's grid,
     compare structures and replay both; ``keep``: where to write the extrapolated trace
     (else a temporary file)."""
-    from ..replay import replay
     if len(runs) < 4:
         raise MinitraceError("--check needs 4 or more runs: the largest is predicted from "
                              "the others (3 or more)")

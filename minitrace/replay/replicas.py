@@ -22,6 +22,7 @@ from multiprocessing import get_context
 import numpy as np
 
 from ..errors import MinitraceError
+from .api import replay
 from .noise import noise_model
 from .sampling import _marker_times, load_trace, reduce_trace, sampled_replay, skipped_line
 
@@ -140,7 +141,6 @@ def replicas(trace, n: int, noise: str = "trace", seed: int | None = None,
         if not sampled.phases:
             sampled = None
     else:
-        from .api import replay
         res = replay(data, **replay_kw)
         plain_time, plain_ends = res.simulated_time, list(res.rank_end_times)
     state = {"data": data, "model": model, "kw": replay_kw, "sampled": sampled,
@@ -200,7 +200,6 @@ def _bar(total: int, progress: bool):
 
 def _one(i: int, seq: np.random.SeedSequence) -> tuple[float, list[float]]:
     """Replica ``i``: its volumes, its replay (reduced if sampling), its run time."""
-    from .api import replay
     data, model, kw, sampled = (_STATE[k] for k in ("data", "model", "kw", "sampled"))
     rng = np.random.default_rng(seq)
     if sampled is not None:
@@ -233,7 +232,6 @@ def _sampled_replica(model, rng) -> tuple[float, list[float]]:
     """A replica with the plain run's sampling plan: the reduced trace replayed with this
     replica's volumes, its skipped iterations predicted from its replayed ones (the line
     against the static costs of this replica's volumes) plus residuals drawn from theirs."""
-    from .api import replay
     data, kw, sampled, loops = (_STATE[k] for k in ("data", "kw", "sampled", "loops"))
     if "plan" not in _STATE:         # built once per process
         _STATE["plan"] = _plan(data, model, loops, sampled.phases)

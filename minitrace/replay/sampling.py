@@ -49,6 +49,7 @@ from ..compress.grammar import build
 from ..compress.loop_view import iterations
 from ..model import assign_vec_offsets, empty_actions
 from ..trace import open as open_trace
+from .api import replay
 
 WINDOW = 12
 TOLERANCE = 0.01
@@ -477,7 +478,6 @@ def sampled_replay(data, loops: list[np.ndarray] | None, sample="auto", *,
     -------
     SampledReplay
     """
-    from .api import replay
     run = replay_fn or replay
     t0 = time.perf_counter()
     notes: list[str] = []
