@@ -168,28 +168,24 @@ static void mt_f_abort_via(mt_f_call3 *abort_, MPI_Fint *comm, MPI_Fint *errorco
     abort_(comm, errorcode, ierr);
 }
 
-static void mt_f_init(MPI_Fint *ierr) { mt_f_init_via(pmpi_init_, ierr); }
-static void mt_f_init_thread(MPI_Fint *required, MPI_Fint *provided, MPI_Fint *ierr) {
-    mt_f_init_thread_via(pmpi_init_thread_, required, provided, ierr);
-}
-static void mt_f_finalize(MPI_Fint *ierr) { mt_f_finalize_via(pmpi_finalize_, ierr); }
-static void mt_f_abort(MPI_Fint *comm, MPI_Fint *errorcode, MPI_Fint *ierr) {
-    mt_f_abort_via(pmpi_abort_, comm, errorcode, ierr);
-}
+/* The four twins of one binding (b: f or f08), calling the library's entries. */
+#define MT_F_START_TWINS(b, init, init_thread, finalize, abort_) \
+    static void mt_##b##_init(MPI_Fint *ierr) { mt_f_init_via(init, ierr); } \
+    static void mt_##b##_init_thread(MPI_Fint *required, MPI_Fint *provided, MPI_Fint *ierr) { \
+        mt_f_init_thread_via(init_thread, required, provided, ierr); } \
+    static void mt_##b##_finalize(MPI_Fint *ierr) { mt_f_finalize_via(finalize, ierr); } \
+    static void mt_##b##_abort(MPI_Fint *comm, MPI_Fint *errorcode, MPI_Fint *ierr) { \
+        mt_f_abort_via(abort_, comm, errorcode, ierr); }
+
+MT_F_START_TWINS(f, pmpi_init_, pmpi_init_thread_, pmpi_finalize_, pmpi_abort_)
 MT_F_NAMES(mt_f_init, mpi_init, MPI_INIT, MPI_Init, init)
 MT_F_NAMES(mt_f_init_thread, mpi_init_thread, MPI_INIT_THREAD, MPI_Init_thread, init_thread)
 MT_F_NAMES(mt_f_finalize, mpi_finalize, MPI_FINALIZE, MPI_Finalize, finalize)
 MT_F_NAMES(mt_f_abort, mpi_abort, MPI_ABORT, MPI_Abort, abort)
 
 #if defined(MPICH_NUMVERSION)
-static void mt_f08_init(MPI_Fint *ierr) { mt_f_init_via(pmpir_init_f08_, ierr); }
-static void mt_f08_init_thread(MPI_Fint *required, MPI_Fint *provided, MPI_Fint *ierr) {
-    mt_f_init_thread_via(pmpir_init_thread_f08_, required, provided, ierr);
-}
-static void mt_f08_finalize(MPI_Fint *ierr) { mt_f_finalize_via(pmpir_finalize_f08_, ierr); }
-static void mt_f08_abort(MPI_Fint *comm, MPI_Fint *errorcode, MPI_Fint *ierr) {
-    mt_f_abort_via(pmpir_abort_f08_, comm, errorcode, ierr);
-}
+MT_F_START_TWINS(f08, pmpir_init_f08_, pmpir_init_thread_f08_, pmpir_finalize_f08_,
+                 pmpir_abort_f08_)
 MT_F_ALIAS(mt_f08_init, mpi_init_f08_)
 MT_F_ALIAS(mt_f08_init_thread, mpi_init_thread_f08_)
 MT_F_ALIAS(mt_f08_finalize, mpi_finalize_f08_)

@@ -17,8 +17,9 @@ from .merge import add_compress_option, merge_and_report
 def register(sub) -> None:
     p = sub.add_parser("record", help="trace an MPI program (compiled or Python)",
                        description="Run LAUNCHER... with the PMPI shim preloaded in every rank "
-                                   "(LD_PRELOAD, passed on by MPICH's mpiexec; see "
-                                   "docs/RECORDER.md for srun and Open MPI), then merge the "
+                                   "(LD_PRELOAD, passed on by mpiexec and srun; the shim built "
+                                   "for the MPI library the program is linked against, once; "
+                                   "see docs/RECORDER.md), then merge the "
                                    "per-rank files into one HDF5 trace, validate it and print "
                                    "its summary.  Exit status: the program's if it failed, else "
                                    "1 if nothing could be recorded or the trace is invalid.")
