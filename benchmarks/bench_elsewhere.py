@@ -10,7 +10,9 @@ cache-resident code).  For each application of benchmarks/apps (bench_accuracy.p
 1. calibrate A and B (``minitrace calibrate``; B's inside the cgroup, co-runner on);
 2. record the application on A (``--volume cputime``);
 3. on B: a probe run (the same size per rank, ``--probe-share`` of its iterations, recorded),
-   and ``--runs`` untraced runs, timed: the measured time on B (median);
+   and ``--runs`` recorded runs of the full size: the measured time on B is their median
+   recorded time (from the last return from MPI_Init to the last MPI_Finalize, what a
+   prediction predicts; a job's wall time adds the launch);
 4. predict the recording with B's calibration: without translation (what minitrace answered
    before issue 37: A's run time), by the calibrations' rates, and with the probe; each against
    the time measured on B.
@@ -50,17 +52,23 @@ def _in_b(cmd: list[str]) -> list[str]:
     return ["sh", "-c", f'echo $$ > {CGROUP}/tasks && exec "$@"', "sh", *cmd]
 
 
-def _timed(cmd: list[str]) -> float:
-    t = time.perf_counter()
-    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
-    return time.perf_counter() - t
+def _recorded_time(wrap, me: list[str], job: list[str], out: Path, cal: Path) -> float:
+    """A run of ``job`` recorded on B: its time from the last MPI_Init return to the last
+    MPI_Finalize (the self-check's recorded time; against A's calibration, whose host it is)."""
+    from minitrace.predict import predict
+    subprocess.run(wrap(me + ["record", "-o", str(out), "--volume", "cputime", "--", *job]),
+                   check=True, stdout=subprocess.DEVNULL)
+    return predict(str(out), str(cal)).recorded_time
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--apps", default="jacobi2d,cg3d,transpose,master_worker")
     ap.add_argument("--quota", type=float, default=1.2, help="B's CPU quota, cores")
-    ap.add_argument("--stream-mib", type=int, default=256, help="B's co-runner's array")
+    ap.add_argument("--stream-mib", type=int, default=256,
+                    help="B's co-runner's array (0: no co-runner)")
+    ap.add_argument("--period-us", type=int, default=100000,
+                    help="B's quota period (CFS throttles within it)")
     ap.add_argument("--probe-share", type=float, default=0.25)
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--work", default=None)
@@ -75,9 +83,10 @@ def main() -> int:
     apps = {k: v for k, v in _apps(work, str(bindir / "mpicc")).items()
             if k in args.apps.split(",")}
     CGROUP.mkdir(exist_ok=True)
-    (CGROUP / "cpu.cfs_period_us").write_text("100000")
-    (CGROUP / "cpu.cfs_quota_us").write_text(str(int(args.quota * 100000)))
-    stream = subprocess.Popen(_in_b([sys.executable, "-c", _STREAM, str(args.stream_mib)]))
+    (CGROUP / "cpu.cfs_period_us").write_text(str(args.period_us))
+    (CGROUP / "cpu.cfs_quota_us").write_text(str(int(args.quota * args.period_us)))
+    stream = subprocess.Popen(_in_b([sys.executable, "-c", _STREAM, str(args.stream_mib)])) \
+        if args.stream_mib else None
     try:
         print(f"load average at start {os.getloadavg()[0]:.2f}; B: {args.quota} cores of "
               f"quota, a co-runner streaming {args.stream_mib} MiB; {os.cpu_count()} cores")
@@ -101,7 +110,8 @@ def main() -> int:
             short[i] = str(max(int(int(short[i]) * args.probe_share), 2))
             subprocess.run(_in_b(me + ["record", "-o", str(probe), "--volume", "cputime", "--",
                                        *short]), check=True, stdout=subprocess.DEVNULL)
-            measured = statistics.median(_timed(_in_b(job)) for _ in range(args.runs))
+            measured = statistics.median(_recorded_time(_in_b, me, job, work / f"{name}-b{i}.h5",
+                                                        cal_a) for i in range(args.runs))
             plain = predict(str(big), str(cal_a)).predicted_time
             rates = predict(str(big), str(cal_b), recorded_on=str(cal_a), measured=measured)
             probed = predict(str(big), str(cal_b), recorded_on=str(cal_a), probe=str(probe),
@@ -114,8 +124,9 @@ def main() -> int:
                   f"{site_note.split(': ', 1)[-1]} |", flush=True)
         print(f"load average at end {os.getloadavg()[0]:.2f}")
     finally:
-        stream.kill()
-        stream.wait()
+        if stream is not None:
+            stream.kill()
+            stream.wait()
         for pid in (CGROUP / "tasks").read_text().split():
             subprocess.run(["kill", pid], stderr=subprocess.DEVNULL)
         time.sleep(0.5)
