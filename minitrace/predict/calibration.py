@@ -203,7 +203,11 @@ class Calibration:
                         part["send"] + part["net_eager"] + part["recv"], part["net_rendezvous"])
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        """The fit (the machine's identity, ``mpi_library`` and ``hostname``, is the file's
+        provenance: not part of it)."""
+        out = asdict(self)
+        del out["mpi_library"], out["hostname"]
+        return out
 
 
 def _stored_value(stored: dict | None, x: np.ndarray) -> np.ndarray:
