@@ -39,9 +39,9 @@ def _free_ports(n: int) -> list[int]:
     return ports
 
 
-def _start(where: Path) -> tuple[dict, list[Path]]:
-    """Start munged, slurmctld and slurmd for one node (this host, 4 CPUs whatever it has);
-    returns srun's environment and the daemons' pid files."""
+def _start(where: Path, procs: list) -> dict:
+    """Start munged, slurmctld and slurmd in the foreground (children of this process, into
+    ``procs``) for one node (this host, 4 CPUs whatever it has); returns srun's environment."""
     host = socket.gethostname()
     ctld, slurmd = _free_ports(2)
     for d in ("state", "spool", "munge"):
@@ -59,8 +59,6 @@ StateSaveLocation={where}/state
 SlurmdSpoolDir={where}/spool
 SlurmctldPidFile={where}/slurmctld.pid
 SlurmdPidFile={where}/slurmd.pid
-SlurmctldLogFile={where}/slurmctld.log
-SlurmdLogFile={where}/slurmd.log
 SlurmctldPort={ctld}
 SlurmdPort={slurmd}
 ProctrackType=proctrack/linuxproc
@@ -75,48 +73,41 @@ NodeName={host} NodeAddr=127.0.0.1 CPUs=4 State=UNKNOWN
 PartitionName=minitrace Nodes=ALL Default=YES MaxTime=INFINITE State=UP OverSubscribe=FORCE
 """)
     env = {**os.environ, "SLURM_CONF": str(conf)}
-    pids = [where / "munge" / "munged.pid", where / "slurmctld.pid", where / "slurmd.pid"]
-    for cmd in (["munged", "--force", f"--socket={sock}", f"--pid-file={pids[0]}",
-                 f"--seed-file={where}/munge/seed", f"--log-file={where}/munge/log"],
-                ["slurmctld", "-i", "-f", str(conf)], ["slurmd", "-f", str(conf)]):
-        p = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=60)
-        if p.returncode != 0:
-            raise RuntimeError(f"{cmd[0]} did not start: {(p.stderr or p.stdout).strip()}")
+    for cmd in (["munged", "-F", "--force", f"--socket={sock}", f"--seed-file={where}/munge/seed",
+                 f"--pid-file={where}/munge/munged.pid", f"--log-file={where}/munge/log"],
+                ["slurmctld", "-D", "-i", "-f", str(conf)], ["slurmd", "-D", "-f", str(conf)]):
+        with open(where / f"{cmd[0]}.log", "w") as log:
+            procs.append(subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env))
+        if cmd[0] == "munged":
+            for _ in range(100):
+                if sock.exists():
+                    break
+                time.sleep(0.1)
     for _ in range(300):
+        dead = [p for p in procs if p.poll() is not None]
+        if dead:
+            name = dead[0].args[0]
+            said = (where / f"{name}.log").read_text().strip().splitlines()[-1:]
+            raise RuntimeError(f"{name} exited with status {dead[0].returncode}"
+                               f"{': ' + said[0] if said else ''}")
         p = subprocess.run(["sinfo", "-h", "-o", "%t"], capture_output=True, text=True,
                            env=env, timeout=60)
         if p.stdout.strip() == "idle":
-            return env, pids
+            return env
         time.sleep(0.1)
-    log = (where / "slurmd.log").read_text() if (where / "slurmd.log").exists() else ""
-    raise RuntimeError(f"the node is not idle after 30 s (sinfo: {p.stdout.strip() or p.stderr.strip()}"
-                       f"; slurmd.log ends: {log.strip().splitlines()[-1:] or 'empty'})")
+    raise RuntimeError(f"the node is not idle after 30 s (sinfo: "
+                       f"{p.stdout.strip() or p.stderr.strip()})")
 
 
-def _gone(pid: int, seconds: float) -> bool:
-    """Whether ``pid`` exits (or is a zombie) within ``seconds``."""
-    for _ in range(int(seconds * 10)):
-        try:
-            with open(f"/proc/{pid}/stat") as f:
-                if f.read().rsplit(")", 1)[1].split()[0] == "Z":
-                    return True
-        except (OSError, IndexError):
-            return True
-        time.sleep(0.1)
-    return False
-
-
-def _stop(pids: list[Path]) -> None:
+def _stop(procs: list) -> None:
     """SIGTERM each daemon (slurmd, slurmctld, munged), SIGKILL if it lasts 30 s."""
-    for pidfile in reversed(pids):
+    for proc in reversed(procs):
+        proc.terminate()
         try:
-            pid = int(pidfile.read_text().split()[0])
-            os.kill(pid, signal.SIGTERM)
-        except (OSError, ValueError, IndexError):
-            continue
-        if not _gone(pid, 30):
-            os.kill(pid, signal.SIGKILL)
-            _gone(pid, 5)
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
 
 
 @pytest.fixture(scope="module")
@@ -128,16 +119,14 @@ def slurm(tmp_path_factory):
                     f"installs slurm-wlm and munge)")
     if os.geteuid() != 0:
         pytest.skip("Slurm cannot start: its daemons run as root here (SlurmUser=root)")
-    where = tmp_path_factory.mktemp("slurm")
-    pids: list[Path] = []
+    procs: list = []
     try:
-        env, pids = _start(where)
+        env = _start(tmp_path_factory.mktemp("slurm"), procs)
     except (RuntimeError, OSError, subprocess.TimeoutExpired) as e:
-        _stop(pids or [where / "munge" / "munged.pid", where / "slurmctld.pid",
-                       where / "slurmd.pid"])
+        _stop(procs)
         pytest.skip(f"Slurm cannot start: {e}")
     yield env
-    _stop(pids)
+    _stop(procs)
 
 
 def _record(out: Path, launcher: list[str], program: str, env: dict) -> None:
