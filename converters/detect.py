@@ -123,7 +123,7 @@ def read_any(path, fmt: str = "auto", keep_regions: bool = False,
              keep_going: bool = False) -> TraceColumns:
     """Read ``path`` in format ``fmt`` ("auto" detects it) into a TraceColumns; a list of several
     paths is TAU's per-thread files of one run.  ``keep_going``: keep the whole records of a
-    damaged OTF2/TAU input, marking the trace incomplete, instead of failing."""
+    damaged OTF2/TAU/TI input, marking the trace incomplete, instead of failing."""
     if isinstance(path, (list, tuple)):
         if len(path) != 1:
             if fmt not in ("auto", "tau"):
@@ -143,7 +143,7 @@ def read_any(path, fmt: str = "auto", keep_regions: bool = False,
         trc, edf = _tau_pair(p)
         return read_tau(trc, edf, keep_regions=keep_regions, keep_going=keep_going)
     if fmt == "ti":
-        data = read_ti(path)
+        data = read_ti(path, keep_going=keep_going)
         data.meta.setdefault("source_format", "ti")
         return data
     raise MinitraceError(f"unknown trace format {fmt!r} (known: {', '.join(FORMATS)})")

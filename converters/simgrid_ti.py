@@ -85,10 +85,12 @@ def _read_lines(path: str, want_rank: int | None, errors: list) -> list[_Line]:
     return out
 
 
-def read_ti(path) -> TraceColumns:
+def read_ti(path, keep_going: bool = False) -> TraceColumns:
     """Read a TI trace: one file holding all ranks, or a list file (one line: a trace shared by
     all ranks; N lines: rank i's trace on line i).  Raises MinitraceError listing the lines it
-    cannot parse as ``file:line: why``."""
+    cannot parse as ``file:line: why``, or naming the ranks whose actions stop before their
+    finalize (the file was cut short): ``keep_going`` keeps those, the trace marked
+    incomplete."""
     path = os.fspath(path)
     errors: list[tuple[str, int, str]] = []   # (file, line, why)
     if is_trace(path):
@@ -117,7 +119,22 @@ def read_ti(path) -> TraceColumns:
         raise MinitraceError(f"{len(errors)} unparsable line(s): {shown}{more}")
     data.meta.update({"volume_unit": "flops", "producer": "minitrace import simgrid-ti",
                       "source": [str(s) for s in source], "nranks": data.nranks})
+    fin = np.zeros(data.nranks, bool)
+    fin[data.rank_of()[data.actions["kind"] == K.CODE["finalize"]]] = True
+    if not fin.all():
+        short = f"rank(s) {_ranges(np.flatnonzero(~fin))} end without finalize (cut short?)"
+        if not keep_going:
+            raise MinitraceError(f"{short}; --keep-going keeps what they hold, the trace "
+                                 "marked incomplete", path)
+        data.meta.update({"complete": False, "damaged": [short]})
     return data
+
+
+def _ranges(ranks: np.ndarray) -> str:
+    """``0-3, 7`` for ranks [0, 1, 2, 3, 7]."""
+    cut = np.flatnonzero(np.diff(ranks) != 1) + 1
+    return ", ".join(f"{g[0]}-{g[-1]}" if len(g) > 1 else f"{g[0]}"
+                     for g in np.split(ranks, cut))
 
 
 def _nranks(lines, path) -> int:

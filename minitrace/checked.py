@@ -203,3 +203,16 @@ def array(group: h5py.Group, name: str, kind: str, path, dtypes: str = "iuf",
         except UnicodeDecodeError:
             raise corrupt(kind, f"{ds.name} is not UTF-8 text", path) from None
     return v
+
+
+def finite_columns(columns: dict, row_base: int, path) -> None:
+    """Refuse action columns holding a volume that is no finite number or an infinite time
+    (NaN < 0 is false: no other check sees them; a time may be NaN: untimed, or not
+    recorded)."""
+    for name, bad in (("volume", ~np.isfinite(columns["volume"])),
+                      ("t_start", np.isinf(columns["t_start"])),
+                      ("t_end", np.isinf(columns["t_end"]))):
+        if bad.any():
+            row = int(np.argmax(bad))
+            raise corrupt("trace", f"column {name} holds {columns[name][row]} (row "
+                          f"{row_base + row})", path)

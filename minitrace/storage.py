@@ -689,6 +689,7 @@ class HDF5TraceReader:
                            self.path)
         if (out["vec_len"] < 0).any():
             raise _corrupt("negative vector length", self.path)
+        checked.finite_columns(out, lo, self.path)
         out["vec_off"] = vec_offsets(out["vec_len"], self._vec_base(lo))
         return out
 

@@ -100,3 +100,98 @@ def test_cycle_with_a_task_downstream_is_reported(tmp_path):
     write_tasks(str(path), g)
     refused(mt("validate", path), "dependence cycle 2 -> 3 -> 2")
     refused(mt("simulate-tasks", path, "--threads", "2"), "dependence cycle 2 -> 3 -> 2")
+
+
+# -- values validate and the readers did not see ---------------------------------------------
+def _set_column(path, name, fn) -> None:
+    """Column ``name`` of /trace/actions replaced by ``fn(its decoded values)``, stored as
+    they come (a float volume column needs no quantum)."""
+    with h5py.File(path, "r+") as f:
+        g = f["trace/actions"]
+        q = g[name].attrs.get("quantum")
+        v = fn(g[name][()] * q if q is not None else g[name][()])
+        del g[name]
+        g[name] = v
+
+
+def test_peer_outside_the_world_in_a_recorded_trace(trace, tmp_path):
+    """A peer of -7 (neither MPI_PROC_NULL nor a process not traced) passed validate unless the
+    trace was converted; replay dropped its messages."""
+    bad = tmp_path / "b.h5"
+    shutil.copy(trace, bad)
+
+    def peer(v):
+        v = v.astype(np.int64)
+        v[np.flatnonzero(v >= 0)[3]] = -7
+        return v
+    _set_column(bad, "peer", peer)
+    p = mt("validate", bad)
+    assert p.returncode == 1 and "bad-peer: " in p.stdout and "with peer -7" in p.stdout
+
+
+@pytest.mark.parametrize("value", [np.nan, np.inf])
+def test_non_finite_volume_in_every_form(trace, tmp_path, value):
+    """NaN < 0 is false: a volume of NaN or inf passed validate (columns and both compressed
+    forms), expand wrote it and replay died inside SimGrid.  The readers refuse it."""
+    col = tmp_path / "c.h5"
+    shutil.copy(trace, col)
+
+    def volume(v):
+        v = v.astype(np.float64)
+        v[np.flatnonzero(v > 0)[2]] = value
+        return v
+    _set_column(col, "volume", volume)
+    for cmd in (["validate", col], ["replay", col, "--compute-rate", "1Gf"],
+                ["compress", col, "-o", tmp_path / "x.h5"]):
+        refused(mt(*cmd), f"volume holds {value}")
+    for form in ("exact", "model"):
+        out = tmp_path / f"{form}.h5"
+        assert mt("compress", trace, "--volumes", form, "-o", out).returncode == 0
+        with h5py.File(out, "r+") as f:
+            g = f["trace"]
+            if form == "exact":       # the volumes stored as floats, one of them damaged
+                v = g["exact/volume"][()] / g.attrs["volume_divisor"]
+                v[2] = value
+                del g["exact/volume"], g.attrs["volume_divisor"]
+                g["exact/volume"] = v
+            else:                     # a volume distribution's mean
+                v = g["model/stats/mean"][()]
+                v[0] = value
+                g["model/stats/mean"][...] = v
+        for cmd in (["validate", out], ["expand", out, "-o", tmp_path / f"{form}-x.h5"],
+                    ["replay", out, "--compute-rate", "1Gf"]):
+            refused(mt(*cmd), "corrupt trace", f"holds {value}")
+
+
+def test_actions_after_finalize_and_a_second_init():
+    """Compute after finalize (a replay times it) and a second init/finalize pair were valid."""
+    from minitrace.model import TraceBuilder
+    from minitrace.validate import validate
+    b = TraceBuilder(2)
+    for r in range(2):
+        b.add(r, "init")
+        b.add(r, "finalize")
+    b.add(0, "compute", volume=1e9)
+    b.add(1, "init")
+    b.add(1, "finalize")
+    rep = validate(b.build())
+    assert dict(rep.counts) == {"finalize-not-last": 2, "repeated-init": 1,
+                                "repeated-finalize": 1}
+    assert [(p.rank, p.index) for p in rep.problems if p.category == "finalize-not-last"] == \
+        [(0, 2), (1, 2)]
+
+
+def test_truncated_ti_import(tmp_path):
+    """A SimGrid text trace cut short was stored partial with exit status 0 (merge exits 1 on
+    an incomplete trace): refused, or with --keep-going kept and marked incomplete."""
+    from importlib import resources
+    text = (resources.files("minitrace") / "data" / "demo_ring4.txt").read_text()
+    cut = tmp_path / "cut.txt"
+    cut.write_text(text[:len(text) // 2].rsplit("\n", 1)[0] + "\n")
+    refused(mt("import", cut, "-o", tmp_path / "c.h5"), "end without finalize")
+    assert not (tmp_path / "c.h5").exists()
+    p = mt("convert", cut, "-o", tmp_path / "c.h5", "--keep-going")
+    assert p.returncode == 0 and "marked incomplete" in p.stderr
+    import minitrace
+    with minitrace.open(str(tmp_path / "c.h5")) as t:
+        assert t.meta["complete"] is False

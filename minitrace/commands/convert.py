@@ -46,7 +46,7 @@ def register(sub) -> None:
                    help="keep non-MPI regions (functions) as region_begin/region_end markers "
                         "instead of dropping them")
     p.add_argument("--keep-going", action="store_true",
-                   help="keep the whole records of a damaged OTF2/TAU input (cut short, a "
+                   help="keep the whole records of a damaged OTF2/TAU/TI input (cut short, a "
                         "file missing) and mark the trace incomplete, instead of failing")
     add_export_options(p)
     p.set_defaults(func=run)

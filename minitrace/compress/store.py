@@ -376,4 +376,22 @@ def _check_side(c: Compressed, path: str) -> None:
             raise _corrupt("model/histogram inconsistent", path)
     if len(c.side.get("volume_totals", ())) != c.nranks:
         raise _corrupt(f"{c.mode}/volume_totals missing or of the wrong length", path)
+    _check_finite(c, path)
+
+
+def _check_finite(c: Compressed, path: str) -> None:
+    """Side numbers that are numbers (the expanded trace's volumes among them): NaN passes
+    every comparison above (NaN < 0 is false) and would reach the replayer; times may be NaN
+    (not recorded), not infinite."""
+    cols = {}
+    for name, v in c.side.items():
+        for col, x in (v.items() if isinstance(v, pd.DataFrame) else [("", v)]):
+            cols[f"{name}/{col}".rstrip("/")] = np.asarray(x)
+    if c.mode == "exact" and "volume_bound" in c.attrs:
+        cols["volume"] = V.from_codes(cols["volume"], c.attrs["volume_bound"])
+    for name, x in cols.items():
+        if x.dtype.kind == "f":
+            bad = np.isinf(x) if name in ("t_start", "t_end") else ~np.isfinite(x)
+            if bad.any():
+                raise _corrupt(f"{c.mode}/{name} holds {x[bad][0]}", path)
 
