@@ -153,14 +153,24 @@ def lowered_as(library: str, kind: str, p: int, bs: int = 0, br: int = 0) -> tup
     return algo, algo
 
 
+def _writable(kind: str, algo: str | None, p: int) -> bool:
+    """Whether the lowering writes ``algo`` itself on ``p`` ranks: the algorithms whose SimGrid
+    option the tests replay (others abort SimGrid 4.1's replay in its buffer copies, e.g. bcast
+    ``mvapich2_knomial_intra_node``: "munmap_chunk(): invalid pointer")."""
+    return algo is not None and (kind, algo) in ALGORITHMS and \
+        not ((kind, algo) in _POWER_OF_TWO and p & (p - 1))
+
+
 def world_plan(rows: np.ndarray, p: int, library: str, config: dict) -> tuple[dict, set]:
     """SMPI options for the blocking world collectives of ``rows`` (fields kind, flags, comm,
     bytes_sent, bytes_recv) and the kinds whose world calls must be lowered instead: a kind
-    whose calls the library runs with more than one algorithm (an option holds one).  Kinds
-    given in ``config`` are left to it; ``simgrid`` sets nothing.  SimGrid's ``redbcast``
-    allreduce runs the replay's reduce and bcast: when the trace has none of its own, they are
-    set to the library's choice for the allreduce's sizes (Open MPI's non-overlapping allreduce
-    calls its own tuned reduce and bcast)."""
+    whose calls the library runs with more than one algorithm (an option holds one), or with
+    one the lowering does not write itself (its option may abort SimGrid's replay; lowered, it
+    is the nearest one, said so).  Kinds given in ``config`` are left to it; ``simgrid`` sets
+    nothing.  SimGrid's ``redbcast`` allreduce runs the replay's reduce and bcast: when the
+    trace has none of its own, they are set to the library's choice for the allreduce's sizes
+    when the lowering writes it (Open MPI's non-overlapping allreduce calls its own tuned
+    reduce and bcast; else SimGrid's defaults run them)."""
     options: dict[str, str] = {}
     lowered: set[str] = set()
     if library == "simgrid" or not len(rows):
@@ -176,13 +186,15 @@ def world_plan(rows: np.ndarray, p: int, library: str, config: dict) -> tuple[di
     for kind, pairs in sizes.items():
         if kind not in OPTION_KINDS or f"smpi/{kind}" in config:
             continue
-        if not pairs:       # a reduce or bcast only inside a redbcast allreduce
+        companion = not pairs       # a reduce or bcast only inside a redbcast allreduce
+        if companion:
             if options.get("smpi/allreduce") != "redbcast":
                 continue
             pairs = [(bs, bs) for bs, _ in sizes["allreduce"]]
         algos = {select(library, kind, p, int(bs), int(br)) for bs, br in pairs}
-        if len(algos) == 1 and None not in algos:
-            options[f"smpi/{kind}"] = algos.pop()
-        elif sizes[kind]:
+        algo = algos.pop() if len(algos) == 1 else None
+        if _writable(kind, algo, p):
+            options[f"smpi/{kind}"] = algo
+        elif not companion:
             lowered.add(kind)
     return options, lowered
