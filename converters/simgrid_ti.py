@@ -119,7 +119,7 @@ def read_ti(path, keep_going: bool = False) -> TraceColumns:
         raise MinitraceError(f"{len(errors)} unparsable line(s): {shown}{more}")
     data.meta.update({"volume_unit": "flops", "producer": "minitrace import simgrid-ti",
                       "source": [str(s) for s in source], "nranks": data.nranks})
-    fin = np.zeros(data.nranks, bool)
+    fin = np.diff(data.rank_offsets) == 0          # (a rank with no action: not cut short)
     fin[data.rank_of()[data.actions["kind"] == K.CODE["finalize"]]] = True
     if not fin.all():
         short = f"rank(s) {_ranges(np.flatnonzero(~fin))} end without finalize (cut short?)"

@@ -1,14 +1,21 @@
 """``python -m minitrace`` and the ``minitrace`` console script (``entry``)."""
 import sys
 
-from .signals import install_early
+from . import signals
+from .signals import EXIT_INTERRUPTED, install_early, leave
 
 
 def entry() -> int:
     """SIGTERM handled first (:mod:`minitrace.signals`), then the command line."""
     install_early()
-    from .cli import main
-    return main()
+    try:
+        from .cli import main
+    except BaseException:             # Ctrl-C while the command line's modules load (an
+        if not signals.interrupted:   # import it interrupts may turn it into an ImportError)
+            raise
+        print("minitrace: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    return leave(main())
 
 
 if __name__ == "__main__":

@@ -12,7 +12,8 @@ from __future__ import annotations
 import signal
 import sys
 
-from .signals import EXIT_TERMINATED, early, install_early
+from . import signals
+from .signals import EXIT_INTERRUPTED, EXIT_TERMINATED, early, install_early
 
 if __name__ == "__main__":      # (python -m minitrace.cli) first thing: imports take ~0.3 s
     install_early()
@@ -51,6 +52,8 @@ _sigterm = threading.Event()
 
 
 def _terminate(signum, frame):
+    if _sigterm.is_set():   # a second SIGTERM (a process-group kill) while cleaning up
+        return              # lets the clean-up finish (SIGKILL remains)
     _sigterm.set()
     raise Terminated()
 
@@ -66,14 +69,18 @@ def main(argv: list[str] | None = None) -> int:
     _sigterm.clear()
     try:
         return _main(argv)
-    except BaseException:
+    except BaseException as e:
         # Terminated raised while the parser and the subcommand's module load, or turned
         # into another exception by the code it interrupted (numpy's import makes it an
         # ImportError): SIGTERM came, whatever the exception says
-        if not _sigterm.is_set():
-            raise
-        print("minitrace: terminated", file=sys.stderr)
-        return EXIT_TERMINATED
+        if _sigterm.is_set():
+            print("minitrace: terminated", file=sys.stderr)
+            return EXIT_TERMINATED
+        if isinstance(e, KeyboardInterrupt) or signals.interrupted:   # Ctrl-C while the
+            # modules load (an import it interrupts may turn it into an ImportError)
+            print("minitrace: interrupted", file=sys.stderr)
+            return EXIT_INTERRUPTED
+        raise
     finally:
         if own:
             signal.signal(signal.SIGTERM, before)
@@ -82,7 +89,11 @@ def main(argv: list[str] | None = None) -> int:
 def _main(argv: list[str] | None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     parser = build_parser(argv)
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+    except MinitraceError as e:      # an option value out of its range (minitrace.options)
+        print(f"minitrace: error: {e}", file=sys.stderr)
+        return 1
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
@@ -97,7 +108,7 @@ def _main(argv: list[str] | None) -> int:
         raise
     except KeyboardInterrupt:
         print("minitrace: interrupted", file=sys.stderr)
-        return 130
+        return EXIT_INTERRUPTED
     except OSError as e:  # a file the user named could not be read or written
         if args.debug or _sigterm.is_set():
             raise

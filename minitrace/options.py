@@ -2,6 +2,8 @@
 mistake gets the same one-line message wherever it is made."""
 from __future__ import annotations
 
+import math
+
 from .errors import MinitraceError
 
 
@@ -20,3 +22,34 @@ def choice_list(text: str, allowed, where: str, option: str, *,
                              f"choose among {','.join(allowed)}"
                              + (f", or {every}" if every is not None else ""))
     return items
+
+
+def number(option: str, lo: float | None = None, hi: float | None = None, *,
+           integer: bool = False, above: bool = False):
+    """An argparse ``type`` for ``option``: a finite number (an integer when ``integer``: also
+    written ``1e3``) at least ``lo`` (above it when ``above``) and at most ``hi``.  Anything
+    else is one line naming the option (a MinitraceError passes through argparse: the CLI
+    prints it), before a program sizes anything by it."""
+    what = "an integer" if integer else "a number"
+    if lo is not None:
+        what += f" {'>' if above else '>='} {lo:g}"
+    if hi is not None:
+        what += f"{' and' if lo is not None else ''} <= {hi:g}"
+
+    def parse(text: str):
+        try:
+            v = float(text)
+        except ValueError:
+            v = math.nan
+        ok = math.isfinite(v) and (not integer or v.is_integer()) and \
+            (lo is None or (v > lo if above else v >= lo)) and (hi is None or v <= hi)
+        if not ok:
+            raise MinitraceError(f"{option} {text}: expected {what}")
+        return int(v) if integer else v
+    return parse
+
+
+def integers(option: str, text: str, lo: int = 1, hi: int | None = None) -> list[int]:
+    """A comma-separated list of integers for ``option``, each within [lo, hi]."""
+    parse = number(option, lo, hi, integer=True)
+    return [parse(x.strip()) for x in text.split(",")]

@@ -195,3 +195,47 @@ def test_truncated_ti_import(tmp_path):
     import minitrace
     with minitrace.open(str(tmp_path / "c.h5")) as t:
         assert t.meta["complete"] is False
+
+
+# -- signals ----------------------------------------------------------------------------------
+def _signalled(trace, signals: list[tuple[float, int]]) -> subprocess.CompletedProcess:
+    """``minitrace replay`` in a process group of its own, sent ``signals`` (seconds after the
+    start or the previous one, signal) as `timeout` or `scancel` send them: to the group."""
+    import signal as _  # noqa: F401
+    import time
+    p = subprocess.Popen([sys.executable, "-m", "minitrace", "replay", str(trace),
+                          "--compute-rate", "1Gf"], stdout=subprocess.DEVNULL,
+                         stderr=subprocess.PIPE, text=True, start_new_session=True)
+    for wait, sig in signals:
+        time.sleep(wait)
+        try:
+            os.killpg(p.pid, sig)
+        except ProcessLookupError:
+            break
+    return subprocess.CompletedProcess(p.args, p.wait(timeout=120), "", p.stderr.read())
+
+
+@pytest.fixture(scope="module")
+def long_trace(tmp_path_factory):
+    from tests.support.synthetic import stencil_trace
+    path = tmp_path_factory.mktemp("long") / "s.h5"
+    write_trace(str(path), stencil_trace(16, 400))
+    return path
+
+
+@pytest.mark.parametrize("first, gap", [(0.2, 0.005), (0.6, 0.005), (0.6, 0.02)])
+def test_second_sigterm_during_clean_up(long_trace, first, gap):
+    """A process-group kill sends SIGTERM twice (timeout: to the child, then to its group):
+    the second one, during the clean-up the first started, escaped (a Terminated traceback,
+    or death by the signal) instead of one line and 143."""
+    import signal
+    p = _signalled(long_trace, [(first, signal.SIGTERM), (gap, signal.SIGTERM)])
+    assert (p.returncode, p.stderr) == (143, "minitrace: terminated\n")
+
+
+@pytest.mark.parametrize("at", [0.05, 0.15, 0.3])
+def test_sigint_while_the_modules_load(long_trace, at):
+    """Ctrl-C in the first half second (imports) gave a KeyboardInterrupt traceback."""
+    import signal
+    p = _signalled(long_trace, [(at, signal.SIGINT)])
+    assert (p.returncode, p.stderr) == (130, "minitrace: interrupted\n")
