@@ -52,6 +52,10 @@ from ..trace import open as open_trace
 from .api import replay
 
 WINDOW = 12
+#: The window of a loop of fewer than ``32 WINDOW`` iterations: a 32nd of them, at least this
+#: (averages out alternations of period 2, 3 or 6), so that a start of four windows and a tail
+#: of one leave most of a 200-iteration loop to skip.
+MIN_WINDOW = 5
 TOLERANCE = 0.01
 PHASE_TOLERANCE = 0.10
 #: A phase starts where the change lasts this many blocks (48 iterations): a shorter excursion
@@ -75,6 +79,7 @@ class Phase:
     loop: int
     first: int                 # first iteration (in the loop)
     stop: int                  # one past its last
+    window: int = WINDOW       # of the steady rule and the tail
     replayed: int = 0          # iterations replayed at its start
     tail: int = 0              # iterations replayed at its end (after the skipped ones)
     steady_from: int | None = None   # first steady iteration (relative to ``first``)
@@ -161,14 +166,18 @@ def _stored_loops(t):
 
 def loops_of(data) -> tuple[list[np.ndarray], list[str]]:
     """Per loop found on every rank with the same number of iterations, its iteration bounds
-    [nranks, iterations + 1] (global rows); and notes on loops left out.  An open compressed
-    trace gives the loops of its stored grammar (:func:`minitrace.compress.loops`); otherwise
-    the grammar is built here on :func:`structure_ids`."""
+    [nranks, iterations + 1] (global rows), grown over the varied iterations next to it
+    (:func:`extend_loop`); and notes on loops left out.  An open compressed trace gives the
+    loops of its stored grammar (:func:`minitrace.compress.loops`); otherwise the grammar is
+    built here on :func:`structure_ids`."""
     if getattr(data, "compressed_form", None) is not None:
         table = stored(data)
+        columns = data.data() if len(table) else None
+        ids = structure_ids(columns)[0] if len(table) else None
     else:
         if hasattr(data, "data") and callable(data.data):
             data = data.data()
+        columns = data
         ids, n = structure_ids(data)
         table = iterations(build(ids, data.rank_offsets, n), data.rank_offsets)
     out, notes = [], []
@@ -185,7 +194,71 @@ def loops_of(data) -> tuple[list[np.ndarray], list[str]]:
         first = t["first_row"].to_numpy(np.int64).reshape(data.nranks, n)
         last = t["last_row"].to_numpy(np.int64).reshape(data.nranks, n)
         out.append(np.concatenate([first, last[:, -1:] + 1], axis=1))
-    return out, notes
+    return [extend_loop(ids, columns.rank_offsets, b) for b in out], notes
+
+
+#: An iteration variant (a convergence check, an output step, a breakdown test) may hold up to
+#: this many times the loop body's actions, and must share at least half of them with it.
+VARIANT_LENGTH = 2.0
+VARIANT_SHARE = 0.5
+
+
+def extend_loop(ids: np.ndarray, rank_offsets: np.ndarray, bounds: np.ndarray) -> np.ndarray:
+    """The loop ``bounds`` grown over the iterations next to it that vary its body: the grammar
+    finds a loop only where iterations repeat call for call, so a convergence check every k
+    iterations or a test that runs when the data asks for it cuts a main loop into pieces.  An
+    iteration starts at the body's first action that occurs once in the body (its anchor); each
+    run of actions from one anchor to the next, before or after the loop, is taken as an
+    iteration while it is at most ``VARIANT_LENGTH`` bodies long and shares at least
+    ``VARIANT_SHARE`` of its actions (as a multiset of structure ids) with the body; every rank
+    takes as many as the rank that takes fewest.  Skipping a varied iteration is checked like
+    any other (:func:`check_separable`), and the skipped time is regressed on each iteration's
+    static cost, variants included."""
+    nranks, n = bounds.shape[0], bounds.shape[1] - 1
+    ahead, behind = [], []
+    for r in range(nranks):
+        body = ids[bounds[r, 0]:bounds[r, 1]]
+        if not len(body):
+            return bounds
+        vals, first, counts = np.unique(body, return_index=True, return_counts=True)
+        once = first[counts == 1]
+        if not len(once):
+            return bounds
+        p = int(once.min())                  # the anchor's place in an iteration
+        lo, hi = int(rank_offsets[r]), int(rank_offsets[r + 1])
+        at = np.flatnonzero(ids[lo:hi] == body[p]) + lo - p
+        at = at[(at >= lo) & (at <= hi)]
+        ref = np.bincount(body)
+        ahead.append(_variants(ids, bounds[r, -1], at[at >= bounds[r, -1]], ref))
+        behind.append(_variants(ids, bounds[r, 0], at[at <= bounds[r, 0]][::-1], ref)[::-1])
+    f = min(len(x) for x in ahead)
+    g = min(len(x) for x in behind)
+    if not f and not g:
+        return bounds
+    return np.stack([np.r_[behind[r][len(behind[r]) - g:], bounds[r], ahead[r][:f]]
+                     for r in range(nranks)]).astype(np.int64)
+
+
+def _variants(ids: np.ndarray, edge: int, at: np.ndarray, ref: np.ndarray) -> list[int]:
+    """From a loop's ``edge`` (its end, or its start walking backwards through ``at``, the
+    anchored iteration starts beyond it, nearest first), the far ends of the successive
+    anchor-to-anchor runs that are variants of the body ``ref`` (its bincount of ids); none
+    when the edge is not at an anchor."""
+    out: list[int] = []
+    length = int(ref.sum())
+    if len(at) < 2 or at[0] != edge:
+        return out
+    for a, b in zip(at[:-1], at[1:]):
+        lo, hi = min(a, b), max(a, b)
+        seg = ids[lo:hi]
+        if not len(seg) or len(seg) > VARIANT_LENGTH * length:
+            break
+        c = np.bincount(seg, minlength=len(ref))
+        common = int(np.minimum(c[:len(ref)], ref).sum())
+        if common < VARIANT_SHARE * max(len(seg), length):
+            break
+        out.append(int(b))
+    return out
 
 
 _STRUCTURE = ("kind", "tag", "comm", "bytes_sent", "bytes_recv", "vec_len")
@@ -255,6 +328,14 @@ def slowest_compute(data, bounds: np.ndarray, volume=None) -> np.ndarray:
     return static_cost(data, bounds, volume)[0].max(axis=0)
 
 
+def iteration_cost(data, bounds: np.ndarray) -> np.ndarray:
+    """Per iteration [iterations, 2]: the slowest rank's compute volume, and the most MPI calls
+    a rank makes (which varies where iterations do: a convergence check, an output step)."""
+    calls = np.r_[0, np.cumsum(data.actions["kind"] != _COMPUTE)]
+    most = (calls[bounds[:, 1:]] - calls[bounds[:, :-1]]).max(axis=0)
+    return np.column_stack([slowest_compute(data, bounds), most.astype(float)])
+
+
 def phases_of(data, loop: int, bounds: np.ndarray, window: int) -> list[Phase]:
     """Cut a loop where the mean over a block of ``window`` iterations of a rank's compute, or of
     the most bytes a rank moves, departs from its phase's first block by more than
@@ -262,7 +343,7 @@ def phases_of(data, loop: int, bounds: np.ndarray, window: int) -> list[Phase]:
     n = bounds.shape[1] - 1
     nblocks = n // window
     if nblocks < 2:                   # no two blocks to compare: one phase
-        return [Phase(loop, 0, n)]
+        return [Phase(loop, 0, n, window)]
     comp, moved = static_cost(data, bounds)
     cost = np.concatenate([comp, moved[None, :]]).T          # [iterations, nranks + 1]
     out, start = [], 0
@@ -277,10 +358,20 @@ def phases_of(data, loop: int, bounds: np.ndarray, window: int) -> list[Phase]:
         return bool((np.abs(means[j] - means[r]) > allowed).any())
     for j in range(1, nblocks):
         if all(departs(k) for k in range(j, min(j + LASTING, nblocks))):   # a change that lasts
-            out.append(Phase(loop, start, j * window))
-            start, r = j * window, j
-    out.append(Phase(loop, start, n))
+            if j - start // window >= LASTING:
+                out.append(Phase(loop, start, j * window, window))
+                start = j * window
+            r = j      # a shorter first run is a warm-up: the steady rule skips it, no phase
+    out.append(Phase(loop, start, n, window))
     return out
+
+
+def loop_window(iterations: int, window: int | None = None) -> int:
+    """The window of a loop of ``iterations``: ``window`` if given, else WINDOW for a long loop
+    and a 32nd of a shorter one, at least MIN_WINDOW."""
+    if window is not None:
+        return int(window)
+    return int(np.clip(iterations // 40, MIN_WINDOW, WINDOW))
 
 
 def steady_start(x: np.ndarray, window: int, tolerance: float) -> int | None:
@@ -332,8 +423,11 @@ def reduce_trace(data, loops: list[np.ndarray], phases: list[Phase]):
     tags = np.concatenate([np.stack([np.full(len(m[0]), m[1]), np.full(len(m[0]), m[2])], 1)
                            for m in marks]) if marks else np.zeros((0, 2), np.int64)
     tags = tags[order]
-    acts = a[kept]
-    _, vec_vals = data.vector_entries(kept)
+    acts = a[kept].copy()
+    vec_rows, vec_vals = data.vector_entries(kept)
+    pairs = [crossing_requests(data, _skipped_rows(loops[p.loop], p))[0] for p in phases]
+    _complete_in_flight(data, kept, acts, vec_rows, vec_vals, np.concatenate(
+        pairs or [np.zeros((0, 3), np.int64)]))
     marker = empty_actions(len(rows))
     marker["kind"] = _SLEEP
     pos = kept_before[rows]
@@ -346,6 +440,28 @@ def reduce_trace(data, loops: list[np.ndarray], phases: list[Phase]):
     reduced = replace(data, actions=out, rank_offsets=new_offsets, vectors=vec_vals)
     per_rank = [tags[rank_of_row == r] for r in range(data.nranks)]
     return reduced, origin, per_rank, removed
+
+
+def _complete_in_flight(data, kept, acts, vec_rows, vec_vals, pairs: np.ndarray) -> None:
+    """Give the completions (waits, tests, and their vectors) of the requests in flight at the
+    end of a skipped block the ids of the ones in flight at its start (``pairs``, from
+    :func:`crossing_requests`), in place."""
+    if not len(pairs):
+        return
+    done = K.mask(K.COMPLETIONS)
+
+    def remap(rows_rank, ids, where):
+        key = _dense(np.r_[pairs[:, 0], rows_rank], np.r_[pairs[:, 1], ids])
+        pk, k = key[:len(pairs)], key[len(pairs):]
+        order = np.argsort(pk)
+        j = np.minimum(np.searchsorted(pk[order], k), len(pk) - 1)
+        hit = where & (pk[order][j] == k)
+        return np.where(hit, pairs[order, 2][j], ids)
+    acts["request"] = remap(data.rank_of(kept), acts["request"].astype(np.int64),
+                            done[acts["kind"]] & (acts["request"] >= 0))
+    if len(vec_rows):
+        vec_vals[:] = remap(data.rank_of(vec_rows), vec_vals.astype(np.int64),
+                            done[data.actions["kind"][vec_rows]])
 
 
 def check_separable(data, rows: np.ndarray) -> str | None:
@@ -365,10 +481,9 @@ def check_separable(data, rows: np.ndarray) -> str | None:
     n_sends = int(sends.sum())
     if not _same_multiset(key[:n_sends], key[n_sends:]):
         return "messages cross the boundaries of the skipped iterations"
-    (wa, ia), (wc, ic) = (_requests(data, rows, kind, rank, act) for act in (True, False))
-    key = _dense(np.r_[wa, wc], np.r_[ia, ic])
-    if not _same_multiset(key[:len(wa)], key[len(wa):]):
-        return "requests cross the boundaries of the skipped iterations"
+    why = crossing_requests(data, rows)[1]
+    if why:
+        return why
     coll = K.mask(K.ORDERED_COLLECTIVES)[kind]
     for c in np.unique(comm[coll]):
         members = np.asarray(data.comms.get(int(c), np.arange(data.nranks)), np.int64)
@@ -379,26 +494,99 @@ def check_separable(data, rows: np.ndarray) -> str | None:
     return None
 
 
-def _check_skippable(data, loops: list[np.ndarray], phases: list[Phase]) -> str | None:
-    """Whether iterations can be skipped, checked on the first, middle and last iteration each
-    phase may skip, one at a time (an iteration that keeps its messages and requests to itself
-    can be left out with any others that do; a loop's iterations from
-    :func:`minitrace.compress.loops` are alike call for call)."""
-    for p in phases:
-        b = loops[p.loop]
-        for k in sorted({p.first + min(p.replayed, p.iterations - 1),
-                         (p.first + p.stop) // 2, p.stop - 1}):
-            rows = np.concatenate([np.arange(b[r, k], b[r, k + 1]) for r in range(len(b))])
-            why = check_separable(data, rows)
-            if why:
-                return f"{why} (iteration {k} of loop {p.loop})"
-    return None
+def crossing_requests(data, rows: np.ndarray) -> tuple[np.ndarray, str | None]:
+    """The requests in flight across the boundaries of ``rows`` (sorted; a block of iterations
+    to skip) paired up, or why they cannot be.  A pipelined loop posts in each iteration the
+    requests the next one completes: the block completes requests posted before it (in flight
+    at its start) and posts requests completed after it (in flight at its end).  Skipping
+    whole periods of the pipeline, the ones completed after the block are the ones in flight
+    at its start: each request in flight at its end is paired with one in flight at its start
+    of the same rank and call (kind, peer, tag, communicator, bytes), in the order they were
+    posted.  Returns ([pairs, 3] of rank, id in flight at the end, id in flight at the start
+    (the id the completions after the block are given), and None) or (empty, why)."""
+    none = np.zeros((0, 3), np.int64)
+    a = data.actions
+    kind, rank = a["kind"][rows], data.rank_of(rows)
+    (wa, ia, ra), (wc, ic, _) = (_requests(data, rows, kind, rank, act) for act in (True, False))
+    key = _dense(np.r_[wa, wc], np.r_[ia, ic])
+    ka, kc = key[:len(wa)], key[len(wa):]
+    if _same_multiset(ka, kc):
+        return none, None
+    out, into = ~np.isin(ka, kc), ~np.isin(kc, ka)   # in flight at the end, at the start
+    why = "requests cross the boundaries of the skipped iterations"
+    if not _same_multiset(ka[~out], kc[~into]):
+        return none, f"{why} unevenly (posted and completed more often in the block)"
+    iw, ii = wc[into], ic[into]
+    first = data.rank_offsets[iw]                     # where each one's rank starts
+    at = np.searchsorted(rows, data.rank_offsets[:-1])
+    start = rows[np.minimum(at, len(rows) - 1)][iw]   # the block's first row on that rank
+    before = np.concatenate([np.arange(f, s) for f, s in
+                             sorted({(int(f), int(s)) for f, s in zip(first, start)})]) \
+        if len(iw) else np.zeros(0, np.int64)
+    pw, pi, pr = _requests(data, before, a["kind"][before], data.rank_of(before), True)
+    kp = _dense(np.r_[pw, iw], np.r_[pi, ii])
+    k_posted, k_in = kp[:len(pw)], kp[len(pw):]
+    order = np.argsort(k_posted, kind="stable")
+    j = np.searchsorted(k_posted[order], k_in, side="right") - 1   # the latest posting
+    if len(k_in) and ((j < 0) | (k_posted[order][np.maximum(j, 0)] != k_in)).any():
+        return none, f"{why}: a request completed in them was never posted"
+    posted_in = pr[order][j] if len(k_in) else np.zeros(0, np.int64)
+    env = [ra[out], posted_in]
+    fields = ("kind", "peer", "tag", "comm", "bytes_sent", "bytes_recv")
+    sig = _dense(np.r_[wa[out], iw], *(np.r_[a[f][env[0]], a[f][env[1]]] for f in fields))
+    so, si = sig[:len(env[0])], sig[len(env[0]):]
+    oo = np.lexsort((env[0], so))
+    oi = np.lexsort((env[1], si))
+    if len(so) != len(si) or not np.array_equal(so[oo], si[oi]):
+        return none, (f"{why} and those in flight at its end are not the calls in flight at "
+                      f"its start (not a pipeline)")
+    return np.stack([wa[out][oo], ia[out][oo], ii[oi]], 1).astype(np.int64), None
 
 
-def _requests(data, rows, kind, rank, activations: bool) -> tuple[np.ndarray, np.ndarray]:
-    """(rank, request id) of each request that ``rows`` activate (non-blocking calls, starts),
-    or that they complete (waits, successful tests), with multiplicity: a block of rows leaves
-    no request behind when the two are equal as multisets (ids are unique per rank)."""
+def _cover_variants(p: Phase, calls: np.ndarray) -> None:
+    """Grow the phase's tail back until the replayed iterations fitted (the start, the tail but
+    its first) hold every variant of the iterations it skips, two of each (by their count of
+    MPI calls: a convergence check, an output step): the skipped time of a variant no replayed
+    iteration shows cannot be predicted.  No skip is left when the tail reaches the start."""
+    while p.skipped:
+        lo, hi = p.replayed, p.iterations - p.tail
+        seen = set(calls[:lo].tolist()) | set(calls[hi + 1:].tolist())
+        skipped = calls[lo:hi]
+        unseen = [np.flatnonzero(skipped == c) for c in set(skipped.tolist()) - seen]
+        if not unseen:
+            return
+        # the tail's first iteration is not fitted: it starts one before the variants
+        new_hi = lo + min(int(at[-min(len(at), 2)]) for at in unseen) - 1
+        if new_hi <= lo:
+            p.replayed, p.tail = p.iterations, 0
+            return
+        p.tail = p.iterations - new_hi
+
+
+def _keep_if_inseparable(data, loops: list[np.ndarray], p: Phase) -> str | None:
+    """Why the phase's skipped iterations cannot be left out of the replay, checked on the
+    whole block (its iterations may vary: :func:`extend_loop`), after which the phase is
+    replayed whole; or None."""
+    why = check_separable(data, _skipped_rows(loops[p.loop], p))
+    if why:
+        why = f"{why} (iterations {p.first + p.replayed}-{p.stop - p.tail - 1} of loop {p.loop})"
+        p.replayed, p.tail = p.iterations, 0
+    return why
+
+
+def _skipped_rows(b: np.ndarray, p: Phase) -> np.ndarray:
+    """The rows of a phase's skipped iterations on every rank, sorted."""
+    lo, hi = p.first + p.replayed, p.stop - p.tail
+    if hi <= lo:
+        return np.zeros(0, np.int64)
+    return np.concatenate([np.arange(b[r, lo], b[r, hi]) for r in range(len(b))])
+
+
+def _requests(data, rows, kind, rank, activations: bool) -> tuple[np.ndarray, ...]:
+    """(rank, request id, row) of each request that ``rows`` activate (non-blocking calls,
+    starts), or that they complete (waits, successful tests), with multiplicity: a block of
+    rows leaves no request behind when the two are equal as multisets (ids are unique per
+    rank)."""
     a = data.actions
     req, flags = a["request"][rows], a["flags"][rows]
     done = (flags & K.FLAG_COMPLETED) != 0
@@ -413,8 +601,9 @@ def _requests(data, rows, kind, rank, activations: bool) -> tuple[np.ndarray, np
     vrows, vals = data.vector_entries(rows[many])
     ids = np.r_[req[one], vals]
     who = np.r_[rank[one], data.rank_of(vrows)]
+    where = np.r_[rows[one], vrows]
     keep = ids >= 0
-    return who[keep], ids[keep]
+    return who[keep], ids[keep], where[keep]
 
 
 def _same_multiset(a: np.ndarray, b: np.ndarray) -> bool:
@@ -454,7 +643,7 @@ def _dense(*cols) -> np.ndarray:
 
 
 def sampled_replay(data, loops: list[np.ndarray] | None, sample="auto", *,
-                   window: int = WINDOW, tolerance: float = TOLERANCE, replay_fn=None,
+                   window: int | None = None, tolerance: float = TOLERANCE, replay_fn=None,
                    **replay_kw) -> SampledReplay:
     """Replay ``data`` (a TraceColumns) sampling its loops' iterations.
 
@@ -467,8 +656,9 @@ def sampled_replay(data, loops: list[np.ndarray] | None, sample="auto", *,
     sample : "auto" or int
         auto: replay each phase until the steady rule holds; K: replay K iterations of each
         phase.
-    window, tolerance : int, float
-        The steady rule's window (iterations) and relative tolerance.
+    window, tolerance : int or None, float
+        The steady rule's window (iterations; None: per loop, :func:`loop_window`) and
+        relative tolerance.
     replay_fn : callable, optional
         ``replay_fn(trace, **kw) -> ReplayResult`` (default :func:`minitrace.replay.replay`).
     **replay_kw
@@ -502,20 +692,24 @@ def sampled_replay(data, loops: list[np.ndarray] | None, sample="auto", *,
     phases: list[Phase] = []
     if why_full is None:
         for li, b in enumerate(top):
-            phases += phases_of(data, li, b, window)
+            w = loop_window(b.shape[1] - 1, window)
+            phases += [replace(p, window=w) for p in phases_of(data, li, b, window or WINDOW)]
         fixed = None if sample == "auto" else int(sample)
         if fixed is not None and fixed < 1:
             raise MinitraceError(f"--sample wants auto, off or a number of iterations >= 1, "
                                  f"got {sample}")
-        first = fixed if fixed is not None else 4 * window
         for p in phases:
-            p.replayed = min(p.iterations, first)
-            if p.iterations - p.replayed > 3 * window:      # a tail to interpolate to
-                p.tail = window
-        why = _check_skippable(data, top, phases)
-        if why:
-            why_full = f"iterations cannot be skipped: {why}"
+            p.replayed = min(p.iterations, fixed if fixed is not None else 4 * p.window)
+            if p.iterations - p.replayed > 3 * p.window:    # a tail to interpolate to
+                p.tail = p.window
+        cost = [iteration_cost(data, b) for b in top]
+        for p in phases:
+            _cover_variants(p, cost[p.loop][p.first:p.stop, 1])
+        whys = [_keep_if_inseparable(data, top, p) for p in phases]
+        if not any(p.skipped for p in phases) and any(whys):
+            why_full = f"iterations cannot be skipped: {next(w for w in whys if w)}"
             phases = []
+        notes += [f"replayed whole: {w}" for w in whys if w and phases]
     if why_full is not None:
         res = run(data, **replay_kw)
         return SampledReplay(res.simulated_time, list(res.rank_end_times), 0.0, 1.0, 0.0, [],
@@ -530,17 +724,21 @@ def sampled_replay(data, loops: list[np.ndarray] | None, sample="auto", *,
         grow = False
         for pi, p in enumerate(phases):
             x = times[pi][0]
-            s = steady_start(x, window, tolerance)
+            s = steady_start(x, p.window, tolerance)
             if s is None and fixed is None and p.skipped:
-                p.replayed = min(p.iterations - p.tail, 2 * p.replayed)
+                step = p.window if p.replayed < 8 * p.window else p.replayed
+                p.replayed = min(p.iterations - p.tail, p.replayed + step)
                 if not p.skipped:
                     p.replayed, p.tail = p.iterations, 0
+                _cover_variants(p, cost[p.loop][p.first:p.stop, 1])
+                why = _keep_if_inseparable(data, top, p)
+                if why:
+                    notes.append(f"replayed whole: {why}")
                 grow = True
                 continue
             p.steady_from = s if s is not None else len(x) // 4
         if not grow:
             break
-    cost = [slowest_compute(data, b) for b in top]
     for pi, p in enumerate(phases):
         _extrapolate(p, times[pi], cost[p.loop][p.first:p.stop])
     skipped = sum(p.skipped_time for p in phases)
@@ -588,20 +786,24 @@ def _marker_times(timeline, reduced, origin, marks, phases) -> list[tuple]:
 def skipped_line(p: Phase, x: tuple, cost: np.ndarray):
     """The least-squares line of the phase's steady replayed iteration times (its start from the
     steady iteration on, and its tail but the first, which follows the skip) against their
-    static cost (a constant when the cost does not vary): (prediction for each skipped
-    iteration, residuals, design matrix of the fit, summed design row of the skipped)."""
+    static cost (``cost`` [iterations] or [iterations, columns]: a column enters the fit where it
+    varies among the fitted iterations, a constant when none does): (prediction for each
+    skipped iteration, residuals, design matrix of the fit, summed design row of the
+    skipped)."""
     s = p.steady_from or 0
     start, tail = x
     y = np.r_[start[s:], tail[1:]]
     hi = p.iterations - p.tail
+    cost = cost.reshape(len(cost), -1)
     c = np.r_[cost[s:p.replayed], cost[hi + 1:]]
     rest = cost[p.replayed:hi]
     if len(y) < 3:
         raise MinitraceError(f"too few steady iterations ({len(y)}) to extrapolate a phase of "
                              f"loop {p.loop}: sample more iterations")
-    slope = len(y) > 4 and c.std() > 1e-9 * max(abs(c.mean()), 1e-300)
-    X = np.stack([np.ones(len(y)), c], 1) if slope else np.ones((len(y), 1))
-    R = np.stack([np.ones(len(rest)), rest], 1) if slope else np.ones((len(rest), 1))
+    varies = c.std(0) > 1e-9 * np.maximum(np.abs(c.mean(0)), 1e-300)
+    use = np.flatnonzero(varies)[:max((len(y) - 3) // 2, 0)]    # two fitted points a column
+    X = np.column_stack([np.ones(len(y)), c[:, use]])
+    R = np.column_stack([np.ones(len(rest)), rest[:, use]])
     beta, *_ = np.linalg.lstsq(X, y, rcond=None)
     return R @ beta, y - X @ beta, X, R.sum(0)
 

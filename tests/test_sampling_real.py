@@ -1,0 +1,151 @@
+"""Iteration sampling on loops as real codes write them (issue 38): iterations that vary (a
+convergence check when the data asks for it, output every n steps), requests that span one
+iteration into the next (a pipelined halo exchange), a warm-up before the steady state; and
+``--sample auto`` on every kind of trace the recorder tests record, without an internal error."""
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from minitrace.errors import MinitraceError
+from minitrace.replay import replay
+from minitrace.replay.sampling import WINDOW, load_trace, loops_of, phases_of, sampled_replay, \
+    top_level
+from tests.support.record_util import record
+from tests.support.synthetic_loops import Step, build, stencil
+
+RATE = "1Gf"
+
+
+def _varied(nranks: int, runs: list[int], check_every=None):
+    """A CG-like loop whose iteration gains a convergence check (two more allreduces) between
+    ``runs`` of plain iterations: successive loops as the generator builds them."""
+    def plain(r):
+        left, right = (r - 1) % nranks, (r + 1) % nranks
+        return [Step("irecv", left, 3, 4096), Step("isend", right, 3, 4096),
+                Step("waitall", waits=(0, 1)), Step("compute", volume=1e-4),
+                Step("allreduce", nbytes=8), Step("compute", volume=2e-5)]
+
+    def checked(r):
+        return plain(r) + [Step("allreduce", nbytes=8), Step("compute", volume=1e-5),
+                           Step("allreduce", nbytes=8)]
+    loops = []
+    for n in runs:
+        loops += [(n, plain), (1, checked)]
+    data, bounds = build(nranks, loops)
+    return data, sum(runs) + len(runs)
+
+
+def test_a_loop_whose_iterations_vary_is_found_whole():
+    """The grammar cuts a loop at each varied iteration; the main loop is grown over them (an
+    iteration per anchored run of actions), so sampling sees every iteration of it."""
+    data, total = _varied(2, [60, 2, 3, 2, 7, 2, 3, 40, 2, 3, 30])
+    top = top_level(loops_of(data)[0])
+    main = max(top, key=lambda b: b.shape[1])
+    assert main.shape[1] - 1 == total - 1     # the last iteration: no anchor after it ends it
+    assert (np.diff(main, axis=1) > 0).all()
+    s = sampled_replay(data, None, "auto", compute_rate=RATE)
+    full = replay(data, compute_rate=RATE)
+    assert s.skipped_share > 0.5
+    assert abs(s.simulated_time - full.simulated_time) <= s.bound
+
+
+def test_a_warmup_block_does_not_make_a_phase():
+    """A first block slower than the rest (cold caches) is the steady rule's warm-up, not a
+    phase of its own replayed whole before a second start."""
+    data, bounds = stencil(2, 20 * WINDOW, warmup=2.0)
+    assert [(p.first, p.stop) for p in phases_of(data, 0, bounds, WINDOW)] == \
+        [(0, 20 * WINDOW)]
+
+
+@pytest.fixture(scope="module")
+def pipeline_traces(programs, tmp_path_factory):
+    """tests/programs/pipeline.c recorded at 2 ranks, 300 iterations: pipelined and not."""
+    exe = programs("pipeline")
+    where = tmp_path_factory.mktemp("pipeline")
+    out = {}
+    for name, args in (("pipelined", ["300", "1"]), ("plain", ["300", "0"])):
+        out[name] = where / f"{name}.h5"
+        record(out[name], 2, [exe, *args], volume="cputime")
+    return out
+
+
+@pytest.mark.parametrize("name", ["pipelined", "plain"])
+def test_recorded_loop_with_varied_and_pipelined_iterations_is_sampled(pipeline_traces, name):
+    """The recorded main loop (convergence checks at irregular iterations, a reduce every 50,
+    nested sweeps; pipelined: each iteration completes the halo requests the previous one
+    posted) is found whole and its iterations skipped: the requests in flight at the skipped
+    block's end are completed by the waits after it under the ids of those in flight at its
+    start (without that the reduced trace does not replay)."""
+    data, loops = load_trace(pipeline_traces[name])
+    top = top_level(loops_of(data)[0])
+    assert max(b.shape[1] - 1 for b in top) >= 299
+    s = sampled_replay(data, loops, "auto", compute_rate=RATE)
+    assert not [n for n in s.notes if "cannot be skipped" in n or "replayed whole" in n]
+    assert s.skipped_share > 0.5
+    assert sum(p.skipped for p in s.phases) > 150
+
+
+def test_requests_that_do_not_pair_up_say_why(pipeline_traces):
+    """A block of a pipeline's periods pairs up the requests in flight at its end with those in
+    flight at its start; a block that completes requests posted before it but posts none that
+    are completed after it (the pipeline drains) is no period of it, and says so."""
+    from minitrace.replay.sampling import crossing_requests
+    data, _ = load_trace(pipeline_traces["pipelined"])
+    b = top_level(loops_of(data)[0])[0]
+    rows = np.concatenate([np.arange(b[r, 100], b[r, 150]) for r in range(data.nranks)])
+    pairs, why = crossing_requests(data, rows)
+    assert why is None and len(pairs) == 2 * data.nranks      # irecv and isend per rank
+    last = np.concatenate([np.arange(b[r, 290], data.rank_offsets[r + 1])
+                           for r in range(data.nranks)])         # the loop's end, and after
+    _, why = crossing_requests(data, last)
+    assert why and why.startswith("requests cross the boundaries")
+
+
+# == no internal error on any trace the recorder tests record ==================================
+RECORDED = [("ring", 2, ["5"]), ("halo", 4, ["30", "100"]), ("isendrecv", 3, []),
+            ("persist", 2, []), ("amr", 4, []), ("colls", 2, []),
+            ("pipeline", 2, ["40", "1"]), ("pipeline", 3, ["250", "1"])]
+
+
+@pytest.fixture(scope="module")
+def recorded_traces(programs, tmp_path_factory):
+    where = tmp_path_factory.mktemp("recorded")
+    out = []
+    for name, n, args in RECORDED:
+        f = where / f"{name}-{n}-{'-'.join(args)}.h5"
+        record(f, n, [programs(name), *args], volume="cputime")
+        out.append(f)
+    return out
+
+
+def test_sample_auto_never_fails_inside_on_recorded_traces(recorded_traces):
+    """``minitrace replay --sample auto`` on each recorded trace: a prediction, or a one-line
+    error (what the replay cannot express); never an internal error."""
+    for f in recorded_traces:
+        p = subprocess.run([sys.executable, "-m", "minitrace", "replay", str(f),
+                            "--compute-rate", RATE, "--sample", "auto"],
+                           capture_output=True, text=True, timeout=120)
+        assert "internal error" not in p.stderr and "Traceback" not in p.stderr, \
+            (f.name, p.stderr[-2000:])
+        assert p.returncode == 0 or (p.stderr.startswith("minitrace: error:") and
+                                     p.stderr.count("\n") == 1), (f.name, p.stderr[-2000:])
+
+
+def test_sampling_varied_loops_fails_only_with_a_reason():
+    """Random compositions of plain and varied iterations (seeded) sample, or say in one line
+    why not."""
+    rng = np.random.default_rng(38)
+    for _ in range(25):
+        runs = rng.integers(1, 41, rng.integers(1, 13)).tolist()
+        data, _ = _varied(int(rng.integers(2, 5)), runs)
+        sample = ["auto", 1, 5, 30][int(rng.integers(4))]
+        try:
+            s = sampled_replay(data, None, sample, compute_rate=RATE)
+        except MinitraceError as e:
+            assert str(e)
+            continue
+        assert np.isfinite(s.simulated_time) and s.bound >= 0, (runs, sample)
