@@ -14,15 +14,25 @@ Recorded traces (``--recorded FILE...``, e.g. ``minitrace record --volume cputim
 -n 2 benchmarks/apps/cg3d 32 50000``): each file replayed fully and sampled from the file (both
 read it; the sampled one also finds its loops, or takes a compressed file's stored ones).
 
+Recorded codes (``--record DIR`` with the built programs' paths, issue 38): each recorded
+here under ``minitrace record --volume cputime`` into DIR, then measured as above:
+``--lulesh EXE`` (``-i 300 -s 8`` at 8 ranks, oversubscribed: LULESH needs a cube; and
+``-i 300 -s 20`` at 1 rank), ``--minife EXE`` (``nx=ny=nz=64`` at 2 ranks: 200 CG iterations),
+``--hpccg EXE`` (``40 40 40`` at 2 ranks: 149), ``--hpcg EXE`` (``16 16 16 1`` at 2 ranks: CG
+solves of 50 iterations), and tests/programs/pipeline.c (built here; 300 pipelined iterations
+with irregular convergence checks at 2 ranks).  The table says how many times fewer actions
+the sampled replay replays, and why it replays fully or a phase whole where it does.
+
 Replicas (``--replicas``): 100 replicas of a ~1 M-action stencil with sampling on, 2 workers.
 
 Run: nice -n 10 python benchmarks/bench_sampling.py [--quick] [--skip-replicas]
-     [--recorded FILE...]
+     [--recorded FILE...] [--record DIR --lulesh EXE --minife EXE --hpccg EXE --hpcg EXE]
 """
 from __future__ import annotations
 
 import argparse
 import os
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -58,8 +68,8 @@ def cases(scale: float):
 
 def sampling(scale: float, recorded: list[str], repeat: int) -> None:
     print("| case | iterations | actions | full wall (s) | sampled wall (s) (loops) | "
-          "speed-up | replayed | error | bound | holds |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+          "speed-up | replayed | fewer actions | error | bound | holds | why not skipped |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     warm, _ = stencil(2, 200)                  # first-call costs (imports) out of the timings
     sampled_replay(warm, None, "auto", compute_rate=RATE)
     # (name, what the full replay reads, how the sampled one gets its columns and stored loops)
@@ -83,9 +93,44 @@ def sampling(scale: float, recorded: list[str], repeat: int) -> None:
         err = s.simulated_time - full.simulated_time
         print(f"| {name} | {sum(p.iterations for p in s.phases) or '-'} | {len(data.actions)} | "
               f"{full_wall:.2f} | {wall:.2f} ({detect:.2f}) | {full_wall / wall:.1f}x | "
-              f"{s.replayed_share:.1%} | {err / full.simulated_time:+.4%} | "
-              f"{s.bound / full.simulated_time:.4%} | "
-              f"{'yes' if abs(err) <= s.bound else 'NO'} |", flush=True)
+              f"{s.replayed_share:.1%} | {1 / s.replayed_share:.1f}x | "
+              f"{err / full.simulated_time:+.4%} | {s.bound / full.simulated_time:.4%} | "
+              f"{'yes' if abs(err) <= s.bound else 'NO'} | {_why(s.notes)} |", flush=True)
+
+
+def _why(notes: list[str]) -> str:
+    """The sampler's notes on what it replayed fully or whole, for a table cell."""
+    return "; ".join(n for n in notes if n.startswith("replayed ")).replace("|", "/")
+
+
+def record_codes(where: Path, apps: dict) -> list[str]:
+    """Record the given built programs (and tests/programs/pipeline.c) into ``where``; returns
+    the trace files (a recording that fails is reported and left out)."""
+    where.mkdir(parents=True, exist_ok=True)
+    pipeline = where / "pipeline"
+    subprocess.run(["mpicc", "-O1", "-o", str(pipeline),
+                    str(Path(__file__).resolve().parents[1] / "tests/programs/pipeline.c")],
+                   check=True)
+    runs = [("pipeline-2r.h5", 2, [str(pipeline), "300", "1"])]
+    if apps.get("lulesh"):
+        runs += [("lulesh-8r-s8.h5", 8, [apps["lulesh"], "-i", "300", "-s", "8"]),
+                 ("lulesh-1r-s20.h5", 1, [apps["lulesh"], "-i", "300", "-s", "20"])]
+    if apps.get("minife"):
+        runs += [("minife-2r-64.h5", 2, [apps["minife"], "nx=64", "ny=64", "nz=64"])]
+    if apps.get("hpccg"):
+        runs += [("hpccg-2r-40.h5", 2, [apps["hpccg"], "40", "40", "40"])]
+    if apps.get("hpcg"):
+        runs += [("hpcg-2r-16.h5", 2, [apps["hpcg"], "16", "16", "16", "1"])]
+    out = []
+    for name, n, argv in runs:
+        cmd = [sys.executable, "-m", "minitrace", "record", "--volume", "cputime", "-o",
+               str(where / name), "--", "mpiexec", "-n", str(n), *argv]
+        p = subprocess.run(cmd, cwd=where, capture_output=True, text=True)
+        if p.returncode:
+            print(f"recording {name} failed ({p.returncode}): {p.stderr.strip()[-300:]}")
+        else:
+            out.append(str(where / name))
+    return out
 
 
 def replica_speed(scale: float) -> None:
@@ -106,11 +151,20 @@ def main() -> None:
     ap.add_argument("--recorded", nargs="*", default=[], metavar="FILE",
                     help="recorded traces to sample too")
     ap.add_argument("--skip-generated", action="store_true")
+    ap.add_argument("--record", type=Path, metavar="DIR",
+                    help="record tests/programs/pipeline.c and the codes below into DIR, and "
+                         "sample them")
+    for app in ("lulesh", "minife", "hpccg", "hpcg"):
+        ap.add_argument(f"--{app}", metavar="EXE", help=f"built {app} program (with --record)")
     ap.add_argument("--repeat", type=int, default=3,
                     help="time each replay this many times, alternately; keep the fastest")
     args = ap.parse_args()
     scale = 0.1 if args.quick else 1.0
-    sampling(0 if args.skip_generated else scale, args.recorded, args.repeat)
+    recorded = list(args.recorded)
+    if args.record:
+        recorded += record_codes(args.record, {k: getattr(args, k) for k in
+                                               ("lulesh", "minife", "hpccg", "hpcg")})
+    sampling(0 if args.skip_generated else scale, recorded, args.repeat)
     if not args.skip_replicas:
         replica_speed(scale)
     print(f"\nload average: {' '.join(f'{x:.1f}' for x in os.getloadavg())}")

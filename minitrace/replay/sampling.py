@@ -4,15 +4,20 @@ steady, skip the rest, account for them, and replay what follows the loop for re
 The loops come from the trace's loop structure (a compressed file's stored grammar, else a loop
 grammar built on each action's structure, :func:`structure_ids`; :mod:`minitrace.compress`'s
 folding either way): per loop, the row range of each iteration on each rank (``bounds`` [nranks,
-iterations + 1]); a loop must be on every rank with the same number of iterations. Only
-top-level loops are sampled (a nested loop is inside its parent's iterations); successive loops are
-sampled one after the other. A loop is cut into **phases** where its iterations' static cost
-changes (the mean over a block of ``window`` iterations of any rank's compute, or of the most
-bytes a rank moves, departs from the phase's first block by more than ``PHASE_TOLERANCE`` and by
-more than three standard errors, in ``LASTING`` (4) successive blocks: refinement phases of an
-AMR code, a regime change). In each phase a start of ``m`` iterations is replayed (auto:
-``4 window`` first, doubled until the rule below holds), and a **tail** of ``window`` iterations at
-its end when more than ``3 window`` would be skipped; the iterations between are skipped.
+iterations + 1]); a loop must be on every rank with the same number of iterations, and is grown
+over the varied iterations next to it (:func:`extend_loop`: a convergence check, an output
+step). Only top-level loops are sampled (a nested loop is inside its parent's iterations);
+successive loops are sampled one after the other. A loop is cut into **phases** where its
+iterations' static cost changes (the mean over a block of ``window`` iterations of any rank's
+compute, or of the most bytes a rank moves, departs from the phase's first block by more than
+``PHASE_TOLERANCE`` and by more than three standard errors, in ``LASTING`` (4) successive blocks: refinement phases of an
+AMR code, a regime change; a shorter first run is a warm-up, no phase). In each phase a start
+of ``m`` iterations is replayed (auto: ``4 window`` first, grown by a window until ``8 window``,
+then doubled, until the rule below holds; the window is a 40th of a loop of fewer than
+``40 WINDOW`` iterations, at least ``MIN_WINDOW``), and a **tail** of ``window`` iterations at its
+end when more than ``3 window`` would be skipped, grown back over any variant of the skipped
+iterations it lacks; the iterations between are skipped, by whole periods of a pipeline where
+requests span one iteration into the next (:func:`crossing_requests`).
 
 **Steady rule**: iteration ``s`` starts the steady state when the mean simulated time per
 iteration over the three windows ``[s, s+w)``, ``[s+w, s+2w)``, ``[s+2w, s+3w)`` changes from
@@ -24,8 +29,9 @@ change between windows and keeps the rule from holding until it is small.
 
 **Skipped iterations**: predicted by a least-squares line of the replayed steady iterations'
 times (the start's from the steady iteration on, the tail's but its first) against their static
-cost (the slowest rank's compute): the tail puts the skipped iterations between replayed ones,
-so a drift is interpolated, not extrapolated. Its prediction error (residual variance, inflated
+cost (the slowest rank's compute, and the most calls a rank makes where they vary): the tail
+puts the skipped iterations between replayed ones, so a drift is interpolated, not
+extrapolated. Its prediction error (residual variance, inflated
 for residuals correlated from one iteration to the next, plus the line's own uncertainty) gives
 the **bound**: three standard deviations of the skipped time, plus SimGrid's timing precision
 per skipped iteration. Each rank's end time is its end in the reduced replay plus the skipped
