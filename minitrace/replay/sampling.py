@@ -10,8 +10,9 @@ step). Only top-level loops are sampled (a nested loop is inside its parent's it
 successive loops are sampled one after the other. A loop is cut into **phases** where its
 iterations' static cost changes (the mean over a block of ``window`` iterations of any rank's
 compute, or of the most bytes a rank moves, departs from the phase's first block by more than
-``PHASE_TOLERANCE`` and by more than three standard errors, in ``LASTING`` (4) successive blocks: refinement phases of an
-AMR code, a regime change; a shorter first run is a warm-up, no phase). In each phase a start
+``PHASE_TOLERANCE`` and by more than three standard errors, in ``LASTING`` (4) successive
+blocks: refinement phases of an AMR code, a regime change; a shorter first run is a warm-up,
+no phase). In each phase a start
 of ``m`` iterations is replayed (auto: ``4 window`` first, grown by a window until ``8 window``,
 then doubled, until the rule below holds; the window is a 40th of a loop of fewer than
 ``40 WINDOW`` iterations, at least ``MIN_WINDOW``), and a **tail** of ``window`` iterations at its
