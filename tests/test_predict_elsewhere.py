@@ -111,3 +111,43 @@ def test_the_calibration_knows_its_machine(machines):
     import socket
     assert load(str(here)).hostname == socket.gethostname()
     assert load(str(there)).hostname == "elsewhere"
+
+
+def _two_sites(bytes_b: int, slow: float):
+    """One rank computing before a send of 8 bytes (volume 1) and one of ``bytes_b`` (volume
+    2), 5 times; ``slow`` scales the wall time of each compute (the probe's machine)."""
+    from minitrace.model import TraceBuilder
+    b = TraceBuilder(2, meta={"volume_unit": "seconds"})
+    for r in range(2):
+        t = 0.0
+        b.add(r, "init", t_start=t, t_end=t)
+        for _ in range(5):
+            for vol, n in ((1.0, 8), (2.0, bytes_b)):
+                b.add(r, "compute", volume=vol, t_start=t, t_end=t + vol * slow)
+                t += vol * slow
+                b.add(r, "barrier", bytes_sent=n, t_start=t, t_end=t)
+        b.add(r, "finalize", t_start=t, t_end=t)
+    return b.build()
+
+
+def test_sites_the_probe_did_not_see_take_its_mean_ratio():
+    from minitrace.predict.translate import by_probe
+    big = _two_sites(16, 1.0)
+    probe = _two_sites(32, 3.0)          # only the 8-byte site is the same call site
+    tr = by_probe(big, probe, 2.0, 1.0, "from A to B")
+    vols = big.actions["volume"][big.actions["kind"] == K.code("compute")]
+    assert np.allclose(tr.factor, 3.0)       # seen: its own ratio; unseen: the seen ones' mean
+    assert tr.low.min() == tr.high.max() == pytest.approx(3.0)
+    assert any("call sites the probe did not see" in n for n in tr.notes), tr.notes
+    none = by_probe(big, _no_barrier(), 2.0, 1.0, "from A to B")
+    assert np.allclose(none.factor, 2.0)                      # nothing seen: the rates
+    assert any("saw none of the call sites" in n for n in none.notes)
+
+
+def _no_barrier():
+    from minitrace.model import TraceBuilder
+    b = TraceBuilder(1, meta={"volume_unit": "seconds"})
+    b.add(0, "init", t_start=0.0, t_end=0.0)
+    b.add(0, "compute", volume=1.0, t_start=0.0, t_end=1.0)
+    b.add(0, "finalize", t_start=1.0, t_end=1.0)
+    return b.build()

@@ -13,7 +13,9 @@ time.  Two ways to translate them, from what a user has:
   fewer iterations), recorded as usual.  Each call site (the kind and bytes of the MPI calls
   around a compute segment) gets its own ratio: B's mean wall time there (the probe's
   timestamps; its CPU time when untimed) over A's mean CPU time, what the replay of A's trace
-  holds; sites the probe did not see fall back to the rates and are counted.
+  holds; sites the probe did not see take the probe's compute-weighted mean ratio (the
+  program's own mix, within the range of its ratios), and are counted; a probe that saw none
+  leaves the rates.
   The spread of the ratios gives the translation's interval (each site at the bounds of its
   ratio's 95% interval).
 """
@@ -106,9 +108,10 @@ def by_probe(data, probe, rate_a: float, speed_b: float, where: str,
     pa = probe.actions[prow]
     wall = pa["t_end"] - pa["t_start"]
     pvol = wall if np.isfinite(wall).all() and len(wall) else pa["volume"]
-    fallback = rate_a / speed_b
-    factor = np.full(len(rows), fallback)
+    rates = rate_a / speed_b
+    factor = np.full(len(rows), rates)
     low, high = factor.copy(), factor.copy()
+    seen = np.zeros(len(rows), bool)
     ratios = []
     for k in np.unique(key):
         mine, theirs = key == k, pkey == k
@@ -119,17 +122,22 @@ def by_probe(data, probe, rate_a: float, speed_b: float, where: str,
         se = r * np.sqrt((b.std(ddof=1) / b.mean()) ** 2 / len(b)
                          + ((a.std(ddof=1) / a.mean()) ** 2 / len(a) if len(a) > 1 else 0.0))
         factor[mine], low[mine], high[mine] = r, max(r - 1.96 * se, 0.0), r + 1.96 * se
+        seen |= mine
         ratios.append((r, a.sum()))
     total = vol.sum()
-    share = vol[factor != fallback].sum() / total if total > 0 else 0.0
+    share = vol[seen].sum() / total if total > 0 else 0.0
     notes = [f"compute translated {where} per call site by a probe run: {len(ratios)} sites, "
-             f"{share:.0%} of the compute; the rest by the matrix-product rates "
-             f"(x{fallback:.3f})"]
+             f"{share:.0%} of the compute"]
     if ratios:
         r = np.array(ratios)
+        mean = float(np.average(r[:, 0], weights=r[:, 1]))
         notes.append(f"probe ratios B/A: {r[:, 0].min():.3f} .. {r[:, 0].max():.3f} "
-                     f"(compute-weighted mean {np.average(r[:, 0], weights=r[:, 1]):.3f})")
-    if share < 0.5:
-        notes.append(f"the probe saw only {share:.0%} of the compute's call sites: most of the "
-                     f"translation is the one-kernel rate")
+                     f"(compute-weighted mean {mean:.3f})")
+        if not seen.all():      # the program's own mix as the probe saw it, with its range
+            factor[~seen], low[~seen], high[~seen] = mean, r[:, 0].min(), r[:, 0].max()
+            notes.append(f"call sites the probe did not see ({1 - share:.0%} of the compute): "
+                         f"its compute-weighted mean ratio, their interval its range of ratios")
+    else:
+        notes.append(f"the probe saw none of the call sites: the matrix-product rates "
+                     f"(x{rates:.3f}, one kernel) translate all of the compute")
     return Translation(factor, low, high, notes)
