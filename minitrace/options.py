@@ -25,24 +25,27 @@ def choice_list(text: str, allowed, where: str, option: str, *,
 
 
 def number(option: str, lo: float | None = None, hi: float | None = None, *,
-           integer: bool = False, above: bool = False):
+           integer: bool = False, above: bool = False, below: bool = False):
     """An argparse ``type`` for ``option``: a finite number (an integer when ``integer``: also
-    written ``1e3``) at least ``lo`` (above it when ``above``) and at most ``hi``.  Anything
-    else is one line naming the option (a MinitraceError passes through argparse: the CLI
-    prints it), before a program sizes anything by it."""
+    written ``1e3``) at least ``lo`` (above it when ``above``) and at most ``hi`` (below it
+    when ``below``).  Anything else is one line naming the option (a MinitraceError passes
+    through argparse: the CLI prints it), before a program sizes anything by it."""
+    def shown(x: float) -> str:
+        return f"{int(x):,}" if float(x).is_integer() else f"{x:g}"
     what = "an integer" if integer else "a number"
     if lo is not None:
-        what += f" {'>' if above else '>='} {lo:g}"
+        what += f" {'>' if above else '>='} {shown(lo)}"
     if hi is not None:
-        what += f"{' and' if lo is not None else ''} <= {hi:g}"
+        what += f"{' and' if lo is not None else ''} {'<' if below else '<='} {shown(hi)}"
 
     def parse(text: str):
         try:
             v = float(text)
-        except ValueError:
+        except (ValueError, OverflowError):
             v = math.nan
         ok = math.isfinite(v) and (not integer or v.is_integer()) and \
-            (lo is None or (v > lo if above else v >= lo)) and (hi is None or v <= hi)
+            (lo is None or (v > lo if above else v >= lo)) and \
+            (hi is None or (v < hi if below else v <= hi))
         if not ok:
             raise MinitraceError(f"{option} {text}: expected {what}")
         return int(v) if integer else v
@@ -53,3 +56,11 @@ def integers(option: str, text: str, lo: int = 1, hi: int | None = None) -> list
     """A comma-separated list of integers for ``option``, each within [lo, hi]."""
     parse = number(option, lo, hi, integer=True)
     return [parse(x.strip()) for x in text.split(",")]
+
+
+#: Bounds of what the commands size by an option (ranks, threads, replicas...): beyond them a
+#: program would exhaust memory before saying anything.
+MAX_RANKS = 1 << 20
+MAX_THREADS = 1 << 12
+MAX_REPLICAS = 10 ** 6
+MAX_SEED = 2 ** 32 - 1

@@ -239,3 +239,53 @@ def test_sigint_while_the_modules_load(long_trace, at):
     import signal
     p = _signalled(long_trace, [(at, signal.SIGINT)])
     assert (p.returncode, p.stderr) == (130, "minitrace: interrupted\n")
+
+
+# -- option values ----------------------------------------------------------------------------
+@pytest.mark.parametrize("argv, words", [
+    (["replay", "{t}", "--timeout", "nan"], "--timeout nan"),
+    (["replay", "{t}", "--sample", "10000000000"], "--sample"),
+    (["replay", "{t}", "--replicas", "3", "--workers", "0"], "--workers 0"),
+    (["replay", "{t}", "--replicas", "3", "--seed", "-1"], "--seed -1"),
+    (["replay", "{t}", "--cluster", "1000000000"], "--cluster 1000000000"),
+    (["replay", "{t}", "--ranks-per-host", "0"], "--ranks-per-host 0"),
+    (["replay", "{s}", "--compute-rate", "1Gf", "--hostfile", "{bin}", "--platform",
+      "{platform}"], "not text"),
+    (["validate", "{t}", "--max", "-1"], "--max -1"),
+    (["simulate-tasks", "{t}", "--threads", "1e11"], "--threads 1e11"),
+    (["extrapolate", "{t}", "--ranks", "1e21"], "--ranks 1e21"),
+    (["extrapolate", "{t}", "--force", "--ranks", "1e9"], "--ranks 1e9"),
+    (["partitioned-model", "--size", "1e400"], "--size"),
+    (["partitioned-model", "--threads", "4,abc"], "--threads abc"),
+    (["numa-platform", "--synthetic", "pack:100000 core:100000 pu:1", "-o", "{out}"],
+     "processing units"),
+    (["numa-platform", "--bandwidth", "core=-1,memory=nan", "-o", "{out}"], "core"),
+    (["predict", "{t}", "--calibration", "{t}", "--timeout", "inf"], "--timeout inf"),
+    (["regress", "{t}", "--alpha", "2"], "--alpha 2"),
+    (["compress", "{t}", "-o", "{out}", "--precision", "0"], "--precision 0"),
+])
+def test_numeric_options_have_ranges(trace, long_trace, tmp_path, argv, words):
+    """Every numeric option is checked before a program sizes anything by it: these were
+    internal errors, exhausted memory (--cluster 1e9, --threads 1e11, --ranks 1e9), hung
+    (a synthetic topology of 1e10 processing units) or were accepted (--ranks-per-host 0,
+    --max -1, negative or NaN bandwidths)."""
+    (tmp_path / "bin").write_bytes(bytes(range(256)) * 4)
+    platform = os.path.join(os.path.dirname(__file__), "data", "ti", "platform.xml")
+    argv = [a.replace("{t}", str(trace)).replace("{s}", str(long_trace))
+            .replace("{bin}", str(tmp_path / "bin"))
+            .replace("{platform}", platform).replace("{out}", str(tmp_path / "o.xml"))
+            for a in argv]
+    refused(mt(*argv, timeout=60), words)
+    assert not (tmp_path / "o.xml").exists()
+
+
+@pytest.mark.parametrize("args, words", [(["--scale", "1e30"], "--scale '1e30'"),
+                                         (["--scale", "nan"], "--scale 'nan'"),
+                                         (["--tol", "-1"], "--tol -1"),
+                                         (["--replicas", "1e11"], "--replicas 1e11")])
+def test_gev_options_have_ranges(tmp_path, args, words):
+    """gev --scale 1e30 was an internal error, --replicas 1e11 exhausted memory, --tol -1
+    was accepted."""
+    from tests.support.gev_synth import write_variability
+    write_variability(tmp_path / "v.h5", 2, 2, 60)
+    refused(mt("gev", tmp_path / "v.h5", *args), words)

@@ -72,8 +72,10 @@ def test_gev_errors_are_one_line_with_exit_1(runs, tmp_path):
         "minitrace: error: gev: unknown --method entries ['lmom']; choose among "
         "pwm,mom,mle,nonparam, or all\n")
     r = mt("gev", runs[0], "--ci", "1.5")
-    assert r.returncode == 1 and "--ci must be between 0 and 1" in r.stderr
-    assert mt("gev", runs[0], "--replicas", "many").returncode == 2
+    assert r.returncode == 1 and "--ci 1.5: expected a number > 0 and < 1" in r.stderr
+    r = mt("gev", runs[0], "--replicas", "many")
+    assert (r.returncode, r.stderr) == (1, "minitrace: error: --replicas many: expected an "
+                                           "integer >= 1 and <= 1,000,000\n")
 
 
 def test_method_all_fits_every_estimator(tmp_path):

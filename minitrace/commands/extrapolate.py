@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ..errors import MinitraceError
 from ..outputs import check_disjoint, check_output_file
+from ..options import MAX_RANKS, MAX_SEED, number
 
 
 def register(sub) -> None:
@@ -19,12 +20,12 @@ def register(sub) -> None:
                                    "whose leave-one-out error exceeds --threshold, unless "
                                    "--force.")
     p.add_argument("runs", nargs="+", metavar="RUN.h5", help="traces at 3 or more scales")
-    p.add_argument("--ranks", type=int, metavar="N",
+    p.add_argument("--ranks", type=number("--ranks", 1, MAX_RANKS, integer=True), metavar="N",
                    help="target number of ranks (with --check: the largest run's)")
     p.add_argument("-o", "--output", help="extrapolated trace to write")
     p.add_argument("--scaling", choices=("weak", "strong"), default="weak",
                    help="strong also searches decreasing laws (p^-i); default weak")
-    p.add_argument("--threshold", type=float, default=0.05,
+    p.add_argument("--threshold", type=number("--threshold", 0, 1, above=True), default=0.05,
                    help="leave-one-out SMAPE above which a fit is refused (default 0.05)")
     p.add_argument("--force", action="store_true",
                    help="extrapolate despite peer mismatches, poor fits or a far target "
@@ -37,7 +38,8 @@ def register(sub) -> None:
                         "ratio drawn from its call's recorded ratios to their mean (the "
                         "imbalance between ranks, whose maximum grows with them); none: the "
                         "means (a smaller file, an optimistic replay)")
-    p.add_argument("--seed", type=int, default=0, help="seed of --spread sample (default 0)")
+    p.add_argument("--seed", type=number("--seed", 0, MAX_SEED, integer=True), default=0,
+                   help="seed of --spread sample (default 0)")
     p.add_argument("--check", action="store_true",
                    help="extrapolate the largest run from the others and compare structure "
                         "and replayed time")

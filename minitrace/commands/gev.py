@@ -11,7 +11,7 @@ from ..analysis.genpareto import fit_lmoments
 from ..analysis import projection as P
 from ..errors import MinitraceError
 from ..outputs import check_disjoint
-from ..options import choice_list
+from ..options import MAX_RANKS, MAX_REPLICAS, MAX_SEED, choice_list, number
 
 CHOICES = ("pwm", "mom", "mle", "nonparam")
 
@@ -32,13 +32,16 @@ def register(sub) -> None:
     p.add_argument("--scale", action="append", default=[],
                    help="target rank counts, comma separated or repeated (default 2x, 4x, 8x, "
                         "16x the run's ranks); 'Nx' means N times the run's ranks")
-    p.add_argument("--replicas", type=int, default=None,
+    p.add_argument("--replicas", type=number("--replicas", 1, MAX_REPLICAS, integer=True),
+                   default=None,
                    help=f"bootstrap replicas: joint replicas of the whole run for the "
                         f"parametric models (default {P.DEFAULT_REPLICAS}), resamples for "
                         f"nonparam (default {P.DEFAULT_NONPARAM_REPLICAS})")
-    p.add_argument("--ci", type=float, default=0.95, help="confidence level (default 0.95)")
-    p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
-    p.add_argument("--tol", type=float, default=G.TYPE_TOLERANCE,
+    p.add_argument("--ci", type=number("--ci", 0, 1, above=True, below=True), default=0.95,
+                   help="confidence level (default 0.95)")
+    p.add_argument("--seed", type=number("--seed", 0, MAX_SEED, integer=True), default=0,
+                   help="random seed (default 0)")
+    p.add_argument("--tol", type=number("--tol", 0), default=G.TYPE_TOLERANCE,
                    help=f"|shape| up to this is GEV type I (default {G.TYPE_TOLERANCE})")
     p.add_argument("--plot", metavar="PNG", help="write histogram, QQ and projection plots")
     p.add_argument("--no-backtest", dest="backtest", action="store_false",
@@ -60,8 +63,8 @@ def parse_scales(items: list[str], nranks: int) -> list[int]:
             v = float(tok[:-1]) * nranks if tok.endswith("x") else float(tok)
         except ValueError:
             raise MinitraceError(f"bad --scale value {tok!r} (a rank count or Nx)") from None
-        if v < 1:
-            raise MinitraceError(f"--scale {tok!r} is below one rank")
+        if not 1 <= v <= MAX_RANKS:     # (NaN too)
+            raise MinitraceError(f"--scale {tok!r}: expected 1 to {MAX_RANKS:,} ranks")
         out.append(int(round(v)))
     return out or [nranks * f for f in (2, 4, 8, 16)]
 
@@ -96,8 +99,6 @@ def run(args) -> int:
     """Fit, project, back-test and recommend, optionally check and plot; exit status 0
     (errors are MinitraceError)."""
     methods = choice_list(args.method, CHOICES, "gev", "--method", every="all")
-    if not 0 < args.ci < 1:
-        raise MinitraceError(f"--ci must be between 0 and 1, got {args.ci}")
     if args.replicas is not None and args.replicas < 2:
         raise MinitraceError("--replicas must be at least 2")
     check_disjoint([args.file, *args.check], [args.plot])

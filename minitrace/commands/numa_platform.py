@@ -4,6 +4,7 @@ from __future__ import annotations
 import os
 
 from ..errors import MinitraceError
+from ..options import number
 from ..outputs import check_disjoint, check_output_file, replacing_file
 
 
@@ -55,7 +56,9 @@ def _topology(args) -> tuple[str, str]:
             return xml, args.source
         with open(args.source, errors="replace") as f:
             return f.read(), args.source
-    from ..tasks.numa_platform import lstopo_xml
+    from ..tasks.numa_platform import check_synthetic, lstopo_xml
+    if args.synthetic:
+        check_synthetic(args.synthetic)
     return lstopo_xml(args.synthetic), \
         f"synthetic {args.synthetic!r}" if args.synthetic else "this machine"
 
@@ -66,8 +69,5 @@ def _bandwidths(text: str | None) -> dict:
         if not item.strip():
             continue
         k, _, v = item.partition("=")
-        try:
-            out[k.strip()] = float(v)
-        except ValueError:
-            raise MinitraceError(f"--bandwidth: {item!r} is not KIND=BYTES_PER_SECOND") from None
+        out[k.strip()] = number(f"--bandwidth {k.strip()}=", 0, above=True)(v)
     return out

@@ -7,6 +7,7 @@ import pandas as pd
 
 from ..analysis import partitioned_model as PM
 from ..errors import MinitraceError
+from ..options import MAX_THREADS, number
 from ..replay.platforms import parse_quantity
 
 #: Units of a bare number, kept from before these options took SimGrid units.
@@ -52,7 +53,7 @@ def register(sub) -> None:
     g = p.add_mutually_exclusive_group()
     g.add_argument("--sigma", default=None, help="compute time standard deviation; a bare "
                                                   "number is in us (default 1000us)")
-    g.add_argument("--v", type=float, default=None,
+    g.add_argument("--v", type=number("--v", 0), default=None,
                    help="variability v instead of --sigma: sigma = mu v^2 (the bench "
                         "'partitioned' suite's convention; v is dimensionless, e.g. --mu 100ms "
                         "--v 0.1 gives sigma = 1 ms)")
@@ -98,8 +99,10 @@ def run(args) -> int:
         sizes = sorted(compare["size"].unique().tolist())
         mu, sigma = float(compare.mu.median()), float(compare.sigma.median())
     else:
-        threads = _list(args.threads, int) or [4]
+        threads = _list(args.threads, number("--threads", 1, MAX_THREADS, integer=True)) or [4]
         sizes = _list(args.size, lambda t: parse_quantity(t, "size")) or [16 * PM.MB]
+        if not all(0 < s <= 1 << 50 for s in sizes):      # (inf and NaN too)
+            raise MinitraceError("--size: expected sizes above 0 and at most 1 PiB")
         mu = _time(args.mu)
         sigma = mu * args.v ** 2 if args.v is not None else _time(args.sigma or "1000us")
     if min(threads) < 1 or min(sizes) <= 0 or mu <= 0 or sigma < 0:

@@ -9,6 +9,7 @@ from ..errors import MinitraceError
 from ..outputs import check_disjoint
 from ..replay import ENGINES
 from ..replay import spread_options
+from ..options import MAX_RANKS, MAX_THREADS, number
 
 
 def register(sub) -> None:
@@ -26,15 +27,18 @@ def register(sub) -> None:
     plat = p.add_argument_group("platform (default: the calibrated machine)")
     plat.add_argument("--platform", metavar="XML", help="another machine's SimGrid platform")
     plat.add_argument("--hostfile", metavar="F", help="host of each rank (with --platform)")
-    plat.add_argument("--cluster", metavar="N", type=int,
+    plat.add_argument("--cluster", metavar="N",
+                      type=number("--cluster", 1, MAX_RANKS, integer=True),
                       help="a generated cluster of N calibrated hosts")
-    plat.add_argument("--ranks-per-node", metavar="K", type=int,
+    plat.add_argument("--ranks-per-node", metavar="K",
+                      type=number("--ranks-per-node", 1, MAX_THREADS, integer=True),
                       help="ranks per generated host (default: as calibrated)")
     p.add_argument("--timeline", metavar="PNG",
                    help="plot recorded vs replayed time per rank (self-check)")
     p.add_argument("--lossy", action="store_true",
                    help="replay even if the TI export must drop actions")
-    p.add_argument("--timeout", type=float, default=600.0, metavar="S")
+    p.add_argument("--timeout", type=number("--timeout", 0, above=True), default=600.0,
+                   metavar="S")
     p.add_argument("--engine", choices=ENGINES, default="auto")
     p.add_argument("--collectives", choices=CHOICES, default="auto",
                    help="whose collective algorithms: the MPI library that ran the program "
@@ -48,7 +52,7 @@ def register(sub) -> None:
     other.add_argument("--probe", metavar="RUN.h5",
                        help="a short run of the same program recorded on the calibrated "
                             "machine: each call site's speed ratio, and an interval")
-    other.add_argument("--measured", type=float, metavar="SECONDS",
+    other.add_argument("--measured", type=number("--measured", 0, above=True), metavar="SECONDS",
                        help="the run time measured on the target, to compare with")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.add_argument("--plot", metavar="PNG",

@@ -10,6 +10,7 @@ import numpy as np
 
 from ..errors import MinitraceError
 from ..outputs import check_disjoint
+from ..options import MAX_REPLICAS, MAX_SEED, number
 
 EXIT_REGRESSION = 3
 
@@ -27,18 +28,22 @@ def register(sub) -> None:
     p.add_argument("new", nargs="*", help="minitrace files with benchmark results, one run each")
     p.add_argument("--average", action="store_true",
                    help="test the mean of the NEW runs (r = their number) instead of each alone")
-    p.add_argument("--gamma", type=float, default=0.9999,
+    p.add_argument("--gamma", type=number("--gamma", 0, 1, above=True, below=True), default=0.9999,
                    help="prediction level: a run outside it is flagged [%(default)s]")
-    p.add_argument("--min-reference", type=int, default=8, metavar="N",
+    p.add_argument("--min-reference",
+                   type=number("--min-reference", 1, MAX_REPLICAS, integer=True), default=8,
+                   metavar="N",
                    help="runs a reference needs before runs are tested against it "
                         "[%(default)s]")
-    p.add_argument("--min-segment", type=int, default=5, metavar="N",
+    p.add_argument("--min-segment", type=number("--min-segment", 1, MAX_REPLICAS, integer=True),
+                   default=5, metavar="N",
                    help="fewest runs between change points [%(default)s]")
-    p.add_argument("--alpha", type=float, default=0.01,
+    p.add_argument("--alpha", type=number("--alpha", 0, 1, above=True, below=True), default=0.01,
                    help="significance level of a change point [%(default)s]")
-    p.add_argument("--permutations", type=int, default=199,
+    p.add_argument("--permutations", type=number("--permutations", 1, MAX_REPLICAS, integer=True),
+                   default=199,
                    help="permutations of a change point's test [%(default)s]")
-    p.add_argument("--seed", type=int, default=0,
+    p.add_argument("--seed", type=number("--seed", 0, MAX_SEED, integer=True), default=0,
                    help="seed of the permutations (results are reproducible) [%(default)s]")
     p.add_argument("--plot", metavar="FILE",
                    help="evolution plots of the whole history (PDF: one page per 12 metrics; "

@@ -13,6 +13,7 @@ from ..outputs import check_disjoint, check_output_file
 from ..replay.platforms import DEFAULT_BANDWIDTH, DEFAULT_LATENCY, DEFAULT_SPEED, Cluster
 from ..replay import DEFAULT_CONFIG, ENGINES, replay
 from ..replay import spread_options
+from ..options import MAX_RANKS, MAX_THREADS, number
 
 
 def register(sub) -> None:
@@ -30,17 +31,19 @@ def register(sub) -> None:
     plat.add_argument("--hostfile", metavar="F",
                       help="host of each rank, one per line ('host:N' = N ranks); default: the "
                            "platform's hosts in order")
-    plat.add_argument("--cluster", metavar="N", type=int,
+    plat.add_argument("--cluster", metavar="N",
+                      type=number("--cluster", 1, MAX_RANKS, integer=True),
                       help="generate a cluster of N hosts (default: one per rank)")
     plat.add_argument("--speed", metavar="FLOPS", help=f"host speed (default {DEFAULT_SPEED})")
     plat.add_argument("--bandwidth", metavar="BW",
                       help=f"bandwidth of each host's link (default {DEFAULT_BANDWIDTH})")
     plat.add_argument("--latency", metavar="T",
                       help=f"latency of each host's link (default {DEFAULT_LATENCY})")
-    plat.add_argument("--ranks-per-host", metavar="K", type=int,
+    plat.add_argument("--ranks-per-host", metavar="K",
+                      type=number("--ranks-per-host", 1, MAX_THREADS, integer=True),
                       help="K consecutive ranks per generated host (K cores, a loopback link "
                            "of the host link's bandwidth and latency between them; default 1)")
-    p.add_argument("--np", type=int, metavar="N",
+    p.add_argument("--np", type=number("--np", 1, MAX_RANKS, integer=True), metavar="N",
                    help="number of ranks (checked against the trace)")
     p.add_argument("--cfg", action="append", default=[], metavar="KEY:VALUE",
                    help="SimGrid option, repeatable (defaults: "
@@ -56,7 +59,8 @@ def register(sub) -> None:
                         "is waiting, which the simulation models, never replayed as work)")
     p.add_argument("--lossy", action="store_true",
                    help="replay a minitrace file even if the TI export must drop actions")
-    p.add_argument("--timeout", type=float, default=600.0, metavar="S",
+    p.add_argument("--timeout", type=number("--timeout", 0, above=True), default=600.0,
+                   metavar="S",
                    help="give up after S seconds of wall time (default 600)")
     p.add_argument("--engine", choices=ENGINES, default="auto",
                    help="native: the compiled replayer (SimGrid's fast contexts); python: "

@@ -4,7 +4,7 @@ from __future__ import annotations
 import json
 
 from ..errors import MinitraceError
-from ..options import choice_list
+from ..options import MAX_RANKS, MAX_THREADS, choice_list, number
 from ..outputs import check_disjoint, check_output_file
 
 
@@ -19,8 +19,9 @@ def register(sub) -> None:
                     "task's data flowing between its home memory and the core), cache (plus an "
                     "LRU model of each L3).  docs/TASKS.md.")
     p.add_argument("file", help="minitrace file with a /tasks group")
-    p.add_argument("--threads", type=int, required=True, metavar="N", help="threads to simulate")
-    p.add_argument("--rank", type=int, metavar="R",
+    p.add_argument("--threads", type=number("--threads", 1, MAX_THREADS, integer=True),
+                   required=True, metavar="N", help="threads to simulate")
+    p.add_argument("--rank", type=number("--rank", 0, MAX_RANKS, integer=True), metavar="R",
                    help="the MPI rank whose task graph to simulate (an MPI+OpenMP recording "
                         "holds one per rank; required then)")
     p.add_argument("--model", default="task", metavar="M",
@@ -31,7 +32,7 @@ def register(sub) -> None:
                         "node and one L3 for N cores")
     p.add_argument("--scheduler", choices=SCHEDULERS, default="libomp",
                    help="task scheduler (default libomp: docs/TASKS.md)")
-    p.add_argument("--overlap", type=float, metavar="R",
+    p.add_argument("--overlap", type=number("--overlap", 0), metavar="R",
                    help="fraction r of a task's compute its data traffic overlaps, comm and "
                         "cache models, for every task (default: fitted per kernel from the "
                         "recording, docs/TASKS.md; 0 where it cannot be)")

@@ -1,6 +1,7 @@
 """``minitrace validate FILE``: check a trace's consistency (exit 0 if sound, 1 if not)."""
 from __future__ import annotations
 
+from ..options import number
 from ..parallel.world import World, launched_size
 from ..tasks.taskfile import describe, read_tasks, task_ranks
 from ..tasks.validate import check_graph
@@ -19,7 +20,7 @@ def register(sub) -> None:
                                    "otherwise.  Under `mpiexec -n K` the K processes share the "
                                    "ranks (the same report).")
     p.add_argument("file", help="minitrace HDF5 file")
-    p.add_argument("--max", type=int, default=50, metavar="N",
+    p.add_argument("--max", type=number("--max", 0, integer=True), default=50, metavar="N",
                    help="print at most N problems (default 50; 0 = all)")
     p.set_defaults(func=run)
 

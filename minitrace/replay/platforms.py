@@ -166,6 +166,8 @@ def read_hostfile(path: str | os.PathLike) -> list[str]:
             lines = fh.read().splitlines()
     except OSError as e:
         raise MinitraceError(f"cannot read hostfile: {e.strerror}", path) from None
+    except UnicodeDecodeError:
+        raise MinitraceError("hostfile is not text (UTF-8)", path) from None
     hosts: list[str] = []
     for lineno, line in enumerate(lines, 1):
         line = line.split("#", 1)[0].strip()

@@ -8,6 +8,7 @@ import sys
 import numpy as np
 
 from ..errors import MinitraceError
+from ..options import MAX_REPLICAS, MAX_SEED, MAX_THREADS, number
 
 
 def add_options(p) -> None:
@@ -17,7 +18,8 @@ def add_options(p) -> None:
                    help="iteration sampling: replay the main loop until the time per "
                         "iteration is steady (auto) or K iterations per phase, skip the rest "
                         "and account for it, with an error bound (default off)")
-    g.add_argument("--replicas", type=int, metavar="N",
+    g.add_argument("--replicas", type=number("--replicas", 1, MAX_REPLICAS, integer=True),
+                   metavar="N",
                    help="replay N replicas with compute volumes drawn from --noise; print "
                         "mean, median and 95%% interval of the run time and per-rank lateness")
     g.add_argument("--noise", default="trace", metavar="trace|none|FILE.h5",
@@ -25,8 +27,10 @@ def add_options(p) -> None:
                         "rank (trace, default), a variability benchmark file, a recorded run "
                         "of the program (its relative spread; for extrapolated traces), or "
                         "none")
-    g.add_argument("--seed", type=int, help="seed of the replicas' draws (default: printed)")
-    g.add_argument("--workers", type=int, metavar="P",
+    g.add_argument("--seed", type=number("--seed", 0, MAX_SEED, integer=True),
+                   help="seed of the replicas' draws (default: printed)")
+    g.add_argument("--workers", type=number("--workers", 1, MAX_THREADS, integer=True),
+                   metavar="P",
                    help="processes for the replicas (default: one per core; under mpiexec "
                         "the MPI ranks)")
 
@@ -39,9 +43,9 @@ def sample_arg(value: str):
         k = int(value)
     except ValueError:
         k = 0
-    if k < 1:
-        raise MinitraceError(f"--sample wants auto, off or a number of iterations >= 1, "
-                             f"got {value!r}")
+    if not 1 <= k <= MAX_REPLICAS:
+        raise MinitraceError(f"--sample wants auto, off or a number of iterations from 1 to "
+                             f"{MAX_REPLICAS}, got {value!r}")
     return k
 
 

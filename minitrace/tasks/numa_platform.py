@@ -15,6 +15,7 @@ numa-bandwidth`` is meant to measure them): every platform file says which ones 
 """
 from __future__ import annotations
 
+import math
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 from xml.sax.saxutils import quoteattr
@@ -50,6 +51,24 @@ def lstopo_xml(synthetic: str | None = None) -> str:
     if p.returncode != 0:
         raise MinitraceError(f"lstopo failed: {(p.stderr.strip().splitlines() or ['?'])[0]}")
     return p.stdout
+
+
+#: Processing units a platform is made for (a host per core, a route per core and node):
+#: hwloc builds a synthetic topology of any size, for minutes, before anything is checked.
+MAX_PUS = 1 << 14
+
+
+def check_synthetic(desc: str) -> None:
+    """Refuse an hwloc synthetic description of more than ``MAX_PUS`` processing units (the
+    product of its levels' counts, ``type:N``) before hwloc builds it."""
+    total = 1
+    for level in desc.split():
+        count = level.split("(")[0].rpartition(":")[2]
+        if count.isdigit():
+            total *= int(count)
+    if total > MAX_PUS:
+        raise MinitraceError(f"--synthetic {desc!r}: {total:,} processing units, more than "
+                             f"{MAX_PUS:,}")
 
 
 def parse_lstopo(xml: str, source: str = "lstopo XML") -> Topology:
@@ -113,6 +132,8 @@ def platform_xml(top: Topology, bandwidths: dict | None = None) -> str:
         if k not in BANDWIDTHS:
             raise MinitraceError(f"unknown link kind {k!r} (one of {', '.join(BANDWIDTHS)})")
         bw[k] = float(v)
+        if not (math.isfinite(bw[k]) and bw[k] > 0):
+            raise MinitraceError(f"bandwidth of {k} links {v!r}: not a positive number")
     out = ['<?xml version="1.0"?>',
            '<!DOCTYPE platform SYSTEM "https://simgrid.org/simgrid.dtd">',
            '<platform version="4.1">',
@@ -228,4 +249,6 @@ def _bytes_per_second(text: str, path: str) -> float:
         value = float(t[:-1] if scale != 1.0 else t) * scale
     except ValueError:
         raise MinitraceError(f"link bandwidth {text!r} is not a number", path) from None
+    if not (math.isfinite(value) and value > 0):
+        raise MinitraceError(f"link bandwidth {text!r} is not a positive number", path)
     return value / 8 if bits else value

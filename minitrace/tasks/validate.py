@@ -44,6 +44,14 @@ def check_graph(g: TaskGraph, path: str | None = None) -> None:
         t = wrong.iloc[0]
         raise MinitraceError(f"task graph: task {t} is created {int(counts.get(t, 0))} times "
                              "(once expected)", path)
+    for table, col in ((g.tasks, "duration"), (g.actions, "duration"), (g.tasks, "thread"),
+                       (g.tasks, "cpu")):
+        v = table[col].to_numpy(np.float64)
+        bad = np.isinf(v) | (v < (-1 if col in ("thread", "cpu") else 0)) | \
+            ((v != np.round(v)) if col in ("thread", "cpu") else False)
+        if bad.any():     # (NaN: not recorded)
+            raise MinitraceError(f"task graph: a {col} of {v[bad][0]} "
+                                 f"({'tasks' if table is g.tasks else 'actions'} table)", path)
     cycle = find_cycle(g.edges["src"].to_numpy(), g.edges["dst"].to_numpy())
     if cycle:
         raise MinitraceError("task graph: dependence cycle " + " -> ".join(map(str, cycle)),
