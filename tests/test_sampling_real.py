@@ -149,3 +149,16 @@ def test_sampling_varied_loops_fails_only_with_a_reason():
             assert str(e)
             continue
         assert np.isfinite(s.simulated_time) and s.bound >= 0, (runs, sample)
+
+
+def test_a_loop_that_ends_where_its_ranks_end_is_sampled():
+    """The marker after such a loop's last iteration falls on the next rank's first row (the
+    trace's end for the last rank): it stays its own rank's."""
+    def body(r):
+        return [Step("compute", volume=1e-4), Step("allreduce", nbytes=8)]
+    data, bounds = build(3, 400, body, tail=lambda r: [])
+    assert (bounds[:, -1] == data.rank_offsets[1:]).all()
+    s = sampled_replay(data, [bounds], "auto", compute_rate=RATE)
+    full = replay(data, compute_rate=RATE)
+    assert s.skipped_share > 0.5
+    assert abs(s.simulated_time - full.simulated_time) <= s.bound

@@ -425,8 +425,11 @@ def reduce_trace(data, loops: list[np.ndarray], phases: list[Phase]):
     kept = np.flatnonzero(~removed)
     kept_before = np.r_[0, np.cumsum(~removed)]    # kept rows before each row
     rows = np.concatenate([m[0] for m in marks]) if marks else np.zeros(0, np.int64)
-    order = np.argsort(rows, kind="stable")
-    rows = rows[order]
+    # a marker's rank is its place in its bounds column: a loop ending where its rank ends
+    # puts a marker at the next rank's first row (or the trace's end), before that rank's own
+    mark_rank = np.tile(np.arange(data.nranks), len(marks))
+    order = np.lexsort((mark_rank, rows))
+    rows, mark_rank = rows[order], mark_rank[order]
     tags = np.concatenate([np.stack([np.full(len(m[0]), m[1]), np.full(len(m[0]), m[2])], 1)
                            for m in marks]) if marks else np.zeros((0, 2), np.int64)
     tags = tags[order]
@@ -441,11 +444,10 @@ def reduce_trace(data, loops: list[np.ndarray], phases: list[Phase]):
     out = np.insert(acts, pos, marker)
     origin = np.insert(kept, pos, -1)
     assign_vec_offsets(out)
-    rank_of_row = data.rank_of(rows)
     new_offsets = np.array([kept_before[o] for o in data.rank_offsets], np.int64) + \
-        np.r_[0, np.cumsum(np.bincount(rank_of_row, minlength=data.nranks))]
+        np.r_[0, np.cumsum(np.bincount(mark_rank, minlength=data.nranks))]
     reduced = replace(data, actions=out, rank_offsets=new_offsets, vectors=vec_vals)
-    per_rank = [tags[rank_of_row == r] for r in range(data.nranks)]
+    per_rank = [tags[mark_rank == r] for r in range(data.nranks)]
     return reduced, origin, per_rank, removed
 
 
