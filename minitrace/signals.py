@@ -52,9 +52,12 @@ def leave(status: int) -> int:
     """``status`` for the entry point to return; a terminated command's process ends here, its
     clean-ups done, without waiting for threads: a thread pool's worker started while SIGTERM
     interrupted ``Thread.start`` is never told to stop, and the interpreter's exit would wait
-    for it forever."""
+    for it forever.  Signals after the command are ignored (Ctrl-C during the interpreter's
+    exit killed it silently, status -2)."""
     if status == EXIT_TERMINATED:
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(status)
+    for sig in (signal.SIGINT, signal.SIGTERM):   # the command is done: a signal now would
+        signal.signal(sig, signal.SIG_IGN)        # only interrupt the interpreter's exit
     return status

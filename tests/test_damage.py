@@ -289,3 +289,28 @@ def test_gev_options_have_ranges(tmp_path, args, words):
     from tests.support.gev_synth import write_variability
     write_variability(tmp_path / "v.h5", 2, 2, 60)
     refused(mt("gev", tmp_path / "v.h5", *args), words)
+
+
+# -- calibrations ----------------------------------------------------------------------------
+@pytest.mark.parametrize("field, value, words", [
+    ("latency", 2 ** 70, None),
+    (("config", "network/latency-factor"), "0:nan", "network/latency-factor"),
+    (("config", "smpi/os"), "0:inf:0", "smpi/os")])
+def test_calibration_fit_values(demo, tmp_path, field, value, words):
+    """A fit value of 2**70 was an internal error (numpy's isfinite on a Python int beyond
+    int64); a latency factor of NaN shifted the prediction silently."""
+    import json
+    cal = tmp_path / "m.h5"
+    shutil.copy(demo.out / "machine.h5", cal)
+    with h5py.File(cal, "r+") as f:
+        d = json.loads(f["calibration/fit"].attrs["calibration"])
+        if isinstance(field, tuple):
+            d[field[0]][field[1]] = value
+        else:
+            d[field] = value
+        f["calibration/fit"].attrs["calibration"] = json.dumps(d)
+    p = mt("predict", demo.out / "jacobi.h5", "--calibration", cal, "--timeout", "60")
+    if words is None:
+        assert "internal error" not in p.stderr and p.returncode in (0, 1), p.stderr
+    else:
+        refused(p, "corrupt calibration", words)

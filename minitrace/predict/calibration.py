@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
+import math
 from dataclasses import MISSING, asdict, dataclass, field, fields
 
 import h5py
@@ -457,6 +458,13 @@ _FLOATS_POSITIVE = ("latency", "bandwidth", "loopback_latency", "loopback_bandwi
                     "compute_rate", "reduction_rate")
 
 
+def _finite_at_least_0(text: str) -> bool:
+    try:
+        return math.isfinite(float(text)) and float(text) >= 0
+    except ValueError:
+        return False
+
+
 def _checked_fields(stored, path: str) -> dict:
     """The fields of a stored fit, refused (one line) unless each has its documented type and a
     range a replay can use."""
@@ -473,8 +481,8 @@ def _checked_fields(stored, path: str) -> dict:
     d = dict(stored)
     for k in _FLOATS_POSITIVE + ("speed_spread",):
         v = d[k]
-        if not isinstance(v, (int, float)) or isinstance(v, bool) or not np.isfinite(v) or \
-                v < 0 or (v == 0 and k in _FLOATS_POSITIVE):
+        if not isinstance(v, (int, float)) or isinstance(v, bool) or not math.isfinite(v) or \
+                v < 0 or (v == 0 and k in _FLOATS_POSITIVE):     # (math: ints beyond 2**64)
             raise bad(f"{k} = {v!r}")
     for k, hi in (("ranks_per_host", MAX_RANKS_PER_HOST), ("cores_per_host", MAX_RANKS_PER_HOST),
                   ("eager_threshold", 2 ** 53), ("runs", 2 ** 31), ("points", 2 ** 53),
@@ -485,12 +493,16 @@ def _checked_fields(stored, path: str) -> dict:
     if not isinstance(d["config"], dict) or not all(
             isinstance(k, str) and isinstance(v, str) for k, v in d["config"].items()):
         raise bad("config is not a table of SimGrid options")
+    for k, v in d["config"].items():     # piecewise factors and overheads: "size:value;..."
+        if k.endswith(("-factor", "/os", "/or", "/ois")) and not all(
+                _finite_at_least_0(x) for x in v.replace(";", ":").split(":")):
+            raise bad(f"config {k} = {v!r}")
     if not isinstance(d["pair"], str):
         raise bad(f"pair = {d['pair']!r}")
     for k, n in (("size_range", 2), ("copy_rates", None), ("core_share", None)):
         v = d.get(k, [])
         if not isinstance(v, list) or (n is not None and len(v) != n) or not all(
-                isinstance(x, (int, float)) and not isinstance(x, bool) and np.isfinite(x)
+                isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
                 and x >= 0 for x in v):
             raise bad(f"{k} = {v!r}")
     if len(d.get("copy_rates", [])) not in (0, 2) or 0 in d.get("copy_rates", []):
