@@ -12,13 +12,13 @@ iterations' static cost changes (the mean over a block of ``window`` iterations 
 compute, or of the most bytes a rank moves, departs from the phase's first block by more than
 ``PHASE_TOLERANCE`` and by more than three standard errors, in ``LASTING`` (4) successive
 blocks: refinement phases of an AMR code, a regime change; a shorter first run is a warm-up,
-no phase). In each phase a start
-of ``m`` iterations is replayed (auto: ``4 window`` first, grown by a window until ``8 window``,
-then doubled, until the rule below holds; the window is a 40th of a loop of fewer than
-``40 WINDOW`` iterations, at least ``MIN_WINDOW``), and a **tail** of ``window`` iterations at its
-end when more than ``3 window`` would be skipped, grown back over any variant of the skipped
-iterations it lacks; the iterations between are skipped, by whole periods of a pipeline where
-requests span one iteration into the next (:func:`crossing_requests`).
+no phase). In each phase a start of ``m`` iterations is replayed (auto: ``4 window`` first,
+grown by a window until ``8 window``, then doubled, until the rule below holds; the window is
+a 40th of a loop of fewer than ``40 WINDOW`` iterations, at least ``MIN_WINDOW``), and a
+**tail** of ``window`` iterations at its end when more than ``3 window`` would be skipped,
+grown back over any variant of the skipped iterations it lacks; the iterations between are
+skipped, by whole periods of a pipeline where requests span one iteration into the next
+(:func:`crossing_requests`).
 
 **Steady rule**: iteration ``s`` starts the steady state when the mean simulated time per
 iteration over the three windows ``[s, s+w)``, ``[s+w, s+2w)``, ``[s+2w, s+3w)`` changes from
@@ -59,9 +59,9 @@ from ..trace import open as open_trace
 from .api import replay
 
 WINDOW = 12
-#: The window of a loop of fewer than ``32 WINDOW`` iterations: a 32nd of them, at least this
-#: (averages out alternations of period 2, 3 or 6), so that a start of four windows and a tail
-#: of one leave most of a 200-iteration loop to skip.
+#: The window of a loop of fewer than ``40 WINDOW`` iterations: a 40th of them, at least this
+#: (averages out alternations of period 5, or 2 and 3 nearly), so that a start of four
+#: windows, a warm-up and a tail of one leave most of a 200-iteration loop to skip.
 MIN_WINDOW = 5
 TOLERANCE = 0.01
 PHASE_TOLERANCE = 0.10
@@ -221,13 +221,13 @@ def extend_loop(ids: np.ndarray, rank_offsets: np.ndarray, bounds: np.ndarray) -
     takes as many as the rank that takes fewest.  Skipping a varied iteration is checked like
     any other (:func:`check_separable`), and the skipped time is regressed on each iteration's
     static cost, variants included."""
-    nranks, n = bounds.shape[0], bounds.shape[1] - 1
+    nranks = bounds.shape[0]
     ahead, behind = [], []
     for r in range(nranks):
         body = ids[bounds[r, 0]:bounds[r, 1]]
         if not len(body):
             return bounds
-        vals, first, counts = np.unique(body, return_index=True, return_counts=True)
+        _, first, counts = np.unique(body, return_index=True, return_counts=True)
         once = first[counts == 1]
         if not len(once):
             return bounds
@@ -375,7 +375,7 @@ def phases_of(data, loop: int, bounds: np.ndarray, window: int) -> list[Phase]:
 
 def loop_window(iterations: int, window: int | None = None) -> int:
     """The window of a loop of ``iterations``: ``window`` if given, else WINDOW for a long loop
-    and a 32nd of a shorter one, at least MIN_WINDOW."""
+    and a 40th of a shorter one, at least MIN_WINDOW."""
     if window is not None:
         return int(window)
     return int(np.clip(iterations // 40, MIN_WINDOW, WINDOW))
