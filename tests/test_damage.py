@@ -314,3 +314,25 @@ def test_calibration_fit_values(demo, tmp_path, field, value, words):
         assert "internal error" not in p.stderr and p.returncode in (0, 1), p.stderr
     else:
         refused(p, "corrupt calibration", words)
+
+
+def test_all_zero_times_in_predict(demo, tmp_path):
+    """A recording whose times are all zero (validate accepts it) made predict's self-check
+    divide by zero."""
+    bad = tmp_path / "z.h5"
+    shutil.copy(demo.out / "jacobi.h5", bad)
+    with h5py.File(bad, "r+") as f:
+        for c in ("t_start", "t_end"):
+            ds = f["trace/actions/" + c]
+            ds[...] = np.zeros(ds.shape, ds.dtype)
+    refused(mt("predict", bad, "--calibration", demo.out / "machine.h5", "--timeout", "60"),
+            "no time between init and finalize")
+
+
+def test_starpu_worker_id_not_a_number(tmp_path):
+    """`WorkerId: 0x10` in a StarPU tasks.rec was an internal error (int())."""
+    src = os.path.join(os.path.dirname(__file__), "data", "starpu", "tasks.rec")
+    text = open(src).read().replace("WorkerId: 1", "WorkerId: 0x10", 1)
+    (tmp_path / "t.rec").write_text(text)
+    refused(mt("import-tasks", tmp_path / "t.rec", "-o", tmp_path / "t.h5"), "WorkerId",
+            "'0x10'")

@@ -261,6 +261,10 @@ def _self_check(out: Prediction, data, cal: Calibration, timeline: str | None, s
     ends = fin_start - origin
     out.recorded_rank_end_times = ends.tolist()
     out.recorded_time = float(ends.max())
+    if not out.recorded_time > 0 or not (ends > 0).all():     # (damaged times: all zero)
+        raise MinitraceError("the recorded times put no time between init and finalize on "
+                             "some rank: nothing to check the prediction against",
+                             str(out.trace))
     out.error = (out.predicted_time - out.recorded_time) / out.recorded_time
     pred = np.asarray(out.rank_end_times)
     out.rank_errors = ((pred - ends) / ends).tolist()

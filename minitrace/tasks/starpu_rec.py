@@ -69,11 +69,12 @@ def read_rec(path: str) -> TaskGraph:
                                  "length", path)
         for i, (h, m) in enumerate(zip(handles, modes)):
             hid = handle_of.setdefault(h, len(handle_of))
-            size = int(nbytes[i]) if nbytes else 0
+            size = number({"JobId": r["JobId"], "Sizes": nbytes[i]}, "Sizes", int) \
+                if nbytes else 0
             sizes[hid] = max(sizes.get(hid, 0), size)
             deps.append((t, hid, _MODES.get(m.upper(), "inout")))
     g = from_tasks(durations, edges, deps, sizes, kernels, meta={"source": "starpu-rec"})
-    workers = {task_of[r["JobId"]]: int(r["WorkerId"]) for r in jobs if "WorkerId" in r}
+    workers = {task_of[r["JobId"]]: number(r, "WorkerId", int) for r in jobs if "WorkerId" in r}
     starts = {task_of[r["JobId"]]: number(r, "StartTime") * 1e-3 for r in jobs}
     g.tasks["thread"] = g.tasks["task"].map(workers).fillna(-1).astype(int)
     g.tasks["t_start"] = g.tasks["task"].map(starts)
