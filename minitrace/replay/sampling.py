@@ -87,6 +87,7 @@ class Phase:
     first: int                 # first iteration (in the loop)
     stop: int                  # one past its last
     window: int = WINDOW       # of the steady rule and the tail
+    in_flight: np.ndarray | None = None   # requests in flight across the skip, paired
     replayed: int = 0          # iterations replayed at its start
     tail: int = 0              # iterations replayed at its end (after the skipped ones)
     steady_from: int | None = None   # first steady iteration (relative to ``first``)
@@ -435,7 +436,8 @@ def reduce_trace(data, loops: list[np.ndarray], phases: list[Phase]):
     tags = tags[order]
     acts = a[kept].copy()
     vec_rows, vec_vals = data.vector_entries(kept)
-    pairs = [crossing_requests(data, _skipped_rows(loops[p.loop], p))[0] for p in phases]
+    pairs = [crossing_requests(data, _skipped_rows(loops[p.loop], p))[0]
+             if p.in_flight is None else p.in_flight for p in phases]
     _complete_in_flight(data, kept, acts, vec_rows, vec_vals, np.concatenate(
         pairs or [np.zeros((0, 3), np.int64)]))
     marker = empty_actions(len(rows))
@@ -476,8 +478,15 @@ def _complete_in_flight(data, kept, acts, vec_rows, vec_vals, pairs: np.ndarray)
 def check_separable(data, rows: np.ndarray) -> str | None:
     """Why ``rows`` (sorted) cannot be left out of the replay (messages or requests crossing
     their boundary, collectives not removed alike on every member), or None."""
+    return _separable(data, rows)[0]
+
+
+def _separable(data, rows: np.ndarray) -> tuple[str | None, np.ndarray]:
+    """:func:`check_separable`'s answer, and the requests in flight across the boundaries
+    paired up (:func:`crossing_requests`)."""
+    pairs = np.zeros((0, 3), np.int64)
     if not len(rows):
-        return None
+        return None, pairs
     a = data.actions
     kind, rank = a["kind"][rows], data.rank_of(rows)
     peer, tag, comm = a["peer"][rows], a["tag"][rows], a["comm"][rows]
@@ -489,18 +498,18 @@ def check_separable(data, rows: np.ndarray) -> str | None:
     key = _dense(src, dst, np.r_[tag[sends], tag[recvs]], np.r_[comm[sends], comm[recvs]])
     n_sends = int(sends.sum())
     if not _same_multiset(key[:n_sends], key[n_sends:]):
-        return "messages cross the boundaries of the skipped iterations"
-    why = crossing_requests(data, rows)[1]
+        return "messages cross the boundaries of the skipped iterations", pairs
+    pairs, why = crossing_requests(data, rows)
     if why:
-        return why
+        return why, pairs
     coll = K.mask(K.ORDERED_COLLECTIVES)[kind]
     for c in np.unique(comm[coll]):
         members = np.asarray(data.comms.get(int(c), np.arange(data.nranks)), np.int64)
         members = members[members >= 0]
         count = np.bincount(rank[coll & (comm == c)], minlength=data.nranks)[members]
         if len(count) and (count != count[0]).any():
-            return "collectives are not skipped alike on every rank"
-    return None
+            return "collectives are not skipped alike on every rank", pairs
+    return None, pairs
 
 
 def crossing_requests(data, rows: np.ndarray) -> tuple[np.ndarray, str | None]:
@@ -576,10 +585,10 @@ def _keep_if_inseparable(data, loops: list[np.ndarray], p: Phase) -> str | None:
     """Why the phase's skipped iterations cannot be left out of the replay, checked on the
     whole block (its iterations may vary: :func:`extend_loop`), after which the phase is
     replayed whole; or None."""
-    why = check_separable(data, _skipped_rows(loops[p.loop], p))
+    why, p.in_flight = _separable(data, _skipped_rows(loops[p.loop], p))
     if why:
         why = f"{why} (iterations {p.first + p.replayed}-{p.stop - p.tail - 1} of loop {p.loop})"
-        p.replayed, p.tail = p.iterations, 0
+        p.replayed, p.tail, p.in_flight = p.iterations, 0, None
     return why
 
 
