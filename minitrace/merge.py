@@ -101,6 +101,10 @@ class _Rank:
             raise MinitraceError(f"corrupt header (header {hb} B, chunks {cb} B)", path)
         if not 0 <= self.rank < self.size <= _MAX_RANKS:
             raise MinitraceError(f"corrupt header (rank {self.rank} of {self.size})", path)
+        for field, codes in (("clock", L.CLOCKS), ("volume", L.VOLUMES),
+                             ("volume_requested", L.VOLUMES)):
+            if int(h[field]) not in codes.values():
+                raise MinitraceError(f"corrupt header ({field} code {int(h[field])})", path)
         self._raw = raw
         self.host = h["host"].decode(errors="replace")
 

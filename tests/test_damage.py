@@ -336,3 +336,17 @@ def test_starpu_worker_id_not_a_number(tmp_path):
     (tmp_path / "t.rec").write_text(text)
     refused(mt("import-tasks", tmp_path / "t.rec", "-o", tmp_path / "t.h5"), "WorkerId",
             "'0x10'")
+
+
+@pytest.mark.parametrize("field", ["clock", "volume", "volume_requested"])
+def test_unknown_codes_in_a_raw_header(tmp_path, field):
+    """A raw file's clock or volume code no minitrace writes was merged as if it were one."""
+    from tests.support.synthetic_raw import _HDR
+    write_run(str(tmp_path / "raw"), 2, 4, seed=1)
+    f = tmp_path / "raw" / "rank-000001.mtr"
+    raw = bytearray(f.read_bytes())
+    h = np.frombuffer(raw, _HDR, 1).copy()
+    h[field] = 7
+    raw[:_HDR.itemsize] = h.tobytes()
+    f.write_bytes(bytes(raw))
+    refused(mt("merge", tmp_path / "raw", "-o", tmp_path / "t.h5"), f"{field} code 7")
