@@ -432,9 +432,10 @@ class _Sequential:
 # == assembly: the stages, in order ===========================================================
 def assemble(rows: np.ndarray, d: Defs, keep_regions: bool) -> tuple[TraceColumns, dict]:
     """The trace of the events ``rows`` (of the ranks' locations, in the global reader's
-    order) and what the reader reports: ``{"messages": {"sent", "received", "proc_null"}, "unmapped":
-    Counter, "user_regions": n (enters and leaves of non-MPI regions), "linked_in_order":
-    Counter (non-blocking collectives without request events, linked to waits in order),
+    order) and what the reader reports: ``{"messages": {"sent", "received", "proc_null"},
+    "unmapped": Counter, "user_regions": n (enters and leaves of non-MPI regions),
+    "linked_in_order": Counter (non-blocking collectives without request events, linked to
+    waits in order),
     "comms_not_named": Counter}`` (communicator constructors: kept as actions, but the events
     read do not say their parent nor the new communicator, left 0 and -1)."""
     events = _by_rank(rows, d)
