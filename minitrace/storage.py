@@ -818,7 +818,9 @@ def read_comms(g: h5py.Group, nranks: int, path: str) -> dict[int, np.ndarray]:
     ids, offs, mem = (trace_array(c, k, path) for k in ("ids", "offsets", "members"))
     if len(offs) != len(ids) + 1 or (len(offs) and (offs[0] != 0 or offs[-1] != len(mem)
                                                     or (np.diff(offs) < 0).any())) or \
-            len(np.unique(ids)) != len(ids) or \
+            len(np.unique(ids)) != len(ids) or (len(ids) and (   # ids as the comm column's
+                ids.min() < np.iinfo(ACTION_DTYPE["comm"]).min or
+                ids.max() > np.iinfo(ACTION_DTYPE["comm"]).max)) or \
             (len(mem) and (((mem < 0) & (mem != UNDEFINED)).any()
                            or mem.max() >= max(nranks, 1))):
         raise _corrupt("communicator table inconsistent", path)

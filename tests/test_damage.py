@@ -350,3 +350,17 @@ def test_unknown_codes_in_a_raw_header(tmp_path, field):
     raw[:_HDR.itemsize] = h.tobytes()
     f.write_bytes(bytes(raw))
     refused(mt("merge", tmp_path / "raw", "-o", tmp_path / "t.h5"), f"{field} code 7")
+
+
+def test_communicator_id_beyond_the_comm_column(trace, tmp_path):
+    """A communicator id above int32 in the communicator table: compress raised OverflowError."""
+    bad = tmp_path / "c.h5"
+    shutil.copy(trace, bad)
+    with h5py.File(bad, "r+") as f:
+        g = f["trace/comms"]
+        ids = g["ids"][()].astype(np.int64)
+        ids[0] = 2 ** 40
+        del g["ids"]
+        g["ids"] = ids
+    for cmd in (["compress", bad, "-o", tmp_path / "x.h5"], ["validate", bad]):
+        refused(mt(*cmd), "communicator table")
