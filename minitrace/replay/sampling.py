@@ -585,11 +585,34 @@ def _keep_if_inseparable(data, loops: list[np.ndarray], p: Phase) -> str | None:
     """Why the phase's skipped iterations cannot be left out of the replay, checked on the
     whole block (its iterations may vary: :func:`extend_loop`), after which the phase is
     replayed whole; or None."""
-    why, p.in_flight = _separable(data, _skipped_rows(loops[p.loop], p))
+    b, lo = loops[p.loop], p.first + p.replayed
+    if p.skipped and _alike(data, b, lo, p.stop - p.tail):    # one iteration tells
+        one = np.concatenate([np.arange(b[r, lo], b[r, lo + 1]) for r in range(len(b))])
+        why, p.in_flight = _separable(data, one)
+        if why is None and not len(p.in_flight):
+            return None
+    why, p.in_flight = _separable(data, _skipped_rows(b, p))
     if why:
         why = f"{why} (iterations {p.first + p.replayed}-{p.stop - p.tail - 1} of loop {p.loop})"
         p.replayed, p.tail, p.in_flight = p.iterations, 0, None
     return why
+
+
+def _alike(data, b: np.ndarray, lo: int, hi: int) -> bool:
+    """Whether iterations ``lo`` to ``hi`` of the loop ``b`` repeat call for call on every rank
+    (kind, peer, tag): then an iteration that keeps its messages and requests to itself says
+    the same of them all."""
+    a = data.actions
+    for r in range(len(b)):
+        size = np.diff(b[r, lo:hi + 1])
+        if not len(size) or (size != size[0]).any():
+            return False
+        rows = slice(b[r, lo], b[r, hi])
+        for f in ("kind", "peer", "tag"):
+            x = a[f][rows].reshape(hi - lo, size[0])
+            if (x != x[0]).any():
+                return False
+    return True
 
 
 def _skipped_rows(b: np.ndarray, p: Phase) -> np.ndarray:
