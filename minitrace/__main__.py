@@ -14,7 +14,7 @@ def entry() -> int:
         if not signals.interrupted:   # import it interrupts may turn it into an ImportError)
             raise
         print("minitrace: interrupted", file=sys.stderr)
-        return EXIT_INTERRUPTED
+        return leave(EXIT_INTERRUPTED)
     return leave(main())
 
 

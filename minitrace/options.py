@@ -64,3 +64,5 @@ MAX_RANKS = 1 << 20
 MAX_THREADS = 1 << 12
 MAX_REPLICAS = 10 ** 6
 MAX_SEED = 2 ** 32 - 1
+#: A time limit a process can wait for (a week: beyond ~292 years the OS's timers overflow)
+MAX_SECONDS = 7 * 86400

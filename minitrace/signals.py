@@ -49,12 +49,12 @@ def install_early() -> None:
 
 
 def leave(status: int) -> int:
-    """``status`` for the entry point to return; a terminated command's process ends here, its
-    clean-ups done, without waiting for threads: a thread pool's worker started while SIGTERM
-    interrupted ``Thread.start`` is never told to stop, and the interpreter's exit would wait
-    for it forever.  Signals after the command are ignored (Ctrl-C during the interpreter's
+    """``status`` for the entry point to return; a terminated (or interrupted) command's
+    process ends here, its clean-ups done, without waiting for threads: a thread pool's worker
+    started while SIGTERM interrupted ``Thread.start`` is never told to stop, and the
+    interpreter's exit would wait for it forever.  Signals after the command are ignored (Ctrl-C during the interpreter's
     exit killed it silently, status -2)."""
-    if status == EXIT_TERMINATED:
+    if status in (EXIT_TERMINATED, EXIT_INTERRUPTED):
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(status)

@@ -9,7 +9,7 @@ from ..errors import MinitraceError
 from ..outputs import check_disjoint
 from ..replay import ENGINES
 from ..replay import spread_options
-from ..options import MAX_RANKS, MAX_THREADS, number
+from ..options import MAX_RANKS, MAX_SECONDS, MAX_THREADS, number
 
 
 def register(sub) -> None:
@@ -37,7 +37,8 @@ def register(sub) -> None:
                    help="plot recorded vs replayed time per rank (self-check)")
     p.add_argument("--lossy", action="store_true",
                    help="replay even if the TI export must drop actions")
-    p.add_argument("--timeout", type=number("--timeout", 0, above=True), default=600.0,
+    p.add_argument("--timeout", type=number("--timeout", 0, MAX_SECONDS, above=True),
+                   default=600.0,
                    metavar="S")
     p.add_argument("--engine", choices=ENGINES, default="auto")
     p.add_argument("--collectives", choices=CHOICES, default="auto",

@@ -13,7 +13,7 @@ from ..outputs import check_disjoint, check_output_file
 from ..replay.platforms import DEFAULT_BANDWIDTH, DEFAULT_LATENCY, DEFAULT_SPEED, Cluster
 from ..replay import DEFAULT_CONFIG, ENGINES, replay
 from ..replay import spread_options
-from ..options import MAX_RANKS, MAX_THREADS, number
+from ..options import MAX_RANKS, MAX_SECONDS, MAX_THREADS, number
 
 
 def register(sub) -> None:
@@ -59,7 +59,8 @@ def register(sub) -> None:
                         "is waiting, which the simulation models, never replayed as work)")
     p.add_argument("--lossy", action="store_true",
                    help="replay a minitrace file even if the TI export must drop actions")
-    p.add_argument("--timeout", type=number("--timeout", 0, above=True), default=600.0,
+    p.add_argument("--timeout", type=number("--timeout", 0, MAX_SECONDS, above=True),
+                   default=600.0,
                    metavar="S",
                    help="give up after S seconds of wall time (default 600)")
     p.add_argument("--engine", choices=ENGINES, default="auto",
