@@ -344,14 +344,19 @@ def test_loops_found_in_the_trace_are_sampled():
     assert abs(s.simulated_time - full.simulated_time) <= s.bound
 
 
-def test_successive_loops_are_each_sampled():
-    def halo(r):
-        return [Step("compute", volume=2e-4), Step("irecv", 1 - r, 1, 4096),
-                Step("isend", 1 - r, 1, 4096), Step("waitall", waits=(1, 2))]
+def _halo(r):
+    """Two ranks' halo exchange after some compute (a loop body)."""
+    return [Step("compute", volume=2e-4), Step("irecv", 1 - r, 1, 4096),
+            Step("isend", 1 - r, 1, 4096), Step("waitall", waits=(1, 2))]
 
-    def solve(r):
-        return [Step("compute", volume=5e-5), Step("allreduce", nbytes=8)]
-    data, bounds = build(2, [(300, halo), (400, solve)])
+
+def _reduction(volume: float):
+    """A loop body: compute then an 8-byte allreduce."""
+    return lambda r: [Step("compute", volume=volume), Step("allreduce", nbytes=8)]
+
+
+def test_successive_loops_are_each_sampled():
+    data, bounds = build(2, [(300, _halo), (400, _reduction(5e-5))])
     full = replay(data, compute_rate=RATE)
     s = sampled_replay(data, bounds, "auto", compute_rate=RATE)
     assert sorted({p.loop for p in s.phases}) == [0, 1]
@@ -362,13 +367,8 @@ def test_successive_loops_are_each_sampled():
 def test_a_loop_shorter_than_two_windows_is_one_phase():
     # HPCG at 8 ranks: loops of 2 iterations beside its 49-iteration CG loops crashed the phase
     # cut ("cannot reshape array of size 0 into shape (0,12,newaxis)")
-    def halo(r):
-        return [Step("compute", volume=2e-4), Step("irecv", 1 - r, 1, 4096),
-                Step("isend", 1 - r, 1, 4096), Step("waitall", waits=(1, 2))]
-
-    def check(r):
-        return [Step("compute", volume=5e-4), Step("allreduce", nbytes=8)]
-    data, bounds = build(2, [(2, check), (300, halo), (WINDOW + 3, check)])
+    check = _reduction(5e-4)
+    data, bounds = build(2, [(2, check), (300, _halo), (WINDOW + 3, check)])
     full = replay(data, compute_rate=RATE)
     s = sampled_replay(data, bounds, "auto", compute_rate=RATE)
     assert [p.stop - p.first for p in s.phases if p.loop != 1] == [2, WINDOW + 3]

@@ -42,6 +42,12 @@ from .selection import lowered_as
 #: acknowledgements of synchronous sends on c ACK_TAG_BASE - 256*c.
 TAG_BASE = -100000
 ACK_TAG_BASE = TAG_BASE - 255
+
+
+def lowered_collective(tag: np.ndarray) -> np.ndarray:
+    """Which of these tags are a lowered collective's (not a synchronous send's
+    acknowledgement)."""
+    return (tag <= TAG_BASE) & ((TAG_BASE - tag) % 256 != 255)
 #: Kinds that become nothing (defined here: kinds.py has no such set).  Communicator creations
 #: stay: SimGrid ignores split/dup and the export reports the others.
 NOTHING = frozenset({"comm_free", "request_free", "probe", "iprobe", "parrived"})

@@ -168,9 +168,7 @@ class Expander:
         vols = np.zeros(len(out))
         if c.mode == "exact":
             stored = side["volume"][v0:v0 + nvol]
-            vols[mine] = V.from_codes(stored, c.attrs["volume_bound"]) \
-                if "volume_bound" in c.attrs else \
-                V.dequantize(stored, c.attrs.get("volume_divisor"), c.attrs.get("volume_scale"))
+            vols[mine] = V.dequantize(stored, c.attrs)
         else:
             vols[mine] = self._model_volumes(rank, pos, ids)[mine]
         out["volume"] = vols

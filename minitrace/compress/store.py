@@ -387,8 +387,8 @@ def _check_finite(c: Compressed, path: str) -> None:
     for name, v in c.side.items():
         for col, x in (v.items() if isinstance(v, pd.DataFrame) else [("", v)]):
             cols[f"{name}/{col}".rstrip("/")] = np.asarray(x)
-    if c.mode == "exact" and "volume_bound" in c.attrs:
-        cols["volume"] = V.from_codes(cols["volume"], c.attrs["volume_bound"])
+    if c.mode == "exact" and "volume" in cols:
+        cols["volume"] = V.dequantize(cols["volume"], c.attrs)
     for name, x in cols.items():
         if x.dtype.kind == "f":
             bad = np.isinf(x) if name in ("t_start", "t_end") else ~np.isfinite(x)

@@ -58,13 +58,16 @@ def quantize(volume: np.ndarray, unit: str):
     return volume.astype(np.float64), None, None
 
 
-def dequantize(stored: np.ndarray, divisor: float | None, scale: float | None = None
-               ) -> np.ndarray:
-    """The volumes :func:`quantize` stored."""
-    if divisor is not None:
-        return stored / divisor
-    if scale is not None:
-        return stored * scale
+def dequantize(stored: np.ndarray, attrs: dict) -> np.ndarray:
+    """The volumes an exact-mode file stores, as its ``/trace`` attributes say they are coded:
+    log-scale codes within ``volume_bound``, integers of ``volume_divisor`` or
+    ``volume_scale`` (:func:`quantize`), or float64."""
+    if "volume_bound" in attrs:
+        return from_codes(stored, attrs["volume_bound"])
+    if attrs.get("volume_divisor") is not None:
+        return stored / attrs["volume_divisor"]
+    if attrs.get("volume_scale") is not None:
+        return stored * attrs["volume_scale"]
     return stored.astype(np.float64, copy=False)
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..collectives import TAG_BASE
+from ..collectives import lowered_collective
 
 #: Record of the replayer's timed log (see minitrace/native/replay.cpp).
 TIMED_DTYPE = np.dtype([("rank", "<i4"), ("name", "<i4"), ("start", "<f8"), ("end", "<f8")])
@@ -50,8 +50,7 @@ def breakdown(timeline: pd.DataFrame, rank_end_times=None) -> pd.DataFrame:
     of lowered collectives (their reserved tags, :mod:`minitrace.collectives`; not the
     acknowledgements of synchronous sends) count as collectives."""
     if "tag" in timeline:
-        tag = timeline["tag"].to_numpy()
-        lowered = (tag <= TAG_BASE) & ((TAG_BASE - tag) % 256 != 255)
+        lowered = lowered_collective(timeline["tag"].to_numpy())
         if lowered.any():
             cat = timeline["category"].copy()
             cat[lowered] = "collectives"
