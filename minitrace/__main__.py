@@ -2,7 +2,7 @@
 import sys
 
 from . import signals
-from .signals import EXIT_INTERRUPTED, install_early, leave
+from .signals import EXIT_INTERRUPTED, EXIT_TERMINATED, install_early, leave
 
 
 def entry() -> int:
@@ -15,6 +15,8 @@ def entry() -> int:
             raise
         print("minitrace: interrupted", file=sys.stderr)
         return leave(EXIT_INTERRUPTED)
+    if signals.terminated:            # SIGTERM's SystemExit swallowed by an import
+        return leave(EXIT_TERMINATED)
     return leave(main())
 
 

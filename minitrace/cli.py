@@ -68,7 +68,12 @@ def main(argv: list[str] | None = None) -> int:
         before = signal.signal(signal.SIGTERM, _terminate)
     _sigterm.clear()
     try:
-        return _main(argv)
+        status = _main(argv)
+        if _sigterm.is_set():   # Terminated swallowed by the code it interrupted (a finaliser,
+            # an ``except BaseException``): the command ran on, but it was told to stop
+            print("minitrace: terminated", file=sys.stderr)
+            return EXIT_TERMINATED
+        return status
     except BaseException as e:
         # Terminated raised while the parser and the subcommand's module load, or turned
         # into another exception by the code it interrupted (numpy's import makes it an

@@ -16,16 +16,18 @@ EXIT_INTERRUPTED = 130
 
 def early(signum, frame):
     """SIGTERM before ``cli.main`` runs: one line, exit status 143 (once: a second SIGTERM
-    while leaving changes nothing)."""
-    global _leaving
-    if _leaving:
+    while leaving changes nothing).  Remembered in ``terminated``: an import that swallows the
+    ``SystemExit`` (a module's ``except BaseException``, a finaliser) must not turn it into a
+    command that runs on and exits 0."""
+    global terminated
+    if terminated:
         return
-    _leaving = True
+    terminated = True
     print("minitrace: terminated", file=sys.stderr)
     raise SystemExit(EXIT_TERMINATED)
 
 
-_leaving = False
+terminated = False
 
 
 def interrupt(signum, frame):
