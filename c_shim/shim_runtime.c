@@ -126,11 +126,17 @@ static int64_t mt_instructions(mt_thread *T) {
 /* The volume counter at raw time t.  cputime: the thread CPU clock is a ~400 ns syscall, so it
  * is read only when more than MT_GATE_NS passed since the previous boundary; shorter gaps
  * (tight MPI loops) are counted as CPU time equal to their wall time (the thread was busy in
- * or between MPI calls).  walltime: the merge derives volumes from the timestamps. */
+ * or between MPI calls).  Each read's time is added to the header (clock_reads, clock_ticks):
+ * the recorder's own share of the recorded run, which the prediction's self-check takes out.  walltime: the merge derives volumes from the timestamps. */
 static inline int64_t mt_counter(mt_thread *T, int64_t t) {
     if (mt_volume == MT_VOLUME_CPUTIME) {
-        if (t - T->g_t > mt_gate) T->g_cpu = mt_thread_cpu_ns();
-        else T->g_cpu += (int64_t)((double)(t - T->g_t) * mt_ns_per_tick);
+        if (t - T->g_t > mt_gate) {
+            T->g_cpu = mt_thread_cpu_ns();
+            if (mt_hdr) {   /* the read's own time (1-4 us on a VM after a cache-cold compute) */
+                __atomic_add_fetch(&mt_hdr->clock_ticks, mt_now() - t, __ATOMIC_RELAXED);
+                __atomic_add_fetch(&mt_hdr->clock_reads, 1, __ATOMIC_RELAXED);
+            }
+        } else T->g_cpu += (int64_t)((double)(t - T->g_t) * mt_ns_per_tick);
         T->g_t = t;
         return T->g_cpu;
     }

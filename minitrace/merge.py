@@ -46,7 +46,8 @@ _KNOWN_KIND = np.zeros(256, bool)
 _KNOWN_KIND[list(K.NAME)] = True
 _KNOWN_KIND[[CONT, STRING, COMMDEF, RESOLVE]] = True
 _MAX_RANKS = 1 << 22      # a world size beyond this in a header is corruption, not a run
-_READABLE_VERSIONS = (3, L.VERSION)   # 3: the same layout without check words
+_READABLE_VERSIONS = (3, 4, L.VERSION)   # 3: the same layout without check words; 4: without
+#                                           the recorder's clock reads
 _CHECK = np.array(L.CHECK, np.uint64)
 _SEED = np.uint64(L.CHECK_SEED)
 _MASKED = np.uint64((L.CHECK[L.CHECK_MASK_WORD] << 32) & (2**64 - 1))   # check's contribution
@@ -499,10 +500,24 @@ class RawRun:
             "disabled_ranks": [r.rank for r in ranks if r.disabled],
             "disabled_reasons": [f"rank {r.rank}: {r.disabled}" for r in ranks if r.disabled],
         }
+        if all(by_rank[rk].h["version"] >= 5 for rk in by_rank) and not missing:
+            meta["recorder_seconds"] = [_recorder_seconds(by_rank[rk].h) for rk in range(size)]
         warnings = [w for rk in sorted(by_rank) for w in tables[rk].warnings]
         if warnings:                                    # (then meta["complete"] is False)
             meta["raw_warnings"] = warnings
         return meta
+
+
+def _recorder_seconds(h) -> float:
+    """The recorder's own time in a rank (its CPU-clock reads, ``clock_ticks`` of the header),
+    in seconds: TSC ticks at the rate the header's calibration points give (init start to
+    finalize, else to init end)."""
+    ticks = float(h["clock_ticks"])
+    if int(h["clock"]) == L.CLOCKS["monotonic"]:
+        return ticks * 1e-9
+    (r0, n0), last = h["calib"][0], h["calib"][2] if h["calib"][2][1] else h["calib"][1]
+    span = float(last[0] - r0)
+    return ticks * float(last[1] - n0) / span * 1e-9 if span > 0 else 0.0
 
 
 class RankTables(NamedTuple):

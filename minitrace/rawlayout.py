@@ -19,9 +19,10 @@ from typing import NamedTuple
 import numpy as np
 
 MAGIC = b"MTRACE01"     # written last by the shim's start-up: the file is readable from then on
-VERSION = 4             # 2: vectors of <= 2 int32 values inlined in the request field;
+VERSION = 5             # 2: vectors of <= 2 int32 values inlined in the request field;
                         # 3: the header says when the shim stopped recording (disabled);
-                        # 4: check words in records and chunk headers (``checks``)
+                        # 4: check words in records and chunk headers (``checks``);
+                        # 5: the header counts the recorder's own CPU-clock reads
 HEADER_BYTES = 4096
 CHUNK_BYTES = 4 << 20
 CONT_WORDS = 9          # int64 vector values in a continuation record (after its kind word)
@@ -106,6 +107,10 @@ HEADER = Struct("mt_file_hdr", "The file header, at the start of the header page
     Field("disabled_errno", "int32_t"),
     Field("disabled_what", "char", (128,), doc="what failed, e.g. \"cannot grow the raw trace "
                                                "file\""),
+    Field("clock_reads", "uint64_t", doc="thread CPU-clock reads by the recorder, all threads "
+                                         "(v5)"),
+    Field("clock_ticks", "int64_t", doc="raw clock ticks spent in them: the recorder's own "
+                                        "time, which an untraced run does not spend (v5)"),
 ))
 
 CHUNK = Struct("mt_chunk_hdr", "Slot 0 of a chunk (the size of a record).", (

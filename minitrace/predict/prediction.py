@@ -53,7 +53,10 @@ class Prediction:
     notes: list[str] = field(default_factory=list)   # the replay's notes
     recorded_time: float | None = None    # s, from the last MPI_Init return to the last finalize
     recorded_rank_end_times: list[float] | None = None
-    error: float | None = None            # (predicted - recorded) / recorded
+    error: float | None = None            # (predicted - recorded) / recorded, the recorded
+    #                                        times less the recorder's own time when known
+    recorder_time: list[float] | None = None  # s, per rank: the recorder's CPU-clock reads
+    error_as_recorded: float | None = None    # the error against the recording as it is
     rank_errors: list[float] | None = None
     measured: dict | None = None          # part -> seconds per rank, + compute_cpu, descheduled
     init_time: list[float] | None = None  # s, per rank in MPI_Init
@@ -265,7 +268,14 @@ def _self_check(out: Prediction, data, cal: Calibration, timeline: str | None, s
         raise MinitraceError("the recorded times put no time between init and finalize on "
                              "some rank: nothing to check the prediction against",
                              str(out.trace))
-    out.error = (out.predicted_time - out.recorded_time) / out.recorded_time
+    out.error_as_recorded = (out.predicted_time - out.recorded_time) / out.recorded_time
+    # the recorder's own time (its clock reads, measured by the shim) is in the recording and
+    # not in an untraced run, which is what the replay predicts: taken out of each rank's end
+    own = data.meta.get("recorder_seconds")
+    if own is not None and len(own) == n:
+        out.recorder_time = [float(x) for x in own]
+        ends = ends - np.asarray(out.recorder_time)
+    out.error = (out.predicted_time - float(ends.max())) / float(ends.max())
     pred = np.asarray(out.rank_end_times)
     out.rank_errors = ((pred - ends) / ends).tolist()
     out.measured = {k: v.tolist() for k, v in measured.items()}
@@ -352,12 +362,20 @@ def report(p: Prediction) -> str:
         lines.append(f"  measured {p.measured_time:.6g} s, predicted {p.predicted_time:.6g} s, "
                      f"error {p.error:+.2%}")
     if p.recorded_time is not None:
-        lines.append(f"  self-check: recorded {p.recorded_time:.6g} s, predicted "
+        own = ""
+        if p.recorder_time is not None:
+            last = int(np.argmax(p.recorded_rank_end_times))
+            own = (f" less the recorder's own {p.recorder_time[last]:.3g} s (its clock reads, "
+                   f"not in an untraced run; {p.error_as_recorded:+.2%} against the recording "
+                   f"as it is)")
+        lines.append(f"  self-check: recorded {p.recorded_time:.6g} s{own}, predicted "
                      f"{p.predicted_time:.6g} s, error {p.error:+.2%}"
                      + ("" if p.comparable else "  (NOT COMPARABLE, see warning)"))
-        lines.append("  per rank: " + "  ".join(
-            f"{r}: {m:.4g} vs {q:.4g} ({e:+.1%})" for r, (m, q, e) in
-            enumerate(zip(p.recorded_rank_end_times, p.rank_end_times, p.rank_errors))))
+        ends = np.asarray(p.recorded_rank_end_times) - np.asarray(p.recorder_time or 0.0)
+        lines.append("  per rank" + (" (recorded less the recorder's own time)" if own else "")
+                     + ": " + "  ".join(f"{r}: {m:.4g} vs {q:.4g} ({e:+.1%})" for r, (m, q, e)
+                                        in enumerate(zip(ends, p.rank_end_times,
+                                                         p.rank_errors))))
         lines.append("  MPI_Init (not replayed; launch before it not recorded): "
                      + " ".join(f"{t:.3g}" for t in p.init_time) + " s; MPI_Finalize: "
                      + " ".join(f"{t:.3g}" for t in p.finalize_time) + " s")
