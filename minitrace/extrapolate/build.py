@@ -17,6 +17,7 @@ from ..compress import signatures as SG
 from ..compress.files import write_compressed
 from ..errors import MinitraceError
 from ..model import ACTION_DTYPE, TraceColumns, assign_vec_offsets, empty_actions
+from . import compose as CO
 from . import fit as F
 from . import grid as GR
 from . import grid_comms as GC
@@ -53,27 +54,14 @@ class ClassPlan:
     leaves: dict
 
 
-def leaf_stream(node: ST.Node, counts: list | None = None) -> np.ndarray:
-    """Leaf numbers (pre-order) of a loop tree's expansion; ``counts`` (loops in pre-order)
-    replaces the tree's own."""
-    it = iter(counts) if counts is not None else None
-    leaf = iter(range(1 << 62))
-
-    def walk(n: ST.Node) -> np.ndarray:
-        parts = []
-        for c in n.children:
-            if c.leaf:
-                parts.append(np.array([next(leaf)], np.int64))
-            else:
-                count = c.count if it is None else next(it)
-                parts.append(np.tile(walk(c), int(count)))
-        return np.concatenate(parts) if parts else np.zeros(0, np.int64)
-    return walk(node)
-
-
 def _leaf_volumes(run: ST.Run, rc: ST.RankClass) -> np.ndarray:
-    """Mean volume of each leaf over the class's ranks and iterations."""
-    stream = leaf_stream(rc.tree)
+    """Mean volume of each leaf over the class's ranks and iterations (of a composed class:
+    its donors' leaves')."""
+    if rc.parts is not None:
+        donors, which, leaf = rc.parts
+        per = [_leaf_volumes(run, d) for d in donors]
+        return np.array([per[w][x] for w, x in zip(which.tolist(), leaf.tolist())], float)
+    stream = ST.leaf_stream(rc.tree)
     total = np.zeros(len(rc.leaves))
     for r in rc.ranks:
         total += np.bincount(stream, run.data.actions["volume"][run.data.rank_slice(int(r))],
@@ -83,8 +71,16 @@ def _leaf_volumes(run: ST.Run, rc: ST.RankClass) -> np.ndarray:
 
 def _leaf_ratios(run: ST.Run, rc: ST.RankClass) -> tuple[np.ndarray, np.ndarray]:
     """Each leaf's volumes over the class's ranks and iterations relative to their mean:
-    (ratios grouped by leaf, offsets into them per leaf).  A leaf of mean 0 has none."""
-    stream = leaf_stream(rc.tree)
+    (ratios grouped by leaf, offsets into them per leaf).  A leaf of mean 0 has none; a
+    composed class's leaf has its donor leaf's."""
+    if rc.parts is not None:
+        donors, which, leaf = rc.parts
+        pools = [_leaf_ratios(run, d) for d in donors]
+        parts = [pools[w][0][pools[w][1][x]:pools[w][1][x + 1]]
+                 for w, x in zip(which.tolist(), leaf.tolist())]
+        return np.concatenate(parts + [np.zeros(0)]), \
+            np.concatenate([[0], np.cumsum([len(x) for x in parts])]).astype(np.int64)
+    stream = ST.leaf_stream(rc.tree)
     volumes = np.stack([run.data.actions["volume"][run.data.rank_slice(int(r))]
                         for r in rc.ranks]).astype(float)            # (ranks, actions)
     leaves = np.broadcast_to(stream, volumes.shape).ravel()
@@ -117,7 +113,7 @@ def _negligible(runs: list[ST.Run], classes: list, volumes: np.ndarray) -> np.nd
     """Per leaf: its volumes are below NEGLIGIBLE of its class's total in every run."""
     shares = []
     for run, rc, v in zip(runs, classes, volumes):
-        total = v * np.bincount(leaf_stream(rc.tree), minlength=len(rc.leaves))
+        total = v * np.bincount(ST.leaf_stream(rc.tree), minlength=len(rc.leaves))
         shares.append(total / max(total.sum(), np.finfo(float).tiny))
     return np.all(np.array(shares) < NEGLIGIBLE, axis=0)
 
@@ -129,13 +125,16 @@ def _role(key: str) -> str:
         "bulk" if key == "bulk" else "anchored"
 
 
-def _having(runs: list[ST.Run], keys) -> dict:
+def _having(runs: list[ST.Run], keys, why: dict | None = None) -> dict:
     """The runs (smallest first) that have each class; MinitraceError naming every class
-    that fewer than 3 runs have (no law can be fitted to it)."""
+    that fewer than 3 runs have (no law can be fitted to it), and ``why`` it could not be
+    composed (:mod:`.compose`)."""
     runs = sorted(runs, key=lambda r: r.nranks)
     having = {key: [r for r in runs if key in r.classes] for key in keys}
+    why = why or {}
     short = [f"rank class {key} ({_role(key)}) is in {len(h)} run(s) "
              f"({', '.join(f'{r.nranks} ranks' for r in h) or 'none'}): 3 are needed to fit it"
+             + (f" (not composed: {why[key]})" if key in why else "")
              for key, h in having.items() if len(h) < 3]
     if short:
         hint = (" (record scales whose grid has it, e.g. extents of 3 or more along every open "
@@ -147,14 +146,14 @@ def _having(runs: list[ST.Run], keys) -> dict:
 
 def fit_parameters(runs: list[ST.Run], ranks: int, scaling: str,
                    threshold: float = F.DEFAULT_THRESHOLD, keys=None,
-                   grid: GR.Grid | None = None):
+                   grid: GR.Grid | None = None, why: dict | None = None):
     """Fit every parameter that is not the same in all runs having its class; (table of
     Parameter, plan per class).  ``keys``: the classes at the target (default: the largest
     run's).  On the target ``grid``, the size of a message along one dimension is tried as a
     face of the block first (:mod:`.grid_laws`).  Parameters equal in every run are kept as
     they are (not listed)."""
     ref = max(runs, key=lambda r: r.nranks)
-    having = _having(runs, list(ref.classes) if keys is None else keys)
+    having = _having(runs, list(ref.classes) if keys is None else keys, why)
     found, plans = [], {}
     for key, members in having.items():
         ref = members[-1]
@@ -362,7 +361,7 @@ def build(runs: list[ST.Run], ranks: int, plans: dict, grid: GR.Grid | None = No
             sigs["peer"] = np.where(rel, peers[key][0], sigs["peer"])
         for field in ("bytes_sent", "bytes_recv"):
             sigs[field] = plan.leaves[field].astype(np.int64)
-        stream = leaf_stream(rc.tree, plan.counts.tolist())
+        stream = ST.leaf_stream(rc.tree, plan.counts.tolist())
         a, vec, peer_rel, vec_rel = _class_program(sigs, stream, ranks, source)
         a["volume"] = plan.leaves["volume"][stream]
         if grid is not None:
@@ -456,8 +455,9 @@ def extrapolate(runs: list[ST.Run], ranks: int, scaling: str = "weak", force: bo
     found = ST.check(runs, force)
     ref = max(runs, key=lambda r: r.nranks)
     keys = list(class_ranks(ref, ranks, grid))
-    parameters, plans = fit_parameters(runs, ranks, scaling, threshold, keys, grid)
-    offsets, notes = {}, []
+    notes, why = CO.compose(runs, keys)
+    parameters, plans = fit_parameters(runs, ranks, scaling, threshold, keys, grid, why)
+    offsets = {}
     if grid is not None:
         for key in keys:
             *offsets[key], said = GP.resolve(

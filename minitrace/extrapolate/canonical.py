@@ -27,6 +27,7 @@ import numpy as np
 
 from .. import kinds as K
 from ..model import TraceColumns
+from . import grid as GR
 
 _POSTS = (K.code("irecv"), K.code("isend"))
 _SEND, _WAIT, _WAITALL = K.code("send"), K.code("wait"), K.code("waitall")
@@ -45,8 +46,11 @@ def _runs(cls: np.ndarray, rank: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return starts[keep], stops[keep]
 
 
-def canonical(data: TraceColumns) -> tuple[TraceColumns, int]:
+def canonical(data: TraceColumns, grid=None) -> tuple[TraceColumns, int]:
     """``data`` with its commuting operations in canonical order, and how many rows moved.
+    On a process ``grid`` (:class:`.grid.Grid`) the order is by grid offset, dimension 0
+    first (the signed rank offset of a neighbour changes its order with the extents, and
+    wraps past half the world: ``+9`` of 18 ranks is read ``-9``).
     Compute rows are not operations: they keep their slots (the work between two calls stays
     between the n-th and the n+1-th call), the calls move among the calls' slots.  A reordered
     run's request ids are renamed to increase with the new order, up to each one's completion,
@@ -60,6 +64,11 @@ def canonical(data: TraceColumns) -> tuple[TraceColumns, int]:
     kind, peer = c["kind"], c["peer"].astype(np.int64)
     P = data.nranks
     offset = np.where(peer >= 0, (peer - rank + P // 2) % P - P // 2, peer)
+    if grid is not None:
+        known = (peer >= 0) & (peer < P)
+        steps = grid.offsets(rank[known], peer[known])
+        weights = (2 * GR.REACH + 1) ** np.arange(grid.ndims - 1, -1, -1)
+        offset[known] = ((steps + GR.REACH) * weights).sum(axis=1)
     plain = c["vec_len"] <= 0
     cls = np.zeros(len(c), np.int8)
     for code, value in ((_POSTS[0], 1), (_POSTS[1], 2), (_SEND, 3), (_WAIT, 4)):

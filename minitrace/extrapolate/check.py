@@ -29,10 +29,14 @@ def load_runs(paths: list[str]) -> list[ST.Run]:
 
 def runs_of(paths: list[str], datas: list) -> list[ST.Run]:
     """Traces in memory as runs, smallest first, on their common kind of grid, their commuting
-    operations in canonical order (:mod:`.canonical`)."""
-    datas = [canonical(d)[0] for d in datas]
-    sigs = [SG.encode(d) for d in datas]
-    grids = GR.run_grids(paths, datas, [s.table["peer_mode"][s.ids] == 1 for s in sigs])
+    operations in canonical order (:mod:`.canonical`; on a grid, by grid offset)."""
+    ordered = [canonical(d)[0] for d in datas]
+    sigs = [SG.encode(d) for d in ordered]
+    grids = GR.run_grids(paths, ordered, [s.table["peer_mode"][s.ids] == 1 for s in sigs])
+    if grids[0] is not None:
+        ordered = [canonical(d, g)[0] for d, g in zip(datas, grids)]
+        sigs = [SG.encode(d) for d in ordered]
+    datas = ordered
     runs = [ST.load(p, d, g, s) for p, d, g, s in zip(paths, datas, grids, sigs)]
     return sorted(runs, key=lambda r: r.nranks)
 

@@ -196,10 +196,10 @@ def infer(data, relative: np.ndarray, ndims: int | None = None) -> Grid | None:
         first = dims_create(P, n)
         others = (c for f in factorizations(P, n)
                   for c in sorted(set(itertools.permutations(f)), reverse=True) if c != first)
-        for dims in itertools.chain([first], others):
-            periods = _fits(dims, ranks, peers)
-            if periods is not None:
-                return Grid(dims, periods)
+        fitting = [Grid(dims, periods) for dims in itertools.chain([first], others)
+                   for periods in [_fits(dims, ranks, peers)] if periods is not None]
+        if fitting:     # the fewest wrapped dimensions: x-fastest ranks on another order's
+            return min(fitting, key=lambda g: sum(g.periods))   # grid need some to wrap
     return None
 
 

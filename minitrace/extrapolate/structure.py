@@ -59,6 +59,9 @@ class RankClass:
     tree: Node
     loops: list                  # Node, pre-order
     leaves: list                 # signature ids, pre-order
+    #: a class composed from others' parts (:mod:`.compose`), no rank of its own: per leaf,
+    #: the recorded class and leaf it was taken from (donor classes, donor of each, leaf)
+    parts: tuple | None = None
 
 
 @dataclass
@@ -89,13 +92,31 @@ def _tree(gram: G.Grammar, symbols, count: int = 1) -> Node:
     return node
 
 
-def _walk(node: Node, loops: list, leaves: list) -> None:
+def walk(node: Node, loops: list, leaves: list) -> None:
     for child in node.children:
         if child.leaf:
             leaves.append(child.sig)
         else:
             loops.append(child)
-            _walk(child, loops, leaves)
+            walk(child, loops, leaves)
+
+
+def leaf_stream(node: Node, counts: list | None = None) -> np.ndarray:
+    """Leaf numbers (pre-order) of a loop tree's expansion; ``counts`` (loops in pre-order)
+    replaces the tree's own."""
+    it = iter(counts) if counts is not None else None
+    leaf = iter(range(1 << 62))
+
+    def expand(n: Node) -> np.ndarray:
+        parts = []
+        for c in n.children:
+            if c.leaf:
+                parts.append(np.array([next(leaf)], np.int64))
+            else:
+                count = c.count if it is None else next(it)
+                parts.append(np.tile(expand(c), int(count)))
+        return np.concatenate(parts) if parts else np.zeros(0, np.int64)
+    return expand(node)
 
 
 def signed(ranks: np.ndarray, nranks: int) -> np.ndarray:
@@ -137,7 +158,7 @@ def load(path: str, data: TraceColumns, grid: GR.Grid | None = None,
                 ranks = np.union1d(classes[key].ranks, ranks)
             tree = _tree(gram, gram.top(int(g)))
             loops, leaves = [], []
-            _walk(tree, loops, leaves)
+            walk(tree, loops, leaves)
             classes[key] = RankClass(key, ranks, tree, loops, leaves)
     return Run(path, data, sig, classes, grid, labels)
 
@@ -180,15 +201,15 @@ def anchored(key: str) -> bool:
     return key != "bulk" and not key.startswith("(")
 
 
-def _shape(node: Node, table: np.ndarray, vectors) -> tuple:
+def shape(node: Node, table: np.ndarray, vectors) -> tuple:
     if node.leaf:
         row = table[node.sig]
         return tuple(int(row[f]) for f in SHAPE_FIELDS) + (vectors(int(row["vec"]),
                                                                      int(row["kind"])),)
-    return ("loop",) + tuple(_shape(c, table, vectors) for c in node.children)
+    return ("loop",) + tuple(shape(c, table, vectors) for c in node.children)
 
 
-def _vector_reader(run: "Run"):
+def vector_reader(run: "Run"):
     """A vector's content as the shape compares it; on a grid without what changes with the
     scale: a sendrecv's source (compared as a peer) and cart_create's extents."""
     sig = run.sig
@@ -242,8 +263,8 @@ def differences(runs: list[Run], peers: bool = True, partial: bool = False) -> l
             if key not in run.classes:
                 continue
             other = run.classes[key]
-            a = _shape(other.tree, run.sig.table, _vector_reader(run))
-            b = _shape(rc.tree, ref.sig.table, _vector_reader(ref))
+            a = shape(other.tree, run.sig.table, vector_reader(run))
+            b = shape(rc.tree, ref.sig.table, vector_reader(ref))
             if a != b:
                 out.append(f"{where}, rank class {key}: {_first_difference(a, b)}")
                 continue
@@ -317,8 +338,8 @@ def common_part(runs: list[Run]) -> list[str]:
                     out.append(f"{where}: not in {ref.path} ({ref.nranks} ranks)")
                     del run.classes[key]
                 continue
-            a = _shape(run.classes[key].tree, run.sig.table, _vector_reader(run))
-            b = _shape(ref.classes[key].tree, ref.sig.table, _vector_reader(ref))
+            a = shape(run.classes[key].tree, run.sig.table, vector_reader(run))
+            b = shape(ref.classes[key].tree, ref.sig.table, vector_reader(ref))
             if a != b:
                 out.append(f"{where}: {_first_difference(a, b)}")
                 del run.classes[key]
