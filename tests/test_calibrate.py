@@ -142,3 +142,74 @@ def test_replay_cli_ranks_per_host(tmp_path):
                           "x.xml", "--ranks-per-host", "2"], capture_output=True, text=True,
                          timeout=120)
     assert bad.returncode == 1 and "--ranks-per-host describes a generated cluster" in bad.stderr
+
+
+def test_the_kernel_set_is_stored_and_read_back(calibration):
+    """Every run measured the kernel set (minitrace/predict/kernels.py): its columns, one value
+    per rank, and the fit's rates are the medians over every run."""
+    from minitrace.predict import kernels
+    path, _, cal = calibration
+    runs = read_runs(str(path))
+    for run in runs:
+        assert run["attrs"]["kernels_version"] == kernels.VERSION
+        assert set(run["attrs"]["kernels"]) == set(kernels.KERNELS)
+        for col in kernels.columns():
+            v = run["columns"][col]
+            assert len(v) == 2 and np.isfinite(v).all() and (v > 0).all()
+    assert cal.kernels_version == kernels.VERSION
+    assert cal.kernels == kernels.fit(runs) and set(cal.kernels) == set(kernels.KERNELS)
+    for k, v in cal.kernels.items():
+        work = np.concatenate([r["columns"][f"kernel_{k}_work"] for r in runs])
+        cpu = np.concatenate([r["columns"][f"kernel_{k}_cpu"] for r in runs])
+        assert v["cpu_rate"] == pytest.approx(np.median(work / cpu))
+        assert v["unit"] == kernels.KERNELS[k][0]
+
+
+def _strip_kernels(path) -> None:
+    """``path`` as a calibration made before the kernel set: no columns, attributes or fit
+    fields of it."""
+    import json
+    from minitrace.predict import kernels
+    with h5py.File(path, "r+") as f:
+        for g in f["calibration/runs"].values():
+            for col in kernels.columns():
+                del g[col]
+            for a in ("kernels", "kernels_version"):
+                del g.attrs[a]
+        fit = f["calibration/fit"]
+        stored = json.loads(fit.attrs["calibration"])
+        del stored["kernels"], stored["kernels_version"]
+        stored["notes"] = []
+        fit.attrs["calibration"] = json.dumps(stored)
+
+
+def test_calibrations_without_the_kernel_set_still_load_and_say_so(calibration, tmp_path):
+    from minitrace.predict.calibration import NO_KERNELS, summary
+    path, _, cal = calibration
+    old = tmp_path / "old.h5"
+    shutil.copyfile(path, old)
+    _strip_kernels(old)
+    got = load(str(old))
+    assert got.kernels == {} and got.kernels_version == 0 and NO_KERNELS in got.notes
+    assert got.speed == cal.speed and got.config == cal.config
+    assert "no kernel set" in summary(got, str(old)) and "kernel set (per CPU second" not in \
+        summary(got, str(old))
+    again = refit(str(old))                    # refitted by this version: still none, said
+    assert again.kernels == {} and again.notes.count(NO_KERNELS) == 1
+    assert load(str(old)).notes.count(NO_KERNELS) == 1
+    assert "kernel set (per CPU second" in summary(cal, str(path))
+
+
+@pytest.mark.parametrize("damage", ["negative", "partial"])
+def test_a_damaged_kernel_set_is_refused(calibration, tmp_path, damage):
+    path, _, _ = calibration
+    bad = tmp_path / "bad.h5"
+    shutil.copyfile(path, bad)
+    with h5py.File(bad, "r+") as f:
+        g = f["calibration/runs/000"]
+        if damage == "negative":
+            g["kernel_chase_wall"][0] = -1.0
+        else:
+            del g["kernel_fma_cpu"]
+    with pytest.raises(MinitraceError, match="kernel set's columns"):
+        read_runs(str(bad))

@@ -1,8 +1,10 @@
 """minitrace predict with a calibration of another machine (docs/PREDICT.md, 'Another machine'):
-never a silent same-machine answer; compute translated by the calibrations' rates or, with a
-probe run, per call site, with the probe's interval; no self-check against the recording.
+never a silent same-machine answer; compute translated by the kernel set (or, in calibrations
+made before it, the matrix-product rates) or, with a probe run, per call site, with the
+probe's interval, and the sites it did not see by the kernel mix that best fits the seen ones,
+flagged; no self-check against the recording.
 
-Machine B is this machine's calibration with another host name and a speed of our choosing (a
+Machine B is this machine's calibration with another host name and speeds of our choosing (a
 copy of the demo's), so that every translated number has a known right answer."""
 from __future__ import annotations
 
@@ -27,25 +29,53 @@ from minitrace.predict.translate import _site_keys
 pytestmark = pytest.mark.timeout(600)
 
 
-def _other_machine(src, dst, host="elsewhere", speed_factor=2.0):
-    """A copy of calibration ``src`` that says it calibrates ``host``, ``speed_factor`` x as
-    fast per CPU second."""
-    shutil.copy(src, dst)
-    with h5py.File(dst, "r+") as f:
-        f["provenance"].attrs["hostname"] = host
+#: the kernel set of the generated machines: A's rates per CPU second, and B/A ratios
+A_RATES = {"fma": 8e9, "triad_memory": 12e9, "triad_cache": 40e9, "chase": 5e6}
+B_RATIOS = {"fma": 0.5, "triad_memory": 2.0, "triad_cache": 1.0, "chase": 4.0}
+
+
+def _edit_fit(path, change, host=None):
+    """Rewrite calibration ``path``'s fit JSON by ``change(dict)``; ``host``: its machine."""
+    with h5py.File(path, "r+") as f:
+        if host:
+            f["provenance"].attrs["hostname"] = host
         g = f["calibration/fit"]
         cal = json.loads(g.attrs["calibration"])
+        change(cal)
+        g.attrs["calibration"] = json.dumps(cal)
+    return path
+
+
+def _kernels(rates):
+    return {k: {"unit": "x", "cpu_rate": v, "wall_rate": v} for k, v in rates.items()}
+
+
+def _other_machine(src, dst, host="elsewhere", speed_factor=2.0, ratios=None):
+    """A copy of calibration ``src`` that says it calibrates ``host``, ``speed_factor`` x as
+    fast per CPU second on the matrix product, and whose kernel set runs ``ratios`` x as long
+    as A_RATES say (None: no kernel set, as calibrations made before it)."""
+    shutil.copy(src, dst)
+
+    def change(cal):
         cal["speed"] *= speed_factor
         cal["compute_rate"] *= speed_factor
-        g.attrs["calibration"] = json.dumps(cal)
-    return dst
+        cal.pop("kernels", None)
+        cal.pop("kernels_version", None)
+        if ratios is not None:
+            cal["kernels"] = _kernels({k: A_RATES[k] / r for k, r in ratios.items()})
+    return _edit_fit(dst, change, host)
 
 
 @pytest.fixture(scope="module")
 def machines(demo, tmp_path_factory):
+    """(trace, A without a kernel set, B without one, folder, A with A_RATES, B with B_RATIOS)"""
     d = tmp_path_factory.mktemp("elsewhere")
     here = demo.out / "machine.h5"
-    return demo.out / "jacobi.h5", here, _other_machine(here, d / "b.h5"), d
+    old_a = _other_machine(here, d / "a_old.h5", host=load(str(here)).hostname, speed_factor=1)
+    a = _other_machine(here, d / "a.h5", host=load(str(here)).hostname, speed_factor=1,
+                       ratios={k: 1.0 for k in A_RATES})
+    return (demo.out / "jacobi.h5", old_a, _other_machine(here, d / "b_old.h5"), d, a,
+            _other_machine(here, d / "b.h5", ratios=B_RATIOS))
 
 
 def _compute(p, r):
@@ -53,7 +83,7 @@ def _compute(p, r):
 
 
 def test_another_machines_calibration_alone_is_refused(machines):
-    trace, here, there, _ = machines
+    trace, here, there, *_ = machines
     with pytest.raises(MinitraceError, match="calibrates elsewhere.*--recorded-on"):
         predict(str(trace), str(there))
     p = subprocess.run([sys.executable, "-m", "minitrace", "predict", str(trace),
@@ -62,11 +92,14 @@ def test_another_machines_calibration_alone_is_refused(machines):
     assert "--recorded-on" in p.stderr and "Traceback" not in p.stderr
 
 
-def test_rates_translate_compute_and_no_self_check(machines):
-    trace, here, there, _ = machines
+def test_old_calibrations_translate_by_the_matrix_product_and_no_self_check(machines):
+    trace, here, there, *_ = machines
+    assert load(str(here)).kernels == {} and any("no kernel set" in n
+                                                 for n in load(str(here)).notes)
     own = predict(str(trace), str(here))
     p = predict(str(trace), str(there), recorded_on=str(here), measured=1.5)
     assert p.translated and p.recorded_time is None and p.comparable is None
+    assert p.translation["fallback"] == "matrix product" and p.interval is None
     with minitrace.open(str(trace)) as t:
         data = t.data()
     share = min(np.mean(load(str(there)).core_share), 1.0)
@@ -82,8 +115,28 @@ def test_rates_translate_compute_and_no_self_check(machines):
         predict(str(trace), str(here), recorded_on=str(there))
 
 
+def test_without_a_probe_the_kernels_geometric_mean_and_their_range(machines):
+    trace, _, _, _, a, b = machines
+    p = predict(str(trace), str(b), recorded_on=str(a))
+    with minitrace.open(str(trace)) as t:
+        data = t.data()
+    mean = np.exp(np.mean(np.log(list(B_RATIOS.values()))))          # (0.5 * 2 * 1 * 4)^(1/4)
+    for r in range(2):
+        a_ = data.actions[data.rank_slice(r)]
+        cpu = a_["volume"][a_["kind"] == K.code("compute")].sum()
+        assert _compute(p, r) == pytest.approx(cpu * mean, rel=0.02)
+    assert p.translation == {"fallback": "kernels' geometric mean", "fallback_share": 1.0,
+                             "mix": {k: 0.25 for k in B_RATIOS}}
+    lo, hi = p.interval                     # every segment at the slowest and fastest kernel
+    assert lo < p.predicted_time < hi
+    from minitrace.predict.prediction import report
+    text = report(p)
+    assert "FLAGGED: 100% of the compute translated by the kernels' geometric mean" in text
+    assert "x0.500..x4.000" in text
+
+
 def test_a_probe_gives_each_call_site_its_ratio(machines):
-    trace, here, there, d = machines
+    trace, here, there, d, *_ = machines
     with minitrace.open(str(trace)) as t:
         data = t.data()
     rows, key = _site_keys(data)
@@ -102,12 +155,13 @@ def test_a_probe_gives_each_call_site_its_ratio(machines):
     lo, hi = p.interval
     assert lo <= p.predicted_time <= hi
     assert any("per call site by a probe run" in n for n in p.notes)
+    assert p.translation["fallback_share"] < 0.01     # the sites it saw once: not measured
     with pytest.raises(MinitraceError, match="--probe goes with --recorded-on"):
         predict(str(trace), str(here), probe=str(probe))
 
 
 def test_the_calibration_knows_its_machine(machines):
-    _, here, there, _ = machines
+    _, here, there, *_ = machines
     import socket
     assert load(str(here)).hostname == socket.gethostname()
     assert load(str(there)).hostname == "elsewhere"
@@ -130,18 +184,47 @@ def _two_sites(bytes_b: int, slow: float):
     return b.build()
 
 
-def test_sites_the_probe_did_not_see_take_its_mean_ratio():
+def _calibrations(machines, ratios):
+    """(A, B) loaded, B's kernel set running ``ratios`` x as long as A's."""
+    _, _, _, _, a, b = machines
+    cal_a, cal_b = load(str(a)), load(str(b))
+    return cal_a, replace(cal_b, kernels=_kernels({k: A_RATES[k] / r
+                                                   for k, r in ratios.items()}))
+
+
+def test_sites_the_probe_did_not_see_take_the_best_kernel_mix(machines):
     from minitrace.predict.translate import by_probe
     big = _two_sites(16, 1.0)
-    probe = _two_sites(32, 3.0)          # only the 8-byte site is the same call site
-    tr = by_probe(big, probe, 2.0, 1.0, "from A to B")
+    probe = _two_sites(32, 3.0)          # x3; the same call site: init .. 8-byte barrier only
+    _, key = _site_keys(big)
+    unseen = ~np.isin(key, _site_keys(probe)[1])
     vols = big.actions["volume"][big.actions["kind"] == K.code("compute")]
-    assert np.allclose(tr.factor, 3.0)       # seen: its own ratio; unseen: the seen ones' mean
-    assert tr.low.min() == tr.high.max() == pytest.approx(3.0)
-    assert any("call sites the probe did not see" in n for n in tr.notes), tr.notes
-    none = by_probe(big, _no_barrier(), 2.0, 1.0, "from A to B")
-    assert np.allclose(none.factor, 2.0)                      # nothing seen: the rates
+    assert 0 < unseen.sum() < len(unseen)
+    cal_a, cal_b = _calibrations(machines, {"fma": 1.0, "triad_memory": 4.0, "chase": 6.0})
+    tr = by_probe(big, probe, cal_a, cal_b, "from A to B")
+    # x3 between fma (x1) and triad_memory (x4): 1/3 fma + 2/3 triad_memory
+    assert np.allclose(tr.factor, 3.0)
+    assert tr.mix == pytest.approx({"fma": 1 / 3, "triad_memory": 2 / 3})
+    assert tr.fallback == "kernel mix"
+    assert tr.fallback_share == pytest.approx(vols[unseen].sum() / vols.sum())
+    assert any("the kernel mix that best fits the seen sites" in n for n in tr.notes), tr.notes
+    # beyond every kernel: the nearest one, and the interval spans it and the seen ratio
+    cal_a, cal_b = _calibrations(machines, {"fma": 1.0, "triad_cache": 2.0})
+    tr = by_probe(big, probe, cal_a, cal_b, "from A to B")
+    assert np.allclose(tr.factor[unseen], 2.0) and np.allclose(tr.factor[~unseen], 3.0)
+    assert tr.mix == {"triad_cache": 1.0}
+    assert np.allclose(tr.low[unseen], 2.0) and np.allclose(tr.high[unseen], 3.0)
+    assert any("beyond every kernel" in n for n in tr.notes)
+    # no kernel set (older calibrations): the probe's mean ratio
+    cal_a, cal_b = replace(cal_a, kernels={}), replace(cal_b, kernels={})
+    tr = by_probe(big, probe, cal_a, cal_b, "from A to B")
+    assert np.allclose(tr.factor, 3.0) and tr.fallback == "probe's mean ratio"
+    # a probe that saw nothing: the kernel set's rule for all of the compute
+    cal_a, cal_b = _calibrations(machines, {"fma": 1.0, "chase": 4.0})
+    none = by_probe(big, _no_barrier(), cal_a, cal_b, "from A to B")
+    assert np.allclose(none.factor, 2.0) and none.fallback_share == 1.0       # sqrt(1 * 4)
     assert any("saw none of the call sites" in n for n in none.notes)
+    assert np.allclose(none.low, 1.0) and np.allclose(none.high, 4.0)
 
 
 def _no_barrier():

@@ -31,6 +31,7 @@ from dataclasses import MISSING, asdict, dataclass, field, fields
 import h5py
 import numpy as np
 
+from . import kernels as kernel_set
 from .. import checked
 from ..analysis import piecewise
 from ..errors import MinitraceError
@@ -43,12 +44,14 @@ GROUP = "calibration"
 
 
 KIND = "calibration"
+NO_KERNELS = ("no kernel set (measured before minitrace had one): a translation to another "
+              "machine has the matrix product alone; calibrate again to add it")
 #: Run columns: one row per measurement (text or numbers), and one row per rank.
 _MEASUREMENTS = {"kind": "T", "size": "iu", "pair": "T", "time": "f", "t_send": "f"}
 _PER_RANK = {"compute_flops": "f", "compute_cpu": "f", "compute_wall": "f",
              "reduction_rate": "f"}
 _OPTIONAL = {"peer": ("iu", "n"), "inner": ("iu", "n"), "copy_rate_hot": ("f", "r"),
-             "copy_rate_cold": ("f", "r")}
+             "copy_rate_cold": ("f", "r"), **{k: ("f", "r") for k in kernel_set.columns()}}
 
 
 def append_run(path: str, run: dict) -> str:
@@ -107,6 +110,11 @@ def _runs_in(f: h5py.File, path: str) -> list[dict]:
                                        for k in _PER_RANK):
             raise checked.corrupt(KIND, f"run {name}: compute and reduction columns must be "
                                   "finite and positive, one per rank", path)
+        measured = [k for k in kernel_set.columns() if k in cols]
+        if measured and (len(measured) != len(kernel_set.columns()) or not all(
+                np.isfinite(cols[k]).all() and (cols[k] > 0).all() for k in measured)):
+            raise checked.corrupt(KIND, f"run {name}: the kernel set's columns must all be "
+                                  "there, finite and positive", path)
         if (cols["size"] > 2 ** 53).any():
             raise checked.corrupt(KIND, f"run {name}: a message size beyond 2**53", path)
         attrs = read_attrs(g)
@@ -148,6 +156,9 @@ def _check_run_attrs(attrs: dict, nranks: int, where: str, path: str) -> None:
     c = attrs.get("cold_from", 0)
     if not _is_int(c) or not 0 <= c <= 2 ** 53:
         raise bad(f"cold_from = {c!r}")
+    v = attrs.get("kernels_version", 0)
+    if not _is_int(v) or v < 0:
+        raise bad(f"kernels_version = {v!r}")
 
 
 @dataclass
@@ -178,6 +189,10 @@ class Calibration:
     # cold_from bytes); empty in calibrations made before they were measured
     copy_rates: list[float] = field(default_factory=list)
     cold_from: int = 0
+    # the kernel set (minitrace.predict.kernels): name -> {"unit", "cpu_rate": work per CPU
+    # second, "wall_rate": per wall second}; empty (version 0) in calibrations made before it
+    kernels: dict = field(default_factory=dict)
+    kernels_version: int = 0
     mpi_library: str = ""       # MPI_Get_library_version of the calibrated job's MPI
     hostname: str = ""          # the calibrated machine (its provenance)
 
@@ -370,6 +385,9 @@ def fit_runs(runs: list[dict]) -> tuple[Calibration, dict]:
     copy_rates = [float(np.median(np.concatenate([r["columns"][k] for r in measured])))
                   for k in ("copy_rate_hot", "copy_rate_cold")] if measured else []
     cold_from = int(measured[-1]["attrs"].get("cold_from", 0)) if measured else 0
+    kernels = kernel_set.fit(runs)
+    if not kernels:
+        notes.append(NO_KERNELS)
     nodes = runs[-1]["attrs"]["rank_to_node"]
     per_host = max(nodes.count(n) for n in set(nodes))
     cal = Calibration(
@@ -379,7 +397,8 @@ def fit_runs(runs: list[dict]) -> tuple[Calibration, dict]:
         size_range=[int(x.min()), int(x.max())], eager_threshold=threshold, pair=main,
         speed_spread=float((speeds.max() - speeds.min()) / speed), core_share=share,
         runs=len(runs), points=int(len(x)), notes=notes, copy_rates=copy_rates,
-        cold_from=cold_from,
+        cold_from=cold_from, kernels=kernels,
+        kernels_version=max(int(r["attrs"].get("kernels_version", 0)) for r in runs),
         segments={k: None if f is None else {"breakpoints": f.breakpoints,
                                              "segments": [s.to_dict() for s in f.segments]}
                   for k, f in fits.items()})
@@ -448,6 +467,8 @@ def load(path: str, missing_ok: bool = False) -> Calibration | None:
         raise checked.corrupt(KIND, checked.first_line(e), path) from None
     cal = Calibration(**_checked_fields(stored, path))
     cal.path = path
+    if "kernels" not in stored:         # a fit older than the kernel set
+        cal.notes.append(NO_KERNELS)
     for name in ("mpi_library", "hostname"):
         value = attrs.get(name, "")
         setattr(cal, name, value if isinstance(value, str) else "")
@@ -486,7 +507,7 @@ def _checked_fields(stored, path: str) -> dict:
             raise bad(f"{k} = {v!r}")
     for k, hi in (("ranks_per_host", MAX_RANKS_PER_HOST), ("cores_per_host", MAX_RANKS_PER_HOST),
                   ("eager_threshold", 2 ** 53), ("runs", 2 ** 31), ("points", 2 ** 53),
-                  ("cold_from", 2 ** 53)):
+                  ("cold_from", 2 ** 53), ("kernels_version", 2 ** 31)):
         v = d.get(k, 0)
         if not _is_int(v) or not (1 if k.endswith("host") else 0) <= v <= hi:
             raise bad(f"{k} = {v!r}")
@@ -497,6 +518,8 @@ def _checked_fields(stored, path: str) -> dict:
         if k.endswith(("-factor", "/os", "/or", "/ois")) and not all(
                 _finite_at_least_0(x) for x in v.replace(";", ":").split(":")):
             raise bad(f"config {k} = {v!r}")
+    if not _kernels_ok(d.get("kernels", {})):
+        raise bad("kernels is not a table of kernel rates")
     if not isinstance(d["pair"], str):
         raise bad(f"pair = {d['pair']!r}")
     for k, n in (("size_range", 2), ("copy_rates", None), ("core_share", None)):
@@ -517,6 +540,17 @@ def _checked_fields(stored, path: str) -> dict:
     if missing:
         raise bad(f"no fit of {', '.join(sorted(missing))}")
     return d
+
+
+def _kernels_ok(stored) -> bool:
+    """A stored kernel set: name -> {"unit": text, "cpu_rate", "wall_rate": finite, > 0}."""
+    def rate(x) -> bool:
+        return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) \
+            and x > 0
+    return isinstance(stored, dict) and all(
+        isinstance(k, str) and isinstance(v, dict) and set(v) == {"unit", "cpu_rate", "wall_rate"}
+        and isinstance(v["unit"], str) and rate(v["cpu_rate"]) and rate(v["wall_rate"])
+        for k, v in stored.items())
 
 
 def _segment_ok(stored) -> bool:
@@ -556,6 +590,10 @@ def summary(cal: Calibration, path: str) -> str:
         lines.append(f"  local copies: {cal.copy_rates[0] / 1e9:.3g} GB/s in cache, "
                      f"{cal.copy_rates[1] / 1e9:.3g} GB/s for blocks above {cal.cold_from} B "
                      f"(out of the caches)")
+    if cal.kernels:
+        lines.append("  kernel set (per CPU second; per wall second): " + "; ".join(
+            f"{k} {v['cpu_rate']:.4g}; {v['wall_rate']:.4g} {v['unit']}/s"
+            for k, v in cal.kernels.items()))
     lines.append(f"  platform: {cal.ranks_per_host} rank(s) per host, {cal.cores_per_host} "
                  f"cores")
     lines += [f"  note: {n}" for n in cal.notes]

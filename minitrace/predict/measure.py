@@ -19,6 +19,9 @@ shuffled, since ordered sweeps resonate with periodic noise):
   CPU time (the host speed, and the rate of a trace timed in seconds), its CPU/wall ratio
   (the share of a core each rank got);
 * reductions: bytes/s of ``MPI_SUM`` on doubles (``Reduce_local``);
+* the kernel set (:mod:`minitrace.predict.kernels`): compute-bound, streaming memory-bound,
+  cache-resident and latency-bound kernels, each one's work, CPU and wall seconds per rank, all
+  ranks at once: what translates a trace recorded on another machine by more than one number;
 * local copies: bytes/s of a memory copy of a block in cache (64 KiB, the same buffers) and of
   one out of the caches (4 MiB slots of the pool), every rank at once: what an MPI library's
   copy of a rank's own block in a collective costs (SimGrid's replay does not model it);
@@ -38,6 +41,7 @@ from types import SimpleNamespace
 
 import numpy as np
 
+from . import kernels
 from ..errors import MinitraceError
 from ..provenance import cache_bytes
 
@@ -325,6 +329,8 @@ def run(comm, args) -> dict | None:
     compute = _compute(comm)
     reduction = _reduction(comm)
     copies = _copies(comm)
+    mine = topo["rank_to_node"][comm.rank]
+    kernel_set = kernels.measure(comm, topo["rank_to_node"].count(mine))
     python_costs = _python_costs(comm)
     if comm.rank != 0:
         return None
@@ -338,10 +344,12 @@ def run(comm, args) -> dict | None:
              "mpi_library": meta["mpi_library"], "cpu_model": meta["cpu_model"],
              "date": meta["date"], "seconds": time.time() - t0, "timer": "time.perf_counter",
              "kernel": "160x160 float64 matrix products, one BLAS thread per rank",
-             "python_costs": python_costs}
+             "python_costs": python_costs, "kernels_version": kernels.VERSION,
+             "kernels": {k: f"{what} ({unit})" for k, (unit, what) in kernels.KERNELS.items()}}
     columns.update({"compute_flops": compute["flops"], "compute_cpu": compute["cpu"],
                     "compute_wall": compute["wall"], "reduction_rate": reduction,
-                    "copy_rate_hot": copies[:, 0], "copy_rate_cold": copies[:, 1]})
+                    "copy_rate_hot": copies[:, 0], "copy_rate_cold": copies[:, 1],
+                    **kernel_set})
     return {"columns": columns, "attrs": attrs}
 
 

@@ -68,7 +68,10 @@ class Prediction:
     #                                          above its CPU time, over the recorded time
     timeline: str | None = None
     translated: str | None = None         # "from A to B" when compute was translated
-    interval: list[float] | None = None   # s, the translation's 95% interval (probe)
+    interval: list[float] | None = None   # s, the translation's interval (probe: 95%; kernel
+    #                                       set: its range of ratios)
+    translation: dict | None = None       # the rule for compute no probe measured, its share
+    #                                       of the compute and its kernel mix (flagged)
     measured_time: float | None = None    # s, a run measured on the target (``measured``)
 
     def to_dict(self) -> dict:
@@ -126,9 +129,11 @@ def predict(trace: str, calibration: str | Calibration, *, platform: str | None 
                      rank_end_times=res.rank_end_times, predicted=predicted,
                      warnings=warnings, notes=notes + res.notes)
     out.translated = where
-    if translation is not None and probe:
-        out.interval = sorted(replay(translation.apply(raw, b), **options).simulated_time
-                              for b in ("low", "high"))
+    if translation is not None:
+        out.translation = translation.summary()
+        if not np.array_equal(translation.low, translation.high):
+            out.interval = sorted(replay(translation.apply(raw, b), **options).simulated_time
+                                  for b in ("low", "high"))
     if measured is not None:
         out.measured_time = float(measured)
         out.error = (out.predicted_time - out.measured_time) / out.measured_time
@@ -137,12 +142,6 @@ def predict(trace: str, calibration: str | Calibration, *, platform: str | None 
     elif own:
         out.warnings.append("the trace has no timestamps: no self-check")
     return out
-
-
-def _share(cal: Calibration) -> float:
-    """The share of a core the calibrated machine's ranks got (its wall time per CPU second)."""
-    share = [s for s in cal.core_share if np.isfinite(s) and s > 0]
-    return min(float(np.mean(share)), 1.0) if share else 1.0
 
 
 def translated(data, cal: Calibration, recorded_on, probe: str | None, source: str):
@@ -177,9 +176,9 @@ def translated(data, cal: Calibration, recorded_on, probe: str | None, source: s
         from ..trace import open as open_trace
         with open_trace(probe) as t:
             probed = t.data()
-        tr = by_probe(data, probed, src.compute_rate, cal.speed * _share(cal), where, probe)
+        tr = by_probe(data, probed, src, cal, where, probe)
     else:
-        tr = by_rates(data, src.compute_rate, cal.speed * _share(cal), where)
+        tr = by_rates(data, src, cal, where)
     return tr.apply(data), tr, where
 
 
@@ -350,7 +349,7 @@ def _timeline(out: Prediction, data, origin: float, spans, path: str) -> None:
 
 def report(p: Prediction) -> str:
     """The prediction as text."""
-    span = (f" (95%: {p.interval[0]:.6g}-{p.interval[1]:.6g} s, the translation's spread)"
+    span = (f" (interval {p.interval[0]:.6g}-{p.interval[1]:.6g} s, the translation's)"
             if p.interval else "")
     lines = [f"predicted run time: {p.predicted_time:.6g} s{span}  ({p.trace}, {p.nranks} "
              f"ranks, calibration {p.calibration})", f"  platform: {p.platform}",
@@ -358,6 +357,12 @@ def report(p: Prediction) -> str:
     if p.translated:
         lines.append(f"  compute translated {p.translated}: no self-check against the "
                      f"recording (another machine's run)")
+        t = p.translation or {}
+        if t.get("fallback_share"):
+            mix = ", ".join(f"{k} {w:.0%}" for k, w in t["mix"].items())
+            lines.append(f"  FLAGGED: {t['fallback_share']:.0%} of the compute translated by "
+                         f"the {t['fallback']}" + (f" ({mix})" if mix else "")
+                         + ", not measured by a probe")
     if p.measured_time is not None:
         lines.append(f"  measured {p.measured_time:.6g} s, predicted {p.predicted_time:.6g} s, "
                      f"error {p.error:+.2%}")

@@ -2,22 +2,28 @@
 
 A trace timed in CPU seconds holds A's seconds: replayed with B's calibration alone, B's rate
 turns them into flops and B's speed back into the same seconds, and the prediction is A's run
-time.  Two ways to translate them, from what a user has:
+time.  Every translation multiplies each compute segment's CPU seconds on A by a ratio, B's
+wall seconds per CPU second of A, from what a user has:
 
-* **rates** (``--recorded-on A.h5``): every compute CPU second of A becomes
-  ``rate_A / (speed_B * share_B)`` seconds of B, the two calibrations' matrix-product kernels
-  (flops per CPU second) and the share of a core B's ranks got during its kernel (a CPU quota,
-  a co-runner: B's wall time per CPU second).  One kernel: right for compute-bound code, wrong
-  by the memory system's ratio for streaming code;
+* **the kernel set** (``--recorded-on A.h5``; :mod:`.kernels`): each kernel's ratio is A's
+  rate per CPU second over B's per wall second (a B whose ranks lose part of their cores is
+  slower by that too).  Without hardware counters the trace does not say which kernel a segment
+  resembles, so every segment takes the kernels' geometric mean ratio, and the interval is
+  their range [min, max]: flagged as such.  Calibrations made before the kernel set (either
+  one) have the matrix-product rate alone: ``rate_A / (speed_B * share_B)``, no interval;
 * **a probe** (``--probe B_RUN.h5``): a short run of the same program on B (same size per rank,
   fewer iterations), recorded as usual.  Each call site (the kind and bytes of the MPI calls
   around a compute segment) gets its own ratio: B's mean wall time there (the probe's
   timestamps; its CPU time when untimed) over A's mean CPU time, what the replay of A's trace
-  holds; sites the probe did not see take the probe's compute-weighted mean ratio (the
-  program's own mix, within the range of its ratios), and are counted; a probe that saw none
-  leaves the rates.
-  The spread of the ratios gives the translation's interval (each site at the bounds of its
-  ratio's 95% interval).
+  holds; its interval the bounds of that ratio's 95% interval.  Sites the probe did not see
+  take **the kernel mix that best fits the seen sites**: the convex mix of the kernels' ratios
+  (nonnegative weights summing to 1: a segment's time on B is the sum of its parts' times,
+  each part moving as its kernel) nearest, in compute-weighted least squares, to the seen
+  sites' ratios.  That best fit is the seen sites' compute-weighted mean ratio when the
+  kernels' ratios bracket it (reported as the two kernels whose ratios bracket it, the
+  sparsest such mix), else the nearest kernel's ratio (the probe moves beyond every kernel:
+  said); their interval spans the seen sites' range of ratios and the mix.  Without a kernel
+  set the mean ratio itself; a probe that saw no site leaves the kernel set's rule.
 """
 from __future__ import annotations
 
@@ -70,12 +76,17 @@ def _site_keys(data) -> tuple[np.ndarray, np.ndarray]:
 
 @dataclass
 class Translation:
-    """Per compute row of the trace, B's seconds per second of A."""
+    """Per compute row of the trace, B's seconds per second of A, and how the compute no
+    probe measured was translated (``fallback``: the rule, ``fallback_share``: its share of
+    A's compute, ``mix``: kernel -> weight of the mix it used)."""
 
     factor: np.ndarray
     low: np.ndarray                       # the factor at each site's lower 95% bound
     high: np.ndarray
     notes: list[str] = field(default_factory=list)
+    fallback: str = ""
+    fallback_share: float = 0.0
+    mix: dict[str, float] = field(default_factory=dict)
 
     def apply(self, data, which: str = "factor"):
         """``data`` with its compute volumes in B's seconds."""
@@ -84,21 +95,76 @@ class Translation:
         actions["volume"][rows] = actions["volume"][rows] * getattr(self, which)
         return replace(data, actions=actions)
 
-
-def by_rates(data, rate_a: float, speed_b: float, where: str) -> Translation:
-    """Every compute second of A as ``rate_a / speed_b`` seconds of B (``speed_b``: flops per
-    wall second of B, its kernel's rate times its core share)."""
-    rows = np.flatnonzero(data.actions["kind"] == _COMPUTE)
-    f = np.full(len(rows), rate_a / speed_b)
-    return Translation(f, f, f, [f"compute translated {where} by the calibrations' "
-                                 f"matrix-product rates: x{rate_a / speed_b:.3f} (one kernel; "
-                                 f"a probe run on the target gives each call site its own)"])
+    def summary(self) -> dict:
+        """What the output flags: the rule for the compute no probe measured, its share, the
+        mix."""
+        return {"fallback": self.fallback, "fallback_share": self.fallback_share,
+                "mix": dict(self.mix)}
 
 
-def by_probe(data, probe, rate_a: float, speed_b: float, where: str,
-             source: str | None = None) -> Translation:
+def kernel_ratios(src, dst) -> dict[str, float]:
+    """B's (``dst``) wall seconds per CPU second of A (``src``) for each kernel both
+    calibrations measured (empty when either has no kernel set)."""
+    return {k: src.kernels[k]["cpu_rate"] / dst.kernels[k]["wall_rate"]
+            for k in src.kernels if k in dst.kernels}
+
+
+def matmul_ratio(src, dst) -> float:
+    """B's wall seconds per CPU second of A on the matrix-product kernel: A's flops per CPU
+    second over B's, times the share of a core B's ranks got during it."""
+    share = [x for x in dst.core_share if np.isfinite(x) and x > 0]
+    share_b = min(float(np.mean(share)), 1.0) if share else 1.0
+    return src.compute_rate / (dst.speed * share_b)
+
+
+def _kernel_rule(n: int, src, dst, where: str, why: str) -> Translation:
+    """``n`` compute rows translated without a probe: the kernels' geometric mean, interval
+    their range (the matrix product alone when a calibration has no kernel set)."""
+    ratios = kernel_ratios(src, dst)
+    if not ratios:
+        r = matmul_ratio(src, dst)
+        f = np.full(n, r)
+        return Translation(f, f, f, [f"compute translated {where} by the calibrations' "
+                                     f"matrix-product rates: x{r:.3f} ({why}; one kernel: a "
+                                     f"calibration has no kernel set, calibrate again to add "
+                                     f"it)"], "matrix product", 1.0, {"matmul": 1.0})
+    v = np.array(list(ratios.values()))
+    g = float(np.exp(np.log(v).mean()))
+    listed = ", ".join(f"{k} x{x:.3f}" for k, x in ratios.items())
+    return Translation(np.full(n, g), np.full(n, v.min()), np.full(n, v.max()),
+                       [f"compute translated {where} by the kernel set ({why}): without "
+                        f"counters the mix cannot be read from the trace, so every segment "
+                        f"takes the kernels' geometric mean x{g:.3f}, interval their range "
+                        f"x{v.min():.3f}..x{v.max():.3f} ({listed})"],
+                       "kernels' geometric mean", 1.0, {k: 1.0 / len(v) for k in ratios})
+
+
+def by_rates(data, src, dst, where: str) -> Translation:
+    """Every compute second of A by the kernel set's rule (no probe)."""
+    n = int((data.actions["kind"] == _COMPUTE).sum())
+    return _kernel_rule(n, src, dst, where, "no probe")
+
+
+def best_mix(ratios: np.ndarray, weights: np.ndarray, kernels: dict[str, float]):
+    """(ratio, mix, inside) of the convex mix of the ``kernels``' ratios nearest, in
+    ``weights``-weighted least squares, to the seen sites' ``ratios``: their weighted mean when
+    the kernels bracket it, as the two kernels bracketing it (the sparsest mix); else the
+    nearest kernel (``inside`` False)."""
+    mean = float(np.average(ratios, weights=weights))
+    names = sorted(kernels, key=kernels.get)
+    values = np.array([kernels[k] for k in names])
+    if mean <= values[0] or mean >= values[-1]:
+        k = names[0] if mean <= values[0] else names[-1]
+        return kernels[k], {k: 1.0}, bool(np.isclose(mean, kernels[k]))
+    i = int(np.searchsorted(values, mean)) - 1          # values[i] < mean <= values[i + 1]
+    w = float((values[i + 1] - mean) / (values[i + 1] - values[i]))
+    return mean, {names[i]: w, names[i + 1]: 1.0 - w}, True
+
+
+def by_probe(data, probe, src, dst, where: str, source: str | None = None) -> Translation:
     """Each call site's CPU seconds on A scaled by its mean wall time on B (``probe``) over its
-    mean CPU time on A; sites the probe did not see by the rates."""
+    mean CPU time on A; sites the probe did not see by the kernel mix that best fits the seen
+    ones (:func:`best_mix`)."""
     if data.meta.get("volume_unit") != "seconds" or probe.meta.get("volume_unit") != "seconds":
         raise MinitraceError("a probe translates compute timed in CPU seconds: record both runs "
                              "with --volume cputime", source)
@@ -108,10 +174,8 @@ def by_probe(data, probe, rate_a: float, speed_b: float, where: str,
     pa = probe.actions[prow]
     wall = pa["t_end"] - pa["t_start"]
     pvol = wall if np.isfinite(wall).all() and len(wall) else pa["volume"]
-    rates = rate_a / speed_b
-    factor = np.full(len(rows), rates)
-    low, high = factor.copy(), factor.copy()
     seen = np.zeros(len(rows), bool)
+    factor, low, high = np.zeros(len(rows)), np.zeros(len(rows)), np.zeros(len(rows))
     ratios = []
     for k in np.unique(key):
         mine, theirs = key == k, pkey == k
@@ -128,16 +192,32 @@ def by_probe(data, probe, rate_a: float, speed_b: float, where: str,
     share = vol[seen].sum() / total if total > 0 else 0.0
     notes = [f"compute translated {where} per call site by a probe run: {len(ratios)} sites, "
              f"{share:.0%} of the compute"]
-    if ratios:
-        r = np.array(ratios)
-        mean = float(np.average(r[:, 0], weights=r[:, 1]))
-        notes.append(f"probe ratios B/A: {r[:, 0].min():.3f} .. {r[:, 0].max():.3f} "
-                     f"(compute-weighted mean {mean:.3f})")
-        if not seen.all():      # the program's own mix as the probe saw it, with its range
-            factor[~seen], low[~seen], high[~seen] = mean, r[:, 0].min(), r[:, 0].max()
-            notes.append(f"call sites the probe did not see ({1 - share:.0%} of the compute): "
-                         f"its compute-weighted mean ratio, their interval its range of ratios")
+    if not ratios:
+        rule = _kernel_rule(len(rows), src, dst, where, "the probe saw none of the call sites")
+        rule.notes[:0] = notes
+        return rule
+    r = np.array(ratios)
+    notes.append(f"probe ratios B/A: {r[:, 0].min():.3f} .. {r[:, 0].max():.3f} "
+                 f"(compute-weighted mean {np.average(r[:, 0], weights=r[:, 1]):.3f})")
+    out = Translation(factor, low, high, notes)
+    if seen.all():
+        return out
+    kernels = kernel_ratios(src, dst)
+    if kernels:
+        ratio, mix, inside = best_mix(r[:, 0], r[:, 1], kernels)
+        out.fallback = "kernel mix"
+        text = " + ".join(f"{w:.0%} {k} (x{kernels[k]:.3f})" for k, w in mix.items())
+        notes.append(f"call sites the probe did not see ({1 - share:.0%} of the compute): the "
+                     f"kernel mix that best fits the seen sites, {text} = x{ratio:.3f}" +
+                     ("" if inside else "; the seen sites move beyond every kernel (mean "
+                      f"x{np.average(r[:, 0], weights=r[:, 1]):.3f}): the nearest kernel's"))
     else:
-        notes.append(f"the probe saw none of the call sites: the matrix-product rates "
-                     f"(x{rates:.3f}, one kernel) translate all of the compute")
-    return Translation(factor, low, high, notes)
+        ratio, mix = float(np.average(r[:, 0], weights=r[:, 1])), {}
+        out.fallback = "probe's mean ratio"
+        notes.append(f"call sites the probe did not see ({1 - share:.0%} of the compute): its "
+                     f"compute-weighted mean ratio x{ratio:.3f} (a calibration has no kernel "
+                     f"set)")
+    factor[~seen] = ratio
+    low[~seen], high[~seen] = min(r[:, 0].min(), ratio), max(r[:, 0].max(), ratio)
+    out.fallback_share, out.mix = float(1 - share), mix
+    return out

@@ -1,4 +1,5 @@
-"""cffi build of the benchmark kernels (kernels.c) into ``minitrace.bench.native._kernels``.
+"""cffi build of the benchmark kernels (kernels.c; machine_kernels.c: the calibration's kernel
+set) into ``minitrace.bench.native._kernels``.
 
 Compiled at install time (setup.py names ``ffibuilder`` in ``cffi_modules``; scripts/setup.sh
 hashes this folder to decide when to rebuild) because compute nodes may have no C compiler.
@@ -16,9 +17,15 @@ ffibuilder.cdef("""
 uint64_t minitrace_fwq(uint64_t n, uint64_t x);
 double minitrace_spin(double seconds);
 double minitrace_stream(int kind, double *a, double *b, uint64_t n, int reps, double *sink);
+double minitrace_fma(uint64_t n);
+double minitrace_triad(double *a, const double *b, const double *c, uint64_t n, double s,
+                       int reps);
+void minitrace_chase_build(uint64_t *buf, uint64_t *order, uint64_t lines, uint64_t seed);
+uint64_t minitrace_chase(const uint64_t *buf, uint64_t at, uint64_t steps);
 """)
 ffibuilder.set_source("minitrace.bench.native._kernels",
-                      (Path(__file__).resolve().parent / "kernels.c").read_text(),
+                      "".join((Path(__file__).resolve().parent / name).read_text()
+                              for name in ("kernels.c", "machine_kernels.c")),
                       extra_compile_args=["-O2"])
 
 if __name__ == "__main__":
