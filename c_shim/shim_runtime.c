@@ -176,6 +176,7 @@ static void mt_disable(const char *what, int err) {
 #define MADV_POPULATE_WRITE 23
 #endif
 static void *mt_ready[MT_READY], *mt_spent[64];
+static int mt_populated; /* chunks the helper has populated (mt_start waits for MT_READY) */
 static int mt_nready, mt_nspent, mt_helper_on;
 static uint64_t mt_swaps, mt_behind, mt_swap_ns; /* chunk swaps, those the helper was behind
                                                     * for, and their time (MINITRACE_STATS) */
@@ -241,6 +242,7 @@ static void *mt_helper(void *arg) {
         for (size_t o = 0; o < MT_CHUNK_BYTES; o += MT_POPULATE_STEP)
             if (madvise(p + o, MT_POPULATE_STEP, MADV_POPULATE_WRITE)) break; /* < Linux 5.14 */
         pthread_mutex_lock(&mt_prov_lock);
+        mt_populated++;
     }
 }
 
@@ -266,6 +268,20 @@ static void mt_helper_start(void) {
     pthread_attr_setstacksize(&a, 64 << 10);
     mt_helper_on = pthread_create(&th, &a, mt_helper, NULL) == 0;
     pthread_attr_destroy(&a);
+}
+
+/* Wait (at most 1 s) until the helper has provisioned its first MT_READY chunks, inside
+ * MPI_Init: ~2 ms of CPU each on a VM, which a rank sharing its core with its helper lost in
+ * its first iterations otherwise (a recorded first exchange took 0.6-5 ms, untraced 50 us). */
+static void mt_helper_ready(void) {
+    struct timespec nap = {0, 200000};
+    for (int i = 0; i < 5000; i++) {
+        pthread_mutex_lock(&mt_prov_lock);
+        int done = !mt_helper_on || mt_populated >= MT_READY;
+        pthread_mutex_unlock(&mt_prov_lock);
+        if (done) return;
+        nanosleep(&nap, NULL);
+    }
 }
 
 /* The slot sum of n consecutive slots (rawlayout.CHECK; the record's own check reads 0). */
@@ -798,6 +814,9 @@ static void mt_start(int64_t raw0, int64_t ns0, int thread_level) {
     mt_helper_start();
     mt_thread *T = mt_thread_new();
     if (!T) return;
+    for (size_t o = 0; o < MT_CHUNK_BYTES; o += MT_POPULATE_STEP) /* its first chunk too */
+        if (madvise((char *)T->slots + o, MT_POPULATE_STEP, MADV_POPULATE_WRITE)) break;
+    mt_helper_ready();
     pthread_mutex_lock(&mt_commmap.lock);
     mt_comm_learn(MPI_COMM_WORLD, mt_world_key); /* id 0 */
     pthread_mutex_unlock(&mt_commmap.lock);
