@@ -100,6 +100,7 @@ class NoiseModel:
     means: np.ndarray = None         # per compute row its site's mean, drawn from instead of
                                      # the row's volume (an extrapolated trace: its spread
                                      # is a draw already)
+    fixed: np.ndarray = None         # rows replayed as recorded in every replica (warm-up)
 
     def volumes(self, data, rng: np.random.Generator) -> np.ndarray:
         """One replica's ``volume`` column of ``data`` (a new array; only compute changes)."""
@@ -133,7 +134,10 @@ class NoiseModel:
             u = rng.random(len(self.rows))
         if self.multipliers is not None:
             return recorded * self.multipliers.law(rng).quantile(np.zeros(len(u), np.int64), u)
-        return self.sites.law(rng).quantile(self.site, u)
+        out = self.sites.law(rng).quantile(self.site, u)
+        if self.fixed is not None:
+            out[self.fixed] = recorded[self.fixed]
+        return out
 
 
 def noise_model(data, noise: str, source: str | None = None) -> NoiseModel:
@@ -181,11 +185,11 @@ def _nodes(data) -> tuple[np.ndarray, bool]:
     return np.arange(data.nranks, dtype=np.int64), False
 
 
-def _by_site(vol: np.ndarray, site: np.ndarray):
+def _by_site(vol: np.ndarray, site: np.ndarray, nsites: int = 0):
     """(order sorting the volumes by site then value, volumes per site, first index of each
     site, normal score of each volume within its site (mid-ranks))."""
     order = np.lexsort((vol, site))
-    count = np.bincount(site)
+    count = np.bincount(site, minlength=nsites)
     start = np.r_[0, np.cumsum(count)[:-1]]
     pos = np.empty(len(vol), np.int64)
     pos[order] = np.arange(len(vol)) - np.repeat(start, count)
@@ -232,15 +236,64 @@ def _trace_model(data, base: dict, known_nodes: bool) -> NoiseModel:
                              "correlations to draw replicas from; give --noise a "
                              "recorded run of the program (e.g. one of the runs it was "
                              "extrapolated from) or a variability benchmark file")
-    order, count, start, score = _by_site(vol, site)
-    weights, notes = _copula(score, site, occ, rank, node, data.nranks, known_nodes,
+    warm = warm_up(vol, site, occ)
+    keep = ~warm
+    v, st = vol[keep], site[keep]
+    order, count, start, score = _by_site(v, st, int(site.max()) + 1)
+    weights, notes = _copula(score, st, occ[keep], rank[keep], node, data.nranks, known_nodes,
                              "the trace")
-    sites = SiteVolumes.of(vol[order], start, count)
+    total = np.bincount(st, v, minlength=len(count))
+    sites = SiteVolumes.of(v[order], start, count,
+                           tail_ok=total >= RUN_SITE_SHARE * total.sum())
     head = (f"noise from the trace: each compute action drawn from the law of its rank and "
             f"call site ({len(count)} sites, {len(rows)} volumes), each replica's laws drawn "
             f"with their estimation uncertainty (Bayesian bootstrap)")
+    if warm.any():
+        notes.insert(0, f"warm-up: {int(warm.sum())} volume(s) among the first {WARM_MAX} of "
+                        f"{len(np.unique(site[warm]))} site(s) above the {WARM_QUANTILE:.0%} "
+                        f"quantile of the site's later ones (first touch of the "
+                        f"data, caches and connections set up): replayed as recorded in every "
+                        f"replica, not drawn, and left out of the sites' laws")
     return NoiseModel("trace", [head, _tail_note(sites), *notes], weights=weights,
-                      sites=sites, **base)
+                      sites=sites, fixed=warm if warm.any() else None, **base)
+
+
+#: Only the first occurrences of a call site may be its warm-up ...
+WARM_MAX = 5
+#: ... each above this quantile of the site's later volumes; sites with fewer than
+#: WARM_MIN_SITE occurrences have none.
+WARM_QUANTILE = 0.99
+WARM_MIN_SITE = 20
+
+
+def warm_up(vol: np.ndarray, site: np.ndarray, occ: np.ndarray) -> np.ndarray:
+    """Rows of the warm-up: per site (with WARM_MIN_SITE occurrences or more), those of its
+    first WARM_MAX occurrences whose volume exceeds the WARM_QUANTILE quantile of the site's
+    later volumes.  A transient (the first sweeps' page faults: 5-9x a recorded solver's
+    median sweep, in its 2nd and 3rd), not a draw of the site's law: fitted as one, it made
+    tails of shape xi > 1 and replicas far above the runs.
+
+    Parameters
+    ----------
+    vol, site, occ : ndarray
+        Each compute row's volume, call site and occurrence number at its site.
+
+    Returns
+    -------
+    ndarray of bool
+        The warm-up rows.
+    """
+    nsites = int(site.max()) + 1 if len(site) else 0
+    count = np.bincount(site, minlength=nsites)
+    later = occ >= WARM_MAX
+    order = np.lexsort((vol[later], site[later]))
+    sv, ss = vol[later][order], site[later][order]
+    n = np.bincount(ss, minlength=nsites)
+    first = np.r_[0, np.cumsum(n)[:-1]]
+    q = np.full(nsites, np.inf)
+    ok = (count >= WARM_MIN_SITE) & (n > 0)
+    q[ok] = sv[first[ok] + np.floor(WARM_QUANTILE * (n[ok] - 1)).astype(np.int64)]
+    return ~later & (vol > q[site])
 
 
 #: A recorded run's call sites holding less than this share of its compute are left out of its
@@ -283,10 +336,18 @@ def _run_model(path: str, run, data, base: dict, known_nodes: bool) -> NoiseMode
 def _tail_note(sites: SiteVolumes) -> str:
     """What the volume laws' tails rest on: how many sites have a fitted tail, their shapes,
     how many have too few volumes for one."""
-    few = int((~sites.tailed).sum())
+    few = int((sites.count < MIN_TAIL_SITE).sum())
+    small = int(((sites.count >= MIN_TAIL_SITE) & ~sites.tailed).sum())
+    if small:
+        few_note = (f"; {small} site(s) holding less than {RUN_SITE_SHARE:.0%} of the compute "
+                    f"(microseconds between two MPI calls, where an interrupt is a 30x "
+                    f"outlier): bootstrap only")
+    else:
+        few_note = ""
     if not sites.tailed.any():
-        return (f"tails: no site has {MIN_TAIL_SITE} volumes, too few to fit a tail: replicas "
-                f"never exceed a site's recorded maximum (bootstrap only)")
+        return (f"tails: no site has a fitted tail ({MIN_TAIL_SITE} volumes or more and "
+                f"{RUN_SITE_SHARE:.0%} of the compute): replicas never exceed a site's "
+                f"recorded maximum (bootstrap only)")
     xi = sites.xi[np.isfinite(sites.xi)]
     out = (f"tails: generalized Pareto above each site's {1 - TAIL_SHARE:.0%} quantile on "
            f"{len(xi)} site(s), shape xi {np.median(xi):+.2f} (median; range {xi.min():+.2f} "
@@ -295,7 +356,7 @@ def _tail_note(sites: SiteVolumes) -> str:
     if few:
         out += (f"; {few} site(s) with fewer than {MIN_TAIL_SITE} volumes: bootstrap only, "
                 f"never above their recorded maximum")
-    return out
+    return out + few_note
 
 
 def _correlations(score, site, occ, rank, node, nranks):

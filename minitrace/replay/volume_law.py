@@ -58,9 +58,15 @@ class SiteVolumes:
     sigma: np.ndarray              # MLE scale
 
     @classmethod
-    def of(cls, sorted_volumes: np.ndarray, start: np.ndarray, count: np.ndarray):
+    def of(cls, sorted_volumes: np.ndarray, start: np.ndarray, count: np.ndarray,
+           tail_ok: np.ndarray | None = None):
+        """``tail_ok``: sites that may get a fitted tail (default all with MIN_TAIL_SITE
+        volumes)."""
         k = np.maximum(np.ceil(TAIL_SHARE * count).astype(np.int64), MIN_EXCEEDANCES)
-        tail_from = np.where(count >= MIN_TAIL_SITE, count - k, count)
+        ok = count >= MIN_TAIL_SITE
+        if tail_ok is not None:
+            ok &= tail_ok
+        tail_from = np.where(ok, count - k, count)
         u = sorted_volumes[start + np.maximum(tail_from - 1, 0)]
         xi = np.full(len(count), np.nan)
         sigma = np.full(len(count), np.nan)
