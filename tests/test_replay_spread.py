@@ -520,3 +520,52 @@ def test_a_noise_run_without_spread_is_a_one_line_error(tmp_path):
     with pytest.raises(MinitraceError, match="do not vary at its call sites") as e:
         noise_model(data, str(tmp_path / "flat.h5"))
     assert str(tmp_path / "flat.h5") in str(e.value)
+
+
+def _timed_run(path, span: float, seed: int = 3):
+    """The stencil with its MPI_Init returning at 0 and MPI_Finalize entered at ``span``
+    seconds on every rank, written to ``path``."""
+    data, _ = stencil(2, 60, jitter=0.1, seed=seed)
+    a = data.actions.copy()
+    a["t_start"], a["t_end"] = 0.0, 0.0
+    a["t_start"][a["kind"] == K.code("finalize")] = span
+    a["t_end"][a["kind"] == K.code("finalize")] = span
+    storage.write_trace(str(path), replace(data, actions=a))
+    return path
+
+
+def test_run_to_run_factors_from_recorded_spans(tmp_path):
+    """Each run's span over the runs' mean is a draw of the run factor; replicas are
+    multiplied by factors drawn around them (smoothed bootstrap), over the replayed trace's
+    own factor, so that a trace of a slow run is brought back to the middle."""
+    from minitrace.replay.run_to_run import RunToRun
+    runs = [str(_timed_run(tmp_path / f"r{i}.h5", s)) for i, s in enumerate((1.0, 1.1, 0.9))]
+    between = RunToRun.of(runs)
+    assert between.factors == pytest.approx([1.0, 1.1, 0.9])
+    f = between.draw(np.random.default_rng(0), 20000)
+    assert f.mean() == pytest.approx(1.0, abs=0.01)       # the factors' mean is 1
+    assert f.std() > np.std([1.0, 1.1, 0.9])              # the kernel widens them
+    slow = between.draw(np.random.default_rng(0), 20000, own=1.1)
+    assert slow == pytest.approx(f / 1.1)
+    with pytest.raises(MinitraceError, match="at least 3"):
+        RunToRun.of(runs[:2])
+    untimed = tmp_path / "untimed.h5"
+    storage.write_trace(str(untimed), stencil(2, 60)[0])
+    with pytest.raises(MinitraceError, match="no time between"):
+        RunToRun.of(runs[:2] + [str(untimed)])
+
+
+def test_replicas_with_runs_are_the_same_draws_times_the_run_factors(tmp_path):
+    from minitrace.replay.run_to_run import RunToRun
+    runs = [str(_timed_run(tmp_path / f"r{i}.h5", s)) for i, s in enumerate((1.0, 1.2, 0.95))]
+    alone = replicas(runs[1], 6, seed=11, workers=1, compute_rate=RATE)
+    both = replicas(runs[1], 6, seed=11, workers=1, compute_rate=RATE, runs=runs)
+    f = RunToRun.of(runs).draw(np.random.default_rng([11, 1]), 6, own=1.2)
+    assert both.times == pytest.approx(alone.times * f)
+    assert both.plain_time == alone.plain_time
+    assert any(a.startswith("run-to-run: ") and "over the trace's own" in a
+               for a in both.assumptions)
+    cli = subprocess.run([sys.executable, "-m", "minitrace", "replay", runs[0],
+                          "--compute-rate", RATE, "--runs", *runs], capture_output=True,
+                         text=True)
+    assert cli.returncode != 0 and "go with --replicas" in cli.stderr

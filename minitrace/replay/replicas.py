@@ -24,6 +24,7 @@ import numpy as np
 from ..errors import MinitraceError
 from .api import replay
 from .noise import noise_model
+from .run_to_run import RunToRun, span
 from .sampling import _marker_times, load_trace, reduce_trace, sampled_replay, skipped_line
 
 _STATE: dict = {}
@@ -96,7 +97,7 @@ class ReplicaResult:
 
 def replicas(trace, n: int, noise: str = "trace", seed: int | None = None,
              sample="off", loops=None, workers: int | None = None, progress: bool = False,
-             **replay_kw) -> ReplicaResult:
+             runs: list[str] | None = None, **replay_kw) -> ReplicaResult:
     """Replay ``n`` noisy replicas of ``trace``.
 
     Parameters
@@ -117,6 +118,10 @@ def replicas(trace, n: int, noise: str = "trace", seed: int | None = None,
         :func:`minitrace.replay.sampling.loops_of` finds).
     workers : int, optional
         Processes (default: one per core; under mpiexec the MPI ranks).
+    runs : list of str, optional
+        Recorded runs of the program on this machine (3 or more; the trace may be one): each
+        replica's time is multiplied by a run factor drawn from their spans
+        (:mod:`.run_to_run`).
     **replay_kw
         Passed to every replay (platform, cluster, compute_rate, ...).
 
@@ -130,6 +135,7 @@ def replicas(trace, n: int, noise: str = "trace", seed: int | None = None,
     data, stored = load_trace(trace, source)
     loops = stored if loops is None else loops
     model = noise_model(data, noise, source)
+    between = RunToRun.of(runs) if runs else None
     if seed is None:
         seed = int(np.random.SeedSequence().entropy % (1 << 63))
     notes: list[str] = []
@@ -149,8 +155,26 @@ def replicas(trace, n: int, noise: str = "trace", seed: int | None = None,
     out = _run_all(state, children, workers, progress)
     times = np.array([o[0] for o in out])
     ends = np.array([o[1] for o in out])
+    assumptions = list(model.assumptions)
+    if between is not None:     # drawn apart from the replicas' volumes: the same seed gives
+        #                             the same volumes with or without --runs
+        own = _own_span(data, source)
+        f = between.draw(np.random.default_rng([seed, 1]), n, own)
+        times, ends = times * f, ends * f[:, None]
+        assumptions.append(between.note(own))
     return ReplicaResult(times, ends, plain_time, list(plain_ends), model.source,
-                         model.assumptions, seed, notes, sampled)
+                         assumptions, seed, notes, sampled)
+
+
+def _own_span(data, source: str | None) -> float | None:
+    """The replayed trace's recorded span (:func:`.run_to_run.span`), None when it has no
+    times (an extrapolated or converted trace)."""
+    if not np.any(data.actions["t_end"]):
+        return None
+    try:
+        return span(data, source or "the trace")
+    except MinitraceError:
+        return None
 
 
 def _mpi_world():

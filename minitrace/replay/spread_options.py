@@ -27,6 +27,11 @@ def add_options(p) -> None:
                         "rank (trace, default), a variability benchmark file, a recorded run "
                         "of the program (its relative spread; for extrapolated traces), or "
                         "none")
+    g.add_argument("--runs", nargs="+", metavar="RUN.h5",
+                   help="with --replicas: recorded runs of the program on this machine (3 or "
+                        "more, the trace may be one of them): each replica's time is "
+                        "multiplied by a run factor drawn from their spans, the run-to-run "
+                        "component that one recording's noise does not hold")
     g.add_argument("--seed", type=number("--seed", 0, MAX_SEED, integer=True),
                    help="seed of the replicas' draws (default: printed)")
     g.add_argument("--workers", type=number("--workers", 1, MAX_THREADS, integer=True),
@@ -57,8 +62,8 @@ def wanted(args) -> bool:
 def check(args, conflicting: dict[str, bool]) -> None:
     """Refuse options the sampled or replicated replay does not give (one line)."""
     if args.replicas is None and (args.seed is not None or args.noise != "trace"
-                                  or args.workers is not None):
-        raise MinitraceError("--noise, --seed and --workers go with --replicas N")
+                                  or args.workers is not None or args.runs):
+        raise MinitraceError("--noise, --runs, --seed and --workers go with --replicas N")
     for name, given in conflicting.items():
         if given and wanted(args):
             raise MinitraceError(f"{name} is not available with --sample or --replicas")
@@ -71,7 +76,8 @@ def run(args, trace, source: str, replay_kw: dict, plot: str | None, loops=None)
     if args.replicas is not None:
         from .replicas import _mpi_world, replicas
         r = replicas(trace, args.replicas, args.noise, args.seed, sample, loops,
-                     workers=args.workers, progress=sys.stderr.isatty(), **replay_kw)
+                     workers=args.workers, progress=sys.stderr.isatty(), runs=args.runs,
+                     **replay_kw)
         comm = _mpi_world()
         if comm is not None and comm.Get_rank() != 0:
             return 0

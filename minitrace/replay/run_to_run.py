@@ -1,0 +1,94 @@
+"""The run-to-run component of the replicas: a whole run faster or slower than another (the
+machine's state, placement, frequency), which per-call-site noise drawn from one recording
+cannot hold.  Within-run noise drawn per call site (:mod:`.noise`) keeps every replica near
+the recording it came from: twelve runs of a CG mini-app each predicted with 100 replicas held
+only 44% of the other runs' times.
+
+From several recorded runs of the program on one machine (the same command and input; the
+replayed trace may be one of them), each run's **span** (from the last rank out of MPI_Init to
+the last rank into MPI_Finalize, the span the self-check measures) over the runs' mean is one
+draw of the run factor.  Each replica's time is multiplied by a factor drawn from those k
+values smoothed by a normal kernel (a smoothed bootstrap: Silverman's bandwidth
+``0.9 min(sd, IQR / 1.34) k^(-1/5)``), so that a factor between and a little beyond the
+recorded ones can be drawn.  The factor multiplies the whole replica (compute and
+communication alike: how the runs differed is not known part by part), divided by the
+replayed trace's own factor when it is timed (its span over the runs' mean): a replay follows
+the run it was recorded from (within a few percent), so a trace of a slow run is brought back
+to the runs' middle before the factors spread it."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .. import kinds as K
+from ..errors import MinitraceError
+
+#: Fewest runs a run-to-run spread is estimated from.
+MIN_RUNS = 3
+
+
+def span(data, source: str) -> float:
+    """A recorded run's span in seconds: from the last rank out of MPI_Init to the last rank
+    into MPI_Finalize."""
+    a = data.actions
+    ends, starts = [], []
+    for r in range(data.nranks):
+        ra = a[data.rank_slice(r)]
+        init = ra["t_end"][ra["kind"] == K.code("init")]
+        fin = ra["t_start"][ra["kind"] == K.code("finalize")]
+        if not len(init) or not len(fin):
+            raise MinitraceError(f"rank {r} has no MPI_Init or MPI_Finalize record: not a "
+                                 f"whole recorded run (--runs wants recorded runs)", source)
+        starts.append(init[0])
+        ends.append(fin[-1])
+    out = float(max(ends) - max(starts))
+    if not np.isfinite(out) or out <= 0:
+        raise MinitraceError("the recorded times put no time between MPI_Init and "
+                             "MPI_Finalize (--runs wants timed recordings)", source)
+    return out
+
+
+@dataclass
+class RunToRun:
+    """The runs' factors (span over the mean span) and the kernel's bandwidth."""
+    paths: list
+    spans: np.ndarray
+    bandwidth: float
+
+    @classmethod
+    def of(cls, paths: list[str]) -> "RunToRun":
+        """The run factors of the recorded runs ``paths`` (MIN_RUNS or more)."""
+        from .sampling import load_trace
+        if len(paths) < MIN_RUNS:
+            raise MinitraceError(f"--runs wants at least {MIN_RUNS} recorded runs of the "
+                                 f"program to estimate how whole runs differ, got "
+                                 f"{len(paths)}")
+        spans = np.array([span(load_trace(p, p)[0], p) for p in paths])
+        f = spans / spans.mean()
+        q75, q25 = np.percentile(f, [75, 25])
+        sd = f.std(ddof=1)
+        scale = min(sd, (q75 - q25) / 1.34) or sd
+        return cls(list(paths), spans, float(0.9 * scale * len(f) ** -0.2))
+
+    @property
+    def factors(self) -> np.ndarray:
+        return self.spans / self.spans.mean()
+
+    def draw(self, rng: np.random.Generator, n: int, own: float | None = None) -> np.ndarray:
+        """``n`` run factors: a recorded one each, plus the kernel's normal noise (kept
+        positive), over ``own`` (the replayed trace's span, if timed) relative to the runs'
+        mean."""
+        f = self.factors[rng.integers(len(self.spans), size=n)]
+        f = np.maximum(f + self.bandwidth * rng.standard_normal(n), 1e-3)
+        return f if own is None else f * self.spans.mean() / own
+
+    def note(self, own: float | None = None) -> str:
+        f = self.factors
+        out = (f"run-to-run: each replica's time multiplied by a run factor drawn from "
+               f"{len(f)} recorded runs' spans over their mean ({f.min():.3f}-{f.max():.3f}, "
+               f"sd {f.std(ddof=1):.1%}; smoothed bootstrap, bandwidth {self.bandwidth:.3f})")
+        if own is None:
+            return out + "; the trace has no times: taken as a run of the runs' middle"
+        return out + (f", over the trace's own ({own / self.spans.mean():.3f}: its span "
+                      f"{own:.4g} s)")
