@@ -2,25 +2,39 @@
 this one.
 
 Machine A is this machine as it is.  Machine B is the same cores with their speed changed
-unevenly: every job of B runs in a cgroup (v1 ``cpu``) with a CPU quota of ``--quota`` cores,
-beside a co-runner that streams through ``--stream-mib`` MiB of memory in the same cgroup (it
-takes a share of the quota and of the memory bandwidth: streaming code slows down more than
-cache-resident code).  For each application of benchmarks/apps (bench_accuracy.py's builds):
+unevenly, without stalling busy-polling MPI ranks:
 
-1. calibrate A and B (``minitrace calibrate``; B's inside the cgroup, co-runner on);
-2. record the application on A (``--volume cputime``);
+* a **co-runner** streams through ``--stream-mib`` MiB of memory (numpy, ``a *= c``: a read and
+  a write per element) in a cgroup (v1 ``cpu``) of its own, with a CPU quota of
+  ``--corunner-quota`` cores (0.5) in periods of ``--period-us`` (2 ms; a quota is at least
+  1 ms): it runs at most 1 ms of every 2 ms, on one core or the other, taking that much CPU
+  from the rank it preempts and memory bandwidth from both while it runs.  Streaming code slows down more than
+  compute-bound code; a rank is never off its core for more than the quota of one period, so a
+  busy-polling partner waits at most that long (a quota on the ranks themselves, the earlier
+  B, stalled them for whole periods: RESULTS.md);
+* optionally (``--rank-quota`` cores, 0 = off) the ranks' jobs in a quota cgroup too.
+
+For each application (bench_accuracy.py's builds; ``--apps``: compute-bound ``ep``,
+memory-bound ``cg3d``, communication-bound ``transpose``, mixed ``jacobi2d``, and
+``master_worker``), at 2 ranks on the 2 cores:
+
+1. calibrate A and B (``minitrace calibrate``, its kernel set included; B's with the
+   co-runner on);
+2. record the application on A (``--volume cputime``) and read its recorded time (A's run);
 3. on B: a probe run (the same size per rank, ``--probe-share`` of its iterations, recorded),
    and ``--runs`` recorded runs of the full size: the measured time on B is their median
    recorded time (from the last return from MPI_Init to the last MPI_Finalize, what a
    prediction predicts; a job's wall time adds the launch);
-4. predict the recording with B's calibration: without translation (what minitrace answered
-   before issue 37: A's run time), by the calibrations' rates, and with the probe; each against
-   the time measured on B.
+4. predict the recording with B's calibration (the last column: the slowdown B/A measured,
+   and as each translation predicts it, predicted B over the replay on A, so that the
+   replay's own error on A, its self-check, cancels out): without translation (what minitrace answered
+   before issue 37: A's run time), by the kernel set (no probe: geometric mean, interval the
+   kernels' range) and with the probe; each against the time measured on B.
 
-    python benchmarks/bench_elsewhere.py [--apps jacobi2d,cg3d] [--quota 1.0] [--work DIR]
+    python benchmarks/bench_elsewhere.py [--apps ep,cg3d,transpose,jacobi2d] [--work DIR]
 
-Needs root (cgroup v1 cpu at /sys/fs/cgroup/cpu).  The load average is printed at the start and
-the end: run it on an idle machine.
+Needs root (cgroup v1 cpu at /sys/fs/cgroup/cpu).  The load average (1 min) is printed on
+every row: the machine is shared, and another program's load changes A as well as B.
 """
 from __future__ import annotations
 
@@ -38,37 +52,91 @@ sys.path.insert(0, str(HERE))
 
 from bench_accuracy import SMALL, _apps  # noqa: E402
 
-CGROUP = Path("/sys/fs/cgroup/cpu/minitrace-bench-b")
+CGROUPS = Path("/sys/fs/cgroup/cpu")
+RANKS, CORUNNER = CGROUPS / "minitrace-bench-b", CGROUPS / "minitrace-bench-b-corunner"
 #: which argument of each application counts its iterations (or tasks): the probe runs fewer
-_ITERATIONS = {"jacobi2d": -1, "cg3d": -1, "transpose": -1, "master_worker": -2}
+_ITERATIONS = {"jacobi2d": -1, "cg3d": -1, "transpose": -1, "master_worker": -2, "ep": -2}
 _STREAM = ("import numpy as np, sys\n"
            "a = np.ones(int(sys.argv[1]) * 131072)\n"
            "while True:\n"
            "    a *= 1.0000001\n")
 
 
-def _in_b(cmd: list[str]) -> list[str]:
-    """``cmd`` run inside B's cgroup."""
-    return ["sh", "-c", f'echo $$ > {CGROUP}/tasks && exec "$@"', "sh", *cmd]
+def _quota(group: Path, cores: float, period_us: int) -> None:
+    group.mkdir(exist_ok=True)
+    (group / "cpu.cfs_period_us").write_text(str(period_us))
+    (group / "cpu.cfs_quota_us").write_text(str(int(cores * period_us)))
 
 
-def _recorded_time(wrap, me: list[str], job: list[str], out: Path, cal: Path) -> float:
-    """A run of ``job`` recorded on B: its time from the last MPI_Init return to the last
-    MPI_Finalize (the self-check's recorded time; against A's calibration, whose host it is)."""
+def _in(group: Path | None, cmd: list[str]) -> list[str]:
+    """``cmd`` run inside ``group`` (None: as it is)."""
+    if group is None:
+        return cmd
+    return ["sh", "-c", f'echo $$ > {group}/tasks && exec "$@"', "sh", *cmd]
+
+
+def _load() -> str:
+    return f"{os.getloadavg()[0]:.2f}"
+
+
+def _recorded_time(job: list[str], out: Path, cal: Path, group: Path | None) -> float:
+    """A run of ``job`` recorded (on B when ``group``/the co-runner are on): its time from the
+    last MPI_Init return to the last MPI_Finalize (the self-check's recorded time; against A's
+    calibration, whose host it is)."""
     from minitrace.predict import predict
-    subprocess.run(wrap(me + ["record", "-o", str(out), "--volume", "cputime", "--", *job]),
+    subprocess.run(_in(group, [sys.executable, "-m", "minitrace", "record", "-o", str(out),
+                               "--volume", "cputime", "--", *job]),
                    check=True, stdout=subprocess.DEVNULL)
     return predict(str(out), str(cal)).recorded_time
 
 
+class MachineB:
+    """The co-runner (and the ranks' cgroup) on while in a ``with`` block."""
+
+    def __init__(self, args):
+        self.args, self.stream = args, None
+        self.group = RANKS if args.rank_quota else None
+
+    def __enter__(self):
+        a = self.args
+        if self.group is not None:
+            _quota(self.group, a.rank_quota, a.period_us)
+        if a.stream_mib:
+            _quota(CORUNNER, a.corunner_quota, a.period_us)
+            self.stream = subprocess.Popen(_in(CORUNNER, [sys.executable, "-c", _STREAM,
+                                                          str(a.stream_mib)]))
+            time.sleep(1.0)                          # its pages touched before B runs
+        return self
+
+    def __exit__(self, *exc):
+        if self.stream is not None:
+            self.stream.kill()
+            self.stream.wait()
+            self.stream = None
+
+
+def _cleanup() -> None:
+    for group in (RANKS, CORUNNER):
+        if group.exists():
+            for pid in (group / "tasks").read_text().split():
+                subprocess.run(["kill", pid], stderr=subprocess.DEVNULL)
+            time.sleep(0.5)
+            group.rmdir()
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--apps", default="jacobi2d,cg3d,transpose,master_worker")
-    ap.add_argument("--quota", type=float, default=1.2, help="B's CPU quota, cores")
-    ap.add_argument("--stream-mib", type=int, default=256,
+    ap.add_argument("--apps", default="ep,cg3d,transpose,jacobi2d")
+    ap.add_argument("--size", choices=("full", "small"), default="full",
+                    help="bench_accuracy's full or small sizes")
+    ap.add_argument("--stream-mib", type=int, default=512,
                     help="B's co-runner's array (0: no co-runner)")
-    ap.add_argument("--period-us", type=int, default=100000,
-                    help="B's quota period (CFS throttles within it)")
+    ap.add_argument("--corunner-quota", type=float, default=0.5,
+                    help="the co-runner's CPU quota, cores")
+    ap.add_argument("--rank-quota", type=float, default=0.0,
+                    help="B's ranks' CPU quota, cores (0: none)")
+    ap.add_argument("--period-us", type=int, default=2000,
+                    help="the quotas' period (CFS throttles within it)")
     ap.add_argument("--probe-share", type=float, default=0.25)
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--work", default=None)
@@ -82,55 +150,68 @@ def main() -> int:
     mpiexec, me = str(bindir / "mpiexec"), [sys.executable, "-m", "minitrace"]
     apps = {k: v for k, v in _apps(work, str(bindir / "mpicc")).items()
             if k in args.apps.split(",")}
-    CGROUP.mkdir(exist_ok=True)
-    (CGROUP / "cpu.cfs_period_us").write_text(str(args.period_us))
-    (CGROUP / "cpu.cfs_quota_us").write_text(str(int(args.quota * args.period_us)))
-    stream = subprocess.Popen(_in_b([sys.executable, "-c", _STREAM, str(args.stream_mib)])) \
-        if args.stream_mib else None
+    b = MachineB(args)
     try:
-        print(f"load average at start {os.getloadavg()[0]:.2f}; B: {args.quota} cores of "
-              f"quota, a co-runner streaming {args.stream_mib} MiB; {os.cpu_count()} cores")
+        print(f"load average at start {_load()}; B: co-runner streaming {args.stream_mib} MiB "
+              f"with {args.corunner_quota} cores of quota, ranks' quota "
+              f"{args.rank_quota or 'none'}, period {args.period_us} us; "
+              f"{os.cpu_count()} cores; work {work}", flush=True)
         cal_a, cal_b = work / "a.h5", work / "b.h5"
-        for cal, wrap in ((cal_a, list), (cal_b, _in_b)):
-            if not cal.exists():
-                subprocess.run(wrap(me + ["calibrate", "-o", str(cal), "--quiet", "--",
-                                          mpiexec, "-n", "2"]), check=True)
-        _rename_host(cal_b)
-        print("| app | measured on B (s) | no translation | rates | probe (95%) | "
-              "probe sites |")
-        print("|---|---|---|---|---|---|")
+        if not cal_a.exists():
+            subprocess.run(me + ["calibrate", "-o", str(cal_a), "--quiet", "--", mpiexec, "-n",
+                                 "2"], check=True)
+        if not cal_b.exists():
+            with b:
+                subprocess.run(_in(b.group, me + ["calibrate", "-o", str(cal_b), "--quiet",
+                                                  "--", mpiexec, "-n", "2"]), check=True)
+            _rename_host(cal_b)
+        from minitrace.predict.calibration import load
+        from minitrace.predict.translate import kernel_ratios
+        ratios = kernel_ratios(load(str(cal_a)), load(str(cal_b)))
+        print("kernel ratios B/A: " + ", ".join(f"{k} x{v:.3f}" for k, v in ratios.items()))
+        print("| app | load | on A (s), self-check | measured on B (s) | no translation | "
+              "kernels [range] | probe [95%] | probe sites | B/A: measured, kernels, probe |")
+        print("|---|---|---|---|---|---|---|---|---|")
         for name, argv in apps.items():
-            argv = argv[:-2] + SMALL[name] if name in SMALL else argv
+            argv = argv[:-2] + SMALL[name] if args.size == "small" and name in SMALL else argv
             job = [mpiexec, "-n", "2", *argv]
+            load0 = _load()
             big, probe = work / f"{name}-a.h5", work / f"{name}-probe-b.h5"
             subprocess.run(me + ["record", "-o", str(big), "--volume", "cputime", "--", *job],
                            check=True, stdout=subprocess.DEVNULL)
+            own = predict(str(big), str(cal_a))     # A's recorded time and the replay's error
+            on_a = own.recorded_time
             short = list(job)
             i = _ITERATIONS[name]
             short[i] = str(max(int(int(short[i]) * args.probe_share), 2))
-            subprocess.run(_in_b(me + ["record", "-o", str(probe), "--volume", "cputime", "--",
-                                       *short]), check=True, stdout=subprocess.DEVNULL)
-            measured = statistics.median(_recorded_time(_in_b, me, job, work / f"{name}-b{i}.h5",
-                                                        cal_a) for i in range(args.runs))
-            plain = predict(str(big), str(cal_a)).predicted_time
-            rates = predict(str(big), str(cal_b), recorded_on=str(cal_a), measured=measured)
+            with b:
+                subprocess.run(_in(b.group, me + ["record", "-o", str(probe), "--volume",
+                                                  "cputime", "--", *short]),
+                               check=True, stdout=subprocess.DEVNULL)
+                measured = statistics.median(
+                    _recorded_time(job, work / f"{name}-b{r}.h5", cal_a, b.group)
+                    for r in range(args.runs))
+            plain = own.predicted_time
+            kern = predict(str(big), str(cal_b), recorded_on=str(cal_a), measured=measured)
             probed = predict(str(big), str(cal_b), recorded_on=str(cal_a), probe=str(probe),
                              measured=measured)
             site_note = next((n for n in probed.notes if "per call site" in n), "")
-            err = lambda t: f"{t:.4f} ({(t - measured) / measured:+.1%})"
-            lo, hi = probed.interval
-            print(f"| {name} | {measured:.4f} | {err(plain)} | {err(rates.predicted_time)} | "
-                  f"{err(probed.predicted_time)} [{lo:.4f}-{hi:.4f}] | "
-                  f"{site_note.split(': ', 1)[-1]} |", flush=True)
-        print(f"load average at end {os.getloadavg()[0]:.2f}")
+            err = lambda t: f"{t:.4f} ({(t - measured) / measured:+.1%})"     # noqa: E731
+            span = lambda p: (f" [{p.interval[0]:.4f}-{p.interval[1]:.4f}]"    # noqa: E731
+                              if p.interval else "")
+            # the slowdown B/A measured and as each translation predicts it (the replay's own
+            # error on A, the self-check, cancels out of the predicted one)
+            slow = f"x{measured / on_a:.3f}, " + ", ".join(
+                f"x{q:.3f} ({q * on_a / measured - 1:+.1%})"
+                for q in (kern.predicted_time / plain, probed.predicted_time / plain))
+            print(f"| {name} | {load0}-{_load()} | {on_a:.4f} ({own.error:+.1%}) | "
+                  f"{measured:.4f} | {err(plain)} | {err(kern.predicted_time)}{span(kern)} | "
+                  f"{err(probed.predicted_time)}{span(probed)} | "
+                  f"{site_note.split(': ', 1)[-1]} | {slow} |", flush=True)
+        print(f"load average at end {_load()}")
     finally:
-        if stream is not None:
-            stream.kill()
-            stream.wait()
-        for pid in (CGROUP / "tasks").read_text().split():
-            subprocess.run(["kill", pid], stderr=subprocess.DEVNULL)
-        time.sleep(0.5)
-        CGROUP.rmdir()
+        b.__exit__()
+        _cleanup()
     return 0
 
 
