@@ -4,6 +4,10 @@ the number of ranks, summary() of a compressed trace against expanding it, and r
 compressed form against replay from the column form (native replayer).
 
 Run: nice -n 10 python benchmarks/bench_compress.py [--actions 1000000] [--big 10000000]
+     nice -n 10 python benchmarks/bench_compress.py --recorded A.h5 B.h5 ...
+       recorded traces (issue 38): bytes/action and compression speed (actions per CPU second)
+       in every mode, and the replay of the model file against the exact file's (native
+       replayer, 1 Gf hosts, --compute-rate 1Gf)
 """
 from __future__ import annotations
 
@@ -89,13 +93,57 @@ def replay_speed(d: str) -> dict | None:
     return out
 
 
+MODES = ("exact", "bounded", "model")
+
+
+def recorded(path: str, d: str, repeat: int) -> dict:
+    """One recorded trace: each mode's bytes/action and M actions per CPU second (the fastest
+    of ``repeat``), and the model's replay against the exact file's."""
+    from minitrace.replay import replay
+    with minitrace.open(path) as t:
+        data = t.data()
+    n = len(data.actions)
+    row = {"trace": os.path.basename(path), "ranks": data.nranks, "actions": n,
+           "recorded B/action": os.path.getsize(path) / n}
+    out = {}
+    for mode in MODES:
+        out[mode] = os.path.join(d, f"{mode}.h5")
+        volumes, times = ("bounded:1%", "bounded:1us") if mode == "bounded" else (mode, "exact")
+        best = np.inf
+        for _ in range(repeat):
+            cpu = []
+            write_compressed(out[mode], data, volumes, cpu=cpu, times=times)
+            best = min(best, cpu[0])
+        s = sizes(out[mode])
+        row[f"{mode} B/action"] = s["file_bytes"] / n
+        row[f"{mode} trace B/action"] = (s["structure_bytes"] + s["side_bytes"]) / n
+        row[f"{mode} M/CPU s"] = n / best / 1e6
+    sim = {m: replay(out[m], engine="native", compute_rate="1Gf").simulated_time
+           for m in ("exact", "model")}
+    row["exact replay s"] = sim["exact"]
+    row["model replay s"] = sim["model"]
+    row["model vs exact"] = f"{100 * (sim['model'] / sim['exact'] - 1):+.2f}%"
+    return row
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--actions", type=int, default=1_000_000)
     ap.add_argument("--big", type=int, default=10_000_000)
+    ap.add_argument("--recorded", nargs="+", metavar="FILE", help="recorded traces only")
+    ap.add_argument("--repeat", type=int, default=3, help="compressions per mode (fastest)")
     args = ap.parse_args()
     import pandas as pd
     print(f"load average {os.getloadavg()[0]:.1f} (2-core VM)")
+    if args.recorded:
+        rows = []
+        for path in args.recorded:
+            with tempfile.TemporaryDirectory(dir=os.environ.get("TMPDIR")) as d:
+                rows.append(recorded(path, d, args.repeat))
+            print(f"{path} done, load average {os.getloadavg()[0]:.1f}", flush=True)
+        with pd.option_context("display.width", 250, "display.max_columns", 30):
+            print(pd.DataFrame(rows).set_index("trace").T.to_string())
+        return
     with tempfile.TemporaryDirectory(dir=os.environ.get("TMPDIR")) as d:
         rows = [one("loop16", synthetic.loop_trace(16, args.actions, True), d),
                 one("stencil1024", synthetic.stencil_trace(1024, args.actions // 1024 // 11), d)]

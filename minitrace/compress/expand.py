@@ -21,6 +21,7 @@ from .. import kinds as K
 from ..errors import MinitraceError
 from ..storage import INT_COLUMNS, check_meta, read_attrs
 from ..model import ACTION_DTYPE, TraceColumns, assign_vec_offsets, vec_offsets
+from . import epochs as E
 from . import signatures as SG
 from . import volumes as V
 from .store import Compressed, kind_counts, read
@@ -38,7 +39,6 @@ class _Position:
     volumes: int             # volume-side entries before it (global index)
     ns: int = 0              # ns-gap: end of the previous action's time base (see _times)
     model: float = 0.0       # model: unscaled start of the next action
-    seen: np.ndarray | None = None   # model: occurrences of each signature before it
 
 
 class Expander:
@@ -65,6 +65,7 @@ class Expander:
             np.where(vec >= 0, news_in_vec[np.maximum(vec, 0)] if len(news_in_vec) else 0, 0)
         self._means = None
         self._model = None
+        self._model_rank = None      # (rank, its modelled volumes)
 
     @property
     def nranks(self) -> int:
@@ -114,8 +115,6 @@ class Expander:
         elif enc == "model" and row:
             gap, dur = self._model_means(rank)
             pos.model = float(gap[before[1:]].sum() + dur[before].sum())
-        if c.mode == "model":
-            pos.seen = np.bincount(before, minlength=len(c.table))
         return pos
 
     def chunk(self, rank: int, pos: _Position, hi: int) -> tuple[np.ndarray, np.ndarray]:
@@ -198,29 +197,19 @@ class Expander:
         return nvol
 
     def _model_volumes(self, rank: int, pos: _Position, ids: np.ndarray) -> np.ndarray:
-        """Model-mode volumes of rows ``ids`` from ``pos``: histogram quantiles in order of
-        occurrence, scaled to the rank's exact total (volumes.py)."""
+        """Model-mode volumes of rows ``ids`` from ``pos``: the epoch model (epochs.py) of
+        the whole rank, kept for the next range of the same rank."""
         c = self.c
         if self._model is None:
-            self._model = V.VolumeModel(c.side["histogram"], float(c.attrs["precision"]))
-        g = int(c.grammar.rank_grammar[rank])
-        counts = c.grammar.terminal_counts(g)
-        sigs = np.nonzero(c.has_volume & (counts > 0))[0]
-        modelled = sum(self._model.total(int(s), g, int(counts[s])) for s in sigs)
-        total = float(c.side["volume_totals"][rank])
-        scale = total / modelled if modelled else 1.0
-        order = np.argsort(ids, kind="stable")
-        sorted_ids = ids[order]
-        first = np.searchsorted(sorted_ids, sorted_ids, side="left")
-        occ = np.empty(len(ids), np.int64)
-        occ[order] = np.arange(len(ids)) - first
-        occ += pos.seen[ids]
-        out = np.zeros(len(ids))
-        for s in np.unique(ids[c.has_volume[ids]]).tolist():
-            m = ids == s
-            out[m] = self._model.values(s, g, occ[m], int(counts[s])) * scale
-        pos.seen += np.bincount(ids, minlength=len(c.table))
-        return out
+            self._model = E.EpochVolumes(c.side, c.attrs, c.has_volume, c.nranks)
+        if self._model_rank is None or self._model_rank[0] != rank:
+            try:
+                v = self._model.rank(self.rank_ids(rank), rank,
+                                     float(c.side["volume_totals"][rank]))
+            except ValueError as e:
+                raise self._fail(e) from None
+            self._model_rank = (rank, v)
+        return self._model_rank[1][pos.row:pos.row + len(ids)]
 
     def _model_means(self, rank: int) -> tuple[np.ndarray, np.ndarray]:
         """(mean gap, mean duration) of each signature in ``rank``'s group."""

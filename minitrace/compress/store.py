@@ -13,6 +13,7 @@ from .. import storage as S
 from ..errors import MinitraceError
 from ..model import VOLUME_UNITS, TraceColumns
 from . import grammar as G
+from . import epochs as E
 from . import signatures as SG
 from . import volumes as V
 
@@ -113,8 +114,12 @@ def compress(data: TraceColumns, volumes: str = "exact", precision: float = 0.01
     if volumes == "exact":
         side.update(cols)
     else:
-        side.update(_model(data, volume, vrow, sig.ids, gram.rank_grammar[data.rank_of()],
-                           ts, te, enc != "untimed", precision))
+        model_side, model_attrs = E.fit(volume, vrow, sig.ids, np.asarray(data.rank_offsets),
+                                        sig.table["kind"], precision)
+        side.update(model_side)
+        attrs.update(model_attrs)
+        side.update(_model_times(data, sig.ids, gram.rank_grammar[data.rank_of()], ts, te,
+                                 enc != "untimed"))
         enc = "model" if enc != "untimed" else enc
     attrs["time_encoding"] = enc
     attrs["t0"] = t0
@@ -124,23 +129,18 @@ def compress(data: TraceColumns, volumes: str = "exact", precision: float = 0.01
                       dict(data.meta))
 
 
-def _model(data, volume, vrow, ids, group, ts, te, timed: bool, precision: float) -> dict:
-    """Model mode's arrays: the statistics and histograms of volumes, durations and gaps per
-    signature and rank group."""
-    side = {}
-    frames = [V.group_stats(volume[vrow], ids[vrow], group[vrow], precision, "volume")]
-    if timed:
-        ok = np.isfinite(ts) & np.isfinite(te)
-        prev_end = np.concatenate([[np.nan], te[:-1]])
-        firsts = V.rank_starts(data.rank_offsets)
-        prev_end[firsts] = np.nan
-        gap = ts - prev_end
-        okg = np.isfinite(gap)
-        frames.append(V.group_stats((te - ts)[ok], ids[ok], group[ok], precision, "duration"))
-        frames.append(V.group_stats(gap[okg], ids[okg], group[okg], precision, "gap"))
-    side["stats"] = pd.concat([f[0] for f in frames], ignore_index=True)
-    side["histogram"] = pd.concat([f[1] for f in frames], ignore_index=True)
-    return side
+def _model_times(data, ids, group, ts, te, timed: bool) -> dict:
+    """Model mode's time statistics: durations and gaps per signature and rank group."""
+    if not timed:
+        return {}
+    ok = np.isfinite(ts) & np.isfinite(te)
+    prev_end = np.concatenate([[np.nan], te[:-1]])
+    prev_end[V.rank_starts(data.rank_offsets)] = np.nan
+    gap = ts - prev_end
+    okg = np.isfinite(gap)
+    return {"stats": pd.concat([V.group_stats((te - ts)[ok], ids[ok], group[ok], "duration"),
+                                V.group_stats(gap[okg], ids[okg], group[okg], "gap")],
+                               ignore_index=True)}
 
 
 # -- writing -----------------------------------------------------------------------------------
@@ -208,8 +208,10 @@ def write(path: str, c: Compressed, meta: dict | None = None) -> None:
 def lost(c: Compressed) -> str:
     """What the compressed form kept of the volumes and times, in words (``info``)."""
     if c.mode == "model":
-        vols = (f"volumes modelled within {c.attrs.get('precision', 0.01):.3g} (per-rank totals "
-                f"exact, the order of a call site's values drawn)")
+        vols = (f"volumes modelled: each rank's total exact, its total in each epoch (between "
+                f"{c.attrs.get('epoch_merge', 1)} of its {c.attrs.get('epoch_anchor')}) and "
+                f"each call site's mean within {c.attrs.get('precision', 0.01):.3g}; lost: each "
+                f"call's own value within its epoch (spread and order)")
     elif "volume_bound" in c.attrs:
         vols = f"volumes each within {100 * c.attrs['volume_bound']:.3g}% of its own"
     else:
@@ -358,22 +360,19 @@ def _check_side(c: Compressed, path: str) -> None:
         raise _corrupt("t0, volume divisor, scale or bound, time quantum or precision invalid",
                        path)
     if c.mode == "model":
-        for name in ("stats", "histogram"):
-            if not isinstance(c.side.get(name), pd.DataFrame):
-                raise _corrupt(f"model/{name} missing", path)
-        st = c.side["stats"]
+        why = E.check(c.side, c.attrs, len(c.table), c.nranks)
+        if why:
+            raise _corrupt(why, path)
+    if c.mode == "model" and enc == "model":
+        st = c.side.get("stats")
+        if not isinstance(st, pd.DataFrame):
+            raise _corrupt("model/stats missing", path)
         if not set(("what", "signature", "group") + _STAT_COLUMNS) <= set(st.columns):
             raise _corrupt("model/stats lacks a column", path)
         if len(st) and (st["signature"].min() < 0 or st["signature"].max() >= len(c.table) or
                         st["group"].min() < 0 or
                         st["group"].max() >= len(c.grammar.top_offsets) - 1):
             raise _corrupt("model/stats names a signature or group outside the tables", path)
-        h = c.side["histogram"]
-        if not {"what", "signature", "group", "bin", "count"} <= set(h.columns) or \
-                (len(h) and (h["count"].min() < 1 or h["signature"].min() < 0 or
-                             h["signature"].max() >= len(c.table) or h["group"].min() < 0 or
-                             h["group"].max() >= len(c.grammar.top_offsets) - 1)):
-            raise _corrupt("model/histogram inconsistent", path)
     if len(c.side.get("volume_totals", ())) != c.nranks:
         raise _corrupt(f"{c.mode}/volume_totals missing or of the wrong length", path)
     _check_finite(c, path)

@@ -8,15 +8,13 @@ since the previous action's end (small and regular in a loop) and its duration l
 volume when the volume is in seconds (a compute lasts its volume: 0 left to store).  Traces
 not timed everywhere keep float seconds.
 
-``model``: nothing per action.  Per signature and rank group (ranks sharing a grammar): the
-count, mean, standard deviation, min, max and a histogram of the volumes, durations and gaps,
-on a logarithmic scale whose bins are ``1 + 2 * precision`` wide (a bin's value is within
-``precision`` of every value in it); each rank's volume total and first/last times exact.
-Expanded volumes are the histogram's quantiles, the k-th of n actions of a signature on a rank
-taking the (k + 1/2)/n quantile, scaled so that each rank's total is its recorded one; expanded
-times are modelled: each action lasts its group's mean duration after its mean gap, stretched
-to the rank's exact span.  The file's size then depends on the number of distinct signatures,
-not on the number of actions.
+``model``: nothing per action.  Volumes: the epoch model of :mod:`.epochs` (per rank and
+stretch between synchronizations the total, per call site and rank the mean), on the
+logarithmic scale of :func:`log_codes`, whose bins are ``1 + 2 * precision`` wide (a bin's
+value is within ``precision`` of every value in it); each rank's volume total and first/last
+times exact.  Times: per signature and rank group (ranks sharing a grammar) the count, mean,
+standard deviation, min and max of durations and gaps; expanded, each action lasts its group's
+mean duration after its mean gap, stretched to the rank's exact span.
 """
 from __future__ import annotations
 
@@ -197,48 +195,21 @@ def from_codes(codes: np.ndarray, precision: float) -> np.ndarray:
 QUANTITIES = ("volume", "duration", "gap")
 
 
-def group_stats(values: np.ndarray, sig: np.ndarray, group: np.ndarray, precision: float,
-                what: str) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Per (signature, rank group): count, mean, std, min, max of ``values``; and the sparse
-    histogram (signature, group, bin, count) on the log scale of :func:`log_codes`."""
-    df = pd.DataFrame({"signature": sig, "group": group, "v": values})
-    g = df.groupby(["signature", "group"], sort=True)["v"]
-    stats = g.agg(["count", "mean", "std", "min", "max"]).reset_index()
-    stats["std"] = stats["std"].fillna(0.0)
-    stats.insert(0, "what", np.int8(QUANTITIES.index(what)))
-    df["bin"] = log_codes(values, precision)
-    hist = df.groupby(["signature", "group", "bin"], sort=True).size().rename("count") \
-        .reset_index()
-    hist.insert(0, "what", np.int8(QUANTITIES.index(what)))
-    return stats, hist
-
-
-class VolumeModel:
-    """Model-mode volumes: per (signature, group) the histogram's bin values, sorted, and their
-    cumulative shares, from which each action's value is a quantile (module docstring)."""
-
-    def __init__(self, histogram: pd.DataFrame, precision: float):
-        h = histogram[histogram["what"] == QUANTITIES.index("volume")]
-        self.bins: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]] = {}
-        for (sig, group), part in h.groupby(["signature", "group"], sort=False):
-            values = from_codes(part["bin"].to_numpy(np.int64), precision)
-            order = np.argsort(values, kind="stable")
-            counts = part["count"].to_numpy(np.float64)[order]
-            self.bins[int(sig), int(group)] = (values[order], np.cumsum(counts) / counts.sum())
-        self._totals: dict[tuple[int, int, int], float] = {}
-
-    def values(self, sig: int, group: int, occurrence: np.ndarray, n: int) -> np.ndarray:
-        """Volumes of occurrences ``occurrence`` (0-based) of ``n`` of a signature on a rank."""
-        got = self.bins.get((sig, group))
-        if got is None:
-            return np.zeros(len(occurrence))
-        values, cum = got
-        at = np.searchsorted(cum, (occurrence + 0.5) / max(n, 1), side="left")
-        return values[np.minimum(at, len(values) - 1)]
-
-    def total(self, sig: int, group: int, n: int) -> float:
-        """Sum of the ``n`` modelled volumes of a signature on a rank (before scaling)."""
-        key = (sig, group, n)
-        if key not in self._totals:
-            self._totals[key] = float(self.values(sig, group, np.arange(n), n).sum())
-        return self._totals[key]
+def group_stats(values: np.ndarray, sig: np.ndarray, group: np.ndarray,
+                what: str) -> pd.DataFrame:
+    """Per (signature, rank group) present: count, mean, std (sample), min, max of
+    ``values`` (bincounts over one key, no sort of the values)."""
+    ngroup = int(group.max()) + 1 if len(group) else 1
+    key = sig.astype(np.int64) * ngroup + group
+    uniq, inv = np.unique(key, return_inverse=True)
+    count = np.bincount(inv, minlength=len(uniq))
+    mean = np.bincount(inv, weights=values, minlength=len(uniq)) / np.maximum(count, 1)
+    dev = values - mean[inv]
+    ss = np.bincount(inv, weights=dev * dev, minlength=len(uniq))
+    std = np.where(count > 1, np.sqrt(ss / np.maximum(count - 1, 1)), 0.0)
+    lo, hi = np.full(len(uniq), np.inf), np.full(len(uniq), -np.inf)
+    np.minimum.at(lo, inv, values)
+    np.maximum.at(hi, inv, values)
+    return pd.DataFrame({"what": np.full(len(uniq), QUANTITIES.index(what), np.int8),
+                         "signature": uniq // ngroup, "group": uniq % ngroup, "count": count,
+                         "mean": mean, "std": std, "min": lo, "max": hi})

@@ -1,0 +1,416 @@
+"""Model-mode volumes that predict like the trace (issue 38).
+
+A replay's time is driven, between two synchronizations, by the slowest rank's compute: what a
+model must keep is, per stretch of the run between synchronizations, how much each rank
+computed (the imbalance, the drift over iterations and the tail, which sits in particular
+iterations on particular ranks), not each call's values apart from their iteration.  So:
+
+- **epochs**: each rank's actions are cut at its *anchors*, the calls every rank makes the same
+  number of times (its collectives when they are alike on every rank, else the most frequent
+  MPI call that is); the k-th epoch of every rank is then the same stretch of the program.
+  Consecutive epochs are merged ``merge`` at a time so that an epoch holds at least
+  :data:`MIN_PER_EPOCH` volume actions per rank on average (the stored totals cost at most
+  1/32 of a value per volume action);
+- **epoch totals**: each rank's volume total in each epoch, on the log scale of ratio
+  ``1 + 2 * precision`` (within ``precision``): per-rank means, the per-epoch maximum over
+  ranks, the drift and the tail of the epochs are kept;
+- **site means**: per *call site* (the action's signature with those of the actions just before
+  and after it) and rank, the mean volume (within ``precision``): how an epoch's total is shared
+  among its calls.
+
+An action's modelled volume is its site's mean on its rank times its epoch's total over the sum
+of the site means of that epoch's volume actions (evenly shared when that sum is 0), scaled so
+that each rank's total is its recorded one.  Lost: each call's own value within its epoch (the
+spread of a site's values inside an epoch, their order), and any imbalance between the calls of
+one epoch beyond the site means.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from .. import kinds as K
+from ..errors import MinitraceError
+from . import volumes as V
+
+#: Volume actions per epoch and rank, on average, below which consecutive epochs are merged.
+MIN_PER_EPOCH = 32
+#: Signature ids are packed three to an int64 site key.
+_MAX_SIGNATURES = 1 << 20
+_COLLECTIVE = K.mask(K.ALL_COLLECTIVES)
+
+
+def per_rank(values: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+    """Rank of each row of a rank-major array."""
+    return np.repeat(np.arange(len(offsets) - 1), np.diff(offsets))
+
+
+def choose_anchors(kinds: np.ndarray, ids: np.ndarray, offsets: np.ndarray) -> tuple:
+    """(anchor mask per signature, its name): the collectives when every rank that has actions
+    makes as many, else the most frequent MPI kind alike on every rank, else none."""
+    sig_kind = kinds.astype(np.int64)
+    P = len(offsets) - 1
+    nonempty = np.diff(offsets) > 0
+    counts = np.zeros((P, 256), np.int64)
+    if len(ids):
+        np.add.at(counts, (per_rank(ids, offsets), sig_kind[ids]), 1)
+    counts = counts[nonempty]
+    none = np.zeros(len(kinds), bool), "none"
+    if not len(counts):
+        return none
+    coll = counts[:, _COLLECTIVE[:256]].sum(axis=1)
+    if coll[0] > 0 and (coll == coll[0]).all():
+        return _COLLECTIVE[sig_kind], "collectives"
+    mpi = ~K.mask(K.NON_MPI)[:256]
+    alike = mpi & (counts == counts[0]).all(axis=0) & (counts[0] > 0)
+    if not alike.any():
+        return none
+    k = int(np.argmax(np.where(alike, counts[0], -1)))
+    return sig_kind == k, K.NAME.get(k, str(k))
+
+
+def epoch_of(is_anchor: np.ndarray, offsets: np.ndarray, merge: int) -> np.ndarray:
+    """Epoch of each action within its rank: anchors strictly before it, ``merge`` to an
+    epoch (an anchor closes the epoch it belongs to)."""
+    a = is_anchor.astype(np.int64)
+    before = np.cumsum(a) - a
+    base = np.concatenate([[0], np.cumsum(a)])[offsets[:-1]]
+    return (before - np.repeat(base, np.diff(offsets))) // merge
+
+
+def neighbours(ids: np.ndarray, offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(signature before, signature after) of each action within its rank (-1 at its ends)."""
+    before = np.concatenate([[-1], ids[:-1]]).astype(np.int64)
+    after = np.concatenate([ids[1:], [-1]]).astype(np.int64)
+    starts = V.rank_starts(offsets)
+    ends = offsets[1:][offsets[:-1] < offsets[1:]] - 1
+    before[starts] = -1
+    after[ends] = -1
+    return before, after
+
+
+def site_keys(sig: np.ndarray, before: np.ndarray, after: np.ndarray, nsig: int) -> np.ndarray:
+    """One int64 per (signature, before, after)."""
+    if nsig >= _MAX_SIGNATURES:
+        raise MinitraceError(f"model volumes take at most {_MAX_SIGNATURES - 1} distinct call "
+                             f"signatures; this trace has {nsig} (use exact or bounded)")
+    n = nsig + 1
+    return (sig.astype(np.int64) * n + before + 1) * n + after + 1
+
+
+_MIX = (np.uint64(0x9E3779B97F4A7C15), np.uint64(0xBF58476D1CE4E5B9),
+        np.uint64(0x94D049BB133111EB))
+#: A repeated epoch's calls are kept by position when it recurs this many times per rank.
+MIN_REPEATS = 4
+#: ... and while the kept means are at most this share of the volume actions.
+TEMPLATE_SHARE = 1 / 16
+
+
+def position_in_epoch(gepoch: np.ndarray) -> np.ndarray:
+    """Index of each row among the rows of its epoch (rows grouped by epoch, in order)."""
+    n = len(gepoch)
+    if not n:
+        return np.zeros(0, np.int64)
+    start = np.concatenate([[True], gepoch[1:] != gepoch[:-1]])
+    first = np.maximum.accumulate(np.where(start, np.arange(n), 0))
+    return np.arange(n) - first
+
+
+def epoch_hashes(ids: np.ndarray, gepoch: np.ndarray, n_epochs: int) -> np.ndarray:
+    """A 64-bit hash of each epoch's signature sequence (its calls in order and its length):
+    epochs that repeat the same calls have the same hash."""
+    pos = position_in_epoch(gepoch).astype(np.uint64)
+    with np.errstate(over="ignore"):
+        x = (ids.astype(np.uint64) + np.uint64(1)) * _MIX[0] + pos * _MIX[1]
+        x ^= x >> np.uint64(31)
+        x *= _MIX[2]
+        x ^= x >> np.uint64(29)
+        h = np.zeros(n_epochs, np.uint64)
+        np.add.at(h, gepoch, x)
+        h += np.bincount(gepoch, minlength=n_epochs).astype(np.uint64) * _MIX[1]
+    return h.view(np.int64)
+
+
+def _templates(hashes: np.ndarray, nvol: np.ndarray, rank: np.ndarray, total: int,
+               P: int) -> pd.DataFrame:
+    """The repeated epochs whose calls are kept by position: hash, volume actions (length)
+    and first row in template_means; most repeated first, within the budget."""
+    keep = nvol > 0
+    df = pd.DataFrame({"hash": hashes[keep], "length": nvol[keep], "rank": rank[keep]})
+    g = df.groupby("hash", sort=True).agg(length=("length", "first"), n=("length", "size"),
+                                          ranks=("rank", "nunique")).reset_index()
+    g = g[g["n"] >= MIN_REPEATS * g["ranks"]].sort_values("n", ascending=False, kind="stable")
+    cost = np.cumsum(g["length"].to_numpy(np.int64) * P)
+    g = g[cost <= total * TEMPLATE_SHARE].sort_values("hash")
+    out = pd.DataFrame({"hash": g["hash"].to_numpy(np.int64),
+                        "length": g["length"].to_numpy(np.int64)})
+    length = out["length"].to_numpy(np.int64)
+    out["start"] = np.cumsum(length) - length
+    return out
+
+
+def _template_of(templates: pd.DataFrame, hashes: np.ndarray, nvol: np.ndarray) -> np.ndarray:
+    """Index in ``templates`` of each epoch (-1: none; a hash of another length is none)."""
+    h = templates["hash"].to_numpy(np.int64)
+    if not len(h):
+        return np.full(len(hashes), -1, np.int64)
+    at = np.searchsorted(h, hashes).clip(0, len(h) - 1)
+    ok = (h[at] == hashes) & (templates["length"].to_numpy(np.int64)[at] == nvol)
+    return np.where(ok, at, -1)
+
+
+def _means(row: np.ndarray, rank: np.ndarray, values: np.ndarray, nrows: int,
+           P: int) -> np.ndarray:
+    """[nrows, P] mean of ``values`` per (row, rank), 0 where none."""
+    flat = row.astype(np.int64) * P + rank
+    sums = np.bincount(flat, weights=values, minlength=nrows * P)
+    count = np.bincount(flat, minlength=nrows * P)
+    return np.where(count > 0, sums / np.maximum(count, 1), 0.0)
+
+
+#: Quantiles kept of the calls' spread around the model (log scale), per class of size.
+NOISE_QUANTILES = 17
+
+
+def size_class(model: np.ndarray) -> np.ndarray:
+    """Class of a modelled volume for its spread: a factor of 4 wide (small calls are noisier
+    than big ones, relatively)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.floor(np.log2(np.abs(model)) / 2).clip(-1000, 1000).astype(np.int64)
+
+
+#: Logistic approximation of the normal distribution (within 0.01 of Phi): the copula's
+#: normals need no more, and cost no scipy import.
+_LOGISTIC = 1.702
+
+
+def _phi(x: np.ndarray) -> np.ndarray:
+    return 1 / (1 + np.exp(-_LOGISTIC * x))
+
+
+def _phi_inv(u: np.ndarray) -> np.ndarray:
+    return np.log(u / (1 - u)) / _LOGISTIC
+
+
+def _uniform(key: np.ndarray) -> np.ndarray:
+    """A deterministic uniform in (0, 1) per int64 key (splitmix64)."""
+    with np.errstate(over="ignore"):
+        x = key.astype(np.uint64) * _MIX[0]
+        x ^= x >> np.uint64(30)
+        x *= _MIX[1]
+        x ^= x >> np.uint64(27)
+        x *= _MIX[2]
+        x ^= x >> np.uint64(31)
+    return ((x >> np.uint64(11)).astype(np.float64) + 0.5) / float(1 << 53)
+
+
+def spread(model: np.ndarray, epoch: np.ndarray, vpos: np.ndarray, rank: int, rho: float,
+           classes: np.ndarray, quantiles: np.ndarray) -> np.ndarray:
+    """Each call's drawn log deviation from its modelled volume ``model``: a normal shared by
+    every rank at the same (epoch, position) with weight ``rho`` (the share of the spread
+    common to the ranks) and one of its own, mapped onto the kept quantiles of its size class
+    (a Gaussian copula; 0 for a class without)."""
+    base = (epoch.astype(np.int64) << 24) ^ vpos.astype(np.int64)
+    common = _phi_inv(_uniform(base))
+    own = _phi_inv(_uniform(base * 1_000_003 + rank + 1))
+    u = _phi(np.sqrt(rho) * common + np.sqrt(1 - rho) * own)
+    out = np.zeros(len(model))
+    cls = size_class(model)
+    at = np.searchsorted(classes, cls).clip(0, max(len(classes) - 1, 0))
+    has = (classes[at] == cls) if len(classes) else np.zeros(len(cls), bool)
+    grid = (np.arange(NOISE_QUANTILES) + 0.5) / NOISE_QUANTILES
+    for j in np.unique(at[has]).tolist():
+        m = has & (at == j)
+        out[m] = np.interp(u[m], grid, quantiles[j])
+    return out
+
+
+def fit_spread(model: np.ndarray, recorded: np.ndarray, epoch: np.ndarray, vpos: np.ndarray
+               ) -> tuple[float, np.ndarray, np.ndarray]:
+    """(rho, classes, [class, quantile] quantiles) of the recorded volumes' log deviation from
+    the model's, per size class of the modelled volume; rho from how much of it the ranks
+    share at the same (epoch, position)."""
+    ok = (model > 0) & (recorded > 0)
+    empty = np.zeros((0, NOISE_QUANTILES))
+    if ok.sum() < 2:
+        return 0.0, np.zeros(0, np.int64), empty
+    r = np.log(recorded[ok] / model[ok])
+    cls = size_class(model[ok])
+    classes = np.unique(cls)
+    grid = (np.arange(NOISE_QUANTILES) + 0.5) / NOISE_QUANTILES
+    q = np.stack([np.quantile(r[cls == c], grid) for c in classes])
+    g = np.empty(len(r))
+    order = np.argsort(r, kind="stable")
+    g[order] = _phi_inv((np.arange(len(r)) + 0.5) / len(r))
+    key = (epoch[ok].astype(np.int64) << 24) ^ vpos[ok].astype(np.int64)
+    uniq, inv = np.unique(key, return_inverse=True)
+    k = np.bincount(inv, minlength=len(uniq))[inv]
+    mean = (np.bincount(inv, weights=g) / np.bincount(inv))[inv]
+    multi = k > 1
+    if not multi.any():
+        return 0.0, classes, q
+    # E[(mean of k ranks' normals) ** 2] = rho + (1 - rho) / k
+    m2, inv_k = (mean[multi] ** 2).mean(), (1 / k[multi]).mean()
+    return float(np.clip((m2 - inv_k) / (1 - inv_k), 0.0, 1.0)), classes, q
+
+
+def fit(volume: np.ndarray, vrow: np.ndarray, ids: np.ndarray, offsets: np.ndarray,
+        kinds: np.ndarray, precision: float) -> tuple[dict, dict]:
+    """(side arrays, attributes) of the epoch model of ``volume`` (rows ``vrow`` carry one)."""
+    P = len(offsets) - 1
+    nsig = len(kinds)
+    anchor, anchor_name = choose_anchors(kinds, ids, offsets)
+    rank = per_rank(ids, offsets)
+    nvol = int(vrow.sum())
+    n_anchor = np.bincount(rank[anchor[ids]], minlength=P) if P else np.zeros(0, np.int64)
+    epochs_total = int((n_anchor + 1).sum())
+    merge = max(1, -(-MIN_PER_EPOCH * epochs_total // max(nvol, 1)))
+    epoch = epoch_of(anchor[ids], offsets, merge)
+    n_epochs = n_anchor // merge + 1
+    epoch_offsets = np.concatenate([[0], np.cumsum(n_epochs)]).astype(np.int64)
+    vr = rank[vrow]
+    vol = volume[vrow]
+    gepoch = epoch_offsets[rank] + epoch
+    totals = np.bincount(gepoch[vrow], weights=vol, minlength=int(epoch_offsets[-1]))
+    hashes = epoch_hashes(ids, gepoch, int(epoch_offsets[-1]))
+    vpos = position_in_epoch(gepoch[vrow])
+    nvol_epoch = np.bincount(gepoch[vrow], minlength=len(hashes))
+    templates = _templates(hashes, nvol_epoch, np.repeat(np.arange(P), n_epochs), nvol, P)
+    t_of = _template_of(templates, hashes, nvol_epoch)[gepoch[vrow]]
+    tm = t_of >= 0
+    row = templates["start"].to_numpy(np.int64)[t_of[tm]] + vpos[tm]
+    template_means = _means(row, vr[tm], vol[tm], int(templates["length"].sum()), P)
+    before, after = neighbours(ids, offsets)
+    keys = site_keys(ids[vrow][~tm], before[vrow][~tm], after[vrow][~tm], nsig)
+    uniq, site = np.unique(keys, return_inverse=True)
+    means = _means(site.ravel(), vr[~tm], vol[~tm], len(uniq), P)
+    n = nsig + 1
+    sites = pd.DataFrame({"signature": uniq // (n * n), "before": (uniq // n) % n - 1,
+                          "after": uniq % n - 1})
+    side = {"sites": sites, "site_means": V.log_codes(means, precision),
+            "templates": templates, "template_means": V.log_codes(template_means, precision),
+            "epoch_totals": V.log_codes(totals, precision), "epoch_offsets": epoch_offsets,
+            "anchor": anchor.astype(np.uint8), "spread": np.zeros(0),
+            "spread_classes": np.zeros(0, np.int64)}
+    attrs = {"epoch_merge": int(merge), "epoch_anchor": anchor_name, "spread_rho": 0.0,
+             "precision": float(precision)}
+    plain = EpochVolumes(side, attrs, np.bincount(ids[vrow], minlength=nsig) > 0, P)
+    model = np.zeros(len(ids))
+    for r in range(P):
+        sl = slice(int(offsets[r]), int(offsets[r + 1]))
+        model[sl] = plain.rank(ids[sl], r, float(volume[sl][vrow[sl]].sum()))
+    rho, side["spread_classes"], q = fit_spread(model[vrow], vol, epoch[vrow], vpos)
+    side["spread"] = q.ravel()
+    del attrs["precision"]
+    attrs["spread_rho"] = rho
+    return side, attrs
+
+
+def check(side: dict, attrs: dict, nsig: int, nranks: int) -> str | None:
+    """What is wrong with an epoch model's tables (None: nothing)."""
+    need = ("sites", "site_means", "templates", "template_means", "epoch_totals",
+            "epoch_offsets", "anchor", "spread", "spread_classes")
+    if any(k not in side for k in need):
+        return "model without epoch tables (written before issue 38: compress it again)"
+    sites = side["sites"]
+    if not isinstance(sites, pd.DataFrame) or \
+            not {"signature", "before", "after"} <= set(sites.columns):
+        return "model/sites lacks a column"
+    cols = [sites[c].to_numpy(np.int64) for c in ("signature", "before", "after")]
+    if len(sites) and (cols[0].min() < 0 or min(c.min() for c in cols) < -1 or
+                       max(c.max() for c in cols) >= nsig):
+        return "model/sites names a signature outside the table"
+    t = side["templates"]
+    if not isinstance(t, pd.DataFrame) or not {"hash", "length", "start"} <= set(t.columns):
+        return "model/templates lacks a column"
+    length, start = t["length"].to_numpy(np.int64), t["start"].to_numpy(np.int64)
+    if len(t) and ((length < 1).any() or (np.diff(t["hash"].to_numpy(np.int64)) <= 0).any() or
+                   not np.array_equal(start, np.cumsum(length) - length)):
+        return "model/templates inconsistent"
+    if len(side["template_means"]) != int(length.sum()) * nranks:
+        return "model/template_means of the wrong length"
+    off = np.asarray(side["epoch_offsets"], np.int64)
+    merge = attrs.get("epoch_merge")
+    if len(side["site_means"]) != len(sites) * nranks or len(side["anchor"]) != nsig or \
+            len(off) != nranks + 1 or (len(off) and (off[0] != 0 or (np.diff(off) < 1).any()
+                                                      or off[-1] != len(side["epoch_totals"]))) \
+            or not isinstance(merge, (int, np.integer)) or merge < 1 or \
+            not 0 <= attrs.get("spread_rho", -1) <= 1 or \
+            len(side["spread"]) != len(side["spread_classes"]) * NOISE_QUANTILES or \
+            not np.isfinite(side["spread"]).all() or \
+            (np.diff(np.asarray(side["spread_classes"])) <= 0).any():
+        return "model epoch tables inconsistent"
+    p = attrs.get("precision", 0.01)
+    for name in ("site_means", "template_means", "epoch_totals"):
+        if not np.isfinite(V.from_codes(np.asarray(side[name], np.int64), p)).all():
+            return f"model/{name} holds a code beyond float64"
+    return None
+
+
+class EpochVolumes:
+    """Expands the epoch model: a whole rank's modelled volumes at a time (module docstring)."""
+
+    def __init__(self, side: dict, attrs: dict, has_volume: np.ndarray, nranks: int):
+        p = float(attrs["precision"])
+        self.nsig = len(has_volume)
+        self.has_volume = has_volume
+        self.anchor = np.asarray(side["anchor"]).astype(bool)
+        self.merge = int(attrs["epoch_merge"])
+        s = side["sites"]
+        keys = site_keys(*(s[c].to_numpy(np.int64) for c in ("signature", "before", "after")),
+                         self.nsig)
+        self.order = np.argsort(keys, kind="stable")
+        self.keys = keys[self.order]
+        self.means = V.from_codes(np.asarray(side["site_means"], np.int64), p) \
+            .reshape(len(keys), nranks)
+        self.templates = side["templates"]
+        self.template_means = V.from_codes(np.asarray(side["template_means"], np.int64), p) \
+            .reshape(-1, nranks)
+        self.totals = V.from_codes(np.asarray(side["epoch_totals"], np.int64), p)
+        self.offsets = np.asarray(side["epoch_offsets"], np.int64)
+        self.rho = float(attrs["spread_rho"])
+        self.classes = np.asarray(side["spread_classes"], np.int64)
+        self.spread = np.asarray(side["spread"], np.float64).reshape(-1, NOISE_QUANTILES)
+
+    def rank(self, ids: np.ndarray, rank: int, total: float) -> np.ndarray:
+        """Every action's modelled volume on ``rank`` (0 where its signature has none), whose
+        signature ids are ``ids``; ``total`` its recorded volume total.  ValueError when the
+        tables do not fit this rank."""
+        n = len(ids)
+        out = np.zeros(n)
+        offs = np.array([0, n], np.int64)
+        vrow = self.has_volume[ids]
+        if not vrow.any():
+            return out
+        lo, hi = int(self.offsets[rank]), int(self.offsets[rank + 1])
+        is_anchor = self.anchor[ids]
+        if int(is_anchor.sum()) // self.merge + 1 != hi - lo:
+            raise ValueError("the epochs of model/epoch_offsets do not fit the rank's anchors")
+        gepoch = epoch_of(is_anchor, offs, self.merge)
+        epoch = gepoch[vrow]
+        nvol = np.bincount(epoch, minlength=hi - lo)
+        t_of = _template_of(self.templates, epoch_hashes(ids, gepoch, hi - lo), nvol)[epoch]
+        tm = t_of >= 0
+        w = np.zeros(len(epoch))
+        row = self.templates["start"].to_numpy(np.int64)[t_of[tm]] + \
+            position_in_epoch(epoch)[tm]
+        w[tm] = self.template_means[row, rank]
+        before, after = neighbours(ids, offs)
+        keys = site_keys(ids[vrow][~tm], before[vrow][~tm], after[vrow][~tm], self.nsig)
+        at = np.searchsorted(self.keys, keys).clip(0, max(len(self.keys) - 1, 0))
+        if len(keys) and (not len(self.keys) or (self.keys[at] != keys).any()):
+            raise ValueError("a call site missing from model/sites")
+        w[~tm] = self.means[self.order[at], rank] if len(keys) else 0.0
+        vpos = position_in_epoch(epoch)
+        if len(self.spread):
+            w *= np.exp(spread(w, epoch, vpos, rank, self.rho, self.classes, self.spread))
+        S = self.totals[lo:hi]
+        D = np.bincount(epoch, weights=w, minlength=hi - lo)
+        even = D[epoch] == 0
+        v = np.where(even, S[epoch] / np.maximum(nvol[epoch], 1),
+                     w * S[epoch] / np.where(even, 1.0, D[epoch]))
+        got = v.sum()
+        if got != 0 and np.isfinite(got):
+            v *= total / got
+        out[vrow] = v
+        return out

@@ -1,0 +1,106 @@
+"""Model-mode volumes (issue 38 item 3): what docs/COMPRESS.md says a model file keeps, on a
+generated trace whose right answers are known: each rank's total exact, each rank's total
+between two of its collectives within twice the precision (so the per-iteration maximum over
+ranks and its drift), every call's structure exact; and ``info`` saying what was lost."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import minitrace
+from minitrace import cli, kinds as K
+from minitrace.compress.files import write_compressed
+from minitrace.model import TraceColumns, assign_vec_offsets, empty_actions
+
+CALLS = 40          # compute + ring send + recv per iteration, then compute + allreduce
+
+
+def imbalanced_trace(P: int = 4, iterations: int = 60, seed: int = 3) -> TraceColumns:
+    """Each iteration: CALLS x (compute, send right, recv left), compute, allreduce.  Rank r
+    computes (1 + r / 2) times as much, drifting up 50% over the run, with lognormal noise
+    and, on one rank per tenth iteration, a call 20 times as long (the tail)."""
+    rng = np.random.default_rng(seed)
+    body = ["compute", "send", "recv"] * CALLS + ["compute", "allreduce"]
+    per = len(body) * iterations + 2
+    kinds = np.array([K.CODE["init"]] + [K.CODE[k] for k in body] * iterations +
+                     [K.CODE["finalize"]], np.uint8)
+    a = empty_actions(per * P)
+    for r in range(P):
+        s = slice(r * per, (r + 1) * per)
+        a["kind"][s] = kinds
+        send, recv = kinds == K.CODE["send"], kinds == K.CODE["recv"]
+        a["peer"][s] = np.where(send, (r + 1) % P, np.where(recv, (r - 1) % P, -1))
+        a["tag"][s] = np.where(send | recv, 1, -1)
+        a["bytes_sent"][s] = np.where(send, 800, np.where(kinds == K.CODE["allreduce"], 8, 0))
+        a["bytes_recv"][s] = np.where(recv, 800, np.where(kinds == K.CODE["allreduce"], 8, 0))
+        comp = kinds == K.CODE["compute"]
+        it = (np.cumsum(kinds == K.CODE["allreduce"]) - (kinds == K.CODE["allreduce"]))
+        vol = (1 + r / 2) * (1 + 0.5 * it / iterations) * 1e-4 * \
+            rng.lognormal(0, 0.3, per)
+        spike = comp & (it % 10 == r) & (rng.uniform(size=per) < 0.05)
+        vol[spike] *= 20
+        a["volume"][s] = np.where(comp, np.rint(vol * 1e9) / 1e9, 0)
+        a["comm"][s] = np.where(kinds == K.CODE["allreduce"], 0, -1)
+    a["t_start"] = a["t_end"] = np.nan
+    assign_vec_offsets(a)
+    return TraceColumns(a, np.arange(P + 1, dtype=np.int64) * per, np.zeros(0, np.int64),
+                        meta={"volume_unit": "seconds"})
+
+
+def per_iteration(data: TraceColumns, r: int) -> np.ndarray:
+    """Rank r's compute total between consecutive allreduces (an allreduce closes its own)."""
+    x = data.actions[data.rank_slice(r)]
+    ar = x["kind"] == K.CODE["allreduce"]
+    return np.bincount(np.cumsum(ar) - ar, weights=x["volume"])
+
+
+@pytest.mark.parametrize("precision", [0.01, 0.05])
+def test_model_keeps_rank_means_and_the_per_iteration_maximum(tmp_path, precision):
+    d = imbalanced_trace()
+    out = tmp_path / "m.h5"
+    write_compressed(str(out), d, "model", precision)
+    with minitrace.open(out) as t:
+        back = t.data()
+        attrs = t._reader.c.attrs
+    assert attrs["epoch_anchor"] == "collectives" and attrs["epoch_merge"] == 1
+    np.testing.assert_array_equal(back.actions["kind"], d.actions["kind"])
+    bound = 2 * precision + precision ** 2
+    rec = np.stack([per_iteration(d, r) for r in range(d.nranks)])[:, :-1]
+    got = np.stack([per_iteration(back, r) for r in range(d.nranks)])[:, :-1]   # (finalize)
+    for r in range(d.nranks):
+        x, y = d.actions[d.rank_slice(r)], back.actions[back.rank_slice(r)]
+        comp = x["kind"] == K.CODE["compute"]
+        assert y["volume"][comp].mean() == pytest.approx(x["volume"][comp].mean(), rel=1e-9)
+        assert (y["volume"][~comp] == 0).all()
+    assert np.abs(got / rec - 1).max() <= bound
+    assert np.abs(got.max(axis=0) / rec.max(axis=0) - 1).max() <= bound
+    # the known imbalance and drift are there: rank 3 computes 2.5x rank 0, the last
+    # iterations ~1.5x the first
+    assert got[3].sum() / got[0].sum() == pytest.approx(2.5, rel=0.1)
+    assert got[:, -10:].sum() / got[:, :10].sum() == pytest.approx(1.45, rel=0.1)
+
+
+def test_model_draws_the_spread_within_an_iteration(tmp_path):
+    """Calls of one iteration are not all equal: their spread is drawn around the call site's
+    mean (the sum of the per-iteration maxima of single calls would otherwise drop)."""
+    d = imbalanced_trace()
+    out = tmp_path / "m.h5"
+    write_compressed(str(out), d, "model")
+    with minitrace.open(out) as t:
+        back = t.data()
+    x = back.actions[back.rank_slice(0)]
+    comp = x["volume"][x["kind"] == K.CODE["compute"]][:CALLS]
+    assert np.std(np.log(comp)) > 0.05
+
+
+def test_info_says_what_a_model_file_lost(tmp_path, capsys):
+    d = imbalanced_trace(P=2, iterations=20)
+    exact, model = tmp_path / "e.h5", tmp_path / "m.h5"
+    write_compressed(str(exact), d, "exact")
+    write_compressed(str(model), d, "model")
+    assert cli.main(["info", str(model)]) == 0
+    said = capsys.readouterr().out
+    assert "volumes modelled" in said and "lost: each call's own value" in said
+    assert "allreduce" in said or "collectives" in said
+    assert cli.main(["info", str(exact)]) == 0
+    assert "lost" not in capsys.readouterr().out
