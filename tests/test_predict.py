@@ -204,3 +204,41 @@ def test_late_ranks_are_not_hidden_behind_a_linear_allreduce(recorded):
     plain = replay(data, **options).simulated_time
     noisy = replay(replace(data, actions=actions), **options).simulated_time
     assert noisy > 1.2 * plain
+
+
+def test_a_recording_beside_co_runners_is_flagged_not_comparable(recorded):
+    """Really loaded, not made to look loaded: the solver recorded while a busy loop runs on
+    every core (each rank gets about half a core).  The self-check must flag it, name the rank
+    and say how much of the error the descheduling (wall time between MPI calls above the CPU
+    time, which the replay does not have) accounts for."""
+    import os
+    from importlib import resources
+    from tests.support.mpiutil import mpicc
+    from tests.support.record_util import record
+    _, cal, d = recorded
+    exe = mpicc(resources.files("minitrace") / "data" / "jacobi2d.c", d / "jacobi_co", "-lm")
+    busy = [subprocess.Popen([sys.executable, "-c", "while True: pass"])
+            for _ in range(os.cpu_count() or 2)]
+    try:
+        record(d / "co.h5", 2, [str(exe), "512", "300"], volume="cputime", timeout=300)
+    finally:
+        for b in busy:
+            b.kill()
+            b.wait()
+    p = predict(str(d / "co.h5"), str(cal))
+    # the ranks lose their cores where they wait (inside MPI calls) more than between calls:
+    # one of the two shares, or both, below MIN_CORE_SHARE
+    assert not p.comparable
+    assert min(p.core_share + p.in_call_share) < MIN_CORE_SHARE
+    assert any(w.startswith("not comparable: rank ") and "of a core" in w
+               for w in p.warnings), p.warnings
+    with minitrace.open(str(d / "co.h5")) as t:
+        cpu, wall = np.asarray(t.meta["in_mpi_seconds"]).T
+    assert p.in_call_share == pytest.approx(list(cpu / wall))
+    last = int(np.argmax(p.recorded_rank_end_times))
+    assert p.descheduled_in_mpi_share == pytest.approx((wall - cpu)[last] / p.recorded_time)
+    text = report(p)
+    if min(p.in_call_share) < 0.98:
+        assert "inside MPI calls above its CPU time" in text
+    if min(p.core_share) < 0.98:
+        assert "between MPI calls above its CPU time" in text

@@ -97,7 +97,8 @@ def _encode(contribution: dict) -> np.ndarray:
     c["tables"] = {str(rk): [[[d[0], groups.setdefault(d[1], len(groups)), d[2]]
                               for d in t.comm_defs],
                              {str(k): v for k, v in t.strings.items()}, t.n_actions,
-                             t.complete, t.warnings] for rk, t in c["tables"].items()}
+                             t.complete, t.warnings, list(t.in_mpi)]
+                   for rk, t in c["tables"].items()}
     c["groups"] = [list(g) for g in groups]
     c["counts"] = c["counts"].tolist()
     c["kind_last"] = c["kind_last"].tolist()
@@ -108,7 +109,8 @@ def _decode(blob: bytes) -> dict:
     c = json.loads(blob)
     groups = [tuple(g) for g in c.pop("groups")]
     c["tables"] = {int(rk): RankTables([(d[0], groups[d[1]], bool(d[2])) for d in t[0]],
-                                       {int(k): v for k, v in t[1].items()}, t[2], t[3], t[4])
+                                       {int(k): v for k, v in t[1].items()}, t[2], t[3], t[4],
+                                       tuple(t[5]))
                    for rk, t in c["tables"].items()}
     c["counts"] = np.array(c["counts"], np.int64).reshape(-1, 256)
     c["kind_last"] = np.array(c["kind_last"], np.int64)
