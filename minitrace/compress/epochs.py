@@ -126,7 +126,9 @@ def epoch_hashes(ids: np.ndarray, gepoch: np.ndarray, n_epochs: int) -> np.ndarr
         x *= _MIX[2]
         x ^= x >> np.uint64(29)
         h = np.zeros(n_epochs, np.uint64)
-        np.add.at(h, gepoch, x)
+        if len(x):        # (epochs are contiguous runs of rows)
+            starts = np.flatnonzero(np.concatenate([[True], gepoch[1:] != gepoch[:-1]]))
+            h[gepoch[starts]] = np.add.reduceat(x, starts)
         h += np.bincount(gepoch, minlength=n_epochs).astype(np.uint64) * _MIX[1]
     return h.view(np.int64)
 
@@ -170,6 +172,8 @@ def _means(row: np.ndarray, rank: np.ndarray, values: np.ndarray, nrows: int,
 
 #: Quantiles kept of the calls' spread around the model (log scale), per class of size.
 NOISE_QUANTILES = 17
+#: Calls whose spread is measured, about (whole (epoch, position) pairs, all their ranks).
+SPREAD_SAMPLE = 1 << 16
 
 
 def size_class(model: np.ndarray) -> np.ndarray:
@@ -229,23 +233,25 @@ def fit_spread(model: np.ndarray, recorded: np.ndarray, epoch: np.ndarray, vpos:
                ) -> tuple[float, np.ndarray, np.ndarray]:
     """(rho, classes, [class, quantile] quantiles) of the recorded volumes' log deviation from
     the model's, per size class of the modelled volume; rho from how much of it the ranks
-    share at the same (epoch, position)."""
+    share at the same (epoch, position), measured on the calls of about
+    :data:`SPREAD_SAMPLE` (epoch, position) pairs drawn at random (all ranks' calls of each)."""
     ok = (model > 0) & (recorded > 0)
-    empty = np.zeros((0, NOISE_QUANTILES))
     if ok.sum() < 2:
-        return 0.0, np.zeros(0, np.int64), empty
+        return 0.0, np.zeros(0, np.int64), np.zeros((0, NOISE_QUANTILES))
     r = np.log(recorded[ok] / model[ok])
     cls = size_class(model[ok])
     classes = np.unique(cls)
     grid = (np.arange(NOISE_QUANTILES) + 0.5) / NOISE_QUANTILES
     q = np.stack([np.quantile(r[cls == c], grid) for c in classes])
-    g = np.empty(len(r))
-    order = np.argsort(r, kind="stable")
-    g[order] = _phi_inv((np.arange(len(r)) + 0.5) / len(r))
     key = (epoch[ok].astype(np.int64) << 24) ^ vpos[ok].astype(np.int64)
+    pick = _uniform(key) < SPREAD_SAMPLE / len(key)
+    r, key = r[pick], key[pick]
+    g = np.empty(len(r))
+    g[np.argsort(r, kind="stable")] = _phi_inv((np.arange(len(r)) + 0.5) / max(len(r), 1))
     uniq, inv = np.unique(key, return_inverse=True)
     k = np.bincount(inv, minlength=len(uniq))[inv]
-    mean = (np.bincount(inv, weights=g) / np.bincount(inv))[inv]
+    mean = (np.bincount(inv, weights=g, minlength=len(uniq)) /
+            np.maximum(np.bincount(inv, minlength=len(uniq)), 1))[inv]
     multi = k > 1
     if not multi.any():
         return 0.0, classes, q
@@ -292,18 +298,16 @@ def fit(volume: np.ndarray, vrow: np.ndarray, ids: np.ndarray, offsets: np.ndarr
             "epoch_totals": V.log_codes(totals, precision), "epoch_offsets": epoch_offsets,
             "anchor": anchor.astype(np.uint8), "spread": np.zeros(0),
             "spread_classes": np.zeros(0, np.int64)}
-    attrs = {"epoch_merge": int(merge), "epoch_anchor": anchor_name, "spread_rho": 0.0,
-             "precision": float(precision)}
-    plain = EpochVolumes(side, attrs, np.bincount(ids[vrow], minlength=nsig) > 0, P)
-    model = np.zeros(len(ids))
-    for r in range(P):
-        sl = slice(int(offsets[r]), int(offsets[r + 1]))
-        model[sl] = plain.rank(ids[sl], r, float(volume[sl][vrow[sl]].sum()))
-    rho, side["spread_classes"], q = fit_spread(model[vrow], vol, epoch[vrow], vpos)
+    w = np.empty(nvol)              # each call's mean, then its modelled volume
+    w[tm] = template_means.ravel()[row * P + vr[tm]]
+    w[~tm] = means.ravel()[site.ravel() * P + vr[~tm]]
+    ge = gepoch[vrow]
+    D = np.bincount(ge, weights=w, minlength=len(totals))[ge]
+    model = np.where(D != 0, w * totals[ge] / np.where(D != 0, D, 1.0),
+                     totals[ge] / np.maximum(nvol_epoch[ge], 1))
+    rho, side["spread_classes"], q = fit_spread(model, vol, epoch[vrow], vpos)
     side["spread"] = q.ravel()
-    del attrs["precision"]
-    attrs["spread_rho"] = rho
-    return side, attrs
+    return side, {"epoch_merge": int(merge), "epoch_anchor": anchor_name, "spread_rho": rho}
 
 
 def check(side: dict, attrs: dict, nsig: int, nranks: int) -> str | None:

@@ -20,7 +20,7 @@ from . import volumes as V
 FORM = "grammar"
 _GRAMMAR_ARRAYS = ("rule_offsets", "rule_symbols", "rule_counts", "top_offsets", "top_symbols",
                    "rank_grammar")
-_STAT_COLUMNS = ("count", "mean", "std", "min", "max")
+_STAT_COLUMNS = ("count", "mean", "std")
 
 
 @dataclass

@@ -12,8 +12,8 @@ not timed everywhere keep float seconds.
 stretch between synchronizations the total, per call site and rank the mean), on the
 logarithmic scale of :func:`log_codes`, whose bins are ``1 + 2 * precision`` wide (a bin's
 value is within ``precision`` of every value in it); each rank's volume total and first/last
-times exact.  Times: per signature and rank group (ranks sharing a grammar) the count, mean,
-standard deviation, min and max of durations and gaps; expanded, each action lasts its group's
+times exact.  Times: per signature and rank group (ranks sharing a grammar) the count, mean and
+standard deviation of durations and gaps; expanded, each action lasts its group's
 mean duration after its mean gap, stretched to the rank's exact span.
 """
 from __future__ import annotations
@@ -197,8 +197,7 @@ QUANTITIES = ("volume", "duration", "gap")
 
 def group_stats(values: np.ndarray, sig: np.ndarray, group: np.ndarray,
                 what: str) -> pd.DataFrame:
-    """Per (signature, rank group) present: count, mean, std (sample), min, max of
-    ``values`` (bincounts over one key, no sort of the values)."""
+    """Per (signature, rank group) present: count, mean and std (sample) of ``values``."""
     ngroup = int(group.max()) + 1 if len(group) else 1
     key = sig.astype(np.int64) * ngroup + group
     uniq, inv = np.unique(key, return_inverse=True)
@@ -207,9 +206,6 @@ def group_stats(values: np.ndarray, sig: np.ndarray, group: np.ndarray,
     dev = values - mean[inv]
     ss = np.bincount(inv, weights=dev * dev, minlength=len(uniq))
     std = np.where(count > 1, np.sqrt(ss / np.maximum(count - 1, 1)), 0.0)
-    lo, hi = np.full(len(uniq), np.inf), np.full(len(uniq), -np.inf)
-    np.minimum.at(lo, inv, values)
-    np.maximum.at(hi, inv, values)
     return pd.DataFrame({"what": np.full(len(uniq), QUANTITIES.index(what), np.int8),
                          "signature": uniq // ngroup, "group": uniq % ngroup, "count": count,
-                         "mean": mean, "std": std, "min": lo, "max": hi})
+                         "mean": mean, "std": std})
