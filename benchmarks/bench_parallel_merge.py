@@ -9,6 +9,8 @@ Run (nice -n 10; minitrace's venv active, so that mpiexec is MPICH's wheel):
       every C test program (tests/programs) recorded on 4 ranks: the same comparison
   python benchmarks/bench_parallel_merge.py speed --actions 50e6 --ranks 64
       wall time of the serial merge and of 1 and 2 workers, per step, and per-worker RSS
+  python benchmarks/bench_parallel_merge.py command --actions 8e6 --ranks 16 [--repeat 3]
+      `minitrace merge` in one process against `mpiexec -n 2 minitrace merge`, alternately
 """
 from __future__ import annotations
 
@@ -120,10 +122,10 @@ def timed(self, fn, what):
 W.World.step = timed
 w = W.World()
 w.comm.Barrier(); t0 = time.perf_counter()
-merge_parallel(w, sys.argv[1], sys.argv[2], say=lambda *a: None)
+meta, share = merge_parallel(w, sys.argv[1], sys.argv[2], say=lambda *a: None, keep=True)
 w.comm.Barrier(); t1 = time.perf_counter()
 rss_merge = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024
-rep = validate_parallel(w, sys.argv[2])
+rep = validate_parallel(w, sys.argv[2], share)
 w.comm.Barrier(); t2 = time.perf_counter()
 rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024
 print(json.dumps({"worker": w.rank, "merge_s": round(t1 - t0, 2), "validate_s": round(t2 - t1, 2),
@@ -176,6 +178,45 @@ def speed(args) -> None:
         shutil.rmtree(work, ignore_errors=True)
 
 
+def command(args) -> None:
+    """``minitrace merge RAW`` in one process against ``mpiexec -n 2 minitrace merge RAW``
+    (merge, validate, summary: what a user runs), alternately, on one generated recording;
+    wall and CPU seconds (children's user + system) of each run and the load beside it."""
+    work = tempfile.mkdtemp(dir=args.tmp)
+    try:
+        raw = os.path.join(work, "raw")
+        iters = int(args.actions) // (12 * args.ranks)
+        write_run(raw, args.ranks, iters, seed=1)
+        print(json.dumps({"ranks": args.ranks, "iterations": iters, "raw_bytes": sum(
+            os.path.getsize(f) for f in glob.glob(os.path.join(raw, "*.mtr")))}))
+        walls: dict = {1: [], 2: []}
+        for rep in range(args.repeat):
+            for k in (1, 2):
+                out = os.path.join(work, f"k{k}.h5")
+                cmd = [PY, "-m", "minitrace", "merge", raw, "-o", out]
+                if k > 1:
+                    cmd = [mpi_tool("mpiexec"), "-n", str(k), *cmd]
+                load = os.getloadavg()[0]
+                c0 = os.times()
+                t, p = _run(cmd)
+                c1 = os.times()
+                cpu = c1.children_user - c0.children_user + c1.children_system - \
+                    c0.children_system
+                walls[k].append(t)
+                print(json.dumps({"run": rep, "workers": k, "rc": p.returncode,
+                                  "wall_s": round(t, 2), "cpu_s": round(cpu, 2),
+                                  "load_before": load, "load_after": os.getloadavg()[0]}),
+                      flush=True)
+                shutil.rmtree(os.path.join(work, f"k{k}.parts"), ignore_errors=True)
+                if os.path.exists(out):
+                    os.unlink(out)
+        pairs = [a / b for a, b in zip(walls[1], walls[2])]
+        print(json.dumps({"speedup_per_pair": [round(x, 2) for x in pairs],
+                          "speedup_of_fastest": round(min(walls[1]) / min(walls[2]), 2)}))
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -195,6 +236,11 @@ def main() -> None:
     p.add_argument("--workers", type=int, nargs="+", default=[0, 1, 2],
                    help="0 = the serial merge")
     p.set_defaults(func=speed)
+    p = sub.add_parser("command")
+    p.add_argument("--actions", type=float, default=8e6)
+    p.add_argument("--ranks", type=int, default=16)
+    p.add_argument("--repeat", type=int, default=3)
+    p.set_defaults(func=command)
     args = ap.parse_args()
     args.func(args)
 

@@ -60,8 +60,9 @@ def _run_parallel(directory: str, output: str) -> int:
     from ..parallel.world import World
     world = World()
     try:
-        meta = merge_parallel(world, directory, output)
-        rep = validate_parallel(world, output)
+        meta, share = merge_parallel(world, directory, output, keep=True)
+        rep = validate_parallel(world, output, share)
+        del share
         summary = summary_parallel(world, output)
     except MinitraceError:
         if world.root:

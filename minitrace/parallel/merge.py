@@ -18,21 +18,37 @@ Memory per worker: its parts' actions (80 B each, ACTION_DTYPE) and their encode
 from __future__ import annotations
 
 import os
+from typing import NamedTuple
 
 import numpy as np
 
 from .. import storage
 from ..errors import MinitraceError
 from ..merge import RawRun, merge_ranks, parse_rank, trace_tables
+from ..model import TraceColumns
 from . import parts as P
 from .shares import contiguous_shares
 from .world import World
 
 
+class Share(NamedTuple):
+    """A worker's consecutive ranks in memory, as the parallel validate and summary take them:
+    its actions (rows and vectors from 0, the whole trace's tables and metadata), its first
+    rank and row, the trace's rank offsets and every worker's (lo, hi) ranks."""
+
+    data: TraceColumns
+    lo: int
+    row: int
+    offsets: np.ndarray
+    shares: list
+
+
 def merge_parallel(world: World, directory: str, output: str,
-                   command_line: str | None = None, say=print) -> dict:
+                   command_line: str | None = None, say=print, keep: bool = False):
     """Merge ``directory`` into ``output`` (OUT.h5 over OUT.parts/); returns the trace's
-    metadata on every worker.  ``say`` prints progress (worker 0 only)."""
+    metadata on every worker.  ``say`` prints progress (worker 0 only).  With ``keep``:
+    (metadata, this worker's :class:`Share`), the share None on every worker unless each
+    merged one part now, worker i part i (a resumed merge: the validate reads the file)."""
     run = world.step(lambda: RawRun(directory), "reading the raw files' headers")
     pdir = P.parts_dir(output)
     plan = world.bcast(world.step(lambda: _plan(run, directory, pdir, world.size)
@@ -48,6 +64,7 @@ def merge_parallel(world: World, directory: str, output: str,
         say(f"resuming: {len(done)} of {len(paths)} part(s) already written; merging ranks "
             f"{_ranges([plan['parts'][i] for i in todo]) or 'none'}")
     mine = _assign(todo, weight, world.size)[world.rank]
+    in_memory = keep and todo == list(range(world.size))     # then mine == [world.rank]
     reloaded = done[world.rank::world.size]
     unit = "seconds" if run.seconds else "instructions"
 
@@ -94,11 +111,11 @@ def merge_parallel(world: World, directory: str, output: str,
     def encode():
         out, ranges = {}, {}
         for i in mine:
-            acts, offs, vecs = filled.pop(i)
+            acts, offs, vecs = filled[i] if in_memory else filled.pop(i)
             enc = storage.encode_columns(acts, offs, eplan)
             counts, krows = storage.kind_index(acts["kind"], offs,
                                                int(offsets[plan["parts"][i][0]]), before[i])
-            del acts
+            del acts        # (held until validated with keep; else ~25 B per action here)
             ranges[i] = storage.int_ranges(_wide(enc, vecs, krows))
             out[i] = _narrowed(enc, vecs, krows, ranges[i]) + (counts,)
         return out, ranges
@@ -132,7 +149,15 @@ def merge_parallel(world: World, directory: str, output: str,
                        np.concatenate([counts[i] for i in range(len(paths))]),
                        tables.comms, tables.strings)
     world.step(assemble, f"writing {output}")
-    return meta
+    if not keep:
+        return meta
+    if not in_memory:
+        return meta, None
+    lo, hi = plan["parts"][world.rank]
+    acts, offs, vecs = filled.pop(world.rank)
+    data = TraceColumns(acts, offs, vecs, tables.comms, tables.strings, meta)
+    return meta, Share(data, lo, int(offsets[lo]), offsets,
+                       [tuple(p) for p in plan["parts"]])
 
 
 def _plan(run: RawRun, directory: str, pdir: str, k: int) -> dict:
@@ -154,7 +179,11 @@ def _plan(run: RawRun, directory: str, pdir: str, k: int) -> dict:
 
 
 def _assign(todo: list[int], weight: list[int], k: int) -> list[list[int]]:
-    """The parts to merge shared among ``k`` workers: heaviest first to the least loaded."""
+    """The parts to merge shared among ``k`` workers: part i to worker i when there is one
+    per worker (a fresh plan: balanced by construction), else heaviest first to the least
+    loaded."""
+    if todo == list(range(k)):
+        return [[i] for i in todo]
     load, out = [0] * k, [[] for _ in range(k)]
     for i in sorted(todo, key=lambda i: -weight[i]):
         w = load.index(min(load))

@@ -89,9 +89,12 @@ def _share(path: str, world: World):
     return data, lo, int(offsets[lo]), offsets, shares
 
 
-def validate_parallel(world: World, path: str) -> V.ValidationReport | None:
-    """Validate the trace ``path`` on every worker; the report on worker 0 (None elsewhere)."""
-    data, lo, rlo, offsets, shares = world.step(lambda: _share(path, world), f"reading {path}")
+def validate_parallel(world: World, path: str, share=None) -> V.ValidationReport | None:
+    """Validate the trace ``path`` on every worker; the report on worker 0 (None elsewhere).
+    ``share``: this worker's ranks already in memory (merge_parallel's ``Share``, given on
+    every worker or on none), not read again."""
+    data, lo, rlo, offsets, shares = share if share is not None else \
+        world.step(lambda: _share(path, world), f"reading {path}")
     nranks, nactions = len(offsets) - 1, int(offsets[-1])
     if nranks == 0:
         return V.validate(data) if world.root else None

@@ -130,10 +130,14 @@ def _check_comm_collectives(ctx, rep, comm, members, g, inter: bool = False) -> 
         _check_sizes(ctx, rep, comm, members, same)
 
 
+#: Blocking form of each collective kind code (a lookup, not a Python call per row).
+_BASE = np.array([K.BLOCKING_FORM.get(K.NAME.get(k, ""), "") for k in range(256)], object)
+
+
 def _check_sizes(ctx, rep, comm, members, g) -> None:
     P = len(members)
     g = g.copy()
-    g["base"] = g.kind.map(lambda k: K.BLOCKING_FORM[K.NAME[int(k)]])
+    g["base"] = _BASE[g.kind.to_numpy()]
     g["is_root"] = g["rank"].to_numpy() == g["peer"].to_numpy()
     # The value each member contributes, which must be the same on every member.
     rules = {
