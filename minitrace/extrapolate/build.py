@@ -54,36 +54,28 @@ class ClassPlan:
     leaves: dict
 
 
-def _leaf_volumes(run: ST.Run, rc: ST.RankClass) -> np.ndarray:
-    """Mean volume of each leaf over the class's ranks and iterations (of a composed class:
-    its donors' leaves')."""
+def _class_volumes(run: ST.Run, rc: ST.RankClass) -> np.ndarray:
+    """(ranks, actions): the volumes of the class's ranks (of a composed class, its one
+    composed sequence's)."""
     if rc.parts is not None:
-        donors, which, leaf = rc.parts
-        per = [_leaf_volumes(run, d) for d in donors]
-        return np.array([per[w][x] for w, x in zip(which.tolist(), leaf.tolist())], float)
-    stream = ST.leaf_stream(rc.tree)
-    total = np.zeros(len(rc.leaves))
-    for r in rc.ranks:
-        total += np.bincount(stream, run.data.actions["volume"][run.data.rank_slice(int(r))],
-                             minlength=len(rc.leaves))
-    return total / (len(rc.ranks) * np.maximum(np.bincount(stream, minlength=len(rc.leaves)), 1))
+        return np.asarray(rc.parts, float)[None, :]
+    return np.stack([run.data.actions["volume"][run.data.rank_slice(int(r))]
+                     for r in rc.ranks]).astype(float)
+
+
+def _leaf_volumes(run: ST.Run, rc: ST.RankClass) -> np.ndarray:
+    """Mean volume of each leaf over the class's ranks and iterations."""
+    volumes = _class_volumes(run, rc)
+    stream = np.broadcast_to(ST.leaf_stream(rc.tree), volumes.shape).ravel()
+    return np.bincount(stream, volumes.ravel(), len(rc.leaves)) / \
+        np.maximum(np.bincount(stream, minlength=len(rc.leaves)), 1)
 
 
 def _leaf_ratios(run: ST.Run, rc: ST.RankClass) -> tuple[np.ndarray, np.ndarray]:
     """Each leaf's volumes over the class's ranks and iterations relative to their mean:
-    (ratios grouped by leaf, offsets into them per leaf).  A leaf of mean 0 has none; a
-    composed class's leaf has its donor leaf's."""
-    if rc.parts is not None:
-        donors, which, leaf = rc.parts
-        pools = [_leaf_ratios(run, d) for d in donors]
-        parts = [pools[w][0][pools[w][1][x]:pools[w][1][x + 1]]
-                 for w, x in zip(which.tolist(), leaf.tolist())]
-        return np.concatenate(parts + [np.zeros(0)]), \
-            np.concatenate([[0], np.cumsum([len(x) for x in parts])]).astype(np.int64)
-    stream = ST.leaf_stream(rc.tree)
-    volumes = np.stack([run.data.actions["volume"][run.data.rank_slice(int(r))]
-                        for r in rc.ranks]).astype(float)            # (ranks, actions)
-    leaves = np.broadcast_to(stream, volumes.shape).ravel()
+    (ratios grouped by leaf, offsets into them per leaf).  A leaf of mean 0 has none."""
+    volumes = _class_volumes(run, rc)
+    leaves = np.broadcast_to(ST.leaf_stream(rc.tree), volumes.shape).ravel()
     mean = np.bincount(leaves, volumes.ravel(), len(rc.leaves)) / \
         np.maximum(np.bincount(leaves, minlength=len(rc.leaves)), 1)
     usable = mean[leaves] > 0

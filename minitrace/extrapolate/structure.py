@@ -59,9 +59,9 @@ class RankClass:
     tree: Node
     loops: list                  # Node, pre-order
     leaves: list                 # signature ids, pre-order
-    #: a class composed from others' parts (:mod:`.compose`), no rank of its own: per leaf,
-    #: the recorded class and leaf it was taken from (donor classes, donor of each, leaf)
-    parts: tuple | None = None
+    #: a class composed from others' parts (:mod:`.compose`), no rank of its own: the
+    #: volume of each action of its composed sequence (taken from the calls it was made of)
+    parts: np.ndarray | None = None
 
 
 @dataclass
@@ -80,7 +80,7 @@ class Run:
         return self.data.nranks
 
 
-def _tree(gram: G.Grammar, symbols, count: int = 1) -> Node:
+def tree_of(gram: G.Grammar, symbols, count: int = 1) -> Node:
     node = Node(count=count)
     for s in symbols:
         s = int(s)
@@ -88,7 +88,7 @@ def _tree(gram: G.Grammar, symbols, count: int = 1) -> Node:
             node.children.append(Node(sig=s))
         else:
             rule = s - gram.nterm
-            node.children.append(_tree(gram, gram.body(rule), int(gram.rule_counts[rule])))
+            node.children.append(tree_of(gram, gram.body(rule), int(gram.rule_counts[rule])))
     return node
 
 
@@ -156,7 +156,7 @@ def load(path: str, data: TraceColumns, grid: GR.Grid | None = None,
                 ",".join(map(str, sorted(signed(ranks, P).tolist())))
             if key in classes:      # one anchored program at several positions
                 ranks = np.union1d(classes[key].ranks, ranks)
-            tree = _tree(gram, gram.top(int(g)))
+            tree = tree_of(gram, gram.top(int(g)))
             loops, leaves = [], []
             walk(tree, loops, leaves)
             classes[key] = RankClass(key, ranks, tree, loops, leaves)

@@ -1,0 +1,72 @@
+"""Grid positions composed from a skeleton and per-direction calls
+(minitrace/extrapolate/compose.py): a 3-D 27-point halo on two multigrid levels, its ranks x
+fastest (tests/programs/stencil27.c), recorded at 8, 12, 16 and 18 ranks, none of which has an
+interior rank, extrapolates to 27 (3x3x3) with the structure of the recorded 27-rank run and
+the interior's message sizes; where the calls of different directions cannot be told apart
+(one waitall for all), the refusal says so."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from minitrace.cli import main
+from minitrace.errors import MinitraceError
+from minitrace.extrapolate import build as B
+from minitrace.extrapolate import check as C
+from minitrace.extrapolate import compose as CO
+from minitrace.extrapolate import grid as GR
+from minitrace.extrapolate import structure as ST
+from tests.support import synthetic
+from tests.support.record_util import record
+
+INTERIOR = "(mid,mid,mid)"
+
+
+def test_neighbours_of_a_position():
+    assert len(CO.neighbours("(mid,mid,mid)")) == 26
+    assert len(CO.neighbours("(lo,mid,hi)")) == 11            # 2 x 3 x 2 - itself
+    assert {tuple(GR.decode(d, 2)) for d in CO.neighbours("(lo,one)")} == {(1, 0)}
+    assert not CO.composable("(*,*)@(0,*)") and CO.composable("(lo,mid)")
+
+
+def test_recorded_27_point_interior_is_composed(programs, tmp_path, capsys):
+    exe = programs("stencil27")
+    paths = []
+    for p in (8, 12, 16, 18, 27):
+        paths.append(str(tmp_path / f"s{p}.h5"))
+        record(Path(paths[-1]), p, [str(exe), "3", "8"])
+    runs = C.load_runs(paths)
+    # x-fastest ranks: 3x2x2 (x, y, z) is the C-order grid 2x2x3, none wraps
+    assert [r.grid.dims for r in runs] == [(2, 2, 2), (2, 2, 3), (2, 2, 4), (2, 3, 3),
+                                           (3, 3, 3)]
+    assert not any(any(r.grid.periods) for r in runs)
+    assert not any(INTERIOR in r.classes for r in runs[:-1])
+    # --force: volumes of an oversubscribed recording are noisy; the structure is checked
+    assert main(["extrapolate", *paths, "--check", "--force"]) == 0
+    printed = capsys.readouterr().out
+    assert "structure at 27 ranks: identical to the recorded run" in printed
+    note = next(line for line in printed.splitlines() if "composed from the skeleton" in line
+                and INTERIOR in line)
+    assert "runs at 8, 12, 16, 18 ranks" in note
+    # the interior's 26 neighbours on both levels, with the recorded sizes, in its order
+    data, _, _ = B.extrapolate(C.load_runs(paths[:-1]), 27, force=True)
+    made = ST.load("x", data, runs[-1].grid)
+    mine, theirs = (r.sig.table[r.classes[INTERIOR].leaves] for r in (made, runs[-1]))
+    for field in ("kind", "peer", "bytes_sent", "bytes_recv", "request"):
+        assert np.array_equal(mine[field], theirs[field]), field
+    assert len(set(mine["peer"][mine["peer_mode"] == 1].tolist())) == 26
+    assert sorted(set(mine["bytes_recv"][mine["bytes_recv"] > 0].tolist())) == \
+        [8, 32, 64, 128, 512]     # corners 1 double; edges 8, 4; faces 8x8, 4x4 (2 levels)
+
+
+def test_one_waitall_for_every_direction_is_not_composed():
+    scales = (4, 8, 16)
+    runs = C.runs_of([f"h{p}.h5" for p in scales],
+                     [synthetic.halo_grid_trace(p, 2, periodic=False, seed=p) for p in scales])
+    with pytest.raises(MinitraceError, match=r"rank class \(mid,mid\) \(interior\) is in 1 "
+                                             r"run\(s\) \(16 ranks\): 3 are needed to fit it "
+                                             r"\(not composed: rank class \(\w+,\w+\) "
+                                             r"completes several requests in one call"):
+        B.extrapolate(runs, 64, "weak")
