@@ -11,12 +11,19 @@ unevenly, without stalling busy-polling MPI ranks:
   from the rank it preempts and memory bandwidth from both while it runs.  Streaming code slows down more than
   compute-bound code; a rank is never off its core for more than the quota of one period, so a
   busy-polling partner waits at most that long (a quota on the ranks themselves, the earlier
-  B, stalled them for whole periods: RESULTS.md);
-* optionally (``--rank-quota`` cores, 0 = off) the ranks' jobs in a quota cgroup too.
+  B, stalled them for whole periods: RESULTS.md).  But MPICH's waiting ranks yield their core
+  every 1000 polls, and the co-runner takes it then: its slowdown falls on the messages, not
+  on the compute (RESULTS.md, issue 37.2); ``--no-yield`` turns the yield off;
+* optionally (``--rank-quota`` cores, 0 = off) the ranks' jobs in a quota cgroup too: with a
+  1 ms period (``--period-us 1000``) the quota throttles both ranks within every millisecond,
+  a slower CPU for compute and communication alike (a frequency-like slowdown).
+
+A's jobs and B's run in cgroups of equal ``--shares`` (15 by default: the weight of nice 19,
+the machine's other users' jobs), so that neither is favoured against the other programs.
 
 For each application (bench_accuracy.py's builds; ``--apps``: compute-bound ``ep``,
 memory-bound ``cg3d``, communication-bound ``transpose``, mixed ``jacobi2d``, and
-``master_worker``), at 2 ranks on the 2 cores:
+``master_worker``), at ``--ranks`` ranks (2) on the 2 cores:
 
 1. calibrate A and B (``minitrace calibrate``, its kernel set included; B's with the
    co-runner on);
@@ -54,6 +61,7 @@ from bench_accuracy import SMALL, _apps  # noqa: E402
 
 CGROUPS = Path("/sys/fs/cgroup/cpu")
 RANKS, CORUNNER = CGROUPS / "minitrace-bench-b", CGROUPS / "minitrace-bench-b-corunner"
+ON_A = CGROUPS / "minitrace-bench-a"
 #: which argument of each application counts its iterations (or tasks): the probe runs fewer
 _ITERATIONS = {"jacobi2d": -1, "cg3d": -1, "transpose": -1, "master_worker": -2, "ep": -2}
 _STREAM = ("import numpy as np, sys\n"
@@ -62,10 +70,14 @@ _STREAM = ("import numpy as np, sys\n"
            "    a *= 1.0000001\n")
 
 
-def _quota(group: Path, cores: float, period_us: int) -> None:
+def _group(group: Path, shares: int, cores: float = 0.0, period_us: int = 100000) -> Path:
+    """``group`` with ``shares`` (its weight against other programs) and a quota of ``cores``
+    (0: none)."""
     group.mkdir(exist_ok=True)
+    (group / "cpu.shares").write_text(str(shares))
     (group / "cpu.cfs_period_us").write_text(str(period_us))
-    (group / "cpu.cfs_quota_us").write_text(str(int(cores * period_us)))
+    (group / "cpu.cfs_quota_us").write_text(str(int(cores * period_us)) if cores else "-1")
+    return group
 
 
 def _in(group: Path | None, cmd: list[str]) -> list[str]:
@@ -79,15 +91,16 @@ def _load() -> str:
     return f"{os.getloadavg()[0]:.2f}"
 
 
-def _recorded_time(job: list[str], out: Path, cal: Path, group: Path | None) -> float:
+def _recorded(job: list[str], out: Path, cal: Path, group: Path | None) -> tuple[float, float]:
     """A run of ``job`` recorded (on B when ``group``/the co-runner are on): its time from the
     last MPI_Init return to the last MPI_Finalize (the self-check's recorded time; against A's
-    calibration, whose host it is)."""
+    calibration, whose host it is), and its compute's wall seconds, mean over ranks."""
     from minitrace.predict import predict
     subprocess.run(_in(group, [sys.executable, "-m", "minitrace", "record", "-o", str(out),
                                "--volume", "cputime", "--", *job]),
                    check=True, stdout=subprocess.DEVNULL)
-    return predict(str(out), str(cal)).recorded_time
+    p = predict(str(out), str(cal))
+    return p.recorded_time, statistics.mean(p.measured["compute"])
 
 
 class MachineB:
@@ -95,14 +108,12 @@ class MachineB:
 
     def __init__(self, args):
         self.args, self.stream = args, None
-        self.group = RANKS if args.rank_quota else None
+        self.group = _group(RANKS, args.shares, args.rank_quota, args.period_us)
 
     def __enter__(self):
         a = self.args
-        if self.group is not None:
-            _quota(self.group, a.rank_quota, a.period_us)
         if a.stream_mib:
-            _quota(CORUNNER, a.corunner_quota, a.period_us)
+            _group(CORUNNER, 1024, a.corunner_quota, a.period_us)
             self.stream = subprocess.Popen(_in(CORUNNER, [sys.executable, "-c", _STREAM,
                                                           str(a.stream_mib)]))
             time.sleep(1.0)                          # its pages touched before B runs
@@ -116,7 +127,7 @@ class MachineB:
 
 
 def _cleanup() -> None:
-    for group in (RANKS, CORUNNER):
+    for group in (RANKS, CORUNNER, ON_A):
         if group.exists():
             for pid in (group / "tasks").read_text().split():
                 subprocess.run(["kill", pid], stderr=subprocess.DEVNULL)
@@ -137,6 +148,15 @@ def main() -> int:
                     help="B's ranks' CPU quota, cores (0: none)")
     ap.add_argument("--period-us", type=int, default=2000,
                     help="the quotas' period (CFS throttles within it)")
+    ap.add_argument("--shares", type=int, default=15,
+                    help="cpu.shares of A's and B's jobs (15: the weight of nice 19, as the "
+                         "machine's other users' jobs)")
+    ap.add_argument("--no-yield", action="store_true",
+                    help="MPICH's ranks never yield their core while they wait "
+                         "(MPIR_CVAR_POLLS_BEFORE_YIELD=0, A's and B's jobs)")
+    ap.add_argument("--ranks", type=int, default=2,
+                    help="ranks of each application's job (1: no waiting rank to poll while "
+                         "the other programs of a shared machine take its partner's core)")
     ap.add_argument("--probe-share", type=float, default=0.25)
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--work", default=None)
@@ -144,6 +164,8 @@ def main() -> int:
     from minitrace.predict import predict
     for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
         os.environ.setdefault(var, "1")
+    if args.no_yield:
+        os.environ["MPIR_CVAR_POLLS_BEFORE_YIELD"] = "0"
     work = Path(args.work or tempfile.mkdtemp(prefix="bench-elsewhere-"))
     work.mkdir(parents=True, exist_ok=True)
     bindir = Path(sys.executable).parent
@@ -151,6 +173,7 @@ def main() -> int:
     apps = {k: v for k, v in _apps(work, str(bindir / "mpicc")).items()
             if k in args.apps.split(",")}
     b = MachineB(args)
+    a = _group(ON_A, args.shares)
     try:
         print(f"load average at start {_load()}; B: co-runner streaming {args.stream_mib} MiB "
               f"with {args.corunner_quota} cores of quota, ranks' quota "
@@ -158,8 +181,8 @@ def main() -> int:
               f"{os.cpu_count()} cores; work {work}", flush=True)
         cal_a, cal_b = work / "a.h5", work / "b.h5"
         if not cal_a.exists():
-            subprocess.run(me + ["calibrate", "-o", str(cal_a), "--quiet", "--", mpiexec, "-n",
-                                 "2"], check=True)
+            subprocess.run(_in(a, me + ["calibrate", "-o", str(cal_a), "--quiet", "--",
+                                        mpiexec, "-n", "2"]), check=True)
         if not cal_b.exists():
             with b:
                 subprocess.run(_in(b.group, me + ["calibrate", "-o", str(cal_b), "--quiet",
@@ -170,15 +193,16 @@ def main() -> int:
         ratios = kernel_ratios(load(str(cal_a)), load(str(cal_b)))
         print("kernel ratios B/A: " + ", ".join(f"{k} x{v:.3f}" for k, v in ratios.items()))
         print("| app | load | on A (s), self-check | measured on B (s) | no translation | "
-              "kernels [range] | probe [95%] | probe sites | B/A: measured, kernels, probe |")
-        print("|---|---|---|---|---|---|---|---|---|")
+              "kernels [range] | probe [95%] | probe sites | B/A: measured, kernels, probe | "
+              "compute on B (s): measured, kernels, probe |")
+        print("|---|---|---|---|---|---|---|---|---|---|")
         for name, argv in apps.items():
             argv = argv[:-2] + SMALL[name] if args.size == "small" and name in SMALL else argv
-            job = [mpiexec, "-n", "2", *argv]
+            job = [mpiexec, "-n", str(args.ranks), *argv]
             load0 = _load()
             big, probe = work / f"{name}-a.h5", work / f"{name}-probe-b.h5"
-            subprocess.run(me + ["record", "-o", str(big), "--volume", "cputime", "--", *job],
-                           check=True, stdout=subprocess.DEVNULL)
+            subprocess.run(_in(a, me + ["record", "-o", str(big), "--volume", "cputime", "--",
+                                        *job]), check=True, stdout=subprocess.DEVNULL)
             own = predict(str(big), str(cal_a))     # A's recorded time and the replay's error
             on_a = own.recorded_time
             short = list(job)
@@ -188,9 +212,10 @@ def main() -> int:
                 subprocess.run(_in(b.group, me + ["record", "-o", str(probe), "--volume",
                                                   "cputime", "--", *short]),
                                check=True, stdout=subprocess.DEVNULL)
-                measured = statistics.median(
-                    _recorded_time(job, work / f"{name}-b{r}.h5", cal_a, b.group)
-                    for r in range(args.runs))
+                runs = [_recorded(job, work / f"{name}-b{r}.h5", cal_a, b.group)
+                        for r in range(args.runs)]
+            measured = statistics.median(t for t, _ in runs)
+            compute_b = statistics.median(c for _, c in runs)
             plain = own.predicted_time
             kern = predict(str(big), str(cal_b), recorded_on=str(cal_a), measured=measured)
             probed = predict(str(big), str(cal_b), recorded_on=str(cal_a), probe=str(probe),
@@ -204,10 +229,15 @@ def main() -> int:
             slow = f"x{measured / on_a:.3f}, " + ", ".join(
                 f"x{q:.3f} ({q * on_a / measured - 1:+.1%})"
                 for q in (kern.predicted_time / plain, probed.predicted_time / plain))
+            # the compute alone: B's recorded wall time in compute (mean over ranks, median
+            # over runs) and the translated compute each replay ran
+            part = f"{compute_b:.4f}, " + ", ".join(
+                f"{c:.4f} ({(c - compute_b) / compute_b:+.1%})"
+                for c in (statistics.mean(q.predicted["compute"]) for q in (kern, probed)))
             print(f"| {name} | {load0}-{_load()} | {on_a:.4f} ({own.error:+.1%}) | "
                   f"{measured:.4f} | {err(plain)} | {err(kern.predicted_time)}{span(kern)} | "
                   f"{err(probed.predicted_time)}{span(probed)} | "
-                  f"{site_note.split(': ', 1)[-1]} | {slow} |", flush=True)
+                  f"{site_note.split(': ', 1)[-1]} | {slow} | {part} |", flush=True)
         print(f"load average at end {_load()}")
     finally:
         b.__exit__()
