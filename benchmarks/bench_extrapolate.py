@@ -5,10 +5,13 @@ to 1,024-16,384 ranks takes and how large the file is.  ``--grids``: the same on
 2-D and 3-D halos (periodic and open); ``--recorded``: --check on real programs
 (benchmarks/apps: halo2d, halo3d, cg3d, master_worker) recorded at several scales;
 ``--to-64``: the same with 64-rank recordings, predicted from three smaller ones (run it with
-the Open MPI environment's python: its waiting ranks yield the core).
+the Open MPI environment's python: its waiting ranks yield the core); ``--composed``: a
+recorded 27-point 3-D halo whose small runs lack positions (composed, compose.py), --check at
+64 and the time to 16,384.
 
     nice -n 10 python benchmarks/bench_extrapolate.py [--largest 16384] [--grids] [--recorded]
     nice -n 10 .venv-openmpi/bin/python benchmarks/bench_extrapolate.py --to-64
+    nice -n 10 python benchmarks/bench_extrapolate.py --composed [--largest 16384]
 """
 from __future__ import annotations
 
@@ -127,29 +130,68 @@ RECORDED_TO_64 = [   # 64 ranks recorded too (--to-64): structure at 64 from thr
     ("cg3d", ["32", "10"], (8, 16, 32, 64), "strong")]
 
 
+APPS = Path(__file__).resolve().parent / "apps"
+
+
+def _record(tmp: str, source: Path, argv: list, scales) -> list[str]:
+    """``minitrace record`` the program ``source`` (compiled once) at each scale,
+    oversubscribed: the paths.  The MPI is the running interpreter's (its mpicc, mpiexec)."""
+    bindir = os.path.dirname(sys.executable)
+    env = dict(os.environ, OMPI_MCA_mpi_yield_when_idle="1", OMPI_ALLOW_RUN_AS_ROOT="1",
+               OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
+               PRTE_MCA_rmaps_default_mapping_policy=":oversubscribe")
+    exe = os.path.join(tmp, source.stem)
+    if not os.path.exists(exe):
+        subprocess.run([os.path.join(bindir, "mpicc"), "-O1", "-o", exe, str(source)],
+                       check=True)
+    paths = []
+    for p in scales:
+        paths.append(os.path.join(tmp, f"{source.stem}-{'-'.join(argv)}-{p}.h5"))
+        subprocess.run([sys.executable, "-m", "minitrace", "record", "-o", paths[-1], "--",
+                        os.path.join(bindir, "mpiexec"), "-n", str(p), exe, *argv],
+                       check=True, capture_output=True, env=env, cwd=tmp)
+    return paths
+
+
+def composed(tmp: str, largest: int) -> None:
+    """A 27-point 3-D halo on two multigrid levels (tests/programs/stencil27.c) recorded at
+    8, 16 and 32 ranks (2x2x2, 4x2x2, 4x4x2, x fastest: no interior, no face of 4x4x4): every
+    position composed, extrapolated to 64 .. ``largest``; the time and size, and at 64 the
+    structure of the recorded 64-rank run."""
+    source = Path(__file__).resolve().parents[1] / "tests" / "programs" / "stencil27.c"
+    paths = _record(tmp, source, ["10", "16"], (8, 16, 32, 64))
+    with contextlib.redirect_stdout(io.StringIO()):
+        result = C.self_check(C.load_runs(paths), "weak", 0.05, True, "1Gf")
+    a, b = result["times"]
+    diff = result["differences"]
+    print(f"\nstencil27 8, 16, 32 -> 64: structure "
+          f"{'identical' if not diff else '; '.join(diff[:2])}; replayed {a:.6g} s vs "
+          f"recorded {b:.6g} s ({(a - b) / b:+.2%}), {len(result['forced'])} forced")
+    print("\n| ranks | grid | composed classes | wall (s) | CPU (s) | actions | file (bytes) |\n"
+          "|---|---|---|---|---|---|---|")
+    n = 64
+    while n <= largest:
+        runs = C.load_runs(paths[:3])
+        out = os.path.join(tmp, f"big{n}.h5")
+        t, c = time.perf_counter(), time.process_time()
+        data, _, _ = B.extrapolate(runs, n, "weak", force=True)
+        B.write(out, data)
+        made = sum(1 for k, rc in runs[-1].classes.items() if rc.parts is not None)
+        print(f"| {n} | {'x'.join(map(str, data.meta['extrapolated']['grid']['dims']))} | "
+              f"{made} | {time.perf_counter() - t:.2f} | {time.process_time() - c:.2f} | "
+              f"{len(data.actions)} | {os.path.getsize(out)} |")
+        os.unlink(out)
+        n *= 4
+
+
 def recorded(tmp: str, programs=RECORDED) -> None:
     """``minitrace record`` each program at its scales (oversubscribed), then --check.  The
     MPI is the running interpreter's (its mpicc, mpiexec); under Open MPI, waiting ranks
     yield their core (``mpi_yield_when_idle``), which 64 processes on 2 cores need."""
-    apps = os.path.join(os.path.dirname(os.path.abspath(__file__)), "apps")
-    bindir = os.path.dirname(sys.executable)
     print("\n| program | argv | runs | structure at the largest | replay extrapolated (s) "
           "| replay recorded (s) | error | forced |\n|---|---|---|---|---|---|---|---|")
-    env = dict(os.environ, OMPI_MCA_mpi_yield_when_idle="1", OMPI_ALLOW_RUN_AS_ROOT="1",
-               OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
-               PRTE_MCA_rmaps_default_mapping_policy=":oversubscribe")
     for name, argv, scales, scaling in programs:
-        exe = os.path.join(tmp, name)
-        if not os.path.exists(exe):
-            subprocess.run([os.path.join(bindir, "mpicc"), "-O1", "-o", exe,
-                            os.path.join(apps, name + ".c")], check=True)
-        paths = []
-        for p in scales:
-            paths.append(os.path.join(tmp, f"{name}-{'-'.join(argv)}-{p}.h5"))
-            subprocess.run([sys.executable, "-m", "minitrace", "record", "-o", paths[-1], "--",
-                            os.path.join(bindir, "mpiexec"), "-n", str(p), exe, *argv],
-                           check=True, capture_output=True, env=env, cwd=tmp)
-        runs = C.load_runs(paths)
+        runs = C.load_runs(_record(tmp, APPS / f"{name}.c", argv, scales))
         try:
             with contextlib.redirect_stdout(io.StringIO()):
                 result = C.self_check(runs, scaling, 0.05, True, "1Gf")
@@ -169,6 +211,8 @@ def main() -> None:
     ap.add_argument("--speed", action="store_true", help="the speed table only")
     ap.add_argument("--grids", action="store_true", help="2-D and 3-D generated halos only")
     ap.add_argument("--recorded", action="store_true", help="recorded programs only")
+    ap.add_argument("--composed", action="store_true",
+                    help="a recorded 27-point 3-D halo, positions composed, to 64 .. --largest")
     ap.add_argument("--to-64", action="store_true",
                     help="recorded programs up to 64 ranks (run it with Open MPI's python)")
     args = ap.parse_args()
@@ -182,7 +226,9 @@ def main() -> None:
             recorded(tmp, RECORDED_TO_64)
         if args.speed:
             speed(tmp, args.largest)
-        if not (args.grids or args.recorded or args.to_64 or args.speed):
+        if args.composed:
+            composed(tmp, args.largest)
+        if not (args.grids or args.recorded or args.to_64 or args.speed or args.composed):
             accuracy(tmp)
             speed(tmp, args.largest)
     print(f"load average {os.getloadavg()[0]:.1f}")

@@ -70,3 +70,11 @@ def test_one_waitall_for_every_direction_is_not_composed():
                                              r"\(not composed: rank class \(\w+,\w+\) "
                                              r"completes several requests in one call"):
         B.extrapolate(runs, 64, "weak")
+
+
+def test_target_grid_keeps_the_runs_order_of_extents():
+    rising = [GR.Grid(d, (False,) * 3) for d in ((2, 2, 2), (2, 2, 4), (2, 4, 4))]
+    assert GR.target(rising, 128).dims == (4, 4, 8)          # MPI_Dims_create: 8x4x4
+    assert GR.target(rising, 128, (8, 4, 4)).dims == (8, 4, 4)
+    falling = [GR.Grid(d, (False,) * 3) for d in ((2, 2, 2), (4, 2, 2), (4, 4, 2))]
+    assert GR.target(falling, 128).dims == (8, 4, 4)

@@ -263,10 +263,15 @@ def _wraps_at_two(data, relative: np.ndarray, grid: Grid, k: int) -> bool:
 
 def target(grids: list, ranks: int, dims: tuple | None = None) -> Grid:
     """The grid at the target: ``dims`` (--grid) or MPI_Dims_create's, with the runs'
-    periods."""
+    periods; its extents in increasing order when every run's are (ranks numbered x fastest
+    on MPI_Dims_create's grid: 4x2x2 is the C-order grid 2x2x4)."""
     ref = max(grids, key=lambda g: g.size)
     if dims is None:
         dims = dims_create(ranks, ref.ndims)
+        rising = [tuple(sorted(dims_create(g.size, g.ndims))) for g in grids]
+        if all(g.dims == r for g, r in zip(grids, rising)) and \
+                any(g.dims != dims_create(g.size, g.ndims) for g in grids):
+            dims = tuple(sorted(dims))      # MPI_Dims_create's extents, x fastest (HPCG's)
     if len(dims) != ref.ndims or int(np.prod(dims)) != ranks:
         raise MinitraceError(f"--grid {'x'.join(map(str, dims))}: the runs' grids have "
                              f"{ref.ndims} dimensions and the target {ranks} ranks")
