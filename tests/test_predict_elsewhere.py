@@ -208,6 +208,12 @@ def test_sites_the_probe_did_not_see_take_the_best_kernel_mix(machines):
     assert tr.fallback == "kernel mix"
     assert tr.fallback_share == pytest.approx(vols[unseen].sum() / vols.sum())
     assert any("the kernel mix that best fits the seen sites" in n for n in tr.notes), tr.notes
+    from minitrace.predict.prediction import Prediction, report
+    shown = Prediction(trace="t.h5", calibration="b.h5", platform="p", nranks=2,
+                       predicted_time=1.0, rank_end_times=[1.0, 1.0], predicted=None,
+                       translated="from A to B", translation=tr.summary())
+    assert (f"FLAGGED: {tr.fallback_share:.0%} of the compute translated by the kernel mix "
+            f"(fma 33%, triad_memory 67%), not measured by a probe") in report(shown)
     # beyond every kernel: the nearest one, and the interval spans it and the seen ratio
     cal_a, cal_b = _calibrations(machines, {"fma": 1.0, "triad_cache": 2.0})
     tr = by_probe(big, probe, cal_a, cal_b, "from A to B")
