@@ -196,6 +196,11 @@ def _phi_inv(u: np.ndarray) -> np.ndarray:
     return np.log(u / (1 - u)) / _LOGISTIC
 
 
+#: Probabilities of the kept quantiles: normal scores evenly spaced from -2.5 to 2.5 (1.4% to
+#: 98.6%: the tail that sets the maximum over ranks is kept).
+SPREAD_GRID = _phi(np.linspace(-2.5, 2.5, NOISE_QUANTILES))
+
+
 def _uniform(key: np.ndarray) -> np.ndarray:
     """A deterministic uniform in (0, 1) per int64 key (splitmix64)."""
     with np.errstate(over="ignore"):
@@ -208,56 +213,72 @@ def _uniform(key: np.ndarray) -> np.ndarray:
     return ((x >> np.uint64(11)).astype(np.float64) + 0.5) / float(1 << 53)
 
 
-def spread(model: np.ndarray, epoch: np.ndarray, vpos: np.ndarray, rank: int, rho: float,
-           classes: np.ndarray, quantiles: np.ndarray) -> np.ndarray:
+def align_keys(epoch: np.ndarray, next_kind: np.ndarray, rank: np.ndarray | int = 0
+               ) -> np.ndarray:
+    """What makes calls of different ranks the same call: its epoch, the kind of the action
+    after it and how many calls of its rank's epoch before it are followed by that kind
+    (positions alone differ where ranks exchange with different numbers of neighbours)."""
+    key = (epoch.astype(np.int64) << 8) | next_kind.astype(np.int64)
+    own = (np.asarray(rank, np.int64) << 44) | key
+    order = np.argsort(own, kind="stable")
+    occ = np.empty(len(key), np.int64)
+    occ[order] = position_in_epoch(own[order])
+    return (key << 24) ^ occ
+
+
+def spread(model: np.ndarray, base: np.ndarray, rank, classes: np.ndarray,
+           quantiles: np.ndarray, rho: np.ndarray) -> np.ndarray:
     """Each call's drawn log deviation from its modelled volume ``model``: a normal shared by
-    every rank at the same (epoch, position) with weight ``rho`` (the share of the spread
-    common to the ranks) and one of its own, mapped onto the kept quantiles of its size class
-    (a Gaussian copula; 0 for a class without)."""
-    base = (epoch.astype(np.int64) << 24) ^ vpos.astype(np.int64)
+    every rank at the same call (``base``: :func:`align_keys`) with weight ``rho`` of its size
+    class (the share of the spread common to the ranks) and one of its ``rank``'s own, mapped
+    onto the kept quantiles of its class (a Gaussian copula; 0 for a class without)."""
     common = _phi_inv(_uniform(base))
     own = _phi_inv(_uniform(base * 1_000_003 + rank + 1))
-    u = _phi(np.sqrt(rho) * common + np.sqrt(1 - rho) * own)
     out = np.zeros(len(model))
     cls = size_class(model)
     at = np.searchsorted(classes, cls).clip(0, max(len(classes) - 1, 0))
     has = (classes[at] == cls) if len(classes) else np.zeros(len(cls), bool)
-    grid = (np.arange(NOISE_QUANTILES) + 0.5) / NOISE_QUANTILES
     for j in np.unique(at[has]).tolist():
         m = has & (at == j)
-        out[m] = np.interp(u[m], grid, quantiles[j])
+        u = _phi(np.sqrt(rho[j]) * common[m] + np.sqrt(1 - rho[j]) * own[m])
+        out[m] = np.interp(u, SPREAD_GRID, quantiles[j])
     return out
 
 
-def fit_spread(model: np.ndarray, recorded: np.ndarray, epoch: np.ndarray, vpos: np.ndarray
-               ) -> tuple[float, np.ndarray, np.ndarray]:
-    """(rho, classes, [class, quantile] quantiles) of the recorded volumes' log deviation from
-    the model's, per size class of the modelled volume; rho from how much of it the ranks
-    share at the same (epoch, position), measured on the calls of about
-    :data:`SPREAD_SAMPLE` (epoch, position) pairs drawn at random (all ranks' calls of each)."""
+def _rho(r: np.ndarray, key: np.ndarray) -> float:
+    """The share of the spread of ``r`` that calls of the same ``key`` have in common:
+    E[(mean of k normal scores) ** 2] = rho + (1 - rho) / k."""
+    if len(r) < 2:
+        return 0.0
+    g = np.empty(len(r))
+    g[np.argsort(r, kind="stable")] = _phi_inv((np.arange(len(r)) + 0.5) / len(r))
+    uniq, inv = np.unique(key, return_inverse=True)
+    n = np.bincount(inv, minlength=len(uniq))
+    k = n[inv]
+    multi = k > 1
+    if not multi.any():
+        return 0.0
+    mean = (np.bincount(inv, weights=g, minlength=len(uniq)) / n)[inv]
+    m2, inv_k = (mean[multi] ** 2).mean(), (1 / k[multi]).mean()
+    return float(np.clip((m2 - inv_k) / (1 - inv_k), 0.0, 1.0))
+
+
+def fit_spread(model: np.ndarray, recorded: np.ndarray, align: np.ndarray
+               ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(classes, [class, quantile] quantiles, rho per class) of the recorded volumes' log
+    deviation from the model's, per size class of the modelled volume; rho from how much of it
+    the ranks share at the same call (``align``: :func:`align_keys`), measured on about
+    :data:`SPREAD_SAMPLE` calls drawn at random (with every rank's same call)."""
     ok = (model > 0) & (recorded > 0)
-    if ok.sum() < 2:
-        return 0.0, np.zeros(0, np.int64), np.zeros((0, NOISE_QUANTILES))
     r = np.log(recorded[ok] / model[ok])
     cls = size_class(model[ok])
     classes = np.unique(cls)
-    grid = (np.arange(NOISE_QUANTILES) + 0.5) / NOISE_QUANTILES
-    q = np.stack([np.quantile(r[cls == c], grid) for c in classes])
-    key = (epoch[ok].astype(np.int64) << 24) ^ vpos[ok].astype(np.int64)
-    pick = _uniform(key) < SPREAD_SAMPLE / len(key)
-    r, key = r[pick], key[pick]
-    g = np.empty(len(r))
-    g[np.argsort(r, kind="stable")] = _phi_inv((np.arange(len(r)) + 0.5) / max(len(r), 1))
-    uniq, inv = np.unique(key, return_inverse=True)
-    k = np.bincount(inv, minlength=len(uniq))[inv]
-    mean = (np.bincount(inv, weights=g, minlength=len(uniq)) /
-            np.maximum(np.bincount(inv, minlength=len(uniq)), 1))[inv]
-    multi = k > 1
-    if not multi.any():
-        return 0.0, classes, q
-    # E[(mean of k ranks' normals) ** 2] = rho + (1 - rho) / k
-    m2, inv_k = (mean[multi] ** 2).mean(), (1 / k[multi]).mean()
-    return float(np.clip((m2 - inv_k) / (1 - inv_k), 0.0, 1.0)), classes, q
+    q = np.stack([np.quantile(r[cls == c], SPREAD_GRID) for c in classes]) if len(classes) \
+        else np.zeros((0, NOISE_QUANTILES))
+    key = align[ok]
+    pick = _uniform(key) < SPREAD_SAMPLE / max(len(key), 1)
+    rho = np.array([_rho(r[pick & (cls == c)], key[pick & (cls == c)]) for c in classes])
+    return classes, q, rho
 
 
 def fit(volume: np.ndarray, vrow: np.ndarray, ids: np.ndarray, offsets: np.ndarray,
@@ -305,15 +326,17 @@ def fit(volume: np.ndarray, vrow: np.ndarray, ids: np.ndarray, offsets: np.ndarr
     D = np.bincount(ge, weights=w, minlength=len(totals))[ge]
     model = np.where(D != 0, w * totals[ge] / np.where(D != 0, D, 1.0),
                      totals[ge] / np.maximum(nvol_epoch[ge], 1))
-    rho, side["spread_classes"], q = fit_spread(model, vol, epoch[vrow], vpos)
+    next_kind = np.asarray(kinds, np.int64)[after[vrow].clip(0)] * (after[vrow] >= 0)
+    side["spread_classes"], q, side["spread_rho"] = fit_spread(
+        model, vol, align_keys(epoch[vrow], next_kind, vr))
     side["spread"] = q.ravel()
-    return side, {"epoch_merge": int(merge), "epoch_anchor": anchor_name, "spread_rho": rho}
+    return side, {"epoch_merge": int(merge), "epoch_anchor": anchor_name}
 
 
 def check(side: dict, attrs: dict, nsig: int, nranks: int) -> str | None:
     """What is wrong with an epoch model's tables (None: nothing)."""
     need = ("sites", "site_means", "templates", "template_means", "epoch_totals",
-            "epoch_offsets", "anchor", "spread", "spread_classes")
+            "epoch_offsets", "anchor", "spread", "spread_classes", "spread_rho")
     if any(k not in side for k in need):
         return "model without epoch tables (written before issue 38: compress it again)"
     sites = side["sites"]
@@ -339,8 +362,9 @@ def check(side: dict, attrs: dict, nsig: int, nranks: int) -> str | None:
             len(off) != nranks + 1 or (len(off) and (off[0] != 0 or (np.diff(off) < 1).any()
                                                       or off[-1] != len(side["epoch_totals"]))) \
             or not isinstance(merge, (int, np.integer)) or merge < 1 or \
-            not 0 <= attrs.get("spread_rho", -1) <= 1 or \
             len(side["spread"]) != len(side["spread_classes"]) * NOISE_QUANTILES or \
+            len(side["spread_rho"]) != len(side["spread_classes"]) or \
+            not ((side["spread_rho"] >= 0) & (side["spread_rho"] <= 1)).all() or \
             not np.isfinite(side["spread"]).all() or \
             (np.diff(np.asarray(side["spread_classes"])) <= 0).any():
         return "model epoch tables inconsistent"
@@ -354,8 +378,10 @@ def check(side: dict, attrs: dict, nsig: int, nranks: int) -> str | None:
 class EpochVolumes:
     """Expands the epoch model: a whole rank's modelled volumes at a time (module docstring)."""
 
-    def __init__(self, side: dict, attrs: dict, has_volume: np.ndarray, nranks: int):
+    def __init__(self, side: dict, attrs: dict, has_volume: np.ndarray, kinds: np.ndarray,
+                 nranks: int):
         p = float(attrs["precision"])
+        self.kinds = np.asarray(kinds, np.int64)
         self.nsig = len(has_volume)
         self.has_volume = has_volume
         self.anchor = np.asarray(side["anchor"]).astype(bool)
@@ -372,7 +398,7 @@ class EpochVolumes:
             .reshape(-1, nranks)
         self.totals = V.from_codes(np.asarray(side["epoch_totals"], np.int64), p)
         self.offsets = np.asarray(side["epoch_offsets"], np.int64)
-        self.rho = float(attrs["spread_rho"])
+        self.rho = np.asarray(side["spread_rho"], np.float64)
         self.classes = np.asarray(side["spread_classes"], np.int64)
         self.spread = np.asarray(side["spread"], np.float64).reshape(-1, NOISE_QUANTILES)
 
@@ -405,9 +431,10 @@ class EpochVolumes:
         if len(keys) and (not len(self.keys) or (self.keys[at] != keys).any()):
             raise ValueError("a call site missing from model/sites")
         w[~tm] = self.means[self.order[at], rank] if len(keys) else 0.0
-        vpos = position_in_epoch(epoch)
         if len(self.spread):
-            w *= np.exp(spread(w, epoch, vpos, rank, self.rho, self.classes, self.spread))
+            next_kind = self.kinds[after[vrow].clip(0)] * (after[vrow] >= 0)
+            w *= np.exp(spread(w, align_keys(epoch, next_kind), rank, self.classes,
+                               self.spread, self.rho))
         S = self.totals[lo:hi]
         D = np.bincount(epoch, weights=w, minlength=hi - lo)
         even = D[epoch] == 0

@@ -201,7 +201,8 @@ class Expander:
         the whole rank, kept for the next range of the same rank."""
         c = self.c
         if self._model is None:
-            self._model = E.EpochVolumes(c.side, c.attrs, c.has_volume, c.nranks)
+            self._model = E.EpochVolumes(c.side, c.attrs, c.has_volume, c.table["kind"],
+                                         c.nranks)
         if self._model_rank is None or self._model_rank[0] != rank:
             try:
                 v = self._model.rank(self.rank_ids(rank), rank,
