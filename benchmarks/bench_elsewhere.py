@@ -2,18 +2,19 @@
 this one.
 
 Machine A is this machine as it is.  Machine B is the same cores with their speed changed
-unevenly, without stalling busy-polling MPI ranks:
+unevenly, trying not to stall busy-polling MPI ranks:
 
 * a **co-runner** streams through ``--stream-mib`` MiB of memory (numpy, ``a *= c``: a read and
   a write per element) in a cgroup (v1 ``cpu``) of its own, with a CPU quota of
   ``--corunner-quota`` cores (0.5) in periods of ``--period-us`` (2 ms; a quota is at least
   1 ms): it runs at most 1 ms of every 2 ms, on one core or the other, taking that much CPU
-  from the rank it preempts and memory bandwidth from both while it runs.  Streaming code slows down more than
-  compute-bound code; a rank is never off its core for more than the quota of one period, so a
-  busy-polling partner waits at most that long (a quota on the ranks themselves, the earlier
-  B, stalled them for whole periods: RESULTS.md).  But MPICH's waiting ranks yield their core
-  every 1000 polls, and the co-runner takes it then: its slowdown falls on the messages, not
-  on the compute (RESULTS.md, issue 37.2); ``--no-yield`` turns the yield off;
+  from the rank it preempts and memory bandwidth from both while it runs.  Streaming code
+  should slow down more than compute-bound code; a rank is never off its core for more than
+  the quota of one period, so a busy-polling partner waits at most that long (a quota on the
+  ranks themselves, the earlier B, stalled them for whole periods: RESULTS.md).  But MPICH's
+  waiting ranks yield their core every 1000 polls, and the co-runner takes it then: its
+  slowdown falls on the messages, not on the compute (RESULTS.md, issue 37.2);
+  ``--no-yield`` turns the yield off;
 * optionally (``--rank-quota`` cores, 0 = off) the ranks' jobs in a quota cgroup too: with a
   1 ms period (``--period-us 1000``) the quota throttles both ranks within every millisecond,
   a slower CPU for compute and communication alike (a frequency-like slowdown).
@@ -32,11 +33,12 @@ memory-bound ``cg3d``, communication-bound ``transpose``, mixed ``jacobi2d``, an
    and ``--runs`` recorded runs of the full size: the measured time on B is their median
    recorded time (from the last return from MPI_Init to the last MPI_Finalize, what a
    prediction predicts; a job's wall time adds the launch);
-4. predict the recording with B's calibration (the last column: the slowdown B/A measured,
-   and as each translation predicts it, predicted B over the replay on A, so that the
-   replay's own error on A, its self-check, cancels out): without translation (what minitrace answered
+4. predict the recording with B's calibration: without translation (what minitrace answered
    before issue 37: A's run time), by the kernel set (no probe: geometric mean, interval the
-   kernels' range) and with the probe; each against the time measured on B.
+   kernels' range) and with the probe; each against the time measured on B.  Also the
+   slowdown B/A measured and as each translation predicts it (predicted B over the replay on
+   A: the replay's own error on A, its self-check, cancels out), and the compute alone (B's
+   recorded compute wall time against the translated compute each replay ran).
 
     python benchmarks/bench_elsewhere.py [--apps ep,cg3d,transpose,jacobi2d] [--work DIR]
 
