@@ -17,7 +17,9 @@ def register(sub) -> None:
         "calibrate", help="measure this machine's network, compute and reduction rates",
         description="Run 'LAUNCHER... python -m minitrace.predict.measure' (e.g. -- mpiexec -n 2): "
                     "ping-pong, receive and Isend times over shuffled log-uniform sizes, the "
-                    "eager/rendezvous switch, a compute kernel and MPI_SUM on every rank; "
+                    "eager/rendezvous switch, a matrix-product kernel, the kernel set "
+                    "(compute-bound, streaming, cache-resident, latency-bound: what translates "
+                    "a trace to another machine) and MPI_SUM on every rank; "
                     "append the run to FILE and fit every run in it (piecewise-linear with "
                     "automatic breakpoints) into SimGrid/SMPI options and a platform, used by "
                     "'minitrace predict --calibration FILE'.  Without a launcher, refit FILE.")
