@@ -175,9 +175,10 @@ def composed(tmp: str, largest: int) -> None:
         out = os.path.join(tmp, f"big{n}.h5")
         t, c = time.perf_counter(), time.process_time()
         data, _, _ = B.extrapolate(runs, n, "weak", force=True)
+        dims = data.meta["extrapolated"]["grid"]["dims"]
         B.write(out, data)
         made = sum(1 for k, rc in runs[-1].classes.items() if rc.parts is not None)
-        print(f"| {n} | {'x'.join(map(str, data.meta['extrapolated']['grid']['dims']))} | "
+        print(f"| {n} | {'x'.join(map(str, dims))} | "
               f"{made} | {time.perf_counter() - t:.2f} | {time.process_time() - c:.2f} | "
               f"{len(data.actions)} | {os.path.getsize(out)} |")
         os.unlink(out)

@@ -78,3 +78,19 @@ def test_target_grid_keeps_the_runs_order_of_extents():
     assert GR.target(rising, 128, (8, 4, 4)).dims == (8, 4, 4)
     falling = [GR.Grid(d, (False,) * 3) for d in ((2, 2, 2), (4, 2, 2), (4, 4, 2))]
     assert GR.target(falling, 128).dims == (8, 4, 4)
+
+
+def test_recorded_line_from_two_ranks(programs, tmp_path, capsys):
+    # at 2 ranks the last rank is the middle one: the runs' classes differ, so the open line
+    # is taken as a 1-D grid whose middle position the 2-rank run composes from its ends
+    exe = programs("hashorder")
+    paths = []
+    for p in (2, 3, 4, 6):
+        paths.append(str(tmp_path / f"h{p}.h5"))
+        record(Path(paths[-1]), p, [str(exe), "10", "500"])
+    assert sorted(C.load_runs(paths)[0].classes) == ["(hi)", "(lo)"]
+    assert main(["extrapolate", *paths, "--check", "--force"]) == 0
+    printed = capsys.readouterr().out
+    assert "grid: 6 (open)" in printed
+    assert "in the runs at 2 ranks: rank class(es) (mid)" in printed
+    assert "structure at 6 ranks: identical to the recorded run" in printed

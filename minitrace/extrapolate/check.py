@@ -36,9 +36,21 @@ def runs_of(paths: list[str], datas: list) -> list[ST.Run]:
     if grids[0] is not None:
         ordered = [canonical(d, g)[0] for d, g in zip(datas, grids)]
         sigs = [SG.encode(d) for d in ordered]
-    datas = ordered
-    runs = [ST.load(p, d, g, s) for p, d, g, s in zip(paths, datas, grids, sigs)]
+    runs = [ST.load(p, d, g, s) for p, d, g, s in zip(paths, ordered, grids, sigs)]
+    if grids[0] is None and len({tuple(sorted(r.classes)) for r in runs}) > 1 and \
+            all(_open_line(d, s) for d, s in zip(ordered, sigs)):
+        # the ends of an open line as grid positions, which can be composed: at 2 ranks the
+        # last rank is the bulk (the middle rank) and the runs' classes differ
+        grids = [GR.Grid((d.nranks,), (False,)) for d in datas]
+        runs = [ST.load(p, d, g, s) for p, d, g, s in zip(paths, ordered, grids, sigs)]
     return sorted(runs, key=lambda r: r.nranks)
+
+
+def _open_line(data, sig) -> bool:
+    """Every rank-relative peer is a neighbour on an open line (rank +- 1, no wrap)."""
+    rel = sig.table["peer_mode"][sig.ids] == 1
+    step = data.actions["peer"][rel].astype(np.int64) - data.rank_of()[rel]
+    return bool(rel.any()) and bool(np.all(np.abs(step) == 1))
 
 
 def same_structure(a: ST.Run, b: ST.Run) -> list[str]:
