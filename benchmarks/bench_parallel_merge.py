@@ -189,30 +189,38 @@ def command(args) -> None:
         write_run(raw, args.ranks, iters, seed=1)
         print(json.dumps({"ranks": args.ranks, "iterations": iters, "raw_bytes": sum(
             os.path.getsize(f) for f in glob.glob(os.path.join(raw, "*.mtr")))}))
-        walls: dict = {1: [], 2: []}
+        runs = [(1, None), (2, None)] + ([(2, args.old)] if args.old else [])
+        walls: dict = {r: [] for r in runs}
         for rep in range(args.repeat):
-            for k in (1, 2):
+            for k, code in runs:
                 out = os.path.join(work, f"k{k}.h5")
                 cmd = [PY, "-m", "minitrace", "merge", raw, "-o", out]
                 if k > 1:
                     cmd = [mpi_tool("mpiexec"), "-n", str(k), *cmd]
+                env = dict(os.environ, PYTHONPATH=code) if code else None
                 load = os.getloadavg()[0]
                 c0 = os.times()
-                t, p = _run(cmd)
+                t = time.perf_counter()
+                p = subprocess.run(cmd, capture_output=True, text=True, env=env)
+                t = time.perf_counter() - t
                 c1 = os.times()
                 cpu = c1.children_user - c0.children_user + c1.children_system - \
                     c0.children_system
-                walls[k].append(t)
-                print(json.dumps({"run": rep, "workers": k, "rc": p.returncode,
+                walls[k, code].append(t)
+                print(json.dumps({"run": rep, "workers": k, "code": code or "this",
+                                  "rc": p.returncode,
                                   "wall_s": round(t, 2), "cpu_s": round(cpu, 2),
                                   "load_before": load, "load_after": os.getloadavg()[0]}),
                       flush=True)
                 shutil.rmtree(os.path.join(work, f"k{k}.parts"), ignore_errors=True)
                 if os.path.exists(out):
                     os.unlink(out)
-        pairs = [a / b for a, b in zip(walls[1], walls[2])]
-        print(json.dumps({"speedup_per_pair": [round(x, 2) for x in pairs],
-                          "speedup_of_fastest": round(min(walls[1]) / min(walls[2]), 2)}))
+        for k, code in runs[1:]:
+            pairs = [a / b for a, b in zip(walls[1, None], walls[k, code])]
+            print(json.dumps({"code": code or "this", "speedup_per_run": [round(x, 2)
+                                                                         for x in pairs],
+                              "speedup_of_fastest": round(min(walls[1, None]) /
+                                                          min(walls[k, code]), 2)}))
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
@@ -240,6 +248,8 @@ def main() -> None:
     p.add_argument("--actions", type=float, default=8e6)
     p.add_argument("--ranks", type=int, default=16)
     p.add_argument("--repeat", type=int, default=3)
+    p.add_argument("--old", metavar="DIR", help="also mpiexec -n 2 with the minitrace package "
+                   "of DIR (PYTHONPATH), e.g. an earlier commit's `git archive`")
     p.set_defaults(func=command)
     args = ap.parse_args()
     args.func(args)
