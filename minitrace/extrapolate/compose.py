@@ -288,7 +288,7 @@ def compose(runs: list[ST.Run], keys: list) -> tuple[list[str], dict]:
         if made:
             composed[key] = sorted(r.nranks for r in made)
         if reasons:
-            why[key] = reasons[0]
+            why[key] = "; ".join(dict.fromkeys(reasons))
     for scales, group in itertools.groupby(sorted(composed.items(), key=lambda x: x[1]),
                                            key=lambda x: x[1]):
         notes.append(f"composed from the skeleton and per-direction calls of other positions "
