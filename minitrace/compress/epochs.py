@@ -14,15 +14,19 @@ iterations on particular ranks), not each call's values apart from their iterati
 - **epoch totals**: each rank's volume total in each epoch, on the log scale of ratio
   ``1 + 2 * precision`` (within ``precision``): per-rank means, the per-epoch maximum over
   ranks, the drift and the tail of the epochs are kept;
-- **site means**: per *call site* (the action's signature with those of the actions just before
-  and after it) and rank, the mean volume (within ``precision``): how an epoch's total is shared
-  among its calls.
+- **call means**: per rank, the mean volume of each call of an epoch that recurs with the same
+  calls (a *template*: at least :data:`MIN_REPEATS` times per rank, within
+  :data:`TEMPLATE_SHARE` of a value per volume action), else of each *call site* (the action's
+  signature with those of the actions just before and after it): how an epoch's total is shared
+  among its calls (within ``precision``);
+- **spread**: per size class of the calls, quantiles of their log deviation from these means
+  and the share of it the ranks have in common at the same call (:func:`align_keys`): the tail
+  within an epoch, where ranks wait for each other call by call.
 
-An action's modelled volume is its site's mean on its rank times its epoch's total over the sum
-of the site means of that epoch's volume actions (evenly shared when that sum is 0), scaled so
-that each rank's total is its recorded one.  Lost: each call's own value within its epoch (the
-spread of a site's values inside an epoch, their order), and any imbalance between the calls of
-one epoch beyond the site means.
+An action's modelled volume is its call's mean on its rank times a deviation drawn from the
+spread (a Gaussian copula, deterministic), its epoch then scaled to the epoch's total (evenly
+shared when the means sum to 0) and the rank to its recorded total.  Lost: each call's own
+value within its epoch (drawn, in no recorded order).
 """
 from __future__ import annotations
 
@@ -40,7 +44,7 @@ _MAX_SIGNATURES = 1 << 20
 _COLLECTIVE = K.mask(K.ALL_COLLECTIVES)
 
 
-def per_rank(values: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+def per_rank(offsets: np.ndarray) -> np.ndarray:
     """Rank of each row of a rank-major array."""
     return np.repeat(np.arange(len(offsets) - 1), np.diff(offsets))
 
@@ -53,7 +57,7 @@ def choose_anchors(kinds: np.ndarray, ids: np.ndarray, offsets: np.ndarray) -> t
     nonempty = np.diff(offsets) > 0
     counts = np.zeros((P, 256), np.int64)
     if len(ids):
-        np.add.at(counts, (per_rank(ids, offsets), sig_kind[ids]), 1)
+        np.add.at(counts, (per_rank(offsets), sig_kind[ids]), 1)
     counts = counts[nonempty]
     none = np.zeros(len(kinds), bool), "none"
     if not len(counts):
@@ -287,7 +291,7 @@ def fit(volume: np.ndarray, vrow: np.ndarray, ids: np.ndarray, offsets: np.ndarr
     P = len(offsets) - 1
     nsig = len(kinds)
     anchor, anchor_name = choose_anchors(kinds, ids, offsets)
-    rank = per_rank(ids, offsets)
+    rank = per_rank(offsets)
     nvol = int(vrow.sum())
     n_anchor = np.bincount(rank[anchor[ids]], minlength=P) if P else np.zeros(0, np.int64)
     epochs_total = int((n_anchor + 1).sum())
