@@ -2,8 +2,8 @@
 (minitrace/extrapolate/compose.py): a 3-D 27-point halo on two multigrid levels, its ranks x
 fastest (tests/programs/stencil27.c), recorded at 8, 12, 16 and 18 ranks, none of which has an
 interior rank, extrapolates to 27 (3x3x3) with the structure of the recorded 27-rank run and
-the interior's message sizes; where the calls of different directions cannot be told apart
-(one waitall for all), the refusal says so."""
+the interior's message sizes; one waitall for every direction's requests is split by
+direction (generated open halos at 64 as generated there)."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -61,15 +61,22 @@ def test_recorded_27_point_interior_is_composed(programs, tmp_path, capsys):
         [8, 32, 64, 128, 512]     # corners 1 double; edges 8, 4; faces 8x8, 4x4 (2 levels)
 
 
-def test_one_waitall_for_every_direction_is_not_composed():
-    scales = (4, 8, 16)
-    runs = C.runs_of([f"h{p}.h5" for p in scales],
-                     [synthetic.halo_grid_trace(p, 2, periodic=False, seed=p) for p in scales])
-    with pytest.raises(MinitraceError, match=r"rank class \(mid,mid\) \(interior\) is in 1 "
-                                             r"run\(s\) \(16 ranks\): 3 are needed to fit it "
-                                             r"\(not composed: rank class \(\w+,\w+\) "
-                                             r"completes several requests in one call"):
-        B.extrapolate(runs, 64, "weak")
+def test_one_waitall_for_every_direction_is_split_by_direction():
+    # the generated open halos complete every direction's requests in one waitall: each
+    # composed position lists the requests of its own directions, in posting order
+    for ndims, scales in ((2, (4, 8, 16)), (3, (8, 16, 32))):
+        runs = C.runs_of([f"h{p}.h5" for p in scales],
+                         [synthetic.halo_grid_trace(p, ndims, periodic=False, seed=p)
+                          for p in scales])
+        interior = "(" + ",".join(["mid"] * ndims) + ")"
+        assert sum(interior in r.classes for r in runs) < 3
+        data, _, forced = B.extrapolate(runs, 64, "weak")
+        direct = synthetic.halo_grid_trace(64, ndims, periodic=False, seed=64)
+        assert forced == []
+        for field in ("kind", "peer", "tag", "bytes_sent", "bytes_recv", "request", "vec_len"):
+            assert np.array_equal(data.actions[field], direct.actions[field]), field
+        assert np.array_equal(data.vectors, direct.vectors)
+        assert any(interior in n for n in data.meta["extrapolated"]["grid"]["notes"])
 
 
 def test_target_grid_keeps_the_runs_order_of_extents():

@@ -15,10 +15,13 @@ its request; compute between calls goes with the call after it when that call ha
 Between two skeleton calls the directions' calls come in phases (a run of irecvs, of sends, of
 waits): the composed stretch keeps the phases, each in the canonical order (:mod:`.canonical`
 on a grid: by tag, then grid offset; a completion where its post is), and each completion's
-request reference (the number of requests posted after its own) is counted again.  Where this
-does not apply, the position is not composed and the refusal says why (one line): donors whose
-skeletons differ, phases that differ, a completion of several requests in one call (waitall),
-a request id posted twice.
+request reference (the number of requests posted after its own) is counted again; a
+completion of several requests (a waitall for every direction's) is a skeleton call whose list
+holds the requests of the composed position's directions, each from the part that gives that
+direction, in posting order (one direction's only: a call of that direction).  Where this does
+not apply, the position is not composed and the refusal says why (one line): a run with no
+rank that has a neighbour in one of its directions, donors whose skeletons differ, phases that
+differ, a request id posted twice.
 """
 from __future__ import annotations
 
@@ -71,6 +74,17 @@ class _Donor:
     phase: np.ndarray            # runs of one kind of directed call before it in its gap
     order: np.ndarray            # (tag, offset dimension 0 first) of the call or its post
     kinds: dict                  # gap -> the kinds of its phases
+    entries: dict                # a completion of several requests -> their posts
+
+    def skeleton(self) -> np.ndarray:
+        """The skeleton's signature ids, a completion of several requests by its kind only
+        (its list holds each direction's)."""
+        at = np.flatnonzero(self.direction < 0)
+        out = self.ids[at].copy()
+        for j, k in enumerate(at.tolist()):
+            if k in self.entries:
+                out[j] = -1
+        return out
 
     @property
     def used(self) -> set:
@@ -91,26 +105,33 @@ def _donor(run: ST.Run, key: str) -> _Donor:
     n = len(ids)
     vec = rows["vec"].astype(np.int64)
     has = vec >= 0
-    if has.any() and (run.sig.vec_values[run.sig.vec_offsets[vec[has]]] ==
-                      SG.VEC_REQUESTS).any():
-        raise NotComposable(f"rank class {key} completes several requests in one call "
-                            "(waitall ...): the directions' calls are not separable")
+    multi = np.flatnonzero(has)[run.sig.vec_values[run.sig.vec_offsets[vec[has]]] ==
+                                SG.VEC_REQUESTS]
     refs = rows["req_mode"] == SG.REQ_REF
     if (refs & _POSTING[rows["kind"]]).any():
         raise NotComposable(f"rank class {key} posts a request id it named before")
     direction = np.where(rows["peer_mode"] == 1, rows["peer"].astype(np.int64), -1)
     post = np.full(n, -1, np.int64)
-    if refs.any():
-        request = run.data.actions["request"][sl].astype(np.int64)
-        new = np.flatnonzero(rows["req_mode"] == SG.REQ_NEW)
-        by_id = np.argsort(request[new], kind="stable")
-        ref = np.flatnonzero(refs)
-        at = np.clip(np.searchsorted(request[new][by_id], request[ref]), 0,
-                     max(len(new) - 1, 0))
-        if not len(new) or not np.array_equal(request[new][by_id][at], request[ref]):
+    request = run.data.actions["request"][sl].astype(np.int64)
+    new = np.flatnonzero(rows["req_mode"] == SG.REQ_NEW)
+    by_id = np.argsort(request[new], kind="stable")
+
+    def posted(names: np.ndarray) -> np.ndarray:
+        """The calls that posted the requests ``names``."""
+        at = np.clip(np.searchsorted(request[new][by_id], names), 0, max(len(new) - 1, 0))
+        if not len(new) or not np.array_equal(request[new][by_id][at], names):
             raise NotComposable(f"rank class {key} names a request it did not post")
-        post[ref] = new[by_id][at]
+        return new[by_id][at]
+    if refs.any():
+        ref = np.flatnonzero(refs)
+        post[ref] = posted(request[ref])
         direction[ref] = direction[post[ref]]
+    entries = {}            # a completion of several requests -> the calls that posted them
+    first = int(run.data.rank_offsets[int(rc.ranks[0])])
+    for k in multi.tolist():
+        entries[k] = posted(np.asarray(run.data.vector(first + k), np.int64))
+        toward = set(direction[entries[k]].tolist())
+        direction[k] = toward.pop() if len(toward) == 1 else -1
     kind = rows["kind"].astype(np.int64)
     call = kind != _COMPUTE
     # compute goes with the call after it (the next call at or after each row)
@@ -140,7 +161,7 @@ def _donor(run: ST.Run, key: str) -> _Donor:
                        kind[directed][change].tolist()):
         kinds.setdefault(g, []).append(k)
     return _Donor(key, ids, run.data.actions["volume"][sl].astype(float), direction, post,
-                  gap, phase, order, {g: tuple(k) for g, k in kinds.items()})
+                  gap, phase, order, {g: tuple(k) for g, k in kinds.items()}, entries)
 
 
 def donors_of(run: ST.Run) -> dict:
@@ -172,9 +193,9 @@ def compose_run(run: ST.Run, position: str, directions: set, donors: dict) -> ST
         assign[d] = having[0]
     taking = [order[0]] + sorted(set(assign.values()) - {order[0]}, key=order.index)
     parts = [donors[k] for k in taking]
-    skeleton = parts[0].ids[parts[0].direction < 0]
+    skeleton = parts[0].skeleton()
     for d in parts[1:]:
-        if not np.array_equal(d.ids[d.direction < 0], skeleton):
+        if not np.array_equal(d.skeleton(), skeleton):
             raise NotComposable(f"rank classes {parts[0].key} and {d.key} differ in more than "
                                 "their neighbours' calls")
     for d in parts[1:]:
@@ -199,7 +220,8 @@ def compose_run(run: ST.Run, position: str, directions: set, donors: dict) -> ST
     which, row = key[sequence, 5], key[sequence, 6]
     ids = np.concatenate([d.ids[p] for d, p in zip(parts, picks)])[sequence]
     volume = np.concatenate([d.volume[p] for d, p in zip(parts, picks)])[sequence]
-    ids = _requests(run, parts, which, row, ids)
+    mine = {i: {d for d, k in assign.items() if k == taking[i]} for i in range(len(parts))}
+    ids = _requests(run, parts, which, row, ids, mine)
     gram = G.build(ids, np.array([0, len(ids)], np.int64), len(run.sig.table))
     tree = ST.tree_of(gram, gram.top(0))
     loops, leaves = [], []
@@ -208,14 +230,19 @@ def compose_run(run: ST.Run, position: str, directions: set, donors: dict) -> ST
 
 
 def _requests(run: ST.Run, parts: list, which: np.ndarray, row: np.ndarray,
-              ids: np.ndarray) -> np.ndarray:
+              ids: np.ndarray, mine: dict) -> np.ndarray:
     """``ids`` with each completion's request reference counted again in the composed order
-    (signature rows added to the run's table where new)."""
+    (signature rows added to the run's table where new); a completion of several requests
+    lists those of the directions each part gives (``mine``: part -> directions), in posting
+    order."""
     table = run.sig.table
     where = [np.full(len(d.ids), -1, np.int64) for d in parts]
     for i in range(len(parts)):
-        mine = which == i
-        where[i][row[mine]] = np.flatnonzero(mine)
+        at = which == i
+        where[i][row[at]] = np.flatnonzero(at)
+    if any(d.entries for d in parts):
+        ids = _request_lists(run, parts, which, row, ids, where, mine)
+        table = run.sig.table
     post = np.array([where[i][parts[i].post[r]] if parts[i].post[r] >= 0 else -1
                      for i, r in zip(which.tolist(), row.tolist())], np.int64) if len(ids) \
         else np.zeros(0, np.int64)
@@ -239,6 +266,61 @@ def _requests(run: ST.Run, parts: list, which: np.ndarray, row: np.ndarray,
         run.sig = replace(run.sig, table=np.concatenate([table, np.array(extra)]))
     out = ids.copy()
     out[completes] = np.array(new_ids, np.int64)[inverse.ravel()]
+    return out
+
+
+def _request_lists(run: ST.Run, parts: list, which: np.ndarray, row: np.ndarray,
+                   ids: np.ndarray, where: list, mine: dict) -> np.ndarray:
+    """``ids`` with each completion of several requests (waitall ...) naming the composed
+    posts of the directions it completes, in posting order, counted back from the latest new
+    request before it (new vector contents and signature rows where needed)."""
+    table, sig = run.sig.table, run.sig
+    latest = np.cumsum(table["req_mode"][ids] == SG.REQ_NEW) - 1
+    skeletons = [np.flatnonzero(d.direction < 0) for d in parts]
+    rank = [{k: j for j, k in enumerate(sk.tolist())} for sk in skeletons]
+    contents = {sig.vec_values[sig.vec_offsets[v]:sig.vec_offsets[v + 1]].tobytes(): v
+                for v in range(len(sig.vec_offsets) - 1)}
+    rows_known = {table[k].tobytes(): k for k in range(len(table))}
+    new_contents, new_rows = [], []
+    out = ids.copy()
+    for at, (i, r) in enumerate(zip(which.tolist(), row.tolist())):
+        if r not in parts[i].entries:
+            continue
+        if parts[i].direction[r] >= 0:          # one direction's: its own part's posts
+            sources = [(i, parts[i].entries[r])]
+        else:                                   # the skeleton's: each part's directions
+            j = rank[i][r]
+            sources = []
+            for m, d in enumerate(parts):
+                k = int(skeletons[m][j])
+                if k in d.entries:
+                    keep = np.isin(d.direction[d.entries[k]], list(mine[m]))
+                    sources.append((m, d.entries[k][keep]))
+        posts = np.sort(np.concatenate([where[m][e] for m, e in sources] +
+                                       [np.zeros(0, np.int64)]))
+        if (posts < 0).any() or (posts >= at).any():
+            raise NotComposable("a completion of several requests whose posts are not before "
+                                "it in the composed program")
+        content = np.concatenate([[SG.VEC_REQUESTS], np.ravel(np.stack(
+            [np.full(len(posts), SG.REQ_REF), latest[at] - latest[posts]], axis=1))]
+        ).astype(sig.vec_values.dtype)
+        v = contents.get(content.tobytes())
+        if v is None:
+            v = contents[content.tobytes()] = len(sig.vec_offsets) - 1 + len(new_contents)
+            new_contents.append(content)
+        r2 = table[ids[at]].copy()
+        r2["vec"] = v
+        k = rows_known.setdefault(r2.tobytes(), len(table) + len(new_rows))
+        if k == len(table) + len(new_rows):
+            new_rows.append(r2)
+        out[at] = k
+    if new_contents:
+        sizes = np.cumsum([len(c) for c in new_contents])
+        run.sig = replace(run.sig, vec_values=np.concatenate([sig.vec_values] + new_contents),
+                          vec_offsets=np.concatenate([sig.vec_offsets,
+                                                      sig.vec_offsets[-1] + sizes]))
+    if new_rows:
+        run.sig = replace(run.sig, table=np.concatenate([table, np.array(new_rows)]))
     return out
 
 
