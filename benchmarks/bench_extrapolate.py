@@ -85,7 +85,7 @@ GRID_CASES = [   # ndims, periodic, scaling, runs, target
     (3, True, "strong", (4, 8, 16), 64),
     (2, False, "weak", (4, 8, 16), 64), (2, False, "weak", (16, 32, 64), 128),
     (2, False, "weak", (16, 32, 64), 256), (2, False, "strong", (16, 32, 64), 256),
-    (3, False, "weak", (64, 128, 256), 512)]
+    (3, False, "weak", (64, 128, 256), 512), (3, False, "weak", (8, 16, 32), 64)]
 
 
 def grids(tmp: str) -> None:
