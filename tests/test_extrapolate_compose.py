@@ -101,3 +101,20 @@ def test_recorded_line_from_two_ranks(programs, tmp_path, capsys):
     assert "grid: 6 (open)" in printed
     assert "in the runs at 2 ranks: rank class(es) (mid)" in printed
     assert "structure at 6 ranks: identical to the recorded run" in printed
+
+
+def test_a_part_lacking_a_phase_fits_in_the_others():
+    # between two skeleton calls one position posts irecvs, isends, then waits; another has
+    # no isend there (none of its directions sends then): its waits are the third phase
+    class Part:
+        def __init__(self, key, kinds):
+            self.key, self.kinds = key, kinds
+    irecv, isend, wait = (CO.K.code(k) for k in ("irecv", "isend", "wait"))
+    full, short = Part("(lo,lo)", {3: (irecv, isend, wait)}), Part("(hi,lo)", {3: (irecv, wait)})
+    phase = CO._phases([full, short])
+    gap, local = np.array([3, 3, 2]), np.array([0, 1, 0])
+    assert phase[0](gap, local).tolist() == [0, 1, 0]
+    assert phase[1](gap, local).tolist() == [0, 2, 0]
+    with pytest.raises(CO.NotComposable, match=r"different phases \(irecv/isend/wait vs "
+                                               r"wait/irecv\)"):
+        CO._phases([full, Part("(hi,hi)", {3: (wait, irecv)})])

@@ -13,7 +13,8 @@ composed sequence is folded again (``compress/grammar.py``), as a recorded rank'
 A call's direction is its peer's grid offset; a completion's is the one of the call that posted
 its request; compute between calls goes with the call after it when that call has a direction.
 Between two skeleton calls the directions' calls come in phases (a run of irecvs, of sends, of
-waits): the composed stretch keeps the phases, each in the canonical order (:mod:`.canonical`
+waits; a position may lack one, when none of its directions calls there): the composed stretch
+keeps the phases, each in the canonical order (:mod:`.canonical`
 on a grid: by tag, then grid offset; a completion where its post is), and each completion's
 request reference (the number of requests posted after its own) is counted again; a
 completion of several requests (a waitall for every direction's) is a skeleton call whose list
@@ -198,13 +199,7 @@ def compose_run(run: ST.Run, position: str, directions: set, donors: dict) -> ST
         if not np.array_equal(d.skeleton(), skeleton):
             raise NotComposable(f"rank classes {parts[0].key} and {d.key} differ in more than "
                                 "their neighbours' calls")
-    for d in parts[1:]:
-        for g, kinds in d.kinds.items():
-            if parts[0].kinds.get(g, kinds) != kinds:
-                raise NotComposable(
-                    f"rank classes {parts[0].key} and {d.key} call their neighbours in "
-                    "different phases (" + " vs ".join("/".join(K.NAME[k] for k in x) for x in
-                                                       (parts[0].kinds[g], kinds)) + ")")
+    phases = _phases(parts)
     picks, keys = [], []
     for i, (k, d) in enumerate(zip(taking, parts)):
         mine = np.array([assign.get(int(x)) == k for x in d.direction.tolist()]) if \
@@ -213,7 +208,8 @@ def compose_run(run: ST.Run, position: str, directions: set, donors: dict) -> ST
         picks.append(pick)
         call = (d.ids[pick] >= 0) & (run.sig.table["kind"][d.ids[pick]] != _COMPUTE)
         keys.append(np.stack([d.gap[pick], (d.direction[pick] < 0).astype(np.int64),
-                              d.phase[pick], d.order[pick], call.astype(np.int64),
+                              phases[i](d.gap[pick], d.phase[pick]), d.order[pick],
+                              call.astype(np.int64),
                               np.full(len(pick), i), pick], axis=1))
     key = np.concatenate(keys)
     sequence = np.lexsort(key.T[::-1])
@@ -227,6 +223,43 @@ def compose_run(run: ST.Run, position: str, directions: set, donors: dict) -> ST
     loops, leaves = [], []
     ST.walk(tree, loops, leaves)
     return ST.RankClass(position, np.zeros(0, np.int64), tree, loops, leaves, parts=volume)
+
+
+def _phases(parts: list) -> list:
+    """Per part, a function (gap, phase) -> the phase in the composed stretch: the stretches'
+    phases (kinds of directed calls, in order) of all parts are one sequence, some parts
+    lacking some phases (no direction of theirs there); NotComposable when there is none."""
+    maps = [{} for _ in parts]
+    for g in sorted({g for d in parts for g in d.kinds}):
+        seqs = [d.kinds.get(g, ()) for d in parts]
+        longest = max(seqs, key=len)
+        for i, seq in enumerate(seqs):
+            at, where = 0, []
+            for k in seq:                    # the earliest embedding in the longest
+                while at < len(longest) and longest[at] != k:
+                    at += 1
+                if at == len(longest):
+                    j = next(j for j, x in enumerate(seqs) if x is longest)
+                    raise NotComposable(
+                        f"rank classes {parts[j].key} and {parts[i].key} call their "
+                        "neighbours in different phases (" + " vs ".join(
+                            "/".join(K.NAME[k] for k in x) for x in (longest, seq)) + ")")
+                where.append(at)
+                at += 1
+            if where != list(range(len(seq))):
+                maps[i][g] = where
+
+    def mapper(table: dict):
+        def phase(gap: np.ndarray, local: np.ndarray) -> np.ndarray:
+            if not table:
+                return local
+            out = local.copy()
+            for g, where in table.items():
+                at = gap == g
+                out[at] = np.asarray(where)[local[at]]
+            return out
+        return phase
+    return [mapper(m) for m in maps]
 
 
 def _requests(run: ST.Run, parts: list, which: np.ndarray, row: np.ndarray,
