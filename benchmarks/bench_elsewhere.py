@@ -95,14 +95,16 @@ def _load() -> str:
 
 def _recorded(job: list[str], out: Path, cal: Path, group: Path | None) -> tuple[float, float]:
     """A run of ``job`` recorded (on B when ``group``/the co-runner are on): its time from the
-    last MPI_Init return to the last MPI_Finalize (the self-check's recorded time; against A's
-    calibration, whose host it is), and its compute's wall seconds, mean over ranks."""
+    last MPI_Init return to the last MPI_Finalize less the recorder's own time (the
+    self-check's; against A's calibration, whose host it is: what an untraced run takes), and
+    its compute's wall seconds, mean over ranks."""
     from minitrace.predict import predict
     subprocess.run(_in(group, [sys.executable, "-m", "minitrace", "record", "-o", str(out),
                                "--volume", "cputime", "--", *job]),
                    check=True, stdout=subprocess.DEVNULL)
     p = predict(str(out), str(cal))
-    return p.recorded_time, statistics.mean(p.measured["compute"])
+    own = p.recorder_time[p.last_rank] if p.recorder_time else 0.0
+    return p.recorded_time - own, statistics.mean(p.measured["compute"])
 
 
 class MachineB:

@@ -131,9 +131,13 @@ static int64_t mt_instructions(mt_thread *T) {
 static inline int64_t mt_counter(mt_thread *T, int64_t t) {
     if (mt_volume == MT_VOLUME_CPUTIME) {
         if (t - T->g_t > mt_gate) {
-            T->g_cpu = mt_thread_cpu_ns();
-            if (mt_hdr) {   /* the read's own time (1-4 us on a VM after a cache-cold compute) */
-                __atomic_add_fetch(&mt_hdr->clock_ticks, mt_now() - t, __ATOMIC_RELAXED);
+            int64_t cpu = mt_thread_cpu_ns(), d = mt_now() - t;
+            /* the CPU time at t: the read's own time (1-4 us on a VM after a cache-cold
+             * compute) is the recorder's, not the program's compute */
+            cpu -= (int64_t)((double)d * mt_ns_per_tick);
+            if (cpu > T->g_cpu) T->g_cpu = cpu;
+            if (mt_hdr) {
+                __atomic_add_fetch(&mt_hdr->clock_ticks, d, __ATOMIC_RELAXED);
                 __atomic_add_fetch(&mt_hdr->clock_reads, 1, __ATOMIC_RELAXED);
             }
         } else T->g_cpu += (int64_t)((double)(t - T->g_t) * mt_ns_per_tick);
@@ -176,7 +180,7 @@ static void mt_disable(const char *what, int err) {
 #define MADV_POPULATE_WRITE 23
 #endif
 static void *mt_ready[MT_READY], *mt_spent[64];
-static int mt_populated; /* chunks the helper has populated (mt_start waits for MT_READY) */
+static int mt_made, mt_populated; /* chunks the helper made ready, and pre-faulted */
 static int mt_nready, mt_nspent, mt_helper_on;
 static uint64_t mt_swaps, mt_behind, mt_swap_ns; /* chunk swaps, those the helper was behind
                                                     * for, and their time (MINITRACE_STATS) */
@@ -238,6 +242,7 @@ static void *mt_helper(void *arg) {
         }
         pthread_mutex_lock(&mt_prov_lock);
         mt_ready[mt_nready++] = p;  /* usable at once: pages not yet faulted fault on write */
+        mt_made++;
         pthread_mutex_unlock(&mt_prov_lock);
         for (size_t o = 0; o < MT_CHUNK_BYTES; o += MT_POPULATE_STEP)
             if (madvise(p + o, MT_POPULATE_STEP, MADV_POPULATE_WRITE)) break; /* < Linux 5.14 */
@@ -270,14 +275,14 @@ static void mt_helper_start(void) {
     pthread_attr_destroy(&a);
 }
 
-/* Wait (at most 1 s) until the helper has provisioned its first MT_READY chunks, inside
+/* Wait (at most 1 s) until the helper has MT_READY chunks ready and pre-faulted, inside
  * MPI_Init: ~2 ms of CPU each on a VM, which a rank sharing its core with its helper lost in
  * its first iterations otherwise (a recorded first exchange took 0.6-5 ms, untraced 50 us). */
 static void mt_helper_ready(void) {
     struct timespec nap = {0, 200000};
     for (int i = 0; i < 5000; i++) {
         pthread_mutex_lock(&mt_prov_lock);
-        int done = !mt_helper_on || mt_populated >= MT_READY;
+        int done = !mt_helper_on || (mt_nready >= MT_READY && mt_populated >= mt_made);
         pthread_mutex_unlock(&mt_prov_lock);
         if (done) return;
         nanosleep(&nap, NULL);

@@ -589,6 +589,24 @@ def check_meta(attrs: dict, path: str) -> None:
                            path)
     if "volume_unit" in attrs and attrs["volume_unit"] not in VOLUME_UNITS:
         raise _corrupt(f"unknown volume unit {attrs['volume_unit']!r}", path)
+    n = attrs.get("nranks")
+    for k, width in (("recorder_seconds", None), ("in_mpi_seconds", 2)):
+        if k in attrs and not _seconds_per_rank(attrs[k], n, width):
+            raise _corrupt(f"attribute {k} is not {'a pair of' if width else 'one'} finite "
+                           f"non-negative number{'s' if width else ''} per rank", path)
+
+
+def _seconds_per_rank(v, nranks, width: int | None) -> bool:
+    """Whether ``v`` holds one finite number >= 0 per rank (``width``: that many per rank,
+    the last one > 0: ``in_mpi_seconds``' [CPU, wall])."""
+    try:
+        a = np.asarray(v, dtype=np.float64)
+    except (TypeError, ValueError):
+        return False
+    shape = (nranks,) if width is None else (nranks, width)
+    if not isinstance(v, list) or a.shape != shape or not np.isfinite(a).all() or (a < 0).any():
+        return False
+    return width is None or bool((a[:, -1] > 0).all())
 
 
 class HDF5TraceReader:

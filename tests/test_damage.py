@@ -381,3 +381,25 @@ def test_sigterm_swallowed_by_an_import_still_terminates():
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                        timeout=120)
     assert (p.returncode, p.stderr, p.stdout) == (143, "minitrace: terminated\n", "")
+
+
+def test_a_command_that_swallows_sigterm_still_exits_143(monkeypatch, capsys):
+    """SIGTERM raised as Terminated inside a command whose code swallowed it (a finaliser, an
+    ``except BaseException``): the command ran on and returned 0; told to stop, it is 143."""
+    import signal
+    import time
+    from minitrace import cli, signals
+    from minitrace.errors import Terminated
+    if signal.getsignal(signal.SIGTERM) not in (signal.SIG_DFL, signals.early):
+        pytest.skip("SIGTERM is handled by the test runner here")
+
+    def swallowing(argv):
+        try:
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(5)                    # interrupted by the handler's Terminated
+        except Terminated:
+            pass
+        return 0
+    monkeypatch.setattr(cli, "_main", swallowing)
+    assert cli.main([]) == 143
+    assert capsys.readouterr().err == "minitrace: terminated\n"

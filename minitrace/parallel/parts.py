@@ -110,7 +110,7 @@ def _decode(blob: bytes) -> dict:
     groups = [tuple(g) for g in c.pop("groups")]
     c["tables"] = {int(rk): RankTables([(d[0], groups[d[1]], bool(d[2])) for d in t[0]],
                                        {int(k): v for k, v in t[1].items()}, t[2], t[3], t[4],
-                                       tuple(t[5]))
+                                       tuple(t[5]) if len(t) > 5 else (0.0, 0.0))
                    for rk, t in c["tables"].items()}
     c["counts"] = np.array(c["counts"], np.int64).reshape(-1, 256)
     c["kind_last"] = np.array(c["kind_last"], np.int64)

@@ -3,7 +3,8 @@
 ``predict`` replays the trace with everything a calibration file measured (SMPI options, the
 platform of the machine, the compute and reduction rates): there is no knob to guess.  On the
 calibrated machine itself (no ``platform``, no ``hosts``) and when the trace is timed, it also
-makes the self-check: the replayed time against the recorded one, total and per rank, with the
+makes the self-check: the replayed time against the recorded one (less the recorder's own
+time, its CPU-clock reads, which an untraced run does not spend), total and per rank, with the
 relative error and where the time went, measured and predicted.
 
 Recorded time is counted from the last rank's return from ``MPI_Init`` (the replay starts every
@@ -69,6 +70,10 @@ class Prediction:
     comparable: bool | None = None
     descheduled_share: float | None = None   # the last rank's wall time between MPI calls
     #                                          above its CPU time, over the recorded time
+    last_rank: int | None = None          # the rank whose end is the recorded time
+    in_call_measure: str | None = None    # what in_call_share is over: "MPI calls" (the
+    #                                       trace's in_mpi_seconds; a rank with < 1 ms there:
+    #                                       1.0) or "reductions" (older recordings)
     descheduled_in_mpi_share: float | None = None   # the same inside its MPI calls (wall
     #                                                 above CPU), over the recorded time
     timeline: str | None = None
@@ -260,8 +265,8 @@ def _self_check(out: Prediction, data, cal: Calibration, timeline: str | None, s
         red = reductions[kind]
         in_call[r] = (ra["volume"][red].sum() / dur[red].sum() if dur[red].sum() > 1e-3
                       else 1.0)
-        if in_mpi is not None and in_mpi[r][1] > 1e-3:
-            in_call[r] = in_mpi[r][0] / in_mpi[r][1]
+        if in_mpi is not None:
+            in_call[r] = in_mpi[r][0] / in_mpi[r][1] if in_mpi[r][1] > 1e-3 else 1.0
         measured["collectives"][r] = dur[coll[kind]].sum()
         measured["p2p"][r] = dur[p2p[kind]].sum()
         measured["waiting"][r] = dur[waiting[kind]].sum()
@@ -279,11 +284,16 @@ def _self_check(out: Prediction, data, cal: Calibration, timeline: str | None, s
     out.error_as_recorded = (out.predicted_time - out.recorded_time) / out.recorded_time
     # the recorder's own time (its clock reads, measured by the shim) is in the recording and
     # not in an untraced run, which is what the replay predicts: taken out of each rank's end
+    last = out.last_rank = int(np.argmax(ends))        # the rank whose end is the recorded time
     own = data.meta.get("recorder_seconds")
     if own is not None and len(own) == n:
         out.recorder_time = [float(x) for x in own]
         ends = ends - np.asarray(out.recorder_time)
-    out.error = (out.predicted_time - float(ends.max())) / float(ends.max())
+        if not (ends > 0).all():
+            raise MinitraceError("the recorder's own time (recorder_seconds) is not below "
+                                 "every rank's recorded time: a damaged attribute",
+                                 str(out.trace))
+    out.error = (out.predicted_time - ends[last]) / ends[last]
     pred = np.asarray(out.rank_end_times)
     out.rank_errors = ((pred - ends) / ends).tolist()
     out.measured = {k: v.tolist() for k, v in measured.items()}
@@ -292,7 +302,7 @@ def _self_check(out: Prediction, data, cal: Calibration, timeline: str | None, s
         share = np.where(measured["compute"] > 0, measured["compute_cpu"] / measured["compute"],
                          1.0)
     out.core_share, out.in_call_share = share.tolist(), in_call.tolist()
-    last = int(np.argmax(ends))
+    out.in_call_measure = "MPI calls" if in_mpi is not None else "reductions"
     out.descheduled_share = float(measured["descheduled"][last] / out.recorded_time)
     if in_mpi is not None:
         out.descheduled_in_mpi_share = float(max(in_mpi[last][1] - in_mpi[last][0], 0.0)
@@ -317,8 +327,7 @@ def _self_check(out: Prediction, data, cal: Calibration, timeline: str | None, s
         worst = int(np.argmin(in_call))
         out.warnings.append(
             f"not comparable: rank {worst} got {in_call[worst]:.0%} of a core inside its "
-            f"{'MPI calls' if in_mpi is not None else 'reductions'}, where the MPI library "
-            f"busy-polls: {why}")
+            f"{out.in_call_measure}, where the MPI library busy-polls: {why}")
     if timeline and spans is not None:
         _timeline(out, data, origin, spans, timeline)
         out.timeline = timeline
@@ -382,8 +391,7 @@ def report(p: Prediction) -> str:
     if p.recorded_time is not None:
         own = ""
         if p.recorder_time is not None:
-            last = int(np.argmax(p.recorded_rank_end_times))
-            own = (f" less the recorder's own {p.recorder_time[last]:.3g} s (its clock reads, "
+            own = (f" less the recorder's own {p.recorder_time[p.last_rank]:.3g} s (its clock reads, "
                    f"not in an untraced run; {p.error_as_recorded:+.2%} against the recording "
                    f"as it is)")
         lines.append(f"  self-check: recorded {p.recorded_time:.6g} s{own}, predicted "
@@ -408,7 +416,8 @@ def report(p: Prediction) -> str:
                      f"{np.mean(m['compute_cpu']):>9.4g}")
         lines.append("  core share between MPI calls: " + " ".join(f"{s:.2f}"
                                                                 for s in p.core_share)
-                     + "; inside MPI calls: " + " ".join(f"{s:.2f}" for s in p.in_call_share))
+                     + f"; inside {p.in_call_measure}: "
+                     + " ".join(f"{s:.2f}" for s in p.in_call_share))
         if min(p.in_call_share) < 0.98 and p.descheduled_in_mpi_share is not None:
             lines.append(f"  the last rank's wall time inside MPI calls above its CPU time "
                          f"(busy-polling MPI: descheduled; not replayed) is "

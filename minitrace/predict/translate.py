@@ -136,7 +136,7 @@ def _kernel_rule(n: int, src, dst, where: str, why: str) -> Translation:
                         f"counters the mix cannot be read from the trace, so every segment "
                         f"takes the kernels' geometric mean x{g:.3f}, interval their range "
                         f"x{v.min():.3f}..x{v.max():.3f} ({listed})"],
-                       "kernels' geometric mean", 1.0, {k: 1.0 / len(v) for k in ratios})
+                       "kernels' geometric mean", 1.0, {})   # (a mean of ratios, not a mix)
 
 
 def by_rates(data, src, dst, where: str) -> Translation:

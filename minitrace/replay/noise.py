@@ -242,9 +242,8 @@ def _trace_model(data, base: dict, known_nodes: bool) -> NoiseModel:
     order, count, start, score = _by_site(v, st, int(site.max()) + 1)
     weights, notes = _copula(score, st, occ[keep], rank[keep], node, data.nranks, known_nodes,
                              "the trace")
-    total = np.bincount(st, v, minlength=len(count))
     sites = SiteVolumes.of(v[order], start, count,
-                           tail_ok=total >= RUN_SITE_SHARE * total.sum())
+                           tail_ok=_big_sites(v, st, rank[keep], len(count)))
     head = (f"noise from the trace: each compute action drawn from the law of its rank and "
             f"call site ({len(count)} sites, {len(rows)} volumes), each replica's laws drawn "
             f"with their estimation uncertainty (Bayesian bootstrap)")
@@ -312,7 +311,7 @@ def _run_model(path: str, run, data, base: dict, known_nodes: bool) -> NoiseMode
     vol = run.actions["volume"][rows]
     total, count = np.bincount(site, vol), np.bincount(site)
     mean = total / np.maximum(count, 1)
-    big = (total >= RUN_SITE_SHARE * total.sum()) & (mean > 0) & (count >= 2)
+    big = _big_sites(vol, site, run.rank_of(rows), len(count)) & (mean > 0) & (count >= 2)
     keep = big[site]
     m = vol[keep] / mean[site[keep]]
     if len(m) < MIN_BENCH_ITERATIONS or np.ptp(m) < 1e-9:       # equal but for rounding
@@ -333,17 +332,30 @@ def _run_model(path: str, run, data, base: dict, known_nodes: bool) -> NoiseMode
                       multipliers=law, **base)
 
 
+def _big_sites(vol: np.ndarray, site: np.ndarray, rank: np.ndarray, nsites: int) -> np.ndarray:
+    """Sites holding at least RUN_SITE_SHARE of their rank's compute (a site is one rank's:
+    against the whole trace's, every site of a 128-rank run fell below 1%)."""
+    total = np.bincount(site, vol, minlength=nsites)
+    owner = np.zeros(nsites, np.int64)
+    owner[site] = rank
+    per_rank = np.bincount(owner, total)
+    return total >= RUN_SITE_SHARE * per_rank[owner]
+
+
 def _tail_note(sites: SiteVolumes) -> str:
     """What the volume laws' tails rest on: how many sites have a fitted tail, their shapes,
     how many have too few volumes for one."""
     few = int((sites.count < MIN_TAIL_SITE).sum())
-    small = int(((sites.count >= MIN_TAIL_SITE) & ~sites.tailed).sum())
+    small = int(((sites.count >= MIN_TAIL_SITE) & ~sites.tail_ok).sum())
+    failed = int(((sites.count >= MIN_TAIL_SITE) & sites.tail_ok & ~sites.tailed).sum())
     if small:
-        few_note = (f"; {small} site(s) holding less than {RUN_SITE_SHARE:.0%} of the compute "
-                    f"(microseconds between two MPI calls, where an interrupt is a 30x "
+        few_note = (f"; {small} site(s) holding less than {RUN_SITE_SHARE:.0%} of their rank's "
+                    f"compute (microseconds between two MPI calls, where an interrupt is a 30x "
                     f"outlier): bootstrap only")
     else:
         few_note = ""
+    if failed:
+        few_note += f"; {failed} site(s) whose tail fit failed: bootstrap only"
     if not sites.tailed.any():
         return (f"tails: no site has a fitted tail ({MIN_TAIL_SITE} volumes or more and "
                 f"{RUN_SITE_SHARE:.0%} of the compute): replicas never exceed a site's "

@@ -53,6 +53,7 @@ class SiteVolumes:
     start: np.ndarray              # first index of each site
     count: np.ndarray              # volumes of each site
     tail_from: np.ndarray          # index (within the site) of its first excess; count: no tail
+    tail_ok: np.ndarray            # sites that were allowed a tail (see ``of``)
     u: np.ndarray                  # threshold: the largest volume below the excesses
     xi: np.ndarray                 # MLE shape of the excesses (NaN: no tail)
     sigma: np.ndarray              # MLE scale
@@ -74,7 +75,8 @@ class SiteVolumes:
             y = sorted_volumes[start[s] + tail_from[s]:start[s] + count[s]] - u[s]
             xi[s], sigma[s] = fit_mle(y)
         tail_from = np.where(np.isfinite(xi), tail_from, count)
-        return cls(sorted_volumes, start, count, tail_from, u, xi, sigma)
+        return cls(sorted_volumes, start, count, tail_from,
+                   np.ones(len(count), bool) if tail_ok is None else tail_ok, u, xi, sigma)
 
     @property
     def tailed(self) -> np.ndarray:
