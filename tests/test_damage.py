@@ -403,3 +403,18 @@ def test_a_command_that_swallows_sigterm_still_exits_143(monkeypatch, capsys):
     monkeypatch.setattr(cli, "_main", swallowing)
     assert cli.main([]) == 143
     assert capsys.readouterr().err == "minitrace: terminated\n"
+
+
+@pytest.mark.parametrize("key, value", [
+    ("recorder_seconds", [None, None, None, None]), ("recorder_seconds", [0.1, 0.1]),
+    ("recorder_seconds", [-1.0, 0.0, 0.0, 0.0]), ("in_mpi_seconds", [[1], [2], [3], [4]]),
+    ("in_mpi_seconds", [[0.1, 0.0]] * 4), ("in_mpi_seconds", "abcd")])
+def test_damaged_recorder_attributes_are_refused(trace, tmp_path, key, value):
+    """The recorder's per-rank seconds (raw format 5) were used unchecked: a damaged list was
+    an internal error in the self-check (TypeError, IndexError)."""
+    import json
+    bad = tmp_path / "bad.h5"
+    shutil.copy(trace, bad)
+    with h5py.File(bad, "r+") as f:
+        f.attrs[key] = json.dumps(value) if not isinstance(value, str) else value
+    refused(mt("info", bad), key)
