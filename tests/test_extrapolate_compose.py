@@ -118,3 +118,17 @@ def test_a_part_lacking_a_phase_fits_in_the_others():
     with pytest.raises(CO.NotComposable, match=r"different phases \(irecv/isend/wait vs "
                                                r"wait/irecv\)"):
         CO._phases([full, Part("(hi,hi)", {3: (wait, irecv)})])
+
+
+def test_a_root_position_gives_its_neighbours_not_its_skeleton():
+    # rank 0, a root with calls of its own, is the (lo,lo) corner of 2x2: the edges and the
+    # interior take the skeleton most positions have, and their calls from the others first
+    scales = (4, 8, 16)
+    runs = C.runs_of([f"h{p}.h5" for p in scales],
+                     [synthetic.halo_grid_trace(p, 2, periodic=False, seed=p, root_output=True)
+                      for p in scales])
+    data, _, forced = B.extrapolate(runs, 64, "weak")
+    direct = synthetic.halo_grid_trace(64, 2, periodic=False, seed=64, root_output=True)
+    assert forced == []
+    for field in ("kind", "peer", "bytes_sent", "bytes_recv", "request", "vec_len"):
+        assert np.array_equal(data.actions[field], direct.actions[field]), field

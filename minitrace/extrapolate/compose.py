@@ -17,15 +17,17 @@ waits; a position may lack one, when none of its directions calls there): the co
 keeps the phases, each in the canonical order (:mod:`.canonical`
 on a grid: by tag, then grid offset; a completion where its post is), and each completion's
 request reference (the number of requests posted after its own) is counted again; a
-completion of several requests (a waitall for every direction's) is a skeleton call whose list
-holds the requests of the composed position's directions, each from the part that gives that
-direction, in posting order (one direction's only: a call of that direction).  Where this does
+completion of several requests (a waitall, whatever directions it completes) is a skeleton
+call whose list holds the requests of the composed position's directions, each from the part
+that gives that direction, in posting order (waitany, waitsome and the tests of several are
+not split: refused).  Where this does
 not apply, the position is not composed and the refusal says why (one line): a run with no
 rank that has a neighbour in one of its directions, donors whose skeletons differ, phases that
 differ, a request id posted twice.
 """
 from __future__ import annotations
 
+import collections
 import itertools
 from dataclasses import dataclass, replace
 
@@ -39,6 +41,7 @@ from . import structure as ST
 
 _COMPUTE = K.code("compute")
 _POSTING = K.mask(K.REQUEST_KINDS)
+_WAITALL = K.code("waitall")
 #: neighbour steps along one dimension at each place on it
 _STEPS = {GR.LOW: (0, 1), GR.HIGH: (-1, 0), GR.MIDDLE: (-1, 0, 1), GR.ALONE: (0,),
           "*": (-1, 0, 1)}
@@ -106,8 +109,12 @@ def _donor(run: ST.Run, key: str) -> _Donor:
     n = len(ids)
     vec = rows["vec"].astype(np.int64)
     has = vec >= 0
-    multi = np.flatnonzero(has)[run.sig.vec_values[run.sig.vec_offsets[vec[has]]] ==
+    lists = np.flatnonzero(has)[run.sig.vec_values[run.sig.vec_offsets[vec[has]]] ==
                                 SG.VEC_REQUESTS]
+    multi = np.flatnonzero(rows["kind"] == _WAITALL)
+    if not np.isin(lists, multi).all():
+        raise NotComposable(f"rank class {key} completes some of several requests in one call "
+                            "(waitany, waitsome, testall ...): not split by direction")
     refs = rows["req_mode"] == SG.REQ_REF
     if (refs & _POSTING[rows["kind"]]).any():
         raise NotComposable(f"rank class {key} posts a request id it named before")
@@ -129,10 +136,9 @@ def _donor(run: ST.Run, key: str) -> _Donor:
         direction[ref] = direction[post[ref]]
     entries = {}            # a completion of several requests -> the calls that posted them
     first = int(run.data.rank_offsets[int(rc.ranks[0])])
-    for k in multi.tolist():
-        entries[k] = posted(np.asarray(run.data.vector(first + k), np.int64))
-        toward = set(direction[entries[k]].tolist())
-        direction[k] = toward.pop() if len(toward) == 1 else -1
+    for k in multi.tolist():         # a skeleton call, whatever directions it completes
+        entries[k] = posted(np.asarray(run.data.vector(first + k), np.int64)) if \
+            rows["vec"][k] >= 0 else np.zeros(0, np.int64)
     kind = rows["kind"].astype(np.int64)
     call = kind != _COMPUTE
     # compute goes with the call after it (the next call at or after each row)
@@ -179,24 +185,30 @@ def _nearness(key: str, position: str) -> int:
 def compose_run(run: ST.Run, position: str, directions: set, donors: dict) -> ST.RankClass:
     """Class ``position`` of ``run`` composed from the run's position classes (``donors``,
     :func:`donors_of`): the skeleton of the nearest (most places alike, then most
-    directions), each direction's calls from the nearest that has it.  NotComposable says
-    why it cannot be."""
+    directions) among those with the skeleton most positions have (a root's is its own), each
+    direction's calls from the nearest that has it (whose skeleton must have the same kinds of
+    calls).  NotComposable says why it cannot be."""
     if not donors:
         raise NotComposable(f"{run.path} has no grid position to compose it from")
     order = sorted(donors, key=lambda k: (-_nearness(k, position), -len(donors[k].used), k))
+    # the skeleton of the nearest position whose skeleton most positions have (not a root's);
+    # each direction's calls from the nearest having it, one with that skeleton's kinds first
+    common = collections.Counter(donors[k].skeleton().tobytes() for k in order).most_common(1)
+    first = next(k for k in order if donors[k].skeleton().tobytes() == common[0][0])
+    kinds = {k: run.sig.table["kind"][d.ids[d.direction < 0]] for k, d in donors.items()}
+    alike = {k: np.array_equal(kinds[k], kinds[first]) for k in order}
     assign = {}
     for d in sorted(directions):
-        having = [k for k in order if d in donors[k].used]
+        having = sorted((k for k in order if d in donors[k].used), key=lambda k: not alike[k])
         if not having:
             off = tuple(GR.decode(d, run.grid.ndims).tolist())
             raise NotComposable(f"no rank of {run.path} ({run.nranks} ranks) has a neighbour "
                                 f"at {off}")
         assign[d] = having[0]
-    taking = [order[0]] + sorted(set(assign.values()) - {order[0]}, key=order.index)
+    taking = [first] + sorted(set(assign.values()) - {first}, key=order.index)
     parts = [donors[k] for k in taking]
-    skeleton = parts[0].skeleton()
-    for d in parts[1:]:
-        if not np.array_equal(d.skeleton(), skeleton):
+    for d in parts[1:]:                        # the others' skeletons only align their calls
+        if not alike[d.key]:
             raise NotComposable(f"rank classes {parts[0].key} and {d.key} differ in more than "
                                 "their neighbours' calls")
     phases = _phases(parts)
@@ -319,28 +331,26 @@ def _request_lists(run: ST.Run, parts: list, which: np.ndarray, row: np.ndarray,
     for at, (i, r) in enumerate(zip(which.tolist(), row.tolist())):
         if r not in parts[i].entries:
             continue
-        if parts[i].direction[r] >= 0:          # one direction's: its own part's posts
-            sources = [(i, parts[i].entries[r])]
-        else:                                   # the skeleton's: each part's directions
-            j = rank[i][r]
-            sources = []
-            for m, d in enumerate(parts):
-                k = int(skeletons[m][j])
-                if k in d.entries:
-                    keep = np.isin(d.direction[d.entries[k]], list(mine[m]))
-                    sources.append((m, d.entries[k][keep]))
+        j = rank[i][r]                          # a skeleton call: each part's directions
+        sources = []
+        for m, d in enumerate(parts):
+            k = int(skeletons[m][j])
+            keep = np.isin(d.direction[d.entries[k]], list(mine[m]))
+            sources.append((m, d.entries[k][keep]))
         posts = np.sort(np.concatenate([where[m][e] for m, e in sources] +
                                        [np.zeros(0, np.int64)]))
         if (posts < 0).any() or (posts >= at).any():
             raise NotComposable("a completion of several requests whose posts are not before "
                                 "it in the composed program")
-        content = np.concatenate([[SG.VEC_REQUESTS], np.ravel(np.stack(
-            [np.full(len(posts), SG.REQ_REF), latest[at] - latest[posts]], axis=1))]
-        ).astype(sig.vec_values.dtype)
-        v = contents.get(content.tobytes())
-        if v is None:
-            v = contents[content.tobytes()] = len(sig.vec_offsets) - 1 + len(new_contents)
-            new_contents.append(content)
+        v = -1                                  # no request: no list (as recorded)
+        if len(posts):
+            content = np.concatenate([[SG.VEC_REQUESTS], np.ravel(np.stack(
+                [np.full(len(posts), SG.REQ_REF), latest[at] - latest[posts]], axis=1))]
+            ).astype(sig.vec_values.dtype)
+            v = contents.get(content.tobytes())
+            if v is None:
+                v = contents[content.tobytes()] = len(sig.vec_offsets) - 1 + len(new_contents)
+                new_contents.append(content)
         r2 = table[ids[at]].copy()
         r2["vec"] = v
         k = rows_known.setdefault(r2.tobytes(), len(table) + len(new_rows))
