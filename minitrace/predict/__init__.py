@@ -4,6 +4,6 @@
 :mod:`.calibration` the calibration file, the fit of its runs and their plot, and
 :mod:`.prediction` the replay with a calibration and its self-check against the recording.
 """
-from .prediction import MIN_CORE_SHARE, PARTS, Prediction, predict, report
+from .prediction import MAX_LOST_SHARE, PARTS, Prediction, predict, report
 
-__all__ = ["MIN_CORE_SHARE", "PARTS", "Prediction", "predict", "report"]
+__all__ = ["MAX_LOST_SHARE", "PARTS", "Prediction", "predict", "report"]
