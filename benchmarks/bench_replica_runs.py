@@ -7,7 +7,7 @@ is scored on gave nothing to the interval).  Without ``--runs`` (the per-call-si
 alone) beside it.
 
     python benchmarks/bench_replica_runs.py [--runs 10] [--replicas 60] [--apps cg3d,...]
-        [--work DIR]   (recordings in DIR are reused)
+        [--extra NAME=COMMAND ...] [--work DIR]   (recordings in DIR are reused)
 
 Targets (issue 35): the intervals hold 90-99% of the other runs on at least three codes, their
 median within 2% of the runs' median; idle machine (the load is printed).
@@ -34,6 +34,9 @@ def main() -> int:
     ap.add_argument("--runs", type=int, default=12, help="recordings (two halves of 3 or more)")
     ap.add_argument("--replicas", type=int, default=60)
     ap.add_argument("--apps", default="cg3d,jacobi2d,stencil27")
+    ap.add_argument("--extra", action="append", default=[], metavar="NAME=COMMAND",
+                    help="another program (a public mini-app built elsewhere), its command "
+                         "line after the launcher's -n 2, split on spaces")
     ap.add_argument("--work", default=None)
     args = ap.parse_args()
     from minitrace.mpitools import mpi_tool
@@ -48,6 +51,9 @@ def main() -> int:
     me = [sys.executable, "-m", "minitrace"]
     apps = {k: v[:-len(SMALL[k])] + SMALL[k] for k, v in _apps(work, mpicc).items()
             if k in args.apps.split(",")}
+    for spec in args.extra:
+        name, _, cmd = spec.partition("=")
+        apps[name] = cmd.split()
     cal_path = work / "machine.h5"
     if not cal_path.exists():
         subprocess.run(me + ["calibrate", "-o", str(cal_path), "--quiet", "--", mpiexec, "-n",
