@@ -68,7 +68,10 @@ class SiteVolumes:
         if tail_ok is not None:
             ok &= tail_ok
         tail_from = np.where(ok, count - k, count)
-        u = sorted_volumes[start + np.maximum(tail_from - 1, 0)]
+        last = max(len(sorted_volumes) - 1, 0)     # (a site may hold no volume: all fixed)
+        u = np.where(count > 0, sorted_volumes[np.minimum(start + np.maximum(tail_from - 1, 0),
+                                                           last)] if len(sorted_volumes)
+                     else 0.0, 0.0)
         xi = np.full(len(count), np.nan)
         sigma = np.full(len(count), np.nan)
         for s in np.flatnonzero(tail_from < count):
