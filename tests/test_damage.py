@@ -201,11 +201,14 @@ def test_truncated_ti_import(tmp_path):
 def _signalled(trace, signals: list[tuple[float, int]]) -> subprocess.CompletedProcess:
     """``minitrace replay`` in a process group of its own, sent ``signals`` (seconds after the
     start or the previous one, signal) as `timeout` or `scancel` send them: to the group."""
-    import signal as _  # noqa: F401
     import time
+    import signal
+    # SIGINT as at a terminal: a test run launched in the background inherits it ignored
+    # (a non-interactive shell's `&`), and a command that inherits it ignored keeps it so
     p = subprocess.Popen([sys.executable, "-m", "minitrace", "replay", str(trace),
                           "--compute-rate", "1Gf"], stdout=subprocess.DEVNULL,
-                         stderr=subprocess.PIPE, text=True, start_new_session=True)
+                         stderr=subprocess.PIPE, text=True, start_new_session=True,
+                         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     for wait, sig in signals:
         time.sleep(wait)
         try:

@@ -97,7 +97,8 @@ def test_a_loaded_recording_is_flagged_not_comparable(recorded):
     last = int(np.argmax(p.recorded_rank_end_times))
     assert p.descheduled_share == pytest.approx(p.measured["descheduled"][last]
                                                 / p.recorded_time)
-    assert p.descheduled_share > 0.2
+    # its CPU time halved: at least about half of its compute's wall time is descheduled
+    assert p.measured["descheduled"][last] >= 0.45 * p.measured["compute"][last]
     assert f"is {p.descheduled_share:.2%} of the recorded time" in report(p)
 
 
