@@ -265,8 +265,7 @@ def _trace_model(data, base: dict, known_nodes: bool) -> NoiseModel:
         notes.insert(0, f"{len(np.unique(site[few]))} site(s) with fewer than {WARM_MIN_SITE} "
                         f"volumes ({int(few.sum())} volumes: one-off phases such as a set-up or "
                         f"an assembly, not repetitions of one law): replayed as recorded in "
-                        f"every replica (drawn from their handful of volumes, a 100 ms "
-                        f"assembly and four 1 us steps made replicas of miniFE +30%)")
+                        f"every replica")
     if warm.any():
         notes.insert(0, f"warm-up: {int(warm.sum())} volume(s) among the first {WARM_MAX} of "
                         f"{len(np.unique(site[warm]))} site(s) above the {WARM_QUANTILE:.0%} "
@@ -279,9 +278,11 @@ def _trace_model(data, base: dict, known_nodes: bool) -> NoiseModel:
 
 #: Only the first occurrences of a call site may be its warm-up ...
 WARM_MAX = 5
-#: ... each above this quantile of the site's later volumes; sites with fewer than
-#: WARM_MIN_SITE occurrences have none.
+#: ... each above this quantile of the site's later volumes.
 WARM_QUANTILE = 0.99
+#: A site with fewer volumes is a one-off phase (a set-up, an assembly), replayed as recorded:
+#: resampled, miniFE's 100 ms assembly and four 1 us steps put 0-3 assemblies in a replica
+#: (+30%).  Such a site has no warm-up.
 WARM_MIN_SITE = 20
 
 
