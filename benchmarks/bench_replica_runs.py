@@ -91,7 +91,8 @@ def main() -> int:
               f"(median {np.median(spans):.4f}, sd {spans.std(ddof=1) / spans.mean():.1%}); "
               + "; ".join(f"{k}: the 95% intervals hold {np.mean(v):.0%} of the other half's runs"
                           for k, v in rows.items())
-              + f"; replicas' median over the runs' median {statistics.median(medians) / np.median(spans) - 1:+.1%}"
+              + f"; replicas' median over the runs' median "
+              f"{statistics.median(medians) / np.median(spans) - 1:+.1%}"
               f"; load {os.getloadavg()[0]:.1f}", flush=True)
     return 0
 

@@ -127,7 +127,8 @@ static int64_t mt_instructions(mt_thread *T) {
  * is read only when more than MT_GATE_NS passed since the previous boundary; shorter gaps
  * (tight MPI loops) are counted as CPU time equal to their wall time (the thread was busy in
  * or between MPI calls).  Each read's time is added to the header (clock_reads, clock_ticks):
- * the recorder's own share of the recorded run, which the prediction's self-check takes out.  walltime: the merge derives volumes from the timestamps. */
+ * the recorder's own share of the recorded run, which the prediction's self-check takes out.
+ * walltime: the merge derives volumes from the timestamps. */
 static inline int64_t mt_counter(mt_thread *T, int64_t t) {
     if (mt_volume == MT_VOLUME_CPUTIME) {
         if (t - T->g_t > mt_gate) {

@@ -513,14 +513,12 @@ class RawRun:
 
 def _recorder_seconds(h) -> float:
     """The recorder's own time in a rank (its CPU-clock reads, ``clock_ticks`` of the header),
-    in seconds: TSC ticks at the rate the header's calibration points give (init start to
-    finalize, else to init end)."""
-    ticks = float(h["clock_ticks"])
-    if int(h["clock"]) == L.CLOCKS["monotonic"]:
-        return ticks * 1e-9
-    (r0, n0), last = h["calib"][0], h["calib"][2] if h["calib"][2][1] else h["calib"][1]
-    span = float(last[0] - r0)
-    return ticks * float(last[1] - n0) / span * 1e-9 if span > 0 else 0.0
+    in seconds, by the raw clock's calibration through the header's points (init start, init
+    end, finalize), as the rank's timestamps."""
+    pts = h["calib"][:3 if h["calib"][2][1] else 2].astype(np.int64)
+    to_ns = _Rank._calibration(int(h["clock"]), pts)
+    r0 = pts[:1, 0]
+    return float((to_ns(r0 + int(h["clock_ticks"])) - to_ns(r0))[0]) * 1e-9
 
 
 class RankTables(NamedTuple):

@@ -54,8 +54,8 @@ def leave(status: int) -> int:
     """``status`` for the entry point to return; a terminated (or interrupted) command's
     process ends here, its clean-ups done, without waiting for threads: a thread pool's worker
     started while SIGTERM interrupted ``Thread.start`` is never told to stop, and the
-    interpreter's exit would wait for it forever.  Signals after the command are ignored (Ctrl-C during the interpreter's
-    exit killed it silently, status -2)."""
+    interpreter's exit would wait for it forever.  Signals after the command are ignored
+    (Ctrl-C during the interpreter's exit killed it silently, status -2)."""
     if status in (EXIT_TERMINATED, EXIT_INTERRUPTED):
         sys.stdout.flush()
         sys.stderr.flush()

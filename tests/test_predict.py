@@ -5,7 +5,8 @@ this machine (conftest's ``demo``).
 The self-check is tested for what it computes (recorded and replayed times, the parts, the core
 shares), never for how close it comes: that is a benchmark figure (bench_accuracy.py,
 benchmarks/RESULTS.md), which a loaded or different machine moves.  A recording disturbed
-enough to be no longer comparable (a rank lost > MAX_LOST_SHARE of the time) must say so: the flag is asserted, and,
+enough to be no longer comparable (a rank lost > MAX_LOST_SHARE of the time) must say so: the
+flag is asserted, and,
 apart, a recording made to look loaded (its CPU time halved) must be flagged, never passed off
 as accurate."""
 from __future__ import annotations
@@ -252,7 +253,7 @@ def test_a_recording_beside_co_runners_is_flagged_not_comparable(recorded):
         cpu, wall = np.asarray(t.meta["in_mpi_seconds"]).T
     assert p.in_call_share == pytest.approx(list(cpu / wall))
     last = int(np.argmax(p.recorded_rank_end_times))
-    assert p.descheduled_in_mpi_share == pytest.approx(max((wall - cpu)[last], 0.0)
+    assert p.lost_inside[p.last_rank] == pytest.approx(max((wall - cpu)[last], 0.0)
                                                        / p.recorded_time)
     # the report says how much of the error the descheduling accounts for, where it was
     text = report(p)

@@ -82,8 +82,6 @@ class Prediction:
     in_call_measure: str | None = None    # what in_call_share is over: "MPI calls" (the
     #                                       trace's in_mpi_seconds; a rank with < 1 ms there:
     #                                       1.0) or "reductions" (older recordings)
-    descheduled_in_mpi_share: float | None = None   # the same inside its MPI calls (wall
-    #                                                 above CPU), over the recorded time
     timeline: str | None = None
     translated: str | None = None         # "from A to B" when compute was translated
     interval: list[float] | None = None   # s, the translation's interval (probe: 95%; kernel
@@ -270,11 +268,12 @@ def _self_check(out: Prediction, data, cal: Calibration, timeline: str | None, s
         comp = kind == K.code("compute")
         measured["compute"][r] = dur[comp].sum()
         measured["compute_cpu"][r] = ra["volume"][comp].sum()
-        red = reductions[kind]
-        in_call[r] = (ra["volume"][red].sum() / dur[red].sum() if dur[red].sum() > 1e-3
-                      else 1.0)
         if in_mpi is not None:
             in_call[r] = in_mpi[r][0] / in_mpi[r][1] if in_mpi[r][1] > 1e-3 else 1.0
+        else:
+            red = reductions[kind]
+            in_call[r] = (ra["volume"][red].sum() / dur[red].sum() if dur[red].sum() > 1e-3
+                          else 1.0)
         measured["collectives"][r] = dur[coll[kind]].sum()
         measured["p2p"][r] = dur[p2p[kind]].sum()
         measured["waiting"][r] = dur[waiting[kind]].sum()
@@ -312,9 +311,6 @@ def _self_check(out: Prediction, data, cal: Calibration, timeline: str | None, s
     out.core_share, out.in_call_share = share.tolist(), in_call.tolist()
     out.in_call_measure = "MPI calls" if in_mpi is not None else "reductions"
     out.descheduled_share = float(measured["descheduled"][last] / out.recorded_time)
-    if in_mpi is not None:
-        out.descheduled_in_mpi_share = float(max(in_mpi[last][1] - in_mpi[last][0], 0.0)
-                                             / out.recorded_time)
     nodes = list(data.meta.get("rank_to_node") or [])
     crowded = max((nodes.count(x) for x in set(nodes)), default=0)
     out.lost_between = (measured["descheduled"] / out.recorded_time).tolist()
@@ -408,9 +404,9 @@ def report(p: Prediction) -> str:
     if p.recorded_time is not None:
         own = ""
         if p.recorder_time is not None:
-            own = (f" less the recorder's own {p.recorder_time[p.last_rank]:.3g} s (its clock reads, "
-                   f"not in an untraced run; {p.error_as_recorded:+.2%} against the recording "
-                   f"as it is)")
+            own = (f" less the recorder's own {p.recorder_time[p.last_rank]:.3g} s (its clock "
+                   f"reads, not in an untraced run; {p.error_as_recorded:+.2%} against the "
+                   f"recording as it is)")
         lines.append(f"  self-check: recorded {p.recorded_time:.6g} s{own}, predicted "
                      f"{p.predicted_time:.6g} s, error {p.error:+.2%}"
                      + ("" if p.comparable else "  (NOT COMPARABLE, see warning)"))
@@ -435,11 +431,11 @@ def report(p: Prediction) -> str:
                                                                 for s in p.core_share)
                      + f"; inside {p.in_call_measure}: "
                      + " ".join(f"{s:.2f}" for s in p.in_call_share))
-        if min(p.in_call_share) < 0.98 and p.descheduled_in_mpi_share is not None:
+        if min(p.in_call_share) < 0.98 and p.lost_inside is not None:
+            lost = p.lost_inside[p.last_rank]
             lines.append(f"  the last rank's wall time inside MPI calls above its CPU time "
-                         f"(busy-polling MPI: descheduled; not replayed) is "
-                         f"{p.descheduled_in_mpi_share:.2%} of the recorded time: at most "
-                         f"{-p.descheduled_in_mpi_share:+.2%} of the {p.error:+.2%} error")
+                         f"(busy-polling MPI: descheduled; not replayed) is {lost:.2%} of the "
+                         f"recorded time: at most {-lost:+.2%} of the {p.error:+.2%} error")
         if min(p.core_share) < 0.98 and p.descheduled_share is not None:
             lines.append(f"  the last rank's wall time between MPI calls above its CPU time "
                          f"(not replayed) is {p.descheduled_share:.2%} of the recorded time: "

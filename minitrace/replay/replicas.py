@@ -168,7 +168,7 @@ def replicas(trace, n: int, noise: str = "trace", seed: int | None = None,
 
 def _own_span(data, source: str | None) -> float | None:
     """The replayed trace's recorded span (:func:`.run_to_run.span`), None when it has no
-    times (an extrapolated or converted trace)."""
+    times (an extrapolated or converted trace; checked first: span reads every rank)."""
     if not np.any(data.actions["t_end"]):
         return None
     try:

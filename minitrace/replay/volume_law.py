@@ -68,10 +68,11 @@ class SiteVolumes:
         if tail_ok is not None:
             ok &= tail_ok
         tail_from = np.where(ok, count - k, count)
-        last = max(len(sorted_volumes) - 1, 0)     # (a site may hold no volume: all fixed)
-        u = np.where(count > 0, sorted_volumes[np.minimum(start + np.maximum(tail_from - 1, 0),
-                                                           last)] if len(sorted_volumes)
-                     else 0.0, 0.0)
+        # the threshold: the largest volume below the excesses (0 for a site that holds no
+        # volume, all of its rows replayed as recorded)
+        u = np.zeros(len(count))
+        has = count > 0
+        u[has] = sorted_volumes[start[has] + np.maximum(tail_from[has] - 1, 0)]
         xi = np.full(len(count), np.nan)
         sigma = np.full(len(count), np.nan)
         for s in np.flatnonzero(tail_from < count):
