@@ -213,3 +213,27 @@ def test_a_damaged_kernel_set_is_refused(calibration, tmp_path, damage):
             del g["kernel_fma_cpu"]
     with pytest.raises(MinitraceError, match="kernel set's columns"):
         read_runs(str(bad))
+
+
+def test_the_after_compute_cost_is_measured_and_fitted(calibration, tmp_path):
+    """Every run of this version measured an exchange after each kernel and duration
+    (minitrace/predict/after_compute.py): one finite penalty >= 0 per duration, and the fit is
+    the median over the runs; a damaged table in the fit is refused in one line."""
+    import json
+    from minitrace.predict import after_compute as ac
+    path, _, cal = calibration
+    runs = read_runs(str(path))
+    new = runs[-1]["columns"]
+    assert new["after_compute_seconds"].tolist() == list(ac.SECONDS)
+    for k in ac.KERNELS:
+        v = new[f"after_compute_{k}"]
+        assert len(v) == len(ac.SECONDS) and np.isfinite(v).all() and (v >= 0).all()
+    assert cal.after_compute == ac.fit(runs) and cal.after_compute["seconds"] == list(ac.SECONDS)
+    bad = tmp_path / "bad.h5"
+    shutil.copyfile(path, bad)
+    with h5py.File(bad, "r+") as f:
+        stored = json.loads(f["calibration/fit"].attrs["calibration"])
+        stored["after_compute"]["memory"][0] = -1.0
+        f["calibration/fit"].attrs["calibration"] = json.dumps(stored)
+    with pytest.raises(MinitraceError, match="after_compute"):
+        load(str(bad))

@@ -31,7 +31,7 @@ from dataclasses import MISSING, asdict, dataclass, field, fields
 import h5py
 import numpy as np
 
-from . import kernels as kernel_set
+from . import after_compute, kernels as kernel_set
 from .. import checked
 from ..analysis import piecewise
 from ..errors import MinitraceError
@@ -46,12 +46,16 @@ GROUP = "calibration"
 KIND = "calibration"
 NO_KERNELS = ("no kernel set (measured before minitrace had one): a translation to another "
               "machine has the matrix product alone; calibrate again to add it")
+NO_AFTER_COMPUTE = ("no after-compute call cost (measured before minitrace had it): the replay "
+                    "gives an MPI call after a compute its warm ping-pong cost; calibrate again "
+                    "to add it")
 #: Run columns: one row per measurement (text or numbers), and one row per rank.
 _MEASUREMENTS = {"kind": "T", "size": "iu", "pair": "T", "time": "f", "t_send": "f"}
 _PER_RANK = {"compute_flops": "f", "compute_cpu": "f", "compute_wall": "f",
              "reduction_rate": "f"}
 _OPTIONAL = {"peer": ("iu", "n"), "inner": ("iu", "n"), "copy_rate_hot": ("f", "r"),
-             "copy_rate_cold": ("f", "r"), **{k: ("f", "r") for k in kernel_set.columns()}}
+             "copy_rate_cold": ("f", "r"), **{k: ("f", "r") for k in kernel_set.columns()},
+             **{k: ("f", "d") for k in after_compute.columns()}}
 
 
 def append_run(path: str, run: dict) -> str:
@@ -99,7 +103,8 @@ def _runs_in(f: h5py.File, path: str) -> list[dict]:
         cols |= {k: checked.array(g, k, KIND, path, t) for k, t in _PER_RANK.items()}
         cols |= {k: v for k, (t, _) in _OPTIONAL.items()
                  if (v := checked.array(g, k, KIND, path, t, required=False)) is not None}
-        lengths = {"n": len(cols["kind"]), "r": len(cols["compute_cpu"])}
+        lengths = {"n": len(cols["kind"]), "r": len(cols["compute_cpu"]),
+                   "d": len(cols.get("after_compute_seconds", ()))}
         for k, v in cols.items():
             want = lengths["n" if k in _MEASUREMENTS else "r" if k in _PER_RANK
                            else _OPTIONAL[k][1]]
@@ -115,6 +120,11 @@ def _runs_in(f: h5py.File, path: str) -> list[dict]:
                 np.isfinite(cols[k]).all() and (cols[k] > 0).all() for k in measured)):
             raise checked.corrupt(KIND, f"run {name}: the kernel set's columns must all be "
                                   "there, finite and positive", path)
+        after = [k for k in after_compute.columns() if k in cols]
+        if after and (len(after) != len(after_compute.columns()) or not all(
+                np.isfinite(cols[k]).all() and (cols[k] >= 0).all() for k in after)):
+            raise checked.corrupt(KIND, f"run {name}: the after-compute columns must all be "
+                                  "there, finite and >= 0", path)
         if (cols["size"] > 2 ** 53).any():
             raise checked.corrupt(KIND, f"run {name}: a message size beyond 2**53", path)
         attrs = read_attrs(g)
@@ -193,6 +203,9 @@ class Calibration:
     # second, "wall_rate": per wall second}; empty (version 0) in calibrations made before it
     kernels: dict = field(default_factory=dict)
     kernels_version: int = 0
+    # an MPI call's cost after a compute (minitrace.predict.after_compute): {"seconds": [...],
+    # kernel: [s, ...]}; empty in calibrations made before it was measured
+    after_compute: dict = field(default_factory=dict)
     mpi_library: str = ""       # MPI_Get_library_version of the calibrated job's MPI
     hostname: str = ""          # the calibrated machine (its provenance)
 
@@ -388,6 +401,9 @@ def fit_runs(runs: list[dict]) -> tuple[Calibration, dict]:
     kernels = kernel_set.fit(runs)
     if not kernels:
         notes.append(NO_KERNELS)
+    after = after_compute.fit(runs)
+    if not after:
+        notes.append(NO_AFTER_COMPUTE)
     nodes = runs[-1]["attrs"]["rank_to_node"]
     per_host = max(nodes.count(n) for n in set(nodes))
     cal = Calibration(
@@ -397,7 +413,7 @@ def fit_runs(runs: list[dict]) -> tuple[Calibration, dict]:
         size_range=[int(x.min()), int(x.max())], eager_threshold=threshold, pair=main,
         speed_spread=float((speeds.max() - speeds.min()) / speed), core_share=share,
         runs=len(runs), points=int(len(x)), notes=notes, copy_rates=copy_rates,
-        cold_from=cold_from, kernels=kernels,
+        cold_from=cold_from, kernels=kernels, after_compute=after,
         kernels_version=max(int(r["attrs"].get("kernels_version", 0)) for r in runs),
         segments={k: None if f is None else {"breakpoints": f.breakpoints,
                                              "segments": [s.to_dict() for s in f.segments]}
@@ -469,6 +485,8 @@ def load(path: str, missing_ok: bool = False) -> Calibration | None:
     cal.path = path
     if "kernels" not in stored:         # a fit older than the kernel set
         cal.notes.append(NO_KERNELS)
+    if not cal.after_compute and NO_AFTER_COMPUTE not in cal.notes:
+        cal.notes.append(NO_AFTER_COMPUTE)
     for name in ("mpi_library", "hostname"):
         value = attrs.get(name, "")
         setattr(cal, name, value if isinstance(value, str) else "")
@@ -520,6 +538,8 @@ def _checked_fields(stored, path: str) -> dict:
             raise bad(f"config {k} = {v!r}")
     if not _kernels_ok(d.get("kernels", {})):
         raise bad("kernels is not a table of kernel rates")
+    if not after_compute.valid(d.get("after_compute", {})):
+        raise bad("after_compute is not a table of durations and penalties")
     if not isinstance(d["pair"], str):
         raise bad(f"pair = {d['pair']!r}")
     for k, n in (("size_range", 2), ("copy_rates", None), ("core_share", None)):
@@ -594,6 +614,12 @@ def summary(cal: Calibration, path: str) -> str:
         lines.append("  kernel set (per CPU second; per wall second): " + "; ".join(
             f"{k} {v['cpu_rate']:.4g}; {v['wall_rate']:.4g} {v['unit']}/s"
             for k, v in cal.kernels.items()))
+    if cal.after_compute:
+        t = cal.after_compute
+        lines.append("  an 8-byte exchange after a compute of " + ", ".join(
+            f"{d * 1e6:g}" for d in t["seconds"]) + " us costs more by: " + "; ".join(
+            f"{k} " + " ".join(f"{x * 1e6:.3g}" for x in t[k]) + " us"
+            for k in after_compute.KERNELS))
     lines.append(f"  platform: {cal.ranks_per_host} rank(s) per host, {cal.cores_per_host} "
                  f"cores")
     lines += [f"  note: {n}" for n in cal.notes]

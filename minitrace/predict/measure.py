@@ -25,6 +25,9 @@ shuffled, since ordered sweeps resonate with periodic noise):
 * local copies: bytes/s of a memory copy of a block in cache (64 KiB, the same buffers) and of
   one out of the caches (4 MiB slots of the pool), every rank at once: what an MPI library's
   copy of a rank's own block in a collective costs (SimGrid's replay does not model it);
+* the cost of an MPI call right after a compute (:mod:`minitrace.predict.after_compute`): an
+  8-byte exchange after register-only and after memory-streaming kernels of 20 us .. 2 ms, less
+  the same exchange in a loop: the caches the ping-pongs keep warm and an application does not;
 * what the Python loops add to each timed call (mpi4py, clock stamps): the same loops on
   ``MPI_PROC_NULL``; the fit subtracts it, since compiled applications do not pay it.
 
@@ -41,7 +44,7 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from . import kernels
+from . import after_compute, kernels
 from ..errors import MinitraceError
 from ..provenance import cache_bytes
 
@@ -331,6 +334,7 @@ def run(comm, args) -> dict | None:
     copies = _copies(comm)
     mine = topo["rank_to_node"][comm.rank]
     kernel_set = kernels.measure(comm, topo["rank_to_node"].count(mine))
+    after = after_compute.measure(comm)
     python_costs = _python_costs(comm)
     if comm.rank != 0:
         return None
@@ -349,7 +353,7 @@ def run(comm, args) -> dict | None:
     columns.update({"compute_flops": compute["flops"], "compute_cpu": compute["cpu"],
                     "compute_wall": compute["wall"], "reduction_rate": reduction,
                     "copy_rate_hot": copies[:, 0], "copy_rate_cold": copies[:, 1],
-                    **kernel_set})
+                    **kernel_set, **after})
     return {"columns": columns, "attrs": attrs}
 
 

@@ -30,6 +30,7 @@ import numpy as np
 
 from .. import kinds as K
 from ..collectives import library_of
+from . import after_compute
 from .calibration import Calibration, load
 from ..errors import MinitraceError
 
@@ -89,6 +90,10 @@ class Prediction:
     translation: dict | None = None       # the rule for compute no probe measured, its share
     #                                       of the compute and its kernel mix (flagged)
     measured_time: float | None = None    # s, a run measured on the target (``measured``)
+    after_compute: list[float] | None = None  # s per rank added to computes that an MPI call
+    #                                           follows (the calibration's after-compute cost)
+    after_compute_range: list[float] | None = None  # s, the prediction with the register-only
+    #                                           and the memory-streaming kernel's cost alone
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -122,6 +127,8 @@ def predict(trace: str, calibration: str | Calibration, *, platform: str | None 
     warnings = _range_warnings(data, cal)
     raw = data
     data, translation, where = translated(data, cal, recorded_on, probe, trace)
+    plain = data
+    data, after = with_call_costs(data, cal)
     own = platform is None and hosts is None and translation is None
     notes = [] if translation is None else list(translation.notes)
     timed = engine == "native" or (engine == "auto" and binary() is not None)
@@ -145,6 +152,11 @@ def predict(trace: str, calibration: str | Calibration, *, platform: str | None 
                      rank_end_times=res.rank_end_times, predicted=predicted,
                      warnings=warnings, notes=notes + res.notes)
     out.translated = where
+    if after is not None:
+        out.after_compute = after.tolist()
+        out.after_compute_range = [
+            replay(with_call_costs(plain, cal, k)[0], **options).simulated_time
+            for k in after_compute.KERNELS]
     if translation is not None:
         out.translation = translation.summary()
         if not np.array_equal(translation.low, translation.high):
@@ -154,7 +166,7 @@ def predict(trace: str, calibration: str | Calibration, *, platform: str | None 
         out.measured_time = float(measured)
         out.error = (out.predicted_time - out.measured_time) / out.measured_time
     elif own and _timed(data):
-        _self_check(out, data, cal, timeline, spans)
+        _self_check(out, plain, cal, timeline, spans)
     elif own:
         out.warnings.append("the trace has no timestamps: no self-check")
     return out
@@ -196,6 +208,15 @@ def translated(data, cal: Calibration, recorded_on, probe: str | None, source: s
     else:
         tr = by_rates(data, src, cal, where)
     return tr.apply(data), tr, where
+
+
+def with_call_costs(data, cal: Calibration, kernel: str | None = None):
+    """(``data`` with the calibration's after-compute call cost added to each compute that an
+    MPI call follows, seconds added per rank; or ``data``, None for a calibration without
+    it).  ``kernel``: that kernel's cost alone (the range), else the kernels' mean."""
+    if not cal.after_compute:
+        return data, None
+    return after_compute.add_to_compute(data, cal.after_compute, cal.speed, kernel)
 
 
 def replay_options(data, cal: Calibration, source: str | None = None, *,
@@ -444,6 +465,12 @@ def report(p: Prediction) -> str:
         q = p.predicted
         lines.append("  where the time goes, mean over ranks (s): " + ", ".join(
             f"{k} {np.mean(q[k]):.4g}" for k in PARTS))
+    if p.after_compute is not None:
+        lo, hi = p.after_compute_range
+        lines.append(f"  MPI calls after a compute: up to {max(p.after_compute):.3g} s added "
+                     f"per rank (the calibration's after-compute cost, the mean of its kernels; "
+                     f"predicted with the register-only / memory-streaming one alone: "
+                     f"{lo:.6g} / {hi:.6g} s)")
     if p.timeline:
         lines.append(f"  timeline: {p.timeline}")
     lines += [f"  warning: {w}" for w in p.warnings]

@@ -1,0 +1,120 @@
+"""The after-compute call cost (minitrace/predict/after_compute.py): its conventions, where it is
+added in a trace, its fit from calibration runs, and a prediction with it, on traces and tables
+whose right answer is known.  The measurement itself runs in test_calibrate.py (a real job)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from minitrace import kinds as K
+from minitrace.model import TraceBuilder
+from minitrace.predict import after_compute as ac
+
+TABLE = {"seconds": [20e-6, 100e-6, 500e-6, 2e-3],
+         "registers": [0.0, 0.2e-6, 1e-6, 3e-6], "memory": [0.4e-6, 2e-6, 10e-6, 12e-6]}
+
+
+def test_penalty_conventions():
+    d = np.array([1e-6, 19.9e-6, 20e-6, 100e-6, np.sqrt(100e-6 * 500e-6), 2e-3, 1.0])
+    mean = (np.array(TABLE["registers"]) + np.array(TABLE["memory"])) / 2
+    got = ac.penalty(TABLE, d)
+    assert got[:2].tolist() == [0.0, 0.0]                  # shorter than the first duration
+    assert got[2] == pytest.approx(mean[0]) and got[3] == pytest.approx(mean[1])
+    assert got[4] == pytest.approx((mean[1] + mean[2]) / 2)    # linear in log duration
+    assert got[5] == pytest.approx(mean[3]) and got[6] == pytest.approx(mean[3])   # held
+    assert ac.penalty(TABLE, d, "memory")[3] == pytest.approx(2e-6)
+    assert ac.penalty(TABLE, d, "registers")[5] == pytest.approx(3e-6)
+
+
+def _trace(unit: str, scale: float):
+    """Rank 0: compute 1 ms, send, compute 10 us, compute 2 ms, recv, compute 5 ms (last);
+    rank 1: recv, compute 0.5 ms, marker-free send (volumes in ``unit``, seconds x ``scale``)."""
+    b = TraceBuilder(2, {"volume_unit": unit})
+    for r in range(2):
+        b.add(r, "init")
+    b.add(0, "compute", volume=1e-3 * scale)
+    b.add(0, "send", peer=1, tag=0, bytes_sent=8)
+    b.add(0, "compute", volume=10e-6 * scale)
+    b.add(0, "compute", volume=2e-3 * scale)
+    b.add(0, "recv", peer=1, tag=0, bytes_recv=8)
+    b.add(0, "compute", volume=5e-3 * scale)
+    b.add(1, "recv", peer=0, tag=0, bytes_recv=8)
+    b.add(1, "compute", volume=0.5e-3 * scale)
+    b.add(1, "send", peer=0, tag=0, bytes_sent=8)
+    return b.build()
+
+
+@pytest.mark.parametrize("unit, scale", [("seconds", 1.0), ("flops", 3e9)])
+def test_added_to_each_compute_an_mpi_call_follows(unit, scale):
+    data = _trace(unit, scale)
+    got, per_rank = ac.add_to_compute(data, TABLE, speed=3e9)
+    comp = data.actions["kind"] == K.code("compute")
+    added = (got.actions["volume"] - data.actions["volume"]) / scale
+    want = {1e-3: ac.penalty(TABLE, np.array([1e-3]))[0],
+            2e-3: ac.penalty(TABLE, np.array([2e-3]))[0],
+            0.5e-3: ac.penalty(TABLE, np.array([0.5e-3]))[0]}
+    seconds = data.actions["volume"] / scale
+    for i in np.flatnonzero(comp):
+        expect = want.get(round(float(seconds[i]), 9), 0.0)   # followed by compute or the end: 0
+        assert added[i] == pytest.approx(expect, abs=1e-15)
+    assert (added[~comp] == 0).all()
+    assert per_rank == pytest.approx([want[1e-3] + want[2e-3], want[0.5e-3]])
+    assert (data.actions["volume"] == _trace(unit, scale).actions["volume"]).all()   # a copy
+
+
+def test_fit_is_the_median_over_the_runs_that_measured_it():
+    cols = lambda k: {"after_compute_seconds": np.array(ac.SECONDS),         # noqa: E731
+                      "after_compute_registers": np.full(4, k * 1e-6),
+                      "after_compute_memory": np.full(4, 10 * k * 1e-6)}
+    runs = [{"columns": cols(k)} for k in (1, 2, 6)] + [{"columns": {}}]
+    got = ac.fit(runs)
+    assert got["seconds"] == list(ac.SECONDS)
+    assert got["registers"] == pytest.approx([2e-6] * 4)
+    assert got["memory"] == pytest.approx([20e-6] * 4)
+    assert ac.fit([{"columns": {}}]) == {}
+    assert ac.valid(got) and ac.valid({})
+    for bad in ({"seconds": [1e-5]}, {**got, "memory": [-1.0] * 4},
+                {**got, "registers": [1e-6]}, {**got, "memory": [float("nan")] * 4}):
+        assert not ac.valid(bad)
+
+
+def test_a_prediction_adds_it_and_gives_the_kernels_range(tmp_path, demo):
+    """The demo's calibration with a known table: the prediction of a 2-rank ping-pong trace
+    whose ranks compute at once before every exchange grows by one rank's penalties, and the two
+    kernels' predictions bracket it (the memory kernel's costs are the larger here)."""
+    import json
+    import shutil
+    import h5py
+    from minitrace import storage
+    from minitrace.predict import predict, report
+    cal = tmp_path / "cal.h5"
+    shutil.copyfile(demo.out / "machine.h5", cal)
+    b = TraceBuilder(2, {"volume_unit": "seconds"})
+    for r in range(2):
+        b.add(r, "init")
+        for i in range(10):
+            b.add(r, "compute", volume=1e-3)
+            if (i + r) % 2 == 0:
+                b.add(r, "send", peer=1 - r, tag=0, bytes_sent=8)
+            else:
+                b.add(r, "recv", peer=1 - r, tag=0, bytes_recv=8)
+        b.add(r, "finalize")
+    trace = tmp_path / "pingpong.h5"
+    storage.write_trace(str(trace), b.build())
+
+    def with_table(table):
+        with h5py.File(cal, "r+") as f:
+            stored = json.loads(f["calibration/fit"].attrs["calibration"])
+            stored["after_compute"] = table
+            f["calibration/fit"].attrs["calibration"] = json.dumps(stored)
+        return predict(str(trace), str(cal))
+    without = with_table({})
+    assert without.after_compute is None and "after a compute" not in report(without)
+    p = with_table(TABLE)
+    step = ac.penalty(TABLE, np.array([1e-3]))[0]
+    assert p.after_compute == pytest.approx([10 * step, 10 * step])
+    # both ranks compute, then exchange: each exchange waits for both ranks' penalties, at once
+    assert p.predicted_time - without.predicted_time == pytest.approx(10 * step, rel=0.05)
+    lo, hi = p.after_compute_range
+    assert lo < p.predicted_time < hi
+    assert "MPI calls after a compute" in report(p)
