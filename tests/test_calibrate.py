@@ -237,3 +237,23 @@ def test_the_after_compute_cost_is_measured_and_fitted(calibration, tmp_path):
         f["calibration/fit"].attrs["calibration"] = json.dumps(stored)
     with pytest.raises(MinitraceError, match="after_compute"):
         load(str(bad))
+
+
+def test_the_rendezvous_fit_breaks_where_buffers_go_cold(calibration):
+    """The second run's ping-pongs above --cold-from 65536 used buffers out of the caches: the
+    rendezvous fit has a breakpoint at the first cold size, so no cold size is fitted with the
+    warm points' rate, and the part above it is the fit of the cold points alone."""
+    from minitrace.predict.calibration import ENVELOPE, _fit, _without_python
+    path, _, cal = calibration
+    runs = read_runs(str(path))
+    assert runs[-1]["attrs"]["cold_from"] == 65536
+    rdv = cal.segments["net_rendezvous"]
+    assert 65537 in rdv["breakpoints"]
+    kind = np.concatenate([r["columns"]["kind"] for r in runs])
+    x = np.concatenate([r["columns"]["size"] for r in runs]).astype(float)
+    y = np.concatenate([_without_python(r)["time"] for r in runs])     # (as the fit takes them)
+    ping = kind == "pingpong"
+    cold = _fit(x[ping], y[ping], lo=65537, envelope=ENVELOPE)
+    first = rdv["breakpoints"].index(65537) + 1
+    assert rdv["segments"][first]["slope"] == pytest.approx(cold.segments[0].slope)
+    assert f";{65537 + ENVELOPE - 1}:" in cal.config["network/bandwidth-factor"]

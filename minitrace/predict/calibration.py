@@ -274,6 +274,21 @@ def _fit(x, y, lo=0.0, hi=np.inf, envelope: int = 0):
     return f
 
 
+def _split_fit(x, y, lo: int, cold_from: int):
+    """The rendezvous fit from ``lo``, in two parts when ping-pongs above ``cold_from`` used
+    buffers out of the caches: a breakpoint left to the fit could put a message just above
+    ``cold_from`` on the warm buffers' rate (a 4 MiB exchange at twice its cold speed)."""
+    warm = _fit(x, y, lo=lo, hi=cold_from + 1, envelope=ENVELOPE) if cold_from > lo else None
+    cold = _fit(x, y, lo=max(lo, cold_from + 1), envelope=ENVELOPE) if warm else None
+    if warm is None or cold is None:
+        return _fit(x, y, lo=lo, envelope=ENVELOPE)
+    cold.segments[0].lo = cold_from + 1
+    return piecewise.PiecewiseFit(warm.segments + cold.segments,
+                                  [*warm.breakpoints, cold_from + 1, *cold.breakpoints],
+                                  warm.rss + cold.rss, warm.bic + cold.bic, warm.objective,
+                                  warm.method)
+
+
 def _value(f, x):
     return np.zeros_like(np.asarray(x, float)) if f is None else f.predict(x)
 
@@ -362,7 +377,8 @@ def fit_runs(runs: list[dict]) -> tuple[Calibration, dict]:
     eager_net = yp - _value(fits["send"], xp) - _value(fits["recv"], xp)
     eager_net = np.maximum(eager_net, 0.05 * yp)
     fits["net_eager"] = _fit(xp, eager_net, hi=threshold, envelope=ENVELOPE)
-    fits["net_rendezvous"] = _fit(xp, yp, lo=threshold, envelope=ENVELOPE)
+    cold_from = int(runs[-1]["attrs"].get("cold_from", 0))
+    fits["net_rendezvous"] = _split_fit(xp, yp, threshold, cold_from)
     segs = _net_segments(fits["net_eager"], fits["net_rendezvous"], threshold)
     latency = max(segs[0][1] - ENVELOPE * segs[0][2], 1e-9)
     bandwidth = 1.0 / max(segs[-1][2], 1e-15)     # SMPI needs a finite bandwidth
@@ -397,7 +413,7 @@ def fit_runs(runs: list[dict]) -> tuple[Calibration, dict]:
     measured = [r for r in runs if "copy_rate_hot" in r["columns"]]
     copy_rates = [float(np.median(np.concatenate([r["columns"][k] for r in measured])))
                   for k in ("copy_rate_hot", "copy_rate_cold")] if measured else []
-    cold_from = int(measured[-1]["attrs"].get("cold_from", 0)) if measured else 0
+    cold_from = cold_from if measured else 0
     kernels = kernel_set.fit(runs)
     if not kernels:
         notes.append(NO_KERNELS)
