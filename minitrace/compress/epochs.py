@@ -285,6 +285,51 @@ def fit_spread(model: np.ndarray, recorded: np.ndarray, align: np.ndarray
     return classes, q, rho
 
 
+#: The tail calls kept with their own value hold this share of their kind's volume ...
+TAIL_SHARE = 0.9
+#: ... and are at most one per this many actions (their kinds share it by their counts).
+TAIL_EVERY = 16
+
+
+def tail_calls(vol: np.ndarray, group: np.ndarray, budget: int) -> np.ndarray:
+    """Mask of the calls kept with their own value: per ``group`` (the kind of call), its
+    largest volumes until they hold :data:`TAIL_SHARE` of the group's, at most ``budget``
+    calls in all, shared among the groups by their numbers of calls."""
+    n = len(vol)
+    out = np.zeros(n, bool)
+    if not n or budget < 1:
+        return out
+    mag = np.abs(vol)
+    order = np.lexsort((-mag, group))
+    g = group[order]
+    start = np.flatnonzero(np.concatenate([[True], g[1:] != g[:-1]]))
+    count = np.diff(np.concatenate([start, [n]]))
+    at = np.repeat(np.arange(len(start)), count)
+    m = mag[order]
+    before = np.cumsum(m) - m
+    before -= np.repeat(before[start], count)           # the group's larger calls' sum
+    total = np.add.reduceat(m, start)
+    allowed = np.floor(budget * count / n).astype(np.int64)
+    out[order] = (before < TAIL_SHARE * total[at]) & (position_in_epoch(at) < allowed[at]) & \
+        (m > 0)
+    return out
+
+
+def tail_table(tail: np.ndarray, vr: np.ndarray, vol: np.ndarray, P: int,
+               precision: float) -> dict:
+    """The kept calls as stored: per rank their count (``tail_offsets``), each one's position
+    among its rank's volume actions as the gap since the previous one (``tail_gaps``) and
+    its value's log code (``tail_values``)."""
+    first = np.searchsorted(vr, np.arange(P))
+    pos = np.arange(len(vr)) - first[vr]
+    kp, kr = pos[tail], vr[tail]
+    prev = np.concatenate([[-1], kp[:-1]])
+    prev[np.concatenate([[True], kr[1:] != kr[:-1]]) if len(kr) else []] = -1
+    return {"tail_offsets": np.concatenate([[0], np.cumsum(np.bincount(kr, minlength=P))])
+            .astype(np.int64), "tail_gaps": kp - prev - 1,
+            "tail_values": V.log_codes(vol[tail], precision)}
+
+
 def fit(volume: np.ndarray, vrow: np.ndarray, ids: np.ndarray, offsets: np.ndarray,
         kinds: np.ndarray, precision: float) -> tuple[dict, dict]:
     """(side arrays, attributes) of the epoch model of ``volume`` (rows ``vrow`` carry one)."""
@@ -301,8 +346,11 @@ def fit(volume: np.ndarray, vrow: np.ndarray, ids: np.ndarray, offsets: np.ndarr
     epoch_offsets = np.concatenate([[0], np.cumsum(n_epochs)]).astype(np.int64)
     vr = rank[vrow]
     vol = volume[vrow]
+    tail = tail_calls(vol, np.asarray(kinds, np.int64)[ids[vrow]], len(ids) // TAIL_EVERY)
+    rest = ~tail
     gepoch = epoch_offsets[rank] + epoch
-    totals = np.bincount(gepoch[vrow], weights=vol, minlength=int(epoch_offsets[-1]))
+    totals = np.bincount(gepoch[vrow], weights=np.where(rest, vol, 0.0),
+                         minlength=int(epoch_offsets[-1]))
     hashes = epoch_hashes(ids, gepoch, int(epoch_offsets[-1]))
     vpos = position_in_epoch(gepoch[vrow])
     nvol_epoch = np.bincount(gepoch[vrow], minlength=len(hashes))
@@ -310,11 +358,14 @@ def fit(volume: np.ndarray, vrow: np.ndarray, ids: np.ndarray, offsets: np.ndarr
     t_of = _template_of(templates, hashes, nvol_epoch)[gepoch[vrow]]
     tm = t_of >= 0
     row = templates["start"].to_numpy(np.int64)[t_of[tm]] + vpos[tm]
-    template_means = _means(row, vr[tm], vol[tm], int(templates["length"].sum()), P)
+    tr = rest[tm]
+    template_means = _means(row[tr], vr[tm][tr], vol[tm][tr], int(templates["length"].sum()),
+                            P)
     before, after = neighbours(ids, offsets)
     keys = site_keys(ids[vrow][~tm], before[vrow][~tm], after[vrow][~tm], nsig)
     uniq, site = np.unique(keys, return_inverse=True)
-    means = _means(site.ravel(), vr[~tm], vol[~tm], len(uniq), P)
+    sr = rest[~tm]
+    means = _means(site.ravel()[sr], vr[~tm][sr], vol[~tm][sr], len(uniq), P)
     n = nsig + 1
     sites = pd.DataFrame({"signature": uniq // (n * n), "before": (uniq // n) % n - 1,
                           "after": uniq % n - 1})
@@ -322,17 +373,19 @@ def fit(volume: np.ndarray, vrow: np.ndarray, ids: np.ndarray, offsets: np.ndarr
             "templates": templates, "template_means": V.log_codes(template_means, precision),
             "epoch_totals": V.log_codes(totals, precision), "epoch_offsets": epoch_offsets,
             "anchor": anchor.astype(np.uint8), "spread": np.zeros(0),
-            "spread_classes": np.zeros(0, np.int64)}
+            "spread_classes": np.zeros(0, np.int64),
+            **tail_table(tail, vr, vol, P, precision)}
     w = np.empty(nvol)              # each call's mean, then its modelled volume
     w[tm] = template_means.ravel()[row * P + vr[tm]]
     w[~tm] = means.ravel()[site.ravel() * P + vr[~tm]]
     ge = gepoch[vrow]
-    D = np.bincount(ge, weights=w, minlength=len(totals))[ge]
+    D = np.bincount(ge, weights=w * rest, minlength=len(totals))[ge]
+    n_rest = np.bincount(ge, weights=rest, minlength=len(totals))[ge]
     model = np.where(D != 0, w * totals[ge] / np.where(D != 0, D, 1.0),
-                     totals[ge] / np.maximum(nvol_epoch[ge], 1))
+                     totals[ge] / np.maximum(n_rest, 1))
     next_kind = np.asarray(kinds, np.int64)[after[vrow].clip(0)] * (after[vrow] >= 0)
     side["spread_classes"], q, side["spread_rho"] = fit_spread(
-        model, vol, align_keys(epoch[vrow], next_kind, vr))
+        model[rest], vol[rest], align_keys(epoch[vrow], next_kind, vr)[rest])
     side["spread"] = q.ravel()
     return side, {"epoch_merge": int(merge), "epoch_anchor": anchor_name}
 
@@ -340,9 +393,16 @@ def fit(volume: np.ndarray, vrow: np.ndarray, ids: np.ndarray, offsets: np.ndarr
 def check(side: dict, attrs: dict, nsig: int, nranks: int) -> str | None:
     """What is wrong with an epoch model's tables (None: nothing)."""
     need = ("sites", "site_means", "templates", "template_means", "epoch_totals",
-            "epoch_offsets", "anchor", "spread", "spread_classes", "spread_rho")
+            "epoch_offsets", "anchor", "spread", "spread_classes", "spread_rho",
+            "tail_offsets", "tail_gaps", "tail_values")
     if any(k not in side for k in need):
         return "model without epoch tables (written before issue 38: compress it again)"
+    toff = np.asarray(side["tail_offsets"], np.int64)
+    if len(toff) != nranks + 1 or (len(toff) and (toff[0] != 0 or (np.diff(toff) < 0).any()
+                                                  or toff[-1] != len(side["tail_gaps"]))) or \
+            len(side["tail_values"]) != len(side["tail_gaps"]) or \
+            (len(side["tail_gaps"]) and np.min(side["tail_gaps"]) < 0):
+        return "model/tail tables inconsistent"
     sites = side["sites"]
     if not isinstance(sites, pd.DataFrame) or \
             not {"signature", "before", "after"} <= set(sites.columns):
@@ -373,7 +433,7 @@ def check(side: dict, attrs: dict, nsig: int, nranks: int) -> str | None:
             (np.diff(np.asarray(side["spread_classes"])) <= 0).any():
         return "model epoch tables inconsistent"
     p = attrs.get("precision", 0.01)
-    for name in ("site_means", "template_means", "epoch_totals"):
+    for name in ("site_means", "template_means", "epoch_totals", "tail_values"):
         if not np.isfinite(V.from_codes(np.asarray(side[name], np.int64), p)).all():
             return f"model/{name} holds a code beyond float64"
     return None
@@ -405,6 +465,9 @@ class EpochVolumes:
         self.rho = np.asarray(side["spread_rho"], np.float64)
         self.classes = np.asarray(side["spread_classes"], np.int64)
         self.spread = np.asarray(side["spread"], np.float64).reshape(-1, NOISE_QUANTILES)
+        self.tail_offsets = np.asarray(side["tail_offsets"], np.int64)
+        self.tail_gaps = np.asarray(side["tail_gaps"], np.int64)
+        self.tail_values = V.from_codes(np.asarray(side["tail_values"], np.int64), p)
 
     def rank(self, ids: np.ndarray, rank: int, total: float) -> np.ndarray:
         """Every action's modelled volume on ``rank`` (0 where its signature has none), whose
@@ -422,6 +485,12 @@ class EpochVolumes:
             raise ValueError("the epochs of model/epoch_offsets do not fit the rank's anchors")
         gepoch = epoch_of(is_anchor, offs, self.merge)
         epoch = gepoch[vrow]
+        k0, k1 = int(self.tail_offsets[rank]), int(self.tail_offsets[rank + 1])
+        kept = np.cumsum(self.tail_gaps[k0:k1] + 1) - 1
+        if len(kept) and kept[-1] >= len(epoch):
+            raise ValueError("model/tail_gaps point past the rank's volume actions")
+        rest = np.ones(len(epoch), bool)
+        rest[kept] = False
         nvol = np.bincount(epoch, minlength=hi - lo)
         t_of = _template_of(self.templates, epoch_hashes(ids, gepoch, hi - lo), nvol)[epoch]
         tm = t_of >= 0
@@ -440,10 +509,12 @@ class EpochVolumes:
             w *= np.exp(spread(w, align_keys(epoch, next_kind), rank, self.classes,
                                self.spread, self.rho))
         S = self.totals[lo:hi]
-        D = np.bincount(epoch, weights=w, minlength=hi - lo)
+        D = np.bincount(epoch, weights=w * rest, minlength=hi - lo)
+        n_rest = np.bincount(epoch, weights=rest, minlength=hi - lo)
         even = D[epoch] == 0
-        v = np.where(even, S[epoch] / np.maximum(nvol[epoch], 1),
+        v = np.where(even, S[epoch] / np.maximum(n_rest[epoch], 1),
                      w * S[epoch] / np.where(even, 1.0, D[epoch]))
+        v[kept] = self.tail_values[k0:k1]
         got = v.sum()
         if got != 0 and np.isfinite(got):
             v *= total / got

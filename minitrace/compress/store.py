@@ -208,10 +208,12 @@ def write(path: str, c: Compressed, meta: dict | None = None) -> None:
 def lost(c: Compressed) -> str:
     """What the compressed form kept of the volumes and times, in words (``info``)."""
     if c.mode == "model":
+        kept = len(c.side.get("tail_values", ()))
         vols = (f"volumes modelled: each rank's total exact, its total in each epoch (between "
-                f"{c.attrs.get('epoch_merge', 1)} of its {c.attrs.get('epoch_anchor')}) and "
-                f"each call site's mean within {c.attrs.get('precision', 0.01):.3g}; lost: each "
-                f"call's own value within its epoch (spread and order)")
+                f"{c.attrs.get('epoch_merge', 1)} of its {c.attrs.get('epoch_anchor')}), "
+                f"each call site's mean and the {kept} largest calls' own values within "
+                f"{c.attrs.get('precision', 0.01):.3g}; lost: each other call's own value "
+                f"within its epoch (spread and order)")
     elif "volume_bound" in c.attrs:
         vols = f"volumes each within {100 * c.attrs['volume_bound']:.3g}% of its own"
     else:
