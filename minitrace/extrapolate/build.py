@@ -64,37 +64,91 @@ def _class_volumes(run: ST.Run, rc: ST.RankClass) -> np.ndarray:
 
 
 def _leaf_volumes(run: ST.Run, rc: ST.RankClass) -> np.ndarray:
-    """Mean volume of each leaf over the class's ranks and iterations."""
+    """Typical volume of each leaf, the fitted quantity: the median over the class's ranks
+    and iterations.  A spike (one call of one rank slowed 100x) stays whole in the ratios to
+    it (:func:`_rank_ratios`); a mean would carry a share of it into the law, which the runs
+    without a spike there average away."""
     volumes = _class_volumes(run, rc)
+    nleaves = len(rc.leaves)
     stream = np.broadcast_to(ST.leaf_stream(rc.tree), volumes.shape).ravel()
-    return np.bincount(stream, volumes.ravel(), len(rc.leaves)) / \
-        np.maximum(np.bincount(stream, minlength=len(rc.leaves)), 1)
+    ordered = volumes.ravel()[np.lexsort((volumes.ravel(), stream))]
+    counts = np.bincount(stream, minlength=nleaves)
+    start = np.cumsum(counts) - counts
+    low = ordered[np.minimum(start + (counts - 1) // 2, max(len(ordered) - 1, 0))] \
+        if len(ordered) else np.zeros(nleaves)
+    high = ordered[np.minimum(start + counts // 2, max(len(ordered) - 1, 0))] \
+        if len(ordered) else np.zeros(nleaves)
+    return np.where(counts > 0, (low + high) / 2, 0.0)
 
 
-def _leaf_ratios(run: ST.Run, rc: ST.RankClass) -> tuple[np.ndarray, np.ndarray]:
-    """Each leaf's volumes over the class's ranks and iterations relative to their mean:
-    (ratios grouped by leaf, offsets into them per leaf).  A leaf of mean 0 has none."""
+def _rank_ratios(run: ST.Run, rc: ST.RankClass) -> np.ndarray:
+    """(ranks, actions): each recorded rank's volumes relative to their leaf's typical
+    volume (:func:`_leaf_volumes`; 1 where it is 0); a composed class has one row."""
     volumes = _class_volumes(run, rc)
-    leaves = np.broadcast_to(ST.leaf_stream(rc.tree), volumes.shape).ravel()
-    mean = np.bincount(leaves, volumes.ravel(), len(rc.leaves)) / \
-        np.maximum(np.bincount(leaves, minlength=len(rc.leaves)), 1)
-    usable = mean[leaves] > 0
-    order = np.argsort(leaves[usable], kind="stable")
-    ratios = (volumes.ravel()[usable] / mean[leaves][usable])[order]
-    counts = np.bincount(leaves[usable], minlength=len(rc.leaves))
-    return ratios, np.concatenate([[0], np.cumsum(counts)])
+    typical = _leaf_volumes(run, rc)[ST.leaf_stream(rc.tree)]
+    return np.where(typical > 0, volumes / np.where(typical > 0, typical, 1.0), 1.0)
 
 
-def _spread(volumes: np.ndarray, leaves: np.ndarray, pool: tuple, rng) -> np.ndarray:
-    """``volumes`` (the fitted means) times a ratio drawn for each action from its leaf's
-    recorded ones (1 where the leaf has none)."""
-    ratios, offsets = pool
-    counts = np.diff(offsets)[leaves]
-    pick = offsets[leaves] + np.floor(rng.random(len(leaves)) * counts).astype(np.int64)
-    drawn = np.ones(len(leaves))
-    has = counts > 0
-    drawn[has] = ratios[pick[has]]
-    return volumes * drawn
+def _source_index(target: np.ndarray, source: np.ndarray, nleaves: int) -> np.ndarray:
+    """For each action of the ``target`` stream (leaf numbers), the action of the ``source``
+    stream at the same point of the program: the same leaf's occurrence at the same share of
+    its occurrences (the k-th of n at the target is the floor(k m / n)-th of m in the
+    source; the same one when the loop counts are); -1 for a leaf the source lacks."""
+    n = np.bincount(target, minlength=nleaves)
+    m = np.bincount(source, minlength=nleaves)
+    by_leaf_t = np.argsort(target, kind="stable")
+    by_leaf_s = np.argsort(source, kind="stable")
+    k = np.empty(len(target), np.int64)
+    k[by_leaf_t] = np.arange(len(target)) - (np.cumsum(n) - n)[target[by_leaf_t]]
+    has = m[target] > 0
+    at = (np.cumsum(m) - m)[target] + k * m[target] // np.maximum(n[target], 1)
+    return np.where(has, by_leaf_s[np.minimum(at, len(source) - 1)], -1)
+
+
+def _steps(node: ST.Node) -> np.ndarray:
+    """Per action of the tree's expansion, the iteration of its largest loop (the most
+    actions in all: the time steps) the action is in, -1 outside that loop."""
+    sizes = {}
+
+    def size(n: ST.Node) -> int:
+        if n.leaf:
+            return 1
+        sizes[id(n)] = sum(size(c) for c in n.children)
+        return sizes[id(n)] * n.count
+    size(node)
+    loops = [n for n in _nodes(node) if not n.leaf and n is not node]
+    largest = max(loops, key=lambda n: sizes[id(n)] * n.count, default=None)
+
+    def expand(n: ST.Node) -> np.ndarray:
+        parts = []
+        for c in n.children:
+            if c.leaf:
+                parts.append(np.full(1, -1, np.int64))
+            elif c is largest:
+                parts.append(np.repeat(np.arange(c.count, dtype=np.int64), sizes[id(c)]))
+            else:
+                parts.append(np.tile(expand(c), c.count))
+        return np.concatenate(parts) if parts else np.zeros(0, np.int64)
+    return expand(node)
+
+
+def _nodes(node: ST.Node):
+    yield node
+    for c in node.children:
+        yield from _nodes(c)
+
+
+def _spread(volumes: np.ndarray, pool: tuple, nranks: int, rng) -> np.ndarray:
+    """(nranks, actions): ``volumes`` (the fitted typical volumes of one rank's actions)
+    times recorded ratios: for each rank and each iteration of the recorded program's time
+    steps (:func:`_steps`; once for the actions outside them), those of one recorded rank
+    drawn (``rng``) from the pool ``(ratios, index, steps)`` (:func:`_rank_ratios`,
+    :func:`_source_index`): a rank's slow stretches stay together, as recorded."""
+    ratios, index, steps = pool
+    ratios = np.concatenate([ratios, np.ones((len(ratios), 1))], axis=1)   # index -1: 1
+    step = np.where(index >= 0, steps[index], -1) + 1
+    drawn = rng.integers(0, len(ratios), (nranks, int(step.max(initial=0)) + 1))
+    return volumes[None, :] * ratios[drawn[:, step], index[None, :]]
 
 
 def _leaf_name(row, k: int) -> str:
@@ -359,7 +413,16 @@ def build(runs: list[ST.Run], ranks: int, plans: dict, grid: GR.Grid | None = No
         if grid is not None:
             _set_cart_dims(a, vec, grid)
             _set_sources(a, vec, peers[key][1][stream])
-        pool = _leaf_ratios(source, rc) if spread else None
+        ratios = _rank_ratios(source, rc)
+        pool = None
+        if spread:
+            pool = (ratios, _source_index(stream, ST.leaf_stream(rc.tree), len(rc.leaves)),
+                    _steps(rc.tree))
+        else:               # the means: the typical volume times its leaf's mean ratio
+            recorded = np.broadcast_to(ST.leaf_stream(rc.tree), ratios.shape).ravel()
+            a["volume"] *= (np.bincount(recorded, ratios.ravel(), len(rc.leaves)) /
+                            np.maximum(np.bincount(recorded, minlength=len(rc.leaves)),
+                                       1))[stream]
         programs[key] = (a, vec, peer_rel, vec_rel, stream, pool)
         lengths[owner[key]], vec_lengths[owner[key]] = len(a), len(vec)
     offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
@@ -374,7 +437,7 @@ def build(runs: list[ST.Run], ranks: int, plans: dict, grid: GR.Grid | None = No
         rows = (offsets[:-1][r][:, None] + np.arange(len(a))).ravel()
         block = np.tile(a, len(r))
         if pool is not None:
-            block["volume"] = _spread(block["volume"], np.tile(stream, len(r)), pool, rng)
+            block["volume"] = _spread(a["volume"], pool, len(r), rng).ravel()
         placed = _place(a["peer"].astype(np.int64), peer_rel, r, ranks, grid)
         block["peer"] = (placed if grid is None else GC.place_roots(placed, r, grid)).ravel()
         made = np.tile(a["kind"] == K.CODE["cart_sub"], len(r))
