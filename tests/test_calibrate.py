@@ -90,7 +90,8 @@ def test_smpi_options_reproduce_the_fitted_pingpong(calibration):
         res = replay(_pingpong(size, iterations), cluster=cal.cluster(), config=cal.config)
         one_way = res.simulated_time / (2 * iterations)
         assert one_way == pytest.approx(float(cal.one_way(size)), rel=0.01), (size, res.config)
-    assert res.hosts == ["node-0", "node-0"]   # both ranks on one host, as calibrated
+    # both ranks on the one calibrated node: a SimGrid host each, the node's memory shared
+    assert res.hosts == ["node-0", "node-1"] and cal.node_bandwidth > 0
 
 
 def test_ranks_per_host_cluster():
@@ -257,3 +258,63 @@ def test_the_rendezvous_fit_breaks_where_buffers_go_cold(calibration):
     first = rdv["breakpoints"].index(65537) + 1
     assert rdv["segments"][first]["slope"] == pytest.approx(cold.segments[0].slope)
     assert f";{65537 + ENVELOPE - 1}:" in cal.config["network/bandwidth-factor"]
+
+
+def test_a_nodes_shared_memory_in_the_generated_cluster():
+    """``node_bandwidth``: one host of several ranks becomes one SimGrid host per rank joined
+    by a shared backbone; a message alone is as fast as before, two at once (one each way)
+    share the backbone: 4 MiB at 1 GB/s of links and 1.5 GB/s of backbone take 4.19 ms alone
+    and 5.59 ms each when both go at once.  Several hosts keep their loopback links."""
+    c = Cluster(1, bandwidth="9GBps", latency="0s", ranks_per_host=2,
+                loopback_bandwidth="1GBps", loopback_latency="0s", node_bandwidth="1.5GBps")
+    assert c.rank_hosts() == ["node-0", "node-1"]
+    xml = c.xml()
+    assert 'bb_sharing_policy="SHARED"' in xml and 'bb_bw="1500000000.0Bps"' in xml
+    assert 'radical="0-1"' in xml and "loopback" not in xml
+    many = Cluster(2, ranks_per_host=2, node_bandwidth="1.5GBps")
+    assert "loopback_bw" in many.xml() and many.rank_hosts() == ["node-0"] * 2 + ["node-1"] * 2
+    size = 4 << 20
+
+    def run(both: bool) -> float:
+        b = TraceBuilder(2, {"volume_unit": "flops"})
+        for r in range(2):
+            b.add(r, "init")
+            if both:
+                b.add(r, "isend", peer=1 - r, tag=0, bytes_sent=size, request=1)
+                b.add(r, "recv", peer=1 - r, tag=0, bytes_recv=size)
+                b.add(r, "wait", request=1)
+            elif r == 0:
+                b.add(r, "send", peer=1, tag=0, bytes_sent=size)
+            else:
+                b.add(r, "recv", peer=0, tag=0, bytes_recv=size)
+            b.add(r, "finalize")
+        return replay(b.build(), config={"network/model": "CM02",   # (no factors)
+                                          "network/crosstraffic": "0"},
+                      cluster=c).simulated_time
+    assert run(False) == pytest.approx(size / 1e9, rel=0.01)
+    assert run(True) == pytest.approx(size / 0.75e9, rel=0.01)
+
+
+def test_the_exchange_is_measured_and_gives_the_node_bandwidth(calibration):
+    """Rank 0 and its node's partner exchanged 4 MiB (the quick run's largest size) at once:
+    one finite time per size, and the fit's node bandwidth is the median of 2 size / time
+    over the runs; the platform of one host then shares it."""
+    path, _, cal = calibration
+    runs = read_runs(str(path))
+    cols = runs[-1]["columns"]
+    assert cols["exchange_size"].tolist() == [4 << 20]
+    assert np.isfinite(cols["exchange_time"]).all() and (cols["exchange_time"] > 0).all()
+    rates = np.concatenate([2 * r["columns"]["exchange_size"] / r["columns"]["exchange_time"]
+                            for r in runs])
+    assert cal.node_bandwidth == pytest.approx(np.median(rates))
+    assert 'bb_sharing_policy="SHARED"' in cal.cluster(1).xml()
+
+
+def test_calibration_buffers_are_in_an_applications_pages():
+    """The buffers come from an anonymous mapping (what a large malloc gives), not from
+    numpy's allocator, which asks for huge pages."""
+    import mmap
+    from minitrace.predict import app_memory
+    a = app_memory.array(1 << 20, np.float64, fill=2.0)
+    assert isinstance(a.base.obj, mmap.mmap) and a.dtype == np.float64 and len(a) == 1 << 20
+    assert (a == 2.0).all() and a.flags.writeable

@@ -23,6 +23,7 @@ from dataclasses import replace
 
 import numpy as np
 
+from . import app_memory
 from .. import kinds as K
 
 #: compute durations measured (seconds): from below the recorder's gate to a long sweep
@@ -49,7 +50,7 @@ def measure(comm) -> dict | None:
     from mpi4py import MPI
     from ..bench import native
     lib, ffi = native.load(), FFI()
-    mem = np.ones(3 * _MEMORY_DOUBLES)
+    mem = app_memory.array(3 * _MEMORY_DOUBLES, np.float64)
     ptr = lambda x: ffi.cast("double *", x.ctypes.data)       # noqa: E731
     a, b, c = (ptr(mem[i * _MEMORY_DOUBLES:]) for i in range(3))
     at = [0]

@@ -55,7 +55,8 @@ _PER_RANK = {"compute_flops": "f", "compute_cpu": "f", "compute_wall": "f",
              "reduction_rate": "f"}
 _OPTIONAL = {"peer": ("iu", "n"), "inner": ("iu", "n"), "copy_rate_hot": ("f", "r"),
              "copy_rate_cold": ("f", "r"), **{k: ("f", "r") for k in kernel_set.columns()},
-             **{k: ("f", "d") for k in after_compute.columns()}}
+             **{k: ("f", "d") for k in after_compute.columns()},
+             "exchange_size": ("iu", "e"), "exchange_time": ("f", "e")}
 
 
 def append_run(path: str, run: dict) -> str:
@@ -104,7 +105,8 @@ def _runs_in(f: h5py.File, path: str) -> list[dict]:
         cols |= {k: v for k, (t, _) in _OPTIONAL.items()
                  if (v := checked.array(g, k, KIND, path, t, required=False)) is not None}
         lengths = {"n": len(cols["kind"]), "r": len(cols["compute_cpu"]),
-                   "d": len(cols.get("after_compute_seconds", ()))}
+                   "d": len(cols.get("after_compute_seconds", ())),
+                   "e": len(cols.get("exchange_size", ()))}
         for k, v in cols.items():
             want = lengths["n" if k in _MEASUREMENTS else "r" if k in _PER_RANK
                            else _OPTIONAL[k][1]]
@@ -125,6 +127,12 @@ def _runs_in(f: h5py.File, path: str) -> list[dict]:
                 np.isfinite(cols[k]).all() and (cols[k] >= 0).all() for k in after)):
             raise checked.corrupt(KIND, f"run {name}: the after-compute columns must all be "
                                   "there, finite and >= 0", path)
+        if ("exchange_size" in cols) != ("exchange_time" in cols) or "exchange_time" in cols \
+                and not (np.isfinite(cols["exchange_time"]).all()
+                         and (cols["exchange_time"] > 0).all()
+                         and (cols["exchange_size"] > 0).all()):
+            raise checked.corrupt(KIND, f"run {name}: exchange_size and exchange_time must "
+                                  "both be there, finite and positive", path)
         if (cols["size"] > 2 ** 53).any():
             raise checked.corrupt(KIND, f"run {name}: a message size beyond 2**53", path)
         attrs = read_attrs(g)
@@ -206,6 +214,9 @@ class Calibration:
     # an MPI call's cost after a compute (minitrace.predict.after_compute): {"seconds": [...],
     # kernel: [s, ...]}; empty in calibrations made before it was measured
     after_compute: dict = field(default_factory=dict)
+    # B/s of a node's memory shared by simultaneous transfers between its ranks (two messages
+    # sent at once, each way: 2 sizes / time); 0 when not measured
+    node_bandwidth: float = 0.0
     mpi_library: str = ""       # MPI_Get_library_version of the calibrated job's MPI
     hostname: str = ""          # the calibrated machine (its provenance)
 
@@ -221,7 +232,9 @@ class Calibration:
                        latency=f"{self.latency:.9g}s",
                        ranks_per_host=ranks_per_host or self.ranks_per_host,
                        loopback_bandwidth=f"{self.loopback_bandwidth:.9g}Bps",
-                       loopback_latency=f"{self.loopback_latency:.9g}s")
+                       loopback_latency=f"{self.loopback_latency:.9g}s",
+                       node_bandwidth=f"{self.node_bandwidth:.9g}Bps"
+                       if self.node_bandwidth > 0 else None)
 
     def one_way(self, size) -> np.ndarray:
         """The fitted one-way ping-pong time at ``size`` bytes: send overhead + network +
@@ -420,6 +433,9 @@ def fit_runs(runs: list[dict]) -> tuple[Calibration, dict]:
     after = after_compute.fit(runs)
     if not after:
         notes.append(NO_AFTER_COMPUTE)
+    sent = [2.0 * r["columns"]["exchange_size"] / r["columns"]["exchange_time"]
+            for r in runs if "exchange_size" in r["columns"]]
+    node_bw = float(np.median(np.concatenate(sent))) if sent else 0.0
     nodes = runs[-1]["attrs"]["rank_to_node"]
     per_host = max(nodes.count(n) for n in set(nodes))
     cal = Calibration(
@@ -429,7 +445,7 @@ def fit_runs(runs: list[dict]) -> tuple[Calibration, dict]:
         size_range=[int(x.min()), int(x.max())], eager_threshold=threshold, pair=main,
         speed_spread=float((speeds.max() - speeds.min()) / speed), core_share=share,
         runs=len(runs), points=int(len(x)), notes=notes, copy_rates=copy_rates,
-        cold_from=cold_from, kernels=kernels, after_compute=after,
+        cold_from=cold_from, kernels=kernels, after_compute=after, node_bandwidth=node_bw,
         kernels_version=max(int(r["attrs"].get("kernels_version", 0)) for r in runs),
         segments={k: None if f is None else {"breakpoints": f.breakpoints,
                                              "segments": [s.to_dict() for s in f.segments]}
@@ -534,8 +550,8 @@ def _checked_fields(stored, path: str) -> dict:
         raise bad(f"fields {sorted(set(stored) - known)} unknown, {sorted(required - set(stored))} "
                   "missing")
     d = dict(stored)
-    for k in _FLOATS_POSITIVE + ("speed_spread",):
-        v = d[k]
+    for k in _FLOATS_POSITIVE + ("speed_spread", "node_bandwidth"):
+        v = d.get(k, 0.0)
         if not isinstance(v, (int, float)) or isinstance(v, bool) or not math.isfinite(v) or \
                 v < 0 or (v == 0 and k in _FLOATS_POSITIVE):     # (math: ints beyond 2**64)
             raise bad(f"{k} = {v!r}")
@@ -636,6 +652,10 @@ def summary(cal: Calibration, path: str) -> str:
             f"{d * 1e6:g}" for d in t["seconds"]) + " us costs more by: " + "; ".join(
             f"{k} " + " ".join(f"{x * 1e6:.3g}" for x in t[k]) + " us"
             for k in after_compute.KERNELS))
+    if cal.node_bandwidth > 0:
+        lines.append(f"  two messages at once between a node's ranks: {cal.node_bandwidth / 1e9:.3g}"
+                     f" GB/s together (the node's memory, shared; one message alone: "
+                     f"{cal.loopback_bandwidth / 1e9:.3g} GB/s)")
     lines.append(f"  platform: {cal.ranks_per_host} rank(s) per host, {cal.cores_per_host} "
                  f"cores")
     lines += [f"  note: {n}" for n in cal.notes]

@@ -25,6 +25,8 @@ shuffled, since ordered sweeps resonate with periodic noise):
 * local copies: bytes/s of a memory copy of a block in cache (64 KiB, the same buffers) and of
   one out of the caches (4 MiB slots of the pool), every rank at once: what an MPI library's
   copy of a rank's own block in a collective costs (SimGrid's replay does not model it);
+* ``exchange``: rank 0 and its node's partner send each other 4-16 MiB at once (Sendrecv,
+  cold buffers): both copies share the node's memory bandwidth (``node_bandwidth``);
 * the cost of an MPI call right after a compute (:mod:`minitrace.predict.after_compute`): an
   8-byte exchange after register-only and after memory-streaming kernels of 20 us .. 2 ms, less
   the same exchange in a loop: the caches the ping-pongs keep warm and an application does not;
@@ -44,7 +46,7 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from . import after_compute, kernels
+from . import after_compute, app_memory, kernels
 from ..errors import MinitraceError
 from ..provenance import cache_bytes
 
@@ -161,6 +163,37 @@ def _cold_from(args) -> int:
     return cache_bytes("L2") or 1 << 20
 
 
+def _exchange(comm, topo: dict, max_size: int, inner: int = 5) -> dict | None:
+    """Rank 0 and the first other rank on its node send each other a message at once
+    (``Sendrecv``, buffers out of the caches), sizes 4 MiB .. ``max_size``: rank 0 gets the
+    median time per size.  Both copies go through the node's memory: two 4 MiB messages took
+    1.5x as long as one here, which a loopback link that does not share its bandwidth misses."""
+    from ..bench import pt2pt
+    sizes = [s for s in (4 << 20, 8 << 20, 16 << 20) if s <= max_size]
+    intra = [p for kind, p in pt2pt.pairs_from(topo) if kind == "intra"]
+    if not sizes or not intra or comm.rank not in (0, intra[0]):
+        comm.Barrier()
+        return None
+    peer = intra[0] if comm.rank == 0 else 0
+    pool = _cold_pool(4 * sizes[-1])
+    view, ack = memoryview(pool), np.zeros(1, np.uint8)
+    times = []
+    for size in sizes:
+        slots = max(len(pool) // size, 2)
+        t = np.empty(inner + 1)
+        for i in range(inner + 1):       # (the first one warms the path)
+            a = view[(2 * i) % slots * size:][:size]
+            b = view[(2 * i + 1) % slots * size:][:size]
+            comm.Sendrecv(ack, peer, TAG_ACK, ack, peer, TAG_ACK)   # (aligns the two ranks)
+            t0 = TIMER()
+            comm.Sendrecv(a, peer, TAG_DATA, b, peer, TAG_DATA)
+            t[i] = TIMER() - t0
+        times.append(float(np.median(t[1:])))
+    comm.Barrier()
+    return {"exchange_size": np.array(sizes, np.int64), "exchange_time": np.array(times)} \
+        if comm.rank == 0 else None
+
+
 def _python_costs(comm, inner: int = 2000) -> dict:
     """Median seconds the loops above add to each measured call besides MPI (mpi4py's call,
     the clock stamps): the same loops on MPI_PROC_NULL, which returns at once.  A compiled
@@ -196,7 +229,7 @@ def _network(comm, args, seed: int, topo: dict, cold_from: int) -> dict:
     from ..bench import pt2pt
     pairs = pt2pt.pairs_from(topo)
     sizes, items = _design(args, seed, pairs)
-    buf = np.zeros(args.max_size, np.uint8)
+    buf = app_memory.array(args.max_size, fill=0)
     ack = np.zeros(1, np.uint8)
     mv = memoryview(buf)
     measures = comm.rank == 0 or comm.rank in {p[1] for p in pairs}
@@ -267,10 +300,11 @@ def _compute(comm, seconds: float = 0.3) -> dict:
 
 
 def _cold_pool(nbytes: int) -> np.ndarray:
-    """A buffer of at least ``nbytes`` and twice the last-level cache, pages touched once: its
-    slots, taken in turn, are out of the caches when they come back."""
+    """A buffer of at least ``nbytes`` and twice the last-level cache, pages touched once (and
+    as an application's: :mod:`.app_memory`): its slots, taken in turn, are out of the caches
+    when they come back."""
     llc = cache_bytes("L3") or cache_bytes("L2") or 32 << 20
-    return np.ones(max(2 * llc, nbytes), np.uint8)
+    return app_memory.array(max(2 * llc, nbytes))
 
 
 def _copies(comm, seconds: float = 0.05, size: int = 4 << 20) -> np.ndarray | None:
@@ -335,6 +369,7 @@ def run(comm, args) -> dict | None:
     mine = topo["rank_to_node"][comm.rank]
     kernel_set = kernels.measure(comm, topo["rank_to_node"].count(mine))
     after = after_compute.measure(comm)
+    exchange = _exchange(comm, topo, args.max_size) or {}
     python_costs = _python_costs(comm)
     if comm.rank != 0:
         return None
@@ -353,7 +388,7 @@ def run(comm, args) -> dict | None:
     columns.update({"compute_flops": compute["flops"], "compute_cpu": compute["cpu"],
                     "compute_wall": compute["wall"], "reduction_rate": reduction,
                     "copy_rate_hot": copies[:, 0], "copy_rate_cold": copies[:, 1],
-                    **kernel_set, **after})
+                    **kernel_set, **after, **exchange})
     return {"columns": columns, "attrs": attrs}
 
 

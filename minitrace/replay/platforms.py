@@ -79,7 +79,15 @@ class Cluster:
     ``bandwidth`` (each direction) and ``latency`` to a crossbar.  ``hosts=None``: enough for
     every rank (filled in by the replay).  ``ranks_per_host`` > 1 puts that many consecutive
     ranks on each host, with as many cores, talking through the host's loopback link
-    (``loopback_bandwidth``, ``loopback_latency``; default: those of the host's link)."""
+    (``loopback_bandwidth``, ``loopback_latency``; default: those of the host's link).
+
+    ``node_bandwidth``: what simultaneous transfers between one host's ranks share (its memory;
+    SimGrid's loopback link gives each transfer its full bandwidth).  With it, a cluster of one
+    host is written as one SimGrid host per rank (one core each), links of the loopback's
+    latency / 2 and bandwidth (a route: two links), joined by a shared backbone of
+    ``node_bandwidth``: one message alone is as before, two at once share the backbone.  A
+    cluster of several hosts keeps the loopback links (SimGrid's flat cluster has one
+    backbone for all hosts)."""
 
     hosts: int | None = None
     speed: str | float = DEFAULT_SPEED
@@ -88,6 +96,7 @@ class Cluster:
     ranks_per_host: int = 1
     loopback_bandwidth: str | float | None = None
     loopback_latency: str | float | None = None
+    node_bandwidth: str | float | None = None
 
     def hosts_for(self, nranks: int) -> int:
         """Hosts needed for ``nranks`` ranks at ``ranks_per_host`` each."""
@@ -95,12 +104,18 @@ class Cluster:
 
     def host_names(self) -> list[str]:
         """Host names as written in the generated XML."""
-        return [f"node-{i}" for i in range(self.hosts)]
+        return [f"node-{i}" for i in range(self._per_host() if self._per_core() else self.hosts)]
 
     def rank_hosts(self) -> list[str]:
         """Host of each rank slot (the replay places rank i on the i-th): ``ranks_per_host``
-        consecutive slots per host."""
+        consecutive slots per host (one host per slot when the node's memory is shared)."""
+        if self._per_core():
+            return self.host_names()
         return [h for h in self.host_names() for _ in range(self._per_host())]
+
+    def _per_core(self) -> bool:
+        """One host of several ranks whose transfers share ``node_bandwidth``."""
+        return self.node_bandwidth is not None and self.hosts == 1 and self._per_host() > 1
 
     def _per_host(self) -> int:
         if not 1 <= int(self.ranks_per_host) <= MAX_RANKS_PER_HOST:   # (a host list is built)
@@ -120,11 +135,18 @@ class Cluster:
                  "bw": f"{bw!r}Bps", "lat": f"{lat!r}s", "sharing_policy": "SPLITDUPLEX"}
         shared = ""
         per = self._per_host()
-        if per > 1 or self.loopback_bandwidth is not None or self.loopback_latency is not None:
-            lbw = parse_quantity(self.loopback_bandwidth if self.loopback_bandwidth is not None
-                                 else self.bandwidth, "bandwidth")
-            llat = parse_quantity(self.loopback_latency if self.loopback_latency is not None
-                                  else self.latency, "time")
+        lbw = parse_quantity(self.loopback_bandwidth if self.loopback_bandwidth is not None
+                             else self.bandwidth, "bandwidth")
+        llat = parse_quantity(self.loopback_latency if self.loopback_latency is not None
+                              else self.latency, "time")
+        if self._per_core():
+            nbw = parse_quantity(self.node_bandwidth, "bandwidth")
+            attrs.update({"radical": f"0-{per - 1}", "bw": f"{lbw!r}Bps",
+                          "lat": f"{llat / 2!r}s", "bb_bw": f"{nbw!r}Bps", "bb_lat": "0.0s",
+                          "bb_sharing_policy": "SHARED"})
+            shared = (f", {per} ranks on it, one SimGrid host each, routes of {lbw!r} B/s and "
+                      f"{llat!r} s through a shared backbone of {nbw!r} B/s (its memory)")
+        elif per > 1 or self.loopback_bandwidth is not None or self.loopback_latency is not None:
             attrs.update({"core": str(per), "loopback_bw": f"{lbw!r}Bps",
                           "loopback_lat": f"{llat!r}s"})
             shared = (f", {per} ranks (cores) per host, loopback links of {lbw!r} B/s and "
