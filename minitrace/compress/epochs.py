@@ -19,14 +19,18 @@ iterations on particular ranks), not each call's values apart from their iterati
   :data:`TEMPLATE_SHARE` of a value per volume action), else of each *call site* (the action's
   signature with those of the actions just before and after it): how an epoch's total is shared
   among its calls (within ``precision``);
+- **tail**: the largest calls' own values and places (:func:`tail_calls`): a replay waits
+  call by call for the slowest neighbour, which the few long calls holding most of the volume
+  set; the totals, means and spread are those of the other calls;
 - **spread**: per size class of the calls, quantiles of their log deviation from these means
   and the share of it the ranks have in common at the same call (:func:`align_keys`): the tail
   within an epoch, where ranks wait for each other call by call.
 
 An action's modelled volume is its call's mean on its rank times a deviation drawn from the
 spread (a Gaussian copula, deterministic), its epoch then scaled to the epoch's total (evenly
-shared when the means sum to 0) and the rank to its recorded total.  Lost: each call's own
-value within its epoch (drawn, in no recorded order).
+shared when the means sum to 0), the tail calls set to their own values and the rank scaled
+to its recorded total.  Lost: each other call's own value within its epoch (drawn, in no
+recorded order).
 """
 from __future__ import annotations
 

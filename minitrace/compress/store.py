@@ -3,6 +3,7 @@
 checked by :func:`read`."""
 from __future__ import annotations
 
+import zlib
 from dataclasses import dataclass, field
 
 import h5py
@@ -162,6 +163,22 @@ def _undelta_per_rank(d: np.ndarray, offsets: np.ndarray) -> np.ndarray:
         return out - np.repeat(base, np.diff(offsets))
 
 
+#: What a chunked dataset's index takes of the file, about (HDF5's version-1 B-tree node).
+CHUNK_INDEX_BYTES = 2048
+
+
+def _dataset(group, name: str, data: np.ndarray, **kw) -> None:
+    """:func:`storage.dataset`, or a plain (contiguous, uncompressed) dataset where deflating
+    would save less than the chunk index costs (small arrays)."""
+    data = np.ascontiguousarray(data)
+    if data.nbytes > 16 * CHUNK_INDEX_BYTES or data.nbytes - len(zlib.compress(
+            data.tobytes())) > CHUNK_INDEX_BYTES:
+        S.dataset(group, name, data, **kw)
+        return
+    ds = group.create_dataset(name, data=data)
+    ds.attrs.update({k: v for k, v in kw.items() if k != "noisy"})
+
+
 def write(path: str, c: Compressed, meta: dict | None = None) -> None:
     """Write ``c`` as a new minitrace file (format version 2, ``/trace@form = "grammar"``)."""
     m = dict(c.meta)
@@ -175,32 +192,32 @@ def write(path: str, c: Compressed, meta: dict | None = None) -> None:
                         "form": FORM, **{k: v for k, v in c.attrs.items()}})
         sg = g.create_group("signatures")
         for name in SG.SIGNATURE_DTYPE.names:
-            S.dataset(sg, name, small(c.table[name].astype(np.int64))
+            _dataset(sg, name, small(c.table[name].astype(np.int64))
                        if c.table[name].dtype.kind == "i" else c.table[name])
-        S.dataset(sg, "has_volume", c.has_volume.astype(np.uint8))
-        S.dataset(sg, "vector_offsets", small(c.vec_offsets))
-        S.dataset(sg, "vector_values", small(c.vec_values))
+        _dataset(sg, "has_volume", c.has_volume.astype(np.uint8))
+        _dataset(sg, "vector_offsets", small(c.vec_offsets))
+        _dataset(sg, "vector_values", small(c.vec_values))
         gg = g.create_group("grammar")
         for name in _GRAMMAR_ARRAYS:
-            S.dataset(gg, name, small(getattr(c.grammar, name)))
+            _dataset(gg, name, small(getattr(c.grammar, name)))
         rq = g.create_group("requests")
-        S.dataset(rq, "offsets", c.new_request_offsets)
-        S.dataset(rq, "new", small(_delta_per_rank(c.new_requests, c.new_request_offsets)),
+        _dataset(rq, "offsets", c.new_request_offsets)
+        _dataset(rq, "new", small(_delta_per_rank(c.new_requests, c.new_request_offsets)),
                    encoding="delta-per-rank")
         idx = g.create_group("index")
-        S.dataset(idx, "rank_offsets", c.rank_offsets)
+        _dataset(idx, "rank_offsets", c.rank_offsets)
         codes, counts = kind_counts(c)
         idx.create_dataset("kind_codes", data=codes)
-        S.dataset(idx, "kind_counts", counts)
+        _dataset(idx, "kind_counts", counts)
         side = g.create_group(c.mode)
         for name, arr in c.side.items():
             if isinstance(arr, pd.DataFrame):
                 sub = side.create_group(name)
                 for col in arr.columns:
                     v = arr[col].to_numpy()
-                    S.dataset(sub, col, small(v) if v.dtype.kind == "i" else v)
+                    _dataset(sub, col, small(v) if v.dtype.kind == "i" else v)
             else:
-                S.dataset(side, name, small(arr) if arr.dtype.kind == "i" else arr,
+                _dataset(side, name, small(arr) if arr.dtype.kind == "i" else arr,
                            noisy=len(arr) > c.nranks + 1)
         S.write_comms_strings(g, c.comms, c.strings)
 
