@@ -32,6 +32,7 @@ from .. import kinds as K
 from ..collectives import library_of
 from . import after_compute
 from .calibration import Calibration, load
+from ..replay.run_to_run import bounds
 from ..errors import MinitraceError
 
 #: Above this share of the recorded time lost by a rank to descheduling (wall time above CPU
@@ -266,7 +267,7 @@ def _self_check(out: Prediction, data, cal: Calibration, timeline: str | None, s
     a = data.actions
     n = data.nranks
     init, fin = K.code("init"), K.code("finalize")
-    init_end, fin_start = np.full(n, np.nan), np.full(n, np.nan)
+    init_end, fin_start, _ = bounds(data)   # (a rank without the record: its first/last action)
     init_time, fin_time = np.zeros(n), np.zeros(n)
     measured = {p: np.zeros(n) for p in (*PARTS, "other_mpi", "compute_cpu", "descheduled")}
     coll = K.mask(K.ALL_COLLECTIVES | K.ALL_NEIGHBOR_COLLECTIVES)
@@ -282,10 +283,12 @@ def _self_check(out: Prediction, data, cal: Calibration, timeline: str | None, s
         kind, dur = ra["kind"], ra["t_end"] - ra["t_start"]
         i = np.nonzero(kind == init)[0]
         f = np.nonzero(kind == fin)[0]
-        init_end[r] = ra["t_end"][i[0]] if len(i) else ra["t_start"][0]
         init_time[r] = dur[i[0]] if len(i) else 0.0
-        fin_start[r] = ra["t_start"][f[-1]] if len(f) else ra["t_end"][-1]
         fin_time[r] = dur[f[-1]] if len(f) else 0.0
+        if not len(i):
+            init_end[r] = ra["t_start"][0]
+        if not len(f):
+            fin_start[r] = ra["t_end"][-1]
         comp = kind == K.code("compute")
         measured["compute"][r] = dur[comp].sum()
         measured["compute_cpu"][r] = ra["volume"][comp].sum()

@@ -28,21 +28,34 @@ from ..errors import MinitraceError
 MIN_RUNS = 3
 
 
-def span(data, source: str) -> float:
-    """A recorded run's span in seconds: from the last rank out of MPI_Init to the last rank
-    into MPI_Finalize."""
+def bounds(data) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per rank, when its first MPI_Init returned and when its last MPI_Finalize was entered
+    (the ends of what a recording times; NaN where the rank has no such record), and whether
+    it has both records."""
+    n = data.nranks
+    init_end, fin_start, whole = np.full(n, np.nan), np.full(n, np.nan), np.zeros(n, bool)
     a = data.actions
-    ends, starts = [], []
-    for r in range(data.nranks):
+    for r in range(n):
         ra = a[data.rank_slice(r)]
         init = ra["t_end"][ra["kind"] == K.code("init")]
         fin = ra["t_start"][ra["kind"] == K.code("finalize")]
-        if not len(init) or not len(fin):
-            raise MinitraceError(f"rank {r} has no MPI_Init or MPI_Finalize record: not a "
-                                 f"whole recorded run (--runs wants recorded runs)", source)
-        starts.append(init[0])
-        ends.append(fin[-1])
-    out = float(max(ends) - max(starts))
+        if len(init):
+            init_end[r] = init[0]
+        if len(fin):
+            fin_start[r] = fin[-1]
+        whole[r] = len(init) and len(fin)
+    return init_end, fin_start, whole
+
+
+def span(data, source: str) -> float:
+    """A recorded run's span in seconds: from the last rank out of MPI_Init to the last rank
+    into MPI_Finalize."""
+    init_end, fin_start, whole = bounds(data)
+    if not whole.all():
+        raise MinitraceError(f"rank {np.flatnonzero(~whole)[0]} has no MPI_Init or MPI_Finalize "
+                             f"record: not a whole recorded run (--runs wants recorded runs)",
+                             source)
+    out = float(fin_start.max() - init_end.max())
     if not np.isfinite(out) or out <= 0:
         raise MinitraceError("the recorded times put no time between MPI_Init and "
                              "MPI_Finalize (--runs wants timed recordings)", source)
