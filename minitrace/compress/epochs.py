@@ -304,18 +304,19 @@ def tail_calls(vol: np.ndarray, group: np.ndarray, budget: int) -> np.ndarray:
     if not n or budget < 1:
         return out
     mag = np.abs(vol)
-    order = np.lexsort((-mag, group))
-    g = group[order]
-    start = np.flatnonzero(np.concatenate([[True], g[1:] != g[:-1]]))
-    count = np.diff(np.concatenate([start, [n]]))
-    at = np.repeat(np.arange(len(start)), count)
-    m = mag[order]
-    before = np.cumsum(m) - m
-    before -= np.repeat(before[start], count)           # the group's larger calls' sum
-    total = np.add.reduceat(m, start)
-    allowed = np.floor(budget * count / n).astype(np.int64)
-    out[order] = (before < TAIL_SHARE * total[at]) & (position_in_epoch(at) < allowed[at]) & \
-        (m > 0)
+    groups, at = V.dense_unique(group)
+    count = np.bincount(at, minlength=len(groups))
+    for g in range(len(groups)):
+        rows = np.flatnonzero(at == g)
+        allowed = min(budget * int(count[g]) // n, len(rows))
+        if allowed < 1:
+            continue
+        m = mag[rows]
+        top = np.argpartition(-m, allowed - 1)[:allowed]      # the largest, unsorted
+        top = top[np.argsort(-m[top], kind="stable")]
+        before = np.cumsum(m[top]) - m[top]                    # the larger calls' sum
+        keep = (before < TAIL_SHARE * m.sum()) & (m[top] > 0)
+        out[rows[top[keep]]] = True
     return out
 
 

@@ -242,7 +242,8 @@ def _candidates(seq: np.ndarray) -> list[int]:
     small = list(range(1, min(SMALL_PERIODS, n // 2) + 1))
     if n < 2 * SMALL_PERIODS:
         return small
-    order = np.argsort(seq, kind="stable")
+    narrow = seq.astype(np.uint16) if seq.max() < 1 << 16 else seq   # (ids >= 0)
+    order = np.argsort(narrow, kind="stable")         # (16-bit keys: numpy's radix sort)
     same = seq[order[1:]] == seq[order[:-1]]
     dist = (order[1:] - order[:-1])[same]
     dist = dist[(dist > SMALL_PERIODS) & (dist <= min(MAX_PERIOD, n // 2))]

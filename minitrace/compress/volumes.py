@@ -195,12 +195,24 @@ def from_codes(codes: np.ndarray, precision: float) -> np.ndarray:
 QUANTITIES = ("volume", "duration", "gap")
 
 
+def dense_unique(key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(key, return_inverse=True)`` of non-negative keys, by counting where the keys
+    are few for their range (no sort: linear time)."""
+    span = int(key.max()) + 1 if len(key) else 0
+    if span > 4 * len(key) + 4096:
+        return np.unique(key, return_inverse=True)
+    present = np.bincount(key, minlength=span) > 0
+    uniq = np.flatnonzero(present)
+    index = np.cumsum(present) - 1
+    return uniq, index[key]
+
+
 def group_stats(values: np.ndarray, sig: np.ndarray, group: np.ndarray,
                 what: str) -> pd.DataFrame:
     """Per (signature, rank group) present: count, mean and std (sample) of ``values``."""
     ngroup = int(group.max()) + 1 if len(group) else 1
     key = sig.astype(np.int64) * ngroup + group
-    uniq, inv = np.unique(key, return_inverse=True)
+    uniq, inv = dense_unique(key)
     count = np.bincount(inv, minlength=len(uniq))
     mean = np.bincount(inv, weights=values, minlength=len(uniq)) / np.maximum(count, 1)
     dev = values - mean[inv]
