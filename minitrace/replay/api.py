@@ -141,7 +141,9 @@ def replay(trace, platform: str | os.PathLike | None = None,
             shown = (f"generated: cluster of {cluster.hosts} hosts, {cluster.speed}, "
                      f"{cluster.bandwidth}, {cluster.latency}"
                      + (f", {cluster.ranks_per_host} ranks per host"
-                        if cluster.ranks_per_host > 1 else ""))
+                        if cluster.ranks_per_host > 1 else "")
+                     + (f" (a SimGrid host each, sharing {cluster.node_bandwidth} of memory)"
+                        if cluster.shares_memory() else ""))
         else:
             platform = os.fspath(platform)
             if not os.path.isfile(platform):

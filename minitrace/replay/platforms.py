@@ -104,16 +104,16 @@ class Cluster:
 
     def host_names(self) -> list[str]:
         """Host names as written in the generated XML."""
-        return [f"node-{i}" for i in range(self._per_host() if self._per_core() else self.hosts)]
+        return [f"node-{i}" for i in range(self._per_host() if self.shares_memory() else self.hosts)]
 
     def rank_hosts(self) -> list[str]:
         """Host of each rank slot (the replay places rank i on the i-th): ``ranks_per_host``
         consecutive slots per host (one host per slot when the node's memory is shared)."""
-        if self._per_core():
+        if self.shares_memory():
             return self.host_names()
         return [h for h in self.host_names() for _ in range(self._per_host())]
 
-    def _per_core(self) -> bool:
+    def shares_memory(self) -> bool:
         """One host of several ranks whose transfers share ``node_bandwidth``."""
         return self.node_bandwidth is not None and self.hosts == 1 and self._per_host() > 1
 
@@ -139,7 +139,7 @@ class Cluster:
                              else self.bandwidth, "bandwidth")
         llat = parse_quantity(self.loopback_latency if self.loopback_latency is not None
                               else self.latency, "time")
-        if self._per_core():
+        if self.shares_memory():
             nbw = parse_quantity(self.node_bandwidth, "bandwidth")
             attrs.update({"radical": f"0-{per - 1}", "bw": f"{lbw!r}Bps",
                           "lat": f"{llat / 2!r}s", "bb_bw": f"{nbw!r}Bps", "bb_lat": "0.0s",
