@@ -104,7 +104,8 @@ class Cluster:
 
     def host_names(self) -> list[str]:
         """Host names as written in the generated XML."""
-        return [f"node-{i}" for i in range(self._per_host() if self.shares_memory() else self.hosts)]
+        n = self._per_host() if self.shares_memory() else self.hosts
+        return [f"node-{i}" for i in range(n)]
 
     def rank_hosts(self) -> list[str]:
         """Host of each rank slot (the replay places rank i on the i-th): ``ranks_per_host``
