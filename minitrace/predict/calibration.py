@@ -654,8 +654,8 @@ def summary(cal: Calibration, path: str) -> str:
             for k in after_compute.KERNELS))
     if cal.node_bandwidth > 0:
         lines.append(f"  two messages at once between a node's ranks: "
-                     f"{cal.node_bandwidth / 1e9:.3g} GB/s together (the node's memory, shared; one message alone: "
-                     f"{cal.loopback_bandwidth / 1e9:.3g} GB/s)")
+                     f"{cal.node_bandwidth / 1e9:.3g} GB/s together (the node's memory, "
+                     f"shared; one message alone: {cal.loopback_bandwidth / 1e9:.3g} GB/s)")
     lines.append(f"  platform: {cal.ranks_per_host} rank(s) per host, {cal.cores_per_host} "
                  f"cores")
     lines += [f"  note: {n}" for n in cal.notes]
