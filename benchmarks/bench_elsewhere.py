@@ -1,23 +1,25 @@
 """Predicting on a machine the trace was not recorded on (issue 37), with machine B made from
 this one.
 
-Machine A is this machine as it is.  Machine B is the same cores with their speed changed
-unevenly, trying not to stall busy-polling MPI ranks:
+Machine A is this machine as it is.  Machine B is the same cores made slower, in the cores:
 
-* a **co-runner** streams through ``--stream-mib`` MiB of memory (numpy, ``a *= c``: a read and
-  a write per element) in a cgroup (v1 ``cpu``) of its own, with a CPU quota of
-  ``--corunner-quota`` cores (0.5) in periods of ``--period-us`` (2 ms; a quota is at least
-  1 ms): it runs at most 1 ms of every 2 ms, on one core or the other, taking that much CPU
-  from the rank it preempts and memory bandwidth from both while it runs.  Streaming code
-  should slow down more than compute-bound code; a rank is never off its core for more than
-  the quota of one period, so a busy-polling partner waits at most that long (a quota on the
-  ranks themselves, the earlier B, stalled them for whole periods: RESULTS.md).  But MPICH's
-  waiting ranks yield their core every 1000 polls, and the co-runner takes it then: its
-  slowdown falls on the messages, not on the compute (RESULTS.md, issue 37.2);
-  ``--no-yield`` turns the yield off;
-* optionally (``--rank-quota`` cores, 0 = off) the ranks' jobs in a quota cgroup too: with a
-  1 ms period (``--period-us 1000``) the quota throttles both ranks within every millisecond,
-  a slower CPU for compute and communication alike (a frequency-like slowdown).
+* **stolen time** (the default B): on every core a process at SCHED_FIFO priority
+  (benchmarks/steal_cores.c, compiled here) takes ``--steal-us`` (60) of every
+  ``--steal-period-us`` (250), at the same instants on every core (a common grid of the
+  monotonic clock): all ranks stop together, as under a slower clock, so a rank never waits
+  for a partner stopped alone, and every kernel slows by about the share taken (~28%: the
+  steal and its wake-up).  While it holds a core it writes through ``--steal-kib`` KiB (64 MiB)
+  of its own memory, so that the ranks get the core back with its caches emptied of their
+  data: cache-resident and latency-bound work slow more than compute on registers or
+  streaming work.  A fixed machine, the same for every program;
+* the earlier B's, kept for comparison (RESULTS.md, issue 37.2): a **co-runner** streaming
+  through ``--stream-mib`` MiB (numpy ``a *= c``) in a cgroup (v1 ``cpu``) of its own with a
+  quota of ``--corunner-quota`` cores per ``--period-us``: its slowdown fell inside the MPI
+  calls (it takes the core of a waiting or yielding rank), not in compute; and a **quota on
+  the ranks' cgroup** (``--rank-quota`` cores): CFS throttles the cgroup's cores at
+  different instants, for 1-4 ms at a time (measured with a 1 ms period and 1.4 cores on 2
+  busy loops: each stopped ~50% of the time, both at once 25-30%), stalls rather than a
+  slower core.  ``--no-yield``: MPICH's waiting ranks never yield their core.
 
 A's jobs and B's run in cgroups of equal ``--shares`` (15 by default: the weight of nice 19,
 the machine's other users' jobs), so that neither is favoured against the other programs.
@@ -26,8 +28,7 @@ For each application (bench_accuracy.py's builds; ``--apps``: compute-bound ``ep
 memory-bound ``cg3d``, communication-bound ``transpose``, mixed ``jacobi2d``, and
 ``master_worker``), at ``--ranks`` ranks (2) on the 2 cores:
 
-1. calibrate A and B (``minitrace calibrate``, its kernel set included; B's with the
-   co-runner on);
+1. calibrate A and B (``minitrace calibrate``, its kernel set included; B's on B);
 2. record the application on A (``--volume cputime``) and read its recorded time (A's run);
 3. on B: a probe run (the same size per rank, ``--probe-share`` of its iterations, recorded),
    and ``--runs`` recorded runs of the full size: the measured time on B is their median
@@ -38,11 +39,13 @@ memory-bound ``cg3d``, communication-bound ``transpose``, mixed ``jacobi2d``, an
    kernels' range) and with the probe; each against the time measured on B.  Also the
    slowdown B/A measured and as each translation predicts it (predicted B over the replay on
    A: the replay's own error on A, its self-check, cancels out), and the compute alone (B's
-   recorded compute wall time against the translated compute each replay ran).
+   recorded compute wall time against the translated compute each replay ran), and the time
+   inside MPI calls (B's recorded against the probe's replay: what B's calibration, not the
+   translation, answers for).
 
     python benchmarks/bench_elsewhere.py [--apps ep,cg3d,transpose,jacobi2d] [--work DIR]
 
-Needs root (cgroup v1 cpu at /sys/fs/cgroup/cpu).  The load average (1 min) is printed on
+Needs root (SCHED_FIFO; cgroup v1 cpu at /sys/fs/cgroup/cpu) and a C compiler.  The load average (1 min) is printed on
 every row: the machine is shared, and another program's load changes A as well as B.
 """
 from __future__ import annotations
@@ -93,29 +96,52 @@ def _load() -> str:
     return f"{os.getloadavg()[0]:.2f}"
 
 
-def _recorded(job: list[str], out: Path, cal: Path, group: Path | None) -> tuple[float, float]:
-    """A run of ``job`` recorded (on B when ``group``/the co-runner are on): its time from the
+def _in_mpi(part: dict) -> float:
+    """Seconds inside MPI calls, mean over ranks, of a prediction's measured or predicted
+    parts."""
+    return statistics.mean(sum(part[k][r] for k in ("p2p", "waiting", "collectives",
+                                                    "other_mpi") if k in part)
+                           for r in range(len(part["compute"])))
+
+
+def _recorded(job: list[str], out: Path, cal: Path,
+              group: Path | None) -> tuple[float, float, float]:
+    """A run of ``job`` recorded (on B when ``group``/B's processes are on): its time from the
     last MPI_Init return to the last MPI_Finalize less the recorder's own time (the
-    self-check's; against A's calibration, whose host it is: what an untraced run takes), and
-    its compute's wall seconds, mean over ranks."""
+    self-check's; against A's calibration, whose host it is: what an untraced run takes), its
+    compute's wall seconds and its seconds inside MPI calls, means over ranks."""
     from minitrace.predict import predict
     subprocess.run(_in(group, [sys.executable, "-m", "minitrace", "record", "-o", str(out),
                                "--volume", "cputime", "--", *job]),
                    check=True, stdout=subprocess.DEVNULL)
     p = predict(str(out), str(cal))
     own = p.recorder_time[p.last_rank] if p.recorder_time else 0.0
-    return p.recorded_time - own, statistics.mean(p.measured["compute"])
+    return p.recorded_time - own, statistics.mean(p.measured["compute"]), _in_mpi(p.measured)
 
 
 class MachineB:
-    """The co-runner (and the ranks' cgroup) on while in a ``with`` block."""
+    """B's processes (stolen time, the co-runner) on while in a ``with`` block; the ranks'
+    cgroup."""
 
-    def __init__(self, args):
-        self.args, self.stream = args, None
+    def __init__(self, args, work: Path):
+        self.args, self.stream, self.stealers = args, None, []
         self.group = _group(RANKS, args.shares, args.rank_quota, args.period_us)
+        self.steal = work / "steal_cores"
+        if args.steal_us:
+            subprocess.run(["cc", "-O2", "-o", str(self.steal), str(HERE / "steal_cores.c")],
+                           check=True)
 
     def __enter__(self):
         a = self.args
+        if a.steal_us:
+            self.stealers = [subprocess.Popen([str(self.steal), str(cpu),
+                                               str(a.steal_period_us), str(a.steal_us),
+                                               str(a.steal_kib)])
+                             for cpu in sorted(os.sched_getaffinity(0))]
+            time.sleep(0.5)
+            if any(s.poll() is not None for s in self.stealers):
+                self.__exit__()
+                raise SystemExit("steal_cores did not start (it needs root: SCHED_FIFO)")
         if a.stream_mib:
             _group(CORUNNER, 1024, a.corunner_quota, a.period_us)
             self.stream = subprocess.Popen(_in(CORUNNER, [sys.executable, "-c", _STREAM,
@@ -124,10 +150,10 @@ class MachineB:
         return self
 
     def __exit__(self, *exc):
-        if self.stream is not None:
-            self.stream.kill()
-            self.stream.wait()
-            self.stream = None
+        for proc in self.stealers + ([self.stream] if self.stream else []):
+            proc.kill()
+            proc.wait()
+        self.stream, self.stealers = None, []
 
 
 def _cleanup() -> None:
@@ -144,7 +170,13 @@ def main() -> int:
     ap.add_argument("--apps", default="ep,cg3d,transpose,jacobi2d")
     ap.add_argument("--size", choices=("full", "small"), default="full",
                     help="bench_accuracy's full or small sizes")
-    ap.add_argument("--stream-mib", type=int, default=512,
+    ap.add_argument("--steal-us", type=int, default=60,
+                    help="B: microseconds of every period taken from every core (0: none)")
+    ap.add_argument("--steal-period-us", type=int, default=250)
+    ap.add_argument("--steal-kib", type=int, default=65536,
+                    help="memory the stealing processes write through (each core's caches "
+                         "emptied; 0: they only spin)")
+    ap.add_argument("--stream-mib", type=int, default=0,
                     help="B's co-runner's array (0: no co-runner)")
     ap.add_argument("--corunner-quota", type=float, default=0.5,
                     help="the co-runner's CPU quota, cores")
@@ -176,11 +208,13 @@ def main() -> int:
     mpiexec, me = str(bindir / "mpiexec"), [sys.executable, "-m", "minitrace"]
     apps = {k: v for k, v in _apps(work, str(bindir / "mpicc")).items()
             if k in args.apps.split(",")}
-    b = MachineB(args)
+    b = MachineB(args, work)
     a = _group(ON_A, args.shares)
     try:
-        print(f"load average at start {_load()}; B: co-runner streaming {args.stream_mib} MiB "
-              f"with {args.corunner_quota} cores of quota, ranks' quota "
+        print(f"load average at start {_load()}; B: {args.steal_us} us of every "
+              f"{args.steal_period_us} us taken from every core, writing through "
+              f"{args.steal_kib} KiB; co-runner streaming {args.stream_mib or 'none'} MiB with "
+              f"{args.corunner_quota} cores of quota, ranks' quota "
               f"{args.rank_quota or 'none'}, period {args.period_us} us; "
               f"{os.cpu_count()} cores; work {work}", flush=True)
         cal_a, cal_b = work / "a.h5", work / "b.h5"
@@ -198,8 +232,9 @@ def main() -> int:
         print("kernel ratios B/A: " + ", ".join(f"{k} x{v:.3f}" for k, v in ratios.items()))
         print("| app | load | on A (s), self-check | measured on B (s) | no translation | "
               "kernels [range] | probe [95%] | probe sites | B/A: measured, kernels, probe | "
-              "compute on B (s): measured, kernels, probe |")
-        print("|---|---|---|---|---|---|---|---|---|---|")
+              "compute on B (s): measured, kernels, probe | in MPI on B (s): measured, "
+              "probe's replay |")
+        print("|---|---|---|---|---|---|---|---|---|---|---|")
         for name, argv in apps.items():
             argv = argv[:-2] + SMALL[name] if args.size == "small" and name in SMALL else argv
             job = [mpiexec, "-n", str(args.ranks), *argv]
@@ -218,8 +253,9 @@ def main() -> int:
                                check=True, stdout=subprocess.DEVNULL)
                 runs = [_recorded(job, work / f"{name}-b{r}.h5", cal_a, b.group)
                         for r in range(args.runs)]
-            measured = statistics.median(t for t, _ in runs)
-            compute_b = statistics.median(c for _, c in runs)
+            measured = statistics.median(t for t, _, _ in runs)
+            compute_b = statistics.median(c for _, c, _ in runs)
+            mpi_b = statistics.median(m for _, _, m in runs)
             plain = own.predicted_time
             kern = predict(str(big), str(cal_b), recorded_on=str(cal_a), measured=measured)
             probed = predict(str(big), str(cal_b), recorded_on=str(cal_a), probe=str(probe),
@@ -241,7 +277,8 @@ def main() -> int:
             print(f"| {name} | {load0}-{_load()} | {on_a:.4f} ({own.error:+.1%}) | "
                   f"{measured:.4f} | {err(plain)} | {err(kern.predicted_time)}{span(kern)} | "
                   f"{err(probed.predicted_time)}{span(probed)} | "
-                  f"{site_note.split(': ', 1)[-1]} | {slow} | {part} |", flush=True)
+                  f"{site_note.split(': ', 1)[-1]} | {slow} | {part} | {mpi_b:.4f}, "
+                  f"{_in_mpi(probed.predicted):.4f} |", flush=True)
         print(f"load average at end {_load()}")
     finally:
         b.__exit__()

@@ -240,3 +240,39 @@ def _no_barrier():
     b.add(0, "compute", volume=1.0, t_start=0.0, t_end=1.0)
     b.add(0, "finalize", t_start=1.0, t_end=1.0)
     return b.build()
+
+
+def _iterations(n: int, first: float, then: float):
+    """Two ranks computing before an 8-byte barrier ``n`` times: ``first`` seconds the first
+    time (the start-up: page faults, cold caches), ``then`` afterwards (volume and wall)."""
+    from minitrace.model import TraceBuilder
+    b = TraceBuilder(2, meta={"volume_unit": "seconds"})
+    for r in range(2):
+        t = 0.0
+        b.add(r, "init", t_start=t, t_end=t)
+        for i in range(n):
+            d = first if i == 0 else then
+            b.add(r, "compute", volume=d, t_start=t, t_end=t + d)
+            t += d
+            b.add(r, "barrier", bytes_sent=8, t_start=t, t_end=t)
+        b.add(r, "finalize", t_start=t, t_end=t)
+    return b.build()
+
+
+def test_a_probe_matches_the_start_up_to_the_start_up(machines):
+    """A short probe holds more of the start-up than the long run: its first occurrences
+    translate the trace's first ones, its later ones the steady state."""
+    from minitrace.predict.translate import by_probe
+    big = _iterations(40, 2.0, 1.0)            # A: the first iteration twice a warm one
+    probe = _iterations(8, 10.0, 1.5)          # B: x1.5 warm, its start-up 10 s
+    cal_a, cal_b = _calibrations(machines, {"fma": 1.0, "triad_memory": 4.0})
+    tr = by_probe(big, probe, cal_a, cal_b, "from A to B")
+    on_b = tr.apply(big)
+    compute = on_b.actions["kind"] == K.code("compute")
+    for r in range(2):
+        mine = compute & (on_b.rank_of() == r)
+        # B's start-up as the probe ran it, then 39 warm iterations at x1.5
+        assert on_b.actions["volume"][mine].sum() == pytest.approx(10.0 + 39 * 1.5)
+    # a mean over all of the probe's occurrences against all of the trace's would say
+    # (10 + 7 x 1.5) / 8 over 41 / 40: x2.50, 102.5 s a rank
+    assert np.allclose(tr.factor[4::40], 1.5) and tr.fallback_share == 0.0

@@ -13,9 +13,15 @@ wall seconds per CPU second of A, from what a user has:
   one) have the matrix-product rate alone: ``rate_A / (speed_B * share_B)``, no interval;
 * **a probe** (``--probe B_RUN.h5``): a short run of the same program on B (same size per rank,
   fewer iterations), recorded as usual.  Each call site (the kind and bytes of the MPI calls
-  around a compute segment) gets its own ratio: B's mean wall time there (the probe's
-  timestamps; its CPU time when untimed) over A's mean CPU time, what the replay of A's trace
-  holds; its interval the bounds of that ratio's 95% interval.  Sites the probe did not see
+  around a compute segment) gets its own ratio: B's wall time there (the probe's timestamps;
+  its CPU time when untimed) over A's CPU time, what the replay of A's trace holds, over the
+  *same occurrences* on each rank (the probe's n-th segment at a site against the trace's
+  n-th): the first ones are the start-up (page faults, cold caches: on a VM up to 6x a warm
+  iteration, and B need not pay them as A does), a larger share of a short probe than of the
+  long run.  So the trace's occurrences the probe's first half matches take the ratio of that
+  half, and all the later ones the ratio of the probe's second half to the same occurrences
+  of the trace (the steady state); its interval the bounds of the steady ratio's 95%
+  interval.  Sites the probe did not see
   take **the kernel mix that best fits the seen sites**: the convex mix of the kernels' ratios
   (nonnegative weights summing to 1: a segment's time on B is the sum of its parts' times,
   each part moving as its kernel) nearest, in compute-weighted least squares, to the seen
@@ -49,6 +55,48 @@ def same_machine(data, hostname: str) -> bool | None:
     if not hosts or not hostname:
         return None
     return hostname in hosts
+
+
+def _occurrences(key: np.ndarray, rank: np.ndarray) -> np.ndarray:
+    """Each row's index among the rows of its call site on its rank (0: the first), rows in
+    program order within a rank."""
+    n = len(key)
+    order = np.lexsort((np.arange(n), key, rank))
+    k, r = key[order], rank[order]
+    first = np.r_[True, (k[1:] != k[:-1]) | (r[1:] != r[:-1])] if n else np.zeros(0, bool)
+    out = np.empty(n, np.int64)
+    out[order] = np.arange(n) - np.maximum.accumulate(np.where(first, np.arange(n), 0))
+    return out
+
+
+def _site_ratio(a, a_rank, a_occ, b, b_rank, b_occ):
+    """One call site's (head factor, steady factor, its standard error, trace occurrences of
+    each rank that take the head factor) from A's CPU seconds ``a`` and the probe's wall
+    seconds ``b`` there (with their ranks and occurrence indices); None when the probe's
+    matched occurrences do not give a positive steady ratio."""
+    ranks = np.intersect1d(a_rank, b_rank)
+    if not len(ranks):                # no rank at this site in both runs: one sequence each
+        return _site_ratio(a, np.zeros_like(a_rank), np.arange(len(a)), b,
+                           np.zeros_like(b_rank), np.arange(len(b)))
+    count_a = np.bincount(a_rank, minlength=int(max(a_rank.max(), b_rank.max())) + 1)
+    count_b = np.bincount(b_rank, minlength=len(count_a))
+    matched = np.minimum(count_a, count_b)            # occurrences matched, per rank
+    head = matched // 2                               # the probe's first half: start-up
+    in_a = np.isin(a_rank, ranks) & (a_occ < matched[a_rank])
+    in_b = np.isin(b_rank, ranks) & (b_occ < matched[b_rank])
+    steady_a, steady_b = a[in_a & (a_occ >= head[a_rank])], b[in_b & (b_occ >= head[b_rank])]
+    if len(steady_b) < 2 or steady_a.sum() <= 0 or steady_b.sum() <= 0:
+        return None
+    r = steady_b.sum() / steady_a.sum()
+    se = r * np.sqrt((steady_b.std(ddof=1) / steady_b.mean()) ** 2 / len(steady_b)
+                     + ((steady_a.std(ddof=1) / steady_a.mean()) ** 2 / len(steady_a)
+                        if len(steady_a) > 1 else 0.0))
+    head_a, head_b = a[in_a & (a_occ < head[a_rank])], b[in_b & (b_occ < head[b_rank])]
+    h = head_b.sum() / head_a.sum() if head_a.sum() > 0 and head_b.sum() > 0 else r
+    # ranks the probe did not run start up as its ranks did (their median head)
+    head_of = np.full(len(count_a), int(np.median(head[ranks])))
+    head_of[ranks] = head[ranks]
+    return h, r, se, head_of
 
 
 def _site_keys(data) -> tuple[np.ndarray, np.ndarray]:
@@ -162,14 +210,17 @@ def best_mix(ratios: np.ndarray, weights: np.ndarray, kernels: dict[str, float])
 
 
 def by_probe(data, probe, src, dst, where: str, source: str | None = None) -> Translation:
-    """Each call site's CPU seconds on A scaled by its mean wall time on B (``probe``) over its
-    mean CPU time on A; sites the probe did not see by the kernel mix that best fits the seen
-    ones (:func:`best_mix`)."""
+    """Each call site's CPU seconds on A scaled by its wall time on B (``probe``) over its CPU
+    time on A, the same occurrences (:func:`_site_ratio`: start-up and steady state apart);
+    sites the probe did not see by the kernel mix that best fits the seen ones
+    (:func:`best_mix`)."""
     if data.meta.get("volume_unit") != "seconds" or probe.meta.get("volume_unit") != "seconds":
         raise MinitraceError("a probe translates compute timed in CPU seconds: record both runs "
                              "with --volume cputime", source)
     rows, key = _site_keys(data)
     prow, pkey = _site_keys(probe)
+    rank, prank = data.rank_of(rows), probe.rank_of(prow)
+    occ, pocc = _occurrences(key, rank), _occurrences(pkey, prank)
     vol = data.actions["volume"][rows]
     pa = probe.actions[prow]
     wall = pa["t_end"] - pa["t_start"]
@@ -178,16 +229,20 @@ def by_probe(data, probe, src, dst, where: str, source: str | None = None) -> Tr
     factor, low, high = np.zeros(len(rows)), np.zeros(len(rows)), np.zeros(len(rows))
     ratios = []
     for k in np.unique(key):
-        mine, theirs = key == k, pkey == k
-        a, b = vol[mine], pvol[theirs]
-        if len(b) < 2 or a.mean() <= 0 or b.mean() <= 0:
+        mine, theirs = np.flatnonzero(key == k), pkey == k
+        if theirs.sum() < 2:
             continue
-        r = b.mean() / a.mean()
-        se = r * np.sqrt((b.std(ddof=1) / b.mean()) ** 2 / len(b)
-                         + ((a.std(ddof=1) / a.mean()) ** 2 / len(a) if len(a) > 1 else 0.0))
-        factor[mine], low[mine], high[mine] = r, max(r - 1.96 * se, 0.0), r + 1.96 * se
-        seen |= mine
-        ratios.append((r, a.sum()))
+        got = _site_ratio(vol[mine], rank[mine], occ[mine], pvol[theirs], prank[theirs],
+                          pocc[theirs])
+        if got is None:
+            continue
+        h, r, se, head_of = got
+        f = np.where(occ[mine] < head_of[rank[mine]], h, r)
+        factor[mine] = f
+        low[mine], high[mine] = f * max(1 - 1.96 * se / r, 0.0), f * (1 + 1.96 * se / r)
+        seen[mine] = True
+        a = vol[mine].sum()
+        ratios.append(((vol[mine] * f).sum() / a if a > 0 else r, a))
     total = vol.sum()
     share = vol[seen].sum() / total if total > 0 else 0.0
     notes = [f"compute translated {where} per call site by a probe run: {len(ratios)} sites, "
