@@ -391,7 +391,7 @@ def fit(volume: np.ndarray, vrow: np.ndarray, ids: np.ndarray, offsets: np.ndarr
     next_kind = np.asarray(kinds, np.int64)[after[vrow].clip(0)] * (after[vrow] >= 0)
     side["spread_classes"], q, side["spread_rho"] = fit_spread(
         model[rest], vol[rest], align_keys(epoch[vrow], next_kind, vr)[rest])
-    side["spread"] = q.ravel()
+    side["spread"] = q.ravel().astype(np.float32)     # (a model's quantiles)
     return side, {"epoch_merge": int(merge), "epoch_anchor": anchor_name}
 
 

@@ -139,9 +139,9 @@ def _model_times(data, ids, group, ts, te, timed: bool) -> dict:
     prev_end[V.rank_starts(data.rank_offsets)] = np.nan
     gap = ts - prev_end
     okg = np.isfinite(gap)
-    return {"stats": pd.concat([V.group_stats((te - ts)[ok], ids[ok], group[ok], "duration"),
-                                V.group_stats(gap[okg], ids[okg], group[okg], "gap")],
-                               ignore_index=True)}
+    stats = pd.concat([V.group_stats((te - ts)[ok], ids[ok], group[ok], "duration"),
+                       V.group_stats(gap[okg], ids[okg], group[okg], "gap")], ignore_index=True)
+    return {"stats": stats.astype({"mean": np.float32, "std": np.float32})}   # (a model's)
 
 
 # -- writing -----------------------------------------------------------------------------------
@@ -171,8 +171,9 @@ def _dataset(group, name: str, data: np.ndarray, **kw) -> None:
     """:func:`storage.dataset`, or a plain (contiguous, uncompressed) dataset where deflating
     would save less than the chunk index costs (small arrays)."""
     data = np.ascontiguousarray(data)
-    if data.nbytes > 16 * CHUNK_INDEX_BYTES or data.nbytes - len(zlib.compress(
-            data.tobytes())) > CHUNK_INDEX_BYTES:
+    shuffled = data.view(np.uint8).reshape(-1, data.itemsize).T.tobytes() if data.size else b""
+    if data.nbytes > 16 * CHUNK_INDEX_BYTES or \
+            data.nbytes - len(zlib.compress(shuffled)) > CHUNK_INDEX_BYTES:
         S.dataset(group, name, data, **kw)
         return
     ds = group.create_dataset(name, data=data)
