@@ -280,12 +280,16 @@ def fit_spread(model: np.ndarray, recorded: np.ndarray, align: np.ndarray
     ok = (model > 0) & (recorded > 0)
     r = np.log(recorded[ok] / model[ok])
     cls = size_class(model[ok])
-    classes = np.unique(cls)
-    q = np.stack([np.quantile(r[cls == c], SPREAD_GRID) for c in classes]) if len(classes) \
+    order = np.argsort(cls.astype(np.int16), kind="stable")    # (classes within +-1000)
+    cls, r, key = cls[order], r[order], align[ok][order]
+    start = np.flatnonzero(np.concatenate([[True], cls[1:] != cls[:-1]])) if len(cls) \
+        else np.zeros(0, np.int64)
+    classes = cls[start]
+    bounds = list(zip(start.tolist(), np.append(start[1:], len(cls)).tolist()))
+    q = np.stack([np.quantile(r[a:b], SPREAD_GRID) for a, b in bounds]) if len(classes) \
         else np.zeros((0, NOISE_QUANTILES))
-    key = align[ok]
     pick = _uniform(key) < SPREAD_SAMPLE / max(len(key), 1)
-    rho = np.array([_rho(r[pick & (cls == c)], key[pick & (cls == c)]) for c in classes])
+    rho = np.array([_rho(r[a:b][pick[a:b]], key[a:b][pick[a:b]]) for a, b in bounds])
     return classes, q, rho
 
 
@@ -351,46 +355,45 @@ def fit(volume: np.ndarray, vrow: np.ndarray, ids: np.ndarray, offsets: np.ndarr
     epoch_offsets = np.concatenate([[0], np.cumsum(n_epochs)]).astype(np.int64)
     vr = rank[vrow]
     vol = volume[vrow]
-    tail = tail_calls(vol, np.asarray(kinds, np.int64)[ids[vrow]], len(ids) // TAIL_EVERY)
+    vids = ids[vrow]
+    tail = tail_calls(vol, np.asarray(kinds, np.int64)[vids], len(ids) // TAIL_EVERY)
     rest = ~tail
     gepoch = epoch_offsets[rank] + epoch
-    totals = np.bincount(gepoch[vrow], weights=np.where(rest, vol, 0.0),
-                         minlength=int(epoch_offsets[-1]))
+    ge = gepoch[vrow]
+    totals = np.bincount(ge, weights=np.where(rest, vol, 0.0), minlength=int(epoch_offsets[-1]))
     hashes = epoch_hashes(ids, gepoch, int(epoch_offsets[-1]))
-    vpos = position_in_epoch(gepoch[vrow])
-    nvol_epoch = np.bincount(gepoch[vrow], minlength=len(hashes))
+    nvol_epoch = np.bincount(ge, minlength=len(hashes))
     templates = _templates(hashes, nvol_epoch, np.repeat(np.arange(P), n_epochs), nvol, P)
-    t_of = _template_of(templates, hashes, nvol_epoch)[gepoch[vrow]]
+    t_of = _template_of(templates, hashes, nvol_epoch)[ge]
     tm = t_of >= 0
-    row = templates["start"].to_numpy(np.int64)[t_of[tm]] + vpos[tm]
+    st = ~tm                                 # calls shared by call site
+    row = templates["start"].to_numpy(np.int64)[t_of[tm]] + position_in_epoch(ge)[tm]
+    vr_t, vr_s = vr[tm], vr[st]
     tr = rest[tm]
-    template_means = _means(row[tr], vr[tm][tr], vol[tm][tr], int(templates["length"].sum()),
-                            P)
+    template_means = _means(row[tr], vr_t[tr], vol[tm][tr], int(templates["length"].sum()), P)
     before, after = neighbours(ids, offsets)
-    keys = site_keys(ids[vrow][~tm], before[vrow][~tm], after[vrow][~tm], nsig)
-    uniq, site = np.unique(keys, return_inverse=True)
-    sr = rest[~tm]
-    means = _means(site.ravel()[sr], vr[~tm][sr], vol[~tm][sr], len(uniq), P)
+    bv, av = before[vrow], after[vrow]
+    site, uniq = pd.factorize(site_keys(vids[st], bv[st], av[st], nsig))   # (no sort)
+    sr = rest[st]
+    means = _means(site[sr], vr_s[sr], vol[st][sr], len(uniq), P)
     n = nsig + 1
     sites = pd.DataFrame({"signature": uniq // (n * n), "before": (uniq // n) % n - 1,
                           "after": uniq % n - 1})
     side = {"sites": sites, "site_means": V.log_codes(means, precision),
             "templates": templates, "template_means": V.log_codes(template_means, precision),
             "epoch_totals": V.log_codes(totals, precision), "epoch_offsets": epoch_offsets,
-            "anchor": anchor.astype(np.uint8), "spread": np.zeros(0),
-            "spread_classes": np.zeros(0, np.int64),
-            **tail_table(tail, vr, vol, P, precision)}
+            "anchor": anchor.astype(np.uint8), **tail_table(tail, vr, vol, P, precision)}
     w = np.empty(nvol)              # each call's mean, then its modelled volume
-    w[tm] = template_means.ravel()[row * P + vr[tm]]
-    w[~tm] = means.ravel()[site.ravel() * P + vr[~tm]]
-    ge = gepoch[vrow]
-    D = np.bincount(ge, weights=w * rest, minlength=len(totals))[ge]
-    n_rest = np.bincount(ge, weights=rest, minlength=len(totals))[ge]
-    model = np.where(D != 0, w * totals[ge] / np.where(D != 0, D, 1.0),
-                     totals[ge] / np.maximum(n_rest, 1))
-    next_kind = np.asarray(kinds, np.int64)[after[vrow].clip(0)] * (after[vrow] >= 0)
+    w[tm] = template_means.ravel()[row * P + vr_t]
+    w[st] = means.ravel()[site * P + vr_s]
+    w, ger = w[rest], ge[rest]
+    D = np.bincount(ger, weights=w, minlength=len(totals))[ger]
+    n_rest = np.bincount(ger, minlength=len(totals))[ger]
+    model = np.where(D != 0, w * totals[ger] / np.where(D != 0, D, 1.0),
+                     totals[ger] / np.maximum(n_rest, 1))
+    next_kind = np.asarray(kinds, np.int64)[av.clip(0)] * (av >= 0)
     side["spread_classes"], q, side["spread_rho"] = fit_spread(
-        model[rest], vol[rest], align_keys(epoch[vrow], next_kind, vr)[rest])
+        model, vol[rest], align_keys(epoch[vrow], next_kind, vr)[rest])
     side["spread"] = q.ravel().astype(np.float32)     # (a model's quantiles)
     return side, {"epoch_merge": int(merge), "epoch_anchor": anchor_name}
 
