@@ -5,11 +5,14 @@ ranks and its drift), every call's structure exact; and ``info`` saying what was
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import pytest
 
 import minitrace
 from minitrace import cli, kinds as K
+from minitrace.compress import epochs as E
 from minitrace.compress.files import write_compressed
+from minitrace.compress.store import compress
 from minitrace.model import TraceColumns, assign_vec_offsets, empty_actions
 
 CALLS = 40          # compute + ring send + recv per iteration, then compute + allreduce
@@ -122,3 +125,18 @@ def test_info_says_what_a_model_file_lost(tmp_path, capsys):
     assert "allreduce" in said or "collectives" in said
     assert cli.main(["info", str(exact)]) == 0
     assert "lost" not in capsys.readouterr().out
+
+
+def test_templates_whose_hashes_differ_by_more_than_int64_holds_are_consistent():
+    """Template hashes are sorted int64s; two of opposite signs far apart (miniFE's, recorded)
+    differ by more than an int64 holds, which the consistency check once took as unsorted."""
+    d = imbalanced_trace(P=2, iterations=8)
+    c = compress(d, "model")
+    side = dict(c.side)
+    side["templates"] = pd.DataFrame({"hash": np.array([-8172655532409387182,
+                                                        7347561018181167229], np.int64),
+                                      "length": [1, 1], "start": [0, 1]})
+    side["template_means"] = np.full(2 * d.nranks, side["site_means"][0])
+    assert E.check(side, c.attrs, len(c.table), d.nranks) is None
+    side["templates"] = side["templates"].iloc[::-1].assign(start=[0, 1])
+    assert E.check(side, c.attrs, len(c.table), d.nranks) == "model/templates inconsistent"
