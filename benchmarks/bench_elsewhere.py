@@ -9,24 +9,32 @@ Machine A is this machine as it is.  Machine B is the same cores made slower, in
   monotonic clock): all ranks stop together, as under a slower clock, so a rank never waits
   for a partner stopped alone, and every kernel slows by about the share taken (~28%: the
   steal and its wake-up).  While it holds a core it writes through ``--steal-kib`` KiB (64 MiB)
-  of its own memory, so that the ranks get the core back with its caches emptied of their
-  data: cache-resident and latency-bound work slow more than compute on registers or
-  streaming work.  A fixed machine, the same for every program;
+  of its own memory, so that the ranks get the core back with their data out of its caches:
+  latency-bound work slows more (measured: fma, triad_memory, triad_cache x1.38-1.52, chase
+  x1.70-1.78; x1.42 without the writes).  A fixed machine, the same for every program.  Its
+  ping-pongs are rarely hit by a stolen slice, so B's calibration holds about A's network,
+  while B's MPI calls in a run are longer by the share stolen on average: the replay's part
+  of the error, printed apart;
 * the earlier B's, kept for comparison (RESULTS.md, issue 37.2): a **co-runner** streaming
   through ``--stream-mib`` MiB (numpy ``a *= c``) in a cgroup (v1 ``cpu``) of its own with a
   quota of ``--corunner-quota`` cores per ``--period-us``: its slowdown fell inside the MPI
   calls (it takes the core of a waiting or yielding rank), not in compute; and a **quota on
   the ranks' cgroup** (``--rank-quota`` cores): CFS throttles the cgroup's cores at
   different instants, for 1-4 ms at a time (measured with a 1 ms period and 1.4 cores on 2
-  busy loops: each stopped ~50% of the time, both at once 25-30%), stalls rather than a
-  slower core.  ``--no-yield``: MPICH's waiting ranks never yield their core.
+  busy loops: each stopped ~50% of the time, not the 30% asked, both at once 25-30%), stalls
+  rather than a slower core.
 
-A's jobs and B's run in cgroups of equal ``--shares`` (15 by default: the weight of nice 19,
-the machine's other users' jobs), so that neither is favoured against the other programs.
+``--no-yield``: MPICH's waiting ranks never yield their core (A's jobs and B's): on a busy
+machine a yielding rank hands its core to another program for a whole time slice.  A's jobs
+and B's run in cgroups of equal ``--shares`` (15 by default: the weight of nice 19, the
+machine's other users' jobs), so that neither is favoured against the other programs; on a
+shared machine ``--shares 262144`` puts both far above the other programs (each program
+outside still takes its turn now and then).
 
 For each application (bench_accuracy.py's builds; ``--apps``: compute-bound ``ep``,
 memory-bound ``cg3d``, communication-bound ``transpose``, mixed ``jacobi2d``, and
-``master_worker``), at ``--ranks`` ranks (2) on the 2 cores:
+``master_worker``; public mini-apps with ``--extra``, their probes' command lines with
+``--extra-probe``), at ``--ranks`` ranks (2) on the 2 cores:
 
 1. calibrate A and B (``minitrace calibrate``, its kernel set included; B's on B);
 2. record the application on A (``--volume cputime``) and read its recorded time (A's run);
@@ -41,12 +49,14 @@ memory-bound ``cg3d``, communication-bound ``transpose``, mixed ``jacobi2d``, an
    A: the replay's own error on A, its self-check, cancels out), and the compute alone (B's
    recorded compute wall time against the translated compute each replay ran), and the time
    inside MPI calls (B's recorded against the probe's replay: what B's calibration, not the
-   translation, answers for).
+   translation, answers for; and A's recorded against A's replay, the same-machine part).
 
     python benchmarks/bench_elsewhere.py [--apps ep,cg3d,transpose,jacobi2d] [--work DIR]
+        [--extra NAME=COMMAND --extra-probe NAME=COMMAND ...]
 
-Needs root (SCHED_FIFO; cgroup v1 cpu at /sys/fs/cgroup/cpu) and a C compiler.  The load average (1 min) is printed on
-every row: the machine is shared, and another program's load changes A as well as B.
+Needs root (SCHED_FIFO; cgroup v1 cpu at /sys/fs/cgroup/cpu) and a C compiler.  The load
+average (1 min) is printed on every row: the machine is shared, and another program's load
+changes A as well as B.
 """
 from __future__ import annotations
 
@@ -194,6 +204,12 @@ def main() -> int:
                     help="ranks of each application's job (1: no waiting rank to poll while "
                          "the other programs of a shared machine take its partner's core)")
     ap.add_argument("--probe-share", type=float, default=0.25)
+    ap.add_argument("--extra", action="append", default=[], metavar="NAME=COMMAND",
+                    help="another program (a public mini-app built elsewhere): its command "
+                         "line after the launcher's -n N, split on spaces")
+    ap.add_argument("--extra-probe", action="append", default=[], metavar="NAME=COMMAND",
+                    help="its probe's command line (the same size per rank, fewer "
+                         "iterations: how is the program's own)")
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--work", default=None)
     args = ap.parse_args()
@@ -202,12 +218,17 @@ def main() -> int:
         os.environ.setdefault(var, "1")
     if args.no_yield:
         os.environ["MPIR_CVAR_POLLS_BEFORE_YIELD"] = "0"
-    work = Path(args.work or tempfile.mkdtemp(prefix="bench-elsewhere-"))
+    work = Path(args.work or tempfile.mkdtemp(prefix="bench-elsewhere-")).resolve()
     work.mkdir(parents=True, exist_ok=True)
+    os.chdir(work)                  # what the programs write (HPCCG's yaml) goes there
     bindir = Path(sys.executable).parent
     mpiexec, me = str(bindir / "mpiexec"), [sys.executable, "-m", "minitrace"]
     apps = {k: v for k, v in _apps(work, str(bindir / "mpicc")).items()
             if k in args.apps.split(",")}
+    probes = {}
+    for spec, into in [(x, apps) for x in args.extra] + [(x, probes) for x in args.extra_probe]:
+        name, _, cmd = spec.partition("=")
+        into[name] = cmd.split()
     b = MachineB(args, work)
     a = _group(ON_A, args.shares)
     try:
@@ -233,8 +254,8 @@ def main() -> int:
         print("| app | load | on A (s), self-check | measured on B (s) | no translation | "
               "kernels [range] | probe [95%] | probe sites | B/A: measured, kernels, probe | "
               "compute on B (s): measured, kernels, probe | in MPI on B (s): measured, "
-              "probe's replay |")
-        print("|---|---|---|---|---|---|---|---|---|---|---|")
+              "probe's replay | in MPI on A (s): measured, replay |")
+        print("|---|---|---|---|---|---|---|---|---|---|---|---|")
         for name, argv in apps.items():
             argv = argv[:-2] + SMALL[name] if args.size == "small" and name in SMALL else argv
             job = [mpiexec, "-n", str(args.ranks), *argv]
@@ -244,9 +265,12 @@ def main() -> int:
                                         *job]), check=True, stdout=subprocess.DEVNULL)
             own = predict(str(big), str(cal_a))     # A's recorded time and the replay's error
             on_a = own.recorded_time
-            short = list(job)
-            i = _ITERATIONS[name]
-            short[i] = str(max(int(int(short[i]) * args.probe_share), 2))
+            if name in probes:
+                short = [mpiexec, "-n", str(args.ranks), *probes[name]]
+            else:
+                short = list(job)
+                i = _ITERATIONS[name]
+                short[i] = str(max(int(int(short[i]) * args.probe_share), 2))
             with b:
                 subprocess.run(_in(b.group, me + ["record", "-o", str(probe), "--volume",
                                                   "cputime", "--", *short]),
@@ -278,7 +302,8 @@ def main() -> int:
                   f"{measured:.4f} | {err(plain)} | {err(kern.predicted_time)}{span(kern)} | "
                   f"{err(probed.predicted_time)}{span(probed)} | "
                   f"{site_note.split(': ', 1)[-1]} | {slow} | {part} | {mpi_b:.4f}, "
-                  f"{_in_mpi(probed.predicted):.4f} |", flush=True)
+                  f"{_in_mpi(probed.predicted):.4f} | {_in_mpi(own.measured):.4f}, "
+                  f"{_in_mpi(own.predicted):.4f} |", flush=True)
         print(f"load average at end {_load()}")
     finally:
         b.__exit__()
