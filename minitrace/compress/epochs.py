@@ -374,6 +374,8 @@ def fit(volume: np.ndarray, vrow: np.ndarray, ids: np.ndarray, offsets: np.ndarr
     before, after = neighbours(ids, offsets)
     bv, av = before[vrow], after[vrow]
     site, uniq = pd.factorize(site_keys(vids[st], bv[st], av[st], nsig))   # (no sort)
+    order = np.argsort(uniq)                # the distinct sites sorted (docs/FORMAT.md)
+    site, uniq = np.argsort(order)[site], uniq[order]
     sr = rest[st]
     means = _means(site[sr], vr_s[sr], vol[st][sr], len(uniq), P)
     n = nsig + 1
