@@ -161,8 +161,8 @@ def predict(trace: str, calibration: str | Calibration, *, platform: str | None 
     if translation is not None:
         out.translation = translation.summary()
         if not np.array_equal(translation.low, translation.high):
-            out.interval = sorted(replay(translation.apply(raw, b), **options).simulated_time
-                                  for b in ("low", "high"))
+            out.interval = sorted(replay(with_call_costs(translation.apply(raw, b), cal)[0],
+                                         **options).simulated_time for b in ("low", "high"))
     if measured is not None:
         out.measured_time = float(measured)
         out.error = (out.predicted_time - out.measured_time) / out.measured_time
