@@ -12,6 +12,14 @@ recorded 27-point 3-D halo whose small runs lack positions (composed, compose.py
     nice -n 10 python benchmarks/bench_extrapolate.py [--largest 16384] [--grids] [--recorded]
     nice -n 10 .venv-openmpi/bin/python benchmarks/bench_extrapolate.py --to-64
     nice -n 10 python benchmarks/bench_extrapolate.py --composed [--largest 16384]
+    nice -n 10 python benchmarks/bench_extrapolate.py --apps lulesh=PATH/lulesh2.0 \
+        comd=PATH/CoMD-mpi minife=PATH/miniFE.x hpcg=PATH/xhpcg hpccg=PATH/test_HPCCG
+
+``--apps NAME=EXECUTABLE ...``: public mini-apps the user fetched and built (their sources never
+enter this repository), each recorded at the scales of its recipe below (``APP_RECIPES``: weak
+scaling, oversubscribed on a small machine: structure is what counts) and checked at the
+largest (``--check --force``), in the working directory of the first run (``--keep DIR``
+keeps the recordings there).
 """
 from __future__ import annotations
 
@@ -133,6 +141,80 @@ RECORDED_TO_64 = [   # 64 ranks recorded too (--to-64): structure at 64 from thr
 APPS = Path(__file__).resolve().parent / "apps"
 
 
+def _grid_argv(fmt: list, grid: tuple) -> list:
+    """``fmt`` with {x} {y} {z} (the process grid) and {X} {Y} {Z} (6 cells per rank)."""
+    x, y, z = grid
+    return [a.format(x=x, y=y, z=z, X=6 * x, Y=6 * y, Z=6 * z) for a in fmt]
+
+
+#: name -> (scales, argv of each scale, scaling): weak scaling, the largest scale checked
+APP_RECIPES = {
+    # LULESH 2.0: cubes of ranks, 6^3 elements each, 10 steps
+    "lulesh": ((8, 27, 64, 125), lambda p: ["-q", "-s", "6", "-i", "10"], "weak"),
+    # CoMD (ECP-copa/CoMD src-mpi): its own x-fastest periodic grid, 6^3 unit cells per rank;
+    # every extent 3 or more (at extent 2 of a torus its +1 and -1 sendrecvs are one rank and
+    # fold into a loop of 2)
+    "comd": ((27, 36, 48, 64), lambda p: _grid_argv(
+        ["-i", "{x}", "-j", "{y}", "-k", "{z}", "-x", "{X}", "-y", "{Y}", "-z", "{Z}",
+         "-N", "20", "-n", "10"], {27: (3, 3, 3), 36: (4, 3, 3), 48: (4, 4, 3),
+                                   64: (4, 4, 4)}[p]), "weak"),
+    # miniFE (ref): a global box its recursive bisection splits into 12^3 per rank
+    "minife": ((8, 16, 32, 64), lambda p: {8: ["-nx", "24", "-ny", "24", "-nz", "24"],
+                                          16: ["-nx", "48", "-ny", "24", "-nz", "24"],
+                                          32: ["-nx", "48", "-ny", "48", "-nz", "24"],
+                                          64: ["-nx", "48", "-ny", "48", "-nz", "48"]}[p],
+               "weak"),
+    # HPCG 3.1: 16^3 per rank, no timed run
+    "hpcg": ((8, 16, 32, 64), lambda p: ["--nx=16", "--ny=16", "--nz=16", "--rt=0"], "weak"),
+    # HPCCG 1.0: 20^3 per rank
+    "hpccg": ((2, 4, 8, 16), lambda p: ["20", "20", "20"], "weak"),
+}
+
+
+def _record_app(where: str, name: str, exe: str, scales, argv) -> list[str]:
+    """``minitrace record`` the built executable ``exe`` at each scale, in ``where`` (its
+    output files go there); the paths.  The MPI is the running interpreter's mpiexec."""
+    bindir = os.path.dirname(sys.executable)
+    env = dict(os.environ, OMPI_MCA_mpi_yield_when_idle="1",
+               PRTE_MCA_rmaps_default_mapping_policy=":oversubscribe")
+    paths = []
+    for p in scales:
+        paths.append(os.path.join(where, f"{name}{p}.h5"))
+        subprocess.run([sys.executable, "-m", "minitrace", "record", "-o", paths[-1], "--",
+                        os.path.join(bindir, "mpiexec"), "-n", str(p), exe, *argv(p)],
+                       check=True, capture_output=True, env=env, cwd=where)
+    return paths
+
+
+def apps(tmp: str, given: list[str], keep: str | None) -> None:
+    """The public mini-apps ``given`` as NAME=EXECUTABLE: recorded, then --check --force."""
+    print("\n| app | runs -> checked | structure | replay extrapolated (s) | replay recorded (s) "
+          "| error | forced | record (s) | check (s) |\n|---|---|---|---|---|---|---|---|---|")
+    for item in given:
+        name, _, exe = item.partition("=")
+        if name not in APP_RECIPES or not exe:
+            raise SystemExit(f"--apps {item}: NAME=EXECUTABLE, NAME one of "
+                             f"{', '.join(APP_RECIPES)}")
+        scales, argv, scaling = APP_RECIPES[name]
+        where = keep or tmp
+        os.makedirs(where, exist_ok=True)
+        t = time.perf_counter()
+        paths = _record_app(where, name, os.path.abspath(exe), scales, argv)
+        recorded_s, t = time.perf_counter() - t, time.perf_counter()
+        row = f"| {name} | {', '.join(map(str, scales[:-1]))} -> {scales[-1]} | "
+        try:
+            with contextlib.redirect_stdout(io.StringIO()):
+                result = C.self_check(C.load_runs(paths), scaling, 0.05, True, "1Gf")
+        except MinitraceError as e:
+            print(row + f"refused: {e} | | | | | {recorded_s:.0f} | |")
+            continue
+        a, b = result["times"]
+        diff = result["differences"]
+        print(row + f"{'identical' if not diff else '; '.join(diff[:2])} | {a:.6g} | {b:.6g} "
+              f"| {(a - b) / b:+.2%} | {len(result['forced'])} | {recorded_s:.0f} "
+              f"| {time.perf_counter() - t:.0f} |")
+
+
 def _record(tmp: str, source: Path, argv: list, scales) -> list[str]:
     """``minitrace record`` the program ``source`` (compiled once) at each scale,
     oversubscribed: the paths.  The MPI is the running interpreter's (its mpicc, mpiexec)."""
@@ -216,6 +298,9 @@ def main() -> None:
                     help="a recorded 27-point 3-D halo, positions composed, to 64 .. --largest")
     ap.add_argument("--to-64", action="store_true",
                     help="recorded programs up to 64 ranks (run it with Open MPI's python)")
+    ap.add_argument("--apps", nargs="+", metavar="NAME=EXECUTABLE",
+                    help="public mini-apps built by the user: " + ", ".join(APP_RECIPES))
+    ap.add_argument("--keep", help="with --apps: keep the recordings in this directory")
     args = ap.parse_args()
     print(f"load average {os.getloadavg()[0]:.1f}")
     with tempfile.TemporaryDirectory() as tmp:
@@ -229,7 +314,10 @@ def main() -> None:
             speed(tmp, args.largest)
         if args.composed:
             composed(tmp, args.largest)
-        if not (args.grids or args.recorded or args.to_64 or args.speed or args.composed):
+        if args.apps:
+            apps(tmp, args.apps, args.keep)
+        if not (args.grids or args.recorded or args.to_64 or args.speed or args.composed or
+                args.apps):
             accuracy(tmp)
             speed(tmp, args.largest)
     print(f"load average {os.getloadavg()[0]:.1f}")

@@ -16,7 +16,7 @@ from .. import kinds as K
 from ..compress import signatures as SG
 from ..compress.files import write_compressed
 from ..errors import MinitraceError
-from ..model import ACTION_DTYPE, TraceColumns, assign_vec_offsets, empty_actions
+from ..model import ACTION_DTYPE, NONE, TraceColumns, empty_actions
 from . import compose as CO
 from . import fit as F
 from . import grid as GR
@@ -31,6 +31,9 @@ MAX_FACTOR = 64
 #: is negligible: a poor fit of it is flagged, not refused (microseconds between MPI calls)
 NEGLIGIBLE = 0.01
 _LEAF_PARAMETERS = ("bytes_sent", "bytes_recv", "volume")
+#: the volumes replay executes (compute, sleep); those of MPI calls are the time inside them,
+#: mostly waiting, which the simulation models itself: their fits are not refused
+_EXECUTED = K.mask({"compute", "sleep"})
 
 
 @dataclass
@@ -44,6 +47,7 @@ class Parameter:
     at_target: float
     negligible: bool = False
     clamped: bool = False        # the law predicts less than the least the quantity can be
+    waiting: bool = False        # a volume inside an MPI call: replay does not execute it
 
 
 @dataclass
@@ -155,13 +159,16 @@ def _leaf_name(row, k: int) -> str:
     return f"call {k + 1} ({K.NAME[int(row['kind'])]})"
 
 
-def _negligible(runs: list[ST.Run], classes: list, volumes: np.ndarray) -> np.ndarray:
-    """Per leaf: its volumes are below NEGLIGIBLE of its class's total in every run."""
+def _negligible(runs: list[ST.Run], classes: list, volumes: np.ndarray,
+                executed: np.ndarray) -> np.ndarray:
+    """Per leaf: its volumes are below NEGLIGIBLE of its class's total of ``executed`` ones
+    (compute, sleep: not the time inside MPI calls, mostly waiting) in every run."""
     shares = []
     for run, rc, v in zip(runs, classes, volumes):
-        total = v * np.bincount(ST.leaf_stream(rc.tree), minlength=len(rc.leaves))
+        total = np.where(executed, v, 0.0) * np.bincount(ST.leaf_stream(rc.tree),
+                                                         minlength=len(rc.leaves))
         shares.append(total / max(total.sum(), np.finfo(float).tiny))
-    return np.all(np.array(shares) < NEGLIGIBLE, axis=0)
+    return np.all(np.array(shares) < NEGLIGIBLE, axis=0) & executed
 
 
 def _role(key: str) -> str:
@@ -208,7 +215,7 @@ def fit_parameters(runs: list[ST.Run], ranks: int, scaling: str,
         p = np.array([r.nranks for r in members])
 
         def model(name: str, values: np.ndarray, integer: bool, low: float,
-                  negligible: bool = False, axis: int = -1) -> float:
+                  negligible: bool = False, axis: int = -1, waiting: bool = False) -> float:
             if np.all(values == values[0]):
                 return float(values[0])
             m = GL.face_law(values, members, axis, grid, threshold) if grid else None
@@ -220,7 +227,8 @@ def fit_parameters(runs: list[ST.Run], ranks: int, scaling: str,
             predicted = float(m(ranks))
             value = max(low, predicted)
             value = float(np.rint(value)) if integer else value
-            found.append(Parameter(key, name, values, m, value, negligible, predicted < low))
+            found.append(Parameter(key, name, values, m, value, negligible, predicted < low,
+                                   waiting))
             return value
 
         counts = np.array([[lp.count for lp in rc.loops] for rc in classes])
@@ -234,12 +242,15 @@ def fit_parameters(runs: list[ST.Run], ranks: int, scaling: str,
                 values = np.stack([r.sig.table[rc.leaves][field]
                                    for r, rc in zip(members, classes)])
             rows = ref.sig.table[ref_rc.leaves]
-            small = _negligible(members, classes, values) if field == "volume" else \
-                np.zeros(values.shape[1], bool)
+            executed = _EXECUTED[rows["kind"]]
+            small = _negligible(members, classes, values, executed) if field == "volume" \
+                else np.zeros(values.shape[1], bool)
+            waiting = ~executed if field == "volume" else np.zeros(values.shape[1], bool)
             axis = GL.axes(rows, grid.ndims) if grid and field != "volume" else \
                 np.full(len(rows), -1)
             leaves[field] = np.array([model(f"{_leaf_name(rows[k], k)}: {field}", values[:, k],
-                                            field != "volume", 0, small[k], axis[k])
+                                            field != "volume", 0, small[k], axis[k],
+                                            waiting[k])
                                       for k in range(values.shape[1])])
         plans[key] = ClassPlan(plan_counts, leaves)
     return found, plans
@@ -248,7 +259,9 @@ def fit_parameters(runs: list[ST.Run], ranks: int, scaling: str,
 def _flag(x: Parameter) -> str:
     if not x.model.flagged:
         return ""
-    return " (over threshold, negligible)" if x.negligible else " (over threshold)"
+    return " (over threshold, negligible)" if x.negligible else \
+        " (over threshold, inside an MPI call: not replayed)" if x.waiting else \
+        " (over threshold)"
 
 
 def table(parameters: list[Parameter], ranks: int) -> pd.DataFrame:
@@ -427,33 +440,55 @@ def build(runs: list[ST.Run], ranks: int, plans: dict, grid: GR.Grid | None = No
         lengths[owner[key]], vec_lengths[owner[key]] = len(a), len(vec)
     offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
     vec_offsets = np.concatenate([[0], np.cumsum(vec_lengths)]).astype(np.int64)
-    actions = empty_actions(int(offsets[-1]))
-    vectors = np.zeros(int(vec_offsets[-1]), np.int64)
     used = sorted({int(c) for a, *_ in programs.values()
                    for c in np.unique(a["comm"][GC.is_label(a["comm"])])})
     sub_ids, sub_comms = GC.target(grid, used, max(comms + [0]) + 1) if used else ({}, {})
+    # each class's columns that differ between its ranks, (its ranks, actions); then every
+    # rank's rows stamped out in rank order (copies of arrays made once per class)
+    copies, which, place = [], np.zeros(ranks, np.int64), np.zeros(ranks, np.int64)
     for key, (a, vec, peer_rel, vec_rel, stream, pool) in programs.items():
         r = owner[key]
-        rows = (offsets[:-1][r][:, None] + np.arange(len(a))).ravel()
-        block = np.tile(a, len(r))
-        if pool is not None:
-            block["volume"] = _spread(a["volume"], pool, len(r), rng).ravel()
+        which[r], place[r] = len(copies), np.arange(len(r))
+        volume = _spread(a["volume"], pool, len(r), rng) if pool is not None else \
+            np.broadcast_to(a["volume"], (len(r), len(a)))
         placed = _place(a["peer"].astype(np.int64), peer_rel, r, ranks, grid)
-        block["peer"] = (placed if grid is None else GC.place_roots(placed, r, grid)).ravel()
-        made = np.tile(a["kind"] == K.CODE["cart_sub"], len(r))
-        for label, ids in sub_ids.items():
-            mine = np.repeat(ids[r], len(a))
-            block["comm"] = np.where(block["comm"] == label, mine, block["comm"])
-            block["request"] = np.where(made & (block["request"] == label), mine,
-                                        block["request"])
-        actions[rows] = block
-        at = (vec_offsets[:-1][r][:, None] + np.arange(len(vec))).ravel()
-        vectors[at] = _place(vec, vec_rel, r, ranks, grid).ravel()
-    assign_vec_offsets(actions)
+        peer = placed if grid is None else GC.place_roots(placed, r, grid)
+        comm, request = _sub_communicators(a, r, sub_ids)
+        local = np.where(a["vec_len"] > 0, np.cumsum(a["vec_len"]) - a["vec_len"], NONE)
+        copies.append((a, volume, peer, comm, request, _place(vec, vec_rel, r, ranks, grid),
+                       local))
+    stamps = list(zip(which.tolist(), place.tolist()))
+    actions = np.concatenate([copies[k][0] for k, _ in stamps]) if ranks else \
+        empty_actions(0)
+    for column, field in ((1, "volume"), (2, "peer"), (3, "comm"), (4, "request")):
+        if any(c[column] is not None for c in copies):
+            actions[field] = np.concatenate([copies[k][column][i] if copies[k][column] is
+                                             not None else copies[k][0][field]
+                                             for k, i in stamps])
+    actions["vec_off"] = np.concatenate([np.where(copies[k][6] >= 0, copies[k][6] + base, NONE)
+                                         for (k, _), base in zip(stamps,
+                                                                 vec_offsets[:-1].tolist())])
+    vectors = np.concatenate([copies[k][5][i] for k, i in stamps] +
+                             [np.zeros(0, np.int64)]).astype(np.int64)
     world = np.arange(ranks, dtype=np.int32)
     return TraceColumns(actions, offsets, vectors,
                         {**{c: world for c in [0] + comms}, **sub_comms},
                         meta={"volume_unit": ref.data.meta.get("volume_unit", "seconds")})
+
+
+def _sub_communicators(a: np.ndarray, ranks: np.ndarray, sub_ids: dict):
+    """(comm, request) of a class's ranks, (ranks, actions), when its program names a
+    cart_sub label (each rank's communicator of that label, ``sub_ids``); else (None, None)."""
+    if not GC.is_label(a["comm"]).any() and not GC.is_label(a["request"]).any():
+        return None, None
+    comm = np.tile(a["comm"], (len(ranks), 1))
+    request = np.tile(a["request"], (len(ranks), 1))
+    made = a["kind"] == K.CODE["cart_sub"]
+    for label, ids in sub_ids.items():
+        mine = ids[ranks][:, None]
+        comm = np.where(comm == label, mine, comm)
+        request = np.where(made & (request == label), mine, request)
+    return comm, request
 
 
 def _set_sources(a: np.ndarray, vec: np.ndarray, sources: np.ndarray) -> None:
@@ -480,10 +515,10 @@ def refusals(parameters: list[Parameter], ranks: int, largest: int) -> list[str]
         out.append(f"{ranks} ranks is more than {MAX_FACTOR}x the largest run ({largest})")
     out += [f"rank class {x.rank_class}, {x.name}: {x.model} has a leave-one-out error of "
             f"{x.model.loo_error:.1%} (threshold {x.model.threshold:.0%})"
-            for x in parameters if x.model.flagged and not x.negligible]
+            for x in parameters if x.model.flagged and not (x.negligible or x.waiting)]
     out += [f"rank class {x.rank_class}, {x.name}: {x.model} predicts {x.model(ranks):.4g} "
             f"at {ranks} ranks, below what it can be (taken as {x.at_target:.4g})"
-            for x in parameters if x.clamped and not x.negligible]
+            for x in parameters if x.clamped and not (x.negligible or x.waiting)]
     return out
 
 
