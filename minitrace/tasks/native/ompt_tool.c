@@ -67,6 +67,9 @@ static TLS mt_rec *cursor, *limit;        /* the thread's next record, its block
  * task, the creation and the start of the next share one read */
 #define SHARE_NS 4000
 static TLS uint64_t cpu_read, cpu_read_wall, exact_until;
+/* the last CPU time a record of the thread was given: a shared one (read + wall time since)
+ * can pass the next read when the thread lost its core in between; records never go back */
+static TLS uint64_t cpu_given;
 static int enabled;
 static char out_dir[4096];
 
@@ -110,14 +113,15 @@ static void put(uint32_t kind, uint64_t a, uint64_t b, uint64_t c, uint64_t d) {
     if (!timed) {
         r->cpu = 0;
     } else if (now - cpu_read_wall < SHARE_NS) {
-        r->cpu = cpu_read + (now - cpu_read_wall);
+        r->cpu = cpu_given = cpu_read + (now - cpu_read_wall);
     } else if (frequent && now < cpu_read_wall + WINDOW_NS && now >= exact_until) {
         r->cpu = 0;
     } else {
         uint64_t cpu = clock_ns(CLOCK_THREAD_CPUTIME_ID);
         if (cpu_read_wall && (cpu - cpu_read) * 20 < (now - cpu_read_wall) * 19)
             exact_until = now + EXACT_NS;
-        r->cpu = cpu_read = cpu;
+        if (cpu < cpu_given) cpu = cpu_given;
+        r->cpu = cpu_read = cpu_given = cpu;
         cpu_read_wall = now;
     }
     r->a = a; r->b = b; r->c = c; r->d = d;
