@@ -198,9 +198,20 @@ def test_truncated_ti_import(tmp_path):
 
 
 # -- signals ----------------------------------------------------------------------------------
+def _catches(pid: int, sig: int) -> bool:
+    """Whether process ``pid`` has a handler for ``sig`` (its SigCgt mask in /proc)."""
+    try:
+        with open(f"/proc/{pid}/status") as fh:
+            mask = next(line.split()[1] for line in fh if line.startswith("SigCgt:"))
+    except (OSError, StopIteration):
+        return False
+    return bool(int(mask, 16) >> (sig - 1) & 1)
+
+
 def _signalled(trace, signals: list[tuple[float, int]]) -> subprocess.CompletedProcess:
-    """``minitrace replay`` in a process group of its own, sent ``signals`` (seconds after the
-    start or the previous one, signal) as `timeout` or `scancel` send them: to the group."""
+    """``minitrace replay`` in a process group of its own, sent ``signals`` (seconds after its
+    SIGTERM handler is in, or after the previous one; signal) as `timeout` or `scancel` send
+    them: to the group."""
     import time
     import signal
     # SIGINT as at a terminal: a test run launched in the background inherits it ignored
@@ -209,6 +220,11 @@ def _signalled(trace, signals: list[tuple[float, int]]) -> subprocess.CompletedP
                           "--compute-rate", "1Gf"], stdout=subprocess.DEVNULL,
                          stderr=subprocess.PIPE, text=True, start_new_session=True,
                          preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    # counted from when the handlers are in: a loaded machine can take longer than the first
+    # delay to start Python, and a signal then kills it before minitrace runs at all
+    deadline = time.monotonic() + 30
+    while not _catches(p.pid, signal.SIGTERM) and time.monotonic() < deadline:
+        time.sleep(0.005)
     for wait, sig in signals:
         time.sleep(wait)
         try:
