@@ -146,7 +146,11 @@ def main() -> int:
                          "in_call_share": [min(q.in_call_share) for q in preds],
                          "load": load, "load_after": os.getloadavg(),
                          "measured": [q.measured for q in preds],
-                         "predicted_parts": [q.predicted for q in preds]})
+                         "predicted_parts": [q.predicted for q in preds],
+                         # the after-compute call cost: seconds added per rank, and the
+                         # predictions with one kernel's cost alone (its range)
+                         "after_compute": [q.after_compute for q in preds],
+                         "after_compute_range": [q.after_compute_range for q in preds]})
             r = rows[-1]
             print(f"{name:>14} {n} ranks: untraced {u:.4f} s (spread {r['spread']:.1%}), "
                   f"recorded {statistics.median(r['recorded']):.4f} s ({r['overhead']:+.1%}; "
@@ -158,9 +162,11 @@ def main() -> int:
     errs = [e for r in rows[1:] for e in r["errors"]]
     checks = [e for r in rows[1:] for e in r["self_check"]]
     worst = lambda xs: max(xs, key=abs)
+    within = sum(abs(e) <= 0.04 for e in errs)
     print(f"{len(errs)} recordings: error vs untraced median {statistics.median(errs):+.1%}, "
-          f"worst {worst(errs):+.1%}; self-check median {statistics.median(checks):+.1%}, "
-          f"worst {worst(checks):+.1%}; load now {os.getloadavg()[0]:.1f}; work dir {work}")
+          f"worst {worst(errs):+.1%}, {within} within 4%, {sum(e < 0 for e in errs)} low; "
+          f"self-check median {statistics.median(checks):+.1%}, worst {worst(checks):+.1%}; "
+          f"load now {os.getloadavg()[0]:.1f}; work dir {work}")
     if args.json:
         Path(args.json).write_text(json.dumps(rows, indent=1))
     return 0

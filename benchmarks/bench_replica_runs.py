@@ -41,7 +41,7 @@ def main() -> int:
     args = ap.parse_args()
     from minitrace.mpitools import mpi_tool
     from minitrace.predict.calibration import load
-    from minitrace.predict.prediction import replay_options
+    from minitrace.predict.prediction import replay_options, with_call_costs
     from minitrace.replay.replicas import replicas
     from minitrace.replay.run_to_run import span
     from minitrace.trace import open as open_trace
@@ -78,11 +78,13 @@ def main() -> int:
         medians = []
         for i, p in enumerate(paths):
             with open_trace(p) as t:
-                kw = replay_options(t.data(), cal, p)
+                data = t.data()
+            kw = replay_options(data, cal, p)
+            data, _ = with_call_costs(data, cal)      # (as predict --replicas replays it)
             half = [q for j, q in enumerate(paths) if j % 2 == i % 2]
             others = spans[[j for j in range(len(paths)) if j % 2 != i % 2]]
             for label, runs in (("with --runs", half), ("trace noise alone", None)):
-                r = replicas(p, args.replicas, seed=i, workers=1, runs=runs, **kw)
+                r = replicas(data, args.replicas, seed=i, workers=1, runs=runs, **kw)
                 s = r.summary()
                 rows[label].append(np.mean((others >= s["lo"]) & (others <= s["hi"])))
                 if runs:
