@@ -34,10 +34,11 @@ def register(sub) -> None:
                    help="target process grid of a 2-D or 3-D program (default: as "
                         "MPI_Dims_create makes it for --ranks)")
     p.add_argument("--spread", choices=("sample", "none"), default="sample",
-                   help="sample (default): each action's volume is its fitted mean times a "
-                        "ratio drawn from its call's recorded ratios to their mean (the "
-                        "imbalance between ranks, whose maximum grows with them); none: the "
-                        "means (a smaller file, an optimistic replay)")
+                   help="sample (default): each action's volume is its call's fitted typical "
+                        "volume times a recorded ratio to it, each rank and time step taking "
+                        "those of one recorded rank drawn from its class (the imbalance "
+                        "between ranks, a rank's slow stretches together); none: the means "
+                        "(a smaller file, an optimistic replay)")
     p.add_argument("--seed", type=number("--seed", 0, MAX_SEED, integer=True), default=0,
                    help="seed of --spread sample (default 0)")
     p.add_argument("--check", action="store_true",

@@ -398,10 +398,12 @@ def build(runs: list[ST.Run], ranks: int, plans: dict, grid: GR.Grid | None = No
     """The trace at ``ranks``: each class's program with its planned counts and parameters,
     decoded once and repeated for each of its ranks (on ``grid``, the target grid: peers
     and sendrecv sources are the grid offsets ``peers[class]`` from each rank,
-    :func:`.grid_peers.resolve`).  With ``spread``, each action's volume is its fitted mean
-    times a ratio drawn (``seed``) from its call's recorded ratios to their mean in the
-    largest run that has the class: the imbalance between ranks and iterations, whose
-    maximum grows with the ranks, which means alone lose."""
+    :func:`.grid_peers.resolve`).  With ``spread``, each action's volume is its call's
+    fitted typical volume times the recorded ratio to it of one rank of the class in the
+    largest run that has it, drawn (``seed``) for each rank and time step (:func:`_spread`):
+    the imbalance between ranks, a rank's slow stretches kept together.  Each class's columns
+    are made once, every rank's rows stamped out from them in rank order.
+    """
     rng = np.random.default_rng(seed)
     ref = max(runs, key=lambda r: r.nranks)
     comms = _world_like(runs)
