@@ -16,16 +16,15 @@ wall seconds per CPU second of A, from what a user has:
   around a compute segment) gets its own ratio: B's wall time there (the probe's timestamps;
   its CPU time when untimed) over A's CPU time, what the replay of A's trace holds, over the
   *same occurrences* on each rank (the probe's n-th segment at a site against the trace's
-  n-th): the first ones are the start-up (page faults, cold caches: on a VM up to 6x a warm
+  n-th): the first ones are the start-up (page faults, cold caches: several times a warm
   iteration, and B need not pay them as A does), a larger share of a short probe than of the
   long run.  So the trace's occurrences the probe's first half matches take the ratio of that
   half, and all the later ones the ratio of the probe's second half to the same occurrences
   of the trace (the steady state); its interval the bounds of the steady ratio's 95%
-  interval.  Sites the probe did not see
-  take **the kernel mix that best fits the seen sites**: the convex mix of the kernels' ratios
-  (nonnegative weights summing to 1: a segment's time on B is the sum of its parts' times,
-  each part moving as its kernel) nearest, in compute-weighted least squares, to the seen
-  sites' ratios.  That best fit is the seen sites' compute-weighted mean ratio when the
+  interval.  Sites the probe did not see take **the kernel mix that best fits the seen
+  sites**: the convex mix of the kernels' ratios (nonnegative weights summing to 1: a
+  segment's time on B is the sum of its parts' times, each part moving as its kernel)
+  nearest, in compute-weighted least squares, to the seen sites' ratios.  That best fit is the seen sites' compute-weighted mean ratio when the
   kernels' ratios bracket it (reported as the two kernels whose ratios bracket it, the
   sparsest such mix), else the nearest kernel's ratio (the probe moves beyond every kernel:
   said); their interval spans the seen sites' range of ratios and the mix.  Without a kernel
