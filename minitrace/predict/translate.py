@@ -24,10 +24,11 @@ wall seconds per CPU second of A, from what a user has:
   interval.  Sites the probe did not see take **the kernel mix that best fits the seen
   sites**: the convex mix of the kernels' ratios (nonnegative weights summing to 1: a
   segment's time on B is the sum of its parts' times, each part moving as its kernel)
-  nearest, in compute-weighted least squares, to the seen sites' ratios.  That best fit is the seen sites' compute-weighted mean ratio when the
-  kernels' ratios bracket it (reported as the two kernels whose ratios bracket it, the
-  sparsest such mix), else the nearest kernel's ratio (the probe moves beyond every kernel:
-  said); their interval spans the seen sites' range of ratios and the mix.  Without a kernel
+  nearest, in compute-weighted least squares, to the seen sites' ratios.  That best fit is
+  the seen sites' compute-weighted mean ratio when the kernels' ratios bracket it (reported
+  as the two kernels whose ratios bracket it, the sparsest such mix), else the nearest
+  kernel's ratio (the probe moves beyond every kernel: said); their interval spans the seen
+  sites' range of ratios and the mix.  Without a kernel
   set the mean ratio itself; a probe that saw no site leaves the kernel set's rule.
 """
 from __future__ import annotations
