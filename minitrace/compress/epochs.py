@@ -59,9 +59,8 @@ def choose_anchors(kinds: np.ndarray, ids: np.ndarray, offsets: np.ndarray) -> t
     sig_kind = kinds.astype(np.int64)
     P = len(offsets) - 1
     nonempty = np.diff(offsets) > 0
-    counts = np.zeros((P, 256), np.int64)
-    if len(ids):
-        np.add.at(counts, (per_rank(offsets), sig_kind[ids]), 1)
+    counts = np.bincount(per_rank(offsets) * 256 + sig_kind[ids], minlength=P * 256) \
+        .reshape(P, 256)
     counts = counts[nonempty]
     none = np.zeros(len(kinds), bool), "none"
     if not len(counts):
@@ -182,6 +181,8 @@ def _means(row: np.ndarray, rank: np.ndarray, values: np.ndarray, nrows: int,
 NOISE_QUANTILES = 17
 #: Calls whose spread is measured, about (whole (epoch, position) pairs, all their ranks).
 SPREAD_SAMPLE = 1 << 16
+#: Calls whose spread's quantiles are fitted, about (whole epochs, all their ranks).
+SPREAD_CALLS = 1 << 17
 
 
 def size_class(model: np.ndarray) -> np.ndarray:
@@ -388,14 +389,18 @@ def fit(volume: np.ndarray, vrow: np.ndarray, ids: np.ndarray, offsets: np.ndarr
     w = np.empty(nvol)              # each call's mean, then its modelled volume
     w[tm] = template_means.ravel()[row * P + vr_t]
     w[st] = means.ravel()[site * P + vr_s]
-    w, ger = w[rest], ge[rest]
-    D = np.bincount(ger, weights=w, minlength=len(totals))[ger]
-    n_rest = np.bincount(ger, minlength=len(totals))[ger]
-    model = np.where(D != 0, w * totals[ger] / np.where(D != 0, D, 1.0),
-                     totals[ger] / np.maximum(n_rest, 1))
-    next_kind = np.asarray(kinds, np.int64)[av.clip(0)] * (av >= 0)
-    side["spread_classes"], q, side["spread_rho"] = fit_spread(
-        model, vol[rest], align_keys(epoch[vrow], next_kind, vr)[rest])
+    D = np.bincount(ge, weights=np.where(rest, w, 0.0), minlength=len(totals))
+    n_rest = np.bincount(ge, weights=rest, minlength=len(totals))
+    ev = epoch[vrow]                # the spread fitted on whole epochs (every rank's k-th)
+    f = np.flatnonzero(_uniform(ev) < SPREAD_CALLS / max(nvol, 1))
+    next_kind = np.asarray(kinds, np.int64)[av[f].clip(0)] * (av[f] >= 0)
+    align = align_keys(ev[f], next_kind, vr[f])
+    r = rest[f]
+    f, align = f[r], align[r]
+    g = ge[f]
+    model = np.where(D[g] != 0, w[f] * totals[g] / np.where(D[g] != 0, D[g], 1.0),
+                     totals[g] / np.maximum(n_rest[g], 1))
+    side["spread_classes"], q, side["spread_rho"] = fit_spread(model, vol[f], align)
     side["spread"] = q.ravel().astype(np.float32)     # (a model's quantiles)
     return side, {"epoch_merge": int(merge), "epoch_anchor": anchor_name}
 
