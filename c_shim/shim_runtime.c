@@ -35,6 +35,7 @@
 #define MT_SLOTS (MT_CHUNK_BYTES / sizeof(mt_rec))
 #define MT_MAX_COMMS 65536
 #define MT_GATE_NS 50000 /* cputime mode: read the thread CPU clock only across gaps > 50 us */
+#define MT_READ_CAP_NS 20000 /* a clock read takes 1-4 us: one that took longer lost its core */
 
 _Static_assert(sizeof(mt_file_hdr) <= MT_HEADER_BYTES, "the header fits its page");
 _Static_assert(sizeof(mt_chunk_hdr) == sizeof(mt_rec), "chunk header fills slot 0");
@@ -45,6 +46,8 @@ struct mt_thread {
     int depth;                      /* >0 inside a wrapper: nested MPI calls are not traced */
     int64_t t_in, c_in, c_out, pre;
     int64_t g_t, g_cpu;             /* cputime gate: last boundary (raw clock) and CPU ns there */
+    int64_t r_cpu, r_g, r_w;        /* at the last clock read: the clock, g_cpu; since: the raw
+                                     * ticks of the gaps counted by their wall time */
     int perf_fd;
     struct perf_event_mmap_page *pg;
     void *scratch;
@@ -60,7 +63,7 @@ static int mt_started, mt_paused;
 static volatile uint32_t mt_epoch;
 static int mt_volume = MT_VOLUME_WALLTIME, mt_rank, mt_size;
 static double mt_ns_per_tick = 1.0;
-static int64_t mt_gate = MT_GATE_NS;
+static int64_t mt_gate = MT_GATE_NS, mt_read_cap = MT_READ_CAP_NS;
 static int mt_fd = -1;
 static mt_file_hdr *mt_hdr;
 static uint32_t mt_nchunks, mt_nthreads;
@@ -131,17 +134,34 @@ static int64_t mt_instructions(mt_thread *T) {
  * walltime: the merge derives volumes from the timestamps. */
 static inline int64_t mt_counter(mt_thread *T, int64_t t) {
     if (mt_volume == MT_VOLUME_CPUTIME) {
-        if (t - T->g_t > mt_gate) {
+        int64_t w = t - T->g_t;
+        if (w > mt_gate) {
             int64_t cpu = mt_thread_cpu_ns(), d = mt_now() - t;
             /* the CPU time at t: the read's own time (1-4 us on a VM after a cache-cold
-             * compute) is the recorder's, not the program's compute */
+             * compute) is the recorder's, not the program's compute; a read that took longer
+             * lost its core, and its wall time is not CPU time to take out (it was: the gap
+             * then got 0, and the gaps after it less, by the time the thread waited) */
+            if (d > mt_read_cap) d = mt_read_cap;
             cpu -= (int64_t)((double)d * mt_ns_per_tick);
-            if (cpu > T->g_cpu) T->g_cpu = cpu;
+            /* this gap gets what the clock says since the last read less the short gaps'
+             * estimates; when those ran ahead of the clock (the thread lost its core in
+             * them, under load), its share of the clock's time by wall time instead: it got
+             * 0 then, and so did the gaps after it until the clock caught up */
+            int64_t truth = cpu > T->r_cpu ? cpu - T->r_cpu : 0;
+            int64_t gap = truth - (T->g_cpu - T->r_g);
+            if (gap < 0) gap = (int64_t)((double)truth * (double)w / (double)(w + T->r_w));
+            T->g_cpu += gap;
+            T->r_cpu = cpu;
+            T->r_g = T->g_cpu;
+            T->r_w = 0;
             if (mt_hdr) {
                 __atomic_add_fetch(&mt_hdr->clock_ticks, d, __ATOMIC_RELAXED);
                 __atomic_add_fetch(&mt_hdr->clock_reads, 1, __ATOMIC_RELAXED);
             }
-        } else T->g_cpu += (int64_t)((double)(t - T->g_t) * mt_ns_per_tick);
+        } else {
+            T->g_cpu += (int64_t)((double)w * mt_ns_per_tick);
+            T->r_w += w;
+        }
         T->g_t = t;
         return T->g_cpu;
     }
@@ -362,7 +382,7 @@ static mt_thread *mt_thread_new(void) {
     }
     int64_t t = mt_now();
     T->g_t = t;
-    T->g_cpu = mt_volume == MT_VOLUME_CPUTIME ? mt_thread_cpu_ns() : 0;
+    T->g_cpu = T->r_cpu = T->r_g = mt_volume == MT_VOLUME_CPUTIME ? mt_thread_cpu_ns() : 0;
     T->c_out = mt_counter(T, t);
     T->epoch = mt_epoch;
     if (mt_hdr) mt_hdr->nthreads = mt_nthreads;
@@ -758,6 +778,7 @@ static void mt_start(int64_t raw0, int64_t ns0, int thread_level) {
     }
     mt_ns_per_tick = (double)(ns1 - ns0) / (double)(raw1 - raw0);
     mt_gate = (int64_t)(MT_GATE_NS / mt_ns_per_tick);
+    mt_read_cap = (int64_t)(MT_READ_CAP_NS / mt_ns_per_tick);
     PMPI_Comm_rank(MPI_COMM_WORLD, &mt_rank);
     PMPI_Comm_size(MPI_COMM_WORLD, &mt_size);
     PMPI_Comm_group(MPI_COMM_WORLD, &mt_world_group);
