@@ -87,3 +87,17 @@ def test_periods_of_short_dimensions_from_the_call_counts(periodic):
     datas = [synthetic.halo_grid_trace(p, 3, periodic=periodic, cart=False) for p in (4, 8, 16)]
     grids = GR.run_grids(["a", "b", "c"], datas, [_relative(d) for d in datas])
     assert grids[-1] == GR.Grid((4, 2, 2), (periodic,) * 3)
+
+
+def test_coordinates_of_many_ranks_in_any_shape():
+    # numpy 2.4's unravel_index of an (n, 1) array goes wrong past 8,192 elements: the
+    # peers of 16,384 ranks, shifted as (ranks, 1) + (1, offsets), were one rank off
+    grid = GR.Grid((16, 32, 32), (False, False, False))
+    ranks = np.arange(grid.size)
+    flat = grid.coords(ranks)
+    assert np.array_equal(flat[:, 2], ranks % 32) and np.array_equal(flat[:, 0], ranks // 1024)
+    assert np.array_equal(grid.coords(ranks[:, None])[:, 0], flat)
+    assert np.array_equal(grid.rank(grid.coords(ranks[:, None])), ranks[:, None])
+    inner = ranks[(flat > 0).all(axis=1) & (flat < np.array(grid.dims) - 1).all(axis=1)]
+    assert np.array_equal(grid.shift(inner[:, None], np.array([[[-1, -1, -1], [0, 0, 1]]])),
+                          np.stack([inner - 1024 - 32 - 1, inner + 1], axis=1))

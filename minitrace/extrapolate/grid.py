@@ -45,11 +45,17 @@ class Grid:
             "periodic" if p else "open" for p in self.periods) + ")"
 
     def coords(self, ranks) -> np.ndarray:
-        """(n, ndims) coordinates of ranks."""
-        return np.stack(np.unravel_index(np.asarray(ranks, np.int64), self.dims), axis=-1)
+        """(..., ndims) coordinates of ranks (any shape).  Computed on the flat ranks:
+        numpy 2.4's ``unravel_index`` of an (n, 1) array is wrong past its first 8,192
+        elements (16,384 ranks had peers one rank off)."""
+        ranks = np.asarray(ranks, np.int64)
+        flat = np.unravel_index(ranks.ravel(), self.dims)
+        return np.stack([x.reshape(ranks.shape) for x in flat], axis=-1)
 
     def rank(self, coords: np.ndarray) -> np.ndarray:
-        return np.ravel_multi_index(tuple(np.moveaxis(coords, -1, 0)), self.dims)
+        coords = np.asarray(coords)
+        flat = coords.reshape(-1, coords.shape[-1])
+        return np.ravel_multi_index(tuple(flat.T), self.dims).reshape(coords.shape[:-1])
 
     def offsets(self, ranks, peers) -> np.ndarray:
         """Grid offsets from ranks to peers, the nearer image along periodic dimensions
