@@ -206,7 +206,8 @@ def apps(tmp: str, given: list[str], keep: str | None) -> None:
             with contextlib.redirect_stdout(io.StringIO()):
                 result = C.self_check(C.load_runs(paths), scaling, 0.05, True, "1Gf")
         except MinitraceError as e:
-            print(row + f"refused: {e} | | | | | {recorded_s:.0f} | |")
+            said = str(e) if len(str(e)) < 300 else str(e)[:300] + " ..."
+            print(row + f"refused: {said} | | | | | {recorded_s:.0f} | |")
             continue
         a, b = result["times"]
         diff = result["differences"]
