@@ -545,16 +545,21 @@ def _timed_run(path, span: float, seed: int = 3):
 
 def test_run_to_run_factors_from_recorded_spans(tmp_path):
     """Each run's span over the runs' mean is a draw of the run factor; replicas are
-    multiplied by factors drawn around them (smoothed bootstrap), over the replayed trace's
-    own factor, so that a trace of a slow run is brought back to the middle."""
+    multiplied by factors drawn from the predictive t of the runs (mean 1, scale sd
+    sqrt(1 + 1/k), k - 1 degrees of freedom), over the replayed trace's own factor, so that a
+    trace of a slow run is brought back to the middle."""
+    from scipy import stats
     from minitrace.replay.run_to_run import RunToRun
     runs = [str(_timed_run(tmp_path / f"r{i}.h5", s)) for i, s in enumerate((1.0, 1.1, 0.9))]
     between = RunToRun.of(runs)
     assert between.factors == pytest.approx([1.0, 1.1, 0.9])
-    f = between.draw(np.random.default_rng(0), 20000)
-    assert f.mean() == pytest.approx(1.0, abs=0.01)       # the factors' mean is 1
-    assert f.std() > np.std([1.0, 1.1, 0.9])              # the kernel widens them
-    slow = between.draw(np.random.default_rng(0), 20000, own=1.1)
+    sd = np.std([1.0, 1.1, 0.9], ddof=1)
+    assert between.scale == pytest.approx(sd * np.sqrt(1 + 1 / 3))
+    f = between.draw(np.random.default_rng(0), 200000)
+    assert np.median(f) == pytest.approx(1.0, abs=0.005)
+    q = stats.t.ppf([0.025, 0.975], 2) * between.scale + 1.0      # 2 degrees of freedom
+    assert np.quantile(f, [0.025, 0.975]) == pytest.approx(q, rel=0.03)
+    slow = between.draw(np.random.default_rng(0), 200000, own=1.1)
     assert slow == pytest.approx(f / 1.1)
     with pytest.raises(MinitraceError, match="at least 3"):
         RunToRun.of(runs[:2])

@@ -7,14 +7,16 @@ only 44% of the other runs' times.
 From several recorded runs of the program on one machine (the same command and input; the
 replayed trace may be one of them), each run's **span** (from the last rank out of MPI_Init to
 the last rank into MPI_Finalize, the span the self-check measures) over the runs' mean is one
-draw of the run factor.  Each replica's time is multiplied by a factor drawn from those k
-values smoothed by a normal kernel (a smoothed bootstrap: Silverman's bandwidth
-``0.9 min(sd, IQR / 1.34) k^(-1/5)``), so that a factor between and a little beyond the
-recorded ones can be drawn.  The factor multiplies the whole replica (compute and
-communication alike: how the runs differed is not known part by part), divided by the
-replayed trace's own factor when it is timed (its span over the runs' mean): a replay follows
-the run it was recorded from (within a few percent), so a trace of a slow run is brought back
-to the runs' middle before the factors spread it."""
+draw of the run factor.  Each replica's time is multiplied by a factor drawn from what those k
+runs say about the next one: under a normal run factor of unknown mean and spread, Student's
+t predictive ``mean + sd sqrt(1 + 1/k) t(k - 1)`` (kept positive).  A resampling of k runs
+(the bootstrap, smoothed or not) under-covers by construction: the next run falls outside the
+range of 6 runs with probability 2/7, and the intervals of the last session's replicas held
+78-89% of other runs (6 runs a half; the target was 90-99%).  The factor multiplies the whole
+replica (compute and communication alike: how the runs differed is not known part by part),
+divided by the replayed trace's own factor when it is timed (its span over the runs' mean): a
+replay follows the run it was recorded from (within a few percent), so a trace of a slow run is
+brought back to the runs' middle before the factors spread it."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -64,10 +66,10 @@ def span(data, source: str) -> float:
 
 @dataclass
 class RunToRun:
-    """The runs' factors (span over the mean span) and the kernel's bandwidth."""
+    """The runs' spans, and the scale of the predictive draw (sd sqrt(1 + 1/k))."""
     paths: list
     spans: np.ndarray
-    bandwidth: float
+    scale: float
 
     @classmethod
     def of(cls, paths: list[str]) -> "RunToRun":
@@ -79,28 +81,25 @@ class RunToRun:
                                  f"{len(paths)}")
         spans = np.array([span(load_trace(p, p)[0], p) for p in paths])
         f = spans / spans.mean()
-        q75, q25 = np.percentile(f, [75, 25])
-        sd = f.std(ddof=1)
-        scale = min(sd, (q75 - q25) / 1.34) or sd
-        return cls(list(paths), spans, float(0.9 * scale * len(f) ** -0.2))
+        return cls(list(paths), spans, float(f.std(ddof=1) * np.sqrt(1 + 1 / len(f))))
 
     @property
     def factors(self) -> np.ndarray:
         return self.spans / self.spans.mean()
 
     def draw(self, rng: np.random.Generator, n: int, own: float | None = None) -> np.ndarray:
-        """``n`` run factors: a recorded one each, plus the kernel's normal noise (kept
-        positive), over ``own`` (the replayed trace's span, if timed) relative to the runs'
-        mean."""
-        f = self.factors[rng.integers(len(self.spans), size=n)]
-        f = np.maximum(f + self.bandwidth * rng.standard_normal(n), 1e-3)
+        """``n`` run factors from the predictive t (k - 1 degrees of freedom, kept positive),
+        over ``own`` (the replayed trace's span, if timed) relative to the runs' mean."""
+        f = 1.0 + self.scale * rng.standard_t(len(self.spans) - 1, size=n)
+        f = np.maximum(f, 1e-3)
         return f if own is None else f * self.spans.mean() / own
 
     def note(self, own: float | None = None) -> str:
         f = self.factors
-        out = (f"run-to-run: each replica's time multiplied by a run factor drawn from "
-               f"{len(f)} recorded runs' spans over their mean ({f.min():.3f}-{f.max():.3f}, "
-               f"sd {f.std(ddof=1):.1%}; smoothed bootstrap, bandwidth {self.bandwidth:.3f})")
+        out = (f"run-to-run: each replica's time multiplied by a run factor drawn from what "
+               f"{len(f)} recorded runs' spans say of the next one ({f.min():.3f}-{f.max():.3f} "
+               f"of their mean, sd {f.std(ddof=1):.1%}; Student's t predictive, scale "
+               f"{self.scale:.3f}, {len(f) - 1} degrees of freedom)")
         if own is None:
             return out + "; the trace has no times: taken as a run of the runs' middle"
         return out + (f", over the trace's own ({own / self.spans.mean():.3f}: its span "
