@@ -146,7 +146,9 @@ static inline int64_t mt_counter(mt_thread *T, int64_t t) {
             /* this gap gets what the clock says since the last read less the short gaps'
              * estimates; when those ran ahead of the clock (the thread lost its core in
              * them, under load), its share of the clock's time by wall time instead: it got
-             * 0 then, and so did the gaps after it until the clock caught up */
+             * 0 then, and so did the gaps after it until the clock caught up.  The short
+             * gaps' excess is not paid back by later gaps: the sum can pass the clock by it
+             * (at most 50 us per short gap, and only where the thread lost its core) */
             int64_t truth = cpu > T->r_cpu ? cpu - T->r_cpu : 0;
             int64_t gap = truth - (T->g_cpu - T->r_g);
             if (gap < 0) gap = (int64_t)((double)truth * (double)w / (double)(w + T->r_w));

@@ -27,7 +27,7 @@ def test_penalty_conventions():
 
 
 def _trace(unit: str, scale: float):
-    """Rank 0: compute 1 ms, send, compute 10 us, compute 2 ms, recv, compute 5 ms (last);
+    """Rank 0: compute 1 ms, send, compute 10 us, compute 2 ms, a marker, recv, compute 5 ms;
     rank 1: recv, compute 0.5 ms, marker-free send (volumes in ``unit``, seconds x ``scale``)."""
     b = TraceBuilder(2, {"volume_unit": unit})
     for r in range(2):
@@ -36,6 +36,7 @@ def _trace(unit: str, scale: float):
     b.add(0, "send", peer=1, tag=0, bytes_sent=8)
     b.add(0, "compute", volume=10e-6 * scale)
     b.add(0, "compute", volume=2e-3 * scale)
+    b.add(0, "region_begin")                    # (a marker: the recv still follows the compute)
     b.add(0, "recv", peer=1, tag=0, bytes_recv=8)
     b.add(0, "compute", volume=5e-3 * scale)
     b.add(1, "recv", peer=0, tag=0, bytes_recv=8)
@@ -74,7 +75,9 @@ def test_fit_is_the_median_over_the_runs_that_measured_it():
     assert ac.fit([{"columns": {}}]) == {}
     assert ac.valid(got) and ac.valid({})
     for bad in ({"seconds": [1e-5]}, {**got, "memory": [-1.0] * 4},
-                {**got, "registers": [1e-6]}, {**got, "memory": [float("nan")] * 4}):
+                {**got, "registers": [1e-6]}, {**got, "memory": [float("nan")] * 4},
+                {**got, "memory": [10 ** 400] * 4}, {**got, "seconds": [2e-3, 2e-5, 1e-4, 5e-4]},
+                {**got, "seconds": [0.0, 2e-5, 1e-4, 5e-4]}):
         assert not ac.valid(bad)
 
 

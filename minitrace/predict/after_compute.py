@@ -21,6 +21,7 @@ the kernels' curves, and the two curves are its range.
 """
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import replace
 
@@ -35,6 +36,8 @@ SECONDS = (20e-6, 100e-6, 500e-6, 2e-3)
 KERNELS = {"registers": "multiply-add chains on registers: evicts nothing",
            "memory": "STREAM triad through 64 MiB: evicts the private caches"}
 REPS = 60
+#: actions between a compute and the MPI call after it that take no time
+_MARKERS = frozenset({"region_begin", "region_end", "pause", "resume"})
 _TIMER = time.perf_counter
 _MEMORY_DOUBLES = (64 << 20) // 24       # each of the triad's three arrays
 _STEP = 4096                             # doubles per triad call (96 KiB, a few us)
@@ -114,16 +117,27 @@ def fit(runs: list[dict]) -> dict:
 
 
 def valid(stored) -> bool:
-    """A stored fit: empty, or durations and one finite penalty >= 0 per duration and kernel."""
+    """A stored fit: empty, or increasing durations > 0 and one finite penalty >= 0 per
+    duration and kernel."""
     if stored == {}:
         return True
     if not isinstance(stored, dict) or set(stored) != {"seconds", *KERNELS}:
         return False
     n = len(stored["seconds"]) if isinstance(stored["seconds"], list) else -1
-    return n > 0 and all(
-        isinstance(v, list) and len(v) == n and all(
-            isinstance(x, (int, float)) and not isinstance(x, bool) and np.isfinite(x) and x >= 0
-            for x in v) for v in stored.values())
+    ok = n > 0 and all(isinstance(v, list) and len(v) == n and all(map(_seconds, v))
+                       for v in stored.values())
+    return ok and stored["seconds"][0] > 0 and all(
+        b > a for a, b in zip(stored["seconds"], stored["seconds"][1:]))
+
+
+def _seconds(x) -> bool:
+    """A JSON number that is a finite duration >= 0 (an integer too large for a float: no)."""
+    if not isinstance(x, (int, float)) or isinstance(x, bool):
+        return False
+    try:
+        return math.isfinite(float(x)) and x >= 0
+    except OverflowError:
+        return False
 
 
 def penalty(table: dict, seconds: np.ndarray, kernel: str | None = None) -> np.ndarray:
@@ -142,13 +156,12 @@ def add_to_compute(data, table: dict, speed: float, kernel: str | None = None):
     seconds added per rank).  ``speed``: flop/s of the calibrated host, for a trace whose
     compute is in flops (its seconds are volume / speed); a trace in seconds is used as is."""
     a = data.actions.copy()
-    comp = a["kind"] == K.code("compute")
-    call = ~(comp | K.mask(K.NON_MPI)[a["kind"]])
-    last = data.rank_offsets[1:][np.diff(data.rank_offsets) > 0] - 1
-    call_next = np.r_[call[1:], False]
-    call_next[last] = False                               # (a rank's last action: none after)
-    followed = comp & call_next
-    rows = np.flatnonzero(followed)
+    kind = a["kind"]
+    seen = np.flatnonzero(~K.mask(_MARKERS)[kind])        # (markers in between do not count)
+    rank = data.rank_of(seen)
+    call = ~K.mask(K.NON_MPI)[kind[seen]]
+    call_next = np.r_[call[1:] & (rank[1:] == rank[:-1]), False]    # (of the same rank)
+    rows = seen[(kind[seen] == K.code("compute")) & call_next]
     scale = 1.0 if data.meta.get("volume_unit", "flops") == "seconds" else float(speed)
     added = penalty(table, a["volume"][rows] / scale, kernel)
     a["volume"][rows] += added * scale

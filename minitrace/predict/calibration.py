@@ -391,6 +391,9 @@ def fit_runs(runs: list[dict]) -> tuple[Calibration, dict]:
     eager_net = np.maximum(eager_net, 0.05 * yp)
     fits["net_eager"] = _fit(xp, eager_net, hi=threshold, envelope=ENVELOPE)
     cold_from = int(runs[-1]["attrs"].get("cold_from", 0))
+    if len({int(r["attrs"].get("cold_from", 0)) for r in runs}) > 1:
+        notes.append(f"the runs measured cold ping-pongs from different sizes (--cold-from): "
+                     f"the rendezvous fit breaks at the last run's, {cold_from} B")
     fits["net_rendezvous"] = _split_fit(xp, yp, threshold, cold_from)
     segs = _net_segments(fits["net_eager"], fits["net_rendezvous"], threshold)
     latency = max(segs[0][1] - ENVELOPE * segs[0][2], 1e-9)

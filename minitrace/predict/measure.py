@@ -29,7 +29,8 @@ shuffled, since ordered sweeps resonate with periodic noise):
   cold buffers): both copies share the node's memory bandwidth (``node_bandwidth``);
 * the cost of an MPI call right after a compute (:mod:`minitrace.predict.after_compute`): an
   8-byte exchange after register-only and after memory-streaming kernels of 20 us .. 2 ms, less
-  the same exchange in a loop: the caches the ping-pongs keep warm and an application does not;
+  the same exchange in a loop and less what the same calls on MPI_PROC_NULL lose after the same
+  compute: the caches the ping-pongs keep warm and an application does not;
 * what the Python loops add to each timed call (mpi4py, clock stamps): the same loops on
   ``MPI_PROC_NULL``; the fit subtracts it, since compiled applications do not pay it.
 

@@ -469,11 +469,11 @@ def report(p: Prediction) -> str:
         lines.append("  where the time goes, mean over ranks (s): " + ", ".join(
             f"{k} {np.mean(q[k]):.4g}" for k in PARTS))
     if p.after_compute is not None:
-        lo, hi = p.after_compute_range
+        registers, memory = p.after_compute_range
         lines.append(f"  MPI calls after a compute: up to {max(p.after_compute):.3g} s added "
-                     f"per rank (the calibration's after-compute cost, the mean of its kernels; "
+                     f"to a rank (the calibration's after-compute cost, the mean of its kernels; "
                      f"predicted with the register-only / memory-streaming one alone: "
-                     f"{lo:.6g} / {hi:.6g} s)")
+                     f"{registers:.6g} / {memory:.6g} s; per rank in --json)")
     if p.timeline:
         lines.append(f"  timeline: {p.timeline}")
     lines += [f"  warning: {w}" for w in p.warnings]

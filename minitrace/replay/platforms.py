@@ -141,7 +141,8 @@ class Cluster:
         llat = parse_quantity(self.loopback_latency if self.loopback_latency is not None
                               else self.latency, "time")
         if self.shares_memory():
-            nbw = parse_quantity(self.node_bandwidth, "bandwidth")
+            # (never below one message's: a lone message is replayed as before)
+            nbw = max(parse_quantity(self.node_bandwidth, "bandwidth"), lbw)
             attrs.update({"radical": f"0-{per - 1}", "bw": f"{lbw!r}Bps",
                           "lat": f"{llat / 2!r}s", "bb_bw": f"{nbw!r}Bps", "bb_lat": "0.0s",
                           "bb_sharing_policy": "SHARED"})

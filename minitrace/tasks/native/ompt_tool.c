@@ -118,7 +118,8 @@ static void put(uint32_t kind, uint64_t a, uint64_t b, uint64_t c, uint64_t d) {
         r->cpu = 0;
     } else {
         uint64_t cpu = clock_ns(CLOCK_THREAD_CPUTIME_ID);
-        if (cpu_read_wall && (cpu - cpu_read) * 20 < (now - cpu_read_wall) * 19)
+        /* (signed: cpu_read may be above this read, a shared value having passed it) */
+        if (cpu_read_wall && (int64_t)(cpu - cpu_read) * 20 < (int64_t)(now - cpu_read_wall) * 19)
             exact_until = now + EXACT_NS;
         if (cpu < cpu_given) cpu = cpu_given;
         r->cpu = cpu_read = cpu_given = cpu;
