@@ -36,8 +36,8 @@ SECONDS = (20e-6, 100e-6, 500e-6, 2e-3)
 KERNELS = {"registers": "multiply-add chains on registers: evicts nothing",
            "memory": "STREAM triad through 64 MiB: evicts the private caches"}
 REPS = 60
-#: actions between a compute and the MPI call after it that take no time
-_MARKERS = frozenset({"region_begin", "region_end", "pause", "resume"})
+#: actions between a compute and the MPI call after it that take no time (the markers)
+_MARKERS = K.NON_MPI - {"compute", "sleep"}
 _TIMER = time.perf_counter
 _MEMORY_DOUBLES = (64 << 20) // 24       # each of the triad's three arrays
 _STEP = 4096                             # doubles per triad call (96 KiB, a few us)

@@ -57,6 +57,13 @@ _OPTIONAL = {"peer": ("iu", "n"), "inner": ("iu", "n"), "copy_rate_hot": ("f", "
              "copy_rate_cold": ("f", "r"), **{k: ("f", "r") for k in kernel_set.columns()},
              **{k: ("f", "d") for k in after_compute.columns()},
              "exchange_size": ("iu", "e"), "exchange_time": ("f", "e")}
+#: Optional columns a run has all or none of: (names, whether > 0 or only >= 0, the refusal).
+_GROUPS = ((kernel_set.columns(), True,
+            "the kernel set's columns must all be there, finite and positive"),
+           (after_compute.columns(), False,
+            "the after-compute columns must all be there, finite and >= 0"),
+           (["exchange_size", "exchange_time"], True,
+            "exchange_size and exchange_time must both be there, finite and positive"))
 
 
 def append_run(path: str, run: dict) -> str:
@@ -117,22 +124,12 @@ def _runs_in(f: h5py.File, path: str) -> list[dict]:
                                        for k in _PER_RANK):
             raise checked.corrupt(KIND, f"run {name}: compute and reduction columns must be "
                                   "finite and positive, one per rank", path)
-        measured = [k for k in kernel_set.columns() if k in cols]
-        if measured and (len(measured) != len(kernel_set.columns()) or not all(
-                np.isfinite(cols[k]).all() and (cols[k] > 0).all() for k in measured)):
-            raise checked.corrupt(KIND, f"run {name}: the kernel set's columns must all be "
-                                  "there, finite and positive", path)
-        after = [k for k in after_compute.columns() if k in cols]
-        if after and (len(after) != len(after_compute.columns()) or not all(
-                np.isfinite(cols[k]).all() and (cols[k] >= 0).all() for k in after)):
-            raise checked.corrupt(KIND, f"run {name}: the after-compute columns must all be "
-                                  "there, finite and >= 0", path)
-        if ("exchange_size" in cols) != ("exchange_time" in cols) or "exchange_time" in cols \
-                and not (np.isfinite(cols["exchange_time"]).all()
-                         and (cols["exchange_time"] > 0).all()
-                         and (cols["exchange_size"] > 0).all()):
-            raise checked.corrupt(KIND, f"run {name}: exchange_size and exchange_time must "
-                                  "both be there, finite and positive", path)
+        for group, positive, says in _GROUPS:     # optional columns measured together
+            have = [k for k in group if k in cols]
+            if have and (len(have) != len(group) or not all(
+                    np.isfinite(cols[k]).all()
+                    and ((cols[k] > 0) if positive else (cols[k] >= 0)).all() for k in have)):
+                raise checked.corrupt(KIND, f"run {name}: {says}", path)
         if (cols["size"] > 2 ** 53).any():
             raise checked.corrupt(KIND, f"run {name}: a message size beyond 2**53", path)
         attrs = read_attrs(g)

@@ -138,12 +138,9 @@ def _pingpong_cold(comm, peer: int, first: bool, pool: np.ndarray, size: int, in
     """``_pingpong`` with every message sent from and received into its own slot of ``pool``
     (slots taken in turn, so a slot comes back only after a pass over the whole pool)."""
     send, recv = comm.Send, comm.Recv
-    slots = max(len(pool) // size, 2)
-    view = memoryview(pool)
     out, in_send = np.empty(inner), 0.0
     for i in range(inner):
-        a = view[(2 * i) % slots * size:][:size]
-        b = view[(2 * i + 1) % slots * size:][:size]
+        a, b = _slot_pair(pool, size, i)
         t0 = TIMER()
         if first:
             send(a, peer, TAG_DATA)
@@ -177,14 +174,12 @@ def _exchange(comm, topo: dict, max_size: int, inner: int = 5) -> dict | None:
         return None
     peer = intra[0] if comm.rank == 0 else 0
     pool = _cold_pool(4 * sizes[-1])
-    view, ack = memoryview(pool), np.zeros(1, np.uint8)
+    ack = np.zeros(1, np.uint8)
     times = []
     for size in sizes:
-        slots = max(len(pool) // size, 2)
         t = np.empty(inner + 1)
         for i in range(inner + 1):       # (the first one warms the path)
-            a = view[(2 * i) % slots * size:][:size]
-            b = view[(2 * i + 1) % slots * size:][:size]
+            a, b = _slot_pair(pool, size, i)
             comm.Sendrecv(ack, peer, TAG_ACK, ack, peer, TAG_ACK)   # (aligns the two ranks)
             t0 = TIMER()
             comm.Sendrecv(a, peer, TAG_DATA, b, peer, TAG_DATA)
@@ -308,6 +303,13 @@ def _cold_pool(nbytes: int) -> np.ndarray:
     return app_memory.array(max(2 * llc, nbytes))
 
 
+def _slot_pair(pool: np.ndarray, size: int, i: int) -> tuple[np.ndarray, np.ndarray]:
+    """The i-th pair of ``size``-byte slots of ``pool`` (slots 2i and 2i + 1, taken in turn:
+    a slot comes back only after a pass over the whole pool)."""
+    slots = max(len(pool) // size, 2)
+    return (pool[(2 * i) % slots * size:][:size], pool[(2 * i + 1) % slots * size:][:size])
+
+
 def _copies(comm, seconds: float = 0.05, size: int = 4 << 20) -> np.ndarray | None:
     """Each rank's bytes/s of memory copies [in cache (64 KiB, the same buffers), out of the
     caches (``size`` bytes between slots of a cold pool)], all ranks at once (rows: ranks)."""
@@ -321,9 +323,7 @@ def _copies(comm, seconds: float = 0.05, size: int = 4 << 20) -> np.ndarray | No
     a, b = np.ones(64 << 10, np.uint8), np.zeros(64 << 10, np.uint8)
     hot = rate(lambda _: np.copyto(b, a), a.nbytes)
     pool = _cold_pool(4 * size)
-    slots = len(pool) // size
-    cold = rate(lambda n: np.copyto(pool[(2 * n + 1) % slots * size:][:size],
-                                    pool[2 * n % slots * size:][:size]), size)
+    cold = rate(lambda n: np.copyto(*_slot_pair(pool, size, n)[::-1]), size)
     got = comm.gather((hot, cold), root=0)
     return None if got is None else np.array(got)
 

@@ -7,16 +7,16 @@ only 44% of the other runs' times.
 From several recorded runs of the program on one machine (the same command and input; the
 replayed trace may be one of them), each run's **span** (from the last rank out of MPI_Init to
 the last rank into MPI_Finalize, the span the self-check measures) over the runs' mean is one
-draw of the run factor.  Each replica's time is multiplied by a factor drawn from what those k
-runs say about the next one: under a normal run factor of unknown mean and spread, Student's
-t predictive ``mean + sd sqrt(1 + 1/k) t(k - 1)`` (kept positive).  A resampling of k runs
-(the bootstrap, smoothed or not) under-covers by construction: the next run falls outside the
-range of 6 runs with probability 2/7, and the intervals of the last session's replicas held
-78-89% of other runs (6 runs a half; the target was 90-99%).  The factor multiplies the whole
-replica (compute and communication alike: how the runs differed is not known part by part),
-divided by the replayed trace's own factor when it is timed (its span over the runs' mean): a
-replay follows the run it was recorded from (within a few percent), so a trace of a slow run is
-brought back to the runs' middle before the factors spread it."""
+draw of the run factor. Each replica's time is multiplied by a factor drawn from what those k
+runs say about the next one: under a normal run factor of unknown mean and spread, Student's t
+predictive ``mean + sd sqrt(1 + 1/k) t(k - 1)`` (kept positive). A resampling of k runs (the
+bootstrap, smoothed or not) under-covers by construction: the next run falls outside the range
+of 6 runs with probability 2/7, and the 95% intervals of a smoothed bootstrap held 78-89% of
+other runs in benchmarks/bench_replica_runs.py (2026-11-28, 6 runs a half). The factor
+multiplies the whole replica (compute and communication alike: how the runs differed is not
+known part by part), divided by the replayed trace's own factor when it is timed (its span over
+the runs' mean): a replay follows the run it was recorded from (within a few percent), so a
+trace of a slow run is brought back to the runs' middle before the factors spread it."""
 from __future__ import annotations
 
 from dataclasses import dataclass
