@@ -318,3 +318,21 @@ def test_calibration_buffers_are_in_an_applications_pages():
     a = app_memory.array(1 << 20, np.float64, fill=2.0)
     assert isinstance(a.base.obj, mmap.mmap) and a.dtype == np.float64 and len(a) == 1 << 20
     assert (a == 2.0).all() and a.flags.writeable
+
+
+@pytest.mark.parametrize("damage", ["negative", "partial"])
+def test_a_damaged_exchange_or_after_compute_is_refused(calibration, tmp_path, damage):
+    """The run's optional groups are all there or none, each value finite (the exchange's
+    > 0, the after-compute penalties >= 0): a damaged one is refused in one line."""
+    path, _, _ = calibration
+    bad = tmp_path / "bad.h5"
+    shutil.copyfile(path, bad)
+    with h5py.File(bad, "r+") as f:
+        g = f["calibration/runs/001"]
+        if damage == "negative":
+            g["after_compute_memory"][0] = -1.0
+        else:
+            del g["exchange_time"]
+    with pytest.raises(MinitraceError, match="after-compute columns" if damage == "negative"
+                       else "exchange_size and exchange_time"):
+        read_runs(str(bad))
