@@ -1,7 +1,10 @@
 """Commuting operations in a canonical order (minitrace/extrapolate/canonical.py): ranks that
 post the same receives in a rank-dependent order (HPCCG's neighbour list comes out of a hash)
 are one rank class, and the program of tests/programs/hashorder.c, which does that, extrapolates
-from 3, 4, 5 ranks to 6 with the structure of the recorded 6-rank run."""
+from 3, 4, 5 ranks to 6 with the structure of the recorded 6-rank run.  Sends and receives
+posted per direction (CloverLeaf's isend, irecv to the left, then to the right) are one run of
+receives and one of sends, and tests/programs/clover2d.c, which posts them so on its own
+x-fastest grid, extrapolates from 4, 8, 12 to 16 ranks (its interior composed)."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -11,6 +14,7 @@ import numpy as np
 import minitrace
 from minitrace import kinds as K
 from minitrace.cli import main
+from minitrace.extrapolate import check as C
 from minitrace.extrapolate import structure as ST
 from minitrace.extrapolate.canonical import canonical
 from minitrace.model import TraceBuilder
@@ -92,3 +96,61 @@ def test_recorded_hash_order_extrapolates(programs, tmp_path, capsys):
     # checked (its MPI_ANY_SOURCE set-up is reported and kept from the largest run)
     assert main(["extrapolate", *paths, "--check", "--force"]) == 0
     assert "structure at 6 ranks: identical to the recorded run" in capsys.readouterr().out
+
+
+def _per_direction(nranks: int) -> "TraceColumns":
+    """A line of ranks posting, per neighbour, an isend to it then an irecv from it (tags 1, 2
+    to the left, 2, 1 to the right), some compute between the two neighbours, one waitall."""
+    b = TraceBuilder(nranks, meta={"volume_unit": "flops"})
+    for r in range(nranks):
+        b.add(r, "init", t_start=0, t_end=1)
+        for it in range(2):
+            reqs = []
+            for q, tags in ((r - 1, (1, 2)), (r + 1, (2, 1))):
+                if not 0 <= q < nranks:
+                    continue
+                for kind, tag, size in (("isend", tags[0], "bytes_sent"),
+                                        ("irecv", tags[1], "bytes_recv")):
+                    reqs.append(len(reqs) + 10 * it)
+                    b.add(r, kind, peer=q, tag=tag, request=reqs[-1], t_start=1, t_end=2,
+                          **{size: 80})
+                b.add(r, "compute", volume=1.0, t_start=2, t_end=3)
+            b.add(r, "waitall", vector=reqs, t_start=3, t_end=4)
+        b.add(r, "finalize", t_start=4, t_end=5)
+    return b.build()
+
+
+def test_sends_and_receives_posted_per_direction_are_ordered_by_kind():
+    data = _per_direction(5)
+    out, moved = canonical(data)
+    assert moved > 0 and validate(out).ok
+    middle = [x for x in _relative(out, 2) if x[0] in ("irecv", "isend")]
+    # receives first, then sends, each by tag then offset; an edge's posts are one of each
+    assert middle[:4] == [("irecv", 1, 1, 80), ("irecv", -1, 2, 80), ("isend", -1, 1, 80),
+                          ("isend", 1, 2, 80)]
+    for edge in (0, 4):
+        posts = [x for x in _relative(out, edge) if x[0] in ("irecv", "isend")][:2]
+        assert [x[0] for x in posts] == ["irecv", "isend"]
+    # each waitall still completes what its rank posted: the requests renamed alike
+    a = out.actions[out.rank_slice(2)]
+    first = np.flatnonzero(a["kind"] == K.code("waitall"))[0]
+    posted = a["request"][:first][np.isin(a["kind"][:first], [K.code("irecv"), K.code("isend")])]
+    assert sorted(out.vector(out.rank_offsets[2] + first)) == sorted(posted.tolist())
+
+
+def test_recorded_per_direction_posts_on_the_applications_grid(programs, tmp_path, capsys):
+    exe = programs("clover2d")
+    paths = []
+    for p, mesh in ((4, (128, 128)), (8, (256, 128)), (12, (256, 192)), (16, (256, 256))):
+        paths.append(str(tmp_path / f"c{p}.h5"))
+        record(Path(paths[-1]), p, [str(exe), "10", *map(str, mesh)])
+    runs = C.load_runs(paths)
+    # its own choice, x fastest: 2x2, 4x2, 4x3, 4x4 (x, y) are C-order 2x2, 2x4, 3x4, 4x4
+    assert [r.grid.dims for r in runs] == [(2, 2), (2, 4), (3, 4), (4, 4)]
+    assert not any(any(r.grid.periods) for r in runs)
+    assert "(mid,mid)" not in runs[0].classes and "(mid,mid)" not in runs[1].classes
+    assert main(["extrapolate", *paths, "--check", "--force"]) == 0
+    printed = capsys.readouterr().out
+    assert "structure at 16 ranks: identical to the recorded run" in printed
+    assert any("composed from the skeleton" in line and "(mid,mid)" in line
+               for line in printed.splitlines())

@@ -4,19 +4,22 @@ not the order a hash table returned its neighbours in (HPCCG's interior ranks po
 
 Reordered, each run of consecutive rows of one of these kinds on a rank:
 
-* non-blocking receives (``irecv``), or non-blocking sends (``isend``): posted operations
-  commute.  Receives from MPI_ANY_SOURCE only when all of the run's are, with one tag: which
-  message each matched was the arrival order's choice (HPCCG's set-up), they are sorted by the
-  peer they resolved to; an MPI_ANY_TAG or unresolved receive keeps its run as recorded;
+* non-blocking posts (``irecv`` and ``isend``, mixed): posted operations commute, the receives
+  first (CloverLeaf posts a send and a receive per direction, left then right, its edge ranks
+  one direction's: ordered by kind, every position's posts are one run of receives and one
+  of sends, composable per direction).  Receives from MPI_ANY_SOURCE only when all of the
+  run's receives are, with one tag: which message each matched was the arrival order's choice
+  (HPCCG's set-up), they are sorted by the peer they resolved to; an MPI_ANY_TAG or
+  unresolved receive keeps its run as recorded;
 * blocking sends right after a run of receives (the receives a code posts before it sends, so
   that the sends cannot wait on one another);
 * single waits whose requests were all posted by one reordered run (HPCCG waits in the order
   it posted): sorted by where their requests now are; a ``waitall``'s list likewise.
 
-The order is by tag, then signed peer offset (``-1`` before ``+1`` at every scale; tag first
-because on 2 ranks both neighbours are one peer, and a code that tags its directions keeps
-their order there too); a stable sort, so two operations with the same peer and tag keep their
-recorded order (MPI's non-overtaking rule).  Rows carrying vectors are never moved, and timestamps stay where they
+The order is by kind (receives before sends), tag, then signed peer offset (``-1`` before
+``+1`` at every scale; tag first because on 2 ranks both neighbours are one peer, and a code
+that tags its directions keeps their order there too); a stable sort, so two operations of
+one kind with the same peer and tag keep their recorded order (MPI's non-overtaking rule).  Rows carrying vectors are never moved, and timestamps stay where they
 were (each row slot keeps its times: the trace's clock still runs forward).
 """
 from __future__ import annotations
@@ -71,8 +74,9 @@ def canonical(data: TraceColumns, grid=None) -> tuple[TraceColumns, int]:
         offset[known] = ((steps + GR.REACH) * weights).sum(axis=1)
     plain = c["vec_len"] <= 0
     cls = np.zeros(len(c), np.int8)
-    for code, value in ((_POSTS[0], 1), (_POSTS[1], 2), (_SEND, 3), (_WAIT, 4)):
+    for code, value in ((_POSTS[0], 1), (_POSTS[1], 1), (_SEND, 3), (_WAIT, 4)):
         cls[(kind == code) & plain] = value
+    receive = kind == _POSTS[0]
     any_source = (c["flags"] & K.FLAG_ANY_SOURCE) != 0
     unknown = (c["flags"] & (K.FLAG_ANY_TAG | K.FLAG_UNRESOLVED)) != 0
     order = np.arange(len(c))
@@ -82,18 +86,19 @@ def canonical(data: TraceColumns, grid=None) -> tuple[TraceColumns, int]:
     posted: dict = {}            # (rank, request) -> the index of the call that now posts it
     for s, e in zip(*(x.tolist() for x in _runs(cls, rank))):
         kind_of_run, r = int(cls[s]), int(rank[s])
-        if kind_of_run == 3 and not (s > 0 and cls[s - 1] == 1 and rank[s - 1] == r):
+        if kind_of_run == 3 and not (s > 0 and receive[s - 1] and rank[s - 1] == r):
             continue            # blocking sends only after a run of receives
-        if kind_of_run in (1, 2) and (unknown[s:e].any() or any_source[s:e].any() and not (
-                any_source[s:e].all() and (c["tag"][s:e] == c["tag"][s]).all())):
+        wild, tags = any_source[s:e][receive[s:e]], c["tag"][s:e][receive[s:e]]
+        if kind_of_run == 1 and (unknown[s:e].any() or wild.any() and not (
+                wild.all() and (tags == tags[0]).all())):
             continue            # wildcards only when they are all alike (interchangeable)
         if kind_of_run == 4:
             where = [posted.get((r, int(q))) for q in request[s:e].tolist()]
             if None not in where:
                 order[s:e] = s + np.argsort(where, kind="stable")
             continue
-        order[s:e] = s + np.lexsort((offset[s:e], c["tag"][s:e]))
-        if kind_of_run in (1, 2):
+        order[s:e] = s + np.lexsort((offset[s:e], c["tag"][s:e], ~receive[s:e]))
+        if kind_of_run == 1:
             old = request[order[s:e]]
             new = np.sort(request[s:e])
             _rename(dict(zip(old.tolist(), new.tolist())), request, vectors, c, calls, e,
