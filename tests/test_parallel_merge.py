@@ -263,6 +263,51 @@ def test_parallel_validate_report_is_the_serial_one(tmp_path):
         assert par.returncode == 1 and par.stdout == out.getvalue(), (f, n)
 
 
+def _collective_problems(path):
+    """Collectives on MPI_COMM_WORLD and a sub-communicator, mismatched at scattered positions
+    (a kind, a root, a size, a vector, a rank one call short), and a third communicator clean:
+    what the parallel validate's screen by position must pass on to the whole check."""
+    b = TraceBuilder(5)
+    b.add_comm(1, [1, 3, 4])
+    b.add_comm(2, [0, 2])
+    for r in range(5):
+        b.add(r, "init")
+        for i in range(40):
+            kind = "barrier" if (i == 17 and r == 3) else "allreduce"
+            size = 16 if (i == 22 and r == 4) else 8
+            b.add(r, kind, bytes_sent=size, bytes_recv=size)
+            root = 1 if (i == 9 and r == 2) else 0
+            b.add(r, "bcast", peer=root, bytes_sent=4 if r == 0 else 0,
+                  bytes_recv=0 if r == 0 else 4)
+        for i in range(7 if r != 4 else 6):
+            if r in (1, 3, 4):
+                b.add(r, "allgather", comm=1, bytes_sent=8, bytes_recv=24 if i != 3 else 20)
+        for i in range(11):
+            if r in (0, 2):
+                b.add(r, "allreduce", comm=2, bytes_sent=8, bytes_recv=8)
+        b.add(r, "allgatherv", bytes_sent=4, bytes_recv=20,
+              vector=[4, 4, 4, 4, 4] if r != 1 else [4, 4, 8, 4, 4])
+        b.add(r, "finalize")
+    storage.write_trace(str(path / "coll.h5"), b.build())
+    return path / "coll.h5"
+
+
+def test_parallel_validate_collectives_screened_by_position(tmp_path):
+    """The report of mismatched collectives at scattered positions is the serial one with 2 and
+    3 workers (each checks a share of the positions, the communicators with a problem whole)."""
+    f = _collective_problems(tmp_path)
+    args = ["validate", "--max", "0", str(f)]
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert cli.main(args) == 1
+    text = out.getvalue()
+    assert "collective 34 on communicator 0" in text and "communicator 1" in text, text
+    assert "communicator 2" not in text
+    for n in (2, 3):
+        par = run_mpi(n, [sys.executable, "-m", "minitrace", *args], check=False)
+        assert par.returncode == 1 and par.stdout == text, (n, par.stdout, par.stderr)
+
+
 def test_task_graph_validated_once_under_mpiexec(tmp_path):
     """A task-graph file (no /trace) under `mpiexec -n 2 minitrace validate`: its checks, one
     report (worker 0's), not the parallel trace validation."""

@@ -9,7 +9,8 @@ ranks only, the report the serial one would print (same problems, same order, sa
   stream of its ranks' sends; the first blocking receive of each pair goes to worker 0, which
   looks for receive cycles;
 * collectives: each worker sends its collective actions (and their vectors) to the worker of
-  their communicator (id modulo K), which checks it whole.
+  their position on their communicator (modulo K), which checks those positions; the
+  communicators with a problem there are then checked whole by worker (id modulo K).
 Each check adds its problems in phases (``ValidationReport.phase``); worker 0 puts the phases of
 every worker in the serial order."""
 from __future__ import annotations
@@ -128,12 +129,29 @@ def validate_parallel(world: World, path: str, share=None) -> V.ValidationReport
 
 
 def _collectives(world: World, ctx, rep: PhaseReport, nranks: int) -> None:
-    """Each communicator's collectives checked on worker (id modulo K)."""
+    """The collective checks, screened in parallel: each worker first checks every
+    communicator at the positions (``seq``, a rank's n-th collective on it) congruent to its
+    number modulo K, in a report of its own.  Every check compares the members' calls at one
+    position (a member with fewer calls lacks one at some position), so a communicator with
+    no problem at any position has none; the others are checked whole by worker (id modulo
+    K), in ``rep``, for the report's order and counts.  (All collectives on one communicator,
+    MPI_COMM_WORLD, went to worker 0 while the others waited.)"""
     df = VC.collective_frame(ctx)
     local = df["row"].to_numpy(np.int64) - ctx.row_base
     with_vec = local[ctx.a["vec_len"][local] > 0]
     vectors = {int(r) + ctx.row_base: ctx.d.vector(int(r)) for r in with_vec}
-    owner = df["comm"].to_numpy() % world.size
+    screen = PhaseReport()
+    _check_at(world, ctx, screen, nranks, df, vectors, df["seq"].to_numpy() % world.size)
+    dirty = set().union(*world.allgather({key[1] for key, n in screen.phase_counts.items()
+                                          if sum(n.values())}))
+    whole = df[df["comm"].isin(dirty)]
+    _check_at(world, ctx, rep, nranks, whole, vectors, whole["comm"].to_numpy() % world.size)
+
+
+def _check_at(world: World, ctx, rep: PhaseReport, nranks: int, df: pd.DataFrame,
+              vectors: dict, owner: np.ndarray) -> None:
+    """The collective rows ``df`` (and their vectors) sent to their ``owner`` worker, which
+    checks what it received."""
     out = []
     for w in range(world.size):
         sub = df[owner == w]
