@@ -1,17 +1,28 @@
 """Predicting on a machine the trace was not recorded on (issue 37), with machine B made from
 this one.
 
-Machine A is this machine as it is.  Machine B is the same cores made slower, in the cores:
+Machine A is this machine as it is.  Machine B (``--b``) is one of:
 
-* **stolen time** (the default B): on every core a process at SCHED_FIFO priority
-  (benchmarks/steal_cores.c, compiled here) takes ``--steal-us`` (60) of every
+* **valgrind** (the default B): every rank of B's jobs runs under valgrind's no-op tool
+  (``mpiexec -n N valgrind --tool=none --trace-children=yes -q PROGRAM``, and ``minitrace
+  calibrate -- mpiexec -n 2 valgrind ...`` for B's calibration): the program's machine code is
+  translated and run by valgrind's JIT, a slower CPU whose slowdown depends on the instruction
+  mix (measured, kernel ratios B/A: chase x1.0-1.1, fma x1.6-1.9, triad_memory x5.9-6.8,
+  triad_cache x22-25; programs x4-x12), the same in every run: the uneven, steady B the
+  translation is tested against.  MPICH's shared-memory transport and the recorder (its
+  LD_PRELOAD shim, loaded beside valgrind's own preloads) work under it; valgrind follows
+  ``env``/``sh`` into the program (``--trace-children=yes``).  Its first execution of each
+  piece of code is translated (a start-up the probe's first half measures);
+* **steal**: the same cores made slower by stolen time: on every core a process at SCHED_FIFO
+  priority (benchmarks/steal_cores.c, compiled here) takes ``--steal-us`` (60) of every
   ``--steal-period-us`` (250), at the same instants on every core (a common grid of the
   monotonic clock): all ranks stop together, as under a slower clock, so a rank never waits
   for a partner stopped alone, and every kernel slows by about the share taken (~28%: the
   steal and its wake-up).  While it holds a core it writes through ``--steal-kib`` KiB (64 MiB)
   of its own memory, so that the ranks get the core back with their data out of its caches:
-  latency-bound work slows more (measured: fma, triad_memory, triad_cache x1.38-1.52, chase
-  x1.70-1.78; x1.42 without the writes).  A fixed machine, the same for every program.  Its
+  latency-bound work slows more (measured under load: fma, triad_memory, triad_cache
+  x1.38-1.52, chase x1.70-1.78; x1.42 without the writes).  Not steady on the idle machine
+  (two runs: kernel ratios x1.5-3.0, programs x1.4-2.9), nearly uniform under load.  Its
   ping-pongs are rarely hit by a stolen slice, so B's calibration holds about A's network,
   while B's MPI calls in a run are longer by the share stolen on average: the replay's part
   of the error, printed apart;
@@ -54,7 +65,8 @@ memory-bound ``cg3d``, communication-bound ``transpose``, mixed ``jacobi2d``, an
     python benchmarks/bench_elsewhere.py [--apps ep,cg3d,transpose,jacobi2d] [--work DIR]
         [--extra NAME=COMMAND --extra-probe NAME=COMMAND ...]
 
-Needs root (SCHED_FIFO; cgroup v1 cpu at /sys/fs/cgroup/cpu) and a C compiler.  The load
+Needs root (cgroup v1 cpu at /sys/fs/cgroup/cpu; SCHED_FIFO for ``--b steal``), a C compiler
+and valgrind (``--b valgrind``).  The load
 average (1 min) is printed on every row: the machine is shared, and another program's load
 changes A as well as B.
 """
@@ -62,6 +74,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -75,6 +88,11 @@ sys.path.insert(0, str(HERE))
 from bench_accuracy import SMALL, _apps  # noqa: E402
 
 CGROUPS = Path("/sys/fs/cgroup/cpu")
+#: what runs each rank of B's jobs under ``--b valgrind``; UCX's memory hooks (the MPICH
+#: wheel's ch4:ucx patches malloc and mmap in MPI_Init) off: under valgrind they corrupted the
+#: heap now and then ("corrupted double-linked list" in both ranks of a calibration)
+VALGRIND = ["env", "UCX_MEM_MALLOC_HOOKS=no", "UCX_MEM_EVENTS=no", "valgrind", "--tool=none",
+            "--trace-children=yes", "-q"]
 RANKS, CORUNNER = CGROUPS / "minitrace-bench-b", CGROUPS / "minitrace-bench-b-corunner"
 ON_A = CGROUPS / "minitrace-bench-a"
 #: which argument of each application counts its iterations (or tasks): the probe runs fewer
@@ -137,13 +155,17 @@ class MachineB:
         self.args, self.stream, self.stealers = args, None, []
         self.group = _group(RANKS, args.shares, args.rank_quota, args.period_us)
         self.steal = work / "steal_cores"
-        if args.steal_us:
+        #: what runs each rank on B, after the launcher's ``-n N``
+        self.wrap = VALGRIND if args.b == "valgrind" else []
+        if args.b == "valgrind" and shutil.which("valgrind") is None:
+            raise SystemExit("--b valgrind: valgrind is not installed (apt-get install valgrind)")
+        if args.b == "steal" and args.steal_us:
             subprocess.run(["cc", "-O2", "-o", str(self.steal), str(HERE / "steal_cores.c")],
                            check=True)
 
     def __enter__(self):
         a = self.args
-        if a.steal_us:
+        if a.b == "steal" and a.steal_us:
             self.stealers = [subprocess.Popen([str(self.steal), str(cpu),
                                                str(a.steal_period_us), str(a.steal_us),
                                                str(a.steal_kib)])
@@ -180,8 +202,11 @@ def main() -> int:
     ap.add_argument("--apps", default="ep,cg3d,transpose,jacobi2d")
     ap.add_argument("--size", choices=("full", "small"), default="full",
                     help="bench_accuracy's full or small sizes")
+    ap.add_argument("--b", choices=("valgrind", "steal"), default="valgrind",
+                    help="machine B: B's ranks under valgrind's no-op tool, or A's cores with "
+                         "time stolen by SCHED_FIFO processes (the module's docstring)")
     ap.add_argument("--steal-us", type=int, default=60,
-                    help="B: microseconds of every period taken from every core (0: none)")
+                    help="--b steal: microseconds of every period taken from every core (0: none)")
     ap.add_argument("--steal-period-us", type=int, default=250)
     ap.add_argument("--steal-kib", type=int, default=65536,
                     help="memory the stealing processes write through (each core's caches "
@@ -232,9 +257,10 @@ def main() -> int:
     b = MachineB(args, work)
     a = _group(ON_A, args.shares)
     try:
-        print(f"load average at start {_load()}; B: {args.steal_us} us of every "
-              f"{args.steal_period_us} us taken from every core, writing through "
-              f"{args.steal_kib} KiB; co-runner streaming {args.stream_mib or 'none'} MiB with "
+        machine = (" ".join(VALGRIND) if args.b == "valgrind" else
+                   f"{args.steal_us} us of every {args.steal_period_us} us taken from every "
+                   f"core, writing through {args.steal_kib} KiB")
+        print(f"load average at start {_load()}; B: {machine}; co-runner streaming {args.stream_mib or 'none'} MiB with "
               f"{args.corunner_quota} cores of quota, ranks' quota "
               f"{args.rank_quota or 'none'}, period {args.period_us} us; "
               f"{os.cpu_count()} cores; work {work}", flush=True)
@@ -242,16 +268,27 @@ def main() -> int:
         if not cal_a.exists():
             subprocess.run(_in(a, me + ["calibrate", "-o", str(cal_a), "--quiet", "--",
                                         mpiexec, "-n", "2"]), check=True)
-        if not cal_b.exists():
+        for attempt in range(3 if b.wrap else 1):
+            if cal_b.exists():
+                break
+            # (CPython under valgrind aborts now and then, "corrupted double-linked list" in
+            # both ranks: a new attempt, said)
             with b:
-                subprocess.run(_in(b.group, me + ["calibrate", "-o", str(cal_b), "--quiet",
-                                                  "--", mpiexec, "-n", "2"]), check=True)
-            _rename_host(cal_b)
+                done = subprocess.run(_in(b.group, me + ["calibrate", "-o", str(cal_b),
+                                                         "--quiet", "--", mpiexec, "-n", "2",
+                                                         *b.wrap]))
+            if done.returncode:
+                print(f"B's calibration failed (attempt {attempt + 1})", flush=True)
+            else:
+                _rename_host(cal_b)
+        if not cal_b.exists():
+            raise SystemExit("B's calibration failed")
         from minitrace.predict.calibration import load
         from minitrace.predict.translate import kernel_ratios
         ratios = kernel_ratios(load(str(cal_a)), load(str(cal_b)))
         print("kernel ratios B/A: " + ", ".join(f"{k} x{v:.3f}" for k, v in ratios.items()))
-        print("| app | load | on A (s), self-check | measured on B (s) | no translation | "
+        print("| app | load | on A (s), self-check | measured on B (s) [runs' range] | "
+              "no translation | "
               "kernels [range] | probe [95%] | probe sites | B/A: measured, kernels, probe | "
               "compute on B (s): measured, kernels, probe | in MPI on B (s): measured, "
               "probe's replay | in MPI on A (s): measured, replay |")
@@ -259,6 +296,7 @@ def main() -> int:
         for name, argv in apps.items():
             argv = argv[:-2] + SMALL[name] if args.size == "small" and name in SMALL else argv
             job = [mpiexec, "-n", str(args.ranks), *argv]
+            job_b = [mpiexec, "-n", str(args.ranks), *b.wrap, *argv]
             load0 = _load()
             big, probe = work / f"{name}-a.h5", work / f"{name}-probe-b.h5"
             subprocess.run(_in(a, me + ["record", "-o", str(big), "--volume", "cputime", "--",
@@ -266,16 +304,16 @@ def main() -> int:
             own = predict(str(big), str(cal_a))     # A's recorded time and the replay's error
             on_a = own.recorded_time
             if name in probes:
-                short = [mpiexec, "-n", str(args.ranks), *probes[name]]
+                short = [mpiexec, "-n", str(args.ranks), *b.wrap, *probes[name]]
             else:
-                short = list(job)
+                short = list(job_b)
                 i = _ITERATIONS[name]
                 short[i] = str(max(int(int(short[i]) * args.probe_share), 2))
             with b:
                 subprocess.run(_in(b.group, me + ["record", "-o", str(probe), "--volume",
                                                   "cputime", "--", *short]),
                                check=True, stdout=subprocess.DEVNULL)
-                runs = [_recorded(job, work / f"{name}-b{r}.h5", cal_a, b.group)
+                runs = [_recorded(job_b, work / f"{name}-b{r}.h5", cal_a, b.group)
                         for r in range(args.runs)]
             measured = statistics.median(t for t, _, _ in runs)
             compute_b = statistics.median(c for _, c, _ in runs)
@@ -299,7 +337,8 @@ def main() -> int:
                 f"{c:.4f} ({(c - compute_b) / compute_b:+.1%})"
                 for c in (statistics.mean(q.predicted["compute"]) for q in (kern, probed)))
             print(f"| {name} | {load0}-{_load()} | {on_a:.4f} ({own.error:+.1%}) | "
-                  f"{measured:.4f} | {err(plain)} | {err(kern.predicted_time)}{span(kern)} | "
+                  f"{measured:.4f} [{min(t for t, _, _ in runs):.4f}-"
+                  f"{max(t for t, _, _ in runs):.4f}] | {err(plain)} | {err(kern.predicted_time)}{span(kern)} | "
                   f"{err(probed.predicted_time)}{span(probed)} | "
                   f"{site_note.split(': ', 1)[-1]} | {slow} | {part} | {mpi_b:.4f}, "
                   f"{_in_mpi(probed.predicted):.4f} | {_in_mpi(own.measured):.4f}, "
