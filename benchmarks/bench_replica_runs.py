@@ -1,10 +1,10 @@
 """Replica intervals against other runs (issue 35, item 2): for each program, ``--runs``
 recordings at 2 ranks on this machine (``minitrace record --volume cputime``) and one
-calibration, split in two halves (even and odd runs).  Each recording is predicted with
-``--replicas N`` and the run-to-run component of its own half (``--runs``), and its 95%
-interval is checked against the recorded spans of the other half (out of sample: the runs it
-is scored on gave nothing to the interval).  Without ``--runs`` (the per-call-site noise
-alone) beside it.
+calibration.  Each recording is predicted with ``--replicas N``, and each other run j is scored
+against the 95% interval made with ``--runs`` = every run but j (out of sample: the run scored
+gave nothing to the interval; N(N - 1) comparisons, as a user with N - 1 runs predicting the
+next).  Beside it: ``--runs`` of the trace's half (even or odd runs, 6 of 12) scored on the
+other half (the design of 2026-11-28, session 8), and the per-call-site noise alone.
 
     python benchmarks/bench_replica_runs.py [--runs 10] [--replicas 60] [--apps cg3d,...]
         [--extra NAME=COMMAND ...] [--work DIR]   (recordings in DIR are reused)
@@ -43,7 +43,7 @@ def main() -> int:
     from minitrace.predict.calibration import load
     from minitrace.predict.prediction import replay_options, with_call_costs
     from minitrace.replay.replicas import replicas
-    from minitrace.replay.run_to_run import span
+    from minitrace.replay.run_to_run import RunToRun, span
     from minitrace.trace import open as open_trace
     mpiexec, mpicc = mpi_tool("mpiexec"), mpi_tool("mpicc")
     work = Path(args.work or tempfile.mkdtemp(prefix="bench-replica-runs-"))
@@ -74,27 +74,40 @@ def main() -> int:
             with open_trace(p) as t:
                 spans.append(span(t.data(), p))
         spans = np.array(spans)
-        rows = {"with --runs": [], "trace noise alone": []}
-        medians = []
+        n = len(paths)
+        held, halves, alone, medians = [], [], [], []
         for i, p in enumerate(paths):
             with open_trace(p) as t:
                 data = t.data()
             kw = replay_options(data, cal, p)
             data, _ = with_call_costs(data, cal)      # (as predict --replicas replays it)
-            half = [q for j, q in enumerate(paths) if j % 2 == i % 2]
-            others = spans[[j for j in range(len(paths)) if j % 2 != i % 2]]
-            for label, runs in (("with --runs", half), ("trace noise alone", None)):
-                r = replicas(data, args.replicas, seed=i, workers=1, runs=runs, **kw)
-                s = r.summary()
-                rows[label].append(np.mean((others >= s["lo"]) & (others <= s["hi"])))
-                if runs:
-                    medians.append(s["median"])
-        print(f"{name}: {args.runs} runs, spans {spans.min():.4f}-{spans.max():.4f} s "
+            # the per-call-site noise alone; --runs multiplies these same draws by run factors
+            # drawn with the generator below (replicas(): tests/test_replay_spread.py)
+            noise = replicas(data, args.replicas, seed=i, workers=1, **kw).times
+            own = spans[i]
+
+            def interval(runs):
+                f = RunToRun.of_spans([paths[j] for j in runs], spans[runs]).draw(
+                    np.random.default_rng([i, 1]), len(noise), own)
+                return np.percentile(noise * f, [2.5, 50, 97.5])
+            for j in range(n):           # each other run held out: the others are --runs
+                if j != i:
+                    lo, med, hi = interval([k for k in range(n) if k != j])
+                    held.append(lo <= spans[j] <= hi)
+                    medians.append(med)
+            half = [k for k in range(n) if k % 2 == i % 2]
+            others = spans[[k for k in range(n) if k % 2 != i % 2]]
+            lo, _, hi = interval(half)
+            halves.append(np.mean((others >= lo) & (others <= hi)))
+            lo, hi = np.percentile(noise, [2.5, 97.5])
+            alone.append(np.mean((np.delete(spans, i) >= lo) & (np.delete(spans, i) <= hi)))
+        print(f"{name}: {n} runs, spans {spans.min():.4f}-{spans.max():.4f} s "
               f"(median {np.median(spans):.4f}, sd {spans.std(ddof=1) / spans.mean():.1%}); "
-              + "; ".join(f"{k}: the 95% intervals hold {np.mean(v):.0%} of the other half's runs"
-                          for k, v in rows.items())
-              + f"; replicas' median over the runs' median "
-              f"{statistics.median(medians) / np.median(spans) - 1:+.1%}"
+              f"95% intervals with --runs (the {n - 1} runs but the one scored) hold "
+              f"{np.mean(held):.0%} of the {len(held)} held-out comparisons; with --runs of "
+              f"the trace's half (even/odd runs) {np.mean(halves):.0%} of the other half; the "
+              f"trace's noise alone {np.mean(alone):.0%} of the other runs; replicas' median "
+              f"over the runs' median {statistics.median(medians) / np.median(spans) - 1:+.1%}"
               f"; load {os.getloadavg()[0]:.1f}", flush=True)
     return 0
 

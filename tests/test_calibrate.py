@@ -37,7 +37,7 @@ def calibration(demo, tmp_path_factory):
     path = tmp_path_factory.mktemp("cal") / "machine.h5"
     shutil.copyfile(demo.out / "machine.h5", path)
     first = load(str(path))
-    _calibrate(path, 2, "--cold-from", "65536")     # large ping-pongs on cold buffers
+    _calibrate(path, 2, "--cold-from", "65536")     # large ping-pongs on packed buffers
     return path, first, load(str(path))
 
 
@@ -241,9 +241,9 @@ def test_the_after_compute_cost_is_measured_and_fitted(calibration, tmp_path):
 
 
 def test_the_rendezvous_fit_breaks_where_buffers_go_cold(calibration):
-    """The second run's ping-pongs above --cold-from 65536 used buffers out of the caches: the
-    rendezvous fit has a breakpoint at the first cold size, so no cold size is fitted with the
-    warm points' rate, and the part above it is the fit of the cold points alone."""
+    """The second run's ping-pongs above --cold-from 65536 were packed and unpacked as an
+    application's: the rendezvous fit has a breakpoint at the first such size, so none is
+    fitted with the smaller points' rate, and the part above it is their fit alone."""
     from minitrace.predict.calibration import ENVELOPE, _fit, _without_python
     path, _, cal = calibration
     runs = read_runs(str(path))

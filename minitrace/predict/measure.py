@@ -7,10 +7,12 @@ shuffled, since ordered sweeps resonate with periodic noise):
 
 * ``pingpong``: the pt2pt suite's ping-pong: one-way time (half the round trip) and the time
   rank 0 spends in ``Send`` (the send overhead of eager messages).  Messages larger than a
-  core's cache (``--cold-from``, default the L2 size) are sent from and received into buffers
-  not touched since a pass over a pool twice the last-level cache: an application's large
-  messages come from arrays larger than the caches, and a hot ping-pong of the same buffer
-  measured 2-4 MiB exchanges 3-5x faster than they took inside an all-to-all transpose;
+  core's cache (``--cold-from``, default the L2 size) are sent as an iterative application
+  sends them: from the same buffer every time, written (packed) just before the call, into the
+  same buffer, read (unpacked) just after it.  Buffers taken in turn from a pool out of every
+  cache (what was measured before 2026-11-28) made 2-4 MiB exchanges 2-3x as slow as a C
+  program's packed buffers (``benchmarks/buffer_states.c``), and the transpose was predicted
+  8% high; an application reuses its message buffers;
 * ``recv``: the time in ``Recv`` of a message that has already arrived (``Iprobe`` first): the
   receive overhead;
 * ``isend``: the time in ``Isend`` (the request is completed outside the timed region);
@@ -23,10 +25,12 @@ shuffled, since ordered sweeps resonate with periodic noise):
   cache-resident and latency-bound kernels, each one's work, CPU and wall seconds per rank, all
   ranks at once: what translates a trace recorded on another machine by more than one number;
 * local copies: bytes/s of a memory copy of a block in cache (64 KiB, the same buffers) and of
-  one out of the caches (4 MiB slots of the pool), every rank at once: what an MPI library's
-  copy of a rank's own block in a collective costs (SimGrid's replay does not model it);
+  a 4 MiB block from a buffer packed just before into one read just after, every rank at once:
+  what an MPI library's copy of a rank's own block in a collective costs (SimGrid's replay does
+  not model it);
 * ``exchange``: rank 0 and its node's partner send each other 4-16 MiB at once (Sendrecv,
-  cold buffers): both copies share the node's memory bandwidth (``node_bandwidth``);
+  packed and unpacked buffers): both copies share the node's memory bandwidth
+  (``node_bandwidth``);
 * the cost of an MPI call right after a compute (:mod:`minitrace.predict.after_compute`): an
   8-byte exchange after register-only and after memory-streaming kernels of 20 us .. 2 ms, less
   the same exchange in a loop and less what the same calls on MPI_PROC_NULL lose after the same
@@ -134,24 +138,46 @@ def _pingpong(comm, peer: int, first: bool, msg, inner: int):
     return float(np.median(samples)) / 2, ts / inner
 
 
-def _pingpong_cold(comm, peer: int, first: bool, pool: np.ndarray, size: int, inner: int):
-    """``_pingpong`` with every message sent from and received into its own slot of ``pool``
-    (slots taken in turn, so a slot comes back only after a pass over the whole pool)."""
+def _pack(buf: np.ndarray, i: int) -> None:
+    """Write every byte of ``buf``, as an application packs a message before sending it."""
+    buf.fill(i & 0xFF)
+
+
+def _unpack(buf: np.ndarray) -> int:
+    """Read every cache line of ``buf``, as an application unpacks a message it received."""
+    return int(buf[:len(buf) // 8 * 8].view(np.uint64).sum(dtype=np.uint64))
+
+
+def _pingpong_packed(comm, peer: int, first: bool, out_buf: np.ndarray, in_buf: np.ndarray,
+                     inner: int):
+    """``_pingpong`` with every message packed into ``out_buf`` just before it is sent and
+    unpacked from ``in_buf`` just after it arrived, the same buffers every time; the
+    partner's unpack and pack between the two messages of a round trip are timed by the
+    partner and taken out."""
     send, recv = comm.Send, comm.Recv
-    out, in_send = np.empty(inner), 0.0
+    out, held, in_send = np.empty(inner), np.zeros(inner), 0.0
     for i in range(inner):
-        a, b = _slot_pair(pool, size, i)
-        t0 = TIMER()
         if first:
-            send(a, peer, TAG_DATA)
+            _pack(out_buf, i)
+            t0 = TIMER()
+            send(out_buf, peer, TAG_DATA)
             t1 = TIMER()
-            recv(b, peer, TAG_DATA)
+            recv(in_buf, peer, TAG_DATA)
+            out[i] = TIMER() - t0
             in_send += t1 - t0
+            _unpack(in_buf)
         else:
-            recv(a, peer, TAG_DATA)
-            send(b, peer, TAG_DATA)
-        out[i] = TIMER() - t0
-    return float(np.median(out)) / 2, in_send / inner
+            recv(in_buf, peer, TAG_DATA)
+            t0 = TIMER()
+            _unpack(in_buf)
+            _pack(out_buf, i)
+            held[i] = TIMER() - t0
+            send(out_buf, peer, TAG_DATA)
+    if not first:
+        comm.Send(held, peer, TAG_ACK)
+        return None
+    comm.Recv(held, peer, TAG_ACK)
+    return float(np.median(out - held)) / 2, in_send / inner
 
 
 def _cold_from(args) -> int:
@@ -163,9 +189,10 @@ def _cold_from(args) -> int:
 
 def _exchange(comm, topo: dict, max_size: int, inner: int = 5) -> dict | None:
     """Rank 0 and the first other rank on its node send each other a message at once
-    (``Sendrecv``, buffers out of the caches), sizes 4 MiB .. ``max_size``: rank 0 gets the
-    median time per size.  Both copies go through the node's memory: two 4 MiB messages took
-    1.5x as long as one here, which a loopback link that does not share its bandwidth misses."""
+    (``Sendrecv``, packed just before and unpacked just after), sizes 4 MiB .. ``max_size``:
+    rank 0 gets the median time per size.  Both copies go through the node's memory: two 4 MiB
+    messages took 1.5x as long as one here, which a loopback link that does not share its
+    bandwidth misses."""
     from ..bench import pt2pt
     sizes = [s for s in (4 << 20, 8 << 20, 16 << 20) if s <= max_size]
     intra = [p for kind, p in pt2pt.pairs_from(topo) if kind == "intra"]
@@ -173,17 +200,19 @@ def _exchange(comm, topo: dict, max_size: int, inner: int = 5) -> dict | None:
         comm.Barrier()
         return None
     peer = intra[0] if comm.rank == 0 else 0
-    pool = _cold_pool(4 * sizes[-1])
+    out_buf, in_buf = app_memory.array(sizes[-1]), app_memory.array(sizes[-1])
     ack = np.zeros(1, np.uint8)
     times = []
     for size in sizes:
         t = np.empty(inner + 1)
+        a, b = out_buf[:size], in_buf[:size]
         for i in range(inner + 1):       # (the first one warms the path)
-            a, b = _slot_pair(pool, size, i)
+            _pack(a, i)
             comm.Sendrecv(ack, peer, TAG_ACK, ack, peer, TAG_ACK)   # (aligns the two ranks)
             t0 = TIMER()
             comm.Sendrecv(a, peer, TAG_DATA, b, peer, TAG_DATA)
             t[i] = TIMER() - t0
+            _unpack(b)
         times.append(float(np.median(t[1:])))
     comm.Barrier()
     return {"exchange_size": np.array(sizes, np.int64), "exchange_time": np.array(times)} \
@@ -229,8 +258,8 @@ def _network(comm, args, seed: int, topo: dict, cold_from: int) -> dict:
     ack = np.zeros(1, np.uint8)
     mv = memoryview(buf)
     measures = comm.rank == 0 or comm.rank in {p[1] for p in pairs}
-    pool = _cold_pool(4 * args.max_size) if measures and 0 < cold_from < args.max_size \
-        else None     # (64 MiB and more: not on ranks that only wait at the barriers)
+    large = (app_memory.array(args.max_size), app_memory.array(args.max_size)) \
+        if measures and 0 < cold_from < args.max_size else None
     n = len(items)
     t = np.full(n, np.nan)
     t_send = np.full(n, np.nan)
@@ -243,9 +272,12 @@ def _network(comm, args, seed: int, topo: dict, cold_from: int) -> dict:
             continue
         peer = partner if comm.rank == 0 else 0
         msg, inner = mv[:size], int(inner_of[j])
-        if kind == "pingpong" and pool is not None and size > cold_from:
-            _pingpong_cold(comm, peer, comm.rank == 0, pool, size, 2)
-            t[j], t_send[j] = _pingpong_cold(comm, peer, comm.rank == 0, pool, size, inner)
+        if kind == "pingpong" and large is not None and size > cold_from:
+            bufs = [b[:size] for b in large]
+            _pingpong_packed(comm, peer, comm.rank == 0, *bufs, 2)
+            got = _pingpong_packed(comm, peer, comm.rank == 0, *bufs, inner)
+            if got is not None:
+                t[j], t_send[j] = got
         elif kind == "pingpong":
             _pingpong(comm, peer, comm.rank == 0, msg, 2)
             t[j], t_send[j] = _pingpong(comm, peer, comm.rank == 0, msg, inner)
@@ -295,36 +327,27 @@ def _compute(comm, seconds: float = 0.3) -> dict:
                                      for i, k in enumerate(("flops", "cpu", "wall"))}
 
 
-def _cold_pool(nbytes: int) -> np.ndarray:
-    """A buffer of at least ``nbytes`` and twice the last-level cache, pages touched once (and
-    as an application's: :mod:`.app_memory`): its slots, taken in turn, are out of the caches
-    when they come back."""
-    llc = cache_bytes("L3") or cache_bytes("L2") or 32 << 20
-    return app_memory.array(max(2 * llc, nbytes))
-
-
-def _slot_pair(pool: np.ndarray, size: int, i: int) -> tuple[np.ndarray, np.ndarray]:
-    """The i-th pair of ``size``-byte slots of ``pool`` (slots 2i and 2i + 1, taken in turn:
-    a slot comes back only after a pass over the whole pool)."""
-    slots = max(len(pool) // size, 2)
-    return (pool[(2 * i) % slots * size:][:size], pool[(2 * i + 1) % slots * size:][:size])
-
-
 def _copies(comm, seconds: float = 0.05, size: int = 4 << 20) -> np.ndarray | None:
-    """Each rank's bytes/s of memory copies [in cache (64 KiB, the same buffers), out of the
-    caches (``size`` bytes between slots of a cold pool)], all ranks at once (rows: ranks)."""
-    def rate(copy, nbytes: int) -> float:
-        comm.Barrier()
-        n, t0 = 0, TIMER()
-        while TIMER() - t0 < seconds:
-            copy(n)
-            n += 1
-        return n * nbytes / (TIMER() - t0)
+    """Each rank's bytes/s of memory copies [in cache (64 KiB, the same buffers), of ``size``
+    bytes from a buffer packed just before into one unpacked just after (a collective's copy
+    of a rank's own block)], all ranks at once (rows: ranks)."""
+    comm.Barrier()
     a, b = np.ones(64 << 10, np.uint8), np.zeros(64 << 10, np.uint8)
-    hot = rate(lambda _: np.copyto(b, a), a.nbytes)
-    pool = _cold_pool(4 * size)
-    cold = rate(lambda n: np.copyto(*_slot_pair(pool, size, n)[::-1]), size)
-    got = comm.gather((hot, cold), root=0)
+    n, t0 = 0, TIMER()
+    while TIMER() - t0 < seconds:
+        np.copyto(b, a)
+        n += 1
+    hot = n * a.nbytes / (TIMER() - t0)
+    comm.Barrier()
+    src, dst = app_memory.array(size), app_memory.array(size)
+    took, t0 = [], TIMER()
+    while TIMER() - t0 < seconds or len(took) < 5:
+        _pack(src, len(took))
+        t1 = TIMER()
+        np.copyto(dst, src)
+        took.append(TIMER() - t1)
+        _unpack(dst)
+    got = comm.gather((hot, size / float(np.median(took))), root=0)
     return None if got is None else np.array(got)
 
 

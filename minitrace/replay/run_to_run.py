@@ -79,7 +79,13 @@ class RunToRun:
             raise MinitraceError(f"--runs wants at least {MIN_RUNS} recorded runs of the "
                                  f"program to estimate how whole runs differ, got "
                                  f"{len(paths)}")
-        spans = np.array([span(load_trace(p, p)[0], p) for p in paths])
+        return cls.of_spans(paths, [span(load_trace(p, p)[0], p) for p in paths])
+
+    @classmethod
+    def of_spans(cls, paths: list[str], spans) -> "RunToRun":
+        """The run factors of runs whose spans (seconds) are known: what :meth:`of` reads
+        from the files (a benchmark holding one run out at a time reads them once)."""
+        spans = np.asarray(spans, float)
         f = spans / spans.mean()
         return cls(list(paths), spans, float(f.std(ddof=1) * np.sqrt(1 + 1 / len(f))))
 
