@@ -32,6 +32,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Callable, NamedTuple
 
 from minitrace import storage
 from minitrace.errors import MinitraceError
@@ -147,47 +148,97 @@ def _grid_argv(fmt: list, grid: tuple) -> list:
     return [a.format(x=x, y=y, z=z, X=6 * x, Y=6 * y, Z=6 * z) for a in fmt]
 
 
-#: name -> (scales, argv of each scale, scaling): weak scaling, the largest scale checked
+def _clover_in(grid: tuple, cells: int, steps: int = 20) -> str:
+    """CloverLeaf's input deck (clover.in in the working directory, 2-D or 3-D): ``cells``
+    per rank along each dimension of ``grid``, the mesh's shape making the application's own
+    decomposition choose that grid, cells of one size (10/192) at every scale."""
+    dims = "xyz"[:len(grid)]
+    n = [cells * g for g in grid]
+    state2 = ("geometry=cuboid xmin=0.0 xmax=5.0 ymin=0.0 ymax=2.0 zmin=0.0 zmax=2.0"
+              if len(grid) == 3 else "geometry=rectangle xmin=0.0 xmax=5.0 ymin=0.0 ymax=2.0")
+    lines = ["*clover", " state 1 density=0.2 energy=1.0",
+             f" state 2 density=1.0 energy=2.5 {state2}",
+             *(f" {d}_cells={c}" for d, c in zip(dims, n)),
+             *(f" {d}min=0.0" for d in dims), *(f" {d}max={c * 10 / 192}" for d, c in zip(dims, n)),
+             " initial_timestep=0.04", " max_timestep=0.04", f" end_step={steps}", "*endclover"]
+    return "\n".join(lines) + "\n"
+
+
+class Recipe(NamedTuple):
+    """How one mini-app is recorded: its scales (the largest checked), the argv and the input
+    files (name -> text) of each scale, the scaling, and the launcher when it is not the
+    running interpreter's mpiexec (a Fortran app built with Debian's mpif90.mpich)."""
+
+    scales: tuple
+    argv: Callable
+    scaling: str
+    files: Callable = lambda p: {}
+    mpiexec: str | None = None
+
+
+#: weak scaling, the largest scale checked
 APP_RECIPES = {
     # LULESH 2.0: cubes of ranks, 6^3 elements each, 10 steps
-    "lulesh": ((8, 27, 64, 125), lambda p: ["-q", "-s", "6", "-i", "10"], "weak"),
+    "lulesh": Recipe((8, 27, 64, 125), lambda p: ["-q", "-s", "6", "-i", "10"], "weak"),
     # CoMD (ECP-copa/CoMD src-mpi): its own x-fastest periodic grid, 6^3 unit cells per rank;
     # every extent 3 or more (at extent 2 of a torus its +1 and -1 sendrecvs are one rank and
     # fold into a loop of 2)
-    "comd": ((27, 36, 48, 64), lambda p: _grid_argv(
+    "comd": Recipe((27, 36, 48, 64), lambda p: _grid_argv(
         ["-i", "{x}", "-j", "{y}", "-k", "{z}", "-x", "{X}", "-y", "{Y}", "-z", "{Z}",
          "-N", "20", "-n", "10"], {27: (3, 3, 3), 36: (4, 3, 3), 48: (4, 4, 3),
                                    64: (4, 4, 4)}[p]), "weak"),
     # miniFE (ref): a global box its recursive bisection splits into 12^3 per rank
-    "minife": ((8, 16, 32, 64), lambda p: {8: ["-nx", "24", "-ny", "24", "-nz", "24"],
-                                          16: ["-nx", "48", "-ny", "24", "-nz", "24"],
-                                          32: ["-nx", "48", "-ny", "48", "-nz", "24"],
-                                          64: ["-nx", "48", "-ny", "48", "-nz", "48"]}[p],
-               "weak"),
+    "minife": Recipe((8, 16, 32, 64), lambda p: {8: ["-nx", "24", "-ny", "24", "-nz", "24"],
+                                                16: ["-nx", "48", "-ny", "24", "-nz", "24"],
+                                                32: ["-nx", "48", "-ny", "48", "-nz", "24"],
+                                                64: ["-nx", "48", "-ny", "48", "-nz", "48"]}[p],
+                     "weak"),
     # HPCG 3.1: 16^3 per rank, no timed run
-    "hpcg": ((8, 16, 32, 64), lambda p: ["--nx=16", "--ny=16", "--nz=16", "--rt=0"], "weak"),
+    "hpcg": Recipe((8, 16, 32, 64), lambda p: ["--nx=16", "--ny=16", "--nz=16", "--rt=0"],
+                   "weak"),
     # HPCCG 1.0: 20^3 per rank
-    "hpccg": ((2, 4, 8, 16), lambda p: ["20", "20", "20"], "weak"),
+    "hpccg": Recipe((2, 4, 8, 16), lambda p: ["20", "20", "20"], "weak"),
+    # CloverLeaf 2-D (UK-MAC/CloverLeaf_ref, Fortran; make COMPILER=GNU
+    # MPI_COMPILER=mpif90.mpich C_MPI_COMPILER=mpicc.mpich): its own open x-fastest grid,
+    # chosen from the mesh's aspect ratio; 256^2 cells per rank (about 16 MB, above the L2
+    # cache at every scale: at 96^2, 2 MB, a rank's data stayed in L2 when 2 ranks shared a
+    # core and not when 16 did, and the compute per rank rose 72% from 4 to 16 ranks), 20 steps
+    "cloverleaf": Recipe((4, 8, 16, 32), lambda p: [], "weak", lambda p: {
+        "clover.in": _clover_in({4: (2, 2), 8: (4, 2), 16: (4, 4), 32: (8, 4)}[p], 256)},
+        "mpiexec.mpich"),
+    # CloverLeaf 3-D (UK-MAC/CloverLeaf3D_ref, built alike): the split with the least
+    # surface per volume, x fastest; 40^3 cells per rank (15 MB), 20 steps; every extent 3 or
+    # more (from 8, 16, 32 the positions composed there carry their donors' boundary work:
+    # +7..+14% of compute, RESULTS.md)
+    "cloverleaf3d": Recipe((27, 36, 48, 64), lambda p: [], "weak", lambda p: {
+        "clover.in": _clover_in({27: (3, 3, 3), 36: (4, 3, 3), 48: (4, 4, 3),
+                                 64: (4, 4, 4)}[p], 40)}, "mpiexec.mpich"),
 }
 
 
-def _record_app(where: str, name: str, exe: str, scales, argv) -> list[str]:
+def _record_app(where: str, name: str, exe: str, recipe: Recipe, reuse: bool) -> list[str]:
     """``minitrace record`` the built executable ``exe`` at each scale, in ``where`` (its
-    output files go there); the paths.  The MPI is the running interpreter's mpiexec."""
+    input and output files go there); the paths.  ``reuse``: a recording already there is
+    kept.  OMP_NUM_THREADS=1: one thread per rank (CloverLeaf is MPI+OpenMP)."""
     bindir = os.path.dirname(sys.executable)
-    env = dict(os.environ, OMPI_MCA_mpi_yield_when_idle="1",
+    env = dict(os.environ, OMPI_MCA_mpi_yield_when_idle="1", OMP_NUM_THREADS="1",
                PRTE_MCA_rmaps_default_mapping_policy=":oversubscribe")
     paths = []
-    for p in scales:
+    for p in recipe.scales:
         paths.append(os.path.join(where, f"{name}{p}.h5"))
+        if reuse and os.path.exists(paths[-1]):
+            continue
+        for file, text in recipe.files(p).items():
+            Path(where, file).write_text(text)
         subprocess.run([sys.executable, "-m", "minitrace", "record", "-o", paths[-1], "--",
-                        os.path.join(bindir, "mpiexec"), "-n", str(p), exe, *argv(p)],
-                       check=True, capture_output=True, env=env, cwd=where)
+                        recipe.mpiexec or os.path.join(bindir, "mpiexec"), "-n", str(p), exe,
+                        *recipe.argv(p)], check=True, capture_output=True, env=env, cwd=where)
     return paths
 
 
-def apps(tmp: str, given: list[str], keep: str | None) -> None:
-    """The public mini-apps ``given`` as NAME=EXECUTABLE: recorded, then --check --force."""
+def apps(tmp: str, given: list[str], keep: str | None, reuse: bool = False) -> None:
+    """The public mini-apps ``given`` as NAME=EXECUTABLE: recorded (``reuse``: unless
+    recorded in ``keep`` already), then --check --force."""
     print("\n| app | runs -> checked | structure | replay extrapolated (s) | replay recorded (s) "
           "| error | forced | record (s) | check (s) |\n|---|---|---|---|---|---|---|---|---|")
     for item in given:
@@ -195,11 +246,12 @@ def apps(tmp: str, given: list[str], keep: str | None) -> None:
         if name not in APP_RECIPES or not exe:
             raise SystemExit(f"--apps {item}: NAME=EXECUTABLE, NAME one of "
                              f"{', '.join(APP_RECIPES)}")
-        scales, argv, scaling = APP_RECIPES[name]
+        recipe = APP_RECIPES[name]
+        scales, scaling = recipe.scales, recipe.scaling
         where = keep or tmp
         os.makedirs(where, exist_ok=True)
         t = time.perf_counter()
-        paths = _record_app(where, name, os.path.abspath(exe), scales, argv)
+        paths = _record_app(where, name, os.path.abspath(exe), recipe, reuse and keep)
         recorded_s, t = time.perf_counter() - t, time.perf_counter()
         row = f"| {name} | {', '.join(map(str, scales[:-1]))} -> {scales[-1]} | "
         try:
@@ -302,6 +354,8 @@ def main() -> None:
     ap.add_argument("--apps", nargs="+", metavar="NAME=EXECUTABLE",
                     help="public mini-apps built by the user: " + ", ".join(APP_RECIPES))
     ap.add_argument("--keep", help="with --apps: keep the recordings in this directory")
+    ap.add_argument("--reuse", action="store_true",
+                    help="with --apps --keep: record only the scales not recorded there yet")
     args = ap.parse_args()
     print(f"load average {os.getloadavg()[0]:.1f}")
     with tempfile.TemporaryDirectory() as tmp:
@@ -316,7 +370,7 @@ def main() -> None:
         if args.composed:
             composed(tmp, args.largest)
         if args.apps:
-            apps(tmp, args.apps, args.keep)
+            apps(tmp, args.apps, args.keep, args.reuse)
         if not (args.grids or args.recorded or args.to_64 or args.speed or args.composed or
                 args.apps):
             accuracy(tmp)
