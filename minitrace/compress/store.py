@@ -180,6 +180,13 @@ def _dataset(group, name: str, data: np.ndarray, **kw) -> None:
     ds.attrs.update({k: v for k, v in kw.items() if k != "noisy"})
 
 
+#: The HDF5 1.10 file format (readable by HDF5 >= 1.10, 2016): its groups hold their links in
+#: their header and its chunk indexes are arrays, where the 1.6 format's default takes a
+#: B-tree and a heap per group and a B-tree per chunked dataset: 12-20 KB less per compressed
+#: file, which for traces under ~50 k actions is a quarter of the file or more.
+LIBVER = ("v110", "v110")
+
+
 def write(path: str, c: Compressed, meta: dict | None = None) -> None:
     """Write ``c`` as a new minitrace file (format version 2, ``/trace@form = "grammar"``)."""
     m = dict(c.meta)
@@ -187,7 +194,7 @@ def write(path: str, c: Compressed, meta: dict | None = None) -> None:
     if m.get("volume_unit") not in VOLUME_UNITS:
         raise MinitraceError(f"unknown volume unit {m.get('volume_unit')!r}", path)
     small = S.smallest_int
-    with S.new_file(path, m, S.FORMAT_VERSION) as f:
+    with S.new_file(path, m, S.FORMAT_VERSION, libver=LIBVER) as f:
         g = f.create_group("trace")
         g.attrs.update({"nranks": c.nranks, "nactions": c.nactions, "timed": c.timed,
                         "form": FORM, **{k: v for k, v in c.attrs.items()}})
