@@ -121,3 +121,6 @@ def test_a_prediction_adds_it_and_gives_the_kernels_range(tmp_path, demo):
     lo, hi = p.after_compute_range
     assert lo < p.predicted_time < hi
     assert "MPI calls after a compute" in report(p)
+    one = predict(str(trace), str(cal), ranges=False)         # --no-range: one replay
+    assert one.predicted_time == p.predicted_time and one.after_compute == p.after_compute
+    assert one.after_compute_range is None and "not replayed (--no-range)" in report(one)

@@ -544,23 +544,28 @@ def _timed_run(path, span: float, seed: int = 3):
 
 
 def test_run_to_run_factors_from_recorded_spans(tmp_path):
-    """Each run's span over the runs' mean is a draw of the run factor; replicas are
-    multiplied by factors drawn from the predictive t of the runs (mean 1, scale sd
-    sqrt(1 + 1/k), k - 1 degrees of freedom), over the replayed trace's own factor, so that a
-    trace of a slow run is brought back to the middle."""
+    """Each run's span over the runs' median is a draw of the run factor; replicas are
+    multiplied by factors drawn from the two-piece predictive t of the runs (median 1; below it
+    the scale of the runs below the median, above it of those above, each sqrt(1 + 1/k) times
+    their RMS deviation; k - 1 degrees of freedom), over the replayed trace's own factor, so
+    that a trace of a slow run is brought back to the middle."""
     from scipy import stats
     from minitrace.replay.run_to_run import RunToRun
-    runs = [str(_timed_run(tmp_path / f"r{i}.h5", s)) for i, s in enumerate((1.0, 1.1, 0.9))]
+    spans = (1.0, 1.3, 0.9, 1.1)           # median 1.05: a slow run makes the upper side wide
+    runs = [str(_timed_run(tmp_path / f"r{i}.h5", s)) for i, s in enumerate(spans)]
     between = RunToRun.of(runs)
-    assert between.factors == pytest.approx([1.0, 1.1, 0.9])
-    sd = np.std([1.0, 1.1, 0.9], ddof=1)
-    assert between.scale == pytest.approx(sd * np.sqrt(1 + 1 / 3))
+    d = np.array(spans) / 1.05 - 1
+    assert between.factors == pytest.approx(d + 1)
+    c = np.sqrt(1 + 1 / 4)
+    assert between.below == pytest.approx(c * np.sqrt((d[0] ** 2 + d[2] ** 2) / 1))
+    assert between.above == pytest.approx(c * np.sqrt((d[1] ** 2 + d[3] ** 2) / 1))
     f = between.draw(np.random.default_rng(0), 200000)
     assert np.median(f) == pytest.approx(1.0, abs=0.005)
-    q = stats.t.ppf([0.025, 0.975], 2) * between.scale + 1.0      # 2 degrees of freedom
+    t = stats.t.ppf([0.025, 0.975], 3)                              # 3 degrees of freedom
+    q = [1 + t[0] * between.below, 1 + t[1] * between.above]
     assert np.quantile(f, [0.025, 0.975]) == pytest.approx(q, rel=0.03)
     slow = between.draw(np.random.default_rng(0), 200000, own=1.1)
-    assert slow == pytest.approx(f / 1.1)
+    assert slow == pytest.approx(f * 1.05 / 1.1)
     with pytest.raises(MinitraceError, match="at least 3"):
         RunToRun.of(runs[:2])
     untimed = tmp_path / "untimed.h5"

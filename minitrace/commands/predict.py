@@ -55,6 +55,10 @@ def register(sub) -> None:
                             "machine: each call site's speed ratio, and an interval")
     other.add_argument("--measured", type=number("--measured", 0, above=True), metavar="SECONDS",
                        help="the run time measured on the target, to compare with")
+    p.add_argument("--no-range", action="store_true",
+                   help="one replay: no range of the after-compute cost (its two kernels "
+                        "alone) nor of a translation (its low and high ratios), each two more "
+                        "replays")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.add_argument("--plot", metavar="PNG",
                    help="with --replicas: the histogram of the replicas' run times")
@@ -95,6 +99,6 @@ def run(args) -> int:
                 hosts=args.cluster, ranks_per_host=args.ranks_per_node,
                 timeline=args.timeline, timeout=args.timeout, engine=args.engine,
                 collectives=args.collectives, lossy=args.lossy, recorded_on=args.recorded_on,
-                probe=args.probe, measured=args.measured)
+                probe=args.probe, measured=args.measured, ranges=not args.no_range)
     print(json.dumps(p.to_dict(), indent=1) if args.json else report(p))
     return 0

@@ -105,7 +105,8 @@ def predict(trace: str, calibration: str | Calibration, *, platform: str | None 
             ranks_per_host: int | None = None, timeline: str | None = None,
             timeout: float = 600.0, engine: str = "auto", lossy: bool = False,
             collectives: str = "auto", recorded_on: str | Calibration | None = None,
-            probe: str | None = None, measured: float | None = None) -> Prediction:
+            probe: str | None = None, measured: float | None = None,
+            ranges: bool = True) -> Prediction:
     """Replay ``trace`` (a minitrace file) with ``calibration`` (a file or a loaded one).
 
     ``platform``/``hostfile``: another machine's SimGrid platform (the calibrated SMPI options
@@ -118,7 +119,9 @@ def predict(trace: str, calibration: str | Calibration, *, platform: str | None 
     recording machine's calibration, to translate the compute (:mod:`.translate`; ``probe``: a
     short run of the program on the calibrated machine, for per-call-site ratios); then no
     self-check is made against the recording, and ``measured`` (seconds, a run on the target)
-    is what the prediction is compared with."""
+    is what the prediction is compared with.  ``ranges``: replay twice more for the range of the
+    after-compute cost (each of its kernels alone) and twice more for a translation's interval
+    (its low and high ratios); False saves those replays of a large trace."""
     from ..replay import replay
     from ..replay.replayer_build import binary
     from ..trace import open as open_trace
@@ -157,10 +160,10 @@ def predict(trace: str, calibration: str | Calibration, *, platform: str | None 
         out.after_compute = after.tolist()
         out.after_compute_range = [
             replay(with_call_costs(plain, cal, k)[0], **options).simulated_time
-            for k in after_compute.KERNELS]
+            for k in after_compute.KERNELS] if ranges else None
     if translation is not None:
         out.translation = translation.summary()
-        if not np.array_equal(translation.low, translation.high):
+        if ranges and not np.array_equal(translation.low, translation.high):
             out.interval = sorted(replay(with_call_costs(translation.apply(raw, b), cal)[0],
                                          **options).simulated_time for b in ("low", "high"))
     if measured is not None:
@@ -469,11 +472,12 @@ def report(p: Prediction) -> str:
         lines.append("  where the time goes, mean over ranks (s): " + ", ".join(
             f"{k} {np.mean(q[k]):.4g}" for k in PARTS))
     if p.after_compute is not None:
-        registers, memory = p.after_compute_range
+        alone = "not replayed (--no-range)" if p.after_compute_range is None else \
+            "{:.6g} / {:.6g} s".format(*p.after_compute_range)
         lines.append(f"  MPI calls after a compute: up to {max(p.after_compute):.3g} s added "
                      f"to a rank (the calibration's after-compute cost, the mean of its kernels; "
                      f"predicted with the register-only / memory-streaming one alone: "
-                     f"{registers:.6g} / {memory:.6g} s; per rank in --json)")
+                     f"{alone}; per rank in --json)")
     if p.timeline:
         lines.append(f"  timeline: {p.timeline}")
     lines += [f"  warning: {w}" for w in p.warnings]

@@ -6,17 +6,23 @@ only 44% of the other runs' times.
 
 From several recorded runs of the program on one machine (the same command and input; the
 replayed trace may be one of them), each run's **span** (from the last rank out of MPI_Init to
-the last rank into MPI_Finalize, the span the self-check measures) over the runs' mean is one
-draw of the run factor. Each replica's time is multiplied by a factor drawn from what those k
-runs say about the next one: under a normal run factor of unknown mean and spread, Student's t
-predictive ``mean + sd sqrt(1 + 1/k) t(k - 1)`` (kept positive). A resampling of k runs (the
+the last rank into MPI_Finalize, the span the self-check measures) over the runs' median is
+one draw of the run factor.  Each replica's time is multiplied by a factor drawn from what
+those k runs say about the next one: a **two-piece Student's t predictive** centred on their
+median, ``1 + t(k - 1) sqrt(1 + 1/k) s``, with ``s`` the root-mean-square deviation of the runs
+below the median for draws below it and of those above for draws above (each side counting the
+median, k - 1 degrees of freedom; kept positive).  Run times on a shared machine are skewed: a
+run can be disturbed and slow, hardly faster than undisturbed.  A normal predictive centred on
+the mean put the replicas' median 1.8-7.6% above the runs' median on 12 runs of four programs
+(one miniFE run took 1.8x the others), and centred on the median with one spread it left the
+slow runs out; this one held 92-100% of held-out runs there, and 94% of a normal law's draws
+for k = 6 and 11 (benchmarks/bench_replica_runs.py, 2026-11-28).  A resampling of k runs (the
 bootstrap, smoothed or not) under-covers by construction: the next run falls outside the range
-of 6 runs with probability 2/7, and the 95% intervals of a smoothed bootstrap held 78-89% of
-other runs in benchmarks/bench_replica_runs.py (2026-11-28, 6 runs a half). The factor
-multiplies the whole replica (compute and communication alike: how the runs differed is not
-known part by part), divided by the replayed trace's own factor when it is timed (its span over
-the runs' mean): a replay follows the run it was recorded from (within a few percent), so a
-trace of a slow run is brought back to the runs' middle before the factors spread it."""
+of 6 runs with probability 2/7.  The factor multiplies the whole replica (compute and
+communication alike: how the runs differed is not known part by part), divided by the replayed
+trace's own factor when it is timed (its span over the runs' median): a replay follows the run
+it was recorded from (within a few percent), so a trace of a slow run is brought back to the
+runs' middle before the factors spread it."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -66,10 +72,12 @@ def span(data, source: str) -> float:
 
 @dataclass
 class RunToRun:
-    """The runs' spans, and the scale of the predictive draw (sd sqrt(1 + 1/k))."""
+    """The runs' spans, and the two scales of the predictive draw (below and above the
+    median: each side's RMS deviation times sqrt(1 + 1/k), relative to the median)."""
     paths: list
     spans: np.ndarray
-    scale: float
+    below: float
+    above: float
 
     @classmethod
     def of(cls, paths: list[str]) -> "RunToRun":
@@ -86,27 +94,32 @@ class RunToRun:
         """The run factors of runs whose spans (seconds) are known: what :meth:`of` reads
         from the files (a benchmark holding one run out at a time reads them once)."""
         spans = np.asarray(spans, float)
-        f = spans / spans.mean()
-        return cls(list(paths), spans, float(f.std(ddof=1) * np.sqrt(1 + 1 / len(f))))
+        d = spans / np.median(spans) - 1.0
+        c = np.sqrt(1 + 1 / len(d))
+
+        def side(x):
+            return float(c * np.sqrt(np.sum(x ** 2) / max(len(x) - 1, 1)))
+        return cls(list(paths), spans, side(d[d <= 0]), side(d[d >= 0]))
 
     @property
     def factors(self) -> np.ndarray:
-        return self.spans / self.spans.mean()
+        return self.spans / np.median(self.spans)
 
     def draw(self, rng: np.random.Generator, n: int, own: float | None = None) -> np.ndarray:
-        """``n`` run factors from the predictive t (k - 1 degrees of freedom, kept positive),
-        over ``own`` (the replayed trace's span, if timed) relative to the runs' mean."""
-        f = 1.0 + self.scale * rng.standard_t(len(self.spans) - 1, size=n)
-        f = np.maximum(f, 1e-3)
-        return f if own is None else f * self.spans.mean() / own
+        """``n`` run factors from the two-piece predictive t (k - 1 degrees of freedom, kept
+        positive), over ``own`` (the replayed trace's span, if timed) relative to the runs'
+        median."""
+        t = rng.standard_t(len(self.spans) - 1, size=n)
+        f = np.maximum(1.0 + t * np.where(t < 0, self.below, self.above), 1e-3)
+        return f if own is None else f * np.median(self.spans) / own
 
     def note(self, own: float | None = None) -> str:
         f = self.factors
         out = (f"run-to-run: each replica's time multiplied by a run factor drawn from what "
                f"{len(f)} recorded runs' spans say of the next one ({f.min():.3f}-{f.max():.3f} "
-               f"of their mean, sd {f.std(ddof=1):.1%}; Student's t predictive, scale "
-               f"{self.scale:.3f}, {len(f) - 1} degrees of freedom)")
+               f"of their median; two-piece Student's t predictive, scales -{self.below:.3f} "
+               f"/ +{self.above:.3f}, {len(f) - 1} degrees of freedom)")
         if own is None:
             return out + "; the trace has no times: taken as a run of the runs' middle"
-        return out + (f", over the trace's own ({own / self.spans.mean():.3f}: its span "
+        return out + (f", over the trace's own ({own / np.median(self.spans):.3f}: its span "
                       f"{own:.4g} s)")
