@@ -200,18 +200,17 @@ APP_RECIPES = {
     "hpccg": Recipe((2, 4, 8, 16), lambda p: ["20", "20", "20"], "weak"),
     # CloverLeaf 2-D (UK-MAC/CloverLeaf_ref, Fortran; make COMPILER=GNU
     # MPI_COMPILER=mpif90.mpich C_MPI_COMPILER=mpicc.mpich): its own open x-fastest grid,
-    # chosen from the mesh's aspect ratio; 256^2 cells per rank (about 16 MB, above the L2
-    # cache at every scale: at 96^2, 2 MB, a rank's data stayed in L2 when 2 ranks shared a
-    # core and not when 16 did, and the compute per rank rose 72% from 4 to 16 ranks), 20 steps
+    # chosen from the mesh's aspect ratio; 256^2 cells per rank, 20 steps (at 96^2, about
+    # 2 MB, a core's L2, the compute per rank rose 72% from 4 to 16 ranks on 2 cores; at
+    # 256^2, about 16 MB, 24% from 4 to 8 and 2-3% after)
     "cloverleaf": Recipe((4, 8, 16, 32), lambda p: [], "weak", lambda p: {
         "clover.in": _clover_in({4: (2, 2), 8: (4, 2), 16: (4, 4), 32: (8, 4)}[p], 256)},
         "mpiexec.mpich"),
     # CloverLeaf 3-D (UK-MAC/CloverLeaf3D_ref, built alike): the split with the least
-    # surface per volume, x fastest; 40^3 cells per rank (15 MB), 20 steps; every extent 3 or
-    # more (from 8, 16, 32 the positions composed there carry their donors' boundary work:
-    # +7..+14% of compute, RESULTS.md)
-    "cloverleaf3d": Recipe((27, 36, 48, 64), lambda p: [], "weak", lambda p: {
-        "clover.in": _clover_in({27: (3, 3, 3), 36: (4, 3, 3), 48: (4, 4, 3),
+    # surface per volume, x fastest; 40^3 cells per rank (15 MB), 20 steps; no interior
+    # below 64: composed
+    "cloverleaf3d": Recipe((8, 16, 32, 64), lambda p: [], "weak", lambda p: {
+        "clover.in": _clover_in({8: (2, 2, 2), 16: (4, 2, 2), 32: (4, 4, 2),
                                  64: (4, 4, 4)}[p], 40)}, "mpiexec.mpich"),
 }
 

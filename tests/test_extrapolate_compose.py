@@ -18,6 +18,7 @@ from minitrace.extrapolate import check as C
 from minitrace.extrapolate import compose as CO
 from minitrace.extrapolate import grid as GR
 from minitrace.extrapolate import structure as ST
+from minitrace.model import TraceBuilder
 from tests.support import synthetic
 from tests.support.record_util import record
 
@@ -132,3 +133,62 @@ def test_a_root_position_gives_its_neighbours_not_its_skeleton():
     assert forced == []
     for field in ("kind", "peer", "bytes_sent", "bytes_recv", "request", "vec_len"):
         assert np.array_equal(data.actions[field], direct.actions[field]), field
+
+
+def _kernel_then_halo(nranks: int, kernel: float = 1e-3, pack: float = 1e-5,
+                      gap: float = 1e-7):
+    """A 2-D open grid (MPI_Dims_create's, no cart_create): per iteration a kernel (the
+    compute opening the halo's stretch), an irecv from each neighbour, a pack then an isend to
+    each, one waitall, an allreduce; ``gap`` of compute between the other calls (a recorder
+    writes a compute before every call)."""
+    grid = GR.Grid(GR.dims_create(nranks, 2), (False, False))
+    b = TraceBuilder(nranks, meta={"volume_unit": "seconds"})
+    for r in range(nranks):
+        c = grid.coords(np.array(r))
+        sides = [(k, s) for k in range(2) for s in (-1, 1) if 0 <= c[k] + s < grid.dims[k]]
+        peers = [int(grid.rank(c + s * np.eye(2, dtype=int)[k])) for k, s in sides]
+        tags = [2 * k + (s > 0) for k, s in sides]
+        b.add(r, "init", t_start=0, t_end=1)
+        for it in range(4):
+            reqs = []
+            for i, (q, tag) in enumerate(zip(peers, tags)):
+                b.add(r, "compute", volume=kernel if i == 0 else gap, t_start=1, t_end=2)
+                reqs.append(len(reqs) + 100 * it)
+                b.add(r, "irecv", peer=q, tag=tag, bytes_recv=800, request=reqs[-1],
+                      t_start=2, t_end=3)
+            for q, tag in zip(peers, tags):
+                b.add(r, "compute", volume=pack, t_start=3, t_end=4)
+                reqs.append(len(reqs) + 100 * it)
+                b.add(r, "isend", peer=q, tag=tag ^ 1, bytes_sent=800, request=reqs[-1],
+                      t_start=3, t_end=4)
+            for kind in ("waitall", "allreduce"):
+                b.add(r, "compute", volume=gap, t_start=4, t_end=5)
+                b.add(r, kind, vector=reqs if kind == "waitall" else None,
+                      bytes_sent=8 if kind == "allreduce" else 0,
+                      bytes_recv=8 if kind == "allreduce" else 0, t_start=4, t_end=5)
+        b.add(r, "finalize", t_start=6, t_end=7)
+    return b.build()
+
+
+def _compute(run, key: str) -> float:
+    """The compute of one rank of class ``key`` (composed: of its parts)."""
+    rc = run.classes[key]
+    if rc.parts is not None:
+        kinds = run.sig.table["kind"][np.asarray(rc.leaves)[ST.leaf_stream(rc.tree)]]
+        return float(rc.parts[kinds == CO.K.code("compute")].sum())
+    a = run.data.actions[run.data.rank_slice(int(rc.ranks[0]))]
+    return float(a["volume"][a["kind"] == CO.K.code("compute")].sum())
+
+
+def test_the_compute_opening_a_stretch_is_the_skeletons_once():
+    # the interior of 4x4, in no run of 4 and 8 ranks, is composed there from positions
+    # that each open their halo with the kernel: it does the kernel once, as recorded at 16
+    scales = (4, 8, 16)
+    runs = C.runs_of([f"k{p}.h5" for p in scales], [_kernel_then_halo(p) for p in scales])
+    assert "(mid,mid)" not in runs[0].classes and "(mid,mid)" not in runs[1].classes
+    notes, why = CO.compose(runs, ["(mid,mid)"])
+    assert not why and notes
+    recorded = _compute(runs[2], "(mid,mid)")
+    assert recorded == pytest.approx(4 * (1e-3 + 4 * 1e-5 + 5 * 1e-7))
+    for run in runs[:2]:    # but a 1e-7 gap before an irecv that opened a donor's stretch
+        assert _compute(run, "(mid,mid)") == pytest.approx(recorded, abs=4 * 3e-7)
