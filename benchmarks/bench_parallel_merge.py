@@ -11,6 +11,9 @@ Run (nice -n 10; minitrace's venv active, so that mpiexec is MPICH's wheel):
       wall time of the serial merge and of 1 and 2 workers, per step, and per-worker RSS
   python benchmarks/bench_parallel_merge.py command --actions 8e6 --ranks 16 [--repeat 3]
       `minitrace merge` in one process against `mpiexec -n 2 minitrace merge`, alternately
+  python benchmarks/bench_parallel_merge.py timeline --actions 8e6 --ranks 16 [--old DIR]
+      each worker's timeline in `mpiexec -n 2 minitrace merge`: every collective step and
+      check with its wall and CPU seconds, and where a worker waits for the other
 """
 from __future__ import annotations
 
@@ -181,8 +184,10 @@ def speed(args) -> None:
 def command(args) -> None:
     """``minitrace merge RAW`` in one process against ``mpiexec -n 2 minitrace merge RAW``
     (merge, validate, summary: what a user runs), alternately, on one generated recording;
-    wall and CPU seconds (children's user + system) of each run and the load beside it."""
-    work = tempfile.mkdtemp(dir=args.tmp)
+    wall and CPU seconds (children's user + system) of each run and the load beside it.  Every
+    run starts in the work directory: ``-m``/``-c`` put the current directory first on the
+    path, where a repository's own package would shadow ``--old``'s."""
+    work = os.path.abspath(tempfile.mkdtemp(dir=args.tmp))
     try:
         raw = os.path.join(work, "raw")
         iters = int(args.actions) // (12 * args.ranks)
@@ -201,7 +206,7 @@ def command(args) -> None:
                 load = os.getloadavg()[0]
                 c0 = os.times()
                 t = time.perf_counter()
-                p = subprocess.run(cmd, capture_output=True, text=True, env=env)
+                p = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=work)
                 t = time.perf_counter() - t
                 c1 = os.times()
                 cpu = c1.children_user - c0.children_user + c1.children_system - \
@@ -221,6 +226,78 @@ def command(args) -> None:
                                                                          for x in pairs],
                               "speedup_of_fastest": round(min(walls[1, None]) /
                                                           min(walls[k, code]), 2)}))
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+_TIMELINE = r"""
+import contextlib, io, json, resource, sys, time
+from minitrace.parallel import world as W, validate as PV
+from minitrace.validate import collectives as VC
+from minitrace.cli import main
+ev, T0 = [], time.perf_counter()
+def cpu():
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
+def timed(obj, name, label):
+    orig = getattr(obj, name)
+    def f(*a, **k):
+        what = f"step: {a[2][:40]}" if name == "step" else label
+        t, c = time.perf_counter(), cpu()
+        try:
+            return orig(*a, **k)
+        finally:
+            ev.append((what, t - T0, time.perf_counter() - T0, cpu() - c))
+    setattr(obj, name, f)
+for n in ("step", "allgather", "gather", "bcast", "alltoall"):
+    timed(W.World, n, f"wait/exchange: {n}")
+for mod, names in ((PV.V, ("check_local_before_p2p", "check_local_after_collectives")),
+                   (PV.VP, ("message_halves", "match_messages", "check_sizes_match")),
+                   (PV.VD, ("first_blocking_receives", "check_recv_cycles")),
+                   (PV, ("_collectives",)), (VC, ("check_collectives_of",))):
+    for n in names:
+        if hasattr(mod, n):
+            timed(mod, n, f"validate: {n}")
+with contextlib.redirect_stdout(io.StringIO()):
+    try:
+        main(["merge", sys.argv[1], "-o", sys.argv[2]])
+    except SystemExit:
+        pass
+w = W.World()
+print(json.dumps({"worker": w.rank, "end_s": time.perf_counter() - T0, "cpu_s": cpu(),
+                  "events": ev}), flush=True)
+"""
+
+
+def timeline(args) -> None:
+    """Each worker's steps, checks and exchanges in ``mpiexec -n 2 minitrace merge`` (wall
+    from the worker's start, wall and CPU seconds; an exchange's time is the wait for the other
+    worker: MPICH polls, so a wait costs CPU too); with ``--old``, the same for that code."""
+    work = os.path.abspath(tempfile.mkdtemp(dir=args.tmp))
+    try:
+        raw = os.path.join(work, "raw")
+        write_run(raw, args.ranks, int(args.actions) // (12 * args.ranks), seed=1)
+        for code in [None] + ([args.old] if args.old else []):
+            out = os.path.join(work, "t.h5")
+            env = dict(os.environ, PYTHONPATH=code) if code else None
+            p = subprocess.run([mpi_tool("mpiexec"), "-n", "2", PY, "-c", _TIMELINE, raw, out],
+                               capture_output=True, text=True, env=env, cwd=work)
+            if p.returncode:
+                print(p.stderr[-2000:])
+                continue
+            workers = sorted((json.loads(ln) for ln in p.stdout.splitlines()),
+                             key=lambda w: w["worker"])
+            print(f"code: {code or 'this'}, load {os.getloadavg()[0]:.1f}")
+            for w in workers:
+                waits = sum(e[2] - e[1] for e in w["events"] if e[0].startswith("wait"))
+                print(f"worker {w['worker']}: end {w['end_s']:.2f} s, CPU {w['cpu_s']:.2f} s, "
+                      f"in exchanges {waits:.2f} s")
+                for what, t0, t1, c in sorted(w["events"], key=lambda e: e[1]):
+                    if t1 - t0 >= args.min:
+                        print(f"  {what:52s} {t0:7.2f} {t1:7.2f}  wall {t1 - t0:5.2f}  "
+                              f"CPU {c:5.2f}")
+            shutil.rmtree(os.path.join(work, "t.parts"), ignore_errors=True)
+            os.unlink(out)
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
@@ -251,6 +328,12 @@ def main() -> None:
     p.add_argument("--old", metavar="DIR", help="also mpiexec -n 2 with the minitrace package "
                    "of DIR (PYTHONPATH), e.g. an earlier commit's `git archive`")
     p.set_defaults(func=command)
+    p = sub.add_parser("timeline")
+    p.add_argument("--actions", type=float, default=8e6)
+    p.add_argument("--ranks", type=int, default=16)
+    p.add_argument("--min", type=float, default=0.05, help="show events of this wall or more")
+    p.add_argument("--old", metavar="DIR", help="also the minitrace package of DIR")
+    p.set_defaults(func=timeline)
     args = ap.parse_args()
     args.func(args)
 
