@@ -260,7 +260,8 @@ def main() -> int:
         machine = (" ".join(VALGRIND) if args.b == "valgrind" else
                    f"{args.steal_us} us of every {args.steal_period_us} us taken from every "
                    f"core, writing through {args.steal_kib} KiB")
-        print(f"load average at start {_load()}; B: {machine}; co-runner streaming {args.stream_mib or 'none'} MiB with "
+        print(f"load average at start {_load()}; B: {machine}; co-runner streaming "
+              f"{args.stream_mib or 'none'} MiB with "
               f"{args.corunner_quota} cores of quota, ranks' quota "
               f"{args.rank_quota or 'none'}, period {args.period_us} us; "
               f"{os.cpu_count()} cores; work {work}", flush=True)
@@ -338,7 +339,8 @@ def main() -> int:
                 for c in (statistics.mean(q.predicted["compute"]) for q in (kern, probed)))
             print(f"| {name} | {load0}-{_load()} | {on_a:.4f} ({own.error:+.1%}) | "
                   f"{measured:.4f} [{min(t for t, _, _ in runs):.4f}-"
-                  f"{max(t for t, _, _ in runs):.4f}] | {err(plain)} | {err(kern.predicted_time)}{span(kern)} | "
+                  f"{max(t for t, _, _ in runs):.4f}] | {err(plain)} | "
+                  f"{err(kern.predicted_time)}{span(kern)} | "
                   f"{err(probed.predicted_time)}{span(probed)} | "
                   f"{site_note.split(': ', 1)[-1]} | {slow} | {part} | {mpi_b:.4f}, "
                   f"{_in_mpi(probed.predicted):.4f} | {_in_mpi(own.measured):.4f}, "

@@ -278,3 +278,28 @@ def test_a_probe_matches_the_start_up_to_the_start_up(machines):
     # a mean over all of the probe's occurrences against all of the trace's would say
     # (10 + 7 x 1.5) / 8 over 41 / 40: x2.50, 102.5 s a rank
     assert np.allclose(tr.factor[4::40], 1.5) and tr.fallback_share == 0.0
+
+
+@pytest.mark.skipif(shutil.which("valgrind") is None,
+                    reason="valgrind absent (benchmarks/bench_elsewhere.py's machine B)")
+def test_a_probe_recorded_under_valgrind_sees_every_call_site(machines, programs, tmp_path):
+    """bench_elsewhere's machine B runs the ranks under valgrind's no-op tool: the recorder
+    (LD_PRELOAD beside valgrind's own preloads) records the same calls there, so a short
+    probe recorded under valgrind gives every call site of a native trace its ratio."""
+    from minitrace.predict.translate import by_probe
+    from tests.support.record_util import Ranked, record
+    exe = programs("halo")
+    native, short, probe = tmp_path / "a.h5", tmp_path / "a10.h5", tmp_path / "b.h5"
+    record(native, 2, [exe, "40", "20000"], volume="cputime")
+    record(short, 2, [exe, "10", "20000"], volume="cputime")
+    record(probe, 2, ["env", "UCX_MEM_MALLOC_HOOKS=no", "UCX_MEM_EVENTS=no",
+                      shutil.which("valgrind"), "--tool=none", "-q", exe, "10", "20000"],
+           volume="cputime", timeout=300)
+    a, b = Ranked(native), Ranked(probe)
+    for r in range(2):                   # the same calls as natively, in the same order
+        assert b.names(r) == Ranked(short).names(r)
+        assert (b.mpi(r)["bytes_sent"] == Ranked(short).mpi(r)["bytes_sent"]).all()
+    assert set(_site_keys(a.data)[1]) == set(_site_keys(b.data)[1])
+    cal_a, cal_b = _calibrations(machines, {"fma": 1.0, "chase": 4.0})
+    tr = by_probe(a.data, b.data, cal_a, cal_b, "from A to B")
+    assert tr.fallback_share == 0.0 and (tr.factor > 0).all()
