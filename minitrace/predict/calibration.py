@@ -200,8 +200,8 @@ class Calibration:
     notes: list[str] = field(default_factory=list)
     segments: dict = field(default_factory=dict)   # quantity -> list of Segment dicts
     path: str = ""
-    # B/s of a rank's local copy of a block in cache / out of the caches (a block above
-    # cold_from bytes); empty in calibrations made before they were measured
+    # B/s of a rank's local copy of a block up to / above cold_from bytes (64 KiB in cache; 4 MiB
+    # packed before, unpacked after); empty in calibrations made before they were measured
     copy_rates: list[float] = field(default_factory=list)
     cold_from: int = 0
     # the kernel set (minitrace.predict.kernels): name -> {"unit", "cpu_rate": work per CPU
@@ -218,7 +218,7 @@ class Calibration:
     hostname: str = ""          # the calibrated machine (its provenance)
 
     def copies(self) -> tuple[float, float, int] | None:
-        """(in-cache B/s, out-of-cache B/s, size above which a block is out of the caches) for
+        """(B/s of a block up to ``cold_from``, B/s above, ``cold_from``) for
         :func:`minitrace.replay.replay`, None when not measured."""
         return (*self.copy_rates, self.cold_from) if len(self.copy_rates) == 2 else None
 
@@ -285,9 +285,10 @@ def _fit(x, y, lo=0.0, hi=np.inf, envelope: int = 0):
 
 
 def _split_fit(x, y, lo: int, cold_from: int):
-    """The rendezvous fit from ``lo``, in two parts when ping-pongs above ``cold_from`` used
-    buffers out of the caches: a breakpoint left to the fit could put a message just above
-    ``cold_from`` on the warm buffers' rate (a 4 MiB exchange at twice its cold speed)."""
+    """The rendezvous fit from ``lo``, in two parts when ping-pongs above ``cold_from`` were
+    measured apart (packed and unpacked; before 2026-11-28, session 9, on buffers out of the
+    caches): a breakpoint left to the fit could put a message just above ``cold_from`` on the
+    smaller messages' rate (a 4 MiB exchange at twice its cold speed)."""
     warm = _fit(x, y, lo=lo, hi=cold_from + 1, envelope=ENVELOPE) if cold_from > lo else None
     cold = _fit(x, y, lo=max(lo, cold_from + 1), envelope=ENVELOPE) if warm else None
     if warm is None or cold is None:
@@ -639,9 +640,8 @@ def summary(cal: Calibration, path: str) -> str:
                  + " ".join(f"{x:.2f}" for x in cal.core_share))
     lines.append(f"  reductions (MPI_SUM, doubles): {cal.reduction_rate / 1e9:.3g} GB/s")
     if cal.copies():
-        lines.append(f"  local copies: {cal.copy_rates[0] / 1e9:.3g} GB/s in cache, "
-                     f"{cal.copy_rates[1] / 1e9:.3g} GB/s for blocks above {cal.cold_from} B "
-                     f"(out of the caches)")
+        lines.append(f"  local copies: {cal.copy_rates[0] / 1e9:.3g} GB/s for blocks up to "
+                     f"{cal.cold_from} B, {cal.copy_rates[1] / 1e9:.3g} GB/s above")
     if cal.kernels:
         lines.append("  kernel set (per CPU second; per wall second): " + "; ".join(
             f"{k} {v['cpu_rate']:.4g}; {v['wall_rate']:.4g} {v['unit']}/s"

@@ -77,8 +77,9 @@ def add_arguments(p) -> None:
     p.add_argument("--iterations-large", type=int, default=6,
                    help="timed iterations per measurement above 64 KiB [%(default)s]")
     p.add_argument("--cold-from", type=int, default=None, metavar="BYTES",
-                   help="ping-pong messages above this size use buffers out of the caches "
-                        "(default: the L2 cache size of CPU 0; 0: none)")
+                   help="ping-pong messages above this size are packed and unpacked as an "
+                        "application's, and fitted apart (default: the L2 cache size of CPU "
+                        "0; 0: none)")
     p.add_argument("--long", action="store_true",
                    help="a longer, steadier run: 4x the sizes, 3 repetitions, 2x the "
                         "iterations")

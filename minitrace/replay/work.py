@@ -130,8 +130,8 @@ def work_notes(counts: dict, unit: str, rate, red, copies) -> list[str]:
     if copies is not None and counts.get("copy_bytes"):
         hot, cold, cold_from = copies
         note = (f"{counts['copies']} collective calls copy the rank's own block "
-                f"({counts['copy_bytes']} B) at {hot:.4g} B/s in cache, {cold:.4g} B/s above "
-                f"{cold_from} B")
+                f"({counts['copy_bytes']} B) at {hot:.4g} B/s up to {cold_from} B, "
+                f"{cold:.4g} B/s above")
         if counts["copies_missed"]:
             note += f"; {counts['copies_missed']} not modelled (no compute action after them)"
         notes.append(note)
