@@ -235,11 +235,14 @@ def _record_app(where: str, name: str, exe: str, recipe: Recipe, reuse: bool) ->
     return paths
 
 
-def apps(tmp: str, given: list[str], keep: str | None, reuse: bool = False) -> None:
+def apps(tmp: str, given: list[str], keep: str | None, reuse: bool = False,
+         seeds: int = 1) -> None:
     """The public mini-apps ``given`` as NAME=EXECUTABLE: recorded (``reuse``: unless
-    recorded in ``keep`` already), then --check --force."""
+    recorded in ``keep`` already), then --check --force; with ``seeds`` > 1 the error of the
+    spread drawn with seeds 1 .. seeds - 1 as well."""
     print("\n| app | runs -> checked | structure | replay extrapolated (s) | replay recorded (s) "
-          "| error | forced | record (s) | check (s) |\n|---|---|---|---|---|---|---|---|---|")
+          "| error | other seeds | forced | record (s) | check (s) |\n"
+          "|---|---|---|---|---|---|---|---|---|---|")
     for item in given:
         name, _, exe = item.partition("=")
         if name not in APP_RECIPES or not exe:
@@ -255,15 +258,18 @@ def apps(tmp: str, given: list[str], keep: str | None, reuse: bool = False) -> N
         row = f"| {name} | {', '.join(map(str, scales[:-1]))} -> {scales[-1]} | "
         try:
             with contextlib.redirect_stdout(io.StringIO()):
-                result = C.self_check(C.load_runs(paths), scaling, 0.05, True, "1Gf")
+                results = [C.self_check(C.load_runs(paths), scaling, 0.05, True, "1Gf",
+                                        seed=seed) for seed in range(seeds)]
         except MinitraceError as e:
             said = str(e) if len(str(e)) < 300 else str(e)[:300] + " ..."
-            print(row + f"refused: {said} | | | | | {recorded_s:.0f} | |")
+            print(row + f"refused: {said} | | | | | | {recorded_s:.0f} | |")
             continue
-        a, b = result["times"]
-        diff = result["differences"]
+        errors = [(a - b) / b for a, b in (r["times"] for r in results)]
+        a, b = results[0]["times"]
+        diff = results[0]["differences"]
         print(row + f"{'identical' if not diff else '; '.join(diff[:2])} | {a:.6g} | {b:.6g} "
-              f"| {(a - b) / b:+.2%} | {len(result['forced'])} | {recorded_s:.0f} "
+              f"| {errors[0]:+.2%} | {', '.join(f'{e:+.1%}' for e in errors[1:])} "
+              f"| {len(results[0]['forced'])} | {recorded_s:.0f} "
               f"| {time.perf_counter() - t:.0f} |")
 
 
@@ -353,6 +359,8 @@ def main() -> None:
     ap.add_argument("--apps", nargs="+", metavar="NAME=EXECUTABLE",
                     help="public mini-apps built by the user: " + ", ".join(APP_RECIPES))
     ap.add_argument("--keep", help="with --apps: keep the recordings in this directory")
+    ap.add_argument("--seeds", type=int, default=1,
+                    help="with --apps: check with the spread drawn from seeds 0 .. SEEDS-1")
     ap.add_argument("--reuse", action="store_true",
                     help="with --apps --keep: record only the scales not recorded there yet")
     args = ap.parse_args()
@@ -369,7 +377,7 @@ def main() -> None:
         if args.composed:
             composed(tmp, args.largest)
         if args.apps:
-            apps(tmp, args.apps, args.keep, args.reuse)
+            apps(tmp, args.apps, args.keep, args.reuse, args.seeds)
         if not (args.grids or args.recorded or args.to_64 or args.speed or args.composed or
                 args.apps):
             accuracy(tmp)

@@ -59,7 +59,8 @@ def run(args) -> int:
         if args.grid:
             raise MinitraceError("--check extrapolates to the largest run's grid: no --grid")
         return C.report(C.self_check(runs, args.scaling, args.threshold, args.force,
-                                     args.compute_rate, args.output))
+                                     args.compute_rate, args.output,
+                                     args.spread == "sample", args.seed))
     if args.ranks is None or args.output is None:
         raise MinitraceError("extrapolate: --ranks N and -o OUTPUT are needed (or --check)")
     check_output_file(args.output)

@@ -19,8 +19,9 @@ Reordered, each run of consecutive rows of one of these kinds on a rank:
 The order is by kind (receives before sends), tag, then signed peer offset (``-1`` before
 ``+1`` at every scale; tag first because on 2 ranks both neighbours are one peer, and a code
 that tags its directions keeps their order there too); a stable sort, so two operations of
-one kind with the same peer and tag keep their recorded order (MPI's non-overtaking rule).  Rows carrying vectors are never moved, and timestamps stay where they
-were (each row slot keeps its times: the trace's clock still runs forward).
+one kind with the same peer and tag keep their recorded order (MPI's non-overtaking rule).
+Rows carrying vectors are never moved, and timestamps stay where they were (each row slot
+keeps its times: the trace's clock still runs forward).
 """
 from __future__ import annotations
 

@@ -65,17 +65,18 @@ def same_structure(a: ST.Run, b: ST.Run) -> list[str]:
 
 
 def self_check(runs: list[ST.Run], scaling: str, threshold: float, force: bool,
-               compute_rate: str, keep: str | None = None) -> dict:
+               compute_rate: str, keep: str | None = None, spread: bool = True,
+               seed: int = 0) -> dict:
     """Extrapolate the largest run from the others (3 or more) on the largest run's grid,
     compare structures and replay both; ``keep``: where to write the extrapolated trace
-    (else a temporary file)."""
+    (else a temporary file); ``spread``, ``seed``: as :func:`.build.extrapolate`'s."""
     if len(runs) < 4:
         raise MinitraceError("--check needs 4 or more runs: the largest is predicted from "
                              "the others (3 or more)")
     target = runs[-1]
     dims = None if target.grid is None else target.grid.dims
     data, parameters, forced = B.extrapolate(runs[:-1], target.nranks, scaling, force,
-                                             threshold, dims)
+                                             threshold, dims, spread, seed)
     extrapolated = ST.load("extrapolated", data, target.grid)
     with tempfile.TemporaryDirectory() as tmp:
         path = keep or os.path.join(tmp, "extrapolated.h5")
