@@ -6,6 +6,7 @@ import pytest
 
 import minitrace
 from minitrace.replay import replay
+from minitrace import kinds as K
 from minitrace import storage
 from tests.support import synthetic
 from minitrace.cli import main
@@ -199,6 +200,18 @@ def test_self_check_reports_structure_and_times(tmp_path, capsys):
     printed = capsys.readouterr().out
     assert "structure at 16 ranks: identical to the recorded run" in printed
     assert "replayed time: extrapolated" in printed
+    # the spread of the self-check is drawn with --seed, and --spread none draws none
+    kept = [str(tmp_path / f"kept{k}.h5") for k in range(3)]
+    for out, extra in zip(kept, (["--seed", "1"], ["--seed", "2"], ["--spread", "none"])):
+        assert main(["extrapolate", *paths, "--check", "--scaling", "strong", "-o", out,
+                     *extra]) == 0
+    capsys.readouterr()
+    volumes = [minitrace.open(k).data().actions["volume"] for k in kept]
+    assert not np.array_equal(volumes[0], volumes[1])
+    none = minitrace.open(kept[2]).data()
+    compute = none.actions["kind"] == K.code("compute")
+    assert len(np.unique(none.actions["volume"][compute].round(15))) < \
+        len(np.unique(volumes[0][compute].round(15)))
     assert main(["extrapolate", *paths[:3], "--check"]) == 1
     assert "needs 4 or more runs" in capsys.readouterr().err
     assert main(["extrapolate", *paths[:3], paths[0], "--ranks", "32", "-o",
