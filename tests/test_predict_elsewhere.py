@@ -169,19 +169,20 @@ def test_the_calibration_knows_its_machine(machines):
     assert load(str(there)).hostname == "elsewhere"
 
 
-def _two_sites(bytes_b: int, slow: float):
-    """One rank computing before a send of 8 bytes (volume 1) and one of ``bytes_b`` (volume
-    2), 5 times; ``slow`` scales the wall time of each compute (the probe's machine)."""
+def _two_sites(bytes_b: int, slow: float, kind_b: str = "barrier"):
+    """One rank computing before a barrier of 8 bytes (volume 1) and a ``kind_b`` of
+    ``bytes_b`` (volume 2), 5 times; ``slow`` scales the wall time of each compute (the probe's
+    machine)."""
     from minitrace.model import TraceBuilder
     b = TraceBuilder(2, meta={"volume_unit": "seconds"})
     for r in range(2):
         t = 0.0
         b.add(r, "init", t_start=t, t_end=t)
         for _ in range(5):
-            for vol, n in ((1.0, 8), (2.0, bytes_b)):
+            for vol, n, kind in ((1.0, 8, "barrier"), (2.0, bytes_b, kind_b)):
                 b.add(r, "compute", volume=vol, t_start=t, t_end=t + vol * slow)
                 t += vol * slow
-                b.add(r, "barrier", bytes_sent=n, t_start=t, t_end=t)
+                b.add(r, kind, bytes_sent=n, t_start=t, t_end=t)
         b.add(r, "finalize", t_start=t, t_end=t)
     return b.build()
 
@@ -197,7 +198,7 @@ def _calibrations(machines, ratios):
 def test_sites_the_probe_did_not_see_take_the_best_kernel_mix(machines):
     from minitrace.predict.translate import by_probe
     big = _two_sites(16, 1.0)
-    probe = _two_sites(32, 3.0)          # x3; the same call site: init .. 8-byte barrier only
+    probe = _two_sites(32, 3.0, "bcast")  # x3; the same call site: init .. 8-byte barrier only
     _, key = _site_keys(big)
     unseen = ~np.isin(key, _site_keys(probe)[1])
     vols = big.actions["volume"][big.actions["kind"] == K.code("compute")]
@@ -233,6 +234,33 @@ def test_sites_the_probe_did_not_see_take_the_best_kernel_mix(machines):
     assert np.allclose(none.factor, 2.0) and none.fallback_share == 1.0       # sqrt(1 * 4)
     assert any("saw none of the call sites" in n for n in none.notes)
     assert np.allclose(none.low, 1.0) and np.allclose(none.high, 4.0)
+
+
+def test_sites_whose_messages_change_size_are_matched_by_their_calls(machines):
+    """Messages whose size depends on the data (atoms crossing a boundary) make a new site at
+    nearly every occurrence: the probe then sees those segments by the kinds of the calls
+    around them, not the kernel mix."""
+    from minitrace.model import TraceBuilder
+    from minitrace.predict.translate import by_probe
+
+    def run(n, sizes, slow):
+        b = TraceBuilder(2, meta={"volume_unit": "seconds"})
+        for r in range(2):
+            t = 0.0
+            b.add(r, "init", t_start=t, t_end=t)
+            for i in range(n):
+                vol = 1.0 + 0.1 * (i % 3)
+                b.add(r, "compute", volume=vol, t_start=t, t_end=t + vol * slow)
+                t += vol * slow
+                b.add(r, "barrier", bytes_sent=sizes(i), t_start=t, t_end=t)
+            b.add(r, "finalize", t_start=t, t_end=t)
+        return b.build()
+    big = run(40, lambda i: 8 * (1 + i * i % 37), 1.0)
+    probe = run(10, lambda i: 8 * (50 + i), 3.0)          # x3, sizes the trace never sent
+    cal_a, cal_b = _calibrations(machines, {"fma": 1.0, "chase": 6.0})
+    tr = by_probe(big, probe, cal_a, cal_b, "from A to B")
+    assert tr.fallback_share == 0.0 and np.allclose(tr.factor, 3.0)
+    assert any("by the kinds of the calls around them alone" in n for n in tr.notes), tr.notes
 
 
 def _no_barrier():

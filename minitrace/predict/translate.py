@@ -21,15 +21,18 @@ wall seconds per CPU second of A, from what a user has:
   long run.  So the trace's occurrences the probe's first half matches take the ratio of that
   half, and all the later ones the ratio of the probe's second half to the same occurrences
   of the trace (the steady state); its interval the bounds of the steady ratio's 95%
-  interval.  Sites the probe did not see take **the kernel mix that best fits the seen
-  sites**: the convex mix of the kernels' ratios (nonnegative weights summing to 1: a
-  segment's time on B is the sum of its parts' times, each part moving as its kernel)
-  nearest, in compute-weighted least squares, to the seen sites' ratios.  That best fit is
-  the seen sites' compute-weighted mean ratio when the kernels' ratios bracket it (reported
-  as the two kernels whose ratios bracket it, the sparsest such mix), else the nearest
-  kernel's ratio (the probe moves beyond every kernel: said); their interval spans the seen
-  sites' range of ratios and the mix.  Without a kernel
-  set the mean ratio itself; a probe that saw no site leaves the kernel set's rule.
+  interval.  Segments whose site the probe did not see at its bytes take the ratio of the
+  site of the same kinds of calls, bytes aside (messages whose size depends on the data, as
+  CoMD's atoms crossing a boundary, make a new site at nearly every occurrence; 82% of its
+  compute went unseen by bytes).  Sites the probe did not see either way take **the kernel
+  mix that best fits the seen sites**: the convex mix of the kernels' ratios (nonnegative
+  weights summing to 1: a segment's time on B is the sum of its parts' times, each part
+  moving as its kernel) nearest, in compute-weighted least squares, to the seen sites'
+  ratios.  That best fit is the seen sites' compute-weighted mean ratio when the kernels'
+  ratios bracket it (reported as the two kernels whose ratios bracket it, the sparsest such
+  mix), else the nearest kernel's ratio (the probe moves beyond every kernel: said); their
+  interval spans the seen sites' range of ratios and the mix.  Without a kernel set the mean
+  ratio itself; a probe that saw no site leaves the kernel set's rule.
 """
 from __future__ import annotations
 
@@ -99,9 +102,10 @@ def _site_ratio(a, a_rank, a_occ, b, b_rank, b_occ):
     return h, r, se, head_of
 
 
-def _site_keys(data) -> tuple[np.ndarray, np.ndarray]:
+def _site_keys(data, by_bytes: bool = True) -> tuple[np.ndarray, np.ndarray]:
     """For every compute action: its row and a key of its call site (kind and bytes of the MPI
-    calls around it), the same on every rank and in every run of the program."""
+    calls around it; ``by_bytes`` False: their kinds alone), the same on every rank and in
+    every run of the program."""
     a = data.actions
     kind = a["kind"].astype(np.int64)
     rows = np.flatnonzero(kind == _COMPUTE)
@@ -110,7 +114,7 @@ def _site_keys(data) -> tuple[np.ndarray, np.ndarray]:
     idx = np.arange(n)
     nxt = np.minimum.accumulate(np.where(call, idx, n)[::-1])[::-1]
     prv = np.maximum.accumulate(np.where(call, idx, -1))
-    size = (a["bytes_sent"] + a["bytes_recv"]).astype(np.int64)
+    size = (a["bytes_sent"] + a["bytes_recv"]).astype(np.int64) if by_bytes else np.zeros(n, int)
     rank = data.rank_of(rows)
     lo, hi = data.rank_offsets[rank], data.rank_offsets[rank + 1]
 
@@ -228,25 +232,42 @@ def by_probe(data, probe, src, dst, where: str, source: str | None = None) -> Tr
     seen = np.zeros(len(rows), bool)
     factor, low, high = np.zeros(len(rows)), np.zeros(len(rows)), np.zeros(len(rows))
     ratios = []
-    for k in np.unique(key):
-        mine, theirs = np.flatnonzero(key == k), pkey == k
+
+    def measure(site, psite, site_occ, psite_occ, only=None):
+        """Give the rows of ``site`` (those in ``only``) the probe's ratio over ``psite``."""
+        mine, theirs = np.flatnonzero(site), psite
         if theirs.sum() < 2:
-            continue
-        got = _site_ratio(vol[mine], rank[mine], occ[mine], pvol[theirs], prank[theirs],
-                          pocc[theirs])
+            return
+        got = _site_ratio(vol[mine], rank[mine], site_occ[mine], pvol[theirs], prank[theirs],
+                          psite_occ[theirs])
         if got is None:
-            continue
+            return
         h, r, se, head_of = got
-        f = np.where(occ[mine] < head_of[rank[mine]], h, r)
+        mine = mine[only[mine]] if only is not None else mine
+        f = np.where(site_occ[mine] < head_of[rank[mine]], h, r)
         factor[mine] = f
         low[mine], high[mine] = f * max(1 - 1.96 * se / r, 0.0), f * (1 + 1.96 * se / r)
         seen[mine] = True
         a = vol[mine].sum()
         ratios.append(((vol[mine] * f).sum() / a if a > 0 else r, a))
+    for k in np.unique(key):
+        measure(key == k, pkey == k, occ, pocc)
+    exact = len(ratios)
+    # sites whose messages change size from one occurrence to the next (atoms crossing a
+    # boundary) match few of the probe's: those rows by the kinds of the calls around them
+    if not seen.all():
+        kinds, pkinds = _site_keys(data, by_bytes=False)[1], _site_keys(probe, False)[1]
+        kocc, pkocc = _occurrences(kinds, rank), _occurrences(pkinds, prank)
+        unseen = ~seen
+        for k in np.unique(kinds[unseen]):
+            measure(kinds == k, pkinds == k, kocc, pkocc, only=unseen)
     total = vol.sum()
     share = vol[seen].sum() / total if total > 0 else 0.0
     notes = [f"compute translated {where} per call site by a probe run: {len(ratios)} sites, "
-             f"{share:.0%} of the compute"]
+             f"{share:.0%} of the compute" +
+             (f" ({len(ratios) - exact} of them by the kinds of the calls around them alone: "
+              f"messages of sizes the probe did not send there)" if len(ratios) > exact
+              else "")]
     if not ratios:
         rule = _kernel_rule(len(rows), src, dst, where, "the probe saw none of the call sites")
         rule.notes[:0] = notes
