@@ -263,6 +263,36 @@ def test_sites_whose_messages_change_size_are_matched_by_their_calls(machines):
     assert any("by the kinds of the calls around them alone" in n for n in tr.notes), tr.notes
 
 
+def test_the_interval_comes_from_the_matched_pairs(machines):
+    """Segments of a site that differ in size in both runs alike (1 s, 3 s, 1 s, ...) at one
+    ratio B/A leave the ratio certain: its interval is the ratio itself, not the spread of the
+    sizes; a ratio that moves from pair to pair widens it."""
+    from minitrace.model import TraceBuilder
+    from minitrace.predict.translate import by_probe
+
+    def run(n, ratio):
+        b = TraceBuilder(2, meta={"volume_unit": "seconds"})
+        for r in range(2):
+            t = 0.0
+            b.add(r, "init", t_start=t, t_end=t)
+            for i in range(n):
+                vol = 1.0 if i % 2 else 3.0
+                b.add(r, "compute", volume=vol, t_start=t, t_end=t + vol * ratio(i))
+                t += vol * ratio(i)
+                b.add(r, "barrier", bytes_sent=8, t_start=t, t_end=t)
+            b.add(r, "finalize", t_start=t, t_end=t)
+        return b.build()
+    big = run(40, lambda i: 1.0)
+    cal_a, cal_b = _calibrations(machines, {"fma": 1.0, "chase": 6.0})
+    steady = by_probe(big, run(12, lambda i: 2.0), cal_a, cal_b, "from A to B")
+    assert np.allclose(steady.factor, 2.0)
+    assert np.allclose(steady.low, 2.0) and np.allclose(steady.high, 2.0)
+    moving = by_probe(big, run(12, lambda i: 2.0 + 0.2 * (i % 3 - 1)), cal_a, cal_b, "A to B")
+    later = np.arange(len(moving.factor)) % 40 >= 6             # the steady occurrences
+    assert (moving.low[later] < moving.factor[later]).all()
+    assert (moving.high[later] > moving.factor[later]).all()
+
+
 def _no_barrier():
     from minitrace.model import TraceBuilder
     b = TraceBuilder(1, meta={"volume_unit": "seconds"})

@@ -21,7 +21,7 @@ wall seconds per CPU second of A, from what a user has:
   long run.  So the trace's occurrences the probe's first half matches take the ratio of that
   half, and all the later ones the ratio of the probe's second half to the same occurrences
   of the trace (the steady state); its interval the bounds of the steady ratio's 95%
-  interval.  Segments whose site the probe did not see at its bytes take the ratio of the
+  interval (from the matched pairs' spread around it).  Segments whose site the probe did not see at its bytes take the ratio of the
   site of the same kinds of calls, bytes aside (messages whose size depends on the data, as
   CoMD's atoms crossing a boundary, make a new site at nearly every occurrence; 82% of its
   compute went unseen by bytes).  Sites the probe did not see either way take **the kernel
@@ -91,9 +91,11 @@ def _site_ratio(a, a_rank, a_occ, b, b_rank, b_occ):
     if len(steady_b) < 2 or steady_a.sum() <= 0 or steady_b.sum() <= 0:
         return None
     r = steady_b.sum() / steady_a.sum()
-    se = r * np.sqrt((steady_b.std(ddof=1) / steady_b.mean()) ** 2 / len(steady_b)
-                     + ((steady_a.std(ddof=1) / steady_a.mean()) ** 2 / len(steady_a)
-                        if len(steady_a) > 1 else 0.0))
+    # the two hold the same occurrences in the same order (rank, then occurrence): pairs, so
+    # the ratio estimator's error is the pairs' spread around r, not each run's spread (a
+    # site's segments may differ in size from one occurrence to the next, both runs alike)
+    off = steady_b - r * steady_a
+    se = np.sqrt((off ** 2).sum() / (len(off) * (len(off) - 1))) / steady_a.mean()
     head_a, head_b = a[in_a & (a_occ < head[a_rank])], b[in_b & (b_occ < head[b_rank])]
     h = head_b.sum() / head_a.sum() if head_a.sum() > 0 and head_b.sum() > 0 else r
     # ranks the probe did not run start up as its ranks did (their median head)
