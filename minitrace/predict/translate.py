@@ -21,10 +21,11 @@ wall seconds per CPU second of A, from what a user has:
   long run.  So the trace's occurrences the probe's first half matches take the ratio of that
   half, and all the later ones the ratio of the probe's second half to the same occurrences
   of the trace (the steady state); its interval the bounds of the steady ratio's 95%
-  interval (from the matched pairs' spread around it).  Segments whose site the probe did not see at its bytes take the ratio of the
-  site of the same kinds of calls, bytes aside (messages whose size depends on the data, as
-  CoMD's atoms crossing a boundary, make a new site at nearly every occurrence; 82% of its
-  compute went unseen by bytes).  Sites the probe did not see either way take **the kernel
+  interval (from the matched pairs' spread around it).  Segments whose site the probe did
+  not see at its bytes take the ratio of the site of the same kinds of calls, bytes aside
+  (messages whose size depends on the data, as CoMD's atoms crossing a boundary, make a new
+  site at nearly every occurrence; 82% of its compute went unseen by bytes).  Sites the
+  probe did not see either way take **the kernel
   mix that best fits the seen sites**: the convex mix of the kernels' ratios (nonnegative
   weights summing to 1: a segment's time on B is the sum of its parts' times, each part
   moving as its kernel) nearest, in compute-weighted least squares, to the seen sites'
