@@ -99,8 +99,9 @@ def sampling(scale: float, recorded: list[str], repeat: int) -> None:
 
 
 def _why(notes: list[str]) -> str:
-    """The sampler's notes on what it replayed fully or whole, for a table cell."""
-    return "; ".join(n for n in notes if n.startswith("replayed ")).replace("|", "/")
+    """The sampler's notes on what it replayed fully or whole and where its bound exceeds the
+    tolerance, for a table cell."""
+    return "; ".join(n for n in notes if n.startswith(("replayed ", "bound "))).replace("|", "/")
 
 
 def record_codes(where: Path, apps: dict) -> list[str]:

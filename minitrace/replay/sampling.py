@@ -30,13 +30,16 @@ change between windows and keeps the rule from holding until it is small.
 
 **Skipped iterations**: predicted by a least-squares line of the replayed steady iterations'
 times (the start's from the steady iteration on, the tail's but its first) against their static
-cost (the slowest rank's compute, and the most calls a rank makes where they vary): the tail
+cost (its compute critical path, :func:`superstep_compute`, and the most calls a rank makes
+where they vary): the tail
 puts the skipped iterations between replayed ones, so a drift is interpolated, not
 extrapolated. Its prediction error (residual variance, inflated
 for residuals correlated from one iteration to the next, plus the line's own uncertainty) gives
 the **bound**: three standard deviations of the skipped time, plus SimGrid's timing precision
 per skipped iteration. Each rank's end time is its end in the reduced replay plus the skipped
-time.
+time. A bound over ``tolerance`` of the predicted time is noted with the misfit that causes it
+(the replayed iterations' spread about the line): more iterations or a full replay are then
+needed for a figure within the tolerance.
 
 Iteration times are read from the native replayer's timeline: a zero-length ``sleep`` marker is
 inserted on every rank at each replayed iteration's start (it takes no simulated time)."""
@@ -78,6 +81,8 @@ PRECISION = 1e-9
 _Z = 3.0
 _SLEEP = K.code("sleep")
 _COMPUTE = K.code("compute")
+#: Calls that return only once other ranks reached theirs: the supersteps' ends.
+_BLOCKING = K.COLLECTIVES | {"wait", "waitall", "recv", "sendrecv", "sendrecv_replace"}
 
 
 @dataclass
@@ -95,6 +100,7 @@ class Phase:
     spread: float = 0.0        # standard deviation of the steady iterations' times
     skipped_time: float = 0.0  # simulated s predicted for the skipped iterations
     variance: float = 0.0      # of that prediction
+    misfit: float = 0.0        # sd of the fitted iterations' times about the line
 
     @property
     def iterations(self) -> int:
@@ -331,17 +337,52 @@ def static_cost(data, bounds: np.ndarray, volume=None) -> tuple[np.ndarray, np.n
 
 
 def slowest_compute(data, bounds: np.ndarray, volume=None) -> np.ndarray:
-    """Per iteration, the slowest rank's compute volume: the static cost the iteration times are
-    regressed on."""
+    """Per iteration, the slowest rank's compute volume (the compute critical path of an
+    iteration with no synchronisation inside)."""
     return static_cost(data, bounds, volume)[0].max(axis=0)
 
 
+def superstep_compute(data, bounds: np.ndarray) -> np.ndarray:
+    """Per iteration, the sum over its supersteps of the slowest rank's compute in each: the
+    iteration's critical path when every blocking call that each rank makes equally often in
+    every iteration (a collective, a waitall closing a halo exchange) synchronises the ranks.
+    Closer to the replayed time than the slowest rank's total when different ranks are slowest
+    in different supersteps (LULESH: three exchanges and an allreduce).  Without such a call it
+    is the slowest rank's compute."""
+    a = data.actions
+    kind = a["kind"]
+    n = bounds.shape[1] - 1
+    sync = np.zeros(len(kind), bool)
+    for k in np.unique(kind[bounds[0, 0]:bounds[0, -1]]):
+        if K.NAME.get(int(k)) not in _BLOCKING:
+            continue
+        at = np.r_[0, np.cumsum(kind == k)]
+        count = at[bounds[:, 1:]] - at[bounds[:, :-1]]           # [nranks, iterations]
+        if (count == count[0]).all() and count[0].min() > 0:
+            sync |= kind == k
+    if not sync.any():
+        return slowest_compute(data, bounds)
+    before = np.r_[0, np.cumsum(sync)]
+    steps = int((before[bounds[0, 1:]] - before[bounds[0, :-1]]).max()) + 1
+    cost = np.zeros((n, steps))
+    comp = kind == _COMPUTE
+    for r in range(len(bounds)):
+        rows = np.arange(bounds[r, 0], bounds[r, -1])
+        rows = rows[comp[rows]]
+        it = np.searchsorted(bounds[r], rows, side="right") - 1
+        step = before[rows] - before[bounds[r, it]]
+        per = np.bincount(it * steps + step, a["volume"][rows], n * steps).reshape(n, steps)
+        np.maximum(cost, per, out=cost)
+    return cost.sum(axis=1)
+
+
 def iteration_cost(data, bounds: np.ndarray) -> np.ndarray:
-    """Per iteration [iterations, 2]: the slowest rank's compute volume, and the most MPI calls
-    a rank makes (which varies where iterations do: a convergence check, an output step)."""
+    """Per iteration [iterations, 2]: its compute critical path (:func:`superstep_compute`),
+    and the most MPI calls a rank makes (which varies where iterations do: a convergence check,
+    an output step)."""
     calls = np.r_[0, np.cumsum(data.actions["kind"] != _COMPUTE)]
     most = (calls[bounds[:, 1:]] - calls[bounds[:, :-1]]).max(axis=0)
-    return np.column_stack([slowest_compute(data, bounds), most.astype(float)])
+    return np.column_stack([superstep_compute(data, bounds), most.astype(float)])
 
 
 def phases_of(data, loop: int, bounds: np.ndarray, window: int) -> list[Phase]:
@@ -789,6 +830,14 @@ def sampled_replay(data, loops: list[np.ndarray] | None, sample="auto", *,
     kept = int((~removed).sum())
     if n_skip == 0:
         notes.append("every iteration was replayed (no phase became steady before its end)")
+    elif bound > tolerance * max(ends):
+        worst = max((p for p in phases if p.skipped), key=lambda p: p.variance)
+        notes.append(f"bound +-{bound / max(ends):.2%} exceeds the {tolerance:.0%} tolerance: "
+                     f"the replayed iterations' times depart from the line of their static "
+                     f"cost by {worst.misfit / worst.per_iteration:.1%} each (loop "
+                     f"{worst.loop}, iterations {worst.first}-{worst.stop - 1}), which "
+                     f"{worst.replayed + worst.tail} of {worst.iterations} replayed cannot pin "
+                     f"down; --sample K with a larger K, or --sample off, for a closer figure")
     notes.append(f"sampled {len(phases)} phase(s) of {len(top)} loop(s): replayed "
                  f"{sum(p.replayed + p.tail for p in phases)} of "
                  f"{sum(p.iterations for p in phases)} "
@@ -864,5 +913,6 @@ def _extrapolate(p: Phase, x: np.ndarray, cost: np.ndarray) -> None:
         rho = float(np.corrcoef(resid[:-1], resid[1:])[0, 1])
         if rho > 0:
             var *= (1 + rho) / (1 - min(rho, 0.9))
+    p.misfit = float(np.sqrt(var))
     p.skipped_time = float(pred.sum())
     p.variance = var * (p.skipped + float(xs @ np.linalg.pinv(X.T @ X) @ xs))
