@@ -28,6 +28,7 @@ dpkg -s libmpich-dev >/dev/null 2>&1 || need+=(libmpich-dev)      # the machine'
 dpkg -s libopenmpi-dev >/dev/null 2>&1 || need+=(libopenmpi-dev)  # (a shim built for each)
 command -v slurmd >/dev/null 2>&1 || need+=(slurm-wlm)   # srun, under a test's own Slurm
 command -v munged >/dev/null 2>&1 || need+=(munge)
+command -v valgrind >/dev/null 2>&1 || need+=(valgrind)  # machine B of bench_elsewhere (issue 37)
 "$PY" -c 'import venv, ensurepip' >/dev/null 2>&1 || need+=(python3-venv)
 if ((${#need[@]})); then
   say "apt-get install ${need[*]}"
