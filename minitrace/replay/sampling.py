@@ -37,9 +37,11 @@ extrapolated. Its prediction error (residual variance, inflated
 for residuals correlated from one iteration to the next, plus the line's own uncertainty) gives
 the **bound**: three standard deviations of the skipped time, plus SimGrid's timing precision
 per skipped iteration. Each rank's end time is its end in the reduced replay plus the skipped
-time. A bound over ``tolerance`` of the predicted time is noted with the misfit that causes it
-(the replayed iterations' spread about the line): more iterations or a full replay are then
-needed for a figure within the tolerance.
+time. Where the bound exceeds ``tolerance`` of the predicted time, the skipped iterations are
+predicted again from their compute critical path through the messages
+(:mod:`.critical_path`, one pass over the trace), the prediction of smaller variance kept; a
+bound still over it is noted with the misfit that causes it (the replayed iterations' spread
+about the line): more iterations or a full replay are then needed for a figure within it.
 
 Iteration times are read from the native replayer's timeline: a zero-length ``sleep`` marker is
 inserted on every rank at each replayed iteration's start (it takes no simulated time)."""
@@ -59,6 +61,7 @@ from ..compress.grammar import build
 from ..compress.loop_view import iterations
 from ..model import assign_vec_offsets, empty_actions
 from ..trace import open as open_trace
+from . import critical_path
 from .api import replay
 
 WINDOW = 12
@@ -823,10 +826,11 @@ def sampled_replay(data, loops: list[np.ndarray] | None, sample="auto", *,
             break
     for pi, p in enumerate(phases):
         _extrapolate(p, times[pi], cost[p.loop][p.first:p.stop])
-    skipped = sum(p.skipped_time for p in phases)
-    ends = [float(e + skipped) for e in res.rank_end_times]
+    ends, bound = _totals(phases, res)
+    if bound > tolerance * max(ends) and _on_critical_path(data, top, phases, times, cost):
+        notes.append("skipped iterations predicted from their compute critical path")
+        ends, bound = _totals(phases, res)
     n_skip = sum(p.skipped for p in phases)
-    bound = _Z * float(np.sqrt(sum(p.variance for p in phases))) + PRECISION * n_skip
     kept = int((~removed).sum())
     if n_skip == 0:
         notes.append("every iteration was replayed (no phase became steady before its end)")
@@ -844,6 +848,36 @@ def sampled_replay(data, loops: list[np.ndarray] | None, sample="auto", *,
                  f"iterations ({replays} replay(s))")
     return SampledReplay(max(ends), ends, bound, kept / total, 1 - kept / total, phases, res,
                          time.perf_counter() - t0, replays, notes + list(res.notes), top)
+
+
+def _totals(phases: list[Phase], res) -> tuple[list[float], float]:
+    """Each rank's predicted end (its end in the reduced replay plus the skipped time), and the
+    bound."""
+    skipped = sum(p.skipped_time for p in phases)
+    bound = _Z * float(np.sqrt(sum(p.variance for p in phases))) + \
+        PRECISION * sum(p.skipped for p in phases)
+    return [float(e + skipped) for e in res.rank_end_times], bound
+
+
+def _on_critical_path(data, loops, phases: list[Phase], times, cost) -> bool:
+    """Predict again each phase's skipped iterations from their compute critical path
+    (:mod:`.critical_path`: costlier than the supersteps' cost, so only where the bound is over
+    the tolerance), keeping per phase the prediction of smaller variance; whether any changed."""
+    at = critical_path.clocks(data)
+    if at is None:
+        return False
+    changed = False
+    for pi, p in enumerate(phases):
+        if not p.skipped:
+            continue
+        c = cost[p.loop][p.first:p.stop].copy()
+        c[:, 0] = critical_path.iteration_path(data, loops[p.loop], at)[p.first:p.stop]
+        q = replace(p)
+        _extrapolate(q, times[pi], c)
+        if q.variance < p.variance:
+            phases[pi] = q
+            changed = True
+    return changed
 
 
 def _marker_times(timeline, reduced, origin, marks, phases) -> list[tuple]:
