@@ -178,8 +178,9 @@ class Recipe(NamedTuple):
 
 #: weak scaling, the largest scale checked
 APP_RECIPES = {
-    # LULESH 2.0: cubes of ranks, 6^3 elements each, 10 steps
-    "lulesh": Recipe((8, 27, 64, 125), lambda p: ["-q", "-s", "6", "-i", "10"], "weak"),
+    # LULESH 2.0: cubes of ranks, 20^3 elements each (a few MB: above a core's L2 however
+    # many ranks share it; 6^3 fitted it at 8 ranks and not at 125), 10 steps
+    "lulesh": Recipe((8, 27, 64, 125), lambda p: ["-q", "-s", "20", "-i", "10"], "weak"),
     # CoMD (ECP-copa/CoMD src-mpi): its own x-fastest periodic grid, 6^3 unit cells per rank;
     # every extent 3 or more (at extent 2 of a torus its +1 and -1 sendrecvs are one rank and
     # fold into a loop of 2)
@@ -196,8 +197,9 @@ APP_RECIPES = {
     # HPCG 3.1: 16^3 per rank, no timed run
     "hpcg": Recipe((8, 16, 32, 64), lambda p: ["--nx=16", "--ny=16", "--nz=16", "--rt=0"],
                    "weak"),
-    # HPCCG 1.0: 20^3 per rank
-    "hpccg": Recipe((2, 4, 8, 16), lambda p: ["20", "20", "20"], "weak"),
+    # HPCCG 1.0: 40^3 per rank (about 20 MB; at 20^3 the compute per rank rose 3x from 2
+    # to 16 ranks on 2 cores)
+    "hpccg": Recipe((2, 4, 8, 16), lambda p: ["40", "40", "40"], "weak"),
     # CloverLeaf 2-D (UK-MAC/CloverLeaf_ref, Fortran; make COMPILER=GNU
     # MPI_COMPILER=mpif90.mpich C_MPI_COMPILER=mpicc.mpich): its own open x-fastest grid,
     # chosen from the mesh's aspect ratio; 256^2 cells per rank, 20 steps (at 96^2, about
