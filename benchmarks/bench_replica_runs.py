@@ -39,6 +39,8 @@ def main() -> int:
                          "line after the launcher's -n 2, split on spaces")
     ap.add_argument("--work", default=None)
     args = ap.parse_args()
+    if args.runs < 6:
+        ap.error("--runs: at least 6 (two halves of 3, the fewest --runs takes)")
     from minitrace.mpitools import mpi_tool
     from minitrace.predict.calibration import load
     from minitrace.predict.prediction import replay_options, with_call_costs

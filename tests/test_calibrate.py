@@ -4,6 +4,7 @@ platform it derives make SimGrid replay a ping-pong in the time the fit says (wi
 eager and rendezvous sizes alike."""
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 import sys
@@ -336,3 +337,41 @@ def test_a_damaged_exchange_or_after_compute_is_refused(calibration, tmp_path, d
     with pytest.raises(MinitraceError, match="after-compute columns" if damage == "negative"
                        else "exchange_size and exchange_time"):
         read_runs(str(bad))
+
+
+def test_runs_measured_on_buffers_out_of_the_caches_are_left_out_beside_newer_ones(calibration,
+                                                                                  tmp_path):
+    """A file holding a run measured before 2026-11-28 (no ``buffers`` attribute: large
+    messages from buffers out of every cache, 2-3x slower) and runs on packed buffers fits the
+    newer ones only, and says so; a file of old runs alone still fits them all."""
+    from minitrace.predict.calibration import PACKED
+    path, _, cal = calibration
+    mixed = tmp_path / "mixed.h5"
+    shutil.copyfile(path, mixed)
+    with h5py.File(mixed, "r+") as f:
+        names = sorted(f["calibration/runs"])
+        assert all(f[f"calibration/runs/{n}"].attrs["buffers"] == PACKED for n in names)
+        del f[f"calibration/runs/{names[0]}"].attrs["buffers"]
+    got = refit(str(mixed))
+    assert any(n.startswith("1 run(s) measured before 2026-11-28") for n in got.notes)
+    with h5py.File(mixed, "r") as f:
+        assert json.loads(f["calibration/fit"].attrs["runs"]) == names[1:]
+    assert got.config == _refit_of(path, names[1:], tmp_path).config
+    with h5py.File(mixed, "r+") as f:
+        for n in names[1:]:
+            del f[f"calibration/runs/{n}"].attrs["buffers"]
+    old = refit(str(mixed))
+    assert not any("measured before" in n for n in old.notes)
+    with h5py.File(mixed, "r") as f:
+        assert json.loads(f["calibration/fit"].attrs["runs"]) == names
+
+
+def _refit_of(path, names, tmp_path):
+    """The fit of the runs ``names`` of ``path`` alone (the others deleted from a copy)."""
+    only = tmp_path / "only.h5"
+    shutil.copyfile(path, only)
+    with h5py.File(only, "r+") as f:
+        for n in list(f["calibration/runs"]):
+            if n not in names:
+                del f[f"calibration/runs/{n}"]
+    return refit(str(only))

@@ -50,3 +50,18 @@ def test_a_receive_no_send_matches_gives_none():
         return steps + [Step("allreduce", nbytes=8)]
     data, _ = build(2, 5, body)
     assert clocks(data) is None
+
+
+def test_a_sendrecv_waits_for_the_send_of_its_own_receive_tag():
+    """A sendrecv's receive is matched by its own source and tag (the action's vector), not by
+    its send tag: the two directions of an exchange on tags 1 and 2 wait for each other."""
+    from minitrace.model import TraceBuilder
+    b = TraceBuilder(2)
+    for r, (work, send_tag) in enumerate(((3.0, 1), (1.0, 2))):
+        b.add(r, "compute", volume=work)
+        b.add(r, "sendrecv", peer=1 - r, tag=send_tag, bytes_sent=8, bytes_recv=8,
+              vector=[1 - r, 3 - send_tag])
+        b.add(r, "compute", volume=0.5)
+    at = clocks(b.build())
+    assert at is not None
+    np.testing.assert_allclose(at[-2:], [3.5, 3.5])       # rank 1 waited for rank 0's send

@@ -293,6 +293,35 @@ def test_the_interval_comes_from_the_matched_pairs(machines):
     assert (moving.high[later] > moving.factor[later]).all()
 
 
+def test_an_occurrence_is_one_pair_over_its_ranks(machines):
+    """B's disturbances hit every rank at once: an occurrence's segments on all ranks make one
+    pair.  Ranks off the ratio in opposite directions at each occurrence cancel (the ratio is
+    certain), in the same direction they widen the interval."""
+    from minitrace.model import TraceBuilder
+    from minitrace.predict.translate import by_probe
+
+    def run(n, ratio):
+        b = TraceBuilder(2, meta={"volume_unit": "seconds"})
+        for r in range(2):
+            t = 0.0
+            b.add(r, "init", t_start=t, t_end=t)
+            for i in range(n):
+                b.add(r, "compute", volume=1.0, t_start=t, t_end=t + ratio(r, i))
+                t += ratio(r, i)
+                b.add(r, "barrier", bytes_sent=8, t_start=t, t_end=t)
+            b.add(r, "finalize", t_start=t, t_end=t)
+        return b.build()
+    big = run(40, lambda r, i: 1.0)
+    cal_a, cal_b = _calibrations(machines, {"fma": 1.0, "chase": 6.0})
+    wobble = [0.3, -0.1, -0.2, 0.25, -0.15, -0.1]
+    apart = by_probe(big, run(12, lambda r, i: 2.0 + (1 - 2 * r) * wobble[i % 6]), cal_a,
+                     cal_b, "A to B")
+    together = by_probe(big, run(12, lambda r, i: 2.0 + wobble[i % 6]), cal_a, cal_b, "A to B")
+    later = np.arange(len(apart.factor)) % 40 >= 6                 # the steady occurrences
+    assert np.allclose(apart.low[later], apart.factor[later])
+    assert np.allclose(apart.high[later], apart.factor[later])
+    assert (together.high[later] - together.low[later] > 0.05).all()
+
 def _no_barrier():
     from minitrace.model import TraceBuilder
     b = TraceBuilder(1, meta={"volume_unit": "seconds"})

@@ -566,6 +566,10 @@ def test_run_to_run_factors_from_recorded_spans(tmp_path):
     assert np.quantile(f, [0.025, 0.975]) == pytest.approx(q, rel=0.03)
     slow = between.draw(np.random.default_rng(0), 200000, own=1.1)
     assert slow == pytest.approx(f * 1.05 / 1.1)
+    three = RunToRun.of(runs[:3])          # one run on each side: both take all runs' deviation
+    d3 = np.array(spans[:3]) / 1.0 - 1
+    assert three.below == three.above == pytest.approx(np.sqrt(1 + 1 / 3) *
+                                                       np.sqrt(np.sum(d3 ** 2) / 2))
     with pytest.raises(MinitraceError, match="at least 3"):
         RunToRun.of(runs[:2])
     untimed = tmp_path / "untimed.h5"

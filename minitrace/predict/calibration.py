@@ -53,6 +53,9 @@ NO_AFTER_COMPUTE = ("no after-compute call cost (measured before minitrace had i
 _MEASUREMENTS = {"kind": "T", "size": "iu", "pair": "T", "time": "f", "t_send": "f"}
 _PER_RANK = {"compute_flops": "f", "compute_cpu": "f", "compute_wall": "f",
              "reduction_rate": "f"}
+#: a run's ``buffers`` attribute: large messages, the exchange and the large copy measured on
+#: buffers packed just before and unpacked just after (measure.py); absent before 2026-11-28
+PACKED = "packed"
 _OPTIONAL = {"peer": ("iu", "n"), "inner": ("iu", "n"), "copy_rate_hot": ("f", "r"),
              "copy_rate_cold": ("f", "r"), **{k: ("f", "r") for k in kernel_set.columns()},
              **{k: ("f", "d") for k in after_compute.columns()},
@@ -174,6 +177,9 @@ def _check_run_attrs(attrs: dict, nranks: int, where: str, path: str) -> None:
     v = attrs.get("kernels_version", 0)
     if not _is_int(v) or v < 0:
         raise bad(f"kernels_version = {v!r}")
+    b = attrs.get("buffers", "")
+    if b not in ("", PACKED):
+        raise bad(f"buffers = {b!r}")
 
 
 @dataclass
@@ -390,7 +396,8 @@ def fit_runs(runs: list[dict]) -> tuple[Calibration, dict]:
     fits["net_eager"] = _fit(xp, eager_net, hi=threshold, envelope=ENVELOPE)
     cold_from = int(runs[-1]["attrs"].get("cold_from", 0))
     if len({int(r["attrs"].get("cold_from", 0)) for r in runs}) > 1:
-        notes.append(f"the runs measured cold ping-pongs from different sizes (--cold-from): "
+        notes.append(f"the runs measured large ping-pongs apart from different sizes "
+                     f"(--cold-from): "
                      f"the rendezvous fit breaks at the last run's, {cold_from} B")
     fits["net_rendezvous"] = _split_fit(xp, yp, threshold, cold_from)
     segs = _net_segments(fits["net_eager"], fits["net_rendezvous"], threshold)
@@ -474,13 +481,29 @@ def _other_route(data, fits, segs, latency, bandwidth, threshold):
 
 
 # -- the file's fit group -----------------------------------------------------------------
+def newest_runs(runs: list[dict]) -> tuple[list[dict], list[str]]:
+    """The runs a fit pools, and a note on those it leaves out: runs whose large messages,
+    exchange and copy were measured on buffers out of every cache (before 2026-11-28, session
+    9: no ``buffers`` attribute) took them 2-3x as long as runs measured on packed and
+    unpacked buffers; in a file that holds both, the newer ones only."""
+    packed = [r for r in runs if r["attrs"].get("buffers", "") == PACKED]
+    if not packed or len(packed) == len(runs):
+        return runs, []
+    return packed, [f"{len(runs) - len(packed)} run(s) measured before 2026-11-28 (large "
+                    f"messages, the exchange and the copy on buffers out of every cache) left "
+                    f"out of the fit: the {len(packed)} newer ones measure them packed and "
+                    f"unpacked, as an application sends them"]
+
+
 def refit(path: str, plot: str | None = None) -> Calibration:
-    """Fit every run in ``path``, store ``/calibration/fit`` and draw ``plot`` (PNG): the runs
-    are read and the fit written under the file's lock (``storage.updating``)."""
+    """Fit the runs in ``path`` (:func:`newest_runs`), store ``/calibration/fit`` and draw
+    ``plot`` (PNG): the runs are read and the fit written under the file's lock
+    (``storage.updating``)."""
     check_file(path)
     with updating(path) as f:
-        runs = _runs_in(f, path)
+        runs, left_out = newest_runs(_runs_in(f, path))
         cal, fits = fit_runs(runs)
+        cal.notes += left_out
         grp = f[GROUP]
         if "fit" in grp:
             del grp["fit"]

@@ -10,9 +10,9 @@ shuffled, since ordered sweeps resonate with periodic noise):
   core's cache (``--cold-from``, default the L2 size) are sent as an iterative application
   sends them: from the same buffer every time, written (packed) just before the call, into the
   same buffer, read (unpacked) just after it.  Buffers taken in turn from a pool out of every
-  cache (what was measured before 2026-11-28) made 2-4 MiB exchanges 2-3x as slow as a C
-  program's packed buffers (``benchmarks/buffer_states.c``), and the transpose was predicted
-  8% high; an application reuses its message buffers;
+  cache (what was measured before 2026-11-28) made 1-4 MiB exchanges 2.6-3.1x as slow as a C
+  program's packed buffers (``benchmarks/buffer_states.c``); an application reuses its message
+  buffers (the transpose's, 24 MiB a rank, are in between: 3-6% low now, 3-7% high before);
 * ``recv``: the time in ``Recv`` of a message that has already arrived (``Iprobe`` first): the
   receive overhead;
 * ``isend``: the time in ``Isend`` (the request is completed outside the timed region);
@@ -52,6 +52,7 @@ from types import SimpleNamespace
 import numpy as np
 
 from . import after_compute, app_memory, kernels
+from .calibration import PACKED
 from ..errors import MinitraceError
 from ..provenance import cache_bytes
 
@@ -182,7 +183,8 @@ def _pingpong_packed(comm, peer: int, first: bool, out_buf: np.ndarray, in_buf: 
 
 
 def _cold_from(args) -> int:
-    """Message size above which the ping-pong uses cold buffers (``--cold-from``, else L2)."""
+    """Message size above which the ping-pong's messages are packed and unpacked
+    (``--cold-from``, else L2)."""
     if args.cold_from is not None:
         return args.cold_from
     return cache_bytes("L2") or 1 << 20
@@ -402,7 +404,7 @@ def run(comm, args) -> dict | None:
     attrs = {"seed": seed, "nranks": comm.size, "hosts": topo["hosts"],
              "rank_to_node": topo["rank_to_node"], "cores": cores,
              "max_size": args.max_size, "nsizes": args.nsizes, "reps": args.reps,
-             "cold_from": cold_from,
+             "cold_from": cold_from, "buffers": PACKED,
              "iterations": args.iterations, "iterations_large": args.iterations_large,
              "eager_threshold": threshold if threshold else "no switch found",
              "mpi_library": meta["mpi_library"], "cpu_model": meta["cpu_model"],

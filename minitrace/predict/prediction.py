@@ -163,7 +163,9 @@ def predict(trace: str, calibration: str | Calibration, *, platform: str | None 
             for k in after_compute.KERNELS] if ranges else None
     if translation is not None:
         out.translation = translation.summary()
-        if ranges and not np.array_equal(translation.low, translation.high):
+        if not ranges:
+            out.notes.append("the translation's interval not replayed (--no-range)")
+        elif not np.array_equal(translation.low, translation.high):
             out.interval = sorted(replay(with_call_costs(translation.apply(raw, b), cal)[0],
                                          **options).simulated_time for b in ("low", "high"))
     if measured is not None:

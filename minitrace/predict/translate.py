@@ -88,15 +88,23 @@ def _site_ratio(a, a_rank, a_occ, b, b_rank, b_occ):
     head = matched // 2                               # the probe's first half: start-up
     in_a = np.isin(a_rank, ranks) & (a_occ < matched[a_rank])
     in_b = np.isin(b_rank, ranks) & (b_occ < matched[b_rank])
-    steady_a, steady_b = a[in_a & (a_occ >= head[a_rank])], b[in_b & (b_occ >= head[b_rank])]
+    sel_a, sel_b = in_a & (a_occ >= head[a_rank]), in_b & (b_occ >= head[b_rank])
+    steady_a, steady_b = a[sel_a], b[sel_b]
     if len(steady_b) < 2 or steady_a.sum() <= 0 or steady_b.sum() <= 0:
         return None
     r = steady_b.sum() / steady_a.sum()
-    # the two hold the same occurrences in the same order (rank, then occurrence): pairs, so
-    # the ratio estimator's error is the pairs' spread around r, not each run's spread (a
-    # site's segments may differ in size from one occurrence to the next, both runs alike)
-    off = steady_b - r * steady_a
-    se = np.sqrt((off ** 2).sum() / (len(off) * (len(off) - 1))) / steady_a.mean()
+    # the two hold the same occurrences: pairs, so the ratio estimator's error is the pairs'
+    # spread around r, not each run's spread (a site's segments may differ in size from one
+    # occurrence to the next, both runs alike); one pair per occurrence, its ranks summed: a
+    # disturbance of B hits every rank at once, and ranks taken as independent pairs made the
+    # interval too narrow
+    m = int(max(a_occ[sel_a].max(), b_occ[sel_b].max())) + 1
+    pair_a = np.bincount(a_occ[sel_a], weights=steady_a, minlength=m)
+    pair_b = np.bincount(b_occ[sel_b], weights=steady_b, minlength=m)
+    seen = (pair_a > 0) | (pair_b > 0)
+    pair_a, pair_b = (pair_a[seen], pair_b[seen]) if seen.sum() >= 2 else (steady_a, steady_b)
+    off = pair_b - r * pair_a
+    se = np.sqrt((off ** 2).sum() / (len(off) * (len(off) - 1))) / pair_a.mean()
     head_a, head_b = a[in_a & (a_occ < head[a_rank])], b[in_b & (b_occ < head[b_rank])]
     h = head_b.sum() / head_a.sum() if head_a.sum() > 0 and head_b.sum() > 0 else r
     # ranks the probe did not run start up as its ranks did (their median head)

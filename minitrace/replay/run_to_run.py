@@ -9,14 +9,15 @@ replayed trace may be one of them), each run's **span** (from the last rank out 
 the last rank into MPI_Finalize, the span the self-check measures) over the runs' median is
 one draw of the run factor.  Each replica's time is multiplied by a factor drawn from what
 those k runs say about the next one: a **two-piece Student's t predictive** centred on their
-median, ``1 + t(k - 1) sqrt(1 + 1/k) s``, with ``s`` the root-mean-square deviation of the runs
-below the median for draws below it and of those above for draws above (each side counting the
-median, k - 1 degrees of freedom; kept positive).  Run times on a shared machine are skewed: a
+median, ``1 + t(k - 1) sqrt(1 + 1/k) s``, with ``s`` the root-mean-square deviation (n - 1 in
+the divisor) of the n runs strictly below the median for draws below it and of those above for
+draws above (k - 1 degrees of freedom; kept positive; a side of one run takes the deviation of
+all k runs from the median, k - 1 in the divisor).  Run times on a shared machine are skewed: a
 run can be disturbed and slow, hardly faster than undisturbed.  A normal predictive centred on
 the mean put the replicas' median 1.8-7.6% above the runs' median on 12 runs of four programs
 (one miniFE run took 1.8x the others), and centred on the median with one spread it left the
-slow runs out; this one held 92-100% of held-out runs there, and 94% of a normal law's draws
-for k = 6 and 11 (benchmarks/bench_replica_runs.py, 2026-11-28).  A resampling of k runs (the
+slow runs out; this one held 92-100% of held-out runs there, and 94.3-95.7% of a normal law's
+draws for k = 3..12 (benchmarks/bench_replica_runs.py, 2026-11-28).  A resampling of k runs (the
 bootstrap, smoothed or not) under-covers by construction: the next run falls outside the range
 of 6 runs with probability 2/7.  The factor multiplies the whole replica (compute and
 communication alike: how the runs differed is not known part by part), divided by the replayed
@@ -93,13 +94,17 @@ class RunToRun:
     def of_spans(cls, paths: list[str], spans) -> "RunToRun":
         """The run factors of runs whose spans (seconds) are known: what :meth:`of` reads
         from the files (a benchmark holding one run out at a time reads them once)."""
+        if len(spans) < MIN_RUNS:
+            raise MinitraceError(f"--runs wants at least {MIN_RUNS} recorded runs of the "
+                                 f"program to estimate how whole runs differ, got {len(spans)}")
         spans = np.asarray(spans, float)
         d = spans / np.median(spans) - 1.0
         c = np.sqrt(1 + 1 / len(d))
+        both = float(c * np.sqrt(np.sum(d ** 2) / (len(d) - 1)))
 
-        def side(x):
-            return float(c * np.sqrt(np.sum(x ** 2) / max(len(x) - 1, 1)))
-        return cls(list(paths), spans, side(d[d <= 0]), side(d[d >= 0]))
+        def side(x):       # one run on a side says nothing of its spread: both sides' then
+            return float(c * np.sqrt(np.sum(x ** 2) / (len(x) - 1))) if len(x) > 1 else both
+        return cls(list(paths), spans, side(d[d < 0]), side(d[d > 0]))
 
     @property
     def factors(self) -> np.ndarray:

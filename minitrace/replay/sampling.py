@@ -862,7 +862,9 @@ def _totals(phases: list[Phase], res) -> tuple[list[float], float]:
 def _on_critical_path(data, loops, phases: list[Phase], times, cost) -> bool:
     """Predict again each phase's skipped iterations from their compute critical path
     (:mod:`.critical_path`: costlier than the supersteps' cost, so only where the bound is over
-    the tolerance), keeping per phase the prediction of smaller variance; whether any changed."""
+    the tolerance), keeping per phase the prediction of smaller variance; whether any changed.
+    (The smaller of two estimated variances is a little optimistic as a bound: two candidates,
+    each its own regression's prediction variance, not corrected for the choice.)"""
     at = critical_path.clocks(data)
     if at is None:
         return False
