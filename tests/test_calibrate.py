@@ -202,17 +202,24 @@ def test_calibrations_without_the_kernel_set_still_load_and_say_so(calibration, 
     assert "kernel set (per CPU second" in summary(cal, str(path))
 
 
-@pytest.mark.parametrize("damage", ["negative", "partial"])
-def test_a_damaged_kernel_set_is_refused(calibration, tmp_path, damage):
-    path, _, _ = calibration
+def _damaged(path, tmp_path, run: str, negative: str, deleted: str, damage: str):
+    """A copy of the calibration ``path`` whose run ``run`` has its column ``negative``'s
+    first value set to -1 (``damage`` "negative") or its column ``deleted`` removed."""
     bad = tmp_path / "bad.h5"
     shutil.copyfile(path, bad)
     with h5py.File(bad, "r+") as f:
-        g = f["calibration/runs/000"]
+        g = f[f"calibration/runs/{run}"]
         if damage == "negative":
-            g["kernel_chase_wall"][0] = -1.0
+            g[negative][0] = -1.0
         else:
-            del g["kernel_fma_cpu"]
+            del g[deleted]
+    return bad
+
+
+@pytest.mark.parametrize("damage", ["negative", "partial"])
+def test_a_damaged_kernel_set_is_refused(calibration, tmp_path, damage):
+    bad = _damaged(calibration[0], tmp_path, "000", "kernel_chase_wall", "kernel_fma_cpu",
+                   damage)
     with pytest.raises(MinitraceError, match="kernel set's columns"):
         read_runs(str(bad))
 
@@ -325,15 +332,8 @@ def test_calibration_buffers_are_in_an_applications_pages():
 def test_a_damaged_exchange_or_after_compute_is_refused(calibration, tmp_path, damage):
     """The run's optional groups are all there or none, each value finite (the exchange's
     > 0, the after-compute penalties >= 0): a damaged one is refused in one line."""
-    path, _, _ = calibration
-    bad = tmp_path / "bad.h5"
-    shutil.copyfile(path, bad)
-    with h5py.File(bad, "r+") as f:
-        g = f["calibration/runs/001"]
-        if damage == "negative":
-            g["after_compute_memory"][0] = -1.0
-        else:
-            del g["exchange_time"]
+    bad = _damaged(calibration[0], tmp_path, "001", "after_compute_memory", "exchange_time",
+                   damage)
     with pytest.raises(MinitraceError, match="after-compute columns" if damage == "negative"
                        else "exchange_size and exchange_time"):
         read_runs(str(bad))

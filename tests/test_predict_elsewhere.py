@@ -263,25 +263,31 @@ def test_sites_whose_messages_change_size_are_matched_by_their_calls(machines):
     assert any("by the kinds of the calls around them alone" in n for n in tr.notes), tr.notes
 
 
+def _steps(n: int, volume, ratio):
+    """Two ranks computing ``volume(r, i)`` CPU seconds in ``ratio(r, i)`` times that of wall
+    time before an 8-byte barrier, ``n`` times (a probe's wall time over a trace's CPU time)."""
+    from minitrace.model import TraceBuilder
+    b = TraceBuilder(2, meta={"volume_unit": "seconds"})
+    for r in range(2):
+        t = 0.0
+        b.add(r, "init", t_start=t, t_end=t)
+        for i in range(n):
+            vol = volume(r, i)
+            b.add(r, "compute", volume=vol, t_start=t, t_end=t + vol * ratio(r, i))
+            t += vol * ratio(r, i)
+            b.add(r, "barrier", bytes_sent=8, t_start=t, t_end=t)
+        b.add(r, "finalize", t_start=t, t_end=t)
+    return b.build()
+
+
 def test_the_interval_comes_from_the_matched_pairs(machines):
     """Segments of a site that differ in size in both runs alike (1 s, 3 s, 1 s, ...) at one
     ratio B/A leave the ratio certain: its interval is the ratio itself, not the spread of the
     sizes; a ratio that moves from pair to pair widens it."""
-    from minitrace.model import TraceBuilder
     from minitrace.predict.translate import by_probe
 
     def run(n, ratio):
-        b = TraceBuilder(2, meta={"volume_unit": "seconds"})
-        for r in range(2):
-            t = 0.0
-            b.add(r, "init", t_start=t, t_end=t)
-            for i in range(n):
-                vol = 1.0 if i % 2 else 3.0
-                b.add(r, "compute", volume=vol, t_start=t, t_end=t + vol * ratio(i))
-                t += vol * ratio(i)
-                b.add(r, "barrier", bytes_sent=8, t_start=t, t_end=t)
-            b.add(r, "finalize", t_start=t, t_end=t)
-        return b.build()
+        return _steps(n, lambda r, i: 1.0 if i % 2 else 3.0, lambda r, i: ratio(i))
     big = run(40, lambda i: 1.0)
     cal_a, cal_b = _calibrations(machines, {"fma": 1.0, "chase": 6.0})
     steady = by_probe(big, run(12, lambda i: 2.0), cal_a, cal_b, "from A to B")
@@ -297,20 +303,10 @@ def test_an_occurrence_is_one_pair_over_its_ranks(machines):
     """B's disturbances hit every rank at once: an occurrence's segments on all ranks make one
     pair.  Ranks off the ratio in opposite directions at each occurrence cancel (the ratio is
     certain), in the same direction they widen the interval."""
-    from minitrace.model import TraceBuilder
     from minitrace.predict.translate import by_probe
 
     def run(n, ratio):
-        b = TraceBuilder(2, meta={"volume_unit": "seconds"})
-        for r in range(2):
-            t = 0.0
-            b.add(r, "init", t_start=t, t_end=t)
-            for i in range(n):
-                b.add(r, "compute", volume=1.0, t_start=t, t_end=t + ratio(r, i))
-                t += ratio(r, i)
-                b.add(r, "barrier", bytes_sent=8, t_start=t, t_end=t)
-            b.add(r, "finalize", t_start=t, t_end=t)
-        return b.build()
+        return _steps(n, lambda r, i: 1.0, ratio)
     big = run(40, lambda r, i: 1.0)
     cal_a, cal_b = _calibrations(machines, {"fma": 1.0, "chase": 6.0})
     wobble = [0.3, -0.1, -0.2, 0.25, -0.15, -0.1]

@@ -71,6 +71,12 @@ def span(data, source: str) -> float:
     return out
 
 
+def _enough(k: int) -> None:
+    if k < MIN_RUNS:
+        raise MinitraceError(f"--runs wants at least {MIN_RUNS} recorded runs of the program "
+                             f"to estimate how whole runs differ, got {k}")
+
+
 @dataclass
 class RunToRun:
     """The runs' spans, and the two scales of the predictive draw (below and above the
@@ -84,19 +90,14 @@ class RunToRun:
     def of(cls, paths: list[str]) -> "RunToRun":
         """The run factors of the recorded runs ``paths`` (MIN_RUNS or more)."""
         from .sampling import load_trace
-        if len(paths) < MIN_RUNS:
-            raise MinitraceError(f"--runs wants at least {MIN_RUNS} recorded runs of the "
-                                 f"program to estimate how whole runs differ, got "
-                                 f"{len(paths)}")
+        _enough(len(paths))                  # (before reading any file)
         return cls.of_spans(paths, [span(load_trace(p, p)[0], p) for p in paths])
 
     @classmethod
     def of_spans(cls, paths: list[str], spans) -> "RunToRun":
         """The run factors of runs whose spans (seconds) are known: what :meth:`of` reads
         from the files (a benchmark holding one run out at a time reads them once)."""
-        if len(spans) < MIN_RUNS:
-            raise MinitraceError(f"--runs wants at least {MIN_RUNS} recorded runs of the "
-                                 f"program to estimate how whole runs differ, got {len(spans)}")
+        _enough(len(spans))
         spans = np.asarray(spans, float)
         d = spans / np.median(spans) - 1.0
         c = np.sqrt(1 + 1 / len(d))
