@@ -38,8 +38,7 @@ def _check_bounds(plain, packed, rel, half):
         return c.compressed_form
 
 
-@pytest.mark.parametrize("rel,half", [(0.01, 1e-6), (0.001, 1e-7)])
-def test_every_value_within_its_bound(tmp_path, rel, half):
+def _timed_stencil():
     data, _ = stencil(4, 200, seed=3)
     rng = np.random.default_rng(3)             # timed, as recorded: gaps and durations
     a = data.actions
@@ -48,11 +47,32 @@ def test_every_value_within_its_bound(tmp_path, rel, half):
         dur = a["volume"][sl] + rng.exponential(3e-6, sl.stop - sl.start)
         end = 10.0 + np.cumsum(dur + rng.exponential(1e-7, len(dur)))
         a["t_start"][sl], a["t_end"][sl] = end - dur, end
+    return data
+
+
+@pytest.mark.parametrize("rel,half", [(0.01, 1e-6), (0.001, 1e-7)])
+def test_every_value_within_its_bound(tmp_path, rel, half):
+    data = _timed_stencil()
     plain, packed = tmp_path / "plain.h5", tmp_path / "packed.h5"
     storage.write_trace(str(plain), data)
     write_compressed(str(packed), data, f"bounded:{100 * rel:g}%",
                      times=f"bounded:{half * 1e9:g}ns")
     _check_bounds(plain, packed, rel, half)
+
+
+def test_exact_volumes_in_ns_with_bounded_times(tmp_path):
+    """Volumes exact in integer ns (which an exact file takes out of the durations) with times
+    on a coarser grid: each time still within its bound (the durations were once stored in
+    grid units less ns volumes, 28 s off on a recorded trace)."""
+    data = _timed_stencil()
+    data.meta["volume_unit"] = "seconds"
+    data.actions["volume"] = np.rint(data.actions["volume"] * 1e9) / 1e9
+    plain, packed = tmp_path / "plain.h5", tmp_path / "packed.h5"
+    storage.write_trace(str(plain), data)
+    write_compressed(str(packed), data, "exact", times="bounded:1us")
+    with minitrace.open(str(packed)) as c:
+        assert "volume_divisor" in c.compressed_form.attrs
+    _check_bounds(plain, packed, 0.0, 1e-6)
 
 
 def test_recorded_program_bounded_is_smaller_and_within_bounds(tmp_path):

@@ -79,20 +79,21 @@ def choose_anchors(kinds: np.ndarray, ids: np.ndarray, offsets: np.ndarray) -> t
 def epoch_of(is_anchor: np.ndarray, offsets: np.ndarray, merge: int) -> np.ndarray:
     """Epoch of each action within its rank: anchors strictly before it, ``merge`` to an
     epoch (an anchor closes the epoch it belongs to)."""
-    a = is_anchor.astype(np.int64)
-    before = np.cumsum(a) - a
-    base = np.concatenate([[0], np.cumsum(a)])[offsets[:-1]]
-    return (before - np.repeat(base, np.diff(offsets))) // merge
+    upto = np.zeros(len(is_anchor) + 1, np.int64)
+    np.cumsum(is_anchor, out=upto[1:])
+    epoch = upto[:-1] - np.repeat(upto[offsets[:-1]], np.diff(offsets))
+    return epoch // merge if merge > 1 else epoch
 
 
-def neighbours(ids: np.ndarray, offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(signature before, signature after) of each action within its rank (-1 at its ends)."""
-    before = np.concatenate([[-1], ids[:-1]]).astype(np.int64)
-    after = np.concatenate([ids[1:], [-1]]).astype(np.int64)
-    starts = V.rank_starts(offsets)
-    ends = offsets[1:][offsets[:-1] < offsets[1:]] - 1
-    before[starts] = -1
-    after[ends] = -1
+def neighbours(ids: np.ndarray, offsets: np.ndarray, rows: np.ndarray, rank: np.ndarray
+               ) -> tuple[np.ndarray, np.ndarray]:
+    """(signature before, signature after) of the actions ``rows`` (of ranks ``rank``) within
+    their rank (-1 at its ends)."""
+    n = len(ids)
+    before = ids[np.maximum(rows - 1, 0)].astype(np.int64) if n else np.zeros(0, np.int64)
+    after = ids[np.minimum(rows + 1, n - 1)].astype(np.int64) if n else np.zeros(0, np.int64)
+    before[rows == offsets[rank]] = -1
+    after[rows == offsets[rank + 1] - 1] = -1
     return before, after
 
 
@@ -126,17 +127,26 @@ def position_in_epoch(gepoch: np.ndarray) -> np.ndarray:
 def epoch_hashes(ids: np.ndarray, gepoch: np.ndarray, n_epochs: int) -> np.ndarray:
     """A 64-bit hash of each epoch's signature sequence (its calls in order and its length):
     epochs that repeat the same calls have the same hash."""
-    pos = position_in_epoch(gepoch).astype(np.uint64)
+    n = len(gepoch)
+    h = np.zeros(n_epochs, np.uint64)
+    if not n:
+        return h.view(np.int64)
+    # epochs are contiguous runs of rows
+    starts = np.flatnonzero(np.concatenate([[True], gepoch[1:] != gepoch[:-1]]))
+    length = np.diff(np.append(starts, n))
+    pos = np.arange(n, dtype=np.uint64)
+    pos -= np.repeat(starts.astype(np.uint64), length)      # (position_in_epoch)
     with np.errstate(over="ignore"):
-        x = (ids.astype(np.uint64) + np.uint64(1)) * _MIX[0] + pos * _MIX[1]
+        x = ids.astype(np.uint64)
+        x += np.uint64(1)
+        x *= _MIX[0]
+        pos *= _MIX[1]
+        x += pos
         x ^= x >> np.uint64(31)
         x *= _MIX[2]
         x ^= x >> np.uint64(29)
-        h = np.zeros(n_epochs, np.uint64)
-        if len(x):        # (epochs are contiguous runs of rows)
-            starts = np.flatnonzero(np.concatenate([[True], gepoch[1:] != gepoch[:-1]]))
-            h[gepoch[starts]] = np.add.reduceat(x, starts)
-        h += np.bincount(gepoch, minlength=n_epochs).astype(np.uint64) * _MIX[1]
+        at = gepoch[starts]
+        h[at] = np.add.reduceat(x, starts) + length.astype(np.uint64) * _MIX[1]
     return h.view(np.int64)
 
 
@@ -145,17 +155,22 @@ def _templates(hashes: np.ndarray, nvol: np.ndarray, rank: np.ndarray, total: in
     """The repeated epochs whose calls are kept by position: hash, volume actions (length)
     and first row in template_means; most repeated first, within the budget."""
     keep = nvol > 0
-    df = pd.DataFrame({"hash": hashes[keep], "length": nvol[keep], "rank": rank[keep]})
-    g = df.groupby("hash", sort=True).agg(length=("length", "first"), n=("length", "size"),
-                                          ranks=("rank", "nunique")).reset_index()
-    g = g[g["n"] >= MIN_REPEATS * g["ranks"]].sort_values("n", ascending=False, kind="stable")
-    cost = np.cumsum(g["length"].to_numpy(np.int64) * P)
-    g = g[cost <= total * TEMPLATE_SHARE].sort_values("hash")
-    out = pd.DataFrame({"hash": g["hash"].to_numpy(np.int64),
-                        "length": g["length"].to_numpy(np.int64)})
-    length = out["length"].to_numpy(np.int64)
-    out["start"] = np.cumsum(length) - length
-    return out
+    order = np.argsort(hashes[keep], kind="stable")
+    h, length, rk = hashes[keep][order], nvol[keep][order], rank[keep][order]
+    new_hash = np.concatenate([[True], h[1:] != h[:-1]]) if len(h) else np.zeros(0, bool)
+    first = np.flatnonzero(new_hash)
+    n = np.diff(np.append(first, len(h)))
+    # (epochs are rank-major, so a hash's ranks come in order: count where the rank changes)
+    ranks = np.add.reduceat(new_hash | np.concatenate([[True], rk[1:] != rk[:-1]]), first) \
+        if len(h) else np.zeros(0, np.int64)
+    h, length = h[first], length[first]            # each hash once, sorted, its first length
+    repeated = np.flatnonzero(n >= MIN_REPEATS * ranks)
+    by_count = repeated[np.argsort(-n[repeated], kind="stable")]
+    cost = np.cumsum(length[by_count] * P)
+    chosen = np.sort(by_count[cost <= total * TEMPLATE_SHARE])
+    length = length[chosen].astype(np.int64)
+    return pd.DataFrame({"hash": h[chosen].astype(np.int64), "length": length,
+                         "start": np.cumsum(length) - length})
 
 
 def _template_of(templates: pd.DataFrame, hashes: np.ndarray, nvol: np.ndarray) -> np.ndarray:
@@ -261,7 +276,7 @@ def _rho(r: np.ndarray, key: np.ndarray) -> float:
         return 0.0
     g = np.empty(len(r))
     g[np.argsort(r, kind="stable")] = _phi_inv((np.arange(len(r)) + 0.5) / len(r))
-    uniq, inv = np.unique(key, return_inverse=True)
+    inv, uniq = pd.factorize(key)              # (a hash table: no sort)
     n = np.bincount(inv, minlength=len(uniq))
     k = n[inv]
     multi = k > 1
@@ -300,18 +315,18 @@ TAIL_SHARE = 0.9
 TAIL_EVERY = 16
 
 
-def tail_calls(vol: np.ndarray, group: np.ndarray, budget: int) -> np.ndarray:
-    """Mask of the calls kept with their own value: per ``group`` (the kind of call), its
-    largest volumes until they hold :data:`TAIL_SHARE` of the group's, at most ``budget``
-    calls in all, shared among the groups by their numbers of calls."""
+def tail_calls(vol: np.ndarray, at: np.ndarray, budget: int) -> np.ndarray:
+    """Mask of the calls kept with their own value: per group ``at`` (the kind of call, as
+    its index among the kinds, in their order), its largest volumes until they hold
+    :data:`TAIL_SHARE` of the group's, at most ``budget`` calls in all, shared among the
+    groups by their numbers of calls."""
     n = len(vol)
     out = np.zeros(n, bool)
     if not n or budget < 1:
         return out
     mag = np.abs(vol)
-    groups, at = V.dense_unique(group)
-    count = np.bincount(at, minlength=len(groups))
-    for g in range(len(groups)):
+    count = np.bincount(at)
+    for g in np.flatnonzero(count).tolist():
         rows = np.flatnonzero(at == g)
         allowed = min(budget * int(count[g]) // n, len(rows))
         if allowed < 1:
@@ -354,13 +369,15 @@ def fit(volume: np.ndarray, vrow: np.ndarray, ids: np.ndarray, offsets: np.ndarr
     epoch = epoch_of(anchor[ids], offsets, merge)
     n_epochs = n_anchor // merge + 1
     epoch_offsets = np.concatenate([[0], np.cumsum(n_epochs)]).astype(np.int64)
-    vr = rank[vrow]
-    vol = volume[vrow]
-    vids = ids[vrow]
-    tail = tail_calls(vol, np.asarray(kinds, np.int64)[vids], len(ids) // TAIL_EVERY)
+    vidx = np.flatnonzero(vrow)
+    vr = rank[vidx]
+    vol = volume[vidx]
+    vids = ids[vidx]
+    _, kind_of_sig = np.unique(np.asarray(kinds, np.int64), return_inverse=True)
+    tail = tail_calls(vol, kind_of_sig[vids], len(ids) // TAIL_EVERY)
     rest = ~tail
     gepoch = epoch_offsets[rank] + epoch
-    ge = gepoch[vrow]
+    ge = gepoch[vidx]
     totals = np.bincount(ge, weights=np.where(rest, vol, 0.0), minlength=int(epoch_offsets[-1]))
     hashes = epoch_hashes(ids, gepoch, int(epoch_offsets[-1]))
     nvol_epoch = np.bincount(ge, minlength=len(hashes))
@@ -372,8 +389,7 @@ def fit(volume: np.ndarray, vrow: np.ndarray, ids: np.ndarray, offsets: np.ndarr
     vr_t, vr_s = vr[tm], vr[st]
     tr = rest[tm]
     template_means = _means(row[tr], vr_t[tr], vol[tm][tr], int(templates["length"].sum()), P)
-    before, after = neighbours(ids, offsets)
-    bv, av = before[vrow], after[vrow]
+    bv, av = neighbours(ids, offsets, vidx, vr)
     site, uniq = pd.factorize(site_keys(vids[st], bv[st], av[st], nsig))   # (no sort)
     order = np.argsort(uniq)                # the distinct sites sorted (docs/FORMAT.md)
     site, uniq = np.argsort(order)[site], uniq[order]
@@ -391,8 +407,9 @@ def fit(volume: np.ndarray, vrow: np.ndarray, ids: np.ndarray, offsets: np.ndarr
     w[st] = means.ravel()[site * P + vr_s]
     D = np.bincount(ge, weights=np.where(rest, w, 0.0), minlength=len(totals))
     n_rest = np.bincount(ge, weights=rest, minlength=len(totals))
-    ev = epoch[vrow]                # the spread fitted on whole epochs (every rank's k-th)
-    f = np.flatnonzero(_uniform(ev) < SPREAD_CALLS / max(nvol, 1))
+    ev = epoch[vidx]                # the spread fitted on whole epochs (every rank's k-th)
+    drawn = _uniform(np.arange(int(ev.max()) + 1 if nvol else 0)) < SPREAD_CALLS / max(nvol, 1)
+    f = np.flatnonzero(drawn[ev])           # (drawn per epoch, each epoch once)
     next_kind = np.asarray(kinds, np.int64)[av[f].clip(0)] * (av[f] >= 0)
     align = align_keys(ev[f], next_kind, vr[f])
     r = rest[f]
@@ -514,14 +531,15 @@ class EpochVolumes:
         row = self.templates["start"].to_numpy(np.int64)[t_of[tm]] + \
             position_in_epoch(epoch)[tm]
         w[tm] = self.template_means[row, rank]
-        before, after = neighbours(ids, offs)
-        keys = site_keys(ids[vrow][~tm], before[vrow][~tm], after[vrow][~tm], self.nsig)
+        vidx = np.flatnonzero(vrow)
+        before, after = neighbours(ids, offs, vidx, np.zeros(len(vidx), np.int64))
+        keys = site_keys(ids[vidx][~tm], before[~tm], after[~tm], self.nsig)
         at = np.searchsorted(self.keys, keys).clip(0, max(len(self.keys) - 1, 0))
         if len(keys) and (not len(self.keys) or (self.keys[at] != keys).any()):
             raise ValueError("a call site missing from model/sites")
         w[~tm] = self.means[self.order[at], rank] if len(keys) else 0.0
         if len(self.spread):
-            next_kind = self.kinds[after[vrow].clip(0)] * (after[vrow] >= 0)
+            next_kind = self.kinds[after.clip(0)] * (after >= 0)
             w *= np.exp(spread(w, align_keys(epoch, next_kind), rank, self.classes,
                                self.spread, self.rho))
         S = self.totals[lo:hi]

@@ -244,15 +244,30 @@ def _candidates(seq: np.ndarray) -> list[int]:
         return small
     narrow = seq.astype(np.uint16) if seq.max() < 1 << 16 else seq   # (ids >= 0)
     order = np.argsort(narrow, kind="stable")         # (16-bit keys: numpy's radix sort)
-    same = seq[order[1:]] == seq[order[:-1]]
+    sorted_seq = narrow[order]
+    same = sorted_seq[1:] == sorted_seq[:-1]
     dist = (order[1:] - order[:-1])[same]
     dist = dist[(dist > SMALL_PERIODS) & (dist <= min(MAX_PERIOD, n // 2))]
     if not len(dist):
         return small
-    values, counts = np.unique(dist, return_counts=True)
-    keep = values[np.argsort(-counts, kind="stable")[:CANDIDATES]]
-    keep = keep[counts[np.searchsorted(values, keep)] >= 2]
+    counts = np.bincount(dist)                        # (distances <= MAX_PERIOD: no sort)
+    values = np.flatnonzero(counts)
+    counts = counts[values]
+    top = np.argsort(-counts, kind="stable")[:CANDIDATES]
+    keep = values[top[counts[top] >= 2]]
     return small + sorted(int(p) for p in keep)
+
+
+def _has_run(m: np.ndarray, p: int) -> bool:
+    """Whether the boolean array ``m`` holds ``p`` consecutive Trues: runs of length 2^k by
+    doubling, then two of them overlapping (log2(p) passes over bytes, no index arrays)."""
+    k = 1
+    while 2 * k <= p and len(m):
+        m = m[:-k] & m[k:]                  # m[i]: m[i..i+2k-1] all True
+        k *= 2
+    if k < p:
+        m = m[:-(p - k)] & m[p - k:]
+    return bool(m.any())
 
 
 def _fold(seq: np.ndarray, p: int, rules: _Builder) -> np.ndarray:
@@ -261,7 +276,7 @@ def _fold(seq: np.ndarray, p: int, rules: _Builder) -> np.ndarray:
     if n < 2 * p:
         return seq
     m = seq[:-p] == seq[p:]
-    if not m.any():
+    if not _has_run(m, p):           # (most candidates: decided without index arrays)
         return seq
     edges = np.diff(np.concatenate([[0], m.view(np.int8), [0]]))
     starts = np.nonzero(edges == 1)[0]
@@ -288,7 +303,6 @@ def _fold(seq: np.ndarray, p: int, rules: _Builder) -> np.ndarray:
 
 def fold_stream(seq: np.ndarray, rules: _Builder) -> np.ndarray:
     """One rank's signature ids folded into nested loops (rules added to ``rules``)."""
-    seq = np.asarray(seq, np.int64)
     for _ in range(MAX_ROUNDS):      # after any fold, the short periods first again: bodies
         before = len(seq)            # stay primitive and inner loops fold before outer ones
         for p in _candidates(seq):
@@ -307,6 +321,9 @@ def build(ids: np.ndarray, rank_offsets: np.ndarray, nterm: int) -> Grammar:
     top_seqs: list[np.ndarray] = []
     rank_grammar = np.zeros(len(rank_offsets) - 1, np.int64)
     folded: dict[bytes, int] = {}
+    # symbols (signatures, then at most one rule per action) as int32 where they fit: the
+    # folds compare half the bytes
+    ids = np.asarray(ids, np.int32 if nterm + len(ids) < 1 << 31 else np.int64)
     for r in range(len(rank_offsets) - 1):
         stream = ids[rank_offsets[r]:rank_offsets[r + 1]]
         key = stream.tobytes()

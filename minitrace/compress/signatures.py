@@ -155,6 +155,18 @@ def encode(data: TraceColumns) -> Signatures:
     return Signatures(table, ids, vec_off, vec_values, new_values, new_off)
 
 
+def _packed_words(cols: dict) -> list[np.ndarray]:
+    """The signature columns packed without loss into six 64-bit words (the four one-byte
+    columns into one, the 32-bit ones in pairs): fewer to hash and to check."""
+    small = cols["kind"].astype(np.int64)
+    for shift, f in ((8, "flags"), (16, "peer_mode"), (24, "req_mode")):
+        small |= cols[f].astype(np.int64) << shift
+    low = np.int64(0xFFFFFFFF)
+    pairs = [(cols[hi].astype(np.int64) << 32) | (cols[lo].astype(np.int64) & low)
+             for hi, lo in (("peer", "tag"), ("comm", "vec"))]
+    return [small, *pairs, cols["bytes_sent"], cols["bytes_recv"], cols["request"]]
+
+
 def _hash_words(words: list[np.ndarray], n: int) -> np.ndarray:
     """A 64-bit hash of each row of equal-length integer columns."""
     h = np.zeros(n, np.uint64)
@@ -222,9 +234,10 @@ def factorize(cols: dict, n: int) -> tuple[np.ndarray, np.ndarray]:
     if not n:
         return np.zeros(0, SIGNATURE_DTYPE), np.zeros(0, np.int64)
     names = SIGNATURE_DTYPE.names
-    ids, uniq = pd.factorize(_hash_words([cols[f] for f in names], n))
+    words = _packed_words(cols)
+    ids, uniq = pd.factorize(_hash_words(words, n))
     first = _first_of(ids, len(uniq))
-    if not all(np.array_equal(cols[f][first][ids], cols[f]) for f in names):
+    if not all(np.array_equal(w[first][ids], w) for w in words):
         sig = np.zeros(n, SIGNATURE_DTYPE)
         for f in names:
             sig[f] = cols[f]

@@ -101,15 +101,15 @@ def compress(data: TraceColumns, volumes: str = "exact", precision: float = 0.01
             attrs["volume_divisor"] = divisor
         if scale is not None:
             attrs["volume_scale"] = scale
-        if divisor == 1e9 or scale == 1e-9:
+        if (divisor == 1e9 or scale == 1e-9) and quantum == 1:    # (ns, like the times)
             vol_ns = np.zeros(len(a), np.int64)
             vol_ns[vrow] = stored
             attrs["duration_less_volume"] = True
-    enc, t0, cols = V.encode_times(ts, te, data.rank_offsets, vol_ns, quantum)
+    # the times as a reader of either form decodes them (for the spans and the model)
+    enc, t0, cols, (ts, te) = V.encode_times(ts, te, data.rank_offsets, vol_ns, quantum,
+                                             gaps=volumes == "exact")
     if quantum > 1 and enc == "ns-gap":
         attrs["time_quantum"] = quantum
-    if enc == "ns-gap":            # the times as a reader of either form decodes them
-        ts, te = V.decode_all_times(cols, t0, data.rank_offsets, vol_ns, quantum)
     if enc != "untimed":
         side["t_first"], side["t_last"] = V.rank_spans(ts, te, data.rank_offsets)
     if volumes == "exact":
@@ -134,13 +134,11 @@ def _model_times(data, ids, group, ts, te, timed: bool) -> dict:
     """Model mode's time statistics: durations and gaps per signature and rank group."""
     if not timed:
         return {}
-    ok = np.isfinite(ts) & np.isfinite(te)
-    prev_end = np.concatenate([[np.nan], te[:-1]])
+    prev_end = np.empty_like(te)
+    prev_end[:1] = np.nan
+    prev_end[1:] = te[:-1]
     prev_end[V.rank_starts(data.rank_offsets)] = np.nan
-    gap = ts - prev_end
-    okg = np.isfinite(gap)
-    stats = pd.concat([V.group_stats((te - ts)[ok], ids[ok], group[ok], "duration"),
-                       V.group_stats(gap[okg], ids[okg], group[okg], "gap")], ignore_index=True)
+    stats = V.group_stats(ids, group, {"duration": te - ts, "gap": ts - prev_end})
     return {"stats": stats.astype({"mean": np.float32, "std": np.float32})}   # (a model's)
 
 

@@ -107,18 +107,20 @@ def parse_quantum(spec: str) -> int:
 
 
 def encode_times(ts: np.ndarray, te: np.ndarray, offsets: np.ndarray, vol_ns: np.ndarray | None,
-                 quantum: int = 1):
-    """(encoding, t0, {name: array}) of the timestamps; encoding ``ns-gap`` (integers: gap
-    since the previous action's end, first of each rank from t0; duration, less ``vol_ns``
-    where given; in units of ``quantum`` ns when it is above 1, every start and end rounded
-    to that grid), ``float-seconds`` (as is) or ``untimed``."""
+                 quantum: int = 1, gaps: bool = True):
+    """(encoding, t0, {name: array}, (t_start, t_end) as a reader decodes them) of the
+    timestamps; encoding ``ns-gap`` (integers: gap since the previous action's end, first of
+    each rank from t0; duration, less ``vol_ns`` where given (integer ns: only with
+    ``quantum`` 1); in units of ``quantum`` ns when it is above 1, every start and end
+    rounded to that grid), ``float-seconds`` (as is) or ``untimed``.  ``gaps=False``: no
+    columns (model mode stores none), the decoded times only."""
     if not len(ts) or not np.isfinite(ts).any():
-        return "untimed", 0.0, {}
+        return "untimed", 0.0, {}, (ts, te)
     span = max(float(te.max() - ts.min()), float(np.abs(te - ts).max())) \
         if np.isfinite(ts).all() and np.isfinite(te).all() else np.inf
     if not span * NS < 2 ** 62:
         return "float-seconds", 0.0, {"t_start": ts.astype(np.float64),
-                                       "t_end": te.astype(np.float64)}
+                                       "t_end": te.astype(np.float64)}, (ts, te)
     t0 = float(ts.min())
     if quantum > 1:
         start = np.rint((ts - t0) * (NS / quantum)).astype(np.int64)
@@ -126,13 +128,21 @@ def encode_times(ts: np.ndarray, te: np.ndarray, offsets: np.ndarray, vol_ns: np
     else:
         start = np.rint((ts - t0) * NS).astype(np.int64)
         dur = np.rint((te - ts) * NS).astype(np.int64)
+    # a reader sums gaps and durations back to these integers: start = ns / 1e9 + t0,
+    # end = start + duration / 1e9 (expand.py)
+    t_start = (start * quantum if quantum > 1 else start) / NS + t0
+    decoded = t_start, t_start + (dur * quantum if quantum > 1 else dur) / NS
+    if not gaps:
+        return "ns-gap", t0, {}, decoded
     gap = start.copy()
     gap[1:] -= start[:-1] + dur[:-1]
     firsts = rank_starts(offsets)
     gap[firsts] = start[firsts]
     if vol_ns is not None:
+        if quantum > 1:
+            raise ValueError("durations less the volume are integer ns (quantum 1)")
         dur = dur - vol_ns
-    return "ns-gap", t0, {"t_gap": gap, "t_duration": dur}
+    return "ns-gap", t0, {"t_gap": gap, "t_duration": dur}, decoded
 
 
 def rank_spans(ts: np.ndarray, te: np.ndarray, offsets: np.ndarray):
@@ -147,27 +157,6 @@ def rank_spans(ts: np.ndarray, te: np.ndarray, offsets: np.ndarray):
             first[has] = np.fmin.reduceat(ts, starts)
             last[has] = np.fmax.reduceat(te, starts)
     return first, last
-
-
-def decode_all_times(cols: dict, t0: float, offsets: np.ndarray, vol_ns,
-                     quantum: int = 1) -> tuple:
-    """Every rank's (t_start, t_end) from ``ns-gap`` columns, as a reader of either form
-    decodes them (start = ns / 1e9 + t0, end = start + duration / 1e9; one cumulative sum,
-    restarted at each rank; gaps and durations in units of ``quantum`` ns)."""
-    gap, dur = cols["t_gap"].astype(np.int64), cols["t_duration"].astype(np.int64)
-    if quantum > 1:
-        gap, dur = gap * quantum, dur * quantum
-    if vol_ns is not None:
-        dur = dur + vol_ns
-    steps = gap.copy()
-    steps[1:] += dur[:-1]
-    firsts = rank_starts(offsets)
-    steps[firsts] = gap[firsts]
-    start = np.cumsum(steps, dtype=np.int64)
-    base = np.concatenate([[0], start])[offsets[:-1]]
-    start -= np.repeat(base, np.diff(offsets))
-    t_start = start / NS + t0
-    return t_start, t_start + dur / NS
 
 
 # -- model -------------------------------------------------------------------------------------
@@ -207,17 +196,29 @@ def dense_unique(key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return uniq, index[key]
 
 
-def group_stats(values: np.ndarray, sig: np.ndarray, group: np.ndarray,
-                what: str) -> pd.DataFrame:
-    """Per (signature, rank group) present: count, mean and std (sample) of ``values``."""
+def group_stats(sig: np.ndarray, group: np.ndarray, quantities: dict) -> pd.DataFrame:
+    """Per quantity (name -> values, NaN where unknown) and (signature, rank group) with a
+    finite value: count, mean and std (sample).  The groups are found once for all the
+    quantities; unknown values weigh 0 (the sums are those of the finite values alone)."""
     ngroup = int(group.max()) + 1 if len(group) else 1
     key = sig.astype(np.int64) * ngroup + group
     uniq, inv = dense_unique(key)
-    count = np.bincount(inv, minlength=len(uniq))
-    mean = np.bincount(inv, weights=values, minlength=len(uniq)) / np.maximum(count, 1)
-    dev = values - mean[inv]
-    ss = np.bincount(inv, weights=dev * dev, minlength=len(uniq))
-    std = np.where(count > 1, np.sqrt(ss / np.maximum(count - 1, 1)), 0.0)
-    return pd.DataFrame({"what": np.full(len(uniq), QUANTITIES.index(what), np.int8),
-                         "signature": uniq // ngroup, "group": uniq % ngroup, "count": count,
-                         "mean": mean, "std": std})
+    frames = []
+    for what, values in quantities.items():
+        ok = np.isfinite(values)
+        every = bool(ok.all())
+        v = values if every else np.where(ok, values, 0.0)
+        count = np.bincount(inv, minlength=len(uniq)) if every else \
+            np.bincount(inv, weights=ok, minlength=len(uniq)).astype(np.int64)
+        mean = np.bincount(inv, weights=v, minlength=len(uniq)) / np.maximum(count, 1)
+        dev = v - mean[inv]
+        if not every:
+            dev[~ok] = 0.0
+        ss = np.bincount(inv, weights=dev * dev, minlength=len(uniq))
+        std = np.where(count > 1, np.sqrt(ss / np.maximum(count - 1, 1)), 0.0)
+        has = count > 0
+        frames.append(pd.DataFrame({
+            "what": np.full(int(has.sum()), QUANTITIES.index(what), np.int8),
+            "signature": uniq[has] // ngroup, "group": uniq[has] % ngroup,
+            "count": count[has], "mean": mean[has], "std": std[has]}))
+    return pd.concat(frames, ignore_index=True)
