@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from dataclasses import replace
 
 import numpy as np
 import pytest
 
+from minitrace import kinds as K
 from minitrace.errors import MinitraceError
 from minitrace.replay import replay
 from minitrace.replay.sampling import WINDOW, load_trace, loops_of, phases_of, sampled_replay, \
@@ -59,6 +61,23 @@ def test_a_warmup_block_does_not_make_a_phase():
     data, bounds = stencil(2, 20 * WINDOW, warmup=2.0)
     assert [(p.first, p.stop) for p in phases_of(data, 0, bounds, WINDOW)] == \
         [(0, 20 * WINDOW)]
+
+
+def test_a_change_of_compute_level_is_no_phase_a_change_of_balance_is():
+    """Every rank 30% slower over the loop's last 8 blocks (a recorded machine's transient)
+    stays in the phase, which the line against the critical path follows; one rank alone 30%
+    slower there moves the balance between ranks (how long the others wait): a phase."""
+    data, bounds = stencil(2, 20 * WINDOW)
+    late = np.zeros(len(data.actions), bool)
+    for r in range(2):
+        late[bounds[r, 12 * WINDOW]:bounds[r, -1]] = True
+    late &= data.actions["kind"] == K.code("compute")
+    for ranks, want in (((0, 1), [(0, 20 * WINDOW)]),
+                        ((0,), [(0, 12 * WINDOW), (12 * WINDOW, 20 * WINDOW)])):
+        acts = data.actions.copy()
+        acts["volume"][late & np.isin(data.rank_of(), ranks)] *= 1.3
+        got = phases_of(replace(data, actions=acts), 0, bounds, WINDOW)
+        assert [(p.first, p.stop) for p in got] == want, ranks
 
 
 @pytest.fixture(scope="module")

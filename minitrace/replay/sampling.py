@@ -8,14 +8,15 @@ iterations + 1]); a loop must be on every rank with the same number of iteration
 over the varied iterations next to it (:func:`extend_loop`: a convergence check, an output
 step). Only top-level loops are sampled (a nested loop is inside its parent's iterations);
 successive loops are sampled one after the other. A loop is cut into **phases** where its
-iterations' static cost changes (the mean over a block of ``window`` iterations of any rank's
-compute, or of the most bytes a rank moves, departs from the phase's first block by more than
-``PHASE_TOLERANCE`` and by more than three standard errors, in ``LASTING`` (4) successive
-blocks: refinement phases of an AMR code, a regime change; a shorter first run is a warm-up,
-no phase). In each phase a start of ``m`` iterations is replayed (auto: ``4 window`` first,
-grown by a window until ``8 window``, then doubled, until the rule below holds; the window is
-a 40th of a loop of fewer than ``40 WINDOW`` iterations, at least ``MIN_WINDOW``), and a
-**tail** of ``window`` iterations at its end when more than ``3 window`` would be skipped,
+communication or its balance changes (the mean over a block of ``window`` iterations of the
+bytes a rank moves, or of a rank's share of the compute, departs from the phase's first block
+by more than ``PHASE_TOLERANCE`` and by more than three standard errors, in ``LASTING`` (4)
+successive blocks: refinement phases of an AMR code, a regime change; a shorter first run is a
+warm-up, no phase; a change of the compute's level on every rank alike stays in its phase, where
+the line against the critical path follows it). In each phase a start of ``m`` iterations is
+replayed (auto: ``4 window`` first, grown by a window until ``8 window``, then doubled, until the
+rule below holds; the window is a 40th of a loop of fewer than ``40 WINDOW`` iterations, at
+least ``MIN_WINDOW``), and a **tail** of ``window`` iterations at its end when more than ``3 window`` would be skipped,
 grown back over any variant of the skipped iterations it lacks; the iterations between are
 skipped, by whole periods of a pipeline where requests span one iteration into the next
 (:func:`crossing_requests`).
@@ -389,15 +390,24 @@ def iteration_cost(data, bounds: np.ndarray) -> np.ndarray:
 
 
 def phases_of(data, loop: int, bounds: np.ndarray, window: int) -> list[Phase]:
-    """Cut a loop where the mean over a block of ``window`` iterations of a rank's compute, or of
-    the most bytes a rank moves, departs from its phase's first block by more than
-    PHASE_TOLERANCE."""
+    """Cut a loop where the mean over a block of ``window`` iterations of the bytes a rank
+    moves, or of a rank's share of the compute (its compute over the ranks' mean), departs from
+    its phase's first block by more than PHASE_TOLERANCE: where the communication or the
+    balance between ranks changes (an AMR code's refinement moves the load), which changes how
+    long ranks wait for each other.  A change of the compute's level alone (every rank slower
+    together: a recorded machine's transient, a drift) stays in its phase, whose skipped
+    iterations are regressed on their compute critical path."""
     n = bounds.shape[1] - 1
     nblocks = n // window
     if nblocks < 2:                   # no two blocks to compare: one phase
         return [Phase(loop, 0, n, window)]
-    comp, moved = static_cost(data, bounds)
-    cost = np.concatenate([comp, moved[None, :]]).T          # [iterations, nranks + 1]
+    a = data.actions
+    comp = static_cost(data, bounds)[0]
+    level = comp.mean(axis=0)
+    share = np.divide(comp, level, out=np.ones_like(comp), where=level > 0)
+    moved = np.r_[0, np.cumsum(a["bytes_sent"] + a["bytes_recv"])]
+    moved = moved[bounds[:, 1:]] - moved[bounds[:, :-1]]
+    cost = np.concatenate([share, moved]).T.astype(float)      # [iterations, 2 nranks]
     out, start = [], 0
     blocks = cost[:nblocks * window].reshape(nblocks, window, -1)
     means = blocks.mean(1)
