@@ -18,8 +18,8 @@ replayed (auto: ``4 window`` first, grown by a window until ``8 window``, then d
 rule below holds; the window is a 40th of a loop of fewer than ``40 WINDOW`` iterations, at
 least ``MIN_WINDOW``), and a **tail** of ``window`` iterations at its end when more than
 ``3 window`` would be skipped, grown back over any variant of the skipped iterations it lacks;
-the iterations between are skipped, by whole periods of a pipeline where requests span one iteration into the next
-(:func:`crossing_requests`).
+the iterations between are skipped, by whole periods of a pipeline where requests span one
+iteration into the next (:func:`crossing_requests`).
 
 **Steady rule**: iteration ``s`` starts the steady state when the mean simulated time per
 iteration over the three windows ``[s, s+w)``, ``[s+w, s+2w)``, ``[s+2w, s+3w)`` changes from
