@@ -22,8 +22,64 @@ def test_penalty_conventions():
     assert got[2] == pytest.approx(mean[0]) and got[3] == pytest.approx(mean[1])
     assert got[4] == pytest.approx((mean[1] + mean[2]) / 2)    # linear in log duration
     assert got[5] == pytest.approx(mean[3]) and got[6] == pytest.approx(mean[3])   # held
-    assert ac.penalty(TABLE, d, "memory")[3] == pytest.approx(2e-6)
-    assert ac.penalty(TABLE, d, "registers")[5] == pytest.approx(3e-6)
+    assert ac.penalty(TABLE, d, kernel="memory")[3] == pytest.approx(2e-6)
+    assert ac.penalty(TABLE, d, kernel="registers")[5] == pytest.approx(3e-6)
+    # a table of 8-byte exchanges only (calibrations before sizes): the same at any size
+    assert ac.penalty(TABLE, d, np.full(len(d), 1e6)) == pytest.approx(got)
+
+
+#: a table with sizes (calibrations since 2026-11-28, session 10): rows are sizes
+SIZED = {"seconds": TABLE["seconds"], "bytes": [8, 8192, 65536],
+         "registers": [TABLE["registers"], [0.0, 1e-6, 4e-6, 9e-6], [0.0, 2e-6, 5e-6, 10e-6]],
+         "memory": [TABLE["memory"], [1e-6, 4e-6, 20e-6, 24e-6], [2e-6, 6e-6, 28e-6, 30e-6]]}
+
+
+def test_penalty_is_linear_in_size_between_the_sizes_measured_and_held_beyond():
+    rows = (np.array(SIZED["registers"]) + np.array(SIZED["memory"])) / 2    # (size, duration)
+    sizes = np.array([1, 8, 4100, 8192, 36864, 65536, 1e9])
+    got = ac.penalty(SIZED, np.full(len(sizes), 500e-6), sizes)
+    w = (4100 - 8) / (8192 - 8)
+    want = [rows[0, 2], rows[0, 2], (1 - w) * rows[0, 2] + w * rows[1, 2], rows[1, 2],
+            (rows[1, 2] + rows[2, 2]) / 2, rows[2, 2], rows[2, 2]]
+    assert got == pytest.approx(want)
+    # in duration as before, per size; nothing below the first duration at any size
+    two = ac.penalty(SIZED, np.array([10e-6, np.sqrt(100e-6 * 500e-6)]), 8192, kernel="memory")
+    assert two == pytest.approx([0.0, (4e-6 + 20e-6) / 2])
+    assert ac.valid(SIZED)
+    for bad in ({**SIZED, "bytes": [8, 8192]}, {**SIZED, "bytes": [8192, 8, 65536]},
+                {**SIZED, "bytes": [0, 8, 16]}, {**SIZED, "bytes": [8.5, 16, 32]},
+                {**SIZED, "memory": [[1e-6] * 4] * 2 + [[-1e-6] * 4]},
+                {**SIZED, "registers": [[1e-6] * 3] * 3}):
+        assert not ac.valid(bad)
+
+
+def test_each_compute_takes_the_bytes_its_calls_move():
+    """Rank 0: a 1 ms compute, then receives and sends 8 KiB with rank 1 (and as much to and from
+    MPI_PROC_NULL, which moves nothing) across a 1 us compute (too short to evict anything: the
+    same stretch), waitall; a 1 ms compute, an 8-byte allreduce.  The first compute's calls
+    move 8 KiB each way, the second's 8 bytes."""
+    b = TraceBuilder(2, {"volume_unit": "seconds"})
+    for r in range(2):
+        b.add(r, "init")
+        b.add(r, "compute", volume=1e-3)
+        b.add(r, "irecv", peer=1 - r, tag=0, bytes_recv=8192, request=1)
+        b.add(r, "compute", volume=1e-6)
+        b.add(r, "irecv", peer=-1, tag=0, bytes_recv=8192, request=2)
+        b.add(r, "isend", peer=1 - r, tag=0, bytes_sent=8192, request=3)
+        b.add(r, "isend", peer=-1, tag=0, bytes_sent=8192, request=4)
+        b.add(r, "waitall")
+        b.add(r, "compute", volume=1e-3)
+        b.add(r, "allreduce", bytes_sent=8, bytes_recv=8)
+        b.add(r, "finalize")
+    data = b.build()
+    comp = np.flatnonzero(data.actions["kind"] == K.code("compute"))
+    rows = comp[data.actions["volume"][comp] > 1e-5]
+    assert ac.stretch_bytes(data, rows, 20e-6, 1.0).tolist() == [8192, 8, 8192, 8]
+    got, _ = ac.add_to_compute(data, SIZED, speed=1.0)
+    added = got.actions["volume"][rows] - data.actions["volume"][rows]
+    want = [ac.penalty(SIZED, np.array([1e-3]), s)[0] for s in (8192, 8, 8192, 8)]
+    assert added == pytest.approx(want)
+    assert want[0] > want[1]                    # (the table's larger exchange costs more)
 
 
 def _trace(unit: str, scale: float):
@@ -74,6 +130,16 @@ def test_fit_is_the_median_over_the_runs_that_measured_it():
     assert got["memory"] == pytest.approx([20e-6] * 4)
     assert ac.fit([{"columns": {}}]) == {}
     assert ac.valid(got) and ac.valid({})
+    # runs with sizes (rows: sizes outer, durations inner) are fitted from those alone
+    n = len(ac.BYTES)
+    sized = lambda k: {"after_compute_seconds": np.tile(ac.SECONDS, n),       # noqa: E731
+                       ac.BYTES_COLUMN: np.repeat(ac.BYTES, len(ac.SECONDS)),
+                       "after_compute_registers": np.arange(4 * n) * k * 1e-6,
+                       "after_compute_memory": np.full(4 * n, k * 1e-6)}
+    both = ac.fit(runs + [{"columns": sized(k)} for k in (1, 3)])
+    assert both["bytes"] == list(ac.BYTES) and both["seconds"] == list(ac.SECONDS)
+    assert np.allclose(both["registers"], (np.arange(4 * n) * 2e-6).reshape(n, 4), atol=1e-15)
+    assert np.allclose(both["memory"], np.full((n, 4), 2e-6)) and ac.valid(both)
     for bad in ({"seconds": [1e-5]}, {**got, "memory": [-1.0] * 4},
                 {**got, "registers": [1e-6]}, {**got, "memory": [float("nan")] * 4},
                 {**got, "memory": [10 ** 400] * 4}, {**got, "seconds": [2e-3, 2e-5, 1e-4, 5e-4]},
@@ -109,6 +175,7 @@ def test_a_prediction_adds_it_and_gives_the_kernels_range(tmp_path, demo):
         with h5py.File(cal, "r+") as f:
             stored = json.loads(f["calibration/fit"].attrs["calibration"])
             stored["after_compute"] = table
+            stored["background"] = 0.0          # (the after-compute cost alone)
             f["calibration/fit"].attrs["calibration"] = json.dumps(stored)
         return predict(str(trace), str(cal))
     without = with_table({})

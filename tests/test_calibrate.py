@@ -233,11 +233,14 @@ def test_the_after_compute_cost_is_measured_and_fitted(calibration, tmp_path):
     path, _, cal = calibration
     runs = read_runs(str(path))
     new = runs[-1]["columns"]
-    assert new["after_compute_seconds"].tolist() == list(ac.SECONDS)
+    grid = len(ac.SECONDS) * len(ac.BYTES)          # (sizes outer, durations inner)
+    assert new["after_compute_seconds"].tolist() == list(ac.SECONDS) * len(ac.BYTES)
+    assert new[ac.BYTES_COLUMN].tolist() == [b for b in ac.BYTES for _ in ac.SECONDS]
     for k in ac.KERNELS:
         v = new[f"after_compute_{k}"]
-        assert len(v) == len(ac.SECONDS) and np.isfinite(v).all() and (v >= 0).all()
+        assert len(v) == grid and np.isfinite(v).all() and (v >= 0).all()
     assert cal.after_compute == ac.fit(runs) and cal.after_compute["seconds"] == list(ac.SECONDS)
+    assert cal.after_compute["bytes"] == list(ac.BYTES)
     bad = tmp_path / "bad.h5"
     shutil.copyfile(path, bad)
     with h5py.File(bad, "r+") as f:

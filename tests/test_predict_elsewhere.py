@@ -111,7 +111,9 @@ def test_old_calibrations_translate_by_the_matrix_product_and_no_self_check(mach
         # B is twice as fast per CPU second, and its ranks got ``share`` of a core during its
         # kernel (its wall time per CPU second): A's compute / 2 / share (the replay's rounding)
         assert _compute(p, r) == pytest.approx(cpu / 2 / share, rel=0.02)
-        assert _compute(own, r) == pytest.approx(cpu, rel=0.02)
+        # (on A itself: stretched by A's background, which a translation does not take)
+        assert _compute(own, r) == pytest.approx(cpu * (1 + load(str(here)).background),
+                                                 rel=0.02)
     assert p.measured_time == 1.5 and p.error == pytest.approx((p.predicted_time - 1.5) / 1.5)
     with pytest.raises(MinitraceError, match="--recorded-on .* calibrates elsewhere"):
         predict(str(trace), str(here), recorded_on=str(there))
@@ -386,3 +388,22 @@ def test_a_probe_recorded_under_valgrind_sees_every_call_site(machines, programs
     cal_a, cal_b = _calibrations(machines, {"fma": 1.0, "chase": 4.0})
     tr = by_probe(a.data, b.data, cal_a, cal_b, "from A to B")
     assert tr.fallback_share == 0.0 and (tr.factor > 0).all()
+
+
+def test_the_background_is_the_calibrated_machines_own(machines, tmp_path):
+    """A same-machine prediction stretches the compute by the calibration's background; a
+    translated one does not take B's (its ratios are B's wall rates, background included)."""
+    trace, here, there, *_ = machines
+    a, b = tmp_path / "a.h5", tmp_path / "b.h5"
+    for src, dst in ((here, a), (there, b)):
+        shutil.copy(src, dst)
+        _edit_fit(dst, lambda cal: cal.update(background=0.2))
+    own, plain = predict(str(trace), str(a), ranges=False), predict(str(trace), str(here),
+                                                                    ranges=False)
+    p = predict(str(trace), str(b), recorded_on=str(a), ranges=False)
+    q = predict(str(trace), str(there), recorded_on=str(here), ranges=False)
+    assert own.background == 0.2 and p.background is None
+    for r in range(2):
+        stretch = 1.2 / (1 + load(str(here)).background)          # (0.2 instead of here's)
+        assert _compute(own, r) == pytest.approx(_compute(plain, r) * stretch, rel=1e-6)
+        assert _compute(p, r) == pytest.approx(_compute(q, r), rel=1e-6)

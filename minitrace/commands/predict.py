@@ -84,12 +84,13 @@ def run(args) -> int:
             check_plot_path(png)
     if spread_options.wanted(args):
         from ..predict.calibration import load
-        from ..predict.prediction import replay_options, translated, with_call_costs
+        from ..predict.prediction import (replay_options, translated, with_background,
+                                          with_call_costs)
         from ..replay.sampling import load_trace
         data, loops = load_trace(args.trace, args.trace)
         cal = load(args.calibration)
-        data, _, _ = translated(data, cal, args.recorded_on, args.probe, args.trace)
-        data, _ = with_call_costs(data, cal)
+        data, translation, _ = translated(data, cal, args.recorded_on, args.probe, args.trace)
+        data, _ = with_call_costs(data if translation else with_background(data, cal), cal)
         kw = replay_options(data, cal, args.trace, platform=args.platform,
                             hostfile=args.hostfile, hosts=args.cluster,
                             ranks_per_host=args.ranks_per_node, timeout=args.timeout,

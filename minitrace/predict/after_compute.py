@@ -8,16 +8,23 @@ after 2 ms of register-only arithmetic, 12 us after 2 ms of streaming through me
 compute segment.
 
 Measured (:func:`measure`, in ``minitrace calibrate``): pairs of ranks, all at once, compute for
-D seconds (each kernel of :data:`KERNELS`), then exchange 8 bytes (irecv, isend, waitall); the
-median exchange time at each D less the median without a compute before it is the penalty,
-less what the same calls on MPI_PROC_NULL lose after the same compute (the interpreter's and
-mpi4py's own cold paths: 6-12 us of the 12-28 us measured after 2 ms here, which a compiled
-application does not pay; as the ping-pongs' fit subtracts the Python loops' warm costs).
+D seconds (each kernel of :data:`KERNELS`), then exchange S bytes each way (irecv, isend,
+waitall; S in :data:`BYTES`); the median exchange time at each (D, S) (of each repetition's later
+rank: the two stop computing up to a kernel step apart) less the median of the same exchange
+without a compute before it is the penalty, less what the same calls on
+MPI_PROC_NULL lose after the same compute (the interpreter's and mpi4py's own cold paths: 6-12
+us of the 12-28 us measured after 2 ms here, which a compiled application does not pay; as the
+ping-pongs' fit subtracts the Python loops' warm costs).  The penalty grows with S: the
+message goes through the shared-memory cells and buffers that the compute evicted too (after
+500 us of streaming, 12 us for 8 bytes, 26 us for 8 KiB, 34 us for 64 KiB in a C program here,
+against 1, 3 and 5 us in a loop; benchmarks/RESULTS.md, issue 35, session 10).
 
 Applied (:func:`add_to_compute`): each compute segment that an MPI call follows gets the penalty
 at its own duration, interpolated in log D (none below the first point, the last point's beyond
-it), as more compute: a time-independent trace holds no footprint, so the penalty is the mean of
-the kernels' curves, and the two curves are its range.
+it), and at the bytes its stretch of calls moves (until the next compute long enough to evict
+anything), interpolated linearly in S (held beyond the measured sizes), as more compute: a
+time-independent trace holds no footprint, so the penalty is the mean of the kernels' curves,
+and the two curves are its range.
 """
 from __future__ import annotations
 
@@ -32,26 +39,36 @@ from .. import kinds as K
 
 #: compute durations measured (seconds): from below the recorder's gate to a long sweep
 SECONDS = (20e-6, 100e-6, 500e-6, 2e-3)
+#: bytes each way of the exchanges measured: a scalar, a halo row, a face (a larger message's
+#: copies are measured cold by the large ping-pongs: beyond the last size its penalty is held)
+BYTES = (8, 8192, 65536)
 #: kernel -> what it stands for (its compute evicts nothing / the private caches)
 KERNELS = {"registers": "multiply-add chains on registers: evicts nothing",
            "memory": "STREAM triad through 64 MiB: evicts the private caches"}
+#: the run column of each measurement's exchange size (absent in runs before 2026-11-28,
+#: session 10: those measured 8 bytes only)
+BYTES_COLUMN = "after_compute_bytes"
 REPS = 60
 #: actions between a compute and the MPI call after it that take no time (the markers)
 _MARKERS = K.NON_MPI - {"compute", "sleep"}
+#: point-to-point kinds whose peer -1 is MPI_PROC_NULL (no message moves)
+_P2P = K.SENDS | K.RECVS | K.SENDRECVS | K.NONBLOCKING_SENDRECVS
+_ANY_SOURCE = 1
 _TIMER = time.perf_counter
 _MEMORY_DOUBLES = (64 << 20) // 24       # each of the triad's three arrays
 _STEP = 4096                             # doubles per triad call (96 KiB, a few us)
 
 
 def columns() -> list[str]:
-    """The run columns :func:`measure` writes (one row per duration of :data:`SECONDS`)."""
+    """The run columns :func:`measure` writes that a run has all or none of (one row per
+    (size, duration), sizes outer; :data:`BYTES_COLUMN` beside them says each row's size)."""
     return ["after_compute_seconds", *(f"after_compute_{k}" for k in KERNELS)]
 
 
 def measure(comm) -> dict | None:
-    """Penalty of an 8-byte exchange after each kernel at each duration; every rank computes,
-    rank 2i exchanges with 2i+1.  Rank 0 gets ``{column: array}`` (the median over the ranks
-    that exchanged), the others None."""
+    """Penalty of an exchange of each size of :data:`BYTES` after each kernel at each
+    duration; every rank computes, rank 2i exchanges with 2i+1.  Rank 0 gets ``{column:
+    array}`` (the median over the ranks that exchanged), the others None."""
     from cffi import FFI
     from mpi4py import MPI
     from ..bench import native
@@ -66,10 +83,10 @@ def measure(comm) -> dict | None:
         at[0] = (at[0] + _STEP) % (_MEMORY_DOUBLES - _STEP)
     steps = {"registers": lambda: lib.minitrace_fma(256), "memory": triad}
     pairs = comm.rank ^ 1 < comm.size
-    send, recv = np.zeros(1), np.zeros(1)
+    send, recv = app_memory.array(max(BYTES)), app_memory.array(max(BYTES))   # (as malloc's)
     requests = [MPI.REQUEST_NULL, MPI.REQUEST_NULL]
 
-    def exchange_after(step, seconds: float, peer: int) -> float:
+    def exchange_after(step, seconds: float, peer: int, nbytes: int) -> float:
         t = np.empty(REPS)
         for i in range(REPS + 2):           # (the first two warm the path)
             comm.Barrier()
@@ -79,25 +96,33 @@ def measure(comm) -> dict | None:
             if not pairs:
                 continue
             t1 = _TIMER()
-            requests[0] = comm.Irecv(recv, peer, 23)
-            requests[1] = comm.Isend(send, peer, 23)
+            requests[0] = comm.Irecv([recv, nbytes, MPI.BYTE], peer, 23)
+            requests[1] = comm.Isend([send, nbytes, MPI.BYTE], peer, 23)
             MPI.Request.Waitall(requests)
             if i >= 2:
                 t[i - 2] = _TIMER() - t1
-        return float(np.median(t)) if pairs else np.nan
+        if not pairs:
+            return np.nan
+        if peer != MPI.PROC_NULL:
+            # each repetition's later rank: the other one also waited for it (the two stop
+            # computing up to a kernel step apart), which the replay draws from the trace
+            t = np.minimum(t, comm.sendrecv(t, comm.rank ^ 1))
+        return float(np.median(t))
 
-    def penalty_of(step, seconds: float) -> float:
+    base = {s: exchange_after(None, 0.0, comm.rank ^ 1, s) for s in BYTES}
+    null = exchange_after(None, 0.0, MPI.PROC_NULL, 0)
+    mine = {}
+    for k, step in steps.items():
         # the same calls on MPI_PROC_NULL after the same compute: what the interpreter's and
         # mpi4py's own cold paths cost, which a compiled application does not pay
-        return (exchange_after(step, seconds, comm.rank ^ 1) - base
-                - max(exchange_after(step, seconds, MPI.PROC_NULL) - null, 0.0))
-    base = exchange_after(None, 0.0, comm.rank ^ 1)
-    null = exchange_after(None, 0.0, MPI.PROC_NULL)
-    mine = {k: [penalty_of(step, d) for d in SECONDS] for k, step in steps.items()}
+        own = [max(exchange_after(step, d, MPI.PROC_NULL, 0) - null, 0.0) for d in SECONDS]
+        mine[k] = [exchange_after(step, d, comm.rank ^ 1, s) - base[s] - own[j]
+                   for s in BYTES for j, d in enumerate(SECONDS)]
     got = comm.gather(mine, root=0)
     if got is None:
         return None
-    out = {"after_compute_seconds": np.array(SECONDS)}
+    out = {"after_compute_seconds": np.tile(SECONDS, len(BYTES)),
+           BYTES_COLUMN: np.repeat(BYTES, len(SECONDS))}
     for k in KERNELS:
         rows = np.array([g[k] for g in got])
         out[f"after_compute_{k}"] = np.maximum(np.nanmedian(rows, axis=0), 0.0)
@@ -105,29 +130,63 @@ def measure(comm) -> dict | None:
 
 
 def fit(runs: list[dict]) -> dict:
-    """``{"seconds": [...], kernel: [penalty at each, s]}``: the median over the runs that
-    measured it (empty when none did: calibrations made before)."""
-    have = [r["columns"] for r in runs if "after_compute_seconds" in r["columns"]
-            and np.array_equal(r["columns"]["after_compute_seconds"], SECONDS)]
-    if not have:
-        return {}
-    return {"seconds": list(SECONDS),
-            **{k: np.median([c[f"after_compute_{k}"] for c in have], axis=0).tolist()
-               for k in KERNELS}}
+    """``{"seconds": [...], "bytes": [...], kernel: [[penalty at each duration, s] per
+    size]}``: the median over the runs that measured this grid; over runs that measured 8-byte
+    exchanges only (before sizes), ``{"seconds", kernel: [...]}``; empty when none did."""
+    def grid(c: dict) -> str | None:
+        if not np.array_equal(c.get("after_compute_seconds", ()), np.tile(SECONDS, len(BYTES))
+                              if BYTES_COLUMN in c else SECONDS):
+            return None
+        if BYTES_COLUMN not in c:
+            return "8 bytes"
+        return "sizes" if np.array_equal(c[BYTES_COLUMN], np.repeat(BYTES, len(SECONDS))) \
+            else None
+    found = [(grid(r["columns"]), r["columns"]) for r in runs]
+    for kind in ("sizes", "8 bytes"):
+        have = [c for g, c in found if g == kind]
+        if not have:
+            continue
+        if kind == "8 bytes":
+            return {"seconds": list(SECONDS),
+                    **{k: np.median([c[f"after_compute_{k}"] for c in have], axis=0).tolist()
+                       for k in KERNELS}}
+        return {"seconds": list(SECONDS), "bytes": list(BYTES),
+                **{k: np.median([c[f"after_compute_{k}"] for c in have], axis=0)
+                   .reshape(len(BYTES), len(SECONDS)).tolist() for k in KERNELS}}
+    return {}
 
 
 def valid(stored) -> bool:
-    """A stored fit: empty, or increasing durations > 0 and one finite penalty >= 0 per
-    duration and kernel."""
+    """A stored fit: empty, or increasing durations > 0 (and increasing sizes > 0) and one
+    finite penalty >= 0 per duration (and size) and kernel."""
     if stored == {}:
         return True
-    if not isinstance(stored, dict) or set(stored) != {"seconds", *KERNELS}:
+    keys = {"seconds", *KERNELS}
+    if not isinstance(stored, dict) or set(stored) - {"bytes"} != keys:
         return False
     n = len(stored["seconds"]) if isinstance(stored["seconds"], list) else -1
+    if "bytes" in stored:
+        sizes = stored["bytes"]
+        if not isinstance(sizes, list) or not sizes or not all(
+                _is_int(b) and b > 0 for b in sizes) or not _increasing(sizes):
+            return False
+        rows = [stored[k] for k in KERNELS]
+        if not all(isinstance(r, list) and len(r) == len(sizes) for r in rows):
+            return False
+        curves = [c for r in rows for c in r]
+    else:
+        curves = [stored[k] for k in KERNELS]
     ok = n > 0 and all(isinstance(v, list) and len(v) == n and all(map(_seconds, v))
-                       for v in stored.values())
-    return ok and stored["seconds"][0] > 0 and all(
-        b > a for a, b in zip(stored["seconds"], stored["seconds"][1:]))
+                       for v in [stored["seconds"], *curves])
+    return ok and stored["seconds"][0] > 0 and _increasing(stored["seconds"])
+
+
+def _increasing(v: list) -> bool:
+    return all(b > a for a, b in zip(v, v[1:]))
+
+
+def _is_int(x) -> bool:
+    return isinstance(x, int) and not isinstance(x, bool)
 
 
 def _seconds(x) -> bool:
@@ -140,15 +199,50 @@ def _seconds(x) -> bool:
         return False
 
 
-def penalty(table: dict, seconds: np.ndarray, kernel: str | None = None) -> np.ndarray:
-    """Seconds added to computes of ``seconds``: the ``kernel``'s curve, or the mean of the
-    kernels' (``None``), interpolated in log duration; zero below the first measured duration
-    (a compute that short leaves the caches as they were) and the last value beyond the last."""
+def penalty(table: dict, seconds: np.ndarray, nbytes=8, kernel: str | None = None) \
+        -> np.ndarray:
+    """Seconds added to computes of ``seconds`` whose calls after them move ``nbytes`` each
+    way (scalar or one per compute): the ``kernel``'s curves, or the mean of the kernels'
+    (``None``), interpolated in log duration and linearly in size (a message's cold copies
+    cost per cache line); zero below the first measured
+    duration (a compute that short leaves the caches as they were), the last duration's and
+    the outer sizes' values beyond them.  A table of 8-byte exchanges only (before sizes) gives
+    its one curve at any size."""
     d = np.asarray(table["seconds"], float)
-    curve = (np.mean([table[k] for k in KERNELS], axis=0) if kernel is None
-             else np.asarray(table[kernel], float))
-    x = np.log(np.maximum(np.asarray(seconds, float), 1e-12))
-    return np.where(seconds < d[0], 0.0, np.interp(x, np.log(d), curve))
+    curves = np.asarray([table[k] for k in (KERNELS if kernel is None else [kernel])], float)
+    curves = curves.mean(axis=0)
+    sizes = np.asarray(table.get("bytes", [8]), float)
+    if "bytes" not in table:
+        curves = curves[None, :]
+    seconds = np.asarray(seconds, float)
+    x = np.log(np.maximum(seconds, 1e-12))
+    at = np.array([np.interp(x, np.log(d), c) for c in curves])       # (size, compute)
+    if len(sizes) == 1:
+        value = at[0]
+    else:
+        s = np.clip(np.broadcast_to(np.asarray(nbytes, float), seconds.shape),
+                    sizes[0], sizes[-1])
+        j = np.clip(np.searchsorted(sizes, s, side="right") - 1, 0, len(sizes) - 2)
+        w = (s - sizes[j]) / (sizes[j + 1] - sizes[j])
+        cols = np.arange(len(seconds))
+        value = (1 - w) * at[j, cols] + w * at[j + 1, cols]
+    return np.where(seconds < d[0], 0.0, value)
+
+
+def stretch_bytes(data, rows: np.ndarray, shortest: float, scale: float) -> np.ndarray:
+    """Bytes each way that the calls after each compute of ``rows`` move: half the bytes sent
+    and received (a message to or from MPI_PROC_NULL moves none) until the rank's next compute
+    of at least ``shortest`` seconds (a shorter one leaves the caches as they were)."""
+    a = data.actions
+    kind = a["kind"]
+    comp = kind == K.code("compute")
+    opens = comp & (a["volume"] / scale >= shortest)      # (rows shorter get no penalty)
+    rank = data.rank_of(np.arange(len(a)))
+    opens |= np.r_[True, rank[1:] != rank[:-1]]
+    group = np.cumsum(opens) - 1
+    null = K.mask(_P2P)[kind] & (a["peer"] < 0) & ((a["flags"] & _ANY_SOURCE) == 0)
+    moved = np.where(comp | null, 0, a["bytes_sent"] + a["bytes_recv"]).astype(float)
+    return np.bincount(group, weights=moved, minlength=group[-1] + 1)[group[rows]] / 2
 
 
 def add_to_compute(data, table: dict, speed: float, kernel: str | None = None):
@@ -163,7 +257,8 @@ def add_to_compute(data, table: dict, speed: float, kernel: str | None = None):
     call_next = np.r_[call[1:] & (rank[1:] == rank[:-1]), False]    # (of the same rank)
     rows = seen[(kind[seen] == K.code("compute")) & call_next]
     scale = 1.0 if data.meta.get("volume_unit", "flops") == "seconds" else float(speed)
-    added = penalty(table, a["volume"][rows] / scale, kernel)
+    nbytes = stretch_bytes(data, rows, table["seconds"][0], scale) if len(rows) else 8
+    added = penalty(table, a["volume"][rows] / scale, nbytes, kernel)
     a["volume"][rows] += added * scale
     per_rank = np.bincount(data.rank_of(rows), weights=added, minlength=data.nranks)
     return replace(data, actions=a), per_rank

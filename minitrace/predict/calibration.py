@@ -59,6 +59,7 @@ PACKED = "packed"
 _OPTIONAL = {"peer": ("iu", "n"), "inner": ("iu", "n"), "copy_rate_hot": ("f", "r"),
              "copy_rate_cold": ("f", "r"), **{k: ("f", "r") for k in kernel_set.columns()},
              **{k: ("f", "d") for k in after_compute.columns()},
+             after_compute.BYTES_COLUMN: ("iu", "d"),
              "exchange_size": ("iu", "e"), "exchange_time": ("f", "e")}
 #: Optional columns a run has all or none of: (names, whether > 0 or only >= 0, the refusal).
 _GROUPS = ((kernel_set.columns(), True,
@@ -220,6 +221,9 @@ class Calibration:
     # B/s of a node's memory shared by simultaneous transfers between its ranks (two messages
     # sent at once, each way: 2 sizes / time); 0 when not measured
     node_bandwidth: float = 0.0
+    # share of a node's compute time lost to other work (wall above CPU time while all ranks
+    # compute, summed over the node's ranks: see background()); 0 in fits written before it
+    background: float = 0.0
     mpi_library: str = ""       # MPI_Get_library_version of the calibrated job's MPI
     hostname: str = ""          # the calibrated machine (its provenance)
 
@@ -431,6 +435,7 @@ def fit_runs(runs: list[dict]) -> tuple[Calibration, dict]:
         notes.append(f"ranks got {min(share):.0%}..{max(share):.0%} of a core during the "
                      f"compute kernel: the machine was loaded or oversubscribed")
     red = float(np.median(np.concatenate([r["columns"]["reduction_rate"] for r in runs])))
+    lost = background(runs)
     measured = [r for r in runs if "copy_rate_hot" in r["columns"]]
     copy_rates = [float(np.median(np.concatenate([r["columns"][k] for r in measured])))
                   for k in ("copy_rate_hot", "copy_rate_cold")] if measured else []
@@ -454,11 +459,37 @@ def fit_runs(runs: list[dict]) -> tuple[Calibration, dict]:
         speed_spread=float((speeds.max() - speeds.min()) / speed), core_share=share,
         runs=len(runs), points=int(len(x)), notes=notes, copy_rates=copy_rates,
         cold_from=cold_from, kernels=kernels, after_compute=after, node_bandwidth=node_bw,
+        background=lost,
         kernels_version=max(int(r["attrs"].get("kernels_version", 0)) for r in runs),
         segments={k: None if f is None else {"breakpoints": f.breakpoints,
                                              "segments": [s.to_dict() for s in f.segments]}
                   for k, f in fits.items()})
     return cal, fits
+
+
+def background(runs: list[dict]) -> float:
+    """Share of a node's compute time that other work takes while all its ranks compute: per
+    run, each rank's wall time above its CPU time over the wall time of the compute kernel and
+    the kernel set (about 1.3 s, all ranks at once), summed over a node's ranks (mean over the
+    nodes), median over the runs.
+
+    Summed, because a rank descheduled anywhere delays the ranks that wait for it at their next
+    exchange: a code that synchronizes often loses every rank's lost time (the replay stretches
+    each rank's compute by it, :func:`minitrace.predict.prediction.with_machine_terms`).  On the
+    idle 2-core VM, 0.4-1.3% (calibrations) and 0.3-0.9% per node (the recordings' own, issue
+    35, session 10)."""
+    per_run = []
+    for r in runs:
+        c = r["columns"]
+        cpu, wall = c["compute_cpu"].astype(float), c["compute_wall"].astype(float)
+        for k in kernel_set.KERNELS:
+            if f"kernel_{k}_cpu" in c:
+                cpu, wall = cpu + c[f"kernel_{k}_cpu"], wall + c[f"kernel_{k}_wall"]
+        lost = np.clip(1.0 - cpu / wall, 0.0, 1.0)
+        nodes = list(r["attrs"]["rank_to_node"])
+        per_node = [lost[[i for i, x in enumerate(nodes) if x == n]].sum() for n in set(nodes)]
+        per_run.append(float(np.mean(per_node)))
+    return float(np.median(per_run))
 
 
 def _other_route(data, fits, segs, latency, bandwidth, threshold):
@@ -574,7 +605,7 @@ def _checked_fields(stored, path: str) -> dict:
         raise bad(f"fields {sorted(set(stored) - known)} unknown, {sorted(required - set(stored))} "
                   "missing")
     d = dict(stored)
-    for k in _FLOATS_POSITIVE + ("speed_spread", "node_bandwidth"):
+    for k in _FLOATS_POSITIVE + ("speed_spread", "node_bandwidth", "background"):
         v = d.get(k, 0.0)
         if not isinstance(v, (int, float)) or isinstance(v, bool) or not math.isfinite(v) or \
                 v < 0 or (v == 0 and k in _FLOATS_POSITIVE):     # (math: ints beyond 2**64)
@@ -660,7 +691,8 @@ def summary(cal: Calibration, path: str) -> str:
             lines.append(f"  {k}: {len(s['segments'])} segment(s), breakpoints at {bps} B")
     lines.append(f"  compute: {cal.speed / 1e9:.3g} Gflop/s per CPU second (spread "
                  f"{cal.speed_spread:.1%}), core share per rank "
-                 + " ".join(f"{x:.2f}" for x in cal.core_share))
+                 + " ".join(f"{x:.2f}" for x in cal.core_share)
+                 + f"; background {cal.background:.2%} of a node's compute (other work)")
     lines.append(f"  reductions (MPI_SUM, doubles): {cal.reduction_rate / 1e9:.3g} GB/s")
     if cal.copies():
         lines.append(f"  local copies: {cal.copy_rates[0] / 1e9:.3g} GB/s for blocks up to "
@@ -671,10 +703,12 @@ def summary(cal: Calibration, path: str) -> str:
             for k, v in cal.kernels.items()))
     if cal.after_compute:
         t = cal.after_compute
-        lines.append("  an 8-byte exchange after a compute of " + ", ".join(
-            f"{d * 1e6:g}" for d in t["seconds"]) + " us costs more by: " + "; ".join(
-            f"{k} " + " ".join(f"{x * 1e6:.3g}" for x in t[k]) + " us"
-            for k in after_compute.KERNELS))
+        us = lambda v: " ".join(f"{x * 1e6:.3g}" for x in v)      # noqa: E731
+        for i, size in enumerate(t.get("bytes", [8])):
+            lines.append(f"  an exchange of {size} B after a compute of " + ", ".join(
+                f"{d * 1e6:g}" for d in t["seconds"]) + " us costs more by: " + "; ".join(
+                f"{k} " + us(t[k][i] if "bytes" in t else t[k]) + " us"
+                for k in after_compute.KERNELS))
     if cal.node_bandwidth > 0:
         lines.append(f"  two messages at once between a node's ranks: "
                      f"{cal.node_bandwidth / 1e9:.3g} GB/s together (the node's memory, "

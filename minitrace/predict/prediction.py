@@ -24,7 +24,7 @@ predicted from the replay's timeline (:mod:`minitrace.replay.timeline`, native r
 """
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 
 import numpy as np
 
@@ -95,6 +95,8 @@ class Prediction:
     #                                           follows (the calibration's after-compute cost)
     after_compute_range: list[float] | None = None  # s, the prediction with the register-only
     #                                           and the memory-streaming kernel's cost alone
+    background: float | None = None       # share the compute was stretched by: the calibrated
+    #                                       machine's background (same machine only)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -131,8 +133,9 @@ def predict(trace: str, calibration: str | Calibration, *, platform: str | None 
     warnings = _range_warnings(data, cal)
     raw = data
     data, translation, where = translated(data, cal, recorded_on, probe, trace)
-    plain = data
-    data, after = with_call_costs(data, cal)
+    recorded = data
+    plain = with_background(data, cal) if translation is None else data
+    data, after = with_call_costs(plain, cal)
     own = platform is None and hosts is None and translation is None
     notes = [] if translation is None else list(translation.notes)
     timed = engine == "native" or (engine == "auto" and binary() is not None)
@@ -156,6 +159,8 @@ def predict(trace: str, calibration: str | Calibration, *, platform: str | None 
                      rank_end_times=res.rank_end_times, predicted=predicted,
                      warnings=warnings, notes=notes + res.notes)
     out.translated = where
+    if translation is None and cal.background > 0:
+        out.background = cal.background
     if after is not None:
         out.after_compute = after.tolist()
         out.after_compute_range = [
@@ -172,7 +177,7 @@ def predict(trace: str, calibration: str | Calibration, *, platform: str | None 
         out.measured_time = float(measured)
         out.error = (out.predicted_time - out.measured_time) / out.measured_time
     elif own and _timed(data):
-        _self_check(out, plain, cal, timeline, spans)
+        _self_check(out, recorded, cal, timeline, spans)
     elif own:
         out.warnings.append("the trace has no timestamps: no self-check")
     return out
@@ -214,6 +219,19 @@ def translated(data, cal: Calibration, recorded_on, probe: str | None, source: s
     else:
         tr = by_rates(data, src, cal, where)
     return tr.apply(data), tr, where
+
+
+def with_background(data, cal: Calibration):
+    """``data`` with every compute stretched by the calibration's background (the share of a
+    node's compute time that other work took while the calibrated ranks computed,
+    :func:`minitrace.predict.calibration.background`): for a prediction on the calibrated
+    machine.  A translated trace does not take it: its ratios are B's wall rates already."""
+    if not cal.background > 0:
+        return data
+    a = data.actions.copy()
+    comp = a["kind"] == K.code("compute")
+    a["volume"][comp] *= 1.0 + cal.background
+    return replace(data, actions=a)
 
 
 def with_call_costs(data, cal: Calibration, kernel: str | None = None):
@@ -466,13 +484,20 @@ def report(p: Prediction) -> str:
                          f"(busy-polling MPI: descheduled; not replayed) is {lost:.2%} of the "
                          f"recorded time: at most {-lost:+.2%} of the {p.error:+.2%} error")
         if min(p.core_share) < 0.98 and p.descheduled_share is not None:
+            added = (p.background or 0.0) * p.measured["compute_cpu"][p.last_rank] \
+                / p.recorded_time
             lines.append(f"  the last rank's wall time between MPI calls above its CPU time "
-                         f"(not replayed) is {p.descheduled_share:.2%} of the recorded time: "
-                         f"about {-p.descheduled_share:+.2%} of the {p.error:+.2%} error")
+                         f"is {p.descheduled_share:.2%} of the recorded time, the calibrated "
+                         f"background replayed {added:.2%}: about "
+                         f"{added - p.descheduled_share:+.2%} of the {p.error:+.2%} error")
     elif p.predicted:
         q = p.predicted
         lines.append("  where the time goes, mean over ranks (s): " + ", ".join(
             f"{k} {np.mean(q[k]):.4g}" for k in PARTS))
+    if p.background is not None:
+        lines.append(f"  compute stretched by {p.background:.2%}: the calibrated machine's "
+                     f"background (wall time other work took from its computing ranks, summed "
+                     f"over a node's ranks)")
     if p.after_compute is not None:
         alone = "not replayed (--no-range)" if p.after_compute_range is None else \
             "{:.6g} / {:.6g} s".format(*p.after_compute_range)

@@ -1,0 +1,93 @@
+"""The calibrated machine's background (minitrace/predict/calibration.py ``background``, applied
+by minitrace/predict/prediction.py ``with_background``): the share of a node's compute time that
+other work takes, on runs and traces whose right answer is known."""
+from __future__ import annotations
+
+import json
+import shutil
+
+import h5py
+import numpy as np
+import pytest
+
+from minitrace import kinds as K
+from minitrace.model import TraceBuilder
+from minitrace.predict import predict, report
+from minitrace.predict.calibration import background, load
+from minitrace.predict.prediction import with_background
+
+
+def _run(cpu, wall, nodes, kernel=None):
+    cols = {"compute_cpu": np.array(cpu, float), "compute_wall": np.array(wall, float)}
+    if kernel:
+        cols |= {f"kernel_{k}_{q}": np.array(v, float) for k in ("fma", "triad_memory",
+                                                                   "triad_cache", "chase")
+                 for q, v in zip(("cpu", "wall"), kernel)}
+    return {"columns": cols, "attrs": {"rank_to_node": nodes}}
+
+
+def test_background_sums_a_nodes_ranks_and_takes_the_median_run():
+    # one node, two ranks: 1% and 3% of their wall time lost: 4% of the node's compute
+    one = _run([0.99, 0.97], [1.0, 1.0], ["a", "a"])
+    assert background([one]) == pytest.approx(0.04)
+    # the kernel set's phases count too: 4 kernels of 0.25 s CPU in 0.25 s wall each
+    with_kernels = _run([0.99, 0.97], [1.0, 1.0], ["a", "a"],
+                        kernel=([0.25, 0.25], [0.25, 0.25]))
+    assert background([with_kernels]) == pytest.approx(0.01 / 2 + 0.03 / 2)
+    # two nodes: their mean; a rank faster in CPU than wall (clock noise) counts as 0
+    two = _run([0.98, 1.0, 0.96, 1.001], [1.0] * 4, ["a", "a", "b", "b"])
+    assert background([two]) == pytest.approx((0.02 + 0.04) / 2)
+    # the median over the runs
+    assert background([one, two, _run([0.5, 0.5], [1.0, 1.0], ["a", "a"])]) == \
+        pytest.approx(0.04)
+
+
+def _trace():
+    b = TraceBuilder(2, {"volume_unit": "seconds"})
+    for r in range(2):
+        b.add(r, "init")
+        for i in range(5):
+            b.add(r, "compute", volume=2e-3 * (1 + r))
+            b.add(r, "allreduce", bytes_sent=8, bytes_recv=8)
+        b.add(r, "finalize")
+    return b.build()
+
+
+def test_with_background_stretches_every_compute_and_nothing_else():
+    data = _trace()
+
+    class Cal:
+        background = 0.05
+    got = with_background(data, Cal)
+    comp = data.actions["kind"] == K.code("compute")
+    assert got.actions["volume"][comp] == pytest.approx(data.actions["volume"][comp] * 1.05)
+    assert (got.actions["volume"][~comp] == data.actions["volume"][~comp]).all()
+    assert (data.actions["volume"][comp] == _trace().actions["volume"][comp]).all()   # a copy
+    Cal.background = 0.0
+    assert with_background(data, Cal) is data
+
+
+def test_a_prediction_on_the_calibrated_machine_stretches_its_compute(tmp_path, demo):
+    """The demo's calibration with its background set: the replayed compute of every rank is
+    the recorded CPU time times 1 + background, plus the after-compute costs; set to 0, none."""
+    from minitrace import storage
+    trace = tmp_path / "t.h5"
+    storage.write_trace(str(trace), _trace())
+    cal = tmp_path / "cal.h5"
+    shutil.copyfile(demo.out / "machine.h5", cal)
+
+    def with_bg(value):
+        with h5py.File(cal, "r+") as f:
+            stored = json.loads(f["calibration/fit"].attrs["calibration"])
+            stored["background"] = value
+            f["calibration/fit"].attrs["calibration"] = json.dumps(stored)
+        return predict(str(trace), str(cal), ranges=False)
+    none, some = with_bg(0.0), with_bg(0.1)
+    assert none.background is None and "compute stretched" not in report(none)
+    assert some.background == 0.1 and "compute stretched by 10.00%" in report(some)
+    for r in range(2):
+        cpu = 5 * 2e-3 * (1 + r)
+        added = some.after_compute[r] if some.after_compute else 0.0
+        assert some.predicted["compute"][r] == pytest.approx(cpu * 1.1 + added, rel=1e-6)
+        assert none.predicted["compute"][r] == pytest.approx(cpu + added, rel=1e-6)
+    assert load(str(cal)).background == 0.1
