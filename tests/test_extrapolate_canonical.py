@@ -154,3 +154,40 @@ def test_recorded_per_direction_posts_on_the_applications_grid(programs, tmp_pat
     assert "structure at 16 ranks: identical to the recorded run" in printed
     assert any("composed from the skeleton" in line and "(mid,mid)" in line
                for line in printed.splitlines())
+
+
+def _waitany_line(nranks: int) -> "TraceColumns":
+    """miniGhost's exchange on a line: an irecv from each neighbour, an isend to each, then
+    one waitany per request, unpacking after each; which request each waitany returned is the
+    arrival order's, here rank-dependent (odd ranks see their sends complete first)."""
+    b = TraceBuilder(nranks, meta={"volume_unit": "flops"})
+    for r in range(nranks):
+        nb = [q for q in (r - 1, r + 1) if 0 <= q < nranks]
+        b.add(r, "init", t_start=0, t_end=1)
+        for it in range(3):
+            recvs, sends = [], []
+            for q in nb:
+                recvs.append(10 * it + len(recvs))
+                b.add(r, "irecv", peer=q, tag=1, bytes_recv=80, request=recvs[-1],
+                      t_start=1, t_end=2)
+            for q in nb:
+                sends.append(10 * it + 5 + len(sends))
+                b.add(r, "isend", peer=q, tag=1, bytes_sent=80, request=sends[-1],
+                      t_start=1, t_end=2)
+            for q in (sends + recvs[::-1] if r % 2 else recvs + sends):
+                b.add(r, "waitany", request=q, t_start=2, t_end=3)
+                b.add(r, "compute", volume=1.0, t_start=3, t_end=4)
+        b.add(r, "finalize", t_start=4, t_end=5)
+    return b.build()
+
+
+def test_waitany_completions_in_arrival_order_become_one_program():
+    data = _waitany_line(6)
+    assert len(ST.load("raw", data).classes) > 3              # odd and even ranks differ
+    out, moved = canonical(data)
+    assert moved > 0 and validate(out).ok
+    assert sorted(ST.load("c", out).classes) == ["-1", "0", "bulk"]
+    a = out.actions[out.rank_slice(3)]
+    posted = a["request"][np.isin(a["kind"], [K.code("irecv"), K.code("isend")])]
+    waited = a["request"][a["kind"] == K.code("waitany")]
+    assert posted.tolist() == waited.tolist()       # each completed once, in posting order

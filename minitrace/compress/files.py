@@ -20,11 +20,12 @@ def content_meta(meta: dict) -> dict:
 
 def write_compressed(path: str, data: TraceColumns, volumes: str = "exact",
                      precision: float = 0.01, cpu: list | None = None,
-                     times: str = "exact") -> float:
+                     times: str = "exact", sig=None) -> float:
     """Compress ``data`` into ``path``; the seconds compression took (not the writing), and
-    in ``cpu`` (when given) the CPU seconds of this thread it took."""
+    in ``cpu`` (when given) the CPU seconds of this thread it took.  ``sig``: the actions'
+    signatures when the caller has them (``compress``)."""
     t, c0 = time.perf_counter(), time.thread_time()
-    c = compress(data, volumes, precision, times)
+    c = compress(data, volumes, precision, times, sig)
     took = time.perf_counter() - t
     if cpu is not None:
         cpu.append(time.thread_time() - c0)

@@ -57,7 +57,7 @@ class Compressed:
 
 
 def compress(data: TraceColumns, volumes: str = "exact", precision: float = 0.01,
-             times: str = "exact") -> Compressed:
+             times: str = "exact", sig: SG.Signatures | None = None) -> Compressed:
     """The compressed form of ``data``: structure as a grammar, volumes and times as asked.
 
     ``volumes``: ``exact``, ``model`` (statistics within ``precision``) or ``bounded:P%``
@@ -74,7 +74,7 @@ def compress(data: TraceColumns, volumes: str = "exact", precision: float = 0.01
                              "models the times")
     if not 0 < precision < 1:
         raise MinitraceError(f"precision {precision!r} must be between 0 and 1")
-    sig = SG.encode(data)
+    sig = SG.encode(data) if sig is None else sig   # (given: extrapolate's)
     gram = G.build(sig.ids, data.rank_offsets, len(sig.table))
     a = data.actions
     volume = np.ascontiguousarray(a["volume"])

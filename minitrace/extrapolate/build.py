@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field as dataclass_field
 
 import numpy as np
 import pandas as pd
@@ -23,6 +23,7 @@ from . import grid as GR
 from . import grid_comms as GC
 from . import grid_laws as GL
 from . import grid_peers as GP
+from . import stamped as SS
 from . import structure as ST
 
 #: farthest a target may be from the largest recorded run
@@ -48,6 +49,22 @@ class Parameter:
     negligible: bool = False
     clamped: bool = False        # the law predicts less than the least the quantity can be
     waiting: bool = False        # a volume inside an MPI call: replay does not execute it
+    intervals: dict = dataclass_field(default_factory=dict, repr=False)
+
+    def interval(self, ranks: int) -> tuple[float, float]:
+        """The model's 95 % bootstrap interval at ``ranks``, computed once (the table and
+        the file's provenance both give it; 400 searches each)."""
+        if ranks not in self.intervals:
+            self.intervals[ranks] = self.model.interval(ranks)
+        return self.intervals[ranks]
+
+
+@dataclass
+class Extrapolated(TraceColumns):
+    """The extrapolated trace, and its actions' call signatures when :func:`build` could
+    stamp them per rank class (:mod:`.stamped`; None: writing it encodes every action)."""
+
+    signatures: SG.Signatures | None = None
 
 
 @dataclass
@@ -275,7 +292,7 @@ def table(parameters: list[Parameter], ranks: int) -> pd.DataFrame:
         "LOO error": [f"{x.model.loo_error:.2%}" + _flag(x) for x in parameters],
         f"at {ranks}": [f"{x.at_target:.6g}" + (" (law below it)" if x.clamped else "")
                         for x in parameters],
-        f"95% interval at {ranks}": ["{:.4g} .. {:.4g}".format(*x.model.interval(ranks))
+        f"95% interval at {ranks}": ["{:.4g} .. {:.4g}".format(*x.interval(ranks))
                                      for x in parameters],
     })
 
@@ -473,9 +490,14 @@ def build(runs: list[ST.Run], ranks: int, plans: dict, grid: GR.Grid | None = No
     vectors = np.concatenate([copies[k][5][i] for k, i in stamps] +
                              [np.zeros(0, np.int64)]).astype(np.int64)
     world = np.arange(ranks, dtype=np.int32)
-    return TraceColumns(actions, offsets, vectors,
+    sig = None
+    if all(c[3] is None and c[4] is None for c in copies):   # no communicator per rank
+        sig = SS.signatures([(c[0], c[2], c[5]) for c in copies],
+                            [owner[key] for key in programs], which, ranks)
+    return Extrapolated(actions, offsets, vectors,
                         {**{c: world for c in [0] + comms}, **sub_comms},
-                        meta={"volume_unit": ref.data.meta.get("volume_unit", "seconds")})
+                        meta={"volume_unit": ref.data.meta.get("volume_unit", "seconds")},
+                        signatures=sig)
 
 
 def _sub_communicators(a: np.ndarray, ranks: np.ndarray, sub_ids: dict):
@@ -568,7 +590,7 @@ def extrapolate(runs: list[ST.Run], ranks: int, scaling: str = "weak", force: bo
                                            "periods": list(grid.periods), "notes": notes},
         "models": [{"class": x.rank_class, "parameter": x.name, "model": str(x.model),
                     "loo_error": x.model.loo_error, "value": x.at_target,
-                    "interval_95": list(x.model.interval(ranks))}
+                    "interval_95": list(x.interval(ranks))}
                    for x in parameters]}
     return data, parameters, refused
 
@@ -578,7 +600,7 @@ def write(path: str, data: TraceColumns) -> None:
     meta = dict(data.meta)
     meta["extrapolated"] = json.dumps(meta["extrapolated"])
     data.meta = meta
-    write_compressed(path, data, volumes="exact")
+    write_compressed(path, data, volumes="exact", sig=getattr(data, "signatures", None))
 
 
 def print_grid(provenance: dict) -> None:

@@ -14,7 +14,10 @@ Reordered, each run of consecutive rows of one of these kinds on a rank:
 * blocking sends right after a run of receives (the receives a code posts before it sends, so
   that the sends cannot wait on one another);
 * single waits whose requests were all posted by one reordered run (HPCCG waits in the order
-  it posted): sorted by where their requests now are; a ``waitall``'s list likewise.
+  it posted): sorted by where their requests now are; a ``waitall``'s list likewise;
+* runs of ``waitany`` whose completed requests were all posted by one reordered run, likewise
+  (miniGhost completes a dimension's sends and receives with one waitany each: which request
+  each returned was the arrival order's choice, 2 to 4 orders among the ranks of a position).
 
 The order is by kind (receives before sends), tag, then signed peer offset (``-1`` before
 ``+1`` at every scale; tag first because on 2 ranks both neighbours are one peer, and a code
@@ -35,6 +38,7 @@ from . import grid as GR
 
 _POSTS = (K.code("irecv"), K.code("isend"))
 _SEND, _WAIT, _WAITALL = K.code("send"), K.code("wait"), K.code("waitall")
+_WAITANY = K.code("waitany")
 _KEPT_IN_PLACE = ("t_start", "t_end")
 _VECTOR_COMPLETION = K.mask(K.MULTI_COMPLETIONS)
 _COMPLETION = K.mask(K.COMPLETIONS)
@@ -75,7 +79,7 @@ def canonical(data: TraceColumns, grid=None) -> tuple[TraceColumns, int]:
         offset[known] = ((steps + GR.REACH) * weights).sum(axis=1)
     plain = c["vec_len"] <= 0
     cls = np.zeros(len(c), np.int8)
-    for code, value in ((_POSTS[0], 1), (_POSTS[1], 1), (_SEND, 3), (_WAIT, 4)):
+    for code, value in ((_POSTS[0], 1), (_POSTS[1], 1), (_SEND, 3), (_WAIT, 4), (_WAITANY, 5)):
         cls[(kind == code) & plain] = value
     receive = kind == _POSTS[0]
     any_source = (c["flags"] & K.FLAG_ANY_SOURCE) != 0
@@ -93,7 +97,7 @@ def canonical(data: TraceColumns, grid=None) -> tuple[TraceColumns, int]:
         if kind_of_run == 1 and (unknown[s:e].any() or wild.any() and not (
                 wild.all() and (tags == tags[0]).all())):
             continue            # wildcards only when they are all alike (interchangeable)
-        if kind_of_run == 4:
+        if kind_of_run in (4, 5):
             where = [posted.get((r, int(q))) for q in request[s:e].tolist()]
             if None not in where:
                 order[s:e] = s + np.argsort(where, kind="stable")
