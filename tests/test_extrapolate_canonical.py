@@ -191,3 +191,17 @@ def test_waitany_completions_in_arrival_order_become_one_program():
     posted = a["request"][np.isin(a["kind"], [K.code("irecv"), K.code("isend")])]
     waited = a["request"][a["kind"] == K.code("waitany")]
     assert posted.tolist() == waited.tolist()       # each completed once, in posting order
+
+
+def test_recorded_waitany_in_arrival_order_extrapolates(programs, tmp_path, capsys):
+    """tests/programs/waitany2d.c (miniGhost's exchange: one waitany per request, in the order
+    they complete) on its own x-fastest grid, 4, 8, 12 -> 16 ranks, the interior composed."""
+    exe = programs("waitany2d")
+    paths = []
+    for p, (px, py) in ((4, (2, 2)), (8, (4, 2)), (12, (4, 3)), (16, (4, 4))):
+        paths.append(str(tmp_path / f"w{p}.h5"))
+        record(Path(paths[-1]), p, [str(exe), "10", str(px), str(py), "64"])
+    runs = C.load_runs(paths)
+    assert [r.grid.dims for r in runs] == [(2, 2), (2, 4), (3, 4), (4, 4)]
+    assert main(["extrapolate", *paths, "--check", "--force"]) == 0
+    assert "structure at 16 ranks: identical to the recorded run" in capsys.readouterr().out
