@@ -12,6 +12,7 @@ import minitrace
 from minitrace import MinitraceError, cli, storage
 from tests.support import synthetic
 from minitrace.compress.files import write_compressed
+from minitrace.compress.pack import pack, unpack
 from tests.test_compress_grammar import random_trace, repo_traces
 
 
@@ -154,19 +155,43 @@ def test_an_old_version_1_file_still_opens(tmp_path):
         assert t.nactions == 100 and not t.compressed
 
 
-def _damaged(tmp_path, dataset: str, value) -> str:
+def _stored(p, name: str) -> np.ndarray:
+    """The array ``name`` (under /trace) of the compressed file ``p``: in its pack, or its own
+    dataset (files written without a pack, and large arrays)."""
+    with h5py.File(p, "r") as f:
+        g = f["trace"]
+        arrays = unpack(g["packed"][()]) if "packed" in g else {}
+        return arrays[name] if name in arrays else g[name][()]
+
+
+def _edited(p, name: str, edit) -> None:
+    """``edit`` (in place) applied to the array ``name`` of ``p``, stored back as int64 where
+    it was: the pack rewritten, or the dataset."""
+    data = _stored(p, name).astype(np.int64)
+    edit(data)
+    with h5py.File(p, "a") as f:
+        g = f["trace"]
+        arrays = unpack(g["packed"][()]) if "packed" in g else {}
+        if name in arrays:
+            arrays[name] = data
+            del g["packed"]
+            g.create_dataset("packed", data=pack(arrays))
+        else:
+            del g[name]
+            g.create_dataset(name, data=data)
+
+
+def _damaged(tmp_path, dataset: str, value, packed: bool = True) -> str:
     d = synthetic.ring_trace(4, 4 * 402)
     p = tmp_path / "c.h5"
-    write_compressed(str(p), d)
-    with h5py.File(p, "a") as f:
-        ds = f[f"trace/{dataset}"]
-        data = ds[...].astype(np.int64)
-        value(data)
-        del f[f"trace/{dataset}"]
-        f.create_dataset(f"trace/{dataset}", data=data)
+    write_compressed(str(p), d, pack=packed)
+    with h5py.File(p, "r") as f:
+        assert ("packed" in f["trace"]) == packed
+    _edited(p, dataset, value)
     return str(p)
 
 
+@pytest.mark.parametrize("packed", [True, False])
 @pytest.mark.parametrize("dataset,damage,why", [
     ("grammar/rule_symbols", lambda a: a.__setitem__(0, 10 ** 6), "outside"),
     ("grammar/rule_counts", lambda a: a.__setitem__(0, 2 ** 62), "beyond the limits"),
@@ -176,20 +201,20 @@ def _damaged(tmp_path, dataset: str, value) -> str:
     ("requests/offsets", lambda a: a.__setitem__(1, 10 ** 9), "request table"),
     ("exact/volume_offsets", lambda a: a.__setitem__(-1, 3), "volume index"),
 ])
-def test_damaged_compressed_files_are_one_line_errors(tmp_path, dataset, damage, why):
-    p = _damaged(tmp_path, dataset, damage)
+def test_damaged_compressed_files_are_one_line_errors(tmp_path, dataset, damage, why, packed):
+    p = _damaged(tmp_path, dataset, damage, packed)
     with pytest.raises(MinitraceError, match=f"corrupt trace: .*{why}"):
         with minitrace.open(p) as t:
             t.data()
 
 
-def test_a_self_referencing_rule_is_refused(tmp_path):
-    p = _damaged(tmp_path, "grammar/rule_symbols", lambda a: None)
-    with h5py.File(p, "a") as f:
-        nterm, last_rule = len(f["trace/signatures/kind"]), len(f["trace/grammar/rule_counts"]) - 1
-        syms = f["trace/grammar/rule_symbols"][...]
-        syms[-1] = nterm + last_rule          # the last rule's body names itself: a cycle
-        f["trace/grammar/rule_symbols"][...] = syms
+@pytest.mark.parametrize("packed", [True, False])
+def test_a_self_referencing_rule_is_refused(tmp_path, packed):
+    p = _damaged(tmp_path, "grammar/rule_symbols", lambda a: None, packed)
+    nterm = len(_stored(p, "signatures/kind"))
+    last_rule = len(_stored(p, "grammar/rule_counts")) - 1
+    # the last rule's body names itself: a cycle
+    _edited(p, "grammar/rule_symbols", lambda syms: syms.__setitem__(-1, nterm + last_rule))
     with pytest.raises(MinitraceError, match="corrupt trace: .*cycle"):
         minitrace.open(p)
 
@@ -252,3 +277,88 @@ def subprocess_cli(args):
     import sys
     return subprocess.run([sys.executable, "-m", "minitrace", *args], capture_output=True,
                           text=True, timeout=120)
+
+
+def test_pack_round_trips_every_kind_of_array():
+    arrays = {"a/i8": np.array([-2 ** 62, 0, 5], np.int64), "a/u1": np.arange(7, dtype=np.uint8),
+              "b/f4": np.array([1.5, np.nan, -np.inf], np.float32), "b/empty": np.zeros(0, np.int16),
+              "c/m": np.arange(12, dtype=np.int32).reshape(3, 4),
+              "c/big_endian": np.array([1, 2], ">i4")}
+    back = unpack(pack(arrays))
+    assert list(back) == list(arrays)
+    for k, a in arrays.items():
+        assert back[k].shape == a.shape and back[k].dtype.kind == a.dtype.kind
+        assert np.array_equal(back[k], a, equal_nan=True), k
+
+
+@pytest.mark.parametrize("volumes", ["exact", "model", "bounded:1%"])
+def test_packed_and_unpacked_files_read_the_same(tmp_path, volumes):
+    """A file with the pack and one written as before it (each array its own dataset): the
+    same trace back, bit for bit; the pack holds every small array (one dataset for them)."""
+    d = synthetic.ring_trace(4, 4 * 402)
+    new, old = tmp_path / "new.h5", tmp_path / "old.h5"
+    write_compressed(str(new), d, volumes, pack=True)
+    write_compressed(str(old), d, volumes, pack=False)
+    with h5py.File(new, "r") as f, h5py.File(old, "r") as g:
+        assert f["trace"].attrs["packed"] == 1 and "packed" not in g["trace"].attrs
+        assert set(f["trace"]) == {"packed", "comms", "strings"}
+        assert "grammar" in g["trace"] and "packed" not in g["trace"]
+    with minitrace.open(new) as a, minitrace.open(old) as b:
+        x, y = a.data(), b.data()
+        for f in x.actions.dtype.names:
+            assert np.array_equal(np.ascontiguousarray(x.actions[f]).view(np.uint8),
+                                  np.ascontiguousarray(y.actions[f]).view(np.uint8)), f
+        if volumes == "exact":
+            assert np.array_equal(x.actions["volume"], d.actions["volume"])
+        assert a.summary().equals(b.summary())
+    assert new.stat().st_size < old.stat().st_size
+
+
+@pytest.mark.parametrize("damage,why", [
+    (lambda g: g.attrs.__setitem__("packed", 2), "pack version 2 unknown"),
+    (lambda g: _rewrite_pack(g, lambda raw: raw[:-3]), "longer than|beyond"),
+    (lambda g: _rewrite_pack(g, lambda raw: np.concatenate([raw, [0]])), "longer than"),
+    (lambda g: _rewrite_pack(g, lambda raw: np.concatenate([[255, 255, 255, 255], raw[4:]])),
+     "index beyond"),
+    (lambda g: _rewrite_pack(g, _index_edit(b"<i", b"<M")), "not allowed|malformed"),
+    (lambda g: _rewrite_pack(g, _index_edit(b"signatures/kind ", b"signatures/kinx ")),
+     "signatures/kind missing"),
+    (lambda g: g.__delitem__("packed"), "packed missing|packed"),
+])
+def test_damaged_pack_is_a_one_line_error(tmp_path, damage, why):
+    p = tmp_path / "c.h5"
+    write_compressed(str(p), synthetic.ring_trace(4, 4 * 402))
+    with h5py.File(p, "a") as f:
+        damage(f["trace"])
+    with pytest.raises(MinitraceError, match=f"corrupt trace: .*({why})"):
+        with minitrace.open(p) as t:
+            t.data()
+
+
+def _rewrite_pack(g, edit) -> None:
+    raw = edit(g["packed"][()]).astype(np.uint8)
+    del g["packed"]
+    g.create_dataset("packed", data=raw)
+
+
+def _index_edit(old: bytes, new: bytes):
+    def edit(raw):
+        b = raw.tobytes()
+        at = b.index(old)
+        return np.frombuffer(b[:at] + new + b[at + len(old):], np.uint8)
+    return edit
+
+
+def test_a_packed_nan_volume_total_is_refused(tmp_path):
+    """A model's float arrays in the pack: a NaN total is refused as a NaN is in a dataset
+    (tests/test_damage.py, unpacked)."""
+    p = tmp_path / "m.h5"
+    write_compressed(str(p), synthetic.ring_trace(4, 4 * 402), "model")
+    with h5py.File(p, "a") as f:
+        arrays = unpack(f["trace/packed"][()])
+        arrays["model/volume_totals"][0] = np.nan
+        del f["trace/packed"]
+        f["trace"].create_dataset("packed", data=pack(arrays))
+    with pytest.raises(MinitraceError, match="corrupt trace: .*holds nan"):
+        with minitrace.open(p) as t:
+            t.data()

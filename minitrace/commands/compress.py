@@ -29,6 +29,10 @@ def register(sub) -> None:
     p.add_argument("--precision", type=number("--precision", 0, 1, above=True, below=True),
                    default=0.01,
                    help="relative precision of modelled volumes (default 0.01)")
+    p.add_argument("--unpacked", action="store_true",
+                   help="each array its own HDF5 dataset, as files written before the pack "
+                        "(small arrays are otherwise packed into /trace/packed: smaller "
+                        "files, read by minitrace alike)")
     p.set_defaults(func=run)
 
 
@@ -38,7 +42,8 @@ def run(args) -> int:
     before = os.path.getsize(args.input)
     with open_trace(args.input) as t:
         data = t.data()
-    took = write_compressed(args.output, data, args.volumes, args.precision, times=args.times)
+    took = write_compressed(args.output, data, args.volumes, args.precision, times=args.times,
+                            pack=not args.unpacked)
     s = {"actions": len(data.actions), "seconds": took, **sizes(args.output)}
     n = max(s["actions"], 1)
     speed = s["actions"] / s["seconds"] if s["seconds"] > 0 else float("inf")

@@ -7,6 +7,7 @@ import time
 import h5py
 
 from ..model import TraceColumns
+from . import pack as P
 from .store import compress, write
 
 #: File attributes that say who wrote a file: the writer sets its own.
@@ -20,23 +21,29 @@ def content_meta(meta: dict) -> dict:
 
 def write_compressed(path: str, data: TraceColumns, volumes: str = "exact",
                      precision: float = 0.01, cpu: list | None = None,
-                     times: str = "exact", sig=None) -> float:
+                     times: str = "exact", sig=None, pack: bool = True) -> float:
     """Compress ``data`` into ``path``; the seconds compression took (not the writing), and
     in ``cpu`` (when given) the CPU seconds of this thread it took.  ``sig``: the actions'
-    signatures when the caller has them (``compress``)."""
+    signatures when the caller has them (``compress``); ``pack``: the small arrays in one
+    dataset (pack.py), else each its own."""
     t, c0 = time.perf_counter(), time.thread_time()
     c = compress(data, volumes, precision, times, sig)
     took = time.perf_counter() - t
     if cpu is not None:
         cpu.append(time.thread_time() - c0)
     c.meta = content_meta(c.meta)
-    write(path, c)
+    write(path, c, pack=pack)
     return took
 
 
+_STRUCTURE = ("signatures", "grammar", "requests")
+_SIDE = ("exact", "model")
+
+
 def sizes(path: str) -> dict:
-    """Bytes on disk of the file, of its structure (signatures, grammar, requests, index) and of
-    its side arrays (volumes and times)."""
+    """Bytes on disk of the file, of its structure (signatures, grammar, requests) and of its
+    side arrays (volumes and times); the pack's (pack.py) shared among its arrays by their
+    raw bytes."""
     def stored(g) -> int:
         total = 0
         for obj in g.values():
@@ -44,8 +51,15 @@ def sizes(path: str) -> dict:
         return total
     with h5py.File(path, "r") as f:
         g = f["trace"]
-        structure = sum(stored(g[k]) for k in ("signatures", "grammar", "requests")
-                        if k in g)
-        side = sum(stored(g[k]) for k in ("exact", "model") if k in g)
+        structure = sum(stored(g[k]) for k in _STRUCTURE if k in g)
+        side = sum(stored(g[k]) for k in _SIDE if k in g)
+        if P.DATASET in g:
+            ds = g[P.DATASET]
+            raw = {k: a.nbytes for k, a in P.unpack(ds[()]).items()}
+            share = ds.id.get_storage_size() / max(sum(raw.values()), 1)
+            for groups, what in ((_STRUCTURE, "structure"), (_SIDE, "side")):
+                part = share * sum(n for k, n in raw.items() if k.split("/")[0] in groups)
+                structure, side = (structure + part, side) if what == "structure" else \
+                    (structure, side + part)
     return {"file_bytes": os.path.getsize(path), "structure_bytes": structure,
             "side_bytes": side}

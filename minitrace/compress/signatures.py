@@ -97,17 +97,36 @@ def _request_tokens(values: np.ndarray, rank: np.ndarray):
     return np.where(new, REQ_NEW, REQ_REF), np.where(new, 0, dist), values[new]
 
 
-def encode(data: TraceColumns) -> Signatures:
-    """The signature of every action of ``data`` (see the module docstring)."""
+#: Rows of the actions' table copied at a time by :func:`action_columns` (~600 KB: the
+#: table's rows stay in cache while every field is taken from them).
+_COLUMN_ROWS = 1 << 13
+
+
+def action_columns(actions: np.ndarray) -> dict:
+    """Every field of a structured actions table as a contiguous array: taken a block of rows
+    at a time, each block read from memory once for all the fields (a field at a time reads
+    the whole table once per field: 1.6x the time on a 628 k-action trace)."""
+    out = {f: np.empty(len(actions), actions.dtype[f]) for f in actions.dtype.names}
+    for lo in range(0, len(actions), _COLUMN_ROWS):
+        block = actions[lo:lo + _COLUMN_ROWS]
+        for f, col in out.items():
+            col[lo:lo + _COLUMN_ROWS] = block[f]
+    return out
+
+
+def encode(data: TraceColumns, columns: dict | None = None) -> Signatures:
+    """The signature of every action of ``data`` (see the module docstring); ``columns``: its
+    actions' :func:`action_columns`, when the caller has them."""
     a = data.actions
     n, P = len(a), data.nranks
     rank = data.rank_of()
-    kind = np.ascontiguousarray(a["kind"])
-    cols = {f: np.ascontiguousarray(a[f]) for f in _FIELDS}
-    cols["peer_mode"], cols["peer"] = _relative(a["peer"].astype(np.int64), rank, P,
+    columns = action_columns(a) if columns is None else columns
+    kind = columns["kind"]
+    cols = {f: columns[f] for f in _FIELDS}
+    cols["peer_mode"], cols["peer"] = _relative(columns["peer"].astype(np.int64), rank, P,
                                                 _RELATIVE_KIND[kind])
-    req = np.ascontiguousarray(a["request"])
-    vec_len = np.ascontiguousarray(a["vec_len"]).astype(np.int64)
+    req = columns["request"]
+    vec_len = columns["vec_len"].astype(np.int64)
     is_token = _TOKEN_REQUEST[kind] & (req != NONE)
     # the stream of request-id names, in row order: the request column, then vector entries
     token_vec_rows = np.nonzero(_REQUEST_VECTOR[kind] & (vec_len > 0))[0]
@@ -132,7 +151,7 @@ def encode(data: TraceColumns) -> Signatures:
     lens = vec_len[vrows]
     first_entry = np.cumsum(lens) - lens
     total = int(lens.sum())
-    if len(vrows) and np.array_equal(a["vec_off"][vrows], first_entry):
+    if len(vrows) and np.array_equal(columns["vec_off"][vrows], first_entry):
         entries = data.vectors[:total].astype(np.int64)      # stored back to back: as is
     else:
         entries = data.vector_entries(vrows)[1].astype(np.int64)
@@ -171,9 +190,10 @@ def _hash_words(words: list[np.ndarray], n: int) -> np.ndarray:
     """A 64-bit hash of each row of equal-length integer columns."""
     h = np.zeros(n, np.uint64)
     with np.errstate(over="ignore"):
-        for j, w in enumerate(words):
-            h = (h ^ w.astype(np.int64).view(np.uint64)) * np.uint64(0x100000001B3) + \
-                np.uint64(j + 0x9E3779B97F4A7C15)
+        for j, w in enumerate(words):        # (in place: no temporary but the shift's)
+            h ^= w.astype(np.int64, copy=False).view(np.uint64)
+            h *= np.uint64(0x100000001B3)
+            h += np.uint64(j + 0x9E3779B97F4A7C15)
             h ^= h >> np.uint64(29)
     return h
 

@@ -16,6 +16,7 @@ from ..model import VOLUME_UNITS, TraceColumns
 from . import grammar as G
 from . import epochs as E
 from . import signatures as SG
+from . import pack as P
 from . import volumes as V
 
 FORM = "grammar"
@@ -74,10 +75,10 @@ def compress(data: TraceColumns, volumes: str = "exact", precision: float = 0.01
                              "models the times")
     if not 0 < precision < 1:
         raise MinitraceError(f"precision {precision!r} must be between 0 and 1")
-    sig = SG.encode(data) if sig is None else sig   # (given: extrapolate's)
+    cols = SG.action_columns(data.actions)
+    sig = SG.encode(data, cols) if sig is None else sig   # (given: extrapolate's)
     gram = G.build(sig.ids, data.rank_offsets, len(sig.table))
-    a = data.actions
-    volume = np.ascontiguousarray(a["volume"])
+    volume = cols["volume"]
     vrow = V.volume_rows(volume)
     has_volume = np.zeros(len(sig.table), bool)
     has_volume[sig.ids[vrow]] = True
@@ -88,7 +89,7 @@ def compress(data: TraceColumns, volumes: str = "exact", precision: float = 0.01
             "volume_totals": np.array([volume[data.rank_slice(r)].sum()
                                        for r in range(data.nranks)], np.float64)}
     attrs = {"volumes": volumes if bound is None else "exact", "precision": float(precision)}
-    ts, te = np.ascontiguousarray(a["t_start"]), np.ascontiguousarray(a["t_end"])
+    ts, te = cols["t_start"], cols["t_end"]
     vol_ns = None
     if bound is not None:
         side["volume"] = V.log_codes(volume[vrow], bound)
@@ -102,7 +103,7 @@ def compress(data: TraceColumns, volumes: str = "exact", precision: float = 0.01
         if scale is not None:
             attrs["volume_scale"] = scale
         if (divisor == 1e9 or scale == 1e-9) and quantum == 1:    # (ns, like the times)
-            vol_ns = np.zeros(len(a), np.int64)
+            vol_ns = np.zeros(len(volume), np.int64)
             vol_ns[vrow] = stored
             attrs["duration_less_volume"] = True
     # the times as a reader of either form decodes them (for the spans and the model)
@@ -185,46 +186,60 @@ def _dataset(group, name: str, data: np.ndarray, **kw) -> None:
 LIBVER = ("v110", "v110")
 
 
-def write(path: str, c: Compressed, meta: dict | None = None) -> None:
-    """Write ``c`` as a new minitrace file (format version 2, ``/trace@form = "grammar"``)."""
+#: ``/trace``'s attributes are kept in its header up to this many (HDF5's default, 8, moves
+#: its 10-14 attributes to a heap and a B-tree of their own: 1.8 KB more per file).
+COMPACT_ATTRIBUTES = (32, 24)
+
+
+def write(path: str, c: Compressed, meta: dict | None = None, pack: bool = True) -> None:
+    """Write ``c`` as a new minitrace file (format version 2, ``/trace@form = "grammar"``);
+    ``pack``: its small arrays in one dataset (:mod:`.pack`), else each its own."""
     m = dict(c.meta)
     m.update(meta or {})
     if m.get("volume_unit") not in VOLUME_UNITS:
         raise MinitraceError(f"unknown volume unit {m.get('volume_unit')!r}", path)
     small = S.smallest_int
+    arrays: dict[str, tuple[np.ndarray, dict]] = {}     # "group/name" -> (array, attrs)
+
+    def put(name: str, data: np.ndarray, **kw) -> None:
+        arrays[name] = (small(data) if data.dtype.kind == "i" else data, kw)
+
+    for name in SG.SIGNATURE_DTYPE.names:
+        put(f"signatures/{name}", c.table[name].astype(np.int64)
+            if c.table[name].dtype.kind == "i" else c.table[name])
+    put("signatures/has_volume", c.has_volume.astype(np.uint8))
+    put("signatures/vector_offsets", c.vec_offsets)
+    put("signatures/vector_values", c.vec_values)
+    for name in _GRAMMAR_ARRAYS:
+        put(f"grammar/{name}", getattr(c.grammar, name))
+    put("requests/offsets", c.new_request_offsets)
+    put("requests/new", _delta_per_rank(c.new_requests, c.new_request_offsets),
+        encoding="delta-per-rank")
+    put("index/rank_offsets", c.rank_offsets)
+    codes, counts = kind_counts(c)
+    put("index/kind_codes", codes)
+    put("index/kind_counts", counts)
+    for name, arr in c.side.items():
+        if isinstance(arr, pd.DataFrame):
+            for col in arr.columns:
+                put(f"{c.mode}/{name}/{col}", arr[col].to_numpy())
+        else:
+            put(f"{c.mode}/{name}", arr, noisy=len(arr) > c.nranks + 1)
     with S.new_file(path, m, S.FORMAT_VERSION, libver=LIBVER) as f:
-        g = f.create_group("trace")
+        gcpl = h5py.h5p.create(h5py.h5p.GROUP_CREATE)
+        gcpl.set_attr_phase_change(*COMPACT_ATTRIBUTES)
+        g = h5py.Group(h5py.h5g.create(f.id, b"trace", gcpl=gcpl))
         g.attrs.update({"nranks": c.nranks, "nactions": c.nactions, "timed": c.timed,
                         "form": FORM, **{k: v for k, v in c.attrs.items()}})
-        sg = g.create_group("signatures")
-        for name in SG.SIGNATURE_DTYPE.names:
-            _dataset(sg, name, small(c.table[name].astype(np.int64))
-                       if c.table[name].dtype.kind == "i" else c.table[name])
-        _dataset(sg, "has_volume", c.has_volume.astype(np.uint8))
-        _dataset(sg, "vector_offsets", small(c.vec_offsets))
-        _dataset(sg, "vector_values", small(c.vec_values))
-        gg = g.create_group("grammar")
-        for name in _GRAMMAR_ARRAYS:
-            _dataset(gg, name, small(getattr(c.grammar, name)))
-        rq = g.create_group("requests")
-        _dataset(rq, "offsets", c.new_request_offsets)
-        _dataset(rq, "new", small(_delta_per_rank(c.new_requests, c.new_request_offsets)),
-                   encoding="delta-per-rank")
-        idx = g.create_group("index")
-        _dataset(idx, "rank_offsets", c.rank_offsets)
-        codes, counts = kind_counts(c)
-        idx.create_dataset("kind_codes", data=codes)
-        _dataset(idx, "kind_counts", counts)
-        side = g.create_group(c.mode)
-        for name, arr in c.side.items():
-            if isinstance(arr, pd.DataFrame):
-                sub = side.create_group(name)
-                for col in arr.columns:
-                    v = arr[col].to_numpy()
-                    _dataset(sub, col, small(v) if v.dtype.kind == "i" else v)
-            else:
-                _dataset(side, name, small(arr) if arr.dtype.kind == "i" else arr,
-                           noisy=len(arr) > c.nranks + 1)
+        if pack:
+            packed = {k: a for k, (a, _) in arrays.items() if P.packs(a)}
+            if packed:
+                S.dataset(g, P.DATASET, P.pack(packed))
+                g.attrs[P.ATTR] = P.VERSION
+                arrays = {k: v for k, v in arrays.items() if k not in packed}
+        for name, (arr, kw) in arrays.items():
+            *groups, leaf = name.split("/")
+            _dataset(g.require_group("/".join(groups)), leaf, arr, **kw)
         S.write_comms_strings(g, c.comms, c.strings)
 
 
@@ -270,27 +285,63 @@ def _corrupt(what: str, path: str) -> MinitraceError:
     return MinitraceError(f"corrupt trace: {what}", path)
 
 
-def _group(g, name: str, path: str):
-    sub = g.get(name)
-    if not isinstance(sub, h5py.Group):
-        raise _corrupt(f"{g.name}/{name} missing", path)
-    return sub
+class _Arrays:
+    """Where :func:`read` finds each array: in the pack (:mod:`.pack`) when the file has one,
+    else as its own dataset (every file written before the pack, and large arrays)."""
+
+    def __init__(self, g: h5py.Group, attrs: dict, path: str):
+        self.g, self.path = g, path
+        self.packed = {}
+        version = attrs.get(P.ATTR)
+        if version is not None:
+            if version != P.VERSION:
+                raise _corrupt(f"pack version {version!r} unknown (written by a newer "
+                               f"minitrace?)", path)
+            try:
+                self.packed = P.unpack(S.trace_array(g, P.DATASET, path, kinds="u"))
+            except P.PackError as e:
+                raise _corrupt(str(e), path) from None
+
+    def __call__(self, name: str, kinds: str = "iu", ndim: int = 1) -> np.ndarray:
+        v = self.packed.get(name)
+        if v is None:
+            *groups, leaf = name.split("/")
+            where = self.g
+            for sub in groups:
+                where = where.get(sub)
+                if not isinstance(where, h5py.Group):
+                    raise _corrupt(f"{self.g.name}/{name} missing", self.path)
+            return S.trace_array(where, leaf, self.path, kinds, ndim)
+        if v.dtype.kind not in kinds or v.ndim != ndim:
+            raise _corrupt(f"{self.g.name}/{name} is {v.dtype} {v.shape}, not numbers of rank "
+                           f"{ndim}", self.path)
+        return v
+
+    def names(self, group: str) -> list[str]:
+        """The arrays under ``group``: ``name``, or ``table/column`` for a table's columns."""
+        out = [k[len(group) + 1:] for k in self.packed if k.startswith(group + "/")]
+        sub = self.g.get(group)
+        if isinstance(sub, h5py.Group):
+            for name, obj in sub.items():
+                out += [f"{name}/{col}" for col in obj] if isinstance(obj, h5py.Group) \
+                    else [name]
+        elif not out:
+            raise _corrupt(f"{self.g.name}/{group} missing", self.path)
+        return out
 
 
 def read(g: h5py.Group, path: str) -> Compressed:
     """The compressed ``/trace`` group ``g``, every table checked (one-line ``corrupt trace``
     errors naming ``path``) before anything is expanded."""
-    arr = S.trace_array
     attrs = S.read_attrs(g)
     mode = attrs.get("volumes")
     if mode not in V.MODES:
         raise _corrupt(f"unknown volume mode {mode!r}", path)
-    sg, gg, rq, idx = (_group(g, n, path) for n in ("signatures", "grammar", "requests",
-                                                     "index"))
+    arr = _Arrays(g, attrs, path)
     n_sig = None
     table_cols = {}
     for name in SG.SIGNATURE_DTYPE.names:
-        v = arr(sg, name, path)
+        v = arr(f"signatures/{name}")
         if n_sig is not None and len(v) != n_sig:
             raise _corrupt("signature columns of different lengths", path)
         n_sig = len(v)
@@ -301,17 +352,17 @@ def read(g: h5py.Group, path: str) -> Compressed:
         if len(v) and (v.min() < info.min or v.max() > info.max):
             raise _corrupt(f"signature column {name} out of range", path)
         table[name] = v
-    vec_offsets = arr(sg, "vector_offsets", path).astype(np.int64)
-    vec_values = arr(sg, "vector_values", path).astype(np.int64)
+    vec_offsets = arr("signatures/vector_offsets").astype(np.int64)
+    vec_values = arr("signatures/vector_values").astype(np.int64)
     why = SG.check_table(table, vec_offsets, vec_values)
     if why:
         raise _corrupt(why, path)
-    has_volume = arr(sg, "has_volume", path).astype(bool)
+    has_volume = arr("signatures/has_volume").astype(bool)
     if len(has_volume) != len(table):
         raise _corrupt("has_volume does not match the signature table", path)
     gram = G.Grammar(nterm=len(table),
-                     **{k: arr(gg, k, path).astype(np.int64) for k in _GRAMMAR_ARRAYS})
-    offsets = arr(idx, "rank_offsets", path).astype(np.int64)
+                     **{k: arr(f"grammar/{k}").astype(np.int64) for k in _GRAMMAR_ARRAYS})
+    offsets = arr("index/rank_offsets").astype(np.int64)
     nranks = len(offsets) - 1
     if nranks < 0 or offsets[0] != 0 or (np.diff(offsets) < 0).any() or \
             offsets[-1] != attrs.get("nactions") or len(gram.rank_grammar) != nranks:
@@ -324,19 +375,23 @@ def read(g: h5py.Group, path: str) -> Compressed:
     if nranks and not np.array_equal(np.array(lengths, np.int64)[gram.rank_grammar],
                                      np.diff(offsets)):
         raise _corrupt("a rank's grammar expands to another length than the index says", path)
-    req_off = arr(rq, "offsets", path).astype(np.int64)
-    new = arr(rq, "new", path).astype(np.int64)
+    req_off = arr("requests/offsets").astype(np.int64)
+    new = arr("requests/new").astype(np.int64)
     if len(req_off) != nranks + 1 or (len(req_off) and (req_off[0] != 0 or req_off[-1] !=
                                                          len(new) or (np.diff(req_off) < 0)
                                                          .any())):
         raise _corrupt("request table inconsistent", path)
-    side_g = _group(g, mode, path)
-    side = {}
-    for name, ds in side_g.items():
-        if isinstance(ds, h5py.Group):
-            side[name] = pd.DataFrame({col: arr(ds, col, path, kinds="iuf") for col in ds})
+    side, tables = {}, {}
+    for name in arr.names(mode):
+        frame, _, col = name.partition("/")
+        if col:
+            tables.setdefault(frame, {})[col] = arr(f"{mode}/{name}", kinds="iuf")
         else:
-            side[name] = arr(side_g, name, path, kinds="iuf")
+            side[name] = arr(f"{mode}/{name}", kinds="iuf")
+    for name, cols in tables.items():
+        if len({len(v) for v in cols.values()}) > 1:
+            raise _corrupt(f"{mode}/{name} columns of different lengths", path)
+        side[name] = pd.DataFrame(cols)
     vol_off = side.get("volume_offsets")
     if vol_off is None or len(vol_off) != nranks + 1 or (len(vol_off) and vol_off[0] != 0) or \
             (np.diff(vol_off) < 0).any():

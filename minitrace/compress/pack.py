@@ -1,0 +1,98 @@
+"""A compressed file's small arrays packed into one dataset (``/trace/packed``, pack version 1).
+
+Below ~50 k actions a compressed file's ~60 small arrays cost more as HDF5 datasets (an object
+header each, ~330 bytes, and the groups' link tables) than their content; packed, they cost
+one header and deflate together.  Layout of the packed bytes (docs/FORMAT.md, "Compressed
+traces"):
+
+- a little-endian uint32: the length L of the index;
+- the index, L bytes of UTF-8: one line per array, ``name dtype shape`` (the array's path
+  under ``/trace`` as it would be a dataset, e.g. ``model/stats/mean``; numpy's dtype string,
+  e.g. ``<i4``; its dimensions joined by ``x``);
+- each array's bytes in index order, byte-shuffled (byte 0 of every element, then byte 1...,
+  as HDF5's shuffle filter does: integers and floats deflate better).
+
+The dataset is uint8 with HDF5's standard gzip filter.  Files without it (written before)
+hold every array as its own dataset, and are read as before.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+DATASET = "packed"
+#: ``/trace`` attribute holding the pack version (files without it have no pack).
+ATTR = "packed"
+VERSION = 1
+#: Arrays up to this many bytes are packed; larger ones are datasets of their own.
+MAX_BYTES = 1 << 16
+_KINDS = "iuf"
+_MAX_NDIM = 2
+
+
+def packs(a: np.ndarray) -> bool:
+    """Whether ``a`` goes into the pack (small numbers of at most 2 dimensions)."""
+    return a.nbytes <= MAX_BYTES and a.dtype.kind in _KINDS and a.ndim <= _MAX_NDIM \
+        and a.dtype.fields is None
+
+
+def _shuffled(a: np.ndarray) -> bytes:
+    b = np.ascontiguousarray(a).view(np.uint8).reshape(-1, a.dtype.itemsize)
+    return b.T.tobytes()
+
+
+def pack(arrays: dict) -> np.ndarray:
+    """The packed bytes (uint8) of ``arrays`` (name -> array), in their order."""
+    lines, blobs = [], []
+    for name, a in arrays.items():
+        if " " in name or "\n" in name or not packs(a):
+            raise ValueError(f"{name!r} cannot be packed")
+        a = a.astype(a.dtype.newbyteorder("<"), copy=False)
+        lines.append(f"{name} {a.dtype.str} {'x'.join(map(str, a.shape))}")
+        blobs.append(_shuffled(a))
+    index = "\n".join(lines).encode()
+    head = np.array([len(index)], "<u4").tobytes()
+    return np.frombuffer(head + index + b"".join(blobs), np.uint8)
+
+
+class PackError(ValueError):
+    """Packed bytes that do not hold what their index says (the reader makes it a
+    ``corrupt trace`` error)."""
+
+
+def unpack(raw: np.ndarray) -> dict:
+    """name -> array of packed bytes ``raw``, every entry checked against the bytes there."""
+    raw = np.ascontiguousarray(raw, np.uint8).ravel()
+    if len(raw) < 4:
+        raise PackError("packed arrays shorter than their header")
+    size = int(raw[:4].view("<u4")[0])
+    if size > len(raw) - 4:
+        raise PackError("packed index beyond the packed bytes")
+    try:
+        text = raw[4:4 + size].tobytes().decode()
+    except UnicodeDecodeError:
+        raise PackError("packed index is not UTF-8 text") from None
+    out = {}
+    at = 4 + size
+    for line in text.split("\n") if text else []:
+        parts = line.split(" ")
+        if len(parts) != 3 or parts[0] in out:
+            raise PackError(f"packed index line {line[:60]!r} malformed or repeated")
+        name, code, dims = parts
+        try:
+            dtype = np.dtype(code)
+            shape = tuple(int(x) for x in dims.split("x")) if dims else ()
+        except (TypeError, ValueError):
+            raise PackError(f"packed index line {line[:60]!r} malformed") from None
+        if dtype.kind not in _KINDS or dtype.fields is not None or dtype.itemsize > 8 or \
+                len(shape) > _MAX_NDIM or min(shape, default=0) < 0:
+            raise PackError(f"packed array {name} of type {code} {dims} not allowed")
+        count = int(np.prod(shape, dtype=object)) if shape else 1
+        nbytes = count * dtype.itemsize
+        if nbytes > len(raw) - at:
+            raise PackError(f"packed array {name} beyond the packed bytes")
+        b = raw[at:at + nbytes].reshape(dtype.itemsize, count).T
+        out[name] = np.ascontiguousarray(b).view(dtype).reshape(shape)
+        at += nbytes
+    if at != len(raw):
+        raise PackError("packed bytes longer than their index says")
+    return out
