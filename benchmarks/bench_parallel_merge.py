@@ -264,8 +264,9 @@ with contextlib.redirect_stdout(io.StringIO()):
     except SystemExit:
         pass
 w = W.World()
-print(json.dumps({"worker": w.rank, "end_s": time.perf_counter() - T0, "cpu_s": cpu(),
-                  "events": ev}), flush=True)
+with open(f"{sys.argv[2]}.w{w.rank}.json", "w") as fh:    # one file each: lines over 4 KB
+    json.dump({"worker": w.rank, "end_s": time.perf_counter() - T0, "cpu_s": cpu(),
+               "events": ev}, fh)                     # interleave on a shared pipe
 """
 
 
@@ -285,8 +286,12 @@ def timeline(args) -> None:
             if p.returncode:
                 print(p.stderr[-2000:])
                 continue
-            workers = sorted((json.loads(ln) for ln in p.stdout.splitlines()),
-                             key=lambda w: w["worker"])
+            workers = []
+            for f in sorted(glob.glob(f"{out}.w*.json")):
+                with open(f) as fh:
+                    workers.append(json.load(fh))
+                os.unlink(f)
+            workers.sort(key=lambda w: w["worker"])
             print(f"code: {code or 'this'}, load {os.getloadavg()[0]:.1f}")
             for w in workers:
                 waits = sum(e[2] - e[1] for e in w["events"] if e[0].startswith("wait"))

@@ -153,9 +153,11 @@ def _check_at(world: World, ctx, rep: PhaseReport, nranks: int, df: pd.DataFrame
     """The collective rows ``df`` (and their vectors) sent to their ``owner`` worker, which
     checks what it received."""
     out = []
+    have = np.fromiter(vectors, np.int64, len(vectors))
     for w in range(world.size):
         sub = df[owner == w]
-        out.append((sub, {int(r): vectors[int(r)] for r in sub["row"] if int(r) in vectors}))
+        rows = sub["row"].to_numpy(np.int64)
+        out.append((sub, {int(r): vectors[int(r)] for r in rows[np.isin(rows, have)]}))
     got = world.alltoall(out)
     frame = pd.concat([f for f, _ in got], ignore_index=True).sort_values("row")
     if len(frame):

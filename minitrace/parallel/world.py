@@ -47,7 +47,11 @@ class World:
         return self.comm.bcast(obj, root=0)
 
     def alltoall(self, objs: list):
-        return self.comm.alltoall(objs)
+        """``objs[w]`` to worker w; this worker's own item stays here, not pickled through
+        MPI (a worker's share of its own frames is most of them)."""
+        out = self.comm.alltoall([None if w == self.rank else o for w, o in enumerate(objs)])
+        out[self.rank] = objs[self.rank]
+        return out
 
     def step(self, fn: Callable[[], T], what: str) -> T:
         """Run ``fn`` on every worker; if it fails on any, raise on every one a MinitraceError
