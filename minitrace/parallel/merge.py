@@ -203,8 +203,7 @@ def _collect(world: World, mine: dict, root_only: bool = False) -> dict:
 def _kind_last(kind: np.ndarray, base: int) -> np.ndarray:
     """The last global row of each kind code among these rows (-1: none)."""
     last = np.full(256, -1, np.int64)
-    codes, first_from_end = np.unique(kind[::-1], return_index=True)
-    last[codes] = base + len(kind) - 1 - first_from_end
+    np.maximum.at(last, kind, np.arange(base, base + len(kind), dtype=np.int64))  # no sort
     return last
 
 
