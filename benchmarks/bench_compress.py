@@ -8,6 +8,10 @@ Run: nice -n 10 python benchmarks/bench_compress.py [--actions 1000000] [--big 1
        recorded traces (issue 38): bytes/action and compression speed (actions per CPU second)
        in every mode, and the replay of the model file against the exact file's (native
        replayer, 1 Gf hosts, --compute-rate 1Gf)
+     ... --recorded A.h5 ... --old DIR
+       also the code in DIR (`git archive COMMIT minitrace | tar -x -C DIR`), each file's modes
+       run by it in a child started outside the repository right after this code's: sizes
+       and speeds side by side, and their ratios
 """
 from __future__ import annotations
 
@@ -96,7 +100,45 @@ def replay_speed(d: str) -> dict | None:
 MODES = ("exact", "bounded", "model")
 
 
-def recorded(path: str, d: str, repeat: int) -> dict:
+#: The child that runs another checkout's code on one file (argv: path, out dir, repeat): per
+#: mode, its file bytes and best CPU seconds, as one JSON line.
+_OLD_CHILD = """
+import json, os, sys, time
+import minitrace
+from minitrace.compress.files import write_compressed
+path, d, repeat = sys.argv[1], sys.argv[2], int(sys.argv[3])
+with minitrace.open(path) as t:
+    data = t.data()
+out = {}
+for mode, volumes, times in (("exact", "exact", "exact"),
+                             ("bounded", "bounded:1%", "bounded:1us"),
+                             ("model", "model", "exact")):
+    f, best = os.path.join(d, mode + ".old.h5"), float("inf")
+    for _ in range(repeat):
+        cpu = []
+        write_compressed(f, data, volumes, cpu=cpu, times=times)
+        best = min(best, cpu[0])
+    out[mode] = [os.path.getsize(f), best, minitrace.__file__]
+print(json.dumps(out))
+"""
+
+
+def old_code(old: str, path: str, d: str, repeat: int) -> dict:
+    """Sizes and CPU seconds of the code in ``old`` on ``path`` (a child in ``d``, so that the
+    repository's checkout is not first on its path)."""
+    import json
+    import subprocess
+    env = dict(os.environ, PYTHONPATH=os.path.abspath(old))
+    p = subprocess.run([sys.executable, "-c", _OLD_CHILD, os.path.abspath(path), d,
+                        str(repeat)], cwd=d, env=env, capture_output=True, text=True,
+                       check=True)
+    got = json.loads(p.stdout.strip().splitlines()[-1])
+    if not got["exact"][2].startswith(os.path.abspath(old)):
+        raise SystemExit(f"--old: the child ran {got['exact'][2]}, not {old}")
+    return got
+
+
+def recorded(path: str, d: str, repeat: int, old: str | None = None) -> dict:
     """One recorded trace: each mode's bytes/action and M actions per CPU second (the fastest
     of ``repeat``), and the model's replay against the exact file's."""
     from minitrace.replay import replay
@@ -118,6 +160,11 @@ def recorded(path: str, d: str, repeat: int) -> dict:
         row[f"{mode} B/action"] = s["file_bytes"] / n
         row[f"{mode} trace B/action"] = (s["structure_bytes"] + s["side_bytes"]) / n
         row[f"{mode} M/CPU s"] = n / best / 1e6
+    if old:
+        for mode, (size, best, _) in old_code(old, path, d, repeat).items():
+            row[f"{mode} B/action old"] = size / n
+            row[f"{mode} M/CPU s old"] = n / best / 1e6
+            row[f"{mode} speed new/old"] = row[f"{mode} M/CPU s"] / row[f"{mode} M/CPU s old"]
     sim = {m: replay(out[m], engine="native", compute_rate="1Gf", lossy=True).simulated_time
            for m in ("exact", "model")}       # (lossy: both drop the same actions, if any)
     row["exact replay s"] = sim["exact"]
@@ -132,6 +179,7 @@ def main() -> None:
     ap.add_argument("--big", type=int, default=10_000_000)
     ap.add_argument("--recorded", nargs="+", metavar="FILE", help="recorded traces only")
     ap.add_argument("--repeat", type=int, default=3, help="compressions per mode (fastest)")
+    ap.add_argument("--old", metavar="DIR", help="with --recorded: also the code in DIR")
     args = ap.parse_args()
     import pandas as pd
     print(f"load average {os.getloadavg()[0]:.1f} (2-core VM)")
@@ -139,7 +187,7 @@ def main() -> None:
         rows = []
         for path in args.recorded:
             with tempfile.TemporaryDirectory(dir=os.environ.get("TMPDIR")) as d:
-                rows.append(recorded(path, d, args.repeat))
+                rows.append(recorded(path, d, args.repeat, args.old))
             print(f"{rows[-1]}, load average {os.getloadavg()[0]:.1f}", flush=True)
         with pd.option_context("display.width", 250, "display.max_columns", 30):
             print(pd.DataFrame(rows).set_index("trace").T.to_string())
