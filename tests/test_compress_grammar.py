@@ -11,7 +11,7 @@ from minitrace.compress import grammar as G
 from minitrace.compress import loops
 from minitrace.compress import signatures as S
 from minitrace.converters.simgrid_ti import read_ti
-from minitrace.model import TraceBuilder
+from minitrace.model import ACTION_DTYPE, TraceBuilder
 from tests.support import fixtures
 from tests.test_storage import small_trace
 
@@ -197,3 +197,33 @@ def test_programs_differing_only_in_loop_counts_have_one_shape(tmp_path):
         lines = loop_lines(t.loops())
     assert lines[0] == "ranks 0-1 and 2 run the same loops, for different numbers of iterations"
     assert any("main loop: 107 iterations of [barrier, compute]" in ln for ln in lines)
+
+
+def test_run_test_agrees_with_the_runs_themselves():
+    """has_run (doubling) says whether a boolean array holds p consecutive Trues, as its run
+    lengths do, for every period the folds try."""
+    from minitrace.compress.grammar import has_run
+    rng = np.random.default_rng(5)
+    for n in (0, 1, 7, 64, 300):
+        for density in (0.3, 0.8, 0.97):
+            m = rng.random(n) < density
+            edges = np.diff(np.concatenate([[0], m.view(np.int8), [0]]))
+            longest = int((np.flatnonzero(edges == -1) - np.flatnonzero(edges == 1)).max()) \
+                if m.any() else 0
+            for p in list(range(1, 40)) + [64, 100, 257]:
+                assert has_run(m, p) == (longest >= p), (n, density, p)
+
+
+def test_action_columns_are_the_fields():
+    """The fields taken a block of rows at a time are each field's column (tables shorter
+    than, equal to and not a multiple of a block)."""
+    from minitrace.compress.signatures import COLUMN_ROWS, action_columns
+    for n in (0, 5, COLUMN_ROWS, 2 * COLUMN_ROWS + 3):
+        d = random_trace(n % 97, nranks=1, n=n) if n else None
+        a = d.actions[:n] if d is not None else np.zeros(0, ACTION_DTYPE)
+        assert len(a) == n
+        cols = action_columns(a)
+        assert list(cols) == list(a.dtype.names)
+        for f, col in cols.items():
+            want = np.ascontiguousarray(a[f]).view(np.uint8)
+            assert col.flags.c_contiguous and np.array_equal(col.view(np.uint8), want), f

@@ -258,7 +258,7 @@ def _candidates(seq: np.ndarray) -> list[int]:
     return small + sorted(int(p) for p in keep)
 
 
-def _has_run(m: np.ndarray, p: int) -> bool:
+def has_run(m: np.ndarray, p: int) -> bool:
     """Whether the boolean array ``m`` holds ``p`` consecutive Trues: runs of length 2^k by
     doubling, then two of them overlapping (log2(p) passes over bytes, no index arrays)."""
     k = 1
@@ -276,7 +276,7 @@ def _fold(seq: np.ndarray, p: int, rules: _Builder) -> np.ndarray:
     if n < 2 * p:
         return seq
     m = seq[:-p] == seq[p:]
-    if not _has_run(m, p):           # (most candidates: decided without index arrays)
+    if not has_run(m, p):           # (most candidates: decided without index arrays)
         return seq
     edges = np.diff(np.concatenate([[0], m.view(np.int8), [0]]))
     starts = np.nonzero(edges == 1)[0]
