@@ -150,7 +150,9 @@ def main() -> int:
                          # the after-compute call cost: seconds added per rank, and the
                          # predictions with one kernel's cost alone (its range)
                          "after_compute": [q.after_compute for q in preds],
-                         "after_compute_range": [q.after_compute_range for q in preds]})
+                         "after_compute_range": [q.after_compute_range for q in preds],
+                         # the calibrated background the compute was stretched by
+                         "background": preds[0].background if preds else None})
             r = rows[-1]
             print(f"{name:>14} {n} ranks: untraced {u:.4f} s (spread {r['spread']:.1%}), "
                   f"recorded {statistics.median(r['recorded']):.4f} s ({r['overhead']:+.1%}; "
