@@ -44,6 +44,7 @@ from typing import Callable, NamedTuple
 from minitrace import storage
 from minitrace.errors import MinitraceError
 from minitrace.extrapolate import build as B
+from minitrace.compress.files import write_compressed
 from minitrace.extrapolate import check as C
 from minitrace.replay import replay
 
@@ -372,9 +373,9 @@ def composed(tmp: str, largest: int) -> None:
 
 def stamped_speed(tmp: str, paths: list[str], largest: int) -> None:
     """Recorded runs (``--speed-from``) extrapolated to 1,024 .. ``largest`` ranks: CPU
-    seconds to extrapolate (and print the table, as the command does), then to write the file with the signatures stamped per rank
-    class (:mod:`minitrace.extrapolate.stamped`) and with every action encoded, in one run."""
-    from minitrace.compress.files import write_compressed
+    seconds to extrapolate (and print the table, as the command does), then to write the
+    file with the signatures stamped per rank class (:mod:`minitrace.extrapolate.stamped`)
+    and with every action encoded, in one run."""
     print("\n| ranks | actions | stamped | extrapolate CPU (s) | write stamped CPU (s) "
           "| write encoded CPU (s) | write ratio | total ratio | file bytes stamped / encoded |\n"
           "|---|---|---|---|---|---|---|---|---|")
