@@ -42,9 +42,9 @@ from pathlib import Path
 from typing import Callable, NamedTuple
 
 from minitrace import storage
+from minitrace.compress.files import write_compressed
 from minitrace.errors import MinitraceError
 from minitrace.extrapolate import build as B
-from minitrace.compress.files import write_compressed
 from minitrace.extrapolate import check as C
 from minitrace.replay import replay
 
