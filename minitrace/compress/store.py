@@ -225,18 +225,17 @@ def write(path: str, c: Compressed, meta: dict | None = None, pack: bool = True)
                 put(f"{c.mode}/{name}/{col}", arr[col].to_numpy())
         else:
             put(f"{c.mode}/{name}", arr, noisy=len(arr) > c.nranks + 1)
+    packed = {k: a for k, (a, _) in arrays.items() if P.packs(a)} if pack else {}
+    arrays = {k: v for k, v in arrays.items() if k not in packed}
     with S.new_file(path, m, S.FORMAT_VERSION, libver=LIBVER) as f:
         gcpl = h5py.h5p.create(h5py.h5p.GROUP_CREATE)
         gcpl.set_attr_phase_change(*COMPACT_ATTRIBUTES)
         g = h5py.Group(h5py.h5g.create(f.id, b"trace", gcpl=gcpl))
         g.attrs.update({"nranks": c.nranks, "nactions": c.nactions, "timed": c.timed,
-                        "form": FORM, **{k: v for k, v in c.attrs.items()}})
-        if pack:
-            packed = {k: a for k, (a, _) in arrays.items() if P.packs(a)}
-            if packed:
-                S.dataset(g, P.DATASET, P.pack(packed))
-                g.attrs[P.ATTR] = P.VERSION
-                arrays = {k: v for k, v in arrays.items() if k not in packed}
+                        "form": FORM, **{k: v for k, v in c.attrs.items()},
+                        **({P.ATTR: P.VERSION} if packed else {})})
+        if packed:
+            S.dataset(g, P.DATASET, P.pack(packed))
         for name, (arr, kw) in arrays.items():
             *groups, leaf = name.split("/")
             _dataset(g.require_group("/".join(groups)), leaf, arr, **kw)
