@@ -293,7 +293,7 @@ class _Arrays:
         self.packed = {}
         version = attrs.get(P.ATTR)
         if version is not None:
-            if version != P.VERSION:
+            if not isinstance(version, (int, np.integer)) or version != P.VERSION:
                 raise _corrupt(f"pack version {version!r} unknown (written by a newer "
                                f"minitrace?)", path)
             try:
