@@ -280,6 +280,8 @@ def timeline(args) -> None:
         write_run(raw, args.ranks, int(args.actions) // (12 * args.ranks), seed=1)
         for code in [None] + ([args.old] if args.old else []):
             out = os.path.join(work, "t.h5")
+            for f in glob.glob(f"{out}.w*.json"):      # (a failed run's: not this run's)
+                os.unlink(f)
             env = dict(os.environ, PYTHONPATH=code) if code else None
             p = subprocess.run([mpi_tool("mpiexec"), "-n", "2", PY, "-c", _TIMELINE, raw, out],
                                capture_output=True, text=True, env=env, cwd=work)

@@ -54,10 +54,12 @@ def test_penalty_is_linear_in_size_between_the_sizes_measured_and_held_beyond():
 
 
 def test_each_compute_takes_the_bytes_its_calls_move():
-    """Rank 0: a 1 ms compute, then receives and sends 8 KiB with rank 1 (and as much to and from
-    MPI_PROC_NULL, which moves nothing) across a 1 us compute (too short to evict anything: the
-    same stretch), waitall; a 1 ms compute, an 8-byte allreduce.  The first compute's calls
-    move 8 KiB each way, the second's 8 bytes."""
+    """Each rank: a 1 ms compute, then receives and sends 8 KiB with the other (and as much to
+    and from MPI_PROC_NULL, which moves nothing) across a 1 us compute (too short to evict
+    anything: the same stretch), waitall; a 1 ms compute, an 8-byte allreduce; a 1 ms compute,
+    a non-periodic shift by sendrecv of 4 KiB each way (rank 0 sends to MPI_PROC_NULL and
+    receives, rank 1 sends and receives from MPI_PROC_NULL: 2 KiB each way for both).  The
+    first compute's calls move 8 KiB each way, the second's 8 bytes, the third's 2 KiB."""
     b = TraceBuilder(2, {"volume_unit": "seconds"})
     for r in range(2):
         b.add(r, "init")
@@ -70,16 +72,19 @@ def test_each_compute_takes_the_bytes_its_calls_move():
         b.add(r, "waitall")
         b.add(r, "compute", volume=1e-3)
         b.add(r, "allreduce", bytes_sent=8, bytes_recv=8)
+        b.add(r, "compute", volume=1e-3)
+        b.add(r, "sendrecv", peer=-1 if r == 0 else 0, tag=1, bytes_sent=4096, bytes_recv=4096,
+              vector=[1 if r == 0 else -1, 1])
         b.add(r, "finalize")
     data = b.build()
     comp = np.flatnonzero(data.actions["kind"] == K.code("compute"))
     rows = comp[data.actions["volume"][comp] > 1e-5]
-    assert ac.stretch_bytes(data, rows, 20e-6, 1.0).tolist() == [8192, 8, 8192, 8]
+    assert ac.stretch_bytes(data, rows, 20e-6, 1.0).tolist() == [8192, 8, 2048] * 2
     got, _ = ac.add_to_compute(data, SIZED, speed=1.0)
     added = got.actions["volume"][rows] - data.actions["volume"][rows]
-    want = [ac.penalty(SIZED, np.array([1e-3]), s)[0] for s in (8192, 8, 8192, 8)]
+    want = [ac.penalty(SIZED, np.array([1e-3]), s)[0] for s in (8192, 8, 2048) * 2]
     assert added == pytest.approx(want)
-    assert want[0] > want[1]                    # (the table's larger exchange costs more)
+    assert want[0] > want[2] > want[1]          # (the table's larger exchanges cost more)
 
 
 def _trace(unit: str, scale: float):

@@ -12,7 +12,7 @@ import pytest
 
 from minitrace import kinds as K
 from minitrace.model import TraceBuilder
-from minitrace.predict import predict, report
+from minitrace.predict import kernels as kernel_set, predict, report
 from minitrace.predict.calibration import background, load
 from minitrace.predict.prediction import with_background
 
@@ -20,8 +20,7 @@ from minitrace.predict.prediction import with_background
 def _run(cpu, wall, nodes, kernel=None):
     cols = {"compute_cpu": np.array(cpu, float), "compute_wall": np.array(wall, float)}
     if kernel:
-        cols |= {f"kernel_{k}_{q}": np.array(v, float) for k in ("fma", "triad_memory",
-                                                                   "triad_cache", "chase")
+        cols |= {f"kernel_{k}_{q}": np.array(v, float) for k in kernel_set.KERNELS
                  for q, v in zip(("cpu", "wall"), kernel)}
     return {"columns": cols, "attrs": {"rank_to_node": nodes}}
 
@@ -30,10 +29,11 @@ def test_background_sums_a_nodes_ranks_and_takes_the_median_run():
     # one node, two ranks: 1% and 3% of their wall time lost: 4% of the node's compute
     one = _run([0.99, 0.97], [1.0, 1.0], ["a", "a"])
     assert background([one]) == pytest.approx(0.04)
-    # the kernel set's phases count too: 4 kernels of 0.25 s CPU in 0.25 s wall each
+    # the kernel set's phases count too: its kernels, 0.25 s CPU in 0.25 s wall each
     with_kernels = _run([0.99, 0.97], [1.0, 1.0], ["a", "a"],
                         kernel=([0.25, 0.25], [0.25, 0.25]))
-    assert background([with_kernels]) == pytest.approx(0.01 / 2 + 0.03 / 2)
+    n = len(kernel_set.KERNELS)
+    assert background([with_kernels]) == pytest.approx((0.01 + 0.03) / (1 + 0.25 * n))
     # two nodes: their mean; a rank faster in CPU than wall (clock noise) counts as 0
     two = _run([0.98, 1.0, 0.96, 1.001], [1.0] * 4, ["a", "a", "b", "b"])
     assert background([two]) == pytest.approx((0.02 + 0.04) / 2)

@@ -14,8 +14,8 @@ import pytest
 from minitrace import kinds as K
 from minitrace.errors import MinitraceError
 from minitrace.replay import replay
-from minitrace.replay.sampling import WINDOW, load_trace, loops_of, phases_of, sampled_replay, \
-    top_level
+from minitrace.replay.sampling import LASTING, WINDOW, load_trace, loops_of, phases_of, \
+    sampled_replay, top_level
 from tests.support.record_util import record
 from tests.support.synthetic_loops import Step, build, stencil
 
@@ -56,11 +56,20 @@ def test_a_loop_whose_iterations_vary_is_found_whole():
 
 
 def test_a_warmup_block_does_not_make_a_phase():
-    """A first block slower than the rest (cold caches) is the steady rule's warm-up, not a
-    phase of its own replayed whole before a second start."""
-    data, bounds = stencil(2, 20 * WINDOW, warmup=2.0)
-    assert [(p.first, p.stop) for p in phases_of(data, 0, bounds, WINDOW)] == \
-        [(0, 20 * WINDOW)]
+    """A first block in which one rank is slower than in the rest (its caches cold) moves the
+    balance between the ranks, but only there: the steady rule's warm-up, not a phase of its
+    own replayed whole before a second start; the same rank slower for as long (LASTING
+    blocks) is a phase."""
+    data, bounds = stencil(2, 20 * WINDOW)
+    comp = data.actions["kind"] == K.code("compute")
+    for blocks, want in ((1, [(0, 20 * WINDOW)]),
+                         (LASTING, [(0, LASTING * WINDOW), (LASTING * WINDOW, 20 * WINDOW)])):
+        first = np.zeros(len(data.actions), bool)
+        first[bounds[0, 0]:bounds[0, blocks * WINDOW]] = True       # (rank 0's rows)
+        acts = data.actions.copy()
+        acts["volume"][first & comp] *= 2.0
+        got = phases_of(replace(data, actions=acts), 0, bounds, WINDOW)
+        assert [(p.first, p.stop) for p in got] == want, blocks
 
 
 def test_a_change_of_compute_level_is_no_phase_a_change_of_balance_is():

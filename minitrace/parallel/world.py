@@ -48,7 +48,8 @@ class World:
 
     def alltoall(self, objs: list):
         """``objs[w]`` to worker w; this worker's own item stays here, not pickled through
-        MPI (a worker's share of its own frames is most of them)."""
+        MPI (with the merge's split of ranks by owner, a worker's share of its own frames is
+        most of them): it gets that object itself back, not a copy."""
         out = self.comm.alltoall([None if w == self.rank else o for w, o in enumerate(objs)])
         out[self.rank] = objs[self.rank]
         return out

@@ -51,9 +51,12 @@ BYTES_COLUMN = "after_compute_bytes"
 REPS = 60
 #: actions between a compute and the MPI call after it that take no time (the markers)
 _MARKERS = K.NON_MPI - {"compute", "sleep"}
-#: point-to-point kinds whose peer -1 is MPI_PROC_NULL (no message moves)
-_P2P = K.SENDS | K.RECVS | K.SENDRECVS | K.NONBLOCKING_SENDRECVS
-_ANY_SOURCE = 1
+#: point-to-point kinds whose peer -1 is MPI_PROC_NULL (no message moves): the peer is the
+#: destination of sends and sendrecvs, the source of receives; sendrecvs' source is their
+#: vector's entry 0 (docs/FORMAT.md)
+_SENDING = K.SENDS | K.SENDRECVS | K.NONBLOCKING_SENDRECVS
+_RECEIVING = K.RECVS
+_SENDRECVING = K.SENDRECVS | K.NONBLOCKING_SENDRECVS
 _TIMER = time.perf_counter
 _MEMORY_DOUBLES = (64 << 20) // 24       # each of the triad's three arrays
 _STEP = 4096                             # doubles per triad call (96 KiB, a few us)
@@ -231,8 +234,9 @@ def penalty(table: dict, seconds: np.ndarray, nbytes=8, kernel: str | None = Non
 
 def stretch_bytes(data, rows: np.ndarray, shortest: float, scale: float) -> np.ndarray:
     """Bytes each way that the calls after each compute of ``rows`` move: half the bytes sent
-    and received (a message to or from MPI_PROC_NULL moves none) until the rank's next compute
-    of at least ``shortest`` seconds (a shorter one leaves the caches as they were)."""
+    and received (a message to or from MPI_PROC_NULL moves none: a send's or sendrecv's
+    destination, a receive's or sendrecv's source) until the rank's next compute of at least
+    ``shortest`` seconds (a shorter one leaves the caches as they were)."""
     a = data.actions
     kind = a["kind"]
     comp = kind == K.code("compute")
@@ -240,9 +244,15 @@ def stretch_bytes(data, rows: np.ndarray, shortest: float, scale: float) -> np.n
     rank = data.rank_of(np.arange(len(a)))
     opens |= np.r_[True, rank[1:] != rank[:-1]]
     group = np.cumsum(opens) - 1
-    null = K.mask(_P2P)[kind] & (a["peer"] < 0) & ((a["flags"] & _ANY_SOURCE) == 0)
-    moved = np.where(comp | null, 0, a["bytes_sent"] + a["bytes_recv"]).astype(float)
-    return np.bincount(group, weights=moved, minlength=group[-1] + 1)[group[rows]] / 2
+    posted = (a["flags"] & (K.FLAG_ANY_SOURCE | K.FLAG_UNRESOLVED)) != 0   # (a wildcard: -1)
+    source = np.where(K.mask(_SENDRECVING)[kind],
+                      data.vector_item(np.arange(len(a)), 0, default=0), a["peer"])
+    no_send = K.mask(_SENDING)[kind] & (a["peer"] < 0)
+    no_recv = K.mask(_RECEIVING | _SENDRECVING)[kind] & (source < 0) & ~posted
+    moved = np.where(comp | no_send, 0, a["bytes_sent"]) + np.where(comp | no_recv, 0,
+                                                                    a["bytes_recv"])
+    return np.bincount(group, weights=moved.astype(float),
+                       minlength=group[-1] + 1)[group[rows]] / 2
 
 
 def add_to_compute(data, table: dict, speed: float, kernel: str | None = None):

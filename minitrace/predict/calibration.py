@@ -475,9 +475,13 @@ def background(runs: list[dict]) -> float:
 
     Summed, because a rank descheduled anywhere delays the ranks that wait for it at their next
     exchange: a code that synchronizes often loses every rank's lost time (the replay stretches
-    each rank's compute by it, :func:`minitrace.predict.prediction.with_machine_terms`).  On the
-    idle 2-core VM, 0.4-1.3% (calibrations) and 0.3-0.9% per node (the recordings' own, issue
-    35, session 10)."""
+    each rank's compute by it, :func:`minitrace.predict.prediction.with_background`).  It is
+    the calibrated job's ranks per node that lose it: fewer ranks per node leave other work idle
+    cores; many ranks per node descheduled within one iteration delay it once, not once each
+    (the sum is then an upper bound); an oversubscribed calibration measures its own crowding
+    (its note says when a rank got less than 90% of a core).  On the idle 2-core VM, 0.9-1.6%
+    (session 9's four calibrations, refitted); the recordings' own lost time, summed over their
+    two ranks, 0.3-0.9% (issue 35, session 10)."""
     per_run = []
     for r in runs:
         c = r["columns"]

@@ -134,7 +134,7 @@ def predict(trace: str, calibration: str | Calibration, *, platform: str | None 
     raw = data
     data, translation, where = translated(data, cal, recorded_on, probe, trace)
     recorded = data
-    plain = with_background(data, cal) if translation is None else data
+    plain = with_background(data, cal, translation)
     data, after = with_call_costs(plain, cal)
     own = platform is None and hosts is None and translation is None
     notes = [] if translation is None else list(translation.notes)
@@ -221,12 +221,13 @@ def translated(data, cal: Calibration, recorded_on, probe: str | None, source: s
     return tr.apply(data), tr, where
 
 
-def with_background(data, cal: Calibration):
+def with_background(data, cal: Calibration, translation=None):
     """``data`` with every compute stretched by the calibration's background (the share of a
     node's compute time that other work took while the calibrated ranks computed,
     :func:`minitrace.predict.calibration.background`): for a prediction on the calibrated
-    machine.  A translated trace does not take it: its ratios are B's wall rates already."""
-    if not cal.background > 0:
+    machine.  A translated trace (``translation``, from :func:`translated`) does not take it:
+    its ratios are B's wall rates already."""
+    if translation is not None or not cal.background > 0:
         return data
     a = data.actions.copy()
     comp = a["kind"] == K.code("compute")

@@ -330,14 +330,13 @@ def top_level(loops: list[np.ndarray]) -> list[np.ndarray]:
 
 def static_cost(data, bounds: np.ndarray, volume=None) -> tuple[np.ndarray, np.ndarray]:
     """Per iteration: each rank's compute volume [nranks, iterations] (of ``volume``, default
-    the trace's), and the most bytes a rank moves [iterations]."""
+    the trace's), and the bytes each rank moves [nranks, iterations]."""
     a = data.actions
     vol = a["volume"] if volume is None else volume
     comp = np.r_[0.0, np.cumsum(np.where(a["kind"] == _COMPUTE, vol, 0.0))]
     moved = np.r_[0, np.cumsum(a["bytes_sent"] + a["bytes_recv"])]
     c = comp[bounds[:, 1:]] - comp[bounds[:, :-1]]
-    b = moved[bounds[:, 1:]] - moved[bounds[:, :-1]]
-    return c, b.max(axis=0).astype(float)
+    return c, moved[bounds[:, 1:]] - moved[bounds[:, :-1]]
 
 
 def slowest_compute(data, bounds: np.ndarray, volume=None) -> np.ndarray:
@@ -401,12 +400,9 @@ def phases_of(data, loop: int, bounds: np.ndarray, window: int) -> list[Phase]:
     nblocks = n // window
     if nblocks < 2:                   # no two blocks to compare: one phase
         return [Phase(loop, 0, n, window)]
-    a = data.actions
-    comp = static_cost(data, bounds)[0]
+    comp, moved = static_cost(data, bounds)
     level = comp.mean(axis=0)
     share = np.divide(comp, level, out=np.ones_like(comp), where=level > 0)
-    moved = np.r_[0, np.cumsum(a["bytes_sent"] + a["bytes_recv"])]
-    moved = moved[bounds[:, 1:]] - moved[bounds[:, :-1]]
     cost = np.concatenate([share, moved]).T.astype(float)      # [iterations, 2 nranks]
     out, start = [], 0
     blocks = cost[:nblocks * window].reshape(nblocks, window, -1)
