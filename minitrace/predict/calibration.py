@@ -479,9 +479,9 @@ def background(runs: list[dict]) -> float:
     the calibrated job's ranks per node that lose it: fewer ranks per node leave other work idle
     cores; many ranks per node descheduled within one iteration delay it once, not once each
     (the sum is then an upper bound); an oversubscribed calibration measures its own crowding
-    (its note says when a rank got less than 90% of a core).  On the idle 2-core VM, 0.9-1.6%
-    (session 9's four calibrations, refitted); the recordings' own lost time, summed over their
-    two ranks, 0.3-0.9% (issue 35, session 10)."""
+    (its note says when a rank got less than 90% of a core).  On the idle 2-core VM, 0.9-2.1%
+    (six calibrations); the recordings' own lost time, summed over their two ranks, 0.8-1.0%
+    (medians of six passes; issue 35, session 10)."""
     per_run = []
     for r in runs:
         c = r["columns"]
