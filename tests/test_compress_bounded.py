@@ -73,6 +73,14 @@ def test_exact_volumes_in_ns_with_bounded_times(tmp_path):
     with minitrace.open(str(packed)) as c:
         assert "volume_divisor" in c.compressed_form.attrs
     _check_bounds(plain, packed, 0.0, 1e-6)
+    # a file of the old writer (durations less the volumes, on the coarse grid) is refused in
+    # one line, not read 28 s off
+    import h5py
+    with h5py.File(packed, "a") as f:
+        f["trace"].attrs["duration_less_volume"] = True
+    with pytest.raises(MinitraceError, match="compress the recording again"):
+        with minitrace.open(str(packed)) as c:
+            c.data()
 
 
 def test_recorded_program_bounded_is_smaller_and_within_bounds(tmp_path):

@@ -323,7 +323,10 @@ def test_packed_and_unpacked_files_read_the_same(tmp_path, volumes):
     (lambda g: _rewrite_pack(g, _index_edit(b"<i", b"<M")), "not allowed|malformed"),
     (lambda g: _rewrite_pack(g, _index_edit(b"signatures/kind ", b"signatures/kinx ")),
      "signatures/kind missing"),
-    (lambda g: g.__delitem__("packed"), "packed missing|packed"),
+    (lambda g: g.__delitem__("packed"), "trace/packed missing"),
+    (lambda g: _widened_pack(g), "packed is uint16, not bytes"),
+    (lambda g: g.create_dataset("signatures/kind", data=np.zeros(3, np.uint8)),
+     "signatures/kind is both packed and a dataset"),
 ])
 def test_damaged_pack_is_a_one_line_error(tmp_path, damage, why):
     p = tmp_path / "c.h5"
@@ -333,6 +336,13 @@ def test_damaged_pack_is_a_one_line_error(tmp_path, damage, why):
     with pytest.raises(MinitraceError, match=f"corrupt trace: .*({why})"):
         with minitrace.open(p) as t:
             t.data()
+
+
+def _widened_pack(g) -> None:
+    """The pack's bytes stored as uint16 (each byte a wider number: would be narrowed)."""
+    raw = g["packed"][()].astype(np.uint16)
+    del g["packed"]
+    g.create_dataset("packed", data=raw)
 
 
 def _rewrite_pack(g, edit) -> None:

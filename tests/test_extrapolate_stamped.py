@@ -1,7 +1,7 @@
 """The signatures an extrapolated trace stamps per rank class (extrapolate/stamped.py) are
-what encoding every action gives, on a line, open and periodic 2-D and 3-D grids; where a
-class's ranks differ (a torus's wrapped peers) it encodes every action; the written file
-reads back the same either way."""
+what encoding every action gives, on a ring, a line, open 2-D and 3-D grids; where a class's
+ranks differ (a torus's wrapped peers) it encodes every action; the written file reads back
+the same either way."""
 import numpy as np
 import pytest
 
@@ -44,8 +44,8 @@ def _extrapolated(ndims, periodic, scales, target):
 def test_stamped_signatures_are_the_encoded_ones(ndims, periodic, scales, target):
     data = _extrapolated(ndims, periodic, scales, target)
     full = SG.encode(data)
-    if data.signatures is None:             # a class whose ranks differ: nothing stamped
-        assert periodic and ndims > 1
+    if periodic and ndims > 1:              # one torus class whose ranks wrap differently
+        assert data.signatures is None
         return
     assert len(data.signatures.ids) == len(data.actions)
     assert _decoded(data.signatures) == _decoded(full)
@@ -70,8 +70,23 @@ def test_a_class_whose_ranks_differ_is_not_stamped():
     assert SS.signatures([(a, back[:, None], vec)], [ranks], np.zeros(4, np.int64), 4) is None
 
 
+def test_a_class_no_rank_has_is_left_out():
+    """A class with no rank at the target (a small target: the anchored ranks fill it) is
+    neither sampled nor counted: the others are stamped as without it."""
+    a = empty_actions(1)
+    a["kind"], a["bytes_sent"], a["tag"], a["comm"] = K.CODE["send"], 8, 0, 0
+    ranks, vec = np.arange(4), np.zeros((4, 0), np.int64)
+    ring = (ranks + 1) % 4
+    one = SS.signatures([(a, ring[:, None], vec)], [ranks], np.zeros(4, np.int64), 4)
+    two = SS.signatures([(a, ring[:, None], vec), (a, np.zeros((0, 1), np.int64), vec[:0])],
+                        [ranks, np.zeros(0, np.int64)], np.zeros(4, np.int64), 4)
+    assert two is not None and two.ids.tolist() == one.ids.tolist()
+    assert two.new_request_offsets.tolist() == one.new_request_offsets.tolist()
+
+
 def test_the_file_reads_back_the_same_stamped_or_not(tmp_path):
     data = _extrapolated(3, False, (8, 16, 32), 128)
+    assert data.signatures is not None          # (else both files would be encoded)
     B.write(str(tmp_path / "stamped.h5"), data)
     write_compressed(str(tmp_path / "encoded.h5"), data, volumes="exact")
     with minitrace.open(str(tmp_path / "stamped.h5")) as s, \

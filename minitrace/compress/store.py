@@ -296,10 +296,16 @@ class _Arrays:
             if not isinstance(version, (int, np.integer)) or version != P.VERSION:
                 raise _corrupt(f"pack version {version!r} unknown (written by a newer "
                                f"minitrace?)", path)
+            raw = S.trace_array(g, P.DATASET, path, kinds="u")
+            if raw.dtype != np.uint8:           # (bytes: a wider type would be narrowed)
+                raise _corrupt(f"{g.name}/{P.DATASET} is {raw.dtype}, not bytes", path)
             try:
-                self.packed = P.unpack(S.trace_array(g, P.DATASET, path, kinds="u"))
+                self.packed = P.unpack(raw)
             except P.PackError as e:
                 raise _corrupt(str(e), path) from None
+            both = sorted(k for k in self.packed if k in g)
+            if both:                             # (FORMAT.md: in the pack or its own dataset)
+                raise _corrupt(f"{g.name}/{both[0]} is both packed and a dataset", path)
 
     def __call__(self, name: str, kinds: str = "iu", ndim: int = 1) -> np.ndarray:
         v = self.packed.get(name)
@@ -438,6 +444,12 @@ def _check_side(c: Compressed, path: str) -> None:
             not isinstance(p, float) or not 0 < p < 1:
         raise _corrupt("t0, volume divisor, scale or bound, time quantum or precision invalid",
                        path)
+    if quantum > 1 and c.attrs.get("duration_less_volume"):
+        # written by `compress --volumes exact --times bounded` before 2026-11-28 (session 10),
+        # whose durations were off by up to the volume x quantum: not read as if right
+        raise MinitraceError("bounded times stored less the exact volumes: written by a "
+                             "minitrace whose times were off by up to the volume x quantum; "
+                             "compress the recording again", path)
     if c.mode == "model":
         why = E.check(c.side, c.attrs, len(c.table), c.nranks)
         if why:

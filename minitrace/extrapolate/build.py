@@ -411,7 +411,7 @@ def _world_like(runs: list[ST.Run]) -> list[int]:
 
 
 def build(runs: list[ST.Run], ranks: int, plans: dict, grid: GR.Grid | None = None,
-          peers: dict | None = None, spread: bool = True, seed: int = 0) -> TraceColumns:
+          peers: dict | None = None, spread: bool = True, seed: int = 0) -> Extrapolated:
     """The trace at ``ranks``: each class's program with its planned counts and parameters,
     decoded once and repeated for each of its ranks (on ``grid``, the target grid: peers
     and sendrecv sources are the grid offsets ``peers[class]`` from each rank,

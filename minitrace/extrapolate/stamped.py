@@ -50,7 +50,8 @@ def signatures(copies: list, owners: list[np.ndarray], which: np.ndarray,
     """
     picked = []                                    # (rank, class, position in its class)
     for k, r in enumerate(owners):
-        picked += [(int(r[i]), k, int(i)) for i in samples(r)]
+        if len(r):                                 # (a class no rank of the target has)
+            picked += [(int(r[i]), k, int(i)) for i in samples(r)]
     picked.sort()
     parts, vecs, lengths = [], [], np.zeros(nranks, np.int64)
     for rank, k, i in picked:
@@ -77,7 +78,7 @@ def signatures(copies: list, owners: list[np.ndarray], which: np.ndarray,
         ids.setdefault(k, mine)
         news.setdefault(k, new)
     order = which.tolist()
-    counts = np.array([len(news[k]) for k in range(len(owners))], np.int64)[which]
+    counts = np.array([len(news.get(k, ())) for k in range(len(owners))], np.int64)[which]
     return SG.Signatures(
         sig.table, np.concatenate([ids[k] for k in order]).astype(np.int64, copy=False),
         sig.vec_offsets, sig.vec_values,
