@@ -167,6 +167,11 @@ def names(group: h5py.Group, kind: str, path) -> list[str]:
         raise corrupt(kind, f"{group.name} unreadable ({first_line(e)})", path) from None
 
 
+def is_int(v) -> bool:
+    """A stored JSON/attribute integer (a bool is not one)."""
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
 def is_text(ds: h5py.Dataset) -> bool:
     return h5py.check_string_dtype(ds.dtype) is not None
 

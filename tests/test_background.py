@@ -58,13 +58,15 @@ def test_with_background_stretches_every_compute_and_nothing_else():
 
     class Cal:
         background = 0.05
-    got = with_background(data, Cal)
+    got, share = with_background(data, Cal)
+    assert share == 0.05
     comp = data.actions["kind"] == K.code("compute")
     assert got.actions["volume"][comp] == pytest.approx(data.actions["volume"][comp] * 1.05)
     assert (got.actions["volume"][~comp] == data.actions["volume"][~comp]).all()
     assert (data.actions["volume"][comp] == _trace().actions["volume"][comp]).all()   # a copy
     Cal.background = 0.0
-    assert with_background(data, Cal) is data
+    same, share = with_background(data, Cal)
+    assert same is data and share is None
 
 
 def test_a_prediction_on_the_calibrated_machine_stretches_its_compute(tmp_path, demo):

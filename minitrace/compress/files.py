@@ -57,9 +57,10 @@ def sizes(path: str) -> dict:
             ds = g[P.DATASET]
             raw = {k: a.nbytes for k, a in P.unpack(ds[()]).items()}
             share = ds.id.get_storage_size() / max(sum(raw.values()), 1)
-            for groups, what in ((_STRUCTURE, "structure"), (_SIDE, "side")):
-                part = share * sum(n for k, n in raw.items() if k.split("/")[0] in groups)
-                structure, side = (structure + part, side) if what == "structure" else \
-                    (structure, side + part)
+
+            def part(groups) -> float:
+                return share * sum(n for k, n in raw.items() if k.split("/")[0] in groups)
+            structure += part(_STRUCTURE)
+            side += part(_SIDE)
     return {"file_bytes": os.path.getsize(path), "structure_bytes": structure,
             "side_bytes": side}

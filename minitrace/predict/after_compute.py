@@ -36,6 +36,7 @@ import numpy as np
 
 from . import app_memory
 from .. import kinds as K
+from ..checked import is_int
 
 #: compute durations measured (seconds): from below the recorder's gate to a long sweep
 SECONDS = (20e-6, 100e-6, 500e-6, 2e-3)
@@ -145,18 +146,14 @@ def fit(runs: list[dict]) -> dict:
         return "sizes" if np.array_equal(c[BYTES_COLUMN], np.repeat(BYTES, len(SECONDS))) \
             else None
     found = [(grid(r["columns"]), r["columns"]) for r in runs]
-    for kind in ("sizes", "8 bytes"):
-        have = [c for g, c in found if g == kind]
-        if not have:
-            continue
-        if kind == "8 bytes":
-            return {"seconds": list(SECONDS),
-                    **{k: np.median([c[f"after_compute_{k}"] for c in have], axis=0).tolist()
-                       for k in KERNELS}}
-        return {"seconds": list(SECONDS), "bytes": list(BYTES),
-                **{k: np.median([c[f"after_compute_{k}"] for c in have], axis=0)
-                   .reshape(len(BYTES), len(SECONDS)).tolist() for k in KERNELS}}
-    return {}
+    sized = [c for g, c in found if g == "sizes"]
+    have = sized or [c for g, c in found if g == "8 bytes"]
+    if not have:
+        return {}
+    shape = (len(BYTES), len(SECONDS)) if sized else (len(SECONDS),)
+    return {"seconds": list(SECONDS), **({"bytes": list(BYTES)} if sized else {}),
+            **{k: np.median([c[f"after_compute_{k}"] for c in have], axis=0).reshape(shape)
+               .tolist() for k in KERNELS}}
 
 
 def valid(stored) -> bool:
@@ -171,7 +168,7 @@ def valid(stored) -> bool:
     if "bytes" in stored:
         sizes = stored["bytes"]
         if not isinstance(sizes, list) or not sizes or not all(
-                _is_int(b) and b > 0 for b in sizes) or not _increasing(sizes):
+                is_int(b) and b > 0 for b in sizes) or not _increasing(sizes):
             return False
         rows = [stored[k] for k in KERNELS]
         if not all(isinstance(r, list) and len(r) == len(sizes) for r in rows):
@@ -186,10 +183,6 @@ def valid(stored) -> bool:
 
 def _increasing(v: list) -> bool:
     return all(b > a for a, b in zip(v, v[1:]))
-
-
-def _is_int(x) -> bool:
-    return isinstance(x, int) and not isinstance(x, bool)
 
 
 def _seconds(x) -> bool:

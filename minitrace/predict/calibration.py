@@ -142,10 +142,6 @@ def _runs_in(f: h5py.File, path: str) -> list[dict]:
     return out
 
 
-def _is_int(v) -> bool:
-    return isinstance(v, int) and not isinstance(v, bool)
-
-
 def _check_run_attrs(attrs: dict, nranks: int, where: str, path: str) -> None:
     def bad(what: str) -> MinitraceError:
         return checked.corrupt(KIND, f"{where}: {what}", path)
@@ -154,29 +150,29 @@ def _check_run_attrs(attrs: dict, nranks: int, where: str, path: str) -> None:
             not all(isinstance(n, (str, int)) for n in nodes):
         raise bad("rank_to_node is not a list of node names")
     if not isinstance(cores, list) or not cores or \
-            not all(_is_int(c) and 1 <= c <= MAX_RANKS_PER_HOST for c in cores):
+            not all(checked.is_int(c) and 1 <= c <= MAX_RANKS_PER_HOST for c in cores):
         raise bad("cores is not a list of core counts")
     if len(nodes) != nranks or len(cores) != nranks:
         raise bad(f"rank_to_node and cores have {len(nodes)} and {len(cores)} entries for "
                   f"{nranks} ranks")
     t = attrs.get("eager_threshold")
     if isinstance(t, list):
-        if len(t) != 2 or not all(_is_int(x) and 0 <= x <= 2 ** 53 for x in t):
+        if len(t) != 2 or not all(checked.is_int(x) and 0 <= x <= 2 ** 53 for x in t):
             raise bad(f"eager_threshold = {t!r}")
     elif not isinstance(t, str):
         raise bad(f"eager_threshold = {t!r}")
     m = attrs.get("max_size")
-    if not _is_int(m) or not 0 < m <= 2 ** 53:
+    if not checked.is_int(m) or not 0 < m <= 2 ** 53:
         raise bad(f"max_size = {m!r}")
     costs = attrs.get("python_costs", {})
     if not isinstance(costs, dict) or not all(
             isinstance(v, (int, float)) and np.isfinite(v) and v >= 0 for v in costs.values()):
         raise bad("python_costs is not a table of finite seconds")
     c = attrs.get("cold_from", 0)
-    if not _is_int(c) or not 0 <= c <= 2 ** 53:
+    if not checked.is_int(c) or not 0 <= c <= 2 ** 53:
         raise bad(f"cold_from = {c!r}")
     v = attrs.get("kernels_version", 0)
-    if not _is_int(v) or v < 0:
+    if not checked.is_int(v) or v < 0:
         raise bad(f"kernels_version = {v!r}")
     b = attrs.get("buffers", "")
     if b not in ("", PACKED):
@@ -490,9 +486,8 @@ def background(runs: list[dict]) -> float:
             if f"kernel_{k}_cpu" in c:
                 cpu, wall = cpu + c[f"kernel_{k}_cpu"], wall + c[f"kernel_{k}_wall"]
         lost = np.clip(1.0 - cpu / wall, 0.0, 1.0)
-        nodes = list(r["attrs"]["rank_to_node"])
-        per_node = [lost[[i for i, x in enumerate(nodes) if x == n]].sum() for n in set(nodes)]
-        per_run.append(float(np.mean(per_node)))
+        _, node = np.unique(np.asarray(r["attrs"]["rank_to_node"], str), return_inverse=True)
+        per_run.append(float(np.bincount(node, weights=lost).mean()))
     return float(np.median(per_run))
 
 
@@ -618,7 +613,7 @@ def _checked_fields(stored, path: str) -> dict:
                   ("eager_threshold", 2 ** 53), ("runs", 2 ** 31), ("points", 2 ** 53),
                   ("cold_from", 2 ** 53), ("kernels_version", 2 ** 31)):
         v = d.get(k, 0)
-        if not _is_int(v) or not (1 if k.endswith("host") else 0) <= v <= hi:
+        if not checked.is_int(v) or not (1 if k.endswith("host") else 0) <= v <= hi:
             raise bad(f"{k} = {v!r}")
     if not isinstance(d["config"], dict) or not all(
             isinstance(k, str) and isinstance(v, str) for k, v in d["config"].items()):

@@ -134,7 +134,7 @@ def predict(trace: str, calibration: str | Calibration, *, platform: str | None 
     raw = data
     data, translation, where = translated(data, cal, recorded_on, probe, trace)
     recorded = data
-    plain = with_background(data, cal, translation)
+    plain, background = with_background(data, cal, translation)
     data, after = with_call_costs(plain, cal)
     own = platform is None and hosts is None and translation is None
     notes = [] if translation is None else list(translation.notes)
@@ -159,8 +159,7 @@ def predict(trace: str, calibration: str | Calibration, *, platform: str | None 
                      rank_end_times=res.rank_end_times, predicted=predicted,
                      warnings=warnings, notes=notes + res.notes)
     out.translated = where
-    if translation is None and cal.background > 0:
-        out.background = cal.background
+    out.background = background
     if after is not None:
         out.after_compute = after.tolist()
         out.after_compute_range = [
@@ -222,17 +221,18 @@ def translated(data, cal: Calibration, recorded_on, probe: str | None, source: s
 
 
 def with_background(data, cal: Calibration, translation=None):
-    """``data`` with every compute stretched by the calibration's background (the share of a
-    node's compute time that other work took while the calibrated ranks computed,
-    :func:`minitrace.predict.calibration.background`): for a prediction on the calibrated
+    """(``data`` with every compute stretched by the calibration's background, the share
+    stretched by; or ``data``, None).  The background is the share of a node's compute time
+    that other work took while the calibrated ranks computed
+    (:func:`minitrace.predict.calibration.background`): for a prediction on the calibrated
     machine.  A translated trace (``translation``, from :func:`translated`) does not take it:
     its ratios are B's wall rates already."""
     if translation is not None or not cal.background > 0:
-        return data
+        return data, None
     a = data.actions.copy()
     comp = a["kind"] == K.code("compute")
     a["volume"][comp] *= 1.0 + cal.background
-    return replace(data, actions=a)
+    return replace(data, actions=a), cal.background
 
 
 def with_call_costs(data, cal: Calibration, kernel: str | None = None):

@@ -21,7 +21,6 @@ import numpy as np
 from .. import kinds as K
 
 _BLOCKING_RECVS = frozenset({"recv", "mrecv"})
-_SENDRECVS = frozenset({"sendrecv", "sendrecv_replace"}) & set(K.CODE)
 
 
 def clocks(data) -> np.ndarray | None:
@@ -66,12 +65,12 @@ def clocks(data) -> np.ndarray | None:
                     continue
                 k = kind[i]
                 waits = ()
-                if k in K.SENDS or k in _SENDRECVS:
+                if k in K.SENDS or k in K.SENDRECVS:
                     if i not in held:
                         if peer[i] >= 0:
                             sent[(r, peer[i], tag[i], comm[i])].append(t)
                         source, recv_tag = (int(data.vector_item(np.array([i]), j)[0])
-                                            for j in (0, 1)) if k in _SENDRECVS else (-1, -1)
+                                            for j in (0, 1)) if k in K.SENDRECVS else (-1, -1)
                         held[i] = (post_recv(r, i, source, recv_tag),) if source >= 0 else ()
                     waits = held[i]
                 elif k in K.RECVS:
@@ -99,7 +98,7 @@ def clocks(data) -> np.ndarray | None:
                         break                            # its send is not posted yet
                     t = max([t] + [sent[key][index] for key, index in waits])
                     if k in ("wait", "waitall"):
-                        for q in ([request[i]] if k == "wait" else data.vector(i).tolist()):
+                        for q in reqs:
                             posted.pop((r, q), None)
                 i += 1
             progress |= i != pos[r]

@@ -86,7 +86,7 @@ _Z = 3.0
 _SLEEP = K.code("sleep")
 _COMPUTE = K.code("compute")
 #: Calls that return only once other ranks reached theirs: the supersteps' ends.
-_BLOCKING = K.COLLECTIVES | {"wait", "waitall", "recv", "sendrecv", "sendrecv_replace"}
+_BLOCKING = K.COLLECTIVES | K.SENDRECVS | {"wait", "waitall", "recv"}
 
 
 @dataclass
@@ -874,12 +874,14 @@ def _on_critical_path(data, loops, phases: list[Phase], times, cost) -> bool:
     at = critical_path.clocks(data)
     if at is None:
         return False
-    changed = False
+    changed, paths = False, {}
     for pi, p in enumerate(phases):
         if not p.skipped:
             continue
+        if p.loop not in paths:                  # (once per loop, for all its phases)
+            paths[p.loop] = critical_path.iteration_path(data, loops[p.loop], at)
         c = cost[p.loop][p.first:p.stop].copy()
-        c[:, 0] = critical_path.iteration_path(data, loops[p.loop], at)[p.first:p.stop]
+        c[:, 0] = paths[p.loop][p.first:p.stop]
         q = replace(p)
         _extrapolate(q, times[pi], c)
         if q.variance < p.variance:
