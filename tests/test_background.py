@@ -13,15 +13,20 @@ import pytest
 from minitrace import kinds as K
 from minitrace.model import TraceBuilder
 from minitrace.predict import kernels as kernel_set, predict, report
-from minitrace.predict.calibration import background, load
+from minitrace.predict.calibration import WINDOWS, background, load, windows
 from minitrace.predict.prediction import with_background
 
 
-def _run(cpu, wall, nodes, kernel=None):
+def _run(cpu, wall, nodes, kernel=None, more=None):
+    """A run's columns: the matrix product's CPU and wall seconds per rank; ``kernel``: (cpu,
+    wall) of every kernel of the kernel set; ``more``: (cpu, wall) [rank, window] of the
+    window columns."""
     cols = {"compute_cpu": np.array(cpu, float), "compute_wall": np.array(wall, float)}
     if kernel:
         cols |= {f"kernel_{k}_{q}": np.array(v, float) for k in kernel_set.KERNELS
                  for q, v in zip(("cpu", "wall"), kernel)}
+    if more:
+        cols |= {k: np.array(v, float) for k, v in zip(WINDOWS, more)}
     return {"columns": cols, "attrs": {"rank_to_node": nodes}}
 
 
@@ -29,17 +34,36 @@ def test_background_sums_a_nodes_ranks_and_takes_the_median_run():
     # one node, two ranks: 1% and 3% of their wall time lost: 4% of the node's compute
     one = _run([0.99, 0.97], [1.0, 1.0], ["a", "a"])
     assert background([one]) == pytest.approx(0.04)
-    # the kernel set's phases count too: its kernels, 0.25 s CPU in 0.25 s wall each
-    with_kernels = _run([0.99, 0.97], [1.0, 1.0], ["a", "a"],
-                        kernel=([0.25, 0.25], [0.25, 0.25]))
-    n = len(kernel_set.KERNELS)
-    assert background([with_kernels]) == pytest.approx((0.01 + 0.03) / (1 + 0.25 * n))
     # two nodes: their mean; a rank faster in CPU than wall (clock noise) counts as 0
     two = _run([0.98, 1.0, 0.96, 1.001], [1.0] * 4, ["a", "a", "b", "b"])
     assert background([two]) == pytest.approx((0.02 + 0.04) / 2)
     # the median over the runs
     assert background([one, two, _run([0.5, 0.5], [1.0, 1.0], ["a", "a"])]) == \
         pytest.approx(0.04)
+
+
+def test_background_is_the_median_over_a_runs_windows():
+    """Each window (the matrix product, each kernel, each window column) its own node sum; the
+    run's value their median, so one burst in one window does not set it."""
+    n = len(kernel_set.KERNELS)
+    # the kernels lose 1% + 1% of 0.25 s each; the matrix product had a burst: 20% + 20%
+    burst = _run([0.8, 0.8], [1.0, 1.0], ["a", "a"],
+                 kernel=([0.2475, 0.2475], [0.25, 0.25]))
+    assert background([burst]) == pytest.approx(0.02)            # not 0.4 / (1 + 0.25 n)
+    # window columns count as windows: two more at 5% + 5%, with the five above: 2%, 2%, 2%,
+    # 2% (kernels), 10%, 10%, 40%: median 2% when n = 4
+    more = ([[0.95, 0.95], [0.95, 0.95]], [[1.0, 1.0], [1.0, 1.0]])
+    with_more = _run([0.8, 0.8], [1.0, 1.0], ["a", "a"],
+                     kernel=([0.2475, 0.2475], [0.25, 0.25]), more=more)
+    got = np.median([0.02] * n + [0.1, 0.1, 0.4])
+    assert background([with_more]) == pytest.approx(got)
+    # a quiet machine everywhere but a burst in one window column: the median is the quiet one
+    quiet = _run([0.995, 0.995], [1.0, 1.0], ["a", "a"],
+                 kernel=([0.24875, 0.24875], [0.25, 0.25]),
+                 more=([[0.5, 0.995], [0.5, 0.995]], [[1.0, 1.0], [1.0, 1.0]]))
+    assert background([quiet]) == pytest.approx(0.01)
+    cpu, wall = windows(quiet["columns"])
+    assert cpu.shape == wall.shape == (2, 1 + n + 2)
 
 
 def _trace():

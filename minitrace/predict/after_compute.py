@@ -69,10 +69,12 @@ def columns() -> list[str]:
     return ["after_compute_seconds", *(f"after_compute_{k}" for k in KERNELS)]
 
 
-def measure(comm) -> dict | None:
+def measure(comm, spent: dict | None = None) -> dict | None:
     """Penalty of an exchange of each size of :data:`BYTES` after each kernel at each
     duration; every rank computes, rank 2i exchanges with 2i+1.  Rank 0 gets ``{column:
-    array}`` (the median over the ranks that exchanged), the others None."""
+    array}`` (the median over the ranks that exchanged), the others None.  ``spent``, if
+    given, gets this rank's ``{"after_<kernel>": (thread CPU s, wall s)}`` of each kernel's
+    measurements: windows of the machine's background (calibration.background)."""
     from cffi import FFI
     from mpi4py import MPI
     from ..bench import native
@@ -117,11 +119,14 @@ def measure(comm) -> dict | None:
     null = exchange_after(None, 0.0, MPI.PROC_NULL, 0)
     mine = {}
     for k, step in steps.items():
+        c0, w0 = time.thread_time(), _TIMER()
         # the same calls on MPI_PROC_NULL after the same compute: what the interpreter's and
         # mpi4py's own cold paths cost, which a compiled application does not pay
         own = [max(exchange_after(step, d, MPI.PROC_NULL, 0) - null, 0.0) for d in SECONDS]
         mine[k] = [exchange_after(step, d, comm.rank ^ 1, s) - base[s] - own[j]
                    for s in BYTES for j, d in enumerate(SECONDS)]
+        if spent is not None:
+            spent[f"after_{k}"] = (time.thread_time() - c0, _TIMER() - w0)
     got = comm.gather(mine, root=0)
     if got is None:
         return None

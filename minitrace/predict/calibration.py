@@ -56,18 +56,25 @@ _PER_RANK = {"compute_flops": "f", "compute_cpu": "f", "compute_wall": "f",
 #: a run's ``buffers`` attribute: large messages, the exchange and the large copy measured on
 #: buffers packed just before and unpacked just after (measure.py); absent before 2026-11-28
 PACKED = "packed"
+#: per rank (rows) and window (columns, the run's ``windows`` attribute): thread CPU and wall
+#: seconds of more of calibrate's compute phases, where background() also measures (absent
+#: before 2026-11-28, session 11)
+WINDOWS = ("window_cpu", "window_wall")
 _OPTIONAL = {"peer": ("iu", "n"), "inner": ("iu", "n"), "copy_rate_hot": ("f", "r"),
              "copy_rate_cold": ("f", "r"), **{k: ("f", "r") for k in kernel_set.columns()},
              **{k: ("f", "d") for k in after_compute.columns()},
              after_compute.BYTES_COLUMN: ("iu", "d"),
-             "exchange_size": ("iu", "e"), "exchange_time": ("f", "e")}
+             "exchange_size": ("iu", "e"), "exchange_time": ("f", "e"),
+             **{k: ("f", "r") for k in WINDOWS}}
 #: Optional columns a run has all or none of: (names, whether > 0 or only >= 0, the refusal).
 _GROUPS = ((kernel_set.columns(), True,
             "the kernel set's columns must all be there, finite and positive"),
            (after_compute.columns(), False,
             "the after-compute columns must all be there, finite and >= 0"),
            (["exchange_size", "exchange_time"], True,
-            "exchange_size and exchange_time must both be there, finite and positive"))
+            "exchange_size and exchange_time must both be there, finite and positive"),
+           (list(WINDOWS), True, "window_cpu and window_wall must both be there, finite and "
+                                 "positive"))
 
 
 def append_run(path: str, run: dict) -> str:
@@ -114,7 +121,8 @@ def _runs_in(f: h5py.File, path: str) -> list[dict]:
         cols = {k: checked.array(g, k, KIND, path, t) for k, t in _MEASUREMENTS.items()}
         cols |= {k: checked.array(g, k, KIND, path, t) for k, t in _PER_RANK.items()}
         cols |= {k: v for k, (t, _) in _OPTIONAL.items()
-                 if (v := checked.array(g, k, KIND, path, t, required=False)) is not None}
+                 if (v := checked.array(g, k, KIND, path, t, ndim=2 if k in WINDOWS else 1,
+                                        required=False)) is not None}
         lengths = {"n": len(cols["kind"]), "r": len(cols["compute_cpu"]),
                    "d": len(cols.get("after_compute_seconds", ())),
                    "e": len(cols.get("exchange_size", ()))}
@@ -138,6 +146,12 @@ def _runs_in(f: h5py.File, path: str) -> list[dict]:
             raise checked.corrupt(KIND, f"run {name}: a message size beyond 2**53", path)
         attrs = read_attrs(g)
         _check_run_attrs(attrs, lengths["r"], f"run {name}", path)
+        if WINDOWS[0] in cols and not (
+                cols[WINDOWS[0]].shape == cols[WINDOWS[1]].shape
+                and isinstance(attrs.get("windows"), list)
+                and cols[WINDOWS[0]].shape[1] == len(attrs["windows"])):
+            raise checked.corrupt(KIND, f"run {name}: window_cpu and window_wall must have a "
+                                  "column per name of the windows attribute", path)
         out.append({"name": name, "attrs": attrs, "columns": cols})
     return out
 
@@ -465,30 +479,46 @@ def fit_runs(runs: list[dict]) -> tuple[Calibration, dict]:
 
 def background(runs: list[dict]) -> float:
     """Share of a node's compute time that other work takes while all its ranks compute: per
-    run, each rank's wall time above its CPU time over the wall time of the compute kernel and
-    the kernel set (about 1.3 s, all ranks at once), summed over a node's ranks (mean over the
-    nodes), median over the runs.
+    window of a run (the matrix-product kernel, each kernel of the kernel set and, in runs
+    since session 11, the reductions, the copies and each after-compute kernel's measurements:
+    :func:`windows`), each rank's wall time above its thread CPU time over the wall time,
+    summed over a node's ranks (mean over the nodes); the median over the run's windows; the
+    median over the runs.
 
     Summed, because a rank descheduled anywhere delays the ranks that wait for it at their next
     exchange: a code that synchronizes often loses every rank's lost time (the replay stretches
-    each rank's compute by it, :func:`minitrace.predict.prediction.with_background`).  It is
-    the calibrated job's ranks per node that lose it: fewer ranks per node leave other work idle
-    cores; many ranks per node descheduled within one iteration delay it once, not once each
-    (the sum is then an upper bound); an oversubscribed calibration measures its own crowding
-    (its note says when a rank got less than 90% of a core).  On the idle 2-core VM, 0.9-2.1%
-    (six calibrations); the recordings' own lost time, summed over their two ranks, 0.8-1.0%
-    (medians of six passes; issue 35, session 10)."""
+    each rank's compute by it, :func:`minitrace.predict.prediction.with_background`).  The
+    median over windows (0.1-3 s each, about 7 s in all), because the quantity is bursty: one
+    burst in one window moves the median over ten windows little, where it set the share of
+    the whole 1.3 s the background was measured over before (session 10: 2.1% one hour, the
+    recordings' own 0.8%).  It is the calibrated job's ranks per node that lose it: fewer ranks
+    per node leave other work idle cores; many ranks per node descheduled within one iteration
+    delay it once, not once each (the sum is then an upper bound); an oversubscribed
+    calibration measures its own crowding (its note says when a rank got less than 90% of a
+    core).  Figures: docs/PREDICT.md and benchmarks/RESULTS.md (issue 35)."""
     per_run = []
     for r in runs:
-        c = r["columns"]
-        cpu, wall = c["compute_cpu"].astype(float), c["compute_wall"].astype(float)
-        for k in kernel_set.KERNELS:
-            if f"kernel_{k}_cpu" in c:
-                cpu, wall = cpu + c[f"kernel_{k}_cpu"], wall + c[f"kernel_{k}_wall"]
+        cpu, wall = windows(r["columns"])
         lost = np.clip(1.0 - cpu / wall, 0.0, 1.0)
         _, node = np.unique(np.asarray(r["attrs"]["rank_to_node"], str), return_inverse=True)
-        per_run.append(float(np.bincount(node, weights=lost).mean()))
+        per_node = np.array([lost[node == n].sum(axis=0) for n in range(node.max() + 1)])
+        per_run.append(float(np.median(per_node.mean(axis=0))))
     return float(np.median(per_run))
+
+
+def windows(columns: dict) -> tuple[np.ndarray, np.ndarray]:
+    """Thread CPU and wall seconds, [rank, window], of a run's windows where every rank
+    computes at once: the matrix-product kernel, each kernel of the kernel set (when measured)
+    and the run's ``window_cpu``/``window_wall`` columns (when measured)."""
+    cpu, wall = [columns["compute_cpu"]], [columns["compute_wall"]]
+    for k in kernel_set.KERNELS:
+        if f"kernel_{k}_cpu" in columns:
+            cpu.append(columns[f"kernel_{k}_cpu"])
+            wall.append(columns[f"kernel_{k}_wall"])
+    stacked = [np.column_stack(x).astype(float) for x in (cpu, wall)]
+    if WINDOWS[0] in columns:
+        stacked = [np.hstack([x, columns[k]]) for x, k in zip(stacked, WINDOWS)]
+    return stacked[0], stacked[1]
 
 
 def _other_route(data, fits, segs, latency, bandwidth, threshold):

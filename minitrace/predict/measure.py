@@ -252,8 +252,15 @@ def _design(args, seed: int, pairs):
     return sizes, pt2pt.plan(design, sizes, list(KINDS), pairs)
 
 
-def _network(comm, args, seed: int, topo: dict, cold_from: int) -> dict:
-    """Every planned measurement between rank 0 and its partners; rank 0 gets the columns."""
+#: background windows spread over the network measurements (calibration.background)
+PROBES = 8
+PROBE_SECONDS = 0.1
+
+
+def _network(comm, args, seed: int, topo: dict, cold_from: int, spent: dict) -> dict:
+    """Every planned measurement between rank 0 and its partners; rank 0 gets the columns.
+    Before every ``len(plan) / PROBES``-th measurement all ranks compute for PROBE_SECONDS, a
+    window of the machine's background (``spent["probe_<i>"]``) at that moment of the run."""
     from ..bench import pt2pt
     pairs = pt2pt.pairs_from(topo)
     sizes, items = _design(args, seed, pairs)
@@ -268,7 +275,11 @@ def _network(comm, args, seed: int, topo: dict, cold_from: int) -> dict:
     t_send = np.full(n, np.nan)
     inner_of = np.array([args.iterations if s <= 65536 else args.iterations_large
                          for _, s, _, _ in items], np.int32)
+    probe_at = set(np.linspace(0, n, PROBES, endpoint=False).astype(int).tolist())
     for j, (kind, size, _rep, p) in enumerate(items):
+        if j in probe_at:
+            comm.Barrier()
+            _window(spent, f"probe_{len(probe_at & set(range(j)))}", _probe, PROBE_SECONDS)
         comm.Barrier()
         partner = pairs[p][1]
         if comm.rank not in (0, partner):
@@ -307,11 +318,19 @@ def _threshold(comm, max_size: int) -> list[int] | None:
     return list(found) if found else None
 
 
+def _probe(seconds: float) -> None:
+    """Compute for ``seconds`` (160x160 matrix products: _compute's kernel)."""
+    a = np.random.default_rng(0).random((160, 160))
+    b = a.copy()
+    t0 = TIMER()
+    while TIMER() - t0 < seconds:
+        b = a @ b
+        b *= 1.0 / 160
+
+
 def _compute(comm, seconds: float = 0.3) -> dict:
     """Each rank's flop/s per CPU second on a matrix-product kernel, and its CPU/wall ratio, all
     ranks at once (as an application runs)."""
-    from ..bench.common import pin_blas_threads
-    pin_blas_threads(1)
     n = 160
     a = np.random.default_rng(comm.rank).random((n, n))
     b = a.copy()
@@ -372,7 +391,8 @@ def _reduction(comm, nbytes: int = 1 << 20, seconds: float = 0.1) -> np.ndarray 
 
 def run(comm, args) -> dict | None:
     """Measure everything; rank 0 returns the run (columns and attributes), others None."""
-    from ..bench.common import metadata, topology
+    from ..bench.common import metadata, pin_blas_threads, topology
+    pin_blas_threads(1)           # (the matrix products of _compute and the probes)
     if comm.size < 2:
         raise MinitraceError("calibrate needs at least 2 ranks (a pair to measure)")
     if args.max_size < 2 or args.nsizes < 1 or args.reps < 1 or args.iterations < 1 \
@@ -388,16 +408,18 @@ def run(comm, args) -> dict | None:
     cores = comm.gather(os.cpu_count() or 1, root=0)
     t0 = time.time()
     cold_from = comm.bcast(_cold_from(args) if comm.rank == 0 else None, root=0)
-    columns = _network(comm, args, seed, topo, cold_from)
+    spent = {}
+    columns = _network(comm, args, seed, topo, cold_from, spent)
     threshold = _threshold(comm, args.max_size)
     compute = _compute(comm)
-    reduction = _reduction(comm)
-    copies = _copies(comm)
+    reduction = _window(spent, "reduction", _reduction, comm)
+    copies = _window(spent, "copies", _copies, comm)
     mine = topo["rank_to_node"][comm.rank]
     kernel_set = kernels.measure(comm, topo["rank_to_node"].count(mine))
-    after = after_compute.measure(comm)
+    after = after_compute.measure(comm, spent)
     exchange = _exchange(comm, topo, args.max_size) or {}
     python_costs = _python_costs(comm)
+    windows = comm.gather(spent, root=0)
     if comm.rank != 0:
         return None
     meta = metadata(comm, topo)
@@ -411,12 +433,24 @@ def run(comm, args) -> dict | None:
              "date": meta["date"], "seconds": time.time() - t0, "timer": "time.perf_counter",
              "kernel": "160x160 float64 matrix products, one BLAS thread per rank",
              "python_costs": python_costs, "kernels_version": kernels.VERSION,
+             "windows": list(spent),
              "kernels": {k: f"{what} ({unit})" for k, (unit, what) in kernels.KERNELS.items()}}
     columns.update({"compute_flops": compute["flops"], "compute_cpu": compute["cpu"],
                     "compute_wall": compute["wall"], "reduction_rate": reduction,
                     "copy_rate_hot": copies[:, 0], "copy_rate_cold": copies[:, 1],
-                    **kernel_set, **after, **exchange})
+                    **kernel_set, **after, **exchange,
+                    **{f"window_{q}": np.array([[w[k][i] for k in spent] for w in windows])
+                       for i, q in enumerate(("cpu", "wall"))}})
     return {"columns": columns, "attrs": attrs}
+
+
+def _window(spent: dict, name: str, phase, *args):
+    """``phase(*args)``, its thread CPU and wall seconds on this rank kept in
+    ``spent[name]``: a window of the machine's background (calibration.background)."""
+    c0, w0 = time.thread_time(), TIMER()
+    out = phase(*args)
+    spent[name] = (time.thread_time() - c0, TIMER() - w0)
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:
