@@ -7,7 +7,15 @@ next).  Beside it: ``--runs`` of the trace's half (even or odd runs, 6 of 12) sc
 other half (the design of 2026-11-28, session 8), and the per-call-site noise alone.
 
     python benchmarks/bench_replica_runs.py [--runs 10] [--replicas 60] [--apps cg3d,...]
-        [--extra NAME=COMMAND ...] [--work DIR]   (recordings in DIR are reused)
+        [--extra NAME=COMMAND ...] [--work DIR [--reuse]]
+
+Each run of it calibrates and records anew in a new or empty --work directory; ``--reuse``
+takes the calibration and recordings already there (an offline re-analysis), and the output
+says when each was made: session 10's figures came from a work directory that held a
+calibration and three cg3d recordings of 9 hours before, made with older code under load.
+Every replica is replayed as ``predict --replicas`` replays it (the background and the
+after-compute costs of the calibration), and the runs' spans are those of untraced runs (less
+the recorder's own time, as the self-check: :func:`minitrace.replay.run_to_run.span`).
 
 Targets (issue 35): the intervals hold 90-99% of the other runs on at least three codes, their
 median within 2% of the runs' median; idle machine (the load is printed).
@@ -38,18 +46,24 @@ def main() -> int:
                     help="another program (a public mini-app built elsewhere), its command "
                          "line after the launcher's -n 2, split on spaces")
     ap.add_argument("--work", default=None)
+    ap.add_argument("--reuse", action="store_true",
+                    help="take the calibration and recordings already in --work")
     args = ap.parse_args()
     if args.runs < 6:
         ap.error("--runs: at least 6 (two halves of 3, the fewest --runs takes)")
     from minitrace.mpitools import mpi_tool
     from minitrace.predict.calibration import load
-    from minitrace.predict.prediction import replay_options, with_call_costs
+    from minitrace.predict.calibration import read_runs
+    from minitrace.predict.prediction import replay_options, with_background, with_call_costs
     from minitrace.replay.replicas import replicas
     from minitrace.replay.run_to_run import RunToRun, span
     from minitrace.trace import open as open_trace
     mpiexec, mpicc = mpi_tool("mpiexec"), mpi_tool("mpicc")
     work = Path(args.work or tempfile.mkdtemp(prefix="bench-replica-runs-"))
     work.mkdir(parents=True, exist_ok=True)
+    if not args.reuse and any(work.glob("*.h5")):
+        ap.error(f"--work {work} holds files of an earlier run: give a new directory, or "
+                 f"--reuse to take them")
     me = [sys.executable, "-m", "minitrace"]
     apps = {k: v[:-len(SMALL[k])] + SMALL[k] for k, v in _apps(work, mpicc).items()
             if k in args.apps.split(",")}
@@ -61,7 +75,10 @@ def main() -> int:
         subprocess.run(me + ["calibrate", "-o", str(cal_path), "--quiet", "--", mpiexec, "-n",
                              "2"], check=True)
     cal = load(str(cal_path))
-    print(f"load {os.getloadavg()[0]:.1f}; work dir {work}", flush=True)
+    made = [r["attrs"]["date"] for r in read_runs(str(cal_path))]
+    print(f"load {os.getloadavg()[0]:.1f}; work dir {work}; calibration made {', '.join(made)}"
+          f" (background {cal.background:.2%}, after-compute costs "
+          f"{'measured' if cal.after_compute else 'none'})", flush=True)
     for name, argv in apps.items():
         paths = []
         for i in range(args.runs):
@@ -71,10 +88,12 @@ def main() -> int:
                                      mpiexec, "-n", "2", *argv], check=True,
                                stdout=subprocess.DEVNULL)
             paths.append(str(p))
-        spans = []
+        spans, dates = [], []
         for p in paths:
             with open_trace(p) as t:
-                spans.append(span(t.data(), p))
+                data = t.data()
+            spans.append(span(data, p))
+            dates.append(str(data.meta.get("created", "?")))
         spans = np.array(spans)
         n = len(paths)
         held, halves, alone, medians = [], [], [], []
@@ -82,7 +101,8 @@ def main() -> int:
             with open_trace(p) as t:
                 data = t.data()
             kw = replay_options(data, cal, p)
-            data, _ = with_call_costs(data, cal)      # (as predict --replicas replays it)
+            data, _ = with_call_costs(with_background(data, cal)[0], cal)   # (as predict
+            #                                                   --replicas replays it)
             # the per-call-site noise alone; --runs multiplies these same draws by run factors
             # drawn with the generator below (replicas(): tests/test_replay_spread.py)
             noise = replicas(data, args.replicas, seed=i, workers=1, **kw).times
@@ -103,7 +123,8 @@ def main() -> int:
             halves.append(np.mean((others >= lo) & (others <= hi)))
             lo, hi = np.percentile(noise, [2.5, 97.5])
             alone.append(np.mean((np.delete(spans, i) >= lo) & (np.delete(spans, i) <= hi)))
-        print(f"{name}: {n} runs, spans {spans.min():.4f}-{spans.max():.4f} s "
+        print(f"{name}: {n} runs (recorded {min(dates)} .. {max(dates)}), spans less the "
+              f"recorder's time {spans.min():.4f}-{spans.max():.4f} s "
               f"(median {np.median(spans):.4f}, sd {spans.std(ddof=1) / spans.mean():.1%}); "
               f"95% intervals with --runs (the {n - 1} runs but the one scored) hold "
               f"{np.mean(held):.0%} of the {len(held)} held-out comparisons; with --runs of "
