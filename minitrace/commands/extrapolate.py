@@ -53,6 +53,7 @@ def register(sub) -> None:
 def run(args) -> int:
     from ..extrapolate import build as B
     from ..extrapolate import check as C
+    from ..extrapolate import direct as D
     from ..extrapolate import grid as GR
     runs = C.load_runs(args.runs)
     if args.check:
@@ -66,14 +67,13 @@ def run(args) -> int:
     check_output_file(args.output)
     check_disjoint(args.runs, [args.output])
     dims = GR.parse(args.grid) if args.grid else None
-    data, parameters, forced = B.extrapolate(runs, args.ranks, args.scaling, args.force,
-                                             args.threshold, dims, args.spread == "sample",
-                                             args.seed)
+    progs, parameters, forced = B.plan(runs, args.ranks, args.scaling, args.force,
+                                       args.threshold, dims, args.spread == "sample", args.seed)
     B.print_table(parameters, args.ranks)
     for line in forced:
         print(f"forced: {line}")
-    B.print_grid(data.meta["extrapolated"])
-    B.write(args.output, data)
-    print(f"{args.output}: {data.nranks} ranks, {len(data.actions)} actions, extrapolated "
+    B.print_grid(progs.meta["extrapolated"])
+    nactions = D.write(args.output, progs)
+    print(f"{args.output}: {progs.nranks} ranks, {nactions} actions, extrapolated "
           f"({args.scaling} scaling) from {', '.join(r.path for r in runs)}")
     return 0

@@ -159,16 +159,29 @@ def _nodes(node: ST.Node):
         yield from _nodes(c)
 
 
-def _spread(volumes: np.ndarray, pool: tuple, nranks: int, rng) -> np.ndarray:
-    """(nranks, actions): ``volumes`` (the fitted typical volumes of one rank's actions)
+def _pool(ratios: np.ndarray, index: np.ndarray, steps: np.ndarray) -> tuple:
+    """What :func:`_spread` draws from: the recorded ``ratios`` (:func:`_rank_ratios`) with a
+    last column of ones (for an ``index`` of -1: an action the source lacks), the source
+    action of each action (:func:`_source_index`) and the draw column of each action: its
+    time step + 1 (:func:`_steps`; 0 outside them)."""
+    ratios = np.concatenate([ratios, np.ones((len(ratios), 1))], axis=1)
+    return ratios, index, np.where(index >= 0, steps[index], -1) + 1
+
+
+def _draws(pool: tuple, nranks: int, rng) -> np.ndarray:
+    """(nranks, time steps + 1): the recorded rank (a row of the pool's ratios) each rank
+    takes its ratios from in each time step (column 0: outside them), drawn from ``rng``."""
+    ratios, _, step = pool
+    return rng.integers(0, len(ratios), (nranks, int(step.max(initial=0)) + 1))
+
+
+def _spread(volumes: np.ndarray, pool: tuple, drawn: np.ndarray) -> np.ndarray:
+    """(len(drawn), actions): ``volumes`` (the fitted typical volumes of one rank's actions)
     times recorded ratios: for each rank and each iteration of the recorded program's time
-    steps (:func:`_steps`; once for the actions outside them), those of one recorded rank
-    drawn (``rng``) from the pool ``(ratios, index, steps)`` (:func:`_rank_ratios`,
-    :func:`_source_index`): a rank's slow stretches stay together, as recorded."""
-    ratios, index, steps = pool
-    ratios = np.concatenate([ratios, np.ones((len(ratios), 1))], axis=1)   # index -1: 1
-    step = np.where(index >= 0, steps[index], -1) + 1
-    drawn = rng.integers(0, len(ratios), (nranks, int(step.max(initial=0)) + 1))
+    steps (once for the actions outside them), those of the recorded rank ``drawn`` for it
+    (:func:`_draws`) from the pool (:func:`_pool`): a rank's slow stretches stay together, as
+    recorded."""
+    ratios, index, step = pool
     return volumes[None, :] * ratios[drawn[:, step], index[None, :]]
 
 
@@ -410,23 +423,97 @@ def _world_like(runs: list[ST.Run]) -> list[int]:
     return sorted(ids - {0})
 
 
-def build(runs: list[ST.Run], ranks: int, plans: dict, grid: GR.Grid | None = None,
-          peers: dict | None = None, spread: bool = True, seed: int = 0) -> Extrapolated:
-    """The trace at ``ranks``: each class's program with its planned counts and parameters,
-    decoded once and repeated for each of its ranks (on ``grid``, the target grid: peers
-    and sendrecv sources are the grid offsets ``peers[class]`` from each rank,
-    :func:`.grid_peers.resolve`).  With ``spread``, each action's volume is its call's
-    fitted typical volume times the recorded ratio to it of one rank of the class in the
-    largest run that has it, drawn (``seed``) for each rank and time step (:func:`_spread`):
-    the imbalance between ranks, a rank's slow stretches kept together.  Each class's columns
-    are made once, every rank's rows stamped out from them in rank order.
-    """
-    rng = np.random.default_rng(seed)
+@dataclass
+class ClassProgram:
+    """One rank class at the target: its program as rank 0 of a class would run it (actions,
+    vector entries; :func:`_class_program`), which entries name rank-relative peers, the pool
+    its volumes are spread from (:func:`_spread`; None: the actions hold the means) and its
+    ranks.  Every rank of the class runs it with its peers placed (:meth:`peers`)."""
+
+    actions: np.ndarray
+    vectors: np.ndarray
+    peer_rel: np.ndarray
+    vec_rel: np.ndarray
+    pool: tuple | None
+    ranks: np.ndarray
+
+    def peers(self, at: np.ndarray, nranks: int, grid: GR.Grid | None) -> np.ndarray:
+        """(len(at), actions): the peer column of the class's ranks at positions ``at``."""
+        r = self.ranks[at]
+        placed = _place(self.actions["peer"].astype(np.int64), self.peer_rel, r, nranks, grid)
+        return placed if grid is None else GC.place_roots(placed, r, grid)
+
+    def vector_rows(self, at: np.ndarray, nranks: int, grid: GR.Grid | None) -> np.ndarray:
+        """(len(at), entries): the vector entries of the class's ranks at positions ``at``."""
+        return _place(self.vectors, self.vec_rel, self.ranks[at], nranks, grid)
+
+    def volumes(self, drawn: np.ndarray | None, columns: np.ndarray | None = None
+                ) -> np.ndarray:
+        """(ranks, actions): the volumes of the ranks whose draws (:func:`_draws`) are the
+        rows of ``drawn`` (of the actions ``columns`` only, when given); without a pool, the
+        means, one row (broadcast)."""
+        volume = self.actions["volume"]
+        if columns is None:
+            columns = slice(None)
+        if self.pool is None:
+            return volume[None, columns]
+        ratios, index, step = self.pool
+        return _spread(volume[columns], (ratios, index[columns], step[columns]), drawn)
+
+
+@dataclass
+class Programs:
+    """The trace at the target before any rank's actions are made: each class's program
+    (in class order), the communicators, and what the file's metadata says."""
+
+    classes: list[ClassProgram]
+    nranks: int
+    grid: GR.Grid | None
+    comms: dict                  # id -> members (the world-like ones, the grid's rows)
+    sub_ids: dict                # cart_sub label -> each rank's communicator id
+    meta: dict
+    seed: int = 0
+
+    def which(self) -> np.ndarray:
+        """The class (index into ``classes``) of each rank."""
+        out = np.zeros(self.nranks, np.int64)
+        for k, c in enumerate(self.classes):
+            out[c.ranks] = k
+        return out
+
+    def lengths(self) -> tuple[np.ndarray, np.ndarray]:
+        """(actions, vector entries) of each rank."""
+        n = np.array([len(c.actions) for c in self.classes] + [0], np.int64)
+        v = np.array([len(c.vectors) for c in self.classes] + [0], np.int64)
+        which = self.which()
+        return n[which], v[which]
+
+    def draws(self) -> list:
+        """Per class, the recorded rank each of its ranks takes its ratios from in each
+        time step (:func:`_draws`; None without a pool), drawn from ``seed`` in class order."""
+        rng = np.random.default_rng(self.seed)
+        return [_draws(c.pool, len(c.ranks), rng) if c.pool is not None else None
+                for c in self.classes]
+
+    def per_rank_communicators(self) -> bool:
+        """Whether a class names a cart_sub row: its ranks' communicator columns differ."""
+        return any(GC.is_label(c.actions["comm"]).any() or GC.is_label(c.actions["request"])
+                   .any() for c in self.classes)
+
+
+def programs(runs: list[ST.Run], ranks: int, plans: dict, grid: GR.Grid | None = None,
+             peers: dict | None = None, spread: bool = True, seed: int = 0) -> Programs:
+    """Each class's program with its planned counts and parameters, decoded once (on
+    ``grid``, the target grid: peers and sendrecv sources are the grid offsets
+    ``peers[class]`` from each rank, :func:`.grid_peers.resolve`).  With ``spread``, each
+    action's volume will be its call's fitted typical volume times the recorded ratio to it
+    of one rank of the class in the largest run that has it, drawn (``seed``) for each rank
+    and time step (:func:`_spread`): the imbalance between ranks, a rank's slow stretches
+    kept together; else the actions hold the means."""
     ref = max(runs, key=lambda r: r.nranks)
     comms = _world_like(runs)
     owner = class_ranks(ref, ranks, grid)
-    programs = {}
-    lengths, vec_lengths = np.zeros(ranks, np.int64), np.zeros(ranks, np.int64)
+    classes = []
     for key in owner:
         source = max((r for r in runs if key in r.classes), key=lambda r: r.nranks)
         rc, plan = source.classes[key], plans[key]
@@ -448,34 +535,41 @@ def build(runs: list[ST.Run], ranks: int, plans: dict, grid: GR.Grid | None = No
         ratios = _rank_ratios(source, rc)
         pool = None
         if spread:
-            pool = (ratios, _source_index(stream, ST.leaf_stream(rc.tree), len(rc.leaves)),
-                    _steps(rc.tree))
+            pool = _pool(ratios, _source_index(stream, ST.leaf_stream(rc.tree),
+                                               len(rc.leaves)), _steps(rc.tree))
         else:               # the means: the typical volume times its leaf's mean ratio
             recorded = np.broadcast_to(ST.leaf_stream(rc.tree), ratios.shape).ravel()
             a["volume"] *= (np.bincount(recorded, ratios.ravel(), len(rc.leaves)) /
                             np.maximum(np.bincount(recorded, minlength=len(rc.leaves)),
                                        1))[stream]
-        programs[key] = (a, vec, peer_rel, vec_rel, stream, pool)
-        lengths[owner[key]], vec_lengths[owner[key]] = len(a), len(vec)
-    offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
-    vec_offsets = np.concatenate([[0], np.cumsum(vec_lengths)]).astype(np.int64)
-    used = sorted({int(c) for a, *_ in programs.values()
-                   for c in np.unique(a["comm"][GC.is_label(a["comm"])])})
+        classes.append(ClassProgram(a, vec, peer_rel, vec_rel, pool, owner[key]))
+    used = sorted({int(c) for p in classes
+                   for c in np.unique(p.actions["comm"][GC.is_label(p.actions["comm"])])})
     sub_ids, sub_comms = GC.target(grid, used, max(comms + [0]) + 1) if used else ({}, {})
-    # each class's columns that differ between its ranks, (its ranks, actions); then every
-    # rank's rows stamped out in rank order (copies of arrays made once per class)
-    copies, which, place = [], np.zeros(ranks, np.int64), np.zeros(ranks, np.int64)
-    for key, (a, vec, peer_rel, vec_rel, stream, pool) in programs.items():
-        r = owner[key]
-        which[r], place[r] = len(copies), np.arange(len(r))
-        volume = _spread(a["volume"], pool, len(r), rng) if pool is not None else \
-            np.broadcast_to(a["volume"], (len(r), len(a)))
-        placed = _place(a["peer"].astype(np.int64), peer_rel, r, ranks, grid)
-        peer = placed if grid is None else GC.place_roots(placed, r, grid)
-        comm, request = _sub_communicators(a, r, sub_ids)
+    world = np.arange(ranks, dtype=np.int32)
+    return Programs(classes, ranks, grid, {**{c: world for c in [0] + comms}, **sub_comms},
+                    sub_ids, {"volume_unit": ref.data.meta.get("volume_unit", "seconds"),
+                              "nranks": ranks}, seed)
+
+
+def materialize(progs: Programs) -> Extrapolated:
+    """Every rank's actions: each class's columns that differ between its ranks made once,
+    (its ranks, actions), then every rank's rows stamped out from them in rank order; the
+    signatures stamped per class (:mod:`.stamped`) where no class names a cart_sub row."""
+    ranks, grid = progs.nranks, progs.grid
+    lengths, vec_lengths = progs.lengths()
+    vec_offsets = np.concatenate([[0], np.cumsum(vec_lengths)]).astype(np.int64)
+    which = progs.which()
+    place = np.zeros(ranks, np.int64)
+    copies = []
+    for p, drawn in zip(progs.classes, progs.draws()):
+        a, everyone = p.actions, np.arange(len(p.ranks))
+        place[p.ranks] = everyone
+        volume = np.broadcast_to(p.volumes(drawn), (len(p.ranks), len(a)))
+        comm, request = _sub_communicators(a, p.ranks, progs.sub_ids)
         local = np.where(a["vec_len"] > 0, np.cumsum(a["vec_len"]) - a["vec_len"], NONE)
-        copies.append((a, volume, peer, comm, request, _place(vec, vec_rel, r, ranks, grid),
-                       local))
+        copies.append((a, volume, p.peers(everyone, ranks, grid), comm, request,
+                       p.vector_rows(everyone, ranks, grid), local))
     stamps = list(zip(which.tolist(), place.tolist()))
     actions = np.concatenate([copies[k][0] for k, _ in stamps]) if ranks else \
         empty_actions(0)
@@ -489,15 +583,12 @@ def build(runs: list[ST.Run], ranks: int, plans: dict, grid: GR.Grid | None = No
                                                                  vec_offsets[:-1].tolist())])
     vectors = np.concatenate([copies[k][5][i] for k, i in stamps] +
                              [np.zeros(0, np.int64)]).astype(np.int64)
-    world = np.arange(ranks, dtype=np.int32)
     sig = None
     if all(c[3] is None and c[4] is None for c in copies):   # no communicator per rank
         sig = SS.signatures([(c[0], c[2], c[5]) for c in copies],
-                            [owner[key] for key in programs], which, ranks)
-    return Extrapolated(actions, offsets, vectors,
-                        {**{c: world for c in [0] + comms}, **sub_comms},
-                        meta={"volume_unit": ref.data.meta.get("volume_unit", "seconds")},
-                        signatures=sig)
+                            [p.ranks for p in progs.classes], which, ranks)
+    return Extrapolated(actions, np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64),
+                        vectors, dict(progs.comms), meta=dict(progs.meta), signatures=sig)
 
 
 def _sub_communicators(a: np.ndarray, ranks: np.ndarray, sub_ids: dict):
@@ -551,7 +642,18 @@ def extrapolate(runs: list[ST.Run], ranks: int, scaling: str = "weak", force: bo
                 spread: bool = True, seed: int = 0):
     """Check, fit and build: (TraceColumns at ``ranks``, fitted parameters, what was
     overridden by ``force``).  On a grid the target grid is ``dims`` (--grid) or
-    MPI_Dims_create's."""
+    MPI_Dims_create's.  :func:`plan` without the trace in memory."""
+    progs, parameters, refused = plan(runs, ranks, scaling, force, threshold, dims, spread,
+                                      seed)
+    return materialize(progs), parameters, refused
+
+
+def plan(runs: list[ST.Run], ranks: int, scaling: str = "weak", force: bool = False,
+         threshold: float = F.DEFAULT_THRESHOLD, dims: tuple | None = None,
+         spread: bool = True, seed: int = 0):
+    """Check and fit: (the class :class:`Programs` at ``ranks``, their provenance in its
+    ``meta["extrapolated"]``; fitted parameters; what was overridden by ``force``), as
+    :func:`extrapolate` builds them (:mod:`.direct` writes them without building)."""
     sizes = [r.nranks for r in runs]
     if len(set(sizes)) < len(sizes):
         twice = sorted({n for n in sizes if sizes.count(n) > 1})
@@ -581,8 +683,8 @@ def extrapolate(runs: list[ST.Run], ranks: int, scaling: str = "weak", force: bo
     if refused and not force:
         raise MinitraceError("not extrapolated (--force to extrapolate anyway):\n  "
                              + "\n  ".join(refused))
-    data = build(runs, ranks, plans, grid, offsets, spread, seed)
-    data.meta["extrapolated"] = {
+    progs = programs(runs, ranks, plans, grid, offsets, spread, seed)
+    progs.meta["extrapolated"] = {
         "from": [os.path.abspath(r.path) for r in runs], "ranks": [r.nranks for r in runs],
         "target": ranks, "scaling": scaling, "forced": refused,
         "spread": f"drawn from the largest run's (seed {seed})" if spread else "none: means",
@@ -592,7 +694,7 @@ def extrapolate(runs: list[ST.Run], ranks: int, scaling: str = "weak", force: bo
                     "loo_error": x.model.loo_error, "value": x.at_target,
                     "interval_95": list(x.interval(ranks))}
                    for x in parameters]}
-    return data, parameters, refused
+    return progs, parameters, refused
 
 
 def write(path: str, data: TraceColumns) -> None:
