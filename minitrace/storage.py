@@ -179,11 +179,12 @@ def _new_file_attrs(meta: dict, version: int = PLAIN_VERSION) -> dict:
 
 
 @contextlib.contextmanager
-def atomic_file(path, copy_existing: bool = False, libver=None):
+def atomic_file(path, copy_existing: bool = False, libver=None, create=None):
     """An h5py file written under a temporary name beside ``path`` and renamed over it on
     success (``outputs.replacing_path``: removed on any failure), optionally seeded with a
     copy of the existing file to add a group to it; every file written says what wrote it
-    (``/provenance``); ``libver``: h5py's bounds on the HDF5 file format of a new file."""
+    (``/provenance``); ``libver``: h5py's bounds on the HDF5 file format of a new file;
+    ``create``: what makes a new file of its (temporary) path instead of ``h5py.File``."""
     path = os.fspath(path)
     with replacing_path(path) as tmp:
         if copy_existing and os.path.exists(path):
@@ -191,7 +192,7 @@ def atomic_file(path, copy_existing: bool = False, libver=None):
             shutil.copyfile(path, tmp)
             f = h5py.File(tmp, "a")
         else:
-            f = h5py.File(tmp, "w", libver=libver)
+            f = h5py.File(tmp, "w", libver=libver) if create is None else create(tmp)
         try:
             provenance.store(f)
             yield f
@@ -210,7 +211,8 @@ def atomic_file(path, copy_existing: bool = False, libver=None):
 
 
 @contextlib.contextmanager
-def new_file(path, meta: dict | None = None, version: int = PLAIN_VERSION, libver=None):
+def new_file(path, meta: dict | None = None, version: int = PLAIN_VERSION, libver=None,
+             create=None):
     """A new minitrace file at ``path``, written whole or not at all (:func:`atomic_file`),
     its root saying what it is and what wrote it, with ``meta`` (:func:`meta_attrs`).
 
@@ -224,13 +226,15 @@ def new_file(path, meta: dict | None = None, version: int = PLAIN_VERSION, libve
         ``FORMAT_VERSION`` for the compressed form, else ``PLAIN_VERSION``.
     libver : str or tuple, optional
         h5py's bounds on the HDF5 file format (default: the earliest that holds the file).
+    create : callable, optional
+        Makes the new file of a path (:func:`atomic_file`).
 
     Yields
     ------
     h5py.File
         Open for writing.
     """
-    with atomic_file(path, libver=libver) as f:
+    with atomic_file(path, libver=libver, create=create) as f:
         f.attrs.update(_new_file_attrs(meta or {}, version))
         yield f
 

@@ -38,8 +38,8 @@ def _check_bounds(plain, packed, rel, half):
         return c.compressed_form
 
 
-def _timed_stencil():
-    data, _ = stencil(4, 200, seed=3)
+def _timed_stencil(iterations: int = 200):
+    data, _ = stencil(4, iterations, seed=3)
     rng = np.random.default_rng(3)             # timed, as recorded: gaps and durations
     a = data.actions
     for r in range(data.nranks):
@@ -112,3 +112,66 @@ def test_bad_bounds_are_refused(volumes, times, message):
     data, _ = stencil(2, 20)
     with pytest.raises(MinitraceError, match=message):
         write_compressed("/nonexistent/never.h5", data, volumes, times=times)
+
+
+def _ranges_match_whole(path):
+    """Every rank read in ranges (each starting from the counted prefix) equals the whole
+    read: the predicted times' chain and running maximum restart right mid-rank."""
+    with minitrace.open(str(path)) as c:
+        whole = c.data()
+        for r in range(whole.nranks):
+            sl = whole.rank_slice(r)
+            n = sl.stop - sl.start
+            for lo, hi in ((0, n // 3), (n // 3, n // 3 + 7), (n - 5, n)):
+                part = c.actions(r, rows=slice(lo, hi))
+                for f in ("t_start", "t_end", "volume"):
+                    assert np.array_equal(np.asarray(part[f]),
+                                          whole.actions[f][sl][lo:hi]), (r, lo, f)
+
+
+@pytest.mark.parametrize("cpu_over_wall", [1.0, 3.0])
+def test_times_predicted_by_volumes_within_bounds(tmp_path, cpu_over_wall):
+    """Bounded times are coded as steps against a prediction (a start at the previous end, a
+    compute's end after its volume); computes shorter than the bound whose volume is above
+    their wall time (3x: the prediction overshoots, the coded chain goes back) still give
+    every time within its bound and no end before its start (the decoder's running
+    maximum)."""
+    data = _timed_stencil()
+    a = data.actions
+    comp = a["volume"] != 0
+    a["t_end"][comp] = a["t_start"][comp] + np.random.default_rng(5).uniform(
+        0.1e-6, 1.5e-6, int(comp.sum()))
+    a["volume"] = np.where(comp, (a["t_end"] - a["t_start"]) * cpu_over_wall, 0.0)
+    plain, packed = tmp_path / "plain.h5", tmp_path / "packed.h5"
+    storage.write_trace(str(plain), data)
+    write_compressed(str(packed), data, "bounded:1%", times="bounded:1us")
+    form = _check_bounds(plain, packed, 0.01, 1e-6)
+    assert form.attrs.get("time_coding") == "predicted-by-volume"
+    _ranges_match_whole(packed)
+
+
+def test_times_going_back_are_coded_on_the_grid(tmp_path):
+    """A rank whose action starts before the previous one ends cannot take the running
+    maximum: its times are coded on the plain grid, each still within its bound."""
+    data = _timed_stencil()
+    a = data.actions
+    sl = data.rank_slice(1)
+    a["t_start"][sl.start + 10] = a["t_start"][sl.start + 9] - 5e-6
+    plain, packed = tmp_path / "plain.h5", tmp_path / "packed.h5"
+    storage.write_trace(str(plain), data)
+    write_compressed(str(packed), data, "bounded:1%", times="bounded:1us")
+    form = _check_bounds(plain, packed, 0.01, 1e-6)
+    assert "time_coding" not in form.attrs
+    _ranges_match_whole(packed)
+
+
+def test_unknown_time_coding_is_refused(tmp_path):
+    import h5py
+    data = _timed_stencil()
+    packed = tmp_path / "packed.h5"
+    write_compressed(str(packed), data, "bounded:1%", times="bounded:1us")
+    with h5py.File(packed, "a") as f:
+        f["trace"].attrs["time_coding"] = "by-magic"
+    with pytest.raises(MinitraceError, match="time coding"):
+        with minitrace.open(str(packed)) as c:
+            c.data()

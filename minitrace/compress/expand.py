@@ -38,6 +38,7 @@ class _Position:
     latest: int | None       # the last of them
     volumes: int             # volume-side entries before it (global index)
     ns: int = 0              # ns-gap: end of the previous action's time base (see _times)
+    top: int = V.NO_TIME     # predicted ns-gap: the latest time decoded (their running max)
     model: float = 0.0       # model: unscaled start of the next action
 
 
@@ -106,7 +107,13 @@ class Expander:
         pos = _Position(row, k, int(c.new_requests[r0 + k - 1]) if k else None, vol + nvol)
         enc = c.attrs.get("time_encoding")
         a0 = int(self.offsets[rank])
-        if enc == "ns-gap" and row:
+        if enc == "ns-gap" and row and c.attrs.get("time_coding"):
+            vols = np.zeros(row)
+            vols[c.has_volume[before]] = V.dequantize(side["volume"][vol:vol + nvol], c.attrs)
+            _, _, pos.ns, pos.top = V.decode_predicted(
+                side["t_gap"][a0:a0 + row], side["t_duration"][a0:a0 + row],
+                V.predicted_durations(vols), c.attrs["time_quantum"], 0, V.NO_TIME)
+        elif enc == "ns-gap" and row:
             pos.ns = (int(side["t_gap"][a0:a0 + row].sum(dtype=np.int64)) +
                       int(side["t_duration"][a0:a0 + row].sum(dtype=np.int64))) * \
                 int(c.attrs.get("time_quantum", 1))
@@ -179,6 +186,13 @@ class Expander:
         elif enc == "float-seconds":
             out["t_start"] = side["t_start"][a:a + n]
             out["t_end"] = side["t_end"][a:a + n]
+        elif enc == "ns-gap" and c.attrs.get("time_coding"):
+            start, end, pos.ns, pos.top = V.decode_predicted(
+                side["t_gap"][a:a + n], side["t_duration"][a:a + n],
+                V.predicted_durations(vols), c.attrs["time_quantum"], pos.ns, pos.top)
+            t0 = float(c.attrs["t0"])
+            out["t_start"] = start / V.NS + t0
+            out["t_end"] = end / V.NS + t0
         elif enc == "ns-gap":
             quantum = int(c.attrs.get("time_quantum", 1))
             gap = side["t_gap"][a:a + n].astype(np.int64) * quantum

@@ -3,6 +3,7 @@
 checked by :func:`read`."""
 from __future__ import annotations
 
+import os
 import zlib
 from dataclasses import dataclass, field
 
@@ -17,9 +18,13 @@ from . import grammar as G
 from . import epochs as E
 from . import signatures as SG
 from . import pack as P
+from . import rans as R
 from . import volumes as V
 
 FORM = "grammar"
+#: ``/trace@time_coding`` of bounded times coded as steps against predictions (volumes.py,
+#: ``_predicted_steps``): a start at the previous end, a duration its action's volume.
+TIME_CODING = "predicted-by-volume"
 _GRAMMAR_ARRAYS = ("rule_offsets", "rule_symbols", "rule_counts", "top_offsets", "top_symbols",
                    "rank_grammar")
 _STAT_COLUMNS = ("count", "mean", "std")
@@ -106,11 +111,18 @@ def compress(data: TraceColumns, volumes: str = "exact", precision: float = 0.01
             vol_ns = np.zeros(len(volume), np.int64)
             vol_ns[vrow] = stored
             attrs["duration_less_volume"] = True
+    pred = None
+    if quantum > 1 and volumes == "exact" and unit == "seconds":
+        # bounded times: a compute's duration predicted by its volume as a reader decodes it
+        pred = np.zeros(len(volume), np.int64)
+        pred[vrow] = V.predicted_durations(V.dequantize(side["volume"], attrs))
     # the times as a reader of either form decodes them (for the spans and the model)
-    enc, t0, cols, (ts, te) = V.encode_times(ts, te, data.rank_offsets, vol_ns, quantum,
-                                             gaps=volumes == "exact")
+    enc, t0, cols, (ts, te), predicted = V.encode_times(
+        ts, te, data.rank_offsets, vol_ns, quantum, gaps=volumes == "exact", pred=pred)
     if quantum > 1 and enc == "ns-gap":
         attrs["time_quantum"] = quantum
+    if predicted:
+        attrs["time_coding"] = TIME_CODING
     if enc != "untimed":
         side["t_first"], side["t_last"] = V.rank_spans(ts, te, data.rank_offsets)
     if volumes == "exact":
@@ -162,6 +174,15 @@ def _undelta_per_rank(d: np.ndarray, offsets: np.ndarray) -> np.ndarray:
         return out - np.repeat(base, np.diff(offsets))
 
 
+#: Side arrays entropy-coded (rans.py) in files of bounded, predicted times (their steps:
+#: deflate is 10-45% above their entropy; the gaps, nearly all 0, deflate to less), stored
+#: as uint8 named with RANS_SUFFIX, from RANS_MIN actions (below, the coder's fixed ~1 ms
+#: costs more than the bytes it saves).
+RANS_CODED = ("t_duration",)
+RANS_SUFFIX = ".rans"
+RANS_MIN = 16384
+
+
 #: What a chunked dataset's index takes of the file, about (HDF5's version-1 B-tree node).
 CHUNK_INDEX_BYTES = 2048
 
@@ -186,9 +207,23 @@ def _dataset(group, name: str, data: np.ndarray, **kw) -> None:
 LIBVER = ("v110", "v110")
 
 
-#: ``/trace``'s attributes are kept in its header up to this many (HDF5's default, 8, moves
-#: its 10-14 attributes to a heap and a B-tree of their own: 1.8 KB more per file).
+#: ``/trace``'s and the root's attributes are kept in their headers up to this many (HDF5's
+#: default, 8, moves ``/trace``'s 10-14 and the root's ~19 to a heap and a B-tree each: 1.8
+#: and ~1 KB more per file).
 COMPACT_ATTRIBUTES = (32, 24)
+_LIBVER = {"v110": h5py.h5f.LIBVER_V110}
+
+
+def _create(tmp: str) -> h5py.File:
+    """A new HDF5 file in the :data:`LIBVER` format whose root keeps its attributes in its
+    header (h5py.File takes no file creation property list)."""
+    fapl = h5py.h5p.create(h5py.h5p.FILE_ACCESS)
+    fapl.set_fclose_degree(h5py.h5f.CLOSE_STRONG)      # (as h5py.File's)
+    fapl.set_libver_bounds(*(_LIBVER[v] for v in LIBVER))
+    fcpl = h5py.h5p.create(h5py.h5p.FILE_CREATE)
+    fcpl.set_attr_phase_change(*COMPACT_ATTRIBUTES)
+    return h5py.File(h5py.h5f.create(os.fsencode(tmp), h5py.h5f.ACC_TRUNC, fcpl=fcpl,
+                                     fapl=fapl))
 
 
 def write(path: str, c: Compressed, meta: dict | None = None, pack: bool = True) -> None:
@@ -220,14 +255,16 @@ def write(path: str, c: Compressed, meta: dict | None = None, pack: bool = True)
     put("index/kind_codes", codes)
     put("index/kind_counts", counts)
     for name, arr in c.side.items():
-        if isinstance(arr, pd.DataFrame):
+        if name in RANS_CODED and c.attrs.get("time_coding") and len(arr) >= RANS_MIN:
+            put(f"{c.mode}/{name}{RANS_SUFFIX}", R.encode(arr))
+        elif isinstance(arr, pd.DataFrame):
             for col in arr.columns:
                 put(f"{c.mode}/{name}/{col}", arr[col].to_numpy())
         else:
             put(f"{c.mode}/{name}", arr, noisy=len(arr) > c.nranks + 1)
     packed = {k: a for k, (a, _) in arrays.items() if P.packs(a)} if pack else {}
     arrays = {k: v for k, v in arrays.items() if k not in packed}
-    with S.new_file(path, m, S.FORMAT_VERSION, libver=LIBVER) as f:
+    with S.new_file(path, m, S.FORMAT_VERSION, create=_create) as f:
         gcpl = h5py.h5p.create(h5py.h5p.GROUP_CREATE)
         gcpl.set_attr_phase_change(*COMPACT_ATTRIBUTES)
         g = h5py.Group(h5py.h5g.create(f.id, b"trace", gcpl=gcpl))
@@ -391,6 +428,17 @@ def read(g: h5py.Group, path: str) -> Compressed:
         frame, _, col = name.partition("/")
         if col:
             tables.setdefault(frame, {})[col] = arr(f"{mode}/{name}", kinds="iuf")
+        elif name.endswith(RANS_SUFFIX) and name[:-len(RANS_SUFFIX)] in RANS_CODED:
+            base = name[:-len(RANS_SUFFIX)]
+            if base in side or arr.names(mode).count(base):
+                raise _corrupt(f"{mode}/{base} stored twice", path)
+            coded = arr(f"{mode}/{name}", kinds="u")
+            if coded.dtype != np.uint8:
+                raise _corrupt(f"{mode}/{name} is {coded.dtype}, not bytes", path)
+            try:
+                side[base] = R.decode(coded)
+            except R.CodeError as e:
+                raise _corrupt(f"{mode}/{name}: {e}", path) from None
         else:
             side[name] = arr(f"{mode}/{name}", kinds="iuf")
     for name, cols in tables.items():
@@ -444,6 +492,9 @@ def _check_side(c: Compressed, path: str) -> None:
             not isinstance(p, float) or not 0 < p < 1:
         raise _corrupt("t0, volume divisor, scale or bound, time quantum or precision invalid",
                        path)
+    coding = c.attrs.get("time_coding")
+    if coding is not None and (coding != TIME_CODING or enc != "ns-gap" or quantum < 2):
+        raise _corrupt(f"time coding {coding!r} unknown or without a time grid", path)
     if quantum > 1 and c.attrs.get("duration_less_volume"):
         # written by `compress --volumes exact --times bounded` before 2026-11-28 (session 10),
         # whose durations were off by up to the volume x quantum: not read as if right

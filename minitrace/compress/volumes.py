@@ -106,22 +106,120 @@ def parse_quantum(spec: str) -> int:
     return max(int(2 * value), 1)
 
 
+#: Predicted durations are capped at this many ns (2**40: 18 minutes; the step codes the rest).
+_MAX_PREDICTED = 1 << 40
+
+
+def predicted_durations(volumes: np.ndarray) -> np.ndarray:
+    """Each action's predicted duration in integer ns under ``time_coding = "volume"``: its
+    volume (as a reader decodes it, in seconds) rounded to ns, 0 where it is not above 0 or
+    not finite, at most :data:`_MAX_PREDICTED` (a compute lasts about its CPU time)."""
+    with np.errstate(invalid="ignore", over="ignore"):
+        q = np.rint(np.asarray(volumes, np.float64) * NS)
+        ok = np.isfinite(q) & (q > 0)
+        return np.where(ok, np.minimum(np.where(ok, q, 0), _MAX_PREDICTED), 0).astype(np.int64)
+
+
+def feedback_step(quantum: int) -> tuple[int, int]:
+    """(h, step) of the predicted time coding for a grid of ``quantum`` ns: each decoded
+    start and end within h ns of its integer ns (h + 1/2 <= quantum / 2), moved in steps of
+    ``2h + 1`` ns."""
+    h = max((int(quantum) - 1) // 2, 0)
+    return h, 2 * h + 1
+
+
+def _predicted_steps(x: np.ndarray, pred: np.ndarray, offsets: np.ndarray, quantum: int):
+    """(gap steps, duration steps, decoded chain) coding integer-ns starts and ends (``x``:
+    start, end, start, end... of each rank's actions, from t0) against their predictions (a
+    start at the previous
+    decoded end, an end at its start plus ``pred``), with error feedback: each decoded time is
+    the prediction plus the steps that keep it within h of its own (:func:`feedback_step`),
+    so a value's error carries into the next prediction and most steps are 0.  The decoded
+    value's error is the running sum of the prediction errors wrapped into [-h, h], hence
+    vectorized.  None when a rank's times go backwards (the decoder's running maximum, which
+    keeps every end at or after its start, is then not within the bound)."""
+    n2 = len(x)
+    firsts = 2 * rank_starts(offsets)
+    inc = np.empty(n2, np.int64)
+    inc[0] = x[0]
+    inc[1:] = x[1:] - x[:-1]
+    inc[firsts] = x[firsts]
+    later = np.ones(n2, bool)
+    later[firsts] = False
+    if (inc[later] < 0).any():
+        return None
+    p = np.zeros(n2, np.int64)
+    p[1::2] = pred
+    delta = p - inc
+    c = np.cumsum(delta)                           # the rank's running sum (wrapping: exact)
+    starts = np.zeros(n2, bool)
+    starts[firsts] = True
+    base = (c - delta)[starts][np.cumsum(starts) - 1]
+    c -= base
+    h, step = feedback_step(quantum)
+    err = np.mod(c + h, step) - h
+    before = np.zeros(n2, np.int64)
+    before[1:] = err[:-1]
+    before[firsts] = 0
+    steps = (err - before - delta) // step
+    return steps[0::2], steps[1::2], x + err
+
+
+def decode_predicted(gap: np.ndarray, dur: np.ndarray, pred: np.ndarray, quantum: int,
+                     ns: int, top: int) -> tuple[np.ndarray, np.ndarray, int, int]:
+    """(starts, ends, ns, top) in integer ns from t0 of consecutive actions of one rank coded
+    by :func:`_predicted_steps`: ``ns`` the decoded chain's value before them (the previous
+    action's end, 0 at the rank's start), ``top`` the largest decoded time before them (each
+    time is the running maximum of the chain, so no end precedes its start)."""
+    _, step = feedback_step(quantum)
+    inc = np.empty(2 * len(gap), np.int64)
+    inc[0::2] = gap.astype(np.int64) * step
+    inc[1::2] = pred + dur.astype(np.int64) * step
+    chain = ns + np.cumsum(inc)
+    out = np.maximum.accumulate(np.concatenate([[top], chain]))[1:]
+    if not len(chain):
+        return out[0::2], out[1::2], ns, top
+    return out[0::2], out[1::2], int(chain[-1]), int(out[-1])
+
+
+#: ``top`` before a rank's first action (nothing decoded yet).
+NO_TIME = np.iinfo(np.int64).min
+
+
 def encode_times(ts: np.ndarray, te: np.ndarray, offsets: np.ndarray, vol_ns: np.ndarray | None,
-                 quantum: int = 1, gaps: bool = True):
-    """(encoding, t0, {name: array}, (t_start, t_end) as a reader decodes them) of the
-    timestamps; encoding ``ns-gap`` (integers: gap since the previous action's end, first of
-    each rank from t0; duration, less ``vol_ns`` where given (integer ns: only with
-    ``quantum`` 1); in units of ``quantum`` ns when it is above 1, every start and end
-    rounded to that grid), ``float-seconds`` (as is) or ``untimed``.  ``gaps=False``: no
-    columns (model mode stores none), the decoded times only."""
+                 quantum: int = 1, gaps: bool = True, pred: np.ndarray | None = None):
+    """(encoding, t0, {name: array}, (t_start, t_end) as a reader decodes them, whether the
+    durations are predicted) of the timestamps; encoding ``ns-gap`` (integers: gap since the
+    previous action's end, first of each rank from t0; duration, less ``vol_ns`` where given
+    (integer ns: only with ``quantum`` 1); in units of ``quantum`` ns when it is above 1,
+    every start and end rounded to that grid, or, with ``pred`` (each action's predicted
+    duration in ns, :func:`predicted_durations`), steps against the predictions
+    (:func:`_predicted_steps`) where the times allow), ``float-seconds`` (as is) or
+    ``untimed``.  ``gaps=False``: no columns (model mode stores none), the decoded times
+    only."""
     if not len(ts) or not np.isfinite(ts).any():
-        return "untimed", 0.0, {}, (ts, te)
+        return "untimed", 0.0, {}, (ts, te), False
     span = max(float(te.max() - ts.min()), float(np.abs(te - ts).max())) \
         if np.isfinite(ts).all() and np.isfinite(te).all() else np.inf
     if not span * NS < 2 ** 62:
         return "float-seconds", 0.0, {"t_start": ts.astype(np.float64),
-                                       "t_end": te.astype(np.float64)}, (ts, te)
+                                       "t_end": te.astype(np.float64)}, (ts, te), False
     t0 = float(ts.min())
+    if quantum > 1 and gaps and pred is not None and \
+            span * NS * 2 + float(pred.sum()) < 2 ** 61:
+        x = np.empty(2 * len(ts), np.int64)
+        x[0::2] = np.rint((ts - t0) * NS)
+        x[1::2] = np.rint((te - t0) * NS)
+        coded = _predicted_steps(x, pred, offsets, quantum)
+        if coded is not None:
+            gap, dur, chain = coded
+            down = np.flatnonzero(chain[1:] < chain[:-1]) + 1     # the running max's work
+            down = down[~np.isin(down, 2 * rank_starts(offsets))]
+            for r in np.unique(np.searchsorted(offsets, down // 2, "right") - 1):
+                lo, hi = 2 * int(offsets[r]), 2 * int(offsets[r + 1])
+                chain[lo:hi] = np.maximum.accumulate(chain[lo:hi])
+            return "ns-gap", t0, {"t_gap": gap, "t_duration": dur}, \
+                (chain[0::2] / NS + t0, chain[1::2] / NS + t0), True
     if quantum > 1:
         start = np.rint((ts - t0) * (NS / quantum)).astype(np.int64)
         dur = np.rint((te - t0) * (NS / quantum)).astype(np.int64) - start
@@ -133,7 +231,7 @@ def encode_times(ts: np.ndarray, te: np.ndarray, offsets: np.ndarray, vol_ns: np
     t_start = (start * quantum if quantum > 1 else start) / NS + t0
     decoded = t_start, t_start + (dur * quantum if quantum > 1 else dur) / NS
     if not gaps:
-        return "ns-gap", t0, {}, decoded
+        return "ns-gap", t0, {}, decoded, False
     gap = start.copy()
     gap[1:] -= start[:-1] + dur[:-1]
     firsts = rank_starts(offsets)
@@ -142,7 +240,7 @@ def encode_times(ts: np.ndarray, te: np.ndarray, offsets: np.ndarray, vol_ns: np
         if quantum > 1:
             raise ValueError("durations less the volume are integer ns (quantum 1)")
         dur = dur - vol_ns
-    return "ns-gap", t0, {"t_gap": gap, "t_duration": dur}, decoded
+    return "ns-gap", t0, {"t_gap": gap, "t_duration": dur}, decoded, False
 
 
 def rank_spans(ts: np.ndarray, te: np.ndarray, offsets: np.ndarray):
