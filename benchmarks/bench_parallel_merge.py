@@ -28,6 +28,8 @@ import sys
 import tempfile
 import time
 
+import numpy as np
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 
@@ -186,18 +188,22 @@ def command(args) -> None:
     (merge, validate, summary: what a user runs), alternately, on one generated recording;
     wall and CPU seconds (children's user + system) of each run and the load beside it.  Every
     run starts in the work directory: ``-m``/``-c`` put the current directory first on the
-    path, where a repository's own package would shadow ``--old``'s."""
+    path, where a repository's own package would shadow ``--old``'s.  The generated files are
+    synced and each variant run once unmeasured first (the first run after the generation
+    merged 10-20% slower: writeback of the fresh files), and every other repetition runs the
+    variants in reverse order (a drift of the machine weighs on both alike)."""
     work = os.path.abspath(tempfile.mkdtemp(dir=args.tmp))
     try:
         raw = os.path.join(work, "raw")
         iters = int(args.actions) // (12 * args.ranks)
         write_run(raw, args.ranks, iters, seed=1)
+        os.sync()
         print(json.dumps({"ranks": args.ranks, "iterations": iters, "raw_bytes": sum(
             os.path.getsize(f) for f in glob.glob(os.path.join(raw, "*.mtr")))}))
         runs = [(1, None), (2, None)] + ([(2, args.old)] if args.old else [])
         walls: dict = {r: [] for r in runs}
-        for rep in range(args.repeat):
-            for k, code in runs:
+        for rep in range(-1, args.repeat):
+            for k, code in (runs if rep % 2 == 0 else runs[::-1]):
                 out = os.path.join(work, f"k{k}.h5")
                 cmd = [PY, "-m", "minitrace", "merge", raw, "-o", out]
                 if k > 1:
@@ -211,8 +217,10 @@ def command(args) -> None:
                 c1 = os.times()
                 cpu = c1.children_user - c0.children_user + c1.children_system - \
                     c0.children_system
-                walls[k, code].append(t)
-                print(json.dumps({"run": rep, "workers": k, "code": code or "this",
+                if rep >= 0:
+                    walls[k, code].append(t)
+                print(json.dumps({"run": rep if rep >= 0 else "warm-up", "workers": k,
+                                  "code": code or "this",
                                   "rc": p.returncode,
                                   "wall_s": round(t, 2), "cpu_s": round(cpu, 2),
                                   "load_before": load, "load_after": os.getloadavg()[0]}),
@@ -224,6 +232,7 @@ def command(args) -> None:
             pairs = [a / b for a, b in zip(walls[1, None], walls[k, code])]
             print(json.dumps({"code": code or "this", "speedup_per_run": [round(x, 2)
                                                                          for x in pairs],
+                              "speedup_median": round(float(np.median(pairs)), 2),
                               "speedup_of_fastest": round(min(walls[1, None]) /
                                                           min(walls[k, code]), 2)}))
     finally:
