@@ -8,8 +8,9 @@ to 1,024-16,384 ranks takes and how large the file is.  ``--grids``: the same on
 the Open MPI environment's python: its waiting ranks yield the core); ``--composed``: a
 recorded 27-point 3-D halo whose small runs lack positions (composed, compose.py), --check at
 64 and the time to 16,384; ``--speed-from RUN.h5 ...``: recorded runs extrapolated to 1,024 ..
---largest, the CPU time to extrapolate and to write with the signatures stamped per class
-against encoded action by action (a ratio in one run).
+--largest as the command does, the trace built in memory and written against written from
+the class programs (extrapolate/direct.py), each in its own process under /usr/bin/time -v
+(CPU, system time, maximum resident set: a ratio in one run), the files compared.
 
     nice -n 10 python benchmarks/bench_extrapolate.py [--largest 16384] [--grids] [--recorded]
     nice -n 10 .venv-openmpi/bin/python benchmarks/bench_extrapolate.py --to-64
@@ -41,11 +42,14 @@ import time
 from pathlib import Path
 from typing import Callable, NamedTuple
 
+import h5py
+import numpy as np
+
 from minitrace import storage
-from minitrace.compress.files import write_compressed
 from minitrace.errors import MinitraceError
 from minitrace.extrapolate import build as B
 from minitrace.extrapolate import check as C
+from minitrace.extrapolate import direct as D
 from minitrace.replay import replay
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))   # tests.support
@@ -86,10 +90,10 @@ def speed(tmp: str, largest: int) -> None:
         for spread in (True, False):
             out = os.path.join(tmp, f"big{n}.h5")
             t, c = time.perf_counter(), time.process_time()
-            data, _, _ = B.extrapolate(runs, n, "weak", force=n > 64 * 8, spread=spread)
-            B.write(out, data)
+            progs, _, _ = B.plan(runs, n, "weak", force=n > 64 * 8, spread=spread)
+            nactions = D.write(out, progs)
             print(f"| {n} | {'sample' if spread else 'none'} | {time.perf_counter() - t:.2f} "
-                  f"| {time.process_time() - c:.2f} | {len(data.actions)} "
+                  f"| {time.process_time() - c:.2f} | {nactions} "
                   f"| {os.path.getsize(out)} |")
             os.unlink(out)
         n *= 4
@@ -360,47 +364,103 @@ def composed(tmp: str, largest: int) -> None:
         runs = C.load_runs(paths[:3])
         out = os.path.join(tmp, f"big{n}.h5")
         t, c = time.perf_counter(), time.process_time()
-        data, _, _ = B.extrapolate(runs, n, "weak", force=True)
-        dims = data.meta["extrapolated"]["grid"]["dims"]
-        B.write(out, data)
+        progs, _, _ = B.plan(runs, n, "weak", force=True)
+        dims = progs.meta["extrapolated"]["grid"]["dims"]
+        nactions = D.write(out, progs)
         made = sum(1 for k, rc in runs[-1].classes.items() if rc.parts is not None)
         print(f"| {n} | {'x'.join(map(str, dims))} | "
               f"{made} | {time.perf_counter() - t:.2f} | {time.process_time() - c:.2f} | "
-              f"{len(data.actions)} | {os.path.getsize(out)} |")
+              f"{nactions} | {os.path.getsize(out)} |")
         os.unlink(out)
         n *= 4
 
 
-def stamped_speed(tmp: str, paths: list[str], largest: int) -> None:
-    """Recorded runs (``--speed-from``) extrapolated to 1,024 .. ``largest`` ranks: CPU
-    seconds to extrapolate (and print the table, as the command does), then to write the
-    file with the signatures stamped per rank class (:mod:`minitrace.extrapolate.stamped`)
-    and with every action encoded, in one run."""
-    print("\n| ranks | actions | stamped | extrapolate CPU (s) | write stamped CPU (s) "
-          "| write encoded CPU (s) | write ratio | total ratio | file bytes stamped / encoded |\n"
-          "|---|---|---|---|---|---|---|---|---|")
+def _same_content(a: str, b: str) -> bool:
+    """Whether two files hold the same datasets and attributes (but the root's ``created``
+    and the ``provenance`` group: when and on what load they were written)."""
+    def content(path):
+        out = {}
+        with h5py.File(path, "r") as f:
+            out["/"] = {k: v for k, v in f.attrs.items() if k != "created"}
+
+            def visit(name, obj):
+                if name.split("/")[0] == "provenance":
+                    return
+                out[name + "@"] = {k: (v.tolist() if isinstance(v, np.ndarray) else v)
+                                   for k, v in obj.attrs.items()}
+                if isinstance(obj, h5py.Dataset):
+                    out[name] = (str(obj.dtype), obj[()].tobytes())
+            f.visititems(visit)
+        return out
+    return content(a) == content(b)
+
+
+def one(way: str, n: int, out: str, paths: list[str]) -> None:
+    """``--one``: extrapolate ``paths`` to ``n`` ranks as the command does, the trace built
+    in memory and written (``memory``: the command before 2026-11-28, session 11) or written
+    from the class programs (``direct``); prints the CPU seconds of each phase."""
+    c = time.process_time()
     runs = C.load_runs(paths)
+    load = time.process_time() - c
+    c = time.process_time()
+    with contextlib.redirect_stdout(io.StringIO()):     # as the command: table too
+        progs, parameters, _ = B.plan(runs, n, "weak", force=True)
+        B.print_table(parameters, n)
+    made = time.process_time() - c
+    c = time.process_time()
+    if way == "memory":
+        data = B.materialize(progs)
+        B.write(out, data)
+        nactions = len(data.actions)
+    else:
+        nactions = D.write(out, progs)
+    print(f"cpu {load:.2f} {made:.2f} {time.process_time() - c:.2f} {nactions}")
+
+
+def _timed(argv: list[str]) -> dict:
+    """Run ``argv`` under /usr/bin/time -v: its last output line, user and system seconds,
+    maximum resident set (MB); a failure (the OOM killer) as its status."""
+    r = subprocess.run(["/usr/bin/time", "-v", *argv], capture_output=True, text=True)
+    got = {"status": r.returncode, "line": (r.stdout.strip().splitlines() or [""])[-1]}
+    for line in r.stderr.splitlines():
+        key, _, value = line.strip().partition(": ")
+        if key in ("User time (seconds)", "System time (seconds)"):
+            got["user" if key.startswith("User") else "sys"] = float(value)
+        elif key == "Maximum resident set size (kbytes)":
+            got["rss"] = int(value) / 1024
+    return got
+
+
+def direct_speed(tmp: str, paths: list[str], largest: int) -> None:
+    """Recorded runs (``--speed-from``) extrapolated to 1,024 .. ``largest`` ranks as the
+    command does, each way in its own process under /usr/bin/time -v, one after the other:
+    the trace built in memory then written, and written from the class programs
+    (:mod:`minitrace.extrapolate.direct`); CPU seconds of loading, fitting (and the table)
+    and writing, user and system seconds, maximum resident set, and whether the two files
+    hold the same."""
+    print("\n| ranks | actions | way | load CPU (s) | plan + table CPU (s) | write CPU (s) "
+          "| user (s) | sys (s) | max RSS (MB) | file bytes |\n"
+          "|---|---|---|---|---|---|---|---|---|---|")
     n = 1024
     while n <= largest:
-        c = time.process_time()
-        with contextlib.redirect_stdout(io.StringIO()):     # as the command: table too
-            data, parameters, _ = B.extrapolate(runs, n, "weak", force=True)
-            B.print_table(parameters, n)
-        made = time.process_time() - c
-        out = [os.path.join(tmp, f"{how}{n}.h5") for how in ("stamped", "encoded")]
-        c = time.process_time()
-        B.write(out[0], data)
-        stamped = time.process_time() - c
-        c = time.process_time()
-        write_compressed(out[1], data, volumes="exact")
-        encoded = time.process_time() - c
-        sizes = [os.path.getsize(path) for path in out]
-        print(f"| {n} | {len(data.actions)} | {data.signatures is not None} | {made:.2f} "
-              f"| {stamped:.2f} | {encoded:.2f} | {stamped / encoded:.2f} "
-              f"| {(made + stamped) / (made + encoded):.2f} | {sizes[0]} / {sizes[1]} |")
-        for path in out:
-            os.unlink(path)
-        del data
+        out = {}
+        for way in ("memory", "direct"):
+            out[way] = os.path.join(tmp, f"{way}{n}.h5")
+            got = _timed([sys.executable, __file__, "--one", way, str(n), out[way], *paths])
+            if got["status"] != 0 or not got["line"].startswith("cpu "):
+                print(f"| {n} | | {way} | failed: status {got['status']} | | | "
+                      f"{got.get('user', '')} | {got.get('sys', '')} | "
+                      f"{got.get('rss', 0):.0f} | |")
+                continue
+            load, made, wrote, nactions = got["line"].split()[1:]
+            print(f"| {n} | {nactions} | {way} | {load} | {made} | {wrote} | {got['user']:.2f} "
+                  f"| {got['sys']:.2f} | {got['rss']:.0f} | {os.path.getsize(out[way])} |")
+        if all(os.path.exists(p) for p in out.values()):
+            print(f"| {n} | files hold the same: {_same_content(*out.values())} "
+                  "| | | | | | | | |")
+        for path in out.values():
+            if os.path.exists(path):
+                os.unlink(path)
         n *= 4
 
 
@@ -438,14 +498,18 @@ def main() -> None:
     ap.add_argument("--apps", nargs="+", metavar="NAME=EXECUTABLE",
                     help="public mini-apps built by the user: " + ", ".join(APP_RECIPES))
     ap.add_argument("--speed-from", nargs="+", metavar="RUN.h5",
-                    help="recorded runs: CPU time to extrapolate them to 1,024 .. --largest "
-                         "and to write the file, signatures stamped per class or encoded")
+                    help="recorded runs: CPU time and memory to extrapolate them to 1,024 .. "
+                         "--largest, the trace built in memory or written directly")
+    ap.add_argument("--one", nargs="+", metavar="ARG", help=argparse.SUPPRESS)
     ap.add_argument("--keep", help="with --apps: keep the recordings in this directory")
     ap.add_argument("--seeds", type=int, default=1,
                     help="with --apps: check with the spread drawn from seeds 0 .. SEEDS-1")
     ap.add_argument("--reuse", action="store_true",
                     help="with --apps --keep: record only the scales not recorded there yet")
     args = ap.parse_args()
+    if args.one:                              # (direct_speed's child: WAY N OUT RUN.h5...)
+        one(args.one[0], int(args.one[1]), args.one[2], args.one[3:])
+        return
     print(f"load average {os.getloadavg()[0]:.1f}")
     with tempfile.TemporaryDirectory() as tmp:
         if args.grids:
@@ -461,7 +525,7 @@ def main() -> None:
         if args.apps:
             apps(tmp, args.apps, args.keep, args.reuse, args.seeds)
         if args.speed_from:
-            stamped_speed(tmp, args.speed_from, args.largest)
+            direct_speed(tmp, args.speed_from, args.largest)
         if not (args.grids or args.recorded or args.to_64 or args.speed or args.composed or
                 args.apps or args.speed_from):
             accuracy(tmp)

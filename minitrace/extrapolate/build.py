@@ -447,18 +447,23 @@ class ClassProgram:
         """(len(at), entries): the vector entries of the class's ranks at positions ``at``."""
         return _place(self.vectors, self.vec_rel, self.ranks[at], nranks, grid)
 
-    def volumes(self, drawn: np.ndarray | None, columns: np.ndarray | None = None
-                ) -> np.ndarray:
+    def volumes(self, drawn: np.ndarray | None) -> np.ndarray:
         """(ranks, actions): the volumes of the ranks whose draws (:func:`_draws`) are the
-        rows of ``drawn`` (of the actions ``columns`` only, when given); without a pool, the
-        means, one row (broadcast)."""
-        volume = self.actions["volume"]
-        if columns is None:
-            columns = slice(None)
+        rows of ``drawn``; without a pool, the means, one row (broadcast)."""
         if self.pool is None:
-            return volume[None, columns]
+            return self.actions["volume"][None, :]
+        return _spread(self.actions["volume"], self.pool, drawn)
+
+    def table(self) -> tuple[np.ndarray, np.ndarray]:
+        """(values, column): every volume a rank of the class can have, (pool rows, actions),
+        and the draw column of each action: the rank whose draws (:func:`_draws`) are ``d``
+        has at action j ``values[d[column[j]], j]``, the value :meth:`volumes` gives it (the
+        same product); without a pool, one row (the means) and column 0."""
+        volume = self.actions["volume"]
+        if self.pool is None:
+            return volume[None, :], np.zeros(len(volume), np.int64)
         ratios, index, step = self.pool
-        return _spread(volume[columns], (ratios, index[columns], step[columns]), drawn)
+        return volume[None, :] * ratios[:, index], step
 
 
 @dataclass

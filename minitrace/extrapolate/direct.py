@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -54,14 +55,16 @@ def write(path: str, progs: B.Programs) -> int:
         return len(data.actions)
     which = progs.which()
     offsets = np.concatenate([[0], np.cumsum(progs.lengths()[0])]).astype(np.int64)
-    has_volume, totals = _volumes_present(progs, stamps)
-    volume, vol_offsets = _stored_volumes(progs, stamps, has_volume, which)
+    unit = progs.meta.get("volume_unit", "seconds")
+    tables = [_Volumes.of(p, drawn) for p, drawn in zip(progs.classes, progs.draws())]
+    has_volume, totals = _volumes_present(progs, stamps, tables)
+    volume, vol_offsets = _stored_volumes(progs, stamps, tables, has_volume, which, unit)
     meta = dict(progs.meta)
     meta["extrapolated"] = json.dumps(meta["extrapolated"])
     c = store.Compressed(stamps.table, stamps.vec_offsets, stamps.vec_values,
                          *stamps.requests(which), _grammar(stamps, which), has_volume,
                          offsets, "exact", comms=dict(progs.comms), meta=content_meta(meta))
-    _exact_untimed(c, volume, vol_offsets, totals, meta.get("volume_unit", "seconds"))
+    _exact_untimed(c, volume, vol_offsets, totals)
     store.write(path, c)
     return int(offsets[-1])
 
@@ -80,51 +83,80 @@ def _grammar(stamps: SS.Stamps, which: np.ndarray) -> G.Grammar:
     return dataclasses.replace(gram, rank_grammar=gram.rank_grammar[at[which]])
 
 
-def _blocks(p: B.ClassProgram, drawn: np.ndarray | None, columns: np.ndarray | None = None):
-    """(ranks, their volumes (ranks, actions or ``columns``)) of the class ``p``, a block of
-    its ranks at a time."""
-    step = max(1, BLOCK_ACTIONS // max(len(p.actions), 1))
-    for lo in range(0, len(p.ranks), step):
-        ranks = p.ranks[lo:lo + step]
-        # (rows in memory order: a rank's sum is then the one of its row in the trace)
-        v = np.ascontiguousarray(p.volumes(None if drawn is None else drawn[lo:lo + step],
-                                           columns))
-        yield ranks, np.broadcast_to(v, (len(ranks), v.shape[1]))
+@dataclass
+class _Volumes:
+    """A class's volumes as a table of the values its ranks can have (:meth:`.build.
+    ClassProgram.table`) and each rank's draws: a rank's volumes are gathered from the table
+    without a product; which values some rank takes (``used``) is known without them."""
+
+    values: np.ndarray           # (pool rows, actions)
+    column: np.ndarray           # draw column of each action
+    drawn: np.ndarray            # (ranks, draw columns): the pool row of each
+    used: np.ndarray             # (pool rows, actions): some rank takes that value
+
+    @classmethod
+    def of(cls, p: B.ClassProgram, drawn: np.ndarray | None) -> "_Volumes":
+        values, column = p.table()
+        if drawn is None:                           # the means: every rank takes row 0
+            drawn = np.zeros((len(p.ranks), 1), np.int64)
+        taken = np.zeros((len(values), drawn.shape[1]), bool)
+        taken[drawn, np.arange(drawn.shape[1])] = True
+        return cls(values, column, drawn, taken[:, column])
+
+    def blocks(self, table: np.ndarray, columns: np.ndarray):
+        """(positions of the class's ranks, their values of ``table`` (pool rows,
+        len(columns)) at the actions ``columns``, (ranks, len(columns)) in memory order: a
+        rank's sum is the one of its row in the trace), a block of ranks at a time."""
+        step = max(1, BLOCK_ACTIONS // max(len(columns), 1))
+        at = np.arange(len(columns))
+        flat = table.ravel()
+        for lo in range(0, len(self.drawn), step):
+            rows = self.drawn[lo:lo + step][:, self.column[columns]]   # (may be F-ordered)
+            yield slice(lo, lo + step), flat[np.ascontiguousarray(rows * len(columns) + at)]
 
 
-def _volumes_present(progs: B.Programs, stamps: SS.Stamps):
+def _volumes_present(progs: B.Programs, stamps: SS.Stamps, tables: list):
     """(per signature: some action of it has a volume other than +0.0, as
     :func:`.volumes.volume_rows` finds them; each rank's total volume)."""
     has_volume = np.zeros(len(stamps.table), bool)
     totals = np.zeros(progs.nranks, np.float64)
-    for p, drawn, ids in zip(progs.classes, progs.draws(), stamps.ids):
-        nonzero = np.zeros(len(p.actions), bool)
-        for ranks, v in _blocks(p, drawn):
-            totals[ranks] = v.sum(axis=1)
-            nonzero |= V.volume_rows(v.ravel()).reshape(v.shape).any(axis=0)
+    for p, t, ids in zip(progs.classes, tables, stamps.ids):
+        nonzero = (V.volume_rows(t.values.ravel()).reshape(t.values.shape) & t.used).any(axis=0)
         has_volume[ids[nonzero]] = True
+        for at, v in t.blocks(t.values, np.arange(len(t.column))):
+            totals[p.ranks[at]] = v.sum(axis=1)
     return has_volume, totals
 
 
-def _stored_volumes(progs: B.Programs, stamps: SS.Stamps, has_volume: np.ndarray,
-                    which: np.ndarray):
-    """(the volumes of the actions of signatures with volumes, rank-major; each rank's
-    offset into them)."""
+def _stored_volumes(progs: B.Programs, stamps: SS.Stamps, tables: list,
+                    has_volume: np.ndarray, which: np.ndarray, unit: str):
+    """(the volumes of the actions of signatures with volumes, rank-major, stored as
+    :func:`.volumes.quantize` stores them, its divisor and scale; each rank's offset into
+    them).  Quantized once per value a rank takes: its choice is that of every value."""
     columns = [np.flatnonzero(has_volume[ids]) for ids in stamps.ids]
+    taken = [t.used[:, c] for t, c in zip(tables, columns)]
+    stored, divisor, scale = V.quantize(np.concatenate(
+        [t.values[:, c][u] for t, c, u in zip(tables, columns, taken)] + [np.zeros(0)]), unit)
     counts = np.array([len(c) for c in columns], np.int64)[which]
     vol_offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
-    out = np.empty(int(vol_offsets[-1]), np.float64)
-    for p, drawn, cols in zip(progs.classes, progs.draws(), columns):
-        for ranks, v in _blocks(p, drawn, cols):
-            out[(vol_offsets[ranks][:, None] + np.arange(len(cols))).ravel()] = v.ravel()
-    return out, vol_offsets
+    out = np.empty(int(vol_offsets[-1]), stored.dtype)
+    first = 0
+    for p, t, cols, u in zip(progs.classes, tables, columns, taken):
+        codes = np.zeros(u.shape, stored.dtype)
+        codes[u] = stored[first:first + int(u.sum())]
+        first += int(u.sum())
+        for at, v in t.blocks(codes, cols):
+            out[(vol_offsets[p.ranks[at]][:, None] + np.arange(len(cols))).ravel()] = \
+                v.ravel()
+    return (out, divisor, scale), vol_offsets
 
 
-def _exact_untimed(c: store.Compressed, volume: np.ndarray, vol_offsets: np.ndarray,
-                   totals: np.ndarray, unit: str) -> None:
+def _exact_untimed(c: store.Compressed, volume: tuple, vol_offsets: np.ndarray,
+                   totals: np.ndarray) -> None:
     """``c``'s side arrays and attributes as :func:`.store.compress` makes them of an
-    untimed trace (an extrapolated one has no times) with exact volumes."""
-    stored, divisor, scale = V.quantize(volume, unit)
+    untimed trace (an extrapolated one has no times) with exact volumes, ``volume`` as
+    :func:`.volumes.quantize` gives it."""
+    stored, divisor, scale = volume
     c.side = {"volume_offsets": vol_offsets, "volume_totals": totals, "volume": stored}
     c.attrs = {"volumes": "exact", "precision": 0.01}
     if divisor is not None:
