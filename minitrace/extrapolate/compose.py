@@ -24,8 +24,8 @@ on a grid: by tag, then grid offset; a completion where its post is), and each c
 request reference (the number of requests posted after its own) is counted again; a
 completion of several requests (a waitall, whatever directions it completes) is a skeleton
 call whose list holds the requests of the composed position's directions, each from the part
-that gives that direction, in posting order (waitany, waitsome and the tests of several are
-not split: refused).  Where this does
+that gives that direction, in posting order (a testall too: it completes all its requests or
+none; waitany, waitsome, testany and testsome are not split: refused).  Where this does
 not apply, the position is not composed and the refusal says why (one line): a run with no
 rank that has a neighbour in one of its directions, donors whose skeletons differ, phases that
 differ, a request id posted twice.
@@ -46,7 +46,7 @@ from . import structure as ST
 
 _COMPUTE = K.code("compute")
 _POSTING = K.mask(K.REQUEST_KINDS)
-_WAITALL = K.code("waitall")
+_ALL_OR_NONE = K.mask({"waitall", "testall"})   # completions of a whole list
 #: neighbour steps along one dimension at each place on it
 _STEPS = {GR.LOW: (0, 1), GR.HIGH: (-1, 0), GR.MIDDLE: (-1, 0, 1), GR.ALONE: (0,),
           "*": (-1, 0, 1)}
@@ -117,10 +117,10 @@ def _donor(run: ST.Run, key: str) -> _Donor:
     has = vec >= 0
     lists = np.flatnonzero(has)[run.sig.vec_values[run.sig.vec_offsets[vec[has]]] ==
                                 SG.VEC_REQUESTS]
-    multi = np.flatnonzero(rows["kind"] == _WAITALL)
+    multi = np.flatnonzero(_ALL_OR_NONE[rows["kind"]])
     if not np.isin(lists, multi).all():
         raise NotComposable(f"rank class {key} completes some of several requests in one call "
-                            "(waitany, waitsome, testall ...): not split by direction")
+                            "(waitany, waitsome, testany ...): not split by direction")
     refs = rows["req_mode"] == SG.REQ_REF
     if (refs & _POSTING[rows["kind"]]).any():
         raise NotComposable(f"rank class {key} posts a request id it named before")
@@ -129,13 +129,14 @@ def _donor(run: ST.Run, key: str) -> _Donor:
     request = run.data.actions["request"][sl].astype(np.int64)
     new = np.flatnonzero(rows["req_mode"] == SG.REQ_NEW)
     by_id = np.argsort(request[new], kind="stable")
+    names_sorted, new_sorted = request[new][by_id], new[by_id]
 
     def posted(names: np.ndarray) -> np.ndarray:
         """The calls that posted the requests ``names``."""
-        at = np.clip(np.searchsorted(request[new][by_id], names), 0, max(len(new) - 1, 0))
-        if not len(new) or not np.array_equal(request[new][by_id][at], names):
+        at = np.clip(np.searchsorted(names_sorted, names), 0, max(len(new) - 1, 0))
+        if not len(new) or not np.array_equal(names_sorted[at], names):
             raise NotComposable(f"rank class {key} names a request it did not post")
-        return new[by_id][at]
+        return new_sorted[at]
     if refs.any():
         ref = np.flatnonzero(refs)
         post[ref] = posted(request[ref])
@@ -349,6 +350,7 @@ def _request_lists(run: ST.Run, parts: list, which: np.ndarray, row: np.ndarray,
     contents = {sig.vec_values[sig.vec_offsets[v]:sig.vec_offsets[v + 1]].tobytes(): v
                 for v in range(len(sig.vec_offsets) - 1)}
     rows_known = {table[k].tobytes(): k for k in range(len(table))}
+    given = [np.isin(d.direction, list(mine[m])) for m, d in enumerate(parts)]
     new_contents, new_rows = [], []
     out = ids.copy()
     for at, (i, r) in enumerate(zip(which.tolist(), row.tolist())):
@@ -357,9 +359,8 @@ def _request_lists(run: ST.Run, parts: list, which: np.ndarray, row: np.ndarray,
         j = rank[i][r]                          # a skeleton call: each part's directions
         sources = []
         for m, d in enumerate(parts):
-            k = int(skeletons[m][j])
-            keep = np.isin(d.direction[d.entries[k]], list(mine[m]))
-            sources.append((m, d.entries[k][keep]))
+            e = d.entries[int(skeletons[m][j])]
+            sources.append((m, e[given[m][e]]))
         posts = np.sort(np.concatenate([where[m][e] for m, e in sources] +
                                        [np.zeros(0, np.int64)]))
         if (posts < 0).any() or (posts >= at).any():
