@@ -131,8 +131,8 @@ def feedback_step(quantum: int) -> tuple[int, int]:
 def _predicted_steps(x: np.ndarray, pred: np.ndarray, offsets: np.ndarray, quantum: int):
     """(gap steps, duration steps, decoded chain) coding integer-ns starts and ends (``x``:
     start, end, start, end... of each rank's actions, from t0) against their predictions (a
-    start at the previous
-    decoded end, an end at its start plus ``pred``), with error feedback: each decoded time is
+    start at the previous decoded end, an end at its start plus ``pred``), with error
+    feedback: each decoded time is
     the prediction plus the steps that keep it within h of its own (:func:`feedback_step`),
     so a value's error carries into the next prediction and most steps are 0.  The decoded
     value's error is the running sum of the prediction errors wrapped into [-h, h], hence
@@ -140,29 +140,32 @@ def _predicted_steps(x: np.ndarray, pred: np.ndarray, offsets: np.ndarray, quant
     keeps every end at or after its start, is then not within the bound)."""
     n2 = len(x)
     firsts = 2 * rank_starts(offsets)
-    inc = np.empty(n2, np.int64)
-    inc[0] = x[0]
-    inc[1:] = x[1:] - x[:-1]
-    inc[firsts] = x[firsts]
-    later = np.ones(n2, bool)
-    later[firsts] = False
-    if (inc[later] < 0).any():
+    delta = np.diff(x, prepend=0)                 # each time's increment...
+    delta[firsts] = x[firsts]
+    back = delta < 0
+    back[firsts] = False
+    if back.any():
         return None
-    p = np.zeros(n2, np.int64)
-    p[1::2] = pred
-    delta = p - inc
-    c = np.cumsum(delta)                           # the rank's running sum (wrapping: exact)
-    starts = np.zeros(n2, bool)
-    starts[firsts] = True
-    base = (c - delta)[starts][np.cumsum(starts) - 1]
-    c -= base
+    np.negative(delta, out=delta)                 # ...and the prediction's error
+    delta[1::2] += pred
+    c = np.cumsum(delta)                          # (wrapping: exact per rank after the base)
+    for lo, hi in zip(firsts, np.append(firsts[1:], n2)):
+        base = c[lo] - delta[lo]
+        if base:
+            c[lo:hi] -= base
     h, step = feedback_step(quantum)
-    err = np.mod(c + h, step) - h
-    before = np.zeros(n2, np.int64)
-    before[1:] = err[:-1]
-    before[firsts] = 0
-    steps = (err - before - delta) // step
-    return steps[0::2], steps[1::2], x + err
+    # the error, c wrapped into [-h, h], is c - q * step: q the whole steps taken so far (float
+    # division: exact below 2**52, and 4x faster than numpy's integer mod)
+    q = c + h
+    q = np.floor(q / step)
+    steps = np.diff(q, prepend=0.0)               # (the decoder's steps: minus these)
+    steps[firsts] = q[firsts]
+    np.negative(steps, out=steps)
+    chain = q.astype(np.int64)
+    chain *= -step
+    chain += c
+    chain += x
+    return steps[0::2].astype(np.int64), steps[1::2].astype(np.int64), chain
 
 
 def decode_predicted(gap: np.ndarray, dur: np.ndarray, pred: np.ndarray, quantum: int,
@@ -206,7 +209,7 @@ def encode_times(ts: np.ndarray, te: np.ndarray, offsets: np.ndarray, vol_ns: np
                                        "t_end": te.astype(np.float64)}, (ts, te), False
     t0 = float(ts.min())
     if quantum > 1 and gaps and pred is not None and \
-            span * NS * 2 + float(pred.sum()) < 2 ** 61:
+            span * NS * 2 + float(pred.sum()) < 2 ** 52:
         x = np.empty(2 * len(ts), np.int64)
         x[0::2] = np.rint((ts - t0) * NS)
         x[1::2] = np.rint((te - t0) * NS)
