@@ -177,6 +177,13 @@ def _fortran_param(ctype: str, name: str, array: bool, pre: str, post: str, coun
                 return None
             before = f"MPI_Request *{name} = mt_f_requests(T, {f}, *f_{count});"
             return f"MPI_Fint *{f}", before, "", ""
+        if h == "MPI_Request":     # the caller's variable itself where MPI allows (MPICH)
+            if _uses(pre, name):
+                before = f"MT_F_REQUEST({name}, {f});"
+                after = f"MT_F_REQUEST_AGAIN({name}, {f});" if _uses(post, name) else ""
+            elif _uses(post, name):
+                after = f"MT_F_REQUEST({name}, {f});"
+            return f"MPI_Fint *{f}", before, after, ""
         conv = f"PMPI_{_F2C[h]}_f2c(*{f})"
         if _uses(pre, name):
             before = f"{h} {name}_v = {conv}, *{name} = &{name}_v;"

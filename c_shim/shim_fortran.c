@@ -110,11 +110,37 @@ static MPI_Status *mt_f08_statuses(mt_thread *T, MPI_Fint *f, int n) {
 }
 #endif
 
+/* The caller's request variables as C requests.  Entries of one shared handle are told apart
+ * by the variable each was written to (shim_reqmap.c, mt_pick; TeaLeaf's halo exchange, whose
+ * eager isends share one handle under MPICH and Open MPI alike).  Under MPICH an MPI_Request
+ * is the INTEGER itself: the variables are used in place.  Elsewhere (Open MPI's handles are
+ * pointers) C copies, refreshed after the call, which mt_where_of maps back to the INTEGERs. */
+#if defined(MPICH_NUMVERSION)
+_Static_assert(sizeof(MPI_Request) == sizeof(MPI_Fint), "MPICH's requests are INTEGERs");
+#define MT_F_REQUEST(name, f) MPI_Request *name = (MPI_Request *)(f)
+#define MT_F_REQUEST_AGAIN(name, f) (void)0
+static MPI_Request *mt_f_requests(mt_thread *T, const MPI_Fint *f, int n) {
+    (void)T, (void)n;
+    return (MPI_Request *)f;
+}
+#else
+/* the copies c of the caller's INTEGERs f, noted for mt_where_of until the twin's action is
+ * written (mt_emit) */
+static MPI_Request *mt_f_copied(mt_thread *T, MPI_Request *c, const MPI_Fint *f, int n) {
+    T->fcopy = (const char *)c;
+    T->forig = (const char *)f;
+    T->fcopy_n = (size_t)(n > 0 ? n : 0);
+    return c;
+}
+#define MT_F_REQUEST(name, f) \
+    MPI_Request name##_v = PMPI_Request_f2c(*(f)), *name = mt_f_copied(T, &name##_v, (f), 1)
+#define MT_F_REQUEST_AGAIN(name, f) (name##_v = PMPI_Request_f2c(*(f)))
 static MPI_Request *mt_f_requests(mt_thread *T, const MPI_Fint *f, int n) {
     MPI_Request *r = (MPI_Request *)mt_fbuf(T, 0, sizeof(MPI_Request) * (size_t)(n > 0 ? n : 1));
     for (int i = 0; i < n; i++) r[i] = PMPI_Request_f2c(f[i]);
-    return r;
+    return mt_f_copied(T, r, f, n);
 }
+#endif
 
 static int *mt_f_indices(mt_thread *T, const MPI_Fint *f, int n) {
     int *idx = (int *)mt_fbuf(T, 3, sizeof(int) * (size_t)(n > 0 ? n : 1));

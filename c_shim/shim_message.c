@@ -78,7 +78,7 @@ static int mt_msg_take(MPI_Message m, mt_msg *out) {
     R.bytes_recv = M_.bytes; MT_MSG_ID(M_.id); } else if (!no_proc_) R.flags |= MT_UNRESOLVED; \
     } while (0)
 #define MT_IMRECV(req) do { MT_MRECV(); \
-    R.request = mt_req_new(*(req), have_msg_ && M_.comm_id >= 0 ? mt_comms[M_.comm_id] : NULL, \
+    R.request = MT_REQ_NEW((req), have_msg_ && M_.comm_id >= 0 ? mt_comms[M_.comm_id] : NULL, \
                            R.comm, 0, 0, 0); \
     } while (0)
 /* MPI-4 non-blocking sendrecv: the send half as a send, the receive half as posted in the
@@ -91,4 +91,4 @@ static int mt_msg_take(MPI_Message m, mt_msg *out) {
     int64_t *v_ = mt_vec(T, &R, 2); \
     v_[0] = (src) == MPI_ANY_SOURCE ? -1 : mt_world(CI, src); \
     v_[1] = (rtag) == MPI_ANY_TAG ? -1 : (rtag); \
-    R.request = mt_req_new(*(req), CI, R.comm, 0, 0, 0); } while (0)
+    R.request = MT_REQ_NEW((req), CI, R.comm, 0, 0, 0); } while (0)

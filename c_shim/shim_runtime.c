@@ -56,6 +56,8 @@ struct mt_thread {
     int64_t vec_cap;
     void *fbuf[4];                  /* the Fortran twins' buffers (shim_fortran.c) */
     size_t fbuf_cap[4];
+    const char *fcopy, *forig;      /* a Fortran twin's C copies of the caller's request */
+    size_t fcopy_n;                 /* INTEGERs, and how many (mt_where) */
 };
 
 volatile int mt_on;                 /* tracing now: started, file open, not paused */
@@ -497,6 +499,18 @@ static inline void mt_leave(mt_thread *T, mt_rec *R, int kind) {
 static inline void mt_emit(mt_thread *T, mt_rec *R) {
     mt_write(T, R, T->vec);
     T->depth = 0;
+    T->fcopy = NULL;
+}
+
+/* Where the request variable p is (mt_req.where): p itself, or, for a Fortran twin's C copy
+ * (Open MPI: its handles are pointers, not INTEGERs), the caller's INTEGER it stands for, so
+ * that a post and a completion through different copies name the same variable. */
+static mt_where mt_where_of(mt_thread *T, const MPI_Request *p) {
+    const char *c = (const char *)p;
+    if (T && T->fcopy && c >= T->fcopy && c < T->fcopy + T->fcopy_n * sizeof(MPI_Request))
+        return (mt_where){T->forig + (size_t)(c - T->fcopy) / sizeof(MPI_Request) *
+                          sizeof(MPI_Fint), sizeof(MPI_Fint)};
+    return (mt_where){c, sizeof(MPI_Request)};
 }
 
 static int64_t *mt_vec(mt_thread *T, mt_rec *R, int64_t n) {
@@ -611,10 +625,10 @@ static int32_t mt_comm_forget(MPI_Comm c) {
 }
 
 /* ---- requests ------------------------------------------------------------------------ */
-static int64_t mt_req_new(MPI_Request r, const mt_comm *comm, int32_t comm_id, int recv,
-                          int flags, int persistent) {
+static int64_t mt_req_new(MPI_Request r, mt_where where, const mt_comm *comm, int32_t comm_id,
+                          int recv, int flags, int persistent) {
     if (r == MPI_REQUEST_NULL) return -1;
-    mt_req v = {.key = mt_key(r), .comm = comm, .comm_id = comm_id, .recv = (uint8_t)recv,
+    mt_req v = {.key = mt_key(r), .where = where.at, .comm = comm, .comm_id = comm_id, .recv = (uint8_t)recv,
                 .flags = (uint8_t)flags, .persistent = (uint8_t)persistent};
     pthread_mutex_lock(&mt_reqs.lock);
     /* numbered under the lock: a handle's entries are in id order (mt_pick relies on it) */
@@ -641,8 +655,8 @@ static inline int64_t mt_req_mark(void) {
  * after it counted, by compares against the short list of such handles (or by lookups when it
  * is incomplete), each position once per call.  So a call costs a lookup per position looked
  * up, plus at most one compare per element of h when it completes a shared handle. */
-static void mt_req_lookup(const MPI_Request *h, int n, const int *pos, int k, int64_t mark,
-                          int how, mt_req *out) {
+static void mt_req_lookup(const MPI_Request *h, mt_where where, int n, const int *pos, int k,
+                          int64_t mark, int how, mt_req *out) {
     mt_map *m = &mt_reqs;
     pthread_mutex_lock(&m->lock);
     int listed = m->ndup == m->ndk;
@@ -675,7 +689,8 @@ static void mt_req_lookup(const MPI_Request *h, int n, const int *pos, int k, in
             if (c && i - 1 > p) (*c)++; /* a later occurrence that is not looked up: it stays */
         }
         uint32_t at;
-        mt_req *e = s ? mt_pick(s, mark, c ? *c : 0, &at) : NULL;
+        mt_req *e = s ? mt_pick(s, mark, c ? *c : 0, where.at ? where.at + (size_t)p * where.step
+                                                          : NULL, &at) : NULL;
         if (!e) {
             out[p].id = -1;
             if (c) (*c)++;
@@ -689,7 +704,7 @@ static void mt_req_lookup(const MPI_Request *h, int n, const int *pos, int k, in
 }
 
 static int mt_req_get(MPI_Request r, mt_req *out) {
-    mt_req_lookup(&r, 1, NULL, 1, INT64_MAX, MT_LOOK_PEEK, out);
+    mt_req_lookup(&r, (mt_where){NULL, 0}, 1, NULL, 1, INT64_MAX, MT_LOOK_PEEK, out);
     return out->id >= 0;
 }
 

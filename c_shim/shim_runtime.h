@@ -56,6 +56,8 @@ typedef struct {
 typedef struct {
     int64_t id;
     uint64_t key;             /* the handle's bytes when it was created */
+    const void *where;        /* the variable MPI wrote the handle to (entries of one shared
+                               * handle are told apart by it at completion) */
     const mt_comm *comm;
     int32_t comm_id;
     uint8_t recv;             /* 1: a non-blocking receive whose completion resolves it */
@@ -75,13 +77,19 @@ static int32_t mt_comm_of(MPI_Comm c, const mt_comm **out);
 static int32_t mt_comm_register(mt_thread *T, MPI_Comm c);
 static int32_t mt_comm_forget(MPI_Comm c);
 static int mt_world(const mt_comm *c, int r);
-static int64_t mt_req_new(MPI_Request r, const mt_comm *comm, int32_t comm_id, int recv,
-                          int flags, int persistent);
+/* A request variable's address, and the size of one in its array (mt_where_of). */
+typedef struct {
+    const char *at;
+    size_t step;
+} mt_where;
+static mt_where mt_where_of(mt_thread *T, const MPI_Request *p);
+static int64_t mt_req_new(MPI_Request r, mt_where where, const mt_comm *comm, int32_t comm_id,
+                          int recv, int flags, int persistent);
 static int mt_req_get(MPI_Request r, mt_req *out);
 enum { MT_LOOK_PEEK, MT_LOOK_DONE, MT_LOOK_FREE }; /* what mt_req_lookup does with the entries */
 static int64_t mt_req_mark(void);
-static void mt_req_lookup(const MPI_Request *h, int n, const int *pos, int k, int64_t mark,
-                          int how, mt_req *out);
+static void mt_req_lookup(const MPI_Request *h, mt_where where, int n, const int *pos, int k,
+                          int64_t mark, int how, mt_req *out);
 static const int *mt_ascending(const int *idx, int k, int *buf);
 static void mt_resolve(mt_thread *T, const mt_req *q, const MPI_Status *st);
 static int64_t mt_tsize(MPI_Datatype t);
@@ -107,12 +115,14 @@ static int64_t mt_status_bytes(const MPI_Status *st);
 #define MT_RECV(src, tg, comm, st) \
     (MT_ON(comm), MT_WILD(src, tg), R.peer = mt_world(CI, (st)->MPI_SOURCE), \
      R.tag = (st)->MPI_TAG, R.bytes_recv = mt_status_bytes(st))
+/* a new request: its handle and where the variable holding it is */
+#define MT_REQ_NEW(req, ...) mt_req_new(*(req), mt_where_of(T, (req)), __VA_ARGS__)
 #define MT_ISEND(dest, tg, comm, count, type, req) \
-    (MT_SEND(dest, tg, comm, count, type), R.request = mt_req_new(*(req), CI, R.comm, 0, 0, 0))
+    (MT_SEND(dest, tg, comm, count, type), R.request = MT_REQ_NEW((req), CI, R.comm, 0, 0, 0))
 #define MT_IRECV(src, tg, comm, count, type, req) \
     (MT_ON(comm), MT_WILD(src, tg), R.peer = (src) == MPI_ANY_SOURCE ? -1 : mt_world(CI, src), \
      R.tag = (tg) == MPI_ANY_TAG ? -1 : (tg), R.bytes_recv = MT_BYTES(count, type), \
-     R.request = mt_req_new(*(req), CI, R.comm, 1, R.flags, 0))
+     R.request = MT_REQ_NEW((req), CI, R.comm, 1, R.flags, 0))
 #define MT_SENDRECV(dest, stag, scount, stype, comm, st) do { \
     MT_SEND(dest, stag, comm, scount, stype); R.bytes_recv = mt_status_bytes(st); \
     int64_t *v_ = mt_vec(T, &R, 2); v_[0] = mt_world(CI, (st)->MPI_SOURCE); \
@@ -127,18 +137,18 @@ static int64_t mt_status_bytes(const MPI_Status *st);
 /* ---- persistent and partitioned ---- */
 #define MT_SEND_INIT(dest, tg, comm, count, type, req) \
     (MT_SEND(dest, tg, comm, count, type), \
-     R.request = mt_req_new(*(req), CI, R.comm, 0, MT_PERSISTENT, 1))
+     R.request = MT_REQ_NEW((req), CI, R.comm, 0, MT_PERSISTENT, 1))
 #define MT_RECV_INIT(src, tg, comm, count, type, req) \
     (MT_ON(comm), MT_WILD(src, tg), R.peer = (src) == MPI_ANY_SOURCE ? -1 : mt_world(CI, src), \
      R.tag = (tg), R.bytes_recv = MT_BYTES(count, type), \
-     R.request = mt_req_new(*(req), CI, R.comm, 0, MT_PERSISTENT | R.flags, 1))
+     R.request = MT_REQ_NEW((req), CI, R.comm, 0, MT_PERSISTENT | R.flags, 1))
 #define MT_PSEND_INIT(dest, tg, comm, parts, count, type, req) do { \
     MT_SEND(dest, tg, comm, count, type); R.bytes_sent *= (parts); \
-    R.request = mt_req_new(*(req), CI, R.comm, 0, MT_PARTITIONED, 1); \
+    R.request = MT_REQ_NEW((req), CI, R.comm, 0, MT_PARTITIONED, 1); \
     mt_vec(T, &R, 1)[0] = (parts); } while (0)
 #define MT_PRECV_INIT(src, tg, comm, parts, count, type, req) do { \
     MT_ON(comm); MT_PEER(src); R.tag = (tg); R.bytes_recv = MT_BYTES(count, type) * (parts); \
-    R.request = mt_req_new(*(req), CI, R.comm, 0, MT_PARTITIONED, 1); \
+    R.request = MT_REQ_NEW((req), CI, R.comm, 0, MT_PARTITIONED, 1); \
     mt_vec(T, &R, 1)[0] = (parts); } while (0)
 /* A request by value (start, pready*, parrived): its id and its persistence flags. */
 #define MT_REQ(req) do { mt_req q_; if (mt_req_get((req), &q_)) { R.request = q_.id; \
@@ -152,14 +162,15 @@ static int64_t mt_status_bytes(const MPI_Status *st);
     for (int i_ = 0; i_ < (n); i_++) v_[i_] = (parts)[i_]; } while (0)
 #define MT_STARTALL(n, reqs) do { int64_t *v_ = mt_vec(T, &R, n); \
     mt_req *q_ = (mt_req *)mt_scratch(T, sizeof(mt_req) * (size_t)((n) > 0 ? (n) : 1)); \
-    mt_req_lookup((reqs), (n), NULL, (n), INT64_MAX, MT_LOOK_PEEK, q_); \
+    mt_req_lookup((reqs), mt_where_of(T, (reqs)), (n), NULL, (n), INT64_MAX, MT_LOOK_PEEK, q_); \
     for (int i_ = 0; i_ < (n); i_++) { v_[i_] = q_[i_].id; \
         if (q_[i_].id >= 0) R.flags |= q_[i_].flags & (MT_PERSISTENT | MT_PARTITIONED); } } while (0)
 
 /* ---- completion: before the call, the handles (MPI nulls those it completes) and the mark
  * of the request ids (no lock); after it, mt_req_lookup finds (and removes) the entries of
  * those it completed, under one lock, looking up only those (Testany: one, not the array) ---- */
-#define MT_KEEP1(req) MPI_Request H_ = *(req); int64_t mark_ = mt_req_mark(); mt_req Q_
+#define MT_KEEP1(req) MPI_Request H_ = *(req); mt_where W_ = mt_where_of(T, (req)); \
+    int64_t mark_ = mt_req_mark(); mt_req Q_
 /* scratch: Q_ (the entries, by position), S_ (statuses if the caller ignores them), H_ (the
  * handles), I_ (completed positions sorted), each rounded to 16 bytes */
 #define MT_AL16(b) (((size_t)(b) + 15) & ~(size_t)15)
@@ -169,9 +180,10 @@ static int64_t mt_status_bytes(const MPI_Status *st);
     mt_req *Q_ = (mt_req *)KB_; MPI_Status *S_ = (MPI_Status *)(KB_ + MT_AL16(sizeof(mt_req) * KZ_)); \
     MPI_Request *H_ = (MPI_Request *)((char *)S_ + MT_AL16(sizeof(MPI_Status) * KZ_)); \
     int *I_ = (int *)((char *)H_ + MT_AL16(sizeof(MPI_Request) * KZ_)); (void)I_; \
-    int64_t mark_ = mt_req_mark(); if (N_) memcpy(H_, (reqs), sizeof(MPI_Request) * (size_t)N_)
+    mt_where W_ = mt_where_of(T, (reqs)); int64_t mark_ = mt_req_mark(); \
+    if (N_) memcpy(H_, (reqs), sizeof(MPI_Request) * (size_t)N_)
 #define MT_STATUSES_AFTER_KEEP(sts, n) if ((sts) == MPI_STATUSES_IGNORE) (sts) = S_
-#define MT_LOOK1(how) mt_req_lookup(&H_, 1, NULL, 1, mark_, (how), &Q_)
+#define MT_LOOK1(how) mt_req_lookup(&H_, W_, 1, NULL, 1, mark_, (how), &Q_)
 #define MT_WAIT(st) do { MT_LOOK1(MT_LOOK_DONE); if (Q_.id >= 0) { R.request = Q_.id; \
     R.comm = Q_.comm_id; R.flags |= Q_.flags & (MT_PERSISTENT | MT_PARTITIONED); \
     if (Q_.recv) mt_resolve(T, &Q_, st); } } while (0)
@@ -180,7 +192,7 @@ static int64_t mt_status_bytes(const MPI_Status *st);
     if (*(flag)) { R.flags |= MT_COMPLETED; if (Q_.id >= 0 && Q_.recv) mt_resolve(T, &Q_, st); } \
     } while (0)
 #define MT_WAITANY(idx, st) do { if (*(idx) != MPI_UNDEFINED) { \
-    mt_req_lookup(H_, N_, (idx), 1, mark_, MT_LOOK_DONE, Q_); mt_req *q_ = &Q_[*(idx)]; \
+    mt_req_lookup(H_, W_, N_, (idx), 1, mark_, MT_LOOK_DONE, Q_); mt_req *q_ = &Q_[*(idx)]; \
     if (q_->id >= 0) { R.request = q_->id; R.comm = q_->comm_id; \
         if (q_->recv) mt_resolve(T, q_, st); } } } while (0)
 #define MT_TESTANY(idx, flag, st) do { if (*(flag) && *(idx) != MPI_UNDEFINED) { \
@@ -191,15 +203,15 @@ static int64_t mt_status_bytes(const MPI_Status *st);
     int64_t *v_ = mt_vec(T, &R, k_); k_ = 0; \
     for (int j_ = 0; j_ < (m); j_++) { int64_t id_ = Q_[(pos) ? (pos)[j_] : j_].id; \
         if (id_ >= 0) v_[k_++] = id_; } } while (0)
-#define MT_WAITALL(n, sts) do { mt_req_lookup(H_, N_, NULL, N_, mark_, MT_LOOK_DONE, Q_); \
+#define MT_WAITALL(n, sts) do { mt_req_lookup(H_, W_, N_, NULL, N_, mark_, MT_LOOK_DONE, Q_); \
     MT_IDS(N_, (int *)NULL); for (int i_ = 0; i_ < N_; i_++) \
         if (Q_[i_].id >= 0 && Q_[i_].recv) mt_resolve(T, &Q_[i_], &(sts)[i_]); } while (0)
 #define MT_TESTALL(n, flag, sts) do { if (*(flag)) { R.flags |= MT_COMPLETED; MT_WAITALL(n, sts); } \
-    else { mt_req_lookup(H_, N_, NULL, N_, mark_, MT_LOOK_PEEK, Q_); MT_IDS(N_, (int *)NULL); } \
+    else { mt_req_lookup(H_, W_, N_, NULL, N_, mark_, MT_LOOK_PEEK, Q_); MT_IDS(N_, (int *)NULL); } \
     } while (0)
 #define MT_WAITSOME(outc, idx, sts) do { int m_ = *(outc) == MPI_UNDEFINED ? 0 : *(outc); \
     if (m_ > 0) { R.flags |= MT_COMPLETED; \
-        mt_req_lookup(H_, N_, mt_ascending((idx), m_, I_), m_, mark_, MT_LOOK_DONE, Q_); } \
+        mt_req_lookup(H_, W_, N_, mt_ascending((idx), m_, I_), m_, mark_, MT_LOOK_DONE, Q_); } \
     MT_IDS(m_, (idx)); for (int j_ = 0; j_ < m_; j_++) { mt_req *q_ = &Q_[(idx)[j_]]; \
         if (q_->id >= 0 && q_->recv) mt_resolve(T, q_, &(sts)[j_]); } } while (0)
 #define MT_REQUEST_FREE() do { MT_LOOK1(MT_LOOK_FREE); if (Q_.id >= 0) R.request = Q_.id; } while (0)
@@ -261,7 +273,7 @@ static int64_t mt_status_bytes(const MPI_Status *st);
         v_[p_ + i_] = (int64_t)(rcounts)[i_] * mt_tsize((rtypes)[i_]); R.bytes_recv += v_[p_ + i_]; } \
     } while (0)
 /* the request of a non-blocking collective */
-#define MT_IREQ(req) (R.request = mt_req_new(*(req), CI, R.comm, 0, 0, 0))
+#define MT_IREQ(req) (R.request = MT_REQ_NEW((req), CI, R.comm, 0, 0, 0))
 
 /* ---- communicators ---- */
 #define MT_NEWCOMM(parent, newcomm) (MT_ON(parent), R.request = mt_comm_register(T, *(newcomm)))

@@ -72,4 +72,4 @@ static void mt_nb_totals(mt_rec *R, const mt_nbrs *N) {
         for (int i_ = 0; i_ < N_.nin; i_++) N_.in_bytes[i_] = (RECV); \
         mt_nb_totals(&R, &N_); } } while (0)
 /* a persistent collective's request: inactive until MPI_Start(all) */
-#define MT_PINIT(req) (R.request = mt_req_new(*(req), CI, R.comm, 0, MT_PERSISTENT, 1))
+#define MT_PINIT(req) (R.request = MT_REQ_NEW((req), CI, R.comm, 0, MT_PERSISTENT, 1))

@@ -14,7 +14,8 @@ Reordered, each run of consecutive rows of one of these kinds on a rank:
 * blocking sends right after a run of receives (the receives a code posts before it sends, so
   that the sends cannot wait on one another);
 * single waits whose requests were all posted by one reordered run (HPCCG waits in the order
-  it posted): sorted by where their requests now are; a ``waitall``'s list likewise;
+  it posted): sorted by where their requests now are; a ``waitall``'s or a ``testall``'s list
+  likewise (it completes all its requests or none: its order means nothing);
 * runs of ``waitany`` whose completed requests were all posted by one reordered run, likewise
   (miniGhost completes a dimension's sends and receives with one waitany each: which request
   each returned was the arrival order's choice, 2 to 4 orders among the ranks of a position).
@@ -37,7 +38,8 @@ from ..model import TraceColumns
 from . import grid as GR
 
 _POSTS = (K.code("irecv"), K.code("isend"))
-_SEND, _WAIT, _WAITALL = K.code("send"), K.code("wait"), K.code("waitall")
+_SEND, _WAIT = K.code("send"), K.code("wait")
+_ALL_OR_NONE = K.mask({"waitall", "testall"})
 _WAITANY = K.code("waitany")
 _KEPT_IN_PLACE = ("t_start", "t_end")
 _VECTOR_COMPLETION = K.mask(K.MULTI_COMPLETIONS)
@@ -151,11 +153,11 @@ def _rename(names: dict, request: np.ndarray, vectors: np.ndarray, c: np.ndarray
 
 def _sorted_waitall_lists(actions: np.ndarray, vectors: np.ndarray, rank: np.ndarray,
                           posted: dict) -> np.ndarray:
-    """Each waitall's request list in the order its requests are now posted (only lists whose
-    every request was posted by a reordered run)."""
+    """Each waitall's and testall's request list in the order its requests are now posted
+    (only lists whose every request was posted by a reordered run)."""
     if not posted:
         return vectors
-    for i in np.flatnonzero((actions["kind"] == _WAITALL) & (actions["vec_len"] > 0)).tolist():
+    for i in np.flatnonzero(_ALL_OR_NONE[actions["kind"]] & (actions["vec_len"] > 0)).tolist():
         off, ln = int(actions["vec_off"][i]), int(actions["vec_len"][i])
         reqs = vectors[off:off + ln]
         where = [posted.get((int(rank[i]), int(q))) for q in reqs.tolist()]

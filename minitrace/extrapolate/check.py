@@ -13,6 +13,7 @@ from ..replay import replay
 from ..trace import open as open_trace
 from . import build as B
 from .canonical import canonical
+from .tested import tested_waits
 from . import grid as GR
 from . import structure as ST
 
@@ -28,8 +29,10 @@ def load_runs(paths: list[str]) -> list[ST.Run]:
 
 
 def runs_of(paths: list[str], datas: list) -> list[ST.Run]:
-    """Traces in memory as runs, smallest first, on their common kind of grid, their commuting
-    operations in canonical order (:mod:`.canonical`; on a grid, by grid offset)."""
+    """Traces in memory as runs, smallest first, on their common kind of grid, their completed
+    ``testall`` calls as the waits they stand for (:mod:`.tested`), their commuting operations
+    in canonical order (:mod:`.canonical`; on a grid, by grid offset)."""
+    datas = [_tested(p, d) for p, d in zip(paths, datas)]
     ordered = [canonical(d)[0] for d in datas]
     sigs = [SG.encode(d) for d in ordered]
     grids = GR.run_grids(paths, ordered, [s.table["peer_mode"][s.ids] == 1 for s in sigs])
@@ -44,6 +47,15 @@ def runs_of(paths: list[str], datas: list) -> list[ST.Run]:
         grids = [GR.Grid((d.nranks,), (False,)) for d in datas]
         runs = [ST.load(p, d, g, s) for p, d, g, s in zip(paths, ordered, grids, sigs)]
     return sorted(runs, key=lambda r: r.nranks)
+
+
+def _tested(path: str, data):
+    data, rewritten = tested_waits(data)
+    if rewritten:
+        print(f"note: {os.path.basename(path)}: {rewritten} MPI_Testall that completed taken as "
+              f"incomplete and followed by the MPI_Waitall it stands for (arrival order "
+              f"decides which tests complete)")
+    return data
 
 
 def _open_line(data, sig) -> bool:
