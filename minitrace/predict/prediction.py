@@ -32,6 +32,7 @@ from .. import kinds as K
 from ..collectives import library_of
 from . import after_compute
 from .calibration import Calibration, load
+from .first_calls import with_first_calls
 from ..replay.run_to_run import bounds
 from ..errors import MinitraceError
 
@@ -97,6 +98,8 @@ class Prediction:
     #                                           and the memory-streaming kernel's cost alone
     background: float | None = None       # share the compute was stretched by: the calibrated
     #                                       machine's background (same machine only)
+    first_calls: list[float] | None = None  # s per rank added before its first call of each
+    #                                         kind: the trace's set-up costs (same machine)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -135,6 +138,8 @@ def predict(trace: str, calibration: str | Calibration, *, platform: str | None 
     data, translation, where = translated(data, cal, recorded_on, probe, trace)
     recorded = data
     plain, background = with_background(data, cal, translation)
+    if translation is None:
+        plain, first = with_first_calls(plain)
     data, after = with_call_costs(plain, cal)
     own = platform is None and hosts is None and translation is None
     notes = [] if translation is None else list(translation.notes)
@@ -160,6 +165,8 @@ def predict(trace: str, calibration: str | Calibration, *, platform: str | None 
                      warnings=warnings, notes=notes + res.notes)
     out.translated = where
     out.background = background
+    if translation is None and first.any():
+        out.first_calls = first.tolist()
     if after is not None:
         out.after_compute = after.tolist()
         out.after_compute_range = [
@@ -499,6 +506,10 @@ def report(p: Prediction) -> str:
         lines.append(f"  compute stretched by {p.background:.2%}: the calibrated machine's "
                      f"background (wall time other work took from its computing ranks, summed "
                      f"over a node's ranks)")
+    if p.first_calls is not None:
+        lines.append(f"  first calls: up to {max(p.first_calls):.3g} s added to a rank (the "
+                     f"set-up the recording shows in each kind's first call; per rank in "
+                     f"--json)")
     if p.after_compute is not None:
         alone = "not replayed (--no-range)" if p.after_compute_range is None else \
             "{:.6g} / {:.6g} s".format(*p.after_compute_range)
