@@ -42,8 +42,6 @@ import time
 from pathlib import Path
 from typing import Callable, NamedTuple
 
-import h5py
-import numpy as np
 
 from minitrace import storage
 from minitrace.errors import MinitraceError
@@ -54,6 +52,7 @@ from minitrace.replay import replay
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))   # tests.support
 from tests.support import synthetic  # noqa: E402
+from tests.support.h5content import content  # noqa: E402
 
 
 def _runs(tmp: str, scales, scaling: str):
@@ -375,26 +374,6 @@ def composed(tmp: str, largest: int) -> None:
         n *= 4
 
 
-def _same_content(a: str, b: str) -> bool:
-    """Whether two files hold the same datasets and attributes (but the root's ``created``
-    and the ``provenance`` group: when and on what load they were written)."""
-    def content(path):
-        out = {}
-        with h5py.File(path, "r") as f:
-            out["/"] = {k: v for k, v in f.attrs.items() if k != "created"}
-
-            def visit(name, obj):
-                if name.split("/")[0] == "provenance":
-                    return
-                out[name + "@"] = {k: (v.tolist() if isinstance(v, np.ndarray) else v)
-                                   for k, v in obj.attrs.items()}
-                if isinstance(obj, h5py.Dataset):
-                    out[name] = (str(obj.dtype), obj[()].tobytes())
-            f.visititems(visit)
-        return out
-    return content(a) == content(b)
-
-
 def one(way: str, n: int, out: str, paths: list[str]) -> None:
     """``--one``: extrapolate ``paths`` to ``n`` ranks as the command does, the trace built
     in memory and written (``memory``: the command before 2026-11-28, session 11) or written
@@ -456,8 +435,8 @@ def direct_speed(tmp: str, paths: list[str], largest: int) -> None:
             print(f"| {n} | {nactions} | {way} | {load} | {made} | {wrote} | {got['user']:.2f} "
                   f"| {got['sys']:.2f} | {got['rss']:.0f} | {os.path.getsize(out[way])} |")
         if all(os.path.exists(p) for p in out.values()):
-            print(f"| {n} | files hold the same: {_same_content(*out.values())} "
-                  "| | | | | | | | |")
+            same = content(out["memory"]) == content(out["direct"])
+            print(f"| {n} | files hold the same: {same} | | | | | | | | |")
         for path in out.values():
             if os.path.exists(path):
                 os.unlink(path)

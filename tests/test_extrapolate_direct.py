@@ -3,8 +3,6 @@ actions made, is the file written of the trace built in memory (extrapolate/buil
 for array and attribute for attribute: on rings and lines, open and periodic 2-D and 3-D
 grids (a torus falls back to the trace in memory), with an anchored class, with the means
 instead of the spread, in blocks of a few ranks."""
-import h5py
-import numpy as np
 import pytest
 
 import minitrace
@@ -12,6 +10,7 @@ from minitrace.extrapolate import build as B
 from minitrace.extrapolate import check as C
 from minitrace.extrapolate import direct as D
 from tests.support import synthetic
+from tests.support.h5content import content
 
 
 def _runs(ndims, periodic, scales, root_output=False):
@@ -21,24 +20,6 @@ def _runs(ndims, periodic, scales, root_output=False):
     else:
         datas = [synthetic.halo_grid_trace(p, ndims, "weak", periodic, seed=p) for p in scales]
     return C.runs_of([f"{p}.h5" for p in scales], datas)
-
-
-def _content(path) -> dict:
-    """Every dataset and attribute of the file but when and where it was written (the root's
-    ``created``, the ``provenance`` group: the machine's load)."""
-    out = {}
-    with h5py.File(path, "r") as f:
-        out["/"] = {k: v for k, v in f.attrs.items() if k != "created"}
-
-        def visit(name, obj):
-            if name.split("/")[0] == "provenance":
-                return
-            out[name + "@"] = {k: (v.tolist() if isinstance(v, np.ndarray) else v)
-                               for k, v in obj.attrs.items()}
-            if isinstance(obj, h5py.Dataset):
-                out[name] = (str(obj.dtype), obj[()].tobytes())
-        f.visititems(visit)
-    return out
 
 
 def _both(tmp_path, runs, target, **kw):
@@ -58,19 +39,19 @@ def _both(tmp_path, runs, target, **kw):
 def test_the_direct_file_is_the_one_built_in_memory(tmp_path, ndims, periodic, scales,
                                                      target):
     memory, direct = _both(tmp_path, lambda: _runs(ndims, periodic, scales), target)
-    assert _content(direct) == _content(memory)
+    assert content(direct) == content(memory)
 
 
 @pytest.mark.parametrize("kw", [{"spread": False}, {"seed": 3}])
 def test_means_and_other_seeds_are_written_the_same(tmp_path, kw):
     memory, direct = _both(tmp_path, lambda: _runs(3, False, (8, 16, 32)), 128, **kw)
-    assert _content(direct) == _content(memory)
+    assert content(direct) == content(memory)
 
 
 def test_an_anchored_class_and_blocks_of_few_ranks(tmp_path, monkeypatch):
     monkeypatch.setattr(D, "BLOCK_ACTIONS", 100)      # a few ranks per block
     memory, direct = _both(tmp_path, lambda: _runs(1, False, (4, 8, 16), root_output=True), 64)
-    assert _content(direct) == _content(memory)
+    assert content(direct) == content(memory)
     with minitrace.open(direct) as t:
         data = t.data()
     assert data.nranks == 64 and data.actions["volume"][data.rank_slice(0)].max() > 0
