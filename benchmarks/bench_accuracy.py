@@ -152,7 +152,9 @@ def main() -> int:
                          "after_compute": [q.after_compute for q in preds],
                          "after_compute_range": [q.after_compute_range for q in preds],
                          # the calibrated background the compute was stretched by
-                         "background": preds[0].background if preds else None})
+                         "background": preds[0].background if preds else None,
+                         # the first calls' set-up replayed: seconds added per rank
+                         "first_calls": [q.first_calls for q in preds]})
             r = rows[-1]
             print(f"{name:>14} {n} ranks: untraced {u:.4f} s (spread {r['spread']:.1%}), "
                   f"recorded {statistics.median(r['recorded']):.4f} s ({r['overhead']:+.1%}; "
