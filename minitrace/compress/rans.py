@@ -24,8 +24,10 @@ _LOW = 1 << 16                 # states live in [_LOW, 2**32)
 _DIRECT = 32
 _DIRECT_BITS = 5
 NSYM = _DIRECT + 64 - _DIRECT_BITS
-#: Values per lane, about: fewer lanes cost less state, more cost fewer numpy steps.
+#: Values per lane, about: fewer lanes cost less state (~2 bytes each), more cost fewer numpy
+#: steps (~8 us each); at least _MIN_LANES lanes (16 k values: 128 steps, ~1 ms).
 _PER_LANE = 512
+_MIN_LANES = 128
 _MAX_LANES = 4096
 _HEAD = np.dtype("<u4")
 _HEAD_LEN = 4 * _HEAD.itemsize
@@ -87,7 +89,7 @@ def encode(values: np.ndarray) -> np.ndarray:
     limit = f * float(1 << 20)                 # (_LOW >> SCALE) << 16: emit at or above
     grow = _TOTAL - f
     extra = _rest_bytes(k, rest)
-    lanes = int(min(_MAX_LANES, max(1, n // _PER_LANE)))
+    lanes = int(min(_MAX_LANES, max(n // _PER_LANE, min(n, _MIN_LANES))))
     x = np.full(lanes, float(_LOW))
     emitted = []
     for j in range(-(-n // lanes) - 1, -1, -1):
