@@ -111,7 +111,7 @@ _MAX_PREDICTED = 1 << 40
 
 
 def predicted_durations(volumes: np.ndarray) -> np.ndarray:
-    """Each action's predicted duration in integer ns under ``time_coding = "volume"``: its
+    """Each action's predicted duration in integer ns under ``time_coding`` (store.py): its
     volume (as a reader decodes it, in seconds) rounded to ns, 0 where it is not above 0 or
     not finite, at most :data:`_MAX_PREDICTED` (a compute lasts about its CPU time)."""
     with np.errstate(invalid="ignore", over="ignore"):
