@@ -6,7 +6,8 @@ stream, each rank's new request ids and, per action of a signature that has volu
 volume.  Every rank of a class runs the class's program: its signatures are stamped from a
 few sampled ranks (:mod:`.stamped`), its grammar is that of the class's first rank, and only
 the volumes (each rank's own, spread from the recorded ranks) are made per rank, a block of
-ranks at a time.  The file is the one :func:`.build.write` writes of the trace in memory
+ranks at a time, gathered from each class's table of the values its ranks can have (each
+value quantized once, not once per action).  The file is the one :func:`.build.write` writes of the trace in memory
 (tests/test_extrapolate_direct.py); where the signatures cannot be stamped (a communicator
 per grid row, a torus's wrapped peers) it is that one, the trace built in memory.
 """
