@@ -130,6 +130,7 @@ static MPI_Request *mt_f_copied(mt_thread *T, MPI_Request *c, const MPI_Fint *f,
     T->fcopy = (const char *)c;
     T->forig = (const char *)f;
     T->fcopy_n = (size_t)(n > 0 ? n : 0);
+    T->fstep = sizeof(MPI_Fint);
     return c;
 }
 #define MT_F_REQUEST(name, f) \

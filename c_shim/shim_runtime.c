@@ -57,7 +57,7 @@ struct mt_thread {
     void *fbuf[4];                  /* the Fortran twins' buffers (shim_fortran.c) */
     size_t fbuf_cap[4];
     const char *fcopy, *forig;      /* a Fortran twin's C copies of the caller's request */
-    size_t fcopy_n;                 /* INTEGERs, and how many (mt_where) */
+    size_t fcopy_n, fstep;          /* INTEGERs, how many, an INTEGER's size (mt_where_of) */
 };
 
 volatile int mt_on;                 /* tracing now: started, file open, not paused */
@@ -508,8 +508,8 @@ static inline void mt_emit(mt_thread *T, mt_rec *R) {
 static mt_where mt_where_of(mt_thread *T, const MPI_Request *p) {
     const char *c = (const char *)p;
     if (T && T->fcopy && c >= T->fcopy && c < T->fcopy + T->fcopy_n * sizeof(MPI_Request))
-        return (mt_where){T->forig + (size_t)(c - T->fcopy) / sizeof(MPI_Request) *
-                          sizeof(MPI_Fint), sizeof(MPI_Fint)};
+        return (mt_where){T->forig + (size_t)(c - T->fcopy) / sizeof(MPI_Request) * T->fstep,
+                          T->fstep};
     return (mt_where){c, sizeof(MPI_Request)};
 }
 
