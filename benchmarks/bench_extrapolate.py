@@ -49,9 +49,11 @@ from minitrace.extrapolate import build as B
 from minitrace.extrapolate import check as C
 from minitrace.extrapolate import direct as D
 from minitrace.replay import replay
+from minitrace.shims import linked_mpi
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))   # tests.support
 from tests.support import synthetic  # noqa: E402
+from tests.support.mpiutil import OPEN_MPI_LAUNCH_ENV  # noqa: E402
 from tests.support.h5content import content  # noqa: E402
 
 
@@ -253,24 +255,36 @@ APP_RECIPES = {
           for a in (f"--np{d}", str(n)))],
         "weak",
         mpiexec="mpiexec.mpich"),
-    # TeaLeaf 2-D (UK-MAC/TeaLeaf_ref, Fortran, built like CloverLeaf): a Cartesian
-    # communicator of MPI_Dims_create's grid, open; CG, two allreduces and one halo exchange
-    # per iteration, 40 iterations a step, 3 steps; 256^2 cells per rank.  Refused (2026-11-28):
-    # a rank waits for its left-right messages only when an MPI_Testall found them
-    # incomplete (tea.f90's update_halo at depth 1), so its programs depend on timing
+    # TeaLeaf 2-D (UK-MAC/TeaLeaf_ref, Fortran, built like CloverLeaf, with either MPI: the
+    # launcher follows the build): a Cartesian communicator of MPI_Dims_create's grid, open;
+    # CG, two allreduces and one halo exchange per iteration, 40 iterations a step, 3 steps;
+    # 256^2 cells per rank.  A rank waits for its left-right messages only when an
+    # MPI_Testall found them incomplete (tea.f90's update_halo at depth 1): read as the test
+    # and its wait (extrapolate/tested.py)
     "tealeaf": Recipe((4, 8, 16, 32), lambda p: [], "weak", lambda p: {
-        "tea.in": _tea_in({4: (2, 2), 8: (4, 2), 16: (4, 4), 32: (8, 4)}[p], 256)},
-        "mpiexec.mpich"),
+        "tea.in": _tea_in({4: (2, 2), 8: (4, 2), 16: (4, 4), 32: (8, 4)}[p], 256)}),
 }
+
+
+def _launcher(exe: str, recipe: Recipe) -> list[str]:
+    """The recipe's launcher, else the one of the MPI the built executable links: Debian's
+    Open MPI (oversubscribed, waiting ranks yielding) or MPICH, else this environment's."""
+    if recipe.mpiexec:
+        return [recipe.mpiexec]
+    lib = linked_mpi(exe) or ""
+    if lib.startswith("/usr/") and "libmpi.so.40" in lib:
+        return ["mpiexec.openmpi", "--oversubscribe"]
+    if lib.startswith("/usr/") and "libmpich" in lib:
+        return ["mpiexec.mpich"]
+    return [os.path.join(os.path.dirname(sys.executable), "mpiexec")]
 
 
 def _record_app(where: str, name: str, exe: str, recipe: Recipe, reuse: bool) -> list[str]:
     """``minitrace record`` the built executable ``exe`` at each scale, in ``where`` (its
     input and output files go there); the paths.  ``reuse``: a recording already there is
     kept.  OMP_NUM_THREADS=1: one thread per rank (CloverLeaf is MPI+OpenMP)."""
-    bindir = os.path.dirname(sys.executable)
     env = dict(os.environ, OMPI_MCA_mpi_yield_when_idle="1", OMP_NUM_THREADS="1",
-               PRTE_MCA_rmaps_default_mapping_policy=":oversubscribe")
+               **OPEN_MPI_LAUNCH_ENV)
     paths = []
     for p in recipe.scales:
         paths.append(os.path.join(where, f"{name}{p}.h5"))
@@ -279,7 +293,7 @@ def _record_app(where: str, name: str, exe: str, recipe: Recipe, reuse: bool) ->
         for file, text in recipe.files(p).items():
             Path(where, file).write_text(text)
         subprocess.run([sys.executable, "-m", "minitrace", "record", "-o", paths[-1], "--",
-                        recipe.mpiexec or os.path.join(bindir, "mpiexec"), "-n", str(p), exe,
+                        *_launcher(exe, recipe), "-n", str(p), exe,
                         *recipe.argv(p)], check=True, capture_output=True, env=env, cwd=where)
     return paths
 
