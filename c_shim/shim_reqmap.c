@@ -186,32 +186,46 @@ static void mt_slot_remove(mt_map *m, mt_slot *s, uint32_t at) {
     }
 }
 
-/* The entry of s a completion at address `where` completes; its position in *at.  Entries made
- * at or after mark belong to a request that reused the handle during the call: never that one.
- * Of several entries (one shared handle), the newest written to `where` (the variable waited
- * on holds the last request posted into it): TeaLeaf waits for its first exchange's isend
- * after posting a second one whose isend got the same handle, and the newest entry would be
- * the second's.  A handle copied elsewhere before its completion matches no entry: then the
- * nth newest, n counting the handle's occurrences after this one in the same call (newer
- * entries win over an entry left stale by a request completed unseen).  Only the MT_WHERE
- * newest and the MT_WHERE oldest are compared (completions in posting order or in reverse find
- * theirs there), so a window of copied handles costs a bounded scan per lookup. */
+/* The entry of s a completion at address `where` completes, in lookup `stamp`; its position
+ * in *at, and in *own whether it was found by its variable.  Entries made at or after mark
+ * belong to a request that reused the handle during the call: never that one.  Of several
+ * entries (one shared handle), the newest written to `where` (the variable waited on holds
+ * the last request posted into it): TeaLeaf waits for its first exchange's isend after
+ * posting a second one whose isend got the same handle, and the newest entry would be the
+ * second's.  Only the MT_WHERE newest and the MT_WHERE oldest are compared (completions in
+ * posting order or in reverse find theirs there), so a window of copied handles costs a
+ * bounded scan.  A handle copied elsewhere before its completion matches no entry: then the
+ * nth newest, n counting the handle's occurrences after this one in the same call that stay
+ * in the table (newer entries win over an entry left stale by a request completed unseen),
+ * entries this lookup named by their variable and left in the table not counted (`skip`:
+ * how many there are; the scan past them runs only then). */
 #define MT_WHERE 16
 static inline mt_req *mt_pick(mt_slot *s, int64_t mark, uint32_t nth, const void *where,
-                              uint32_t *at) {
+                              uint32_t stamp, uint32_t skip, uint32_t *at, int *own) {
     uint32_t i = s->n;
     while (i && mt_entry(s, i - 1)->id >= mark) i--;
+    *own = 0;
     if (where && s->n > 1)
         for (uint32_t j = i; j > 0; j--) {
             if (i - j == MT_WHERE && j > MT_WHERE) j = MT_WHERE; /* skip to the oldest */
-            if (mt_entry(s, j - 1)->where == where) {
+            mt_req *e = mt_entry(s, j - 1);
+            if (e->where == where && e->named != stamp) {
+                *own = 1;
                 *at = j - 1;
-                return mt_entry(s, *at);
+                return e;
             }
         }
-    if (nth >= i) return NULL;
-    *at = i - 1 - nth;
-    return mt_entry(s, *at);
+    if (!skip) {
+        if (nth >= i) return NULL;
+        *at = i - 1 - nth;
+        return mt_entry(s, *at);
+    }
+    for (uint32_t j = i; j > 0; j--) /* passing over the entries named by their variable */
+        if (mt_entry(s, j - 1)->named != stamp && !nth--) {
+            *at = j - 1;
+            return mt_entry(s, *at);
+        }
+    return NULL;
 }
 
 /* Remove the entry (key, id). */

@@ -506,11 +506,10 @@ static inline void mt_emit(mt_thread *T, mt_rec *R) {
  * (Open MPI: its handles are pointers, not INTEGERs), the caller's INTEGER it stands for, so
  * that a post and a completion through different copies name the same variable. */
 static mt_where mt_where_of(mt_thread *T, const MPI_Request *p) {
-    const char *c = (const char *)p;
-    if (T && T->fcopy && c >= T->fcopy && c < T->fcopy + T->fcopy_n * sizeof(MPI_Request))
-        return (mt_where){T->forig + (size_t)(c - T->fcopy) / sizeof(MPI_Request) * T->fstep,
-                          T->fstep};
-    return (mt_where){c, sizeof(MPI_Request)};
+    uintptr_t c = (uintptr_t)p, first = (uintptr_t)(T ? T->fcopy : NULL);
+    if (first && c >= first && c < first + T->fcopy_n * sizeof(MPI_Request))
+        return (mt_where){T->forig + (c - first) / sizeof(MPI_Request) * T->fstep, T->fstep};
+    return (mt_where){(const char *)p, sizeof(MPI_Request)};
 }
 
 static int64_t *mt_vec(mt_thread *T, mt_rec *R, int64_t n) {
@@ -628,8 +627,8 @@ static int32_t mt_comm_forget(MPI_Comm c) {
 static int64_t mt_req_new(MPI_Request r, mt_where where, const mt_comm *comm, int32_t comm_id,
                           int recv, int flags, int persistent) {
     if (r == MPI_REQUEST_NULL) return -1;
-    mt_req v = {.key = mt_key(r), .where = where.at, .comm = comm, .comm_id = comm_id, .recv = (uint8_t)recv,
-                .flags = (uint8_t)flags, .persistent = (uint8_t)persistent};
+    mt_req v = {.key = mt_key(r), .where = where.at, .comm = comm, .comm_id = comm_id,
+                .recv = (uint8_t)recv, .flags = (uint8_t)flags, .persistent = (uint8_t)persistent};
     pthread_mutex_lock(&mt_reqs.lock);
     /* numbered under the lock: a handle's entries are in id order (mt_pick relies on it) */
     v.id = mt_req_next;
@@ -649,18 +648,20 @@ static inline int64_t mt_req_mark(void) {
 /* The entries of the handles h[p] for the positions p = pos[0..k) (ascending; NULL: 0..k-1),
  * as they stood at mark, into out[p] (id -1: not recorded); how = MT_LOOK_DONE removes those
  * not persistent, MT_LOOK_FREE every one, MT_LOOK_PEEK none.  One lock for the whole call.
- * A handle appearing several times in h takes its entries in order, its last occurrence the
- * newest: a position's entry is the nth newest, n being the occurrences after it that stay in
- * the table.  n matters only for a handle with several entries: only then are the positions
- * after it counted, by compares against the short list of such handles (or by lookups when it
- * is incomplete), each position once per call.  So a call costs a lookup per position looked
- * up, plus at most one compare per element of h when it completes a shared handle. */
+ * A position's entry is the one written to its variable (where.at + p * where.step), if a
+ * handle has several (mt_pick).  Else a handle appearing several times in h takes its entries
+ * in order, its last occurrence the newest: a position's entry is the nth newest, n being the
+ * occurrences after it that stay in the table.  n matters only for a handle with several
+ * entries: only then are the positions after it counted, by compares against the short list
+ * of such handles (or by lookups when it is incomplete), each position once per call.  So a
+ * call costs a lookup per position looked up, plus, when it completes a shared handle, up to
+ * 2 x MT_WHERE compares per position and at most one compare per element of h. */
 static void mt_req_lookup(const MPI_Request *h, mt_where where, int n, const int *pos, int k,
                           int64_t mark, int how, mt_req *out) {
     mt_map *m = &mt_reqs;
     pthread_mutex_lock(&m->lock);
     int listed = m->ndup == m->ndk;
-    uint32_t ndk = m->ndk, stamp = ++m->stamp, seen[MT_DUPS] = {0};
+    uint32_t ndk = m->ndk, stamp = ++m->stamp, seen[MT_DUPS] = {0}, named = 0;
     uint64_t dk[MT_DUPS];
     memcpy(dk, m->dk, sizeof dk);
     int i = n, last = n; /* the positions >= i are counted; the last one looked up */
@@ -689,16 +690,23 @@ static void mt_req_lookup(const MPI_Request *h, mt_where where, int n, const int
             if (c && i - 1 > p) (*c)++; /* a later occurrence that is not looked up: it stays */
         }
         uint32_t at;
-        mt_req *e = s ? mt_pick(s, mark, c ? *c : 0, where.at ? where.at + (size_t)p * where.step
-                                                          : NULL, &at) : NULL;
+        int own;
+        const void *var = where.at ? where.at + (size_t)p * where.step : NULL;
+        mt_req *e = s ? mt_pick(s, mark, c ? *c : 0, var, stamp, named, &at, &own) : NULL;
         if (!e) {
             out[p].id = -1;
             if (c) (*c)++;
             continue;
         }
         out[p] = *e;
-        if (how == MT_LOOK_FREE || (how == MT_LOOK_DONE && !e->persistent)) mt_slot_remove(m, s, at);
-        else if (c) (*c)++;
+        if (how == MT_LOOK_FREE || (how == MT_LOOK_DONE && !e->persistent)) {
+            mt_slot_remove(m, s, at);
+        } else if (own) { /* stays, named: not the nth newest of a position without a match */
+            e->named = stamp;
+            named++;
+        } else if (c) {
+            (*c)++;
+        }
     }
     pthread_mutex_unlock(&m->lock);
 }

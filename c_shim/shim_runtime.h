@@ -63,6 +63,7 @@ typedef struct {
     uint8_t recv;             /* 1: a non-blocking receive whose completion resolves it */
     uint8_t flags;            /* FLAG_ANY_*, FLAG_PERSISTENT, FLAG_PARTITIONED */
     uint8_t persistent;       /* stays alive across completions until MPI_Request_free */
+    uint32_t named;           /* the lookup (mt_map.stamp) that named it by its variable */
 } mt_req;
 
 typedef struct mt_thread mt_thread;

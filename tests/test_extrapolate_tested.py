@@ -24,15 +24,15 @@ def exchange(b: TraceBuilder, rank: int, completed: bool, first: int) -> None:
     b.add(rank, "irecv", peer=1 - rank, tag=1, bytes_recv=64, request=lr[1])
     b.add(rank, "compute", volume=1e-6)
     b.add(rank, "testall", vector=lr, flags=K.FLAG_COMPLETED if completed else 0,
-          t_start=1.0, t_end=1.0)
+          volume=5e-7, t_start=1.0, t_end=1.0)
     b.add(rank, "compute", volume=2e-6)
     b.add(rank, "isend", peer=1 - rank, tag=2, bytes_sent=64, request=ud[0])
     b.add(rank, "irecv", peer=1 - rank, tag=2, bytes_recv=64, request=ud[1])
     b.add(rank, "compute", volume=3e-6)
-    if not completed:
+    if not completed:   # as the rewrite adds it: no time inside, at the next wait's start
         b.add(rank, "waitall", vector=lr, t_start=2.0, t_end=2.0)
         b.add(rank, "compute", comm=-1)
-    b.add(rank, "waitall", vector=ud, t_start=2.0, t_end=2.0)
+    b.add(rank, "waitall", vector=ud, volume=1e-6, t_start=2.0, t_end=2.0)
 
 
 def program(data, rank):
@@ -61,10 +61,14 @@ def test_a_completed_test_reads_as_the_incomplete_one_and_its_wait():
         ref.add(r, "finalize")
     ref = ref.build()
     assert program(out, 0) == program(ref, 0) and program(out, 1) == program(ref, 1)
-    # the added rows: a waitall at the time of the wait that follows, an empty compute
+    # the rows added on rank 0 (two tests completed, one not): like the incomplete test's
+    # wait, a waitall with no time and no bytes at the next wait's start, then an empty compute
     a = out.actions[out.rank_slice(0)]
-    added = np.flatnonzero(a["kind"] == K.CODE["waitall"])
-    assert (a["t_start"][added] == 2.0).all() and (a["volume"][added + 1] == 0).all()
+    assert len(a) == len(data.actions[data.rank_slice(0)]) + 4
+    waits = np.flatnonzero((a["kind"] == K.CODE["waitall"]) & (a["volume"] == 0))
+    assert len(waits) == 3
+    assert (a["t_start"][waits] == 2.0).all() and (a["bytes_sent"][waits] == 0).all()
+    assert (a["kind"][waits + 1] == K.CODE["compute"]).all() and (a["volume"][waits + 1] == 0).all()
     assert not (a["flags"] & K.FLAG_COMPLETED).any()
     assert out.rank_offsets.tolist() == [0, len(a), len(out.actions)]
 

@@ -20,7 +20,7 @@ from minitrace.merge import merge_dir
 from minitrace.record import shim_env
 from minitrace.trace import open as open_trace
 from tests.support.mpiutil import run_mpi
-from tests.support.record_util import PROGRAMS
+from tests.support.record_util import PROGRAMS, shim_stats
 from tests.support.twins import missing, shim_cache_env
 
 pytestmark = pytest.mark.timeout(600)
@@ -28,11 +28,19 @@ ITERATIONS = 300
 FAMILIES = {"mpich": [], "openmpi": ["--oversubscribe"]}   # Debian's; Open MPI: 4 ranks, 2 cores
 
 
+def assert_handles_shared(stderr: str) -> None:
+    """The case is exercised: some handle had several live requests (MINITRACE_STATS)."""
+    st = shim_stats(stderr)
+    assert sorted(st) == [0, 1, 2, 3]
+    assert max(s["per-handle-max"] for s in st.values()) >= 2
+
+
 @pytest.fixture(scope="module")
 def trace(programs, tmp_path_factory):
     tmp = tmp_path_factory.mktemp("fifo")
-    run_mpi(4, [programs("fifo_waits"), str(ITERATIONS)], env=shim_env(str(tmp / "raw")),
-            timeout=240)
+    p = run_mpi(4, [programs("fifo_waits"), str(ITERATIONS)], timeout=240,
+                env={**shim_env(str(tmp / "raw")), "MINITRACE_STATS": "1"})
+    assert_handles_shared(p.stderr)
     return merge_dir(str(tmp / "raw"))
 
 
@@ -82,8 +90,10 @@ def test_fortran_completions_name_their_arrays(family, tmp_path_factory):
     cmd = [sys.executable, "-m", "minitrace", "record", "-o", str(out), "--",
            f"mpiexec.{family}", *FAMILIES[family], "-n", "4", str(exe), str(ITERATIONS)]
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=500,
-                       env={**os.environ, **shim_cache_env(tmp_path_factory)})
+                       env={**os.environ, **shim_cache_env(tmp_path_factory),
+                            "MINITRACE_STATS": "1"})
     assert p.returncode == 0, f"{cmd} -> {p.returncode}\n{p.stdout}\n{p.stderr}"
+    assert_handles_shared(p.stderr)
     with open_trace(str(out)) as t:
         data = t.data()
     for rank in range(4):

@@ -6,8 +6,6 @@ table that degrades with handle reuse shows as long probes, and as a run that ca
 within the timeouts (the previous table needed O(window^2) steps per completed request)."""
 from __future__ import annotations
 
-import re
-
 import numpy as np
 import pytest
 
@@ -15,19 +13,11 @@ from minitrace import kinds as K
 from minitrace.merge import merge_dir
 from minitrace.record import shim_env
 from tests.support.mpiutil import run_mpi
+from tests.support.record_util import shim_stats
 
 pytestmark = pytest.mark.timeout(600)
 WINDOWS, W = 4096, 256          # 1,048,576 requests per rank
 STYLES = 4                      # window k is completed by style k % 4 (see reqwindow.c)
-
-
-def stats(stderr: str) -> dict[int, dict[str, float]]:
-    """MINITRACE_STATS lines per rank: {rank: {counter: value}}."""
-    out = {}
-    for rank, rest in re.findall(r"minitrace: rank (\d+): stats: (.*)", stderr):
-        words = rest.split()
-        out[int(rank)] = {words[i]: float(words[i + 1]) for i in range(0, len(words), 2)}
-    return out
 
 
 def completions(data, rank: int) -> np.ndarray:
@@ -52,7 +42,7 @@ def run(programs, tmp_path_factory):
     env["MINITRACE_STATS"] = "1"
     p = run_mpi(2, [exe, str(WINDOWS), str(W), str(tmp)], env=env, timeout=300)
     order = {r: np.fromfile(tmp / f"order-{r}.bin", dtype=np.int32) for r in range(2)}
-    return merge_dir(str(tmp / "raw")), stats(p.stderr), order
+    return merge_dir(str(tmp / "raw")), shim_stats(p.stderr), order
 
 
 @pytest.mark.parametrize("rank, posting", [(0, "isend"), (1, "irecv")])

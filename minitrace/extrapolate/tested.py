@@ -9,7 +9,9 @@ program of its own.  A ``testall`` that completed its requests is taken here as 
 not, followed by a ``waitall`` of the same requests (and an empty compute) just before the
 rank's next completion call, where the incomplete ones' waitall is: a wait that returns at
 once, as the replay of the recorded trace would also have to wait for the messages it
-simulates.  Only ``testall``: it completes all its requests or none.
+simulates.  Only ``testall``: it completes all its requests or none.  A completed test with
+no completion call after it on its rank is left as recorded (TeaLeaf's exchanges all end in a
+waitall).
 """
 from __future__ import annotations
 
@@ -49,9 +51,10 @@ def tested_waits(data: TraceColumns) -> tuple[TraceColumns, int]:
         return data, 0
     # before each ``nxt``: the waitall (the test's row, its requests' list copied) and an
     # empty compute, both at the time ``nxt`` starts
-    wait = a[done].copy()
+    wait = a[done].copy()           # its communicator and list; no time, no bytes of its own
     wait["kind"] = _WAITALL
     wait["flags"] &= _NOT_COMPLETED
+    wait["volume"] = wait["bytes_sent"] = wait["bytes_recv"] = 0
     wait["vec_off"] = len(data.vectors) + np.cumsum(wait["vec_len"]) - wait["vec_len"]
     gap = empty_actions(len(done))
     gap["kind"], gap["comm"] = _COMPUTE, NONE      # as the recorder writes a compute

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -79,3 +80,12 @@ def first_chunk(path: Path) -> int:
         if ch["count"] and ch["thread"] == 0 and ch["seq"] == 0:
             return off
     raise AssertionError(f"{path}: no first chunk of thread 0")
+
+
+def shim_stats(stderr: str) -> dict[int, dict[str, float]]:
+    """The shim's MINITRACE_STATS lines per rank: {rank: {counter: value}}."""
+    out = {}
+    for rank, rest in re.findall(r"minitrace: rank (\d+): stats: (.*)", stderr):
+        words = rest.split()
+        out[int(rank)] = {words[i]: float(words[i + 1]) for i in range(0, len(words), 2)}
+    return out
