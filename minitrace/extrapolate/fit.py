@@ -166,7 +166,8 @@ def _line_fits(x: np.ndarray, y: np.ndarray, weights: np.ndarray):
     count = weights.sum(axis=1)                                       # (K,)
     sx, sxx = x @ weights.T, (x * x) @ weights.T                      # (H, K)
     sy = y @ weights.T                                                # (B, K)
-    sxy = np.einsum("hn,bn,kn->bhk", x, y, weights)                   # (B, H, K)
+    xw = (x[:, None, :] * weights[None, :, :]).reshape(-1, x.shape[1])  # (H K, n)
+    sxy = (y @ xw.T).reshape(len(y), len(x), len(weights))            # (B, H, K)
     denominator = count * sxx - sx * sx
     spread = np.abs(count * sxx) + 1.0
     with np.errstate(invalid="ignore", divide="ignore"):
