@@ -22,12 +22,17 @@ What the merge adds to the raw records:
 """
 from __future__ import annotations
 
+import contextlib
 import glob
 import os
 import re
 from typing import NamedTuple
 
 import numpy as np
+try:
+    from numpy._core.multiarray import _set_madvise_hugepage
+except ImportError:       # (numpy < 2)
+    from numpy.core.multiarray import _set_madvise_hugepage
 
 from . import kinds as K
 from . import rawlayout as L
@@ -638,10 +643,25 @@ def merge_ranks(run: RawRun, ranks: list, tables: Tables, parsed: dict):
     return actions, offsets, np.concatenate(vec_parts).astype(np.int64, copy=False)
 
 
+@contextlib.contextmanager
+def small_pages():
+    """numpy's new arrays without transparent huge pages (numpy asks for them from 4 MB):
+    the merge fills fresh arrays once, and on the 2-core VM its parsing, merging and encoding
+    took 1.3-1.5x the CPU with them, whether the kernel granted them varying from run to run
+    (benchmarks/RESULTS.md, issue 38, session 11); numpy's setting is restored after (also a
+    decorator)."""
+    before = _set_madvise_hugepage(False)
+    try:
+        yield
+    finally:
+        _set_madvise_hugepage(before)
+
+
+@small_pages()
 def merge_dir(directory: str, command_line: str | None = None) -> TraceColumns:
     """Read every ``rank-*.mtr`` of ``directory`` into one TraceColumns: headers (RawRun),
     each rank parsed (parse_rank), the global tables (trace_tables), each rank filled
-    (merge_ranks), the metadata (RawRun.meta)."""
+    (merge_ranks), the metadata (RawRun.meta); arrays on small pages (:func:`small_pages`)."""
     run = RawRun(directory)
     parsed = {rk: parse_rank(run.by_rank[rk], run.size) for rk in sorted(run.by_rank)}
     rank_tables = {rk: p[1] for rk, p in parsed.items()}

@@ -24,7 +24,7 @@ import numpy as np
 
 from .. import storage
 from ..errors import MinitraceError
-from ..merge import RawRun, merge_ranks, parse_rank, trace_tables
+from ..merge import RawRun, merge_ranks, parse_rank, small_pages, trace_tables
 from ..model import TraceColumns
 from . import parts as P
 from .shares import contiguous_shares
@@ -43,6 +43,7 @@ class Share(NamedTuple):
     shares: list
 
 
+@small_pages()
 def merge_parallel(world: World, directory: str, output: str,
                    command_line: str | None = None, say=print, keep: bool = False):
     """Merge ``directory`` into ``output`` (OUT.h5 over OUT.parts/); returns the trace's
