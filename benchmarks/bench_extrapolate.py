@@ -258,11 +258,13 @@ APP_RECIPES = {
     # TeaLeaf 2-D (UK-MAC/TeaLeaf_ref, Fortran, built like CloverLeaf, with either MPI: the
     # launcher follows the build): a Cartesian communicator of MPI_Dims_create's grid, open;
     # CG, two allreduces and one halo exchange per iteration, 40 iterations a step, 3 steps;
-    # 256^2 cells per rank.  A rank waits for its left-right messages only when an
+    # 128^2 cells per rank (about 2 MB: at 256^2 and 512^2 the compute per rank rose 1.6-1.75x
+    # from 4 to 32 ranks on 2 cores, the 32 ranks' data past the cache the VM gets; at 128^2
+    # 1.8x, but steadily).  A rank waits for its left-right messages only when an
     # MPI_Testall found them incomplete (tea.f90's update_halo at depth 1): read as the test
     # and its wait (extrapolate/tested.py)
     "tealeaf": Recipe((4, 8, 16, 32), lambda p: [], "weak", lambda p: {
-        "tea.in": _tea_in({4: (2, 2), 8: (4, 2), 16: (4, 4), 32: (8, 4)}[p], 256)}),
+        "tea.in": _tea_in({4: (2, 2), 8: (4, 2), 16: (4, 4), 32: (8, 4)}[p], 128)}),
 }
 
 
