@@ -74,7 +74,7 @@ def _untraced_span(job: list[str], preload: Path, out: Path) -> float:
     shutil.rmtree(out, ignore_errors=True)
     out.mkdir(parents=True)
     env = dict(os.environ, LD_PRELOAD=str(preload), INTERVAL_DIR=str(out))
-    subprocess.run(job, check=True, env=env, stdout=subprocess.DEVNULL)
+    subprocess.run(job, check=True, env=env, stdout=subprocess.DEVNULL, cwd=out.parent)
     spans = [tuple(map(int, f.read_text().split())) for f in sorted(out.iterdir())]
     origin = max(i for i, _ in spans)
     return max(f - origin for _, f in spans) * 1e-9
@@ -99,7 +99,7 @@ def main() -> int:
     from minitrace.mpitools import mpi_tool
     from minitrace.predict import predict
     mpiexec, mpicc = mpi_tool("mpiexec"), mpi_tool("mpicc")
-    work = Path(args.work or tempfile.mkdtemp(prefix="bench-accuracy-"))
+    work = Path(args.work or tempfile.mkdtemp(prefix="bench-accuracy-")).resolve()
     work.mkdir(parents=True, exist_ok=True)
     preload = work / "interval_preload.so"
     subprocess.run([mpicc, "-O2", "-shared", "-fPIC", "-o", str(preload),
@@ -128,7 +128,7 @@ def main() -> int:
                 untraced.append(_untraced_span(job, preload, work / f"span-{name}-{n}"))
                 trace = work / f"{name}-{n}-{i}.h5"
                 subprocess.run(me + ["record", "-o", str(trace), "--volume", "cputime", "--",
-                                     *job], check=True, stdout=subprocess.DEVNULL)
+                                     *job], check=True, stdout=subprocess.DEVNULL, cwd=work)
                 preds.append(predict(str(trace), str(cal),
                                      timeline=str(work / f"{name}-{n}-{i}.png")))
             u = statistics.median(untraced)

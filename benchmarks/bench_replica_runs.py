@@ -59,7 +59,7 @@ def main() -> int:
     from minitrace.replay.run_to_run import RunToRun, span
     from minitrace.trace import open as open_trace
     mpiexec, mpicc = mpi_tool("mpiexec"), mpi_tool("mpicc")
-    work = Path(args.work or tempfile.mkdtemp(prefix="bench-replica-runs-"))
+    work = Path(args.work or tempfile.mkdtemp(prefix="bench-replica-runs-")).resolve()
     work.mkdir(parents=True, exist_ok=True)
     if not args.reuse and any(work.glob("*.h5")):
         ap.error(f"--work {work} holds files of an earlier run: give a new directory, or "
@@ -86,7 +86,7 @@ def main() -> int:
             if not p.exists():
                 subprocess.run(me + ["record", "-o", str(p), "--volume", "cputime", "--",
                                      mpiexec, "-n", "2", *argv], check=True,
-                               stdout=subprocess.DEVNULL)
+                               stdout=subprocess.DEVNULL, cwd=work)
             paths.append(str(p))
         spans, dates = [], []
         for p in paths:
