@@ -178,18 +178,14 @@ def _fortran_param(ctype: str, name: str, array: bool, pre: str, post: str, coun
             before = f"MPI_Request *{name} = mt_f_requests(T, {f}, *f_{count});"
             return f"MPI_Fint *{f}", before, "", ""
         if h == "MPI_Request":     # the caller's variable itself where MPI allows (MPICH)
-            if _uses(pre, name):
-                before = f"MT_F_REQUEST({name}, {f});"
-                after = f"MT_F_REQUEST_AGAIN({name}, {f});" if _uses(post, name) else ""
-            elif _uses(post, name):
-                after = f"MT_F_REQUEST({name}, {f});"
-            return f"MPI_Fint *{f}", before, after, ""
-        conv = f"PMPI_{_F2C[h]}_f2c(*{f})"
+            decl, again = f"MT_F_REQUEST({name}, {f});", f"MT_F_REQUEST_AGAIN({name}, {f});"
+        else:                      # a C copy, converted again after the call
+            conv = f"PMPI_{_F2C[h]}_f2c(*{f})"
+            decl, again = f"{h} {name}_v = {conv}, *{name} = &{name}_v;", f"{name}_v = {conv};"
         if _uses(pre, name):
-            before = f"{h} {name}_v = {conv}, *{name} = &{name}_v;"
-            after = f"{name}_v = {conv};" if _uses(post, name) else ""
+            before, after = decl, again if _uses(post, name) else ""
         elif _uses(post, name):
-            after = f"{h} {name}_v = {conv}, *{name} = &{name}_v;"
+            after = decl
         return f"MPI_Fint *{f}", before, after, ""
     if fp in _F2C:                                                   # an input handle
         line = f"{fp} {name} = PMPI_{_F2C[fp]}_f2c(*{f});"
