@@ -160,6 +160,8 @@ REDUCTIONS = frozenset({"reduce", "allreduce", "reduce_scatter", "reduce_scatter
 COMPLETIONS = _category("complete")
 SINGLE_COMPLETIONS = frozenset({"wait", "waitany", "test", "testany"})
 MULTI_COMPLETIONS = COMPLETIONS - SINGLE_COMPLETIONS
+#: Completions of a whole list, all its requests or none: the list's order means nothing.
+ALL_OR_NONE_COMPLETIONS = frozenset({"waitall", "testall"})
 TESTS = frozenset({"test", "testany", "testall", "testsome"})
 #: Communicator management.
 COMM_KINDS = _category("comm")

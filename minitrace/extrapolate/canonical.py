@@ -39,7 +39,7 @@ from . import grid as GR
 
 _POSTS = (K.code("irecv"), K.code("isend"))
 _SEND, _WAIT = K.code("send"), K.code("wait")
-_ALL_OR_NONE = K.mask({"waitall", "testall"})
+_ALL_OR_NONE = K.mask(K.ALL_OR_NONE_COMPLETIONS)
 _WAITANY = K.code("waitany")
 _KEPT_IN_PLACE = ("t_start", "t_end")
 _VECTOR_COMPLETION = K.mask(K.MULTI_COMPLETIONS)
@@ -120,8 +120,8 @@ def canonical(data: TraceColumns, grid=None) -> tuple[TraceColumns, int]:
     out[calls] = c[order]
     for f in _KEPT_IN_PLACE:
         out[f] = a[f]
-    return replace(data, actions=out, vectors=_sorted_waitall_lists(out, vectors,
-                                                                     data.rank_of(), posted)), \
+    return replace(data, actions=out, vectors=_sorted_request_lists(out, vectors,
+                                                                    data.rank_of(), posted)), \
         moved
 
 
@@ -151,7 +151,7 @@ def _rename(names: dict, request: np.ndarray, vectors: np.ndarray, c: np.ndarray
             names.pop(q, None)
 
 
-def _sorted_waitall_lists(actions: np.ndarray, vectors: np.ndarray, rank: np.ndarray,
+def _sorted_request_lists(actions: np.ndarray, vectors: np.ndarray, rank: np.ndarray,
                           posted: dict) -> np.ndarray:
     """Each waitall's and testall's request list in the order its requests are now posted
     (only lists whose every request was posted by a reordered run)."""

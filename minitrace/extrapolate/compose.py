@@ -46,7 +46,7 @@ from . import structure as ST
 
 _COMPUTE = K.code("compute")
 _POSTING = K.mask(K.REQUEST_KINDS)
-_ALL_OR_NONE = K.mask({"waitall", "testall"})   # completions of a whole list
+_ALL_OR_NONE = K.mask(K.ALL_OR_NONE_COMPLETIONS)
 #: neighbour steps along one dimension at each place on it
 _STEPS = {GR.LOW: (0, 1), GR.HIGH: (-1, 0), GR.MIDDLE: (-1, 0, 1), GR.ALONE: (0,),
           "*": (-1, 0, 1)}

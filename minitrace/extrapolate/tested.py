@@ -40,9 +40,9 @@ def tested_waits(data: TraceColumns) -> tuple[TraceColumns, int]:
     rank = data.rank_of()
     done = np.flatnonzero((a["kind"] == _TESTALL) & ((a["flags"] & K.FLAG_COMPLETED) != 0) &
                           (a["vec_len"] > 0))
-    completions = np.flatnonzero(_COMPLETION[a["kind"]])
     if not len(done):
         return data, 0
+    completions = np.flatnonzero(_COMPLETION[a["kind"]])
     after = np.searchsorted(completions, done, side="right")
     nxt = completions[after.clip(max=len(completions) - 1)]
     keep = (after < len(completions)) & (rank[nxt] == rank[done])
