@@ -19,10 +19,8 @@ from minitrace.mpitools import mpi_tool
 from minitrace.record import shim_path
 from minitrace.shims import linked_mpi
 from tests.support.record_util import PROGRAMS
-from tests.support.twins import (BINDINGS, actions, assert_same_actions, build_halo, missing,
-                                 shim_cache_env)
-
-FAMILIES = {"mpich": [], "openmpi": ["--oversubscribe"]}   # Open MPI 4.1: 4 ranks, 2 cores
+from tests.support.twins import (BINDINGS, FAMILIES, actions, assert_same_actions, build_halo,
+                                 missing, record_with, shim_cache_env)
 
 
 @pytest.fixture(scope="session")
@@ -45,15 +43,6 @@ def built(tmp_path_factory):
     return make
 
 
-def record(program: str, family: str, out: Path, env: dict) -> subprocess.CompletedProcess:
-    cmd = [sys.executable, "-m", "minitrace", "record", "-o", str(out), "--",
-           f"mpiexec.{family}", *FAMILIES[family], "-n", "4", program]
-    p = subprocess.run(cmd, capture_output=True, text=True, timeout=600,
-                       env={**os.environ, **env})
-    assert p.returncode == 0, f"{cmd} -> {p.returncode}\n{p.stdout}\n{p.stderr}"
-    return p
-
-
 @pytest.fixture(scope="session")
 def twin(built, shim_cache, tmp_path_factory):
     """``twin(family)``: the C twin's recording under that MPI, once per run."""
@@ -62,7 +51,7 @@ def twin(built, shim_cache, tmp_path_factory):
     def get(family: str) -> list:
         if family not in done:
             out = tmp_path_factory.mktemp("twin") / f"{family}.h5"
-            record(built(family, None), family, out, shim_cache)
+            record_with(family, [built(family, None)], out, shim_cache)
             done[family] = actions(out)
         return done[family]
     return get
@@ -72,7 +61,7 @@ def twin(built, shim_cache, tmp_path_factory):
 @pytest.mark.parametrize("family", FAMILIES)
 def test_fortran_equals_its_c_twin(family, binding, built, twin, shim_cache, tmp_path):
     program = built(family, binding)
-    p = record(program, family, tmp_path / "f.h5", shim_cache)
+    p = record_with(family, [program], tmp_path / "f.h5", shim_cache)
     assert "validation: OK" in p.stdout
     assert_same_actions(actions(tmp_path / "f.h5"), twin(family))
 

@@ -8,9 +8,7 @@ and [8, 11] for posts 8, 9 and 10, 11, which extrapolate refused as rank classes
 differ."""
 from __future__ import annotations
 
-import os
 import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -21,11 +19,10 @@ from minitrace.record import shim_env
 from minitrace.trace import open as open_trace
 from tests.support.mpiutil import run_mpi
 from tests.support.record_util import PROGRAMS, shim_stats
-from tests.support.twins import missing, shim_cache_env
+from tests.support.twins import FAMILIES, missing, record_with, shim_cache_env
 
 pytestmark = pytest.mark.timeout(600)
 ITERATIONS = 300
-FAMILIES = {"mpich": [], "openmpi": ["--oversubscribe"]}   # Debian's; Open MPI: 4 ranks, 2 cores
 
 
 def assert_handles_shared(stderr: str) -> None:
@@ -87,12 +84,8 @@ def test_fortran_completions_name_their_arrays(family, tmp_path_factory):
                     str(PROGRAMS / "fifo_waits_f.F90")], check=True, capture_output=True,
                    text=True, timeout=300, cwd=tmp)
     out = tmp / "f.h5"
-    cmd = [sys.executable, "-m", "minitrace", "record", "-o", str(out), "--",
-           f"mpiexec.{family}", *FAMILIES[family], "-n", "4", str(exe), str(ITERATIONS)]
-    p = subprocess.run(cmd, capture_output=True, text=True, timeout=500,
-                       env={**os.environ, **shim_cache_env(tmp_path_factory),
-                            "MINITRACE_STATS": "1"})
-    assert p.returncode == 0, f"{cmd} -> {p.returncode}\n{p.stdout}\n{p.stderr}"
+    p = record_with(family, [str(exe), str(ITERATIONS)], out,
+                    {**shim_cache_env(tmp_path_factory), "MINITRACE_STATS": "1"}, timeout=500)
     assert_handles_shared(p.stderr)
     with open_trace(str(out)) as t:
         data = t.data()

@@ -2,8 +2,10 @@
 comparison of two recordings of one program rank by rank (test_fortran, test_slurm)."""
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -14,6 +16,8 @@ from tests.support.record_util import PROGRAMS, Ranked
 #: the Fortran bindings of tests/programs/halo_f.F90 and how each is compiled
 BINDINGS = {"mpif.h": [], "use mpi": ["-DUSE_MPI"], "use mpi_f08": ["-DUSE_MPI_F08"]}
 FIELDS = ("kind", "peer", "tag", "comm", "bytes_sent", "bytes_recv", "flags")
+#: the machine's MPIs and their launchers' options (Open MPI 4.1: 4 ranks on 2 cores)
+FAMILIES = {"mpich": [], "openmpi": ["--oversubscribe"]}
 
 
 def missing(family: str) -> str | None:
@@ -23,6 +27,18 @@ def missing(family: str) -> str | None:
             return (f"{tool} not installed (scripts/setup.sh installs gfortran, libmpich-dev, "
                     f"libopenmpi-dev)")
     return None
+
+
+def record_with(family: str, argv: list[str], out: Path, env: dict,
+                timeout: float = 600) -> subprocess.CompletedProcess:
+    """``minitrace record`` of ``argv`` on 4 ranks by ``family``'s mpiexec; a failure fails
+    the test with the command's output."""
+    cmd = [sys.executable, "-m", "minitrace", "record", "-o", str(out), "--",
+           f"mpiexec.{family}", *FAMILIES[family], "-n", "4", *argv]
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,
+                       env={**os.environ, **env})
+    assert p.returncode == 0, f"{cmd} -> {p.returncode}\n{p.stdout}\n{p.stderr}"
+    return p
 
 
 def build_halo(family: str, binding: str | None, where: Path) -> str:
