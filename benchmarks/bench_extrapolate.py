@@ -194,14 +194,13 @@ def _tea_in(grid: tuple, cells: int, steps: int = 3, iterations: int = 40) -> st
 
 class Recipe(NamedTuple):
     """How one mini-app is recorded: its scales (the largest checked), the argv and the input
-    files (name -> text) of each scale, the scaling, and the launcher when it is not the
-    running interpreter's mpiexec (a Fortran app built with Debian's mpif90.mpich)."""
+    files (name -> text) of each scale, the scaling (the launcher follows the MPI the build
+    links: :func:`_launcher`)."""
 
     scales: tuple
     argv: Callable
     scaling: str
     files: Callable = lambda p: {}
-    mpiexec: str | None = None
 
 
 #: weak scaling, the largest scale checked
@@ -234,14 +233,13 @@ APP_RECIPES = {
     # 2 MB, a core's L2, the compute per rank rose 72% from 4 to 16 ranks on 2 cores; at
     # 256^2, about 16 MB, 24% from 4 to 8 and 2-3% after)
     "cloverleaf": Recipe((4, 8, 16, 32), lambda p: [], "weak", lambda p: {
-        "clover.in": _clover_in({4: (2, 2), 8: (4, 2), 16: (4, 4), 32: (8, 4)}[p], 256)},
-        "mpiexec.mpich"),
+        "clover.in": _clover_in({4: (2, 2), 8: (4, 2), 16: (4, 4), 32: (8, 4)}[p], 256)}),
     # CloverLeaf 3-D (UK-MAC/CloverLeaf3D_ref, built alike): the split with the least
     # surface per volume, x fastest; 40^3 cells per rank (15 MB), 20 steps; no interior
     # below 64: composed
     "cloverleaf3d": Recipe((8, 16, 32, 64), lambda p: [], "weak", lambda p: {
         "clover.in": _clover_in({8: (2, 2, 2), 16: (4, 2, 2), 32: (4, 4, 2),
-                                 64: (4, 4, 4)}[p], 40)}, "mpiexec.mpich"),
+                                 64: (4, 4, 4)}[p], 40)}),
     # miniGhost (Mantevo/miniGhost ref, Fortran+C; make with FC=mpif90.mpich
     # CC=mpicc.mpich and -D_MG_MPI): the grid the application is given (--npx --npy --npz),
     # 40^3 cells per rank, 5 variables each summed over the grid (an allreduce) every step,
@@ -253,8 +251,7 @@ APP_RECIPES = {
         *(a for d, n in zip("xyz", {8: (2, 2, 2), 16: (4, 2, 2), 32: (4, 4, 2),
                                     64: (4, 4, 4), 128: (8, 4, 4)}[p])
           for a in (f"--np{d}", str(n)))],
-        "weak",
-        mpiexec="mpiexec.mpich"),
+        "weak"),
     # TeaLeaf 2-D (UK-MAC/TeaLeaf_ref, Fortran, built like CloverLeaf, with either MPI: the
     # launcher follows the build): a Cartesian communicator of MPI_Dims_create's grid, open;
     # CG, two allreduces and one halo exchange per iteration, 40 iterations a step, 3 steps;
@@ -268,11 +265,10 @@ APP_RECIPES = {
 }
 
 
-def _launcher(exe: str, recipe: Recipe) -> list[str]:
-    """The recipe's launcher, else the one of the MPI the built executable links: Debian's
-    Open MPI (oversubscribed, waiting ranks yielding) or MPICH, else this environment's."""
-    if recipe.mpiexec:
-        return [recipe.mpiexec]
+def _launcher(exe: str) -> list[str]:
+    """The launcher of the MPI the built executable links: Debian's Open MPI (oversubscribed,
+    waiting ranks yielding) or MPICH (the Fortran apps, built with mpif90.mpich), else this
+    environment's."""
     lib = linked_mpi(exe) or ""
     if lib.startswith("/usr/") and "libmpi.so.40" in lib:
         return ["mpiexec.openmpi", "--oversubscribe"]
@@ -295,7 +291,7 @@ def _record_app(where: str, name: str, exe: str, recipe: Recipe, reuse: bool) ->
         for file, text in recipe.files(p).items():
             Path(where, file).write_text(text)
         subprocess.run([sys.executable, "-m", "minitrace", "record", "-o", paths[-1], "--",
-                        *_launcher(exe, recipe), "-n", str(p), exe,
+                        *_launcher(exe), "-n", str(p), exe,
                         *recipe.argv(p)], check=True, capture_output=True, env=env, cwd=where)
     return paths
 
