@@ -103,11 +103,9 @@ def compress(data: TraceColumns, volumes: str = "exact", precision: float = 0.01
     elif volumes == "exact":
         stored, divisor, scale = V.quantize(volume[vrow], unit)
         side["volume"] = stored
-        if divisor is not None:
-            attrs["volume_divisor"] = divisor
-        if scale is not None:
-            attrs["volume_scale"] = scale
-        if (divisor == 1e9 or scale == 1e-9) and quantum == 1:    # (ns, like the times)
+        coded, in_ns = V.quantized_attrs(divisor, scale)
+        attrs.update(coded)
+        if in_ns and quantum == 1:    # (ns, like the times)
             vol_ns = np.zeros(len(volume), np.int64)
             vol_ns[vrow] = stored
             attrs["duration_less_volume"] = True

@@ -56,6 +56,15 @@ def quantize(volume: np.ndarray, unit: str):
     return volume.astype(np.float64), None, None
 
 
+def quantized_attrs(divisor, scale) -> tuple[dict, bool]:
+    """The ``/trace`` attributes :func:`dequantize` reads :func:`quantize`'s volumes back by,
+    and whether those are whole nanoseconds (exact times then store a compute's duration less
+    its volume, ``duration_less_volume``)."""
+    attrs = {k: v for k, v in (("volume_divisor", divisor), ("volume_scale", scale))
+             if v is not None}
+    return attrs, divisor == 1e9 or scale == 1e-9
+
+
 def dequantize(stored: np.ndarray, attrs: dict) -> np.ndarray:
     """The volumes an exact-mode file stores, as its ``/trace`` attributes say they are coded:
     log-scale codes within ``volume_bound``, integers of ``volume_divisor`` or

@@ -159,11 +159,8 @@ def _exact_untimed(c: store.Compressed, volume: tuple, vol_offsets: np.ndarray,
     :func:`.volumes.quantize` gives it."""
     stored, divisor, scale = volume
     c.side = {"volume_offsets": vol_offsets, "volume_totals": totals, "volume": stored}
-    c.attrs = {"volumes": "exact", "precision": 0.01}
-    if divisor is not None:
-        c.attrs["volume_divisor"] = divisor
-    if scale is not None:
-        c.attrs["volume_scale"] = scale
-    if divisor == 1e9 or scale == 1e-9:
+    coded, in_ns = V.quantized_attrs(divisor, scale)
+    c.attrs = {"volumes": "exact", "precision": 0.01, **coded}
+    if in_ns:
         c.attrs["duration_less_volume"] = True
     c.attrs.update({"time_encoding": "untimed", "t0": 0.0})
