@@ -88,11 +88,14 @@ def _alltoall(nbytes: int, in_place: bool = False):
 
 
 def test_copy_of_the_own_block_is_modelled_at_the_copy_rates():
-    rates = (1e10, 1e9, 1 << 20)           # 10 GB/s in cache, 1 GB/s above 1 MiB
-    for nbytes, rate in ((8 << 20, 1e9), (1 << 20, 1e10)):
+    rates = (1e10, 1e9, 1 << 20)           # 10 GB/s in cache, 1 GB/s from 1 MiB touched (L2)
+    # own block = half of nbytes; it touches twice that: 8 MiB, 1 MiB (= L2: cold), 256 KiB
+    # (a quarter of L2: in cache), 512 KiB (halfway in log: the two times per byte averaged)
+    for nbytes, per_byte in ((8 << 20, 1e-9), (1 << 20, 1e-9), (1 << 18, 1e-10),
+                             (1 << 19, (1e-9 + 1e-10) / 2)):
         base = replay(_alltoall(nbytes), cluster=CLUSTER, compute_rate="1Gf").simulated_time
         res = replay(_alltoall(nbytes), cluster=CLUSTER, compute_rate="1Gf", copy_rates=rates)
-        assert res.simulated_time - base == pytest.approx(nbytes / 2 / rate, rel=1e-6)
+        assert res.simulated_time - base == pytest.approx(nbytes / 2 * per_byte, rel=1e-6)
         assert any("2 collective calls copy the rank's own block" in n for n in res.notes)
     # MPI_IN_PLACE: nothing to copy
     base = replay(_alltoall(8 << 20, True), cluster=CLUSTER, compute_rate="1Gf")

@@ -217,8 +217,9 @@ class Calibration:
     notes: list[str] = field(default_factory=list)
     segments: dict = field(default_factory=dict)   # quantity -> list of Segment dicts
     path: str = ""
-    # B/s of a rank's local copy of a block up to / above cold_from bytes (64 KiB in cache; 4 MiB
-    # packed before, unpacked after); empty in calibrations made before they were measured
+    # B/s of a rank's local copy in cache (64 KiB) and of 4 MiB packed before, unpacked after,
+    # and a core's L2 (cold_from), which says which applies (replay.work.copy_seconds); empty
+    # in calibrations made before they were measured
     copy_rates: list[float] = field(default_factory=list)
     cold_from: int = 0
     # the kernel set (minitrace.predict.kernels): name -> {"unit", "cpu_rate": work per CPU
@@ -238,8 +239,9 @@ class Calibration:
     hostname: str = ""          # the calibrated machine (its provenance)
 
     def copies(self) -> tuple[float, float, int] | None:
-        """(B/s of a block up to ``cold_from``, B/s above, ``cold_from``) for
-        :func:`minitrace.replay.replay`, None when not measured."""
+        """(B/s in cache, B/s packed to unpacked, ``cold_from``) for
+        :func:`minitrace.replay.replay` (:func:`minitrace.replay.work.copy_seconds`), None
+        when not measured."""
         return (*self.copy_rates, self.cold_from) if len(self.copy_rates) == 2 else None
 
     def cluster(self, hosts: int | None = None, ranks_per_host: int | None = None) -> Cluster:

@@ -7,7 +7,7 @@ SimGrid's replay moves only the blocks that go to other ranks, but the copy of a
 block is real work: with 2 ranks an all-to-all of 4 MiB blocks out of the caches took
 1.16 ms here, 0.56 ms of it the exchange (a sendrecv) and 0.51 ms the local copy (a memcpy of
 the block).  :func:`in_flops` turns these bytes into work at the calibrated copy rates
-(``Calibration.copies``)."""
+(``Calibration.copies``), by the bytes a copy touches (:func:`copy_seconds`)."""
 from __future__ import annotations
 
 from dataclasses import replace
@@ -130,24 +130,44 @@ def work_notes(counts: dict, unit: str, rate, red, copies) -> list[str]:
     if copies is not None and counts.get("copy_bytes"):
         hot, cold, cold_from = copies
         note = (f"{counts['copies']} collective calls copy the rank's own block "
-                f"({counts['copy_bytes']} B) at {hot:.4g} B/s up to {cold_from} B, "
-                f"{cold:.4g} B/s above")
+                f"({counts['copy_bytes']} B) at {hot:.4g} B/s while source and destination "
+                f"take up to {cold_from // 4} B, {cold:.4g} B/s from {cold_from} B")
         if counts["copies_missed"]:
             note += f"; {counts['copies_missed']} not modelled (no compute action after them)"
         notes.append(note)
     return notes
 
 
+def copy_seconds(nbytes, copies) -> np.ndarray:
+    """Seconds a rank takes to copy blocks of ``nbytes`` within its memory, from ``copies`` =
+    (B/s in cache, B/s from a buffer packed just before into one unpacked just after,
+    ``cold_from``: a core's L2).
+
+    A copy reads its source and writes its destination: it runs at the in-cache rate while
+    the two together take at most a quarter of ``cold_from`` (next to the rank's other data
+    they stay in L2), at the packed-to-unpacked rate once they take ``cold_from`` or more,
+    and between, its time per byte is interpolated linearly in the log of that footprint.
+    An application's copy of a 1 MiB block (2 MiB touched, L2 2 MiB) after its compute took
+    78 us on the 2-core VM (13 GB/s, the cold rate), of 512 KiB 31 us (17 GB/s, between),
+    of 256 KiB 7 us (36 GB/s, the in-cache rate); a rule on the block alone (cold above
+    ``cold_from``) gave the 1 MiB copy the in-cache rate, 30 us (issue 35,
+    benchmarks/RESULTS.md)."""
+    hot, cold, cold_from = copies
+    footprint = 2.0 * np.asarray(nbytes, dtype=float)
+    lo, hi = cold_from / 4.0, float(cold_from)
+    where = np.clip(np.log(np.maximum(footprint, 1.0) / lo) / np.log(hi / lo), 0.0, 1.0)
+    return np.asarray(nbytes, dtype=float) * ((1.0 - where) / hot + where / cold)
+
+
 def own_block_copies(data, actions, copies, rate: float) -> dict:
     """Add each collective's copy of the rank's own block (:mod:`minitrace.replay.work`) as work
     to the compute action after it (every MPI action of a recorded trace has one); returns
     the counts of what was copied (:func:`work_notes`)."""
-    hot, cold, cold_from = copies
     nbytes = own_block_bytes(data)
     rows = np.flatnonzero(nbytes)
     if not len(rows):
         return {}
-    seconds = nbytes[rows] / np.where(nbytes[rows] > cold_from, cold, hot)
+    seconds = copy_seconds(nbytes[rows], copies)
     after = rows + 1
     last = data.rank_offsets[data.rank_of(rows) + 1]
     ok = (after < last) & (actions["kind"][np.minimum(after, len(actions) - 1)]
