@@ -212,10 +212,11 @@ def collect() -> dict:
     return storable({k: v for k, v in out.items() if v is not None})
 
 
-def store(f: h5py.File, provenance: dict | None = None) -> None:
+def store(f: h5py.File, provenance: dict | None = None, text=None) -> None:
     """Write ``/provenance`` (replacing an earlier one: it describes the file's last writer):
     scalars as attributes, dicts and lists as JSON attributes, lstopo's XML as a gzip'd dataset
-    of UTF-8 bytes (it can exceed HDF5's 64 KiB attribute limit)."""
+    of UTF-8 bytes (it can exceed HDF5's 64 KiB attribute limit); ``text``: what makes the
+    attributes' stored values of them (``storage.fixed_text``), else as they are."""
     p = dict(collect() if provenance is None else provenance)
     xml = p.pop("lstopo_xml", None)
     if GROUP in f:
@@ -223,8 +224,8 @@ def store(f: h5py.File, provenance: dict | None = None) -> None:
     gcpl = h5py.h5p.create(h5py.h5p.GROUP_CREATE)    # its attributes in its header: the 1.10
     gcpl.set_attr_phase_change(64, 48)                # format moves more than 8 to a heap and
     g = h5py.Group(h5py.h5g.create(f.id, GROUP.encode(), gcpl=gcpl))   # a B-tree (2.3 KB)
-    for k, v in p.items():
-        g.attrs[k] = json.dumps(v) if isinstance(v, (dict, list)) else v
+    attrs = {k: json.dumps(v) if isinstance(v, (dict, list)) else v for k, v in p.items()}
+    g.attrs.update(attrs if text is None else text(attrs))
     if xml:
         g.create_dataset("lstopo_xml", data=np.frombuffer(xml.encode(), np.uint8),
                          compression="gzip", shuffle=False)

@@ -170,6 +170,14 @@ def meta_attrs(meta: dict) -> dict:
     return out
 
 
+def fixed_text(attrs: dict) -> dict:
+    """``attrs`` with its text as fixed-length UTF-8 strings, read back as bytes (which
+    :func:`read_attrs` and :func:`attr_text` decode): HDF5 keeps variable-length strings in a
+    global heap of at least 4 KB a file, a third of a small compressed file."""
+    return {k: np.array(v.encode(), h5py.string_dtype("utf-8", max(len(v.encode()), 1)))
+            if isinstance(v, str) else v for k, v in attrs.items()}
+
+
 def _new_file_attrs(meta: dict, version: int = PLAIN_VERSION) -> dict:
     base = {"format": FORMAT_NAME, "format_version": version, "producer": "minitrace",
             "producer_version": __version__,
@@ -179,12 +187,14 @@ def _new_file_attrs(meta: dict, version: int = PLAIN_VERSION) -> dict:
 
 
 @contextlib.contextmanager
-def atomic_file(path, copy_existing: bool = False, libver=None, create=None):
+def atomic_file(path, copy_existing: bool = False, libver=None, create=None,
+                fixed: bool = False):
     """An h5py file written under a temporary name beside ``path`` and renamed over it on
     success (``outputs.replacing_path``: removed on any failure), optionally seeded with a
     copy of the existing file to add a group to it; every file written says what wrote it
     (``/provenance``); ``libver``: h5py's bounds on the HDF5 file format of a new file;
-    ``create``: what makes a new file of its (temporary) path instead of ``h5py.File``."""
+    ``create``: what makes a new file of its (temporary) path instead of ``h5py.File``;
+    ``fixed``: text attributes as fixed-length strings (:func:`fixed_text`)."""
     path = os.fspath(path)
     with replacing_path(path) as tmp:
         if copy_existing and os.path.exists(path):
@@ -194,7 +204,7 @@ def atomic_file(path, copy_existing: bool = False, libver=None, create=None):
         else:
             f = h5py.File(tmp, "w", libver=libver) if create is None else create(tmp)
         try:
-            provenance.store(f)
+            provenance.store(f, text=fixed_text if fixed else None)
             yield f
         except BaseException as e:
             with contextlib.suppress(Exception):
@@ -212,7 +222,7 @@ def atomic_file(path, copy_existing: bool = False, libver=None, create=None):
 
 @contextlib.contextmanager
 def new_file(path, meta: dict | None = None, version: int = PLAIN_VERSION, libver=None,
-             create=None):
+             create=None, fixed: bool = False):
     """A new minitrace file at ``path``, written whole or not at all (:func:`atomic_file`),
     its root saying what it is and what wrote it, with ``meta`` (:func:`meta_attrs`).
 
@@ -228,14 +238,17 @@ def new_file(path, meta: dict | None = None, version: int = PLAIN_VERSION, libve
         h5py's bounds on the HDF5 file format (default: the earliest that holds the file).
     create : callable, optional
         Makes the new file of a path (:func:`atomic_file`).
+    fixed : bool
+        Text attributes (root, ``/provenance``) as fixed-length strings (:func:`fixed_text`).
 
     Yields
     ------
     h5py.File
         Open for writing.
     """
-    with atomic_file(path, libver=libver, create=create) as f:
-        f.attrs.update(_new_file_attrs(meta or {}, version))
+    with atomic_file(path, libver=libver, create=create, fixed=fixed) as f:
+        attrs = _new_file_attrs(meta or {}, version)
+        f.attrs.update(fixed_text(attrs) if fixed else attrs)
         yield f
 
 
@@ -431,16 +444,21 @@ def write_trace(path: str, data: TraceColumns, meta: dict | None = None) -> None
         write_tables(g, data.nranks, len(a), plan, offsets, counts, data.comms, data.strings)
 
 
+def comms_arrays(comms: dict) -> dict[str, np.ndarray]:
+    """The communicator table (id -> world ranks) as CSR arrays: ids, offsets, members."""
+    ids = np.array(sorted(comms), dtype=np.int32)
+    members = [np.asarray(comms[i], dtype=np.int32) for i in ids]
+    return {"ids": ids,
+            "offsets": np.concatenate([[0], np.cumsum([len(x) for x in members])])
+            .astype(np.int64),
+            "members": np.concatenate(members) if members else np.zeros(0, np.int32)}
+
+
 def write_comms_strings(g: h5py.Group, comms: dict, strings: list) -> None:
     """``/trace/comms`` (CSR: ids, offsets, members) and ``/trace/strings``, in both forms."""
     cg = g.create_group("comms")
-    ids = np.array(sorted(comms), dtype=np.int32)
-    members = [np.asarray(comms[i], dtype=np.int32) for i in ids]
-    cg.create_dataset("ids", data=ids)
-    cg.create_dataset("offsets", data=np.concatenate(
-        [[0], np.cumsum([len(x) for x in members])]).astype(np.int64))
-    cg.create_dataset("members", data=np.concatenate(members) if members else
-                      np.zeros(0, np.int32))
+    for name, arr in comms_arrays(comms).items():
+        cg.create_dataset(name, data=arr)
     # HDF5 strings end at a NUL: one inside a name (a damaged source) is stored as U+FFFD
     g.create_dataset("strings", data=np.array([x.replace("\0", "\ufffd") for x in strings],
                                               dtype=object), dtype=h5py.string_dtype())
@@ -839,7 +857,13 @@ class HDF5TraceReader:
 def read_comms(g: h5py.Group, nranks: int, path: str) -> dict[int, np.ndarray]:
     """Communicator id -> world ranks of its members, from ``g/comms``, checked."""
     c = checked.member(g, "comms", "trace", path, h5py.Group)
-    ids, offs, mem = (trace_array(c, k, path) for k in ("ids", "offsets", "members"))
+    return comms_table(*(trace_array(c, k, path) for k in ("ids", "offsets", "members")),
+                       nranks, path)
+
+
+def comms_table(ids: np.ndarray, offs: np.ndarray, mem: np.ndarray, nranks: int,
+                path: str) -> dict[int, np.ndarray]:
+    """Communicator id -> world ranks of its members, from the CSR arrays, checked."""
     if len(offs) != len(ids) + 1 or (len(offs) and (offs[0] != 0 or offs[-1] != len(mem)
                                                     or (np.diff(offs) < 0).any())) or \
             len(np.unique(ids)) != len(ids) or (len(ids) and (   # ids as the comm column's

@@ -3,6 +3,8 @@ on both forms, summaries come from the grammar, model files keep the structure, 
 commands work, and damaged grammars are one-line errors."""
 from __future__ import annotations
 
+from pathlib import Path
+
 import h5py
 import numpy as np
 import pandas as pd
@@ -300,8 +302,9 @@ def test_packed_and_unpacked_files_read_the_same(tmp_path, volumes):
     write_compressed(str(new), d, volumes, pack=True)
     write_compressed(str(old), d, volumes, pack=False)
     with h5py.File(new, "r") as f, h5py.File(old, "r") as g:
-        assert f["trace"].attrs["packed"] == 1 and "packed" not in g["trace"].attrs
-        assert set(f["trace"]) == {"packed", "comms", "strings"}
+        assert f["trace"].attrs["packed"] == 2 and "packed" not in g["trace"].attrs
+        assert set(f["trace"]) == {"packed"}
+        assert {"comms", "strings"} <= set(g["trace"])
         assert "grammar" in g["trace"] and "packed" not in g["trace"]
     with minitrace.open(new) as a, minitrace.open(old) as b:
         x, y = a.data(), b.data()
@@ -315,7 +318,16 @@ def test_packed_and_unpacked_files_read_the_same(tmp_path, volumes):
 
 
 @pytest.mark.parametrize("damage,why", [
-    (lambda g: g.attrs.__setitem__("packed", 2), "pack version 2 unknown"),
+    (lambda g: g.attrs.__setitem__("packed", 3), "pack version 3 unknown"),
+    (lambda g: g.attrs.__setitem__("packed", 1), "comms/ids packed in a pack of version 1"),
+    (lambda g: _edit_packed(g, "strings", np.frombuffer(b'["a", 1]', np.uint8)),
+     "strings is not a JSON list of strings"),
+    (lambda g: _edit_packed(g, "strings", np.frombuffer(b'["a"', np.uint8)),
+     "strings is not a JSON list of strings"),
+    (lambda g: _edit_packed(g, "comms/members", np.array([0, 1, 9], np.int32)),
+     "communicator table inconsistent"),
+    (lambda g: g.create_dataset("strings", data=np.array([b"x"])),
+     "strings is both packed and a dataset"),
     (lambda g: _rewrite_pack(g, lambda raw: raw[:-3]), "longer than|beyond"),
     (lambda g: _rewrite_pack(g, lambda raw: np.concatenate([raw, [0]])), "longer than"),
     (lambda g: _rewrite_pack(g, lambda raw: np.concatenate([[255, 255, 255, 255], raw[4:]])),
@@ -336,6 +348,15 @@ def test_damaged_pack_is_a_one_line_error(tmp_path, damage, why):
     with pytest.raises(MinitraceError, match=f"corrupt trace: .*({why})"):
         with minitrace.open(p) as t:
             t.data()
+
+
+def _edit_packed(g, name: str, value: np.ndarray) -> None:
+    """The pack with one array replaced."""
+    arrays = unpack(g["packed"][()])
+    assert name in arrays
+    arrays[name] = value
+    del g["packed"]
+    g.create_dataset("packed", data=pack(arrays))
 
 
 def _widened_pack(g) -> None:
@@ -372,3 +393,33 @@ def test_a_packed_nan_volume_total_is_refused(tmp_path):
     with pytest.raises(MinitraceError, match="corrupt trace: .*holds nan"):
         with minitrace.open(p) as t:
             t.data()
+
+
+FIXTURES = Path(__file__).parent / "data" / "compressed_pack1"
+
+
+@pytest.mark.parametrize("volumes", ["exact", "model"])
+def test_pack_version_1_files_are_read(tmp_path, volumes):
+    """Files of pack version 1 (written by 260110's code, tests/data/compressed_pack1: the
+    communicator and string tables as datasets, text attributes variable-length) read as the
+    same trace compressed by this code (pack version 2: the tables in the pack, text
+    attributes fixed-length), bit for bit."""
+    d = synthetic.stencil_trace(3, 12, timed=True, seed=0)
+    d.strings = ["solve", "région"]
+    old, new = FIXTURES / f"stencil3-{volumes}.h5", tmp_path / "new.h5"
+    write_compressed(str(new), d, volumes)
+    with h5py.File(old, "r") as f, h5py.File(new, "r") as g:
+        assert f["trace"].attrs["packed"] == 1 and {"comms", "strings"} <= set(f["trace"])
+        assert isinstance(f.attrs["format"], str) and isinstance(g.attrs["format"], bytes)
+        assert g["trace"].attrs["packed"] == 2 and set(g["trace"]) == {"packed"}
+    with minitrace.open(old) as a, minitrace.open(new) as b:
+        x, y = a.data(), b.data()
+        assert a.meta["volume_unit"] == b.meta["volume_unit"] == "seconds"
+        for f in x.actions.dtype.names:
+            assert np.array_equal(np.ascontiguousarray(x.actions[f]).view(np.uint8),
+                                  np.ascontiguousarray(y.actions[f]).view(np.uint8)), f
+        assert x.strings == y.strings == d.strings
+        assert x.comms.keys() == y.comms.keys() == d.comms.keys()
+        assert all(np.array_equal(x.comms[k], y.comms[k]) for k in d.comms)
+        if volumes == "exact":
+            assert np.array_equal(y.actions["volume"], d.actions["volume"])

@@ -287,6 +287,30 @@ def _rho(r: np.ndarray, key: np.ndarray) -> float:
     return float(np.clip((m2 - inv_k) / (1 - inv_k), 0.0, 1.0))
 
 
+def class_quantiles(values: np.ndarray, bounds: list, grid: np.ndarray) -> np.ndarray:
+    """``np.quantile(values[a:b], grid)`` for each ``(a, b)`` of ``bounds`` (non-empty), as
+    numpy's linear method computes it, bit for bit, in one pass (a call each took ~100 us)."""
+    if not bounds:
+        return np.zeros((0, len(grid)))
+    a, b = (np.array(x, np.int64) for x in zip(*bounds))
+    n = b - a
+    s = np.concatenate([np.sort(values[i:j]) for i, j in bounds])    # each segment sorted
+    virtual = (n[:, None] - 1) * grid[None, :]
+    prev = np.floor(virtual)
+    nxt = prev + 1
+    above = virtual >= (n - 1)[:, None]        # numpy takes the last value there
+    prev[above] = nxt[above] = -1
+    gamma = virtual - prev
+    base = (np.cumsum(n) - n)[:, None]
+    last = (n - 1)[:, None]
+    lo = s[base + np.where(prev < 0, last, prev).astype(np.int64)]
+    hi = s[base + np.where(nxt < 0, last, nxt).astype(np.int64)]
+    diff = hi - lo
+    out = lo + diff * gamma
+    np.subtract(hi, diff * (1 - gamma), out=out, where=gamma >= 0.5)
+    return out
+
+
 def fit_spread(model: np.ndarray, recorded: np.ndarray, align: np.ndarray
                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(classes, [class, quantile] quantiles, rho per class) of the recorded volumes' log
@@ -302,8 +326,7 @@ def fit_spread(model: np.ndarray, recorded: np.ndarray, align: np.ndarray
         else np.zeros(0, np.int64)
     classes = cls[start]
     bounds = list(zip(start.tolist(), np.append(start[1:], len(cls)).tolist()))
-    q = np.stack([np.quantile(r[a:b], SPREAD_GRID) for a, b in bounds]) if len(classes) \
-        else np.zeros((0, NOISE_QUANTILES))
+    q = class_quantiles(r, bounds, SPREAD_GRID)
     pick = _uniform(key) < SPREAD_SAMPLE / max(len(key), 1)
     rho = np.array([_rho(r[a:b][pick[a:b]], key[a:b][pick[a:b]]) for a, b in bounds])
     return classes, q, rho

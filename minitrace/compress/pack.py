@@ -1,4 +1,4 @@
-"""A compressed file's small arrays packed into one dataset (``/trace/packed``, pack version 1).
+"""A compressed file's small arrays packed into one dataset (``/trace/packed``, pack version 2).
 
 Below ~50 k actions a compressed file's ~60 small arrays cost more as HDF5 datasets (an object
 header each, ~330 bytes, and the groups' link tables) than their content; packed, they cost
@@ -13,7 +13,9 @@ traces"):
   as HDF5's shuffle filter does: integers and floats deflate better).
 
 The dataset is uint8 with HDF5's standard gzip filter.  Files without it (written before)
-hold every array as its own dataset, and are read as before.
+hold every array as its own dataset, and are read as before.  Version 2 (2026-11-28, session
+12) packs the communicator table (``comms/ids``, ``comms/offsets``, ``comms/members``) and the
+string table (:data:`STRINGS`: UTF-8 JSON, a list) too, which version 1 kept as datasets.
 """
 from __future__ import annotations
 
@@ -22,7 +24,11 @@ import numpy as np
 DATASET = "packed"
 #: ``/trace`` attribute holding the pack version (files without it have no pack).
 ATTR = "packed"
-VERSION = 1
+VERSION = 2
+#: The pack versions a reader takes (1: without the communicator and string tables).
+VERSIONS = (1, 2)
+#: The string table's name in the pack: uint8, a JSON list of the strings in UTF-8.
+STRINGS = "strings"
 #: Arrays up to this many bytes are packed; larger ones are datasets of their own.
 MAX_BYTES = 1 << 16
 _KINDS = "iuf"

@@ -3,6 +3,7 @@
 checked by :func:`read`."""
 from __future__ import annotations
 
+import json
 import os
 import zlib
 from dataclasses import dataclass, field
@@ -149,8 +150,8 @@ def _model_times(data, ids, group, ts, te, timed: bool) -> dict:
     prev_end[:1] = np.nan
     prev_end[1:] = te[:-1]
     prev_end[V.rank_starts(data.rank_offsets)] = np.nan
-    stats = V.group_stats(ids, group, {"duration": te - ts, "gap": ts - prev_end})
-    return {"stats": stats.astype({"mean": np.float32, "std": np.float32})}   # (a model's)
+    return {"stats": V.group_stats(ids, group, {"duration": te - ts, "gap": ts - prev_end},
+                                   np.float32)}                            # (a model's)
 
 
 # -- writing -----------------------------------------------------------------------------------
@@ -218,7 +219,8 @@ def _create(tmp: str) -> h5py.File:
     fapl = h5py.h5p.create(h5py.h5p.FILE_ACCESS)
     fapl.set_fclose_degree(h5py.h5f.CLOSE_STRONG)      # (as h5py.File's)
     fapl.set_libver_bounds(*(_LIBVER[v] for v in LIBVER))
-    fcpl = h5py.h5p.create(h5py.h5p.FILE_CREATE)
+    fapl.set_meta_block_size(0)     # (HDF5 gathers metadata in blocks of 2 KB: the last one's
+    fcpl = h5py.h5p.create(h5py.h5p.FILE_CREATE)          # unused part stays in the file)
     fcpl.set_attr_phase_change(*COMPACT_ATTRIBUTES)
     return h5py.File(h5py.h5f.create(os.fsencode(tmp), h5py.h5f.ACC_TRUNC, fcpl=fcpl,
                                      fapl=fapl))
@@ -226,7 +228,9 @@ def _create(tmp: str) -> h5py.File:
 
 def write(path: str, c: Compressed, meta: dict | None = None, pack: bool = True) -> None:
     """Write ``c`` as a new minitrace file (format version 2, ``/trace@form = "grammar"``);
-    ``pack``: its small arrays in one dataset (:mod:`.pack`), else each its own."""
+    ``pack``: its small arrays, the communicator and string tables among them, in one
+    dataset (:mod:`.pack`), else each its own.  Its text attributes are fixed-length
+    strings (``storage.fixed_text``: no 4 KB heap)."""
     m = dict(c.meta)
     m.update(meta or {})
     if m.get("volume_unit") not in VOLUME_UNITS:
@@ -260,21 +264,28 @@ def write(path: str, c: Compressed, meta: dict | None = None, pack: bool = True)
                 put(f"{c.mode}/{name}/{col}", arr[col].to_numpy())
         else:
             put(f"{c.mode}/{name}", arr, noisy=len(arr) > c.nranks + 1)
+    tables = {**{f"comms/{k}": a for k, a in S.comms_arrays(c.comms).items()},
+              P.STRINGS: np.frombuffer(json.dumps(c.strings).encode(), np.uint8)}
+    tables_packed = pack and all(P.packs(a) for a in tables.values())
+    if tables_packed:
+        for name, a in tables.items():
+            put(name, a)
     packed = {k: a for k, (a, _) in arrays.items() if P.packs(a)} if pack else {}
     arrays = {k: v for k, v in arrays.items() if k not in packed}
-    with S.new_file(path, m, S.FORMAT_VERSION, create=_create) as f:
+    with S.new_file(path, m, S.FORMAT_VERSION, create=_create, fixed=True) as f:
         gcpl = h5py.h5p.create(h5py.h5p.GROUP_CREATE)
         gcpl.set_attr_phase_change(*COMPACT_ATTRIBUTES)
         g = h5py.Group(h5py.h5g.create(f.id, b"trace", gcpl=gcpl))
-        g.attrs.update({"nranks": c.nranks, "nactions": c.nactions, "timed": c.timed,
-                        "form": FORM, **{k: v for k, v in c.attrs.items()},
-                        **({P.ATTR: P.VERSION} if packed else {})})
+        g.attrs.update(S.fixed_text({"nranks": c.nranks, "nactions": c.nactions,
+                                     "timed": c.timed, "form": FORM, **c.attrs,
+                                     **({P.ATTR: P.VERSION} if packed else {})}))
         if packed:
             S.dataset(g, P.DATASET, P.pack(packed))
         for name, (arr, kw) in arrays.items():
             *groups, leaf = name.split("/")
             _dataset(g.require_group("/".join(groups)), leaf, arr, **kw)
-        S.write_comms_strings(g, c.comms, c.strings)
+        if not tables_packed:
+            S.write_comms_strings(g, c.comms, c.strings)
 
 
 def lost(c: Compressed) -> str:
@@ -328,7 +339,7 @@ class _Arrays:
         self.packed = {}
         version = attrs.get(P.ATTR)
         if version is not None:
-            if not isinstance(version, (int, np.integer)) or version != P.VERSION:
+            if not isinstance(version, (int, np.integer)) or version not in P.VERSIONS:
                 raise _corrupt(f"pack version {version!r} unknown (written by a newer "
                                f"minitrace?)", path)
             raw = S.trace_array(g, P.DATASET, path, kinds="u")
@@ -341,6 +352,10 @@ class _Arrays:
             both = sorted(k for k in self.packed if k in g)
             if both:                             # (FORMAT.md: in the pack or its own dataset)
                 raise _corrupt(f"{g.name}/{both[0]} is both packed and a dataset", path)
+            tables = [k for k in self.packed if k.startswith("comms/") or k == P.STRINGS]
+            if tables and (version < 2 or "comms" in g or "strings" in g):
+                raise _corrupt(f"{g.name}/{tables[0]} packed in a pack of version {version} "
+                               f"or beside its dataset", path)
 
     def __call__(self, name: str, kinds: str = "iu", ndim: int = 1) -> np.ndarray:
         v = self.packed.get(name)
@@ -356,6 +371,29 @@ class _Arrays:
             raise _corrupt(f"{self.g.name}/{name} is {v.dtype} {v.shape}, not numbers of rank "
                            f"{ndim}", self.path)
         return v
+
+    def comms(self, nranks: int) -> dict[int, np.ndarray]:
+        """The communicator table: packed (pack version 2) or its datasets."""
+        if "comms/ids" not in self.packed:
+            return S.read_comms(self.g, nranks, self.path)
+        ids, offs, mem = (self(f"comms/{k}") for k in ("ids", "offsets", "members"))
+        return S.comms_table(ids.astype(np.int32), offs.astype(np.int64),
+                             mem.astype(np.int32), nranks, self.path)
+
+    def strings(self) -> list[str]:
+        """The string table (region names): packed as UTF-8 JSON (pack version 2) or its
+        dataset."""
+        if P.STRINGS not in self.packed:
+            return S.read_strings(self.g, self.path)
+        raw = self(P.STRINGS, kinds="u")
+        try:
+            out = json.loads(raw.astype(np.uint8).tobytes().decode())
+        except ValueError:              # (UnicodeDecodeError is one)
+            out = None
+        if not isinstance(out, list) or not all(isinstance(x, str) for x in out):
+            raise _corrupt(f"{self.g.name}/{P.STRINGS} is not a JSON list of strings",
+                           self.path)
+        return out
 
     def names(self, group: str) -> list[str]:
         """The arrays under ``group``: ``name``, or ``table/column`` for a table's columns."""
@@ -449,7 +487,7 @@ def read(g: h5py.Group, path: str) -> Compressed:
         raise _corrupt("volume index inconsistent", path)
     c = Compressed(table, vec_offsets, vec_values,
                    _undelta_per_rank(new, req_off), req_off, gram, has_volume, offsets, mode,
-                   side, attrs, S.read_comms(g, nranks, path), S.read_strings(g, path))
+                   side, attrs, arr.comms(nranks), arr.strings())
     _check_side(c, path)
     return c
 
