@@ -11,7 +11,9 @@ enters MPI_Finalize, the span the self-check uses) and one **recording**
 
 * ``error``: the prediction against the median untraced span (what a user runs);
 * ``self_check``: against the recording (the self-check's error, the recorder's own time
-  taken out, docs/PREDICT.md);
+  taken out, docs/PREDICT.md); ``without_lost``: the same with the recording's own lost time
+  (wall above CPU time, summed over the ranks) and the calibrated background taken out, the
+  replay's own miss (``Prediction.error_without_lost``);
 * ``overhead``: the recorded span over the untraced one; ``spread``: the untraced runs'
   range over their median (the run-to-run noise a prediction cannot beat).
 
@@ -140,6 +142,7 @@ def main() -> int:
                          "overhead": statistics.median(q.recorded_time for q in preds) / u - 1,
                          "predicted": [q.predicted_time for q in preds], "errors": errors,
                          "self_check": [q.error for q in preds],
+                         "without_lost": [q.error_without_lost for q in preds],
                          "as_recorded": [q.error_as_recorded for q in preds],
                          "comparable": [q.comparable for q in preds],
                          "core_share": [min(q.core_share) for q in preds],
@@ -165,11 +168,15 @@ def main() -> int:
                   + f"; load {load[0]:.1f}", flush=True)
     errs = [e for r in rows[1:] for e in r["errors"]]
     checks = [e for r in rows[1:] for e in r["self_check"]]
+    own = [e for r in rows[1:] for e in r["without_lost"] if e is not None and e == e]
     worst = lambda xs: max(xs, key=abs)
     within = sum(abs(e) <= 0.04 for e in errs)
     print(f"{len(errs)} recordings: error vs untraced median {statistics.median(errs):+.1%}, "
           f"worst {worst(errs):+.1%}, {within} within 4%, {sum(e < 0 for e in errs)} low; "
-          f"self-check median {statistics.median(checks):+.1%}, worst {worst(checks):+.1%}; "
+          f"self-check median {statistics.median(checks):+.1%}, worst {worst(checks):+.1%}"
+          + (f", without the runs' lost time and the background {statistics.median(own):+.1%}, "
+             f"worst {worst(own):+.1%}, {sum(abs(e) <= 0.04 for e in own)} within 4%"
+             if own else "") + "; "
           f"load now {os.getloadavg()[0]:.1f}; work dir {work}")
     if args.json:
         Path(args.json).write_text(json.dumps(rows, indent=1))

@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -80,6 +81,26 @@ def test_self_check_is_computed_as_documented(recorded):
     lost = max(p.lost_between + p.lost_inside)
     assert p.comparable == (lost <= MAX_LOST_SHARE)
     assert p.comparable != any(w.startswith("not comparable") for w in p.warnings)
+    # the error without the run's own lost time (comparable recordings): every rank's wall
+    # above CPU time, between its calls (the trace's compute actions) and inside them
+    # (in_mpi_seconds), summed over the ranks, out of the recorded time; the background's
+    # stretch of the last rank's compute out of the prediction
+    if not p.comparable:
+        assert p.error_without_lost is None
+        return
+    a = data.actions
+    comp = a["kind"] == K.code("compute")
+    between = sum(max(((a["t_end"] - a["t_start"])[comp & (data.rank_of() == r)]
+                       - a["volume"][comp & (data.rank_of() == r)]).sum(), 0.0)
+                  for r in range(2))
+    last = p.last_rank
+    recorded = p.recorded_rank_end_times[last] - (p.recorder_time or [0.0] * 2)[last]
+    lost = between + np.maximum(wall - cpu, 0).sum()
+    stretch = (p.background or 0.0) * a["volume"][comp & (data.rank_of() == last)].sum()
+    assert p.error_without_lost == pytest.approx(
+        (p.predicted_time - stretch) / (recorded - lost) - 1, rel=1e-9)
+    assert p.error_without_lost >= p.error - 1e-12     # lost time only ever taken out
+    assert f"error {p.error_without_lost:+.2%} (the replay's own miss" in report(p)
 
 
 def test_a_loaded_recording_is_flagged_not_comparable(recorded):
@@ -107,6 +128,47 @@ def test_a_loaded_recording_is_flagged_not_comparable(recorded):
     # its CPU time halved: at least about half of its compute's wall time is descheduled
     assert p.measured["descheduled"][last] >= 0.45 * p.measured["compute"][last]
     assert f"is {p.descheduled_share:.2%} of the recorded time" in report(p)
+    # lost at the same moments on both ranks (a loaded machine): the sum over the ranks would
+    # count it twice, so no replay's-own-miss figure
+    assert p.error_without_lost is None and "the replay's own miss" not in report(p)
+
+
+def test_the_replays_own_miss_takes_out_the_runs_lost_time(recorded):
+    """A recording whose only lost time is known: every compute's CPU time set to its wall time
+    and every rank's time inside MPI calls to CPU time (none lost), then rank 0's computes and
+    rank 1's calls made to lose up to 1% of the recorded time each (comparable: under 5%).  The
+    error without the run's lost time takes both out of the recorded time (summed over the
+    ranks) and the background's stretch out of the prediction."""
+    trace, cal, d = recorded
+    with minitrace.open(str(trace)) as t:
+        data = t.data()
+    a = data.actions
+    comp = a["kind"] == K.code("compute")
+    a["volume"][comp] = (a["t_end"] - a["t_start"])[comp]
+    in_mpi = np.asarray(data.meta["in_mpi_seconds"], float).copy()
+    in_mpi[:, 0] = in_mpi[:, 1]
+    plain = d / "plain.h5"
+    minitrace.storage.write_trace(
+        str(plain), replace(data, meta={**data.meta, "in_mpi_seconds": in_mpi.tolist()}))
+    p0 = predict(str(plain), str(cal), ranges=False)
+    assert p0.comparable
+    assert max(p0.lost_between + p0.lost_inside) == pytest.approx(0, abs=1e-12)
+    stretch = lambda p: (p.background or 0.0) * p.measured["compute_cpu"][p.last_rank]
+    assert p0.error_without_lost == pytest.approx(
+        (p0.predicted_time - stretch(p0)) / (p0.predicted_time / (1 + p0.error)) - 1, rel=1e-9)
+    lost = min(0.01 * p0.recorded_time, 0.5 * in_mpi[1, 1])
+    mine = comp & (data.rank_of() == 0)              # rank 0: 1% lost between its calls
+    a["volume"][mine] *= 1 - lost / a["volume"][mine].sum()
+    in_mpi[1, 0] -= lost                             # rank 1: 1% lost inside its calls
+    lossy = d / "lossy.h5"
+    minitrace.storage.write_trace(
+        str(lossy), replace(data, meta={**data.meta, "in_mpi_seconds": in_mpi.tolist()}))
+    p = predict(str(lossy), str(cal), ranges=False)
+    assert p.comparable
+    recorded_less_own = p.predicted_time / (1 + p.error)
+    assert p.error_without_lost == pytest.approx(
+        (p.predicted_time - stretch(p)) / (recorded_less_own - 2 * lost) - 1, rel=1e-6)
+    assert f"error {p.error_without_lost:+.2%} (the replay's own miss" in report(p)
 
 
 def test_cli_json_and_other_platforms(recorded):

@@ -81,6 +81,10 @@ class Prediction:
     lost_between: list[float] | None = None  # per rank: compute wall above CPU time, over
     #                                          the recorded time (descheduled between calls)
     lost_inside: list[float] | None = None   # the same inside its MPI calls (in_mpi_seconds)
+    error_without_lost: float | None = None  # the error with the ranks' lost time (between
+    #                                          and inside calls, summed over the ranks) out of
+    #                                          the recorded time and the background out of the
+    #                                          prediction: the replay's own miss (_self_check)
     last_rank: int | None = None          # the rank whose end is the recorded time
     in_call_measure: str | None = None    # what in_call_share is over: "MPI calls" (the
     #                                       trace's in_mpi_seconds; a rank with < 1 ms there:
@@ -377,6 +381,9 @@ def _self_check(out: Prediction, data, cal: Calibration, timeline: str | None, s
         inside_ok = bool(in_call.min() >= MIN_CORE_SHARE)
     between_ok = max(out.lost_between) <= MAX_LOST_SHARE
     out.comparable = bool(between_ok and inside_ok and crowded <= cal.cores_per_host)
+    if out.comparable:
+        out.error_without_lost = _error_without_lost(out, ends[last],
+                                                     measured["compute_cpu"][last])
     why = "the recording machine was loaded or oversubscribed (other programs, or the " \
           "application's own threads, e.g. a multithreaded BLAS in every rank), and the " \
           "replay gives every rank a core"
@@ -399,6 +406,23 @@ def _self_check(out: Prediction, data, cal: Calibration, timeline: str | None, s
     if timeline and spans is not None:
         _timeline(out, data, origin, spans, timeline)
         out.timeline = timeline
+
+
+def _error_without_lost(out: Prediction, recorded: float, cpu_last: float) -> float:
+    """The self-check's error with the recording's own descheduling taken out of both sides:
+    every rank's wall time above its CPU time, between its MPI calls and inside them, summed
+    over the ranks, out of ``recorded`` (the last rank's recorded time less the recorder's),
+    and the calibrated background's stretch of the last rank's compute (``cpu_last`` CPU
+    seconds) out of the prediction.  Summed, because a code whose ranks wait for each other
+    loses every rank's lost time (the background is a node's sum for the same reason); for
+    ranks that seldom wait for each other it takes out too much, and so it does where ranks
+    lose time at the same moments (a loaded machine): only comparable recordings get it.
+    What remains is the replay's own miss, where the error itself also holds the run's noise
+    (issue 35)."""
+    lost = (sum(out.lost_between) + sum(out.lost_inside or ())) * out.recorded_time
+    stretch = (out.background or 0.0) * cpu_last
+    return (out.predicted_time - stretch) / (recorded - lost) - 1.0 if recorded > lost \
+        else float("nan")
 
 
 def _timeline(out: Prediction, data, origin: float, spans, path: str) -> None:
@@ -498,6 +522,13 @@ def report(p: Prediction) -> str:
                          f"is {p.descheduled_share:.2%} of the recorded time, the calibrated "
                          f"background replayed {added:.2%}: about "
                          f"{added - p.descheduled_share:+.2%} of the {p.error:+.2%} error")
+        if p.error_without_lost is not None:
+            lost = sum(p.lost_between) + sum(p.lost_inside or ())
+            lines.append(f"  the ranks' wall time above their CPU time, between and inside MPI "
+                         f"calls, summed over the ranks (what ranks that wait for each other "
+                         f"lose): {lost:.2%} of the recorded time; without it and without the "
+                         f"background: error {p.error_without_lost:+.2%} (the replay's own "
+                         f"miss; too high a correction for ranks that seldom wait)")
     elif p.predicted:
         q = p.predicted
         lines.append("  where the time goes, mean over ranks (s): " + ", ".join(
