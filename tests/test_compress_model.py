@@ -157,3 +157,25 @@ def test_class_quantiles_are_numpys_bit_for_bit():
         got = E.class_quantiles(values, bounds, E.SPREAD_GRID)
         assert np.array_equal(got.view(np.uint64), want.view(np.uint64))
     assert E.class_quantiles(np.zeros(0), [], E.SPREAD_GRID).shape == (0, E.NOISE_QUANTILES)
+
+
+def test_time_statistics_stored_as_codes_read_back_as_compressed(tmp_path):
+    """A model's mean and deviation of durations and gaps within the precision (log codes in
+    the file): read back as compress() made them, bit for bit; each within the precision of
+    the statistics at a fine precision."""
+    import h5py
+    from minitrace.compress.store import read
+    from tests.support import synthetic
+    data = synthetic.stencil_trace(4, 30, timed=True, seed=1)
+    c = compress(data, "model", precision=0.02)
+    fine = compress(data, "model", precision=1e-4).side["stats"]
+    p = tmp_path / "m.h5"
+    write_compressed(str(p), data, "model", precision=0.02)
+    with h5py.File(p, "r") as f:
+        back = read(f["trace"], str(p)).side["stats"]
+    st = c.side["stats"]
+    for col in ("mean", "std"):
+        assert np.array_equal(back[col].to_numpy(), st[col].to_numpy()), col
+        q, x = st[col].to_numpy(), fine[col].to_numpy()
+        assert len(q) == len(x) and np.any(q != x)
+        assert np.all(np.abs(q - x) <= 0.0203 * np.abs(x)), col

@@ -132,7 +132,7 @@ def compress(data: TraceColumns, volumes: str = "exact", precision: float = 0.01
         side.update(model_side)
         attrs.update(model_attrs)
         side.update(_model_times(data, sig.ids, gram.rank_grammar[data.rank_of()], ts, te,
-                                 enc != "untimed"))
+                                 enc != "untimed", precision))
         enc = "model" if enc != "untimed" else enc
     attrs["time_encoding"] = enc
     attrs["t0"] = t0
@@ -142,16 +142,27 @@ def compress(data: TraceColumns, volumes: str = "exact", precision: float = 0.01
                       dict(data.meta))
 
 
-def _model_times(data, ids, group, ts, te, timed: bool) -> dict:
-    """Model mode's time statistics: durations and gaps per signature and rank group."""
+def _model_times(data, ids, group, ts, te, timed: bool, precision: float) -> dict:
+    """Model mode's time statistics: durations and gaps per signature and rank group, their
+    means and deviations within ``precision`` (the centres of their log codes, as a file
+    stores them: :data:`STAT_CODES`)."""
     if not timed:
         return {}
     prev_end = np.empty_like(te)
     prev_end[:1] = np.nan
     prev_end[1:] = te[:-1]
     prev_end[V.rank_starts(data.rank_offsets)] = np.nan
-    return {"stats": V.group_stats(ids, group, {"duration": te - ts, "gap": ts - prev_end},
-                                   np.float32)}                            # (a model's)
+    stats = V.group_stats(ids, group, {"duration": te - ts, "gap": ts - prev_end})
+    for col in STAT_CODES:
+        stats[col] = V.from_codes(V.log_codes(stats[col].to_numpy(), precision), precision)
+    return {"stats": stats}
+
+
+#: Model statistics stored as log codes (volumes.log_codes at the model's precision, 1-2 bytes
+#: each: float32 took 4 and half of a model's bytes on LULESH 8), in columns of this name +
+#: ``_code``; files before session 12 hold them as floats under their own names.
+STAT_CODES = ("mean", "std")
+_CODE_SUFFIX = "_code"
 
 
 # -- writing -----------------------------------------------------------------------------------
@@ -197,6 +208,12 @@ def _dataset(group, name: str, data: np.ndarray, **kw) -> None:
         return
     ds = group.create_dataset(name, data=data)
     ds.attrs.update({k: v for k, v in kw.items() if k != "noisy"})
+
+
+#: The pack's deflate level, in one chunk: a pack is small (at most a few hundred KB: ~3 ms
+#: at level 9 per 100 KB) and most of a small file; storage's level 1 in chunks of 256 KB
+#: left it 10% larger (LULESH 8r's model pack: 37.2 -> 33.6 KB).
+PACK_GZIP_LEVEL = 9
 
 
 #: The HDF5 1.10 file format (readable by HDF5 >= 1.10, 2016): its groups hold their links in
@@ -261,7 +278,11 @@ def write(path: str, c: Compressed, meta: dict | None = None, pack: bool = True)
             put(f"{c.mode}/{name}{RANS_SUFFIX}", R.encode(arr))
         elif isinstance(arr, pd.DataFrame):
             for col in arr.columns:
-                put(f"{c.mode}/{name}/{col}", arr[col].to_numpy())
+                if name == "stats" and col in STAT_CODES:
+                    put(f"{c.mode}/{name}/{col}{_CODE_SUFFIX}",
+                        V.log_codes(arr[col].to_numpy(np.float64), c.attrs["precision"]))
+                else:
+                    put(f"{c.mode}/{name}/{col}", arr[col].to_numpy())
         else:
             put(f"{c.mode}/{name}", arr, noisy=len(arr) > c.nranks + 1)
     tables = {**{f"comms/{k}": a for k, a in S.comms_arrays(c.comms).items()},
@@ -280,7 +301,9 @@ def write(path: str, c: Compressed, meta: dict | None = None, pack: bool = True)
                                      "timed": c.timed, "form": FORM, **c.attrs,
                                      **({P.ATTR: P.VERSION} if packed else {})}))
         if packed:
-            S.dataset(g, P.DATASET, P.pack(packed))
+            raw = P.pack(packed)
+            g.create_dataset(P.DATASET, data=raw, chunks=(max(len(raw), 1),),
+                             compression="gzip", compression_opts=PACK_GZIP_LEVEL)
         for name, (arr, kw) in arrays.items():
             *groups, leaf = name.split("/")
             _dataset(g.require_group("/".join(groups)), leaf, arr, **kw)
@@ -302,8 +325,8 @@ def lost(c: Compressed) -> str:
     else:
         vols = "volumes exact"
     enc = c.attrs.get("time_encoding")
-    times = {"untimed": "no times", "model": "times modelled (per call site mean durations and "
-             "gaps)"}.get(enc, "times exact")
+    times = {"untimed": "no times", "model": f"times modelled (per call site mean durations and "
+             f"gaps within {c.attrs.get('precision', 0.01):.3g})"}.get(enc, "times exact")
     if c.attrs.get("time_quantum", 1) > 1:
         times = f"times each within {c.attrs['time_quantum'] / 2000:g} us of its own"
     return f"{vols}, {times}"
@@ -480,6 +503,15 @@ def read(g: h5py.Group, path: str) -> Compressed:
     for name, cols in tables.items():
         if len({len(v) for v in cols.values()}) > 1:
             raise _corrupt(f"{mode}/{name} columns of different lengths", path)
+        if name == "stats":
+            for col in STAT_CODES:
+                coded = cols.pop(col + _CODE_SUFFIX, None)
+                if coded is not None and col in cols:
+                    raise _corrupt(f"{mode}/stats/{col} stored twice", path)
+                if coded is not None:
+                    if coded.dtype.kind not in "iu":
+                        raise _corrupt(f"{mode}/stats/{col}{_CODE_SUFFIX} is not integers", path)
+                    cols[col] = V.from_codes(coded.astype(np.int64), _precision(attrs, path))
         side[name] = pd.DataFrame(cols)
     vol_off = side.get("volume_offsets")
     if vol_off is None or len(vol_off) != nranks + 1 or (len(vol_off) and vol_off[0] != 0) or \
@@ -490,6 +522,13 @@ def read(g: h5py.Group, path: str) -> Compressed:
                    side, attrs, arr.comms(nranks), arr.strings())
     _check_side(c, path)
     return c
+
+
+def _precision(attrs: dict, path: str) -> float:
+    p = attrs.get("precision", 0.01)
+    if not isinstance(p, float) or not 0 < p < 1:
+        raise _corrupt(f"precision {p!r} invalid", path)
+    return p
 
 
 def _check_side(c: Compressed, path: str) -> None:
