@@ -11,12 +11,16 @@ def entry() -> int:
     try:
         from .cli import main
     except BaseException:             # Ctrl-C while the command line's modules load (an
-        if not signals.interrupted:   # import it interrupts may turn it into an ImportError)
+        signals.seen()                # import it interrupts may turn it into an ImportError)
+        if not signals.interrupted:
             raise
         print("minitrace: interrupted", file=sys.stderr)
         return leave(EXIT_INTERRUPTED)
     if signals.terminated:            # SIGTERM's SystemExit swallowed by an import
         return leave(EXIT_TERMINATED)
+    if signals.interrupted:           # Ctrl-C's KeyboardInterrupt swallowed by an import
+        print("minitrace: interrupted", file=sys.stderr)
+        return leave(EXIT_INTERRUPTED)
     return leave(main())
 
 

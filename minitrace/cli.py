@@ -52,10 +52,17 @@ _sigterm = threading.Event()
 
 
 def _terminate(signum, frame):
-    if _sigterm.is_set():   # a second SIGTERM (a process-group kill) while cleaning up
-        return              # lets the clean-up finish (SIGKILL remains)
+    if signals.in_import(frame):
+        return signals.later(signum)
+    if _sigterm.is_set() and not signals.again(signum):   # a second SIGTERM (a process-group
+        return              # kill) while cleaning up lets the clean-up finish (SIGKILL remains)
     _sigterm.set()
-    raise Terminated()
+    raise signals.watched(Terminated(), signum)
+
+
+def _stopped() -> bool:
+    """Whether SIGTERM or Ctrl-C came during the command (whatever its exception became)."""
+    return _sigterm.is_set() or signals.interrupted
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -69,12 +76,16 @@ def main(argv: list[str] | None = None) -> int:
     _sigterm.clear()
     try:
         status = _main(argv)
-        if _sigterm.is_set():   # Terminated swallowed by the code it interrupted (a finaliser,
-            # an ``except BaseException``): the command ran on, but it was told to stop
-            print("minitrace: terminated", file=sys.stderr)
-            return EXIT_TERMINATED
+        if _stopped() and status not in (EXIT_INTERRUPTED, EXIT_TERMINATED):   # swallowed
+            # by the code it interrupted (an ``except BaseException``) and delivered again
+            # too late: the command ran on, but was told to stop
+            signals.seen()
+            print(f"minitrace: {'terminated' if _sigterm.is_set() else 'interrupted'}",
+                  file=sys.stderr)
+            return EXIT_TERMINATED if _sigterm.is_set() else EXIT_INTERRUPTED
         return status
     except BaseException as e:
+        signals.seen()
         # Terminated raised while the parser and the subcommand's module load, or turned
         # into another exception by the code it interrupted (numpy's import makes it an
         # ImportError): SIGTERM came, whatever the exception says
@@ -105,23 +116,24 @@ def _main(argv: list[str] | None) -> int:
     try:
         return int(args.func(args) or 0)
     except MinitraceError as e:
-        if args.debug or _sigterm.is_set():
+        if args.debug or _stopped():
             raise
         print(f"minitrace: error: {e}", file=sys.stderr)
         return 1
     except Terminated:
         raise
     except KeyboardInterrupt:
+        signals.seen()
         print("minitrace: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
     except OSError as e:  # a file the user named could not be read or written
-        if args.debug or _sigterm.is_set():
+        if args.debug or _stopped():
             raise
         where = f"{e.filename}: " if e.filename else ""
         print(f"minitrace: error: {where}{e.strerror or e}", file=sys.stderr)
         return 1
     except Exception as e:  # a bug: say so plainly rather than pass it off as bad input
-        if args.debug or _sigterm.is_set():
+        if args.debug or _stopped():
             raise
         print(f"minitrace: internal error: {type(e).__name__}: {e} (rerun with --debug for "
               "the traceback, and please report it)", file=sys.stderr)

@@ -3,12 +3,20 @@ anything else is imported (the modules of a command take ~0.3 s to load), so tha
 then prints one line and exits 143 like one during the command (``cli.main`` then raises it
 as ``Terminated`` so that cleanups run, once: a second SIGTERM lets them finish).  Ctrl-C
 while the modules load is one line and 130, as during the command.  A terminated command
-leaves without waiting for threads (:func:`leave`)."""
+leaves without waiting for threads (:func:`leave`).
+
+A handler's exception can be dropped where it lands: an extension module's initialisation
+(numpy.random, h5py, pandas' C parts) and the callbacks whose exceptions Python only prints
+(weakref callbacks, the import system's locks) lose it, and the command then ran on to its end
+and exited 0.  Each one raised is therefore watched (:func:`watched`) until the command line
+has it (:func:`seen`); one freed before that delivers its signal to the main thread again."""
 from __future__ import annotations
 
+import _thread
 import os
 import signal
 import sys
+import weakref
 
 EXIT_TERMINATED = 143
 EXIT_INTERRUPTED = 130
@@ -20,34 +28,144 @@ def early(signum, frame):
     ``SystemExit`` (a module's ``except BaseException``, a finaliser) must not turn it into a
     command that runs on and exits 0."""
     global terminated
-    if terminated:
+    if in_import(frame):
+        return later(signum)
+    if terminated and not again(signum):
         return
+    if not terminated:
+        print("minitrace: terminated", file=sys.stderr)
     terminated = True
-    print("minitrace: terminated", file=sys.stderr)
-    raise SystemExit(EXIT_TERMINATED)
+    raise watched(EarlyExit(EXIT_TERMINATED), signum)
 
 
 terminated = False
+
+
+class EarlyExit(SystemExit):
+    """:func:`early`'s exit (a class of its own: a watched exception needs weak references)."""
+
+
+class Interrupted(KeyboardInterrupt):
+    """:func:`interrupt`'s KeyboardInterrupt (a class of its own, as :class:`EarlyExit`)."""
 
 
 def interrupt(signum, frame):
     """Ctrl-C: KeyboardInterrupt, as Python's own handler, remembered (an import it interrupts
     may turn it into an ImportError)."""
     global interrupted
+    if in_import(frame):
+        return later(signum)
     interrupted = True
-    raise KeyboardInterrupt
+    raise watched(Interrupted(), signum)
 
 
 interrupted = False
 
 
+def in_import(frame) -> bool:
+    """Whether a signal came while the import system itself ran (its locks, its module
+    table): an exception raised there can leave the import lock held (raised just after a
+    module lock's callback took it), and every other thread's next import then waits for
+    ever, the replay's feeder thread among them, and with it the command's clean-up.  Its
+    handler then delivers it :func:`later`."""
+    return frame is not None and frame.f_code.co_filename.startswith("<frozen importlib")
+
+
+def later(signum: int) -> None:
+    """Deliver ``signum`` again once the handler has returned (at the next check of the code
+    it interrupted), through a weak reference's C-only callback: a Python call here would run
+    the handler again inside this one."""
+    box = _Box()
+    ref = _Delivery(box, signum, False)   # noqa: F841 (alive while box dies)
+    del box
+
+
+def watched(exc: BaseException, signum: int) -> BaseException:
+    """``exc``, about to be raised by the handler of ``signum``, watched until :func:`seen`:
+    freed before that (dropped), it delivers ``signum`` again, once per signal (the repeat
+    can be dropped too, in another callback or at the interpreter's exit, and each drop
+    would deliver it again, for ever; after one repeat the command line's checks when the
+    command returns remain).
+
+    Parameters
+    ----------
+    exc : BaseException
+        An instance of a Python-defined class (weak references).
+    signum : int
+        The signal its handler handles.
+
+    Returns
+    -------
+    BaseException
+        ``exc``.
+    """
+    _watching.append(_Delivery(exc, signum, True if signum not in _repeated else None))
+    return exc
+
+
+class _Box:
+    """An object to hold a weak reference to (a plain ``object`` has none)."""
+
+
+class _Delivery(weakref.ref):
+    """A weak reference whose callback, ``_thread.interrupt_main(ref)``, delivers its signal
+    (``__index__``) when the object dies: a C call that only marks the signal as arrived, so
+    that its handler runs at the next check of the code that let the object go, not inside
+    the callback (where its exception would be dropped).  A repeat (of a dropped exception)
+    is counted; no delivery at all when ``repeat`` is None.  interrupt_main delivers nothing
+    once the handler is gone."""
+
+    __slots__ = ("signum", "repeat")
+
+    def __new__(cls, obj, signum: int, repeat: bool | None):
+        return super().__new__(cls, obj, None if repeat is None else _thread.interrupt_main)
+
+    def __init__(self, obj, signum: int, repeat: bool | None):
+        super().__init__(obj, None if repeat is None else _thread.interrupt_main)
+        self.signum, self.repeat = int(signum), repeat
+
+    def __index__(self) -> int:
+        if self.repeat:
+            _repeated.add(self.signum)
+            _pending.add(self.signum)
+        return self.signum
+
+
+_watching: list[_Delivery] = []
+_repeated: set[int] = set()
+_pending: set[int] = set()
+
+
+def again(signum: int) -> bool:
+    """Whether this delivery of ``signum`` repeats one whose exception was dropped: its handler
+    raises again where a second signal would otherwise let the clean-up finish."""
+    if signum in _pending:
+        _pending.discard(signum)
+        return True
+    return False
+
+
+def seen() -> None:
+    """The command line has the exception a handler raised (or the one it became): it is no
+    longer watched."""
+    _watching.clear()
+
+
 def install_early() -> None:
     """Handle SIGTERM with :func:`early` and SIGINT with :func:`interrupt`, unless the process
-    already handles them."""
+    already handles them; keep Python's report of a dropped watched exception quiet."""
     if signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
         signal.signal(signal.SIGTERM, early)
     if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
         signal.signal(signal.SIGINT, interrupt)
+    sys.unraisablehook = _unraisable
+
+
+def _unraisable(unraisable) -> None:
+    """Python's report of an exception it could not raise (a callback's), quiet for a watched
+    one: it is delivered again, and a traceback would bury the command's one line."""
+    if not any(ref() is unraisable.exc_value for ref in _watching):
+        sys.__unraisablehook__(unraisable)
 
 
 def leave(status: int) -> int:
