@@ -432,3 +432,18 @@ def test_pack_version_1_files_are_read(tmp_path, volumes):
         assert all(np.array_equal(x.comms[k], y.comms[k]) for k in d.comms)
         if volumes == "exact":
             assert np.array_equal(y.actions["volume"], d.actions["volume"])
+
+
+def test_tables_too_big_for_the_pack_are_datasets(tmp_path):
+    """A string table beyond the pack's 64 KiB: the communicator and string tables stay
+    datasets (as in pack version 1), read back the same."""
+    d = synthetic.ring_trace(4, 4 * 402)
+    d.strings = [f"région {i:06d} " + "x" * 40 for i in range(2000)]
+    p = tmp_path / "s.h5"
+    write_compressed(str(p), d)
+    with h5py.File(p, "r") as f:
+        assert {"comms", "strings", "packed"} <= set(f["trace"])
+        assert f["trace"].attrs["packed"] == 2
+    with minitrace.open(p) as t:
+        back = t.data()
+    assert back.strings == d.strings and back.comms.keys() == d.comms.keys()
