@@ -179,3 +179,22 @@ def test_time_statistics_stored_as_codes_read_back_as_compressed(tmp_path):
         q, x = st[col].to_numpy(), fine[col].to_numpy()
         assert len(q) == len(x) and np.any(q != x)
         assert np.all(np.abs(q - x) <= 0.0203 * np.abs(x)), col
+
+
+def test_a_damaged_statistics_code_is_refused(tmp_path):
+    """A time statistic's code beyond any time (it decodes to inf) is a one-line error, as a
+    NaN mean was when the statistics were floats (tests/test_damage.py)."""
+    import h5py
+    from tests.support import synthetic
+    from minitrace import MinitraceError
+    p = tmp_path / "m.h5"
+    write_compressed(str(p), synthetic.stencil_trace(4, 30, timed=True, seed=1), "model",
+                     pack=False)
+    with h5py.File(p, "r+") as f:
+        codes = f["trace/model/stats/mean_code"][()].astype(np.int64)
+        codes[0] = 1 << 40
+        del f["trace/model/stats/mean_code"]
+        f["trace/model/stats/mean_code"] = codes
+    with pytest.raises(MinitraceError, match="corrupt trace: .*stats/mean holds inf"):
+        with minitrace.open(p) as t:
+            t.data()

@@ -154,10 +154,10 @@ def test_non_finite_volume_in_every_form(trace, tmp_path, value):
                 v[2] = value
                 del g["exact/volume"], g.attrs["volume_divisor"]
                 g["exact/volume"] = v
-            else:                     # a volume distribution's mean
-                v = g["model/stats/mean"][()]
+            else:                     # a rank's volume total (the statistics are codes)
+                v = g["model/volume_totals"][()]
                 v[0] = value
-                g["model/stats/mean"][...] = v
+                g["model/volume_totals"][...] = v
         for cmd in (["validate", out], ["expand", out, "-o", tmp_path / f"{form}-x.h5"],
                     ["replay", out, "--compute-rate", "1Gf"]):
             refused(mt(*cmd), "corrupt trace", f"holds {value}")
