@@ -378,3 +378,34 @@ def _refit_of(path, names, tmp_path):
             if n not in names:
                 del f[f"calibration/runs/{n}"]
     return refit(str(only))
+
+
+def test_the_posting_and_completion_costs_are_measured_and_fitted(calibration, tmp_path):
+    """Every run of this version measured the CPU time of posting a receive and of completing
+    a request (minitrace/predict/call_costs.py): finite seconds >= 0, the fit their median over
+    the runs; a damaged table in the fit is refused in one line."""
+    from minitrace.predict import call_costs as cc
+    path, _, cal = calibration
+    runs = read_runs(str(path))
+    new = runs[-1]["attrs"]["call_costs"]
+    assert set(new) == set(cc.TERMS)
+    assert all(np.isfinite(v) and v >= 0 for v in new.values())
+    assert cal.call_costs == cc.fit(runs)
+    have = [r["attrs"]["call_costs"] for r in runs if r["attrs"].get("call_costs")]
+    assert cal.call_costs["post"] == pytest.approx(np.median([c["post"] for c in have]))
+    bad = tmp_path / "bad.h5"
+    shutil.copyfile(path, bad)
+    with h5py.File(bad, "r+") as f:
+        stored = json.loads(f["calibration/fit"].attrs["calibration"])
+        stored["call_costs"]["post"] = -1.0
+        f["calibration/fit"].attrs["calibration"] = json.dumps(stored)
+    with pytest.raises(MinitraceError, match="call_costs"):
+        load(str(bad))
+
+
+def test_a_segment_starting_below_zero_gets_no_negative_latency():
+    """A loaded machine's fit of the small sizes can start below zero; SimGrid takes no negative
+    latency factor and the file check refuses one, so the fit writes 0 there."""
+    from minitrace.predict.calibration import ENVELOPE, _factors
+    lat, _ = _factors([(0, -5e-7, 1e-9), (60, 1e-6, 1e-10)], latency=1e-6, bandwidth=1e10)
+    assert lat == f"0:0;{60 + ENVELOPE - 1}:{(1e-6 - ENVELOPE * 1e-10) / 1e-6:.9g}"

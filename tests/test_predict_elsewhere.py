@@ -81,9 +81,10 @@ def machines(demo, tmp_path_factory):
 def _compute(p, r):
     """Rank ``r``'s replayed compute, less the calibration's after-compute call costs (seconds
     added to the computes an MPI call follows: B's calls, not A's translated compute) and the
-    first calls' set-up (seconds added on the recording's own machine, not stretched)."""
+    first calls' set-up (seconds added on the recording's own machine, not stretched) and the
+    calibration's posting and completion costs (B's calls)."""
     return p.predicted["compute"][r] - (p.after_compute[r] if p.after_compute else 0.0) - \
-        (p.first_calls[r] if p.first_calls else 0.0)
+        (p.first_calls[r] if p.first_calls else 0.0) - (p.call_costs[r] if p.call_costs else 0.0)
 
 
 def test_another_machines_calibration_alone_is_refused(machines):

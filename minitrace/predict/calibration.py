@@ -31,7 +31,7 @@ from dataclasses import MISSING, asdict, dataclass, field, fields
 import h5py
 import numpy as np
 
-from . import after_compute, kernels as kernel_set
+from . import after_compute, call_costs, kernels as kernel_set
 from .. import checked
 from ..analysis import piecewise
 from ..errors import MinitraceError
@@ -182,6 +182,8 @@ def _check_run_attrs(attrs: dict, nranks: int, where: str, path: str) -> None:
     if not isinstance(costs, dict) or not all(
             isinstance(v, (int, float)) and np.isfinite(v) and v >= 0 for v in costs.values()):
         raise bad("python_costs is not a table of finite seconds")
+    if not call_costs.valid(attrs.get("call_costs", {})):
+        raise bad("call_costs is not a table of posting and completion seconds")
     c = attrs.get("cold_from", 0)
     if not checked.is_int(c) or not 0 <= c <= 2 ** 53:
         raise bad(f"cold_from = {c!r}")
@@ -229,6 +231,9 @@ class Calibration:
     # an MPI call's cost after a compute (minitrace.predict.after_compute): {"seconds": [...],
     # kernel: [s, ...]}; empty in calibrations made before it was measured
     after_compute: dict = field(default_factory=dict)
+    # the CPU time of posting a receive and of completing a request (minitrace.predict.
+    # call_costs): {"post": s, "complete": s}; empty in calibrations made before it
+    call_costs: dict = field(default_factory=dict)
     # B/s of a node's memory shared by simultaneous transfers between its ranks (two messages
     # sent at once, each way: 2 sizes / time); 0 when not measured
     node_bandwidth: float = 0.0
@@ -351,11 +356,13 @@ def _net_segments(eager, rdv, threshold: int) -> list[tuple[int, float, float]]:
 
 def _factors(segs, latency: float, bandwidth: float) -> tuple[str, str]:
     """``network/latency-factor`` and ``network/bandwidth-factor`` making a route of
-    ``latency`` and ``bandwidth`` follow the segments (16-byte envelope included)."""
+    ``latency`` and ``bandwidth`` follow the segments (16-byte envelope included).  A segment
+    whose line starts below zero (a noisy fit of a loaded machine's small sizes) gets latency
+    factor 0: SimGrid takes no negative latency, and the check refuses one."""
     lat, bw = [], []
     for lo, a, b in segs:
         start = 0 if lo == 0 else lo + ENVELOPE - 1
-        lat.append(f"{start}:{(a - ENVELOPE * b) / latency:.9g}")
+        lat.append(f"{start}:{max(a - ENVELOPE * b, 0.0) / latency:.9g}")
         bw.append(f"{start}:{1.0 / (max(b, 1e-6 / bandwidth) * bandwidth):.9g}")
     return ";".join(lat), ";".join(bw)
 
@@ -471,6 +478,7 @@ def fit_runs(runs: list[dict]) -> tuple[Calibration, dict]:
         speed_spread=float((speeds.max() - speeds.min()) / speed), core_share=share,
         runs=len(runs), points=int(len(x)), notes=notes, copy_rates=copy_rates,
         cold_from=cold_from, kernels=kernels, after_compute=after, node_bandwidth=node_bw,
+        call_costs=call_costs.fit(runs),
         background=lost,
         kernels_version=max(int(r["attrs"].get("kernels_version", 0)) for r in runs),
         segments={k: None if f is None else {"breakpoints": f.breakpoints,
@@ -658,6 +666,8 @@ def _checked_fields(stored, path: str) -> dict:
         raise bad("kernels is not a table of kernel rates")
     if not after_compute.valid(d.get("after_compute", {})):
         raise bad("after_compute is not a table of durations and penalties")
+    if not call_costs.valid(d.get("call_costs", {})):
+        raise bad("call_costs is not a table of posting and completion seconds")
     if not isinstance(d["pair"], str):
         raise bad(f"pair = {d['pair']!r}")
     for k, n in (("size_range", 2), ("copy_rates", None), ("core_share", None)):
@@ -740,6 +750,10 @@ def summary(cal: Calibration, path: str) -> str:
                 f"{d * 1e6:g}" for d in t["seconds"]) + " us costs more by: " + "; ".join(
                 f"{k} " + us(t[k][i] if "bytes" in t else t[k]) + " us"
                 for k in after_compute.KERNELS))
+    if cal.call_costs:
+        lines.append(f"  posting a receive {cal.call_costs['post'] * 1e6:.3g} us, completing a "
+                     f"request {cal.call_costs['complete'] * 1e6:.3g} us (CPU time the "
+                     f"replay's SMPI gives none)")
     if cal.node_bandwidth > 0:
         lines.append(f"  two messages at once between a node's ranks: "
                      f"{cal.node_bandwidth / 1e9:.3g} GB/s together (the node's memory, "

@@ -35,6 +35,8 @@ shuffled, since ordered sweeps resonate with periodic noise):
   8-byte exchange after register-only and after memory-streaming kernels of 20 us .. 2 ms, less
   the same exchange in a loop and less what the same calls on MPI_PROC_NULL lose after the same
   compute: the caches the ping-pongs keep warm and an application does not;
+* the CPU time of posting a receive and of completing a request
+  (:mod:`minitrace.predict.call_costs`), which SMPI's replay gives none;
 * what the Python loops add to each timed call (mpi4py, clock stamps): the same loops on
   ``MPI_PROC_NULL``; the fit subtracts it, since compiled applications do not pay it.
 
@@ -51,7 +53,7 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from . import after_compute, app_memory, kernels
+from . import after_compute, app_memory, call_costs, kernels
 from .calibration import PACKED
 from ..errors import MinitraceError
 from ..provenance import cache_bytes
@@ -419,6 +421,7 @@ def run(comm, args) -> dict | None:
     after = after_compute.measure(comm, spent)
     exchange = _exchange(comm, topo, args.max_size) or {}
     python_costs = _python_costs(comm)
+    posting = call_costs.measure(comm)
     windows = comm.gather(spent, root=0)
     if comm.rank != 0:
         return None
@@ -433,6 +436,7 @@ def run(comm, args) -> dict | None:
              "date": meta["date"], "seconds": time.time() - t0, "timer": "time.perf_counter",
              "kernel": "160x160 float64 matrix products, one BLAS thread per rank",
              "python_costs": python_costs, "kernels_version": kernels.VERSION,
+             "call_costs": posting,
              "windows": list(spent),
              "kernels": {k: f"{what} ({unit})" for k, (unit, what) in kernels.KERNELS.items()}}
     columns.update({"compute_flops": compute["flops"], "compute_cpu": compute["cpu"],

@@ -30,7 +30,7 @@ import numpy as np
 
 from .. import kinds as K
 from ..collectives import library_of
-from . import after_compute
+from . import after_compute, call_costs
 from .calibration import Calibration, load
 from .first_calls import with_first_calls
 from ..replay.run_to_run import bounds
@@ -104,6 +104,8 @@ class Prediction:
     #                                       machine's background (same machine only)
     first_calls: list[float] | None = None  # s per rank added before its first call of each
     #                                         kind: the trace's set-up costs (same machine)
+    call_costs: list[float] | None = None   # s per rank added for posting receives and
+    #                                         completing requests (the calibration's)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -171,6 +173,8 @@ def predict(trace: str, calibration: str | Calibration, *, platform: str | None 
     out.background = background
     if translation is None and first.any():
         out.first_calls = first.tolist()
+    if cal.call_costs:
+        out.call_costs = call_costs.add_to_compute(plain, cal.call_costs, cal.speed)[1].tolist()
     if after is not None:
         out.after_compute = after.tolist()
         out.after_compute_range = [
@@ -249,10 +253,14 @@ def with_background(data, cal: Calibration, translation=None):
 def with_call_costs(data, cal: Calibration, kernel: str | None = None):
     """(``data`` with the calibration's after-compute call cost added to each compute that an
     MPI call follows, seconds added per rank; or ``data``, None for a calibration without
-    it).  ``kernel``: that kernel's cost alone (the range), else the kernels' mean."""
-    if not cal.after_compute:
-        return data, None
-    return after_compute.add_to_compute(data, cal.after_compute, cal.speed, kernel)
+    it), then with its posting and completion costs (:mod:`.call_costs`) when it has them.
+    ``kernel``: that kernel's after-compute cost alone (the range), else the kernels' mean."""
+    after = None
+    if cal.after_compute:
+        data, after = after_compute.add_to_compute(data, cal.after_compute, cal.speed, kernel)
+    if cal.call_costs:
+        data = call_costs.add_to_compute(data, cal.call_costs, cal.speed)[0]
+    return data, after
 
 
 def replay_options(data, cal: Calibration, source: str | None = None, *,
@@ -541,6 +549,10 @@ def report(p: Prediction) -> str:
         lines.append(f"  first calls: up to {max(p.first_calls):.3g} s added to a rank (the "
                      f"set-up the recording shows in each kind's first call; per rank in "
                      f"--json)")
+    if p.call_costs is not None:
+        lines.append(f"  posting receives and completing requests: up to "
+                     f"{max(p.call_costs):.3g} s added to a rank (the calibration's costs of "
+                     f"calls SMPI gives no time; per rank in --json)")
     if p.after_compute is not None:
         alone = "not replayed (--no-range)" if p.after_compute_range is None else \
             "{:.6g} / {:.6g} s".format(*p.after_compute_range)
