@@ -57,7 +57,7 @@ def per_iteration(data: TraceColumns, r: int) -> np.ndarray:
     return np.bincount(np.cumsum(ar) - ar, weights=x["volume"])
 
 
-@pytest.mark.parametrize("precision", [0.01, 0.05])
+@pytest.mark.parametrize("precision", [0.01, 0.05, 1e-6])
 def test_model_keeps_rank_means_and_the_per_iteration_maximum(tmp_path, precision):
     d = imbalanced_trace()
     out = tmp_path / "m.h5"
@@ -192,9 +192,42 @@ def test_a_damaged_statistics_code_is_refused(tmp_path):
                      pack=False)
     with h5py.File(p, "r+") as f:
         codes = f["trace/model/stats/mean_code"][()].astype(np.int64)
-        codes[0] = 1 << 40
+        codes[0] = (1 << 40) - 1
         del f["trace/model/stats/mean_code"]
         f["trace/model/stats/mean_code"] = codes
     with pytest.raises(MinitraceError, match="corrupt trace: .*stats/mean holds inf"):
         with minitrace.open(p) as t:
             t.data()
+
+
+@pytest.mark.parametrize("precision", [1e-9, 1e-6, 1e-5, 0.01])
+def test_log_codes_of_every_float_read_back_within_the_precision(precision):
+    """Below a precision of ~1e-5 the codes of small values (index + 2**20 not positive) read
+    back as negative or zero volumes; now every finite float from the smallest normal one to
+    half the largest reads back within the precision with its sign, and codes whose index was in the
+    old range are the old codes (files written before read the same)."""
+    from minitrace.compress import volumes as V
+    mag = np.geomspace(np.finfo(float).tiny, np.finfo(float).max / 2, 2001)
+    values = np.concatenate([mag, -mag, [0.0, 1e-9, 3.5e-7, 1.0, 4e3]])
+    codes = V.log_codes(values, precision)
+    back = V.from_codes(codes, precision)
+    assert back[values == 0].tolist() == [0.0]
+    nz = values != 0
+    assert np.array_equal(np.sign(back[nz]), np.sign(values[nz]))
+    assert np.all(np.abs(back[nz] / values[nz] - 1) <= precision * (1 + 1e-6))
+    index = np.rint(np.log(np.abs(values[nz])) / np.log1p(2 * precision)).astype(np.int64)
+    old = index + (1 << 20) > 0
+    assert np.array_equal(codes[nz][old], (np.sign(values[nz]) * (index + (1 << 20)))[old])
+
+
+@pytest.mark.parametrize("argv,words", [(["--precision", "1e-10"], "--precision 1e-10"),
+                                        (["--volumes", "bounded:1e-8%"], "bounded:P%")])
+def test_a_precision_finer_than_the_codes_is_refused(tmp_path, argv, words, capsys):
+    """Finer than 1e-9 a float's log code could leave its range: one line naming the option."""
+    from minitrace.storage import write_trace
+    src = tmp_path / "t.h5"
+    write_trace(str(src), imbalanced_trace(P=2, iterations=2))
+    assert cli.main(["compress", str(src), "-o", str(tmp_path / "c.h5"), *argv]) != 0
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and words in err[0]
+    assert not (tmp_path / "c.h5").exists()

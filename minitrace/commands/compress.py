@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 
 from ..compress.files import sizes, write_compressed
+from ..compress.volumes import FINEST_PRECISION
 from ..options import number
 from ..outputs import check_disjoint, check_output_file
 from ..trace import open as open_trace
@@ -26,7 +27,7 @@ def register(sub) -> None:
     p.add_argument("--times", default="exact", metavar="exact|bounded:T",
                    help="exact: every start and end kept (default); bounded:T (e.g. 1us): "
                         "each within T of its own")
-    p.add_argument("--precision", type=number("--precision", 0, 1, above=True, below=True),
+    p.add_argument("--precision", type=number("--precision", FINEST_PRECISION, 1, below=True),
                    default=0.01,
                    help="relative precision of modelled volumes (default 0.01)")
     p.add_argument("--unpacked", action="store_true",

@@ -79,8 +79,9 @@ def compress(data: TraceColumns, volumes: str = "exact", precision: float = 0.01
     if quantum > 1 and volumes == "model":
         raise MinitraceError("--times bounded goes with exact or bounded volumes: model mode "
                              "models the times")
-    if not 0 < precision < 1:
-        raise MinitraceError(f"precision {precision!r} must be between 0 and 1")
+    if not V.FINEST_PRECISION <= precision < 1:
+        raise MinitraceError(f"precision {precision!r} must be from {V.FINEST_PRECISION:g} "
+                             f"and below 1")
     cols = SG.action_columns(data.actions)
     sig = SG.encode(data, cols) if sig is None else sig   # (given: extrapolate's)
     gram = G.build(sig.ids, data.rank_offsets, len(sig.table))

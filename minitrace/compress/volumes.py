@@ -27,6 +27,13 @@ NS = 1e9
 MODES = ("exact", "model")
 #: Offset of log-bin indices in bin codes (a code is sign * (index + offset); 0 is zero).
 _LOG_BIAS = 1 << 20
+#: Codes of magnitude from here hold the indices at or below ``-_LOG_BIAS`` (values so small
+#: for the precision that ``index + offset`` would not be positive): magnitude ``_LOG_WIDE +
+#: (-_LOG_BIAS - index)``.  Above every index ``+ _LOG_BIAS`` at :data:`FINEST_PRECISION`
+#: (largest float64: index < 3.6e11), so the codes below it read as before (session 12).
+_LOG_WIDE = 1 << 40
+#: Finest precision of log codes (finer: a float64's index could reach :data:`_LOG_WIDE`).
+FINEST_PRECISION = 1e-9
 
 
 def rank_starts(offsets: np.ndarray) -> np.ndarray:
@@ -89,9 +96,9 @@ def parse_bound(spec: str, what: str) -> float | None:
         value = float(text[:-1]) / 100 if text.endswith("%") else float("nan")
     except ValueError:
         value = float("nan")
-    if not 0 < value < 1:
-        raise MinitraceError(f"--{what} bounded:P% wants a percentage above 0 and below 100, "
-                             f"got {spec!r}")
+    if not FINEST_PRECISION <= value < 1:
+        raise MinitraceError(f"--{what} bounded:P% wants a percentage above 0 (at least "
+                             f"{100 * FINEST_PRECISION:g}) and below 100, got {spec!r}")
     return value
 
 
@@ -274,10 +281,15 @@ def rank_spans(ts: np.ndarray, te: np.ndarray, offsets: np.ndarray):
 def log_codes(values: np.ndarray, precision: float) -> np.ndarray:
     """Bin of each value on the logarithmic scale of ratio ``1 + 2 * precision`` (0 for zero,
     negative values negative): decoded within ``precision`` relative error."""
+    if not precision >= FINEST_PRECISION:
+        raise ValueError(f"log codes want a precision of at least {FINEST_PRECISION:g}")
     ratio = np.log1p(2 * precision)
     out = np.zeros(len(values), np.int64)
     nz = values != 0
     mag = np.rint(np.log(np.abs(values[nz])) / ratio).astype(np.int64) + _LOG_BIAS
+    low = mag <= 0
+    if low.any():
+        mag[low] = _LOG_WIDE - mag[low]
     out[nz] = np.where(values[nz] < 0, -mag, mag)
     return out
 
@@ -285,8 +297,10 @@ def log_codes(values: np.ndarray, precision: float) -> np.ndarray:
 def from_codes(codes: np.ndarray, precision: float) -> np.ndarray:
     """Bin centres of :func:`log_codes`."""
     ratio = np.log1p(2 * precision)
+    m = np.abs(np.asarray(codes, np.int64))
+    index = np.where(m < _LOG_WIDE, m - _LOG_BIAS, _LOG_WIDE - _LOG_BIAS - m)
     with np.errstate(over="ignore"):       # (a damaged code: inf, refused by the reader)
-        mag = np.exp((np.abs(codes) - _LOG_BIAS) * ratio)
+        mag = np.exp(index * ratio)
     return np.where(codes == 0, 0.0, np.sign(codes) * mag)
 
 
