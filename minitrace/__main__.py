@@ -5,6 +5,7 @@ from . import signals
 from .signals import EXIT_INTERRUPTED, EXIT_TERMINATED, install_early, leave
 
 
+@signals.settles
 def entry() -> int:
     """SIGTERM handled first (:mod:`minitrace.signals`), then the command line."""
     install_early()

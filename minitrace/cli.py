@@ -54,8 +54,9 @@ _sigterm = threading.Event()
 def _terminate(signum, frame):
     if signals.in_import(frame):
         return signals.later(signum)
-    if _sigterm.is_set() and not signals.again(signum):   # a second SIGTERM (a process-group
-        return              # kill) while cleaning up lets the clean-up finish (SIGKILL remains)
+    repeat = signals.again(signum, frame)
+    if repeat is None or _sigterm.is_set() and not repeat:   # a second SIGTERM (a process-
+        return     # group kill) while cleaning up lets the clean-up finish (SIGKILL remains)
     _sigterm.set()
     raise signals.watched(Terminated(), signum)
 
@@ -65,6 +66,7 @@ def _stopped() -> bool:
     return _sigterm.is_set() or signals.interrupted
 
 
+@signals.settles
 def main(argv: list[str] | None = None) -> int:
     """Run the command line; returns the exit status.  SIGTERM is raised as ``Terminated``
     while it runs (when the handler is the default or the early one and this is the main

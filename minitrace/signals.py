@@ -30,7 +30,8 @@ def early(signum, frame):
     global terminated
     if in_import(frame):
         return later(signum)
-    if terminated and not again(signum):
+    repeat = again(signum, frame)
+    if repeat is None or terminated and not repeat:
         return
     if not terminated:
         print("minitrace: terminated", file=sys.stderr)
@@ -55,6 +56,8 @@ def interrupt(signum, frame):
     global interrupted
     if in_import(frame):
         return later(signum)
+    if again(signum, frame) is None:
+        return
     interrupted = True
     raise watched(Interrupted(), signum)
 
@@ -136,15 +139,29 @@ _repeated: set[int] = set()
 _pending: set[int] = set()
 
 
-def again(signum: int) -> bool:
-    """Whether this delivery of ``signum`` repeats one whose exception was dropped: its handler
-    raises again where a second signal would otherwise let the clean-up finish."""
-    if signum in _pending:
-        _pending.discard(signum)
-        return True
-    return False
+def again(signum: int, frame) -> bool | None:
+    """Whether this delivery of ``signum`` repeats one whose exception was dropped: True, its
+    handler raises again (where a second signal would otherwise let the clean-up finish);
+    None when the repeat lands in the command line's own handling of a stop or of the
+    command's end (:func:`settles`), which checks the first delivery's flags: raised there,
+    it would escape as a traceback; False when it is no repeat."""
+    if signum not in _pending:
+        return False
+    _pending.discard(signum)
+    return None if frame is not None and frame.f_code in _settled else True
 
 
+def settles(func):
+    """Mark ``func`` as the command line's handling of a stop or of the command's end, where a
+    repeated signal raises nothing (:func:`again`)."""
+    _settled.add(func.__code__)
+    return func
+
+
+_settled: set = set()
+
+
+@settles
 def seen() -> None:
     """The command line has the exception a handler raised (or the one it became): it is no
     longer watched."""
@@ -168,6 +185,7 @@ def _unraisable(unraisable) -> None:
         sys.__unraisablehook__(unraisable)
 
 
+@settles
 def leave(status: int) -> int:
     """``status`` for the entry point to return; a terminated (or interrupted) command's
     process ends here, its clean-ups done, without waiting for threads: a thread pool's worker
