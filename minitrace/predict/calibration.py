@@ -478,7 +478,7 @@ def fit_runs(runs: list[dict]) -> tuple[Calibration, dict]:
         speed_spread=float((speeds.max() - speeds.min()) / speed), core_share=share,
         runs=len(runs), points=int(len(x)), notes=notes, copy_rates=copy_rates,
         cold_from=cold_from, kernels=kernels, after_compute=after, node_bandwidth=node_bw,
-        call_costs=call_costs.fit(runs),
+        call_costs=call_costs.fit(runs, float(_value(fits["recv"], 8))),
         background=lost,
         kernels_version=max(int(r["attrs"].get("kernels_version", 0)) for r in runs),
         segments={k: None if f is None else {"breakpoints": f.breakpoints,
@@ -751,9 +751,9 @@ def summary(cal: Calibration, path: str) -> str:
                 f"{k} " + us(t[k][i] if "bytes" in t else t[k]) + " us"
                 for k in after_compute.KERNELS))
     if cal.call_costs:
-        lines.append(f"  posting a receive {cal.call_costs['post'] * 1e6:.3g} us, completing a "
-                     f"request {cal.call_costs['complete'] * 1e6:.3g} us (CPU time the "
-                     f"replay's SMPI gives none)")
+        lines.append(f"  posting a receive {cal.call_costs['post'] * 1e6:.3g} us, completing "
+                     f"one {cal.call_costs['complete'] * 1e6:.3g} us beyond smpi/or (CPU time "
+                     f"the replay's SMPI gives none)")
     if cal.node_bandwidth > 0:
         lines.append(f"  two messages at once between a node's ranks: "
                      f"{cal.node_bandwidth / 1e9:.3g} GB/s together (the node's memory, "

@@ -394,6 +394,7 @@ def _reduction(comm, nbytes: int = 1 << 20, seconds: float = 0.1) -> np.ndarray 
 def run(comm, args) -> dict | None:
     """Measure everything; rank 0 returns the run (columns and attributes), others None."""
     from ..bench.common import metadata, pin_blas_threads, topology
+    from ..bench.pt2pt import pairs_from
     pin_blas_threads(1)           # (the matrix products of _compute and the probes)
     if comm.size < 2:
         raise MinitraceError("calibrate needs at least 2 ranks (a pair to measure)")
@@ -421,7 +422,8 @@ def run(comm, args) -> dict | None:
     after = after_compute.measure(comm, spent)
     exchange = _exchange(comm, topo, args.max_size) or {}
     python_costs = _python_costs(comm)
-    posting = call_costs.measure(comm)
+    intra = [p for kind, p in pairs_from(topo) if kind == "intra"]
+    posting = call_costs.measure(comm, intra[0] if intra else None)
     windows = comm.gather(spent, root=0)
     if comm.rank != 0:
         return None
@@ -436,7 +438,7 @@ def run(comm, args) -> dict | None:
              "date": meta["date"], "seconds": time.time() - t0, "timer": "time.perf_counter",
              "kernel": "160x160 float64 matrix products, one BLAS thread per rank",
              "python_costs": python_costs, "kernels_version": kernels.VERSION,
-             "call_costs": posting,
+             "call_costs": posting or {},
              "windows": list(spent),
              "kernels": {k: f"{what} ({unit})" for k, (unit, what) in kernels.KERNELS.items()}}
     columns.update({"compute_flops": compute["flops"], "compute_cpu": compute["cpu"],
