@@ -82,9 +82,53 @@ def test_each_compute_takes_the_bytes_its_calls_move():
     assert ac.stretch_bytes(data, rows, 20e-6, 1.0).tolist() == [8192, 8, 2048] * 2
     got, _ = ac.add_to_compute(data, SIZED, speed=1.0)
     added = got.actions["volume"][rows] - data.actions["volume"][rows]
-    want = [ac.penalty(SIZED, np.array([1e-3]), s)[0] for s in (8192, 8, 2048) * 2]
-    assert added == pytest.approx(want)
-    assert want[0] > want[2] > want[1]          # (the table's larger exchanges cost more)
+    # the 2 KiB shift's bytes part: by the 2 ms since the 8 KiB exchange (since_warm)
+    shift = (ac.penalty(SIZED, np.array([1e-3]))[0] + ac.penalty(SIZED, np.array([2e-3 + 1e-6]),
+             2048)[0] - ac.penalty(SIZED, np.array([2e-3 + 1e-6]))[0])
+    want = [ac.penalty(SIZED, np.array([1e-3]), s)[0] for s in (8192, 8)] + [shift]
+    assert added == pytest.approx(want * 2)
+    assert want[0] > want[1] and want[2] > want[1]     # (the table's larger exchanges cost more)
+
+
+def test_a_message_s_part_is_by_the_compute_since_one_as_large_moved():
+    """Each rank, as a CG iteration: a 400 us compute, a 64 KiB halo exchange; a 300 us compute,
+    an 8-byte allreduce; a 100 us compute, the 64 KiB halo again; a 50 us compute, a 16 KiB
+    exchange (the larger halo right before warmed its path: its own 50 us), a 60 us compute, a
+    40 KiB exchange (the 16 KiB one, less than half, warmed nothing of it: by the 110 us since
+    the second halo).  The library's path (the 8-byte part) is by
+    the compute right before each call; a message's own part by the compute since the rank's
+    calls last moved one at least half as large, the first of its size by its own compute."""
+    b = TraceBuilder(2, {"volume_unit": "seconds"})
+    steps = [(400e-6, 65536), (300e-6, 8), (100e-6, 65536), (50e-6, 16384), (60e-6, 40960)]
+    for r in range(2):
+        b.add(r, "init")
+        for seconds, size in steps:
+            b.add(r, "compute", volume=seconds)
+            if size == 8:
+                b.add(r, "allreduce", bytes_sent=8, bytes_recv=8)
+            else:
+                b.add(r, "sendrecv", peer=1 - r, tag=0, bytes_sent=size, bytes_recv=size,
+                      vector=[1 - r, 0])
+        b.add(r, "finalize")
+    data = b.build()
+    rows = np.flatnonzero(data.actions["kind"] == K.code("compute"))
+    assert ac.stretch_bytes(data, rows, 20e-6, 1.0).tolist() == [s for _, s in steps] * 2
+    cold = ac.since_warm(data, rows, ac.stretch_bytes(data, rows, 20e-6, 1.0), 1.0)
+    assert cold == pytest.approx([400e-6, 300e-6, 400e-6, 50e-6, 110e-6] * 2)
+    got, per_rank = ac.add_to_compute(data, SIZED, speed=1.0)
+    added = got.actions["volume"][rows] - data.actions["volume"][rows]
+
+    def p(seconds, size=8):
+        return ac.penalty(SIZED, np.array([seconds]), size)[0]
+    want = [p(400e-6, 65536), p(300e-6), p(100e-6) + p(400e-6, 65536) - p(400e-6),
+            p(50e-6, 16384), p(60e-6) + p(110e-6, 40960) - p(110e-6)]
+    assert added == pytest.approx(want * 2)
+    assert want[2] > p(100e-6, 65536)         # (more than by its own 100 us: the halo is colder)
+    assert per_rank == pytest.approx([sum(want)] * 2)
+    # a table of 8-byte exchanges only (calibrations before sizes): each by its own compute
+    old, _ = ac.add_to_compute(data, TABLE, speed=1.0)
+    assert old.actions["volume"][rows] - data.actions["volume"][rows] == pytest.approx(
+        ac.penalty(TABLE, data.actions["volume"][rows]))
 
 
 def _trace(unit: str, scale: float):

@@ -24,7 +24,11 @@ at its own duration, interpolated in log D (none below the first point, the last
 it), and at the bytes its stretch of calls moves (until the next compute long enough to evict
 anything), interpolated linearly in S (held beyond the measured sizes), as more compute: a
 time-independent trace holds no footprint, so the penalty is the mean of the kernels' curves,
-and the two curves are its range.
+and the two curves are its range.  The part of it above the 8-byte value (the message's cells
+and buffers) is taken at the compute since the rank last moved a message at least half as
+large (:func:`since_warm`): a CG's 32 KiB halo after a 67 us update took 23 us in its waitall
+(replayed 7 us), the cost after the ~600 us of compute since the previous halo, not after 67
+us; the 8-byte allreduces in between warm only the library's path (issue 35, session 12).
 """
 from __future__ import annotations
 
@@ -253,9 +257,32 @@ def stretch_bytes(data, rows: np.ndarray, shortest: float, scale: float) -> np.n
                        minlength=group[-1] + 1)[group[rows]] / 2
 
 
+def since_warm(data, rows: np.ndarray, nbytes: np.ndarray, scale: float) -> np.ndarray:
+    """Seconds of compute before each compute of ``rows``' calls (this one included) since its
+    rank's calls last moved a message at least half as large (``nbytes`` of each row's stretch,
+    from :func:`stretch_bytes`): what evicted the cells and buffers a message of that size goes
+    through.  An 8-byte call in between (an allreduce) warms the library's path, not them.  A
+    stretch of 8 bytes or less, or the first of its size, gets its own compute's seconds."""
+    a = data.actions
+    spent = np.cumsum(np.where(a["kind"] == K.code("compute"), a["volume"] / scale, 0.0))[rows]
+    out = a["volume"][rows] / scale
+    rank = data.rank_of(rows)
+    last: dict[float, float] = {}            # bytes -> spent at its last stretch (this rank)
+    for i in range(len(rows)):
+        if i and rank[i] != rank[i - 1]:
+            last = {}
+        s = float(nbytes[i])
+        warm = [t for b, t in last.items() if b >= s / 2]
+        if s > 8 and warm:
+            out[i] = spent[i] - max(warm)
+        last[s] = spent[i]
+    return out
+
+
 def add_to_compute(data, table: dict, speed: float, kernel: str | None = None):
     """(``data`` with each compute that an MPI call follows lengthened by :func:`penalty`,
-    seconds added per rank).  ``speed``: flop/s of the calibrated host, for a trace whose
+    seconds added per rank): the 8-byte penalty at its own duration plus what its stretch's
+    bytes add at the duration :func:`since_warm` gives.  ``speed``: flop/s of the calibrated host, for a trace whose
     compute is in flops (its seconds are volume / speed); a trace in seconds is used as is."""
     a = data.actions.copy()
     kind = a["kind"]
@@ -265,8 +292,13 @@ def add_to_compute(data, table: dict, speed: float, kernel: str | None = None):
     call_next = np.r_[call[1:] & (rank[1:] == rank[:-1]), False]    # (of the same rank)
     rows = seen[(kind[seen] == K.code("compute")) & call_next]
     scale = 1.0 if data.meta.get("volume_unit", "flops") == "seconds" else float(speed)
-    nbytes = stretch_bytes(data, rows, table["seconds"][0], scale) if len(rows) else 8
-    added = penalty(table, a["volume"][rows] / scale, nbytes, kernel)
+    seconds = a["volume"][rows] / scale
+    added = penalty(table, seconds, 8, kernel)
+    if len(rows):
+        nbytes = stretch_bytes(data, rows, table["seconds"][0], scale)
+        cold = since_warm(data, rows, nbytes, scale)
+        added += np.maximum(penalty(table, cold, nbytes, kernel) - penalty(table, cold, 8, kernel),
+                            0.0)
     a["volume"][rows] += added * scale
     per_rank = np.bincount(data.rank_of(rows), weights=added, minlength=data.nranks)
     return replace(data, actions=a), per_rank
