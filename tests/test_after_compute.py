@@ -240,3 +240,18 @@ def test_a_prediction_adds_it_and_gives_the_kernels_range(tmp_path, demo):
     one = predict(str(trace), str(cal), ranges=False)         # --no-range: one replay
     assert one.predicted_time == p.predicted_time and one.after_compute == p.after_compute
     assert one.after_compute_range is None and "not replayed (--no-range)" in report(one)
+
+
+def test_the_last_earlier_row_at_least_a_floor_is_found_as_by_a_scan():
+    """since_warm's search (binary lifting over power-of-two windows) against a plain scan,
+    on random values, rows and floors (ties, no earlier row, the first row included)."""
+    from minitrace.predict.after_compute import _last_at_least
+    rng = np.random.default_rng(0)
+    for _ in range(300):
+        n = int(rng.integers(1, 70))
+        values = rng.choice([0, 8, 16, 100, 1000, 4096], n).astype(float)
+        rows = np.sort(rng.choice(n, int(rng.integers(0, n + 1)), replace=False))
+        floor = rng.choice([1, 8, 50, 500, 2048, 5000], len(rows)).astype(float)
+        scan = [max([j for j in range(r) if values[j] >= f], default=-1)
+                for r, f in zip(rows, floor)]
+        assert _last_at_least(values, rows, floor).tolist() == scan

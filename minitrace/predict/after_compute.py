@@ -266,24 +266,37 @@ def since_warm(data, rows: np.ndarray, nbytes: np.ndarray, scale: float) -> np.n
     a = data.actions
     spent = np.cumsum(np.where(a["kind"] == K.code("compute"), a["volume"] / scale, 0.0))[rows]
     out = a["volume"][rows] / scale
-    rank = data.rank_of(rows)
-    last: dict[float, float] = {}            # bytes -> spent at its last stretch (this rank)
-    for i in range(len(rows)):
-        if i and rank[i] != rank[i - 1]:
-            last = {}
-        s = float(nbytes[i])
-        warm = [t for b, t in last.items() if b >= s / 2]
-        if s > 8 and warm:
-            out[i] = spent[i] - max(warm)
-        last[s] = spent[i]
+    rank = data.rank_of(rows)            # (rows in order: each rank's in one block)
+    first = np.r_[0, np.flatnonzero(rank[1:] != rank[:-1]) + 1]
+    block_start = np.repeat(first, np.diff(np.r_[first, len(rows)]))
+    q = np.flatnonzero(nbytes > 8)
+    warm = _last_at_least(nbytes, q, nbytes[q] / 2)
+    these = warm >= block_start[q]       # (one of an earlier rank does not count)
+    out[q[these]] = spent[q[these]] - spent[warm[these]]
     return out
+
+
+def _last_at_least(values: np.ndarray, rows: np.ndarray, floor: np.ndarray) -> np.ndarray:
+    """For each of ``rows``, the last earlier index whose value is at least its ``floor``
+    (-1: none), by binary lifting over running maxima of power-of-two windows: O(n log n), where
+    a pass per distinct floor took HPCG's 319 halo sizes x 800 k computes 1.7 s."""
+    level = [np.asarray(values, dtype=float)]
+    while (1 << len(level)) <= len(values):
+        w, prev = 1 << (len(level) - 1), level[-1]
+        level.append(np.r_[prev[:w], np.maximum(prev[w:], prev[:-w])])
+    pos = rows - 1                       # everything after pos (up to the row) is below floor
+    for k in range(len(level) - 1, -1, -1):
+        below = (pos >= 0) & (level[k][np.maximum(pos, 0)] < floor)
+        pos[below] -= 1 << k
+    return np.where(pos >= 0, pos, -1)
 
 
 def add_to_compute(data, table: dict, speed: float, kernel: str | None = None):
     """(``data`` with each compute that an MPI call follows lengthened by :func:`penalty`,
     seconds added per rank): the 8-byte penalty at its own duration plus what its stretch's
-    bytes add at the duration :func:`since_warm` gives.  ``speed``: flop/s of the calibrated host, for a trace whose
-    compute is in flops (its seconds are volume / speed); a trace in seconds is used as is."""
+    bytes add at the duration :func:`since_warm` gives.  ``speed``: flop/s of the calibrated
+    host, for a trace whose compute is in flops (its seconds are volume / speed); a trace in
+    seconds is used as is."""
     a = data.actions.copy()
     kind = a["kind"]
     seen = np.flatnonzero(~K.mask(_MARKERS)[kind])        # (markers in between do not count)
