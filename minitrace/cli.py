@@ -52,8 +52,8 @@ _sigterm = threading.Event()
 
 
 def _terminate(signum, frame):
-    if signals.in_import(frame):
-        return signals.later(signum)
+    if signals.defer(signum, frame):
+        return
     repeat = signals.again(signum, frame)
     if repeat is None or _sigterm.is_set() and not repeat:   # a second SIGTERM (a process-
         return     # group kill) while cleaning up lets the clean-up finish (SIGKILL remains)
@@ -73,6 +73,7 @@ def main(argv: list[str] | None = None) -> int:
     thread), from the start: parsing and loading the subcommand included."""
     own = threading.current_thread() is threading.main_thread() and \
         signal.getsignal(signal.SIGTERM) in (signal.SIG_DFL, early)
+    signals.reset()
     if own:
         before = signal.signal(signal.SIGTERM, _terminate)
     _sigterm.clear()

@@ -24,6 +24,7 @@ import tempfile
 import threading
 from dataclasses import dataclass
 
+from . import signals
 from .errors import MinitraceError
 from .rawlayout import VOLUMES
 _FORWARDED = ("LD_PRELOAD", "MINITRACE_DIR", "MINITRACE_VOLUME")
@@ -202,5 +203,6 @@ def _stop(proc: subprocess.Popen, grace: float = 10.0) -> None:
     except subprocess.TimeoutExpired:
         proc.kill()
         proc.wait()
-    except KeyboardInterrupt:     # a second Ctrl-C: stop waiting
+    except KeyboardInterrupt as e:     # a second Ctrl-C: stop waiting
+        signals.handled(e)
         proc.kill()

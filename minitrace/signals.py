@@ -16,6 +16,7 @@ import _thread
 import os
 import signal
 import sys
+import time
 import weakref
 
 EXIT_TERMINATED = 143
@@ -28,8 +29,8 @@ def early(signum, frame):
     ``SystemExit`` (a module's ``except BaseException``, a finaliser) must not turn it into a
     command that runs on and exits 0."""
     global terminated
-    if in_import(frame):
-        return later(signum)
+    if defer(signum, frame):
+        return
     repeat = again(signum, frame)
     if repeat is None or terminated and not repeat:
         return
@@ -54,8 +55,8 @@ def interrupt(signum, frame):
     """Ctrl-C: KeyboardInterrupt, as Python's own handler, remembered (an import it interrupts
     may turn it into an ImportError)."""
     global interrupted
-    if in_import(frame):
-        return later(signum)
+    if defer(signum, frame):
+        return
     if again(signum, frame) is None:
         return
     interrupted = True
@@ -72,6 +73,26 @@ def in_import(frame) -> bool:
     ever, the replay's feeder thread among them, and with it the command's clean-up.  Its
     handler then delivers it :func:`later`."""
     return frame is not None and frame.f_code.co_filename.startswith("<frozen importlib")
+
+
+def defer(signum: int, frame) -> bool:
+    """Whether the handler of ``signum`` delivers it :func:`later` (it came inside importlib's
+    code: :func:`in_import`), for at most ``DEFER_SECONDS`` from the first deferral: a main
+    thread blocked on a module lock that another thread holds (a deadlocked import) would
+    otherwise stop for no signal but SIGKILL."""
+    if not in_import(frame):
+        _deferred_since.pop(signum, None)
+        return False
+    since = _deferred_since.setdefault(signum, time.monotonic())
+    if time.monotonic() - since > DEFER_SECONDS:
+        _deferred_since.pop(signum)
+        return False
+    later(signum)
+    return True
+
+
+DEFER_SECONDS = 1.0
+_deferred_since: dict[int, float] = {}
 
 
 def later(signum: int) -> None:
@@ -128,7 +149,7 @@ class _Delivery(weakref.ref):
         self.signum, self.repeat = int(signum), repeat
 
     def __index__(self) -> int:
-        if self.repeat:
+        if self.repeat and callable(signal.getsignal(self.signum)):   # (else nothing comes)
             _repeated.add(self.signum)
             _pending.add(self.signum)
         return self.signum
@@ -159,6 +180,21 @@ def settles(func):
 
 
 _settled: set = set()
+
+
+def handled(exc: BaseException) -> None:
+    """``exc`` (a handler's) was caught on purpose (a second Ctrl-C that stops a wait): freed,
+    it must not deliver its signal again."""
+    _watching[:] = [ref for ref in _watching if ref() is not exc]
+
+
+def reset() -> None:
+    """A new command in this process: no watched exception, repeat or deferral of an earlier
+    one carries over (``cli.main`` called again, as the tests do)."""
+    _watching.clear()
+    _repeated.clear()
+    _pending.clear()
+    _deferred_since.clear()
 
 
 @settles

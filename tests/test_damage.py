@@ -510,6 +510,62 @@ def test_a_dropped_exception_is_delivered_again_where_the_code_goes_on(settled, 
     assert heard == [wanted]
 
 
+def test_a_stop_caught_on_purpose_is_not_delivered_again():
+    """record's second Ctrl-C stops its wait for the launcher on purpose: that exception, freed,
+    was delivered again and cut short the message saying where the raw data is kept."""
+    import signal
+    import time
+    from minitrace import signals
+    from minitrace.errors import Terminated
+    signals.reset()
+    calls = []
+
+    def raising(signum, frame):
+        calls.append(signum)
+        raise signals.watched(Terminated(), signum)
+    old = signal.signal(signal.SIGUSR1, raising)
+    try:
+        try:
+            os.kill(os.getpid(), signal.SIGUSR1)
+            time.sleep(5)
+        except Terminated as e:
+            signals.handled(e)
+        for _ in range(3):           # checks for signals
+            pass
+    finally:
+        signal.signal(signal.SIGUSR1, old)
+    assert calls == [signal.SIGUSR1]
+
+
+def test_a_signal_inside_importlib_is_deferred_for_a_while_only(monkeypatch):
+    """Deferred inside importlib's code, but not for ever: a main thread blocked on a module
+    lock another thread holds would stop for nothing but SIGKILL."""
+    import signal
+    import time
+    from minitrace import signals
+    frames = []
+
+    class Grab:
+        def find_spec(self, name, path=None, target=None):
+            if name == "_minitrace_absent_module":
+                frames.append(sys._getframe(1))
+            return None
+    grab = Grab()
+    sys.meta_path.insert(0, grab)
+    try:
+        with pytest.raises(ImportError):
+            import _minitrace_absent_module  # noqa: F401
+    finally:
+        sys.meta_path.remove(grab)
+    signals.reset()
+    monkeypatch.setattr(signals, "DEFER_SECONDS", 0.2)
+    assert signals.in_import(frames[0]) and not signals.in_import(sys._getframe())
+    assert signals.defer(signal.SIGUSR2, frames[0])      # (SIGUSR2 unhandled: no delivery)
+    time.sleep(0.3)
+    assert not signals.defer(signal.SIGUSR2, frames[0])
+    assert signals.defer(signal.SIGUSR2, frames[0])      # a new deferral
+
+
 def test_a_command_that_drops_sigterm_stops_at_once(monkeypatch):
     """Terminated dropped inside a command: the command ran on to its end (then exited 143);
     the dropped exception now delivers SIGTERM again, which stops the command where it is."""
