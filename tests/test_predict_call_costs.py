@@ -58,6 +58,19 @@ def test_each_call_costs_its_terms():
     assert mixed == pytest.approx([0.3 * US, 0, 0, 0.1 * US, 0.3 * US, 0, 0, 0])
 
 
+def test_a_wait_on_no_request_completes_no_receive():
+    """A wait on request -1 (MPI_REQUEST_NULL, or one the recorder did not know) was keyed as
+    the previous rank's largest request id: charged a completion it did not make."""
+    b = TraceBuilder(2, {"volume_unit": "seconds"})
+    b.add(0, "irecv", peer=1, bytes_recv=8, request=0)
+    b.add(0, "irecv", peer=1, bytes_recv=8, request=1)
+    b.add(0, "waitall", vector=[0, 1])
+    b.add(1, "wait", request=-1)
+    b.add(1, "waitall", vector=[-1])
+    assert call_costs.per_call(b.build(), COSTS) == pytest.approx(
+        [0.3 * US, 0.3 * US, 2 * 0.1 * US, 0, 0])
+
+
 def test_the_costs_go_into_the_compute_before_each_call():
     data = _trace()
     got, added = call_costs.add_to_compute(data, COSTS, speed=1e9)

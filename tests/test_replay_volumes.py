@@ -87,6 +87,14 @@ def _alltoall(nbytes: int, in_place: bool = False):
     return b.build()
 
 
+def test_copies_without_a_cache_size_run_at_the_cold_rate():
+    """calibrate --cold-from 0 (no cache boundary) with copy rates measured: a ZeroDivisionError
+    in the replay's copy time."""
+    from minitrace.replay.work import copy_seconds
+    assert copy_seconds([1 << 10, 1 << 20], (1e10, 1e9, 0)).tolist() == \
+        [(1 << 10) / 1e9, (1 << 20) / 1e9]
+
+
 def test_copy_of_the_own_block_is_modelled_at_the_copy_rates():
     rates = (1e10, 1e9, 1 << 20)           # 10 GB/s in cache, 1 GB/s from 1 MiB touched (L2)
     # own block = half of nbytes; it touches twice that: 8 MiB, 1 MiB (= L2: cold), 256 KiB

@@ -267,12 +267,12 @@ def since_warm(data, rows: np.ndarray, nbytes: np.ndarray, scale: float) -> np.n
     spent = np.cumsum(np.where(a["kind"] == K.code("compute"), a["volume"] / scale, 0.0))[rows]
     out = a["volume"][rows] / scale
     rank = data.rank_of(rows)            # (rows in order: each rank's in one block)
-    first = np.r_[0, np.flatnonzero(rank[1:] != rank[:-1]) + 1]
-    block_start = np.repeat(first, np.diff(np.r_[first, len(rows)]))
-    q = np.flatnonzero(nbytes > 8)
-    warm = _last_at_least(nbytes, q, nbytes[q] / 2)
-    these = warm >= block_start[q]       # (one of an earlier rank does not count)
-    out[q[these]] = spent[q[these]] - spent[warm[these]]
+    bounds = np.r_[0, np.flatnonzero(rank[1:] != rank[:-1]) + 1, len(rows)]
+    for lo, hi in zip(bounds[:-1], bounds[1:]):      # (a rank at a time: memory n log n)
+        q = np.flatnonzero(nbytes[lo:hi] > 8)
+        warm = _last_at_least(nbytes[lo:hi], q, nbytes[lo:hi][q] / 2)
+        q, warm = q[warm >= 0] + lo, warm[warm >= 0] + lo
+        out[q] = spent[q] - spent[warm]
     return out
 
 

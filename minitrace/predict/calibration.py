@@ -736,8 +736,9 @@ def summary(cal: Calibration, path: str) -> str:
                  + f"; background {cal.background:.2%} of a node's compute (other work)")
     lines.append(f"  reductions (MPI_SUM, doubles): {cal.reduction_rate / 1e9:.3g} GB/s")
     if cal.copies():
-        lines.append(f"  local copies: {cal.copy_rates[0] / 1e9:.3g} GB/s for blocks up to "
-                     f"{cal.cold_from} B, {cal.copy_rates[1] / 1e9:.3g} GB/s above")
+        lines.append(f"  local copies: {cal.copy_rates[0] / 1e9:.3g} GB/s while source and "
+                     f"destination take up to {cal.cold_from / 4:.0f} B, "
+                     f"{cal.copy_rates[1] / 1e9:.3g} GB/s from {cal.cold_from} B")
     if cal.kernels:
         lines.append("  kernel set (per CPU second; per wall second): " + "; ".join(
             f"{k} {v['cpu_rate']:.4g}; {v['wall_rate']:.4g} {v['unit']}/s"

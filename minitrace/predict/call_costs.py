@@ -136,14 +136,19 @@ def per_call(data, costs: dict) -> np.ndarray:
     out = np.where(recv, costs["post"], 0.0)
     rank = data.rank_of(rows)
     span = int(max(a["request"].max(initial=0), 0)) + 1
-    received = rank[recv].astype(np.int64) * span + a["request"][recv]   # (ids: per rank)
+
+    def key(ranks, ids):                 # (ids are per rank; a negative one, MPI_REQUEST_NULL
+        ids = np.asarray(ids, dtype=np.int64)            # or one unknown, names no receive)
+        return np.where(ids >= 0, ranks.astype(np.int64) * span + ids, -1)
+    received = key(rank[recv], a["request"][recv])
+    received = received[received >= 0]
     one = np.flatnonzero(K.mask(_ONE)[kind])
-    hit = np.isin(rank[one].astype(np.int64) * span + a["request"][one], received)
+    hit = np.isin(key(rank[one], a["request"][one]), received)
     out[one[hit]] += costs["complete"]
     listed = np.flatnonzero(K.mask(_LISTED)[kind])
     if len(listed):
         at, ids = data.vector_entries(listed)
-        hit = np.isin(rank[at].astype(np.int64) * span + ids, received)
+        hit = np.isin(key(rank[at], ids), received)
         np.add.at(out, at[hit], costs["complete"])
     return out
 

@@ -416,7 +416,7 @@ def _self_check(out: Prediction, data, cal: Calibration, timeline: str | None, s
         out.timeline = timeline
 
 
-def _error_without_lost(out: Prediction, recorded: float, cpu_last: float) -> float:
+def _error_without_lost(out: Prediction, recorded: float, cpu_last: float) -> float | None:
     """The self-check's error with the recording's own descheduling taken out of both sides:
     every rank's wall time above its CPU time, between its MPI calls and inside them, summed
     over the ranks, out of ``recorded`` (the last rank's recorded time less the recorder's),
@@ -426,11 +426,12 @@ def _error_without_lost(out: Prediction, recorded: float, cpu_last: float) -> fl
     ranks that seldom wait for each other it takes out too much, and so it does where ranks
     lose time at the same moments (a loaded machine): only comparable recordings get it.
     What remains is the replay's own miss, where the error itself also holds the run's noise
-    (issue 35)."""
+    (issue 35).  None when the summed lost time is half the recorded time or more (many
+    ranks each losing a little): the correction then says nothing about the replay."""
     lost = (sum(out.lost_between) + sum(out.lost_inside or ())) * out.recorded_time
     stretch = (out.background or 0.0) * cpu_last
-    return (out.predicted_time - stretch) / (recorded - lost) - 1.0 if recorded > lost \
-        else float("nan")
+    return (out.predicted_time - stretch) / (recorded - lost) - 1.0 if lost < recorded / 2 \
+        else None
 
 
 def _timeline(out: Prediction, data, origin: float, spans, path: str) -> None:

@@ -141,7 +141,7 @@ def work_notes(counts: dict, unit: str, rate, red, copies) -> list[str]:
 def copy_seconds(nbytes, copies) -> np.ndarray:
     """Seconds a rank takes to copy blocks of ``nbytes`` within its memory, from ``copies`` =
     (B/s in cache, B/s from a buffer packed just before into one unpacked just after,
-    ``cold_from``: a core's L2).
+    ``cold_from``: a core's L2; 0: unknown, every copy at the packed-to-unpacked rate).
 
     A copy reads its source and writes its destination: it runs at the in-cache rate while
     the two together take at most a quarter of ``cold_from`` (next to the rank's other data
@@ -153,6 +153,8 @@ def copy_seconds(nbytes, copies) -> np.ndarray:
     ``cold_from``) gave the 1 MiB copy the in-cache rate, 30 us (issue 35,
     benchmarks/RESULTS.md)."""
     hot, cold, cold_from = copies
+    if cold_from <= 0:                   # (calibrate --cold-from 0: no cache boundary known)
+        return np.asarray(nbytes, dtype=float) / cold
     footprint = 2.0 * np.asarray(nbytes, dtype=float)
     lo, hi = cold_from / 4.0, float(cold_from)
     where = np.clip(np.log(np.maximum(footprint, 1.0) / lo) / np.log(hi / lo), 0.0, 1.0)
