@@ -159,6 +159,12 @@ def _decode_times(d: np.ndarray, offsets: np.ndarray, lo: int, t0: float) -> np.
     return ns / _NS + t0
 
 
+def hdf5_text(text: str) -> str:
+    """``text`` as a minitrace file stores it: HDF5 strings end at a NUL, so one inside (a
+    damaged source) is U+FFFD, in every form (attributes, the strings table, the pack's)."""
+    return text.replace("\0", "\ufffd")
+
+
 def meta_attrs(meta: dict) -> dict:
     """``meta`` as HDF5 attribute values (lists and dicts as JSON, None left out)."""
     out = {}
@@ -166,7 +172,7 @@ def meta_attrs(meta: dict) -> dict:
         if v is None:
             continue
         v = json.dumps(v) if isinstance(v, (list, dict, tuple)) else v
-        out[k] = v.replace("\0", "\ufffd") if isinstance(v, str) else v   # (HDF5: NUL ends)
+        out[k] = hdf5_text(v) if isinstance(v, str) else v
     return out
 
 
@@ -459,9 +465,8 @@ def write_comms_strings(g: h5py.Group, comms: dict, strings: list) -> None:
     cg = g.create_group("comms")
     for name, arr in comms_arrays(comms).items():
         cg.create_dataset(name, data=arr)
-    # HDF5 strings end at a NUL: one inside a name (a damaged source) is stored as U+FFFD
-    g.create_dataset("strings", data=np.array([x.replace("\0", "\ufffd") for x in strings],
-                                              dtype=object), dtype=h5py.string_dtype())
+    g.create_dataset("strings", data=np.array([hdf5_text(x) for x in strings], dtype=object),
+                     dtype=h5py.string_dtype())
 
 
 @contextlib.contextmanager

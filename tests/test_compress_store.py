@@ -447,3 +447,18 @@ def test_tables_too_big_for_the_pack_are_datasets(tmp_path):
     with minitrace.open(p) as t:
         back = t.data()
     assert back.strings == d.strings and back.comms.keys() == d.comms.keys()
+
+
+@pytest.mark.parametrize("many", [False, True])
+def test_a_nul_in_a_name_reads_back_as_in_the_plain_file(tmp_path, many):
+    """A NUL inside a name (a damaged source): the plain file and the dataset form store
+    U+FFFD (HDF5 strings end at a NUL); the pack's JSON kept the NUL, so the same trace read
+    back differently as its table fitted the pack or not."""
+    d = synthetic.ring_trace(4, 40)
+    d.strings = ["a\0b"] + ([f"name {i:06d} " + "x" * 40 for i in range(2000)] if many else [])
+    plain, packed = tmp_path / "p.h5", tmp_path / "c.h5"
+    storage.write_trace(str(plain), d)
+    write_compressed(str(packed), d)
+    with minitrace.open(plain) as a, minitrace.open(packed) as b:
+        assert a.data().strings == b.data().strings
+        assert b.data().strings[0] == "a\ufffdb"

@@ -287,7 +287,8 @@ def write(path: str, c: Compressed, meta: dict | None = None, pack: bool = True)
         else:
             put(f"{c.mode}/{name}", arr, noisy=len(arr) > c.nranks + 1)
     tables = {**{f"comms/{k}": a for k, a in S.comms_arrays(c.comms).items()},
-              P.STRINGS: np.frombuffer(json.dumps(c.strings).encode(), np.uint8)}
+              P.STRINGS: np.frombuffer(json.dumps([S.hdf5_text(x) for x in c.strings])
+                                       .encode(), np.uint8)}
     tables_packed = pack and all(P.packs(a) for a in tables.values())
     if tables_packed:
         for name, a in tables.items():
