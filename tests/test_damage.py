@@ -208,18 +208,24 @@ def _catches(pid: int, sig: int) -> bool:
     return bool(int(mask, 16) >> (sig - 1) & 1)
 
 
+def _sigint_default() -> None:
+    """SIGINT as at a terminal, in a child: a test run launched in the background inherits it
+    ignored (a non-interactive shell's ``&``), and a Python started with it ignored keeps it
+    so (no KeyboardInterrupt, no handler of minitrace's)."""
+    import signal
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _signalled(trace, signals: list[tuple[float, int]]) -> subprocess.CompletedProcess:
     """``minitrace replay`` in a process group of its own, sent ``signals`` (seconds after its
     SIGTERM handler is in, or after the previous one; signal) as `timeout` or `scancel` send
     them: to the group."""
     import time
     import signal
-    # SIGINT as at a terminal: a test run launched in the background inherits it ignored
-    # (a non-interactive shell's `&`), and a command that inherits it ignored keeps it so
     p = subprocess.Popen([sys.executable, "-m", "minitrace", "replay", str(trace),
                           "--compute-rate", "1Gf"], stdout=subprocess.DEVNULL,
                          stderr=subprocess.PIPE, text=True, start_new_session=True,
-                         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+                         preexec_fn=_sigint_default)
     # counted from when the handlers are in: a loaded machine can take longer than the first
     # delay to start Python, and a signal then kills it before minitrace runs at all
     deadline = time.monotonic() + 30
@@ -439,7 +445,7 @@ def test_a_dropped_stop_is_delivered_again(sig, status, word, where):
     """A Ctrl-C whose KeyboardInterrupt the interrupted code dropped let the command run on and
     exit 0 silently; one dropped in a callback printed a traceback first."""
     p = subprocess.run([sys.executable, "-c", _DROPPING.format(sig=sig), where],
-                       capture_output=True, text=True, timeout=120)
+                       capture_output=True, text=True, timeout=120, preexec_fn=_sigint_default)
     assert (p.returncode, p.stderr, p.stdout) == (status, f"minitrace: {word}\n", "")
 
 
@@ -480,7 +486,8 @@ try:
 except KeyboardInterrupt:
     pass
 """
-    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                       preexec_fn=_sigint_default)
     assert p.returncode == 0 and p.stdout.strip(), p.stderr
     assert not p.stdout.startswith("<frozen importlib"), p.stdout
 
