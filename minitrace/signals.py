@@ -9,7 +9,9 @@ A handler's exception can be dropped where it lands: an extension module's initi
 (numpy.random, h5py, pandas' C parts) and the callbacks whose exceptions Python only prints
 (weakref callbacks, the import system's locks) lose it, and the command then ran on to its end
 and exited 0.  Each one raised is therefore watched (:func:`watched`) until the command line
-has it (:func:`seen`); one freed before that delivers its signal to the main thread again."""
+has it (:func:`seen`); one freed before that delivers its signal to the main thread again.
+Nor is one raised inside importlib's own code (:func:`defer`), where it could leave the
+import lock held."""
 from __future__ import annotations
 
 import _thread
