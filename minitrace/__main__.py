@@ -15,13 +15,11 @@ def entry() -> int:
         signals.seen()                # import it interrupts may turn it into an ImportError)
         if not signals.interrupted:
             raise
-        print("minitrace: interrupted", file=sys.stderr)
-        return leave(EXIT_INTERRUPTED)
+        return leave(signals.report(EXIT_INTERRUPTED))
     if signals.terminated:            # SIGTERM's SystemExit swallowed by an import
         return leave(EXIT_TERMINATED)
     if signals.interrupted:           # Ctrl-C's KeyboardInterrupt swallowed by an import
-        print("minitrace: interrupted", file=sys.stderr)
-        return leave(EXIT_INTERRUPTED)
+        return leave(signals.report(EXIT_INTERRUPTED))
     return leave(main())
 
 

@@ -52,7 +52,7 @@ _sigterm = threading.Event()
 
 
 def _terminate(signum, frame):
-    if signals.defer(signum, frame):
+    if signals.reported or signals.defer(signum, frame):
         return
     repeat = signals.again(signum, frame)
     if repeat is None or _sigterm.is_set() and not repeat:   # a second SIGTERM (a process-
@@ -83,9 +83,7 @@ def main(argv: list[str] | None = None) -> int:
             # by the code it interrupted (an ``except BaseException``) and delivered again
             # too late: the command ran on, but was told to stop
             signals.seen()
-            print(f"minitrace: {'terminated' if _sigterm.is_set() else 'interrupted'}",
-                  file=sys.stderr)
-            return EXIT_TERMINATED if _sigterm.is_set() else EXIT_INTERRUPTED
+            return signals.report(EXIT_TERMINATED if _sigterm.is_set() else EXIT_INTERRUPTED)
         return status
     except BaseException as e:
         signals.seen()
@@ -93,12 +91,10 @@ def main(argv: list[str] | None = None) -> int:
         # into another exception by the code it interrupted (numpy's import makes it an
         # ImportError): SIGTERM came, whatever the exception says
         if _sigterm.is_set():
-            print("minitrace: terminated", file=sys.stderr)
-            return EXIT_TERMINATED
+            return signals.report(EXIT_TERMINATED)
         if isinstance(e, KeyboardInterrupt) or signals.interrupted:   # Ctrl-C while the
             # modules load (an import it interrupts may turn it into an ImportError)
-            print("minitrace: interrupted", file=sys.stderr)
-            return EXIT_INTERRUPTED
+            return signals.report(EXIT_INTERRUPTED)
         raise
     finally:
         if own:
@@ -127,8 +123,7 @@ def _main(argv: list[str] | None) -> int:
         raise
     except KeyboardInterrupt:
         signals.seen()
-        print("minitrace: interrupted", file=sys.stderr)
-        return EXIT_INTERRUPTED
+        return signals.report(EXIT_INTERRUPTED)
     except OSError as e:  # a file the user named could not be read or written
         if args.debug or _stopped():
             raise

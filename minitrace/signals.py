@@ -31,13 +31,13 @@ def early(signum, frame):
     ``SystemExit`` (a module's ``except BaseException``, a finaliser) must not turn it into a
     command that runs on and exits 0."""
     global terminated
-    if defer(signum, frame):
+    if reported or defer(signum, frame):
         return
     repeat = again(signum, frame)
     if repeat is None or terminated and not repeat:
         return
     if not terminated:
-        print("minitrace: terminated", file=sys.stderr)
+        report(EXIT_TERMINATED)
     terminated = True
     raise watched(EarlyExit(EXIT_TERMINATED), signum)
 
@@ -57,7 +57,7 @@ def interrupt(signum, frame):
     """Ctrl-C: KeyboardInterrupt, as Python's own handler, remembered (an import it interrupts
     may turn it into an ImportError)."""
     global interrupted
-    if defer(signum, frame):
+    if reported or defer(signum, frame):
         return
     if again(signum, frame) is None:
         return
@@ -66,6 +66,20 @@ def interrupt(signum, frame):
 
 
 interrupted = False
+
+
+def report(status: int) -> int:
+    """Print the stopped command's one line (``status`` 143 or 130) and return ``status``; a
+    signal after it is ignored (``reported``): one more during the exit (a process-group kill
+    sends two) printed the line again."""
+    global reported
+    word = "terminated" if status == EXIT_TERMINATED else "interrupted"
+    print(f"minitrace: {word}", file=sys.stderr)
+    reported = True
+    return status
+
+
+reported = False
 
 
 def in_import(frame) -> bool:
@@ -193,10 +207,12 @@ def handled(exc: BaseException) -> None:
 def reset() -> None:
     """A new command in this process: no watched exception, repeat or deferral of an earlier
     one carries over (``cli.main`` called again, as the tests do)."""
+    global reported
     _watching.clear()
     _repeated.clear()
     _pending.clear()
     _deferred_since.clear()
+    reported = False
 
 
 @settles

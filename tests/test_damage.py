@@ -573,6 +573,29 @@ def test_a_signal_inside_importlib_is_deferred_for_a_while_only(monkeypatch):
     assert signals.defer(signal.SIGUSR2, frames[0])      # a new deferral
 
 
+def test_a_second_sigterm_while_leaving_prints_nothing_more():
+    """A process-group kill's second SIGTERM after the command had said "terminated" (during
+    the exit, where the early handler is back) printed the line again (4 of 300 signalled
+    replays)."""
+    code = """
+import os, signal, sys, time
+from minitrace import signals, cli, __main__
+signals.install_early()
+def command(argv):
+    os.kill(os.getpid(), signal.SIGTERM)
+    time.sleep(5)
+cli._main = command
+def leave(status):
+    os.kill(os.getpid(), signal.SIGTERM)
+    return signals.leave(status)
+__main__.leave = leave
+sys.exit(__main__.entry())
+"""
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                       preexec_fn=_sigint_default)
+    assert (p.returncode, p.stderr) == (143, "minitrace: terminated\n")
+
+
 def test_a_command_that_drops_sigterm_stops_at_once(monkeypatch):
     """Terminated dropped inside a command: the command ran on to its end (then exited 143);
     the dropped exception now delivers SIGTERM again, which stops the command where it is."""
