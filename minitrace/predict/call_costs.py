@@ -80,29 +80,31 @@ def _pair(comm, MPI, peer: int, first: bool, flag, null) -> dict | None:
                 comm.Send(b, peer, _TAG)
             flag[0] = i + 1                             # (sent: no MPI call tells rank 0)
         return None
+
+    def go(i):                                          # (the peer sends, rank 0 waits)
+        comm.Send(ack, peer, _TAG + 1)
+        while flag[0] != i + 1:
+            pass
+    post, done = _rounds(comm, MPI, bufs, peer, go)
+    null_post, null_done = _rounds(comm, MPI, bufs, null)
+    return {"post": max(float(np.median(post) - np.median(null_post)), 0.0),
+            "complete": max(float(np.median(done) - np.median(null_done)) / BATCH, 0.0)}
+
+
+def _rounds(comm, MPI, bufs, source: int, ready=lambda i: None):
+    """Seconds in the first ``Irecv`` from ``source`` and in the ``Waitall`` of all
+    :data:`BATCH`, each of :data:`REPS` rounds; ``ready(i)`` between (not timed)."""
     post, done = np.empty(REPS), np.empty(REPS)
     for i in range(REPS):
         t0 = _TIMER()
-        reqs = [comm.Irecv(bufs[0], peer, _TAG)]
+        reqs = [comm.Irecv(bufs[0], source, _TAG)]
         post[i] = _TIMER() - t0
-        reqs += [comm.Irecv(b, peer, _TAG) for b in bufs[1:]]
-        comm.Send(ack, peer, _TAG + 1)                  # (go)
-        while flag[0] != i + 1:
-            pass
+        reqs += [comm.Irecv(b, source, _TAG) for b in bufs[1:]]
+        ready(i)
         t0 = _TIMER()
         MPI.Request.Waitall(reqs)
         done[i] = _TIMER() - t0
-    null_post, null_done = np.empty(REPS), np.empty(REPS)
-    for i in range(REPS):
-        t0 = _TIMER()
-        reqs = [comm.Irecv(bufs[0], null, _TAG)]
-        null_post[i] = _TIMER() - t0
-        reqs += [comm.Irecv(b, null, _TAG) for b in bufs[1:]]
-        t0 = _TIMER()
-        MPI.Request.Waitall(reqs)
-        null_done[i] = _TIMER() - t0
-    return {"post": max(float(np.median(post) - np.median(null_post)), 0.0),
-            "complete": max(float(np.median(done) - np.median(null_done)) / BATCH, 0.0)}
+    return post, done
 
 
 def fit(runs: list[dict], recv_overhead: float = 0.0) -> dict:
