@@ -101,7 +101,7 @@ def main() -> int:
             with open_trace(p) as t:
                 data = t.data()
             kw = replay_options(data, cal, p)
-            data, _ = with_call_costs(with_background(data, cal)[0], cal)   # (as predict
+            data = with_call_costs(with_background(data, cal)[0], cal)[0]   # (as predict
             #                                                   --replicas replays it)
             # the per-call-site noise alone; --runs multiplies these same draws by run factors
             # drawn with the generator below (replicas(): tests/test_replay_spread.py)

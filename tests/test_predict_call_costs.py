@@ -135,7 +135,7 @@ def test_the_replay_of_a_rank_posting_and_completing_is_longer_by_their_cost(dem
     times = []
     for costs in ({}, {"post": 2 * US, "complete": 1 * US}):
         c = replace(cal, call_costs=costs)
-        d, _ = with_call_costs(data, c)
+        d = with_call_costs(data, c)[0]
         times.append(replay(d, **replay_options(d, c)).simulated_time)
     assert times[1] - times[0] == pytest.approx(n * 3 * US, rel=1e-6)
 
@@ -148,5 +148,5 @@ def test_calibrations_made_before_the_costs_add_nothing():
                       reduction_rate=1e9, ranks_per_host=2, cores_per_host=2,
                       size_range=[1, 1 << 20], eager_threshold=1 << 16, pair="intra",
                       speed_spread=0.0, core_share=[1.0, 1.0], runs=1, points=1)
-    got, after = with_call_costs(data, cal)
-    assert got is data and after is None
+    got, after, posted = with_call_costs(data, cal)
+    assert got is data and after is None and posted is None

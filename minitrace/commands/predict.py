@@ -90,7 +90,7 @@ def run(args) -> int:
         data, loops = load_trace(args.trace, args.trace)
         cal = load(args.calibration)
         data, translation, _ = translated(data, cal, args.recorded_on, args.probe, args.trace)
-        data, _ = with_call_costs(with_background(data, cal, translation)[0], cal)
+        data = with_call_costs(with_background(data, cal, translation)[0], cal)[0]
         kw = replay_options(data, cal, args.trace, platform=args.platform,
                             hostfile=args.hostfile, hosts=args.cluster,
                             ranks_per_host=args.ranks_per_node, timeout=args.timeout,

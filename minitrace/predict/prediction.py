@@ -146,7 +146,7 @@ def predict(trace: str, calibration: str | Calibration, *, platform: str | None 
     plain, background = with_background(data, cal, translation)
     if translation is None:
         plain, first = with_first_calls(plain)
-    data, after = with_call_costs(plain, cal)
+    data, after, posted = with_call_costs(plain, cal)
     own = platform is None and hosts is None and translation is None
     notes = [] if translation is None else list(translation.notes)
     timed = engine == "native" or (engine == "auto" and binary() is not None)
@@ -173,8 +173,8 @@ def predict(trace: str, calibration: str | Calibration, *, platform: str | None 
     out.background = background
     if translation is None and first.any():
         out.first_calls = first.tolist()
-    if cal.call_costs:
-        out.call_costs = call_costs.add_to_compute(plain, cal.call_costs, cal.speed)[1].tolist()
+    if posted is not None:
+        out.call_costs = posted.tolist()
     if after is not None:
         out.after_compute = after.tolist()
         out.after_compute_range = [
@@ -252,15 +252,15 @@ def with_background(data, cal: Calibration, translation=None):
 
 def with_call_costs(data, cal: Calibration, kernel: str | None = None):
     """(``data`` with the calibration's after-compute call cost added to each compute that an
-    MPI call follows, seconds added per rank; or ``data``, None for a calibration without
-    it), then with its posting and completion costs (:mod:`.call_costs`) when it has them.
-    ``kernel``: that kernel's after-compute cost alone (the range), else the kernels' mean."""
-    after = None
+    MPI call follows, then its posting and completion costs (:mod:`.call_costs`); the
+    seconds each added per rank, None for a calibration without it).  ``kernel``: that
+    kernel's after-compute cost alone (the range), else the kernels' mean."""
+    after = posted = None
     if cal.after_compute:
         data, after = after_compute.add_to_compute(data, cal.after_compute, cal.speed, kernel)
     if cal.call_costs:
-        data = call_costs.add_to_compute(data, cal.call_costs, cal.speed)[0]
-    return data, after
+        data, posted = call_costs.add_to_compute(data, cal.call_costs, cal.speed)
+    return data, after, posted
 
 
 def replay_options(data, cal: Calibration, source: str | None = None, *,
