@@ -527,6 +527,8 @@ def read(g: h5py.Group, path: str) -> Compressed:
 
 
 def _precision(attrs: dict, path: str) -> float:
+    """The model's precision, checked (read decodes the statistics' codes by it before
+    :func:`_check_side` runs)."""
     p = attrs.get("precision", 0.01)
     if not isinstance(p, float) or not 0 < p < 1:
         raise _corrupt(f"precision {p!r} invalid", path)
@@ -560,15 +562,13 @@ def _check_side(c: Compressed, path: str) -> None:
     scale = c.attrs.get("volume_scale")
     bound = c.attrs.get("volume_bound")
     quantum = c.attrs.get("time_quantum", 1)
-    p = c.attrs.get("precision", 0.01)
+    _precision(c.attrs, path)
     if not isinstance(t0, (int, float)) or not np.isfinite(t0) or \
             any(x is not None and not (isinstance(x, float) and np.isfinite(x) and x > 0)
                 for x in (q, scale)) or sum(x is not None for x in (q, scale, bound)) > 1 or \
             (bound is not None and not (isinstance(bound, float) and 0 < bound < 1)) or \
-            not isinstance(quantum, (int, np.integer)) or not 1 <= quantum <= V.NS or \
-            not isinstance(p, float) or not 0 < p < 1:
-        raise _corrupt("t0, volume divisor, scale or bound, time quantum or precision invalid",
-                       path)
+            not isinstance(quantum, (int, np.integer)) or not 1 <= quantum <= V.NS:
+        raise _corrupt("t0, volume divisor, scale or bound, or time quantum invalid", path)
     coding = c.attrs.get("time_coding")
     if coding is not None and (coding != TIME_CODING or enc != "ns-gap" or quantum < 2):
         raise _corrupt(f"time coding {coding!r} unknown or without a time grid", path)
