@@ -52,11 +52,8 @@ _sigterm = threading.Event()
 
 
 def _terminate(signum, frame):
-    if signals.reported or signals.defer(signum, frame):
-        return
-    repeat = signals.again(signum, frame)
-    if repeat is None or _sigterm.is_set() and not repeat:   # a second SIGTERM (a process-
-        return     # group kill) while cleaning up lets the clean-up finish (SIGKILL remains)
+    if not signals.raises(signum, frame, _sigterm.is_set()):   # (a second SIGTERM, a process-
+        return     # group kill's, while cleaning up lets the clean-up finish; SIGKILL remains)
     _sigterm.set()
     raise signals.watched(Terminated(), signum)
 

@@ -31,10 +31,7 @@ def early(signum, frame):
     ``SystemExit`` (a module's ``except BaseException``, a finaliser) must not turn it into a
     command that runs on and exits 0."""
     global terminated
-    if reported or defer(signum, frame):
-        return
-    repeat = again(signum, frame)
-    if repeat is None or terminated and not repeat:
+    if not raises(signum, frame, terminated):
         return
     if not terminated:
         report(EXIT_TERMINATED)
@@ -57,15 +54,24 @@ def interrupt(signum, frame):
     """Ctrl-C: KeyboardInterrupt, as Python's own handler, remembered (an import it interrupts
     may turn it into an ImportError)."""
     global interrupted
-    if reported or defer(signum, frame):
-        return
-    if again(signum, frame) is None:
+    if not raises(signum, frame, False):
         return
     interrupted = True
     raise watched(Interrupted(), signum)
 
 
 interrupted = False
+
+
+def raises(signum: int, frame, stopping: bool) -> bool:
+    """Whether a handler of minitrace's raises for this delivery of ``signum``: not once the
+    command's line is out (:func:`report`), not inside importlib (:func:`defer`), not for a
+    repeat landing where the command line handles the stop (:func:`again`), and, when the
+    command is already ``stopping`` (its clean-up running), only to repeat a dropped one."""
+    if reported or defer(signum, frame):
+        return False
+    repeat = again(signum, frame)
+    return repeat is not None and (repeat or not stopping)
 
 
 def report(status: int) -> int:

@@ -90,8 +90,9 @@ def replay(trace, platform: str | os.PathLike | None = None,
     waiting, which the simulation models itself, so it is never replayed as work; without a
     rate the reductions do no work (said in the notes).
     ``copy_rates``: (B/s in cache, B/s packed to unpacked, a core's L2 in bytes) of the
-    recording machine's memory copies (:func:`minitrace.replay.work.copy_seconds`), to model the copy of a rank's own block in
-    collectives (:mod:`minitrace.replay.work`), which SimGrid does not, as work after the call
+    recording machine's memory copies (:func:`minitrace.replay.work.copy_seconds`), to model
+    the copy of a rank's own block in collectives (:mod:`minitrace.replay.work`), which
+    SimGrid does not, as work after the call
     (traces timed in seconds; ``Calibration.copies()``); without them no copy is modelled.
     ``lossy``: replay a minitrace trace even if SimGrid's format must drop some of its actions.
     ``collectives``: whose collective algorithms (:mod:`minitrace.collectives`): ``auto`` (the
