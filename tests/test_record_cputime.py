@@ -32,9 +32,10 @@ def test_a_read_that_waits_takes_nothing_off_the_compute(programs, tmp_path):
         v = a["volume"][before][a["kind"][before] == K.code("compute")]
         assert len(v) == 60
         med = np.median(v)
-        # none lost the 3 ms wait (~3x a compute; it took one to 0 and the next ones down);
-        # the bounds leave room for a loaded machine's own spread (+-15% seen)
-        assert ((v > 0.5 * med) & (v < 2 * med)).all(), (r, np.round(v / med, 3))
+        # none lost the 3 ms wait (~3x a compute): the bug took one to 0 and the next ones
+        # down.  Only that side is the recorder's: a compute that took more CPU than the others
+        # is the machine's (2.5x the median seen once on a loaded CI), not a lost wait
+        assert (v > 0.5 * med).all(), (r, np.round(v / med, 3))
     # a read's time counted as the recorder's is at most 20 us (the 3 ms waits are not its)
     reads = 60 + 10             # (per rank: a read per compute, and a few around init/finalize)
     assert (own < reads * 20e-6).all()
