@@ -38,8 +38,8 @@ def _check_bounds(plain, packed, rel, half):
         return c.compressed_form
 
 
-def _timed_stencil(iterations: int = 200):
-    data, _ = stencil(4, iterations, seed=3)
+def _timed_stencil(iterations: int = 200, nranks: int = 4):
+    data, _ = stencil(nranks, iterations, seed=3)
     rng = np.random.default_rng(3)             # timed, as recorded: gaps and durations
     a = data.actions
     for r in range(data.nranks):

@@ -1,20 +1,13 @@
-"""The entropy coder of bounded time steps (``minitrace/compress/rans.py``): any int64 array
-round-trips, damaged bytes are refused rather than decoded wrong, and a bounded file large
-enough to use it reads back within its bounds (a damaged coded array: one-line error)."""
+"""The order-0 entropy coder (``minitrace/compress/rans.py``): any int64 array round-trips,
+damaged bytes are refused rather than decoded wrong.  Bounded files of sessions 11-12 hold
+their duration steps so (``.rans``); since session 13 they are coded in contexts: their files
+are tested in test_compress_context.py."""
 from __future__ import annotations
 
-import h5py
 import numpy as np
 import pytest
 
-import minitrace
-from minitrace import storage
-from minitrace.compress import pack as P
 from minitrace.compress import rans as R
-from minitrace.compress.files import write_compressed
-from minitrace.compress.store import RANS_MIN, RANS_SUFFIX
-from minitrace.errors import MinitraceError
-from tests.test_compress_bounded import _check_bounds, _ranges_match_whole, _timed_stencil
 
 _RNG = np.random.default_rng(7)
 _I64 = np.iinfo(np.int64)
@@ -57,43 +50,3 @@ def test_damaged_bytes_are_refused(damage):
         b[16] ^= 0x01
     with pytest.raises(R.CodeError):
         R.decode(b)
-
-
-def _big_bounded(tmp_path):
-    data = _timed_stencil(iterations=1200)
-    assert len(data.actions) >= RANS_MIN                 # (enough actions for the coder)
-    plain, packed = tmp_path / "plain.h5", tmp_path / "packed.h5"
-    storage.write_trace(str(plain), data)
-    write_compressed(str(packed), data, "bounded:1%", times="bounded:1us")
-    return plain, packed
-
-
-def test_bounded_file_with_coded_steps_within_bounds(tmp_path):
-    plain, packed = _big_bounded(tmp_path)
-    with h5py.File(packed, "r") as f:
-        names = P.unpack(f["trace"][P.DATASET][()]) if P.DATASET in f["trace"] else {}
-        names = set(names) | {f"exact/{k}" for k in f["trace"].get("exact", {})}
-    assert f"exact/t_duration{RANS_SUFFIX}" in names and "exact/t_duration" not in names
-    _check_bounds(plain, packed, 0.01, 1e-6)
-    _ranges_match_whole(packed)
-
-
-def test_damaged_coded_steps_are_a_corrupt_trace(tmp_path):
-    _, packed = _big_bounded(tmp_path)
-    with h5py.File(packed, "a") as f:
-        g = f["trace"]
-        arrays = P.unpack(g[P.DATASET][()])
-        name = f"exact/t_duration{RANS_SUFFIX}"
-        if name not in arrays:                    # (large: a dataset of its own)
-            ds = g[name]
-            v = ds[()]
-            v[-7] ^= 0x33
-            ds[...] = v
-        else:
-            arrays[name] = arrays[name].copy()
-            arrays[name][-7] ^= 0x33
-            del g[P.DATASET]
-            g.create_dataset(P.DATASET, data=P.pack(arrays))
-    with pytest.raises(MinitraceError, match="corrupt trace: exact/t_duration.rans"):
-        with minitrace.open(str(packed)) as c:
-            c.data()

@@ -37,20 +37,21 @@ class CodeError(ValueError):
     """Coded bytes that do not decode to what they say (the reader's ``corrupt trace``)."""
 
 
-def _symbols(values: np.ndarray):
+def symbols(values: np.ndarray, direct_bits: int = _DIRECT_BITS):
     """(symbol of each value, the escaped ones' positions, their bits k and rests): zigzag u
-    (0, -1, 1, -2...) below ``_DIRECT`` is its own symbol; a larger one the symbol of its
-    power of two k, its k low bits the rest."""
+    (0, -1, 1, -2...) below ``2**direct_bits`` is its own symbol; a larger one the symbol of
+    its power of two k, its k low bits the rest."""
+    direct = 1 << direct_bits
     v = values.astype(np.int64, copy=False)
     u = ((v << 1) ^ (v >> 63)).view(np.uint64)
     sym = u.view(np.int64).copy()
-    big = np.flatnonzero(u >= _DIRECT)
+    big = np.flatnonzero(u >= direct)
     ub = u[big]
     # (float log2 rounds near powers of two: set k so that 2**k <= u < 2**(k+1))
     k = np.minimum(np.floor(np.log2(ub.astype(np.float64))), 63).astype(np.int64)
     k -= ub < (np.uint64(1) << k.astype(np.uint64))
     k += (ub >> k.astype(np.uint64)) >= 2
-    sym[big] = _DIRECT + k - _DIRECT_BITS
+    sym[big] = direct + k - direct_bits
     return sym, big, k, ub - (np.uint64(1) << k.astype(np.uint64))
 
 
@@ -63,7 +64,7 @@ def _frequencies(sym: np.ndarray) -> np.ndarray:
     return freq
 
 
-def _rest_bytes(k: np.ndarray, rest: np.ndarray) -> np.ndarray:
+def rest_bytes(k: np.ndarray, rest: np.ndarray) -> np.ndarray:
     """The rests of the escaped values, each in its ceil(k / 8) bytes, little-endian."""
     width = (k + 7) // 8
     out = np.zeros(int(width.sum()), np.uint8)
@@ -74,22 +75,22 @@ def _rest_bytes(k: np.ndarray, rest: np.ndarray) -> np.ndarray:
     return out
 
 
-def encode(values: np.ndarray) -> np.ndarray:
-    """The coded bytes (uint8) of the integers ``values``."""
-    values = np.asarray(values, np.int64)
-    n = len(values)
-    if n == 0:
-        return np.frombuffer(np.zeros(4, _HEAD).tobytes(), np.uint8)
-    sym, _, k, rest = _symbols(values)
-    freq = _frequencies(sym)
+def lane_count(n: int) -> int:
+    """Interleaved states for ``n`` values (:data:`_PER_LANE` each, within the limits)."""
+    return int(min(_MAX_LANES, max(n // _PER_LANE, min(n, _MIN_LANES))))
+
+
+def push(freq: np.ndarray, start: np.ndarray, lanes: int, scale: int = SCALE):
+    """(final states, uint16 words in the order a decoder reads them) of rANS-coding values
+    whose symbols have frequencies ``freq`` and cumulative starts ``start`` (one per value,
+    out of ``2**scale``), value ``i`` in lane ``i % lanes``."""
+    n = len(freq)
     # (states as float64: every value below 2**48 is exact, and numpy divides floats 4-10x
     # faster than integers)
-    f = freq[sym].astype(np.float64)
-    c = (np.cumsum(freq) - freq)[sym].astype(np.float64)
-    limit = f * float(1 << 20)                 # (_LOW >> SCALE) << 16: emit at or above
-    grow = _TOTAL - f
-    extra = _rest_bytes(k, rest)
-    lanes = int(min(_MAX_LANES, max(n // _PER_LANE, min(n, _MIN_LANES))))
+    f = freq.astype(np.float64)
+    c = start.astype(np.float64)
+    limit = f * float(1 << (32 - scale))         # (_LOW >> scale) << 16: emit at or above
+    grow = (1 << scale) - f
     x = np.full(lanes, float(_LOW))
     emitted = []
     for j in range(-(-n // lanes) - 1, -1, -1):
@@ -100,8 +101,72 @@ def encode(values: np.ndarray) -> np.ndarray:
         emitted.append((xj[out] - high * 65536.0).astype(np.uint16))
         xj[out] = high
         q = np.floor(xj / f[lo:hi])
-        x[:hi - lo] = xj + q * grow[lo:hi] + c[lo:hi]     # (x // f << SCALE) + x % f + c
-    words = np.concatenate(emitted[::-1])
+        x[:hi - lo] = xj + q * grow[lo:hi] + c[lo:hi]     # (x // f << scale) + x % f + c
+    words = np.concatenate(emitted[::-1]) if emitted else np.zeros(0, np.uint16)
+    return x, words
+
+
+def pop(x: np.ndarray, words: np.ndarray, n: int, lanes: int, look, scale: int = SCALE):
+    """The ``n`` symbols :func:`push` coded into states ``x`` and ``words``; ``look(slots,
+    lo, hi)`` gives (symbol, its frequency, its start) of values ``lo:hi`` from their slots.
+    :class:`CodeError` unless every word is used and every state returns to its start."""
+    total = float(1 << scale)
+    x = x.astype(np.float64)
+    wordsf = words.astype(np.float64)
+    nwords = len(words)
+    sym = np.empty(n, np.int64)
+    pos = 0
+    for j in range(-(-n // lanes)):
+        lo, hi = j * lanes, min(n, (j + 1) * lanes)
+        xj = x[:hi - lo]
+        high = np.floor(xj / total)
+        slot = xj - high * total
+        s, f, c = look(slot.astype(np.int64), lo, hi)
+        sym[lo:hi] = s
+        xj = f * high + slot - c
+        need = np.flatnonzero(xj < _LOW)
+        if pos + len(need) > nwords:
+            raise CodeError("coded array ends early")
+        xj[need] = xj[need] * 65536.0 + wordsf[pos:pos + len(need)]
+        pos += len(need)
+        x[:hi - lo] = xj
+    if pos != nwords or (x != _LOW).any():
+        raise CodeError("coded array does not decode to its start")
+    return sym
+
+
+def escaped(sym: np.ndarray, extra: np.ndarray, direct_bits: int = _DIRECT_BITS) -> np.ndarray:
+    """The int64 values of symbols ``sym`` (:func:`symbols`) and the escaped ones' rests
+    ``extra`` (:func:`rest_bytes`)."""
+    direct = 1 << direct_bits
+    u = sym.astype(np.uint64)
+    big = np.flatnonzero(sym >= direct)
+    k = sym[big] - direct + direct_bits
+    width = (k + 7) // 8
+    if int(width.sum()) != len(extra):
+        raise CodeError("coded array's escaped values do not match its symbols")
+    rest = np.zeros(len(big), np.uint64)
+    off = np.cumsum(width) - width
+    for byte in range(8):
+        m = width > byte
+        rest[m] |= extra[off[m] + byte].astype(np.uint64) << np.uint64(8 * byte)
+    if (rest >> k.astype(np.uint64) != 0).any():
+        raise CodeError("coded array's escaped value out of its range")
+    u[big] = (np.uint64(1) << k.astype(np.uint64)) + rest
+    return ((u >> np.uint64(1)) ^ (np.uint64(0) - (u & np.uint64(1)))).view(np.int64)
+
+
+def encode(values: np.ndarray) -> np.ndarray:
+    """The coded bytes (uint8) of the integers ``values``."""
+    values = np.asarray(values, np.int64)
+    n = len(values)
+    if n == 0:
+        return np.frombuffer(np.zeros(4, _HEAD).tobytes(), np.uint8)
+    sym, _, k, rest = symbols(values)
+    freq = _frequencies(sym)
+    extra = rest_bytes(k, rest)
+    lanes = lane_count(n)
+    x, words = push(freq[sym], (np.cumsum(freq) - freq)[sym], lanes)
     head = np.array([n, lanes, len(words), len(extra)], _HEAD)
     return np.frombuffer(b"".join([
         head.tobytes(), freq.astype("<u2").tobytes(), x.astype("<u4").tobytes(),
@@ -126,44 +191,14 @@ def decode(blob: np.ndarray) -> np.ndarray:
     freq = np.frombuffer(b[at[0]:at[1]], "<u2").astype(np.int64)
     x = np.frombuffer(b[at[1]:at[2]], "<u4").astype(np.uint64)
     extra = np.frombuffer(b[at[2]:at[3]], np.uint8)
-    words = np.frombuffer(b[at[3]:at[4]], "<u2").astype(np.uint64)
+    words = np.frombuffer(b[at[3]:at[4]], "<u2")
     if int(freq.sum()) != _TOTAL or (x < _LOW).any():
         raise CodeError("coded array's frequency table or states invalid")
-    start = np.cumsum(freq) - freq
     slot_sym = np.repeat(np.arange(NSYM), freq)
-    ff, cf = freq.astype(np.float64), start.astype(np.float64)
-    x = x.astype(np.float64)
-    wordsf = words.astype(np.float64)
-    sym = np.empty(n, np.int64)
-    pos = 0
-    for j in range(-(-n // lanes)):
-        lo, hi = j * lanes, min(n, (j + 1) * lanes)
-        xj = x[:hi - lo]
-        high = np.floor(xj / _TOTAL)
-        slot = xj - high * _TOTAL
-        s = slot_sym[slot.astype(np.int64)]
-        sym[lo:hi] = s
-        xj = ff[s] * high + slot - cf[s]
-        need = np.flatnonzero(xj < _LOW)
-        if pos + len(need) > nwords:
-            raise CodeError("coded array ends early")
-        xj[need] = xj[need] * 65536.0 + wordsf[pos:pos + len(need)]
-        pos += len(need)
-        x[:hi - lo] = xj
-    if pos != nwords or (x != _LOW).any():
-        raise CodeError("coded array does not decode to its start")
-    u = sym.astype(np.uint64)
-    big = np.flatnonzero(sym >= _DIRECT)
-    k = sym[big] - _DIRECT + _DIRECT_BITS
-    width = (k + 7) // 8
-    if int(width.sum()) != nextra:
-        raise CodeError("coded array's escaped values do not match its symbols")
-    rest = np.zeros(len(big), np.uint64)
-    off = np.cumsum(width) - width
-    for byte in range(8):
-        m = width > byte
-        rest[m] |= extra[off[m] + byte].astype(np.uint64) << np.uint64(8 * byte)
-    if (rest >> k.astype(np.uint64) != 0).any():
-        raise CodeError("coded array's escaped value out of its range")
-    u[big] = (np.uint64(1) << k.astype(np.uint64)) + rest
-    return ((u >> np.uint64(1)) ^ (np.uint64(0) - (u & np.uint64(1)))).view(np.int64)
+    ff, cf = freq.astype(np.float64), (np.cumsum(freq) - freq).astype(np.float64)
+
+    def look(slot, lo, hi):
+        s = slot_sym[slot]
+        return s, ff[s], cf[s]
+
+    return escaped(pop(x, words, n, lanes, look), extra)

@@ -20,6 +20,7 @@ from . import epochs as E
 from . import signatures as SG
 from . import pack as P
 from . import rans as R
+from . import context_rans as CR
 from . import volumes as V
 
 FORM = "grammar"
@@ -192,6 +193,32 @@ def _undelta_per_rank(d: np.ndarray, offsets: np.ndarray) -> np.ndarray:
 RANS_CODED = ("t_duration",)
 RANS_SUFFIX = ".rans"
 RANS_MIN = 16384
+#: Side arrays coded in contexts of their call site and the call before it (context_rans.py)
+#: in bounded files (session 13): the volume codes (one per volume action) from CONTEXT_MIN
+#: of them, and the time steps of RANS_CODED (then instead of RANS_SUFFIX); stored as uint8
+#: named with CONTEXT_SUFFIX.  Below CONTEXT_MIN values the tables cost more than they save.
+CONTEXT_CODED = ("volume",) + RANS_CODED
+CONTEXT_SUFFIX = ".ctx"
+CONTEXT_MIN = 8192
+
+
+def _context_keys(c: Compressed, name: str, keys: dict):
+    """(fine, coarse) context keys of side array ``name``'s values (``keys``: the trace's,
+    every action's, computed once)."""
+    if not keys:
+        keys["all"] = CR.call_keys(c.grammar, len(c.table))
+    fine, coarse = keys["all"]
+    if name != "volume":
+        return fine, coarse
+    mine = c.has_volume[coarse]
+    return fine[mine], coarse[mine]
+
+
+def _context_coded(c: Compressed, name: str, arr: np.ndarray) -> bool:
+    """Whether :func:`write` codes side array ``name`` in contexts."""
+    if name == "volume":
+        return "volume_bound" in c.attrs and len(arr) >= CONTEXT_MIN
+    return name in RANS_CODED and bool(c.attrs.get("time_coding")) and len(arr) >= RANS_MIN
 
 
 #: What a chunked dataset's index takes of the file, about (HDF5's version-1 B-tree node).
@@ -274,9 +301,10 @@ def write(path: str, c: Compressed, meta: dict | None = None, pack: bool = True)
     codes, counts = kind_counts(c)
     put("index/kind_codes", codes)
     put("index/kind_counts", counts)
+    keys: dict = {}
     for name, arr in c.side.items():
-        if name in RANS_CODED and c.attrs.get("time_coding") and len(arr) >= RANS_MIN:
-            put(f"{c.mode}/{name}{RANS_SUFFIX}", R.encode(arr))
+        if _context_coded(c, name, arr):
+            put(f"{c.mode}/{name}{CONTEXT_SUFFIX}", CR.encode(arr, *_context_keys(c, name, keys)))
         elif isinstance(arr, pd.DataFrame):
             for col in arr.columns:
                 if name == "stats" and col in STAT_CODES:
@@ -485,19 +513,28 @@ def read(g: h5py.Group, path: str) -> Compressed:
                                                          .any())):
         raise _corrupt("request table inconsistent", path)
     side, tables = {}, {}
-    for name in arr.names(mode):
+    partial = Compressed(table, vec_offsets, vec_values, new, req_off, gram, has_volume,
+                         offsets, mode)                  # (what context keys need)
+    keys: dict = {}
+    names = arr.names(mode)
+    for name in names:
         frame, _, col = name.partition("/")
+        coding = next(((sfx, known) for sfx, known in ((RANS_SUFFIX, RANS_CODED),
+                                                        (CONTEXT_SUFFIX, CONTEXT_CODED))
+                       if name.endswith(sfx) and name[:-len(sfx)] in known), None)
         if col:
             tables.setdefault(frame, {})[col] = arr(f"{mode}/{name}", kinds="iuf")
-        elif name.endswith(RANS_SUFFIX) and name[:-len(RANS_SUFFIX)] in RANS_CODED:
-            base = name[:-len(RANS_SUFFIX)]
-            if base in side or arr.names(mode).count(base):
+        elif coding:
+            base = name[:-len(coding[0])]
+            if base in side or sum(k.startswith(base) and k[len(base):] in
+                                   ("", RANS_SUFFIX, CONTEXT_SUFFIX) for k in names) > 1:
                 raise _corrupt(f"{mode}/{base} stored twice", path)
             coded = arr(f"{mode}/{name}", kinds="u")
             if coded.dtype != np.uint8:
                 raise _corrupt(f"{mode}/{name} is {coded.dtype}, not bytes", path)
             try:
-                side[base] = R.decode(coded)
+                side[base] = R.decode(coded) if coding[0] == RANS_SUFFIX else \
+                    CR.decode(coded, *_context_keys(partial, base, keys))
             except R.CodeError as e:
                 raise _corrupt(f"{mode}/{name}: {e}", path) from None
         else:

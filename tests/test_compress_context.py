@@ -1,0 +1,285 @@
+"""The context coder of bounded volume codes and time steps (``minitrace/compress/
+context_rans.py``): any int64 values round-trip in any contexts (one symbol, none, huge codes
+through the escape, pooled and capped contexts), damaged bytes are refused rather than decoded
+wrong; bounded files code their volumes and duration steps so (one rank, many ranks) and read
+back the codes compress made, bit for bit; files of the order-0 coder (``.rans``, session 11-12)
+still read; a damaged coded array is a one-line error naming the file."""
+from __future__ import annotations
+
+import dataclasses
+
+import h5py
+import numpy as np
+import pytest
+
+import minitrace
+from minitrace import storage
+from minitrace.cli import main
+from minitrace.compress import context_rans as CR
+from minitrace.compress import pack as P
+from minitrace.compress import rans as R
+from minitrace.compress import store as ST
+from minitrace.compress.files import write_compressed
+from tests.test_compress_bounded import _check_bounds, _ranges_match_whole, _timed_stencil
+
+_RNG = np.random.default_rng(11)
+_I64 = np.iinfo(np.int64)
+
+
+def _case(name: str):
+    """(values, fine keys, coarse keys) of a named case."""
+    rng = np.random.default_rng(5)
+    if name == "empty":
+        return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64)
+    if name == "one value":
+        return np.array([1 << 20]), np.array([3]), np.array([0])
+    if name == "one symbol per context":           # (a table of one entry: no words at all)
+        fine = np.repeat([4, 9, 30], 2000)
+        return fine * 1000 + 7, fine, fine // 10
+    if name == "codes of volumes":                 # log codes around their site's size
+        site = rng.integers(0, 6, 60_000)
+        prev = rng.integers(0, 6, 60_000)
+        values = (1 << 20) + 400 * site + prev + rng.normal(0, 30, 60_000).astype(np.int64)
+        return values, site * 7 + prev + 1, site
+    if name == "huge codes":                       # the escape: any int64, mixed with small
+        values = rng.integers(-40, 40, 5000)
+        values[::7] = rng.integers(_I64.min, _I64.max, len(values[::7]), endpoint=True)
+        values[:4] = _I64.min, _I64.max, (1 << 40) + 5, -(1 << 40) - 5
+        return values, rng.integers(0, 3, 5000), np.zeros(5000, np.int64)
+    if name == "small contexts pooled":            # every fine key below MIN_VALUES
+        fine = rng.integers(0, 400, 20_000)
+        return rng.integers(0, 1000, 20_000) + fine, fine, fine % 3
+    if name == "negative keys":
+        fine = -rng.integers(1, 4, 3000) * (1 << 40)
+        return rng.geometric(0.1, 3000), fine, np.sign(fine)
+    raise ValueError(name)
+
+
+_CASES = ["empty", "one value", "one symbol per context", "codes of volumes", "huge codes",
+          "small contexts pooled", "negative keys"]
+
+
+@pytest.mark.parametrize("name", _CASES)
+def test_round_trip(name):
+    values, fine, coarse = _case(name)
+    coded = CR.encode(values, fine, coarse)
+    assert coded.dtype == np.uint8
+    assert np.array_equal(CR.decode(coded, fine, coarse), values)
+
+
+def test_more_keys_than_tables_fall_to_their_coarse_key(monkeypatch):
+    monkeypatch.setattr(CR, "MAX_CONTEXTS", 3)
+    monkeypatch.setattr(CR, "MIN_VALUES", 10)
+    fine = _RNG.integers(0, 40, 8000)
+    values = fine * 100 + _RNG.integers(0, 5, 8000)
+    coded = CR.encode(values, fine, fine % 4)
+    nf, nc = (int(v) for v in np.frombuffer(coded[20:28].tobytes(), "<u4"))
+    assert (nf, nc) == (3, 3)                    # (the coarse keys capped too: 4 -> 3)
+    assert np.array_equal(CR.decode(coded, fine, fine % 4), values)
+
+
+def test_a_single_symbol_context_costs_no_words():
+    values, fine, coarse = _case("one symbol per context")
+    coded = CR.encode(values, fine, coarse)
+    assert int(np.frombuffer(coded[12:16].tobytes(), "<u4")[0]) == 0     # words
+    assert len(coded) < len(values) / 8
+
+
+def test_contexts_take_less_than_one_table():
+    values, fine, coarse = _case("codes of volumes")
+    assert len(CR.encode(values, fine, coarse)) < 0.8 * len(R.encode(values - (1 << 20)))
+
+
+@pytest.mark.parametrize("damage", ["truncate", "extend", "version", "values", "flip_word",
+                                    "frequency", "keys", "fewer keys"])
+def test_damaged_bytes_are_refused(damage):
+    values, fine, coarse = _case("codes of volumes")
+    b = CR.encode(values, fine, coarse).copy()
+    head = np.frombuffer(b[:32].tobytes(), "<u4")
+    nf, nc, ne = (int(v) for v in head[5:8])
+    tables = 32 + 8 * (nf + nc) + 10 * (nf + nc + 1)      # keys, medians, entry counts
+    if damage == "truncate":
+        b = b[:-3]
+    elif damage == "extend":
+        b = np.append(b, np.uint8(1))
+    elif damage == "version":
+        b[0] = 9
+    elif damage == "values":
+        b[4] ^= 0x01
+    elif damage == "flip_word":
+        b[-10] ^= 0x5A
+    elif damage == "frequency":
+        b[tables + 2 * ne] ^= 0x01
+    elif damage == "keys":                       # the second fine key's difference: 0
+        b[32 + 8:32 + 16] = 0
+    else:
+        fine, coarse = fine[1:], coarse[1:]
+    with pytest.raises(R.CodeError):
+        CR.decode(b, fine, coarse)
+
+
+# -- in files ----------------------------------------------------------------------------------
+
+def _arrays(path) -> dict:
+    """name -> array of a compressed file's ``/trace`` arrays, packed or datasets."""
+    with h5py.File(path, "r") as f:
+        g = f["trace"]
+        out = dict(P.unpack(g[P.DATASET][()])) if P.DATASET in g else {}
+        for mode in ("exact", "model"):
+            if mode in g:
+                out.update({f"{mode}/{k}": v[()] for k, v in g[mode].items()
+                            if isinstance(v, h5py.Dataset)})
+        return out
+
+
+def _rewrite(path, edit) -> None:
+    """Apply ``edit`` (arrays dict -> None, changed in place) to the file's arrays under
+    ``/trace/exact``, wherever they are stored."""
+    before = _arrays(path)
+    after = dict(before)
+    edit(after)
+    with h5py.File(path, "a") as f:
+        g = f["trace"]
+        packed = dict(P.unpack(g[P.DATASET][()])) if P.DATASET in g else {}
+        for name in before:
+            if name not in after or after[name] is not before[name]:
+                if name in packed:
+                    del packed[name]
+                elif name in g:
+                    del g[name]
+        for name, v in after.items():
+            if name not in before or v is not before[name]:
+                if P.packs(v):
+                    packed[name] = v
+                else:
+                    g[name] = v
+        if P.DATASET in g:
+            del g[P.DATASET]
+        g.create_dataset(P.DATASET, data=P.pack(packed))
+
+
+@pytest.fixture
+def small_minimum(monkeypatch):
+    """Context coding from a few values (the files' rule: CONTEXT_MIN, RANS_MIN), so that
+    small traces take the path of large ones."""
+    monkeypatch.setattr(ST, "CONTEXT_MIN", 64)
+    monkeypatch.setattr(ST, "RANS_MIN", 64)
+    monkeypatch.setattr(CR, "MIN_VALUES", 16)
+
+
+@pytest.mark.parametrize("nranks,iterations", [(1, 300), (4, 200), (16, 60)])
+def test_bounded_file_codes_in_contexts(tmp_path, small_minimum, nranks, iterations):
+    data = _timed_stencil(iterations, nranks)
+    plain, packed = tmp_path / "plain.h5", tmp_path / "packed.h5"
+    storage.write_trace(str(plain), data)
+    write_compressed(str(packed), data, "bounded:1%", times="bounded:1us")
+    names = set(_arrays(packed))
+    for base in ("exact/volume", "exact/t_duration"):
+        assert base + ST.CONTEXT_SUFFIX in names
+        assert base not in names and base + ST.RANS_SUFFIX not in names
+    made = ST.compress(data, "bounded:1%", times="bounded:1us")
+    with h5py.File(packed, "r") as f:
+        back = ST.read(f["trace"], str(packed))
+    for name in ("volume", "t_duration", "t_gap"):            # the codes, bit for bit
+        assert np.array_equal(back.side[name], made.side[name]), name
+    _check_bounds(plain, packed, 0.01, 1e-6)
+    _ranges_match_whole(packed)
+
+
+def test_small_files_keep_their_arrays(tmp_path):
+    data = _timed_stencil(40)
+    packed = tmp_path / "packed.h5"
+    write_compressed(str(packed), data, "bounded:1%", times="bounded:1us")
+    assert {"exact/volume", "exact/t_duration"} <= set(_arrays(packed))
+
+
+def _bounded(tmp_path):
+    data = _timed_stencil(200)
+    plain, packed = tmp_path / "plain.h5", tmp_path / "packed.h5"
+    storage.write_trace(str(plain), data)
+    write_compressed(str(packed), data, "bounded:1%", times="bounded:1us")
+    return plain, packed
+
+
+def test_order_0_coded_steps_still_read(tmp_path, small_minimum):
+    """A file of session 11-12 (duration steps ``.rans``, volumes plain) reads the same."""
+    _, packed = _bounded(tmp_path)
+    with minitrace.open(str(packed)) as c:
+        want = c.data().actions
+
+    with h5py.File(packed, "r") as f:
+        side = ST.read(f["trace"], str(packed)).side
+
+    def old(a):
+        del a["exact/volume.ctx"], a["exact/t_duration.ctx"]
+        a["exact/volume"] = storage.smallest_int(side["volume"])
+        a["exact/t_duration.rans"] = R.encode(side["t_duration"])
+    _rewrite(packed, old)
+    with minitrace.open(str(packed)) as c:
+        got = c.data().actions
+    assert all(np.array_equal(got[f], want[f]) for f in want.dtype.names)
+
+
+def _refused(capsys, path, *words):
+    """``minitrace validate PATH`` exits 1 with one error line naming the file and ``words``."""
+    assert main(["validate", str(path)]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("minitrace: error: ") and err.count("\n") == 1, err
+    for w in (str(path), "corrupt trace", *words):
+        assert w in err, err
+
+
+@pytest.mark.parametrize("name", ["exact/volume.ctx", "exact/t_duration.ctx"])
+def test_damaged_coded_array_is_refused(tmp_path, small_minimum, capsys, name):
+    _, packed = _bounded(tmp_path)
+
+    def damage(a):
+        a[name] = a[name].copy()
+        a[name][-7] ^= 0x33
+    _rewrite(packed, damage)
+    _refused(capsys, packed, name)
+
+
+def test_unknown_version_is_refused(tmp_path, small_minimum, capsys):
+    _, packed = _bounded(tmp_path)
+
+    def newer(a):
+        a["exact/volume.ctx"] = a["exact/volume.ctx"].copy()
+        a["exact/volume.ctx"][0] = 2
+    _rewrite(packed, newer)
+    _refused(capsys, packed, "exact/volume.ctx", "version 2 unknown")
+
+
+def test_damaged_order_0_steps_are_refused(tmp_path, small_minimum, capsys):
+    _, packed = _bounded(tmp_path)
+
+    def old(a):
+        steps = a.pop("exact/t_duration.ctx")
+        with h5py.File(packed, "r") as f:
+            coded = R.encode(ST.read(f["trace"], str(packed)).side["t_duration"]).copy()
+        coded[-7] ^= 0x33
+        a["exact/t_duration.rans"] = coded
+        assert len(steps)
+    _rewrite(packed, old)
+    _refused(capsys, packed, "exact/t_duration.rans")
+
+
+def test_an_array_stored_twice_is_refused(tmp_path, small_minimum, capsys):
+    _, packed = _bounded(tmp_path)
+
+    def twice(a):
+        with h5py.File(packed, "r") as f:
+            a["exact/volume"] = storage.smallest_int(
+                ST.read(f["trace"], str(packed)).side["volume"])
+    _rewrite(packed, twice)
+    _refused(capsys, packed, "exact/volume stored twice")
+
+
+def test_keys_of_more_actions_than_memory_are_refused(tmp_path, small_minimum):
+    """A grammar of a few bytes can stand for 2**45 actions: its keys are not expanded."""
+    _, packed = _bounded(tmp_path)
+    with h5py.File(packed, "r") as f:
+        g = ST.read(f["trace"], str(packed)).grammar
+    huge = dataclasses.replace(g, rule_counts=g.rule_counts * (1 << 30))
+    with pytest.raises(R.CodeError, match="memory"):
+        CR.call_keys(huge, g.nterm)
