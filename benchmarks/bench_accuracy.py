@@ -18,7 +18,21 @@ enters MPI_Finalize, the span the self-check uses) and one **recording**
   range over their median (the run-to-run noise a prediction cannot beat).
 
     python benchmarks/bench_accuracy.py [--ranks 2] [--runs 3] [--size small]
-        [--extra NAME=COMMAND ...] [--work DIR] [--json OUT]
+        [--extra NAME=COMMAND ...] [--npb DIR] [--work DIR] [--json OUT]
+
+``--npb DIR``: the NAS Parallel Benchmarks' MPI kernels built in DIR/bin (NPB 3.4, outside
+the repository; issue 35): EP, CG, MG, FT, IS at class A and LU at class W (0.3-1.6 s each on
+2 ranks here; LU's class A takes 10 s), those found.  Built with Debian's MPICH, from the
+NPB3.4-MPI tree of github:lmontigny/NPB3.4.1::
+
+    sed -e 's/^MPIFC = mpif90/MPIFC = mpif90.mpich/' -e 's/^MPICC = mpicc/MPICC = mpicc.mpich/' \
+        -e 's/^FFLAGS\t= -O3/FFLAGS\t= -O3 -fallow-argument-mismatch/' \
+        config/make.def.template > config/make.def && mkdir -p bin
+    for b in ep cg mg ft is; do make $b CLASS=A; done; make lu CLASS=W
+
+The untraced runs' probe is linked without an MPI library (its PMPI calls bind to the
+program's): linked to the wheel's, it loaded a second MPI and its UCX into programs built with
+Debian's MPICH, and NPB's IS died in the wheel's libuct (undefined symbol).
 
 Every job runs its BLAS with one thread per rank (OMP/OPENBLAS/MKL_NUM_THREADS=1 unless set),
 as MPI ranks sharing a node should: with numpy's default, the BLAS threads of ring_mpi4py's two
@@ -70,6 +84,16 @@ def _apps(work: Path, mpicc: str) -> dict[str, list[str]]:
             "ep": [str(work / "ep"), "80", "1000000"]}
 
 
+#: NPB kernel -> class run (a 2-rank run of 0.3-1.6 s on the 2-core VM)
+NPB = {"ep": "A", "cg": "A", "mg": "A", "ft": "A", "is": "A", "lu": "W"}
+
+
+def _npb(root: Path) -> dict[str, list[str]]:
+    """npb-NAME -> argv of each NPB kernel binary found in ``root``/bin."""
+    found = {f"npb-{k}": root / "bin" / f"{k}.{c}.x" for k, c in NPB.items()}
+    return {name: [str(path)] for name, path in found.items() if path.exists()}
+
+
 def _untraced_span(job: list[str], preload: Path, out: Path) -> float:
     """The untraced run's span: from the last rank out of MPI_Init to the last rank into
     MPI_Finalize (interval_preload.so), as the self-check measures a recording's."""
@@ -91,6 +115,9 @@ def main() -> int:
     ap.add_argument("--extra", action="append", default=[], metavar="NAME=COMMAND",
                     help="another program (a public mini-app built elsewhere), its command "
                          "line after the launcher's -n N, split on spaces")
+    ap.add_argument("--npb", default=None, metavar="DIR",
+                    help="add the NAS Parallel Benchmarks' kernels built in DIR/bin (EP, CG, MG, "
+                         "FT, IS class A; LU class W), those found")
     ap.add_argument("--size", choices=("full", "small"), default="full",
                     help="small: problems ~4x smaller (shorter runs)")
     ap.add_argument("--work", default=None, help="directory kept for inspection")
@@ -104,13 +131,22 @@ def main() -> int:
     work = Path(args.work or tempfile.mkdtemp(prefix="bench-accuracy-")).resolve()
     work.mkdir(parents=True, exist_ok=True)
     preload = work / "interval_preload.so"
-    subprocess.run([mpicc, "-O2", "-shared", "-fPIC", "-o", str(preload),
+    subprocess.run([mpicc, "-O2", "-fPIC", "-c", "-o", str(work / "interval_preload.o"),
                     str(HERE / "interval_preload.c")], check=True)
+    subprocess.run([os.environ.get("CC", "cc"), "-shared", "-o", str(preload),
+                    str(work / "interval_preload.o")], check=True)
     apps = _apps(work, mpicc)
     if args.size == "small":
         apps = {k: v[:-len(SMALL[k])] + SMALL[k] for k, v in apps.items()}
     if args.apps:
         apps = {k: v for k, v in apps.items() if k in args.apps.split(",")}
+    if args.npb:
+        npb = _npb(Path(args.npb))
+        if not npb:
+            print(f"{args.npb}: no NPB kernel built in bin/ (" + ", ".join(
+                f"{k}.{c}.x" for k, c in NPB.items()) + ")", file=sys.stderr)
+            return 2
+        apps.update(npb)
     for spec in args.extra:
         name, _, cmd = spec.partition("=")
         apps[name] = cmd.split()
