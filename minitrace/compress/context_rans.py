@@ -29,7 +29,7 @@ from . import rans as R
 from .volumes import dense_unique
 
 VERSION = 1
-SCALE = 14
+SCALE = 12
 _TOTAL = 1 << SCALE
 DIRECT_BITS = 9
 NSYM = (1 << DIRECT_BITS) + 64 - DIRECT_BITS
