@@ -78,6 +78,14 @@ def test_more_keys_than_tables_fall_to_their_coarse_key(monkeypatch):
     assert np.array_equal(CR.decode(coded, fine, fine % 4), values)
 
 
+def test_many_tables_are_searched(monkeypatch):
+    """Above _SLOT_TABLE slots the decoder searches each slot's entry instead of a table."""
+    values, fine, coarse = _case("codes of volumes")
+    coded = CR.encode(values, fine, coarse)
+    monkeypatch.setattr(CR, "_SLOT_TABLE", 0)
+    assert np.array_equal(CR.decode(coded, fine, coarse), values)
+
+
 def test_a_single_symbol_context_costs_no_words():
     values, fine, coarse = _case("one symbol per context")
     coded = CR.encode(values, fine, coarse)
@@ -160,10 +168,9 @@ def _rewrite(path, edit) -> None:
 
 @pytest.fixture
 def small_minimum(monkeypatch):
-    """Context coding from a few values (the files' rule: CONTEXT_MIN, RANS_MIN), so that
-    small traces take the path of large ones."""
+    """Context coding from a few values (CONTEXT_MIN), so that small traces take the path
+    of large ones."""
     monkeypatch.setattr(ST, "CONTEXT_MIN", 64)
-    monkeypatch.setattr(ST, "RANS_MIN", 64)
     monkeypatch.setattr(CR, "MIN_VALUES", 16)
 
 
@@ -186,11 +193,24 @@ def test_bounded_file_codes_in_contexts(tmp_path, small_minimum, nranks, iterati
     _ranges_match_whole(packed)
 
 
-def test_small_files_keep_their_arrays(tmp_path):
-    data = _timed_stencil(40)
-    packed = tmp_path / "packed.h5"
-    write_compressed(str(packed), data, "bounded:1%", times="bounded:1us")
-    assert {"exact/volume", "exact/t_duration"} <= set(_arrays(packed))
+@pytest.mark.parametrize("iterations,coded", [(20, set()), (300, {"exact/t_duration.ctx"})])
+def test_small_arrays_coded_where_smaller(tmp_path, monkeypatch, iterations, coded):
+    """Below CONTEXT_MIN values an array is coded in contexts where that deflates smaller
+    (tiny traces: the tables cost more than they save), and the file is no larger than with
+    every array coded or none."""
+    data = _timed_stencil(iterations)
+    size = {}
+    for way in ("rule", "every", "none"):
+        out = tmp_path / f"{way}.h5"
+        if way == "every":
+            monkeypatch.setattr(ST, "CONTEXT_MIN", 0)
+        if way == "none":
+            monkeypatch.setattr(ST, "_context_coded", lambda *args: None)
+        write_compressed(str(out), data, "bounded:1%", times="bounded:1us")
+        size[way] = out.stat().st_size
+        if way == "rule":
+            assert {k for k in _arrays(out) if k.endswith(ST.CONTEXT_SUFFIX)} == coded
+    assert size["rule"] <= 1.01 * min(size["every"], size["none"]), size
 
 
 def _bounded(tmp_path):

@@ -41,7 +41,8 @@ def packs(a: np.ndarray) -> bool:
         and a.dtype.fields is None
 
 
-def _shuffled(a: np.ndarray) -> bytes:
+def shuffled(a: np.ndarray) -> bytes:
+    """``a``'s bytes byte-shuffled (byte 0 of every element, then byte 1...)."""
     b = np.ascontiguousarray(a).view(np.uint8).reshape(-1, a.dtype.itemsize)
     return b.T.tobytes()
 
@@ -54,7 +55,7 @@ def pack(arrays: dict) -> np.ndarray:
             raise ValueError(f"{name!r} cannot be packed")
         a = a.astype(a.dtype.newbyteorder("<"), copy=False)
         lines.append(f"{name} {a.dtype.str} {'x'.join(map(str, a.shape))}")
-        blobs.append(_shuffled(a))
+        blobs.append(shuffled(a))
     index = "\n".join(lines).encode()
     head = np.array([len(index)], "<u4").tobytes()
     return np.frombuffer(head + index + b"".join(blobs), np.uint8)

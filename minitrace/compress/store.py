@@ -186,17 +186,16 @@ def _undelta_per_rank(d: np.ndarray, offsets: np.ndarray) -> np.ndarray:
         return out - np.repeat(base, np.diff(offsets))
 
 
-#: Side arrays entropy-coded (rans.py) in files of bounded, predicted times (their steps:
-#: deflate is 10-45% above their entropy; the gaps, nearly all 0, deflate to less), stored
-#: as uint8 named with RANS_SUFFIX, from RANS_MIN actions (below, a few hundred bytes saved
-#: against the coder's ~1 ms of numpy steps).
+#: Side arrays entropy-coded in files of bounded, predicted times (their steps: deflate is
+#: 10-45% above their entropy; the gaps, nearly all 0, deflate to less): by rans.py (order 0)
+#: as uint8 named with RANS_SUFFIX in files of sessions 11-12 (from 16,384 actions), read
+#: still; since session 13 in contexts (below).
 RANS_CODED = ("t_duration",)
 RANS_SUFFIX = ".rans"
-RANS_MIN = 16384
-#: Side arrays coded in contexts of their call site and the call before it (context_rans.py)
-#: in bounded files (session 13): the volume codes (one per volume action) from CONTEXT_MIN
-#: of them, and the time steps of RANS_CODED (then instead of RANS_SUFFIX); stored as uint8
-#: named with CONTEXT_SUFFIX.  Below CONTEXT_MIN values the tables cost more than they save.
+#: Side arrays of bounded files coded in contexts of their call site and the call before it
+#: (context_rans.py, session 13), stored as uint8 named with CONTEXT_SUFFIX: the volume codes
+#: (one per volume action) and the time steps of RANS_CODED; from CONTEXT_MIN values always,
+#: below where they deflate smaller so (a table's entries can cost more than they save).
 CONTEXT_CODED = ("volume",) + RANS_CODED
 CONTEXT_SUFFIX = ".ctx"
 CONTEXT_MIN = 8192
@@ -214,11 +213,17 @@ def _context_keys(c: Compressed, name: str, keys: dict):
     return fine[mine], coarse[mine]
 
 
-def _context_coded(c: Compressed, name: str, arr: np.ndarray) -> bool:
-    """Whether :func:`write` codes side array ``name`` in contexts."""
-    if name == "volume":
-        return "volume_bound" in c.attrs and len(arr) >= CONTEXT_MIN
-    return name in RANS_CODED and bool(c.attrs.get("time_coding")) and len(arr) >= RANS_MIN
+def _context_coded(c: Compressed, name: str, arr: np.ndarray, keys: dict):
+    """Side array ``name`` coded in contexts (:data:`CONTEXT_CODED`), or None where
+    :func:`write` stores it as is (``keys``: :func:`_context_keys`')."""
+    if not len(arr) or not (name == "volume" and "volume_bound" in c.attrs or
+                            name in RANS_CODED and c.attrs.get("time_coding")):
+        return None
+    coded = CR.encode(arr, *_context_keys(c, name, keys))
+    if len(arr) >= CONTEXT_MIN or len(zlib.compress(coded.tobytes(), 6)) < \
+            len(zlib.compress(P.shuffled(S.smallest_int(arr)), 6)):
+        return coded
+    return None
 
 
 #: What a chunked dataset's index takes of the file, about (HDF5's version-1 B-tree node).
@@ -303,8 +308,9 @@ def write(path: str, c: Compressed, meta: dict | None = None, pack: bool = True)
     put("index/kind_counts", counts)
     keys: dict = {}
     for name, arr in c.side.items():
-        if _context_coded(c, name, arr):
-            put(f"{c.mode}/{name}{CONTEXT_SUFFIX}", CR.encode(arr, *_context_keys(c, name, keys)))
+        coded = _context_coded(c, name, arr, keys)
+        if coded is not None:
+            put(f"{c.mode}/{name}{CONTEXT_SUFFIX}", coded)
         elif isinstance(arr, pd.DataFrame):
             for col in arr.columns:
                 if name == "stats" and col in STAT_CODES:
