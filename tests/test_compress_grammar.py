@@ -227,3 +227,52 @@ def test_action_columns_are_the_fields():
         for f, col in cols.items():
             want = np.ascontiguousarray(a[f]).view(np.uint8)
             assert col.flags.c_contiguous and np.array_equal(col.view(np.uint8), want), f
+
+
+def motif_stream(rng, n: int) -> np.ndarray:
+    """Signature ids with tandem repeats of every kind: loops of short and long bodies, nested,
+    back to back, and repeats that start inside the copies of the one before (``abab`` then
+    ``bcbc``)."""
+    out: list[int] = []
+    while len(out) < n:
+        body = rng.integers(0, 4, rng.integers(1, 7)).tolist()
+        if rng.random() < 0.3:            # a nested loop inside the body
+            body += rng.integers(0, 4, rng.integers(1, 3)).tolist() * int(rng.integers(2, 5))
+        out += body * int(rng.integers(1, 6))
+        if rng.random() < 0.4:
+            out += rng.integers(0, 4, rng.integers(1, 4)).tolist()
+    return np.array(out[:n], np.int32)
+
+
+def test_folding_every_repeat_at_once_is_folding_them_one_by_one():
+    """A fold of period p replaces all its tandem repeats at once (the rule ids assigned in the
+    order of their first repeat); the same as replacing them one at a time, each what is left
+    of it after the one before, with the runs found by a plain loop."""
+    rng = np.random.default_rng(38)
+    folded = overlapped = 0
+    for trial in range(300):
+        seq = motif_stream(rng, int(rng.integers(2, 400)))
+        for p in range(1, 13):
+            n = len(seq)
+            starts, lens, i = [], [], 0
+            while i < n - p:              # runs of seq[i] == seq[i + p] at least p long
+                j = i
+                while j < n - p and seq[j] == seq[j + p]:
+                    j += 1
+                if j - i >= p:
+                    starts.append(i)
+                    lens.append(j - i)
+                i = j + 1
+            at_once, one_by_one = G._Builder(4), G._Builder(4)
+            got = G._fold(seq, p, at_once)
+            if not starts:
+                assert got is seq
+                continue
+            want = G._fold_overlapping(seq, p, np.array(starts), np.array(lens), one_by_one)
+            np.testing.assert_array_equal(got, want, err_msg=f"trial {trial} period {p}")
+            assert got.dtype == want.dtype
+            assert at_once.counts == one_by_one.counts and at_once.ids == one_by_one.ids
+            folded += 1
+            overlapped += any(s < a + (L + p) // p * p
+                              for a, L, s in zip(starts, lens, starts[1:]))
+    assert folded > 300 and overlapped > 10     # (both paths taken)
