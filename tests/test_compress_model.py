@@ -159,6 +159,47 @@ def test_class_quantiles_are_numpys_bit_for_bit():
     assert E.class_quantiles(np.zeros(0), [], E.SPREAD_GRID).shape == (0, E.NOISE_QUANTILES)
 
 
+def test_class_rho_is_each_class_alone_bit_for_bit():
+    """The spread's shared part, every size class in one pass: each class's own, bit for bit:
+    its values' normal scores by rank (ties by place), grouped by key within the class, rho =
+    (E[group mean ** 2] - E[1 / k]) / (1 - E[1 / k]) over the calls of groups of k > 1, in
+    [0, 1]; 0 for a class with none.  Ties, negative zeros, keys shared across classes."""
+    rng = np.random.default_rng(38)
+    for trial in range(300):
+        sizes = rng.integers(0, 60, rng.integers(1, 7))
+        values = rng.normal(size=int(sizes.sum()))
+        if trial % 2:
+            values = np.round(values, 1)               # ties, and -0.0 beside 0.0
+        keys = rng.integers(0, 1 + int(rng.integers(1, 40)), len(values)) << 40
+        ends = np.cumsum(sizes)
+        bounds = list(zip((ends - sizes).tolist(), ends.tolist()))
+        want = []
+        for a, b in bounds:
+            r, key = values[a:b], keys[a:b].tolist()
+            g = np.empty(len(r))
+            g[np.argsort(r, kind="stable")] = \
+                np.log((u := (np.arange(len(r)) + 0.5) / len(r)) / (1 - u)) / 1.702
+            members: dict = {}
+            for i, k in enumerate(key):
+                members.setdefault(k, []).append(i)
+            sums = {}
+            for k, rows in members.items():
+                total = 0.0
+                for i in rows:
+                    total += g[i]
+                sums[k] = total / len(rows)
+            multi = [i for i, k in enumerate(key) if len(members[k]) > 1]
+            if not multi:
+                want.append(0.0)
+                continue
+            m2 = (np.array([sums[key[i]] for i in multi]) ** 2).mean()
+            ik = np.array([1 / len(members[key[i]]) for i in multi]).mean()
+            want.append(min(max(float((m2 - ik) / (1 - ik)), 0.0), 1.0))
+        got = E.class_rho(values, keys, bounds)
+        assert np.array_equal(got.view(np.uint64), np.array(want).view(np.uint64)), trial
+    assert len(E.class_rho(np.zeros(0), np.zeros(0, np.int64), [])) == 0
+
+
 def test_time_statistics_stored_as_codes_read_back_as_compressed(tmp_path):
     """A model's mean and deviation of durations and gaps within the precision (log codes in
     the file): read back as compress() made them, bit for bit; each within the precision of

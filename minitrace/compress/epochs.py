@@ -151,9 +151,9 @@ def epoch_hashes(ids: np.ndarray, gepoch: np.ndarray, n_epochs: int) -> np.ndarr
 
 
 def _templates(hashes: np.ndarray, nvol: np.ndarray, rank: np.ndarray, total: int,
-               P: int) -> pd.DataFrame:
-    """The repeated epochs whose calls are kept by position: hash, volume actions (length)
-    and first row in template_means; most repeated first, within the budget."""
+               P: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The repeated epochs whose calls are kept by position: (hash, volume actions (length),
+    first row in template_means); most repeated first, within the budget."""
     keep = nvol > 0
     order = np.argsort(hashes[keep], kind="stable")
     h, length, rk = hashes[keep][order], nvol[keep][order], rank[keep][order]
@@ -169,18 +169,25 @@ def _templates(hashes: np.ndarray, nvol: np.ndarray, rank: np.ndarray, total: in
     cost = np.cumsum(length[by_count] * P)
     chosen = np.sort(by_count[cost <= total * TEMPLATE_SHARE])
     length = length[chosen].astype(np.int64)
-    return pd.DataFrame({"hash": h[chosen].astype(np.int64), "length": length,
-                         "start": np.cumsum(length) - length})
+    return h[chosen].astype(np.int64), length, np.cumsum(length) - length
 
 
-def _template_of(templates: pd.DataFrame, hashes: np.ndarray, nvol: np.ndarray) -> np.ndarray:
-    """Index in ``templates`` of each epoch (-1: none; a hash of another length is none)."""
-    h = templates["hash"].to_numpy(np.int64)
+def _template_of(h: np.ndarray, length: np.ndarray, hashes: np.ndarray, nvol: np.ndarray
+                 ) -> np.ndarray:
+    """Index among the templates (``h`` their hashes, sorted, ``length`` their lengths) of
+    each epoch (-1: none; a hash of another length is none)."""
     if not len(h):
         return np.full(len(hashes), -1, np.int64)
     at = np.searchsorted(h, hashes).clip(0, len(h) - 1)
-    ok = (h[at] == hashes) & (templates["length"].to_numpy(np.int64)[at] == nvol)
+    ok = (h[at] == hashes) & (length[at] == nvol)
     return np.where(ok, at, -1)
+
+
+def _frame(columns: dict) -> pd.DataFrame:
+    """A table of int64 columns, built as one block (a block per column took twice as long:
+    most of a small trace's model was pandas)."""
+    return pd.DataFrame(np.column_stack(list(columns.values())), columns=list(columns),
+                        copy=False)
 
 
 def _means(row: np.ndarray, rank: np.ndarray, values: np.ndarray, nrows: int,
@@ -269,22 +276,42 @@ def spread(model: np.ndarray, base: np.ndarray, rank, classes: np.ndarray,
     return out
 
 
-def _rho(r: np.ndarray, key: np.ndarray) -> float:
-    """The share of the spread of ``r`` that calls of the same ``key`` have in common:
-    E[(mean of k normal scores) ** 2] = rho + (1 - rho) / k."""
-    if len(r) < 2:
-        return 0.0
-    g = np.empty(len(r))
-    g[np.argsort(r, kind="stable")] = _phi_inv((np.arange(len(r)) + 0.5) / len(r))
-    inv, uniq = pd.factorize(key)              # (a hash table: no sort)
-    n = np.bincount(inv, minlength=len(uniq))
-    k = n[inv]
+def class_rho(r: np.ndarray, key: np.ndarray, bounds: list) -> np.ndarray:
+    """The share of the spread of ``r[a:b]`` that calls of the same ``key`` have in common,
+    for each ``(a, b)`` of ``bounds`` (consecutive classes): E[(mean of k normal scores) ** 2]
+    = rho + (1 - rho) / k.  One pass over every class (a pass per class took ~100 us)."""
+    out = np.zeros(len(bounds))
+    if not len(r):
+        return out
+    a, b = (np.array(x, np.int64) for x in zip(*bounds))
+    n = b - a
+    cls = np.repeat(np.arange(len(bounds)), n)
+    order = np.argsort(r)                            # by value, ties by place: then by class
+    ordered = r[order]
+    tie = ordered[1:] == ordered[:-1]
+    if tie.any():              # (a stable sort of floats took 5x as long as these two sorts)
+        rank = np.empty(len(r), np.int64)
+        rank[order] = np.concatenate([[0], np.cumsum(~tie)])
+        order = np.argsort(rank * len(r) + np.arange(len(r)))     # (distinct keys)
+    order = order[np.argsort(cls[order].astype(np.int16 if len(bounds) < 1 << 15 else
+                                                np.int64), kind="stable")]
+    g = np.empty(len(r))                             # each value's normal score in its class
+    g[order] = _phi_inv((np.arange(len(r)) - np.repeat(a, n) + 0.5) / np.repeat(n, n))
+    uniq, inv = np.unique(key, return_inverse=True)
+    uniq, group = V.dense_unique(cls * len(uniq) + inv)     # (class, key)
+    count = np.bincount(group, minlength=len(uniq))
+    k = count[group]
     multi = k > 1
-    if not multi.any():
-        return 0.0
-    mean = (np.bincount(inv, weights=g, minlength=len(uniq)) / n)[inv]
-    m2, inv_k = (mean[multi] ** 2).mean(), (1 / k[multi]).mean()
-    return float(np.clip((m2 - inv_k) / (1 - inv_k), 0.0, 1.0))
+    sq = ((np.bincount(group, weights=g, minlength=len(uniq)) / count)[group]) ** 2
+    inv_k = 1 / k
+    upto = np.concatenate([[0], np.cumsum(multi)])
+    some = (upto[b] > upto[a]).tolist()
+    for j, (lo, hi) in enumerate(bounds):            # (numpy's pairwise mean, per class)
+        if some[j]:
+            m = multi[lo:hi]
+            m2, ik = sq[lo:hi][m].mean(), inv_k[lo:hi][m].mean()
+            out[j] = min(max(float((m2 - ik) / (1 - ik)), 0.0), 1.0)
+    return out
 
 
 def class_quantiles(values: np.ndarray, bounds: list, grid: np.ndarray) -> np.ndarray:
@@ -328,7 +355,8 @@ def fit_spread(model: np.ndarray, recorded: np.ndarray, align: np.ndarray
     bounds = list(zip(start.tolist(), np.append(start[1:], len(cls)).tolist()))
     q = class_quantiles(r, bounds, SPREAD_GRID)
     pick = _uniform(key) < SPREAD_SAMPLE / max(len(key), 1)
-    rho = np.array([_rho(r[a:b][pick[a:b]], key[a:b][pick[a:b]]) for a, b in bounds])
+    upto = np.concatenate([[0], np.cumsum(pick)])[start].tolist() + [int(pick.sum())]
+    rho = class_rho(r[pick], key[pick], list(zip(upto[:-1], upto[1:])))
     return classes, q, rho
 
 
@@ -404,23 +432,23 @@ def fit(volume: np.ndarray, vrow: np.ndarray, ids: np.ndarray, offsets: np.ndarr
     totals = np.bincount(ge, weights=np.where(rest, vol, 0.0), minlength=int(epoch_offsets[-1]))
     hashes = epoch_hashes(ids, gepoch, int(epoch_offsets[-1]))
     nvol_epoch = np.bincount(ge, minlength=len(hashes))
-    templates = _templates(hashes, nvol_epoch, np.repeat(np.arange(P), n_epochs), nvol, P)
-    t_of = _template_of(templates, hashes, nvol_epoch)[ge]
+    t_hash, t_length, t_start = _templates(hashes, nvol_epoch, np.repeat(np.arange(P), n_epochs),
+                                           nvol, P)
+    t_of = _template_of(t_hash, t_length, hashes, nvol_epoch)[ge]
     tm = t_of >= 0
     st = ~tm                                 # calls shared by call site
-    row = templates["start"].to_numpy(np.int64)[t_of[tm]] + position_in_epoch(ge)[tm]
+    row = t_start[t_of[tm]] + position_in_epoch(ge)[tm]
     vr_t, vr_s = vr[tm], vr[st]
     tr = rest[tm]
-    template_means = _means(row[tr], vr_t[tr], vol[tm][tr], int(templates["length"].sum()), P)
+    template_means = _means(row[tr], vr_t[tr], vol[tm][tr], int(t_length.sum()), P)
     bv, av = neighbours(ids, offsets, vidx, vr)
-    site, uniq = pd.factorize(site_keys(vids[st], bv[st], av[st], nsig))   # (no sort)
-    order = np.argsort(uniq)                # the distinct sites sorted (docs/FORMAT.md)
-    site, uniq = np.argsort(order)[site], uniq[order]
+    uniq, site = np.unique(site_keys(vids[st], bv[st], av[st], nsig), return_inverse=True)
     sr = rest[st]
     means = _means(site[sr], vr_s[sr], vol[st][sr], len(uniq), P)
     n = nsig + 1
-    sites = pd.DataFrame({"signature": uniq // (n * n), "before": (uniq // n) % n - 1,
-                          "after": uniq % n - 1})
+    sites = _frame({"signature": uniq // (n * n), "before": (uniq // n) % n - 1,
+                    "after": uniq % n - 1})
+    templates = _frame({"hash": t_hash, "length": t_length, "start": t_start})
     side = {"sites": sites, "site_means": V.log_codes(means, precision),
             "templates": templates, "template_means": V.log_codes(template_means, precision),
             "epoch_totals": V.log_codes(totals, precision), "epoch_offsets": epoch_offsets,
@@ -513,7 +541,9 @@ class EpochVolumes:
         self.keys = keys[self.order]
         self.means = V.from_codes(np.asarray(side["site_means"], np.int64), p) \
             .reshape(len(keys), nranks)
-        self.templates = side["templates"]
+        t = side["templates"]
+        self.t_hash, self.t_length, self.t_start = \
+            (t[c].to_numpy(np.int64) for c in ("hash", "length", "start"))
         self.template_means = V.from_codes(np.asarray(side["template_means"], np.int64), p) \
             .reshape(-1, nranks)
         self.totals = V.from_codes(np.asarray(side["epoch_totals"], np.int64), p)
@@ -548,10 +578,11 @@ class EpochVolumes:
         rest = np.ones(len(epoch), bool)
         rest[kept] = False
         nvol = np.bincount(epoch, minlength=hi - lo)
-        t_of = _template_of(self.templates, epoch_hashes(ids, gepoch, hi - lo), nvol)[epoch]
+        t_of = _template_of(self.t_hash, self.t_length, epoch_hashes(ids, gepoch, hi - lo),
+                            nvol)[epoch]
         tm = t_of >= 0
         w = np.zeros(len(epoch))
-        row = self.templates["start"].to_numpy(np.int64)[t_of[tm]] + \
+        row = self.t_start[t_of[tm]] + \
             position_in_epoch(epoch)[tm]
         w[tm] = self.template_means[row, rank]
         vidx = np.flatnonzero(vrow)
