@@ -166,6 +166,16 @@ def _rewrite(path, edit) -> None:
         g.create_dataset(P.DATASET, data=P.pack(packed))
 
 
+@pytest.mark.parametrize("nranks", [1, 5])
+def test_keys_of_the_writer_are_the_readers(nranks):
+    """write takes the keys from compress's signature ids, a reader from the grammar."""
+    data = _timed_stencil(30, nranks)
+    c = ST.compress(data, "bounded:1%", times="bounded:1us")
+    made = CR.keys(c.ids, np.asarray(data.rank_offsets[:-1]), len(c.table))
+    for a, b in zip(made, CR.call_keys(c.grammar, len(c.table))):
+        assert np.array_equal(a, b)
+
+
 @pytest.fixture
 def small_minimum(monkeypatch):
     """Context coding from a few values (CONTEXT_MIN), so that small traces take the path

@@ -7,10 +7,10 @@ given the call site and the call before it, their entropy is a further 15-20% lo
 in the frequency table of its context: its *fine* key (e.g. call site and previous call) when
 that key has at least :data:`MIN_VALUES` values, else its *coarse* key (the call site) when
 the values left there are as many, else one pooled table.  A value's symbol is its residual
-from its context's median, zigzagged: below ``2**DIRECT_BITS`` its own symbol, larger ones
-one symbol per power of two with the low bits in whole bytes (:func:`.rans.symbols`): any
-int64 codes, huge ones at their length.  The decoder is given the same keys (from the
-grammar, :func:`call_keys`), so the contexts cost only their keys.
+from its context's median (of a sample), zigzagged: below ``2**DIRECT_BITS`` its own symbol,
+larger ones one symbol per power of two with the low bits in whole bytes
+(:func:`.rans.symbols`): any int64 codes, huge ones at their length.  The decoder is given
+the same keys (from the grammar, :func:`call_keys`), so the contexts cost only their tables.
 
 Layout (little-endian): uint32 ``version, n, lanes, words, rest bytes, fine contexts F,
 coarse contexts C, table entries E``; int64 fine keys[F] and coarse keys[C], each ascending,
@@ -43,11 +43,10 @@ _NHEAD = 8
 _SLOT_TABLE = 1 << 22
 
 
-def call_keys(grammar, nsig: int, rows: np.ndarray | None = None):
-    """(fine, coarse) keys of every action in rank order, or of those whose signature has
-    ``rows`` (bool per signature): fine = call site and the call before it in the rank
-    (``site * (nsig + 1) + previous + 1``, previous -1 at a rank's start), coarse = the call
-    site.  Each distinct rank grammar is expanded once."""
+def call_keys(grammar, nsig: int):
+    """(fine, coarse) keys of every action in rank order: fine = call site and the call
+    before it in the rank (``site * (nsig + 1) + previous + 1``, previous -1 at a rank's
+    start), coarse = the call site.  Each distinct rank grammar is expanded once."""
     distinct = set(grammar.rank_grammar.tolist())
     need = 24 * sum(grammar.rank_length(g) for g in distinct)
     if need > os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"):
@@ -56,18 +55,23 @@ def call_keys(grammar, nsig: int, rows: np.ndarray | None = None):
     per, fine, coarse = {}, [], []
     for g in grammar.rank_grammar.tolist():
         if g not in per:
-            ids = grammar.expand(g)
-            prev = np.empty_like(ids)
-            prev[:1] = -1
-            prev[1:] = ids[:-1]
-            key = ids * (nsig + 1) + prev + 1
-            sel = rows[ids] if rows is not None else slice(None)
-            per[g] = (key[sel], ids[sel])
+            per[g] = keys(grammar.expand(g), np.zeros(1, np.int64), nsig)
         fine.append(per[g][0])
         coarse.append(per[g][1])
     if not fine:
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
     return np.concatenate(fine), np.concatenate(coarse)
+
+
+def keys(ids: np.ndarray, starts: np.ndarray, nsig: int):
+    """(fine, coarse) keys (:func:`call_keys`) of actions of signature ids ``ids`` whose
+    ranks start at rows ``starts``."""
+    ids = np.asarray(ids, np.int64)
+    prev = np.empty_like(ids)
+    prev[:1] = -1
+    prev[1:] = ids[:-1]
+    prev[starts[starts < len(ids)]] = -1
+    return ids * (nsig + 1) + prev + 1, ids
 
 
 def _index(keys: np.ndarray, of: np.ndarray) -> np.ndarray:

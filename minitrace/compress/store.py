@@ -50,6 +50,9 @@ class Compressed:
     comms: dict = field(default_factory=dict)
     strings: list = field(default_factory=list)
     meta: dict = field(default_factory=dict)
+    #: each action's signature id when compress made it (not stored: the context keys of
+    #: write without expanding the grammar again)
+    ids: np.ndarray | None = None
 
     @property
     def nranks(self) -> int:
@@ -141,7 +144,7 @@ def compress(data: TraceColumns, volumes: str = "exact", precision: float = 0.01
     return Compressed(sig.table, sig.vec_offsets, sig.vec_values, sig.new_requests,
                       sig.new_request_offsets, gram, has_volume, np.asarray(data.rank_offsets),
                       volumes, side, attrs, dict(data.comms), list(data.strings),
-                      dict(data.meta))
+                      dict(data.meta), sig.ids)
 
 
 def _model_times(data, ids, group, ts, te, timed: bool, precision: float) -> dict:
@@ -205,7 +208,8 @@ def _context_keys(c: Compressed, name: str, keys: dict):
     """(fine, coarse) context keys of side array ``name``'s values (``keys``: the trace's,
     every action's, computed once)."""
     if not keys:
-        keys["all"] = CR.call_keys(c.grammar, len(c.table))
+        keys["all"] = CR.call_keys(c.grammar, len(c.table)) if c.ids is None else \
+            CR.keys(c.ids, V.rank_starts(c.rank_offsets), len(c.table))
     fine, coarse = keys["all"]
     if name != "volume":
         return fine, coarse
