@@ -297,8 +297,12 @@ def class_rho(r: np.ndarray, key: np.ndarray, bounds: list) -> np.ndarray:
                                                 np.int64), kind="stable")]
     g = np.empty(len(r))                             # each value's normal score in its class
     g[order] = _phi_inv((np.arange(len(r)) - np.repeat(a, n) + 0.5) / np.repeat(n, n))
-    uniq, inv = np.unique(key, return_inverse=True)
-    uniq, group = V.dense_unique(cls * len(uniq) + inv)     # (class, key)
+    bits = int(key.max()).bit_length() if key.min() >= 0 else 64
+    if bits + len(bounds).bit_length() < 63:                 # (class, key) in one int64
+        uniq, group = np.unique((cls << bits) | key, return_inverse=True)
+    else:
+        uniq, inv = np.unique(key, return_inverse=True)
+        uniq, group = V.dense_unique(cls * len(uniq) + inv)
     count = np.bincount(group, minlength=len(uniq))
     k = count[group]
     multi = k > 1
