@@ -300,12 +300,18 @@ def _fold(seq: np.ndarray, p: int, rules: _Builder) -> np.ndarray:
     return new[keep]
 
 
+#: Below this many repeats in a fold, a rule lookup per repeat (above, one per distinct repeat
+#: after a sort of the repeats: ~25 us, which 60-70 lookups take).
+FEW_REPEATS = 64
+
+
 def _rule_symbols(seq: np.ndarray, p: int, starts: np.ndarray, copies: np.ndarray,
                   rules: _Builder) -> np.ndarray:
     """The rule symbol of each repeat (body ``seq[s:s+p]``, ``copies`` times), rules added in
     the order of their first repeat (one :meth:`_Builder.rule` call per distinct repeat)."""
-    if len(starts) == 1:
-        return np.array([rules.rule(seq[starts[0]:starts[0] + p], int(copies[0]))], seq.dtype)
+    if len(starts) < FEW_REPEATS:
+        return np.array([rules.rule(seq[s:s + p], k)
+                         for s, k in zip(starts.tolist(), copies.tolist())], seq.dtype)
     rows = np.empty((len(starts), p + 1), seq.dtype)
     rows[:, :p] = seq[starts[:, None] + np.arange(p)]
     rows[:, p] = copies
