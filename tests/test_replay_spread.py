@@ -545,10 +545,10 @@ def _timed_run(path, span: float, seed: int = 3):
 
 def test_run_to_run_factors_from_recorded_spans(tmp_path):
     """Each run's span over the runs' median is a draw of the run factor; replicas are
-    multiplied by factors drawn from the two-piece predictive t of the runs (median 1; below it
-    the scale of the runs below the median, above it of those above, each sqrt(1 + 1/k) times
-    their RMS deviation; k - 1 degrees of freedom), over the replayed trace's own factor, so
-    that a trace of a slow run is brought back to the middle."""
+    multiplied by factors drawn from the predictive t of the runs (median 1; the scale is the
+    larger of the two sides' sqrt(1 + 1/k) times their RMS deviation from the median; k - 1
+    degrees of freedom), over the replayed trace's own factor, so that a trace of a slow run
+    is brought back to the middle."""
     from scipy import stats
     from minitrace.replay.run_to_run import RunToRun
     spans = (1.0, 1.3, 0.9, 1.1)           # median 1.05: a slow run makes the upper side wide
@@ -557,19 +557,21 @@ def test_run_to_run_factors_from_recorded_spans(tmp_path):
     d = np.array(spans) / 1.05 - 1
     assert between.factors == pytest.approx(d + 1)
     c = np.sqrt(1 + 1 / 4)
-    assert between.below == pytest.approx(c * np.sqrt((d[0] ** 2 + d[2] ** 2) / 1))
-    assert between.above == pytest.approx(c * np.sqrt((d[1] ** 2 + d[3] ** 2) / 1))
+    below = c * np.sqrt((d[0] ** 2 + d[2] ** 2) / 1)
+    above = c * np.sqrt((d[1] ** 2 + d[3] ** 2) / 1)
+    assert above > below and between.scale == pytest.approx(above)
     f = between.draw(np.random.default_rng(0), 200000)
     assert np.median(f) == pytest.approx(1.0, abs=0.005)
     t = stats.t.ppf([0.025, 0.975], 3)                              # 3 degrees of freedom
-    q = [1 + t[0] * between.below, 1 + t[1] * between.above]
-    assert np.quantile(f, [0.025, 0.975]) == pytest.approx(q, rel=0.03)
+    assert np.quantile(f, [0.025, 0.975]) == pytest.approx(1 + t * above, rel=0.03)
+    fast = RunToRun.of_spans(runs, (1.0, 0.7, 1.1, 0.9))    # the fast side wide: it sets both
+    d = np.array((1.0, 0.7, 1.1, 0.9)) / 0.95 - 1
+    assert fast.scale == pytest.approx(c * np.sqrt((d[1] ** 2 + d[3] ** 2) / 1))
     slow = between.draw(np.random.default_rng(0), 200000, own=1.1)
     assert slow == pytest.approx(f * 1.05 / 1.1)
     three = RunToRun.of(runs[:3])          # one run on each side: both take all runs' deviation
     d3 = np.array(spans[:3]) / 1.0 - 1
-    assert three.below == three.above == pytest.approx(np.sqrt(1 + 1 / 3) *
-                                                       np.sqrt(np.sum(d3 ** 2) / 2))
+    assert three.scale == pytest.approx(np.sqrt(1 + 1 / 3) * np.sqrt(np.sum(d3 ** 2) / 2))
     with pytest.raises(MinitraceError, match="at least 3"):
         RunToRun.of(runs[:2])
     untimed = tmp_path / "untimed.h5"

@@ -9,16 +9,21 @@ replayed trace may be one of them), each run's **span** (from the last rank out 
 the last rank into MPI_Finalize, less that rank's recorder's own time: the span of the
 untraced run the replay predicts, as the self-check measures it) over the runs' median is
 one draw of the run factor.  Each replica's time is multiplied by a factor drawn from what
-those k runs say about the next one: a **two-piece Student's t predictive** centred on their
-median, ``1 + t(k - 1) sqrt(1 + 1/k) s``, with ``s`` the root-mean-square deviation (n - 1 in
-the divisor) of the n runs strictly below the median for draws below it and of those above for
-draws above (k - 1 degrees of freedom; kept positive; a side of one run takes the deviation of
-all k runs from the median, k - 1 in the divisor).  Run times on a shared machine are skewed: a
-run can be disturbed and slow, hardly faster than undisturbed.  A normal predictive centred on
-the mean put the replicas' median 1.8-7.6% above the runs' median on 12 runs of four programs
-(one miniFE run took 1.8x the others), and centred on the median with one spread it left the
-slow runs out; this one held 92-100% of held-out runs there, and 94.3-95.7% of a normal law's
-draws for k = 3..12 (benchmarks/bench_replica_runs.py, 2026-11-28).  A resampling of k runs (the
+those k runs say about the next one: a **Student's t predictive** centred on their median,
+``1 + t(k - 1) sqrt(1 + 1/k) s``, with ``s`` the larger of the two sides' root-mean-square
+deviations from the median (n - 1 in the divisor, over the n runs strictly below it, and over
+those above; a side of one run takes the deviation of all k runs, k - 1 in the divisor; k - 1
+degrees of freedom; kept positive).  Centred on the median, because run times on a shared
+machine are skewed by the odd disturbed run: a normal predictive centred on the mean put the
+replicas' median 1.8-7.6% above the runs' median on 12 runs of four programs (one miniFE run
+took 1.8x the others).  The larger side's scale on both sides, because an odd run is as often
+fast as slow there (12 runs of HPCCG spanned 0.82-1.18 of their median) and a side's scale
+rests on half the runs: with each side its own scale (session 11-12), a run held out
+beyond the others on either side fell outside the interval of the rest, and 12 runs of HPCCG
+held 83% of each other (20 sets of 12 runs of four programs, 2026-11-28: 83-100% with each
+side's own, 92-100% with the larger; on draws of a normal law, 95-98% for k = 3..11, and
+93-96% on a law with one run in ten 20-30% off, against 89-94%:
+benchmarks/bench_replica_runs.py, RESULTS.md session 13).  A resampling of k runs (the
 bootstrap, smoothed or not) under-covers by construction: the next run falls outside the range
 of 6 runs with probability 2/7.  The factor multiplies the whole replica (compute and
 communication alike: how the runs differed is not known part by part), divided by the replayed
@@ -87,12 +92,11 @@ def _enough(k: int) -> None:
 
 @dataclass
 class RunToRun:
-    """The runs' spans, and the two scales of the predictive draw (below and above the
-    median: each side's RMS deviation times sqrt(1 + 1/k), relative to the median)."""
+    """The runs' spans, and the scale of the predictive draw (the larger side's RMS deviation
+    from the median times sqrt(1 + 1/k), relative to the median)."""
     paths: list
     spans: np.ndarray
-    below: float
-    above: float
+    scale: float
 
     @classmethod
     def of(cls, paths: list[str]) -> "RunToRun":
@@ -113,26 +117,25 @@ class RunToRun:
 
         def side(x):       # one run on a side says nothing of its spread: both sides' then
             return float(c * np.sqrt(np.sum(x ** 2) / (len(x) - 1))) if len(x) > 1 else both
-        return cls(list(paths), spans, side(d[d < 0]), side(d[d > 0]))
+        return cls(list(paths), spans, max(side(d[d < 0]), side(d[d > 0])))
 
     @property
     def factors(self) -> np.ndarray:
         return self.spans / np.median(self.spans)
 
     def draw(self, rng: np.random.Generator, n: int, own: float | None = None) -> np.ndarray:
-        """``n`` run factors from the two-piece predictive t (k - 1 degrees of freedom, kept
-        positive), over ``own`` (the replayed trace's span, if timed) relative to the runs'
-        median."""
+        """``n`` run factors from the predictive t (k - 1 degrees of freedom, kept positive),
+        over ``own`` (the replayed trace's span, if timed) relative to the runs' median."""
         t = rng.standard_t(len(self.spans) - 1, size=n)
-        f = np.maximum(1.0 + t * np.where(t < 0, self.below, self.above), 1e-3)
+        f = np.maximum(1.0 + t * self.scale, 1e-3)
         return f if own is None else f * np.median(self.spans) / own
 
     def note(self, own: float | None = None) -> str:
         f = self.factors
         out = (f"run-to-run: each replica's time multiplied by a run factor drawn from what "
                f"{len(f)} recorded runs' spans say of the next one ({f.min():.3f}-{f.max():.3f} "
-               f"of their median; two-piece Student's t predictive, scales -{self.below:.3f} "
-               f"/ +{self.above:.3f}, {len(f) - 1} degrees of freedom)")
+               f"of their median; Student's t predictive around it, scale {self.scale:.3f}, "
+               f"{len(f) - 1} degrees of freedom)")
         if own is None:
             return out + "; the trace has no times: taken as a run of the runs' middle"
         return out + (f", over the trace's own ({own / np.median(self.spans):.3f}: its span "
