@@ -453,10 +453,13 @@ def fit(volume: np.ndarray, vrow: np.ndarray, ids: np.ndarray, offsets: np.ndarr
     sites = _frame({"signature": uniq // (n * n), "before": (uniq // n) % n - 1,
                     "after": uniq % n - 1})
     templates = _frame({"hash": t_hash, "length": t_length, "start": t_start})
-    side = {"sites": sites, "site_means": V.log_codes(means, precision),
-            "templates": templates, "template_means": V.log_codes(template_means, precision),
-            "epoch_totals": V.log_codes(totals, precision), "epoch_offsets": epoch_offsets,
-            "anchor": anchor.astype(np.uint8), **tail_table(tail, vr, vol, P, precision)}
+    codes = V.log_codes(np.concatenate([means, template_means, totals]), precision)  # (at once)
+    site_codes, template_codes, total_codes = np.split(
+        codes, np.cumsum([len(means), len(template_means)]))
+    side = {"sites": sites, "site_means": site_codes, "templates": templates,
+            "template_means": template_codes, "epoch_totals": total_codes,
+            "epoch_offsets": epoch_offsets, "anchor": anchor.astype(np.uint8),
+            **tail_table(tail, vr, vol, P, precision)}
     w = np.empty(nvol)              # each call's mean, then its modelled volume
     w[tm] = template_means.ravel()[row * P + vr_t]
     w[st] = means.ravel()[site * P + vr_s]
