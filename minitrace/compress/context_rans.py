@@ -81,11 +81,11 @@ def _index(keys: np.ndarray, of: np.ndarray) -> np.ndarray:
         return np.full(len(of), -1, np.int64)
     lo, span = int(keys[0]), int(keys[-1]) - int(keys[0])
     if span < max(4 * len(of), 1 << 16):
-        table = np.full(span + 2, -1, np.int64)
+        table = np.full(span + 2, -1, np.int32)
         table[keys - lo] = np.arange(len(keys))
         pos = of - lo
         pos[(pos < 0) | (pos > span)] = span + 1
-        return table[pos]
+        return table[pos].astype(np.int64)
     i = np.minimum(np.searchsorted(keys, of), len(keys) - 1)
     return np.where(keys[i] == of, i, -1)
 
@@ -237,7 +237,7 @@ def decode(blob: np.ndarray, fine: np.ndarray, coarse: np.ndarray) -> np.ndarray
     sums = np.bincount(e_ctx, weights=e_f, minlength=nctx)
     if (e_f < 1).any() or (e_sym >= NSYM).any() or ((np.diff(e_sym) <= 0) &
                                                      (np.diff(e_ctx) == 0)).any() or \
-            ((per > 0) & (sums != _TOTAL)).any() or (x < R._LOW).any():
+            ((per > 0) & (sums != _TOTAL)).any() or (x < R.LOW).any():
         raise R.CodeError("coded array's frequency tables or states invalid")
     ctx = _contexts(np.asarray(fine, np.int64), np.asarray(coarse, np.int64), fine_keys,
                     coarse_keys)

@@ -19,7 +19,7 @@ import numpy as np
 
 SCALE = 12
 _TOTAL = 1 << SCALE
-_LOW = 1 << 16                 # states live in [_LOW, 2**32)
+LOW = 1 << 16                  # states live in [LOW, 2**32)
 #: zigzag values below this are symbols of their own; larger ones a symbol per power of two
 _DIRECT = 32
 _DIRECT_BITS = 5
@@ -89,9 +89,9 @@ def push(freq: np.ndarray, start: np.ndarray, lanes: int, scale: int = SCALE):
     # faster than integers)
     f = freq.astype(np.float64)
     c = start.astype(np.float64)
-    limit = f * float(1 << (32 - scale))         # (_LOW >> scale) << 16: emit at or above
+    limit = f * float(1 << (32 - scale))         # (LOW >> scale) << 16: emit at or above
     grow = (1 << scale) - f
-    x = np.full(lanes, float(_LOW))
+    x = np.full(lanes, float(LOW))
     emitted = []
     for j in range(-(-n // lanes) - 1, -1, -1):
         lo, hi = j * lanes, min(n, (j + 1) * lanes)
@@ -124,13 +124,13 @@ def pop(x: np.ndarray, words: np.ndarray, n: int, lanes: int, look, scale: int =
         s, f, c = look(slot.astype(np.int64), lo, hi)
         sym[lo:hi] = s
         xj = f * high + slot - c
-        need = np.flatnonzero(xj < _LOW)
+        need = np.flatnonzero(xj < LOW)
         if pos + len(need) > nwords:
             raise CodeError("coded array ends early")
         xj[need] = xj[need] * 65536.0 + wordsf[pos:pos + len(need)]
         pos += len(need)
         x[:hi - lo] = xj
-    if pos != nwords or (x != _LOW).any():
+    if pos != nwords or (x != LOW).any():
         raise CodeError("coded array does not decode to its start")
     return sym
 
@@ -192,7 +192,7 @@ def decode(blob: np.ndarray) -> np.ndarray:
     x = np.frombuffer(b[at[1]:at[2]], "<u4").astype(np.uint64)
     extra = np.frombuffer(b[at[2]:at[3]], np.uint8)
     words = np.frombuffer(b[at[3]:at[4]], "<u2")
-    if int(freq.sum()) != _TOTAL or (x < _LOW).any():
+    if int(freq.sum()) != _TOTAL or (x < LOW).any():
         raise CodeError("coded array's frequency table or states invalid")
     slot_sym = np.repeat(np.arange(NSYM), freq)
     ff, cf = freq.astype(np.float64), (np.cumsum(freq) - freq).astype(np.float64)
