@@ -20,10 +20,10 @@ took 1.8x the others).  The larger side's scale on both sides, because an odd ru
 fast as slow there (12 runs of HPCCG spanned 0.82-1.18 of their median) and a side's scale
 rests on half the runs: with each side its own scale (session 11-12), a run held out
 beyond the others on either side fell outside the interval of the rest, and 12 runs of HPCCG
-held 83% of each other (20 sets of 12 runs of four programs, 2026-11-28: 83-100% with each
-side's own, 92-100% with the larger; on draws of a normal law, 95-98% for k = 3..11, and
-93-96% on a law with one run in ten 20-30% off, against 89-94%:
-benchmarks/bench_replica_runs.py, RESULTS.md session 13).  A resampling of k runs (the
+held 83% of each other (20 sets of 12 recorded runs of four programs, 2026-11-28: 83-100%
+with each side's own, 92-100% with the larger; on draws of a normal law 95-98% for k = 3..11,
+and 91-96% on laws with one run in ten 20-30% off, against 89-94%:
+benchmarks/bench_run_factor.py, RESULTS.md session 13).  A resampling of k runs (the
 bootstrap, smoothed or not) under-covers by construction: the next run falls outside the range
 of 6 runs with probability 2/7.  The factor multiplies the whole replica (compute and
 communication alike: how the runs differed is not known part by part), divided by the replayed
