@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import minitrace
+from minitrace import kinds as K
 from minitrace.model import TraceBuilder
 from minitrace.predict import predict
 from minitrace.predict.calibration import load
@@ -37,3 +38,84 @@ def test_alltoall_blocks_beyond_the_calibrated_range_are_flagged(demo, tmp_path)
     # blocks within the range: no such warning (nor a point-to-point one)
     small = predict(_alltoall_trace(tmp_path / "small.h5", hi // 4), str(cal), ranges=False)
     assert not any("calibrated range" in w for w in small.warnings), small.warnings
+
+
+# == a collective's buffers beyond a rank's share of the caches: from memory ==================
+
+def _runs(*curves):
+    """Calibration runs holding only copies by working set: each curve {MiB: B/s}."""
+    return [{"columns": {"cache_size": np.array([w << 20 for w in c], np.int64),
+                         "cache_copy_rate": np.array(list(c.values()), float)}}
+            for c in curves]
+
+
+def test_cache_share_is_the_last_working_set_above_the_geometric_mean():
+    from minitrace.predict.calibration import cache_share
+    # 2-core VM's shape: 13.5 GB/s up to 32 MiB, 10 at 64, 6.5 from 128 (mean: 9.37)
+    curve = {4: 13.5e9, 8: 13.5e9, 16: 13.5e9, 32: 13.5e9, 64: 10e9, 128: 6.5e9, 256: 6.5e9}
+    assert cache_share(_runs(curve)) == (64 << 20, 6.5e9)
+    # the median over runs per working set: 64 MiB at 9 (below the mean) in two of three
+    low = {**curve, 64: 9e9}
+    assert cache_share(_runs(curve, low, low)) == (32 << 20, 6.5e9)
+    # no fall (every working set in cache), one working set, none measured: unknown
+    assert cache_share(_runs({4: 13e9, 256: 12e9})) == (0, 0.0)
+    assert cache_share(_runs({4: 13e9})) == (0, 0.0)
+    assert cache_share([{"columns": {}}]) == (0, 0.0)
+
+
+def _block_trace(block: int, compute: float = 1e-3):
+    b = TraceBuilder(2, {"volume_unit": "seconds"})
+    for r in range(2):
+        b.add(r, "init")
+        b.add(r, "alltoall", bytes_sent=2 * block, bytes_recv=2 * block)
+        b.add(r, "compute", volume=compute)
+        b.add(r, "finalize")
+    return b.build()
+
+
+def test_collective_buffers_beyond_the_share_copy_and_exchange_from_memory():
+    from minitrace.replay.work import copy_seconds, own_block_copies
+    hot, cold, l2, share, memory = 30e9, 13e9, 2 << 20, 64 << 20, 6.5e9
+    comp = K.code("compute")
+    for block, deep in ((32 << 20, True), (8 << 20, False)):  # buffers 128 MiB / 32 MiB
+        data = _block_trace(block)
+        a = data.actions.copy()
+        counts = own_block_copies(data, a, (hot, cold, l2, share, memory), 1.0)
+        added = a["volume"][a["kind"] == comp] - 1e-3
+        # from memory: the own block copied at the memory's rate (block / memory), the other
+        # rank's block sent and one received, each once through memory (2 block / 2 / memory)
+        want = 2 * block / memory if deep else float(copy_seconds(block, (hot, cold, l2)))
+        assert added == pytest.approx([want, want], rel=1e-12)
+        assert counts["from_memory"] == (2 if deep else 0) and counts["copies"] == 2
+    # no share measured (0), or a calibration without it (three rates): the copy alone
+    for copies in ((hot, cold, l2, 0, 0.0), (hot, cold, l2)):
+        data = _block_trace(32 << 20)
+        a = data.actions.copy()
+        assert own_block_copies(data, a, copies, 1.0)["from_memory"] == 0
+        assert a["volume"][a["kind"] == comp] - 1e-3 == pytest.approx(
+            [float(copy_seconds(32 << 20, (hot, cold, l2)))] * 2, rel=1e-12)
+
+
+def test_calibrate_measures_copies_by_working_set(demo, tmp_path):
+    import shutil
+
+    import h5py
+
+    from minitrace.errors import MinitraceError
+    from minitrace.predict.calibration import cache_share, read_runs
+    from minitrace.predict.measure import CACHE_SIZES
+    path = str(demo.out / "machine.h5")
+    runs = read_runs(path)
+    cols = runs[-1]["columns"]
+    assert list(cols["cache_size"]) == list(CACHE_SIZES[:len(cols["cache_size"])])
+    assert len(cols["cache_size"]) >= 2 and (cols["cache_copy_rate"] > 0).all()
+    cal = load(path)
+    assert (cal.cache_share, cal.memory_copy_rate) == cache_share(runs)
+    assert cal.copies()[3:] == (cal.cache_share, cal.memory_copy_rate)
+    # one of the pair without the other: refused in one line
+    bad = tmp_path / "bad.h5"
+    shutil.copy(path, bad)
+    with h5py.File(bad, "a") as f:
+        del f[f"calibration/runs/{sorted(f['calibration/runs'])[-1]}/cache_copy_rate"]
+    with pytest.raises(MinitraceError, match="cache_size and cache_copy_rate"):
+        read_runs(str(bad))

@@ -65,6 +65,7 @@ _OPTIONAL = {"peer": ("iu", "n"), "inner": ("iu", "n"), "copy_rate_hot": ("f", "
              **{k: ("f", "d") for k in after_compute.columns()},
              after_compute.BYTES_COLUMN: ("iu", "d"),
              "exchange_size": ("iu", "e"), "exchange_time": ("f", "e"),
+             "cache_size": ("iu", "c"), "cache_copy_rate": ("f", "c"),
              **{k: ("f", "r") for k in WINDOWS}}
 #: Optional columns a run has all or none of: (names, whether > 0 or only >= 0, the refusal).
 _GROUPS = ((kernel_set.columns(), True,
@@ -73,6 +74,8 @@ _GROUPS = ((kernel_set.columns(), True,
             "the after-compute columns must all be there, finite and >= 0"),
            (["exchange_size", "exchange_time"], True,
             "exchange_size and exchange_time must both be there, finite and positive"),
+           (["cache_size", "cache_copy_rate"], True,
+            "cache_size and cache_copy_rate must both be there, finite and positive"),
            (list(WINDOWS), True, "window_cpu and window_wall must both be there, finite and "
                                  "positive"))
 
@@ -125,7 +128,8 @@ def _runs_in(f: h5py.File, path: str) -> list[dict]:
                                         required=False)) is not None}
         lengths = {"n": len(cols["kind"]), "r": len(cols["compute_cpu"]),
                    "d": len(cols.get("after_compute_seconds", ())),
-                   "e": len(cols.get("exchange_size", ()))}
+                   "e": len(cols.get("exchange_size", ())),
+                   "c": len(cols.get("cache_size", ()))}
         for k, v in cols.items():
             want = lengths["n" if k in _MEASUREMENTS else "r" if k in _PER_RANK
                            else _OPTIONAL[k][1]]
@@ -237,17 +241,24 @@ class Calibration:
     # B/s of a node's memory shared by simultaneous transfers between its ranks (two messages
     # sent at once, each way: 2 sizes / time); 0 when not measured
     node_bandwidth: float = 0.0
+    # a rank's share of the caches (bytes a rank, its copies' working set up to which they
+    # kept the cache's rate) and the rate of a copy from memory (B/s) beyond it
+    # (cache_share()); 0 when not measured
+    cache_share: int = 0
+    memory_copy_rate: float = 0.0
     # share of a node's compute time lost to other work (wall above CPU time while all ranks
     # compute, summed over the node's ranks: see background()); 0 in fits written before it
     background: float = 0.0
     mpi_library: str = ""       # MPI_Get_library_version of the calibrated job's MPI
     hostname: str = ""          # the calibrated machine (its provenance)
 
-    def copies(self) -> tuple[float, float, int] | None:
-        """(B/s in cache, B/s packed to unpacked, ``cold_from``) for
-        :func:`minitrace.replay.replay` (:func:`minitrace.replay.work.copy_seconds`), None
-        when not measured."""
-        return (*self.copy_rates, self.cold_from) if len(self.copy_rates) == 2 else None
+    def copies(self) -> tuple[float, float, int, int, float] | None:
+        """(B/s in cache, B/s packed to unpacked, ``cold_from``, ``cache_share``,
+        ``memory_copy_rate``) for :func:`minitrace.replay.replay`
+        (:func:`minitrace.replay.work.copy_seconds`, :func:`~minitrace.replay.work.
+        own_block_copies`), None when not measured."""
+        return (*self.copy_rates, self.cold_from, self.cache_share, self.memory_copy_rate) \
+            if len(self.copy_rates) == 2 else None
 
     def cluster(self, hosts: int | None = None, ranks_per_host: int | None = None) -> Cluster:
         """The calibrated machine as a generated cluster (enough hosts for the trace's ranks
@@ -468,6 +479,7 @@ def fit_runs(runs: list[dict]) -> tuple[Calibration, dict]:
     sent = [2.0 * r["columns"]["exchange_size"] / r["columns"]["exchange_time"]
             for r in runs if "exchange_size" in r["columns"]]
     node_bw = float(np.median(np.concatenate(sent))) if sent else 0.0
+    cached, memory_rate = cache_share(runs)
     nodes = runs[-1]["attrs"]["rank_to_node"]
     per_host = max(nodes.count(n) for n in set(nodes))
     cal = Calibration(
@@ -478,6 +490,7 @@ def fit_runs(runs: list[dict]) -> tuple[Calibration, dict]:
         speed_spread=float((speeds.max() - speeds.min()) / speed), core_share=share,
         runs=len(runs), points=int(len(x)), notes=notes, copy_rates=copy_rates,
         cold_from=cold_from, kernels=kernels, after_compute=after, node_bandwidth=node_bw,
+        cache_share=cached, memory_copy_rate=memory_rate,
         call_costs=call_costs.fit(runs, float(_value(fits["recv"], 8))),
         background=lost,
         kernels_version=max(int(r["attrs"].get("kernels_version", 0)) for r in runs),
@@ -485,6 +498,30 @@ def fit_runs(runs: list[dict]) -> tuple[Calibration, dict]:
                                              "segments": [s.to_dict() for s in f.segments]}
                   for k, f in fits.items()})
     return cal, fits
+
+
+def cache_share(runs: list[dict]) -> tuple[int, float]:
+    """(a rank's share of the caches in bytes, B/s of a copy from memory) from the runs' copies
+    by working set (measure._cache_copies), or (0, 0.0) when none measured them or their rate
+    did not fall.  Per working set the median rate over the runs; the share is the largest
+    working set whose rate stayed above the geometric mean of the smallest one's (in cache)
+    and the largest one's (from memory), the memory rate the largest one's.  Halfway in log,
+    because between the two the rate falls over a working set or two (2-core VM: 13.5 GB/s
+    up to 32 MiB a rank, 10-13 at 64, 6.5 from 128: a share of 64 MiB)."""
+    got: dict[int, list[float]] = {}
+    for r in runs:
+        c = r["columns"]
+        for size, rate in zip(c.get("cache_size", ()), c.get("cache_copy_rate", ())):
+            got.setdefault(int(size), []).append(float(rate))
+    if len(got) < 2:
+        return 0, 0.0
+    sizes = sorted(got)
+    rates = np.array([np.median(got[w]) for w in sizes])
+    middle = float(np.sqrt(rates[0] * rates[-1]))
+    if not rates[-1] < 0.75 * rates[0]:          # (no fall: every working set was cached)
+        return 0, 0.0
+    kept = [w for w, v in zip(sizes, rates) if v > middle]
+    return (max(kept) if kept else 0), float(rates[-1])
 
 
 def background(runs: list[dict]) -> float:
@@ -644,14 +681,16 @@ def _checked_fields(stored, path: str) -> dict:
         raise bad(f"fields {sorted(set(stored) - known)} unknown, {sorted(required - set(stored))} "
                   "missing")
     d = dict(stored)
-    for k in _FLOATS_POSITIVE + ("speed_spread", "node_bandwidth", "background"):
+    for k in _FLOATS_POSITIVE + ("speed_spread", "node_bandwidth", "background",
+                                 "memory_copy_rate"):
         v = d.get(k, 0.0)
         if not isinstance(v, (int, float)) or isinstance(v, bool) or not math.isfinite(v) or \
                 v < 0 or (v == 0 and k in _FLOATS_POSITIVE):     # (math: ints beyond 2**64)
             raise bad(f"{k} = {v!r}")
     for k, hi in (("ranks_per_host", MAX_RANKS_PER_HOST), ("cores_per_host", MAX_RANKS_PER_HOST),
                   ("eager_threshold", 2 ** 53), ("runs", 2 ** 31), ("points", 2 ** 53),
-                  ("cold_from", 2 ** 53), ("kernels_version", 2 ** 31)):
+                  ("cold_from", 2 ** 53), ("kernels_version", 2 ** 31),
+                  ("cache_share", 2 ** 53)):
         v = d.get(k, 0)
         if not checked.is_int(v) or not (1 if k.endswith("host") else 0) <= v <= hi:
             raise bad(f"{k} = {v!r}")
@@ -738,7 +777,10 @@ def summary(cal: Calibration, path: str) -> str:
     if cal.copies():
         lines.append(f"  local copies: {cal.copy_rates[0] / 1e9:.3g} GB/s while source and "
                      f"destination take up to {cal.cold_from / 4:.0f} B, "
-                     f"{cal.copy_rates[1] / 1e9:.3g} GB/s from {cal.cold_from} B")
+                     f"{cal.copy_rates[1] / 1e9:.3g} GB/s from {cal.cold_from} B"
+                     + (f"; {cal.memory_copy_rate / 1e9:.3g} GB/s from memory, beyond a share of "
+                        f"the caches of {cal.cache_share >> 20} MiB a rank (collectives whose "
+                        f"buffers exceed it)" if cal.cache_share else ""))
     if cal.kernels:
         lines.append("  kernel set (per CPU second; per wall second): " + "; ".join(
             f"{k} {v['cpu_rate']:.4g}; {v['wall_rate']:.4g} {v['unit']}/s"

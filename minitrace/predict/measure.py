@@ -28,6 +28,10 @@ shuffled, since ordered sweeps resonate with periodic noise):
   a 4 MiB block from a buffer packed just before into one read just after, every rank at once:
   what an MPI library's copy of a rank's own block in a collective costs (SimGrid's replay does
   not model it);
+* copies by working set: a copy back and forth between two buffers that together take 4 MiB
+  .. 256 MiB a rank, every rank at once: where its rate falls, a rank's share of the caches
+  ends, and the largest runs at the memory's rate (a collective whose buffers exceed that
+  share copies and exchanges its blocks from memory: NPB FT's 32 MiB all-to-all blocks);
 * ``exchange``: rank 0 and its node's partner send each other 4-16 MiB at once (Sendrecv,
   packed and unpacked buffers): both copies share the node's memory bandwidth
   (``node_bandwidth``);
@@ -375,6 +379,38 @@ def _copies(comm, seconds: float = 0.05, size: int = 4 << 20) -> np.ndarray | No
     return None if got is None else np.array(got)
 
 
+#: Working sets of the copies by working set (bytes a rank, both buffers together)
+CACHE_SIZES = tuple(w << 20 for w in (4, 8, 16, 32, 64, 128, 256))
+
+
+def _cache_copies(comm, local: int, reps: int = 5) -> dict | None:
+    """Bytes/s of a memory copy between two buffers of half a working set each (there and back,
+    the same two buffers), every rank at once, per working set of CACHE_SIZES that the node's
+    ``local`` ranks can hold in a quarter of its memory: the median over ranks, on rank 0.
+    On the 2-core VM 13.5 GB/s up to 32 MiB a rank, 10-13 at 64, 6.5 from 128 MiB (the
+    memory's rate): a copy of an application's 32 MiB block in an all-to-all ran at 6.0
+    (issue 35)."""
+    memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    sizes = [w for w in CACHE_SIZES if w * local <= memory // 4]
+    rates = []
+    for size in sizes:
+        src, dst = app_memory.array(size // 2), app_memory.array(size // 2, fill=2)
+        took = []
+        comm.Barrier()
+        for _ in range(reps + 1):         # (the first one is not kept)
+            t0 = TIMER()
+            np.copyto(dst, src)
+            np.copyto(src, dst)
+            took.append((TIMER() - t0) / 2)
+        rates.append(size / 2 / float(np.median(took[1:])))
+        del src, dst
+    got = comm.gather(rates, root=0)
+    if got is None or not sizes:
+        return None
+    return {"cache_size": np.array(sizes, np.int64),
+            "cache_copy_rate": np.median(np.array(got), axis=0)}
+
+
 def _reduction(comm, nbytes: int = 1 << 20, seconds: float = 0.1) -> np.ndarray | None:
     """Each rank's bytes/s of MPI_SUM on doubles (Reduce_local)."""
     from mpi4py import MPI
@@ -419,6 +455,7 @@ def run(comm, args) -> dict | None:
     copies = _window(spent, "copies", _copies, comm)
     mine = topo["rank_to_node"][comm.rank]
     kernel_set = kernels.measure(comm, topo["rank_to_node"].count(mine))
+    by_working_set = _cache_copies(comm, topo["rank_to_node"].count(mine)) or {}
     after = after_compute.measure(comm, spent)
     exchange = _exchange(comm, topo, args.max_size) or {}
     python_costs = _python_costs(comm)
@@ -444,7 +481,7 @@ def run(comm, args) -> dict | None:
     columns.update({"compute_flops": compute["flops"], "compute_cpu": compute["cpu"],
                     "compute_wall": compute["wall"], "reduction_rate": reduction,
                     "copy_rate_hot": copies[:, 0], "copy_rate_cold": copies[:, 1],
-                    **kernel_set, **after, **exchange,
+                    **kernel_set, **after, **exchange, **by_working_set,
                     **{f"window_{q}": np.array([[w[k][i] for k in spent] for w in windows])
                        for i, q in enumerate(("cpu", "wall"))}})
     return {"columns": columns, "attrs": attrs}

@@ -72,7 +72,7 @@ def replay(trace, platform: str | os.PathLike | None = None,
            compute_rate: str | float | None = None, lossy: bool = False,
            timeout: float = 600.0, engine: str = "auto", timeline: bool = False,
            reduction_rate: str | float | None = None,
-           copy_rates: tuple[float, float, int] | None = None,
+           copy_rates: tuple | None = None,
            collectives: str = "auto") -> ReplayResult:
     """Replay ``trace`` on SimGrid and return the predicted (simulated) run time.
 
@@ -89,10 +89,12 @@ def replay(trace, platform: str | os.PathLike | None = None,
     were measured (seconds, instructions): what such a trace holds inside an MPI call is mostly
     waiting, which the simulation models itself, so it is never replayed as work; without a
     rate the reductions do no work (said in the notes).
-    ``copy_rates``: (B/s in cache, B/s packed to unpacked, a core's L2 in bytes) of the
-    recording machine's memory copies (:func:`minitrace.replay.work.copy_seconds`), to model
-    the copy of a rank's own block in collectives (:mod:`minitrace.replay.work`), which
-    SimGrid does not, as work after the call
+    ``copy_rates``: (B/s in cache, B/s packed to unpacked, a core's L2 in bytes[, a rank's
+    share of the caches in bytes, B/s from memory]) of the recording machine's memory copies
+    (:func:`minitrace.replay.work.copy_seconds`), to model the copy of a rank's own block in
+    collectives and, past that share, their blocks' trips through memory
+    (:func:`minitrace.replay.work.own_block_copies`), which SimGrid does not, as work after
+    the call
     (traces timed in seconds; ``Calibration.copies()``); without them no copy is modelled.
     ``lossy``: replay a minitrace trace even if SimGrid's format must drop some of its actions.
     ``collectives``: whose collective algorithms (:mod:`minitrace.collectives`): ``auto`` (the

@@ -7,7 +7,14 @@ SimGrid's replay moves only the blocks that go to other ranks, but the copy of a
 block is real work: with 2 ranks an all-to-all of 4 MiB blocks out of the caches took
 1.16 ms here, 0.56 ms of it the exchange (a sendrecv) and 0.51 ms the local copy (a memcpy of
 the block).  :func:`in_flops` turns these bytes into work at the calibrated copy rates
-(``Calibration.copies``), by the bytes a copy touches (:func:`copy_seconds`)."""
+(``Calibration.copies``), by the bytes a copy touches (:func:`copy_seconds`).
+
+A collective whose buffers (the bytes it sends and receives) exceed the calibrated share of the
+caches a rank gets finds them in memory: its own block is copied at the memory's rate, and every
+byte it exchanges with other ranks is read from or written to memory besides its transfer
+(NPB FT class A, 2 ranks: 32 MiB blocks, 128 MiB of buffers; in a C program of its pattern the
+copy took 5.6 ms, 2.2x the rate of a 4 MiB copy, and the exchange 10.8 ms, the calibrated
+transfer's 5.0 plus the same bytes' trip through memory at the copy's rate; issue 35)."""
 from __future__ import annotations
 
 from dataclasses import replace
@@ -128,10 +135,14 @@ def work_notes(counts: dict, unit: str, rate, red, copies) -> list[str]:
                      f"flop/s (not the {measured:.3g} {unit} measured inside them, which is "
                      f"mostly waiting)")
     if copies is not None and counts.get("copy_bytes"):
-        hot, cold, cold_from = copies
+        hot, cold, cold_from = copies[:3]
         note = (f"{counts['copies']} collective calls copy the rank's own block "
                 f"({counts['copy_bytes']} B) at {hot:.4g} B/s while source and destination "
                 f"take up to {cold_from // 4} B, {cold:.4g} B/s from {cold_from} B")
+        if counts.get("from_memory"):
+            note += (f"; {counts['from_memory']} with buffers beyond a rank's share of the "
+                     f"caches ({copies[3]} B) copy and exchange their blocks from memory at "
+                     f"{copies[4]:.4g} B/s")
         if counts["copies_missed"]:
             note += f"; {counts['copies_missed']} not modelled (no compute action after them)"
         notes.append(note)
@@ -152,7 +163,7 @@ def copy_seconds(nbytes, copies) -> np.ndarray:
     of 256 KiB 7 us (36 GB/s, the in-cache rate); a rule on the block alone (cold above
     ``cold_from``) gave the 1 MiB copy the in-cache rate, 30 us (issue 35,
     benchmarks/RESULTS.md)."""
-    hot, cold, cold_from = copies
+    hot, cold, cold_from = copies[:3]
     if cold_from <= 0:                   # (calibrate --cold-from 0: no cache boundary known)
         return np.asarray(nbytes, dtype=float) / cold
     footprint = 2.0 * np.asarray(nbytes, dtype=float)
@@ -163,17 +174,35 @@ def copy_seconds(nbytes, copies) -> np.ndarray:
 
 def own_block_copies(data, actions, copies, rate: float) -> dict:
     """Add each collective's copy of the rank's own block (:mod:`minitrace.replay.work`) as work
-    to the compute action after it (every MPI action of a recorded trace has one); returns
-    the counts of what was copied (:func:`work_notes`)."""
+    to the compute action after it (every MPI action of a recorded trace has one), and for a
+    collective whose buffers exceed the rank's share of the caches (``copies[3]``, 0: not
+    measured) its blocks' trips through memory (:func:`from_memory_seconds`); returns the
+    counts of what was copied (:func:`work_notes`)."""
     nbytes = own_block_bytes(data)
     rows = np.flatnonzero(nbytes)
     if not len(rows):
         return {}
     seconds = copy_seconds(nbytes[rows], copies)
+    share, memory = (copies[3], copies[4]) if len(copies) > 3 else (0, 0.0)
+    sent = data.actions["bytes_sent"][rows].astype(np.int64)
+    recv = data.actions["bytes_recv"][rows].astype(np.int64)
+    deep = (sent + recv > share) if share > 0 else np.zeros(len(rows), bool)
+    seconds[deep] = from_memory_seconds(nbytes[rows][deep], sent[deep], recv[deep], memory)
     after = rows + 1
     last = data.rank_offsets[data.rank_of(rows) + 1]
     ok = (after < last) & (actions["kind"][np.minimum(after, len(actions) - 1)]
                            == K.code("compute"))
     np.add.at(actions["volume"], after[ok], seconds[ok] * rate)
     return {"copies": int(ok.sum()), "copy_bytes": int(nbytes.sum()),
-            "copies_missed": int((~ok).sum())}
+            "copies_missed": int((~ok).sum()), "from_memory": int((deep & ok).sum())}
+
+
+def from_memory_seconds(own, sent, recv, memory: float) -> np.ndarray:
+    """Seconds a rank spends on a collective's buffers in memory beyond what the replay
+    gives its transfers: the copy of its own block (``own`` bytes) at ``memory`` B/s (a copy's
+    rate: bytes copied per second, each read and written once), and the bytes it sends to
+    and receives from other ranks (``sent`` and ``recv`` less ``own``) each read from or
+    written to memory once: half a copy's traffic each."""
+    own = np.asarray(own, dtype=float)
+    others = np.asarray(sent, dtype=float) + np.asarray(recv, dtype=float) - 2.0 * own
+    return (own + others / 2.0) / memory
