@@ -6,8 +6,14 @@ embarrassingly parallel Monte-Carlo, an mpi4py ring; public mini-apps added with
 at each rank count, ``--runs`` times, alternated: one **untraced** run, timed by
 ``interval_preload.so`` (preloaded instead of the recorder: when each rank leaves MPI_Init and
 enters MPI_Finalize, the span the self-check uses) and one **recording**
-(``minitrace record``), predicted with a calibration of this machine made first
-(``minitrace calibrate``).  Every recording counts:
+(``minitrace record``), predicted after the last recording with a calibration of this
+machine made in ``--calibrations`` runs spread over the pass (``minitrace calibrate`` into one
+file: the fit uses every run, the background is the median of theirs).  One calibration made
+first followed the machine's state of that minute: three minutes apart on the idle VM, three
+calibrations measured a background of 3.40, 1.09 and 0.37%; the pass predicted with the first
+was +1.8% (median) from its untraced runs, and -0.4% predicted again with the median of the
+three (session 13, RESULTS.md).
+Every recording counts:
 
 * ``error``: the prediction against the median untraced span (what a user runs);
 * ``self_check``: against the recording (the self-check's error, the recorder's own time
@@ -18,7 +24,7 @@ enters MPI_Finalize, the span the self-check uses) and one **recording**
   range over their median (the run-to-run noise a prediction cannot beat).
 
     python benchmarks/bench_accuracy.py [--ranks 2] [--runs 3] [--size small]
-        [--extra NAME=COMMAND ...] [--npb DIR] [--work DIR] [--json OUT]
+        [--extra NAME=COMMAND ...] [--npb DIR] [--calibrations 3] [--work DIR] [--json OUT]
 
 ``--npb DIR``: the NAS Parallel Benchmarks' MPI kernels built in DIR/bin (NPB 3.4, outside
 the repository; issue 35): EP, CG, MG, FT, IS at class A and LU at class W (0.3-1.6 s each on
@@ -118,11 +124,17 @@ def main() -> int:
     ap.add_argument("--npb", default=None, metavar="DIR",
                     help="add the NAS Parallel Benchmarks' kernels built in DIR/bin (EP, CG, MG, "
                          "FT, IS class A; LU class W), those found")
+    ap.add_argument("--calibrations", type=int, default=3,
+                    help="calibrations of the machine, spread over the pass (before the first "
+                         "program and between programs; predictions after the last): the "
+                         "fit's background is the median of theirs [3]")
     ap.add_argument("--size", choices=("full", "small"), default="full",
                     help="small: problems ~4x smaller (shorter runs)")
     ap.add_argument("--work", default=None, help="directory kept for inspection")
     ap.add_argument("--json", default=None, help="write the figures here")
     args = ap.parse_args()
+    if args.calibrations < 1:
+        ap.error("--calibrations: at least 1")
     for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
         os.environ.setdefault(var, "1")
     from minitrace.mpitools import mpi_tool
@@ -152,56 +164,63 @@ def main() -> int:
         apps[name] = cmd.split()
     me = [sys.executable, "-m", "minitrace"]
     cal = work / "machine.h5"
-    load0 = os.getloadavg()
-    t = time.perf_counter()
-    subprocess.run(me + ["calibrate", "-o", str(cal), "--quiet", "--", mpiexec, "-n", "2"],
-                   check=True)
-    rows = [{"app": "(calibration)", "seconds": time.perf_counter() - t, "load": load0}]
-    for n in [int(x) for x in args.ranks.split(",")]:
-        for name, argv in apps.items():
-            job = [mpiexec, "-n", str(n), *argv]
-            load = os.getloadavg()
-            untraced, preds = [], []
-            for i in range(args.runs):
-                untraced.append(_untraced_span(job, preload, work / f"span-{name}-{n}"))
-                trace = work / f"{name}-{n}-{i}.h5"
-                subprocess.run(me + ["record", "-o", str(trace), "--volume", "cputime", "--",
-                                     *job], check=True, stdout=subprocess.DEVNULL, cwd=work)
-                preds.append(predict(str(trace), str(cal),
-                                     timeline=str(work / f"{name}-{n}-{i}.png")))
-            u = statistics.median(untraced)
-            errors = [q.predicted_time / u - 1 for q in preds]
-            rows.append({"app": name, "ranks": n, "untraced": u, "untraced_runs": untraced,
-                         "spread": (max(untraced) - min(untraced)) / u,
-                         "recorded": [q.recorded_time for q in preds],
-                         "recorder": [max(q.recorder_time or [0.0]) for q in preds],
-                         "overhead": statistics.median(q.recorded_time for q in preds) / u - 1,
-                         "predicted": [q.predicted_time for q in preds], "errors": errors,
-                         "self_check": [q.error for q in preds],
-                         "without_lost": [q.error_without_lost for q in preds],
-                         "as_recorded": [q.error_as_recorded for q in preds],
-                         "comparable": [q.comparable for q in preds],
-                         "core_share": [min(q.core_share) for q in preds],
-                         "in_call_share": [min(q.in_call_share) for q in preds],
-                         "load": load, "load_after": os.getloadavg(),
-                         "measured": [q.measured for q in preds],
-                         "predicted_parts": [q.predicted for q in preds],
-                         # the after-compute call cost: seconds added per rank, and the
-                         # predictions with one kernel's cost alone (its range)
-                         "after_compute": [q.after_compute for q in preds],
-                         "after_compute_range": [q.after_compute_range for q in preds],
-                         # the calibrated background the compute was stretched by
-                         "background": preds[0].background if preds else None,
-                         # the first calls' set-up replayed: seconds added per rank
-                         "first_calls": [q.first_calls for q in preds]})
-            r = rows[-1]
-            print(f"{name:>14} {n} ranks: untraced {u:.4f} s (spread {r['spread']:.1%}), "
-                  f"recorded {statistics.median(r['recorded']):.4f} s ({r['overhead']:+.1%}; "
-                  f"recorder {statistics.median(r['recorder']):.4f} s); errors vs untraced "
-                  + " ".join(f"{e:+.1%}" for e in errors) + "; self-check "
-                  + " ".join(f"{e:+.1%}" for e in r["self_check"])
-                  + ("" if all(r["comparable"]) else " (some not comparable)")
-                  + f"; load {load[0]:.1f}", flush=True)
+    jobs = [(n, name, [mpiexec, "-n", str(n), *argv])
+            for n in [int(x) for x in args.ranks.split(",")] for name, argv in apps.items()]
+    before = {round(i * len(jobs) / args.calibrations) for i in range(args.calibrations)}
+    calibrations = {"app": "(calibration)", "seconds": [], "load": []}
+    runs = []
+    for k, (n, name, job) in enumerate(jobs):
+        if k in before:        # the calibration's runs spread over the pass: its background
+            calibrations["load"].append(os.getloadavg())   # is the median of their medians
+            t = time.perf_counter()
+            subprocess.run(me + ["calibrate", "-o", str(cal), "--quiet", "--", mpiexec, "-n",
+                                 "2"], check=True)
+            calibrations["seconds"].append(time.perf_counter() - t)
+        load, untraced, traces = os.getloadavg(), [], []
+        for i in range(args.runs):
+            untraced.append(_untraced_span(job, preload, work / f"span-{name}-{n}"))
+            traces.append(work / f"{name}-{n}-{i}.h5")
+            subprocess.run(me + ["record", "-o", str(traces[-1]), "--volume", "cputime", "--",
+                                 *job], check=True, stdout=subprocess.DEVNULL, cwd=work)
+        runs.append((n, name, untraced, traces, load, os.getloadavg()))
+        print(f"{name:>14} {n} ranks: recorded; load {load[0]:.1f}", flush=True)
+    rows = [calibrations]
+    for n, name, untraced, traces, load, load_after in runs:
+        preds = [predict(str(trace), str(cal), timeline=str(trace.with_suffix(".png")))
+                 for trace in traces]
+        u = statistics.median(untraced)
+        errors = [q.predicted_time / u - 1 for q in preds]
+        rows.append({"app": name, "ranks": n, "untraced": u, "untraced_runs": untraced,
+                     "spread": (max(untraced) - min(untraced)) / u,
+                     "recorded": [q.recorded_time for q in preds],
+                     "recorder": [max(q.recorder_time or [0.0]) for q in preds],
+                     "overhead": statistics.median(q.recorded_time for q in preds) / u - 1,
+                     "predicted": [q.predicted_time for q in preds], "errors": errors,
+                     "self_check": [q.error for q in preds],
+                     "without_lost": [q.error_without_lost for q in preds],
+                     "as_recorded": [q.error_as_recorded for q in preds],
+                     "comparable": [q.comparable for q in preds],
+                     "core_share": [min(q.core_share) for q in preds],
+                     "in_call_share": [min(q.in_call_share) for q in preds],
+                     "load": load, "load_after": load_after,
+                     "measured": [q.measured for q in preds],
+                     "predicted_parts": [q.predicted for q in preds],
+                     # the after-compute call cost: seconds added per rank, and the
+                     # predictions with one kernel's cost alone (its range)
+                     "after_compute": [q.after_compute for q in preds],
+                     "after_compute_range": [q.after_compute_range for q in preds],
+                     # the calibrated background the compute was stretched by
+                     "background": preds[0].background if preds else None,
+                     # the first calls' set-up replayed: seconds added per rank
+                     "first_calls": [q.first_calls for q in preds]})
+        r = rows[-1]
+        print(f"{name:>14} {n} ranks: untraced {u:.4f} s (spread {r['spread']:.1%}), "
+              f"recorded {statistics.median(r['recorded']):.4f} s ({r['overhead']:+.1%}; "
+              f"recorder {statistics.median(r['recorder']):.4f} s); errors vs untraced "
+              + " ".join(f"{e:+.1%}" for e in errors) + "; self-check "
+              + " ".join(f"{e:+.1%}" for e in r["self_check"])
+              + ("" if all(r["comparable"]) else " (some not comparable)")
+              + f"; load {load[0]:.1f}", flush=True)
     errs = [e for r in rows[1:] for e in r["errors"]]
     checks = [e for r in rows[1:] for e in r["self_check"]]
     own = [e for r in rows[1:] for e in r["without_lost"] if e is not None and e == e]
