@@ -117,3 +117,54 @@ def test_a_prediction_on_the_calibrated_machine_stretches_its_compute(tmp_path, 
         assert some.predicted["compute"][r] == pytest.approx(cpu * 1.1 + added, rel=1e-6)
         assert none.predicted["compute"][r] == pytest.approx(cpu + added, rel=1e-6)
     assert load(str(cal)).background == 0.1
+
+
+def _timed(lost, nodes=None):
+    """Two ranks, each 5 computes of 10 ms wall time between allreduces, rank r's CPU time
+    ``1 - lost[r]`` of it: the recording's own background is known."""
+    b = TraceBuilder(2, {"volume_unit": "seconds",
+                         **({"rank_to_node": nodes} if nodes else {})})
+    for r in range(2):
+        b.add(r, "init", t_start=0.0, t_end=1e-3)
+        t = 1e-3
+        for i in range(5):
+            b.add(r, "compute", volume=1e-2 * (1 - lost[r]), t_start=t, t_end=t + 1e-2)
+            b.add(r, "allreduce", bytes_sent=8, bytes_recv=8, t_start=t + 1e-2,
+                  t_end=t + 1.01e-2)
+            t += 1.01e-2
+        b.add(r, "finalize", t_start=t, t_end=t + 1e-4)
+    return b.build()
+
+
+def test_the_recordings_own_background_is_measured_as_the_calibrations(tmp_path, demo):
+    """The recording's background: each rank's compute wall time above its CPU time over that
+    wall time, summed over a node's ranks (the mean over the nodes); the report says when the
+    machine was much busier at calibration or at recording than at the other."""
+    from minitrace import storage
+    cal = tmp_path / "cal.h5"
+    shutil.copyfile(demo.out / "machine.h5", cal)
+    with h5py.File(cal, "r+") as f:
+        stored = json.loads(f["calibration/fit"].attrs["calibration"])
+        stored["background"] = 0.005
+        f["calibration/fit"].attrs["calibration"] = json.dumps(stored)
+    runs = load(str(cal)).runs
+    got = {}
+    for name, lost, nodes in (("one", (0.02, 0.04), ["a", "a"]), ("two", (0.02, 0.04),
+                                                                  ["a", "b"]),
+                              ("quiet", (0.002, 0.004), None)):
+        trace = tmp_path / f"{name}.h5"
+        storage.write_trace(str(trace), _timed(lost, nodes))
+        got[name] = predict(str(trace), str(cal), ranges=False)
+    assert got["one"].recorded_background == pytest.approx(0.06)
+    assert got["two"].recorded_background == pytest.approx(0.03)          # (0.02 + 0.04) / 2
+    assert got["quiet"].recorded_background == pytest.approx(0.006)      # one node if unsaid
+    assert got["one"].background_runs == runs
+    text = report(got["one"])
+    assert "the recording's own background, measured the same way: 6.00%" in text
+    assert "busier when recorded" in text
+    assert "busier" not in report(got["quiet"])        # 0.6% against 0.5%: not much
+    assert ("one calibration run" in text) == (runs == 1)
+    from minitrace.predict.prediction import _busier
+    assert "busier when calibrated" in _busier(0.05, 0.006)
+    assert _busier(0.015, 0.006) == ""            # under a point apart
+    assert _busier(0.03, 0.02) == ""              # under twice

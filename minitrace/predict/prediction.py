@@ -102,6 +102,10 @@ class Prediction:
     #                                           and the memory-streaming kernel's cost alone
     background: float | None = None       # share the compute was stretched by: the calibrated
     #                                       machine's background (same machine only)
+    recorded_background: float | None = None  # the same share in the recording: each rank's
+    #                                       compute wall time above its CPU time over that wall
+    #                                       time, summed over a node's ranks (mean over nodes)
+    background_runs: int | None = None    # calibration runs the background is the median of
     first_calls: list[float] | None = None  # s per rank added before its first call of each
     #                                         kind: the trace's set-up costs (same machine)
     call_costs: list[float] | None = None   # s per rank added for posting receives and
@@ -171,6 +175,8 @@ def predict(trace: str, calibration: str | Calibration, *, platform: str | None 
                      warnings=warnings, notes=notes + res.notes)
     out.translated = where
     out.background = background
+    if background is not None:
+        out.background_runs = cal.runs
     if translation is None and first.any():
         out.first_calls = first.tolist()
     if posted is not None:
@@ -390,6 +396,7 @@ def _self_check(out: Prediction, data, cal: Calibration, timeline: str | None, s
     nodes = list(data.meta.get("rank_to_node") or [])
     crowded = max((nodes.count(x) for x in set(nodes)), default=0)
     out.lost_between = (measured["descheduled"] / out.recorded_time).tolist()
+    out.recorded_background = _recorded_background(measured, nodes)
     if in_mpi is not None:
         lost = np.array([max(w - c, 0.0) for c, w in in_mpi]) / out.recorded_time
         out.lost_inside = lost.tolist()
@@ -423,6 +430,38 @@ def _self_check(out: Prediction, data, cal: Calibration, timeline: str | None, s
     if timeline and spans is not None:
         _timeline(out, data, origin, spans, timeline)
         out.timeline = timeline
+
+
+#: The calibrated and the recorded background differ "much" beyond this factor and these
+#: points: three calibrations three minutes apart on an idle 2-core VM measured 0.37, 1.09 and
+#: 3.40% (session 13), the recordings between them 0.0-10% (most 0.2-2.5%)
+BUSIER_FACTOR, BUSIER_POINTS = 2.0, 0.01
+
+
+def _busier(calibrated: float, recorded: float) -> str:
+    """A note when the machine was much busier at calibration or at recording: the replay
+    stretches the compute by the calibration's state, not the recording's."""
+    hi, lo = max(calibrated, recorded), min(calibrated, recorded)
+    if hi - lo < BUSIER_POINTS or hi < BUSIER_FACTOR * lo:
+        return ""
+    when = "calibrated" if calibrated > recorded else "recorded"
+    return f" (the machine was busier when {when}; the replay stretches the compute by the " \
+           f"calibration's)"
+
+
+def _recorded_background(measured: dict, nodes: list) -> float | None:
+    """The recording's own background, as the calibration measures the machine's
+    (:func:`minitrace.predict.calibration.background`): per rank, its compute's wall time
+    above its CPU time over that wall time, summed over a node's ranks, the mean over the
+    nodes (one node when the trace does not say); None without compute."""
+    wall = measured["compute"]
+    if not (wall > 0).any():
+        return None
+    lost = np.where(wall > 0, measured["descheduled"] / np.where(wall > 0, wall, 1.0), 0.0)
+    if len(nodes) != len(lost):
+        return float(lost.sum())
+    _, node = np.unique(np.asarray(nodes, str), return_inverse=True)
+    return float(np.mean([lost[node == k].sum() for k in range(node.max() + 1)]))
 
 
 def _error_without_lost(out: Prediction, recorded: float, cpu_last: float) -> float | None:
@@ -552,9 +591,17 @@ def report(p: Prediction) -> str:
         lines.append("  where the time goes, mean over ranks (s): " + ", ".join(
             f"{k} {np.mean(q[k]):.4g}" for k in PARTS))
     if p.background is not None:
+        runs = f"the median of {p.background_runs} calibration runs" \
+            if (p.background_runs or 1) > 1 else \
+            "one calibration run: that minute's state; calibrate again into the same file " \
+            "for the median of several"
         lines.append(f"  compute stretched by {p.background:.2%}: the calibrated machine's "
                      f"background (wall time other work took from its computing ranks, summed "
-                     f"over a node's ranks)")
+                     f"over a node's ranks; {runs})")
+        rec = p.recorded_background
+        if rec is not None:
+            lines.append(f"  the recording's own background, measured the same way: {rec:.2%}"
+                         + _busier(p.background, rec))
     if p.first_calls is not None:
         lines.append(f"  first calls: up to {max(p.first_calls):.3g} s added to a rank (the "
                      f"set-up the recording shows in each kind's first call; per rank in "
