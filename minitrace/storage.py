@@ -184,6 +184,27 @@ def fixed_text(attrs: dict) -> dict:
             if isinstance(v, str) else v for k, v in attrs.items()}
 
 
+def new_attrs(obj, attrs: dict) -> None:
+    """Write ``attrs`` on ``obj``, a new HDF5 object without attributes, as h5py's
+    ``obj.attrs.update`` writes them, less its look-up of an existing attribute of each name
+    and its second datatype: a third of its time (a compressed file's ~40 attributes, ~0.4 of
+    its ~4 ms fixed write).  Numbers, booleans and arrays of numbers or fixed-length text
+    (:func:`fixed_text`); anything else goes through h5py's ``attrs``."""
+    oid = obj.id
+    for name, value in attrs.items():
+        a = np.asarray(value)
+        if a.dtype.kind not in "biufS" or not isinstance(value, (np.ndarray, np.generic, bool,
+                                                                 int, float)):
+            obj.attrs[name] = value
+            continue
+        attr = h5py.h5a.create(oid, name.encode(), h5py.h5t.py_create(a.dtype, logical=True),
+                               h5py.h5s.create_simple(a.shape))
+        try:
+            attr.write(a)
+        finally:
+            attr.close()
+
+
 def _new_file_attrs(meta: dict, version: int = PLAIN_VERSION) -> dict:
     base = {"format": FORMAT_NAME, "format_version": version, "producer": "minitrace",
             "producer_version": __version__,
@@ -210,7 +231,7 @@ def atomic_file(path, copy_existing: bool = False, libver=None, create=None,
         else:
             f = h5py.File(tmp, "w", libver=libver) if create is None else create(tmp)
         try:
-            provenance.store(f, text=fixed_text if fixed else None)
+            provenance.store(f, text=fixed_text if fixed else None, write=new_attrs)
             yield f
         except BaseException as e:
             with contextlib.suppress(Exception):
@@ -254,7 +275,7 @@ def new_file(path, meta: dict | None = None, version: int = PLAIN_VERSION, libve
     """
     with atomic_file(path, libver=libver, create=create, fixed=fixed) as f:
         attrs = _new_file_attrs(meta or {}, version)
-        f.attrs.update(fixed_text(attrs) if fixed else attrs)
+        new_attrs(f, fixed_text(attrs) if fixed else attrs)
         yield f
 
 

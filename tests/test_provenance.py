@@ -205,6 +205,31 @@ def test_store_round_trip(tmp_path):
     assert read_provenance(str(tmp_path / "w.h5"))["date"]
 
 
+def test_written_twice_in_one_process(tmp_path, monkeypatch):
+    """What cannot change while a process runs (versions, machine, topology) is collected
+    once; what can (the environment, the date, the directory) at each write: two files one
+    process writes hold the same machine and each its own environment, and lstopo's XML
+    (deflated once) reads back as collected."""
+    from minitrace.storage import new_file
+    for k in list(os.environ):
+        if k.startswith(prov.ENV_PREFIXES):
+            monkeypatch.delenv(k)
+    got = []
+    for k, (tls, fixed) in enumerate((("sm", True), ("rc", True), ("tcp", False))):
+        monkeypatch.setenv("UCX_TLS", tls)
+        path = tmp_path / f"{k}.h5"
+        with new_file(path, fixed=fixed):
+            pass
+        got.append(read_provenance(str(path)))
+    assert [p.pop("environment") for p in got] == [{"UCX_TLS": t} for t in ("sm", "rc", "tcp")]
+    now = prov.collect()
+    for p in got:
+        p.pop("date")
+        assert p == {k: v for k, v in now.items() if k not in ("date", "environment")}
+    assert ("lstopo_xml" in now) == bool(shutil.which("lstopo-no-graphics") or
+                                         shutil.which("lstopo"))
+
+
 def test_write_from_a_removed_directory(tmp_path):
     """What cannot be read is left out; the write itself never fails because of it."""
     gone, out = tmp_path / "gone", tmp_path / "w.h5"

@@ -247,10 +247,17 @@ def _dataset(group, name: str, data: np.ndarray, **kw) -> None:
     ds.attrs.update({k: v for k, v in kw.items() if k != "noisy"})
 
 
-#: The pack's deflate level, in one chunk: a pack is small (at most a few hundred KB: ~3 ms
-#: at level 9 per 100 KB) and most of a small file; storage's level 1 in chunks of 256 KB
-#: left it 10% larger (LULESH 8r's model pack: 37.2 -> 33.6 KB).
+#: The pack's deflate level, in one chunk: a pack is most of a small file; storage's level 1
+#: in chunks of 256 KB left it 10% larger (LULESH 8r's model pack: 37.2 -> 33.6 KB).  Level 9
+#: where the pack holds at most :data:`PACK_BYTES_PER_ACTION` bytes (before deflating) per
+#: action, else :data:`PACK_GZIP_LEVEL_LARGE` (session 13): level 9's longer match searches
+#: take up to ~0.12 us a byte (5-26 ms a pack of 50-220 KB on 13 recorded traces, 3 modes), so
+#: at most a quarter of the 0.5 us an action of 2 M actions per CPU second; level 7 took
+#: 2-6x less on the larger packs (exact modes' noisy volumes and times: miniFE 2r 11 bytes an
+#: action, 4.6 -> 1.1 ms) for 0.0-1.4% of the pack.
 PACK_GZIP_LEVEL = 9
+PACK_GZIP_LEVEL_LARGE = 7
+PACK_BYTES_PER_ACTION = 1
 
 
 #: The HDF5 1.10 file format (readable by HDF5 >= 1.10, 2016): its groups hold their links in
@@ -337,13 +344,15 @@ def write(path: str, c: Compressed, meta: dict | None = None, pack: bool = True)
         gcpl = h5py.h5p.create(h5py.h5p.GROUP_CREATE)
         gcpl.set_attr_phase_change(*COMPACT_ATTRIBUTES)
         g = h5py.Group(h5py.h5g.create(f.id, b"trace", gcpl=gcpl))
-        g.attrs.update(S.fixed_text({"nranks": c.nranks, "nactions": c.nactions,
-                                     "timed": c.timed, "form": FORM, **c.attrs,
-                                     **({P.ATTR: P.VERSION} if packed else {})}))
+        S.new_attrs(g, S.fixed_text({"nranks": c.nranks, "nactions": c.nactions,
+                                    "timed": c.timed, "form": FORM, **c.attrs,
+                                    **({P.ATTR: P.VERSION} if packed else {})}))
         if packed:
             raw = P.pack(packed)
+            level = PACK_GZIP_LEVEL if len(raw) <= PACK_BYTES_PER_ACTION * c.nactions else \
+                PACK_GZIP_LEVEL_LARGE
             g.create_dataset(P.DATASET, data=raw, chunks=(max(len(raw), 1),),
-                             compression="gzip", compression_opts=PACK_GZIP_LEVEL)
+                             compression="gzip", compression_opts=level)
         for name, (arr, kw) in arrays.items():
             *groups, leaf = name.split("/")
             _dataset(g.require_group("/".join(groups)), leaf, arr, **kw)
