@@ -119,3 +119,38 @@ def test_calibrate_measures_copies_by_working_set(demo, tmp_path):
         del f[f"calibration/runs/{sorted(f['calibration/runs'])[-1]}/cache_copy_rate"]
     with pytest.raises(MinitraceError, match="cache_size and cache_copy_rate"):
         read_runs(str(bad))
+    # a fit holding a cache share without the memory's rate (or the reverse): refused on load
+    import json
+    for share, rate in ((64 << 20, 0.0), (0, 6e9)):
+        half = tmp_path / f"half{share}.h5"
+        shutil.copy(path, half)
+        with h5py.File(half, "r+") as f:
+            stored = json.loads(f["calibration/fit"].attrs["calibration"])
+            stored["cache_share"], stored["memory_copy_rate"] = share, rate
+            f["calibration/fit"].attrs["calibration"] = json.dumps(stored)
+        with pytest.raises(MinitraceError, match="both measured or neither"):
+            load(str(half))
+
+
+def test_copies_by_working_set_on_nodes_of_other_sizes_end(tmp_path):
+    """Ranks whose nodes hold other rank counts keep other working sets; each working set is a
+    Barrier, so every rank measures the sizes every node can hold (a rank with more sizes
+    waited for ever in a Barrier the other never called)."""
+    from tests.support.mpiutil import run_python_mpi
+    script = tmp_path / "uneven.py"
+    script.write_text(
+        "import json, os\n"
+        "from mpi4py import MPI\n"
+        "from minitrace.predict import measure\n"
+        "comm = MPI.COMM_WORLD\n"
+        "memory = os.sysconf('SC_PAGE_SIZE') * os.sysconf('SC_PHYS_PAGES')\n"
+        "# rank 1 as on a node shared by enough ranks to hold one working set fewer\n"
+        "local = 1 if comm.rank == 0 else memory // 4 // measure.CACHE_SIZES[-2]\n"
+        "got = measure._cache_copies(comm, local, reps=1)\n"
+        "if comm.rank == 0:\n"
+        "    print(json.dumps([len(v) for v in got.values()]))\n")
+    p = run_python_mpi(2, str(script), timeout=120)
+    assert p.returncode == 0, p.stderr
+    from minitrace.predict.measure import CACHE_SIZES
+    assert p.stdout.strip().splitlines()[-1] == f"[{len(CACHE_SIZES) - 1}, " \
+                                                f"{len(CACHE_SIZES) - 1}]"

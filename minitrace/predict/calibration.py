@@ -717,6 +717,9 @@ def _checked_fields(stored, path: str) -> dict:
             raise bad(f"{k} = {v!r}")
     if len(d.get("copy_rates", [])) not in (0, 2) or 0 in d.get("copy_rates", []):
         raise bad(f"copy_rates = {d['copy_rates']!r}")
+    if (d.get("cache_share", 0) > 0) != (d.get("memory_copy_rate", 0.0) > 0):
+        raise bad(f"cache_share = {d.get('cache_share', 0)!r} with memory_copy_rate = "
+                  f"{d.get('memory_copy_rate', 0.0)!r} (both measured or neither)")
     if not isinstance(d.get("notes", []), list) or \
             not all(isinstance(x, str) for x in d.get("notes", [])):
         raise bad("notes is not a list of text")

@@ -390,8 +390,12 @@ def _cache_copies(comm, local: int, reps: int = 5) -> dict | None:
     On the 2-core VM 13.5 GB/s up to 32 MiB a rank, 10-13 at 64, 6.5 from 128 MiB (the
     memory's rate): a copy of an application's 32 MiB block in an all-to-all ran at 6.0
     (issue 35)."""
+    from mpi4py import MPI
     memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     sizes = [w for w in CACHE_SIZES if w * local <= memory // 4]
+    # the sizes every node can hold: each size is a Barrier, and nodes of other memory sizes
+    # or rank counts would otherwise wait in different ones
+    sizes = sizes[:comm.allreduce(len(sizes), op=MPI.MIN)]
     rates = []
     for size in sizes:
         src, dst = app_memory.array(size // 2), app_memory.array(size // 2, fill=2)
