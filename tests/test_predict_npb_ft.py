@@ -16,12 +16,12 @@ from minitrace.predict.calibration import load
 pytestmark = pytest.mark.timeout(600)
 
 
-def _alltoall_trace(path, block: int) -> str:
+def _alltoall_trace(path, block: int, flags: int = 0) -> str:
     """2 ranks, one MPI_Alltoall of ``block`` bytes to each rank (the rank's own included)."""
     b = TraceBuilder(2, {"volume_unit": "seconds"})
     for r in range(2):
         b.add(r, "init")
-        b.add(r, "alltoall", bytes_sent=2 * block, bytes_recv=2 * block)
+        b.add(r, "alltoall", bytes_sent=2 * block, bytes_recv=2 * block, flags=flags)
         b.add(r, "finalize")
     minitrace.storage.write_trace(str(path), b.build())
     return str(path)
@@ -35,6 +35,10 @@ def test_alltoall_blocks_beyond_the_calibrated_range_are_flagged(demo, tmp_path)
     assert len(said) == 1, big.warnings
     assert f"up to {2 * hi} B" in said[0] and "2 collective call(s)" in said[0]
     assert np.isfinite(big.predicted_time)
+    # in place, the same blocks: the same warning
+    inplace = predict(_alltoall_trace(tmp_path / "inplace.h5", 2 * hi, K.FLAG_IN_PLACE),
+                      str(cal), ranges=False)
+    assert [w for w in inplace.warnings if "collective call(s) exchange blocks" in w] == said
     # blocks within the range: no such warning (nor a point-to-point one)
     small = predict(_alltoall_trace(tmp_path / "small.h5", hi // 4), str(cal), ranges=False)
     assert not any("calibrated range" in w for w in small.warnings), small.warnings
@@ -63,11 +67,11 @@ def test_cache_share_is_the_last_working_set_above_the_geometric_mean():
     assert cache_share([{"columns": {}}]) == (0, 0.0)
 
 
-def _block_trace(block: int, compute: float = 1e-3):
+def _block_trace(block: int, compute: float = 1e-3, flags: int = 0):
     b = TraceBuilder(2, {"volume_unit": "seconds"})
     for r in range(2):
         b.add(r, "init")
-        b.add(r, "alltoall", bytes_sent=2 * block, bytes_recv=2 * block)
+        b.add(r, "alltoall", bytes_sent=2 * block, bytes_recv=2 * block, flags=flags)
         b.add(r, "compute", volume=compute)
         b.add(r, "finalize")
     return b.build()
@@ -87,6 +91,16 @@ def test_collective_buffers_beyond_the_share_copy_and_exchange_from_memory():
         want = 2 * block / memory if deep else float(copy_seconds(block, (hot, cold, l2)))
         assert added == pytest.approx([want, want], rel=1e-12)
         assert counts["from_memory"] == (2 if deep else 0) and counts["copies"] == 2
+    # in place: no own block to copy, but the blocks still cross memory (the same traffic:
+    # the own block's part of the buffer is read and written in place)
+    for block, deep in ((32 << 20, True), (8 << 20, False)):
+        data = _block_trace(block, flags=K.FLAG_IN_PLACE)
+        a = data.actions.copy()
+        counts = own_block_copies(data, a, (hot, cold, l2, share, memory), 1.0)
+        added = a["volume"][a["kind"] == comp] - 1e-3
+        assert added == pytest.approx([2 * block / memory if deep else 0.0] * 2, rel=1e-12)
+        assert counts.get("from_memory", 0) == (2 if deep else 0)
+        assert counts.get("copies", 0) == 0
     # no share measured (0), or a calibration without it (three rates): the copy alone
     for copies in ((hot, cold, l2, 0, 0.0), (hot, cold, l2)):
         data = _block_trace(32 << 20)

@@ -296,7 +296,7 @@ def _range_warnings(data, cal: Calibration) -> list[str]:
     """Messages larger than the calibration measured are extrapolated: point-to-point ones,
     and the blocks a collective exchanges with each peer (its own block's size; NPB FT's
     all-to-all of 32 MiB blocks against a calibration up to 16 MiB, issue 35)."""
-    from ..replay.work import own_block_bytes
+    from ..replay.work import block_bytes
     a = data.actions
     p2p = K.mask(K.SENDS | K.RECVS | K.SENDRECVS | K.SEND_INITS | K.RECV_INITS)[a["kind"]]
     sizes = np.maximum(a["bytes_sent"][p2p], a["bytes_recv"][p2p])
@@ -307,7 +307,7 @@ def _range_warnings(data, cal: Calibration) -> list[str]:
         n = int((sizes > hi).sum())
         out.append(f"{n} point-to-point message(s) up to {int(sizes.max())} B exceed the "
                    f"calibrated range ({lo}..{hi} B): their time is extrapolated")
-    blocks = own_block_bytes(data)
+    blocks = block_bytes(data)
     if blocks.max(initial=0) > hi:
         n = int((blocks > hi).sum())
         out.append(f"{n} collective call(s) exchange blocks of up to {int(blocks.max())} B "

@@ -32,14 +32,20 @@ _VECTOR = {"alltoallv", "allgatherv", "gatherv", "scatterv"}
 
 def own_block_bytes(data: TraceColumns) -> np.ndarray:
     """Bytes each action copies from the rank's send buffer to its receive buffer (int64, one
-    per action, 0 for every other action)."""
+    per action, 0 for every other action and for a collective called in place)."""
+    return np.where((data.actions["flags"] & K.FLAG_IN_PLACE) != 0, 0, block_bytes(data))
+
+
+def block_bytes(data: TraceColumns) -> np.ndarray:
+    """Bytes of the rank's own block in each collective that has one (int64, one per action,
+    0 for every other action), in place or not: the size of the blocks it exchanges with each
+    peer (an all-to-all's, an allgather's), what the rank copies to itself when not in place."""
     a = data.actions
-    kind, flags = a["kind"], a["flags"]
+    kind = a["kind"]
     out = np.zeros(len(a), np.int64)
-    in_place = (flags & K.FLAG_IN_PLACE) != 0
     sent, recv = a["bytes_sent"].astype(np.int64), a["bytes_recv"].astype(np.int64)
     for name in {n for n, b in _BLOCK_OF.items() if b in _FIXED | _VECTOR}:
-        rows = np.flatnonzero((kind == K.code(name)) & ~in_place)
+        rows = np.flatnonzero(kind == K.code(name))
         if not len(rows):
             continue
         rule = _BLOCK_OF[name]
@@ -134,7 +140,7 @@ def work_notes(counts: dict, unit: str, rate, red, copies) -> list[str]:
         notes.append(f"{n} reduction calls do bytes / {red:.4g} B/s of work at {rate:.4g} "
                      f"flop/s (not the {measured:.3g} {unit} measured inside them, which is "
                      f"mostly waiting)")
-    if copies is not None and counts.get("copy_bytes"):
+    if copies is not None and (counts.get("copy_bytes") or counts.get("from_memory")):
         hot, cold, cold_from = copies[:3]
         note = (f"{counts['copies']} collective calls copy the rank's own block "
                 f"({counts['copy_bytes']} B) at {hot:.4g} B/s while source and destination "
@@ -179,21 +185,23 @@ def own_block_copies(data, actions, copies, rate: float) -> dict:
     measured) its blocks' trips through memory (:func:`from_memory_seconds`); returns the
     counts of what was copied (:func:`work_notes`)."""
     nbytes = own_block_bytes(data)
-    rows = np.flatnonzero(nbytes)
+    share, memory = (copies[3], copies[4]) if len(copies) > 3 else (0, 0.0)
+    sent = data.actions["bytes_sent"].astype(np.int64)
+    recv = data.actions["bytes_recv"].astype(np.int64)
+    deep = (block_bytes(data) > 0) & (sent + recv > share) if share > 0 else \
+        np.zeros(len(nbytes), bool)            # (in place too: its blocks cross memory)
+    rows = np.flatnonzero((nbytes > 0) | deep)
     if not len(rows):
         return {}
-    seconds = copy_seconds(nbytes[rows], copies)
-    share, memory = (copies[3], copies[4]) if len(copies) > 3 else (0, 0.0)
-    sent = data.actions["bytes_sent"][rows].astype(np.int64)
-    recv = data.actions["bytes_recv"][rows].astype(np.int64)
-    deep = (sent + recv > share) if share > 0 else np.zeros(len(rows), bool)
-    seconds[deep] = from_memory_seconds(nbytes[rows][deep], sent[deep], recv[deep], memory)
+    deep, nbytes, sent, recv = deep[rows], nbytes[rows], sent[rows], recv[rows]
+    seconds = copy_seconds(nbytes, copies)
+    seconds[deep] = from_memory_seconds(nbytes[deep], sent[deep], recv[deep], memory)
     after = rows + 1
     last = data.rank_offsets[data.rank_of(rows) + 1]
     ok = (after < last) & (actions["kind"][np.minimum(after, len(actions) - 1)]
                            == K.code("compute"))
     np.add.at(actions["volume"], after[ok], seconds[ok] * rate)
-    return {"copies": int(ok.sum()), "copy_bytes": int(nbytes.sum()),
+    return {"copies": int((ok & (nbytes > 0)).sum()), "copy_bytes": int(nbytes.sum()),
             "copies_missed": int((~ok).sum()), "from_memory": int((deep & ok).sum())}
 
 
