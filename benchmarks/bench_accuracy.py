@@ -51,6 +51,7 @@ recording within +-4%, at 2 ranks on an idle machine (the load is printed).
 from __future__ import annotations
 
 import argparse
+import collections
 import json
 import os
 import shutil
@@ -166,12 +167,13 @@ def main() -> int:
     cal = work / "machine.h5"
     jobs = [(n, name, [mpiexec, "-n", str(n), *argv])
             for n in [int(x) for x in args.ranks.split(",")] for name, argv in apps.items()]
-    before = {round(i * len(jobs) / args.calibrations) for i in range(args.calibrations)}
+    before = collections.Counter(min(round(i * len(jobs) / args.calibrations), len(jobs) - 1)
+                                 for i in range(args.calibrations))  # (more than jobs: in a row)
     calibrations = {"app": "(calibration)", "seconds": [], "load": []}
     runs = []
     for k, (n, name, job) in enumerate(jobs):
-        if k in before:        # the calibration's runs spread over the pass: its background
-            calibrations["load"].append(os.getloadavg())   # is the median of their medians
+        for _ in range(before[k]):  # the calibration's runs spread over the pass: its
+            calibrations["load"].append(os.getloadavg())   # background is their median
             t = time.perf_counter()
             subprocess.run(me + ["calibrate", "-o", str(cal), "--quiet", "--", mpiexec, "-n",
                                  "2"], check=True)
