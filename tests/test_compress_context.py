@@ -275,9 +275,9 @@ def test_unknown_version_is_refused(tmp_path, small_minimum, capsys):
 
     def newer(a):
         a["exact/volume.ctx"] = a["exact/volume.ctx"].copy()
-        a["exact/volume.ctx"][0] = 2
+        a["exact/volume.ctx"][0] = 3
     _rewrite(packed, newer)
-    _refused(capsys, packed, "exact/volume.ctx", "version 2 unknown")
+    _refused(capsys, packed, "exact/volume.ctx", "version 3 unknown")
 
 
 def test_damaged_order_0_steps_are_refused(tmp_path, small_minimum, capsys):
@@ -313,3 +313,32 @@ def test_keys_of_more_actions_than_memory_are_refused(tmp_path, small_minimum):
     huge = dataclasses.replace(g, rule_counts=g.rule_counts * (1 << 30))
     with pytest.raises(R.CodeError, match="memory"):
         CR.call_keys(huge, g.nterm)
+
+
+def test_a_damaged_median_or_symbol_is_refused_not_decoded_wrong():
+    """A flipped bit in a context's median (stored as differences: every later median moves)
+    or in a table's symbols can decode to the start states with every value shifted: the
+    values' CRC-32 in the header refuses it (version 1 decoded them, all 60,000 wrong)."""
+    from minitrace.compress import context_rans as CR
+    from minitrace.compress.rans import CodeError
+    rng = np.random.default_rng(5)
+    site, prev = rng.integers(0, 6, 60_000), rng.integers(0, 6, 60_000)
+    values = (1 << 20) + 400 * site + prev + rng.normal(0, 30, 60_000).astype(np.int64)
+    fine, coarse = site * 7 + prev + 1, site
+    coded = CR.encode(values, fine, coarse)
+    assert (CR.decode(coded, fine, coarse) == values).all()
+    head = np.frombuffer(coded[:4 * CR._NHEAD].tobytes(), "<u4")
+    nf, nc = int(head[5]), int(head[6])
+    medians = 4 * CR._NHEAD + 8 * (nf + nc)
+    bad = coded.copy()
+    bad[medians] ^= 1                                   # the first median: all shifted
+    with pytest.raises(CodeError):
+        CR.decode(bad, fine, coarse)
+    for at in rng.integers(0, len(coded), 300):         # any bit: refused, or the same values
+        bad = coded.copy()
+        bad[at] ^= np.uint8(1 << int(rng.integers(0, 8)))
+        try:
+            got = CR.decode(bad, fine, coarse)
+        except CodeError:
+            continue
+        assert (got == values).all(), at

@@ -13,7 +13,7 @@ larger ones one symbol per power of two with the low bits in whole bytes
 the same keys (from the grammar, :func:`call_keys`), so the contexts cost only their tables.
 
 Layout (little-endian): uint32 ``version, n, lanes, words, rest bytes, fine contexts F,
-coarse contexts C, table entries E``; int64 fine keys[F] and coarse keys[C], each ascending,
+coarse contexts C, table entries E, CRC-32 of the values (int64, little-endian)``; int64 fine keys[F] and coarse keys[C], each ascending,
 stored as differences (the first as is); int64 medians[F + C + 1] (differences); uint16
 entries per context[F + C + 1]; uint16 symbols[E] (within a context ascending, stored as
 differences, the first as is); uint16 frequencies[E] (a used context's sum to
@@ -22,13 +22,16 @@ differences, the first as is); uint16 frequencies[E] (a used context's sum to
 from __future__ import annotations
 
 import os
+import zlib
 
 import numpy as np
 
 from . import rans as R
 from .volumes import dense_unique
 
-VERSION = 1
+#: 2: the header holds the values' CRC-32 (a flipped median or symbol decoded to other
+#: values with no error in 1: none was kept, they were written for an hour of session 13)
+VERSION = 2
 SCALE = 12
 _TOTAL = 1 << SCALE
 DIRECT_BITS = 9
@@ -38,7 +41,7 @@ MIN_VALUES = 256
 #: Fine contexts at most (the most frequent keys); the rest fall to their coarse key.
 MAX_CONTEXTS = 2048
 _HEAD = np.dtype("<u4")
-_NHEAD = 8
+_NHEAD = 9
 #: Slots a decoder's table may hold (8 bytes each), else it searches the slot's entry.
 _SLOT_TABLE = 1 << 22
 
@@ -190,7 +193,7 @@ def encode(values: np.ndarray, fine: np.ndarray, coarse: np.ndarray) -> np.ndarr
     e_sym_d = e_sym.copy()
     e_sym_d[1:] -= np.where(e_ctx[1:] == e_ctx[:-1], e_sym[:-1], 0)
     head = np.array([VERSION, n, lanes, len(words), len(extra), len(fine_keys),
-                     len(coarse_keys), len(entries)], _HEAD)
+                     len(coarse_keys), len(entries), _crc(values)], _HEAD)
     return np.frombuffer(b"".join([
         head.tobytes(), _diff(fine_keys).astype("<i8").tobytes(),
         _diff(coarse_keys).astype("<i8").tobytes(), _diff(base).astype("<i8").tobytes(),
@@ -206,7 +209,7 @@ def decode(blob: np.ndarray, fine: np.ndarray, coarse: np.ndarray) -> np.ndarray
     if len(b) < _NHEAD * 4:
         raise R.CodeError("coded array shorter than its header")
     head = [int(v) for v in np.frombuffer(b[:_NHEAD * 4], _HEAD)]
-    version, n, lanes, nwords, nextra, nf, nc, ne = head
+    version, n, lanes, nwords, nextra, nf, nc, ne, crc = head
     if version != VERSION:
         raise R.CodeError(f"context coding version {version} unknown (written by a newer "
                           f"minitrace?)")
@@ -263,4 +266,13 @@ def decode(blob: np.ndarray, fine: np.ndarray, coarse: np.ndarray) -> np.ndarray
 
     sym = R.pop(x, words, n, lanes, look, SCALE) if n else np.zeros(0, np.int64)
     with np.errstate(over="ignore"):
-        return R.escaped(sym, extra, DIRECT_BITS) + base[ctx]
+        values = R.escaped(sym, extra, DIRECT_BITS) + base[ctx]
+    if _crc(values) != crc:
+        raise R.CodeError("coded array decodes to other values than were coded (CRC-32)")
+    return values
+
+
+def _crc(values: np.ndarray) -> int:
+    """CRC-32 of the values as little-endian int64: a damaged median, key or table can still
+    decode to the start states, each value shifted."""
+    return zlib.crc32(np.ascontiguousarray(values, "<i8").tobytes())
