@@ -342,3 +342,17 @@ def test_a_damaged_median_or_symbol_is_refused_not_decoded_wrong():
         except CodeError:
             continue
         assert (got == values).all(), at
+
+
+def test_a_file_with_context_coded_arrays_is_format_version_3(tmp_path, small_minimum):
+    """Version 2 readers took a .ctx array for a missing one (the file "corrupt"); a file
+    holding one is version 3, which they refuse as newer; exact and model files stay 2."""
+    _, packed = _bounded(tmp_path)
+    with h5py.File(packed, "r") as f:
+        assert f.attrs["format_version"] == storage.FORMAT_VERSION == 3
+        assert "exact/volume.ctx" in P.unpack(f["trace/packed"][()]) or \
+            "volume.ctx" in f["trace/exact"]
+    exact = tmp_path / "exact.h5"
+    write_compressed(str(exact), _timed_stencil(200), "exact")
+    with h5py.File(exact, "r") as f:
+        assert f.attrs["format_version"] == storage.COMPRESSED_VERSION == 2

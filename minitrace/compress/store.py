@@ -340,7 +340,9 @@ def write(path: str, c: Compressed, meta: dict | None = None, pack: bool = True)
             put(name, a)
     packed = {k: a for k, (a, _) in arrays.items() if P.packs(a)} if pack else {}
     arrays = {k: v for k, v in arrays.items() if k not in packed}
-    with S.new_file(path, m, S.FORMAT_VERSION, create=_create, fixed=True) as f:
+    version = S.FORMAT_VERSION if any(k.endswith(CONTEXT_SUFFIX) for k in (*arrays, *packed)) \
+        else S.COMPRESSED_VERSION         # (older readers say "newer", not "corrupt")
+    with S.new_file(path, m, version, create=_create, fixed=True) as f:
         gcpl = h5py.h5p.create(h5py.h5p.GROUP_CREATE)
         gcpl.set_attr_phase_change(*COMPACT_ATTRIBUTES)
         g = h5py.Group(h5py.h5g.create(f.id, b"trace", gcpl=gcpl))
