@@ -462,3 +462,23 @@ def test_a_nul_in_a_name_reads_back_as_in_the_plain_file(tmp_path, many):
     with minitrace.open(plain) as a, minitrace.open(packed) as b:
         assert a.data().strings == b.data().strings
         assert b.data().strings[0] == "a\ufffdb"
+
+
+def test_a_timed_trace_with_an_empty_rank_reads_back(tmp_path):
+    """A rank without actions has no first and last time (NaN, as the column form's summary
+    says): compress wrote such files in every mode and its reader refused them as corrupt."""
+    from minitrace.model import TraceBuilder
+    b = TraceBuilder(2, {"volume_unit": "seconds"})
+    for i in range(5):
+        b.add(0, "compute", volume=1e-3, t_start=float(i), t_end=i + 0.5)
+    data = b.build()
+    for volumes, times in (("exact", "exact"), ("model", "exact"),
+                           ("bounded:1%", "bounded:1us")):
+        out = tmp_path / f"{volumes[:5]}.h5"
+        write_compressed(str(out), data, volumes, times=times)
+        with minitrace.open(str(out)) as t:
+            got = t.data()
+        assert list(np.diff(got.rank_offsets)) == [5, 0]
+        if volumes == "exact":
+            for f in ("volume", "t_start", "t_end"):
+                assert (got.actions[f] == data.actions[f]).all()

@@ -658,7 +658,9 @@ def _check_side(c: Compressed, path: str) -> None:
 def _check_finite(c: Compressed, path: str) -> None:
     """Side numbers that are numbers (the expanded trace's volumes among them): NaN passes
     every comparison above (NaN < 0 is false) and would reach the replayer; times may be NaN
-    (not recorded), not infinite."""
+    (not recorded), not infinite, and so may a rank's first and last time where it has no
+    action (:func:`.volumes.rank_spans`)."""
+    empty = np.diff(c.rank_offsets) == 0
     cols = {}
     for name, v in c.side.items():
         for col, x in (v.items() if isinstance(v, pd.DataFrame) else [("", v)]):
@@ -668,6 +670,8 @@ def _check_finite(c: Compressed, path: str) -> None:
     for name, x in cols.items():
         if x.dtype.kind == "f":
             bad = np.isinf(x) if name in ("t_start", "t_end") else ~np.isfinite(x)
+            if name in ("t_first", "t_last") and len(x) == len(empty):
+                bad &= ~(empty & np.isnan(x))
             if bad.any():
                 raise _corrupt(f"{c.mode}/{name} holds {x[bad][0]}", path)
 
