@@ -12,7 +12,7 @@ file: the fit uses every run, the background is the median of theirs).  One cali
 first followed the machine's state of that minute: three minutes apart on the idle VM, three
 calibrations measured a background of 3.40, 1.09 and 0.37%; the pass predicted with the first
 was +1.8% (median) from its untraced runs, and -0.4% predicted again with the median of the
-three (session 13, RESULTS.md).
+three (session 12's idle pass, analysed in session 13: RESULTS.md).
 Every recording counts:
 
 * ``error``: the prediction against the median untraced span (what a user runs);

@@ -232,7 +232,6 @@ def test_kind_codes_above_127_keep_a_true_index(tmp_path):
         assert all(NAME[CODE[n]] == n for n in names)
 
 
-
 def test_new_attrs_writes_as_h5py_does(tmp_path):
     """``new_attrs`` (the writers' attributes on new objects, without h5py's look-ups) stores
     each value with the HDF5 type, shape and value that h5py's ``attrs.update`` gives it:

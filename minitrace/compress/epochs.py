@@ -192,7 +192,8 @@ def _frame(columns: dict) -> pd.DataFrame:
 
 def _means(row: np.ndarray, rank: np.ndarray, values: np.ndarray, nrows: int,
            P: int) -> np.ndarray:
-    """[nrows, P] mean of ``values`` per (row, rank), 0 where none."""
+    """Mean of ``values`` per (row, rank), 0 where none: flat, row-major [nrows * P]
+    (callers reshape it, or code it with other flat arrays)."""
     flat = row.astype(np.int64) * P + rank
     sums = np.bincount(flat, weights=values, minlength=nrows * P)
     count = np.bincount(flat, minlength=nrows * P)

@@ -479,7 +479,7 @@ def fit_runs(runs: list[dict]) -> tuple[Calibration, dict]:
     sent = [2.0 * r["columns"]["exchange_size"] / r["columns"]["exchange_time"]
             for r in runs if "exchange_size" in r["columns"]]
     node_bw = float(np.median(np.concatenate(sent))) if sent else 0.0
-    cached, memory_rate = cache_share(runs)
+    share_bytes, memory_rate = cache_share(runs)
     nodes = runs[-1]["attrs"]["rank_to_node"]
     per_host = max(nodes.count(n) for n in set(nodes))
     cal = Calibration(
@@ -490,7 +490,7 @@ def fit_runs(runs: list[dict]) -> tuple[Calibration, dict]:
         speed_spread=float((speeds.max() - speeds.min()) / speed), core_share=share,
         runs=len(runs), points=int(len(x)), notes=notes, copy_rates=copy_rates,
         cold_from=cold_from, kernels=kernels, after_compute=after, node_bandwidth=node_bw,
-        cache_share=cached, memory_copy_rate=memory_rate,
+        cache_share=share_bytes, memory_copy_rate=memory_rate,
         call_costs=call_costs.fit(runs, float(_value(fits["recv"], 8))),
         background=lost,
         kernels_version=max(int(r["attrs"].get("kernels_version", 0)) for r in runs),

@@ -434,7 +434,7 @@ def _self_check(out: Prediction, data, cal: Calibration, timeline: str | None, s
 
 #: The calibrated and the recorded background differ "much" beyond this factor and these
 #: points: three calibrations three minutes apart on an idle 2-core VM measured 0.37, 1.09 and
-#: 3.40% (session 13), the recordings between them 0.0-10% (most 0.2-2.5%)
+#: 3.40% (session 12's idle pass), the recordings between them 0.0-10% (most 0.2-2.5%)
 BUSIER_FACTOR, BUSIER_POINTS = 2.0, 0.01
 
 
