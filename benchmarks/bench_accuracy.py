@@ -36,9 +36,11 @@ NPB3.4-MPI tree of github:lmontigny/NPB3.4.1::
         config/make.def.template > config/make.def && mkdir -p bin
     for b in ep cg mg ft is; do make $b CLASS=A; done; make lu CLASS=W
 
-The untraced runs' probe is linked without an MPI library (its PMPI calls bind to the
-program's): linked to the wheel's, it loaded a second MPI and its UCX into programs built with
-Debian's MPICH, and NPB's IS died in the wheel's libuct (undefined symbol).
+The untraced runs' probe is linked without an MPI library for a compiled program (its PMPI
+calls bind to the program's: linked to the wheel's, it loaded a second MPI and its UCX into
+programs built with Debian's MPICH, and NPB's IS died in the wheel's libuct), and to this
+environment's for an interpreter (mpi4py's libmpi is not global: unlinked, PMPI_Init_thread
+was not found).
 
 Every job runs its BLAS with one thread per rank (OMP/OPENBLAS/MKL_NUM_THREADS=1 unless set),
 as MPI ranks sharing a node should: with numpy's default, the BLAS threads of ring_mpi4py's two
@@ -101,6 +103,22 @@ def _npb(root: Path) -> dict[str, list[str]]:
     return {name: [str(path)] for name, path in found.items() if path.exists()}
 
 
+def _preloads(work: Path, mpicc: str) -> dict[bool, Path]:
+    """The interval probe built twice: linked to this environment's MPI (for interpreters:
+    mpi4py loads its libmpi with the module, out of the preload's reach, so an unlinked probe
+    found no PMPI_Init_thread) and linked to none (for compiled programs, whose PMPI calls it
+    binds to their own MPI: linked to the wheel's, it loaded a second MPI and its UCX into
+    programs built with Debian's MPICH, and NPB's IS died in the wheel's libuct)."""
+    obj = work / "interval_preload.o"
+    subprocess.run([mpicc, "-O2", "-fPIC", "-c", "-o", str(obj),
+                    str(HERE / "interval_preload.c")], check=True)
+    out = {True: work / "interval_preload.so", False: work / "interval_preload_nolib.so"}
+    subprocess.run([mpicc, "-shared", "-o", str(out[True]), str(obj)], check=True)
+    subprocess.run([os.environ.get("CC", "cc"), "-shared", "-o", str(out[False]), str(obj)],
+                   check=True)
+    return out
+
+
 def _untraced_span(job: list[str], preload: Path, out: Path) -> float:
     """The untraced run's span: from the last rank out of MPI_Init to the last rank into
     MPI_Finalize (interval_preload.so), as the self-check measures a recording's."""
@@ -140,14 +158,11 @@ def main() -> int:
         os.environ.setdefault(var, "1")
     from minitrace.mpitools import mpi_tool
     from minitrace.predict import predict
+    from minitrace.shims import linked_mpi
     mpiexec, mpicc = mpi_tool("mpiexec"), mpi_tool("mpicc")
     work = Path(args.work or tempfile.mkdtemp(prefix="bench-accuracy-")).resolve()
     work.mkdir(parents=True, exist_ok=True)
-    preload = work / "interval_preload.so"
-    subprocess.run([mpicc, "-O2", "-fPIC", "-c", "-o", str(work / "interval_preload.o"),
-                    str(HERE / "interval_preload.c")], check=True)
-    subprocess.run([os.environ.get("CC", "cc"), "-shared", "-o", str(preload),
-                    str(work / "interval_preload.o")], check=True)
+    preloads = _preloads(work, mpicc)
     apps = _apps(work, mpicc)
     if args.size == "small":
         apps = {k: v[:-len(SMALL[k])] + SMALL[k] for k, v in apps.items()}
@@ -180,7 +195,8 @@ def main() -> int:
             calibrations["seconds"].append(time.perf_counter() - t)
         load, untraced, traces = os.getloadavg(), [], []
         for i in range(args.runs):
-            untraced.append(_untraced_span(job, preload, work / f"span-{name}-{n}"))
+            untraced.append(_untraced_span(job, preloads[linked_mpi(job[3]) is None],
+                                           work / f"span-{name}-{n}"))
             traces.append(work / f"{name}-{n}-{i}.h5")
             subprocess.run(me + ["record", "-o", str(traces[-1]), "--volume", "cputime", "--",
                                  *job], check=True, stdout=subprocess.DEVNULL, cwd=work)
