@@ -52,6 +52,65 @@ def test_trace_noise_draws_each_site_from_its_own_volumes():
     assert any("no site has a fitted tail" in a for a in model.assumptions)
 
 
+def test_computes_of_other_sizes_between_the_same_calls_are_sites_of_their_own():
+    """A CG's iteration: a 1 ms product and a 10 us update, each ended by an 8-byte allreduce
+    after another (one call site by the calls); the big volumes drawn among the small ones put
+    HPCG's and NPB CG's replicas 17-19% above their runs.  Two groups 100x apart are two
+    sites; a late spike (one volume 8x) and jitter stay in their site."""
+    rng = np.random.default_rng(2)
+    iterations = 200
+    big = 1e-3 * (1 + 0.05 * rng.standard_normal((2, iterations)))
+    small = 1e-5 * (1 + 0.05 * rng.standard_normal((2, iterations)))
+    small[0, 150] *= 8                                      # a spike: noise of its site
+    data = build(2, iterations, lambda r: [Step("compute", volume=big[r]),
+                                           Step("allreduce", nbytes=8),
+                                           Step("compute", volume=small[r]),
+                                           Step("allreduce", nbytes=8)])[0]
+    rows, site, occ = call_sites(data)
+    vol = data.actions["volume"][rows]
+    loop = np.bincount(site)[site] >= iterations - 1
+    for r in range(2):
+        mine = loop & (data.rank_of(rows) == r)
+        sites = np.unique(site[mine])
+        assert len(sites) == 2                              # the product's and the update's
+        for s in sites:
+            v = vol[site == s]
+            assert v.max() < 10 * v.min()                   # (the spike: 8x, kept)
+    # each site's occurrences count on: 0..n-1
+    for s in np.unique(site):
+        assert sorted(occ[site == s]) == list(range(int((site == s).sum())))
+    # one group of volumes: one site per rank and calls, as before
+    same = build(2, iterations, lambda r: [Step("compute", volume=big[r]),
+                                           Step("allreduce", nbytes=8)])[0]
+    _, site1, _ = call_sites(same)
+    assert (np.bincount(site1) >= iterations - 1).sum() == 2       # one loop site a rank
+
+
+def test_computes_between_byteless_calls_are_told_apart_by_the_bytes_around_them():
+    """HPCG's smoother at each multigrid level runs between a wait and an MPI_Comm_size (no
+    bytes either way): by the adjacent calls alone one site for every level.  The nearest
+    calls that move bytes (the level's halo: 2048 or 128 bytes) tell them apart; volumes 3x
+    apart, too close for the volume groups."""
+    from minitrace.model import TraceBuilder
+    rng = np.random.default_rng(4)
+    b = TraceBuilder(2, {"volume_unit": "seconds"})
+    for r in range(2):
+        for i in range(100):
+            for nbytes, vol in ((2048, 3e-4), (128, 1e-4)):
+                b.add(r, "send", peer=1 - r, bytes_sent=nbytes)
+                b.add(r, "wait")
+                b.add(r, "compute", volume=vol * (1 + 0.05 * rng.standard_normal()))
+                b.add(r, "comm_size")
+    data = b.build()
+    rows, site, occ = call_sites(data)
+    vol = data.actions["volume"][rows]
+    loop = np.flatnonzero(np.bincount(site) >= 99)      # (the rank's last: after it no
+    assert len(loop) == 4                               # call moves bytes, a site alone)
+    for s in loop:                                      # 2 ranks x 2 levels
+        v = vol[site == s]
+        assert v.max() < 2 * v.min()
+
+
 def _pareto_trace(seed: int, iterations: int = 300):
     """2 ranks, each iteration a Pareto(2.5) compute (mean 1 ms) then an allreduce."""
     rng = np.random.default_rng(seed)
