@@ -547,10 +547,16 @@ def background(runs: list[dict]) -> float:
     for r in runs:
         cpu, wall = windows(r["columns"])
         lost = np.clip(1.0 - cpu / wall, 0.0, 1.0)
-        _, node = np.unique(np.asarray(r["attrs"]["rank_to_node"], str), return_inverse=True)
-        per_node = np.array([lost[node == n].sum(axis=0) for n in range(node.max() + 1)])
-        per_run.append(float(np.median(per_node.mean(axis=0))))
+        per_run.append(float(np.median(node_share(lost, r["attrs"]["rank_to_node"]))))
     return float(np.median(per_run))
+
+
+def node_share(lost: np.ndarray, nodes) -> np.ndarray:
+    """``lost`` ([rank, ...]: each rank's share of its wall time lost) summed over each node's
+    ranks, the mean over the nodes (``nodes``: each rank's node name): how :func:`background`
+    counts a machine's, and the prediction a recording's."""
+    _, node = np.unique(np.asarray(nodes, str), return_inverse=True)
+    return np.mean([lost[node == n].sum(axis=0) for n in range(node.max() + 1)], axis=0)
 
 
 def windows(columns: dict) -> tuple[np.ndarray, np.ndarray]:

@@ -31,7 +31,7 @@ import numpy as np
 from .. import kinds as K
 from ..collectives import library_of
 from . import after_compute, call_costs
-from .calibration import Calibration, load
+from .calibration import Calibration, load, node_share
 from .first_calls import with_first_calls
 from ..replay.run_to_run import bounds
 from ..errors import MinitraceError
@@ -458,10 +458,7 @@ def _recorded_background(measured: dict, nodes: list) -> float | None:
     if not (wall > 0).any():
         return None
     lost = np.where(wall > 0, measured["descheduled"] / np.where(wall > 0, wall, 1.0), 0.0)
-    if len(nodes) != len(lost):
-        return float(lost.sum())
-    _, node = np.unique(np.asarray(nodes, str), return_inverse=True)
-    return float(np.mean([lost[node == k].sum() for k in range(node.max() + 1)]))
+    return float(node_share(lost, nodes if len(nodes) == len(lost) else [""] * len(lost)))
 
 
 def _error_without_lost(out: Prediction, recorded: float, cpu_last: float) -> float | None:
