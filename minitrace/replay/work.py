@@ -30,10 +30,12 @@ _FIXED = {"alltoall", "allgather", "gather", "scatter"}
 _VECTOR = {"alltoallv", "allgatherv", "gatherv", "scatterv"}
 
 
-def own_block_bytes(data: TraceColumns) -> np.ndarray:
+def own_block_bytes(data: TraceColumns, blocks: np.ndarray | None = None) -> np.ndarray:
     """Bytes each action copies from the rank's send buffer to its receive buffer (int64, one
-    per action, 0 for every other action and for a collective called in place)."""
-    return np.where((data.actions["flags"] & K.FLAG_IN_PLACE) != 0, 0, block_bytes(data))
+    per action, 0 for every other action and for a collective called in place); ``blocks``:
+    :func:`block_bytes` of ``data`` when the caller has it."""
+    blocks = block_bytes(data) if blocks is None else blocks
+    return np.where((data.actions["flags"] & K.FLAG_IN_PLACE) != 0, 0, blocks)
 
 
 def block_bytes(data: TraceColumns) -> np.ndarray:
@@ -184,11 +186,12 @@ def own_block_copies(data, actions, copies, rate: float) -> dict:
     collective whose buffers exceed the rank's share of the caches (``copies[3]``, 0: not
     measured) its blocks' trips through memory (:func:`from_memory_seconds`); returns the
     counts of what was copied (:func:`work_notes`)."""
-    nbytes = own_block_bytes(data)
+    blocks = block_bytes(data)
+    nbytes = own_block_bytes(data, blocks)
     share, memory = (copies[3], copies[4]) if len(copies) > 3 else (0, 0.0)
     sent = data.actions["bytes_sent"].astype(np.int64)
     recv = data.actions["bytes_recv"].astype(np.int64)
-    deep = (block_bytes(data) > 0) & (sent + recv > share) if share > 0 else \
+    deep = (blocks > 0) & (sent + recv > share) if share > 0 else \
         np.zeros(len(nbytes), bool)            # (in place too: its blocks cross memory)
     rows = np.flatnonzero((nbytes > 0) | deep)
     if not len(rows):
