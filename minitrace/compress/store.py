@@ -547,8 +547,8 @@ def read(g: h5py.Group, path: str) -> Compressed:
             tables.setdefault(frame, {})[col] = arr(f"{mode}/{name}", kinds="iuf")
         elif coding:
             base = name[:-len(coding[0])]
-            if base in side or sum(k.startswith(base) and k[len(base):] in
-                                   ("", RANS_SUFFIX, CONTEXT_SUFFIX) for k in names) > 1:
+            if base in side or len({base, base + RANS_SUFFIX, base + CONTEXT_SUFFIX}
+                                   & set(names)) > 1:
                 raise _corrupt(f"{mode}/{base} stored twice", path)
             coded = arr(f"{mode}/{name}", kinds="u")
             if coded.dtype != np.uint8:
