@@ -194,9 +194,9 @@ def main() -> int:
                                  "2"], check=True)
             calibrations["seconds"].append(time.perf_counter() - t)
         load, untraced, traces = os.getloadavg(), [], []
+        preload = preloads[linked_mpi(job[3]) is None]        # (job[3]: the program)
         for i in range(args.runs):
-            untraced.append(_untraced_span(job, preloads[linked_mpi(job[3]) is None],
-                                           work / f"span-{name}-{n}"))
+            untraced.append(_untraced_span(job, preload, work / f"span-{name}-{n}"))
             traces.append(work / f"{name}-{n}-{i}.h5")
             subprocess.run(me + ["record", "-o", str(traces[-1]), "--volume", "cputime", "--",
                                  *job], check=True, stdout=subprocess.DEVNULL, cwd=work)
