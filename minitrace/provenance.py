@@ -201,6 +201,14 @@ def storable(value):
 
 def collect() -> dict:
     """Provenance of a file written now by this process."""
+    out = _dynamic()
+    out.update(_static())
+    return out
+
+
+def _dynamic() -> dict:
+    """What changes while this process runs (command line, directory, date, environment),
+    storable."""
     argv = getattr(sys, "orig_argv", None) or [sys.executable, *sys.argv]
     try:
         cwd = os.getcwd()
@@ -210,9 +218,7 @@ def collect() -> dict:
            "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
            "environment": dict(sorted((k, v) for k, v in os.environ.items()
                                       if k.startswith(ENV_PREFIXES)))}
-    out = storable({k: v for k, v in out.items() if v is not None})
-    out.update(_static())
-    return out
+    return storable({k: v for k, v in out.items() if v is not None})
 
 
 #: lstopo's XML's deflate level (h5py's default gzip level, which it was written at before).
@@ -227,22 +233,36 @@ def _deflated(xml: str) -> tuple[int, bytes]:
     return len(raw), zlib.compress(raw, XML_GZIP_LEVEL)
 
 
-def store(f: h5py.File, provenance: dict | None = None, text=None, write=None) -> None:
+@functools.lru_cache(maxsize=1)
+def _static_attrs() -> dict:
+    """:func:`_static`'s part of the attributes, dicts and lists as JSON (made once)."""
+    return _attr_values({k: v for k, v in _static().items() if k != "lstopo_xml"})
+
+
+def _attr_values(p: dict) -> dict:
+    """Provenance values as attribute values: dicts and lists as JSON."""
+    return {k: json.dumps(v) if isinstance(v, (dict, list)) else v for k, v in p.items()}
+
+
+def store(f: h5py.File, provenance: dict | None = None, write=None) -> None:
     """Write ``/provenance`` (replacing an earlier one: it describes the file's last writer):
     scalars as attributes, dicts and lists as JSON attributes, lstopo's XML as a gzip'd dataset
-    of UTF-8 bytes in one chunk (it can exceed HDF5's 64 KiB attribute limit); ``text``: what
-    makes the attributes' stored values of them (``storage.fixed_text``), else as they are;
-    ``write``: what writes them on the new group (``storage.new_attrs``), else h5py's
-    ``attrs.update``."""
-    p = dict(collect() if provenance is None else provenance)
-    xml = p.pop("lstopo_xml", None)
+    of UTF-8 bytes in one chunk (it can exceed HDF5's 64 KiB attribute limit); ``provenance``:
+    what to store (default: :func:`collect`'s, its static part's attribute values made once a
+    process); ``write``: what writes the attributes on the new group
+    (``storage.new_attrs``), else h5py's ``attrs.update``."""
+    if provenance is None:
+        attrs = {**_attr_values(_dynamic()), **_static_attrs()}
+        xml = _static().get("lstopo_xml")
+    else:
+        p = dict(provenance)
+        xml = p.pop("lstopo_xml", None)
+        attrs = _attr_values(p)
     if GROUP in f:
         del f[GROUP]
     gcpl = h5py.h5p.create(h5py.h5p.GROUP_CREATE)    # its attributes in its header: the 1.10
     gcpl.set_attr_phase_change(64, 48)                # format moves more than 8 to a heap and
     g = h5py.Group(h5py.h5g.create(f.id, GROUP.encode(), gcpl=gcpl))   # a B-tree (2.3 KB)
-    attrs = {k: json.dumps(v) if isinstance(v, (dict, list)) else v for k, v in p.items()}
-    attrs = attrs if text is None else text(attrs)
     if write is None:
         g.attrs.update(attrs)
     else:

@@ -180,31 +180,53 @@ def meta_attrs(meta: dict) -> dict:
     return out
 
 
-def fixed_text(attrs: dict) -> dict:
-    """``attrs`` with its text as fixed-length UTF-8 strings, read back as bytes (which
-    :func:`read_attrs` and :func:`attr_text` decode): HDF5 keeps variable-length strings in a
-    global heap of at least 4 KB a file, a third of a small compressed file."""
-    return {k: np.array(v.encode(), h5py.string_dtype("utf-8", max(len(v.encode()), 1)))
-            if isinstance(v, str) else v for k, v in attrs.items()}
+#: HDF5 types of attributes, made once a process (an attribute's type is copied into the file):
+#: numpy dtype of numbers and booleans, or the byte length of fixed-length UTF-8 text.
+_ATTR_TYPES: dict = {}
+_SCALAR = h5py.h5s.create(h5py.h5s.SCALAR)
 
 
-def new_attrs(obj, attrs: dict) -> None:
+def _text_type(size: int):
+    """Fixed-length UTF-8 text of ``size`` bytes, NUL-padded: the type h5py gives
+    ``h5py.string_dtype("utf-8", size)``."""
+    t = h5py.h5t.C_S1.copy()
+    t.set_size(size)
+    t.set_strpad(h5py.h5t.STR_NULLPAD)
+    t.set_cset(h5py.h5t.CSET_UTF8)
+    return t
+
+
+def new_attrs(obj, attrs: dict, fixed: bool = False) -> None:
     """Write ``attrs`` on ``obj``, a new HDF5 object without attributes, as h5py's
-    ``obj.attrs.update`` writes them, less its look-up of an existing attribute of each name
-    and its second datatype: a third of its time (a compressed file's ~40 attributes, ~0.4 of
-    its ~4 ms fixed write).  Numbers, booleans and arrays of numbers or fixed-length text
-    (:func:`fixed_text`); anything else goes through h5py's ``attrs``."""
+    ``obj.attrs.update`` writes them, less its look-up of an existing attribute of each name,
+    its second datatype and a dataspace per attribute (types made once a process: a
+    compressed file's ~45 attributes are most of its fixed write).  Numbers, booleans and
+    arrays of them; with ``fixed``, text as fixed-length UTF-8 strings, read back as bytes
+    (which :func:`read_attrs` and :func:`attr_text` decode: HDF5 keeps variable-length
+    strings in a global heap of at least 4 KB a file, a third of a small compressed file);
+    anything else goes through h5py's ``attrs``."""
     oid = obj.id
+    types = _ATTR_TYPES
     for name, value in attrs.items():
-        a = np.asarray(value)
-        if a.dtype.kind not in "biufS" or not isinstance(value, (np.ndarray, np.generic, bool,
-                                                                 int, float)):
+        if fixed and isinstance(value, str):
+            raw = value.encode()
+            size = max(len(raw), 1)
+            a = np.array(raw, f"S{size}")
+            tid = types.get(size)
+            if tid is None:
+                tid = types[size] = _text_type(size)
+        elif isinstance(value, (np.ndarray, np.generic, bool, int, float)) and \
+                (a := np.asarray(value)).dtype.kind in "biuf":
+            tid = types.get(a.dtype)
+            if tid is None:
+                tid = types[a.dtype] = h5py.h5t.py_create(a.dtype, logical=True)
+        else:
             obj.attrs[name] = value
             continue
-        attr = h5py.h5a.create(oid, name.encode(), h5py.h5t.py_create(a.dtype, logical=True),
-                               h5py.h5s.create_simple(a.shape))
+        space = _SCALAR if a.ndim == 0 else h5py.h5s.create_simple(a.shape)
+        attr = h5py.h5a.create(oid, name.encode(), tid, space)
         try:
-            attr.write(a)
+            attr.write(np.ascontiguousarray(a), tid)
         finally:
             attr.close()
 
@@ -225,7 +247,7 @@ def atomic_file(path, copy_existing: bool = False, libver=None, create=None,
     copy of the existing file to add a group to it; every file written says what wrote it
     (``/provenance``); ``libver``: h5py's bounds on the HDF5 file format of a new file;
     ``create``: what makes a new file of its (temporary) path instead of ``h5py.File``;
-    ``fixed``: text attributes as fixed-length strings (:func:`fixed_text`)."""
+    ``fixed``: text attributes as fixed-length strings (:func:`new_attrs`)."""
     path = os.fspath(path)
     with replacing_path(path) as tmp:
         if copy_existing and os.path.exists(path):
@@ -235,7 +257,7 @@ def atomic_file(path, copy_existing: bool = False, libver=None, create=None,
         else:
             f = h5py.File(tmp, "w", libver=libver) if create is None else create(tmp)
         try:
-            provenance.store(f, text=fixed_text if fixed else None, write=new_attrs)
+            provenance.store(f, write=lambda g, attrs: new_attrs(g, attrs, fixed))
             yield f
         except BaseException as e:
             with contextlib.suppress(Exception):
@@ -271,7 +293,7 @@ def new_file(path, meta: dict | None = None, version: int = PLAIN_VERSION, libve
     create : callable, optional
         Makes the new file of a path (:func:`atomic_file`).
     fixed : bool
-        Text attributes (root, ``/provenance``) as fixed-length strings (:func:`fixed_text`).
+        Text attributes (root, ``/provenance``) as fixed-length strings (:func:`new_attrs`).
 
     Yields
     ------
@@ -280,7 +302,7 @@ def new_file(path, meta: dict | None = None, version: int = PLAIN_VERSION, libve
     """
     with atomic_file(path, libver=libver, create=create, fixed=fixed) as f:
         attrs = _new_file_attrs(meta or {}, version)
-        new_attrs(f, fixed_text(attrs) if fixed else attrs)
+        new_attrs(f, attrs, fixed)
         yield f
 
 

@@ -233,24 +233,31 @@ def test_kind_codes_above_127_keep_a_true_index(tmp_path):
 
 
 def test_new_attrs_writes_as_h5py_does(tmp_path):
-    """``new_attrs`` (the writers' attributes on new objects, without h5py's look-ups) stores
-    each value with the HDF5 type, shape and value that h5py's ``attrs.update`` gives it:
-    numbers, booleans, arrays, fixed-length UTF-8 text, and what it leaves to h5py (Python
-    text, lists)."""
-    from minitrace.storage import fixed_text, new_attrs
+    """``new_attrs`` (the writers' attributes on new objects, without h5py's look-ups, with
+    HDF5 types made once a process) stores each value with the HDF5 type, shape and value
+    that h5py's ``attrs.update`` gives it: numbers, booleans, arrays, text as fixed-length
+    UTF-8 (``fixed``; h5py given ``string_dtype("utf-8", length)``), and what it leaves to
+    h5py (Python text without ``fixed``, lists); in a second file too (the types reused)."""
+    from minitrace.storage import new_attrs
     attrs = {"int": 3, "float": 2.5, "bool": True, "np_bool": np.bool_(False),
              "u8": np.uint8(7), "f32": np.float32(1.5), "arr": np.arange(3, dtype=np.int16),
-             "grid": np.ones((2, 2)), "text": "héllo", "list": [1, 2],
-             **fixed_text({"fixed": "wörld", "empty": ""})}
-    with h5py.File(tmp_path / "a.h5", "w") as f:
-        new_attrs(f.create_group("lean"), attrs)
-        f.create_group("h5py").attrs.update(attrs)
-    with h5py.File(tmp_path / "a.h5") as f:
-        lean, ref = f["lean"], f["h5py"]
-        assert sorted(lean.attrs) == sorted(ref.attrs) == sorted(attrs)
-        for name in attrs:
-            a, b = lean.attrs.get_id(name), ref.attrs.get_id(name)
-            assert a.get_type() == b.get_type(), name            # (H5Tequal)
-            assert a.shape == b.shape, name
-            x, y = lean.attrs[name], ref.attrs[name]
-            assert type(x) is type(y) and np.array_equal(x, y), name
+             "grid": np.ones((2, 2)), "list": [1, 2]}
+    text = {"fixed": "wörld", "empty": "", "same_length": "wörle"}
+    as_h5py = {k: np.array(v.encode(), h5py.string_dtype("utf-8", max(len(v.encode()), 1)))
+               for k, v in text.items()}
+    for i in range(2):
+        with h5py.File(tmp_path / f"a{i}.h5", "w") as f:
+            new_attrs(f.create_group("lean"), {**attrs, "text": "héllo"})
+            new_attrs(f.create_group("fixed"), {**attrs, **text}, fixed=True)
+            f.create_group("h5py").attrs.update({**attrs, "text": "héllo"})
+            f.create_group("h5py_fixed").attrs.update({**attrs, **as_h5py})
+        with h5py.File(tmp_path / f"a{i}.h5") as f:
+            for mine, ref in (("lean", "h5py"), ("fixed", "h5py_fixed")):
+                lean, ref = f[mine], f[ref]
+                assert sorted(lean.attrs) == sorted(ref.attrs)
+                for name in ref.attrs:
+                    a, b = lean.attrs.get_id(name), ref.attrs.get_id(name)
+                    assert a.get_type() == b.get_type(), name            # (H5Tequal)
+                    assert a.shape == b.shape, name
+                    x, y = lean.attrs[name], ref.attrs[name]
+                    assert type(x) is type(y) and np.array_equal(x, y), name

@@ -291,7 +291,7 @@ def write(path: str, c: Compressed, meta: dict | None = None, pack: bool = True)
     """Write ``c`` as a new minitrace file (format version 2, ``/trace@form = "grammar"``);
     ``pack``: its small arrays, the communicator and string tables among them, in one
     dataset (:mod:`.pack`), else each its own.  Its text attributes are fixed-length
-    strings (``storage.fixed_text``: no 4 KB heap)."""
+    strings (``storage.new_attrs``: no 4 KB heap)."""
     m = dict(c.meta)
     m.update(meta or {})
     if m.get("volume_unit") not in VOLUME_UNITS:
@@ -346,9 +346,9 @@ def write(path: str, c: Compressed, meta: dict | None = None, pack: bool = True)
         gcpl = h5py.h5p.create(h5py.h5p.GROUP_CREATE)
         gcpl.set_attr_phase_change(*COMPACT_ATTRIBUTES)
         g = h5py.Group(h5py.h5g.create(f.id, b"trace", gcpl=gcpl))
-        S.new_attrs(g, S.fixed_text({"nranks": c.nranks, "nactions": c.nactions,
-                                    "timed": c.timed, "form": FORM, **c.attrs,
-                                    **({P.ATTR: P.VERSION} if packed else {})}))
+        S.new_attrs(g, {"nranks": c.nranks, "nactions": c.nactions, "timed": c.timed,
+                        "form": FORM, **c.attrs, **({P.ATTR: P.VERSION} if packed else {})},
+                    fixed=True)
         if packed:
             raw = P.pack(packed)
             level = PACK_GZIP_LEVEL if len(raw) <= PACK_BYTES_PER_ACTION * c.nactions else \
