@@ -274,3 +274,67 @@ def test_a_precision_finer_than_the_codes_is_refused(tmp_path, argv, words, caps
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and words in err[0]
     assert not (tmp_path / "c.h5").exists()
+
+
+@pytest.mark.parametrize("precision", [1e-9, 1e-6, 0.01, 0.2])
+def test_spread_codes_read_back_within_the_precision(precision):
+    """The spread's quantiles as codes (session 14): each within half a log-code step of the
+    fitted value (within ``precision`` of its factor), still ascending within a class."""
+    rng = np.random.default_rng(5)
+    q = np.sort(rng.normal(0, rng.uniform(0.01, 3, (6, 1)), (6, E.NOISE_QUANTILES)), axis=1)
+    q[2] = 0.0                                    # a class without spread
+    codes = E.spread_codes(q, precision)
+    assert codes.dtype == np.int64 and codes.shape == (q.size,)
+    back = E.spread_quantiles({"spread_code": codes}, precision)
+    assert back.shape == q.shape
+    assert np.all(np.abs(back - q) <= np.log1p(2 * precision) / 2 * (1 + 1e-9))
+    assert np.all(np.diff(back, axis=1) >= 0) and np.all(back[2] == 0)
+
+
+def test_model_file_stores_the_spread_as_codes_and_reads_older_floats(tmp_path):
+    """A model file holds model/spread_code (integers), not float quantiles; a file written
+    before (model/spread, float32) expands with those quantiles, the same volumes within
+    float32's rounding; a file holding both is refused."""
+    import h5py
+    from minitrace import MinitraceError
+    from minitrace.compress import store
+    d = imbalanced_trace()
+    new, old, both = (str(tmp_path / f"{x}.h5") for x in ("new", "old", "both"))
+    write_compressed(new, d, "model", pack=False)
+    with h5py.File(new, "r") as f:
+        g = f["trace/model"]
+        assert "spread" not in g and g["spread_code"].dtype.kind == "i"
+        codes = g["spread_code"][()]
+        assert len(codes) == len(g["spread_classes"]) * E.NOISE_QUANTILES > 0
+    c = compress(d, "model")
+    c.side["spread"] = E.spread_quantiles(c.side, c.attrs["precision"]).ravel() \
+        .astype(np.float32)
+    spread_code = c.side.pop("spread_code")
+    store.write(old, c)
+    c.side["spread_code"] = spread_code
+    store.write(both, c)
+    with minitrace.open(new) as t, minitrace.open(old) as u:
+        a, b = t.data().actions["volume"], u.data().actions["volume"]
+    assert np.std(a[a > 0]) > 0 and np.allclose(a, b, rtol=1e-5)
+    with pytest.raises(MinitraceError, match="stored twice"):
+        with minitrace.open(both) as t:
+            t.data()
+
+
+def test_the_spread_is_drawn_by_blocks_of_large_epochs():
+    """The spread's fit draws whole epochs (every rank's k-th), and in an epoch of more than
+    SPREAD_BLOCK calls each block (every rank's j-th): a trace whose calls are nearly all in
+    one epoch is sampled at about the asked rate, not all or nothing."""
+    B = E.SPREAD_BLOCK
+    small = np.repeat(np.arange(5), 7)
+    assert np.array_equal(E.spread_draw_keys(small, small), small)    # (as before: epochs)
+    per_rank = np.concatenate([np.zeros(5, np.int64), np.ones(200 * B, np.int64)])
+    epoch = np.concatenate([per_rank, per_rank])          # two ranks, their own gepochs
+    gepoch = np.concatenate([per_rank, per_rank + 2])
+    keys = E.spread_draw_keys(epoch, gepoch)
+    k0, k1 = keys[:len(per_rank)], keys[len(per_rank):]
+    assert np.array_equal(k0, k1)                          # every rank's j-th block alike
+    assert len(np.unique(k0[:5])) == 1 and len(np.unique(k0[5:])) == 200
+    assert np.all(np.diff(k0[5:]) >= 0) and len(np.unique(k0[5:5 + B])) == 1
+    drawn = E._uniform(keys) < 0.5
+    assert 0.3 < drawn[5:len(per_rank)].mean() < 0.7
