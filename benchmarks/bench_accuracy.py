@@ -222,7 +222,11 @@ def main() -> int:
                      "in_call_share": [min(q.in_call_share) for q in preds],
                      "load": load, "load_after": load_after,
                      "measured": [q.measured for q in preds],
-                     "predicted_parts": [q.predicted for q in preds],
+                     # the parts alike on both sides: the calls' costs replayed as
+                     # compute in their calls' parts (the replay's timeline: "replayed")
+                     "predicted_parts": [q.predicted_parts or q.predicted for q in preds],
+                     "replayed_parts": [q.predicted for q in preds],
+                     "modelled_calls": [q.modelled_calls for q in preds],
                      # the after-compute call cost: seconds added per rank, and the
                      # predictions with one kernel's cost alone (its range)
                      "after_compute": [q.after_compute for q in preds],

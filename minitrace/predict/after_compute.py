@@ -293,25 +293,34 @@ def _last_at_least(values: np.ndarray, rows: np.ndarray, floor: np.ndarray) -> n
 
 def add_to_compute(data, table: dict, speed: float, kernel: str | None = None):
     """(``data`` with each compute that an MPI call follows lengthened by :func:`penalty`,
-    seconds added per rank): the 8-byte penalty at its own duration plus what its stretch's
-    bytes add at the duration :func:`since_warm` gives.  ``speed``: flop/s of the calibrated
+    seconds added per rank): see :func:`added_seconds`.  ``speed``: flop/s of the calibrated
     host, for a trace whose compute is in flops (its seconds are volume / speed); a trace in
     seconds is used as is."""
     a = data.actions.copy()
-    kind = a["kind"]
+    scale = 1.0 if data.meta.get("volume_unit", "flops") == "seconds" else float(speed)
+    rows, added, _ = added_seconds(data, table, scale, kernel)
+    a["volume"][rows] += added * scale
+    per_rank = np.bincount(data.rank_of(rows), weights=added, minlength=data.nranks)
+    return replace(data, actions=a), per_rank
+
+
+def added_seconds(data, table: dict, scale: float, kernel: str | None = None):
+    """(rows, seconds, calls): the computes of ``data`` that an MPI call follows (markers
+    between skipped), the penalty each gets (the 8-byte penalty at its own duration plus what
+    its stretch's bytes add at the duration :func:`since_warm` gives) and the row of that call,
+    whose cost the penalty is.  ``scale``: volume units per second."""
+    kind = data.actions["kind"]
     seen = np.flatnonzero(~K.mask(_MARKERS)[kind])        # (markers in between do not count)
     rank = data.rank_of(seen)
     call = ~K.mask(K.NON_MPI)[kind[seen]]
     call_next = np.r_[call[1:] & (rank[1:] == rank[:-1]), False]    # (of the same rank)
-    rows = seen[(kind[seen] == K.code("compute")) & call_next]
-    scale = 1.0 if data.meta.get("volume_unit", "flops") == "seconds" else float(speed)
-    seconds = a["volume"][rows] / scale
+    at = np.flatnonzero((kind[seen] == K.code("compute")) & call_next)
+    rows, calls = seen[at], seen[np.minimum(at + 1, len(seen) - 1)]
+    seconds = data.actions["volume"][rows] / scale
     added = penalty(table, seconds, 8, kernel)
     if len(rows):
         nbytes = stretch_bytes(data, rows, table["seconds"][0], scale)
         cold = since_warm(data, rows, nbytes, scale)
         added += np.maximum(penalty(table, cold, nbytes, kernel) - penalty(table, cold, 8, kernel),
                             0.0)
-    a["volume"][rows] += added * scale
-    per_rank = np.bincount(data.rank_of(rows), weights=added, minlength=data.nranks)
-    return replace(data, actions=a), per_rank
+    return rows, added, calls

@@ -52,19 +52,30 @@ def with_first_calls(data):
     """(``data`` with each kind's set-up cost added to the compute before every rank's first
     call of that kind, seconds added per rank), for a trace whose compute is in seconds;
     ``data`` itself and zeros when there is nothing to add."""
-    costs = setup_costs(data) if data.meta.get("volume_unit") == "seconds" else {}
     added = np.zeros(data.nranks)
-    if not costs:
+    places = placed(data)
+    if not places:
         return data, added
     a = data.actions.copy()
+    for row, _, cost in places:
+        a["volume"][row] += cost
+    np.add.at(added, data.rank_of(np.array([p[0] for p in places])), [p[2] for p in places])
+    return replace(data, actions=a), added
+
+
+def placed(data) -> list[tuple[int, int, float]]:
+    """(compute row, kind code, seconds) of each set-up cost :func:`with_first_calls` adds: the
+    compute before each rank's first call of each kind :func:`setup_costs` gives (a trace in
+    seconds; none where no compute precedes that call)."""
+    costs = setup_costs(data) if data.meta.get("volume_unit") == "seconds" else {}
+    out = []
     compute = K.code("compute")
     for r in range(data.nranks):
         sl = data.rank_slice(r)
-        kind = a["kind"][sl]
+        kind = data.actions["kind"][sl]
         for k, c in costs.items():
             first = int(np.flatnonzero(kind == k)[0])
             before = np.flatnonzero(kind[:first] == compute)
             if len(before):
-                a["volume"][sl.start + before[-1]] += c
-                added[r] += c
-    return replace(data, actions=a), added
+                out.append((sl.start + int(before[-1]), k, c))
+    return out

@@ -180,12 +180,15 @@ def copy_seconds(nbytes, copies) -> np.ndarray:
     return np.asarray(nbytes, dtype=float) * ((1.0 - where) / hot + where / cold)
 
 
-def own_block_copies(data, actions, copies, rate: float) -> dict:
-    """Add each collective's copy of the rank's own block (:mod:`minitrace.replay.work`) as work
-    to the compute action after it (every MPI action of a recorded trace has one), and for a
-    collective whose buffers exceed the rank's share of the caches (``copies[3]``, 0: not
-    measured) its blocks' trips through memory (:func:`from_memory_seconds`); returns the
-    counts of what was copied (:func:`work_notes`)."""
+def own_block_seconds(data, copies):
+    """(rows, seconds, own-block bytes, from memory, placed): the collectives of ``data`` whose
+    copy of the rank's own block or whose buffers beyond the rank's share of the caches
+    (``copies[3]``, 0: not measured; :func:`from_memory_seconds`) cost the rank work, that work
+    in seconds
+    at the calibrated ``copies`` rates, and whether a compute action follows each on its rank
+    (the work is added to it; every MPI action of a recorded trace has one): what
+    :func:`own_block_copies` adds, and what the prediction's parts count as the collectives'
+    time (the calls' own, replayed as compute)."""
     blocks = block_bytes(data)
     nbytes = own_block_bytes(data, blocks)
     share, memory = (copies[3], copies[4]) if len(copies) > 3 else (0, 0.0)
@@ -194,16 +197,25 @@ def own_block_copies(data, actions, copies, rate: float) -> dict:
     deep = (blocks > 0) & (sent + recv > share) if share > 0 else \
         np.zeros(len(nbytes), bool)            # (in place too: its blocks cross memory)
     rows = np.flatnonzero((nbytes > 0) | deep)
-    if not len(rows):
-        return {}
     deep, nbytes, sent, recv = deep[rows], nbytes[rows], sent[rows], recv[rows]
     seconds = copy_seconds(nbytes, copies)
     seconds[deep] = from_memory_seconds(nbytes[deep], sent[deep], recv[deep], memory)
     after = rows + 1
     last = data.rank_offsets[data.rank_of(rows) + 1]
-    ok = (after < last) & (actions["kind"][np.minimum(after, len(actions) - 1)]
-                           == K.code("compute"))
-    np.add.at(actions["volume"], after[ok], seconds[ok] * rate)
+    kind = data.actions["kind"]
+    placed = (after < last) & (kind[np.minimum(after, len(kind) - 1)] == K.code("compute"))
+    return rows, seconds, nbytes, deep, placed
+
+
+def own_block_copies(data, actions, copies, rate: float) -> dict:
+    """Add each collective's copy of the rank's own block (:mod:`minitrace.replay.work`) as work
+    to the compute action after it, and for a collective whose buffers exceed the rank's share
+    of the caches (``copies[3]``, 0: not measured) its blocks' trips through memory
+    (:func:`own_block_seconds`); returns the counts of what was copied (:func:`work_notes`)."""
+    rows, seconds, nbytes, deep, ok = own_block_seconds(data, copies)
+    if not len(rows):
+        return {}
+    np.add.at(actions["volume"], rows[ok] + 1, seconds[ok] * rate)
     return {"copies": int((ok & (nbytes > 0)).sum()), "copy_bytes": int(nbytes.sum()),
             "copies_missed": int((~ok).sum()), "from_memory": int((deep & ok).sum())}
 
