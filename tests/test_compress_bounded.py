@@ -175,3 +175,55 @@ def test_unknown_time_coding_is_refused(tmp_path):
     with pytest.raises(MinitraceError, match="time coding"):
         with minitrace.open(str(packed)) as c:
             c.data()
+
+
+def _waiting_stencil():
+    """The timed stencil with waits of ~0.5 ms on one call in eight: duration steps of 9-12
+    bits that the context coder escapes (a power of two and its rest)."""
+    data = _timed_stencil()
+    a = data.actions
+    rng = np.random.default_rng(11)
+    for r in range(data.nranks):
+        sl = data.rank_slice(r)
+        wait = np.where(rng.uniform(size=sl.stop - sl.start) < 0.125,
+                        rng.exponential(5e-4, sl.stop - sl.start), 0.0)
+        wait[a["volume"][sl] != 0] = 0.0
+        shift = np.cumsum(wait)
+        a["t_end"][sl] += shift
+        a["t_start"][sl] += shift - wait
+    return data
+
+
+def test_escaped_steps_bit_packed_within_bounds_and_older_codings_read(tmp_path, monkeypatch):
+    """Duration steps of long waits are escaped with their rests bit-packed (context coding
+    version 3): every time within its bound, the coding smaller than version 2's whole-byte
+    rests of the same values, and a file written with version 2 (session 13) reads back the
+    same trace."""
+    import h5py
+    from minitrace.compress import context_rans as CR, pack as P, store
+    data = _waiting_stencil()
+    plain, new, old = (tmp_path / f"{x}.h5" for x in ("plain", "new", "old"))
+    storage.write_trace(str(plain), data)
+    write_compressed(str(new), data, "bounded:1%", times="bounded:1us")
+    _check_bounds(plain, new, 0.01, 1e-6)
+    c = store.compress(data, "bounded:1%", times="bounded:1us")
+    steps = c.side["t_duration"]
+    keys = store._context_keys(c, "t_duration", {})
+    v3 = CR.encode(steps, *keys)
+    with h5py.File(new, "r") as f:
+        packed = P.unpack(f["trace/packed"][()]) if "trace/packed" in f else {}
+        stored = packed.get("exact/t_duration.ctx")
+        if stored is None:
+            stored = f["trace/exact/t_duration.ctx"][()]
+    assert np.array_equal(stored, v3) and np.frombuffer(v3[:4].tobytes(), "<u4")[0] == 3
+    monkeypatch.setattr(CR, "VERSION", 2)
+    v2 = CR.encode(steps, *keys)
+    write_compressed(str(old), data, "bounded:1%", times="bounded:1us")
+    monkeypatch.undo()
+    escaped = np.frombuffer(v3[:36].tobytes(), "<u4")[4]
+    assert escaped > 0 and len(v3) < len(v2)
+    assert np.array_equal(CR.decode(v2, *keys), steps)
+    assert np.array_equal(CR.decode(v3, *keys), steps)
+    with minitrace.open(str(new)) as t, minitrace.open(str(old)) as u:
+        a, b = t.data().actions, u.data().actions
+    assert all(np.array_equal(a[f], b[f]) for f in a.dtype.names)

@@ -275,9 +275,9 @@ def test_unknown_version_is_refused(tmp_path, small_minimum, capsys):
 
     def newer(a):
         a["exact/volume.ctx"] = a["exact/volume.ctx"].copy()
-        a["exact/volume.ctx"][0] = 3
+        a["exact/volume.ctx"][0] = 9
     _rewrite(packed, newer)
-    _refused(capsys, packed, "exact/volume.ctx", "version 3 unknown")
+    _refused(capsys, packed, "exact/volume.ctx", "version 9 unknown")
 
 
 def test_damaged_order_0_steps_are_refused(tmp_path, small_minimum, capsys):

@@ -8,9 +8,10 @@ in the frequency table of its context: its *fine* key (e.g. call site and previo
 that key has at least :data:`MIN_VALUES` values, else its *coarse* key (the call site) when
 the values left there are as many, else one pooled table.  A value's symbol is its residual
 from its context's median (of a sample), zigzagged: below ``2**DIRECT_BITS`` its own symbol,
-larger ones one symbol per power of two with the low bits in whole bytes
-(:func:`.rans.symbols`): any int64 codes, huge ones at their length.  The decoder is given
-the same keys (from the grammar, :func:`call_keys`), so the contexts cost only their tables.
+larger ones one symbol per power of two with the low bits bit-packed (before version 3: in
+whole bytes; :func:`.rans.symbols`): any int64 codes, huge ones at their length.  The
+decoder is given the same keys (from the grammar, :func:`call_keys`), so the contexts cost
+only their tables.
 
 Layout (little-endian): uint32 ``version, n, lanes, words, rest bytes, fine contexts F,
 coarse contexts C, table entries E, CRC-32 of the values (int64, little-endian)``; int64 fine keys[F] and coarse keys[C], each ascending,
@@ -30,8 +31,11 @@ from . import rans as R
 from .volumes import dense_unique
 
 #: 2: the header holds the values' CRC-32 (a flipped median or symbol decoded to other
-#: values with no error in 1: none was kept, they were written for an hour of session 13)
-VERSION = 2
+#: values with no error in 1: none was kept, they were written for an hour of session 13);
+#: 3 (session 14): the escaped values' rests bit-packed (:func:`.rans.rest_bytes`), not in
+#: whole bytes.  Versions read: :data:`VERSIONS`.
+VERSION = 3
+VERSIONS = (2, 3)
 SCALE = 12
 _TOTAL = 1 << SCALE
 DIRECT_BITS = 9
@@ -187,7 +191,7 @@ def encode(values: np.ndarray, fine: np.ndarray, coarse: np.ndarray) -> np.ndarr
     flat_f, flat_c = freq.ravel(), start.ravel()
     lanes = R.lane_count(n) if n else 1
     x, words = R.push(flat_f[cell], flat_c[cell], lanes, SCALE)
-    extra = R.rest_bytes(k, rest)
+    extra = R.rest_bytes(k, rest, bits=VERSION >= 3)
     entries = np.flatnonzero(flat_f)
     e_ctx, e_sym = np.divmod(entries, NSYM)
     e_sym_d = e_sym.copy()
@@ -210,7 +214,7 @@ def decode(blob: np.ndarray, fine: np.ndarray, coarse: np.ndarray) -> np.ndarray
         raise R.CodeError("coded array shorter than its header")
     head = [int(v) for v in np.frombuffer(b[:_NHEAD * 4], _HEAD)]
     version, n, lanes, nwords, nextra, nf, nc, ne, crc = head
-    if version != VERSION:
+    if version not in VERSIONS:
         raise R.CodeError(f"context coding version {version} unknown (written by a newer "
                           f"minitrace?)")
     if n != len(fine) or len(fine) != len(coarse):
@@ -266,7 +270,7 @@ def decode(blob: np.ndarray, fine: np.ndarray, coarse: np.ndarray) -> np.ndarray
 
     sym = R.pop(x, words, n, lanes, look, SCALE) if n else np.zeros(0, np.int64)
     with np.errstate(over="ignore"):
-        values = R.escaped(sym, extra, DIRECT_BITS) + base[ctx]
+        values = R.escaped(sym, extra, DIRECT_BITS, bits=version >= 3) + base[ctx]
     if _crc(values) != crc:
         raise R.CodeError("coded array decodes to other values than were coded (CRC-32)")
     return values
