@@ -287,6 +287,21 @@ def _create(tmp: str) -> h5py.File:
                                      fapl=fapl))
 
 
+def _one_chunk(g: h5py.Group, name: str, raw: np.ndarray, level: int) -> None:
+    """uint8 ``raw`` as dataset ``name`` of ``g`` in one chunk through HDF5's gzip filter at
+    ``level``, as h5py's ``create_dataset(chunks=len, compression="gzip")`` makes it; the
+    chunk deflated here by zlib (the filter's bytes) and written as it is stored, without
+    h5py's dataset set-up (~0.1 ms a file)."""
+    dcpl = h5py.h5p.create(h5py.h5p.DATASET_CREATE)
+    dcpl.set_chunk((max(len(raw), 1),))
+    dcpl.set_deflate(level)
+    dcpl.set_obj_track_times(False)
+    ds = h5py.h5d.create(g.id, name.encode(), h5py.h5t.STD_U8LE,
+                         h5py.h5s.create_simple((len(raw),)), dcpl=dcpl)
+    ds.write_direct_chunk((0,), zlib.compress(np.ascontiguousarray(raw, np.uint8).tobytes(),
+                                              level))
+
+
 def write(path: str, c: Compressed, meta: dict | None = None, pack: bool = True) -> None:
     """Write ``c`` as a new minitrace file (format version 2, ``/trace@form = "grammar"``);
     ``pack``: its small arrays, the communicator and string tables among them, in one
@@ -323,12 +338,12 @@ def write(path: str, c: Compressed, meta: dict | None = None, pack: bool = True)
         if coded is not None:
             put(f"{c.mode}/{name}{CONTEXT_SUFFIX}", coded)
         elif isinstance(arr, pd.DataFrame):
-            for col in arr.columns:
+            for col, values in arr.items():     # (a third of arr[col]'s time)
                 if name == "stats" and col in STAT_CODES:
                     put(f"{c.mode}/{name}/{col}{_CODE_SUFFIX}",
-                        V.log_codes(arr[col].to_numpy(np.float64), c.attrs["precision"]))
+                        V.log_codes(values.to_numpy(np.float64), c.attrs["precision"]))
                 else:
-                    put(f"{c.mode}/{name}/{col}", arr[col].to_numpy())
+                    put(f"{c.mode}/{name}/{col}", values.to_numpy())
         else:
             put(f"{c.mode}/{name}", arr, noisy=len(arr) > c.nranks + 1)
     tables = {**{f"comms/{k}": a for k, a in S.comms_arrays(c.comms).items()},
@@ -353,8 +368,7 @@ def write(path: str, c: Compressed, meta: dict | None = None, pack: bool = True)
             raw = P.pack(packed)
             level = PACK_GZIP_LEVEL if len(raw) <= PACK_BYTES_PER_ACTION * c.nactions else \
                 PACK_GZIP_LEVEL_LARGE
-            g.create_dataset(P.DATASET, data=raw, chunks=(max(len(raw), 1),),
-                             compression="gzip", compression_opts=level)
+            _one_chunk(g, P.DATASET, raw, level)
         for name, (arr, kw) in arrays.items():
             *groups, leaf = name.split("/")
             _dataset(g.require_group("/".join(groups)), leaf, arr, **kw)
