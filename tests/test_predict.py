@@ -23,6 +23,7 @@ import minitrace
 from minitrace import kinds as K
 from minitrace.predict import MAX_LOST_SHARE, predict, report
 from minitrace.predict.calibration import load
+from minitrace.predict.prediction import _recorder_parts
 
 pytestmark = pytest.mark.timeout(600)
 
@@ -86,14 +87,16 @@ def test_self_check_is_computed_as_documented(recorded):
     # the error without the run's own lost time (comparable recordings): every rank's wall
     # above CPU time, between its calls (the trace's compute actions) and inside them
     # (in_mpi_seconds), summed over the ranks, out of the recorded time; the background's
-    # stretch of the last rank's compute out of the prediction
+    # stretch of the last rank's compute out of the prediction.  Between calls, less the
+    # recorder's clock reads that fell in the compute's wall time (test_predict_parts)
     if not p.comparable:
         assert p.error_without_lost is None
         return
     a = data.actions
     comp = a["kind"] == K.code("compute")
+    reads = _recorder_parts(data, np.asarray(data.meta["recorder_seconds"]))["compute"]
     between = sum(max(((a["t_end"] - a["t_start"])[comp & (data.rank_of() == r)]
-                       - a["volume"][comp & (data.rank_of() == r)]).sum(), 0.0)
+                       - a["volume"][comp & (data.rank_of() == r)]).sum() - reads[r], 0.0)
                   for r in range(2))
     last = p.last_rank
     recorded = p.recorded_rank_end_times[last] - (p.recorder_time or [0.0] * 2)[last]
@@ -139,7 +142,9 @@ def test_a_loaded_recording_is_flagged_not_comparable(recorded):
 
 def test_the_replays_own_miss_takes_out_the_runs_lost_time(recorded):
     """A recording whose only lost time is known: every compute's CPU time set to its wall time
-    and every rank's time inside MPI calls to CPU time (none lost), then rank 0's computes and
+    and every rank's time inside MPI calls to CPU time (none lost; the recorder's own time set
+    to none, else its clock reads in the computes' wall time would be taken out of the wall
+    time set as CPU time: test_predict_parts), then rank 0's computes and
     rank 1's calls made to lose up to 1% of the recorded time each (comparable: under 5%).  The
     error without the run's lost time takes both out of the recorded time (summed over the
     ranks) and the background's stretch out of the prediction."""
@@ -151,6 +156,7 @@ def test_the_replays_own_miss_takes_out_the_runs_lost_time(recorded):
     a["volume"][comp] = (a["t_end"] - a["t_start"])[comp]
     in_mpi = np.asarray(data.meta["in_mpi_seconds"], float).copy()
     in_mpi[:, 0] = in_mpi[:, 1]
+    data = replace(data, meta={**data.meta, "recorder_seconds": [0.0] * data.nranks})
     plain = d / "plain.h5"
     minitrace.storage.write_trace(
         str(plain), replace(data, meta={**data.meta, "in_mpi_seconds": in_mpi.tolist()}))
