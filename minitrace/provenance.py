@@ -244,13 +244,15 @@ def _attr_values(p: dict) -> dict:
     return {k: json.dumps(v) if isinstance(v, (dict, list)) else v for k, v in p.items()}
 
 
-def store(f: h5py.File, provenance: dict | None = None, write=None) -> None:
+def store(f: h5py.File, provenance: dict | None = None, write=None, dataset=None) -> None:
     """Write ``/provenance`` (replacing an earlier one: it describes the file's last writer):
     scalars as attributes, dicts and lists as JSON attributes, lstopo's XML as a gzip'd dataset
     of UTF-8 bytes in one chunk (it can exceed HDF5's 64 KiB attribute limit); ``provenance``:
     what to store (default: :func:`collect`'s, its static part's attribute values made once a
     process); ``write``: what writes the attributes on the new group
-    (``storage.new_attrs``), else h5py's ``attrs.update``."""
+    (``storage.new_attrs``), else h5py's ``attrs.update``; ``dataset``: what writes the
+    deflated XML as a dataset of one chunk (``storage.one_chunk_dataset``), else h5py's
+    ``create_dataset``."""
     if provenance is None:
         attrs = {**_attr_values(_dynamic()), **_static_attrs()}
         xml = _static().get("lstopo_xml")
@@ -269,6 +271,9 @@ def store(f: h5py.File, provenance: dict | None = None, write=None) -> None:
         write(g, attrs)
     if xml:
         size, deflated = _deflated(xml)
+        if dataset is not None:
+            dataset(g, "lstopo_xml", size, deflated, XML_GZIP_LEVEL)
+            return
         ds = g.create_dataset("lstopo_xml", (size,), np.uint8, chunks=(max(size, 1),),
                               compression="gzip", compression_opts=XML_GZIP_LEVEL,
                               shuffle=False)

@@ -3,6 +3,7 @@
 checked by :func:`read`."""
 from __future__ import annotations
 
+import functools
 import json
 import os
 import zlib
@@ -274,32 +275,27 @@ COMPACT_ATTRIBUTES = (32, 24)
 _LIBVER = {"v110": h5py.h5f.LIBVER_V110}
 
 
-def _create(tmp: str) -> h5py.File:
-    """A new HDF5 file in the :data:`LIBVER` format whose root keeps its attributes in its
-    header (h5py.File takes no file creation property list)."""
+@functools.lru_cache(maxsize=1)
+def _plists():
+    """(file access, file creation, ``/trace``'s group creation) property lists, made once
+    a process (HDF5 copies what a new object takes of them)."""
     fapl = h5py.h5p.create(h5py.h5p.FILE_ACCESS)
     fapl.set_fclose_degree(h5py.h5f.CLOSE_STRONG)      # (as h5py.File's)
     fapl.set_libver_bounds(*(_LIBVER[v] for v in LIBVER))
     fapl.set_meta_block_size(0)     # (HDF5 gathers metadata in blocks of 2 KB: the last one's
     fcpl = h5py.h5p.create(h5py.h5p.FILE_CREATE)          # unused part stays in the file)
     fcpl.set_attr_phase_change(*COMPACT_ATTRIBUTES)
+    gcpl = h5py.h5p.create(h5py.h5p.GROUP_CREATE)
+    gcpl.set_attr_phase_change(*COMPACT_ATTRIBUTES)
+    return fapl, fcpl, gcpl
+
+
+def _create(tmp: str) -> h5py.File:
+    """A new HDF5 file in the :data:`LIBVER` format whose root keeps its attributes in its
+    header (h5py.File takes no file creation property list)."""
+    fapl, fcpl, _ = _plists()
     return h5py.File(h5py.h5f.create(os.fsencode(tmp), h5py.h5f.ACC_TRUNC, fcpl=fcpl,
                                      fapl=fapl))
-
-
-def _one_chunk(g: h5py.Group, name: str, raw: np.ndarray, level: int) -> None:
-    """uint8 ``raw`` as dataset ``name`` of ``g`` in one chunk through HDF5's gzip filter at
-    ``level``, as h5py's ``create_dataset(chunks=len, compression="gzip")`` makes it; the
-    chunk deflated here by zlib (the filter's bytes) and written as it is stored, without
-    h5py's dataset set-up (~0.1 ms a file)."""
-    dcpl = h5py.h5p.create(h5py.h5p.DATASET_CREATE)
-    dcpl.set_chunk((max(len(raw), 1),))
-    dcpl.set_deflate(level)
-    dcpl.set_obj_track_times(False)
-    ds = h5py.h5d.create(g.id, name.encode(), h5py.h5t.STD_U8LE,
-                         h5py.h5s.create_simple((len(raw),)), dcpl=dcpl)
-    ds.write_direct_chunk((0,), zlib.compress(np.ascontiguousarray(raw, np.uint8).tobytes(),
-                                              level))
 
 
 def write(path: str, c: Compressed, meta: dict | None = None, pack: bool = True) -> None:
@@ -358,9 +354,7 @@ def write(path: str, c: Compressed, meta: dict | None = None, pack: bool = True)
     version = S.FORMAT_VERSION if any(k.endswith(CONTEXT_SUFFIX) for k in (*arrays, *packed)) \
         else S.COMPRESSED_VERSION         # (older readers say "newer", not "corrupt")
     with S.new_file(path, m, version, create=_create, fixed=True) as f:
-        gcpl = h5py.h5p.create(h5py.h5p.GROUP_CREATE)
-        gcpl.set_attr_phase_change(*COMPACT_ATTRIBUTES)
-        g = h5py.Group(h5py.h5g.create(f.id, b"trace", gcpl=gcpl))
+        g = h5py.Group(h5py.h5g.create(f.id, b"trace", gcpl=_plists()[2]))
         S.new_attrs(g, {"nranks": c.nranks, "nactions": c.nactions, "timed": c.timed,
                         "form": FORM, **c.attrs, **({P.ATTR: P.VERSION} if packed else {})},
                     fixed=True)
@@ -368,7 +362,8 @@ def write(path: str, c: Compressed, meta: dict | None = None, pack: bool = True)
             raw = P.pack(packed)
             level = PACK_GZIP_LEVEL if len(raw) <= PACK_BYTES_PER_ACTION * c.nactions else \
                 PACK_GZIP_LEVEL_LARGE
-            _one_chunk(g, P.DATASET, raw, level)
+            S.one_chunk_dataset(g, P.DATASET, len(raw), zlib.compress(raw.tobytes(), level),
+                                level)
         for name, (arr, kw) in arrays.items():
             *groups, leaf = name.split("/")
             _dataset(g.require_group("/".join(groups)), leaf, arr, **kw)
