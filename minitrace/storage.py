@@ -243,7 +243,8 @@ def one_chunk_dataset(group, name: str, size: int, deflated: bytes, level: int) 
     dcpl.set_obj_track_times(False)
     ds = h5py.h5d.create(group.id, name.encode(), h5py.h5t.STD_U8LE,
                          h5py.h5s.create_simple((size,)), dcpl=dcpl)
-    ds.write_direct_chunk((0,), deflated)
+    if size:                                # (an empty dataset has no chunk)
+        ds.write_direct_chunk((0,), deflated)
 
 
 def _new_file_attrs(meta: dict, version: int = PLAIN_VERSION) -> dict:

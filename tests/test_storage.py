@@ -261,3 +261,26 @@ def test_new_attrs_writes_as_h5py_does(tmp_path):
                     assert a.shape == b.shape, name
                     x, y = lean.attrs[name], ref.attrs[name]
                     assert type(x) is type(y) and np.array_equal(x, y), name
+
+
+@pytest.mark.parametrize("size", [0, 1, 5000])
+def test_one_chunk_dataset_is_h5pys_gzip_dataset(tmp_path, size):
+    """``one_chunk_dataset`` (the pack, lstopo's XML: its chunk deflated by zlib and written
+    as stored) makes the dataset h5py's ``create_dataset(chunks=(size,), compression="gzip")``
+    makes: the same type, shape, filters, chunk bytes, and the data read back through HDF5's
+    own filter."""
+    import zlib
+    from minitrace.storage import one_chunk_dataset
+    data = np.random.default_rng(size).integers(0, 7, size).astype(np.uint8)
+    with h5py.File(tmp_path / "a.h5", "w") as f:
+        one_chunk_dataset(f, "lean", size, zlib.compress(data.tobytes(), 7), 7)
+        f.create_dataset("ref", data=data, chunks=(max(size, 1),), compression="gzip",
+                         compression_opts=7)
+    with h5py.File(tmp_path / "a.h5") as f:
+        lean, ref = f["lean"], f["ref"]
+        assert lean.id.get_type() == ref.id.get_type() and lean.shape == ref.shape == (size,)
+        assert (lean.compression, lean.compression_opts, lean.chunks, lean.shuffle) == \
+            (ref.compression, ref.compression_opts, ref.chunks, ref.shuffle)
+        assert np.array_equal(lean[()], data)
+        if size:
+            assert lean.id.read_direct_chunk((0,)) == ref.id.read_direct_chunk((0,))
