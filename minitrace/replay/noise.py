@@ -52,18 +52,20 @@ _CORR_RANKS = 256
 _COMPUTE = K.code("compute")
 
 
-def call_sites(data) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def call_sites(data, shapes: bool = False):
     """For every compute action: (row, site, iteration) -- its row, an id of its (rank, call
     site: the kind and bytes of the MPI calls that end it and that precede it, and of the
-    nearest ones on either side that move bytes; within that, its volume's group) and its
-    occurrence number at that site (0, 1, ...).  With the call that ends it alone, HPCCG's two
-    computes before an 8-byte allreduce (0.3 us and 934 us, median) were one site, and drawing
-    them from one law put its big volumes anywhere: replicas 9-22% above the plain replay."""
+    nearest ones on either side that move bytes; within that, its volume's group and its
+    phase in a period) and its occurrence number at that site (0, 1, ...).  With the call that
+    ends it alone, HPCCG's two computes before an 8-byte allreduce (0.3 us and 934 us, median)
+    were one site, and drawing them from one law put its big volumes anywhere: replicas 9-22%
+    above the plain replay.  ``shapes``: also each site's shape, the same id for the same
+    call site on every rank (its key without the rank)."""
     a = data.actions
     kind = a["kind"]
     rows = np.flatnonzero(kind == _COMPUTE)
     if not len(rows):
-        return rows, rows.copy(), rows.copy()
+        return (rows, rows.copy(), rows.copy()) + ((rows.copy(),) if shapes else ())
     n = len(a)
     rank = data.rank_of(rows)
     call = kind != _COMPUTE
@@ -94,14 +96,65 @@ def call_sites(data) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
                    kind[np.maximum(pm, 0)].astype(np.int64) * (1 << 40)
                    + size[np.maximum(pm, 0)], -1)
     key = np.stack([rank, qk, pk, nmk, pmk], 1)
-    _, site = np.unique(key, axis=0, return_inverse=True)
-    site = _volume_groups(site.ravel(), a["volume"][rows])
+    _, base = np.unique(key, axis=0, return_inverse=True)
+    base = base.ravel()
+    vol = a["volume"][rows]
+    site = _periodic_phases(_volume_groups(base, vol), vol)
+    occ = _occurrences(site)
+    if not shapes:
+        return rows, site, occ
+    # a site's place among its base site's groups and phases, with the key without the rank
+    first = np.full(int(base.max()) + 1, np.iinfo(np.int64).max)
+    np.minimum.at(first, base, site)
+    _, shape = np.unique(np.c_[key[:, 1:], site - first[base]], axis=0, return_inverse=True)
+    per_site = np.zeros(int(site.max()) + 1, np.int64)
+    per_site[site] = shape.ravel()
+    return rows, site, occ, per_site
+
+
+def _occurrences(site: np.ndarray) -> np.ndarray:
+    """Each row's occurrence number at its site (rows in order)."""
     order = np.argsort(site, kind="stable")          # rows within a site stay in order
     starts = np.r_[0, np.flatnonzero(np.diff(site[order])) + 1]
     counts = np.diff(np.r_[starts, len(order)])
-    occ = np.empty(len(rows), np.int64)
+    occ = np.empty(len(site), np.int64)
     occ[order] = np.arange(len(order)) - np.repeat(starts, counts)
-    return rows, site, occ
+    return occ
+
+
+#: Periods looked for in a site's successive volumes, and the share of their (log) variance
+#: the phases must explain to split the site: HPCG's 45 us and 110 us computes alternate
+#: between the same calls (2.4x apart: one volume group), and replicas that drew them from one
+#: law, unaligned between ranks, sat 7% above the plain replay.
+PERIODS, PHASE_SHARE = (2, 3, 4), 0.5
+#: Fewest occurrences of a site split into phases (per phase at least this many over PERIODS).
+PHASE_MIN_SITE = 20
+
+
+def _periodic_phases(site: np.ndarray, volume: np.ndarray) -> np.ndarray:
+    """``site`` ids refined by the phase ``k mod p`` of each occurrence k, for the shortest
+    period p of :data:`PERIODS` whose phases explain :data:`PHASE_SHARE` of the site's log
+    volumes' variance (a site with fewer than PHASE_MIN_SITE occurrences a phase is left)."""
+    occ = _occurrences(site)
+    nsites = int(site.max()) + 1
+    v = np.log(np.maximum(volume, 1e-300))
+    n = np.bincount(site, minlength=nsites).astype(float)
+    mean = np.bincount(site, v, minlength=nsites) / np.maximum(n, 1)
+    total = np.bincount(site, (v - mean[site]) ** 2, minlength=nsites)
+    period = np.zeros(nsites, np.int64)
+    for p in PERIODS:
+        key = site * p + occ % p
+        m = np.bincount(key, v, minlength=nsites * p) / np.maximum(
+            np.bincount(key, minlength=nsites * p), 1)
+        within = np.bincount(site, (v - m[key]) ** 2, minlength=nsites)
+        split = (period == 0) & (n >= PHASE_MIN_SITE * p) & (total > 0) & \
+            (within <= (1 - PHASE_SHARE) * total)
+        period[split] = p
+    if not period.any():
+        return site
+    phase = np.where(period[site] > 0, occ % np.maximum(period[site], 1), 0)
+    _, out = np.unique(np.c_[site, phase], axis=0, return_inverse=True)
+    return out.ravel()
 
 
 #: Volumes of one call site more than this factor apart, with none between and at least
@@ -145,7 +198,11 @@ class NoiseModel:
     iteration: np.ndarray = None     # their occurrence number at that site
     rank: np.ndarray = None
     node: np.ndarray = None          # node of each rank
-    weights: tuple = (0.0, 0.0, 1.0)  # (a, b, c) of the copula's latent value (trace)
+    weights: tuple = (0.0, 0.0, 1.0)  # (a, b, c) of the copula's latent value: scalars, or
+                                     # per compute row (its call site's correlations)
+    shape: np.ndarray = None         # per site, its call site's id on every rank
+    shared: np.ndarray = None        # per compute row, its latent G: (call site, iteration)
+    node_shared: np.ndarray = None   # per compute row, its latent H: (node, site, iteration)
     sites: SiteVolumes = None        # the recorded volumes of each site (trace)
     multipliers: SiteVolumes = None  # relative volumes of a recorded run, one law (run file)
     factors: np.ndarray = None       # [iterations, nranks] multipliers (benchmark)
@@ -174,13 +231,12 @@ class NoiseModel:
             pick = rng.integers(len(self.factors), size=niter)
             return recorded * self.factors[pick[it], self.rank]
         a, b, c = self.weights
-        if a or b:
+        if np.any(a) or np.any(b):
             z = c * rng.standard_normal(len(self.rows))
-            if a:
-                z += a * rng.standard_normal(niter)[it]
-            if b:
-                nodes = int(self.node.max()) + 1
-                z += b * rng.standard_normal((nodes, niter))[self.node[self.rank], it]
+            if np.any(a):
+                z += a * rng.standard_normal(int(self.shared.max()) + 1)[self.shared]
+            if np.any(b):
+                z += b * rng.standard_normal(int(self.node_shared.max()) + 1)[self.node_shared]
             u = ndtr(z)
         else:                        # independent: the copula's uniform drawn directly
             u = rng.random(len(self.rows))
@@ -198,10 +254,12 @@ class NoiseModel:
 def noise_model(data, noise: str, source: str | None = None) -> NoiseModel:
     """The noise model ``noise`` ("trace", "none", a variability benchmark file or a recorded
     run of the program) of ``data`` (a TraceColumns; ``source`` names it in errors)."""
-    rows, site, occ = call_sites(data)
+    rows, site, occ, shape = call_sites(data, shapes=True)
     rank = data.rank_of(rows)
     node, known = _nodes(data)
-    base = dict(rows=rows, site=site, iteration=occ, rank=rank, node=node)
+    base = dict(rows=rows, site=site, iteration=occ, rank=rank, node=node, shape=shape)
+    if len(rows):
+        base.update(_latents(site, occ, rank, node, shape))
     if noise == "none":
         return NoiseModel("none", ["no noise: every replica replays the recorded volumes"],
                           **base)
@@ -251,33 +309,63 @@ def _by_site(vol: np.ndarray, site: np.ndarray, nsites: int = 0):
     return order, count, start, ndtri((pos + 0.5) / count[site])
 
 
-def _copula(score, site, occ, rank, node, nranks: int, known_nodes: bool, what: str):
+def _copula(score, site, occ, rank, node, shape, known_nodes: bool, what: str,
+            per_site: bool = False):
     """The copula's weights (a, b, c) from the correlations the volumes' normal scores
-    support, and the notes that say which were kept and which assumed 0."""
-    r_node, r_other, n_node, n_other, lag1, n_lag = _correlations(score, site, occ, rank,
-                                                                  node, nranks)
+    support, and the notes that say which were kept and which assumed 0.  ``per_site``: also
+    each call site's own (by its ``shape``: :func:`call_sites`) where it has SITE_PAIRS
+    pairs, as a dict; over all sites, HPCG's 0.59 was mostly its many small
+    sites', its big ones' 0.88-0.97, and replicas drawn with 0.59 sat 5% above the plain
+    replay (correlation 1: 1% below)."""
+    pooled, sites, lag1, n_lag = _correlations(score, site, occ, rank, node, shape)
+    r_node, n_node, r_other, n_other = pooled
     notes = []
-
-    def supported(r, n, what):
+    between = "between ranks of one node in an iteration" + \
+        ("" if known_nodes else " (no node map: one node per rank)")
+    for r, n, name in ((r_other, n_other, "between ranks of different nodes in an iteration"),
+                       (r_node, n_node, between)):
         if n < 3:
-            notes.append(f"correlation {what}: not measurable here (assumed 0)")
-            return 0.0
-        if r < 3 / np.sqrt(n):
-            notes.append(f"correlation {what}: {r:+.3f} over {n} pairs, not supported by the "
+            notes.append(f"correlation {name}: not measurable here (assumed 0)")
+        elif _supported(r, n) == 0:
+            notes.append(f"correlation {name}: {r:+.3f} over {n} pairs, not supported by the "
                          f"data (assumed 0)")
-            return 0.0
-        notes.append(f"correlation {what}: {r:.3f} over {n} pairs (kept)")
-        return float(min(r, 1.0))
-    rho_other = supported(r_other, n_other, "between ranks of different nodes in an iteration")
-    rho_node = supported(r_node, n_node, "between ranks of one node in an iteration"
-                         + ("" if known_nodes else " (no node map: one node per rank)"))
-    rho_node = max(rho_node, rho_other)
-    weights = (np.sqrt(rho_other), np.sqrt(rho_node - rho_other),
-               np.sqrt(max(1.0 - rho_node, 0.0)))
+        else:
+            notes.append(f"correlation {name}: {r:.3f} over {n} pairs (kept)")
+    weights = _weights(_supported(r_node, n_node), _supported(r_other, n_other))
+    own = {}
+    if per_site:
+        own = {s: _weights(_supported(rn, nn), _supported(ro, no))
+               for s, (rn, nn, ro, no) in sites.items() if max(nn, no) >= SITE_PAIRS}
+        if own:
+            rho = np.array([1 - w[2] ** 2 for w in own.values()])
+            kept = rho > 0
+            notes.append(f"per call site: {len(own)} site(s) with {SITE_PAIRS} pairs or more "
+                         f"take their own correlation ("
+                         + (f"{rho[kept].min():.2f}-{rho[kept].max():.2f} on {kept.sum()}"
+                            if kept.any() else "none supported")
+                         + (f", {int((~kept).sum())} assumed 0" if (~kept).any() else "")
+                         + "), the others the one over all sites")
     lag = (f"{lag1:+.3f} over {n_lag} pairs" if n_lag >= 3 else "not measurable")
-    notes.append(f"successive iterations drawn independently (lag-1 autocorrelation in "
-                 f"{what}: {lag})")
-    return weights, notes
+    notes.append(f"successive iterations and different call sites drawn independently (lag-1 "
+                 f"autocorrelation in {what}: {lag})")
+    return weights, own, notes
+
+
+#: A call site with this many pairs of ranks' volumes (at one iteration) takes its own
+#: correlation; one with fewer the correlation over all sites.
+SITE_PAIRS = 30
+
+
+def _supported(r: float, n: int) -> float:
+    """A correlation ``r`` over ``n`` pairs, or 0 where the data do not support it (fewer than
+    3 pairs, or below three standard errors)."""
+    return float(min(r, 1.0)) if n >= 3 and r >= 3 / np.sqrt(n) else 0.0
+
+
+def _weights(rho_node: float, rho_other: float) -> tuple[float, float, float]:
+    """The copula's (a, b, c) for correlations within a node and between nodes."""
+    rho_node = max(rho_node, rho_other)
+    return (np.sqrt(rho_other), np.sqrt(rho_node - rho_other), np.sqrt(max(1.0 - rho_node, 0.0)))
 
 
 def _trace_model(data, base: dict, known_nodes: bool) -> NoiseModel:
@@ -297,8 +385,11 @@ def _trace_model(data, base: dict, known_nodes: bool) -> NoiseModel:
     keep = ~fixed
     v, st = vol[keep], site[keep]
     order, count, start, score = _by_site(v, st, int(site.max()) + 1)
-    weights, notes = _copula(score, st, occ[keep], rank[keep], node, data.nranks, known_nodes,
-                             "the trace")
+    shape = base["shape"]
+    pooled, own, notes = _copula(score, st, occ[keep], rank[keep], node, shape, known_nodes,
+                                 "the trace", per_site=True)
+    w = np.array([own.get(int(x), pooled) for x in range(int(shape.max()) + 1)])
+    weights = tuple(w[shape[site], i] for i in range(3))
     sites = SiteVolumes.of(v[order], start, count,
                            tail_ok=_big_sites(v, st, rank[keep], len(count)))
     head = (f"noise from the trace: each compute action drawn from the law of its rank and "
@@ -369,7 +460,7 @@ def _run_model(path: str, run, data, base: dict, known_nodes: bool) -> NoiseMode
     its compute volumes over their call site's mean, pooled over the sites holding at least
     RUN_SITE_SHARE of its compute, as one law drawn per replica (:mod:`.volume_law`), with
     the correlations between ranks the run supports."""
-    rows, site, occ = call_sites(run)
+    rows, site, occ, shape = call_sites(run, shapes=True)
     if not len(rows):
         raise MinitraceError("the noise run has no compute actions", path)
     vol = run.actions["volume"][rows]
@@ -383,8 +474,8 @@ def _run_model(path: str, run, data, base: dict, known_nodes: bool) -> NoiseMode
                              f"({len(m)} volumes): no spread to draw from", path)
     _, _, _, score = _by_site(vol[keep], site[keep])
     node, known = _nodes(run)
-    weights, notes = _copula(score, site[keep], occ[keep], run.rank_of(rows[keep]), node,
-                             run.nranks, known, "the run")
+    weights, _, notes = _copula(score, site[keep], occ[keep], run.rank_of(rows[keep]), node,
+                                shape, known, "the run")
     law = SiteVolumes.of(np.sort(m), np.zeros(1, np.int64), np.array([len(m)]))
     head = (f"noise from the recorded run {path} ({run.nranks} ranks): each compute volume "
             f"times a multiplier drawn from the run's volumes over their call site's mean "
@@ -435,29 +526,42 @@ def _tail_note(sites: SiteVolumes) -> str:
     return out + few_note
 
 
-def _correlations(score, site, occ, rank, node, nranks):
-    """Mean correlation of normal scores between ranks at the same (site shape, iteration):
-    same node, other nodes; and lag-1 within a site.  Sites are matched across ranks by their
-    call-site key without the rank: the k-th occurrence of the i-th site of each rank."""
-    # sites of one rank, numbered in order of first appearance, align with other ranks' (SPMD)
-    nsites = int(site.max()) + 1
-    first_rank = np.full(nsites, -1, np.int64)    # (-1: a site without volumes here: fixed)
-    first_rank[site] = rank
-    local = np.zeros(nsites, np.int64)
-    for r in np.unique(first_rank[first_rank >= 0]):
-        mine = np.flatnonzero(first_rank == r)
-        local[mine] = np.arange(len(mine))
+def _correlations(score, site, occ, rank, node, shape):
+    """Correlations of normal scores between ranks at the same (call site, iteration), over
+    all sites and per site, each as (r within a node, pairs, r between nodes, pairs); and
+    lag-1 within a site.  Sites are matched across ranks by their ``shape`` (:func:`call_sites`):
+    matched by their order instead, a rank with one site more than the other compared every
+    later site with another one (HPCG: 0.05 for 0.9)."""
     ranks = np.unique(rank)
     if len(ranks) > _CORR_RANKS:
-        ranks = np.random.default_rng(0).choice(ranks, _CORR_RANKS, replace=False)
+        ranks = np.sort(np.random.default_rng(0).choice(ranks, _CORR_RANKS, replace=False))
     keep = np.isin(rank, ranks)
-    col = {int(r): i for i, r in enumerate(ranks)}
-    ci = np.array([col[int(r)] for r in rank[keep]], np.int64)
-    # one column per (local site, iteration), one row per rank
-    key = local[site[keep]] * (int(occ.max()) + 1) + occ[keep]
+    ci = np.searchsorted(ranks, rank[keep])
+    # one column per (site shape, iteration), one row per rank
+    width = int(occ.max()) + 1
+    key = shape[site[keep]] * width + occ[keep]
     ukey, kc = np.unique(key, return_inverse=True)
     M = np.full((len(ranks), len(ukey)), np.nan)
     M[ci, kc.ravel()] = score[keep]
+    nd = node[ranks]
+    col_site = ukey // width
+    bounds = np.r_[0, np.flatnonzero(np.diff(col_site)) + 1, len(col_site)]
+    per_site = {int(col_site[b]): _pair_means(M[:, b:e], nd)
+                for b, e in zip(bounds[:-1], bounds[1:])}
+    # lag-1: the same rank and site, iterations k and k+1
+    o = np.lexsort((occ, site))
+    s, sc = site[o], score[o]
+    nb = s[1:] == s[:-1]
+    n_lag = int(nb.sum())
+    lag1 = float(np.corrcoef(sc[:-1][nb], sc[1:][nb])[0, 1]) if n_lag >= 3 and \
+        sc[:-1][nb].std() > 0 and sc[1:][nb].std() > 0 else 0.0
+    return _pair_means(M, nd), per_site, lag1, n_lag
+
+
+def _pair_means(M: np.ndarray, nd: np.ndarray) -> tuple[float, int, float, int]:
+    """Mean correlation between the rows (ranks, on nodes ``nd``) of ``M`` over the columns
+    both have (NaN: none), weighted by those columns: (same node, its pairs, other nodes,
+    theirs)."""
     have = np.isfinite(M)
     Z = np.where(have, M, 0.0)
     H = have.astype(float)
@@ -466,8 +570,7 @@ def _correlations(score, site, occ, rank, node, nranks):
     Q = (Z ** 2) @ H.T               # sum of squares of row i over columns shared with j
     with np.errstate(divide="ignore", invalid="ignore"):
         C = S / np.sqrt(Q * Q.T)
-    nd = node[ranks]
-    same = (nd[:, None] == nd[None, :]) & ~np.eye(len(ranks), dtype=bool)
+    same = (nd[:, None] == nd[None, :]) & ~np.eye(len(nd), dtype=bool)
     other = nd[:, None] != nd[None, :]
     ok = np.isfinite(C) & (N >= 3)
 
@@ -475,16 +578,18 @@ def _correlations(score, site, occ, rank, node, nranks):
         m = mask & ok
         return (float(np.average(C[m], weights=N[m])) if m.any() else 0.0,
                 int(N[m].sum() // 2))
-    r_node, n_node = mean(same)
-    r_other, n_other = mean(other)
-    # lag-1: the same rank and site, iterations k and k+1
-    o = np.lexsort((occ, site))
-    s, sc = site[o], score[o]
-    nb = s[1:] == s[:-1]
-    n_lag = int(nb.sum())
-    lag1 = float(np.corrcoef(sc[:-1][nb], sc[1:][nb])[0, 1]) if n_lag >= 3 and \
-        sc[:-1][nb].std() > 0 and sc[1:][nb].std() > 0 else 0.0
-    return r_node, r_other, n_node, n_other, lag1, n_lag
+    return (*mean(same), *mean(other))
+
+
+def _latents(site, occ, rank, node, shape) -> dict:
+    """Each compute row's shared latent values of the copula: G, one per (call site,
+    iteration) for all ranks, and H, one per (node, call site, iteration).  The correlation
+    measured is between ranks at one site and iteration; none is measured between sites, and
+    none is drawn (with G per iteration alone, every site of an iteration moved together)."""
+    key = shape[site] * (int(occ.max()) + 1) + occ
+    _, shared = np.unique(key, return_inverse=True)
+    _, node_shared = np.unique(np.stack([node[rank], key], 1), axis=0, return_inverse=True)
+    return dict(shared=shared.ravel(), node_shared=node_shared.ravel())
 
 
 def _bench_model(path: str, data, base: dict, known_nodes: bool) -> NoiseModel:
