@@ -113,3 +113,30 @@ def test_the_recorders_reads_are_taken_out_of_the_parts_they_fell_in():
     assert got["collectives"] == pytest.approx([1e-6, 0.0])
     assert got["p2p"] == pytest.approx([0.0, 0.0])
     assert got["other_mpi"] == pytest.approx([0.0, 1e-6])
+
+
+def test_the_after_compute_cost_of_a_stretchs_bytes_is_in_the_call_that_moves_them(demo):
+    """Each rank: compute 1 ms, MPI_Comm_size (moves nothing), an irecv and an isend of 8 KiB,
+    compute 1 us (too short to evict anything: the same stretch), their waitall, compute 1 ms.
+    The 8-byte cost is the call after the compute's (other calls), the part the stretch's
+    8 KiB each way add is the point-to-point calls'."""
+    sized = {"seconds": [20e-6, 1.0], "bytes": [8, 65536],
+             **{k: [[C, C], [C + 64 * US, C + 64 * US]] for k in ("registers", "memory")}}
+    cal = replace(_calibration(demo), after_compute=sized, call_costs={}, copy_rates=[])
+    b = TraceBuilder(2, {"volume_unit": "seconds"})
+    for r in range(2):
+        b.add(r, "init")
+        b.add(r, "compute", volume=1e-3)
+        b.add(r, "comm_size")
+        b.add(r, "irecv", peer=1 - r, bytes_recv=8192, request=0)
+        b.add(r, "isend", peer=1 - r, bytes_sent=8192, request=1)
+        b.add(r, "compute", volume=1 * US)
+        b.add(r, "waitall", vector=[0, 1])
+        b.add(r, "compute", volume=1e-3)
+        b.add(r, "finalize")
+    got = modelled_calls(b.build(), cal)
+    extra = 64 * US * (8192 - 8) / (65536 - 8)
+    for r in range(2):
+        assert got["other_mpi"][r] == pytest.approx(C + C)      # (and before MPI_Finalize)
+        assert got["p2p"][r] == pytest.approx(extra)
+        assert got["waiting"][r] == 0.0 and got["collectives"][r] == 0.0

@@ -239,6 +239,26 @@ def stretch_bytes(data, rows: np.ndarray, shortest: float, scale: float) -> np.n
     and received (a message to or from MPI_PROC_NULL moves none: a send's or sendrecv's
     destination, a receive's or sendrecv's source) until the rank's next compute of at least
     ``shortest`` seconds (a shorter one leaves the caches as they were)."""
+    group, moved = _stretches(data, shortest, scale)
+    return np.bincount(group, weights=moved.astype(float),
+                       minlength=group[-1] + 1)[group[rows]] / 2
+
+
+def stretch_movers(data, rows: np.ndarray, shortest: float, scale: float) -> np.ndarray:
+    """The row of the call that moves the most bytes in each of ``rows``' stretches (as
+    :func:`stretch_bytes` counts them; -1 where none moves any): the call whose message the
+    size-dependent part of the penalty is the cost of."""
+    group, moved = _stretches(data, shortest, scale)
+    order = np.lexsort((-moved, group))              # (per group, the largest first)
+    best = np.full(group[-1] + 1, -1, np.int64)
+    first = np.r_[True, group[order][1:] != group[order][:-1]]
+    best[group[order][first]] = np.where(moved[order][first] > 0, order[first], -1)
+    return best[group[rows]]
+
+
+def _stretches(data, shortest: float, scale: float):
+    """(each action's stretch: a number that grows at each compute of at least ``shortest``
+    seconds and at each rank's start; the bytes each action moves, sent plus received)."""
     a = data.actions
     kind = a["kind"]
     comp = kind == K.code("compute")
@@ -253,8 +273,7 @@ def stretch_bytes(data, rows: np.ndarray, shortest: float, scale: float) -> np.n
     no_recv = K.mask(_RECEIVING | _SENDRECVING)[kind] & (source < 0) & ~posted
     moved = np.where(comp | no_send, 0, a["bytes_sent"]) + np.where(comp | no_recv, 0,
                                                                     a["bytes_recv"])
-    return np.bincount(group, weights=moved.astype(float),
-                       minlength=group[-1] + 1)[group[rows]] / 2
+    return group, moved.astype(np.int64)
 
 
 def since_warm(data, rows: np.ndarray, nbytes: np.ndarray, scale: float) -> np.ndarray:
@@ -298,17 +317,19 @@ def add_to_compute(data, table: dict, speed: float, kernel: str | None = None):
     seconds is used as is."""
     a = data.actions.copy()
     scale = 1.0 if data.meta.get("volume_unit", "flops") == "seconds" else float(speed)
-    rows, added, _ = added_seconds(data, table, scale, kernel)
+    rows, added, *_ = added_seconds(data, table, scale, kernel)
     a["volume"][rows] += added * scale
     per_rank = np.bincount(data.rank_of(rows), weights=added, minlength=data.nranks)
     return replace(data, actions=a), per_rank
 
 
 def added_seconds(data, table: dict, scale: float, kernel: str | None = None):
-    """(rows, seconds, calls): the computes of ``data`` that an MPI call follows (markers
-    between skipped), the penalty each gets (the 8-byte penalty at its own duration plus what
-    its stretch's bytes add at the duration :func:`since_warm` gives) and the row of that call,
-    whose cost the penalty is.  ``scale``: volume units per second."""
+    """(rows, seconds, calls, sized, movers): the computes of ``data`` that an MPI call
+    follows (markers between skipped), the penalty each gets (the 8-byte penalty at its own
+    duration plus what its stretch's bytes add at the duration :func:`since_warm` gives), the
+    row of that call (whose cost the 8-byte part is), the size-dependent part, and the row of
+    the call whose message it is the cost of (:func:`stretch_movers`; -1: none).  ``scale``:
+    volume units per second."""
     kind = data.actions["kind"]
     seen = np.flatnonzero(~K.mask(_MARKERS)[kind])        # (markers in between do not count)
     rank = data.rank_of(seen)
@@ -318,9 +339,11 @@ def added_seconds(data, table: dict, scale: float, kernel: str | None = None):
     rows, calls = seen[at], seen[np.minimum(at + 1, len(seen) - 1)]
     seconds = data.actions["volume"][rows] / scale
     added = penalty(table, seconds, 8, kernel)
+    sized, movers = np.zeros(len(rows)), np.full(len(rows), -1, np.int64)
     if len(rows):
         nbytes = stretch_bytes(data, rows, table["seconds"][0], scale)
         cold = since_warm(data, rows, nbytes, scale)
-        added += np.maximum(penalty(table, cold, nbytes, kernel) - penalty(table, cold, 8, kernel),
-                            0.0)
-    return rows, added, calls
+        sized = np.maximum(penalty(table, cold, nbytes, kernel) - penalty(table, cold, 8, kernel),
+                           0.0)
+        movers = stretch_movers(data, rows, table["seconds"][0], scale)
+    return rows, added + sized, calls, sized, movers
