@@ -50,3 +50,40 @@ def test_damaged_bytes_are_refused(damage):
         b[16] ^= 0x01
     with pytest.raises(R.CodeError):
         R.decode(b)
+
+
+def _push_one_by_one(freq, start, lanes, scale):
+    """rANS written out in integers, one value at a time: each lane's values from its last
+    (32-bit state from 2**16; a 16-bit word out where the state would pass 2**32), the words
+    of each step in lane order, the steps from the first."""
+    n = len(freq)
+    x = [1 << 16] * lanes
+    steps = []
+    for j in range(-(-n // lanes) - 1, -1, -1):
+        words = []
+        for lane in range(min(lanes, n - j * lanes)):
+            i = j * lanes + lane
+            f, c = int(freq[i]), int(start[i])
+            if x[lane] >= f << (32 - scale):
+                words.append(x[lane] & 0xFFFF)
+                x[lane] >>= 16
+            x[lane] = ((x[lane] // f) << scale) + x[lane] % f + c
+        steps.append(words)
+    return x, [w for words in steps[::-1] for w in words]
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_push_is_rans_one_value_at_a_time(seed):
+    """``push`` (every lane of a step at once, in floats) gives the states and words of the
+    integer coder one value at a time: tables of one symbol, of rare symbols (a word out at
+    most steps), partial last steps, one lane."""
+    rng = np.random.default_rng(seed)
+    scale = 12 if seed % 4 else 8
+    n = int(rng.integers(1, 3000)) if seed % 5 else int(rng.integers(1, 40))
+    freq = rng.integers(1, 1 << scale, n) if seed % 3 else np.ones(n, np.int64)
+    start = rng.integers(0, 1 << scale, n) % ((1 << scale) - freq + 1)
+    lanes = R.lane_count(n) if seed % 7 else 1
+    x, words = R.push(freq, start, lanes, scale)
+    want_x, want_words = _push_one_by_one(freq, start, lanes, scale)
+    assert x.tolist() == want_x
+    assert words.dtype == np.uint16 and words.tolist() == want_words

@@ -123,7 +123,8 @@ def push(freq: np.ndarray, start: np.ndarray, lanes: int, scale: int = SCALE):
     out of ``2**scale``), value ``i`` in lane ``i % lanes``."""
     n = len(freq)
     # (states as float64: every value below 2**48 is exact, and numpy divides floats 4-10x
-    # faster than integers)
+    # faster than integers; a step's lanes updated in place, in the sums' order
+    # x + q * grow + c, the words kept as floats until the end: 6 numpy calls a step less)
     f = freq.astype(np.float64)
     c = start.astype(np.float64)
     limit = f * float(1 << (32 - scale))         # (LOW >> scale) << 16: emit at or above
@@ -132,14 +133,16 @@ def push(freq: np.ndarray, start: np.ndarray, lanes: int, scale: int = SCALE):
     emitted = []
     for j in range(-(-n // lanes) - 1, -1, -1):
         lo, hi = j * lanes, min(n, (j + 1) * lanes)
-        xj = x[:hi - lo]
-        out = np.flatnonzero(xj >= limit[lo:hi])
-        high = np.floor(xj[out] / 65536.0)
-        emitted.append((xj[out] - high * 65536.0).astype(np.uint16))
+        xj = x[:hi - lo]                             # (a view of x)
+        out = xj >= limit[lo:hi]
+        e = xj[out]
+        high = np.floor(e / 65536.0)
+        emitted.append(e - high * 65536.0)
         xj[out] = high
-        q = np.floor(xj / f[lo:hi])
-        x[:hi - lo] = xj + q * grow[lo:hi] + c[lo:hi]     # (x // f << scale) + x % f + c
-    words = np.concatenate(emitted[::-1]) if emitted else np.zeros(0, np.uint16)
+        xj += np.floor(xj / f[lo:hi]) * grow[lo:hi]  # (x // f << scale) + x % f + c
+        xj += c[lo:hi]
+    words = np.concatenate(emitted[::-1]).astype(np.uint16) if emitted else \
+        np.zeros(0, np.uint16)
     return x, words
 
 

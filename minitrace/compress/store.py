@@ -255,10 +255,24 @@ def _dataset(group, name: str, data: np.ndarray, **kw) -> None:
 #: take up to ~0.12 us a byte (5-26 ms a pack of 50-220 KB on 13 recorded traces, 3 modes), so
 #: at most a quarter of the 0.5 us an action of 2 M actions per CPU second; level 7 took
 #: 2-6x less on the larger packs (exact modes' noisy volumes and times: miniFE 2r 11 bytes an
-#: action, 4.6 -> 1.1 ms) for 0.0-1.4% of the pack.
+#: action, 4.6 -> 1.1 ms) for 0.0-1.4% of the pack.  Above :data:`PACK_NOISY_BYTES_PER_ACTION`
+#: (exact modes' recorded times and volumes, ~11 bytes an action, which storage deflates at
+#: level 4 too) :data:`PACK_GZIP_LEVEL_NOISY` (session 14): level 7 took 0.19-0.21 us an
+#: action there (1.1-2.3 ms on miniFE 2r, noisy 8, cg3d 8), 40% of the 0.5 us, level 4
+#: 0.09-0.11 us for +0.6-2.0% of the pack (+0.4-1.8% of the file).
 PACK_GZIP_LEVEL = 9
 PACK_GZIP_LEVEL_LARGE = 7
+PACK_GZIP_LEVEL_NOISY = 4
 PACK_BYTES_PER_ACTION = 1
+PACK_NOISY_BYTES_PER_ACTION = 8
+
+
+def _pack_level(nbytes: int, nactions: int) -> int:
+    """The pack's deflate level for ``nbytes`` of pack (before deflating) and ``nactions``."""
+    if nbytes <= PACK_BYTES_PER_ACTION * nactions:
+        return PACK_GZIP_LEVEL
+    return PACK_GZIP_LEVEL_LARGE if nbytes <= PACK_NOISY_BYTES_PER_ACTION * nactions else \
+        PACK_GZIP_LEVEL_NOISY
 
 
 #: The HDF5 1.10 file format (readable by HDF5 >= 1.10, 2016): its groups hold their links in
@@ -360,8 +374,7 @@ def write(path: str, c: Compressed, meta: dict | None = None, pack: bool = True)
                     fixed=True)
         if packed:
             raw = P.pack(packed)
-            level = PACK_GZIP_LEVEL if len(raw) <= PACK_BYTES_PER_ACTION * c.nactions else \
-                PACK_GZIP_LEVEL_LARGE
+            level = _pack_level(len(raw), c.nactions)
             S.one_chunk_dataset(g, P.DATASET, len(raw), zlib.compress(raw.tobytes(), level),
                                 level)
         for name, (arr, kw) in arrays.items():
