@@ -244,16 +244,25 @@ def stretch_bytes(data, rows: np.ndarray, shortest: float, scale: float) -> np.n
                        minlength=group[-1] + 1)[group[rows]] / 2
 
 
-def stretch_movers(data, rows: np.ndarray, shortest: float, scale: float) -> np.ndarray:
-    """The row of the call that moves the most bytes in each of ``rows``' stretches (as
-    :func:`stretch_bytes` counts them; -1 where none moves any): the call whose message the
-    size-dependent part of the penalty is the cost of."""
+def stretch_movers(data, rows: np.ndarray, shortest: float, scale: float):
+    """(first, largest): the row of the first call that moves bytes and of the call that moves
+    the most in each of ``rows``' stretches (as :func:`stretch_bytes` counts them; -1 where
+    none moves any): the calls whose path and whose message the penalty's 8-byte and
+    size-dependent parts are the costs of (a call that moves nothing, MPI_Comm_size, pays
+    neither)."""
     group, moved = _stretches(data, shortest, scale)
-    order = np.lexsort((-moved, group))              # (per group, the largest first)
-    best = np.full(group[-1] + 1, -1, np.int64)
-    first = np.r_[True, group[order][1:] != group[order][:-1]]
-    best[group[order][first]] = np.where(moved[order][first] > 0, order[first], -1)
-    return best[group[rows]]
+    first = np.full(group[-1] + 1, -1, np.int64)
+    largest = first.copy()
+    moving = np.flatnonzero(moved > 0)
+    if len(moving):
+        g = group[moving]
+        lead = np.r_[True, g[1:] != g[:-1]]
+        first[g[lead]] = moving[lead]
+        order = moving[np.lexsort((-moved[moving], g))]    # (per stretch the largest first;
+        g = group[order]                                   # stable: the earliest of ties)
+        lead = np.r_[True, g[1:] != g[:-1]]
+        largest[g[lead]] = order[lead]
+    return first[group[rows]], largest[group[rows]]
 
 
 def _stretches(data, shortest: float, scale: float):
@@ -324,12 +333,13 @@ def add_to_compute(data, table: dict, speed: float, kernel: str | None = None):
 
 
 def added_seconds(data, table: dict, scale: float, kernel: str | None = None):
-    """(rows, seconds, calls, sized, movers): the computes of ``data`` that an MPI call
-    follows (markers between skipped), the penalty each gets (the 8-byte penalty at its own
-    duration plus what its stretch's bytes add at the duration :func:`since_warm` gives), the
-    row of that call (whose cost the 8-byte part is), the size-dependent part, and the row of
-    the call whose message it is the cost of (:func:`stretch_movers`; -1: none).  ``scale``:
-    volume units per second."""
+    """(rows, seconds, calls, sized): the computes of ``data`` that an MPI call follows
+    (markers between skipped), the penalty each gets (the 8-byte penalty at its own duration
+    plus what its stretch's bytes add at the duration :func:`since_warm` gives), the rows of
+    the calls whose costs its parts are (the first call moving bytes, for the 8-byte part, and
+    the call moving the most, for the size's: :func:`stretch_movers`; the call after the
+    compute where none moves any) and the size-dependent part.  ``scale``: volume units per
+    second."""
     kind = data.actions["kind"]
     seen = np.flatnonzero(~K.mask(_MARKERS)[kind])        # (markers in between do not count)
     rank = data.rank_of(seen)
@@ -339,11 +349,13 @@ def added_seconds(data, table: dict, scale: float, kernel: str | None = None):
     rows, calls = seen[at], seen[np.minimum(at + 1, len(seen) - 1)]
     seconds = data.actions["volume"][rows] / scale
     added = penalty(table, seconds, 8, kernel)
-    sized, movers = np.zeros(len(rows)), np.full(len(rows), -1, np.int64)
+    sized, largest = np.zeros(len(rows)), calls
     if len(rows):
         nbytes = stretch_bytes(data, rows, table["seconds"][0], scale)
         cold = since_warm(data, rows, nbytes, scale)
         sized = np.maximum(penalty(table, cold, nbytes, kernel) - penalty(table, cold, 8, kernel),
                            0.0)
-        movers = stretch_movers(data, rows, table["seconds"][0], scale)
-    return rows, added + sized, calls, sized, movers
+        first, largest = stretch_movers(data, rows, table["seconds"][0], scale)
+        calls = np.where(first >= 0, first, calls)
+        largest = np.where(largest >= 0, largest, calls)
+    return rows, added + sized, (calls, largest), sized

@@ -311,8 +311,9 @@ def modelled_calls(data, cal: Calibration, translation=None) -> dict:
     """Part -> seconds per rank of the MPI calls' costs that :func:`predict` adds to ``data``
     (a trace in seconds, as recorded) as compute, each in the part of the call it is the
     cost of: each kind's first-call set-up (same machine: no ``translation``) in its part, the
-    after-compute cost in the part of the call after the compute (its part for the bytes the
-    calls move in the call that moves the most of them), the posting and completion
+    after-compute cost in the part of the first call after the compute that moves bytes (its
+    part for their size in the call that moves the most: :func:`after_compute.added_seconds`),
+    the posting and completion
     costs in the receive's and the completion's, a collective's own-block copy and its
     buffers' trips through memory (:func:`minitrace.replay.work.own_block_seconds`) in the
     collectives.  Summed over the parts, the seconds :func:`predict` adds (before its
@@ -334,11 +335,10 @@ def modelled_calls(data, cal: Calibration, translation=None) -> dict:
             put(rows, c, part_of(k))
         plain, _ = with_first_calls(plain)
     if cal.after_compute:
-        rows, added, calls, sized, movers = after_compute.added_seconds(
+        rows, added, (calls, largest), sized = after_compute.added_seconds(
             plain, cal.after_compute, 1.0)
-        moves = movers >= 0              # (the size's part: the call moving the most bytes)
-        put(rows, added - np.where(moves, sized, 0.0), part_of(kinds[calls]))
-        put(rows[moves], sized[moves], part_of(kinds[movers[moves]]))
+        put(rows, added - sized, part_of(kinds[calls]))
+        put(rows, sized, part_of(kinds[largest]))
     if cal.call_costs:
         cost = call_costs.per_call(plain, cal.call_costs)
         has = np.bincount(data.rank_of(np.flatnonzero(kinds == K.code("compute"))),
