@@ -404,7 +404,9 @@ def test_pack_version_1_files_are_read(tmp_path, volumes):
     communicator and string tables as datasets, text attributes variable-length, a model's
     time statistics as floats) read as the same trace compressed by this code (pack version
     2: the tables in the pack, text attributes fixed-length, the statistics as log codes),
-    bit for bit but a model's times, which the codes keep within the precision (1%)."""
+    bit for bit but a model's times, which the codes keep within the precision (1%), and its
+    volumes, drawn from the spread's quantiles (floats in the fixture, log codes since
+    session 14: each within the precision)."""
     d = synthetic.stencil_trace(3, 12, timed=True, seed=0)
     d.strings = ["solve", "région"]
     old, new = FIXTURES / f"stencil3-{volumes}.h5", tmp_path / "new.h5"
@@ -417,11 +419,13 @@ def test_pack_version_1_files_are_read(tmp_path, volumes):
             was, now = unpack(f["trace/packed"][()]), unpack(g["trace/packed"][()])
             assert was["model/stats/mean"].dtype == np.float32 and "model/stats/mean" not in now
             assert now["model/stats/mean_code"].dtype.kind == "i"
+            assert was["model/spread"].dtype == np.float32 and "model/spread" not in now
+            assert now["model/spread_code"].dtype.kind == "i"
     with minitrace.open(old) as a, minitrace.open(new) as b:
         x, y = a.data(), b.data()
         assert a.meta["volume_unit"] == b.meta["volume_unit"] == "seconds"
         for f in x.actions.dtype.names:
-            if volumes == "model" and f in ("t_start", "t_end"):
+            if volumes == "model" and f in ("t_start", "t_end", "volume"):
                 assert np.allclose(x.actions[f], y.actions[f], rtol=0.02, atol=0), f
                 assert not np.array_equal(x.actions[f], y.actions[f])     # (the codes read)
                 continue
