@@ -25,6 +25,16 @@ Every recording counts:
 
     python benchmarks/bench_accuracy.py [--ranks 2] [--runs 3] [--size small]
         [--extra NAME=COMMAND ...] [--npb DIR] [--calibrations 3] [--work DIR] [--json OUT]
+    python benchmarks/bench_accuracy.py --reuse OLD.json --work DIR [--json OUT]
+
+``--reuse``: predict a pass's recordings again (in ``--work``, with its calibration; the
+untraced spans from its JSON) with this code: a replay is deterministic, so what a change of
+the model does shows on the same recordings, without running anything.
+
+Besides the errors, each program's parts of the last rank (median over its recordings, % of
+its recorded time, predicted less measured; :attr:`minitrace.predict.Prediction.
+predicted_parts`: the calls' costs the replay executes as compute counted in their calls'
+parts, the recorder's own time out of the measured): where its error comes from.
 
 ``--npb DIR``: the NAS Parallel Benchmarks' MPI kernels built in DIR/bin (NPB 3.4, outside
 the repository; issue 35): EP, CG, MG, FT, IS at class A and LU at class W (0.3-1.6 s each on
@@ -151,13 +161,19 @@ def main() -> int:
                     help="small: problems ~4x smaller (shorter runs)")
     ap.add_argument("--work", default=None, help="directory kept for inspection")
     ap.add_argument("--json", default=None, help="write the figures here")
+    ap.add_argument("--reuse", default=None, metavar="OLD.json",
+                    help="predict the recordings of a pass (in --work, its JSON) again: nothing "
+                         "is run")
     args = ap.parse_args()
+    if args.reuse:
+        if not args.work:
+            ap.error("--reuse needs --work (the pass's directory)")
+        return _report(_reused(Path(args.reuse), Path(args.work)), Path(args.work), args.json)
     if args.calibrations < 1:
         ap.error("--calibrations: at least 1")
     for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
         os.environ.setdefault(var, "1")
     from minitrace.mpitools import mpi_tool
-    from minitrace.predict import predict
     from minitrace.shims import linked_mpi
     mpiexec, mpicc = mpi_tool("mpiexec"), mpi_tool("mpicc")
     work = Path(args.work or tempfile.mkdtemp(prefix="bench-accuracy-")).resolve()
@@ -202,61 +218,107 @@ def main() -> int:
                                  *job], check=True, stdout=subprocess.DEVNULL, cwd=work)
         runs.append((n, name, untraced, traces, load, os.getloadavg()))
         print(f"{name:>14} {n} ranks: recorded; load {load[0]:.1f}", flush=True)
-    rows = [calibrations]
-    for n, name, untraced, traces, load, load_after in runs:
-        preds = [predict(str(trace), str(cal), timeline=str(trace.with_suffix(".png")))
-                 for trace in traces]
-        u = statistics.median(untraced)
-        errors = [q.predicted_time / u - 1 for q in preds]
-        rows.append({"app": name, "ranks": n, "untraced": u, "untraced_runs": untraced,
-                     "spread": (max(untraced) - min(untraced)) / u,
-                     "recorded": [q.recorded_time for q in preds],
-                     "recorder": [max(q.recorder_time or [0.0]) for q in preds],
-                     "overhead": statistics.median(q.recorded_time for q in preds) / u - 1,
-                     "predicted": [q.predicted_time for q in preds], "errors": errors,
-                     "self_check": [q.error for q in preds],
-                     "without_lost": [q.error_without_lost for q in preds],
-                     "as_recorded": [q.error_as_recorded for q in preds],
-                     "comparable": [q.comparable for q in preds],
-                     "core_share": [min(q.core_share) for q in preds],
-                     "in_call_share": [min(q.in_call_share) for q in preds],
-                     "load": load, "load_after": load_after,
-                     "measured": [q.measured for q in preds],
-                     # the parts alike on both sides: the calls' costs replayed as
-                     # compute in their calls' parts (the replay's timeline: "replayed")
-                     "predicted_parts": [q.predicted_parts or q.predicted for q in preds],
-                     "replayed_parts": [q.predicted for q in preds],
-                     "modelled_calls": [q.modelled_calls for q in preds],
-                     # the after-compute call cost: seconds added per rank, and the
-                     # predictions with one kernel's cost alone (its range)
-                     "after_compute": [q.after_compute for q in preds],
-                     "after_compute_range": [q.after_compute_range for q in preds],
-                     # the calibrated background the compute was stretched by
-                     "background": preds[0].background if preds else None,
-                     # the first calls' set-up replayed: seconds added per rank
-                     "first_calls": [q.first_calls for q in preds]})
-        r = rows[-1]
-        print(f"{name:>14} {n} ranks: untraced {u:.4f} s (spread {r['spread']:.1%}), "
-              f"recorded {statistics.median(r['recorded']):.4f} s ({r['overhead']:+.1%}; "
-              f"recorder {statistics.median(r['recorder']):.4f} s); errors vs untraced "
-              + " ".join(f"{e:+.1%}" for e in errors) + "; self-check "
-              + " ".join(f"{e:+.1%}" for e in r["self_check"])
-              + ("" if all(r["comparable"]) else " (some not comparable)")
-              + f"; load {load[0]:.1f}", flush=True)
+    return _report([calibrations] + [_row(*r, cal=cal) for r in runs], work, args.json)
+
+
+def _reused(old: Path, work: Path) -> list[dict]:
+    """The rows of a pass (``old``: its JSON) with every recording in ``work`` predicted
+    again (no timeline figures)."""
+    rows = json.loads(old.read_text())
+    out = [r for r in rows if "untraced_runs" not in r]
+    for r in rows:
+        if "untraced_runs" in r:
+            traces = [work / f"{r['app']}-{r['ranks']}-{i}.h5" for i in range(len(r["recorded"]))]
+            out.append(_row(r["ranks"], r["app"], r["untraced_runs"], traces, r["load"],
+                            r["load_after"], cal=work / "machine.h5", figures=False))
+    return out
+
+
+def _row(n, name, untraced, traces, load, load_after, *, cal: Path, figures: bool = True):
+    """A program's row: its recordings predicted, against its untraced runs and themselves."""
+    from minitrace.predict import predict
+    preds = [predict(str(trace), str(cal), timeline=str(trace.with_suffix(".png"))
+                     if figures else None) for trace in traces]
+    u = statistics.median(untraced)
+    errors = [q.predicted_time / u - 1 for q in preds]
+    r = {"app": name, "ranks": n, "untraced": u, "untraced_runs": untraced,
+         "spread": (max(untraced) - min(untraced)) / u,
+         "recorded": [q.recorded_time for q in preds],
+         "recorder": [max(q.recorder_time or [0.0]) for q in preds],
+         "overhead": statistics.median(q.recorded_time for q in preds) / u - 1,
+         "predicted": [q.predicted_time for q in preds], "errors": errors,
+         "self_check": [q.error for q in preds],
+         "without_lost": [q.error_without_lost for q in preds],
+         "as_recorded": [q.error_as_recorded for q in preds],
+         "comparable": [q.comparable for q in preds],
+         "core_share": [min(q.core_share) for q in preds],
+         "in_call_share": [min(q.in_call_share) for q in preds],
+         "load": load, "load_after": load_after,
+         "measured": [q.measured for q in preds],
+         # the parts alike on both sides: the calls' costs replayed as compute in their
+         # calls' parts (the replay's timeline as it is: "replayed_parts")
+         "predicted_parts": [q.predicted_parts or q.predicted for q in preds],
+         "replayed_parts": [q.predicted for q in preds],
+         "modelled_calls": [q.modelled_calls for q in preds],
+         "last_rank": [q.last_rank for q in preds],
+         # the after-compute call cost: seconds added per rank, and the predictions with
+         # one kernel's cost alone (its range)
+         "after_compute": [q.after_compute for q in preds],
+         "after_compute_range": [q.after_compute_range for q in preds],
+         # the calibrated background the compute was stretched by
+         "background": preds[0].background if preds else None,
+         # the first calls' set-up replayed: seconds added per rank
+         "first_calls": [q.first_calls for q in preds]}
+    print(f"{name:>14} {n} ranks: untraced {u:.4f} s (spread {r['spread']:.1%}), "
+          f"recorded {statistics.median(r['recorded']):.4f} s ({r['overhead']:+.1%}; "
+          f"recorder {statistics.median(r['recorder']):.4f} s); errors vs untraced "
+          + " ".join(f"{e:+.1%}" for e in errors) + "; self-check "
+          + " ".join(f"{e:+.1%}" for e in r["self_check"])
+          + ("" if all(r["comparable"]) else " (some not comparable)")
+          + f"; load {load[0]:.1f}", flush=True)
+    return r
+
+
+#: the parts of the self-check, as Prediction.measured and predicted_parts name them
+PARTS = ("compute", "p2p", "waiting", "collectives", "other_mpi")
+
+
+def _parts(r: dict) -> list[float]:
+    """Per part, predicted less measured on each recording's last rank over its recorded time
+    less the recorder's (the self-check's denominator), the median over the recordings."""
+    out = []
+    for part in PARTS:
+        diffs = []
+        for m, q, last, rec, own in zip(r["measured"], r["predicted_parts"], r["last_rank"],
+                                        r["recorded"], r["recorder"]):
+            if part in q:
+                diffs.append((q[part][last] - m[part][last]) / (rec - own))
+        out.append(statistics.median(diffs) if diffs else float("nan"))
+    return out
+
+
+def _report(rows: list[dict], work: Path, json_out: str | None) -> int:
+    """The parts table and the summary line (all recordings counted); ``rows`` to JSON."""
+    print("the last rank's parts, predicted less measured, % of its recorded time (median over "
+          "the recordings):")
+    print(f"{'program':>14} " + " ".join(f"{p:>11}" for p in PARTS))
+    for r in rows[1:]:
+        print(f"{r['app']:>14} " + " ".join(f"{100 * x:+11.2f}" for x in _parts(r)))
     errs = [e for r in rows[1:] for e in r["errors"]]
     checks = [e for r in rows[1:] for e in r["self_check"]]
     own = [e for r in rows[1:] for e in r["without_lost"] if e is not None and e == e]
-    worst = lambda xs: max(xs, key=abs)
+    worst = lambda xs: max(xs, key=abs)      # noqa: E731
     within = sum(abs(e) <= 0.04 for e in errs)
     print(f"{len(errs)} recordings: error vs untraced median {statistics.median(errs):+.1%}, "
           f"worst {worst(errs):+.1%}, {within} within 4%, {sum(e < 0 for e in errs)} low; "
-          f"self-check median {statistics.median(checks):+.1%}, worst {worst(checks):+.1%}"
+          f"self-check median {statistics.median(checks):+.1%}, worst {worst(checks):+.1%}, "
+          f"{sum(abs(e) <= 0.04 for e in checks)} within 4%"
           + (f", without the runs' lost time and the background {statistics.median(own):+.1%}, "
              f"worst {worst(own):+.1%}, {sum(abs(e) <= 0.04 for e in own)} within 4%"
              if own else "") + "; "
           f"load now {os.getloadavg()[0]:.1f}; work dir {work}")
-    if args.json:
-        Path(args.json).write_text(json.dumps(rows, indent=1))
+    if json_out:
+        Path(json_out).write_text(json.dumps(rows, indent=1))
     return 0
 
 
