@@ -8,7 +8,8 @@ Run: nice -n 10 python benchmarks/bench_compress.py [--actions 1000000] [--big 1
        recorded traces (issue 38): bytes/action and compression speed (actions per CPU second
        of compressing and writing the file, as `minitrace compress` does after reading its
        input: the entropy coders run as the file is written; beside it, compress() alone, the
-       figure of sessions 8-12) in every mode, and the replay of the model file against the
+       figure of sessions 8-12) in every mode, the CPU time of reading the input (its
+       actions, once; not in the speeds), and the replay of the model file against the
        exact file's (native replayer, 1 Gf hosts, --compute-rate 1Gf)
      ... --recorded A.h5 ... --old DIR
        also the code in DIR (`git archive COMMIT minitrace | tar -x -C DIR`), each file's modes
@@ -144,11 +145,16 @@ def recorded(path: str, d: str, repeat: int, old: str | None = None) -> dict:
     """One recorded trace: each mode's bytes/action and M actions per CPU second (compressed
     and written; the fastest of ``repeat``), and the model's replay against the exact file's."""
     from minitrace.replay import replay
-    with minitrace.open(path) as t:
-        data = t.data()
+    read = np.inf
+    for _ in range(repeat):
+        c0 = time.thread_time()
+        with minitrace.open(path) as t:
+            data = t.data()
+        read = min(read, time.thread_time() - c0)
     n = len(data.actions)
     row = {"trace": os.path.basename(path), "ranks": data.nranks, "actions": n,
-           "recorded B/action": os.path.getsize(path) / n}
+           "recorded B/action": os.path.getsize(path) / n,
+           "read ms (not in the speeds)": 1e3 * read}
     out = {}
     for mode in MODES:
         out[mode] = os.path.join(d, f"{mode}.h5")
