@@ -500,8 +500,9 @@ def fit(volume: np.ndarray, vrow: np.ndarray, ids: np.ndarray, offsets: np.ndarr
     w[st] = means.ravel()[site * P + vr_s]
     D = np.bincount(ge, weights=np.where(rest, w, 0.0), minlength=len(totals))
     n_rest = np.bincount(ge, weights=rest, minlength=len(totals))
-    ev = epoch[vidx]                # the spread fitted on stretches of epochs (every rank's
-    f = np.flatnonzero(_uniform(spread_draw_keys(ev, ge)) < SPREAD_CALLS / max(nvol, 1))
+    ev = epoch[vidx]                # the spread's fit: every call, or stretches drawn
+    f = np.arange(nvol) if nvol <= SPREAD_CALLS else \
+        np.flatnonzero(_uniform(spread_draw_keys(ev, ge)) < SPREAD_CALLS / nvol)
     next_kind = np.asarray(kinds, np.int64)[av[f].clip(0)] * (av[f] >= 0)
     align = align_keys(ev[f], next_kind, vr[f])
     r = rest[f]
