@@ -287,3 +287,29 @@ def test_one_chunk_dataset_is_h5pys_gzip_dataset(tmp_path, size):
             (ref.compression, ref.compression_opts, ref.chunks, ref.shuffle)
         assert np.array_equal(lean[()], data)
         assert lean.id.read_direct_chunk((0,)) == ref.id.read_direct_chunk((0,))
+
+
+def test_provenance_static_part_made_once_dynamic_part_each_file(tmp_path, monkeypatch):
+    """Files written one after the other by one process: the static provenance (versions,
+    machine, lstopo's XML), made storable once, is the same in both; the command line, the
+    directory and the MPI environment are each file's own."""
+    from minitrace.storage import read_provenance
+    d = TraceBuilder(1)
+    d.add(0, "init")
+    d.add(0, "finalize")
+    data = d.build()
+    monkeypatch.setenv("MPIR_CVAR_FIRST", "1")
+    write_trace(tmp_path / "a.h5", data)
+    monkeypatch.delenv("MPIR_CVAR_FIRST")
+    monkeypatch.setenv("MPIR_CVAR_SECOND", "b\x01c")        # (a control character dropped)
+    (tmp_path / "sub").mkdir()
+    monkeypatch.chdir(tmp_path / "sub")
+    write_trace(tmp_path / "b.h5", data)
+    a, b = read_provenance(str(tmp_path / "a.h5")), read_provenance(str(tmp_path / "b.h5"))
+    assert a["environment"] == {"MPIR_CVAR_FIRST": "1"}
+    assert b["environment"] == {"MPIR_CVAR_SECOND": "bc"}
+    assert a["cwd"] != b["cwd"] == str(tmp_path / "sub")
+    dynamic = {"environment", "cwd", "date", "command_line"}
+    assert {k: v for k, v in a.items() if k not in dynamic} == \
+        {k: v for k, v in b.items() if k not in dynamic}
+    assert {"versions", "hostname", "cpu"} <= set(a)
