@@ -411,9 +411,7 @@ def _self_check(out: Prediction, data, cal: Calibration, timeline: str | None, s
     init_end, fin_start, _ = bounds(data)   # (a rank without the record: its first/last action)
     init_time, fin_time = np.zeros(n), np.zeros(n)
     measured = {p: np.zeros(n) for p in (*PARTS, "other_mpi", "compute_cpu", "descheduled")}
-    coll = K.mask(K.ALL_COLLECTIVES | K.ALL_NEIGHBOR_COLLECTIVES)
-    p2p = K.mask(K.SENDS | K.RECVS | K.SENDRECVS | K.STARTS)
-    waiting = K.mask(K.COMPLETIONS)
+    coll, p2p, waiting = (K.mask(_PART_KINDS[k]) for k in ("collectives", "p2p", "waiting"))
     non_mpi = K.mask(K.NON_MPI)
     reductions = K.mask(K.REDUCTIONS)
     in_call = np.ones(n)
@@ -601,10 +599,8 @@ def _timeline(out: Prediction, data, origin: float, spans, path: str) -> None:
     from ..analysis.plotting import plt, save
     colours = {"compute": "tab:blue", "p2p": "tab:orange", "waiting": "tab:grey",
                "collectives": "tab:red"}
-    masks = {"compute": K.mask({"compute"}), "collectives": K.mask(K.ALL_COLLECTIVES |
-                                                                  K.ALL_NEIGHBOR_COLLECTIVES),
-             "p2p": K.mask(K.SENDS | K.RECVS | K.SENDRECVS | K.STARTS),
-             "waiting": K.mask(K.COMPLETIONS)}
+    masks = {"compute": K.mask({"compute"}),
+             **{part: K.mask(kinds) for part, kinds in _PART_KINDS.items()}}
     n = data.nranks
     fig, ax = plt.subplots(figsize=(11, 1.0 + 0.8 * n))
     for r in range(n):
