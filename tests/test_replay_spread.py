@@ -280,6 +280,46 @@ def test_sites_are_matched_across_ranks_by_their_calls_not_their_order():
     assert (c[loop] ** 2 < 0.2).all()                         # the ranks' correlation kept
 
 
+def test_sites_of_other_calls_on_each_rank_are_matched_by_their_times():
+    """jacobi2d: rank 0's sweep follows an irecv of 0 bytes (its neighbour is PROC_NULL),
+    rank 1's one of 4096, and rank 0 has a one-off site more: neither the calls nor the order
+    match them; the times do (the same sweep starts at the same time on both)."""
+    from minitrace.model import TraceBuilder
+    rng = np.random.default_rng(8)
+    n = 150
+    shared = np.exp(0.3 * rng.standard_normal(n))
+    b = TraceBuilder(2, {"volume_unit": "seconds"})
+    for r in range(2):
+        b.add(r, "init", t_start=0.0, t_end=0.0)
+        if r == 0:
+            b.add(r, "compute", volume=1e-3, t_start=0.0, t_end=1e-3)
+            b.add(r, "bcast", bytes_sent=4, bytes_recv=4, t_start=1e-3, t_end=1e-3)
+        for k in range(n):
+            t = 0.01 + 0.01 * k
+            first, second = (0, 4096) if r == 0 else (4096, 0)
+            b.add(r, "compute", volume=1e-6, t_start=t, t_end=t + 1e-6)
+            b.add(r, "irecv", peer=1 - r, bytes_recv=first, t_start=t, t_end=t)
+            b.add(r, "compute", volume=1e-6, t_start=t + 2e-6, t_end=t + 3e-6)
+            b.add(r, "irecv", peer=1 - r, bytes_recv=second, t_start=t + 3e-6, t_end=t + 3e-6)
+            v = 1e-3 * shared[k] * np.exp(0.02 * rng.standard_normal())
+            b.add(r, "compute", volume=v, t_start=t + 4e-6, t_end=t + 4e-6 + v)
+            b.add(r, "allreduce", bytes_sent=8, bytes_recv=8, t_start=t + 5e-3, t_end=t + 5e-3)
+    data = b.build()
+    rows, site, occ, shape = call_sites(data, shapes=True)
+    vol = data.actions["volume"][rows]
+    sweep = (vol > 1e-4) & (np.bincount(site)[site] >= n - 1)
+    assert len(np.unique(site[sweep])) == 2 and len(np.unique(shape[site[sweep]])) == 1
+    a, b_, c = noise_model(data, "trace").weights
+    assert (c[sweep] ** 2 < 0.2).all()                        # the sweeps' correlation kept
+    # untimed (a model file's), the same sites, matched by their calls, then their order
+    untimed = data.actions.copy()
+    untimed["t_start"] = np.nan
+    data.actions = untimed
+    _, site2, _, shape2 = call_sites(data, shapes=True)
+    assert np.array_equal(site2, site)
+    assert len(np.unique(shape2)) < len(np.unique(site2))
+
+
 def test_computes_alternating_between_the_same_calls_are_sites_of_their_phases():
     """HPCG: 45 us and 110 us computes alternate between the same calls (2.4x apart: one
     volume group); drawn from one law, unaligned between ranks, replicas sat 7% above the
