@@ -108,9 +108,9 @@ MODES = ("exact", "bounded", "model")
 #: mode, its file bytes, best CPU seconds of compress + write and of compress() alone, as one
 #: JSON line; its files stay in the out dir as MODE.TAG.h5.  Both codes run so, each in a
 #: fresh process: a process that has already compressed other files ran the same code up to
-#: 1.3-1.45x as fast on 140-510 k actions (glibc's mmap threshold has grown there: fewer page
-#: faults, counted in the thread's CPU time), which made every --old ratio before session 14
-#: favour this code.
+#: 1.3-1.45x as fast on 140-510 k actions (not measured apart; page faults of fresh memory,
+#: counted in the thread's CPU time, are a likely part), which made every --old ratio before
+#: session 14 favour this code.
 _CHILD = """
 import json, os, sys, time
 import minitrace
