@@ -9,12 +9,14 @@ block is real work: with 2 ranks an all-to-all of 4 MiB blocks out of the caches
 the block).  :func:`in_flops` turns these bytes into work at the calibrated copy rates
 (``Calibration.copies``), by the bytes a copy touches (:func:`copy_seconds`).
 
-A collective whose buffers (the bytes it sends and receives) exceed the calibrated share of the
-caches a rank gets finds them in memory: its own block is copied at the memory's rate, and every
-byte it exchanges with other ranks is read from or written to memory besides its transfer
+A collective whose buffers (the bytes it sends and receives) outgrow the calibrated share of
+the caches a rank gets finds them in memory: its own block is copied at the memory's rate, and
+every byte it exchanges with other ranks is read from or written to memory besides its transfer
 (NPB FT class A, 2 ranks: 32 MiB blocks, 128 MiB of buffers; in a C program of its pattern the
 copy took 5.6 ms, 2.2x the rate of a 4 MiB copy, and the exchange 10.8 ms, the calibrated
-transfer's 5.0 plus the same bytes' trip through memory at the copy's rate; issue 35)."""
+transfer's 5.0 plus the same bytes' trip through memory at the copy's rate; issue 35).  The
+part of them in memory grows smoothly with the buffers (:func:`memory_fraction`), as the
+calibration's copies slow down over a range of working sets, not at one."""
 from __future__ import annotations
 
 from dataclasses import replace
@@ -148,9 +150,9 @@ def work_notes(counts: dict, unit: str, rate, red, copies) -> list[str]:
                 f"({counts['copy_bytes']} B) at {hot:.4g} B/s while source and destination "
                 f"take up to {cold_from // 4} B, {cold:.4g} B/s from {cold_from} B")
         if counts.get("from_memory"):
-            note += (f"; {counts['from_memory']} with buffers beyond a rank's share of the "
-                     f"caches ({copies[3]} B) copy and exchange their blocks from memory at "
-                     f"{copies[4]:.4g} B/s")
+            note += (f"; {counts['from_memory']} with buffers beyond half a rank's share of "
+                     f"the caches ({copies[3]} B) copy and exchange their blocks partly from "
+                     f"memory at {copies[4]:.4g} B/s (all of them beyond twice the share)")
         if counts["copies_missed"]:
             note += f"; {counts['copies_missed']} not modelled (no compute action after them)"
         notes.append(note)
@@ -181,36 +183,59 @@ def copy_seconds(nbytes, copies) -> np.ndarray:
 
 
 def own_block_seconds(data, copies):
-    """(rows, seconds, own-block bytes, from memory, placed): the collectives of ``data`` whose
-    copy of the rank's own block or whose buffers beyond the rank's share of the caches
-    (``copies[3]``, 0: not measured; :func:`from_memory_seconds`) cost the rank work, that work
-    in seconds
-    at the calibrated ``copies`` rates, and whether a compute action follows each on its rank
-    (the work is added to it; every MPI action of a recorded trace has one): what
-    :func:`own_block_copies` adds, and what the prediction's parts count as the collectives'
-    time (the calls' own, replayed as compute)."""
+    """(rows, seconds, own-block bytes, partly from memory, placed): the collectives of ``data``
+    whose copy of the rank's own block or whose buffers beyond part of the rank's share of the
+    caches (``copies[3]``, 0: not measured; :func:`memory_fraction`) cost the rank work, that
+    work in seconds at the calibrated ``copies`` rates, and whether a compute action follows
+    each on its rank (the work is added to it; every MPI action of a recorded trace has one):
+    what :func:`own_block_copies` adds, and what the prediction's parts count as the
+    collectives' time (the calls' own, replayed as compute).  A collective whose buffers are a
+    fraction ``f`` in memory takes ``1 - f`` of its copy's cached time and ``f`` of its time
+    from memory (:func:`from_memory_seconds`)."""
     blocks = block_bytes(data)
     nbytes = own_block_bytes(data, blocks)
     share, memory = (copies[3], copies[4]) if len(copies) > 3 else (0, 0.0)
     sent = data.actions["bytes_sent"].astype(np.int64)
     recv = data.actions["bytes_recv"].astype(np.int64)
-    deep = (blocks > 0) & (sent + recv > share) if share > 0 else \
-        np.zeros(len(nbytes), bool)            # (in place too: its blocks cross memory)
+    fraction = np.where(blocks > 0, memory_fraction(sent + recv, share), 0.0)
+    deep = fraction > 0                        # (in place too: its blocks cross memory)
     rows = np.flatnonzero((nbytes > 0) | deep)
-    deep, nbytes, sent, recv = deep[rows], nbytes[rows], sent[rows], recv[rows]
+    fraction, nbytes, sent, recv = fraction[rows], nbytes[rows], sent[rows], recv[rows]
     seconds = copy_seconds(nbytes, copies)
-    seconds[deep] = from_memory_seconds(nbytes[deep], sent[deep], recv[deep], memory)
+    if deep.any():
+        seconds = (1.0 - fraction) * seconds + \
+            fraction * from_memory_seconds(nbytes, sent, recv, memory)
     after = rows + 1
     last = data.rank_offsets[data.rank_of(rows) + 1]
     kind = data.actions["kind"]
     placed = (after < last) & (kind[np.minimum(after, len(kind) - 1)] == K.code("compute"))
-    return rows, seconds, nbytes, deep, placed
+    return rows, seconds, nbytes, fraction > 0, placed
+
+
+def memory_fraction(buffers, share: int) -> np.ndarray:
+    """Part of a collective's buffers (``buffers``: bytes sent and received) that a rank finds
+    in memory, from its calibrated share of the caches (``share`` bytes, 0: not measured, none).
+
+    calibrate's copies by working set (measure._cache_copies) keep the cache's rate up to a
+    working set, have the memory's from 4x that one, and fall between (2-core VM, six runs of
+    two calibrations: 13.0-13.7 GB/s at 32 MiB a rank, 8.2-11.9 at 64, 6.1-7.1 at 128);
+    ``share`` is the working set where the rate crosses the geometric middle of the two, to
+    within the calibration's step of 2x (calibration.cache_share: 32 MiB in one of those
+    calibrations, 64 in the other).  So the part in memory rises from 0 at half the share to
+    all of it at twice the share, linearly in the log of the buffers' bytes (a half at the
+    share itself): a step at the share gave two ranks of NPB IS, 33.63 and 33.48 MB of
+    buffers about a 33.55 MB share, 2.7 and 0.6 ms of the same all-to-allv (issue 35)."""
+    buffers = np.asarray(buffers, dtype=float)
+    if share <= 0:
+        return np.zeros(buffers.shape)
+    where = np.log(np.maximum(buffers, 1.0) / (share / 2.0)) / np.log(4.0)
+    return np.clip(where, 0.0, 1.0)
 
 
 def own_block_copies(data, actions, copies, rate: float) -> dict:
     """Add each collective's copy of the rank's own block (:mod:`minitrace.replay.work`) as work
-    to the compute action after it, and for a collective whose buffers exceed the rank's share
-    of the caches (``copies[3]``, 0: not measured) its blocks' trips through memory
+    to the compute action after it, and for a collective whose buffers outgrow half the rank's
+    share of the caches (``copies[3]``, 0: not measured) its blocks' trips through memory
     (:func:`own_block_seconds`); returns the counts of what was copied (:func:`work_notes`)."""
     rows, seconds, nbytes, deep, ok = own_block_seconds(data, copies)
     if not len(rows):
