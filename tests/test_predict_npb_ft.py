@@ -81,7 +81,7 @@ def test_collective_buffers_beyond_the_share_copy_and_exchange_from_memory():
     from minitrace.replay.work import copy_seconds, own_block_copies
     hot, cold, l2, share, memory = 30e9, 13e9, 2 << 20, 64 << 20, 6.5e9
     comp = K.code("compute")
-    for block, deep in ((32 << 20, True), (8 << 20, False)):  # buffers 128 MiB / 32 MiB
+    for block, deep in ((32 << 20, True), (4 << 20, False)):  # buffers 128 MiB / 16 MiB
         data = _block_trace(block)
         a = data.actions.copy()
         counts = own_block_copies(data, a, (hot, cold, l2, share, memory), 1.0)
@@ -93,7 +93,7 @@ def test_collective_buffers_beyond_the_share_copy_and_exchange_from_memory():
         assert counts["from_memory"] == (2 if deep else 0) and counts["copies"] == 2
     # in place: no own block to copy, but the blocks still cross memory (the same traffic:
     # the own block's part of the buffer is read and written in place)
-    for block, deep in ((32 << 20, True), (8 << 20, False)):
+    for block, deep in ((32 << 20, True), (4 << 20, False)):
         data = _block_trace(block, flags=K.FLAG_IN_PLACE)
         a = data.actions.copy()
         counts = own_block_copies(data, a, (hot, cold, l2, share, memory), 1.0)

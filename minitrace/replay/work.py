@@ -9,13 +9,14 @@ block is real work: with 2 ranks an all-to-all of 4 MiB blocks out of the caches
 the block).  :func:`in_flops` turns these bytes into work at the calibrated copy rates
 (``Calibration.copies``), by the bytes a copy touches (:func:`copy_seconds`).
 
-A collective whose buffers (the bytes it sends and receives) outgrow the calibrated share of
-the caches a rank gets finds them in memory: its own block is copied at the memory's rate, and
-every byte it exchanges with other ranks is read from or written to memory besides its transfer
+A collective whose working set (the bytes it sends and receives, and the arrays they are packed
+from and unpacked into) outgrows the calibrated share of the caches a rank gets finds its
+buffers in memory: its own block is copied at the memory's rate, and every byte it exchanges
+with other ranks is read from or written to memory besides its transfer
 (NPB FT class A, 2 ranks: 32 MiB blocks, 128 MiB of buffers; in a C program of its pattern the
 copy took 5.6 ms, 2.2x the rate of a 4 MiB copy, and the exchange 10.8 ms, the calibrated
 transfer's 5.0 plus the same bytes' trip through memory at the copy's rate; issue 35).  The
-part of them in memory grows smoothly with the buffers (:func:`memory_fraction`), as the
+part of them in memory grows smoothly with the working set (:func:`memory_fraction`), as the
 calibration's copies slow down over a range of working sets, not at one."""
 from __future__ import annotations
 
@@ -150,9 +151,9 @@ def work_notes(counts: dict, unit: str, rate, red, copies) -> list[str]:
                 f"({counts['copy_bytes']} B) at {hot:.4g} B/s while source and destination "
                 f"take up to {cold_from // 4} B, {cold:.4g} B/s from {cold_from} B")
         if counts.get("from_memory"):
-            note += (f"; {counts['from_memory']} with buffers beyond half a rank's share of "
-                     f"the caches ({copies[3]} B) copy and exchange their blocks partly from "
-                     f"memory at {copies[4]:.4g} B/s (all of them beyond twice the share)")
+            note += (f"; {counts['from_memory']} with buffers beyond a quarter of a rank's "
+                     f"share of the caches ({copies[3]} B) copy and exchange their blocks partly "
+                     f"from memory at {copies[4]:.4g} B/s (all of them from the share)")
         if counts["copies_missed"]:
             note += f"; {counts['copies_missed']} not modelled (no compute action after them)"
         notes.append(note)
@@ -184,7 +185,7 @@ def copy_seconds(nbytes, copies) -> np.ndarray:
 
 def own_block_seconds(data, copies):
     """(rows, seconds, own-block bytes, partly from memory, placed): the collectives of ``data``
-    whose copy of the rank's own block or whose buffers beyond part of the rank's share of the
+    whose copy of the rank's own block or whose working set beyond half the rank's share of the
     caches (``copies[3]``, 0: not measured; :func:`memory_fraction`) cost the rank work, that
     work in seconds at the calibrated ``copies`` rates, and whether a compute action follows
     each on its rank (the work is added to it; every MPI action of a recorded trace has one):
@@ -197,7 +198,7 @@ def own_block_seconds(data, copies):
     share, memory = (copies[3], copies[4]) if len(copies) > 3 else (0, 0.0)
     sent = data.actions["bytes_sent"].astype(np.int64)
     recv = data.actions["bytes_recv"].astype(np.int64)
-    fraction = np.where(blocks > 0, memory_fraction(sent + recv, share), 0.0)
+    fraction = np.where(blocks > 0, memory_fraction(working_set(sent, recv), share), 0.0)
     deep = fraction > 0                        # (in place too: its blocks cross memory)
     rows = np.flatnonzero((nbytes > 0) | deep)
     fraction, nbytes, sent, recv = fraction[rows], nbytes[rows], sent[rows], recv[rows]
@@ -212,9 +213,22 @@ def own_block_seconds(data, copies):
     return rows, seconds, nbytes, fraction > 0, placed
 
 
-def memory_fraction(buffers, share: int) -> np.ndarray:
-    """Part of a collective's buffers (``buffers``: bytes sent and received) that a rank finds
-    in memory, from its calibrated share of the caches (``share`` bytes, 0: not measured, none).
+def working_set(sent, recv) -> np.ndarray:
+    """Bytes a rank streams about a collective that sends ``sent`` and receives ``recv`` bytes:
+    its two buffers and the data it packed into the send buffer (as large; the receive buffer
+    is read where it is, or unpacked, which the trace does not say).  In a C all-to-all on 2
+    ranks that packs its blocks from a matrix and reads the received ones in place
+    (benchmarks/alltoall_parts.c, the pattern of benchmarks/apps/transpose.c; loaded 2.6-3.1,
+    session 14), 4, 8 and 16 MiB blocks took 1.36, 4.12 and 8.60 ms; the replay's transfer and
+    memory term on this working set give 1.29, 3.55 and 8.50 ms, on the buffers alone 0.98,
+    2.94 and 8.50, on the buffers and an unpacked copy too 1.50, 3.97 and 8.50 (calibration
+    /tmp/i13/acc/F of session 13: a share of 32 MiB)."""
+    return 2.0 * np.asarray(sent, dtype=float) + np.asarray(recv, dtype=float)
+
+
+def memory_fraction(nbytes, share: int) -> np.ndarray:
+    """Part of a working set of ``nbytes`` (:func:`working_set`) that a rank finds in memory,
+    from its calibrated share of the caches (``share`` bytes, 0: not measured, none).
 
     calibrate's copies by working set (measure._cache_copies) keep the cache's rate up to a
     working set, have the memory's from 4x that one, and fall between (2-core VM, six runs of
@@ -222,21 +236,22 @@ def memory_fraction(buffers, share: int) -> np.ndarray:
     ``share`` is the working set where the rate crosses the geometric middle of the two, to
     within the calibration's step of 2x (calibration.cache_share: 32 MiB in one of those
     calibrations, 64 in the other).  So the part in memory rises from 0 at half the share to
-    all of it at twice the share, linearly in the log of the buffers' bytes (a half at the
-    share itself): a step at the share gave two ranks of NPB IS, 33.63 and 33.48 MB of
-    buffers about a 33.55 MB share, 2.7 and 0.6 ms of the same all-to-allv (issue 35)."""
-    buffers = np.asarray(buffers, dtype=float)
+    all of it at twice the share, linearly in the log of the bytes (a half at the share
+    itself): a step at the share of the buffers gave two ranks of NPB IS, 33.63 and 33.48 MB
+    of buffers about a 33.55 MB share, 2.7 and 0.6 ms of the same all-to-allv (issue 35)."""
+    nbytes = np.asarray(nbytes, dtype=float)
     if share <= 0:
-        return np.zeros(buffers.shape)
-    where = np.log(np.maximum(buffers, 1.0) / (share / 2.0)) / np.log(4.0)
+        return np.zeros(nbytes.shape)
+    where = np.log(np.maximum(nbytes, 1.0) / (share / 2.0)) / np.log(4.0)
     return np.clip(where, 0.0, 1.0)
 
 
 def own_block_copies(data, actions, copies, rate: float) -> dict:
     """Add each collective's copy of the rank's own block (:mod:`minitrace.replay.work`) as work
-    to the compute action after it, and for a collective whose buffers outgrow half the rank's
-    share of the caches (``copies[3]``, 0: not measured) its blocks' trips through memory
-    (:func:`own_block_seconds`); returns the counts of what was copied (:func:`work_notes`)."""
+    to the compute action after it, and for a collective whose working set (:func:`working_set`)
+    outgrows half the rank's share of the caches (``copies[3]``, 0: not measured) its blocks'
+    trips through memory (:func:`own_block_seconds`); returns the counts of what was copied
+    (:func:`work_notes`)."""
     rows, seconds, nbytes, deep, ok = own_block_seconds(data, copies)
     if not len(rows):
         return {}
