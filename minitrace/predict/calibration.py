@@ -789,7 +789,7 @@ def summary(cal: Calibration, path: str) -> str:
                      f"{cal.copy_rates[1] / 1e9:.3g} GB/s from {cal.cold_from} B"
                      + (f"; {cal.memory_copy_rate / 1e9:.3g} GB/s from memory, beyond a share of "
                         f"the caches of {cal.cache_share >> 20} MiB a rank (collectives whose "
-                        f"buffers exceed it)" if cal.cache_share else ""))
+                        f"working set outgrows it)" if cal.cache_share else ""))
     if cal.kernels:
         lines.append("  kernel set (per CPU second; per wall second): " + "; ".join(
             f"{k} {v['cpu_rate']:.4g}; {v['wall_rate']:.4g} {v['unit']}/s"
