@@ -159,9 +159,11 @@ def _model_times(data, ids, group, ts, te, timed: bool, precision: float) -> dic
     prev_end[1:] = te[:-1]
     prev_end[V.rank_starts(data.rank_offsets)] = np.nan
     stats = V.group_stats(ids, group, {"duration": te - ts, "gap": ts - prev_end})
-    for col in STAT_CODES:
-        stats[col] = V.from_codes(V.log_codes(stats[col].to_numpy(), precision), precision)
-    return {"stats": stats}
+    coded = V.from_codes(V.log_codes(np.concatenate([stats[c] for c in STAT_CODES]),
+                                     precision), precision)     # (at once: ~20 us a call)
+    for col, values in zip(STAT_CODES, np.split(coded, len(STAT_CODES))):
+        stats[col] = values
+    return {"stats": pd.DataFrame(stats)}
 
 
 #: Model statistics stored as log codes (volumes.log_codes at the model's precision, 1-2 bytes
