@@ -159,11 +159,14 @@ def test_class_quantiles_are_numpys_bit_for_bit():
     assert E.class_quantiles(np.zeros(0), [], E.SPREAD_GRID).shape == (0, E.NOISE_QUANTILES)
 
 
-def test_class_rho_is_each_class_alone_bit_for_bit():
+@pytest.mark.parametrize("distinct_keys", [E.DISTINCT_KEYS, 0])
+def test_class_rho_is_each_class_alone_bit_for_bit(monkeypatch, distinct_keys):
     """The spread's shared part, every size class in one pass: each class's own, bit for bit:
     its values' normal scores by rank (ties by place), grouped by key within the class, rho =
     (E[group mean ** 2] - E[1 / k]) / (1 - E[1 / k]) over the calls of groups of k > 1, in
-    [0, 1]; 0 for a class with none.  Ties, negative zeros, keys shared across classes."""
+    [0, 1]; 0 for a class with none.  Ties, negative zeros, keys shared across classes.  Both
+    orderings: (class, value, place) as one int64 key, and the stable sort where it is not."""
+    monkeypatch.setattr(E, "DISTINCT_KEYS", distinct_keys)
     rng = np.random.default_rng(38)
     for trial in range(300):
         sizes = rng.integers(0, 60, rng.integers(1, 7))
