@@ -1,21 +1,23 @@
 """Noise for replicas: each replica draws every compute action's volume from a distribution, so
 that replaying many replicas gives an interval of run times instead of one number.
 
-Two sources, one idea: a compute action belongs to a **call site** (its rank and the MPI call
-that ends it: its kind and bytes) and to an **iteration** (its
-occurrence number at that site: the k-th time a rank computes between the same two calls is
-the k-th iteration of the loop around them).
+Two sources, one idea: a compute action belongs to a **call site** (its rank and the MPI
+calls around it: :func:`call_sites`) and to an **iteration** (its occurrence number at that
+site: the k-th time a rank computes between the same two calls is the k-th iteration of the
+loop around them).  A site's **shape** is the same computation on every rank (matched by
+time, calls and order: :func:`_shapes`).
 
 * ``trace``: the trace's own volumes.  A replica first draws the law of each (rank, call site)
   with its estimation uncertainty (:mod:`.volume_law`: a Bayesian bootstrap of the site's
   volumes with a generalized Pareto tail refitted to each draw, so replicas may exceed the
   recorded maximum), then each action's volume from it, through a Gaussian copula whose
-  latent value is
-  ``a G[k] + b H[node, k] + c E``: G shared by every rank in iteration k, H by the ranks of one
-  node, E the action's own.  ``a^2`` and ``a^2 + b^2`` are the correlations measured between
-  ranks on different nodes and on the same node (normal scores of the same site and
-  iteration); a correlation below three standard errors is not supported by the data and set
-  to 0.  With all of them 0 the actions of a replica are independent draws of its laws.
+  latent value is ``a G[s, k] + b H[node, s, k] + c E``: G shared by every rank at shape s in
+  iteration k, H by the ranks of one node, E the action's own.  ``a^2`` and ``a^2 + b^2`` are
+  the correlations measured between ranks on different nodes and on the same node (normal
+  scores of the same shape and iteration), each shape's own where it has SITE_PAIRS pairs,
+  else the one over all shapes; a correlation below three standard errors is not supported
+  by the data and set to 0.  With all of them 0 the actions of a replica are independent
+  draws of its laws.
 * a **variability benchmark** file (``/bench/variability``, docs/BENCH.md): its per-rank,
   per-iteration times, rescaled to the application: a replica draws one benchmark iteration
   (a row: every rank at once, so the benchmark's correlations between ranks and nodes are kept
@@ -30,8 +32,8 @@ the k-th iteration of the loop around them).
   same copula, with the correlations between ranks the run supports.
 * ``none``: the volumes as recorded (every replica is the plain replay).
 
-Successive iterations are drawn independently in both (said in :attr:`NoiseModel.assumptions`,
-with the lag-1 autocorrelation the trace shows)."""
+Successive iterations and different shapes are drawn independently (said in
+:attr:`NoiseModel.assumptions`, with the lag-1 autocorrelation the trace shows)."""
 from __future__ import annotations
 
 import os
@@ -106,54 +108,97 @@ def call_sites(data, shapes: bool = False):
     first = np.full(int(base.max()) + 1, np.iinfo(np.int64).max)
     np.minimum.at(first, base, site)
     kid = _row_ids(*key[:, 1:].T, site - first[base])
-    return rows, site, occ, _shapes(site, occ, rank, kid, a["t_start"][rows])
+    return rows, site, occ, _shapes(site, occ, rank, kid, a["t_start"][rows], vol)
 
 
-def _shapes(site, occ, rank, kid, t) -> np.ndarray:
-    """Per site, an id shared by the same computation on every rank: each rank's site is
-    matched with a site of the previous rank of as many occurrences, the one whose
-    occurrences started closest in time (median over occurrences), else of the same calls
-    (``kid``), else nearest in order.  By the calls alone, jacobi2d's sweep ended at an irecv
-    of 0 bytes on rank 0 (its neighbour PROC_NULL) and of 4096 on rank 1; by order alone, a
-    rank with one site more (HPCG's rank 0) had every later one matched with another."""
+#: Sites whose occurrences started within this share of their period (median, each rank's
+#: time from its first compute) are the same computation on two ranks.
+SAME_TIME = 0.25
+
+
+def _shapes(site, occ, rank, kid, t, vol) -> np.ndarray:
+    """Per site, an id shared by the same computation on every rank: each rank's site of
+    WARM_MIN_SITE occurrences or more is matched with one of the previous rank of about as
+    many (within 2%) and of a median volume within SITE_GAP of its own, preferring the one of
+    the same calls (``kid``), then one that runs at the same time (its occurrences started within SAME_TIME of a period of this one's, each
+    rank's time from its first compute), then the nearest in time, then in order (one
+    assignment, scipy's ``linear_sum_assignment``, of the sites the calls leave).  By the
+    calls alone, jacobi2d's sweep
+    ended at an irecv of 0 bytes on rank 0 (its neighbour PROC_NULL) and of 4096 on rank 1; by
+    order alone, a rank with one site more (HPCG's rank 0) had every later one matched with
+    another; by absolute time first, ranks on two nodes' clocks, or out of step by a share of
+    an iteration, swapped sites of the same calls; by the calls first, whatever the volumes,
+    jacobi2d's 120 us sweep on rank 1 was matched with a 1 us compute of rank 0."""
+    from scipy.optimize import linear_sum_assignment
     nsites = int(site.max()) + 1
     owner = np.zeros(nsites, np.int64)
     owner[site] = rank
     count = np.bincount(site, minlength=nsites)
     skey = np.zeros(nsites, np.int64)
     skey[site] = kid
-    order = np.zeros(nsites, np.int64)           # place among the rank's sites
-    by = np.lexsort((np.arange(nsites), owner))
-    o = owner[by]
-    start = np.r_[0, np.flatnonzero(o[1:] != o[:-1]) + 1]
-    order[by] = np.arange(nsites) - np.repeat(start, np.diff(np.r_[start, nsites]))
-    timed = np.isfinite(t).all() and np.ptp(t) > 0 if len(t) else False
     srt = np.lexsort((occ, site))                # rows by site, then occurrence
     first = np.r_[0, np.cumsum(count)[:-1]]
+    by_volume = np.lexsort((vol, site))
+    median = np.zeros(nsites)
+    has = count > 0
+    median[has] = vol[by_volume[first[has] + count[has] // 2]]
+    timed = bool(len(t)) and bool(np.isfinite(t).all()) and np.ptp(t) > 0
+    if timed:
+        origin = np.full(int(rank.max()) + 1, np.inf)
+        np.minimum.at(origin, rank, t)
+        t = t - origin[rank]
+        steps = np.diff(t[srt])
+        period = np.ones(nsites)
+        for x in np.flatnonzero(count >= 2):
+            period[x] = max(float(np.median(steps[first[x]:first[x] + count[x] - 1])), 1e-12)
+    eligible = np.flatnonzero(count >= WARM_MIN_SITE)
+    by_rank = eligible[np.argsort(owner[eligible], kind="stable")]
+    bounds = np.r_[0, np.flatnonzero(np.diff(owner[by_rank])) + 1, len(by_rank)]
+    groups = [by_rank[b:e] for b, e in zip(bounds[:-1], bounds[1:]) if e > b]
     parent = np.arange(nsites)
-    ranks = np.unique(owner[count > 0])
-    for prev, r in zip(ranks[:-1], ranks[1:]):
-        mine = np.flatnonzero((owner == r) & (count > 0))
-        theirs = np.flatnonzero((owner == prev) & (count > 0))
-        for n in np.intersect1d(count[mine], count[theirs]):
-            a, b = mine[count[mine] == n], theirs[count[theirs] == n]
+    for theirs, mine in zip(groups[:-1], groups[1:]):
+        # the same calls and about as many occurrences: matched at once (most sites of an
+        # SPMD code); the assignment below would pick them first too
+        _, i, j = np.intersect1d(skey[mine], skey[theirs], assume_unique=True,
+                                 return_indices=True)
+        near = (np.abs(count[mine[i]] - count[theirs[j]]) <= np.maximum(1, count[mine[i]] // 50)) \
+            & _alike(median[mine[i]], median[theirs[j]])
+        parent[mine[i[near]]] = parent[theirs[j[near]]]
+        mine = np.delete(mine, i[near])
+        theirs = np.delete(theirs, j[near])
+        if not len(mine) or not len(theirs):
+            continue
+        place = np.arange(len(mine)) / len(mine)
+        their_place = np.arange(len(theirs)) / len(theirs)
+        cost = np.full((len(mine), len(theirs)), np.inf)
+        for i, a in enumerate(mine):
+            ok = (np.abs(count[theirs] - count[a]) <= max(1, count[a] // 50)) \
+                & _alike(median[theirs], median[a])
+            if not ok.any():
+                continue
+            b = theirs[ok]
+            gap = np.ones(len(b))
             if timed:
-                tb = t[srt[first[b][:, None] + np.arange(n)]]
-                gap = np.array([np.median(np.abs(t[srt[first[i] + np.arange(n)]] - tb), axis=1)
-                                for i in a])
-            else:
-                gap = np.zeros((len(a), len(b)))
-            cost = np.stack([gap, skey[a][:, None] != skey[b][None, :],
-                             np.abs(order[a][:, None] - order[b][None, :])], -1)
-            pairs = np.lexsort(cost.reshape(-1, 3).T[::-1])
-            used_a, used_b = set(), set()
-            for i, j in zip(*np.unravel_index(pairs, gap.shape)):
-                if i not in used_a and j not in used_b:
-                    used_a.add(i)
-                    used_b.add(j)
-                    parent[a[i]] = parent[b[j]]
+                m = int(min(count[a], count[b].min()))
+                tb = t[srt[first[b][:, None] + np.arange(m)]]
+                gap = np.median(np.abs(t[srt[first[a] + np.arange(m)]] - tb), axis=1) / period[a]
+            cost[i, ok] = (8.0 * (skey[b] != skey[a]) + 4.0 * (gap > SAME_TIME)
+                           + 2.0 * np.minimum(gap, 1.0) + np.abs(place[i] - their_place[ok]))
+        finite = np.isfinite(cost)
+        if not finite.any():
+            continue
+        rows, cols = linear_sum_assignment(np.where(finite, cost, 1e9))
+        for i, j in zip(rows, cols):
+            if finite[i, j]:
+                parent[mine[i]] = parent[theirs[j]]
     _, out = np.unique(parent, return_inverse=True)
     return out.ravel()
+
+
+def _alike(x: np.ndarray, y) -> np.ndarray:
+    """Volumes within SITE_GAP of each other (both 0: alike)."""
+    hi, lo = np.maximum(x, y), np.minimum(x, y)
+    return hi <= SITE_GAP * lo
 
 
 def _row_ids(*columns: np.ndarray) -> np.ndarray:
@@ -373,7 +418,7 @@ def _copula(score, site, occ, rank, node, shape, known_nodes: bool, what: str,
     pairs, as a dict; over all sites, HPCG's 0.59 was mostly its many small
     sites', its big ones' 0.88-0.97, and replicas drawn with 0.59 sat 5% above the plain
     replay (correlation 1: 1% below)."""
-    pooled, sites, lag1, n_lag = _correlations(score, site, occ, rank, node, shape)
+    pooled, sites, lag1, n_lag = _correlations(score, site, occ, rank, node, shape, per_site)
     r_node, n_node, r_other, n_other = pooled
     notes = []
     between = "between ranks of one node in an iteration" + \
@@ -582,28 +627,35 @@ def _tail_note(sites: SiteVolumes) -> str:
     return out + few_note
 
 
-def _correlations(score, site, occ, rank, node, shape):
+def _correlations(score, site, occ, rank, node, shape, per_site: bool = False):
     """Correlations of normal scores between ranks at the same (call site, iteration), over
-    all sites and per site, each as (r within a node, pairs, r between nodes, pairs); and
-    lag-1 within a site.  Sites are matched across ranks by their ``shape`` (:func:`call_sites`):
-    matched by their order instead, a rank with one site more than the other compared every
-    later site with another one (HPCG: 0.05 for 0.9)."""
+    all sites and (``per_site``) per site, each as (r within a node, pairs, r between nodes,
+    pairs); and lag-1 within a site.  Sites are matched across ranks by their ``shape``
+    (:func:`call_sites`): matched by their order instead, a rank with one site more than the
+    other compared every later site with another one (HPCG: 0.05 for 0.9).  Only (shape,
+    iteration) columns that two ranks or more hold are kept: unmatched sites' own columns
+    had grown the matrix toward ranks x rows (1.6 GB at 64 ranks)."""
     ranks = np.unique(rank)
     if len(ranks) > _CORR_RANKS:
         ranks = np.sort(np.random.default_rng(0).choice(ranks, _CORR_RANKS, replace=False))
     keep = np.isin(rank, ranks)
+    width = int(occ.max()) + 1
+    key = shape[site] * width + occ
+    ukey, kc, held = np.unique(key[keep], return_inverse=True, return_counts=True)
+    shared = held[kc.ravel()] >= 2            # (a rank holds a (shape, iteration) once)
+    keep[np.flatnonzero(keep)[~shared]] = False
     ci = np.searchsorted(ranks, rank[keep])
     # one column per (site shape, iteration), one row per rank
-    width = int(occ.max()) + 1
-    key = shape[site[keep]] * width + occ[keep]
-    ukey, kc = np.unique(key, return_inverse=True)
+    ukey, kc = np.unique(key[keep], return_inverse=True)
     M = np.full((len(ranks), len(ukey)), np.nan)
     M[ci, kc.ravel()] = score[keep]
     nd = node[ranks]
-    col_site = ukey // width
-    bounds = np.r_[0, np.flatnonzero(np.diff(col_site)) + 1, len(col_site)]
-    per_site = {int(col_site[b]): _pair_means(M[:, b:e], nd)
-                for b, e in zip(bounds[:-1], bounds[1:])}
+    sites = {}
+    if per_site and len(ukey):
+        col_site = ukey // width
+        bounds = np.r_[0, np.flatnonzero(np.diff(col_site)) + 1, len(col_site)]
+        sites = {int(col_site[b]): _pair_means(M[:, b:e], nd)
+                 for b, e in zip(bounds[:-1], bounds[1:])}
     # lag-1: the same rank and site, iterations k and k+1
     o = np.lexsort((occ, site))
     s, sc = site[o], score[o]
@@ -611,7 +663,7 @@ def _correlations(score, site, occ, rank, node, shape):
     n_lag = int(nb.sum())
     lag1 = float(np.corrcoef(sc[:-1][nb], sc[1:][nb])[0, 1]) if n_lag >= 3 and \
         sc[:-1][nb].std() > 0 and sc[1:][nb].std() > 0 else 0.0
-    return _pair_means(M, nd), per_site, lag1, n_lag
+    return _pair_means(M, nd), sites, lag1, n_lag
 
 
 def _pair_means(M: np.ndarray, nd: np.ndarray) -> tuple[float, int, float, int]:
