@@ -487,7 +487,7 @@ def fit(volume: np.ndarray, vrow: np.ndarray, ids: np.ndarray, offsets: np.ndarr
     vr = rank[vidx]
     vol = volume[vidx]
     vids = ids[vidx]
-    _, kind_of_sig = np.unique(np.asarray(kinds, np.int64), return_inverse=True)
+    _, kind_of_sig = V.dense_unique(np.asarray(kinds, np.int64))
     tail = tail_calls(vol, kind_of_sig[vids], len(ids) // TAIL_EVERY)
     rest = ~tail
     gepoch = epoch_offsets[rank] + epoch
@@ -505,7 +505,7 @@ def fit(volume: np.ndarray, vrow: np.ndarray, ids: np.ndarray, offsets: np.ndarr
     tr = rest[tm]
     template_means = _means(row[tr], vr_t[tr], vol[tm][tr], int(t_length.sum()), P)
     bv, av = neighbours(ids, offsets, vidx, vr)
-    uniq, site = np.unique(site_keys(vids[st], bv[st], av[st], nsig), return_inverse=True)
+    uniq, site = _sorted_groups(site_keys(vids[st], bv[st], av[st], nsig))
     sr = rest[st]
     means = _means(site[sr], vr_s[sr], vol[st][sr], len(uniq), P)
     n = nsig + 1
