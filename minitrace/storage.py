@@ -36,9 +36,13 @@ from .checked import check_heaps, corrupt
 from .outputs import check_output_file, replacing_path, write_error
 
 FORMAT_NAME = "minitrace"
-FORMAT_VERSION = 3   # 2: the compressed form of /trace (minitrace.compress); 3: with arrays
+FORMAT_VERSION = 4   # 2: the compressed form of /trace (minitrace.compress); 3: with arrays
 #                      coded in contexts (compress/context_rans.py: bounded files since session
-#                      13), which readers of version 2 took for missing arrays
+#                      13), which readers of version 2 took for missing arrays; 4: model
+#                      files' spread as codes (model/spread_code, session 14), which readers of
+#                      version 3 took for a model without its tables
+#: The version of a compressed file holding context-coded arrays (and no model spread codes).
+CONTEXT_VERSION = 3
 #: The version of a compressed file without context-coded arrays: version 2 readers open it.
 COMPRESSED_VERSION = 2
 #: The version written into files without the compressed form: their layout is version 1's, so
@@ -303,8 +307,9 @@ def new_file(path, meta: dict | None = None, version: int = PLAIN_VERSION, libve
     meta : dict, optional
         Root attributes (a trace's metadata).
     version : int
-        ``COMPRESSED_VERSION`` or ``FORMAT_VERSION`` for the compressed form (the latter
-        with context-coded arrays), else ``PLAIN_VERSION``.
+        ``COMPRESSED_VERSION``, ``CONTEXT_VERSION`` (with context-coded arrays) or
+        ``FORMAT_VERSION`` (model spread codes) for the compressed form, else
+        ``PLAIN_VERSION``.
     libver : str or tuple, optional
         h5py's bounds on the HDF5 file format (default: the earliest that holds the file).
     create : callable, optional
