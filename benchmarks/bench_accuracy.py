@@ -245,6 +245,8 @@ def _row(n, name, untraced, traces, load, load_after, *, cal: Path, figures: boo
          "spread": (max(untraced) - min(untraced)) / u,
          "recorded": [q.recorded_time for q in preds],
          "recorder": [max(q.recorder_time or [0.0]) for q in preds],
+         "recorder_last": [q.recorder_time[q.last_rank] if q.recorder_time else 0.0
+                           for q in preds],
          "overhead": statistics.median(q.recorded_time for q in preds) / u - 1,
          "predicted": [q.predicted_time for q in preds], "errors": errors,
          "self_check": [q.error for q in preds],
@@ -285,12 +287,13 @@ PARTS = ("compute", "p2p", "waiting", "collectives", "other_mpi")
 
 def _parts(r: dict) -> list[float]:
     """Per part, predicted less measured on each recording's last rank over its recorded time
-    less the recorder's (the self-check's denominator), the median over the recordings."""
+    less the last rank's recorder time (the self-check's denominator; passes stored before
+    session 14's review: the largest rank's), the median over the recordings."""
     out = []
     for part in PARTS:
         diffs = []
         for m, q, last, rec, own in zip(r["measured"], r["predicted_parts"], r["last_rank"],
-                                        r["recorded"], r["recorder"]):
+                                        r["recorded"], r.get("recorder_last", r["recorder"])):
             if part in q:
                 diffs.append((q[part][last] - m[part][last]) / (rec - own))
         out.append(statistics.median(diffs) if diffs else float("nan"))

@@ -275,7 +275,8 @@ def raw_layout_header() -> str:
                "MT_MAGIC": '"' + layout["MAGIC"].decode() + '"',
                "MT_HEADER_BYTES": layout["HEADER_BYTES"],
                "MT_CHUNK_BYTES": layout["CHUNK_BYTES"],
-               "MT_CONT_WORDS": layout["CONT_WORDS"]}
+               "MT_CONT_WORDS": layout["CONT_WORDS"],
+               "MT_GATE_NS": layout["CPU_READ_GATE_NS"]}
     for table, prefix in (("INTERNAL", "MT_INTERNAL_"), ("VOLUMES", "MT_VOLUME_"),
                           ("CLOCKS", "MT_CLOCK_")):
         defines.update({prefix + name.upper(): code for name, code in layout[table].items()})

@@ -34,7 +34,6 @@
 
 #define MT_SLOTS (MT_CHUNK_BYTES / sizeof(mt_rec))
 #define MT_MAX_COMMS 65536
-#define MT_GATE_NS 50000 /* cputime mode: read the thread CPU clock only across gaps > 50 us */
 #define MT_READ_CAP_NS 20000 /* a clock read takes 1-4 us: one that took longer lost its core */
 
 _Static_assert(sizeof(mt_file_hdr) <= MT_HEADER_BYTES, "the header fits its page");

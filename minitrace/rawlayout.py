@@ -33,6 +33,10 @@ INTERNAL = {"resolve": 252, "string": 253, "commdef": 254, "cont": 255}
 VOLUMES = {"auto": 3, "instructions": 2, "cputime": 1, "walltime": 0}
 #: Codes of the header's ``clock``.
 CLOCKS = {"monotonic": 0, "tsc": 1}
+#: cputime volumes: the shim reads the thread CPU clock only across gaps (since the last call,
+#: and a call's own duration) longer than this (ns; C: ``MT_GATE_NS``); the prediction's
+#: self-check places the recorder's reads by it.
+CPU_READ_GATE_NS = 50000
 
 _NUMPY = {"uint8_t": "u1", "uint16_t": "u2", "uint32_t": "u4", "uint64_t": "u8",
           "int32_t": "i4", "int64_t": "i8"}

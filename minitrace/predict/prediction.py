@@ -40,6 +40,7 @@ from ..collectives import library_of
 from . import after_compute, call_costs, first_calls as first_calls_
 from .calibration import Calibration, load, node_share
 from .first_calls import with_first_calls
+from ..rawlayout import CPU_READ_GATE_NS
 from ..replay.run_to_run import bounds
 from ..errors import MinitraceError
 
@@ -59,8 +60,8 @@ _CATEGORY = {"compute": "compute", "p2p": "point-to-point", "waiting": "waiting"
 _PART_KINDS = {"collectives": K.ALL_COLLECTIVES | K.ALL_NEIGHBOR_COLLECTIVES,
                "p2p": K.SENDS | K.RECVS | K.SENDRECVS | K.STARTS, "waiting": K.COMPLETIONS}
 #: the recorder reads the thread CPU clock at a call's entry after a gap, and at its exit after
-#: a call, longer than this (c_shim/shim_runtime.c, MT_GATE_NS)
-RECORDER_GATE = 50e-6
+#: a call, longer than this (the shim's MT_GATE_NS, generated from rawlayout)
+RECORDER_GATE = CPU_READ_GATE_NS * 1e-9
 
 
 @dataclass
@@ -527,7 +528,7 @@ def _recorder_parts(data, seconds: np.ndarray) -> dict:
     reads.  A rank's first call (MPI_Init) reads at exit only."""
     a = data.actions
     out = {p: np.zeros(data.nranks) for p in (*PARTS, "other_mpi")}
-    compute = K.code("compute")
+    compute, finalize = K.code("compute"), K.code("finalize")
     for r in range(data.nranks):
         ra = a[data.rank_slice(r)]
         kind = ra["kind"]
@@ -539,9 +540,10 @@ def _recorder_parts(data, seconds: np.ndarray) -> dict:
         if not len(entry) + len(leave) or not seconds[r] > 0:
             continue
         each = seconds[r] / (len(entry) + len(leave))
-        # (a read at exit followed by a call, not a compute, is in no part)
+        # (a read at exit followed by a call, not a compute, is in no part; nor one at
+        # MPI_Finalize's entry: the measured parts leave it out)
         out["compute"][r] += each * int((kind[leave + 1] == compute).sum())
-        for p in part_of(kind[entry]):
+        for p in part_of(kind[entry][kind[entry] != finalize]):
             out[p][r] += each
     return out
 
