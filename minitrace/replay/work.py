@@ -151,9 +151,10 @@ def work_notes(counts: dict, unit: str, rate, red, copies) -> list[str]:
                 f"({counts['copy_bytes']} B) at {hot:.4g} B/s while source and destination "
                 f"take up to {cold_from // 4} B, {cold:.4g} B/s from {cold_from} B")
         if counts.get("from_memory"):
-            note += (f"; {counts['from_memory']} with buffers beyond a quarter of a rank's "
-                     f"share of the caches ({copies[3]} B) copy and exchange their blocks partly "
-                     f"from memory at {copies[4]:.4g} B/s (all of them from the share)")
+            note += (f"; {counts['from_memory']} whose working set (twice the bytes sent, "
+                     f"and those received) passes half a rank's share of the caches "
+                     f"({copies[3]} B) copy and exchange their blocks partly from memory at "
+                     f"{copies[4]:.4g} B/s (wholly from twice the share)")
         if counts["copies_missed"]:
             note += f"; {counts['copies_missed']} not modelled (no compute action after them)"
         notes.append(note)
