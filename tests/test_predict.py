@@ -15,6 +15,7 @@ import json
 import subprocess
 import sys
 from dataclasses import replace
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -299,15 +300,21 @@ def test_a_recording_beside_co_runners_is_flagged_not_comparable(recorded):
     time, which the replay does not have) accounts for."""
     import os
     from importlib import resources
-    from tests.support.mpiutil import mpicc
+    from tests.support.mpiutil import mpicc, tool
     from tests.support.record_util import record
     _, cal, d = recorded
     exe = mpicc(resources.files("minitrace") / "data" / "jacobi2d.c", d / "jacobi_co", "-lm")
     two = set(sorted(os.sched_getaffinity(0))[:2])       # the job and the co-runners on 2 CPUs
-    # sessions of their own, as the launcher gives the ranks: each session is one scheduling
-    # group (autogroup), and co-runners in a niced test session would get nothing
+    # the co-runners in the ranks' kind of scheduling group (autogroup: one per session):
+    # MPICH's launcher gives each rank a session of its own, Open MPI's keeps them in the
+    # caller's; otherwise, in a niced test session, one side starved (under Open MPI, the job:
+    # a 300 s timeout)
+    group = Path("/proc/self/autogroup")
+    ranks_group = subprocess.run([tool("mpiexec"), "-n", "1", "cat", str(group)],
+                                 capture_output=True, text=True, timeout=120).stdout.split()
+    apart = not group.exists() or ranks_group[:1] != group.read_text().split()[:1]
     busy = [subprocess.Popen([sys.executable, "-c", "print(flush=True)\nwhile True: pass"],
-                             stdout=subprocess.PIPE, start_new_session=True,
+                             stdout=subprocess.PIPE, start_new_session=apart,
                              preexec_fn=lambda: os.sched_setaffinity(0, two)) for _ in range(2)]
     for b in busy:                                        # spinning before the job starts
         b.stdout.readline()
