@@ -120,8 +120,9 @@ def _shapes(site, occ, rank, kid, t, vol) -> np.ndarray:
     """Per site, an id shared by the same computation on every rank: each rank's site of
     WARM_MIN_SITE occurrences or more is matched with one of the previous rank of about as
     many (within 2%) and of a median volume within SITE_GAP of its own, preferring the one of
-    the same calls (``kid``), then one that runs at the same time (its occurrences started within SAME_TIME of a period of this one's, each
-    rank's time from its first compute), then the nearest in time, then in order (one
+    the same calls (``kid``), then one that runs at the same time (its occurrences started
+    within SAME_TIME of a period of this one's, each rank's time from its first compute),
+    then the nearest in time, then in order (one
     assignment, scipy's ``linear_sum_assignment``, of the sites the calls leave).  By the
     calls alone, jacobi2d's sweep
     ended at an irecv of 0 bytes on rank 0 (its neighbour PROC_NULL) and of 4096 on rank 1; by
