@@ -8,7 +8,10 @@ at each rank count, ``--runs`` times, alternated: one **untraced** run, timed by
 enters MPI_Finalize, the span the self-check uses) and one **recording**
 (``minitrace record``), predicted after the last recording with a calibration of this
 machine made in ``--calibrations`` runs spread over the pass (``minitrace calibrate`` into one
-file: the fit uses every run, the background is the median of theirs).  One calibration made
+file: the fit uses every run, the background is the median of theirs; one file per MPI
+library: a program linked against another library than this environment's, as the public
+codes built with Debian's MPICH, is predicted with a calibration of its library, ``calibrate
+--libmpi``, unless ``--same-calibration``).  One calibration made
 first followed the machine's state of that minute: three minutes apart on the idle VM, three
 calibrations measured a background of 3.40, 1.09 and 0.37%; the pass predicted with the first
 was +1.8% (median) from its untraced runs, and -0.4% predicted again with the median of the
@@ -157,6 +160,11 @@ def main() -> int:
                     help="calibrations of the machine, spread over the pass (before the first "
                          "program and between programs; predictions after the last): the "
                          "fit's background is the median of theirs [3]")
+    ap.add_argument("--same-calibration", action="store_true",
+                    help="predict every program with this environment's MPI's calibration "
+                         "(default: a program linked against another MPI library, as the "
+                         "public codes built with Debian's MPICH, with a calibration of that "
+                         "library, calibrate --libmpi)")
     ap.add_argument("--size", choices=("full", "small"), default="full",
                     help="small: problems ~4x smaller (shorter runs)")
     ap.add_argument("--work", default=None, help="directory kept for inspection")
@@ -168,7 +176,8 @@ def main() -> int:
     if args.reuse:
         if not args.work:
             ap.error("--reuse needs --work (the pass's directory)")
-        return _report(_reused(Path(args.reuse), Path(args.work)), Path(args.work), args.json)
+        return _report(_reused(Path(args.reuse), Path(args.work), args.same_calibration),
+                       Path(args.work), args.json)
     if args.calibrations < 1:
         ap.error("--calibrations: at least 1")
     for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
@@ -195,9 +204,13 @@ def main() -> int:
         name, _, cmd = spec.partition("=")
         apps[name] = cmd.split()
     me = [sys.executable, "-m", "minitrace"]
-    cal = work / "machine.h5"
     jobs = [(n, name, [mpiexec, "-n", str(n), *argv])
             for n in [int(x) for x in args.ranks.split(",")] for name, argv in apps.items()]
+    mine = linked_mpi(str(work / "jacobi2d"))        # this environment's MPI (its mpicc's)
+    libs = {name: None if args.same_calibration or linked_mpi(job[3]) in (None, mine)
+            else linked_mpi(job[3]) for _, name, job in jobs}
+    cals = {lib: work / ("machine.h5" if lib is None else f"machine-{Path(lib).name}.h5")
+            for lib in set(libs.values())}
     before = collections.Counter(min(round(i * len(jobs) / args.calibrations), len(jobs) - 1)
                                  for i in range(args.calibrations))  # (more than jobs: in a row)
     calibrations = {"app": "(calibration)", "seconds": [], "load": []}
@@ -206,8 +219,10 @@ def main() -> int:
         for _ in range(before[k]):  # the calibration's runs spread over the pass: its
             calibrations["load"].append(os.getloadavg())   # background is their median
             t = time.perf_counter()
-            subprocess.run(me + ["calibrate", "-o", str(cal), "--quiet", "--", mpiexec, "-n",
-                                 "2"], check=True)
+            for lib, cal in cals.items():
+                subprocess.run(me + ["calibrate", "-o", str(cal), "--quiet",
+                                     *(["--libmpi", lib] if lib else []), "--", mpiexec, "-n",
+                                     "2"], check=True)
             calibrations["seconds"].append(time.perf_counter() - t)
         load, untraced, traces = os.getloadavg(), [], []
         preload = preloads[linked_mpi(job[3]) is None]        # (job[3]: the program)
@@ -218,19 +233,22 @@ def main() -> int:
                                  *job], check=True, stdout=subprocess.DEVNULL, cwd=work)
         runs.append((n, name, untraced, traces, load, os.getloadavg()))
         print(f"{name:>14} {n} ranks: recorded; load {load[0]:.1f}", flush=True)
-    return _report([calibrations] + [_row(*r, cal=cal) for r in runs], work, args.json)
+    return _report([calibrations] + [_row(*r, cal=cals[libs[r[1]]]) for r in runs], work,
+                   args.json)
 
 
-def _reused(old: Path, work: Path) -> list[dict]:
+def _reused(old: Path, work: Path, same: bool = False) -> list[dict]:
     """The rows of a pass (``old``: its JSON) with every recording in ``work`` predicted
-    again (no timeline figures)."""
+    again (no timeline figures), each with its row's calibration (``same``: this
+    environment's, ``machine.h5``)."""
     rows = json.loads(old.read_text())
     out = [r for r in rows if "untraced_runs" not in r]
     for r in rows:
         if "untraced_runs" in r:
             traces = [work / f"{r['app']}-{r['ranks']}-{i}.h5" for i in range(len(r["recorded"]))]
             out.append(_row(r["ranks"], r["app"], r["untraced_runs"], traces, r["load"],
-                            r["load_after"], cal=work / "machine.h5", figures=False))
+                            r["load_after"], figures=False, cal=work / (
+                                "machine.h5" if same else r.get("calibration", "machine.h5"))))
     return out
 
 
@@ -241,7 +259,8 @@ def _row(n, name, untraced, traces, load, load_after, *, cal: Path, figures: boo
                      if figures else None) for trace in traces]
     u = statistics.median(untraced)
     errors = [q.predicted_time / u - 1 for q in preds]
-    r = {"app": name, "ranks": n, "untraced": u, "untraced_runs": untraced,
+    r = {"app": name, "ranks": n, "calibration": cal.name, "untraced": u,
+         "untraced_runs": untraced,
          "spread": (max(untraced) - min(untraced)) / u,
          "recorded": [q.recorded_time for q in preds],
          "recorder": [max(q.recorder_time or [0.0]) for q in preds],

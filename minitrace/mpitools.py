@@ -1,10 +1,13 @@
-"""Where this environment's MPI tools are: the MPI wheels put mpiexec and mpicc next to the
-interpreter, which need not be on PATH (a venv used without activating it)."""
+"""Where this environment's MPI tools are (the MPI wheels put mpiexec and mpicc next to the
+interpreter, which need not be on PATH: a venv used without activating it), and how a Python
+job runs on another MPI library of the same ABI (a program's own: ``calibrate --libmpi``)."""
 from __future__ import annotations
 
 import os
 import shutil
 import sys
+
+from .errors import MinitraceError
 
 
 def mpi_tool(name: str) -> str | None:
@@ -13,3 +16,49 @@ def mpi_tool(name: str) -> str | None:
     if os.access(local, os.X_OK):
         return local
     return shutil.which(name)
+
+
+#: the library name mpi4py's extension for each MPI ABI is linked against
+_ABI_SONAMES = {"mpich": "libmpi.so.12", "openmpi": "libmpi.so.40"}
+
+
+def abi_of(library: str) -> str:
+    """The MPI ABI of a libmpi by its file name: MPICH's (libmpi.so.12, Debian's libmpich.so.12,
+    Intel MPI's) or Open MPI's (libmpi.so.40)."""
+    name = os.path.basename(os.path.realpath(library))
+    if name.startswith("libmpich.so.12") or name.startswith("libmpi.so.12"):
+        return "mpich"
+    if name.startswith("libmpi.so.40"):
+        return "openmpi"
+    raise MinitraceError(f"not an MPI library of a known ABI ({name}: MPICH's libmpi.so.12 or "
+                         "libmpich.so.12, Open MPI's libmpi.so.40)", library)
+
+
+def library_of_program(spec: str) -> str:
+    """The libmpi ``spec`` names: itself when it is one (``lib*.so*``), else the one the
+    program ``spec`` is linked against (``ldd``)."""
+    from .shims import linked_mpi
+    if not os.path.exists(spec):
+        raise MinitraceError("no such file", spec)
+    if os.path.basename(spec).startswith("lib") and ".so" in os.path.basename(spec):
+        abi_of(spec)
+        return os.path.realpath(spec)
+    lib = linked_mpi(spec)
+    if lib is None:
+        raise MinitraceError("links no MPI library that ldd can find (give the libmpi itself)",
+                             spec)
+    abi_of(lib)
+    return lib
+
+
+def mpi4py_env(library: str, scratch: str) -> dict[str, str]:
+    """What to add to a job's environment so that its mpi4py runs on ``library`` rather than
+    this environment's MPI: mpi4py opens ``MPI4PY_LIBMPI``; its extension, linked against the
+    ABI's name (libmpi.so.12 for MPICH's, which Debian calls libmpich.so.12), finds a link of
+    that name in ``scratch`` (a directory the caller keeps while the job runs)."""
+    link = os.path.join(scratch, _ABI_SONAMES[abi_of(library)])
+    if not os.path.lexists(link):
+        os.symlink(os.path.realpath(library), link)
+    path = os.environ.get("LD_LIBRARY_PATH")
+    return {"MPI4PY_LIBMPI": os.path.realpath(library),
+            "LD_LIBRARY_PATH": scratch + (os.pathsep + path if path else "")}

@@ -67,6 +67,13 @@ def mpi_library() -> str:
     return storable(_mpi_library()).strip()
 
 
+def mpi_version(library) -> str:
+    """The first line of an ``MPI_Get_library_version`` text, its spaces made one: what names
+    a library and its version (``MPICH Version: 4.0.2``), without its build details."""
+    text = library.decode(errors="replace") if isinstance(library, bytes) else str(library)
+    return " ".join(text.strip().splitlines()[0].split()) if text.strip() else ""
+
+
 def _mpi_library() -> str:
     mod = sys.modules.get("mpi4py.MPI")
     if mod is not None:

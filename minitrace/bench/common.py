@@ -50,7 +50,7 @@ def metadata(comm, topo: dict) -> dict:
     MPI = mpi()
     import mpi4py
     return {
-        "mpi_library": " ".join(provenance.mpi_library().splitlines()[0].split()),
+        "mpi_library": provenance.mpi_version(provenance.mpi_library()),
         "mpi_version": "%d.%d" % MPI.Get_version(),
         "mpi4py_version": mpi4py.__version__,
         "hosts": topo["hosts"], "rank_to_node": topo["rank_to_node"],

@@ -26,6 +26,7 @@ from __future__ import annotations
 import datetime as _dt
 import json
 import math
+import os
 from dataclasses import MISSING, asdict, dataclass, field, fields
 
 import h5py
@@ -35,6 +36,7 @@ from . import after_compute, call_costs, kernels as kernel_set
 from .. import checked
 from ..analysis import piecewise
 from ..errors import MinitraceError
+from ..provenance import mpi_version
 from ..replay.platforms import MAX_RANKS_PER_HOST, Cluster
 from ..storage import check_file, meta_attrs, read_attrs, updating
 
@@ -95,6 +97,22 @@ def append_run(path: str, run: dict) -> str:
             else:
                 g.create_dataset(key, data=arr)
     return name
+
+
+def check_library(path: str, library: str) -> None:
+    """Refuse, before any measurement, to add a run of one MPI library to a file of another's:
+    the fit would average two libraries' call costs (Debian's MPICH 4.0.2 answers a small
+    message in 0.4 us, the mpich wheel's 5.0.2 in 1.1 us, on the same machine)."""
+    if not os.path.exists(path):
+        return
+    with h5py.File(path, "r") as f:
+        runs = f.get(f"{GROUP}/runs")
+        held = {mpi_version(runs[n].attrs.get("mpi_library", "")) for n in runs} \
+            if isinstance(runs, h5py.Group) else set()
+    held.discard("")
+    if held and held != {mpi_version(library)}:
+        raise MinitraceError(f"its runs measured {', '.join(sorted(held))}; this run's MPI is "
+                             f"{mpi_version(library)}: calibrate into another file", path)
 
 
 def read_runs(path: str) -> list[dict]:
@@ -503,11 +521,13 @@ def fit_runs(runs: list[dict]) -> tuple[Calibration, dict]:
 def cache_share(runs: list[dict]) -> tuple[int, float]:
     """(a rank's share of the caches in bytes, B/s of a copy from memory) from the runs' copies
     by working set (measure._cache_copies), or (0, 0.0) when none measured them or their rate
-    did not fall.  Per working set the median rate over the runs; the share is the largest
-    working set whose rate stayed above the geometric mean of the smallest one's (in cache)
-    and the largest one's (from memory), the memory rate the largest one's.  Halfway in log,
+    did not fall.  Per working set the median rate over the runs; the memory rate is the
+    slowest working set's, the share the largest working set up to it whose rate stayed above
+    the geometric mean of the smallest one's (in cache) and the memory rate.  Halfway in log,
     because between the two the rate falls over a working set or two (2-core VM: 13.5 GB/s
-    up to 32 MiB a rank, 10-13 at 64, 6.5 from 128: a share of 64 MiB)."""
+    up to 16 MiB a rank, 10-13 at 32, 5.8-7.3 at 64-128: a share of 32 MiB).  The slowest,
+    not the largest: the VM's 256 MiB copies ran at 9.4-11.2 GB/s, and with the largest one's
+    rate one calibration of three saw no fall (and no memory term; session 15)."""
     got: dict[int, list[float]] = {}
     for r in runs:
         c = r["columns"]
@@ -517,11 +537,12 @@ def cache_share(runs: list[dict]) -> tuple[int, float]:
         return 0, 0.0
     sizes = sorted(got)
     rates = np.array([np.median(got[w]) for w in sizes])
-    middle = float(np.sqrt(rates[0] * rates[-1]))
-    if not rates[-1] < 0.75 * rates[0]:          # (no fall: every working set was cached)
+    slowest = int(np.argmin(rates))
+    if not rates[slowest] < 0.75 * rates[0]:     # (no fall: every working set was cached)
         return 0, 0.0
-    kept = [w for w, v in zip(sizes, rates) if v > middle]
-    return (max(kept) if kept else 0), float(rates[-1])
+    middle = float(np.sqrt(rates[0] * rates[slowest]))
+    kept = [w for w, v in zip(sizes[:slowest], rates[:slowest]) if v > middle]
+    return (max(kept) if kept else 0), float(rates[slowest])
 
 
 def background(runs: list[dict]) -> float:
@@ -648,6 +669,10 @@ def load(path: str, missing_ok: bool = False) -> Calibration | None:
             stored = read_attrs(g).get("calibration")
             prov = f.get("provenance")
             attrs = dict(prov.attrs) if isinstance(prov, h5py.Group) else {}
+            runs = top.get("runs")          # the library the runs measured: the file's
+            last = runs[sorted(runs)[-1]] if isinstance(runs, h5py.Group) and len(runs) else None
+            if last is not None and last.attrs.get("mpi_library"):     # is its writer's
+                attrs["mpi_library"] = last.attrs["mpi_library"]
     except (OSError, RuntimeError) as e:
         raise checked.corrupt(KIND, checked.first_line(e), path) from None
     cal = Calibration(**_checked_fields(stored, path))

@@ -514,9 +514,11 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_quietly_off_root(p, argv)
 
     def job() -> int:
-        from .calibration import append_run, refit, summary
+        from .calibration import append_run, check_library, refit, summary
+        from ..provenance import mpi_library
         from ..storage import check_appendable
-        on_root(comm, lambda: check_appendable(args.output))
+        on_root(comm, lambda: (check_appendable(args.output),
+                               check_library(args.output, mpi_library())))
         got = run(comm, args)
 
         def save() -> None:
