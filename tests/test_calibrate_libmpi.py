@@ -115,3 +115,24 @@ def test_predict_says_when_the_program_ran_on_another_library(debian, demo, tmp_
     assert mpi_version(_library_version(linked_mpi(program))) in said[0]
     same = predict(str(out), str(cal), ranges=False)
     assert not [w for w in same.warnings if "--libmpi" in w]
+
+
+def test_a_program_of_debians_open_mpi_is_calibrated_with_its_library(tmp_path):
+    """The other ABI: a program built with Debian's Open MPI 4.1 (libmpi.so.40), launched by
+    its mpiexec, measured by this environment's mpi4py."""
+    if not (shutil.which("mpicc.openmpi") and shutil.which("mpiexec.openmpi")):
+        pytest.skip("Debian's Open MPI (libopenmpi-dev) is not installed")
+    from tests.support.mpiutil import OPEN_MPI_LAUNCH_ENV
+    program = tmp_path / "pingpong"
+    subprocess.run(["mpicc.openmpi", "-O1", "-o", str(program), str(PROGRAMS / "pingpong.c")],
+                   check=True, capture_output=True, timeout=300)
+    assert abi_of(linked_mpi(str(program))) == "openmpi"
+    cal = tmp_path / "ompi.h5"
+    p = subprocess.run([sys.executable, "-m", "minitrace", "calibrate", "-o", str(cal), *QUICK,
+                        "--seed", "5", "--quiet", "--libmpi", str(program), "--",
+                        "mpiexec.openmpi", "-n", "2"], capture_output=True, text=True,
+                       timeout=600, env={**os.environ, **OPEN_MPI_LAUNCH_ENV})
+    assert p.returncode == 0, p.stderr
+    assert mpi_version(load(str(cal)).mpi_library) == \
+        mpi_version(_library_version(linked_mpi(str(program))))
+    assert load(str(cal)).mpi_library.startswith("Open MPI")
