@@ -1,6 +1,7 @@
 """Replica intervals against other runs (issue 35, item 2): for each program, ``--runs``
-recordings at 2 ranks on this machine (``minitrace record --volume cputime``) and one
-calibration.  Each recording is predicted with ``--replicas N``, and each other run j is scored
+recordings at 2 ranks on this machine (``minitrace record --volume cputime``) and a
+calibration of the MPI library it runs on (``calibrate --libmpi`` for a program built with
+another MPI than this environment's, as the public codes built with Debian's MPICH).  Each recording is predicted with ``--replicas N``, and each other run j is scored
 against the 95% interval made with ``--runs`` = every run but j (out of sample: the run scored
 gave nothing to the interval; N(N - 1) comparisons, as a user with N - 1 runs predicting the
 next).  Beside it: ``--runs`` of the trace's half (even or odd runs, 6 of 12) scored on the
@@ -70,16 +71,29 @@ def main() -> int:
     for spec in args.extra:
         name, _, cmd = spec.partition("=")
         apps[name] = cmd.split()
-    cal_path = work / "machine.h5"
-    if not cal_path.exists():
-        subprocess.run(me + ["calibrate", "-o", str(cal_path), "--quiet", "--", mpiexec, "-n",
-                             "2"], check=True)
-    cal = load(str(cal_path))
-    made = [r["attrs"]["date"] for r in read_runs(str(cal_path))]
-    print(f"load {os.getloadavg()[0]:.1f}; work dir {work}; calibration made {', '.join(made)}"
-          f" (background {cal.background:.2%}, after-compute costs "
-          f"{'measured' if cal.after_compute else 'none'})", flush=True)
+    from minitrace.shims import linked_mpi
+    mine = linked_mpi(str(work / "cg3d"))            # this environment's MPI (its mpicc's)
+
+    def calibration(program: str):
+        """The calibration of the MPI library ``program`` runs on (calibrate --libmpi for
+        another library than this environment's: the public codes built with Debian's
+        MPICH), made once."""
+        lib = linked_mpi(program)
+        lib = None if lib in (None, mine) else lib
+        path = work / ("machine.h5" if lib is None else f"machine-{Path(lib).name}.h5")
+        if not path.exists():
+            subprocess.run(me + ["calibrate", "-o", str(path), "--quiet",
+                                 *(["--libmpi", lib] if lib else []), "--", mpiexec, "-n",
+                                 "2"], check=True)
+        cal = load(str(path))
+        made = [r["attrs"]["date"] for r in read_runs(str(path))]
+        print(f"load {os.getloadavg()[0]:.1f}; work dir {work}; {path.name} "
+              f"({cal.mpi_library}) made {', '.join(made)} (background {cal.background:.2%}, "
+              f"after-compute costs {'measured' if cal.after_compute else 'none'})", flush=True)
+        return cal
+
     for name, argv in apps.items():
+        cal = calibration(argv[0])
         paths = []
         for i in range(args.runs):
             p = work / f"{name}-{i}.h5"
