@@ -34,23 +34,6 @@ def abi_of(library: str) -> str:
                          "libmpich.so.12, Open MPI's libmpi.so.40)", library)
 
 
-def library_of_program(spec: str) -> str:
-    """The libmpi ``spec`` names: itself when it is one (``lib*.so*``), else the one the
-    program ``spec`` is linked against (``ldd``)."""
-    from .shims import linked_mpi
-    if not os.path.exists(spec):
-        raise MinitraceError("no such file", spec)
-    if os.path.basename(spec).startswith("lib") and ".so" in os.path.basename(spec):
-        abi_of(spec)
-        return os.path.realpath(spec)
-    lib = linked_mpi(spec)
-    if lib is None:
-        raise MinitraceError("links no MPI library that ldd can find (give the libmpi itself)",
-                             spec)
-    abi_of(lib)
-    return lib
-
-
 def mpi4py_env(library: str, scratch: str) -> dict[str, str]:
     """What to add to a job's environment so that its mpi4py runs on ``library`` rather than
     this environment's MPI: mpi4py opens ``MPI4PY_LIBMPI``; its extension, linked against the

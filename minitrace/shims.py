@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import MinitraceError
-from .mpitools import mpi_tool
+from .mpitools import abi_of, mpi_tool
 from .record import shim_path
 
 #: what an MPI library is called (MPICH, Open MPI, the MPI-5 ABI library)
@@ -62,6 +62,22 @@ def linked_mpi(path: str) -> str | None:
         return None
     m = _LIBMPI.search(out)
     return os.path.realpath(m.group(2)) if m else None
+
+
+def library_of_program(spec: str) -> str:
+    """The libmpi ``spec`` names: itself when it is one (``lib*.so*``), else the one the
+    program ``spec`` is linked against (``ldd``)."""
+    if not os.path.exists(spec):
+        raise MinitraceError("no such file", spec)
+    if os.path.basename(spec).startswith("lib") and ".so" in os.path.basename(spec):
+        abi_of(spec)
+        return os.path.realpath(spec)
+    lib = linked_mpi(spec)
+    if lib is None:
+        raise MinitraceError("links no MPI library that ldd can find (give the libmpi itself)",
+                             spec)
+    abi_of(lib)
+    return lib
 
 
 def program_of(command: list[str]) -> str | None:

@@ -15,11 +15,11 @@ import sys
 import pytest
 
 from minitrace.errors import MinitraceError
-from minitrace.mpitools import abi_of, library_of_program, mpi4py_env
+from minitrace.mpitools import abi_of, mpi4py_env
 from minitrace.predict import predict
 from minitrace.predict.calibration import load
 from minitrace.provenance import mpi_version
-from minitrace.shims import linked_mpi
+from minitrace.shims import library_of_program, linked_mpi
 from tests.support.mpiutil import tool
 from tests.support.record_util import PROGRAMS, record
 from tests.support.twins import shim_cache_env

@@ -7,8 +7,9 @@ import subprocess
 import sys
 import tempfile
 
-from ..mpitools import library_of_program, mpi4py_env
+from ..mpitools import mpi4py_env
 from ..outputs import check_disjoint
+from ..shims import library_of_program
 from ..predict.measure import add_arguments
 from ..errors import MinitraceError
 

@@ -165,7 +165,7 @@ def predict(trace: str, calibration: str | Calibration, *, platform: str | None 
     cal = calibration if isinstance(calibration, Calibration) else load(calibration)
     with open_trace(trace) as t:
         data = t.data()
-    warnings = _range_warnings(data, cal) + (_library_warnings(data, cal, trace)
+    warnings = _range_warnings(data, cal) + (_library_warnings(data, cal)
                                              if recorded_on is None else [])
     raw = data
     data, translation, where = translated(data, cal, recorded_on, probe, trace)
@@ -402,7 +402,7 @@ def _range_warnings(data, cal: Calibration) -> list[str]:
     return out
 
 
-def _library_warnings(data, cal: Calibration, trace: str | None) -> list[str]:
+def _library_warnings(data, cal: Calibration) -> list[str]:
     """A program that ran on another MPI library than the calibrated job: the calls' costs
     replayed are the calibrated library's (Debian's MPICH 4.0.2 answers a small message in
     0.4 us, the mpich wheel's 5.0.2 in 1.1 us, on the same machine)."""
