@@ -24,11 +24,13 @@ at its own duration, interpolated in log D (none below the first point, the last
 it), and at the bytes its stretch of calls moves (until the next compute long enough to evict
 anything), interpolated linearly in S (held beyond the measured sizes), as more compute: a
 time-independent trace holds no footprint, so the penalty is the mean of the kernels' curves,
-and the two curves are its range.  The part of it above the 8-byte value (the message's cells
-and buffers) is taken at the compute since the rank last moved a message at least half as
-large (:func:`since_warm`): a CG's 32 KiB halo after a 67 us update took 23 us in its waitall
-(replayed 7 us), the cost after the ~600 us of compute since the previous halo, not after 67
-us; the 8-byte allreduces in between warm only the library's path (issue 35, session 12).
+and the two curves are its range; on the machine a trace was recorded on, the kernels' mix its
+own exchanges after a compute show (:mod:`.character`, session 15).  The part of it above the
+8-byte value (the message's cells and buffers) is taken at the compute since the rank last
+moved a message at least half as large (:func:`since_warm`): a CG's 32 KiB halo after a 67 us
+update took 23 us in its waitall (replayed 7 us), the cost after the ~600 us of compute since
+the previous halo, not after 67 us; the 8-byte allreduces in between warm only the library's
+path (issue 35, session 12).
 """
 from __future__ import annotations
 
@@ -204,18 +206,20 @@ def _seconds(x) -> bool:
         return False
 
 
-def penalty(table: dict, seconds: np.ndarray, nbytes=8, kernel: str | None = None) \
+def penalty(table: dict, seconds: np.ndarray, nbytes=8, kernel: str | dict | None = None) \
         -> np.ndarray:
     """Seconds added to computes of ``seconds`` whose calls after them move ``nbytes`` each
-    way (scalar or one per compute): the ``kernel``'s curves, or the mean of the kernels'
-    (``None``), interpolated in log duration and linearly in size (a message's cold copies
-    cost per cache line); zero below the first measured
-    duration (a compute that short leaves the caches as they were), the last duration's and
-    the outer sizes' values beyond them.  A table of 8-byte exchanges only (before sizes) gives
+    way (scalar or one per compute): the ``kernel``'s curves, the kernels' curves weighted by
+    ``kernel`` (``{kernel: weight}``, weights summing to 1: a program's fitted character,
+    :mod:`.character`), or the mean of the kernels' (``None``), interpolated in log duration
+    and linearly in size (a message's cold copies cost per cache line); zero below the first
+    measured duration (a compute that short leaves the caches as they were), the last
+    duration's and the outer sizes' values beyond them.  A table of 8-byte exchanges only (before sizes) gives
     its one curve at any size."""
     d = np.asarray(table["seconds"], float)
-    curves = np.asarray([table[k] for k in (KERNELS if kernel is None else [kernel])], float)
-    curves = curves.mean(axis=0)
+    weights = {k: 1 / len(KERNELS) for k in KERNELS} if kernel is None else \
+        {kernel: 1.0} if isinstance(kernel, str) else kernel
+    curves = sum(w * np.asarray(table[k], float) for k, w in weights.items())
     sizes = np.asarray(table.get("bytes", [8]), float)
     if "bytes" not in table:
         curves = curves[None, :]
@@ -239,7 +243,7 @@ def stretch_bytes(data, rows: np.ndarray, shortest: float, scale: float) -> np.n
     and received (a message to or from MPI_PROC_NULL moves none: a send's or sendrecv's
     destination, a receive's or sendrecv's source) until the rank's next compute of at least
     ``shortest`` seconds (a shorter one leaves the caches as they were)."""
-    group, moved = _stretches(data, shortest, scale)
+    group, moved = stretches(data, shortest, scale)
     return np.bincount(group, weights=moved.astype(float),
                        minlength=group[-1] + 1)[group[rows]] / 2
 
@@ -250,7 +254,7 @@ def stretch_movers(data, rows: np.ndarray, shortest: float, scale: float):
     none moves any): the calls whose path and whose message the penalty's 8-byte and
     size-dependent parts are the costs of (a call that moves nothing, MPI_Comm_size, pays
     neither)."""
-    group, moved = _stretches(data, shortest, scale)
+    group, moved = stretches(data, shortest, scale)
     first = np.full(group[-1] + 1, -1, np.int64)
     largest = first.copy()
     moving = np.flatnonzero(moved > 0)
@@ -265,7 +269,7 @@ def stretch_movers(data, rows: np.ndarray, shortest: float, scale: float):
     return first[group[rows]], largest[group[rows]]
 
 
-def _stretches(data, shortest: float, scale: float):
+def stretches(data, shortest: float, scale: float):
     """(each action's stretch: a number that grows at each compute of at least ``shortest``
     seconds and at each rank's start; the bytes each action moves, sent plus received)."""
     a = data.actions
@@ -319,7 +323,7 @@ def _last_at_least(values: np.ndarray, rows: np.ndarray, floor: np.ndarray) -> n
     return np.where(pos >= 0, pos, -1)
 
 
-def add_to_compute(data, table: dict, speed: float, kernel: str | None = None):
+def add_to_compute(data, table: dict, speed: float, kernel: str | dict | None = None):
     """(``data`` with each compute that an MPI call follows lengthened by :func:`penalty`,
     seconds added per rank): see :func:`added_seconds`.  ``speed``: flop/s of the calibrated
     host, for a trace whose compute is in flops (its seconds are volume / speed); a trace in
@@ -332,7 +336,7 @@ def add_to_compute(data, table: dict, speed: float, kernel: str | None = None):
     return replace(data, actions=a), per_rank
 
 
-def added_seconds(data, table: dict, scale: float, kernel: str | None = None):
+def added_seconds(data, table: dict, scale: float, kernel: str | dict | None = None):
     """(rows, seconds, calls, sized): the computes of ``data`` that an MPI call follows
     (markers between skipped), the penalty each gets (the 8-byte penalty at its own duration
     plus what its stretch's bytes add at the duration :func:`since_warm` gives), the rows of
