@@ -37,7 +37,7 @@ import numpy as np
 
 from .. import kinds as K
 from ..collectives import library_of
-from . import after_compute, call_costs, first_calls as first_calls_
+from . import after_compute, call_costs, character, first_calls as first_calls_
 from .calibration import Calibration, load, node_share
 from .first_calls import with_first_calls
 from ..rawlayout import CPU_READ_GATE_NS
@@ -116,6 +116,8 @@ class Prediction:
     #                                           follows (the calibration's after-compute cost)
     after_compute_range: list[float] | None = None  # s, the prediction with the register-only
     #                                           and the memory-streaming kernel's cost alone
+    after_compute_mix: dict | None = None   # kernel -> weight of the after-compute cost fitted
+    #                                         on the recording (character.fit; None: the mean)
     background: float | None = None       # share the compute was stretched by: the calibrated
     #                                       machine's background (same machine only)
     recorded_background: float | None = None  # the same share in the recording: each rank's
@@ -173,7 +175,9 @@ def predict(trace: str, calibration: str | Calibration, *, platform: str | None 
     plain, background = with_background(data, cal, translation)
     if translation is None:
         plain, first = with_first_calls(plain)
-    data, after, posted = with_call_costs(plain, cal)
+    mix = character.fit(recorded, cal) if translation is None and _timed(recorded) else None
+    weights = mix.weights if mix else None
+    data, after, posted = with_call_costs(plain, cal, weights)
     own = platform is None and hosts is None and translation is None
     notes = [] if translation is None else list(translation.notes)
     timed = engine == "native" or (engine == "auto" and binary() is not None)
@@ -192,7 +196,7 @@ def predict(trace: str, calibration: str | Calibration, *, platform: str | None 
         table = res.breakdown()
         predicted = {p: table[c].tolist() for p, c in _CATEGORY.items()}
         spans = res.timeline
-        modelled = modelled_calls(recorded, cal, translation) \
+        modelled = modelled_calls(recorded, cal, translation, weights) \
             if data.meta.get("volume_unit", "flops") == "seconds" else None
     out = Prediction(trace=trace, calibration=cal.path, platform=res.platform,
                      nranks=res.nranks, predicted_time=res.simulated_time,
@@ -216,6 +220,9 @@ def predict(trace: str, calibration: str | Calibration, *, platform: str | None 
         out.call_costs = posted.tolist()
     if after is not None:
         out.after_compute = after.tolist()
+        out.after_compute_mix = weights
+        if mix:
+            out.notes.append(f"after-compute cost: {mix.summary()}")
         out.after_compute_range = [
             replay(with_call_costs(plain, cal, k)[0], **options).simulated_time
             for k in after_compute.KERNELS] if ranges else None
@@ -289,11 +296,12 @@ def with_background(data, cal: Calibration, translation=None):
     return replace(data, actions=a), cal.background
 
 
-def with_call_costs(data, cal: Calibration, kernel: str | None = None):
+def with_call_costs(data, cal: Calibration, kernel: str | dict | None = None):
     """(``data`` with the calibration's after-compute call cost added to each compute that an
     MPI call follows, then its posting and completion costs (:mod:`.call_costs`); the
     seconds each added per rank, None for a calibration without it).  ``kernel``: that
-    kernel's after-compute cost alone (the range), else the kernels' mean."""
+    kernel's after-compute cost alone (the range), the kernels' weighted by it (``{kernel:
+    weight}``: the program's character, :func:`.character.fit`), else the kernels' mean."""
     after = posted = None
     if cal.after_compute:
         data, after = after_compute.add_to_compute(data, cal.after_compute, cal.speed, kernel)
@@ -310,7 +318,8 @@ def part_of(kinds: np.ndarray) -> np.ndarray:
     return out
 
 
-def modelled_calls(data, cal: Calibration, translation=None) -> dict:
+def modelled_calls(data, cal: Calibration, translation=None,
+                   kernel: str | dict | None = None) -> dict:
     """Part -> seconds per rank of the MPI calls' costs that :func:`predict` adds to ``data``
     (a trace in seconds, as recorded) as compute, each in the part of the call it is the
     cost of: each kind's first-call set-up (same machine: no ``translation``) in its part, the
@@ -339,7 +348,7 @@ def modelled_calls(data, cal: Calibration, translation=None) -> dict:
         plain, _ = with_first_calls(plain)
     if cal.after_compute:
         rows, added, (calls, largest), sized = after_compute.added_seconds(
-            plain, cal.after_compute, 1.0)
+            plain, cal.after_compute, 1.0, kernel)
         put(rows, added - sized, part_of(kinds[calls]))
         put(rows, sized, part_of(kinds[largest]))
     if cal.call_costs:
@@ -744,7 +753,9 @@ def report(p: Prediction) -> str:
         alone = "not replayed (--no-range)" if p.after_compute_range is None else \
             "{:.6g} / {:.6g} s".format(*p.after_compute_range)
         lines.append(f"  MPI calls after a compute: up to {max(p.after_compute):.3g} s added "
-                     f"to a rank (the calibration's after-compute cost, the mean of its kernels; "
+                     f"to a rank (the calibration's after-compute cost, "
+                     + ("the mean of its kernels" if p.after_compute_mix is None else " + ".join(
+                         f"{w:.0%} {k}" for k, w in p.after_compute_mix.items())) + "; "
                      f"predicted with the register-only / memory-streaming one alone: "
                      f"{alone}; per rank in --json)")
     if p.timeline:
