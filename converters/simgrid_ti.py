@@ -472,8 +472,13 @@ def _fmt(v: float) -> str:
 #: for each matched receive (written at its probe, which is left out).
 _SEND_AS = {**dict.fromkeys(K.BLOCKING_SENDS, "send"),
             **dict.fromkeys(K.NONBLOCKING_SENDS, "isend"), "mrecv": "recv", "imrecv": "irecv"}
-#: The communicator actions SimGrid 4.1 knows.
+#: The communicator actions SimGrid 4.1 knows (and replays as nothing but their line).
 _TI_COMM = ("comm_size", "comm_split", "comm_dup")
+#: Blocking creations of an intracommunicator that TI has no line for: left out, as SimGrid
+#: leaves out split and dup (sub-communicator traffic is lowered onto world ranks before).
+_IGNORED_COMM = frozenset({"comm_split_type", "comm_create", "comm_create_group", "cart_create",
+                           "cart_sub", "comm_create_from_group", "graph_create",
+                           "dist_graph_create", "dist_graph_create_adjacent"})
 #: Largest count SimGrid 4.1 parses for an action (``int`` unless listed; ranks/tags are small).
 _COUNT_LIMIT = {"send": 2**63 - 1, "isend": 2**63 - 1, "recv": 2**63 - 1, "irecv": 2**63 - 1,
                 "bcast": 2**63 - 1, "scan": 2**63 - 1, "exscan": 2**63 - 1,
@@ -743,7 +748,7 @@ class RankWriter:
             rep.approximated[f"{kind} ({how})"] += 1
 
         def wait_line(name: str, req: int, kind: str) -> bool:
-            if req in nulls:
+            if req < 0 or req in nulls:       # MPI_REQUEST_NULL (a no-op) or a PROC_NULL call's
                 return False
             if req not in created:
                 rep.dropped[kind] += 1     # its request was not written (dropped call)
@@ -829,7 +834,7 @@ class RankWriter:
                     continue
                 if kind != "waitall":
                     approx(kind, f"written as one {kind[:4]} per request")
-                if not known and not set(ids) <= nulls:
+                if not known and not all(i < 0 or i in nulls for i in ids):
                     rep.dropped[kind] += 1
                 for i in known:
                     wait_line(kind[:4], i, kind)
@@ -839,6 +844,8 @@ class RankWriter:
                 approx(kind, "left out: its mrecv/imrecv is written in its place")
             elif kind in _TI_COMM:
                 w(kind, *_AS_IS[kind](_Action(kind, P, False, 0, bs, br, "", rep.approximated)))
+            elif kind in _IGNORED_COMM:
+                approx(kind, "left out: SimGrid's replay ignores communicator creation")
             elif kind in K.COLLECTIVES:
                 if comm != 0:
                     rep.dropped[f"{kind} on a sub-communicator"] += 1
