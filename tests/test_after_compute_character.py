@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from minitrace import kinds as K
 from minitrace.model import TraceBuilder
 from minitrace.predict import after_compute as ac, character
 from minitrace.predict.calibration import Calibration
@@ -129,6 +130,53 @@ def test_without_an_exchange_that_tells_the_kernels_apart_there_is_no_character(
     untimed.actions["t_start"][:] = np.nan
     assert character.fit(untimed, cal) is None
     cal.after_compute = {}
+    assert character.fit(data, cal) is None
+
+
+def _allreduces(excess, n=12, late=50 * US, compute=500 * US, first_late=False):
+    """Each rank: ``n`` times a compute, then an 8-byte allreduce.  Rank 1 ends its compute
+    ``late`` after rank 0 (rank 0 waits for it in the allreduce), and its allreduce takes the
+    calibrated warm cost (one round on 2 ranks: the one-way time at 8 bytes) plus ``excess[i]``;
+    ``first_late``: rank 0 enters its allreduces after rank 1's compute ended instead."""
+    cal = _calibration()
+    b = TraceBuilder(2, {"volume_unit": "seconds"})
+    warm = float(cal.one_way(8.0))
+    for r in range(2):
+        b.add(r, "init", t_start=0.0, t_end=1e-3)
+    t = [1e-3, 1e-3]
+    for i in range(n):
+        start = 1e-3 + i * 1e-3
+        ends = [start + compute + (2 * late if first_late else 0.0), start + compute + late]
+        for r in range(2):
+            b.add(r, "compute", volume=compute, t_start=ends[r] - compute, t_end=ends[r])
+        done = max(ends) + warm + excess[i]
+        for r in range(2):
+            b.add(r, "allreduce", bytes_sent=8, bytes_recv=8, t_start=ends[r], t_end=done)
+            t[r] = done
+    for r in range(2):
+        b.add(r, "compute", volume=1e-3, t_start=t[r], t_end=t[r] + 1e-3)
+        b.add(r, "finalize", t_start=t[r] + 1e-3, t_end=t[r] + 1e-3)
+    return b.build(), cal
+
+
+def test_an_allreduce_the_other_ranks_had_entered_is_priced_and_fitted():
+    """An allreduce is used where every other rank entered it before the rank's compute ended
+    (it did not wait), at the calibrated one-way time per round of recursive doubling."""
+    n = 12
+    data, cal = _allreduces(np.zeros(n))
+    pen = _penalties(data)
+    excess = 0.8 * pen["registers"] + 0.2 * pen["memory"]
+    got = character.fit(*_allreduces(excess))
+    assert got.weights == pytest.approx({"registers": 0.8, "memory": 0.2}, abs=1e-9)
+    assert got.stretches == n - 1            # (rank 1's; the first holds its first allreduce)
+    # rank 0 the later one: its stretches are used, rank 1's (waiting for it) are not; both
+    # entering at once: neither waited
+    late = character.fit(*_allreduces(excess, first_late=True))
+    assert late.stretches == n - 1 and late.weights["memory"] == pytest.approx(0.2)
+    assert character.fit(*_allreduces(excess, late=0.0)).stretches == 2 * (n - 1)
+    # the same stretches with every allreduce on another communicator: not priced
+    data, cal = _allreduces(excess)
+    data.actions["comm"][data.actions["kind"] == K.code("allreduce")] = 1
     assert character.fit(data, cal) is None
 
 

@@ -14,17 +14,20 @@ property of the program (what its compute leaves in the caches), so the weights 
 another machine's curves.
 
 :func:`fit` takes the **stretches** of calls after a compute of at least the first measured
-duration (:func:`.after_compute.stretches`: until the rank's next such compute) made of
-point-to-point calls the calibration prices (:data:`PRICED`: no collective, whose time is
-mostly a wait for the others; as many requests completed in the stretch as posted in it; no
-rank's first call of a kind, whose set-up :mod:`.first_calls` replays apart) in which the rank
-did not wait: every message it receives was sent (the n-th send of its stream matched to the
-n-th receive; a trace with wildcard receives, sendrecvs or persistent requests has no match)
-before the stretch began, and every message it sends from the eager threshold on had its
-receive posted before.  Each one's **excess**: its calls' recorded time, less the recorder's
-clock reads in them (at a call's entry after a gap above the recorder's gate; each the rank's
-``recorder_seconds`` over its reads, as the self-check splits it), less their warm cost by the
-calibration (:func:`warm_seconds`).  Per **site** (the stretch's calls: kinds and bytes each
+duration (:func:`.after_compute.stretches`: until the rank's next such compute) made of calls
+the calibration prices (:data:`PRICED`: blocking and non-blocking sends and receives, their
+completions, allreduces on MPI_COMM_WORLD, MPI_Comm_size; as many requests completed in the
+stretch as posted in it; no rank's first call of a kind, whose set-up :mod:`.first_calls`
+replays apart) in which the rank did not wait: every message it receives was sent (the n-th
+send of its stream matched to the n-th receive; a trace with wildcard receives, sendrecvs or
+persistent requests has no match) before the stretch began, every message it sends from the
+eager threshold on had its receive posted before, and every other rank had entered each of
+its allreduces (the n-th collective on MPI_COMM_WORLD of each rank) before (a partner that
+entered and was then descheduled is not seen: a loaded recording's excess is too large).  Each
+one's **excess**: its calls' recorded time, less the recorder's clock reads in them (at a
+call's entry after a gap above the recorder's gate; each the rank's ``recorder_seconds`` over
+its reads, as the self-check splits it), less their warm cost by the calibration
+(:func:`warm_seconds`).  Per **site** (the stretch's calls: kinds and bytes each
 way, in any order, on any rank), the median of the excess, of the warm cost and of each
 kernel's penalty (:func:`.after_compute.added_seconds`: what the replay adds) over its
 stretches.  A site is used with :data:`MIN_STRETCHES` stretches or more, and where the two
@@ -38,7 +41,8 @@ usable site: no character (the replay keeps the mean).
 On session 15's pass (benchmarks/RESULTS.md): the 27-point stencil's 2 KiB exchanges after
 765 us took 1.6 us above their warm cost (median), the register curve gives 3.5 us, the memory
 one 9.7 (registers alone, w = 0); NPB LU W's 1,240-byte receives after 70 us, 0.21 us against
-0.31 and 1.67 (registers).
+0.31 and 1.67 (registers); HPCCG's 8-byte allreduces after its 8.3 ms of sparse compute 16.9
+us against 5.7 and 7.3 (memory alone).
 """
 from __future__ import annotations
 
@@ -52,8 +56,10 @@ from .calibration import Calibration, _stored_value
 from .. import kinds as K
 from ..rawlayout import CPU_READ_GATE_NS
 
-#: the calls whose warm cost :func:`warm_seconds` prices (a stretch with any other is left out)
-PRICED = frozenset({"irecv", "isend", "send", "recv", "wait", "waitall"})
+#: the calls whose warm cost :func:`warm_seconds` prices (a stretch with any other is left
+#: out): an allreduce on MPI_COMM_WORLD only, MPI_Comm_size at no cost (a local call)
+PRICED = frozenset({"irecv", "isend", "send", "recv", "wait", "waitall", "allreduce",
+                    "comm_size"})
 #: the two kernels the weight is between (the low and the high curve)
 LOW, HIGH = "registers", "memory"
 #: a site is used where the kernels' penalties differ by at least this many times its warm
@@ -89,7 +95,9 @@ def warm_seconds(data, cal: Calibration) -> np.ndarray:
     posting it and of completing its request (``call_costs``) and of receiving its message;
     a ``recv`` of receiving it; receiving, ``smpi/or`` below the eager threshold and the
     one-way ping-pong time from it (the transfer); an ``isend`` ``smpi/ois``; a ``send``
-    ``smpi/os`` below the threshold, the one-way time from it.  The completions cost nothing
+    ``smpi/os`` below the threshold, the one-way time from it; an allreduce on MPI_COMM_WORLD
+    the one-way time at its bytes per round of recursive doubling (log2 of the ranks, rounded
+    up: the replay's algorithm, prediction.WORLD_ALGORITHMS).  The completions cost nothing
     more: an ``irecv``'s price holds its completion."""
     a = data.actions
     kind = a["kind"]
@@ -107,6 +115,9 @@ def warm_seconds(data, cal: Calibration) -> np.ndarray:
         out[rows] = extra + np.where(s < cal.eager_threshold, at(eager, s), cal.one_way(s))
     rows = np.flatnonzero(kind == K.code("isend"))
     out[rows] = at("isend", np.where(a["peer"][rows] < 0, 0, a["bytes_sent"][rows]))
+    rows = np.flatnonzero((kind == K.code("allreduce")) & (a["comm"] == 0))
+    rounds = np.ceil(np.log2(max(data.nranks, 2)))
+    out[rows] = rounds * cal.one_way(a["bytes_sent"][rows].astype(float))
     return out
 
 
@@ -226,6 +237,31 @@ def _unwaited(data, group: np.ndarray, first: np.ndarray, eager: int) -> np.ndar
     s, r = m["row_s"].to_numpy(np.int64), m["row_r"].to_numpy(np.int64)
     out[r] = a["t_end"][s] <= a["t_end"][first[group[r]]]          # (its compute's end)
     out[s] = (a["bytes_sent"][s] < eager) | (a["t_start"][r] <= a["t_start"][s])
+    out &= _collectives_unwaited(data, group, first)
+    return out
+
+
+def _collectives_unwaited(data, group: np.ndarray, first: np.ndarray) -> np.ndarray:
+    """Per action: False for a collective on a communicator other than MPI_COMM_WORLD, or one
+    that another rank entered (its n-th on MPI_COMM_WORLD, every rank calling as many) after
+    this one's stretch began; True elsewhere."""
+    a = data.actions
+    out = np.ones(len(a), bool)
+    coll = K.mask(K.ALL_COLLECTIVES | K.ALL_NEIGHBOR_COLLECTIVES)[a["kind"]]
+    out[coll & (a["comm"] != 0)] = False
+    rows = np.flatnonzero(coll & (a["comm"] == 0))
+    if not len(rows):
+        return out
+    rank = data.rank_of(rows)
+    counts = np.bincount(rank, minlength=data.nranks)
+    if data.nranks < 2 or (counts != counts[0]).any():
+        out[rows] = False
+        return out
+    start = a["t_start"][rows].reshape(data.nranks, -1)       # (rows in order: rank-major)
+    order = np.sort(start, axis=0)
+    latest, second = order[-1], order[-2]
+    others = np.where(start == latest, second, latest)      # the latest of the other ranks
+    out[rows] = others.ravel() <= a["t_end"][first[group[rows]]]
     return out
 
 
