@@ -39,7 +39,7 @@ def _calibration(send=0.5 * US, recv=0.3 * US) -> Calibration:
     return cal
 
 
-def _exchanges(excess=None, n=12, late=50 * US, compute=500 * US, reads=None):
+def _exchanges(excess=None, n=24, late=50 * US, compute=500 * US, reads=None):
     """Each rank: ``n`` times a compute, then irecv from the other (2 KiB), send to it, wait.
     Rank 1 ends its compute ``late`` after rank 0: rank 0's wait waits (the message comes
     after its stretch began: 200 us), rank 1's calls take their warm cost (the calibration's)
@@ -125,6 +125,14 @@ def test_without_an_exchange_that_tells_the_kernels_apart_there_is_no_character(
     # every stretch waited (rank 1's message also came after rank 0's stretch began)
     late, _ = _exchanges(excess, late=0.0)
     assert character.fit(late, cal) is None
+    # fewer stretches than a median needs (the rank's first left out too)
+    few, _ = _exchanges(excess[:character.MIN_STRETCHES], n=character.MIN_STRETCHES)
+    assert character.fit(few, cal) is None
+    # a rank that lost its core inside its calls (a partner may have waited for it)
+    data.meta["in_mpi_seconds"] = [[0.010, 0.011], [0.005, 0.010]]
+    assert character.fit(data, cal) is None
+    data.meta["in_mpi_seconds"] = [[0.010, 0.011], [0.009, 0.010]]
+    assert character.fit(data, cal) is not None
     # no timestamps, no curves
     untimed = _exchanges(excess)[0]
     untimed.actions["t_start"][:] = np.nan
@@ -133,7 +141,7 @@ def test_without_an_exchange_that_tells_the_kernels_apart_there_is_no_character(
     assert character.fit(data, cal) is None
 
 
-def _allreduces(excess, n=12, late=50 * US, compute=500 * US, first_late=False):
+def _allreduces(excess, n=24, late=50 * US, compute=500 * US, first_late=False):
     """Each rank: ``n`` times a compute, then an 8-byte allreduce.  Rank 1 ends its compute
     ``late`` after rank 0 (rank 0 waits for it in the allreduce), and its allreduce takes the
     calibrated warm cost (one round on 2 ranks: the one-way time at 8 bytes) plus ``excess[i]``;
@@ -162,7 +170,7 @@ def _allreduces(excess, n=12, late=50 * US, compute=500 * US, first_late=False):
 def test_an_allreduce_the_other_ranks_had_entered_is_priced_and_fitted():
     """An allreduce is used where every other rank entered it before the rank's compute ended
     (it did not wait), at the calibrated one-way time per round of recursive doubling."""
-    n = 12
+    n = 24
     data, cal = _allreduces(np.zeros(n))
     pen = _penalties(data)
     excess = 0.8 * pen["registers"] + 0.2 * pen["memory"]

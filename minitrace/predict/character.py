@@ -27,7 +27,8 @@ entered and was then descheduled is not seen: a loaded recording's excess is too
 one's **excess**: its calls' recorded time, less the recorder's clock reads in them (at a
 call's entry after a gap above the recorder's gate; each the rank's ``recorder_seconds`` over
 its reads, as the self-check splits it), less their warm cost by the calibration
-(:func:`warm_seconds`).  Per **site** (the stretch's calls: kinds and bytes each
+(:func:`warm_seconds`); a recording whose ranks lost their core inside their calls
+(:data:`MIN_IN_CALL_SHARE`) has none.  Per **site** (the stretch's calls: kinds and bytes each
 way, in any order, on any rank), the median of the excess, of the warm cost and of each
 kernel's penalty (:func:`.after_compute.added_seconds`: what the replay adds) over its
 stretches.  A site is used with :data:`MIN_STRETCHES` stretches or more, and where the two
@@ -67,8 +68,14 @@ LOW, HIGH = "registers", "memory"
 #: 1,240-byte sends after a compute took 0.36 us where the Debian MPICH calibration's smpi/os
 #: is 1.0 us), so a site whose curves differ by less cannot tell the kernels apart
 SEPARATION = 2.0
-#: the fewest stretches a site is used with (their median; fewer are one moment's noise)
-MIN_STRETCHES = 5
+#: the fewest stretches a site is used with (their median; fewer are one moment's noise: on
+#: a loaded pass HPCG 16^3's 5-8 allreduces gave the memory kernel, then the registers)
+MIN_STRETCHES = 20
+#: no fit when a rank got less than this share of a core inside its MPI calls (CPU over wall
+#: time there, ``in_mpi_seconds``; the libraries busy-poll): a rank descheduled while its
+#: partners' calls waited for it makes their unwaited stretches look long (on a loaded pass
+#: the 27-point stencil's recordings at 5% and 47% gave the memory kernel, at 99% registers)
+MIN_IN_CALL_SHARE = 0.8
 _GATE = CPU_READ_GATE_NS * 1e-9
 
 
@@ -146,6 +153,9 @@ def sites(data, cal: Calibration) -> pd.DataFrame | None:
     a = data.actions
     if not table or data.meta.get("volume_unit") != "seconds" or not len(a) \
             or not np.isfinite(a["t_start"]).all() or not np.any(a["t_end"]):
+        return None
+    inside = np.asarray(data.meta.get("in_mpi_seconds", []), float).reshape(-1, 2)
+    if np.any(inside[:, 0] < MIN_IN_CALL_SHARE * inside[:, 1]):
         return None
     group, _ = after_compute.stretches(data, table["seconds"][0], 1.0)
     x, warm, site, use = _excess(data, cal, group)
