@@ -321,8 +321,8 @@ def generate(spec_text: str | None = None) -> str:
 #: The hand-written C before the wrappers: the runtime, then the state of particular calls
 #: with their recipes (matched probes' messages, topologies' neighbours, tables of windows and
 #: files), and what the Fortran twins share (the sentinels, statuses, their exported names).
-RUNTIME = ("shim_clock.c", "shim_reqmap.c", "shim_runtime.c", "shim_message.c", "shim_topo.c",
-           "shim_handles.c", "shim_rma.c", "shim_io.c", "shim_fortran.c")
+RUNTIME = ("shim_alloc.c", "shim_clock.c", "shim_reqmap.c", "shim_runtime.c", "shim_message.c",
+           "shim_topo.c", "shim_handles.c", "shim_rma.c", "shim_io.c", "shim_fortran.c")
 
 
 def translation_unit() -> str:

@@ -18,8 +18,6 @@
  * Included by generate.py after shim_io.c, before the generated wrappers.
  */
 #if MT_FORTRAN
-#include <dlfcn.h>
-
 #define MT_F_ALIAS(fn, name) extern __typeof__(fn) name __attribute__((alias(#fn)));
 #if defined(OMPI_MAJOR_VERSION)
 #define MT_F_OMPI_NAMES(fn, Mixed, short) \
@@ -40,7 +38,7 @@ _Static_assert(sizeof(MPI_Fint) == sizeof(int), "INTEGER arrays are read as int 
 
 /* The Fortran MPI_IN_PLACE: its address in Fortran programs (MPICH keeps it in a pointer, and
  * mpi_f08's in a variable; Open MPI in a common block under each compiler's mangling), found
- * once. */
+ * once (mt_symbol: a failed dlsym would take a block of the program's heap). */
 static const void *mt_f_in_place[4], *mt_f08_in_place;
 static int mt_f_ready;
 
@@ -49,11 +47,11 @@ static void mt_f_setup(void) {
     static const char *names[] = {"mpi_fortran_in_place_", "mpi_fortran_in_place__",
                                   "mpi_fortran_in_place", "MPI_FORTRAN_IN_PLACE"};
     for (size_t i = 0; i < sizeof names / sizeof *names; i++)
-        mt_f_in_place[i] = dlsym(RTLD_DEFAULT, names[i]);
+        mt_f_in_place[i] = mt_symbol(names[i]);
 #else
-    const void **p = (const void **)dlsym(RTLD_DEFAULT, "MPIR_F_MPI_IN_PLACE");
+    const void **p = (const void **)mt_symbol("MPIR_F_MPI_IN_PLACE");
     if (p) mt_f_in_place[0] = *p;
-    mt_f08_in_place = dlsym(RTLD_DEFAULT, "MPIR_F08_MPI_IN_PLACE");
+    mt_f08_in_place = mt_symbol("MPIR_F08_MPI_IN_PLACE");
 #endif
     __atomic_store_n(&mt_f_ready, 1, __ATOMIC_RELEASE);
 }
@@ -78,7 +76,7 @@ static inline const void *mt_f08_buf(const void *desc) {
  * 3 indices (mt_scratch is the recipes'). */
 static void *mt_fbuf(mt_thread *T, int slot, size_t bytes) {
     if (bytes > T->fbuf_cap[slot]) {
-        void *p = realloc(T->fbuf[slot], bytes);
+        void *p = mt_realloc(T->fbuf[slot], bytes);
         if (!p) abort(); /* as mt_scratch: MPI itself would fail first */
         T->fbuf[slot] = p;
         T->fbuf_cap[slot] = bytes;

@@ -26,7 +26,7 @@ static int32_t mt_obj_new(mt_objs *t, uint64_t key, int32_t comm_id, const mt_co
     pthread_mutex_lock(&t->lock);
     if (t->n == t->cap) {
         size_t cap = t->cap ? 2 * t->cap : 8;
-        mt_obj *p = (mt_obj *)realloc(t->e, cap * sizeof *p);
+        mt_obj *p = (mt_obj *)mt_realloc(t->e, cap * sizeof *p);
         if (p) {
             t->e = p;
             t->cap = cap;

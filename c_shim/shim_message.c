@@ -31,7 +31,7 @@ static int64_t mt_msg_put(MPI_Message m, int32_t comm_id, int32_t peer, int32_t 
     pthread_mutex_lock(&mt_msg_lock);
     if (mt_nmsgs == mt_msgs_cap) {
         size_t cap = mt_msgs_cap ? 2 * mt_msgs_cap : 16;
-        mt_msg *p = (mt_msg *)realloc(mt_msgs, cap * sizeof *p);
+        mt_msg *p = (mt_msg *)mt_realloc(mt_msgs, cap * sizeof *p);
         if (p) {
             mt_msgs = p;
             mt_msgs_cap = cap;

@@ -79,11 +79,11 @@ static size_t mt_place(mt_map *m, mt_slot *s, size_t cap, uint64_t key) {
 
 static int mt_map_grow(mt_map *m) {
     size_t cap = m->cap ? 2 * m->cap : 256;
-    mt_slot *s = (mt_slot *)calloc(cap, sizeof *s);
+    mt_slot *s = (mt_slot *)mt_calloc(cap, sizeof *s);
     if (!s) return -1;
     for (size_t j = 0; j < m->cap; j++)
         if (m->s[j].n) s[mt_place(m, s, cap, m->s[j].key)] = m->s[j];
-    free(m->s);
+    mt_free(m->s);
     m->s = s;
     m->cap = cap;
     return 0;
@@ -113,11 +113,11 @@ static int mt_slot_widen(mt_map *m, mt_slot *s) {
         ring = m->spare;
         cap = m->spare_cap;
         m->spare = NULL;
-    } else if (!(ring = (mt_req *)malloc(sizeof *ring * cap))) {
+    } else if (!(ring = (mt_req *)mt_malloc(sizeof *ring * cap))) {
         return -1;
     }
     for (uint32_t i = 0; i < s->n; i++) ring[i] = *mt_entry(s, i);
-    if (s->cap > 1) free(s->ring);
+    if (s->cap > 1) mt_free(s->ring);
     s->ring = ring;
     s->cap = cap;
     s->head = 0;
@@ -172,11 +172,11 @@ static void mt_slot_remove(mt_map *m, mt_slot *s, uint32_t at) {
     if (--s->n == 1) { /* back to the entry in the slot; the ring is kept for the next one */
         mt_req last = *mt_entry(s, 0);
         if (!m->spare || m->spare_cap < s->cap) {
-            free(m->spare);
+            mt_free(m->spare);
             m->spare = s->ring;
             m->spare_cap = s->cap;
         } else {
-            free(s->ring);
+            mt_free(s->ring);
         }
         s->ring = NULL;
         s->cap = 1;

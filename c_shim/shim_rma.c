@@ -12,7 +12,7 @@ static void mt_group_vec(mt_thread *T, mt_rec *R, MPI_Group g) {
     if (g == MPI_GROUP_NULL || PMPI_Group_size(g, &n) != MPI_SUCCESS || n <= 0) return;
     int *in = (int *)mt_scratch(T, sizeof(int) * 2 * (size_t)n), *out = in + n;
     for (int i = 0; i < n; i++) in[i] = i;
-    PMPI_Group_translate_ranks(g, n, in, mt_world_group, out);
+    PMPI_Group_translate_ranks(g, n, in, mt_world_grp(), out);
     int64_t *v = mt_vec(T, R, n);
     if (R->vec_len != n) return;
     for (int i = 0; i < n; i++) v[i] = out[i] == MPI_UNDEFINED ? -1 : out[i];

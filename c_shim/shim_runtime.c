@@ -13,11 +13,11 @@
  * in the chunk header is stored (release) after the record: a reader never sees half a record.
  *
  * This file is not compiled on its own: build_shim.py prepends the generated kind codes,
- * shim_clock.c and shim_reqmap.c, and appends the other runtime files and the generated wrappers
+ * shim_alloc.c (the shim's memory), shim_clock.c and shim_reqmap.c, and appends the other
+ * runtime files and the generated wrappers
  * (generate.py RUNTIME), making one translation unit (so the hot helpers inline).
  */
 #include "shim_runtime.h"
-#include <dlfcn.h>
 #include <link.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -70,7 +70,8 @@ static mt_file_hdr *mt_hdr;
 static uint32_t mt_nchunks, mt_nthreads;
 static int64_t mt_req_next;
 static uint64_t mt_world_key;
-static MPI_Group mt_world_group;
+static MPI_Group mt_world_group = MPI_GROUP_NULL; /* made when first needed: mt_world_grp */
+static pthread_mutex_t mt_group_lock = PTHREAD_MUTEX_INITIALIZER;
 static const mt_comm *mt_comms[MT_MAX_COMMS];
 static int32_t mt_ncomms;
 static pthread_mutex_t mt_file_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -173,6 +174,17 @@ static inline int64_t mt_counter(mt_thread *T, int64_t t) {
 }
 
 /* ---- the per-rank file --------------------------------------------------------------- */
+/* An error's text without the translation strerror looks up, which takes blocks of the
+ * program's heap (shim_alloc.c): a program whose recording stopped goes on as untraced. */
+static const char *mt_strerror(int err) {
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 32))
+    const char *d = strerrordesc_np(err);
+    return d ? d : "unknown error";
+#else
+    return strerror(err);
+#endif
+}
+
 /* Stop recording, the program going on untraced.  Once the file has a header, the header says
  * so (the merge then marks the trace incomplete); every rank warns (each fails on its own),
  * once. */
@@ -188,7 +200,7 @@ static void mt_disable(const char *what, int err) {
         msync(mt_hdr, MT_HEADER_BYTES, MS_ASYNC);
     }
     fprintf(stderr, "minitrace: rank %d: tracing disabled: %s: %s\n", mt_rank, what,
-            strerror(err));
+            mt_strerror(err));
 }
 
 /* Chunks are provisioned ahead by a helper thread.  On this kind of machine (and any VM that
@@ -210,6 +222,57 @@ static uint64_t mt_swaps, mt_behind, mt_swap_ns; /* chunk swaps, those the helpe
                                                     * for, and their time (MINITRACE_STATS) */
 static pthread_mutex_t mt_prov_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t mt_prov_cv = PTHREAD_COND_INITIALIZER;
+
+/* The chunks' windows, in one range reserved at start-up (PROT_NONE, nothing committed): the
+ * kernel places a file mapping of 2 MiB or more at an address congruent to its offset modulo
+ * 2 MiB, which put the chunks, and the program's large buffers mapped below them, at the same
+ * offset in every recording (shim_alloc.c says what that changed).  A window is mapped over its
+ * slot (MAP_FIXED) and given back to the reservation when spent; when all are in use (more
+ * threads than slots), a chunk is mapped where the kernel puts it. */
+#define MT_WINDOWS 64
+static char *mt_windows;                  /* MT_WINDOWS slots of MT_CHUNK_BYTES, or NULL */
+static uint64_t mt_window_used;           /* a bit per slot; under mt_window_lock */
+static pthread_mutex_t mt_window_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void mt_windows_reserve(void) {
+    size_t len = (size_t)MT_WINDOWS * MT_CHUNK_BYTES + 4096; /* one page more: not aligned */
+    void *p = mmap(NULL, len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    mt_windows = p == MAP_FAILED ? NULL : (char *)p;
+}
+
+static void *mt_chunk_window(int fd, off_t off) {
+    int slot = -1;
+    pthread_mutex_lock(&mt_window_lock);
+    if (mt_windows && ~mt_window_used) {
+        slot = __builtin_ctzll(~mt_window_used);
+        mt_window_used |= 1ull << slot;
+    }
+    pthread_mutex_unlock(&mt_window_lock);
+    if (slot < 0) return mmap(NULL, MT_CHUNK_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, fd, off);
+    void *p = mmap(mt_windows + (size_t)slot * MT_CHUNK_BYTES, MT_CHUNK_BYTES,
+                   PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd, off);
+    if (p == MAP_FAILED) { /* the slot stays reserved (PROT_NONE) and free */
+        pthread_mutex_lock(&mt_window_lock);
+        mt_window_used &= ~(1ull << slot);
+        pthread_mutex_unlock(&mt_window_lock);
+    }
+    return p;
+}
+
+/* Unmap a spent chunk: a window goes back to the reservation. */
+static void mt_chunk_unmap(void *p) {
+    char *c = (char *)p;
+    if (!mt_windows || c < mt_windows || c >= mt_windows + (size_t)MT_WINDOWS * MT_CHUNK_BYTES) {
+        munmap(p, MT_CHUNK_BYTES);
+        return;
+    }
+    if (mmap(c, MT_CHUNK_BYTES, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED,
+             -1, 0) == MAP_FAILED)
+        return; /* (cannot happen on a range we own) the slot is not reused */
+    pthread_mutex_lock(&mt_window_lock);
+    mt_window_used &= ~(1ull << ((size_t)(c - mt_windows) / MT_CHUNK_BYTES));
+    pthread_mutex_unlock(&mt_window_lock);
+}
 
 /* Grow the file by one chunk and map it.  The chunk is first written with zeros by pwrite():
  * that puts its pages in the page cache about 4x cheaper than write faults on a sparse
@@ -235,7 +298,7 @@ static void *mt_map_chunk(int *err) {
         }
         o += (size_t)w;
     }
-    void *p = mmap(NULL, MT_CHUNK_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, fd, off);
+    void *p = mt_chunk_window(fd, off);
     if (p == MAP_FAILED) *err = errno;
     return p;
 }
@@ -251,7 +314,7 @@ static void *mt_helper(void *arg) {
         while (mt_nspent) {
             void *old = mt_spent[--mt_nspent];
             pthread_mutex_unlock(&mt_prov_lock);
-            munmap(old, MT_CHUNK_BYTES);
+            mt_chunk_unmap(old);
             pthread_mutex_lock(&mt_prov_lock);
         }
         if (mt_nready >= MT_READY) continue;
@@ -340,7 +403,7 @@ static int mt_new_chunk(mt_thread *T) {
     }
     if (helper) pthread_cond_signal(&mt_prov_cv);
     pthread_mutex_unlock(&mt_prov_lock);
-    if (old) munmap(old, MT_CHUNK_BYTES);
+    if (old) mt_chunk_unmap(old);
     __atomic_add_fetch(&mt_swaps, 1, __ATOMIC_RELAXED);
     if (!p) {
         int err;
@@ -368,7 +431,7 @@ static int mt_new_chunk(mt_thread *T) {
 }
 
 static mt_thread *mt_thread_new(void) {
-    mt_thread *T = (mt_thread *)calloc(1, sizeof *T);
+    mt_thread *T = (mt_thread *)mt_calloc(1, sizeof *T);
     if (!T) return NULL;
     T->id = __atomic_fetch_add(&mt_nthreads, 1, __ATOMIC_RELAXED);
     T->perf_fd = -1;
@@ -380,7 +443,7 @@ static mt_thread *mt_thread_new(void) {
         }
     }
     if (mt_new_chunk(T)) {
-        free(T);
+        mt_free(T);
         return NULL;
     }
     int64_t t = mt_now();
@@ -514,7 +577,7 @@ static mt_where mt_where_of(mt_thread *T, const MPI_Request *p) {
 static int64_t *mt_vec(mt_thread *T, mt_rec *R, int64_t n) {
     if (n > T->vec_cap) {
         int64_t cap = n < 64 ? 64 : n;
-        int64_t *v = (int64_t *)realloc(T->vec, (size_t)cap * sizeof(int64_t));
+        int64_t *v = (int64_t *)mt_realloc(T->vec, (size_t)cap * sizeof(int64_t));
         if (!v) { /* no memory: keep the action, drop its vector */
             static int64_t sink[2];
             R->vec_len = 0;
@@ -529,7 +592,7 @@ static int64_t *mt_vec(mt_thread *T, mt_rec *R, int64_t n) {
 
 static void *mt_scratch(mt_thread *T, size_t bytes) {
     if (bytes > T->scratch_cap) {
-        void *p = realloc(T->scratch, bytes);
+        void *p = mt_realloc(T->scratch, bytes);
         if (!p) abort(); /* cannot happen at sane request counts; MPI itself would fail first */
         T->scratch = p;
         T->scratch_cap = bytes;
@@ -544,26 +607,41 @@ static int mt_world(const mt_comm *c, int r) {
 }
 
 /* Learn a communicator: its members' world ranks, by group translation.  Lock held. */
+/* The world's group, made on the first communicator other than the world (or window group)
+ * learnt: MPI keeps the world's group once made, a block of the program's heap that the shim's
+ * start-up would otherwise take before the program's own (shim_alloc.c). */
+static MPI_Group mt_world_grp(void) {
+    pthread_mutex_lock(&mt_group_lock);
+    if (mt_world_group == MPI_GROUP_NULL) PMPI_Comm_group(MPI_COMM_WORLD, &mt_world_group);
+    pthread_mutex_unlock(&mt_group_lock);
+    return mt_world_group;
+}
+
 static int32_t mt_comm_learn(MPI_Comm c, uint64_t key) {
     if (mt_ncomms >= MT_MAX_COMMS) return -1;
-    int inter = 0, n = 0, me = 0;
-    MPI_Group g;
-    PMPI_Comm_test_inter(c, &inter);
-    if ((inter ? PMPI_Comm_remote_group(c, &g) : PMPI_Comm_group(c, &g)) != MPI_SUCCESS) return -1;
-    PMPI_Group_size(g, &n);
-    PMPI_Comm_rank(c, &me);
-    mt_comm *e = (mt_comm *)malloc(sizeof *e + sizeof(int) * (size_t)(n ? n : 1));
-    int *ranks = (int *)malloc(sizeof(int) * (size_t)(n ? n : 1));
+    int world = key == mt_world_key, inter = 0, n = mt_size, me = mt_rank;
+    MPI_Group g = MPI_GROUP_NULL;
+    if (!world) {
+        PMPI_Comm_test_inter(c, &inter);
+        if ((inter ? PMPI_Comm_remote_group(c, &g) : PMPI_Comm_group(c, &g)) != MPI_SUCCESS)
+            return -1;
+        PMPI_Group_size(g, &n);
+        PMPI_Comm_rank(c, &me);
+    }
+    mt_comm *e = (mt_comm *)mt_malloc(sizeof *e + sizeof(int) * (size_t)(n ? n : 1));
+    int *ranks = (int *)mt_malloc(sizeof(int) * (size_t)(n ? n : 1));
     if (!e || !ranks) {
-        free(e);
-        free(ranks);
-        PMPI_Group_free(&g);
+        mt_free(e);
+        mt_free(ranks);
+        if (!world) PMPI_Group_free(&g);
         return -1;
     }
-    for (int i = 0; i < n; i++) ranks[i] = i;
-    PMPI_Group_translate_ranks(g, n, ranks, mt_world_group, e->members);
-    PMPI_Group_free(&g);
-    free(ranks);
+    for (int i = 0; i < n; i++) ranks[i] = e->members[i] = i; /* the world's: its own ranks */
+    if (!world) {
+        PMPI_Group_translate_ranks(g, n, ranks, mt_world_grp(), e->members);
+        PMPI_Group_free(&g);
+    }
+    mt_free(ranks);
     e->size = n;
     e->myrank = me;
     e->inter = inter;
@@ -573,11 +651,11 @@ static int32_t mt_comm_learn(MPI_Comm c, uint64_t key) {
     __atomic_store_n(&mt_comms[id], e, __ATOMIC_RELEASE);
     mt_thread *T = mt_self;
     if (T) {
-        int64_t *w = (int64_t *)malloc(sizeof(int64_t) * (size_t)(n ? n : 1));
+        int64_t *w = (int64_t *)mt_malloc(sizeof(int64_t) * (size_t)(n ? n : 1));
         if (w) {
             for (int i = 0; i < n; i++) w[i] = e->members[i];
             mt_internal(T, MT_INTERNAL_COMMDEF, inter, id, -1, 0, w, n);
-            free(w);
+            mt_free(w);
         }
     }
     return id;
@@ -715,8 +793,27 @@ static int mt_req_get(MPI_Request r, mt_req *out) {
     return out->id >= 0;
 }
 
-static int mt_cmp_int(const void *a, const void *b) {
-    return (*(const int *)a > *(const int *)b) - (*(const int *)a < *(const int *)b);
+/* Sort a[0..k) in place (heapsort: glibc's qsort takes a buffer from the program's heap for
+ * more than 1 KiB of data, shim_alloc.c). */
+static void mt_sort_ints(int *a, int k) {
+    for (int end = k, i = k / 2 - 1; end > 1; ) {
+        int root;
+        if (i >= 0) {
+            root = i--;              /* building the heap */
+        } else {
+            int t = a[0];            /* the largest to the end */
+            a[0] = a[--end];
+            a[end] = t;
+            root = 0;
+        }
+        for (int c; (c = 2 * root + 1) < end; root = c) {
+            if (c + 1 < end && a[c + 1] > a[c]) c++;
+            if (a[root] >= a[c]) break;
+            int t = a[root];
+            a[root] = a[c];
+            a[c] = t;
+        }
+    }
 }
 
 /* idx[0..k) in ascending order: idx itself, or sorted into buf. */
@@ -724,7 +821,7 @@ static const int *mt_ascending(const int *idx, int k, int *buf) {
     for (int j = 1; j < k; j++)
         if (idx[j] <= idx[j - 1]) {
             memcpy(buf, idx, sizeof(int) * (size_t)k);
-            qsort(buf, (size_t)k, sizeof(int), mt_cmp_int);
+            mt_sort_ints(buf, k);
             return buf;
         }
     return idx;
@@ -772,7 +869,7 @@ static void mt_volume_setup(void) {
         } else {
             if (want == MT_VOLUME_INSTRUCTIONS && mt_rank == 0)
                 fprintf(stderr, "minitrace: no hardware instruction counter (%s); "
-                        "measuring compute volume as thread CPU time\n", strerror(errno));
+                        "measuring compute volume as thread CPU time\n", mt_strerror(errno));
             mt_volume = MT_VOLUME_CPUTIME;
         }
     }
@@ -805,7 +902,6 @@ static void mt_start(int64_t raw0, int64_t ns0, int thread_level) {
     mt_read_cap = (int64_t)(MT_READ_CAP_NS / mt_ns_per_tick);
     PMPI_Comm_rank(MPI_COMM_WORLD, &mt_rank);
     PMPI_Comm_size(MPI_COMM_WORLD, &mt_size);
-    PMPI_Comm_group(MPI_COMM_WORLD, &mt_world_group);
     MPI_Comm parent = MPI_COMM_NULL;
     PMPI_Comm_get_parent(&parent);
     if (parent != MPI_COMM_NULL) return; /* spawned (MPI_Comm_spawn): not traced, its world
@@ -862,6 +958,7 @@ static void mt_start(int64_t raw0, int64_t ns0, int thread_level) {
     mt_volume_setup();
 
     mt_world_key = mt_key(MPI_COMM_WORLD);
+    mt_windows_reserve(); /* before the helper: it maps chunks */
     mt_helper_start();
     mt_thread *T = mt_thread_new();
     if (!T) return;
@@ -946,16 +1043,82 @@ static int mt_says(void) {
     return 1;
 }
 
-/* Whether a loaded object (or what it depends on) defines the other family's symbol: not only
- * the global scope, where a library loaded with RTLD_LOCAL is not. */
+/* The address of `name` if a loaded object defines it, read from its dynamic symbol table in
+ * memory (GNU or SysV hash), else NULL: dlopen and a failed dlsym took blocks of the program's
+ * heap (scopes, error strings), which moved its blocks allocated later (shim_alloc.c). */
+static void *mt_object_symbol(const struct dl_phdr_info *info, const char *name) {
+    const ElfW(Dyn) *dyn = NULL;
+    for (int i = 0; i < info->dlpi_phnum; i++)
+        if (info->dlpi_phdr[i].p_type == PT_DYNAMIC)
+            dyn = (const ElfW(Dyn) *)(info->dlpi_addr + info->dlpi_phdr[i].p_vaddr);
+    const ElfW(Sym) *sym = NULL;
+    const char *str = NULL;
+    const uint32_t *gnu = NULL, *sysv = NULL;
+    for (; dyn && dyn->d_tag != DT_NULL; dyn++) {
+        ElfW(Addr) p = dyn->d_un.d_ptr;
+        if (p < info->dlpi_addr) p += info->dlpi_addr; /* not relocated by ld.so (the vDSO) */
+        if (dyn->d_tag == DT_SYMTAB) sym = (const ElfW(Sym) *)p;
+        else if (dyn->d_tag == DT_STRTAB) str = (const char *)p;
+        else if (dyn->d_tag == DT_GNU_HASH) gnu = (const uint32_t *)p;
+        else if (dyn->d_tag == DT_HASH) sysv = (const uint32_t *)p;
+    }
+    if (!sym || !str) return NULL;
+    const unsigned char *n = (const unsigned char *)name;
+    if (gnu) {
+        uint32_t nb = gnu[0], off = gnu[1], h = 5381;
+        const uint32_t *bucket = (const uint32_t *)((const ElfW(Addr) *)(gnu + 4) + gnu[2]);
+        const uint32_t *chain = bucket + nb;
+        for (const unsigned char *c = n; *c; c++) h = h * 33 + *c;
+        if (!nb || bucket[h % nb] < off) return NULL;
+        for (uint32_t i = bucket[h % nb];; i++) {
+            uint32_t h2 = chain[i - off];
+            if ((h | 1) == (h2 | 1) && sym[i].st_shndx != SHN_UNDEF &&
+                !strcmp(str + sym[i].st_name, name))
+                return (void *)(info->dlpi_addr + sym[i].st_value);
+            if (h2 & 1) return NULL;
+        }
+    }
+    if (sysv && sysv[0]) {
+        uint32_t h = 0;
+        for (const unsigned char *c = n; *c; c++) {
+            h = (h << 4) + *c;
+            uint32_t g = h & 0xf0000000u;
+            if (g) h ^= g >> 24;
+            h &= ~g;
+        }
+        const uint32_t *bucket = sysv + 2, *chain = bucket + sysv[0];
+        for (uint32_t i = bucket[h % sysv[0]]; i; i = chain[i])
+            if (sym[i].st_shndx != SHN_UNDEF && !strcmp(str + sym[i].st_name, name))
+                return (void *)(info->dlpi_addr + sym[i].st_value);
+    }
+    return NULL;
+}
+
+/* Whether a loaded object defines the other family's symbol: every loaded object, not only the
+ * global scope, where a library loaded with RTLD_LOCAL is not. */
 static int mt_defines_other(struct dl_phdr_info *info, size_t size, void *found) {
     (void)size;
-    void *h = dlopen(info->dlpi_name && *info->dlpi_name ? info->dlpi_name : NULL,
-                     RTLD_LAZY | RTLD_NOLOAD);
-    if (!h) return 0;
-    if (dlsym(h, MT_MPI_OTHER_SYMBOL)) *(const char **)found = info->dlpi_name;
-    dlclose(h);
+    if (mt_object_symbol(info, MT_MPI_OTHER_SYMBOL)) *(const char **)found = info->dlpi_name;
     return *(const char **)found != NULL;
+}
+
+typedef struct {
+    const char *name;
+    void *at;
+} mt_lookup;
+
+static int mt_first_symbol(struct dl_phdr_info *info, size_t size, void *arg) {
+    (void)size;
+    mt_lookup *q = (mt_lookup *)arg;
+    return (q->at = mt_object_symbol(info, q->name)) != NULL;
+}
+
+/* dlsym(RTLD_DEFAULT, name) without dlsym's heap blocks: the first loaded object's definition
+ * (in load order). */
+static void *mt_symbol(const char *name) {
+    mt_lookup q = {name, NULL};
+    dl_iterate_phdr(mt_first_symbol, &q);
+    return q.at;
 }
 
 static void mt_check_mpi(void) {
@@ -1091,19 +1254,19 @@ int minitrace_region(int begin, const char *name) {
     for (int32_t i = 0; i < mt_nstrings; i++)
         if (!strcmp(mt_strings[i], name)) idx = i;
     if (idx < 0) {
-        char **s = (char **)realloc(mt_strings, sizeof(char *) * (size_t)(mt_nstrings + 1));
+        char **s = (char **)mt_realloc(mt_strings, sizeof(char *) * (size_t)(mt_nstrings + 1));
         mt_thread *T = mt_self;
         if (s && (T || (T = mt_thread_new()))) {
             mt_strings = s;
             idx = mt_nstrings++;
-            mt_strings[idx] = strdup(name);
+            mt_strings[idx] = mt_strdup(name);
             size_t n = strlen(name);
             int64_t words = (int64_t)(n + 7) / 8;
-            int64_t *w = (int64_t *)calloc((size_t)(words ? words : 1), sizeof(int64_t));
+            int64_t *w = (int64_t *)mt_calloc((size_t)(words ? words : 1), sizeof(int64_t));
             if (w) {
                 memcpy(w, name, n);
                 mt_internal(T, MT_INTERNAL_STRING, (int32_t)n, idx, -1, 0, w, words);
-                free(w);
+                mt_free(w);
             }
         }
     }
