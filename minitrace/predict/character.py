@@ -10,8 +10,9 @@ measured on the 27-point stencil (a register loop: its 2 KiB halo after 361 us o
 4.6 us for the whole exchange, the mean's cost alone was 9.9 us, the registers' 4.5), the
 pipeline and NPB LU (benchmarks/RESULTS.md).  On the recording machine the recording says
 which its compute resembles: every exchange after a compute was timed.  The character is a
-property of the program (what its compute leaves in the caches), so the weights carry to
-another machine's curves.
+property of the program (what its compute leaves in the caches); the weights are fitted and
+used on the recording machine only (a translated prediction keeps the mean: carrying them to
+another machine's curves is not wired).
 
 :func:`fit` takes the **stretches** of calls after a compute of at least the first measured
 duration (:func:`.after_compute.stretches`: until the rank's next such compute) made of calls
@@ -170,7 +171,8 @@ def sites(data, cal: Calibration) -> pd.DataFrame | None:
     out = f.groupby("site", sort=False).agg(
         n=("x", "size"), x=("x", "median"), warm=("warm", "median"),
         **{k: (k, "median") for k in (LOW, HIGH)}, row=("row", "first"))
-    out = out[(out[HIGH] - out[LOW] >= SEPARATION * out["warm"]) & (out["n"] >= MIN_STRETCHES)]
+    apart = out[HIGH] - out[LOW]
+    out = out[(apart >= SEPARATION * out["warm"]) & (apart > 0) & (out["n"] >= MIN_STRETCHES)]
     return out.reset_index(drop=True) if len(out) else None
 
 
@@ -221,7 +223,7 @@ def _unwaited(data, group: np.ndarray, first: np.ndarray, eager: int) -> np.ndar
     nothing)."""
     a = data.actions
     kind = a["kind"]
-    out = np.ones(len(a), bool)
+    out = _collectives_unwaited(data, group, first)
     rank = data.rank_of(np.arange(len(a)))
     sends = np.flatnonzero(K.mask({"send", "isend"})[kind] & (a["peer"] >= 0))
     recvs = np.flatnonzero(K.mask({"recv", "irecv"})[kind] & (a["peer"] >= 0))
@@ -247,7 +249,6 @@ def _unwaited(data, group: np.ndarray, first: np.ndarray, eager: int) -> np.ndar
     s, r = m["row_s"].to_numpy(np.int64), m["row_r"].to_numpy(np.int64)
     out[r] = a["t_end"][s] <= a["t_end"][first[group[r]]]          # (its compute's end)
     out[s] = (a["bytes_sent"][s] < eager) | (a["t_start"][r] <= a["t_start"][s])
-    out &= _collectives_unwaited(data, group, first)
     return out
 
 
