@@ -1,8 +1,9 @@
 """Replica intervals against other runs (issue 35, item 2): for each program, ``--runs``
 recordings at 2 ranks on this machine (``minitrace record --volume cputime``) and a
 calibration of the MPI library it runs on (``calibrate --libmpi`` for a program built with
-another MPI than this environment's, as the public codes built with Debian's MPICH).  Each recording is predicted with ``--replicas N``, and each other run j is scored
-against the 95% interval made with ``--runs`` = every run but j (out of sample: the run scored
+another MPI than this environment's, as the public codes built with Debian's MPICH).  Each
+recording is predicted with ``--replicas N``, and each other run j is scored against the 95%
+interval made with ``--runs`` = every run but j (out of sample: the run scored
 gave nothing to the interval; N(N - 1) comparisons, as a user with N - 1 runs predicting the
 next).  Beside it: ``--runs`` of the trace's half (even or odd runs, 6 of 12) scored on the
 other half (the design of 2026-11-28, session 8), and the per-call-site noise alone.

@@ -36,12 +36,15 @@ def abi_of(library: str) -> str:
 
 def mpi4py_env(library: str, scratch: str) -> dict[str, str]:
     """What to add to a job's environment so that its mpi4py runs on ``library`` rather than
-    this environment's MPI: mpi4py opens ``MPI4PY_LIBMPI``; its extension, linked against the
-    ABI's name (libmpi.so.12 for MPICH's, which Debian calls libmpich.so.12), finds a link of
-    that name in ``scratch`` (a directory the caller keeps while the job runs)."""
-    link = os.path.join(scratch, _ABI_SONAMES[abi_of(library)])
+    this environment's MPI: mpi4py opens ``MPI4PY_LIBMPI`` as the ABI ``MPI4PY_MPIABI`` says
+    (set: a value in the caller's environment would override its detection); its extension,
+    linked against the ABI's name (libmpi.so.12 for MPICH's, which Debian calls
+    libmpich.so.12), finds a link of that name in ``scratch`` (a directory the caller keeps
+    while the job runs)."""
+    abi = abi_of(library)
+    link = os.path.join(scratch, _ABI_SONAMES[abi])
     if not os.path.lexists(link):
         os.symlink(os.path.realpath(library), link)
     path = os.environ.get("LD_LIBRARY_PATH")
-    return {"MPI4PY_LIBMPI": os.path.realpath(library),
+    return {"MPI4PY_LIBMPI": os.path.realpath(library), "MPI4PY_MPIABI": abi,
             "LD_LIBRARY_PATH": scratch + (os.pathsep + path if path else "")}

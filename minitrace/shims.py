@@ -66,7 +66,8 @@ def linked_mpi(path: str) -> str | None:
 
 def library_of_program(spec: str) -> str:
     """The libmpi ``spec`` names: itself when it is one (``lib*.so*``), else the one the
-    program ``spec`` is linked against (``ldd``)."""
+    program ``spec`` (a path, or a name on PATH) is linked against (``ldd``)."""
+    spec = spec if os.sep in spec else shutil.which(spec) or spec
     if not os.path.exists(spec):
         raise MinitraceError("no such file", spec)
     if os.path.basename(spec).startswith("lib") and ".so" in os.path.basename(spec):

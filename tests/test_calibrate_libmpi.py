@@ -44,7 +44,7 @@ def test_mpi4py_is_pointed_at_the_library_through_a_link_of_its_abis_name(tmp_pa
     scratch = tmp_path / "scratch"
     scratch.mkdir()
     env = mpi4py_env(str(lib), str(scratch))
-    assert env["MPI4PY_LIBMPI"] == str(lib)
+    assert env["MPI4PY_LIBMPI"] == str(lib) and env["MPI4PY_MPIABI"] == "mpich"
     assert env["LD_LIBRARY_PATH"].split(os.pathsep)[0] == str(scratch)
     assert os.path.realpath(scratch / "libmpi.so.12") == str(lib)
 

@@ -30,9 +30,10 @@ def register(sub) -> None:
     p.add_argument("--libmpi", metavar="PROGRAM|LIB",
                    help="measure with this MPI library instead of this environment's: a "
                         "libmpi (MPICH's or Open MPI's ABI), or a program, whose MPI library "
-                        "(ldd) is used.  Calibrate with the library your program runs on: "
-                        "Debian's MPICH 4.0.2 answers a small message in 0.4 us where the "
-                        "mpich wheel's 5.0.2 takes 1.1 us on the same machine")
+                        "(ldd) is used; the launcher must start that library's jobs (an Open "
+                        "MPI library: -- mpiexec.openmpi -n 2).  Calibrate with the library "
+                        "your program runs on: Debian's MPICH 4.0.2 answers a small message in "
+                        "0.4 us where the mpich wheel's 5.0.2 takes 1.1 us on the same machine")
     p.add_argument("command", nargs="*", metavar="LAUNCHER",
                    help="the launcher, after --, e.g. -- mpiexec -n 2")
     p.set_defaults(func=run)

@@ -214,8 +214,8 @@ def penalty(table: dict, seconds: np.ndarray, nbytes=8, kernel: str | dict | Non
     :mod:`.character`), or the mean of the kernels' (``None``), interpolated in log duration
     and linearly in size (a message's cold copies cost per cache line); zero below the first
     measured duration (a compute that short leaves the caches as they were), the last
-    duration's and the outer sizes' values beyond them.  A table of 8-byte exchanges only (before sizes) gives
-    its one curve at any size."""
+    duration's and the outer sizes' values beyond them.  A table of 8-byte exchanges only
+    (before sizes) gives its one curve at any size."""
     d = np.asarray(table["seconds"], float)
     weights = {k: 1 / len(KERNELS) for k in KERNELS} if kernel is None else \
         {kernel: 1.0} if isinstance(kernel, str) else kernel

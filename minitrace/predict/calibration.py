@@ -105,10 +105,13 @@ def check_library(path: str, library: str) -> None:
     message in 0.4 us, the mpich wheel's 5.0.2 in 1.1 us, on the same machine)."""
     if not os.path.exists(path):
         return
-    with h5py.File(path, "r") as f:
-        runs = f.get(f"{GROUP}/runs")
-        held = {mpi_version(runs[n].attrs.get("mpi_library", "")) for n in runs} \
-            if isinstance(runs, h5py.Group) else set()
+    try:
+        with h5py.File(path, "r") as f:
+            runs = f.get(f"{GROUP}/runs")
+            held = {mpi_version(runs[n].attrs.get("mpi_library", "")) for n in runs} \
+                if isinstance(runs, h5py.Group) else set()
+    except (OSError, RuntimeError) as e:
+        raise checked.corrupt(KIND, checked.first_line(e), path) from None
     held.discard("")
     if held and held != {mpi_version(library)}:
         raise MinitraceError(f"its runs measured {', '.join(sorted(held))}; this run's MPI is "
@@ -669,9 +672,12 @@ def load(path: str, missing_ok: bool = False) -> Calibration | None:
             stored = read_attrs(g).get("calibration")
             prov = f.get("provenance")
             attrs = dict(prov.attrs) if isinstance(prov, h5py.Group) else {}
-            runs = top.get("runs")          # the library the runs measured: the file's
-            last = runs[sorted(runs)[-1]] if isinstance(runs, h5py.Group) and len(runs) else None
-            if last is not None and last.attrs.get("mpi_library"):     # is its writer's
+            # the file's library is the one its runs measured (check_library keeps one a
+            # file), not the provenance's (that of the process that last refit it)
+            runs = top.get("runs")
+            last = runs[max(runs, key=lambda n: (len(n), n))] \
+                if isinstance(runs, h5py.Group) and len(runs) else None
+            if last is not None and last.attrs.get("mpi_library"):
                 attrs["mpi_library"] = last.attrs["mpi_library"]
     except (OSError, RuntimeError) as e:
         raise checked.corrupt(KIND, checked.first_line(e), path) from None
