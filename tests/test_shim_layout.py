@@ -48,8 +48,9 @@ def _layouts(program: str, raw_dir: str, tmp_path: Path) -> list[tuple[int, int]
 
 def test_recording_takes_nothing_from_the_program_heap(tmp_path):
     program = build("shim_layout", tmp_path)
-    idle = _layouts(program, "/dev/null/not-a-directory", tmp_path)    # tracing disabled
-    raw = tmp_path / "raw"
+    idle = _layouts(program, str(tmp_path / "absent" / "raw"), tmp_path)  # no directory: idle
+    (tmp_path / "record").mkdir()          # (the same length: the environment is the same size)
+    raw = tmp_path / "record" / "raw"
     recorded = _layouts(program, str(raw), tmp_path)
     assert sorted(raw.iterdir())                                       # (it did record)
     assert [s for s, _ in recorded] == [s for s, _ in idle]
