@@ -13,6 +13,7 @@ import pytest
 
 from minitrace import kinds as K
 from minitrace.converters.simgrid_ti import write_ti
+from minitrace.extrapolate import structure as ST
 from minitrace.replay import replay
 from minitrace.trace import open as open_trace
 from tests.support.record_util import record
@@ -59,3 +60,15 @@ def test_exported_without_loss_and_replayed(kba, tmp_path):
     assert "cart" not in text
     r = replay(kba, compute_rate="1Gf", engine="native")
     assert r.simulated_time > 0
+
+
+def test_a_refusal_names_what_differs_between_two_alike_calls():
+    """SNAP at 4 and 8 ranks was refused with "item 47: testsome (tag -1, comm 0) vs testsome
+    (tag -1, comm 0)": its polls complete at different places at each scale, and the line did
+    not say what differed.  Two calls of one kind, tag and communicator now name it."""
+    completed = (K.CODE["testsome"], K.FLAG_COMPLETED, 0, 1, -1, 0, (1,))
+    failed = (K.CODE["testsome"], 0, 0, 1, -1, 0, ())
+    assert ST.fields_differing(completed, failed) == \
+        " (differing in flags 8 vs 0, vector (1,) vs ())"
+    assert ST.fields_differing(completed, completed) == ""
+    assert ST.fields_differing(completed, ("loop", failed)) == ""

@@ -239,7 +239,17 @@ def _first_difference(a: tuple, b: tuple, where: str = "") -> str:
             if x != y:
                 return _first_difference(x, y, f"{where}item {k + 1}/")
         return f"{where}: {len(a) - 1} items vs {len(b) - 1}"
-    return f"{where.rstrip('/')}: {_describe(a)} vs {_describe(b)}"
+    return f"{where.rstrip('/')}: {_describe(a)} vs {_describe(b)}{fields_differing(a, b)}"
+
+
+def fields_differing(a: tuple, b: tuple) -> str:
+    """What differs between two calls of one kind, tag and communicator, which
+    :func:`_describe` writes alike (a test that completed a request and one that did not)."""
+    if a[:1] == ("loop",) or b[:1] == ("loop",) or _describe(a) != _describe(b):
+        return ""
+    names = SHAPE_FIELDS + ("vector",)
+    diff = [f"{n} {x} vs {y}" for n, x, y in zip(names, a, b) if x != y]
+    return f" (differing in {', '.join(diff)})" if diff else ""
 
 
 def differences(runs: list[Run], peers: bool = True, partial: bool = False) -> list[str]:
