@@ -748,7 +748,10 @@ class RankWriter:
             rep.approximated[f"{kind} ({how})"] += 1
 
         def wait_line(name: str, req: int, kind: str) -> bool:
-            if req < 0 or req in nulls:       # MPI_REQUEST_NULL (a no-op) or a PROC_NULL call's
+            if req in nulls:                  # a PROC_NULL call's request: a no-op
+                return False
+            if req < 0:         # MPI_REQUEST_NULL (a no-op), or a request a converter could
+                approx(kind, "left out: no request")      # not link: counted, not dropped
                 return False
             if req not in created:
                 rep.dropped[kind] += 1     # its request was not written (dropped call)
@@ -836,6 +839,8 @@ class RankWriter:
                     approx(kind, f"written as one {kind[:4]} per request")
                 if not known and not all(i < 0 or i in nulls for i in ids):
                     rep.dropped[kind] += 1
+                if any(i < 0 for i in ids):
+                    approx(kind, "left out: no request")
                 for i in known:
                     wait_line(kind[:4], i, kind)
                     if completes:

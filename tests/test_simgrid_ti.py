@@ -263,7 +263,7 @@ def test_exported_examples_replay_to_simgrid_published_times(tmp_path):
     MPI_BYTE), replay the export on SimGrid: the published time, to the replay tests' 1e-6 s.
     (The SimGrid wheel has no smpirun: the replay is minitrace.replay's, SimGrid's own engine.)"""
     from minitrace.replay import replay
-    from tests.test_replay import PUBLISHED
+    from tests.test_replay import PUBLISHED, SIMGRID_POLLS
 
     def one(name):
         src = [FIX / "actions0.txt", FIX / "actions1.txt"] if name == "split" \
@@ -275,7 +275,7 @@ def test_exported_examples_replay_to_simgrid_published_times(tmp_path):
         rep = write_ti(read_ti(src[0]), tmp_path / name, layout="per-rank")
         assert rep.exact, rep.lines()
         return replay(tmp_path / name, FIX / "small_platform.xml", FIX / "hostfile",
-                      timeout=60).simulated_time
+                      timeout=60, config=SIMGRID_POLLS).simulated_time
 
     with ThreadPoolExecutor(2) as pool:
         got = dict(zip(PUBLISHED, pool.map(one, PUBLISHED)))
