@@ -37,8 +37,15 @@ def _phases(data) -> np.ndarray:
 
 
 def _together(phases: np.ndarray) -> float:
-    """Correlation of the first and the last phase of each rank's iterations."""
-    return float(np.corrcoef(phases[:, :, 0].ravel(), phases[:, :, 3].ravel())[0, 1])
+    """Correlation of the first and the last phase of each rank's iterations, of those whose
+    volumes are not all 0: under ``force``, a phase whose recorded volumes fell from 2 to 4
+    ranks by the load's noise gets a law below 0 at 8 ranks, clamped to 0 (refused without
+    ``force``: test_extrapolate_build), and a phase of zeros has no correlation (a CI's
+    failure, session 15); the spread is what is tested here, not the laws."""
+    live = [k for k in range(phases.shape[2]) if phases[:, :, k].any()]
+    assert len(live) >= 2, "fewer than two phases with a volume"
+    return float(np.corrcoef(phases[:, :, live[0]].ravel(),
+                             phases[:, :, live[-1]].ravel())[0, 1])
 
 
 def test_slow_stretches_stay_together(programs, tmp_path):
