@@ -212,3 +212,14 @@ def test_a_mix_is_the_kernels_penalties_weighted():
         pytest.approx(ac.penalty(SIZED, d, 4096))
     _, per_rank = ac.add_to_compute(data, SIZED, 1.0, {"registers": 0.0, "memory": 1.0})
     assert per_rank == pytest.approx(ac.add_to_compute(data, SIZED, 1.0, "memory")[1])
+
+
+def test_predict_and_its_replicas_take_the_mix_on_the_recording_machine_only():
+    """prediction.fitted_mix, what predict and its --replicas/--sample replays add: the fit on
+    a timed trace with no translation; None (the kernels' mean) with one, or untimed."""
+    from minitrace.predict.prediction import fitted_mix
+    data, cal = _exchanges(_penalties(_exchanges()[0])["memory"])
+    assert fitted_mix(data, cal).weights == character.fit(data, cal).weights
+    assert fitted_mix(data, cal, translation=object()) is None
+    data.actions["t_start"][:] = np.nan
+    assert fitted_mix(data, cal) is None

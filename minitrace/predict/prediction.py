@@ -175,7 +175,7 @@ def predict(trace: str, calibration: str | Calibration, *, platform: str | None 
     plain, background = with_background(data, cal, translation)
     if translation is None:
         plain, first = with_first_calls(plain)
-    mix = character.fit(recorded, cal) if translation is None and _timed(recorded) else None
+    mix = fitted_mix(recorded, cal, translation)
     weights = mix.weights if mix else None
     data, after, posted = with_call_costs(plain, cal, weights)
     own = platform is None and hosts is None and translation is None
@@ -294,6 +294,13 @@ def with_background(data, cal: Calibration, translation=None):
     comp = a["kind"] == K.code("compute")
     a["volume"][comp] *= 1.0 + cal.background
     return replace(data, actions=a), cal.background
+
+
+def fitted_mix(data, cal: Calibration, translation=None):
+    """The after-compute character :func:`predict` replays (:func:`.character.fit` on a timed
+    trace, on the machine it was recorded on: no ``translation``), else None (the kernels'
+    mean); also what its ``--replicas`` and ``--sample`` replays take."""
+    return character.fit(data, cal) if translation is None and _timed(data) else None
 
 
 def with_call_costs(data, cal: Calibration, kernel: str | dict | None = None):
