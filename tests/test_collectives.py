@@ -85,12 +85,13 @@ def test_world_plan_sets_one_option_per_kind_or_lowers_it():
     assert world_plan(mixed, 4, "mpich", {"smpi/allreduce": "lr"}) == ({}, set())
     assert world_plan(one, 4, "simgrid", {}) == ({}, set())
     # Open MPI's non-overlapping allreduce runs its own reduce and bcast where the lowering
-    # writes them; its binomial reduce and k-nomial bcast at 300 ranks are left to SimGrid's
-    # defaults
+    # writes them; its binomial reduce and k-nomial bcast at 300 ranks, which it does not, are
+    # the nearest ones it writes, never SimGrid's linear defaults
     opts, _ = world_plan(_rows([("allreduce", 300000)]).actions, 2, "ompi", {})
     assert opts == {"smpi/allreduce": "rab_rdb"}
     opts, low = world_plan(_rows([("allreduce", 1000)]).actions, 300, "ompi", {})
-    assert opts == {"smpi/allreduce": "redbcast"} and low == set()
+    assert opts == {"smpi/allreduce": "redbcast", "smpi/reduce": "binomial",
+                    "smpi/bcast": "binomial_tree"} and low == set()
     # an algorithm the lowering does not write is lowered as the nearest one, never an option
     # (Open MPI's k-nomial bcast as an option aborts SimGrid 4.1's replay: munmap_chunk())
     assert select("ompi", "bcast", 8, 1000, 1000) == "mvapich2_knomial_intra_node"
