@@ -119,7 +119,7 @@ def main() -> int:
             kw = replay_options(data, cal, p)
             mix = fitted_mix(data, cal)
             data = with_call_costs(with_background(data, cal)[0], cal,     # (as predict
-                                   mix.weights if mix else None)[0]
+                                   mix.weights)[0]
             #                                                   --replicas replays it)
             # the per-call-site noise alone; --runs multiplies these same draws by run factors
             # drawn with the generator below (replicas(): tests/test_replay_spread.py)

@@ -119,26 +119,32 @@ def test_without_an_exchange_that_tells_the_kernels_apart_there_is_no_character(
     data, cal = _exchanges()
     excess = _penalties(data)["memory"]
     data, _ = _exchanges(excess)
-    assert character.fit(data, cal) is not None
+    assert character.fit(data, cal).weights is not None
+
+    def why(data, cal):               # no weights: the kernels' mean, and the reason said
+        got = character.fit(data, cal)
+        assert got.weights is None and got.summary().startswith(
+            "the mean of the calibration's kernels: no fit (")
+        return got.reason
     # a warm cost above the kernels' difference: the site cannot tell them apart
-    assert character.fit(data, _calibration(send=50 * US)) is None
+    assert "cannot be told apart" in why(data, _calibration(send=50 * US))
     # every stretch waited (rank 1's message also came after rank 0's stretch began)
     late, _ = _exchanges(excess, late=0.0)
-    assert character.fit(late, cal) is None
+    assert "did not wait" in why(late, cal)
     # fewer stretches than a median needs (the rank's first left out too)
     few, _ = _exchanges(excess[:character.MIN_STRETCHES], n=character.MIN_STRETCHES)
-    assert character.fit(few, cal) is None
+    assert f"{character.MIN_STRETCHES} or more" in why(few, cal)
     # a rank that lost its core inside its calls (a partner may have waited for it)
     data.meta["in_mpi_seconds"] = [[0.010, 0.011], [0.005, 0.010]]
-    assert character.fit(data, cal) is None
+    assert "of a core inside its MPI calls" in why(data, cal)
     data.meta["in_mpi_seconds"] = [[0.010, 0.011], [0.009, 0.010]]
-    assert character.fit(data, cal) is not None
+    assert character.fit(data, cal).weights is not None
     # no timestamps, no curves
     untimed = _exchanges(excess)[0]
     untimed.actions["t_start"][:] = np.nan
-    assert character.fit(untimed, cal) is None
+    assert "no timestamps" in why(untimed, cal)
     cal.after_compute = {}
-    assert character.fit(data, cal) is None
+    assert "no after-compute curves" in why(data, cal)
 
 
 def _allreduces(excess, n=24, late=50 * US, compute=500 * US, first_late=False,
@@ -192,14 +198,14 @@ def test_an_allreduce_the_other_ranks_had_entered_is_priced_and_fitted():
     # the same stretches with every allreduce on another communicator: not priced
     data, cal = _allreduces(excess)
     data.actions["comm"][data.actions["kind"] == K.code("allreduce")] = 1
-    assert character.fit(data, cal) is None
+    assert character.fit(data, cal).weights is None
     # a wildcard receive elsewhere (no point-to-point match in the trace) leaves the
     # allreduces' own test in force: rank 0's waited allreduces stay out
     wild = character.fit(*_allreduces(excess, wildcard=True))
     assert wild.stretches == n - 1 and wild.weights["memory"] == pytest.approx(0.2)
     data, cal = _allreduces(excess, wildcard=True)
     data.actions["comm"][data.actions["kind"] == K.code("allreduce")] = 1
-    assert character.fit(data, cal) is None
+    assert character.fit(data, cal).weights is None
 
 
 def test_a_mix_is_the_kernels_penalties_weighted():
@@ -216,10 +222,12 @@ def test_a_mix_is_the_kernels_penalties_weighted():
 
 def test_predict_and_its_replicas_take_the_mix_on_the_recording_machine_only():
     """prediction.fitted_mix, what predict and its --replicas/--sample replays add: the fit on
-    a timed trace with no translation; None (the kernels' mean) with one, or untimed."""
+    a timed trace with no translation; none (the kernels' mean, and why) with one, or
+    untimed."""
     from minitrace.predict.prediction import fitted_mix
     data, cal = _exchanges(_penalties(_exchanges()[0])["memory"])
     assert fitted_mix(data, cal).weights == character.fit(data, cal).weights
-    assert fitted_mix(data, cal, translation=object()) is None
+    other = fitted_mix(data, cal, translation=object())
+    assert other.weights is None and other.reason == "the trace was recorded on another machine"
     data.actions["t_start"][:] = np.nan
-    assert fitted_mix(data, cal) is None
+    assert fitted_mix(data, cal).reason == "the trace has no timestamps"

@@ -92,7 +92,7 @@ def run(args) -> int:
         data, translation, _ = translated(data, cal, args.recorded_on, args.probe, args.trace)
         mix = fitted_mix(data, cal, translation)
         data = with_call_costs(with_background(data, cal, translation)[0], cal,
-                               mix.weights if mix else None)[0]
+                               mix.weights)[0]
         kw = replay_options(data, cal, args.trace, platform=args.platform,
                             hostfile=args.hostfile, hosts=args.cluster,
                             ranks_per_host=args.ranks_per_node, timeout=args.timeout,

@@ -82,16 +82,20 @@ _GATE = CPU_READ_GATE_NS * 1e-9
 
 @dataclass
 class Character:
-    """A program's after-compute character: the kernels' weights and what they were fitted on."""
+    """A program's after-compute character: the kernels' weights and what they were fitted on,
+    or (``weights`` None: the replay takes the kernels' mean) why there is no fit."""
 
-    weights: dict[str, float]       # kernel -> weight (they sum to 1)
-    sites: int                      # sites the fit used
-    stretches: int                  # their stretches
-    excess: float                   # s, the sites' median excess times their stretches
-    penalties: dict[str, float]     # kernel -> s, the same sites' penalty with it alone
+    weights: dict[str, float] | None    # kernel -> weight (they sum to 1); None: no fit
+    sites: int = 0                      # sites the fit used
+    stretches: int = 0                  # their stretches
+    excess: float = 0.0                 # s, the sites' median excess times their stretches
+    penalties: dict[str, float] | None = None   # kernel -> s, those sites' penalty with it
+    reason: str = ""                    # why there is no fit
 
     def summary(self) -> str:
-        """One line: the weights and what they rest on."""
+        """One line: the weights and what they rest on, or why the kernels' mean is taken."""
+        if self.weights is None:
+            return f"the mean of the calibration's kernels: no fit ({self.reason})"
         share = ", ".join(f"{w:.0%} {k}" for k, w in self.weights.items())
         alone = ", ".join(f"{k} {s:.3g}" for k, s in self.penalties.items())
         return (f"{share} (fitted on {self.stretches} exchanges after a compute at {self.sites} "
@@ -129,16 +133,15 @@ def warm_seconds(data, cal: Calibration) -> np.ndarray:
     return out
 
 
-def fit(data, cal: Calibration) -> Character | None:
+def fit(data, cal: Calibration) -> Character:
     """The character of ``data`` (a timed trace in seconds, recorded on the calibrated
-    machine) against ``cal``'s after-compute curves (see the module); None when it cannot be
-    fitted (no curves, no timestamps, one rank, no usable site, kernels alike there)."""
-    s = sites(data, cal)
+    machine) against ``cal``'s after-compute curves (see the module); without weights, and
+    the reason, when it cannot be fitted (no curves, no timestamps, a rank that lost its core
+    in its calls, no usable site)."""
+    s, reason = _sites(data, cal)
     if s is None:
-        return None
+        return Character(None, reason=reason)
     n, d = s["n"].to_numpy(float), (s[HIGH] - s[LOW]).to_numpy()
-    if not np.sum(n * d * d) > 0:
-        return None
     w = float(np.clip(np.sum(n * (s["x"].to_numpy() - s[LOW].to_numpy()) * d)
                       / np.sum(n * d * d), 0.0, 1.0))
     return Character({LOW: 1.0 - w, HIGH: w}, len(s), int(n.sum()), float(np.sum(n * s["x"])),
@@ -150,18 +153,27 @@ def sites(data, cal: Calibration) -> pd.DataFrame | None:
     excess ``x`` and the warm cost ``warm`` (s) and of each kernel's penalty there (columns
     :data:`LOW`, :data:`HIGH`), and ``row``, the first row of one of its stretches; None when
     there is none."""
+    return _sites(data, cal)[0]
+
+
+def _sites(data, cal: Calibration) -> tuple[pd.DataFrame | None, str]:
+    """(:func:`sites`, and when there is none, why)."""
     table = cal.after_compute
     a = data.actions
-    if not table or data.meta.get("volume_unit") != "seconds" or not len(a) \
+    if not table:
+        return None, "the calibration has no after-compute curves"
+    if data.meta.get("volume_unit") != "seconds" or not len(a) \
             or not np.isfinite(a["t_start"]).all() or not np.any(a["t_end"]):
-        return None
+        return None, "the trace has no timestamps or no compute in seconds"
     inside = np.asarray(data.meta.get("in_mpi_seconds", []), float).reshape(-1, 2)
     if np.any(inside[:, 0] < MIN_IN_CALL_SHARE * inside[:, 1]):
-        return None
+        return None, (f"a rank had less than {MIN_IN_CALL_SHARE:.0%} of a core inside its "
+                      f"MPI calls: its partners' waits would look like costs")
     group, _ = after_compute.stretches(data, table["seconds"][0], 1.0)
     x, warm, site, use = _excess(data, cal, group)
     if x is None:
-        return None
+        return None, ("no exchange after a compute that the calibration prices and in which "
+                      "the rank did not wait")
     first = _first_rows(group)
     ok = np.flatnonzero(use)
     f = pd.DataFrame({"site": site[ok], "x": x[ok], "warm": warm[ok], "row": first[ok]})
@@ -172,8 +184,15 @@ def sites(data, cal: Calibration) -> pd.DataFrame | None:
         n=("x", "size"), x=("x", "median"), warm=("warm", "median"),
         **{k: (k, "median") for k in (LOW, HIGH)}, row=("row", "first"))
     apart = out[HIGH] - out[LOW]
-    out = out[(apart >= SEPARATION * out["warm"]) & (apart > 0) & (out["n"] >= MIN_STRETCHES)]
-    return out.reset_index(drop=True) if len(out) else None
+    many = out["n"] >= MIN_STRETCHES
+    out = out[(apart >= SEPARATION * out["warm"]) & (apart > 0) & many]
+    if len(out):
+        return out.reset_index(drop=True), ""
+    if not many.any():
+        return None, (f"no call site with {MIN_STRETCHES} or more unwaited exchanges after a "
+                      f"compute")
+    return None, ("where the exchanges are, the two kernels' costs differ by less than "
+                  f"{SEPARATION:g} times the exchanges' own cost: they cannot be told apart")
 
 
 def _first_rows(group: np.ndarray) -> np.ndarray:

@@ -176,7 +176,7 @@ def predict(trace: str, calibration: str | Calibration, *, platform: str | None 
     if translation is None:
         plain, first = with_first_calls(plain)
     mix = fitted_mix(recorded, cal, translation)
-    weights = mix.weights if mix else None
+    weights = mix.weights
     data, after, posted = with_call_costs(plain, cal, weights)
     own = platform is None and hosts is None and translation is None
     notes = [] if translation is None else list(translation.notes)
@@ -221,8 +221,7 @@ def predict(trace: str, calibration: str | Calibration, *, platform: str | None 
     if after is not None:
         out.after_compute = after.tolist()
         out.after_compute_mix = weights
-        if mix:
-            out.notes.append(f"after-compute cost: {mix.summary()}")
+        out.notes.append(f"after-compute cost: {mix.summary()}")
         out.after_compute_range = [
             replay(with_call_costs(plain, cal, k)[0], **options).simulated_time
             for k in after_compute.KERNELS] if ranges else None
@@ -296,11 +295,15 @@ def with_background(data, cal: Calibration, translation=None):
     return replace(data, actions=a), cal.background
 
 
-def fitted_mix(data, cal: Calibration, translation=None):
+def fitted_mix(data, cal: Calibration, translation=None) -> character.Character:
     """The after-compute character :func:`predict` replays (:func:`.character.fit` on a timed
-    trace, on the machine it was recorded on: no ``translation``), else None (the kernels'
-    mean); also what its ``--replicas`` and ``--sample`` replays take."""
-    return character.fit(data, cal) if translation is None and _timed(data) else None
+    trace, on the machine it was recorded on: no ``translation``), else none, and why (the
+    kernels' mean); also what its ``--replicas`` and ``--sample`` replays take."""
+    if translation is not None:
+        return character.Character(None, reason="the trace was recorded on another machine")
+    if not _timed(data):
+        return character.Character(None, reason="the trace has no timestamps")
+    return character.fit(data, cal)
 
 
 def with_call_costs(data, cal: Calibration, kernel: str | dict | None = None):
