@@ -27,6 +27,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -228,23 +229,77 @@ static pthread_cond_t mt_prov_cv = PTHREAD_COND_INITIALIZER;
  * 2 MiB, which put the chunks, and the program's large buffers mapped below them, at the same
  * offset in every recording (shim_alloc.c says what that changed).  A window is mapped over its
  * slot (MAP_FIXED) and given back to the reservation when spent; when all are in use (more
- * threads than slots), a chunk is mapped where the kernel puts it. */
+ * threads than slots), a chunk is mapped where the kernel puts it.
+ * The reservation counts against an address-space limit (ulimit -v, RLIMIT_AS) although it
+ * commits nothing: under a limit it takes at most 1/16 of what the program has left (a rank
+ * records into 1 + MT_READY chunks per thread at once), and none below MT_MIN_WINDOWS slots,
+ * the chunks then mapped where the kernel puts them, as before the reservation; each rank
+ * says so on stderr (minitrace record passes it on), as the chunks' placement is then alike
+ * in every recording. */
 #define MT_WINDOWS 64
-static char *mt_windows;                  /* MT_WINDOWS slots of MT_CHUNK_BYTES, or NULL */
+#define MT_MIN_WINDOWS 4
+static char *mt_windows;                  /* mt_nwindows slots of MT_CHUNK_BYTES, or NULL */
+static int mt_nwindows;
 static uint64_t mt_window_used;           /* a bit per slot; under mt_window_lock */
 static pthread_mutex_t mt_window_lock = PTHREAD_MUTEX_INITIALIZER;
 
+/* The process's mapped bytes (VmSize: what RLIMIT_AS limits), 0 if unknown. */
+static uint64_t mt_mapped_bytes(void) {
+    char buf[64];
+    int fd = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return 0;
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    buf[n > 0 ? n : 0] = 0;
+    return strtoull(buf, NULL, 10) * (uint64_t)sysconf(_SC_PAGESIZE);
+}
+
 static void mt_windows_reserve(void) {
-    size_t len = (size_t)MT_WINDOWS * MT_CHUNK_BYTES + 4096; /* one page more: not aligned */
-    void *p = mmap(NULL, len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    mt_windows = p == MAP_FAILED ? NULL : (char *)p;
+    int n = MT_WINDOWS;
+    struct rlimit lim;
+    uint64_t used = 0;
+    if (getrlimit(RLIMIT_AS, &lim) == 0 && lim.rlim_cur != RLIM_INFINITY) {
+        used = mt_mapped_bytes();
+        uint64_t room = lim.rlim_cur > used ? (uint64_t)lim.rlim_cur - used : 0;
+        uint64_t fit = room / 16 / MT_CHUNK_BYTES;
+        n = fit < MT_WINDOWS ? (int)fit : MT_WINDOWS;
+        if (n < MT_MIN_WINDOWS) n = 0;
+    }
+    int err = 0;
+    if (n) {
+        size_t len = (size_t)n * MT_CHUNK_BYTES + 4096; /* one page more: not aligned */
+        void *p = mmap(NULL, len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        if (p == MAP_FAILED) {
+            err = errno;
+            n = 0;
+        } else {
+            mt_windows = (char *)p;
+        }
+    }
+    mt_nwindows = n;
+    if (n == MT_WINDOWS) return;
+    char why[160];
+    if (err)
+        snprintf(why, sizeof why, "reserving address space failed (%s)", mt_strerror(err));
+    else
+        snprintf(why, sizeof why, "address-space limit (ulimit -v %llu KiB, %llu KiB mapped)",
+                 (unsigned long long)lim.rlim_cur >> 10, (unsigned long long)used >> 10);
+    if (n)
+        fprintf(stderr, "minitrace: rank %d: %s: the raw file's chunks reserve %d MiB of "
+                "address space, not %d\n", mt_rank, why, n * (MT_CHUNK_BYTES >> 20),
+                MT_WINDOWS * (MT_CHUNK_BYTES >> 20));
+    else
+        fprintf(stderr, "minitrace: rank %d: %s: no address space reserved for the raw file's "
+                "chunks, mapped where the kernel puts them (at the same offset modulo 2 MiB in "
+                "every recording)\n", mt_rank, why);
 }
 
 static void *mt_chunk_window(int fd, off_t off) {
     int slot = -1;
+    uint64_t all = mt_nwindows == 64 ? ~0ull : (1ull << mt_nwindows) - 1;
     pthread_mutex_lock(&mt_window_lock);
-    if (mt_windows && ~mt_window_used) {
-        slot = __builtin_ctzll(~mt_window_used);
+    if (mt_windows && (all & ~mt_window_used)) {
+        slot = __builtin_ctzll(all & ~mt_window_used);
         mt_window_used |= 1ull << slot;
     }
     pthread_mutex_unlock(&mt_window_lock);
@@ -259,16 +314,20 @@ static void *mt_chunk_window(int fd, off_t off) {
     return p;
 }
 
-/* Unmap a spent chunk: a window goes back to the reservation. */
+/* Unmap a spent chunk: a window goes back to the reservation.  If that fails (no room for
+ * another mapping: vm.max_map_count), the chunk stays mapped in its slot, its pages dropped
+ * from the process (they stay in the file), and the slot is free: the next chunk is mapped
+ * over it.  Only a slot the failed call left unmapped (madvise: ENOMEM) is not used again:
+ * the program may have mapped something there since. */
 static void mt_chunk_unmap(void *p) {
     char *c = (char *)p;
-    if (!mt_windows || c < mt_windows || c >= mt_windows + (size_t)MT_WINDOWS * MT_CHUNK_BYTES) {
+    if (!mt_windows || c < mt_windows || c >= mt_windows + (size_t)mt_nwindows * MT_CHUNK_BYTES) {
         munmap(p, MT_CHUNK_BYTES);
         return;
     }
     if (mmap(c, MT_CHUNK_BYTES, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED,
-             -1, 0) == MAP_FAILED)
-        return; /* (cannot happen on a range we own) the slot is not reused */
+             -1, 0) == MAP_FAILED && madvise(c, MT_CHUNK_BYTES, MADV_DONTNEED))
+        return;
     pthread_mutex_lock(&mt_window_lock);
     mt_window_used &= ~(1ull << ((size_t)(c - mt_windows) / MT_CHUNK_BYTES));
     pthread_mutex_unlock(&mt_window_lock);
@@ -341,18 +400,35 @@ static void *mt_helper(void *arg) {
 /* A child forked by a traced rank (e.g. a subprocess) shares the parent's MAP_SHARED header
  * and chunks and has no helper: it must not record into them, nor mark the parent's file
  * finished or disabled (an MPI_Finalize in the child, e.g. mpi4py's atexit, reaches mt_close).
- * It forgets the parent's file altogether. */
+ * It forgets the parent's file altogether, so its wrappers only pass its calls on.  Of the
+ * shim's locks, the child can still take the control's (minitrace_pause, _resume, _region)
+ * and the allocator's: fork() takes them first (mt_fork_prepare), so that no other thread of
+ * the parent holds them, mid-update, in the child, where that thread does not exist and they
+ * would never be released; the other locks guard the recording, which the child never does. */
+static void mt_fork_prepare(void) {
+    pthread_mutex_lock(&mt_state_lock);
+    pthread_mutex_lock(&mt_heap_lock);
+}
+
+static void mt_fork_parent(void) {
+    pthread_mutex_unlock(&mt_heap_lock);
+    pthread_mutex_unlock(&mt_state_lock);
+}
+
 static void mt_forked_child(void) {
     mt_on = 0;
     mt_started = 0;
+    mt_paused = 0;
     mt_helper_on = 0;
     mt_hdr = NULL;
     mt_fd = -1;
     mt_nready = mt_nspent = 0;
+    pthread_mutex_unlock(&mt_heap_lock);
+    pthread_mutex_unlock(&mt_state_lock);
 }
 
 static void mt_helper_start(void) {
-    pthread_atfork(NULL, NULL, mt_forked_child);
+    pthread_atfork(mt_fork_prepare, mt_fork_parent, mt_forked_child);
     pthread_t th;
     pthread_attr_t a;
     pthread_attr_init(&a);

@@ -403,7 +403,9 @@ def write_otf2(data: TraceColumns, out_dir, archive_name: str = "traces",
     get a synthetic clock: compute advances by its volume when the unit is seconds, every call
     by one tick.  Returns {kind name: count} of the actions OTF2 cannot hold whole: written as
     regions only (no OTF2 event carries their arguments: persistent/partitioned requests,
-    probes, ...) or, for v-collectives, with totals but without their per-peer vector.
+    probes, ...) or, for v-collectives, with totals but without their per-peer vector; and,
+    under a key that says why, tests of requests the recording does not know whose outcome the
+    archive cannot say (``_QUIET_TEST``).
     The archive is written whole or not at all: into a temporary directory beside ``out_dir``,
     renamed into place once the library has closed it without an error (a full disk: one
     line naming ``out_dir``, the library's messages summarised in it, nothing left behind).
@@ -537,6 +539,15 @@ def _write_times(data: TraceColumns, res: int) -> np.ndarray:
     return out
 
 
+#: a test that writes no event (no request the recording knows) reads back as MPI says a test
+#: of MPI_REQUEST_NULL ends: MPI_Test and MPI_Testall completed, MPI_Testany and MPI_Testsome
+#: not; the others (a request the recorder did not know) are said, keyed by this
+_QUIET_TEST = {True: "test, testall (not completed, of requests the recording does not know: "
+                     "read back as completed, as tests of MPI_REQUEST_NULL)",
+               False: "testany, testsome (completed, of requests the recording does not know: "
+                      "read back as not completed, as tests of MPI_REQUEST_NULL)"}
+
+
 def _write_rank(otf2, w, data, rank, ticks, comms, region, user_region, lossy):
     E = otf2.events
     lo = data.rank_slice(rank).start
@@ -625,9 +636,14 @@ def _write_rank(otf2, w, data, rank, ticks, comms, region, user_region, lossy):
         elif name in K.SINGLE_COMPLETIONS:
             if req >= 0:
                 complete(i, req, t1, not tested)
+            elif name in K.TESTS and tested == (name == "test"):
+                lossy[_QUIET_TEST[tested]] += 1
         elif name in K.MULTI_COMPLETIONS:
-            for q in data.vector(lo + i).tolist():   # the request ids
+            ids = data.vector(lo + i).tolist()       # the request ids
+            for q in ids:
                 complete(i, q, t1, not tested)
+            if not ids and name in K.TESTS and tested == (name == "testall"):
+                lossy[_QUIET_TEST[tested]] += 1
         elif name in K.COLLECTIVES:
             w(E.MpiCollectiveBegin(t0))
             coll_end(i, t1)

@@ -850,6 +850,16 @@ def _requests_made(f: _Found, p: _PointToPoint, linked: list[tuple]) -> _Made:
                  np.r_[p.created_by, np.array(lcall, np.int64)])
 
 
+def _quiet_tests(f: _Found, with_events: np.ndarray) -> np.ndarray:
+    """The MPI_Test and MPI_Testall calls with no request event in them: tests of
+    MPI_REQUEST_NULL (or of an empty or all-null list), which MPI completes (flag true) and for
+    which neither Score-P nor ``convert --to otf2`` write an event.  (MPI_Testany and
+    MPI_Testsome of null requests complete nothing: they stay without COMPLETED.)"""
+    kind = f.calls.kind0
+    tests = np.nonzero(f.calls.kept & np.isin(kind, [_C["test"], _C["testall"]]))[0]
+    return tests[~np.isin(tests, with_events)]
+
+
 @dataclass
 class _CollectiveEvents:
     """MpiCollectiveEnd events, and NonBlockingCollectiveComplete events resolved to the call
@@ -875,6 +885,7 @@ def _completions(f: _Found, made: _Made) -> _CollectiveEvents:
     f.vector_entries.append((cc[multi], comp[multi], rows["e"][comp[multi]]))
     done = (single | multi) & is_["tests"][cc] & (e.type[comp] != code_["REQUEST_TEST"])
     f.flags[cc[done]] |= K.FLAG_COMPLETED
+    f.flags[_quiet_tests(f, cc)] |= K.FLAG_COMPLETED
     resolving = comp[np.isin(e.type[comp], [code_["IRECV"], code_["NBC_COMPLETE"]])]
     k = _latest(made.rank, made.request, made.at, e.rank[resolving], rows["e"][resolving],
                 resolving)

@@ -148,9 +148,9 @@ def export(path: str, output: str, fmt: str, layout: str = "per-rank",
 def _otf2_notes(c: Converted) -> None:
     for kind, n in sorted(c.lossy.items()):
         what = ("written without their per-peer byte vector (OTF2 keeps totals)"
-                if kind in VECTOR_KINDS else
+                if kind in VECTOR_KINDS else "" if " (" in kind else     # says it itself
                 "written as MPI regions only (OTF2 has no event for their arguments)")
-        print(f"minitrace: note: {n} {kind} action(s) {what}", file=sys.stderr)
+        print(f"minitrace: note: {n} {kind} action(s) {what}".rstrip(), file=sys.stderr)
 
 
 def replaced_by(old: str, new: str) -> None:

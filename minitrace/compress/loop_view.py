@@ -12,6 +12,53 @@ from .signatures import encode
 #: A top-level loop covering less than this share of its rank's actions is not listed.
 MIN_SHARE = 0.01
 COLUMNS = ["loop", "iteration", "rank", "first_row", "last_row", "main"]
+#: Calls that only ask whether a request completed or a message arrived: how many a rank
+#: makes, and which of them succeed, depend on timing (SNAP's sweep polls its upstream faces
+#: until they arrive), so they say nothing about which iteration of a loop a rank is in.
+POLLS = frozenset({"test", "testany", "testsome", "testall", "iprobe", "improbe"})
+#: Calls that return without waiting for another rank: between two calls that may wait, the
+#: order in which a rank makes them can follow the order in which messages arrive (SNAP
+#: starts the sweep corner whose faces came first), and polls come in any number.
+UNORDERED = K.REQUEST_KINDS | K.STARTS | POLLS | {"compute"}
+_UNORDERED = K.mask(UNORDERED)
+
+
+def step_view(ids: np.ndarray, kind: np.ndarray, rank_offsets: np.ndarray):
+    """A rank's actions as steps, for a loop search that timing must not defeat: each call that
+    may wait for another rank (a collective, a wait, a blocking message) is a step of its own
+    (its id), and each run of calls between two of them that do not wait (posts, polls,
+    computes) is one step, the same whatever it holds.  Without it no two iterations of a
+    pipelined sweep are alike (SNAP: the number of failed polls between two messages, which
+    poll sees a message arrive, and the order in which a rank posts its corners' messages
+    change from one iteration to the next; a sweep's extent changes as groups converge).
+    What such a run holds is the iteration's cost, which sampling regresses on, and whether
+    it may be skipped, which sampling checks on the trace's own rows.
+
+    Returns (each step's id, dense from 0; the number of ids; each step's first row of the
+    trace; each rank's first step, [nranks + 1]).  A step's rows run to the next step's first
+    row."""
+    kind = np.asarray(kind)
+    n = len(kind)
+    free = _UNORDERED[kind]
+    start = np.zeros(n, bool)
+    start[rank_offsets[:-1][rank_offsets[:-1] < n]] = True
+    rows = np.flatnonzero(~free | start | (free & ~np.r_[True, free[:-1]]))
+    waits = ~free[rows]
+    step = np.zeros(len(rows), np.int64)           # 0: a run of calls that do not wait
+    step[waits], m = pd.factorize(ids[rows][waits])
+    step[waits] += 1
+    return step, len(m) + 1, rows, np.searchsorted(rows, rank_offsets)
+
+
+def rows_of_view(bounds: np.ndarray, keep: np.ndarray, view_offsets: np.ndarray,
+                 rank_offsets: np.ndarray) -> np.ndarray:
+    """Iteration bounds [nranks, iterations + 1] found among a :func:`poll_view`'s rows, as
+    rows of the trace: an iteration starts at its first row in the view, and the polls and
+    computes left out after an iteration's last row belong to it (a loop ending where its rank
+    does ends at the rank's end)."""
+    at = np.r_[keep, rank_offsets[-1]][bounds]
+    ends = bounds >= view_offsets[1:, None]
+    return np.where(ends, rank_offsets[1:, None], at).astype(np.int64)
 
 
 def top_loops(grammar: Grammar, g: int, min_share: float = MIN_SHARE) -> pd.DataFrame:
@@ -29,14 +76,38 @@ def top_loops(grammar: Grammar, g: int, min_share: float = MIN_SHARE) -> pd.Data
                          "per_iteration": lens[keep] // np.maximum(counts, 1), "rule": rules})
 
 
+def nested(grammar: Grammar, loops: pd.DataFrame) -> pd.DataFrame:
+    """Of each loop of a :func:`top_loops` table, the first run of the longest loop in its
+    body (the table's columns; loops without one are left out): where a rank's outer loop
+    runs a few times, its inner one may be what repeats (SNAP: time steps of outer iterations
+    of a varying number of sweeps)."""
+    lens = grammar.lengths()
+    rows = []
+    for loop in loops.itertuples():
+        body = grammar.body(int(loop.rule))
+        inner = np.flatnonzero(body >= grammar.nterm)
+        if not len(inner):
+            continue
+        j = int(inner[np.argmax(lens[body[inner]])])
+        rule = int(body[j]) - grammar.nterm
+        count = int(grammar.rule_counts[rule])
+        rows.append({"start": int(loop.start) + int(lens[body[:j]].sum()),
+                     "rows": int(lens[body[j]]), "iterations": count,
+                     "per_iteration": int(lens[body[j]]) // count, "rule": rule})
+    return pd.DataFrame(rows, columns=list(loops.columns))
+
+
 def iterations(grammar: Grammar, rank_offsets: np.ndarray,
-               min_share: float = MIN_SHARE) -> pd.DataFrame:
-    """Every iteration of every top-level loop of every rank (see :func:`loops`)."""
+               min_share: float = MIN_SHARE, depth: int = 0) -> pd.DataFrame:
+    """Every iteration of every top-level loop of every rank (see :func:`loops`); with
+    ``depth``, of the loops that many levels inside them (:func:`nested`)."""
     parts = []
     per_grammar = {}
     for rank, g in enumerate(grammar.rank_grammar.tolist()):
         if g not in per_grammar:
             per_grammar[g] = top_loops(grammar, g, min_share)
+            for _ in range(depth):
+                per_grammar[g] = nested(grammar, per_grammar[g])
         t = per_grammar[g]
         if not len(t):
             continue

@@ -59,7 +59,7 @@ from .. import kinds as K
 from ..errors import MinitraceError
 from ..compress import loops as stored
 from ..compress.grammar import build
-from ..compress.loop_view import iterations
+from ..compress.loop_view import POLLS, iterations, rows_of_view, step_view
 from ..model import assign_vec_offsets, empty_actions
 from ..trace import open as open_trace
 from . import critical_path
@@ -187,10 +187,15 @@ def loops_of(data) -> tuple[list[np.ndarray], list[str]]:
     [nranks, iterations + 1] (global rows), grown over the varied iterations next to it
     (:func:`extend_loop`); and notes on loops left out.  An open compressed trace gives the
     loops of its stored grammar (:func:`minitrace.compress.loops`); otherwise the grammar is
-    built here on :func:`structure_ids`."""
+    built here on :func:`structure_ids`.  Where those loops cover less than
+    ``DOMINANT_SHARE`` of the actions, the search is made again on the trace's steps
+    (:func:`~minitrace.compress.loop_view.step_view`: a run of calls that do not wait, posts,
+    polls and computes, read as one step whatever their order and however many polls failed),
+    and the bounds mapped back to the trace's rows (each iteration with its polls): the
+    iterations of a pipelined sweep differ in both (SNAP)."""
     if getattr(data, "compressed_form", None) is not None:
         table = stored(data)
-        columns = data.data() if len(table) else None
+        columns = data.data()
         ids = structure_ids(columns)[0] if len(table) else None
     else:
         if hasattr(data, "data") and callable(data.data):
@@ -198,21 +203,75 @@ def loops_of(data) -> tuple[list[np.ndarray], list[str]]:
         columns = data
         ids, n = structure_ids(data)
         table = iterations(build(ids, data.rank_offsets, n), data.rank_offsets)
-    out, notes = [], []
-    if not len(table):
+    out, notes = _bounds(table, data.nranks)
+    out = [extend_loop(ids, columns.rank_offsets, b) for b in out]
+    total = len(columns.actions)
+    if _covered(out) >= DOMINANT_SHARE * total or not total:
         return out, notes
+    if ids is None:
+        ids = structure_ids(columns)[0]
+    steps, n, rows, offsets = step_view(ids, columns.actions["kind"], columns.rank_offsets)
+    if len(rows) == total:
+        return out, notes
+    grammar = build(steps, offsets, n)
+    best, why, depth = out, notes, 0
+    while depth <= MAX_DEPTH:
+        table = iterations(grammar, offsets, depth=depth)
+        if not len(table):
+            break
+        found, whys = _bounds(table, data.nranks)
+        found = _disjoint([rows_of_view(extend_loop(steps, offsets, b), rows, offsets,
+                                        columns.rank_offsets) for b in found])
+        if _covered(found) >= max(DOMINANT_SHARE * total, _covered(best) / 2) and \
+                _most(found) > _most(best):
+            best, why = found, whys
+        depth += 1
+    return best, why
+
+
+#: How many levels of loops inside the top-level ones :func:`loops_of` looks into.
+MAX_DEPTH = 3
+
+
+def _most(loops: list[np.ndarray]) -> int:
+    """The most iterations of a top-level loop among ``loops`` (0: none)."""
+    return max((b.shape[1] - 1 for b in top_level(loops)), default=0)
+
+
+def _disjoint(loops: list[np.ndarray]) -> list[np.ndarray]:
+    """``loops`` without those that overlap an earlier one in part (on rank 0's rows): grown
+    over their neighbours (:func:`extend_loop`), two runs of one inner loop may reach into
+    each other, or one may cover the other."""
+    out: list[np.ndarray] = []
+    for b in loops:
+        lo, hi = int(b[0, 0]), int(b[0, -1])
+        if all(hi <= int(c[0, 0]) or int(c[0, -1]) <= lo for c in out):
+            out.append(b)
+    return out
+
+
+def _covered(loops: list[np.ndarray]) -> int:
+    """The actions the top-level loops among ``loops`` cover."""
+    return sum(int((b[:, -1] - b[:, 0]).sum()) for b in top_level(loops))
+
+
+def _bounds(table: pd.DataFrame, nranks: int) -> tuple[list[np.ndarray], list[str]]:
+    """Per loop of an iterations table (:func:`minitrace.compress.loop_view.iterations`) on
+    every rank with the same number of iterations, its bounds [nranks, iterations + 1]; and
+    notes on the others."""
+    out, notes = [], []
     for loop, t in table.groupby("loop"):
         t = t.sort_values(["rank", "iteration"])
         counts = t.groupby("rank").size()
-        if len(counts) != data.nranks or counts.nunique() != 1:
+        if len(counts) != nranks or counts.nunique() != 1:
             notes.append(f"loop {loop} is not on every rank with the same iteration count: "
                          f"replayed as it is")
             continue
         n = int(counts.iloc[0])
-        first = t["first_row"].to_numpy(np.int64).reshape(data.nranks, n)
-        last = t["last_row"].to_numpy(np.int64).reshape(data.nranks, n)
+        first = t["first_row"].to_numpy(np.int64).reshape(nranks, n)
+        last = t["last_row"].to_numpy(np.int64).reshape(nranks, n)
         out.append(np.concatenate([first, last[:, -1:] + 1], axis=1))
-    return [extend_loop(ids, columns.rank_offsets, b) for b in out], notes
+    return out, notes
 
 
 #: An iteration variant (a convergence check, an output step, a breakdown test) may hold up to
@@ -380,12 +439,17 @@ def superstep_compute(data, bounds: np.ndarray) -> np.ndarray:
 
 
 def iteration_cost(data, bounds: np.ndarray) -> np.ndarray:
-    """Per iteration [iterations, 2]: its compute critical path (:func:`superstep_compute`),
-    and the most MPI calls a rank makes (which varies where iterations do: a convergence check,
-    an output step)."""
-    calls = np.r_[0, np.cumsum(data.actions["kind"] != _COMPUTE)]
-    most = (calls[bounds[:, 1:]] - calls[bounds[:, :-1]]).max(axis=0)
-    return np.column_stack([superstep_compute(data, bounds), most.astype(float)])
+    """Per iteration [iterations, 3]: its compute critical path (:func:`superstep_compute`),
+    the most MPI calls but polls a rank makes (which varies where iterations do: a convergence
+    check, an output step), and the most polls (tests, iprobes) a rank makes, whose number is
+    the waiting's and not the program's: not a variant of the iteration, but a cost."""
+    kind = data.actions["kind"]
+    poll = K.mask(POLLS)[kind]
+    out = [superstep_compute(data, bounds)]
+    for rows in ((kind != _COMPUTE) & ~poll, poll):
+        at = np.r_[0, np.cumsum(rows)]
+        out.append((at[bounds[:, 1:]] - at[bounds[:, :-1]]).max(axis=0).astype(float))
+    return np.column_stack(out)
 
 
 def phases_of(data, loop: int, bounds: np.ndarray, window: int) -> list[Phase]:
