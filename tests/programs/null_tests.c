@@ -1,0 +1,34 @@
+/* Tests of MPI_REQUEST_NULL, as public codes poll handles that an earlier test or wait already
+ * freed (SNAP's sends): MPI_Test and MPI_Testall of null handles complete (flag true, nothing
+ * done), MPI_Testany and MPI_Testsome of them complete nothing (index and count
+ * MPI_UNDEFINED).  Between them, one real exchange with the next rank on a ring, polled with
+ * MPI_Test until done, so the trace also holds tests that complete and tests that do not.
+ * argv: rounds (default 3).
+ */
+#include <mpi.h>
+#include <stdlib.h>
+int main(int argc, char **argv) {
+    int rounds = argc > 1 ? atoi(argv[1]) : 3;
+    MPI_Init(&argc, &argv);
+    int rank, size;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    double out = rank, in = 0;
+    for (int r = 0; r < rounds; r++) {
+        MPI_Request q[2];
+        MPI_Irecv(&in, 1, MPI_DOUBLE, (rank + size - 1) % size, r, MPI_COMM_WORLD, &q[0]);
+        MPI_Isend(&out, 1, MPI_DOUBLE, (rank + 1) % size, r, MPI_COMM_WORLD, &q[1]);
+        for (int i = 0; i < 2; i++) {
+            int flag = 0;
+            while (!flag) MPI_Test(&q[i], &flag, MPI_STATUS_IGNORE);
+        }
+        int flag = 0, index, count, idx[2];
+        MPI_Test(&q[0], &flag, MPI_STATUS_IGNORE);               /* null: flag true */
+        MPI_Testall(2, q, &flag, MPI_STATUSES_IGNORE);           /* all null: flag true */
+        MPI_Testany(2, q, &index, &flag, MPI_STATUS_IGNORE);     /* index MPI_UNDEFINED */
+        MPI_Testsome(2, q, &count, idx, MPI_STATUSES_IGNORE);    /* count MPI_UNDEFINED */
+        out += in;
+    }
+    MPI_Finalize();
+    return 0;
+}
