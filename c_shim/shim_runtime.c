@@ -345,6 +345,14 @@ static void *mt_map_chunk(int *err) {
     pthread_mutex_unlock(&mt_file_lock);
     *err = EBADF;
     if (fd < 0) return MAP_FAILED;
+    /* a write past a file-size limit (ulimit -f) raises SIGXFSZ, which ends the program: the
+     * recording stops before it instead */
+    struct rlimit lim;
+    if (getrlimit(RLIMIT_FSIZE, &lim) == 0 && lim.rlim_cur != RLIM_INFINITY &&
+        (uint64_t)off + MT_CHUNK_BYTES > (uint64_t)lim.rlim_cur) {
+        *err = EFBIG;
+        return MAP_FAILED;
+    }
     /* a short write (the disk or a file size limit reached mid-step) is retried for the rest,
      * so that the failure is reported with the errno of the write that cannot proceed */
     for (size_t o = 0; o < MT_CHUNK_BYTES;) {
@@ -997,7 +1005,11 @@ static void mt_start(int64_t raw0, int64_t ns0, int thread_level) {
         return;
     }
     void *h = MAP_FAILED;
-    if (ftruncate(fd, MT_HEADER_BYTES) == 0)
+    struct rlimit lim;      /* (past a file-size limit, ftruncate raises SIGXFSZ: mt_map_chunk) */
+    if (getrlimit(RLIMIT_FSIZE, &lim) == 0 && lim.rlim_cur != RLIM_INFINITY &&
+        lim.rlim_cur < MT_HEADER_BYTES)
+        errno = EFBIG;
+    else if (ftruncate(fd, MT_HEADER_BYTES) == 0)
         h = mmap(NULL, MT_HEADER_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     if (h == MAP_FAILED) {
         int err = errno;

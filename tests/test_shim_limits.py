@@ -1,0 +1,109 @@
+"""Tracing never breaks the traced program, at the edges of its process (c_shim/shim_runtime.c):
+under an address-space limit (ulimit -v) the chunks' reserved range takes a share of what the
+program has left, or none, and says so, so that a program that fits its limit untraced fits it
+recorded; under a file-size limit (ulimit -f) the recording stops where its file would pass
+it, before the write that would raise SIGXFSZ and end the program; a rank that forks while
+another of its threads records has children that run (the shim's locks are taken around
+fork, its recording forgotten in the child); a spent chunk's window that cannot be given back
+to the reserved range is reused, not kept mapped for good."""
+from __future__ import annotations
+
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from minitrace.record import traced_command
+from tests.support.mpiutil import tool
+from tests.support.record_util import PROGRAMS, Ranked, build, record
+
+pytestmark = pytest.mark.timeout(300)
+MIB = 1 << 20
+
+
+def _idle_vm_mib(program: str, tmp_path: Path) -> int:
+    """The largest VmSize of a 2-rank job's ranks after MPI_Init with the shim loaded and not
+    recording (its raw directory cannot be made), in MiB."""
+    argv, env = traced_command([tool("mpiexec"), "-n", "2", program, "0", "0"],
+                               str(tmp_path / "absent" / "raw"), "cputime")
+    p = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    return max(int(k) for k in re.findall(r"^vm \d+ (\d+)$", p.stdout, re.M)) >> 10
+
+
+@pytest.mark.parametrize("big, spare, said", [
+    (256, 64, "the raw file's chunks reserve 16 MiB of address space, not 256"),
+    (96, 40, "no address space reserved for the raw file's chunks")])
+def test_program_fitting_its_address_space_limit_fits_it_recorded(tmp_path, big, spare, said):
+    # a limit that leaves `spare` MiB beyond the program's own mapping: the old 256 MiB
+    # reservation took the room of its buffer (malloc failed); now a 16th of what is left
+    # (4 chunks), or below 4 chunks none
+    program = build("as_limit", tmp_path)
+    limit = _idle_vm_mib(program, tmp_path) + big + spare
+    p = record(tmp_path / "lim.h5", 2, [program, str(limit), str(big)], volume="cputime")
+    assert sorted(re.findall(r"^big (\d) (\w+)$", p.stdout, re.M)) == [("0", "ok"), ("1", "ok")]
+    assert "validation: OK" in p.stdout
+    for rank in range(2):
+        assert re.search(rf"minitrace: rank {rank}: address-space limit \(ulimit -v {limit << 10} "
+                         rf"KiB, \d+ KiB mapped\): {said}", p.stderr), p.stderr
+    tr = Ranked(tmp_path / "lim.h5")
+    assert all(tr.names(r) == ["init"] + ["allreduce"] * 3 + ["finalize"] for r in range(2))
+
+
+def test_no_limit_no_word(tmp_path):
+    program = build("as_limit", tmp_path)
+    p = record(tmp_path / "free.h5", 2, [program, "0", "64"])
+    assert "address space" not in p.stderr
+
+
+def test_forking_while_another_thread_records(tmp_path):
+    # the recording thread pauses and resumes (the control's lock) in a loop: before the fork
+    # handlers took it, about 1 child in 5 was forked while it was held and hung in its pause
+    n = 30
+    program = build("fork_threads", tmp_path)
+    p = record(tmp_path / "fork.h5", 2, [program, str(n)], timeout=240)
+    assert sorted(re.findall(r"^children (\d) (\d+) (\d+)$", p.stdout, re.M)) == \
+        [("0", str(n), "0"), ("1", str(n), "0")]
+    assert sorted(re.findall(r"^shell (\d) (\w+)$", p.stdout, re.M)) == [("0", "ok"), ("1", "ok")]
+    assert "validation: OK" in p.stdout
+    tr = Ranked(tmp_path / "fork.h5")
+    for r in range(2):
+        names = tr.names(r, skip=())
+        assert names[0] == "init" and names[-2:] == ["barrier", "finalize"]
+        # the children's calls are not in their parent's trace: only the recording thread's
+        # (a comm_size before each pause, the one while paused not recorded)
+        assert set(names[1:-2]) == {"comm_size", "pause", "resume"}
+        assert names.count("comm_size") == names.count("pause") == names.count("resume")
+
+
+def test_window_not_given_back_is_reused(tmp_path):
+    # mmap_fail.so makes every re-reservation of a spent window fail: each one stayed mapped
+    # (80 of the file's 84 MiB of chunks at the end); now its slot is reused
+    program = build("chunk_maps", tmp_path)
+    fail = tmp_path / "mmap_fail.so"
+    subprocess.run(["cc", "-shared", "-fPIC", "-O1", "-o", str(fail),
+                    str(PROGRAMS / "mmap_fail.c")], check=True, timeout=120)
+    calls = 1_000_000       # 80 bytes a record, 52428 a 4 MiB chunk: 20 chunks
+    p = record(tmp_path / "maps.h5", 1, [program, str(calls)], env={"LD_PRELOAD": str(fail)})
+    assert "validation: OK" in p.stdout
+    mapped = int(re.search(r"^mapped 0 (\d+)$", p.stdout, re.M).group(1)) << 10
+    assert mapped <= 8 * 4 * MIB        # the header, the current chunk, the ready and the spent
+    assert len(Ranked(tmp_path / "maps.h5").mpi(0, "comm_size")) == calls
+
+
+def test_file_size_limit_stops_the_recording_not_the_program(tmp_path):
+    # 10 MiB: the header and 2 chunks of 4 MiB; growing the file past it raised SIGXFSZ,
+    # which killed every rank (status 25) at its third chunk
+    program = build("file_limit", tmp_path)
+    calls = 200_000         # a record of 80 bytes each: 4 chunks
+    p = record(tmp_path / "fsize.h5", 2, [program, "10", str(calls)], volume="cputime",
+               expect_rc=1)
+    assert sorted(re.findall(r"^done (\d)$", p.stdout, re.M)) == ["0", "1"]
+    assert "exited with status" not in p.stderr
+    for rank in range(2):
+        assert (f"minitrace: rank {rank}: tracing disabled: cannot grow the raw trace file: "
+                f"File too large") in p.stderr
+    assert "INCOMPLETE: recording stopped early" in p.stdout
+    tr = Ranked(tmp_path / "fsize.h5")
+    assert all(0 < len(tr.mpi(r, "comm_size")) < calls for r in range(2))
