@@ -21,6 +21,8 @@ POLLS = frozenset({"test", "testany", "testsome", "testall", "iprobe", "improbe"
 #: starts the sweep corner whose faces came first), and polls come in any number.
 UNORDERED = K.REQUEST_KINDS | K.STARTS | POLLS | {"compute"}
 _UNORDERED = K.mask(UNORDERED)
+#: :func:`step_view`'s id of a run of calls that do not wait.
+RUN = 0
 
 
 def step_view(ids: np.ndarray, kind: np.ndarray, rank_offsets: np.ndarray):
@@ -44,9 +46,9 @@ def step_view(ids: np.ndarray, kind: np.ndarray, rank_offsets: np.ndarray):
     start[rank_offsets[:-1][rank_offsets[:-1] < n]] = True
     rows = np.flatnonzero(~free | start | (free & ~np.r_[True, free[:-1]]))
     waits = ~free[rows]
-    step = np.zeros(len(rows), np.int64)           # 0: a run of calls that do not wait
+    step = np.full(len(rows), RUN, np.int64)
     step[waits], m = pd.factorize(ids[rows][waits])
-    step[waits] += 1
+    step[waits] += RUN + 1
     return step, len(m) + 1, rows, np.searchsorted(rows, rank_offsets)
 
 

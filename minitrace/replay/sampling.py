@@ -3,7 +3,9 @@ steady, skip the rest, account for them, and replay what follows the loop for re
 
 The loops come from the trace's loop structure (a compressed file's stored grammar, else a loop
 grammar built on each action's structure, :func:`structure_ids`; :mod:`minitrace.compress`'s
-folding either way): per loop, the row range of each iteration on each rank (``bounds`` [nranks,
+folding either way; where its loops do not dominate, the same on the trace read as steps,
+each run of calls that do not wait one step, so that polls whose number and success the
+timing decides do not hide a pipelined sweep's iterations: :func:`loops_of`): per loop, the row range of each iteration on each rank (``bounds`` [nranks,
 iterations + 1]); a loop must be on every rank with the same number of iterations, and is grown
 over the varied iterations next to it (:func:`extend_loop`: a convergence check, an output
 step). Only top-level loops are sampled (a nested loop is inside its parent's iterations);
@@ -59,7 +61,7 @@ from .. import kinds as K
 from ..errors import MinitraceError
 from ..compress import loops as stored
 from ..compress.grammar import build
-from ..compress.loop_view import POLLS, iterations, rows_of_view, step_view
+from ..compress.loop_view import POLLS, RUN, iterations, rows_of_view, step_view
 from ..model import assign_vec_offsets, empty_actions
 from ..trace import open as open_trace
 from . import critical_path
@@ -192,7 +194,11 @@ def loops_of(data) -> tuple[list[np.ndarray], list[str]]:
     (:func:`~minitrace.compress.loop_view.step_view`: a run of calls that do not wait, posts,
     polls and computes, read as one step whatever their order and however many polls failed),
     and the bounds mapped back to the trace's rows (each iteration with its polls): the
-    iterations of a pipelined sweep differ in both (SNAP)."""
+    iterations of a pipelined sweep differ in both (SNAP).  There the loops inside the
+    top-level ones are looked into too, ``MAX_DEPTH`` levels: where outer loops run a few
+    times (SNAP's time steps and outer iterations), the inner one grown over its variants
+    (the outer iterations' convergence checks) is the main loop, the one of most iterations
+    among those that cover ``DOMINANT_SHARE`` of the actions."""
     if getattr(data, "compressed_form", None) is not None:
         table = stored(data)
         columns = data.data()
@@ -220,8 +226,8 @@ def loops_of(data) -> tuple[list[np.ndarray], list[str]]:
         if not len(table):
             break
         found, whys = _bounds(table, data.nranks)
-        found = _disjoint([rows_of_view(extend_loop(steps, offsets, b), rows, offsets,
-                                        columns.rank_offsets) for b in found])
+        found = _disjoint([rows_of_view(extend_loop(steps, offsets, b, free=RUN), rows,
+                                        offsets, columns.rank_offsets) for b in found])
         if _covered(found) >= max(DOMINANT_SHARE * total, _covered(best) / 2) and \
                 _most(found) > _most(best):
             best, why = found, whys
@@ -239,15 +245,15 @@ def _most(loops: list[np.ndarray]) -> int:
 
 
 def _disjoint(loops: list[np.ndarray]) -> list[np.ndarray]:
-    """``loops`` without those that overlap an earlier one in part (on rank 0's rows): grown
-    over their neighbours (:func:`extend_loop`), two runs of one inner loop may reach into
-    each other, or one may cover the other."""
-    out: list[np.ndarray] = []
-    for b in loops:
-        lo, hi = int(b[0, 0]), int(b[0, -1])
-        if all(hi <= int(c[0, 0]) or int(c[0, -1]) <= lo for c in out):
-            out.append(b)
-    return out
+    """``loops`` without those that overlap a larger one in part (on rank 0's rows), in order:
+    grown over their neighbours (:func:`extend_loop`), two runs of one inner loop may reach
+    into each other, or one may cover the other."""
+    keep: list[int] = []
+    for i in sorted(range(len(loops)), key=lambda i: -int(np.diff(loops[i][0, [0, -1]])[0])):
+        lo, hi = int(loops[i][0, 0]), int(loops[i][0, -1])
+        if all(hi <= int(loops[j][0, 0]) or int(loops[j][0, -1]) <= lo for j in keep):
+            keep.append(i)
+    return [loops[i] for i in sorted(keep)]
 
 
 def _covered(loops: list[np.ndarray]) -> int:
@@ -280,7 +286,8 @@ VARIANT_LENGTH = 2.0
 VARIANT_SHARE = 0.5
 
 
-def extend_loop(ids: np.ndarray, rank_offsets: np.ndarray, bounds: np.ndarray) -> np.ndarray:
+def extend_loop(ids: np.ndarray, rank_offsets: np.ndarray, bounds: np.ndarray,
+                free: int | None = None) -> np.ndarray:
     """The loop ``bounds`` grown over the iterations next to it that vary its body: the grammar
     finds a loop only where iterations repeat call for call, so a convergence check every k
     iterations or a test that runs when the data asks for it cuts a main loop into pieces.  An
@@ -288,8 +295,11 @@ def extend_loop(ids: np.ndarray, rank_offsets: np.ndarray, bounds: np.ndarray) -
     run of actions from one anchor to the next, before or after the loop, is taken as an
     iteration while it is at most ``VARIANT_LENGTH`` bodies long and shares at least
     ``VARIANT_SHARE`` of its actions (as a multiset of structure ids) with the body; every rank
-    takes as many as the rank that takes fewest.  Skipping a varied iteration is checked like
-    any other (:func:`check_separable`), and the skipped time is regressed on each iteration's
+    takes as many as the rank that takes fewest.  ``free``: an id that says nothing of where an
+    iteration is (:func:`~minitrace.compress.loop_view.step_view`'s run of calls that do not
+    wait, in every iteration): never the anchor, and not counted in the shares (else any step
+    would be a variant of a body of two).  Skipping a varied iteration is checked like any
+    other (:func:`check_separable`), and the skipped time is regressed on each iteration's
     static cost, variants included."""
     nranks = bounds.shape[0]
     ahead, behind = [], []
@@ -297,8 +307,8 @@ def extend_loop(ids: np.ndarray, rank_offsets: np.ndarray, bounds: np.ndarray) -
         body = ids[bounds[r, 0]:bounds[r, 1]]
         if not len(body):
             return bounds
-        _, first, counts = np.unique(body, return_index=True, return_counts=True)
-        once = first[counts == 1]
+        values, first, counts = np.unique(body, return_index=True, return_counts=True)
+        once = first[(counts == 1) & (values != free)]
         if not len(once):
             return bounds
         p = int(once.min())                  # the anchor's place in an iteration
@@ -306,23 +316,29 @@ def extend_loop(ids: np.ndarray, rank_offsets: np.ndarray, bounds: np.ndarray) -
         at = np.flatnonzero(ids[lo:hi] == body[p]) + lo - p
         at = at[(at >= lo) & (at <= hi)]
         ref = np.bincount(body)
-        ahead.append(_variants(ids, bounds[r, -1], at[at >= bounds[r, -1]], ref))
-        behind.append(_variants(ids, bounds[r, 0], at[at <= bounds[r, 0]][::-1], ref)[::-1])
+        if free is not None and free < len(ref):
+            ref[free] = 0
+        args = (ids, ref, len(body), free)
+        # from the last iteration's start: a loop may end where no anchored run starts (its
+        # next step is a variant: SNAP's convergence check), its last iteration then grown
+        ends = _variants(bounds[r, -2], at[at >= bounds[r, -2]], *args)
+        ahead.append(ends or [int(bounds[r, -1])])
+        behind.append(_variants(bounds[r, 0], at[at <= bounds[r, 0]][::-1], *args)[::-1])
     f = min(len(x) for x in ahead)
     g = min(len(x) for x in behind)
-    if not f and not g:
+    if f == 1 and not g and all(x[0] == b for x, b in zip(ahead, bounds[:, -1])):
         return bounds
-    return np.stack([np.r_[behind[r][len(behind[r]) - g:], bounds[r], ahead[r][:f]]
+    return np.stack([np.r_[behind[r][len(behind[r]) - g:], bounds[r, :-1], ahead[r][:f]]
                      for r in range(nranks)]).astype(np.int64)
 
 
-def _variants(ids: np.ndarray, edge: int, at: np.ndarray, ref: np.ndarray) -> list[int]:
+def _variants(edge: int, at: np.ndarray, ids: np.ndarray, ref: np.ndarray, length: int,
+              free: int | None) -> list[int]:
     """From a loop's ``edge`` (its end, or its start walking backwards through ``at``, the
     anchored iteration starts beyond it, nearest first), the far ends of the successive
-    anchor-to-anchor runs that are variants of the body ``ref`` (its bincount of ids); none
-    when the edge is not at an anchor."""
+    anchor-to-anchor runs that are variants of the body (``length`` ids; ``ref``: its bincount
+    of ids, without ``free``); none when the edge is not at an anchor."""
     out: list[int] = []
-    length = int(ref.sum())
     if len(at) < 2 or at[0] != edge:
         return out
     for a, b in zip(at[:-1], at[1:]):
@@ -331,8 +347,10 @@ def _variants(ids: np.ndarray, edge: int, at: np.ndarray, ref: np.ndarray) -> li
         if not len(seg) or len(seg) > VARIANT_LENGTH * length:
             break
         c = np.bincount(seg, minlength=len(ref))
+        if free is not None:
+            c[free] = 0
         common = int(np.minimum(c[:len(ref)], ref).sum())
-        if common < VARIANT_SHARE * max(len(seg), length):
+        if common < VARIANT_SHARE * max(int(c.sum()), int(ref.sum())):
             break
         out.append(int(b))
     return out
@@ -648,6 +666,15 @@ def crossing_requests(data, rows: np.ndarray) -> tuple[np.ndarray, str | None]:
     why = "requests cross the boundaries of the skipped iterations"
     if not _same_multiset(ka[~out], kc[~into]):
         return none, f"{why} unevenly (posted and completed more often in the block)"
+    if out.any():          # never completed (SNAP overwrites its last send's handle): no pair
+        cw, ci, _ = _requests(data, np.arange(len(a)), a["kind"], data.rank_of(), False)
+        k = int(out.sum())
+        ever = _dense(np.r_[wa[out], cw], np.r_[ia[out], ci])
+        dangling = np.zeros(len(out), bool)
+        dangling[out] = ~np.isin(ever[:k], ever[k:])
+        out &= ~dangling
+        if not out.any() and not into.any():
+            return none, None
     iw, ii = wc[into], ic[into]
     first = data.rank_offsets[iw]                     # where each one's rank starts
     at = np.searchsorted(rows, data.rank_offsets[:-1])

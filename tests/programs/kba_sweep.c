@@ -5,7 +5,10 @@
  * edge), polls them with MPI_Testsome, computes, then polls its previous sends with MPI_Test
  * until both are done, tests one again (a completed handle is MPI_REQUEST_NULL: the public code
  * tests such handles) and Isends its downstream faces.  Each sweep ends with
- * a Waitall of the sends left and an Allreduce.  argv: sweeps (default 2), chunks (default 3).
+ * a Waitall of the sends left and an Allreduce.  argv: sweeps (default 2), chunks (default 3),
+ * jitter (default 0): with 1, each rank computes a random extra amount (seeded by the clock and
+ * its rank) before each send, so that how many polls fail downstream changes from one chunk and
+ * one sweep to the next, as SNAP's do (no two sweeps then make the same calls).
  */
 #include <mpi.h>
 #include <stdio.h>
@@ -13,6 +16,7 @@
 #define FACE 96
 int main(int argc, char **argv) {
     int sweeps = argc > 1 ? atoi(argv[1]) : 2, chunks = argc > 2 ? atoi(argv[2]) : 3;
+    int jitter = argc > 3 ? atoi(argv[3]) : 0;
     MPI_Init(&argc, &argv);
     int size, dims[2] = {0, 0}, periods[2] = {0, 0}, coords[2];
     MPI_Comm_size(MPI_COMM_WORLD, &size);
@@ -25,6 +29,7 @@ int main(int argc, char **argv) {
     int rank;
     MPI_Comm_rank(cart, &rank);
     MPI_Cart_coords(cart, rank, 2, coords);
+    unsigned seed = (unsigned)(MPI_Wtime() * 1e6) ^ (unsigned)(rank * 7919);
     static double yin[FACE], zin[FACE], yout[FACE], zout[FACE];
     double flux = 0;
     for (int s = 0; s < sweeps; s++) {
@@ -47,6 +52,8 @@ int main(int argc, char **argv) {
                     if (outcount != MPI_UNDEFINED) got += outcount;
                 }
                 for (int i = 0; i < 20000; i++) flux += 1e-9 * (i % 7) + 1e-12 * yin[i % FACE];
+                int extra = jitter ? rand_r(&seed) % 40000 : 0;
+                for (int i = 0; i < extra; i++) flux += 1e-12 * (i % 5);
                 for (int i = 0; i < FACE; i++) yout[i] = zout[i] = flux + i + zin[i];
                 int fy = 0, fz = 0;
                 while (!(fy && fz)) {
