@@ -217,3 +217,21 @@ def test_self_check_reports_structure_and_times(tmp_path, capsys):
     assert main(["extrapolate", *paths[:3], paths[0], "--ranks", "32", "-o",
                  str(tmp_path / "x.h5")]) == 1
     assert "several runs at [2] ranks" in capsys.readouterr().err
+
+
+def test_a_refusal_names_the_first_missing_classes_and_counts_the_rest():
+    """miniAMR at 2, 4 and 8 ranks (3-D grids) misses 12 position classes at 3 scales: the
+    refusal named each with its reason, one line of ~3,000 characters; it names the first
+    few and counts the others, still on one line."""
+    from types import SimpleNamespace
+    keys = [f"({a},{b},{c})" for a in ("lo", "mid", "hi") for b in ("lo", "mid", "hi")
+            for c in ("lo", "hi")]
+    runs = [SimpleNamespace(nranks=n, classes=dict.fromkeys(keys[:k]))
+            for n, k in ((2, 18), (4, 2), (8, 2))]
+    with pytest.raises(MinitraceError) as e:
+        B._having(runs, keys, {k: "no rank of a run has a neighbour there" for k in keys})
+    line = str(e.value)
+    assert "\n" not in line and len(line) < 600
+    assert line.count("3 are needed to fit it") == B.SHOWN
+    assert "rank class (lo,lo,lo) (" not in line                 # in all three runs
+    assert f"and {16 - B.SHOWN} more rank classes alike" in line

@@ -223,8 +223,15 @@ def _having(runs: list[ST.Run], keys, why: dict | None = None) -> dict:
         hint = (" (record scales whose grid has it, e.g. extents of 3 or more along every open "
                 "dimension for an interior)" if any(k.startswith("(") for k, h in having.items()
                                                      if len(h) < 3) else "")
-        raise MinitraceError("not extrapolated: " + "; ".join(short) + hint)
+        more = [f"and {len(short) - SHOWN} more rank classes alike"] \
+            if len(short) > SHOWN else []
+        raise MinitraceError("not extrapolated: " + "; ".join(short[:SHOWN] + more) + hint)
     return having
+
+
+#: Classes a refusal names (a 3-D grid recorded at 2 and 4 ranks misses up to 26: their
+#: reasons, each a sentence, made one line of ~3,000 characters).
+SHOWN = 3
 
 
 def fit_parameters(runs: list[ST.Run], ranks: int, scaling: str,

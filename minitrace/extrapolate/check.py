@@ -13,6 +13,7 @@ from ..replay import replay
 from ..trace import open as open_trace
 from . import build as B
 from .canonical import canonical
+from .polled import polled_waits
 from .tested import tested_waits
 from . import grid as GR
 from . import structure as ST
@@ -29,10 +30,11 @@ def load_runs(paths: list[str]) -> list[ST.Run]:
 
 
 def runs_of(paths: list[str], datas: list) -> list[ST.Run]:
-    """Traces in memory as runs, smallest first, on their common kind of grid, their completed
-    ``testall`` calls as the waits they stand for (:mod:`.tested`), their commuting operations
-    in canonical order (:mod:`.canonical`; on a grid, by grid offset)."""
-    datas = [_tested(p, d) for p, d in zip(paths, datas)]
+    """Traces in memory as runs, smallest first, on their common kind of grid, their polls as
+    the waits they stand for (:mod:`.polled`), their completed ``testall`` calls as the waits
+    they stand for (:mod:`.tested`), their commuting operations in canonical order
+    (:mod:`.canonical`; on a grid, by grid offset)."""
+    datas = [_tested(p, _polled(p, d)) for p, d in zip(paths, datas)]
     ordered = [canonical(d)[0] for d in datas]
     sigs = [SG.encode(d) for d in ordered]
     grids = GR.run_grids(paths, ordered, [s.table["peer_mode"][s.ids] == 1 for s in sigs])
@@ -55,6 +57,15 @@ def _tested(path: str, data):
         print(f"note: {os.path.basename(path)}: {rewritten} MPI_Testall that completed taken as "
               f"incomplete and followed by the MPI_Waitall it stands for (arrival order "
               f"decides which tests complete)")
+    return data
+
+
+def _polled(path: str, data):
+    data, failed, runs = polled_waits(data)
+    if failed:
+        print(f"note: {os.path.basename(path)}: {runs} runs of polls ({failed} that completed "
+              f"nothing) taken as the MPI_Waitall of what they completed and the work done "
+              f"between them (arrival order decides how many polls fail and which succeed)")
     return data
 
 
