@@ -1,9 +1,13 @@
-"""Tests of MPI_REQUEST_NULL through OTF2 and back (SNAP tests send handles already freed;
-tests/programs/null_tests.c): OTF2 has no event for them, so the archive held a bare MPI_Test
-region and the reader took it for a test that completed nothing, dropping the COMPLETED flag
-of every one, silently.  The reader now reads an event-less MPI_Test or MPI_Testall as MPI
-ends one of null handles (completed) and MPI_Testany or MPI_Testsome as not; the writer says
-which tests the archive cannot hold that way (a request the recording does not know)."""
+"""Tests and waits of MPI_REQUEST_NULL through OTF2 and back (SNAP tests send handles already
+freed, Quicksilver waits on them; tests/programs/null_tests.c): OTF2 has no event for them, so
+the archive held a bare MPI_Test region and the reader took it for a test that completed
+nothing, dropping the COMPLETED flag of every one, silently.  The reader now reads an
+event-less MPI_Test or MPI_Testall as MPI ends one of null handles (completed) and
+MPI_Testany or MPI_Testsome as not; the writer says which tests the archive cannot hold that
+way (a request the recording does not know).  And validate called each wait on a null handle
+of the trace read back a problem (empty-completion: 3630 on Quicksilver's 2 ranks): the
+reader now counts the source's waits without a completion (``null_completions``) and validate
+takes that many as the source's."""
 from __future__ import annotations
 
 import numpy as np
@@ -12,6 +16,7 @@ import pytest
 from minitrace import kinds as K
 from minitrace.converters.otf2 import _QUIET_TEST, read_otf2, write_otf2
 from minitrace.trace import open as open_trace
+from minitrace.validate import validate
 from tests.support.record_util import record
 
 pytestmark = pytest.mark.timeout(300)
@@ -50,6 +55,9 @@ def test_the_round_trip_keeps_every_tests_outcome(nulls, tmp_path):
     back = read_otf2(tmp_path / "otf2" / "traces.otf2")
     for kind in _TESTS:
         assert _completed(back, kind) == _completed(nulls, kind), kind
+    assert back.meta["source_messages"]["null_completions"] == 18      # 3 waits x 3 x 2
+    rep = validate(back)
+    assert rep.ok, str(rep)
 
 
 def test_an_outcome_the_archive_cannot_hold_is_said(nulls, tmp_path):

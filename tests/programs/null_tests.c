@@ -1,7 +1,8 @@
-/* Tests of MPI_REQUEST_NULL, as public codes poll handles that an earlier test or wait already
- * freed (SNAP's sends): MPI_Test and MPI_Testall of null handles complete (flag true, nothing
- * done), MPI_Testany and MPI_Testsome of them complete nothing (index and count
- * MPI_UNDEFINED).  Between them, one real exchange with the next rank on a ring, polled with
+/* Tests and waits of MPI_REQUEST_NULL, as public codes poll and wait on handles that an earlier
+ * test or wait already freed (SNAP's sends, Quicksilver's waits): MPI_Test and MPI_Testall of
+ * null handles complete (flag true, nothing done), MPI_Testany and MPI_Testsome of them
+ * complete nothing (index and count MPI_UNDEFINED); MPI_Wait, MPI_Waitany and MPI_Waitsome
+ * return at once.  Between them, one real exchange with the next rank on a ring, polled with
  * MPI_Test until done, so the trace also holds tests that complete and tests that do not.
  * argv: rounds (default 3).
  */
@@ -27,6 +28,9 @@ int main(int argc, char **argv) {
         MPI_Testall(2, q, &flag, MPI_STATUSES_IGNORE);           /* all null: flag true */
         MPI_Testany(2, q, &index, &flag, MPI_STATUS_IGNORE);     /* index MPI_UNDEFINED */
         MPI_Testsome(2, q, &count, idx, MPI_STATUSES_IGNORE);    /* count MPI_UNDEFINED */
+        MPI_Wait(&q[1], MPI_STATUS_IGNORE);                      /* null: returns */
+        MPI_Waitany(2, q, &index, MPI_STATUS_IGNORE);            /* index MPI_UNDEFINED */
+        MPI_Waitsome(2, q, &count, idx, MPI_STATUSES_IGNORE);    /* count MPI_UNDEFINED */
         out += in;
     }
     MPI_Finalize();
