@@ -2,8 +2,7 @@
 tests/programs/one_offs.c): every call site is a one-off, replayed as recorded, so no site is
 left to draw from, and `replay --replicas` / `predict --replicas` died with "internal error:
 ValueError: zero-size array to reduction operation maximum" (minitrace/replay/noise.py,
-_correlations: occ.max() of no occurrence).  The fix belongs to minitrace/replay (helper
-"polls"); until it lands the test is an expected failure, strict so that the fix flips it."""
+_correlations: occ.max() of no occurrence)."""
 from __future__ import annotations
 
 import pytest
@@ -22,9 +21,9 @@ def one_offs(programs, tmp_path_factory):
     return out
 
 
-@pytest.mark.xfail(raises=ValueError, strict=True,
-                   reason="noise model of a trace without a repeated call site (replay/noise.py)")
 def test_replicas_of_a_run_of_one_off_computes(one_offs):
-    """Every replica is the recorded run: nothing to draw."""
+    """Every replica is the recorded run: nothing to draw, and the assumptions say so."""
     r = replicas(str(one_offs), 3, seed=1, workers=1, compute_rate="1Gf")
-    assert len(r.times) == 3
+    assert len(r.times) == 3 and len(set(r.times)) == 1
+    said = " ".join(r.assumptions)
+    assert "replayed as recorded in every replica" in said and "not measurable here" in said

@@ -635,7 +635,10 @@ def _correlations(score, site, occ, rank, node, shape, per_site: bool = False):
     (:func:`call_sites`): matched by their order instead, a rank with one site more than the
     other compared every later site with another one (HPCG: 0.05 for 0.9).  Only (shape,
     iteration) columns that two ranks or more hold are kept: unmatched sites' own columns
-    had grown the matrix toward ranks x rows (1.6 GB at 64 ranks)."""
+    had grown the matrix toward ranks x rows (1.6 GB at 64 ranks).  No volume drawn (every
+    call site a one-off, NPB BT/SP on one rank): none measurable."""
+    if not len(occ):
+        return (np.nan, 0, np.nan, 0), {}, 0.0, 0
     ranks = np.unique(rank)
     if len(ranks) > _CORR_RANKS:
         ranks = np.sort(np.random.default_rng(0).choice(ranks, _CORR_RANKS, replace=False))
