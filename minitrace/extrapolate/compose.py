@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import collections
 import itertools
+import os
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -199,7 +200,8 @@ def compose_run(run: ST.Run, position: str, directions: set, donors: dict) -> ST
     direction's calls from the nearest that has it (whose skeleton must have the same kinds of
     calls).  NotComposable says why it cannot be."""
     if not donors:
-        raise NotComposable(f"{run.path} has no grid position to compose it from")
+        raise NotComposable(f"{os.path.basename(run.path)} has no grid position to compose it "
+                            f"from")
     order = sorted(donors, key=lambda k: (-_nearness(k, position), -len(donors[k].used), k))
     # the skeleton of the nearest position whose skeleton most positions have (not a root's);
     # each direction's calls from the nearest having it, one with that skeleton's kinds first
@@ -212,8 +214,8 @@ def compose_run(run: ST.Run, position: str, directions: set, donors: dict) -> ST
         having = sorted((k for k in order if d in donors[k].used), key=lambda k: not alike[k])
         if not having:
             off = tuple(GR.decode(d, run.grid.ndims).tolist())
-            raise NotComposable(f"no rank of {run.path} ({run.nranks} ranks) has a neighbour "
-                                f"at {off}")
+            raise NotComposable(f"no rank of {os.path.basename(run.path)} ({run.nranks} ranks) "
+                                f"has a neighbour at {off}")
         assign[d] = having[0]
     taking = [first] + sorted(set(assign.values()) - {first}, key=order.index)
     parts = [donors[k] for k in taking]
