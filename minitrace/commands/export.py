@@ -1,18 +1,19 @@
-"""``minitrace export FILE --format ti|csv|perfetto -o OUT``: the older spelling of
-``minitrace convert FILE --to ti|csv|perfetto -o OUT``, which it says."""
+"""``minitrace export FILE --format otf2|ti|csv|perfetto -o OUT``: the older spelling of
+``minitrace convert FILE --to otf2|ti|csv|perfetto -o OUT``, which it says."""
 from __future__ import annotations
 
+from ..converters import EXPORTS
 from .convert import add_export_options, export, replaced_by
 
 
 def register(sub) -> None:
     """Add the ``export`` subcommand (discovered by minitrace.cli)."""
-    p = sub.add_parser("export", help="write a trace as SimGrid TI text, CSV or a Perfetto "
-                                      "timeline (= convert --to)",
+    p = sub.add_parser("export", help="write a trace as OTF2, SimGrid TI text, CSV or a "
+                                      "Perfetto timeline (= convert --to)",
                        description="Export a trace: the same as 'minitrace convert FILE --to "
                                    "FORMAT -o OUT' (see its --help for the formats).")
     p.add_argument("file", help="minitrace HDF5 file")
-    p.add_argument("--format", required=True, choices=("ti", "csv", "perfetto"))
+    p.add_argument("--format", required=True, choices=EXPORTS)
     p.add_argument("-o", "--output", required=True, metavar="OUT",
                    help="output (ti per-rank: the list file; its rank files go to OUT_files/)")
     add_export_options(p)
