@@ -19,7 +19,6 @@ from tests.support.mpiutil import tool
 from tests.support.record_util import PROGRAMS, Ranked, build, record
 
 pytestmark = pytest.mark.timeout(300)
-MIB = 1 << 20
 
 
 def _idle_vm_mib(program: str, tmp_path: Path) -> int:
@@ -88,7 +87,9 @@ def test_window_not_given_back_is_reused(tmp_path):
     p = record(tmp_path / "maps.h5", 1, [program, str(calls)], env={"LD_PRELOAD": str(fail)})
     assert "validation: OK" in p.stdout
     mapped = int(re.search(r"^mapped 0 (\d+)$", p.stdout, re.M).group(1)) << 10
-    assert mapped <= 8 * 4 * MIB        # the header, the current chunk, the ready and the spent
+    # the header, the current chunk, the 2 ready and the spent not yet given back (12 MiB
+    # here, more when the helper thread falls behind under load): not half of them
+    assert mapped < calls * 80 // 2
     assert len(Ranked(tmp_path / "maps.h5").mpi(0, "comm_size")) == calls
 
 
