@@ -56,8 +56,7 @@ def main() -> int:
     from minitrace.mpitools import mpi_tool
     from minitrace.predict.calibration import load
     from minitrace.predict.calibration import read_runs
-    from minitrace.predict.prediction import (fitted_mix, replay_options, with_background,
-                                              with_call_costs)
+    from minitrace.predict.prediction import replay_options, with_modelled_terms
     from minitrace.replay.replicas import replicas
     from minitrace.replay.run_to_run import RunToRun, span
     from minitrace.trace import open as open_trace
@@ -117,10 +116,7 @@ def main() -> int:
             with open_trace(p) as t:
                 data = t.data()
             kw = replay_options(data, cal, p)
-            mix = fitted_mix(data, cal)
-            data = with_call_costs(with_background(data, cal)[0], cal,     # (as predict
-                                   mix.weights)[0]
-            #                                                   --replicas replays it)
+            data = with_modelled_terms(data, cal).data    # (as predict --replicas does)
             # the per-call-site noise alone; --runs multiplies these same draws by run factors
             # drawn with the generator below (replicas(): tests/test_replay_spread.py)
             noise = replicas(data, args.replicas, seed=i, workers=1, **kw).times

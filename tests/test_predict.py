@@ -240,6 +240,13 @@ def test_cli_replicas_and_sampling_with_a_calibration(recorded):
     out = json.loads(p.stdout)
     assert len(out["times"]) == 3 and out["seed"] == 1 and out["lo"] <= out["hi"]
     assert any("calls do bytes /" in n or "reduction" in n for n in out["notes"])
+    # the replicas' noiseless replay is the plain prediction: every modelled term is in it
+    # (the first calls' set-up was once left out of --replicas and --sample)
+    p = subprocess.run(base + ["--replicas", "2", "--seed", "1", "--json"],
+                       capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr
+    assert json.loads(p.stdout)["plain_time"] == pytest.approx(
+        predict(str(trace), str(cal), ranges=False).predicted_time, rel=1e-9)
     p = subprocess.run(base + ["--replicas", "3", "--timeline", str(d / "x.png")],
                        capture_output=True, text=True, timeout=300)
     assert p.returncode != 0 and "--timeline is not available" in p.stderr

@@ -84,15 +84,12 @@ def run(args) -> int:
             check_plot_path(png)
     if spread_options.wanted(args):
         from ..predict.calibration import load
-        from ..predict.prediction import (fitted_mix, replay_options, translated,
-                                          with_background, with_call_costs)
+        from ..predict.prediction import replay_options, translated, with_modelled_terms
         from ..replay.sampling import load_trace
         data, loops = load_trace(args.trace, args.trace)
         cal = load(args.calibration)
         data, translation, _ = translated(data, cal, args.recorded_on, args.probe, args.trace)
-        mix = fitted_mix(data, cal, translation)
-        data = with_call_costs(with_background(data, cal, translation)[0], cal,
-                               mix.weights)[0]
+        data = with_modelled_terms(data, cal, translation).data
         kw = replay_options(data, cal, args.trace, platform=args.platform,
                             hostfile=args.hostfile, hosts=args.cluster,
                             ranks_per_host=args.ranks_per_node, timeout=args.timeout,
