@@ -276,7 +276,8 @@ def raw_layout_header() -> str:
                "MT_HEADER_BYTES": layout["HEADER_BYTES"],
                "MT_CHUNK_BYTES": layout["CHUNK_BYTES"],
                "MT_CONT_WORDS": layout["CONT_WORDS"],
-               "MT_GATE_NS": layout["CPU_READ_GATE_NS"]}
+               "MT_GATE_NS": layout["CPU_READ_GATE_NS"],
+               "MT_CANCELLED_PEER": layout["CANCELLED_PEER"]}
     for table, prefix in (("INTERNAL", "MT_INTERNAL_"), ("VOLUMES", "MT_VOLUME_"),
                           ("CLOCKS", "MT_CLOCK_")):
         defines.update({prefix + name.upper(): code for name, code in layout[table].items()})

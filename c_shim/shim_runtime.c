@@ -926,8 +926,11 @@ static int64_t mt_status_bytes(const MPI_Status *st) {
 
 /* A non-blocking receive completed: its real source, tag and size, for the merge to patch. */
 static void mt_resolve(mt_thread *T, const mt_req *q, const MPI_Status *st) {
-    mt_internal(T, MT_INTERNAL_RESOLVE, mt_world(q->comm, st->MPI_SOURCE), st->MPI_TAG, q->id,
-                mt_status_bytes(st), NULL, 0);
+    int cancelled = 0;       /* MPI_Cancel took: no message (the status's source is undefined) */
+    PMPI_Test_cancelled(st, &cancelled);
+    mt_internal(T, MT_INTERNAL_RESOLVE, cancelled ? MT_CANCELLED_PEER
+                : mt_world(q->comm, st->MPI_SOURCE), st->MPI_TAG, q->id,
+                cancelled ? 0 : mt_status_bytes(st), NULL, 0);
 }
 
 /* ---- start-up and shut-down ---------------------------------------------------------- */

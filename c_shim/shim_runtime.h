@@ -216,6 +216,9 @@ static int64_t mt_status_bytes(const MPI_Status *st);
     MT_IDS(m_, (idx)); for (int j_ = 0; j_ < m_; j_++) { mt_req *q_ = &Q_[(idx)[j_]]; \
         if (q_->id >= 0 && q_->recv) mt_resolve(T, q_, &(sts)[j_]); } } while (0)
 #define MT_REQUEST_FREE() do { MT_LOOK1(MT_LOOK_FREE); if (Q_.id >= 0) R.request = Q_.id; } while (0)
+/* the request it asks to cancel (still live: its completion says whether it was cancelled) */
+#define MT_CANCEL() do { MT_LOOK1(MT_LOOK_PEEK); if (Q_.id >= 0) { R.request = Q_.id; \
+    R.comm = Q_.comm_id; } } while (0)
 
 /* ---- collectives ---- */
 #define MT_ROOTED(root) MT_PEER(root)

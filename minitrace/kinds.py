@@ -33,7 +33,7 @@ KINDS: list[tuple[int, str, str]] = [
     (14, "isend", "send"), (15, "issend", "send"), (16, "ibsend", "send"), (17, "irsend", "send"),
     (20, "recv", "recv"), (21, "irecv", "recv"),
     (22, "sendrecv", "p2p"), (23, "sendrecv_replace", "p2p"), (24, "probe", "p2p"),
-    (25, "iprobe", "p2p"),
+    (25, "iprobe", "p2p"), (26, "cancel", "p2p"),
     (30, "send_init", "persist"), (31, "ssend_init", "persist"), (32, "bsend_init", "persist"),
     (33, "rsend_init", "persist"), (34, "recv_init", "persist"), (35, "start", "persist"),
     (36, "startall", "persist"), (37, "request_free", "persist"),

@@ -420,7 +420,11 @@ def _merge_threads(rank: _Rank, threads: list, walltime: bool, seconds: bool, ou
 
 
 def _resolve_irecvs(acts: np.ndarray, resolves) -> None:
-    """Patch each irecv with the source/tag/size its completion saw."""
+    """Patch each irecv with the source/tag/size its completion saw.  One that MPI_Cancel
+    cancelled received nothing: it becomes a receive of no message (peer -1, 0 bytes, as from
+    MPI_PROC_NULL), and the ``cancel`` action of its request takes FLAG_COMPLETED (it took)
+    and the receive's posted source, tag and size (LLNL Quicksilver cancels its pre-posted
+    receives: read as 0-byte messages they shifted the matching of every later one)."""
     irecv = np.flatnonzero(acts["kind"] == K.CODE["irecv"])
     if not len(irecv):
         return
@@ -430,12 +434,30 @@ def _resolve_irecvs(acts: np.ndarray, resolves) -> None:
     pos = np.minimum(np.searchsorted(ids[order], req), len(ids) - 1)
     hit = ids[order][pos] == req
     rows = irecv[order][pos[hit]]
-    acts["peer"][rows] = np.concatenate([r[1] for r in resolves])[hit]
+    peer = np.concatenate([r[1] for r in resolves])[hit]
+    cancelled = rows[peer == L.CANCELLED_PEER]
+    if len(cancelled):
+        _cancelled(acts, cancelled)
+    acts["peer"][rows] = np.where(peer == L.CANCELLED_PEER, -1, peer)
     acts["tag"][rows] = np.concatenate([r[2] for r in resolves])[hit]
     acts["bytes_recv"][rows] = np.concatenate([r[3] for r in resolves])[hit]
     unresolved = np.ones(len(irecv), bool)
     unresolved[np.searchsorted(irecv, rows)] = False
     acts["flags"][irecv[unresolved]] |= K.FLAG_UNRESOLVED
+
+
+def _cancelled(acts: np.ndarray, rows: np.ndarray) -> None:
+    """The ``cancel`` action of each cancelled receive of ``rows`` (the first after it with its
+    request id: ids are not reused within a rank) takes the receive's posted source, tag and
+    size, and FLAG_COMPLETED."""
+    cancel = np.flatnonzero(acts["kind"] == K.CODE["cancel"])
+    for row in rows:
+        mine = cancel[(acts["request"][cancel] == acts["request"][row]) & (cancel > row)]
+        if len(mine):
+            c = mine[0]
+            for f in ("peer", "tag", "bytes_recv"):
+                acts[f][c] = acts[f][row]
+            acts["flags"][c] |= K.FLAG_COMPLETED
 
 def rank_files(directory: str) -> list[str]:
     files = sorted(f for f in glob.glob(os.path.join(directory, "rank-*.mtr"))

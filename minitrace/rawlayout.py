@@ -28,6 +28,9 @@ CHUNK_BYTES = 4 << 20
 CONT_WORDS = 9          # int64 vector values in a continuation record (after its kind word)
 #: Kinds of the records that are not MPI actions (above every kinds.py code).
 INTERNAL = {"resolve": 252, "string": 253, "commdef": 254, "cont": 255}
+#: A resolve record's source for a receive that MPI_Cancel cancelled (its status says so):
+#: the receive got no message (C: ``MT_CANCELLED_PEER``).
+CANCELLED_PEER = -3
 #: Codes of the header's ``volume`` and ``volume_requested``; the names are the measures
 #: ``minitrace record --volume`` offers (record.py), in the order it lists them.
 VOLUMES = {"auto": 3, "instructions": 2, "cputime": 1, "walltime": 0}

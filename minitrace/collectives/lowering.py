@@ -20,7 +20,7 @@ says the same in that vocabulary, with world ranks:
 * a synchronous send (``ssend``, ``issend``) becomes a send plus a 0-byte acknowledgement its
   receive sends back once it completes (MPICH's eager ssend), so that it does not complete
   before its receive is posted; ``ssend_init`` stays an isend per start (approximated);
-* ``comm_free``, ``request_free``, probes and ``parrived`` become nothing.
+* ``comm_free``, ``request_free``, ``cancel``, probes and ``parrived`` become nothing.
 
 Lowered messages use tags below ``TAG_BASE`` (negative, away from SimGrid's own collective tags
 and MPI_ANY_TAG = -444, one per communicator and collective kind), so they never match the
@@ -50,7 +50,7 @@ def lowered_collective(tag: np.ndarray) -> np.ndarray:
     return (tag <= TAG_BASE) & ((TAG_BASE - tag) % 256 != 255)
 #: Kinds that become nothing (defined here: kinds.py has no such set).  Communicator creations
 #: stay: SimGrid ignores split/dup and the export reports the others.
-NOTHING = frozenset({"comm_free", "request_free", "probe", "iprobe", "parrived"})
+NOTHING = frozenset({"comm_free", "request_free", "cancel", "probe", "iprobe", "parrived"})
 _ANY = {"waitany": "wait", "waitsome": "wait", "testany": "test", "testsome": "test",
         "testall": "test"}
 _PREADY = frozenset({"pready", "pready_range", "pready_list"})
