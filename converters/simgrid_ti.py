@@ -491,6 +491,7 @@ _FAST = K.mask(_FAST_NAMES)
 _FAST_P2P = K.mask({"send", "recv", "isend", "irecv"})
 _FAST_COLL = K.mask(set(_FAST_NAMES) & K.COLLECTIVES)
 _NB = K.mask({"isend", "irecv"})
+_P2P = K.mask(K.SENDS | K.RECVS | K.SENDRECVS | K.NONBLOCKING_SENDRECVS)
 #: Odd 64-bit multipliers mixing a line's template and tokens into one key (checked after).
 _MIX = np.array([0x9E3779B97F4A7C15, 0xC2B2AE3D27D4EB4F, 0x165667B19E3779F9,
                  0x85EBCA77C2B2AE63], dtype=np.uint64).astype(np.int64)
@@ -581,6 +582,23 @@ def _formatted(fmts: np.ndarray, T: np.ndarray, cnt: np.ndarray) -> np.ndarray:
     return np.array(text.splitlines(keepends=True) + [None], dtype=object)[:-1]
 
 
+def posted_size(actions: np.ndarray, config: dict | None) -> int:
+    """The count every receive is written with at least, for a replay with SimGrid options
+    ``config``: 0 (each receive's own message) unless ``smpi/async-small-thresh`` is set, else
+    the largest message of ``actions``.  With that option SMPI keeps two mailboxes per rank, a
+    message below the threshold going to the small one unless a receive is posted on the large
+    one, so messages of one (source, tag) straddling the threshold overtake each other, which
+    MPI forbids: a receive written with its own small message's size took a later large one
+    (MPI_ERR_TRUNCATE, LLNL Quicksilver's pre-posted particle buffers).  A receive posted as
+    large as any message, as MPI programs post their buffers, takes whichever SMPI gives it; its
+    cost is the message's (SMPI charges ``smpi/or`` and the transfer by the size received)."""
+    thresh = str((config or {}).get("smpi/async-small-thresh", "0")).strip()
+    if not _FLOAT.match(thresh) or float(thresh) <= 0 or not len(actions):
+        return 0
+    p2p = actions[_P2P[actions["kind"]]]
+    return int(max(p2p["bytes_sent"].max(), p2p["bytes_recv"].max())) if len(p2p) else 0
+
+
 class RankWriter:
     """Writes one rank's actions as TI text, tracking the requests SimGrid will know about.
 
@@ -589,8 +607,9 @@ class RankWriter:
     one ``%`` formatting call; any other rank goes through ``rank_lines``, one action at a
     time.  Both write the same text."""
 
-    def __init__(self, data: TraceColumns, rep: ExportReport):
+    def __init__(self, data: TraceColumns, rep: ExportReport, recv_floor: int = 0):
         self.d, self.rep, self.P = data, rep, data.nranks
+        self.floor = recv_floor     # the least count a receive is written with (posted_size)
         self.unit = data.meta.get("volume_unit", "flops")
         self.too_big: list[str] = []
 
@@ -694,8 +713,9 @@ class RankWriter:
                 put(name, rows.m, *tokens(rows))
         put("send", k("send"), peer, tag, bs)
         put("isend", k("isend"), peer, tag, bs)
-        put("recv", k("recv"), peer, tag, br)
-        put("irecv", k("irecv"), peer, tag, br)
+        posted = np.maximum(br, self.floor)
+        put("recv", k("recv"), peer, tag, posted)
+        put("irecv", k("irecv"), peer, tag, posted)
         if len(waits):
             w_from = c_row[:len(waits)]
             sent = kind[w_from] == K.CODE["isend"]
@@ -801,7 +821,7 @@ class RankWriter:
                 if kind in K.SENDS:
                     nbytes = bs
                 else:
-                    nbytes = -1 if flags & K.FLAG_UNRESOLVED else br
+                    nbytes = -1 if flags & K.FLAG_UNRESOLVED else max(br, self.floor)
                 if out_kind in ("isend", "irecv"):
                     nb(out_kind, peer, tag, nbytes, req)
                 else:
@@ -812,11 +832,11 @@ class RankWriter:
                     approx(kind, "written as sendRecv")
                 if tag == 0 and rtag == 0 and comm == 0 and peer >= 0 and src >= 0:
                     # SimGrid 4.1 requires both datatypes on sendRecv (6 arguments)
-                    w("sendRecv", bs, peer, br, src, MPI_BYTE, MPI_BYTE)
+                    w("sendRecv", bs, peer, max(br, self.floor), src, MPI_BYTE, MPI_BYTE)
                 elif peer >= 0 and src >= 0:
                     approx(kind, "tags kept: written as isend + recv + wait")
                     w("isend", peer, tag, bs)
-                    w("recv", src, rtag, br)
+                    w("recv", src, rtag, max(br, self.floor))
                     w("wait", r, peer, tag)
                 else:
                     rep.dropped[kind] += 1
@@ -898,7 +918,7 @@ def count_rootless(data: TraceColumns, rep: ExportReport) -> None:
 
 def write_ti(data: TraceColumns, out, layout: str = "per-rank", lossy: bool = False,
              lower_world: bool = False, collectives: str = "auto",
-             config: dict | None = None) -> ExportReport:
+             config: dict | None = None, replay: bool = False) -> ExportReport:
     """Write ``data`` as SimGrid 4.1 TI text (bytes, default MPI_BYTE).  ``per-rank``: ``out`` is
     a list file naming ``<out>_files/<rank>.txt`` (paths relative to the list's directory);
     ``single``: ``out`` holds every rank's lines.  Unless ``lossy``, raises MinitraceError when
@@ -910,7 +930,9 @@ def write_ti(data: TraceColumns, out, layout: str = "per-rank", lossy: bool = Fa
     become SMPI options in the report (``options``) when the library runs each kind with one
     algorithm, else they are lowered too, unless ``config`` (SimGrid options of the replay to
     come) sets that kind; ``lower_world``: lower every world collective (a debugging switch to
-    compare lowerings with SimGrid's built-in collectives)."""
+    compare lowerings with SimGrid's built-in collectives); ``replay``: the text is for a replay
+    with ``config``, whose receives are written as large as ``posted_size`` says (an export
+    keeps each receive's own size, which an import reads back)."""
     out = os.fspath(out)
     if layout not in ("per-rank", "single"):
         raise MinitraceError(f"unknown layout {layout!r} (per-rank or single)")
@@ -921,7 +943,7 @@ def write_ti(data: TraceColumns, out, layout: str = "per-rank", lossy: bool = Fa
     rep.options, mixed = world_plan(data.actions, p, library, config or {})
     data, rep.lowered, rep.dropped = lower(data, library, lower_world or frozenset(mixed))
     count_rootless(data, rep)
-    wr = RankWriter(data, rep)
+    wr = RankWriter(data, rep, posted_size(data.actions, config) if replay else 0)
 
     def check() -> None:      # after every rank is written, before anything is renamed in
         if wr.too_big:

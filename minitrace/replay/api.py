@@ -242,7 +242,7 @@ def _feeder(trace, work: Path, rate, red, copies, native, timeline: bool, collec
     from .work import flops_actions
     source = os.fspath(trace) if isinstance(trace, (str, os.PathLike)) else None
     flops_actions(_empty_like(c.meta), rate, red, source, copies)   # the rates' errors first
-    return Feeder(c, work, rate, red, copies, source), options
+    return Feeder(c, work, rate, red, copies, source, cfg), options
 
 
 def _empty_like(meta: dict):
@@ -288,7 +288,7 @@ def _export_ti(data, work: Path, notes: list[str], source: str | None,
     listfile = work / "ti" / "trace.txt"
     try:
         report = write_ti(data, listfile, layout="per-rank", lossy=lossy,
-                          collectives=colls[0], config=colls[1])
+                          collectives=colls[0], config=colls[1], replay=True)
     except MinitraceError as e:   # it names our temporary file: name the user's instead
         msg = str(e)[len(e.path) + 2:] if e.path and str(e).startswith(e.path) else str(e)
         raise MinitraceError(f"cannot replay: {msg}", source) from None

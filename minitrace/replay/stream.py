@@ -27,7 +27,8 @@ from .. import kinds as K
 from ..collectives import rows_to_lower
 from ..errors import MinitraceError
 from ..compress.expand import Expander
-from ..converters.simgrid_ti import ExportReport, RankWriter, count_rootless
+from ..converters.simgrid_ti import (ExportReport, RankWriter, count_rootless,
+                                     posted_size)
 from ..model import TraceColumns, vec_offsets
 from .work import flops_actions, work_notes
 
@@ -73,8 +74,8 @@ class RankText:
     """The TI text of one rank, range by range (the same bytes as the whole-rank export)."""
 
     def __init__(self, exp: Expander, rank: int, rate, red, copies, report, counts: Counter,
-                 rows: int):
-        self.exp, self.rank, self.rows = exp, rank, rows
+                 rows: int, recv_floor: int = 0):
+        self.exp, self.rank, self.rows, self.floor = exp, rank, rows, recv_floor
         self.rate, self.red, self.copies = rate, red, copies
         self.report, self.counts = report, counts
         self.n = int(exp.offsets[rank + 1] - exp.offsets[rank])
@@ -117,7 +118,7 @@ class RankText:
         data, counts = flops_actions(data, self.rate, self.red, None, self.copies)
         self.counts.update(counts)
         count_rootless(data, self.report)
-        wr = RankWriter(data, self.report)
+        wr = RankWriter(data, self.report, self.floor)
         text = wr.rank_text(self.rank)
         if wr.too_big:
             raise MinitraceError(f"line(s) with counts beyond what SimGrid parses (first: "
@@ -129,7 +130,7 @@ class Feeder:
     """Named pipes, one per rank, and the thread that fills each as the replayer reads it."""
 
     def __init__(self, c, work: Path, rate=None, red=None, copies=None,
-                 source: str | None = None):
+                 source: str | None = None, config: dict | None = None):
         self.exp = Expander(c)
         for r in range(c.nranks):     # SimGrid's replay crashes on a trace without it
             first = K.NAME.get(int(c.table["kind"][self.exp.rank_ids(r, 0, 1)[0]]), "?")
@@ -145,8 +146,9 @@ class Feeder:
         d.mkdir()
         self.paths = [str(d / f"{r}.txt") for r in range(c.nranks)]
         rows = max(256, min(ROWS, _BUDGET_ROWS // max(c.nranks, 1)))
+        floor = posted_size(c.table, config)     # the table holds every distinct action
         self.texts = [iter(RankText(self.exp, r, rate, red, copies, self.report, self.counts,
-                                    rows)) for r in range(c.nranks)]
+                                    rows, floor)) for r in range(c.nranks)]
         for p in self.paths:
             os.mkfifo(p)
         self.error: BaseException | None = None

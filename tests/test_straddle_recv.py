@@ -1,0 +1,54 @@
+"""Messages of one (source, tag) whose sizes straddle SMPI's ``smpi/async-small-thresh``
+(LLNL Quicksilver's particle buffers; tests/programs/straddle_recv.c).  With that option, which
+every calibration sets, SMPI keeps two mailboxes per rank: a message below the threshold goes
+to the small one unless a receive is already posted on the large one, a larger one to the large
+one, and a receive below the threshold is posted on the small one.  Each receive was written
+with the size of the message MPI gave it, so a small receive took a later large message
+(SimGrid aborted: ``recv - returned MPI_ERR_TRUNCATE``; Quicksilver on 2 ranks, predicted with
+a calibration).  A replay now writes every receive as large as the trace's largest message, as
+the program posts its buffers; a conversion keeps each receive's own size."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from minitrace import kinds as K
+from minitrace.converters.simgrid_ti import read_ti, write_ti
+from minitrace.replay import replay
+from minitrace.trace import open as open_trace
+from tests.support.record_util import record
+
+pytestmark = pytest.mark.timeout(300)
+
+#: A calibration's eager options (the threshold between the program's two sizes).
+EAGER = {"smpi/async-small-thresh": "8192", "smpi/send-is-detached-thresh": "8192"}
+
+
+@pytest.fixture(scope="module")
+def straddle(programs, tmp_path_factory):
+    out = tmp_path_factory.mktemp("straddle") / "sr.h5"
+    p = record(out, 2, [programs("straddle_recv"), "2"])
+    assert p.returncode == 0, p.stderr      # MPI gave each receive its message in order
+    return out
+
+
+def test_a_replay_with_eager_options_takes_messages_straddling_the_threshold(straddle):
+    with open_trace(str(straddle)) as t:
+        assert t.validate().ok
+        a = t.data().actions
+    got = a[a["kind"] == K.code("irecv")]["bytes_recv"]
+    assert (got[:4] == [16384, 512, 16384, 512]).all() and got[4] == 0   # the last: cancelled
+    res = replay(str(straddle), compute_rate="1Gf", config=EAGER)
+    assert res.simulated_time > 0
+    # the python engine reads the same text
+    py = replay(str(straddle), compute_rate="1Gf", config=EAGER, engine="python")
+    assert py.simulated_time == pytest.approx(res.simulated_time, rel=1e-9)
+
+
+def test_a_conversion_keeps_each_receives_own_size(straddle, tmp_path):
+    with open_trace(str(straddle)) as t:
+        data = t.data()
+    write_ti(data, tmp_path / "ti.txt", config=EAGER)
+    back = read_ti(tmp_path / "ti.txt").actions
+    recv = back[np.isin(back["kind"], K.mask(K.RECVS).nonzero()[0])]
+    assert sorted(recv["bytes_recv"].tolist()) == [512, 512, 16384, 16384]
