@@ -14,7 +14,10 @@ import pytest
 
 from minitrace import kinds as K
 from minitrace.converters.simgrid_ti import read_ti, write_ti
+from minitrace.compress.files import write_compressed
 from minitrace.replay import replay
+from minitrace.replay.api import _feeder
+from minitrace.replay.replayer_build import binary
 from minitrace.trace import open as open_trace
 from tests.support.record_util import record
 
@@ -24,25 +27,43 @@ pytestmark = pytest.mark.timeout(300)
 EAGER = {"smpi/async-small-thresh": "8192", "smpi/send-is-detached-thresh": "8192"}
 
 
-@pytest.fixture(scope="module")
-def straddle(programs, tmp_path_factory):
-    out = tmp_path_factory.mktemp("straddle") / "sr.h5"
-    p = record(out, 2, [programs("straddle_recv"), "2"])
+def _recorded(programs, where, cancel: str):
+    out = where / f"sr{cancel}.h5"
+    p = record(out, 2, [programs("straddle_recv"), "2", cancel])
     assert p.returncode == 0, p.stderr      # MPI gave each receive its message in order
     return out
 
 
-def test_a_replay_with_eager_options_takes_messages_straddling_the_threshold(straddle):
-    with open_trace(str(straddle)) as t:
+@pytest.fixture(scope="module")
+def straddle(programs, tmp_path_factory):
+    return _recorded(programs, tmp_path_factory.mktemp("straddle"), "1")
+
+
+@pytest.mark.parametrize("cancel", ["1", "0"])
+def test_a_replay_with_eager_options_takes_messages_straddling_the_threshold(
+        programs, tmp_path, cancel):
+    out = _recorded(programs, tmp_path, cancel)
+    with open_trace(str(out)) as t:
         assert t.validate().ok
-        a = t.data().actions
+        data = t.data()
+    a = data.actions
     got = a[a["kind"] == K.code("irecv")]["bytes_recv"]
-    assert (got[:4] == [16384, 512, 16384, 512]).all() and got[4] == 0   # the last: cancelled
-    res = replay(str(straddle), compute_rate="1Gf", config=EAGER)
+    assert got[:4].tolist() == [16384, 512, 16384, 512]
+    assert got[4:].tolist() == ([0] if cancel == "1" else [])     # the cancelled one
+    res = replay(str(out), compute_rate="1Gf", config=EAGER)
     assert res.simulated_time > 0
     # the python engine reads the same text
-    py = replay(str(straddle), compute_rate="1Gf", config=EAGER, engine="python")
+    py = replay(str(out), compute_rate="1Gf", config=EAGER, engine="python")
     assert py.simulated_time == pytest.approx(res.simulated_time, rel=1e-9)
+    # a compressed file is streamed to the compiled replayer range by range (unless, with the
+    # cancel, the export lowers a call with the whole trace at hand): the same text
+    packed = tmp_path / "packed.h5"
+    write_compressed(str(packed), data)
+    (tmp_path / "w").mkdir()
+    fed = _feeder(str(packed), tmp_path / "w", 1e9, None, None, binary(), False, "auto", EAGER)
+    assert (fed[0] is not None) == (cancel == "0")
+    assert replay(str(packed), compute_rate="1Gf", config=EAGER).simulated_time \
+        == res.simulated_time
 
 
 def test_a_conversion_keeps_each_receives_own_size(straddle, tmp_path):
