@@ -227,6 +227,8 @@ def read_otf2(anchor, keep_regions: bool = False, keep_going: bool = False) -> T
         meta["comm_calls_without_comms"] = dict(sorted(info["comms_not_named"].items()))
     if info["linked_in_order"]:
         meta["requests_linked_in_order"] = dict(sorted(info["linked_in_order"].items()))
+    if info["unread_tests"]:
+        meta["tests_outcome_unknown"] = info["unread_tests"]
     if info["user_regions"] and not keep_regions:
         meta["user_regions_dropped"] = info["user_regions"] // 2
     data.meta = {**meta, **data.meta, "volume_unit": unit}
@@ -539,12 +541,12 @@ def _write_times(data: TraceColumns, res: int) -> np.ndarray:
     return out
 
 
-#: a test that writes no event (no request the recording knows) reads back as MPI says a test
-#: of MPI_REQUEST_NULL ends: MPI_Test and MPI_Testall completed, MPI_Testany and MPI_Testsome
-#: not; the others (a request the recorder did not know) are said, keyed by this
-_QUIET_TEST = {True: "test, testall (not completed, of requests the recording does not know: "
+#: a test that writes no event (no request the recording knows, or a persistent one) reads
+#: back as MPI says a test of MPI_REQUEST_NULL ends: MPI_Test and MPI_Testall completed,
+#: MPI_Testany and MPI_Testsome not; the others are said, keyed by this
+_QUIET_TEST = {True: "test, testall (not completed, of requests OTF2 has no event for: "
                      "read back as completed, as tests of MPI_REQUEST_NULL)",
-               False: "testany, testsome (completed, of requests the recording does not know: "
+               False: "testany, testsome (completed, of requests OTF2 has no event for: "
                       "read back as not completed, as tests of MPI_REQUEST_NULL)"}
 
 
@@ -560,10 +562,12 @@ def _write_rank(otf2, w, data, rank, ticks, comms, region, user_region, lossy):
         comm, members = comms.get(int(cid), comms[0])
         return comm, (members.index(world) if world in members else undefined_root)
 
-    def complete(i, req, t, done):
+    def complete(i, req, t, done) -> bool:
+        """Write the event of ``req``'s completion (or failed test); whether there is one (a
+        request the recording made by a non-blocking call: not a persistent one)."""
         j = created.get(int(req))
         if j is None:
-            return
+            return False
         made = _N[int(acts["kind"][j])]
         if not done:
             w(E.MpiRequestTest(t, int(req)))
@@ -575,6 +579,9 @@ def _write_rank(otf2, w, data, rank, ticks, comms, region, user_region, lossy):
                          int(acts["bytes_recv"][j]), int(req)))
         elif made in K.NONBLOCKING_COLLECTIVES:
             coll_end(j, t, int(req))
+        else:
+            return False
+        return True
 
     def coll_end(j, t, req=None):
         k = int(acts["kind"][j])
@@ -634,15 +641,13 @@ def _write_rank(otf2, w, data, rank, ticks, comms, region, user_region, lossy):
                 _, src = comm_rank(acts["comm"][i], int(v[0]))
                 w(E.MpiRecv(t1, src, comm, int(v[1]) & 0xFFFFFFFF, int(acts["bytes_recv"][i])))
         elif name in K.SINGLE_COMPLETIONS:
-            if req >= 0:
-                complete(i, req, t1, not tested)
-            elif name in K.TESTS and tested == (name == "test"):
+            wrote = req >= 0 and complete(i, req, t1, not tested)
+            if not wrote and name in K.TESTS and tested == (name == "test"):
                 lossy[_QUIET_TEST[tested]] += 1
         elif name in K.MULTI_COMPLETIONS:
             ids = data.vector(lo + i).tolist()       # the request ids
-            for q in ids:
-                complete(i, q, t1, not tested)
-            if not ids and name in K.TESTS and tested == (name == "testall"):
+            wrote = [complete(i, q, t1, not tested) for q in ids]
+            if not any(wrote) and name in K.TESTS and tested == (name == "testall"):
                 lossy[_QUIET_TEST[tested]] += 1
         elif name in K.COLLECTIVES:
             w(E.MpiCollectiveBegin(t0))

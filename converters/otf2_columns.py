@@ -437,8 +437,11 @@ def assemble(rows: np.ndarray, d: Defs, keep_regions: bool) -> tuple[TraceColumn
     "unmapped": Counter, "user_regions": n (enters and leaves of non-MPI regions),
     "linked_in_order": Counter (non-blocking collectives without request events, linked to
     waits in order),
-    "comms_not_named": Counter}`` (communicator constructors: kept as actions, but the events
-    read do not say their parent nor the new communicator, left 0 and -1)."""
+    "comms_not_named": Counter (communicator constructors: kept as actions, but the events
+    read do not say their parent nor the new communicator, left 0 and -1),
+    "unread_tests": n}`` (MPI_Test/Testall calls without events in an archive with no
+    MpiRequestTest event: a test of null handles, which completed, cannot be told from one that
+    failed; read as not completed)."""
     events = _by_rank(rows, d)
     unmapped = _Unmapped()
     calls = _outermost_calls(events, d)
@@ -467,7 +470,7 @@ def assemble(rows: np.ndarray, d: Defs, keep_regions: bool) -> tuple[TraceColumn
         p2p.counts["null_completions"] = null
     return data, {"messages": p2p.counts, "unmapped": unmapped.counter(),
                   "user_regions": int(calls.user.sum()), "linked_in_order": seq.linked,
-                  "comms_not_named": made_comms}
+                  "comms_not_named": made_comms, "unread_tests": found.unread_tests}
 
 
 def _null_completions(actions: np.ndarray) -> int:
@@ -678,6 +681,7 @@ class _Found:
         self.flags = np.zeros(nc, np.uint8)
         self.vector_entries: list[tuple] = []   # (calls, event indices, values)
         self.translations: list[tuple] = []     # (events, comm ids)
+        self.unread_tests = 0       # tests without events whose outcome the archive hides
 
     def inside_calls(self, *types: str) -> np.ndarray:
         """The events of ``types`` inside kept calls."""
@@ -868,8 +872,10 @@ def _requests_made(f: _Found, p: _PointToPoint, linked: list[tuple]) -> _Made:
 def _quiet_tests(f: _Found, with_events: np.ndarray) -> np.ndarray:
     """The MPI_Test and MPI_Testall calls with no request event in them: tests of
     MPI_REQUEST_NULL (or of an empty or all-null list), which MPI completes (flag true) and for
-    which neither Score-P nor ``convert --to otf2`` write an event.  (MPI_Testany and
-    MPI_Testsome of null requests complete nothing: they stay without COMPLETED.)"""
+    which neither Score-P nor ``convert --to otf2`` write an event, in an archive whose source
+    writes an event for each test that fails (:func:`_completions` checks that; else they may
+    be failed tests, and are counted as unread).  (MPI_Testany and MPI_Testsome of null
+    requests complete nothing: they stay without COMPLETED.)"""
     kind = f.calls.kind0
     tests = np.nonzero(f.calls.kept & np.isin(kind, [_C["test"], _C["testall"]]))[0]
     return tests[~np.isin(tests, with_events)]
@@ -900,7 +906,11 @@ def _completions(f: _Found, made: _Made) -> _CollectiveEvents:
     f.vector_entries.append((cc[multi], comp[multi], rows["e"][comp[multi]]))
     done = (single | multi) & is_["tests"][cc] & (e.type[comp] != code_["REQUEST_TEST"])
     f.flags[cc[done]] |= K.FLAG_COMPLETED
-    f.flags[_quiet_tests(f, cc)] |= K.FLAG_COMPLETED
+    quiet = _quiet_tests(f, cc)
+    if (e.type == code_["REQUEST_TEST"]).any():    # the source writes the tests that fail
+        f.flags[quiet] |= K.FLAG_COMPLETED
+    else:        # Score-P by default does not (MpiRequestTested needs its XREQTEST group)
+        f.unread_tests = len(quiet)
     resolving = comp[np.isin(e.type[comp], [code_["IRECV"], code_["NBC_COMPLETE"]])]
     k = _latest(made.rank, made.request, made.at, e.rank[resolving], rows["e"][resolving],
                 resolving)

@@ -76,3 +76,35 @@ def test_an_outcome_the_archive_cannot_hold_is_said(nulls, tmp_path):
         a["flags"][:] = flags
     assert lossy[_QUIET_TEST[True]] == 2
     assert lossy[_QUIET_TEST[False]] == 1
+
+
+def test_without_any_failed_test_event_eventless_tests_stay_unknown(tmp_path):
+    """Score-P writes an event for a failed test only with its XREQTEST group (off by default):
+    an archive with no MpiRequestTest event cannot tell a test of null handles (completed)
+    from one that failed, so its event-less tests are read as not completed, and counted."""
+    from minitrace.model import TraceBuilder
+    b = TraceBuilder(2, meta={"volume_unit": "seconds"})
+    for r in range(2):
+        b.add(r, "init", t_start=0.0, t_end=1e-3)
+        b.add(r, "test", request=-1, flags=K.FLAG_COMPLETED, t_start=2e-3, t_end=3e-3)
+        b.add(r, "finalize", t_start=4e-3, t_end=5e-3)
+    write_otf2(b.build(), tmp_path / "otf2")
+    back = read_otf2(tmp_path / "otf2" / "traces.otf2")
+    assert _completed(back, "test") == (2, 0)
+    assert back.meta["tests_outcome_unknown"] == 2
+
+
+def test_a_persistent_request_s_failed_test_is_said(tmp_path):
+    """OTF2 has no event for a persistent request's completion or test: a test and a testall of
+    one that did not complete read back as tests of null handles (completed), and the writer
+    counts them (it once counted only tests without a request)."""
+    from minitrace.model import TraceBuilder
+    b = TraceBuilder(2)
+    b.add(0, "send_init", peer=1, tag=1, bytes_sent=64, request=0, flags=K.FLAG_PERSISTENT)
+    b.add(0, "start", request=0, flags=K.FLAG_PERSISTENT)
+    b.add(0, "test", request=0)                         # not completed
+    b.add(0, "testall", vector=[0])                     # not completed
+    b.add(0, "wait", request=0, flags=K.FLAG_PERSISTENT)
+    b.add(1, "recv", peer=0, tag=1, bytes_recv=64)
+    lossy = write_otf2(b.build(), tmp_path / "otf2")
+    assert lossy[_QUIET_TEST[True]] == 2

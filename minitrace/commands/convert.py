@@ -81,6 +81,9 @@ _LEFT_OUT = (("user_regions_dropped", "user regions dropped (--keep-regions keep
               "record (peer -1)"),
              ("unmapped_events", "events not attached to an MPI call"),
              ("requests_never_completed", "requests never completed"),
+             ("tests_outcome_unknown", "MPI_Test/Testall calls without events, read as not "
+              "completed (the archive has no MpiRequestTest event: a test of null handles "
+              "cannot be told from a failed one)"),
              ("ignored_actions", "TI actions with nothing to keep in the model"))
 
 
