@@ -73,3 +73,21 @@ def test_two_recordings_of_a_polling_sweep_are_one_program(programs, tmp_path):
     assert CH.same_structure(*raw)
     a, b = CH.runs_of(["kba0.h5", "kba1.h5"], datas)
     assert CH.same_structure(a, b) == []
+
+
+def test_a_run_of_polls_ends_at_its_rank_s_end():
+    """A rank whose actions begin with polls starts a run of its own: it was joined to the
+    previous rank's last run, which took its work and left it without its compute."""
+    b = TraceBuilder(2)
+    b.add(0, "irecv", peer=1, tag=1, bytes_recv=8, request=0)
+    b.add(0, "testsome", vector=[])
+    b.add(0, "compute", volume=1e-6)
+    b.add(0, "testsome", vector=[0], flags=K.FLAG_COMPLETED)
+    b.add(1, "testsome", vector=[])
+    b.add(1, "compute", volume=2e-6)
+    b.add(1, "isend", peer=0, tag=1, bytes_sent=8, request=1)
+    out, _, runs = polled_waits(b.build())
+    assert runs == 2
+    names = [[K.NAME[int(k)] for k in out.actions[out.rank_slice(r)]["kind"]] for r in (0, 1)]
+    assert names == [["irecv", "waitall", "compute"], ["compute", "isend"]]
+    assert np.all(out.rank_offsets == [0, 3, 5])

@@ -62,7 +62,7 @@ def polled_waits(data: TraceColumns) -> tuple[TraceColumns, int, int]:
     at_edge = np.flatnonzero(edge)
     before = polls[at_edge][segment - 1] - poll[at_edge][segment - 1]
     inside = (poll | comp) & (polls - before > 0)   # from the segment's first poll on
-    head = inside & ~np.r_[False, inside[:-1]]
+    head = inside & (~np.r_[False, inside[:-1]] | edge)    # (a rank's first row: an edge)
     run = np.cumsum(head) - 1                       # of each row inside a run
     nrun = int(head.sum())
     success = _TESTS[kind] & done & ~null & inside
