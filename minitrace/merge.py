@@ -435,11 +435,13 @@ def _resolve_irecvs(acts: np.ndarray, resolves) -> None:
     hit = ids[order][pos] == req
     rows = irecv[order][pos[hit]]
     peer = np.concatenate([r[1] for r in resolves])[hit]
-    cancelled = rows[peer == L.CANCELLED_PEER]
-    if len(cancelled):
-        _cancelled(acts, cancelled)
-    acts["peer"][rows] = np.where(peer == L.CANCELLED_PEER, -1, peer)
-    acts["tag"][rows] = np.concatenate([r[2] for r in resolves])[hit]
+    gone = peer == L.CANCELLED_PEER
+    if gone.any():
+        _cancelled(acts, rows[gone])
+    acts["peer"][rows] = np.where(gone, -1, peer)
+    # (a cancelled receive's status tag is undefined: it keeps the posted one)
+    acts["tag"][rows] = np.where(gone, acts["tag"][rows],
+                                 np.concatenate([r[2] for r in resolves])[hit])
     acts["bytes_recv"][rows] = np.concatenate([r[3] for r in resolves])[hit]
     unresolved = np.ones(len(irecv), bool)
     unresolved[np.searchsorted(irecv, rows)] = False
@@ -447,17 +449,19 @@ def _resolve_irecvs(acts: np.ndarray, resolves) -> None:
 
 
 def _cancelled(acts: np.ndarray, rows: np.ndarray) -> None:
-    """The ``cancel`` action of each cancelled receive of ``rows`` (the first after it with its
-    request id: ids are not reused within a rank) takes the receive's posted source, tag and
-    size, and FLAG_COMPLETED."""
+    """The ``cancel`` action of each cancelled receive of ``rows`` (one with its request id:
+    ids are not reused within a rank) takes the receive's posted source, tag and size, and
+    FLAG_COMPLETED."""
     cancel = np.flatnonzero(acts["kind"] == K.CODE["cancel"])
-    for row in rows:
-        mine = cancel[(acts["request"][cancel] == acts["request"][row]) & (cancel > row)]
-        if len(mine):
-            c = mine[0]
-            for f in ("peer", "tag", "bytes_recv"):
-                acts[f][c] = acts[f][row]
-            acts["flags"][c] |= K.FLAG_COMPLETED
+    cancel = cancel[np.argsort(acts["request"][cancel], kind="stable")]
+    ids = acts["request"][cancel]
+    pos = np.minimum(np.searchsorted(ids, acts["request"][rows]), max(len(ids) - 1, 0))
+    found = (ids[pos] == acts["request"][rows]) if len(ids) else np.zeros(len(rows), bool)
+    c, rows = cancel[pos[found]], rows[found]
+    for f in ("peer", "tag", "bytes_recv"):
+        acts[f][c] = acts[f][rows]
+    acts["flags"][c] |= K.FLAG_COMPLETED
+
 
 def rank_files(directory: str) -> list[str]:
     files = sorted(f for f in glob.glob(os.path.join(directory, "rank-*.mtr"))
