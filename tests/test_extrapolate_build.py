@@ -234,4 +234,4 @@ def test_a_refusal_names_the_first_missing_classes_and_counts_the_rest():
     assert "\n" not in line and len(line) < 600
     assert line.count("3 are needed to fit it") == B.SHOWN
     assert "rank class (lo,lo,lo) (" not in line                 # in all three runs
-    assert f"and {16 - B.SHOWN} more rank classes alike" in line
+    assert f"and {16 - B.SHOWN} more rank classes in fewer than 3 runs" in line

@@ -170,8 +170,9 @@ def world_plan(rows: np.ndarray, p: int, library: str, config: dict) -> tuple[di
     nothing.  SimGrid's ``redbcast`` allreduce runs the replay's reduce and bcast: when the
     trace has none of its own, they are set to the library's choice for the allreduce's sizes
     when the lowering writes it (Open MPI's non-overlapping allreduce calls its own tuned
-    reduce and bcast), else to the nearest one it writes: SimGrid's defaults there are a linear reduce and bcast,
-    which hide late ranks behind rank 0's serialized receives at scale."""
+    reduce and bcast), else to the nearest one it writes: SimGrid's defaults there are a
+    linear reduce and bcast, which hide late ranks behind rank 0's serialized receives at
+    scale."""
     options: dict[str, str] = {}
     lowered: set[str] = set()
     if library == "simgrid" or not len(rows):
@@ -192,9 +193,8 @@ def world_plan(rows: np.ndarray, p: int, library: str, config: dict) -> tuple[di
             if options.get("smpi/allreduce") != "redbcast":
                 continue
             pairs = [(bs, bs) for bs, _ in sizes["allreduce"]]
-        pick = (lambda bs, br: lowered_as(library, kind, p, bs, br)[1]) if companion else \
-            (lambda bs, br: select(library, kind, p, bs, br))
-        algos = {pick(int(bs), int(br)) for bs, br in pairs}
+        algos = {lowered_as(library, kind, p, int(bs), int(br))[1] if companion
+                 else select(library, kind, p, int(bs), int(br)) for bs, br in pairs}
         algo = algos.pop() if len(algos) == 1 else None
         if _writable(kind, algo, p):
             options[f"smpi/{kind}"] = algo

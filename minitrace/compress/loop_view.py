@@ -54,7 +54,7 @@ def step_view(ids: np.ndarray, kind: np.ndarray, rank_offsets: np.ndarray):
 
 def rows_of_view(bounds: np.ndarray, keep: np.ndarray, view_offsets: np.ndarray,
                  rank_offsets: np.ndarray) -> np.ndarray:
-    """Iteration bounds [nranks, iterations + 1] found among a :func:`poll_view`'s rows, as
+    """Iteration bounds [nranks, iterations + 1] found among a :func:`step_view`'s rows, as
     rows of the trace: an iteration starts at its first row in the view, and the polls and
     computes left out after an iteration's last row belong to it (a loop ending where its rank
     does ends at the rank's end)."""

@@ -209,9 +209,9 @@ def _role(key: str) -> str:
 
 
 def _having(runs: list[ST.Run], keys, why: dict | None = None) -> dict:
-    """The runs (smallest first) that have each class; MinitraceError naming every class
-    that fewer than 3 runs have (no law can be fitted to it), and ``why`` it could not be
-    composed (:mod:`.compose`)."""
+    """The runs (smallest first) that have each class; MinitraceError naming the first
+    :data:`SHOWN` classes that fewer than 3 runs have (no law can be fitted to them), and
+    ``why`` each could not be composed (:mod:`.compose`), and counting the others."""
     runs = sorted(runs, key=lambda r: r.nranks)
     having = {key: [r for r in runs if key in r.classes] for key in keys}
     why = why or {}
@@ -223,8 +223,9 @@ def _having(runs: list[ST.Run], keys, why: dict | None = None) -> dict:
         hint = (" (record scales whose grid has it, e.g. extents of 3 or more along every open "
                 "dimension for an interior)" if any(k.startswith("(") for k, h in having.items()
                                                      if len(h) < 3) else "")
-        more = [f"and {len(short) - SHOWN} more rank classes alike"] \
-            if len(short) > SHOWN else []
+        left = len(short) - SHOWN
+        more = [f"and {left} more rank class{'es' if left > 1 else ''} in fewer than 3 runs"] \
+            if left > 0 else []
         raise MinitraceError("not extrapolated: " + "; ".join(short[:SHOWN] + more) + hint)
     return having
 

@@ -148,16 +148,11 @@ def fit(data, cal: Calibration) -> Character:
                      {k: float(np.sum(n * s[k])) for k in (LOW, HIGH)})
 
 
-def sites(data, cal: Calibration) -> pd.DataFrame | None:
+def _sites(data, cal: Calibration) -> tuple[pd.DataFrame | None, str]:
     """Per site the fit uses (see the module): ``n`` stretches, the median over them of the
     excess ``x`` and the warm cost ``warm`` (s) and of each kernel's penalty there (columns
-    :data:`LOW`, :data:`HIGH`), and ``row``, the first row of one of its stretches; None when
-    there is none."""
-    return _sites(data, cal)[0]
-
-
-def _sites(data, cal: Calibration) -> tuple[pd.DataFrame | None, str]:
-    """(:func:`sites`, and when there is none, why)."""
+    :data:`LOW`, :data:`HIGH`), and ``row``, the first row of one of its stretches; when there
+    is none, None and why."""
     table = cal.after_compute
     a = data.actions
     if not table:

@@ -40,6 +40,7 @@ from ..collectives import library_of
 from . import after_compute, call_costs, character, first_calls as first_calls_
 from .calibration import Calibration, load, node_share
 from .first_calls import with_first_calls
+from ..model import TraceColumns
 from ..rawlayout import CPU_READ_GATE_NS
 from ..replay.run_to_run import bounds
 from ..errors import MinitraceError
@@ -298,8 +299,8 @@ def with_background(data, cal: Calibration, translation=None):
 class ModelledTerms:
     """A trace as :func:`predict` replays it (``data``) and the terms added to get it."""
 
-    data: object                  # TraceColumns: plain, then the calls' costs
-    plain: object                 # with the background and the first calls' set-up alone
+    data: TraceColumns            # plain, then the calls' costs
+    plain: TraceColumns           # with the background and the first calls' set-up alone
     background: float | None      # the compute's stretch (:func:`with_background`)
     first: np.ndarray | None      # s per rank of the first calls' set-up (same machine)
     mix: character.Character      # the after-compute character (:func:`fitted_mix`)

@@ -638,7 +638,7 @@ def _correlations(score, site, occ, rank, node, shape, per_site: bool = False):
     had grown the matrix toward ranks x rows (1.6 GB at 64 ranks).  No volume drawn (every
     call site a one-off, NPB BT/SP on one rank): none measurable."""
     if not len(occ):
-        return (np.nan, 0, np.nan, 0), {}, 0.0, 0
+        return (0.0, 0, 0.0, 0), {}, 0.0, 0
     ranks = np.unique(rank)
     if len(ranks) > _CORR_RANKS:
         ranks = np.sort(np.random.default_rng(0).choice(ranks, _CORR_RANKS, replace=False))

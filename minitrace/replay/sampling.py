@@ -5,8 +5,8 @@ The loops come from the trace's loop structure (a compressed file's stored gramm
 grammar built on each action's structure, :func:`structure_ids`; :mod:`minitrace.compress`'s
 folding either way; where its loops do not dominate, the same on the trace read as steps,
 each run of calls that do not wait one step, so that polls whose number and success the
-timing decides do not hide a pipelined sweep's iterations: :func:`loops_of`): per loop, the row range of each iteration on each rank (``bounds`` [nranks,
-iterations + 1]); a loop must be on every rank with the same number of iterations, and is grown
+timing decides do not hide a pipelined sweep's iterations: :func:`loops_of`): per loop, the
+row range of each iteration on each rank (``bounds`` [nranks, iterations + 1]); a loop must be on every rank with the same number of iterations, and is grown
 over the varied iterations next to it (:func:`extend_loop`: a convergence check, an output
 step). Only top-level loops are sampled (a nested loop is inside its parent's iterations);
 successive loops are sampled one after the other. A loop is cut into **phases** where its
@@ -33,8 +33,8 @@ change between windows and keeps the rule from holding until it is small.
 
 **Skipped iterations**: predicted by a least-squares line of the replayed steady iterations'
 times (the start's from the steady iteration on, the tail's but its first) against their static
-cost (its compute critical path, :func:`superstep_compute`, and the most calls a rank makes
-where they vary): the tail
+cost (its compute critical path, :func:`superstep_compute`, the most calls but polls a rank
+makes where they vary, and the most polls: :func:`iteration_cost`): the tail
 puts the skipped iterations between replayed ones, so a drift is interpolated, not
 extrapolated. Its prediction error (residual variance, inflated
 for residuals correlated from one iteration to the next, plus the line's own uncertainty) gives
