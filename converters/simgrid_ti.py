@@ -582,21 +582,39 @@ def _formatted(fmts: np.ndarray, T: np.ndarray, cnt: np.ndarray) -> np.ndarray:
     return np.array(text.splitlines(keepends=True) + [None], dtype=object)[:-1]
 
 
-def posted_size(actions: np.ndarray, config: dict | None) -> int:
-    """The count every receive is written with at least, for a replay with SimGrid options
-    ``config``: 0 (each receive's own message) unless ``smpi/async-small-thresh`` is set, else
-    the largest message of ``actions``.  With that option SMPI keeps two mailboxes per rank, a
-    message below the threshold going to the small one unless a receive is posted on the large
-    one, so messages of one (source, tag) straddling the threshold overtake each other, which
-    MPI forbids: a receive written with its own small message's size took a later large one
-    (MPI_ERR_TRUNCATE, LLNL Quicksilver's pre-posted particle buffers).  A receive posted as
-    large as any message, as MPI programs post their buffers, takes whichever SMPI gives it; its
-    cost is the message's (SMPI charges ``smpi/or`` and the transfer by the size received)."""
+def eager_mailboxes(config: dict | None) -> float:
+    """``smpi/async-small-thresh`` of the SimGrid options ``config`` (0: one mailbox a rank)."""
     thresh = str((config or {}).get("smpi/async-small-thresh", "0")).strip()
-    if not _FLOAT.match(thresh) or float(thresh) <= 0 or not len(actions):
-        return 0
+    return max(float(thresh), 0.0) if _FLOAT.match(thresh) else 0.0
+
+
+def posted_sizes(actions: np.ndarray, config: dict | None) -> dict[int, int]:
+    """Tag -> the count every receive of that tag is written with at least, for a replay with
+    SimGrid options ``config``: the tags whose messages straddle ``smpi/async-small-thresh``,
+    each with its largest message (none without that option, which every calibration sets).
+    With it SMPI keeps two mailboxes per rank: a message below the threshold goes to the small
+    one unless a receive is posted on the large one, a larger one to the large one, and a
+    receive below the threshold is posted on the small one.  So messages of one (source, tag)
+    on both sides of it overtake each other, which MPI forbids, and a receive written with its
+    own small message's size took a later large one (MPI_ERR_TRUNCATE: LLNL Quicksilver's
+    particle buffers, posted as large as any message).  A receive as large as its tag's largest
+    message takes whichever SMPI gives it, but SMPI's replay charges ``smpi/or`` by the size a
+    receive posted (it copies no data, which would set the size received): NPB LU's tags
+    straddle too, and its eager receives written 87,120 B took 6.5% more time.  So the replay
+    writes these sizes only when SMPI reported a truncation (``replay``); tags on one side of
+    the threshold keep their sizes, their messages MPI's order."""
+    thresh = eager_mailboxes(config)
+    if not thresh or not len(actions):
+        return {}
     p2p = actions[_P2P[actions["kind"]]]
-    return int(max(p2p["bytes_sent"].max(), p2p["bytes_recv"].max())) if len(p2p) else 0
+    size = np.maximum(p2p["bytes_sent"], p2p["bytes_recv"]).astype(np.float64)
+    tags, at = np.unique(p2p["tag"], return_inverse=True)
+    lo = np.full(len(tags), np.inf)
+    hi = np.zeros(len(tags))
+    np.minimum.at(lo, at, size)
+    np.maximum.at(hi, at, size)
+    both = (lo < thresh) & (hi >= thresh)
+    return {int(t): int(h) for t, h in zip(tags[both], hi[both])}
 
 
 class RankWriter:
@@ -607,14 +625,19 @@ class RankWriter:
     one ``%`` formatting call; any other rank goes through ``rank_lines``, one action at a
     time.  Both write the same text."""
 
-    def __init__(self, data: TraceColumns, rep: ExportReport, recv_floor: int = 0):
+    def __init__(self, data: TraceColumns, rep: ExportReport,
+                 posted: dict[int, int] | None = None):
         self.d, self.rep, self.P = data, rep, data.nranks
-        self.floor = recv_floor     # the least count a receive is written with (posted_size)
+        self.posted = posted or {}      # tag -> the least count of its receives (posted_sizes)
         self.unit = data.meta.get("volume_unit", "flops")
         self.too_big: list[str] = []
 
     def vec(self, i: int) -> list[int]:
         return self.d.vector(i).tolist()
+
+    def size(self, nbytes: int, tag: int) -> int:
+        """What a receive of ``nbytes`` on ``tag`` is written with (``posted_sizes``)."""
+        return max(nbytes, self.posted.get(tag, 0))
 
     def rank_text(self, r: int) -> str:
         """Rank ``r``'s lines, each ending with a newline."""
@@ -713,7 +736,9 @@ class RankWriter:
                 put(name, rows.m, *tokens(rows))
         put("send", k("send"), peer, tag, bs)
         put("isend", k("isend"), peer, tag, bs)
-        posted = np.maximum(br, self.floor)
+        posted = br.astype(np.int64)
+        for t, least in self.posted.items():
+            posted[tag == t] = np.maximum(posted[tag == t], least)
         put("recv", k("recv"), peer, tag, posted)
         put("irecv", k("irecv"), peer, tag, posted)
         if len(waits):
@@ -821,7 +846,7 @@ class RankWriter:
                 if kind in K.SENDS:
                     nbytes = bs
                 else:
-                    nbytes = -1 if flags & K.FLAG_UNRESOLVED else max(br, self.floor)
+                    nbytes = -1 if flags & K.FLAG_UNRESOLVED else self.size(br, tag)
                 if out_kind in ("isend", "irecv"):
                     nb(out_kind, peer, tag, nbytes, req)
                 else:
@@ -832,11 +857,11 @@ class RankWriter:
                     approx(kind, "written as sendRecv")
                 if tag == 0 and rtag == 0 and comm == 0 and peer >= 0 and src >= 0:
                     # SimGrid 4.1 requires both datatypes on sendRecv (6 arguments)
-                    w("sendRecv", bs, peer, max(br, self.floor), src, MPI_BYTE, MPI_BYTE)
+                    w("sendRecv", bs, peer, self.size(br, 0), src, MPI_BYTE, MPI_BYTE)
                 elif peer >= 0 and src >= 0:
                     approx(kind, "tags kept: written as isend + recv + wait")
                     w("isend", peer, tag, bs)
-                    w("recv", src, rtag, max(br, self.floor))
+                    w("recv", src, rtag, self.size(br, rtag))
                     w("wait", r, peer, tag)
                 else:
                     rep.dropped[kind] += 1
@@ -931,7 +956,7 @@ def write_ti(data: TraceColumns, out, layout: str = "per-rank", lossy: bool = Fa
     algorithm, else they are lowered too, unless ``config`` (SimGrid options of the replay to
     come) sets that kind; ``lower_world``: lower every world collective (a debugging switch to
     compare lowerings with SimGrid's built-in collectives); ``replay``: the text is for a replay
-    with ``config``, whose receives are written as large as ``posted_size`` says (an export
+    with ``config``, whose receives are written as large as ``posted_sizes`` says (an export
     keeps each receive's own size, which an import reads back)."""
     out = os.fspath(out)
     if layout not in ("per-rank", "single"):
@@ -943,7 +968,7 @@ def write_ti(data: TraceColumns, out, layout: str = "per-rank", lossy: bool = Fa
     rep.options, mixed = world_plan(data.actions, p, library, config or {})
     data, rep.lowered, rep.dropped = lower(data, library, lower_world or frozenset(mixed))
     count_rootless(data, rep)
-    wr = RankWriter(data, rep, posted_size(data.actions, config) if replay else 0)
+    wr = RankWriter(data, rep, posted_sizes(data.actions, config) if replay else None)
 
     def check() -> None:      # after every rank is written, before anything is renamed in
         if wr.too_big:

@@ -5,18 +5,20 @@ to the small one unless a receive is already posted on the large one, a larger o
 one, and a receive below the threshold is posted on the small one.  Each receive was written
 with the size of the message MPI gave it, so a small receive took a later large message
 (SimGrid aborted: ``recv - returned MPI_ERR_TRUNCATE``; Quicksilver on 2 ranks, predicted with
-a calibration).  A replay now writes every receive as large as the trace's largest message, as
-the program posts its buffers; a conversion keeps each receive's own size."""
+a calibration).  A replay now writes every receive of a tag whose messages straddle the
+threshold as large as the tag's largest message, as the program posts its buffers, when SMPI
+reported a truncation (SMPI's replay charges ``smpi/or`` by the size a receive posted); other
+tags and a conversion keep each receive's own size."""
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
 from minitrace import kinds as K
-from minitrace.converters.simgrid_ti import read_ti, write_ti
+from minitrace.converters.simgrid_ti import posted_sizes, read_ti, write_ti
 from minitrace.compress.files import write_compressed
 from minitrace.replay import replay
-from minitrace.replay.api import _feeder
+from minitrace.replay.api import POSTED_NOTE, _feeder
 from minitrace.replay.replayer_build import binary
 from minitrace.trace import open as open_trace
 from tests.support.record_util import record
@@ -50,8 +52,10 @@ def test_a_replay_with_eager_options_takes_messages_straddling_the_threshold(
     got = a[a["kind"] == K.code("irecv")]["bytes_recv"]
     assert got[:4].tolist() == [16384, 512, 16384, 512]
     assert got[4:].tolist() == ([0] if cancel == "1" else [])     # the cancelled one
+    # tag 5 straddles the threshold (the barrier's messages, if any, do not)
+    assert posted_sizes(a, EAGER) == {5: 16384} and posted_sizes(a, {}) == {}
     res = replay(str(out), compute_rate="1Gf", config=EAGER)
-    assert res.simulated_time > 0
+    assert res.simulated_time > 0 and POSTED_NOTE in res.notes     # the second attempt
     # the python engine reads the same text
     py = replay(str(out), compute_rate="1Gf", config=EAGER, engine="python")
     assert py.simulated_time == pytest.approx(res.simulated_time, rel=1e-9)

@@ -28,6 +28,14 @@ DEFAULT_CONFIG: dict[str, str] = {"network/model": "SMPI", "precision/timing": "
                                   "smpi/test": "0", "smpi/iprobe": "0"}
 
 
+#: Said when a replay is run again with receives written as ``posted_sizes`` says.
+POSTED_NOTE = ("receives of the tags whose messages straddle smpi/async-small-thresh written as "
+               "large as the tag's largest message: SMPI's two mailboxes let such messages "
+               "overtake each other (which MPI forbids) and gave a smaller receive a larger "
+               "message (MPI_ERR_TRUNCATE); SMPI charges smpi/or of their eager messages by "
+               "that size")
+
+
 @dataclass
 class ReplayResult:
     """What a replay predicts, and how it was obtained."""
@@ -109,7 +117,26 @@ def replay(trace, platform: str | os.PathLike | None = None,
     ``engine``: ``"native"`` (the compiled replayer), ``"python"`` (SimGrid's Python bindings)
     or ``"auto"`` (native when built).
     ``timeline``: also record when each replayed action started and ended (native engine).
+    A replay SMPI aborts with MPI_ERR_TRUNCATE under ``smpi/async-small-thresh`` runs again with
+    the receives ``converters.simgrid_ti.posted_sizes`` names written larger (a note says so).
     """
+    args = dict(locals())
+    try:
+        return _replay(False, **args)
+    except MinitraceError as e:     # SMPI gave a small receive a larger message: posted_sizes
+        from ..converters.simgrid_ti import eager_mailboxes
+        if "MPI_ERR_TRUNCATE" not in str(e) or not eager_mailboxes(
+                {**DEFAULT_CONFIG, **(config or {})}):
+            raise
+    res = _replay(True, **args)
+    res.notes.append(POSTED_NOTE)
+    return res
+
+
+def _replay(posted: bool, trace, platform, hostfile, np, config, cluster, compute_rate, lossy,
+            timeout, engine, timeline, reduction_rate, copy_rates,
+            collectives) -> ReplayResult:
+    """``replay``; ``posted``: receives written as ``posted_sizes`` says."""
     native = _engine(engine)
     resolve(collectives, {})                  # an unknown choice is refused before any work
     if timeline and native is None:
@@ -128,12 +155,12 @@ def replay(trace, platform: str | os.PathLike | None = None,
         rate = None if compute_rate is None else parse_quantity(compute_rate, "speed")
         red = None if reduction_rate is None else parse_quantity(reduction_rate, "bandwidth")
         feeder, options = _feeder(trace, Path(work), rate, red, copy_rates, native, timeline,
-                                  collectives, cfg)
+                                  collectives, cfg, posted)
         if feeder is not None:   # a compressed trace: TI lines made as the replayer reads them
             traces, notes = feeder.paths, []
         else:
             traces, notes, options = _rank_traces(trace, Path(work), rate, red, lossy, copy_rates,
-                                                  (collectives, cfg))
+                                                  (collectives, cfg, posted))
         cfg = {**options, **cfg}
         nranks = len(traces)
         if np is not None and int(np) != nranks:
@@ -213,7 +240,7 @@ def _engine(engine: str):
 
 
 def _feeder(trace, work: Path, rate, red, copies, native, timeline: bool, collectives: str,
-            cfg: dict):
+            cfg: dict, posted: bool = False):
     """The named pipes that feed a compressed trace to the compiled replayer range by range
     (:mod:`minitrace.replay.stream`) and the SMPI options of its world collectives, or
     (None, {}): another input, the Python engine, a timeline (which reads the TI files again) or
@@ -242,7 +269,7 @@ def _feeder(trace, work: Path, rate, red, copies, native, timeline: bool, collec
     from .work import flops_actions
     source = os.fspath(trace) if isinstance(trace, (str, os.PathLike)) else None
     flops_actions(_empty_like(c.meta), rate, red, source, copies)   # the rates' errors first
-    return Feeder(c, work, rate, red, copies, source, cfg), options
+    return Feeder(c, work, rate, red, copies, source, cfg if posted else None), options
 
 
 def _empty_like(meta: dict):
@@ -251,11 +278,12 @@ def _empty_like(meta: dict):
 
 
 def _rank_traces(trace, work: Path, rate: float | None, red: float | None,
-                 lossy: bool, copies, colls: tuple[str, dict]
+                 lossy: bool, copies, colls: tuple[str, dict, bool]
                  ) -> tuple[list[str], list[str], dict]:
     """One TI trace file per rank (absolute paths), whatever form the trace came in, the
     exporter's notes on approximations, and the SMPI options of the world collectives
-    (``colls``: the ``collectives`` choice and the replay's own options)."""
+    (``colls``: the ``collectives`` choice, the replay's own options and whether receives are
+    written as ``posted_sizes`` says)."""
     if isinstance(trace, (str, os.PathLike)):
         path = os.fspath(trace)
         if not os.path.isfile(path):
@@ -281,14 +309,14 @@ def _rank_traces(trace, work: Path, rate: float | None, red: float | None,
 
 
 def _export_ti(data, work: Path, notes: list[str], source: str | None,
-            lossy: bool, colls: tuple[str, dict]) -> tuple[list[str], list[str], dict]:
+            lossy: bool, colls: tuple[str, dict, bool]) -> tuple[list[str], list[str], dict]:
     """Per-rank TI files written by the SimGrid TI exporter, its notes on what SimGrid's
     format could not say exactly, and the SMPI options of the world collectives."""
     from ..converters.simgrid_ti import write_ti
     listfile = work / "ti" / "trace.txt"
     try:
         report = write_ti(data, listfile, layout="per-rank", lossy=lossy,
-                          collectives=colls[0], config=colls[1], replay=True)
+                          collectives=colls[0], config=colls[1], replay=colls[2])
     except MinitraceError as e:   # it names our temporary file: name the user's instead
         msg = str(e)[len(e.path) + 2:] if e.path and str(e).startswith(e.path) else str(e)
         raise MinitraceError(f"cannot replay: {msg}", source) from None

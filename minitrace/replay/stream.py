@@ -28,7 +28,7 @@ from ..collectives import rows_to_lower
 from ..errors import MinitraceError
 from ..compress.expand import Expander
 from ..converters.simgrid_ti import (ExportReport, RankWriter, count_rootless,
-                                     posted_size)
+                                     posted_sizes)
 from ..model import TraceColumns, vec_offsets
 from .work import flops_actions, work_notes
 
@@ -74,8 +74,8 @@ class RankText:
     """The TI text of one rank, range by range (the same bytes as the whole-rank export)."""
 
     def __init__(self, exp: Expander, rank: int, rate, red, copies, report, counts: Counter,
-                 rows: int, recv_floor: int = 0):
-        self.exp, self.rank, self.rows, self.floor = exp, rank, rows, recv_floor
+                 rows: int, posted: dict[int, int] | None = None):
+        self.exp, self.rank, self.rows, self.posted = exp, rank, rows, posted
         self.rate, self.red, self.copies = rate, red, copies
         self.report, self.counts = report, counts
         self.n = int(exp.offsets[rank + 1] - exp.offsets[rank])
@@ -118,7 +118,7 @@ class RankText:
         data, counts = flops_actions(data, self.rate, self.red, None, self.copies)
         self.counts.update(counts)
         count_rootless(data, self.report)
-        wr = RankWriter(data, self.report, self.floor)
+        wr = RankWriter(data, self.report, self.posted)
         text = wr.rank_text(self.rank)
         if wr.too_big:
             raise MinitraceError(f"line(s) with counts beyond what SimGrid parses (first: "
@@ -146,9 +146,9 @@ class Feeder:
         d.mkdir()
         self.paths = [str(d / f"{r}.txt") for r in range(c.nranks)]
         rows = max(256, min(ROWS, _BUDGET_ROWS // max(c.nranks, 1)))
-        floor = posted_size(c.table, config)     # the table holds every distinct action
+        posted = posted_sizes(c.table, config)     # the table holds every distinct action
         self.texts = [iter(RankText(self.exp, r, rate, red, copies, self.report, self.counts,
-                                    rows, floor)) for r in range(c.nranks)]
+                                    rows, posted)) for r in range(c.nranks)]
         for p in self.paths:
             os.mkfifo(p)
         self.error: BaseException | None = None
