@@ -60,7 +60,7 @@ def test_a_replay_with_eager_options_takes_messages_straddling_the_threshold(
     py = replay(str(out), compute_rate="1Gf", config=EAGER, engine="python")
     assert py.simulated_time == pytest.approx(res.simulated_time, rel=1e-9)
     # a compressed file is streamed to the compiled replayer range by range (unless, with the
-    # cancel, the export lowers a call with the whole trace at hand): the same text
+    # cancel, the export lowers a call with the whole trace at hand): the same time
     packed = tmp_path / "packed.h5"
     write_compressed(str(packed), data)
     (tmp_path / "w").mkdir()
