@@ -96,7 +96,7 @@ def test_classes_missing_at_small_scales_are_composed_or_refused_saying_which():
                                              r"to fit it "
                                              r"\(not composed: no rank of h2.h5 \(2 ranks\) has "
                                              r"a neighbour at \(0, -?1\)\); .* and 6 more rank "
-                                             r"classes alike"):
+                                             r"classes in fewer than 3 runs"):
         B.extrapolate(runs, 64, "weak")
 
 
