@@ -73,6 +73,21 @@ def test_generated_raw_merges_valid(raw33):
     assert data.comms[1].tolist() == list(range(16))                           # its group
 
 
+def test_threads_starting_in_one_nanosecond_keep_each_compute_before_its_call(tmp_path):
+    """Threads of a rank interleave by start time; two threads' calls that start in the same
+    nanosecond (a CI saw it under Open MPI) must not part a compute from its call."""
+    write_run(str(tmp_path / "raw"), 4, 30, threads=3)
+    data = merge_dir(str(tmp_path / "raw"))
+    assert validate(data).ok
+    for r in range(4):
+        a = data.actions[data.rank_slice(r)]
+        comp = a["kind"] == K.CODE["compute"]
+        calls = np.flatnonzero(~comp & (a["kind"] != K.CODE["init"]))
+        assert (a["kind"][calls - 1] == K.CODE["compute"]).all()
+        assert (a["t_end"][calls - 1] == a["t_start"][calls]).all()
+        assert (a["kind"][~comp] == K.CODE["sendrecv"]).sum() == 3 * 30
+
+
 def test_shares_balance_bytes_not_count():
     mb = 1 << 20
     assert contiguous_shares(np.array([mb] * 6 + [10 * mb] * 2), 2) == [(0, 7), (7, 8)]

@@ -87,6 +87,22 @@ def _records(rank: int, size: int, iterations: int, nbytes: int, seed: int) -> n
     return recs
 
 
+def _thread_records(recs: np.ndarray, thread: int) -> np.ndarray:
+    """Another thread's copy of a rank's body (no init, split or finalize): the same calls at
+    the same nanoseconds (ties between threads' start times), its own request handles."""
+    first = int(np.flatnonzero(recs["kind"] == K.CODE["sendrecv"])[0])
+    body = recs[first:-1].copy()
+    own = body["request"] >= 10
+    inline = body["vec_len"] == -2
+    off = np.int64(thread) << 20
+    body["request"][own & ~inline] += off
+    wa = body["kind"] == K.CODE["waitall"]
+    lo, hi = body["request"][wa] & _MASK32, body["request"][wa] >> 32
+    body["request"][wa] = _inline(lo + off, hi + off)
+    _check(body)
+    return body
+
+
 def _check(recs: np.ndarray) -> None:
     """Set each record's check word (rawlayout.CHECK) over its slot and continuations."""
     recs["check"] = 0
@@ -97,36 +113,42 @@ def _check(recs: np.ndarray) -> None:
 
 
 def write_rank(path: str, rank: int, size: int, iterations: int, nbytes: int = 4096,
-               seed: int = 0) -> int:
-    """Write one rank's raw file; returns its size in bytes."""
-    recs = _records(rank, size, iterations, nbytes, seed)
-    cb = (len(recs) + 1) * _REC.itemsize
+               seed: int = 0, threads: int = 1) -> int:
+    """Write one rank's raw file (``threads`` > 1: as many chunks, the other threads repeating
+    the first one's body at the same times); returns its size in bytes."""
+    first = _records(rank, size, iterations, nbytes, seed)
+    chunks = [first] + [_thread_records(first, t) for t in range(1, threads)]
+    cb = (len(first) + 1) * _REC.itemsize
     h = np.zeros(1, _HDR)
     h["magic"], h["version"], h["header_bytes"] = L.MAGIC, L.VERSION, L.HEADER_BYTES
     h["rank"], h["size"], h["chunk_bytes"], h["rec_bytes"] = rank, size, cb, _REC.itemsize
     h["clock"], h["volume"] = L.CLOCKS["monotonic"], L.VOLUMES["cputime"]
-    h["volume_requested"], h["finalized"], h["nthreads"], h["pid"] = L.VOLUMES["auto"], 1, 1, rank
+    h["volume_requested"], h["finalized"], h["pid"] = L.VOLUMES["auto"], 1, rank
+    h["nthreads"] = threads
     h["host"] = f"node{rank // 64:04d}".encode()
     h["library"], h["cmdline"] = b"synthetic (tests/support/synthetic_raw.py)", b"synthetic ring"
-    ch = np.zeros(1, _CHUNK)
-    ch["count"] = len(recs)
-    cw = ch.view(np.uint64)
-    ch["check"] = L.fold(cw[1:4] @ np.array(L.CHECK[1:4], np.uint64))
     page = np.zeros(L.HEADER_BYTES, np.uint8)
     page[:_HDR.itemsize] = h.view(np.uint8)
     with open(path, "wb") as f:
         f.write(page.tobytes())
-        f.write(ch.tobytes())
-        f.write(recs.tobytes())
-    return L.HEADER_BYTES + cb
+        for t, recs in enumerate(chunks):
+            ch = np.zeros(1, _CHUNK)
+            ch["count"], ch["thread"] = len(recs), t
+            cw = ch.view(np.uint64)
+            ch["check"] = L.fold(cw[1:4] @ np.array(L.CHECK[1:4], np.uint64))
+            slots = np.zeros(len(first), _REC)
+            slots[:len(recs)] = recs
+            f.write(ch.tobytes())
+            f.write(slots.tobytes())
+    return L.HEADER_BYTES + cb * threads
 
 
 def write_run(directory: str, ranks: int, iterations: int, nbytes: int = 4096,
-              seed: int = 0) -> int:
+              seed: int = 0, threads: int = 1) -> int:
     """A raw directory of ``ranks`` files; returns the MPI actions recorded (computes not
     counted: the merged trace has about twice as many actions)."""
     os.makedirs(directory, exist_ok=True)
     for r in range(ranks):
         write_rank(os.path.join(directory, f"rank-{r:06d}.mtr"), r, ranks, iterations, nbytes,
-                   seed)
-    return ranks * (iterations * (len(_BODY) - 1) + 3)
+                   seed, threads)
+    return ranks * (threads * iterations * (len(_BODY) - 1) + 3)
