@@ -403,23 +403,24 @@ def _merge_threads(rank: _Rank, threads: list, walltime: bool, seconds: bool, ou
         return threads[0].vecs
     if not threads:
         return np.zeros(0, np.int64)
-    parts, seqs, tids = [], [], []
+    parts, keys, rows, tids = [], [], [], []
     for i, th in enumerate(threads):
         a = np.empty(_n_out(th), ACTION_DTYPE)
         _expand(rank, th, walltime, seconds, a)
-        c = a["kind"] == K.CODE["compute"]
-        parts.append(a)
-        seqs.append(np.cumsum(~c) + c)              # a compute: the number of its action
+        comp = a["kind"] == K.CODE["compute"]
+        # a compute sorts with its action; never before the thread's previous call (clocks of
+        # two cores may disagree a little: the thread's own order is the truth)
+        keys.append(np.maximum.accumulate(np.where(comp, a["t_end"], a["t_start"])))
+        rows.append(np.arange(len(a)))
         tids.append(np.full(len(a), i))
+        parts.append(a)
     a = np.concatenate(parts)
     vecs = np.concatenate([th.vecs for th in threads])
-    comp = a["kind"] == K.CODE["compute"]
-    key = np.where(comp, a["t_end"], a["t_start"])   # a compute sorts with its action
     lens = a["vec_len"].astype(np.int64)
     vstart = np.cumsum(lens) - lens
-    # ties of start times between threads (the clock's ns): a thread's actions stay together,
-    # each after its compute (a CI saw two threads' calls start in one ns under Open MPI)
-    order = np.lexsort((~comp, np.concatenate(seqs), np.concatenate(tids), key))
+    # ties between threads (two calls in one ns: a CI saw it under Open MPI) are broken by
+    # thread, then by the thread's own order, so that no compute is parted from its call
+    order = np.lexsort((np.concatenate(rows), np.concatenate(tids), np.concatenate(keys)))
     out.view(np.uint8).reshape(len(out), -1)[:] = a.view(np.uint8).reshape(len(a), -1)[order]
     return vecs[_ranges(vstart[order], lens[order])]
 
