@@ -77,7 +77,8 @@ PHASE_TOLERANCE = 0.10
 #: A phase starts where the change lasts this many blocks (48 iterations): a shorter excursion
 #: of the compute (a recorded machine's transient) stays in its phase, where the skipped
 #: iterations' line against their static cost accounts for it, instead of costing a phase
-#: replayed whole and a new steady start.
+#: replayed whole and a new steady start.  A change in the loop's last blocks, fewer than
+#: these, is no phase either (the phase's tail replays the loop's end).
 LASTING = 4
 #: Loops covering less than this share of the actions do not dominate: the trace replays fully.
 DOMINANT_SHARE = 0.5
@@ -473,7 +474,9 @@ def iteration_cost(data, bounds: np.ndarray) -> np.ndarray:
 def phases_of(data, loop: int, bounds: np.ndarray, window: int) -> list[Phase]:
     """Cut a loop where the mean over a block of ``window`` iterations of the bytes a rank
     moves, or of a rank's share of the compute (its compute over the ranks' mean), departs from
-    its phase's first block by more than PHASE_TOLERANCE: where the communication or the
+    its phase's first block by more than PHASE_TOLERANCE and three standard errors (a block
+    mean's: from its iterations' spread, or from how the block means wander where that is more,
+    :func:`wander`) in LASTING successive blocks: where the communication or the
     balance between ranks changes (an AMR code's refinement moves the load), which changes how
     long ranks wait for each other.  A change of the compute's level alone (every rank slower
     together: a recorded machine's transient, a drift) stays in its phase, whose skipped
@@ -489,21 +492,35 @@ def phases_of(data, loop: int, bounds: np.ndarray, window: int) -> list[Phase]:
     out, start = [], 0
     blocks = cost[:nblocks * window].reshape(nblocks, window, -1)
     means = blocks.mean(1)
-    noise = (np.diff(blocks, axis=1) ** 2).mean(1) / 2 / window     # variance of a block mean
+    noise = np.maximum((np.diff(blocks, axis=1) ** 2).mean(1) / 2 / window,   # a block mean's
+                       wander(means))                                         # variance
     r = 0
 
     def departs(j: int) -> bool:
         allowed = np.maximum(PHASE_TOLERANCE * np.abs(means[r]),
                              _Z * np.sqrt(noise[r] + noise[j]))
         return bool((np.abs(means[j] - means[r]) > allowed).any())
-    for j in range(1, nblocks):
-        if all(departs(k) for k in range(j, min(j + LASTING, nblocks))):   # a change that lasts
+    for j in range(1, nblocks - LASTING + 1):    # a change in the last blocks does not last
+        if all(departs(k) for k in range(j, j + LASTING)):
             if j - start // window >= LASTING:
                 out.append(Phase(loop, start, j * window, window))
                 start = j * window
             r = j      # a shorter first run is a warm-up: the steady rule skips it, no phase
     out.append(Phase(loop, start, n, window))
     return out
+
+
+def wander(means: np.ndarray) -> np.ndarray:
+    """Per column of ``means`` [blocks, columns], the variance of a block's mean as the blocks
+    themselves vary: half the squared successive difference of block means, its median (a step
+    between phases is one difference, not the rule), over 0.455 (the median of a chi-square of
+    one degree).  A recorded machine's load moves one rank's compute for tens of iterations
+    (NPB LU W under a load of 6-8: lag-1 autocorrelation 0.8 of rank 0's share), so a block's
+    mean varies 3-5 times more than the spread of its iterations says (the method of batch
+    means); with that spread alone, such wandering was taken for a change of balance."""
+    if len(means) < 3:
+        return np.zeros(means.shape[1:])
+    return np.median(np.diff(means, axis=0) ** 2, axis=0) / 2 / 0.455
 
 
 def loop_window(iterations: int, window: int | None = None) -> int:
