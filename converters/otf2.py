@@ -654,6 +654,7 @@ def _write_rank(otf2, w, data, rank, ticks, comms, region, user_region, lossy):
             coll_end(i, t1)
             if acts["vec_len"][i] > 0:
                 lossy[name] += 1
-        elif name not in ("init", "finalize"):
-            lossy[name] += 1
+        elif name not in ("init", "finalize") and not (name == "comm_size" and
+                                                        int(acts["comm"][i]) == 0):
+            lossy[name] += 1         # its region alone (comm_size is read back on comm 0)
         w(E.Leave(t1, reg))

@@ -464,7 +464,8 @@ def assemble(rows: np.ndarray, d: Defs, keep_regions: bool) -> tuple[TraceColumn
         meta["dropped_mpi_calls"] = dict(sorted(dropped.items()))
     data = TraceColumns(actions, offsets, vectors,
                         {0: np.arange(d.nranks, dtype=np.int32), **comms}, strings, meta)
-    made_comms = Counter(_N[k] for k in calls.kind0[calls.is_["new_comms"]].tolist())
+    unnamed = calls.is_["new_comms"] | (calls.kind0 == K.CODE["comm_size"])
+    made_comms = Counter(_N[k] for k in calls.kind0[unnamed].tolist())
     null = _null_completions(actions)
     if null:
         p2p.counts["null_completions"] = null

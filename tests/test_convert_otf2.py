@@ -88,7 +88,7 @@ MAIN = "int main(int, char**)"
 PINGPONG_MESSAGES = [m for s in SIZES for m in ((0, "send", 1, 10, s), (0, "recv", 1, 20, s))] \
     + [m for s in SIZES for m in ((1, "recv", 0, 10, s), (1, "send", 0, 20, s))]
 #: the MPI actions of each rank (rank 1 receives first)
-PINGPONG_KINDS = [["init", *pair * len(SIZES), "irecv", "isend", "waitall", "sendrecv",
+PINGPONG_KINDS = [["init", "comm_size", *pair * len(SIZES), "irecv", "isend", "waitall", "sendrecv",
                    "allreduce", "bcast", "barrier", "finalize"]
                   for pair in (["send", "recv"], ["recv", "send"])]
 
@@ -210,7 +210,8 @@ def test_pingpong_structure_and_validation(pingpong):
         assert [K.NAME[int(k)] for k in _rows(data, r)["kind"]] == PINGPONG_KINDS[r]
     m = data.meta
     assert m["volume_unit"] == "seconds" and m["source_format"] == "otf2"
-    assert m["dropped_mpi_calls"] == {"MPI_Comm_rank": 2, "MPI_Comm_size": 2}
+    assert m["dropped_mpi_calls"] == {"MPI_Comm_rank": 2}         # no kind in the model
+    assert m["comm_calls_without_comms"] == {"comm_size": 2}     # kept, as the recorder does
     assert m["hosts"] == HOSTS and m["rank_to_node"] == [0, 1]
     assert m["clock_resolution"] == pytest.approx(1 / RES)
     assert m["complete"] is True and m["user_regions_dropped"] == 2
@@ -219,12 +220,12 @@ def test_pingpong_structure_and_validation(pingpong):
     # times from the first event (rank 0 entering main): rank 1 enters MPI_Init 500 ticks later
     assert a["t_start"][0] == pytest.approx((500 + GAP) / RES)
     assert a["t_end"][0] - a["t_start"][0] == pytest.approx(CALL / RES)
-    # compute: the gaps from MPI_Init to the first send, around the dropped Comm_rank/size
-    assert K.NAME[int(a["kind"][1])] == "compute"
-    assert a["volume"][1] == pytest.approx(3 * GAP / RES)
-    assert a["t_end"][1] - a["t_start"][1] == pytest.approx((3 * GAP + 2 * CALL) / RES)
+    # compute: the gaps from MPI_Init to MPI_Comm_size, around the dropped Comm_rank
+    assert K.NAME[int(a["kind"][1])] == "compute" and K.NAME[int(a["kind"][2])] == "comm_size"
+    assert a["volume"][1] == pytest.approx(2 * GAP / RES)
+    assert a["t_end"][1] - a["t_start"][1] == pytest.approx((2 * GAP + CALL) / RES)
     comp = data.actions[data.actions["kind"] == K.CODE["compute"]]["volume"]
-    assert sorted(set(np.round(comp * RES).astype(int).tolist())) == [GAP, 3 * GAP]
+    assert sorted(set(np.round(comp * RES).astype(int).tolist())) == [GAP, 2 * GAP]
 
 
 def test_pingpong_requests_comms_and_collective_sizes(pingpong):
@@ -448,10 +449,11 @@ def test_scorep_pingpong_structure_and_validation():
         kinds = [K.NAME[int(k)] for k in data.actions[data.rank_slice(r)]["kind"]]
         mpi = [k for k in kinds if k != "compute"]
         assert mpi[0] == "init" and mpi[-1] == "finalize"
-        assert len(mpi) == 18
+        assert len(mpi) == 19                                   # MPI_Comm_size kept
     assert data.meta["volume_unit"] == "seconds"
     assert data.meta["source_format"] == "otf2"
-    assert data.meta["dropped_mpi_calls"] == {"MPI_Comm_rank": 2, "MPI_Comm_size": 2}
+    assert data.meta["dropped_mpi_calls"] == {"MPI_Comm_rank": 2}
+    assert data.meta["comm_calls_without_comms"] == {"comm_size": 2}
     assert data.meta["hosts"] == ["quartz10"]
     res = data.meta["clock_resolution"]
     assert res == pytest.approx(1 / 2095197216)

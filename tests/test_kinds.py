@@ -95,3 +95,29 @@ def test_abort_is_an_mpi_call_in_otf2(tmp_path):
     assert "dropped_mpi_calls" not in back.meta
     rep = write_ti(data, tmp_path / "t.txt", layout="single", lossy=True)
     assert rep.dropped == {"abort": 1}
+
+
+def test_comm_size_survives_otf2(tmp_path):
+    """The recorder keeps MPI_Comm_size (LLNL CoMD calls it once): OTF2 holds it as a region
+    with no communicator, read back as comm_size of the world, exact when it was the world's
+    and counted as approximated otherwise (it used to be dropped on the way back)."""
+    from minitrace.converters.otf2 import read_otf2, write_otf2
+
+    b = TraceBuilder(2)
+    for r in range(2):
+        b.add(r, "init")
+        b.add(r, "comm_size")
+        b.add(r, "barrier")
+    data = b.build()
+    assert write_otf2(data, tmp_path / "a") == {}
+    back = read_otf2(tmp_path / "a")
+    assert [K.NAME[int(k)] for k in back.actions["kind"] if k != K.CODE["compute"]] == \
+        ["init", "comm_size", "barrier"] * 2
+    assert back.actions["comm"][back.actions["kind"] == K.CODE["comm_size"]].tolist() == [0, 0]
+    assert "dropped_mpi_calls" not in back.meta
+    assert back.meta["comm_calls_without_comms"] == {"comm_size": 2}
+    sub = TraceBuilder(1)
+    sub.add(0, "init")
+    sub.add(0, "comm_size", comm=1)
+    sub.add_comm(1, [0])
+    assert write_otf2(sub.build(), tmp_path / "b") == {"comm_size": 1}

@@ -105,8 +105,8 @@ def into_minitrace(path, output, fmt: str = "auto", keep_regions: bool = False,
                      + _counted(m["dropped_mpi_calls"]))
     notes += [f"{what}: {m[key]}" for key, what in _LEFT_OUT if m.get(key)]
     if m.get("comm_calls_without_comms"):
-        notes.append("communicator constructors kept without their communicators (the source "
-                     "does not say which; comm 0, new communicator -1): "
+        notes.append("communicator calls kept without their communicators (the source does "
+                     "not say which; comm 0, a new communicator -1): "
                      + _counted(m["comm_calls_without_comms"]))
     if m.get("requests_linked_in_order"):
         notes.append("non-blocking collectives without request events, each linked to the "
