@@ -137,9 +137,13 @@ def test_a_loaded_recording_is_flagged_not_comparable(recorded):
     assert max(p.core_share) < 0.51
     assert any(w.startswith("not comparable: rank ") and "of a core between MPI calls" in w
                for w in p.warnings), p.warnings
-    assert p.error < 0 and np.isfinite(p.error)        # reported, and flagged
-    # how much of the error the descheduling explains: the last rank's wall time above CPU
+    # reported, and flagged (its sign is not asserted: the calibration's background, measured
+    # under another load than the recording's, stretches the halved compute by 1 + up to 2)
     last = int(np.argmax(p.recorded_rank_end_times))
+    untraced = p.recorded_rank_end_times[last] - p.recorder_time[last]
+    assert np.isfinite(p.error) and p.error == pytest.approx((p.predicted_time - untraced)
+                                                             / untraced)
+    # how much of the error the descheduling explains: the last rank's wall time above CPU
     assert p.descheduled_share == pytest.approx(p.measured["descheduled"][last]
                                                 / p.recorded_time)
     # its CPU time halved: at least about half of its compute's wall time is descheduled
