@@ -17,7 +17,7 @@ from minitrace.replay import replay
 from minitrace.replay.sampling import LASTING, WINDOW, load_trace, loops_of, phases_of, \
     sampled_replay, top_level
 from tests.support.record_util import record
-from tests.support.synthetic_loops import Step, build, stencil
+from tests.support.synthetic_loops import Step, amr, build, stencil
 
 RATE = "1Gf"
 
@@ -130,6 +130,32 @@ def test_a_change_in_the_last_blocks_is_no_phase():
     factor = np.where(np.arange(n) >= n - (LASTING - 1) * WINDOW, 1.3, 1.0)
     got = phases_of(_rank0_scaled(data, bounds, factor), 0, bounds, WINDOW)
     assert [(p.first, p.stop) for p in got] == [(0, n)]
+
+
+def test_a_phase_of_balance_alone_is_joint_with_the_one_before():
+    """Refinement phases that move the load but not the messages (the generated AMR code):
+    each later phase is joint with the first, replays one window at its start (the replay is
+    steady through the cut) and a tail, and skips the rest on the line it shares (an intercept
+    of its own); a change of the bytes moved instead is a phase of its own, with a start of
+    four windows."""
+    data, bounds = amr(2, 2000, phases=4, jitter=0.05, seed=5)
+    s = sampled_replay(data, [bounds], "auto", compute_rate=RATE)
+    full = replay(data, compute_rate=RATE)
+    assert [p.joint for p in s.phases] == [False, True, True, True]
+    w = s.phases[0].window
+    assert s.phases[0].replayed >= 4 * w
+    assert all(p.replayed == w and p.tail == w and p.skipped > 0 for p in s.phases[1:])
+    assert abs(s.simulated_time - full.simulated_time) <= s.bound
+    data, bounds = stencil(2, 20 * WINDOW)
+    late = np.zeros(len(data.actions), bool)
+    for r in range(2):
+        late[bounds[r, 12 * WINDOW]:bounds[r, -1]] = True
+    acts = data.actions.copy()
+    for f in ("bytes_sent", "bytes_recv"):
+        acts[f][late] *= 2
+    got = phases_of(replace(data, actions=acts), 0, bounds, WINDOW)
+    assert [(p.first, p.stop, p.joint) for p in got] == [(0, 12 * WINDOW, False),
+                                                         (12 * WINDOW, 20 * WINDOW, False)]
 
 
 @pytest.fixture(scope="module")

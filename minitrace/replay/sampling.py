@@ -15,7 +15,9 @@ bytes a rank moves, or of a rank's share of the compute, departs from the phase'
 by more than ``PHASE_TOLERANCE`` and by more than three standard errors, in ``LASTING`` (4)
 successive blocks: refinement phases of an AMR code, a regime change; a shorter first run is a
 warm-up, no phase; a change of the compute's level on every rank alike stays in its phase, where
-the line against the critical path follows it). In each phase a start of ``m`` iterations is
+the line against the critical path follows it; a phase cut by a change of balance alone is
+joint with the one before it: a start of one window, and the line shared with an intercept of
+its own). In each phase a start of ``m`` iterations is
 replayed (auto: ``4 window`` first, grown by a window until ``8 window``, then doubled, until the
 rule below holds; the window is a 40th of a loop of fewer than ``40 WINDOW`` iterations, at
 least ``MIN_WINDOW``), and a **tail** of ``window`` iterations at its end when more than
@@ -108,6 +110,10 @@ class Phase:
     skipped_time: float = 0.0  # simulated s predicted for the skipped iterations
     variance: float = 0.0      # of that prediction
     misfit: float = 0.0        # sd of the fitted iterations' times about the line
+    #: cut from the phase before it by a change of balance alone (the same bytes moved): the
+    #: replay goes on steady through the cut, so its start is one window, and its line shares
+    #: the slopes of the phase before it with an intercept of its own (:func:`_fit`)
+    joint: bool = False
 
     @property
     def iterations(self) -> int:
@@ -480,7 +486,8 @@ def phases_of(data, loop: int, bounds: np.ndarray, window: int) -> list[Phase]:
     balance between ranks changes (an AMR code's refinement moves the load), which changes how
     long ranks wait for each other.  A change of the compute's level alone (every rank slower
     together: a recorded machine's transient, a drift) stays in its phase, whose skipped
-    iterations are regressed on their compute critical path."""
+    iterations are regressed on their compute critical path.  A phase cut by a change of
+    balance alone is ``joint`` with the one before it."""
     n = bounds.shape[1] - 1
     nblocks = n // window
     if nblocks < 2:                   # no two blocks to compare: one phase
@@ -496,17 +503,20 @@ def phases_of(data, loop: int, bounds: np.ndarray, window: int) -> list[Phase]:
                        wander(means))                                         # variance
     r = 0
 
-    def departs(j: int) -> bool:
+    def departs(j: int) -> np.ndarray:
         allowed = np.maximum(PHASE_TOLERANCE * np.abs(means[r]),
                              _Z * np.sqrt(noise[r] + noise[j]))
-        return bool((np.abs(means[j] - means[r]) > allowed).any())
+        return np.abs(means[j] - means[r]) > allowed
+    joint = False
     for j in range(1, nblocks - LASTING + 1):    # a change in the last blocks does not last
-        if all(departs(k) for k in range(j, j + LASTING)):
+        change = [departs(k) for k in range(j, j + LASTING)]
+        if all(c.any() for c in change):
             if j - start // window >= LASTING:
-                out.append(Phase(loop, start, j * window, window))
+                out.append(Phase(loop, start, j * window, window, joint=joint))
                 start = j * window
+                joint = not any(c[len(share):].any() for c in change)   # no bytes moved
             r = j      # a shorter first run is a warm-up: the steady rule skips it, no phase
-    out.append(Phase(loop, start, n, window))
+    out.append(Phase(loop, start, n, window, joint=joint))
     return out
 
 
@@ -898,7 +908,8 @@ def sampled_replay(data, loops: list[np.ndarray] | None, sample="auto", *,
             raise MinitraceError(f"--sample wants auto, off or a number of iterations >= 1, "
                                  f"got {sample}")
         for p in phases:
-            p.replayed = min(p.iterations, fixed if fixed is not None else 4 * p.window)
+            start = p.window if p.joint else 4 * p.window
+            p.replayed = min(p.iterations, fixed if fixed is not None else start)
             if p.iterations - p.replayed > 3 * p.window:    # a tail to interpolate to
                 p.tail = p.window
         cost = [iteration_cost(data, b) for b in top]
@@ -923,6 +934,9 @@ def sampled_replay(data, loops: list[np.ndarray] | None, sample="auto", *,
         grow = False
         for pi, p in enumerate(phases):
             x = times[pi][0]
+            if p.joint:                 # steady through the cut but its first iteration
+                p.steady_from = min(1, len(x) - 1)
+                continue
             s = steady_start(x, p.window, tolerance)
             if s is None and fixed is None and p.skipped:
                 step = p.window if p.replayed < 8 * p.window else p.replayed
@@ -938,8 +952,9 @@ def sampled_replay(data, loops: list[np.ndarray] | None, sample="auto", *,
             p.steady_from = s if s is not None else len(x) // 4
         if not grow:
             break
-    for pi, p in enumerate(phases):
-        _extrapolate(p, times[pi], cost[p.loop][p.first:p.stop])
+    for group in _groups(phases):
+        _fit([phases[pi] for pi in group], [times[pi] for pi in group],
+             [cost[phases[pi].loop][phases[pi].first:phases[pi].stop] for pi in group])
     ends, bound = _totals(phases, res)
     if bound > tolerance * max(ends) and _on_critical_path(data, top, phases, times, cost):
         notes.append("skipped iterations predicted from their compute critical path")
@@ -983,17 +998,23 @@ def _on_critical_path(data, loops, phases: list[Phase], times, cost) -> bool:
     if at is None:
         return False
     changed, paths = False, {}
-    for pi, p in enumerate(phases):
-        if not p.skipped:
+    for group in _groups(phases):
+        if not any(phases[pi].skipped for pi in group):
             continue
-        if p.loop not in paths:                  # (once per loop, for all its phases)
-            paths[p.loop] = critical_path.iteration_path(data, loops[p.loop], at)
-        c = cost[p.loop][p.first:p.stop].copy()
-        c[:, 0] = paths[p.loop][p.first:p.stop]
-        q = replace(p)
-        _extrapolate(q, times[pi], c)
-        if q.variance < p.variance:
-            phases[pi] = q
+        loop = phases[group[0]].loop
+        if loop not in paths:                    # (once per loop, for all its phases)
+            paths[loop] = critical_path.iteration_path(data, loops[loop], at)
+        costs = []
+        for pi in group:
+            p = phases[pi]
+            c = cost[loop][p.first:p.stop].copy()
+            c[:, 0] = paths[loop][p.first:p.stop]
+            costs.append(c)
+        qs = [replace(phases[pi]) for pi in group]
+        _fit(qs, [times[pi] for pi in group], costs)
+        if sum(q.variance for q in qs) < sum(phases[pi].variance for pi in group):
+            for pi, q in zip(group, qs):
+                phases[pi] = q
             changed = True
     return changed
 
@@ -1050,21 +1071,59 @@ def skipped_line(p: Phase, x: tuple, cost: np.ndarray):
     return R @ beta, y - X @ beta, X, R.sum(0)
 
 
-def _extrapolate(p: Phase, x: np.ndarray, cost: np.ndarray) -> None:
-    """Predict the phase's skipped iterations from its steady replayed ones, and the variance
-    of that prediction (residual variance inflated for correlated residuals, times the skipped
-    count, plus the line's own uncertainty)."""
-    y = np.r_[x[0][p.steady_from or 0:], x[1][1:]]
-    p.per_iteration = float(y.mean()) if len(y) else float("nan")
-    p.spread = float(y.std(ddof=1)) if len(y) > 1 else 0.0
-    if not p.skipped:
+def _groups(phases: list[Phase]) -> list[list[int]]:
+    """The phases' indexes in groups that share a line: a phase with those ``joint`` to it."""
+    out: list[list[int]] = []
+    for pi, p in enumerate(phases):
+        if p.joint and out and phases[out[-1][-1]].loop == p.loop:
+            out[-1].append(pi)
+        else:
+            out.append([pi])
+    return out
+
+
+def _fit(group: list[Phase], xs: list[tuple], costs: list[np.ndarray]) -> None:
+    """Predict the skipped iterations of a group of phases (one, or one with those joint to it)
+    from their steady replayed ones (each phase's start from its steady iteration on, its tail
+    but the first): one least-squares line against the static cost, an intercept per phase
+    (a change of balance moves how long ranks wait, not what an iteration's compute costs),
+    and the variance of each phase's prediction (residual variance, inflated for correlated
+    residuals, times the skipped count, plus the line's own uncertainty; the phases' shares of
+    the group's, which they sum to)."""
+    ys, cs, rests = [], [], []
+    for p, x, cost in zip(group, xs, costs):
+        s, hi = p.steady_from or 0, p.iterations - p.tail
+        cost = cost.reshape(len(cost), -1)
+        ys.append(np.r_[x[0][s:], x[1][1:]])
+        cs.append(np.r_[cost[s:p.replayed], cost[hi + 1:]])
+        rests.append(cost[p.replayed:hi])
+        p.per_iteration = float(ys[-1].mean()) if len(ys[-1]) else float("nan")
+        p.spread = float(ys[-1].std(ddof=1)) if len(ys[-1]) > 1 else 0.0
+    if not any(p.skipped for p in group):
         return
-    pred, resid, X, xs = skipped_line(p, x, cost)
+    k, y, c = len(group), np.concatenate(ys), np.concatenate(cs)
+    if len(y) < k + 2:
+        p = group[0]
+        raise MinitraceError(f"too few steady iterations ({len(y)}) to extrapolate a phase of "
+                             f"loop {p.loop}: sample more iterations")
+    varies = c.std(0) > 1e-9 * np.maximum(np.abs(c.mean(0)), 1e-300)
+    use = np.flatnonzero(varies)[:max((len(y) - k - 2) // 2, 0)]   # two fitted points a column
+
+    def design(rows: list[np.ndarray]) -> np.ndarray:
+        which = np.repeat(np.arange(k), [len(x) for x in rows])
+        return np.column_stack([np.eye(k)[which], np.concatenate(rows)[:, use]])
+    X = design(cs)
+    beta, *_ = np.linalg.lstsq(X, y, rcond=None)
+    resid = y - X @ beta
     var = float(resid @ resid) / max(len(resid) - X.shape[1], 1)
     if len(resid) > 2 and resid[:-1].std() > 0 and resid[1:].std() > 0:   # correlated residuals
         rho = float(np.corrcoef(resid[:-1], resid[1:])[0, 1])
         if rho > 0:
             var *= (1 + rho) / (1 - min(rho, 0.9))
-    p.misfit = float(np.sqrt(var))
-    p.skipped_time = float(pred.sum())
-    p.variance = var * (p.skipped + float(xs @ np.linalg.pinv(X.T @ X) @ xs))
+    inv = np.linalg.pinv(X.T @ X)
+    rows = [design([r if q is p else r[:0] for q, r in zip(group, rests)]) for p in group]
+    total = sum(R.sum(0) for R in rows)
+    for p, R in zip(group, rows):
+        p.misfit = float(np.sqrt(var))
+        p.skipped_time = float((R @ beta).sum())
+        p.variance = var * (p.skipped + float(R.sum(0) @ inv @ total))
