@@ -51,7 +51,7 @@ def bench_file(tmp_path_factory) -> Path:
     bench(2, "partitioned", out, "--max-k", "2", "--warmup", "1", "--runs", "3", "--threads",
           "2", "--mu", "5e-5")
     bench(2, "thresholds", out, "--min-size", "1024", "--max-size", str(1 << 16), "--refine",
-          "1", "--probe-timeout", "1.0", "--delay", "0.01", timeout=120)
+          "1", "--probe-timeout", "1.0", "--delay", "0.01", timeout=300)
     return out
 
 

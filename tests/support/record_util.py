@@ -25,9 +25,11 @@ def build(name: str, outdir: Path) -> str:
 
 
 def record(out: Path, n: int, argv: list[str], *, volume: str | None = None,
-           env: dict | None = None, timeout: float = 120, expect_rc: int | None = 0,
+           env: dict | None = None, timeout: float = 300, expect_rc: int | None = 0,
            extra: list[str] = ()) -> subprocess.CompletedProcess:
-    """``minitrace record -o out [--volume V] -- mpiexec -n N argv...``."""
+    """``minitrace record -o out [--volume V] -- mpiexec -n N argv...``; ``timeout`` only
+    catches a hang (a loaded machine, load 26, once took more than 120 s to record a 0.01 s
+    halo)."""
     cmd = [sys.executable, "-m", "minitrace", "record", "-o", str(out), *extra]
     if volume:
         cmd += ["--volume", volume]

@@ -23,7 +23,7 @@ def clang_openmp(name: str, outdir: Path) -> str:
     return str(out)
 
 
-def record_openmp(out: Path, argv: list[str], threads: int, timeout: float = 120,
+def record_openmp(out: Path, argv: list[str], threads: int, timeout: float = 300,
                   extra: list[str] = ()) -> subprocess.CompletedProcess:
     env = dict(os.environ, OMP_NUM_THREADS=str(threads))
     return subprocess.run([sys.executable, "-m", "minitrace", "record", "--openmp", "-o",
