@@ -164,11 +164,17 @@ def _fortran_param(ctype: str, name: str, array: bool, pre: str, post: str, coun
     if ctype == "MPI_Status *" or (fp == "MPI_Status" and array):
         if not _uses(post, name):
             return f"MPI_Fint *{f}", "", "", ""
-        n = "1" if not array else f"*f_{count}"
         one, many, size = _BINDINGS[b]
-        before = (f"if ((void *){f} == (void *){many if array else one}) {f} = (MPI_Fint *)"
-                  f"mt_fbuf(T, 1, sizeof(MPI_Fint) * {size} * (size_t)({n} > 0 ? {n} : 1));")
-        after = f"MPI_Status *{name} = mt_{b}_statuses(T, {f}, {n});"
+        if not array:       # one status the caller ignores: the twin's own, on its stack
+            before = (f"MPI_Fint {f}_own[{size}]; "
+                      f"if ((void *){f} == (void *){one}) {f} = {f}_own;")
+            after = f"MPI_Status {name}_c, *{name} = mt_{b}_status({f}, &{name}_c);"
+            return f"MPI_Fint *{f}", before, after, ""
+        n = f"*f_{count}"   # statuses the caller ignores: the twin's, if it has room (else none)
+        before = (f"if ((void *){f} == (void *){many}) {f} = mt_f_own_statuses(T, {f}, "
+                  f"sizeof(MPI_Fint) * {size} * (size_t)({n} > 0 ? {n} : 1));")
+        after = (f"MPI_Status *{name} = (void *){f} == (void *){many} ? NULL : "
+                 f"mt_{b}_statuses(T, {f}, {n});")
         return f"MPI_Fint *{f}", before, after, ""
     if fp.rstrip(" *") in _F2C and (ctype.endswith("*") or array):  # out, in-out, arrays
         h = fp.rstrip(" *")
@@ -277,7 +283,8 @@ def raw_layout_header() -> str:
                "MT_CHUNK_BYTES": layout["CHUNK_BYTES"],
                "MT_CONT_WORDS": layout["CONT_WORDS"],
                "MT_GATE_NS": layout["CPU_READ_GATE_NS"],
-               "MT_CANCELLED_PEER": layout["CANCELLED_PEER"]}
+               "MT_CANCELLED_PEER": layout["CANCELLED_PEER"],
+               "MT_VEC_DROPPED": layout["VEC_DROPPED"]}
     for table, prefix in (("INTERNAL", "MT_INTERNAL_"), ("VOLUMES", "MT_VOLUME_"),
                           ("CLOCKS", "MT_CLOCK_")):
         defines.update({prefix + name.upper(): code for name, code in layout[table].items()})

@@ -73,19 +73,23 @@ static inline const void *mt_f08_buf(const void *desc) {
 }
 
 /* Per-thread buffers of the twins: 0 requests, 1 statuses the caller ignores, 2 C statuses,
- * 3 indices (mt_scratch is the recipes'). */
+ * 3 indices (mt_scratch is the recipes'); NULL when there is no room (mt_grow): the twin then
+ * calls MPI with the caller's own arguments, and the recipes go without what it would hold. */
 static void *mt_fbuf(mt_thread *T, int slot, size_t bytes) {
-    if (bytes > T->fbuf_cap[slot]) {
-        void *p = mt_realloc(T->fbuf[slot], bytes);
-        if (!p) abort(); /* as mt_scratch: MPI itself would fail first */
-        T->fbuf[slot] = p;
-        T->fbuf_cap[slot] = bytes;
-    }
-    return T->fbuf[slot];
+    if (mt_grow(&T->fbuf[slot], &T->fbuf_cap[slot], bytes)) return T->fbuf[slot];
+    mt_dropped(NULL, "no memory for a Fortran call's buffer", (int64_t)bytes, "bytes");
+    return NULL;
 }
 
-/* Fortran statuses as C ones.  MPICH's and Open MPI's INTEGER status is their C MPI_Status
- * itself (MPI_Status_f2c copies it field by field, in order): read in place, no copy. */
+/* Where MPI writes the statuses the caller ignores (f): the twin's own, or f if it has none. */
+static MPI_Fint *mt_f_own_statuses(mt_thread *T, MPI_Fint *f, size_t bytes) {
+    MPI_Fint *own = (MPI_Fint *)mt_fbuf(T, 1, bytes);
+    return own ? own : f;
+}
+
+/* Fortran statuses as C ones (NULL when there is no room to convert them).  MPICH's and Open
+ * MPI's INTEGER status is their C MPI_Status itself (MPI_Status_f2c copies it field by field,
+ * in order): read in place, no copy.  One status is converted into the twin's own (c). */
 #if defined(MPICH_NUMVERSION) || defined(OMPI_MAJOR_VERSION)
 #define MT_F_STATUS_IS_C (sizeof(MPI_Status) == MT_F_STATUS_SIZE * sizeof(MPI_Fint))
 #else
@@ -94,8 +98,14 @@ static void *mt_fbuf(mt_thread *T, int slot, size_t bytes) {
 static MPI_Status *mt_f_statuses(mt_thread *T, MPI_Fint *f, int n) {
     if (MT_F_STATUS_IS_C) return (MPI_Status *)f;
     MPI_Status *st = (MPI_Status *)mt_fbuf(T, 2, sizeof(MPI_Status) * (size_t)(n > 0 ? n : 1));
-    for (int i = 0; i < n; i++) PMPI_Status_f2c(f + (size_t)i * MT_F_STATUS_SIZE, &st[i]);
+    for (int i = 0; st && i < n; i++) PMPI_Status_f2c(f + (size_t)i * MT_F_STATUS_SIZE, &st[i]);
     return st;
+}
+
+static MPI_Status *mt_f_status(MPI_Fint *f, MPI_Status *c) {
+    if (MT_F_STATUS_IS_C) return (MPI_Status *)f;
+    PMPI_Status_f2c(f, c);
+    return c;
 }
 
 #if defined(MPICH_NUMVERSION)
@@ -103,8 +113,14 @@ static MPI_Status *mt_f_statuses(mt_thread *T, MPI_Fint *f, int n) {
 static MPI_Status *mt_f08_statuses(mt_thread *T, MPI_Fint *f, int n) {
     if (sizeof(MPI_F08_status) == sizeof(MPI_Status)) return (MPI_Status *)f; /* its layout */
     MPI_Status *st = (MPI_Status *)mt_fbuf(T, 2, sizeof(MPI_Status) * (size_t)(n > 0 ? n : 1));
-    for (int i = 0; i < n; i++) PMPI_Status_f082c((const MPI_F08_status *)f + i, &st[i]);
+    for (int i = 0; st && i < n; i++) PMPI_Status_f082c((const MPI_F08_status *)f + i, &st[i]);
     return st;
+}
+
+static MPI_Status *mt_f08_status(MPI_Fint *f, MPI_Status *c) {
+    if (sizeof(MPI_F08_status) == sizeof(MPI_Status)) return (MPI_Status *)f;
+    PMPI_Status_f082c((const MPI_F08_status *)f, c);
+    return c;
 }
 #endif
 
@@ -136,6 +152,7 @@ static MPI_Request *mt_f_copied(mt_thread *T, MPI_Request *c, const MPI_Fint *f,
 #define MT_F_REQUEST_AGAIN(name, f) (name##_v = PMPI_Request_f2c(*(f)))
 static MPI_Request *mt_f_requests(mt_thread *T, const MPI_Fint *f, int n) {
     MPI_Request *r = (MPI_Request *)mt_fbuf(T, 0, sizeof(MPI_Request) * (size_t)(n > 0 ? n : 1));
+    if (!r) return NULL;        /* the recipes go without them (MT_KEEPN, MT_STARTALL) */
     for (int i = 0; i < n; i++) r[i] = PMPI_Request_f2c(f[i]);
     return mt_f_copied(T, r, f, n);
 }
@@ -143,7 +160,7 @@ static MPI_Request *mt_f_requests(mt_thread *T, const MPI_Fint *f, int n) {
 
 static int *mt_f_indices(mt_thread *T, const MPI_Fint *f, int n) {
     int *idx = (int *)mt_fbuf(T, 3, sizeof(int) * (size_t)(n > 0 ? n : 1));
-    for (int i = 0; i < n; i++) idx[i] = f[i] - 1;
+    for (int i = 0; idx && i < n; i++) idx[i] = f[i] - 1;      /* (NULL: MT_WAITSOME) */
     return idx;
 }
 

@@ -16,4 +16,4 @@ static mt_objs mt_files = MT_OBJS_INIT;
 /* before an individual-pointer access: where the pointer is */
 #define MT_FILE_POS(fh) MPI_Offset pos_ = -1; if (PMPI_File_get_position((fh), &pos_)) pos_ = -1
 #define MT_FILE_IO(fh, off, SENT, RECV) do { MT_ON_FILE(fh); R.bytes_sent = (SENT); \
-    R.bytes_recv = (RECV); if ((off) >= 0) mt_vec(T, &R, 1)[0] = (int64_t)(off); } while (0)
+    R.bytes_recv = (RECV); if ((off) >= 0) mt_vec1(T, &R, (int64_t)(off)); } while (0)

@@ -63,7 +63,7 @@ static int mt_msg_take(MPI_Message m, mt_msg *out) {
 }
 
 /* ---- recipes (see mpi.spec) ---- */
-#define MT_MSG_ID(id) do { int64_t id_ = (id); if (id_ >= 0) mt_vec(T, &R, 1)[0] = id_; } while (0)
+#define MT_MSG_ID(id) do { int64_t id_ = (id); if (id_ >= 0) mt_vec1(T, &R, id_); } while (0)
 #define MT_MPROBE(src, tg, comm, msg, st) do { MT_PROBE(src, tg, comm, st); \
     MT_MSG_ID(mt_msg_put(*(msg), R.comm, R.peer, R.tag, mt_status_bytes(st))); } while (0)
 #define MT_IMPROBE(src, tg, comm, flag, msg, st) do { MT_IPROBE(src, tg, comm, flag, st); \
@@ -88,7 +88,6 @@ static int mt_msg_take(MPI_Message m, mt_msg *out) {
 #define MT_ISENDRECV(dest, stag, scount, stype, src, rtag, rcount, rtype, comm, req) do { \
     MT_SEND(dest, stag, comm, scount, stype); R.bytes_recv = MT_BYTES(rcount, rtype); \
     MT_WILD(src, rtag); if (R.flags & (MT_ANY_SOURCE | MT_ANY_TAG)) R.flags |= MT_UNRESOLVED; \
-    int64_t *v_ = mt_vec(T, &R, 2); \
-    v_[0] = (src) == MPI_ANY_SOURCE ? -1 : mt_world(CI, src); \
-    v_[1] = (rtag) == MPI_ANY_TAG ? -1 : (rtag); \
+    mt_vec2(T, &R, (src) == MPI_ANY_SOURCE ? -1 : mt_world(CI, src), \
+            (rtag) == MPI_ANY_TAG ? -1 : (rtag)); \
     R.request = MT_REQ_NEW((req), CI, R.comm, 0, 0, 0); } while (0)

@@ -552,6 +552,23 @@ static inline void mt_commit(mt_thread *T) {
     __atomic_store_n(&((mt_chunk_hdr *)T->slots)->count, (uint64_t)(T->pos - 1), __ATOMIC_RELEASE);
 }
 
+/* ---- the per-call buffers: an action's vector, the recipes' scratch --------------------
+ * Tracing never breaks the traced program: when one cannot grow (no memory, e.g. under
+ * ulimit -v; or past MINITRACE_SCRATCH_MAX, which tests set to make it happen), mt_vec and
+ * mt_scratch return NULL, the call is made as ever, and its action is recorded without its
+ * vector, vec_len MT_VEC_DROPPED (the merge counts such actions and says so: the trace is
+ * incomplete).  Every recipe checks what they return. */
+static size_t mt_buf_max = SIZE_MAX;
+
+/* R's vector is dropped (R NULL: a receive's resolution is); said once per rank, on stderr. */
+static void mt_dropped(mt_rec *R, const char *what, int64_t n, const char *unit) {
+    static int once;
+    if (R) R->vec_len = MT_VEC_DROPPED;
+    if (__atomic_exchange_n(&once, 1, __ATOMIC_ACQ_REL)) return;
+    fprintf(stderr, "minitrace: rank %d: %s of %lld %s: such calls are recorded without their "
+            "vectors, marked (said once)\n", mt_rank, what, (long long)n, unit);
+}
+
 /* Write R and its vector (R->vec_len words of vec) as one committed unit. */
 static inline int mt_fits32(int64_t v) { return v >= INT32_MIN && v <= INT32_MAX; }
 
@@ -567,9 +584,10 @@ static void mt_write(mt_thread *T, mt_rec *R, const int64_t *vec) {
         R->vec_len = (int32_t)-n;
         n = 0;
     }
+    if (n < 0) n = 0;           /* inlined, or MT_VEC_DROPPED */
     int64_t nc = (n + MT_CONT_WORDS - 1) / MT_CONT_WORDS;
     if (nc + 1 > (int64_t)MT_SLOTS - 1) { /* a vector larger than a chunk: dropped, not split */
-        R->vec_len = 0;
+        mt_dropped(R, "a vector longer than a chunk", n, "values");
         nc = 0;
     }
     mt_rec *r = mt_room(T, (uint32_t)(nc + 1));
@@ -658,30 +676,44 @@ static mt_where mt_where_of(mt_thread *T, const MPI_Request *p) {
     return (mt_where){(const char *)p, sizeof(MPI_Request)};
 }
 
+/* Grow *buf (capacity *cap bytes) to `bytes`; 0 when it cannot (left as it was). */
+static int mt_grow(void **buf, size_t *cap, size_t bytes) {
+    if (bytes <= *cap) return 1;
+    void *p = bytes <= mt_buf_max ? mt_realloc(*buf, bytes) : NULL;
+    if (!p) return 0;
+    *buf = p;
+    *cap = bytes;
+    return 1;
+}
+
+/* The most values a vector can have: what a chunk holds after its header and the record. */
+#define MT_VEC_MAX ((int64_t)(MT_SLOTS - 2) * MT_CONT_WORDS)
+
+/* Room for R's vector of n values (vec_len n), or NULL (vec_len MT_VEC_DROPPED). */
 static int64_t *mt_vec(mt_thread *T, mt_rec *R, int64_t n) {
+    if (n > MT_VEC_MAX) {   /* mt_write could not write it: not even allocated */
+        mt_dropped(R, "a vector longer than a chunk", n, "values");
+        return NULL;
+    }
     if (n > T->vec_cap) {
-        int64_t cap = n < 64 ? 64 : n;
-        int64_t *v = (int64_t *)mt_realloc(T->vec, (size_t)cap * sizeof(int64_t));
-        if (!v) { /* no memory: keep the action, drop its vector */
-            static int64_t sink[2];
-            R->vec_len = 0;
-            return sink;
+        size_t cap = (size_t)(n < 64 ? 64 : n), bytes = (size_t)T->vec_cap * sizeof(int64_t);
+        void *v = T->vec;
+        if (!mt_grow(&v, &bytes, cap * sizeof(int64_t))) {
+            mt_dropped(R, "no memory for a call's vector", n, "values");
+            return NULL;
         }
-        T->vec = v;
-        T->vec_cap = cap;
+        T->vec = (int64_t *)v;
+        T->vec_cap = (int64_t)cap;
     }
     R->vec_len = (int32_t)n;
     return T->vec;
 }
 
+/* The recipes' scratch of `bytes`, or NULL (the caller drops what needed it). */
 static void *mt_scratch(mt_thread *T, size_t bytes) {
-    if (bytes > T->scratch_cap) {
-        void *p = mt_realloc(T->scratch, bytes);
-        if (!p) abort(); /* cannot happen at sane request counts; MPI itself would fail first */
-        T->scratch = p;
-        T->scratch_cap = bytes;
-    }
-    return T->scratch;
+    if (mt_grow(&T->scratch, &T->scratch_cap, bytes)) return T->scratch;
+    mt_dropped(NULL, "no memory for a call's scratch", (int64_t)bytes, "bytes");
+    return NULL;
 }
 
 /* ---- communicators ------------------------------------------------------------------- */
@@ -926,6 +958,7 @@ static int64_t mt_status_bytes(const MPI_Status *st) {
 
 /* A non-blocking receive completed: its real source, tag and size, for the merge to patch. */
 static void mt_resolve(mt_thread *T, const mt_req *q, const MPI_Status *st) {
+    if (!st) return;         /* a Fortran twin without room for the statuses: left unresolved */
     int cancelled = 0;       /* MPI_Cancel took: no message (the status's source is undefined) */
     PMPI_Test_cancelled(st, &cancelled);
     mt_internal(T, MT_INTERNAL_RESOLVE, cancelled ? MT_CANCELLED_PEER
@@ -994,6 +1027,8 @@ static void mt_start(int64_t raw0, int64_t ns0, int thread_level) {
     if (parent != MPI_COMM_NULL) return; /* spawned (MPI_Comm_spawn): not traced, its world
                                           * ranks would write over the parents' rank files */
 
+    const char *max = getenv("MINITRACE_SCRATCH_MAX");     /* tests only: see mt_buf_max */
+    if (max && *max) mt_buf_max = (size_t)strtoull(max, NULL, 10);
     const char *dir = getenv("MINITRACE_DIR");
     if (!dir || !*dir) dir = "minitrace-raw";
     char path[4096];

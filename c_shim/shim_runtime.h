@@ -74,6 +74,15 @@ static void mt_leave(mt_thread *T, mt_rec *R, int kind);
 static void mt_emit(mt_thread *T, mt_rec *R);
 static int64_t *mt_vec(mt_thread *T, mt_rec *R, int64_t n);
 static void *mt_scratch(mt_thread *T, size_t bytes);
+/* A vector of one or two values (none when it cannot be had: mt_vec). */
+static inline void mt_vec1(mt_thread *T, mt_rec *R, int64_t a) {
+    int64_t *v = mt_vec(T, R, 1);
+    if (v) v[0] = a;
+}
+static inline void mt_vec2(mt_thread *T, mt_rec *R, int64_t a, int64_t b) {
+    int64_t *v = mt_vec(T, R, 2);
+    if (v) v[0] = a, v[1] = b;
+}
 static int32_t mt_comm_of(MPI_Comm c, const mt_comm **out);
 static int32_t mt_comm_register(mt_thread *T, MPI_Comm c);
 static int32_t mt_comm_forget(MPI_Comm c);
@@ -126,8 +135,7 @@ static int64_t mt_status_bytes(const MPI_Status *st);
      R.request = MT_REQ_NEW((req), CI, R.comm, 1, R.flags, 0))
 #define MT_SENDRECV(dest, stag, scount, stype, comm, st) do { \
     MT_SEND(dest, stag, comm, scount, stype); R.bytes_recv = mt_status_bytes(st); \
-    int64_t *v_ = mt_vec(T, &R, 2); v_[0] = mt_world(CI, (st)->MPI_SOURCE); \
-    v_[1] = (st)->MPI_TAG; } while (0)
+    mt_vec2(T, &R, mt_world(CI, (st)->MPI_SOURCE), (st)->MPI_TAG); } while (0)
 #define MT_PROBE(src, tg, comm, st) \
     (MT_ON(comm), MT_WILD(src, tg), R.peer = mt_world(CI, (st)->MPI_SOURCE), R.tag = (st)->MPI_TAG)
 #define MT_IPROBE(src, tg, comm, flag, st) \
@@ -146,23 +154,27 @@ static int64_t mt_status_bytes(const MPI_Status *st);
 #define MT_PSEND_INIT(dest, tg, comm, parts, count, type, req) do { \
     MT_SEND(dest, tg, comm, count, type); R.bytes_sent *= (parts); \
     R.request = MT_REQ_NEW((req), CI, R.comm, 0, MT_PARTITIONED, 1); \
-    mt_vec(T, &R, 1)[0] = (parts); } while (0)
+    mt_vec1(T, &R, (parts)); } while (0)
 #define MT_PRECV_INIT(src, tg, comm, parts, count, type, req) do { \
     MT_ON(comm); MT_PEER(src); R.tag = (tg); R.bytes_recv = MT_BYTES(count, type) * (parts); \
     R.request = MT_REQ_NEW((req), CI, R.comm, 0, MT_PARTITIONED, 1); \
-    mt_vec(T, &R, 1)[0] = (parts); } while (0)
+    mt_vec1(T, &R, (parts)); } while (0)
 /* A request by value (start, pready*, parrived): its id and its persistence flags. */
 #define MT_REQ(req) do { mt_req q_; if (mt_req_get((req), &q_)) { R.request = q_.id; \
     R.comm = q_.comm_id; R.flags |= q_.flags & (MT_PERSISTENT | MT_PARTITIONED); } } while (0)
-#define MT_PREADY(req, part) do { MT_REQ(req); mt_vec(T, &R, 1)[0] = (part); } while (0)
-#define MT_PREADY_RANGE(req, lo, hi) do { MT_REQ(req); int64_t *v_ = mt_vec(T, &R, 2); \
-    v_[0] = (lo); v_[1] = (hi); } while (0)
+#define MT_PREADY(req, part) do { MT_REQ(req); mt_vec1(T, &R, (part)); } while (0)
+#define MT_PREADY_RANGE(req, lo, hi) do { MT_REQ(req); mt_vec2(T, &R, (lo), (hi)); } while (0)
 #define MT_PARRIVED(req, part, flag) do { MT_PREADY(req, part); \
     if (*(flag)) R.flags |= MT_COMPLETED; } while (0)
 #define MT_PREADY_LIST(req, n, parts) do { MT_REQ(req); int64_t *v_ = mt_vec(T, &R, n); \
-    for (int i_ = 0; i_ < (n); i_++) v_[i_] = (parts)[i_]; } while (0)
-#define MT_STARTALL(n, reqs) do { int64_t *v_ = mt_vec(T, &R, n); \
-    mt_req *q_ = (mt_req *)mt_scratch(T, sizeof(mt_req) * (size_t)((n) > 0 ? (n) : 1)); \
+    for (int i_ = 0; v_ && i_ < (n); i_++) v_[i_] = (parts)[i_]; } while (0)
+/* (reqs: NULL when a Fortran twin could not convert them) */
+#define MT_STARTALL(n, reqs) do { \
+    mt_req *q_ = (reqs) ? (mt_req *)mt_scratch(T, sizeof(mt_req) * (size_t)((n) > 0 ? (n) : 1)) \
+                        : NULL; \
+    int64_t *v_ = q_ ? mt_vec(T, &R, n) : NULL; \
+    if (!q_) R.vec_len = MT_VEC_DROPPED; \
+    if (!v_) break; \
     mt_req_lookup((reqs), mt_where_of(T, (reqs)), (n), NULL, (n), INT64_MAX, MT_LOOK_PEEK, q_); \
     for (int i_ = 0; i_ < (n); i_++) { v_[i_] = q_[i_].id; \
         if (q_[i_].id >= 0) R.flags |= q_[i_].flags & (MT_PERSISTENT | MT_PARTITIONED); } } while (0)
@@ -173,17 +185,22 @@ static int64_t mt_status_bytes(const MPI_Status *st);
 #define MT_KEEP1(req) MPI_Request H_ = *(req); mt_where W_ = mt_where_of(T, (req)); \
     int64_t mark_ = mt_req_mark(); mt_req Q_
 /* scratch: Q_ (the entries, by position), S_ (statuses if the caller ignores them), H_ (the
- * handles), I_ (completed positions sorted), each rounded to 16 bytes */
+ * handles), I_ (completed positions sorted), each rounded to 16 bytes.  KB_ NULL when there is
+ * none (no memory, or a Fortran twin's reqs NULL: it could not convert them): the call is made
+ * with the caller's arguments, nothing is looked up, the action says so (MT_KEPT) */
 #define MT_AL16(b) (((size_t)(b) + 15) & ~(size_t)15)
 #define MT_KEEPN(n, reqs) int N_ = (n) > 0 ? (n) : 0; size_t KZ_ = N_ ? (size_t)N_ : 1; \
-    char *KB_ = (char *)mt_scratch(T, MT_AL16(sizeof(mt_req) * KZ_) + MT_AL16(sizeof(MPI_Status) * KZ_) \
-                                      + MT_AL16(sizeof(MPI_Request) * KZ_) + sizeof(int) * KZ_); \
-    mt_req *Q_ = (mt_req *)KB_; MPI_Status *S_ = (MPI_Status *)(KB_ + MT_AL16(sizeof(mt_req) * KZ_)); \
-    MPI_Request *H_ = (MPI_Request *)((char *)S_ + MT_AL16(sizeof(MPI_Status) * KZ_)); \
-    int *I_ = (int *)((char *)H_ + MT_AL16(sizeof(MPI_Request) * KZ_)); (void)I_; \
+    size_t KQ_ = MT_AL16(sizeof(mt_req) * KZ_), KS_ = MT_AL16(sizeof(MPI_Status) * KZ_), \
+           KH_ = MT_AL16(sizeof(MPI_Request) * KZ_); \
+    char *KB_ = (reqs) || !N_ ? (char *)mt_scratch(T, KQ_ + KS_ + KH_ + sizeof(int) * KZ_) : NULL; \
+    mt_req *Q_ = (mt_req *)KB_; MPI_Status *S_ = KB_ ? (MPI_Status *)(KB_ + KQ_) : NULL; \
+    MPI_Request *H_ = KB_ ? (MPI_Request *)(KB_ + KQ_ + KS_) : NULL; \
+    int *I_ = KB_ ? (int *)(KB_ + KQ_ + KS_ + KH_) : NULL; (void)I_; (void)S_; \
     mt_where W_ = mt_where_of(T, (reqs)); int64_t mark_ = mt_req_mark(); \
-    if (N_) memcpy(H_, (reqs), sizeof(MPI_Request) * (size_t)N_)
-#define MT_STATUSES_AFTER_KEEP(sts, n) if ((sts) == MPI_STATUSES_IGNORE) (sts) = S_
+    if (KB_ && N_) memcpy(H_, (reqs), sizeof(MPI_Request) * (size_t)N_)
+#define MT_STATUSES_AFTER_KEEP(sts, n) if ((sts) == MPI_STATUSES_IGNORE && S_) (sts) = S_
+/* in a completion's recipe (a do-while): without the scratch, the action without its requests */
+#define MT_KEPT() if (!KB_) { R.vec_len = MT_VEC_DROPPED; break; }
 #define MT_LOOK1(how) mt_req_lookup(&H_, W_, 1, NULL, 1, mark_, (how), &Q_)
 #define MT_WAIT(st) do { MT_LOOK1(MT_LOOK_DONE); if (Q_.id >= 0) { R.request = Q_.id; \
     R.comm = Q_.comm_id; R.flags |= Q_.flags & (MT_PERSISTENT | MT_PARTITIONED); \
@@ -192,7 +209,7 @@ static int64_t mt_status_bytes(const MPI_Status *st);
     if (Q_.id >= 0) { R.request = Q_.id; R.comm = Q_.comm_id; } \
     if (*(flag)) { R.flags |= MT_COMPLETED; if (Q_.id >= 0 && Q_.recv) mt_resolve(T, &Q_, st); } \
     } while (0)
-#define MT_WAITANY(idx, st) do { if (*(idx) != MPI_UNDEFINED) { \
+#define MT_WAITANY(idx, st) do { MT_KEPT(); if (*(idx) != MPI_UNDEFINED) { \
     mt_req_lookup(H_, W_, N_, (idx), 1, mark_, MT_LOOK_DONE, Q_); mt_req *q_ = &Q_[*(idx)]; \
     if (q_->id >= 0) { R.request = q_->id; R.comm = q_->comm_id; \
         if (q_->recv) mt_resolve(T, q_, st); } } } while (0)
@@ -202,19 +219,25 @@ static int64_t mt_status_bytes(const MPI_Status *st);
 #define MT_IDS(m, pos) do { int64_t k_ = 0; \
     for (int j_ = 0; j_ < (m); j_++) k_ += Q_[(pos) ? (pos)[j_] : j_].id >= 0; \
     int64_t *v_ = mt_vec(T, &R, k_); k_ = 0; \
-    for (int j_ = 0; j_ < (m); j_++) { int64_t id_ = Q_[(pos) ? (pos)[j_] : j_].id; \
+    for (int j_ = 0; v_ && j_ < (m); j_++) { int64_t id_ = Q_[(pos) ? (pos)[j_] : j_].id; \
         if (id_ >= 0) v_[k_++] = id_; } } while (0)
-#define MT_WAITALL(n, sts) do { mt_req_lookup(H_, W_, N_, NULL, N_, mark_, MT_LOOK_DONE, Q_); \
+/* statuses: NULL when a Fortran twin has none to give (mt_f_statuses) */
+#define MT_ST_AT(sts, i) ((sts) ? &(sts)[i] : NULL)
+#define MT_WAITALL(n, sts) do { MT_KEPT(); \
+    mt_req_lookup(H_, W_, N_, NULL, N_, mark_, MT_LOOK_DONE, Q_); \
     MT_IDS(N_, (int *)NULL); for (int i_ = 0; i_ < N_; i_++) \
-        if (Q_[i_].id >= 0 && Q_[i_].recv) mt_resolve(T, &Q_[i_], &(sts)[i_]); } while (0)
+        if (Q_[i_].id >= 0 && Q_[i_].recv) mt_resolve(T, &Q_[i_], MT_ST_AT(sts, i_)); } while (0)
 #define MT_TESTALL(n, flag, sts) do { if (*(flag)) { R.flags |= MT_COMPLETED; MT_WAITALL(n, sts); } \
-    else { mt_req_lookup(H_, W_, N_, NULL, N_, mark_, MT_LOOK_PEEK, Q_); MT_IDS(N_, (int *)NULL); } \
-    } while (0)
+    else { MT_KEPT(); mt_req_lookup(H_, W_, N_, NULL, N_, mark_, MT_LOOK_PEEK, Q_); \
+        MT_IDS(N_, (int *)NULL); } } while (0)
+/* (idx: NULL when a Fortran twin could not convert the indices) */
 #define MT_WAITSOME(outc, idx, sts) do { int m_ = *(outc) == MPI_UNDEFINED ? 0 : *(outc); \
-    if (m_ > 0) { R.flags |= MT_COMPLETED; \
-        mt_req_lookup(H_, W_, N_, mt_ascending((idx), m_, I_), m_, mark_, MT_LOOK_DONE, Q_); } \
+    if (m_ > 0) R.flags |= MT_COMPLETED; \
+    if (m_ > 0 && (!(idx) || !KB_)) { R.vec_len = MT_VEC_DROPPED; break; } \
+    if (m_ > 0) \
+        mt_req_lookup(H_, W_, N_, mt_ascending((idx), m_, I_), m_, mark_, MT_LOOK_DONE, Q_); \
     MT_IDS(m_, (idx)); for (int j_ = 0; j_ < m_; j_++) { mt_req *q_ = &Q_[(idx)[j_]]; \
-        if (q_->id >= 0 && q_->recv) mt_resolve(T, q_, &(sts)[j_]); } } while (0)
+        if (q_->id >= 0 && q_->recv) mt_resolve(T, q_, MT_ST_AT(sts, j_)); } } while (0)
 #define MT_REQUEST_FREE() do { MT_LOOK1(MT_LOOK_FREE); if (Q_.id >= 0) R.request = Q_.id; } while (0)
 /* the request it asks to cancel (still live: its completion says whether it was cancelled) */
 #define MT_CANCEL() do { MT_LOOK1(MT_LOOK_PEEK); if (Q_.id >= 0) { R.request = Q_.id; \
@@ -231,18 +254,21 @@ static int64_t mt_status_bytes(const MPI_Status *st);
     R.bytes_sent = R.bytes_recv = MT_BYTES(count, type); } while (0)
 #define MT_RSB(sbuf, rc, type, comm) do { MT_ON(comm); MT_INPLACE(sbuf); \
     R.bytes_recv = MT_BYTES(rc, type); R.bytes_sent = R.bytes_recv * MT_SIZE; } while (0)
+/* (the sizes are summed whether the vector could be had or not: v_ NULL) */
 #define MT_RS(sbuf, rcounts, type, comm) do { MT_ON(comm); MT_INPLACE(sbuf); int p_ = MT_SIZE; \
     int64_t z_ = mt_tsize(type), *v_ = mt_vec(T, &R, p_); R.bytes_sent = 0; \
-    for (int i_ = 0; i_ < p_; i_++) { v_[i_] = (int64_t)(rcounts)[i_] * z_; R.bytes_sent += v_[i_]; } \
-    R.bytes_recv = p_ ? v_[MT_MYRANK] : 0; } while (0)
+    for (int i_ = 0; i_ < p_; i_++) { int64_t b_ = (int64_t)(rcounts)[i_] * z_; \
+        R.bytes_sent += b_; if (v_) v_[i_] = b_; } \
+    R.bytes_recv = p_ ? (int64_t)(rcounts)[MT_MYRANK] * z_ : 0; } while (0)
 #define MT_GATHER(sbuf, sc, st, rc, rt, root, comm) do { MT_ON(comm); MT_ROOTED(root); \
     int me_ = MT_MYRANK == (root); R.bytes_sent = MT_INPLACE(sbuf) ? MT_BYTES(rc, rt) : MT_BYTES(sc, st); \
     if (me_) R.bytes_recv = MT_BYTES(rc, rt) * MT_SIZE; } while (0)
 #define MT_GATHERV(sbuf, sc, st, rcounts, rt, root, comm) do { MT_ON(comm); MT_ROOTED(root); \
     int in_ = MT_INPLACE(sbuf); if (MT_MYRANK == (root)) { int p_ = MT_SIZE; \
         int64_t z_ = mt_tsize(rt), *v_ = mt_vec(T, &R, p_); \
-        for (int i_ = 0; i_ < p_; i_++) { v_[i_] = (int64_t)(rcounts)[i_] * z_; R.bytes_recv += v_[i_]; } \
-        R.bytes_sent = in_ ? v_[MT_MYRANK] : MT_BYTES(sc, st); } \
+        for (int i_ = 0; i_ < p_; i_++) { int64_t b_ = (int64_t)(rcounts)[i_] * z_; \
+            R.bytes_recv += b_; if (v_) v_[i_] = b_; } \
+        R.bytes_sent = in_ ? (int64_t)(rcounts)[MT_MYRANK] * z_ : MT_BYTES(sc, st); } \
     else R.bytes_sent = MT_BYTES(sc, st); } while (0)
 #define MT_SCATTER(rbuf, sc, st, rc, rt, root, comm) do { MT_ON(comm); MT_ROOTED(root); \
     R.bytes_recv = MT_INPLACE(rbuf) ? MT_BYTES(sc, st) : MT_BYTES(rc, rt); \
@@ -250,16 +276,19 @@ static int64_t mt_status_bytes(const MPI_Status *st);
 #define MT_SCATTERV(rbuf, scounts, st, rc, rt, root, comm) do { MT_ON(comm); MT_ROOTED(root); \
     int in_ = MT_INPLACE(rbuf); if (MT_MYRANK == (root)) { int p_ = MT_SIZE; \
         int64_t z_ = mt_tsize(st), *v_ = mt_vec(T, &R, p_); \
-        for (int i_ = 0; i_ < p_; i_++) { v_[i_] = (int64_t)(scounts)[i_] * z_; R.bytes_sent += v_[i_]; } \
-        R.bytes_recv = in_ ? v_[MT_MYRANK] : MT_BYTES(rc, rt); } \
+        for (int i_ = 0; i_ < p_; i_++) { int64_t b_ = (int64_t)(scounts)[i_] * z_; \
+            R.bytes_sent += b_; if (v_) v_[i_] = b_; } \
+        R.bytes_recv = in_ ? (int64_t)(scounts)[MT_MYRANK] * z_ : MT_BYTES(rc, rt); } \
     else R.bytes_recv = MT_BYTES(rc, rt); } while (0)
 #define MT_ALLGATHER(sbuf, sc, st, rc, rt, comm) do { MT_ON(comm); \
     R.bytes_sent = MT_INPLACE(sbuf) ? MT_BYTES(rc, rt) : MT_BYTES(sc, st); \
     R.bytes_recv = MT_BYTES(rc, rt) * MT_SIZE; } while (0)
 #define MT_ALLGATHERV(sbuf, sc, st, rcounts, rt, comm) do { MT_ON(comm); int p_ = MT_SIZE; \
     int64_t z_ = mt_tsize(rt), *v_ = mt_vec(T, &R, p_); \
-    for (int i_ = 0; i_ < p_; i_++) { v_[i_] = (int64_t)(rcounts)[i_] * z_; R.bytes_recv += v_[i_]; } \
-    R.bytes_sent = MT_INPLACE(sbuf) ? v_[MT_MYRANK] : MT_BYTES(sc, st); } while (0)
+    for (int i_ = 0; i_ < p_; i_++) { int64_t b_ = (int64_t)(rcounts)[i_] * z_; \
+        R.bytes_recv += b_; if (v_) v_[i_] = b_; } \
+    R.bytes_sent = MT_INPLACE(sbuf) ? (int64_t)(rcounts)[MT_MYRANK] * z_ : MT_BYTES(sc, st); \
+    } while (0)
 #define MT_ALLTOALL(sbuf, sc, st, rc, rt, comm) do { MT_ON(comm); \
     R.bytes_recv = MT_BYTES(rc, rt) * MT_SIZE; \
     R.bytes_sent = MT_INPLACE(sbuf) ? R.bytes_recv : MT_BYTES(sc, st) * MT_SIZE; } while (0)
@@ -267,14 +296,16 @@ static int64_t mt_status_bytes(const MPI_Status *st);
     int in_ = MT_INPLACE(sbuf); int64_t *v_ = mt_vec(T, &R, 2 * (int64_t)p_); \
     int64_t zr_ = mt_tsize(rt), zs_ = in_ ? zr_ : mt_tsize(st); \
     for (int i_ = 0; i_ < p_; i_++) { \
-        v_[i_] = (int64_t)(in_ ? (rcounts)[i_] : (scounts)[i_]) * zs_; R.bytes_sent += v_[i_]; \
-        v_[p_ + i_] = (int64_t)(rcounts)[i_] * zr_; R.bytes_recv += v_[p_ + i_]; } } while (0)
+        int64_t s_ = (int64_t)(in_ ? (rcounts)[i_] : (scounts)[i_]) * zs_; R.bytes_sent += s_; \
+        int64_t r_ = (int64_t)(rcounts)[i_] * zr_; R.bytes_recv += r_; \
+        if (v_) v_[i_] = s_, v_[p_ + i_] = r_; } } while (0)
 #define MT_ALLTOALLW(sbuf, scounts, stypes, rcounts, rtypes, comm) do { MT_ON(comm); int p_ = MT_SIZE; \
     int in_ = MT_INPLACE(sbuf); int64_t *v_ = mt_vec(T, &R, 2 * (int64_t)p_); \
     for (int i_ = 0; i_ < p_; i_++) { \
-        v_[i_] = in_ ? (int64_t)(rcounts)[i_] * mt_tsize((rtypes)[i_]) \
-                     : (int64_t)(scounts)[i_] * mt_tsize((stypes)[i_]); R.bytes_sent += v_[i_]; \
-        v_[p_ + i_] = (int64_t)(rcounts)[i_] * mt_tsize((rtypes)[i_]); R.bytes_recv += v_[p_ + i_]; } \
+        int64_t r_ = (int64_t)(rcounts)[i_] * mt_tsize((rtypes)[i_]); R.bytes_recv += r_; \
+        int64_t s_ = in_ ? r_ : (int64_t)(scounts)[i_] * mt_tsize((stypes)[i_]); \
+        R.bytes_sent += s_; \
+        if (v_) v_[i_] = s_, v_[p_ + i_] = r_; } \
     } while (0)
 /* the request of a non-blocking collective */
 #define MT_IREQ(req) (R.request = MT_REQ_NEW((req), CI, R.comm, 0, 0, 0))
@@ -282,16 +313,16 @@ static int64_t mt_status_bytes(const MPI_Status *st);
 /* ---- communicators ---- */
 #define MT_NEWCOMM(parent, newcomm) (MT_ON(parent), R.request = mt_comm_register(T, *(newcomm)))
 #define MT_SPLIT(parent, newcomm, color, key) do { MT_NEWCOMM(parent, newcomm); \
-    int64_t *v_ = mt_vec(T, &R, 2); v_[0] = (color); v_[1] = (key); } while (0)
+    mt_vec2(T, &R, (color), (key)); } while (0)
 /* Cartesian topologies: cart_create [dims..., periods...]; cart_sub [remain_dims...] */
 #define MT_CART(parent, newcomm, ndims, dims, periods) do { MT_NEWCOMM(parent, newcomm); \
     int64_t *v_ = mt_vec(T, &R, 2 * (int64_t)(ndims)); \
-    for (int d_ = 0; R.vec_len && d_ < (ndims); d_++) { v_[d_] = (dims)[d_]; \
+    for (int d_ = 0; v_ && d_ < (ndims); d_++) { v_[d_] = (dims)[d_]; \
         v_[(ndims) + d_] = (periods)[d_] != 0; } } while (0)
 #define MT_CARTSUB(parent, newcomm, remain) do { MT_NEWCOMM(parent, newcomm); int nd_ = 0; \
     if (PMPI_Cartdim_get(parent, &nd_) != MPI_SUCCESS) nd_ = 0; \
     int64_t *v_ = nd_ > 0 ? mt_vec(T, &R, nd_) : NULL; \
-    for (int d_ = 0; v_ && R.vec_len && d_ < nd_; d_++) v_[d_] = (remain)[d_] != 0; } while (0)
+    for (int d_ = 0; v_ && d_ < nd_; d_++) v_[d_] = (remain)[d_] != 0; } while (0)
 #define MT_FREE_PRE(comm) int32_t freed_ = mt_comm_forget(*(comm))
 #define MT_FREE() (R.comm = freed_)
 

@@ -33,6 +33,10 @@ static int mt_neighbors(mt_thread *T, mt_rec *R, MPI_Comm comm, const mt_comm *C
     }
     int n = nin + nout;
     int *ranks = (int *)mt_scratch(T, sizeof(int) * 2 * (size_t)(n ? n : 1));
+    if (!ranks) {   /* no memory: the action without its vector */
+        R->vec_len = MT_VEC_DROPPED;
+        return 0;
+    }
     int *weights = ranks + n;
     if (st == MPI_CART) {
         for (int d = 0; d < nin / 2; d++)
@@ -47,7 +51,7 @@ static int mt_neighbors(mt_thread *T, mt_rec *R, MPI_Comm comm, const mt_comm *C
     }
     int64_t len = 2 + 2 * (int64_t)n;
     int64_t *v = mt_vec(T, R, len);
-    if (R->vec_len != len) return 0;   /* no memory: the action without its vector */
+    if (!v) return 0;   /* no memory: the action without its vector (mt_vec says so) */
     v[0] = nin;
     v[1] = nout;
     for (int i = 0; i < n; i++) v[2 + i] = mt_world(CI, ranks[i]);

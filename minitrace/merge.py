@@ -52,8 +52,9 @@ _KNOWN_KIND = np.zeros(256, bool)
 _KNOWN_KIND[list(K.NAME)] = True
 _KNOWN_KIND[[CONT, STRING, COMMDEF, RESOLVE]] = True
 _MAX_RANKS = 1 << 22      # a world size beyond this in a header is corruption, not a run
-_READABLE_VERSIONS = (3, 4, L.VERSION)   # 3: the same layout without check words; 4: without
-#                                           the recorder's clock reads
+_READABLE_VERSIONS = (3, 4, 5, L.VERSION)   # 3: the same layout without check words; 4:
+#                                              without the recorder's clock reads; 5: no
+#                                              record says its vector was dropped
 _CHECK = np.array(L.CHECK, np.uint64)
 _SEED = np.uint64(L.CHECK_SEED)
 _MASKED = np.uint64((L.CHECK[L.CHECK_MASK_WORD] << 32) & (2**64 - 1))   # check's contribution
@@ -234,6 +235,7 @@ class _Thread:
     def __init__(self, chunks: list[np.ndarray], path: str):
         kind = np.concatenate([c["kind"] for c in chunks])
         vec_len = np.concatenate([c["vec_len"] for c in chunks])
+        chunks, vec_len = self._without_dropped(chunks, kind, vec_len)
         wrong = ~_KNOWN_KIND[kind] | ((vec_len < -2) & (kind != CONT))   # (<= 2 inlined)
         if wrong.any():
             bad = np.flatnonzero(wrong)[0]
@@ -298,6 +300,25 @@ class _Thread:
         res = isp[ik == RESOLVE]
         self.resolve = (res["request"], res["peer"], res["tag"], res["bytes_recv"])
         self.vecs = vecs[~np.repeat(internal, lens)]
+
+    def _without_dropped(self, chunks: list, kind: np.ndarray, vec_len: np.ndarray):
+        """The records whose vector the shim dropped (rawlayout.VEC_DROPPED: it had no room
+        for it) read as records without one, copied out of the file's chunks; ``no_vector``
+        counts them by kind code, for the rank's warning (parse_rank)."""
+        lost = (vec_len == L.VEC_DROPPED) & (kind != CONT)
+        codes, counts = np.unique(kind[lost], return_counts=True)
+        self.no_vector = dict(zip(codes.tolist(), counts.tolist()))
+        if not self.no_vector:
+            return chunks, vec_len
+        out, base = [], 0
+        for c in chunks:
+            part = lost[base:base + len(c)]
+            base += len(c)
+            if part.any():
+                c = c.copy()
+                c["vec_len"][part] = 0
+            out.append(c)
+        return out, np.where(lost, 0, vec_len)
 
 
 _IS_REDUCTION = K.mask(K.REDUCTIONS)
@@ -592,6 +613,17 @@ def parse_rank(r: _Rank, size: int) -> tuple[list, RankTables]:
     r.load()
     in_mpi = _in_mpi(r)
     ths = [_Thread(recs, r.path) for recs in r.threads]
+    dropped: dict[int, int] = {}
+    for th in ths:
+        for code, n in th.no_vector.items():
+            dropped[code] = dropped.get(code, 0) + n
+    if dropped:         # (a rank's warning makes the trace incomplete)
+        what = ", ".join(f"{n} {K.NAME.get(c, 'internal')}" for c, n in sorted(dropped.items()))
+        r.warnings.append(f"{os.path.basename(r.path)}: {sum(dropped.values())} record(s) "
+                          f"without their vector ({what}): the recorder had no room for it "
+                          f"(the requests a completion names, a collective's counts are "
+                          f"missing)")
+        r.complete = False
     comm_defs = sorted(d for th in ths for d in th.comm_defs)
     if any(not all(m == UNDEFINED or 0 <= m < size for m in d[1]) for d in comm_defs):
         raise MinitraceError("corrupt communicator definition (member beyond the world)", r.path)

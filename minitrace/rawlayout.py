@@ -19,10 +19,11 @@ from typing import NamedTuple
 import numpy as np
 
 MAGIC = b"MTRACE01"     # written last by the shim's start-up: the file is readable from then on
-VERSION = 5             # 2: vectors of <= 2 int32 values inlined in the request field;
+VERSION = 6             # 2: vectors of <= 2 int32 values inlined in the request field;
                         # 3: the header says when the shim stopped recording (disabled);
                         # 4: check words in records and chunk headers (``checks``);
-                        # 5: the header counts the recorder's own CPU-clock reads
+                        # 5: the header counts the recorder's own CPU-clock reads;
+                        # 6: a record may say its vector was dropped (VEC_DROPPED)
 HEADER_BYTES = 4096
 CHUNK_BYTES = 4 << 20
 CONT_WORDS = 9          # int64 vector values in a continuation record (after its kind word)
@@ -31,6 +32,10 @@ INTERNAL = {"resolve": 252, "string": 253, "commdef": 254, "cont": 255}
 #: A resolve record's source for a receive that MPI_Cancel cancelled (its status says so):
 #: the receive got no message (C: ``MT_CANCELLED_PEER``).
 CANCELLED_PEER = -3
+#: A record's ``vec_len`` when the shim dropped its vector (C: ``MT_VEC_DROPPED``): it could
+#: not allocate room for it, or it was longer than a chunk.  The call itself was made and
+#: recorded; no continuation records follow.
+VEC_DROPPED = -3
 #: Codes of the header's ``volume`` and ``volume_requested``; the names are the measures
 #: ``minitrace record --volume`` offers (record.py), in the order it lists them.
 VOLUMES = {"auto": 3, "instructions": 2, "cputime": 1, "walltime": 0}
@@ -72,8 +77,9 @@ RECORD = Struct("mt_rec", "One record: an MPI action, an internal record or a co
     Field("kind", "uint8_t", doc="kinds.py code, or INTERNAL"),
     Field("flags", "uint8_t", doc="FLAG_* bits of kinds.py"),
     Field("thread", "uint16_t"),
-    Field("vec_len", "int32_t", doc="followed by ceil(vec_len/9) continuation records; < 0: the "
-                                    "-vec_len (<= 2) int32 values are inlined in request"),
+    Field("vec_len", "int32_t", doc="followed by ceil(vec_len/9) continuation records; -1, "
+                                    "-2: the -vec_len int32 values are inlined in request; "
+                                    "VEC_DROPPED: none, the vector was dropped"),
     Field("peer", "int32_t"),
     Field("tag", "int32_t"),
     Field("comm", "int32_t"),

@@ -5,11 +5,16 @@ recorded; under a file-size limit (ulimit -f) the recording stops where its file
 it, before the write that would raise SIGXFSZ and end the program; a rank that forks while
 another of its threads records has children that run (the shim's locks are taken around
 fork, its recording forgotten in the child); a spent chunk's window that cannot be given back
-to the reserved range is reused, not kept mapped for good."""
+to the reserved range is reused, not kept mapped for good; a call whose record needs more of
+the recorder's memory than it can have (a vector, the scratch of a completion, a Fortran twin's
+statuses) is made as untraced and recorded without it, marked (rawlayout.VEC_DROPPED), which
+the merge counts and says."""
 from __future__ import annotations
 
+import os
 import re
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -17,6 +22,7 @@ import pytest
 from minitrace.record import traced_command
 from tests.support.mpiutil import tool
 from tests.support.record_util import PROGRAMS, Ranked, build, record
+from tests.support.twins import FAMILIES, missing, shim_cache_env
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -108,3 +114,87 @@ def test_file_size_limit_stops_the_recording_not_the_program(tmp_path):
     assert "INCOMPLETE: recording stopped early" in p.stdout
     tr = Ranked(tmp_path / "fsize.h5")
     assert all(0 < len(tr.mpi(r, "comm_size")) < calls for r in range(2))
+
+
+def _said_once(stderr: str, rank: int, what: str) -> None:
+    """Rank ``rank`` said once that ``what`` could not be had, and nothing else of the kind."""
+    said = re.findall(rf"^minitrace: rank {rank}: (.*) of \d+ \w+: such calls are recorded "
+                      rf"without their vectors, marked \(said once\)$", stderr, re.M)
+    assert said == [what], stderr
+
+
+def test_calls_whose_buffers_cannot_be_had_are_made_and_marked(tmp_path):
+    # buffers of at most 4 KiB (MINITRACE_SCRATCH_MAX): the waitall of 2000 requests needs
+    # ~180 KB of scratch, the Cartesian communicator of 300 dimensions a vector of 600 values;
+    # the waitalls of 2 and the alltoallv fit.  Before, a failed scratch aborted the rank and a
+    # failed vector was written past a sink of 2 values.
+    program = build("vec_drop", tmp_path)
+    p = record(tmp_path / "drop.h5", 2, [program, "1000", "300"],
+               env={"MINITRACE_SCRATCH_MAX": "4096"}, expect_rc=1)
+    assert sorted(re.findall(r"^sum (\d) (\d+)$", p.stdout, re.M)) == \
+        [("0", "499500"), ("1", "499500")]
+    assert sorted(re.findall(r"^a2a (\d) (\d) (\d)$", p.stdout, re.M)) == \
+        [("0", "0", "1"), ("1", "0", "1")]
+    assert sorted(re.findall(r"^done (\d)$", p.stdout, re.M)) == ["0", "1"]
+    for rank in range(2):
+        _said_once(p.stderr, rank, "no memory for a call's scratch")
+        assert (f"minitrace: warning: rank-00000{rank}.mtr: 2 record(s) without their vector "
+                f"(1 waitall, 1 cart_create)") in p.stderr
+    # the large waitall names no request: its receives are unresolved, its sends unmatched
+    assert "INCOMPLETE" in p.stdout and "unresolved-recv" in p.stdout
+    tr = Ranked(tmp_path / "drop.h5")
+    assert not tr.meta["complete"] and len(tr.meta["raw_warnings"]) == 2
+    for rank in range(2):
+        assert [len(tr.vector(w)) for w in tr.mpi(rank, "waitall")] == [2, 0, 2]
+        assert [tr.vector(a) for a in tr.mpi(rank, "alltoallv")] == [[4, 4, 4, 4]]
+        assert [tr.vector(c) for c in tr.mpi(rank, "cart_create")] == [[]]
+        assert len(tr.mpi(rank, "irecv")) == len(tr.mpi(rank, "isend")) == 1002
+
+
+def test_waitall_past_the_address_space_limit(tmp_path):
+    # 4 million requests (MPI_REQUEST_NULL but an irecv and an isend) under a limit 96 MiB
+    # above the idle job's mapping: 16 MB for the program's array, ~300 MB of the recorder's
+    # scratch, which the old shim's abort() turned into a SIGABRT of every rank
+    program = build("as_limit", tmp_path)
+    limit = _idle_vm_mib(program, tmp_path) + 96
+    p = record(tmp_path / "wall.h5", 2, [program, str(limit), "0", str(4_000_000)],
+               volume="cputime", expect_rc=1)
+    assert sorted(re.findall(r"^waitall (\d) (\d)$", p.stdout, re.M)) == [("0", "1"), ("1", "0")]
+    for rank in range(2):
+        _said_once(p.stderr, rank, "no memory for a call's scratch")
+        assert (f"minitrace: warning: rank-00000{rank}.mtr: 1 record(s) without their vector "
+                f"(1 waitall)") in p.stderr
+    tr = Ranked(tmp_path / "wall.h5")
+    for rank in range(2):
+        assert tr.names(rank) == ["init", "irecv", "isend", "waitall"] + ["allreduce"] * 3 + \
+            ["finalize"]
+        assert tr.vector(tr.mpi(rank, "waitall")[0]) == []
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_fortran_twins_without_any_buffer(family, tmp_path, tmp_path_factory):
+    # MINITRACE_SCRATCH_MAX=0: no buffer of the recorder can grow, the Fortran twins' own
+    # (statuses the caller ignores, Open MPI's request copies) included: the completions are
+    # made with the program's own arguments, every rank runs to its end
+    why = missing(family)
+    if why:
+        pytest.skip(why)
+    exe = tmp_path / "fifo_waits_f"
+    subprocess.run([f"mpif90.{family}", "-O1", "-o", str(exe),
+                    str(PROGRAMS / "fifo_waits_f.F90")], check=True, capture_output=True,
+                   text=True, timeout=300, cwd=tmp_path)
+    p = subprocess.run([sys.executable, "-m", "minitrace", "record", "-o", str(tmp_path / "f.h5"),
+                        "--", f"mpiexec.{family}", *FAMILIES[family], "-n", "2", str(exe), "20"],
+                       capture_output=True, text=True, timeout=600,
+                       env={**os.environ, **shim_cache_env(tmp_path_factory),
+                            "MINITRACE_SCRATCH_MAX": "0"})
+    assert p.returncode == 1, p.stderr           # the trace is incomplete, the program not
+    assert "exited with status" not in p.stderr and "not every rank" not in p.stdout
+    for rank in range(2):
+        assert f"minitrace: rank {rank}: no memory for " in p.stderr
+        assert f"rank-00000{rank}.mtr: " in p.stderr
+    tr = Ranked(tmp_path / "f.h5")
+    for rank in range(2):
+        assert tr.names(rank)[-1] == "finalize"
+        waits = tr.mpi(rank, "waitall")
+        assert len(waits) and all(tr.vector(w) == [] for w in waits)

@@ -1,7 +1,11 @@
 /* A program under an address-space limit (ulimit -v, RLIMIT_AS) that it nearly fills, as a job
  * sized to its nodes' limit does (tests/test_shim_limits.py).  argv[1]: the limit in MiB, set
- * before MPI_Init (0: none); argv[2]: MiB it maps after MPI_Init (malloc: one mapping).
- * Prints "vm RANK KIB" (its VmSize after MPI_Init) and "big RANK ok|failed". */
+ * before MPI_Init (0: none); argv[2]: MiB it maps after MPI_Init (malloc: one mapping);
+ * argv[3] (optional): requests of an MPI_Waitall it makes then, MPI_REQUEST_NULL but the last
+ * two (an irecv and an isend with the next rank), statuses ignored: 4 bytes a request for the
+ * program (MPICH's handles), ~90 for the recorder's scratch.
+ * Prints "vm RANK KIB" (its VmSize after MPI_Init), "big RANK ok|failed" and, with argv[3],
+ * "waitall RANK VALUE" (what the irecv got: the next rank's number). */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,6 +30,18 @@ int main(int argc, char **argv) {
     if (p) memset(p, 1, big << 20);
     printf("big %d %s\n", rank, p || !big ? "ok" : "failed");
     free(p);
+    long n = argc > 3 ? strtol(argv[3], NULL, 10) : 0;
+    if (n >= 2) {
+        int size, got = -1;
+        MPI_Comm_size(MPI_COMM_WORLD, &size);
+        MPI_Request *r = malloc(sizeof(MPI_Request) * (size_t)n);
+        for (long i = 0; i < n - 2; i++) r[i] = MPI_REQUEST_NULL;
+        MPI_Irecv(&got, 1, MPI_INT, (rank + 1) % size, 3, MPI_COMM_WORLD, &r[n - 2]);
+        MPI_Isend(&rank, 1, MPI_INT, (rank + size - 1) % size, 3, MPI_COMM_WORLD, &r[n - 1]);
+        MPI_Waitall((int)n, r, MPI_STATUSES_IGNORE);
+        printf("waitall %d %d\n", rank, got);
+        free(r);
+    }
     double x = rank, sum = 0;
     for (int i = 0; i < 3; i++) MPI_Allreduce(&x, &sum, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
     MPI_Finalize();
