@@ -125,7 +125,7 @@ def _said_once(stderr: str, rank: int, what: str) -> None:
 
 def test_calls_whose_buffers_cannot_be_had_are_made_and_marked(tmp_path):
     # buffers of at most 4 KiB (MINITRACE_SCRATCH_MAX): the waitall of 2000 requests needs
-    # ~180 KB of scratch, the Cartesian communicator of 300 dimensions a vector of 600 values;
+    # 152 KB of scratch, the Cartesian communicator of 300 dimensions a vector of 600 values;
     # the waitalls of 2 and the alltoallv fit.  Before, a failed scratch aborted the rank and a
     # failed vector was written past a sink of 2 values.
     program = build("vec_drop", tmp_path)
@@ -153,7 +153,7 @@ def test_calls_whose_buffers_cannot_be_had_are_made_and_marked(tmp_path):
 
 def test_waitall_past_the_address_space_limit(tmp_path):
     # 4 million requests (MPI_REQUEST_NULL but an irecv and an isend) under a limit 96 MiB
-    # above the idle job's mapping: 16 MB for the program's array, ~300 MB of the recorder's
+    # above the idle job's mapping: 16 MB for the program's array, 304 MB of the recorder's
     # scratch, which the old shim's abort() turned into a SIGABRT of every rank
     program = build("as_limit", tmp_path)
     limit = _idle_vm_mib(program, tmp_path) + 96

@@ -3,7 +3,7 @@
  * before MPI_Init (0: none); argv[2]: MiB it maps after MPI_Init (malloc: one mapping);
  * argv[3] (optional): requests of an MPI_Waitall it makes then, MPI_REQUEST_NULL but the last
  * two (an irecv and an isend with the next rank), statuses ignored: 4 bytes a request for the
- * program (MPICH's handles), ~90 for the recorder's scratch.
+ * program (MPICH's handles), 76 for the recorder's scratch.
  * Prints "vm RANK KIB" (its VmSize after MPI_Init), "big RANK ok|failed" and, with argv[3],
  * "waitall RANK VALUE" (what the irecv got: the next rank's number). */
 #include <mpi.h>

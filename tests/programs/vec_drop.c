@@ -4,7 +4,7 @@
  * 2 ranks exchange with each other:
  *   a waitall of 2 (an irecv and an isend), as every halo exchange;
  *   a waitall of 2 x argv[1] (that many irecvs then isends, statuses ignored): its scratch is
- *   ~90 bytes a request, its vector 8;
+ *   76 bytes a request under MPICH, its vector 8;
  *   an alltoallv (a vector of 4);
  *   a Cartesian communicator of argv[2] dimensions of 1 (a vector of 2 x argv[2] values; the
  *   ranks but 0 get MPI_COMM_NULL);
