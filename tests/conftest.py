@@ -72,6 +72,12 @@ def demo(tmp_path_factory) -> Demo:
     return Demo(out, p.stdout)
 
 
+#: pytest-timeout's bound on a test that needs the demo: the first such test makes it (its
+#: subprocess has 540 s), which took 75 s at a load of 8 and would not fit the default 300 s
+#: at three times that load
+DEMO_TIMEOUT = 600
+
+
 # == third-party cross-checks ===================================================================
 # Tests marked ``thirdparty`` read traces of other tools (tests/support/fixtures.py): skipped when those
 # are absent, and the run ends with one line saying how many ran, so a run without them says so.
@@ -79,6 +85,13 @@ _THIRDPARTY: dict[str, str | None] = {}       # test id -> None (ran) or why it 
 
 
 def pytest_collection_modifyitems(config, items):
+    """Tests that need the demo get DEMO_TIMEOUT; third-party ones are skipped without their
+    traces."""
+    for item in items:
+        mark = item.get_closest_marker("timeout")
+        if "demo" in getattr(item, "fixturenames", ()) and (
+                mark is None or not mark.args or mark.args[0] < DEMO_TIMEOUT):
+            item.add_marker(pytest.mark.timeout(DEMO_TIMEOUT), append=False)
     if fixtures.PRESENT:
         return
     skip = pytest.mark.skip(reason=f"{fixtures.SHARED_SHOWN} absent")
