@@ -246,7 +246,9 @@ def fit_parameters(runs: list[ST.Run], ranks: int, scaling: str,
     ref = max(runs, key=lambda r: r.nranks)
     having = _having(runs, list(ref.classes) if keys is None else keys, why)
     found, plans = [], {}
-    for key, members in having.items():
+    rims: list = []          # rimmed face laws found, for classes seen with fewer faces
+    # the classes recorded at the most scales first: their laws hold for the others' calls
+    for key, members in sorted(having.items(), key=lambda kv: -len(kv[1])):
         ref = members[-1]
         ref_rc = ref.classes[key]
         classes = [r.classes[key] for r in members]
@@ -256,7 +258,7 @@ def fit_parameters(runs: list[ST.Run], ranks: int, scaling: str,
                   negligible: bool = False, axis: int = -1, waiting: bool = False) -> float:
             if np.all(values == values[0]):
                 return float(values[0])
-            m = GL.face_law(values, members, axis, grid, threshold) if grid else None
+            m = GL.face_law(values, members, axis, grid, threshold, rims) if grid else None
             # microseconds between calls are noise without a law (their steep "laws" would
             # grow them 100x at 64x): the simplest law only; so is a fit that finds no law
             m = m or F.fit(p, values, scaling, threshold, null_only=negligible)
@@ -291,7 +293,9 @@ def fit_parameters(runs: list[ST.Run], ranks: int, scaling: str,
                                             waiting[k])
                                       for k in range(values.shape[1])])
         plans[key] = ClassPlan(plan_counts, leaves)
-    return found, plans
+    order = {k: i for i, k in enumerate(having)}
+    found.sort(key=lambda x: order[x.rank_class])         # the classes' own order
+    return found, {k: plans[k] for k in having}
 
 
 def _flag(x: Parameter) -> str:
