@@ -608,6 +608,11 @@ def _in_mpi(r: _Rank) -> tuple[float, float]:
     return cpu * 1e-9, wall * 1e-9
 
 
+#: what a raw warning says of records whose vector the shim dropped (commands/merge.py
+#: names that reason for an incomplete trace)
+NO_VECTOR = "without their vector"
+
+
 def parse_rank(r: _Rank, size: int) -> tuple[list, RankTables]:
     """Phase 2: one rank's chunks into threads of actions, and its ``RankTables``."""
     r.load()
@@ -620,7 +625,7 @@ def parse_rank(r: _Rank, size: int) -> tuple[list, RankTables]:
     if dropped:         # (a rank's warning makes the trace incomplete)
         what = ", ".join(f"{n} {K.NAME.get(c, 'internal')}" for c, n in sorted(dropped.items()))
         r.warnings.append(f"{os.path.basename(r.path)}: {sum(dropped.values())} record(s) "
-                          f"without their vector ({what}): the recorder had no room for it "
+                          f"{NO_VECTOR} ({what}): the recorder had no room for it "
                           f"(the requests a completion names, a collective's counts are "
                           f"missing)")
         r.complete = False

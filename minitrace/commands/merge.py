@@ -6,7 +6,7 @@ import sys
 
 from .. import storage
 from ..errors import MinitraceError
-from ..merge import merge_dir
+from ..merge import NO_VECTOR, merge_dir
 from ..outputs import check_disjoint, check_output_file
 from ..parallel.parts import parts_dir, stored_bytes
 from ..parallel.world import launched_size
@@ -146,6 +146,8 @@ def _incomplete(meta: dict) -> str:
     missing, disabled = meta["missing_ranks"], meta["disabled_reasons"]
     return ("INCOMPLETE: " + ("the run aborted" if meta["aborted"] else
                               "recording stopped early" if disabled else
+                              "the recorder had no room for some calls' vectors"
+                              if any(NO_VECTOR in w for w in meta.get("raw_warnings", ())) else
                               "a raw file is damaged" if meta.get("raw_warnings") else
                               "not every rank reached MPI_Finalize")
             + (f"; ranks with no data: {missing}" if missing else "")
