@@ -14,8 +14,8 @@ import pytest
 from minitrace import kinds as K
 from minitrace.errors import MinitraceError
 from minitrace.replay import replay
-from minitrace.replay.sampling import LASTING, WINDOW, load_trace, loops_of, phases_of, \
-    sampled_replay, top_level
+from minitrace.replay.sampling import LASTING, WINDOW, load_trace, loop_window, loops_of, \
+    phases_of, sampled_replay, top_level
 from tests.support.record_util import record
 from tests.support.synthetic_loops import Step, amr, build, stencil
 
@@ -156,6 +156,25 @@ def test_a_phase_of_balance_alone_is_joint_with_the_one_before():
     got = phases_of(replace(data, actions=acts), 0, bounds, WINDOW)
     assert [(p.first, p.stop, p.joint) for p in got] == [(0, 12 * WINDOW, False),
                                                          (12 * WINDOW, 20 * WINDOW, False)]
+
+
+def test_a_transient_of_the_recorded_compute_is_no_warmup():
+    """Every rank's compute 50% up at the loop's start, settling over a few windows (a recorded
+    machine's load going away): the replayed times follow their static cost, so the replay is
+    steady from the start: four windows replayed, not grown until the compute settles (the
+    steady rule is about the replay's own warm-up, measured beside the cost)."""
+    n = 20 * WINDOW
+    data, bounds = stencil(2, n)
+    w = loop_window(n)
+    factor = 1 + 0.5 * np.exp(-np.arange(n) / (2 * w))
+    acts = data.actions.copy()
+    comp = acts["kind"] == K.code("compute")
+    for r in range(2):
+        rows = np.arange(bounds[r, 0], bounds[r, -1])
+        it = np.searchsorted(bounds[r], rows, side="right") - 1
+        acts["volume"][rows[comp[rows]]] *= factor[it[comp[rows]]]
+    s = sampled_replay(replace(data, actions=acts), [bounds], "auto", compute_rate=RATE)
+    assert [(p.replayed, p.tail, p.steady_from) for p in s.phases] == [(4 * w, w, 0)]
 
 
 @pytest.fixture(scope="module")

@@ -26,10 +26,11 @@ the iterations between are skipped, by whole periods of a pipeline where request
 iteration into the next (:func:`crossing_requests`).
 
 **Steady rule**: iteration ``s`` starts the steady state when the mean simulated time per
-iteration over the three windows ``[s, s+w)``, ``[s+w, s+2w)``, ``[s+2w, s+3w)`` changes from
-one window to the next by at most ``tolerance`` (relative) or by at most three standard errors
-of the difference (what the iterations' own spread allows, estimated from successive differences
-so that a trend does not count as noise). Iterations before ``s`` are the warm-up; a window of
+iteration (beside its static cost: :func:`beside_cost`) over the three windows ``[s, s+w)``,
+``[s+w, s+2w)``, ``[s+2w, s+3w)`` changes from one window to the next by at most
+``tolerance`` (relative) or by at most three standard errors of the difference (what the
+iterations' own spread allows, estimated from successive differences so that a trend does not
+count as noise). Iterations before ``s`` are the warm-up; a window of
 ``w`` (12) iterations averages out alternations of period 2, 3, 4 or 6; a drift shows as a
 change between windows and keeps the rule from holding until it is small.
 
@@ -562,6 +563,26 @@ def steady_start(x: np.ndarray, window: int, tolerance: float) -> int | None:
     return None
 
 
+def beside_cost(x: np.ndarray, cost: np.ndarray) -> np.ndarray:
+    """The replayed iterations' times ``x`` less what their static cost (``cost``
+    [iterations, columns], :func:`iteration_cost`) explains: the residuals about the line
+    fitted over the later half, plus that half's mean.  The steady rule is about the replay's
+    own warm-up; a recorded machine's transient moves the compute, which the skipped
+    iterations' line follows (NPB LU W recorded at a load of 8: the compute of its first 36
+    iterations between 4.5 and 8.4 ms, the times within 41 us of the line, and the rule on the
+    times themselves replayed 56 iterations before it held).  ``x`` itself where no cost
+    varies."""
+    half = len(x) // 2
+    c = cost.reshape(len(cost), -1)
+    varies = c[half:].std(0) > 1e-9 * np.maximum(np.abs(c[half:].mean(0)), 1e-300)
+    use = np.flatnonzero(varies)[:max((len(x) - half - 3) // 2, 0)]
+    if not len(use):
+        return x
+    X = np.column_stack([np.ones(len(x)), c[:, use]])
+    beta, *_ = np.linalg.lstsq(X[half:], x[half:], rcond=None)
+    return x - X @ beta + x[half:].mean()
+
+
 def reduce_trace(data, loops: list[np.ndarray], phases: list[Phase]):
     """The trace without the skipped iterations, with a zero-length sleep marker before every
     replayed iteration of each phase and after the last of its start and of its tail.  Returns
@@ -937,7 +958,8 @@ def sampled_replay(data, loops: list[np.ndarray] | None, sample="auto", *,
             if p.joint:                 # steady through the cut but its first iteration
                 p.steady_from = min(1, len(x) - 1)
                 continue
-            s = steady_start(x, p.window, tolerance)
+            c = cost[p.loop][p.first:p.first + len(x)]
+            s = steady_start(beside_cost(x, c), p.window, tolerance)
             if s is None and fixed is None and p.skipped:
                 step = p.window if p.replayed < 8 * p.window else p.replayed
                 p.replayed = min(p.iterations - p.tail, p.replayed + step)
@@ -1088,8 +1110,8 @@ def _fit(group: list[Phase], xs: list[tuple], costs: list[np.ndarray]) -> None:
     but the first): one least-squares line against the static cost, an intercept per phase
     (a change of balance moves how long ranks wait, not what an iteration's compute costs),
     and the variance of each phase's prediction (residual variance, inflated for correlated
-    residuals, times the skipped count, plus the line's own uncertainty; the phases' shares of
-    the group's, which they sum to)."""
+    residuals, times the skipped count, plus the line's own uncertainty: each phase's share of
+    the group's, its covariance with the group's prediction, none where that is negative)."""
     ys, cs, rests = [], [], []
     for p, x, cost in zip(group, xs, costs):
         s, hi = p.steady_from or 0, p.iterations - p.tail
@@ -1126,4 +1148,4 @@ def _fit(group: list[Phase], xs: list[tuple], costs: list[np.ndarray]) -> None:
     for p, R in zip(group, rows):
         p.misfit = float(np.sqrt(var))
         p.skipped_time = float((R @ beta).sum())
-        p.variance = var * (p.skipped + float(R.sum(0) @ inv @ total))
+        p.variance = var * (p.skipped + max(float(R.sum(0) @ inv @ total), 0.0))
