@@ -338,7 +338,8 @@ def summary_lines(p: dict) -> list[str]:
              f"memory: {mem / 2 ** 30:.1f} GiB" if mem else "memory: unknown",
              f"governor: {', '.join(p['governor']) if p.get('governor') else 'not readable'}",
              "versions: " + ", ".join(f"{k} {x}" for k, x in v.items()),
-             f"mpi library: {_first_line(p.get('mpi_library'))}",
+             # the writer's (mpi4py's), not a recorded program's: that one is the file's
+             f"minitrace's mpi library: {_first_line(p.get('mpi_library'))}",
              "environment: " + (" ".join(f"{k}={x}" for k, x in env.items()) or
                                 "none of " + ", ".join(f"{e}*" for e in ENV_PREFIXES)),
              f"lstopo: {len(p['lstopo_xml'])} characters of XML" if p.get("lstopo_xml")

@@ -167,6 +167,22 @@ def test_diff(tmp_path, imported):
     assert same.returncode == 0 and "no difference in provenance" in same.stdout
 
 
+def test_diff_says_the_recorded_programs_mpi_library(tmp_path, imported):
+    """Two recordings of one program under two MPI libraries differ in the file's own
+    mpi_library (the program's), which the provenance (the writer's, mpi4py's) does not hold:
+    UK-MAC CloverLeaf under MPICH and under Open MPI differed only by command, cwd and date."""
+    a, _ = imported
+    b = tmp_path / "ompi.h5"
+    shutil.copy(a, b)
+    with h5py.File(b, "a") as f:
+        f.attrs["mpi_library"] = "Open MPI v4.1.4"
+    p = cli("diff", a, b, check=False)
+    assert p.returncode == 3
+    line = next(x for x in p.stdout.splitlines() if x.startswith("  run.mpi_library: "))
+    assert line.endswith(" -> Open MPI v4.1.4")
+    assert "run." not in cli("diff", a, a).stdout
+
+
 def test_diff_of_file_without_provenance(tmp_path, imported):
     a, _ = imported
     old = tmp_path / "old.h5"

@@ -1,11 +1,19 @@
 """``minitrace diff A B``: what differs in the provenance of two minitrace files."""
 from __future__ import annotations
 
+import h5py
+
 from .. import provenance as prov
 from ..errors import MinitraceError
-from ..storage import read_provenance
+from ..storage import read_attrs, read_provenance
 
 EXIT_DIFFERENT = 3
+
+#: The file's own attributes that describe the run it holds, compared as ``run.KEY``: the
+#: provenance's MPI library is the writer's (the one mpi4py loads), not the recorded
+#: program's, so UK-MAC CloverLeaf recorded under MPICH 4.0.2 and under Open MPI 4.1.4 differed
+#: only by command line, directory and date.
+RUN_KEYS = ("mpi_library", "command_line", "nranks", "hosts", "volume_unit", "complete")
 
 
 def register(sub) -> None:
@@ -14,8 +22,9 @@ def register(sub) -> None:
         "diff", help="compare the provenance of two minitrace files",
         description="Print every provenance entry (command line, versions, MPI library, host, "
                     "CPU, caches, memory, governor, MPI environment variables, lstopo's XML) "
-                    "that differs between two minitrace files, as 'key: A -> B'. Exit status "
-                    "0 when nothing differs, 3 when something does.")
+                    "that differs between two minitrace files, as 'key: A -> B', and the "
+                    "recorded run's own MPI library, command, ranks, hosts and volume unit "
+                    "(run.*). Exit status 0 when nothing differs, 3 when something does.")
     p.add_argument("a", help="first minitrace file")
     p.add_argument("b", help="second minitrace file")
     p.add_argument("--ignore", action="append", default=[], metavar="KEY",
@@ -32,7 +41,7 @@ def run(args) -> int:
         if p is None:
             raise MinitraceError("has no provenance (written before minitrace recorded it)",
                                  path)
-        records.append(p)
+        records.append({**p, "run": _run_attrs(path)})
     diffs = [d for d in prov.differences(*records)
              if not any(d[0] == k or d[0].startswith(k + ".") for k in args.ignore)]
     if not diffs:
@@ -43,3 +52,10 @@ def run(args) -> int:
         for line in prov.describe_difference(key, va, vb):
             print(f"  {line}")
     return EXIT_DIFFERENT
+
+
+def _run_attrs(path: str) -> dict:
+    """The file's attributes of :data:`RUN_KEYS` it has (a trace's; a bench file has none)."""
+    with h5py.File(path, "r") as f:
+        attrs = read_attrs(f)
+    return {k: attrs[k] for k in RUN_KEYS if k in attrs}
