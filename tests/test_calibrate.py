@@ -157,13 +157,13 @@ def test_not_a_calibration_file(tmp_path):
 def test_calibrate_without_a_launcher_refits(calibration):
     path, _, cal = calibration
     p = subprocess.run([sys.executable, "-m", "minitrace", "calibrate", "-o", str(path)],
-                       capture_output=True, text=True, timeout=120)
+                       capture_output=True, text=True, timeout=300)
     assert p.returncode == 0, p.stderr
     assert "2 run(s)" in p.stdout and "smpi/os:" in p.stdout
     assert load(str(path)).to_dict() == cal.to_dict()
     p = subprocess.run([sys.executable, "-m", "minitrace", "calibrate", "-o",
                         str(path.with_name("none.h5"))], capture_output=True, text=True,
-                       timeout=120)
+                       timeout=300)
     assert p.returncode == 1 and p.stderr.count("\n") == 1 and "no such file" in p.stderr
 
 
@@ -174,13 +174,13 @@ def test_replay_cli_ranks_per_host(tmp_path):
     write_trace(str(path), _pingpong(1000, 2))
     out = subprocess.run([sys.executable, "-m", "minitrace", "replay", str(path),
                           "--ranks-per-host", "2", "--json"], capture_output=True, text=True,
-                         timeout=120)
+                         timeout=300)
     assert out.returncode == 0, out.stderr
     got = json.loads(out.stdout)
     assert got["hosts"] == ["node-0", "node-0"] and "2 ranks per host" in got["platform"]
     bad = subprocess.run([sys.executable, "-m", "minitrace", "replay", str(path), "--platform",
                           "x.xml", "--ranks-per-host", "2"], capture_output=True, text=True,
-                         timeout=120)
+                         timeout=300)
     assert bad.returncode == 1 and "--ranks-per-host describes a generated cluster" in bad.stderr
 
 

@@ -66,7 +66,7 @@ def _library_version(lib: str) -> str:
             "buffer(8192); n = ctypes.c_int(); lib.MPI_Get_library_version(buf, ctypes.byref(n));"
             " print(buf.value.decode(errors='replace'))")
     return subprocess.run([sys.executable, "-c", code, lib], capture_output=True, text=True,
-                          check=True, timeout=60).stdout
+                          check=True, timeout=300).stdout
 
 
 @pytest.fixture(scope="module")

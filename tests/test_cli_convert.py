@@ -21,7 +21,7 @@ UNWAITED_ISEND = {"p2p.txt": "rank 2 action 8", "actions_with_isend.txt": "rank 
 
 def mt(*args, cwd=None) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "minitrace", *map(str, args)], cwd=cwd,
-                          capture_output=True, text=True, timeout=120)
+                          capture_output=True, text=True, timeout=300)
 
 
 @pytest.mark.parametrize("trace", ti_traces())

@@ -22,7 +22,7 @@ APPS = Path(__file__).resolve().parents[1] / "benchmarks" / "apps"
 
 def mt(*args) -> subprocess.CompletedProcess:
     p = subprocess.run([sys.executable, "-m", "minitrace", *map(str, args)],
-                       capture_output=True, text=True, timeout=120)
+                       capture_output=True, text=True, timeout=300)
     assert p.returncode == 0, p.stderr
     return p
 

@@ -278,7 +278,7 @@ def subprocess_cli(args):
     import subprocess
     import sys
     return subprocess.run([sys.executable, "-m", "minitrace", *args], capture_output=True,
-                          text=True, timeout=120)
+                          text=True, timeout=300)
 
 
 def test_pack_round_trips_every_kind_of_array():

@@ -75,7 +75,7 @@ def _same_mpi_actions(x, y, tol):
 
 def _cli(*args):
     return subprocess.run([sys.executable, "-m", "minitrace", *map(str, args)],
-                          capture_output=True, text=True, timeout=120)
+                          capture_output=True, text=True, timeout=300)
 
 
 RES = 2_000_000_000                 # ticks per second of a 2 GHz cycle counter, as Score-P's

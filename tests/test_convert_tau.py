@@ -577,7 +577,7 @@ def test_per_thread_cli_and_stray_merged_edf(tmp_path):
     files = osu_trace().write_per_thread(tmp_path)
     out = tmp_path / "t.h5"
     r = subprocess.run([sys.executable, "-m", "minitrace", "convert", *map(str, files), "-o",
-                        str(out)], capture_output=True, text=True, timeout=120)
+                        str(out)], capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr
     assert "2 ranks" in r.stdout and "3 files" in r.stdout and "valid" in r.stdout
     # one file of several: not a trace on its own

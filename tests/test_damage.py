@@ -23,7 +23,7 @@ from tests.support.synthetic_raw import write_run
 pytestmark = pytest.mark.timeout(300)
 
 
-def mt(*args, cwd=None, timeout=120) -> subprocess.CompletedProcess:
+def mt(*args, cwd=None, timeout=300) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "minitrace", *map(str, args)],
                           capture_output=True, text=True, timeout=timeout, cwd=cwd)
 
@@ -237,7 +237,7 @@ def _signalled(trace, signals: list[tuple[float, int]]) -> subprocess.CompletedP
             os.killpg(p.pid, sig)
         except ProcessLookupError:
             break
-    return subprocess.CompletedProcess(p.args, p.wait(timeout=120), "", p.stderr.read())
+    return subprocess.CompletedProcess(p.args, p.wait(timeout=300), "", p.stderr.read())
 
 
 @pytest.fixture(scope="module")
@@ -300,7 +300,7 @@ def test_numeric_options_have_ranges(trace, long_trace, tmp_path, argv, words):
             .replace("{bin}", str(tmp_path / "bin"))
             .replace("{platform}", platform).replace("{out}", str(tmp_path / "o.xml"))
             for a in argv]
-    refused(mt(*argv, timeout=60), words)
+    refused(mt(*argv, timeout=300), words)
     assert not (tmp_path / "o.xml").exists()
 
 
@@ -404,7 +404,7 @@ def test_sigterm_swallowed_by_an_import_still_terminates():
             "sys.argv = ['minitrace', '--version']\n"
             "sys.exit(__main__.entry())\n")
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                       timeout=120)
+                       timeout=300)
     assert (p.returncode, p.stderr, p.stdout) == (143, "minitrace: terminated\n", "")
 
 
@@ -445,7 +445,7 @@ def test_a_dropped_stop_is_delivered_again(sig, status, word, where):
     """A Ctrl-C whose KeyboardInterrupt the interrupted code dropped let the command run on and
     exit 0 silently; one dropped in a callback printed a traceback first."""
     p = subprocess.run([sys.executable, "-c", _DROPPING.format(sig=sig), where],
-                       capture_output=True, text=True, timeout=120, preexec_fn=_sigint_default)
+                       capture_output=True, text=True, timeout=300, preexec_fn=_sigint_default)
     assert (p.returncode, p.stderr, p.stdout) == (status, f"minitrace: {word}\n", "")
 
 
@@ -486,7 +486,7 @@ try:
 except KeyboardInterrupt:
     pass
 """
-    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
                        preexec_fn=_sigint_default)
     assert p.returncode == 0 and p.stdout.strip(), p.stderr
     assert not p.stdout.startswith("<frozen importlib"), p.stdout
@@ -591,7 +591,7 @@ def leave(status):
 __main__.leave = leave
 sys.exit(__main__.entry())
 """
-    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
                        preexec_fn=_sigint_default)
     assert (p.returncode, p.stderr) == (143, "minitrace: terminated\n")
 

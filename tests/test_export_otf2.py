@@ -12,7 +12,7 @@ from tests.support.fixtures import DATA
 
 def mt(*args) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "minitrace", *map(str, args)],
-                          capture_output=True, text=True, timeout=120)
+                          capture_output=True, text=True, timeout=300)
 
 
 def test_export_writes_the_otf2_archive_convert_writes(tmp_path):

@@ -28,7 +28,7 @@ CASES_PER_READER = 24
 
 def mt(*args) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "minitrace", *map(str, args)],
-                          capture_output=True, text=True, timeout=120)
+                          capture_output=True, text=True, timeout=300)
 
 
 def one_line_error(p: subprocess.CompletedProcess, *words: str) -> None:
@@ -184,7 +184,7 @@ def test_times_beyond_int64_nanoseconds_store_readably(tmp_path):
                         "import pickle, sys; from minitrace import storage; "
                         "storage.write_trace(sys.argv[1], pickle.load(open(sys.argv[2], 'rb')))",
                         str(tmp_path / "o.h5"), str(_pickled(tmp_path, data))],
-                       capture_output=True, text=True, timeout=120)
+                       capture_output=True, text=True, timeout=300)
     assert p.returncode == 0, p.stderr
     with storage.h5py.File(tmp_path / "o.h5") as f:
         back = storage.HDF5TraceReader(f, "o.h5").all().actions

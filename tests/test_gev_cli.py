@@ -11,7 +11,7 @@ from minitrace.storage import write_bench
 from tests.support.gev_synth import truth, write_variability
 
 
-def mt(*args, timeout=120):
+def mt(*args, timeout=300):
     return subprocess.run([sys.executable, "-m", "minitrace", *map(str, args)],
                           capture_output=True, text=True, timeout=timeout)
 

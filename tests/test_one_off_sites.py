@@ -17,7 +17,7 @@ pytestmark = pytest.mark.timeout(300)
 def one_offs(programs, tmp_path_factory):
     """one_offs recorded on 2 ranks."""
     out = tmp_path_factory.mktemp("oneoffs") / "oo.h5"
-    record(out, 2, [programs("one_offs")], timeout=120)
+    record(out, 2, [programs("one_offs")], timeout=300)
     return out
 
 

@@ -27,7 +27,7 @@ _TESTS = ("test", "testall", "testany", "testsome")
 def nulls(programs, tmp_path_factory):
     """null_tests recorded on 2 ranks, 3 rounds."""
     out = tmp_path_factory.mktemp("nulls") / "nulls.h5"
-    record(out, 2, [programs("null_tests"), "3"], timeout=120)
+    record(out, 2, [programs("null_tests"), "3"], timeout=300)
     with open_trace(str(out)) as t:
         return t.data()
 

@@ -129,14 +129,14 @@ def test_three_workers_pack_info_and_validate_report(raw33, tmp_path):
                        str(tmp_path / "p.h5")]).stdout == info.getvalue()
     packed = tmp_path / "one.h5"
     subprocess.run([sys.executable, "-m", "minitrace", "pack", str(tmp_path / "p.h5"), "-o",
-                    str(packed)], check=True, capture_output=True, timeout=120)
+                    str(packed)], check=True, capture_output=True, timeout=300)
     assert differences(str(tmp_path / "s.h5"), str(packed)) == []
     os.rename(tmp_path / "p.parts", tmp_path / "gone")     # the parts are needed, the pack not
     assert minitrace.open(str(packed)).nranks == 33
     with pytest.raises(minitrace.MinitraceError, match="part file .* is missing"):
         minitrace.open(str(tmp_path / "p.h5")).data()
     gone = subprocess.run([sys.executable, "-m", "minitrace", "validate", str(tmp_path / "p.h5")],
-                          capture_output=True, text=True, timeout=120)
+                          capture_output=True, text=True, timeout=300)
     assert gone.returncode != 0 and "Traceback" not in gone.stderr
     assert re.fullmatch(r".*p\.h5: part file \S+ of this trace is missing .*\n", gone.stderr)
 
@@ -203,7 +203,7 @@ def test_killed_worker_then_rerun(tmp_path):
             if tmps:
                 killed = int(tmps[0].split(".")[3])            # .NAME.h5.PID.TOKEN.tmp
                 os.kill(killed, signal.SIGKILL)
-        job.communicate(timeout=120)
+        job.communicate(timeout=300)
     finally:
         if job.poll() is None:
             job.kill()

@@ -175,11 +175,11 @@ def test_cli_export_of_a_converted_tau_trace(tmp_path):
     from tests.test_convert_tau import P_ITER, P_RANKS, petsc_like
     h5 = tmp_path / "t.h5"
     r = subprocess.run([sys.executable, "-m", "minitrace", "convert", str(petsc_like(tmp_path)),
-                        "-o", str(h5)], capture_output=True, text=True, timeout=120)
+                        "-o", str(h5)], capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr
     out = tmp_path / "run.json"
     r = subprocess.run([sys.executable, "-m", "minitrace", "export", str(h5), "--format",
-                        "perfetto", "-o", str(out)], capture_output=True, text=True, timeout=120)
+                        "perfetto", "-o", str(out)], capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr
     assert f"{P_RANKS} ranks" in r.stdout
     by = check_trace_event_format(json.loads(out.read_text()))
@@ -200,6 +200,6 @@ def test_cli_export_writes_a_recorded_file(tmp_path):
     write_trace(str(tmp_path / "r.h5"), data)
     r = subprocess.run([sys.executable, "-m", "minitrace", "export", str(tmp_path / "r.h5"),
                         "--format", "perfetto", "-o", str(tmp_path / "r.json")],
-                       capture_output=True, text=True, timeout=120)
+                       capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr
     check_trace_event_format(json.loads((tmp_path / "r.json").read_text()))

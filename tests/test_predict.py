@@ -339,7 +339,7 @@ def test_a_recording_beside_co_runners_is_flagged_not_comparable(recorded):
     # a 300 s timeout)
     group = Path("/proc/self/autogroup")
     ranks_group = subprocess.run([tool("mpiexec"), "-n", "1", "cat", str(group)],
-                                 capture_output=True, text=True, timeout=120).stdout.split()
+                                 capture_output=True, text=True, timeout=300).stdout.split()
     apart = not group.exists() or ranks_group[:1] != group.read_text().split()[:1]
     busy = [subprocess.Popen([sys.executable, "-c", "print(flush=True)\nwhile True: pass"],
                              stdout=subprocess.PIPE, start_new_session=apart,

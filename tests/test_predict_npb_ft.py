@@ -167,7 +167,7 @@ def test_copies_by_working_set_on_nodes_of_other_sizes_end(tmp_path):
         "got = measure._cache_copies(comm, local, reps=1)\n"
         "if comm.rank == 0:\n"
         "    print(json.dumps([len(v) for v in got.values()]))\n")
-    p = run_python_mpi(2, str(script), timeout=120)
+    p = run_python_mpi(2, str(script), timeout=300)
     assert p.returncode == 0, p.stderr
     from minitrace.predict.measure import CACHE_SIZES
     assert p.stdout.strip().splitlines()[-1] == f"[{len(CACHE_SIZES) - 1}, " \

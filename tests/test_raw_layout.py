@@ -62,10 +62,10 @@ def compiled(tmp_path_factory):
                    "MT_VOLUME_INSTRUCTIONS, MT_PARTITIONED);\n    return 0;\n}\n")
     exe = d / "layout"
     p = subprocess.run([_cc(), "-std=gnu11", "-Wall", "-Werror", "-I", str(d), "-o", str(exe),
-                        str(src)], capture_output=True, text=True, timeout=120)
+                        str(src)], capture_output=True, text=True, timeout=300)
     assert p.returncode == 0, p.stderr
     out = subprocess.run([str(exe)], capture_output=True, text=True, check=True,
-                         timeout=60).stdout
+                         timeout=300).stdout
     structs, struct = {}, None
     for line in out.splitlines():
         word, *rest = line.split()

@@ -231,7 +231,7 @@ def test_sigkill_keeps_everything_recorded(programs, tmp_path):
     assert len(raw) == 1
     q = subprocess.run([sys.executable, "-m", "minitrace", "merge", str(tmp_path / raw[0]),
                         "-o", str(tmp_path / "again.h5")], capture_output=True, text=True,
-                       timeout=120)
+                       timeout=300)
     assert q.returncode == 1 and "INCOMPLETE" in q.stdout
     assert len(Ranked(tmp_path / "again.h5").mpi(1, "send")) == k
 
@@ -258,7 +258,7 @@ def test_python_program(tmp_path):
 def test_control_is_a_noop_untraced():
     p = subprocess.run([sys.executable, "-c", "import minitrace\nminitrace.pause()\n"
                         "with minitrace.region('x'): pass\nminitrace.resume()\n"
-                        "print(minitrace.tracing())"], capture_output=True, text=True, timeout=60)
+                        "print(minitrace.tracing())"], capture_output=True, text=True, timeout=300)
     assert p.returncode == 0 and p.stdout.strip() == "False"
 
 

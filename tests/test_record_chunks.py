@@ -65,7 +65,7 @@ def test_short_vectors_inlined_exact(tmp_path):
     src = tmp_path / "inl.c"
     src.write_text(INLINE_SRC)
     exe = str(mpicc(src, tmp_path / "inl"))
-    p = record(tmp_path / "i.h5", 2, [exe], timeout=60)
+    p = record(tmp_path / "i.h5", 2, [exe], timeout=300)
     assert "validation: OK" in p.stdout
     tr = Ranked(tmp_path / "i.h5")
     for r in range(2):
@@ -128,7 +128,7 @@ def test_forked_child_finalize_does_not_finish_the_parent(tmp_path):
     exe = str(mpicc(src, tmp_path / "forkfin"))
     # MPICH's UCX: finalize in a forked child waits forever on a lock of ucm's memory hooks
     # (taken in the parent at fork time) unless those hooks are off
-    p = record(tmp_path / "ff.h5", 1, [exe], expect_rc=None, timeout=60,
+    p = record(tmp_path / "ff.h5", 1, [exe], expect_rc=None, timeout=300,
                env={"UCX_MEM_EVENTS": "no"})
     assert p.returncode != 0
     assert "child exited 0" in p.stdout     # the child's MPI_Finalize returned

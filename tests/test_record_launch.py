@@ -23,7 +23,7 @@ OPEN_MPI = is_open_mpi(tool("mpiexec"))
 
 def record(out: Path, launcher: list[str], env: dict | None = None) -> subprocess.CompletedProcess:
     cmd = [sys.executable, "-m", "minitrace", "record", "-o", str(out), "--", *launcher]
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=120,
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=300,
                           env={**os.environ, **(env or {})})
 
 
@@ -64,7 +64,7 @@ def test_open_mpi_refusals(tmp_path, case):
         env.update({k: v for k, v in OPEN_MPI_LAUNCH_ENV.items() if "ALLOW" in k})
     p = subprocess.run([sys.executable, "-m", "minitrace", "record", "-o", str(tmp_path / "t.h5"),
                         "--", tool("mpiexec"), "-n", str(n), sys.executable, "-c", "pass"],
-                       capture_output=True, text=True, timeout=120, env=env)
+                       capture_output=True, text=True, timeout=300, env=env)
     last = error_line(p)
     assert f"{tool('mpiexec')} exited with status 1; it said: {expect}" in last
 
@@ -73,7 +73,7 @@ def test_shim_is_built_for_this_mpi():
     """The shim this environment preloads links this environment's libmpi (Open MPI's .so.40,
     MPICH's .so.12): a second environment from the same checkout must not share it."""
     needed = subprocess.run(["readelf", "-d", shim_path()], capture_output=True, text=True,
-                            check=True, timeout=60).stdout
+                            check=True, timeout=300).stdout
     assert ("libmpi.so.40" if OPEN_MPI else "libmpi.so.12") in needed
 
 
@@ -92,7 +92,7 @@ OTHER = _other_venv()
 def _other_ring(tmp_path: Path) -> str:
     prog = tmp_path / "ring"
     subprocess.run([str(OTHER / "bin" / "mpicc"), "-o", str(prog), str(PROGRAMS / "ring.c")],
-                   check=True, capture_output=True, timeout=120)
+                   check=True, capture_output=True, timeout=300)
     return str(prog)
 
 
@@ -136,7 +136,7 @@ def test_shim_preloaded_by_hand_into_a_program_of_the_other_mpi(tmp_path):
            "LD_PRELOAD": shim_path(), "MINITRACE_DIR": str(tmp_path / "raw")}
     program = _other_ring(tmp_path)
     p = subprocess.run([str(OTHER / "bin" / "mpiexec"), "-n", "2", program],
-                       capture_output=True, text=True, timeout=120, env=env)
+                       capture_output=True, text=True, timeout=300, env=env)
     assert p.returncode != 0
     said = re.findall(re.escape(_mismatch_line("@")).replace(
         "@", "(linked into the program|/[^)]+)"), p.stderr)

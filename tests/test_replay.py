@@ -58,7 +58,7 @@ def fixture_runs(tmp_path_factory):
     def one(job):      # (SimGrid's own sleep in each MPI_Test, which smpirun keeps and
         #                   minitrace's replay sets to 0: actions_with_isend's two tests)
         return replay(_fixture_trace(job[0], tmp), FIXTURES / "small_platform.xml",
-                      FIXTURES / "hostfile", timeout=60, config=SIMGRID_POLLS)
+                      FIXTURES / "hostfile", timeout=300, config=SIMGRID_POLLS)
     with ThreadPoolExecutor(2) as pool:
         return dict(zip(jobs, pool.map(one, jobs)))
 
@@ -119,7 +119,7 @@ def own_runs():
     jobs = [(n, i) for n in OWN_TI for i in (0, 1)]
 
     def one(job):
-        return replay(OWN / job[0], PLATFORM, HOSTFILE, timeout=60)
+        return replay(OWN / job[0], PLATFORM, HOSTFILE, timeout=300)
     with ThreadPoolExecutor(2) as pool:
         return dict(zip(jobs, pool.map(one, jobs)))
 

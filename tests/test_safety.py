@@ -247,7 +247,7 @@ def test_record_interrupted_says_where_the_raw_data_is(ring, tmp_path, sig, rc, 
         time.sleep(0.05)
     assert (tmp_path / "ran").read_text().count("done") == 2
     proc.send_signal(sig)
-    _, err = proc.communicate(timeout=60)
+    _, err = proc.communicate(timeout=300)
     assert proc.returncode == rc, err
     (rawdir,) = glob.glob(str(tmp_path / "ring.h5.raw-*"))
     assert f"its raw data is kept in {rawdir}: finish with: minitrace merge {rawdir}" in err
@@ -271,7 +271,7 @@ storage.dataset = dataset
 sys.exit(cli.main(["import", {str(TI)!r}, "-o", {str(tmp_path / "t.h5")!r}]))
 """
     p = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                       timeout=120)
+                       timeout=300)
     assert p.returncode == 143 and p.stderr == "minitrace: terminated\n", p.stderr
     assert os.listdir(tmp_path) == []
 

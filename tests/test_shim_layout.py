@@ -37,7 +37,7 @@ def _layouts(program: str, raw_dir: str, tmp_path: Path) -> list[tuple[int, int]
     """(small block's page offset, big buffer's offset mod 2 MiB) of each rank of a 2-rank
     job with the shim preloaded, writing into raw_dir (where it cannot: not recording)."""
     argv, env = traced_command([tool("mpiexec"), "-n", "2", program], raw_dir, "cputime")
-    p = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=120,
+    p = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=300,
                        cwd=tmp_path)
     assert p.returncode == 0, p.stderr
     rows = sorted(tuple(map(int, line.split()[1:])) for line in p.stdout.splitlines()

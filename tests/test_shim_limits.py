@@ -32,7 +32,7 @@ def _idle_vm_mib(program: str, tmp_path: Path) -> int:
     recording (its raw directory cannot be made), in MiB."""
     argv, env = traced_command([tool("mpiexec"), "-n", "2", program, "0", "0"],
                                str(tmp_path / "absent" / "raw"), "cputime")
-    p = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=120)
+    p = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=300)
     assert p.returncode == 0, p.stderr
     return max(int(k) for k in re.findall(r"^vm \d+ (\d+)$", p.stdout, re.M)) >> 10
 
@@ -88,7 +88,7 @@ def test_window_not_given_back_is_reused(tmp_path):
     program = build("chunk_maps", tmp_path)
     fail = tmp_path / "mmap_fail.so"
     subprocess.run(["cc", "-shared", "-fPIC", "-O1", "-o", str(fail),
-                    str(PROGRAMS / "mmap_fail.c")], check=True, timeout=120)
+                    str(PROGRAMS / "mmap_fail.c")], check=True, timeout=300)
     calls = 1_000_000       # 80 bytes a record, 52428 a 4 MiB chunk: 20 chunks
     p = record(tmp_path / "maps.h5", 1, [program, str(calls)], env={"LD_PRELOAD": str(fail)})
     assert "validation: OK" in p.stdout

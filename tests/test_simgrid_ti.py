@@ -167,7 +167,7 @@ def test_exported_traces_replay_like_their_source(tmp_path):
             write_ti(read_ti(src), tmp_path / name, layout="per-rank")
             src = tmp_path / name
         return replay(src, OWN / "platform.xml", OWN / "hostfile", config={"smpi/iprobe": "0"},
-                      timeout=60).simulated_time
+                      timeout=300).simulated_time
 
     jobs = [(n, e) for n in OWN_TI for e in (False, True)]
     with ThreadPoolExecutor(2) as pool:
@@ -275,7 +275,7 @@ def test_exported_examples_replay_to_simgrid_published_times(tmp_path):
         rep = write_ti(read_ti(src[0]), tmp_path / name, layout="per-rank")
         assert rep.exact, rep.lines()
         return replay(tmp_path / name, FIX / "small_platform.xml", FIX / "hostfile",
-                      timeout=60, config=SIMGRID_POLLS).simulated_time
+                      timeout=300, config=SIMGRID_POLLS).simulated_time
 
     with ThreadPoolExecutor(2) as pool:
         got = dict(zip(PUBLISHED, pool.map(one, PUBLISHED)))

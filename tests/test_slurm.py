@@ -91,7 +91,7 @@ PartitionName=minitrace Nodes=ALL Default=YES MaxTime=INFINITE State=UP OverSubs
             raise RuntimeError(f"{name} exited with status {dead[0].returncode}"
                                f"{': ' + said[0] if said else ''}")
         p = subprocess.run(["sinfo", "-h", "-o", "%t"], capture_output=True, text=True,
-                           env=env, timeout=60)
+                           env=env, timeout=300)
         if p.stdout.strip() == "idle":
             return env
         time.sleep(0.1)

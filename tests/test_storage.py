@@ -191,7 +191,7 @@ try:
 except Exception as e:
     print(type(e).__name__, e)
 """
-    p = subprocess.run([sys.executable, "-c", child], capture_output=True, text=True, timeout=120)
+    p = subprocess.run([sys.executable, "-c", child], capture_output=True, text=True, timeout=300)
     assert p.stdout.strip() == f"MinitraceError {tmp_path / 'x.h5'}: cannot write: File too large"
     assert list(tmp_path.iterdir()) == []
 

@@ -15,7 +15,7 @@ def test_numa_bandwidth_rows_and_platform(tmp_path):
     out, plat = tmp_path / "bw.h5", tmp_path / "numa.xml"
     p = subprocess.run([sys.executable, "-m", "minitrace.bench", "numa-bandwidth", "--mib", "4",
                         "--reps", "1", "--max-threads", "2", "-o", str(out), "--platform",
-                        str(plat), "--quiet"], capture_output=True, text=True, timeout=120)
+                        str(plat), "--quiet"], capture_output=True, text=True, timeout=300)
     assert p.returncode == 0, p.stderr
     with minitrace.open(str(out)) as t:
         b = t.bench("numa-bandwidth")

@@ -72,16 +72,16 @@ def test_cli(tmp_path):
     out = tmp_path / "p.xml"
     p = subprocess.run([sys.executable, "-m", "minitrace", "numa-platform",
                         str(DATA / "synthetic-2pack-8numa.xml"), "-o", str(out)],
-                       capture_output=True, text=True, timeout=60)
+                       capture_output=True, text=True, timeout=300)
     assert p.returncode == 0, p.stderr
     assert "128 cores, 16 L3, 8 NUMA nodes, 2 packages" in p.stdout
     assert len(read_platform_info(str(out)).cores) == 128
     p = subprocess.run([sys.executable, "-m", "minitrace", "numa-platform", str(tmp_path),
-                        "-o", str(out)], capture_output=True, text=True, timeout=60)
+                        "-o", str(out)], capture_output=True, text=True, timeout=300)
     assert p.returncode == 1 and len(p.stderr.strip().splitlines()) == 1
     p = subprocess.run([sys.executable, "-m", "minitrace", "numa-platform", "--synthetic",
                         "pack:2 numa:2 core:2 pu:1", "-o", str(out)], capture_output=True,
-                       text=True, timeout=60)
+                       text=True, timeout=300)
     assert p.returncode == 0 and "8 cores, 8 L3, 4 NUMA nodes, 2 packages" in p.stdout
     # a minitrace file: the topology its /provenance recorded (hwloc is set up's)
     from minitrace.tasks.graph import from_tasks as graph_of
@@ -89,7 +89,7 @@ def test_cli(tmp_path):
     trace = tmp_path / "t.h5"
     write_tasks(str(trace), graph_of({1: 1.0}))
     p = subprocess.run([sys.executable, "-m", "minitrace", "numa-platform", str(trace),
-                        "-o", str(out)], capture_output=True, text=True, timeout=60)
+                        "-o", str(out)], capture_output=True, text=True, timeout=300)
     assert p.returncode == 0, p.stderr
     assert len(read_platform_info(str(out)).cores) == len(parse_lstopo(
         subprocess.run(["lstopo", "--of", "xml"], capture_output=True, text=True).stdout).cores)

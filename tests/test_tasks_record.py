@@ -216,7 +216,7 @@ def test_interrupted_recording_keeps_its_raw_data(tmp_path, sig, rc, word):
         assert proc.poll() is None, proc.communicate()
         time.sleep(0.05)
     proc.send_signal(sig)
-    _, err = proc.communicate(timeout=60)
+    _, err = proc.communicate(timeout=300)
     assert proc.returncode == rc, err
     (raw,) = glob.glob(str(tmp_path / "g.h5.raw-*"))
     assert f"its raw data is kept in {raw}\n" in err and err.endswith(f"minitrace: {word}\n")

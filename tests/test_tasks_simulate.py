@@ -92,12 +92,12 @@ def test_bad_graphs_are_one_line_errors(tmp_path, edges, deps, message):
     path = tmp_path / "bad.h5"
     write_tasks(str(path), g)
     p = subprocess.run([sys.executable, "-m", "minitrace", "simulate-tasks", str(path),
-                        "--threads", "2"], capture_output=True, text=True, timeout=120)
+                        "--threads", "2"], capture_output=True, text=True, timeout=300)
     assert p.returncode == 1
     lines = p.stderr.strip().splitlines()
     assert len(lines) == 1 and message in lines[0] and str(path) in lines[0]
     p = subprocess.run([sys.executable, "-m", "minitrace", "validate", str(path)],
-                       capture_output=True, text=True, timeout=120)
+                       capture_output=True, text=True, timeout=300)
     assert p.returncode == 1 and message in p.stderr and len(p.stderr.splitlines()) == 1
 
 
@@ -108,7 +108,7 @@ def test_cli_json_and_outputs(tmp_path):
     p = subprocess.run([sys.executable, "-m", "minitrace", "simulate-tasks", str(path),
                         "--threads", "2", "--model", "all", "--json", "--plot",
                         str(tmp_path / "t.png"), "--perfetto", str(tmp_path / "t.json")],
-                       capture_output=True, text=True, timeout=120)
+                       capture_output=True, text=True, timeout=300)
     assert p.returncode == 0, p.stderr
     out = json.loads(p.stdout)
     assert out["predicted_time"] == pytest.approx(5.0)
@@ -118,7 +118,7 @@ def test_cli_json_and_outputs(tmp_path):
     assert (tmp_path / "t.png").stat().st_size > 0
     for cmd, says in (("info", "tasks: 4 tasks"), ("validate", "task graph sound: 4 tasks")):
         p = subprocess.run([sys.executable, "-m", "minitrace", cmd, str(path)],
-                           capture_output=True, text=True, timeout=120)
+                           capture_output=True, text=True, timeout=300)
         assert p.returncode == 0 and says in p.stdout, p.stderr
 
 

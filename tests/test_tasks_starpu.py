@@ -32,11 +32,11 @@ def test_read_rec():
 def test_import_and_simulate(tmp_path):
     out = tmp_path / "s.h5"
     p = subprocess.run([sys.executable, "-m", "minitrace", "import-tasks", str(REC), "-o",
-                        str(out)], capture_output=True, text=True, timeout=60)
+                        str(out)], capture_output=True, text=True, timeout=300)
     assert p.returncode == 0, p.stderr
     assert "4 tasks (3 kernels), 3 dependences, 3 data handles" in p.stdout
     p = subprocess.run([sys.executable, "-m", "minitrace", "simulate-tasks", str(out),
-                        "--threads", "2", "--json"], capture_output=True, text=True, timeout=60)
+                        "--threads", "2", "--json"], capture_output=True, text=True, timeout=300)
     assert p.returncode == 0, p.stderr
     assert json.loads(p.stdout)["predicted_time"] == pytest.approx(11e-3)   # a chain
 
