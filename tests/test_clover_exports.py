@@ -34,3 +34,31 @@ def test_an_empty_waitall_left_out_of_the_ti_export_is_said(clover, tmp_path):
     rep = write_ti(data, tmp_path / "clover.txt")
     assert not rep.dropped
     assert rep.approximated["waitall (left out: no request)"] == empty
+
+
+def test_the_otf2_export_says_what_the_archive_does_not_hold(clover, tmp_path):
+    """The recorded program's MPI library is said not written; the compute volumes are when
+    they are not the times between the calls (CPU time, instructions), not when they are."""
+    import subprocess
+    import sys
+    from dataclasses import replace
+
+    from minitrace.commands.convert import otf2_not_written
+
+    p = subprocess.run([sys.executable, "-m", "minitrace", "convert", "--to", "otf2", "-o",
+                        str(tmp_path / "otf2"), str(clover)], capture_output=True, text=True,
+                       timeout=300)
+    assert p.returncode == 0, p.stderr
+    with open_trace(str(clover)) as t:
+        data = t.data()
+        library = t.meta["mpi_library"]
+    first = " ".join(library.strip().splitlines()[0].split())
+    assert f"minitrace: note: the recorded program's MPI library not written ({first})" \
+        in p.stderr
+    a = data.actions.copy()
+    comp = a["kind"] == K.CODE["compute"]
+    a["volume"][comp] = a["t_end"][comp] - a["t_start"][comp]
+    assert not any("compute volumes" in x for x in otf2_not_written(replace(data, actions=a)))
+    a["volume"][comp] *= 0.5
+    lost = otf2_not_written(replace(data, actions=a))
+    assert any(x.startswith("compute volumes not written (") for x in lost)
