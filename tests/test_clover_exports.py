@@ -62,3 +62,27 @@ def test_the_otf2_export_says_what_the_archive_does_not_hold(clover, tmp_path):
     a["volume"][comp] *= 0.5
     lost = otf2_not_written(replace(data, actions=a))
     assert any(x.startswith("compute volumes not written (") for x in lost)
+
+
+def test_seconds_read_back_from_ti_as_flops_are_said(clover, tmp_path):
+    """A trace in seconds exported to TI comes back in flops (TI holds no unit), each compute
+    below one flop: the import says so; a TI trace of real flops (the bundled demo) not."""
+    import subprocess
+    import sys
+    from importlib import resources
+
+    with open_trace(str(clover)) as t:
+        assert t.volume_unit == "seconds"
+        write_ti(t.data(), tmp_path / "clover.txt")
+
+    def imported(src, out):
+        p = subprocess.run([sys.executable, "-m", "minitrace", "convert", "--from", "ti", "-o",
+                            str(tmp_path / out), str(src)], capture_output=True, text=True,
+                           timeout=300)
+        assert p.returncode == 0, p.stderr
+        return p.stderr
+
+    assert "minitrace: note: every compute amount is below 1 flop (the largest " in \
+        imported(tmp_path / "clover.txt", "back.h5")
+    demo = resources.files("minitrace") / "data" / "demo_ring4.txt"
+    assert "below 1 flop" not in imported(demo, "demo.h5")
