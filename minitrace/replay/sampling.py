@@ -224,6 +224,20 @@ def loops_of(data) -> tuple[list[np.ndarray], list[str]]:
         return out, notes
     if ids is None:
         ids = structure_ids(columns)[0]
+    shaped, n = structure_ids(columns, sizes=False)
+    grammar = build(shaped, columns.rank_offsets, n)
+    best, why = [], []
+    for depth in range(MAX_DEPTH + 1):      # the loop of most iterations, as on steps below
+        table = iterations(grammar, columns.rank_offsets, depth=depth)
+        if not len(table):
+            break
+        found, whys = _bounds(table, columns.nranks)
+        found = _disjoint([extend_loop(shaped, columns.rank_offsets, b) for b in found])
+        if _covered(found) >= max(DOMINANT_SHARE * total, _covered(best) / 2) and \
+                _most(found) > _most(best):
+            best, why = found, whys
+    if best:
+        return best, why + [SIZES_NOTE]
     steps, n, rows, offsets = step_view(ids, columns.actions["kind"], columns.rank_offsets)
     if len(rows) == total:
         return out, notes
@@ -243,6 +257,10 @@ def loops_of(data) -> tuple[list[np.ndarray], list[str]]:
     return best, why
 
 
+#: Said when the loops were found with message sizes set aside (:func:`loops_of`).
+SIZES_NOTE = ("loops found with message sizes set aside (they change from one iteration to "
+              "the next, as ECP CoMD's atom exchanges do): each replayed iteration keeps its "
+              "own sizes, the skipped ones are predicted from the replayed ones")
 #: How many levels of loops inside the top-level ones :func:`loops_of` looks into.
 MAX_DEPTH = 3
 
@@ -289,7 +307,8 @@ def _bounds(table: pd.DataFrame, nranks: int) -> tuple[list[np.ndarray], list[st
 
 
 #: An iteration variant (a convergence check, an output step, a breakdown test) may hold up to
-#: this many times the loop body's actions, and must share at least half of them with it.
+#: this many times the loop body's actions, and must share at least half of them with it (more
+#: than half with a body of two: a compute and a call share half with any compute and call).
 VARIANT_LENGTH = 2.0
 VARIANT_SHARE = 0.5
 
@@ -302,8 +321,9 @@ def extend_loop(ids: np.ndarray, rank_offsets: np.ndarray, bounds: np.ndarray,
     iteration starts at the body's first action that occurs once in the body (its anchor); each
     run of actions from one anchor to the next, before or after the loop, is taken as an
     iteration while it is at most ``VARIANT_LENGTH`` bodies long and shares at least
-    ``VARIANT_SHARE`` of its actions (as a multiset of structure ids) with the body; every rank
-    takes as many as the rank that takes fewest.  ``free``: an id that says nothing of where an
+    ``VARIANT_SHARE`` of its actions (as a multiset of structure ids; more than that with a
+    body of two calls) with the body; every rank takes as many as the rank that takes
+    fewest.  ``free``: an id that says nothing of where an
     iteration is (:func:`~minitrace.compress.loop_view.step_view`'s run of calls that do not
     wait, in every iteration): never the anchor, and not counted in the shares (else any step
     would be a variant of a body of two).  Skipping a varied iteration is checked like any
@@ -315,13 +335,12 @@ def extend_loop(ids: np.ndarray, rank_offsets: np.ndarray, bounds: np.ndarray,
         body = ids[bounds[r, 0]:bounds[r, 1]]
         if not len(body):
             return bounds
-        values, first, counts = np.unique(body, return_index=True, return_counts=True)
-        once = first[(counts == 1) & (values != free)]
-        if not len(once):
+        anchor = _anchor(body, free)
+        if anchor is None:
             return bounds
-        p = int(once.min())                  # the anchor's place in an iteration
+        p, n = anchor                        # the anchor's place in an iteration, its length
         lo, hi = int(rank_offsets[r]), int(rank_offsets[r + 1])
-        at = np.flatnonzero(ids[lo:hi] == body[p]) + lo - p
+        at = _occurrences(ids[lo:hi], body[p:p + n]) + lo - p
         at = at[(at >= lo) & (at <= hi)]
         ref = np.bincount(body)
         if free is not None and free < len(ref):
@@ -338,6 +357,40 @@ def extend_loop(ids: np.ndarray, rank_offsets: np.ndarray, bounds: np.ndarray,
         return bounds
     return np.stack([np.r_[behind[r][len(behind[r]) - g:], bounds[r, :-1], ahead[r][:f]]
                      for r in range(nranks)]).astype(np.int64)
+
+
+#: The longest run of actions :func:`_anchor` tries as an iteration's anchor.
+MAX_ANCHOR = 8
+
+
+def _anchor(body: np.ndarray, free: int | None) -> tuple[int, int] | None:
+    """(place, length) of the body's first shortest run of ids that occurs once in it, not
+    starting with ``free``: a single id where one does; else a pair, a triple... (ECP CoMD's
+    step on two ranks has none of its own: six computes, two exchanges with the other rank,
+    four with itself, and no pair of its own: its one triple "exchange with the other rank,
+    compute, exchange with the other rank" marks where a step is); None when no run of up to
+    MAX_ANCHOR ids does.  Steps (``free`` given: :func:`loops_of` on a polling code) take a
+    single id only: a run of steps is anchored anywhere in SNAP's sweeps."""
+    for n in range(1, min(MAX_ANCHOR if free is None else 1, len(body)) + 1):
+        grams = np.lib.stride_tricks.sliding_window_view(body, n)
+        _, first, inverse, counts = np.unique(grams, axis=0, return_index=True,
+                                              return_inverse=True, return_counts=True)
+        once = np.flatnonzero((counts[inverse.ravel()] == 1) & (body[:len(grams)] != free))
+        if len(once):
+            return int(once.min()), n
+    return None
+
+
+def _occurrences(ids: np.ndarray, gram: np.ndarray) -> np.ndarray:
+    """Where the run ``gram`` starts in ``ids``."""
+    if len(gram) == 1:
+        return np.flatnonzero(ids == gram[0])
+    if len(ids) < len(gram):
+        return np.zeros(0, np.int64)
+    hit = ids[:len(ids) - len(gram) + 1] == gram[0]
+    for k in range(1, len(gram)):
+        hit &= ids[k:len(ids) - len(gram) + 1 + k] == gram[k]
+    return np.flatnonzero(hit)
 
 
 def _variants(edge: int, at: np.ndarray, ids: np.ndarray, ref: np.ndarray, length: int,
@@ -358,23 +411,25 @@ def _variants(edge: int, at: np.ndarray, ids: np.ndarray, ref: np.ndarray, lengt
         if free is not None:
             c[free] = 0
         common = int(np.minimum(c[:len(ref)], ref).sum())
-        if common < VARIANT_SHARE * max(int(c.sum()), int(ref.sum())):
-            break
+        need = VARIANT_SHARE * max(int(c.sum()), int(ref.sum()))
+        if common < need or (common == need and ref.sum() <= 2 and free is None):
+            break                            # (a compute and a call: half of any other pair)
         out.append(int(b))
     return out
 
 
 _STRUCTURE = ("kind", "tag", "comm", "bytes_sent", "bytes_recv", "vec_len")
+_SIZES = ("bytes_sent", "bytes_recv")
 
 
-def structure_ids(data) -> tuple[np.ndarray, int]:
+def structure_ids(data, sizes: bool = True) -> tuple[np.ndarray, int]:
     """Per action an id of what an iteration repeats: its kind, rank-relative peer (roots of
-    rooted collectives as they are), tag, communicator, bytes and vector length, in order of
-    first appearance, and the number of ids.  Unlike the compressed trace's call signatures
-    (:func:`minitrace.compress.signatures.encode`, lossless), request ids and vector contents
-    are left out: they change every iteration and cost most of the encoding, and skipping
-    iterations checks them (:func:`check_separable`).  A 64-bit hash of the columns, checked
-    exactly (a collision falls back to an exact factorization)."""
+    rooted collectives as they are), tag, communicator, bytes (unless not ``sizes``) and vector
+    length, in order of first appearance, and the number of ids.  Unlike the compressed
+    trace's call signatures (:func:`minitrace.compress.signatures.encode`, lossless), request
+    ids and vector contents are left out: they change every iteration and cost most of the
+    encoding, and skipping iterations checks them (:func:`check_separable`).  A 64-bit hash
+    of the columns, checked exactly (a collision falls back to an exact factorization)."""
     import pandas as pd
     a = data.actions
     if not len(a):
@@ -384,7 +439,7 @@ def structure_ids(data) -> tuple[np.ndarray, int]:
     peer = a["peer"].astype(np.int64)
     rel = ~K.mask(K.ROOTED)[kind] & (peer >= 0) & (peer < data.nranks)
     cols = [np.where(rel, (peer - rank) % data.nranks, peer)] + \
-        [a[f].astype(np.int64) for f in _STRUCTURE]
+        [a[f].astype(np.int64) for f in _STRUCTURE if sizes or f not in _SIZES]
     h = np.zeros(len(a), np.uint64)
     with np.errstate(over="ignore"):
         for j, c in enumerate(cols):
