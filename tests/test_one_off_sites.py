@@ -27,3 +27,4 @@ def test_replicas_of_a_run_of_one_off_computes(one_offs):
     assert len(r.times) == 3 and len(set(r.times)) == 1
     said = " ".join(r.assumptions)
     assert "replayed as recorded in every replica" in said and "not measurable here" in said
+    assert "of the compute: one-off phases such as a set-up" in said   # not a drifting loop

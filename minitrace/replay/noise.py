@@ -470,12 +470,23 @@ def _weights(rho_node: float, rho_other: float) -> tuple[float, float, float]:
     return (np.sqrt(rho_other), np.sqrt(rho_node - rho_other), np.sqrt(max(1.0 - rho_node, 0.0)))
 
 
-#: Share of the compute in sites of fewer than WARM_MIN_SITE volumes above which they are
-#: not said to be one-off phases: ECP CoMD's atom exchange sends other sizes every step, so
-#: its 100 steps were 631 sites of one or two volumes (84% of the volumes, 100% of the
-#: compute), replayed as recorded, and 20 replicas spread by 1.3e-5 s on 1.9 s under a note
-#: of set-up phases.
-FEW_SHARE = 0.1
+def _between_alike_calls(data, rows: np.ndarray) -> int:
+    """How many computes of ``rows`` sit between the same kinds of MPI calls (the next and the
+    previous, bytes aside) as WARM_MIN_SITE or more computes of ``rows`` on their rank: a loop
+    whose messages change size is a site a step.  ECP CoMD's atom exchange sends other sizes
+    every step: its 100 steps were 631 sites of one or two volumes (all of its compute),
+    replayed as recorded, 20 replicas within 1.3e-5 s of 1.9 s, under a note of set-up phases;
+    NPB BT's one-off computes (tests/programs/one_offs.c) sit between other calls each."""
+    kind = data.actions["kind"]
+    n = len(kind)
+    call = kind != _COMPUTE
+    nxt = np.minimum.accumulate(np.where(call, np.arange(n), n)[::-1])[::-1][rows]
+    prv = np.maximum.accumulate(np.where(call, np.arange(n), -1))[rows]
+    rank = data.rank_of(rows)
+    nk = np.where(nxt < data.rank_offsets[rank + 1], kind[np.minimum(nxt, n - 1)], -1)
+    pk = np.where(prv >= data.rank_offsets[rank], kind[np.maximum(prv, 0)], -1)
+    ids = _row_ids(rank, nk.astype(np.int64), pk.astype(np.int64))
+    return int((np.bincount(ids)[ids] >= WARM_MIN_SITE).sum())
 
 
 def _trace_model(data, base: dict, known_nodes: bool) -> NoiseModel:
@@ -507,11 +518,13 @@ def _trace_model(data, base: dict, known_nodes: bool) -> NoiseModel:
             f"with their estimation uncertainty (Bayesian bootstrap)")
     if few.any():
         share = float(vol[few].sum() / vol.sum()) if vol.sum() > 0 else 0.0
+        alike = _between_alike_calls(data, rows[few])
         what = ("one-off phases such as a set-up or an assembly, not repetitions of one law"
-                if share < FEW_SHARE else
-                "not one-off phases alone: a site is told apart by the bytes of the calls "
-                "around it, and a loop whose messages change size from step to step makes "
-                "each step a site of its own; the replicas' spread leaves this compute out")
+                if 2 * alike <= few.sum() else
+                f"{alike} of them between the same kinds of calls as {WARM_MIN_SITE} or more "
+                f"others of their rank: repetitions told apart by the bytes of the calls "
+                f"around them, as a loop whose messages change size from step to step; the "
+                f"replicas' spread leaves this compute out")
         notes.insert(0, f"{len(np.unique(site[few]))} site(s) with fewer than {WARM_MIN_SITE} "
                         f"volumes ({int(few.sum())} volumes, {share:.0%} of the compute: "
                         f"{what}): replayed as recorded in every replica")
