@@ -225,35 +225,33 @@ def loops_of(data) -> tuple[list[np.ndarray], list[str]]:
     if ids is None:
         ids = structure_ids(columns)[0]
     shaped, n = structure_ids(columns, sizes=False)
-    grammar = build(shaped, columns.rank_offsets, n)
-    best, why = [], []
-    for depth in range(MAX_DEPTH + 1):      # the loop of most iterations, as on steps below
-        table = iterations(grammar, columns.rank_offsets, depth=depth)
-        if not len(table):
-            break
-        found, whys = _bounds(table, columns.nranks)
-        found = _disjoint([extend_loop(shaped, columns.rank_offsets, b) for b in found])
-        if _covered(found) >= max(DOMINANT_SHARE * total, _covered(best) / 2) and \
-                _most(found) > _most(best):
-            best, why = found, whys
+    best, why = _most_iterated(
+        build(shaped, columns.rank_offsets, n), columns.rank_offsets, total, [], [],
+        lambda b: extend_loop(shaped, columns.rank_offsets, b))
     if best:
         return best, why + [SIZES_NOTE]
     steps, n, rows, offsets = step_view(ids, columns.actions["kind"], columns.rank_offsets)
     if len(rows) == total:
         return out, notes
-    grammar = build(steps, offsets, n)
-    best, why, depth = out, notes, 0
-    while depth <= MAX_DEPTH:
+    return _most_iterated(build(steps, offsets, n), offsets, total, out, notes,
+                          lambda b: rows_of_view(extend_loop(steps, offsets, b, free=RUN), rows,
+                                                 offsets, columns.rank_offsets))
+
+
+def _most_iterated(grammar, offsets: np.ndarray, total: int, best: list, why: list, grow):
+    """Among ``best`` (notes ``why``) and the loops of ``grammar`` at each depth up to
+    ``MAX_DEPTH``, each grown to the trace's rows by ``grow``, the loops of the top-level loop
+    of most iterations that cover ``DOMINANT_SHARE`` of the ``total`` actions (and at least
+    half of what ``best`` covers); with their notes."""
+    for depth in range(MAX_DEPTH + 1):
         table = iterations(grammar, offsets, depth=depth)
         if not len(table):
             break
-        found, whys = _bounds(table, data.nranks)
-        found = _disjoint([rows_of_view(extend_loop(steps, offsets, b, free=RUN), rows,
-                                        offsets, columns.rank_offsets) for b in found])
+        found, whys = _bounds(table, len(offsets) - 1)
+        found = _disjoint([grow(b) for b in found])
         if _covered(found) >= max(DOMINANT_SHARE * total, _covered(best) / 2) and \
                 _most(found) > _most(best):
             best, why = found, whys
-        depth += 1
     return best, why
 
 
