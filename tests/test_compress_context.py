@@ -365,6 +365,6 @@ def test_a_model_file_with_spread_codes_is_format_version_4(tmp_path):
     model = tmp_path / "model.h5"
     write_compressed(str(model), _timed_stencil(200), "model")
     with h5py.File(model, "r") as f:
-        assert f.attrs["format_version"] == storage.FORMAT_VERSION == 4
+        assert f.attrs["format_version"] == storage.SPREAD_CODE_VERSION == 4
         names = P.unpack(f["trace/packed"][()]) if "packed" in f["trace"] else {}
         assert "model/spread_code" in names or "spread_code" in f["trace/model"]

@@ -405,8 +405,8 @@ def test_pack_version_1_files_are_read(tmp_path, volumes):
     time statistics as floats) read as the same trace compressed by this code (pack version
     2: the tables in the pack, text attributes fixed-length, the statistics as log codes),
     bit for bit but a model's times, which the codes keep within the precision (1%), and its
-    volumes, drawn from the spread's quantiles (floats in the fixture, log codes since
-    session 14: each within the precision)."""
+    volumes (the fixture's drawn from its spread's float quantiles; none drawn since session
+    18: each within 2% of the fixture's on this trace)."""
     d = synthetic.stencil_trace(3, 12, timed=True, seed=0)
     d.strings = ["solve", "région"]
     old, new = FIXTURES / f"stencil3-{volumes}.h5", tmp_path / "new.h5"

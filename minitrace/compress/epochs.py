@@ -21,16 +21,20 @@ iterations on particular ranks), not each call's values apart from their iterati
   among its calls (within ``precision``);
 - **tail**: the largest calls' own values and places (:func:`tail_calls`): a replay waits
   call by call for the slowest neighbour, which the few long calls holding most of the volume
-  set; the totals, means and spread are those of the other calls;
-- **spread**: per size class of the calls, quantiles of their log deviation from these means
-  and the share of it the ranks have in common at the same call (:func:`align_keys`): the tail
-  within an epoch, where ranks wait for each other call by call.
+  set; the totals and means are those of the other calls;
+- **no spread**: files written before session 18 also kept, per size class of the calls,
+  quantiles of their log deviation from these means and drew each call's deviation from them
+  (a Gaussian copula, :func:`spread`; still drawn when such a file is expanded).  On recorded
+  codes those deviations are mostly the code's own structure, not noise: a kernel that runs
+  at a position in one iteration of two (UK-MAC CloverLeaf), several kernels pooled by a call
+  site.  Drawn at random places they made a rank wait where the recorded run did not: the
+  model's replay was 11-88% slower than the exact file's on CloverLeaf at 4-16 ranks, and
+  drawing none is closer on 15 of 16 recorded codes tried (benchmarks/RESULTS.md, session 18).
 
-An action's modelled volume is its call's mean on its rank times a deviation drawn from the
-spread (a Gaussian copula, deterministic), its epoch then scaled to the epoch's total (evenly
-shared when the means sum to 0), the tail calls set to their own values and the rank scaled
-to its recorded total.  Lost: each other call's own value within its epoch (drawn, in no
-recorded order).
+An action's modelled volume is its call's mean on its rank, its epoch then scaled to the
+epoch's total (evenly shared when the means sum to 0), the tail calls set to their own values
+and the rank scaled to its recorded total.  Lost: each other call's own value within its epoch
+(its call's mean instead).
 """
 from __future__ import annotations
 
@@ -185,6 +189,54 @@ def _template_of(h: np.ndarray, length: np.ndarray, hashes: np.ndarray, nvol: np
     return np.where(ok, at, -1)
 
 
+#: Periods tried for a template's instances (:func:`template_periods`).
+PERIODS = (1, 2, 3, 4)
+#: A longer period is taken when it leaves at most this share of the squared deviations.
+PERIOD_GAIN = 0.5
+
+
+def occurrences(t_of: np.ndarray, rank: np.ndarray) -> np.ndarray:
+    """Per epoch (in order, rank-major), how many epochs of its rank before it are of its
+    template (``t_of``, -1: none; 0 there)."""
+    key = rank.astype(np.int64) * (int(t_of.max(initial=-1)) + 2) + t_of + 1
+    order = np.argsort(key, kind="stable")
+    occ = np.empty(len(key), np.int64)
+    occ[order] = position_in_epoch(key[order])
+    return np.where(t_of >= 0, occ, 0)
+
+
+def template_periods(t_of: np.ndarray, occ: np.ndarray, pos: np.ndarray, vr: np.ndarray,
+                     vol: np.ndarray, length: np.ndarray, P: int) -> np.ndarray:
+    """Each template's period: its instances' calls alike every ``period``-th instance (the
+    sweeps of UK-MAC CloverLeaf run x then y, then y then x: the same calls, the long kernel
+    at another place).  ``t_of``, ``occ`` (the instance's number on its rank), ``pos`` (the
+    call's place in it), ``vr`` (its rank) and ``vol`` per template call.  A period is taken
+    where its means per (place, phase, rank) leave at most :data:`PERIOD_GAIN` of the squared
+    deviations the shorter one left, and every phase has two instances a rank."""
+    T = len(length)
+    out = np.ones(T, np.int64)
+    if not T or not len(vol):
+        return out
+    count = np.bincount(t_of[pos == 0] * P + vr[pos == 0], minlength=T * P).reshape(T, P)
+    least = np.where(count > 0, count, np.iinfo(np.int64).max).min(axis=1)
+    base = np.cumsum(length) - length
+    best = None
+    for m in PERIODS:
+        key = ((base[t_of] + pos) * len(PERIODS) + occ % m) * P + vr
+        _, g = _sorted_groups(key)
+        n = np.bincount(g)
+        sse = np.bincount(g, weights=vol * vol) - np.bincount(g, weights=vol) ** 2 / n
+        first = np.zeros(len(n), np.int64)
+        first[g] = t_of
+        sse = np.bincount(first, weights=np.maximum(sse, 0.0), minlength=T)
+        if best is None:
+            best = sse
+            continue
+        take = (sse <= PERIOD_GAIN * best) & (least >= 2 * m)
+        out[take], best = m, np.where(take, sse, best)
+    return out
+
+
 def _frame(columns: dict) -> pd.DataFrame:
     """A table of int64 columns, built as one block (a block per column took twice as long:
     most of a small trace's model was pandas), its column index made once a process (pandas
@@ -208,26 +260,10 @@ def _means(row: np.ndarray, rank: np.ndarray, values: np.ndarray, nrows: int,
     return np.where(count > 0, sums / np.maximum(count, 1), 0.0)
 
 
+# The spread of files written before session 18: drawn as they are expanded (this writer
+# stores none, see fit).
 #: Quantiles kept of the calls' spread around the model (log scale), per class of size.
 NOISE_QUANTILES = 17
-#: Calls whose spread is measured, about (whole (epoch, position) pairs, all their ranks).
-SPREAD_SAMPLE = 1 << 16
-#: Calls whose spread's quantiles are fitted, about (whole epochs, all their ranks).
-SPREAD_CALLS = 1 << 17
-
-
-#: Volume calls of a rank's epoch drawn together for the spread's fit (:func:`spread_draw_keys`).
-SPREAD_BLOCK = 1024
-
-
-def spread_draw_keys(epoch: np.ndarray, gepoch: np.ndarray) -> np.ndarray:
-    """What the spread's fit draws its calls by: their epoch (every rank's k-th), and in
-    epochs of more than :data:`SPREAD_BLOCK` calls on a rank, each block of that many (every
-    rank's j-th block).  Drawn by whole epochs alone, a trace whose anchors are few (NPB LU
-    at 4 ranks: 23 epochs, one of them holding nearly every call) had its spread fitted on
-    the 61 calls of the small epochs about half of the time (its model replay +6.7%)."""
-    block = position_in_epoch(gepoch) // SPREAD_BLOCK
-    return epoch.astype(np.int64) * (int(block.max()) + 1 if len(block) else 1) + block
 
 
 def size_class(model: np.ndarray) -> np.ndarray:
@@ -299,51 +335,6 @@ def spread(model: np.ndarray, base: np.ndarray, rank, classes: np.ndarray,
     return out
 
 
-#: Below this, :func:`class_rho` sorts (class, value, place) as one int64 key each.
-DISTINCT_KEYS = 1 << 62
-
-
-def class_rho(r: np.ndarray, key: np.ndarray, bounds: list) -> np.ndarray:
-    """The share of the spread of ``r[a:b]`` that calls of the same ``key`` have in common,
-    for each ``(a, b)`` of ``bounds`` (consecutive classes): E[(mean of k normal scores) ** 2]
-    = rho + (1 - rho) / k.  One pass over every class (a pass per class took ~100 us)."""
-    out = np.zeros(len(bounds))
-    if not len(r):
-        return out
-    a, b = (np.array(x, np.int64) for x in zip(*bounds))
-    n = b - a
-    cls = np.repeat(np.arange(len(bounds)), n)
-    m = len(r)
-    order = np.argsort(r)
-    ordered = r[order]
-    rank = np.empty(m, np.int64)                     # by value, ties alike
-    rank[order] = np.concatenate([[0], np.cumsum(ordered[1:] != ordered[:-1])])
-    if len(bounds) * m * m < DISTINCT_KEYS:   # by class, value, place: one sort of distinct
-        order = np.argsort((cls * m + rank) * m + np.arange(m))   # keys (stable sorts of
-    else:                                                         # floats: 5x as long)
-        order = np.argsort(cls * m + rank, kind="stable")
-    g = np.empty(m)                                  # each value's normal score in its class
-    g[order] = _phi_inv((np.arange(m) - np.repeat(a, n) + 0.5) / np.repeat(n, n))
-    bits = int(key.max()).bit_length() if key.min() >= 0 else 64
-    if bits + len(bounds).bit_length() < 63:                 # (class, key) in one int64
-        uniq, group = _sorted_groups((cls << bits) | key)
-    else:
-        uniq, inv = np.unique(key, return_inverse=True)
-        uniq, group = V.dense_unique(cls * len(uniq) + inv)
-    count = np.bincount(group, minlength=len(uniq))
-    k = count[group]
-    multi = k > 1                                    # the calls in groups of several
-    sq = ((np.bincount(group, weights=g, minlength=len(uniq)) / count)[group[multi]]) ** 2
-    inv_k = 1 / k[multi]
-    upto = np.concatenate([[0], np.cumsum(multi)])
-    for j, (lo, hi) in enumerate(zip(upto[a].tolist(), upto[b].tolist())):
-        if hi > lo:                                  # (numpy's pairwise mean, per class)
-            m2 = np.add.reduce(sq[lo:hi]) / (hi - lo)      # (np.mean's sum, without its
-            ik = np.add.reduce(inv_k[lo:hi]) / (hi - lo)   # checks: ~4 us a call less)
-            out[j] = min(max(float((m2 - ik) / (1 - ik)), 0.0), 1.0)
-    return out
-
-
 def _sorted_groups(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``np.unique(keys, return_inverse=True)`` of int64 keys (its checks and reshapes took
     ~25 us on a small trace's few thousand keys, as long as the sort)."""
@@ -357,70 +348,14 @@ def _sorted_groups(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return s[new], group
 
 
-def class_quantiles(values: np.ndarray, bounds: list, grid: np.ndarray) -> np.ndarray:
-    """``np.quantile(values[a:b], grid)`` for each ``(a, b)`` of ``bounds`` (non-empty), as
-    numpy's linear method computes it, bit for bit, in one pass (a call each took ~100 us)."""
-    if not bounds:
-        return np.zeros((0, len(grid)))
-    a, b = (np.array(x, np.int64) for x in zip(*bounds))
-    n = b - a
-    s = np.concatenate([np.sort(values[i:j]) for i, j in bounds])    # each segment sorted
-    virtual = (n[:, None] - 1) * grid[None, :]
-    prev = np.floor(virtual)
-    nxt = prev + 1
-    above = virtual >= (n - 1)[:, None]        # numpy takes the last value there
-    prev[above] = nxt[above] = -1
-    gamma = virtual - prev
-    base = (np.cumsum(n) - n)[:, None]
-    last = (n - 1)[:, None]
-    lo = s[base + np.where(prev < 0, last, prev).astype(np.int64)]
-    hi = s[base + np.where(nxt < 0, last, nxt).astype(np.int64)]
-    diff = hi - lo
-    out = lo + diff * gamma
-    np.subtract(hi, diff * (1 - gamma), out=out, where=gamma >= 0.5)
-    return out
-
-
-def spread_codes(quantiles: np.ndarray, precision: float) -> np.ndarray:
-    """The spread's quantiles ([class, quantile], log deviations) as stored: each on the grid
-    of the model's log codes (step ``log(1 + 2 * precision)``: within ``precision`` of its
-    factor, as every other statistic), as its difference from the class's quantile before it
-    (the first as is): small integers, ascending, that deflate to ~1 byte (float32 took 4,
-    incompressible: 0.03-0.06 B/action of small model files)."""
-    grid = np.rint(np.asarray(quantiles, np.float64) / np.log1p(2 * precision))
-    return np.diff(grid.reshape(-1, NOISE_QUANTILES), axis=1, prepend=0) \
-        .astype(np.int64).ravel()
-
-
 def spread_quantiles(side: dict, precision: float) -> np.ndarray:
     """The spread's quantiles [class, quantile] of a model's tables: from ``spread_code``
-    (:func:`spread_codes`), or float ``spread`` in files written before session 14."""
+    (each quantile's log code less the class's one before it), or float ``spread`` in files
+    written before session 14; none in files written since session 18."""
     if "spread_code" in side:
         codes = np.asarray(side["spread_code"], np.int64).reshape(-1, NOISE_QUANTILES)
         return np.cumsum(codes, axis=1) * np.log1p(2 * precision)
     return np.asarray(side["spread"], np.float64).reshape(-1, NOISE_QUANTILES)
-
-
-def fit_spread(model: np.ndarray, recorded: np.ndarray, align: np.ndarray
-               ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(classes, [class, quantile] quantiles, rho per class) of the recorded volumes' log
-    deviation from the model's, per size class of the modelled volume; rho from how much of it
-    the ranks share at the same call (``align``: :func:`align_keys`), measured on about
-    :data:`SPREAD_SAMPLE` calls drawn at random (with every rank's same call)."""
-    ok = (model > 0) & (recorded > 0)
-    r = np.log(recorded[ok] / model[ok])
-    cls = size_class(model[ok])
-    order = np.argsort(cls.astype(np.int16), kind="stable")    # (classes within +-1000)
-    cls, r, key = cls[order], r[order], align[ok][order]
-    start = np.flatnonzero(np.concatenate([[True], cls[1:] != cls[:-1]])) if len(cls) \
-        else np.zeros(0, np.int64)
-    classes = cls[start]
-    bounds = list(zip(start.tolist(), np.append(start[1:], len(cls)).tolist()))
-    q = class_quantiles(r, bounds, SPREAD_GRID)
-    pick = _uniform(key) < SPREAD_SAMPLE / max(len(key), 1)
-    upto = np.concatenate([[0], np.cumsum(pick)])[start].tolist() + [int(pick.sum())]
-    rho = class_rho(r[pick], key[pick], list(zip(upto[:-1], upto[1:])))
-    return classes, q, rho
 
 
 #: The tail calls kept with their own value hold this share of their kind's volume ...
@@ -500,10 +435,17 @@ def fit(volume: np.ndarray, vrow: np.ndarray, ids: np.ndarray, offsets: np.ndarr
     t_of = _template_of(t_hash, t_length, hashes, nvol_epoch)[ge]
     tm = t_of >= 0
     st = ~tm                                 # calls shared by call site
-    row = t_start[t_of[tm]] + position_in_epoch(ge)[tm]
     vr_t, vr_s = vr[tm], vr[st]
     tr = rest[tm]
-    template_means = _means(row[tr], vr_t[tr], vol[tm][tr], int(t_length.sum()), P)
+    occ = occurrences(_template_of(t_hash, t_length, hashes, nvol_epoch),
+                      np.repeat(np.arange(P), n_epochs))[ge[tm]]
+    pos = position_in_epoch(ge)[tm]
+    period = template_periods(t_of[tm][tr], occ[tr], pos[tr], vr_t[tr], vol[tm][tr],
+                              t_length, P)
+    rows = t_length * period
+    t_start = np.cumsum(rows) - rows
+    row = t_start[t_of[tm]] + occ % period[t_of[tm]] * t_length[t_of[tm]] + pos
+    template_means = _means(row[tr], vr_t[tr], vol[tm][tr], int(rows.sum()), P)
     bv, av = neighbours(ids, offsets, vidx, vr)
     uniq, site = _sorted_groups(site_keys(vids[st], bv[st], av[st], nsig))
     sr = rest[st]
@@ -511,7 +453,8 @@ def fit(volume: np.ndarray, vrow: np.ndarray, ids: np.ndarray, offsets: np.ndarr
     n = nsig + 1
     sites = _frame({"signature": uniq // (n * n), "before": (uniq // n) % n - 1,
                     "after": uniq % n - 1})
-    templates = _frame({"hash": t_hash, "length": t_length, "start": t_start})
+    templates = _frame({"hash": t_hash, "length": t_length, "start": t_start,
+                        **({"period": period} if (period > 1).any() else {})})
     codes = V.log_codes(np.concatenate([means, template_means, totals]), precision)  # (at once)
     site_codes, template_codes, total_codes = np.split(
         codes, np.cumsum([len(means), len(template_means)]))
@@ -519,23 +462,9 @@ def fit(volume: np.ndarray, vrow: np.ndarray, ids: np.ndarray, offsets: np.ndarr
             "template_means": template_codes, "epoch_totals": total_codes,
             "epoch_offsets": epoch_offsets, "anchor": anchor.astype(np.uint8),
             **tail_table(tail, vr, vol, P, precision)}
-    w = np.empty(nvol)              # each call's mean, then its modelled volume
-    w[tm] = template_means.ravel()[row * P + vr_t]
-    w[st] = means.ravel()[site * P + vr_s]
-    D = np.bincount(ge, weights=np.where(rest, w, 0.0), minlength=len(totals))
-    n_rest = np.bincount(ge, weights=rest, minlength=len(totals))
-    ev = epoch[vidx]                # the spread's fit: every call, or stretches drawn
-    f = np.arange(nvol) if nvol <= SPREAD_CALLS else \
-        np.flatnonzero(_uniform(spread_draw_keys(ev, ge)) < SPREAD_CALLS / nvol)
-    next_kind = np.asarray(kinds, np.int64)[av[f].clip(0)] * (av[f] >= 0)
-    align = align_keys(ev[f], next_kind, vr[f])
-    r = rest[f]
-    f, align = f[r], align[r]
-    g = ge[f]
-    model = np.where(D[g] != 0, w[f] * totals[g] / np.where(D[g] != 0, D[g], 1.0),
-                     totals[g] / np.maximum(n_rest[g], 1))
-    side["spread_classes"], q, side["spread_rho"] = fit_spread(model, vol[f], align)
-    side["spread_code"] = spread_codes(q, precision)
+    # no spread (module docstring): empty tables, which every reader takes for none
+    side["spread_classes"], side["spread_rho"] = np.zeros(0, np.int64), np.zeros(0)
+    side["spread_code"] = np.zeros(0, np.int64)
     return side, {"epoch_merge": int(merge), "epoch_anchor": anchor_name}
 
 
@@ -570,11 +499,14 @@ def check(side: dict, attrs: dict, nsig: int, nranks: int) -> str | None:
     if not isinstance(t, pd.DataFrame) or not {"hash", "length", "start"} <= set(t.columns):
         return "model/templates lacks a column"
     length, start = t["length"].to_numpy(np.int64), t["start"].to_numpy(np.int64)
+    period = t["period"].to_numpy(np.int64) if "period" in t.columns else np.ones_like(length)
     h = t["hash"].to_numpy(np.int64)
-    if len(t) and ((length < 1).any() or (h[1:] <= h[:-1]).any() or     # (no diff: wraps)
-                   not np.array_equal(start, np.cumsum(length) - length)):
+    rows = length * period
+    if len(t) and ((length < 1).any() or (period < 1).any() or (period > max(PERIODS)).any()
+                   or (h[1:] <= h[:-1]).any() or                          # (no diff: wraps)
+                   not np.array_equal(start, np.cumsum(rows) - rows)):
         return "model/templates inconsistent"
-    if len(side["template_means"]) != int(length.sum()) * nranks:
+    if len(side["template_means"]) != int(rows.sum()) * nranks:
         return "model/template_means of the wrong length"
     off = np.asarray(side["epoch_offsets"], np.int64)
     merge = attrs.get("epoch_merge")
@@ -615,6 +547,8 @@ class EpochVolumes:
         t = side["templates"]
         self.t_hash, self.t_length, self.t_start = \
             (t[c].to_numpy(np.int64) for c in ("hash", "length", "start"))
+        self.t_period = t["period"].to_numpy(np.int64) if "period" in t.columns else \
+            np.ones_like(self.t_length)
         self.template_means = V.from_codes(np.asarray(side["template_means"], np.int64), p) \
             .reshape(-1, nranks)
         self.totals = V.from_codes(np.asarray(side["epoch_totals"], np.int64), p)
@@ -649,11 +583,14 @@ class EpochVolumes:
         rest = np.ones(len(epoch), bool)
         rest[kept] = False
         nvol = np.bincount(epoch, minlength=hi - lo)
-        t_of = _template_of(self.t_hash, self.t_length, epoch_hashes(ids, gepoch, hi - lo),
-                            nvol)[epoch]
+        t_epoch = _template_of(self.t_hash, self.t_length, epoch_hashes(ids, gepoch, hi - lo),
+                               nvol)
+        t_of = t_epoch[epoch]
         tm = t_of >= 0
         w = np.zeros(len(epoch))
-        row = self.t_start[t_of[tm]] + \
+        t = t_of[tm]
+        occ = occurrences(t_epoch, np.zeros(len(t_epoch), np.int64))[epoch[tm]]
+        row = self.t_start[t] + occ % self.t_period[t] * self.t_length[t] + \
             position_in_epoch(epoch)[tm]
         w[tm] = self.template_means[row, rank]
         vidx = np.flatnonzero(vrow)
