@@ -277,3 +277,17 @@ def test_folding_every_repeat_at_once_is_folding_them_one_by_one():
             overlapped += any(s < a + (L + p) // p * p
                               for a, L, s in zip(starts, lens, starts[1:]))
     assert folded > 300 and overlapped > 10 and many > 10     # (every path taken)
+
+
+def test_first_uses_by_table_and_by_hash_are_the_first_names():
+    """A name is new at its rank's first use of its value, whether found by the table over
+    the ranks' value ranges (small ranges) or by hashing (wide ones, negative values)."""
+    rng = np.random.default_rng(17)
+    for n, width, nranks in ((1, 1, 1), (50, 8, 3), (5000, 300, 4), (400, 10 ** 12, 2),
+                             (300, 40, 5)):
+        values = rng.integers(-width // 2, width, n).astype(np.int64)
+        rank = np.sort(rng.integers(0, nranks, n)).astype(np.int64)
+        seen: set = set()
+        want = np.array([(r, v) not in seen and not seen.add((r, v))
+                         for r, v in zip(rank.tolist(), values.tolist())])
+        assert np.array_equal(S._first_uses(values, rank), want), (n, width)

@@ -60,10 +60,24 @@ def _relative(peer: np.ndarray, rank: np.ndarray, nranks: int, allowed: np.ndarr
     return rel.astype(np.uint8), stored
 
 
+#: Slots of :func:`_first_uses`' direct table at most, per name (a request id is usually a
+#: rank's count of requests so far: 0, 1, 2...; a table over each rank's range of ids finds
+#: first uses in ~2 ms where hashing 346 k names took 21 ms, CloverLeaf 16).
+DIRECT_SLOTS = 4
+
+
 def _first_uses(values: np.ndarray, rank: np.ndarray) -> np.ndarray:
-    """Which names are the first of their (rank, value): a hash table of the pairs, checked
-    exactly (a collision falls back to sorting the pairs)."""
+    """Which names are the first of their (rank, value): a table indexed by rank and value
+    where the values span a small range, else a hash table of the pairs, checked exactly (a
+    collision falls back to sorting the pairs)."""
     n = len(values)
+    lo, hi = (int(values.min()), int(values.max())) if n else (0, 0)
+    nrank = int(rank.max()) + 1 if n else 0
+    if n and rank.min() >= 0 and (hi - lo + 1) * nrank <= DIRECT_SLOTS * n + 4096:
+        slot = rank.astype(np.int64) * (hi - lo + 1) + (values - lo)
+        first = np.full((hi - lo + 1) * nrank, n, np.int64)
+        first[slot[::-1]] = np.arange(n - 1, -1, -1)      # (the last assignment stays)
+        return first[slot] == np.arange(n)
     u = np.uint64
     with np.errstate(over="ignore"):
         h = (values.view(u) * u(0x9E3779B97F4A7C15)) ^ (rank.astype(np.int64).view(u) *

@@ -156,7 +156,8 @@ def _predicted_steps(x: np.ndarray, pred: np.ndarray, offsets: np.ndarray, quant
     keeps every end at or after its start, is then not within the bound)."""
     n2 = len(x)
     firsts = 2 * rank_starts(offsets)
-    delta = np.diff(x, prepend=0)                 # each time's increment...
+    delta = np.empty(n2, np.int64)                # each time's increment...
+    np.subtract(x[1:], x[:-1], out=delta[1:])
     delta[firsts] = x[firsts]
     back = delta < 0
     back[firsts] = False
@@ -164,24 +165,29 @@ def _predicted_steps(x: np.ndarray, pred: np.ndarray, offsets: np.ndarray, quant
         return None
     np.negative(delta, out=delta)                 # ...and the prediction's error
     delta[1::2] += pred
-    c = np.cumsum(delta)                          # (wrapping: exact per rank after the base)
-    for lo, hi in zip(firsts, np.append(firsts[1:], n2)):
-        base = c[lo] - delta[lo]
+    # (in place, as every array below: a new array of ~8 MB costs its pages' first touch)
+    c = np.cumsum(delta, out=delta)               # (wrapping: exact per rank after the base)
+    bases = c[firsts[1:] - 1].copy()              # (each rank's sum before it)
+    for lo, hi, base in zip(firsts[1:], np.append(firsts[2:], n2), bases.tolist()):
         if base:
             c[lo:hi] -= base
     h, step = feedback_step(quantum)
     # the error, c wrapped into [-h, h], is c - q * step: q the whole steps taken so far (float
     # division: exact below 2**52, and 4x faster than numpy's integer mod)
-    q = c + h
-    q = np.floor(q / step)
-    steps = np.diff(q, prepend=0.0)               # (the decoder's steps: minus these)
-    steps[firsts] = q[firsts]
-    np.negative(steps, out=steps)
-    chain = q.astype(np.int64)
-    chain *= -step
-    chain += c
-    chain += x
-    return steps[0::2].astype(np.int64), steps[1::2].astype(np.int64), chain
+    q = np.add(c, h, out=np.empty(n2, np.float64))
+    np.divide(q, step, out=q)
+    np.floor(q, out=q)
+    qi = q.astype(np.int64)                       # (whole numbers below 2**52: exact)
+    del q
+    # the decoder's steps: minus q's differences (from 0 at each rank's first time)
+    gap = np.empty(n2 // 2, np.int64)
+    np.subtract(qi[1:-1:2], qi[2::2], out=gap[1:])
+    gap[firsts // 2] = -qi[firsts]
+    dur = np.subtract(qi[0::2], qi[1::2])
+    qi *= -step
+    qi += c
+    qi += x
+    return gap, dur, qi
 
 
 def decode_predicted(gap: np.ndarray, dur: np.ndarray, pred: np.ndarray, quantum: int,
