@@ -41,9 +41,9 @@ FORMAT_VERSION = 5   # 2: the compressed form of /trace (minitrace.compress); 3:
 #                      13), which readers of version 2 took for missing arrays; 4: model
 #                      files' spread as codes (model/spread_code, session 14), which readers of
 #                      version 3 took for a model without its tables; 5: model templates
-#                      with periods (model/templates/period, session 18), whose means version 4
+#                      with variants (model/epoch_variant, session 18), whose means version 4
 #                      readers took for the wrong length
-#: The version of a model file whose templates have no period (readers of version 4 open it).
+#: The version of a model file whose templates have no variants (readers of version 4 open it).
 SPREAD_CODE_VERSION = 4
 #: The version of a compressed file holding context-coded arrays (and no model spread codes).
 CONTEXT_VERSION = 3
@@ -313,7 +313,7 @@ def new_file(path, meta: dict | None = None, version: int = PLAIN_VERSION, libve
     version : int
         ``COMPRESSED_VERSION``, ``CONTEXT_VERSION`` (with context-coded arrays),
         ``SPREAD_CODE_VERSION`` (model spread codes) or ``FORMAT_VERSION`` (model templates
-        with periods) for the compressed form, else
+        with variants) for the compressed form, else
         ``PLAIN_VERSION``.
     libver : str or tuple, optional
         h5py's bounds on the HDF5 file format (default: the earliest that holds the file).

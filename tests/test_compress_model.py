@@ -16,7 +16,7 @@ from minitrace.compress.store import compress
 from minitrace.model import TraceColumns, assign_vec_offsets, empty_actions
 
 CALLS = 40          # compute + ring send + recv per iteration, then compute + allreduce
-KERNELS = 8         # alternating_trace's computes per iteration
+KERNELS = 40        # alternating_trace's computes per iteration: an epoch each
 
 
 def imbalanced_trace(P: int = 4, iterations: int = 60, seed: int = 3) -> TraceColumns:
@@ -87,8 +87,9 @@ def test_model_keeps_rank_means_and_the_per_iteration_maximum(tmp_path, precisio
 def alternating_trace(P: int = 4, iterations: int = 80) -> TraceColumns:
     """Each iteration: KERNELS x (compute, send right, recv left), then an allreduce; the long
     kernel (1 ms among 10 us ones) sits at position 1 in even iterations and at position 5 in
-    odd ones, on every rank alike (UK-MAC CloverLeaf's sweeps, x then y, then y then x), with a
-    little noise of each rank's own."""
+    odd ones, on every rank alike (UK-MAC CloverLeaf's sweeps, x then y, then y then x), but
+    every seventh iteration keeps the order of the one before (the shift an output step makes
+    in CloverLeaf's epochs), with a little noise of each rank's own."""
     rng = np.random.default_rng(18)
     body = ["compute", "send", "recv"] * KERNELS + ["allreduce"]
     per = len(body) * iterations + 2
@@ -99,7 +100,8 @@ def alternating_trace(P: int = 4, iterations: int = 80) -> TraceColumns:
     it = np.cumsum(kinds == K.CODE["allreduce"]) - (kinds == K.CODE["allreduce"])
     nth = np.zeros(per, np.int64)
     nth[comp] = np.arange(comp.sum()) % KERNELS
-    long = comp & (nth == np.where(it % 2 == 0, 1, 5))
+    order = (it - it // 7) % 2                   # (0, 1, 0, 1, 0, 1, 1, 0, 1, ...)
+    long = comp & (nth == np.where(order == 0, 1, 5))
     for r in range(P):
         s = slice(r * per, (r + 1) * per)
         a["kind"][s] = kinds
@@ -117,31 +119,52 @@ def alternating_trace(P: int = 4, iterations: int = 80) -> TraceColumns:
                         meta={"volume_unit": "seconds"})
 
 
-def test_model_does_not_make_ranks_wait_where_the_trace_did_not(tmp_path):
-    """A kernel whose place alternates between iterations, alike on every rank: the model's
-    compute critical path (replay/critical_path.py: messages free) is the recorded one's,
-    within the precision and the calls' own noise.  The template's means are kept per phase of
-    its instances (period 2: pooled, the long kernel's volume was shared by both places, and
-    the path 7% long); and no spread is drawn around them (drawn, it put the long kernel at
-    different places on different ranks: the model's replay of CloverLeaf at 4 ranks was 88%
-    slower than the exact file's): the file's spread tables are empty."""
+def test_model_does_not_make_ranks_wait_where_the_trace_did_not(tmp_path, monkeypatch):
+    """A kernel whose place alternates between iterations, alike on every rank, and no call
+    kept in the tail: the model's compute critical path (replay/critical_path.py: messages
+    free) is the recorded one's, within the precision and the calls' own noise.  A spread
+    drawn around the call means put the long kernel at different places on different ranks
+    (the model's replay of CloverLeaf at 4 ranks was 88% slower than the exact file's); none
+    is drawn now: the file's spread tables are empty."""
     from minitrace.replay.critical_path import clocks
+    monkeypatch.setattr(E, "TAIL_EVERY", 1 << 40)
     d = alternating_trace()
     out = tmp_path / "m.h5"
     write_compressed(str(out), d, "model")
     with minitrace.open(out) as t:
         back = t.data()
         side = t._reader.c.side
-    assert len(side["spread_classes"]) == len(side["spread_code"]) == 0
-    assert side["templates"]["period"].max() == 2             # (the sweeps' order alternates)
-    import h5py
-    from minitrace import storage
-    with h5py.File(out, "r") as f:                # (version 4 readers took the means for
-        assert f.attrs["format_version"] == storage.FORMAT_VERSION == 5   # the wrong length)
+    assert len(side["spread_classes"]) == len(side["spread_code"]) == len(side["tail_gaps"]) == 0
     n = len(d.actions)
     want, got = clocks(d)[n:], clocks(back)[n:]
     assert want.max() > 0.08                      # (80 long kernels a rank)
     assert got.max() == pytest.approx(want.max(), rel=0.03)
+
+
+def test_model_keeps_each_repeated_epoch_s_variant(tmp_path, monkeypatch):
+    """The epochs of one template told apart by the place of their largest call: each comes
+    back with its own variant's means (the long kernel where it was), not the template's
+    pooled ones (half of it at each place); a version 4 reader refuses the file as newer."""
+    import h5py
+    from minitrace import storage
+    monkeypatch.setattr(E, "TAIL_EVERY", 1 << 40)
+    d = alternating_trace()
+    out = tmp_path / "m.h5"
+    write_compressed(str(out), d, "model")
+    with minitrace.open(out) as t:
+        back = t.data()
+        side = t._reader.c.side
+    assert side["templates"]["variants"].tolist() == [2]       # (the sweeps' two orders)
+    assert len(side["epoch_variant"]) == len(side["epoch_totals"])
+    for r in range(d.nranks):
+        x, y = d.actions[d.rank_slice(r)], back.actions[back.rank_slice(r)]
+        comp = (x["kind"] == K.CODE["compute"]) & \
+            (np.cumsum(x["kind"] == K.CODE["allreduce"]) > 0)    # (the first epoch has init)
+        long = comp & (x["volume"] > 5e-4)
+        assert long.sum() == 79
+        assert (y["volume"][long] > 5e-4).all() and (y["volume"][comp & ~long] < 5e-5).all()
+    with h5py.File(out, "r") as f:                # (a version 4 reader took the means for
+        assert f.attrs["format_version"] == storage.FORMAT_VERSION == 5   # the wrong length)
 
 
 def test_model_keeps_the_largest_calls_where_they_were(tmp_path):

@@ -18,7 +18,9 @@ iterations on particular ranks), not each call's values apart from their iterati
   calls (a *template*: at least :data:`MIN_REPEATS` times per rank, within
   :data:`TEMPLATE_SHARE` of a value per volume action), else of each *call site* (the action's
   signature with those of the actions just before and after it): how an epoch's total is shared
-  among its calls (within ``precision``);
+  among its calls (within ``precision``).  A template's epochs whose largest call sits at
+  different places are its *variants* (:func:`template_variants`), each with its own means
+  and each epoch's variant kept;
 - **tail**: the largest calls' own values and places (:func:`tail_calls`): a replay waits
   call by call for the slowest neighbour, which the few long calls holding most of the volume
   set; the totals and means are those of the other calls;
@@ -189,52 +191,58 @@ def _template_of(h: np.ndarray, length: np.ndarray, hashes: np.ndarray, nvol: np
     return np.where(ok, at, -1)
 
 
-#: Periods tried for a template's instances (:func:`template_periods`).
-PERIODS = (1, 2, 3, 4)
-#: A longer period is taken when it leaves at most this share of the squared deviations.
-PERIOD_GAIN = 0.5
+#: Variants kept of a template at most: its instances by the place of their largest call, the
+#: most frequent places each their own, the others together.
+VARIANTS = 4
+#: Variants are kept where they leave at most this share of the squared deviations.
+VARIANT_GAIN = 0.5
 
 
-def occurrences(t_of: np.ndarray, rank: np.ndarray) -> np.ndarray:
-    """Per epoch (in order, rank-major), how many epochs of its rank before it are of its
-    template (``t_of``, -1: none; 0 there)."""
-    key = rank.astype(np.int64) * (int(t_of.max(initial=-1)) + 2) + t_of + 1
-    order = np.argsort(key, kind="stable")
-    occ = np.empty(len(key), np.int64)
-    occ[order] = position_in_epoch(key[order])
-    return np.where(t_of >= 0, occ, 0)
-
-
-def template_periods(t_of: np.ndarray, occ: np.ndarray, pos: np.ndarray, vr: np.ndarray,
-                     vol: np.ndarray, length: np.ndarray, P: int) -> np.ndarray:
-    """Each template's period: its instances' calls alike every ``period``-th instance (the
-    sweeps of UK-MAC CloverLeaf run x then y, then y then x: the same calls, the long kernel
-    at another place).  ``t_of``, ``occ`` (the instance's number on its rank), ``pos`` (the
-    call's place in it), ``vr`` (its rank) and ``vol`` per template call.  A period is taken
-    where its means per (place, phase, rank) leave at most :data:`PERIOD_GAIN` of the squared
-    deviations the shorter one left, and every phase has two instances a rank."""
+def template_variants(t_of: np.ndarray, ge: np.ndarray, pos: np.ndarray, vr: np.ndarray,
+                      vol: np.ndarray, length: np.ndarray, n_epochs: int, P: int
+                      ) -> tuple[np.ndarray, np.ndarray]:
+    """(variants per template, variant of each epoch): the instances of a template told apart
+    by the place of their largest call.  UK-MAC CloverLeaf runs its sweeps x then y, then y
+    then x: the same calls, the long kernel at another place, one step in two but for the
+    steps an output shifts; pooled, the long kernel's volume was shared by both places and
+    each rank's replay waited at both.  Per template call: ``t_of``, ``ge`` (its global epoch),
+    ``pos`` (its place), ``vr`` (its rank), ``vol``.  A template keeps its variants where the
+    means per (variant, place, rank) leave at most :data:`VARIANT_GAIN` of the squared
+    deviations its means per (place, rank) leave; else one (every epoch's variant 0)."""
     T = len(length)
-    out = np.ones(T, np.int64)
+    variants = np.ones(T, np.int64)
+    label = np.zeros(n_epochs, np.int64)
     if not T or not len(vol):
-        return out
-    count = np.bincount(t_of[pos == 0] * P + vr[pos == 0], minlength=T * P).reshape(T, P)
-    least = np.where(count > 0, count, np.iinfo(np.int64).max).min(axis=1)
+        return variants, label
+    order = np.lexsort((vol, ge))                       # each epoch's largest call last
+    last = order[np.append(ge[order][1:] != ge[order][:-1], True)]
+    e, t, peak = ge[last], t_of[last], pos[last]
+    # the places of each template's peaks, most frequent first: variant = that order
+    _, pair = _sorted_groups(t * (int(length.max()) + 1) + peak)
+    count = np.bincount(pair)[pair]
+    order = np.lexsort((peak, -count, t))
+    first = np.concatenate([[True], t[order][1:] != t[order][:-1]])
+    new = np.concatenate([[True], pair[order][1:] != pair[order][:-1]])
+    start = np.maximum.accumulate(np.where(first, np.arange(len(order)), 0))
+    nth = np.cumsum(new) - 1
+    v = np.empty(len(order), np.int64)
+    v[order] = np.minimum(nth - nth[start], VARIANTS - 1)
+    label[e] = v
     base = np.cumsum(length) - length
-    best = None
-    for m in PERIODS:
-        key = ((base[t_of] + pos) * len(PERIODS) + occ % m) * P + vr
-        _, g = _sorted_groups(key)
+    sse = []
+    for lab in (np.zeros(len(ge), np.int64), label[ge]):
+        _, g = _sorted_groups(((base[t_of] + pos) * VARIANTS + lab) * P + vr)
         n = np.bincount(g)
-        sse = np.bincount(g, weights=vol * vol) - np.bincount(g, weights=vol) ** 2 / n
-        first = np.zeros(len(n), np.int64)
-        first[g] = t_of
-        sse = np.bincount(first, weights=np.maximum(sse, 0.0), minlength=T)
-        if best is None:
-            best = sse
-            continue
-        take = (sse <= PERIOD_GAIN * best) & (least >= 2 * m)
-        out[take], best = m, np.where(take, sse, best)
-    return out
+        dev = np.bincount(g, weights=vol * vol) - np.bincount(g, weights=vol) ** 2 / n
+        tg = np.zeros(len(n), np.int64)
+        tg[g] = t_of
+        sse.append(np.bincount(tg, weights=np.maximum(dev, 0.0), minlength=T))
+    take = sse[1] <= VARIANT_GAIN * sse[0]
+    most = np.zeros(T, np.int64)
+    np.maximum.at(most, t, label[e])
+    variants[take] = most[take] + 1
+    label[e[~take[t]]] = 0
+    return variants, label
 
 
 def _frame(columns: dict) -> pd.DataFrame:
@@ -437,14 +445,13 @@ def fit(volume: np.ndarray, vrow: np.ndarray, ids: np.ndarray, offsets: np.ndarr
     st = ~tm                                 # calls shared by call site
     vr_t, vr_s = vr[tm], vr[st]
     tr = rest[tm]
-    occ = occurrences(_template_of(t_hash, t_length, hashes, nvol_epoch),
-                      np.repeat(np.arange(P), n_epochs))[ge[tm]]
     pos = position_in_epoch(ge)[tm]
-    period = template_periods(t_of[tm][tr], occ[tr], pos[tr], vr_t[tr], vol[tm][tr],
-                              t_length, P)
-    rows = t_length * period
+    ge_t = ge[tm]
+    variants, label = template_variants(t_of[tm][tr], ge_t[tr], pos[tr], vr_t[tr],
+                                        vol[tm][tr], t_length, len(hashes), P)
+    rows = t_length * variants
     t_start = np.cumsum(rows) - rows
-    row = t_start[t_of[tm]] + occ % period[t_of[tm]] * t_length[t_of[tm]] + pos
+    row = t_start[t_of[tm]] + label[ge_t] * t_length[t_of[tm]] + pos
     template_means = _means(row[tr], vr_t[tr], vol[tm][tr], int(rows.sum()), P)
     bv, av = neighbours(ids, offsets, vidx, vr)
     uniq, site = _sorted_groups(site_keys(vids[st], bv[st], av[st], nsig))
@@ -454,14 +461,15 @@ def fit(volume: np.ndarray, vrow: np.ndarray, ids: np.ndarray, offsets: np.ndarr
     sites = _frame({"signature": uniq // (n * n), "before": (uniq // n) % n - 1,
                     "after": uniq % n - 1})
     templates = _frame({"hash": t_hash, "length": t_length, "start": t_start,
-                        **({"period": period} if (period > 1).any() else {})})
+                        **({"variants": variants} if (variants > 1).any() else {})})
     codes = V.log_codes(np.concatenate([means, template_means, totals]), precision)  # (at once)
     site_codes, template_codes, total_codes = np.split(
         codes, np.cumsum([len(means), len(template_means)]))
     side = {"sites": sites, "site_means": site_codes, "templates": templates,
             "template_means": template_codes, "epoch_totals": total_codes,
             "epoch_offsets": epoch_offsets, "anchor": anchor.astype(np.uint8),
-            **tail_table(tail, vr, vol, P, precision)}
+            **tail_table(tail, vr, vol, P, precision),
+            **({"epoch_variant": label} if (variants > 1).any() else {})}
     # no spread (module docstring): empty tables, which every reader takes for none
     side["spread_classes"], side["spread_rho"] = np.zeros(0, np.int64), np.zeros(0)
     side["spread_code"] = np.zeros(0, np.int64)
@@ -499,13 +507,19 @@ def check(side: dict, attrs: dict, nsig: int, nranks: int) -> str | None:
     if not isinstance(t, pd.DataFrame) or not {"hash", "length", "start"} <= set(t.columns):
         return "model/templates lacks a column"
     length, start = t["length"].to_numpy(np.int64), t["start"].to_numpy(np.int64)
-    period = t["period"].to_numpy(np.int64) if "period" in t.columns else np.ones_like(length)
+    variants = t["variants"].to_numpy(np.int64) if "variants" in t.columns else \
+        np.ones_like(length)
     h = t["hash"].to_numpy(np.int64)
-    rows = length * period
-    if len(t) and ((length < 1).any() or (period < 1).any() or (period > max(PERIODS)).any()
+    rows = length * variants
+    if len(t) and ((length < 1).any() or (variants < 1).any() or (variants > VARIANTS).any()
                    or (h[1:] <= h[:-1]).any() or                          # (no diff: wraps)
                    not np.array_equal(start, np.cumsum(rows) - rows)):
         return "model/templates inconsistent"
+    label = side.get("epoch_variant")
+    if ("variants" in t.columns) != (label is not None) or label is not None and (
+            len(label) != len(side["epoch_totals"]) or len(label) and (
+                np.min(label) < 0 or np.max(label) >= VARIANTS)):
+        return "model/epoch_variant inconsistent"
     if len(side["template_means"]) != int(rows.sum()) * nranks:
         return "model/template_means of the wrong length"
     off = np.asarray(side["epoch_offsets"], np.int64)
@@ -547,8 +561,9 @@ class EpochVolumes:
         t = side["templates"]
         self.t_hash, self.t_length, self.t_start = \
             (t[c].to_numpy(np.int64) for c in ("hash", "length", "start"))
-        self.t_period = t["period"].to_numpy(np.int64) if "period" in t.columns else \
+        self.t_variants = t["variants"].to_numpy(np.int64) if "variants" in t.columns else \
             np.ones_like(self.t_length)
+        self.label = np.asarray(side.get("epoch_variant", ()), np.int64)
         self.template_means = V.from_codes(np.asarray(side["template_means"], np.int64), p) \
             .reshape(-1, nranks)
         self.totals = V.from_codes(np.asarray(side["epoch_totals"], np.int64), p)
@@ -589,8 +604,10 @@ class EpochVolumes:
         tm = t_of >= 0
         w = np.zeros(len(epoch))
         t = t_of[tm]
-        occ = occurrences(t_epoch, np.zeros(len(t_epoch), np.int64))[epoch[tm]]
-        row = self.t_start[t] + occ % self.t_period[t] * self.t_length[t] + \
+        label = self.label[lo:hi][epoch[tm]] if len(self.label) else np.zeros(len(t), np.int64)
+        if (label >= self.t_variants[t]).any():
+            raise ValueError("model/epoch_variant names a variant its template has not")
+        row = self.t_start[t] + label * self.t_length[t] + \
             position_in_epoch(epoch)[tm]
         w[tm] = self.template_means[row, rank]
         vidx = np.flatnonzero(vrow)

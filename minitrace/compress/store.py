@@ -368,7 +368,7 @@ def write(path: str, c: Compressed, meta: dict | None = None, pack: bool = True)
     packed = {k: a for k, (a, _) in arrays.items() if P.packs(a)} if pack else {}
     arrays = {k: v for k, v in arrays.items() if k not in packed}
     names = (*arrays, *packed)              # (older readers say "newer", not "corrupt")
-    version = S.FORMAT_VERSION if "model/templates/period" in names else \
+    version = S.FORMAT_VERSION if "model/epoch_variant" in names else \
         S.SPREAD_CODE_VERSION if "model/spread_code" in names else S.CONTEXT_VERSION if any(
             k.endswith(CONTEXT_SUFFIX) for k in names) else S.COMPRESSED_VERSION
     with S.new_file(path, m, version, create=_create, fixed=True) as f:
