@@ -28,7 +28,6 @@ import zlib
 import numpy as np
 
 from . import rans as R
-from .volumes import dense_unique
 
 #: 2: the header holds the values' CRC-32 (a flipped median or symbol decoded to other
 #: values with no error in 1: none was kept, they were written for an hour of session 13);
@@ -111,22 +110,32 @@ def _contexts(fine: np.ndarray, coarse: np.ndarray, fine_keys: np.ndarray,
 
 
 def _choose(fine: np.ndarray, coarse: np.ndarray):
-    """(fine keys, coarse keys) with tables of their own (ascending)."""
+    """(fine keys, coarse keys) with tables of their own (ascending), and each value's context
+    in them (:func:`_contexts`: the fine keys' index found once, for both)."""
     def frequent(keys, limit):
         if not len(keys):
             return keys
-        if keys.min() < 0:
-            uniq, inv = np.unique(keys, return_inverse=True)
+        if keys.min() >= 0 and int(keys.max()) < 4 * len(keys) + 4096:
+            count = np.bincount(keys)            # (few keys for their range: counted,
+            uniq = np.flatnonzero(count >= MIN_VALUES)           # no sort)
+            count = count[uniq]
         else:
-            uniq, inv = dense_unique(keys)
-        count = np.bincount(inv, minlength=len(uniq))
-        ok = np.flatnonzero(count >= MIN_VALUES)
-        if len(ok) > limit:
-            ok = ok[np.argsort(-count[ok], kind="stable")[:limit]]
-        return np.sort(uniq[ok])
+            uniq, inv = np.unique(keys, return_inverse=True)
+            count = np.bincount(inv, minlength=len(uniq))
+            ok = np.flatnonzero(count >= MIN_VALUES)
+            uniq, count = uniq[ok], count[ok]
+        if len(uniq) > limit:
+            uniq = uniq[np.argsort(-count, kind="stable")[:limit]]
+        return np.sort(uniq)
     fine_keys = frequent(fine, MAX_CONTEXTS)
-    left = _contexts(fine, coarse, fine_keys, np.zeros(0, np.int64)) == len(fine_keys)
-    return fine_keys, frequent(coarse[left], MAX_CONTEXTS)
+    ctx = _index(fine_keys, fine)
+    left = ctx < 0
+    coarse_keys = frequent(coarse[left], MAX_CONTEXTS)
+    if left.any():
+        nf, nc = len(fine_keys), len(coarse_keys)
+        c = _index(coarse_keys, coarse[left])
+        ctx[left] = np.where(c >= 0, c + nf, nf + nc)
+    return fine_keys, coarse_keys, ctx
 
 
 #: Values a context's median is taken from, about (every k-th value: sorting 1.6 M contexts
@@ -138,8 +147,7 @@ def _medians(values: np.ndarray, ctx: np.ndarray, nctx: int) -> np.ndarray:
     """Each context's median (the upper one of an even count) of every k-th value; a context
     without such values its first value; 0 for one without values."""
     out = np.zeros(nctx, np.int64)
-    first = np.arange(len(ctx))[::-1]
-    out[ctx[::-1]] = values[first]           # (repeated indices: the last assignment stays)
+    out[ctx[::-1]] = values[::-1]            # (repeated indices: the last assignment stays)
     step = max(1, len(values) // _MEDIAN_SAMPLE)
     v, k = values[::step], ctx[::step]
     order = np.argsort(k.astype(np.uint16) if nctx <= 1 << 16 else k, kind="stable")
@@ -170,9 +178,8 @@ def encode(values: np.ndarray, fine: np.ndarray, coarse: np.ndarray) -> np.ndarr
     ``coarse`` keys (int64, one each per value)."""
     values = np.asarray(values, np.int64)
     n = len(values)
-    fine_keys, coarse_keys = _choose(fine, coarse)
+    fine_keys, coarse_keys, ctx = _choose(fine, coarse)
     nctx = len(fine_keys) + len(coarse_keys) + 1
-    ctx = _contexts(fine, coarse, fine_keys, coarse_keys)
     base = _medians(values, ctx, nctx)
     with np.errstate(over="ignore"):
         sym, _, k, rest = R.symbols(values - base[ctx], DIRECT_BITS)

@@ -240,9 +240,11 @@ def encode_times(ts: np.ndarray, te: np.ndarray, offsets: np.ndarray, vol_ns: np
             gap, dur, chain = coded
             down = np.flatnonzero(chain[1:] < chain[:-1]) + 1     # the running max's work
             down = down[~np.isin(down, 2 * rank_starts(offsets))]
-            for r in np.unique(np.searchsorted(offsets, down // 2, "right") - 1):
-                lo, hi = 2 * int(offsets[r]), 2 * int(offsets[r + 1])
-                chain[lo:hi] = np.maximum.accumulate(chain[lo:hi])
+            ranks, first = np.unique(np.searchsorted(offsets, down // 2, "right") - 1,
+                                     return_index=True)
+            for r, lo in zip(ranks.tolist(), (down[first] - 1).tolist()):
+                hi = 2 * int(offsets[r + 1])       # (from the rank's first step down: the
+                chain[lo:hi] = np.maximum.accumulate(chain[lo:hi])   # times before rise)
             return "ns-gap", t0, {"t_gap": gap, "t_duration": dur}, \
                 (chain[0::2] / NS + t0, chain[1::2] / NS + t0), True
     if quantum > 1:
@@ -338,17 +340,21 @@ def group_stats(sig: np.ndarray, group: np.ndarray, quantities: dict,
     key = sig.astype(np.int64) * ngroup + group
     uniq, inv = dense_unique(key)
     parts = []
-    for what, values in quantities.items():
+    every_count = np.bincount(inv, minlength=len(uniq))     # (once: the finite values' counts
+    for what, values in quantities.items():                 # less those of the others)
         ok = np.isfinite(values)
-        every = bool(ok.all())
+        bad = np.flatnonzero(~ok)
+        every = not len(bad)
         v = values if every else np.where(ok, values, 0.0)
-        count = np.bincount(inv, minlength=len(uniq)) if every else \
-            np.bincount(inv, weights=ok, minlength=len(uniq)).astype(np.int64)
+        count = every_count if every else \
+            every_count - np.bincount(inv[bad], minlength=len(uniq))
         mean = np.bincount(inv, weights=v, minlength=len(uniq)) / np.maximum(count, 1)
-        dev = v - mean[inv]
+        dev = mean[inv]                     # (in place: each new array's pages cost their
+        np.subtract(v, dev, out=dev)        # first touch)
         if not every:
-            dev[~ok] = 0.0
-        ss = np.bincount(inv, weights=dev * dev, minlength=len(uniq))
+            dev[bad] = 0.0
+        np.multiply(dev, dev, out=dev)
+        ss = np.bincount(inv, weights=dev, minlength=len(uniq))
         std = np.where(count > 1, np.sqrt(ss / np.maximum(count - 1, 1)), 0.0)
         has = count > 0
         parts.append({"what": np.full(int(has.sum()), QUANTITIES.index(what), np.int8),
