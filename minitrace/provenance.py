@@ -251,6 +251,18 @@ def _attr_values(p: dict) -> dict:
     return {k: json.dumps(v) if isinstance(v, (dict, list)) else v for k, v in p.items()}
 
 
+def stored_values(provenance: dict | None = None) -> tuple[dict, str | None]:
+    """(attribute values, lstopo's XML or None) of ``provenance`` as :func:`store` stores
+    them: dicts and lists as JSON (default: :func:`collect`'s, its static part's made once a
+    process); what a compressed file packs instead of ``/provenance`` (``storage.new_file``).
+    """
+    if provenance is None:
+        return {**_attr_values(_dynamic()), **_static_attrs()}, _static().get("lstopo_xml")
+    p = dict(provenance)
+    xml = p.pop("lstopo_xml", None)
+    return _attr_values(p), xml
+
+
 def store(f: h5py.File, provenance: dict | None = None, write=None, dataset=None) -> None:
     """Write ``/provenance`` (replacing an earlier one: it describes the file's last writer):
     scalars as attributes, dicts and lists as JSON attributes, lstopo's XML as a gzip'd dataset
@@ -260,13 +272,7 @@ def store(f: h5py.File, provenance: dict | None = None, write=None, dataset=None
     (``storage.new_attrs``), else h5py's ``attrs.update``; ``dataset``: what writes the
     deflated XML as a dataset of one chunk (``storage.one_chunk_dataset``), else h5py's
     ``create_dataset``."""
-    if provenance is None:
-        attrs = {**_attr_values(_dynamic()), **_static_attrs()}
-        xml = _static().get("lstopo_xml")
-    else:
-        p = dict(provenance)
-        xml = p.pop("lstopo_xml", None)
-        attrs = _attr_values(p)
+    attrs, xml = stored_values(provenance)
     if GROUP in f:
         del f[GROUP]
     gcpl = h5py.h5p.create(h5py.h5p.GROUP_CREATE)    # its attributes in its header: the 1.10

@@ -36,13 +36,20 @@ from .checked import check_heaps, corrupt
 from .outputs import check_output_file, replacing_path, write_error
 
 FORMAT_NAME = "minitrace"
-FORMAT_VERSION = 5   # 2: the compressed form of /trace (minitrace.compress); 3: with arrays
+FORMAT_VERSION = 6   # 2: the compressed form of /trace (minitrace.compress); 3: with arrays
 #                      coded in contexts (compress/context_rans.py: bounded files since session
 #                      13), which readers of version 2 took for missing arrays; 4: model
 #                      files' spread as codes (model/spread_code, session 14), which readers of
 #                      version 3 took for a model without its tables; 5: model templates
 #                      with variants (model/epoch_variant, session 18), whose means version 4
-#                      readers took for the wrong length
+#                      readers took for the wrong length; 6: metadata packed (session 18: the
+#                      root's attributes and /provenance in META_ATTR, /trace's in its pack),
+#                      which version 5 readers took for a file without them
+#: The version of a compressed file whose metadata is packed (:data:`META_ATTR`), whatever
+#: else its ``/trace`` holds.
+PACKED_META_VERSION = 6
+#: The version of a model file whose templates have variants (its metadata not packed).
+VARIANT_VERSION = 5
 #: The version of a model file whose templates have no variants (readers of version 4 open it).
 SPREAD_CODE_VERSION = 4
 #: The version of a compressed file holding context-coded arrays (and no model spread codes).
@@ -255,6 +262,51 @@ def one_chunk_dataset(group, name: str, size: int, deflated: bytes, level: int) 
         ds.write_direct_chunk((0,), deflated)
 
 
+#: The root attribute of a file of :data:`PACKED_META_VERSION` holding its other root
+#: attributes and its ``/provenance``: uint8, deflated UTF-8 JSON ``{"attrs": {name: value},
+#: "provenance": {name: value}}`` of the values as attributes would store them (text,
+#: numbers, booleans; dicts and lists as JSON text; lstopo's XML as ``lstopo_xml``).  Each
+#: attribute took ~50 bytes of HDF5 header and ``/provenance`` ~1.8 KB more: ~4 KB of a
+#: compressed file of 3-30 k actions, which packed deflate to ~2 KB.
+META_ATTR = "packed_meta"
+#: The root attributes a file of packed metadata keeps as attributes (what identifies it).
+IDENTITY_ATTRS = ("format", "format_version")
+_META_GZIP_LEVEL = 9
+
+
+def packable(value) -> bool:
+    """Whether an attribute value goes into packed JSON (text, numbers and booleans; arrays
+    stay attributes)."""
+    return isinstance(value, (str, bool, int, float, np.bool_, np.integer, np.floating))
+
+
+def _json_value(value):
+    """A numpy scalar as JSON takes it: as the Python value a reader gets back."""
+    if isinstance(value, np.generic):
+        return value.item()
+    raise TypeError(f"{type(value).__name__} cannot be packed")
+
+
+def pack_json(values: dict, level: int | None = None) -> bytes:
+    """``values`` (:func:`packable`) as compact UTF-8 JSON, deflated at ``level`` when
+    given."""
+    raw = json.dumps(values, separators=(",", ":"), ensure_ascii=False,
+                     default=_json_value).encode()
+    return raw if level is None else zlib.compress(raw, level)
+
+
+def _pack_meta(f: h5py.File, attrs: dict, fixed: bool) -> None:
+    """Write root ``attrs`` on new file ``f`` packed: :data:`IDENTITY_ATTRS` and values that
+    do not pack as attributes, the others and this writer's provenance in :data:`META_ATTR`."""
+    kept = {k: v for k, v in attrs.items() if k in IDENTITY_ATTRS or not packable(v)}
+    prov, xml = provenance.stored_values()
+    if xml:
+        prov = {**prov, "lstopo_xml": xml}
+    blob = pack_json({"attrs": {k: v for k, v in attrs.items() if k not in kept},
+                      "provenance": prov}, _META_GZIP_LEVEL)
+    new_attrs(f, {**kept, META_ATTR: np.frombuffer(blob, np.uint8)}, fixed)
+
+
 def _new_file_attrs(meta: dict, version: int = PLAIN_VERSION) -> dict:
     base = {"format": FORMAT_NAME, "format_version": version, "producer": "minitrace",
             "producer_version": __version__,
@@ -265,24 +317,30 @@ def _new_file_attrs(meta: dict, version: int = PLAIN_VERSION) -> dict:
 
 @contextlib.contextmanager
 def atomic_file(path, copy_existing: bool = False, libver=None, create=None,
-                fixed: bool = False):
+                fixed: bool = False, packed: bool = False):
     """An h5py file written under a temporary name beside ``path`` and renamed over it on
     success (``outputs.replacing_path``: removed on any failure), optionally seeded with a
-    copy of the existing file to add a group to it; every file written says what wrote it
-    (``/provenance``); ``libver``: h5py's bounds on the HDF5 file format of a new file;
-    ``create``: what makes a new file of its (temporary) path instead of ``h5py.File``;
-    ``fixed``: text attributes as fixed-length strings (:func:`new_attrs`)."""
+    copy of the existing file to add a group to it (its packed metadata unpacked:
+    :func:`_unpack_meta`); every file written says what wrote it (``/provenance``, or with
+    ``packed`` in the root attribute :func:`new_file` packs); ``libver``: h5py's bounds on
+    the HDF5 file format of a new file; ``create``: what makes a new file of its (temporary)
+    path instead of ``h5py.File``; ``fixed``: text attributes as fixed-length strings
+    (:func:`new_attrs`)."""
     path = os.fspath(path)
     with replacing_path(path) as tmp:
-        if copy_existing and os.path.exists(path):
+        copied = copy_existing and os.path.exists(path)
+        if copied:
             check_file(path)
             shutil.copyfile(path, tmp)
             f = h5py.File(tmp, "a")
         else:
             f = h5py.File(tmp, "w", libver=libver) if create is None else create(tmp)
         try:
-            provenance.store(f, write=lambda g, attrs: new_attrs(g, attrs, fixed),
-                             dataset=one_chunk_dataset)
+            if copied:
+                _unpack_meta(f, path)
+            if not packed:
+                provenance.store(f, write=lambda g, attrs: new_attrs(g, attrs, fixed),
+                                 dataset=one_chunk_dataset)
             yield f
         except BaseException as e:
             with contextlib.suppress(Exception):
@@ -300,7 +358,7 @@ def atomic_file(path, copy_existing: bool = False, libver=None, create=None,
 
 @contextlib.contextmanager
 def new_file(path, meta: dict | None = None, version: int = PLAIN_VERSION, libver=None,
-             create=None, fixed: bool = False):
+             create=None, fixed: bool = False, packed: bool = False):
     """A new minitrace file at ``path``, written whole or not at all (:func:`atomic_file`),
     its root saying what it is and what wrote it, with ``meta`` (:func:`meta_attrs`).
 
@@ -312,8 +370,8 @@ def new_file(path, meta: dict | None = None, version: int = PLAIN_VERSION, libve
         Root attributes (a trace's metadata).
     version : int
         ``COMPRESSED_VERSION``, ``CONTEXT_VERSION`` (with context-coded arrays),
-        ``SPREAD_CODE_VERSION`` (model spread codes) or ``FORMAT_VERSION`` (model templates
-        with variants) for the compressed form, else
+        ``SPREAD_CODE_VERSION`` (model spread codes), ``VARIANT_VERSION`` (model templates
+        with variants) or ``PACKED_META_VERSION`` (``packed``) for the compressed form, else
         ``PLAIN_VERSION``.
     libver : str or tuple, optional
         h5py's bounds on the HDF5 file format (default: the earliest that holds the file).
@@ -321,15 +379,23 @@ def new_file(path, meta: dict | None = None, version: int = PLAIN_VERSION, libve
         Makes the new file of a path (:func:`atomic_file`).
     fixed : bool
         Text attributes (root, ``/provenance``) as fixed-length strings (:func:`new_attrs`).
+    packed : bool
+        The root attributes but :data:`IDENTITY_ATTRS` and the provenance packed into
+        :data:`META_ATTR` (``version`` at least ``PACKED_META_VERSION``).
 
     Yields
     ------
     h5py.File
         Open for writing.
     """
-    with atomic_file(path, libver=libver, create=create, fixed=fixed) as f:
+    if packed and version < PACKED_META_VERSION:
+        raise ValueError(f"packed metadata needs format version {PACKED_META_VERSION}")
+    with atomic_file(path, libver=libver, create=create, fixed=fixed, packed=packed) as f:
         attrs = _new_file_attrs(meta or {}, version)
-        new_attrs(f, attrs, fixed)
+        if packed:
+            _pack_meta(f, attrs, fixed)
+        else:
+            new_attrs(f, attrs, fixed)
         yield f
 
 
@@ -630,26 +696,107 @@ def check_file(path: str) -> None:
                              f"reads up to {FORMAT_VERSION}: upgrade minitrace", path)
 
 
+def attr_value(v):
+    """A stored attribute value as a Python value (text decoded, JSON text parsed)."""
+    if isinstance(v, bytes):
+        v = v.decode(errors="replace")
+    if isinstance(v, str) and v[:1] in "[{":
+        try:
+            v = json.loads(v)
+        except ValueError:
+            pass
+    elif isinstance(v, np.generic):
+        v = v.item()
+    return v
+
+
 def read_attrs(obj) -> dict:
-    """HDF5 attributes as Python values (JSON strings decoded)."""
+    """HDF5 attributes as Python values (JSON strings decoded); a file's root's with its
+    packed ones (:data:`META_ATTR`), all in name order as HDF5 lists them."""
+    out = _stored_attrs(obj)
+    if isinstance(obj, h5py.File) and _packs_meta(out):
+        out = merged_attrs(out, _packed_meta(out, obj.filename)[0], META_ATTR, "root",
+                           obj.filename)
+    return {k: attr_value(v) for k, v in out.items()}
+
+
+def _stored_attrs(obj) -> dict:
+    """``obj``'s attributes as h5py reads them."""
     try:
-        items = list(obj.attrs.items())
+        return dict(obj.attrs.items())
     except (OSError, RuntimeError, KeyError, ValueError, TypeError, UnicodeDecodeError) as e:
         raise _corrupt(f"attributes unreadable ({_first_line(e)})", obj.file.filename) \
             from None   # (damaged attribute messages)
-    out = {}
-    for k, v in items:
-        if isinstance(v, bytes):
-            v = v.decode(errors="replace")
-        if isinstance(v, str) and v[:1] in "[{":
-            try:
-                v = json.loads(v)
-            except ValueError:
-                pass
-        elif isinstance(v, np.generic):
-            v = v.item()
-        out[k] = v
+
+
+def _packs_meta(root: dict) -> bool:
+    """Whether root attributes ``root`` (as stored) hold packed metadata: :data:`META_ATTR`
+    in a file of a version that has it (an older file's attribute of that name is its own)."""
+    v = root.get("format_version")
+    return META_ATTR in root and isinstance(v, (int, np.integer)) and \
+        v >= PACKED_META_VERSION
+
+
+def merged_attrs(attrs: dict, packed: dict, holder: str, where: str, path: str) -> dict:
+    """Attributes ``attrs`` but ``holder`` (what held ``packed``) with ``packed``, in name
+    order; a name in both is corrupt (FORMAT.md: each is in one place)."""
+    both = sorted(set(attrs) & set(packed))
+    if both:
+        raise _corrupt(f"{where} attribute {both[0]} both packed and an attribute", path)
+    out = {k: v for k, v in attrs.items() if k != holder}
+    out.update(packed)
+    return dict(sorted(out.items()))
+
+
+def unpack_json(raw, what: str, path: str, deflated: bool = True) -> dict:
+    """A JSON object of :func:`pack_json` (uint8 bytes, deflated when ``deflated``), checked
+    to be one; ``what`` names it in the one-line ``corrupt trace`` error."""
+    if not isinstance(raw, np.ndarray) or raw.dtype != np.uint8 or raw.ndim != 1:
+        raise _corrupt(f"{what} is not bytes", path)
+    try:
+        data = raw.tobytes()
+        out = json.loads((zlib.decompress(data) if deflated else data).decode())
+    except (zlib.error, ValueError):        # (UnicodeDecodeError is a ValueError)
+        raise _corrupt(f"{what} is not {'deflated ' if deflated else ''}JSON", path) from None
+    if not isinstance(out, dict):
+        raise _corrupt(f"{what} is not a JSON object", path)
     return out
+
+
+def scalars(values, what: str, path: str) -> dict:
+    """``values`` checked to be a JSON object of text, numbers and booleans (what attributes
+    packed as JSON are; :func:`packable`)."""
+    if not isinstance(values, dict) or not all(
+            isinstance(v, (str, int, float)) for v in values.values()):
+        raise _corrupt(f"{what} is not an object of text, numbers and booleans", path)
+    return values
+
+
+def _packed_meta(root: dict, path: str) -> tuple[dict, dict | None]:
+    """(root attributes, provenance with its ``lstopo_xml``) packed in ``root``'s
+    :data:`META_ATTR`, as stored, checked."""
+    what = f"packed metadata ({META_ATTR})"
+    out = unpack_json(root[META_ATTR], what, path)
+    if "attrs" not in out or set(out) - {"attrs", "provenance"}:
+        raise _corrupt(f"{what} holds other than attrs and provenance", path)
+    attrs = scalars(out["attrs"], f"{what} attrs", path)
+    if set(attrs) & set(IDENTITY_ATTRS):
+        raise _corrupt(f"{what} holds {sorted(set(attrs) & set(IDENTITY_ATTRS))[0]}", path)
+    prov = out.get("provenance")
+    return attrs, None if prov is None else scalars(prov, f"{what} provenance", path)
+
+
+def _unpack_meta(f: h5py.File, path: str) -> None:
+    """A copy's packed metadata (:data:`META_ATTR`) as ordinary root attributes, its
+    provenance dropped (the copy's writer stores its own): a file updated in place
+    (:func:`updating`) keeps its metadata whatever the writer adds."""
+    root = _stored_attrs(f)
+    if not _packs_meta(root):
+        return
+    attrs, _ = _packed_meta(root, path)
+    merged_attrs(root, attrs, META_ATTR, "root", path)
+    del f.attrs[META_ATTR]
+    f.attrs.update(attrs)
 
 
 _TIME_ENCODINGS = {"t_start": ("ns-delta-per-rank", "float-seconds"),
@@ -990,15 +1137,29 @@ def read_provenance(path: str) -> dict | None:
         with h5py.File(path, "r") as f:
             g = checked.member(f, provenance.GROUP, "provenance", path, h5py.Group,
                                required=False)
-            if g is None:
+            root = _stored_attrs(f)
+            packed = _packed_meta(root, path)[1] if _packs_meta(root) else None
+            if g is not None and packed is not None:
+                raise corrupt("provenance", f"both /{provenance.GROUP} and packed", path)
+            if g is None and packed is None:
                 return None
-            out = read_attrs(g)
+            if g is not None:
+                out = read_attrs(g)
+                xml = checked.array(g, "lstopo_xml", "provenance", path, "iu",
+                                    required=False)
+                xml = None if xml is None else \
+                    xml.astype(np.uint8).tobytes().decode(errors="replace")
+            else:           # (as read_attrs reads the group's)
+                out = {k: attr_value(v) for k, v in sorted(packed.items())
+                       if k != "lstopo_xml"}
+                xml = packed.get("lstopo_xml")
+                if xml is not None and not isinstance(xml, str):
+                    raise corrupt("provenance", "lstopo_xml is not text", path)
             for k, t in _PROVENANCE_TYPES.items():
                 if k in out and not isinstance(out[k], t):
                     raise corrupt("provenance", f"{k} is not a {t.__name__}", path)
-            xml = checked.array(g, "lstopo_xml", "provenance", path, "iu", required=False)
     except (OSError, RuntimeError) as e:
         raise corrupt("provenance", checked.first_line(e), path) from None
     if xml is not None:
-        out["lstopo_xml"] = xml.astype(np.uint8).tobytes().decode(errors="replace")
+        out["lstopo_xml"] = xml
     return out

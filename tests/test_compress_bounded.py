@@ -17,6 +17,7 @@ from minitrace.errors import MinitraceError
 from tests.support.mpiutil import mpicc
 from tests.support.record_util import record
 from tests.support.synthetic_loops import stencil
+from tests.test_compress_store import set_trace_attr
 
 APPS = Path(__file__).resolve().parents[1] / "benchmarks" / "apps"
 
@@ -77,7 +78,7 @@ def test_exact_volumes_in_ns_with_bounded_times(tmp_path):
     # one line, not read 28 s off
     import h5py
     with h5py.File(packed, "a") as f:
-        f["trace"].attrs["duration_less_volume"] = True
+        set_trace_attr(f, "duration_less_volume", True)
     with pytest.raises(MinitraceError, match="compress the recording again"):
         with minitrace.open(str(packed)) as c:
             c.data()
@@ -171,7 +172,7 @@ def test_unknown_time_coding_is_refused(tmp_path):
     packed = tmp_path / "packed.h5"
     write_compressed(str(packed), data, "bounded:1%", times="bounded:1us")
     with h5py.File(packed, "a") as f:
-        f["trace"].attrs["time_coding"] = "by-magic"
+        set_trace_attr(f, "time_coding", "by-magic")
     with pytest.raises(MinitraceError, match="time coding"):
         with minitrace.open(str(packed)) as c:
             c.data()

@@ -3,6 +3,7 @@ on both forms, summaries come from the grammar, model files keep the structure, 
 commands work, and damaged grammars are one-line errors."""
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import h5py
@@ -14,6 +15,7 @@ import minitrace
 from minitrace import MinitraceError, cli, storage
 from tests.support import synthetic
 from minitrace.compress.files import write_compressed
+from minitrace.compress import pack as P
 from minitrace.compress.pack import pack, unpack
 from tests.test_compress_grammar import random_trace, repo_traces
 
@@ -140,12 +142,19 @@ def test_compress_command_and_loops(tmp_path, capsys):
         assert loops["iterations"].tolist() == [1000] and loops["ranks"].tolist() == ["0-3"]
 
 
-def test_only_the_compressed_form_is_written_as_version_2(tmp_path):
-    plain, packed = tmp_path / "p.h5", tmp_path / "c.h5"
+def test_only_the_compressed_form_is_written_as_a_newer_version(tmp_path):
+    """Plain files stay version 1; a compressed file is 6 (its metadata packed), or 2 written
+    unpacked (``compress --unpacked``) when it holds nothing of versions 3-5."""
+    plain, packed, unpacked = tmp_path / "p.h5", tmp_path / "c.h5", tmp_path / "u.h5"
     storage.write_trace(plain, synthetic.ring_trace(2, 100))
     write_compressed(str(packed), synthetic.ring_trace(2, 100))
-    with h5py.File(plain, "r") as f, h5py.File(packed, "r") as g:
-        assert (f.attrs["format_version"], g.attrs["format_version"]) == (1, 2)
+    write_compressed(str(unpacked), synthetic.ring_trace(2, 100), pack=False)
+    with h5py.File(plain, "r") as f, h5py.File(packed, "r") as g, \
+            h5py.File(unpacked, "r") as h:
+        assert (f.attrs["format_version"], g.attrs["format_version"],
+                h.attrs["format_version"]) == (1, 6, 2) == (
+                    storage.PLAIN_VERSION, storage.PACKED_META_VERSION,
+                    storage.COMPRESSED_VERSION)
 
 
 def test_an_old_version_1_file_still_opens(tmp_path):
@@ -302,7 +311,7 @@ def test_packed_and_unpacked_files_read_the_same(tmp_path, volumes):
     write_compressed(str(new), d, volumes, pack=True)
     write_compressed(str(old), d, volumes, pack=False)
     with h5py.File(new, "r") as f, h5py.File(old, "r") as g:
-        assert f["trace"].attrs["packed"] == 2 and "packed" not in g["trace"].attrs
+        assert f["trace"].attrs["packed"] == P.VERSION == 3 and "packed" not in g["trace"].attrs
         assert set(f["trace"]) == {"packed"}
         assert {"comms", "strings"} <= set(g["trace"])
         assert "grammar" in g["trace"] and "packed" not in g["trace"]
@@ -318,7 +327,18 @@ def test_packed_and_unpacked_files_read_the_same(tmp_path, volumes):
 
 
 @pytest.mark.parametrize("damage,why", [
-    (lambda g: g.attrs.__setitem__("packed", 3), "pack version 3 unknown"),
+    (lambda g: g.attrs.__setitem__("packed", 4), "pack version 4 unknown"),
+    (lambda g: g.attrs.__setitem__("packed", 2), "trace/attrs packed in a pack of version 2"),
+    (lambda g: _edit_packed(g, "attrs", np.frombuffer(b'{"volumes": "exa', np.uint8)),
+     "trace/attrs is not JSON"),
+    (lambda g: _edit_packed(g, "attrs", np.frombuffer(b'["volumes"]', np.uint8)),
+     "trace/attrs is not a JSON object"),
+    (lambda g: _edit_packed(g, "attrs", np.frombuffer(b'{"volumes": ["exact"]}', np.uint8)),
+     "trace/attrs is not an object of text, numbers and booleans"),
+    (lambda g: _edit_packed(g, "attrs", np.array([1, 2], np.int16)),
+     "trace/attrs is not bytes"),
+    (lambda g: g.attrs.__setitem__("volumes", "exact"),
+     "trace attribute volumes both packed and an attribute"),
     (lambda g: g.attrs.__setitem__("packed", 1), "comms/ids packed in a pack of version 1"),
     (lambda g: _edit_packed(g, "strings", np.frombuffer(b'["a", 1]', np.uint8)),
      "strings is not a JSON list of strings"),
@@ -348,6 +368,21 @@ def test_damaged_pack_is_a_one_line_error(tmp_path, damage, why):
     with pytest.raises(MinitraceError, match=f"corrupt trace: .*({why})"):
         with minitrace.open(p) as t:
             t.data()
+
+
+def set_trace_attr(f: h5py.File, name: str, value) -> None:
+    """Set ``/trace``'s attribute ``name`` where the file keeps it: in the pack (pack version
+    3) or as an attribute (a damage the tests of other modules make)."""
+    g = f["trace"]
+    arrays = P.unpack(g[P.DATASET][()]) if P.DATASET in g else {}
+    if P.ATTRS not in arrays:
+        g.attrs[name] = value
+        return
+    attrs = json.loads(arrays[P.ATTRS].tobytes())
+    attrs[name] = value
+    arrays[P.ATTRS] = np.frombuffer(json.dumps(attrs).encode(), np.uint8)
+    del g[P.DATASET]
+    g.create_dataset(P.DATASET, data=P.pack(arrays))
 
 
 def _edit_packed(g, name: str, value: np.ndarray) -> None:
@@ -414,7 +449,7 @@ def test_pack_version_1_files_are_read(tmp_path, volumes):
     with h5py.File(old, "r") as f, h5py.File(new, "r") as g:
         assert f["trace"].attrs["packed"] == 1 and {"comms", "strings"} <= set(f["trace"])
         assert isinstance(f.attrs["format"], str) and isinstance(g.attrs["format"], bytes)
-        assert g["trace"].attrs["packed"] == 2 and set(g["trace"]) == {"packed"}
+        assert g["trace"].attrs["packed"] == P.VERSION and set(g["trace"]) == {"packed"}
         if volumes == "model":
             was, now = unpack(f["trace/packed"][()]), unpack(g["trace/packed"][()])
             assert was["model/stats/mean"].dtype == np.float32 and "model/stats/mean" not in now
@@ -447,7 +482,7 @@ def test_tables_too_big_for_the_pack_are_datasets(tmp_path):
     write_compressed(str(p), d)
     with h5py.File(p, "r") as f:
         assert {"comms", "strings", "packed"} <= set(f["trace"])
-        assert f["trace"].attrs["packed"] == 2
+        assert f["trace"].attrs["packed"] == P.VERSION
     with minitrace.open(p) as t:
         back = t.data()
     assert back.strings == d.strings and back.comms.keys() == d.comms.keys()

@@ -315,10 +315,12 @@ def _create(tmp: str) -> h5py.File:
 
 
 def write(path: str, c: Compressed, meta: dict | None = None, pack: bool = True) -> None:
-    """Write ``c`` as a new minitrace file (format version 2, ``/trace@form = "grammar"``);
-    ``pack``: its small arrays, the communicator and string tables among them, in one
-    dataset (:mod:`.pack`), else each its own.  Its text attributes are fixed-length
-    strings (``storage.new_attrs``: no 4 KB heap)."""
+    """Write ``c`` as a new minitrace file (``/trace@form = "grammar"``); ``pack``: its small
+    arrays, the communicator and string tables and ``/trace``'s attributes among them, in one
+    dataset (:mod:`.pack`) and its root's attributes and provenance in one attribute
+    (``storage.META_ATTR``: format version 6), else each its own (the version of what the
+    file holds, 2-5).  Its text attributes are fixed-length strings (``storage.new_attrs``:
+    no 4 KB heap)."""
     m = dict(c.meta)
     m.update(meta or {})
     if m.get("volume_unit") not in VOLUME_UNITS:
@@ -368,14 +370,20 @@ def write(path: str, c: Compressed, meta: dict | None = None, pack: bool = True)
     packed = {k: a for k, (a, _) in arrays.items() if P.packs(a)} if pack else {}
     arrays = {k: v for k, v in arrays.items() if k not in packed}
     names = (*arrays, *packed)              # (older readers say "newer", not "corrupt")
-    version = S.FORMAT_VERSION if "model/epoch_variant" in names else \
-        S.SPREAD_CODE_VERSION if "model/spread_code" in names else S.CONTEXT_VERSION if any(
-            k.endswith(CONTEXT_SUFFIX) for k in names) else S.COMPRESSED_VERSION
-    with S.new_file(path, m, version, create=_create, fixed=True) as f:
+    version = S.PACKED_META_VERSION if pack else S.VARIANT_VERSION if "model/epoch_variant" \
+        in names else S.SPREAD_CODE_VERSION if "model/spread_code" in names else \
+        S.CONTEXT_VERSION if any(k.endswith(CONTEXT_SUFFIX) for k in names) else \
+        S.COMPRESSED_VERSION
+    attrs = {"nranks": c.nranks, "nactions": c.nactions, "timed": c.timed, "form": FORM,
+             **c.attrs}
+    if pack:          # (its metadata packed too: the root's and /provenance by new_file)
+        kept = {k: v for k, v in attrs.items() if k in P.KEPT_ATTRS or not S.packable(v)}
+        packed[P.ATTRS] = np.frombuffer(S.pack_json({k: v for k, v in attrs.items()
+                                                     if k not in kept}), np.uint8)
+        attrs = {**kept, P.ATTR: P.VERSION}
+    with S.new_file(path, m, version, create=_create, fixed=True, packed=pack) as f:
         g = h5py.Group(h5py.h5g.create(f.id, b"trace", gcpl=_plists()[2]))
-        S.new_attrs(g, {"nranks": c.nranks, "nactions": c.nactions, "timed": c.timed,
-                        "form": FORM, **c.attrs, **({P.ATTR: P.VERSION} if packed else {})},
-                    fixed=True)
+        S.new_attrs(g, attrs, fixed=True)
         if packed:
             raw = P.pack(packed)
             level = _pack_level(len(raw), c.nactions)
@@ -456,6 +464,20 @@ class _Arrays:
             if tables and (version < 2 or "comms" in g or "strings" in g):
                 raise _corrupt(f"{g.name}/{tables[0]} packed in a pack of version {version} "
                                f"or beside its dataset", path)
+            if P.ATTRS in self.packed and version < 3:
+                raise _corrupt(f"{g.name}/{P.ATTRS} packed in a pack of version {version}",
+                               path)
+
+    def attrs(self, attrs: dict) -> dict:
+        """``/trace``'s attributes ``attrs`` with those in the pack (pack version 3), as
+        ``storage.read_attrs`` reads them (in name order)."""
+        if P.ATTRS not in self.packed:
+            return attrs
+        what = f"{self.g.name}/{P.ATTRS}"
+        packed = S.scalars(S.unpack_json(self.packed[P.ATTRS], what, self.path,
+                                         deflated=False), what, self.path)
+        return S.merged_attrs(attrs, {k: S.attr_value(v) for k, v in packed.items()}, None,
+                              self.g.name, self.path)
 
     def __call__(self, name: str, kinds: str = "iu", ndim: int = 1) -> np.ndarray:
         v = self.packed.get(name)
@@ -512,10 +534,11 @@ def read(g: h5py.Group, path: str) -> Compressed:
     """The compressed ``/trace`` group ``g``, every table checked (one-line ``corrupt trace``
     errors naming ``path``) before anything is expanded."""
     attrs = S.read_attrs(g)
+    arr = _Arrays(g, attrs, path)
+    attrs = arr.attrs(attrs)
     mode = attrs.get("volumes")
     if mode not in V.MODES:
         raise _corrupt(f"unknown volume mode {mode!r}", path)
-    arr = _Arrays(g, attrs, path)
     n_sig = None
     table_cols = {}
     for name in SG.SIGNATURE_DTYPE.names:

@@ -1,0 +1,210 @@
+"""Packed metadata (format version 6, issue 38): a compressed file keeps its root attributes
+but ``format`` and ``format_version`` and its provenance in one deflated root attribute
+(``packed_meta``), and ``/trace``'s attributes but ``form`` and ``packed`` in its pack: every
+one reads back as the same file written unpacked gives it (``minitrace.open(...).meta``,
+``read_provenance``, ``info``, ``expand``), older readers refuse such a file as newer, and a
+damaged one is a one-line error."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import zlib
+
+import h5py
+import numpy as np
+import pytest
+
+import minitrace
+from minitrace import MinitraceError, cli, provenance, storage
+from minitrace.compress import context_rans as CR
+from minitrace.compress import pack as P
+from minitrace.compress import store as ST
+from minitrace.compress.files import content_meta, write_compressed
+from minitrace.storage import read_provenance
+from tests.support import synthetic
+from tests.test_compress_bounded import _timed_stencil
+
+_MODES = {"exact": ("exact", "exact"), "bounded": ("bounded:1%", "bounded:1us"),
+          "model": ("model", "exact")}
+#: Metadata of every kind a recording or a user gives (lists and dicts as JSON text, text
+#: that looks like JSON but is not, numpy scalars, an array, which stays an attribute).
+_META = {"command_line": "mpiexec -n 4 ./a.out --x 1", "hosts": ["n0", "n1"],
+         "rank_to_node": [0, 0, 1, 1], "complete": True, "aborted": False,
+         "in_mpi_seconds": [[0.1, 0.2]] * 4, "note": "[not json", "brace": "{x",
+         "unicode": "région ✓", "empty": "", "count": np.int32(7), "ratio": np.float32(0.1),
+         "flag": np.bool_(True), "big": 2 ** 62, "inf": float("inf"), "source": {"a": [1, 2]},
+         "shape": np.array([3, 4], np.int64)}
+_DYNAMIC = {"command_line": "minitrace compress in.h5 -o out.h5", "cwd": "/tmp/é",
+            "date": "2026-11-29T00:00:00+00:00",
+            "environment": {"UCX_TLS": "rc", "FI_PROVIDER": "[tcp"}}
+
+
+@pytest.fixture
+def fixed_provenance(monkeypatch):
+    """The same provenance for every write (the date and command line would differ)."""
+    monkeypatch.setattr(provenance, "_dynamic", lambda: dict(_DYNAMIC))
+
+
+def _trace():
+    d = synthetic.ring_trace(4, 4 * 402)
+    d.meta.update(_META)
+    return d
+
+
+def _pair(tmp_path, mode: str, data=None):
+    """(packed, unpacked) files of ``data`` (default: :func:`_trace`'s) in ``mode``."""
+    packed, unpacked = tmp_path / "packed.h5", tmp_path / "unpacked.h5"
+    volumes, times = _MODES[mode]
+    write_compressed(str(packed), data or _trace(), volumes, times=times)
+    write_compressed(str(unpacked), data or _trace(), volumes, times=times, pack=False)
+    return packed, unpacked
+
+
+def _same_meta(a: dict, b: dict) -> None:
+    """Equal metadata but what says who wrote it when (and the array, compared apart)."""
+    skip = ("created", "format_version", "shape")
+    assert list(a) == list(b)
+    assert {k: v for k, v in a.items() if k not in skip} == \
+        {k: v for k, v in b.items() if k not in skip}
+    assert np.array_equal(a["shape"], b["shape"])
+
+
+@pytest.mark.parametrize("mode", list(_MODES))
+def test_every_attribute_and_provenance_item_reads_back_as_unpacked(tmp_path, mode,
+                                                                     fixed_provenance):
+    packed, unpacked = _pair(tmp_path, mode)
+    with h5py.File(packed, "r") as f:
+        assert sorted(f.attrs) == ["format", "format_version", storage.META_ATTR, "shape"]
+        assert set(f) == {"trace"} and sorted(f["trace"].attrs) == ["form", "packed"]
+    with minitrace.open(packed) as a, minitrace.open(unpacked) as b:
+        _same_meta(a.meta, b.meta)
+        assert a.meta["format_version"] == storage.PACKED_META_VERSION
+        assert a.meta["note"] == "[not json" and a.meta["source"] == {"a": [1, 2]}
+        assert a.meta["count"] == 7 and a.meta["ratio"] == float(np.float32(0.1))
+        x, y = a.compressed_form.attrs, b.compressed_form.attrs
+        assert list(x) == sorted(x) and list(y) == sorted(y)
+        assert {k: v for k, v in x.items() if k != "packed"} == y
+        assert a.data().actions.tobytes() == b.data().actions.tobytes()
+    pa, pb = read_provenance(str(packed)), read_provenance(str(unpacked))
+    assert pa == pb and list(pa) == list(pb)
+    assert pa["environment"] == _DYNAMIC["environment"] and pa["cwd"] == "/tmp/é"
+    assert pa.get("lstopo_xml") == provenance._static().get("lstopo_xml")
+
+
+def test_info_shows_the_same_metadata_and_provenance(tmp_path, fixed_provenance, capsys):
+    packed, unpacked = _pair(tmp_path, "model")
+    out = []
+    for p in (packed, unpacked):
+        assert cli.main(["info", str(p)]) == 0
+        text = capsys.readouterr().out.replace(str(p), "FILE")
+        out.append([ln for ln in text.splitlines() if "created" not in ln])
+    assert out[0][0] == "FILE: minitrace format 6" and out[1][0] == "FILE: minitrace format 4"
+    assert out[0][1:] == out[1][1:]
+    assert any(_DYNAMIC["command_line"] in ln for ln in out[0])
+
+
+def test_expand_gives_a_plain_file_of_the_same_metadata(tmp_path):
+    packed, _ = _pair(tmp_path, "bounded")
+    back = tmp_path / "back.h5"
+    assert cli.main(["expand", str(packed), "-o", str(back)]) == 0
+    with minitrace.open(packed) as a, minitrace.open(back) as b:
+        _same_meta(content_meta(a.meta), content_meta(b.meta))
+        assert b.meta["format_version"] == storage.PLAIN_VERSION
+    with h5py.File(back, "r") as f:
+        assert storage.META_ATTR not in f.attrs and provenance.GROUP in f
+    assert read_provenance(str(back))["command_line"] != ""
+
+
+def test_adding_to_a_packed_file_keeps_its_metadata(tmp_path, fixed_provenance):
+    """A read-modify-write (``updating``: a benchmark suite added) unpacks the metadata into
+    attributes and stores its own provenance as ``/provenance``."""
+    packed, _ = _pair(tmp_path, "exact")
+    with minitrace.open(packed) as t:
+        before = t.meta
+    storage.write_bench(str(packed), "s", {"x": np.arange(3)})
+    with minitrace.open(packed) as t:
+        _same_meta(t.meta, before)
+        assert t.meta["created"] == before["created"] and t.suites == ["s"]
+        assert t.nactions == 4 * 402
+    with h5py.File(packed, "r") as f:
+        assert storage.META_ATTR not in f.attrs and provenance.GROUP in f
+    assert read_provenance(str(packed))["cwd"] == _DYNAMIC["cwd"]
+
+
+def test_older_readers_refuse_packed_files_as_newer(tmp_path, monkeypatch):
+    packed, unpacked = _pair(tmp_path, "exact")
+    monkeypatch.setattr(storage, "FORMAT_VERSION", storage.VARIANT_VERSION)
+    with pytest.raises(MinitraceError, match="newer minitrace .format version 6"):
+        minitrace.open(packed)
+    with minitrace.open(unpacked) as t:
+        assert t.meta["format_version"] == storage.COMPRESSED_VERSION
+
+
+@pytest.mark.parametrize("mode,unpacked_version", [("exact", 2), ("bounded", 3), ("model", 4)])
+def test_every_packed_file_is_version_6(tmp_path, monkeypatch, mode, unpacked_version):
+    """Packed metadata is version 6 whatever else the file holds (a version 6 reader reads
+    all of versions 2-5); unpacked, the version of what it holds (bounded: context-coded
+    arrays, of any length here)."""
+    monkeypatch.setattr(ST, "CONTEXT_MIN", 64)
+    monkeypatch.setattr(CR, "MIN_VALUES", 16)
+    packed, unpacked = _pair(tmp_path, mode, _timed_stencil(200))
+    with h5py.File(packed, "r") as f, h5py.File(unpacked, "r") as g:
+        assert f.attrs["format_version"] == storage.PACKED_META_VERSION == 6
+        assert g.attrs["format_version"] == unpacked_version
+        assert f["trace"].attrs["packed"] == P.VERSION
+
+
+def test_an_older_files_attribute_of_that_name_is_its_own(tmp_path):
+    p = tmp_path / "p.h5"
+    storage.write_trace(p, synthetic.ring_trace(2, 100), meta={storage.META_ATTR: "mine"})
+    with minitrace.open(p) as t:
+        assert t.meta[storage.META_ATTR] == "mine"
+
+
+def _blob(f) -> dict:
+    return json.loads(zlib.decompress(f.attrs[storage.META_ATTR].tobytes()))
+
+
+def _set_blob(f, value, raw: bytes | None = None) -> None:
+    raw = zlib.compress(json.dumps(value).encode()) if raw is None else raw
+    f.attrs[storage.META_ATTR] = np.frombuffer(raw, np.uint8)
+
+
+def _edited(f, edit) -> None:
+    b = _blob(f)
+    edit(b)
+    _set_blob(f, b)
+
+
+def _mt(*args) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "minitrace", *map(str, args)],
+                          capture_output=True, text=True, timeout=300)
+
+
+@pytest.mark.parametrize("damage,why", [
+    (lambda f: _set_blob(f, None, b"not deflated"), "packed_meta) is not deflated JSON"),
+    (lambda f: f.attrs.__setitem__(storage.META_ATTR, np.zeros(4)), "packed_meta) is not bytes"),
+    (lambda f: _set_blob(f, ["attrs"]), "packed_meta) is not a JSON object"),
+    (lambda f: _edited(f, lambda b: b.update(more=1)), "holds other than attrs and provenance"),
+    (lambda f: _edited(f, lambda b: b["attrs"].update(hosts=["n0"])),
+     "attrs is not an object of text, numbers and booleans"),
+    (lambda f: _edited(f, lambda b: b["attrs"].update(format="minitrace")), "holds format"),
+    (lambda f: f.attrs.__setitem__("volume_unit", "seconds"),
+     "root attribute volume_unit both packed and an attribute"),
+    (lambda f: _edited(f, lambda b: b["provenance"].update(cpu=None)),
+     "provenance is not an object of text"),
+    (lambda f: _edited(f, lambda b: b["provenance"].update(lstopo_xml=3)),
+     "lstopo_xml is not text"),
+    (lambda f: _edited(f, lambda b: b["provenance"].update(cpu='"x"')), "cpu is not a dict"),
+    (lambda f: f.create_group(provenance.GROUP), "both /provenance and packed"),
+])
+def test_damaged_packed_metadata_is_a_one_line_error(tmp_path, damage, why):
+    packed, _ = _pair(tmp_path, "model")
+    with h5py.File(packed, "a") as f:
+        damage(f)
+    p = _mt("info", packed)
+    lines = [ln for ln in p.stderr.splitlines() if ln.strip()]
+    assert p.returncode == 1 and len(lines) == 1 and lines[0].startswith(
+        "minitrace: error:"), (p.returncode, p.stderr)
+    assert why in lines[0] and "corrupt" in lines[0], lines[0]
