@@ -162,13 +162,26 @@ def test_an_older_files_attribute_of_that_name_is_its_own(tmp_path):
         assert t.meta[storage.META_ATTR] == "mine"
 
 
+def _deflated(raw: bytes, zdict: bytes = provenance.PACK_DICTIONARY) -> bytes:
+    z = zlib.compressobj(9, zdict=zdict)
+    return z.compress(raw) + z.flush()
+
+
 def _blob(f) -> dict:
-    return json.loads(zlib.decompress(f.attrs[storage.META_ATTR].tobytes()))
+    z = zlib.decompressobj(zdict=provenance.PACK_DICTIONARY)
+    return json.loads(z.decompress(f.attrs[storage.META_ATTR].tobytes()))
 
 
 def _set_blob(f, value, raw: bytes | None = None) -> None:
-    raw = zlib.compress(json.dumps(value).encode()) if raw is None else raw
+    raw = _deflated(json.dumps(value).encode()) if raw is None else raw
     f.attrs[storage.META_ATTR] = np.frombuffer(raw, np.uint8)
+
+
+def test_the_dictionary_is_the_formats():
+    """The preset dictionary is part of format version 6: an edit would make every file
+    written with it unreadable (it needs a new format version)."""
+    assert zlib.adler32(provenance.PACK_DICTIONARY) == provenance.PACK_DICTIONARY_ADLER32
+    assert len(provenance.PACK_DICTIONARY) <= 32768          # (deflate's window)
 
 
 def _edited(f, edit) -> None:
@@ -184,6 +197,10 @@ def _mt(*args) -> subprocess.CompletedProcess:
 
 @pytest.mark.parametrize("damage,why", [
     (lambda f: _set_blob(f, None, b"not deflated"), "packed_meta) is not deflated JSON"),
+    (lambda f: _set_blob(f, None, _deflated(b'{"attrs": {}}', b"another dictionary")),
+     "packed_meta) is not deflated JSON"),
+    (lambda f: _set_blob(f, None, _deflated(b'{"attrs": {}}')[:-2]),
+     "packed_meta) is not deflated JSON"),
     (lambda f: f.attrs.__setitem__(storage.META_ATTR, np.zeros(4)), "packed_meta) is not bytes"),
     (lambda f: _set_blob(f, ["attrs"]), "packed_meta) is not a JSON object"),
     (lambda f: _edited(f, lambda b: b.update(more=1)), "holds other than attrs and provenance"),

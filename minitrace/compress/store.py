@@ -474,8 +474,8 @@ class _Arrays:
         if P.ATTRS not in self.packed:
             return attrs
         what = f"{self.g.name}/{P.ATTRS}"
-        packed = S.scalars(S.unpack_json(self.packed[P.ATTRS], what, self.path,
-                                         deflated=False), what, self.path)
+        packed = S.scalars(S.unpack_json(self.packed[P.ATTRS], what, self.path), what,
+                           self.path)
         return S.merged_attrs(attrs, {k: S.attr_value(v) for k, v in packed.items()}, None,
                               self.g.name, self.path)
 
