@@ -291,3 +291,18 @@ def test_first_uses_by_table_and_by_hash_are_the_first_names():
         want = np.array([(r, v) not in seen and not seen.add((r, v))
                          for r, v in zip(rank.tolist(), values.tolist())])
         assert np.array_equal(S._first_uses(values, rank), want), (n, width)
+
+
+def test_signatures_are_the_same_whatever_the_hash(monkeypatch):
+    """Rows are told apart by their columns, not by their hash: a hash that collides
+    everywhere falls back to an exact factorization with the same table and ids; the packed
+    words (bytes of the columns) are the shifts and ors of other column types."""
+    data = random_trace(11, nranks=3, n=400)
+    sig = S.encode(data)
+    cols = {f: sig.table[f][sig.ids] for f in S.SIGNATURE_DTYPE.names}
+    monkeypatch.setattr(S, "_hash_words", lambda words, n: np.zeros(n, np.uint64))
+    table, ids = S.factorize(cols, len(sig.ids))
+    assert np.array_equal(table, sig.table) and np.array_equal(ids, sig.ids)
+    wide = {f: c.astype(np.int64) for f, c in cols.items()}     # (the shifts' path)
+    for a, b in zip(S._packed_words(cols), S._packed_words(wide)):
+        assert np.array_equal(a, b)
