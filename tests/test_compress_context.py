@@ -21,6 +21,7 @@ from minitrace.compress import rans as R
 from minitrace.compress import store as ST
 from minitrace.compress.files import write_compressed
 from tests.test_compress_bounded import _check_bounds, _ranges_match_whole, _timed_stencil
+from tests.test_compress_store import store_pack, stored_pack
 
 _RNG = np.random.default_rng(11)
 _I64 = np.iinfo(np.int64)
@@ -132,7 +133,8 @@ def _arrays(path) -> dict:
     """name -> array of a compressed file's ``/trace`` arrays, packed or datasets."""
     with h5py.File(path, "r") as f:
         g = f["trace"]
-        out = dict(P.unpack(g[P.DATASET][()])) if P.DATASET in g else {}
+        raw = stored_pack(g)
+        out = dict(P.unpack(raw)) if raw is not None else {}
         for mode in ("exact", "model"):
             if mode in g:
                 out.update({f"{mode}/{k}": v[()] for k, v in g[mode].items()
@@ -148,7 +150,8 @@ def _rewrite(path, edit) -> None:
     edit(after)
     with h5py.File(path, "a") as f:
         g = f["trace"]
-        packed = dict(P.unpack(g[P.DATASET][()])) if P.DATASET in g else {}
+        raw = stored_pack(g)
+        packed = dict(P.unpack(raw)) if raw is not None else {}
         for name in before:
             if name not in after or after[name] is not before[name]:
                 if name in packed:
@@ -161,9 +164,7 @@ def _rewrite(path, edit) -> None:
                     packed[name] = v
                 else:
                     g[name] = v
-        if P.DATASET in g:
-            del g[P.DATASET]
-        g.create_dataset(P.DATASET, data=P.pack(packed))
+        store_pack(g, P.pack(packed))
 
 
 @pytest.mark.parametrize("nranks", [1, 5])

@@ -76,7 +76,8 @@ def test_every_attribute_and_provenance_item_reads_back_as_unpacked(tmp_path, mo
     packed, unpacked = _pair(tmp_path, mode)
     with h5py.File(packed, "r") as f:
         assert sorted(f.attrs) == ["format", "format_version", storage.META_ATTR, "shape"]
-        assert set(f) == {"trace"} and sorted(f["trace"].attrs) == ["form", "packed"]
+        assert set(f) == {"trace"} and set(f["trace"]) == set()       # (the pack inline)
+        assert sorted(f["trace"].attrs) == ["form", "packed", P.BYTES_ATTR]
     with minitrace.open(packed) as a, minitrace.open(unpacked) as b:
         _same_meta(a.meta, b.meta)
         assert a.meta["format_version"] == storage.PACKED_META_VERSION
@@ -153,6 +154,21 @@ def test_every_packed_file_is_version_6(tmp_path, monkeypatch, mode, unpacked_ve
         assert f.attrs["format_version"] == storage.PACKED_META_VERSION == 6
         assert g.attrs["format_version"] == unpacked_version
         assert f["trace"].attrs["packed"] == P.VERSION
+
+
+def test_a_pack_too_large_for_an_attribute_is_a_dataset(tmp_path, monkeypatch):
+    """Packs deflated beyond pack.ATTR_MAX_BYTES stay the dataset /trace/packed (an
+    attribute would move /trace's to a heap): the same trace and attributes back."""
+    small = tmp_path / "small.h5"
+    write_compressed(str(small), _trace(), "model")
+    monkeypatch.setattr(P, "ATTR_MAX_BYTES", 0)
+    large, _ = _pair(tmp_path, "model")
+    with h5py.File(large, "r") as f:
+        assert P.DATASET in f["trace"] and P.BYTES_ATTR not in f["trace"].attrs
+    with minitrace.open(small) as a, minitrace.open(large) as b:
+        assert a.compressed_form.attrs == b.compressed_form.attrs
+        assert a.data().actions.tobytes() == b.data().actions.tobytes()
+    assert large.stat().st_size > small.stat().st_size
 
 
 def test_an_older_files_attribute_of_that_name_is_its_own(tmp_path):

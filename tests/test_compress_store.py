@@ -4,6 +4,7 @@ commands work, and damaged grammars are one-line errors."""
 from __future__ import annotations
 
 import json
+import zlib
 from pathlib import Path
 
 import h5py
@@ -166,12 +167,31 @@ def test_an_old_version_1_file_still_opens(tmp_path):
         assert t.nactions == 100 and not t.compressed
 
 
+def stored_pack(g) -> np.ndarray | None:
+    """The pack's bytes of the ``/trace`` group ``g``: its attribute (small packs, pack.py),
+    or its dataset; None when it has none."""
+    if P.BYTES_ATTR in g.attrs:
+        return np.frombuffer(zlib.decompress(g.attrs[P.BYTES_ATTR].tobytes()), np.uint8)
+    return g[P.DATASET][()] if P.DATASET in g else None
+
+
+def store_pack(g, raw: np.ndarray) -> None:
+    """The pack of the ``/trace`` group ``g`` replaced by ``raw``, as its dataset (either
+    form reads)."""
+    if P.BYTES_ATTR in g.attrs:
+        del g.attrs[P.BYTES_ATTR]
+    if P.DATASET in g:
+        del g[P.DATASET]
+    g.create_dataset(P.DATASET, data=raw)
+
+
 def _stored(p, name: str) -> np.ndarray:
     """The array ``name`` (under /trace) of the compressed file ``p``: in its pack, or its own
     dataset (files written without a pack, and large arrays)."""
     with h5py.File(p, "r") as f:
         g = f["trace"]
-        arrays = unpack(g["packed"][()]) if "packed" in g else {}
+        raw = stored_pack(g)
+        arrays = unpack(raw) if raw is not None else {}
         return arrays[name] if name in arrays else g[name][()]
 
 
@@ -182,11 +202,11 @@ def _edited(p, name: str, edit) -> None:
     edit(data)
     with h5py.File(p, "a") as f:
         g = f["trace"]
-        arrays = unpack(g["packed"][()]) if "packed" in g else {}
+        raw = stored_pack(g)
+        arrays = unpack(raw) if raw is not None else {}
         if name in arrays:
             arrays[name] = data
-            del g["packed"]
-            g.create_dataset("packed", data=pack(arrays))
+            store_pack(g, pack(arrays))
         else:
             del g[name]
             g.create_dataset(name, data=data)
@@ -197,7 +217,7 @@ def _damaged(tmp_path, dataset: str, value, packed: bool = True) -> str:
     p = tmp_path / "c.h5"
     write_compressed(str(p), d, pack=packed)
     with h5py.File(p, "r") as f:
-        assert ("packed" in f["trace"]) == packed
+        assert (stored_pack(f["trace"]) is not None) == packed
     _edited(p, dataset, value)
     return str(p)
 
@@ -312,7 +332,7 @@ def test_packed_and_unpacked_files_read_the_same(tmp_path, volumes):
     write_compressed(str(old), d, volumes, pack=False)
     with h5py.File(new, "r") as f, h5py.File(old, "r") as g:
         assert f["trace"].attrs["packed"] == P.VERSION == 3 and "packed" not in g["trace"].attrs
-        assert set(f["trace"]) == {"packed"}
+        assert set(f["trace"]) == set() and P.BYTES_ATTR in f["trace"].attrs   # (small)
         assert {"comms", "strings"} <= set(g["trace"])
         assert "grammar" in g["trace"] and "packed" not in g["trace"]
     with minitrace.open(new) as a, minitrace.open(old) as b:
@@ -328,7 +348,8 @@ def test_packed_and_unpacked_files_read_the_same(tmp_path, volumes):
 
 @pytest.mark.parametrize("damage,why", [
     (lambda g: g.attrs.__setitem__("packed", 4), "pack version 4 unknown"),
-    (lambda g: g.attrs.__setitem__("packed", 2), "trace/attrs packed in a pack of version 2"),
+    (lambda g: g.attrs.__setitem__("packed", 2), "trace@packed_bytes in a pack of version 2"),
+    (lambda g: _as_dataset(g, packed=2), "trace/attrs packed in a pack of version 2"),
     (lambda g: _edit_packed(g, "attrs", np.frombuffer(b'{"volumes": "exa', np.uint8)),
      "trace/attrs is not JSON"),
     (lambda g: _edit_packed(g, "attrs", np.frombuffer(b'["volumes"]', np.uint8)),
@@ -339,7 +360,7 @@ def test_packed_and_unpacked_files_read_the_same(tmp_path, volumes):
      "trace/attrs is not bytes"),
     (lambda g: g.attrs.__setitem__("volumes", "exact"),
      "trace attribute volumes both packed and an attribute"),
-    (lambda g: g.attrs.__setitem__("packed", 1), "comms/ids packed in a pack of version 1"),
+    (lambda g: _as_dataset(g, packed=1), "comms/ids packed in a pack of version 1"),
     (lambda g: _edit_packed(g, "strings", np.frombuffer(b'["a", 1]', np.uint8)),
      "strings is not a JSON list of strings"),
     (lambda g: _edit_packed(g, "strings", np.frombuffer(b'["a"', np.uint8)),
@@ -355,7 +376,13 @@ def test_packed_and_unpacked_files_read_the_same(tmp_path, volumes):
     (lambda g: _rewrite_pack(g, _index_edit(b"<i", b"<M")), "not allowed|malformed"),
     (lambda g: _rewrite_pack(g, _index_edit(b"signatures/kind ", b"signatures/kinx ")),
      "signatures/kind missing"),
-    (lambda g: g.__delitem__("packed"), "trace/packed missing"),
+    (lambda g: g.attrs.__delitem__(P.BYTES_ATTR), "trace/packed missing"),
+    (lambda g: g.attrs.__setitem__(P.BYTES_ATTR, np.frombuffer(b"x", np.uint8)),
+     "trace@packed_bytes is not deflated"),
+    (lambda g: g.attrs.__setitem__(P.BYTES_ATTR, np.zeros(3, np.int16)),
+     "trace@packed_bytes is not bytes"),
+    (lambda g: g.create_dataset(P.DATASET, data=stored_pack(g)),
+     "trace@packed_bytes in a pack of version 3 or beside /trace/packed"),
     (lambda g: _widened_pack(g), "packed is uint16, not bytes"),
     (lambda g: g.create_dataset("signatures/kind", data=np.zeros(3, np.uint8)),
      "signatures/kind is both packed and a dataset"),
@@ -374,37 +401,38 @@ def set_trace_attr(f: h5py.File, name: str, value) -> None:
     """Set ``/trace``'s attribute ``name`` where the file keeps it: in the pack (pack version
     3) or as an attribute (a damage the tests of other modules make)."""
     g = f["trace"]
-    arrays = P.unpack(g[P.DATASET][()]) if P.DATASET in g else {}
+    raw = stored_pack(g)
+    arrays = P.unpack(raw) if raw is not None else {}
     if P.ATTRS not in arrays:
         g.attrs[name] = value
         return
     attrs = json.loads(arrays[P.ATTRS].tobytes())
     attrs[name] = value
     arrays[P.ATTRS] = np.frombuffer(json.dumps(attrs).encode(), np.uint8)
-    del g[P.DATASET]
-    g.create_dataset(P.DATASET, data=P.pack(arrays))
+    store_pack(g, P.pack(arrays))
 
 
 def _edit_packed(g, name: str, value: np.ndarray) -> None:
     """The pack with one array replaced."""
-    arrays = unpack(g["packed"][()])
+    arrays = unpack(stored_pack(g))
     assert name in arrays
     arrays[name] = value
-    del g["packed"]
-    g.create_dataset("packed", data=pack(arrays))
+    store_pack(g, pack(arrays))
+
+
+def _as_dataset(g, **attrs) -> None:
+    """The pack as its dataset (as a pack too large for the attribute is), with ``attrs``."""
+    store_pack(g, stored_pack(g))
+    g.attrs.update(attrs)
 
 
 def _widened_pack(g) -> None:
     """The pack's bytes stored as uint16 (each byte a wider number: would be narrowed)."""
-    raw = g["packed"][()].astype(np.uint16)
-    del g["packed"]
-    g.create_dataset("packed", data=raw)
+    store_pack(g, stored_pack(g).astype(np.uint16))
 
 
 def _rewrite_pack(g, edit) -> None:
-    raw = edit(g["packed"][()]).astype(np.uint8)
-    del g["packed"]
-    g.create_dataset("packed", data=raw)
+    store_pack(g, edit(stored_pack(g)).astype(np.uint8))
 
 
 def _index_edit(old: bytes, new: bytes):
@@ -421,10 +449,9 @@ def test_a_packed_nan_volume_total_is_refused(tmp_path):
     p = tmp_path / "m.h5"
     write_compressed(str(p), synthetic.ring_trace(4, 4 * 402), "model")
     with h5py.File(p, "a") as f:
-        arrays = unpack(f["trace/packed"][()])
+        arrays = unpack(stored_pack(f["trace"]))
         arrays["model/volume_totals"][0] = np.nan
-        del f["trace/packed"]
-        f["trace"].create_dataset("packed", data=pack(arrays))
+        store_pack(f["trace"], pack(arrays))
     with pytest.raises(MinitraceError, match="corrupt trace: .*holds nan"):
         with minitrace.open(p) as t:
             t.data()
@@ -449,9 +476,9 @@ def test_pack_version_1_files_are_read(tmp_path, volumes):
     with h5py.File(old, "r") as f, h5py.File(new, "r") as g:
         assert f["trace"].attrs["packed"] == 1 and {"comms", "strings"} <= set(f["trace"])
         assert isinstance(f.attrs["format"], str) and isinstance(g.attrs["format"], bytes)
-        assert g["trace"].attrs["packed"] == P.VERSION and set(g["trace"]) == {"packed"}
+        assert g["trace"].attrs["packed"] == P.VERSION and set(g["trace"]) == set()
         if volumes == "model":
-            was, now = unpack(f["trace/packed"][()]), unpack(g["trace/packed"][()])
+            was, now = unpack(f["trace/packed"][()]), unpack(stored_pack(g["trace"]))
             assert was["model/stats/mean"].dtype == np.float32 and "model/stats/mean" not in now
             assert now["model/stats/mean_code"].dtype.kind == "i"
             assert was["model/spread"].dtype == np.float32 and "model/spread" not in now
@@ -481,7 +508,7 @@ def test_tables_too_big_for_the_pack_are_datasets(tmp_path):
     p = tmp_path / "s.h5"
     write_compressed(str(p), d)
     with h5py.File(p, "r") as f:
-        assert {"comms", "strings", "packed"} <= set(f["trace"])
+        assert {"comms", "strings"} <= set(f["trace"]) and stored_pack(f["trace"]) is not None
         assert f["trace"].attrs["packed"] == P.VERSION
     with minitrace.open(p) as t:
         back = t.data()

@@ -3,8 +3,10 @@ from __future__ import annotations
 
 import os
 import time
+import zlib
 
 import h5py
+import numpy as np
 
 from ..model import TraceColumns
 from . import pack as P
@@ -53,10 +55,17 @@ def sizes(path: str) -> dict:
         g = f["trace"]
         structure = sum(stored(g[k]) for k in _STRUCTURE if k in g)
         side = sum(stored(g[k]) for k in _SIDE if k in g)
+        packed = None
         if P.DATASET in g:
             ds = g[P.DATASET]
-            raw = {k: a.nbytes for k, a in P.unpack(ds[()]).items()}
-            share = ds.id.get_storage_size() / max(sum(raw.values()), 1)
+            packed, stored_bytes = ds[()], ds.id.get_storage_size()
+        elif P.BYTES_ATTR in g.attrs:       # (small packs: pack.py)
+            deflated = g.attrs[P.BYTES_ATTR].tobytes()
+            packed, stored_bytes = np.frombuffer(zlib.decompress(deflated), np.uint8), \
+                len(deflated)
+        if packed is not None:
+            raw = {k: a.nbytes for k, a in P.unpack(packed).items()}
+            share = stored_bytes / max(sum(raw.values()), 1)
 
             def part(groups) -> float:
                 return share * sum(n for k, n in raw.items() if k.split("/")[0] in groups)

@@ -1,4 +1,5 @@
-"""A compressed file's small arrays packed into one dataset (``/trace/packed``, pack version 2).
+"""A compressed file's small arrays packed into one dataset (``/trace/packed``) or attribute
+(``/trace@packed_bytes``, small packs), pack version 3.
 
 Below ~50 k actions a compressed file's ~60 small arrays cost more as HDF5 datasets (an object
 header each, ~330 bytes, and the groups' link tables) than their content; packed, they cost
@@ -12,12 +13,15 @@ traces"):
 - each array's bytes in index order, byte-shuffled (byte 0 of every element, then byte 1...,
   as HDF5's shuffle filter does: integers and floats deflate better).
 
-The dataset is uint8 with HDF5's standard gzip filter.  Files without it (written before)
-hold every array as its own dataset, and are read as before.  Version 2 (2026-11-28, session
+The dataset is uint8 with HDF5's standard gzip filter (the attribute: the same zlib
+stream).  Files without either (written before) hold every array as its own dataset, and are
+read as before.  Version 2 (2026-11-28, session
 12) packs the communicator table (``comms/ids``, ``comms/offsets``, ``comms/members``) and the
 string table (:data:`STRINGS`: UTF-8 JSON, a list) too, which version 1 kept as datasets.
 Version 3 (session 18, format version 6) packs ``/trace``'s attributes too (:data:`ATTRS`)
-but ``form`` and ``packed``: ~45 bytes of HDF5 header each, 10-14 of them.
+but ``form`` and ``packed``: ~45 bytes of HDF5 header each, 10-14 of them; and a pack deflated
+to at most :data:`ATTR_MAX_BYTES` is the ``/trace`` attribute :data:`BYTES_ATTR` (a zlib
+stream), not a dataset, whose header took 268 bytes more.
 """
 from __future__ import annotations
 
@@ -35,8 +39,14 @@ STRINGS = "strings"
 #: ``/trace``'s attributes in the pack (version 3): uint8, a JSON object in UTF-8 of their
 #: values (text, numbers, booleans: ``storage.pack_json``).
 ATTRS = "attrs"
+#: ``/trace`` attribute holding the pack deflated (uint8, a zlib stream) in place of the
+#: dataset (pack version 3, packs deflated to at most :data:`ATTR_MAX_BYTES`).
+BYTES_ATTR = "packed_bytes"
+#: Larger packs stay datasets: the dataset's header is a small part of them, and an attribute
+#: beyond 64 KiB would move ``/trace``'s attributes to a heap.
+ATTR_MAX_BYTES = 16384
 #: The ``/trace`` attributes that stay attributes: what says what ``/trace`` holds and where.
-KEPT_ATTRS = ("form", ATTR)
+KEPT_ATTRS = ("form", ATTR, BYTES_ATTR)
 #: Arrays up to this many bytes are packed; larger ones are datasets of their own.
 MAX_BYTES = 1 << 16
 _KINDS = "iuf"

@@ -381,14 +381,18 @@ def write(path: str, c: Compressed, meta: dict | None = None, pack: bool = True)
         packed[P.ATTRS] = np.frombuffer(S.pack_json({k: v for k, v in attrs.items()
                                                      if k not in kept}), np.uint8)
         attrs = {**kept, P.ATTR: P.VERSION}
+    if packed:
+        raw = P.pack(packed)
+        level = _pack_level(len(raw), c.nactions)
+        deflated = zlib.compress(raw.tobytes(), level)
+        inline = pack and len(deflated) <= P.ATTR_MAX_BYTES
+        if inline:
+            attrs[P.BYTES_ATTR] = np.frombuffer(deflated, np.uint8)
     with S.new_file(path, m, version, create=_create, fixed=True, packed=pack) as f:
         g = h5py.Group(h5py.h5g.create(f.id, b"trace", gcpl=_plists()[2]))
         S.new_attrs(g, attrs, fixed=True)
-        if packed:
-            raw = P.pack(packed)
-            level = _pack_level(len(raw), c.nactions)
-            S.one_chunk_dataset(g, P.DATASET, len(raw), zlib.compress(raw.tobytes(), level),
-                                level)
+        if packed and not inline:
+            S.one_chunk_dataset(g, P.DATASET, len(raw), deflated, level)
         for name, (arr, kw) in arrays.items():
             *groups, leaf = name.split("/")
             _dataset(g.require_group("/".join(groups)), leaf, arr, **kw)
@@ -450,7 +454,8 @@ class _Arrays:
             if not isinstance(version, (int, np.integer)) or version not in P.VERSIONS:
                 raise _corrupt(f"pack version {version!r} unknown (written by a newer "
                                f"minitrace?)", path)
-            raw = S.trace_array(g, P.DATASET, path, kinds="u")
+            raw = self._inline(attrs.get(P.BYTES_ATTR), version) \
+                if P.BYTES_ATTR in attrs else S.trace_array(g, P.DATASET, path, kinds="u")
             if raw.dtype != np.uint8:           # (bytes: a wider type would be narrowed)
                 raise _corrupt(f"{g.name}/{P.DATASET} is {raw.dtype}, not bytes", path)
             try:
@@ -468,9 +473,23 @@ class _Arrays:
                 raise _corrupt(f"{g.name}/{P.ATTRS} packed in a pack of version {version}",
                                path)
 
+    def _inline(self, value, version: int) -> np.ndarray:
+        """The pack's bytes from ``/trace``'s attribute :data:`.pack.BYTES_ATTR`."""
+        where = f"{self.g.name}@{P.BYTES_ATTR}"
+        if version < 3 or P.DATASET in self.g:
+            raise _corrupt(f"{where} in a pack of version {version} or beside "
+                           f"{self.g.name}/{P.DATASET}", self.path)
+        if not isinstance(value, np.ndarray) or value.dtype != np.uint8 or value.ndim != 1:
+            raise _corrupt(f"{where} is not bytes", self.path)
+        try:            # (deflate inflates at most ~1,032 times: a size the file holds)
+            return np.frombuffer(zlib.decompress(value.tobytes()), np.uint8)
+        except zlib.error:
+            raise _corrupt(f"{where} is not deflated", self.path) from None
+
     def attrs(self, attrs: dict) -> dict:
         """``/trace``'s attributes ``attrs`` with those in the pack (pack version 3), as
-        ``storage.read_attrs`` reads them (in name order)."""
+        ``storage.read_attrs`` reads them (in name order), the pack's bytes left out."""
+        attrs = {k: v for k, v in attrs.items() if k != P.BYTES_ATTR}
         if P.ATTRS not in self.packed:
             return attrs
         what = f"{self.g.name}/{P.ATTRS}"
