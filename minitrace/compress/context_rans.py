@@ -197,7 +197,8 @@ def encode(values: np.ndarray, fine: np.ndarray, coarse: np.ndarray) -> np.ndarr
     start = np.cumsum(freq, axis=1) - freq
     flat_f, flat_c = freq.ravel(), start.ravel()
     lanes = R.lane_count(n) if n else 1
-    x, words = R.push(flat_f[cell], flat_c[cell], lanes, SCALE)
+    x, words = R.push(flat_f.astype(np.float64)[cell], flat_c.astype(np.float64)[cell], lanes,
+                      SCALE)                      # (the tables as floats: no copy a value)
     extra = R.rest_bytes(k, rest, bits=VERSION >= 3)
     entries = np.flatnonzero(flat_f)
     e_ctx, e_sym = np.divmod(entries, NSYM)

@@ -125,8 +125,8 @@ def push(freq: np.ndarray, start: np.ndarray, lanes: int, scale: int = SCALE):
     # (states as float64: every value below 2**48 is exact, and numpy divides floats 4-10x
     # faster than integers; a step's lanes updated in place, in the sums' order
     # x + q * grow + c, the words kept as floats until the end: 6 numpy calls a step less)
-    f = freq.astype(np.float64)
-    c = start.astype(np.float64)
+    f = np.asarray(freq, np.float64)              # (given as floats: not copied)
+    c = np.asarray(start, np.float64)
     limit = f * float(1 << (32 - scale))         # (LOW >> scale) << 16: emit at or above
     grow = (1 << scale) - f
     x = np.full(lanes, float(LOW))

@@ -160,7 +160,7 @@ def encode(data: TraceColumns, columns: dict | None = None) -> Signatures:
     vrow, vval = _vector_entries(data.vectors, vec_len, columns["vec_off"], token_vec_rows)
     token_rows = np.nonzero(is_token)[0]
     rows = np.concatenate([token_rows, vrow])
-    vals = np.concatenate([req[token_rows], vval]).astype(np.int64)
+    vals = np.concatenate([req[token_rows], vval]).astype(np.int64, copy=False)
     where = np.concatenate([np.zeros(len(token_rows), np.int64),
                             np.arange(1, len(vrow) + 1, dtype=np.int64)])
     order = np.argsort(rows * 2 + (where > 0), kind="stable")   # a row's column, then vector
