@@ -232,15 +232,39 @@ def _packed_words(cols: dict) -> list[np.ndarray]:
     return [small, *pairs, cols["bytes_sent"], cols["bytes_recv"], cols["request"]]
 
 
+#: Rows hashed and checked at a time (512 KB a column: the hash and the shift's temporary
+#: stay in cache while every word goes through them; whole columns took 7.2 ms, these 3.9,
+#: on CloverLeaf 16's 495 k actions).
+HASH_ROWS = 1 << 16
+
+
 def _hash_words(words: list[np.ndarray], n: int) -> np.ndarray:
     """A 64-bit hash of each row of equal-length integer columns."""
     h = np.zeros(n, np.uint64)
+    tmp = np.empty(min(n, HASH_ROWS), np.uint64)
+    shift, mul = np.uint64(29), np.uint64(0x9E3779B97F4A7C15)
+    words = [w.astype(np.int64, copy=False).view(np.uint64) for w in words]
     with np.errstate(over="ignore"):
-        for w in words:                      # (in place: no temporary but the shift's)
-            h ^= w.astype(np.int64, copy=False).view(np.uint64)
-            h *= np.uint64(0x9E3779B97F4A7C15)
-            h ^= h >> np.uint64(29)
+        for lo in range(0, n, HASH_ROWS):
+            part = h[lo:lo + HASH_ROWS]
+            t = tmp[:len(part)]
+            for w in words:                  # (in place: no temporary)
+                part ^= w[lo:lo + HASH_ROWS]
+                part *= mul
+                np.right_shift(part, shift, out=t)
+                part ^= t
     return h
+
+
+def _rows_are(words: list[np.ndarray], first: np.ndarray, ids: np.ndarray) -> bool:
+    """Whether every row's words are those of the first row of its id (a block of rows at a
+    time: the ids read from cache for every word)."""
+    table = [w[first] for w in words]
+    for lo in range(0, len(ids), HASH_ROWS):
+        at = ids[lo:lo + HASH_ROWS]
+        if not all((t.take(at) == w[lo:lo + HASH_ROWS]).all() for t, w in zip(table, words)):
+            return False
+    return True
 
 
 def _first_of(ids: np.ndarray, k: int) -> np.ndarray:
@@ -302,7 +326,7 @@ def factorize(cols: dict, n: int) -> tuple[np.ndarray, np.ndarray]:
     words = _packed_words(cols)
     ids, uniq = pd.factorize(_hash_words(words, n))
     first = _first_of(ids, len(uniq))
-    if not all(np.array_equal(w[first][ids], w) for w in words):
+    if not _rows_are(words, first, ids):
         sig = np.zeros(n, SIGNATURE_DTYPE)
         for f in names:
             sig[f] = cols[f]
