@@ -348,6 +348,9 @@ def _mutate_hdf5(path: Path, rng: random.Random) -> None:
     with h5py.File(path, "r+") as f:
         dsets = []
         f.visititems(lambda n, o: dsets.append(n) if isinstance(o, h5py.Dataset) else None)
+        if not dsets:       # (a small compressed file: its pack and metadata are attributes)
+            _mutate_attribute(f, rng)
+            return
         r = rng.random()
         name = rng.choice(dsets)
         ds = f[name]
@@ -391,13 +394,31 @@ def _mutate_hdf5(path: Path, rng: random.Random) -> None:
     _mutate_file_region(path, rng, lo, hi)
 
 
+def _mutate_attribute(f, rng: random.Random) -> None:
+    """Bytes flipped in a root or ``/trace`` attribute of bytes (a compressed file's
+    ``packed_meta`` or ``packed_bytes``), or another attribute's value changed."""
+    o = rng.choice([f["/"]] + ([f["trace"]] if "trace" in f else []))
+    k = rng.choice(list(o.attrs))
+    v = o.attrs[k]
+    if isinstance(v, np.ndarray) and v.dtype == np.uint8 and v.size:
+        v = v.copy()
+        for _ in range(rng.choice((1, 1, 2, 8))):
+            v[rng.randrange(v.size)] ^= np.uint8(1 << rng.randrange(8))
+        o.attrs[k] = v
+    else:
+        o.attrs[k] = rng.choice([-1, 0, 2 ** 31 - 1, "x", "[1, 2", float("nan"), "{}"])
+
+
 def _mutate_structure(path: Path, rng: random.Random) -> None:
     """What a byte-level fuzzer rarely builds: a 4 KiB page zeroed, a dataset replaced by a
     group, by a soft link (to itself or elsewhere) or an external link, a dataset rewritten
     with another shape (transposed, cut, flattened) or a text column with repeated values."""
     import h5py
     r = rng.random()
-    if r < 0.3:
+    with h5py.File(path, "r") as f:
+        dsets = []
+        f.visititems(lambda n, o: dsets.append(n) if isinstance(o, h5py.Dataset) else None)
+    if r < 0.3 or not dsets:        # (a small compressed file has no dataset)
         size = path.stat().st_size
         page = rng.randrange(max(size // 4096, 1))
         with open(path, "r+b") as fh:
