@@ -306,3 +306,24 @@ def test_signatures_are_the_same_whatever_the_hash(monkeypatch):
     wide = {f: c.astype(np.int64) for f, c in cols.items()}     # (the shifts' path)
     for a, b in zip(S._packed_words(cols), S._packed_words(wide)):
         assert np.array_equal(a, b)
+
+
+def test_time_encodings_follow_every_time_not_only_the_extremes():
+    """encode_times (volumes.py) judges the times by their extremes: untimed when no start is
+    a number, float seconds when any start or end is not finite or the span is too wide for
+    integer ns, else integer ns from the earliest start."""
+    from minitrace.compress.volumes import encode_times
+    offsets = np.array([0, 3, 5])
+    ts = np.array([1.0, 2.0, 3.0, 1.5, 2.5])
+    te = ts + 0.25
+    nan, inf = np.nan, np.inf
+    cases = [(ts, te, "ns-gap"), (np.full(5, nan), te, "untimed"),
+             (np.where(np.arange(5) == 2, nan, ts), te, "float-seconds"),
+             (ts, np.where(np.arange(5) == 4, inf, te), "float-seconds"),
+             (np.where(np.arange(5) == 0, -inf, ts), te, "float-seconds"),
+             (ts, np.where(np.arange(5) == 1, 1e12, te), "float-seconds")]
+    for start, end, want in cases:
+        enc, t0, _, (a, b), _ = encode_times(start, end, offsets, None)
+        assert enc == want, (start, end)
+        if want == "ns-gap":
+            assert t0 == 1.0 and np.allclose(a, start) and np.allclose(b, end)

@@ -222,19 +222,32 @@ def encode_times(ts: np.ndarray, te: np.ndarray, offsets: np.ndarray, vol_ns: np
     (:func:`_predicted_steps`) where the times allow), ``float-seconds`` (as is) or
     ``untimed``.  ``gaps=False``: no columns (model mode stores none), the decoded times
     only."""
-    if not len(ts) or not np.isfinite(ts).any():
+    ts, te = np.asarray(ts, np.float64), np.asarray(te, np.float64)    # (the columns' type)
+    if not len(ts):
         return "untimed", 0.0, {}, (ts, te), False
-    span = max(float(te.max() - ts.min()), float(np.abs(te - ts).max())) \
-        if np.isfinite(ts).all() and np.isfinite(te).all() else np.inf
+    # (NaN and infinities reach the extremes: finite extremes, every value finite)
+    lo, hi, te_lo, te_hi = (float(f(a)) for a in (ts, te) for f in (np.min, np.max))
+    finite = all(np.isfinite([lo, hi, te_lo, te_hi]))
+    if not np.isfinite([lo, hi]).all() and not np.isfinite(ts).any():
+        return "untimed", 0.0, {}, (ts, te), False
+    span = np.inf
+    if finite:
+        d = te - ts
+        span = max(te_hi - lo, float(d.max()), -float(d.min()))
+        del d
     if not span * NS < 2 ** 62:
         return "float-seconds", 0.0, {"t_start": ts.astype(np.float64),
                                        "t_end": te.astype(np.float64)}, (ts, te), False
-    t0 = float(ts.min())
+    t0 = lo
     if quantum > 1 and gaps and pred is not None and \
             span * NS * 2 + float(pred.sum()) < 2 ** 52:
         x = np.empty(2 * len(ts), np.int64)
-        x[0::2] = np.rint((ts - t0) * NS)
-        x[1::2] = np.rint((te - t0) * NS)
+        tmp = np.empty(len(ts))
+        for at, t in ((0, ts), (1, te)):             # (in place: rint((t - t0) * NS))
+            np.subtract(t, t0, out=tmp)
+            tmp *= NS
+            np.rint(tmp, out=tmp)
+            x[at::2] = tmp
         coded = _predicted_steps(x, pred, offsets, quantum)
         if coded is not None:
             gap, dur, chain = coded
