@@ -171,6 +171,23 @@ def test_a_pack_too_large_for_an_attribute_is_a_dataset(tmp_path, monkeypatch):
     assert large.stat().st_size > small.stat().st_size
 
 
+def test_no_heap_or_hole_beside_large_arrays(tmp_path):
+    """Arrays too large for the pack (requests/new, exact/t_gap, t_duration of 64 k actions)
+    leave no 4 KB global heap (requests/new's encoding, a variable-length string) and no
+    unused end of HDF5's 2 KB block for small raw data between two headers (~1.9 KB): no run
+    of 1 KB of zeros in the file."""
+    p = tmp_path / "e.h5"
+    write_compressed(str(p), _timed_stencil(2000), "exact")
+    with h5py.File(p, "r") as f:
+        assert {"new", "exact"} <= set(f["trace/requests"]) | set(f["trace"])
+        assert {"t_gap", "t_duration"} <= set(f["trace/exact"])
+        assert f["trace/requests/new"].attrs["encoding"] == b"delta-per-rank"
+    raw = p.read_bytes()
+    assert b"GCOL" not in raw and b"\0" * 1024 not in raw
+    with minitrace.open(p) as t:
+        assert t.nactions == len(_timed_stencil(2000).actions)
+
+
 def test_an_older_files_attribute_of_that_name_is_its_own(tmp_path):
     p = tmp_path / "p.h5"
     storage.write_trace(p, synthetic.ring_trace(2, 100), meta={storage.META_ATTR: "mine"})
