@@ -31,9 +31,11 @@ def register(sub) -> None:
                    default=0.01,
                    help="relative precision of modelled volumes (default 0.01)")
     p.add_argument("--unpacked", action="store_true",
-                   help="each array its own HDF5 dataset, as files written before the pack "
-                        "(small arrays are otherwise packed into /trace/packed: smaller "
-                        "files, read by minitrace alike)")
+                   help="each array its own HDF5 dataset and the metadata as HDF5 "
+                        "attributes, as files written before the pack (format version 2-5; "
+                        "small arrays are otherwise packed into /trace/packed or its "
+                        "packed_bytes attribute and the metadata into packed_meta, version 6: "
+                        "smaller files, read by minitrace alike)")
     p.set_defaults(func=run)
 
 
