@@ -5,13 +5,22 @@ from __future__ import annotations
 import h5py
 import numpy as np
 
+from minitrace import provenance, storage
+
 
 def content(path: str) -> dict:
     """Every dataset (dtype and bytes) and attribute of the file but when and where it was
-    written (the root's ``created``, the ``provenance`` group: the machine's load)."""
+    written (the root's ``created``, the ``provenance`` group: the machine's load), the
+    root's packed metadata (format version 6) unpacked, its provenance left out alike."""
     out = {}
     with h5py.File(path, "r") as f:
-        out["/"] = {k: v for k, v in f.attrs.items() if k != "created"}
+        root = dict(f.attrs)
+        if storage.META_ATTR in root:
+            packed = storage.unpack_json(root.pop(storage.META_ATTR), storage.META_ATTR, path,
+                                         provenance.PACK_DICTIONARY)
+            root.update(packed["attrs"])
+        out["/"] = {k: (v.tolist() if isinstance(v, np.ndarray) else v)
+                    for k, v in root.items() if k != "created"}
 
         def visit(name, obj):
             if name.split("/")[0] == "provenance":
