@@ -19,36 +19,48 @@ CALLS = 40          # compute + ring send + recv per iteration, then compute + a
 KERNELS = 40        # alternating_trace's computes per iteration: an epoch each
 
 
+def ring_trace(body: list, iterations: int, P: int, volume) -> TraceColumns:
+    """``iterations`` of ``body`` (compute, send right, recv left, allreduce) between init
+    and finalize on each of P ranks; ``volume(r, kinds, it)`` the compute volumes of rank r
+    (seconds, kept to the ns) given each action's kind and iteration (called in rank order)."""
+    per = len(body) * iterations + 2
+    kinds = np.array([K.CODE["init"]] + [K.CODE[k] for k in body] * iterations +
+                     [K.CODE["finalize"]], np.uint8)
+    it = np.cumsum(kinds == K.CODE["allreduce"]) - (kinds == K.CODE["allreduce"])
+    send, recv = kinds == K.CODE["send"], kinds == K.CODE["recv"]
+    comp, allreduce = kinds == K.CODE["compute"], kinds == K.CODE["allreduce"]
+    a = empty_actions(per * P)
+    for r in range(P):
+        s = slice(r * per, (r + 1) * per)
+        a["kind"][s] = kinds
+        a["peer"][s] = np.where(send, (r + 1) % P, np.where(recv, (r - 1) % P, -1))
+        a["tag"][s] = np.where(send | recv, 1, -1)
+        a["bytes_sent"][s] = np.where(send, 800, np.where(allreduce, 8, 0))
+        a["bytes_recv"][s] = np.where(recv, 800, np.where(allreduce, 8, 0))
+        a["volume"][s] = np.where(comp, np.rint(volume(r, kinds, it) * 1e9) / 1e9, 0)
+        a["comm"][s] = np.where(allreduce, 0, -1)
+    a["t_start"] = a["t_end"] = np.nan
+    assign_vec_offsets(a)
+    return TraceColumns(a, np.arange(P + 1, dtype=np.int64) * per, np.zeros(0, np.int64),
+                        meta={"volume_unit": "seconds"})
+
+
 def imbalanced_trace(P: int = 4, iterations: int = 60, seed: int = 3) -> TraceColumns:
     """Each iteration: CALLS x (compute, send right, recv left), compute, allreduce.  Rank r
     computes (1 + r / 2) times as much, drifting up 50% over the run, with lognormal noise
     and, on one rank per tenth iteration, a call 20 times as long (the tail)."""
     rng = np.random.default_rng(seed)
-    body = ["compute", "send", "recv"] * CALLS + ["compute", "allreduce"]
-    per = len(body) * iterations + 2
-    kinds = np.array([K.CODE["init"]] + [K.CODE[k] for k in body] * iterations +
-                     [K.CODE["finalize"]], np.uint8)
-    a = empty_actions(per * P)
-    for r in range(P):
-        s = slice(r * per, (r + 1) * per)
-        a["kind"][s] = kinds
-        send, recv = kinds == K.CODE["send"], kinds == K.CODE["recv"]
-        a["peer"][s] = np.where(send, (r + 1) % P, np.where(recv, (r - 1) % P, -1))
-        a["tag"][s] = np.where(send | recv, 1, -1)
-        a["bytes_sent"][s] = np.where(send, 800, np.where(kinds == K.CODE["allreduce"], 8, 0))
-        a["bytes_recv"][s] = np.where(recv, 800, np.where(kinds == K.CODE["allreduce"], 8, 0))
-        comp = kinds == K.CODE["compute"]
-        it = (np.cumsum(kinds == K.CODE["allreduce"]) - (kinds == K.CODE["allreduce"]))
+
+    def volume(r, kinds, it):
         vol = (1 + r / 2) * (1 + 0.5 * it / iterations) * 1e-4 * \
-            rng.lognormal(0, 0.3, per)
-        spike = comp & (it % 10 == r) & (rng.uniform(size=per) < 0.05)
+            rng.lognormal(0, 0.3, len(kinds))
+        spike = (kinds == K.CODE["compute"]) & (it % 10 == r) & \
+            (rng.uniform(size=len(kinds)) < 0.05)
         vol[spike] *= 20
-        a["volume"][s] = np.where(comp, np.rint(vol * 1e9) / 1e9, 0)
-        a["comm"][s] = np.where(kinds == K.CODE["allreduce"], 0, -1)
-    a["t_start"] = a["t_end"] = np.nan
-    assign_vec_offsets(a)
-    return TraceColumns(a, np.arange(P + 1, dtype=np.int64) * per, np.zeros(0, np.int64),
-                        meta={"volume_unit": "seconds"})
+        return vol
+
+    return ring_trace(["compute", "send", "recv"] * CALLS + ["compute", "allreduce"],
+                      iterations, P, volume)
 
 
 def per_iteration(data: TraceColumns, r: int) -> np.ndarray:
@@ -91,32 +103,17 @@ def alternating_trace(P: int = 4, iterations: int = 80) -> TraceColumns:
     every seventh iteration keeps the order of the one before (the shift an output step makes
     in CloverLeaf's epochs), with a little noise of each rank's own."""
     rng = np.random.default_rng(18)
-    body = ["compute", "send", "recv"] * KERNELS + ["allreduce"]
-    per = len(body) * iterations + 2
-    kinds = np.array([K.CODE["init"]] + [K.CODE[k] for k in body] * iterations +
-                     [K.CODE["finalize"]], np.uint8)
-    a = empty_actions(per * P)
-    comp = kinds == K.CODE["compute"]
-    it = np.cumsum(kinds == K.CODE["allreduce"]) - (kinds == K.CODE["allreduce"])
-    nth = np.zeros(per, np.int64)
-    nth[comp] = np.arange(comp.sum()) % KERNELS
-    order = (it - it // 7) % 2                   # (0, 1, 0, 1, 0, 1, 1, 0, 1, ...)
-    long = comp & (nth == np.where(order == 0, 1, 5))
-    for r in range(P):
-        s = slice(r * per, (r + 1) * per)
-        a["kind"][s] = kinds
-        send, recv = kinds == K.CODE["send"], kinds == K.CODE["recv"]
-        a["peer"][s] = np.where(send, (r + 1) % P, np.where(recv, (r - 1) % P, -1))
-        a["tag"][s] = np.where(send | recv, 1, -1)
-        a["bytes_sent"][s] = np.where(send, 800, np.where(kinds == K.CODE["allreduce"], 8, 0))
-        a["bytes_recv"][s] = np.where(recv, 800, np.where(kinds == K.CODE["allreduce"], 8, 0))
-        vol = np.where(long, 1e-3, 1e-5) * rng.lognormal(0, 0.05, per)
-        a["volume"][s] = np.where(comp, np.rint(vol * 1e9) / 1e9, 0)
-        a["comm"][s] = np.where(kinds == K.CODE["allreduce"], 0, -1)
-    a["t_start"] = a["t_end"] = np.nan
-    assign_vec_offsets(a)
-    return TraceColumns(a, np.arange(P + 1, dtype=np.int64) * per, np.zeros(0, np.int64),
-                        meta={"volume_unit": "seconds"})
+
+    def volume(r, kinds, it):
+        comp = kinds == K.CODE["compute"]
+        nth = np.zeros(len(kinds), np.int64)
+        nth[comp] = np.arange(comp.sum()) % KERNELS
+        order = (it - it // 7) % 2               # (0, 1, 0, 1, 0, 1, 1, 0, 1, ...)
+        long = comp & (nth == np.where(order == 0, 1, 5))
+        return np.where(long, 1e-3, 1e-5) * rng.lognormal(0, 0.05, len(kinds))
+
+    return ring_trace(["compute", "send", "recv"] * KERNELS + ["allreduce"], iterations, P,
+                      volume)
 
 
 def test_model_does_not_make_ranks_wait_where_the_trace_did_not(tmp_path, monkeypatch):
