@@ -28,6 +28,7 @@ import zlib
 import numpy as np
 
 from . import rans as R
+from .volumes import countable
 
 #: 2: the header holds the values' CRC-32 (a flipped median or symbol decoded to other
 #: values with no error in 1: none was kept, they were written for an hour of session 13);
@@ -115,7 +116,7 @@ def _choose(fine: np.ndarray, coarse: np.ndarray):
     def frequent(keys, limit):
         if not len(keys):
             return keys
-        if keys.min() >= 0 and int(keys.max()) < 4 * len(keys) + 4096:
+        if countable(keys):
             count = np.bincount(keys)            # (few keys for their range: counted,
             uniq = np.flatnonzero(count >= MIN_VALUES)           # no sort)
             count = count[uniq]

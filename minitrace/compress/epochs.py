@@ -350,7 +350,7 @@ def _sorted_groups(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``np.unique(keys, return_inverse=True)`` of int64 keys (its checks and reshapes took
     ~25 us on a small trace's few thousand keys, as long as the sort); keys few and small
     are counted, not sorted."""
-    if len(keys) and keys.min() >= 0 and int(keys.max()) < 4 * len(keys) + 4096:
+    if len(keys) and V.countable(keys):
         return V.dense_unique(keys)
     order = np.argsort(keys)
     s = keys[order]

@@ -329,11 +329,17 @@ def from_codes(codes: np.ndarray, precision: float) -> np.ndarray:
 QUANTITIES = ("volume", "duration", "gap")
 
 
+def countable(key: np.ndarray) -> bool:
+    """Whether non-empty int ``key`` is better counted (a bincount over its range) than
+    sorted: non-negative, and at most about 4 times as wide as it is long."""
+    return bool(key.min() >= 0) and int(key.max()) < 4 * len(key) + 4096
+
+
 def dense_unique(key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``np.unique(key, return_inverse=True)`` of non-negative keys, by counting where the keys
-    are few for their range (no sort: linear time)."""
+    are few for their range (:func:`countable`; no sort: linear time)."""
     span = int(key.max()) + 1 if len(key) else 0
-    if span > 4 * len(key) + 4096:
+    if len(key) and not countable(key):
         return np.unique(key, return_inverse=True)
     present = np.bincount(key, minlength=span) > 0
     uniq = np.flatnonzero(present)
