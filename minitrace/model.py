@@ -49,6 +49,20 @@ def assign_vec_offsets(actions: np.ndarray) -> None:
     actions["vec_off"] = vec_offsets(actions["vec_len"])
 
 
+def vector_entries(vectors: np.ndarray, vec_len: np.ndarray, vec_off: np.ndarray,
+                   rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(row, value) for every entry of the vectors of ``rows``, in order, from the actions'
+    ``vec_len`` and ``vec_off`` (the table's fields, or columns of them: the compressor
+    gathers from its columns, twice as fast as from the table's 80-byte rows)."""
+    rows = np.asarray(rows, dtype=np.int64)
+    lens = np.maximum(vec_len[rows].astype(np.int64), 0)
+    total = int(lens.sum())
+    if not total:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    starts = np.repeat(vec_off[rows].astype(np.int64) - (np.cumsum(lens) - lens), lens)
+    return np.repeat(rows, lens), vectors[starts + np.arange(total)]
+
+
 @dataclass
 class TraceColumns:
     """A whole trace in memory, as columns (the model layer): what producers build (the merge,
@@ -89,14 +103,8 @@ class TraceColumns:
     def vector_entries(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(row, value) for every entry of the vectors of ``rows``, in order: ``vector`` for
         many rows at once (request ids of waitalls, starts of startalls...)."""
-        rows = np.asarray(rows, dtype=np.int64)
-        lens = np.maximum(self.actions["vec_len"][rows].astype(np.int64), 0)
-        total = int(lens.sum())
-        if not total:
-            return np.zeros(0, np.int64), np.zeros(0, np.int64)
-        offs = self.actions["vec_off"][rows].astype(np.int64)
-        starts = np.repeat(offs - (np.cumsum(lens) - lens), lens)
-        return np.repeat(rows, lens), self.vectors[starts + np.arange(total)]
+        return vector_entries(self.vectors, self.actions["vec_len"], self.actions["vec_off"],
+                              rows)
 
     def vector_item(self, rows: np.ndarray, i, default: int = NONE) -> np.ndarray:
         """Entry ``i`` (one index, or one per row) of each of ``rows``' vectors, ``default``

@@ -23,7 +23,7 @@ import numpy as np
 import pandas as pd
 
 from .. import kinds as K
-from ..model import ACTION_DTYPE, NONE, TraceColumns
+from ..model import ACTION_DTYPE, NONE, TraceColumns, vector_entries
 
 SIGNATURE_DTYPE = np.dtype([
     ("kind", "u1"), ("flags", "u1"), ("peer_mode", "u1"), ("req_mode", "u1"), ("peer", "i4"),
@@ -129,18 +129,6 @@ def action_columns(actions: np.ndarray) -> dict:
     return out
 
 
-def _vector_entries(vectors: np.ndarray, vec_len: np.ndarray, vec_off: np.ndarray,
-                    rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """:meth:`TraceColumns.vector_entries` from the actions' columns (the table's fields
-    gathered from its 80-byte rows took twice as long)."""
-    lens = np.maximum(vec_len[rows], 0)
-    total = int(lens.sum())
-    if not total:
-        return np.zeros(0, np.int64), np.zeros(0, np.int64)
-    starts = np.repeat(vec_off[rows].astype(np.int64) - (np.cumsum(lens) - lens), lens)
-    return np.repeat(rows, lens), vectors[starts + np.arange(total)]
-
-
 def encode(data: TraceColumns, columns: dict | None = None) -> Signatures:
     """The signature of every action of ``data`` (see the module docstring); ``columns``: its
     actions' :func:`action_columns`, when the caller has them."""
@@ -157,7 +145,7 @@ def encode(data: TraceColumns, columns: dict | None = None) -> Signatures:
     is_token = _TOKEN_REQUEST[kind] & (req != NONE)
     # the stream of request-id names, in row order: the request column, then vector entries
     token_vec_rows = np.nonzero(_REQUEST_VECTOR[kind] & (vec_len > 0))[0]
-    vrow, vval = _vector_entries(data.vectors, vec_len, columns["vec_off"], token_vec_rows)
+    vrow, vval = vector_entries(data.vectors, vec_len, columns["vec_off"], token_vec_rows)
     token_rows = np.nonzero(is_token)[0]
     rows = np.concatenate([token_rows, vrow])
     vals = np.concatenate([req[token_rows], vval]).astype(np.int64, copy=False)
