@@ -318,7 +318,8 @@ def _new_file_attrs(meta: dict, version: int = PLAIN_VERSION) -> dict:
     base = {"format": FORMAT_NAME, "format_version": version, "producer": "minitrace",
             "producer_version": __version__,
             "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")}
-    base.update(meta_attrs(meta))
+    # (a trace read from a file carries that file's identity: this file's is its own)
+    base.update({k: v for k, v in meta_attrs(meta).items() if k not in IDENTITY_ATTRS})
     return base
 
 

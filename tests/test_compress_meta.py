@@ -117,6 +117,21 @@ def test_expand_gives_a_plain_file_of_the_same_metadata(tmp_path):
     assert read_provenance(str(back))["command_line"] != ""
 
 
+def test_a_trace_read_from_a_file_is_written_with_this_files_identity(tmp_path):
+    """A trace read from a plain file carries that file's ``format_version`` (1) in its
+    metadata; written compressed through the API (``store.write``), the file said version 1,
+    so its packed metadata (volume unit, hosts, ...) were never read back (session 19)."""
+    plain, out = tmp_path / "plain.h5", tmp_path / "model.h5"
+    storage.write_trace(str(plain), _trace())
+    with minitrace.open(plain) as t:
+        data = t.data()
+    assert data.meta["format_version"] == storage.PLAIN_VERSION
+    ST.write(str(out), ST.compress(data, "model"))
+    with minitrace.open(out) as t:
+        assert t.meta["format_version"] >= storage.PACKED_META_VERSION
+        _same_meta(content_meta(t.meta), content_meta(data.meta))
+
+
 def test_adding_to_a_packed_file_keeps_its_metadata(tmp_path, fixed_provenance):
     """A read-modify-write (``updating``: a benchmark suite added) unpacks the metadata into
     attributes and stores its own provenance as ``/provenance``."""
