@@ -229,3 +229,22 @@ def test_escaped_steps_bit_packed_within_bounds_and_older_codings_read(tmp_path,
     with minitrace.open(str(new)) as t, minitrace.open(str(old)) as u:
         a, b = t.data().actions, u.data().actions
     assert all(np.array_equal(a[f], b[f]) for f in a.dtype.names)
+
+
+def test_predicted_durations_of_codes_by_their_table():
+    """The durations bounded times predict from bounded volumes' log codes (by a table over
+    the codes' range) are those of the volumes the codes decode to, code by code: narrow and
+    wide ranges, negative and zero codes, other bounds."""
+    from minitrace.compress import volumes as V
+    rng = np.random.default_rng(4)
+    for bound in (0.01, 0.001, 0.2):
+        for lo, hi in ((1_047_000, 1_049_000), (-1_049_000, -1_047_000), (-3, 3),
+                       (-(1 << 21), 1 << 21)):
+            codes = rng.integers(lo, hi, 50_000)
+            attrs = {"volume_bound": bound}
+            want = V.predicted_durations(V.dequantize(codes, attrs))
+            got = V.coded_durations(codes, attrs)
+            assert got.dtype == want.dtype and np.array_equal(got, want)
+    stored = rng.integers(0, 1000, 100)              # (not codes: value by value)
+    assert np.array_equal(V.coded_durations(stored, {"volume_divisor": 1e6}),
+                          V.predicted_durations(stored / 1e6))

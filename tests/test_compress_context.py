@@ -371,3 +371,53 @@ def test_a_model_file_with_spread_codes_is_format_version_4(tmp_path):
     with h5py.File(model, "r") as f:
         assert f.attrs["format_version"] == storage.SPREAD_CODE_VERSION == 4
         assert "spread_code" in f["trace/model"]
+
+
+def test_arrays_coded_together_are_each_coded_alone():
+    """``encode_many`` (a bounded file's volume codes and time steps: their rANS steps taken
+    together) gives each array the bytes of ``encode`` alone."""
+    cases = [_case(name) for name in _CASES]
+    for (values, fine, coarse), coded in zip(cases, CR.encode_many(cases)):
+        assert np.array_equal(coded, CR.encode(values, fine, coarse))
+        assert np.array_equal(CR.decode(coded, fine, coarse), values)
+
+
+def _upper_medians(values, ctx, nctx, step):
+    """Each context's upper median of every ``step``-th value, by sorting (0 where it has
+    none, its first value where only the sample has none)."""
+    out = np.zeros(nctx, np.int64)
+    for j in range(nctx):
+        mine = values[ctx == j]
+        sample = values[::step][ctx[::step] == j]
+        if len(sample):
+            out[j] = np.sort(sample)[len(sample) // 2]
+        elif len(mine):
+            out[j] = mine[0]
+    return out
+
+
+@pytest.mark.parametrize("case", ["narrow", "wide", "extremes", "outside the window",
+                                  "sampled"])
+def test_medians_are_the_upper_medians_of_the_sample(monkeypatch, case):
+    """The contexts' medians counted in bins of a window are the sorted sample's upper
+    medians: values narrower than the window, spread far beyond it (medians outside it: by a
+    partition), at both ends of int64, every k-th value of a long array."""
+    rng = np.random.default_rng(9)
+    n, nctx = 6000, 9
+    ctx = rng.integers(0, nctx - 2, n)              # (two contexts without values)
+    if case == "narrow":
+        values = (1 << 20) + 7 * ctx + rng.integers(-30, 30, n)
+    elif case == "wide":
+        values = rng.integers(-(1 << 40), 1 << 40, n)
+    elif case == "extremes":
+        values = np.where(rng.random(n) < 0.5, _I64.min + rng.integers(0, 3, n),
+                          _I64.max - rng.integers(0, 3, n))
+    elif case == "outside the window":               # most near 0, some contexts far away
+        values = rng.integers(-3, 4, n) + np.where(ctx % 3 == 0, 1 << 30, 0)
+    else:
+        monkeypatch.setattr(CR, "_MEDIAN_SAMPLE", 1000)
+        values = rng.integers(-50, 50, n) * (1 + ctx)
+        ctx[[1, 2]] = nctx - 2                       # (values, none of them sampled)
+    step = max(1, n // CR._MEDIAN_SAMPLE)
+    assert np.array_equal(CR._medians(values, ctx, nctx), _upper_medians(values, ctx, nctx,
+                                                                          step))

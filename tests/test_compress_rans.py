@@ -87,3 +87,22 @@ def test_push_is_rans_one_value_at_a_time(seed):
     want_x, want_words = _push_one_by_one(freq, start, lanes, scale)
     assert x.tolist() == want_x
     assert words.dtype == np.uint16 and words.tolist() == want_words
+
+
+def test_push_many_is_each_coding_pushed_alone():
+    """``push_many`` (the steps of several codings taken together, the shorter ones' lanes
+    padded with values that leave a state as it is) gives each coding's states and words of
+    ``push`` alone: codings of other lengths and lanes, an empty one, rare symbols."""
+    rng = np.random.default_rng(3)
+    streams = []
+    for n in (20_182, 10_092, 0, 1, 700, 70_000):
+        freq = rng.integers(1, 4096, n) if n != 700 else np.ones(n, np.int64)
+        start = rng.integers(0, 4096, n) % (4097 - freq)
+        streams.append((freq.astype(np.float64), start.astype(np.float64),
+                        R.lane_count(n) if n else 1))
+    together = R.push_many(streams)
+    for (freq, start, lanes), (x, words) in zip(streams, together):
+        want_x, want_words = R.push(freq, start, lanes)
+        assert np.array_equal(x, want_x)
+        assert words.dtype == np.uint16 and np.array_equal(words, want_words)
+    assert R.push_many([]) == []

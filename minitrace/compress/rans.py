@@ -121,29 +121,48 @@ def push(freq: np.ndarray, start: np.ndarray, lanes: int, scale: int = SCALE):
     """(final states, uint16 words in the order a decoder reads them) of rANS-coding values
     whose symbols have frequencies ``freq`` and cumulative starts ``start`` (one per value,
     out of ``2**scale``), value ``i`` in lane ``i % lanes``."""
-    n = len(freq)
+    return push_many([(freq, start, lanes)], scale)[0]
+
+
+def push_many(streams, scale: int = SCALE) -> list:
+    """:func:`push` of several codings ``(freq, start, lanes)`` at once: a numpy step codes a
+    value of every lane of every coding (a step costs ~10 numpy calls whatever its lanes: a
+    bounded file's two codings took twice the steps one by one).  A coding's lanes are padded
+    to whole steps with values that leave a state as it is (frequency ``2**scale``, start 0:
+    no word out, ``x // f << scale`` + ``x % f`` = x)."""
+    total = 1 << scale
+    steps = [-(-len(f) // lanes) for f, _, lanes in streams]
+    nsteps, width = max(steps, default=0), sum(lanes for _, _, lanes in streams)
     # (states as float64: every value below 2**48 is exact, and numpy divides floats 4-10x
-    # faster than integers; a step's lanes updated in place, in the sums' order
-    # x + q * grow + c, the words kept as floats until the end: 6 numpy calls a step less)
-    f = np.asarray(freq, np.float64)              # (given as floats: not copied)
-    c = np.asarray(start, np.float64)
+    # faster than integers; each step's frequencies, starts, limits in rows of 2-D tables)
+    f = np.full((nsteps, width), float(total))
+    c = np.zeros((nsteps, width))
+    col = np.cumsum([0] + [lanes for _, _, lanes in streams])
+    for (freq, start, lanes), k, lo in zip(streams, steps, col):
+        for table, v, pad in ((f, freq, float(total)), (c, start, 0.0)):
+            block = np.full(k * lanes, pad)
+            block[:len(v)] = v
+            table[:k, lo:lo + lanes] = block.reshape(k, lanes)
     limit = f * float(1 << (32 - scale))         # (LOW >> scale) << 16: emit at or above
-    grow = (1 << scale) - f
-    x = np.full(lanes, float(LOW))
-    emitted = []
-    for j in range(-(-n // lanes) - 1, -1, -1):
-        lo, hi = j * lanes, min(n, (j + 1) * lanes)
-        xj = x[:hi - lo]                             # (a view of x)
-        out = xj >= limit[lo:hi]
-        e = xj[out]
-        high = np.floor(e / 65536.0)
-        emitted.append(e - high * 65536.0)
-        xj[out] = high
-        xj += np.floor(xj / f[lo:hi]) * grow[lo:hi]  # (x // f << scale) + x % f + c
-        xj += c[lo:hi]
-    words = np.concatenate(emitted[::-1]).astype(np.uint16) if emitted else \
-        np.zeros(0, np.uint16)
-    return x, words
+    grow = total - f
+    x = np.full(width, float(LOW))
+    high, q = np.empty(width), np.empty(width)
+    out = np.zeros((nsteps, width), bool)        # a word out of the lane at this step,
+    before = np.empty((nsteps, width), np.uint32)    # its state then (the word: its low bits)
+    for j in range(nsteps - 1, -1, -1):
+        np.greater_equal(x, limit[j], out=out[j])
+        np.copyto(before[j], x, casting="unsafe")
+        np.multiply(x, 1.0 / 65536.0, out=high)
+        np.floor(high, out=high)
+        np.putmask(x, out[j], high)
+        np.divide(x, f[j], out=q)                # x += (x // f) * (2**scale - f) + c
+        np.floor(q, out=q)
+        np.multiply(q, grow[j], out=q)
+        np.add(x, q, out=x)
+        np.add(x, c[j], out=x)
+    return [(x[lo:lo + lanes].copy(),
+             before[:k, lo:lo + lanes][out[:k, lo:lo + lanes]].astype(np.uint16))
+            for (_, _, lanes), k, lo in zip(streams, steps, col)]
 
 
 def pop(x: np.ndarray, words: np.ndarray, n: int, lanes: int, look, scale: int = SCALE):

@@ -54,11 +54,13 @@ class Signatures:
 
 
 def _relative(peer: np.ndarray, rank: np.ndarray, nranks: int, allowed: np.ndarray):
-    """(mode, stored peer): rank-relative where allowed and inside the world, else as is."""
-    rel = allowed & (peer >= 0) & (peer < nranks)
+    """(mode, stored peer): rank-relative where allowed and inside the world, else as is
+    (``peer`` int32, as the actions hold it: inside the world is below ``nranks`` as
+    unsigned, one comparison)."""
+    rel = allowed & (peer.view(np.uint32) < nranks)
     d = peer - rank          # (peer and rank in [0, nranks): the modulo adds nranks below 0,
     np.add(d, nranks, out=d, where=d < 0)          # 4x faster than numpy's integer modulo)
-    return rel.astype(np.uint8), np.where(rel, d, peer)
+    return rel.view(np.uint8), np.where(rel, d, peer)
 
 
 #: Slots of :func:`_first_uses`' direct table at most, per name (a request id is usually a
@@ -138,8 +140,8 @@ def encode(data: TraceColumns, columns: dict | None = None) -> Signatures:
     columns = action_columns(a) if columns is None else columns
     kind = columns["kind"]
     cols = {f: columns[f] for f in _FIELDS}
-    cols["peer_mode"], cols["peer"] = _relative(columns["peer"].astype(np.int64), rank, P,
-                                                _RELATIVE_KIND[kind])
+    cols["peer_mode"], cols["peer"] = _relative(columns["peer"].astype(np.int32, copy=False),
+                                                rank, P, _RELATIVE_KIND[kind])
     req = columns["request"]
     vec_len = columns["vec_len"].astype(np.int64)
     is_token = _TOKEN_REQUEST[kind] & (req != NONE)

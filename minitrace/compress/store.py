@@ -120,7 +120,7 @@ def compress(data: TraceColumns, volumes: str = "exact", precision: float = 0.01
     if quantum > 1 and volumes == "exact" and unit == "seconds":
         # bounded times: a compute's duration predicted by its volume as a reader decodes it
         pred = np.zeros(len(volume), np.int64)
-        pred[vrow] = V.predicted_durations(V.dequantize(side["volume"], attrs))
+        pred[vrow] = V.coded_durations(side["volume"], attrs)
     # the times as a reader of either form decodes them (for the spans and the model)
     enc, t0, cols, (ts, te), predicted = V.encode_times(
         ts, te, data.rank_offsets, vol_ns, quantum, gaps=volumes == "exact", pred=pred)
@@ -210,7 +210,7 @@ CONTEXT_MIN = 8192
 def _context_keys(c: Compressed, name: str, keys: dict):
     """(fine, coarse) context keys of side array ``name``'s values (``keys``: the trace's,
     every action's, computed once)."""
-    if not keys:
+    if "all" not in keys:
         keys["all"] = CR.call_keys(c.grammar, len(c.table)) if c.ids is None else \
             CR.keys(c.ids, V.rank_starts(c.rank_offsets), len(c.table))
     fine, coarse = keys["all"]
@@ -222,11 +222,21 @@ def _context_keys(c: Compressed, name: str, keys: dict):
 
 def _context_coded(c: Compressed, name: str, arr: np.ndarray, keys: dict):
     """Side array ``name`` coded in contexts (:data:`CONTEXT_CODED`), or None where
-    :func:`write` stores it as is (``keys``: :func:`_context_keys`')."""
-    if not len(arr) or not (name == "volume" and "volume_bound" in c.attrs or
-                            name in RANS_CODED and c.attrs.get("time_coding")):
+    :func:`write` stores it as is (``keys``: :func:`_context_keys`'; the first call codes
+    every such side array of ``c`` at once, ``CR.encode_many``: their rANS steps together,
+    and keeps them there)."""
+    def coded_here(k: str, a) -> bool:
+        return len(a) > 0 and (k == "volume" and "volume_bound" in c.attrs or
+                               k in RANS_CODED and bool(c.attrs.get("time_coding")))
+    if not coded_here(name, arr):
         return None
-    coded = CR.encode(arr, *_context_keys(c, name, keys))
+    if "coded" not in keys:
+        names = [k for k, a in c.side.items() if coded_here(k, a)]
+        keys["coded"] = dict(zip(names, CR.encode_many(
+            [(c.side[k], *_context_keys(c, k, keys)) for k in names])))
+    coded = keys["coded"].get(name) if c.side.get(name) is arr else None
+    if coded is None:
+        coded = CR.encode(arr, *_context_keys(c, name, keys))
     if len(arr) >= CONTEXT_MIN or len(zlib.compress(coded.tobytes(), 6)) < \
             len(zlib.compress(P.shuffled(S.smallest_int(arr)), 6)):
         return coded

@@ -136,6 +136,21 @@ def predicted_durations(volumes: np.ndarray) -> np.ndarray:
         return np.where(ok, np.minimum(np.where(ok, q, 0), _MAX_PREDICTED), 0).astype(np.int64)
 
 
+def coded_durations(stored: np.ndarray, attrs: dict) -> np.ndarray:
+    """:func:`predicted_durations` of the volumes :func:`dequantize` reads of ``stored``: of
+    log codes (bounded volumes: a few hundred codes over a range narrower than their count)
+    by a table over the codes' range, else value by value (the same numbers: each a function
+    of its code alone)."""
+    if "volume_bound" in attrs and len(stored):
+        codes = np.asarray(stored, np.int64)
+        lo, hi = int(codes.min()), int(codes.max())
+        if hi - lo < len(codes):
+            table = predicted_durations(from_codes(np.arange(lo, hi + 1, dtype=np.int64),
+                                                   attrs["volume_bound"]))
+            return table[codes - lo]
+    return predicted_durations(dequantize(stored, attrs))
+
+
 def feedback_step(quantum: int) -> tuple[int, int]:
     """(h, step) of the predicted time coding for a grid of ``quantum`` ns: each decoded
     start and end within h ns of its integer ns (h + 1/2 <= quantum / 2), moved in steps of
