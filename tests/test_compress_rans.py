@@ -89,20 +89,28 @@ def test_push_is_rans_one_value_at_a_time(seed):
     assert words.dtype == np.uint16 and words.tolist() == want_words
 
 
-def test_push_many_is_each_coding_pushed_alone():
+@pytest.mark.parametrize("cells", [1, 1000, R.PUSH_CELLS])
+def test_push_many_is_each_coding_pushed_alone(monkeypatch, cells):
     """``push_many`` (the steps of several codings taken together, the shorter ones' lanes
-    padded with values that leave a state as it is) gives each coding's states and words of
-    ``push`` alone: codings of other lengths and lanes, an empty one, rare symbols."""
+    padded with values that leave a state as it is, a table of ``cells`` at a time) gives
+    each coding's states and words of ``push`` alone (one value at a time: the test above):
+    codings of other lengths and lanes, an empty one, rare symbols, a step a table."""
+    streams = _streams()
+    monkeypatch.setattr(R, "PUSH_CELLS", cells)
+    for (freq, start, lanes), (x, words) in zip(streams, R.push_many(streams)):
+        want_x, want_words = _push_one_by_one(freq.astype(np.int64), start.astype(np.int64),
+                                              lanes, R.SCALE)
+        assert x.tolist() == want_x
+        assert words.dtype == np.uint16 and words.tolist() == want_words
+    assert R.push_many([]) == []
+
+
+def _streams():
     rng = np.random.default_rng(3)
     streams = []
-    for n in (20_182, 10_092, 0, 1, 700, 70_000):
+    for n in (3000, 1500, 0, 1, 700, 20_000):
         freq = rng.integers(1, 4096, n) if n != 700 else np.ones(n, np.int64)
         start = rng.integers(0, 4096, n) % (4097 - freq)
         streams.append((freq.astype(np.float64), start.astype(np.float64),
                         R.lane_count(n) if n else 1))
-    together = R.push_many(streams)
-    for (freq, start, lanes), (x, words) in zip(streams, together):
-        want_x, want_words = R.push(freq, start, lanes)
-        assert np.array_equal(x, want_x)
-        assert words.dtype == np.uint16 and np.array_equal(words, want_words)
-    assert R.push_many([]) == []
+    return streams

@@ -124,45 +124,61 @@ def push(freq: np.ndarray, start: np.ndarray, lanes: int, scale: int = SCALE):
     return push_many([(freq, start, lanes)], scale)[0]
 
 
+#: Cells (steps x lanes) of :func:`push_many`'s tables at a time: their rows stay in cache
+#: and a large trace's tables take ~3 MB, not ~40 bytes a value.
+PUSH_CELLS = 1 << 16
+
+
 def push_many(streams, scale: int = SCALE) -> list:
     """:func:`push` of several codings ``(freq, start, lanes)`` at once: a numpy step codes a
     value of every lane of every coding (a step costs ~10 numpy calls whatever its lanes: a
     bounded file's two codings took twice the steps one by one).  A coding's lanes are padded
     to whole steps with values that leave a state as it is (frequency ``2**scale``, start 0:
     no word out, ``x // f << scale`` + ``x % f`` = x)."""
-    total = 1 << scale
+    total = float(1 << scale)
     steps = [-(-len(f) // lanes) for f, _, lanes in streams]
     nsteps, width = max(steps, default=0), sum(lanes for _, _, lanes in streams)
+    col = np.cumsum([0] + [lanes for _, _, lanes in streams]).tolist()
+    rows = max(1, PUSH_CELLS // max(width, 1))
     # (states as float64: every value below 2**48 is exact, and numpy divides floats 4-10x
-    # faster than integers; each step's frequencies, starts, limits in rows of 2-D tables)
-    f = np.full((nsteps, width), float(total))
-    c = np.zeros((nsteps, width))
-    col = np.cumsum([0] + [lanes for _, _, lanes in streams])
-    for (freq, start, lanes), k, lo in zip(streams, steps, col):
-        for table, v, pad in ((f, freq, float(total)), (c, start, 0.0)):
-            block = np.full(k * lanes, pad)
-            block[:len(v)] = v
-            table[:k, lo:lo + lanes] = block.reshape(k, lanes)
-    limit = f * float(1 << (32 - scale))         # (LOW >> scale) << 16: emit at or above
-    grow = total - f
-    x = np.full(width, float(LOW))
-    high, q = np.empty(width), np.empty(width)
-    out = np.zeros((nsteps, width), bool)        # a word out of the lane at this step,
-    before = np.empty((nsteps, width), np.uint32)    # its state then (the word: its low bits)
-    for j in range(nsteps - 1, -1, -1):
-        np.greater_equal(x, limit[j], out=out[j])
-        np.copyto(before[j], x, casting="unsafe")
-        np.multiply(x, 1.0 / 65536.0, out=high)
-        np.floor(high, out=high)
-        np.putmask(x, out[j], high)
-        np.divide(x, f[j], out=q)                # x += (x // f) * (2**scale - f) + c
-        np.floor(q, out=q)
-        np.multiply(q, grow[j], out=q)
-        np.add(x, q, out=x)
-        np.add(x, c[j], out=x)
+    # faster than integers; the steps' frequencies, starts and limits in rows of 2-D tables,
+    # PUSH_CELLS at a time from the last step down)
+    f, c, limit, grow, shifted = (np.empty((rows, width)) for _ in range(5))
+    out = np.empty((rows, width), bool)          # a word out of the lane at this step, and
+    x = np.full(width, float(LOW))               # x / 2**16 then (exact: the word in its
+    high, q = np.empty(width), np.empty(width)   # fraction, x // 2**16 its floor)
+    words: list[list] = [[] for _ in streams]
+    for top in range(nsteps, 0, -rows):
+        first = max(0, top - rows)
+        r = top - first
+        for (freq, start, lanes), lo in zip(streams, col):
+            part = slice(first * lanes, min(len(freq), top * lanes))
+            whole, rest = divmod(max(part.stop - part.start, 0), lanes)
+            for table, v, pad in ((f, freq, total), (c, start, 0.0)):
+                block = table[:r, lo:lo + lanes]
+                seg = v[part]
+                block[:whole] = seg[:whole * lanes].reshape(whole, lanes)
+                block[whole:] = pad
+                if rest:
+                    block[whole, :rest] = seg[whole * lanes:]
+        np.multiply(f[:r], float(1 << (32 - scale)), out=limit[:r])   # emit at or above
+        np.subtract(total, f[:r], out=grow[:r])
+        for j in range(r - 1, -1, -1):
+            np.greater_equal(x, limit[j], out=out[j])
+            np.multiply(x, 1.0 / 65536.0, out=shifted[j])
+            np.floor(shifted[j], out=high)
+            np.putmask(x, out[j], high)
+            np.divide(x, f[j], out=q)            # x += (x // f) * (2**scale - f) + c
+            np.floor(q, out=q)
+            np.multiply(q, grow[j], out=q)
+            np.add(x, q, out=x)
+            np.add(x, c[j], out=x)
+        for mine, (_, _, lanes), lo in zip(words, streams, col):
+            s = shifted[:r, lo:lo + lanes][out[:r, lo:lo + lanes]]
+            mine.append(((s - np.floor(s)) * 65536.0).astype(np.uint16))
     return [(x[lo:lo + lanes].copy(),
-             before[:k, lo:lo + lanes][out[:k, lo:lo + lanes]].astype(np.uint16))
-            for (_, _, lanes), k, lo in zip(streams, steps, col)]
+             np.concatenate(mine[::-1]) if mine else np.zeros(0, np.uint16))
+            for mine, (_, _, lanes), lo in zip(words, streams, col)]
 
 
 def pop(x: np.ndarray, words: np.ndarray, n: int, lanes: int, look, scale: int = SCALE):
