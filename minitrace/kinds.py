@@ -173,6 +173,10 @@ INTERCOMM_KINDS = frozenset({"intercomm_create", "intercomm_create_from_groups",
                              "comm_spawn_multiple"})
 #: Program structure that is not an MPI call.
 NON_MPI = frozenset({"compute", "sleep", "region_begin", "region_end", "pause", "resume"})
+#: Kinds whose volume is the program's own work; any other kind's volume is the CPU time
+#: spent inside an MPI call (a reduction's, or a busy-polling wait's), which a replay does not
+#: take for work.
+WORK = frozenset({"compute", "sleep"})
 #: Collectives with a root (the ``peer`` column holds the root's world rank).
 ROOTED = frozenset({"bcast", "reduce", "gather", "gatherv", "scatter", "scatterv",
                     "ibcast", "ireduce", "igather", "igatherv", "iscatter", "iscatterv"})

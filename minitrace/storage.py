@@ -36,7 +36,7 @@ from .checked import check_heaps, corrupt
 from .outputs import check_output_file, replacing_path, write_error
 
 FORMAT_NAME = "minitrace"
-FORMAT_VERSION = 6   # 2: the compressed form of /trace (minitrace.compress); 3: with arrays
+FORMAT_VERSION = 7   # 2: the compressed form of /trace (minitrace.compress); 3: with arrays
 #                      coded in contexts (compress/context_rans.py: bounded files since session
 #                      13), which readers of version 2 took for missing arrays; 4: model
 #                      files' spread as codes (model/spread_code, session 14), which readers of
@@ -44,7 +44,11 @@ FORMAT_VERSION = 6   # 2: the compressed form of /trace (minitrace.compress); 3:
 #                      with variants (model/epoch_variant, session 18), whose means version 4
 #                      readers took for the wrong length; 6: metadata packed (session 18: the
 #                      root's attributes and /provenance in META_ATTR, /trace's in its pack),
-#                      which version 5 readers took for a file without them
+#                      which version 5 readers took for a file without them; 7: model
+#                      files' in-call CPU time apart from the work's epoch totals
+#                      (model/in_call_totals, session 19), which version 6 readers pooled
+#: The version of a model file holding ``model/in_call_totals``, packed or not.
+IN_CALL_VERSION = 7
 #: The version of a compressed file whose metadata is packed (:data:`META_ATTR`), whatever
 #: else its ``/trace`` holds.
 PACKED_META_VERSION = 6

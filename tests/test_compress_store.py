@@ -468,7 +468,8 @@ def test_pack_version_1_files_are_read(tmp_path, volumes):
     2: the tables in the pack, text attributes fixed-length, the statistics as log codes),
     bit for bit but a model's times, which the codes keep within the precision (1%), and its
     volumes (the fixture's drawn from its spread's float quantiles; none drawn since session
-    18: each within 2% of the fixture's on this trace)."""
+    18, and since session 19 the tail holds other calls: each of both within 2.6% of the
+    recorded volume on this trace, so within 5% of each other)."""
     d = synthetic.stencil_trace(3, 12, timed=True, seed=0)
     d.strings = ["solve", "région"]
     old, new = FIXTURES / f"stencil3-{volumes}.h5", tmp_path / "new.h5"
@@ -488,7 +489,8 @@ def test_pack_version_1_files_are_read(tmp_path, volumes):
         assert a.meta["volume_unit"] == b.meta["volume_unit"] == "seconds"
         for f in x.actions.dtype.names:
             if volumes == "model" and f in ("t_start", "t_end", "volume"):
-                assert np.allclose(x.actions[f], y.actions[f], rtol=0.02, atol=0), f
+                rtol = 0.05 if f == "volume" else 0.02
+                assert np.allclose(x.actions[f], y.actions[f], rtol=rtol, atol=0), f
                 assert not np.array_equal(x.actions[f], y.actions[f])     # (the codes read)
                 continue
             assert np.array_equal(np.ascontiguousarray(x.actions[f]).view(np.uint8),

@@ -13,17 +13,26 @@ iterations on particular ranks), not each call's values apart from their iterati
   1/32 of a value per volume action);
 - **epoch totals**: each rank's volume total in each epoch, on the log scale of ratio
   ``1 + 2 * precision`` (within ``precision``): per-rank means, the per-epoch maximum over
-  ranks, the drift and the tail of the epochs are kept;
+  ranks, the drift and the tail of the epochs are kept.  Those are the work's
+  (:data:`kinds.WORK`); the CPU time spent inside MPI calls has its own total per rank
+  (``in_call_totals``): a busy-polling wait's CPU time is not work (a replay drops it) and
+  follows the neighbours' lateness, not the code; in one total with the kernels its noise
+  moved volume between them and the waits (the model's replay of clover2d.c at 4 and 6 ranks
+  was 14-16% slow, session 19);
 - **call means**: per rank, the mean volume of each call of an epoch that recurs with the same
   calls (a *template*: at least :data:`MIN_REPEATS` times per rank, within
   :data:`TEMPLATE_SHARE` of a value per volume action), else of each *call site* (the action's
   signature with those of the actions just before and after it): how an epoch's total is shared
   among its calls (within ``precision``).  A template's epochs whose largest call sits at
-  different places are its *variants* (:func:`template_variants`), each with its own means
-  and each epoch's variant kept;
-- **tail**: the largest calls' own values and places (:func:`tail_calls`): a replay waits
-  call by call for the slowest neighbour, which the few long calls holding most of the volume
-  set; the totals and means are those of the other calls;
+  different places are its *variants* (:func:`template_variants`: the work's calls), each
+  with its own means and each epoch's variant kept;
+- **tail**: the own values and places (:func:`tail_calls`) of the work's calls farthest from
+  the mean of their call's other calls on their rank (:func:`misses`): a replay waits call
+  by call for the slowest neighbour, which the calls the means miss most set; the totals and means are those
+  of the other calls.  Until session 19 the tail held the largest calls, of every kind: on
+  UK-MAC CloverLeaf a long kernel is its template's mean within a few percent, and the
+  waits' CPU time took a share of the budget; the model's replay was 1-2.4% faster than the
+  exact file's at 4-16 ranks (apart from the in-call CPU time), 0.4-1.2% with these;
 - **no spread**: files written before session 18 also kept, per size class of the calls,
   quantiles of their log deviation from these means and drew each call's deviation from them
   (a Gaussian copula, :func:`spread`; still drawn when such a file is expanded).  On recorded
@@ -33,9 +42,10 @@ iterations on particular ranks), not each call's values apart from their iterati
   model's replay was 11-88% slower than the exact file's on CloverLeaf at 4-16 ranks, and
   drawing none is closer on 15 of 16 recorded codes tried (benchmarks/RESULTS.md, session 18).
 
-An action's modelled volume is its call's mean on its rank, its epoch then scaled to the
-epoch's total (evenly shared when the means sum to 0), the tail calls set to their own values
-and the rank scaled to its recorded total.  Lost: each other call's own value within its epoch
+An action's modelled volume is its call's mean on its rank, its epoch's work then scaled to
+the epoch's total and its calls' in-call CPU time to the rank's (evenly shared when the means
+sum to 0), the tail calls set to their own values and the other calls scaled to the rank's
+recorded total.  Lost: each other call's own value within its epoch
 (its call's mean instead).
 """
 from __future__ import annotations
@@ -372,22 +382,26 @@ def spread_quantiles(side: dict, precision: float) -> np.ndarray:
     return np.asarray(side["spread"], np.float64).reshape(-1, NOISE_QUANTILES)
 
 
-#: The tail calls kept with their own value hold this share of their kind's volume ...
+#: The tail calls kept with their own value hold this share of their kind's misses ...
 TAIL_SHARE = 0.9
-#: ... and are at most one per this many actions (their kinds share it by their counts).
+#: ... and are at most one per this many actions (their kinds share it by their counts) ...
 TAIL_EVERY = 16
+#: ... or this many: a few bytes beside a file's fixed ~1.4 KB, and what a trace of a few
+#: hundred actions needs (NPB FT 2r, 98 actions: the model's replay 2.8% fast with 6 kept,
+#: 0.7% with these).
+TAIL_MIN = 64
 
 
-def tail_calls(vol: np.ndarray, at: np.ndarray, budget: int) -> np.ndarray:
+def tail_calls(miss: np.ndarray, at: np.ndarray, budget: int) -> np.ndarray:
     """Mask of the calls kept with their own value: per group ``at`` (the kind of call, as
-    its index among the kinds, in their order), its largest volumes until they hold
-    :data:`TAIL_SHARE` of the group's, at most ``budget`` calls in all, shared among the
-    groups by their numbers of calls."""
-    n = len(vol)
+    its index among the kinds, in their order), its calls of the largest ``miss`` (how far
+    each is from the model without it) until they hold :data:`TAIL_SHARE` of the group's, at
+    most ``budget`` calls in all, shared among the groups by their numbers of calls."""
+    n = len(miss)
     out = np.zeros(n, bool)
     if not n or budget < 1:
         return out
-    mag = np.abs(vol)
+    mag = np.abs(miss)
     count = np.bincount(at)
     for g in np.flatnonzero(count).tolist():
         rows = np.flatnonzero(at == g)
@@ -401,6 +415,16 @@ def tail_calls(vol: np.ndarray, at: np.ndarray, budget: int) -> np.ndarray:
         keep = (before < TAIL_SHARE * m.sum()) & (m[top] > 0)
         out[rows[top[keep]]] = True
     return out
+
+
+def misses(call: np.ndarray, vol: np.ndarray) -> np.ndarray:
+    """How far each volume is from the mean of the other calls of its ``call`` (an int64 key
+    per call and rank), its whole value where it has none: what the model would miss
+    without it."""
+    _, g = _sorted_groups(call)
+    count = np.bincount(g)[g]
+    others = (np.bincount(g, weights=vol)[g] - vol) / np.maximum(count - 1, 1)
+    return np.abs(vol - np.where(count > 1, others, 0.0))
 
 
 def tail_table(tail: np.ndarray, vr: np.ndarray, vol: np.ndarray, P: int,
@@ -437,12 +461,11 @@ def fit(volume: np.ndarray, vrow: np.ndarray, ids: np.ndarray, offsets: np.ndarr
     vol = volume[vidx]
     vids = ids[vidx]
     _, kind_of_sig = V.dense_unique(np.asarray(kinds, np.int64))
-    tail = tail_calls(vol, kind_of_sig[vids], len(ids) // TAIL_EVERY)
-    rest = ~tail
+    in_call = ~K.mask(K.WORK)[np.asarray(kinds, np.int64)][vids]
     gepoch = epoch_offsets[rank] + epoch
     ge = gepoch[vidx]
-    totals = np.bincount(ge, weights=np.where(rest, vol, 0.0), minlength=int(epoch_offsets[-1]))
-    hashes = epoch_hashes(ids, gepoch, int(epoch_offsets[-1]))
+    n_ep = int(epoch_offsets[-1])
+    hashes = epoch_hashes(ids, gepoch, n_ep)
     nvol_epoch = np.bincount(ge, minlength=len(hashes))
     t_hash, t_length, t_start = _templates(hashes, nvol_epoch, np.repeat(np.arange(P), n_epochs),
                                            nvol, P)
@@ -450,31 +473,44 @@ def fit(volume: np.ndarray, vrow: np.ndarray, ids: np.ndarray, offsets: np.ndarr
     tm = t_of >= 0
     st = ~tm                                 # calls shared by call site
     vr_t, vr_s = vr[tm], vr[st]
-    tr = rest[tm]
     pos = position_in_epoch(ge)[tm]
     ge_t = ge[tm]
-    variants, label = template_variants(t_of[tm][tr], ge_t[tr], pos[tr], vr_t[tr],
-                                        vol[tm][tr], t_length, len(hashes), P)
+    work = ~in_call
+    tw = work[tm]                            # (variants by the work's places)
+    variants, label = template_variants(t_of[tm][tw], ge_t[tw], pos[tw], vr_t[tw],
+                                        vol[tm][tw], t_length, len(hashes), P)
     rows = t_length * variants
     t_start = np.cumsum(rows) - rows
     row = t_start[t_of[tm]] + label[ge_t] * t_length[t_of[tm]] + pos
-    template_means = _means(row[tr], vr_t[tr], vol[tm][tr], int(rows.sum()), P)
     bv, av = neighbours(ids, offsets, vidx, vr)
     uniq, site = _sorted_groups(site_keys(vids[st], bv[st], av[st], nsig))
-    sr = rest[st]
+    # the tail: the work's calls farthest from the mean of their call's other calls
+    miss = np.zeros(len(vol))
+    miss[tm] = misses(row * P + vr_t, vol[tm])
+    miss[st] = misses(site * P + vr_s, vol[st])
+    tail = np.zeros(len(vol), bool)        # (the in-call CPU time sets no wait)
+    tail[work] = tail_calls(miss[work], kind_of_sig[vids[work]],
+                            max(len(ids) // TAIL_EVERY, TAIL_MIN))
+    rest = ~tail
+    totals = np.bincount(ge, weights=np.where(rest & work, vol, 0.0), minlength=n_ep)
+    in_call_totals = np.bincount(vr, weights=np.where(rest & in_call, vol, 0.0), minlength=P)
+    tr, sr = rest[tm], rest[st]
+    template_means = _means(row[tr], vr_t[tr], vol[tm][tr], int(rows.sum()), P)
     means = _means(site[sr], vr_s[sr], vol[st][sr], len(uniq), P)
     n = nsig + 1
     sites = _frame({"signature": uniq // (n * n), "before": (uniq // n) % n - 1,
                     "after": uniq % n - 1})
     templates = _frame({"hash": t_hash, "length": t_length, "start": t_start,
                         **({"variants": variants} if (variants > 1).any() else {})})
-    codes = V.log_codes(np.concatenate([means, template_means, totals]), precision)  # (at once)
-    site_codes, template_codes, total_codes = np.split(
-        codes, np.cumsum([len(means), len(template_means)]))
+    parts = [means, template_means, totals, in_call_totals if in_call.any() else ()]
+    codes = V.log_codes(np.concatenate(parts), precision)  # (at once)
+    site_codes, template_codes, total_codes, in_call_codes = np.split(
+        codes, np.cumsum([len(x) for x in parts[:-1]]))
     side = {"sites": sites, "site_means": site_codes, "templates": templates,
             "template_means": template_codes, "epoch_totals": total_codes,
             "epoch_offsets": epoch_offsets, "anchor": anchor.astype(np.uint8),
             **tail_table(tail, vr, vol, P, precision),
+            **({"in_call_totals": in_call_codes} if in_call.any() else {}),
             **({"epoch_variant": label} if (variants > 1).any() else {})}
     # no spread (module docstring): empty tables, which every reader takes for none
     side["spread_classes"], side["spread_rho"] = np.zeros(0, np.int64), np.zeros(0)
@@ -540,8 +576,12 @@ def check(side: dict, attrs: dict, nsig: int, nranks: int) -> str | None:
             not np.isfinite(quantiles).all() or \
             (np.diff(np.asarray(side["spread_classes"])) <= 0).any():
         return "model epoch tables inconsistent"
-    for name in ("site_means", "template_means", "epoch_totals", "tail_values"):
-        if not np.isfinite(V.from_codes(np.asarray(side[name], np.int64), p)).all():
+    if len(side.get("in_call_totals", np.zeros(nranks))) != nranks:
+        return "model/in_call_totals of the wrong length"
+    for name in ("site_means", "template_means", "epoch_totals", "tail_values",
+                 "in_call_totals"):
+        if name in side and \
+                not np.isfinite(V.from_codes(np.asarray(side[name], np.int64), p)).all():
             return f"model/{name} holds a code beyond float64"
     return None
 
@@ -573,6 +613,11 @@ class EpochVolumes:
         self.template_means = V.from_codes(np.asarray(side["template_means"], np.int64), p) \
             .reshape(-1, nranks)
         self.totals = V.from_codes(np.asarray(side["epoch_totals"], np.int64), p)
+        # files without in-call totals pooled all volumes in the epoch totals
+        self.in_call_totals = V.from_codes(np.asarray(side["in_call_totals"], np.int64), p) \
+            if "in_call_totals" in side else None
+        self.in_call = ~K.mask(K.WORK)[self.kinds] if self.in_call_totals is not None else \
+            np.zeros(len(self.kinds), bool)
         self.offsets = np.asarray(side["epoch_offsets"], np.int64)
         self.rho = np.asarray(side["spread_rho"], np.float64)
         self.classes = np.asarray(side["spread_classes"], np.int64)
@@ -627,15 +672,23 @@ class EpochVolumes:
             next_kind = self.kinds[after.clip(0)] * (after >= 0)
             w *= np.exp(spread(w, align_keys(epoch, next_kind), rank, self.classes,
                                self.spread, self.rho))
+        # the work's epochs, then (group hi - lo) the calls' in-call CPU time
         S = self.totals[lo:hi]
-        D = np.bincount(epoch, weights=w * rest, minlength=hi - lo)
-        n_rest = np.bincount(epoch, weights=rest, minlength=hi - lo)
-        even = D[epoch] == 0
-        v = np.where(even, S[epoch] / np.maximum(n_rest[epoch], 1),
-                     w * S[epoch] / np.where(even, 1.0, D[epoch]))
+        group = epoch
+        if self.in_call_totals is not None:
+            S = np.append(S, self.in_call_totals[rank])
+            group = np.where(self.in_call[ids[vidx]], hi - lo, epoch)
+        D = np.bincount(group, weights=w * rest, minlength=len(S))
+        n_rest = np.bincount(group, weights=rest, minlength=len(S))
+        even = D[group] == 0
+        v = np.where(even, S[group] / np.maximum(n_rest[group], 1),
+                     w * S[group] / np.where(even, 1.0, D[group]))
         v[kept] = self.tail_values[k0:k1]
-        got = v.sum()
-        if got != 0 and np.isfinite(got):
-            v *= total / got
+        # the rank to its total: by the other calls, the tail's within the precision
+        rest_sum, left = v[rest].sum(), total - v[kept].sum()
+        if rest_sum > 0 and left > 0 and np.isfinite(rest_sum):
+            v[rest] *= left / rest_sum
+        elif v.sum() != 0 and np.isfinite(v.sum()):
+            v *= total / v.sum()
         out[vrow] = v
         return out

@@ -386,7 +386,8 @@ def write(path: str, c: Compressed, meta: dict | None = None, pack: bool = True)
     packed = {k: a for k, (a, _) in arrays.items() if P.packs(a)} if pack else {}
     arrays = {k: v for k, v in arrays.items() if k not in packed}
     names = (*arrays, *packed)              # (older readers say "newer", not "corrupt")
-    version = S.PACKED_META_VERSION if pack else S.VARIANT_VERSION if "model/epoch_variant" \
+    version = S.IN_CALL_VERSION if "model/in_call_totals" in names else \
+        S.PACKED_META_VERSION if pack else S.VARIANT_VERSION if "model/epoch_variant" \
         in names else S.SPREAD_CODE_VERSION if "model/spread_code" in names else \
         S.CONTEXT_VERSION if any(k.endswith(CONTEXT_SUFFIX) for k in names) else \
         S.COMPRESSED_VERSION
@@ -423,8 +424,11 @@ def lost(c: Compressed) -> str:
     """What the compressed form kept of the volumes and times, in words (``info``)."""
     if c.mode == "model":
         kept = len(c.side.get("tail_values", ()))
-        vols = (f"volumes modelled: each rank's total exact, its total in each epoch (between "
-                f"{c.attrs.get('epoch_merge', 1)} of its {c.attrs.get('epoch_anchor')}), "
+        apart = "in_call_totals" in c.side
+        vols = (f"volumes modelled: each rank's total exact, its {'work' if apart else 'total'} "
+                f"in each epoch (between {c.attrs.get('epoch_merge', 1)} of its "
+                f"{c.attrs.get('epoch_anchor')})"
+                f"{', its CPU time inside MPI calls in all' if apart else ''}, "
                 f"each call site's mean and the {kept} largest calls' own values within "
                 f"{c.attrs.get('precision', 0.01):.3g}; lost: each other call's own value "
                 f"within its epoch (spread and order)")

@@ -121,7 +121,7 @@ def flops_actions(data, rate: float | None, red: float | None, source: str | Non
     kind = actions["kind"]
     compute = kind == K.code("compute")
     actions["volume"][compute] *= rate
-    in_call = ~compute & (kind != K.code("sleep"))
+    in_call = ~K.mask(K.WORK)[kind]
     reductions = K.mask(K.REDUCTIONS)[kind]
     counts = {"reductions": int(reductions.sum()),
               "measured": float(actions["volume"][reductions].sum())}
