@@ -320,7 +320,7 @@ def test_info_says_what_a_model_file_lost(tmp_path, capsys):
     assert cli.main(["info", str(model)]) == 0
     said = capsys.readouterr().out
     assert "volumes modelled" in said and "lost: each other call's own value" in said
-    assert "largest calls' own values" in said
+    assert "calls' own values (those it misses most)" in said
     assert "allreduce" in said or "collectives" in said
     assert cli.main(["info", str(exact)]) == 0
     assert "lost" not in capsys.readouterr().out

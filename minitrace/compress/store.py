@@ -429,8 +429,8 @@ def lost(c: Compressed) -> str:
                 f"in each epoch (between {c.attrs.get('epoch_merge', 1)} of its "
                 f"{c.attrs.get('epoch_anchor')})"
                 f"{', its CPU time inside MPI calls in all' if apart else ''}, "
-                f"each call site's mean and the {kept} largest calls' own values within "
-                f"{c.attrs.get('precision', 0.01):.3g}; lost: each other call's own value "
+                f"each call site's mean and {kept} calls' own values (those it misses most), "
+                f"within {c.attrs.get('precision', 0.01):.3g}; lost: each other call's own value "
                 f"within its epoch (spread and order)")
     elif "volume_bound" in c.attrs:
         vols = f"volumes each within {100 * c.attrs['volume_bound']:.3g}% of its own"
