@@ -163,16 +163,18 @@ def push_many(streams, scale: int = SCALE) -> list:
                     block[whole, :rest] = seg[whole * lanes:]
         np.multiply(f[:r], float(1 << (32 - scale)), out=limit[:r])   # emit at or above
         np.subtract(total, f[:r], out=grow[:r])
-        for j in range(r - 1, -1, -1):
-            np.greater_equal(x, limit[j], out=out[j])
-            np.multiply(x, 1.0 / 65536.0, out=shifted[j])
-            np.floor(shifted[j], out=high)
-            np.putmask(x, out[j], high)
-            np.divide(x, f[j], out=q)            # x += (x // f) * (2**scale - f) + c
-            np.floor(q, out=q)
-            np.multiply(q, grow[j], out=q)
-            np.add(x, q, out=x)
-            np.add(x, c[j], out=x)
+        back = slice(r - 1, None, -1)            # (rows as an iterator's views: ~0.1 us each)
+        for lim, o, sh, fj, gj, cj in zip(limit[back], out[back], shifted[back], f[back],
+                                          grow[back], c[back]):
+            np.greater_equal(x, lim, o)
+            np.multiply(x, 1.0 / 65536.0, sh)
+            np.floor(sh, high)
+            np.putmask(x, o, high)
+            np.divide(x, fj, q)                  # x += (x // f) * (2**scale - f) + c
+            np.floor(q, q)
+            np.multiply(q, gj, q)
+            np.add(x, q, x)
+            np.add(x, cj, x)
         for mine, (_, _, lanes), lo in zip(words, streams, col):
             s = shifted[:r, lo:lo + lanes][out[:r, lo:lo + lanes]]
             mine.append(((s - np.floor(s)) * 65536.0).astype(np.uint16))
