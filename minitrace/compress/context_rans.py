@@ -335,5 +335,5 @@ def decode(blob: np.ndarray, fine: np.ndarray, coarse: np.ndarray) -> np.ndarray
 
 def _crc(values: np.ndarray) -> int:
     """CRC-32 of the values as little-endian int64: a damaged median, key or table can still
-    decode to the start states, each value shifted."""
-    return zlib.crc32(np.ascontiguousarray(values, "<i8").tobytes())
+    decode to the start states, each value shifted (the array's own buffer: no copy)."""
+    return zlib.crc32(np.ascontiguousarray(values, "<i8"))
