@@ -246,8 +246,9 @@ def motif_stream(rng, n: int) -> np.ndarray:
 
 def test_folding_every_repeat_at_once_is_folding_them_one_by_one():
     """A fold of period p replaces all its tandem repeats at once (the rule ids assigned in the
-    order of their first repeat); the same as replacing them one at a time, each what is left
-    of it after the one before, with the runs found by a plain loop."""
+    order of their first repeat), and so does the fold of overlapping repeats after it cut
+    them; the same as replacing them one at a time, each what is left of it after the one
+    before, with the runs found by a plain loop."""
     rng = np.random.default_rng(38)
     folded = overlapped = many = 0
     for trial in range(300):
@@ -268,15 +269,39 @@ def test_folding_every_repeat_at_once_is_folding_them_one_by_one():
             if not starts:
                 assert got is seq
                 continue
-            want = G._fold_overlapping(seq, p, np.array(starts), np.array(lens), one_by_one)
+            want = _fold_one_by_one(seq, p, starts, lens, one_by_one)
             np.testing.assert_array_equal(got, want, err_msg=f"trial {trial} period {p}")
             assert got.dtype == want.dtype
             assert at_once.counts == one_by_one.counts and at_once.ids == one_by_one.ids
+            if len(starts) > 1:          # (the overlapping path, whether or not they overlap)
+                again = G._Builder(4)
+                np.testing.assert_array_equal(
+                    G._fold_overlapping(seq, p, np.array(starts), np.array(lens), again), want)
+                assert again.counts == one_by_one.counts and again.ids == one_by_one.ids
             folded += 1
             many += len(starts) >= G.FEW_REPEATS
             overlapped += any(s < a + (L + p) // p * p
                               for a, L, s in zip(starts, lens, starts[1:]))
     assert folded > 300 and overlapped > 10 and many > 10     # (every path taken)
+
+
+def _fold_one_by_one(seq, p, starts, lens, rules):
+    """The runs ``starts``, ``lens`` of ``seq[i] == seq[i + p]`` replaced one at a time, each
+    what is left of it after the one before, a rule lookup per repeat."""
+    keep = np.ones(len(seq), bool)
+    new = seq.copy()
+    end = 0
+    for s, L in zip(starts, lens):
+        if s < end:
+            L -= end - s
+            s = end
+            if L < p:
+                continue
+        k = (L + p) // p
+        new[s] = rules.rule(seq[s:s + p], k)
+        keep[s + 1:s + k * p] = False
+        end = s + k * p
+    return new[keep]
 
 
 def test_first_uses_by_table_and_by_hash_are_the_first_names():

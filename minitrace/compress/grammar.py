@@ -283,9 +283,17 @@ def _fold(seq: np.ndarray, p: int, rules: _Builder) -> np.ndarray:
     ok = lens >= p
     starts, lens = starts[ok], lens[ok]
     copies = (lens + p) // p
-    ends = starts + copies * p
-    if (starts[1:] < ends[:-1]).any():
+    if (starts[1:] < (starts + copies * p)[:-1]).any():
         return _fold_overlapping(seq, p, starts, lens, rules)
+    return _replace(seq, p, starts, copies, rules)
+
+
+def _replace(seq: np.ndarray, p: int, starts: np.ndarray, copies: np.ndarray,
+             rules: _Builder) -> np.ndarray:
+    """``seq`` with each repeat (``copies`` times ``seq[s:s+p]`` from each of ``starts``, none
+    overlapping the next) replaced by its rule symbol."""
+    n = len(seq)
+    ends = starts + copies * p
     if len(starts) < 16:
         keep = np.ones(n, bool)
         for s, e in zip(starts.tolist(), ends.tolist()):
@@ -326,10 +334,11 @@ def _rule_symbols(seq: np.ndarray, p: int, starts: np.ndarray, copies: np.ndarra
 
 def _fold_overlapping(seq: np.ndarray, p: int, starts: np.ndarray, lens: np.ndarray,
                       rules: _Builder) -> np.ndarray:
-    """:func:`_fold` where a repeat starts inside the previous one's copies: one repeat at a
-    time, each what is left after the previous."""
-    keep = np.ones(len(seq), bool)
-    new = seq.copy()
+    """:func:`_fold` where a repeat starts inside the previous one's copies: each repeat what
+    is left of it after the previous one (a loop over the runs' numbers), then all replaced
+    at once (:func:`_replace`: a rule lookup per distinct repeat, where one per repeat took
+    ~0.7 ms of HPCG 2r's ~1,000 overlapping repeats)."""
+    kept, copies = [], []
     end = 0
     for s, L in zip(starts.tolist(), lens.tolist()):
         if s < end:              # overlaps the previous repeat: what is left of it
@@ -338,10 +347,10 @@ def _fold_overlapping(seq: np.ndarray, p: int, starts: np.ndarray, lens: np.ndar
             if L < p:
                 continue
         k = (L + p) // p
-        new[s] = rules.rule(seq[s:s + p], k)
-        keep[s + 1:s + k * p] = False
+        kept.append(s)
+        copies.append(k)
         end = s + k * p
-    return new[keep]
+    return _replace(seq, p, np.array(kept, np.int64), np.array(copies, np.int64), rules)
 
 
 def _periods(seq: np.ndarray):
