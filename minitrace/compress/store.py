@@ -277,8 +277,12 @@ def _dataset(group, name: str, data: np.ndarray, deferred: list, noisy: bool = F
 #: (exact modes' recorded times and volumes, ~11 bytes an action, which storage deflates at
 #: level 4 too) :data:`PACK_GZIP_LEVEL_NOISY` (session 14): level 7 took 0.19-0.21 us an
 #: action there (1.1-2.3 ms on miniFE 2r, noisy 8, cg3d 8), 40% of the 0.5 us, level 4
-#: 0.09-0.11 us for +0.6-2.0% of the pack (+0.4-1.8% of the file).
+#: 0.09-0.11 us for +0.6-2.0% of the pack (+0.4-1.8% of the file).  Level 9 also only up to
+#: :data:`PACK_LEVEL9_BYTES` (session 19): the model's tail (the calls its means miss, at
+#: irregular places) made CloverLeaf 8r's 121 KB pack take 26 ms at level 9, 4.2 at level 7,
+#: for 0.9% of it (0.0013 B/action).
 PACK_GZIP_LEVEL = 9
+PACK_LEVEL9_BYTES = 32 << 10
 PACK_GZIP_LEVEL_LARGE = 7
 PACK_GZIP_LEVEL_NOISY = 4
 PACK_BYTES_PER_ACTION = 1
@@ -287,7 +291,7 @@ PACK_NOISY_BYTES_PER_ACTION = 8
 
 def _pack_level(nbytes: int, nactions: int) -> int:
     """The pack's deflate level for ``nbytes`` of pack (before deflating) and ``nactions``."""
-    if nbytes <= PACK_BYTES_PER_ACTION * nactions:
+    if nbytes <= min(PACK_BYTES_PER_ACTION * nactions, PACK_LEVEL9_BYTES):
         return PACK_GZIP_LEVEL
     return PACK_GZIP_LEVEL_LARGE if nbytes <= PACK_NOISY_BYTES_PER_ACTION * nactions else \
         PACK_GZIP_LEVEL_NOISY
