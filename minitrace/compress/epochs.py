@@ -27,7 +27,7 @@ iterations on particular ranks), not each call's values apart from their iterati
   different places are its *variants* (:func:`template_variants`: the work's calls), each
   with its own means and each epoch's variant kept;
 - **tail**: the own values and places (:func:`tail_calls`) of the work's calls farthest from
-  the mean of their call's other calls on their rank (:func:`misses`): a replay waits call
+  the mean of their call's other calls on their rank (:func:`choose_tail`): a replay waits call
   by call for the slowest neighbour, which the calls the means miss most set; the totals and means are those
   of the other calls.  Until session 19 the tail held the largest calls, of every kind: on
   UK-MAC CloverLeaf a long kernel is its template's mean within a few percent, and the
@@ -44,8 +44,7 @@ iterations on particular ranks), not each call's values apart from their iterati
 
 An action's modelled volume is its call's mean on its rank, its epoch's work then scaled to
 the epoch's total and its calls' in-call CPU time to the rank's (evenly shared when the means
-sum to 0), the tail calls set to their own values and the other calls scaled to the rank's
-recorded total.  Lost: each other call's own value within its epoch
+sum to 0), the tail calls set to their own values and the rank scaled to its recorded total.  Lost: each other call's own value within its epoch
 (its call's mean instead).
 """
 from __future__ import annotations
@@ -386,17 +385,19 @@ def spread_quantiles(side: dict, precision: float) -> np.ndarray:
 TAIL_SHARE = 0.9
 #: ... and are at most one per this many actions (their kinds share it by their counts) ...
 TAIL_EVERY = 16
-#: ... or this many: a few bytes beside a file's fixed ~1.4 KB, and what a trace of a few
-#: hundred actions needs (NPB FT 2r, 98 actions: the model's replay 2.8% fast with 6 kept,
-#: 0.7% with these).
+#: ... or this many, and this many at least whatever share they hold: a few bytes beside a
+#: file's fixed ~1.4 KB, and what a trace of a few hundred actions needs (NPB FT 2r, 98
+#: actions: the model's replay 2.7% fast with 6 kept, 0.7% with these).
 TAIL_MIN = 64
 
 
-def tail_calls(miss: np.ndarray, at: np.ndarray, budget: int) -> np.ndarray:
+def tail_calls(miss: np.ndarray, at: np.ndarray, budget: int, at_least: int = 0
+               ) -> np.ndarray:
     """Mask of the calls kept with their own value: per group ``at`` (the kind of call, as
     its index among the kinds, in their order), its calls of the largest ``miss`` (how far
-    each is from the model without it) until they hold :data:`TAIL_SHARE` of the group's, at
-    most ``budget`` calls in all, shared among the groups by their numbers of calls."""
+    each is from the model without it, above 0): ``at_least`` of them, more until they hold
+    :data:`TAIL_SHARE` of the group's; at most ``budget`` calls in all; both shared among
+    the groups by their numbers of calls."""
     n = len(miss)
     out = np.zeros(n, bool)
     if not n or budget < 1:
@@ -412,19 +413,34 @@ def tail_calls(miss: np.ndarray, at: np.ndarray, budget: int) -> np.ndarray:
         top = np.argpartition(-m, allowed - 1)[:allowed]      # the largest, unsorted
         top = top[np.argsort(-m[top], kind="stable")]
         before = np.cumsum(m[top]) - m[top]                    # the larger calls' sum
-        keep = (before < TAIL_SHARE * m.sum()) & (m[top] > 0)
+        first = np.arange(allowed) < at_least * int(count[g]) // n
+        keep = (first | (before < TAIL_SHARE * m.sum())) & (m[top] > 0)
         out[rows[top[keep]]] = True
     return out
 
 
-def misses(call: np.ndarray, vol: np.ndarray) -> np.ndarray:
-    """How far each volume is from the mean of the other calls of its ``call`` (an int64 key
-    per call and rank), its whole value where it has none: what the model would miss
-    without it."""
+def choose_tail(call: np.ndarray, vol: np.ndarray, at: np.ndarray, budget: int,
+                precision: float) -> np.ndarray:
+    """Mask of the calls kept with their own value (:func:`tail_calls` by ``at``, at most
+    ``budget``): those farthest from the mean of their ``call``'s other calls (an int64 key
+    per call and rank; a call alone: its whole value), then, that mean pulled by the calls
+    that miss it more than their call's others on average, again from the mean of the calls
+    left (one 1 ms call among 10 us ones: its 10 us neighbours missed the first mean by 1 ms
+    / n each and filled the budget); a call within ``precision`` of the mean is its mean."""
     _, g = _sorted_groups(call)
-    count = np.bincount(g)[g]
-    others = (np.bincount(g, weights=vol)[g] - vol) / np.maximum(count - 1, 1)
-    return np.abs(vol - np.where(count > 1, others, 0.0))
+    n, total = np.bincount(g), np.bincount(g, weights=vol)
+    count = n[g]
+    ref = np.where(count > 1, (total[g] - vol) / np.maximum(count - 1, 1), 0.0)
+    def miss(ref):
+        m = np.abs(vol - ref)
+        return np.where(m > precision * np.abs(ref), m, 0.0)
+    m = miss(ref)                    # the outliers: above their call's mean miss, no TAIL_MIN
+    typical = np.bincount(g, weights=m, minlength=len(n))[g] / count
+    first = ~tail_calls(np.where(m > typical, m, 0.0), at, budget)
+    n_left = np.bincount(g, weights=first, minlength=len(n))[g]
+    left = np.bincount(g, weights=np.where(first, vol, 0.0), minlength=len(n))[g]
+    ref = np.where(n_left > 0, left / np.maximum(n_left, 1), ref)
+    return tail_calls(miss(ref), at, budget, TAIL_MIN)
 
 
 def tail_table(tail: np.ndarray, vr: np.ndarray, vol: np.ndarray, P: int,
@@ -484,13 +500,12 @@ def fit(volume: np.ndarray, vrow: np.ndarray, ids: np.ndarray, offsets: np.ndarr
     row = t_start[t_of[tm]] + label[ge_t] * t_length[t_of[tm]] + pos
     bv, av = neighbours(ids, offsets, vidx, vr)
     uniq, site = _sorted_groups(site_keys(vids[st], bv[st], av[st], nsig))
-    # the tail: the work's calls farthest from the mean of their call's other calls
-    miss = np.zeros(len(vol))
-    miss[tm] = misses(row * P + vr_t, vol[tm])
-    miss[st] = misses(site * P + vr_s, vol[st])
+    call = np.zeros(len(vol), np.int64)       # (template places, then sites, per rank)
+    call[tm] = row * P + vr_t
+    call[st] = (int(rows.sum()) + site) * P + vr_s
     tail = np.zeros(len(vol), bool)        # (the in-call CPU time sets no wait)
-    tail[work] = tail_calls(miss[work], kind_of_sig[vids[work]],
-                            max(len(ids) // TAIL_EVERY, TAIL_MIN))
+    tail[work] = choose_tail(call[work], vol[work], kind_of_sig[vids[work]],
+                             max(len(ids) // TAIL_EVERY, TAIL_MIN), precision)
     rest = ~tail
     totals = np.bincount(ge, weights=np.where(rest & work, vol, 0.0), minlength=n_ep)
     in_call_totals = np.bincount(vr, weights=np.where(rest & in_call, vol, 0.0), minlength=P)
@@ -684,11 +699,8 @@ class EpochVolumes:
         v = np.where(even, S[group] / np.maximum(n_rest[group], 1),
                      w * S[group] / np.where(even, 1.0, D[group]))
         v[kept] = self.tail_values[k0:k1]
-        # the rank to its total: by the other calls, the tail's within the precision
-        rest_sum, left = v[rest].sum(), total - v[kept].sum()
-        if rest_sum > 0 and left > 0 and np.isfinite(rest_sum):
-            v[rest] *= left / rest_sum
-        elif v.sum() != 0 and np.isfinite(v.sum()):
-            v *= total / v.sum()
+        got = v.sum()           # (all scaled: on the rest alone the tail's rounding, within the
+        if got != 0 and np.isfinite(got):   # precision, would land amplified on a small rest)
+            v *= total / got
         out[vrow] = v
         return out
