@@ -383,8 +383,8 @@ def new_file(path, meta: dict | None = None, version: int = PLAIN_VERSION, libve
     version : int
         ``COMPRESSED_VERSION``, ``CONTEXT_VERSION`` (with context-coded arrays),
         ``SPREAD_CODE_VERSION`` (model spread codes), ``VARIANT_VERSION`` (model templates
-        with variants) or ``PACKED_META_VERSION`` (``packed``) for the compressed form, else
-        ``PLAIN_VERSION``.
+        with variants), ``PACKED_META_VERSION`` (``packed``) or ``IN_CALL_VERSION`` (model
+        in-call totals, packed or not) for the compressed form, else ``PLAIN_VERSION``.
     libver : str or tuple, optional
         h5py's bounds on the HDF5 file format (default: the earliest that holds the file).
     create : callable, optional

@@ -18,7 +18,7 @@ iterations on particular ranks), not each call's values apart from their iterati
   (``in_call_totals``): a busy-polling wait's CPU time is not work (a replay drops it) and
   follows the neighbours' lateness, not the code; in one total with the kernels its noise
   moved volume between them and the waits (the model's replay of clover2d.c at 4 and 6 ranks
-  was 14-16% slow, session 19);
+  was 14-15% slow, session 19);
 - **call means**: per rank, the mean volume of each call of an epoch that recurs with the same
   calls (a *template*: at least :data:`MIN_REPEATS` times per rank, within
   :data:`TEMPLATE_SHARE` of a value per volume action), else of each *call site* (the action's
@@ -27,12 +27,13 @@ iterations on particular ranks), not each call's values apart from their iterati
   different places are its *variants* (:func:`template_variants`: the work's calls), each
   with its own means and each epoch's variant kept;
 - **tail**: the own values and places (:func:`tail_calls`) of the work's calls farthest from
-  the mean of their call's other calls on their rank (:func:`choose_tail`): a replay waits call
-  by call for the slowest neighbour, which the calls the means miss most set; the totals and means are those
-  of the other calls.  Until session 19 the tail held the largest calls, of every kind: on
-  UK-MAC CloverLeaf a long kernel is its template's mean within a few percent, and the
-  waits' CPU time took a share of the budget; the model's replay was 1-2.4% faster than the
-  exact file's at 4-16 ranks (apart from the in-call CPU time), 0.4-1.2% with these;
+  the mean of their call's other calls on their rank (:func:`choose_tail`): a replay waits
+  call by call for the slowest neighbour, which the calls the means miss most set; the totals
+  and means are those of the other calls.  Until session 19 the tail held the largest calls,
+  of every kind: on UK-MAC CloverLeaf a long kernel is its template's mean within a few
+  percent, and the waits' CPU time took a share of the budget; with the in-call CPU time
+  apart, the model's replay was 1.0-2.4% faster than the exact file's at 4-16 ranks, 0.3-1.0%
+  with these (benchmarks/RESULTS.md);
 - **no spread**: files written before session 18 also kept, per size class of the calls,
   quantiles of their log deviation from these means and drew each call's deviation from them
   (a Gaussian copula, :func:`spread`; still drawn when such a file is expanded).  On recorded
@@ -44,8 +45,8 @@ iterations on particular ranks), not each call's values apart from their iterati
 
 An action's modelled volume is its call's mean on its rank, its epoch's work then scaled to
 the epoch's total and its calls' in-call CPU time to the rank's (evenly shared when the means
-sum to 0), the tail calls set to their own values and the rank scaled to its recorded total.  Lost: each other call's own value within its epoch
-(its call's mean instead).
+sum to 0), the tail calls set to their own values and the rank scaled to its recorded total.
+Lost: each other call's own value within its epoch (its call's mean instead).
 """
 from __future__ import annotations
 
@@ -387,7 +388,7 @@ TAIL_SHARE = 0.9
 TAIL_EVERY = 16
 #: ... or this many, and this many at least whatever share they hold: a few bytes beside a
 #: file's fixed ~1.4 KB, and what a trace of a few hundred actions needs (NPB FT 2r, 98
-#: actions: the model's replay 2.7% fast with 6 kept, 0.7% with these).
+#: actions: the model's replay 2.7% fast with 6 kept, 0.2% with these).
 TAIL_MIN = 64
 
 

@@ -207,22 +207,22 @@ CONTEXT_SUFFIX = ".ctx"
 CONTEXT_MIN = 8192
 
 
-def _context_keys(c: Compressed, name: str, keys: dict):
-    """(fine, coarse) context keys of side array ``name``'s values (``keys``: the trace's,
+def _context_keys(c: Compressed, name: str, cache: dict):
+    """(fine, coarse) context keys of side array ``name``'s values (``cache``: the trace's,
     every action's, computed once)."""
-    if "all" not in keys:
-        keys["all"] = CR.call_keys(c.grammar, len(c.table)) if c.ids is None else \
+    if "all" not in cache:
+        cache["all"] = CR.call_keys(c.grammar, len(c.table)) if c.ids is None else \
             CR.keys(c.ids, V.rank_starts(c.rank_offsets), len(c.table))
-    fine, coarse = keys["all"]
+    fine, coarse = cache["all"]
     if name != "volume":
         return fine, coarse
     mine = c.has_volume[coarse]
     return fine[mine], coarse[mine]
 
 
-def _context_coded(c: Compressed, name: str, arr: np.ndarray, keys: dict):
+def _context_coded(c: Compressed, name: str, arr: np.ndarray, cache: dict):
     """Side array ``name`` coded in contexts (:data:`CONTEXT_CODED`), or None where
-    :func:`write` stores it as is (``keys``: :func:`_context_keys`'; the first call codes
+    :func:`write` stores it as is (``cache``: :func:`_context_keys`'; the first call codes
     every such side array of ``c`` at once, ``CR.encode_many``: their rANS steps together,
     and keeps them there)."""
     def coded_here(k: str, a) -> bool:
@@ -230,13 +230,13 @@ def _context_coded(c: Compressed, name: str, arr: np.ndarray, keys: dict):
                                k in RANS_CODED and bool(c.attrs.get("time_coding")))
     if not coded_here(name, arr):
         return None
-    if "coded" not in keys:
+    if "coded" not in cache:
         names = [k for k, a in c.side.items() if coded_here(k, a)]
-        keys["coded"] = dict(zip(names, CR.encode_many(
-            [(c.side[k], *_context_keys(c, k, keys)) for k in names])))
-    coded = keys["coded"].get(name) if c.side.get(name) is arr else None
+        cache["coded"] = dict(zip(names, CR.encode_many(
+            [(c.side[k], *_context_keys(c, k, cache)) for k in names])))
+    coded = cache["coded"].get(name) if c.side.get(name) is arr else None
     if coded is None:
-        coded = CR.encode(arr, *_context_keys(c, name, keys))
+        coded = CR.encode(arr, *_context_keys(c, name, cache))
     if len(arr) >= CONTEXT_MIN or len(zlib.compress(coded.tobytes(), 6)) < \
             len(zlib.compress(P.shuffled(S.smallest_int(arr)), 6)):
         return coded
@@ -339,8 +339,8 @@ def write(path: str, c: Compressed, meta: dict | None = None, pack: bool = True)
     arrays, the communicator and string tables and ``/trace``'s attributes among them, in one
     dataset (:mod:`.pack`) and its root's attributes and provenance in one attribute
     (``storage.META_ATTR``: format version 6), else each its own (the version of what the
-    file holds, 2-5).  Its text attributes are fixed-length strings (``storage.new_attrs``:
-    no 4 KB heap)."""
+    file holds, 2-5); version 7 either way where it holds ``model/in_call_totals``.  Its text
+    attributes are fixed-length strings (``storage.new_attrs``: no 4 KB heap)."""
     m = dict(c.meta)
     m.update(meta or {})
     if m.get("volume_unit") not in VOLUME_UNITS:
@@ -366,9 +366,9 @@ def write(path: str, c: Compressed, meta: dict | None = None, pack: bool = True)
     codes, counts = kind_counts(c)
     put("index/kind_codes", codes)
     put("index/kind_counts", counts)
-    keys: dict = {}
+    cache: dict = {}
     for name, arr in c.side.items():
-        coded = _context_coded(c, name, arr, keys)
+        coded = _context_coded(c, name, arr, cache)
         if coded is not None:
             put(f"{c.mode}/{name}{CONTEXT_SUFFIX}", coded)
         elif isinstance(arr, pd.DataFrame):
@@ -433,7 +433,7 @@ def lost(c: Compressed) -> str:
                 f"in each epoch (between {c.attrs.get('epoch_merge', 1)} of its "
                 f"{c.attrs.get('epoch_anchor')})"
                 f"{', its CPU time inside MPI calls in all' if apart else ''}, "
-                f"each call site's mean and {kept} calls' own values (those it misses most), "
+                f"each call site's mean and {kept} calls kept with their own values, "
                 f"within {c.attrs.get('precision', 0.01):.3g}; lost: each other call's own value "
                 f"within its epoch (spread and order)")
     elif "volume_bound" in c.attrs:
@@ -631,7 +631,7 @@ def read(g: h5py.Group, path: str) -> Compressed:
     side, tables = {}, {}
     partial = Compressed(table, vec_offsets, vec_values, new, req_off, gram, has_volume,
                          offsets, mode)                  # (what context keys need)
-    keys: dict = {}
+    cache: dict = {}
     names = arr.names(mode)
     for name in names:
         frame, _, col = name.partition("/")
@@ -650,7 +650,7 @@ def read(g: h5py.Group, path: str) -> Compressed:
                 raise _corrupt(f"{mode}/{name} is {coded.dtype}, not bytes", path)
             try:
                 side[base] = R.decode(coded) if coding[0] == RANS_SUFFIX else \
-                    CR.decode(coded, *_context_keys(partial, base, keys))
+                    CR.decode(coded, *_context_keys(partial, base, cache))
             except R.CodeError as e:
                 raise _corrupt(f"{mode}/{name}: {e}", path) from None
         else:

@@ -19,7 +19,6 @@ mean duration after its mean gap, stretched to the rank's exact span.
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd
 
 from ..errors import MinitraceError
 

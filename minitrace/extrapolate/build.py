@@ -34,7 +34,7 @@ NEGLIGIBLE = 0.01
 _LEAF_PARAMETERS = ("bytes_sent", "bytes_recv", "volume")
 #: the volumes replay executes (compute, sleep); those of MPI calls are the time inside them,
 #: mostly waiting, which the simulation models itself: their fits are not refused
-_EXECUTED = K.mask({"compute", "sleep"})
+_EXECUTED = K.mask(K.WORK)
 
 
 @dataclass

@@ -57,7 +57,7 @@ KERNELS = {"registers": "multiply-add chains on registers: evicts nothing",
 BYTES_COLUMN = "after_compute_bytes"
 REPS = 60
 #: actions between a compute and the MPI call after it that take no time (the markers)
-_MARKERS = K.NON_MPI - {"compute", "sleep"}
+_MARKERS = K.NON_MPI - K.WORK
 #: point-to-point kinds whose peer -1 is MPI_PROC_NULL (no message moves): the peer is the
 #: destination of sends and sendrecvs, the source of receives; sendrecvs' source is their
 #: vector's entry 0 (docs/FORMAT.md)
