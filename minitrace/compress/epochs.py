@@ -425,8 +425,8 @@ def choose_tail(call: np.ndarray, vol: np.ndarray, at: np.ndarray, budget: int,
     """Mask of the calls kept with their own value (:func:`tail_calls` by ``at``, at most
     ``budget``): those farthest from the mean of their ``call``'s other calls (an int64 key
     per call and rank; a call alone: its whole value), then, that mean pulled by the calls
-    that miss it more than their call's others on average, again from the mean of the calls
-    left (one 1 ms call among 10 us ones: its 10 us neighbours missed the first mean by 1 ms
+    that miss it more than their call's others on average, again from the mean of the other
+    calls (one 1 ms call among 10 us ones: its 10 us neighbours missed the first mean by 1 ms
     / n each and filled the budget); a call within ``precision`` of the mean is its mean."""
     _, g = _sorted_groups(call)
     n, total = np.bincount(g), np.bincount(g, weights=vol)
@@ -435,12 +435,11 @@ def choose_tail(call: np.ndarray, vol: np.ndarray, at: np.ndarray, budget: int,
     def miss(ref):
         m = np.abs(vol - ref)
         return np.where(m > precision * np.abs(ref), m, 0.0)
-    m = miss(ref)                    # the outliers: above their call's mean miss, no TAIL_MIN
-    typical = np.bincount(g, weights=m, minlength=len(n))[g] / count
-    first = ~tail_calls(np.where(m > typical, m, 0.0), at, budget)
-    n_left = np.bincount(g, weights=first, minlength=len(n))[g]
-    left = np.bincount(g, weights=np.where(first, vol, 0.0), minlength=len(n))[g]
-    ref = np.where(n_left > 0, left / np.maximum(n_left, 1), ref)
+    m = miss(ref)
+    near = m <= np.bincount(g, weights=m)[g] / count      # (no more than their call's others)
+    n_near = np.bincount(g, weights=near)[g]
+    ref = np.where(n_near > 0, np.bincount(g, weights=np.where(near, vol, 0.0))[g] /
+                   np.maximum(n_near, 1), ref)
     return tail_calls(miss(ref), at, budget, TAIL_MIN)
 
 
