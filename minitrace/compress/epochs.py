@@ -432,6 +432,7 @@ def choose_tail(call: np.ndarray, vol: np.ndarray, at: np.ndarray, budget: int,
     n, total = np.bincount(g), np.bincount(g, weights=vol)
     count = n[g]
     ref = np.where(count > 1, (total[g] - vol) / np.maximum(count - 1, 1), 0.0)
+
     def miss(ref):
         m = np.abs(vol - ref)
         return np.where(m > precision * np.abs(ref), m, 0.0)
