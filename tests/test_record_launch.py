@@ -39,8 +39,10 @@ def test_launcher_error_is_quoted(tmp_path):
     mpiexec = tool("mpiexec")
     p = record(tmp_path / "t.h5", [mpiexec, "-n", "2", str(tmp_path / "no-such-program")])
     last = error_line(p)
-    status = int(last.split(" exited with status ")[1].split(";")[0])
-    assert status != 0 and f"nothing recorded: {mpiexec} exited with status" in last
+    # (hydra's teardown is sometimes killed by a signal under load: a status too, said so)
+    how = re.search(rf"nothing recorded: {re.escape(mpiexec)} "
+                    r"(exited with status|was killed by signal) (\d+);", last)
+    assert how and int(how[2]) != 0, last
     said = last.split("; it said: ", 1)[1]
     assert said in " ".join(p.stderr.split())    # quoted from what the launcher printed
     assert "no-such-program" in said and "MPI_Init" not in last
