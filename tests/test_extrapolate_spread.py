@@ -48,16 +48,27 @@ def _together(phases: np.ndarray) -> float:
                              phases[:, :, live[-1]].ravel())[0, 1])
 
 
+#: Recordings made at most, until two phases keep a law above 0 at 8 ranks (the premise).
+ATTEMPTS = 3
+
+
 def test_slow_stretches_stay_together(programs, tmp_path):
+    """The premise, two phases whose laws stay above 0 at 8 ranks, is the recordings': under
+    load their noise can turn every phase's law down from 2 to 4 ranks (a CI run, session 19:
+    no phase left; 8 sets of recordings gave the same traces with session 18's code), so a
+    set of recordings that leaves fewer is recorded again, at most ATTEMPTS times."""
     exe = programs("slowsteps")
-    paths = []
-    for p in (2, 3, 4):
-        paths.append(str(tmp_path / f"s{p}.h5"))
-        record(Path(paths[-1]), p, [str(exe), str(ITERATIONS), "300000"])
-    runs = C.load_runs(paths)
-    assert _together(_phases(runs[-1].data)) > 0.5          # the program's pattern, recorded
-    data, _, _ = B.extrapolate(runs, 8, "weak", force=True)
-    phases = _phases(data)
+    for attempt in range(ATTEMPTS):
+        paths = []
+        for p in (2, 3, 4):
+            paths.append(str(tmp_path / f"s{attempt}-{p}.h5"))
+            record(Path(paths[-1]), p, [str(exe), str(ITERATIONS), "300000"])
+        runs = C.load_runs(paths)
+        assert _together(_phases(runs[-1].data)) > 0.5      # the program's pattern, recorded
+        data, _, _ = B.extrapolate(runs, 8, "weak", force=True)
+        phases = _phases(data)
+        if sum(phases[:, :, k].any() for k in range(phases.shape[2])) >= 2:
+            break
     assert phases.shape == (8, ITERATIONS, 4)
     assert _together(phases) > 0.5
     # slow and fast iterations both present, not every rank the same
