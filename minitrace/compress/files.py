@@ -8,12 +8,14 @@ import zlib
 import h5py
 import numpy as np
 
+from .. import storage as S
 from ..model import TraceColumns
 from . import pack as P
 from .store import compress, write
 
-#: File attributes that say who wrote a file: the writer sets its own.
-_WRITER_KEYS = ("format", "format_version", "producer", "producer_version", "created")
+#: File attributes that say who wrote a file: the writer sets its own (the format's identity
+#: it always does, storage.IDENTITY_ATTRS).
+_WRITER_KEYS = (*S.IDENTITY_ATTRS, "producer", "producer_version", "created")
 
 
 def content_meta(meta: dict) -> dict:

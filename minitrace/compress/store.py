@@ -221,10 +221,10 @@ def _context_keys(c: Compressed, name: str, cache: dict):
 
 
 def _context_coded(c: Compressed, name: str, arr: np.ndarray, cache: dict):
-    """Side array ``name`` coded in contexts (:data:`CONTEXT_CODED`), or None where
-    :func:`write` stores it as is (``cache``: :func:`_context_keys`'; the first call codes
-    every such side array of ``c`` at once, ``CR.encode_many``: their rANS steps together,
-    and keeps them there)."""
+    """Side array ``name`` (``arr``: ``c.side``'s) coded in contexts (:data:`CONTEXT_CODED`),
+    or None where :func:`write` stores it as is (``cache``: :func:`_context_keys`'; the first
+    call codes every such side array of ``c`` at once, ``CR.encode_many``: their rANS steps
+    together, and keeps them there)."""
     def coded_here(k: str, a) -> bool:
         return len(a) > 0 and (k == "volume" and "volume_bound" in c.attrs or
                                k in RANS_CODED and bool(c.attrs.get("time_coding")))
@@ -234,9 +234,7 @@ def _context_coded(c: Compressed, name: str, arr: np.ndarray, cache: dict):
         names = [k for k, a in c.side.items() if coded_here(k, a)]
         cache["coded"] = dict(zip(names, CR.encode_many(
             [(c.side[k], *_context_keys(c, k, cache)) for k in names])))
-    coded = cache["coded"].get(name) if c.side.get(name) is arr else None
-    if coded is None:
-        coded = CR.encode(arr, *_context_keys(c, name, cache))
+    coded = cache["coded"][name]
     if len(arr) >= CONTEXT_MIN or len(zlib.compress(coded.tobytes(), 6)) < \
             len(zlib.compress(P.shuffled(S.smallest_int(arr)), 6)):
         return coded
