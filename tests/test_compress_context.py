@@ -397,13 +397,14 @@ def _upper_medians(values, ctx, nctx, step):
 
 
 @pytest.mark.parametrize("case", ["narrow", "wide", "extremes", "outside the window",
-                                  "sampled"])
+                                  "sampled", "more bins than values"])
 def test_medians_are_the_upper_medians_of_the_sample(monkeypatch, case):
     """The contexts' medians counted in bins of a window are the sorted sample's upper
     medians: values narrower than the window, spread far beyond it (medians outside it: by a
-    partition), at both ends of int64, every k-th value of a long array."""
+    sort of their contexts' values), at both ends of int64, every k-th value of a long array,
+    contexts whose bins would outnumber the values (all by a sort)."""
     rng = np.random.default_rng(9)
-    n, nctx = 6000, 9
+    n, nctx = 6000, 9 if case != "more bins than values" else 2000
     ctx = rng.integers(0, nctx - 2, n)              # (two contexts without values)
     if case == "narrow":
         values = (1 << 20) + 7 * ctx + rng.integers(-30, 30, n)
@@ -414,6 +415,9 @@ def test_medians_are_the_upper_medians_of_the_sample(monkeypatch, case):
                           _I64.max - rng.integers(0, 3, n))
     elif case == "outside the window":               # most near 0, some contexts far away
         values = rng.integers(-3, 4, n) + np.where(ctx % 3 == 0, 1 << 30, 0)
+    elif case == "more bins than values":
+        assert nctx * (CR._MEDIAN_BINS + 2) > CR._MEDIAN_BINS_PER_VALUE * n
+        values = rng.integers(-(1 << 12), 1 << 12, n) + 5 * ctx
     else:
         monkeypatch.setattr(CR, "_MEDIAN_SAMPLE", 1000)
         values = rng.integers(-50, 50, n) * (1 + ctx)
