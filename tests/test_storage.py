@@ -313,3 +313,47 @@ def test_provenance_static_part_made_once_dynamic_part_each_file(tmp_path, monke
     assert {k: v for k, v in a.items() if k not in dynamic} == \
         {k: v for k, v in b.items() if k not in dynamic}
     assert {"versions", "hostname", "cpu"} <= set(a)
+
+
+def _measured_like(n: int, seed: int) -> np.ndarray:
+    """int32 'durations' whose shuffled planes hold each kind deflate_planes tells apart: a
+    random low byte, a skewed second byte, a nearly constant third, a zero fourth."""
+    rng = np.random.default_rng(seed)
+    return (rng.integers(0, 256, n) + 256 * rng.geometric(0.4, n) +
+            65536 * (rng.random(n) < 0.01)).astype(np.int32)
+
+
+@pytest.mark.parametrize("n", [3, 4096, 300_000])
+def test_noisy_chunks_read_back_through_hdf5s_filter(tmp_path, n):
+    """A noisy dataset's chunks (their planes deflated each its own way, streams joined:
+    ``_deflate_planes``) are what HDF5's shuffle + deflate filters read back, whole and edge
+    chunks alike, for 1- to 8-byte types."""
+    from minitrace.storage import dataset
+    arrays = {"i4": _measured_like(n, 1), "i8": _measured_like(n, 2).astype(np.int64) << 20,
+              "u1": np.random.default_rng(3).integers(0, 4, n).astype(np.uint8),
+              "f8": np.random.default_rng(4).exponential(1e-5, n)}
+    with h5py.File(tmp_path / "n.h5", "w") as f:
+        for name, a in arrays.items():
+            dataset(f, name, a, noisy=True)
+    with h5py.File(tmp_path / "n.h5") as f:
+        for name, a in arrays.items():
+            assert f[name].shuffle and f[name].compression == "gzip"
+            assert np.array_equal(f[name][()], a), name
+
+
+def test_planes_deflate_no_larger_than_one_stream():
+    """Plane by plane, a chunk of measured-like numbers is no larger than one level-4
+    ``Z_FILTERED`` stream (the writer before session 20), and its random plane is stored:
+    the stream holds that plane's bytes plus a few bytes of framing, not more."""
+    import zlib
+    from minitrace.storage import _deflate_planes, _plane_bits
+    a = _measured_like(1 << 18, 5)
+    planes = np.ascontiguousarray(a.view(np.uint8).reshape(len(a), -1).T)
+    assert _plane_bits(planes[0]) > 7.9 and _plane_bits(planes[3]) == 0.0
+    assert 0.5 < _plane_bits(planes[1]) < 3.0
+    z = zlib.compressobj(4, zlib.DEFLATED, 15, 9, zlib.Z_FILTERED)
+    one = z.compress(planes.tobytes()) + z.flush()
+    mine = _deflate_planes(planes)
+    assert zlib.decompress(mine) == planes.tobytes()
+    assert len(mine) <= len(one)
+    assert len(mine) < len(planes[0]) + len(zlib.compress(planes[1:].tobytes(), 4)) + 64
