@@ -277,7 +277,9 @@ def _dedup_contents(code: np.ndarray, entries: np.ndarray, modes: np.ndarray,
     with np.errstate(over="ignore"):
         mix = (entries.view(u) + u(0x9E3779B97F4A7C15)) * u(0xBF58476D1CE4E5B9) + modes.view(u)
         mix ^= mix >> u(31)
-        g = np.arange(len(entries), dtype=u)           # sum(mix * pos) = sum(mix * g) - start*sum
+        g = np.arange(1, len(entries) + 1, dtype=u)    # sum(mix * (pos + 1)): a vector's first
+        #   entry weighs too (with pos alone [0, 0] and [1, 0] hashed alike, and every vector
+        #   of CoMD fell back to the exact, per-vector path: 2.7 ms of its 6 ms)
         h = np.add.reduceat(mix * g, starts) - starts.astype(u) * np.add.reduceat(mix, starts)
         h ^= (lens.astype(u) * u(0x94D049BB133111EB)) ^ (code.view(u) * u(0xD6E8FEB86659FD93))
     ids, uniq = pd.factorize(h)
