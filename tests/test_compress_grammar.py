@@ -11,7 +11,7 @@ from minitrace.compress import grammar as G
 from minitrace.compress import loops
 from minitrace.compress import signatures as S
 from minitrace.converters.simgrid_ti import read_ti
-from minitrace.model import ACTION_DTYPE, TraceBuilder
+from minitrace.model import ACTION_DTYPE, NONE, TraceBuilder
 from tests.support import fixtures
 from tests.test_storage import small_trace
 
@@ -54,9 +54,10 @@ def repo_traces():
         yield f"random{seed}", random_trace(seed)
 
 
-def structure_round_trip(d):
-    """Encode, fold, check, expand and decode every rank: equal to ``d``'s structure."""
-    sig = S.encode(d)
+def structure_round_trip(d, apart: bool = False):
+    """Encode (``apart``: the requests waitany and testany complete apart), fold, check,
+    expand and decode every rank: equal to ``d``'s structure."""
+    sig = S.encode(d, completions_apart=apart)
     gram = G.build(sig.ids, d.rank_offsets, len(sig.table))
     gram.check()
     assert S.check_table(sig.table, sig.vec_offsets, sig.vec_values) is None
@@ -75,10 +76,60 @@ def structure_round_trip(d):
     return sig, gram
 
 
-@pytest.mark.parametrize("name,data", list(repo_traces()), ids=lambda x: x
-                         if isinstance(x, str) else "")
-def test_structure_round_trips_exactly(name, data):
-    structure_round_trip(data)
+def arrival_trace(seed: int, nranks: int = 4, steps: int = 30, shuffled: bool = True):
+    """A halo exchange as miniAMR's and miniGhost's (an irecv from each neighbour, an isend to
+    each, one waitany per request) whose receives complete in a random order each step
+    (``shuffled``) or in the order posted, then the sends: the first by a testany, the others
+    each by a waitany after a testany that completes nothing (its request MPI_UNDEFINED's
+    -1); request ids from a counter."""
+    rng = np.random.default_rng(seed)
+    b = TraceBuilder(nranks, {"volume_unit": "seconds"})
+    for r in range(nranks):
+        req = 0
+        for step in range(steps):
+            posted = []
+            for d in (1, 2, nranks - 1):
+                b.add(r, "irecv", peer=(r + d) % nranks, tag=d, bytes_recv=8 * (step % 3 + 1),
+                      request=req)
+                posted.append(req)
+                req += 1
+            for d in (1, 2):
+                b.add(r, "isend", peer=(r - d) % nranks, tag=d, bytes_sent=8, request=req)
+                posted.append(req)
+                req += 1
+            order = [*(rng.permutation(posted[:3]) if shuffled else posted[:3]), *posted[3:]]
+            for i, q in enumerate(order):
+                b.add(r, "compute", volume=1e-6)
+                b.add(r, "testany", request=NONE if i else int(q), flags=int(i == 0))
+                if i:
+                    b.add(r, "waitany", request=int(q))
+            b.add(r, "allreduce", bytes_sent=8, bytes_recv=8)
+    return b.build()
+
+
+@pytest.mark.parametrize("name,data", [*repo_traces(), ("arrival", arrival_trace(3))],
+                         ids=lambda x: x if isinstance(x, str) else "")
+@pytest.mark.parametrize("apart", [False, True])
+def test_structure_round_trips_exactly(name, data, apart):
+    structure_round_trip(data, apart)
+
+
+def test_completions_in_arrival_order_fold_with_their_requests_apart():
+    """Requests that complete in the order messages arrive leave no loop as signatures of
+    their own (each step a new sequence of waitany and testany signatures); apart (in the
+    stream of new ids, each signature known by the kind that posted its request) the steps
+    fold.  In the order posted every step, the signatures fold either way and stay as they
+    were: the stream of new ids would only grow."""
+    d = arrival_trace(5)
+    size = {}
+    for apart in (False, True):
+        sig, gram = structure_round_trip(d, apart)
+        size[apart] = len(gram.top_symbols) + len(gram.rule_symbols)
+    assert 4 * size[True] < size[False], size
+    regular = arrival_trace(5, shuffled=False)
+    want, got = S.encode(regular), S.encode(regular, completions_apart=True)
+    assert np.array_equal(got.table, want.table) and np.array_equal(got.ids, want.ids)
+    assert np.array_equal(got.new_requests, want.new_requests)
 
 
 def test_loop_of_a_ring_is_one_rule_shared_by_every_rank():
@@ -304,18 +355,26 @@ def _fold_one_by_one(seq, p, starts, lens, rules):
     return new[keep]
 
 
-def test_first_uses_by_table_and_by_hash_are_the_first_names():
-    """A name is new at its rank's first use of its value, whether found by the table over
-    the ranks' value ranges (small ranges) or by hashing (wide ones, negative values)."""
+def test_first_names_by_table_by_hash_and_by_sorting(monkeypatch):
+    """Each name's first name is its rank's first use of its value, whether found by the
+    table over the ranks' value ranges (small ranges), by hashing (wide ones, negative
+    values) or, where the hash collides, by sorting the pairs."""
     rng = np.random.default_rng(17)
+    cases = []
     for n, width, nranks in ((1, 1, 1), (50, 8, 3), (5000, 300, 4), (400, 10 ** 12, 2),
                              (300, 40, 5)):
         values = rng.integers(-width // 2, width, n).astype(np.int64)
         rank = np.sort(rng.integers(0, nranks, n)).astype(np.int64)
-        seen: set = set()
-        want = np.array([(r, v) not in seen and not seen.add((r, v))
-                         for r, v in zip(rank.tolist(), values.tolist())])
-        assert np.array_equal(S._first_uses(values, rank), want), (n, width)
+        seen: dict = {}
+        want = np.array([seen.setdefault((r, v), i)
+                         for i, (r, v) in enumerate(zip(rank.tolist(), values.tolist()))])
+        cases.append((values, rank, want))
+        assert np.array_equal(S._first_names(values, rank), want), (n, width)
+    factorize = S.pd.factorize
+    monkeypatch.setattr(S.pd, "factorize", lambda h: (np.zeros(len(h), np.int64),
+                                                      factorize(h)[1][:1]))
+    for values, rank, want in cases[3:4]:
+        assert np.array_equal(S._first_names(values, rank), want)
 
 
 def test_signatures_are_the_same_whatever_the_hash(monkeypatch):

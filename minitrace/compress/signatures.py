@@ -10,6 +10,10 @@ signature ids (Pilgrim's call signatures, ScalaTrace's rank-relative peers).
   rank's side stream of new ids, which is usually 0, 1, 2...), later names are *references*
   (``req_mode`` 2) stored as the distance back from the latest new id, the same in every
   iteration.  Communicator ids in ``request`` (creations) are kept (``req_mode`` 0).
+- With ``completions_apart`` (compressed files since session 20), the request a waitany or
+  testany completes is a new token too where messages arrive in changing orders
+  (:data:`APART`): its value goes to the stream of new ids, and the signature stays the same
+  whatever the order.
 - Vectors are stored once per distinct content (``vec`` is the content id, -1 none), after the
   same rewriting: a sendrecv's source is rank-relative, request-id vectors are tokens.
 
@@ -39,6 +43,17 @@ _TOKEN_REQUEST = ~K.mask(K.NEW_COMM_KINDS)
 _REQUEST_VECTOR = K.mask(K.MULTI_COMPLETIONS | {"startall"})
 _SENDRECV_VECTOR = K.mask(K.SENDRECVS | K.NONBLOCKING_SENDRECVS)
 _FIELDS = ("kind", "flags", "tag", "comm", "bytes_sent", "bytes_recv")
+#: Completions of one request of several, in any order (the first to arrive): with
+#: ``encode(completions_apart=True)`` the request each one completes is not part of its
+#: signature but a value of the rank's stream of new request ids (``req_mode`` new), so that
+#: the order in which messages arrive does not make each step's sequence of signatures a new
+#: one (miniAMR 4r: 22 k waitany; 57 k top-level symbols left by the loop folding, 6.6 k so).
+#: Such a signature's ``request``, which decoding does not read, holds the kind of the call
+#: that posted the request: the contexts of the time and volume coders tell a receive's wait
+#: from a send's (miniAMR 4r bounded: 1.183 B/action without, 1.166 with).
+APART = frozenset({"waitany", "testany"})
+_APART = K.mask(APART)
+_APART_CODES = tuple(K.code(k) for k in sorted(APART))
 
 
 @dataclass
@@ -63,14 +78,14 @@ def _relative(peer: np.ndarray, rank: np.ndarray, nranks: int, allowed: np.ndarr
     return rel.view(np.uint8), np.where(rel, d, peer)
 
 
-#: Slots of :func:`_first_uses`' direct table at most, per name (a request id is usually a
+#: Slots of :func:`_first_names`' direct table at most, per name (a request id is usually a
 #: rank's count of requests so far: 0, 1, 2...; a table over each rank's range of ids finds
 #: first uses in ~2 ms where hashing 346 k names took 21 ms, CloverLeaf 16).
 DIRECT_SLOTS = 4
 
 
-def _first_uses(values: np.ndarray, rank: np.ndarray) -> np.ndarray:
-    """Which names are the first of their (rank, value): a table indexed by rank and value
+def _first_names(values: np.ndarray, rank: np.ndarray) -> np.ndarray:
+    """Index of the first name of each name's (rank, value): a table indexed by rank and value
     where the values span a small range, else a hash table of the pairs, checked exactly (a
     collision falls back to sorting the pairs)."""
     n = len(values)
@@ -80,38 +95,68 @@ def _first_uses(values: np.ndarray, rank: np.ndarray) -> np.ndarray:
         slot = rank.astype(np.int64) * (hi - lo + 1) + (values - lo)
         first = np.full((hi - lo + 1) * nrank, n, np.int64)
         first[slot[::-1]] = np.arange(n - 1, -1, -1)      # (the last assignment stays)
-        return first[slot] == np.arange(n)
+        return first[slot]
     u = np.uint64
     with np.errstate(over="ignore"):
         h = (values.view(u) * u(0x9E3779B97F4A7C15)) ^ (rank.astype(np.int64).view(u) *
                                                          u(0xC2B2AE3D27D4EB4F))
     codes, uniq = pd.factorize(h)
-    first = _first_of(codes, len(uniq))
-    if not (np.array_equal(values[first][codes], values) and
-            np.array_equal(rank[first][codes], rank)):
+    first = _first_of(codes, len(uniq))[codes]
+    if not (np.array_equal(values[first], values) and np.array_equal(rank[first], rank)):
         order = np.lexsort((np.arange(n), values, rank))
         sv, sr = values[order], rank[order]
         head = np.ones(n, bool)
         head[1:] = (sv[1:] != sv[:-1]) | (sr[1:] != sr[:-1])
-        first = order[head]
-    new = np.zeros(n, bool)
-    new[first] = True
-    return new
+        first = np.empty(n, np.int64)
+        first[order] = order[head][np.cumsum(head) - 1]
+    return first
 
 
-def _request_tokens(values: np.ndarray, rank: np.ndarray):
-    """Tokens of the ranks' streams of request-id names (rank-major): (mode, stored value,
-    new ids in order).  A rank's first name is always new, so the latest new id never comes
-    from another rank."""
+def _request_tokens(values: np.ndarray, first: np.ndarray, side: np.ndarray | None = None):
+    """Tokens of the ranks' streams of request-id names (rank-major; ``first``: each name's
+    :func:`_first_names`): (mode, stored value, new ids in order).  A rank's first name is
+    always new, so the latest new id never comes from another rank; names where ``side`` is
+    True are new too (their values in the stream of new ids, the next references counted back
+    from them)."""
     n = len(values)
     if not n:
         return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64)
-    new = _first_uses(values, rank)
+    new = first == np.arange(n)
+    if side is not None:
+        new |= side
     pos = np.where(new, np.arange(n), -1)
     np.maximum.accumulate(pos, out=pos)
     with np.errstate(over="ignore"):
         dist = values[pos] - values          # wraps like the decoder's inverse
     return np.where(new, REQ_NEW, REQ_REF), np.where(new, 0, dist), values[new]
+
+
+#: Completions in a row whose distinct sequences :func:`_apart_pays` counts.
+APART_SPAN = 16
+
+
+def _apart_pays(default: np.ndarray, apart: np.ndarray) -> bool:
+    """Whether the completions of :data:`APART` take fewer distinct sequences of
+    :data:`APART_SPAN` in a row (rank-major) with their requests apart (each known by the kind
+    of the call that posted it, ``apart``) than as their own tokens (``default``), by half at
+    least: where messages arrive in the same order every step, the grammar folds either alike
+    and the stream of new ids would only grow (miniAMR 2r: 48 sequences as tokens, 64 apart;
+    +69 bytes); where the order changes from step to step, the tokens leave no loop (miniAMR
+    4r: 9,150 and 607; its top-level sequences took 57 k symbols, 6.6 k apart).  Sequences of
+    8 took 32 and 16 on tests/programs/waitany2d.c's exchange in random orders of 2 receives,
+    which apart fold.  (A count of hashes, ~1 ms for 22 k completions, where folding both
+    took ~15 ms.)"""
+    count = []
+    for x in (default, apart):
+        x = pd.factorize(x)[0].astype(np.uint64)
+        m = len(x) - APART_SPAN + 1
+        h = np.zeros(max(m, 0), np.uint64)
+        with np.errstate(over="ignore"):
+            for j in range(APART_SPAN if m > 0 else 0):
+                h *= np.uint64(0x9E3779B97F4A7C15)
+                h += x[j:j + m]
+        count.append(len(pd.unique(h)))
+    return 2 * count[1] < count[0]
 
 
 #: Rows of the actions' table copied at a time by :func:`action_columns` (~600 KB: the
@@ -131,9 +176,11 @@ def action_columns(actions: np.ndarray) -> dict:
     return out
 
 
-def encode(data: TraceColumns, columns: dict | None = None) -> Signatures:
+def encode(data: TraceColumns, columns: dict | None = None,
+           completions_apart: bool = False) -> Signatures:
     """The signature of every action of ``data`` (see the module docstring); ``columns``: its
-    actions' :func:`action_columns`, when the caller has them."""
+    actions' :func:`action_columns`, when the caller has them; ``completions_apart``: the
+    requests that waitany and testany complete in the stream of new ids (:data:`APART`)."""
     a = data.actions
     n, P = len(a), data.nranks
     rank = data.rank_of()
@@ -155,7 +202,17 @@ def encode(data: TraceColumns, columns: dict | None = None) -> Signatures:
                             np.arange(1, len(vrow) + 1, dtype=np.int64)])
     order = np.argsort(rows * 2 + (where > 0), kind="stable")   # a row's column, then vector
     rows, vals, where = rows[order], vals[order], where[order]
-    mode, stored, new_values = _request_tokens(vals, rank[rows])
+    first = _first_names(vals, rank[rows])
+    side = None     # (the kinds compared over the actions' bytes first: 0.05 ms where a
+    if completions_apart and any((kind == c).any() for c in _APART_CODES):   # lookup per
+        side = _APART[kind[rows]] & (where == 0)                             # token took 0.4)
+        hint = kind[rows[first[side]]].astype(np.int64)     # (the posting call's kind)
+        mode, stored = _request_tokens(vals, first)[:2]
+        if not side.any() or not _apart_pays((mode * (1 << 32) + stored)[side], hint):
+            side = None
+    mode, stored, new_values = _request_tokens(vals, first, side)
+    if side is not None:
+        stored[side] = hint
     new_counts = np.bincount(rank[rows][mode == REQ_NEW], minlength=P)
     new_off = np.concatenate([[0], np.cumsum(new_counts)]).astype(np.int64)
     col = where == 0
