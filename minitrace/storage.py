@@ -36,7 +36,7 @@ from .checked import check_heaps, corrupt
 from .outputs import check_output_file, replacing_path, write_error
 
 FORMAT_NAME = "minitrace"
-FORMAT_VERSION = 7   # 2: the compressed form of /trace (minitrace.compress); 3: with arrays
+FORMAT_VERSION = 8   # 2: the compressed form of /trace (minitrace.compress); 3: with arrays
 #                      coded in contexts (compress/context_rans.py: bounded files since session
 #                      13), which readers of version 2 took for missing arrays; 4: model
 #                      files' spread as codes (model/spread_code, session 14), which readers of
@@ -46,7 +46,12 @@ FORMAT_VERSION = 7   # 2: the compressed form of /trace (minitrace.compress); 3:
 #                      root's attributes and /provenance in META_ATTR, /trace's in its pack),
 #                      which version 5 readers took for a file without them; 7: model
 #                      files' in-call CPU time apart from the work's epoch totals
-#                      (model/in_call_totals, session 19), which version 6 readers pooled
+#                      (model/in_call_totals, session 19), which version 6 readers pooled;
+#                      8: context-coded arrays of coding version 4 (frequencies as count
+#                      codes, session 20), which version 7 readers refused as damaged
+#: The version of a compressed file holding context-coded arrays (coding version 4), packed
+#: or not, whatever else it holds.
+COUNT_CODES_VERSION = 8
 #: The version of a model file holding ``model/in_call_totals``, packed or not.
 IN_CALL_VERSION = 7
 #: The version of a compressed file whose metadata is packed (:data:`META_ATTR`), whatever
@@ -56,8 +61,6 @@ PACKED_META_VERSION = 6
 VARIANT_VERSION = 5
 #: The version of a model file whose templates have no variants (readers of version 4 open it).
 SPREAD_CODE_VERSION = 4
-#: The version of a compressed file holding context-coded arrays (and no model spread codes).
-CONTEXT_VERSION = 3
 #: The version of a compressed file without context-coded arrays: version 2 readers open it.
 COMPRESSED_VERSION = 2
 #: The version written into files without the compressed form: their layout is version 1's, so
@@ -434,10 +437,11 @@ def new_file(path, meta: dict | None = None, version: int = PLAIN_VERSION, libve
     meta : dict, optional
         Root attributes (a trace's metadata).
     version : int
-        ``COMPRESSED_VERSION``, ``CONTEXT_VERSION`` (with context-coded arrays),
-        ``SPREAD_CODE_VERSION`` (model spread codes), ``VARIANT_VERSION`` (model templates
-        with variants), ``PACKED_META_VERSION`` (``packed``) or ``IN_CALL_VERSION`` (model
-        in-call totals, packed or not) for the compressed form, else ``PLAIN_VERSION``.
+        ``COMPRESSED_VERSION``, ``SPREAD_CODE_VERSION`` (model spread codes),
+        ``VARIANT_VERSION`` (model templates with variants), ``PACKED_META_VERSION``
+        (``packed``), ``IN_CALL_VERSION`` (model in-call totals, packed or not) or
+        ``COUNT_CODES_VERSION`` (context-coded arrays, packed or not) for the compressed
+        form, else ``PLAIN_VERSION``.
     libver : str or tuple, optional
         h5py's bounds on the HDF5 file format (default: the earliest that holds the file).
     create : callable, optional

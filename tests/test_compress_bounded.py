@@ -197,9 +197,10 @@ def _waiting_stencil():
 
 def test_escaped_steps_bit_packed_within_bounds_and_older_codings_read(tmp_path, monkeypatch):
     """Duration steps of long waits are escaped with their rests bit-packed (context coding
-    version 3): every time within its bound, the coding smaller than version 2's whole-byte
-    rests of the same values, and a file written with version 2 (session 13) reads back the
-    same trace."""
+    version 3 on): every time within its bound, the coding smaller than version 2's
+    whole-byte rests of the same values, version 4's (count codes for frequencies) smaller
+    than version 3's, and a file written with version 2 (session 13) reads back the same
+    trace."""
     import h5py
     from minitrace.compress import context_rans as CR, pack as P, store
     data = _waiting_stencil()
@@ -210,22 +211,24 @@ def test_escaped_steps_bit_packed_within_bounds_and_older_codings_read(tmp_path,
     c = store.compress(data, "bounded:1%", times="bounded:1us")
     steps = c.side["t_duration"]
     keys = store._context_keys(c, "t_duration", {})
-    v3 = CR.encode(steps, *keys)
+    v4 = CR.encode(steps, *keys)
     with h5py.File(new, "r") as f:
         raw = stored_pack(f["trace"])
         packed = P.unpack(raw) if raw is not None else {}
         stored = packed.get("exact/t_duration.ctx")
         if stored is None:
             stored = f["trace/exact/t_duration.ctx"][()]
-    assert np.array_equal(stored, v3) and np.frombuffer(v3[:4].tobytes(), "<u4")[0] == 3
+    assert np.array_equal(stored, v4) and np.frombuffer(v4[:4].tobytes(), "<u4")[0] == 4
+    monkeypatch.setattr(CR, "VERSION", 3)
+    v3 = CR.encode(steps, *keys)
     monkeypatch.setattr(CR, "VERSION", 2)
     v2 = CR.encode(steps, *keys)
     write_compressed(str(old), data, "bounded:1%", times="bounded:1us")
     monkeypatch.undo()
     escaped = np.frombuffer(v3[:36].tobytes(), "<u4")[4]
-    assert escaped > 0 and len(v3) < len(v2)
-    assert np.array_equal(CR.decode(v2, *keys), steps)
-    assert np.array_equal(CR.decode(v3, *keys), steps)
+    assert escaped > 0 and len(v4) < len(v3) < len(v2)
+    for v in (v2, v3, v4):
+        assert np.array_equal(CR.decode(v, *keys), steps)
     with minitrace.open(str(new)) as t, minitrace.open(str(old)) as u:
         a, b = t.data().actions, u.data().actions
     assert all(np.array_equal(a[f], b[f]) for f in a.dtype.names)

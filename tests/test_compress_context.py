@@ -345,16 +345,23 @@ def test_a_damaged_median_or_symbol_is_refused_not_decoded_wrong():
         assert (got == values).all(), at
 
 
-def test_a_file_with_context_coded_arrays_is_format_version_3(tmp_path, small_minimum):
-    """Version 2 readers took a .ctx array for a missing one (the file "corrupt"); a file
-    holding one is version 3, which they refuse as newer; exact files stay 2 (written
-    unpacked: a file of packed metadata is version 6 whatever it holds, test_compress_store)."""
-    packed = tmp_path / "bounded.h5"
-    write_compressed(str(packed), _timed_stencil(200), "bounded:1%", times="bounded:1us",
-                     pack=False)
-    with h5py.File(packed, "r") as f:
-        assert f.attrs["format_version"] == storage.CONTEXT_VERSION == 3
-        assert "volume.ctx" in f["trace/exact"]
+def test_a_file_with_context_coded_arrays_is_format_version_8(tmp_path, small_minimum,
+                                                             monkeypatch):
+    """Version 2 readers took a .ctx array for a missing one, version 7 readers a version-4
+    coding (frequencies as count codes) for a damaged one; a file holding one is version 8,
+    packed or not, which a version 7 reader refuses as newer; exact files written unpacked
+    stay 2 (a file of packed metadata is version 6 whatever it holds, test_compress_store)."""
+    for pack in (False, True):
+        bounded = tmp_path / f"bounded{pack}.h5"
+        write_compressed(str(bounded), _timed_stencil(200), "bounded:1%", times="bounded:1us",
+                         pack=pack)
+        with h5py.File(bounded, "r") as f:
+            assert f.attrs["format_version"] == storage.COUNT_CODES_VERSION == 8
+            assert pack or "volume.ctx" in f["trace/exact"]
+    monkeypatch.setattr(storage, "FORMAT_VERSION", storage.IN_CALL_VERSION)
+    with pytest.raises(minitrace.MinitraceError, match="newer minitrace .format version 8"):
+        minitrace.open(str(bounded))
+    monkeypatch.undo()
     exact = tmp_path / "exact.h5"
     write_compressed(str(exact), _timed_stencil(200), "exact", pack=False)
     with h5py.File(exact, "r") as f:
@@ -425,3 +432,52 @@ def test_medians_are_the_upper_medians_of_the_sample(monkeypatch, case):
     step = max(1, n // CR._MEDIAN_SAMPLE)
     assert np.array_equal(CR._medians(values, ctx, nctx), _upper_medians(values, ctx, nctx,
                                                                           step))
+
+
+def test_version_3_arrays_still_decode():
+    """An array coded by version 3 (frequencies as uint16, symbols not shuffled: files of
+    sessions 14-19; tests/data/context_v3.npz, written by the coder of 7ed6005) decodes to
+    its values; this coder writes version 4, smaller on the same values."""
+    saved = np.load("tests/data/context_v3.npz")
+    blob = saved["blob"]
+    assert int(np.frombuffer(blob[:4].tobytes(), "<u4")[0]) == 3
+    assert np.array_equal(CR.decode(blob, saved["fine"], saved["coarse"]), saved["values"])
+    mine = CR.encode(saved["values"], saved["fine"], saved["coarse"])
+    assert int(np.frombuffer(mine[:4].tobytes(), "<u4")[0]) == CR.VERSION == 4
+    assert np.array_equal(CR.decode(mine, saved["fine"], saved["coarse"]), saved["values"])
+    assert len(mine) < len(blob)
+
+
+def test_frequencies_from_count_codes_fill_each_table():
+    """Each context's frequencies from its entries' count codes: every entry at least 1,
+    their sum 2**SCALE exactly, ordered as the weights, the rounding's rest on the first
+    heaviest entry; any codes 0-64 (the coder's counts below 2**32)."""
+    rng = np.random.default_rng(4)
+    per = np.array([1, 0, 3, 600, 2, 0, 40])
+    codes = rng.integers(0, CR._MAX_CODE + 1, int(per.sum()))
+    codes[1:4] = [64, 0, 64]                     # a tie for the heaviest
+    f = CR._frequencies(codes, per)
+    ctx = np.repeat(np.arange(len(per)), per)
+    assert (f >= 1).all()
+    sums = np.bincount(ctx, weights=f, minlength=len(per))
+    assert np.array_equal(sums[per > 0], np.full((per > 0).sum(), 1 << CR.SCALE))
+    assert f[1] > f[3] and f[2] == 1
+    for c in np.flatnonzero(per > 1):
+        w, g = codes[ctx == c], f[ctx == c]
+        top = int(np.argmax(w))
+        rest = np.delete(np.arange(len(w)), top)
+        order = np.argsort(w[rest], kind="stable")
+        assert (np.diff(g[rest][order]) >= 0).all()
+    assert np.array_equal(CR._count_codes(np.array([1, 2, 3, 1 << 20, (1 << 32) - 1])),
+                          [0, 2, 3, 40, 64])
+
+
+def test_a_frequency_code_beyond_the_range_is_refused():
+    values, fine, coarse = _case("codes of volumes")
+    b = CR.encode(values, fine, coarse).copy()
+    head = np.frombuffer(b[:36].tobytes(), "<u4")
+    nf, nc, ne = (int(v) for v in head[5:8])
+    codes_at = 36 + 8 * (nf + nc) + 10 * (nf + nc + 1) + 2 * ne
+    b[codes_at] = CR._MAX_CODE + 1
+    with pytest.raises(R.CodeError, match="frequency codes"):
+        CR.decode(b, fine, coarse)

@@ -157,16 +157,19 @@ def test_older_readers_refuse_packed_files_as_newer(tmp_path, monkeypatch):
         assert t.meta["format_version"] == storage.COMPRESSED_VERSION
 
 
-@pytest.mark.parametrize("mode,unpacked_version", [("exact", 2), ("bounded", 3), ("model", 4)])
-def test_every_packed_file_is_version_6(tmp_path, monkeypatch, mode, unpacked_version):
+@pytest.mark.parametrize("mode,packed_version,unpacked_version",
+                         [("exact", 6, 2), ("bounded", 8, 8), ("model", 6, 4)])
+def test_every_packed_file_is_version_6(tmp_path, monkeypatch, mode, packed_version,
+                                        unpacked_version):
     """Packed metadata is version 6 whatever else the file holds (a version 6 reader reads
-    all of versions 2-5); unpacked, the version of what it holds (bounded: context-coded
-    arrays, of any length here)."""
+    all of versions 2-5) but context-coded arrays (bounded, of any length here), version 8
+    packed or not (session 20: their frequencies as count codes); unpacked, the version of
+    what it holds."""
     monkeypatch.setattr(ST, "CONTEXT_MIN", 64)
     monkeypatch.setattr(CR, "MIN_VALUES", 16)
     packed, unpacked = _pair(tmp_path, mode, _timed_stencil(200))
     with h5py.File(packed, "r") as f, h5py.File(unpacked, "r") as g:
-        assert f.attrs["format_version"] == storage.PACKED_META_VERSION == 6
+        assert f.attrs["format_version"] == packed_version
         assert g.attrs["format_version"] == unpacked_version
         assert f["trace"].attrs["packed"] == P.VERSION
 

@@ -17,9 +17,10 @@ Layout (little-endian): uint32 ``version, n, lanes, words, rest bytes, fine cont
 coarse contexts C, table entries E, CRC-32 of the values (int64, little-endian)``; int64 fine
 keys[F] and coarse keys[C], each ascending, stored as differences (the first as is); int64
 medians[F + C + 1] (differences); uint16 entries per context[F + C + 1]; uint16 symbols[E]
-(within a context ascending, stored as differences, the first as is); uint16 frequencies[E]
-(a used context's sum to ``2**SCALE``); uint32 final states[lanes]; the rests (uint8); uint16
-words[words].
+(within a context ascending, stored as differences, the first as is; byte-shuffled); uint8
+count codes[E] (:func:`_frequencies`; before version 4: uint16 frequencies[E], a used
+context's sum to ``2**SCALE``, symbols not shuffled); uint32 final states[lanes]; the rests
+(uint8); uint16 words[words].
 """
 from __future__ import annotations
 
@@ -34,9 +35,12 @@ from .volumes import countable
 #: 2: the header holds the values' CRC-32 (a flipped median or symbol decoded to other
 #: values with no error in 1: none was kept, they were written for an hour of session 13);
 #: 3 (session 14): the escaped values' rests bit-packed (:func:`.rans.rest_bytes`), not in
-#: whole bytes.  Versions read: :data:`VERSIONS`.
-VERSION = 3
-VERSIONS = (2, 3)
+#: whole bytes; 4 (session 20): the frequency tables as one byte an entry, a half-octave code of
+#: the symbol's count (:func:`_frequencies`), and the symbols' differences byte-shuffled: the
+#: tables were a fifth of a 17 k-action bounded file (CloverLeaf 2r), now ~half as large, the
+#: values' coding ~0.1% longer.  Versions read: :data:`VERSIONS`.
+VERSION = 4
+VERSIONS = (2, 3, 4)
 SCALE = 12
 _TOTAL = 1 << SCALE
 DIRECT_BITS = 9
@@ -47,6 +51,11 @@ MIN_VALUES = 256
 MAX_CONTEXTS = 2048
 _HEAD = np.dtype("<u4")
 _NHEAD = 9
+#: A table entry's weight from its one-byte code q (version 4): ``_MANTISSA[q % 2] << (q //
+#: 2)``, ~16 * 2**(q / 2), integers so that every machine's decoder finds the coder's
+#: frequencies; codes up to :data:`_MAX_CODE` (counts below 2**32, the header's limit).
+_MANTISSA = np.array([16, 23], np.int64)
+_MAX_CODE = 64
 #: Slots a decoder's table may hold (8 bytes each), else it searches the slot's entry.
 _SLOT_TABLE = 1 << 22
 
@@ -206,6 +215,33 @@ def _sorted_medians(v: np.ndarray, k: np.ndarray, ctxs: np.ndarray, count: np.nd
     return vv[order][np.searchsorted(kv[order], ctxs) + count // 2]
 
 
+def _count_codes(count: np.ndarray) -> np.ndarray:
+    """Each count's one-byte code (version 4): twice its log2, rounded."""
+    return np.clip(np.rint(2 * np.log2(count)), 0, _MAX_CODE).astype(np.int64)
+
+
+def _frequencies(codes: np.ndarray, per: np.ndarray) -> np.ndarray:
+    """Each table entry's frequency out of ``2**SCALE`` from the entries' count codes, ``per``
+    entries a context one context after the other: one slot each, the rest shared by weight
+    (rounded down), the rounding's rest to the context's first heaviest entry.  Integer
+    arithmetic: the coder and any decoder agree."""
+    w = _MANTISSA[codes % 2] << (codes // 2)
+    ctx = np.repeat(np.arange(len(per)), per)
+    first = np.cumsum(per) - per
+    total = np.concatenate([[0], np.cumsum(w)])
+    wsum = (total[first + per] - total[first])[ctx]
+    room = (_TOTAL - per)[ctx]
+    freq = 1 + w * room // np.maximum(wsum, 1)
+    if len(w):
+        # the first entry of each context's largest weight: entries sorted by (context, -w)
+        order = np.lexsort((-w, ctx))
+        has = per > 0
+        top = order[first[has]]
+        got = np.bincount(ctx, weights=freq, minlength=len(per)).astype(np.int64)
+        freq[top] += _TOTAL - got[has]
+    return freq
+
+
 def _diff(a: np.ndarray) -> np.ndarray:
     """Differences of ``a`` (the first as is; wrapping)."""
     d = a.astype(np.int64, copy=True)
@@ -245,20 +281,17 @@ def _tables(values: np.ndarray, fine: np.ndarray, coarse: np.ndarray) -> dict:
     with np.errstate(over="ignore"):
         sym, _, k, rest = R.symbols(values - base[ctx], DIRECT_BITS)
     cell = ctx * NSYM + sym
-    count = np.bincount(cell, minlength=nctx * NSYM).reshape(nctx, NSYM)
-    present = count > 0
-    per = count.sum(axis=1, keepdims=True)
-    # one slot for each symbol present, the others shared by count (sum <= 2**SCALE), the
-    # rounding's rest to the most frequent
-    room = _TOTAL - present.sum(axis=1, keepdims=True)
-    freq = present + np.floor(count * (room / np.maximum(per, 1))).astype(np.int64)
-    used = per[:, 0] > 0
-    top = np.argmax(count, axis=1)
-    freq[used, top[used]] += _TOTAL - freq[used].sum(axis=1)
-    start = np.cumsum(freq, axis=1) - freq
-    flat_f, flat_c = freq.ravel(), start.ravel()
+    count = np.bincount(cell, minlength=nctx * NSYM)
+    entries = np.flatnonzero(count)
+    codes = _count_codes(count[entries])
+    per = np.bincount(entries // NSYM, minlength=nctx)
+    flat_f = np.zeros(nctx * NSYM, np.int64)
+    flat_f[entries] = _frequencies(codes, per)
+    freq = flat_f.reshape(nctx, NSYM)
+    flat_c = (np.cumsum(freq, axis=1) - freq).ravel()
     return {"values": values, "fine_keys": fine_keys, "coarse_keys": coarse_keys,
-            "base": base, "present": present, "flat_f": flat_f, "k": k, "rest": rest,
+            "base": base, "per": per, "entries": entries, "codes": codes,
+            "freqs": flat_f[entries], "k": k, "rest": rest,
             "lanes": R.lane_count(n) if n else 1,
             "f": flat_f.astype(np.float64)[cell],   # (the tables as floats: no copy a value)
             "c": flat_c.astype(np.float64)[cell]}
@@ -267,9 +300,8 @@ def _tables(values: np.ndarray, fine: np.ndarray, coarse: np.ndarray) -> dict:
 def _layout(t: dict, x: np.ndarray, words: np.ndarray) -> np.ndarray:
     """The bytes of :func:`encode` from :func:`_tables`' ``t`` and the rANS states and
     words."""
-    values, flat_f = t["values"], t["flat_f"]
+    values, entries = t["values"], t["entries"]
     extra = R.rest_bytes(t["k"], t["rest"], bits=VERSION >= 3)
-    entries = np.flatnonzero(flat_f)
     e_ctx, e_sym = np.divmod(entries, NSYM)
     e_sym_d = e_sym.copy()
     e_sym_d[1:] -= np.where(e_ctx[1:] == e_ctx[:-1], e_sym[:-1], 0)
@@ -279,9 +311,20 @@ def _layout(t: dict, x: np.ndarray, words: np.ndarray) -> np.ndarray:
     return np.frombuffer(b"".join([
         head.tobytes(), _diff(t["fine_keys"]).astype("<i8").tobytes(),
         _diff(t["coarse_keys"]).astype("<i8").tobytes(), _diff(t["base"]).astype("<i8").tobytes(),
-        t["present"].sum(axis=1).astype("<u2").tobytes(), e_sym_d.astype("<u2").tobytes(),
-        flat_f[entries].astype("<u2").tobytes(), x.astype("<u4").tobytes(), extra.tobytes(),
+        t["per"].astype("<u2").tobytes(), *_entry_bytes(e_sym_d, t),
+        x.astype("<u4").tobytes(), extra.tobytes(),
         words.astype("<u2").tobytes()]), np.uint8)
+
+
+def _entry_bytes(e_sym_d: np.ndarray, t: dict) -> tuple[bytes, bytes]:
+    """The tables' symbols (differences) and frequencies as :data:`VERSION` stores them:
+    byte-shuffled symbols and count codes (4), else both uint16 (older codings, which tests
+    write: the frequencies are the same)."""
+    sym = e_sym_d.astype("<u2")
+    if VERSION >= 4:
+        return sym.view(np.uint8).reshape(-1, 2).T.tobytes(), t["codes"].astype(np.uint8) \
+            .tobytes()
+    return sym.tobytes(), t["freqs"].astype("<u2").tobytes()
 
 
 def decode(blob: np.ndarray, fine: np.ndarray, coarse: np.ndarray) -> np.ndarray:
@@ -298,7 +341,8 @@ def decode(blob: np.ndarray, fine: np.ndarray, coarse: np.ndarray) -> np.ndarray
     if n != len(fine) or len(fine) != len(coarse):
         raise R.CodeError(f"coded array holds {n} values, the trace has {len(fine)}")
     nctx = nf + nc + 1
-    sizes = [8 * nf, 8 * nc, 8 * nctx, 2 * nctx, 2 * ne, 2 * ne, 4 * lanes, nextra, 2 * nwords]
+    sizes = [8 * nf, 8 * nc, 8 * nctx, 2 * nctx, 2 * ne, ne if version >= 4 else 2 * ne,
+             4 * lanes, nextra, 2 * nwords]
     if not 1 <= lanes <= max(n, 1) or len(b) != _NHEAD * 4 + sum(sizes):
         raise R.CodeError("coded array's lengths do not match its header")
     at = np.cumsum([_NHEAD * 4] + sizes)
@@ -307,8 +351,16 @@ def decode(blob: np.ndarray, fine: np.ndarray, coarse: np.ndarray) -> np.ndarray
         fine_keys, coarse_keys, base = (np.cumsum(np.frombuffer(p, "<i8"), dtype=np.int64)
                                         for p in part[:3])
     per = np.frombuffer(part[3], "<u2").astype(np.int64)
-    e_sym = np.frombuffer(part[4], "<u2").astype(np.int64)
-    e_f = np.frombuffer(part[5], "<u2").astype(np.int64)
+    if version >= 4:          # (symbols byte-shuffled, frequencies as count codes)
+        e_sym = np.frombuffer(part[4], np.uint8).reshape(2, ne).T.copy().view("<u2")[:, 0] \
+            .astype(np.int64)
+        codes = np.frombuffer(part[5], np.uint8).astype(np.int64)
+        if (codes > _MAX_CODE).any() or int(per.sum()) != ne:
+            raise R.CodeError("coded array's frequency codes invalid")
+        e_f = _frequencies(codes, per)
+    else:
+        e_sym = np.frombuffer(part[4], "<u2").astype(np.int64)
+        e_f = np.frombuffer(part[5], "<u2").astype(np.int64)
     x = np.frombuffer(part[6], "<u4").astype(np.uint64)
     extra = np.frombuffer(part[7], np.uint8)
     words = np.frombuffer(part[8], "<u2")
