@@ -411,3 +411,66 @@ def test_time_encodings_follow_every_time_not_only_the_extremes():
         assert enc == want, (start, end)
         if want == "ns-gap":
             assert t0 == 1.0 and np.allclose(a, start) and np.allclose(b, end)
+
+
+def test_recorded_exchange_in_arrival_order_round_trips_through_the_file(programs, tmp_path):
+    """tests/programs/waitany2d.c (miniGhost's exchange; miniAMR's is alike) recorded on a row
+    of 4 ranks, the middle ones receiving from two neighbours; each exchange's completions
+    then put in an arrival order (its receives in a random order, then its sends, as a loaded
+    machine may give them).  The compressed file holds the completed requests apart, folds
+    the steps into loops, and expands to the trace exactly."""
+    import minitrace
+    from minitrace.compress.files import write_compressed
+    from tests.support.record_util import record
+    rec = tmp_path / "w.h5"
+    record(rec, 4, [str(programs("waitany2d")), "40", "4", "1", "16"])
+    d = minitrace.open(rec).data()
+    a = d.actions.copy()
+    rng = np.random.default_rng(8)
+    waitany, compute = K.code("waitany"), K.code("compute")
+    for r in range(d.nranks):
+        rows = np.arange(*d.rank_offsets[r:r + 2])
+        posted = {int(q): int(k) for q, k in zip(a["request"][rows], a["kind"][rows])
+                  if k in (K.code("irecv"), K.code("isend"))}
+        group: list = []
+        for i in [*rows.tolist(), None]:
+            if i is not None and a["kind"][i] == waitany:
+                group.append(i)
+            elif i is None or a["kind"][i] != compute:
+                reqs = a["request"][group]
+                recvs = [q for q in reqs if posted[int(q)] == K.code("irecv")]
+                a["request"][group] = [*rng.permutation(recvs), *sorted(set(reqs) - set(recvs))]
+                group = []
+    d.actions = a
+    out = tmp_path / "c.h5"
+    write_compressed(str(out), d, "exact")
+    with minitrace.open(out) as t:
+        c, e = t.compressed_form, t.data()
+        for f in STRUCTURE:
+            np.testing.assert_array_equal(e.actions[f], a[f], err_msg=f)
+    table = c.table[c.table["kind"] == waitany]
+    assert (table["req_mode"] == S.REQ_NEW).all()
+    sig = S.encode(d)
+    folded = G.build(sig.ids, d.rank_offsets, len(sig.table))
+    assert 2 * len(c.grammar.top_symbols) < len(folded.top_symbols)
+
+
+def test_grammar_too_large_for_the_pack_is_deflated_harder(tmp_path):
+    """A top-level sequence too large for the pack (an irregular code's) is a dataset of its
+    own deflated at store.GRAMMAR_GZIP_LEVEL, not storage's level 1, and reads back."""
+    import h5py
+    import minitrace
+    from minitrace.compress import pack as P
+    from minitrace.compress import store
+    from minitrace.compress.files import write_compressed
+    d = random_trace(2, nranks=2, n=20000)
+    out = tmp_path / "r.h5"
+    write_compressed(str(out), d, "exact")
+    with h5py.File(out) as f:
+        ds = f["trace/grammar/top_symbols"]
+        assert ds.nbytes > P.MAX_BYTES and ds.compression == "gzip" and ds.shuffle
+        assert ds.compression_opts == store.GRAMMAR_GZIP_LEVEL
+    with minitrace.open(out) as t:
+        e = t.data()
+    for f in STRUCTURE:
+        np.testing.assert_array_equal(e.actions[f], d.actions[f], err_msg=f)
