@@ -19,12 +19,12 @@ STRUCTURE = ("kind", "flags", "peer", "tag", "comm", "bytes_sent", "bytes_recv",
              "vec_len")
 
 
-def random_trace(seed: int, nranks: int = 3, n: int = 300):
-    """Random kinds, peers (in and outside the world), requests reused and fresh, vectors of
-    every encoding: nothing a grammar could count on."""
+def random_trace(seed: int, nranks: int = 3, n: int = 300, more: tuple = ()):
+    """Random kinds (``more`` too), peers (in and outside the world), requests reused and
+    fresh, vectors of every encoding: nothing a grammar could count on."""
     rng = np.random.default_rng(seed)
     names = ["send", "isend", "irecv", "wait", "waitall", "startall", "sendrecv", "bcast",
-             "alltoallv", "compute", "comm_split", "testsome"]
+             "alltoallv", "compute", "comm_split", "testsome", *more]
     b = TraceBuilder(nranks, {"volume_unit": "seconds"})
     for r in range(nranks):
         for _ in range(n):
@@ -32,7 +32,7 @@ def random_trace(seed: int, nranks: int = 3, n: int = 300):
             kw = dict(peer=int(rng.choice([-1, 0, 1, 2, nranks + 3, -32766])),
                       tag=int(rng.integers(-1, 3)), bytes_sent=int(rng.integers(0, 3)) * 8,
                       flags=int(rng.integers(0, 256)), comm=int(rng.integers(0, 2)))
-            if k in ("isend", "irecv", "wait", "comm_split"):
+            if k in ("isend", "irecv", "wait", "comm_split", "waitany", "testany"):
                 kw["request"] = int(rng.choice([-1, 5, 6, 2 ** 62, -2 ** 62]))
             if k in ("waitall", "startall", "testsome"):
                 kw["vector"] = rng.choice([-1, 0, 5, 6, 7], rng.integers(1, 4)).tolist()
@@ -112,6 +112,25 @@ def arrival_trace(seed: int, nranks: int = 4, steps: int = 30, shuffled: bool = 
 @pytest.mark.parametrize("apart", [False, True])
 def test_structure_round_trips_exactly(name, data, apart):
     structure_round_trip(data, apart)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_completions_apart_round_trip_whatever_they_name(seed, monkeypatch, tmp_path):
+    """Completions apart decode exactly whatever requests they name (reused, never posted,
+    huge, negative, MPI_UNDEFINED), in memory and through the file, when taken apart."""
+    import minitrace
+    from minitrace.compress.files import write_compressed
+    d = random_trace(seed, more=("waitany", "testany"))
+    monkeypatch.setattr(S, "_apart_pays", lambda default, apart: True)
+    sig, _ = structure_round_trip(d, apart=True)
+    apart = np.isin(sig.table["kind"], [K.code("waitany"), K.code("testany")])
+    assert (sig.table["req_mode"][apart & (sig.table["request"] != NONE)] == S.REQ_NEW).all()
+    out = tmp_path / "r.h5"
+    write_compressed(str(out), d, "exact")
+    with minitrace.open(out) as t:
+        e = t.data()
+    for f in STRUCTURE:
+        np.testing.assert_array_equal(e.actions[f], d.actions[f], err_msg=f)
 
 
 def test_completions_in_arrival_order_fold_with_their_requests_apart():
