@@ -7,11 +7,15 @@ shared iterations skipped twice (CloverLeaf on one rank: -11% from the full repl
 tests/programs/summary_steps.c reproduces the pattern."""
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
+from minitrace import kinds as K
 from minitrace.replay.sampling import load_trace, loops_of, sampled_replay, top_level
 from tests.support.record_util import record
+from tests.support.synthetic_loops import Step, build
 
 pytestmark = pytest.mark.timeout(600)
 RATE = "1Gf"
@@ -69,3 +73,30 @@ def test_each_step_is_sampled_once(runs):
         assert s.skipped_share > 0.5
         assert len(s.loops) == 1
 
+
+def test_a_joint_phase_takes_the_variants_its_group_replayed():
+    """A summary every 10 steps (the 3rd of each 10) and one rank's compute 50% up from step
+    144 on (a lasting change of balance: a joint phase there).  The joint phase's start (steps
+    144-150) and tail (293-299) hold no summary step, but the phase before replayed some: its
+    line, which the joint phase shares, has the summaries' cost, so the tail stays one window
+    (it grew back to the 2nd last summary, 28 steps, for CloverLeaf at 4 ranks)."""
+    def plain(r):
+        return [Step("irecv", 1 - r, 1, 4096), Step("isend", 1 - r, 1, 4096),
+                Step("compute", volume=2e-4), Step("waitall", waits=(0, 1)),
+                Step("allreduce", nbytes=8)]
+
+    def summary(r):
+        return plain(r) + [Step("compute", volume=5e-5)] + [Step("reduce", 0, nbytes=40)] * 5
+    runs = [(2, plain)] + [(1, summary), (9, plain)] * 29 + [(1, summary), (7, plain)]
+    data, bl = build(2, runs)
+    bounds = np.concatenate([b[:, :-1] for b in bl] + [bl[-1][:, -1:]], axis=1)
+    assert bounds.shape[1] - 1 == 300
+    acts = data.actions.copy()
+    late = np.zeros(len(acts), bool)
+    late[bounds[0, 144]:bounds[0, -1]] = True
+    acts["volume"][late & (acts["kind"] == K.code("compute"))] *= 1.5
+    s = sampled_replay(replace(data, actions=acts), [bounds], "auto", compute_rate=RATE)
+    assert [(p.first, p.joint) for p in s.phases] == [(0, False), (144, True)]
+    w = s.phases[1].window
+    assert (s.phases[1].replayed, s.phases[1].tail) == (w, w)
+    assert s.phases[1].skipped > 0

@@ -860,14 +860,15 @@ def crossing_requests(data, rows: np.ndarray) -> tuple[np.ndarray, str | None]:
     return np.stack([wa[out][oo], ia[out][oo], ii[oi]], 1).astype(np.int64), None
 
 
-def _cover_variants(p: Phase, calls: np.ndarray) -> None:
+def _cover_variants(p: Phase, calls: np.ndarray, elsewhere: set = frozenset()) -> None:
     """Grow the phase's tail back until the replayed iterations fitted (the start, the tail but
-    its first) hold every variant of the iterations it skips, two of each (by their count of
-    MPI calls: a convergence check, an output step): the skipped time of a variant no replayed
-    iteration shows cannot be predicted.  No skip is left when the tail reaches the start."""
+    its first), or those of the phases that share its line (``elsewhere``: :func:`_seen`), hold
+    every variant of the iterations it skips, two of each (by their count of MPI calls: a
+    convergence check, an output step): the skipped time of a variant no replayed iteration
+    shows cannot be predicted.  No skip is left when the tail reaches the start."""
     while p.skipped:
         lo, hi = p.replayed, p.iterations - p.tail
-        seen = set(calls[:lo].tolist()) | set(calls[hi + 1:].tolist())
+        seen = set(calls[:lo].tolist()) | set(calls[hi + 1:].tolist()) | elsewhere
         skipped = calls[lo:hi]
         unseen = [np.flatnonzero(skipped == c) for c in set(skipped.tolist()) - seen]
         if not unseen:
@@ -878,6 +879,24 @@ def _cover_variants(p: Phase, calls: np.ndarray) -> None:
             p.replayed, p.tail = p.iterations, 0
             return
         p.tail = p.iterations - new_hi
+
+
+def _seen(p: Phase, calls: np.ndarray) -> set:
+    """The variants (``calls``: :func:`_cover_variants`) among the phase's replayed iterations
+    that are fitted."""
+    return set(calls[:p.replayed].tolist()) | set(calls[p.iterations - p.tail + 1:].tolist())
+
+
+def _cover_group(phases: list[Phase], pi: int, cost: list[np.ndarray]) -> None:
+    """:func:`_cover_variants` of phase ``pi`` with the variants the other phases of its group
+    (:func:`_groups`) fit: their line is one, each phase with an intercept of its own, so a
+    variant's cost is pinned by the group's replayed iterations wherever they are (UK-MAC
+    CloverLeaf at 4 ranks, a field summary every 10 steps: a joint phase's tail of 7 steps
+    grew to 28 for a summary the phase before had replayed)."""
+    group = next(g for g in _groups(phases) if pi in g)
+    calls = [cost[q.loop][q.first:q.stop, 1] for q in phases]
+    elsewhere = set().union(*(_seen(phases[q], calls[q]) for q in group if q != pi))
+    _cover_variants(phases[pi], calls[pi], elsewhere)
 
 
 def _keep_if_inseparable(data, loops: list[np.ndarray], p: Phase) -> str | None:
@@ -1044,8 +1063,8 @@ def sampled_replay(data, loops: list[np.ndarray] | None, sample="auto", *,
             if p.iterations - p.replayed > 3 * p.window:    # a tail to interpolate to
                 p.tail = p.window
         cost = [iteration_cost(data, b) for b in top]
-        for p in phases:
-            _cover_variants(p, cost[p.loop][p.first:p.stop, 1])
+        for pi in range(len(phases)):
+            _cover_group(phases, pi, cost)
         whys = [_keep_if_inseparable(data, top, p) for p in phases]
         if not any(p.skipped for p in phases) and any(whys):
             why_full = f"iterations cannot be skipped: {next(w for w in whys if w)}"
@@ -1075,7 +1094,7 @@ def sampled_replay(data, loops: list[np.ndarray] | None, sample="auto", *,
                 p.replayed = min(p.iterations - p.tail, p.replayed + step)
                 if not p.skipped:
                     p.replayed, p.tail = p.iterations, 0
-                _cover_variants(p, cost[p.loop][p.first:p.stop, 1])
+                _cover_group(phases, pi, cost)
                 why = _keep_if_inseparable(data, top, p)
                 if why:
                     notes.append(f"replayed whole: {why}")
