@@ -12,7 +12,9 @@ and whether the bound holds.  Targets: error <= 1%, ratio >= 10, bound holds in 
 
 Recorded traces (``--recorded FILE...``, e.g. ``minitrace record --volume cputime -- mpiexec
 -n 2 benchmarks/apps/cg3d 32 50000``): each file replayed fully and sampled from the file (both
-read it; the sampled one also finds its loops, or takes a compressed file's stored ones).
+read it; the sampled one also finds its loops, or takes a compressed file's stored ones).  The
+table gives each trace's ranks and its main loop's iterations (the top-level loop of most
+iterations, also where the trace replays fully: the issue's target is on loops of >= 200).
 
 Recorded codes (``--record DIR`` with the built programs' paths, issue 38): each recorded
 here under ``minitrace record --volume cputime`` into DIR, then measured as above:
@@ -43,7 +45,7 @@ import minitrace.compress.loop_view  # noqa: F401  (imported before timing)
 import minitrace.replay.timeline  # noqa: F401
 from minitrace.replay import replay
 from minitrace.replay.replicas import replicas
-from minitrace.replay.sampling import load_trace, loops_of, sampled_replay
+from minitrace.replay.sampling import load_trace, loops_of, sampled_replay, top_level
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))   # tests.support
 from tests.support.synthetic_loops import amr, cg, stencil  # noqa: E402
@@ -67,9 +69,10 @@ def cases(scale: float):
 
 
 def sampling(scale: float, recorded: list[str], repeat: int) -> None:
-    print("| case | iterations | actions | full wall (s) | sampled wall (s) (loops) | "
-          "speed-up | replayed | fewer actions | error | bound | holds | why not skipped |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    print("| case | ranks | main loop | iterations | actions | full wall (s) | sampled wall (s) "
+          "(loops) | speed-up | replayed | fewer actions | error | bound | holds | "
+          "why not skipped |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     warm, _ = stencil(2, 200)                  # first-call costs (imports) out of the timings
     sampled_replay(warm, None, "auto", compute_rate=RATE)
     # (name, what the full replay reads, how the sampled one gets its columns and stored loops)
@@ -91,7 +94,9 @@ def sampling(scale: float, recorded: list[str], repeat: int) -> None:
         full_wall, best = min(full_wall), int(np.argmin(wall))
         wall, detect = wall[best], detect[best]
         err = s.simulated_time - full.simulated_time
-        print(f"| {name} | {sum(p.iterations for p in s.phases) or '-'} | {len(data.actions)} | "
+        main = max((b.shape[1] - 1 for b in top_level(loops)), default="-")
+        print(f"| {name} | {data.nranks} | {main} | {sum(p.iterations for p in s.phases) or '-'} | "
+              f"{len(data.actions)} | "
               f"{full_wall:.2f} | {wall:.2f} ({detect:.2f}) | {full_wall / wall:.1f}x | "
               f"{s.replayed_share:.1%} | {1 / s.replayed_share:.1f}x | "
               f"{err / full.simulated_time:+.4%} | {s.bound / full.simulated_time:.4%} | "
