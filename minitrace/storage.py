@@ -106,46 +106,71 @@ def _shuffle_deflate(chunk: np.ndarray, rows: int, noisy: bool = False) -> bytes
 #: costs ~8 bytes; smaller ones: one level-4 ``Z_FILTERED`` stream, 5-7% smaller on measured
 #: times than level 1).
 _PLANES_FROM = 1 << 14
-#: A shuffled plane of at least this many bytes has its entropy estimated from every
-#: :data:`_SAMPLE_STEP`-th byte.
-_SAMPLE_FROM = 1 << 16
-_SAMPLE_STEP = 8
-#: Planes of at least this entropy (bits per byte) are stored: deflate gains nothing on them.
+#: A byte plane's sample: this many contiguous blocks of :data:`_SAMPLE_BLOCK` bytes spread
+#: over it (every 8th byte aliased with loops of period 2, 4 or 8: constant planes judged
+#: random), the whole plane when it is no larger.
+_SAMPLE_BLOCKS = 4
+_SAMPLE_BLOCK = 1 << 12
+#: Planes whose sample has at least this entropy (bits per byte) are stored: deflate gains
+#: nothing on them.
 _STORED_BITS = 7.9
-#: Planes whose entropy lies in [low, high) repeat strings deflate's match search finds
-#: (level 4, ``Z_FILTERED``); the others are run-length coded (``Z_RLE``).
-_MATCH_BITS = (0.5, 3.0)
+#: A plane is deflated with match search (level 4, ``Z_FILTERED``) where that makes its sample
+#: this much smaller than run lengths alone (``Z_RLE``, several times as fast): the skewed
+#: planes of measured times, and the repeating ones of codes like SNAP (its durations' low
+#: plane 16% smaller so).
+_MATCH_GAIN = 0.02
 #: A zlib stream's header (deflate, 32 KiB window; the level bits only informative).
 _ZLIB_HEADER = b"\x78\x01"
 
 
-def _plane_bits(plane: np.ndarray) -> float:
-    """Order-0 entropy of a byte plane in bits per byte (of a sample when it is large)."""
-    q = plane[::_SAMPLE_STEP] if len(plane) >= _SAMPLE_FROM else plane
-    h = np.bincount(q, minlength=256)
-    h = h[h > 0] / len(q)
+def _sample(plane: np.ndarray) -> np.ndarray:
+    """:data:`_SAMPLE_BLOCKS` contiguous blocks of ``plane`` spread over it (or all of it)."""
+    if len(plane) <= _SAMPLE_BLOCKS * _SAMPLE_BLOCK:
+        return plane
+    at = np.linspace(0, len(plane) - _SAMPLE_BLOCK, _SAMPLE_BLOCKS).astype(np.int64)
+    return np.concatenate([plane[a:a + _SAMPLE_BLOCK] for a in at.tolist()])
+
+
+def _plane_bits(sample: np.ndarray) -> float:
+    """Order-0 entropy of a byte plane's sample in bits per byte."""
+    h = np.bincount(sample, minlength=256)
+    h = h[h > 0] / len(sample)
     return float(-(h * np.log2(h)).sum())
+
+
+def _raw_deflate(level: int, strategy: int = zlib.Z_DEFAULT_STRATEGY):
+    return zlib.compressobj(level, zlib.DEFLATED, -15, 9, strategy)
+
+
+def _plane_coder(plane: np.ndarray):
+    """The raw deflate stream for ``plane`` (:func:`_deflate_planes`): stored where its
+    sample looks random, else match search or run lengths, whichever codes the sample
+    smaller (match search by :data:`_MATCH_GAIN` at least)."""
+    sample = _sample(plane)
+    if _plane_bits(sample) >= _STORED_BITS:
+        return _raw_deflate(0)
+    size = {}
+    for strategy, level in ((zlib.Z_RLE, 1), (zlib.Z_FILTERED, 4)):
+        z = _raw_deflate(level, strategy)
+        size[strategy] = len(z.compress(sample)) + len(z.flush())
+    if size[zlib.Z_FILTERED] < (1 - _MATCH_GAIN) * size[zlib.Z_RLE]:
+        return _raw_deflate(4, zlib.Z_FILTERED)
+    return _raw_deflate(1, zlib.Z_RLE)
 
 
 def _deflate_planes(planes: np.ndarray) -> bytes:
     """One zlib stream (any inflater reads it: HDF5's deflate filter) of the shuffled bytes
-    ``planes`` (one row per byte plane), each plane deflated by what it holds: a measured
-    time's low bytes are random (stored), its high ones nearly constant (run lengths), the
-    ones between repeat (match search).  Against one level-4 ``Z_FILTERED`` stream for the
-    whole chunk, which searched matches in random bytes: exact files 0.5-3% smaller,
-    their deflating 1.7-2.4x as fast (session 20, RESULTS.md).  Raw deflate streams joined
-    by sync flushes (each ends on a byte boundary, its back-references within itself)."""
+    ``planes`` (one row per byte plane, at least one), each plane deflated by what it holds
+    (:func:`_plane_coder`): a measured time's low bytes are random, its high ones nearly
+    constant, the ones between skewed or repeating.  Against one level-4 ``Z_FILTERED``
+    stream for the whole chunk, which searched matches in random bytes: figures in
+    benchmarks/RESULTS.md (session 20).  Raw deflate streams joined by sync flushes (each
+    ends on a byte boundary, its back-references within itself)."""
     out = [_ZLIB_HEADER]
     adler = 1
     last = len(planes) - 1
     for i, plane in enumerate(planes):
-        bits = _plane_bits(plane)
-        if bits >= _STORED_BITS:
-            z = zlib.compressobj(0, zlib.DEFLATED, -15)
-        elif _MATCH_BITS[0] <= bits < _MATCH_BITS[1]:
-            z = zlib.compressobj(4, zlib.DEFLATED, -15, 9, zlib.Z_FILTERED)
-        else:
-            z = zlib.compressobj(1, zlib.DEFLATED, -15, 9, zlib.Z_RLE)
+        z = _plane_coder(plane)
         out.append(z.compress(plane) + z.flush(zlib.Z_FINISH if i == last else
                                                zlib.Z_SYNC_FLUSH))
         adler = zlib.adler32(plane, adler)

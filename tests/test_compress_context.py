@@ -473,6 +473,7 @@ def test_frequencies_from_count_codes_fill_each_table():
 
 
 def test_a_frequency_code_beyond_the_range_is_refused():
+    """A count code above 64 (a weight beyond the coder's counts) is a damaged table."""
     values, fine, coarse = _case("codes of volumes")
     b = CR.encode(values, fine, coarse).copy()
     head = np.frombuffer(b[:36].tobytes(), "<u4")
@@ -480,4 +481,18 @@ def test_a_frequency_code_beyond_the_range_is_refused():
     codes_at = 36 + 8 * (nf + nc) + 10 * (nf + nc + 1) + 2 * ne
     b[codes_at] = CR._MAX_CODE + 1
     with pytest.raises(R.CodeError, match="frequency codes"):
+        CR.decode(b, fine, coarse)
+
+
+def test_keys_whose_differences_wrap_are_refused(monkeypatch):
+    """Stored key differences whose running sum wraps past int64 (damage) are refused as a
+    coded array's keys, not found by a table of negative size (a ValueError the reader did
+    not take for a damaged file)."""
+    monkeypatch.setattr(CR, "MIN_VALUES", 16)
+    fine = np.repeat([3, 9], 100).astype(np.int64)
+    coarse = np.zeros(200, np.int64)
+    b = CR.encode(np.arange(200, dtype=np.int64), fine, coarse).copy()
+    assert tuple(np.frombuffer(b[20:28].tobytes(), "<u4")) == (2, 0)
+    b[36:52] = np.frombuffer(np.array([5, 2 ** 63 - 1], "<i8").tobytes(), np.uint8)
+    with pytest.raises(R.CodeError, match="context keys"):
         CR.decode(b, fine, coarse)

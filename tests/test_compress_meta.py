@@ -159,8 +159,8 @@ def test_older_readers_refuse_packed_files_as_newer(tmp_path, monkeypatch):
 
 @pytest.mark.parametrize("mode,packed_version,unpacked_version",
                          [("exact", 6, 2), ("bounded", 8, 8), ("model", 6, 4)])
-def test_every_packed_file_is_version_6(tmp_path, monkeypatch, mode, packed_version,
-                                        unpacked_version):
+def test_packed_files_are_version_6_but_context_coded_ones(tmp_path, monkeypatch, mode,
+                                                           packed_version, unpacked_version):
     """Packed metadata is version 6 whatever else the file holds (a version 6 reader reads
     all of versions 2-5) but context-coded arrays (bounded, of any length here), version 8
     packed or not (session 20: their frequencies as count codes); unpacked, the version of

@@ -341,19 +341,39 @@ def test_noisy_chunks_read_back_through_hdf5s_filter(tmp_path, n):
             assert np.array_equal(f[name][()], a), name
 
 
-def test_planes_deflate_no_larger_than_one_stream():
-    """Plane by plane, a chunk of measured-like numbers is no larger than one level-4
-    ``Z_FILTERED`` stream (the writer before session 20), and its random plane is stored:
-    the stream holds that plane's bytes plus a few bytes of framing, not more."""
+def test_each_plane_deflated_by_what_it_holds(monkeypatch):
+    """A random plane is stored (its bytes stand in the stream as they are), a nearly
+    constant one run-length coded, one that repeats strings (SNAP's durations) deflated
+    with match search; the planes' streams joined inflate to the chunk."""
     import zlib
-    from minitrace.storage import _deflate_planes, _plane_bits
-    a = _measured_like(1 << 18, 5)
-    planes = np.ascontiguousarray(a.view(np.uint8).reshape(len(a), -1).T)
-    assert _plane_bits(planes[0]) > 7.9 and _plane_bits(planes[3]) == 0.0
-    assert 0.5 < _plane_bits(planes[1]) < 3.0
-    z = zlib.compressobj(4, zlib.DEFLATED, 15, 9, zlib.Z_FILTERED)
-    one = z.compress(planes.tobytes()) + z.flush()
-    mine = _deflate_planes(planes)
-    assert zlib.decompress(mine) == planes.tobytes()
-    assert len(mine) <= len(one)
-    assert len(mine) < len(planes[0]) + len(zlib.compress(planes[1:].tobytes(), 4)) + 64
+    from minitrace import storage as S
+    rng = np.random.default_rng(5)
+    n = 1 << 18
+    planes = np.stack([rng.integers(0, 256, n),                       # random
+                       (rng.random(n) < 0.01).astype(int),            # nearly constant
+                       np.tile(rng.integers(0, 40, 1000), n // 1000 + 1)[:n],   # repeats
+                       np.zeros(n, int)]).astype(np.uint8)
+    chosen = []
+    real = S._raw_deflate
+    monkeypatch.setattr(S, "_raw_deflate", lambda level, strategy=zlib.Z_DEFAULT_STRATEGY:
+                        chosen.append((level, strategy)) or real(level, strategy))
+    stream = S._deflate_planes(planes)
+    assert zlib.decompress(stream) == planes.tobytes()
+    coders = [chosen[k] for k in np.cumsum([1, 3, 3, 3]) - 1]   # (a plane's trials first)
+    assert coders == [(0, zlib.Z_DEFAULT_STRATEGY), (1, zlib.Z_RLE), (4, zlib.Z_FILTERED),
+                      (1, zlib.Z_RLE)]
+    assert planes[0, 1000:9000].tobytes() in stream
+
+
+def test_sample_of_a_plane_is_contiguous_blocks():
+    """A plane's sample is blocks of consecutive bytes, so that a loop of period 2, 4 or 8
+    (every 8th byte the same) does not make a constant-looking plane random or a random
+    one constant."""
+    from minitrace import storage as S
+    plane = np.zeros(1 << 18, np.uint8)
+    plane[1::2] = np.random.default_rng(2).integers(0, 256, 1 << 17)   # random odd bytes
+    sample = S._sample(plane)
+    assert len(sample) == S._SAMPLE_BLOCKS * S._SAMPLE_BLOCK
+    assert 4.0 < S._plane_bits(sample) < 5.5                  # half zeros, half random
+    small = np.arange(100, dtype=np.uint8)
+    assert np.array_equal(S._sample(small), small)

@@ -228,17 +228,17 @@ def _frequencies(codes: np.ndarray, per: np.ndarray) -> np.ndarray:
     w = _MANTISSA[codes % 2] << (codes // 2)
     ctx = np.repeat(np.arange(len(per)), per)
     first = np.cumsum(per) - per
-    total = np.concatenate([[0], np.cumsum(w)])
-    wsum = (total[first + per] - total[first])[ctx]
+
+    def sums(x):                                   # (per context, exact)
+        total = np.concatenate([[0], np.cumsum(x)])
+        return total[first + per] - total[first]
     room = (_TOTAL - per)[ctx]
-    freq = 1 + w * room // np.maximum(wsum, 1)
+    freq = 1 + w * room // np.maximum(sums(w)[ctx], 1)
     if len(w):
         # the first entry of each context's largest weight: entries sorted by (context, -w)
         order = np.lexsort((-w, ctx))
         has = per > 0
-        top = order[first[has]]
-        got = np.bincount(ctx, weights=freq, minlength=len(per)).astype(np.int64)
-        freq[top] += _TOTAL - got[has]
+        freq[order[first[has]]] += _TOTAL - sums(freq)[has]
     return freq
 
 
@@ -364,8 +364,8 @@ def decode(blob: np.ndarray, fine: np.ndarray, coarse: np.ndarray) -> np.ndarray
     x = np.frombuffer(part[6], "<u4").astype(np.uint64)
     extra = np.frombuffer(part[7], np.uint8)
     words = np.frombuffer(part[8], "<u2")
-    if (np.diff(fine_keys) <= 0).any() or (np.diff(coarse_keys) <= 0).any() or \
-            int(per.sum()) != ne:
+    if (fine_keys[1:] <= fine_keys[:-1]).any() or \
+            (coarse_keys[1:] <= coarse_keys[:-1]).any() or int(per.sum()) != ne:
         raise R.CodeError("coded array's context keys or tables invalid")
     e_ctx = np.repeat(np.arange(nctx), per)
     first = np.cumsum(per) - per
