@@ -27,3 +27,21 @@ def test_vectors_differing_in_their_first_entry_take_the_hashed_path():
     assert np.array_equal(off, np.arange(0, 3 * k + 1, 3))
     assert np.array_equal(values.reshape(k, 3), np.stack([np.zeros(k), np.arange(k),
                                                             np.zeros(k)], 1))
+
+
+def test_empty_vectors_hash_anywhere():
+    """Empty vectors, last, alone or between others, are one content (a reduceat at the end
+    of the entries raised IndexError; between others it took the next vector's first entry:
+    the exact check caught it)."""
+    for lens in ([2, 2, 0], [0], [0, 0, 3], [1, 0, 1, 0]):
+        lens = np.array(lens)
+        entries = np.arange(lens.sum(), dtype=np.int64) % 2
+        with mock.patch.object(SG, "_first_of", wraps=SG._first_of) as first_of:
+            ids, off, values = SG._dedup_contents(np.zeros(len(lens), np.int64), entries,
+                                                  np.zeros_like(entries), lens)
+        assert first_of.call_count == 1
+        contents = [tuple(values[off[i]:off[i + 1]]) for i in ids]
+        starts = np.cumsum(lens) - lens
+        assert contents == [(0, *entries[s:s + k]) for s, k in zip(starts, lens)]
+        empty = ids[lens == 0]
+        assert (empty == empty[0]).all()
