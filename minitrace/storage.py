@@ -139,6 +139,8 @@ def _plane_bits(sample: np.ndarray) -> float:
 
 
 def _raw_deflate(level: int, strategy: int = zlib.Z_DEFAULT_STRATEGY):
+    """A raw deflate stream's compressor (no zlib header: :func:`_deflate_planes` joins
+    them)."""
     return zlib.compressobj(level, zlib.DEFLATED, -15, 9, strategy)
 
 

@@ -37,8 +37,8 @@ from .volumes import countable
 #: 3 (session 14): the escaped values' rests bit-packed (:func:`.rans.rest_bytes`), not in
 #: whole bytes; 4 (session 20): the frequency tables as one byte an entry, a half-octave code of
 #: the symbol's count (:func:`_frequencies`), and the symbols' differences byte-shuffled: the
-#: tables were a fifth of a 17 k-action bounded file (CloverLeaf 2r), now ~half as large, the
-#: values' coding ~0.1% longer.  Versions read: :data:`VERSIONS`.
+#: tables were a fifth of a 17 k-action bounded file (CloverLeaf 2r), now ~40% smaller, the
+#: values' coding ~0.1-0.3% longer.  Versions read: :data:`VERSIONS`.
 VERSION = 4
 VERSIONS = (2, 3, 4)
 SCALE = 12
