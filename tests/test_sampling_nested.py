@@ -100,3 +100,24 @@ def test_a_joint_phase_takes_the_variants_its_group_replayed():
     w = s.phases[1].window
     assert (s.phases[1].replayed, s.phases[1].tail) == (w, w)
     assert s.phases[1].skipped > 0
+
+
+def test_a_rare_variant_grows_the_start_and_the_tail_where_that_is_cheaper():
+    """A check every 26th iteration, the first after the start of 28 (NPB CG W on 8 ranks: a
+    residual step after every 25 CG iterations): the start grows over the first check and the
+    tail back over the last (41 + 27 replayed), not the tail alone over the last two (28 +
+    53); with --sample K the start is the user's, the tail alone grows."""
+    def plain(r):
+        return [Step("irecv", 1 - r, 1, 4096), Step("isend", 1 - r, 1, 4096),
+                Step("compute", volume=2e-4), Step("waitall", waits=(0, 1)),
+                Step("allreduce", nbytes=8)]
+
+    def check(r):
+        return plain(r) + [Step("compute", volume=5e-5), Step("allreduce", nbytes=8)]
+    data, bl = build(2, [(40, plain)] + [(1, check), (25, plain)] * 10)
+    bounds = np.concatenate([b[:, :-1] for b in bl] + [bl[-1][:, -1:]], axis=1)
+    assert bounds.shape[1] - 1 == 300
+    s = sampled_replay(data, [bounds], "auto", compute_rate=RATE)
+    assert [(p.replayed, p.tail) for p in s.phases] == [(41, 27)]
+    s = sampled_replay(data, [bounds], 28, compute_rate=RATE)
+    assert [(p.replayed, p.tail) for p in s.phases] == [(28, 53)]

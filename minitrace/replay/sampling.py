@@ -860,12 +860,17 @@ def crossing_requests(data, rows: np.ndarray) -> tuple[np.ndarray, str | None]:
     return np.stack([wa[out][oo], ia[out][oo], ii[oi]], 1).astype(np.int64), None
 
 
-def _cover_variants(p: Phase, calls: np.ndarray, elsewhere: set = frozenset()) -> None:
-    """Grow the phase's tail back until the replayed iterations fitted (the start, the tail but
-    its first), or those of the phases that share its line (``elsewhere``: :func:`_seen`), hold
+def _cover_variants(p: Phase, calls: np.ndarray, elsewhere: set = frozenset(),
+                    start: bool = True) -> None:
+    """Grow the phase's replayed iterations until those fitted (the start, the tail but its
+    first), or those of the phases that share its line (``elsewhere``: :func:`_seen`), hold
     every variant of the iterations it skips, two of each (by their count of MPI calls: a
     convergence check, an output step): the skipped time of a variant no replayed iteration
-    shows cannot be predicted.  No skip is left when the tail reaches the start."""
+    shows cannot be predicted.  The tail grows back over the last two of each, or, where
+    fewer iterations do it (``start``: the start's length is not the user's), the start grows
+    over the first of each and the tail back over the last (NPB CG W on 8 ranks: a residual
+    step every 26th CG iteration, a start of 40 and a tail of 10 without one; the tail grew to
+    53, now the start to 52 and the tail to 27).  No skip is left when they meet."""
     while p.skipped:
         lo, hi = p.replayed, p.iterations - p.tail
         seen = set(calls[:lo].tolist()) | set(calls[hi + 1:].tolist()) | elsewhere
@@ -875,6 +880,11 @@ def _cover_variants(p: Phase, calls: np.ndarray, elsewhere: set = frozenset()) -
             return
         # the tail's first iteration is not fitted: it starts one before the variants
         new_hi = lo + min(int(at[-min(len(at), 2)]) for at in unseen) - 1
+        first = lo + max(int(at[0]) for at in unseen) + 1
+        last = lo + min(int(at[-1]) for at in unseen) - 1
+        if start and first < last and first - lo + hi - last < hi - new_hi:
+            p.replayed, p.tail = first, p.iterations - last
+            continue
         if new_hi <= lo:
             p.replayed, p.tail = p.iterations, 0
             return
@@ -887,16 +897,18 @@ def _seen(p: Phase, calls: np.ndarray) -> set:
     return set(calls[:p.replayed].tolist()) | set(calls[p.iterations - p.tail + 1:].tolist())
 
 
-def _cover_group(phases: list[Phase], pi: int, cost: list[np.ndarray]) -> None:
+def _cover_group(phases: list[Phase], pi: int, cost: list[np.ndarray],
+                 start: bool = True) -> None:
     """:func:`_cover_variants` of phase ``pi`` with the variants the other phases of its group
     (:func:`_groups`) fit: their line is one, each phase with an intercept of its own, so a
     variant's cost is pinned by the group's replayed iterations wherever they are (UK-MAC
     CloverLeaf at 4 ranks, a field summary every 10 steps: a joint phase's tail of 7 steps
-    grew to 28 for a summary the phase before had replayed)."""
+    grew to 28 for a summary the phase before had replayed).  ``start``: the start may grow
+    (``--sample auto``)."""
     group = next(g for g in _groups(phases) if pi in g)
     calls = [cost[q.loop][q.first:q.stop, 1] for q in phases]
     elsewhere = set().union(*(_seen(phases[q], calls[q]) for q in group if q != pi))
-    _cover_variants(phases[pi], calls[pi], elsewhere)
+    _cover_variants(phases[pi], calls[pi], elsewhere, start)
 
 
 def _keep_if_inseparable(data, loops: list[np.ndarray], p: Phase) -> str | None:
@@ -1064,7 +1076,7 @@ def sampled_replay(data, loops: list[np.ndarray] | None, sample="auto", *,
                 p.tail = p.window
         cost = [iteration_cost(data, b) for b in top]
         for pi in range(len(phases)):
-            _cover_group(phases, pi, cost)
+            _cover_group(phases, pi, cost, fixed is None)
         whys = [_keep_if_inseparable(data, top, p) for p in phases]
         if not any(p.skipped for p in phases) and any(whys):
             why_full = f"iterations cannot be skipped: {next(w for w in whys if w)}"
@@ -1094,7 +1106,7 @@ def sampled_replay(data, loops: list[np.ndarray] | None, sample="auto", *,
                 p.replayed = min(p.iterations - p.tail, p.replayed + step)
                 if not p.skipped:
                     p.replayed, p.tail = p.iterations, 0
-                _cover_group(phases, pi, cost)
+                _cover_group(phases, pi, cost, fixed is None)
                 why = _keep_if_inseparable(data, top, p)
                 if why:
                     notes.append(f"replayed whole: {why}")
