@@ -121,3 +121,21 @@ def test_a_rare_variant_grows_the_start_and_the_tail_where_that_is_cheaper():
     assert [(p.replayed, p.tail) for p in s.phases] == [(41, 27)]
     s = sampled_replay(data, [bounds], 28, compute_rate=RATE)
     assert [(p.replayed, p.tail) for p in s.phases] == [(28, 53)]
+
+
+def test_variants_near_the_start_grow_the_start():
+    """Two checks just after the start of 28 (iterations 30 and 34; HPCG's benchmark loop has
+    its variants near its start): the start grows over both (35 replayed), not the tail back
+    over them (28 + 271) nor the start over the first and the tail over the last (31 + 267)."""
+    def plain(r):
+        return [Step("irecv", 1 - r, 1, 4096), Step("isend", 1 - r, 1, 4096),
+                Step("compute", volume=2e-4), Step("waitall", waits=(0, 1)),
+                Step("allreduce", nbytes=8)]
+
+    def check(r):
+        return plain(r) + [Step("compute", volume=5e-5), Step("allreduce", nbytes=8)]
+    data, bl = build(2, [(30, plain), (1, check), (3, plain), (1, check), (265, plain)])
+    bounds = np.concatenate([b[:, :-1] for b in bl] + [bl[-1][:, -1:]], axis=1)
+    s = sampled_replay(data, [bounds], "auto", compute_rate=RATE)
+    w = s.phases[0].window
+    assert [(p.replayed, p.tail) for p in s.phases] == [(35, w)]
