@@ -377,3 +377,26 @@ def test_sample_of_a_plane_is_contiguous_blocks():
     assert 4.0 < S._plane_bits(sample) < 5.5                  # half zeros, half random
     small = np.arange(100, dtype=np.uint8)
     assert np.array_equal(S._sample(small), small)
+
+
+def test_a_plane_no_larger_than_its_sample_is_deflated_once_per_coder(monkeypatch):
+    """Where the sample is the whole plane (chunks of up to 16 k rows), the smaller of the two
+    trials is the plane's stream: two deflates a plane, not three, and the same choice."""
+    import zlib
+    from minitrace import storage as S
+    rng = np.random.default_rng(6)
+    n = 8000
+    planes = np.stack([(rng.random(n) < 0.01).astype(int),
+                       np.tile(rng.integers(0, 40, 500), n // 500)]).astype(np.uint8)
+    calls = []
+    real = S._raw_deflate
+    monkeypatch.setattr(S, "_raw_deflate", lambda level, strategy=zlib.Z_DEFAULT_STRATEGY:
+                        calls.append((level, strategy)) or real(level, strategy))
+    stream = S._deflate_planes(planes)
+    assert zlib.decompress(stream) == planes.tobytes()
+    assert len(calls) == 4
+    for i, plane in enumerate(planes):
+        flush = zlib.Z_FINISH if i == 1 else zlib.Z_SYNC_FLUSH
+        rle, match = (real(level, strategy) for level, strategy in S._CODERS)
+        sizes = [len(z.compress(plane) + z.flush(flush)) for z in (rle, match)]
+        assert (sizes[1] < (1 - S._MATCH_GAIN) * sizes[0]) == (i == 1)
