@@ -108,7 +108,7 @@ def _shuffle_deflate(chunk: np.ndarray, rows: int, noisy: bool = False) -> bytes
 _PLANES_FROM = 1 << 14
 #: A byte plane's sample: this many contiguous blocks of :data:`_SAMPLE_BLOCK` bytes spread
 #: over it (every 8th byte aliased with loops of period 2, 4 or 8: constant planes judged
-#: random), the whole plane when it is no larger.
+#: random), the whole plane when they would be half of it or more.
 _SAMPLE_BLOCKS = 4
 _SAMPLE_BLOCK = 1 << 12
 #: Planes whose sample has at least this entropy (bits per byte) are stored: deflate gains
@@ -124,8 +124,9 @@ _ZLIB_HEADER = b"\x78\x01"
 
 
 def _sample(plane: np.ndarray) -> np.ndarray:
-    """:data:`_SAMPLE_BLOCKS` contiguous blocks of ``plane`` spread over it (or all of it)."""
-    if len(plane) <= _SAMPLE_BLOCKS * _SAMPLE_BLOCK:
+    """:data:`_SAMPLE_BLOCKS` contiguous blocks of ``plane`` spread over it, or all of it where
+    they would be half of it or more."""
+    if len(plane) < 2 * _SAMPLE_BLOCKS * _SAMPLE_BLOCK:
         return plane
     at = np.linspace(0, len(plane) - _SAMPLE_BLOCK, _SAMPLE_BLOCKS).astype(np.int64)
     return np.concatenate([plane[a:a + _SAMPLE_BLOCK] for a in at.tolist()])
@@ -138,35 +139,48 @@ def _plane_bits(sample: np.ndarray) -> float:
     return float(-(h * np.log2(h)).sum())
 
 
-def _raw_deflate(level: int, strategy: int = zlib.Z_DEFAULT_STRATEGY):
+def _raw_deflate(level: int, strategy: int = zlib.Z_DEFAULT_STRATEGY, size: int = 1 << 15):
     """A raw deflate stream's compressor (no zlib header: :func:`_deflate_planes` joins
-    them)."""
-    return zlib.compressobj(level, zlib.DEFLATED, -15, 9, strategy)
+    them) for ``size`` bytes: its window and hash table no larger than they need be (zlib's
+    ~300 KB of them, allocated and first touched for each of a small chunk's planes, made
+    deflating a 66 KB chunk take twice as long)."""
+    bits = min(15, max(9, int(size).bit_length()))
+    return zlib.compressobj(level, zlib.DEFLATED, -bits, min(9, bits - 6), strategy)
 
 
-#: The coders a plane is tried with: run lengths, match search (level, strategy).
+#: The coders a plane is tried with: run lengths, match search (level, strategy) ...
 _CODERS = ((1, zlib.Z_RLE), (4, zlib.Z_FILTERED))
+#: ... the second only where run lengths code the sample in more than one byte of this many
+#: (a nearly constant plane: what match search could save is a few bytes).
+_FEW_BITS = 32
+#: A plane no larger than twice its sample with less entropy than this (bits per byte) is
+#: nearly constant: run lengths code it as small as match search, faster.
+_CONSTANT_BITS = 0.5
 
 
 def _deflated(data: np.ndarray, level: int, strategy: int, flush: int) -> bytes:
-    z = _raw_deflate(level, strategy)
+    z = _raw_deflate(level, strategy, len(data))
     return z.compress(data) + z.flush(flush)
 
 
 def _plane_stream(plane: np.ndarray, flush: int) -> bytes:
     """``plane`` as a raw deflate stream ended by ``flush`` (:func:`_deflate_planes`): stored
-    where its sample looks random, else by run lengths or match search, whichever codes the
-    sample smaller (match search by :data:`_MATCH_GAIN` at least); where the sample is the
-    whole plane, the smaller trial is the stream (a small chunk's planes were deflated three
-    times: exact files of 16-30 k actions written 0.76-0.96x as fast by process CPU)."""
+    where its sample looks random; a plane larger than twice its sample by run lengths or
+    match search, whichever codes the sample smaller (match search by :data:`_MATCH_GAIN` at
+    least; not tried where run lengths code it in a byte of :data:`_FEW_BITS` or less); a
+    smaller one by run lengths where nearly constant, else by match search (its trials would
+    cost as much as its stream: exact files of 16-30 k actions were written 0.76-0.96x as
+    fast by process CPU with them)."""
     sample = _sample(plane)
-    if _plane_bits(sample) >= _STORED_BITS:
+    bits = _plane_bits(sample)
+    if bits >= _STORED_BITS:
         return _deflated(plane, 0, zlib.Z_DEFAULT_STRATEGY, flush)
-    whole = len(sample) == len(plane)
-    trial = [_deflated(sample, level, strategy, flush if whole else zlib.Z_FINISH)
-             for level, strategy in _CODERS]
-    match = int(len(trial[1]) < (1 - _MATCH_GAIN) * len(trial[0]))
-    return trial[match] if whole else _deflated(plane, *_CODERS[match], flush)
+    if len(sample) == len(plane):
+        return _deflated(plane, *_CODERS[bits >= _CONSTANT_BITS], flush)
+    rle = len(_deflated(sample, *_CODERS[0], zlib.Z_FINISH))
+    match = rle * _FEW_BITS > len(sample) and \
+        len(_deflated(sample, *_CODERS[1], zlib.Z_FINISH)) < (1 - _MATCH_GAIN) * rle
+    return _deflated(plane, *_CODERS[match], flush)
 
 
 def _deflate_planes(planes: np.ndarray) -> bytes:

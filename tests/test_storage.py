@@ -353,13 +353,14 @@ def test_each_plane_deflated_by_what_it_holds(monkeypatch):
                        (rng.random(n) < 0.01).astype(int),            # nearly constant
                        np.tile(rng.integers(0, 40, 1000), n // 1000 + 1)[:n],   # repeats
                        np.zeros(n, int)]).astype(np.uint8)
-    chosen = []
-    real = S._raw_deflate
-    monkeypatch.setattr(S, "_raw_deflate", lambda level, strategy=zlib.Z_DEFAULT_STRATEGY:
-                        chosen.append((level, strategy)) or real(level, strategy))
+    calls = []
+    real = S._deflated
+    monkeypatch.setattr(S, "_deflated", lambda data, level, strategy, flush:
+                        calls.append((len(data), level, strategy)) or
+                        real(data, level, strategy, flush))
     stream = S._deflate_planes(planes)
     assert zlib.decompress(stream) == planes.tobytes()
-    coders = [chosen[k] for k in np.cumsum([1, 3, 3, 3]) - 1]   # (a plane's trials first)
+    coders = [(level, strategy) for size, level, strategy in calls if size == n]   # (finals)
     assert coders == [(0, zlib.Z_DEFAULT_STRATEGY), (1, zlib.Z_RLE), (4, zlib.Z_FILTERED),
                       (1, zlib.Z_RLE)]
     assert planes[0, 1000:9000].tobytes() in stream
@@ -379,24 +380,23 @@ def test_sample_of_a_plane_is_contiguous_blocks():
     assert np.array_equal(S._sample(small), small)
 
 
-def test_a_plane_no_larger_than_its_sample_is_deflated_once_per_coder(monkeypatch):
-    """Where the sample is the whole plane (chunks of up to 16 k rows), the smaller of the two
-    trials is the plane's stream: two deflates a plane, not three, and the same choice."""
+def test_a_small_plane_is_deflated_once(monkeypatch):
+    """A plane below twice its sample (32 KiB) is deflated once, without trials: by run
+    lengths where nearly constant, else by match search (trials cost as much as the stream);
+    a random one stored."""
     import zlib
     from minitrace import storage as S
     rng = np.random.default_rng(6)
     n = 8000
     planes = np.stack([(rng.random(n) < 0.01).astype(int),
-                       np.tile(rng.integers(0, 40, 500), n // 500)]).astype(np.uint8)
+                       np.tile(rng.integers(0, 40, 500), n // 500),
+                       rng.integers(0, 256, n)]).astype(np.uint8)
     calls = []
-    real = S._raw_deflate
-    monkeypatch.setattr(S, "_raw_deflate", lambda level, strategy=zlib.Z_DEFAULT_STRATEGY:
-                        calls.append((level, strategy)) or real(level, strategy))
+    real = S._deflated
+    monkeypatch.setattr(S, "_deflated", lambda data, level, strategy, flush:
+                        calls.append((len(data), level, strategy)) or
+                        real(data, level, strategy, flush))
     stream = S._deflate_planes(planes)
     assert zlib.decompress(stream) == planes.tobytes()
-    assert len(calls) == 4
-    for i, plane in enumerate(planes):
-        flush = zlib.Z_FINISH if i == 1 else zlib.Z_SYNC_FLUSH
-        rle, match = (real(level, strategy) for level, strategy in S._CODERS)
-        sizes = [len(z.compress(plane) + z.flush(flush)) for z in (rle, match)]
-        assert (sizes[1] < (1 - S._MATCH_GAIN) * sizes[0]) == (i == 1)
+    assert calls == [(n, 1, zlib.Z_RLE), (n, 4, zlib.Z_FILTERED),
+                     (n, 0, zlib.Z_DEFAULT_STRATEGY)]
