@@ -380,13 +380,27 @@ def test_a_model_file_with_spread_codes_is_format_version_4(tmp_path):
         assert "spread_code" in f["trace/model"]
 
 
-def test_arrays_coded_together_are_each_coded_alone():
+def _lanes(coded) -> int:
+    return int(np.frombuffer(coded[:12].tobytes(), "<u4")[2])
+
+
+def test_arrays_coded_together_take_as_many_steps_in_fewer_lanes():
     """``encode_many`` (a bounded file's volume codes and time steps: their rANS steps taken
-    together) gives each array the bytes of ``encode`` alone."""
+    together) codes the shorter arrays in as many steps as the longest takes alone, in fewer
+    lanes (4 bytes of state each), and each decodes to its values; the longest is coded as
+    ``encode`` alone codes it."""
     cases = [_case(name) for name in _CASES]
-    for (values, fine, coarse), coded in zip(cases, CR.encode_many(cases)):
-        assert np.array_equal(coded, CR.encode(values, fine, coarse))
+    alone = [CR.encode(*case) for case in cases]
+    steps = max(-(-len(v) // _lanes(a)) for (v, _, _), a in zip(cases, alone))
+    longest = int(np.argmax([len(v) for v, _, _ in cases]))
+    fewer = 0
+    for i, ((values, fine, coarse), coded) in enumerate(zip(cases, CR.encode_many(cases))):
         assert np.array_equal(CR.decode(coded, fine, coarse), values)
+        assert _lanes(coded) <= _lanes(alone[i]) and -(-len(values) // _lanes(coded)) <= steps
+        fewer += _lanes(coded) < _lanes(alone[i])
+        if i == longest:
+            assert np.array_equal(coded, alone[i])
+    assert fewer > 0
 
 
 def _upper_medians(values, ctx, nctx, step):

@@ -266,6 +266,10 @@ def encode_many(arrays) -> list[np.ndarray]:
     """:func:`encode` of several ``(values, fine, coarse)`` at once: their rANS steps taken
     together (:func:`.rans.push_many`: a bounded file's volume codes and time steps)."""
     tables = [_tables(*a) for a in arrays]
+    # as many steps as the longest takes: the others in fewer lanes (4 bytes of state each)
+    steps = max([-(-len(t["values"]) // t["lanes"]) for t in tables] + [1])
+    for t in tables:
+        t["lanes"] = min(t["lanes"], max(1, -(-len(t["values"]) // steps)))
     pushed = R.push_many([(t["f"], t["c"], t["lanes"]) for t in tables], SCALE)
     return [_layout(t, x, words) for t, (x, words) in zip(tables, pushed)]
 

@@ -25,11 +25,10 @@ _DIRECT = 32
 _DIRECT_BITS = 5
 NSYM = _DIRECT + 64 - _DIRECT_BITS
 #: Values per lane, about: fewer lanes cost less state (4 bytes each), more cost fewer numpy
-#: steps (3-7 us each, a bounded file's arrays stepped together); at least _MIN_LANES lanes, so
-#: that no array takes more steps than the largest (512): session 20 lowered it from 128, a
-#: 17 k-action bounded file 2.2% smaller (CloverLeaf 2r 1.002 -> 0.980 B/action) for 0.4 ms.
+#: steps (3-7 us each); at least _MIN_LANES lanes (16 k values: 128 steps, ~1 ms; 64 made
+#: bounded files of 9-30 k actions 1-3% smaller and 5-8% slower, session 20).
 _PER_LANE = 512
-_MIN_LANES = 64
+_MIN_LANES = 128
 _MAX_LANES = 4096
 _HEAD = np.dtype("<u4")
 _HEAD_LEN = 4 * _HEAD.itemsize
