@@ -84,10 +84,11 @@ INT_COLUMNS = ("kind", "flags", "peer", "tag", "comm", "bytes_sent", "bytes_recv
 _NS = 1e9
 
 
-def _shuffle_deflate(chunk: np.ndarray, rows: int, noisy: bool = False) -> bytes:
+def _shuffle_deflate(chunk: np.ndarray, rows: int, noisy: bool = False,
+                     level: int = _GZIP_LEVEL) -> bytes:
     """One chunk through HDF5's shuffle + deflate filters (padded to full chunk size, as HDF5
-    stores edge chunks), done here so that chunks compress in parallel threads.  ``noisy``:
-    numbers that vary at random (measured times), deflated plane by plane
+    stores edge chunks) at ``level``, done here so that chunks compress in parallel threads.
+    ``noisy``: numbers that vary at random (measured times), deflated plane by plane
     (:func:`_deflate_planes`)."""
     if len(chunk) < rows:
         chunk = np.concatenate([chunk, np.zeros((rows - len(chunk),) + chunk.shape[1:],
@@ -99,7 +100,7 @@ def _shuffle_deflate(chunk: np.ndarray, rows: int, noisy: bool = False) -> bytes
     if noisy:               # (small: a stream per plane would cost more than it saves)
         z = zlib.compressobj(4, zlib.DEFLATED, 15, 9, zlib.Z_FILTERED)
         return z.compress(raw) + z.flush()
-    return zlib.compress(raw, _GZIP_LEVEL)
+    return zlib.compress(raw, level)
 
 
 #: Noisy chunks of at least this many bytes are deflated plane by plane (each plane's stream
@@ -139,15 +140,6 @@ def _plane_bits(sample: np.ndarray) -> float:
     return float(-(h * np.log2(h)).sum())
 
 
-def _raw_deflate(level: int, strategy: int = zlib.Z_DEFAULT_STRATEGY, size: int = 1 << 15):
-    """A raw deflate stream's compressor (no zlib header: :func:`_deflate_planes` joins
-    them) for ``size`` bytes: its window and hash table no larger than they need be (zlib's
-    ~300 KB of them, allocated and first touched for each of a small chunk's planes, made
-    deflating a 66 KB chunk take twice as long)."""
-    bits = min(15, max(9, int(size).bit_length()))
-    return zlib.compressobj(level, zlib.DEFLATED, -bits, min(9, bits - 6), strategy)
-
-
 #: The coders a plane is tried with: run lengths, match search (level, strategy) ...
 _CODERS = ((1, zlib.Z_RLE), (4, zlib.Z_FILTERED))
 #: ... the second only where run lengths code the sample in more than one byte of this many
@@ -159,7 +151,11 @@ _CONSTANT_BITS = 0.5
 
 
 def _deflated(data: np.ndarray, level: int, strategy: int, flush: int) -> bytes:
-    z = _raw_deflate(level, strategy, len(data))
+    """``data`` as a raw deflate stream (no zlib header: :func:`_deflate_planes` joins them)
+    ended by ``flush``; its window and hash table no larger than ``data`` needs (no speed
+    difference measured on a 66 KB chunk's planes: the planes' trials were what cost)."""
+    bits = min(15, max(9, len(data).bit_length()))
+    z = zlib.compressobj(level, zlib.DEFLATED, -bits, min(9, bits - 6), strategy)
     return z.compress(data) + z.flush(flush)
 
 
@@ -202,7 +198,7 @@ def _deflate_planes(planes: np.ndarray) -> bytes:
 
 
 def dataset(group: h5py.Group, name: str, data: np.ndarray, noisy: bool = False,
-            deferred: list | None = None, **attrs) -> h5py.Dataset:
+            deferred: list | None = None, level: int = _GZIP_LEVEL, **attrs) -> h5py.Dataset:
     """A chunked shuffle+gzip dataset; any HDF5 tool reads it with the standard filters.
 
     Parameters
@@ -219,6 +215,8 @@ def dataset(group: h5py.Group, name: str, data: np.ndarray, noisy: bool = False,
         Where to append the writing of a 1-D array's chunks (a callable) instead of writing
         them now: a writer that creates every dataset before writing any chunk leaves no
         unused end of HDF5's 2 KB block for small raw data between two headers (~1.9 KB).
+    level : int
+        Its deflate level (not noisy).
     **attrs
         Its attributes.
 
@@ -227,11 +225,12 @@ def dataset(group: h5py.Group, name: str, data: np.ndarray, noisy: bool = False,
     h5py.Dataset
     """
     data = np.ascontiguousarray(data)
+    compression = {**COMPRESSION, "compression_opts": level}
     if data.size == 0 or data.ndim != 1:
-        ds = group.create_dataset(name, data=data, **(COMPRESSION if data.size else {}))
+        ds = group.create_dataset(name, data=data, **(compression if data.size else {}))
     else:
         ds = group.create_dataset(name, shape=data.shape, dtype=data.dtype,
-                                  chunks=(min(CHUNK, len(data)),), **COMPRESSION)
+                                  chunks=(min(CHUNK, len(data)),), **compression)
         if deferred is None:
             write_chunks(ds, data, 0, noisy)
         else:
@@ -248,7 +247,8 @@ def write_chunks(ds: h5py.Dataset, data: np.ndarray, first_row: int = 0,
     Parameters
     ----------
     ds : h5py.Dataset
-        A 1-D dataset created with ``COMPRESSION`` and chunks of ``rows`` rows.
+        A 1-D dataset created with ``COMPRESSION`` (its level: the chunks') and chunks of
+        ``rows`` rows.
     data : numpy.ndarray
         Whole chunks of rows (the last one may be short: it is padded as HDF5 pads it).
     first_row : int
@@ -256,9 +256,10 @@ def write_chunks(ds: h5py.Dataset, data: np.ndarray, first_row: int = 0,
     noisy : bool
         See :func:`dataset`.
     """
-    rows = ds.chunks[0]
+    rows, level = ds.chunks[0], ds.compression_opts
     starts = range(0, len(data), rows)
-    blobs = _POOL.map(lambda lo: _shuffle_deflate(data[lo:lo + rows], rows, noisy), starts)
+    blobs = _POOL.map(lambda lo: _shuffle_deflate(data[lo:lo + rows], rows, noisy, level),
+                      starts)
     for lo, blob in zip(starts, blobs):
         ds.id.write_direct_chunk((first_row + lo,), blob)
 

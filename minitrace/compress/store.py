@@ -254,8 +254,8 @@ GRAMMAR_GZIP_LEVEL = 6
 
 
 def _dataset(group, name: str, data: np.ndarray, deferred: list, noisy: bool = False,
-             level: int | None = None, **attrs) -> None:
-    """:func:`storage.dataset` (its chunks deflated at ``level`` where given), or a plain
+             level: int = S.COMPRESSION["compression_opts"], **attrs) -> None:
+    """:func:`storage.dataset` (its chunks deflated at ``level``), or a plain
     (contiguous, uncompressed) dataset where deflating would save less than the chunk index
     costs (small arrays); its data written by what it appends to ``deferred``
     (``storage.dataset``: every header first, no hole), its text attributes fixed-length
@@ -265,13 +265,7 @@ def _dataset(group, name: str, data: np.ndarray, deferred: list, noisy: bool = F
     shuffled = data.view(np.uint8).reshape(-1, data.itemsize).T.tobytes() if data.size else b""
     if data.nbytes > 16 * CHUNK_INDEX_BYTES or \
             data.nbytes - len(zlib.compress(shuffled)) > CHUNK_INDEX_BYTES:
-        if level is None:
-            ds = S.dataset(group, name, data, noisy, deferred)
-        else:                   # (1-D, shuffled and deflated by HDF5 as it writes them)
-            ds = group.create_dataset(name, shape=data.shape, dtype=data.dtype,
-                                      chunks=(min(S.CHUNK, len(data)),),
-                                      **{**S.COMPRESSION, "compression_opts": level})
-            deferred.append(lambda: ds.write_direct(data))
+        ds = S.dataset(group, name, data, noisy, deferred, level)
     else:
         ds = group.create_dataset(name, shape=data.shape, dtype=data.dtype)
         if data.size:
