@@ -30,7 +30,7 @@ import zlib
 import numpy as np
 
 from . import rans as R
-from .volumes import countable
+from .volumes import countable, segment_sums
 
 #: 2: the header holds the values' CRC-32 (a flipped median or symbol decoded to other
 #: values with no error in 1: none was kept, they were written for an hour of session 13);
@@ -228,17 +228,13 @@ def _frequencies(codes: np.ndarray, per: np.ndarray) -> np.ndarray:
     w = _MANTISSA[codes % 2] << (codes // 2)
     ctx = np.repeat(np.arange(len(per)), per)
     first = np.cumsum(per) - per
-
-    def sums(x):                                   # (per context, exact)
-        total = np.concatenate([[0], np.cumsum(x)])
-        return total[first + per] - total[first]
     room = (_TOTAL - per)[ctx]
-    freq = 1 + w * room // np.maximum(sums(w)[ctx], 1)
+    freq = 1 + w * room // np.maximum(segment_sums(w, first, per)[ctx], 1)
     if len(w):
         # the first entry of each context's largest weight: entries sorted by (context, -w)
         order = np.lexsort((-w, ctx))
         has = per > 0
-        freq[order[first[has]]] += _TOTAL - sums(freq)[has]
+        freq[order[first[has]]] += _TOTAL - segment_sums(freq, first, per)[has]
     return freq
 
 

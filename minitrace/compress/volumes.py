@@ -40,6 +40,15 @@ def rank_starts(offsets: np.ndarray) -> np.ndarray:
     return offsets[:-1][offsets[:-1] < offsets[1:]]
 
 
+def segment_sums(x: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """Sums of ``x`` over its segments ``[starts, starts + lengths)`` in ``x``'s type (exact
+    for integers, wrapping for unsigned ones), 0 for an empty segment: by prefix sums
+    (``np.add.reduceat`` takes the next value for an empty segment and fails on one at the
+    end)."""
+    total = np.concatenate([np.zeros(1, x.dtype), np.cumsum(x, dtype=x.dtype)])
+    return total[starts + lengths] - total[starts]
+
+
 def volume_rows(volume: np.ndarray) -> np.ndarray:
     """Actions whose volume is not +0.0 (bitwise: -0.0 and NaN are kept)."""
     return np.ascontiguousarray(volume).view(np.int64) != 0
