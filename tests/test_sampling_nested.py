@@ -74,22 +74,35 @@ def test_each_step_is_sampled_once(runs):
         assert len(s.loops) == 1
 
 
+def _plain(r):
+    """A CG-like iteration: a halo exchange, its compute, a residual's allreduce."""
+    return [Step("irecv", 1 - r, 1, 4096), Step("isend", 1 - r, 1, 4096),
+            Step("compute", volume=2e-4), Step("waitall", waits=(0, 1)),
+            Step("allreduce", nbytes=8)]
+
+
+def _check(r):
+    """A variant of it: a convergence check's compute and allreduce more."""
+    return _plain(r) + [Step("compute", volume=5e-5), Step("allreduce", nbytes=8)]
+
+
+def _joined(bl):
+    """One loop's iteration bounds from ``build``'s segments (each ends where the next
+    starts)."""
+    return np.concatenate([b[:, :-1] for b in bl] + [bl[-1][:, -1:]], axis=1)
+
+
 def test_a_joint_phase_takes_the_variants_its_group_replayed():
     """A summary every 10 steps (the 3rd of each 10) and one rank's compute 50% up from step
     144 on (a lasting change of balance: a joint phase there).  The joint phase's start (steps
     144-150) and tail (293-299) hold no summary step, but the phase before replayed some: its
     line, which the joint phase shares, has the summaries' cost, so the tail stays one window
     (it grew back to the 2nd last summary, 28 steps, for CloverLeaf at 4 ranks)."""
-    def plain(r):
-        return [Step("irecv", 1 - r, 1, 4096), Step("isend", 1 - r, 1, 4096),
-                Step("compute", volume=2e-4), Step("waitall", waits=(0, 1)),
-                Step("allreduce", nbytes=8)]
-
     def summary(r):
-        return plain(r) + [Step("compute", volume=5e-5)] + [Step("reduce", 0, nbytes=40)] * 5
-    runs = [(2, plain)] + [(1, summary), (9, plain)] * 29 + [(1, summary), (7, plain)]
+        return _plain(r) + [Step("compute", volume=5e-5)] + [Step("reduce", 0, nbytes=40)] * 5
+    runs = [(2, _plain)] + [(1, summary), (9, _plain)] * 29 + [(1, summary), (7, _plain)]
     data, bl = build(2, runs)
-    bounds = np.concatenate([b[:, :-1] for b in bl] + [bl[-1][:, -1:]], axis=1)
+    bounds = _joined(bl)
     assert bounds.shape[1] - 1 == 300
     acts = data.actions.copy()
     late = np.zeros(len(acts), bool)
@@ -107,15 +120,8 @@ def test_a_rare_variant_grows_the_start_and_the_tail_where_that_is_cheaper():
     residual step after every 25 CG iterations): the start grows over the first check and the
     tail back over the last (41 + 27 replayed), not the tail alone over the last two (28 +
     53); with --sample K the start is the user's, the tail alone grows."""
-    def plain(r):
-        return [Step("irecv", 1 - r, 1, 4096), Step("isend", 1 - r, 1, 4096),
-                Step("compute", volume=2e-4), Step("waitall", waits=(0, 1)),
-                Step("allreduce", nbytes=8)]
-
-    def check(r):
-        return plain(r) + [Step("compute", volume=5e-5), Step("allreduce", nbytes=8)]
-    data, bl = build(2, [(40, plain)] + [(1, check), (25, plain)] * 10)
-    bounds = np.concatenate([b[:, :-1] for b in bl] + [bl[-1][:, -1:]], axis=1)
+    data, bl = build(2, [(40, _plain)] + [(1, _check), (25, _plain)] * 10)
+    bounds = _joined(bl)
     assert bounds.shape[1] - 1 == 300
     s = sampled_replay(data, [bounds], "auto", compute_rate=RATE)
     assert [(p.replayed, p.tail) for p in s.phases] == [(41, 27)]
@@ -127,15 +133,8 @@ def test_variants_near_the_start_grow_the_start():
     """Two checks just after the start of 28 (iterations 30 and 34; HPCG's benchmark loop has
     its variants near its start): the start grows over both (35 replayed), not the tail back
     over them (28 + 271) nor the start over the first and the tail over the last (31 + 267)."""
-    def plain(r):
-        return [Step("irecv", 1 - r, 1, 4096), Step("isend", 1 - r, 1, 4096),
-                Step("compute", volume=2e-4), Step("waitall", waits=(0, 1)),
-                Step("allreduce", nbytes=8)]
-
-    def check(r):
-        return plain(r) + [Step("compute", volume=5e-5), Step("allreduce", nbytes=8)]
-    data, bl = build(2, [(30, plain), (1, check), (3, plain), (1, check), (265, plain)])
-    bounds = np.concatenate([b[:, :-1] for b in bl] + [bl[-1][:, -1:]], axis=1)
+    data, bl = build(2, [(30, _plain), (1, _check), (3, _plain), (1, _check), (265, _plain)])
+    bounds = _joined(bl)
     s = sampled_replay(data, [bounds], "auto", compute_rate=RATE)
     w = s.phases[0].window
     assert [(p.replayed, p.tail) for p in s.phases] == [(35, w)]

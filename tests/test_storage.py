@@ -341,6 +341,17 @@ def test_noisy_chunks_read_back_through_hdf5s_filter(tmp_path, n):
             assert np.array_equal(f[name][()], a), name
 
 
+def _deflate_calls(monkeypatch) -> list:
+    """The (bytes, level, strategy) of each raw deflate stream storage makes from now on."""
+    from minitrace import storage as S
+    calls = []
+    real = S._deflated
+    monkeypatch.setattr(S, "_deflated", lambda data, level, strategy, flush:
+                        calls.append((len(data), level, strategy)) or
+                        real(data, level, strategy, flush))
+    return calls
+
+
 def test_each_plane_deflated_by_what_it_holds(monkeypatch):
     """A random plane is stored (its bytes stand in the stream as they are), a nearly
     constant one run-length coded, one that repeats strings (SNAP's durations) deflated
@@ -353,11 +364,7 @@ def test_each_plane_deflated_by_what_it_holds(monkeypatch):
                        (rng.random(n) < 0.01).astype(int),            # nearly constant
                        np.tile(rng.integers(0, 40, 1000), n // 1000 + 1)[:n],   # repeats
                        np.zeros(n, int)]).astype(np.uint8)
-    calls = []
-    real = S._deflated
-    monkeypatch.setattr(S, "_deflated", lambda data, level, strategy, flush:
-                        calls.append((len(data), level, strategy)) or
-                        real(data, level, strategy, flush))
+    calls = _deflate_calls(monkeypatch)
     stream = S._deflate_planes(planes)
     assert zlib.decompress(stream) == planes.tobytes()
     coders = [(level, strategy) for size, level, strategy in calls if size == n]   # (finals)
@@ -391,11 +398,7 @@ def test_a_small_plane_is_deflated_once(monkeypatch):
     planes = np.stack([(rng.random(n) < 0.01).astype(int),
                        np.tile(rng.integers(0, 40, 500), n // 500),
                        rng.integers(0, 256, n)]).astype(np.uint8)
-    calls = []
-    real = S._deflated
-    monkeypatch.setattr(S, "_deflated", lambda data, level, strategy, flush:
-                        calls.append((len(data), level, strategy)) or
-                        real(data, level, strategy, flush))
+    calls = _deflate_calls(monkeypatch)
     stream = S._deflate_planes(planes)
     assert zlib.decompress(stream) == planes.tobytes()
     assert calls == [(n, 1, zlib.Z_RLE), (n, 4, zlib.Z_FILTERED),
