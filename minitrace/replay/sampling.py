@@ -875,7 +875,7 @@ def _cover_variants(p: Phase, calls: np.ndarray, elsewhere: set = frozenset(),
     27).  No skip is left when they meet."""
     while p.skipped:
         lo, hi = p.replayed, p.iterations - p.tail
-        seen = set(calls[:lo].tolist()) | set(calls[hi + 1:].tolist()) | elsewhere
+        seen = _seen(p, calls) | elsewhere
         skipped = calls[lo:hi]
         unseen = [np.flatnonzero(skipped == c) for c in set(skipped.tolist()) - seen]
         if not unseen:
