@@ -79,6 +79,26 @@ def test_more_keys_than_tables_fall_to_their_coarse_key(monkeypatch):
     assert np.array_equal(CR.decode(coded, fine, fine % 4), values)
 
 
+@pytest.mark.parametrize("width", [2, 10, 40])
+def test_keys_counted_or_sorted_choose_the_same_tables(monkeypatch, width):
+    """Keys 2, 10 and 40 times as wide as they are many: counted (the first two) or sorted,
+    the same fine and coarse keys and contexts, the most frequent kept past the limit."""
+    monkeypatch.setattr(CR, "MIN_VALUES", 20)
+    monkeypatch.setattr(CR, "MAX_CONTEXTS", 30)
+    n = 20000
+    pool = _RNG.integers(0, width * n, 60)
+    fine = pool[np.minimum(_RNG.geometric(0.05, n), 59)]
+    coarse = fine % 7
+    got = CR._choose(fine, coarse)
+    monkeypatch.setattr(CR, "_COUNTED_SPAN", 0)
+    monkeypatch.setattr(CR, "countable", lambda keys: False)
+    sorted_only = CR._choose(fine, coarse)
+    for a, b in zip(got, sorted_only):
+        assert np.array_equal(a, b)
+    uniq, count = np.unique(fine, return_counts=True)
+    assert len(got[0]) == 30 and set(got[0]) == set(uniq[np.argsort(-count, kind="stable")[:30]])
+
+
 def test_many_tables_are_searched(monkeypatch):
     """Above _SLOT_TABLE slots the decoder searches each slot's entry instead of a table."""
     values, fine, coarse = _case("codes of volumes")
