@@ -36,7 +36,7 @@ from .checked import check_heaps, corrupt
 from .outputs import check_output_file, replacing_path, write_error
 
 FORMAT_NAME = "minitrace"
-FORMAT_VERSION = 8   # 2: the compressed form of /trace (minitrace.compress); 3: with arrays
+FORMAT_VERSION = 9   # 2: the compressed form of /trace (minitrace.compress); 3: with arrays
 #                      coded in contexts (compress/context_rans.py: bounded files since session
 #                      13), which readers of version 2 took for missing arrays; 4: model
 #                      files' spread as codes (model/spread_code, session 14), which readers of
@@ -48,10 +48,12 @@ FORMAT_VERSION = 8   # 2: the compressed form of /trace (minitrace.compress); 3:
 #                      files' in-call CPU time apart from the work's epoch totals
 #                      (model/in_call_totals, session 19), which version 6 readers pooled;
 #                      8: context-coded arrays of coding version 4 (frequencies as count
-#                      codes, session 20), which version 7 readers refused as damaged
-#: The version of a compressed file holding context-coded arrays (coding version 4), packed
+#                      codes, session 20), which version 7 readers refused as damaged; 9:
+#                      coding version 5 (a second window per context, session 21), which
+#                      version 8 readers refused as damaged
+#: The version of a compressed file holding context-coded arrays (coding version 5), packed
 #: or not, whatever else it holds.
-COUNT_CODES_VERSION = 8
+SECOND_WINDOW_VERSION = 9
 #: The version of a model file holding ``model/in_call_totals``, packed or not.
 IN_CALL_VERSION = 7
 #: The version of a compressed file whose metadata is packed (:data:`META_ATTR`), whatever
@@ -489,7 +491,7 @@ def new_file(path, meta: dict | None = None, version: int = PLAIN_VERSION, libve
         ``COMPRESSED_VERSION``, ``SPREAD_CODE_VERSION`` (model spread codes),
         ``VARIANT_VERSION`` (model templates with variants), ``PACKED_META_VERSION``
         (``packed``), ``IN_CALL_VERSION`` (model in-call totals, packed or not) or
-        ``COUNT_CODES_VERSION`` (context-coded arrays, packed or not) for the compressed
+        ``SECOND_WINDOW_VERSION`` (context-coded arrays, packed or not) for the compressed
         form, else ``PLAIN_VERSION``.
     libver : str or tuple, optional
         h5py's bounds on the HDF5 file format (default: the earliest that holds the file).

@@ -199,8 +199,8 @@ def test_escaped_steps_bit_packed_within_bounds_and_older_codings_read(tmp_path,
     """Duration steps of long waits are escaped with their rests bit-packed (context coding
     version 3 on): every time within its bound, the coding smaller than version 2's
     whole-byte rests of the same values, version 4's (count codes for frequencies) smaller
-    than version 3's, and a file written with version 2 (session 13) reads back the same
-    trace."""
+    than version 3's, version 5 (a second window) written and every version read, and a
+    file written with version 2 (session 13) reads back the same trace."""
     import h5py
     from minitrace.compress import context_rans as CR, pack as P, store
     data = _waiting_stencil()
@@ -211,14 +211,16 @@ def test_escaped_steps_bit_packed_within_bounds_and_older_codings_read(tmp_path,
     c = store.compress(data, "bounded:1%", times="bounded:1us")
     steps = c.side["t_duration"]
     keys = store._context_keys(c, "t_duration", {})
-    v4 = CR.encode(steps, *keys)
+    v5 = CR.encode(steps, *keys)
     with h5py.File(new, "r") as f:
         raw = stored_pack(f["trace"])
         packed = P.unpack(raw) if raw is not None else {}
         stored = packed.get("exact/t_duration.ctx")
         if stored is None:
             stored = f["trace/exact/t_duration.ctx"][()]
-    assert np.array_equal(stored, v4) and np.frombuffer(v4[:4].tobytes(), "<u4")[0] == 4
+    assert np.array_equal(stored, v5) and np.frombuffer(v5[:4].tobytes(), "<u4")[0] == 5
+    monkeypatch.setattr(CR, "VERSION", 4)
+    v4 = CR.encode(steps, *keys)
     monkeypatch.setattr(CR, "VERSION", 3)
     v3 = CR.encode(steps, *keys)
     monkeypatch.setattr(CR, "VERSION", 2)
@@ -227,7 +229,7 @@ def test_escaped_steps_bit_packed_within_bounds_and_older_codings_read(tmp_path,
     monkeypatch.undo()
     escaped = np.frombuffer(v3[:36].tobytes(), "<u4")[4]
     assert escaped > 0 and len(v4) < len(v3) < len(v2)
-    for v in (v2, v3, v4):
+    for v in (v2, v3, v4, v5):
         assert np.array_equal(CR.decode(v, *keys), steps)
     with minitrace.open(str(new)) as t, minitrace.open(str(old)) as u:
         a, b = t.data().actions, u.data().actions

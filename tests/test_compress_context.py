@@ -53,11 +53,17 @@ def _case(name: str):
     if name == "negative keys":
         fine = -rng.integers(1, 4, 3000) * (1 << 40)
         return rng.geometric(0.1, 3000), fine, np.sign(fine)
+    if name == "two modes":                        # waits nil or long, some far off both
+        fine = rng.integers(0, 5, 12_000)
+        values = np.where(rng.random(12_000) < 0.5, rng.integers(-2, 3, 12_000),
+                          3000 * (fine + 1) + rng.integers(-255, 256, 12_000))
+        values[::31] = rng.integers(_I64.min, _I64.max, len(values[::31]), endpoint=True)
+        return values, fine, fine % 2
     raise ValueError(name)
 
 
 _CASES = ["empty", "one value", "one symbol per context", "codes of volumes", "huge codes",
-          "small contexts pooled", "negative keys"]
+          "small contexts pooled", "negative keys", "two modes"]
 
 
 @pytest.mark.parametrize("name", _CASES)
@@ -97,6 +103,37 @@ def test_keys_counted_or_sorted_choose_the_same_tables(monkeypatch, width):
         assert np.array_equal(a, b)
     uniq, count = np.unique(fine, return_counts=True)
     assert len(got[0]) == 30 and set(got[0]) == set(uniq[np.argsort(-count, kind="stable")[:30]])
+
+
+def test_a_second_window_takes_the_far_mode(monkeypatch):
+    """Version 5: a context's values far from its median, in a second window about their own
+    median, take a symbol each (escaped in version 4: a power of two and its 11-12 bits);
+    the windows' edges (the 512 values about each base) and values beyond both round-trip."""
+    values, fine, coarse = _case("two modes")
+    v5 = CR.encode(values, fine, coarse)
+    rests5 = int(np.frombuffer(v5[16:20].tobytes(), "<u4")[0])
+    monkeypatch.setattr(CR, "VERSION", 4)
+    v4 = CR.encode(values, fine, coarse)
+    monkeypatch.undo()
+    rests4 = int(np.frombuffer(v4[16:20].tobytes(), "<u4")[0])
+    assert rests5 < 0.4 * rests4 and len(v5) < 0.9 * len(v4)
+    for v in (v4, v5):
+        assert np.array_equal(CR.decode(v, fine, coarse), values)
+    # the windows' edges: 256 below and 255 above each base, and one more each side
+    edges = np.array([-256, 255, -257, 256])
+    bulk = np.concatenate([np.full(600, 10), np.full(500, -5000)])   # (bases 10 and -5000)
+    values = np.concatenate([bulk, 10 + edges, -5000 + edges])
+    ctx = np.zeros(len(values), np.int64)
+    base = CR._medians(values, ctx, 1)
+    sym, k, rest, second = CR._symbols(values, ctx, base, True)
+    assert base[0] == 10 and second[0] == -5000
+    tail = sym[len(bulk):]
+    assert np.array_equal(tail < CR._DIRECT, [1, 1, 0, 0, 0, 0, 0, 0])
+    assert np.array_equal((tail >= CR._DIRECT) & (tail < 2 * CR._DIRECT),
+                          [0, 0, 0, 0, 1, 1, 0, 0])
+    extra = R.rest_bytes(k, rest, bits=True)
+    assert np.array_equal(CR._values(sym, extra, ctx, base, second, 5), values)
+    assert np.array_equal(CR.decode(CR.encode(values, ctx, ctx), ctx, ctx), values)
 
 
 def test_many_tables_are_searched(monkeypatch):
@@ -365,21 +402,21 @@ def test_a_damaged_median_or_symbol_is_refused_not_decoded_wrong():
         assert (got == values).all(), at
 
 
-def test_a_file_with_context_coded_arrays_is_format_version_8(tmp_path, small_minimum,
+def test_a_file_with_context_coded_arrays_is_format_version_9(tmp_path, small_minimum,
                                                              monkeypatch):
-    """Version 2 readers took a .ctx array for a missing one, version 7 readers a version-4
-    coding (frequencies as count codes) for a damaged one; a file holding one is version 8,
-    packed or not, which a version 7 reader refuses as newer; exact files written unpacked
+    """Version 2 readers took a .ctx array for a missing one, version 8 readers a version-5
+    coding (a second window per context) for a damaged one; a file holding one is version 9,
+    packed or not, which a version 8 reader refuses as newer; exact files written unpacked
     stay 2 (a file of packed metadata is version 6 whatever it holds, test_compress_store)."""
     for pack in (False, True):
         bounded = tmp_path / f"bounded{pack}.h5"
         write_compressed(str(bounded), _timed_stencil(200), "bounded:1%", times="bounded:1us",
                          pack=pack)
         with h5py.File(bounded, "r") as f:
-            assert f.attrs["format_version"] == storage.COUNT_CODES_VERSION == 8
+            assert f.attrs["format_version"] == storage.SECOND_WINDOW_VERSION == 9
             assert pack or "volume.ctx" in f["trace/exact"]
-    monkeypatch.setattr(storage, "FORMAT_VERSION", storage.IN_CALL_VERSION)
-    with pytest.raises(minitrace.MinitraceError, match="newer minitrace .format version 8"):
+    monkeypatch.setattr(storage, "FORMAT_VERSION", 8)
+    with pytest.raises(minitrace.MinitraceError, match="newer minitrace .format version 9"):
         minitrace.open(str(bounded))
     monkeypatch.undo()
     exact = tmp_path / "exact.h5"
@@ -471,15 +508,31 @@ def test_medians_are_the_upper_medians_of_the_sample(monkeypatch, case):
 def test_version_3_arrays_still_decode():
     """An array coded by version 3 (frequencies as uint16, symbols not shuffled: files of
     sessions 14-19; tests/data/context_v3.npz, written by the coder of 7ed6005) decodes to
-    its values; this coder writes version 4, smaller on the same values."""
+    its values; this coder writes version 5, smaller on the same values."""
     saved = np.load("tests/data/context_v3.npz")
     blob = saved["blob"]
     assert int(np.frombuffer(blob[:4].tobytes(), "<u4")[0]) == 3
     assert np.array_equal(CR.decode(blob, saved["fine"], saved["coarse"]), saved["values"])
     mine = CR.encode(saved["values"], saved["fine"], saved["coarse"])
-    assert int(np.frombuffer(mine[:4].tobytes(), "<u4")[0]) == CR.VERSION == 4
+    assert int(np.frombuffer(mine[:4].tobytes(), "<u4")[0]) == CR.VERSION == 5
     assert np.array_equal(CR.decode(mine, saved["fine"], saved["coarse"]), saved["values"])
     assert len(mine) < len(blob)
+
+
+def test_version_4_arrays_still_decode(monkeypatch):
+    """An array coded by version 4 (one window per context: files of session 20;
+    tests/data/context_v4.npz, written by the coder of 3251f63, of contexts whose values are
+    either near 0 or near 2,000-3,500, and some escaped) decodes to its values; version 5,
+    in the same contexts (that coder's MIN_VALUES), codes the far mode in a second window:
+    6,257 -> 4,852 bytes."""
+    monkeypatch.setattr(CR, "MIN_VALUES", 256)
+    saved = np.load("tests/data/context_v4.npz")
+    blob, values, fine, coarse = (saved[k] for k in ("blob", "values", "fine", "coarse"))
+    assert int(np.frombuffer(blob[:4].tobytes(), "<u4")[0]) == 4
+    assert np.array_equal(CR.decode(blob, fine, coarse), values)
+    mine = CR.encode(values, fine, coarse)
+    assert np.array_equal(CR.decode(mine, fine, coarse), values)
+    assert len(mine) < 0.85 * len(blob)
 
 
 def test_frequencies_from_count_codes_fill_each_table():
@@ -512,7 +565,7 @@ def test_a_frequency_code_beyond_the_range_is_refused():
     b = CR.encode(values, fine, coarse).copy()
     head = np.frombuffer(b[:36].tobytes(), "<u4")
     nf, nc, ne = (int(v) for v in head[5:8])
-    codes_at = 36 + 8 * (nf + nc) + 10 * (nf + nc + 1) + 2 * ne
+    codes_at = 36 + 8 * (nf + nc) + 18 * (nf + nc + 1) + 2 * ne
     b[codes_at] = CR._MAX_CODE + 1
     with pytest.raises(R.CodeError, match="frequency codes"):
         CR.decode(b, fine, coarse)

@@ -158,12 +158,12 @@ def test_older_readers_refuse_packed_files_as_newer(tmp_path, monkeypatch):
 
 
 @pytest.mark.parametrize("mode,packed_version,unpacked_version",
-                         [("exact", 6, 2), ("bounded", 8, 8), ("model", 6, 4)])
+                         [("exact", 6, 2), ("bounded", 9, 9), ("model", 6, 4)])
 def test_packed_files_are_version_6_but_context_coded_ones(tmp_path, monkeypatch, mode,
                                                            packed_version, unpacked_version):
     """Packed metadata is version 6 whatever else the file holds (a version 6 reader reads
-    all of versions 2-5) but context-coded arrays (bounded, of any length here), version 8
-    packed or not (session 20: their frequencies as count codes); unpacked, the version of
+    all of versions 2-5) but context-coded arrays (bounded, of any length here), version 9
+    packed or not (session 21: a second window per context); unpacked, the version of
     what it holds."""
     monkeypatch.setattr(ST, "CONTEXT_MIN", 64)
     monkeypatch.setattr(CR, "MIN_VALUES", 16)

@@ -7,16 +7,19 @@ given the call site and the call before it, their entropy is a further 15-20% lo
 in the frequency table of its context: its *fine* key (e.g. call site and previous call) when
 that key has at least :data:`MIN_VALUES` values, else its *coarse* key (the call site) when
 the values left there are as many, else one pooled table.  A value's symbol is its residual
-from its context's median (of a sample), zigzagged: below ``2**DIRECT_BITS`` its own symbol,
-larger ones one symbol per power of two with the low bits bit-packed (before version 3: in
-whole bytes; :func:`.rans.symbols`): any int64 codes, huge ones at their length.  The
+from its context's median (of a sample), zigzagged: below ``2**DIRECT_BITS`` its own symbol;
+else (version 5) its residual from the context's second base, the median of its values outside
+that window, in a second window of as many symbols; larger ones one symbol per power of two
+(of the residual from the median) with the low bits bit-packed (before version 3: in whole
+bytes; :func:`.rans.symbols`): any int64 codes, huge ones at their length.  The
 decoder is given the same keys (from the grammar, :func:`call_keys`), so the contexts cost
 only their tables.
 
 Layout (little-endian): uint32 ``version, n, lanes, words, rest bytes, fine contexts F,
 coarse contexts C, table entries E, CRC-32 of the values (int64, little-endian)``; int64 fine
 keys[F] and coarse keys[C], each ascending, stored as differences (the first as is); int64
-medians[F + C + 1] (differences); uint16 entries per context[F + C + 1]; uint16 symbols[E]
+medians[F + C + 1] (differences); version 5: int64 second bases[F + C + 1] (differences);
+uint16 entries per context[F + C + 1]; uint16 symbols[E]
 (within a context ascending, stored as differences, the first as is; byte-shuffled); uint8
 count codes[E] (:func:`_frequencies`; before version 4: uint16 frequencies[E], a used
 context's sum to ``2**SCALE``, symbols not shuffled); uint32 final states[lanes]; the rests
@@ -38,15 +41,22 @@ from .volumes import countable, segment_sums
 #: whole bytes; 4 (session 20): the frequency tables as one byte an entry, a half-octave code of
 #: the symbol's count (:func:`_frequencies`), and the symbols' differences byte-shuffled: the
 #: tables were a fifth of a 17 k-action bounded file (CloverLeaf 2r), now ~40% smaller, the
-#: values' coding ~0.1-0.3% longer.  Versions read: :data:`VERSIONS`.
-VERSION = 4
-VERSIONS = (2, 3, 4)
+#: values' coding ~0.1-0.3% longer; 5 (session 21): a second window per context
+#: (:func:`_symbols`).  Versions read: :data:`VERSIONS`.
+VERSION = 5
+VERSIONS = (2, 3, 4, 5)
 SCALE = 12
 _TOTAL = 1 << SCALE
 DIRECT_BITS = 9
-NSYM = (1 << DIRECT_BITS) + 64 - DIRECT_BITS
-#: Values a key needs for a table of its own (a table's entries cost ~2-4 bytes each).
-MIN_VALUES = 256
+_DIRECT = 1 << DIRECT_BITS
+NSYM = _DIRECT + 64 - DIRECT_BITS
+#: Symbols of version 5: a second window of ``_DIRECT`` symbols about a context's second base
+#: (:func:`_symbols`), then the escapes.
+NSYM_TWO = 2 * _DIRECT + 64 - DIRECT_BITS
+#: Values a key needs for a table of its own (a table's entries cost ~1-2 bytes each, deflated,
+#: since version 4: 256 before session 21, where 128 made miniAMR 2r's bounded file 2.4%
+#: smaller, CloverLeaf 2r's 0.6%, 16 others within 0.1%).
+MIN_VALUES = 128
 #: Fine contexts at most (the most frequent keys); the rest fall to their coarse key.
 MAX_CONTEXTS = 2048
 _HEAD = np.dtype("<u4")
@@ -279,6 +289,67 @@ def encode_many(arrays) -> list[np.ndarray]:
     return [_layout(t, x, words) for t, (x, words) in zip(tables, pushed)]
 
 
+def _second_bases(far: np.ndarray, ctx: np.ndarray, nctx: int) -> np.ndarray:
+    """Each context's second base (version 5): the median of (a sample of) its values ``far``
+    outside its first window (contexts ``ctx``), 0 where none is: a wait either nil or long,
+    a volume code either side of a gap, took a power of two and its bits where it now takes
+    a symbol (miniAMR 4r's bounded time steps: 7,453 zeros escaped beside medians of 2-4 k)."""
+    step = max(1, len(far) // _SECOND_SAMPLE)
+    far, ctx = far[::step], ctx[::step]
+    second = np.zeros(nctx, np.int64)
+    if len(far):
+        has = np.bincount(ctx, minlength=nctx) > 0
+        second[has] = _medians(far, ctx, nctx)[has]
+    return second
+
+
+#: Values a context's second base is taken from, about (every k-th of the far ones: their
+#: medians from CloverLeaf 16r's 150 k far time steps took 10 ms, a 1/8 k-sample's 1).
+_SECOND_SAMPLE = 1 << 13
+
+
+def _symbols(values: np.ndarray, ctx: np.ndarray, base: np.ndarray, two: bool):
+    """(symbol, bits k and rest of each escaped value, in order, the second bases or None) of
+    ``values`` in contexts ``ctx``: the zigzagged difference from the context's base below
+    ``2**DIRECT_BITS``; else (``two``: version 5) that from its second base
+    (:func:`_second_bases`), after those; else the power of two of the difference from the
+    base, its low bits the rest (:func:`.rans.symbols`)."""
+    with np.errstate(over="ignore"):
+        d = values - base[ctx]
+        if not two:
+            sym, _, k, rest = R.symbols(d, DIRECT_BITS)
+            return sym, k, rest, None
+        z = ((d << 1) ^ (d >> 63)).view(np.uint64)
+        far = np.flatnonzero(z >= _DIRECT)
+        second = _second_bases(values[far], ctx[far], len(base))
+        d2 = values[far] - second[ctx[far]]
+        z2 = ((d2 << 1) ^ (d2 >> 63)).view(np.uint64)
+    sym = z.view(np.int64)
+    in2 = z2 < _DIRECT
+    sym[far[in2]] = _DIRECT + z2[in2].view(np.int64)
+    esc = far[~in2]
+    s, _, k, rest = R.symbols(d[esc], DIRECT_BITS)    # (all escaped: >= _DIRECT)
+    sym[esc] = s + _DIRECT
+    return sym, k, rest, second
+
+
+def _values(sym: np.ndarray, extra: np.ndarray, ctx: np.ndarray, base: np.ndarray,
+            second: np.ndarray | None, version: int) -> np.ndarray:
+    """The int64 values of symbols ``sym`` (:func:`_symbols`) and the escaped ones' rests."""
+    with np.errstate(over="ignore"):
+        if second is None:
+            return R.escaped(sym, extra, DIRECT_BITS, bits=version >= 3) + base[ctx]
+        out = np.empty(len(sym), np.int64)
+        two = (sym >= _DIRECT) & (sym < 2 * _DIRECT)
+        z = sym[two] - _DIRECT
+        out[two] = ((z >> 1) ^ -(z & 1)) + second[ctx[two]]
+        rest = ~two
+        s = sym[rest]
+        s[s >= 2 * _DIRECT] -= _DIRECT
+        out[rest] = R.escaped(s, extra, DIRECT_BITS, bits=True) + base[ctx[rest]]
+    return out
+
+
 def _tables(values: np.ndarray, fine: np.ndarray, coarse: np.ndarray) -> dict:
     """What :func:`encode` writes of ``values`` but the rANS states and words, and each
     value's frequency and start (``f``, ``c``) in its context's table, as floats."""
@@ -287,19 +358,20 @@ def _tables(values: np.ndarray, fine: np.ndarray, coarse: np.ndarray) -> dict:
     fine_keys, coarse_keys, ctx = _choose(fine, coarse)
     nctx = len(fine_keys) + len(coarse_keys) + 1
     base = _medians(values, ctx, nctx)
-    with np.errstate(over="ignore"):
-        sym, _, k, rest = R.symbols(values - base[ctx], DIRECT_BITS)
-    cell = ctx * NSYM + sym
-    count = np.bincount(cell, minlength=nctx * NSYM)
+    sym, k, rest, second = _symbols(values, ctx, base, VERSION >= 5)
+    nsym = NSYM_TWO if second is not None else NSYM
+    cell = ctx * nsym + sym
+    count = np.bincount(cell, minlength=nctx * nsym)
     entries = np.flatnonzero(count)
     codes = _count_codes(count[entries])
-    per = np.bincount(entries // NSYM, minlength=nctx)
-    flat_f = np.zeros(nctx * NSYM, np.int64)
+    per = np.bincount(entries // nsym, minlength=nctx)
+    flat_f = np.zeros(nctx * nsym, np.int64)
     flat_f[entries] = _frequencies(codes, per)
-    freq = flat_f.reshape(nctx, NSYM)
+    freq = flat_f.reshape(nctx, nsym)
     flat_c = (np.cumsum(freq, axis=1) - freq).ravel()
     return {"values": values, "fine_keys": fine_keys, "coarse_keys": coarse_keys,
-            "base": base, "per": per, "entries": entries, "codes": codes,
+            "base": base, "second": second, "nsym": nsym, "per": per, "entries": entries,
+            "codes": codes,
             "freqs": flat_f[entries], "k": k, "rest": rest,
             "lanes": R.lane_count(n) if n else 1,
             "f": flat_f.astype(np.float64)[cell],   # (the tables as floats: no copy a value)
@@ -311,7 +383,7 @@ def _layout(t: dict, x: np.ndarray, words: np.ndarray) -> np.ndarray:
     words."""
     values, entries = t["values"], t["entries"]
     extra = R.rest_bytes(t["k"], t["rest"], bits=VERSION >= 3)
-    e_ctx, e_sym = np.divmod(entries, NSYM)
+    e_ctx, e_sym = np.divmod(entries, t["nsym"])
     e_sym_d = e_sym.copy()
     e_sym_d[1:] -= np.where(e_ctx[1:] == e_ctx[:-1], e_sym[:-1], 0)
     head = np.array([VERSION, len(values), t["lanes"], len(words), len(extra),
@@ -320,6 +392,7 @@ def _layout(t: dict, x: np.ndarray, words: np.ndarray) -> np.ndarray:
     return np.frombuffer(b"".join([
         head.tobytes(), _diff(t["fine_keys"]).astype("<i8").tobytes(),
         _diff(t["coarse_keys"]).astype("<i8").tobytes(), _diff(t["base"]).astype("<i8").tobytes(),
+        b"" if t["second"] is None else _diff(t["second"]).astype("<i8").tobytes(),
         t["per"].astype("<u2").tobytes(), *_entry_bytes(e_sym_d, t),
         x.astype("<u4").tobytes(), extra.tobytes(),
         words.astype("<u2").tobytes()]), np.uint8)
@@ -350,29 +423,30 @@ def decode(blob: np.ndarray, fine: np.ndarray, coarse: np.ndarray) -> np.ndarray
     if n != len(fine) or len(fine) != len(coarse):
         raise R.CodeError(f"coded array holds {n} values, the trace has {len(fine)}")
     nctx = nf + nc + 1
-    sizes = [8 * nf, 8 * nc, 8 * nctx, 2 * nctx, 2 * ne, ne if version >= 4 else 2 * ne,
-             4 * lanes, nextra, 2 * nwords]
+    two = version >= 5
+    sizes = [8 * nf, 8 * nc, 8 * nctx, 8 * nctx if two else 0, 2 * nctx, 2 * ne,
+             ne if version >= 4 else 2 * ne, 4 * lanes, nextra, 2 * nwords]
     if not 1 <= lanes <= max(n, 1) or len(b) != _NHEAD * 4 + sum(sizes):
         raise R.CodeError("coded array's lengths do not match its header")
     at = np.cumsum([_NHEAD * 4] + sizes)
     part = [b[at[i]:at[i + 1]] for i in range(len(sizes))]
     with np.errstate(over="ignore"):
-        fine_keys, coarse_keys, base = (np.cumsum(np.frombuffer(p, "<i8"), dtype=np.int64)
-                                        for p in part[:3])
-    per = np.frombuffer(part[3], "<u2").astype(np.int64)
+        fine_keys, coarse_keys, base, second = (
+            np.cumsum(np.frombuffer(p, "<i8"), dtype=np.int64) for p in part[:4])
+    per = np.frombuffer(part[4], "<u2").astype(np.int64)
     if version >= 4:          # (symbols byte-shuffled, frequencies as count codes)
-        e_sym = np.frombuffer(part[4], np.uint8).reshape(2, ne).T.copy().view("<u2")[:, 0] \
+        e_sym = np.frombuffer(part[5], np.uint8).reshape(2, ne).T.copy().view("<u2")[:, 0] \
             .astype(np.int64)
-        codes = np.frombuffer(part[5], np.uint8).astype(np.int64)
+        codes = np.frombuffer(part[6], np.uint8).astype(np.int64)
         if (codes > _MAX_CODE).any() or int(per.sum()) != ne:
             raise R.CodeError("coded array's frequency codes invalid")
         e_f = _frequencies(codes, per)
     else:
-        e_sym = np.frombuffer(part[4], "<u2").astype(np.int64)
-        e_f = np.frombuffer(part[5], "<u2").astype(np.int64)
-    x = np.frombuffer(part[6], "<u4").astype(np.uint64)
-    extra = np.frombuffer(part[7], np.uint8)
-    words = np.frombuffer(part[8], "<u2")
+        e_sym = np.frombuffer(part[5], "<u2").astype(np.int64)
+        e_f = np.frombuffer(part[6], "<u2").astype(np.int64)
+    x = np.frombuffer(part[7], "<u4").astype(np.uint64)
+    extra = np.frombuffer(part[8], np.uint8)
+    words = np.frombuffer(part[9], "<u2")
     if (fine_keys[1:] <= fine_keys[:-1]).any() or \
             (coarse_keys[1:] <= coarse_keys[:-1]).any() or int(per.sum()) != ne:
         raise R.CodeError("coded array's context keys or tables invalid")
@@ -381,8 +455,8 @@ def decode(blob: np.ndarray, fine: np.ndarray, coarse: np.ndarray) -> np.ndarray
     # symbols: ascending within a context (differences; the first as is)
     e_sym = _within(e_sym, first, per)
     sums = np.bincount(e_ctx, weights=e_f, minlength=nctx)
-    if (e_f < 1).any() or (e_sym >= NSYM).any() or ((np.diff(e_sym) <= 0) &
-                                                     (np.diff(e_ctx) == 0)).any() or \
+    if (e_f < 1).any() or (e_sym >= (NSYM_TWO if two else NSYM)).any() or \
+            ((np.diff(e_sym) <= 0) & (np.diff(e_ctx) == 0)).any() or \
             ((per > 0) & (sums != _TOTAL)).any() or (x < R.LOW).any():
         raise R.CodeError("coded array's frequency tables or states invalid")
     ctx = _contexts(np.asarray(fine, np.int64), np.asarray(coarse, np.int64), fine_keys,
@@ -408,8 +482,7 @@ def decode(blob: np.ndarray, fine: np.ndarray, coarse: np.ndarray) -> np.ndarray
             return e_sym[e], ff[e], cf[e]
 
     sym = R.pop(x, words, n, lanes, look, SCALE) if n else np.zeros(0, np.int64)
-    with np.errstate(over="ignore"):
-        values = R.escaped(sym, extra, DIRECT_BITS, bits=version >= 3) + base[ctx]
+    values = _values(sym, extra, ctx, base, second if two else None, version)
     if _crc(values) != crc:
         raise R.CodeError("coded array decodes to other values than were coded (CRC-32)")
     return values
