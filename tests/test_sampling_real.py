@@ -14,8 +14,9 @@ import pytest
 from minitrace import kinds as K
 from minitrace.errors import MinitraceError
 from minitrace.replay import replay
-from minitrace.replay.sampling import LASTING, WINDOW, load_trace, loop_window, loops_of, \
-    phases_of, sampled_replay, top_level
+from minitrace.replay import critical_path
+from minitrace.replay.sampling import LASTING, WINDOW, Phase, _fit, _on_critical_path, \
+    iteration_cost, load_trace, loop_window, loops_of, phases_of, sampled_replay, top_level
 from tests.support.record_util import record
 from tests.support.synthetic_loops import Step, amr, build, stencil
 
@@ -140,6 +141,29 @@ def test_a_balance_that_drifts_is_followed_by_the_critical_path():
     assert [(p.first, p.stop, p.joint) for p in s.phases] == [(0, n, False)]
     assert s.phases[0].path is not None and len(s.phases[0].path) == n
     assert any("drifts" in note for note in s.notes)
+
+
+def test_skipped_iterations_follow_their_critical_path_at_slope_one():
+    """Replayed times that are their critical path plus a constant (and an alternation of
+    period 2, a delay carried into the next iteration), the skipped iterations' path 30% up
+    (a drifting balance): a line of their own, fitted on the replayed iterations where the
+    path hardly moves, would extrapolate an uncertain slope; at slope 1 the prediction is
+    the skipped iterations' path plus the constant, the variance of smallest kept."""
+    n = 25 * WINDOW
+    data, bounds = stencil(2, n)
+    drifted = _rank0_scaled(data, bounds, 1 + 0.3 * np.sin(np.pi * np.arange(n) / n))
+    path = critical_path.iteration_path(drifted, bounds, critical_path.clocks(drifted))
+    w = loop_window(n)
+    t = path + 1e-6 + 1e-8 * (-1) ** np.arange(n)
+    p = Phase(0, 0, n, w, replayed=4 * w, tail=w, steady_from=0)
+    times, cost = [(t[:4 * w], t[n - w:])], [iteration_cost(drifted, bounds)]
+    _fit([p], times, [cost[0][:n]])
+    phases = [p]
+    assert _on_critical_path(drifted, [bounds], phases, times, cost)
+    (q,) = phases
+    assert q.path is not None
+    skipped = slice(4 * w, n - w)
+    assert q.skipped_time == pytest.approx(path[skipped].sum() + 1e-6 * q.skipped, rel=1e-6)
 
 
 def test_a_hiccup_of_the_compute_is_replayed_not_extrapolated():
