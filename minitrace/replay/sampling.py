@@ -616,8 +616,8 @@ def phases_of(data, loop: int, bounds: np.ndarray, window: int,
     together: a recorded machine's transient, a drift) stays in its phase, whose skipped
     iterations are regressed on their compute critical path.  A phase cut by a change of
     balance alone is ``joint`` with the one before it.  ``drifts``: a change of balance alone
-    that comes gradually (no block departs from the block two before it: :func:`_drifts`) is
-    no cut either; the caller then predicts the phase's skipped iterations from their
+    that comes gradually (:func:`_drifts`: not a step from the block two before it) is no cut
+    either; the caller then predicts the phase's skipped iterations from their
     critical path through the messages, which follows the balance wherever it goes."""
     n = bounds.shape[1] - 1
     nblocks = n // window
@@ -1221,12 +1221,12 @@ def _drifting(data, loop: int, bounds: np.ndarray, window: int, at: list) -> lis
     got = phases_of(data, loop, bounds, window)
     if not any(p.joint for p in got):
         return got
+    drifted = phases_of(data, loop, bounds, window, drifts=True)
+    if [(p.first, p.stop) for p in drifted] == [(p.first, p.stop) for p in got]:
+        return got
     if not at:
         at.append(critical_path.clocks(data))
     if at[0] is None:
-        return got
-    drifted = phases_of(data, loop, bounds, window, drifts=True)
-    if [(p.first, p.stop) for p in drifted] == [(p.first, p.stop) for p in got]:
         return got
     path = critical_path.iteration_path(data, bounds, at[0])
     return [replace(p, path=path[p.first:p.stop]) for p in drifted]
@@ -1362,8 +1362,8 @@ def _fit(group: list[Phase], xs: list[tuple], costs: list[np.ndarray]) -> None:
         p.spread = float(ys[-1].std(ddof=1)) if len(ys[-1]) > 1 else 0.0
         if p.path is not None:          # the path at slope 1, its compute column left out
             ys[-1] = ys[-1] - np.r_[p.path[s:p.replayed], p.path[hi + 1:]]
-            paths.append(float(p.path[p.replayed:hi].sum()))
             cost = cost[:, 1:]
+        paths.append(float(p.path[p.replayed:hi].sum()) if p.path is not None else 0.0)
         cs.append(np.r_[cost[s:p.replayed], cost[hi + 1:]])
         rests.append(cost[p.replayed:hi])
     if not any(p.skipped for p in group):
@@ -1392,5 +1392,5 @@ def _fit(group: list[Phase], xs: list[tuple], costs: list[np.ndarray]) -> None:
     total = sum(R.sum(0) for R in rows)
     for i, (p, R) in enumerate(zip(group, rows)):
         p.misfit = float(np.sqrt(var))
-        p.skipped_time = float((R @ beta).sum()) + (paths[i] if paths else 0.0)
+        p.skipped_time = float((R @ beta).sum()) + paths[i]
         p.variance = var * (p.skipped + max(float(R.sum(0) @ inv @ total), 0.0))
