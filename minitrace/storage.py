@@ -50,20 +50,20 @@ FORMAT_VERSION = 9   # 2: the compressed form of /trace (minitrace.compress); 3:
 #                      8: context-coded arrays of coding version 4 (frequencies as count
 #                      codes, session 20), which version 7 readers refused as damaged; 9:
 #                      coding version 5 (a second window per context, session 21), which
-#                      version 8 readers refused as damaged
+#                      version 8 readers refused as damaged, and model files' call sites per
+#                      rank (model/rank_site_means, session 21), which version 8 readers took
+#                      for a model without its tables
 #: The version of a compressed file holding context-coded arrays (coding version 5), packed
 #: or not, whatever else it holds.
 SECOND_WINDOW_VERSION = 9
-#: The version of a model file holding ``model/in_call_totals``, packed or not.
-IN_CALL_VERSION = 7
+#: The version of a model file whose call sites are each rank's own
+#: (``model/rank_site_means``), packed or not.
+OWN_SITES_VERSION = 9
 #: The version of a compressed file whose metadata is packed (:data:`META_ATTR`), whatever
-#: else its ``/trace`` holds.
+#: else its ``/trace`` holds (but the above).  (Versions 3, 4, 5, 7 and 8 marked what every
+#: model file or context-coded array now has of version 9.)
 PACKED_META_VERSION = 6
-#: The version of a model file whose templates have variants (its metadata not packed).
-VARIANT_VERSION = 5
-#: The version of a model file whose templates have no variants (readers of version 4 open it).
-SPREAD_CODE_VERSION = 4
-#: The version of a compressed file without context-coded arrays: version 2 readers open it.
+#: The version of an exact compressed file written unpacked: version 2 readers open it.
 COMPRESSED_VERSION = 2
 #: The version written into files without the compressed form: their layout is version 1's, so
 #: older readers still open them.
@@ -488,10 +488,9 @@ def new_file(path, meta: dict | None = None, version: int = PLAIN_VERSION, libve
     meta : dict, optional
         Root attributes (a trace's metadata).
     version : int
-        ``COMPRESSED_VERSION``, ``SPREAD_CODE_VERSION`` (model spread codes),
-        ``VARIANT_VERSION`` (model templates with variants), ``PACKED_META_VERSION``
-        (``packed``), ``IN_CALL_VERSION`` (model in-call totals, packed or not) or
-        ``SECOND_WINDOW_VERSION`` (context-coded arrays, packed or not) for the compressed
+        ``COMPRESSED_VERSION``, ``PACKED_META_VERSION`` (``packed``),
+        ``SECOND_WINDOW_VERSION`` (context-coded arrays, packed or not) or
+        ``OWN_SITES_VERSION`` (model call sites per rank, packed or not) for the compressed
         form, else ``PLAIN_VERSION``.
     libver : str or tuple, optional
         h5py's bounds on the HDF5 file format (default: the earliest that holds the file).

@@ -425,18 +425,6 @@ def test_a_file_with_context_coded_arrays_is_format_version_9(tmp_path, small_mi
         assert f.attrs["format_version"] == storage.COMPRESSED_VERSION == 2
 
 
-def test_a_model_file_with_spread_codes_is_format_version_4(tmp_path):
-    """Version 3 readers took a model file whose spread is stored as codes
-    (model/spread_code, session 14) for a model without its tables ("corrupt: compress it
-    again"); such a file is version 4 (written unpacked: packed, 6), which they refuse as
-    newer."""
-    model = tmp_path / "model.h5"
-    write_compressed(str(model), _timed_stencil(200), "model", pack=False)
-    with h5py.File(model, "r") as f:
-        assert f.attrs["format_version"] == storage.SPREAD_CODE_VERSION == 4
-        assert "spread_code" in f["trace/model"]
-
-
 def _lanes(coded) -> int:
     return int(np.frombuffer(coded[:12].tobytes(), "<u4")[2])
 

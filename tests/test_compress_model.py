@@ -169,9 +169,9 @@ def test_model_keeps_each_repeated_epoch_s_variant(tmp_path, monkeypatch):
         assert long.sum() == 79
         assert (y["volume"][long] > 5e-4).all() and (y["volume"][comp & ~long] < 5e-5).all()
     unpacked = tmp_path / "u.h5"          # (a version 4 reader took the means for the wrong
-    write_compressed(str(unpacked), d, "model", pack=False)   # length; packed: version 6)
-    with h5py.File(unpacked, "r") as f:
-        assert f.attrs["format_version"] == storage.VARIANT_VERSION == 5
+    write_compressed(str(unpacked), d, "model", pack=False)   # length: 5, now each rank's
+    with h5py.File(unpacked, "r") as f:                         # own sites: 9)
+        assert f.attrs["format_version"] == storage.OWN_SITES_VERSION
 
 
 def test_model_keeps_the_largest_calls_where_they_were(tmp_path):
@@ -252,21 +252,24 @@ def test_files_written_before_session_19_expand_as_they_did():
     assert np.array_equal(got, np.load(FIXTURES / "polling-volumes.npy"))
 
 
-def test_files_with_in_call_totals_are_version_7(tmp_path, monkeypatch):
-    """A file with them is version 7, packed or not (a version 6 reader pooled them: it
-    refuses the file as newer); a trace without in-call volumes writes none."""
+def test_model_files_are_version_9_packed_or_not(tmp_path, monkeypatch):
+    """A model file holds each rank's own call sites (model/rank_site_means): version 9,
+    packed or not (a version 8 reader took it for a model without its tables: it refuses
+    the file as newer), in-call totals (version 7) or not; a trace without in-call volumes
+    writes none."""
     import h5py
     from minitrace import MinitraceError, storage
     from minitrace.compress import store
     c = compress(polling_trace(), "model")
+    assert "in_call_totals" in c.side and "rank_site_means" in c.side
     new, unpacked = str(tmp_path / "new.h5"), str(tmp_path / "unpacked.h5")
     store.write(new, c)
     store.write(unpacked, c, pack=False)
     with h5py.File(new, "r") as f, h5py.File(unpacked, "r") as g:
         assert f.attrs["format_version"] == g.attrs["format_version"] == \
-            storage.IN_CALL_VERSION == 7
-    monkeypatch.setattr(storage, "FORMAT_VERSION", storage.PACKED_META_VERSION)
-    with pytest.raises(MinitraceError, match="newer minitrace .format version 7"):
+            storage.OWN_SITES_VERSION == 9
+    monkeypatch.setattr(storage, "FORMAT_VERSION", 8)
+    with pytest.raises(MinitraceError, match="newer minitrace .format version 9"):
         minitrace.open(new)
     monkeypatch.undo()
     c = compress(imbalanced_trace(P=2, iterations=4), "model")

@@ -397,11 +397,10 @@ def write(path: str, c: Compressed, meta: dict | None = None, pack: bool = True)
     packed = {k: a for k, (a, _) in arrays.items() if P.packs(a)} if pack else {}
     arrays = {k: v for k, v in arrays.items() if k not in packed}
     names = (*arrays, *packed)              # (older readers say "newer", not "corrupt")
-    version = S.SECOND_WINDOW_VERSION if any(k.endswith(CONTEXT_SUFFIX) for k in names) else \
-        S.IN_CALL_VERSION if "model/in_call_totals" in names else \
-        S.PACKED_META_VERSION if pack else S.VARIANT_VERSION if "model/epoch_variant" \
-        in names else S.SPREAD_CODE_VERSION if "model/spread_code" in names else \
-        S.COMPRESSED_VERSION
+    # (every model file holds its ranks' own sites, which versions 4, 5 and 7 did not mark)
+    version = S.OWN_SITES_VERSION if "model/rank_site_means" in names else \
+        S.SECOND_WINDOW_VERSION if any(k.endswith(CONTEXT_SUFFIX) for k in names) else \
+        S.PACKED_META_VERSION if pack else S.COMPRESSED_VERSION
     attrs = {"nranks": c.nranks, "nactions": c.nactions, "timed": c.timed, "form": FORM,
              **c.attrs}
     if pack:          # (its metadata packed too: the root's and /provenance by new_file)
