@@ -12,7 +12,7 @@ import pytest
 
 import minitrace
 from minitrace import cli, kinds as K
-from minitrace.compress import epochs as E
+from minitrace.compress import epochs as E, volumes as V
 from minitrace.compress.files import write_compressed
 from minitrace.compress.store import compress
 from minitrace.model import TraceColumns, assign_vec_offsets, empty_actions
@@ -329,6 +329,39 @@ def test_each_rank_keeps_the_means_of_its_own_call_sites(monkeypatch):
         new.rank(c.ids[d.rank_slice(1)], 0, vol[0])
     side = dict(c.side, site_offsets=so[::-1])
     assert E.check(side, c.attrs, len(c.table), 3) == "model/site_offsets inconsistent"
+
+
+def test_kept_calls_coded_as_steps_expand_as_their_codes():
+    """The kept calls' values as steps from the previous kept call of the same call (where that
+    deflates smaller: alternating_trace's, whose long kernel is kept at the same places) expand
+    as their own codes do, bit for bit; steps that do not fit a rank's kept calls are refused;
+    the steps of any codes and calls give those codes back."""
+    d = alternating_trace()
+    c = compress(d, "model")
+    side = c.side
+    assert len(side["tail_steps"]) > len(side["tail_values"]) > 0
+    assert E.check(side, c.attrs, len(c.table), d.nranks) is None
+    kept = kept_calls(c, d)
+    codes = dict(side, tail_values=V.log_codes(d.actions["volume"][kept], c.attrs["precision"]))
+    del codes["tail_steps"], codes["tail_value_offsets"]
+    assert E.check(codes, c.attrs, len(c.table), d.nranks) is None
+    vol = side["volume_totals"]
+    steps, own = (E.EpochVolumes(s, c.attrs, c.has_volume, c.table["kind"], d.nranks)
+                  for s in (side, codes))
+    for r in range(d.nranks):
+        ids = c.ids[d.rank_slice(r)]
+        assert np.array_equal(steps.rank(ids, r, vol[r]), own.rank(ids, r, vol[r]))
+    bad = dict(side, tail_value_offsets=side["tail_value_offsets"] + np.arange(d.nranks + 1))
+    bad["tail_values"] = np.append(side["tail_values"], [side["tail_values"][0]] * d.nranks)
+    bad["tail_steps"] = side["tail_steps"][:len(side["tail_steps"]) - d.nranks]
+    with pytest.raises(ValueError, match="tail_steps do not fit"):
+        E.EpochVolumes(bad, c.attrs, c.has_volume, c.table["kind"], d.nranks) \
+            .rank(c.ids[d.rank_slice(1)], 1, vol[1])
+    rng = np.random.default_rng(5)
+    call = rng.integers(0, 9, 200)
+    x = rng.integers(-(1 << 40), 1 << 40, 200)
+    t = E.tail_steps(x, call, np.zeros(200, np.int64), 1)
+    assert np.array_equal(E.tail_codes(t["tail_values"], t["tail_steps"], call), x)
 
 
 def test_a_dominant_tail_call_leaves_each_epoch_within_twice_the_precision(tmp_path):
