@@ -85,24 +85,38 @@ def test_more_keys_than_tables_fall_to_their_coarse_key(monkeypatch):
     assert np.array_equal(CR.decode(coded, fine, fine % 4), values)
 
 
-@pytest.mark.parametrize("width", [2, 10, 40])
-def test_keys_counted_or_sorted_choose_the_same_tables(monkeypatch, width):
-    """Keys 2, 10 and 40 times as wide as they are many: counted (the first two) or sorted,
-    the same fine and coarse keys and contexts, the most frequent kept past the limit."""
+def _frequent_keys(keys, minimum, limit):
+    """The keys of at least ``minimum`` values, the ``limit`` most frequent (ties: the lower
+    key), ascending: what _choose keeps, written plainly."""
+    uniq, count = np.unique(keys, return_counts=True)
+    uniq, count = uniq[count >= minimum], count[count >= minimum]
+    return np.sort(uniq[np.argsort(-count, kind="stable")[:limit]])
+
+
+@pytest.mark.parametrize("width,counted", [(2, True), (10, True), (40, False)])
+def test_keys_counted_or_sorted_choose_the_same_tables(monkeypatch, width, counted):
+    """Keys 2, 10 and 40 times as wide as they are many: counted without a sort (the first
+    two) or sorted, the fine keys of at least MIN_VALUES values (one key exactly that many,
+    one a value short), the most frequent past the limit; the coarse keys of the rest."""
     monkeypatch.setattr(CR, "MIN_VALUES", 20)
     monkeypatch.setattr(CR, "MAX_CONTEXTS", 30)
     n = 20000
-    pool = _RNG.integers(0, width * n, 60)
-    fine = pool[np.minimum(_RNG.geometric(0.05, n), 59)]
+    pool = _RNG.choice(width * n, 62, replace=False)
+    fine = pool[np.minimum(_RNG.geometric(0.05, n - 39), 59)]
+    fine = np.concatenate([fine, np.repeat(pool[60:], [20, 19])])   # (20 and 19 values)
     coarse = fine % 7
-    got = CR._choose(fine, coarse)
-    monkeypatch.setattr(CR, "_COUNTED_SPAN", 0)
-    monkeypatch.setattr(CR, "countable", lambda keys: False)
-    sorted_only = CR._choose(fine, coarse)
-    for a, b in zip(got, sorted_only):
-        assert np.array_equal(a, b)
-    uniq, count = np.unique(fine, return_counts=True)
-    assert len(got[0]) == 30 and set(got[0]) == set(uniq[np.argsort(-count, kind="stable")[:30]])
+    if counted:                                  # (the counted path sorts nothing)
+        monkeypatch.setattr(np, "unique", lambda *a, **k: pytest.fail("sorted"))
+    fine_keys, coarse_keys, ctx = CR._choose(fine, coarse)
+    monkeypatch.undo()
+    monkeypatch.setattr(CR, "MIN_VALUES", 20)
+    assert np.array_equal(fine_keys, _frequent_keys(fine, 20, 30))
+    left = ~np.isin(fine, fine_keys)
+    assert np.array_equal(coarse_keys, _frequent_keys(coarse[left], 20, 30))
+    assert np.array_equal(ctx, CR._contexts(fine, coarse, fine_keys, coarse_keys))
+    monkeypatch.setattr(CR, "MAX_CONTEXTS", 100)
+    everyone = CR._choose(fine, coarse)[0]
+    assert pool[60] in everyone and pool[61] not in everyone
 
 
 def test_a_second_window_takes_the_far_mode(monkeypatch):
@@ -371,6 +385,31 @@ def test_keys_of_more_actions_than_memory_are_refused(tmp_path, small_minimum):
     huge = dataclasses.replace(g, rule_counts=g.rule_counts * (1 << 30))
     with pytest.raises(R.CodeError, match="memory"):
         CR.call_keys(huge, g.nterm)
+
+
+def test_a_damaged_second_base_is_refused_not_decoded_wrong():
+    """Version 5: a flipped bit in a context's second base (differences: every later one
+    moves) shifts the values of its second window, which the CRC-32 refuses; any bit of the
+    second bases: refused, or the same values."""
+    values, fine, coarse = _case("two modes")
+    coded = CR.encode(values, fine, coarse)
+    head = np.frombuffer(coded[:4 * CR._NHEAD].tobytes(), "<u4")
+    nctx = int(head[5]) + int(head[6]) + 1
+    second = 4 * CR._NHEAD + 8 * (int(head[5]) + int(head[6])) + 8 * nctx
+    assert np.cumsum(np.frombuffer(coded[second:second + 8 * nctx].tobytes(), "<i8")).any()
+    for at in range(second, second + 8 * nctx):
+        for bit in (0, 3, 7):
+            bad = coded.copy()
+            bad[at] ^= np.uint8(1 << bit)
+            try:
+                got = CR.decode(bad, fine, coarse)
+            except R.CodeError:
+                continue
+            assert (got == values).all(), (at, bit)
+    bad = coded.copy()
+    bad[second] ^= 1                                    # the first second base: refused
+    with pytest.raises(R.CodeError):
+        CR.decode(bad, fine, coarse)
 
 
 def test_a_damaged_median_or_symbol_is_refused_not_decoded_wrong():

@@ -33,7 +33,7 @@ import zlib
 import numpy as np
 
 from . import rans as R
-from .volumes import countable, segment_sums
+from .volumes import segment_sums
 
 #: 2: the header holds the values' CRC-32 (a flipped median or symbol decoded to other
 #: values with no error in 1: none was kept, they were written for an hour of session 13);
@@ -144,8 +144,9 @@ def _choose(fine: np.ndarray, coarse: np.ndarray):
     def frequent(keys, limit):
         if not len(keys):
             return keys
-        if countable(keys) or keys.min() >= 0 and keys.max() < min(
-                _COUNTED_SPAN * len(keys), _COUNTED_MAX):
+        lo, hi, n = int(keys.min()), int(keys.max()), len(keys)
+        # (counted where sorting costs more: up to 16 n wide below 2**23, 4 n wide above)
+        if lo >= 0 and hi < max(4 * n + 4096, min(_COUNTED_SPAN * n, _COUNTED_MAX)):
             count = np.bincount(keys)            # (few keys for their range: counted,
             uniq = np.flatnonzero(count >= MIN_VALUES)           # no sort)
             count = count[uniq]
@@ -295,12 +296,7 @@ def _second_bases(far: np.ndarray, ctx: np.ndarray, nctx: int) -> np.ndarray:
     a volume code either side of a gap, took a power of two and its bits where it now takes
     a symbol (miniAMR 4r's bounded time steps: 7,453 zeros escaped beside medians of 2-4 k)."""
     step = max(1, len(far) // _SECOND_SAMPLE)
-    far, ctx = far[::step], ctx[::step]
-    second = np.zeros(nctx, np.int64)
-    if len(far):
-        has = np.bincount(ctx, minlength=nctx) > 0
-        second[has] = _medians(far, ctx, nctx)[has]
-    return second
+    return _medians(far[::step], ctx[::step], nctx)   # (a sample: every context's own, or 0)
 
 
 #: Values a context's second base is taken from, about (every k-th of the far ones: their
@@ -335,7 +331,8 @@ def _symbols(values: np.ndarray, ctx: np.ndarray, base: np.ndarray, two: bool):
 
 def _values(sym: np.ndarray, extra: np.ndarray, ctx: np.ndarray, base: np.ndarray,
             second: np.ndarray | None, version: int) -> np.ndarray:
-    """The int64 values of symbols ``sym`` (:func:`_symbols`) and the escaped ones' rests."""
+    """The int64 values of symbols ``sym`` (:func:`_symbols`) and the escaped ones' rests
+    ``extra``: the inverse the decoder applies after rANS, one window or two by version."""
     with np.errstate(over="ignore"):
         if second is None:
             return R.escaped(sym, extra, DIRECT_BITS, bits=version >= 3) + base[ctx]
