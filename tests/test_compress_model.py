@@ -442,6 +442,22 @@ def test_the_tail_holds_the_calls_the_means_miss():
         len(tiny.actions) // E.TAIL_EVERY
 
 
+def test_the_tail_keeps_calls_above_their_mean_not_below():
+    """A call five times its call's usual length is kept, one a fifth of it is not: the long
+    one makes the neighbours wait, the short one takes the mean and its epoch's total takes
+    the excess back (both were kept until session 21)."""
+    def volume(r, kinds, it):
+        comp = kinds == K.CODE["compute"]
+        v = np.where(comp, 1e-4, 0.0)
+        at = np.flatnonzero(comp & (it % 4 == 1))
+        v[at[::7]] *= 5
+        v[at[3::7]] /= 5
+        return v
+    d = ring_trace(["compute", "send", "recv"] * 4 + ["compute", "allreduce"], 40, 2, volume)
+    kept, vol = kept_calls(compress(d, "model"), d), d.actions["volume"]
+    assert kept[vol == 5e-4].all() and not kept[vol == 2e-5].any()
+
+
 def test_info_says_what_a_model_file_lost(tmp_path, capsys):
     d = imbalanced_trace(P=2, iterations=20)
     exact, model = tmp_path / "e.h5", tmp_path / "m.h5"
