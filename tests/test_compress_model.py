@@ -14,7 +14,7 @@ import minitrace
 from minitrace import cli, kinds as K
 from minitrace.compress import epochs as E, volumes as V
 from minitrace.compress.files import write_compressed
-from minitrace.compress.store import compress
+from minitrace.compress.store import compress, lost
 from minitrace.model import TraceColumns, assign_vec_offsets, empty_actions
 
 FIXTURES = Path(__file__).parent / "data" / "model_c199d68"
@@ -470,6 +470,15 @@ def test_info_says_what_a_model_file_lost(tmp_path, capsys):
     assert "allreduce" in said or "collectives" in said
     assert cli.main(["info", str(exact)]) == 0
     assert "lost" not in capsys.readouterr().out
+
+
+def test_info_counts_every_kept_call_whose_value_is_a_step(tmp_path, capsys):
+    """A file whose kept calls are stored as steps (model/tail_steps) says how many calls it
+    kept, all of them, not only each call's first (tail_values)."""
+    c = compress(alternating_trace(), "model")
+    kept = len(c.side["tail_gaps"])
+    assert len(c.side["tail_steps"]) > 0 and kept > len(c.side["tail_values"])
+    assert f"and {kept} calls kept with their own values" in lost(c)
 
 
 def test_templates_whose_hashes_differ_by_more_than_int64_holds_are_consistent():

@@ -433,7 +433,7 @@ def write(path: str, c: Compressed, meta: dict | None = None, pack: bool = True)
 def lost(c: Compressed) -> str:
     """What the compressed form kept of the volumes and times, in words (``info``)."""
     if c.mode == "model":
-        kept = len(c.side.get("tail_values", ()))
+        kept = len(c.side.get("tail_gaps", ()))      # (one a kept call; values may be steps)
         apart = "in_call_totals" in c.side
         vols = (f"volumes modelled: each rank's total exact, its {'work' if apart else 'total'} "
                 f"in each epoch (between {c.attrs.get('epoch_merge', 1)} of its "
