@@ -15,8 +15,10 @@ from minitrace import kinds as K
 from minitrace.errors import MinitraceError
 from minitrace.replay import replay
 from minitrace.replay import critical_path
+from minitrace.replay.platforms import Cluster, parse_quantity
 from minitrace.replay.sampling import LASTING, WINDOW, Phase, _fit, _on_critical_path, \
-    iteration_cost, load_trace, loop_window, loops_of, phases_of, sampled_replay, top_level
+    _seconds_per_unit, iteration_cost, load_trace, loop_window, loops_of, phases_of, \
+    sampled_replay, top_level
 from tests.support.record_util import record
 from tests.support.synthetic_loops import Step, amr, build, stencil
 
@@ -144,18 +146,24 @@ def test_a_balance_that_drifts_is_followed_by_the_critical_path():
     assert abs(s.simulated_time - replay(drifted, compute_rate=RATE).simulated_time) <= s.bound
 
 
-@pytest.mark.parametrize("rate", ["4Gf", "0.25Gf"])
-def test_a_drifts_critical_path_is_in_the_replays_seconds(rate):
+@pytest.mark.parametrize("rate, speed", [("4Gf", "1Gf"), ("0.25Gf", "1Gf"), ("1Gf", "4Gf")])
+def test_a_drifts_critical_path_is_in_the_replays_seconds(rate, speed):
     """The drift of the test above replayed at a compute rate other than the hosts' speed:
     the critical path sums the trace's volumes (recorded seconds here), which the replay runs
-    at ``rate`` flops each on hosts of 1 Gf/s; taken for the replay's seconds at slope 1 the
-    skipped iterations were 9% off against a bound of 3% (4Gf), 25% against 11% (0.25Gf)."""
+    at ``rate`` flops each on hosts of ``speed``; taken for the replay's seconds at slope 1
+    the skipped iterations were 9% off against a bound of 3% (4Gf), 25% against 11%
+    (0.25Gf).  On a platform file, whose hosts may differ in speed, the drift is cut into
+    phases as without a path."""
     n = 25 * WINDOW
     data, bounds = stencil(2, n)
     drifted = _rank0_scaled(data, bounds, 1 + 0.3 * np.sin(np.pi * np.arange(n) / n))
-    s = sampled_replay(drifted, [bounds], "auto", compute_rate=rate)
+    kw = dict(compute_rate=rate, cluster=Cluster(speed=speed))
+    s = sampled_replay(drifted, [bounds], "auto", **kw)
     assert s.phases[0].path is not None
-    assert abs(s.simulated_time - replay(drifted, compute_rate=rate).simulated_time) <= s.bound
+    assert abs(s.simulated_time - replay(drifted, **kw).simulated_time) <= s.bound
+    assert _seconds_per_unit(kw) == pytest.approx(parse_quantity(rate, "speed") /
+                                                  parse_quantity(speed, "speed"))
+    assert _seconds_per_unit({**kw, "cluster": None, "platform": "hosts.xml"}) is None
 
 
 def test_a_step_that_moves_the_load_between_ranks_is_no_drift():
