@@ -50,10 +50,12 @@ puts the skipped iterations between replayed ones, so a drift is interpolated, n
 extrapolated. Its prediction error (residual variance, inflated
 for residuals correlated from one iteration to the next, plus the line's own uncertainty) gives
 the **bound**: three standard deviations of the skipped time, plus SimGrid's timing precision
-per skipped iteration. Each rank's end time is its end in the reduced replay plus the skipped
-time. Where the bound exceeds ``tolerance`` of the predicted time, the skipped iterations are
-predicted again from their compute critical path through the messages
-(:mod:`.critical_path`, one pass over the trace), the prediction of smaller variance kept; a
+per skipped iteration (an iteration at a start's head that sets the line's slopes alone is left
+out of the line, and the disagreement it makes added: :func:`_on_line`). Each rank's end time
+is its end in the reduced replay plus the skipped time. Where the bound exceeds ``tolerance`` of
+the predicted time, the skipped iterations are predicted again from their compute critical path
+through the messages (:mod:`.critical_path`, one pass over the trace), the prediction of
+smaller bound kept; a
 bound still over it is noted with the misfit that causes it (the replayed iterations' spread
 about the line): more iterations or a full replay are then needed for a figure within it.
 
@@ -1413,7 +1415,7 @@ def _on_line(X: np.ndarray, phase: np.ndarray, lead: np.ndarray) -> np.ndarray:
     skipped ones, with the variance of what the others pin down, and the two lines'
     disagreement is added to the bound (:attr:`Phase.shift`): left out alone (as a test of
     its residual against the others' line would), such iterations took the large residuals
-    out of the variance, and four bounds that held failed (NPB LU W -0.152% against 0.141%,
+    out of the variance, and three bounds that held failed (NPB LU W -0.152% against 0.141%,
     a ring in mpi4py 0.032% against 0.020%).  Elsewhere than at the head, such an iteration
     is a variant or a hiccup (:func:`_variant_labels`) and stays; so does one without which a
     column would not vary (leverage 1: no line of the others to compare)."""
