@@ -301,6 +301,23 @@ def one_table(c, d: TraceColumns) -> dict:
     return side
 
 
+@pytest.mark.parametrize("n,ranks,keys", [(0, 3, 5), (1, 1, 5), (2000, 4, 30),
+                                           (5000, 64, 10**12)])
+def test_rank_sites_are_each_rank_s_distinct_keys_in_order(n, ranks, keys):
+    """A call's site is its key's index among its rank's distinct keys, ascending, after the
+    sites of the ranks before it: few keys (counted) or wide ones (sorted), empty ranks."""
+    rng = np.random.default_rng(n)
+    rank = np.sort(rng.integers(0, ranks, n))
+    key = rng.integers(0, keys, n).astype(np.int64)
+    site, offsets = E.rank_sites(key, rank, ranks)
+    want, start = np.empty(n, np.int64), [0]
+    for r in range(ranks):
+        mine = np.sort(np.unique(key[rank == r]))
+        want[rank == r] = start[-1] + np.searchsorted(mine, key[rank == r])
+        start.append(start[-1] + len(mine))
+    assert np.array_equal(site, want) and np.array_equal(offsets, start)
+
+
 def test_each_rank_keeps_the_means_of_its_own_call_sites(monkeypatch):
     """Each rank's call sites are found from its calls (format version 9): a site of one rank
     costs the others no mean (miniAMR 4r: 1,400 of 1,651 sites on one rank), and the volumes

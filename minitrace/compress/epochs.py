@@ -536,13 +536,11 @@ def rank_sites(keys: np.ndarray, rank: np.ndarray, P: int) -> tuple[np.ndarray, 
     rank-major).  Each rank's own sites: a reader finds them from that rank's calls alone, and
     a site of one rank costs no mean on the others (miniAMR 4r: 1,400 of its 1,651 sites on one
     rank, their table and zero means 8.3 of the file's 42 KB)."""
-    order = np.lexsort((keys, rank))
-    k, r = keys[order], rank[order]
-    new = np.ones(len(k), bool)
-    new[1:] = (k[1:] != k[:-1]) | (r[1:] != r[:-1])
-    site = np.empty(len(k), np.int64)
-    site[order] = np.cumsum(new) - 1
-    per = np.bincount(r[new], minlength=P)
+    # the keys ranked once, then the (rank, rank of key) pairs, counted where they are few (a
+    # lexsort of both took 3.6 ms of miniGhost 4r's 47 ms fit)
+    uniq, g = _sorted_groups(keys)
+    pairs, site = _sorted_groups(rank * len(uniq) + g)
+    per = np.bincount(pairs // max(len(uniq), 1), minlength=P)
     return site, np.concatenate([[0], np.cumsum(per)]).astype(np.int64)
 
 
