@@ -100,14 +100,24 @@ LU_SHARE = [1.099, 1.01, 1.007, 1.075, 1.021, 1.033, 1.134, 1.046, 1.009, 0.976,
             1.065]
 
 
+def _compute_scaled(data, bounds, factor):
+    """``data`` with rank r's computes in iteration i scaled by ``factor[r, i]`` (a factor of
+    one dimension: every rank's)."""
+    factor = np.broadcast_to(factor, (len(bounds), bounds.shape[1] - 1))
+    acts = data.actions.copy()
+    comp = acts["kind"] == K.code("compute")
+    for r in range(len(bounds)):
+        rows = np.arange(bounds[r, 0], bounds[r, -1])
+        it = np.searchsorted(bounds[r], rows, side="right") - 1
+        acts["volume"][rows[comp[rows]]] *= factor[r, it[comp[rows]]]
+    return replace(data, actions=acts)
+
+
 def _rank0_scaled(data, bounds, factor):
     """``data`` with rank 0's computes in iteration i scaled by ``factor[i]``."""
-    acts = data.actions.copy()
-    rows = np.arange(bounds[0, 0], bounds[0, -1])
-    it = np.searchsorted(bounds[0], rows, side="right") - 1
-    comp = acts["kind"][rows] == K.code("compute")
-    acts["volume"][rows[comp]] *= factor[it[comp]]
-    return replace(data, actions=acts)
+    every = np.ones((len(bounds), len(factor)))
+    every[0] = factor
+    return _compute_scaled(data, bounds, every)
 
 
 def test_a_rank_whose_compute_wanders_is_no_phase():
@@ -180,13 +190,7 @@ def test_a_step_that_moves_the_load_between_ranks_is_no_drift():
             up = 1.07 if (b + i) % 3 == 0 else 1.13
             factor[i, b * WINDOW:(b + 1) * WINDOW] = up
             factor[3 + i, b * WINDOW:(b + 1) * WINDOW] = 2 - up
-    acts = data.actions.copy()
-    comp = acts["kind"] == K.code("compute")
-    for r in range(nranks):
-        rows = np.arange(bounds[r, 0], bounds[r, -1])
-        it = np.searchsorted(bounds[r], rows, side="right") - 1
-        acts["volume"][rows[comp[rows]]] *= factor[r, it[comp[rows]]]
-    stepped = replace(data, actions=acts)
+    stepped = _compute_scaled(data, bounds, factor)
     want = [(0, 8 * WINDOW), (8 * WINDOW, n)]
     for drifts in (False, True):
         got = phases_of(stepped, 0, bounds, WINDOW, drifts)
@@ -293,13 +297,8 @@ def test_a_transient_of_the_recorded_compute_is_no_warmup():
     data, bounds = stencil(2, n)
     w = loop_window(n)
     factor = 1 + 0.5 * np.exp(-np.arange(n) / (2 * w))
-    acts = data.actions.copy()
-    comp = acts["kind"] == K.code("compute")
-    for r in range(2):
-        rows = np.arange(bounds[r, 0], bounds[r, -1])
-        it = np.searchsorted(bounds[r], rows, side="right") - 1
-        acts["volume"][rows[comp[rows]]] *= factor[it[comp[rows]]]
-    s = sampled_replay(replace(data, actions=acts), [bounds], "auto", compute_rate=RATE)
+    s = sampled_replay(_compute_scaled(data, bounds, factor), [bounds], "auto",
+                       compute_rate=RATE)
     assert [(p.replayed, p.tail, p.steady_from) for p in s.phases] == [(4 * w, w, 0)]
 
 
@@ -317,12 +316,8 @@ def test_a_warmup_that_sets_the_slope_alone_is_in_the_bound(halo):
     data, bounds = stencil(2, n, jitter=0.02)
     factor = np.where((np.arange(n) >= 60) & (np.arange(n) < 260), 1.2, 1.0)
     factor[0] = 4.0
-    acts = data.actions.copy()
-    comp = acts["kind"] == K.code("compute")
+    acts = _compute_scaled(data, bounds, factor).actions
     for r in range(2):
-        rows = np.arange(bounds[r, 0], bounds[r, -1])
-        it = np.searchsorted(bounds[r], rows, side="right") - 1
-        acts["volume"][rows[comp[rows]]] *= factor[it[comp[rows]]]
         first = np.arange(bounds[r, 0], bounds[r, 1])
         for f in ("bytes_sent", "bytes_recv"):
             halo_rows = first[acts[f][first] > 1000]
