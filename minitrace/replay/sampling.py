@@ -987,7 +987,8 @@ def _cover_group(phases: list[Phase], pi: int, cost: list[np.ndarray],
     grew to 28 for a summary the phase before had replayed).  ``start``: the start may grow
     (``--sample auto``)."""
     group = next(g for g in _groups(phases) if pi in g)
-    calls = [_variant_labels(cost[q.loop])[q.first:q.stop] for q in phases]
+    labels = {li: _variant_labels(cost[li]) for li in {phases[q].loop for q in group}}
+    calls = {q: labels[phases[q].loop][phases[q].first:phases[q].stop] for q in group}
     elsewhere = set().union(*(_seen(phases[q], calls[q]) for q in group if q != pi))
     _cover_variants(phases[pi], calls[pi], elsewhere, start)
 
@@ -1262,12 +1263,19 @@ def _drifting(data, loop: int, bounds: np.ndarray, window: int, at: list,
     drifted = phases_of(data, loop, bounds, window, drifts=True)
     if [(p.first, p.stop) for p in drifted] == [(p.first, p.stop) for p in got]:
         return got
+    clocks = _clocks(data, at)
+    if clocks is None:
+        return got
+    path = critical_path.iteration_path(data, bounds, clocks) * scale
+    return [replace(p, path=path[p.first:p.stop]) for p in drifted]
+
+
+def _clocks(data, at: list):
+    """The trace's compute critical-path clocks (:func:`.critical_path.clocks`, None where the
+    path cannot be followed), computed at the first call of a replay and kept in ``at``."""
     if not at:
         at.append(critical_path.clocks(data))
-    if at[0] is None:
-        return got
-    path = critical_path.iteration_path(data, bounds, at[0]) * scale
-    return [replace(p, path=path[p.first:p.stop]) for p in drifted]
+    return at[0]
 
 
 def _totals(phases: list[Phase], res) -> tuple[list[float], float]:
@@ -1301,9 +1309,8 @@ def _on_critical_path(data, loops, phases: list[Phase], times, cost, at: list,
     ones in its middle, and a line of their own extrapolates there with a variance that does
     not know it (the drift test's trace at --compute-rate 0.25Gf: -5.4% against a bound of
     0.1%, at slope 1 +1.7% against 2.5%)."""
-    if not at:
-        at.append(critical_path.clocks(data))
-    if at[0] is None:
+    clocks = _clocks(data, at)
+    if clocks is None:
         return False
     changed, paths = False, {}
     for group in _groups(phases):
@@ -1311,7 +1318,7 @@ def _on_critical_path(data, loops, phases: list[Phase], times, cost, at: list,
             continue
         loop = phases[group[0]].loop
         if loop not in paths:                    # (once per loop, for all its phases)
-            paths[loop] = critical_path.iteration_path(data, loops[loop], at[0])
+            paths[loop] = critical_path.iteration_path(data, loops[loop], clocks)
         costs = []
         for pi in group:
             p = phases[pi]
