@@ -54,16 +54,14 @@ Lost: each other call's own value within its epoch (its call's mean instead).
 from __future__ import annotations
 
 import functools
-import zlib
 
 import numpy as np
 import pandas as pd
 
 from .. import kinds as K
 from ..errors import MinitraceError
-from ..storage import smallest_int
 from . import volumes as V
-from .pack import shuffled
+from .pack import deflated_size
 
 #: Volume actions per epoch and rank, on average, below which consecutive epochs are merged.
 MIN_PER_EPOCH = 32
@@ -471,15 +469,9 @@ def tail_table(tail: np.ndarray, vr: np.ndarray, vol: np.ndarray, P: int,
            .astype(np.int64), "tail_gaps": kp - prev - 1, "tail_values": codes}
     if call is not None and len(codes):
         steps = tail_steps(codes, call[tail], kr, P)
-        if sum(map(_deflated, steps.values())) < _deflated(codes):
+        if sum(map(deflated_size, steps.values())) < deflated_size(codes):
             out.update(steps)
     return out
-
-
-def _deflated(a: np.ndarray) -> int:
-    """Bytes of int array ``a`` deflated as a file's pack holds it (narrowed, shuffled)."""
-    a = smallest_int(np.asarray(a, np.int64))
-    return len(zlib.compress(shuffled(a), 6)) if len(a) else 0
 
 
 def _zigzag(x: np.ndarray) -> np.ndarray:

@@ -25,7 +25,11 @@ stream), not a dataset, whose header took 268 bytes more.
 """
 from __future__ import annotations
 
+import zlib
+
 import numpy as np
+
+from ..storage import smallest_int
 
 DATASET = "packed"
 #: ``/trace`` attribute holding the pack version (files without it have no pack).
@@ -63,6 +67,12 @@ def shuffled(a: np.ndarray) -> bytes:
     """``a``'s bytes byte-shuffled (byte 0 of every element, then byte 1...)."""
     b = np.ascontiguousarray(a).view(np.uint8).reshape(-1, a.dtype.itemsize)
     return b.T.tobytes()
+
+
+def deflated_size(a: np.ndarray) -> int:
+    """Bytes of int array ``a`` deflated as a pack holds it (narrowed, shuffled; level 6, as
+    the writers' trials of one coding against another take it), 0 for none."""
+    return len(zlib.compress(shuffled(smallest_int(np.asarray(a))), 6)) if len(a) else 0
 
 
 def pack(arrays: dict) -> np.ndarray:

@@ -237,7 +237,7 @@ def _context_coded(c: Compressed, name: str, arr: np.ndarray, cache: dict):
             [(c.side[k], *_context_keys(c, k, cache)) for k in names])))
     coded = cache["coded"][name]
     if len(arr) >= CONTEXT_MIN or len(zlib.compress(coded.tobytes(), 6)) < \
-            len(zlib.compress(P.shuffled(S.smallest_int(arr)), 6)):
+            P.deflated_size(arr):
         return coded
     return None
 
