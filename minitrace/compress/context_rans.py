@@ -315,11 +315,11 @@ def _symbols(values: np.ndarray, ctx: np.ndarray, base: np.ndarray, two: bool):
         if not two:
             sym, _, k, rest = R.symbols(d, DIRECT_BITS)
             return sym, k, rest, None
-        z = ((d << 1) ^ (d >> 63)).view(np.uint64)
+        z = R.zigzag(d)
         far = np.flatnonzero(z >= _DIRECT)
         second = _second_bases(values[far], ctx[far], len(base))
         d2 = values[far] - second[ctx[far]]
-        z2 = ((d2 << 1) ^ (d2 >> 63)).view(np.uint64)
+        z2 = R.zigzag(d2)
     sym = z.view(np.int64)
     in2 = z2 < _DIRECT
     sym[far[in2]] = _DIRECT + z2[in2].view(np.int64)
@@ -338,8 +338,7 @@ def _values(sym: np.ndarray, extra: np.ndarray, ctx: np.ndarray, base: np.ndarra
             return R.escaped(sym, extra, DIRECT_BITS, bits=version >= 3) + base[ctx]
         out = np.empty(len(sym), np.int64)
         two = (sym >= _DIRECT) & (sym < 2 * _DIRECT)
-        z = sym[two] - _DIRECT
-        out[two] = ((z >> 1) ^ -(z & 1)) + second[ctx[two]]
+        out[two] = R.unzigzag(sym[two] - _DIRECT) + second[ctx[two]]
         rest = ~two
         s = sym[rest]
         s[s >= 2 * _DIRECT] -= _DIRECT

@@ -60,6 +60,7 @@ import pandas as pd
 
 from .. import kinds as K
 from ..errors import MinitraceError
+from . import rans as R
 from . import volumes as V
 from .pack import deflated_size
 
@@ -474,10 +475,6 @@ def tail_table(tail: np.ndarray, vr: np.ndarray, vol: np.ndarray, P: int,
     return out
 
 
-def _zigzag(x: np.ndarray) -> np.ndarray:
-    return np.where(x >= 0, 2 * x, -2 * x - 1)
-
-
 def _again(call: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(order: the kept calls by call, in order within each; whether each call's is an earlier
     kept call's)."""
@@ -500,7 +497,7 @@ def tail_steps(codes: np.ndarray, call: np.ndarray, rank: np.ndarray, P: int) ->
     return {"tail_values": codes[~again],
             "tail_value_offsets": np.concatenate(
                 [[0], np.cumsum(np.bincount(rank[~again], minlength=P))]).astype(np.int64),
-            "tail_steps": _zigzag(codes[again] - before[again])}
+            "tail_steps": R.zigzag(codes[again] - before[again]).view(np.int64)}
 
 
 def tail_codes(values: np.ndarray, steps: np.ndarray, call: np.ndarray) -> np.ndarray:
@@ -512,7 +509,7 @@ def tail_codes(values: np.ndarray, steps: np.ndarray, call: np.ndarray) -> np.nd
         raise ValueError("model/tail_steps do not fit the rank's kept calls")
     x = np.empty(len(call), np.int64)
     x[~again] = values
-    x[again] = (steps >> 1) ^ -(steps & 1)
+    x[again] = R.unzigzag(steps)
     with np.errstate(over="ignore"):
         run = np.cumsum(x[order])
         start = np.flatnonzero(~again[order])

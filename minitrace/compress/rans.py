@@ -38,13 +38,25 @@ class CodeError(ValueError):
     """Coded bytes that do not decode to what they say (the reader's ``corrupt trace``)."""
 
 
+def zigzag(v: np.ndarray) -> np.ndarray:
+    """Integers ``v`` (as int64) coded 0, 1, 2, 3... for 0, -1, 1, -2... (uint64, wrapping at
+    int64's ends): small for either sign."""
+    v = np.asarray(v).astype(np.int64, copy=False)
+    return ((v << 1) ^ (v >> 63)).view(np.uint64)
+
+
+def unzigzag(u: np.ndarray) -> np.ndarray:
+    """The int64 values of :func:`zigzag`'s codes ``u`` (of any integer type)."""
+    u = np.asarray(u).astype(np.uint64, copy=False)
+    return ((u >> np.uint64(1)) ^ (np.uint64(0) - (u & np.uint64(1)))).view(np.int64)
+
+
 def symbols(values: np.ndarray, direct_bits: int = _DIRECT_BITS):
     """(symbol of each value, the escaped ones' positions, their bits k and rests): zigzag u
     (0, -1, 1, -2...) below ``2**direct_bits`` is its own symbol; a larger one the symbol of
     its power of two k, its k low bits the rest."""
     direct = 1 << direct_bits
-    v = values.astype(np.int64, copy=False)
-    u = ((v << 1) ^ (v >> 63)).view(np.uint64)
+    u = zigzag(values)
     sym = u.view(np.int64).copy()
     big = np.flatnonzero(u >= direct)
     ub = u[big]
@@ -235,7 +247,7 @@ def escaped(sym: np.ndarray, extra: np.ndarray, direct_bits: int = _DIRECT_BITS,
     if (rest >> k.astype(np.uint64) != 0).any():
         raise CodeError("coded array's escaped value out of its range")
     u[big] = (np.uint64(1) << k.astype(np.uint64)) + rest
-    return ((u >> np.uint64(1)) ^ (np.uint64(0) - (u & np.uint64(1)))).view(np.int64)
+    return unzigzag(u)
 
 
 def encode(values: np.ndarray) -> np.ndarray:
