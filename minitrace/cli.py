@@ -1,8 +1,9 @@
 """The ``minitrace`` command line: subcommands are the modules of ``minitrace.commands``.
 
 Module ``foo_bar`` is subcommand ``foo-bar`` (a trailing ``_`` avoids a keyword: ``import_``).
-Only the module of the subcommand being run is imported, so no command pays for another's
-imports (scipy, matplotlib, SimGrid); ``minitrace --help`` imports them all.
+Only the module of the subcommand being run (or whose ``--help`` is asked) is imported, so no
+command pays for another's imports (pandas, scipy, matplotlib, SimGrid); ``minitrace --help``
+lists them from ``minitrace.commands.COMMANDS`` and imports none.
 
 Exit status: 0 success, 1 error (one line on stderr, traceback only with ``--debug``), 2 usage,
 130 interrupted, 143 terminated (SIGTERM is raised as ``Terminated`` so that cleanups run).
@@ -20,7 +21,7 @@ if __name__ == "__main__":      # (python -m minitrace.cli) first thing: imports
 
 import argparse  # noqa: E402
 import importlib  # noqa: E402
-import pkgutil  # noqa: E402
+import keyword  # noqa: E402
 import threading  # noqa: E402
 
 from . import __version__, commands  # noqa: E402
@@ -32,8 +33,15 @@ def command_name(module: str) -> str:
     return module.rstrip("_").replace("_", "-")
 
 
+def command_module(name: str) -> str:
+    """The ``minitrace.commands`` module of subcommand ``name`` (``command_name``'s inverse)."""
+    module = name.replace("-", "_")
+    return module + "_" if keyword.iskeyword(module) else module
+
+
 def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
-    """The parser, with only the subcommand named in ``argv`` loaded (all of them if none)."""
+    """The parser, with only the subcommand named in ``argv`` loaded; the others are listed
+    (name and line of help: the same ``minitrace --help`` and usage errors) but not loaded."""
     p = argparse.ArgumentParser(
         prog="minitrace",
         description="Record, benchmark, convert and analyse MPI traces (HDF5 time-independent "
@@ -41,10 +49,12 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     p.add_argument("--version", action="version", version=f"minitrace {__version__}")
     p.add_argument("--debug", action="store_true", help="show tracebacks on errors")
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
-    modules = sorted(m.name for m in pkgutil.iter_modules(commands.__path__))
     wanted = next((a for a in (argv or []) if not a.startswith("-")), None)
-    for mod in [m for m in modules if command_name(m) == wanted] or modules:
-        importlib.import_module(f"{commands.__name__}.{mod}").register(sub)
+    for name, line in commands.COMMANDS.items():
+        if name == wanted:
+            importlib.import_module(f"{commands.__name__}.{command_module(name)}").register(sub)
+        else:       # never parsed: argparse runs the subcommand named first in argv, wanted
+            sub.add_parser(name, help=line)
     return p
 
 

@@ -6,12 +6,13 @@ from __future__ import annotations
 import textwrap
 
 from ..bench import SUITES, add_suite_parsers, suite_module
+from . import COMMANDS
 
 
 def register(sub) -> None:
     """The ``bench`` sub-command (discovered by minitrace.cli), one sub-parser per suite."""
     p = sub.add_parser(
-        "bench", help="benchmark suites: list them, their options and stored results",
+        "bench", help=COMMANDS["bench"],
         description="Benchmark suites, run under MPI: `mpiexec -n N python -m minitrace.bench "
                     "SUITE [options] -o FILE`.  Without SUITE, list every suite with its "
                     "options and what it stores; `minitrace bench SUITE --help` documents "

@@ -12,12 +12,13 @@ from ..outputs import check_disjoint
 from ..shims import library_of_program
 from ..predict.measure import add_arguments
 from ..errors import MinitraceError
+from . import COMMANDS
 
 
 def register(sub) -> None:
     """Add the ``calibrate`` subcommand (discovered by minitrace.cli)."""
     p = sub.add_parser(
-        "calibrate", help="measure this machine's network, compute and reduction rates",
+        "calibrate", help=COMMANDS["calibrate"],
         description="Run 'LAUNCHER... python -m minitrace.predict.measure' (e.g. -- mpiexec -n 2): "
                     "ping-pong, receive and Isend times over shuffled log-uniform sizes, the "
                     "eager/rendezvous switch, a matrix-product kernel, the kernel set "

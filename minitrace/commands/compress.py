@@ -9,10 +9,11 @@ from ..compress.volumes import FINEST_PRECISION
 from ..options import number
 from ..outputs import check_disjoint, check_output_file
 from ..trace import open as open_trace
+from . import COMMANDS
 
 
 def register(sub) -> None:
-    p = sub.add_parser("compress", help="compress a trace (loop grammars, rank-relative)",
+    p = sub.add_parser("compress", help=COMMANDS["compress"],
                        description="Write the trace of IN in the compressed form: each rank's "
                                    "calls as rank-relative signatures folded into nested loops, "
                                    "programs shared by ranks; volumes and times kept exactly "

@@ -14,12 +14,12 @@ from ..converters import EXPORTS, Converted, convert
 from ..converters.detect import FORMATS
 from ..errors import MinitraceError
 from ..kinds import VECTOR_KINDS
+from . import COMMANDS
 
 
 def register(sub) -> None:
     """Add the ``convert`` subcommand (discovered by minitrace.cli)."""
-    p = sub.add_parser("convert", help="convert between formats: OTF2/TAU/TI -> minitrace, "
-                                       "minitrace -> OTF2/TI/CSV/Perfetto",
+    p = sub.add_parser("convert", help=COMMANDS["convert"],
                        description="Convert a Score-P OTF2 archive, a merged TAU trace "
                                    "(tau.trc + tau.edf) or a SimGrid TI text trace into a "
                                    "minitrace HDF5 file (the format is detected unless --from "

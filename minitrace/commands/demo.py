@@ -13,10 +13,11 @@ from pathlib import Path
 
 from ..errors import MinitraceError
 from ..mpitools import mpi_tool
+from . import COMMANDS
 
 
 def register(sub) -> None:
-    p = sub.add_parser("demo", help="run the main job end to end on bundled inputs",
+    p = sub.add_parser("demo", help=COMMANDS["demo"],
                        description="Import the bundled SimGrid time-independent trace, store, "
                                    "validate and summarize it, export it back, and replay it "
                                    "on two simulated platforms (SimGrid); compile, record and "

@@ -6,6 +6,7 @@ import h5py
 from .. import provenance as prov
 from ..errors import MinitraceError
 from ..storage import read_attrs, read_provenance
+from . import COMMANDS
 
 EXIT_DIFFERENT = 3
 
@@ -19,7 +20,7 @@ RUN_KEYS = ("mpi_library", "command_line", "nranks", "hosts", "volume_unit", "co
 def register(sub) -> None:
     """The ``diff`` sub-command (discovered by minitrace.cli)."""
     p = sub.add_parser(
-        "diff", help="compare the provenance of two minitrace files",
+        "diff", help=COMMANDS["diff"],
         description="Print every provenance entry (command line, versions, MPI library, host, "
                     "CPU, caches, memory, governor, MPI environment variables, lstopo's XML) "
                     "that differs between two minitrace files, as 'key: A -> B', and the "

@@ -7,10 +7,11 @@ from ..compress.files import content_meta
 from ..outputs import check_disjoint, check_output_file
 from ..storage import write_trace
 from ..trace import open as open_trace
+from . import COMMANDS
 
 
 def register(sub) -> None:
-    p = sub.add_parser("expand", help="write a compressed trace back uncompressed",
+    p = sub.add_parser("expand", help=COMMANDS["expand"],
                        description="Write the trace of IN (compressed by `minitrace compress`) "
                                    "in the uncompressed column form: action for action the "
                                    "trace that was compressed (with --volumes model, the "

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from ..converters import EXPORTS
+from . import COMMANDS
 from .convert import add_export_options, export, replaced_by
 
 
 def register(sub) -> None:
     """Add the ``export`` subcommand (discovered by minitrace.cli)."""
-    p = sub.add_parser("export", help="write a trace as OTF2, SimGrid TI text, CSV or a "
-                                      "Perfetto timeline (= convert --to)",
+    p = sub.add_parser("export", help=COMMANDS["export"],
                        description="Export a trace: the same as 'minitrace convert FILE --to "
                                    "FORMAT -o OUT' (see its --help for the formats).")
     p.add_argument("file", help="minitrace HDF5 file")

@@ -5,10 +5,11 @@ from __future__ import annotations
 from ..errors import MinitraceError
 from ..outputs import check_disjoint, check_output_file
 from ..options import MAX_RANKS, MAX_SEED, number
+from . import COMMANDS
 
 
 def register(sub) -> None:
-    p = sub.add_parser("extrapolate", help="predict a trace at more ranks from 3+ smaller runs",
+    p = sub.add_parser("extrapolate", help=COMMANDS["extrapolate"],
                        description="Check that the runs are one program at several scales, fit "
                                    "each loop count, message size and compute volume per rank "
                                    "class as c0 + c1 * p^i * log2(p)^j (chosen by leave-one-"

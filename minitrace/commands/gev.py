@@ -12,6 +12,7 @@ from ..analysis import projection as P
 from ..errors import MinitraceError
 from ..outputs import check_disjoint
 from ..options import MAX_RANKS, MAX_REPLICAS, MAX_SEED, choice_list, number
+from . import COMMANDS
 
 CHOICES = ("pwm", "mom", "mle", "nonparam")
 
@@ -19,7 +20,7 @@ CHOICES = ("pwm", "mom", "mle", "nonparam")
 def register(sub) -> None:
     """Add the ``gev`` subcommand (discovered by minitrace.cli)."""
     p = sub.add_parser(
-        "gev", help="fit GEVs to per-iteration maxima and project them to more ranks",
+        "gev", help=COMMANDS["gev"],
         description="Fit generalized extreme value distributions to the per-iteration maxima "
                     "of a bench 'variability' run (shape = Hosking k = scipy c = -xi) and "
                     "project the mean per-iteration maximum and the run time to larger scales "

@@ -2,12 +2,13 @@
 (the older spelling of ``minitrace convert --from ti``, which it says)."""
 from __future__ import annotations
 
+from . import COMMANDS
 from .convert import into_minitrace, replaced_by
 
 
 def register(sub) -> None:
     """Add the ``import`` subcommand (discovered by minitrace.cli)."""
-    p = sub.add_parser("import", help="import a SimGrid time-independent text trace (= convert --from ti)",
+    p = sub.add_parser("import", help=COMMANDS["import"],
                        description="Read a SimGrid 4.1 time-independent trace (one file holding "
                                    "all ranks, or a list file: one line = a trace shared by all "
                                    "ranks, N lines = rank i's trace on line i), validate it and "

@@ -2,10 +2,11 @@
 from __future__ import annotations
 
 from ..outputs import check_disjoint, check_output_file
+from . import COMMANDS
 
 
 def register(sub) -> None:
-    p = sub.add_parser("import-tasks", help="import a StarPU/TiKKi tasks.rec task trace",
+    p = sub.add_parser("import-tasks", help=COMMANDS["import-tasks"],
                        description="Read a StarPU (or TiKKi) tasks.rec file (recutils: JobId, "
                                    "SubmitOrder, DependsOn, Handles, Modes, Sizes, StartTime, "
                                    "EndTime, WorkerId...), check its graph and store it as a "

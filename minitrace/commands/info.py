@@ -12,6 +12,7 @@ from ..storage import read_provenance
 from ..parallel.world import launched_size
 from ..tasks.taskfile import describe, read_tasks, task_ranks
 from ..trace import open as open_trace
+from . import COMMANDS
 
 _META_SHOWN = ("producer", "producer_version", "format_version", "created", "volume_unit",
                "mpi_library", "command_line", "complete", "nranks", "hosts", "source")
@@ -19,7 +20,7 @@ _META_SHOWN = ("producer", "producer_version", "format_version", "created", "vol
 
 def register(sub) -> None:
     """The ``info`` sub-command (discovered by minitrace.cli)."""
-    p = sub.add_parser("info", help="summarize a minitrace file",
+    p = sub.add_parser("info", help=COMMANDS["info"],
                        description="Print a file's metadata and provenance, a per-rank summary "
                                    "of its trace "
                                    "(counts by kind, bytes, compute volume, time span) and the "

@@ -12,10 +12,11 @@ from ..parallel.parts import parts_dir, stored_bytes
 from ..parallel.world import launched_size
 from ..trace import open as open_trace
 from ..validate import validate
+from . import COMMANDS
 
 
 def register(sub) -> None:
-    p = sub.add_parser("merge", help="merge raw per-rank files of the recorder into a trace",
+    p = sub.add_parser("merge", help=COMMANDS["merge"],
                        description="Read the rank-*.mtr files the PMPI shim wrote into DIR "
                                    "(also those of a killed run: it is marked incomplete), write "
                                    "one HDF5 trace, validate it and print its summary.  Exit "

@@ -6,11 +6,12 @@ import os
 from ..errors import MinitraceError
 from ..options import number
 from ..outputs import check_disjoint, check_output_file, replacing_file
+from . import COMMANDS
 
 
 def register(sub) -> None:
     p = sub.add_parser(
-        "numa-platform", help="SimGrid platform of a NUMA machine from hwloc (lstopo XML)",
+        "numa-platform", help=COMMANDS["numa-platform"],
         description="Write the SimGrid platform of a NUMA machine for simulate-tasks: a host "
                     "per core and per NUMA node, each core's link, its L3's, the packages' "
                     "interconnects and each node's memory link (docs/TASKS.md).  SOURCE is an "

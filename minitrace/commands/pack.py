@@ -3,10 +3,11 @@ from __future__ import annotations
 
 from ..outputs import check_disjoint, check_output_file
 from ..parallel.parts import pack, parts_dir
+from . import COMMANDS
 
 
 def register(sub) -> None:
-    p = sub.add_parser("pack", help="copy a trace written in parts into one file",
+    p = sub.add_parser("pack", help=COMMANDS["pack"],
                        description="A parallel merge (`mpiexec -n K minitrace merge`) writes "
                                    "OUT.h5 over part files in OUT.parts/; pack copies it, parts "
                                    "included, into one file that needs nothing beside it (any "

@@ -9,6 +9,7 @@ from ..analysis import partitioned_model as PM
 from ..errors import MinitraceError
 from ..options import MAX_THREADS, number
 from ..replay.platforms import parse_quantity
+from . import COMMANDS
 
 #: Units of a bare number, kept from before these options took SimGrid units.
 _BARE_TIME, _BARE_BANDWIDTH = "us", "MBps"
@@ -32,7 +33,7 @@ def register(sub) -> None:
     """Add the ``partitioned-model`` subcommand (discovered by minitrace.cli)."""
     p = sub.add_parser(
         "partitioned-model",
-        help="model the gain of MPI partitioned communication under thread variability",
+        help=COMMANDS["partitioned-model"],
         description="Algorithm 1 (seed 004 ch. 4): T threads compute for normal(mu, sigma) "
                     "times; partitions of early threads are sent while the last one computes. "
                     "Prints last-thread time (EMMA), single-send and per-partition times, "

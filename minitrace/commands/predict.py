@@ -10,12 +10,13 @@ from ..outputs import check_disjoint
 from ..replay import ENGINES
 from ..replay import spread_options
 from ..options import MAX_RANKS, MAX_SECONDS, MAX_THREADS, number
+from . import COMMANDS
 
 
 def register(sub) -> None:
     """Add the ``predict`` subcommand (discovered by minitrace.cli)."""
     p = sub.add_parser(
-        "predict", help="predict a trace's run time from a calibration (and check it)",
+        "predict", help=COMMANDS["predict"],
         description="Replay TRACE with the SMPI options, platform, compute and reduction "
                     "rates of a calibration file ('minitrace calibrate'): no knob to guess.  "
                     "On the calibrated machine (no --platform/--cluster), a timed trace is "

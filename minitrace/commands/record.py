@@ -11,11 +11,12 @@ from ..outputs import check_output_file
 from ..record import VOLUMES, run_traced, traced_command, why_nothing_recorded
 from ..shims import choose
 from ..tasks.ompt_raw import raw_files
+from . import COMMANDS
 from .merge import add_compress_option, merge_and_report
 
 
 def register(sub) -> None:
-    p = sub.add_parser("record", help="trace an MPI program (compiled or Python)",
+    p = sub.add_parser("record", help=COMMANDS["record"],
                        description="Run LAUNCHER... with the PMPI shim preloaded in every rank "
                                    "(LD_PRELOAD, passed on by mpiexec and srun; the shim built "
                                    "for the MPI library the program is linked against, once; "

@@ -11,6 +11,7 @@ import numpy as np
 from ..errors import MinitraceError
 from ..outputs import check_disjoint
 from ..options import MAX_REPLICAS, MAX_SEED, number
+from . import COMMANDS
 
 EXIT_REGRESSION = 3
 
@@ -18,7 +19,7 @@ EXIT_REGRESSION = 3
 def register(sub) -> None:
     """The ``regress`` sub-command (discovered by minitrace.cli)."""
     p = sub.add_parser(
-        "regress", help="append benchmark runs to a history and test them for regressions",
+        "regress", help=COMMANDS["regress"],
         description="Append the benchmark results of each NEW file (its /bench/<suite> groups) "
                     "to the history HISTORY (created if absent) and test each new run, metric "
                     "by metric and jointly per group, against the runs since the last change "

@@ -14,12 +14,13 @@ from ..replay.platforms import DEFAULT_BANDWIDTH, DEFAULT_LATENCY, DEFAULT_SPEED
 from ..replay import DEFAULT_CONFIG, ENGINES, replay
 from ..replay import spread_options
 from ..options import MAX_RANKS, MAX_SECONDS, MAX_THREADS, number
+from . import COMMANDS
 
 
 def register(sub) -> None:
     """Add the ``replay`` subcommand (discovered by minitrace.cli)."""
     p = sub.add_parser(
-        "replay", help="predict the run time of a trace on a SimGrid platform",
+        "replay", help=COMMANDS["replay"],
         description="Replay a time-independent trace with SimGrid's SMPI replay and print the "
                     "simulated run time.  FILE is a minitrace HDF5 file, a SimGrid TI trace "
                     "(all ranks in one file) or a list file naming one TI trace per rank.  "

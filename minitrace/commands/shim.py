@@ -5,11 +5,11 @@ from __future__ import annotations
 from ..errors import MinitraceError
 from ..mpitools import mpi_tool
 from ..shims import build
-from . import shim_path
+from . import COMMANDS, shim_path
 
 
 def register(sub) -> None:
-    p = sub.add_parser("shim", help="build or locate the PMPI shim for an MPI library",
+    p = sub.add_parser("shim", help=COMMANDS["shim"],
                        description="build: compile the PMPI shim with an MPI's mpicc into the "
                                    "cache (MINITRACE_CACHE, else ~/.cache/minitrace), once per "
                                    "MPI library; path: which shim record would use for a "

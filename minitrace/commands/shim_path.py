@@ -5,10 +5,11 @@ from __future__ import annotations
 import sys
 
 from ..shims import choose
+from . import COMMANDS
 
 
 def register(sub) -> None:
-    p = sub.add_parser("shim-path", help="print the path of the PMPI shim library",
+    p = sub.add_parser("shim-path", help=COMMANDS["shim-path"],
                        description="Print the path of the PMPI shim to preload by hand, e.g. "
                                    "LD_PRELOAD=$(minitrace shim-path -- ./app) MINITRACE_DIR=raw "
                                    "srun ./app then minitrace merge raw; with a command, the "

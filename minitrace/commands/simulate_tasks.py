@@ -6,12 +6,13 @@ import json
 from ..errors import MinitraceError
 from ..options import MAX_RANKS, MAX_THREADS, choice_list, number
 from ..outputs import check_disjoint, check_output_file
+from . import COMMANDS
 
 
 def register(sub) -> None:
     from ..tasks.simulate import MODELS, SCHEDULERS
     p = sub.add_parser(
-        "simulate-tasks", help="predict an OpenMP task program's time on N threads (SimGrid)",
+        "simulate-tasks", help=COMMANDS["simulate-tasks"],
         description="Replay a recorded task graph (minitrace record --openmp) on N simulated "
                     "threads of a NUMA platform with a libomp-like scheduler, and print the "
                     "predicted time of its task region (first parallel region's start to the "

@@ -7,10 +7,11 @@ from ..tasks.taskfile import describe, read_tasks, task_ranks
 from ..tasks.validate import check_graph
 from ..trace import open as open_trace
 from ..validate import validate
+from . import COMMANDS
 
 
 def register(sub) -> None:
-    p = sub.add_parser("validate", help="check a trace's consistency",
+    p = sub.add_parser("validate", help=COMMANDS["validate"],
                        description="Check that every rank has init and finalize, that "
                                    "point-to-point messages match across ranks in count, order "
                                    "and bytes, that collectives agree across their communicator "
