@@ -114,6 +114,27 @@ def test_structure_round_trips_exactly(name, data, apart):
     structure_round_trip(data, apart)
 
 
+def test_apart_pays_counts_the_distinct_sequences():
+    """Completions go apart where their distinct sequences of APART_SPAN in a row are fewer
+    than half as many as the tokens': the hashed counts (by doubling) are those of the
+    sequences themselves, for streams shorter than, as long as and longer than a span."""
+    rng = np.random.default_rng(5)
+    span = S.APART_SPAN
+
+    def distinct(x):
+        return len({tuple(x[i:i + span]) for i in range(len(x) - span + 1)})
+    decided = set()
+    for trial in range(300):
+        n = int(rng.integers(0, 3 * span)) if trial % 2 else int(rng.integers(0, 400))
+        default = rng.integers(0, int(rng.integers(1, 5)), n)
+        apart = np.tile(rng.integers(0, 3, 4), n)[:n] if trial % 3 else \
+            rng.integers(0, 2, n)
+        want = 2 * distinct(apart) < distinct(default)
+        assert S._apart_pays(default, apart) == want, trial
+        decided.add(want)
+    assert decided == {False, True}
+
+
 @pytest.mark.parametrize("seed", range(4))
 def test_completions_apart_round_trip_whatever_they_name(seed, monkeypatch, tmp_path):
     """Completions apart decode exactly whatever requests they name (reused, never posted,

@@ -132,7 +132,7 @@ def _request_tokens(values: np.ndarray, first: np.ndarray, side: np.ndarray | No
     return np.where(new, REQ_NEW, REQ_REF), np.where(new, 0, dist), values[new]
 
 
-#: Completions in a row whose distinct sequences :func:`_apart_pays` counts.
+#: Completions in a row whose distinct sequences :func:`_apart_pays` counts (a power of two).
 APART_SPAN = 16
 
 
@@ -149,13 +149,15 @@ def _apart_pays(default: np.ndarray, apart: np.ndarray) -> bool:
     took ~15 ms.)"""
     count = []
     for x in (default, apart):
-        x = pd.factorize(x)[0].astype(np.uint64)
-        m = len(x) - APART_SPAN + 1
-        h = np.zeros(max(m, 0), np.uint64)
+        h = pd.factorize(x)[0].astype(np.uint64)
+        mul = np.uint64(0x9E3779B97F4A7C15)
         with np.errstate(over="ignore"):
-            for j in range(APART_SPAN if m > 0 else 0):
-                h *= np.uint64(0x9E3779B97F4A7C15)
-                h += x[j:j + m]
+            # the polynomial sum(x[i + j] * mul**(SPAN - 1 - j)) of each sequence, by
+            # doubling: sequences of 2, 4, 8... from two of half the length (log2(SPAN)
+            # passes where Horner's rule took SPAN)
+            for half in (1 << k for k in range(APART_SPAN.bit_length() - 1)):
+                h = h[:-half] * mul + h[half:] if len(h) > half else h[:0]
+                mul = mul * mul
         count.append(len(pd.unique(h)))
     return 2 * count[1] < count[0]
 
