@@ -76,6 +76,24 @@ def per_iteration(data: TraceColumns, r: int) -> np.ndarray:
     return np.bincount(np.cumsum(ar) - ar, weights=x["volume"])
 
 
+@pytest.mark.parametrize("case", ["none", "few and small", "wide", "negative", "extremes"])
+def test_sorted_groups_are_numpy_s_unique(case):
+    """The model's groups of int64 keys are ``np.unique``'s (sorted distinct keys, each key's
+    index among them), whether counted (few, small keys) or hashed and their distinct values
+    sorted (wide, negative, at int64's ends)."""
+    rng = np.random.default_rng(3)
+    n = 0 if case == "none" else 20000
+    keys = {"none": np.zeros(0, np.int64), "few and small": rng.integers(0, 50, n),
+            "wide": rng.integers(0, 1 << 40, n) * rng.integers(0, 2, n),
+            "negative": rng.integers(-300, 300, n),
+            "extremes": np.iinfo(np.int64).max - rng.integers(0, 9, n) * (1 << 62)}[case]
+    uniq, group = E._sorted_groups(keys)
+    want_uniq, want_group = np.unique(keys, return_inverse=True)
+    assert uniq.dtype == group.dtype == np.int64
+    np.testing.assert_array_equal(uniq, want_uniq)
+    np.testing.assert_array_equal(group, want_group.ravel())
+
+
 @pytest.mark.parametrize("precision", [0.01, 0.05, 1e-6])
 def test_model_keeps_rank_means_and_the_per_iteration_maximum(tmp_path, precision):
     d = imbalanced_trace()

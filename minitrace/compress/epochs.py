@@ -364,17 +364,15 @@ def spread(model: np.ndarray, base: np.ndarray, rank, classes: np.ndarray,
 def _sorted_groups(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``np.unique(keys, return_inverse=True)`` of int64 keys (its checks and reshapes took
     ~25 us on a small trace's few thousand keys, as long as the sort); keys few and small
-    are counted, not sorted."""
+    are counted, others hashed and only their distinct values sorted (an argsort of miniAMR
+    4r's 80 k call keys, 1,651 distinct, took 3.0 ms, this 0.5)."""
     if len(keys) and V.countable(keys):
         return V.dense_unique(keys)
-    order = np.argsort(keys)
-    s = keys[order]
-    new = np.empty(len(s), bool)
-    new[:1] = True
-    np.not_equal(s[1:], s[:-1], out=new[1:])
-    group = np.empty(len(s), np.int64)
-    group[order] = np.cumsum(new) - 1
-    return s[new], group
+    codes, uniq = pd.factorize(keys)
+    order = np.argsort(uniq)
+    rank = np.empty(len(order), np.int64)
+    rank[order] = np.arange(len(order))
+    return uniq[order], rank[codes]
 
 
 def spread_quantiles(side: dict, precision: float) -> np.ndarray:
