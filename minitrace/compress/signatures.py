@@ -75,8 +75,8 @@ def _relative(peer: np.ndarray, rank: np.ndarray, nranks: int, allowed: np.ndarr
     unsigned, one comparison)."""
     rel = allowed & (peer.view(np.uint32) < nranks)
     d = peer - rank          # (peer and rank in [0, nranks): the modulo adds nranks below 0,
-    np.add(d, nranks, out=d, where=d < 0)          # 4x faster than numpy's integer modulo)
-    return rel.view(np.uint8), np.where(rel, d, peer)
+    d += (d >> (8 * d.itemsize - 1)) & nranks     # by the sign's bits: 4x faster than numpy's
+    return rel.view(np.uint8), np.where(rel, d, peer)   # modulo, 2x than an add where d < 0)
 
 
 #: Slots of :func:`_first_names`' direct table at most, per name (a request id is usually a
@@ -206,14 +206,17 @@ def encode(data: TraceColumns, columns: dict | None = None,
     order = np.argsort(rows * 2 + (where > 0), kind="stable")   # a row's column, then vector
     rows, vals, where = rows[order], vals[order], where[order]
     first = _first_names(vals, rank[rows])
-    side = None     # (the kinds compared over the actions' bytes first: 0.05 ms where a
-    if completions_apart and any((kind == c).any() for c in _APART_CODES):   # lookup per
-        side = _APART[kind[rows]] & (where == 0)                             # token took 0.4)
+    side = tokens = None   # (the kinds compared over the actions' bytes first: 0.05 ms
+    if completions_apart and any((kind == c).any() for c in _APART_CODES):   # where a lookup
+        side = _APART[kind[rows]] & (where == 0)                       # per token took 0.4)
         hint = kind[rows[first[side]]].astype(np.int64)     # (the posting call's kind)
-        mode, stored = _request_tokens(vals, first)[:2]
+        tokens = _request_tokens(vals, first)
+        mode, stored = tokens[:2]
         if not side.any() or not _apart_pays((mode * (1 << 32) + stored)[side], hint):
             side = None
-    mode, stored, new_values = _request_tokens(vals, first, side)
+    if tokens is None or side is not None:       # (else those without completions apart)
+        tokens = _request_tokens(vals, first, side)
+    mode, stored, new_values = tokens
     if side is not None:
         stored[side] = hint
     new_counts = np.bincount(rank[rows][mode == REQ_NEW], minlength=P)
