@@ -212,15 +212,21 @@ def _medians(values: np.ndarray, ctx: np.ndarray, nctx: int) -> np.ndarray:
     below, above = max(lo - 1, i64.min), min(lo + _MEDIAN_BINS, i64.max)
     b = np.clip(v, below, above) - below
     b += k * width + (below - (lo - 1))
-    hist = np.bincount(b, minlength=nctx * width).reshape(nctx, width)
-    cum = np.cumsum(hist, axis=1, dtype=np.int32 if len(v) < 1 << 31 else np.int64)
-    has = cum[:, -1] > 0
-    at = (cum <= (cum[:, -1] // 2)[:, None]).sum(axis=1)   # the bin of the upper median
+    # the bins' running count over all the contexts, one after the other: a context's upper
+    # median is in the first of its bins whose count passes the count before it plus half its
+    # own (a search per context; a running count per context and a comparison of every bin
+    # made the medians of 3 bounded writes take 11.7 ms, this 9.0)
+    cum = np.cumsum(np.bincount(b, minlength=nctx * width))
+    end = cum[width - 1::width]
+    before = np.concatenate([[0], end[:-1]])
+    total = end - before
+    has = total > 0
+    at = np.searchsorted(cum, before + total // 2, "right") - np.arange(nctx) * width
     inside = has & (at > 0) & (at <= _MEDIAN_BINS)
     out[inside] = lo + (at[inside] - 1)
     outside = np.flatnonzero(has & ~inside)
     if len(outside):                         # (sorted once: a scan of the whole sample a
-        out[outside] = _sorted_medians(v, k, outside, cum[outside, -1])   # context, 0.2 ms)
+        out[outside] = _sorted_medians(v, k, outside, total[outside])     # context, 0.2 ms)
     return out
 
 
