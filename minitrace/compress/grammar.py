@@ -277,9 +277,13 @@ def _fold(seq: np.ndarray, p: int, rules: _Builder) -> np.ndarray:
     m = seq[:-p] == seq[p:]
     if not has_run(m, p):           # (most candidates: decided without index arrays)
         return seq
-    edges = np.diff(np.concatenate([[0], m.view(np.int8), [0]]))
-    starts = np.nonzero(edges == 1)[0]
-    lens = np.nonzero(edges == -1)[0] - starts
+    edges = np.flatnonzero(m[1:] != m[:-1]) + 1      # where runs of equal ones start and end
+    if m[0]:
+        edges = np.concatenate([[0], edges])
+    if m[-1]:
+        edges = np.concatenate([edges, [len(m)]])
+    starts = edges[0::2]
+    lens = edges[1::2] - starts
     ok = lens >= p
     starts, lens = starts[ok], lens[ok]
     copies = (lens + p) // p
