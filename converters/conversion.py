@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from minitrace.converters.csv_table import write_csv
 from minitrace.converters.detect import read_any, read_paths
@@ -16,8 +17,9 @@ from minitrace.errors import MinitraceError
 from minitrace.model import TraceColumns
 from minitrace.outputs import check_disjoint, check_output_dir, check_output_file
 from minitrace.storage import write_trace
-from minitrace.trace import open as open_trace
-from minitrace.validate import ValidationReport, validate
+
+if TYPE_CHECKING:     # the trace reader and the checks load pandas: only when converting
+    from minitrace.validate import ValidationReport
 
 #: What a minitrace file can be written as.
 EXPORTS = ("otf2", "ti", "csv", "perfetto")
@@ -67,6 +69,8 @@ def convert(src, dst: str, to: str = "minitrace", source: str = "auto",
     -------
     Converted
     """
+    from minitrace.trace import open as open_trace
+    from minitrace.validate import validate
     if to == "minitrace":
         check_output_file(dst)
         check_disjoint(read_paths(src, source), [dst])

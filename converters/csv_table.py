@@ -12,12 +12,12 @@ import numpy as np
 from ..errors import MinitraceError
 from ..model import TraceColumns
 from ..outputs import replacing_file
-from ..trace import actions_frame
 
 
 def write_csv(data: TraceColumns, out) -> int:
     """Write every action of ``data`` to ``out``, whole or not at all (a temporary renamed into
     place); returns the number of rows."""
+    from ..trace import actions_frame   # pandas: loaded by a CSV export, not by its parser
     if os.path.isdir(out):
         raise MinitraceError("is a directory: give the name of the CSV file to write",
                              os.fspath(out))

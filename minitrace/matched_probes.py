@@ -8,11 +8,15 @@ receive moved to just after its probe.
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
-import pandas as pd
 
 from . import kinds as K
 from .model import TraceColumns
+
+if TYPE_CHECKING:   # pandas: loaded by the first pairing, not by the TI export's parser
+    import pandas as pd
 
 _PROBES, _RECVS = K.mask(K.MATCHED_PROBES), K.mask(K.MATCHED_RECVS)
 
@@ -20,6 +24,7 @@ _PROBES, _RECVS = K.mask(K.MATCHED_PROBES), K.mask(K.MATCHED_RECVS)
 def sides(data: TraceColumns, rows: np.ndarray, rank: np.ndarray):
     """Among ``rows`` (sorted; their ranks ``rank``), the matched probes and matched receives
     with a message id, as two frames (rank, id, row)."""
+    import pandas as pd
     kind = data.actions["kind"][rows]
 
     def side(mask):

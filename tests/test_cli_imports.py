@@ -1,9 +1,15 @@
 """What the command line imports: ``minitrace --help`` lists the subcommands from a table
-(``minitrace.commands.COMMANDS``) and loads none of their modules (nor pandas, scipy...)."""
+(``minitrace.commands.COMMANDS``) and loads none of their modules; ``minitrace SUB --help``
+loads SUB's module only, and no heavy package (pandas, scipy...) where its parser needs none;
+``info`` and ``compress`` on a trace load pandas (their work: the summary table, the call
+signatures' factorization) but no scipy, matplotlib or SimGrid."""
 import json
 import pkgutil
 import subprocess
 import sys
+from importlib import resources
+
+import pytest
 
 from minitrace import commands
 from minitrace.cli import command_module, command_name
@@ -50,3 +56,32 @@ def test_help_loads_no_subcommand():
     assert [m for m in modules if m.startswith("minitrace.commands.")] == []
     assert heavy(modules) == []
 
+
+#: Subcommands whose parser shows defaults that live in heavy modules: gev (the replicas and
+#: the type-I tolerance of minitrace.analysis.projection and .gev: scipy, pandas, tqdm) and
+#: simulate-tasks (the models and schedulers of minitrace.tasks.simulate: pandas).
+HEAVY_HELP = {"gev", "simulate-tasks"}
+
+
+@pytest.mark.parametrize("name", sorted(commands.COMMANDS))
+def test_subcommand_help_loads_only_its_module(name):
+    status, modules = imported(name, "--help")
+    assert status == 0
+    others = {f"minitrace.commands.{command_module(n)}" for n in commands.COMMANDS} - \
+        {f"minitrace.commands.{command_module(name)}"}
+    assert f"minitrace.commands.{command_module(name)}" in modules
+    if name not in ("export", "import", "record", "shim"):    # (they reuse a sibling's code)
+        assert modules & others == set()
+    if name not in HEAVY_HELP:
+        assert heavy(modules) == []
+
+
+def test_info_and_compress_load_no_scipy(tmp_path):
+    """A trace summarized and compressed: pandas is their work's, nothing else heavy."""
+    trace, out = tmp_path / "ring.h5", tmp_path / "ring.c.h5"
+    ti = resources.files("minitrace") / "data" / "demo_ring4.txt"
+    assert imported("convert", str(ti), "-o", str(trace))[0] == 0
+    for argv in (["info", str(trace)], ["compress", str(trace), "-o", str(out)]):
+        status, modules = imported(*argv)
+        assert status == 0
+        assert [m for m in heavy(modules) if not m.startswith("pandas")] == [], argv

@@ -5,7 +5,9 @@ The table lets ``minitrace --help`` list the subcommands without importing a mod
 loads what its work needs: pandas, scipy, SimGrid; all of them took ~1.6 s of CPU), and
 ``minitrace SUB`` import one module only.  Subcommand ``foo-bar`` is module ``foo_bar`` (a
 trailing ``_`` avoids a keyword: ``import_``); each module passes its line as its parser's
-``help``."""
+``help``, imports at its top what its parser needs and in its functions what only running it
+needs (pandas, the trace reader), so that ``minitrace SUB --help`` stays quick
+(tests/test_cli_imports.py)."""
 
 #: Subcommand name -> its one line in ``minitrace --help`` (in the order listed).
 COMMANDS = {

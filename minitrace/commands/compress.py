@@ -4,11 +4,9 @@ from __future__ import annotations
 
 import os
 
-from ..compress.files import sizes, write_compressed
 from ..compress.volumes import FINEST_PRECISION
 from ..options import number
 from ..outputs import check_disjoint, check_output_file
-from ..trace import open as open_trace
 from . import COMMANDS
 
 
@@ -41,6 +39,8 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
+    from ..compress.files import sizes, write_compressed
+    from ..trace import open as open_trace
     check_output_file(args.output)
     check_disjoint([args.input], [args.output])
     before = os.path.getsize(args.input)

@@ -3,10 +3,7 @@ from __future__ import annotations
 
 import os
 
-from ..compress.files import content_meta
 from ..outputs import check_disjoint, check_output_file
-from ..storage import write_trace
-from ..trace import open as open_trace
 from . import COMMANDS
 
 
@@ -22,6 +19,9 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
+    from ..compress.files import content_meta
+    from ..storage import write_trace
+    from ..trace import open as open_trace
     check_output_file(args.output)
     check_disjoint([args.input], [args.output])
     with open_trace(args.input) as t:

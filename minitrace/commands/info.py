@@ -2,16 +2,7 @@
 suites)."""
 from __future__ import annotations
 
-import pandas as pd
-
-from .. import provenance
-from ..analysis.bench_summary import summarize as summarize_suite
-from ..compress.store import lost
-from ..extrapolate.build import extrapolation_line
-from ..storage import read_provenance
 from ..parallel.world import launched_size
-from ..tasks.taskfile import describe, read_tasks, task_ranks
-from ..trace import open as open_trace
 from . import COMMANDS
 
 _META_SHOWN = ("producer", "producer_version", "format_version", "created", "volume_unit",
@@ -38,6 +29,10 @@ def run(args) -> int:
     """Print the summary; bench suites get their headline numbers from
     minitrace.analysis.bench_summary.  Under ``mpiexec -n K`` the per-rank summary is shared
     among the K processes."""
+    from .. import provenance
+    from ..storage import read_provenance
+    from ..tasks.taskfile import describe, read_tasks, task_ranks
+    from ..trace import open as open_trace
     summary = None
     if launched_size() > 1:
         from ..parallel.summary import summary_parallel
@@ -58,6 +53,7 @@ def run(args) -> int:
                     v = f"{v[:8]} ... ({len(v)} entries)"
                 print(f"  {k}: {v}")
         if "extrapolated" in t.meta:
+            from ..extrapolate.build import extrapolation_line
             print(f"  {extrapolation_line(t.meta['extrapolated'])}")
         p = read_provenance(args.file)
         if p:
@@ -65,6 +61,8 @@ def run(args) -> int:
             for line in provenance.summary_lines(p):
                 print(f"  {line}")
         if t.has_trace:
+            import pandas as pd
+            from ..compress.store import lost
             s = t.summary() if summary is None else summary
             print(f"trace: {t.nranks} ranks, {t.nactions} actions, volume unit "
                   f"{t.volume_unit}{'' if t.complete else ' (INCOMPLETE: a rank died)'}"
@@ -90,6 +88,7 @@ def run(args) -> int:
         if t.has_calibration:
             _calibration(args.file)
         for suite in t.suites:
+            from ..analysis.bench_summary import summarize as summarize_suite
             b = t.bench(suite)
             shapes = ", ".join(f"{k}{list(v.shape)}" for k, v in sorted(b.arrays.items()))
             print(f"bench/{suite}: {shapes}")

@@ -10,8 +10,6 @@ from ..merge import NO_VECTOR, merge_dir
 from ..outputs import check_disjoint, check_output_file
 from ..parallel.parts import parts_dir, stored_bytes
 from ..parallel.world import launched_size
-from ..trace import open as open_trace
-from ..validate import validate
 from . import COMMANDS
 
 
@@ -85,6 +83,7 @@ def merge_and_report(directory: str, output: str, command_line: str | None = Non
     """Merge ``directory`` into ``output`` (in the compressed form with ``compress`` = the
     volume mode), validate it and print the summary (also what ``minitrace record`` prints).
     True when the trace is complete and valid."""
+    from ..validate import validate
     data = merge_dir(directory, command_line)
     _warn(data.meta)
     plain = None
@@ -100,6 +99,7 @@ def report(output: str, meta: dict, n: int, rep, summary=None, compressed=None) 
     """Print a merged trace's summary (computed here unless given) and validation; True when
     it is complete and valid.  ``compressed``: (volume mode, bytes it would take
     uncompressed) of a trace written compressed."""
+    from ..trace import open as open_trace
     if summary is None:
         with open_trace(output) as t:
             summary = t.summary()

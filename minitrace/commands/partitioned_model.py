@@ -2,14 +2,14 @@
 variability (Algorithm 1), optionally against a bench ``partitioned`` run."""
 from __future__ import annotations
 
-import numpy as np
-import pandas as pd
+from typing import TYPE_CHECKING
 
-from ..analysis import partitioned_model as PM
 from ..errors import MinitraceError
 from ..options import MAX_THREADS, number
-from ..replay.platforms import parse_quantity
 from . import COMMANDS
+
+if TYPE_CHECKING:   # scipy, pandas, the replay package: loaded by the model, not its parser
+    from ..analysis import partitioned_model as PM
 
 #: Units of a bare number, kept from before these options took SimGrid units.
 _BARE_TIME, _BARE_BANDWIDTH = "us", "MBps"
@@ -17,11 +17,13 @@ _BARE_TIME, _BARE_BANDWIDTH = "us", "MBps"
 
 def _time(text: str) -> float:
     """Seconds of a --mu/--sigma/--latency value: SimGrid units, bare numbers microseconds."""
+    from ..replay.platforms import parse_quantity
     return parse_quantity(text, "time", bare=_BARE_TIME)
 
 
 def _bandwidth(text: str) -> float:
     """Bytes/s of --bandwidth: SimGrid units, a bare number MB/s."""
+    from ..replay.platforms import parse_quantity
     return parse_quantity(text, "bandwidth", bare=_BARE_BANDWIDTH)
 
 
@@ -75,6 +77,7 @@ def register(sub) -> None:
 
 
 def _table(args) -> PM.LinkTable:
+    from ..analysis import partitioned_model as PM
     if args.table:
         return PM.load_table(args.table)
     if args.bench:
@@ -87,6 +90,11 @@ def _table(args) -> PM.LinkTable:
 
 def run(args) -> int:
     """Print the model (and the bench comparison, plot); exit status 0."""
+    import numpy as np
+    import pandas as pd
+
+    from ..analysis import partitioned_model as PM
+    from ..replay.platforms import parse_quantity
     _bandwidth(args.bandwidth)          # refused even when a table makes it unused
     if args.plot:
         from ..analysis.plotting import check_plot_path

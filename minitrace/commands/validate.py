@@ -3,10 +3,6 @@ from __future__ import annotations
 
 from ..options import number
 from ..parallel.world import World, launched_size
-from ..tasks.taskfile import describe, read_tasks, task_ranks
-from ..tasks.validate import check_graph
-from ..trace import open as open_trace
-from ..validate import validate
 from . import COMMANDS
 
 
@@ -27,6 +23,10 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
+    from ..tasks.taskfile import describe, read_tasks, task_ranks
+    from ..tasks.validate import check_graph
+    from ..trace import open as open_trace
+    from ..validate import validate
     parallel = launched_size() > 1
     with open_trace(args.file) as t:
         sound = []                # task graphs (of each rank of an MPI+OpenMP recording)

@@ -2,6 +2,14 @@
 grammars shared across ranks (:mod:`.grammar`), volumes and times kept exactly or modelled
 (:mod:`.volumes`), the compressed ``/trace`` in HDF5 (:mod:`.store`) and its lazy reader
 (:mod:`.expand`); :func:`loops` finds each rank's main loops and their iterations."""
-from .loop_view import loops
 
 __all__ = ["loops"]
+
+
+def __getattr__(name: str):
+    """``loops`` loads pandas (:mod:`.loop_view`): only when first used, not by a module that
+    needs only, say, :mod:`.volumes`' constants (``minitrace compress --help``)."""
+    if name == "loops":
+        from .loop_view import loops
+        return loops
+    raise AttributeError(f"module 'minitrace.compress' has no attribute {name!r}")
