@@ -262,9 +262,8 @@ def _dataset(group, name: str, data: np.ndarray, deferred: list, noisy: bool = F
     (``storage.new_attrs``: requests/new's encoding took a 4 KB global heap, 7-12% of
     CloverLeaf 8-16r's model files)."""
     data = np.ascontiguousarray(data)
-    shuffled = data.view(np.uint8).reshape(-1, data.itemsize).T.tobytes() if data.size else b""
-    if data.nbytes > 16 * CHUNK_INDEX_BYTES or \
-            data.nbytes - len(zlib.compress(shuffled)) > CHUNK_INDEX_BYTES:
+    if data.nbytes > 16 * CHUNK_INDEX_BYTES or data.nbytes - len(zlib.compress(
+            data.view(np.uint8).reshape(-1, data.itemsize).T.tobytes())) > CHUNK_INDEX_BYTES:
         ds = S.dataset(group, name, data, noisy, deferred, level)
     else:
         ds = group.create_dataset(name, shape=data.shape, dtype=data.dtype)
