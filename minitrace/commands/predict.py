@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import json
 
-from ..converters.detect import read_paths
 from ..collectives import CHOICES
 from ..errors import MinitraceError
 from ..outputs import check_disjoint
@@ -68,6 +67,7 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
+    from ..converters.detect import read_paths
     from ..predict import predict, report
     if args.platform and (args.cluster or args.ranks_per_node):
         raise MinitraceError("--cluster and --ranks-per-node describe a generated cluster: "

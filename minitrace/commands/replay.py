@@ -6,7 +6,6 @@ import math
 
 import numpy as np
 
-from ..converters.detect import read_paths
 from ..collectives import CHOICES
 from ..errors import MinitraceError
 from ..outputs import check_disjoint, check_output_file
@@ -102,6 +101,7 @@ def _config(items: list[str]) -> dict[str, str]:
 
 def run(args) -> int:
     """Replay and print the prediction (text or JSON); exit status 0."""
+    from ..converters.detect import read_paths
     generated = [o for o in ("cluster", "speed", "bandwidth", "latency", "ranks_per_host")
                  if getattr(args, o) is not None]
     if args.platform and generated:
