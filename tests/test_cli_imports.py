@@ -58,9 +58,8 @@ def test_help_loads_no_subcommand():
 
 
 #: Subcommands whose parser shows defaults that live in heavy modules: gev (the replicas and
-#: the type-I tolerance of minitrace.analysis.projection and .gev: scipy, pandas, tqdm) and
-#: simulate-tasks (the models and schedulers of minitrace.tasks.simulate: pandas).
-HEAVY_HELP = {"gev", "simulate-tasks"}
+#: the type-I tolerance of minitrace.analysis.projection and .gev: scipy, pandas, tqdm).
+HEAVY_HELP = {"gev"}
 
 
 @pytest.mark.parametrize("name", sorted(commands.COMMANDS))

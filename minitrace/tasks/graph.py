@@ -25,12 +25,15 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from . import ompt_raw as R
 from ..errors import MinitraceError
+
+if TYPE_CHECKING:   # pandas: loaded by the first graph built, not by the commands' parsers
+    import pandas as pd
 
 MODES = {1: "in", 2: "out", 3: "inout", 4: "mutexinoutset", 7: "inoutset"}
 SYNC_ACTION = {5: "taskwait", 6: "taskgroup"}          # other sync regions are barriers
@@ -46,7 +49,7 @@ class TaskGraph:
     deps: pd.DataFrame
     handles: pd.DataFrame
     edges: pd.DataFrame
-    edges_ompt: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(
+    edges_ompt: pd.DataFrame = field(default_factory=lambda: _frame(
         {"src": np.zeros(0, np.int64), "dst": np.zeros(0, np.int64)}))
     meta: dict = field(default_factory=dict)
 
@@ -65,7 +68,14 @@ class TaskGraph:
 
 
 def _frame(columns: dict) -> pd.DataFrame:
+    import pandas as pd
     return pd.DataFrame(columns)
+
+
+def _modes(names) -> pd.Categorical:
+    """Dependence modes (names of MODES) as a categorical column."""
+    import pandas as pd
+    return pd.Categorical(names, categories=list(MODES.values()))
 
 
 def from_tasks(durations: dict[int, float], edges=None, deps=(), sizes: dict | None = None,
@@ -94,8 +104,7 @@ def from_tasks(durations: dict[int, float], edges=None, deps=(), sizes: dict | N
     handles = sorted(sizes)
     dep_table = _frame({"task": np.array([d[0] for d in deps], np.int64),
                         "handle": np.array([d[1] for d in deps], np.int64),
-                        "mode": pd.Categorical([d[2] for d in deps],
-                                               categories=list(MODES.values()))})
+                        "mode": _modes([d[2] for d in deps])})
     edge_table = rebuild_edges(tasks, dep_table) if edges is None else _frame(
         {"src": np.array([e[0] for e in edges], np.int64),
          "dst": np.array([e[1] for e in edges], np.int64)})
@@ -330,8 +339,7 @@ def _dependences(records: np.ndarray, source: str):
     np.maximum.at(hnode, handle, node)      # a placed page's node over -1 / -2
     names = np.array([MODES.get(m, str(m)) for m in range(8)], dtype=object)
     deps = _frame({"task": task, "handle": handle.astype(np.int64),
-                   "mode": pd.Categorical(names[np.clip(mode, 0, 7)],
-                                          categories=list(MODES.values()))})
+                   "mode": _modes(names[np.clip(mode, 0, 7)])})
     handles = _frame({"handle": np.arange(len(addrs), dtype=np.int64), "address": addrs,
                       "size": hsize, "node": hnode})
     return deps, handles

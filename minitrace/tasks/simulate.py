@@ -32,8 +32,7 @@ import tempfile
 import traceback
 from collections import defaultdict, deque
 from dataclasses import dataclass, field
-
-import pandas as pd
+from typing import TYPE_CHECKING
 
 from ..errors import MinitraceError
 from .graph import TaskGraph
@@ -43,6 +42,9 @@ from .overlap import fit_overlap, memory_times
 from .numa_platform import (CORE_SPEED, PlatformInfo, Topology, platform_xml,
                             read_platform_info)
 from .validate import check_graph
+
+if TYPE_CHECKING:   # pandas: loaded by the first simulation, not by the command's parser
+    import pandas as pd
 
 MODELS = ("task", "comm", "cache")
 SCHEDULERS = ("libomp",)
@@ -294,6 +296,7 @@ class _Simulation:
                                  f"{sum(v == 'explicit' for v in self.kind.values())} tasks run")
         region = (max(e for _, e in self.regions) - min(s for s, _ in self.regions)) \
             if self.regions else total
+        import pandas as pd
         timeline = pd.DataFrame(self.rows, columns=["thread", "task", "kernel", "start", "end"])
         return SimResult(region, total, self.n, self.model, timeline, self.notes)
 
