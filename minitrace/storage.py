@@ -244,7 +244,9 @@ def dataset(group: h5py.Group, name: str, data: np.ndarray, noisy: bool = False,
 def write_chunks(ds: h5py.Dataset, data: np.ndarray, first_row: int = 0,
                  noisy: bool = False) -> None:
     """Write 1-D ``data`` into the chunked shuffle+gzip dataset ``ds`` from ``first_row`` (a
-    chunk boundary), each chunk compressed in a thread and written as it is stored.
+    chunk boundary), its chunks compressed in threads (one alone here: a thread gains it
+    nothing, and handing it over cost CPU: NPB CG 2r's exact write's 2 chunks took 2.20 ms
+    so, 2.07 here) and written as they are stored.
 
     Parameters
     ----------
@@ -260,8 +262,8 @@ def write_chunks(ds: h5py.Dataset, data: np.ndarray, first_row: int = 0,
     """
     rows, level = ds.chunks[0], ds.compression_opts
     starts = range(0, len(data), rows)
-    blobs = _POOL.map(lambda lo: _shuffle_deflate(data[lo:lo + rows], rows, noisy, level),
-                      starts)
+    blobs = (map if len(starts) < 2 else _POOL.map)(
+        lambda lo: _shuffle_deflate(data[lo:lo + rows], rows, noisy, level), starts)
     for lo, blob in zip(starts, blobs):
         ds.id.write_direct_chunk((first_row + lo,), blob)
 
