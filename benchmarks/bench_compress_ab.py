@@ -6,8 +6,10 @@ Each file in each mode (exact; bounded:1% with bounded:1us times; model) is comp
 written (``write_compressed``, as `minitrace compress` does after reading its input) by the
 old and the new code in turn, N + 1 times each (the first not counted); reported per file and
 mode: actions per CPU second of this thread (``thread_time``) and of the process
-(``process_time``: with storage's deflate threads), the best of N each, their ratio (thread),
-and each code's file size in bytes per action.
+(``process_time``: with storage's deflate threads), the best of N each, their ratios (old time
+over new: by thread, by process; a code that deflates in this thread what the other hands to
+the pool, as storage.write_chunks does a lone chunk since session 22, compares by process
+only), and each code's file size in bytes per action.
 
 Run (the two codes as packages named ``mtold`` and ``mtnew`` in DIR, e.g.
 ``git archive COMMIT minitrace | tar -x -C DIR && mv DIR/minitrace DIR/mtold``, and the
@@ -33,7 +35,7 @@ def main(root: str, n: int, paths: list[str]) -> None:
     pkg = {t: importlib.import_module(t) for t in CODES}
     write = {t: importlib.import_module(t + ".compress.files").write_compressed for t in CODES}
     print(f"{'file':22s} {'mode':8s} {'actions':>8s}  thread M/s old / new   process M/s "
-          f"old / new   ratio   B/action old / new")
+          f"old / new   ratio th / pr   B/action old / new")
     with tempfile.TemporaryDirectory() as tmp:
         for path in paths:
             data = {}
@@ -60,7 +62,8 @@ def main(root: str, n: int, paths: list[str]) -> None:
                 print(f"{os.path.basename(path):22s} {mode:8s} {nact:8d}  "
                       f"{rate(th['mtold']):5.2f} / {rate(th['mtnew']):5.2f}      "
                       f"{rate(pr['mtold']):5.2f} / {rate(pr['mtnew']):5.2f}      "
-                      f"{min(th['mtold']) / min(th['mtnew']):.3f}   "
+                      f"{min(th['mtold']) / min(th['mtnew']):.3f} / "
+                      f"{min(pr['mtold']) / min(pr['mtnew']):.3f}   "
                       f"{size['mtold']:.3f} / {size['mtnew']:.3f}", flush=True)
 
 
