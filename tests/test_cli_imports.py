@@ -57,11 +57,6 @@ def test_help_loads_no_subcommand():
     assert heavy(modules) == []
 
 
-#: Subcommands whose parser shows defaults that live in heavy modules: gev (the replicas and
-#: the type-I tolerance of minitrace.analysis.projection and .gev: scipy, pandas, tqdm).
-HEAVY_HELP = {"gev"}
-
-
 @pytest.mark.parametrize("name", sorted(commands.COMMANDS))
 def test_subcommand_help_loads_only_its_module(name):
     status, modules = imported(name, "--help")
@@ -71,8 +66,7 @@ def test_subcommand_help_loads_only_its_module(name):
     assert f"minitrace.commands.{command_module(name)}" in modules
     if name not in ("export", "import", "record", "shim"):    # (they reuse a sibling's code)
         assert modules & others == set()
-    if name not in HEAVY_HELP:
-        assert heavy(modules) == []
+    assert heavy(modules) == []
 
 
 def test_info_and_compress_load_no_scipy(tmp_path):

@@ -16,11 +16,12 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import special, stats
 
+from .gev_defaults import TYPE_TOLERANCE
+
 EULER_GAMMA = float(np.euler_gamma)
 GUMBEL_SKEWNESS = 12 * np.sqrt(6) * special.zeta(3) / np.pi ** 3  # 1.1395...
 MOM_SHAPE_MIN = -1.0 / 3.0     # the third moment (skewness) exists only for shape > -1/3
 MOM_SHAPE_MAX = 2.0            # skewness(2) = -6.6: no real sample is more left-skewed
-TYPE_TOLERANCE = 0.05          # |shape| <= this counts as Gumbel (type I)
 METHODS = ("pwm", "mom", "mle")
 _SMALL = 1e-8                  # |shape| below this uses the Gumbel limit of the formulas
 _TINY = 1e-12                  # log1p/expm1 forms: |shape| below this is moved to it

@@ -40,11 +40,10 @@ from tqdm import tqdm
 
 from . import genpareto, gev, stragglers
 from .emma import PRODUCT_GRID, expected_max_gev_product, expected_max_sample
+from .gev_defaults import DEFAULT_NONPARAM_REPLICAS, DEFAULT_REPLICAS
 from ..errors import MinitraceError
 from ..trace import open as mt_open
 
-DEFAULT_REPLICAS = 200          # parametric: joint replicas (each refits every group)
-DEFAULT_NONPARAM_REPLICAS = 1000
 MIN_SAMPLES = 30                # fewer values per fitted group is flagged
 SUBSAMPLE = 4                   # non-parametric m-out-of-n bootstrap: m = N / SUBSAMPLE
 NONPARAM_MAX_RATIO = 0.02       # k / N above this: the non-parametric CI under-covers

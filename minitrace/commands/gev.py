@@ -3,16 +3,16 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+from typing import TYPE_CHECKING
 
-import pandas as pd
-
-from ..analysis import gev as G
-from ..analysis.genpareto import fit_lmoments
-from ..analysis import projection as P
+from ..analysis import gev_defaults as D
 from ..errors import MinitraceError
 from ..outputs import check_disjoint
 from ..options import MAX_RANKS, MAX_REPLICAS, MAX_SEED, choice_list, number
 from . import COMMANDS
+
+if TYPE_CHECKING:   # pandas, scipy, tqdm: loaded by the fits, not by the parser
+    import pandas as pd
 
 CHOICES = ("pwm", "mom", "mle", "nonparam")
 
@@ -36,14 +36,14 @@ def register(sub) -> None:
     p.add_argument("--replicas", type=number("--replicas", 1, MAX_REPLICAS, integer=True),
                    default=None,
                    help=f"bootstrap replicas: joint replicas of the whole run for the "
-                        f"parametric models (default {P.DEFAULT_REPLICAS}), resamples for "
-                        f"nonparam (default {P.DEFAULT_NONPARAM_REPLICAS})")
+                        f"parametric models (default {D.DEFAULT_REPLICAS}), resamples for "
+                        f"nonparam (default {D.DEFAULT_NONPARAM_REPLICAS})")
     p.add_argument("--ci", type=number("--ci", 0, 1, above=True, below=True), default=0.95,
                    help="confidence level (default 0.95)")
     p.add_argument("--seed", type=number("--seed", 0, MAX_SEED, integer=True), default=0,
                    help="random seed (default 0)")
-    p.add_argument("--tol", type=number("--tol", 0), default=G.TYPE_TOLERANCE,
-                   help=f"|shape| up to this is GEV type I (default {G.TYPE_TOLERANCE})")
+    p.add_argument("--tol", type=number("--tol", 0), default=D.TYPE_TOLERANCE,
+                   help=f"|shape| up to this is GEV type I (default {D.TYPE_TOLERANCE})")
     p.add_argument("--plot", metavar="PNG", help="write histogram, QQ and projection plots")
     p.add_argument("--no-backtest", dest="backtest", action="store_false",
                    help="skip the back-test (projections from n/8, n/4, n/2 of the run's "
@@ -71,6 +71,7 @@ def parse_scales(items: list[str], nranks: int) -> list[int]:
 
 
 def _print(df: pd.DataFrame, fmt: dict | None = None) -> None:
+    import pandas as pd
     with pd.option_context("display.width", 200, "display.max_columns", 30,
                            "display.max_colwidth", 80):
         print(df.to_string(index=False, formatters=fmt))
@@ -99,6 +100,8 @@ def _keep_freed_memory(pad: int = 256 << 20) -> None:
 def run(args) -> int:
     """Fit, project, back-test and recommend, optionally check and plot; exit status 0
     (errors are MinitraceError)."""
+    from ..analysis import gev as G
+    from ..analysis import projection as P
     methods = choice_list(args.method, CHOICES, "gev", "--method", every="all")
     if args.replicas is not None and args.replicas < 2:
         raise MinitraceError("--replicas must be at least 2")
@@ -151,6 +154,7 @@ def _excursions(var, scales, ci: float) -> None:
     """Print the rare excursions found (or how rare unseen ones could be) and the share of
     the iterations they touch at each scale."""
     from ..analysis import stragglers as S
+    from ..analysis.genpareto import fit_lmoments
     exc = S.detect(var.times)
     tab = S.table(exc, scales, ci)
     if exc.count:
