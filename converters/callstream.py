@@ -40,8 +40,8 @@ def _row(kind: str, t0: float, t1: float = np.nan) -> list:
 def mpi_kind(name: str, comm_calls: bool = False) -> str | None:
     """Kind of an MPI function name (``MPI_Isend``, ``MPI_Isend()``, ``MPI_Allreduce_c``), or
     None when the model has no action for it (``MPI_Comm_rank``, ``MPI_Wtime``...).
-    Communicator constructors (``MPI_Comm_split``...) and ``MPI_Comm_size`` (a call the
-    recorder keeps) have a kind only with ``comm_calls``."""
+    Communicator constructors (``MPI_Comm_split``...), ``MPI_Comm_free`` and ``MPI_Comm_size``
+    (calls the recorder keeps) have a kind only with ``comm_calls``."""
     base = name.strip()
     if base.endswith("()"):
         base = base[:-2].rstrip()
@@ -51,7 +51,7 @@ def mpi_kind(name: str, comm_calls: bool = False) -> str | None:
     if base.endswith("_c") and base[:-2] in _C:
         base = base[:-2]
     base = {"init_thread": "init"}.get(base, base)
-    if comm_calls and (base in K.NEW_COMM_KINDS or base == "comm_size"):
+    if comm_calls and (base in K.NEW_COMM_KINDS or base in ("comm_free", "comm_size")):
         return base
     return base if base in _C and base not in _NOT_CALLS else None
 

@@ -437,8 +437,9 @@ def assemble(rows: np.ndarray, d: Defs, keep_regions: bool) -> tuple[TraceColumn
     "unmapped": Counter, "user_regions": n (enters and leaves of non-MPI regions),
     "linked_in_order": Counter (non-blocking collectives without request events, linked to
     waits in order),
-    "comms_not_named": Counter (communicator constructors: kept as actions, but the events
-    read do not say their parent nor the new communicator, left 0 and -1),
+    "comms_not_named": Counter (communicator constructors, frees and sizes: kept as actions,
+    but the events read do not say their communicators: a parent or a freed one left 0, a new
+    one -1),
     "unread_tests": n}`` (MPI_Test/Testall calls without events in an archive with no
     MpiRequestTest event: a test of null handles, which completed, cannot be told from one that
     failed; read as not completed)."""
@@ -464,7 +465,8 @@ def assemble(rows: np.ndarray, d: Defs, keep_regions: bool) -> tuple[TraceColumn
         meta["dropped_mpi_calls"] = dict(sorted(dropped.items()))
     data = TraceColumns(actions, offsets, vectors,
                         {0: np.arange(d.nranks, dtype=np.int32), **comms}, strings, meta)
-    unnamed = calls.is_["new_comms"] | (calls.kind0 == K.CODE["comm_size"])
+    unnamed = calls.is_["new_comms"] | np.isin(calls.kind0, [K.CODE["comm_size"],
+                                                             K.CODE["comm_free"]])
     made_comms = Counter(_N[k] for k in calls.kind0[unnamed].tolist())
     null = _null_completions(actions)
     if null:

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 import minitrace
+from minitrace import kinds as K
 from minitrace.converters.otf2 import read_otf2, write_otf2
 from minitrace.validate import CheckContext, validate
 from minitrace.validate.converted import message_counts
@@ -52,6 +53,8 @@ def test_recorded_program_round_trips_through_otf2(name, ranks, args, tmp_path):
     lossy = write_otf2(data, tmp_path / "otf2")
     back = read_otf2(tmp_path / "otf2" / "traces.otf2")
     assert back.nranks == data.nranks
+    free = K.CODE["comm_free"]      # a region only, read back as the call it is
+    assert (back.actions["kind"] == free).sum() == (data.actions["kind"] == free).sum()
     if set(lossy) <= _HARMLESS and validate(data).ok:
         rep = validate(back)
         assert rep.ok, str(rep)
