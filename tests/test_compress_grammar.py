@@ -290,6 +290,29 @@ def test_programs_differing_only_in_loop_counts_have_one_shape(tmp_path):
     assert any("main loop: 107 iterations of [barrier, compute]" in ln for ln in lines)
 
 
+def test_loops_of_equal_size_are_no_main_loop(tmp_path):
+    """Equal loops one after another (public miniMD: a loop per 20 steps between
+    re-neighbourings, the sizes changing) are each a loop, none the main one."""
+    from minitrace import storage
+    import minitrace
+    from minitrace.compress.loop_view import loop_lines
+    b = TraceBuilder(2)
+    for r in range(2):
+        b.add(r, "init")
+        for block in range(3):
+            for _ in range(50):
+                b.add(r, "send", peer=1 - r, tag=0, bytes_sent=8 * (block + 1))
+                b.add(r, "recv", peer=1 - r, tag=0, bytes_recv=8 * (block + 1))
+                b.add(r, "compute", volume=1.0)
+        b.add(r, "finalize")
+    p = tmp_path / "t.h5"
+    storage.write_trace(p, b.build())
+    with minitrace.open(p) as t:
+        lines = loop_lines(t.loops())
+    assert sum("50 iterations of" in ln for ln in lines) == 3, lines
+    assert not any("main loop" in ln for ln in lines), lines
+
+
 def test_run_test_agrees_with_the_runs_themselves():
     """has_run (doubling) says whether a boolean array holds p consecutive Trues, as its run
     lengths do, for every period the folds try."""
