@@ -33,6 +33,25 @@ def summarize(r, ranks: range | None = None) -> pd.DataFrame:
     return df
 
 
+#: The per-rank table shows this many kinds, those with the most actions (``info --kinds``: all).
+SHOWN_KINDS = 6
+
+
+def shown_kinds(df: pd.DataFrame, every: bool = False) -> tuple[list[str], str]:
+    """The ``n_<kind>`` columns of a :func:`summarize` table that a per-rank table shows (the
+    ``SHOWN_KINDS`` with the most actions, or every one), and a line naming the kinds left out
+    ("" when none is): without it, the counts shown do not add up to the actions."""
+    kinds = [c for c in df.columns if c.startswith("n_")]
+    order = df[kinds].sum().sort_values(ascending=False)
+    shown = kinds if every else order.index[:SHOWN_KINDS].tolist()
+    rest = order.drop(shown)
+    if rest.empty:
+        return shown, ""
+    return shown, ("kinds not shown (actions of all ranks): "
+                   + ", ".join(f"{c[2:]} {int(v):,}" for c, v in rest.items())
+                   + "; `minitrace info --kinds` shows every kind per rank")
+
+
 def send_matrix(t) -> pd.DataFrame:
     """Bytes sent by point-to-point sends from each rank (rows) to each peer (columns) of an
     open trace, read through the kind index."""

@@ -99,6 +99,7 @@ def report(output: str, meta: dict, n: int, rep, summary=None, compressed=None) 
     """Print a merged trace's summary (computed here unless given) and validation; True when
     it is complete and valid.  ``compressed``: (volume mode, bytes it would take
     uncompressed) of a trace written compressed."""
+    from ..summary import shown_kinds
     from ..trace import open as open_trace
     if summary is None:
         with open_trace(output) as t:
@@ -113,9 +114,10 @@ def report(output: str, meta: dict, n: int, rep, summary=None, compressed=None) 
     if not meta["complete"]:
         print(_incomplete(meta))
     cols = ["actions", "bytes_sent", "bytes_recv", "volume", "span"]
-    kinds = [c for c in summary.columns if c.startswith("n_")]
-    top = summary[kinds].sum().sort_values(ascending=False).index[:6].tolist()
+    top, left_out = shown_kinds(summary)
     print(summary[cols + top].to_string(float_format=lambda x: f"{x:.6g}"))
+    if left_out:
+        print(left_out)
     print(f"validation: {rep.summary()}")
     for line in rep.lines(20):
         print(f"  {line}")
