@@ -429,14 +429,23 @@ def write(path: str, c: Compressed, meta: dict | None = None, pack: bool = True)
             S.write_comms_strings(g, c.comms, c.strings)
 
 
+def _epoch_words(merge: int, anchor: str) -> str:
+    """What ends an epoch (``epochs.choose_anchors``' name), in words: "between its
+    collectives", "every 4 of its alltoall calls", "the whole run" (no anchor)."""
+    if anchor == "none":
+        return "the whole run"
+    calls = anchor if anchor == "collectives" else f"{anchor} calls"
+    return f"between its {calls}" if merge == 1 else f"every {merge} of its {calls}"
+
+
 def lost(c: Compressed) -> str:
     """What the compressed form kept of the volumes and times, in words (``info``)."""
     if c.mode == "model":
         kept = len(c.side.get("tail_gaps", ()))      # (one a kept call; values may be steps)
         apart = "in_call_totals" in c.side
+        epoch = _epoch_words(c.attrs.get("epoch_merge", 1), c.attrs.get("epoch_anchor", "none"))
         vols = (f"volumes modelled: each rank's total exact, its {'work' if apart else 'total'} "
-                f"in each epoch (between {c.attrs.get('epoch_merge', 1)} of its "
-                f"{c.attrs.get('epoch_anchor')})"
+                f"in each epoch ({epoch})"
                 f"{', its CPU time inside MPI calls in all' if apart else ''}, "
                 f"each call site's mean and {kept} calls kept with their own values, "
                 f"within {c.attrs.get('precision', 0.01):.3g}; lost: each other call's own value "

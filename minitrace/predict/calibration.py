@@ -812,8 +812,9 @@ def summary(cal: Calibration, path: str) -> str:
              f" GB/s (ranks on one host)"]
     for k, s in cal.segments.items():
         if s:
-            bps = ", ".join(f"{b:g}" for b in s["breakpoints"]) or "none"
-            lines.append(f"  {k}: {len(s['segments'])} segment(s), breakpoints at {bps} B")
+            bps = ", ".join(f"{b:g}" for b in s["breakpoints"])
+            lines.append(f"  {k}: {len(s['segments'])} segment(s), "
+                         + (f"breakpoints at {bps} B" if bps else "no breakpoint"))
     lines.append(f"  compute: {cal.speed / 1e9:.3g} Gflop/s per CPU second (spread "
                  f"{cal.speed_spread:.1%}), core share per rank "
                  + " ".join(f"{x:.2f}" for x in cal.core_share)
