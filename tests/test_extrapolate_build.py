@@ -226,7 +226,7 @@ def test_a_refusal_names_the_first_missing_classes_and_counts_the_rest():
     from types import SimpleNamespace
     keys = [f"({a},{b},{c})" for a in ("lo", "mid", "hi") for b in ("lo", "mid", "hi")
             for c in ("lo", "hi")]
-    runs = [SimpleNamespace(nranks=n, classes=dict.fromkeys(keys[:k]))
+    runs = [SimpleNamespace(nranks=n, classes=dict.fromkeys(keys[:k]), left_out={})
             for n, k in ((2, 18), (4, 2), (8, 2))]
     with pytest.raises(MinitraceError) as e:
         B._having(runs, keys, {k: "no rank of a run has a neighbour there" for k in keys})

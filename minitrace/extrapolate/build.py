@@ -216,7 +216,8 @@ def _having(runs: list[ST.Run], keys, why: dict | None = None) -> dict:
     having = {key: [r for r in runs if key in r.classes] for key in keys}
     why = why or {}
     short = [f"rank class {key} ({_role(key)}) is in {len(h)} run(s) "
-             f"({', '.join(f'{r.nranks} ranks' for r in h) or 'none'}): 3 are needed to fit it"
+             f"({', '.join(f'{r.nranks} ranks' for r in h) or 'none'}"
+             f"{_left_out(runs, key)}): 3 are needed to fit it"
              + (f" (not composed: {why[key]})" if key in why else "")
              for key, h in having.items() if len(h) < 3]
     if short:
@@ -228,6 +229,14 @@ def _having(runs: list[ST.Run], keys, why: dict | None = None) -> dict:
             if left > 0 else []
         raise MinitraceError("not extrapolated: " + "; ".join(short[:SHOWN] + more) + hint)
     return having
+
+
+def _left_out(runs: list[ST.Run], key: str) -> str:
+    """``; left out of 2, 3 ranks: ...``: the runs whose class of that name --force left out
+    (its program is another one, which the name alone would not say), and why."""
+    out = [r for r in runs if key in r.left_out]
+    return f"; left out of {', '.join(str(r.nranks) for r in out)} ranks: " \
+        f"{out[0].left_out[key]}" if out else ""
 
 
 #: Classes a refusal names (a 3-D grid recorded at 2 and 4 ranks misses up to 26: their

@@ -3,12 +3,14 @@
 by class up to loop counts and parameters; where they differ is said precisely.
 
 Rank classes (the reduced scope, docs/EXTRAPOLATE.md): ranks whose rank-relative programs are
-identical.  The class of the middle rank (``P // 2``) is the *bulk*, which every rank not
-anchored elsewhere joins at the target scale; the other classes are *anchored* at their ranks
-counted from both ends of the world (rank 0 is ``0``, the last rank ``-1``): a root, the ends
-of a non-periodic line.  Peers are rank-relative offsets, read signed (``d`` or ``d - P``,
-whichever is nearer 0, as the largest run shows them) so that a left neighbour stays ``-1``
-at every scale; a smaller run agrees when its offset is that one modulo its size.
+identical but for the sizes of their point-to-point messages (which a rank's data sets:
+miniMD's ghost atoms), the class's sizes its ranks' median.  The class of the middle rank
+(``P // 2``) is the *bulk*, which every rank not anchored elsewhere joins at the target scale;
+the other classes are *anchored* at their ranks counted from both ends of the world (rank 0
+is ``0``, the last rank ``-1``): a root, the ends of a non-periodic line.  Peers are
+rank-relative offsets, read signed (``d`` or ``d - P``, whichever is nearer 0, as the largest
+run shows them) so that a left neighbour stays ``-1`` at every scale; a smaller run agrees
+when its offset is that one modulo its size.
 
 On a 2-D or 3-D grid (:mod:`.grid`) peers are grid offsets (:mod:`.grid_peers`) and the
 classes are positions: per open dimension low boundary, middle or high boundary (corners,
@@ -19,7 +21,7 @@ compared, and fitted, over the runs that have it.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -74,6 +76,9 @@ class Run:
     classes: dict                # key -> RankClass
     grid: GR.Grid | None = None  # None: a 1-D program (peers rank-relative)
     comm_labels: dict = field(default_factory=dict)   # cart_sub communicator id -> label
+    #: classes :func:`common_part` left out (key -> why), which a class of that name in the
+    #: largest run is not: a refusal names them so
+    left_out: dict = field(default_factory=dict)
 
     @property
     def nranks(self) -> int:
@@ -135,21 +140,22 @@ def load(path: str, data: TraceColumns, grid: GR.Grid | None = None,
         sig = GP.encode(data, grid, sig, labels)
     gram = G.build(sig.ids, data.rank_offsets, len(sig.table))
     P = data.nranks
+    program = _sizeless(gram, sig.table)
     if grid is None:
-        groups = [(("bulk", int(gram.rank_grammar[P // 2])), np.arange(P))]
+        groups = [(("bulk", int(program[P // 2])), np.arange(P))]
     else:
         where = np.array(grid.positions(np.arange(P)), object)
         groups = []
         for pos in sorted(set(where)):
             ranks = np.flatnonzero(where == pos)
-            programs, counts = np.unique(gram.rank_grammar[ranks], return_counts=True)
-            middle = gram.rank_grammar[ranks[len(ranks) // 2]]
+            programs, counts = np.unique(program[ranks], return_counts=True)
+            middle = program[ranks[len(ranks) // 2]]
             main = middle if counts[programs == middle][0] == counts.max() else \
                 programs[counts.argmax()]
             groups.append(((pos, int(main)), ranks))
-    classes = {}
+    classes, table = {}, sig.table
     for (name, main), members in groups:
-        programs = gram.rank_grammar[members]
+        programs = program[members]
         for g in np.unique(programs):
             ranks = members[programs == g]
             key = name if g == main else (grid and _pinned(grid, name, members, ranks)) or \
@@ -159,8 +165,80 @@ def load(path: str, data: TraceColumns, grid: GR.Grid | None = None,
             tree = tree_of(gram, gram.top(int(g)))
             loops, leaves = [], []
             walk(tree, loops, leaves)
+            if len(np.unique(gram.rank_grammar[ranks])) > 1:    # sizes differ
+                table, leaves = _typical_sizes(gram, table, ranks, tree)
             classes[key] = RankClass(key, ranks, tree, loops, leaves)
+    if table is not sig.table:      # typical sizes added: the caller's signatures unchanged
+        sig = replace(sig, table=table)
     return Run(path, data, sig, classes, grid, labels)
+
+
+#: the signature fields that a rank's data may set (miniMD's ghost atoms per rank): ranks
+#: whose programs differ in these only, in point-to-point calls, are one class
+SIZE_FIELDS = ("bytes_sent", "bytes_recv")
+#: the calls whose sizes may differ within a class; a collective's may not (a gather's root
+#: receives the others' data: it stays a class of its own)
+_POINT_TO_POINT = np.isin(np.arange(max(K.NAME) + 1), [
+    K.CODE[n] for n in K.SENDS | K.RECVS | K.SENDRECVS | K.NONBLOCKING_SENDRECVS])
+
+
+def _sizeless(gram: G.Grammar, table: np.ndarray) -> np.ndarray:
+    """Per rank, a program id that is the same for ranks whose loop trees are equal (loop
+    counts too) up to the sizes of their point-to-point messages: the smallest of their
+    grammar's program ids."""
+    plain = table.copy()
+    p2p = _POINT_TO_POINT[plain["kind"]]
+    for f in SIZE_FIELDS:
+        plain[f][p2p] = 0
+    _, same = np.unique(plain, return_inverse=True)
+    same = same.ravel()
+
+    def form(node: Node) -> tuple:
+        return tuple(int(same[c.sig]) if c.leaf else (c.count, form(c))
+                     for c in node.children)
+    first: dict = {}
+    out = gram.rank_grammar.copy()
+    for g in np.unique(gram.rank_grammar):
+        out[gram.rank_grammar == g] = first.setdefault(form(tree_of(gram, gram.top(int(g)))),
+                                                       int(g))
+    return out
+
+
+def _typical_sizes(gram: G.Grammar, table: np.ndarray, ranks: np.ndarray, tree: Node):
+    """(table, leaves) for ``tree``, the program of ``ranks`` up to their message sizes:
+    each leaf's signature with the median of its ranks' sizes (the lower median: a size one
+    rank sent), added to the table when no row has it.  Like a call's typical volume (the
+    median over its class's ranks), it is fitted across runs; which rank sent which size is
+    not kept (every rank of the class at the target sends the typical size)."""
+    own: dict = {}
+    for g in gram.rank_grammar[ranks]:
+        if int(g) not in own:
+            leaves: list = []
+            walk(tree_of(gram, gram.top(int(g))), [], leaves)
+            own[int(g)] = table[leaves][list(SIZE_FIELDS)]
+    sizes = np.stack([own[int(g)] for g in gram.rank_grammar[ranks]])
+    nodes = list(_leaf_nodes(tree))
+    rows = table[[n.sig for n in nodes]].copy()
+    for f in SIZE_FIELDS:
+        rows[f] = np.sort(sizes[f], axis=0)[(len(ranks) - 1) // 2]
+    known = {row.tobytes(): k for k, row in enumerate(table)}
+    new = []
+    for node, row in zip(nodes, rows):
+        if row.tobytes() not in known:
+            known[row.tobytes()] = len(table) + len(new)
+            new.append(row)
+        node.sig = known[row.tobytes()]
+    if new:
+        table = np.concatenate([table, np.array(new, table.dtype)])
+    return table, [n.sig for n in nodes]
+
+
+def _leaf_nodes(node: Node):
+    for child in node.children:
+        if child.leaf:
+            yield child
+        else:
+            yield from _leaf_nodes(child)
 
 
 def _pinned(grid: GR.Grid, position: str, members: np.ndarray, ranks: np.ndarray):
@@ -352,6 +430,7 @@ def common_part(runs: list[Run]) -> list[str]:
             b = shape(ref.classes[key].tree, ref.sig.table, vector_reader(ref))
             if a != b:
                 out.append(f"{where}: {_first_difference(a, b)}")
+                run.left_out[key] = "its loops or calls differ"
                 del run.classes[key]
     return out
 
