@@ -20,10 +20,11 @@ COMMANDS = {
     "diff": "compare the provenance of two minitrace files",
     "expand": "write a compressed trace back uncompressed",
     "export": "write a trace as OTF2, SimGrid TI text, CSV or a Perfetto timeline "
-              "(= convert --to)",
+              "(the older spelling of convert --to)",
     "extrapolate": "predict a trace at more ranks from 3+ smaller runs",
     "gev": "fit GEVs to per-iteration maxima and project them to more ranks",
-    "import": "import a SimGrid time-independent text trace (= convert --from ti)",
+    "import": "import a SimGrid time-independent text trace (the older spelling of "
+              "convert --from ti)",
     "import-tasks": "import a StarPU/TiKKi tasks.rec task trace",
     "info": "summarize a minitrace file",
     "merge": "merge raw per-rank files of the recorder into a trace",
