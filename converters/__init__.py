@@ -11,3 +11,8 @@ def __getattr__(name: str):
         from . import conversion
         return getattr(conversion, name)
     raise AttributeError(f"module 'minitrace.converters' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    """The lazy names too (tab completion), beside what is loaded."""
+    return sorted(set(globals()) | set(__all__))

@@ -10,7 +10,8 @@ from . import COMMANDS
 
 
 def register(sub) -> None:
-    """The ``bench`` sub-command (discovered by minitrace.cli), one sub-parser per suite."""
+    """The ``bench`` sub-command (listed in minitrace.commands.COMMANDS), one sub-parser per
+    suite."""
     p = sub.add_parser(
         "bench", help=COMMANDS["bench"],
         description="Benchmark suites, run under MPI: `mpiexec -n N python -m minitrace.bench "

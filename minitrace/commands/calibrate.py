@@ -16,7 +16,7 @@ from . import COMMANDS
 
 
 def register(sub) -> None:
-    """Add the ``calibrate`` subcommand (discovered by minitrace.cli)."""
+    """Add the ``calibrate`` subcommand (listed in minitrace.commands.COMMANDS)."""
     p = sub.add_parser(
         "calibrate", help=COMMANDS["calibrate"],
         description="Run 'LAUNCHER... python -m minitrace.predict.measure' (e.g. -- mpiexec -n 2): "

@@ -18,7 +18,7 @@ from . import COMMANDS
 
 
 def register(sub) -> None:
-    """Add the ``convert`` subcommand (discovered by minitrace.cli)."""
+    """Add the ``convert`` subcommand (listed in minitrace.commands.COMMANDS)."""
     p = sub.add_parser("convert", help=COMMANDS["convert"],
                        description="Convert a Score-P OTF2 archive, a merged TAU trace "
                                    "(tau.trc + tau.edf) or a SimGrid TI text trace into a "

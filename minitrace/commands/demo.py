@@ -24,7 +24,8 @@ def register(sub) -> None:
                                    "replay a bundled MPI program; run a variability "
                                    "benchmark on 2 ranks and project its maxima to larger "
                                    "scale with GEV fits; calibrate this machine and predict the "
-                                   "recorded run, with its error.  Every step is printed as the command it runs.")
+                                   "recorded run, with its error.  Every step is printed as "
+                                   "the command it runs.")
     p.add_argument("-o", "--out", default="out", help="output directory (default: out)")
     p.set_defaults(func=run)
 

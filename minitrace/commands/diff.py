@@ -18,7 +18,7 @@ RUN_KEYS = ("mpi_library", "command_line", "nranks", "hosts", "volume_unit", "co
 
 
 def register(sub) -> None:
-    """The ``diff`` sub-command (discovered by minitrace.cli)."""
+    """The ``diff`` sub-command (listed in minitrace.commands.COMMANDS)."""
     p = sub.add_parser(
         "diff", help=COMMANDS["diff"],
         description="Print every provenance entry (command line, versions, MPI library, host, "

@@ -8,7 +8,7 @@ from .convert import add_export_options, export, replaced_by
 
 
 def register(sub) -> None:
-    """Add the ``export`` subcommand (discovered by minitrace.cli)."""
+    """Add the ``export`` subcommand (listed in minitrace.commands.COMMANDS)."""
     p = sub.add_parser("export", help=COMMANDS["export"],
                        description="Export a trace: the same as 'minitrace convert FILE --to "
                                    "FORMAT -o OUT' (see its --help for the formats).")

@@ -18,7 +18,7 @@ CHOICES = ("pwm", "mom", "mle", "nonparam")
 
 
 def register(sub) -> None:
-    """Add the ``gev`` subcommand (discovered by minitrace.cli)."""
+    """Add the ``gev`` subcommand (listed in minitrace.commands.COMMANDS)."""
     p = sub.add_parser(
         "gev", help=COMMANDS["gev"],
         description="Fit generalized extreme value distributions to the per-iteration maxima "

@@ -7,7 +7,7 @@ from .convert import into_minitrace, replaced_by
 
 
 def register(sub) -> None:
-    """Add the ``import`` subcommand (discovered by minitrace.cli)."""
+    """Add the ``import`` subcommand (listed in minitrace.commands.COMMANDS)."""
     p = sub.add_parser("import", help=COMMANDS["import"],
                        description="Read a SimGrid 4.1 time-independent trace (one file holding "
                                    "all ranks, or a list file: one line = a trace shared by all "

@@ -10,7 +10,7 @@ _META_SHOWN = ("producer", "producer_version", "format_version", "created", "vol
 
 
 def register(sub) -> None:
-    """The ``info`` sub-command (discovered by minitrace.cli)."""
+    """The ``info`` sub-command (listed in minitrace.commands.COMMANDS)."""
     p = sub.add_parser("info", help=COMMANDS["info"],
                        description="Print a file's metadata and provenance, a per-rank summary "
                                    "of its trace "

@@ -109,7 +109,8 @@ def report(output: str, meta: dict, n: int, rep, summary=None, compressed=None) 
     if compressed:
         mode, plain = compressed
         print(f"  compressed ({mode} volumes); uncompressed it would have been "
-              f"{plain / max(n, 1):.1f} bytes/action ({plain / max(os.path.getsize(output), 1):.1f}x "
+              f"{plain / max(n, 1):.1f} bytes/action "
+              f"({plain / max(os.path.getsize(output), 1):.1f}x "
               f"larger)")
     if not meta["complete"]:
         print(_incomplete(meta))

@@ -32,7 +32,7 @@ def _list(items, conv):
 
 
 def register(sub) -> None:
-    """Add the ``partitioned-model`` subcommand (discovered by minitrace.cli)."""
+    """Add the ``partitioned-model`` subcommand (listed in minitrace.commands.COMMANDS)."""
     p = sub.add_parser(
         "partitioned-model",
         help=COMMANDS["partitioned-model"],

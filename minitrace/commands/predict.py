@@ -13,7 +13,7 @@ from . import COMMANDS
 
 
 def register(sub) -> None:
-    """Add the ``predict`` subcommand (discovered by minitrace.cli)."""
+    """Add the ``predict`` subcommand (listed in minitrace.commands.COMMANDS)."""
     p = sub.add_parser(
         "predict", help=COMMANDS["predict"],
         description="Replay TRACE with the SMPI options, platform, compute and reduction "

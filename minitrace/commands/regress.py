@@ -17,7 +17,7 @@ EXIT_REGRESSION = 3
 
 
 def register(sub) -> None:
-    """The ``regress`` sub-command (discovered by minitrace.cli)."""
+    """The ``regress`` sub-command (listed in minitrace.commands.COMMANDS)."""
     p = sub.add_parser(
         "regress", help=COMMANDS["regress"],
         description="Append the benchmark results of each NEW file (its /bench/<suite> groups) "

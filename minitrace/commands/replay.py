@@ -17,7 +17,7 @@ from . import COMMANDS
 
 
 def register(sub) -> None:
-    """Add the ``replay`` subcommand (discovered by minitrace.cli)."""
+    """Add the ``replay`` subcommand (listed in minitrace.commands.COMMANDS)."""
     p = sub.add_parser(
         "replay", help=COMMANDS["replay"],
         description="Replay a time-independent trace with SimGrid's SMPI replay and print the "
@@ -135,7 +135,8 @@ def run(args) -> int:
                config=_config(args.cfg), cluster=cluster, compute_rate=args.compute_rate,
                lossy=args.lossy, timeout=args.timeout, engine=args.engine,
                collectives=args.collectives,
-               reduction_rate=args.reduction_rate, timeline=args.breakdown or args.critical_path or bool(args.plot or args.perfetto))
+               reduction_rate=args.reduction_rate,
+               timeline=args.breakdown or args.critical_path or bool(args.plot or args.perfetto))
     if args.json:
         out = r.to_dict()
         if args.critical_path:

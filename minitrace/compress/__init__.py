@@ -13,3 +13,8 @@ def __getattr__(name: str):
         from .loop_view import loops
         return loops
     raise AttributeError(f"module 'minitrace.compress' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    """The lazy names too (tab completion), beside what is loaded."""
+    return sorted(set(globals()) | set(__all__))

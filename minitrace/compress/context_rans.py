@@ -236,7 +236,7 @@ def _sorted_medians(v: np.ndarray, k: np.ndarray, ctxs: np.ndarray, count: np.nd
     values each), by one sort of their values."""
     mine = np.zeros(int(k.max()) + 1, bool)
     mine[ctxs] = True
-    kv, vv = k[mine[k]], v[mine[k]]
+    kv, vv = k[mine[k]].astype(np.int64, copy=False), v[mine[k]]
     lo, span = int(vv.min()), int(vv.max()) - int(vv.min()) + 1
     if span * (int(ctxs[-1]) + 1) < 1 << 63:     # (one sort of int64 keys: lexsort took 3x)
         key = kv * span + (vv - lo)

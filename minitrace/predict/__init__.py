@@ -14,3 +14,8 @@ def __getattr__(name: str):
         from . import prediction
         return getattr(prediction, name)
     raise AttributeError(f"module 'minitrace.predict' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    """The lazy names too (tab completion), beside what is loaded."""
+    return sorted(set(globals()) | set(__all__))
