@@ -4,9 +4,11 @@ are were runs of 19 steps, too short for the sampler to skip any, and they cover
 half of the actions, so the search with sizes set aside never ran: ``--sample auto`` replayed
 everything, with markers, in 2.2-3.4x the full replay's time.  Now the loops with sizes set
 aside are tried where the others would skip few actions, and an outer loop broken by a thermo
-output is flattened into its steps.  tests/programs/ring_rebuild.c reproduces the pattern."""
+output is flattened into its steps; where nothing long enough to skip is left, the trace
+replays fully.  tests/programs/ring_rebuild.c reproduces the pattern."""
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from minitrace import kinds as K
@@ -50,3 +52,14 @@ def test_auto_skips_iterations_within_its_bound(rebuild):
     assert abs(s.simulated_time - full.simulated_time) <= s.bound
     assert not any(n.startswith("replayed fully") for n in s.notes)
 
+
+def test_a_loop_too_short_to_skip_replays_fully(programs, tmp_path):
+    out = tmp_path / "short.h5"
+    record(out, 2, [programs("ring_rebuild"), "10", str(EVERY)], volume="cputime")
+    data = load_trace(str(out))[0]
+    s = sampled_replay(data, None, "auto", compute_rate=RATE)
+    assert any(n.startswith("replayed fully: no loop long enough to skip") for n in s.notes), \
+        s.notes
+    assert s.replays == 1 and s.replayed_share == 1.0 and not s.phases
+    assert np.isclose(s.simulated_time, replay(data, compute_rate=RATE).simulated_time,
+                      rtol=0, atol=1e-12)

@@ -343,9 +343,10 @@ def _flattened(grammar, offsets: np.ndarray, grow) -> list[np.ndarray]:
 
 
 #: Where the loops found would let sampling skip less than this share of the actions
-#: (:func:`_skippable`), :func:`loops_of` tries the loops with message sizes set aside too
-#: (public miniMD at 2 and 4 ranks: 50 loops of 19 steps, each shorter than the start the
-#: steady rule needs, replayed whole in 2.2-3.4x the full replay's time).
+#: (:func:`_skippable`), :func:`loops_of` tries the loops with message sizes set aside too, and
+#: ``--sample auto`` replays fully (:func:`sampled_replay`): a replay with markers that skips
+#: a few percent costs more than the full one (public miniMD at 2 and 4 ranks: 50 loops of 19
+#: steps, each shorter than the start the steady rule needs, 2.2-3.4x the full replay's time).
 FEW_SKIPPED = 0.1
 
 
@@ -1250,6 +1251,12 @@ def sampled_replay(data, loops: list[np.ndarray] | None, sample="auto", *,
             why_full = f"iterations cannot be skipped: {next(w for w in whys if w)}"
             phases = []
         notes += [f"replayed whole: {w}" for w in whys if w and phases]
+        share = 1 - 1 / _gain(top, phases, total) if phases else 0.0
+        if fixed is None and phases and share < FEW_SKIPPED:
+            why_full = (f"no loop long enough to skip: the least start and tail leave "
+                        f"{share:.1%} of the actions to skip, under {FEW_SKIPPED:.0%} (the "
+                        f"longest loop runs {_most(top)} iterations)")
+            phases = []
     if why_full is not None:
         res = run(data, **replay_kw)
         return SampledReplay(res.simulated_time, list(res.rank_end_times), 0.0, 1.0, 0.0, [],
