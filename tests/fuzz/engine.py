@@ -59,6 +59,13 @@ def preload() -> None:
     from minitrace.analysis import gev as _, projection, regress as _r, regress_history  # noqa
     from minitrace.predict import calibration  # noqa: F401
     from minitrace.analysis import plotting  # noqa: F401 (matplotlib: seconds to import)
+    # what the commands import only when they run (their --help stays quick): a case must not
+    # spend its time limit importing pandas, the converters or the prediction under load
+    import pandas  # noqa: F401
+    import minitrace.trace  # noqa: F401
+    from minitrace.converters import conversion  # noqa: F401
+    from minitrace.predict import prediction  # noqa: F401
+    from minitrace.compress import store, files  # noqa: F401
 
 
 # -- seeds ----------------------------------------------------------------------------------
