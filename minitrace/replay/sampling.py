@@ -352,17 +352,24 @@ FEW_SKIPPED = 0.1
 
 def _skippable(loops: list[np.ndarray]) -> float:
     """About how many actions sampling skips in the top-level ``loops``: per loop, the share of
-    its iterations beyond the least start ``auto`` replays (four windows) and a tail (a window,
-    where more than three would be skipped), of the actions it covers."""
+    its iterations beyond the least start and tail ``auto`` replays (:func:`_least_replay`),
+    of the actions it covers."""
     out = 0.0
     for b in top_level(loops):
         n = b.shape[1] - 1
-        w = loop_window(n)
-        skip = n - 4 * w
-        skip -= w if skip > 3 * w else 0
+        skip = n - sum(_least_replay(n, loop_window(n)))
         if skip > 0:
             out += float((b[:, -1] - b[:, 0]).sum()) * skip / n
     return out
+
+
+def _least_replay(iterations: int, window: int, joint: bool = False,
+                  fixed: int | None = None) -> tuple[int, int]:
+    """(start, tail) a phase of ``iterations`` replays first: ``fixed`` (``--sample K``), else
+    four windows (one for a joint phase), and a window's tail to interpolate to where more than
+    three windows are left (0: none)."""
+    start = min(iterations, fixed if fixed is not None else window if joint else 4 * window)
+    return start, window if iterations - start > 3 * window else 0
 
 
 #: A loop inside the top-level ones, grown over its variants, replaces them where it covers at
@@ -1239,10 +1246,9 @@ def sampled_replay(data, loops: list[np.ndarray] | None, sample="auto", *,
             raise MinitraceError(f"--sample wants auto, off or a number of iterations >= 1, "
                                  f"got {sample}")
         for p in phases:
-            start = p.window if p.joint else 4 * p.window
-            p.replayed = min(p.iterations, fixed if fixed is not None else start)
-            if p.iterations - p.replayed > 3 * p.window:    # a tail to interpolate to
-                p.tail = p.window
+            p.replayed, tail = _least_replay(p.iterations, p.window, p.joint, fixed)
+            if tail:
+                p.tail = tail
         cost = [iteration_cost(data, b) for b in top]
         for pi in range(len(phases)):
             _cover_group(phases, pi, cost, fixed is None)
