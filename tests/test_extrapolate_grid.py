@@ -73,8 +73,15 @@ def test_run_grids_share_the_periods_and_refuse_a_misfit():
     odd = synthetic.halo_1d_trace(7)                         # 7x1 or 1x7 only: +2 fits none
     sends = odd.actions["kind"] == synthetic.K.CODE["isend"]
     odd.actions["peer"][sends] = (odd.rank_of() + 2)[sends] % 7
+    rec = synthetic.halo_grid_trace(16, 2)                   # recorded: a misfit is refused
     with pytest.raises(MinitraceError, match="odd.h5 .7 ranks.: its peers are not nearest"):
-        GR.run_grids(["odd.h5", "c"], [odd, datas[2]], [_relative(odd), _relative(datas[2])])
+        GR.run_grids(["odd.h5", "c"], [odd, rec], [_relative(odd), _relative(rec)])
+    notes = []                                               # inferred: a coincidence
+    assert GR.run_grids(["odd.h5", "c"], [odd, datas[2]], [_relative(odd), _relative(datas[2])],
+                        notes) == [None, None]
+    assert notes == ["the largest run's peers fit a 4x4 (periodic, periodic) grid but those "
+                     "of odd.h5 (7 ranks) fit no 2-D grid: no grid, peers taken relative to "
+                     "the rank"]
     assert GR.target(grids, 64).dims == (8, 8)
     with pytest.raises(MinitraceError, match="--grid 4x4x4"):
         GR.target(grids, 64, (4, 4, 4))

@@ -154,6 +154,25 @@ def test_command_grid_option(tmp_path, capsys):
     assert "--grid: the runs are not on a 2-D or 3-D grid" in capsys.readouterr().err
 
 
+def test_set_up_partners_that_fit_a_grid_by_chance_are_no_grid(capsys):
+    """Nekbone's crystal router sends to rank ^ 4 in its set-up: at 8 ranks these and its
+    line's +-1 fit a 2x4 grid's neighbours, at 7 no 2-D grid: a line (which then compares
+    the programs), not a refusal saying the 7 ranks' peers are off the largest run's grid."""
+    datas = []
+    for p in (5, 7, 8):
+        d = synthetic.halo_1d_trace(p, periodic=False, seed=p)
+        rank = d.rank_of()
+        first = np.flatnonzero(d.actions["kind"] == synthetic.K.CODE["isend"])
+        first = first[np.unique(rank[first], return_index=True)[1]]   # each rank's first
+        router = first[(rank[first] ^ 4) < p]
+        d.actions["peer"][router] = rank[router] ^ 4
+        datas.append(d)
+    runs = C.runs_of([f"n{d.nranks}.h5" for d in datas], datas)
+    assert [r.grid for r in runs] == [None, None, None]
+    assert "note: the largest run's peers fit a 2x4 (open, periodic) grid but those of n7.h5 " \
+        "(7 ranks) fit no 2-D grid" in capsys.readouterr().out
+
+
 def test_recorded_2d_halo_with_sub_communicators_and_sendrecv(tmp_path, capsys):
     exe = mpicc(APPS / "halo2d.c", tmp_path / "halo2d")
     paths = []

@@ -38,7 +38,10 @@ def runs_of(paths: list[str], datas: list) -> list[ST.Run]:
     datas = [_tested(p, _polled(p, d)) for p, d in zip(paths, datas)]
     ordered = [canonical(d)[0] for d in datas]
     sigs = [SG.encode(d) for d in ordered]
-    grids = GR.run_grids(paths, ordered, [s.table["peer_mode"][s.ids] == 1 for s in sigs])
+    notes: list[str] = []
+    grids = GR.run_grids(paths, ordered, [s.table["peer_mode"][s.ids] == 1 for s in sigs], notes)
+    for line in notes:
+        print(f"note: {line}")
     if grids[0] is not None:
         ordered = [canonical(d, g)[0] for d, g in zip(datas, grids)]
         sigs = [SG.encode(d) for d in ordered]

@@ -209,10 +209,13 @@ def infer(data, relative: np.ndarray, ndims: int | None = None) -> Grid | None:
     return None
 
 
-def run_grids(paths: list, datas: list, relatives: list) -> list:
+def run_grids(paths: list, datas: list, relatives: list, notes: list | None = None) -> list:
     """The grid of each run (None for all: a 1-D program, left to the rank-relative peers).
     A recorded ``cart_create`` wins (a 1-D one too); else the grid is inferred, its number of
-    dimensions from the largest run's record or peers; a dimension is periodic when some run
+    dimensions from the largest run's record or peers; where a run without a record fits no
+    grid of as many dimensions as the largest run's inferred one, that one was a coincidence
+    (set-up partners that happen to be a small grid's neighbours): no grid for any run, and a
+    line in ``notes`` says why.  A dimension is periodic when some run
     shows it wrap (only extents of 3 or more can show it); one of extent 2 at most in every run is periodic when its rank
     sends as many calls to its one neighbour as a rank in the middle of a longer dimension
     to both of its own, else open."""
@@ -232,6 +235,12 @@ def run_grids(paths: list, datas: list, relatives: list) -> list:
         g = rec if rec is not None and rec.ndims == ndims else None
         if g is None:
             fitted = infer(data, rel, ndims)
+            if fitted is None and found[largest] is None and rec is None:
+                if notes is not None:       # (a coincidence: Nekbone's crystal router at 8)
+                    notes.append(f"the largest run's peers fit a {guess} grid but those of "
+                                 f"{path} ({data.nranks} ranks) fit no {ndims}-D grid: no "
+                                 "grid, peers taken relative to the rank")
+                return [None] * len(datas)
             if fitted is None:
                 raise MinitraceError(f"{path} ({data.nranks} ranks): "
                                      f"its peers are not nearest neighbours on any {ndims}-D grid "
