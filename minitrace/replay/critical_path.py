@@ -10,17 +10,20 @@ tag and communicator; a ``sendrecv``'s receive by its own source and tag), their
 ``wait``/``waitall``, ``sendrecv``, blocking collectives.  Other calls (tests,
 ``waitany``/``waitsome``, persistent and one-sided communication, non-blocking collectives) and
 wildcard receives add no dependency; a trace whose dependencies cannot all be met (a receive no
-send matches) gives None.  One pass in Python over the actions: about 2 us each (15 s for 8 M),
-run only when the cheaper cost leaves the sampling bound above its tolerance."""
+send matches) gives None.  Which send each call waits for does not depend on time and is found
+for all of them at once (:func:`_dependencies`); the clocks themselves take one pass in Python
+over the actions, each rank running until a call waits for a send not yet posted, run only where
+sampling needs them (a drift of the balance, a bound above its tolerance)."""
 from __future__ import annotations
 
-from collections import defaultdict
-
 import numpy as np
+import pandas as pd
 
 from .. import kinds as K
 
 _BLOCKING_RECVS = frozenset({"recv", "mrecv"})
+#: What the clocks' loop does at a row (:func:`clocks`).
+_COMPUTE, _WAIT, _COLLECTIVE, _OTHER = range(4)
 
 
 def clocks(data) -> np.ndarray | None:
@@ -28,85 +31,140 @@ def clocks(data) -> np.ndarray | None:
     and per rank the clock at its end (``[len(actions) + nranks]``: row ``len + r`` is rank r's
     end); None where a dependency cannot be met."""
     a = data.actions
-    name = K.NAME
-    kind = [name.get(k, "") for k in a["kind"].tolist()]
-    peer, tag, comm = a["peer"].tolist(), a["tag"].tolist(), a["comm"].tolist()
-    volume, request = a["volume"].tolist(), a["request"].tolist()
-    compute = K.code("compute")
-    is_compute = (a["kind"] == compute).tolist()
-    nranks = data.nranks
+    n, nranks = len(a), data.nranks
+    wait_for, group, members = _dependencies(data)
+    volume = a["volume"].tolist()
+    op = np.where(a["kind"] == K.code("compute"), _COMPUTE, _OTHER)
+    op[list(wait_for)] = _WAIT
+    op[group >= 0] = _COLLECTIVE
+    op, group = op.tolist(), group.tolist()
     offsets = data.rank_offsets.tolist()
-    members = {c: len(m) for c, m in data.comms.items()}
-    at = np.zeros(len(a) + nranks)
+    at: list = [None] * (n + 1)        # at[n]: the clock of a send that never comes
+    arrived: list[list[float]] = [[] for _ in members]   # per collective: its members' clocks
     pos, clock = offsets[:-1], [0.0] * nranks
-    sent = defaultdict(list)           # (source, destination, tag, comm): send clocks in order
-    received = defaultdict(int)        # the same key: receives posted so far
-    posted = {}                        # (rank, request): (key, index) of a receive in flight
-    held = {}                          # row of a blocking call met before: what it waits for
-    arrived = defaultdict(list)        # (comm, sequence): clocks of the members there
-    sequence = defaultdict(int)        # (rank, comm): collectives passed
-
-    def post_recv(r, i, source, recv_tag):
-        key = (source, r, recv_tag, comm[i])
-        index = received[key]
-        received[key] += 1
-        return key, index
-
     progress = True
     while progress:
         progress = False
         for r in range(nranks):
             i, end, t = pos[r], offsets[r + 1], clock[r]
             while i < end:
-                at[i] = t
-                if is_compute[i]:
+                o = op[i]
+                if o == _COMPUTE:
+                    at[i] = t
                     t += volume[i]
-                    i += 1
-                    continue
-                k = kind[i]
-                waits = ()
-                if k in K.SENDS or k in K.SENDRECVS:
-                    if i not in held:
-                        if peer[i] >= 0:
-                            sent[(r, peer[i], tag[i], comm[i])].append(t)
-                        source, recv_tag = (int(data.vector_item(np.array([i]), j)[0])
-                                            for j in (0, 1)) if k in K.SENDRECVS else (-1, -1)
-                        held[i] = (post_recv(r, i, source, recv_tag),) if source >= 0 else ()
-                    waits = held[i]
-                elif k in K.RECVS:
-                    if peer[i] >= 0:
-                        if k in _BLOCKING_RECVS:
-                            if i not in held:
-                                held[i] = (post_recv(r, i, peer[i], tag[i]),)
-                            waits = held[i]
-                        else:
-                            posted[(r, request[i])] = post_recv(r, i, peer[i], tag[i])
-                elif k in ("wait", "waitall"):
-                    reqs = [request[i]] if k == "wait" else data.vector(i).tolist()
-                    waits = [posted[(r, q)] for q in reqs if (r, q) in posted]
-                elif k in K.COLLECTIVES and comm[i] in members:
-                    c = (comm[i], sequence[(r, comm[i])])
-                    if i not in held:
-                        held[i] = ()
-                        arrived[c].append(t)
-                    if len(arrived[c]) < members[comm[i]]:
+                elif o == _WAIT:
+                    at[i] = t
+                    sends = [at[s] for s in wait_for[i]]
+                    if None in sends:
+                        break                            # a send it waits for is not posted
+                    t = max([t] + sends)
+                elif o == _COLLECTIVE:
+                    c = arrived[group[i]]
+                    if at[i] is None:
+                        c.append(t)
+                    at[i] = t
+                    if len(c) < members[group[i]]:
                         break
-                    t = max(t, max(arrived[c]))
-                    sequence[(r, comm[i])] += 1
-                if waits:
-                    if any(len(sent[key]) <= index for key, index in waits):
-                        break                            # its send is not posted yet
-                    t = max([t] + [sent[key][index] for key, index in waits])
-                    if k in ("wait", "waitall"):
-                        for q in reqs:
-                            posted.pop((r, q), None)
+                    t = max(t, max(c))
+                else:
+                    at[i] = t
                 i += 1
             progress |= i != pos[r]
             pos[r], clock[r] = i, t
     if any(pos[r] != offsets[r + 1] for r in range(nranks)):
         return None
-    at[len(a):] = clock
-    return at
+    return np.array(at[:n] + clock, dtype=float)
+
+
+def _dependencies(data) -> tuple[dict, np.ndarray, list[int]]:
+    """What each action waits for, which does not depend on time: per blocking row (a
+    receive, a ``sendrecv``, a ``wait``/``waitall`` of posted receives) the rows of the sends
+    it waits for, in the order the call lists them (``len(actions)``: a send that never comes);
+    per row its blocking collective's number (-1: none), and each collective's member count.
+    A receive is matched to the send of the same source, destination, tag and communicator
+    posted as often before it; a ``wait`` to the latest receive that posted its request
+    since that request's last completion."""
+    a = data.actions
+    n = len(a)
+    kind, peer, tag, comm = a["kind"], a["peer"].astype(np.int64), a["tag"], a["comm"]
+    rank = data.rank_of()
+    sendrecv = K.mask(K.SENDRECVS)[kind]
+    sends = np.flatnonzero(K.mask(K.SENDS | K.SENDRECVS)[kind] & (peer >= 0))
+    pair = np.flatnonzero(sendrecv)
+    source, recv_tag = (data.vector_item(pair, j) for j in (0, 1))
+    recvs = K.mask(K.RECVS)[kind] & (peer >= 0)
+    posts = np.r_[np.flatnonzero(recvs), pair[source >= 0]]
+    by_row = np.argsort(posts, kind="stable")           # (a receive's place is in posting order)
+    posts = posts[by_row]
+    src = np.r_[peer[recvs], source[source >= 0]][by_row]
+    rtag = np.r_[tag[recvs], recv_tag[source >= 0]][by_row]
+    keys = _ids(np.r_[rank[sends], src], np.r_[peer[sends], rank[posts]],
+                np.r_[tag[sends], rtag], np.r_[comm[sends], comm[posts]])
+    side = np.r_[np.zeros(len(sends), np.int64), np.ones(len(posts), np.int64)]
+    index = _count(_ids(side, keys))         # each send's, each receive's place in its key
+    pairs = _ids(keys, index)
+    send_of = np.full(int(pairs.max()) + 1 if len(pairs) else 0, n, np.int64)
+    send_of[pairs[:len(sends)]] = sends
+    match = np.full(n, n, np.int64)
+    match[posts] = send_of[pairs[len(sends):]]
+    blocking = posts[K.mask(_BLOCKING_RECVS | K.SENDRECVS)[kind[posts]]]
+    wait_for = {i: [s] for i, s in zip(blocking.tolist(), match[blocking].tolist())}
+    wait_for.update(_completions(data, match, rank))
+    coll = np.flatnonzero(K.mask(K.COLLECTIVES)[kind] & np.isin(comm, list(data.comms)))
+    group = np.full(n, -1, np.int64)
+    members = []
+    if len(coll):
+        seq = _count(_ids(rank[coll], comm[coll]))    # each rank's n-th on the comm
+        ids = _ids(comm[coll], seq)
+        group[coll] = ids
+        size = {c: len(m) for c, m in data.comms.items()}
+        members = [0] * (int(ids.max()) + 1)
+        for g, c in zip(ids.tolist(), comm[coll].tolist()):
+            members[g] = size[c]
+    return wait_for, group, members
+
+
+def _completions(data, match: np.ndarray, rank: np.ndarray) -> dict:
+    """Per ``wait``/``waitall`` row that completes posted receives, the rows of their sends
+    (``match``: each receive's), in its requests' order: a request is posted by a
+    non-blocking receive and consumed by the next completion that names it."""
+    a = data.actions
+    kind = a["kind"]
+    posts = np.flatnonzero(K.mask({"irecv", "imrecv"})[kind] & (a["peer"] >= 0))
+    waits = np.flatnonzero(kind == K.code("wait"))
+    vrows, vals = data.vector_entries(np.flatnonzero(kind == K.code("waitall")))
+    row = np.r_[posts, waits, vrows]
+    req = np.r_[a["request"][posts], a["request"][waits], vals].astype(np.int64)
+    done = np.r_[np.zeros(len(posts), bool), np.ones(len(waits) + len(vrows), bool)]
+    order = np.lexsort((np.arange(len(row)), row, req, rank[row]))
+    row, req, done, who = row[order], req[order], done[order], rank[row[order]]
+    after_post = np.r_[False, ~done[:-1] & (req[1:] == req[:-1]) & (who[1:] == who[:-1])]
+    hit = np.flatnonzero(done & after_post)
+    send = match[row[hit - 1]]
+    out: dict = {}
+    for i, _, s in sorted(zip(row[hit].tolist(), order[hit].tolist(), send.tolist())):
+        out.setdefault(i, []).append(s)
+    return out
+
+
+def _count(ids: np.ndarray) -> np.ndarray:
+    """Per element, how many before it have its id."""
+    order = np.argsort(ids, kind="stable")
+    first = np.r_[True, ids[order][1:] != ids[order][:-1]]
+    out = np.empty(len(ids), np.int64)
+    place = np.arange(len(ids))
+    out[order] = place - np.maximum.accumulate(np.where(first, place, 0))
+    return out
+
+
+def _ids(*cols) -> np.ndarray:
+    """One dense id per row of the integer columns ``cols`` (equal rows, equal ids), by hashing
+    (a sort of the rows as records is 20 times slower)."""
+    key = np.zeros(len(cols[0]), np.int64)
+    for c in cols:
+        col, values = pd.factorize(np.asarray(c, np.int64))
+        key = pd.factorize(key * len(values) + col)[0]
+    return key.astype(np.int64)
 
 
 def iteration_path(data, bounds: np.ndarray, at: np.ndarray) -> np.ndarray:

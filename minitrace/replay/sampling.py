@@ -253,8 +253,8 @@ def loops_of(data) -> tuple[list[np.ndarray], list[str]]:
     out = [extend_loop(ids, columns.rank_offsets, b) for b in out]
     total = len(columns.actions)
     if _covered(out) >= DOMINANT_SHARE * total or not total:
-        out = _finer(grammar, offsets, ids, out,
-                     lambda b: extend_loop(ids, columns.rank_offsets, b))
+        out = _finer(_Levels(grammar, offsets,
+                             lambda b: extend_loop(ids, columns.rank_offsets, b)), ids, out)
         if not total or _skippable(out) >= FEW_SKIPPED * total:
             return out, notes
         aside, why = _sizes_aside(columns, total)
@@ -269,24 +269,52 @@ def loops_of(data) -> tuple[list[np.ndarray], list[str]]:
     steps, n, rows, offsets = step_view(ids, columns.actions["kind"], columns.rank_offsets)
     if len(rows) == total:
         return out, notes
-    return _most_iterated(build(steps, offsets, n), offsets, total, out, notes,
-                          lambda b: rows_of_view(extend_loop(steps, offsets, b, free=RUN), rows,
-                                                 offsets, columns.rank_offsets))
+    return _most_iterated(_Levels(build(steps, offsets, n), offsets,
+                                  lambda b: rows_of_view(extend_loop(steps, offsets, b, free=RUN),
+                                                         rows, offsets, columns.rank_offsets)),
+                          total, out, notes)
 
 
-def _most_iterated(grammar, offsets: np.ndarray, total: int, best: list, why: list, grow,
-                   key=None):
-    """Among ``best`` (notes ``why``) and the loops of ``grammar`` at each depth up to
-    ``MAX_DEPTH``, each grown to the trace's rows by ``grow``, the loops of the top-level loop
+class _Levels:
+    """A grammar's loops at each depth (:func:`~minitrace.compress.loop_view.iterations`),
+    as found (:meth:`bounds`) and grown to the trace's rows by ``grow`` (:meth:`grown`), each
+    depth searched and grown once however many rules look at it (:func:`_sizes_aside` asks
+    for each depth three times)."""
+
+    def __init__(self, grammar, offsets: np.ndarray, grow):
+        self.grammar, self.offsets, self.grow = grammar, offsets, grow
+        self._bounds: dict = {}
+        self._grown: dict = {}
+
+    def bounds(self, depth: int) -> tuple[list[np.ndarray], list[str]] | None:
+        """:func:`_bounds` of the loops ``depth`` levels inside the top-level ones; None where
+        there are none."""
+        if depth not in self._bounds:
+            table = iterations(self.grammar, self.offsets, depth=depth)
+            self._bounds[depth] = _bounds(table, len(self.offsets) - 1) if len(table) else None
+        return self._bounds[depth]
+
+    def grown(self, depth: int) -> tuple[list[np.ndarray], list[str]] | None:
+        """Those loops each grown by ``grow``, without those that then overlap a larger one
+        (:func:`_disjoint`); None where there are none."""
+        if depth not in self._grown:
+            found = self.bounds(depth)
+            self._grown[depth] = None if found is None else \
+                (_disjoint([self.grow(b) for b in found[0]]), found[1])
+        return self._grown[depth]
+
+
+def _most_iterated(levels: _Levels, total: int, best: list, why: list, key=None):
+    """Among ``best`` (notes ``why``) and the loops of a grammar at each depth up to
+    ``MAX_DEPTH`` (``levels``), each grown to the trace's rows, the loops of the top-level loop
     of most iterations (or of the most ``key``) that cover ``DOMINANT_SHARE`` of the ``total``
     actions (and at least half of what ``best`` covers); with their notes."""
     key = key or _most
     for depth in range(MAX_DEPTH + 1):
-        table = iterations(grammar, offsets, depth=depth)
-        if not len(table):
+        got = levels.grown(depth)
+        if got is None:
             break
-        found, whys = _bounds(table, len(offsets) - 1)
-        found = _disjoint([grow(b) for b in found])
+        found, whys = got
         if _covered(found) >= max(DOMINANT_SHARE * total, _covered(best) / 2) and \
                 key(found) > key(best):
             best, why = found, whys
@@ -302,30 +330,28 @@ def _sizes_aside(columns, total: int) -> tuple[list[np.ndarray], list[str]]:
     ones :func:`_flattened`."""
     shaped, n = structure_ids(columns, sizes=False)
     offsets = columns.rank_offsets
-    grammar = build(shaped, offsets, n)
-
-    def grow(b):
-        return extend_loop(shaped, offsets, b)
-    best, why = _most_iterated(grammar, offsets, total, [], [], grow)
+    levels = _Levels(build(shaped, offsets, n), offsets,
+                     lambda b: extend_loop(shaped, offsets, b))
+    best, why = _most_iterated(levels, total, [], [])
     if _skippable(best) >= FEW_SKIPPED * total:
         return best, why
-    more, whys = _most_iterated(grammar, offsets, total, best, why, grow, _skippable)
-    flat = _flattened(grammar, offsets, grow)
+    more, whys = _most_iterated(levels, total, best, why, _skippable)
+    flat = _flattened(levels)
     if _covered(flat) >= DOMINANT_SHARE * total and _skippable(flat) > _skippable(more):
         return flat, []
     return more, whys
 
 
-def _flattened(grammar, offsets: np.ndarray, grow) -> list[np.ndarray]:
-    """The top-level loops of ``grammar``, each whose body holds a loop made one loop of the
-    inner loop's iterations, each outer iteration's other calls an iteration of their own (a
-    variant): where a step loop is broken every k steps by calls longer than twice its body,
-    which :func:`extend_loop` does not grow over (public miniMD at 2 ranks, sizes set aside:
-    each step a few exchanges and computes, every 100 steps an energy sum, 9 outer iterations
-    where the steps are 3,780), so that the steps are what sampling skips; grown by ``grow``."""
-    nranks = len(offsets) - 1
-    outer = _bounds(iterations(grammar, offsets), nranks)[0]
-    inner = _bounds(iterations(grammar, offsets, depth=1), nranks)[0]
+def _flattened(levels: _Levels) -> list[np.ndarray]:
+    """The top-level loops of a grammar (``levels``), each whose body holds a loop made one
+    loop of the inner loop's iterations, each outer iteration's other calls an iteration of
+    their own (a variant): where a step loop is broken every k steps by calls longer than
+    twice its body, which :func:`extend_loop` does not grow over (public miniMD at 2 ranks,
+    sizes set aside: each step a few exchanges and computes, every 100 steps an energy sum, 9
+    outer iterations where the steps are 3,780), so that the steps are what sampling skips;
+    each grown by ``levels``' ``grow``."""
+    nranks = len(levels.offsets) - 1
+    outer, inner = ((levels.bounds(depth) or ([], []))[0] for depth in (0, 1))
     out = []
     for b in outer:
         runs = [c for c in inner if (b[:, 0] <= c[:, 0]).all() and (c[:, -1] <= b[:, 1]).all()]
@@ -338,7 +364,7 @@ def _flattened(grammar, offsets: np.ndarray, grow) -> list[np.ndarray]:
                 flat = flat[:, :-1]
             if (np.diff(flat, axis=1) > 0).all():
                 b = flat
-        out.append(grow(b))
+        out.append(levels.grow(b))
     return _disjoint(out)
 
 
@@ -384,21 +410,20 @@ FINER_SHARE = 0.9
 FINER_REPEAT = 2 / 3
 
 
-def _finer(grammar, offsets: np.ndarray, ids: np.ndarray, loops: list[np.ndarray],
-           grow) -> list[np.ndarray]:
-    """``loops`` (the top-level ones grown by ``grow``), or where a loop inside them, grown by
-    ``grow`` over the iterations next to it that vary its body, spans them (``FINER_SHARE`` of
-    what they cover) and repeats its body (``FINER_REPEAT``), that loop with the top-level ones
-    it does not overlap: a step loop whose every n-th step also writes a summary (UK-MAC
-    CloverLeaf's field summary every 10 steps) is found as a loop of n steps with a nested loop
-    of n - 1, which leaves the sampler n times fewer iterations to skip (the steps, the
-    variants among them, are what repeats)."""
+def _finer(levels: _Levels, ids: np.ndarray, loops: list[np.ndarray]) -> list[np.ndarray]:
+    """``loops`` (the top-level ones of a grammar, grown), or where a loop inside them
+    (``levels``), grown over the iterations next to it that vary its body, spans them
+    (``FINER_SHARE`` of what they cover) and repeats its body (``FINER_REPEAT``), that loop
+    with the top-level ones it does not overlap: a step loop whose every n-th step also writes
+    a summary (UK-MAC CloverLeaf's field summary every 10 steps) is found as a loop of n steps
+    with a nested loop of n - 1, which leaves the sampler n times fewer iterations to skip
+    (the steps, the variants among them, are what repeats)."""
     best = loops
     for depth in range(1, MAX_DEPTH + 1):
-        table = iterations(grammar, offsets, depth=depth)
-        if not len(table):
+        got = levels.grown(depth)
+        if got is None:
             break
-        found = _disjoint([grow(b) for b in _bounds(table, len(offsets) - 1)[0]])
+        found = list(got[0])
         spans = [(int(b[0, 0]), int(b[0, -1])) for b in found]
         found += [b for b in top_level(best)
                   if all(z <= b[0, 0] or b[0, -1] <= a for a, z in spans)]
@@ -454,17 +479,19 @@ def _bounds(table: pd.DataFrame, nranks: int) -> tuple[list[np.ndarray], list[st
     every rank with the same number of iterations, its bounds [nranks, iterations + 1]; and
     notes on the others."""
     out, notes = [], []
-    for loop, t in table.groupby("loop"):
-        t = t.sort_values(["rank", "iteration"])
-        counts = t.groupby("rank").size()
-        if len(counts) != nranks or counts.nunique() != 1:
-            notes.append(f"loop {loop} is not on every rank with the same iteration count: "
+    loop, rank = table["loop"].to_numpy(), table["rank"].to_numpy()
+    first, last = table["first_row"].to_numpy(np.int64), table["last_row"].to_numpy(np.int64)
+    order = np.lexsort((table["iteration"].to_numpy(), rank))
+    for li in np.unique(loop).tolist():
+        rows = order[loop[order] == li]
+        counts = np.bincount(rank[rows], minlength=nranks)
+        if not (counts == counts[0]).all() or not counts[0]:
+            notes.append(f"loop {li} is not on every rank with the same iteration count: "
                          f"replayed as it is")
             continue
-        n = int(counts.iloc[0])
-        first = t["first_row"].to_numpy(np.int64).reshape(nranks, n)
-        last = t["last_row"].to_numpy(np.int64).reshape(nranks, n)
-        out.append(np.concatenate([first, last[:, -1:] + 1], axis=1))
+        n = int(counts[0])
+        out.append(np.concatenate([first[rows].reshape(nranks, n),
+                                   last[rows].reshape(nranks, n)[:, -1:] + 1], axis=1))
     return out, notes
 
 
@@ -533,10 +560,13 @@ def _anchor(body: np.ndarray, free: int | None) -> tuple[int, int] | None:
     compute, exchange with the other rank" marks where a step is); None when no run of up to
     MAX_ANCHOR ids does.  Steps (``free`` given: :func:`loops_of` on a polling code) take a
     single id only: a run of steps is anchored anywhere in SNAP's sweeps."""
+    base = int(body.max()) + 1
     for n in range(1, min(MAX_ANCHOR if free is None else 1, len(body)) + 1):
         grams = np.lib.stride_tricks.sliding_window_view(body, n)
-        _, first, inverse, counts = np.unique(grams, axis=0, return_index=True,
-                                              return_inverse=True, return_counts=True)
+        if base ** n < 2 ** 62:            # each gram as one number: a sort of numbers
+            grams = grams @ base ** np.arange(n - 1, -1, -1, dtype=np.int64)
+        _, inverse, counts = np.unique(grams, axis=0 if grams.ndim > 1 else None,
+                                       return_inverse=True, return_counts=True)
         once = np.flatnonzero((counts[inverse.ravel()] == 1) & (body[:len(grams)] != free))
         if len(once):
             return int(once.min()), n
@@ -560,24 +590,49 @@ def _variants(edge: int, at: np.ndarray, ids: np.ndarray, ref: np.ndarray, lengt
     """From a loop's ``edge`` (its end, or its start walking backwards through ``at``, the
     anchored iteration starts beyond it, nearest first), the far ends of the successive
     anchor-to-anchor runs that are variants of the body (``length`` ids; ``ref``: its bincount
-    of ids, without ``free``); none when the edge is not at an anchor."""
-    out: list[int] = []
+    of ids, without ``free``); none when the edge is not at an anchor.  The runs are judged
+    a block at a time (4, 8, 16...: a loop grown over thousands of runs judged them one by one
+    in Python, 3 s of PENNANT's 240 k actions), up to the first that is not a variant."""
     if len(at) < 2 or at[0] != edge:
-        return out
-    for a, b in zip(at[:-1], at[1:]):
-        lo, hi = min(a, b), max(a, b)
-        seg = ids[lo:hi]
-        if not len(seg) or len(seg) > VARIANT_LENGTH * length:
-            break
-        c = np.bincount(seg, minlength=len(ref))
-        if free is not None:
-            c[free] = 0
-        common = int(np.minimum(c[:len(ref)], ref).sum())
-        need = VARIANT_SHARE * max(int(c.sum()), int(ref.sum()))
-        if common < need or (common == need and ref.sum() <= 2 and free is None):
-            break                            # (a compute and a call: half of any other pair)
-        out.append(int(b))
-    return out
+        return []
+    lo, hi = np.minimum(at[:-1], at[1:]), np.maximum(at[:-1], at[1:])
+    done, block = 0, 4
+    while done < len(lo):
+        k = slice(done, done + block)
+        bad = np.flatnonzero(~_are_variants(lo[k], hi[k], ids, ref, length, free))
+        if len(bad):
+            return at[1:done + int(bad[0]) + 1].tolist()
+        done, block = done + block, 2 * block
+    return at[1:].tolist()
+
+
+def _are_variants(lo: np.ndarray, hi: np.ndarray, ids: np.ndarray, ref: np.ndarray,
+                  length: int, free: int | None) -> np.ndarray:
+    """Whether each run ``ids[lo:hi]`` is a variant of the body (:func:`_variants`): at most
+    ``VARIANT_LENGTH`` bodies long, and as a multiset of ids (``free`` left out) sharing at
+    least ``VARIANT_SHARE`` of the larger of its size and the body's (more than that with a
+    body of two calls, ``free`` not given: a compute and a call share half with any compute
+    and call).  An id's occurrences in a run count up to the body's count of it."""
+    size = hi - lo
+    fits = (size > 0) & (size <= VARIANT_LENGTH * length)
+    size = np.where(fits, size, 0)
+    run = np.repeat(np.arange(len(lo)), size)
+    at = np.repeat(lo - np.cumsum(size) + size, size) + np.arange(int(size.sum()))
+    val = ids[at]
+    counted = val != free if free is not None else np.ones(len(val), bool)
+    order = np.lexsort((at, val, run))
+    key = run[order] * (int(val.max(initial=0)) + 1) + val[order]
+    first = np.r_[True, key[1:] != key[:-1]]
+    place = np.arange(len(key))
+    nth = np.empty(len(key), np.int64)        # the occurrence's place among its run's of its id
+    nth[order] = place - np.maximum.accumulate(np.where(first, place, 0))
+    limit = np.where(val < len(ref), ref[np.minimum(val, len(ref) - 1)], 0)
+    common = np.bincount(run, counted & (nth < limit), len(lo))
+    total = np.bincount(run, counted, len(lo))
+    ref_total = int(ref.sum())
+    need = VARIANT_SHARE * np.maximum(total, ref_total)
+    tie = (common == need) & (ref_total <= 2) & (free is None)
+    return fits & ~(common < need) & ~tie
 
 
 _STRUCTURE = ("kind", "tag", "comm", "bytes_sent", "bytes_recv", "vec_len")
