@@ -36,7 +36,7 @@ from .checked import check_heaps, corrupt
 from .outputs import check_output_file, replacing_path, write_error
 
 FORMAT_NAME = "minitrace"
-FORMAT_VERSION = 9   # 2: the compressed form of /trace (minitrace.compress); 3: with arrays
+FORMAT_VERSION = 10  # 2: the compressed form of /trace (minitrace.compress); 3: with arrays
 #                      coded in contexts (compress/context_rans.py: bounded files since session
 #                      13), which readers of version 2 took for missing arrays; 4: model
 #                      files' spread as codes (model/spread_code, session 14), which readers of
@@ -52,13 +52,16 @@ FORMAT_VERSION = 9   # 2: the compressed form of /trace (minitrace.compress); 3:
 #                      coding version 5 (a second window per context, session 21), which
 #                      version 8 readers refused as damaged, and model files' call sites per
 #                      rank (model/rank_site_means, session 21), which version 8 readers took
-#                      for a model without its tables
+#                      for a model without its tables; 10: model files' time statistics
+#                      per call site with message sizes set aside (model/stats/site, session
+#                      23), which version 9 readers refused as lacking a column
 #: The version of a compressed file holding context-coded arrays (coding version 5), packed
 #: or not, whatever else it holds.
 SECOND_WINDOW_VERSION = 9
-#: The version of a model file whose call sites are each rank's own
-#: (``model/rank_site_means``), packed or not.
-OWN_SITES_VERSION = 9
+#: The version of every model file: its time statistics per call site with message sizes
+#: set aside and a per-byte term (``model/stats/site``), and (since version 9) each rank's
+#: own call sites (``model/rank_site_means``), packed or not.
+SIZE_SITES_VERSION = 10
 #: The version of a compressed file whose metadata is packed (:data:`META_ATTR`), whatever
 #: else its ``/trace`` holds (but the above).  (Versions 3, 4, 5, 7 and 8 marked what every
 #: model file or context-coded array now has of version 9.)
@@ -492,8 +495,8 @@ def new_file(path, meta: dict | None = None, version: int = PLAIN_VERSION, libve
     version : int
         ``COMPRESSED_VERSION``, ``PACKED_META_VERSION`` (``packed``),
         ``SECOND_WINDOW_VERSION`` (context-coded arrays, packed or not) or
-        ``OWN_SITES_VERSION`` (model call sites per rank, packed or not) for the compressed
-        form, else ``PLAIN_VERSION``.
+        ``SIZE_SITES_VERSION`` (model files, packed or not) for the compressed form, else
+        ``PLAIN_VERSION``.
     libver : str or tuple, optional
         h5py's bounds on the HDF5 file format (default: the earliest that holds the file).
     create : callable, optional

@@ -188,8 +188,8 @@ def test_model_keeps_each_repeated_epoch_s_variant(tmp_path, monkeypatch):
         assert (y["volume"][long] > 5e-4).all() and (y["volume"][comp & ~long] < 5e-5).all()
     unpacked = tmp_path / "u.h5"          # (a version 4 reader took the means for the wrong
     write_compressed(str(unpacked), d, "model", pack=False)   # length: 5, now each rank's
-    with h5py.File(unpacked, "r") as f:                         # own sites: 9)
-        assert f.attrs["format_version"] == storage.OWN_SITES_VERSION
+    with h5py.File(unpacked, "r") as f:                         # own sites: 9, sites with
+        assert f.attrs["format_version"] == storage.SIZE_SITES_VERSION   # sizes apart: 10)
 
 
 def test_model_keeps_the_largest_calls_where_they_were(tmp_path):
@@ -270,11 +270,11 @@ def test_files_written_before_session_19_expand_as_they_did():
     assert np.array_equal(got, np.load(FIXTURES / "polling-volumes.npy"))
 
 
-def test_model_files_are_version_9_packed_or_not(tmp_path, monkeypatch):
-    """A model file holds each rank's own call sites (model/rank_site_means): version 9,
-    packed or not (a version 8 reader took it for a model without its tables: it refuses
-    the file as newer), in-call totals (version 7) or not; a trace without in-call volumes
-    writes none."""
+def test_model_files_are_version_10_packed_or_not(tmp_path, monkeypatch):
+    """A model file holds its time statistics per call site with sizes set aside
+    (model/stats/site) and each rank's own call sites (model/rank_site_means): version 10,
+    packed or not (a version 9 reader refused it as lacking a column: it refuses the file as
+    newer), in-call totals (version 7) or not; a trace without in-call volumes writes none."""
     import h5py
     from minitrace import MinitraceError, storage
     from minitrace.compress import store
@@ -285,9 +285,9 @@ def test_model_files_are_version_9_packed_or_not(tmp_path, monkeypatch):
     store.write(unpacked, c, pack=False)
     with h5py.File(new, "r") as f, h5py.File(unpacked, "r") as g:
         assert f.attrs["format_version"] == g.attrs["format_version"] == \
-            storage.OWN_SITES_VERSION == 9
-    monkeypatch.setattr(storage, "FORMAT_VERSION", 8)
-    with pytest.raises(MinitraceError, match="newer minitrace .format version 9"):
+            storage.SIZE_SITES_VERSION == 10
+    monkeypatch.setattr(storage, "FORMAT_VERSION", 9)
+    with pytest.raises(MinitraceError, match="newer minitrace .format version 10"):
         minitrace.open(new)
     monkeypatch.undo()
     c = compress(imbalanced_trace(P=2, iterations=4), "model")
@@ -532,9 +532,9 @@ def test_templates_whose_hashes_differ_by_more_than_int64_holds_are_consistent()
 
 
 def test_time_statistics_stored_as_codes_read_back_as_compressed(tmp_path):
-    """A model's mean and deviation of durations and gaps within the precision (log codes in
-    the file): read back as compress() made them, bit for bit; each within the precision of
-    the statistics at a fine precision."""
+    """A model's mean durations and gaps and their per-byte terms within the precision (log
+    codes in the file): read back as compress() made them, bit for bit; the means within the
+    precision of the statistics at a fine precision."""
     import h5py
     from minitrace.compress.store import read
     from tests.support import synthetic
@@ -546,11 +546,11 @@ def test_time_statistics_stored_as_codes_read_back_as_compressed(tmp_path):
     with h5py.File(p, "r") as f:
         back = read(f["trace"], str(p)).side["stats"]
     st = c.side["stats"]
-    for col in ("mean", "std"):
+    for col in ("mean", "per_byte"):
         assert np.array_equal(back[col].to_numpy(), st[col].to_numpy()), col
-        q, x = st[col].to_numpy(), fine[col].to_numpy()
-        assert len(q) == len(x) and np.any(q != x)
-        assert np.all(np.abs(q - x) <= 0.0203 * np.abs(x)), col
+    q, x = st["mean"].to_numpy(), fine["mean"].to_numpy()
+    assert len(q) == len(x) and np.any(q != x)
+    assert np.all(np.abs(q - x) <= 0.0203 * np.abs(x))
 
 
 def test_a_damaged_statistics_code_is_refused(tmp_path):

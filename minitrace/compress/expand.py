@@ -233,12 +233,20 @@ class Expander:
             st = c.side["stats"]
             G = max(len(c.grammar.top_offsets) - 1, 1)
             self._means = {}
+            per_site = "site" in st.columns      # (format version 10 on; else per signature)
+            n = len(c.table)
+            site, nbytes = SG.size_sites(c.table) if per_site else \
+                (np.arange(n), np.zeros(n, np.int64))
             for what in ("gap", "duration"):
-                m = np.zeros((len(c.table), G))
                 sel = st[st["what"] == V.QUANTITIES.index(what)]
-                m[sel["signature"].to_numpy(np.int64), sel["group"].to_numpy(np.int64)] = \
-                    sel["mean"].to_numpy(np.float64)
-                self._means[what] = m
+                at = (sel["site" if per_site else "signature"].to_numpy(np.int64),
+                      sel["group"].to_numpy(np.int64))
+                mean = np.zeros((int(site.max(initial=-1)) + 1, G))
+                per_byte = np.zeros_like(mean)
+                mean[at] = sel["mean"].to_numpy(np.float64)
+                if per_site:
+                    per_byte[at] = sel["per_byte"].to_numpy(np.float64)
+                self._means[what] = mean[site] + per_byte[site] * nbytes[:, None]
         g = int(c.grammar.rank_grammar[rank])
         return self._means["gap"][:, g], self._means["duration"][:, g]
 

@@ -30,7 +30,9 @@ FORM = "grammar"
 TIME_CODING = "predicted-by-volume"
 _GRAMMAR_ARRAYS = ("rule_offsets", "rule_symbols", "rule_counts", "top_offsets", "top_symbols",
                    "rank_grammar")
-_STAT_COLUMNS = ("count", "mean", "std")
+#: The columns of model/stats: per site (format version 10 on), per signature (before).
+_STAT_COLUMNS = ("what", "site", "group", "mean", "per_byte")
+_OLD_STAT_COLUMNS = ("what", "signature", "group", "count", "mean", "std")
 
 
 @dataclass
@@ -139,7 +141,7 @@ def compress(data: TraceColumns, volumes: str = "exact", precision: float = 0.01
         side.update(model_side)
         attrs.update(model_attrs)
         side.update(_model_times(data, sig.ids, gram.rank_grammar[data.rank_of()], ts, te,
-                                 enc != "untimed", precision))
+                                 enc != "untimed", precision, sig.table))
         enc = "model" if enc != "untimed" else enc
     attrs["time_encoding"] = enc
     attrs["t0"] = t0
@@ -149,10 +151,13 @@ def compress(data: TraceColumns, volumes: str = "exact", precision: float = 0.01
                       dict(data.meta), sig.ids)
 
 
-def _model_times(data, ids, group, ts, te, timed: bool, precision: float) -> dict:
-    """Model mode's time statistics: durations and gaps per signature and rank group, their
-    means and deviations within ``precision`` (the centres of their log codes, as a file
-    stores them: :data:`STAT_CODES`)."""
+def _model_times(data, ids, group, ts, te, timed: bool, precision: float,
+                 table: np.ndarray) -> dict:
+    """Model mode's time statistics: durations and gaps per call site with message sizes set
+    aside (:func:`.signatures.size_sites`) and rank group, the mean and a per-byte term
+    within ``precision`` (the centres of their log codes, as a file stores them:
+    :data:`STAT_CODES`).  Per signature (files before format version 10) they took 4.1 of
+    public miniMD 2r's 12.7 KB: each message size its own mean, deviation and count."""
     if not timed:
         return {}
     prev_end = np.empty_like(te)
@@ -160,6 +165,8 @@ def _model_times(data, ids, group, ts, te, timed: bool, precision: float) -> dic
     prev_end[1:] = te[:-1]
     prev_end[V.rank_starts(data.rank_offsets)] = np.nan
     stats = V.group_stats(ids, group, {"duration": te - ts, "gap": ts - prev_end})
+    site, nbytes = SG.size_sites(table)
+    stats = _per_site(stats, site, nbytes, precision)
     coded = V.from_codes(V.log_codes(np.concatenate([stats[c] for c in STAT_CODES]),
                                      precision), precision)     # (at once: ~20 us a call)
     for col, values in zip(STAT_CODES, np.split(coded, len(STAT_CODES))):
@@ -167,10 +174,44 @@ def _model_times(data, ids, group, ts, te, timed: bool, precision: float) -> dic
     return {"stats": pd.DataFrame(stats)}
 
 
+def _per_site(stats: dict, site: np.ndarray, nbytes: np.ndarray, precision: float) -> dict:
+    """The per-signature ``stats`` (``volumes.group_stats``) per (quantity, site, group): the
+    mean over the site's signatures, or, where the site's sizes vary and a line in the bytes
+    (intercept >= 0, slope > 0) at least halves the site's error while that error is above
+    the precision of its total, the intercept as the mean and the slope as ``per_byte`` (a
+    send's duration grows with its size; most sites' do not: their term is 0)."""
+    sig = stats["signature"].astype(np.int64)
+    w = stats["count"].astype(np.float64)
+    m = stats["mean"].astype(np.float64)
+    x = nbytes[sig].astype(np.float64)
+    ngroup = int(stats["group"].max()) + 1 if len(sig) else 1
+    nsite = int(site.max()) + 1 if len(site) else 1
+    key = (stats["what"].astype(np.int64) * nsite + site[sig]) * ngroup + stats["group"]
+    uniq, inv = V.dense_unique(key)
+
+    def total(v):
+        return np.bincount(inv, weights=v, minlength=len(uniq))
+    W = np.maximum(total(w), 1e-300)
+    mx, my = total(w * x) / W, total(w * m) / W
+    vx = np.maximum(total(w * x * x) / W - mx * mx, 0.0)
+    spread = vx > 1e-12 * np.maximum(mx * mx, 1.0)
+    b = np.where(spread, (total(w * x * m) / W - mx * my) / np.where(spread, vx, 1.0), 0.0)
+    a = my - b * mx
+    err0 = total(w * np.abs(m - my[inv]))
+    err1 = total(w * np.abs(m - (a[inv] + b[inv] * x)))
+    line = spread & (a >= 0) & (b > 0) & (2 * err1 <= err0) & \
+        (err0 > precision * total(w * np.abs(m)))
+    return {"what": (uniq // ngroup // nsite).astype(np.int8), "site": uniq // ngroup % nsite,
+            "group": uniq % ngroup, "mean": np.where(line, a, my),
+            "per_byte": np.where(line, b, 0.0)}
+
+
 #: Model statistics stored as log codes (volumes.log_codes at the model's precision, 1-2 bytes
 #: each: float32 took 4 and half of a model's bytes on LULESH 8), in columns of this name +
 #: ``_code``; files before session 12 hold them as floats under their own names.
-STAT_CODES = ("mean", "std")
+STAT_CODES = ("mean", "per_byte")
+#: ... and those of files before format version 10 (per signature: count, mean, deviation).
+OLD_STAT_CODES = ("mean", "std")
 _CODE_SUFFIX = "_code"
 
 
@@ -396,8 +437,9 @@ def write(path: str, c: Compressed, meta: dict | None = None, pack: bool = True)
     packed = {k: a for k, (a, _) in arrays.items() if P.packs(a)} if pack else {}
     arrays = {k: v for k, v in arrays.items() if k not in packed}
     names = (*arrays, *packed)              # (older readers say "newer", not "corrupt")
-    # (every model file holds its ranks' own sites, which versions 4, 5 and 7 did not mark)
-    version = S.OWN_SITES_VERSION if "model/rank_site_means" in names else \
+    # (every model file holds its time statistics per size site (version 10) and its ranks'
+    # own sites (9), which versions 4, 5 and 7 did not mark)
+    version = S.SIZE_SITES_VERSION if c.mode == "model" else \
         S.SECOND_WINDOW_VERSION if any(k.endswith(CONTEXT_SUFFIX) for k in names) else \
         S.PACKED_META_VERSION if pack else S.COMPRESSED_VERSION
     attrs = {"nranks": c.nranks, "nactions": c.nactions, "timed": c.timed, "form": FORM,
@@ -455,8 +497,11 @@ def lost(c: Compressed) -> str:
     else:
         vols = "volumes exact"
     enc = c.attrs.get("time_encoding")
-    times = {"untimed": "no times", "model": f"times modelled (per call site mean durations and "
-             f"gaps within {c.attrs.get('precision', 0.01):.3g})"}.get(enc, "times exact")
+    st = c.side.get("stats")
+    aside = " with message sizes set aside (a per-byte term)" \
+        if st is not None and "site" in st.columns else ""
+    times = {"untimed": "no times", "model": f"times modelled (mean durations and gaps per call "
+             f"site{aside} within {c.attrs.get('precision', 0.01):.3g})"}.get(enc, "times exact")
     if c.attrs.get("time_quantum", 1) > 1:
         times = f"times each within {c.attrs['time_quantum'] / 2000:g} us of its own"
     return f"{vols}, {times}"
@@ -673,7 +718,7 @@ def read(g: h5py.Group, path: str) -> Compressed:
         if len({len(v) for v in cols.values()}) > 1:
             raise _corrupt(f"{mode}/{name} columns of different lengths", path)
         if name == "stats":
-            for col in STAT_CODES:
+            for col in sorted({*STAT_CODES, *OLD_STAT_CODES}):
                 coded = cols.pop(col + _CODE_SUFFIX, None)
                 if coded is not None and col in cols:
                     raise _corrupt(f"{mode}/stats/{col} stored twice", path)
@@ -753,12 +798,14 @@ def _check_side(c: Compressed, path: str) -> None:
         st = c.side.get("stats")
         if not isinstance(st, pd.DataFrame):
             raise _corrupt("model/stats missing", path)
-        if not set(("what", "signature", "group") + _STAT_COLUMNS) <= set(st.columns):
+        per_site = "site" in st.columns
+        if not set(_STAT_COLUMNS if per_site else _OLD_STAT_COLUMNS) <= set(st.columns):
             raise _corrupt("model/stats lacks a column", path)
-        if len(st) and (st["signature"].min() < 0 or st["signature"].max() >= len(c.table) or
-                        st["group"].min() < 0 or
+        key, n = ("site", int(SG.size_sites(c.table)[0].max(initial=-1)) + 1) if per_site \
+            else ("signature", len(c.table))
+        if len(st) and (st[key].min() < 0 or st[key].max() >= n or st["group"].min() < 0 or
                         st["group"].max() >= len(c.grammar.top_offsets) - 1):
-            raise _corrupt("model/stats names a signature or group outside the tables", path)
+            raise _corrupt(f"model/stats names a {key} or group outside the tables", path)
     if len(c.side.get("volume_totals", ())) != c.nranks:
         raise _corrupt(f"{c.mode}/volume_totals missing or of the wrong length", path)
     _check_finite(c, path)

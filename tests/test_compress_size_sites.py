@@ -1,0 +1,112 @@
+"""Model files' time statistics per call site with message sizes set aside (format version 10):
+a call whose sizes change every few steps (public miniMD's sendrecvs at each re-neighbouring)
+is one site with a mean and a per-byte term, not a mean, deviation and count per size."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import minitrace
+from minitrace import kinds as K
+from minitrace.compress import signatures as SG
+from minitrace.compress.files import write_compressed
+from minitrace.model import TraceBuilder
+from tests.support.record_util import record
+
+FIXTURES = Path(__file__).parent / "data" / "model_v9_times"
+
+
+def varsize_trace(P: int = 2, steps: int = 60, every: int = 5, per_byte: float = 1e-9):
+    """Each step: a compute (1 ms), then a sendrecv right whose size changes every ``every``
+    steps per rank, lasting 20 us + ``per_byte`` s a byte it moves (sent and received), then a
+    barrier (10 us)."""
+    b = TraceBuilder(P)
+    for r in range(P):
+        t = 0.0
+
+        def add(kind, dur, **kw):
+            nonlocal t
+            b.add(r, kind, t_start=t, t_end=t + dur, **kw)
+            t += dur + 1e-7
+        for s in range(steps):
+            size = [1000 + (q * 7919 + (s // every) * 104729) % 9700 for q in range(P)]
+            add("compute", 1e-3, volume=1e-3)
+            moved = size[r] + size[(r - 1) % P]
+            add("sendrecv", 2e-5 + per_byte * moved, peer=(r + 1) % P, tag=1,
+                bytes_sent=size[r], bytes_recv=size[(r - 1) % P], vector=[(r - 1) % P, 1])
+            add("barrier", 1e-5)
+    return b.build()
+
+
+def test_a_call_of_changing_sizes_is_one_site_with_a_per_byte_term(tmp_path):
+    d = varsize_trace()
+    out = tmp_path / "m.h5"
+    write_compressed(str(out), d, "model")
+    with minitrace.open(out) as t:
+        back = t.data()
+        c = t._reader.c
+    site, nbytes = SG.size_sites(c.table)
+    sr = c.table["kind"] == K.CODE["sendrecv"]
+    assert sr.sum() >= 12 and len(np.unique(site[sr])) == 1     # (12 blocks of sizes)
+    st = c.side["stats"]
+    assert len(st) == len(st[["what", "site", "group"]].drop_duplicates())
+    assert len(st) <= 2 * (site.max() + 1) * (c.grammar.rank_grammar.max() + 1)
+    dur = st[(st["what"] == 1) & (st["site"] == site[sr][0])]
+    assert len(dur) and dur["per_byte"].to_numpy() == pytest.approx(1e-9, rel=0.03)
+    assert (st[st["site"] != site[sr][0]]["per_byte"] == 0).all()   # (sizes that do not vary)
+    a, x = back.actions, d.actions
+    rows = a["kind"] == K.CODE["sendrecv"]
+    got, want = (a["t_end"] - a["t_start"])[rows], (x["t_end"] - x["t_start"])[rows]
+    assert np.abs(got / want - 1).max() < 0.03
+
+
+def test_durations_that_do_not_follow_the_sizes_keep_the_site_mean(tmp_path):
+    d = varsize_trace(per_byte=0.0)
+    out = tmp_path / "m.h5"
+    write_compressed(str(out), d, "model")
+    with minitrace.open(out) as t:
+        back = t.data()
+        st = t._reader.c.side["stats"]
+    assert (st["per_byte"] == 0).all()
+    a = back.actions
+    rows = a["kind"] == K.CODE["sendrecv"]
+    assert (a["t_end"] - a["t_start"])[rows] == pytest.approx(2e-5, rel=0.03)
+
+
+def test_files_before_version_10_expand_their_times_as_they_did():
+    """A model file of format version 9 (per-signature statistics: count, mean, deviation;
+    tests/data/model_v9_times: synthetic.stencil_trace(4, 30, timed=True, seed=1)) expands
+    to the times that code expanded it to, bit for bit."""
+    with minitrace.open(FIXTURES / "stencil-model.h5") as t:
+        assert t.meta["format_version"] == 9
+        a = t.data().actions
+    want = np.load(FIXTURES / "stencil-times.npy")
+    assert np.array_equal(a["t_start"], want[0]) and np.array_equal(a["t_end"], want[1])
+
+
+def test_recorded_ring_whose_sizes_change_is_one_site_per_call(tmp_path, programs):
+    """tests/programs/ring_varsize.c (miniMD's pattern: halo sizes per rank changing every
+    few steps) on 2 ranks: its sendrecv of many sizes is one site in the time statistics,
+    and each rank's modelled time in them is its recorded time within the precision and the
+    stretch to the rank's span."""
+    exe = programs("ring_varsize")
+    rec = tmp_path / "r.h5"
+    record(rec, 2, [str(exe), "60", "5"])
+    out = tmp_path / "m.h5"
+    with minitrace.open(rec) as t:
+        d = t.data()
+    write_compressed(str(out), d, "model")
+    with minitrace.open(out) as t:
+        back = t.data()
+        c = t._reader.c
+    site, _ = SG.size_sites(c.table)
+    big = (c.table["kind"] == K.CODE["sendrecv"]) & (c.table["tag"] == 1)
+    assert big.sum() > 2 and len(np.unique(site[big])) == 1
+    for r in range(2):
+        x, a = d.actions[d.rank_slice(r)], back.actions[back.rank_slice(r)]
+        rx, ra = ((v["kind"] == K.CODE["sendrecv"]) & (v["tag"] == 1) for v in (x, a))
+        want = (x["t_end"] - x["t_start"])[rx].sum()
+        got = (a["t_end"] - a["t_start"])[ra].sum()
+        assert got == pytest.approx(want, rel=0.05)
