@@ -66,6 +66,11 @@ def rows_of_view(bounds: np.ndarray, keep: np.ndarray, view_offsets: np.ndarray,
 def top_loops(grammar: Grammar, g: int, min_share: float = MIN_SHARE) -> pd.DataFrame:
     """Top-level loops of grammar ``g``: ``start`` (first action, within the rank), ``rows``
     (actions in all iterations), ``iterations``, ``per_iteration`` (actions), ``rule``."""
+    return pd.DataFrame(_top(grammar, g, min_share))
+
+
+def _top(grammar: Grammar, g: int, min_share: float) -> dict[str, np.ndarray]:
+    """:func:`top_loops` as columns."""
     top = grammar.top(g)
     lens = grammar.lengths()[top] if len(top) else np.zeros(0, np.int64)
     total = int(lens.sum())
@@ -74,8 +79,8 @@ def top_loops(grammar: Grammar, g: int, min_share: float = MIN_SHARE) -> pd.Data
     keep = is_rule & (lens >= max(1, min_share * total))
     rules = top[keep] - grammar.nterm
     counts = grammar.rule_counts[rules] if len(rules) else np.zeros(0, np.int64)
-    return pd.DataFrame({"start": starts[keep], "rows": lens[keep], "iterations": counts,
-                         "per_iteration": lens[keep] // np.maximum(counts, 1), "rule": rules})
+    return {"start": starts[keep], "rows": lens[keep], "iterations": counts,
+            "per_iteration": lens[keep] // np.maximum(counts, 1), "rule": rules}
 
 
 def nested(grammar: Grammar, loops: pd.DataFrame) -> pd.DataFrame:
@@ -83,49 +88,61 @@ def nested(grammar: Grammar, loops: pd.DataFrame) -> pd.DataFrame:
     body (the table's columns; loops without one are left out): where a rank's outer loop
     runs a few times, its inner one may be what repeats (SNAP: time steps of outer iterations
     of a varying number of sweeps)."""
+    return pd.DataFrame(_nested(grammar, {c: loops[c].to_numpy() for c in loops.columns}),
+                        columns=list(loops.columns))
+
+
+def _nested(grammar: Grammar, loops: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """:func:`nested` on columns."""
     lens = grammar.lengths()
     rows = []
-    for loop in loops.itertuples():
-        body = grammar.body(int(loop.rule))
+    for start, loop_rule in zip(loops["start"].tolist(), loops["rule"].tolist()):
+        body = grammar.body(int(loop_rule))
         inner = np.flatnonzero(body >= grammar.nterm)
         if not len(inner):
             continue
         j = int(inner[np.argmax(lens[body[inner]])])
         rule = int(body[j]) - grammar.nterm
         count = int(grammar.rule_counts[rule])
-        rows.append({"start": int(loop.start) + int(lens[body[:j]].sum()),
-                     "rows": int(lens[body[j]]), "iterations": count,
-                     "per_iteration": int(lens[body[j]]) // count, "rule": rule})
-    return pd.DataFrame(rows, columns=list(loops.columns))
+        rows.append((int(start) + int(lens[body[:j]].sum()), int(lens[body[j]]), count,
+                     int(lens[body[j]]) // count, rule))
+    names = ("start", "rows", "iterations", "per_iteration", "rule")
+    return {c: np.array([r[k] for r in rows], np.int64) for k, c in enumerate(names)}
 
 
 def iterations(grammar: Grammar, rank_offsets: np.ndarray,
                min_share: float = MIN_SHARE, depth: int = 0) -> pd.DataFrame:
     """Every iteration of every top-level loop of every rank (see :func:`loops`); with
     ``depth``, of the loops that many levels inside them (:func:`nested`)."""
+    return pd.DataFrame(iteration_columns(grammar, rank_offsets, min_share, depth))[COLUMNS]
+
+
+def iteration_columns(grammar: Grammar, rank_offsets: np.ndarray,
+                      min_share: float = MIN_SHARE, depth: int = 0) -> dict[str, np.ndarray]:
+    """:func:`iterations` as a dict of numpy columns, without the DataFrame (iteration
+    sampling searches tens of grammars' loops, a DataFrame of each rank's costing more than
+    the search)."""
     parts = []
     per_grammar = {}
     for rank, g in enumerate(grammar.rank_grammar.tolist()):
         if g not in per_grammar:
-            per_grammar[g] = top_loops(grammar, g, min_share)
+            per_grammar[g] = _top(grammar, g, min_share)
             for _ in range(depth):
-                per_grammar[g] = nested(grammar, per_grammar[g])
+                per_grammar[g] = _nested(grammar, per_grammar[g])
         t = per_grammar[g]
-        if not len(t):
+        if not len(t["rows"]):
             continue
-        main = int(np.argmax(t["rows"].to_numpy()))
-        its = t["iterations"].to_numpy()
-        loop = np.repeat(np.arange(len(t)), its)
+        main = int(np.argmax(t["rows"]))
+        its = t["iterations"]
+        loop = np.repeat(np.arange(len(its)), its)
         it = np.arange(int(its.sum())) - np.repeat(np.cumsum(its) - its, its)
-        per = np.repeat(t["per_iteration"].to_numpy(), its)
-        first = rank_offsets[rank] + np.repeat(t["start"].to_numpy(), its) + it * per
-        parts.append(pd.DataFrame({"loop": loop, "iteration": it, "rank": rank,
-                                   "first_row": first, "last_row": first + per - 1,
-                                   "main": loop == main}))
-    if not parts:
-        return pd.DataFrame({c: pd.Series(dtype=bool if c == "main" else np.int64)
-                             for c in COLUMNS})
-    return pd.concat(parts, ignore_index=True)[COLUMNS]
+        per = np.repeat(t["per_iteration"], its)
+        first = rank_offsets[rank] + np.repeat(t["start"], its) + it * per
+        parts.append((loop, it, np.full(len(it), rank, np.int64), first, first + per - 1,
+                      loop == main))
+    types = (np.int64,) * 5 + (bool,)
+    return {c: np.concatenate([p[k] for p in parts]).astype(types[k]) if parts else
+            np.zeros(0, types[k]) for k, c in enumerate(COLUMNS)}
 
 
 def loops(data, min_share: float = MIN_SHARE) -> pd.DataFrame:

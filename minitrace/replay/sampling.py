@@ -78,7 +78,7 @@ from .. import kinds as K
 from ..errors import MinitraceError
 from ..compress import loops as stored
 from ..compress.grammar import build
-from ..compress.loop_view import POLLS, RUN, iterations, rows_of_view, step_view
+from ..compress.loop_view import POLLS, RUN, iteration_columns, rows_of_view, step_view
 from ..model import assign_vec_offsets, empty_actions
 from ..trace import open as open_trace
 from . import critical_path
@@ -248,7 +248,7 @@ def loops_of(data) -> tuple[list[np.ndarray], list[str]]:
         columns = data
         ids, n = structure_ids(data)
         grammar, offsets = build(ids, data.rank_offsets, n), data.rank_offsets
-        table = iterations(grammar, offsets)
+        table = iteration_columns(grammar, offsets)
     out, notes = _bounds(table, data.nranks)
     out = [extend_loop(ids, columns.rank_offsets, b) for b in out]
     total = len(columns.actions)
@@ -290,8 +290,9 @@ class _Levels:
         """:func:`_bounds` of the loops ``depth`` levels inside the top-level ones; None where
         there are none."""
         if depth not in self._bounds:
-            table = iterations(self.grammar, self.offsets, depth=depth)
-            self._bounds[depth] = _bounds(table, len(self.offsets) - 1) if len(table) else None
+            table = iteration_columns(self.grammar, self.offsets, depth=depth)
+            self._bounds[depth] = _bounds(table, len(self.offsets) - 1) \
+                if len(table["loop"]) else None
         return self._bounds[depth]
 
     def grown(self, depth: int) -> tuple[list[np.ndarray], list[str]] | None:
@@ -461,10 +462,11 @@ def _disjoint(loops: list[np.ndarray]) -> list[np.ndarray]:
     """``loops`` without those that overlap a larger one in part (on rank 0's rows), in order:
     grown over their neighbours (:func:`extend_loop`), two runs of one inner loop may reach
     into each other, or one may cover the other."""
+    spans = [(int(b[0, 0]), int(b[0, -1])) for b in loops]
     keep: list[int] = []
-    for i in sorted(range(len(loops)), key=lambda i: -int(np.diff(loops[i][0, [0, -1]])[0])):
-        lo, hi = int(loops[i][0, 0]), int(loops[i][0, -1])
-        if all(hi <= int(loops[j][0, 0]) or int(loops[j][0, -1]) <= lo for j in keep):
+    for i in sorted(range(len(loops)), key=lambda i: spans[i][0] - spans[i][1]):
+        lo, hi = spans[i]
+        if all(hi <= spans[j][0] or spans[j][1] <= lo for j in keep):
             keep.append(i)
     return [loops[i] for i in sorted(keep)]
 
@@ -474,14 +476,16 @@ def _covered(loops: list[np.ndarray]) -> int:
     return sum(int((b[:, -1] - b[:, 0]).sum()) for b in top_level(loops))
 
 
-def _bounds(table: pd.DataFrame, nranks: int) -> tuple[list[np.ndarray], list[str]]:
-    """Per loop of an iterations table (:func:`minitrace.compress.loop_view.iterations`) on
-    every rank with the same number of iterations, its bounds [nranks, iterations + 1]; and
-    notes on the others."""
+def _bounds(table, nranks: int) -> tuple[list[np.ndarray], list[str]]:
+    """Per loop of an iterations table (:func:`minitrace.compress.loop_view.iterations`, or
+    its columns: :func:`~minitrace.compress.loop_view.iteration_columns`) on every rank with
+    the same number of iterations, its bounds [nranks, iterations + 1]; and notes on the
+    others."""
     out, notes = [], []
-    loop, rank = table["loop"].to_numpy(), table["rank"].to_numpy()
-    first, last = table["first_row"].to_numpy(np.int64), table["last_row"].to_numpy(np.int64)
-    order = np.lexsort((table["iteration"].to_numpy(), rank))
+    loop, rank = np.asarray(table["loop"]), np.asarray(table["rank"])
+    first = np.asarray(table["first_row"], np.int64)
+    last = np.asarray(table["last_row"], np.int64)
+    order = np.lexsort((np.asarray(table["iteration"]), rank))
     for li in np.unique(loop).tolist():
         rows = order[loop[order] == li]
         counts = np.bincount(rank[rows], minlength=nranks)
@@ -679,13 +683,14 @@ def top_level(loops: list[np.ndarray]) -> list[np.ndarray]:
     may reach into another one (UK-MAC CloverLeaf on one rank: its last nine steps, grown back
     over the steps with a field summary, across its loop of 10 steps begun a few calls earlier),
     and sampling both would skip their shared iterations twice."""
-    spans = [(int(b[0, 0]), int(b[0, -1])) for b in loops]
-    out = []
-    for i, (lo, hi) in enumerate(spans):
-        inside = any(j != i and (a <= lo and hi <= z) and (a, z) != (lo, hi) or
-                     (j < i and (a, z) == (lo, hi)) for j, (a, z) in enumerate(spans))
-        if not inside:
-            out.append(loops[i])
+    lo = np.array([b[0, 0] for b in loops], np.int64)
+    hi = np.array([b[0, -1] for b in loops], np.int64)
+    j = np.arange(len(loops))
+    same = (lo[None, :] == lo[:, None]) & (hi[None, :] == hi[:, None])    # [i, j]
+    holds = (lo[None, :] <= lo[:, None]) & (hi[:, None] <= hi[None, :]) & ~same & \
+        (j[None, :] != j[:, None])
+    inside = (holds | same & (j[None, :] < j[:, None])).any(axis=1)
+    out = [b for b, i in zip(loops, inside.tolist()) if not i]
     return _disjoint(sorted(out, key=lambda b: int(b[0, 0])))
 
 
@@ -782,25 +787,23 @@ def phases_of(data, loop: int, bounds: np.ndarray, window: int,
     means = blocks.mean(1)
     noise = np.maximum((np.diff(blocks, axis=1) ** 2).mean(1) / 2 / window,   # a block mean's
                        wander(means))                                         # variance
-    r = 0
-
-    def departs(j: int) -> np.ndarray:
-        allowed = np.maximum(PHASE_TOLERANCE * np.abs(means[r]),
-                             _Z * np.sqrt(noise[r] + noise[j]))
-        return np.abs(means[j] - means[r]) > allowed
+    def departs(r: int) -> np.ndarray:      # [blocks, columns]: departs from block r's mean
+        allowed = np.maximum(PHASE_TOLERANCE * np.abs(means[r]), _Z * np.sqrt(noise[r] + noise))
+        return np.abs(means - means[r]) > allowed
+    r, change = 0, departs(0)
     joint = False
     for j in range(1, nblocks - LASTING + 1):    # a change in the last blocks does not last
-        change = [departs(k) for k in range(j, j + LASTING)]
-        if drifts and all(c.any() for c in change) and \
-                not any(c[len(share):].any() for c in change) and \
-                _drifts(means, noise, max(j - 2, r), j, np.array(change)):
+        lasting = change[j:j + LASTING]
+        if not lasting.any(axis=1).all():
             continue
-        if all(c.any() for c in change):
-            if j - start // window >= LASTING:
-                out.append(Phase(loop, start, j * window, window, joint=joint))
-                start = j * window
-                joint = not any(c[len(share):].any() for c in change)   # no bytes moved
-            r = j      # a shorter first run is a warm-up: the steady rule skips it, no phase
+        moved = lasting[:, len(share):].any()
+        if drifts and not moved and _drifts(means, noise, max(j - 2, r), j, lasting):
+            continue
+        if j - start // window >= LASTING:
+            out.append(Phase(loop, start, j * window, window, joint=joint))
+            start = j * window
+            joint = not moved                   # no bytes moved
+        r, change = j, departs(j)  # a shorter first run is a warm-up: the steady rule skips it
     out.append(Phase(loop, start, n, window, joint=joint))
     return out
 
