@@ -22,64 +22,99 @@ import pandas as pd
 from .. import kinds as K
 
 _BLOCKING_RECVS = frozenset({"recv", "mrecv"})
-#: What the clocks' loop does at a row (:func:`clocks`).
-_COMPUTE, _WAIT, _COLLECTIVE, _OTHER = range(4)
+#: What the clocks' loop does at a call (:func:`clocks`).
+_WAIT, _COLLECTIVE, _OTHER = range(3)
 
 
 def clocks(data) -> np.ndarray | None:
     """Per row, its rank's clock (s of compute on the critical path) when the action starts,
     and per rank the clock at its end (``[len(actions) + nranks]``: row ``len + r`` is rank r's
-    end); None where a dependency cannot be met."""
+    end); None where a dependency cannot be met.  The loop visits the calls, each rank's end
+    taken for one more (at row ``len + r``), each adding the computes before it one by one (the
+    same sums as a pass over every row); the computes' own clocks are filled in after."""
     a = data.actions
     n, nranks = len(a), data.nranks
-    wait_for, group, members = _dependencies(data)
-    volume = a["volume"].tolist()
-    op = np.where(a["kind"] == K.code("compute"), _COMPUTE, _OTHER)
+    never = n + nranks                   # the row of a send that never comes: never visited
+    wait_for, group, members = _dependencies(data, never)
+    compute = a["kind"] == K.code("compute")
+    calls = np.flatnonzero(~compute)
+    rank = data.rank_of(calls)
+    owner = np.r_[rank, np.arange(nranks)]
+    order = np.argsort(owner, kind="stable")
+    step = np.r_[calls, n + np.arange(nranks)][order]          # by rank, each rank's end last
+    place = np.r_[calls, data.rank_offsets[1:] - 0.5][order]   # where each step is among the rows
+    first = np.searchsorted(owner[order], np.arange(nranks))   # each rank's first step
+    gaps = _gaps(a["volume"], np.flatnonzero(compute), place)
+    op = np.full(never + 1, _OTHER, np.int64)
     op[list(wait_for)] = _WAIT
-    op[group >= 0] = _COLLECTIVE
-    op, group = op.tolist(), group.tolist()
-    offsets = data.rank_offsets.tolist()
-    at: list = [None] * (n + 1)        # at[n]: the clock of a send that never comes
+    op[np.flatnonzero(group >= 0)] = _COLLECTIVE
+    op, group, step = op.tolist(), group.tolist(), step.tolist()
+    at: list = [None] * (never + 1)
+    after = [0.0] * (never + 1)          # the clock after each call
     arrived: list[list[float]] = [[] for _ in members]   # per collective: its members' clocks
-    pos, clock = offsets[:-1], [0.0] * nranks
+    pos, clock = first.tolist(), [0.0] * nranks
+    stop = first[1:].tolist() + [len(step)]
     progress = True
     while progress:
         progress = False
         for r in range(nranks):
-            i, end, t = pos[r], offsets[r + 1], clock[r]
-            while i < end:
+            j, end, t = pos[r], stop[r], clock[r]
+            while j < end:
+                i = step[j]
+                visited = at[i] is not None
+                if not visited:
+                    for v in gaps[j]:
+                        t += v
+                    at[i] = t
                 o = op[i]
-                if o == _COMPUTE:
-                    at[i] = t
-                    t += volume[i]
-                elif o == _WAIT:
-                    at[i] = t
+                if o == _WAIT:
                     sends = [at[s] for s in wait_for[i]]
                     if None in sends:
                         break                            # a send it waits for is not posted
                     t = max([t] + sends)
                 elif o == _COLLECTIVE:
                     c = arrived[group[i]]
-                    if at[i] is None:
+                    if not visited:
                         c.append(t)
-                    at[i] = t
                     if len(c) < members[group[i]]:
                         break
                     t = max(t, max(c))
-                else:
-                    at[i] = t
-                i += 1
-            progress |= i != pos[r]
-            pos[r], clock[r] = i, t
-    if any(pos[r] != offsets[r + 1] for r in range(nranks)):
+                after[i] = t
+                j += 1
+            progress |= j != pos[r]
+            pos[r], clock[r] = j, t
+    if pos != stop:
         return None
-    return np.array(at[:n] + clock, dtype=float)
+    out = np.array(at[:never], dtype=float)
+    rows = np.flatnonzero(compute)
+    lead = np.isin(rows, data.rank_offsets[:-1])
+    prev = np.maximum(rows - 1, 0)        # a compute starts where the call before it ended
+    out[rows] = np.where(lead, 0.0, np.asarray(after)[prev])
+    pending = rows[~lead & compute[prev]]      # or where the compute before it did
+    while len(pending):
+        ready = ~np.isin(pending - 1, pending)
+        out[pending[ready]] = out[pending[ready] - 1] + a["volume"][pending[ready] - 1]
+        pending = pending[~ready]
+    return out
 
 
-def _dependencies(data) -> tuple[dict, np.ndarray, list[int]]:
+def _gaps(volume: np.ndarray, computes: np.ndarray, place: np.ndarray) -> list[tuple]:
+    """Per step of :func:`clocks` (``place``: where each is among the rows, in order), the
+    volumes of the computes between it and the step before it, in order."""
+    at = np.searchsorted(place, computes)
+    out: list[tuple] = [()] * len(place)
+    once = np.bincount(at, minlength=len(place))[at] == 1
+    for j, v in zip(at[once].tolist(), volume[computes[once]].tolist()):
+        out[j] = (v,)
+    for j, v in zip(at[~once].tolist(), volume[computes[~once]].tolist()):
+        out[j] += (v,)
+    return out
+
+
+def _dependencies(data, never: int) -> tuple[dict, np.ndarray, list[int]]:
     """What each action waits for, which does not depend on time: per blocking row (a
     receive, a ``sendrecv``, a ``wait``/``waitall`` of posted receives) the rows of the sends
-    it waits for, in the order the call lists them (``len(actions)``: a send that never comes);
+    it waits for, in the order the call lists them (``never``: a send that never comes);
     per row its blocking collective's number (-1: none), and each collective's member count.
     A receive is matched to the send of the same source, destination, tag and communicator
     posted as often before it; a ``wait`` to the latest receive that posted its request
@@ -103,9 +138,9 @@ def _dependencies(data) -> tuple[dict, np.ndarray, list[int]]:
     side = np.r_[np.zeros(len(sends), np.int64), np.ones(len(posts), np.int64)]
     index = _count(_ids(side, keys))         # each send's, each receive's place in its key
     pairs = _ids(keys, index)
-    send_of = np.full(int(pairs.max()) + 1 if len(pairs) else 0, n, np.int64)
+    send_of = np.full(int(pairs.max()) + 1 if len(pairs) else 0, never, np.int64)
     send_of[pairs[:len(sends)]] = sends
-    match = np.full(n, n, np.int64)
+    match = np.full(n, never, np.int64)
     match[posts] = send_of[pairs[len(sends):]]
     blocking = posts[K.mask(_BLOCKING_RECVS | K.SENDRECVS)[kind[posts]]]
     wait_for = {i: [s] for i, s in zip(blocking.tolist(), match[blocking].tolist())}
