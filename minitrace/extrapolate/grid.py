@@ -290,4 +290,14 @@ def target(grids: list, ranks: int, dims: tuple | None = None) -> Grid:
     if len(dims) != ref.ndims or int(np.prod(dims)) != ranks:
         raise MinitraceError(f"--grid {'x'.join(map(str, dims))}: the runs' grids have "
                              f"{ref.ndims} dimensions and the target {ranks} ranks")
+    flat = [k for k in range(ref.ndims) if dims[k] > 1 and all(g.dims[k] == 1 for g in grids)]
+    if flat:
+        # public UK-MAC TeaLeaf at 2, 3, 5 ranks (2x1, 3x1, 5x1) -> 8 (4x2): no halo along y
+        # and the reduce's root receiving nothing, written without a word
+        runs = ", ".join("x".join(map(str, g.dims)) for g in grids)
+        raise MinitraceError(
+            f"the target grid {'x'.join(map(str, dims))} spans dimension(s) "
+            f"{', '.join(str(k + 1) for k in flat)} along which every run's grid ({runs}) has "
+            f"one rank: no run made its calls along it (record runs that span it, or name a "
+            f"grid the runs cover with --grid)")
     return Grid(tuple(dims), ref.periods)
