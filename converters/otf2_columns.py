@@ -471,9 +471,95 @@ def assemble(rows: np.ndarray, d: Defs, keep_regions: bool) -> tuple[TraceColumn
     null = _null_completions(actions)
     if null:
         p2p.counts["null_completions"] = null
+    estimated = collective_vectors(data)
     return data, {"messages": p2p.counts, "unmapped": unmapped.counter(),
                   "user_regions": int(calls.user.sum()), "linked_in_order": seq.linked,
-                  "comms_not_named": made_comms, "unread_tests": found.unread_tests}
+                  "comms_not_named": made_comms, "unread_tests": found.unread_tests,
+                  "vectors_estimated": estimated}
+
+
+#: v-collectives whose per-member vector follows from the members' own totals: the column
+#: each member's entry is (bytes_sent or bytes_recv), and whether only the root holds it
+_FROM_TOTALS = {"gatherv": ("bytes_sent", True), "scatterv": ("bytes_recv", True),
+                "allgatherv": ("bytes_sent", False), "reduce_scatter": ("bytes_recv", False)}
+_PAIRWISE = ("alltoallv", "alltoallw")
+
+
+def collective_vectors(data: TraceColumns) -> Counter:
+    """Give the v-collectives of ``data`` that have no vector (OTF2 keeps each member's totals
+    only) the per-member byte vector docs/FORMAT.md defines, from the same call's other members
+    (the n-th collective on a communicator is one call on all its members): exact for
+    gatherv, scatterv, allgatherv and reduce_scatter (each entry is one member's own total), and
+    for alltoallv/alltoallw estimated as each member's sends shared out in proportion to what
+    the others receive (exact when the exchange is uniform), which is returned ({kind: calls}).
+    Without vectors the lowering of a sub-communicator's v-collective failed (public Intel MPI
+    Benchmarks through our own OTF2 export: an IndexError in every replay) and validate
+    reported each such call as a size mismatch."""
+    a = data.actions
+    vk = K.mask(K.VECTOR_KINDS)[a["kind"]] & (a["vec_len"] <= 0) & \
+        ((a["flags"] & K.FLAG_INTERCOMM) == 0)
+    estimated: Counter = Counter()
+    if not vk.any():
+        return estimated
+    rows = np.flatnonzero(K.mask(K.ORDERED_COLLECTIVES)[a["kind"]])
+    rank = data.rank_of(rows)
+    comm = a["comm"][rows].astype(np.int64)
+    order = np.lexsort((rows, rank, comm))
+    rows, rank, comm = rows[order], rank[order], comm[order]
+    key = comm * (data.nranks + 1) + rank
+    start = np.r_[0, np.flatnonzero(np.diff(key)) + 1]
+    seq = np.arange(len(rows)) - np.repeat(start, np.diff(np.r_[start, len(rows)]))
+    calls: dict = {}
+    for r, c, k, q in zip(rows.tolist(), comm.tolist(), rank.tolist(), seq.tolist()):
+        calls.setdefault((c, q), {})[k] = r
+    new: dict[int, list[int]] = {}
+    for (c, _), at in calls.items():
+        members = data.comms.get(c)
+        if members is None or len(at) != len(members):
+            continue
+        got = [at.get(int(m)) for m in members]
+        if any(g is None or not vk[g] for g in got) or \
+                len({int(a["kind"][g]) for g in got}) != 1:
+            continue
+        name = K.BLOCKING_FORM[_N[int(a["kind"][got[0]])]]
+        if name in _FROM_TOTALS:
+            col, rooted = _FROM_TOTALS[name]
+            vec = [int(a[col][g]) for g in got]
+            root = int(a["peer"][got[0]])
+            for m, g in zip(members, got):
+                if not rooted or int(m) == root:
+                    new[g] = vec
+        elif name in _PAIRWISE:
+            s = np.array([int(a["bytes_sent"][g]) for g in got], dtype=np.float64)
+            r = np.array([int(a["bytes_recv"][g]) for g in got], dtype=np.float64)
+            t = np.floor(np.outer(s, r) / max(r.sum(), 1.0)).astype(np.int64)
+            for i, g in enumerate(got):
+                new[g] = t[i].tolist() + t[:, i].tolist()
+            estimated[_N[int(a["kind"][got[0]])]] += 1
+    if new:
+        _set_vectors(data, new)
+    return estimated
+
+
+def _set_vectors(data: TraceColumns, new: dict) -> None:
+    """Write ``new`` ({row: values}, rows that have no vector) into ``data``'s vectors."""
+    a = data.actions
+    old_len = np.maximum(a["vec_len"].astype(np.int64), 0)
+    length = old_len.copy()
+    rows = np.fromiter(new, np.int64, len(new))
+    length[rows] = [len(new[r]) for r in rows.tolist()]
+    had = np.flatnonzero(old_len)
+    _, values = data.vector_entries(had)
+    vectors = np.zeros(int(length.sum()), np.int64)
+    off = np.cumsum(length) - length
+    lens = old_len[had]
+    within = np.arange(int(lens.sum())) - np.repeat(np.cumsum(lens) - lens, lens)
+    vectors[np.repeat(off[had], lens) + within] = values
+    for r in rows.tolist():
+        vectors[off[r]:off[r] + len(new[r])] = new[r]
+    a["vec_len"] = length
+    assign_vec_offsets(a)
+    data.vectors = vectors
 
 
 def _null_completions(actions: np.ndarray) -> int:

@@ -87,7 +87,10 @@ _LEFT_OUT = (("user_regions_dropped", "user regions dropped (--keep-regions keep
              ("tests_outcome_unknown", "MPI_Test/Testall calls without events, read as not "
               "completed (the archive has no MpiRequestTest event: a test of null handles "
               "cannot be told from a failed one)"),
-             ("ignored_actions", "TI actions with nothing to keep in the model"))
+             ("ignored_actions", "TI actions with nothing to keep in the model"),
+             ("collective_vectors_estimated", "alltoallv/alltoallw per-member bytes estimated "
+              "(the source keeps each member's totals: its sends shared out in proportion to "
+              "what the others receive, exact for a uniform exchange)"))
 
 
 def _counted(counts: dict) -> str:
