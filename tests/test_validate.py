@@ -194,6 +194,18 @@ def test_collective_root_and_size_mismatch():
     assert "root 2 here but 0" in msgs["collective-mismatch"].message
 
 
+def test_reduce_root_receiving_other_than_its_members_send():
+    """A reduce whose root receives nothing while its members send 8 B each: public UK-MAC
+    TeaLeaf extrapolated from 1-D runs to a 2-D grid was written so and passed."""
+    d = good_builder().build()
+    row = int(d.rank_offsets[2]) + _find(d, 2, "reduce")
+    d.actions["bytes_recv"][row] = 0
+    rep = validate(d)
+    assert dict(rep.counts) == {"collective-size-mismatch": 1}
+    assert "reduce (collective 0 on communicator 3) receives 0 B, expected 8 B" in \
+        rep.problems[0].message
+
+
 def test_vector_collective_mismatch():
     d = good_builder().build()
     row = int(d.rank_offsets[1]) + _find(d, 1, "alltoallv")

@@ -162,11 +162,12 @@ def _check_sizes(ctx, rep, comm, members, g) -> None:
             ok_seq = spread.index[spread["min"] == spread["max"]]
             sub = sub[sub.seq.isin(ok_seq)]
             total = {"gather": ("br", "is_root"), "scatter": ("bs", "is_root"),
-                     "allgather": ("br", None), "alltoall": ("br", None)}.get(base)
+                     "allgather": ("br", None), "alltoall": ("br", None),
+                     "reduce": ("br", "is_root")}.get(base)
             if total:
                 col, only = total
                 t2 = sub[sub[only]] if only else sub
-                want = t2.v * (1 if base == "alltoall" else P)
+                want = t2.v * (1 if base in ("alltoall", "reduce") else P)
                 for t, w in zip(t2[t2[col] != want].itertuples(index=False), want[t2[col] != want]):
                     rep.add(t.rank, ctx.index[t.row], "collective-size-mismatch",
                             f"{K.NAME[int(t.kind)]} (collective {t.seq} on communicator "
