@@ -54,12 +54,14 @@ FORMAT_VERSION = 10  # 2: the compressed form of /trace (minitrace.compress); 3:
 #                      rank (model/rank_site_means, session 21), which version 8 readers took
 #                      for a model without its tables; 10: model files' time statistics
 #                      per call site with message sizes set aside (model/stats/site, session
-#                      23), which version 9 readers refused as lacking a column
+#                      23) and template means rank after rank (model/rank_template_means),
+#                      which version 9 readers refused as lacking a column
 #: The version of a compressed file holding context-coded arrays (coding version 5), packed
 #: or not, whatever else it holds.
 SECOND_WINDOW_VERSION = 9
 #: The version of every model file: its time statistics per call site with message sizes
-#: set aside and a per-byte term (``model/stats/site``), and (since version 9) each rank's
+#: set aside and a per-byte term (``model/stats/site``), its template means rank after rank
+#: (``model/rank_template_means``), and (since version 9) each rank's
 #: own call sites (``model/rank_site_means``), packed or not.
 SIZE_SITES_VERSION = 10
 #: The version of a compressed file whose metadata is packed (:data:`META_ATTR`), whatever

@@ -525,7 +525,7 @@ def test_templates_whose_hashes_differ_by_more_than_int64_holds_are_consistent()
     side["templates"] = pd.DataFrame({"hash": np.array([-8172655532409387182,
                                                         7347561018181167229], np.int64),
                                       "length": [1, 1], "start": [0, 1]})
-    side["template_means"] = np.full(2 * d.nranks, side["rank_site_means"][0])
+    side[E.RANK_TEMPLATE_MEANS] = np.full(2 * d.nranks, side["rank_site_means"][0])
     assert E.check(side, c.attrs, len(c.table), d.nranks) is None
     side["templates"] = side["templates"].iloc[::-1].assign(start=[0, 1])
     assert E.check(side, c.attrs, len(c.table), d.nranks) == "model/templates inconsistent"

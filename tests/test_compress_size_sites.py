@@ -110,3 +110,30 @@ def test_recorded_ring_whose_sizes_change_is_one_site_per_call(tmp_path, program
         want = (x["t_end"] - x["t_start"])[rx].sum()
         got = (a["t_end"] - a["t_start"])[ra].sum()
         assert got == pytest.approx(want, rel=0.05)
+
+
+def test_template_means_are_stored_rank_after_rank_and_read_in_either_layout(tmp_path):
+    """Format version 10 stores each rank's template means together (rank_template_means);
+    the same means in the layout before (template_means: each row's means on every rank)
+    expand to the same volumes, and both at once are refused."""
+    import h5py
+    from minitrace.compress import epochs as E
+    from minitrace.compress.store import read
+    from tests.test_compress_model import alternating_trace
+    d = alternating_trace()
+    new, old = tmp_path / "new.h5", tmp_path / "old.h5"
+    write_compressed(str(new), d, "model", pack=False)
+    write_compressed(str(old), d, "model", pack=False)
+    with h5py.File(old, "r+") as f:
+        g = f["trace/model"]
+        codes = g[E.RANK_TEMPLATE_MEANS][()]
+        del g[E.RANK_TEMPLATE_MEANS]
+        assert len(codes) > d.nranks
+        g["template_means"] = codes.reshape(d.nranks, -1).T.ravel()
+    with minitrace.open(new) as a, minitrace.open(old) as b:
+        assert np.array_equal(a.data().actions["volume"], b.data().actions["volume"])
+    with h5py.File(old, "r+") as f:
+        f["trace/model"][E.RANK_TEMPLATE_MEANS] = codes
+    with h5py.File(old, "r") as f, pytest.raises(minitrace.MinitraceError,
+                                                 match="template means stored twice"):
+        read(f["trace"], str(old))
