@@ -403,15 +403,9 @@ def size_sites(table: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     bytes the two sizes' sum.  A call whose sizes change every few steps (public miniMD's
     sendrecvs at each re-neighbouring: 504 of its 513 signatures on 2 ranks) is one site, so
     that what is kept per site (model times) is kept once, with a per-byte term."""
-    t = table.copy()
-    t["bytes_sent"] = t["bytes_recv"] = 0
-    if not len(t):
-        return np.zeros(0, np.int64), np.zeros(0, np.int64)
-    _, first, inv = np.unique(t, return_index=True, return_inverse=True)
-    order = np.argsort(first, kind="stable")
-    rank = np.empty_like(order)
-    rank[order] = np.arange(len(order))
-    return rank[inv.ravel()].astype(np.int64), \
+    cols = {f: table[f] for f in SIGNATURE_DTYPE.names}
+    cols["bytes_sent"] = cols["bytes_recv"] = np.zeros(len(table), np.int64)
+    return factorize(cols, len(table))[1], \
         table["bytes_sent"].astype(np.int64) + table["bytes_recv"].astype(np.int64)
 
 
