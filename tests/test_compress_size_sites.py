@@ -12,6 +12,7 @@ import minitrace
 from minitrace import kinds as K
 from minitrace.compress import signatures as SG
 from minitrace.compress.files import write_compressed
+from minitrace.compress.store import lost
 from minitrace.model import TraceBuilder
 from tests.support.record_util import record
 
@@ -60,6 +61,7 @@ def test_a_call_of_changing_sizes_is_one_site_with_a_per_byte_term(tmp_path):
     rows = a["kind"] == K.CODE["sendrecv"]
     got, want = (a["t_end"] - a["t_start"])[rows], (x["t_end"] - x["t_start"])[rows]
     assert np.abs(got / want - 1).max() < 0.03
+    assert "gaps per call site with message sizes set aside (a per-byte term)" in lost(c)
 
 
 def test_durations_that_do_not_follow_the_sizes_keep_the_site_mean(tmp_path):
@@ -82,6 +84,8 @@ def test_files_before_version_10_expand_their_times_as_they_did():
     with minitrace.open(FIXTURES / "stencil-model.h5") as t:
         assert t.meta["format_version"] == 9
         a = t.data().actions
+        assert "times modelled (mean durations and gaps per call site within" in \
+            lost(t._reader.c)
     want = np.load(FIXTURES / "stencil-times.npy")
     assert np.array_equal(a["t_start"], want[0]) and np.array_equal(a["t_end"], want[1])
 
