@@ -30,9 +30,12 @@ def main(paths: list[str]) -> None:
             S.write(m, c)
             t = c.side["templates"]
             most = int(t["variants"].max()) if "variants" in t.columns else 1
+            try:                # (one recording SimGrid refuses does not end the run)
+                error = f"{100 * (simulated(m) / simulated(x) - 1):+7.2f}%"
+            except minitrace.MinitraceError as e:
+                error = f"replay failed: {str(e)[:80]}"
             print(f"{tag:40s} {c.nactions:8d} {os.path.getsize(m) / c.nactions:7.3f} B/action "
-                  f"{100 * (simulated(m) / simulated(x) - 1):+7.2f}%  variants {most}",
-                  flush=True)
+                  f"{error}  variants {most}", flush=True)
 
 
 if __name__ == "__main__":
