@@ -1,4 +1,5 @@
 """One exception type for every problem a user can fix: the CLI prints it on one line."""
+from contextlib import contextmanager
 
 
 class MinitraceError(Exception):
@@ -12,3 +13,18 @@ class MinitraceError(Exception):
 class Terminated(KeyboardInterrupt):
     """SIGTERM, raised by the CLI's handler so that ``finally`` blocks and context managers
     run (temporary files removed, raw data reported) as for Ctrl-C."""
+
+
+@contextmanager
+def naming(path):
+    """Name ``path`` in a :class:`MinitraceError` raised inside without a file: a replay of a
+    trace read into memory (``--sample``, ``predict``) refused it in a line naming no file
+    (public Intel MPI Benchmarks IMB-RMA: "cannot replay: SimGrid's TI format cannot express
+    ...", where ``replay`` without ``--sample`` names it)."""
+    try:
+        yield
+    except MinitraceError as e:
+        if e.path is not None or not path:
+            raise
+        raise MinitraceError(str(e), str(path)) from None
+

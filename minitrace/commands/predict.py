@@ -4,7 +4,7 @@ from __future__ import annotations
 import json
 
 from ..collectives import CHOICES
-from ..errors import MinitraceError
+from ..errors import MinitraceError, naming
 from ..outputs import check_disjoint
 from ..replay import ENGINES
 from ..replay import spread_options
@@ -95,11 +95,14 @@ def run(args) -> int:
                             hostfile=args.hostfile, hosts=args.cluster,
                             ranks_per_host=args.ranks_per_node, timeout=args.timeout,
                             engine=args.engine, collectives=args.collectives, lossy=args.lossy)
-        return spread_options.run(args, data, args.trace, kw, args.plot, loops)
-    p = predict(args.trace, args.calibration, platform=args.platform, hostfile=args.hostfile,
-                hosts=args.cluster, ranks_per_host=args.ranks_per_node,
-                timeline=args.timeline, timeout=args.timeout, engine=args.engine,
-                collectives=args.collectives, lossy=args.lossy, recorded_on=args.recorded_on,
-                probe=args.probe, measured=args.measured, ranges=not args.no_range)
+        with naming(args.trace):
+            return spread_options.run(args, data, args.trace, kw, args.plot, loops)
+    with naming(args.trace):
+        p = predict(args.trace, args.calibration, platform=args.platform,
+                    hostfile=args.hostfile, hosts=args.cluster,
+                    ranks_per_host=args.ranks_per_node, timeline=args.timeline,
+                    timeout=args.timeout, engine=args.engine, collectives=args.collectives,
+                    lossy=args.lossy, recorded_on=args.recorded_on, probe=args.probe,
+                    measured=args.measured, ranges=not args.no_range)
     print(json.dumps(p.to_dict(), indent=1) if args.json else report(p))
     return 0

@@ -7,7 +7,7 @@ import math
 import numpy as np
 
 from ..collectives import CHOICES
-from ..errors import MinitraceError
+from ..errors import MinitraceError, naming
 from ..outputs import check_disjoint, check_output_file
 from ..replay.platforms import DEFAULT_BANDWIDTH, DEFAULT_LATENCY, DEFAULT_SPEED, Cluster
 from ..replay import DEFAULT_CONFIG, ENGINES, replay
@@ -130,7 +130,8 @@ def run(args) -> int:
                   lossy=args.lossy, timeout=args.timeout, engine=args.engine,
                   collectives=args.collectives,
                   reduction_rate=args.reduction_rate)
-        return spread_options.run(args, args.file, args.file, kw, args.plot)
+        with naming(args.file):
+            return spread_options.run(args, args.file, args.file, kw, args.plot)
     r = replay(args.file, platform=args.platform, hostfile=args.hostfile, np=args.np,
                config=_config(args.cfg), cluster=cluster, compute_rate=args.compute_rate,
                lossy=args.lossy, timeout=args.timeout, engine=args.engine,
