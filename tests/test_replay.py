@@ -289,7 +289,7 @@ def test_error_simgrid_failure_quotes_its_log(tmp_path):
         replay(trace, cluster=Cluster(1))
     msg = str(e.value)
     assert "\n" not in msg
-    assert msg.startswith("SimGrid failed (exit status")
+    assert msg.startswith(f"{trace}: SimGrid failed (exit status")      # (names the trace)
     assert "action frobnicate is unknown" in msg
 
 
@@ -305,8 +305,8 @@ def test_error_timeout(tmp_path):
     trace = _write_trace(tmp_path / "t.txt", [["compute 1"]])
     with pytest.raises(MinitraceError) as e:
         replay(trace, timeout=0)
-    assert str(e.value) == ("the SimGrid replay did not finish within 0 s of wall time (raise "
-                            "the timeout for a long trace)")
+    assert str(e.value) == (f"{trace}: the SimGrid replay did not finish within 0 s of wall "
+                            "time (raise the timeout for a long trace)")
 
 
 def test_error_trace_without_init(tmp_path):

@@ -11,7 +11,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 from ..collectives import resolve, world_plan
-from ..errors import MinitraceError
+from ..errors import MinitraceError, naming
 from .child import (QUIET, count_lines, run_child, show_progress, write_native_job)
 from .platforms import Cluster, parse_quantity, read_hostfile
 from .ti_split import list_traces, text_traces
@@ -206,7 +206,8 @@ def _replay(posted: bool, trace, platform, hostfile, np, config, cluster, comput
             job_path.write_text(json.dumps(job))
             cmd = [sys.executable, "-m", "minitrace.replay.bindings", str(job_path)]
             total = 0
-        with feeder if feeder is not None else contextlib.nullcontext():
+        with feeder if feeder is not None else contextlib.nullcontext(), \
+                naming(trace if isinstance(trace, (str, os.PathLike)) else None):
             out = run_child(cmd, timeout, total if show_progress(total) else 0)
         if feeder is not None:
             notes = feeder.finish(lossy)

@@ -70,8 +70,11 @@ def run_child(cmd: list[str], timeout: float, total: int = 0) -> dict:
         why = f"; SimGrid: {_last_message(log)}" if result.get("why") else ""
         raise MinitraceError(result["error"] + why, result.get("path"))
     if p.returncode != 0 or result is None:
-        raise MinitraceError(f"SimGrid failed (exit status {p.returncode}): "
-                             f"{_last_message(log)}")
+        said = _last_message(log)
+        hint = ("; a message larger than the receive posted for it: `minitrace validate` "
+                "lists the size mismatches (which a forced extrapolation may write)"
+                if "MPI_ERR_TRUNCATE" in said else "")
+        raise MinitraceError(f"SimGrid failed (exit status {p.returncode}): {said}{hint}")
     result["log_tail"] = log[-_LOG_TAIL:]
     return result
 
