@@ -33,6 +33,23 @@ def summarize(r, ranks: range | None = None) -> pd.DataFrame:
     return df
 
 
+def in_call_volumes(t, df: pd.DataFrame) -> pd.Series | None:
+    """Per rank of a :func:`summarize` table ``df`` of the open trace ``t``, the volume its
+    reductions hold, or None where there is none or it is work: in a recorded trace (seconds
+    or instructions) the CPU time or instructions spent inside the call, mostly waiting,
+    which a replay leaves out (public Nekbone, 4 ranks: 14 of a rank's 18 s), in flops (a
+    SimGrid trace's) the reduction's own computation, which it replays."""
+    present = [k for k in sorted(K.REDUCTIONS) if df.get(f"n_{k}", pd.Series(0)).sum()]
+    if t.volume_unit == "flops" or not present:
+        return None
+    out = pd.Series(0.0, index=df.index)
+    for kind in present:
+        a = t.actions(kind=kind)
+        out = out.add(a.groupby("rank")["volume"].sum(), fill_value=0.0)
+    out = out.reindex(df.index)
+    return out if out.abs().sum() > 0 else None
+
+
 #: The per-rank table shows this many kinds, those with the most actions (``info --kinds``: all).
 SHOWN_KINDS = 6
 

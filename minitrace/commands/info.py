@@ -63,18 +63,25 @@ def run(args) -> int:
         if t.has_trace:
             import pandas as pd
             from ..compress.store import lost
-            from ..summary import shown_kinds
+            from ..summary import in_call_volumes, shown_kinds
             s = t.summary() if summary is None else summary
             print(f"trace: {t.nranks} ranks, {t.nactions} actions, volume unit "
                   f"{t.volume_unit}{'' if t.complete else ' (INCOMPLETE: a rank died)'}"
                   f"{', compressed: ' + lost(t.compressed_form) if t.compressed else ''}")
             base = ["actions", "bytes_sent", "bytes_recv", "volume", "span"]
+            in_calls = in_call_volumes(t, s)
+            if in_calls is not None:
+                s = s.assign(compute=s["volume"] - in_calls, in_calls=in_calls)
+                base[3:4] = ["compute", "in_calls"]
             kinds, left_out = shown_kinds(s, args.kinds)
             with pd.option_context("display.width", 160, "display.max_columns", 40,
                                    "display.max_rows", 64):
                 print(s[base + kinds].to_string(float_format=lambda x: f"{x:.6g}"))
             if left_out:
                 print(left_out)
+            if in_calls is not None:
+                print(f"in_calls: {t.volume_unit} inside the reductions, mostly waiting (a "
+                      f"replay leaves them out); compute: the rest of the volume")
             if args.loops:
                 from ..compress.loop_view import loop_lines
                 lines = loop_lines(t.loops())
