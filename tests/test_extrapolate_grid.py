@@ -76,6 +76,10 @@ def test_run_grids_share_the_periods_and_refuse_a_misfit():
     rec = synthetic.halo_grid_trace(16, 2)                   # recorded: a misfit is refused
     with pytest.raises(MinitraceError, match="odd.h5 .7 ranks.: its peers are not nearest"):
         GR.run_grids(["odd.h5", "c"], [odd, rec], [_relative(odd), _relative(rec)])
+    small = synthetic.halo_grid_trace(4, 2)                  # another run's record: refused
+    with pytest.raises(MinitraceError, match="odd.h5 .7 ranks.: its peers are not nearest"):
+        GR.run_grids(["odd.h5", "s", "c"], [odd, small, datas[2]],
+                     [_relative(odd), _relative(small), _relative(datas[2])])
     notes = []                                               # inferred: a coincidence
     assert GR.run_grids(["odd.h5", "c"], [odd, datas[2]], [_relative(odd), _relative(datas[2])],
                         notes) == [None, None]

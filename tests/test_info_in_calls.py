@@ -38,7 +38,8 @@ def test_recorded_volume_split_into_compute_and_in_calls(tmp_path):
         assert lines[-1].startswith("in_calls: seconds inside the reductions, mostly waiting")
         with open_trace(tmp_path / name) as t:
             s = t.summary()
-            red = [t.actions(kind=k) for k in sorted(K.REDUCTIONS) if f"n_{k}" in s and s[f"n_{k}"].sum()]
+            red = [t.actions(kind=k) for k in sorted(K.REDUCTIONS)
+                   if f"n_{k}" in s and s[f"n_{k}"].sum()]
             assert len(red) >= 2                # (colls: allreduce, reduce, scan, ...)
             inside = pd.concat(red).groupby("rank")["volume"].sum()
             for rank in range(2):

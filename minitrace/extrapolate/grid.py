@@ -212,10 +212,10 @@ def infer(data, relative: np.ndarray, ndims: int | None = None) -> Grid | None:
 def run_grids(paths: list, datas: list, relatives: list, notes: list | None = None) -> list:
     """The grid of each run (None for all: a 1-D program, left to the rank-relative peers).
     A recorded ``cart_create`` wins (a 1-D one too); else the grid is inferred, its number of
-    dimensions from the largest run's record or peers; where a run without a record fits no
-    grid of as many dimensions as the largest run's inferred one, that one was a coincidence
-    (set-up partners that happen to be a small grid's neighbours): no grid for any run, and a
-    line in ``notes`` says why.  A dimension is periodic when some run
+    dimensions from the largest run's record or peers; where no run has a record and one fits
+    no grid of as many dimensions as the largest run's inferred one, that one was a
+    coincidence (set-up partners that happen to be a small grid's neighbours): no grid for
+    any run, and a line in ``notes`` says why.  A dimension is periodic when some run
     shows it wrap (only extents of 3 or more can show it); one of extent 2 at most in every run is periodic when its rank
     sends as many calls to its one neighbour as a rank in the middle of a longer dimension
     to both of its own, else open."""
@@ -235,7 +235,7 @@ def run_grids(paths: list, datas: list, relatives: list, notes: list | None = No
         g = rec if rec is not None and rec.ndims == ndims else None
         if g is None:
             fitted = infer(data, rel, ndims)
-            if fitted is None and found[largest] is None and rec is None:
+            if fitted is None and all(f is None for f in found):
                 if notes is not None:       # (a coincidence: Nekbone's crystal router at 8)
                     notes.append(f"the largest run's peers fit a {guess} grid but those of "
                                  f"{path} ({data.nranks} ranks) fit no {ndims}-D grid: no "
@@ -279,7 +279,8 @@ def _wraps_at_two(data, relative: np.ndarray, grid: Grid, k: int) -> bool:
 def target(grids: list, ranks: int, dims: tuple | None = None) -> Grid:
     """The grid at the target: ``dims`` (--grid) or MPI_Dims_create's, with the runs'
     periods; its extents in increasing order when every run's are (ranks numbered x fastest
-    on MPI_Dims_create's grid: 4x2x2 is the C-order grid 2x2x4)."""
+    on MPI_Dims_create's grid: 4x2x2 is the C-order grid 2x2x4).  Refused where it spans a
+    dimension along which every run has one rank (no run made its calls along it)."""
     ref = max(grids, key=lambda g: g.size)
     if dims is None:
         dims = dims_create(ranks, ref.ndims)
