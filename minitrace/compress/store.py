@@ -177,9 +177,10 @@ def _model_times(data, ids, group, ts, te, timed: bool, precision: float,
 def _per_site(stats: dict, site: np.ndarray, nbytes: np.ndarray, precision: float) -> dict:
     """The per-signature ``stats`` (``volumes.group_stats``) per (quantity, site, group): the
     mean over the site's signatures, or, where the site's sizes vary and a line in the bytes
-    (intercept >= 0, slope > 0) at least halves the site's error while that error is above
-    the precision of its total, the intercept as the mean and the slope as ``per_byte`` (a
-    send's duration grows with its size; most sites' do not: their term is 0)."""
+    (slope > 0; through 0 where the least-squares intercept is negative) at least halves the
+    site's error while that error is above the precision of its total, the intercept as the
+    mean and the slope as ``per_byte`` (a send's duration grows with its size; most sites' do
+    not: their term is 0)."""
     sig = stats["signature"].astype(np.int64)
     w = stats["count"].astype(np.float64)
     m = stats["mean"].astype(np.float64)
@@ -197,10 +198,15 @@ def _per_site(stats: dict, site: np.ndarray, nbytes: np.ndarray, precision: floa
     spread = vx > 1e-12 * np.maximum(mx * mx, 1.0)
     b = np.where(spread, (total(w * x * m) / W - mx * my) / np.where(spread, vx, 1.0), 0.0)
     a = my - b * mx
+    # (a latency below the noise fits a little below 0, or -1e-25 from rounding alone where
+    # durations are proportional to the bytes: then the line through 0)
+    below = a < 0
+    sxx = total(w * x * x)
+    b = np.where(below, total(w * x * m) / np.maximum(sxx, 1e-300), b)
+    a = np.where(below, 0.0, a)
     err0 = total(w * np.abs(m - my[inv]))
     err1 = total(w * np.abs(m - (a[inv] + b[inv] * x)))
-    line = spread & (a >= 0) & (b > 0) & (2 * err1 <= err0) & \
-        (err0 > precision * total(w * np.abs(m)))
+    line = spread & (b > 0) & (2 * err1 <= err0) & (err0 > precision * total(w * np.abs(m)))
     return {"what": (uniq // ngroup // nsite).astype(np.int8), "site": uniq // ngroup % nsite,
             "group": uniq % ngroup, "mean": np.where(line, a, my),
             "per_byte": np.where(line, b, 0.0)}
