@@ -55,7 +55,7 @@ FORMAT_VERSION = 10  # 2: the compressed form of /trace (minitrace.compress); 3:
 #                      for a model without its tables; 10: model files' time statistics
 #                      per call site with message sizes set aside (model/stats/site, session
 #                      23) and template means rank after rank (model/rank_template_means),
-#                      which version 9 readers refused as lacking a column
+#                      which version 9 readers would have refused as lacking a column
 #: The version of a compressed file holding context-coded arrays (coding version 5), packed
 #: or not, whatever else it holds.
 SECOND_WINDOW_VERSION = 9
