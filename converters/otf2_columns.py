@@ -509,6 +509,9 @@ def collective_vectors(data: TraceColumns) -> Counter:
     key = comm * (data.nranks + 1) + rank
     start = np.r_[0, np.flatnonzero(np.diff(key)) + 1]
     seq = np.arange(len(rows)) - np.repeat(start, np.diff(np.r_[start, len(rows)]))
+    call = comm * (len(rows) + 1) + seq        # (only the calls that are v-collectives: not a
+    mine = np.isin(call, call[vk[rows]])       # dict entry for each of millions of allreduces)
+    rows, rank, comm, seq = rows[mine], rank[mine], comm[mine], seq[mine]
     calls: dict = {}
     for r, c, k, q in zip(rows.tolist(), comm.tolist(), rank.tolist(), seq.tolist()):
         calls.setdefault((c, q), {})[k] = r
