@@ -264,7 +264,7 @@ def _sampled_replica(model, rng) -> tuple[float, list[float]]:
     reduced = plan["reduced"]
     actions = reduced.actions.copy()
     actions["volume"][plan["compute"]] = drawn[plan["at"]]
-    res = replay(replace(reduced, actions=actions), timeline=True, **kw)
+    res = replay(replace(reduced, actions=actions), timeline="times", **kw)
     times = _marker_times(res.timeline, reduced, plan["origin"], plan["marks"], sampled.phases)
     skipped = 0.0
     for pi, p in enumerate(sampled.phases):
