@@ -1,0 +1,62 @@
+"""Iteration sampling where a rank's calls depend on when its messages arrive: UK-MAC TeaLeaf
+tests its halo requests (``MPI_Testall``) and waits for them (``MPI_Waitall``) only where the
+test did not complete them, so each iteration has one waitall more or less as the arrival
+order chose, every rank a program of its own, and its CG loop was broken into ~25 loops of
+different iteration counts on different ranks (under MPICH at 2 ranks): ``--sample auto``
+replayed fully, saying "no loop found in the trace".  The loops are now found with each
+completed testall taken as the incomplete test and the waitall it stands for (as extrapolation
+does: minitrace/extrapolate/tested.py), and where none is even so, the note says what was
+found and why it cannot be sampled.  tests/programs/testall_halo.c reproduces the pattern."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from minitrace import kinds as K
+from minitrace.replay import replay
+from minitrace.replay import sampling
+from minitrace.replay.sampling import load_trace, loops_of, sampled_replay, top_level
+from tests.support.record_util import record
+
+pytestmark = pytest.mark.timeout(600)
+ITERATIONS = 400
+RATE = "1Gf"
+
+
+@pytest.fixture(scope="module")
+def halo(programs, tmp_path_factory):
+    out = tmp_path_factory.mktemp("testall") / "th.h5"
+    record(out, 2, [programs("testall_halo"), str(ITERATIONS), "100"])
+    return load_trace(str(out))[0]
+
+
+def test_the_tests_complete_or_not(halo):
+    """Some testalls completed their requests and some did not (the arrival order's choice):
+    the ranks' programs differ."""
+    a = halo.actions
+    done = (a["flags"][a["kind"] == K.code("testall")] & K.FLAG_COMPLETED) != 0
+    assert done.any() and not done.all()
+
+
+def test_the_loop_is_found_with_completed_tests_as_waits(halo):
+    loops, notes = loops_of(halo)
+    main = max(top_level(loops), key=lambda b: b.shape[1])
+    assert main.shape[1] - 1 >= ITERATIONS - 2
+    assert (np.diff(main, axis=1) > 0).all()
+    assert (main[:, 0] >= halo.rank_offsets[:-1]).all()
+    assert (main[:, -1] <= halo.rank_offsets[1:]).all()
+    assert any("completed testall calls taken as the incomplete test" in n for n in notes)
+    s = sampled_replay(halo, None, "auto", compute_rate=RATE)
+    assert s.skipped_share > 0.5
+    full = replay(halo, compute_rate=RATE)
+    assert abs(s.simulated_time - full.simulated_time) <= s.bound
+
+
+def test_uneven_loops_are_named_in_the_note(halo, monkeypatch):
+    """Without the rewriting (as before it), no loop runs as many iterations on both ranks:
+    the note says so, not that no loop was found."""
+    monkeypatch.setattr(sampling, "tested_waits", lambda data: (data, 0))
+    s = sampled_replay(halo, None, "auto", compute_rate=RATE)
+    (why,) = [n for n in s.notes if n.startswith("replayed fully")]
+    assert "no loop found" not in why
+    assert "runs the same iteration count on every rank" in why
