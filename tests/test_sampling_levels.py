@@ -58,3 +58,13 @@ def test_alike_bytes_leave_the_bound_as_it_was():
     (p,) = s.phases
     assert not p.sized and p.level == 0
     assert p.replayed == 4 * loop_window(N)
+
+
+def test_the_phase_table_shows_the_level_in_its_bound():
+    """The phase's row in the table bounds its skipped time with the level added, as the
+    trace's bound does."""
+    data, bounds = _big_first(1.3, 24, 0.2)
+    s = sampled_replay(data, [bounds], "auto", compute_rate=RATE)
+    (p,) = s.phases
+    (row,) = s.table().to_dict(orient="records")
+    assert row["bound"] > p.level > 0

@@ -186,12 +186,13 @@ class SampledReplay:
 
     def table(self) -> pd.DataFrame:
         """One row per phase: iterations, replayed, steady_from, per_iteration, spread,
-        skipped_time, bound (3 sd)."""
+        skipped_time, bound (3 sd, plus the phase's ``shift`` and ``level``: its share of
+        the trace's bound but the timing precision)."""
         return pd.DataFrame([{
             "loop": p.loop, "first": p.first, "iterations": p.iterations,
             "replayed": p.replayed + p.tail, "steady_from": p.steady_from,
             "per_iteration": p.per_iteration, "spread": p.spread,
-            "skipped_time": p.skipped_time, "bound": _Z * np.sqrt(p.variance)}
+            "skipped_time": p.skipped_time, "bound": _spread([p])}
             for p in self.phases])
 
     def to_dict(self) -> dict:
