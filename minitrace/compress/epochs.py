@@ -20,8 +20,9 @@ iterations on particular ranks), not each call's values apart from their iterati
   moved volume between them and the waits (the model's replay of clover2d.c at 4 and 6 ranks
   was 14-15% slow, session 19);
 - **call means**: per rank, the mean volume of each call of an epoch that recurs with the same
-  calls (a *template*: at least :data:`MIN_REPEATS` times per rank, within
-  :data:`TEMPLATE_SHARE` of a value per volume action), else of each *call site* (the action's
+  kinds of calls in the same order (a *template*: at least :data:`MIN_REPEATS` times per
+  rank, within :data:`TEMPLATE_SHARE` of a value per volume action; its calls' sizes, peers
+  and tags set aside, :data:`TEMPLATE_KEY`), else of each *call site* (the action's
   signature with those of the actions just before and after it): how an epoch's total is shared
   among its calls (within ``precision``).  Each rank's sites are its own (:func:`rank_sites`,
   format version 9): a reader finds them from the rank's calls, so no table of them is kept and
@@ -135,6 +136,19 @@ _MIX = (np.uint64(0x9E3779B97F4A7C15), np.uint64(0xBF58476D1CE4E5B9),
 MIN_REPEATS = 4
 #: ... and while the kept means are at most this share of the volume actions.
 TEMPLATE_SHARE = 1 / 16
+#: What makes two epochs one template (the ``epoch_templates`` attribute; files without it:
+#: ``signatures``, each call's signature): ``kinds``, the kinds of their calls in order.  The
+#: Intel MPI Benchmarks' IMB-NBC runs, per message size between two gathers (its epochs),
+#: non-blocking collectives alone, then a calibrated compute, then each collective around a
+#: compute of about the collective's time: by signature each size's epoch was its own, so
+#: the means were per call site, which the two phases share (a collective, a compute, a wait);
+#: the overlap phase's 7 ms computes and the pure phase's 0.5 us ones took one mean, and the
+#: model's replay was 8.0% slower than the exact file's, with templates by kinds 0.1% faster
+#: (the model file 0.065 -> 0.127 B/action).  On 22 other recordings the largest error is
+#: 1.28% either way (miniGhost 4r's -1.22 -> -0.72%, Nekbone 4r's +0.29 -> -0.99%, the others
+#: within 0.07 points), the files from 15% smaller (Nekbone 2r) to 5% larger (miniGhost 4r,
+#: CloverLeaf 8r; session 23).
+TEMPLATE_KEY = "kinds"
 #: Each rank's means of every template row, rank after rank (format version 10): a rank's
 #: means of a template's places recur as sequences (in its variants, in like templates) that
 #: deflate finds, where interleaved with the other ranks' they did not recur (model files
@@ -154,8 +168,9 @@ def position_in_epoch(gepoch: np.ndarray) -> np.ndarray:
 
 
 def epoch_hashes(ids: np.ndarray, gepoch: np.ndarray, n_epochs: int) -> np.ndarray:
-    """A 64-bit hash of each epoch's signature sequence (its calls in order and its length):
-    epochs that repeat the same calls have the same hash."""
+    """A 64-bit hash of each epoch's sequence of ``ids`` (its calls' keys in order, e.g. their
+    kinds, :data:`TEMPLATE_KEY`, and its length): epochs that repeat the same calls have the
+    same hash."""
     n = len(gepoch)
     h = np.zeros(n_epochs, np.uint64)
     if not n:
@@ -560,7 +575,7 @@ def fit(volume: np.ndarray, vrow: np.ndarray, ids: np.ndarray, offsets: np.ndarr
     gepoch = epoch_offsets[rank] + epoch
     ge = gepoch[vidx]
     n_ep = int(epoch_offsets[-1])
-    hashes = epoch_hashes(ids, gepoch, n_ep)
+    hashes = epoch_hashes(np.asarray(kinds, np.int64)[ids], gepoch, n_ep)   # (TEMPLATE_KEY)
     nvol_epoch = np.bincount(ge, minlength=len(hashes))
     t_hash, t_length, t_start = _templates(hashes, nvol_epoch, np.repeat(np.arange(P), n_epochs),
                                            nvol, P)
@@ -608,7 +623,8 @@ def fit(volume: np.ndarray, vrow: np.ndarray, ids: np.ndarray, offsets: np.ndarr
     # no spread (module docstring): empty tables, which every reader takes for none
     side["spread_classes"], side["spread_rho"] = np.zeros(0, np.int64), np.zeros(0)
     side["spread_code"] = np.zeros(0, np.int64)
-    return side, {"epoch_merge": int(merge), "epoch_anchor": anchor_name}
+    return side, {"epoch_merge": int(merge), "epoch_anchor": anchor_name,
+                  "epoch_templates": TEMPLATE_KEY}
 
 
 def template_means(side: dict, nranks: int) -> np.ndarray | None:
@@ -641,6 +657,8 @@ def check(side: dict, attrs: dict, nsig: int, nranks: int) -> str | None:
         return "model call sites stored twice (per rank and in one table)"
     if len(spread_names) > 1:
         return "model/spread stored twice (as floats and as codes)"
+    if attrs.get("epoch_templates", "signatures") not in ("signatures", TEMPLATE_KEY):
+        return f"unknown model epoch_templates {attrs['epoch_templates']!r}"
     p = attrs.get("precision", 0.01)
     quantiles = spread_quantiles(side, p) \
         if len(side[spread_names[0]]) % NOISE_QUANTILES == 0 else None
@@ -727,6 +745,7 @@ class EpochVolumes:
         self.has_volume = has_volume
         self.anchor = np.asarray(side["anchor"]).astype(bool)
         self.merge = int(attrs["epoch_merge"])
+        self.by_kind = attrs.get("epoch_templates", "signatures") == TEMPLATE_KEY   # (check)
         if "rank_site_means" in side:       # (each rank's own sites, found from its calls)
             self.site_offsets = np.asarray(side["site_offsets"], np.int64)
             self.means = V.from_codes(np.asarray(side["rank_site_means"], np.int64), p)
@@ -814,7 +833,8 @@ class EpochVolumes:
         rest = np.ones(len(epoch), bool)
         rest[kept] = False
         nvol = np.bincount(epoch, minlength=hi - lo)
-        t_epoch = _template_of(self.t_hash, self.t_length, epoch_hashes(ids, gepoch, hi - lo),
+        key = self.kinds[ids] if self.by_kind else ids
+        t_epoch = _template_of(self.t_hash, self.t_length, epoch_hashes(key, gepoch, hi - lo),
                                nvol)
         t_of = t_epoch[epoch]
         tm = t_of >= 0
