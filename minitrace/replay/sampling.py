@@ -1379,7 +1379,7 @@ def sampled_replay(data, loops: list[np.ndarray] | None, sample="auto", *,
     replays, regrown, more = 0, [], ""
     while True:
         reduced, origin, marks, removed = reduce_trace(data, top, phases)
-        res = run(reduced, timeline=True, **replay_kw)
+        res = run(reduced, timeline="times", **replay_kw)
         replays += 1
         times = _marker_times(res.timeline, reduced, origin, marks, phases)
         grow = False
