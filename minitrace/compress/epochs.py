@@ -137,7 +137,8 @@ MIN_REPEATS = 4
 #: ... and while the kept means are at most this share of the volume actions.
 TEMPLATE_SHARE = 1 / 16
 #: What makes two epochs one template (the ``epoch_templates`` attribute; files without it:
-#: ``signatures``, each call's signature): ``kinds``, the kinds of their calls in order.  The
+#: ``signatures``, each call's signature): ``kinds``, the kinds of their calls in order and
+#: which of them carry a volume (so that a template's places are the same calls).  The
 #: Intel MPI Benchmarks' IMB-NBC runs, per message size between two gathers (its epochs),
 #: non-blocking collectives alone, then a calibrated compute, then each collective around a
 #: compute of about the collective's time: by signature each size's epoch was its own, so
@@ -147,7 +148,9 @@ TEMPLATE_SHARE = 1 / 16
 #: (the model file 0.065 -> 0.127 B/action).  On 22 other recordings the largest error is
 #: 1.28% either way (miniGhost 4r's -1.22 -> -0.72%, Nekbone 4r's +0.29 -> -0.99%, the others
 #: within 0.07 points), the files from 15% smaller (Nekbone 2r) to 5% larger (miniGhost 4r,
-#: CloverLeaf 8r; session 23).
+#: CloverLeaf 8r; session 23).  Nekbone 4r's 306 epoch sequences by signature (65 kept as
+#: templates) are 54 by kinds, 3 of them its iterations (4 kept): its means are pooled over
+#: iterations that signatures told apart.
 TEMPLATE_KEY = "kinds"
 #: Each rank's means of every template row, rank after rank (format version 10): a rank's
 #: means of a template's places recur as sequences (in its variants, in like templates) that
@@ -575,7 +578,7 @@ def fit(volume: np.ndarray, vrow: np.ndarray, ids: np.ndarray, offsets: np.ndarr
     gepoch = epoch_offsets[rank] + epoch
     ge = gepoch[vidx]
     n_ep = int(epoch_offsets[-1])
-    hashes = epoch_hashes(np.asarray(kinds, np.int64)[ids], gepoch, n_ep)   # (TEMPLATE_KEY)
+    hashes = epoch_hashes(np.asarray(kinds, np.int64)[ids] * 2 + vrow, gepoch, n_ep)  # (KEY)
     nvol_epoch = np.bincount(ge, minlength=len(hashes))
     t_hash, t_length, t_start = _templates(hashes, nvol_epoch, np.repeat(np.arange(P), n_epochs),
                                            nvol, P)
@@ -833,7 +836,7 @@ class EpochVolumes:
         rest = np.ones(len(epoch), bool)
         rest[kept] = False
         nvol = np.bincount(epoch, minlength=hi - lo)
-        key = self.kinds[ids] if self.by_kind else ids
+        key = self.kinds[ids] * 2 + vrow if self.by_kind else ids
         t_epoch = _template_of(self.t_hash, self.t_length, epoch_hashes(key, gepoch, hi - lo),
                                nvol)
         t_of = t_epoch[epoch]
