@@ -146,8 +146,8 @@ TEMPLATE_SHARE = 1 / 16
 #: the overlap phase's 7 ms computes and the pure phase's 0.5 us ones took one mean, and the
 #: model's replay was 8.0% slower than the exact file's, with templates by kinds 0.1% faster
 #: (the model file 0.065 -> 0.127 B/action).  On 22 other recordings the largest error is
-#: 1.28% either way (miniGhost 4r's -1.22 -> -0.72%, Nekbone 4r's +0.29 -> -0.99%, the others
-#: within 0.07 points), the files from 15% smaller (Nekbone 2r) to 5% larger (miniGhost 4r,
+#: 1.28% either way (miniGhost 4r's -1.22 -> -0.78%, Nekbone 4r's +0.29 -> -0.99%, the others
+#: within 0.07 points), the files from 15% smaller (Nekbone 2r) to 6% larger (miniGhost 4r,
 #: CloverLeaf 8r; session 23).  Nekbone 4r's 306 epoch sequences by signature (65 kept as
 #: templates) are 54 by kinds, 3 of them its iterations (4 kept): its means are pooled over
 #: iterations that signatures told apart.
