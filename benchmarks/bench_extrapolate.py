@@ -259,7 +259,7 @@ APP_RECIPES = {
     # from 4 to 32 ranks on 2 cores, the 32 ranks' data past the cache the VM gets; at 128^2
     # 1.8x, but steadily).  A rank waits for its left-right messages only when an
     # MPI_Testall found them incomplete (tea.f90's update_halo at depth 1): read as the test
-    # and its wait (extrapolate/tested.py)
+    # and its wait (minitrace/tested_waits.py)
     "tealeaf": Recipe((4, 8, 16, 32), lambda p: [], "weak", lambda p: {
         "tea.in": _tea_in({4: (2, 2), 8: (4, 2), 16: (4, 4), 32: (8, 4)}[p], 128)}),
 }

@@ -1,5 +1,5 @@
-"""Completed tests written as the incomplete test and the wait it stands for (extrapolate's
-tested.py; TeaLeaf's halo exchange, reproduced by tests/programs/fifo_waits.c): a rank whose
+"""Completed tests written as the incomplete test and the wait it stands for (minitrace/
+tested_waits.py, which extrapolation and sampling use; TeaLeaf's halo exchange, reproduced by tests/programs/fifo_waits.c): a rank whose
 MPI_Testall completed comes out with the program of a rank whose test did not."""
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import numpy as np
 
 from minitrace import kinds as K
 from minitrace.cli import main
-from minitrace.extrapolate import tested as TW
+from minitrace import tested_waits as TW
 from minitrace.model import TraceBuilder
 from tests.support.record_util import record
 

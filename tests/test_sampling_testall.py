@@ -5,7 +5,7 @@ order chose, every rank a program of its own, and its CG loop was broken into ~2
 different iteration counts on different ranks (under MPICH at 2 ranks): ``--sample auto``
 replayed fully, saying "no loop found in the trace".  The loops are now found with each
 completed testall taken as the incomplete test and the waitall it stands for (as extrapolation
-does: minitrace/extrapolate/tested.py), and where none is even so, the note says what was
+does: minitrace/tested_waits.py), and where none is even so, the note says what was
 found and why it cannot be sampled.  tests/programs/testall_halo.c reproduces the pattern."""
 from __future__ import annotations
 

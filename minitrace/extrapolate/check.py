@@ -15,7 +15,7 @@ from ..trace import open as open_trace
 from . import build as B
 from .canonical import canonical
 from .polled import polled_waits
-from .tested import tested_waits
+from ..tested_waits import tested_waits
 from . import grid as GR
 from . import structure as ST
 
@@ -33,7 +33,7 @@ def load_runs(paths: list[str]) -> list[ST.Run]:
 def runs_of(paths: list[str], datas: list) -> list[ST.Run]:
     """Traces in memory as runs, smallest first, on their common kind of grid, their polls as
     the waits they stand for (:mod:`.polled`), their completed ``testall`` calls as the waits
-    they stand for (:mod:`.tested`), their commuting operations in canonical order
+    they stand for (:mod:`minitrace.tested_waits`), their commuting operations in canonical order
     (:mod:`.canonical`; on a grid, by grid offset)."""
     datas = [_tested(p, _polled(p, d)) for p, d in zip(paths, datas)]
     ordered = [canonical(d)[0] for d in datas]

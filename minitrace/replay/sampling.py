@@ -80,7 +80,7 @@ from ..errors import MinitraceError
 from ..compress import loops as stored
 from ..compress.grammar import build
 from ..compress.loop_view import POLLS, RUN, iteration_columns, rows_of_view, step_view
-from ..extrapolate.tested import tested_waits
+from ..tested_waits import tested_waits
 from ..model import assign_vec_offsets, empty_actions
 from ..trace import open as open_trace
 from . import critical_path
@@ -235,7 +235,7 @@ def _stored_loops(t):
 def loops_of(data) -> tuple[list[np.ndarray], list[str]]:
     """:func:`loops_in` the trace, or, where it holds a ``testall`` that completed and the
     loops of the trace with each such test taken as the incomplete test and the ``waitall`` it
-    stands for (:func:`minitrace.extrapolate.tested.tested_waits`) let sampling skip more
+    stands for (:func:`minitrace.tested_waits.tested_waits`) let sampling skip more
     (:func:`_skippable`), those loops mapped back to the trace's rows (each inserted wait with
     the iteration it ends in): whether a rank's test completes is the arrival order's choice,
     and one waitall more or less in each iteration gives every rank a program of its own and

@@ -19,8 +19,8 @@ from dataclasses import replace
 
 import numpy as np
 
-from .. import kinds as K
-from ..model import NONE, TraceColumns, empty_actions
+from . import kinds as K
+from .model import NONE, TraceColumns, empty_actions
 
 _TESTALL, _WAITALL, _COMPUTE = K.code("testall"), K.code("waitall"), K.code("compute")
 _COMPLETION = K.mask(K.COMPLETIONS)
