@@ -1,6 +1,7 @@
-"""Completed tests written as the incomplete test and the wait it stands for (minitrace/
-tested_waits.py, which extrapolation and sampling use; TeaLeaf's halo exchange, reproduced by tests/programs/fifo_waits.c): a rank whose
-MPI_Testall completed comes out with the program of a rank whose test did not."""
+"""Completed tests written as the incomplete test and the wait it stands for
+(minitrace/tested_waits.py, which extrapolation and sampling use; TeaLeaf's halo exchange,
+reproduced by tests/programs/fifo_waits.c): a rank whose MPI_Testall completed comes out with
+the program of a rank whose test did not."""
 from __future__ import annotations
 
 from pathlib import Path

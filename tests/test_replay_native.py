@@ -139,9 +139,12 @@ def test_timeline_accounts_for_every_action_and_all_the_time(tmp_path):
     assert "breakdown" in timed.to_dict() and "timeline" not in timed.to_dict()
     with pytest.raises(MinitraceError, match="needs the native replayer"):
         replay(trace, cluster=cluster, engine="python", timeline=True)
-    times = replay(trace, cluster=cluster, engine="native", timeline="times").timeline
+    alone = replay(trace, cluster=cluster, engine="native", timeline="times")
+    times = alone.timeline
     assert "src" in t and "src" not in times         # (sampling's: no message endpoints)
     assert times.equals(t[list(times.columns)])
+    with pytest.raises(MinitraceError, match="no timeline with messages"):
+        alone.critical_path()
 
 
 def test_progress_lines_feed_the_bar_not_the_log(tmp_path):

@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from minitrace import kinds as K
+from minitrace.cli import main
 from minitrace.replay import sampling
 from minitrace.replay.sampling import load_trace, loops_of, sampled_replay, top_level
 from tests.support.record_util import record
@@ -23,10 +24,15 @@ RATE = "1Gf"
 
 
 @pytest.fixture(scope="module")
-def halo(programs, tmp_path_factory):
+def recorded(programs, tmp_path_factory):
     out = tmp_path_factory.mktemp("testall") / "th.h5"
     record(out, 2, [programs("testall_halo"), str(ITERATIONS), "100"])
-    return load_trace(str(out))[0]
+    return out
+
+
+@pytest.fixture(scope="module")
+def halo(recorded):
+    return load_trace(str(recorded))[0]
 
 
 def test_the_tests_complete_or_not(halo):
@@ -58,3 +64,16 @@ def test_uneven_loops_are_named_in_the_note(halo, monkeypatch):
     (why,) = [n for n in s.notes if n.startswith("replayed fully")]
     assert "no loop found" not in why
     assert "runs the same iteration count on every rank" in why
+
+
+def test_a_compressed_recording_samples_as_the_recording(recorded, halo):
+    """A compressed file's loops are its stored grammar's, in which the completed tests break
+    the loop as in the recording: its expanded trace is searched too (a reviewer's find: the
+    compressed TeaLeaf replayed fully, "no dominant loop")."""
+    z = recorded.with_name("th.z.h5")
+    assert main(["compress", str(recorded), "-o", str(z)]) == 0
+    plain = sampled_replay(halo, None, "auto", compute_rate=RATE)
+    data, loops = load_trace(str(z))
+    packed = sampled_replay(data, loops, "auto", compute_rate=RATE)
+    assert packed.skipped_share == plain.skipped_share > 0.5
+    assert packed.simulated_time == plain.simulated_time

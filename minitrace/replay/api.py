@@ -52,7 +52,8 @@ class ReplayResult:
     engine: str = "python"           # "native" (compiled replayer) or "python" (bindings)
     notes: list[str] = field(default_factory=list)  # what the TI export dropped/approximated
     #: every replayed action's simulated start and end (``timeline=True``, native engine;
-    #: see :mod:`minitrace.replay.timeline`), else None
+    #: see :mod:`minitrace.replay.timeline`; ``"times"``: without the messages' endpoints),
+    #: else None
     timeline: object = None
 
     def breakdown(self):
@@ -64,8 +65,9 @@ class ReplayResult:
 
     def critical_path(self):
         """The actions that determined the end time (:func:`minitrace.replay.timeline.critical_path`)."""
-        if self.timeline is None:
-            raise MinitraceError("no timeline: replay with timeline=True (native engine)")
+        if self.timeline is None or "src" not in self.timeline:
+            raise MinitraceError("no timeline with messages: replay with timeline=True (native "
+                                 "engine)")
         from .timeline import critical_path
         return critical_path(self.timeline, self.rank_end_times)
 
@@ -244,12 +246,12 @@ def _engine(engine: str):
 
 
 
-def _feeder(trace, work: Path, rate, red, copies, native, timeline: bool, collectives: str,
-            cfg: dict, posted: bool = False):
+def _feeder(trace, work: Path, rate, red, copies, native, timeline: bool | str,
+            collectives: str, cfg: dict, posted: bool = False):
     """The named pipes that feed a compressed trace to the compiled replayer range by range
     (:mod:`minitrace.replay.stream`) and the SMPI options of its world collectives, or
-    (None, {}): another input, the Python engine, a timeline (which reads the TI files again) or
-    a trace whose export needs all of it at once."""
+    (None, {}): another input, the Python engine, a timeline (its messages are read from the TI
+    files) or a trace whose export needs all of it at once."""
     if native is None or timeline:
         return None, {}
     c = None

@@ -241,11 +241,17 @@ def loops_of(data) -> tuple[list[np.ndarray], list[str]]:
     and one waitall more or less in each iteration gives every rank a program of its own and
     its loops different iteration counts (UK-MAC TeaLeaf at 2 ranks under MPICH: its CG loop
     broken into ~25 pieces, none on both ranks alike; replayed fully).  The iterations sampling
-    replays and skips are the trace's own."""
+    replays and skips are the trace's own, in either form (an open compressed trace's loops
+    are its stored grammar's; where it holds a ``testall``, its expanded trace is searched
+    too)."""
+    compressed = getattr(data, "compressed_form", None) is not None
+    if not compressed and hasattr(data, "data") and callable(data.data):
+        data = data.data()                  # (expanded once)
     found = loops_in(data)
-    if getattr(data, "compressed_form", None) is not None:
-        return found
-    if hasattr(data, "data") and callable(data.data):
+    if compressed:
+        kinds = data.summary()
+        if not ("n_testall" in kinds and kinds["n_testall"].sum()):
+            return found
         data = data.data()
     tested, n = tested_waits(data)
     if not n:
@@ -1580,7 +1586,7 @@ def _totals(phases: list[Phase], res) -> tuple[list[float], float]:
 
 def _spread(phases: list[Phase]) -> float:
     """The phases' share of the bound: three standard deviations of their predicted skipped
-    time, plus each one's ``shift`` (:func:`_on_line`)."""
+    time, plus each one's ``shift`` (:func:`_on_line`) and ``level`` (:func:`_level`)."""
     return _Z * float(np.sqrt(sum(p.variance for p in phases))) + \
         sum(p.shift + p.level for p in phases)
 
@@ -1831,8 +1837,6 @@ def _level(p: Phase, X: np.ndarray, y: np.ndarray, start: np.ndarray,
         dof = (va + vb) ** 2 / (va ** 2 / (len(a) - 1) + vb ** 2 / (len(b) - 1))
         if _f_survival(1, max(int(dof), 1), gap ** 2 / (va + vb)) > APART:
             return 0.0
-    elif gap == 0:
-        return 0.0
     return p.skipped * max(abs(float(a.mean())), abs(float(b.mean())))
 
 
