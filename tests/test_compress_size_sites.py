@@ -42,40 +42,17 @@ def varsize_trace(P: int = 2, steps: int = 60, every: int = 5, per_byte: float =
     return b.build()
 
 
-def test_a_call_of_changing_sizes_is_one_site_with_a_per_byte_term(tmp_path):
-    d = varsize_trace()
-    out = tmp_path / "m.h5"
+def _model(d, out):
+    """``d`` written in model mode to ``out`` and read back: (its expansion, its compressed
+    form)."""
     write_compressed(str(out), d, "model")
     with minitrace.open(out) as t:
-        back = t.data()
-        c = t._reader.c
-    site, nbytes = SG.size_sites(c.table)
-    sr = c.table["kind"] == K.CODE["sendrecv"]
-    assert sr.sum() >= 12 and len(np.unique(site[sr])) == 1     # (12 blocks of sizes)
-    st = c.side["stats"]
-    assert len(st) == len(st[["what", "site", "group"]].drop_duplicates())
-    assert len(st) <= 2 * (site.max() + 1) * (c.grammar.rank_grammar.max() + 1)
-    dur = st[(st["what"] == 1) & (st["site"] == site[sr][0])]
-    assert len(dur) and dur["per_byte"].to_numpy() == pytest.approx(1e-9, rel=0.03)
-    assert (st[st["site"] != site[sr][0]]["per_byte"] == 0).all()   # (sizes that do not vary)
-    a, x = back.actions, d.actions
-    rows = a["kind"] == K.CODE["sendrecv"]
-    got, want = (a["t_end"] - a["t_start"])[rows], (x["t_end"] - x["t_start"])[rows]
-    assert np.abs(got / want - 1).max() < 0.03
-    assert "gaps per call site with message sizes set aside (a per-byte term)" in lost(c)
+        return t.data(), t._reader.c
 
 
-def test_durations_proportional_to_the_sizes_keep_their_per_byte_term(tmp_path):
-    """A latency below the noise: the least-squares intercept comes out below 0 (here -50 ns;
-    rounding alone gives -1e-25 where durations are proportional), and the line through 0 is
-    kept rather than the site's mean for every size (the reviewer's case: 79-89 of 200 such
-    sites lost their term)."""
-    d = varsize_trace(latency=-5e-8)
-    out = tmp_path / "m.h5"
-    write_compressed(str(out), d, "model")
-    with minitrace.open(out) as t:
-        back = t.data()
-        c = t._reader.c
+def _sendrecv_per_byte(d, back, c):
+    """The sendrecv site's duration statistics have varsize_trace's 1 ns a byte, and its
+    expanded durations are within 3% of the recorded ones; its site, its signatures."""
     site, _ = SG.size_sites(c.table)
     sr = c.table["kind"] == K.CODE["sendrecv"]
     st = c.side["stats"]
@@ -85,15 +62,34 @@ def test_durations_proportional_to_the_sizes_keep_their_per_byte_term(tmp_path):
     rows = a["kind"] == K.CODE["sendrecv"]
     got, want = (a["t_end"] - a["t_start"])[rows], (x["t_end"] - x["t_start"])[rows]
     assert np.abs(got / want - 1).max() < 0.03
+    return site, sr
+
+
+def test_a_call_of_changing_sizes_is_one_site_with_a_per_byte_term(tmp_path):
+    d = varsize_trace()
+    back, c = _model(d, tmp_path / "m.h5")
+    site, sr = _sendrecv_per_byte(d, back, c)
+    assert sr.sum() >= 12 and len(np.unique(site[sr])) == 1     # (12 blocks of sizes)
+    st = c.side["stats"]
+    assert len(st) == len(st[["what", "site", "group"]].drop_duplicates())
+    assert len(st) <= 2 * (site.max() + 1) * (c.grammar.rank_grammar.max() + 1)
+    assert (st[st["site"] != site[sr][0]]["per_byte"] == 0).all()   # (sizes that do not vary)
+    assert "gaps per call site with message sizes set aside (a per-byte term)" in lost(c)
+
+
+def test_durations_proportional_to_the_sizes_keep_their_per_byte_term(tmp_path):
+    """A latency below the noise: the least-squares intercept comes out below 0 (here -50 ns;
+    rounding alone gives -1e-25 where durations are proportional), and the line through 0 is
+    kept rather than the site's mean for every size (the reviewer's case: 79-89 of 200 such
+    sites lost their term)."""
+    d = varsize_trace(latency=-5e-8)
+    _sendrecv_per_byte(d, *_model(d, tmp_path / "m.h5"))
 
 
 def test_durations_that_do_not_follow_the_sizes_keep_the_site_mean(tmp_path):
     d = varsize_trace(per_byte=0.0)
-    out = tmp_path / "m.h5"
-    write_compressed(str(out), d, "model")
-    with minitrace.open(out) as t:
-        back = t.data()
-        st = t._reader.c.side["stats"]
+    back, c = _model(d, tmp_path / "m.h5")
+    st = c.side["stats"]
     assert (st["per_byte"] == 0).all()
     a = back.actions
     rows = a["kind"] == K.CODE["sendrecv"]
@@ -121,13 +117,9 @@ def test_recorded_ring_whose_sizes_change_is_one_site_per_call(tmp_path, program
     exe = programs("ring_varsize")
     rec = tmp_path / "r.h5"
     record(rec, 2, [str(exe), "60", "5"])
-    out = tmp_path / "m.h5"
     with minitrace.open(rec) as t:
         d = t.data()
-    write_compressed(str(out), d, "model")
-    with minitrace.open(out) as t:
-        back = t.data()
-        c = t._reader.c
+    back, c = _model(d, tmp_path / "m.h5")
     site, _ = SG.size_sites(c.table)
     big = (c.table["kind"] == K.CODE["sendrecv"]) & (c.table["tag"] == 1)
     assert big.sum() > 2 and len(np.unique(site[big])) == 1

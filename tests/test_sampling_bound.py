@@ -4,15 +4,13 @@ trace, and says so; where the replayed start is quiet and the tail noisy, the bo
 noisier's spread."""
 from __future__ import annotations
 
-from dataclasses import replace
-
 import numpy as np
 import pytest
 
 from minitrace.replay import replay
 from minitrace.replay.sampling import _Z, GAIN, TOLERANCE, Phase, _fit, iteration_cost, \
     loop_window, sampled_replay
-from tests.support.synthetic_loops import stencil
+from tests.support.synthetic_loops import scaled_halos, stencil
 
 RATE = "1Gf"
 
@@ -25,14 +23,7 @@ def _noisy_halo(data, bounds, sigma: float, seed: int):
     line)."""
     n = bounds.shape[1] - 1
     factor = 1 + sigma * (2 * np.random.default_rng(seed).random(n) - 1)
-    acts = data.actions.copy()
-    for r in range(len(bounds)):
-        rows = np.arange(bounds[r, 0], bounds[r, -1])
-        it = np.searchsorted(bounds[r], rows, side="right") - 1
-        for f in ("bytes_sent", "bytes_recv"):
-            big = acts[f][rows] > 1000
-            acts[f][rows[big]] = (acts[f][rows[big]] * factor[it[big]]).astype(acts[f].dtype)
-    return replace(data, actions=acts)
+    return scaled_halos(data, bounds, factor)
 
 
 def test_a_wide_bound_replays_a_longer_start():

@@ -6,13 +6,11 @@ between the two, +16.2% from the full replay against a bound of 7.46%.  The boun
 the skipped iterations lying at either level, and the note says why it is wide."""
 from __future__ import annotations
 
-from dataclasses import replace
-
 import numpy as np
 
 from minitrace.replay import replay
 from minitrace.replay.sampling import loop_window, sampled_replay
-from tests.support.synthetic_loops import stencil
+from tests.support.synthetic_loops import scaled_halos, stencil
 
 RATE = "1Gf"
 N = 150
@@ -27,14 +25,7 @@ def _big_first(scale: float, first: int, sigma: float = 0.0):
     first_ones = np.arange(N) < first
     factor = np.where(first_ones, scale, 1.0) * \
         (1 + sigma * (2 * np.random.default_rng(7).random(N) - 1) * first_ones)
-    acts = data.actions.copy()
-    for r in range(len(bounds)):
-        rows = np.arange(bounds[r, 0], bounds[r, -1])
-        it = np.searchsorted(bounds[r], rows, side="right") - 1
-        for f in ("bytes_sent", "bytes_recv"):
-            big = acts[f][rows] > 1000
-            acts[f][rows[big]] = (acts[f][rows[big]] * factor[it[big]]).astype(acts[f].dtype)
-    return replace(data, actions=acts), bounds
+    return scaled_halos(data, bounds, factor), bounds
 
 
 def test_a_start_and_a_tail_at_different_levels_widen_the_bound():

@@ -5,7 +5,7 @@ iteration i of rank r being the rows ``bounds[r, i]:bounds[r, i + 1]`` (the inte
 ``minitrace.compress.loops``).  Volumes are CPU seconds (``volume_unit`` seconds)."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -160,3 +160,17 @@ def _prologue(nranks: int):
 def _tail():
     return lambda r: [Step("allreduce", nbytes=8), Step("compute", volume=5e-4),
                       Step("finalize")]
+
+
+def scaled_halos(data: TraceColumns, bounds: np.ndarray, factor: np.ndarray) -> TraceColumns:
+    """``data`` with the halo messages (over 1000 bytes) of iteration i scaled by
+    ``factor[i]``, alike on every rank (the messages still match): time in the calls that
+    the iterations' compute does not explain."""
+    acts = data.actions.copy()
+    for r in range(len(bounds)):
+        rows = np.arange(bounds[r, 0], bounds[r, -1])
+        it = np.searchsorted(bounds[r], rows, side="right") - 1
+        for f in ("bytes_sent", "bytes_recv"):
+            big = acts[f][rows] > 1000
+            acts[f][rows[big]] = (acts[f][rows[big]] * factor[it[big]]).astype(acts[f].dtype)
+    return replace(data, actions=acts)
