@@ -83,17 +83,11 @@ def _top(grammar: Grammar, g: int, min_share: float) -> dict[str, np.ndarray]:
             "per_iteration": lens[keep] // np.maximum(counts, 1), "rule": rules}
 
 
-def nested(grammar: Grammar, loops: pd.DataFrame) -> pd.DataFrame:
-    """Of each loop of a :func:`top_loops` table, the first run of the longest loop in its
-    body (the table's columns; loops without one are left out): where a rank's outer loop
-    runs a few times, its inner one may be what repeats (SNAP: time steps of outer iterations
-    of a varying number of sweeps)."""
-    return pd.DataFrame(_nested(grammar, {c: loops[c].to_numpy() for c in loops.columns}),
-                        columns=list(loops.columns))
-
-
-def _nested(grammar: Grammar, loops: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """:func:`nested` on columns."""
+def nested(grammar: Grammar, loops: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """Of each loop of :func:`top_loops`' columns, the first run of the longest loop in its
+    body (the same columns; loops without one are left out): where a rank's outer loop runs a
+    few times, its inner one may be what repeats (SNAP: time steps of outer iterations of a
+    varying number of sweeps)."""
     lens = grammar.lengths()
     rows = []
     for start, loop_rule in zip(loops["start"].tolist(), loops["rule"].tolist()):
@@ -128,7 +122,7 @@ def iteration_columns(grammar: Grammar, rank_offsets: np.ndarray,
         if g not in per_grammar:
             per_grammar[g] = _top(grammar, g, min_share)
             for _ in range(depth):
-                per_grammar[g] = _nested(grammar, per_grammar[g])
+                per_grammar[g] = nested(grammar, per_grammar[g])
         t = per_grammar[g]
         if not len(t["rows"]):
             continue
