@@ -29,9 +29,11 @@ rule below holds; the window is a 40th of a loop of fewer than ``40 WINDOW`` ite
 least ``MIN_WINDOW``), and a **tail** of ``window`` iterations at its end when more than
 ``3 window`` would be skipped, grown back over any variant of the skipped iterations it lacks
 (an iteration whose compute far exceeds the others', a hiccup, is a variant of its own:
-:func:`_variant_labels`);
-the iterations between are skipped, by whole periods of a pipeline where requests span one
-iteration into the next (:func:`crossing_requests`).
+:func:`_variant_labels`; a phase is cut before a variant it shows once or twice deep in what
+it would skip where that halves what it replays: :func:`_split_at_variants`);
+the iterations between are skipped, each starting where no request is in flight where the loop
+found starts inside an exchange (:func:`_quiet_bounds`), else by whole periods of a pipeline
+where requests span one iteration into the next (:func:`crossing_requests`).
 
 **Steady rule**: iteration ``s`` starts the steady state when the mean simulated time per
 iteration (beside its static cost: :func:`beside_cost`) over the three windows ``[s, s+w)``,
@@ -1106,6 +1108,53 @@ def crossing_requests(data, rows: np.ndarray) -> tuple[np.ndarray, str | None]:
     return np.stack([wa[out][oo], ia[out][oo], ii[oi]], 1).astype(np.int64), None
 
 
+def _in_flight(data) -> np.ndarray:
+    """Per row x of the trace (and its end, [actions + 1]), how many requests of x's rank were
+    posted before x and are completed at x or after: an iteration starting at x leaves them
+    crossing its boundary.  A request's n-th activation (rank, id) is paired with its n-th
+    completion; one never completed crosses nothing (SNAP overwrites a handle)."""
+    a = data.actions
+    rows = np.arange(len(a))
+    (wa, ia, ra), (wc, ic, rc) = (_requests(data, rows, a["kind"], data.rank_of(), act)
+                                  for act in (True, False))
+    key = _dense(np.r_[wa, wc], np.r_[ia, ic])
+    nth = []
+    for k, at in ((key[:len(wa)], ra), (key[len(wa):], rc)):
+        order = np.lexsort((at, k))
+        k = k[order]
+        nth.append((k, np.arange(len(k)) - np.searchsorted(k, k), at[order]))
+    (kp, np_, posted), (kd, nd, done) = nth
+    both = _dense(np.r_[kp, kd], np.r_[np_, nd])
+    bp, bd = both[:len(kp)], both[len(kp):]
+    order = np.argsort(bd)
+    j = np.minimum(np.searchsorted(bd[order], bp), max(len(bd) - 1, 0))
+    paired = bd[order][j] == bp if len(bd) else np.zeros(len(bp), bool)
+    flight = np.zeros(len(a) + 2, np.int64)
+    np.add.at(flight, posted[paired] + 1, 1)
+    np.add.at(flight, done[order][j][paired] + 1, -1)
+    return np.cumsum(flight)[:len(a) + 1]
+
+
+def _quiet_bounds(data, b: np.ndarray, flight: np.ndarray) -> np.ndarray | None:
+    """The loop ``b`` with each iteration made to start at its first row at which no request of
+    its rank is in flight (``flight``: :func:`_in_flight`), where its boundaries are crossed
+    and every iteration holds such a row; its iterations whose start so moved past the loop's
+    end left out.  None where no move is needed or none can be made.  Iterations that
+    complete the requests their predecessor posted are so many rotations of a loop that
+    completes them in each (the loop found starts after the first calls of an iteration, where
+    the first iteration differs), and skipping them needs no pairing of requests across the
+    skipped block, which a completed test makes uneven (UK-MAC TeaLeaf: whether a rank's halo
+    requests end in the test or in a wait after the boundary is the arrival order's choice)."""
+    if not flight[b].any():
+        return None
+    quiet = np.flatnonzero(flight == 0)         # the trace's end is quiet
+    moved = quiet[np.searchsorted(quiet, b)]
+    if (np.diff(moved, axis=1) <= 0).any() or (moved > data.rank_offsets[1:, None]).any():
+        return None
+    keep = int((moved <= b[:, -1:]).all(axis=0).sum())
+    return moved[:, :keep] if keep >= 2 else None
+
+
 def _cover_variants(p: Phase, calls: np.ndarray, elsewhere: set = frozenset(),
                     start: bool = True) -> None:
     """Grow the phase's replayed iterations until those fitted (the start, the tail but its
@@ -1145,6 +1194,52 @@ def _cover_variants(p: Phase, calls: np.ndarray, elsewhere: set = frozenset(),
             p.replayed, p.tail = p.iterations, 0
             return
         p.tail = p.iterations - new_hi
+
+
+#: A variant of a phase's iterations that it shows at most this many times, deep in what it
+#: would skip, may cut it in two (:func:`_split_at_variants`).
+RARE = 2
+
+
+def _split_at_variants(phases: list[Phase], cost: list[np.ndarray],
+                       fixed: int | None) -> list[Phase]:
+    """The phases, each cut before the iterations of a variant that it shows at most
+    ``RARE`` times, deep in what it would skip, where two phases (each a start and a tail of
+    its own, the variant in the second one's start) replay at most half the iterations of the
+    one grown over that variant (:func:`_cover_variants`, which covers a variant seen once in
+    the middle of a phase by a start or a tail that reaches it): a cut costs a second warm-up
+    and two lines fitted apart, worth it where it saves that much.  UK-MAC TeaLeaf's two time
+    steps are one loop of 1,891 CG iterations with the step between them two iterations of
+    other calls: the start grew over 891 of them (2.1x), where two phases replay 120.  A phase
+    joint to another (:func:`_groups`) is left as it is."""
+    out: list[Phase] = []
+    grouped = {pi for g in _groups(phases) if len(g) > 1 for pi in g}
+    for pi, p in enumerate(phases):
+        if pi in grouped or p.window * 8 > p.iterations:
+            out.append(p)
+            continue
+        labels = _variant_labels(cost[p.loop])[p.first:p.stop]
+        _, inv, count = np.unique(labels, return_inverse=True, return_counts=True)
+        rare = np.flatnonzero(count[inv.reshape(-1)] <= RARE)
+        rare = rare[(rare >= p.replayed + p.window) & (rare < p.iterations - p.tail - p.window)]
+        cuts = rare[np.r_[True, np.diff(rare) > p.window]] if len(rare) else rare
+        if not len(cuts):
+            out.append(p)
+            continue
+        edges = np.r_[0, cuts, p.iterations] + p.first
+        pieces = [replace(p, first=int(lo), stop=int(hi), replayed=0, tail=0,
+                          path=None if p.path is None else p.path[lo - p.first:hi - p.first])
+                  for lo, hi in zip(edges[:-1], edges[1:])]
+        whole = replace(p)
+        _cover_variants(whole, labels, start=fixed is None)
+        for q in pieces:
+            q.replayed, q.tail = _least_replay(q.iterations, q.window, False, fixed)
+            _cover_variants(q, labels[q.first - p.first:q.stop - p.first], start=fixed is None)
+        if sum(q.replayed + q.tail for q in pieces) * 2 <= whole.replayed + whole.tail:
+            out += pieces
+        else:
+            out.append(p)
+    return out
 
 
 def _seen(p: Phase, calls: np.ndarray) -> set:
@@ -1338,6 +1433,14 @@ def sampled_replay(data, loops: list[np.ndarray] | None, sample="auto", *,
             raise MinitraceError(f"a loop's iteration bounds must be [nranks, iterations + 1] "
                                  f"increasing rows, got shape {b.shape}")
     top = top_level(loops)
+    if top:
+        flight = _in_flight(data)
+        for li, b in enumerate(top):
+            quiet = _quiet_bounds(data, b, flight)
+            if quiet is not None:
+                top[li] = quiet
+                notes.append(f"loop {li}'s iterations start where no request is in flight "
+                             f"(each boundary moved to its rank's next such row)")
     covered = sum(int((b[:, -1] - b[:, 0]).sum()) for b in top)
     if why_full is None and (not total or covered < DOMINANT_SHARE * total):
         why_full = (f"no dominant loop (loops cover {covered / max(total, 1):.0%} of the "
@@ -1364,6 +1467,13 @@ def sampled_replay(data, loops: list[np.ndarray] | None, sample="auto", *,
             if tail:
                 p.tail = tail
         cost = [iteration_cost(data, b) for b in top]
+        split = _split_at_variants(phases, cost, fixed)
+        if len(split) > len(phases):
+            cuts = sorted({(q.loop, q.first) for q in split} - {(q.loop, q.first) for q in phases})
+            notes.append("phases cut before a variant of their iterations seen at most "
+                         f"{RARE} times, deep in what they skip: " +
+                         ", ".join(f"loop {li} at iteration {j}" for li, j in cuts))
+            phases = split
         for pi in range(len(phases)):
             _cover_group(phases, pi, cost, fixed is None)
         whys = [_keep_if_inseparable(data, top, p) for p in phases]
