@@ -152,6 +152,14 @@ TEMPLATE_SHARE = 1 / 16
 #: templates) are 54 by kinds, 3 of them its iterations (4 kept): its means are pooled over
 #: iterations that signatures told apart.
 TEMPLATE_KEY = "kinds"
+#: Where epochs are merged (``epoch_merge`` > 1), templates are matched on each stretch
+#: between two anchors (an iteration, where the anchors are its collectives), not on the
+#: merged epochs, whose totals stay as they are; each rank's number of such stretches is
+#: kept (this array, offsets per rank; format version 11).  UK-MAC TeaLeaf's CG iteration
+#: completes its halo's MPI_Testall or not by arrival: merged 8 to an epoch, its epochs were
+#: 29 templates of 32-36 calls, each a pattern of completions (1,496 means a rank, 3.3 of
+#: the model file's 12.6 KB), which an iteration's template holds in 2 (completed or not).
+TEMPLATE_UNIT_OFFSETS = "template_unit_offsets"
 #: Each rank's means of every template row, rank after rank (format version 10): a rank's
 #: means of a template's places recur as sequences (in its variants, in like templates) that
 #: deflate finds, where interleaved with the other ranks' they did not recur (model files
@@ -238,8 +246,8 @@ VARIANT_GAIN = 0.5
 
 
 def template_variants(t_of: np.ndarray, ge: np.ndarray, pos: np.ndarray, vr: np.ndarray,
-                      vol: np.ndarray, length: np.ndarray, n_epochs: int, P: int
-                      ) -> tuple[np.ndarray, np.ndarray]:
+                      vol: np.ndarray, length: np.ndarray, n_epochs: int, P: int,
+                      least: int = 1) -> tuple[np.ndarray, np.ndarray]:
     """(variants per template, variant of each epoch): the instances of a template told apart
     by the place of their largest call.  UK-MAC CloverLeaf runs its sweeps x then y, then y
     then x: the same calls, the long kernel at another place, one step in two but for the
@@ -247,7 +255,10 @@ def template_variants(t_of: np.ndarray, ge: np.ndarray, pos: np.ndarray, vr: np.
     each rank's replay waited at both.  Per template call: ``t_of``, ``ge`` (its global epoch),
     ``pos`` (its place), ``vr`` (its rank), ``vol``.  A template keeps its variants where the
     means per (variant, place, rank) leave at most :data:`VARIANT_GAIN` of the squared
-    deviations its means per (place, rank) leave; else one (every epoch's variant 0)."""
+    deviations its means per (place, rank) leave; else one (every epoch's variant 0).  A
+    place that is the peak of fewer than ``least`` instances is no variant of its own (its
+    instances variant 0): templates of the stretches between anchors (an iteration) made a
+    variant of each iteration with an outlier, which is the tail's."""
     T = len(length)
     variants = np.ones(T, np.int64)
     label = np.zeros(n_epochs, np.int64)
@@ -269,7 +280,7 @@ def template_variants(t_of: np.ndarray, ge: np.ndarray, pos: np.ndarray, vr: np.
     nth = np.cumsum(new) - 1
     v = np.empty(len(order), np.int64)
     v[order] = np.minimum(nth - nth[start], VARIANTS - 1)
-    label[e] = v
+    label[e] = np.where(count >= least, v, 0)
     base = np.cumsum(length) - length
     sse = []
     for lab in (np.zeros(len(ge), np.int64), label[ge]):
@@ -578,23 +589,32 @@ def fit(volume: np.ndarray, vrow: np.ndarray, ids: np.ndarray, offsets: np.ndarr
     gepoch = epoch_offsets[rank] + epoch
     ge = gepoch[vidx]
     n_ep = int(epoch_offsets[-1])
-    hashes = epoch_hashes(np.asarray(kinds, np.int64)[ids] * 2 + vrow, gepoch, n_ep)  # (KEY)
-    nvol_epoch = np.bincount(ge, minlength=len(hashes))
-    t_hash, t_length, t_start = _templates(hashes, nvol_epoch, np.repeat(np.arange(P), n_epochs),
+    # templates of the stretches between two anchors where epochs are merged (TEMPLATE_UNIT)
+    by_anchor = merge > 1
+    unit_offsets = np.concatenate([[0], np.cumsum(n_anchor + 1)]).astype(np.int64) \
+        if by_anchor else epoch_offsets
+    gunit = unit_offsets[rank] + epoch_of(anchor[ids], offsets, 1) if by_anchor else gepoch
+    gu = gunit[vidx]
+    n_units = int(unit_offsets[-1])
+    hashes = epoch_hashes(np.asarray(kinds, np.int64)[ids] * 2 + vrow, gunit, n_units)  # (KEY)
+    nvol_unit = np.bincount(gu, minlength=n_units)
+    t_hash, t_length, t_start = _templates(hashes, nvol_unit,
+                                           np.repeat(np.arange(P), np.diff(unit_offsets)),
                                            nvol, P)
-    t_of = _template_of(t_hash, t_length, hashes, nvol_epoch)[ge]
+    t_of = _template_of(t_hash, t_length, hashes, nvol_unit)[gu]
     tm = t_of >= 0
     st = ~tm                                 # calls shared by call site
     vr_t, vr_s = vr[tm], vr[st]
-    pos = position_in_epoch(ge)[tm]
-    ge_t = ge[tm]
+    pos = position_in_epoch(gu)[tm]
+    gu_t = gu[tm]
     work = ~in_call
     tw = work[tm]                            # (variants by the work's places)
-    variants, label = template_variants(t_of[tm][tw], ge_t[tw], pos[tw], vr_t[tw],
-                                        vol[tm][tw], t_length, len(hashes), P)
+    variants, label = template_variants(t_of[tm][tw], gu_t[tw], pos[tw], vr_t[tw],
+                                        vol[tm][tw], t_length, len(hashes), P,
+                                        MIN_REPEATS if by_anchor else 1)
     rows = t_length * variants
     t_start = np.cumsum(rows) - rows
-    row = t_start[t_of[tm]] + label[ge_t] * t_length[t_of[tm]] + pos
+    row = t_start[t_of[tm]] + label[gu_t] * t_length[t_of[tm]] + pos
     bv, av = neighbours(ids, offsets, vidx, vr)
     site, site_offsets = rank_sites(site_keys(vids[st], bv[st], av[st], nsig), vr_s, P)
     call = np.zeros(len(vol), np.int64)       # (template places, then each rank's sites)
@@ -622,7 +642,8 @@ def fit(volume: np.ndarray, vrow: np.ndarray, ids: np.ndarray, offsets: np.ndarr
             "epoch_offsets": epoch_offsets, "anchor": anchor.astype(np.uint8),
             **tail_table(tail, vr, vol, P, precision, call),
             **({"in_call_totals": in_call_codes} if in_call.any() else {}),
-            **({"epoch_variant": label} if (variants > 1).any() else {})}
+            **({"epoch_variant": label} if (variants > 1).any() else {}),
+            **({TEMPLATE_UNIT_OFFSETS: unit_offsets} if by_anchor else {})}
     # no spread (module docstring): empty tables, which every reader takes for none
     side["spread_classes"], side["spread_rho"] = np.zeros(0, np.int64), np.zeros(0)
     side["spread_code"] = np.zeros(0, np.int64)
@@ -708,15 +729,24 @@ def check(side: dict, attrs: dict, nsig: int, nranks: int) -> str | None:
                    or (h[1:] <= h[:-1]).any() or                          # (no diff: wraps)
                    not np.array_equal(start, np.cumsum(rows) - rows)):
         return "model/templates inconsistent"
+    units = side.get(TEMPLATE_UNIT_OFFSETS)
+    off = np.asarray(side["epoch_offsets"], np.int64)
+    merge = attrs.get("epoch_merge")
+    if units is not None:
+        units = np.asarray(units, np.int64)
+        n_ep = np.diff(off) if len(off) == nranks + 1 else None
+        if len(units) != nranks + 1 or units[0] != 0 or n_ep is None or \
+                not isinstance(merge, (int, np.integer)) or merge < 2 or \
+                ((np.diff(units) - 1) // merge + 1 != n_ep).any():
+            return f"model/{TEMPLATE_UNIT_OFFSETS} inconsistent"
     label = side.get("epoch_variant")
+    n_units = len(side["epoch_totals"]) if units is None else int(units[-1])
     if ("variants" in t.columns) != (label is not None) or label is not None and (
-            len(label) != len(side["epoch_totals"]) or len(label) and (
+            len(label) != n_units or len(label) and (
                 np.min(label) < 0 or np.max(label) >= VARIANTS)):
         return "model/epoch_variant inconsistent"
     if tmeans is None or len(tmeans) != int(rows.sum()):
         return "model/template_means of the wrong length"
-    off = np.asarray(side["epoch_offsets"], np.int64)
-    merge = attrs.get("epoch_merge")
     if len(side["anchor"]) != nsig or \
             len(off) != nranks + 1 or (len(off) and (off[0] != 0 or (np.diff(off) < 1).any()
                                                       or off[-1] != len(side["epoch_totals"]))) \
@@ -767,6 +797,8 @@ class EpochVolumes:
         self.t_variants = t["variants"].to_numpy(np.int64) if "variants" in t.columns else \
             np.ones_like(self.t_length)
         self.label = np.asarray(side.get("epoch_variant", ()), np.int64)
+        self.unit_offsets = np.asarray(side[TEMPLATE_UNIT_OFFSETS], np.int64) \
+            if TEMPLATE_UNIT_OFFSETS in side else None
         self.template_means = V.from_codes(template_means(side, nranks), p)
         self.totals = V.from_codes(np.asarray(side["epoch_totals"], np.int64), p)
         # files without in-call totals pooled all volumes in the epoch totals
@@ -829,25 +861,34 @@ class EpochVolumes:
             raise ValueError("the epochs of model/epoch_offsets do not fit the rank's anchors")
         gepoch = epoch_of(is_anchor, offs, self.merge)
         epoch = gepoch[vrow]
+        u0, u1 = lo, hi
+        gunit = gepoch
+        if self.unit_offsets is not None:      # (templates of the stretches between anchors)
+            u0, u1 = (int(x) for x in self.unit_offsets[rank:rank + 2])
+            if int(is_anchor.sum()) + 1 != u1 - u0:
+                raise ValueError(f"model/{TEMPLATE_UNIT_OFFSETS} do not fit the rank's "
+                                 f"anchors")
+            gunit = epoch_of(is_anchor, offs, 1)
+        unit = gunit[vrow]
         k0, k1 = int(self.tail_offsets[rank]), int(self.tail_offsets[rank + 1])
         kept = np.cumsum(self.tail_gaps[k0:k1] + 1) - 1
         if len(kept) and kept[-1] >= len(epoch):
             raise ValueError("model/tail_gaps point past the rank's volume actions")
         rest = np.ones(len(epoch), bool)
         rest[kept] = False
-        nvol = np.bincount(epoch, minlength=hi - lo)
+        nvol = np.bincount(unit, minlength=u1 - u0)
         key = self.kinds[ids] * 2 + vrow if self.by_kind else ids
-        t_epoch = _template_of(self.t_hash, self.t_length, epoch_hashes(key, gepoch, hi - lo),
-                               nvol)
-        t_of = t_epoch[epoch]
+        t_unit = _template_of(self.t_hash, self.t_length, epoch_hashes(key, gunit, u1 - u0),
+                              nvol)
+        t_of = t_unit[unit]
         tm = t_of >= 0
         w = np.zeros(len(epoch))
         t = t_of[tm]
-        label = self.label[lo:hi][epoch[tm]] if len(self.label) else np.zeros(len(t), np.int64)
+        label = self.label[u0:u1][unit[tm]] if len(self.label) else np.zeros(len(t), np.int64)
         if (label >= self.t_variants[t]).any():
             raise ValueError("model/epoch_variant names a variant its template has not")
         row = self.t_start[t] + label * self.t_length[t] + \
-            position_in_epoch(epoch)[tm]
+            position_in_epoch(unit)[tm]
         w[tm] = self.template_means[row, rank]
         vidx = np.flatnonzero(vrow)
         before, after = neighbours(ids, offs, vidx, np.zeros(len(vidx), np.int64))

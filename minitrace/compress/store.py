@@ -444,8 +444,10 @@ def write(path: str, c: Compressed, meta: dict | None = None, pack: bool = True)
     arrays = {k: v for k, v in arrays.items() if k not in packed}
     names = (*arrays, *packed)              # (older readers say "newer", not "corrupt")
     # (every model file holds its time statistics per size site (version 10) and its ranks'
-    # own sites (9), which versions 4, 5 and 7 did not mark)
-    version = S.SIZE_SITES_VERSION if c.mode == "model" else \
+    # own sites (9), which versions 4, 5 and 7 did not mark; templates of the stretches
+    # between anchors: 11)
+    version = S.TEMPLATE_UNITS_VERSION if E.TEMPLATE_UNIT_OFFSETS in c.side else \
+        S.SIZE_SITES_VERSION if c.mode == "model" else \
         S.SECOND_WINDOW_VERSION if any(k.endswith(CONTEXT_SUFFIX) for k in names) else \
         S.PACKED_META_VERSION if pack else S.COMPRESSED_VERSION
     attrs = {"nranks": c.nranks, "nactions": c.nactions, "timed": c.timed, "form": FORM,

@@ -1,0 +1,77 @@
+"""Model templates matched on each stretch between two anchors where epochs are merged (format
+version 11, ``model/template_unit_offsets``).  UK-MAC TeaLeaf's CG iteration completes its
+halo's MPI_Testall or not by arrival (tests/programs/testall_halo.c): merged 8 iterations to an
+epoch, each epoch's pattern of completions was a template of its own, 32-36 calls long (public
+TeaLeaf 2r: 1,496 means a rank, a quarter of its model file), where an iteration's template
+holds a handful."""
+from __future__ import annotations
+
+import h5py
+import numpy as np
+import pytest
+
+import minitrace
+from minitrace import MinitraceError, kinds as K, storage
+from minitrace.compress import epochs as E
+from minitrace.compress.files import write_compressed
+from tests.support.record_util import record
+
+ITERATIONS = 400
+
+
+@pytest.fixture(scope="module")
+def halo(tmp_path_factory, programs):
+    """A recording of testall_halo.c at 2 ranks and its model file."""
+    where = tmp_path_factory.mktemp("units")
+    rec, out = where / "halo.h5", where / "m.h5"
+    record(rec, 2, [programs("testall_halo"), str(ITERATIONS), "100"])
+    with minitrace.open(rec) as t:
+        d = t.data()
+    write_compressed(str(out), d, "model")
+    return d, out
+
+
+def stretch_calls(d) -> int:
+    """The most volume calls a rank makes between two of its collectives."""
+    most = 0
+    for r in range(d.nranks):
+        a = d.actions[d.rank_slice(r)]
+        coll = np.isin(a["kind"], K.codes(K.ALL_COLLECTIVES))
+        stretch = np.cumsum(coll) - coll
+        vol = a["volume"] != 0
+        most = max(most, int(np.bincount(stretch[vol]).max()))
+    return most
+
+
+def test_merged_epochs_keep_templates_of_one_iteration(halo):
+    d, out = halo
+    with minitrace.open(out) as t:
+        back = t.data()
+        c = t._reader.c
+    assert c.attrs["epoch_anchor"] == "collectives" and c.attrs["epoch_merge"] > 1
+    units = c.side[E.TEMPLATE_UNIT_OFFSETS]
+    per_rank = [int((np.isin(d.actions[d.rank_slice(r)]["kind"],
+                             K.codes(K.ALL_COLLECTIVES))).sum()) + 1 for r in range(d.nranks)]
+    assert np.diff(units).tolist() == per_rank
+    t = c.side["templates"]
+    assert len(t) and t["length"].max() <= stretch_calls(d)      # (merged epochs': 32-33)
+    assert len(c.side.get("epoch_variant", units[1:])) == units[-1]
+    for r in range(d.nranks):                      # (each rank's total exact, as before)
+        want, got = d.actions[d.rank_slice(r)], back.actions[back.rank_slice(r)]
+        assert got["volume"].sum() == pytest.approx(want["volume"].sum(), rel=1e-9)
+        assert np.array_equal(got["kind"], want["kind"])
+    with h5py.File(out, "r") as f:
+        assert f.attrs["format_version"] == storage.TEMPLATE_UNITS_VERSION == 11
+
+
+def test_a_version_10_reader_refuses_them_and_damaged_offsets_are_named(halo, monkeypatch):
+    _, out = halo
+    with minitrace.open(out) as t:
+        c = t._reader.c
+    side = dict(c.side)
+    side[E.TEMPLATE_UNIT_OFFSETS] = side[E.TEMPLATE_UNIT_OFFSETS] + np.array([0, 100, 100])
+    assert E.check(side, c.attrs, len(c.table), c.nranks) == \
+        f"model/{E.TEMPLATE_UNIT_OFFSETS} inconsistent"
+    monkeypatch.setattr(storage, "FORMAT_VERSION", 10)
+    with pytest.raises(MinitraceError, match="newer minitrace .format version 11"):
+        minitrace.open(out)
