@@ -77,3 +77,13 @@ def test_a_compressed_recording_samples_as_the_recording(recorded, halo):
     packed = sampled_replay(data, loops, "auto", compute_rate=RATE)
     assert packed.skipped_share == plain.skipped_share > 0.5
     assert packed.simulated_time == plain.simulated_time
+
+
+def test_a_completed_test_costs_the_call_it_stands_for(halo):
+    """Each iteration of the program makes the same calls; whether a rank's test completed (no
+    waitall after it) is the arrival order's choice: counted as the test and the waitall it
+    stands for, every iteration but the loop's edges costs as many calls, so none is a
+    variant to replay."""
+    main = max(top_level(loops_of(halo)[0]), key=lambda b: b.shape[1])
+    calls = sampling.iteration_cost(halo, main)[1:-1, 1]
+    assert np.ptp(calls) == 0
