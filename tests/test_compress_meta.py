@@ -80,7 +80,7 @@ def test_every_attribute_and_provenance_item_reads_back_as_unpacked(tmp_path, mo
         assert sorted(f["trace"].attrs) == ["form", "packed", P.BYTES_ATTR]
     with minitrace.open(packed) as a, minitrace.open(unpacked) as b:
         _same_meta(a.meta, b.meta)
-        assert a.meta["format_version"] == (storage.TEMPLATE_UNITS_VERSION if mode == "model" else
+        assert a.meta["format_version"] == (storage.SIZE_SITES_VERSION if mode == "model" else
                                             storage.PACKED_META_VERSION)
         assert a.meta["note"] == "[not json" and a.meta["source"] == {"a": [1, 2]}
         assert a.meta["count"] == 7 and a.meta["ratio"] == float(np.float32(0.1))
@@ -101,7 +101,7 @@ def test_info_shows_the_same_metadata_and_provenance(tmp_path, fixed_provenance,
         assert cli.main(["info", str(p)]) == 0
         text = capsys.readouterr().out.replace(str(p), "FILE")
         out.append([ln for ln in text.splitlines() if "created" not in ln])
-    assert out[0][0] == out[1][0] == "FILE: minitrace format 11"     # (epochs merged)
+    assert out[0][0] == out[1][0] == "FILE: minitrace format 10"
     assert out[0][1:] == out[1][1:]
     assert any(_DYNAMIC["command_line"] in ln for ln in out[0])
 
@@ -159,14 +159,13 @@ def test_older_readers_refuse_packed_files_as_newer(tmp_path, monkeypatch):
 
 
 @pytest.mark.parametrize("mode,packed_version,unpacked_version",
-                         [("exact", 6, 2), ("bounded", 9, 9), ("model", 11, 11)])
+                         [("exact", 6, 2), ("bounded", 9, 9), ("model", 10, 10)])
 def test_packed_files_are_version_6_but_context_coded_and_model_ones(
         tmp_path, monkeypatch, mode, packed_version, unpacked_version):
     """Packed metadata is version 6 whatever else the file holds (a version 6 reader reads
     all of versions 2-5) but context-coded arrays (bounded, of any length here) and model
     files, version 9 and 10 packed or not (session 21: a second window per context; session
-    23: model time statistics per call site with sizes apart; 11 where the epochs are merged,
-    session 24: templates of the stretches between anchors); unpacked, the version of what
+    23: model time statistics per call site with sizes apart); unpacked, the version of what
     it holds."""
     monkeypatch.setattr(ST, "CONTEXT_MIN", 64)
     monkeypatch.setattr(CR, "MIN_VALUES", 16)

@@ -12,7 +12,7 @@ import pytest
 
 import minitrace
 from minitrace import MinitraceError, kinds as K, storage
-from minitrace.compress import epochs as E
+from minitrace.compress import epochs as E, signatures as SG, volumes as V
 from minitrace.compress.files import write_compressed
 from tests.support.record_util import record
 
@@ -21,13 +21,16 @@ ITERATIONS = 400
 
 @pytest.fixture(scope="module")
 def halo(tmp_path_factory, programs):
-    """A recording of testall_halo.c at 2 ranks and its model file."""
+    """A recording of testall_halo.c at 2 ranks and its model file with the stretches'
+    templates (a trace this small is fitted both ways, the smaller kept: either here)."""
     where = tmp_path_factory.mktemp("units")
     rec, out = where / "halo.h5", where / "m.h5"
     record(rec, 2, [programs("testall_halo"), str(ITERATIONS), "100"])
     with minitrace.open(rec) as t:
         d = t.data()
-    write_compressed(str(out), d, "model")
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(E, "BOTH_UP_TO", 0)
+        write_compressed(str(out), d, "model")
     return d, out
 
 
@@ -75,3 +78,20 @@ def test_a_version_10_reader_refuses_them_and_damaged_offsets_are_named(halo, mo
     monkeypatch.setattr(storage, "FORMAT_VERSION", 10)
     with pytest.raises(MinitraceError, match="newer minitrace .format version 11"):
         minitrace.open(out)
+
+
+def test_a_small_trace_keeps_the_templates_that_deflate_smaller(halo, monkeypatch):
+    d, _ = halo
+    ids = SG.encode(d, SG.action_columns(d.actions), completions_apart=True)
+    volume = np.asarray(d.actions["volume"])
+    has = np.zeros(len(ids.table), bool)                # (as compress takes them)
+    has[ids.ids[V.volume_rows(volume)]] = True
+    fit_args = (volume, has[ids.ids], ids.ids, np.asarray(d.rank_offsets), ids.table["kind"],
+                0.01)
+    both = [E._fit(*fit_args, units) for units in (True, False)]
+    assert E.TEMPLATE_UNIT_OFFSETS in both[0][0] and E.TEMPLATE_UNIT_OFFSETS not in both[1][0]
+    sizes = [E.side_bytes(side) for side, _ in both]
+    chosen = E.fit(*fit_args)[0]
+    assert E.side_bytes(chosen) == min(sizes)
+    monkeypatch.setattr(E, "BOTH_UP_TO", len(ids.ids) - 1)     # (larger: the stretches')
+    assert E.TEMPLATE_UNIT_OFFSETS in E.fit(*fit_args)[0]
