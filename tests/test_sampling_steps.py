@@ -51,8 +51,7 @@ def test_a_block_past_the_step_skips(steps, monkeypatch):
     skipped block begins right after it: requests in flight there were posted by the step's
     larger exchange, which no request in flight at the block's end matches; with iterations
     that start where none is in flight, the block skips."""
-    monkeypatch.setattr(sampling, "_split_at_variants", lambda phases, cost, fixed: phases,
-                        raising=False)
+    monkeypatch.setattr(sampling, "_split_at_variants", lambda phases, cost, fixed: phases)
     s = sampled_replay(steps, None, "auto", compute_rate=RATE)
     assert not _replayed_fully(s), s.notes
     assert s.skipped_share > 0.3
@@ -69,8 +68,7 @@ def test_a_variant_seen_once_cuts_the_phase(steps, monkeypatch):
     assert not _replayed_fully(s), s.notes
     assert len(s.phases) >= 2
     assert any(n.startswith("phases cut before a variant") for n in s.notes)
-    monkeypatch.setattr(sampling, "_split_at_variants", lambda phases, cost, fixed: phases,
-                        raising=False)
+    monkeypatch.setattr(sampling, "_split_at_variants", lambda phases, cost, fixed: phases)
     whole = sampled_replay(steps, None, "auto", compute_rate=RATE)
     assert 2 * sum(p.replayed + p.tail for p in s.phases) <= \
         sum(p.replayed + p.tail for p in whole.phases)

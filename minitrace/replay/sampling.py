@@ -1066,9 +1066,10 @@ def _same_messages(data, rows: np.ndarray) -> bool:
     got: a message is the n-th sent on its channel (source, destination, tag, communicator)
     and the n-th received on it (MPI's non-overtaking order), and where the sends and
     receives left out are as many but not the same n (a pipeline skipped by whole periods, or
-    a block that starts a message later on the receiver than on the sender), each later
-    receive takes another message: alike in a pipeline, but public PENNANT at 4 ranks gave a
-    receive of 408 bytes a message of 816 (SimGrid's MPI_ERR_TRUNCATE)."""
+    a block that starts a message later on the receiver than on the sender), a receive kept
+    beside the block takes another message (one per message of shift): alike in a pipeline,
+    but public PENNANT at 4 ranks gave a receive of 408 bytes a message of 816 (SimGrid's
+    MPI_ERR_TRUNCATE)."""
     a = data.actions
     kind, rank, peer = a["kind"], data.rank_of(), a["peer"]
     s = np.flatnonzero(K.mask(K.SENDS)[kind] & (peer >= 0))
@@ -1364,15 +1365,17 @@ def _keep_if_inseparable(data, loops: list[np.ndarray], p: Phase) -> str | None:
 
 def _alike(data, b: np.ndarray, lo: int, hi: int) -> bool:
     """Whether iterations ``lo`` to ``hi`` of the loop ``b`` repeat call for call on every rank
-    (kind, peer, tag): then an iteration that keeps its messages and requests to itself says
-    the same of them all."""
+    (kind, peer, tag, bytes): then an iteration that keeps its messages and requests to itself
+    says the same of them all (sizes too: where they change inside the block, a block started
+    a message later on the receiver leaves a receive a message of the other size, which one
+    iteration's check cannot see)."""
     a = data.actions
     for r in range(len(b)):
         size = np.diff(b[r, lo:hi + 1])
         if not len(size) or (size != size[0]).any():
             return False
         rows = slice(b[r, lo], b[r, hi])
-        for f in ("kind", "peer", "tag"):
+        for f in ("kind", "peer", "tag", "bytes_sent", "bytes_recv"):
             x = a[f][rows].reshape(hi - lo, size[0])
             if (x != x[0]).any():
                 return False
@@ -1496,12 +1499,16 @@ def sampled_replay(data, loops: list[np.ndarray] | None, sample="auto", *,
     top = top_level(loops)
     if top:
         flight = _in_flight(data)
+        moved = []
         for li, b in enumerate(top):
             quiet = _quiet_bounds(data, b, flight)
             if quiet is not None:
                 top[li] = quiet
-                notes.append(f"loop {li}'s iterations start where no request is in flight "
-                             f"(each boundary moved to its rank's next such row)")
+                moved.append(li)
+        if moved:
+            notes.append(f"the iterations of loop(s) {', '.join(map(str, moved))} start where "
+                         f"no request is in flight (each boundary moved to its rank's next "
+                         f"such row)")
     covered = sum(int((b[:, -1] - b[:, 0]).sum()) for b in top)
     if why_full is None and (not total or covered < DOMINANT_SHARE * total):
         why_full = (f"no dominant loop (loops cover {covered / max(total, 1):.0%} of the "
