@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from minitrace.model import TraceBuilder
 from minitrace.replay import replay
 from minitrace.replay.sampling import _Z, GAIN, TOLERANCE, Phase, _fit, iteration_cost, \
     loop_window, sampled_replay
@@ -97,3 +98,32 @@ def test_a_quiet_start_and_a_noisy_tail_bound_by_the_noisier(quiet):
     _fit([p], [(t[:4 * w], t[n - w:])], [cost])
     bound = _Z * np.sqrt(p.variance) + p.shift
     assert abs(t[4 * w:n - w].sum() - p.skipped_time) <= bound
+
+
+def test_a_gain_under_the_aim_says_why():
+    """Six loops of 100 iterations (as Nekbone's 11 CG loops of 201, each cut in two: 3.1x):
+    each phase replays at least a start and a tail, and the note says that this is what
+    keeps the replay from being GAIN times smaller than the trace."""
+    b = TraceBuilder(2)
+    for r in (0, 1):
+        b.add(r, "init")
+    for loop in range(6):
+        for _ in range(100):
+            for r in (0, 1):
+                size = 1000 * (loop + 1)
+                b.add(r, "isend", peer=1 - r, tag=loop, bytes_sent=size, request=0)
+                b.add(r, "irecv", peer=1 - r, tag=loop, bytes_recv=size, request=1)
+                b.add(r, "waitall", vector=[0, 1])
+                b.add(r, "compute", volume=1e-4 * (loop + 1))
+                b.add(r, "allreduce", bytes_sent=8, bytes_recv=8)
+    for r in (0, 1):
+        b.add(r, "finalize")
+    s = sampled_replay(b.build(), None, "auto", compute_rate=RATE)
+    assert len(s.phases) == 6 and 0 < s.skipped_share < 1 - 1 / GAIN
+    least = sum(p.replayed + p.tail for p in s.phases)
+    (why,) = [n for n in s.notes if f"not the {GAIN:g}x sampling aims at" in n]
+    assert f"6 phase(s) of 100 iterations (median) replay at least a start and a tail " \
+           f"each: {least} iterations" in why
+    big = sampled_replay(stencil(2, 1500)[0], None, "auto", compute_rate=RATE)
+    assert big.skipped_share > 1 - 1 / GAIN
+    assert not any("sampling aims at" in n for n in big.notes)
