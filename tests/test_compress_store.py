@@ -4,7 +4,6 @@ commands work, and damaged grammars are one-line errors."""
 from __future__ import annotations
 
 import json
-import zlib
 from pathlib import Path
 
 import h5py
@@ -171,7 +170,8 @@ def stored_pack(g) -> np.ndarray | None:
     """The pack's bytes of the ``/trace`` group ``g``: its attribute (small packs, pack.py),
     or its dataset; None when it has none."""
     if P.BYTES_ATTR in g.attrs:
-        return np.frombuffer(zlib.decompress(g.attrs[P.BYTES_ATTR].tobytes()), np.uint8)
+        return np.frombuffer(P.inflate_inline(g.attrs[P.BYTES_ATTR].tobytes(),
+                                              int(g.attrs[P.ATTR])), np.uint8)
     return g[P.DATASET][()] if P.DATASET in g else None
 
 
@@ -331,7 +331,7 @@ def test_packed_and_unpacked_files_read_the_same(tmp_path, volumes):
     write_compressed(str(new), d, volumes, pack=True)
     write_compressed(str(old), d, volumes, pack=False)
     with h5py.File(new, "r") as f, h5py.File(old, "r") as g:
-        assert f["trace"].attrs["packed"] == P.VERSION == 3 and "packed" not in g["trace"].attrs
+        assert f["trace"].attrs["packed"] == P.VERSION == 4 and "packed" not in g["trace"].attrs
         assert set(f["trace"]) == set() and P.BYTES_ATTR in f["trace"].attrs   # (small)
         assert {"comms", "strings"} <= set(g["trace"])
         assert "grammar" in g["trace"] and "packed" not in g["trace"]
@@ -347,7 +347,7 @@ def test_packed_and_unpacked_files_read_the_same(tmp_path, volumes):
 
 
 @pytest.mark.parametrize("damage,why", [
-    (lambda g: g.attrs.__setitem__("packed", 4), "pack version 4 unknown"),
+    (lambda g: g.attrs.__setitem__("packed", 5), "pack version 5 unknown"),
     (lambda g: g.attrs.__setitem__("packed", 2), "trace@packed_bytes in a pack of version 2"),
     (lambda g: _as_dataset(g, packed=2), "trace/attrs packed in a pack of version 2"),
     (lambda g: _edit_packed(g, "attrs", np.frombuffer(b'{"volumes": "exa', np.uint8)),
@@ -382,7 +382,7 @@ def test_packed_and_unpacked_files_read_the_same(tmp_path, volumes):
     (lambda g: g.attrs.__setitem__(P.BYTES_ATTR, np.zeros(3, np.int16)),
      "trace@packed_bytes is not bytes"),
     (lambda g: g.create_dataset(P.DATASET, data=stored_pack(g)),
-     "trace@packed_bytes in a pack of version 3 or beside /trace/packed"),
+     "trace@packed_bytes in a pack of version 4 or beside /trace/packed"),
     (lambda g: _widened_pack(g), "packed is uint16, not bytes"),
     (lambda g: g.create_dataset("signatures/kind", data=np.zeros(3, np.uint8)),
      "signatures/kind is both packed and a dataset"),

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import os
 import time
-import zlib
 
 import h5py
 import numpy as np
@@ -63,8 +62,8 @@ def sizes(path: str) -> dict:
             packed, stored_bytes = ds[()], ds.id.get_storage_size()
         elif P.BYTES_ATTR in g.attrs:       # (small packs: pack.py)
             deflated = g.attrs[P.BYTES_ATTR].tobytes()
-            packed, stored_bytes = np.frombuffer(zlib.decompress(deflated), np.uint8), \
-                len(deflated)
+            packed, stored_bytes = np.frombuffer(P.inflate_inline(
+                deflated, int(g.attrs[P.ATTR])), np.uint8), len(deflated)
         if packed is not None:
             raw = {k: a.nbytes for k, a in P.unpack(packed).items()}
             share = stored_bytes / max(sum(raw.values()), 1)

@@ -21,7 +21,11 @@ string table (:data:`STRINGS`: UTF-8 JSON, a list) too, which version 1 kept as 
 Version 3 (session 18, format version 6) packs ``/trace``'s attributes too (:data:`ATTRS`)
 but ``form`` and ``packed``: ~45 bytes of HDF5 header each, 10-14 of them; and a pack deflated
 to at most :data:`ATTR_MAX_BYTES` is the ``/trace`` attribute :data:`BYTES_ATTR` (a zlib
-stream), not a dataset, whose header took 268 bytes more.
+stream), not a dataset, whose header took 268 bytes more.  Version 4 (session 24): that
+attribute's stream is deflated against :data:`DICTIONARY` (the index's and ``/trace``'s
+attributes' vocabulary: the index alone took ~450 of a small file's bytes, PENNANT 2r's model
+file 3.2 KB); a pack dataset of version 4 is as version 3's (HDF5's filter takes no
+dictionary).
 """
 from __future__ import annotations
 
@@ -34,10 +38,10 @@ from ..storage import smallest_int
 DATASET = "packed"
 #: ``/trace`` attribute holding the pack version (files without it have no pack).
 ATTR = "packed"
-VERSION = 3
+VERSION = 4
 #: The pack versions a reader takes (1: without the communicator and string tables; 2:
-#: without ``/trace``'s attributes).
-VERSIONS = (1, 2, 3)
+#: without ``/trace``'s attributes; 3: the attribute's stream without a dictionary).
+VERSIONS = (1, 2, 3, 4)
 #: The string table's name in the pack: uint8, a JSON list of the strings in UTF-8.
 STRINGS = "strings"
 #: ``/trace``'s attributes in the pack (version 3): uint8, a JSON object in UTF-8 of their
@@ -54,6 +58,54 @@ KEPT_ATTRS = ("form", ATTR, BYTES_ATTR)
 #: Arrays up to this many bytes are packed; larger ones are datasets of their own.
 MAX_BYTES = 1 << 16
 _KINDS = "iuf"
+
+_NAMES = {
+    "signatures": "kind flags peer_mode req_mode peer tag comm vec bytes_sent bytes_recv request "
+                  "has_volume vector_offsets vector_values",
+    "grammar": "rule_offsets rule_symbols rule_counts top_offsets top_symbols rank_grammar",
+    "requests": "offsets new", "index": "rank_offsets kind_codes kind_counts",
+    "model": "volume_offsets volume_totals t_first t_last site_offsets rank_site_means "
+             "templates/hash templates/length templates/start templates/variants "
+             "rank_template_means epoch_totals epoch_offsets anchor tail_offsets tail_gaps "
+             "tail_values tail_value_offsets tail_steps in_call_totals epoch_variant "
+             "template_unit_offsets spread_classes spread_rho spread_code stats/what "
+             "stats/site stats/group stats/mean_code stats/per_byte_code",
+    "exact": "volume_offsets volume_totals t_first t_last volume volume.ctx t_gap t_duration "
+             "t_duration.ctx",
+    "comms": "ids offsets members"}
+#: The preset dictionary an inline pack of version 4 is deflated against: the index lines'
+#: names and types, the attribute names and values of ``/trace`` (deflate finds its matches
+#: nearest the end first: the most frequent last).  Part of the format: another needs another
+#: pack version (:data:`DICTIONARY_ADLER32`).
+DICTIONARY = ("".join(f"{g}/{n} |i1 2\n{g}/{n} <i2 3\n{g}/{n} <i4 8\n"
+                      for g, names in _NAMES.items() for n in names.split()) +
+              "strings |u1 2\nattrs |u1 1" + '{"nranks":2,"nactions":1,"timed":true,"volumes":'
+              '"exact","volume_divisor":1000000000.0,"duration_less_volume":true,'
+              '"volume_bound":0.01,"time_quantum":2000,"time_coding":"predicted-by-volume",'
+              '"volumes":"model","precision":0.01,"epoch_merge":1,"epoch_anchor":"collectives",'
+              '"epoch_templates":"kinds","time_encoding":"ns-gap","time_encoding":"model","t0":'
+              ).encode()
+#: zlib.adler32 of :data:`DICTIONARY` (a test checks it: an edit would make every file
+#: written with it unreadable).
+DICTIONARY_ADLER32 = 1279215743
+
+
+def deflate_inline(raw: bytes, level: int) -> bytes:
+    """An inline pack's zlib stream (version 4: against :data:`DICTIONARY`)."""
+    z = zlib.compressobj(level, zdict=DICTIONARY)
+    return z.compress(raw) + z.flush()
+
+
+def inflate_inline(deflated: bytes, version: int) -> bytes:
+    """An inline pack's bytes from its zlib stream (``version``: the pack's; zlib.error where
+    they are not one)."""
+    if version < 4:
+        return zlib.decompress(deflated)
+    z = zlib.decompressobj(zdict=DICTIONARY)
+    out = z.decompress(deflated)
+    if not z.eof or z.unused_data:
+        raise zlib.error("incomplete or trailing zlib stream")
+    return out
 _MAX_NDIM = 2
 
 

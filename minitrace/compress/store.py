@@ -463,7 +463,8 @@ def write(path: str, c: Compressed, meta: dict | None = None, pack: bool = True)
         deflated = zlib.compress(raw.tobytes(), level)
         inline = pack and len(deflated) <= P.ATTR_MAX_BYTES
         if inline:
-            attrs[P.BYTES_ATTR] = np.frombuffer(deflated, np.uint8)
+            attrs[P.BYTES_ATTR] = np.frombuffer(P.deflate_inline(raw.tobytes(), level),
+                                                np.uint8)
     with S.new_file(path, m, version, create=_create, fixed=True, packed=pack) as f:
         g = h5py.Group(h5py.h5g.create(f.id, b"trace", gcpl=_plists()[2]))
         S.new_attrs(g, attrs, fixed=True)
@@ -576,7 +577,7 @@ class _Arrays:
         if not isinstance(value, np.ndarray) or value.dtype != np.uint8 or value.ndim != 1:
             raise _corrupt(f"{where} is not bytes", self.path)
         try:            # (deflate inflates at most ~1,032 times: a size the file holds)
-            return np.frombuffer(zlib.decompress(value.tobytes()), np.uint8)
+            return np.frombuffer(P.inflate_inline(value.tobytes(), version), np.uint8)
         except zlib.error:
             raise _corrupt(f"{where} is not deflated", self.path) from None
 

@@ -1,0 +1,44 @@
+"""Inline packs of version 4 (session 24): ``/trace@packed_bytes`` deflated against the pack's
+preset dictionary (the index's and ``/trace``'s attributes' vocabulary, ~450 bytes of a small
+file's index spelled out in each); files of version 3 read alike."""
+from __future__ import annotations
+
+import zlib
+
+import h5py
+import numpy as np
+import pytest
+
+import minitrace
+from minitrace.compress import pack as P
+from minitrace.compress.files import sizes, write_compressed
+from tests.support import synthetic
+
+
+def test_the_dictionary_is_the_one_files_were_written_with():
+    assert zlib.adler32(P.DICTIONARY) == P.DICTIONARY_ADLER32
+
+
+@pytest.mark.parametrize("volumes", ["exact", "model", "bounded:1%"])
+def test_an_inline_pack_needs_the_dictionary_and_version_3_reads_alike(tmp_path, volumes,
+                                                                        monkeypatch):
+    d = synthetic.ring_trace(4, 4 * 402)
+    new, old = tmp_path / "new.h5", tmp_path / "old.h5"
+    write_compressed(str(new), d, volumes)
+    with h5py.File(new, "r") as f:
+        g = f["trace"]
+        assert g.attrs[P.ATTR] == P.VERSION == 4
+        deflated = g.attrs[P.BYTES_ATTR].tobytes()
+        with pytest.raises(zlib.error):             # (a preset dictionary's stream)
+            zlib.decompress(deflated)
+        raw = P.inflate_inline(deflated, 4)
+        assert P.unpack(np.frombuffer(raw, np.uint8))
+    monkeypatch.setattr(P, "VERSION", 3)             # (as session 18-23 wrote them)
+    monkeypatch.setattr(P, "deflate_inline", lambda raw, level: zlib.compress(raw, level))
+    write_compressed(str(old), d, volumes)
+    monkeypatch.undo()
+    with h5py.File(old, "r") as f:
+        assert f["trace"].attrs[P.ATTR] == 3
+    with minitrace.open(new) as a, minitrace.open(old) as b:
+        assert a.data().actions.tobytes() == b.data().actions.tobytes()
+    assert sizes(str(new))["file_bytes"] < sizes(str(old))["file_bytes"]
