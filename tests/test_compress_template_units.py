@@ -91,6 +91,7 @@ def test_a_small_trace_keeps_the_templates_that_deflate_smaller(halo, monkeypatc
     both = [E._fit(*fit_args, units) for units in (True, False)]
     assert E.TEMPLATE_UNIT_OFFSETS in both[0][0] and E.TEMPLATE_UNIT_OFFSETS not in both[1][0]
     sizes = [E.side_bytes(side) for side, _ in both]
+    monkeypatch.setattr(E, "BOTH_UP_TO", len(ids.ids))
     chosen = E.fit(*fit_args)[0]
     assert E.side_bytes(chosen) == min(sizes)
     monkeypatch.setattr(E, "BOTH_UP_TO", len(ids.ids) - 1)     # (larger: the stretches')

@@ -583,11 +583,12 @@ def fit(volume: np.ndarray, vrow: np.ndarray, ids: np.ndarray, offsets: np.ndarr
 
 
 #: Model fits of both kinds of templates are tried up to this many actions: the second fit
-#: takes 30-40% more of model compression's CPU time (TeaLeaf 4r, miniGhost SVAF 4r, Nekbone
-#: 4r: 2.0-2.8 -> 1.4-2.0 M actions per CPU second), a few ms on a trace this small, where
-#: the fixed bytes of a file make a few hundred a large share; every larger recording tried
-#: was smaller with the stretches' templates.
-BOTH_UP_TO = 1 << 16
+#: takes 30-60% more of model compression's CPU time (TeaLeaf 2r and 4r, miniGhost BSPMA 2r:
+#: 2.1-2.8 -> 1.4-1.8 M actions per CPU second), a few ms on a trace this small, where the
+#: fixed bytes of a file make a few hundred a large share; of the 31 public recordings tried,
+#: none was smaller with the epochs' templates (testall_halo.c's 48 k actions: 3.5% larger
+#: with the stretches', 20-step clover2d.c's 2.5-5%).
+BOTH_UP_TO = 1 << 14
 
 
 def side_bytes(side: dict) -> int:
