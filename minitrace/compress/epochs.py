@@ -572,8 +572,8 @@ def fit(volume: np.ndarray, vrow: np.ndarray, ids: np.ndarray, offsets: np.ndarr
     where epochs are merged, with templates of the stretches between anchors
     (:data:`TEMPLATE_UNIT_OFFSETS`), or, up to :data:`BOTH_UP_TO` actions, of the stretches
     or of the epochs, whichever deflates smaller (an iteration's template pools what each
-    epoch's pattern kept apart, which the tail then holds: testall_halo.c's model file 3.5%
-    larger so, public TeaLeaf 2r's 34% smaller)."""
+    epoch's pattern kept apart, which the tail then holds: 20-step clover2d.c's model file
+    2.5-5% larger so, public TeaLeaf 2r's 34% smaller)."""
     side, attrs = _fit(volume, vrow, ids, offsets, kinds, precision, True)
     if TEMPLATE_UNIT_OFFSETS in side and len(ids) <= BOTH_UP_TO:
         other = _fit(volume, vrow, ids, offsets, kinds, precision, False)
@@ -586,8 +586,9 @@ def fit(volume: np.ndarray, vrow: np.ndarray, ids: np.ndarray, offsets: np.ndarr
 #: takes 30-60% more of model compression's CPU time (TeaLeaf 2r and 4r, miniGhost BSPMA 2r:
 #: 2.1-2.8 -> 1.4-1.8 M actions per CPU second), a few ms on a trace this small, where the
 #: fixed bytes of a file make a few hundred a large share; of the 31 public recordings tried,
-#: none was smaller with the epochs' templates (testall_halo.c's 48 k actions: 3.5% larger
-#: with the stretches', 20-step clover2d.c's 2.5-5%).
+#: one was smaller with the epochs' templates, CloverLeaf 2r of 20 steps (2,302 actions: 2,727
+#: bytes against 2,750; testall_halo.c's 48 k actions: 3.5% larger with the stretches',
+#: 20-step clover2d.c's 2.5-5%).
 BOTH_UP_TO = 1 << 14
 
 
@@ -768,21 +769,6 @@ def check(side: dict, attrs: dict, nsig: int, nranks: int) -> str | None:
     units = side.get(TEMPLATE_UNIT_OFFSETS)
     off = np.asarray(side["epoch_offsets"], np.int64)
     merge = attrs.get("epoch_merge")
-    if units is not None:
-        units = np.asarray(units, np.int64)
-        n_ep = np.diff(off) if len(off) == nranks + 1 else None
-        if len(units) != nranks + 1 or units[0] != 0 or n_ep is None or \
-                not isinstance(merge, (int, np.integer)) or merge < 2 or \
-                ((np.diff(units) - 1) // merge + 1 != n_ep).any():
-            return f"model/{TEMPLATE_UNIT_OFFSETS} inconsistent"
-    label = side.get("epoch_variant")
-    n_units = len(side["epoch_totals"]) if units is None else int(units[-1])
-    if ("variants" in t.columns) != (label is not None) or label is not None and (
-            len(label) != n_units or len(label) and (
-                np.min(label) < 0 or np.max(label) >= VARIANTS)):
-        return "model/epoch_variant inconsistent"
-    if tmeans is None or len(tmeans) != int(rows.sum()):
-        return "model/template_means of the wrong length"
     if len(side["anchor"]) != nsig or \
             len(off) != nranks + 1 or (len(off) and (off[0] != 0 or (np.diff(off) < 1).any()
                                                       or off[-1] != len(side["epoch_totals"]))) \
@@ -793,6 +779,21 @@ def check(side: dict, attrs: dict, nsig: int, nranks: int) -> str | None:
             not np.isfinite(quantiles).all() or \
             (np.diff(np.asarray(side["spread_classes"])) <= 0).any():
         return "model epoch tables inconsistent"
+    if units is not None:       # (after the epochs' tables, which a damaged merge fails)
+        if np.asarray(units).dtype.kind not in "iu":
+            return f"model/{TEMPLATE_UNIT_OFFSETS} not integers"
+        units = np.asarray(units, np.int64)
+        if len(units) != nranks + 1 or units[0] != 0 or merge < 2 or \
+                ((np.diff(units) - 1) // merge + 1 != np.diff(off)).any():
+            return f"model/{TEMPLATE_UNIT_OFFSETS} inconsistent"
+    label = side.get("epoch_variant")
+    n_units = len(side["epoch_totals"]) if units is None else int(units[-1])
+    if ("variants" in t.columns) != (label is not None) or label is not None and (
+            len(label) != n_units or len(label) and (
+                np.min(label) < 0 or np.max(label) >= VARIANTS)):
+        return "model/epoch_variant inconsistent"
+    if tmeans is None or len(tmeans) != int(rows.sum()):
+        return "model/template_means of the wrong length"
     if len(side.get("in_call_totals", np.zeros(nranks))) != nranks:
         return "model/in_call_totals of the wrong length"
     for name in ("site_means", "rank_site_means", "template_means", RANK_TEMPLATE_MEANS,

@@ -1,5 +1,5 @@
 """A compressed file's small arrays packed into one dataset (``/trace/packed``) or attribute
-(``/trace@packed_bytes``, small packs), pack version 3.
+(``/trace@packed_bytes``, small packs), pack version 4.
 
 Below ~50 k actions a compressed file's ~60 small arrays cost more as HDF5 datasets (an object
 header each, ~330 bytes, and the groups' link tables) than their content; packed, they cost
@@ -59,6 +59,8 @@ KEPT_ATTRS = ("form", ATTR, BYTES_ATTR)
 MAX_BYTES = 1 << 16
 _KINDS = "iuf"
 
+#: The names :data:`DICTIONARY` is made of, frozen with it: a new array needs no entry here (a
+#: name the dictionary lacks still packs, a few bytes longer), and an edit would change it.
 _NAMES = {
     "signatures": "kind flags peer_mode req_mode peer tag comm vec bytes_sent bytes_recv request "
                   "has_volume vector_offsets vector_values",
