@@ -41,7 +41,16 @@ def trace(programs, tmp_path_factory):
     return merge_dir(str(tmp / "raw"))
 
 
-def assert_each_completion_names_its_array(data, rank: int, late_expected: bool) -> None:
+def assert_late_case_exercised(data) -> None:
+    """Some rank's test found left-right incomplete and waited for it after up-down's posts
+    (the case that crossed them; odd ranks spin before sending so that their neighbours' tests
+    find it so: on 4 ranks of 2 loaded cores, one even rank of one CI run never did, so this is
+    asked of the trace, not of each even rank)."""
+    assert any((data.actions[data.rank_slice(r)]["kind"] == K.CODE["waitall"]).sum() >
+               ITERATIONS for r in range(data.nranks)), "the case is not exercised"
+
+
+def assert_each_completion_names_its_array(data, rank: int) -> None:
     sl = data.rank_slice(rank)
     a = data.actions[sl]
     rows = np.arange(sl.start, sl.stop)
@@ -55,8 +64,6 @@ def assert_each_completion_names_its_array(data, rank: int, late_expected: bool)
     done = rows[(kind == K.CODE["waitall"])
                 | ((kind == K.CODE["testall"]) & ((a["flags"] & K.FLAG_COMPLETED) != 0))]
     tested = rows[(kind == K.CODE["testall"]) & ((a["flags"] & K.FLAG_COMPLETED) == 0)]
-    if late_expected:   # the case that crossed them: a left-right wait after up-down's posts
-        assert (kind == K.CODE["waitall"]).sum() > ITERATIONS, "the case is not exercised"
     for which in (done, tested):
         at, ids = data.vector_entries(which)
         for row in which:
@@ -68,8 +75,11 @@ def assert_each_completion_names_its_array(data, rank: int, late_expected: bool)
 
 @pytest.mark.parametrize("rank", range(4))
 def test_each_completion_names_the_requests_of_its_array(trace, rank):
-    # odd ranks spin before sending: their neighbours' tests find left-right incomplete
-    assert_each_completion_names_its_array(trace, rank, late_expected=rank % 2 == 0)
+    assert_each_completion_names_its_array(trace, rank)
+
+
+def test_the_late_case_is_exercised(trace):
+    assert_late_case_exercised(trace)
 
 
 @pytest.mark.parametrize("family", FAMILIES)
@@ -89,5 +99,6 @@ def test_fortran_completions_name_their_arrays(family, tmp_path_factory):
     assert_handles_shared(p.stderr)
     with open_trace(str(out)) as t:
         data = t.data()
+    assert_late_case_exercised(data)
     for rank in range(4):
-        assert_each_completion_names_its_array(data, rank, late_expected=rank % 2 == 0)
+        assert_each_completion_names_its_array(data, rank)
