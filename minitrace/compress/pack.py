@@ -108,6 +108,8 @@ def inflate_inline(deflated: bytes, version: int) -> bytes:
     if not z.eof or z.unused_data:
         raise zlib.error("incomplete or trailing zlib stream")
     return out
+
+
 _MAX_NDIM = 2
 
 

@@ -1177,23 +1177,15 @@ def _in_flight(data) -> np.ndarray:
     completion; one never completed crosses nothing (SNAP overwrites a handle)."""
     a = data.actions
     rows = np.arange(len(a))
-    (wa, ia, ra), (wc, ic, rc) = (_requests(data, rows, a["kind"], data.rank_of(), act)
-                                  for act in (True, False))
+    (wa, ia, posted), (wc, ic, done) = (_requests(data, rows, a["kind"], data.rank_of(), act)
+                                        for act in (True, False))
     key = _dense(np.r_[wa, wc], np.r_[ia, ic])
-    nth = []
-    for k, at in ((key[:len(wa)], ra), (key[len(wa):], rc)):
-        order = np.lexsort((at, k))
-        k = k[order]
-        nth.append((k, np.arange(len(k)) - np.searchsorted(k, k), at[order]))
-    (kp, np_, posted), (kd, nd, done) = nth
-    both = _dense(np.r_[kp, kd], np.r_[np_, nd])
-    bp, bd = both[:len(kp)], both[len(kp):]
-    order = np.argsort(bd)
-    j = np.minimum(np.searchsorted(bd[order], bp), max(len(bd) - 1, 0))
-    paired = bd[order][j] == bp if len(bd) else np.zeros(len(bp), bool)
+    kp, kd = key[:len(wa)], key[len(wa):]
+    ends = _looked_up(kd, _nth(kd, done), done, kp, _nth(kp, posted))   # (-1: never done)
+    paired = ends >= 0
     flight = np.zeros(len(a) + 2, np.int64)
     np.add.at(flight, posted[paired] + 1, 1)
-    np.add.at(flight, done[order][j][paired] + 1, -1)
+    np.add.at(flight, ends[paired] + 1, -1)
     return np.cumsum(flight)[:len(a) + 1]
 
 
