@@ -7,10 +7,11 @@ given the call site and the call before it, their entropy is a further 15-20% lo
 in the frequency table of its context: its *fine* key (e.g. call site and previous call) when
 that key has at least :data:`MIN_VALUES` values, else its *coarse* key (the call site) when
 the values left there are as many, else one pooled table.  A value's symbol is its residual
-from its context's median (of a sample), zigzagged: below ``2**DIRECT_BITS`` its own symbol;
-else (version 5) its residual from the context's second base, the median of its values outside
-that window, in a second window of as many symbols; larger ones one symbol per power of two
-(of the residual from the median) with the low bits bit-packed (before version 3: in whole
+from its context's base (the middle of its densest window of a sample, :func:`_bases`; the
+median until session 25: any base decodes), zigzagged: below ``2**DIRECT_BITS`` its own
+symbol; else (version 5) its residual from the context's second base, that of its values
+outside that window, in a second window of as many symbols; larger ones one symbol per power
+of two (of the residual from the base) with the low bits bit-packed (before version 3: in whole
 bytes; :func:`.rans.symbols`): any int64 codes, huge ones at their length.  The
 decoder is given the same keys (from the grammar, :func:`call_keys`), so the contexts cost
 only their tables.
@@ -18,7 +19,7 @@ only their tables.
 Layout (little-endian): uint32 ``version, n, lanes, words, rest bytes, fine contexts F,
 coarse contexts C, table entries E, CRC-32 of the values (int64, little-endian)``; int64 fine
 keys[F] and coarse keys[C], each ascending, stored as differences (the first as is); int64
-medians[F + C + 1] (differences); version 5: int64 second bases[F + C + 1] (differences);
+bases[F + C + 1] (differences); version 5: int64 second bases[F + C + 1] (differences);
 uint16 entries per context[F + C + 1]; uint16 symbols[E]
 (within a context ascending, stored as differences, the first as is; byte-shuffled); uint8
 count codes[E] (:func:`_frequencies`; before version 4: uint16 frequencies[E], a used
@@ -169,82 +170,101 @@ def _choose(fine: np.ndarray, coarse: np.ndarray):
     return fine_keys, coarse_keys, ctx
 
 
-#: Values a context's median is taken from, about (every k-th value: sorting 1.6 M contexts
-#: took 80 ms; any base decodes, a median of a sample codes about as small).
-_MEDIAN_SAMPLE = 1 << 16
+#: Values a context's bases are taken from, about (every k-th value: sorting 1.6 M contexts
+#: took 80 ms; any base decodes, a sample's codes about as small).
+_BASE_SAMPLE = 1 << 16
 
 
-#: Bins of :func:`_medians`' counts per context: values within this window of the sample's
-#: (upper) median are counted, the others in a bin below or above it.
-_MEDIAN_BINS = 1 << 10
+#: Bins of :func:`_bases`' counts per context: values within this window about the sample's
+#: median are counted one bin a value, the others in a bin below or above it.
+_BASE_BINS = 1 << 10
 
 
-#: Above this many bins a sampled value, the medians are found by a sort (2,049 contexts:
+#: Above this many bins a sampled value, the bases are found by a sort (2,049 contexts:
 #: 2.1 M bins for 46 k values took 16 ms, their sort 10-12; session 19).
-_MEDIAN_BINS_PER_VALUE = 8
+_BASE_BINS_PER_VALUE = 8
 
 
-def _medians(values: np.ndarray, ctx: np.ndarray, nctx: int) -> np.ndarray:
-    """Each context's median (the upper one of an even count) of every k-th value; a context
-    without such values its first value; 0 for one without values.  Found by counting the
-    values in bins of a window (a context's sorted values took a sort and a partition per
-    context: 1.7 ms of 95 k time steps in 73 contexts); a context whose median lies outside
-    the window by a sort of those contexts' values."""
+def _bases(values: np.ndarray, ctx: np.ndarray, nctx: int) -> np.ndarray:
+    """Each context's base: that of the window of ``_DIRECT`` values (a base's symbols) from
+    the first value of its first densest window, of every k-th value; a context without
+    such values its first value; 0 for one without values.  Until session 25 the median (a
+    median between two modes, a wait nil or ~4 ms, or a tail longer on one side, left values
+    to escape that a window at the mode takes: miniMD 4r's bounded time steps, 31 k of 68 k
+    escaped; its file 13% smaller).  From the first value, not about the median of the
+    window's values: a context narrower than half a window then takes odd symbols only, its
+    table's entries in the order of its values, whose counts deflate smaller (about the
+    median, bounded files were up to 1% larger: PENNANT 4r sq's volume tables 2.7 KB
+    deflated, 2.4 from the first value).  Found by counting the values in bins of one value
+    about the sample's median; a context with more values outside those bins than in its
+    densest window, and every context where the bins would outnumber the values, by a sort
+    of their values (:func:`_sorted_bases`)."""
     out = np.zeros(nctx, np.int64)
-    step = max(1, len(values) // _MEDIAN_SAMPLE)
-    if step > 1:                             # (else every context with values has a median)
+    step = max(1, len(values) // _BASE_SAMPLE)
+    if step > 1:                             # (else every context with values has a base)
         out[ctx[::-1]] = values[::-1]        # (repeated indices: the last assignment stays)
     v, k = values[::step], ctx[::step]
     if not len(v):
         return out
     lo, hi = int(v.min()), int(v.max())
-    if hi - lo >= _MEDIAN_BINS:              # (the window about the sample's median)
+    if hi - lo >= _BASE_BINS:                # (the bins about the sample's median)
         few = v[::max(1, len(v) // 1024)]
-        lo = min(max(int(np.partition(few, len(few) // 2)[len(few) // 2]) - _MEDIAN_BINS // 2,
-                     lo), hi - _MEDIAN_BINS + 1)
-    width = _MEDIAN_BINS + 2                 # (bin 0: below lo, the last: above the window)
-    if nctx * width > _MEDIAN_BINS_PER_VALUE * len(v):    # (more bins than values: sorted)
-        count = np.bincount(k, minlength=nctx)
-        has = np.flatnonzero(count)
-        out[has] = _sorted_medians(v, k, has, count[has])
+        lo = min(max(int(np.partition(few, len(few) // 2)[len(few) // 2]) - _BASE_BINS // 2,
+                     lo), hi - _BASE_BINS + 1)
+    width = _BASE_BINS + 2                   # (bin 0: below lo, the last: above the bins)
+    if nctx * width > _BASE_BINS_PER_VALUE * len(v):      # (more bins than values: sorted)
+        has = np.flatnonzero(np.bincount(k, minlength=nctx))
+        out[has] = _sorted_bases(v, k, has)
         return out
     i64 = np.iinfo(np.int64)                 # (bounds within int64: no value lies beyond)
-    below, above = max(lo - 1, i64.min), min(lo + _MEDIAN_BINS, i64.max)
+    below, above = max(lo - 1, i64.min), min(lo + _BASE_BINS, i64.max)
     b = np.clip(v, below, above) - below
     b += k * width + (below - (lo - 1))
-    # the bins' running count over all the contexts, one after the other: a context's upper
-    # median is in the first of its bins whose count passes the count before it plus half its
-    # own (a search per context; a running count per context and a comparison of every bin
-    # made the medians of 3 bounded writes take 11.7 ms, this 9.0)
-    cum = np.cumsum(np.bincount(b, minlength=nctx * width))
-    end = cum[width - 1::width]
-    before = np.concatenate([[0], end[:-1]])
-    total = end - before
-    has = total > 0
-    at = np.searchsorted(cum, before + total // 2, "right") - np.arange(nctx) * width
-    inside = has & (at > 0) & (at <= _MEDIAN_BINS)
-    out[inside] = lo + (at[inside] - 1)
+    count = np.bincount(b, minlength=nctx * width)
+    cum = np.cumsum(count)                   # (one running count of every context's bins)
+    rows = cum.reshape(nctx, width)
+    # the window of _DIRECT bins from each bin (1.._BASE_BINS - _DIRECT + 1 of a row)
+    win = rows[:, _DIRECT:_BASE_BINS + 1] - rows[:, :_BASE_BINS + 1 - _DIRECT]
+    start = np.argmax(win, axis=1) + 1       # (the first densest)
+    best = win[np.arange(nctx), start - 1]
+    row0 = np.arange(nctx) * width
+    # its first value: the first bin whose count passes the count before the window
+    first = np.searchsorted(cum, cum[row0 + start - 1], "right") - row0
+    end = rows[:, -1]
+    has = end > np.concatenate([[0], end[:-1]])
+    inside = (best > 0) & (count[row0] + count[row0 + width - 1] <= best)
+    with np.errstate(over="ignore"):         # (a base may wrap: any base decodes)
+        out[inside] = lo + (first[inside] + (_DIRECT // 2 - 1))
     outside = np.flatnonzero(has & ~inside)
     if len(outside):                         # (sorted once: a scan of the whole sample a
-        out[outside] = _sorted_medians(v, k, outside, total[outside])     # context, 0.2 ms)
+        out[outside] = _sorted_bases(v, k, outside)                       # context, 0.2 ms)
     return out
 
 
-def _sorted_medians(v: np.ndarray, k: np.ndarray, ctxs: np.ndarray, count: np.ndarray
-                    ) -> np.ndarray:
-    """The upper medians of the values ``v`` of contexts ``ctxs`` (ascending; ``count``
-    values each), by one sort of their values."""
+def _sorted_bases(v: np.ndarray, k: np.ndarray, ctxs: np.ndarray) -> np.ndarray:
+    """:func:`_bases` of the values ``v`` of contexts ``ctxs`` (ascending, each with values)
+    by one sort of their values: the window from each value holds the values up to
+    ``_DIRECT - 1`` above it; the upper median where values and contexts overflow one int64
+    key (values spread over most of int64's range)."""
     mine = np.zeros(int(k.max()) + 1, bool)
     mine[ctxs] = True
     kv, vv = k[mine[k]].astype(np.int64, copy=False), v[mine[k]]
-    lo, span = int(vv.min()), int(vv.max()) - int(vv.min()) + 1
-    if span * (int(ctxs[-1]) + 1) < 1 << 63:     # (one sort of int64 keys: lexsort took 3x)
-        key = kv * span + (vv - lo)
-        key.sort()
-        at = np.searchsorted(key, ctxs * span) + count // 2
-        return key[at] - ctxs * span + lo
-    order = np.lexsort((vv, kv))
-    return vv[order][np.searchsorted(kv[order], ctxs) + count // 2]
+    lo, span = int(vv.min()), int(vv.max()) - int(vv.min()) + _DIRECT
+    if span * (int(ctxs[-1]) + 1) >= 1 << 63:
+        order = np.lexsort((vv, kv))
+        count = np.bincount(kv, minlength=int(ctxs[-1]) + 1)[ctxs]
+        return vv[order][np.searchsorted(kv[order], ctxs) + count // 2]
+    key = kv * span + (vv - lo)              # (one sort of int64 keys: lexsort took 3x)
+    key.sort()
+    held = np.searchsorted(key, key + (_DIRECT - 1), "right")   # (never past its context)
+    held -= np.arange(len(key))
+    start = np.searchsorted(key, ctxs * span)
+    end = np.append(start[1:], len(key))
+    best = np.maximum.reduceat(held, start)
+    at = np.flatnonzero(held == np.repeat(best, end - start))
+    at = at[np.searchsorted(at, start)]      # (each context's first densest window)
+    with np.errstate(over="ignore"):
+        return (key[at] - ctxs * span + _DIRECT // 2) + lo
 
 
 def _count_codes(count: np.ndarray) -> np.ndarray:
@@ -303,12 +323,13 @@ def encode_many(arrays) -> list[np.ndarray]:
 
 
 def _second_bases(far: np.ndarray, ctx: np.ndarray, nctx: int) -> np.ndarray:
-    """Each context's second base (version 5): the median of (a sample of) its values ``far``
-    outside its first window (contexts ``ctx``), 0 where none is: a wait either nil or long,
-    a volume code either side of a gap, took a power of two and its bits where it now takes
-    a symbol (miniAMR 4r's bounded time steps: 7,453 zeros escaped beside medians of 2-4 k)."""
+    """Each context's second base (version 5): the base (:func:`_bases`) of (a sample of) its
+    values ``far`` outside its first window (contexts ``ctx``), 0 where none is: a wait
+    either nil or long, a volume code either side of a gap, took a power of two and its bits
+    where it now takes a symbol (miniAMR 4r's bounded time steps: 7,453 zeros escaped beside
+    medians of 2-4 k)."""
     step = max(1, len(far) // _SECOND_SAMPLE)
-    return _medians(far[::step], ctx[::step], nctx)   # (a sample: every context's own, or 0)
+    return _bases(far[::step], ctx[::step], nctx)     # (a sample: every context's own, or 0)
 
 
 #: Values a context's second base is taken from, about (every k-th of the far ones: their
@@ -365,7 +386,7 @@ def _tables(values: np.ndarray, fine: np.ndarray, coarse: np.ndarray) -> dict:
     n = len(values)
     fine_keys, coarse_keys, ctx = _choose(fine, coarse)
     nctx = len(fine_keys) + len(coarse_keys) + 1
-    base = _medians(values, ctx, nctx)
+    base = _bases(values, ctx, nctx)
     sym, k, rest, second = _symbols(values, ctx, base, VERSION >= 5)
     nsym = NSYM_TWO if second is not None else NSYM
     cell = ctx * nsym + sym
