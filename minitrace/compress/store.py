@@ -167,6 +167,9 @@ def _model_times(data, ids, group, ts, te, timed: bool, precision: float,
     stats = V.group_stats(ids, group, {"duration": te - ts, "gap": ts - prev_end})
     site, nbytes = SG.size_sites(table)
     stats = _per_site(stats, site, nbytes, precision)
+    # (a mean below the clocks' nanosecond is the rounding of end - start on float seconds:
+    # contiguous actions' gaps of +-1e-15..1e-13 s, each a code as dear as a real mean)
+    stats["mean"] = np.where(np.abs(stats["mean"]) < TIME_RESOLUTION, 0.0, stats["mean"])
     coded = V.from_codes(V.log_codes(np.concatenate([stats[c] for c in STAT_CODES]),
                                      precision), precision)     # (at once: ~20 us a call)
     for col, values in zip(STAT_CODES, np.split(coded, len(STAT_CODES))):
@@ -212,6 +215,9 @@ def _per_site(stats: dict, site: np.ndarray, nbytes: np.ndarray, precision: floa
             "per_byte": np.where(line, b, 0.0)}
 
 
+#: Model time means below this (s), the recorders' clock resolution, are stored as 0: public
+#: Nekbone 4r's model file 7.6% smaller, the 30 recordings of session 25 2.6%.
+TIME_RESOLUTION = 1e-9
 #: Model statistics stored as log codes (volumes.log_codes at the model's precision, 1-2 bytes
 #: each: float32 took 4 and half of a model's bytes on LULESH 8), in columns of this name +
 #: ``_code``; files before session 12 hold them as floats under their own names.
@@ -376,6 +382,8 @@ def _plists():
     fcpl.set_attr_phase_change(*COMPACT_ATTRIBUTES)
     gcpl = h5py.h5p.create(h5py.h5p.GROUP_CREATE)
     gcpl.set_attr_phase_change(*COMPACT_ATTRIBUTES)
+    for p in (fcpl, gcpl):      # (no access, change and birth times: 16 bytes a group, as
+        p.set_obj_track_times(False)        # storage's datasets; "created" says when)
     return fapl, fcpl, gcpl
 
 
