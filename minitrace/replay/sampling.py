@@ -22,7 +22,11 @@ the line against the critical path follows it; a phase cut by a change of balanc
 joint with the one before it: a start of one window, and the line shared with an intercept of
 its own; one that comes gradually is no cut where the compute critical path through the
 messages can be followed, :func:`phases_of`'s ``drifts``: the phase's skipped iterations are
-then predicted as their path plus the line of what the replayed ones took beyond it). In each
+then predicted as their path plus the line of what the replayed ones took beyond it).  A phase
+whose iterations make the same calls as an earlier one's, sizes aside (the same solve at
+another problem size), is ``like`` it (:func:`_alike_phases`): one line for all of them, an
+intercept each, a start of one window, and the variants the first of them replays are not
+replayed again (a loop cut before a variant is cut in the first only). In each
 phase a start of ``m`` iterations is
 replayed (auto: ``4 window`` first, grown by a window until ``8 window``, then doubled, until the
 rule below holds; the window is a 40th of a loop of fewer than ``40 WINDOW`` iterations, at
@@ -156,6 +160,15 @@ class Phase:
     #: noise about the line, the farthest the skipped iterations' time may lie from the line
     #: were they all at either one's level (:func:`_level`): added to the bound
     level: float = 0.0
+    #: the index of an earlier phase whose iterations make the same calls (sizes aside: the same
+    #: solve at another problem size, :func:`_alike_phases`): it shares that phase's line with an
+    #: intercept of its own, so its start is one window, checked against its tail (:func:`_level`)
+    like: int | None = None
+
+    @property
+    def follows(self) -> bool:
+        """Whether its line is another phase's (``joint`` or ``like``): a start of one window."""
+        return self.joint or self.like is not None
 
     @property
     def iterations(self) -> int:
@@ -695,14 +708,16 @@ _STRUCTURE = ("kind", "tag", "comm", "bytes_sent", "bytes_recv", "vec_len")
 _SIZES = ("bytes_sent", "bytes_recv")
 
 
-def structure_ids(data, sizes: bool = True) -> tuple[np.ndarray, int]:
+def structure_ids(data, sizes: bool = True, timing: bool = False) -> tuple[np.ndarray, int]:
     """Per action an id of what an iteration repeats: its kind, rank-relative peer (roots of
     rooted collectives as they are), tag, communicator, bytes (unless not ``sizes``) and vector
-    length, in order of first appearance, and the number of ids.  Unlike the compressed
-    trace's call signatures (:func:`minitrace.compress.signatures.encode`, lossless), request
-    ids and vector contents are left out: they change every iteration and cost most of the
-    encoding, and skipping iterations checks them (:func:`check_separable`).  A 64-bit hash
-    of the columns, checked exactly (a collision falls back to an exact factorization)."""
+    length, in order of first appearance, and the number of ids; ``timing``: what a replay's
+    timing sees, tags aside and each communicator by its ranks (a duplicate as its original).
+    Unlike the compressed trace's call signatures (:func:`minitrace.compress.signatures.encode`,
+    lossless), request ids and vector contents are left out: they change every iteration and
+    cost most of the encoding, and skipping iterations checks them (:func:`check_separable`).
+    A 64-bit hash of the columns, checked exactly (a collision falls back to an exact
+    factorization)."""
     import pandas as pd
     a = data.actions
     if not len(a):
@@ -711,8 +726,19 @@ def structure_ids(data, sizes: bool = True) -> tuple[np.ndarray, int]:
     kind = a["kind"]
     peer = a["peer"].astype(np.int64)
     rel = ~K.mask(K.ROOTED)[kind] & (peer >= 0) & (peer < data.nranks)
+    fields = [f for f in _STRUCTURE
+              if (sizes or f not in _SIZES) and not (timing and f == "tag")]
     cols = [np.where(rel, (peer - rank) % data.nranks, peer)] + \
-        [a[f].astype(np.int64) for f in _STRUCTURE if sizes or f not in _SIZES]
+        [a[f].astype(np.int64) for f in fields]
+    if timing and data.comms:
+        comm = fields.index("comm") + 1
+        ids = np.array(sorted(data.comms), np.int64)
+        same: dict[tuple, int] = {}
+        alias = np.array([same.setdefault(tuple(np.asarray(data.comms[c]).tolist()), c)
+                          for c in ids.tolist()], np.int64)
+        c = cols[comm]
+        at = np.clip(np.searchsorted(ids, c), 0, len(ids) - 1)
+        cols[comm] = np.where(ids[at] == c, alias[at], c)
     h = np.zeros(len(a), np.uint64)
     with np.errstate(over="ignore"):
         for j, c in enumerate(cols):
@@ -1265,11 +1291,19 @@ def _split_at_variants(phases: list[Phase], cost: list[np.ndarray],
     and two lines fitted apart, worth it where it saves that much.  UK-MAC TeaLeaf's two time
     steps are one loop of 1,891 CG iterations with the step between them two iterations of
     other calls: the start grew over 891 of them (2.1x), where two phases replay 120.  A phase
-    joint to another (:func:`_groups`) is left as it is."""
+    joint to another (:func:`_groups`) is left as it is; so is one ``like`` another, whose
+    variants the first of its kind replays: that one's pieces after the first are ``like``
+    it, the others ``like`` it still (public Nekbone: its 11 solves of 201 iterations, a
+    variant between the two CG solves of 100 iterations, are cut in one and skip it in the
+    others)."""
     out: list[Phase] = []
-    grouped = {pi for g in _groups(phases) if len(g) > 1 for pi in g}
+    joint = {pi for g in _groups(phases) if any(phases[q].joint for q in g) for pi in g}
+    moved: dict[int, int] = {}              # a phase's index -> its first piece's
     for pi, p in enumerate(phases):
-        if pi in grouped or p.window * 8 > p.iterations:
+        moved[pi] = len(out)
+        if p.like is not None:
+            p.like = moved[p.like]
+        if pi in joint or p.like is not None or p.window * 8 > p.iterations:
             out.append(p)
             continue
         labels = _variant_labels(cost[p.loop])[p.first:p.stop]
@@ -1290,6 +1324,9 @@ def _split_at_variants(phases: list[Phase], cost: list[np.ndarray],
             q.replayed, q.tail = _least_replay(q.iterations, q.window, False, fixed)
             _cover_variants(q, labels[q.first - p.first:q.stop - p.first], start=fixed is None)
         if sum(q.replayed + q.tail for q in pieces) * 2 <= whole.replayed + whole.tail:
+            if any(q.like == pi for q in phases[pi + 1:]):    # (not remapped yet)
+                for q in pieces[1:]:
+                    q.like = moved[pi]
             out += pieces
         else:
             out.append(p)
@@ -1314,13 +1351,24 @@ def _variant_labels(cost: np.ndarray) -> np.ndarray:
     same (a generated loop), the iterations of each compute are a variant: the replayed
     iterations' line has no compute column to carry one to its cost (a hiccup of 8-20 times
     the others', 3-7% of the loop, was 2.3-6.0% off against a bound of 0.005%)."""
+    return _labels(_variant_rows(cost))
+
+
+def _variant_rows(cost: np.ndarray, loop: int = 0) -> np.ndarray:
+    """Per iteration of loop number ``loop`` what makes its variant (:func:`_variant_labels`):
+    its calls and its compute, or its hiccup's own key, unique among loops."""
     excess = cost[:, 0] - np.median(cost[:, 0])
     if np.count_nonzero(excess == 0) * 2 > len(excess):
         key = cost[:, 0]
     else:
-        key = np.where(excess > HICCUP * cost[:, 0].sum(), -1.0 - np.arange(len(cost)), 0.0)
-    return np.unique(np.column_stack([cost[:, 1], key]), axis=0,
-                     return_inverse=True)[1].reshape(-1).astype(float)
+        key = np.where(excess > HICCUP * cost[:, 0].sum(),
+                       -1.0 - np.arange(len(cost)) - loop * 2.0 ** 32, 0.0)
+    return np.column_stack([cost[:, 1], key])
+
+
+def _labels(rows: np.ndarray) -> np.ndarray:
+    """A float label per row, equal for equal rows."""
+    return np.unique(rows, axis=0, return_inverse=True)[1].reshape(-1).astype(float)
 
 
 def _cover_group(phases: list[Phase], pi: int, cost: list[np.ndarray],
@@ -1332,10 +1380,38 @@ def _cover_group(phases: list[Phase], pi: int, cost: list[np.ndarray],
     grew to 28 for a summary the phase before had replayed).  ``start``: the start may grow
     (``--sample auto``)."""
     group = next(g for g in _groups(phases) if pi in g)
-    labels = {li: _variant_labels(cost[li]) for li in {phases[q].loop for q in group}}
+    loops = sorted({phases[q].loop for q in group})
+    rows = [_variant_rows(cost[li], li) for li in loops]
+    split = np.cumsum([len(r) for r in rows])[:-1]
+    labels = dict(zip(loops, np.split(_labels(np.concatenate(rows)), split)))
     calls = {q: labels[phases[q].loop][phases[q].first:phases[q].stop] for q in group}
     elsewhere = set().union(*(_seen(phases[q], calls[q]) for q in group if q != pi))
     _cover_variants(phases[pi], calls[pi], elsewhere, start)
+
+
+def _alike_phases(data, loops: list[np.ndarray], phases: list[Phase]) -> None:
+    """Mark each phase (not ``joint``, not a drift's) whose commonest iteration makes the same
+    calls on every rank as an earlier phase's (kind, peer, communicator's ranks, vector
+    length; sizes and tags aside: a multiset of them per rank) ``like`` the first such.
+    Public Nekbone runs one CG loop at 11 problem sizes (two solves of 100 iterations each):
+    22 phases, each a start of four windows and a tail (550 of 2,210 iterations replayed,
+    3.1x fewer actions).  It is one loop: the replay turns its compute into time at one rate
+    whatever the size, and what its messages take is an intercept per phase, so one line
+    serves all of them, each phase after the first replaying a window at each end to pin its
+    intercept and to check that its start and tail sit at one level (:func:`_level`)."""
+    ids, _ = structure_ids(data, sizes=False, timing=True)
+    at = np.r_[np.uint64(0), np.cumsum(_mixed(ids, 0x9E3779B97F4A7C15), dtype=np.uint64)]
+    first: dict[tuple, int] = {}
+    for pi, p in enumerate(phases):
+        if p.joint or p.path is not None:     # a drift's phases keep their path's line
+            continue
+        b = loops[p.loop][:, p.first:p.stop + 1]
+        with np.errstate(over="ignore"):
+            calls = (at[b[:, 1:]] - at[b[:, :-1]]).T          # [iterations, nranks]
+        kinds, count = np.unique(calls, axis=0, return_counts=True)
+        key = tuple(kinds[np.argmax(count)].tolist())
+        p.like = first.get(key)
+        first.setdefault(key, pi)
 
 
 def _keep_if_inseparable(data, loops: list[np.ndarray], p: Phase) -> str | None:
@@ -1412,17 +1488,20 @@ def _same_multiset(a: np.ndarray, b: np.ndarray) -> bool:
     finalizer), in linear time; unequal multisets agree with probability ~2^-128."""
     if len(a) != len(b):
         return False
-    with np.errstate(over="ignore"):
-        for seed in (0x9E3779B97F4A7C15, 0xD1B54A32D192ED03):
-            sums = []
-            for x in (a, b):
-                z = x.astype(np.uint64) + np.uint64(seed)
-                z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-                z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-                sums.append(int((z ^ (z >> np.uint64(31))).sum(dtype=np.uint64)))
-            if sums[0] != sums[1]:
-                return False
+    for seed in (0x9E3779B97F4A7C15, 0xD1B54A32D192ED03):
+        if _mixed(a, seed).sum(dtype=np.uint64) != _mixed(b, seed).sum(dtype=np.uint64):
+            return False
     return True
+
+
+def _mixed(x: np.ndarray, seed: int) -> np.ndarray:
+    """The int64 values ``x`` through splitmix64's finalizer from ``seed`` (uint64): wrapping
+    sums of them stand for multisets."""
+    with np.errstate(over="ignore"):
+        z = x.astype(np.uint64) + np.uint64(seed)
+        z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+        return z ^ (z >> np.uint64(31))
 
 
 def _dense(*cols) -> np.ndarray:
@@ -1527,6 +1606,7 @@ def sampled_replay(data, loops: list[np.ndarray] | None, sample="auto", *,
             if tail:
                 p.tail = tail
         cost = [iteration_cost(data, b) for b in top]
+        _alike_phases(data, top, phases)
         split = _split_at_variants(phases, cost, fixed)
         if len(split) > len(phases):
             cuts = sorted({(q.loop, q.first) for q in split} - {(q.loop, q.first) for q in phases})
@@ -1534,6 +1614,9 @@ def sampled_replay(data, loops: list[np.ndarray] | None, sample="auto", *,
                          f"{RARE} times, deep in what they skip: " +
                          ", ".join(f"loop {li} at iteration {j}" for li, j in cuts))
             phases = split
+        for p in phases:
+            if p.like is not None:
+                p.replayed, p.tail = _least_replay(p.iterations, p.window, True, fixed)
         for pi in range(len(phases)):
             _cover_group(phases, pi, cost, fixed is None)
         whys = [_keep_if_inseparable(data, top, p) for p in phases]
@@ -1561,7 +1644,7 @@ def sampled_replay(data, loops: list[np.ndarray] | None, sample="auto", *,
         grow = False
         for pi, p in enumerate(phases):
             x = times[pi][0]
-            if p.joint:                 # steady through the cut but its first iteration
+            if p.follows:               # steady through the cut but its first iteration
                 p.steady_from = min(1, len(x) - 1)
                 continue
             c = cost[p.loop][p.first:p.first + len(x)]
@@ -1647,7 +1730,7 @@ def _small_gain_note(phases: list[Phase], total: int, kept: int, outside: int) -
     cut in two, replayed 550 of 2,210); and what the starts grew beyond them (variants
     covered, a start not steady, a bound over the tolerance: miniMD at 4 ranks, 214 of
     1,052)."""
-    least = sum(sum(_least_replay(p.iterations, p.window, p.joint)) for p in phases)
+    least = sum(sum(_least_replay(p.iterations, p.window, p.follows)) for p in phases)
     replayed = sum(p.replayed + p.tail for p in phases)
     sizes = sorted(p.iterations for p in phases)
     parts = [f"{outside / total:.0%} of the actions are outside the loops"] \
@@ -1808,20 +1891,19 @@ def _on_critical_path(data, loops, phases: list[Phase], times, cost, at: list,
     for group in _groups(phases):
         if not any(phases[pi].skipped for pi in group) or phases[group[0]].path is not None:
             continue
-        loop = phases[group[0]].loop
-        if loop not in paths:                    # (once per loop, for all its phases)
+        for loop in {phases[pi].loop for pi in group} - set(paths):   # once per loop
             paths[loop] = critical_path.iteration_path(data, loops[loop], clocks)
         costs = []
         for pi in group:
             p = phases[pi]
-            c = cost[loop][p.first:p.stop].copy()
-            c[:, 0] = paths[loop][p.first:p.stop]
+            c = cost[p.loop][p.first:p.stop].copy()
+            c[:, 0] = paths[p.loop][p.first:p.stop]
             costs.append(c)
         fits = []
         for slope in (None,) if scale is None else (None, scale):
-            qs = [replace(phases[pi], path=None if slope is None else
-                          paths[loop][phases[pi].first:phases[pi].stop] * slope)
-                  for pi in group]
+            qs = [replace(q, path=None if slope is None else
+                          paths[q.loop][q.first:q.stop] * slope)
+                  for q in (phases[pi] for pi in group)]
             _fit(qs, [times[pi] for pi in group], costs)
             fits.append(qs)
         qs = min(fits, key=_spread)
@@ -1885,13 +1967,19 @@ def skipped_line(p: Phase, x: tuple, cost: np.ndarray):
 
 
 def _groups(phases: list[Phase]) -> list[list[int]]:
-    """The phases' indexes in groups that share a line: a phase with those ``joint`` to it."""
+    """The phases' indexes in groups that share a line: a phase with those ``joint`` to it (the
+    phase before it in its loop) or ``like`` it."""
     out: list[list[int]] = []
+    of: dict[int, int] = {}
     for pi, p in enumerate(phases):
-        if p.joint and out and phases[out[-1][-1]].loop == p.loop:
-            out[-1].append(pi)
-        else:
+        to = p.like if p.like is not None else \
+            pi - 1 if p.joint and pi and phases[pi - 1].loop == p.loop else None
+        if to is None:
+            of[pi] = len(out)
             out.append([pi])
+        else:
+            of[pi] = of[to]
+            out[of[pi]].append(pi)
     return out
 
 
@@ -2014,7 +2102,7 @@ def _level(p: Phase, X: np.ndarray, y: np.ndarray, start: np.ndarray,
     MPI Benchmarks IMB-MPI1 at 2 ranks, 150 iterations sweeping message sizes, the first 24 at
     0.70 ms, the rest at 0.50 ms, its start of 20 at the first level and its tail of 5 at the
     second: +16.2% from the full replay against a bound of 7.46%."""
-    if not (p.sized and p.skipped):
+    if not ((p.sized or p.like is not None) and p.skipped):
         return 0.0
     beta, *_ = np.linalg.lstsq(X, y, rcond=None)
     resid = y - X @ beta

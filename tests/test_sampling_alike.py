@@ -1,0 +1,77 @@
+"""Phases alike (issue 38): a code that runs the same solve at several problem sizes (public
+Nekbone: one CG loop of 201 iterations per element count, two solves of 100 and a step
+between them) fits one line for all of them, an intercept each; the first of its kind is cut
+before the step and replays a start and a tail in each piece, the others a window at each end
+and skip over the step, which the first replayed (3.1x fewer actions before: every solve a
+start of four windows and a tail)."""
+from __future__ import annotations
+
+import numpy as np
+
+from minitrace.model import TraceBuilder
+from minitrace.replay import replay
+from minitrace.replay.sampling import GAIN, sampled_replay
+
+RATE = "1Gf"
+
+
+def _solves(sizes: int = 6, iterations: int = 100, seed: int = 5):
+    """Two ranks; per size a set-up outside the loops, then two CG solves of ``iterations``
+    (a halo exchange of the size's bytes, its compute, jittered and warming up in the first
+    solve's first iterations, an allreduce) with a barrier and a broadcast between them."""
+    rng = np.random.default_rng(seed)
+    b = TraceBuilder(2)
+    for r in (0, 1):
+        b.add(r, "init")
+    for k in range(1, sizes + 1):
+        for r in (0, 1):
+            b.add(r, "bcast", bytes_sent=64 * k, bytes_recv=64 * k, peer=0)
+            b.add(r, "compute", volume=2e-3 * k)
+        for solve in range(2):
+            if solve:
+                for r in (0, 1):
+                    b.add(r, "barrier")
+                    b.add(r, "bcast", bytes_sent=8, bytes_recv=8, peer=0)
+            for i in range(iterations):
+                warm = 1.5 if solve == 0 and i < 3 else 1.0
+                work = 1e-4 * k * warm * (1 + 0.02 * rng.standard_normal(2))
+                for r in (0, 1):
+                    size = 4096 * k
+                    b.add(r, "irecv", peer=1 - r, tag=7, bytes_recv=size, request=1)
+                    b.add(r, "isend", peer=1 - r, tag=7, bytes_sent=size, request=0)
+                    b.add(r, "waitall", vector=[0, 1])
+                    b.add(r, "compute", volume=float(work[r]))
+                    b.add(r, "allreduce", bytes_sent=8, bytes_recv=8)
+    for r in (0, 1):
+        b.add(r, "finalize")
+    return b.build()
+
+
+def test_alike_solves_share_a_line_and_skip_the_step():
+    data = _solves()
+    s = sampled_replay(data, None, "auto", compute_rate=RATE)
+    full = replay(data, compute_rate=RATE)
+    assert abs(s.simulated_time - full.simulated_time) <= s.bound
+    assert s.skipped_share > 1 - 1 / GAIN, s.notes
+    like = [p for p in s.phases if p.like is not None]
+    assert like and all(s.phases[p.like].like is None for p in like)
+    # the solves after the first kind's skip over the step between their two solves
+    assert any(p.first < p.iterations // 2 < p.stop - p.tail and
+               p.first + p.replayed < p.iterations // 2 for p in like)
+
+
+def test_solves_of_other_calls_are_not_alike():
+    """A solve whose iterations make other calls (an allreduce more) keeps its own line."""
+    b = TraceBuilder(2)
+    for r in (0, 1):
+        b.add(r, "init")
+    for k in range(2):
+        for _ in range(100):
+            for r in (0, 1):
+                b.add(r, "compute", volume=1e-4)
+                for _ in range(k + 1):
+                    b.add(r, "allreduce", bytes_sent=8, bytes_recv=8)
+    for r in (0, 1):
+        b.add(r, "finalize")
+    s = sampled_replay(b.build(), None, "auto", compute_rate=RATE)
+    assert len(s.phases) == 2 and all(p.like is None for p in s.phases)
