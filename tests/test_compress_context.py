@@ -7,6 +7,7 @@ still read; a damaged coded array is a one-line error naming the file."""
 from __future__ import annotations
 
 import dataclasses
+import zlib
 
 import h5py
 import numpy as np
@@ -619,8 +620,30 @@ def test_frequencies_from_count_codes_fill_each_table():
         rest = np.delete(np.arange(len(w)), top)
         order = np.argsort(w[rest], kind="stable")
         assert (np.diff(g[rest][order]) >= 0).all()
-    assert np.array_equal(CR._count_codes(np.array([1, 2, 3, 1 << 20, (1 << 32) - 1])),
-                          [0, 2, 3, 40, 64])
+    assert np.array_equal(CR._count_codes(np.array([1, 2, 11, 12, 255, 256, 362, 1 << 20,
+                                                    (1 << 32) - 1])),
+                          [3, 3, 3, 8, 16, 16, 17, 40, 64])
+
+
+def test_rare_counts_share_a_code():
+    """Small contexts of many rare values (a table's entries a third of the values): the
+    rare counts' one code and the octaves' even ones code them smaller than every count's
+    half octave, tables and values together, deflated (as a file stores them); the values
+    round-trip."""
+    rng = np.random.default_rng(8)
+    fine = rng.integers(0, 40, 20_000)
+    values = (rng.standard_t(3, 20_000) * 40).astype(np.int64) + 50 * fine
+    coded = CR.encode(values, fine, fine % 4)
+    assert np.array_equal(CR.decode(coded, fine, fine % 4), values)
+    t = CR._tables(values, fine, fine % 4)
+    assert len(t["entries"]) > len(values) / 4
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(CR, "_count_codes", lambda count: np.clip(np.rint(2 * np.log2(count)), 0,
+                                                            CR._MAX_CODE).astype(np.int64))
+        every = CR.encode(values, fine, fine % 4)
+    assert np.array_equal(CR.decode(every, fine, fine % 4), values)
+    deflated = [len(zlib.compress(c.tobytes(), 9)) for c in (coded, every)]
+    assert deflated[0] < deflated[1]
 
 
 def test_a_frequency_code_beyond_the_range_is_refused():
