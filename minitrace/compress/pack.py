@@ -94,8 +94,47 @@ DICTIONARY_ADLER32 = 1279215743
 
 def deflate_inline(raw: bytes, level: int) -> bytes:
     """An inline pack's zlib stream (version 4: against :data:`DICTIONARY`)."""
-    z = zlib.compressobj(level, zdict=DICTIONARY)
-    return z.compress(raw) + z.flush()
+    return deflate(raw, level, DICTIONARY)
+
+
+#: Packed arrays of at least this many bytes are deflated in blocks of their own (session
+#: 25): deflate ends a block when its buffer of symbols fills, so one set of Huffman codes
+#: served a model's int32 codes, its int8 gaps and its signature table alike; a block each
+#: made 30 public recordings' model packs 6.3% smaller (miniMD 4r 7.7%, PENNANT 2r 2.7%),
+#: any zlib stream still (readers unchanged).
+BLOCK_BYTES = 256
+
+
+def deflate(raw: bytes, level: int, zdict: bytes | None = None) -> bytes:
+    """The zlib stream of packed bytes ``raw`` (:func:`pack`'s), a deflate block ending
+    before and after each array of at least :data:`BLOCK_BYTES` (zlib's ``Z_BLOCK``: no
+    bytes of their own, the window kept across)."""
+    z = zlib.compressobj(level, zdict=zdict) if zdict else zlib.compressobj(level)
+    out, at = [], 0
+    for end in _block_ends(raw):
+        out.append(z.compress(raw[at:end]))
+        out.append(z.flush(zlib.Z_BLOCK))
+        at = end
+    out.append(z.compress(raw[at:]))
+    out.append(z.flush())
+    return b"".join(out)
+
+
+def _block_ends(raw: bytes) -> list[int]:
+    """Where :func:`deflate` ends blocks in packed bytes ``raw``: around each array of at
+    least :data:`BLOCK_BYTES` (from the index: each line's type and shape)."""
+    size = int.from_bytes(raw[:4], "little")
+    at, ends = 4 + size, []
+    for line in raw[4:at].decode().split("\n") if size else ():
+        _, code, dims = line.split(" ")
+        n = np.dtype(code).itemsize
+        for x in dims.split("x") if dims else ():
+            n *= int(x)
+        if n >= BLOCK_BYTES:
+            ends += [at] if not ends or ends[-1] != at else []
+            ends.append(at + n)
+        at += n
+    return ends
 
 
 def inflate_inline(deflated: bytes, version: int) -> bytes:

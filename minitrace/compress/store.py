@@ -475,7 +475,7 @@ def write(path: str, c: Compressed, meta: dict | None = None, pack: bool = True)
         if inline:
             attrs[P.BYTES_ATTR] = np.frombuffer(inline_bytes, np.uint8)
         else:
-            deflated = zlib.compress(raw.tobytes(), level)
+            deflated = P.deflate(raw.tobytes(), level)
     with S.new_file(path, m, version, create=_create, fixed=True, packed=pack) as f:
         g = h5py.Group(h5py.h5g.create(f.id, b"trace", gcpl=_plists()[2]))
         S.new_attrs(g, attrs, fixed=True)
