@@ -13,7 +13,8 @@ import numpy as np
 import pytest
 
 from minitrace import kinds as K
-from minitrace.replay.sampling import load_trace, loops_of, sampled_replay, top_level
+from minitrace.replay.sampling import Phase, _cover_variants, _variant_labels, \
+    iteration_cost, load_trace, loop_window, loops_of, sampled_replay, top_level
 from tests.support.record_util import record
 from tests.support.synthetic_loops import Step, build
 
@@ -117,14 +118,21 @@ def test_a_joint_phase_takes_the_variants_its_group_replayed():
 
 def test_a_rare_variant_grows_the_start_and_the_tail_where_that_is_cheaper():
     """A check every 26th iteration, the first after the start of 28 (NPB CG W on 8 ranks: a
-    residual step after every 25 CG iterations): the start grows over the first check and the
-    tail back over the last (41 + 27 replayed), not the tail alone over the last two (28 +
-    53); with --sample K the start is the user's, the tail alone grows."""
+    residual step after every 25 CG iterations): to fit two of each, the start grows over the
+    first check and the tail back over the last (41 + 27 replayed), not the tail alone over
+    the last two (28 + 53); with --sample K the start is the user's, the tail alone grows.
+    Two of each leave this replay under GAIN times smaller than the trace: auto fits one
+    (41 + 7, :func:`_see_once`)."""
     data, bl = build(2, [(40, _plain)] + [(1, _check), (25, _plain)] * 10)
     bounds = _joined(bl)
     assert bounds.shape[1] - 1 == 300
+    w = loop_window(300)
+    p = Phase(0, 0, 300, w, replayed=4 * w, tail=w)
+    _cover_variants(p, _variant_labels(iteration_cost(data, bounds)))
+    assert (p.replayed, p.tail) == (41, 27)
     s = sampled_replay(data, [bounds], "auto", compute_rate=RATE)
-    assert [(p.replayed, p.tail) for p in s.phases] == [(41, 27)]
+    assert [(p.replayed, p.tail) for p in s.phases] == [(41, w)]
+    assert any("one iteration of each variant replayed, not two" in n for n in s.notes)
     s = sampled_replay(data, [bounds], 28, compute_rate=RATE)
     assert [(p.replayed, p.tail) for p in s.phases] == [(28, 53)]
 

@@ -34,7 +34,9 @@ least ``MIN_WINDOW``), and a **tail** of ``window`` iterations at its end when m
 ``3 window`` would be skipped, grown back over any variant of the skipped iterations it lacks
 (an iteration whose compute far exceeds the others', a hiccup, is a variant of its own:
 :func:`_variant_labels`; a phase is cut before a variant it shows once or twice deep in what
-it would skip where that halves what it replays: :func:`_split_at_variants`);
+it would skip where that halves what it replays: :func:`_split_at_variants`; two of each,
+or one where two leave the replay under ``GAIN`` times smaller than the trace, the bound
+then taking each variant fitted once at its residual left out of the line: :func:`_see_once`);
 the iterations between are skipped, each starting where no request is in flight where the loop
 found starts inside an exchange (:func:`_quiet_bounds`), else by whole periods of a pipeline
 where requests span one iteration into the next (:func:`crossing_requests`).
@@ -164,6 +166,9 @@ class Phase:
     #: solve at another problem size, :func:`_alike_phases`): it shares that phase's line with an
     #: intercept of its own, so its start is one window, checked against its tail (:func:`_level`)
     like: int | None = None
+    #: s: how far its skipped iterations of a variant fitted once may lie from the line
+    #: (:func:`_once`): added to the bound
+    once: float = 0.0
 
     @property
     def follows(self) -> bool:
@@ -1236,7 +1241,7 @@ def _quiet_bounds(data, b: np.ndarray, flight: np.ndarray) -> np.ndarray | None:
 
 
 def _cover_variants(p: Phase, calls: np.ndarray, elsewhere: set = frozenset(),
-                    start: bool = True) -> None:
+                    start: bool = True, need: int = 2) -> None:
     """Grow the phase's replayed iterations until those fitted (the start, the tail but its
     first), or those of the phases that share its line (``elsewhere``: :func:`_seen`), hold
     every variant of the iterations it skips, two of each (by their count of MPI calls: a
@@ -1247,7 +1252,7 @@ def _cover_variants(p: Phase, calls: np.ndarray, elsewhere: set = frozenset(),
     from 5 to 51, now the start from 20 to 56), or over the first of each and the tail back
     over the last (NPB CG W on 8 ranks: a residual step every 26th CG iteration, a start of 40
     and a tail of 10 without one; the tail grew to 53, now the start to 52 and the tail to
-    27).  No skip is left when they meet."""
+    27).  No skip is left when they meet.  ``need``: how many of each (:func:`_see_once`)."""
     while p.skipped:
         lo, hi = p.replayed, p.iterations - p.tail
         seen = _seen(p, calls) | elsewhere
@@ -1256,8 +1261,8 @@ def _cover_variants(p: Phase, calls: np.ndarray, elsewhere: set = frozenset(),
         if not unseen:
             return
         # the tail's first iteration is not fitted: it starts one before the variants
-        new_hi = lo + min(int(at[-min(len(at), 2)]) for at in unseen) - 1
-        ahead = lo + max(int(at[min(len(at), 2) - 1]) for at in unseen) + 1
+        new_hi = lo + min(int(at[-min(len(at), need)]) for at in unseen) - 1
+        ahead = lo + max(int(at[min(len(at), need) - 1]) for at in unseen) + 1
         first = lo + max(int(at[0]) for at in unseen) + 1
         last = lo + min(int(at[-1]) for at in unseen) - 1
         grow = [(hi - new_hi, 0)]
@@ -1372,21 +1377,27 @@ def _labels(rows: np.ndarray) -> np.ndarray:
 
 
 def _cover_group(phases: list[Phase], pi: int, cost: list[np.ndarray],
-                 start: bool = True) -> None:
+                 start: bool = True, need: int = 2) -> None:
     """:func:`_cover_variants` of phase ``pi`` with the variants the other phases of its group
     (:func:`_groups`) fit: their line is one, each phase with an intercept of its own, so a
     variant's cost is pinned by the group's replayed iterations wherever they are (UK-MAC
     CloverLeaf at 4 ranks, a field summary every 10 steps: a joint phase's tail of 7 steps
     grew to 28 for a summary the phase before had replayed).  ``start``: the start may grow
-    (``--sample auto``)."""
+    (``--sample auto``); ``need``: :func:`_cover_variants`'s."""
     group = next(g for g in _groups(phases) if pi in g)
+    calls = dict(zip(group, _group_labels(phases, group, cost)))
+    elsewhere = set().union(*(_seen(phases[q], calls[q]) for q in group if q != pi))
+    _cover_variants(phases[pi], calls[pi], elsewhere, start, need)
+
+
+def _group_labels(phases: list[Phase], group: list[int], cost: list[np.ndarray]) -> list:
+    """Per phase of the group, its iterations' variants (:func:`_variant_labels`), labelled
+    alike across the group's loops."""
     loops = sorted({phases[q].loop for q in group})
     rows = [_variant_rows(cost[li], li) for li in loops]
     split = np.cumsum([len(r) for r in rows])[:-1]
     labels = dict(zip(loops, np.split(_labels(np.concatenate(rows)), split)))
-    calls = {q: labels[phases[q].loop][phases[q].first:phases[q].stop] for q in group}
-    elsewhere = set().union(*(_seen(phases[q], calls[q]) for q in group if q != pi))
-    _cover_variants(phases[pi], calls[pi], elsewhere, start)
+    return [labels[phases[q].loop][phases[q].first:phases[q].stop] for q in group]
 
 
 def _alike_phases(data, loops: list[np.ndarray], phases: list[Phase]) -> None:
@@ -1412,6 +1423,30 @@ def _alike_phases(data, loops: list[np.ndarray], phases: list[Phase]) -> None:
         key = tuple(kinds[np.argmax(count)].tolist())
         p.like = first.get(key)
         first.setdefault(key, pi)
+
+
+def _see_once(data, loops: list[np.ndarray], phases: list[Phase], cost: list[np.ndarray],
+              total: int) -> list[str]:
+    """Where covering two of each variant (:func:`_cover_variants`) leaves the replay under
+    ``GAIN`` times smaller than the trace, cover one of each where that makes it so much
+    smaller (in place, with a note; else the phases as they were): the bound then takes, for a
+    variant fitted once, its skipped count times that iteration's residual left out of the
+    line (:func:`_once`).  Public miniMD at 4 ranks: a thermo output step every 105 of 1,052
+    iterations grew the start over the first and the tail back over the last (214 replayed,
+    4.8x fewer actions); its first alone, in a start of 107 and a tail of 12."""
+    was = [(p.replayed, p.tail, p.in_flight) for p in phases]
+    gain = _gain(loops, phases, total)
+    for p in phases:
+        p.replayed, p.tail = _least_replay(p.iterations, p.window, p.follows)
+    for pi in range(len(phases)):
+        _cover_group(phases, pi, cost, True, need=1)
+    if not any([_keep_if_inseparable(data, loops, p) for p in phases]) and \
+            _gain(loops, phases, total) >= GAIN:
+        return [f"one iteration of each variant replayed, not two: two left the replay "
+                f"{gain:.1f}x smaller than the trace, under the {GAIN:g}x sampling aims at"]
+    for p, (start, tail, flight) in zip(phases, was):
+        p.replayed, p.tail, p.in_flight = start, tail, flight
+    return []
 
 
 def _keep_if_inseparable(data, loops: list[np.ndarray], p: Phase) -> str | None:
@@ -1620,6 +1655,8 @@ def sampled_replay(data, loops: list[np.ndarray] | None, sample="auto", *,
         for pi in range(len(phases)):
             _cover_group(phases, pi, cost, fixed is None)
         whys = [_keep_if_inseparable(data, top, p) for p in phases]
+        if fixed is None and phases and not any(whys) and _gain(top, phases, total) < GAIN:
+            notes += _see_once(data, top, phases, cost, total)
         if not any(p.skipped for p in phases) and any(whys):
             why_full = f"iterations cannot be skipped: {next(w for w in whys if w)}"
             phases = []
@@ -1666,7 +1703,8 @@ def sampled_replay(data, loops: list[np.ndarray] | None, sample="auto", *,
         fitted = list(phases)          # the critical path's fit replaces phases of its own
         for group in _groups(fitted):
             _fit([fitted[pi] for pi in group], [times[pi] for pi in group],
-                 [cost[fitted[pi].loop][fitted[pi].first:fitted[pi].stop] for pi in group])
+                 [cost[fitted[pi].loop][fitted[pi].first:fitted[pi].stop] for pi in group],
+                 _group_labels(fitted, group, cost))
         ends, bound = _totals(fitted, res)
         on_path = bound > tolerance * max(ends) and \
             _on_critical_path(data, top, fitted, times, cost, at, scale)
@@ -1727,9 +1765,9 @@ def _small_gain_note(phases: list[Phase], total: int, kept: int, outside: int) -
     """Why ``auto`` replays more than a ``GAIN``-th of the trace's actions: the actions outside
     the loops, replayed as they are; the start and tail every phase replays at least
     (:func:`_least_replay`: a trace of many short loops, Nekbone's 11 of 201 iterations, each
-    cut in two, replayed 550 of 2,210); and what the starts grew beyond them (variants
-    covered, a start not steady, a bound over the tolerance: miniMD at 4 ranks, 214 of
-    1,052)."""
+    cut in two, replayed 550 of 2,210 before :func:`_alike_phases`); and what the starts grew
+    beyond them (variants covered, a start not steady, a bound over the tolerance: miniMD at
+    4 ranks before :func:`_see_once`, 214 of 1,052)."""
     least = sum(sum(_least_replay(p.iterations, p.window, p.follows)) for p in phases)
     replayed = sum(p.replayed + p.tail for p in phases)
     sizes = sorted(p.iterations for p in phases)
@@ -1864,7 +1902,7 @@ def _spread(phases: list[Phase]) -> float:
     """The phases' share of the bound: three standard deviations of their predicted skipped
     time, plus each one's ``shift`` (:func:`_on_line`) and ``level`` (:func:`_level`)."""
     return _Z * float(np.sqrt(sum(p.variance for p in phases))) + \
-        sum(p.shift + p.level for p in phases)
+        sum(p.shift + p.level + p.once for p in phases)
 
 
 def _on_critical_path(data, loops, phases: list[Phase], times, cost, at: list,
@@ -1899,12 +1937,12 @@ def _on_critical_path(data, loops, phases: list[Phase], times, cost, at: list,
             c = cost[p.loop][p.first:p.stop].copy()
             c[:, 0] = paths[p.loop][p.first:p.stop]
             costs.append(c)
-        fits = []
+        fits, labels = [], _group_labels(phases, group, cost)
         for slope in (None,) if scale is None else (None, scale):
             qs = [replace(q, path=None if slope is None else
                           paths[q.loop][q.first:q.stop] * slope)
                   for q in (phases[pi] for pi in group)]
-            _fit(qs, [times[pi] for pi in group], costs)
+            _fit(qs, [times[pi] for pi in group], costs, labels)
             fits.append(qs)
         qs = min(fits, key=_spread)
         if _spread(qs) < _spread([phases[pi] for pi in group]):
@@ -2023,7 +2061,8 @@ def _on_line(X: np.ndarray, phase: np.ndarray, lead: np.ndarray) -> np.ndarray:
         keep[rows[np.argmax(np.where(off, h, -1.0))]] = False
 
 
-def _fit(group: list[Phase], xs: list[tuple], costs: list[np.ndarray]) -> None:
+def _fit(group: list[Phase], xs: list[tuple], costs: list[np.ndarray],
+         labels: list[np.ndarray] | None = None) -> None:
     """Predict the skipped iterations of a group of phases (one, or one with those joint to it)
     from their steady replayed ones (each phase's start from its steady iteration on, its tail
     but the first): one least-squares line against the static cost, an intercept per phase
@@ -2032,7 +2071,8 @@ def _fit(group: list[Phase], xs: list[tuple], costs: list[np.ndarray]) -> None:
     residuals, times the skipped count, plus the line's own uncertainty: each phase's share of
     the group's, its covariance with the group's prediction, none where that is negative); an
     iteration at the head of a start that sets the slopes alone is left out of the line, the
-    disagreement it makes kept as the phase's ``shift`` (:func:`_on_line`)."""
+    disagreement it makes kept as the phase's ``shift`` (:func:`_on_line`); ``labels``: per
+    phase its iterations' variants, for :func:`_once` (None: none)."""
     ys, cs, rests, paths = [], [], [], []
     for p, x, cost in zip(group, xs, costs):
         s, hi = p.steady_from or 0, p.iterations - p.tail
@@ -2074,6 +2114,36 @@ def _fit(group: list[Phase], xs: list[tuple], costs: list[np.ndarray]) -> None:
         p.shift = float(shifts[i])
         p.level = _level(p, X[on], y[on], (phase[on] == i) & lead[on],
                          (phase[on] == i) & ~lead[on])
+    if labels is None:
+        return
+    fitted = np.concatenate([np.r_[v[p.steady_from or 0:p.replayed], v[p.iterations - p.tail + 1:]]
+                             for p, v in zip(group, labels)])
+    for p, more in zip(group, _once(X[on], y[on], fitted[on],
+                                    [v[p.replayed:p.iterations - p.tail]
+                                     for p, v in zip(group, labels)])):
+        p.once = more
+
+
+def _once(X: np.ndarray, y: np.ndarray, fitted: np.ndarray, skipped: list) -> list[float]:
+    """Per phase, how far its skipped iterations of a variant that the group's line fits once
+    (``fitted``: the variant of each fitted row of the design ``X``, times ``y``;
+    ``skipped``: per phase its skipped iterations' variants) may lie from the line: their
+    count times that iteration's residual left out of the line (its residual over one minus
+    its leverage), or its whole time where it sets a column alone.  One iteration does not
+    show its variant's noise, and the line passes near it: where every skipped one is off as
+    far, none of the variance sees it (:func:`_see_once`, public miniMD at 4 ranks: a thermo
+    output step every 105 iterations replayed once, in the start)."""
+    vals, at, count = np.unique(fitted, return_index=True, return_counts=True)
+    single = count == 1
+    if not single.any():
+        return [0.0] * len(skipped)
+    beta, *_ = np.linalg.lstsq(X, y, rcond=None)
+    rows = at[single]
+    h = np.einsum("ij,jk,ik->i", X[rows], np.linalg.pinv(X.T @ X), X[rows])
+    resid = np.abs(y[rows] - X[rows] @ beta)
+    off = np.where(h < 1 - 1e-9, resid / np.maximum(1 - h, 1e-9), np.abs(y[rows]))
+    return [float(sum(np.count_nonzero(v == u) * o for u, o in zip(vals[single], off)))
+            for v in skipped]
 
 
 #: The chance below which a phase's replayed start and tail are taken to sit at different
