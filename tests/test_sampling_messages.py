@@ -7,9 +7,13 @@ pipeline skipped by whole periods, but not in public PENNANT at 4 ranks under --
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
+from minitrace.errors import MinitraceError
 from minitrace.model import TraceBuilder
+from minitrace.replay import replay
 from minitrace.replay.sampling import check_separable, sampled_replay
+from tests.support.synthetic_loops import stencil
 
 ITERATIONS = 20
 
@@ -74,3 +78,24 @@ def test_sizes_that_change_inside_a_block_of_alike_iterations():
     s = sampled_replay(data, [loop], "auto", compute_rate="1Gf")
     (why,) = [x for x in s.notes if x.startswith("replayed fully")]
     assert "messages of other sizes" in why
+
+
+def test_a_truncated_sampled_replay_says_to_replay_whole():
+    """SimGrid's MPI_ERR_TRUNCATE in a sampled replay (here a replay that gives a receive of
+    1024 bytes a message of 4096, as a block skipped wrongly would) says to try --sample off,
+    not to validate the trace, which is sound."""
+    b = TraceBuilder(2)
+    for r in range(2):
+        b.add(r, "init")
+    b.add(0, "send", peer=1, bytes_sent=4096)
+    b.add(1, "recv", peer=0, bytes_recv=1024)
+    for r in range(2):
+        b.add(r, "finalize")
+    truncated = b.build()
+    data, bounds = stencil(2, 300)
+    with pytest.raises(MinitraceError) as e:
+        sampled_replay(data, [bounds], "auto", compute_rate="1Gf",
+                       replay_fn=lambda trace, **kw: replay(truncated, **kw))
+    said = str(e.value)
+    assert "MPI_ERR_TRUNCATE" in said and "--sample off" in said and "validate" not in said
+    assert "\n" not in said

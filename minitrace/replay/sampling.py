@@ -1675,7 +1675,10 @@ def sampled_replay(data, loops: list[np.ndarray] | None, sample="auto", *,
     replays, regrown, more = 0, [], ""
     while True:
         reduced, origin, marks, removed = reduce_trace(data, top, phases)
-        res = run(reduced, timeline="times", **replay_kw)
+        try:
+            res = run(reduced, timeline="times", **replay_kw)
+        except MinitraceError as e:
+            raise _sampled_error(e) from None
         replays += 1
         times = _marker_times(res.timeline, reduced, origin, marks, phases)
         grow = False
@@ -1759,6 +1762,26 @@ def sampled_replay(data, loops: list[np.ndarray] | None, sample="auto", *,
 #: ``auto`` replays more of a phase whose bound is over the tolerance only while the replay
 #: stays this many times smaller than the trace (its actions): the gain sampling is for.
 GAIN = 5.0
+
+
+#: What a full replay's MPI_ERR_TRUNCATE says of the trace (minitrace.replay.child), which a
+#: sampled replay's does not: the trace it replayed is the reduced one.
+_VALIDATE_HINT = "; a message larger than the receive posted for it: `minitrace validate`"
+
+
+def _sampled_error(e: MinitraceError) -> MinitraceError:
+    """The error of a sampled replay's SimGrid run: where a receive got a larger message
+    (MPI_ERR_TRUNCATE), the skipped iterations may have left it another message than its own,
+    which no check of the reduced trace saw: the trace itself may be sound (`minitrace
+    validate` would find nothing), so the hint is ``--sample off``."""
+    said = str(e)
+    if "MPI_ERR_TRUNCATE" not in said:
+        return e
+    said = said.split(_VALIDATE_HINT)[0].removeprefix(f"{e.path}: " if e.path else "")
+    return MinitraceError(f"{said}; in the sampled replay: the iterations it skipped may have "
+                          f"left a receive another message than its own (a block skipped "
+                          f"wrongly, not the trace's fault): --sample off replays it whole",
+                          e.path)
 
 
 def _small_gain_note(phases: list[Phase], total: int, kept: int, outside: int) -> str:
