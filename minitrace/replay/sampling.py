@@ -1620,6 +1620,7 @@ def sampled_replay(data, loops: list[np.ndarray] | None, sample="auto", *,
         why_full = (f"no dominant loop (loops cover {covered / max(total, 1):.0%} of the "
                     f"actions, under {DOMINANT_SHARE:.0%})")
     phases: list[Phase] = []
+    need = 2                            # of each variant fitted (:func:`_see_once`: 1)
     if why_full is None:
         at: list = []
         scale = _seconds_per_unit(replay_kw)
@@ -1656,7 +1657,9 @@ def sampled_replay(data, loops: list[np.ndarray] | None, sample="auto", *,
             _cover_group(phases, pi, cost, fixed is None)
         whys = [_keep_if_inseparable(data, top, p) for p in phases]
         if fixed is None and phases and not any(whys) and _gain(top, phases, total) < GAIN:
-            notes += _see_once(data, top, phases, cost, total)
+            once = _see_once(data, top, phases, cost, total)
+            notes += once
+            need = 1 if once else 2
         if not any(p.skipped for p in phases) and any(whys):
             why_full = f"iterations cannot be skipped: {next(w for w in whys if w)}"
             phases = []
@@ -1694,7 +1697,7 @@ def sampled_replay(data, loops: list[np.ndarray] | None, sample="auto", *,
                 p.replayed = min(p.iterations - p.tail, p.replayed + step)
                 if not p.skipped:
                     p.replayed, p.tail = p.iterations, 0
-                _cover_group(phases, pi, cost, fixed is None)
+                _cover_group(phases, pi, cost, fixed is None, need)
                 why = _keep_if_inseparable(data, top, p)
                 if why:
                     notes.append(f"replayed whole: {why}")
@@ -1715,7 +1718,7 @@ def sampled_replay(data, loops: list[np.ndarray] | None, sample="auto", *,
             ends, bound = _totals(fitted, res)
         if fixed is not None or bound <= tolerance * max(ends):
             break
-        more = _replay_more(data, top, phases, fitted, cost, total)
+        more = _replay_more(data, top, phases, fitted, cost, total, need)
         if isinstance(more, str):
             break
         regrown.append((more, bound / max(ends)))
@@ -1806,11 +1809,12 @@ def _small_gain_note(phases: list[Phase], total: int, kept: int, outside: int) -
 
 
 def _replay_more(data, loops: list[np.ndarray], phases: list[Phase], fitted: list[Phase],
-                 cost: list[np.ndarray], total: int) -> tuple | str:
+                 cost: list[np.ndarray], total: int, need: int = 2) -> tuple | str:
     """Double the start of the phase whose skipped time is the least certain (``fitted``: the
     phases as last fitted, ``phases``' own unless the critical path's fit replaced them), or
     grow it as far as the replay stays ``GAIN`` times smaller than the trace (at least a window
-    further), in place, covering its group's variants again and checking that it still skips:
+    further), in place, covering its group's variants again (``need`` of each:
+    :func:`_see_once`) and checking that it still skips:
     more fitted iterations and fewer skipped ones narrow the bound (public miniGhost SVAF at 4
     ranks recorded on 2 cores, 3999 iterations: a start of 48, +0.97% from the full replay
     against a bound of 1.67%, 60x fewer actions; doubled twice, a start of 192, +0.29%
@@ -1829,7 +1833,7 @@ def _replay_more(data, loops: list[np.ndarray], phases: list[Phase], fitted: lis
         p.replayed = min(p.iterations - p.tail, start)
         if not p.skipped:
             p.replayed, p.tail = p.iterations, 0
-        _cover_group(phases, pi, cost)
+        _cover_group(phases, pi, cost, need=need)
         return _gain(loops, phases, total) >= GAIN
     lo, hi = before[0], 2 * before[0]
     if not gains(hi):
