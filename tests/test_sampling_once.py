@@ -42,5 +42,7 @@ def test_one_output_step_is_fitted_and_bounded():
     assert s.skipped_share > 1 - 1 / GAIN, s.notes
     (p,) = s.phases
     assert p.once > 0 and p.replayed + p.tail < 150
+    assert any(n.startswith("the bound takes the skipped iterations of a variant the line "
+                            "fits once") for n in s.notes)
     full = replay(data, compute_rate=RATE)
     assert abs(s.simulated_time - full.simulated_time) <= s.bound

@@ -206,8 +206,8 @@ class SampledReplay:
 
     def table(self) -> pd.DataFrame:
         """One row per phase: iterations, replayed, steady_from, per_iteration, spread,
-        skipped_time, bound (3 sd, plus the phase's ``shift`` and ``level``: its share of
-        the trace's bound but the timing precision)."""
+        skipped_time, bound (3 sd, plus the phase's ``shift``, ``level`` and ``once``: its
+        share of the trace's bound but the timing precision)."""
         return pd.DataFrame([{
             "loop": p.loop, "first": p.first, "iterations": p.iterations,
             "replayed": p.replayed + p.tail, "steady_from": p.steady_from,
@@ -1727,6 +1727,11 @@ def sampled_replay(data, loops: list[np.ndarray] | None, sample="auto", *,
     phases = fitted
     if on_path:
         notes.append("skipped iterations predicted from their compute critical path")
+    once = sum(p.once for p in phases)
+    if once:
+        notes.append(f"the bound takes the skipped iterations of a variant the line fits once "
+                     f"each as far from the line as that one (its residual left out of the "
+                     f"line): +-{once / max(ends):.2%}")
     if regrown:
         notes.append(_regrown_note(regrown, phases, bound / max(ends), tolerance))
     n_skip = sum(p.skipped for p in phases)
@@ -1927,7 +1932,8 @@ def _totals(phases: list[Phase], res) -> tuple[list[float], float]:
 
 def _spread(phases: list[Phase]) -> float:
     """The phases' share of the bound: three standard deviations of their predicted skipped
-    time, plus each one's ``shift`` (:func:`_on_line`) and ``level`` (:func:`_level`)."""
+    time, plus each one's ``shift`` (:func:`_on_line`), ``level`` (:func:`_level`) and
+    ``once`` (:func:`_once`)."""
     return _Z * float(np.sqrt(sum(p.variance for p in phases))) + \
         sum(p.shift + p.level + p.once for p in phases)
 
