@@ -55,6 +55,8 @@ def test_alike_solves_share_a_line_and_skip_the_step():
     assert s.skipped_share > 1 - 1 / GAIN, s.notes
     like = [p for p in s.phases if p.like is not None]
     assert like and all(s.phases[p.like].like is None for p in like)
+    assert any(n.startswith(f"{len(like)} phase(s) share the line of an earlier one")
+               for n in s.notes)
     # the solves after the first kind's skip over the step between their two solves
     assert any(p.first < p.iterations // 2 < p.stop - p.tail and
                p.first + p.replayed < p.iterations // 2 for p in like)

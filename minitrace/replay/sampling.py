@@ -1653,6 +1653,14 @@ def sampled_replay(data, loops: list[np.ndarray] | None, sample="auto", *,
         for p in phases:
             if p.like is not None:
                 p.replayed, p.tail = _least_replay(p.iterations, p.window, True, fixed)
+        leads = sorted({p.like for p in phases if p.like is not None})
+        if leads:
+            firsts = ", ".join(f"loop {phases[q].loop} from iteration {phases[q].first}"
+                               for q in leads)
+            notes.append(f"{sum(p.like is not None for p in phases)} phase(s) share the line "
+                         f"of an earlier one whose iterations make the same calls, sizes aside "
+                         f"(one solve at several sizes; the first of each kind: {firsts}), "
+                         f"with an intercept and a start of one window each")
         for pi in range(len(phases)):
             _cover_group(phases, pi, cost, fixed is None)
         whys = [_keep_if_inseparable(data, top, p) for p in phases]
