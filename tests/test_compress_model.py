@@ -19,7 +19,8 @@ from minitrace.model import TraceColumns, assign_vec_offsets, empty_actions
 
 FIXTURES = Path(__file__).parent / "data" / "model_c199d68"
 CALLS = 40          # compute + ring send + recv per iteration, then compute + allreduce
-KERNELS = 40        # alternating_trace's computes per iteration: an epoch each
+KERNELS = 72        # alternating_trace's computes per iteration: an epoch each (more than
+#                     epochs.MIN_PER_EPOCH)
 
 
 def ring_trace(body: list, iterations: int, P: int, volume,
@@ -51,8 +52,9 @@ def ring_trace(body: list, iterations: int, P: int, volume,
                         meta={"volume_unit": "seconds"})
 
 
-def imbalanced_trace(P: int = 4, iterations: int = 60, seed: int = 3) -> TraceColumns:
-    """Each iteration: CALLS x (compute, send right, recv left), compute, allreduce.  Rank r
+def imbalanced_trace(P: int = 4, iterations: int = 60, seed: int = 3,
+                     calls: int = CALLS) -> TraceColumns:
+    """Each iteration: ``calls`` x (compute, send right, recv left), compute, allreduce.  Rank r
     computes (1 + r / 2) times as much, drifting up 50% over the run, with lognormal noise
     and, on one rank per tenth iteration, a call 20 times as long (the tail)."""
     rng = np.random.default_rng(seed)
@@ -65,7 +67,7 @@ def imbalanced_trace(P: int = 4, iterations: int = 60, seed: int = 3) -> TraceCo
         vol[spike] *= 20
         return vol
 
-    return ring_trace(["compute", "send", "recv"] * CALLS + ["compute", "allreduce"],
+    return ring_trace(["compute", "send", "recv"] * calls + ["compute", "allreduce"],
                       iterations, P, volume)
 
 
@@ -96,7 +98,7 @@ def test_sorted_groups_are_numpy_s_unique(case):
 
 @pytest.mark.parametrize("precision", [0.01, 0.05, 1e-6])
 def test_model_keeps_rank_means_and_the_per_iteration_maximum(tmp_path, precision):
-    d = imbalanced_trace()
+    d = imbalanced_trace(calls=E.MIN_PER_EPOCH + 4)     # (each iteration an epoch)
     out = tmp_path / "m.h5"
     write_compressed(str(out), d, "model", precision)
     with minitrace.open(out) as t:
@@ -195,7 +197,7 @@ def test_model_keeps_each_repeated_epoch_s_variant(tmp_path, monkeypatch):
 def test_model_keeps_the_largest_calls_where_they_were(tmp_path):
     """The tail: the calls 20 times as long as their neighbours come back with their own
     value, at their own place (within the precision), and no other call is that long."""
-    d = imbalanced_trace()
+    d = imbalanced_trace(calls=E.MIN_PER_EPOCH + 4)     # (each iteration an epoch)
     out = tmp_path / "m.h5"
     write_compressed(str(out), d, "model")
     with minitrace.open(out) as t:
@@ -225,12 +227,13 @@ def polling_trace(P: int = 4, iterations: int = 12) -> TraceColumns:
                       P, volume, with_volume=("compute", "recv", "allreduce"))
 
 
-def test_the_cpu_time_inside_mpi_calls_moves_no_work(tmp_path):
+def test_the_cpu_time_inside_mpi_calls_moves_no_work(tmp_path, monkeypatch):
     """The CPU time inside MPI calls has its own total per rank: each rank's work between two
     allreduces comes back within twice the precision, however much its waits took (pooled
     with the kernels in one epoch total, the waits' noise moved volume between them: up to 6%
     of an epoch's work here; the model's replay of clover2d.c at 4 ranks was 14% slower than
     the exact file's); the in-call total of each rank within the precision."""
+    monkeypatch.setattr(E, "MIN_PER_EPOCH", 32)     # (12 iterations in two epochs, as in 19)
     d = polling_trace()
     c = compress(d, "model")
     assert len(c.side["in_call_totals"]) == d.nranks and len(c.side["templates"]) == 0
@@ -498,7 +501,7 @@ def test_the_tail_keeps_calls_above_their_mean_not_below():
 
 
 def test_info_says_what_a_model_file_lost(tmp_path, capsys):
-    d = imbalanced_trace(P=2, iterations=20)
+    d = imbalanced_trace(P=2, iterations=20, calls=E.MIN_PER_EPOCH + 4)   # (epochs unmerged)
     exact, model = tmp_path / "e.h5", tmp_path / "m.h5"
     write_compressed(str(exact), d, "exact")
     write_compressed(str(model), d, "model")
