@@ -98,7 +98,7 @@ def _frequent_keys(keys, minimum, limit):
 @pytest.mark.parametrize("width,counted", [(2, True), (10, True), (40, False)])
 def test_keys_counted_or_sorted_choose_the_same_tables(monkeypatch, width, counted):
     """Keys 2, 10 and 40 times as wide as they are many: counted without a sort (the first
-    two) or sorted, the fine keys of at least MIN_VALUES values (one key exactly that many,
+    two) or hashed, the fine keys of at least MIN_VALUES values (one key exactly that many,
     one a value short), the most frequent past the limit; the coarse keys of the rest."""
     monkeypatch.setattr(CR, "MIN_VALUES", 20)
     monkeypatch.setattr(CR, "MAX_CONTEXTS", 30)
@@ -119,6 +119,19 @@ def test_keys_counted_or_sorted_choose_the_same_tables(monkeypatch, width, count
     monkeypatch.setattr(CR, "MAX_CONTEXTS", 100)
     everyone = CR._choose(fine, coarse)[0]
     assert pool[60] in everyone and pool[61] not in everyone
+
+
+def test_hashed_keys_tied_at_the_limit_keep_the_lower(monkeypatch):
+    """Keys too wide to count (negative ones among them) hashed in their order of appearance:
+    of keys as frequent as each other across the limit, the lower ones kept, as a sort of
+    them kept them."""
+    monkeypatch.setattr(CR, "MIN_VALUES", 5)
+    monkeypatch.setattr(CR, "MAX_CONTEXTS", 4)
+    pool = np.array([7 << 40, -3, 5 << 30, -(9 << 35), 11, 2 << 50])
+    fine = _RNG.permutation(np.repeat(pool, [9, 6, 6, 6, 6, 4]))
+    fine_keys = CR._choose(fine, np.zeros(len(fine), np.int64))[0]
+    assert np.array_equal(fine_keys, [-(9 << 35), -3, 11, 7 << 40])
+    assert np.array_equal(fine_keys, _frequent_keys(fine, 5, 4))
 
 
 def test_a_second_window_takes_the_far_mode(monkeypatch):
