@@ -373,11 +373,12 @@ def test_each_rank_keeps_the_means_of_its_own_call_sites(monkeypatch):
     assert E.check(side, c.attrs, len(c.table), 3) == "model/site_offsets inconsistent"
 
 
-def test_kept_calls_coded_as_steps_expand_as_their_codes():
+def test_kept_calls_coded_as_steps_expand_as_their_codes(monkeypatch):
     """The kept calls' values as steps from the previous kept call of the same call (where that
     deflates smaller: alternating_trace's, whose long kernel is kept at the same places) expand
     as their own codes do, bit for bit; steps that do not fit a rank's kept calls are refused;
     the steps of any codes and calls give those codes back."""
+    monkeypatch.setattr(E, "TAIL_NEAR", 1)     # (its noise kept too: smaller as steps)
     d = alternating_trace()
     c = compress(d, "model")
     side = c.side
@@ -484,6 +485,25 @@ def test_the_tail_holds_the_calls_the_means_miss():
         len(tiny.actions) // E.TAIL_EVERY
 
 
+def test_the_tail_keeps_no_call_within_tail_near_precisions_of_its_mean():
+    """Calls 2.5% above or below their mean, the noise of their call, are not kept (each cost
+    a kept call's bytes: 1.3 on public PENNANT 2r sq; session 25); those five times it are,
+    at their own value."""
+    rng = np.random.default_rng(11)
+
+    def volume(r, kinds, it):
+        v = 1e-4 * (1 + 0.025 * rng.choice([-1.0, 1.0], len(kinds)))
+        v[rng.uniform(size=len(kinds)) < 0.02] *= 5
+        return v
+
+    d = ring_trace(["compute", "send", "recv"] * 8 + ["compute", "allreduce"], 60, 2, volume)
+    c = compress(d, "model")
+    kept, vol = kept_calls(c, d), d.actions["volume"]
+    outlier = vol > 2e-4
+    assert outlier.sum() > 10
+    assert kept[outlier].all() and not kept[~outlier].any()
+
+
 def test_the_tail_keeps_calls_above_their_mean_not_below():
     """A call five times its call's usual length is kept, one a fifth of it is not: the long
     one makes the neighbours wait, the short one takes the mean and its epoch's total takes
@@ -514,9 +534,10 @@ def test_info_says_what_a_model_file_lost(tmp_path, capsys):
     assert "lost" not in capsys.readouterr().out
 
 
-def test_info_counts_every_kept_call_whose_value_is_a_step(tmp_path, capsys):
+def test_info_counts_every_kept_call_whose_value_is_a_step(tmp_path, capsys, monkeypatch):
     """A file whose kept calls are stored as steps (model/tail_steps) says how many calls it
     kept, all of them, not only each call's first (tail_values)."""
+    monkeypatch.setattr(E, "TAIL_NEAR", 1)     # (its noise kept too: smaller as steps)
     c = compress(alternating_trace(), "model")
     kept = len(c.side["tail_gaps"])
     assert len(c.side["tail_steps"]) > 0 and kept > len(c.side["tail_values"])
