@@ -436,11 +436,11 @@ TAIL_MIN = 64
 
 #: A call within this many times the precision of its call's mean is never kept (1 until
 #: session 25): a call 2-6% above its mean is the noise of its call, each as dear to keep as
-#: an outlier (~1.3 bytes); 30 public recordings' model files 2.1% smaller (CloverLeaf 2r 480
-#: 0.207 -> 0.200 B/action, PENNANT 2r sq 0.198 -> 0.195, miniGhost BSPMA 4r L -10%), each
-#: model replay within 0.15 points of its error before (PENNANT 4r sq -0.03 -> -0.16%,
-#: miniGhost BSPMA 4r L -0.38 -> -0.51%, TeaLeaf 4r -1.69 -> -1.75%; miniAMR 4r +0.74 ->
-#: +0.47%).
+#: an outlier (~1.3 bytes); 30 public recordings' model files 1.0% smaller (CloverLeaf 2r 480
+#: 0.207 -> 0.200 B/action, PENNANT 2r sq 0.198 -> 0.195, miniGhost BSPMA 4r L -11%), each
+#: model replay within 0.13 points of its error before (PENNANT 4r sq -0.03 -> -0.16%,
+#: miniGhost BSPMA 4r L -0.38 -> -0.51%, TeaLeaf 4r -1.69 -> -1.75%) but miniAMR 4r's,
+#: +0.74 -> +0.47%.
 TAIL_NEAR = 3
 
 
