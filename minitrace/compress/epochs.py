@@ -66,8 +66,8 @@ from . import volumes as V
 from .pack import deflated_size
 
 #: Volume actions per epoch and rank, on average, below which consecutive epochs are merged.
-#: 64 since session 25 (32 before): the totals took 12-15% of small model files (public
-#: miniAMR 2r 0.205 -> 0.190 B/action, PENNANT 2r sq 0.203 -> 0.198; 30 recordings 4.6%
+#: 64 since session 25 (32 before): the totals took 8-13% of small model files (public
+#: miniAMR 2r 0.205 -> 0.190 B/action, PENNANT 2r sq 0.203 -> 0.198; 30 recordings 3.5%
 #: smaller), each model replay within 0.15 points of its error with 32 (TeaLeaf 4r -1.57 ->
 #: -1.69%, Nekbone 4r -1.43 -> -1.58%, PENNANT 4r -0.53 -> -0.67%; the others within 0.1).
 MIN_PER_EPOCH = 64
