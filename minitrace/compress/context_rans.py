@@ -412,17 +412,18 @@ def _tables(values: np.ndarray, fine: np.ndarray, coarse: np.ndarray) -> dict:
     entries = np.flatnonzero(count)
     codes = _count_codes(count[entries])
     per = np.bincount(entries // nsym, minlength=nctx)
-    flat_f = np.zeros(nctx * nsym, np.int64)
-    flat_f[entries] = _frequencies(codes, per)
-    freq = flat_f.reshape(nctx, nsym)
-    flat_c = (np.cumsum(freq, axis=1) - freq).ravel()
+    freqs = _frequencies(codes, per)
+    starts = _within(freqs, np.cumsum(per) - per, per) - freqs     # (in its context's table)
+    entry = np.zeros(nctx * nsym, np.intp)   # (each value's entry: the tables' grid, one
+    entry[entries] = np.arange(len(entries))            # int a cell, no cumsum over it)
+    entry = entry[cell]
     return {"values": values, "fine_keys": fine_keys, "coarse_keys": coarse_keys,
             "base": base, "second": second, "nsym": nsym, "per": per, "entries": entries,
             "codes": codes,
-            "freqs": flat_f[entries], "k": k, "rest": rest,
+            "freqs": freqs, "k": k, "rest": rest,
             "lanes": R.lane_count(n) if n else 1,
-            "f": flat_f.astype(np.float64)[cell],   # (the tables as floats: no copy a value)
-            "c": flat_c.astype(np.float64)[cell]}
+            "f": freqs.astype(np.float64)[entry],   # (the tables as floats: no copy a value)
+            "c": starts.astype(np.float64)[entry]}
 
 
 def _layout(t: dict, x: np.ndarray, words: np.ndarray) -> np.ndarray:

@@ -359,12 +359,12 @@ def countable(key: np.ndarray) -> bool:
 def dense_unique(key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``np.unique(key, return_inverse=True)`` of non-negative keys, by counting where the keys
     are few for their range (:func:`countable`; no sort: linear time)."""
-    span = int(key.max()) + 1 if len(key) else 0
     if len(key) and not countable(key):
         return np.unique(key, return_inverse=True)
-    present = np.bincount(key, minlength=span) > 0
-    uniq = np.flatnonzero(present)
-    index = np.cumsum(present) - 1
+    count = np.bincount(key)                 # (each key's index by a table over the range:
+    uniq = np.flatnonzero(count)             # a model file's ~16 calls took 10-45 us each
+    index = np.empty(len(count), np.intp)    # with a cumsum over it, 3-5 us less so)
+    index[uniq] = np.arange(len(uniq))
     return uniq, index[key]
 
 
