@@ -110,7 +110,7 @@ def sampled_text(s, source: str) -> str:
         lines.append(f"  replayed {s.replayed_share:.1%} of the actions, skipped "
                      f"{s.skipped_share:.1%}; {s.replays} replay(s), {s.wall_time:.3g} s of "
                      f"wall time; bound: 3 sd of the skipped iterations' prediction, plus "
-                     f"the shifts and levels the notes name")
+                     f"the shifts, levels and variants fitted once the notes name")
         t = s.table()
         lines.append("  phases: loop first iterations replayed steady_from s/iteration "
                      "spread skipped_s bound_s")
