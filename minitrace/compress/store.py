@@ -339,9 +339,11 @@ def _dataset(group, name: str, data: np.ndarray, deferred: list, noisy: bool = F
 #: 0.09-0.11 us for +0.6-2.0% of the pack (+0.4-1.8% of the file).  Level 9 also only up to
 #: :data:`PACK_LEVEL9_BYTES` (session 19): the model's tail (the calls its means miss, at
 #: irregular places) made CloverLeaf 8r's 121 KB pack take 26 ms at level 9, 4.2 at level 7,
-#: for 0.9% of it (0.0013 B/action).
+#: for 0.9% of it (0.0013 B/action); 16 KiB since session 25 (32 before): miniAMR 2r's model
+#: pack of 32 KB took 2.1 ms at level 9, 0.7 at level 7, for 0.7% of it (42 bytes; 6% of its
+#: model compression), miniGhost BSPMA 4r's of 25 KB 2.0 and 0.65 ms for 1.0%.
 PACK_GZIP_LEVEL = 9
-PACK_LEVEL9_BYTES = 32 << 10
+PACK_LEVEL9_BYTES = 16 << 10
 PACK_GZIP_LEVEL_LARGE = 7
 PACK_GZIP_LEVEL_NOISY = 4
 PACK_BYTES_PER_ACTION = 1
