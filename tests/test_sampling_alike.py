@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from minitrace import kinds as K
 from minitrace.model import TraceBuilder
 from minitrace.replay import replay
 from minitrace.replay.sampling import GAIN, sampled_replay
@@ -15,10 +16,11 @@ from minitrace.replay.sampling import GAIN, sampled_replay
 RATE = "1Gf"
 
 
-def _solves(sizes: int = 6, iterations: int = 100, seed: int = 5):
+def _solves(sizes: int = 6, iterations: int = 100, seed: int = 5, step=lambda k: 8):
     """Two ranks; per size a set-up outside the loops, then two CG solves of ``iterations``
     (a halo exchange of the size's bytes, its compute, jittered and warming up in the first
-    solve's first iterations, an allreduce) with a barrier and a broadcast between them."""
+    solve's first iterations, an allreduce) with a barrier and a broadcast between them (of
+    ``step(size)`` bytes)."""
     rng = np.random.default_rng(seed)
     b = TraceBuilder(2)
     for r in (0, 1):
@@ -31,7 +33,7 @@ def _solves(sizes: int = 6, iterations: int = 100, seed: int = 5):
             if solve:
                 for r in (0, 1):
                     b.add(r, "barrier")
-                    b.add(r, "bcast", bytes_sent=8, bytes_recv=8, peer=0)
+                    b.add(r, "bcast", bytes_sent=step(k), bytes_recv=step(k), peer=0)
             for i in range(iterations):
                 warm = 1.5 if solve == 0 and i < 3 else 1.0
                 work = 1e-4 * k * warm * (1 + 0.02 * rng.standard_normal(2))
@@ -60,6 +62,27 @@ def test_alike_solves_share_a_line_and_skip_the_step():
     # the solves after the first kind's skip over the step between their two solves
     assert any(p.first < p.iterations // 2 < p.stop - p.tail and
                p.first + p.replayed < p.iterations // 2 for p in like)
+
+
+def test_a_step_that_moves_more_at_each_size_is_replayed_in_each():
+    """The step's broadcast grows with the size (1 to 36 MB): the first size's step, the
+    only one replayed where a variant replayed anywhere pinned it for all, says nothing of
+    the others' (the shared line has no column for bytes), so each solve replays its own."""
+    data = _solves(step=lambda k: (k * k) << 20)
+    s = sampled_replay(data, None, "auto", compute_rate=RATE)
+    barriers = np.flatnonzero(data.actions["kind"] == K.code("barrier"))
+    like = [p for p in s.phases if p.like is not None]
+    assert len({p.loop for p in like}) >= 5
+    for p in like:                  # the step: the iteration of a barrier
+        b = s.loops[p.loop]
+        step = [j for j in range(p.first, p.stop)
+                if ((barriers >= b[0, j]) & (barriers < b[0, j + 1])).any()]
+        assert all(j - p.first < p.replayed or j >= p.stop - p.tail for j in step)
+    assert sum(1 for p in s.phases for j in range(p.first, p.stop)
+               if ((barriers >= s.loops[p.loop][0, j]) &
+                   (barriers < s.loops[p.loop][0, j + 1])).any()) == 6
+    full = replay(data, compute_rate=RATE)
+    assert abs(s.simulated_time - full.simulated_time) <= s.bound
 
 
 def test_solves_of_other_calls_are_not_alike():

@@ -166,6 +166,12 @@ class Phase:
     #: solve at another problem size, :func:`_alike_phases`): it shares that phase's line with an
     #: intercept of its own, so its start is one window, checked against its tail (:func:`_level`)
     like: int | None = None
+    #: per iteration [iterations, 2], the bytes its ranks move beyond those of the phase's
+    #: commonest iteration where it makes other calls (0 where it makes those), and the bytes
+    #: they move: a variant replayed once, or in a phase ``like`` this one, pins its cost here
+    #: only where it moves about as many bytes more (:func:`_bytes_apart`; None: not marked by
+    #: :func:`_alike_phases`)
+    beyond: np.ndarray | None = None
     #: s: how far its skipped iterations of a variant fitted once may lie from the line
     #: (:func:`_once`): added to the bound
     once: float = 0.0
@@ -1321,7 +1327,9 @@ def _split_at_variants(phases: list[Phase], cost: list[np.ndarray],
             continue
         edges = np.r_[0, cuts, p.iterations] + p.first
         pieces = [replace(p, first=int(lo), stop=int(hi), replayed=0, tail=0,
-                          path=None if p.path is None else p.path[lo - p.first:hi - p.first])
+                          path=None if p.path is None else p.path[lo - p.first:hi - p.first],
+                          beyond=None if p.beyond is None else
+                          p.beyond[lo - p.first:hi - p.first])
                   for lo, hi in zip(edges[:-1], edges[1:])]
         whole = replace(p)
         _cover_variants(whole, labels, start=fixed is None)
@@ -1385,19 +1393,54 @@ def _cover_group(phases: list[Phase], pi: int, cost: list[np.ndarray],
     grew to 28 for a summary the phase before had replayed).  ``start``: the start may grow
     (``--sample auto``); ``need``: :func:`_cover_variants`'s."""
     group = next(g for g in _groups(phases) if pi in g)
-    calls = dict(zip(group, _group_labels(phases, group, cost)))
+    calls = dict(zip(group, _group_labels(phases, group, cost, need == 1)))
     elsewhere = set().union(*(_seen(phases[q], calls[q]) for q in group if q != pi))
     _cover_variants(phases[pi], calls[pi], elsewhere, start, need)
 
 
-def _group_labels(phases: list[Phase], group: list[int], cost: list[np.ndarray]) -> list:
+def _group_labels(phases: list[Phase], group: list[int], cost: list[np.ndarray],
+                  sizes: bool = False) -> list:
     """Per phase of the group, its iterations' variants (:func:`_variant_labels`), labelled
-    alike across the group's loops."""
+    alike across the group's loops; across loops (phases ``like`` one another), or where one of
+    each is fitted (``sizes``: :func:`_see_once`), a variant's iterations apart where they move
+    bytes apart (:func:`_bytes_apart`)."""
     loops = sorted({phases[q].loop for q in group})
-    rows = [_variant_rows(cost[li], li) for li in loops]
-    split = np.cumsum([len(r) for r in rows])[:-1]
-    labels = dict(zip(loops, np.split(_labels(np.concatenate(rows)), split)))
-    return [labels[phases[q].loop][phases[q].first:phases[q].stop] for q in group]
+    whole = {li: _variant_rows(cost[li], li) for li in loops}
+    rows = [whole[p.loop][p.first:p.stop] for p in (phases[q] for q in group)]
+    labels = _labels(np.concatenate(rows))
+    if sizes or len(loops) > 1:
+        labels = _bytes_apart(labels, np.concatenate([phases[q].beyond for q in group]))
+    return np.split(labels, np.cumsum([len(r) for r in rows])[:-1])
+
+
+def _bytes_apart(labels: np.ndarray, beyond: np.ndarray) -> np.ndarray:
+    """``labels`` with each variant's iterations (``beyond``: :attr:`Phase.beyond` of each)
+    in runs of the bytes they move beyond their phase's commonest iteration, from the fewest,
+    each run within ``PHASE_TOLERANCE`` of the bytes its iterations move.  The line has no
+    column for bytes, and one replayed iteration cannot show how its variant's others differ
+    (two show it in their residuals), nor the first of a phase's kind another size's: a
+    variant that moves more at another problem size, or later in the run, is another variant,
+    replayed where it is.  A step between two solves whose broadcast grows with the size, 1-36
+    MB, was -2.0% from the full replay against a bound of 0.03% where the first size's pinned
+    them all; an output step every 105 iterations whose reduction grows fourfold from 64
+    bytes, fitted once, -0.61% against 0.11% (fitted twice: +1.26% against 3.90%).  Within the
+    tolerance, the bytes that cut phases (:func:`phases_of`): public Nekbone's step moves 16
+    bytes more at every size, miniMD's thermo output at 4 ranks 79-98 k fewer a rank than the
+    742 k of its commonest iterations."""
+    out = labels.copy()
+    for u in np.unique(labels):
+        at = np.flatnonzero(labels == u)
+        extra, moved = beyond[at, 0], beyond[at, 1]
+        if np.ptp(extra) == 0:
+            continue
+        order = np.argsort(extra, kind="stable")
+        run, lo, top = 0, extra[order[0]], 0.0
+        for i in order:
+            top = max(top, moved[i])
+            if extra[i] - lo > PHASE_TOLERANCE * top:
+                run, lo, top = run + 1, extra[i], moved[i]
+            out[at[i]] = u + run * 0.5 ** 20
+    return _labels(out[:, None])
 
 
 def _alike_phases(data, loops: list[np.ndarray], phases: list[Phase]) -> None:
@@ -1409,17 +1452,22 @@ def _alike_phases(data, loops: list[np.ndarray], phases: list[Phase]) -> None:
     3.1x fewer actions).  It is one loop: the replay turns its compute into time at one rate
     whatever the size, and what its messages take is an intercept per phase, so one line
     serves all of them, each phase after the first replaying a window at each end to pin its
-    intercept and to check that its start and tail sit at one level (:func:`_level`)."""
+    intercept and to check that its start and tail sit at one level (:func:`_level`).  Every
+    phase is given its iterations' bytes beyond its commonest one's (:attr:`Phase.beyond`)."""
     ids, _ = structure_ids(data, sizes=False, timing=True)
     at = np.r_[np.uint64(0), np.cumsum(_mixed(ids, 0x9E3779B97F4A7C15), dtype=np.uint64)]
     first: dict[tuple, int] = {}
     for pi, p in enumerate(phases):
-        if p.joint or p.path is not None:     # a drift's phases keep their path's line
-            continue
         b = loops[p.loop][:, p.first:p.stop + 1]
         with np.errstate(over="ignore"):
             calls = (at[b[:, 1:]] - at[b[:, :-1]]).T          # [iterations, nranks]
-        kinds, count = np.unique(calls, axis=0, return_counts=True)
+        kinds, inv, count = np.unique(calls, axis=0, return_inverse=True, return_counts=True)
+        common = inv.reshape(-1) == np.argmax(count)
+        moved = static_cost(data, b)[1].sum(axis=0).astype(float)
+        p.beyond = np.column_stack([np.where(common, 0.0, moved - np.median(moved[common])),
+                                    moved])
+        if p.joint or p.path is not None:     # a drift's phases keep their path's line
+            continue
         key = tuple(kinds[np.argmax(count)].tolist())
         p.like = first.get(key)
         first.setdefault(key, pi)
@@ -1433,7 +1481,9 @@ def _see_once(data, loops: list[np.ndarray], phases: list[Phase], cost: list[np.
     variant fitted once, its skipped count times that iteration's residual left out of the
     line (:func:`_once`).  Public miniMD at 4 ranks: a thermo output step every 105 of 1,052
     iterations grew the start over the first and the tail back over the last (214 replayed,
-    4.8x fewer actions); its first alone, in a start of 107 and a tail of 12."""
+    4.8x fewer actions); its first alone, in a start of 107 and a tail of 12.  A variant is
+    then also told by the bytes it moves (:func:`_group_labels`): one whose instances move
+    other bytes is one variant each."""
     was = [(p.replayed, p.tail, p.in_flight) for p in phases]
     gain = _gain(loops, phases, total)
     for p in phases:
@@ -1718,10 +1768,10 @@ def sampled_replay(data, loops: list[np.ndarray] | None, sample="auto", *,
         for group in _groups(fitted):
             _fit([fitted[pi] for pi in group], [times[pi] for pi in group],
                  [cost[fitted[pi].loop][fitted[pi].first:fitted[pi].stop] for pi in group],
-                 _group_labels(fitted, group, cost))
+                 _group_labels(fitted, group, cost, need == 1))
         ends, bound = _totals(fitted, res)
         on_path = bound > tolerance * max(ends) and \
-            _on_critical_path(data, top, fitted, times, cost, at, scale)
+            _on_critical_path(data, top, fitted, times, cost, at, scale, need)
         if on_path:
             ends, bound = _totals(fitted, res)
         if fixed is not None or bound <= tolerance * max(ends):
@@ -1947,7 +1997,7 @@ def _spread(phases: list[Phase]) -> float:
 
 
 def _on_critical_path(data, loops, phases: list[Phase], times, cost, at: list,
-                      scale: float | None) -> bool:
+                      scale: float | None, need: int = 2) -> bool:
     """Predict again each phase's skipped iterations from their compute critical path
     (:mod:`.critical_path`: costlier than the supersteps' cost, so only where the bound is over
     the tolerance; ``at``: its clocks where :func:`_drifting` computed them), on a line of
@@ -1962,7 +2012,7 @@ def _on_critical_path(data, loops, phases: list[Phase], times, cost, at: list,
     keep their path at slope 1: their replayed iterations are at the drift's ends, the skipped
     ones in its middle, and a line of their own extrapolates there with a variance that does
     not know it (the drift test's trace at --compute-rate 0.25Gf: -5.4% against a bound of
-    0.1%, at slope 1 +1.7% against 2.5%)."""
+    0.1%, at slope 1 +1.7% against 2.5%).  ``need``: of each variant fitted (:func:`_see_once`)."""
     clocks = _clocks(data, at)
     if clocks is None:
         return False
@@ -1978,7 +2028,7 @@ def _on_critical_path(data, loops, phases: list[Phase], times, cost, at: list,
             c = cost[p.loop][p.first:p.stop].copy()
             c[:, 0] = paths[p.loop][p.first:p.stop]
             costs.append(c)
-        fits, labels = [], _group_labels(phases, group, cost)
+        fits, labels = [], _group_labels(phases, group, cost, need == 1)
         for slope in (None,) if scale is None else (None, scale):
             qs = [replace(q, path=None if slope is None else
                           paths[q.loop][q.first:q.stop] * slope)
