@@ -71,16 +71,11 @@ def test_a_step_that_moves_more_at_each_size_is_replayed_in_each():
     data = _solves(step=lambda k: (k * k) << 20)
     s = sampled_replay(data, None, "auto", compute_rate=RATE)
     barriers = np.flatnonzero(data.actions["kind"] == K.code("barrier"))
-    like = [p for p in s.phases if p.like is not None]
-    assert len({p.loop for p in like}) >= 5
-    for p in like:                  # the step: the iteration of a barrier
-        b = s.loops[p.loop]
-        step = [j for j in range(p.first, p.stop)
-                if ((barriers >= b[0, j]) & (barriers < b[0, j + 1])).any()]
-        assert all(j - p.first < p.replayed or j >= p.stop - p.tail for j in step)
-    assert sum(1 for p in s.phases for j in range(p.first, p.stop)
-               if ((barriers >= s.loops[p.loop][0, j]) &
-                   (barriers < s.loops[p.loop][0, j + 1])).any()) == 6
+    steps = [(p, j) for p in s.phases for j in range(p.first, p.stop)
+             if ((barriers >= s.loops[p.loop][0, j]) &
+                 (barriers < s.loops[p.loop][0, j + 1])).any()]
+    assert len(steps) == 6 and any(p.like is not None for p in s.phases)
+    assert all(j - p.first < p.replayed or j >= p.stop - p.tail for p, j in steps)
     full = replay(data, compute_rate=RATE)
     assert abs(s.simulated_time - full.simulated_time) <= s.bound
 
@@ -100,3 +95,34 @@ def test_solves_of_other_calls_are_not_alike():
         b.add(r, "finalize")
     s = sampled_replay(b.build(), None, "auto", compute_rate=RATE)
     assert len(s.phases) == 2 and all(p.like is None for p in s.phases)
+
+
+def test_a_solve_whose_messages_hide_its_compute_is_fitted_alone():
+    """The same solve at six sizes, each its compute overlapped with its halo exchange and a
+    transient in its middle (iterations 60-139 take 1.3 times the compute): the first's 4 KB
+    halo leaves its time its compute's, the others' 4 MB halos take longer than it, so their
+    time does not follow their compute.  On the first's slope their skipped transients were
+    +4.0% from the full replay against a bound of 0.22%; fitted alone, each its own line."""
+    rng = np.random.default_rng(5)
+    b = TraceBuilder(2)
+    for r in (0, 1):
+        b.add(r, "init")
+    for k in range(1, 7):
+        for r in (0, 1):
+            b.add(r, "bcast", bytes_sent=64 * k, bytes_recv=64 * k, peer=0)
+        for i in range(200):
+            work = 2e-4 * (1.3 if 60 <= i < 140 else 1.0) * (1 + 0.02 * rng.standard_normal(2))
+            size = 4096 if k == 1 else (4 << 20) + 4096 * k
+            for r in (0, 1):
+                b.add(r, "irecv", peer=1 - r, tag=7, bytes_recv=size, request=1)
+                b.add(r, "isend", peer=1 - r, tag=7, bytes_sent=size, request=0)
+                b.add(r, "compute", volume=float(work[r]))
+                b.add(r, "waitall", vector=[0, 1])
+                b.add(r, "allreduce", bytes_sent=8, bytes_recv=8)
+    for r in (0, 1):
+        b.add(r, "finalize")
+    data = b.build()
+    s = sampled_replay(data, None, "auto", compute_rate=RATE)
+    assert any(n.startswith("5 phase(s) fitted alone") for n in s.notes), s.notes
+    full = replay(data, compute_rate=RATE)
+    assert abs(s.simulated_time - full.simulated_time) <= s.bound
