@@ -41,3 +41,22 @@ def test_the_blocked_stream_inflates_to_the_pack_and_is_smaller():
         one = zlib.compressobj(9, zdict=zdict) if zdict else zlib.compressobj(9)
         assert len(blocked) < len(one.compress(raw) + one.flush())
     assert P.inflate_inline(P.deflate_inline(raw, 9), P.VERSION) == raw
+
+
+def test_a_pack_dataset_is_deflated_in_blocks(tmp_path):
+    """The writer deflates a pack too large for the attribute (a dataset) in blocks as well:
+    its chunk is :func:`pack.deflate`'s stream of the packed bytes, not one of zlib's."""
+    import h5py
+
+    from minitrace.compress import store as ST
+    from tests.support.synthetic import loop_trace
+    c = ST.compress(loop_trace(2, 20000, timed=True), "exact")
+    out = tmp_path / "x.h5"
+    ST.write(str(out), c)
+    with h5py.File(out, "r") as f:
+        ds = f["trace"][P.DATASET]
+        _, chunk = ds.id.read_direct_chunk((0,))
+    raw = zlib.decompress(chunk)
+    level = ST._pack_level(len(raw), c.nactions)
+    assert P._block_ends(raw)                       # (arrays of their own blocks)
+    assert chunk == P.deflate(raw, level) != zlib.compress(raw, level)
