@@ -480,11 +480,12 @@ def choose_tail(call: np.ndarray, vol: np.ndarray, at: np.ndarray, budget: int,
     that miss it more than their call's others on average, again from the mean of the other
     calls (one 1 ms call among 10 us ones: its 10 us neighbours missed the first mean by 1 ms
     / n each and filled the budget); a call within :data:`TAIL_NEAR` times ``precision`` of
-    the mean is its mean.  Above, not below: a call longer than its mean makes its neighbours wait, which the mean
-    loses; one shorter takes the mean, and its epoch's total the excess back from its other
-    calls.  Keeping both kinds (until session 21) spent the budget on the short ones too: on
-    80 recordings the files were 9% larger and miniAMR's model replay further off (2r -1.31%,
-    4r -0.88%; now -0.91%, -0.15%), though the mean error was 0.15% (now 0.20%)."""
+    the mean is its mean.  Above, not below: a call longer than its mean makes its neighbours
+    wait, which the mean loses; one shorter takes the mean, and its epoch's total the excess
+    back from its other calls.  Keeping both kinds (until session 21) spent the budget on the
+    short ones too: on 80 recordings the files were 9% larger and miniAMR's model replay
+    further off (2r -1.31%, 4r -0.88%; now -0.91%, -0.15%), though the mean error was 0.15%
+    (now 0.20%)."""
     _, g = _sorted_groups(call)
     n, total = np.bincount(g), np.bincount(g, weights=vol)
     count = n[g]
