@@ -48,3 +48,13 @@ def test_gaps_of_contiguous_actions_are_stored_as_0(tmp_path):
         a, b = d.actions[d.rank_slice(r)], back.actions[back.rank_slice(r)]
         assert b["t_start"][0] == pytest.approx(a["t_start"][0], abs=1e-9)
         assert b["t_end"][-1] == pytest.approx(a["t_end"][-1], abs=1e-9)
+
+
+def test_info_says_means_below_the_resolution_are_0(tmp_path, capsys):
+    """What ``info`` says a model file lost names the means stored as 0 (a gap of 1e-13 s is
+    not within the precision of its 0)."""
+    from minitrace import cli
+    out = tmp_path / "m.h5"
+    write_compressed(str(out), contiguous_trace(), "model")
+    assert cli.main(["info", str(out)]) == 0
+    assert f"or 0 below {ST.TIME_RESOLUTION * 1e9:g} ns)" in capsys.readouterr().out

@@ -525,7 +525,8 @@ def lost(c: Compressed) -> str:
     aside = " with message sizes set aside (a per-byte term)" \
         if st is not None and "site" in st.columns else ""
     times = {"untimed": "no times", "model": f"times modelled (mean durations and gaps per call "
-             f"site{aside} within {c.attrs.get('precision', 0.01):.3g})"}.get(enc, "times exact")
+             f"site{aside} within {c.attrs.get('precision', 0.01):.3g}, or 0 below "
+             f"{TIME_RESOLUTION * 1e9:g} ns)"}.get(enc, "times exact")
     if c.attrs.get("time_quantum", 1) > 1:
         times = f"times each within {c.attrs['time_quantum'] / 2000:g} us of its own"
     return f"{vols}, {times}"
