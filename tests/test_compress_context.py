@@ -548,15 +548,17 @@ def _densest(values, ctx, nctx, step):
 
 
 @pytest.mark.parametrize("case", ["narrow", "wide", "extremes", "outside the window",
-                                  "sampled", "more bins than values", "modes"])
+                                  "sampled", "more bins than values", "modes",
+                                  "across the edge"])
 def test_bases_take_a_densest_window(monkeypatch, case):
     """Each context's base takes (among the symbols of its first window) as many values of
     the sample as any window of as many values does: values narrower than the bins, spread
     far beyond them, at both ends of int64 (a base may wrap), every k-th value of a long
     array, contexts whose mode lies outside the bins (by a sort of their values), contexts
     whose bins would outnumber the values (all by a sort), several modes none of them about
-    the median; a context whose values the sample misses takes its first value, one without
-    values 0."""
+    the median, a context whose densest window crosses the bins' edge (fewer values beyond it
+    than in its densest window inside); a context whose values the sample misses takes its
+    first value, one without values 0."""
     rng = np.random.default_rng(9)
     n, nctx = 6000, 9 if case != "more bins than values" else 2000
     ctx = rng.integers(0, nctx - 2, n)              # (two contexts without values)
@@ -576,6 +578,10 @@ def test_bases_take_a_densest_window(monkeypatch, case):
         mode = rng.choice(3, n, p=[0.4, 0.15, 0.45])      # median in the fewest
         values = np.array([0, 2000, 4000])[mode] + rng.integers(-40, 40, n) * (mode > 0)
         values[ctx == 3] += 1 << 11                  # (a context outside the bins)
+    elif case == "across the edge":                  # bins about 0 up to 511: 300 and 600
+        values = rng.integers(-3, 4, n)              # hold more than -500, which beats 600
+        values[ctx == 1] = rng.choice([-500, 300, 600], int((ctx == 1).sum()),
+                                      p=[0.43, 0.18, 0.39])
     else:
         monkeypatch.setattr(CR, "_BASE_SAMPLE", 1000)
         values = rng.integers(-50, 50, n) * (1 + ctx)
