@@ -210,9 +210,10 @@ def epoch_hashes(ids: np.ndarray, gepoch: np.ndarray, n_epochs: int) -> np.ndarr
 
 
 def _templates(hashes: np.ndarray, nvol: np.ndarray, rank: np.ndarray, total: int,
-               P: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The repeated epochs whose calls are kept by position: (hash, volume actions (length),
-    first row in template_means); most repeated first, within the budget."""
+               P: int) -> tuple[np.ndarray, np.ndarray]:
+    """The repeated epochs whose calls are kept by position: (hash, volume actions (length));
+    most repeated first, within the budget (their rows: :func:`template_starts`, with their
+    variants)."""
     keep = nvol > 0
     order = np.argsort(hashes[keep], kind="stable")
     h, length, rk = hashes[keep][order], nvol[keep][order], rank[keep][order]
@@ -228,7 +229,7 @@ def _templates(hashes: np.ndarray, nvol: np.ndarray, rank: np.ndarray, total: in
     cost = np.cumsum(length[by_count] * P)
     chosen = np.sort(by_count[cost <= total * TEMPLATE_SHARE])
     length = length[chosen].astype(np.int64)
-    return h[chosen].astype(np.int64), length, np.cumsum(length) - length
+    return h[chosen].astype(np.int64), length
 
 
 def _template_of(h: np.ndarray, length: np.ndarray, hashes: np.ndarray, nvol: np.ndarray
@@ -650,9 +651,8 @@ def _fit(volume: np.ndarray, vrow: np.ndarray, ids: np.ndarray, offsets: np.ndar
     n_units = int(unit_offsets[-1])
     hashes = epoch_hashes(np.asarray(kinds, np.int64)[ids] * 2 + vrow, gunit, n_units)  # (KEY)
     nvol_unit = np.bincount(gu, minlength=n_units)
-    t_hash, t_length, t_start = _templates(hashes, nvol_unit,
-                                           np.repeat(np.arange(P), np.diff(unit_offsets)),
-                                           nvol, P)
+    t_hash, t_length = _templates(hashes, nvol_unit,
+                                  np.repeat(np.arange(P), np.diff(unit_offsets)), nvol, P)
     t_of = _template_of(t_hash, t_length, hashes, nvol_unit)[gu]
     tm = t_of >= 0
     st = ~tm                                 # calls shared by call site
