@@ -53,10 +53,15 @@ def _trace():
     return d
 
 
-def _version(mode: str) -> int:
-    """The format version a packed file of ``mode`` says: a model's 12 (its templates without
-    their first rows, whichever templates the fit keeps), the others' 6."""
-    return storage.TEMPLATE_STARTS_VERSION if mode == "model" else storage.PACKED_META_VERSION
+def _version(path, mode: str) -> int:
+    """The format version a file of ``mode`` must say: a model's 11 where its templates are
+    of the stretches between anchors, else 10 (which of the two fits a small trace keeps is
+    the fit's choice, epochs.fit, not the writer's), the others' 6."""
+    if mode != "model":
+        return storage.PACKED_META_VERSION
+    with minitrace.open(path) as t:
+        units = E.TEMPLATE_UNIT_OFFSETS in t.compressed_form.side
+    return storage.TEMPLATE_UNITS_VERSION if units else storage.SIZE_SITES_VERSION
 
 
 def _pair(tmp_path, mode: str, data=None):
@@ -87,7 +92,8 @@ def test_every_attribute_and_provenance_item_reads_back_as_unpacked(tmp_path, mo
         assert sorted(f["trace"].attrs) == ["form", "packed", P.BYTES_ATTR]
     with minitrace.open(packed) as a, minitrace.open(unpacked) as b:
         _same_meta(a.meta, b.meta)
-        assert a.meta["format_version"] == _version(mode)
+        assert a.meta["format_version"] == _version(packed, mode) >= \
+            storage.PACKED_META_VERSION
         assert a.meta["note"] == "[not json" and a.meta["source"] == {"a": [1, 2]}
         assert a.meta["count"] == 7 and a.meta["ratio"] == float(np.float32(0.1))
         x, y = a.compressed_form.attrs, b.compressed_form.attrs
@@ -107,7 +113,7 @@ def test_info_shows_the_same_metadata_and_provenance(tmp_path, fixed_provenance,
         assert cli.main(["info", str(p)]) == 0
         text = capsys.readouterr().out.replace(str(p), "FILE")
         out.append([ln for ln in text.splitlines() if "created" not in ln])
-    assert out[0][0] == out[1][0] == f"FILE: minitrace format {_version('model')}"
+    assert out[0][0] == out[1][0] == f"FILE: minitrace format {_version(packed, 'model')}"
     assert out[0][1:] == out[1][1:]
     assert any(_DYNAMIC["command_line"] in ln for ln in out[0])
 
@@ -164,21 +170,25 @@ def test_older_readers_refuse_packed_files_as_newer(tmp_path, monkeypatch):
         assert t.meta["format_version"] == storage.COMPRESSED_VERSION
 
 
-@pytest.mark.parametrize("mode,packed_version,unpacked_version,stretches",
-                         [("exact", 6, 2, False), ("bounded", 9, 9, False),
-                          ("model", 12, 12, False), ("model", 12, 12, True)])
+@pytest.mark.parametrize("mode,packed_version,unpacked_version",
+                         [("exact", 6, 2), ("bounded", 9, 9), ("model", None, None),
+                          ("model", 11, 11)])
 def test_packed_files_are_version_6_but_context_coded_and_model_ones(
-        tmp_path, monkeypatch, mode, packed_version, unpacked_version, stretches):
+        tmp_path, monkeypatch, mode, packed_version, unpacked_version):
     """Packed metadata is version 6 whatever else the file holds (a version 6 reader reads
     all of versions 2-5) but context-coded arrays (bounded, of any length here) and model
-    files, version 9 and 12 packed or not (session 21: a second window per context;
-    session 25: model templates without their first rows, whichever templates the fit
-    keeps: both tried here); unpacked, the version of what it holds."""
+    files, version 9 and 10 or 11 packed or not (session 21: a second window per context;
+    session 23: model time statistics per call site with sizes apart; session 24: templates
+    of the stretches between anchors, which the fit keeps here or not: version 11 where only
+    those are fitted); unpacked, the version of what it holds."""
     monkeypatch.setattr(ST, "CONTEXT_MIN", 64)
     monkeypatch.setattr(CR, "MIN_VALUES", 16)
-    if stretches:
-        monkeypatch.setattr(E, "BOTH_UP_TO", 0)         # (only the stretches' templates)
+    if packed_version == 11:
+        monkeypatch.setattr(E, "BOTH_UP_TO", 0)
     packed, unpacked = _pair(tmp_path, mode, _timed_stencil(200))
+    if packed_version is None:  # (10 or 11 by the fit's templates, each file the same)
+        packed_version = unpacked_version = _version(packed, mode)
+        assert _version(unpacked, mode) == packed_version
     with h5py.File(packed, "r") as f, h5py.File(unpacked, "r") as g:
         assert f.attrs["format_version"] == packed_version
         assert g.attrs["format_version"] == unpacked_version

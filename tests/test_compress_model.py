@@ -191,8 +191,7 @@ def test_model_keeps_each_repeated_epoch_s_variant(tmp_path, monkeypatch):
     unpacked = tmp_path / "u.h5"          # (a version 4 reader took the means for the wrong
     write_compressed(str(unpacked), d, "model", pack=False)   # length: 5, now each rank's
     with h5py.File(unpacked, "r") as f:                         # own sites: 9, sites with
-        assert f.attrs["format_version"] == storage.TEMPLATE_STARTS_VERSION   # sizes apart:
-    # (10, templates without their first rows: 12)
+        assert f.attrs["format_version"] == storage.SIZE_SITES_VERSION   # sizes apart: 10)
 
 
 def test_model_keeps_the_largest_calls_where_they_were(tmp_path):
@@ -274,13 +273,12 @@ def test_files_written_before_session_19_expand_as_they_did():
     assert np.array_equal(got, np.load(FIXTURES / "polling-volumes.npy"))
 
 
-def test_model_files_are_version_12_packed_or_not(tmp_path, monkeypatch):
+def test_model_files_are_version_10_packed_or_not(tmp_path, monkeypatch):
     """A model file holds its time statistics per call site with sizes set aside
     (model/stats/site) and each rank's own call sites (model/rank_site_means): version 10,
     packed or not (a version 9 reader refused it as lacking a column: it refuses the file as
     newer), in-call totals (version 7) or not, 11 with templates of the stretches between
-    anchors (epochs merged), 12 since its templates' first rows are left out (every model
-    file written since session 25); a trace without in-call volumes writes none."""
+    anchors (epochs merged); a trace without in-call volumes writes none."""
     import h5py
     from minitrace import MinitraceError, storage
     from minitrace.compress import store
@@ -289,11 +287,12 @@ def test_model_files_are_version_12_packed_or_not(tmp_path, monkeypatch):
     new, unpacked = str(tmp_path / "new.h5"), str(tmp_path / "unpacked.h5")
     store.write(new, c)
     store.write(unpacked, c, pack=False)
-    assert "start" not in c.side["templates"].columns
-    version = storage.TEMPLATE_STARTS_VERSION
+    units = E.TEMPLATE_UNIT_OFFSETS in c.side     # (a small trace: whichever is smaller)
+    assert c.attrs["epoch_merge"] > 1 or not units
+    version = storage.TEMPLATE_UNITS_VERSION if units else storage.SIZE_SITES_VERSION
     with h5py.File(new, "r") as f, h5py.File(unpacked, "r") as g:
         assert f.attrs["format_version"] == g.attrs["format_version"] == version
-    assert (storage.SIZE_SITES_VERSION, storage.TEMPLATE_UNITS_VERSION, version) == (10, 11, 12)
+    assert (storage.SIZE_SITES_VERSION, storage.TEMPLATE_UNITS_VERSION) == (10, 11)
     monkeypatch.setattr(storage, "FORMAT_VERSION", version - 1)
     with pytest.raises(MinitraceError, match=f"newer minitrace .format version {version}"):
         minitrace.open(new)
@@ -543,34 +542,6 @@ def test_info_counts_every_kept_call_whose_value_is_a_step(tmp_path, capsys, mon
     kept = len(c.side["tail_gaps"])
     assert len(c.side["tail_steps"]) > 0 and kept > len(c.side["tail_values"])
     assert f"and {kept} calls kept with their own values" in lost(c)
-
-
-def test_templates_first_rows_are_left_out_and_read_from_files_that_hold_them(tmp_path):
-    """Since format version 12 a model file leaves out its templates' first rows (their
-    ``start``, the rows of the templates before them, epochs.template_starts); a file that
-    holds them (version 11 and before) expands as it did, and a wrong one is refused."""
-    import h5py
-    from minitrace import storage
-    from minitrace.compress import store
-    c = compress(alternating_trace(), "model")
-    t = c.side["templates"]
-    assert "start" not in t.columns and "variants" in t.columns and len(t)
-    rows = (t["length"] * t["variants"]).to_numpy()
-    old = dict(c.side, templates=t.assign(start=np.cumsum(rows) - rows))
-    new_path, old_path = tmp_path / "new.h5", tmp_path / "old.h5"
-    store.write(str(new_path), c)
-    store.write(str(old_path), store.Compressed(**{**vars(c), "side": old}))
-    with h5py.File(new_path, "r") as f, h5py.File(old_path, "r") as g:
-        assert f.attrs["format_version"] == storage.TEMPLATE_STARTS_VERSION
-        assert g.attrs["format_version"] < storage.TEMPLATE_STARTS_VERSION
-    with minitrace.open(new_path) as a, minitrace.open(old_path) as b:
-        assert "start" in b._reader.c.side["templates"].columns
-        assert a.data().actions.tobytes() == b.data().actions.tobytes()
-    bad = dict(old, templates=old["templates"].assign(start=old["templates"]["start"] + 1))
-    assert E.check(bad, c.attrs, len(c.table), c.nranks) == "model/templates inconsistent"
-    three = pd.DataFrame({"hash": [1, 2, 3], "length": [4, 2, 5], "variants": [1, 3, 2]})
-    assert E.template_starts(three).tolist() == [0, 4, 10]
-    assert E.template_starts(three.drop(columns="variants")).tolist() == [0, 4, 6]
 
 
 def test_templates_whose_hashes_differ_by_more_than_int64_holds_are_consistent():

@@ -65,7 +65,7 @@ def test_merged_epochs_keep_templates_of_one_iteration(halo):
         assert got["volume"].sum() == pytest.approx(want["volume"].sum(), rel=1e-9)
         assert np.array_equal(got["kind"], want["kind"])
     with h5py.File(out, "r") as f:
-        assert f.attrs["format_version"] == storage.TEMPLATE_STARTS_VERSION == 12   # (11: units)
+        assert f.attrs["format_version"] == storage.TEMPLATE_UNITS_VERSION == 11
 
 
 def test_a_version_10_reader_refuses_them_and_damaged_offsets_are_named(halo, monkeypatch):
@@ -77,7 +77,7 @@ def test_a_version_10_reader_refuses_them_and_damaged_offsets_are_named(halo, mo
     assert E.check(side, c.attrs, len(c.table), c.nranks) == \
         f"model/{E.TEMPLATE_UNIT_OFFSETS} inconsistent"
     monkeypatch.setattr(storage, "FORMAT_VERSION", 10)
-    with pytest.raises(MinitraceError, match="newer minitrace .format version 12"):
+    with pytest.raises(MinitraceError, match="newer minitrace .format version 11"):
         minitrace.open(out)
 
 

@@ -682,7 +682,7 @@ def _fit(volume: np.ndarray, vrow: np.ndarray, ids: np.ndarray, offsets: np.ndar
     template_means = _means(row[tr], vr_t[tr], vol[tm][tr], int(rows.sum()), P)
     means = _means(site[sr], np.zeros(int(sr.sum()), np.int64), vol[st][sr],
                    int(site_offsets[-1]), 1)
-    templates = _frame({"hash": t_hash, "length": t_length,     # (start: template_starts)
+    templates = _frame({"hash": t_hash, "length": t_length, "start": t_start,
                         **({"variants": variants} if (variants > 1).any() else {})})
     parts = [means, template_means, totals, in_call_totals if in_call.any() else ()]
     codes = V.log_codes(np.concatenate(parts), precision)  # (at once)
@@ -701,18 +701,6 @@ def _fit(volume: np.ndarray, vrow: np.ndarray, ids: np.ndarray, offsets: np.ndar
     side["spread_code"] = np.zeros(0, np.int64)
     return side, {"epoch_merge": int(merge), "epoch_anchor": anchor_name,
                   "epoch_templates": TEMPLATE_KEY}
-
-
-def template_starts(templates: pd.DataFrame) -> np.ndarray:
-    """Each template's first row in the template means: its ``start`` column in files before
-    format version 12, else the rows of the templates before it (``length`` x ``variants``),
-    which files since leave out (10 bytes of CloverLeaf 2r's model file, 0.3%)."""
-    if "start" in templates.columns:
-        return templates["start"].to_numpy(np.int64)
-    rows = templates["length"].to_numpy(np.int64)
-    if "variants" in templates.columns:
-        rows = rows * templates["variants"].to_numpy(np.int64)
-    return np.cumsum(rows) - rows
 
 
 def template_means(side: dict, nranks: int) -> np.ndarray | None:
@@ -782,16 +770,16 @@ def check(side: dict, attrs: dict, nsig: int, nranks: int) -> str | None:
         if len(side["site_means"]) != len(sites) * nranks:
             return "model/site_means of the wrong length"
     t = side["templates"]
-    if not isinstance(t, pd.DataFrame) or not {"hash", "length"} <= set(t.columns):
+    if not isinstance(t, pd.DataFrame) or not {"hash", "length", "start"} <= set(t.columns):
         return "model/templates lacks a column"
-    length = t["length"].to_numpy(np.int64)
+    length, start = t["length"].to_numpy(np.int64), t["start"].to_numpy(np.int64)
     variants = t["variants"].to_numpy(np.int64) if "variants" in t.columns else \
         np.ones_like(length)
     h = t["hash"].to_numpy(np.int64)
     rows = length * variants
     if len(t) and ((length < 1).any() or (variants < 1).any() or (variants > VARIANTS).any()
                    or (h[1:] <= h[:-1]).any() or                          # (no diff: wraps)
-                   not np.array_equal(template_starts(t), np.cumsum(rows) - rows)):
+                   not np.array_equal(start, np.cumsum(rows) - rows)):
         return "model/templates inconsistent"
     units = side.get(TEMPLATE_UNIT_OFFSETS)
     off = np.asarray(side["epoch_offsets"], np.int64)
@@ -856,8 +844,8 @@ class EpochVolumes:
             self.means = V.from_codes(np.asarray(side["site_means"], np.int64), p) \
                 .reshape(len(keys), nranks)
         t = side["templates"]
-        self.t_hash, self.t_length = (t[c].to_numpy(np.int64) for c in ("hash", "length"))
-        self.t_start = template_starts(t)
+        self.t_hash, self.t_length, self.t_start = \
+            (t[c].to_numpy(np.int64) for c in ("hash", "length", "start"))
         self.t_variants = t["variants"].to_numpy(np.int64) if "variants" in t.columns else \
             np.ones_like(self.t_length)
         self.label = np.asarray(side.get("epoch_variant", ()), np.int64)

@@ -455,10 +455,8 @@ def write(path: str, c: Compressed, meta: dict | None = None, pack: bool = True)
     names = (*arrays, *packed)              # (older readers say "newer", not "corrupt")
     # (every model file holds its time statistics per size site (version 10) and its ranks'
     # own sites (9), which versions 4, 5 and 7 did not mark; templates of the stretches
-    # between anchors: 11; templates without their first rows: 12, every one written now)
-    starts = c.mode == "model" and "start" in getattr(c.side.get("templates"), "columns", ())
-    version = S.TEMPLATE_STARTS_VERSION if c.mode == "model" and not starts else \
-        S.TEMPLATE_UNITS_VERSION if E.TEMPLATE_UNIT_OFFSETS in c.side else \
+    # between anchors: 11)
+    version = S.TEMPLATE_UNITS_VERSION if E.TEMPLATE_UNIT_OFFSETS in c.side else \
         S.SIZE_SITES_VERSION if c.mode == "model" else \
         S.SECOND_WINDOW_VERSION if any(k.endswith(CONTEXT_SUFFIX) for k in names) else \
         S.PACKED_META_VERSION if pack else S.COMPRESSED_VERSION
