@@ -181,9 +181,9 @@ class Phase:
     #: beyond chance and its own line puts its skipped time beyond its bound (:func:`_apart`):
     #: it is then sampled and fitted alone
     apart: bool = False
-    #: s: where its skipped iterations were predicted again from their compute critical path
-    #: (:func:`_on_critical_path`), how far beyond its fit's bound another fit puts their time
-    #: whose bound lies apart from it (:func:`_cover_disagreement`): added to the bound
+    #: s: where its skipped iterations were fitted on their compute critical path too
+    #: (:func:`_on_critical_path`), how far beyond the kept fit's bound another fit puts their
+    #: time whose bound lies apart from it (:func:`_cover_disagreement`): added to the bound
     disagree: float = 0.0
 
     @property
