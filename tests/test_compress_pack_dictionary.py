@@ -42,3 +42,21 @@ def test_an_inline_pack_needs_the_dictionary_and_version_3_reads_alike(tmp_path,
     with minitrace.open(new) as a, minitrace.open(old) as b:
         assert a.data().actions.tobytes() == b.data().actions.tobytes()
     assert sizes(str(new))["file_bytes"] < sizes(str(old))["file_bytes"]
+
+
+@pytest.mark.parametrize("noise", [0, 4300, 9000])
+def test_a_large_pack_deflated_for_a_dataset_first_is_stored_as_before(noise, monkeypatch):
+    """store._deflated_pack: a pack above PACK_LARGE_BYTES is deflated without the dictionary
+    first, and with it only where it may still fit inline; it keeps the streams the
+    dictionary's stream first kept (inline where it fits, else the dataset's): an inline
+    pack, one a little above the limit, one far above it."""
+    from minitrace.compress import store
+    a = np.arange(16000, dtype=np.int32) % 7
+    a[:noise] = np.random.default_rng(noise).integers(0, 1 << 30, noise)
+    raw = P.pack({"exact/volume": a}).tobytes()
+    inline = P.deflate_inline(raw, 7)
+    want = (inline, None) if len(inline) <= P.ATTR_MAX_BYTES else (None, P.deflate(raw, 7))
+    assert (want[0] is None) == (noise > 0)
+    for large in (0, len(raw)):                       # (first without it; with it)
+        monkeypatch.setattr(store, "PACK_LARGE_BYTES", large)
+        assert store._deflated_pack(raw, 7) == want

@@ -589,13 +589,27 @@ def fit(volume: np.ndarray, vrow: np.ndarray, ids: np.ndarray, offsets: np.ndarr
     (:data:`TEMPLATE_UNIT_OFFSETS`), or, up to :data:`BOTH_UP_TO` actions, of the stretches
     or of the epochs, whichever deflates smaller (an iteration's template pools what each
     epoch's pattern kept apart, which the tail then holds: 20-step clover2d.c's model file
-    2.5-5% larger so, public TeaLeaf 2r's 34% smaller)."""
-    side, attrs = _fit(volume, vrow, ids, offsets, kinds, precision, True)
+    2.5-5% larger so, public TeaLeaf 2r's 34% smaller).  Both fits share their epochs
+    (:func:`_epochs`), and only the arrays they hold apart are deflated to compare them."""
+    ep = _epochs(volume, vrow, ids, offsets, kinds)
+    side, attrs = _fit(ep, precision, True)
     if TEMPLATE_UNIT_OFFSETS in side and len(ids) <= BOTH_UP_TO:
-        other = _fit(volume, vrow, ids, offsets, kinds, precision, False)
-        if side_bytes(other[0]) < side_bytes(side):
+        other = _fit(ep, precision, False)
+        if side_bytes(_apart(other[0], side)) < side_bytes(_apart(side, other[0])):
             return other
     return side, attrs
+
+
+def _apart(side: dict, other: dict) -> dict:
+    """The arrays of ``side`` that ``other`` does not hold alike (those it does weigh the
+    same in either's :func:`side_bytes`)."""
+    def alike(a, b) -> bool:
+        if isinstance(a, pd.DataFrame) or isinstance(b, pd.DataFrame):
+            return isinstance(a, pd.DataFrame) and isinstance(b, pd.DataFrame) and \
+                a.columns.equals(b.columns) and a.dtypes.equals(b.dtypes) and \
+                alike(a.to_numpy(), b.to_numpy())      # (_frame's: one block)
+        return a.dtype == b.dtype and a.shape == b.shape and np.array_equal(a, b)
+    return {k: v for k, v in side.items() if k not in other or not alike(v, other[k])}
 
 
 #: Model fits of both kinds of templates are tried up to this many actions: the second fit
@@ -618,12 +632,11 @@ def side_bytes(side: dict) -> int:
     return total
 
 
-def _fit(volume: np.ndarray, vrow: np.ndarray, ids: np.ndarray, offsets: np.ndarray,
-         kinds: np.ndarray, precision: float, units: bool) -> tuple[dict, dict]:
-    """:func:`fit`'s model, its templates of the stretches between anchors where epochs are
-    merged and ``units``, else of the epochs."""
+def _epochs(volume: np.ndarray, vrow: np.ndarray, ids: np.ndarray, offsets: np.ndarray,
+            kinds: np.ndarray) -> dict:
+    """What :func:`_fit` takes of the trace whatever its templates: anchors, epochs, the
+    volume actions' ranks, calls and neighbours."""
     P = len(offsets) - 1
-    nsig = len(kinds)
     anchor, anchor_name = choose_anchors(kinds, ids, offsets)
     rank = per_rank(offsets)
     nvol = int(vrow.sum())
@@ -635,11 +648,30 @@ def _fit(volume: np.ndarray, vrow: np.ndarray, ids: np.ndarray, offsets: np.ndar
     epoch_offsets = np.concatenate([[0], np.cumsum(n_epochs)]).astype(np.int64)
     vidx = np.flatnonzero(vrow)
     vr = rank[vidx]
-    vol = volume[vidx]
     vids = ids[vidx]
-    _, kind_of_sig = V.dense_unique(np.asarray(kinds, np.int64))
-    in_call = ~K.mask(K.WORK)[np.asarray(kinds, np.int64)][vids]
+    kinds = np.asarray(kinds, np.int64)
+    _, kind_of_sig = V.dense_unique(kinds)
     gepoch = epoch_offsets[rank] + epoch
+    bv, av = neighbours(ids, offsets, vidx, vr)
+    return {"P": P, "nsig": len(kinds), "kinds": kinds, "ids": ids, "offsets": offsets,
+            "vrow": vrow, "anchor": anchor, "anchor_name": anchor_name, "rank": rank,
+            "nvol": nvol, "n_anchor": n_anchor, "merge": merge, "epoch_offsets": epoch_offsets,
+            "vidx": vidx, "vr": vr, "vol": volume[vidx], "vids": vids,
+            "kind_of_sig": kind_of_sig, "in_call": ~K.mask(K.WORK)[kinds][vids],
+            "gepoch": gepoch, "bv": bv, "av": av}
+
+
+def _fit(ep: dict, precision: float, units: bool) -> tuple[dict, dict]:
+    """:func:`fit`'s model of :func:`_epochs`' ``ep``, its templates of the stretches between
+    anchors where epochs are merged and ``units``, else of the epochs."""
+    P, nsig, kinds, ids, offsets, vrow = (ep[k] for k in ("P", "nsig", "kinds", "ids",
+                                                          "offsets", "vrow"))
+    anchor, anchor_name, rank, nvol, n_anchor, merge, epoch_offsets = (
+        ep[k] for k in ("anchor", "anchor_name", "rank", "nvol", "n_anchor", "merge",
+                        "epoch_offsets"))
+    vidx, vr, vol, vids, kind_of_sig, in_call, gepoch, bv, av = (
+        ep[k] for k in ("vidx", "vr", "vol", "vids", "kind_of_sig", "in_call", "gepoch", "bv",
+                        "av"))
     ge = gepoch[vidx]
     n_ep = int(epoch_offsets[-1])
     # templates of the stretches between two anchors where epochs are merged (TEMPLATE_UNIT)
@@ -649,7 +681,7 @@ def _fit(volume: np.ndarray, vrow: np.ndarray, ids: np.ndarray, offsets: np.ndar
     gunit = unit_offsets[rank] + epoch_of(anchor[ids], offsets, 1) if by_anchor else gepoch
     gu = gunit[vidx]
     n_units = int(unit_offsets[-1])
-    hashes = epoch_hashes(np.asarray(kinds, np.int64)[ids] * 2 + vrow, gunit, n_units)  # (KEY)
+    hashes = epoch_hashes(kinds[ids] * 2 + vrow, gunit, n_units)  # (KEY)
     nvol_unit = np.bincount(gu, minlength=n_units)
     t_hash, t_length = _templates(hashes, nvol_unit,
                                   np.repeat(np.arange(P), np.diff(unit_offsets)), nvol, P)
@@ -667,7 +699,6 @@ def _fit(volume: np.ndarray, vrow: np.ndarray, ids: np.ndarray, offsets: np.ndar
     rows = t_length * variants
     t_start = np.cumsum(rows) - rows
     row = t_start[t_of[tm]] + label[gu_t] * t_length[t_of[tm]] + pos
-    bv, av = neighbours(ids, offsets, vidx, vr)
     site, site_offsets = rank_sites(site_keys(vids[st], bv[st], av[st], nsig), vr_s, P)
     call = np.zeros(len(vol), np.int64)       # (template places, then each rank's sites)
     call[tm] = row * P + vr_t

@@ -360,16 +360,20 @@ def _dedup_contents(code: np.ndarray, entries: np.ndarray, modes: np.ndarray,
                         for c, s, k in zip(code.tolist(), starts.tolist(), lens.tolist())],
                        np.int64)
         first = _first_of(ids, len(keys))
-    contents = []
-    for j in first.tolist():
-        e = entries[starts[j]:starts[j] + lens[j]]
-        if code[j] == VEC_REQUESTS:
-            pairs = np.empty(2 * len(e), np.int64)
-            pairs[0::2], pairs[1::2] = modes[starts[j]:starts[j] + lens[j]], e
-            e = pairs
-        contents.append(np.concatenate([[code[j]], e]))
-    off = np.concatenate([[0], np.cumsum([len(c) for c in contents])]).astype(np.int64)
-    return ids.astype(np.int32), off, np.concatenate(contents).astype(np.int64)
+    # each distinct content [code, entries] or [code, (mode, entry)...], back to back (at
+    # once: a loop over the contents took 2.8 ms of miniMD 4r's 10 ms of signatures)
+    k, pairs = lens[first], code[first] == VEC_REQUESTS
+    size = 1 + k * (1 + pairs)
+    off = np.concatenate([[0], np.cumsum(size)]).astype(np.int64)
+    values = np.empty(int(off[-1]), np.int64)
+    values[off[:-1]] = code[first]
+    within = np.arange(int(k.sum())) - np.repeat(np.cumsum(k) - k, k)
+    src = np.repeat(starts[first], k) + within
+    dst = np.repeat(off[:-1] + 1, k) + within * np.repeat(1 + pairs, k)
+    two = np.repeat(pairs, k)
+    values[dst[two]] = modes[src[two]]
+    values[dst + two] = entries[src]
+    return ids.astype(np.int32), off, values
 
 
 def factorize(cols: dict, n: int) -> tuple[np.ndarray, np.ndarray]:

@@ -397,6 +397,35 @@ def _create(tmp: str) -> h5py.File:
                                      fapl=fapl))
 
 
+#: Packs of more bytes than this (before deflating) are deflated for a dataset first, and
+#: against the dictionary too only where that stream is within :data:`DICTIONARY_GAIN` of
+#: fitting inline: none of the 90 file-modes of session 25's 30 public recordings above it was
+#: inline (the largest inline: 124 KB, miniGhost 4r's model pack), and deflating twice took
+#: 1.1-1.4 ms of PENNANT 2r's exact files (151 KB).
+PACK_LARGE_BYTES = 8 * P.ATTR_MAX_BYTES
+#: What the inline dictionary may save of a pack's stream, at most (its length; 136-355 bytes
+#: on those 90 packs): a stream without it longer than the inline limit by more does not fit
+#: with it either.
+DICTIONARY_GAIN = len(P.DICTIONARY)
+
+
+def _deflated_pack(raw: bytes, level: int) -> tuple[bytes | None, bytes | None]:
+    """(the inline stream, or None where it is above ``pack.ATTR_MAX_BYTES``; the dataset's
+    stream, or None where inline) of packed bytes ``raw``: the dictionary's stream first,
+    the one without only for a dataset (whose filter takes none), but for packs above
+    :data:`PACK_LARGE_BYTES`, which are seldom inline."""
+    if len(raw) > PACK_LARGE_BYTES:
+        deflated = P.deflate(raw, level)
+        if len(deflated) > P.ATTR_MAX_BYTES + DICTIONARY_GAIN:
+            return None, deflated
+    else:
+        deflated = None
+    inline = P.deflate_inline(raw, level)
+    if len(inline) <= P.ATTR_MAX_BYTES:
+        return inline, None
+    return None, P.deflate(raw, level) if deflated is None else deflated
+
+
 def write(path: str, c: Compressed, meta: dict | None = None, pack: bool = True) -> None:
     """Write ``c`` as a new minitrace file (``/trace@form = "grammar"``); ``pack``: its small
     arrays, the communicator and string tables and ``/trace``'s attributes among them, in one
@@ -470,14 +499,10 @@ def write(path: str, c: Compressed, meta: dict | None = None, pack: bool = True)
     if packed:
         raw = P.pack(packed)
         level = _pack_level(len(raw), c.nactions)
-        # (inline where its dictionary's stream fits; deflated without it only for a dataset,
-        # whose filter takes none: deflating twice cost 0.3-4.4 ms a file)
-        inline_bytes = P.deflate_inline(raw.tobytes(), level)
-        inline = len(inline_bytes) <= P.ATTR_MAX_BYTES
+        inline_bytes, deflated = _deflated_pack(raw.tobytes(), level)
+        inline = inline_bytes is not None
         if inline:
             attrs[P.BYTES_ATTR] = np.frombuffer(inline_bytes, np.uint8)
-        else:
-            deflated = P.deflate(raw.tobytes(), level)
     with S.new_file(path, m, version, create=_create, fixed=True, packed=pack) as f:
         g = h5py.Group(h5py.h5g.create(f.id, b"trace", gcpl=_plists()[2]))
         S.new_attrs(g, attrs, fixed=True)
