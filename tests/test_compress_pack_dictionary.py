@@ -47,7 +47,8 @@ def test_an_inline_pack_needs_the_dictionary_and_version_3_reads_alike(tmp_path,
 @pytest.mark.parametrize("noise", [0, 4300, 9000])
 def test_a_large_pack_deflated_for_a_dataset_first_is_stored_as_before(noise, monkeypatch):
     """store._deflated_pack: a pack above PACK_LARGE_BYTES is deflated without the dictionary
-    first, and with it only where it may still fit inline; it keeps the streams the
+    first (or above PACK_QUICK_FROM where a quick deflate guesses it is no inline pack), and
+    with it only where it may still fit inline; it keeps the streams the
     dictionary's stream first kept (inline where it fits, else the dataset's): an inline
     pack, one a little above the limit, one far above it."""
     from minitrace.compress import store
@@ -57,6 +58,8 @@ def test_a_large_pack_deflated_for_a_dataset_first_is_stored_as_before(noise, mo
     inline = P.deflate_inline(raw, 7)
     want = (inline, None) if len(inline) <= P.ATTR_MAX_BYTES else (None, P.deflate(raw, 7))
     assert (want[0] is None) == (noise > 0)
-    for large in (0, len(raw)):                       # (first without it; with it)
-        monkeypatch.setattr(store, "PACK_LARGE_BYTES", large)
+    assert store._likely_dataset(raw) == (noise > 4300)   # (a quick deflate's guess)
+    for large, quick in ((0, 0), (len(raw), 0), (len(raw), len(raw))):
+        monkeypatch.setattr(store, "PACK_LARGE_BYTES", large)   # (without it first, by size
+        monkeypatch.setattr(store, "PACK_QUICK_FROM", quick)    # or by the guess; with it)
         assert store._deflated_pack(raw, 7) == want

@@ -595,21 +595,23 @@ def fit(volume: np.ndarray, vrow: np.ndarray, ids: np.ndarray, offsets: np.ndarr
     side, attrs = _fit(ep, precision, True)
     if TEMPLATE_UNIT_OFFSETS in side and len(ids) <= BOTH_UP_TO:
         other = _fit(ep, precision, False)
-        if side_bytes(_apart(other[0], side)) < side_bytes(_apart(side, other[0])):
+        same = {k for k, v in side.items() if k in other[0] and _alike(v, other[0][k])}
+        if side_bytes({k: v for k, v in other[0].items() if k not in same}) < \
+                side_bytes({k: v for k, v in side.items() if k not in same}):
             return other
     return side, attrs
 
 
-def _apart(side: dict, other: dict) -> dict:
-    """The arrays of ``side`` that ``other`` does not hold alike (those it does weigh the
-    same in either's :func:`side_bytes`)."""
-    def alike(a, b) -> bool:
-        if isinstance(a, pd.DataFrame) or isinstance(b, pd.DataFrame):
-            return isinstance(a, pd.DataFrame) and isinstance(b, pd.DataFrame) and \
-                a.columns.equals(b.columns) and a.dtypes.equals(b.dtypes) and \
-                alike(a.to_numpy(), b.to_numpy())      # (_frame's: one block)
-        return a.dtype == b.dtype and a.shape == b.shape and np.array_equal(a, b)
-    return {k: v for k, v in side.items() if k not in other or not alike(v, other[k])}
+def _alike(a, b) -> bool:
+    """Whether two side arrays or tables are the same (they weigh the same in
+    :func:`side_bytes`)."""
+    if a is b:
+        return True
+    if isinstance(a, pd.DataFrame) or isinstance(b, pd.DataFrame):
+        return isinstance(a, pd.DataFrame) and isinstance(b, pd.DataFrame) and \
+            list(a.columns) == list(b.columns) and \
+            all(_alike(a[c].to_numpy(), b[c].to_numpy()) for c in a.columns)
+    return a.dtype == b.dtype and a.shape == b.shape and np.array_equal(a, b)
 
 
 #: Model fits of both kinds of templates are tried up to this many actions: the second fit
