@@ -62,4 +62,5 @@ def test_a_large_pack_deflated_for_a_dataset_first_is_stored_as_before(noise, mo
     for large, quick in ((0, 0), (len(raw), 0), (len(raw), len(raw))):
         monkeypatch.setattr(store, "PACK_LARGE_BYTES", large)   # (without it first, by size
         monkeypatch.setattr(store, "PACK_QUICK_FROM", quick)    # or by the guess; with it)
-        assert store._deflated_pack(raw, 7) == want
+        for text in (int.from_bytes(raw[:4], "little"), 1 << 20):   # (then with it too)
+            assert store._deflated_pack(raw, 7, text) == want

@@ -398,15 +398,11 @@ def _create(tmp: str) -> h5py.File:
 
 
 #: Packs of more bytes than this (before deflating) are deflated for a dataset first, and
-#: against the dictionary too only where that stream is within :data:`DICTIONARY_GAIN` of
-#: fitting inline: none of the 90 file-modes of session 25's 30 public recordings above it was
-#: inline (the largest inline: 124 KB, miniGhost 4r's model pack), and deflating twice took
-#: 1.1-1.4 ms of PENNANT 2r's exact files (151 KB).
+#: against the dictionary too only where that stream may still fit inline
+#: (:func:`_deflated_pack`): none of the 90 file-modes of session 25's 30 public recordings
+#: above it was inline (the largest inline: 124 KB, miniGhost 4r's model pack), and deflating
+#: twice took 1.1-1.4 ms of PENNANT 2r's exact files (151 KB).
 PACK_LARGE_BYTES = 8 * P.ATTR_MAX_BYTES
-#: What the inline dictionary may save of a pack's stream, at most (its length; 136-355 bytes
-#: on those 90 packs): a stream without it longer than the inline limit by more does not fit
-#: with it either.
-DICTIONARY_GAIN = len(P.DICTIONARY)
 #: Packs of more bytes than this, up to :data:`PACK_LARGE_BYTES`, are deflated for a dataset
 #: first where a quick deflate (level 1, no dictionary) of them is above :data:`QUICK_BYTES`
 #: (on those 90 packs: at most 17.2 KB where inline, 21.4 KB at least where not, 0.04-0.8 ms
@@ -427,16 +423,20 @@ def _likely_dataset(raw: bytes) -> bool:
     return n + len(z.flush()) > QUICK_BYTES
 
 
-def _deflated_pack(raw: bytes, level: int) -> tuple[bytes | None, bytes | None]:
+def _deflated_pack(raw: bytes, level: int, text: int) -> tuple[bytes | None, bytes | None]:
     """(the inline stream, or None where it is above ``pack.ATTR_MAX_BYTES``; the dataset's
     stream, or None where inline) of packed bytes ``raw``: the dictionary's stream first,
     the one without only for a dataset (whose filter takes none), but for packs that are
-    seldom inline (:data:`PACK_LARGE_BYTES`, :func:`_likely_dataset`): the order changes
-    what is deflated, not the streams kept."""
+    seldom inline (:data:`PACK_LARGE_BYTES`, :func:`_likely_dataset`), whose stream without
+    the dictionary, when above the limit by more than ``text`` (the bytes of the pack the
+    dictionary spells: its index and attributes), is the dataset's at once.  The dictionary
+    saves at most about what those bytes cost deflated alone (on the 90 packs: 136-355 bytes,
+    0.35-0.67 of it, 0.08-0.26 of ``text``), so the order changes what is deflated, not the
+    streams kept."""
     deflated = None
     if len(raw) > PACK_LARGE_BYTES or (len(raw) > PACK_QUICK_FROM and _likely_dataset(raw)):
         deflated = P.deflate(raw, level)
-        if len(deflated) > P.ATTR_MAX_BYTES + DICTIONARY_GAIN:
+        if len(deflated) > P.ATTR_MAX_BYTES + text:
             return None, deflated
     inline = P.deflate_inline(raw, level)
     if len(inline) <= P.ATTR_MAX_BYTES:
@@ -517,7 +517,9 @@ def write(path: str, c: Compressed, meta: dict | None = None, pack: bool = True)
     if packed:
         raw = P.pack(packed)
         level = _pack_level(len(raw), c.nactions)
-        inline_bytes, deflated = _deflated_pack(raw.tobytes(), level)
+        text = int(raw[:4].view("<u4")[0]) + \
+            (packed[P.ATTRS].nbytes if P.ATTRS in packed else 0)    # (index, attributes)
+        inline_bytes, deflated = _deflated_pack(raw.tobytes(), level, text)
         inline = inline_bytes is not None
         if inline:
             attrs[P.BYTES_ATTR] = np.frombuffer(inline_bytes, np.uint8)
