@@ -10,7 +10,7 @@ import pytest
 
 from minitrace.model import TraceBuilder
 from minitrace.replay import replay
-from minitrace.replay.sampling import sampled_replay
+from minitrace.replay.sampling import Phase, _fit, sampled_replay
 
 HALO = 4 << 20
 
@@ -64,3 +64,20 @@ def test_the_bound_covers_compute_beyond_the_replayed_range(trace):
     full = replay(data, compute_rate="1Gf")
     assert s.skipped_share > 0, s.notes
     assert abs(s.simulated_time - full.simulated_time) <= s.bound, s.notes
+
+
+@pytest.mark.parametrize("scale", [0.25, 1.0, 4.0])
+def test_a_line_at_the_phases_own_slope_within_its_range_adds_nothing(scale):
+    """Times of ``scale`` replay seconds a unit of compute (--compute-rate over the hosts'
+    speed), the skipped iterations' compute within the fitted ones' range: the line's slope is
+    the phase's own, in the replay's seconds, and nothing lies beyond (with the line's slope
+    taken as ``scale`` squared, 4 Gf added 15 times the skipped compute about the mean)."""
+    rng = np.random.default_rng(1)
+    n, w = 200, 5
+    compute = 1e-4 * (1 + 0.1 * rng.standard_normal(n))
+    compute[4 * w:n - w] = np.clip(compute[4 * w:n - w], compute[:4 * w].min(),
+                                   compute[:4 * w].max())
+    t = scale * compute + 2e-5
+    p = Phase(0, 0, n, w, replayed=4 * w, tail=w, steady_from=0)
+    _fit([p], [(t[:4 * w], t[n - w:])], [compute[:, None]], scale=scale)
+    assert p.outside <= 1e-12 * p.skipped_time

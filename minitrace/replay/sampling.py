@@ -2338,8 +2338,8 @@ def _outside(group: list[Phase], X: np.ndarray, y: np.ndarray, use: np.ndarray,
         used = 0.0
         if compute is not None:
             beta, *_ = np.linalg.lstsq(X, y, rcond=None)
-            used = float(beta[compute]) * float(np.ptp(fitted)) / \
-                max(float(np.ptp(X[:, compute])), 1e-300)
+            used = float(beta[compute]) * float(np.ptp(X[:, compute])) / \
+                max(float(np.ptp(fitted)), 1e-300)
     out = np.zeros(k)
     for i, (_, skipped) in enumerate(computes):
         mine = phase == i
