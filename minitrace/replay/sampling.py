@@ -2264,6 +2264,8 @@ def _fit(group: list[Phase], xs: list[tuple], costs: list[np.ndarray],
         cs.append(np.r_[cost[s:p.replayed], cost[hi + 1:]])
         rests.append(cost[p.replayed:hi])
     if not any(p.skipped for p in group):
+        for p in group:     # replayed whole since an earlier fit (:func:`_apart`): none skipped
+            p.skipped_time = p.variance = p.shift = p.level = p.once = p.outside = 0.0
         return
     k, y, c = len(group), np.concatenate(ys), np.concatenate(cs)
     if len(y) < k + 2:
