@@ -1821,22 +1821,10 @@ def sampled_replay(data, loops: list[np.ndarray] | None, sample="auto", *,
     if on_path:
         notes.append("skipped iterations predicted from their compute critical path")
     phases = fitted
-    disagree = sum(p.disagree for p in phases)
-    if disagree:
-        notes.append(f"the bound takes the skipped time as far as the line of their cost or "
-                     f"their critical path puts it where the two lie apart beyond their bounds: "
-                     f"+-{disagree / max(ends):.2%}")
-    outside = sum(p.outside for p in phases)
-    if outside:
-        notes.append(f"the bound takes the skipped iterations' compute where it lies beyond the "
-                     f"replayed ones' range, or the slope the time is given against it where "
-                     f"they show another, at any slope between 0 (hidden behind messages) and "
-                     f"1: +-{outside / max(ends):.2%}")
-    once = sum(p.once for p in phases)
-    if once:
-        notes.append(f"the bound takes the skipped iterations of a variant the line fits once "
-                     f"each as far from the line as that one (its residual left out of the "
-                     f"line): +-{once / max(ends):.2%}")
+    for term, what in _BOUND_TERMS:
+        added = sum(getattr(p, term) for p in phases)
+        if added:
+            notes.append(f"the bound takes {what}: +-{added / max(ends):.2%}")
     if regrown:
         notes.append(_regrown_note(regrown, phases, bound / max(ends), tolerance))
     n_skip = sum(p.skipped for p in phases)
@@ -1903,6 +1891,18 @@ def _sampled_error(e: MinitraceError) -> MinitraceError:
                           f"left a receive another message than its own (a block skipped "
                           f"wrongly, not the trace's fault): --sample off replays it whole",
                           e.path)
+
+
+#: The terms a sampled replay's bound adds beyond the line's variance (:class:`Phase`), each
+#: named in a note where it adds: the attribute, and what it takes.
+_BOUND_TERMS = (
+    ("disagree", "the skipped time as far as the line of their cost or their critical path "
+                 "puts it where the two lie apart beyond their bounds"),
+    ("outside", "the skipped iterations' compute where it lies beyond the replayed ones' range, "
+                "or the slope the time is given against it where they show another, at any "
+                "slope between 0 (hidden behind messages) and 1"),
+    ("once", "the skipped iterations of a variant the line fits once each as far from the line "
+             "as that one (its residual left out of the line)"))
 
 
 def _small_gain_note(phases: list[Phase], total: int, kept: int, outside: int) -> str:
@@ -2283,39 +2283,43 @@ def _fit(group: list[Phase], xs: list[tuple], costs: list[np.ndarray],
         [np.arange(len(x)) < p.replayed - (p.steady_from or 0) for p, x in zip(group, cs)])
     on = _on_line(X, np.repeat(np.arange(k), [len(x) for x in cs]), lead)
     rows = [design([r if q is p else r[:0] for q, r in zip(group, rests)]) for p in group]
-    times, variances, misfit = _line(X[on], y[on], rows, lead[on])
-    shifts = np.abs(times - _line(X, y, rows, lead)[0]) if not on.all() else np.zeros(k)
+    Xon, yon = X[on], y[on]
+    line = _solved(Xon, yon)            # (the line the helpers below judge, solved once)
+    times, variances, misfit = _line(Xon, yon, rows, lead[on], *line)
+    shifts = np.abs(times - _line(X, y, rows, lead, *_solved(X, y))[0]) if not on.all() \
+        else np.zeros(k)
     phase = np.repeat(np.arange(k), [len(x) for x in cs])
-    outside = _outside(group, X[on], y[on], use, computes, on) if scale else np.zeros(k)
+    outside = _outside(group, Xon, yon, use, computes, on, line[0]) if scale else np.zeros(k)
     for i, p in enumerate(group):
         p.misfit = misfit
         p.outside = float(outside[i])
         p.skipped_time = float(times[i]) + paths[i]
         p.variance = float(variances[i])
         p.shift = float(shifts[i])
-        p.level = _level(p, X[on], y[on], (phase[on] == i) & lead[on],
-                         (phase[on] == i) & ~lead[on])
+        p.level = _level(p, Xon, yon, (phase[on] == i) & lead[on],
+                         (phase[on] == i) & ~lead[on], *line)
     if labels is not None:
         fitted = np.concatenate([np.r_[v[p.steady_from or 0:p.replayed],
                                        v[p.iterations - p.tail + 1:]]
                                  for p, v in zip(group, labels)])
-        for p, more in zip(group, _once(X[on], y[on], fitted[on],
+        for p, more in zip(group, _once(Xon, yon, fitted[on],
                                         [v[p.replayed:p.iterations - p.tail]
-                                         for p, v in zip(group, labels)])):
+                                         for p, v in zip(group, labels)], *line)):
             p.once = more
     for i, p in enumerate(group):
         p.apart = p.like is not None and p.skipped > 0 and \
-            _apart(X[on], y[on], phase[on] == i, rows[i], i, k, float(times[i]),
-                   PRECISION * p.skipped)
+            _apart(Xon, yon, phase[on] == i, rows[i], i, k, float(times[i]),
+                   PRECISION * p.skipped, line[0])
 
 
 def _outside(group: list[Phase], X: np.ndarray, y: np.ndarray, use: np.ndarray,
-             computes: list[tuple], on: np.ndarray) -> np.ndarray:
+             computes: list[tuple], on: np.ndarray, line: np.ndarray) -> np.ndarray:
     """Per phase of a fitted group, how far its skipped time may lie from the line where their
     compute (``computes``: per phase its fitted and skipped iterations' critical path or
     supersteps' compute, in the replay's seconds) lies beyond the range of its fitted
     iterations', or where the line gives it a slope they do not show (``X``, ``y``, ``use``:
-    :func:`_fit`'s design, times and cost columns; ``on``: the fitted rows it keeps).  An
+    :func:`_fit`'s design, times and cost columns; ``on``: the fitted rows it keeps;
+    ``line``: the coefficients of the line through them, :func:`_solved`'s).  An
     iteration's time is a maximum of sums of its computes and messages: its slope against its
     compute lies between 0 (the compute hidden behind a message) and 1, and grows with the
     compute.  Within the range of a phase's fitted iterations it is their own line's (a line
@@ -2341,8 +2345,7 @@ def _outside(group: list[Phase], X: np.ndarray, y: np.ndarray, use: np.ndarray,
     if not path:
         used = 0.0
         if compute is not None:
-            beta, *_ = np.linalg.lstsq(X, y, rcond=None)
-            used = float(beta[compute]) * float(np.ptp(X[:, compute])) / \
+            used = float(line[compute]) * float(np.ptp(X[:, compute])) / \
                 max(float(np.ptp(fitted)), 1e-300)
     out = np.zeros(k)
     for i, (_, skipped) in enumerate(computes):
@@ -2371,10 +2374,10 @@ def _outside(group: list[Phase], X: np.ndarray, y: np.ndarray, use: np.ndarray,
 
 
 def _apart(X: np.ndarray, y: np.ndarray, mine: np.ndarray, rest: np.ndarray, i: int, k: int,
-           shared: float, precision: float) -> bool:
+           shared: float, precision: float, beta: np.ndarray) -> bool:
     """Whether phase ``i`` of a group of ``k`` (``mine``: its rows of the design ``X``, times
-    ``y``; ``rest``: the design of its skipped iterations, which the shared line puts at
-    ``shared`` s) is not like the others: its own line (its intercept, the shared columns)
+    ``y``; ``beta``: the shared line's coefficients, :func:`_solved`'s; ``rest``: the design of
+    its skipped iterations, which the shared line puts at ``shared`` s) is not like the others: its own line (its intercept, the shared columns)
     fits its iterations better than the shared slopes beyond chance (an F test at ``APART``)
     and puts its skipped time further from the shared line's than three standard deviations
     of its own prediction and the replay's ``precision``.  Phases alike make the same calls,
@@ -2391,7 +2394,6 @@ def _apart(X: np.ndarray, y: np.ndarray, mine: np.ndarray, rest: np.ndarray, i: 
     if r < 2 or dof < 2:
         return False
     own, *_ = np.linalg.lstsq(Xi, yi, rcond=None)
-    beta, *_ = np.linalg.lstsq(X, y, rcond=None)
     rss_own = float(np.sum((yi - Xi @ own) ** 2))
     rss = float(np.sum((yi - X[mine] @ beta) ** 2))
     R = rest[:, cols]
@@ -2404,10 +2406,12 @@ def _apart(X: np.ndarray, y: np.ndarray, mine: np.ndarray, rest: np.ndarray, i: 
     return _f_survival(r - 1, dof, f) < APART
 
 
-def _once(X: np.ndarray, y: np.ndarray, fitted: np.ndarray, skipped: list) -> list[float]:
+def _once(X: np.ndarray, y: np.ndarray, fitted: np.ndarray, skipped: list, beta: np.ndarray,
+          inv: np.ndarray) -> list[float]:
     """Per phase, how far its skipped iterations of a variant that the group's line fits once
     (``fitted``: the variant of each fitted row of the design ``X``, times ``y``;
-    ``skipped``: per phase its skipped iterations' variants) may lie from the line: their
+    ``skipped``: per phase its skipped iterations' variants; ``beta``, ``inv``: the line,
+    :func:`_solved`'s) may lie from the line: their
     count times that iteration's residual left out of the line (its residual over one minus
     its leverage), or its whole time where it sets a column alone.  One iteration does not
     show its variant's noise, and the line passes near it: where every skipped one is off as
@@ -2417,9 +2421,8 @@ def _once(X: np.ndarray, y: np.ndarray, fitted: np.ndarray, skipped: list) -> li
     single = count == 1
     if not single.any():
         return [0.0] * len(skipped)
-    beta, *_ = np.linalg.lstsq(X, y, rcond=None)
     rows = at[single]
-    h = np.einsum("ij,jk,ik->i", X[rows], np.linalg.pinv(X.T @ X), X[rows])
+    h = np.einsum("ij,jk,ik->i", X[rows], inv, X[rows])
     resid = np.abs(y[rows] - X[rows] @ beta)
     off = np.where(h < 1 - 1e-9, resid / np.maximum(1 - h, 1e-9), np.abs(y[rows]))
     return [float(sum(np.count_nonzero(v == u) * o for u, o in zip(vals[single], off)))
@@ -2436,7 +2439,7 @@ SEPARATE = 2.0
 
 
 def _level(p: Phase, X: np.ndarray, y: np.ndarray, start: np.ndarray,
-           tail: np.ndarray) -> float:
+           tail: np.ndarray, beta: np.ndarray, inv: np.ndarray) -> float:
     """How far the skipped iterations' time may lie from the line (design ``X``, times ``y``)
     of a phase whose iterations move different bytes (:attr:`Phase.sized`; ``start``,
     ``tail``: its fitted rows of each): where the start's and the tail's mean residuals differ
@@ -2455,9 +2458,8 @@ def _level(p: Phase, X: np.ndarray, y: np.ndarray, start: np.ndarray,
     second: +16.2% from the full replay against a bound of 7.46%."""
     if not ((p.sized or p.like is not None) and p.skipped):
         return 0.0
-    beta, *_ = np.linalg.lstsq(X, y, rcond=None)
     resid = y - X @ beta
-    h = np.einsum("ij,jk,ik->i", X, np.linalg.pinv(X.T @ X), X)
+    h = np.einsum("ij,jk,ik->i", X, inv, X)
     a, b = resid[start & (h <= LEVERAGE)], resid[tail & (h <= LEVERAGE)]
     if len(a) < 2 or len(b) < 2:
         return 0.0
@@ -2537,13 +2539,21 @@ def _beta_fraction(a: float, b: float, x: float) -> float:
     return h
 
 
-def _line(X: np.ndarray, y: np.ndarray, rows: list[np.ndarray], lead: np.ndarray):
+def _solved(X: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The least-squares line through design ``X`` and times ``y``: its coefficients and
+    ``pinv(X.T @ X)``, solved once for :func:`_line` and the terms judged against it
+    (:func:`_level`, :func:`_once`, :func:`_apart`, :func:`_outside`: each solved it again)."""
+    beta, *_ = np.linalg.lstsq(X, y, rcond=None)
+    return beta, np.linalg.pinv(X.T @ X)
+
+
+def _line(X: np.ndarray, y: np.ndarray, rows: list[np.ndarray], lead: np.ndarray,
+          beta: np.ndarray, inv: np.ndarray):
     """:func:`_fit`'s least-squares line through the fitted iterations (design ``X``, times
     ``y``; ``lead``: those of a start, the others a tail's), per phase (``rows``: the design of
-    its skipped iterations) the skipped time it predicts and that prediction's variance (of
-    the residuals, or of the noisier of the starts' and the tails': :func:`_noisier`), and the
-    residuals' standard deviation."""
-    beta, *_ = np.linalg.lstsq(X, y, rcond=None)
+    its skipped iterations; ``beta``, ``inv``: the line, :func:`_solved`'s) the skipped time it
+    predicts and that prediction's variance (of the residuals, or of the noisier of the starts'
+    and the tails': :func:`_noisier`), and the residuals' standard deviation."""
     resid = y - X @ beta
     var = float(resid @ resid) / max(len(resid) - X.shape[1], 1)
     var = max(var, _noisier(resid, lead))
@@ -2551,7 +2561,6 @@ def _line(X: np.ndarray, y: np.ndarray, rows: list[np.ndarray], lead: np.ndarray
         rho = float(np.corrcoef(resid[:-1], resid[1:])[0, 1])
         if rho > 0:
             var *= (1 + rho) / (1 - min(rho, 0.9))
-    inv = np.linalg.pinv(X.T @ X)
     total = sum(R.sum(0) for R in rows)
     times = np.array([float((R @ beta).sum()) for R in rows])
     variances = np.array([var * (len(R) + max(float(R.sum(0) @ inv @ total), 0.0))
