@@ -12,6 +12,7 @@ from minitrace import kinds as K
 from minitrace.model import TraceBuilder
 from minitrace.replay import replay
 from minitrace.replay.sampling import GAIN, sampled_replay
+from tests.support.overlapped_solves import overlapped_solves
 
 RATE = "1Gf"
 
@@ -103,25 +104,7 @@ def test_a_solve_whose_messages_hide_its_compute_is_fitted_alone():
     halo leaves its time its compute's, the others' 4 MB halos take longer than it, so their
     time does not follow their compute.  On the first's slope their skipped transients were
     +4.0% from the full replay against a bound of 0.22%; fitted alone, each its own line."""
-    rng = np.random.default_rng(5)
-    b = TraceBuilder(2)
-    for r in (0, 1):
-        b.add(r, "init")
-    for k in range(1, 7):
-        for r in (0, 1):
-            b.add(r, "bcast", bytes_sent=64 * k, bytes_recv=64 * k, peer=0)
-        for i in range(200):
-            work = 2e-4 * (1.3 if 60 <= i < 140 else 1.0) * (1 + 0.02 * rng.standard_normal(2))
-            size = 4096 if k == 1 else (4 << 20) + 4096 * k
-            for r in (0, 1):
-                b.add(r, "irecv", peer=1 - r, tag=7, bytes_recv=size, request=1)
-                b.add(r, "isend", peer=1 - r, tag=7, bytes_sent=size, request=0)
-                b.add(r, "compute", volume=float(work[r]))
-                b.add(r, "waitall", vector=[0, 1])
-                b.add(r, "allreduce", bytes_sent=8, bytes_recv=8)
-    for r in (0, 1):
-        b.add(r, "finalize")
-    data = b.build()
+    data = overlapped_solves([200] * 6, bump=1.3)
     s = sampled_replay(data, None, "auto", compute_rate=RATE)
     assert any(n.startswith("5 phase(s) fitted alone") for n in s.notes), s.notes
     full = replay(data, compute_rate=RATE)
