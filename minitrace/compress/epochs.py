@@ -55,6 +55,7 @@ Lost: each other call's own value within its epoch (its call's mean instead).
 from __future__ import annotations
 
 import functools
+from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -615,13 +616,14 @@ def _alike(a, b) -> bool:
 
 
 #: Model fits of both kinds of templates are tried up to this many actions: the second fit
-#: takes 30-60% more of model compression's CPU time (TeaLeaf 2r and 4r, miniGhost BSPMA 2r:
-#: 2.1-2.8 -> 1.4-1.8 M actions per CPU second), a few ms on a trace this small, where the
-#: fixed bytes of a file make a few hundred a large share; of the 31 public recordings tried,
-#: one was smaller with the epochs' templates, CloverLeaf 2r of 20 steps (2,302 actions: 2,727
-#: bytes against 2,750; testall_halo.c's 48 k actions: 3.5% larger with the stretches',
-#: 20-step clover2d.c's 2.5-5%).
-BOTH_UP_TO = 1 << 14
+#: takes 30-60% more of model compression's CPU time (PENNANT 2r, 14 k actions: 1.33 M
+#: actions per CPU second with it), a few ms on a trace this small, where the fixed bytes of
+#: a file make a few hundred a large share.  Of 37 public recordings tried, two were smaller
+#: with the epochs' templates: CloverLeaf 2r of 20 steps (2,302 actions: 2,727 bytes against
+#: 2,750) and miniMD 2r of 400 steps (6,906 actions: the model's arrays 1,105 bytes against
+#: 1,164); the five of 8-16 k actions (CloverLeaf, PENNANT 2r and 2r sq, miniAMR, miniGhost
+#: SVAF) had arrays 16-76% larger so (testall_halo.c's 48 k actions: 3.5% smaller, 20-step clover2d.c's 2.5-5%).
+BOTH_UP_TO = 1 << 13
 
 
 def side_bytes(side: dict) -> int:
@@ -634,8 +636,34 @@ def side_bytes(side: dict) -> int:
     return total
 
 
+class _Epochs(NamedTuple):
+    """What :func:`_fit` takes of the trace whatever its templates (:func:`_epochs`)."""
+    P: int                      # ranks
+    nsig: int                   # signatures
+    kinds: np.ndarray           # each signature's kind code
+    ids: np.ndarray             # each action's signature
+    offsets: np.ndarray         # each rank's first action
+    vrow: np.ndarray            # actions that carry a volume
+    anchor: np.ndarray          # signatures that start an epoch
+    anchor_name: str
+    rank: np.ndarray            # each action's rank
+    nvol: int
+    n_anchor: np.ndarray        # anchors per rank
+    merge: int                  # anchors per epoch
+    epoch_offsets: np.ndarray   # each rank's first epoch
+    vidx: np.ndarray            # the volume actions' rows ...
+    vr: np.ndarray              # ... ranks
+    vol: np.ndarray             # ... volumes
+    vids: np.ndarray            # ... signatures
+    kind_of_sig: np.ndarray     # each signature's dense kind
+    in_call: np.ndarray         # volume actions in an MPI call (not computation)
+    gepoch: np.ndarray          # each action's epoch over all ranks
+    bv: np.ndarray              # the volume actions' neighbours before ...
+    av: np.ndarray              # ... and after
+
+
 def _epochs(volume: np.ndarray, vrow: np.ndarray, ids: np.ndarray, offsets: np.ndarray,
-            kinds: np.ndarray) -> dict:
+            kinds: np.ndarray) -> _Epochs:
     """What :func:`_fit` takes of the trace whatever its templates: anchors, epochs, the
     volume actions' ranks, calls and neighbours."""
     P = len(offsets) - 1
@@ -655,25 +683,18 @@ def _epochs(volume: np.ndarray, vrow: np.ndarray, ids: np.ndarray, offsets: np.n
     _, kind_of_sig = V.dense_unique(kinds)
     gepoch = epoch_offsets[rank] + epoch
     bv, av = neighbours(ids, offsets, vidx, vr)
-    return {"P": P, "nsig": len(kinds), "kinds": kinds, "ids": ids, "offsets": offsets,
-            "vrow": vrow, "anchor": anchor, "anchor_name": anchor_name, "rank": rank,
-            "nvol": nvol, "n_anchor": n_anchor, "merge": merge, "epoch_offsets": epoch_offsets,
-            "vidx": vidx, "vr": vr, "vol": volume[vidx], "vids": vids,
-            "kind_of_sig": kind_of_sig, "in_call": ~K.mask(K.WORK)[kinds][vids],
-            "gepoch": gepoch, "bv": bv, "av": av}
+    return _Epochs(P=P, nsig=len(kinds), kinds=kinds, ids=ids, offsets=offsets, vrow=vrow,
+                   anchor=anchor, anchor_name=anchor_name, rank=rank, nvol=nvol,
+                   n_anchor=n_anchor, merge=merge, epoch_offsets=epoch_offsets, vidx=vidx,
+                   vr=vr, vol=volume[vidx], vids=vids, kind_of_sig=kind_of_sig,
+                   in_call=~K.mask(K.WORK)[kinds][vids], gepoch=gepoch, bv=bv, av=av)
 
 
-def _fit(ep: dict, precision: float, units: bool) -> tuple[dict, dict]:
+def _fit(ep: _Epochs, precision: float, units: bool) -> tuple[dict, dict]:
     """:func:`fit`'s model of :func:`_epochs`' ``ep``, its templates of the stretches between
     anchors where epochs are merged and ``units``, else of the epochs."""
-    P, nsig, kinds, ids, offsets, vrow = (ep[k] for k in ("P", "nsig", "kinds", "ids",
-                                                          "offsets", "vrow"))
-    anchor, anchor_name, rank, nvol, n_anchor, merge, epoch_offsets = (
-        ep[k] for k in ("anchor", "anchor_name", "rank", "nvol", "n_anchor", "merge",
-                        "epoch_offsets"))
-    vidx, vr, vol, vids, kind_of_sig, in_call, gepoch, bv, av = (
-        ep[k] for k in ("vidx", "vr", "vol", "vids", "kind_of_sig", "in_call", "gepoch", "bv",
-                        "av"))
+    P, nsig, kinds, ids, offsets, vrow, anchor, anchor_name, rank, nvol, n_anchor, merge, \
+        epoch_offsets, vidx, vr, vol, vids, kind_of_sig, in_call, gepoch, bv, av = ep
     ge = gepoch[vidx]
     n_ep = int(epoch_offsets[-1])
     # templates of the stretches between two anchors where epochs are merged (TEMPLATE_UNIT)
