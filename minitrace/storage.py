@@ -36,7 +36,7 @@ from .checked import check_heaps, corrupt
 from .outputs import check_output_file, replacing_path, write_error
 
 FORMAT_NAME = "minitrace"
-FORMAT_VERSION = 11  # 2: the compressed form of /trace (minitrace.compress); 3: with arrays
+FORMAT_VERSION = 12  # 2: the compressed form of /trace (minitrace.compress); 3: with arrays
 #                      coded in contexts (compress/context_rans.py: bounded files since session
 #                      13), which readers of version 2 took for missing arrays; 4: model
 #                      files' spread as codes (model/spread_code, session 14), which readers of
@@ -58,7 +58,9 @@ FORMAT_VERSION = 11  # 2: the compressed form of /trace (minitrace.compress); 3:
 #                      which version 9 readers would have refused as lacking a column;
 #                      11: model templates matched on each stretch between two anchors where
 #                      epochs are merged (model/template_unit_offsets, session 24), which
-#                      version 10 readers matched on the merged epochs
+#                      version 10 readers matched on the merged epochs; 12: message sizes
+#                      apart from the grammar where they change from step to step (sizes/*,
+#                      session 26), whose grammar version 11 readers took for a corrupt one
 #: The version of a compressed file holding context-coded arrays (coding version 5), packed
 #: or not, whatever else it holds.
 SECOND_WINDOW_VERSION = 9
@@ -70,6 +72,9 @@ SIZE_SITES_VERSION = 10
 #: The version of a model file whose templates are matched on the stretches between two
 #: anchors (``model/template_unit_offsets``: its epochs merged), packed or not.
 TEMPLATE_UNITS_VERSION = 11
+#: The version of a compressed file whose grammar holds message sizes as tokens (``sizes/*``:
+#: compress/signatures.py's SizeTokens), whatever else it holds.
+SIZE_TOKENS_VERSION = 12
 #: The version of a compressed file whose metadata is packed (:data:`META_ATTR`), whatever
 #: else its ``/trace`` holds (but the above).  (Versions 3, 4, 5, 7 and 8 marked what every
 #: model file or context-coded array now has of version 9.)

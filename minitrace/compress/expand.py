@@ -4,8 +4,10 @@
 (``columns``, ``read``, ``kind_rows``, ``kind_counts``, ``vector``, ``comms``...), so
 ``minitrace.open`` gives the same :class:`~minitrace.trace.Trace` on both forms; counts,
 bytes, volumes and the communication matrix come from the grammar without expansion
-(:meth:`CompressedReader.summary`, :meth:`CompressedReader.matrix`).  Everything was checked
-when the file was read (:func:`.store.read`): expansion cannot loop or exceed its lengths.
+(:meth:`CompressedReader.summary`, :meth:`CompressedReader.matrix`), but in files whose
+message sizes are tokens (format version 12), whose ranks are resolved whole, once.
+Everything was checked when the file was read (:func:`.store.read`): expansion cannot loop or
+exceed its lengths.
 """
 from __future__ import annotations
 
@@ -24,7 +26,7 @@ from ..model import ACTION_DTYPE, TraceColumns, assign_vec_offsets, vec_offsets
 from . import epochs as E
 from . import signatures as SG
 from . import volumes as V
-from .store import Compressed, kind_counts, read
+from .store import Compressed, kind_counts, rank_signatures, read
 
 _COLUMN_ORDER = INT_COLUMNS + ("volume", "t_start", "t_end", "vec_off")
 
@@ -67,6 +69,10 @@ class Expander:
         self._means = None
         self._model = None
         self._model_rank = None      # (rank, its modelled volumes)
+        #: each rank's signature ids, size tokens resolved (files that hold them: a reference
+        #: may reach any earlier occurrence of its site, so a rank is resolved whole, once)
+        self._resolved: dict[int, np.ndarray] = {}
+        self._sites = SG.size_sites(t)[0] if c.tokens is not None else None
 
     @property
     def nranks(self) -> int:
@@ -91,8 +97,20 @@ class Expander:
     def rank_ids(self, rank: int, lo: int = 0, hi: int | None = None) -> np.ndarray:
         """Signature ids of actions ``lo:hi`` of ``rank`` (within the rank)."""
         n = int(self.offsets[rank + 1] - self.offsets[rank])
-        self.affordable(min(n if hi is None else hi, n) - max(lo, 0), per_action=16)
-        return self.c.grammar.expand(int(self.c.grammar.rank_grammar[rank]), lo, hi)
+        if self.c.tokens is None:
+            self.affordable(min(n if hi is None else hi, n) - max(lo, 0), per_action=16)
+            return self.c.grammar.expand(int(self.c.grammar.rank_grammar[rank]), lo, hi)
+        ids = self._resolved.get(rank)
+        if ids is None:
+            self.affordable(n, per_action=48)
+            try:
+                ids = rank_signatures(self.c, rank, self._sites)
+            except ValueError as e:
+                raise self._fail(e) from None
+            self._resolved[rank] = ids.astype(np.int32 if len(self.c.table) < 1 << 31
+                                              else np.int64)
+            ids = self._resolved[rank]
+        return ids[max(lo, 0):hi].astype(np.int64)
 
     def position(self, rank: int, row: int) -> _Position:
         """The state at action ``row`` of ``rank``, from the ids and side arrays before it."""
@@ -263,7 +281,8 @@ class Expander:
         steps[1:] += dur[:-1]
         start = pos.model + np.cumsum(steps)
         end = start + dur
-        counts = c.grammar.terminal_counts(int(c.grammar.rank_grammar[rank]))
+        counts = c.grammar.terminal_counts(int(c.grammar.rank_grammar[rank])) \
+            if c.tokens is None else np.bincount(self.rank_ids(rank), minlength=len(c.table))
         first = int(self.rank_ids(rank, 0, 1)[0]) if self.offsets[rank + 1] > \
             self.offsets[rank] else 0
         total = float(counts @ gap_m - gap_m[first] + counts @ dur_m)
@@ -290,13 +309,18 @@ class Expander:
     # -- without expanding --------------------------------------------------------------------
     def signature_counts(self) -> np.ndarray:
         """[nranks, signatures] occurrences, from the grammar (each distinct grammar once)."""
+        n = len(self.c.table)
+        if self.c.tokens is not None:    # (each rank's own sizes)
+            return np.stack([np.bincount(self.rank_ids(r), minlength=n)
+                             for r in range(self.nranks)]) if self.nranks else \
+                np.zeros((0, n), np.int64)
         per = {}
         rows = []
         for g in self.c.grammar.rank_grammar.tolist():
             if g not in per:
                 per[g] = self.c.grammar.terminal_counts(g)
             rows.append(per[g])
-        return np.stack(rows) if rows else np.zeros((0, len(self.c.table)), np.int64)
+        return np.stack(rows) if rows else np.zeros((0, n), np.int64)
 
     def matrix(self) -> pd.DataFrame:
         """Bytes sent from each rank to each peer by point-to-point sends (rows: senders,

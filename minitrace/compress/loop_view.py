@@ -7,7 +7,7 @@ import pandas as pd
 
 from .. import kinds as K
 from .grammar import Grammar, build
-from .signatures import encode
+from .signatures import encode, terminal_signatures
 
 #: A top-level loop covering less than this share of its rank's actions is not listed.
 MIN_SHARE = 0.01
@@ -220,7 +220,7 @@ def loop_summary(trace, min_share: float = MIN_SHARE) -> pd.DataFrame:
     ("[6 isend, 6 irecv, waitall, compute, allreduce]")."""
     c = trace.compressed_form
     if c is not None:
-        grammar, table = c.grammar, c.table
+        grammar, table = c.grammar, c.table[terminal_signatures(len(c.table), c.tokens)]
     else:
         data = trace.data()
         sig = encode(data)

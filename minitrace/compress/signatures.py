@@ -514,3 +514,168 @@ def check_table(table: np.ndarray, vec_offsets: np.ndarray, vec_values: np.ndarr
         return "vector of the wrong length for its encoding"
     return None
 
+
+
+# -- message sizes apart from the grammar (format version 12) ---------------------------------
+
+@dataclass
+class SizeTokens:
+    """Message sizes as tokens where they change from step to step: at such a call site
+    (:func:`size_sites`) each action's grammar symbol is a *token*, ``(site, distance)``: new
+    (distance 0: its signature id is the next of its rank's stream ``new``) or the same
+    signature as the site's occurrence ``distance`` back on its rank.  Public miniMD's halo
+    sendrecvs take new sizes at each re-neighbouring: each step's signatures were new ones
+    and the grammar kept every block of 20 steps (1.8 KB of 2r's 3.6 KB of structure); as
+    tokens, every block reads alike (``new`` the first step, then 4 back) and folds."""
+
+    sites: np.ndarray            # int64 per token: a signature of its site (the site's first)
+    distances: np.ndarray        # int64 per token: 0 new, else occurrences back at the site
+    new: np.ndarray              # int64: per rank, the signature ids of its new tokens
+    new_offsets: np.ndarray      # int64 [nranks+1]
+
+
+#: Occurrences in a row of a call site whose distinct sequences :func:`size_tokens` counts.
+SIZE_SPAN = 16
+#: Signatures a call site has at least for its sizes to be tokens: a site of a few sizes
+#: alternates between them, and its signatures fold as they are (on 30 public recordings,
+#: sites of 3-7 that would pass :func:`size_tokens`' count, miniAMR's, made its files 60-250
+#: bytes larger; IMB's sites of 12-27 sizes and miniMD's of 500-1,000 pay).
+SIZE_MIN_SIGNATURES = 8
+
+
+def _distinct_runs(x: np.ndarray, group: np.ndarray, ngroups: int) -> np.ndarray:
+    """Per group, the distinct sequences of :data:`SIZE_SPAN` values of ``x`` in a row within
+    it (``x`` sorted by group): hashes of each sequence (as :func:`_apart_pays`), counted
+    once per (group, hash)."""
+    h = pd.factorize(x)[0].astype(np.uint64)
+    mul = np.uint64(0x9E3779B97F4A7C15)
+    with np.errstate(over="ignore"):
+        for half in (1 << k for k in range(SIZE_SPAN.bit_length() - 1)):
+            h = h[:-half] * mul + h[half:] if len(h) > half else h[:0]
+            mul = mul * mul
+        inside = group[:len(h)] == group[SIZE_SPAN - 1:]
+        g = group[:len(h)][inside]
+        key = h[inside] ^ (g.astype(np.uint64) * np.uint64(0xD6E8FEB86659FD93))
+    codes, uniq = pd.factorize(key)
+    return np.bincount(g[_first_of(codes, len(uniq))], minlength=ngroups)
+
+
+def _stable_order(key: np.ndarray, top: int) -> np.ndarray:
+    """A stable argsort of integer keys in [0, ``top``): as 16-bit keys where they fit
+    (numpy's radix sort: 5x faster than a merge sort of 64-bit ones)."""
+    if top <= 1 << 16:
+        key = key.astype(np.uint16)
+    return np.argsort(key, kind="stable")
+
+
+def size_tokens(ids: np.ndarray, rank: np.ndarray, nranks: int, table: np.ndarray,
+                has_volume: np.ndarray) -> tuple[np.ndarray, SizeTokens] | None:
+    """(each action's grammar symbol, the tokens) where message sizes as tokens pay, else
+    None: at the call sites of :data:`SIZE_MIN_SIGNATURES` sizes or more (all with or all
+    without volumes) whose tokens take fewer than half the distinct sequences of
+    :data:`SIZE_SPAN` occurrences in a row that their signatures take (miniMD 2r: its
+    sendrecvs' site of 504 sizes; CloverLeaf, PENNANT, TeaLeaf, miniGhost, Nekbone, whose
+    sizes alternate between a few, none: their tokens would only peel each loop's first
+    iteration).  A token's distance is back to the latest occurrence
+    of the same signature at the site on the rank; symbols ``len(table) + token``."""
+    nsig = len(table)
+    if not len(ids) or not nsig:
+        return None
+    site = size_sites(table)[0]
+    nsite = int(site.max()) + 1
+    per_site = np.bincount(site, minlength=nsite)
+    volumes = np.bincount(site, weights=has_volume, minlength=nsite)
+    candidate = (per_site >= SIZE_MIN_SIGNATURES) & ((volumes == 0) | (volumes == per_site))
+    if not candidate.any():
+        return None
+    rows = np.flatnonzero(candidate[site[ids]])
+    if len(rows) < SIZE_SPAN:
+        return None
+    s, r, f = site[ids[rows]], rank[rows], ids[rows]
+    order = _stable_order(s * nranks + r, nsite * nranks)     # by site, rank, then row
+    s, r, f, rows = s[order], r[order], f[order], rows[order]
+    n = len(rows)
+    at = np.arange(n)
+    start = np.ones(n, bool)
+    start[1:] = (s[1:] != s[:-1]) | (r[1:] != r[:-1])
+    local = at - np.maximum.accumulate(np.where(start, at, 0))
+    key = r * nsig + f                      # (an id is of one site: its rank's stream's)
+    by_id = _stable_order(key, nranks * nsig)   # each stream's occurrences of an id in order
+    same = key[by_id][1:] == key[by_id][:-1]
+    dist = np.zeros(n, np.int64)
+    later = by_id[1:][same]
+    dist[later] = local[later] - local[by_id[:-1][same]]
+    pays = 2 * _distinct_runs(dist, s, nsite) < _distinct_runs(f, s, nsite)
+    tok = pays[s]
+    if not tok.any():
+        return None
+    first = np.zeros(nsite, np.int64)
+    first[site[::-1]] = np.arange(nsig - 1, -1, -1)
+    rep, d = first[s[tok]], dist[tok]
+    which, _ = pd.factorize(d * nsig + rep)       # (distances below the actions: no overflow)
+    head = _first_of(which, int(which.max()) + 1)
+    sites, distances = rep[head], d[head]
+    symbols = ids.astype(np.int64, copy=True)
+    symbols[rows[tok]] = nsig + which
+    new_rows = np.sort(rows[tok][d == 0])
+    counts = np.bincount(rank[new_rows], minlength=nranks)
+    offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+    return symbols, SizeTokens(sites.astype(np.int64), distances.astype(np.int64),
+                               ids[new_rows].astype(np.int64), offsets)
+
+
+def terminal_signatures(nsig: int, tokens: SizeTokens | None) -> np.ndarray:
+    """A signature of each terminal of a grammar of ``nsig`` signatures and ``tokens``:
+    itself, or a size token's site's (what every signature of its site shares: all but the
+    sizes)."""
+    own = np.arange(nsig, dtype=np.int64)
+    return own if tokens is None else np.concatenate([own, tokens.sites])
+
+
+def resolve_sizes(symbols: np.ndarray, nsig: int, tokens: SizeTokens, site: np.ndarray,
+                  has_volume: np.ndarray, new: np.ndarray) -> np.ndarray:
+    """One rank's signature ids from its grammar symbols (its whole expansion) and its new
+    tokens' ids ``new`` (:class:`SizeTokens`; ``site``: :func:`size_sites`' of the table):
+    each reference followed back to a new token, by pointer doubling (ValueError where they
+    do not match)."""
+    ntok = len(tokens.sites)
+    at = np.flatnonzero(symbols >= nsig)
+    if not len(at):
+        if len(new):
+            raise ValueError("more new message sizes stored than named")
+        return symbols
+    t = symbols[at] - nsig
+    if t.max() >= ntok:
+        raise ValueError("a symbol outside the signature and size tables")
+    s = site[tokens.sites[t]]
+    order = np.argsort(s, kind="stable")
+    s, d = s[order], tokens.distances[t][order]
+    n = len(at)
+    idx = np.arange(n)
+    start = np.ones(n, bool)
+    start[1:] = s[1:] != s[:-1]
+    is_new = d == 0
+    if int(is_new.sum()) != len(new):
+        raise ValueError("new message sizes do not match their tokens")
+    if len(new) and (new.min() < 0 or new.max() >= nsig):
+        raise ValueError("a new message size names a signature outside the table")
+    ptr = np.where(is_new, idx, idx - d)
+    if (ptr < np.maximum.accumulate(np.where(start, idx, 0))).any():
+        raise ValueError("a message size refers back beyond its call site's first")
+    by_row = np.zeros(n, np.int64)
+    newly = np.zeros(n, bool)
+    newly[order[is_new]] = True
+    by_row[newly] = new
+    value = by_row[order]
+    while True:                                    # (references point back: no cycle)
+        nxt = ptr[ptr]
+        if np.array_equal(nxt, ptr):
+            break
+        ptr = nxt
+    full = value[ptr]
+    rep = tokens.sites[t][order]
+    if (site[full] != s).any() or (has_volume[full] != has_volume[rep]).any():
+        raise ValueError("a message size names a signature of another call site")
+    out = symbols.copy()
+    out[at[order]] = full
+    return out

@@ -56,6 +56,8 @@ class Compressed:
     #: each action's signature id when compress made it (not stored: the context keys of
     #: write without expanding the grammar again)
     ids: np.ndarray | None = None
+    #: message sizes apart from the grammar (format version 12), None where kept in it
+    tokens: SG.SizeTokens | None = None
 
     @property
     def nranks(self) -> int:
@@ -92,11 +94,13 @@ def compress(data: TraceColumns, volumes: str = "exact", precision: float = 0.01
     cols = SG.action_columns(data.actions)
     if sig is None:                                       # (given: extrapolate's)
         sig = SG.encode(data, cols, completions_apart=True)
-    gram = G.build(sig.ids, data.rank_offsets, len(sig.table))
     volume = cols["volume"]
     vrow = V.volume_rows(volume)
     has_volume = np.zeros(len(sig.table), bool)
     has_volume[sig.ids[vrow]] = True
+    tokens = SG.size_tokens(sig.ids, data.rank_of(), data.nranks, sig.table, has_volume)
+    symbols, tokens = (sig.ids, None) if tokens is None else tokens
+    gram = G.build(symbols, data.rank_offsets, len(sig.table) + terminal_count(tokens))
     vrow = has_volume[sig.ids]
     vol_offsets = np.searchsorted(np.nonzero(vrow)[0], data.rank_offsets).astype(np.int64)
     unit = data.meta.get("volume_unit", "seconds")
@@ -148,7 +152,25 @@ def compress(data: TraceColumns, volumes: str = "exact", precision: float = 0.01
     return Compressed(sig.table, sig.vec_offsets, sig.vec_values, sig.new_requests,
                       sig.new_request_offsets, gram, has_volume, np.asarray(data.rank_offsets),
                       volumes, side, attrs, dict(data.comms), list(data.strings),
-                      dict(data.meta), sig.ids)
+                      dict(data.meta), sig.ids, tokens)
+
+
+def terminal_count(tokens: SG.SizeTokens | None) -> int:
+    """The grammar's terminals beyond the signatures: its size tokens."""
+    return 0 if tokens is None else len(tokens.sites)
+
+
+def rank_signatures(c: Compressed, rank: int, site: np.ndarray | None = None) -> np.ndarray:
+    """Every signature id of ``rank``'s actions: its grammar's expansion, size tokens
+    resolved (:func:`.signatures.resolve_sizes`; ``site``: the table's
+    :func:`.signatures.size_sites`, when the caller has them)."""
+    ids = c.grammar.expand(int(c.grammar.rank_grammar[rank]))
+    if c.tokens is None:
+        return ids
+    t = c.tokens
+    site = SG.size_sites(c.table)[0] if site is None else site
+    lo, hi = int(t.new_offsets[rank]), int(t.new_offsets[rank + 1])
+    return SG.resolve_sizes(ids, len(c.table), t, site, c.has_volume, t.new[lo:hi])
 
 
 def _model_times(data, ids, group, ts, te, timed: bool, precision: float,
@@ -265,8 +287,13 @@ def _context_keys(c: Compressed, name: str, cache: dict):
     """(fine, coarse) context keys of side array ``name``'s values (``cache``: the trace's,
     every action's, computed once)."""
     if "all" not in cache:
-        cache["all"] = CR.call_keys(c.grammar, len(c.table)) if c.ids is None else \
-            CR.keys(c.ids, V.rank_starts(c.rank_offsets), len(c.table))
+        ids = c.ids
+        if ids is None and c.tokens is not None:     # (each rank's own sizes: no sharing)
+            site = SG.size_sites(c.table)[0]
+            ids = np.concatenate([rank_signatures(c, r, site) for r in range(c.nranks)] or
+                                 [np.zeros(0, np.int64)])
+        cache["all"] = CR.call_keys(c.grammar, len(c.table)) if ids is None else \
+            CR.keys(ids, V.rank_starts(c.rank_offsets), len(c.table))
     fine, coarse = cache["all"]
     if name != "volume":
         return fine, coarse
@@ -469,6 +496,12 @@ def write(path: str, c: Compressed, meta: dict | None = None, pack: bool = True)
     put("signatures/vector_values", c.vec_values)
     for name in _GRAMMAR_ARRAYS:
         put(f"grammar/{name}", getattr(c.grammar, name), level=GRAMMAR_GZIP_LEVEL)
+    if c.tokens is not None:
+        put("sizes/sites", c.tokens.sites)
+        put("sizes/distances", c.tokens.distances)
+        put("sizes/offsets", c.tokens.new_offsets)
+        put("sizes/new", _delta_per_rank(c.tokens.new, c.tokens.new_offsets),
+            encoding="delta-per-rank")
     put("requests/offsets", c.new_request_offsets)
     put("requests/new", _delta_per_rank(c.new_requests, c.new_request_offsets),
         encoding="delta-per-rank")
@@ -502,8 +535,9 @@ def write(path: str, c: Compressed, meta: dict | None = None, pack: bool = True)
     names = (*arrays, *packed)              # (older readers say "newer", not "corrupt")
     # (every model file holds its time statistics per size site (version 10) and its ranks'
     # own sites (9), which versions 4, 5 and 7 did not mark; templates of the stretches
-    # between anchors: 11)
-    version = S.TEMPLATE_UNITS_VERSION if E.TEMPLATE_UNIT_OFFSETS in c.side else \
+    # between anchors: 11; message sizes apart from the grammar: 12)
+    version = S.SIZE_TOKENS_VERSION if c.tokens is not None else \
+        S.TEMPLATE_UNITS_VERSION if E.TEMPLATE_UNIT_OFFSETS in c.side else \
         S.SIZE_SITES_VERSION if c.mode == "model" else \
         S.SECOND_WINDOW_VERSION if any(k.endswith(CONTEXT_SUFFIX) for k in names) else \
         S.PACKED_META_VERSION if pack else S.COMPRESSED_VERSION
@@ -579,7 +613,8 @@ def kind_counts(c: Compressed) -> tuple[np.ndarray, np.ndarray]:
     """(kind codes present, [nranks, kinds] counts) from the grammar, nothing expanded."""
     per_grammar = {}
     rows = []
-    kinds = c.table["kind"].astype(np.int64)
+    kinds = c.table["kind"][SG.terminal_signatures(len(c.table), c.tokens)]   # (a token's:
+    kinds = kinds.astype(np.int64)                                              # its site's)
     for g in c.grammar.rank_grammar.tolist():
         if g not in per_grammar:
             per_grammar[g] = np.bincount(kinds, weights=c.grammar.terminal_counts(g),
@@ -690,6 +725,11 @@ class _Arrays:
                            self.path)
         return out
 
+    def holds(self, group: str) -> bool:
+        """Whether the file has arrays under ``group`` (packed or datasets)."""
+        return any(k.startswith(group + "/") for k in self.packed) or \
+            isinstance(self.g.get(group), h5py.Group)
+
     def names(self, group: str) -> list[str]:
         """The arrays under ``group``: ``name``, or ``table/column`` for a table's columns."""
         out = [k[len(group) + 1:] for k in self.packed if k.startswith(group + "/")]
@@ -734,10 +774,11 @@ def read(g: h5py.Group, path: str) -> Compressed:
     has_volume = arr("signatures/has_volume").astype(bool)
     if len(has_volume) != len(table):
         raise _corrupt("has_volume does not match the signature table", path)
-    gram = G.Grammar(nterm=len(table),
-                     **{k: arr(f"grammar/{k}").astype(np.int64) for k in _GRAMMAR_ARRAYS})
     offsets = arr("index/rank_offsets").astype(np.int64)
     nranks = len(offsets) - 1
+    tokens = _tokens(arr, table, has_volume, nranks, path) if arr.holds("sizes") else None
+    gram = G.Grammar(nterm=len(table) + terminal_count(tokens),
+                     **{k: arr(f"grammar/{k}").astype(np.int64) for k in _GRAMMAR_ARRAYS})
     if nranks < 0 or offsets[0] != 0 or (np.diff(offsets) < 0).any() or \
             offsets[-1] != attrs.get("nactions") or len(gram.rank_grammar) != nranks:
         raise _corrupt("rank index does not match the grammar", path)
@@ -757,7 +798,7 @@ def read(g: h5py.Group, path: str) -> Compressed:
         raise _corrupt("request table inconsistent", path)
     side, tables = {}, {}
     partial = Compressed(table, vec_offsets, vec_values, new, req_off, gram, has_volume,
-                         offsets, mode)                  # (what context keys need)
+                         offsets, mode, tokens=tokens)      # (what context keys need)
     cache: dict = {}
     names = arr.names(mode)
     for name in names:
@@ -801,9 +842,33 @@ def read(g: h5py.Group, path: str) -> Compressed:
         raise _corrupt("volume index inconsistent", path)
     c = Compressed(table, vec_offsets, vec_values,
                    _undelta_per_rank(new, req_off), req_off, gram, has_volume, offsets, mode,
-                   side, attrs, arr.comms(nranks), arr.strings())
+                   side, attrs, arr.comms(nranks), arr.strings(), tokens=tokens)
     _check_side(c, path)
     return c
+
+
+def _tokens(arr, table: np.ndarray, has_volume: np.ndarray, nranks: int,
+            path: str) -> SG.SizeTokens:
+    """The size tokens (``sizes/*``, format version 12), checked against the tables: each
+    token's site a signature whose site's signatures all have or all lack volumes, the
+    stream of new ones of the ranks' lengths and inside the table.  That each reference
+    finds a new token of its site is checked as each rank is resolved."""
+    sites, dist = (arr(f"sizes/{k}").astype(np.int64) for k in ("sites", "distances"))
+    off, new = (arr(f"sizes/{k}").astype(np.int64) for k in ("offsets", "new"))
+    if len(sites) != len(dist) or (len(sites) and (sites.min() < 0 or sites.max() >= len(table)
+                                                   or dist.min() < 0)):
+        raise _corrupt("size token table inconsistent", path)
+    if len(off) != nranks + 1 or off[0] != 0 or off[-1] != len(new) or (np.diff(off) < 0).any():
+        raise _corrupt("size token stream inconsistent", path)
+    site = SG.size_sites(table)[0]
+    n = np.bincount(site, minlength=len(table))
+    v = np.bincount(site, weights=has_volume, minlength=len(table))
+    if ((v != 0) & (v != n))[site[sites]].any():
+        raise _corrupt("size tokens at a call site of actions with and without volumes", path)
+    new = _undelta_per_rank(new, off)
+    if len(new) and (new.min() < 0 or new.max() >= len(table)):
+        raise _corrupt("a new message size names a signature outside the table", path)
+    return SG.SizeTokens(sites, dist, new, off)
 
 
 def _precision(attrs: dict, path: str) -> float:
@@ -820,8 +885,10 @@ def _check_side(c: Compressed, path: str) -> None:
     action), encodings known."""
     vol_off = c.side["volume_offsets"].astype(np.int64)
     per_rank = {}
+    has_volume = c.has_volume[SG.terminal_signatures(len(c.table), c.tokens)]  # (a token's:
+    #                                                                             its site's)
     for g in set(c.grammar.rank_grammar.tolist()):
-        per_rank[g] = int(c.grammar.terminal_counts(g)[c.has_volume].sum())
+        per_rank[g] = int(c.grammar.terminal_counts(g)[has_volume].sum())
     want = np.array([per_rank[int(g)] for g in c.grammar.rank_grammar], np.int64)
     if not np.array_equal(np.diff(vol_off), want):
         raise _corrupt("volume index does not match the grammar", path)
