@@ -4,6 +4,8 @@ tokens, new or the same as an occurrence back, so that every block of steps read
 grammar folds the loop; the sizes still come back exactly, in every mode."""
 from __future__ import annotations
 
+from pathlib import Path
+
 import h5py
 import numpy as np
 import pytest
@@ -18,6 +20,9 @@ from minitrace.compress.store import compress
 from minitrace.model import TraceBuilder
 from tests.support.synthetic import stencil_trace
 
+#: halo_trace(P=2, blocks=6, every=8) written by the code before size tokens (its signatures
+#: and grammar hold the sizes): format versions 6 (exact, bounded) and 10 (model).
+BEFORE = Path(__file__).parent / "data" / "halo_before_v12"
 MODES = {"exact": ("exact", "exact"), "bounded": ("bounded:1%", "bounded:1us"),
          "model": ("model", "exact")}
 
@@ -167,3 +172,25 @@ def test_resolving_follows_references_to_their_new_token():
         got = SG.resolve_sizes(symbols[d.rank_slice(r)], len(sig.table), tokens, site,
                                has_volume, new)
         assert np.array_equal(got, sig.ids[d.rank_slice(r)])
+
+
+@pytest.mark.parametrize("mode", list(MODES))
+def test_files_written_before_size_tokens_read_as_they_did(mode):
+    """Files of the code before format version 12 (sizes in the signatures) read as that code
+    wrote them: every column but volumes and times as recorded, volumes and times within
+    their mode's bounds, the sizes the same as the file written now (with tokens) gives."""
+    d = halo_trace(P=2, blocks=6, every=8)
+    with minitrace.open(BEFORE / f"halo-{mode}.h5") as t:
+        assert t.meta["format_version"] < storage.SIZE_TOKENS_VERSION
+        assert t._reader.c.tokens is None
+        back = t.data()
+    a, x = back.actions, d.actions
+    for f in x.dtype.names:
+        if f not in ("volume", "t_start", "t_end"):
+            assert np.array_equal(a[f], x[f]), f
+    if mode != "model":
+        bound = {"exact": (0, 1e-9), "bounded": (0.01, 1e-6)}[mode]
+        np.testing.assert_allclose(a["volume"], x["volume"], rtol=bound[0] * 1.001, atol=1e-12)
+        for f in ("t_start", "t_end"):
+            np.testing.assert_allclose(a[f], x[f], rtol=0, atol=bound[1])
+    assert compress(d).tokens is not None

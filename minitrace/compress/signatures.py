@@ -591,7 +591,7 @@ def size_tokens(ids: np.ndarray, rank: np.ndarray, nranks: int, table: np.ndarra
     rows = np.flatnonzero(candidate[site[ids]])
     if len(rows) < SIZE_SPAN:
         return None
-    s, r, f = site[ids[rows]], rank[rows], ids[rows]
+    s, r, f = site[ids[rows]], rank[rows].astype(np.int64), ids[rows].astype(np.int64)
     order = _stable_order(s * nranks + r, nsite * nranks)     # by site, rank, then row
     s, r, f, rows = s[order], r[order], f[order], rows[order]
     n = len(rows)
