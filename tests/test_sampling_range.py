@@ -71,12 +71,13 @@ def test_a_line_at_the_phases_own_slope_within_its_range_adds_nothing(scale):
     """Times of ``scale`` replay seconds a unit of compute (--compute-rate over the hosts'
     speed), the skipped iterations' compute within the fitted ones' range: the line's slope is
     the phase's own, in the replay's seconds, and nothing lies beyond (with the line's slope
-    taken as ``scale`` squared, 4 Gf added 15 times the skipped compute about the mean)."""
+    taken as ``scale`` squared, 4 Gf added 15 times the skipped compute about the mean); the
+    tail's first iteration, which follows the skip, is predicted with them."""
     rng = np.random.default_rng(1)
     n, w = 200, 5
     compute = 1e-4 * (1 + 0.1 * rng.standard_normal(n))
-    compute[4 * w:n - w] = np.clip(compute[4 * w:n - w], compute[:4 * w].min(),
-                                   compute[:4 * w].max())
+    compute[4 * w:n - w + 1] = np.clip(compute[4 * w:n - w + 1], compute[:4 * w].min(),
+                                       compute[:4 * w].max())
     t = scale * compute + 2e-5
     p = Phase(0, 0, n, w, replayed=4 * w, tail=w, steady_from=0)
     _fit([p], [(t[:4 * w], t[n - w:])], [compute[:, None]], scale=scale)
