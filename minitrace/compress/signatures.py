@@ -544,16 +544,21 @@ SIZE_MIN_SIGNATURES = 8
 
 
 def _distinct_runs(x: np.ndarray, group: np.ndarray, ngroups: int) -> np.ndarray:
-    """Per group, the distinct sequences of :data:`SIZE_SPAN` values of ``x`` in a row within
-    it (``x`` sorted by group): hashes of each sequence (as :func:`_apart_pays`), counted
-    once per (group, hash)."""
-    h = pd.factorize(x)[0].astype(np.uint64)
+    """Per group, the distinct sequences of :data:`SIZE_SPAN` values of ``x`` (integers >= 0)
+    in a row within it (``x`` sorted by group): a polynomial hash of each sequence (as
+    :func:`_apart_pays`', of the values themselves: no factorization), counted once per
+    (group, hash)."""
+    h = x.astype(np.uint64)
     mul = np.uint64(0x9E3779B97F4A7C15)
     with np.errstate(over="ignore"):
         for half in (1 << k for k in range(SIZE_SPAN.bit_length() - 1)):
             h = h[:-half] * mul + h[half:] if len(h) > half else h[:0]
             mul = mul * mul
         inside = group[:len(h)] == group[SIZE_SPAN - 1:]
+        if ngroups <= 1 << 16:       # (the group in the low bits: distinct keys, no codes)
+            key = (h[inside] << np.uint64(16)) | group[:len(h)][inside].astype(np.uint64)
+            return np.bincount((pd.unique(key) & np.uint64(0xFFFF)).astype(np.int64),
+                               minlength=ngroups)
         g = group[:len(h)][inside]
         key = h[inside] ^ (g.astype(np.uint64) * np.uint64(0xD6E8FEB86659FD93))
     codes, uniq = pd.factorize(key)
@@ -588,7 +593,7 @@ def size_tokens(ids: np.ndarray, rank: np.ndarray, nranks: int, table: np.ndarra
     candidate = (per_site >= SIZE_MIN_SIGNATURES) & ((volumes == 0) | (volumes == per_site))
     if not candidate.any():
         return None
-    rows = np.flatnonzero(candidate[site[ids]])
+    rows = np.flatnonzero(candidate[site][ids])
     if len(rows) < SIZE_SPAN:
         return None
     s, r, f = site[ids[rows]], rank[rows].astype(np.int64), ids[rows].astype(np.int64)
@@ -601,11 +606,14 @@ def size_tokens(ids: np.ndarray, rank: np.ndarray, nranks: int, table: np.ndarra
     local = at - np.maximum.accumulate(np.where(start, at, 0))
     key = r * nsig + f                      # (an id is of one site: its rank's stream's)
     by_id = _stable_order(key, nranks * nsig)   # each stream's occurrences of an id in order
-    same = key[by_id][1:] == key[by_id][:-1]
+    sorted_key = key[by_id]
+    same = sorted_key[1:] == sorted_key[:-1]
     dist = np.zeros(n, np.int64)
     later = by_id[1:][same]
     dist[later] = local[later] - local[by_id[:-1][same]]
-    pays = 2 * _distinct_runs(dist, s, nsite) < _distinct_runs(f, s, nsite)
+    runs = _distinct_runs(np.concatenate([f, dist]), np.concatenate([s, s + nsite]),
+                          2 * nsite)       # (both at once: the halves are groups apart)
+    pays = 2 * runs[nsite:] < runs[:nsite]
     tok = pays[s]
     if not tok.any():
         return None
