@@ -60,11 +60,6 @@ NSYM_TWO = 2 * _DIRECT + 64 - DIRECT_BITS
 #: since version 4: 256 before session 21, where 128 made miniAMR 2r's bounded file 2.4%
 #: smaller, CloverLeaf 2r's 0.6%, 16 others within 0.1%).
 MIN_VALUES = 128
-#: Values a fine key of fewer than :data:`MIN_VALUES` needs to be weighed for a table of its
-#: own: it takes one where its values' entropy there, its entries counted, beats their cost
-#: in their call site's table (:func:`_paying`; session 26: a threshold of 64 alone made
-#: miniAMR 4r's bounded file 1.4% smaller and miniMD 4r's 0.4% larger).
-MIN_WEIGHED = 64
 #: Fine contexts at most (the most frequent keys); the rest fall to their coarse key.
 MAX_CONTEXTS = 2048
 _HEAD = np.dtype("<u4")
@@ -147,119 +142,36 @@ _COUNTED_SPAN = 16
 _COUNTED_MAX = 1 << 23
 
 
-def _choose(fine: np.ndarray, coarse: np.ndarray, values: np.ndarray | None = None):
+def _choose(fine: np.ndarray, coarse: np.ndarray):
     """(fine keys, coarse keys) with tables of their own (ascending), and each value's context
-    in them (:func:`_contexts`: the fine keys' index found once, for both): the keys of at
-    least :data:`MIN_VALUES` values, and given the ``values`` (the coder) the fine keys of
-    fewer but at least :data:`MIN_WEIGHED` whose table pays (:func:`_paying`)."""
-    def frequent(keys, limit, minimum):
+    in them (:func:`_contexts`: the fine keys' index found once, for both)."""
+    def frequent(keys, limit):
         if not len(keys):
-            return keys, keys
+            return keys
         lo, hi, n = int(keys.min()), int(keys.max()), len(keys)
         # (counted where sorting costs more: up to 16 n wide below 2**23, 4 n wide above)
         if lo >= 0 and hi < max(4 * n + 4096, min(_COUNTED_SPAN * n, _COUNTED_MAX)):
             count = np.bincount(keys)            # (few keys for their range: counted,
-            uniq = np.flatnonzero(count >= minimum)              # no sort)
+            uniq = np.flatnonzero(count >= MIN_VALUES)           # no sort)
             count = count[uniq]
         else:                                    # (hashed: a sort of miniMD 4r's 68 k
             codes, uniq = pd.factorize(keys)     # fine keys, 4.7 k of them over 5.6 M,
             count = np.bincount(codes)           # took 3.5 ms, their hash 0.35)
-            ok = np.flatnonzero(count >= minimum)
+            ok = np.flatnonzero(count >= MIN_VALUES)
             order = np.argsort(uniq[ok])         # (ascending, as the ties' order below)
             uniq, count = uniq[ok][order], count[ok][order]
         if len(uniq) > limit:
-            top = np.sort(np.argsort(-count, kind="stable")[:limit])
-            uniq, count = uniq[top], count[top]
-        return uniq, count
-    fine_keys, count = frequent(fine, MAX_CONTEXTS, MIN_VALUES if values is None else
-                                MIN_WEIGHED)
-    few = count < MIN_VALUES
-    if few.any():
-        fine_keys = np.union1d(fine_keys[~few], _paying(values, fine, coarse, fine_keys[few]))
+            uniq = uniq[np.argsort(-count, kind="stable")[:limit]]
+        return np.sort(uniq)
+    fine_keys = frequent(fine, MAX_CONTEXTS)
     ctx = _index(fine_keys, fine)
     left = ctx < 0
-    coarse_keys = frequent(coarse[left], MAX_CONTEXTS, MIN_VALUES)[0]
+    coarse_keys = frequent(coarse[left], MAX_CONTEXTS)
     if left.any():
         nf, nc = len(fine_keys), len(coarse_keys)
         c = _index(coarse_keys, coarse[left])
         ctx[left] = np.where(c >= 0, c + nf, nf + nc)
     return fine_keys, coarse_keys, ctx
-
-
-#: What :func:`_paying` takes a table entry (its symbol and count code, deflated, and its
-#: count's coarser weight in the coding) and a table (its keys and bases) to cost, in bits.
-_ENTRY_BITS = 6
-_TABLE_BITS = 32
-#: Residuals from a call site's base (:func:`_bases`) that :func:`_paying` tells apart one by one; the
-#: others by sign and eighth of an octave (two modes a few thousand apart, which take two
-#: windows in tables of their own, or one window and escapes in one table, told apart).
-_NEAR = 256
-_EIGHTHS = 8
-_PROXIES = 2 * _NEAR + 2 * 64 * _EIGHTHS
-
-
-def _paying(values: np.ndarray, fine: np.ndarray, coarse: np.ndarray,
-            cand: np.ndarray) -> np.ndarray:
-    """The fine keys ``cand`` (ascending) whose values take fewer bits in a table of their own
-    than in their call site's (of every value of the site), each table's entries and its own
-    counted (:data:`_ENTRY_BITS`, :data:`_TABLE_BITS`): by empirical entropies of the values'
-    residuals from their site's base, on a scale of :data:`_PROXIES` (an estimate: any keys
-    decode)."""
-    mine = _index(cand, fine)
-    has = mine >= 0
-    sites = _distinct(coarse[has])
-    site = _index(sites, coarse)
-    near = np.flatnonzero(site >= 0)             # (the values of the candidates' sites)
-    site, v = site[near], values[near]
-    with np.errstate(over="ignore"):
-        r = v - _bases(v, site, len(sites))[site]
-    mag = np.abs(r.astype(np.float64))
-    mantissa, octave = np.frexp(mag)             # (mantissa in [0.5, 1))
-    far = np.minimum(octave, 63) * _EIGHTHS + (mantissa * (2 * _EIGHTHS)).astype(np.int64) \
-        - _EIGHTHS
-    proxy = np.where(mag < _NEAR, r + _NEAR, 2 * (_NEAR + far) + (r < 0))
-    in_site = _cell_counts(site * _PROXIES + proxy, len(sites) * _PROXIES)
-    per_site = np.bincount(site, minlength=len(sites))[site]
-    m = mine[near]
-    own = m >= 0
-    m, in_site, per_site = m[own], in_site[own], per_site[own]
-    keys = m * _PROXIES + proxy[own]
-    cell, count = _cells(keys, len(cand) * _PROXIES)
-    key_of = cell // _PROXIES
-    n = np.bincount(m, minlength=len(cand))
-    alone = np.bincount(key_of, weights=count * np.log2(n[key_of] / count),
-                        minlength=len(cand))
-    shared = np.bincount(m, weights=np.log2(per_site / in_site), minlength=len(cand))
-    entries = np.bincount(key_of, minlength=len(cand))
-    return cand[shared - alone > _ENTRY_BITS * entries + _TABLE_BITS]
-
-
-def _distinct(keys: np.ndarray) -> np.ndarray:
-    """The distinct ``keys``, ascending: counted where they are few for their range, else
-    hashed (a sort of every action's call site took 10x)."""
-    lo, hi = int(keys.min()), int(keys.max())
-    if lo >= 0 and hi < 4 * len(keys) + 4096:
-        return np.flatnonzero(np.bincount(keys))
-    return np.sort(pd.unique(keys))
-
-
-def _cells(keys: np.ndarray, span: int):
-    """(distinct keys, their counts) of non-negative ``keys`` below ``span``: counted where
-    the span is narrow for their number, else hashed."""
-    if span <= 4 * len(keys) + 4096:
-        count = np.bincount(keys, minlength=span)
-        cell = np.flatnonzero(count)
-        return cell, count[cell]
-    codes, cell = pd.factorize(keys)
-    return cell, np.bincount(codes)
-
-
-def _cell_counts(keys: np.ndarray, span: int) -> np.ndarray:
-    """Each of non-negative ``keys`` (below ``span``)'s count among them."""
-    if span <= 4 * len(keys) + 4096:
-        return np.bincount(keys, minlength=span)[keys]
-    codes, _ = pd.factorize(keys)
-    return np.bincount(codes)[codes]
 
 
 #: Values a context's bases are taken from, about (every k-th value: sorting 1.6 M contexts
@@ -494,7 +406,7 @@ def _tables(values: np.ndarray, fine: np.ndarray, coarse: np.ndarray) -> dict:
     value's frequency and start (``f``, ``c``) in its context's table, as floats."""
     values = np.asarray(values, np.int64)
     n = len(values)
-    fine_keys, coarse_keys, ctx = _choose(fine, coarse, values)
+    fine_keys, coarse_keys, ctx = _choose(fine, coarse)
     nctx = len(fine_keys) + len(coarse_keys) + 1
     base = _bases(values, ctx, nctx)
     sym, k, rest, second = _symbols(values, ctx, base, VERSION >= 5)
