@@ -20,18 +20,19 @@ from minitrace.compress.store import compress
 from minitrace.model import TraceBuilder
 from tests.support.synthetic import stencil_trace
 
-#: halo_trace(P=2, blocks=6, every=8) written by the code before size tokens (its signatures
-#: and grammar hold the sizes): format versions 6 (exact, bounded) and 10 (model).
+#: halo_trace(P=2, blocks=6, every=8, slower=0) written by the code before size tokens (its
+#: signatures and grammar hold the sizes): format versions 6 (exact, bounded) and 10 (model).
 BEFORE = Path(__file__).parent / "data" / "halo_before_v12"
 MODES = {"exact": ("exact", "exact"), "bounded": ("bounded:1%", "bounded:1us"),
          "model": ("model", "exact")}
 
 
-def halo_trace(P: int = 2, blocks: int = 10, every: int = 20):
+def halo_trace(P: int = 2, blocks: int = 10, every: int = 20, slower: float = 3.0):
     """miniMD's pattern: each step a compute and a forward and reverse exchange of two
     sendrecvs right and left, whose sizes (each rank's own) change every ``every`` steps, the
     re-neighbouring, which exchanges counts (4 bytes) and atoms first; and a send right and
-    receive from the left of an eighth of the forward sizes (for the matrix)."""
+    receive from the left of an eighth of the forward sizes (for the matrix).  Rank r's
+    sendrecvs last 2 (1 + ``slower`` r) us."""
     b = TraceBuilder(P)
     for r in range(P):
         t = 0.0
@@ -43,8 +44,8 @@ def halo_trace(P: int = 2, blocks: int = 10, every: int = 20):
 
         def sendrecv(right: bool, sent: int, recv: int):
             peer = (r + 1) % P if right else (r - 1) % P
-            add("sendrecv", peer=peer, tag=0, bytes_sent=sent, bytes_recv=recv,
-                vector=[(r - 1) % P if right else (r + 1) % P, 0])
+            add("sendrecv", 2e-6 * (1 + slower * r), peer=peer, tag=0, bytes_sent=sent,
+                bytes_recv=recv, vector=[(r - 1) % P if right else (r + 1) % P, 0])
         add("init")
         for blk in range(blocks):
             size = [[24 * (3800 + (q * 7919 + blk * 104729 + side * 613) % 400)
@@ -179,7 +180,7 @@ def test_files_written_before_size_tokens_read_as_they_did(mode):
     """Files of the code before format version 12 (sizes in the signatures) read as that code
     wrote them: every column but volumes and times as recorded, volumes and times within
     their mode's bounds, the sizes the same as the file written now (with tokens) gives."""
-    d = halo_trace(P=2, blocks=6, every=8)
+    d = halo_trace(P=2, blocks=6, every=8, slower=0)
     with minitrace.open(BEFORE / f"halo-{mode}.h5") as t:
         assert t.meta["format_version"] < storage.SIZE_TOKENS_VERSION
         assert t._reader.c.tokens is None
@@ -194,3 +195,36 @@ def test_files_written_before_size_tokens_read_as_they_did(mode):
         for f in ("t_start", "t_end"):
             np.testing.assert_allclose(a[f], x[f], rtol=0, atol=bound[1])
     assert compress(d).tokens is not None
+
+
+def test_loops_of_a_file_with_size_tokens_name_their_calls(tmp_path):
+    """``Trace.loops()`` on a file with size tokens: each loop's body names the tokens by
+    their call site's kind (a token is no signature of the table)."""
+    out = tmp_path / "t.h5"
+    write_compressed(str(out), halo_trace())
+    with minitrace.open(out) as t:
+        assert t._reader.c.tokens is not None
+        loops = t.loops()
+    main = loops[loops["main"]]           # (each rank its program: its own sizes)
+    assert len(main) == 2 and (main["iterations"] > 1).all()
+    assert all("sendrecv" in b and "send," in b for b in main["body"])
+
+
+def test_ranks_of_the_same_calls_with_other_sizes_keep_their_own_times(tmp_path):
+    """Two ranks whose size tokens read alike but whose sizes differ run programs of their
+    own, as without tokens: the model's time statistics stay per rank program, and each
+    rank's modelled sendrecv time is its own (pooled, both took their mean: rank 0's 2 us
+    sendrecvs 5 us)."""
+    d = halo_trace()
+    c = compress(d, "model")
+    out = tmp_path / "m.h5"
+    store.write(str(out), c)
+    with minitrace.open(out) as t:
+        back = t.data()
+    for r in range(d.nranks):
+        x, a = d.actions[d.rank_slice(r)], back.actions[back.rank_slice(r)]
+        sr = x["kind"] == K.CODE["sendrecv"]
+        want = (x["t_end"] - x["t_start"])[sr].sum()
+        got = (a["t_end"] - a["t_start"])[sr].sum()
+        assert got == pytest.approx(want, rel=0.05)
+    assert c.tokens is not None and len(set(c.grammar.rank_grammar.tolist())) == d.nranks

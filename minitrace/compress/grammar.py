@@ -378,23 +378,28 @@ def fold_stream(seq: np.ndarray, rules: _Builder) -> np.ndarray:
     return seq
 
 
-def build(ids: np.ndarray, rank_offsets: np.ndarray, nterm: int) -> Grammar:
-    """The grammar of a whole trace: ``ids`` the signature id of every action, rank-major."""
+def build(ids: np.ndarray, rank_offsets: np.ndarray, nterm: int,
+          apart: list[bytes] | None = None) -> Grammar:
+    """The grammar of a whole trace: ``ids`` the signature id of every action, rank-major;
+    ranks of different ``apart`` keys run programs of their own even where their streams are
+    the same (store.py: the same symbols with other message sizes, whose time statistics a
+    model keeps per program)."""
     rules = _Builder(nterm)
-    tops: dict[bytes, int] = {}
+    tops: dict[tuple, int] = {}
     top_seqs: list[np.ndarray] = []
     rank_grammar = np.zeros(len(rank_offsets) - 1, np.int64)
-    folded: dict[bytes, int] = {}
+    folded: dict[tuple, int] = {}
     # symbols (signatures, then at most one rule per action) as int32 where they fit: the
     # folds compare half the bytes
     ids = np.asarray(ids, np.int32 if nterm + len(ids) < 1 << 31 else np.int64)
     for r in range(len(rank_offsets) - 1):
         stream = ids[rank_offsets[r]:rank_offsets[r + 1]]
-        key = stream.tobytes()
+        own = b"" if apart is None else apart[r]
+        key = (stream.tobytes(), own)
         g = folded.get(key)
         if g is None:
             top = fold_stream(stream, rules)
-            tkey = top.tobytes()
+            tkey = (top.tobytes(), own)
             g = tops.get(tkey)
             if g is None:
                 g = tops[tkey] = len(top_seqs)

@@ -100,7 +100,10 @@ def compress(data: TraceColumns, volumes: str = "exact", precision: float = 0.01
     has_volume[sig.ids[vrow]] = True
     tokens = SG.size_tokens(sig.ids, data.rank_of(), data.nranks, sig.table, has_volume)
     symbols, tokens = (sig.ids, None) if tokens is None else tokens
-    gram = G.build(symbols, data.rank_offsets, len(sig.table) + terminal_count(tokens))
+    apart = None if tokens is None else [    # (each rank's sizes: a program as without tokens)
+        tokens.new[tokens.new_offsets[r]:tokens.new_offsets[r + 1]].tobytes()
+        for r in range(data.nranks)]
+    gram = G.build(symbols, data.rank_offsets, len(sig.table) + terminal_count(tokens), apart)
     vrow = has_volume[sig.ids]
     vol_offsets = np.searchsorted(np.nonzero(vrow)[0], data.rank_offsets).astype(np.int64)
     unit = data.meta.get("volume_unit", "seconds")
