@@ -60,7 +60,10 @@ FORMAT_VERSION = 12  # 2: the compressed form of /trace (minitrace.compress); 3:
 #                      epochs are merged (model/template_unit_offsets, session 24), which
 #                      version 10 readers matched on the merged epochs; 12: message sizes
 #                      apart from the grammar where they change from step to step (sizes/*,
-#                      session 26), whose grammar version 11 readers took for a corrupt one
+#                      session 26), whose grammar version 11 readers took for a corrupt one,
+#                      and bounded duration steps in contexts of their predictions' octaves
+#                      (time_coding "predicted-by-volume-octaves", session 26 too), which
+#                      version 11 readers refused as an unknown time coding
 #: The version of a compressed file holding context-coded arrays (coding version 5), packed
 #: or not, whatever else it holds.
 SECOND_WINDOW_VERSION = 9
@@ -73,7 +76,9 @@ SIZE_SITES_VERSION = 10
 #: anchors (``model/template_unit_offsets``: its epochs merged), packed or not.
 TEMPLATE_UNITS_VERSION = 11
 #: The version of a compressed file whose grammar holds message sizes as tokens (``sizes/*``:
-#: compress/signatures.py's SizeTokens), whatever else it holds.
+#: compress/signatures.py's SizeTokens) or whose bounded duration steps are coded in contexts
+#: of their predictions' octaves (``time_coding`` "predicted-by-volume-octaves"), whatever
+#: else it holds.
 SIZE_TOKENS_VERSION = 12
 #: The version of a compressed file whose metadata is packed (:data:`META_ATTR`), whatever
 #: else its ``/trace`` holds (but the above).  (Versions 3, 4, 5, 7 and 8 marked what every

@@ -147,7 +147,7 @@ def test_times_predicted_by_volumes_within_bounds(tmp_path, cpu_over_wall):
     storage.write_trace(str(plain), data)
     write_compressed(str(packed), data, "bounded:1%", times="bounded:1us")
     form = _check_bounds(plain, packed, 0.01, 1e-6)
-    assert form.attrs.get("time_coding") == "predicted-by-volume"
+    assert form.attrs.get("time_coding") == "predicted-by-volume-octaves"
     _ranges_match_whole(packed)
 
 

@@ -28,6 +28,10 @@ FORM = "grammar"
 #: ``/trace@time_coding`` of bounded times coded as steps against predictions (volumes.py,
 #: ``_predicted_steps``): a start at the previous end, a duration its action's volume.
 TIME_CODING = "predicted-by-volume"
+#: ``time_coding`` of files whose duration steps are coded in contexts of their call site, the
+#: call before it and the octave of their predicted duration in steps (volumes.step_keys,
+#: session 26; format version 12): read after the volumes they are predicted by.
+TIME_CODING_OCTAVES = "predicted-by-volume-octaves"
 _GRAMMAR_ARRAYS = ("rule_offsets", "rule_symbols", "rule_counts", "top_offsets", "top_symbols",
                    "rank_grammar")
 #: The columns of model/stats: per site (format version 10 on), per signature (before).
@@ -137,7 +141,7 @@ def compress(data: TraceColumns, volumes: str = "exact", precision: float = 0.01
     if quantum > 1 and enc == "ns-gap":
         attrs["time_quantum"] = quantum
     if predicted:
-        attrs["time_coding"] = TIME_CODING
+        attrs["time_coding"] = TIME_CODING_OCTAVES
     if enc != "untimed":
         side["t_first"], side["t_last"] = V.rank_spans(ts, te, data.rank_offsets)
     if volumes == "exact":
@@ -298,6 +302,14 @@ def _context_keys(c: Compressed, name: str, cache: dict):
         cache["all"] = CR.call_keys(c.grammar, len(c.table)) if ids is None else \
             CR.keys(ids, V.rank_starts(c.rank_offsets), len(c.table))
     fine, coarse = cache["all"]
+    if name in RANS_CODED and c.attrs.get("time_coding") == TIME_CODING_OCTAVES:
+        mine = c.has_volume[coarse]
+        volume = c.side.get("volume")
+        if volume is None or len(volume) != int(mine.sum()):
+            raise R.CodeError("duration steps without the volumes that predict them")
+        octave = np.zeros(len(fine), np.int64)
+        octave[mine] = V.duration_octaves(volume, c.attrs, c.attrs["time_quantum"])
+        return V.step_keys(fine, coarse, octave)
     if name != "volume":
         return fine, coarse
     mine = c.has_volume[coarse]
@@ -538,8 +550,10 @@ def write(path: str, c: Compressed, meta: dict | None = None, pack: bool = True)
     names = (*arrays, *packed)              # (older readers say "newer", not "corrupt")
     # (every model file holds its time statistics per size site (version 10) and its ranks'
     # own sites (9), which versions 4, 5 and 7 did not mark; templates of the stretches
-    # between anchors: 11; message sizes apart from the grammar: 12)
-    version = S.SIZE_TOKENS_VERSION if c.tokens is not None else \
+    # between anchors: 11; message sizes apart from the grammar, or duration steps in
+    # contexts of their predictions' octaves: 12)
+    version = S.SIZE_TOKENS_VERSION if c.tokens is not None or \
+        c.attrs.get("time_coding") == TIME_CODING_OCTAVES else \
         S.TEMPLATE_UNITS_VERSION if E.TEMPLATE_UNIT_OFFSETS in c.side else \
         S.SIZE_SITES_VERSION if c.mode == "model" else \
         S.SECOND_WINDOW_VERSION if any(k.endswith(CONTEXT_SUFFIX) for k in names) else \
@@ -801,10 +815,11 @@ def read(g: h5py.Group, path: str) -> Compressed:
         raise _corrupt("request table inconsistent", path)
     side, tables = {}, {}
     partial = Compressed(table, vec_offsets, vec_values, new, req_off, gram, has_volume,
-                         offsets, mode, tokens=tokens)      # (what context keys need)
+                         offsets, mode, side, attrs, tokens=tokens)  # (what keys need)
     cache: dict = {}
     names = arr.names(mode)
-    for name in names:
+    # (the duration steps after the volumes: their contexts hold the predicted durations)
+    for name in sorted(names, key=lambda k: k.split(".")[0] in RANS_CODED):
         frame, _, col = name.partition("/")
         coding = next(((sfx, known) for sfx, known in ((RANS_SUFFIX, RANS_CODED),
                                                         (CONTEXT_SUFFIX, CONTEXT_CODED))
@@ -920,7 +935,8 @@ def _check_side(c: Compressed, path: str) -> None:
             not isinstance(quantum, (int, np.integer)) or not 1 <= quantum <= V.NS:
         raise _corrupt("t0, volume divisor, scale or bound, or time quantum invalid", path)
     coding = c.attrs.get("time_coding")
-    if coding is not None and (coding != TIME_CODING or enc != "ns-gap" or quantum < 2):
+    if coding is not None and (coding not in (TIME_CODING, TIME_CODING_OCTAVES) or
+                               enc != "ns-gap" or quantum < 2):
         raise _corrupt(f"time coding {coding!r} unknown or without a time grid", path)
     if quantum > 1 and c.attrs.get("duration_less_volume"):
         # written by `compress --volumes exact --times bounded` before 2026-11-28 (session 10),
