@@ -6,8 +6,10 @@ import numpy as np
 import pandas as pd
 
 from .. import kinds as K
+from ..errors import MinitraceError
 from .grammar import Grammar, build
-from .signatures import encode, terminal_signatures
+from .signatures import encode, size_sites, terminal_signatures
+from .store import rank_signatures
 
 #: A top-level loop covering less than this share of its rank's actions is not listed.
 MIN_SHARE = 0.01
@@ -169,11 +171,29 @@ def loops(data, min_share: float = MIN_SHARE) -> pd.DataFrame:
 def _grammar_of(data) -> tuple[Grammar, np.ndarray]:
     c = getattr(data, "compressed_form", None)
     if c is not None:
-        return c.grammar, c.rank_offsets
+        return signature_grammar(c, getattr(data, "path", None)), c.rank_offsets
     if hasattr(data, "compressed_form"):
         data = data.data()
     sig = encode(data)
     return build(sig.ids, data.rank_offsets, len(sig.table)), data.rank_offsets
+
+
+def signature_grammar(c, path: str | None = None) -> Grammar:
+    """The grammar of a compressed trace ``c``'s signatures: its stored one, but where it
+    holds size tokens (format version 12), one built again on the rank's signatures, tokens
+    resolved.  A loop of tokens may run over iterations whose sizes differ (miniMD's blocks
+    of steps between re-neighbourings), which iteration sampling would take for alike
+    iterations: the loops are those of the file written without tokens, as the
+    uncompressed trace's are (``path``: the file, named by the error where its tokens do not
+    resolve)."""
+    if c.tokens is None:
+        return c.grammar
+    site = size_sites(c.table)[0]
+    try:
+        ids = [rank_signatures(c, r, site) for r in range(c.nranks)]
+    except ValueError as e:
+        raise MinitraceError(f"corrupt trace: {e}", path) from None
+    return build(np.concatenate(ids + [np.zeros(0, np.int64)]), c.rank_offsets, len(c.table))
 
 
 def describe(grammar: Grammar, table: np.ndarray, rule: int, limit: int = 12) -> str:
