@@ -12,7 +12,8 @@ import minitrace
 from minitrace import MinitraceError
 from minitrace import kinds as K
 from minitrace.compress import loops
-from minitrace.compress.files import write_compressed
+from minitrace.compress import pack as P
+from minitrace.compress.files import sizes, write_compressed
 from minitrace.compress.store import compress
 from minitrace.model import TraceBuilder
 
@@ -139,3 +140,39 @@ def test_damaged_tokens_found_by_the_loops_are_a_corrupt_trace(tmp_path):
         with minitrace.open(out) as t:
             loops(t)
     assert out in str(e.value) and "\n" not in str(e.value)
+
+
+@pytest.mark.parametrize("pack", [False, True])
+def test_the_size_tokens_count_in_the_files_structure(tmp_path, pack):
+    """``files.sizes`` (what ``minitrace compress`` and the size tables report): structure and
+    side arrays are every array but the index, communicators, strings and packed attributes,
+    the size tokens' too (they were in neither)."""
+    out = str(tmp_path / "t.h5")
+    write_compressed(out, ring(), pack=pack)
+    got = sizes(out)
+    with h5py.File(out, "r") as f:
+        g = f["trace"]
+        if pack:
+            packed = g[P.DATASET][()] if P.DATASET in g else P.inflate_inline(
+                g.attrs[P.BYTES_ATTR].tobytes(), int(g.attrs[P.ATTR]))
+            stored = g[P.DATASET].id.get_storage_size() if P.DATASET in g else \
+                len(g.attrs[P.BYTES_ATTR].tobytes())
+            raw = {k: a.nbytes for k, a in P.unpack(np.frombuffer(packed, np.uint8)).items()}
+            assert any(k.startswith("sizes/") for k in raw)
+            share = stored / sum(raw.values())
+            want = share * sum(n for k, n in raw.items()
+                               if k.split("/")[0] not in ("index", "comms", "strings", "attrs"))
+            want += sum(g[k].id.get_storage_size() for k in g if isinstance(g[k], h5py.Dataset)
+                        and k != P.DATASET)
+        else:
+            want = 0
+            for name in g:
+                if name not in ("index", "comms", "strings"):
+                    want += sum(o.id.get_storage_size() for o in _datasets(g[name]))
+    assert got["structure_bytes"] + got["side_bytes"] == pytest.approx(want)
+
+
+def _datasets(group):
+    out = []
+    group.visititems(lambda _, o: out.append(o) if isinstance(o, h5py.Dataset) else None)
+    return out

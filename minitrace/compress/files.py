@@ -39,14 +39,14 @@ def write_compressed(path: str, data: TraceColumns, volumes: str = "exact",
     return took
 
 
-_STRUCTURE = ("signatures", "grammar", "requests")
+_STRUCTURE = ("signatures", "grammar", "requests", "sizes")
 _SIDE = ("exact", "model")
 
 
 def sizes(path: str) -> dict:
-    """Bytes on disk of the file, of its structure (signatures, grammar, requests) and of its
-    side arrays (volumes and times); the pack's (pack.py) shared among its arrays by their
-    raw bytes."""
+    """Bytes on disk of the file, of its structure (signatures, grammar, requests, size tokens)
+    and of its side arrays (volumes and times); the pack's (pack.py) shared among its arrays
+    by their raw bytes."""
     def stored(g) -> int:
         total = 0
         for obj in g.values():
