@@ -126,6 +126,66 @@ def neighbours(ids: np.ndarray, offsets: np.ndarray, rows: np.ndarray, rank: np.
     return before, after
 
 
+#: The longest period of a size-token site's calls on a rank that :func:`site_ids` tells apart.
+MAX_PERIOD = 64
+
+
+def site_ids(ids: np.ndarray, offsets: np.ndarray, site: np.ndarray, tokened: np.ndarray
+             ) -> np.ndarray:
+    """Each action's id in the call sites' keys (:func:`site_keys`; ``ids``: signatures,
+    ``offsets``: each rank's first): at a call site whose message sizes are tokens
+    (``tokened[site[id]]``; ``site``: signatures.size_sites'), not its signature, one per
+    size, but the site and its phase: the action's occurrence at the site on its rank modulo
+    the site's period there (the commonest distance back to the same sizes, at most
+    :data:`MAX_PERIOD`, else 1), as ``len(site) + MAX_PERIOD * (the site's index among the
+    tokened) + phase``; elsewhere its signature.  Public miniMD's halo sendrecvs take new
+    sizes at each re-neighbouring, each a site of its own and its neighbours' (4r: 4.5 of the
+    model file's 21.4 KB); one site per phase, its 4 exchanges a step: 0.316 -> 0.169
+    B/action, its replay -0.06 -> -0.53% from the exact file's (one site for all phases: the
+    computes between different exchanges pooled, +9.5%)."""
+    ids = np.asarray(ids, np.int64)
+    out = ids.copy()
+    tokened = np.asarray(tokened, bool)
+    at = np.flatnonzero(tokened[site[ids]])
+    if not len(at):
+        return out
+    nsig, nsite = len(site), len(tokened)
+    index = np.cumsum(tokened) - 1
+    g = np.repeat(np.arange(len(offsets) - 1), np.diff(offsets))[at] * nsite + site[ids[at]]
+    order = np.argsort(g, kind="stable")              # (each rank's site's calls in order)
+    gs = g[order]
+    first = np.ones(len(gs), bool)
+    first[1:] = gs[1:] != gs[:-1]
+    pos = np.arange(len(gs))
+    occ = pos - np.maximum.accumulate(np.where(first, pos, 0))
+    group = np.cumsum(first) - 1
+    same = np.lexsort((pos, ids[at][order], group))    # (a group's calls of one signature)
+    again = np.zeros(len(gs), bool)
+    again[1:] = (group[same][1:] == group[same][:-1]) & \
+        (ids[at][order][same][1:] == ids[at][order][same][:-1])
+    dist = np.zeros(len(gs), np.int64)
+    dist[same[1:][again[1:]]] = occ[same[1:][again[1:]]] - occ[same[:-1][again[1:]]]
+    near = (dist > 0) & (dist <= MAX_PERIOD)
+    counts = np.bincount(group[near] * (MAX_PERIOD + 1) + dist[near],
+                         minlength=(group[-1] + 1) * (MAX_PERIOD + 1)) \
+        .reshape(-1, MAX_PERIOD + 1)
+    period = np.where(counts.any(axis=1), counts.argmax(axis=1), 1)
+    out[at[order]] = nsig + MAX_PERIOD * index[gs % nsite] + occ % period[group]
+    return out
+
+
+#: ``epoch_sites`` of a model whose call sites at size tokens are by phase (:func:`site_ids`;
+#: format version 12): the stretches' templates' fit, whose templates keep by place what the
+#: phases pool (the epochs' fit keeps signatures: IMB-NBC's collective alone and around a
+#: compute are one phase, tests/test_compress_model_templates.py, 1 us computes modelled 20).
+SITE_PHASES = "size-phases"
+
+
+def site_key_space(site: np.ndarray, tokened: np.ndarray | None) -> int:
+    """The ids :func:`site_ids` gives (the ``nsig`` of :func:`site_keys`)."""
+    return len(site) + (0 if tokened is None else MAX_PERIOD * int(np.sum(tokened)))
+
+
 def site_keys(sig: np.ndarray, before: np.ndarray, after: np.ndarray, nsig: int) -> np.ndarray:
     """One int64 per (signature, before, after)."""
     if nsig >= _MAX_SIGNATURES:
@@ -584,15 +644,19 @@ def rank_sites(keys: np.ndarray, rank: np.ndarray, P: int) -> tuple[np.ndarray, 
 
 
 def fit(volume: np.ndarray, vrow: np.ndarray, ids: np.ndarray, offsets: np.ndarray,
-        kinds: np.ndarray, precision: float) -> tuple[dict, dict]:
+        kinds: np.ndarray, precision: float, sites: tuple | None = None
+        ) -> tuple[dict, dict]:
     """(side arrays, attributes) of the epoch model of ``volume`` (rows ``vrow`` carry one):
     where epochs are merged, with templates of the stretches between anchors
     (:data:`TEMPLATE_UNIT_OFFSETS`), or, up to :data:`BOTH_UP_TO` actions, of the stretches
     or of the epochs, whichever deflates smaller (an iteration's template pools what each
     epoch's pattern kept apart, which the tail then holds: 20-step clover2d.c's model file
     2.5-5% larger so, public TeaLeaf 2r's 34% smaller).  Both fits share their epochs
-    (:func:`_epochs`), and only the arrays they hold apart are deflated to compare them."""
-    ep = _epochs(volume, vrow, ids, offsets, kinds)
+    (:func:`_epochs`), and only the arrays they hold apart are deflated to compare them.
+    ``sites``: (each signature's size site, whether its message sizes are tokens: per size
+    site) where some are: the stretches' fit's call sites by phase there (:func:`site_ids`,
+    :data:`SITE_PHASES`)."""
+    ep = _epochs(volume, vrow, ids, offsets, kinds, sites)
     side, attrs = _fit(ep, precision, True)
     if TEMPLATE_UNIT_OFFSETS in side and len(ids) <= BOTH_UP_TO:
         other = _fit(ep, precision, False)
@@ -660,12 +724,13 @@ class _Epochs(NamedTuple):
     gepoch: np.ndarray          # each action's epoch over all ranks
     bv: np.ndarray              # the volume actions' neighbours before ...
     av: np.ndarray              # ... and after
+    phased: tuple | None        # (site_key_space, vids, bv, av) by site_ids, where tokens
 
 
 def _epochs(volume: np.ndarray, vrow: np.ndarray, ids: np.ndarray, offsets: np.ndarray,
-            kinds: np.ndarray) -> _Epochs:
+            kinds: np.ndarray, sites: tuple | None = None) -> _Epochs:
     """What :func:`_fit` takes of the trace whatever its templates: anchors, epochs, the
-    volume actions' ranks, calls and neighbours."""
+    volume actions' ranks, calls and neighbours (with ``sites``: as :func:`site_ids`)."""
     P = len(offsets) - 1
     anchor, anchor_name = choose_anchors(kinds, ids, offsets)
     rank = per_rank(offsets)
@@ -679,6 +744,10 @@ def _epochs(volume: np.ndarray, vrow: np.ndarray, ids: np.ndarray, offsets: np.n
     vidx = np.flatnonzero(vrow)
     vr = rank[vidx]
     vids = ids[vidx]
+    phased = None
+    if sites is not None:                   # (the stretches' fit's keys: :data:`SITE_PHASES`)
+        sid = site_ids(ids, offsets, *sites)
+        phased = (site_key_space(*sites), sid[vidx], *neighbours(sid, offsets, vidx, vr))
     kinds = np.asarray(kinds, np.int64)
     _, kind_of_sig = V.dense_unique(kinds)
     gepoch = epoch_offsets[rank] + epoch
@@ -687,14 +756,15 @@ def _epochs(volume: np.ndarray, vrow: np.ndarray, ids: np.ndarray, offsets: np.n
                    anchor=anchor, anchor_name=anchor_name, rank=rank, nvol=nvol,
                    n_anchor=n_anchor, merge=merge, epoch_offsets=epoch_offsets, vidx=vidx,
                    vr=vr, vol=volume[vidx], vids=vids, kind_of_sig=kind_of_sig,
-                   in_call=~K.mask(K.WORK)[kinds][vids], gepoch=gepoch, bv=bv, av=av)
+                   in_call=~K.mask(K.WORK)[kinds][vids], gepoch=gepoch, bv=bv, av=av,
+                   phased=phased)
 
 
 def _fit(ep: _Epochs, precision: float, units: bool) -> tuple[dict, dict]:
     """:func:`fit`'s model of :func:`_epochs`' ``ep``, its templates of the stretches between
     anchors where epochs are merged and ``units``, else of the epochs."""
     P, nsig, kinds, ids, offsets, vrow, anchor, anchor_name, rank, nvol, n_anchor, merge, \
-        epoch_offsets, vidx, vr, vol, vids, kind_of_sig, in_call, gepoch, bv, av = ep
+        epoch_offsets, vidx, vr, vol, vids, kind_of_sig, in_call, gepoch, bv, av, phased = ep
     ge = gepoch[vidx]
     n_ep = int(epoch_offsets[-1])
     # templates of the stretches between two anchors where epochs are merged (TEMPLATE_UNIT)
@@ -722,7 +792,8 @@ def _fit(ep: _Epochs, precision: float, units: bool) -> tuple[dict, dict]:
     rows = t_length * variants
     t_start = np.cumsum(rows) - rows
     row = t_start[t_of[tm]] + label[gu_t] * t_length[t_of[tm]] + pos
-    site, site_offsets = rank_sites(site_keys(vids[st], bv[st], av[st], nsig), vr_s, P)
+    nkey, sid, bs, as_ = (nsig, vids, bv, av) if phased is None or not units else phased
+    site, site_offsets = rank_sites(site_keys(sid[st], bs[st], as_[st], nkey), vr_s, P)
     call = np.zeros(len(vol), np.int64)       # (template places, then each rank's sites)
     call[tm] = row * P + vr_t
     call[st] = int(rows.sum()) * P + site
@@ -754,6 +825,7 @@ def _fit(ep: _Epochs, precision: float, units: bool) -> tuple[dict, dict]:
     side["spread_classes"], side["spread_rho"] = np.zeros(0, np.int64), np.zeros(0)
     side["spread_code"] = np.zeros(0, np.int64)
     return side, {"epoch_merge": int(merge), "epoch_anchor": anchor_name,
+                  **({"epoch_sites": SITE_PHASES} if phased is not None and units else {}),
                   "epoch_templates": TEMPLATE_KEY}
 
 
@@ -769,8 +841,13 @@ def template_means(side: dict, nranks: int) -> np.ndarray | None:
     return codes.reshape(max(nranks, 1), -1).T
 
 
-def check(side: dict, attrs: dict, nsig: int, nranks: int) -> str | None:
-    """What is wrong with an epoch model's tables (None: nothing)."""
+def check(side: dict, attrs: dict, nsig: int, nranks: int, tokens: bool = False
+          ) -> str | None:
+    """What is wrong with an epoch model's tables (None: nothing; ``tokens``: whether the file
+    holds size tokens)."""
+    phases = attrs.get("epoch_sites")
+    if phases is not None and (phases != SITE_PHASES or not tokens):
+        return f"model call sites {phases!r} unknown or without size tokens"
     tmeans = template_means(side, nranks)
     if tmeans is None and all(k in side for k in ("template_means", RANK_TEMPLATE_MEANS)):
         return "model template means stored twice (per row and per rank)"
@@ -877,10 +954,11 @@ class EpochVolumes:
     """Expands the epoch model: a whole rank's modelled volumes at a time (module docstring)."""
 
     def __init__(self, side: dict, attrs: dict, has_volume: np.ndarray, kinds: np.ndarray,
-                 nranks: int):
+                 nranks: int, sites: tuple | None = None):
         p = float(attrs["precision"])
+        self.sites = sites if "epoch_sites" in attrs else None      # (:func:`site_ids`)
         self.kinds = np.asarray(kinds, np.int64)
-        self.nsig = len(has_volume)
+        self.nsig = len(has_volume) if self.sites is None else site_key_space(*self.sites)
         self.has_volume = has_volume
         self.anchor = np.asarray(side["anchor"]).astype(bool)
         self.merge = int(attrs["epoch_merge"])
@@ -997,8 +1075,9 @@ class EpochVolumes:
             position_in_epoch(unit)[tm]
         w[tm] = self.template_means[row, rank]
         vidx = np.flatnonzero(vrow)
-        before, after = neighbours(ids, offs, vidx, np.zeros(len(vidx), np.int64))
-        keys = site_keys(ids[vidx][~tm], before[~tm], after[~tm], self.nsig)
+        sid = ids if self.sites is None else site_ids(ids, offs, *self.sites)
+        before, after = neighbours(sid, offs, vidx, np.zeros(len(vidx), np.int64))
+        keys = site_keys(sid[vidx][~tm], before[~tm], after[~tm], self.nsig)
         w[~tm], site = self._site_means(keys, rank)
         if len(self.spread):
             next_kind = self.kinds[after.clip(0)] * (after >= 0)

@@ -26,7 +26,7 @@ from ..model import ACTION_DTYPE, TraceColumns, assign_vec_offsets, vec_offsets
 from . import epochs as E
 from . import signatures as SG
 from . import volumes as V
-from .store import Compressed, kind_counts, rank_signatures, read
+from .store import Compressed, kind_counts, rank_signatures, read, token_sites
 
 _COLUMN_ORDER = INT_COLUMNS + ("volume", "t_start", "t_end", "vec_off")
 
@@ -234,7 +234,7 @@ class Expander:
         c = self.c
         if self._model is None:
             self._model = E.EpochVolumes(c.side, c.attrs, c.has_volume, c.table["kind"],
-                                         c.nranks)
+                                         c.nranks, token_sites(c.table, c.tokens))
         if self._model_rank is None or self._model_rank[0] != rank:
             try:
                 v = self._model.rank(self.rank_ids(rank), rank,

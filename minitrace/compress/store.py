@@ -148,7 +148,8 @@ def compress(data: TraceColumns, volumes: str = "exact", precision: float = 0.01
         side.update(cols)
     else:
         model_side, model_attrs = E.fit(volume, vrow, sig.ids, np.asarray(data.rank_offsets),
-                                        sig.table["kind"], precision)
+                                        sig.table["kind"], precision,
+                                        token_sites(sig.table, tokens))
         side.update(model_side)
         attrs.update(model_attrs)
         side.update(_model_times(data, sig.ids, gram.rank_grammar[data.rank_of()], ts, te,
@@ -160,6 +161,17 @@ def compress(data: TraceColumns, volumes: str = "exact", precision: float = 0.01
                       sig.new_request_offsets, gram, has_volume, np.asarray(data.rank_offsets),
                       volumes, side, attrs, dict(data.comms), list(data.strings),
                       dict(data.meta), sig.ids, tokens)
+
+
+def token_sites(table: np.ndarray, tokens: SG.SizeTokens | None) -> tuple | None:
+    """(each signature's size site, whether each size site's message sizes are tokens), as
+    the model's call sites take them (epochs.site_ids); None without tokens."""
+    if tokens is None:
+        return None
+    site = SG.size_sites(table)[0]
+    tokened = np.zeros(int(site.max(initial=-1)) + 1, bool)
+    tokened[site[tokens.sites]] = True
+    return site, tokened
 
 
 def terminal_count(tokens: SG.SizeTokens | None) -> int:
@@ -945,7 +957,7 @@ def _check_side(c: Compressed, path: str) -> None:
                              "minitrace whose times were off by up to the volume x quantum; "
                              "compress the recording again", path)
     if c.mode == "model":
-        why = E.check(c.side, c.attrs, len(c.table), c.nranks)
+        why = E.check(c.side, c.attrs, len(c.table), c.nranks, c.tokens is not None)
         if why:
             raise _corrupt(why, path)
     if c.mode == "model" and enc == "model":
