@@ -176,3 +176,37 @@ def _datasets(group):
     out = []
     group.visititems(lambda _, o: out.append(o) if isinstance(o, h5py.Dataset) else None)
     return out
+
+
+@pytest.mark.parametrize("damage", ["count", "code", "shape", "missing"])
+@pytest.mark.parametrize("tokens", [True, False])
+def test_a_damaged_kind_index_is_a_corrupt_trace(tmp_path, damage, tokens):
+    """``index/kind_counts`` and ``index/kind_codes``, which minitrace does not read (it counts
+    kinds on the grammar) but a plain h5py user takes for the trace's counts: a count, a code,
+    a shape changed or the counts missing are a one-line ``corrupt trace`` naming the file
+    when it is opened (minitrace showed the grammar's counts, right, and said nothing)."""
+    d = ring() if tokens else ring(blocks=2)
+    assert (compress(d).tokens is not None) == tokens
+    out = str(tmp_path / "t.h5")
+    write_compressed(out, d, pack=False)
+    with minitrace.open(out) as t:
+        t.summary()
+    with h5py.File(out, "r+") as f:
+        g = f["trace/index"]
+        codes, counts = g["kind_codes"][()], g["kind_counts"][()]
+        del g["kind_counts"]
+        if damage == "count":
+            counts[-1, 0] += 1
+        elif damage == "code":
+            del g["kind_codes"]
+            codes[codes == K.CODE["isend"]] = K.CODE["issend"]
+            g["kind_codes"] = codes
+        elif damage == "shape":
+            counts = counts[:-1]
+        if damage != "missing":
+            g["kind_counts"] = counts
+    with pytest.raises(MinitraceError, match="corrupt trace") as e:
+        with minitrace.open(out) as t:
+            t.summary()
+    assert out in str(e.value) and "\n" not in str(e.value)
+    assert ("missing" if damage == "missing" else "disagrees with the grammar") in str(e.value)

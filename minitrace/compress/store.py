@@ -638,16 +638,17 @@ def lost(c: Compressed) -> str:
     return f"{vols}, {times}"
 
 
-def kind_counts(c: Compressed) -> tuple[np.ndarray, np.ndarray]:
-    """(kind codes present, [nranks, kinds] counts) from the grammar, nothing expanded."""
+def kind_counts(c: Compressed, terminal: dict | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """(kind codes present, [nranks, kinds] counts) from the grammar, nothing expanded
+    (``terminal``: each program's terminal counts, where the caller has them)."""
     per_grammar = {}
     rows = []
     kinds = c.table["kind"][SG.terminal_signatures(len(c.table), c.tokens)]   # (a token's:
     kinds = kinds.astype(np.int64)                                              # its site's)
     for g in c.grammar.rank_grammar.tolist():
         if g not in per_grammar:
-            per_grammar[g] = np.bincount(kinds, weights=c.grammar.terminal_counts(g),
-                                         minlength=256).astype(np.int64)
+            n = c.grammar.terminal_counts(g) if terminal is None else terminal[g]
+            per_grammar[g] = np.bincount(kinds, weights=n, minlength=256).astype(np.int64)
         rows.append(per_grammar[g])
     counts = np.stack(rows) if rows else np.zeros((0, 256), np.int64)
     present = np.nonzero(counts.sum(axis=0))[0]
@@ -873,7 +874,9 @@ def read(g: h5py.Group, path: str) -> Compressed:
     c = Compressed(table, vec_offsets, vec_values,
                    _undelta_per_rank(new, req_off), req_off, gram, has_volume, offsets, mode,
                    side, attrs, arr.comms(nranks), arr.strings(), tokens=tokens)
-    _check_side(c, path)
+    terminal = {g: gram.terminal_counts(g) for g in set(gram.rank_grammar.tolist())}
+    _check_side(c, path, terminal)
+    _check_kind_index(arr, c, terminal, path)
     return c
 
 
@@ -901,6 +904,18 @@ def _tokens(arr, table: np.ndarray, has_volume: np.ndarray, nranks: int,
     return SG.SizeTokens(sites, dist, new, off)
 
 
+def _check_kind_index(arr, c: Compressed, terminal: dict, path: str) -> None:
+    """``index/kind_codes`` and ``index/kind_counts``, which minitrace does not read (it
+    counts kinds on the grammar), as the grammar's: a plain h5py reader takes them as the
+    trace's counts."""
+    codes, counts = kind_counts(c, terminal)
+    stored_codes, stored = arr("index/kind_codes"), arr("index/kind_counts", ndim=2)
+    if not np.array_equal(stored_codes.astype(np.int64), codes.astype(np.int64)) or \
+            (stored.size or counts.size) and not np.array_equal(stored, counts):
+        raise _corrupt("index/kind_counts disagrees with the grammar (the index is damaged)",
+                       path)
+
+
 def _precision(attrs: dict, path: str) -> float:
     """The model's precision, checked (read decodes the statistics' codes by it before
     :func:`_check_side` runs)."""
@@ -910,15 +925,15 @@ def _precision(attrs: dict, path: str) -> float:
     return p
 
 
-def _check_side(c: Compressed, path: str) -> None:
+def _check_side(c: Compressed, path: str, terminal: dict) -> None:
     """Side arrays of the lengths the grammar implies (volumes per volume action, times per
-    action), encodings known."""
+    action), encodings known (``terminal``: each program's terminal counts)."""
     vol_off = c.side["volume_offsets"].astype(np.int64)
     per_rank = {}
     has_volume = c.has_volume[SG.terminal_signatures(len(c.table), c.tokens)]  # (a token's:
     #                                                                             its site's)
     for g in set(c.grammar.rank_grammar.tolist()):
-        per_rank[g] = int(c.grammar.terminal_counts(g)[has_volume].sum())
+        per_rank[g] = int(terminal[g][has_volume].sum())
     want = np.array([per_rank[int(g)] for g in c.grammar.rank_grammar], np.int64)
     if not np.array_equal(np.diff(vol_off), want):
         raise _corrupt("volume index does not match the grammar", path)
