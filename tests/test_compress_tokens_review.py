@@ -63,6 +63,34 @@ def ring(P: int = 3, blocks: int = 14, every: int = 4, empty=(), alone=(),
     return b.build()
 
 
+def world_ring(P: int = 3, blocks: int = 30, every: int = 3):
+    """Blocks of ``every`` steps on the world (a compute, rank r's 1 + 0.3 r times longer, an
+    irecv and isend and their waitall, a sendrecv, an allreduce) between an init and a
+    finalize, the sizes the same on every rank and new each block: a trace that replays."""
+    b = TraceBuilder(P)
+    for r in range(P):
+        t, req = 0.0, 100
+
+        def add(kind, dur=2e-6, **kw):
+            nonlocal t
+            b.add(r, kind, t_start=t, t_end=t + dur, **kw)
+            t += dur + 1e-7
+        add("init")
+        for blk in range(blocks):
+            s = [8 * (100 + (blk * 131 + k * 7) % 293) for k in range(2)]
+            for _ in range(every):
+                add("compute", 1e-4 * (1 + 0.3 * r), volume=1e-4 * (1 + 0.3 * r))
+                add("irecv", peer=(r - 1) % P, tag=1, bytes_recv=s[0], request=req)
+                add("isend", peer=(r + 1) % P, tag=1, bytes_sent=s[0], request=req + 1)
+                add("waitall", 3e-6, vector=[req, req + 1])
+                req += 2
+                add("sendrecv", peer=(r + 1) % P, tag=0, bytes_sent=s[1], bytes_recv=s[1],
+                    vector=[(r - 1) % P, 0])
+                add("allreduce", bytes_sent=8, bytes_recv=8)
+        add("finalize")
+    return b.build()
+
+
 CASES = {"own sizes": {}, "one rank": {"P": 1}, "an empty rank": {"P": 4, "empty": (1,)},
          "a rank of tokens alone": {"P": 4, "alone": (2,), "empty": (0,)},
          "sizes alike on every rank": {"same_sizes": True}}
@@ -124,6 +152,21 @@ def test_loops_of_a_file_with_size_tokens_are_the_uncompressed_traces(tmp_path):
         assert t.compressed_form.tokens is not None
         got = loops(t)
     assert got.equals(loops(d))
+
+
+def test_sampling_finds_the_loops_of_the_uncompressed_trace_in_a_file_with_size_tokens(
+        tmp_path):
+    """Iteration sampling's loops (``sampling.loops_of``) of that file: those of the
+    uncompressed trace (the tokens' loop of 30 blocks, sizes changing from one iteration to
+    the next, was taken for alike iterations and sampled so)."""
+    from minitrace.replay.sampling import loops_of
+    d = world_ring(blocks=30, every=3)
+    out = str(tmp_path / "t.h5")
+    write_compressed(out, d)
+    with minitrace.open(out) as t:
+        got, _ = loops_of(t)
+    want, _ = loops_of(d)
+    assert len(got) == len(want) and all(np.array_equal(a, b) for a, b in zip(got, want))
 
 
 def test_damaged_tokens_found_by_the_loops_are_a_corrupt_trace(tmp_path):
