@@ -90,9 +90,9 @@ import pandas as pd
 
 from .. import kinds as K
 from ..errors import MinitraceError
-from ..compress import loops as stored
 from ..compress.grammar import build
-from ..compress.loop_view import POLLS, RUN, iteration_columns, rows_of_view, step_view
+from ..compress.loop_view import (POLLS, RUN, iteration_columns, rows_of_view,
+                                   signature_grammar, step_view)
 from ..tested_waits import tested_waits
 from ..model import assign_vec_offsets, empty_actions
 from ..trace import open as open_trace
@@ -329,8 +329,11 @@ def loops_in(data) -> tuple[list[np.ndarray], list[str]]:
     (the outer iterations' convergence checks) is the main loop, the one of most iterations
     among those that cover ``DOMINANT_SHARE`` of the actions."""
     if getattr(data, "compressed_form", None) is not None:
-        grammar, offsets = data.compressed_form.grammar, data.compressed_form.rank_offsets
-        table = stored(data)
+        # (its signatures' grammar, size tokens resolved: the loops within and between
+        # iterations both of the uncompressed trace's, as compress.loops gives the top ones)
+        c = data.compressed_form
+        grammar, offsets = signature_grammar(c, getattr(data, "path", None)), c.rank_offsets
+        table = iteration_columns(grammar, offsets)
         columns = data.data()
         ids = structure_ids(columns)[0] if len(table) else None
     else:
