@@ -13,6 +13,7 @@ from minitrace.compress import epochs as E
 from minitrace.compress.files import write_compressed
 from minitrace.compress.store import compress
 from minitrace.model import TraceBuilder
+from tests.support.synthetic import in_turn
 
 #: The computes of a step: after its first exchange, after its second.
 VOLUMES = (2e-5, 5e-5)
@@ -25,12 +26,7 @@ def resized_halo(blocks: int, P: int = 2):
     no stretch between two repeats, so that every compute's mean is its call site's."""
     b = TraceBuilder(P)
     for r in range(P):
-        t = 0.0
-
-        def add(kind, dur=2e-6, **kw):
-            nonlocal t
-            b.add(r, kind, t_start=t, t_end=t + dur, **kw)
-            t += dur + 1e-7
+        add = in_turn(b, r, 2e-6, 1e-7)
         add("init")
         for blk in range(blocks):
             sizes = [8 * (500 + (r * 7919 + blk * 104729 + k * 613) % 400) for k in range(2)]

@@ -15,6 +15,7 @@ from minitrace.compress.files import write_compressed
 from minitrace.compress.store import lost
 from minitrace.model import TraceBuilder
 from tests.support.record_util import record
+from tests.support.synthetic import in_turn
 
 FIXTURES = Path(__file__).parent / "data" / "model_v9_times"
 
@@ -26,12 +27,7 @@ def varsize_trace(P: int = 2, steps: int = 60, every: int = 5, per_byte: float =
     then a barrier (10 us)."""
     b = TraceBuilder(P)
     for r in range(P):
-        t = 0.0
-
-        def add(kind, dur, **kw):
-            nonlocal t
-            b.add(r, kind, t_start=t, t_end=t + dur, **kw)
-            t += dur + 1e-7
+        add = in_turn(b, r, gap=1e-7)
         for s in range(steps):
             size = [1000 + (q * 7919 + (s // every) * 104729) % 9700 for q in range(P)]
             add("compute", 1e-3, volume=1e-3)

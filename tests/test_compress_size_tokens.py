@@ -18,7 +18,7 @@ from minitrace.compress import store
 from minitrace.compress.files import write_compressed
 from minitrace.compress.store import compress
 from minitrace.model import TraceBuilder
-from tests.support.synthetic import stencil_trace
+from tests.support.synthetic import in_turn, stencil_trace
 
 #: halo_trace(P=2, blocks=6, every=8, slower=0) written by the code before size tokens (its
 #: signatures and grammar hold the sizes): format versions 6 (exact, bounded) and 10 (model).
@@ -35,12 +35,7 @@ def halo_trace(P: int = 2, blocks: int = 10, every: int = 20, slower: float = 3.
     sendrecvs last 2 (1 + ``slower`` r) us."""
     b = TraceBuilder(P)
     for r in range(P):
-        t = 0.0
-
-        def add(kind, dur=2e-6, **kw):
-            nonlocal t
-            b.add(r, kind, t_start=t, t_end=t + dur, **kw)
-            t += dur + 1e-7
+        add = in_turn(b, r, 2e-6, 1e-7)
 
         def sendrecv(right: bool, sent: int, recv: int):
             peer = (r + 1) % P if right else (r - 1) % P

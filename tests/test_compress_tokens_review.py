@@ -16,6 +16,7 @@ from minitrace.compress import pack as P
 from minitrace.compress.files import sizes, write_compressed
 from minitrace.compress.store import compress
 from minitrace.model import TraceBuilder
+from tests.support.synthetic import in_turn
 
 MODES = {"exact": ("exact", "exact"), "bounded": ("bounded:1%", "bounded:1us"),
          "model": ("model", "exact")}
@@ -36,12 +37,8 @@ def ring(P: int = 3, blocks: int = 14, every: int = 4, empty=(), alone=(),
     for r in range(P):
         if r in empty:
             continue
-        t, req = 0.0, 100
-
-        def add(kind, dur=2e-6, **kw):
-            nonlocal t
-            b.add(r, kind, t_start=t, t_end=t + dur, **kw)
-            t += dur + 1e-7
+        req = 100
+        add = in_turn(b, r, 2e-6, 1e-7)
         own = 0 if same_sizes else r
         for blk in range(blocks):
             sz = [8 * (100 + (blk * 131 + own * 17 + k * 7) % 293) for k in range(4)]
@@ -69,12 +66,8 @@ def world_ring(P: int = 3, blocks: int = 30, every: int = 3):
     finalize, the sizes the same on every rank and new each block: a trace that replays."""
     b = TraceBuilder(P)
     for r in range(P):
-        t, req = 0.0, 100
-
-        def add(kind, dur=2e-6, **kw):
-            nonlocal t
-            b.add(r, kind, t_start=t, t_end=t + dur, **kw)
-            t += dur + 1e-7
+        req = 100
+        add = in_turn(b, r, 2e-6, 1e-7)
         add("init")
         for blk in range(blocks):
             s = [8 * (100 + (blk * 131 + k * 7) % 293) for k in range(2)]

@@ -11,6 +11,7 @@ import minitrace
 from minitrace.compress import epochs as E
 from minitrace.compress.files import write_compressed
 from minitrace.model import TraceBuilder
+from tests.support.synthetic import in_turn
 
 ITERATIONS = 300
 #: (rank, iteration) of the outliers: the second compute 100x its usual 0.2 ms.
@@ -24,12 +25,7 @@ def outlier_trace():
     P = 2
     b = TraceBuilder(P)
     for r in range(P):
-        t = 0.0
-
-        def add(kind, dur, **kw):
-            nonlocal t
-            b.add(r, kind, t_start=t, t_end=t + dur, **kw)
-            t += dur
+        add = in_turn(b, r)
         for i in range(ITERATIONS):
             add("compute", 1e-3 * (1 + 0.01 * ((7 * i + r) % 3)), volume=1e-3)
             add("sendrecv", 1e-5, peer=1 - r, tag=1, bytes_sent=64, bytes_recv=64,

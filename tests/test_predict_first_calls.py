@@ -8,6 +8,7 @@ import pytest
 from minitrace import kinds as K
 from minitrace.model import TraceBuilder
 from minitrace.predict.first_calls import setup_costs, with_first_calls
+from tests.support.synthetic import in_turn
 
 US = 1e-6
 
@@ -19,12 +20,7 @@ def _trace(first_allreduce=(1000 * US, 400 * US), first_send=(300 * US, None),
     ``first_allreduce[r]``; rank 0's first send ``first_send[0]``."""
     b = TraceBuilder(2, {"volume_unit": unit})
     for r in range(2):
-        t = 0.0
-
-        def add(kind, d, **kw):
-            nonlocal t
-            b.add(r, kind, t_start=t, t_end=t + d, **kw)
-            t += d
+        add = in_turn(b, r)
         add("init", 0.0)
         for i in range(5):
             add("compute", 100 * US, volume=100 * US)

@@ -11,6 +11,19 @@ LOOP = ["compute", "irecv", "isend", "waitall", "compute", "allreduce", "compute
         "recv", "alltoallv"]
 
 
+def in_turn(b, rank: int, dur: float | None = None, gap: float = 0.0):
+    """``add(kind, dur, **columns)``: ``rank``'s next action on the TraceBuilder ``b``, from
+    where its last one ended plus ``gap`` (the first at 0), lasting ``dur`` (default: the
+    given one)."""
+    t = 0.0
+
+    def add(kind, dur=dur, **kw):
+        nonlocal t
+        b.add(rank, kind, t_start=t, t_end=t + dur, **kw)
+        t += dur + gap
+    return add
+
+
 def loop_trace(nranks: int, total: int, timed: bool, seed: int = 0) -> TraceColumns:
     """A regular trace: each rank repeats LOOP with ring peers, jittered compute and times."""
     rng = np.random.default_rng(seed)
