@@ -153,16 +153,15 @@ def site_ids(ids: np.ndarray, offsets: np.ndarray, site: np.ndarray, tokened: np
     index = np.cumsum(tokened) - 1
     g = np.repeat(np.arange(len(offsets) - 1), np.diff(offsets))[at] * nsite + site[ids[at]]
     order = np.argsort(g, kind="stable")              # (each rank's site's calls in order)
-    gs = g[order]
+    gs, sig = g[order], ids[at][order]
     first = np.ones(len(gs), bool)
     first[1:] = gs[1:] != gs[:-1]
     pos = np.arange(len(gs))
     occ = pos - np.maximum.accumulate(np.where(first, pos, 0))
     group = np.cumsum(first) - 1
-    same = np.lexsort((pos, ids[at][order], group))    # (a group's calls of one signature)
+    same = np.lexsort((pos, sig, group))               # (a group's calls of one signature)
     again = np.zeros(len(gs), bool)
-    again[1:] = (group[same][1:] == group[same][:-1]) & \
-        (ids[at][order][same][1:] == ids[at][order][same][:-1])
+    again[1:] = (group[same][1:] == group[same][:-1]) & (sig[same][1:] == sig[same][:-1])
     dist = np.zeros(len(gs), np.int64)
     dist[same[1:][again[1:]]] = occ[same[1:][again[1:]]] - occ[same[:-1][again[1:]]]
     near = (dist > 0) & (dist <= MAX_PERIOD)
@@ -686,7 +685,8 @@ def _alike(a, b) -> bool:
 #: with the epochs' templates: CloverLeaf 2r of 20 steps (2,302 actions: 2,727 bytes against
 #: 2,750) and miniMD 2r of 400 steps (6,906 actions: the model's arrays 1,105 bytes against
 #: 1,164); the five of 8-16 k actions (CloverLeaf, PENNANT 2r and 2r sq, miniAMR, miniGhost
-#: SVAF) had arrays 16-76% larger so (testall_halo.c's 48 k actions: 3.5% smaller, 20-step clover2d.c's 2.5-5%).
+#: SVAF) had arrays 16-76% larger so.  Built traces: testall_halo.c's 48 k actions were 3.5%
+#: smaller with the epochs' templates, 20-step clover2d.c's 2.5-5%.
 BOTH_UP_TO = 1 << 13
 
 

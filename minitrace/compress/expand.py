@@ -72,7 +72,6 @@ class Expander:
         #: each rank's signature ids, size tokens resolved (files that hold them: a reference
         #: may reach any earlier occurrence of its site, so a rank is resolved whole, once)
         self._resolved: dict[int, np.ndarray] = {}
-        self._sites = SG.size_sites(t)[0] if c.tokens is not None else None
 
     @property
     def nranks(self) -> int:
@@ -104,7 +103,7 @@ class Expander:
         if ids is None:
             self.affordable(n, per_action=48)
             try:
-                ids = rank_signatures(self.c, rank, self._sites)
+                ids = rank_signatures(self.c, rank)
             except ValueError as e:
                 raise self._fail(e) from None
             self._resolved[rank] = ids.astype(np.int32 if len(self.c.table) < 1 << 31
@@ -234,7 +233,7 @@ class Expander:
         c = self.c
         if self._model is None:
             self._model = E.EpochVolumes(c.side, c.attrs, c.has_volume, c.table["kind"],
-                                         c.nranks, token_sites(c.table, c.tokens))
+                                         c.nranks, token_sites(c.size_sites[0], c.tokens))
         if self._model_rank is None or self._model_rank[0] != rank:
             try:
                 v = self._model.rank(self.rank_ids(rank), rank,
@@ -253,7 +252,7 @@ class Expander:
             self._means = {}
             per_site = "site" in st.columns      # (format version 10 on; else per signature)
             n = len(c.table)
-            site, nbytes = SG.size_sites(c.table) if per_site else \
+            site, nbytes = c.size_sites if per_site else \
                 (np.arange(n), np.zeros(n, np.int64))
             for what in ("gap", "duration"):
                 sel = st[st["what"] == V.QUANTITIES.index(what)]

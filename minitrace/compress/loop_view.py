@@ -8,7 +8,7 @@ import pandas as pd
 from .. import kinds as K
 from ..errors import MinitraceError
 from .grammar import Grammar, build
-from .signatures import encode, size_sites, terminal_signatures
+from .signatures import encode, terminal_signatures
 from .store import rank_signatures
 
 #: A top-level loop covering less than this share of its rank's actions is not listed.
@@ -188,9 +188,8 @@ def signature_grammar(c, path: str | None = None) -> Grammar:
     resolve)."""
     if c.tokens is None:
         return c.grammar
-    site = size_sites(c.table)[0]
     try:
-        ids = [rank_signatures(c, r, site) for r in range(c.nranks)]
+        ids = [rank_signatures(c, r) for r in range(c.nranks)]
     except ValueError as e:
         raise MinitraceError(f"corrupt trace: {e}", path) from None
     return build(np.concatenate(ids + [np.zeros(0, np.int64)]), c.rank_offsets, len(c.table))

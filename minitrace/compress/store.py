@@ -67,6 +67,12 @@ class Compressed:
     def nranks(self) -> int:
         return len(self.rank_offsets) - 1
 
+    @functools.cached_property
+    def size_sites(self) -> tuple[np.ndarray, np.ndarray]:
+        """(each signature's size site, its bytes): :func:`.signatures.size_sites` of the
+        table, found once for the tokens' resolution, the model's sites and statistics."""
+        return SG.size_sites(self.table)
+
     @property
     def nactions(self) -> int:
         return int(self.rank_offsets[-1])
@@ -149,7 +155,7 @@ def compress(data: TraceColumns, volumes: str = "exact", precision: float = 0.01
     else:
         model_side, model_attrs = E.fit(volume, vrow, sig.ids, np.asarray(data.rank_offsets),
                                         sig.table["kind"], precision,
-                                        token_sites(sig.table, tokens))
+                                        token_sites(SG.size_sites(sig.table)[0], tokens))
         side.update(model_side)
         attrs.update(model_attrs)
         side.update(_model_times(data, sig.ids, gram.rank_grammar[data.rank_of()], ts, te,
@@ -163,12 +169,11 @@ def compress(data: TraceColumns, volumes: str = "exact", precision: float = 0.01
                       dict(data.meta), sig.ids, tokens)
 
 
-def token_sites(table: np.ndarray, tokens: SG.SizeTokens | None) -> tuple | None:
-    """(each signature's size site, whether each size site's message sizes are tokens), as
-    the model's call sites take them (epochs.site_ids); None without tokens."""
+def token_sites(site: np.ndarray, tokens: SG.SizeTokens | None) -> tuple | None:
+    """(``site``: each signature's size site, whether each size site's message sizes are
+    tokens), as the model's call sites take them (epochs.site_ids); None without tokens."""
     if tokens is None:
         return None
-    site = SG.size_sites(table)[0]
     tokened = np.zeros(int(site.max(initial=-1)) + 1, bool)
     tokened[site[tokens.sites]] = True
     return site, tokened
@@ -179,17 +184,15 @@ def terminal_count(tokens: SG.SizeTokens | None) -> int:
     return 0 if tokens is None else len(tokens.sites)
 
 
-def rank_signatures(c: Compressed, rank: int, site: np.ndarray | None = None) -> np.ndarray:
+def rank_signatures(c: Compressed, rank: int) -> np.ndarray:
     """Every signature id of ``rank``'s actions: its grammar's expansion, size tokens
-    resolved (:func:`.signatures.resolve_sizes`; ``site``: the table's
-    :func:`.signatures.size_sites`, when the caller has them)."""
+    resolved (:func:`.signatures.resolve_sizes`)."""
     ids = c.grammar.expand(int(c.grammar.rank_grammar[rank]))
     if c.tokens is None:
         return ids
     t = c.tokens
-    site = SG.size_sites(c.table)[0] if site is None else site
     lo, hi = int(t.new_offsets[rank]), int(t.new_offsets[rank + 1])
-    return SG.resolve_sizes(ids, len(c.table), t, site, c.has_volume, t.new[lo:hi])
+    return SG.resolve_sizes(ids, len(c.table), t, c.size_sites[0], c.has_volume, t.new[lo:hi])
 
 
 def _model_times(data, ids, group, ts, te, timed: bool, precision: float,
@@ -308,8 +311,7 @@ def _context_keys(c: Compressed, name: str, cache: dict):
     if "all" not in cache:
         ids = c.ids
         if ids is None and c.tokens is not None:     # (each rank's own sizes: no sharing)
-            site = SG.size_sites(c.table)[0]
-            ids = np.concatenate([rank_signatures(c, r, site) for r in range(c.nranks)] or
+            ids = np.concatenate([rank_signatures(c, r) for r in range(c.nranks)] or
                                  [np.zeros(0, np.int64)])
         cache["all"] = CR.call_keys(c.grammar, len(c.table)) if ids is None else \
             CR.keys(ids, V.rank_starts(c.rank_offsets), len(c.table))
@@ -982,7 +984,7 @@ def _check_side(c: Compressed, path: str, terminal: dict) -> None:
         per_site = "site" in st.columns
         if not set(_STAT_COLUMNS if per_site else _OLD_STAT_COLUMNS) <= set(st.columns):
             raise _corrupt("model/stats lacks a column", path)
-        key, n = ("site", int(SG.size_sites(c.table)[0].max(initial=-1)) + 1) if per_site \
+        key, n = ("site", int(c.size_sites[0].max(initial=-1)) + 1) if per_site \
             else ("signature", len(c.table))
         if len(st) and (st[key].min() < 0 or st[key].max() >= n or st["group"].min() < 0 or
                         st["group"].max() >= len(c.grammar.top_offsets) - 1):
