@@ -177,14 +177,16 @@ def duration_octaves(stored: np.ndarray, attrs: dict, quantum: int) -> np.ndarra
     coder and a decoder on any machine find the same), by a table over the codes' range where
     it is narrower than their count (bounded volumes: a few hundred codes)."""
     _, step = feedback_step(quantum)
+
+    def octave(codes: np.ndarray) -> np.ndarray:
+        pred = coded_durations(codes, attrs)
+        return np.frexp((pred // step + 1).astype(np.float64))[1].astype(np.int64) - 1
     codes = np.asarray(stored, np.int64)
     if "volume_bound" in attrs and len(codes):
         lo, hi = int(codes.min()), int(codes.max())
         if hi - lo < len(codes):
-            table = coded_durations(np.arange(lo, hi + 1, dtype=np.int64), attrs)
-            return (np.frexp((table // step + 1).astype(np.float64))[1] - 1)[codes - lo]
-    pred = coded_durations(codes, attrs)
-    return np.frexp((pred // step + 1).astype(np.float64))[1].astype(np.int64) - 1
+            return octave(np.arange(lo, hi + 1, dtype=np.int64))[codes - lo]
+    return octave(codes)
 
 
 def step_keys(fine: np.ndarray, coarse: np.ndarray, octave: np.ndarray):
