@@ -36,7 +36,7 @@ from .checked import check_heaps, corrupt
 from .outputs import check_output_file, replacing_path, write_error
 
 FORMAT_NAME = "minitrace"
-FORMAT_VERSION = 12  # 2: the compressed form of /trace (minitrace.compress); 3: with arrays
+FORMAT_VERSION = 13  # 2: the compressed form of /trace (minitrace.compress); 3: with arrays
 #                      coded in contexts (compress/context_rans.py: bounded files since session
 #                      13), which readers of version 2 took for missing arrays; 4: model
 #                      files' spread as codes (model/spread_code, session 14), which readers of
@@ -63,7 +63,10 @@ FORMAT_VERSION = 12  # 2: the compressed form of /trace (minitrace.compress); 3:
 #                      session 26), whose grammar version 11 readers took for a corrupt one,
 #                      and bounded duration steps in contexts of their predictions' octaves
 #                      (time_coding "predicted-by-volume-octaves", session 26 too), which
-#                      version 11 readers refused as an unknown time coding
+#                      version 11 readers refused as an unknown time coding; 13: message
+#                      sizes coded for what they are (signatures/size_coding, sizes/fresh,
+#                      session 27), whose signature tables version 12 readers took for
+#                      columns of different lengths
 #: The version of a compressed file holding context-coded arrays (coding version 5), packed
 #: or not, whatever else it holds.
 SECOND_WINDOW_VERSION = 9
@@ -80,6 +83,11 @@ TEMPLATE_UNITS_VERSION = 11
 #: of their predictions' octaves (``time_coding`` "predicted-by-volume-octaves"), whatever
 #: else it holds.
 SIZE_TOKENS_VERSION = 12
+#: The version of a compressed file whose signatures' message sizes are coded for what they
+#: are (``signatures/size_coding``: a unit, swapped pairs, received sizes less the sent) or
+#: whose new size tokens are coded as fresh or taken back (``sizes/fresh``), whatever else it
+#: holds.
+SIZE_CODING_VERSION = 13
 #: The version of a compressed file whose metadata is packed (:data:`META_ATTR`), whatever
 #: else its ``/trace`` holds (but the above).  (Versions 3, 4, 5, 7 and 8 marked what every
 #: model file or context-coded array now has of version 9.)

@@ -500,6 +500,33 @@ def _deflated_pack(raw: bytes, level: int, text: int) -> tuple[bytes | None, byt
     return None, P.deflate(raw, level) if deflated is None else deflated
 
 
+_SIZE_COLUMNS = ("bytes_sent", "bytes_recv")
+#: The arrays of a file whose message sizes are coded for what they are (format version 13).
+_SIZE_CODING_NAMES = ("signatures/size_coding", "sizes/fresh")
+#: Bytes each array more must save in :func:`_size_arrays`' trial: an index line, and the
+#: arrays deflated alone overstate what coding saves in the pack (on 39 public recordings the
+#: trial's gains of 9-58 bytes were 0-19 in the files, some a loss of up to 12; those of 90
+#: bytes or more at least half of it).
+ARRAY_COST = 32
+
+
+def _size_arrays(table: np.ndarray) -> dict[str, np.ndarray]:
+    """The signatures' message sizes as their columns, or coded for what they are
+    (:func:`.signatures.code_sizes`, either way of coding the swaps) where that deflates
+    smaller: a trial (on 39 public recordings it pays where sizes change from step to step,
+    miniMD, miniAMR, Nekbone; IMB's sizes, the same few at every call site, deflate smaller
+    as columns)."""
+    best = {k: table[k].astype(np.int64) for k in _SIZE_COLUMNS}
+    cost = sum(P.deflated_size(a) for a in best.values())
+    for how in (SG.SWAP_BACK, SG.SWAP_AFTER_PREVIOUS):
+        coded = SG.code_sizes(table, how)
+        size = sum(P.deflated_size(a) for a in coded.values()) + \
+            ARRAY_COST * (len(coded) - len(best))
+        if size < cost:
+            best, cost = coded, size
+    return best
+
+
 def write(path: str, c: Compressed, meta: dict | None = None, pack: bool = True) -> None:
     """Write ``c`` as a new minitrace file (``/trace@form = "grammar"``); ``pack``: its small
     arrays, the communicator and string tables and ``/trace``'s attributes among them, in one
@@ -518,8 +545,11 @@ def write(path: str, c: Compressed, meta: dict | None = None, pack: bool = True)
         arrays[name] = (small(data) if data.dtype.kind == "i" else data, kw)
 
     for name in SG.SIGNATURE_DTYPE.names:
-        put(f"signatures/{name}", c.table[name].astype(np.int64)
-            if c.table[name].dtype.kind == "i" else c.table[name])
+        if name not in _SIZE_COLUMNS:
+            put(f"signatures/{name}", c.table[name].astype(np.int64)
+                if c.table[name].dtype.kind == "i" else c.table[name])
+    for name, a in _size_arrays(c.table).items():
+        put(f"signatures/{name}", a)
     put("signatures/has_volume", c.has_volume.astype(np.uint8))
     put("signatures/vector_offsets", c.vec_offsets)
     put("signatures/vector_values", c.vec_values)
@@ -529,8 +559,12 @@ def write(path: str, c: Compressed, meta: dict | None = None, pack: bool = True)
         put("sizes/sites", c.tokens.sites)
         put("sizes/distances", c.tokens.distances)
         put("sizes/offsets", c.tokens.new_offsets)
-        put("sizes/new", _delta_per_rank(c.tokens.new, c.tokens.new_offsets),
-            encoding="delta-per-rank")
+        by_rank = _delta_per_rank(c.tokens.new, c.tokens.new_offsets)
+        fresh = SG.fresh_code(c.tokens.new, c.tokens.new_offsets)
+        if P.deflated_size(fresh) < P.deflated_size(by_rank):
+            put("sizes/fresh", fresh)
+        else:
+            put("sizes/new", by_rank, encoding="delta-per-rank")
     put("requests/offsets", c.new_request_offsets)
     put("requests/new", _delta_per_rank(c.new_requests, c.new_request_offsets),
         encoding="delta-per-rank")
@@ -565,8 +599,9 @@ def write(path: str, c: Compressed, meta: dict | None = None, pack: bool = True)
     # (every model file holds its time statistics per size site (version 10) and its ranks'
     # own sites (9), which versions 4, 5 and 7 did not mark; templates of the stretches
     # between anchors: 11; message sizes apart from the grammar, or duration steps in
-    # contexts of their predictions' octaves: 12)
-    version = S.SIZE_TOKENS_VERSION if c.tokens is not None or \
+    # contexts of their predictions' octaves: 12; message sizes coded for what they are: 13)
+    version = S.SIZE_CODING_VERSION if any(k in names for k in _SIZE_CODING_NAMES) else \
+        S.SIZE_TOKENS_VERSION if c.tokens is not None or \
         c.attrs.get("time_coding") == TIME_CODING_OCTAVES else \
         S.TEMPLATE_UNITS_VERSION if E.TEMPLATE_UNIT_OFFSETS in c.side else \
         S.SIZE_SITES_VERSION if c.mode == "model" else \
@@ -757,6 +792,10 @@ class _Arrays:
                            self.path)
         return out
 
+    def has(self, name: str) -> bool:
+        """Whether the file has the array ``name`` (packed or a dataset)."""
+        return name in self.packed or isinstance(self.g.get(name), h5py.Dataset)
+
     def holds(self, group: str) -> bool:
         """Whether the file has arrays under ``group`` (packed or datasets)."""
         return any(k.startswith(group + "/") for k in self.packed) or \
@@ -786,12 +825,23 @@ def read(g: h5py.Group, path: str) -> Compressed:
         raise _corrupt(f"unknown volume mode {mode!r}", path)
     n_sig = None
     table_cols = {}
+    coded = arr.has("signatures/size_coding")
     for name in SG.SIGNATURE_DTYPE.names:
+        if coded and name in _SIZE_COLUMNS:
+            continue
         v = arr(f"signatures/{name}")
         if n_sig is not None and len(v) != n_sig:
             raise _corrupt("signature columns of different lengths", path)
         n_sig = len(v)
         table_cols[name] = v
+    if coded:
+        try:
+            table_cols.update(zip(_SIZE_COLUMNS, SG.decode_sizes(
+                table_cols["kind"].astype(np.int64),
+                *(arr(f"signatures/{k}").astype(np.int64) for k in
+                  ("size_coding", "size_swaps", *_SIZE_COLUMNS)))))
+        except ValueError as e:
+            raise _corrupt(str(e), path) from None
     table = np.zeros(n_sig or 0, SG.SIGNATURE_DTYPE)
     for name, v in table_cols.items():
         info = np.iinfo(SG.SIGNATURE_DTYPE[name])
@@ -889,7 +939,9 @@ def _tokens(arr, table: np.ndarray, has_volume: np.ndarray, nranks: int,
     stream of new ones of the ranks' lengths and inside the table.  That each reference
     finds a new token of its site is checked as each rank is resolved."""
     sites, dist = (arr(f"sizes/{k}").astype(np.int64) for k in ("sites", "distances"))
-    off, new = (arr(f"sizes/{k}").astype(np.int64) for k in ("offsets", "new"))
+    off = arr("sizes/offsets").astype(np.int64)
+    fresh = arr.has("sizes/fresh")
+    new = arr(f"sizes/{'fresh' if fresh else 'new'}").astype(np.int64)
     if len(sites) != len(dist) or (len(sites) and (sites.min() < 0 or sites.max() >= len(table)
                                                    or dist.min() < 0)):
         raise _corrupt("size token table inconsistent", path)
@@ -900,7 +952,10 @@ def _tokens(arr, table: np.ndarray, has_volume: np.ndarray, nranks: int,
     v = np.bincount(site, weights=has_volume, minlength=len(table))
     if ((v != 0) & (v != n))[site[sites]].any():
         raise _corrupt("size tokens at a call site of actions with and without volumes", path)
-    new = _undelta_per_rank(new, off)
+    try:
+        new = SG.fresh_decode(new, off) if fresh else _undelta_per_rank(new, off)
+    except ValueError as e:
+        raise _corrupt(str(e), path) from None
     if len(new) and (new.min() < 0 or new.max() >= len(table)):
         raise _corrupt("a new message size names a signature outside the table", path)
     return SG.SizeTokens(sites, dist, new, off)
