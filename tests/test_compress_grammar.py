@@ -314,7 +314,7 @@ def test_loops_of_equal_size_are_no_main_loop(tmp_path):
 
 
 def test_run_test_agrees_with_the_runs_themselves():
-    """has_run (doubling) says whether a boolean array holds p consecutive Trues, as its run
+    """has_run says whether a boolean array holds p consecutive Trues, as its run
     lengths do, for every period the folds try."""
     from minitrace.compress.grammar import has_run
     rng = np.random.default_rng(5)

@@ -258,15 +258,11 @@ def _long_periods(seq: np.ndarray) -> list[int]:
 
 
 def has_run(m: np.ndarray, p: int) -> bool:
-    """Whether the boolean array ``m`` holds ``p`` consecutive Trues: runs of length 2^k by
-    doubling, then two of them overlapping (log2(p) passes over bytes, no index arrays)."""
-    k = 1
-    while 2 * k <= p and len(m):
-        m = m[:-k] & m[k:]                  # m[i]: m[i..i+2k-1] all True
-        k *= 2
-    if k < p:
-        m = m[:-(p - k)] & m[p - k:]
-    return bool(m.any())
+    """Whether the boolean array ``m`` holds ``p`` consecutive Trues: ``p`` one bytes found in
+    its bytes (a copy and one search in C: 3-6x faster than log2(p) doublings of numpy arrays,
+    2-6 us each on 5 k symbols, of which the grammar of a trace of 15-40 k actions tries
+    30-200)."""
+    return b"\x01" * p in np.ascontiguousarray(m, bool).view(np.uint8).tobytes()
 
 
 def _fold(seq: np.ndarray, p: int, rules: _Builder) -> np.ndarray:
