@@ -152,10 +152,12 @@ def push_many(streams, scale: int = SCALE) -> list:
     steps = [-(-len(f) // lanes) for f, _, lanes in streams]
     nsteps, width = max(steps, default=0), sum(lanes for _, _, lanes in streams)
     col = np.cumsum([0] + [lanes for _, _, lanes in streams]).tolist()
-    rows = max(1, PUSH_CELLS // max(width, 1))
+    rows = max(1, min(nsteps, PUSH_CELLS // max(width, 1)))
     # (states as float64: every value below 2**48 is exact, and numpy divides floats 4-10x
     # faster than integers; the steps' frequencies, starts and limits in rows of 2-D tables,
-    # PUSH_CELLS at a time from the last step down)
+    # PUSH_CELLS at a time from the last step down, no more rows than steps: five tables of
+    # 512 KB for a bounded file of 14-20 k actions' 113-158 steps were 2.6 MB that the
+    # allocator mapped afresh on some calls, 120-440 page faults of ~2 us, session 27)
     f, c, limit, grow, shifted = (np.empty((rows, width)) for _ in range(5))
     out = np.empty((rows, width), bool)          # a word out of the lane at this step, and
     x = np.full(width, float(LOW))               # x / 2**16 then (exact: the word in its
