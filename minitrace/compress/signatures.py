@@ -713,27 +713,29 @@ def _swap_partners(sent: np.ndarray, recv: np.ndarray) -> np.ndarray:
     sent == received): a message's size is the sent size of one rank's call and the received
     size of its peer's."""
     n = len(sent)
-    pairs = np.stack([np.concatenate([sent, recv]), np.concatenate([recv, sent])], axis=1)
-    key = np.unique(pairs, axis=0, return_inverse=True)[1].ravel().astype(np.int64)
+    codes, uniq = pd.factorize(np.concatenate([sent, recv]))
+    codes = codes.astype(np.int64)
+    k = max(len(uniq), 1)
+    key = np.concatenate([codes[:n] * k + codes[n:], codes[n:] * k + codes[:n]])
     pos = np.concatenate([np.arange(n), np.arange(n)])
     is_def = np.concatenate([np.ones(n, bool), np.zeros(n, bool)])
     order = np.lexsort((is_def, pos, key))       # (a signature's query before its own pair)
-    k, p, d = key[order], pos[order], is_def[order]
-    base = k * (n + 1)
-    latest = np.maximum.accumulate(np.where(d, base + p + 1, 0))
-    found = np.where(d, -1, np.where(latest > base, latest - base - 1, -1))
+    key, pos, is_def = key[order], pos[order], is_def[order]
+    base = key * (n + 1)
+    latest = np.maximum.accumulate(np.where(is_def, base + pos + 1, 0))
     out = np.full(n, -1, np.int64)
-    out[p[~d]] = found[~d]
+    out[pos[~is_def]] = np.where(latest > base, latest - base - 1, -1)[~is_def]
     out[sent == recv] = -1
     return out
 
 
-def code_sizes(table: np.ndarray, swap_coding: int) -> dict[str, np.ndarray]:
-    """The signatures' message sizes coded for what they are (format version 13): in a unit
-    (their greatest common divisor), a signature whose two sizes are an earlier one's swapped
-    by a reference to it (``size_swaps``: 0 none, else by ``swap_coding``), the others' sent
-    size and their received size less its prediction (:data:`_SEND_ONLY`).  Public miniMD
-    2r: 513 signatures, 249 swapped, unit 4; its two size columns took 1.8 KB deflated."""
+def code_sizes(table: np.ndarray) -> list[dict[str, np.ndarray]]:
+    """The signatures' message sizes coded for what they are (format version 13), one coding
+    per way of coding the swaps: in a unit (their greatest common divisor), a signature whose
+    two sizes are an earlier one's swapped by a reference to it (``size_swaps``: 0 none, else
+    :data:`SWAP_BACK` or :data:`SWAP_AFTER_PREVIOUS`), the others' sent size and their
+    received size less its prediction (:data:`_SEND_ONLY`).  Public miniMD 2r: 513
+    signatures, 249 swapped, unit 4; its two size columns took 1.8 KB deflated, 0.9 so."""
     sent = table["bytes_sent"].astype(np.int64)
     recv = table["bytes_recv"].astype(np.int64)
     nonzero = np.abs(np.concatenate([sent, recv]))
@@ -741,15 +743,18 @@ def code_sizes(table: np.ndarray, swap_coding: int) -> dict[str, np.ndarray]:
     unit = max(int(np.gcd.reduce(nonzero)) if len(nonzero) else 1, 1)
     partner = _swap_partners(sent, recv)
     own = partner < 0
-    swaps = np.zeros(len(sent), np.int64)
     at = np.flatnonzero(~own)
-    if swap_coding == SWAP_BACK:
-        swaps[at] = at - partner[at]
-    else:
-        swaps[at] = 1 + _zigzag(np.diff(np.concatenate([[-1], partner[at]])) - 1)
     predicted = np.where(_SEND_ONLY[table["kind"]], 0, sent)
-    return {"size_coding": np.array([unit, swap_coding], np.int64), "size_swaps": swaps,
-            "bytes_sent": sent[own] // unit, "bytes_recv": (recv - predicted)[own] // unit}
+    out = []
+    for how, ref in ((SWAP_BACK, at - partner[at]),
+                     (SWAP_AFTER_PREVIOUS,
+                      1 + _zigzag(np.diff(np.concatenate([[-1], partner[at]])) - 1))):
+        swaps = np.zeros(len(sent), np.int64)
+        swaps[at] = ref
+        out.append({"size_coding": np.array([unit, how], np.int64), "size_swaps": swaps,
+                    "bytes_sent": sent[own] // unit,
+                    "bytes_recv": (recv - predicted)[own] // unit})
+    return out
 
 
 def decode_sizes(kind: np.ndarray, coding: np.ndarray, swaps: np.ndarray, sent: np.ndarray,

@@ -518,8 +518,7 @@ def _size_arrays(table: np.ndarray) -> dict[str, np.ndarray]:
     as columns)."""
     best = {k: table[k].astype(np.int64) for k in _SIZE_COLUMNS}
     cost = sum(P.deflated_size(a) for a in best.values())
-    for how in (SG.SWAP_BACK, SG.SWAP_AFTER_PREVIOUS):
-        coded = SG.code_sizes(table, how)
+    for coded in SG.code_sizes(table):
         size = sum(P.deflated_size(a) for a in coded.values()) + \
             ARRAY_COST * (len(coded) - len(best))
         if size < cost:
