@@ -10,8 +10,10 @@ row range of each iteration on each rank (``bounds`` [nranks, iterations + 1]); 
 on every rank with the same number of iterations, and is grown over the varied iterations next
 to it (:func:`extend_loop`: a convergence check, an output step); a loop nested in a top-level
 one that, so grown, spans it takes its place (:func:`_finer`: a step loop with a summary every
-n steps).  Only top-level loops are sampled (a nested loop is inside its parent's iterations;
-of two that overlap in part, the larger);
+n steps); an outer loop of few iterations whose body holds a longer loop is flattened into one
+loop of the inner loop's iterations where that skips more (:func:`_flatter`: steps between
+output steps).  Only top-level loops are sampled (a nested loop is inside its parent's
+iterations; of two that overlap in part, the larger);
 successive loops are sampled one after the other. A loop is cut into **phases** where its
 communication or its balance changes (the mean over a block of ``window`` iterations of the
 bytes a rank moves, or of a rank's share of the compute, departs from the phase's first block
@@ -347,10 +349,11 @@ def loops_in(data) -> tuple[list[np.ndarray], list[str]]:
     out = [extend_loop(ids, columns.rank_offsets, b) for b in out]
     total = len(columns.actions)
     if _covered(out) >= DOMINANT_SHARE * total or not total:
-        out = _finer(_Levels(grammar, offsets,
-                             lambda b: extend_loop(ids, columns.rank_offsets, b)), ids, out)
+        levels = _Levels(grammar, offsets, lambda b: extend_loop(ids, columns.rank_offsets, b))
+        out = _finer(levels, ids, out)
         if not total or _skippable(out) >= FEW_SKIPPED * total:
-            return out, notes
+            return _flatter(levels, out, total), notes
+        out = _flatter(levels, out, total)
         aside, why = _sizes_aside(columns, total)
         if _skippable(aside) > _skippable(out):
             return aside, why + [SIZES_NOTE]
@@ -428,29 +431,44 @@ def _sizes_aside(columns, total: int) -> tuple[list[np.ndarray], list[str]]:
     levels = _Levels(build(shaped, offsets, n), offsets,
                      lambda b: extend_loop(shaped, offsets, b))
     best, why = _most_iterated(levels, total, [], [])
-    if _skippable(best) >= FEW_SKIPPED * total:
-        return best, why
-    more, whys = _most_iterated(levels, total, best, why, _skippable)
-    flat = _flattened(levels)
-    if _covered(flat) >= DOMINANT_SHARE * total and _skippable(flat) > _skippable(more):
-        return flat, []
-    return more, whys
+    few = _skippable(best) < FEW_SKIPPED * total
+    if few:
+        best, why = _most_iterated(levels, total, best, why, _skippable)
+    flat = _flatter(levels, best, total, longer=not few)
+    return (best, why) if flat is best else (flat, [])
 
 
-def _flattened(levels: _Levels) -> list[np.ndarray]:
+def _flatter(levels: _Levels, loops: list[np.ndarray], total: int,
+             longer: bool = True) -> list[np.ndarray]:
+    """``loops``, or the grammar's top-level loops :func:`_flattened` (``longer``: its
+    argument) where they cover ``DOMINANT_SHARE`` of the ``total`` actions and let sampling
+    skip more (:func:`_skippable`): a step loop in a short outer repetition is the main loop
+    even where a loop beside the outer one already leaves something to skip (public miniMD at
+    2 ranks, 400 steps, sizes set aside: a thermo output every 100 steps, 3 outer iterations
+    of 420 steps and the last 420 beside them; 1.3x with the outer loop replayed whole)."""
+    flat = _flattened(levels, longer)
+    if _covered(flat) >= DOMINANT_SHARE * total and _skippable(flat) > _skippable(loops):
+        return flat
+    return loops
+
+
+def _flattened(levels: _Levels, longer: bool = False) -> list[np.ndarray]:
     """The top-level loops of a grammar (``levels``), each whose body holds a loop made one
     loop of the inner loop's iterations, each outer iteration's other calls an iteration of
     their own (a variant): where a step loop is broken every k steps by calls longer than
     twice its body, which :func:`extend_loop` does not grow over (public miniMD at 2 ranks,
     sizes set aside: each step a few exchanges and computes, every 100 steps an energy sum, 9
     outer iterations where the steps are 3,780), so that the steps are what sampling skips;
-    each grown by ``levels``' ``grow``."""
+    each grown by ``levels``' ``grow``.  ``longer``: only where the inner loop runs more
+    iterations than the outer one (a loop of many iterations each holding a short run, a CG
+    iteration's two dot products, stays as it is: its variants would be a third of its
+    iterations), as where the loops found already leave sampling something to skip."""
     nranks = len(levels.offsets) - 1
     outer, inner = ((levels.bounds(depth) or ([], []))[0] for depth in (0, 1))
     out = []
     for b in outer:
         runs = [c for c in inner if (b[:, 0] <= c[:, 0]).all() and (c[:, -1] <= b[:, 1]).all()]
-        if runs:
+        if runs and (not longer or runs[0].shape[1] > b.shape[1]):
             c = runs[0]
             off, per = c[:, :1] - b[:, :1], c[:, 1:2] - c[:, :1]
             at = b[:, :-1, None] + off[:, :, None] + per[:, :, None] * np.arange(c.shape[1])
@@ -1326,7 +1344,11 @@ def _split_at_variants(phases: list[Phase], cost: list[np.ndarray],
     variants the first of its kind replays: that one's pieces after the first are ``like``
     it, the others ``like`` it still (public Nekbone: its 11 solves of 201 iterations, a
     variant between the two CG solves of 100 iterations, are cut in one and skip it in the
-    others)."""
+    others).  A phase's pieces after the first are ``like`` the first (but a drift's, whose
+    path gives their line), a start of one window each, the variant in it: the steps between
+    two output steps are the steps before them (a step loop of 450 with two outputs among
+    them, the start and the tail grown over the first and back over the last: 1.9x; cut in
+    three, 5.0x)."""
     out: list[Phase] = []
     joint = {pi for g in _groups(phases) if any(phases[q].joint for q in g) for pi in g}
     moved: dict[int, int] = {}              # a phase's index -> its first piece's
@@ -1353,11 +1375,11 @@ def _split_at_variants(phases: list[Phase], cost: list[np.ndarray],
                   for lo, hi in zip(edges[:-1], edges[1:])]
         whole = replace(p)
         _cover_variants(whole, labels, start=fixed is None)
-        for q in pieces:
-            q.replayed, q.tail = _least_replay(q.iterations, q.window, False, fixed)
+        for qi, q in enumerate(pieces):
+            q.replayed, q.tail = _least_replay(q.iterations, q.window, qi > 0, fixed)
             _cover_variants(q, labels[q.first - p.first:q.stop - p.first], start=fixed is None)
         if sum(q.replayed + q.tail for q in pieces) * 2 <= whole.replayed + whole.tail:
-            if any(q.like == pi for q in phases[pi + 1:]):    # (not remapped yet)
+            if p.path is None:
                 for q in pieces[1:]:
                     q.like = moved[pi]
             out += pieces
