@@ -65,7 +65,7 @@ def sizes(path: str) -> dict:
             packed, stored_bytes = np.frombuffer(P.inflate_inline(
                 deflated, int(g.attrs[P.ATTR])), np.uint8), len(deflated)
         if packed is not None:
-            raw = {k: a.nbytes for k, a in P.unpack(packed).items()}
+            raw = {k: a.nbytes for k, a in P.unpack(packed, int(g.attrs[P.ATTR])).items()}
             share = stored_bytes / max(sum(raw.values()), 1)
 
             def part(groups) -> float:

@@ -714,7 +714,7 @@ class _Arrays:
             if raw.dtype != np.uint8:           # (bytes: a wider type would be narrowed)
                 raise _corrupt(f"{g.name}/{P.DATASET} is {raw.dtype}, not bytes", path)
             try:
-                self.packed = P.unpack(raw)
+                self.packed = P.unpack(raw, int(version))
             except P.PackError as e:
                 raise _corrupt(str(e), path) from None
             both = sorted(k for k in self.packed if k in g)
