@@ -518,6 +518,8 @@ def _size_arrays(table: np.ndarray) -> dict[str, np.ndarray]:
     as columns)."""
     best = {k: table[k].astype(np.int64) for k in _SIZE_COLUMNS}
     cost = sum(P.deflated_size(a) for a in best.values())
+    if cost <= ARRAY_COST * 2:        # (a coding of two arrays more cannot pay: no trial)
+        return best
     for coded in SG.code_sizes(table):
         size = sum(P.deflated_size(a) for a in coded.values()) + \
             ARRAY_COST * (len(coded) - len(best))
