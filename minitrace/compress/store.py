@@ -520,9 +520,11 @@ def _size_arrays(table: np.ndarray) -> dict[str, np.ndarray]:
     cost = sum(P.deflated_size(a) for a in best.values())
     if cost <= ARRAY_COST * 2:        # (a coding of two arrays more cannot pay: no trial)
         return best
-    for coded in SG.code_sizes(table):
-        size = sum(P.deflated_size(a) for a in coded.values()) + \
-            ARRAY_COST * (len(coded) - len(best))
+    codings = SG.code_sizes(table)
+    shared = {k: P.deflated_size(codings[0][k]) for k in _SIZE_COLUMNS}   # (every coding's)
+    for coded in codings:
+        size = sum(shared[k] if k in shared else P.deflated_size(a) for k, a in coded.items()) \
+            + ARRAY_COST * (len(coded) - len(best))
         if size < cost:
             best, cost = coded, size
     return best
