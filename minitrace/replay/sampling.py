@@ -85,6 +85,7 @@ from __future__ import annotations
 import math
 import os
 import time
+from collections import Counter
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -554,10 +555,9 @@ def _repeats(ids: np.ndarray, bounds: np.ndarray) -> float:
     """The least share, over the ranks, of a loop's iterations that make the rank's commonest
     iteration's calls (``ids``)."""
     least = 1.0
-    for row in bounds:
-        _, counts = np.unique([ids[a:z].tobytes() for a, z in zip(row[:-1], row[1:])],
-                              return_counts=True)
-        least = min(least, counts.max() / counts.sum())
+    for row in bounds:      # (Counter, not np.unique: a bytes array drops trailing zero bytes)
+        counts = Counter(ids[a:z].tobytes() for a, z in zip(row[:-1], row[1:])).values()
+        least = min(least, max(counts) / sum(counts))
     return least
 
 
