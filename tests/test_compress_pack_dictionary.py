@@ -34,7 +34,8 @@ def test_an_inline_pack_needs_the_dictionary_and_version_3_reads_alike(tmp_path,
         raw = P.inflate_inline(deflated, 4)
         assert P.unpack(np.frombuffer(raw, np.uint8))
     monkeypatch.setattr(P, "VERSION", 3)             # (as session 18-23 wrote them)
-    monkeypatch.setattr(P, "deflate_inline", lambda raw, level: zlib.compress(raw, level))
+    monkeypatch.setattr(P, "deflate_inline",
+                        lambda raw, level, ends=None: zlib.compress(raw, level))
     write_compressed(str(old), d, volumes)
     monkeypatch.undo()
     with h5py.File(old, "r") as f:

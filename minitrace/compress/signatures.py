@@ -574,7 +574,8 @@ def _stable_order(key: np.ndarray, top: int) -> np.ndarray:
 
 
 def size_tokens(ids: np.ndarray, rank: np.ndarray, nranks: int, table: np.ndarray,
-                has_volume: np.ndarray) -> tuple[np.ndarray, SizeTokens] | None:
+                has_volume: np.ndarray, site: np.ndarray | None = None
+                ) -> tuple[np.ndarray, SizeTokens] | None:
     """(each action's grammar symbol, the tokens) where message sizes as tokens pay, else
     None: at the call sites of :data:`SIZE_MIN_SIGNATURES` sizes or more (all with or all
     without volumes) whose tokens take fewer than half the distinct sequences of
@@ -582,11 +583,12 @@ def size_tokens(ids: np.ndarray, rank: np.ndarray, nranks: int, table: np.ndarra
     sendrecvs' site of 504 sizes; CloverLeaf, PENNANT, TeaLeaf, miniGhost, Nekbone, whose
     sizes alternate between a few, none: their tokens would only peel each loop's first
     iteration).  A token's distance is back to the latest occurrence
-    of the same signature at the site on the rank; symbols ``len(table) + token``."""
+    of the same signature at the site on the rank; symbols ``len(table) + token``.
+    ``site``: :func:`size_sites`' of the table, when the caller has them."""
     nsig = len(table)
     if not len(ids) or not nsig:
         return None
-    site = size_sites(table)[0]
+    site = size_sites(table)[0] if site is None else site
     nsite = int(site.max()) + 1
     per_site = np.bincount(site, minlength=nsite)
     volumes = np.bincount(site, weights=has_volume, minlength=nsite)

@@ -108,7 +108,9 @@ def compress(data: TraceColumns, volumes: str = "exact", precision: float = 0.01
     vrow = V.volume_rows(volume)
     has_volume = np.zeros(len(sig.table), bool)
     has_volume[sig.ids[vrow]] = True
-    tokens = SG.size_tokens(sig.ids, data.rank_of(), data.nranks, sig.table, has_volume)
+    sites = SG.size_sites(sig.table)      # (once: ~0.15 ms a call on tables of 17-513 rows)
+    tokens = SG.size_tokens(sig.ids, data.rank_of(), data.nranks, sig.table, has_volume,
+                            sites[0])
     symbols, tokens = (sig.ids, None) if tokens is None else tokens
     apart = None if tokens is None else [    # (each rank's sizes: a program as without tokens)
         tokens.new[tokens.new_offsets[r]:tokens.new_offsets[r + 1]].tobytes()
@@ -155,11 +157,11 @@ def compress(data: TraceColumns, volumes: str = "exact", precision: float = 0.01
     else:
         model_side, model_attrs = E.fit(volume, vrow, sig.ids, np.asarray(data.rank_offsets),
                                         sig.table["kind"], precision,
-                                        token_sites(SG.size_sites(sig.table)[0], tokens))
+                                        token_sites(sites[0], tokens))
         side.update(model_side)
         attrs.update(model_attrs)
         side.update(_model_times(data, sig.ids, gram.rank_grammar[data.rank_of()], ts, te,
-                                 enc != "untimed", precision, sig.table))
+                                 enc != "untimed", precision, sites))
         enc = "model" if enc != "untimed" else enc
     attrs["time_encoding"] = enc
     attrs["t0"] = t0
@@ -196,12 +198,13 @@ def rank_signatures(c: Compressed, rank: int) -> np.ndarray:
 
 
 def _model_times(data, ids, group, ts, te, timed: bool, precision: float,
-                 table: np.ndarray) -> dict:
+                 sites: tuple[np.ndarray, np.ndarray]) -> dict:
     """Model mode's time statistics: durations and gaps per call site with message sizes set
     aside (:func:`.signatures.size_sites`) and rank group, the mean and a per-byte term
     within ``precision`` (the centres of their log codes, as a file stores them:
     :data:`STAT_CODES`).  Per signature (files before format version 10) they took 4.1 of
-    public miniMD 2r's 12.7 KB: each message size its own mean, deviation and count."""
+    public miniMD 2r's 12.7 KB: each message size its own mean, deviation and count.
+    ``sites``: :func:`.signatures.size_sites`' of the table."""
     if not timed:
         return {}
     prev_end = np.empty_like(te)
@@ -209,7 +212,7 @@ def _model_times(data, ids, group, ts, te, timed: bool, precision: float,
     prev_end[1:] = te[:-1]
     prev_end[V.rank_starts(data.rank_offsets)] = np.nan
     stats = V.group_stats(ids, group, {"duration": te - ts, "gap": ts - prev_end})
-    site, nbytes = SG.size_sites(table)
+    site, nbytes = sites
     stats = _per_site(stats, site, nbytes, precision)
     # (a mean below the clocks' nanosecond is the rounding of end - start on float seconds:
     # contiguous actions' gaps of +-1e-15..1e-13 s, each a code as dear as a real mean)
@@ -218,7 +221,7 @@ def _model_times(data, ids, group, ts, te, timed: bool, precision: float,
                                      precision), precision)     # (at once: ~20 us a call)
     for col, values in zip(STAT_CODES, np.split(coded, len(STAT_CODES))):
         stats[col] = values
-    return {"stats": pd.DataFrame(stats)}
+    return {"stats": pd.DataFrame(stats, copy=False)}     # (its own arrays: no copy)
 
 
 def _per_site(stats: dict, site: np.ndarray, nbytes: np.ndarray, precision: float) -> dict:
@@ -479,7 +482,8 @@ def _likely_dataset(raw: bytes) -> bool:
     return n + len(z.flush()) > QUICK_BYTES
 
 
-def _deflated_pack(raw: bytes, level: int, text: int) -> tuple[bytes | None, bytes | None]:
+def _deflated_pack(raw: bytes, level: int, text: int,
+                   ends: list[int] | None = None) -> tuple[bytes | None, bytes | None]:
     """(the inline stream, or None where it is above ``pack.ATTR_MAX_BYTES``; the dataset's
     stream, or None where inline) of packed bytes ``raw``: the dictionary's stream first,
     the one without only for a dataset (whose filter takes none), but for packs that are
@@ -488,16 +492,16 @@ def _deflated_pack(raw: bytes, level: int, text: int) -> tuple[bytes | None, byt
     dictionary spells: its index and attributes), is the dataset's at once.  The dictionary
     saves at most about what those bytes cost deflated alone (on the 90 packs: 136-355 bytes,
     0.35-0.67 of it, 0.08-0.26 of ``text``), so the order changes what is deflated, not the
-    streams kept."""
+    streams kept.  ``ends``: its blocks' (``pack.pack_ends``), when the caller has them."""
     deflated = None
     if len(raw) > PACK_LARGE_BYTES or (len(raw) > PACK_QUICK_FROM and _likely_dataset(raw)):
-        deflated = P.deflate(raw, level)
+        deflated = P.deflate(raw, level, ends=ends)
         if len(deflated) > P.ATTR_MAX_BYTES + text:
             return None, deflated
-    inline = P.deflate_inline(raw, level)
+    inline = P.deflate_inline(raw, level, ends)
     if len(inline) <= P.ATTR_MAX_BYTES:
         return inline, None
-    return None, P.deflate(raw, level) if deflated is None else deflated
+    return None, P.deflate(raw, level, ends=ends) if deflated is None else deflated
 
 
 _SIZE_COLUMNS = ("bytes_sent", "bytes_recv")
@@ -618,11 +622,11 @@ def write(path: str, c: Compressed, meta: dict | None = None, pack: bool = True)
                                                      if k not in kept}), np.uint8)
         attrs = {**kept, P.ATTR: P.VERSION}
     if packed:
-        raw = P.pack(packed)
+        raw, ends = P.pack_ends(packed)
         level = _pack_level(len(raw), c.nactions)
         text = int(raw[:4].view("<u4")[0]) + \
             (packed[P.ATTRS].nbytes if P.ATTRS in packed else 0)    # (index, attributes)
-        inline_bytes, deflated = _deflated_pack(raw.tobytes(), level, text)
+        inline_bytes, deflated = _deflated_pack(raw.tobytes(), level, text, ends)
         inline = inline_bytes is not None
         if inline:
             attrs[P.BYTES_ATTR] = np.frombuffer(inline_bytes, np.uint8)
