@@ -177,6 +177,8 @@ def _read_binary_index(index: bytes) -> list[tuple[str, str, tuple]]:
                 name = index[at:at + n].decode()
             except UnicodeDecodeError:
                 raise PackError("packed index name is not UTF-8 text") from None
+            if not name.isprintable() or " " in name:     # (as :func:`pack` writes none)
+                raise PackError("packed index name malformed")
             at += n
         if at >= len(index):
             raise PackError("packed index cut short")
@@ -292,7 +294,7 @@ _MAX_NDIM = 2
 def packs(a: np.ndarray) -> bool:
     """Whether ``a`` goes into the pack (small numbers of at most 2 dimensions)."""
     return a.nbytes <= MAX_BYTES and a.dtype.kind in _KINDS and a.ndim <= _MAX_NDIM \
-        and a.dtype.fields is None
+        and a.dtype.fields is None and a.dtype.newbyteorder("<").str in _DTYPE_IDS
 
 
 def shuffled(a: np.ndarray) -> bytes:

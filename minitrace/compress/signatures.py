@@ -748,7 +748,10 @@ def code_sizes(table: np.ndarray) -> list[dict[str, np.ndarray]]:
     own = partner < 0
     at = np.flatnonzero(~own)
     predicted = np.where(_SEND_ONLY[table["kind"]], 0, sent)
-    coding = {"bytes_sent": sent[own] // unit, "bytes_recv": (recv - predicted)[own] // unit}
+    # (in units before the difference: recv - predicted may overflow int64, which its
+    # quotients' difference may too, but exactly modulo 2**64, as the reader adds it back)
+    coding = {"bytes_sent": sent[own] // unit,
+              "bytes_recv": recv[own] // unit - predicted[own] // unit}
     out = []
     for how, ref in ((SWAP_BACK, at - partner[at]),
                      (SWAP_AFTER_PREVIOUS,
@@ -768,6 +771,8 @@ def decode_sizes(kind: np.ndarray, coding: np.ndarray, swaps: np.ndarray, sent: 
         raise ValueError("unknown message size coding")
     n = len(swaps)
     own = swaps == 0
+    if len(kind) and (kind.min() < 0 or kind.max() >= len(_SEND_ONLY)):
+        raise ValueError("a signature of an unknown kind")
     if len(kind) != n or int(own.sum()) != len(sent) or len(sent) != len(recv) or \
             (swaps < 0).any():
         raise ValueError("message sizes do not match the signature table")
