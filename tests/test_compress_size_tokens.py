@@ -18,6 +18,7 @@ from minitrace.compress import store
 from minitrace.compress.files import write_compressed
 from minitrace.compress.store import compress
 from minitrace.model import TraceBuilder
+from tests.support.damage import assert_corrupt
 from tests.support.synthetic import in_turn, stencil_trace
 
 #: halo_trace(P=2, blocks=6, every=8, slower=0) written by the code before size tokens (its
@@ -153,10 +154,7 @@ def test_damaged_tokens_are_a_corrupt_trace(tmp_path, damage):
             new[0] = len(c.table) + 5 if damage == "new" else other
             del g[name]
             g[name] = SG.fresh_code(new, off) if name == "fresh" else new
-    with pytest.raises(MinitraceError, match="corrupt trace") as e:
-        with minitrace.open(out) as t:
-            t.data()
-    assert out in str(e.value) and "\n" not in str(e.value)
+    assert_corrupt(out)
 
 
 def test_resolving_follows_references_to_their_new_token():
