@@ -68,7 +68,13 @@ per skipped iteration (an iteration at a start's head that sets the line's slope
 out of the line, and the disagreement it makes added: :func:`_on_line`; skipped iterations whose
 compute lies beyond the fitted ones' range, or a slope the fitted ones do not show, add how far
 the time's slope against it, between 0 and 1, may take them: :func:`_outside`). Each rank's end time
-is its end in the reduced replay plus the skipped time. Where the bound exceeds ``tolerance`` of
+is its end in the reduced replay plus the skipped time.  Where the line and a line of the
+compute critical path through the messages, fitted to the same replayed start and tail, put a
+phase's skipped time apart by more than one of their bounds, the ends do not pin the skipped
+iterations down: ``auto`` cuts the phase in the middle of what it skips, the half after the cut
+joint to the first, and replays again, a tail and a start of one window in the middle
+(:func:`_middle_windows`, once, while the replay stays ``GAIN`` times smaller than the trace).
+Where the bound exceeds ``tolerance`` of
 the predicted time, the skipped iterations are predicted again from their compute critical path
 through the messages (:mod:`.critical_path`, one pass over the trace), the prediction of
 smaller bound kept; a
@@ -1784,7 +1790,7 @@ def sampled_replay(data, loops: list[np.ndarray] | None, sample="auto", *,
         return SampledReplay(res.simulated_time, list(res.rank_end_times), 0.0, 1.0, 0.0, [],
                              res, time.perf_counter() - t0, 1,
                              notes + [f"replayed fully: {why_full}"] + list(res.notes))
-    replays, regrown, more = 0, [], ""
+    replays, regrown, more, middled = 0, [], "", False
     while True:
         reduced, origin, marks, removed = reduce_trace(data, top, phases)
         try:
@@ -1841,6 +1847,16 @@ def sampled_replay(data, loops: list[np.ndarray] | None, sample="auto", *,
                              for pi in apart) + ")")
             continue
         ends, bound = _totals(fitted, res)
+        if fixed is None and not middled:
+            middled = True
+            phases, cuts = _middle_windows(data, top, fitted, times, cost, at, scale, need,
+                                           total)
+            if cuts:
+                notes.append("a line of their static cost and one of their compute critical "
+                             "path put skipped iterations apart beyond a bound: a window in "
+                             "the middle of what they skip replayed, its phase cut there (" +
+                             ", ".join(f"loop {li} at iteration {j}" for li, j in cuts) + ")")
+                continue
         on_path, changed = _on_critical_path(data, top, fitted, times, cost, at, scale, need) \
             if bound > tolerance * max(ends) else (False, False)
         if changed:
@@ -2107,12 +2123,32 @@ def _on_critical_path(data, loops, phases: list[Phase], times, cost, at: list,
     ones in its middle, and a line of their own extrapolates there with a variance that does
     not know it (the drift test's trace at --compute-rate 0.25Gf: -5.4% against a bound of
     0.1%, at slope 1 +1.7% against 2.5%).  ``need``: of each variant fitted (:func:`_see_once`)."""
+    on_path, changed = False, False
+    for group, fits in _path_fits(data, loops, phases, times, cost, at, scale, need):
+        fits = _cover_disagreement(fits)
+        qs = min(fits[1:], key=_spread)
+        if _spread(qs) >= _spread(fits[0]):
+            qs = fits[0]
+        on_path |= qs is not fits[0]
+        changed |= qs is not fits[0] or any(q.disagree for q in qs)
+        for pi, q in zip(group, qs):
+            phases[pi] = q
+    return on_path, changed
+
+
+def _path_fits(data, loops, phases: list[Phase], times, cost, at: list, scale: float | None,
+               need: int = 2, only: set | None = None) -> list[tuple[list, list]]:
+    """Per group of phases that skips and has no path of its own (:func:`_groups`; with
+    ``only``, of those holding one of these phases), its fits: the line as fitted, and
+    (copies) on the compute critical path on a line of their own and at slope 1 in the
+    replay's seconds (:func:`_on_critical_path`); none without the clocks."""
     clocks = _clocks(data, at)
     if clocks is None:
-        return False, False
-    on_path, changed, paths = False, False, {}
+        return []
+    out, paths = [], {}
     for group in _groups(phases):
-        if not any(phases[pi].skipped for pi in group) or phases[group[0]].path is not None:
+        if not any(phases[pi].skipped for pi in group) or phases[group[0]].path is not None \
+                or only is not None and not only.intersection(group):
             continue
         for loop in {phases[pi].loop for pi in group} - set(paths):   # once per loop
             paths[loop] = critical_path.iteration_path(data, loops[loop], clocks)
@@ -2129,16 +2165,58 @@ def _on_critical_path(data, loops, phases: list[Phase], times, cost, at: list,
                   for q in (phases[pi] for pi in group)]
             _fit(qs, [times[pi] for pi in group], costs, labels, scale)
             fits.append(qs)
-        line = [replace(phases[pi], disagree=0.0) for pi in group]
-        fits = _cover_disagreement([line] + fits)
-        qs = min(fits[1:], key=_spread)
-        if _spread(qs) >= _spread(fits[0]):
-            qs = fits[0]
-        on_path |= qs is not fits[0]
-        changed |= qs is not fits[0] or any(q.disagree for q in qs)
-        for pi, q in zip(group, qs):
-            phases[pi] = q
-    return on_path, changed
+        out.append((group, [[replace(phases[pi], disagree=0.0) for pi in group]] + fits))
+    return out
+
+
+#: A phase is cut in two where it skips at least this many windows (:func:`_middle_windows`):
+#: each half then still skips more than it replays.
+MIDDLE_SKIPS = 6
+
+
+def _middle_windows(data, loops, phases: list[Phase], times, cost, at: list,
+                    scale: float | None, need: int, total: int) -> tuple[list[Phase], list]:
+    """The phases, each cut in the middle of what it skips where the line of its static cost
+    and a line of its compute critical path, both fitted to its replayed start and tail, put
+    its skipped time apart by more than one of their bounds (:func:`_path_fits`): the replayed
+    ends then do not pin the skipped iterations down, which need not be like them (a pipelined
+    sweep whose compute's jitter is smaller at the ends of the run than in its middle: the
+    time's relation to the compute changes with the jitter; public NPB LU W at 2 ranks, its
+    start of 28 and tail of 7 the quietest iterations: -0.53% from the full replay against a
+    bound of 0.21%).  The half after the cut is ``joint`` to the first (one line, an intercept
+    each), whose tail and its start of one window put fitted iterations in the middle; a cut
+    is kept only where both halves still skip and the replay stays ``GAIN`` times smaller
+    than the trace.  Returns the phases and the (loop, iteration) of each cut."""
+    joint = {pi for g in _groups(phases) if len(g) > 1 for pi in g}
+    trials = {}                         # the phases that may be cut: their two halves
+    for pi, p in enumerate(phases):
+        if pi in joint or p.skipped < MIDDLE_SKIPS * p.window:
+            continue
+        at_cut = p.first + p.replayed + p.skipped // 2
+        pieces = [replace(p, stop=at_cut, tail=p.window),
+                  replace(p, first=at_cut, replayed=p.window, joint=True, steady_from=None)]
+        if _gain(loops, phases[:pi] + pieces + phases[pi + 1:], total) >= GAIN:
+            trials[pi] = pieces
+    apart = set()
+    for group, fits in _path_fits(data, loops, phases, times, cost, at, scale, need,
+                                  set(trials)) if trials else ():
+        time = np.array([[q.skipped_time for q in qs] for qs in fits])
+        bound = np.array([[_spread([q]) for q in qs] for qs in fits])
+        far = np.abs(time[:, None] - time[None]) > np.minimum(bound[:, None], bound[None])
+        apart |= {pi for pi, f in zip(group, far.any(axis=(0, 1))) if f}
+    out, cuts, moved = [], [], {}
+    for pi, p in enumerate(phases):
+        moved[pi] = len(out)
+        if p.like is not None:
+            p.like = moved[p.like]
+        pieces = trials.get(pi) if pi in apart else None
+        if pieces is None or any(_keep_if_inseparable(data, loops, q) for q in pieces) or \
+                _gain(loops, out + pieces + phases[pi + 1:], total) < GAIN:
+            out.append(p)
+            continue
+        out += pieces
+        cuts.append((p.loop, pieces[1].first))
+    return out, cuts
 
 
 def _cover_disagreement(fits: list[list[Phase]]) -> list[list[Phase]]:
