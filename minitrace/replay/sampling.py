@@ -156,9 +156,10 @@ class Phase:
     skipped_time: float = 0.0  # simulated s predicted for the skipped iterations
     variance: float = 0.0      # of that prediction
     misfit: float = 0.0        # sd of the fitted iterations' times about the line
-    #: cut from the phase before it by a change of balance alone (the same bytes moved): the
-    #: replay goes on steady through the cut, so its start is one window, and its line shares
-    #: the slopes of the phase before it with an intercept of its own (:func:`_fit`)
+    #: cut from the phase before it by a change of balance alone (the same bytes moved), or in
+    #: the middle of what that one skipped (:func:`_middle_windows`): the replay goes on steady
+    #: through the cut, so its start is one window, and its line shares the slopes of the
+    #: phase before it with an intercept of its own (:func:`_fit`)
     joint: bool = False
     #: per iteration, its compute critical path through the messages (:mod:`.critical_path`)
     #: where the loop's phases pass over a drift of the balance (:func:`phases_of`): the
