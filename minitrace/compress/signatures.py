@@ -28,6 +28,7 @@ import pandas as pd
 
 from .. import kinds as K
 from ..model import ACTION_DTYPE, NONE, TraceColumns, vector_entries
+from . import rans as R
 from .volumes import segment_sums
 
 SIGNATURE_DTYPE = np.dtype([
@@ -702,14 +703,6 @@ _SEND_ONLY = K.mask(K.SENDS | K.SEND_INITS)
 SWAP_BACK, SWAP_AFTER_PREVIOUS = 0, 1
 
 
-def _zigzag(x: np.ndarray) -> np.ndarray:
-    return np.where(x < 0, -2 * x - 1, 2 * x)
-
-
-def _unzigzag(z: np.ndarray) -> np.ndarray:
-    return np.where(z & 1, -(z >> 1) - 1, z >> 1)
-
-
 def _swap_partners(sent: np.ndarray, recv: np.ndarray) -> np.ndarray:
     """Per signature, the latest one before it whose sizes are its own swapped (-1: none, or
     sent == received): a message's size is the sent size of one rank's call and the received
@@ -752,10 +745,10 @@ def code_sizes(table: np.ndarray) -> list[dict[str, np.ndarray]]:
     # quotients' difference may too, but exactly modulo 2**64, as the reader adds it back)
     coding = {"bytes_sent": sent[own] // unit,
               "bytes_recv": recv[own] // unit - predicted[own] // unit}
+    after_previous = np.diff(np.concatenate([[-1], partner[at]])) - 1
     out = []
     for how, ref in ((SWAP_BACK, at - partner[at]),
-                     (SWAP_AFTER_PREVIOUS,
-                      1 + _zigzag(np.diff(np.concatenate([[-1], partner[at]])) - 1))):
+                     (SWAP_AFTER_PREVIOUS, 1 + R.zigzag(after_previous).view(np.int64))):
         swaps = np.zeros(len(sent), np.int64)
         swaps[at] = ref
         out.append({"size_coding": np.array([unit, how], np.int64), "size_swaps": swaps,
@@ -780,7 +773,7 @@ def decode_sizes(kind: np.ndarray, coding: np.ndarray, swaps: np.ndarray, sent: 
     if coding[1] == SWAP_BACK:
         partner = at - swaps[at]
     else:
-        partner = np.cumsum(_unzigzag(swaps[at] - 1) + 1) - 1
+        partner = np.cumsum(R.unzigzag(swaps[at] - 1) + 1) - 1
     if ((partner < 0) | (partner >= at)).any():
         raise ValueError("a message size refers to a later signature")
     unit = int(coding[0])
@@ -819,7 +812,7 @@ def fresh_code(new: np.ndarray, offsets: np.ndarray) -> np.ndarray:
     rank = np.repeat(np.arange(len(offsets) - 1), np.diff(offsets))[other]
     ref = np.concatenate([[0], new[other[:-1]]])
     ref[np.concatenate([[True], rank[1:] != rank[:-1]])] = 0
-    out[other] = 1 + 2 * _zigzag(new[other] - ref)
+    out[other] = 1 + 2 * R.zigzag(new[other] - ref).view(np.int64)
     return out
 
 
@@ -838,7 +831,7 @@ def fresh_decode(code: np.ndarray, offsets: np.ndarray) -> np.ndarray:
     other = np.flatnonzero(~fresh)
     if len(other):
         rank = np.repeat(np.arange(len(offsets) - 1), np.diff(offsets))[other]
-        d = _unzigzag(code[other] >> 1)
+        d = R.unzigzag(code[other] >> 1)
         with np.errstate(over="ignore"):
             total = np.cumsum(d)
             start = np.ones(len(other), bool)
