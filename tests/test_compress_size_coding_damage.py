@@ -9,7 +9,6 @@ import h5py
 import numpy as np
 import pytest
 
-import minitrace
 from minitrace.compress import signatures as SG
 from minitrace.compress.files import write_compressed
 from tests.support.damage import assert_corrupt, replace

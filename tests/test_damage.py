@@ -12,7 +12,6 @@ import h5py
 import numpy as np
 import pytest
 
-from minitrace import kinds as K
 from minitrace.storage import write_trace
 from minitrace.tasks.graph import from_tasks
 from minitrace.tasks.taskfile import write_tasks

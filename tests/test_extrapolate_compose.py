@@ -12,7 +12,6 @@ import numpy as np
 import pytest
 
 from minitrace.cli import main
-from minitrace.errors import MinitraceError
 from minitrace.extrapolate import build as B
 from minitrace.extrapolate import check as C
 from minitrace.extrapolate import compose as CO

@@ -7,7 +7,6 @@ offset: every recording put transpose's 8 MiB buffers on a 2 MiB boundary, which
 many huge pages back them where the program gets some)."""
 from __future__ import annotations
 
-import os
 import subprocess
 from pathlib import Path
 
