@@ -686,13 +686,27 @@ def _decode6(x: np.ndarray, words: np.ndarray, extra: np.ndarray, keys: tuple,
     values of the rows before it, its values (escaped ones' rests read in coding order)
     before the next row's contexts.  ``keys``: (fine, coarse, fine keys, coarse keys) of the
     trace and of the tables; ``tables``: (symbols, frequencies and starts of the entries, the
-    entries per context, :func:`_slot_entries`'s function)."""
+    entries per context, :func:`_slot_entries`'s function).  Every per-value array is laid
+    out as the coding's grid (rows x lanes) first, so that a row is a slice."""
     fine, coarse, fine_keys, coarse_keys = keys
     e_sym, e_f, e_start, per, entry_of = tables
     fine, coarse = np.asarray(fine, np.int64), np.asarray(coarse, np.int64)
     n, lanes = len(fine), len(x)
     rows, _ = _rows(n, lanes)
+    cells = rows * lanes
+
+    def grid(a, fill):                            # (row r: lane j's value j * rows + r)
+        return np.concatenate([a, np.full(cells - n, fill, a.dtype)]) \
+            .reshape(lanes, rows).T.copy()
     prev = _previous(coarse, rows)
+    # each value's previous one as a cell of the grid, or the cell past it, whose -1 takes
+    # the buckets of none (every bit set)
+    at = np.where(prev >= 0, (prev % rows) * lanes + prev // rows, cells)
+    prev_at = grid(at, cells)
+    with np.errstate(over="ignore"):
+        high_f, high_c = (grid(k << _BUCKET_BITS, 0) for k in (fine, coarse))
+    vals = np.zeros(cells + 1, np.int64)
+    vals[cells] = -1
     ff, cf = e_f.astype(np.float64), e_start.astype(np.float64)
     total, low = float(_TOTAL), float(R.LOW)
     xf = x.astype(np.float64)
@@ -700,47 +714,59 @@ def _decode6(x: np.ndarray, words: np.ndarray, extra: np.ndarray, keys: tuple,
     nbits = 8 * len(extra)
     padded = np.zeros(len(extra) // 8 + 2, "<u8")
     padded.view(np.uint8)[:len(extra)] = extra
-    values = np.zeros(n, np.int64)
+    nf, nc = len(fine_keys), len(coarse_keys)
+    last = n - (lanes - 1) * rows if n else 0    # (the last lane's values)
+    sf, sc = (np.int64(v) for v in shifts)
+    mask = np.int64(_BUCKET_MASK)
     pos = bit = 0
-    for r in range(rows if n else 0):
-        idx = np.arange(r, n, rows)               # (lane j's value at this row: j * rows + r)
-        m = len(idx)
-        p = prev[idx]
-        has = p >= 0
-        f6, c6 = _prev_keys(values[np.where(has, p, 0)], has, fine[idx], coarse[idx], shifts)
-        ctx = _contexts(f6, c6, fine_keys, coarse_keys)
-        if (per[ctx] == 0).any():
-            raise R.CodeError("coded array has no table for a context of its values")
-        xj = xf[:m]
-        high = np.floor(xj / total)
-        slot = (xj - high * total).astype(np.int64)
-        e = entry_of(ctx, slot)
-        s = e_sym[e]
-        xj = ff[e] * high + slot - cf[e]
-        need = np.flatnonzero(xj < low)
-        if pos + len(need) > len(words):
-            raise R.CodeError("coded array ends early")
-        xj[need] = xj[need] * 65536.0 + wordsf[pos:pos + len(need)]
-        pos += len(need)
-        xf[:m] = xj
-        with np.errstate(over="ignore"):
-            v = R.unzigzag(np.where(s < _DIRECT, s, s - _DIRECT)) + \
-                np.where(s < _DIRECT, base[ctx], second[ctx])
+    with np.errstate(over="ignore"):
+        for r in range(rows if n else 0):
+            m = lanes if r < last else lanes - 1
+            pv = vals[prev_at[r, :m]]
+            f6 = high_f[r, :m] + ((pv >> sf) & mask)
+            c6 = high_c[r, :m] + ((pv >> sc) & mask)
+            ctx = np.full(m, nf + nc, np.int64)
+            if nf:
+                i = np.minimum(fine_keys.searchsorted(f6), nf - 1)
+                hit = fine_keys[i] == f6
+                ctx[hit] = i[hit]
+            else:
+                hit = np.zeros(m, bool)
+            if nc:
+                j = np.minimum(coarse_keys.searchsorted(c6), nc - 1)
+                use = ~hit & (coarse_keys[j] == c6)
+                ctx[use] = j[use] + nf
+            if (per[ctx] == 0).any():
+                raise R.CodeError("coded array has no table for a context of its values")
+            xj = xf[:m]
+            high = np.floor(xj / total)
+            slot = (xj - high * total).astype(np.int64)
+            e = entry_of(ctx, slot)
+            s = e_sym[e]
+            xj = ff[e] * high + slot - cf[e]
+            need = np.flatnonzero(xj < low)
+            if pos + len(need) > len(words):
+                raise R.CodeError("coded array ends early")
+            xj[need] = xj[need] * 65536.0 + wordsf[pos:pos + len(need)]
+            pos += len(need)
+            xf[:m] = xj
+            one = s < _DIRECT
+            v = R.unzigzag(np.where(one, s, s - _DIRECT)) + np.where(one, base[ctx], second[ctx])
             esc = np.flatnonzero(s >= 2 * _DIRECT)
             if len(esc):
                 k = s[esc] - 2 * _DIRECT + DIRECT_BITS
-                if (k > 63).any() or bit + int(k.sum()) > nbits:
+                if bit + int(k.sum()) > nbits:
                     raise R.CodeError("coded array's escaped values do not match its symbols")
                 rest = _read_bits(padded, bit + np.cumsum(k) - k, k)
                 bit += int(k.sum())
                 u = (np.uint64(1) << k.astype(np.uint64)) + rest
                 v[esc] = R.unzigzag(u) + base[ctx[esc]]
-        values[idx] = v
+            vals[r * lanes:r * lanes + m] = v
     if pos != len(words) or (xf != low).any():
         raise R.CodeError("coded array does not decode to its start")
     if len(extra) != (bit + 7) // 8 or (bit % 8 and int(extra[-1]) >> (bit % 8)):
         raise R.CodeError("coded array's escaped values do not match its symbols")
-    return values
+    return vals[:cells].reshape(rows, lanes).T.ravel()[:n].copy()
 
 
 def _read_bits(padded: np.ndarray, offset: np.ndarray, k: np.ndarray) -> np.ndarray:
