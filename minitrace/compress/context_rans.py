@@ -353,7 +353,7 @@ def encode_many(arrays) -> list[np.ndarray]:
     for t in tables:
         t["lanes"] = min(t["lanes"], max(1, -(-len(t["values"]) // steps)))
     kept = [t if t6 is None or _size(t) <= _size(t6) else t6 for t, t6 in zip(tables, sixes)]
-    pushed = R.push_many([(t["f"], t["c"], t["lanes"]) for t in kept], SCALE)
+    pushed = R.push_many([(*_per_value(t), t["lanes"]) for t in kept], SCALE)
     return [_layout(t, x, words) for t, (x, words) in zip(kept, pushed)]
 
 
@@ -415,8 +415,8 @@ def _values(sym: np.ndarray, extra: np.ndarray, ctx: np.ndarray, base: np.ndarra
 
 
 def _tables(values: np.ndarray, fine: np.ndarray, coarse: np.ndarray) -> dict:
-    """What :func:`encode` writes of ``values`` but the rANS states and words, and each
-    value's frequency and start (``f``, ``c``) in its context's table, as floats."""
+    """What :func:`encode` writes of ``values`` but the rANS states and words, and what
+    :func:`_per_value` finds each value's frequency and start in its table by."""
     values = np.asarray(values, np.int64)
     n = len(values)
     fine_keys, coarse_keys, ctx = _choose(fine, coarse)
@@ -431,17 +431,31 @@ def _tables(values: np.ndarray, fine: np.ndarray, coarse: np.ndarray) -> dict:
     per = np.bincount(entries // nsym, minlength=nctx)
     freqs = _frequencies(codes, per)
     starts = _within(freqs, np.cumsum(per) - per, per) - freqs     # (in its context's table)
-    entry = np.zeros(nctx * nsym, np.intp)   # (each value's entry: the tables' grid, one
-    entry[entries] = np.arange(len(entries))            # int a cell, no cumsum over it)
-    entry = entry[cell]
     return {"version": min(VERSION, 5), "values": values, "fine_keys": fine_keys,
             "coarse_keys": coarse_keys, "sym": sym,
             "base": base, "second": second, "nsym": nsym, "per": per, "entries": entries,
-            "codes": codes,
+            "codes": codes, "counts": count[entries], "cell": cell, "starts": starts,
             "freqs": freqs, "k": k, "rest": rest,
-            "lanes": R.lane_count(n) if n else 1,
-            "f": freqs.astype(np.float64)[entry],   # (the tables as floats: no copy a value)
-            "c": starts.astype(np.float64)[entry]}
+            "lanes": R.lane_count(n) if n else 1}
+
+
+def _per_value(t: dict) -> tuple[np.ndarray, np.ndarray]:
+    """Each value's frequency and start in its table (floats, for :func:`.rans.push_many`),
+    in the order of the coding (version 6: its grid, :func:`_tables6`): made for the coding
+    kept only."""
+    entry = np.zeros(len(t["per"]) * t["nsym"], np.intp)   # (each value's entry: the tables'
+    entry[t["entries"]] = np.arange(len(t["entries"]))     # grid, one int a cell)
+    entry = entry[t["cell"]]
+    f = t["freqs"].astype(np.float64)[entry]   # (the tables as floats: no copy a value)
+    c = t["starts"].astype(np.float64)[entry]
+    if t["version"] < 6:
+        return f, c
+    # (in the grid of rows x lanes, row after row; cells past the last value leave a state
+    # as it is: frequency 2**SCALE, start 0)
+    rows, lanes, n = t["rows"], t["lanes"], len(t["values"])
+    pad = rows * lanes - n
+    return tuple(np.concatenate([a, np.full(pad, fill)]).reshape(lanes, rows).T.ravel()
+                 for a, fill in ((f, float(_TOTAL)), (c, 0.0)))
 
 
 #: Version 6's buckets of the previous value: its fine key's ``value >> 6``, its coarse key's
@@ -524,14 +538,9 @@ def _tables6(values: np.ndarray, fine: np.ndarray, coarse: np.ndarray, lanes: in
     (fd, fu), (cd, cu) = (pd.factorize(k, sort=True) for k in _prev_keys(
         values[np.where(has, prev, 0)], has, fine, coarse, SHIFTS))
     t = _tables(values, fd.astype(np.int64), cd.astype(np.int64))
-    # (in the grid of rows x lanes, row after row; cells past the last value leave a state
-    # as it is: frequency 2**SCALE, start 0)
-    pad = rows * lanes - n
-    f, c = (np.concatenate([t[k], np.full(pad, fill)]).reshape(lanes, rows).T.ravel()
-            for k, fill in (("f", float(_TOTAL)), ("c", 0.0)))
     esc = np.flatnonzero(t["sym"] >= 2 * _DIRECT)
     order = np.argsort((esc % rows) * lanes + esc // rows)
-    t.update(version=6, shifts=SHIFTS, lanes=lanes, f=f, c=c, k=t["k"][order],
+    t.update(version=6, shifts=SHIFTS, lanes=lanes, rows=rows, k=t["k"][order],
              rest=t["rest"][order], fine_keys=fu[t["fine_keys"]],
              coarse_keys=cu[t["coarse_keys"]])
     return t
@@ -567,13 +576,14 @@ def _size(t: dict) -> float:
     """Bytes of :func:`_layout`'s coding of ``t`` as a file stores it, about, for a choice
     between codings: the rANS words at the values' information (:func:`.rans.push` spends
     within a word or two a lane of it), the states and rests, and its tables deflated
-    (level 6, as the pack about) counted twice: in a file the coding of larger tables grew
-    by about as much again beside the others' (on the 41 recordings of issue 38, counted
-    once: CloverLeaf 4r's bounded file 1.2 KB larger for 0.2 KB estimated smaller, miniAMR
-    4r's as large for 1.2 KB; twice, no file larger)."""
-    bits = float(np.log2(t["f"]).sum())
-    return 2 * len(zlib.compress(_table_bytes(t), 6)) + (len(t["f"]) * SCALE - bits) / 8 + \
-        4 * t["lanes"] + float(np.sum(t["k"])) / 8
+    (level 4: within 5% of level 6's bytes in 2-3x less time, IMB-NBC 4r's 5.4 -> 2.0 ms)
+    counted twice: in a file the coding of larger tables grew by about as much again beside
+    the others' (on the 41 recordings of issue 38, counted once: CloverLeaf 4r's bounded
+    file 1.2 KB larger for 0.2 KB estimated smaller, miniAMR 4r's as large for 1.2 KB;
+    twice, no file larger)."""
+    bits = float(np.dot(t["counts"], SCALE - np.log2(t["freqs"])))
+    return 2 * len(zlib.compress(_table_bytes(t), 4)) + bits / 8 + 4 * t["lanes"] + \
+        float(np.sum(t["k"])) / 8
 
 
 def _entry_bytes(e_sym_d: np.ndarray, t: dict) -> tuple[bytes, bytes]:
