@@ -1832,6 +1832,7 @@ def sampled_replay(data, loops: list[np.ndarray] | None, sample="auto", *,
                  _group_labels(fitted, group, cost, need == 1), scale)
         apart = [pi for pi, p in enumerate(phases) if p.apart]
         if apart:                       # sampled and fitted alone: replayed again
+            left = {phases[pi].like for pi in apart}
             for pi in apart:
                 p = phases[pi]
                 p.like, p.apart = None, False
@@ -1844,6 +1845,13 @@ def sampled_replay(data, loops: list[np.ndarray] | None, sample="auto", *,
                     why = _keep_if_inseparable(data, top, p)
                     if why:
                         notes.append(f"replayed whole: {why}")
+            for group in _groups(phases):   # what they saw, those they left no longer see
+                if left.intersection(group):
+                    for qi in group:
+                        _cover_group(phases, qi, cost, fixed is None, need)
+                        why = _keep_if_inseparable(data, top, phases[qi])
+                        if why:
+                            notes.append(f"replayed whole: {why}")
             notes.append(f"{len(apart)} phase(s) fitted alone, not on the line of those whose "
                          f"calls they make: their own replayed iterations depart from its "
                          f"slopes beyond chance (" + ", ".join(
