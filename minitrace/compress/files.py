@@ -10,7 +10,7 @@ import numpy as np
 from .. import storage as S
 from ..model import TraceColumns
 from . import pack as P
-from .store import compress, write
+from .store import LZMA_DATASET, compress, unlzma_pack, write
 
 #: File attributes that say who wrote a file: the writer sets its own (the format's identity
 #: it always does, storage.IDENTITY_ATTRS).
@@ -60,6 +60,10 @@ def sizes(path: str) -> dict:
         if P.DATASET in g:
             ds = g[P.DATASET]
             packed, stored_bytes = ds[()], ds.id.get_storage_size()
+        elif LZMA_DATASET in g:             # (model packs: store.lzma_pack)
+            ds = g[LZMA_DATASET]
+            packed = np.frombuffer(unlzma_pack(ds[()].tobytes()), np.uint8)
+            stored_bytes = ds.id.get_storage_size()
         elif P.BYTES_ATTR in g.attrs:       # (small packs: pack.py)
             deflated = g.attrs[P.BYTES_ATTR].tobytes()
             packed, stored_bytes = np.frombuffer(P.inflate_inline(
