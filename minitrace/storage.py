@@ -66,12 +66,10 @@ FORMAT_VERSION = 15  # 2: the compressed form of /trace (minitrace.compress); 3:
 #                      version 11 readers refused as an unknown time coding; 13: message
 #                      sizes coded for what they are (signatures/size_coding, sizes/fresh,
 #                      session 27), whose signature tables version 12 readers took for
-#                      columns of different lengths; 14: context-coded arrays of coding
-#                      version 6 (contexts of the previous value, values coded lane by
-#                      lane: compress/context_rans.py, session 28), which version 13 readers
-#                      refused as damaged; 15: a model file's pack LZMA-coded
-#                      (compress/store.py's packed_lzma, session 28), which version 14
-#                      readers took for a missing array
+#                      columns of different lengths; 14: not written (context coding
+#                      version 6, tried in session 28 and withdrawn before any release); 15: a
+#                      model file's pack LZMA-coded (compress/store.py's packed_lzma, session
+#                      28), which older readers took for a missing array
 #: The version of a compressed file holding context-coded arrays (coding version 5), packed
 #: or not, whatever else it holds.
 SECOND_WINDOW_VERSION = 9
@@ -93,9 +91,6 @@ SIZE_TOKENS_VERSION = 12
 #: whose new size tokens are coded as fresh or taken back (``sizes/fresh``), whatever else it
 #: holds.
 SIZE_CODING_VERSION = 13
-#: The version of a compressed file holding a context-coded array of coding version 6 (bounded
-#: volume codes in contexts of their call site's previous value), whatever else it holds.
-PREV_VALUE_VERSION = 14
 #: The version of a compressed file whose pack is LZMA-coded (``/trace/packed_lzma``), whatever
 #: else it holds.
 LZMA_PACK_VERSION = 15

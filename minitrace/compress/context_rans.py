@@ -14,10 +14,7 @@ outside that window, in a second window of as many symbols; larger ones one symb
 of two (of the residual from the base) with the low bits bit-packed (before version 3: in whole
 bytes; :func:`.rans.symbols`): any int64 codes, huge ones at their length.  The
 decoder is given the same keys (from the grammar, :func:`call_keys`), so the contexts cost
-only their tables.  Version 6 adds to both keys a bucket of the previous value of the coarse
-key (a compute's time drifts: its last value tells where the next lies; miniMD 2r's bounded
-volume codes 18% smaller), which its decoder must know first: lane j codes values ``j * R``
-to ``j * R + R - 1``, one after the other (:func:`_tables6`), written where smaller.
+only their tables.
 
 Layout (little-endian): uint32 ``version, n, lanes, words, rest bytes, fine contexts F,
 coarse contexts C, table entries E, CRC-32 of the values (int64, little-endian)``; int64 fine
@@ -27,9 +24,7 @@ uint16 entries per context[F + C + 1]; uint16 symbols[E]
 (within a context ascending, stored as differences, the first as is; byte-shuffled); uint8
 count codes[E] (:func:`_frequencies`; before version 4: uint16 frequencies[E], a used
 context's sum to ``2**SCALE``, symbols not shuffled); uint32 final states[lanes]; the rests
-(uint8); uint16 words[words].  Version 6: the header then uint32 shifts of the previous value's
-buckets in the fine and coarse keys (:data:`SHIFTS`), the rest as version 5, in the order of
-the coding's rows, the rests too.
+(uint8); uint16 words[words].
 """
 from __future__ import annotations
 
@@ -49,11 +44,10 @@ from .volumes import segment_sums
 #: the symbol's count (:func:`_frequencies`; coarser since session 25, :func:`_count_codes`),
 #: and the symbols' differences byte-shuffled: the tables were a fifth of a 17 k-action
 #: bounded file (CloverLeaf 2r), now ~40% smaller, the values' coding ~0.1-0.3% longer; 5
-#: (session 21): a second window per context (:func:`_symbols`); 6 (session 28): contexts of
-#: the previous value too, values coded lane by lane (:func:`_tables6`), written where smaller
-#: than version 5 (levels only: :func:`_levels`).  Versions read: :data:`VERSIONS`.
-VERSION = 6
-VERSIONS = (2, 3, 4, 5, 6)
+#: (session 21): a second window per context (:func:`_symbols`).  Versions read:
+#: :data:`VERSIONS`.
+VERSION = 5
+VERSIONS = (2, 3, 4, 5)
 SCALE = 12
 _TOTAL = 1 << SCALE
 DIRECT_BITS = 9
@@ -340,21 +334,14 @@ def encode(values: np.ndarray, fine: np.ndarray, coarse: np.ndarray) -> np.ndarr
 
 def encode_many(arrays) -> list[np.ndarray]:
     """:func:`encode` of several ``(values, fine, coarse)`` at once: their rANS steps taken
-    together (:func:`.rans.push_many`: a bounded file's volume codes and time steps); each
-    array of levels (:func:`_levels`) in the tables of versions 5 and 6, the smaller coding
-    kept (:func:`_size`: as a file stores it, deflated) and coded alone."""
-    # as many steps as the longest takes: the others in fewer lanes (4 bytes of state each;
-    # version 6's values in longer lanes, more of them after their previous value there)
-    steps = max([-(-len(a[0]) // R.lane_count(len(a[0]))) for a in arrays if len(a[0])] +
-                [1])
+    together (:func:`.rans.push_many`: a bounded file's volume codes and time steps)."""
     tables = [_tables(*a) for a in arrays]
-    sixes = [_tables6(*a, lanes=-(-len(a[0]) // steps))
-             if VERSION >= 6 and _levels(a[0]) else None for a in arrays]
+    # as many steps as the longest takes: the others in fewer lanes (4 bytes of state each)
+    steps = max([-(-len(t["values"]) // t["lanes"]) for t in tables] + [1])
     for t in tables:
         t["lanes"] = min(t["lanes"], max(1, -(-len(t["values"]) // steps)))
-    kept = [t if t6 is None or _size(t) <= _size(t6) else t6 for t, t6 in zip(tables, sixes)]
-    pushed = R.push_many([(*_per_value(t), t["lanes"]) for t in kept], SCALE)
-    return [_layout(t, x, words) for t, (x, words) in zip(kept, pushed)]
+    pushed = R.push_many([(t["f"], t["c"], t["lanes"]) for t in tables], SCALE)
+    return [_layout(t, x, words) for t, (x, words) in zip(tables, pushed)]
 
 
 def _second_bases(far: np.ndarray, ctx: np.ndarray, nctx: int) -> np.ndarray:
@@ -415,8 +402,8 @@ def _values(sym: np.ndarray, extra: np.ndarray, ctx: np.ndarray, base: np.ndarra
 
 
 def _tables(values: np.ndarray, fine: np.ndarray, coarse: np.ndarray) -> dict:
-    """What :func:`encode` writes of ``values`` but the rANS states and words, and what
-    :func:`_per_value` finds each value's frequency and start in its table by."""
+    """What :func:`encode` writes of ``values`` but the rANS states and words, and each
+    value's frequency and start (``f``, ``c``) in its context's table, as floats."""
     values = np.asarray(values, np.int64)
     n = len(values)
     fine_keys, coarse_keys, ctx = _choose(fine, coarse)
@@ -431,159 +418,36 @@ def _tables(values: np.ndarray, fine: np.ndarray, coarse: np.ndarray) -> dict:
     per = np.bincount(entries // nsym, minlength=nctx)
     freqs = _frequencies(codes, per)
     starts = _within(freqs, np.cumsum(per) - per, per) - freqs     # (in its context's table)
-    return {"version": min(VERSION, 5), "values": values, "fine_keys": fine_keys,
-            "coarse_keys": coarse_keys, "sym": sym,
+    entry = np.zeros(nctx * nsym, np.intp)   # (each value's entry: the tables' grid, one
+    entry[entries] = np.arange(len(entries))            # int a cell, no cumsum over it)
+    entry = entry[cell]
+    return {"values": values, "fine_keys": fine_keys, "coarse_keys": coarse_keys,
             "base": base, "second": second, "nsym": nsym, "per": per, "entries": entries,
-            "codes": codes, "counts": count[entries], "cell": cell, "starts": starts,
+            "codes": codes,
             "freqs": freqs, "k": k, "rest": rest,
-            "lanes": R.lane_count(n) if n else 1}
-
-
-def _per_value(t: dict) -> tuple[np.ndarray, np.ndarray]:
-    """Each value's frequency and start in its table (floats, for :func:`.rans.push_many`),
-    in the order of the coding (version 6: its grid, :func:`_tables6`): made for the coding
-    kept only."""
-    entry = np.zeros(len(t["per"]) * t["nsym"], np.intp)   # (each value's entry: the tables'
-    entry[t["entries"]] = np.arange(len(t["entries"]))     # grid, one int a cell)
-    entry = entry[t["cell"]]
-    f = t["freqs"].astype(np.float64)[entry]   # (the tables as floats: no copy a value)
-    c = t["starts"].astype(np.float64)[entry]
-    if t["version"] < 6:
-        return f, c
-    # (in the grid of rows x lanes, row after row; cells past the last value leave a state
-    # as it is: frequency 2**SCALE, start 0)
-    rows, lanes, n = t["rows"], t["lanes"], len(t["values"])
-    pad = rows * lanes - n
-    return tuple(np.concatenate([a, np.full(pad, fill)]).reshape(lanes, rows).T.ravel()
-                 for a, fill in ((f, float(_TOTAL)), (c, 0.0)))
-
-
-#: Version 6's buckets of the previous value: its fine key's ``value >> 6``, its coarse key's
-#: ``value >> 3`` (a bounded volume's log code at 1%: buckets of 2**6 and 2**3 bins, ~130% and
-#: ~17% wide), each to :data:`_BUCKET_BITS` bits in the key's low bits (wrapping: keys name
-#: contexts, any collision decodes).  Of 8 pairs tried on the volume codes of 4 recordings
-#: (miniMD 2r/4r, miniGhost BSPMA 4r, miniAMR 4r) the one that made every one smaller
-#: (1.2-19%, deflated: the 13% of miniMD 2r's 7.9 KB; fine keys alone with the 2**6 bucket
-#: made miniMD 4r's 1.5% larger, coarse alone with 2**3 miniAMR 4r's 6%).
-SHIFTS = (6, 3)
-_BUCKET_BITS = 20
-_BUCKET_MASK = (1 << _BUCKET_BITS) - 1
-_NHEAD6 = _NHEAD + 2
-#: Values whose median magnitude reaches this are levels (a bounded volume's log code is at
-#: least 2**20, :data:`.volumes._LOG_BIAS`), tried in version 6: a level's previous value at
-#: its call site tells where it lies (a compute whose time drifts), a duration step's (the
-#: error of a prediction) did not (miniMD 2r: 9.6 -> 10.0 KB deflated), and its trial would
-#: cost an action's whole coding again.
-_LEVEL = 1 << 16
-
-
-def _levels(values: np.ndarray) -> bool:
-    """Whether :func:`encode_many` tries version 6 on ``values`` (:data:`_LEVEL`)."""
-    v = np.asarray(values)
-    if len(v) < 2:
-        return False
-    few = v[::max(1, len(v) // 1024)]
-    return bool(np.median(np.abs(few.astype(np.float64))) >= _LEVEL)
-
-
-def _rows(n: int, lanes: int) -> tuple[int, int]:
-    """(rows, lanes) of version 6's ``n`` values: lane ``i // rows`` codes value ``i`` at row
-    ``i % rows`` (rows of ``lanes`` values, the last lane shorter, none empty)."""
-    rows = -(-n // max(lanes, 1)) if n else 1
-    return rows, max(1, -(-n // rows))
-
-
-def _previous(coarse: np.ndarray, rows: int) -> np.ndarray:
-    """Each value's previous value of its coarse key in its lane (index; -1 for none): decoded
-    at an earlier row, so its decoder knows it when it needs it.  (By a stable sort of the
-    keys, or of their codes, 16-bit where they fit: numpy's radix sort, 4x its sort of
-    int64.)"""
-    n = len(coarse)
-    small = n and int(coarse.min()) >= 0 and int(coarse.max()) < 1 << 16
-    codes = coarse.astype(np.uint16) if small else pd.factorize(coarse)[0]
-    if n and not small and int(codes.max()) < 1 << 16:
-        codes = codes.astype(np.uint16)
-    order = np.argsort(codes, kind="stable")
-    lane = order // rows
-    sorted_codes = codes[order]
-    same = (sorted_codes[1:] == sorted_codes[:-1]) & (lane[1:] == lane[:-1])
-    prev = np.full(n, -1, np.int64)
-    prev[order[1:][same]] = order[:-1][same]
-    return prev
-
-
-def _prev_keys(pv: np.ndarray, has: np.ndarray, fine: np.ndarray, coarse: np.ndarray,
-               shifts) -> tuple[np.ndarray, np.ndarray]:
-    """Version 6's (fine, coarse) keys: ``fine``'s and ``coarse``'s with the buckets of the
-    previous values ``pv`` (:data:`SHIFTS`; all ones where ``has`` is False: none)."""
-    out = []
-    with np.errstate(over="ignore"):
-        for k, sh in zip((fine, coarse), shifts):
-            b = np.where(has, (pv >> sh) & _BUCKET_MASK, _BUCKET_MASK)
-            out.append((np.asarray(k, np.int64) << _BUCKET_BITS) + b)
-    return out[0], out[1]
-
-
-def _tables6(values: np.ndarray, fine: np.ndarray, coarse: np.ndarray, lanes: int) -> dict:
-    """:func:`_tables` of version 6 in about ``lanes`` lanes: each value's contexts those of
-    its keys and of the bucket of the previous value of its coarse key in its lane
-    (:func:`_previous`), the values coded lane by lane (lane ``i // rows``), the escaped
-    ones' rests in that order."""
-    values = np.asarray(values, np.int64)
-    n = len(values)
-    rows, lanes = _rows(n, lanes)
-    prev = _previous(np.asarray(coarse, np.int64), rows)
-    has = prev >= 0
-    # (the keys' codes, in their order, for the tables: counted, not hashed and searched)
-    (fd, fu), (cd, cu) = (pd.factorize(k, sort=True) for k in _prev_keys(
-        values[np.where(has, prev, 0)], has, fine, coarse, SHIFTS))
-    t = _tables(values, fd.astype(np.int64), cd.astype(np.int64))
-    esc = np.flatnonzero(t["sym"] >= 2 * _DIRECT)
-    order = np.argsort((esc % rows) * lanes + esc // rows)
-    t.update(version=6, shifts=SHIFTS, lanes=lanes, rows=rows, k=t["k"][order],
-             rest=t["rest"][order], fine_keys=fu[t["fine_keys"]],
-             coarse_keys=cu[t["coarse_keys"]])
-    return t
+            "lanes": R.lane_count(n) if n else 1,
+            "f": freqs.astype(np.float64)[entry],   # (the tables as floats: no copy a value)
+            "c": starts.astype(np.float64)[entry]}
 
 
 def _layout(t: dict, x: np.ndarray, words: np.ndarray) -> np.ndarray:
     """The bytes of :func:`encode` from :func:`_tables`' ``t`` and the rANS states and
     words."""
-    extra = R.rest_bytes(t["k"], t["rest"], bits=t["version"] >= 3)
-    head = np.array([t["version"], len(t["values"]), t["lanes"], len(words), len(extra),
-                     len(t["fine_keys"]), len(t["coarse_keys"]), len(t["entries"]),
-                     _crc(t["values"]), *t.get("shifts", ())], _HEAD)
-    return np.frombuffer(b"".join([
-        head.tobytes(), _table_bytes(t), x.astype("<u4").tobytes(), extra.tobytes(),
-        words.astype("<u2").tobytes()]), np.uint8)
-
-
-def _table_bytes(t: dict) -> bytes:
-    """The keys, bases and frequency tables of :func:`_tables`' ``t`` as :func:`_layout`
-    writes them."""
-    entries = t["entries"]
+    values, entries = t["values"], t["entries"]
+    extra = R.rest_bytes(t["k"], t["rest"], bits=VERSION >= 3)
     e_ctx, e_sym = np.divmod(entries, t["nsym"])
     e_sym_d = e_sym.copy()
     e_sym_d[1:] -= np.where(e_ctx[1:] == e_ctx[:-1], e_sym[:-1], 0)
-    return b"".join([
-        _diff(t["fine_keys"]).astype("<i8").tobytes(),
+    head = np.array([VERSION, len(values), t["lanes"], len(words), len(extra),
+                     len(t["fine_keys"]), len(t["coarse_keys"]), len(entries), _crc(values)],
+                    _HEAD)
+    return np.frombuffer(b"".join([
+        head.tobytes(), _diff(t["fine_keys"]).astype("<i8").tobytes(),
         _diff(t["coarse_keys"]).astype("<i8").tobytes(), _diff(t["base"]).astype("<i8").tobytes(),
         b"" if t["second"] is None else _diff(t["second"]).astype("<i8").tobytes(),
-        t["per"].astype("<u2").tobytes(), *_entry_bytes(e_sym_d, t)])
-
-
-def _size(t: dict) -> float:
-    """Bytes of :func:`_layout`'s coding of ``t`` as a file stores it, about, for a choice
-    between codings: the rANS words at the values' information (:func:`.rans.push` spends
-    within a word or two a lane of it), the states and rests, and its tables deflated
-    (level 4: within 5% of level 6's bytes in 2-3x less time, IMB-NBC 4r's 5.4 -> 2.0 ms)
-    counted twice: in a file the coding of larger tables grew by about as much again beside
-    the others' (on the 41 recordings of issue 38, counted once: CloverLeaf 4r's bounded
-    file 1.2 KB larger for 0.2 KB estimated smaller, miniAMR 4r's as large for 1.2 KB;
-    twice, no file larger)."""
-    bits = float(np.dot(t["counts"], SCALE - np.log2(t["freqs"])))
-    return 2 * len(zlib.compress(_table_bytes(t), 4)) + bits / 8 + 4 * t["lanes"] + \
-        float(np.sum(t["k"])) / 8
+        t["per"].astype("<u2").tobytes(), *_entry_bytes(e_sym_d, t),
+        x.astype("<u4").tobytes(), extra.tobytes(),
+        words.astype("<u2").tobytes()]), np.uint8)
 
 
 def _entry_bytes(e_sym_d: np.ndarray, t: dict) -> tuple[bytes, bytes]:
@@ -591,7 +455,7 @@ def _entry_bytes(e_sym_d: np.ndarray, t: dict) -> tuple[bytes, bytes]:
     byte-shuffled symbols and count codes (4), else both uint16 (older codings, which tests
     write: the frequencies are the same)."""
     sym = e_sym_d.astype("<u2")
-    if t["version"] >= 4:
+    if VERSION >= 4:
         return sym.view(np.uint8).reshape(-1, 2).T.tobytes(), t["codes"].astype(np.uint8) \
             .tobytes()
     return sym.tobytes(), t["freqs"].astype("<u2").tobytes()
@@ -603,25 +467,20 @@ def decode(blob: np.ndarray, fine: np.ndarray, coarse: np.ndarray) -> np.ndarray
     b = np.ascontiguousarray(blob, np.uint8).tobytes()
     if len(b) < _NHEAD * 4:
         raise R.CodeError("coded array shorter than its header")
-    version = int(np.frombuffer(b[:4], _HEAD)[0])
+    head = [int(v) for v in np.frombuffer(b[:_NHEAD * 4], _HEAD)]
+    version, n, lanes, nwords, nextra, nf, nc, ne, crc = head
     if version not in VERSIONS:
         raise R.CodeError(f"context coding version {version} unknown (written by a newer "
                           f"minitrace?)")
-    nhead = _NHEAD6 if version >= 6 else _NHEAD
-    if len(b) < nhead * 4:
-        raise R.CodeError("coded array shorter than its header")
-    head = [int(v) for v in np.frombuffer(b[:nhead * 4], _HEAD)]
-    _, n, lanes, nwords, nextra, nf, nc, ne, crc = head[:_NHEAD]
     if n != len(fine) or len(fine) != len(coarse):
         raise R.CodeError(f"coded array holds {n} values, the trace has {len(fine)}")
     nctx = nf + nc + 1
     two = version >= 5
     sizes = [8 * nf, 8 * nc, 8 * nctx, 8 * nctx if two else 0, 2 * nctx, 2 * ne,
              ne if version >= 4 else 2 * ne, 4 * lanes, nextra, 2 * nwords]
-    if not 1 <= lanes <= max(n, 1) or len(b) != nhead * 4 + sum(sizes) or \
-            (version >= 6 and (_rows(n, lanes)[1] != lanes or max(head[_NHEAD:]) > 63)):
+    if not 1 <= lanes <= max(n, 1) or len(b) != _NHEAD * 4 + sum(sizes):
         raise R.CodeError("coded array's lengths do not match its header")
-    at = np.cumsum([nhead * 4] + sizes)
+    at = np.cumsum([_NHEAD * 4] + sizes)
     part = [b[at[i]:at[i + 1]] for i in range(len(sizes))]
     with np.errstate(over="ignore"):
         fine_keys, coarse_keys, base, second = (
@@ -652,146 +511,33 @@ def decode(blob: np.ndarray, fine: np.ndarray, coarse: np.ndarray) -> np.ndarray
             ((np.diff(e_sym) <= 0) & (np.diff(e_ctx) == 0)).any() or \
             ((per > 0) & (sums != _TOTAL)).any() or (x < R.LOW).any():
         raise R.CodeError("coded array's frequency tables or states invalid")
-    e_start = _within(e_f, first, per) - e_f
-    entry_of = _slot_entries(e_ctx, e_f, e_start, per)
-    if version >= 6:
-        values = _decode6(x, words, extra, (fine, coarse, fine_keys, coarse_keys),
-                          (e_sym, e_f, e_start, per, entry_of), base, second, head[_NHEAD:])
-        if _crc(values) != crc:
-            raise R.CodeError("coded array decodes to other values than were coded (CRC-32)")
-        return values
     ctx = _contexts(np.asarray(fine, np.int64), np.asarray(coarse, np.int64), fine_keys,
                     coarse_keys)
     if n and (per[ctx] == 0).any():
         raise R.CodeError("coded array has no table for a context of its values")
+    e_start = _within(e_f, first, per) - e_f
     ff, cf = e_f.astype(np.float64), e_start.astype(np.float64)
+    used = per > 0
+    if int(used.sum()) * _TOTAL <= _SLOT_TABLE:   # each slot's entry by a table: the used
+        entry = np.repeat(np.arange(ne), e_f)     # contexts' slots one after the other
+        slot_base = (np.cumsum(used) - 1)[ctx] * _TOTAL
 
-    def look(slot, lo, hi):
-        e = entry_of(ctx[lo:hi], slot)
-        return e_sym[e], ff[e], cf[e]
+        def look(slot, lo, hi):
+            e = entry[slot_base[lo:hi] + slot]
+            return e_sym[e], ff[e], cf[e]
+    else:                                         # (many contexts: searched)
+        where = e_ctx * _TOTAL + e_start          # (ascending)
+        slot_base = ctx * _TOTAL
+
+        def look(slot, lo, hi):
+            e = np.searchsorted(where, slot_base[lo:hi] + slot, "right") - 1
+            return e_sym[e], ff[e], cf[e]
 
     sym = R.pop(x, words, n, lanes, look, SCALE) if n else np.zeros(0, np.int64)
     values = _values(sym, extra, ctx, base, second if two else None, version)
     if _crc(values) != crc:
         raise R.CodeError("coded array decodes to other values than were coded (CRC-32)")
     return values
-
-
-def _slot_entries(e_ctx: np.ndarray, e_f: np.ndarray, e_start: np.ndarray, per: np.ndarray):
-    """A function (contexts, slots) -> the table entry of each slot in its context's table:
-    by a table of the used contexts' slots one after the other where it fits
-    (:data:`_SLOT_TABLE`), else searched."""
-    used = per > 0
-    if int(used.sum()) * _TOTAL <= _SLOT_TABLE:
-        entry = np.repeat(np.arange(len(e_f)), e_f)
-        row = (np.cumsum(used) - 1) * _TOTAL
-        return lambda ctx, slot: entry[row[ctx] + slot]
-    where = e_ctx * _TOTAL + e_start              # (ascending)
-    return lambda ctx, slot: np.searchsorted(where, ctx * _TOTAL + slot, "right") - 1
-
-
-def _decode6(x: np.ndarray, words: np.ndarray, extra: np.ndarray, keys: tuple,
-             tables: tuple, base: np.ndarray, second: np.ndarray, shifts) -> np.ndarray:
-    """The values of version 6 (:func:`_tables6`), row after row: a row's contexts from the
-    values of the rows before it, its values (escaped ones' rests read in coding order)
-    before the next row's contexts.  ``keys``: (fine, coarse, fine keys, coarse keys) of the
-    trace and of the tables; ``tables``: (symbols, frequencies and starts of the entries, the
-    entries per context, :func:`_slot_entries`'s function).  Every per-value array is laid
-    out as the coding's grid (rows x lanes) first, so that a row is a slice."""
-    fine, coarse, fine_keys, coarse_keys = keys
-    e_sym, e_f, e_start, per, entry_of = tables
-    fine, coarse = np.asarray(fine, np.int64), np.asarray(coarse, np.int64)
-    n, lanes = len(fine), len(x)
-    rows, _ = _rows(n, lanes)
-    cells = rows * lanes
-
-    def grid(a, fill):                            # (row r: lane j's value j * rows + r)
-        return np.concatenate([a, np.full(cells - n, fill, a.dtype)]) \
-            .reshape(lanes, rows).T.copy()
-    prev = _previous(coarse, rows)
-    # each value's previous one as a cell of the grid, or the cell past it, whose -1 takes
-    # the buckets of none (every bit set)
-    at = np.where(prev >= 0, (prev % rows) * lanes + prev // rows, cells)
-    prev_at = grid(at, cells)
-    with np.errstate(over="ignore"):
-        high_f, high_c = (grid(k << _BUCKET_BITS, 0) for k in (fine, coarse))
-    vals = np.zeros(cells + 1, np.int64)
-    vals[cells] = -1
-    ff, cf = e_f.astype(np.float64), e_start.astype(np.float64)
-    total, low = float(_TOTAL), float(R.LOW)
-    xf = x.astype(np.float64)
-    wordsf = words.astype(np.float64)
-    nbits = 8 * len(extra)
-    padded = np.zeros(len(extra) // 8 + 2, "<u8")
-    padded.view(np.uint8)[:len(extra)] = extra
-    nf, nc = len(fine_keys), len(coarse_keys)
-    last = n - (lanes - 1) * rows if n else 0    # (the last lane's values)
-    sf, sc = (np.int64(v) for v in shifts)
-    mask = np.int64(_BUCKET_MASK)
-    pos = bit = 0
-    with np.errstate(over="ignore"):
-        for r in range(rows if n else 0):
-            m = lanes if r < last else lanes - 1
-            pv = vals[prev_at[r, :m]]
-            f6 = high_f[r, :m] + ((pv >> sf) & mask)
-            c6 = high_c[r, :m] + ((pv >> sc) & mask)
-            ctx = np.full(m, nf + nc, np.int64)
-            if nf:
-                i = np.minimum(fine_keys.searchsorted(f6), nf - 1)
-                hit = fine_keys[i] == f6
-                ctx[hit] = i[hit]
-            else:
-                hit = np.zeros(m, bool)
-            if nc:
-                j = np.minimum(coarse_keys.searchsorted(c6), nc - 1)
-                use = ~hit & (coarse_keys[j] == c6)
-                ctx[use] = j[use] + nf
-            if (per[ctx] == 0).any():
-                raise R.CodeError("coded array has no table for a context of its values")
-            xj = xf[:m]
-            high = np.floor(xj / total)
-            slot = (xj - high * total).astype(np.int64)
-            e = entry_of(ctx, slot)
-            s = e_sym[e]
-            xj = ff[e] * high + slot - cf[e]
-            need = np.flatnonzero(xj < low)
-            if pos + len(need) > len(words):
-                raise R.CodeError("coded array ends early")
-            xj[need] = xj[need] * 65536.0 + wordsf[pos:pos + len(need)]
-            pos += len(need)
-            xf[:m] = xj
-            one = s < _DIRECT
-            v = R.unzigzag(np.where(one, s, s - _DIRECT)) + np.where(one, base[ctx], second[ctx])
-            esc = np.flatnonzero(s >= 2 * _DIRECT)
-            if len(esc):
-                k = s[esc] - 2 * _DIRECT + DIRECT_BITS
-                if bit + int(k.sum()) > nbits:
-                    raise R.CodeError("coded array's escaped values do not match its symbols")
-                rest = _read_bits(padded, bit + np.cumsum(k) - k, k)
-                bit += int(k.sum())
-                u = (np.uint64(1) << k.astype(np.uint64)) + rest
-                v[esc] = R.unzigzag(u) + base[ctx[esc]]
-            vals[r * lanes:r * lanes + m] = v
-    if pos != len(words) or (xf != low).any():
-        raise R.CodeError("coded array does not decode to its start")
-    if len(extra) != (bit + 7) // 8 or (bit % 8 and int(extra[-1]) >> (bit % 8)):
-        raise R.CodeError("coded array's escaped values do not match its symbols")
-    return vals[:cells].reshape(rows, lanes).T.ravel()[:n].copy()
-
-
-def _read_bits(padded: np.ndarray, offset: np.ndarray, k: np.ndarray) -> np.ndarray:
-    """The ``k``-bit rests (k < 64) at bit ``offset`` of the little-endian words ``padded``."""
-    word, shift = offset // 64, (offset % 64).astype(np.uint64)
-    rest = padded[word] >> shift
-    spill = offset % 64 + k > 64
-    rest[spill] |= padded[word[spill] + 1] << (np.uint64(64) - shift[spill])
-    return rest & ((np.uint64(1) << k.astype(np.uint64)) - np.uint64(1))
-
-
-def version_of(blob: np.ndarray) -> int:
-    """The coding version of :func:`encode`'s bytes ``blob`` (0 for fewer than 4 bytes)."""
-    b = np.ascontiguousarray(blob, np.uint8)
-    return int(b[:4].view("<u4")[0]) if len(b) >= 4 else 0
 
 
 def _crc(values: np.ndarray) -> int:

@@ -658,12 +658,8 @@ def write(path: str, c: Compressed, meta: dict | None = None, pack: bool = True)
     # (every model file holds its time statistics per size site (version 10) and its ranks'
     # own sites (9), which versions 4, 5 and 7 did not mark; templates of the stretches
     # between anchors: 11; message sizes apart from the grammar, or duration steps in
-    # contexts of their predictions' octaves: 12; message sizes coded for what they are: 13;
-    # context-coded arrays of coding version 6: 14)
-    coded = [a for k, a in (*((k, a) for k, (a, _) in arrays.items()), *packed.items())
-             if k.endswith(CONTEXT_SUFFIX)]
-    version = S.PREV_VALUE_VERSION if any(CR.version_of(a) >= 6 for a in coded) else \
-        S.SIZE_CODING_VERSION if any(k in names for k in _SIZE_CODING_NAMES) else \
+    # contexts of their predictions' octaves: 12; message sizes coded for what they are: 13)
+    version = S.SIZE_CODING_VERSION if any(k in names for k in _SIZE_CODING_NAMES) else \
         S.SIZE_TOKENS_VERSION if c.tokens is not None or \
         c.attrs.get("time_coding") == TIME_CODING_OCTAVES else \
         S.TEMPLATE_UNITS_VERSION if E.TEMPLATE_UNIT_OFFSETS in c.side else \
