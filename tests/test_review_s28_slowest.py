@@ -1,0 +1,78 @@
+"""Review of session 28's ``_slowest_changes`` (ab5a486, issue 38): another rank slowest in the
+middle of a drift by a lead near the noise of a block of iterations.  Its docstring says a
+block where no rank is clearly slowest "neither breaks nor makes a run", but the loop resets
+the run there, so a run of 14 clear blocks broken by unclear ones is never cut, and the
+printed bound fails as it did before the cut existed.  A lead under three standard errors of
+every block is never seen at all, and nothing else in the bound covers it."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from minitrace.model import TraceBuilder
+from minitrace.replay import replay
+from minitrace.replay.sampling import _slowest_changes, sampled_replay
+
+HALO = 4 << 20
+
+
+def _trace(seed: int):
+    """Two ranks exchanging 4 MB overlapped with their compute, then an allreduce (the trace of
+    tests/test_sampling_slowest.py): rank 0 ``slow`` times the base throughout, rank 1's
+    compute rising in a half sine to 2-20% above rank 0's in the middle; jitter 1-6%."""
+    g = np.random.default_rng(5000 + seed)
+    n = int(g.integers(600, 1500))
+    slow = g.uniform(1.1, 1.4)
+    peak = slow - 1 + g.uniform(0.02, 0.2)
+    jitter = g.uniform(0.01, 0.06)
+    i = np.arange(n)
+    work = 5e-4 * np.vstack([np.full(n, slow), 1 + peak * np.sin(np.pi * i / n)])
+    work *= 1 + jitter * np.random.default_rng(seed).standard_normal(work.shape)
+    b = TraceBuilder(2)
+    for r in range(2):
+        b.add(r, "init")
+        b.add(r, "compute", volume=1e-3)
+    for k in range(n):
+        for r in range(2):
+            b.add(r, "irecv", peer=1 - r, tag=7, bytes_recv=HALO, request=1)
+            b.add(r, "isend", peer=1 - r, tag=7, bytes_sent=HALO, request=0)
+            b.add(r, "compute", volume=float(work[r, k]))
+            b.add(r, "waitall", vector=[0, 1])
+            b.add(r, "allreduce", bytes_sent=8, bytes_recv=8)
+    for r in range(2):
+        b.add(r, "finalize")
+    return b.build()
+
+
+def _holds(data) -> None:
+    s = sampled_replay(data, None, "auto", compute_rate="1Gf")
+    full = replay(data, compute_rate="1Gf").simulated_time
+    assert s.skipped_share > 0, s.notes
+    assert abs(s.simulated_time - full) <= s.bound, (s.simulated_time - full, s.bound)
+
+
+@pytest.mark.xfail(strict=True, reason="review s28: an unclear block resets the run in "
+                   "_slowest_changes, against its docstring")
+def test_an_unclear_block_neither_breaks_nor_makes_a_run():
+    rng = np.random.default_rng(0)
+    n, w = 40 * 12, 12
+    comp = 1 + 0.01 * rng.standard_normal((2, n))
+    comp[0] += 0.2
+    comp[1, 15 * w:30 * w] += 0.4           # rank 1 slowest in blocks 15-29 ...
+    comp[1, 22 * w:23 * w] = comp[0, 22 * w:23 * w]     # ... but for block 22: none clearly
+    assert _slowest_changes(comp, w, 0) == [15 * w, 30 * w]
+
+
+@pytest.mark.xfail(strict=True, reason="review s28: a run of another slowest rank broken by "
+                   "unclear blocks is not cut: -0.197% against a bound of 0.020%")
+def test_the_bound_holds_where_the_run_has_unclear_blocks():
+    """n=1169, rank 0 1.232x, rank 1 up to 1.267x, 1.7% jitter: per block of 12 iterations
+    rank 1 is clearly slowest in 14 of the middle ones, unclear in those between."""
+    _holds(_trace(27))
+
+
+@pytest.mark.xfail(strict=True, reason="review s28: a slowest-rank lead under 3 standard "
+                   "errors of each block is never cut nor bounded: -0.150% against 0.017%")
+def test_the_bound_holds_where_the_lead_is_under_the_block_noise():
+    """n=709, rank 0 1.331x, rank 1 up to 1.363x, 3.9% jitter: no block clear."""
+    _holds(_trace(1))
