@@ -1,6 +1,6 @@
 """A model file's pack written as a dataset is LZMA-coded where that is smaller than deflated
-(format version 15, session 28: miniAMR 4r's model file 26.6 -> 24.7 KB): it reads back to
-the same trace, damage fails as corrupt, a version 14 reader refuses it as newer, and exact
+(format version 14, session 28: miniAMR 4r's model file 26.6 -> 24.7 KB): it reads back to
+the same trace, damage fails as corrupt, a version 13 reader refuses it as newer, and exact
 files keep their deflated dataset.  The built loop trace's pack (~13 KB) is made a dataset by
 a smaller inline limit (a pack above the limit: public recordings of 100 k actions and more)."""
 from __future__ import annotations
@@ -39,7 +39,7 @@ def test_a_model_pack_dataset_is_lzma_coded_and_reads_back(tmp_path, trace, monk
         stored = f["trace"][ST.LZMA_DATASET].id.get_storage_size()
         raw = ST.unlzma_pack(f["trace"][ST.LZMA_DATASET][()].tobytes())
     assert stored < len(P.deflate(raw, ST._pack_level(len(raw), len(trace.actions))))
-    assert assert_refused_as_newer(lz) == 15
+    assert assert_refused_as_newer(lz) == 14
     part = sizes(lz)                            # (what `compress` prints of the pack's parts)
     assert 0 < part["structure_bytes"] + part["side_bytes"] < part["file_bytes"]
     with minitrace.open(lz) as a, minitrace.open(inline) as b:
@@ -51,7 +51,7 @@ def test_exact_files_keep_the_deflated_dataset(tmp_path, monkeypatch):
                   256)
     with h5py.File(path, "r") as f:
         assert P.DATASET in f["trace"] and ST.LZMA_DATASET not in f["trace"]
-        assert int(f.attrs["format_version"]) < 15
+        assert int(f.attrs["format_version"]) < 14
 
 
 def test_damaged_lzma_packs_are_corrupt(tmp_path, trace, monkeypatch):

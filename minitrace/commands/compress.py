@@ -33,7 +33,7 @@ def register(sub) -> None:
                    help="each array its own HDF5 dataset and the metadata as HDF5 "
                         "attributes, as files written before the pack (format version 2-5; "
                         "small arrays are otherwise packed into /trace/packed, a model's "
-                        "LZMA-coded /trace/packed_lzma (version 15) where smaller, or the "
+                        "LZMA-coded /trace/packed_lzma (version 14) where smaller, or the "
                         "packed_bytes attribute, and the metadata into packed_meta, version "
                         "6: smaller files, read by minitrace alike)")
     p.set_defaults(func=run)

@@ -508,7 +508,7 @@ def _deflated_pack(raw: bytes, level: int, text: int,
 
 
 #: A model file's pack written as a dataset is this dataset, LZMA-coded (:func:`lzma_pack`),
-#: where that is smaller than the deflated dataset (format version 15, session 28): LZMA's
+#: where that is smaller than the deflated dataset (format version 14, session 28): LZMA's
 #: adaptive range coder and its matches at repeated distances take 7-11% less than deflate's
 #: Huffman blocks of the tail's gaps and steps, the grammar's top level and the request ids
 #: (miniAMR 4r's model file 26.6 -> 24.7 KB, 0.212 -> 0.197 B/action).  Model packs only:
