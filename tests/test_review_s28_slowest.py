@@ -51,7 +51,7 @@ def _holds(data) -> None:
     assert abs(s.simulated_time - full) <= s.bound, (s.simulated_time - full, s.bound)
 
 
-@pytest.mark.xfail(strict=True, reason="review s28: an unclear block resets the run in "
+@pytest.mark.xfail(strict=True, raises=AssertionError, reason="review s28: an unclear block resets the run in "
                    "_slowest_changes, against its docstring")
 def test_an_unclear_block_neither_breaks_nor_makes_a_run():
     rng = np.random.default_rng(0)
@@ -63,7 +63,7 @@ def test_an_unclear_block_neither_breaks_nor_makes_a_run():
     assert _slowest_changes(comp, w, 0) == [15 * w, 30 * w]
 
 
-@pytest.mark.xfail(strict=True, reason="review s28: a run of another slowest rank broken by "
+@pytest.mark.xfail(strict=True, raises=AssertionError, reason="review s28: a run of another slowest rank broken by "
                    "unclear blocks is not cut: -0.197% against a bound of 0.020%")
 def test_the_bound_holds_where_the_run_has_unclear_blocks():
     """n=1169, rank 0 1.232x, rank 1 up to 1.267x, 1.7% jitter: per block of 12 iterations
@@ -71,7 +71,7 @@ def test_the_bound_holds_where_the_run_has_unclear_blocks():
     _holds(_trace(27))
 
 
-@pytest.mark.xfail(strict=True, reason="review s28: a slowest-rank lead under 3 standard "
+@pytest.mark.xfail(strict=True, raises=AssertionError, reason="review s28: a slowest-rank lead under 3 standard "
                    "errors of each block is never cut nor bounded: -0.150% against 0.017%")
 def test_the_bound_holds_where_the_lead_is_under_the_block_noise():
     """n=709, rank 0 1.331x, rank 1 up to 1.363x, 3.9% jitter: no block clear."""
