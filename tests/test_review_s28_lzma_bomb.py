@@ -3,10 +3,9 @@ inflates whatever length the pack's header names (up to 2 GiB: ``store.unlzma_pa
 most the length it names is inflated"), and raw LZMA codes a run of zeros ~7,000 times
 smaller, where the inline pack keeps deflate's ~1,032 ("a size the file holds").  A 9.5 KB
 /trace/packed_lzma naming 64 MiB of zeros (with their CRC) is inflated whole before the pack
-is found corrupt: ~200 MB traced for a file of 13.5 KB, whose whole read takes 3 MB (a 41 KB
-file naming 256 MiB: 854 MB
-peak RSS, 2.2 s), where a length the file's actions could hold, or the ratio of the stream's
-bytes, would refuse it first."""
+is found corrupt: ~200 MB traced for a file of 13.5 KB, whose whole read takes 3 MB (a
+41 KB file naming 256 MiB: 854 MB peak RSS, 2.2 s), where a length the file's actions could
+hold, or the ratio of the stream's bytes, would refuse it first."""
 from __future__ import annotations
 
 import lzma
