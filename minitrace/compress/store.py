@@ -516,6 +516,12 @@ def _deflated_pack(raw: bytes, level: int, text: int,
 #: where exact and bounded packs hold 2-8.
 LZMA_DATASET = "packed_lzma"
 _LZMA_HEAD = np.dtype("<u4")
+#: The most bytes a pack of :data:`LZMA_DATASET` names per byte it holds: deflate's own limit
+#: (~1,032), so that no pack inflates beyond a size its file holds, as a deflated one cannot.
+#: The writer keeps deflate where LZMA would code more densely (no model pack of the 47
+#: recordings comes within 100 times of it); the reader refuses a longer length as damage
+#: before inflating it (a 9.5 KB stream can name 64 MiB of zeros).
+LZMA_MAX_RATIO = 1032
 
 
 def _lzma_filters(n: int) -> list[dict]:
@@ -539,11 +545,14 @@ def lzma_pack(raw: bytes) -> bytes:
 
 def unlzma_pack(blob: bytes) -> bytes:
     """The packed bytes of :func:`lzma_pack`'s ``blob``; ValueError where it is not one (at
-    most the length it names is inflated)."""
+    most the length it names is inflated, and no more than :data:`LZMA_MAX_RATIO` times its
+    own)."""
     head = 2 * _LZMA_HEAD.itemsize
     if len(blob) < head:
         raise ValueError("too short")
     n, crc = (int(x) for x in np.frombuffer(blob[:head], _LZMA_HEAD))
+    if n > LZMA_MAX_RATIO * len(blob):
+        raise ValueError(f"names {n} bytes in {len(blob)}")
     d = lzma.LZMADecompressor(lzma.FORMAT_RAW, filters=_lzma_filters(n))
     try:
         out = d.decompress(blob[head:], max_length=n)
@@ -684,7 +693,7 @@ def write(path: str, c: Compressed, meta: dict | None = None, pack: bool = True)
             attrs[P.BYTES_ATTR] = np.frombuffer(inline_bytes, np.uint8)
         elif c.mode == "model":
             lz = lzma_pack(raw.tobytes())
-            if len(lz) < len(deflated):
+            if len(lz) < len(deflated) and len(raw) <= LZMA_MAX_RATIO * len(lz):
                 deflated, version = None, S.LZMA_PACK_VERSION
     with S.new_file(path, m, version, create=_create, fixed=True, packed=pack) as f:
         g = h5py.Group(h5py.h5g.create(f.id, b"trace", gcpl=_plists()[2]))
