@@ -1841,10 +1841,10 @@ def sampled_replay(data, loops: list[np.ndarray] | None, sample="auto", *,
                     p.replayed, p.tail = max(p.replayed, start), max(p.tail, tail)
                     if p.replayed + p.tail >= p.iterations:
                         p.replayed, p.tail = p.iterations, 0
-                    _cover_group(phases, pi, cost, True, need)
-                    why = _keep_if_inseparable(data, top, p)
-                    if why:
-                        notes.append(f"replayed whole: {why}")
+                _cover_group(phases, pi, cost, fixed is None, need)   # (--sample K: the tail)
+                why = _keep_if_inseparable(data, top, p)
+                if why:
+                    notes.append(f"replayed whole: {why}")
             for group in _groups(phases):   # what they saw, those they left no longer see
                 if left.intersection(group):
                     for qi in group:
@@ -2105,7 +2105,8 @@ def _slowest_changes(comp: np.ndarray, window: int, first: int) -> list[int]:
     LASTING blocks of ``window`` iterations (a shorter run, cut, would replay most of itself:
     a start and a tail of one window each), each block's slowest by more than three standard
     errors of the two block means' difference (a block where none is neither breaks nor makes
-    a run), after a piece of at least LASTING blocks: the iterations that start such a run.  The path predicts the skipped iterations, and the line of what the replayed ones took
+    a run), after a piece of at least LASTING blocks: the iterations that start such a run.
+    The path predicts the skipped iterations, and the line of what the replayed ones took
     beyond it has an intercept of their own; what an iteration takes beyond its path (its
     messages after the slowest rank's compute, the ranks' wait at a collective) depends on
     which rank is slowest, so a run of another rank, skipped between a start and a tail alike,
@@ -2124,23 +2125,21 @@ def _slowest_changes(comp: np.ndarray, window: int, first: int) -> list[int]:
     clear = mean[top, cols] - mean[second, cols] > \
         _Z * np.sqrt(se2[top, cols] + se2[second, cols])
     slowest = np.where(clear, top, -1)
-    cuts, current, start, run = [], None, 0, 0
-    for j in range(n):
-        if slowest[j] < 0:
-            run = 0
-            continue
+    cuts, current, start, run, run_at, last = [], None, 0, 0, 0, None
+    for j in np.flatnonzero(slowest >= 0).tolist():      # (blocks without a clear slowest
+        rank = slowest[j]                                 # neither break nor make a run)
         if current is None:
-            current = slowest[j]
-        if slowest[j] == current:
-            run = 0
+            current = rank
+        if rank == current:
+            run, last = 0, rank
             continue
-        run = run + 1 if j and slowest[j - 1] == slowest[j] else 1
+        run, run_at = (run + 1, run_at) if rank == last else (1, j)
+        last = rank
         if run == 2 * LASTING:
-            at = j - 2 * LASTING + 1
-            if at - start >= LASTING:
-                cuts.append(first + at * window)
-                start = at
-            current, run = slowest[j], 0
+            if run_at - start >= LASTING:
+                cuts.append(first + run_at * window)
+                start = run_at
+            current, run = rank, 0
     return cuts
 
 
