@@ -205,9 +205,6 @@ class Phase:
     #: s: how far its skipped time may lie from the line where their compute lies beyond the
     #: fitted iterations' (:func:`_outside`): added to the bound
     outside: float = 0.0
-    #: one of the two halves of a phase cut by :func:`_middle_windows`: its skipped compute is
-    #: judged against the range of both halves' fitted iterations (:func:`_outside`)
-    halved: bool = False
 
     @property
     def follows(self) -> bool:
@@ -2257,9 +2254,8 @@ def _middle_windows(data, loops, phases: list[Phase], times, cost, at: list,
         if pi in joint or p.skipped < MIDDLE_SKIPS * p.window:
             continue
         at_cut = p.first + p.replayed + p.skipped // 2
-        pieces = [replace(p, stop=at_cut, tail=p.window, halved=True),
-                  replace(p, first=at_cut, replayed=p.window, joint=True, steady_from=None,
-                          halved=True)]
+        pieces = [replace(p, stop=at_cut, tail=p.window),
+                  replace(p, first=at_cut, replayed=p.window, joint=True, steady_from=None)]
         if _gain(loops, phases[:pi] + pieces + phases[pi + 1:], total) >= GAIN:
             trials[pi] = pieces
     apart = set()
@@ -2529,12 +2525,7 @@ def _outside(group: list[Phase], X: np.ndarray, y: np.ndarray, use: np.ndarray,
     ranks: twice the compute in 60 of the skipped iterations, outlasting the halo there only,
     -1.16% from the full replay against a bound of 0.08%; a drift of the balance whose
     compute falls under the halo's time in the skip, which the path at slope 1 follows down,
-    -2.8% against 0.15%; one rising over it from ends the halo holds, +12% against 1.1%.
-    The two halves of a phase cut in the middle of what it skipped (:attr:`Phase.halved`)
-    are one kind of iteration on one line: each half's skipped compute is judged against the
-    range of both halves' fitted iterations, its slope still its own (public PENNANT at 4
-    ranks, the half before the cut against its own start and the middle window: +0.11% from
-    the full replay against a bound of 1.62%; against both halves' range, 0.47%)."""
+    -2.8% against 0.15%; one rising over it from ends the halo holds, +12% against 1.1%."""
     k = len(group)
     path = group[0].path is not None
     fitted = np.concatenate([c[0] for c in computes])[on]
@@ -2549,13 +2540,11 @@ def _outside(group: list[Phase], X: np.ndarray, y: np.ndarray, use: np.ndarray,
             used = float(line[compute]) * float(np.ptp(X[:, compute])) / \
                 max(float(np.ptp(fitted)), 1e-300)
     out = np.zeros(k)
-    halves = [i for i, q in enumerate(group) if q.halved]
     for i, (_, skipped) in enumerate(computes):
         mine = phase == i
         if not mine.any() or not len(skipped):
             continue
         x = fitted[mine]
-        seen = fitted[np.isin(phase, halves)] if group[i].halved else x
         D = np.column_stack([np.ones(mine.sum()), X[mine][:, others]])
         slope, sure = None, 0.0
         Dx = np.column_stack([D, x])
@@ -2569,11 +2558,10 @@ def _outside(group: list[Phase], X: np.ndarray, y: np.ndarray, use: np.ndarray,
         up, down = ((0.0, 1.0), (0.0, 1.0)) if slope is None else \
             ((max(slope - sure, 0.0), 1.0), (0.0, min(slope + sure, 1.0)))
         within = 0.0 if slope is None else \
-            abs(slope - used) * abs(float((np.clip(skipped, seen.min(), seen.max()) -
-                                           x.mean()).sum()))
+            abs(slope - used) * abs(float((np.clip(skipped, x.min(), x.max()) - x.mean()).sum()))
         out[i] = within + \
-            max(abs(s - used) for s in up) * float(np.clip(skipped - seen.max(), 0, None).sum()) + \
-            max(abs(s - used) for s in down) * float(np.clip(seen.min() - skipped, 0, None).sum())
+            max(abs(s - used) for s in up) * float(np.clip(skipped - x.max(), 0, None).sum()) + \
+            max(abs(s - used) for s in down) * float(np.clip(x.min() - skipped, 0, None).sum())
     return out
 
 
