@@ -1,7 +1,8 @@
-"""Review of session 28's sampling (issue 38): the slowest rank switching inside a loop's skip
-where no drift phase is found, so that ``_slowest_changes`` (ab5a486, which runs only inside
-a drift's phases) never cuts.  Random traces built as benchmarks/bench_sampling_sweep.py
-builds them (ring halo exchanges overlapped with the compute, an allreduce, checks).
+"""A known failure of `--sample auto`, found by session 28's review (issue 38; strict xfails):
+the slowest rank switching inside a loop's skip where no drift phase is found, so that
+``_slowest_changes`` (ab5a486, which runs only inside a drift's phases) never cuts.  Random
+traces built as benchmarks/bench_sampling_sweep.py builds them (ring halo exchanges overlapped
+with the compute, an allreduce, checks).
 
 Seed 247: 4 ranks, 1954 steps, rank 2 1.09x slower but for 157 steps from the middle where
 rank 3 is; a check every 19, 20 then 58 steps; 0.8% jitter.  The loop found first is the
@@ -82,9 +83,10 @@ def _case(seed: int):
     return b.build()
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason="review s28: a switch of the slowest rank outside any "
-                   "drift phase is not cut (seed 247: -0.236% against 0.054%; seed 300: "
-                   "-2.89% against 2.82%; seed 62: +1.072% against 0.566%)")
+@pytest.mark.xfail(strict=True, raises=AssertionError,
+                   reason="review s28: a switch of the slowest rank outside any drift phase "
+                   "is not cut (seed 247: -0.236% against 0.054%; seed 300: -2.89% against "
+                   "2.82%; seed 62: +1.072% against 0.566%)")
 @pytest.mark.parametrize("seed", [247, 300, 62])
 def test_the_bound_holds_over_a_switch_of_the_slowest_rank(seed):
     data = _case(seed)
