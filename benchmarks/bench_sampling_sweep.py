@@ -17,46 +17,17 @@ Run (the code measured is the one importable as ``minitrace``):
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 import numpy as np
 
-from minitrace.model import TraceBuilder
 from minitrace.replay import replay
 from minitrace.replay.sampling import sampled_replay
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))   # tests.support
+from tests.support.ring_loops import ring_trace  # noqa: E402
+
 RATES = ("1Gf", "0.25Gf", "4Gf")
-
-
-def loop_trace(nranks: int, work: np.ndarray, size: np.ndarray, checks, overlap: bool):
-    """``work[r, i]``: rank r's compute in iteration i; ``size[i]``: its halo's bytes;
-    ``checks[i]``: a convergence check (a compute and an allreduce) after it (None: none)."""
-    b = TraceBuilder(nranks)
-    for r in range(nranks):
-        b.add(r, "init")
-        b.add(r, "compute", volume=1e-3)
-    for i in range(work.shape[1]):
-        for r in range(nranks):
-            left, right, s = (r - 1) % nranks, (r + 1) % nranks, int(size[i])
-            if nranks == 2:
-                b.add(r, "irecv", peer=1 - r, tag=7, bytes_recv=s, request=1)
-                b.add(r, "isend", peer=1 - r, tag=7, bytes_sent=s, request=0)
-                reqs = [0, 1]
-            else:
-                b.add(r, "irecv", peer=left, tag=7, bytes_recv=s, request=1)
-                b.add(r, "irecv", peer=right, tag=8, bytes_recv=s, request=2)
-                b.add(r, "isend", peer=right, tag=7, bytes_sent=s, request=3)
-                b.add(r, "isend", peer=left, tag=8, bytes_sent=s, request=4)
-                reqs = [1, 2, 3, 4]
-            steps = [("compute", {"volume": float(work[r, i])}), ("waitall", {"vector": reqs})]
-            for kind, kw in steps if overlap else steps[::-1]:
-                b.add(r, kind, **kw)
-            b.add(r, "allreduce", bytes_sent=8, bytes_recv=8)
-            if checks is not None and checks[i]:
-                b.add(r, "compute", volume=2e-5)
-                b.add(r, "allreduce", bytes_sent=8, bytes_recv=8)
-    for r in range(nranks):
-        b.add(r, "finalize")
-    return b.build()
 
 
 def random_case(seed: int):
@@ -96,7 +67,7 @@ def random_case(seed: int):
         what.append(f"checks {k1}->{k2}")
     overlap = bool(g.random() < 0.7)
     what.append(f"overlap={overlap} jitter={jitter:.3f}")
-    return loop_trace(nr, np.abs(w), np.full(n, size), checks, overlap), " ".join(what)
+    return ring_trace(nr, np.abs(w), np.full(n, size), checks, overlap), " ".join(what)
 
 
 def main(n: int, start: int, every: bool) -> None:

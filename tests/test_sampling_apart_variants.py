@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from minitrace.model import TraceBuilder
 from minitrace.replay import replay
 from minitrace.replay.sampling import sampled_replay
+from tests.support.ring_loops import ring_trace
 
 HALO = 4 << 20
 
@@ -29,26 +29,7 @@ def _checked(n: int = 879, k1: int = 37, k2: int = 57, c: int = 300, switch: int
     w *= 1 + 0.04 * rng.standard_normal(w.shape)
     i = np.arange(n)
     checks = np.where(i < c, i % k1 == 0, i % k2 == 0)
-    b = TraceBuilder(nranks)
-    for r in range(nranks):
-        b.add(r, "init")
-        b.add(r, "compute", volume=1e-3)
-    for k in range(n):
-        for r in range(nranks):
-            left, right = (r - 1) % nranks, (r + 1) % nranks
-            b.add(r, "irecv", peer=left, tag=7, bytes_recv=HALO, request=1)
-            b.add(r, "irecv", peer=right, tag=8, bytes_recv=HALO, request=2)
-            b.add(r, "isend", peer=right, tag=7, bytes_sent=HALO, request=3)
-            b.add(r, "isend", peer=left, tag=8, bytes_sent=HALO, request=4)
-            b.add(r, "compute", volume=float(w[r, k]))
-            b.add(r, "waitall", vector=[1, 2, 3, 4])
-            b.add(r, "allreduce", bytes_sent=8, bytes_recv=8)
-            if checks[k]:
-                b.add(r, "compute", volume=2e-5)
-                b.add(r, "allreduce", bytes_sent=8, bytes_recv=8)
-    for r in range(nranks):
-        b.add(r, "finalize")
-    return b.build()
+    return ring_trace(nranks, w, np.full(n, HALO), checks)
 
 
 def test_variants_seen_only_by_phases_fitted_alone_are_replayed_again():

@@ -8,34 +8,21 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from minitrace.model import TraceBuilder
 from minitrace.replay import replay
 from minitrace.replay.sampling import _slowest_changes, sampled_replay
+from tests.support.ring_loops import ring_trace
 
 HALO = 4 << 20
 
 
-def _trace(n: int, slow: float, peak: float, seed: int):
+def _trace(n: int, slow: float, peak: float, seed: int, jitter: float = 0.01):
     """Two ranks exchanging 4 MB overlapped with their compute, then an allreduce; rank 0's
     compute ``slow`` times rank 1's base throughout, rank 1's rising by ``peak`` in the
-    middle of the loop (a half sine), over rank 0's there; 1% jitter."""
+    middle of the loop (a half sine), over rank 0's there; ``jitter`` (1%)."""
     i = np.arange(n)
     work = 5e-4 * np.vstack([np.full(n, slow), 1 + peak * np.sin(np.pi * i / n)])
-    work *= 1 + 0.01 * np.random.default_rng(seed).standard_normal(work.shape)
-    b = TraceBuilder(2)
-    for r in range(2):
-        b.add(r, "init")
-        b.add(r, "compute", volume=1e-3)
-    for k in range(n):
-        for r in range(2):
-            b.add(r, "irecv", peer=1 - r, tag=7, bytes_recv=HALO, request=1)
-            b.add(r, "isend", peer=1 - r, tag=7, bytes_sent=HALO, request=0)
-            b.add(r, "compute", volume=float(work[r, k]))
-            b.add(r, "waitall", vector=[0, 1])
-            b.add(r, "allreduce", bytes_sent=8, bytes_recv=8)
-    for r in range(2):
-        b.add(r, "finalize")
-    return b.build()
+    work *= 1 + jitter * np.random.default_rng(seed).standard_normal(work.shape)
+    return ring_trace(2, work, np.full(n, HALO))
 
 
 @pytest.mark.parametrize("n, slow, peak, seed", [(1000, 1.3, 0.5, 1), (800, 1.2, 0.4, 3)])

@@ -11,11 +11,10 @@ error (+0.13%) is there without the checks too, the bound then 0.160%."""
 from __future__ import annotations
 
 import numpy as np
-import pytest
 
-from minitrace.model import TraceBuilder
 from minitrace.replay import replay
 from minitrace.replay.sampling import sampled_replay
+from tests.support.ring_loops import ring_trace
 
 
 def _crossing(seed: int = 78):
@@ -39,26 +38,7 @@ def _crossing(seed: int = 78):
                       np.where(i < cs[1], i % ks[1] == 0, i % ks[2] == 0))
     if nr < 3 or g.random() < 0.7:
         raise ValueError(f"seed {seed}: not a ring without overlap (the seed used here is)")
-    b = TraceBuilder(nr)
-    for r in range(nr):
-        b.add(r, "init")
-        b.add(r, "compute", volume=1e-3)
-    for k in range(n):
-        for r in range(nr):
-            left, right = (r - 1) % nr, (r + 1) % nr
-            b.add(r, "irecv", peer=left, tag=7, bytes_recv=size, request=1)
-            b.add(r, "irecv", peer=right, tag=8, bytes_recv=size, request=2)
-            b.add(r, "isend", peer=right, tag=7, bytes_sent=size, request=3)
-            b.add(r, "isend", peer=left, tag=8, bytes_sent=size, request=4)
-            b.add(r, "waitall", vector=[1, 2, 3, 4])
-            b.add(r, "compute", volume=float(abs(w[r, k])))
-            b.add(r, "allreduce", bytes_sent=8, bytes_recv=8)
-            if checks[k]:
-                b.add(r, "compute", volume=2e-5)
-                b.add(r, "allreduce", bytes_sent=8, bytes_recv=8)
-    for r in range(nr):
-        b.add(r, "finalize")
-    return b.build()
+    return ring_trace(nr, np.abs(w), np.full(n, size), checks, overlap=False)
 
 
 def test_the_bound_still_holds_where_the_drift_is_cut_at_a_new_slowest_rank():

@@ -9,11 +9,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from minitrace.model import TraceBuilder
 from minitrace.replay import replay
 from minitrace.replay.sampling import _slowest_changes, sampled_replay
-
-HALO = 4 << 20
+from tests.test_sampling_slowest import _trace as slowest_trace
 
 
 def _trace(seed: int):
@@ -25,23 +23,7 @@ def _trace(seed: int):
     slow = g.uniform(1.1, 1.4)
     peak = slow - 1 + g.uniform(0.02, 0.2)
     jitter = g.uniform(0.01, 0.06)
-    i = np.arange(n)
-    work = 5e-4 * np.vstack([np.full(n, slow), 1 + peak * np.sin(np.pi * i / n)])
-    work *= 1 + jitter * np.random.default_rng(seed).standard_normal(work.shape)
-    b = TraceBuilder(2)
-    for r in range(2):
-        b.add(r, "init")
-        b.add(r, "compute", volume=1e-3)
-    for k in range(n):
-        for r in range(2):
-            b.add(r, "irecv", peer=1 - r, tag=7, bytes_recv=HALO, request=1)
-            b.add(r, "isend", peer=1 - r, tag=7, bytes_sent=HALO, request=0)
-            b.add(r, "compute", volume=float(work[r, k]))
-            b.add(r, "waitall", vector=[0, 1])
-            b.add(r, "allreduce", bytes_sent=8, bytes_recv=8)
-    for r in range(2):
-        b.add(r, "finalize")
-    return b.build()
+    return slowest_trace(n, slow, peak, seed, jitter)
 
 
 def _holds(data) -> None:

@@ -24,9 +24,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from minitrace.model import TraceBuilder
 from minitrace.replay import replay
 from minitrace.replay.sampling import sampled_replay
+from tests.support.ring_loops import ring_trace
 
 
 def _case(seed: int):
@@ -61,26 +61,7 @@ def _case(seed: int):
                           np.where(i < cs[1], i % ks[1] == 0, i % ks[2] == 0))
     if nr < 3 or g.random() >= 0.7:
         raise ValueError(f"seed {seed}: not a ring overlapped (the seeds used here are)")
-    b = TraceBuilder(nr)
-    for r in range(nr):
-        b.add(r, "init")
-        b.add(r, "compute", volume=1e-3)
-    for k in range(n):
-        for r in range(nr):
-            left, right = (r - 1) % nr, (r + 1) % nr
-            b.add(r, "irecv", peer=left, tag=7, bytes_recv=size, request=1)
-            b.add(r, "irecv", peer=right, tag=8, bytes_recv=size, request=2)
-            b.add(r, "isend", peer=right, tag=7, bytes_sent=size, request=3)
-            b.add(r, "isend", peer=left, tag=8, bytes_sent=size, request=4)
-            b.add(r, "compute", volume=float(abs(w[r, k])))
-            b.add(r, "waitall", vector=[1, 2, 3, 4])
-            b.add(r, "allreduce", bytes_sent=8, bytes_recv=8)
-            if checks[k]:
-                b.add(r, "compute", volume=2e-5)
-                b.add(r, "allreduce", bytes_sent=8, bytes_recv=8)
-    for r in range(nr):
-        b.add(r, "finalize")
-    return b.build()
+    return ring_trace(nr, np.abs(w), np.full(n, size), checks)
 
 
 @pytest.mark.xfail(strict=True, raises=AssertionError,
