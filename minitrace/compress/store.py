@@ -485,21 +485,29 @@ def _likely_dataset(raw: bytes) -> bool:
     return n + len(z.flush()) > QUICK_BYTES
 
 
+#: Bytes the inline stream's dictionary (``pack.DICTIONARY``) can save at most, with room:
+#: twice what its own text deflates to (a stream can refer to it where it would otherwise
+#: code that text once; a pack whose string table spells the whole dictionary saves ~950).
+_DICTIONARY_SAVES = 2 * len(zlib.compress(P.DICTIONARY, 9))
+
+
 def _deflated_pack(raw: bytes, level: int, text: int,
                    ends: list[int] | None = None) -> tuple[bytes | None, bytes | None]:
     """(the inline stream, or None where it is above ``pack.ATTR_MAX_BYTES``; the dataset's
     stream, or None where inline) of packed bytes ``raw``: the dictionary's stream first,
     the one without only for a dataset (whose filter takes none), but for packs that are
     seldom inline (:data:`PACK_LARGE_BYTES`, :func:`_likely_dataset`), whose stream without
-    the dictionary, when above the limit by more than ``text`` (the bytes of the pack the
-    dictionary spells: its index and attributes), is the dataset's at once.  The dictionary
-    saves at most about what those bytes cost deflated alone (on the 90 packs: 136-355 bytes,
-    0.35-0.67 of it, 0.08-0.26 of ``text``), so the order changes what is deflated, not the
-    streams kept.  ``ends``: its blocks' (``pack.pack_ends``), when the caller has them."""
+    the dictionary, when above the limit by more than the dictionary can save
+    (:data:`_DICTIONARY_SAVES`, or ``text``, the bytes of the pack it spells, its index and
+    attributes, where more), is the dataset's at once (the dictionary saved 136-355 bytes on
+    the 90 packs of session 25; of the 123 packs of 41 recordings in session 28, the inline
+    ones deflate to at most 16.4 KB, the others to 18.8 KB or more), so the order changes
+    what is deflated, not the streams kept.  ``ends``: its blocks' (``pack.pack_ends``), when
+    the caller has them."""
     deflated = None
     if len(raw) > PACK_LARGE_BYTES or (len(raw) > PACK_QUICK_FROM and _likely_dataset(raw)):
         deflated = P.deflate(raw, level, ends=ends)
-        if len(deflated) > P.ATTR_MAX_BYTES + text:
+        if len(deflated) > P.ATTR_MAX_BYTES + max(text, _DICTIONARY_SAVES):
             return None, deflated
     inline = P.deflate_inline(raw, level, ends)
     if len(inline) <= P.ATTR_MAX_BYTES:
