@@ -2598,7 +2598,9 @@ def _fell(low: float, high: float, skipped: np.ndarray, others: list[tuple]) -> 
     on m above ``high`` says the halves are not on one line there, and gives none.  Public
     PENNANT at 4 ranks, the half before the cut fitted on computes from 372 us, a sixth of its
     skipped ones below: the whole 0-1 range of slopes put its bound at 1.62% from the full
-    replay (the error +0.11%); the other half, fitted from 318 us, at 0.61%."""
+    replay (the error +0.11%); the other half, fitted from 318 us, at 0.61%.  Where the
+    halves' time flattens at different levels below the half's range (the other half's halo
+    faster, the same bytes), nothing the half replays shows it, and the floor fails."""
     fell = np.zeros(len(skipped))
     for xs, ts, noise in others:
         q = xs >= low
