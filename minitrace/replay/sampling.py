@@ -205,9 +205,6 @@ class Phase:
     #: s: how far its skipped time may lie from the line where their compute lies beyond the
     #: fitted iterations' (:func:`_outside`): added to the bound
     outside: float = 0.0
-    #: one of the two halves of a phase cut by :func:`_middle_windows`: the other half's fitted
-    #: iterations may bound its slope below its own fitted compute (:func:`_fell`)
-    halved: bool = False
 
     @property
     def follows(self) -> bool:
@@ -2257,9 +2254,8 @@ def _middle_windows(data, loops, phases: list[Phase], times, cost, at: list,
         if pi in joint or p.skipped < MIDDLE_SKIPS * p.window:
             continue
         at_cut = p.first + p.replayed + p.skipped // 2
-        pieces = [replace(p, stop=at_cut, tail=p.window, halved=True),
-                  replace(p, first=at_cut, replayed=p.window, joint=True, steady_from=None,
-                          halved=True)]
+        pieces = [replace(p, stop=at_cut, tail=p.window),
+                  replace(p, first=at_cut, replayed=p.window, joint=True, steady_from=None)]
         if _gain(loops, phases[:pi] + pieces + phases[pi + 1:], total) >= GAIN:
             trials[pi] = pieces
     apart = set()
@@ -2529,9 +2525,7 @@ def _outside(group: list[Phase], X: np.ndarray, y: np.ndarray, use: np.ndarray,
     ranks: twice the compute in 60 of the skipped iterations, outlasting the halo there only,
     -1.16% from the full replay against a bound of 0.08%; a drift of the balance whose
     compute falls under the halo's time in the skip, which the path at slope 1 follows down,
-    -2.8% against 0.15%; one rising over it from ends the halo holds, +12% against 1.1%.
-    Below the fitted range of a half of a phase cut in the middle, the other half's fitted
-    iterations may show how far the time falls there at least (:func:`_fell`)."""
+    -2.8% against 0.15%; one rising over it from ends the halo holds, +12% against 1.1%."""
     k = len(group)
     path = group[0].path is not None
     fitted = np.concatenate([c[0] for c in computes])[on]
@@ -2545,76 +2539,30 @@ def _outside(group: list[Phase], X: np.ndarray, y: np.ndarray, use: np.ndarray,
         if compute is not None:
             used = float(line[compute]) * float(np.ptp(X[:, compute])) / \
                 max(float(np.ptp(fitted)), 1e-300)
-    fits = []
-    for i in range(k):
-        mine = phase == i
-        slope, sure, noise = None, 0.0, None
-        D = np.column_stack([np.ones(mine.sum()), X[mine][:, others]])
-        Dx = np.column_stack([D, fitted[mine]])
-        if mine.any() and np.linalg.matrix_rank(Dx) > np.linalg.matrix_rank(D):
-            beta, *_ = np.linalg.lstsq(Dx, total[mine], rcond=None)
-            resid = total[mine] - Dx @ beta
-            dof = len(resid) - np.linalg.matrix_rank(Dx)
-            noise = float(np.sqrt(max(float(resid @ resid), 0.0) / max(dof, 1)))
-            sure = _Z * noise * float(np.sqrt(max(float(np.linalg.pinv(Dx.T @ Dx)[-1, -1]), 0.0)))
-            slope = min(max(float(beta[-1]), 0.0), 1.0)
-        fits.append((slope, sure, noise))
     out = np.zeros(k)
     for i, (_, skipped) in enumerate(computes):
         mine = phase == i
         if not mine.any() or not len(skipped):
             continue
         x = fitted[mine]
-        slope, sure, _ = fits[i]
+        D = np.column_stack([np.ones(mine.sum()), X[mine][:, others]])
+        slope, sure = None, 0.0
+        Dx = np.column_stack([D, x])
+        if np.linalg.matrix_rank(Dx) > np.linalg.matrix_rank(D):
+            beta, *_ = np.linalg.lstsq(Dx, total[mine], rcond=None)
+            resid = total[mine] - Dx @ beta
+            dof = len(resid) - np.linalg.matrix_rank(Dx)
+            sure = _Z * float(np.sqrt(max(float(resid @ resid), 0.0) / max(dof, 1) *
+                                      max(float(np.linalg.pinv(Dx.T @ Dx)[-1, -1]), 0.0)))
+            slope = min(max(float(beta[-1]), 0.0), 1.0)
         up, down = ((0.0, 1.0), (0.0, 1.0)) if slope is None else \
             ((max(slope - sure, 0.0), 1.0), (0.0, min(slope + sure, 1.0)))
         within = 0.0 if slope is None else \
             abs(slope - used) * abs(float((np.clip(skipped, x.min(), x.max()) - x.mean()).sum()))
-        below = np.clip(x.min() - skipped, 0, None)
-        fell = np.zeros(len(skipped))
-        if group[i].halved and not others:
-            fell = _fell(x.min(), down[1], skipped,
-                         [(fitted[phase == j], total[phase == j], fits[j][2])
-                          for j in range(k) if j != i and group[j].halved])
         out[i] = within + \
             max(abs(s - used) for s in up) * float(np.clip(skipped - x.max(), 0, None).sum()) + \
-            float(np.maximum(np.abs(used * below - fell), np.abs(down[1] - used) * below).sum())
+            max(abs(s - used) for s in down) * float(np.clip(x.min() - skipped, 0, None).sum())
     return out
-
-
-def _fell(low: float, high: float, skipped: np.ndarray, others: list[tuple]) -> np.ndarray:
-    """Per skipped iteration of a half of a phase cut in the middle (:func:`_middle_windows`;
-    ``skipped``: their computes), the least its time lies below the time at ``low`` (the
-    half's lowest fitted compute; ``high``: the most its own fit lets the slope be below it),
-    from the other half's fitted iterations (``others``: per other half its fitted computes,
-    times, and residual standard deviation); 0 where they show nothing.  The slope grows with
-    the compute and is at most 1 (:func:`_outside`), and the halves are one kind of
-    iteration (one line, an intercept each): from the other half's iterations at or
-    below a compute u (P) to those from ``low`` up (Q), the time rose by at most m (the mean
-    slope over [c, ``low``], any c from u up) times ``low`` less P's mean compute, plus Q's
-    mean compute less ``low``; their mean times' difference, less three of its standard
-    errors, bounds m below, and the fall from ``low`` to c by m (``low`` less the larger of c
-    and u); the largest such fall over the other half's computes u below ``low``.  A bound
-    on m above ``high`` says the halves are not on one line there, and gives none.  Public
-    PENNANT at 4 ranks, the half before the cut fitted on computes from 372 us, a sixth of its
-    skipped ones below: the whole 0-1 range of slopes put its bound at 1.62% from the full
-    replay (the error +0.11%); the other half, fitted from 318 us, at 0.61%.  Where the
-    halves' time flattens at different levels below the half's range (the other half's halo
-    faster, the same bytes), nothing the half replays shows it, and the floor fails."""
-    fell = np.zeros(len(skipped))
-    for xs, ts, noise in others:
-        q = xs >= low
-        if noise is None or not q.any():
-            continue
-        for u in np.unique(xs[~q]):
-            p = xs <= u
-            rise = float(ts[q].mean() - ts[p].mean()) - \
-                _Z * noise * np.sqrt(1 / p.sum() + 1 / q.sum())
-            m = (rise - float(xs[q].mean() - low)) / float(low - xs[p].mean())
-            if m > high + 1e-12:
-                return np.zeros(len(skipped))
-            fell = np.maximum(fell, max(m, 0.0) * np.clip(low - np.maximum(skipped, u), 0, None))
-    return fell
 
 
 def _apart(X: np.ndarray, y: np.ndarray, mine: np.ndarray, rest: np.ndarray, i: int, k: int,
