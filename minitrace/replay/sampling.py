@@ -1829,6 +1829,11 @@ def sampled_replay(data, loops: list[np.ndarray] | None, sample="auto", *,
                  _group_labels(fitted, group, cost, need == 1), scale)
         apart = [pi for pi, p in enumerate(phases) if p.apart]
         if apart:                       # sampled and fitted alone: replayed again
+            def cover(qi: int) -> None:     # (--sample K: by the tail)
+                _cover_group(phases, qi, cost, fixed is None, need)
+                why = _keep_if_inseparable(data, top, phases[qi])
+                if why:
+                    notes.append(f"replayed whole: {why}")
             left = {phases[pi].like for pi in apart}
             for pi in apart:
                 p = phases[pi]
@@ -1838,17 +1843,11 @@ def sampled_replay(data, loops: list[np.ndarray] | None, sample="auto", *,
                     p.replayed, p.tail = max(p.replayed, start), max(p.tail, tail)
                     if p.replayed + p.tail >= p.iterations:
                         p.replayed, p.tail = p.iterations, 0
-                _cover_group(phases, pi, cost, fixed is None, need)   # (--sample K: the tail)
-                why = _keep_if_inseparable(data, top, p)
-                if why:
-                    notes.append(f"replayed whole: {why}")
+                cover(pi)
             for group in _groups(phases):   # what they saw, those they left no longer see
                 if left.intersection(group):
                     for qi in group:
-                        _cover_group(phases, qi, cost, fixed is None, need)
-                        why = _keep_if_inseparable(data, top, phases[qi])
-                        if why:
-                            notes.append(f"replayed whole: {why}")
+                        cover(qi)
             notes.append(f"{len(apart)} phase(s) fitted alone, not on the line of those whose "
                          f"calls they make: their own replayed iterations depart from its "
                          f"slopes beyond chance (" + ", ".join(
