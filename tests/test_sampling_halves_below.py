@@ -7,12 +7,10 @@ the first half's range at a level the second half's does not, nothing the first 
 shows it (8 of 10 seeds failed, -6.4e-4 s against 1.0e-4 s).  Both cases hold without it."""
 from __future__ import annotations
 
-from dataclasses import replace
-
 import numpy as np
 import pytest
 
-from minitrace.replay.sampling import Phase, _fit, _spread
+from tests.test_sampling_halves_kink import fitted_halves
 
 
 def _halves(seed: int, kink: float, other: float | None = None):
@@ -29,13 +27,7 @@ def _halves(seed: int, kink: float, other: float | None = None):
     c[cut:] = rng.uniform(1.5e-4, 2.4e-4, n - cut)
     level = np.r_[np.full(cut, kink), np.full(n - cut, kink if other is None else other)]
     t = (np.maximum(c, level) + 2e-5) * (1 + 0.002 * rng.standard_normal(n))
-    a = Phase(0, 0, cut, w, replayed=4 * w, tail=w, steady_from=0)
-    b = replace(a, first=cut, stop=n, replayed=w, joint=True)
-    xs = [(t[:4 * w], t[cut - w:cut]), (t[cut:cut + w], t[n - w:])]
-    _fit([a, b], xs, [c[:cut, None], c[cut:, None]], scale=1.0)
-    # skipped iterations (each tail's first is predicted, less its replayed time: _fit)
-    true = t[a.replayed:cut - w].sum() + t[cut + w:n - w].sum()
-    return a.skipped_time + b.skipped_time - true, _spread([a, b])
+    return fitted_halves(c, t, cut, w)
 
 
 @pytest.mark.parametrize("seed", range(10))

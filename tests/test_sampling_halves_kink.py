@@ -29,6 +29,15 @@ def _group(seed: int = 0):
     c[fitted] = rng.uniform(1.8e-4, 2.2e-4, len(fitted))
     c[cut:] = rng.uniform(1e-4, 3e-4, n - cut)
     t = (np.maximum(c, kink) + 2e-5) * (1 + 0.002 * rng.standard_normal(n))
+    return fitted_halves(c, t, cut, w)
+
+
+def fitted_halves(c: np.ndarray, t: np.ndarray, cut: int, w: int) -> tuple[float, float]:
+    """(the halves' predicted skipped time less the truth, their bound) of a loop whose
+    iterations have compute ``c`` and time ``t``, cut at ``cut`` (windows of ``w``): the first
+    half fitted on a start of 4 windows and a tail of one, the second, joint to it, on a start
+    and a tail of one window each."""
+    n = len(c)
     a = Phase(0, 0, cut, w, replayed=4 * w, tail=w, steady_from=0)
     b = replace(a, first=cut, stop=n, replayed=w, joint=True)
     xs = [(t[:4 * w], t[cut - w:cut]), (t[cut:cut + w], t[n - w:])]
