@@ -75,9 +75,16 @@ def _relative(peer: np.ndarray, rank: np.ndarray, nranks: int, allowed: np.ndarr
     (``peer`` int32, as the actions hold it: inside the world is below ``nranks`` as
     unsigned, one comparison)."""
     rel = allowed & (peer.view(np.uint32) < nranks)
-    d = peer - rank          # (peer and rank in [0, nranks): the modulo adds nranks below 0,
-    d += (d >> (8 * d.itemsize - 1)) & nranks     # by the sign's bits: 4x faster than numpy's
-    return rel.view(np.uint8), np.where(rel, d, peer)   # modulo, 2x than an add where d < 0)
+    return rel.view(np.uint8), np.where(rel, _modulo(peer - rank, nranks), peer)
+
+
+def _modulo(d: np.ndarray, nranks: int) -> np.ndarray:
+    """``d % nranks`` for integers ``d`` in (-nranks, nranks) (a peer less a rank, both in the
+    world), in place: nranks added below 0 by the sign's bits (4x faster than numpy's modulo,
+    2x than an add where d < 0; a sendrecv vector's source took 0.13 ms of public miniMD 2r's
+    2 ms of signatures by the modulo)."""
+    d += (d >> (8 * d.itemsize - 1)) & nranks
+    return d
 
 
 #: Slots of :func:`_first_names`' direct table at most, per name (a request id is usually a
@@ -240,7 +247,7 @@ def encode(data: TraceColumns, columns: dict | None = None,
     src = entries[first_entry] if total else np.zeros(0, np.int64)
     sr = _SENDRECV_VECTOR[kind[vrows]] & (src >= 0) & (src < P)
     code[sr] = VEC_SENDRECV
-    entries[first_entry[sr]] = (src[sr] - rank[vrows[sr]]) % max(P, 1)
+    entries[first_entry[sr]] = _modulo(src[sr] - rank[vrows[sr]], P)
     tok = _REQUEST_VECTOR[kind[vrows]]
     code[tok] = VEC_REQUESTS
     modes = np.zeros(total, np.int64)        # a token entry is (mode, value)
