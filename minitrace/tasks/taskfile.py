@@ -71,13 +71,6 @@ def _write_group(f: h5py.File, graphs: TaskGraph | dict[int, TaskGraph]) -> None
                                  compression="gzip", compression_opts=1, shuffle=True)
 
 
-def has_tasks(path: str) -> bool:
-    """Whether a minitrace file holds a ``/tasks`` group."""
-    check_file(path)
-    with h5py.File(path, "r") as f:
-        return "tasks" in f
-
-
 def describe(graph: TaskGraph) -> str:
     """One line on a task graph (what ``record --openmp``, ``info`` and ``validate`` print)."""
     s = graph.summary()
