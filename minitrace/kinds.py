@@ -168,9 +168,6 @@ COMM_KINDS = _category("comm")
 #: Communicator creations whose ``request`` is the new communicator's id (``comm_idup``'s is its
 #: request: its communicator is learned when first used).
 NEW_COMM_KINDS = COMM_KINDS - {"comm_free", "comm_size", "comm_idup"}
-#: Creations of an intercommunicator (its actions carry FLAG_INTERCOMM).
-INTERCOMM_KINDS = frozenset({"intercomm_create", "intercomm_create_from_groups", "comm_spawn",
-                             "comm_spawn_multiple"})
 #: Program structure that is not an MPI call.
 NON_MPI = frozenset({"compute", "sleep", "region_begin", "region_end", "pause", "resume"})
 #: Kinds whose volume is the program's own work; any other kind's volume is the CPU time
@@ -210,8 +207,6 @@ ONE_SIDED = _category("win", "rma", "rsync")
 #: MPI-IO: ``tag`` the file id (unique per rank), ``comm`` the file's communicator; reads have
 #: ``bytes_recv``, writes ``bytes_sent``, vector ``[offset]`` when known (see docs/FORMAT.md).
 IO_KINDS = _category("io")
-IO_READS = frozenset(n for n in IO_KINDS if "_read" in n or n.startswith("file_iread"))
-IO_WRITES = frozenset(n for n in IO_KINDS if "_write" in n or n.startswith("file_iwrite"))
 NONBLOCKING_IO = frozenset(n for n in IO_KINDS if n.startswith("file_i"))
 #: Every collective call a communicator's members make in the same order.
 ORDERED_COLLECTIVES = ALL_COLLECTIVES | NEIGHBOR_COLLECTIVES | \
