@@ -464,25 +464,33 @@ def _create(tmp: str) -> h5py.File:
 #: twice took 1.1-1.4 ms of PENNANT 2r's exact files (151 KB).
 PACK_LARGE_BYTES = 8 * P.ATTR_MAX_BYTES
 #: Packs of more bytes than this, up to :data:`PACK_LARGE_BYTES`, are deflated for a dataset
-#: first where a quick deflate (level 1, no dictionary) of them is above :data:`QUICK_BYTES`
-#: (on those 90 packs: at most 17.2 KB where inline, 21.4 KB at least where not, 0.04-0.8 ms
-#: against their level 7's 0.15-2.4 ms; on the 123 of session 28's 41 recordings, codings
-#: of format version 13: at most 16.4 KB where inline, 18.8 KB at least where not: 18 KB (at
-#: 20, miniMD 2r's bounded pack and NPB MG A 2r's exact one were deflated twice: ~0.7, 1 ms)).
+#: first where a quick deflate (level 1, no dictionary) of every other :data:`QUICK_BLOCK`
+#: bytes of them, doubled, is above :data:`QUICK_BYTES` (of the whole pack until session
+#: 29: on session 25's 90 packs at most 17.2 KB where inline, 21.4 KB at least where not,
+#: 0.04-0.8 ms against their level 7's 0.15-2.4 ms; on the 123 of session 28's 41
+#: recordings, codings of format version 13: at most 16.4 KB where inline, 18.8 KB at least
+#: where not: 18 KB (at 20, miniMD 2r's bounded pack and NPB MG A 2r's exact one were
+#: deflated twice: ~0.7, 1 ms).  Every other block, on the 92 packs in that range of the 56
+#: recordings' 168 file-modes: at most 17.9 KB where inline, 19.8 KB at least where not (the
+#: whole pack: 16.8, 19.3), for half the time: the exact packs of CloverLeaf 2r 480 and
+#: miniMD 2r and the bounded ones of miniAMR 2r and miniMD 4r, datasets, took 0.31-0.45 ms
+#: so, 0.15-0.23 now; inline ones 0.08-0.14 ms, 0.05-0.08 now).
 PACK_QUICK_FROM = 2 * P.ATTR_MAX_BYTES
 QUICK_BYTES = 9 * P.ATTR_MAX_BYTES // 8
+QUICK_BLOCK = 2048
 
 
 def _likely_dataset(raw: bytes) -> bool:
-    """Whether packed bytes ``raw`` deflate quickly (level 1) to more than
-    :data:`QUICK_BYTES`: then seldom inline (stopped as soon as they do)."""
+    """Whether packed bytes ``raw`` deflate quickly (level 1, every other
+    :data:`QUICK_BLOCK`, doubled) to more than :data:`QUICK_BYTES`: then seldom inline
+    (stopped as soon as they do)."""
     z = zlib.compressobj(1)
-    n, step = 0, P.ATTR_MAX_BYTES
-    for at in range(0, len(raw), step):
-        n += len(z.compress(raw[at:at + step]))
+    n = 0
+    for at in range(0, len(raw), 2 * QUICK_BLOCK):
+        n += 2 * len(z.compress(raw[at:at + QUICK_BLOCK]))
         if n > QUICK_BYTES:
             return True
-    return n + len(z.flush()) > QUICK_BYTES
+    return n + 2 * len(z.flush()) > QUICK_BYTES
 
 
 #: Bytes the inline stream's dictionary (``pack.DICTIONARY``) can save at most, with room:
