@@ -31,6 +31,7 @@ inline pack deflated, 350-400 of a dataset's (public CloverLeaf 2r's model file 
 """
 from __future__ import annotations
 
+import functools
 import zlib
 
 import numpy as np
@@ -109,9 +110,12 @@ _DTYPE_IDS = {n: i for i, n in enumerate(DTYPES)}
 #: A binary index entry's shape byte (below the type's number times 8) for "the shape of the
 #: entry before".
 _SAME_SHAPE = 7
+_ONE_BYTE = tuple(bytes((x,)) for x in range(128))
 
 
 def _varint(x: int) -> bytes:
+    if x < 128:                     # (most: one byte, without the loop)
+        return _ONE_BYTE[x]
     out = bytearray()
     while True:
         out.append((x & 127) | (128 if x > 127 else 0))
@@ -293,12 +297,21 @@ _MAX_NDIM = 2
 
 def packs(a: np.ndarray) -> bool:
     """Whether ``a`` goes into the pack (small numbers of at most 2 dimensions)."""
-    return a.nbytes <= MAX_BYTES and a.dtype.kind in _KINDS and a.ndim <= _MAX_NDIM \
-        and a.dtype.fields is None and a.dtype.newbyteorder("<").str in _DTYPE_IDS
+    return a.nbytes <= MAX_BYTES and a.ndim <= _MAX_NDIM and _packable_type(a.dtype)
+
+
+@functools.lru_cache(maxsize=None)
+def _packable_type(dtype: np.dtype) -> bool:
+    """Whether arrays of ``dtype`` go into the pack (numbers of a type of :data:`DTYPES`),
+    found once a process (a compressed file asks of ~60 arrays three times each)."""
+    return dtype.kind in _KINDS and dtype.fields is None and \
+        dtype.newbyteorder("<").str in _DTYPE_IDS
 
 
 def shuffled(a: np.ndarray) -> bytes:
     """``a``'s bytes byte-shuffled (byte 0 of every element, then byte 1...)."""
+    if a.dtype.itemsize == 1:       # (its bytes as they are)
+        return a.tobytes()
     b = np.ascontiguousarray(a).view(np.uint8).reshape(-1, a.dtype.itemsize)
     return b.T.tobytes()
 
@@ -322,8 +335,11 @@ def pack_ends(arrays: dict, version: int | None = None) -> tuple[np.ndarray, lis
     for name, a in arrays.items():
         if " " in name or "\n" in name or not packs(a):
             raise ValueError(f"{name!r} cannot be packed")
-        a = a.astype(a.dtype.newbyteorder("<"), copy=False)
-        entries.append((name, a.dtype.str, a.shape))
+        code = a.dtype.str
+        if code[0] == ">":          # (stored little-endian)
+            a = a.astype(a.dtype.newbyteorder("<"))
+            code = a.dtype.str
+        entries.append((name, code, a.shape))
         blobs.append(shuffled(a))
     if (VERSION if version is None else version) >= BINARY_INDEX_VERSION:
         index = binary_index(entries)
