@@ -479,3 +479,51 @@ def test_proc_null_calls_are_exact_no_ops_in_export(tmp_path):
     assert [x for x in lines if x.startswith("0 ")] == \
         ["0 init", "0 isend 1 0 16", "0 waitall", "0 finalize"]
     assert [x for x in lines if x.startswith("1 ")] == ["1 init", "1 recv 0 0 16", "1 finalize"]
+
+
+def test_requests_completed_by_tests_round_trip(tmp_path):
+    """A text trace does not say which test succeeded: a request tested but never waited for is
+    read as completed by its last test before the next request of its (src, dst, tag), or the
+    rank's end; a request tested then waited for by its wait.  A recorded trace whose tests
+    completed its sends and receives (public SNAP's) comes back with the same flags, valid
+    (before: every such request incomplete, and later tests named the first request)."""
+    done = K.FLAG_COMPLETED
+    b = TraceBuilder(2, {"volume_unit": "flops"})
+    for r in range(2):
+        b.add(r, "init")
+    for i in range(3):                     # the same key each time, tested until it completes
+        b.add(0, "isend", peer=1, tag=7, bytes_sent=8, request=i)
+        b.add(0, "test", request=i)
+        b.add(0, "compute", volume=1e6)
+        b.add(0, "test", request=i, flags=done)
+        b.add(1, "irecv", peer=0, tag=7, bytes_recv=8, request=i)
+        b.add(1, "test", request=i, flags=done)
+    b.add(0, "isend", peer=1, tag=8, bytes_sent=8, request=3)   # tested, then waited for
+    b.add(0, "test", request=3)
+    b.add(0, "wait", request=3)
+    b.add(1, "recv", peer=0, tag=8, bytes_recv=8)
+    for r in range(2):
+        b.add(r, "finalize")
+    src = b.build()
+    assert validate(src).ok
+    write_ti(src, tmp_path / "t.txt", layout="single")
+    back = read_ti(tmp_path / "t.txt")
+    assert validate(back).ok, validate(back).lines()
+    for r in range(2):
+        tests = src.actions[src.rank_slice(r)]["kind"] == K.CODE["test"]
+        assert np.array_equal(back.actions[back.rank_slice(r)]["flags"][tests] & done,
+                              src.actions[src.rank_slice(r)]["flags"][tests] & done)
+
+
+def test_a_test_names_the_request_pending_under_its_key(tmp_path):
+    """Two isends of one key, each tested once, never waited for: each test is its own
+    request's and completes it (SimGrid's replay keeps one request a key)."""
+    (tmp_path / "t.txt").write_text("0 init\n1 init\n0 isend 1 3 8\n0 test 0 1 3\n"
+                                    "0 isend 1 3 8\n0 test 0 1 3\n1 recv 0 3 8\n1 recv 0 3 8\n"
+                                    "0 finalize\n1 finalize\n")
+    d = read_ti(tmp_path / "t.txt")
+    r0 = d.actions[d.rank_slice(0)]
+    tests = np.flatnonzero(r0["kind"] == K.CODE["test"])
+    assert r0["request"][tests].tolist() == [0, 1]
+    assert (r0["flags"][tests] & K.FLAG_COMPLETED).all()
+    assert validate(d).ok, validate(d).lines()
