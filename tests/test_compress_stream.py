@@ -14,6 +14,7 @@ from tests.support import synthetic
 from minitrace.compress.expand import Expander
 from minitrace.compress.files import write_compressed
 from minitrace.compress.store import compress
+from minitrace.model import TraceBuilder
 from minitrace.replay.stream import RankText, streamable
 from minitrace.converters.simgrid_ti import ExportReport, read_ti, write_ti
 from minitrace.replay.replayer_build import binary
@@ -75,6 +76,28 @@ def test_replay_from_the_compressed_file_predicts_the_same_times(tmp_path, name,
                    {})[0] is None
     assert _feeder(str(packed), tmp_path / "w2", rate, None, None, binary(), False, "auto",
                    {})[0] is not None
+
+
+@pytest.mark.parametrize("library,name", [("MPICH Version:\t4.0.2", "MPICH"),
+                                          ("Open MPI v4.1.4", "Open MPI")])
+def test_the_streamed_replay_says_whose_collectives_as_the_plain_one(tmp_path, library, name):
+    """The compressed file's replay (streamed) names the library whose collective algorithms
+    it used, as the plain file's does (its note was left out: public CoMD 2r, helper QA)."""
+    b = TraceBuilder(2, {"volume_unit": "flops", "mpi_library": library})
+    for r in range(2):
+        b.add(r, "init")
+        for _ in range(20):
+            b.add(r, "compute", volume=1e6)
+            b.add(r, "allreduce", bytes_sent=8, bytes_recv=8)
+        b.add(r, "finalize")
+    data = b.build()
+    plain, packed = tmp_path / "plain.h5", tmp_path / "packed.h5"
+    storage.write_trace(plain, data)
+    write_compressed(str(packed), data)
+    a = minitrace.replay.replay(str(plain), engine="native")
+    b = minitrace.replay.replay(str(packed), engine="native")
+    assert f"collectives as {name} runs them (--collectives; docs/REPLAY.md)" in a.notes
+    assert b.notes == a.notes and b.simulated_time == a.simulated_time
 
 
 def test_a_rank_without_init_is_refused_as_from_the_column_form(tmp_path):

@@ -268,15 +268,17 @@ def _feeder(trace, work: Path, rate, red, copies, native, timeline: bool | str,
     from .stream import Feeder, streamable
     if c is None or streamable(c) is not None:
         return None, {}
-    options, mixed = world_plan(c.table, len(c.comms.get(0, range(c.nranks))),
-                                resolve(collectives, meta), cfg)
+    library = resolve(collectives, meta)
+    options, mixed = world_plan(c.table, len(c.comms.get(0, range(c.nranks))), library, cfg)
     if mixed:
         return None, {}
     c.meta = dict(meta)
     from .work import flops_actions
     source = os.fspath(trace) if isinstance(trace, (str, os.PathLike)) else None
     flops_actions(_empty_like(c.meta), rate, red, source, copies)   # the rates' errors first
-    return Feeder(c, work, rate, red, copies, source, cfg if posted else None), options
+    feeder = Feeder(c, work, rate, red, copies, source, cfg if posted else None)
+    feeder.report.library = library       # (its notes say whose collectives, as the export's)
+    return feeder, options
 
 
 def _empty_like(meta: dict):
