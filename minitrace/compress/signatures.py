@@ -335,15 +335,38 @@ def _first_of(ids: np.ndarray, k: int) -> np.ndarray:
     return first
 
 
-def _dedup_contents(code: np.ndarray, entries: np.ndarray, modes: np.ndarray,
-                    lens: np.ndarray):
-    """(content id of each vector, CSR offsets, values) of the distinct contents among vectors
-    given as their encoding, entries back to back (lengths ``lens``) and the entries' token
-    modes; a content is stored as ``[code, entries]``, or ``[code, (mode, value)...]`` for
-    request tokens.  A hash, checked exactly."""
-    if not len(lens):
-        return np.zeros(0, np.int32), np.zeros(1, np.int64), np.zeros(0, np.int64)
-    starts = np.cumsum(lens) - lens
+def _content_keys(code: np.ndarray, entries: np.ndarray, modes: np.ndarray,
+                  lens: np.ndarray, starts: np.ndarray) -> np.ndarray | None:
+    """Each vector's content (its encoding, length, entries and their modes) as one int64,
+    the digits of a mixed radix, where they fit, else None: the entries of recorded vectors
+    span a few values (sources less ranks, request tokens), and a number needs no check where
+    a hash does (public miniMD 2r's 8,422 vectors: 0.35 ms hashed and checked, 0.24 so;
+    miniMD 4r's 33,684: 1.15, 0.74 ms)."""
+    (e_lo, e_hi), longest = _bounds(entries), int(lens.max())
+    span_e = e_hi - e_lo + 1
+    if span_e ** longest >= 1 << 63:             # (the entries alone: no need of the rest)
+        return None
+    (m_lo, m_hi), (c_lo, c_hi) = _bounds(modes), _bounds(code)
+    span_m, span_c = m_hi - m_lo + 1, c_hi - c_lo + 1
+    base = span_e * span_m                       # (an entry and its mode: a digit)
+    if base ** longest * (longest + 1) * span_c >= 1 << 63:
+        return None
+    place = np.arange(len(entries)) - np.repeat(starts, lens)
+    power = np.array([base ** j for j in range(longest)], np.int64)
+    body = segment_sums(((entries - e_lo) * span_m + (modes - m_lo)) * power[place], starts,
+                        lens)
+    return (body * (longest + 1) + lens) * span_c + (code - c_lo)
+
+
+def _bounds(x: np.ndarray) -> tuple[int, int]:
+    """(least, largest) of integers ``x``, (0, 0) for none (vectors all empty)."""
+    return (int(x.min()), int(x.max())) if len(x) else (0, 0)
+
+
+def _hashed_contents(code: np.ndarray, entries: np.ndarray, modes: np.ndarray,
+                     lens: np.ndarray, starts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(content id of each vector, the first vector of each id) of :func:`_dedup_contents`'
+    vectors by a hash, checked exactly (a collision: exact, by bytes)."""
     u = np.uint64
     with np.errstate(over="ignore"):
         mix = (entries.view(u) + u(0x9E3779B97F4A7C15)) * u(0xBF58476D1CE4E5B9) + modes.view(u)
@@ -368,6 +391,26 @@ def _dedup_contents(code: np.ndarray, entries: np.ndarray, modes: np.ndarray,
                         for c, s, k in zip(code.tolist(), starts.tolist(), lens.tolist())],
                        np.int64)
         first = _first_of(ids, len(keys))
+    return ids, first
+
+
+def _dedup_contents(code: np.ndarray, entries: np.ndarray, modes: np.ndarray,
+                    lens: np.ndarray):
+    """(content id of each vector, CSR offsets, values) of the distinct contents among vectors
+    given as their encoding, entries back to back (lengths ``lens``) and the entries' token
+    modes; a content is stored as ``[code, entries]``, or ``[code, (mode, value)...]`` for
+    request tokens.  Each content as one exact number where it fits (:func:`_content_keys`),
+    else a hash, checked exactly (:func:`_hashed_contents`); ids in order of first
+    appearance either way."""
+    if not len(lens):
+        return np.zeros(0, np.int32), np.zeros(1, np.int64), np.zeros(0, np.int64)
+    starts = np.cumsum(lens) - lens
+    keys = _content_keys(code, entries, modes, lens, starts)
+    if keys is None:
+        ids, first = _hashed_contents(code, entries, modes, lens, starts)
+    else:
+        ids, uniq = pd.factorize(keys)
+        first = _first_of(ids, len(uniq))
     # each distinct content [code, entries] or [code, (mode, entry)...], back to back (at
     # once: a loop over the contents took 2.8 ms of miniMD 4r's 10 ms of signatures)
     k, pairs = lens[first], code[first] == VEC_REQUESTS
