@@ -272,10 +272,12 @@ def _sorted_bases(v: np.ndarray, k: np.ndarray, ctxs: np.ndarray) -> np.ndarray:
         count = np.bincount(kv, minlength=int(ctxs[-1]) + 1)[ctxs]
         return vv[order][np.searchsorted(kv[order], ctxs) + count // 2]
     key = kv * span + (vv - lo)              # (one sort of int64 keys: lexsort took 3x)
-    key.sort()
+    if span * (int(ctxs[-1]) + 1) < 1 << 31:  # (as int32 where they fit: miniMD 4r's 33 k
+        key = key.astype(np.int32)           # duration steps far from their bases sorted
+    key.sort()                               # in 0.6 ms, as int64 in 1.0)
     held = np.searchsorted(key, key + (_DIRECT - 1), "right")   # (never past its context)
     held -= np.arange(len(key))
-    start = np.searchsorted(key, ctxs * span)
+    start = np.searchsorted(key, (ctxs * span).astype(key.dtype))
     end = np.append(start[1:], len(key))
     best = np.maximum.reduceat(held, start)
     at = np.flatnonzero(held == np.repeat(best, end - start))
