@@ -324,13 +324,26 @@ def _rule_symbols(seq: np.ndarray, p: int, starts: np.ndarray, copies: np.ndarra
     rows = np.empty((len(starts), p + 1), seq.dtype)
     rows[:, :p] = seq[starts[:, None] + np.arange(p)]
     rows[:, p] = copies
-    keys = rows.view(np.dtype((np.void, rows.itemsize * (p + 1)))).ravel()
-    _, first, which = np.unique(keys, return_index=True, return_inverse=True)
+    _, first, which = np.unique(_row_keys(rows), return_index=True, return_inverse=True)
     order = np.argsort(first)
     symbols = np.empty(len(first), seq.dtype)
     for u, i in zip(order.tolist(), first[order].tolist()):
         symbols[u] = rules.rule(rows[i, :p], int(copies[i]))
     return symbols[which.ravel()]
+
+
+def _row_keys(rows: np.ndarray) -> np.ndarray:
+    """A key per row of non-negative integers, equal where the rows are: the row's digits in
+    base (largest + 1) where they fit an int64 (np.unique took 0.05 ms of 2,032 repeats of 3
+    numbers so, 0.14 of their bytes: some folds of miniAMR 2r and miniMD 4r), else its
+    bytes."""
+    base = int(rows.max()) + 1
+    if base ** rows.shape[1] >= 1 << 63:
+        return rows.view(np.dtype((np.void, rows.itemsize * rows.shape[1]))).ravel()
+    key = np.zeros(len(rows), np.int64)
+    for col in rows.T:                   # (Horner's rule, a column at a time)
+        key = key * base + col
+    return key
 
 
 def _fold_overlapping(seq: np.ndarray, p: int, starts: np.ndarray, lens: np.ndarray,
