@@ -335,8 +335,8 @@ def _rule_symbols(seq: np.ndarray, p: int, starts: np.ndarray, copies: np.ndarra
 def _row_keys(rows: np.ndarray) -> np.ndarray:
     """A key per row of non-negative integers, equal where the rows are: the row's digits in
     base (largest + 1) where they fit an int64 (np.unique took 0.05 ms of 2,032 repeats of 3
-    numbers so, 0.14 of their bytes: some folds of miniAMR 2r and miniMD 4r), else its
-    bytes."""
+    numbers so, 0.14 of their bytes: grammar.build of miniMD 4r 3.90 -> 3.52 ms, of miniAMR
+    4r 12.4 -> 11.9), else its bytes."""
     base = int(rows.max()) + 1
     if base ** rows.shape[1] >= 1 << 63:
         return rows.view(np.dtype((np.void, rows.itemsize * rows.shape[1]))).ravel()
