@@ -57,7 +57,10 @@ change between windows and keeps the rule from holding until it is small.
 **Skipped iterations**: predicted by a least-squares line of the replayed steady iterations'
 times (the start's from the steady iteration on, the tail's but its first) against their static
 cost (its compute critical path, :func:`superstep_compute`, the most calls but polls a rank
-makes where they vary, and the most polls: :func:`iteration_cost`): the tail
+makes where they vary, and the most polls: :func:`iteration_cost`; and per phase, where
+it fits them better beyond chance, a level for each rank that is the slowest in its fitted
+iterations: :func:`_by_slowest`, a phase cut where a rank that none of them shows the slowest
+clearly becomes it: :func:`_cut_at_unseen_slowest`): the tail
 puts the skipped iterations between replayed ones, so a drift is interpolated, not
 extrapolated; the tail's first, which follows the skip, is predicted with them
 (:func:`_predicted_end`). Its prediction error (residual variance, the starts' or the tails'
@@ -854,6 +857,17 @@ def slowest_compute(data, bounds: np.ndarray, volume=None) -> np.ndarray:
     return static_cost(data, bounds, volume)[0].max(axis=0)
 
 
+def slowest_rank(data, bounds: np.ndarray) -> np.ndarray:
+    """Per iteration, the rank of most compute, -1 where another's is within a millionth of
+    it (equal computes, their sums rounded apart): what an iteration takes beyond its compute
+    critical path depends on it (:func:`_by_slowest`)."""
+    comp = static_cost(data, bounds)[0]
+    if len(comp) < 2:
+        return np.zeros(comp.shape[1], np.int64)
+    top = np.sort(comp, axis=0)[-2:]
+    return np.where(top[1] - top[0] > 1e-6 * np.abs(top[1]), comp.argmax(axis=0), -1)
+
+
 def superstep_compute(data, bounds: np.ndarray) -> np.ndarray:
     """Per iteration, the sum over its supersteps of the slowest rank's compute in each: the
     iteration's critical path when every blocking call that each rank makes equally often in
@@ -1404,6 +1418,82 @@ def _split_at_variants(phases: list[Phase], cost: list[np.ndarray],
     return out
 
 
+def _cut_at_unseen_slowest(phases: list[Phase],
+                           comp: list[np.ndarray]) -> tuple[list[Phase], list]:
+    """The phases, each cut at the first block of ``window`` iterations it would skip whose
+    slowest rank (``comp``: per loop, each rank's compute in each iteration) is clearly so but
+    the slowest in fewer than two of the iterations it would replay (its start, its tail:
+    :func:`_unseen_slowest`): the piece from there on is ``joint`` to the one before, with a
+    start of one window that shows it.  What an iteration takes beyond its compute critical
+    path depends on its slowest rank (:func:`_by_slowest`), and an iteration whose slowest
+    rank no fitted one shows is put at the others' level (seed 300 of
+    tests/test_sampling_switch_back.py: rank 0 the slowest in the start, rank 1 in the tail,
+    rank 2 in 179 of the 546 skipped iterations, 3.9 us an iteration more than rank 0 beyond
+    its path: -2.89% from the full replay against a bound of 2.82%, the start grown to 124;
+    cut at 144, +0.017% against 0.678%).  Each piece is looked at again.  As a variant no
+    fitted iteration shows is replayed (:func:`_cover_variants`), a cut is made whatever the
+    replay's size (seed 247 there: a loop of 77 check periods, rank 3 the slowest in 8
+    skipped ones, the replay already 3.3 times smaller than the trace, 2.5 times after the
+    cut: -0.236% from the full replay against a bound of 0.054% before, +0.018% against
+    1.205% after; none of the 56 recordings changed by it).  Phases ``like`` others, or
+    others like, are left as they are (their variants' replay is shared).  Returns the
+    phases and the (loop, iteration) of each cut."""
+    shared = {q.like for q in phases if q.like is not None}
+    out, cuts, moved = [], [], {}
+    for pi, p in enumerate(phases):
+        moved[pi] = len(out)
+        if p.like is not None:
+            p.like = moved[p.like]
+        if p.like is not None or pi in shared:
+            out.append(p)
+            continue
+        todo = [p]
+        while todo:
+            q = todo.pop(0)
+            at = _unseen_slowest(q, comp[q.loop][:, q.first:q.stop])
+            if at is None:
+                out.append(q)
+                continue
+            a = replace(q, stop=q.first + at,
+                        path=None if q.path is None else q.path[:at],
+                        beyond=None if q.beyond is None else q.beyond[:at])
+            a.replayed, a.tail = min(q.replayed, at), 0
+            if at - a.replayed > 3 * q.window:
+                a.tail = q.window
+            b = replace(q, first=q.first + at, joint=True,
+                        path=None if q.path is None else q.path[at:],
+                        beyond=None if q.beyond is None else q.beyond[at:])
+            b.replayed, b.tail = _least_replay(b.iterations, b.window, True)
+            if b.tail:
+                b.tail = min(max(b.tail, q.tail), b.iterations - b.replayed)
+            if b.replayed + b.tail >= b.iterations:
+                b.replayed, b.tail = b.iterations, 0
+            cuts.append((q.loop, b.first))
+            todo = [a, b] + todo
+    return out, cuts
+
+
+def _unseen_slowest(p: Phase, comp: np.ndarray) -> int | None:
+    """The first iteration (in the phase) of the first block of ``window`` it would skip
+    whose slowest rank (``comp``: each rank's compute in each of its iterations [nranks,
+    iterations]) is clearly so, by more than three standard errors of the two block means'
+    difference (:func:`_slowest_changes`' rule: ranks even, the slowest by chance, cut
+    nothing), and the slowest (the most compute) in fewer than two of the iterations it
+    would replay; None where there is none."""
+    if len(comp) < 2:
+        return None
+    hi = p.iterations - p.tail
+    slowest = comp.argmax(axis=0)
+    seen = np.bincount(np.r_[slowest[:p.replayed], slowest[hi + 1:]], minlength=len(comp))
+    for j in range(p.replayed, hi - p.window + 1, p.window):
+        block = comp[:, j:j + p.window]
+        mean, se2 = block.mean(1), block.var(1, ddof=1) / p.window
+        top, second = np.argsort(-mean)[:2]
+        if seen[top] < 2 and mean[top] - mean[second] > _Z * np.sqrt(se2[top] + se2[second]):
+            return j
+    return None
+
+
 def _seen(p: Phase, calls: np.ndarray) -> set:
     """The variants (``calls``: :func:`_cover_variants`) among the phase's replayed iterations
     that are fitted."""
@@ -1750,6 +1840,7 @@ def sampled_replay(data, loops: list[np.ndarray] | None, sample="auto", *,
             if tail:
                 p.tail = tail
         cost = [iteration_cost(data, b) for b in top]
+        slowest = [slowest_rank(data, b) for b in top]
         _alike_phases(data, top, phases)
         split = _split_at_variants(phases, cost, fixed)
         if len(split) > len(phases):
@@ -1769,6 +1860,12 @@ def sampled_replay(data, loops: list[np.ndarray] | None, sample="auto", *,
                          f"of an earlier one whose iterations make the same calls, sizes aside "
                          f"(one solve at several sizes; the first of each kind: {firsts}), "
                          f"with an intercept and a start of one window each")
+        if fixed is None:
+            phases, cuts = _cut_at_unseen_slowest(phases, [static_cost(data, b)[0] for b in top])
+            if cuts:
+                notes.append("phases cut where a rank that no iteration they would replay "
+                             "shows as the slowest becomes it: " + ", ".join(
+                                 f"loop {li} at iteration {j}" for li, j in cuts))
         for pi in range(len(phases)):
             _cover_group(phases, pi, cost, fixed is None)
         whys = [_keep_if_inseparable(data, top, p) for p in phases]
@@ -1826,7 +1923,8 @@ def sampled_replay(data, loops: list[np.ndarray] | None, sample="auto", *,
         for group in _groups(fitted):
             _fit([fitted[pi] for pi in group], [times[pi] for pi in group],
                  [cost[fitted[pi].loop][fitted[pi].first:fitted[pi].stop] for pi in group],
-                 _group_labels(fitted, group, cost, need == 1), scale)
+                 _group_labels(fitted, group, cost, need == 1), scale,
+                 [slowest[fitted[pi].loop][fitted[pi].first:fitted[pi].stop] for pi in group])
         apart = [pi for pi, p in enumerate(phases) if p.apart]
         if apart:                       # sampled and fitted alone: replayed again
             def cover(qi: int) -> None:     # (--sample K: by the tail)
@@ -2219,11 +2317,13 @@ def _path_fits(data, loops, phases: list[Phase], times, cost, at: list, scale: f
             c[:, 0] = paths[p.loop][p.first:p.stop]
             costs.append(c)
         fits, labels = [], _group_labels(phases, group, cost, need == 1)
+        slow = [slowest_rank(data, loops[phases[pi].loop])[phases[pi].first:phases[pi].stop]
+                for pi in group]
         for slope in (None,) if scale is None else (None, scale):
             qs = [replace(q, path=None if slope is None else
                           paths[q.loop][q.first:q.stop] * slope, disagree=0.0)
                   for q in (phases[pi] for pi in group)]
-            _fit(qs, [times[pi] for pi in group], costs, labels, scale)
+            _fit(qs, [times[pi] for pi in group], costs, labels, scale, slow)
             fits.append(qs)
         out.append((group, [[replace(phases[pi], disagree=0.0) for pi in group]] + fits))
     return out
@@ -2410,7 +2510,8 @@ def _on_line(X: np.ndarray, phase: np.ndarray, lead: np.ndarray) -> np.ndarray:
 
 
 def _fit(group: list[Phase], xs: list[tuple], costs: list[np.ndarray],
-         labels: list[np.ndarray] | None = None, scale: float | None = None) -> None:
+         labels: list[np.ndarray] | None = None, scale: float | None = None,
+         slowest: list[np.ndarray] | None = None) -> None:
     """Predict the skipped iterations of a group of phases (one, or one with those joint to it),
     and each tail's first (:func:`_predicted_end`), from their steady replayed ones (each
     phase's start from its steady iteration on, its tail but the first): one least-squares
@@ -2422,7 +2523,11 @@ def _fit(group: list[Phase], xs: list[tuple], costs: list[np.ndarray],
     iteration at the head of a start that sets the slopes alone is left out of the line, the
     disagreement it makes kept as the phase's ``shift`` (:func:`_on_line`); ``labels``: per
     phase its iterations' variants, for :func:`_once` (None: none); ``scale``: the replay's
-    seconds of a unit of compute, for :func:`_outside` (None: no such term)."""
+    seconds of a unit of compute, for :func:`_outside` (None: no such term); ``slowest``:
+    per phase its iterations' slowest rank: where a level for each (:func:`_by_slowest`)
+    fits the fitted iterations better beyond chance (:func:`_explains`), the skipped time is
+    that line's prediction, its bound's terms the line's without them (None: no such
+    levels)."""
     ys, cs, rests, paths, computes, junctions = [], [], [], [], [], []
     for p, x, cost in zip(group, xs, costs):
         s, hi = p.steady_from or 0, p.iterations - p.tail
@@ -2440,6 +2545,9 @@ def _fit(group: list[Phase], xs: list[tuple], costs: list[np.ndarray],
         paths.append(float(p.path[p.replayed:end].sum()) if p.path is not None else 0.0)
         cs.append(np.r_[cost[s:p.replayed], cost[hi + 1:]])
         rests.append(cost[p.replayed:end])
+    costs_only = cs[0].shape[1]
+    if slowest is not None:
+        _by_slowest(group, slowest, cs, rests)
     if not any(p.skipped for p in group):
         for p in group:     # replayed whole since an earlier fit (:func:`_apart`): none skipped
             p.skipped_time = p.variance = p.shift = p.level = p.once = p.outside = 0.0
@@ -2455,6 +2563,12 @@ def _fit(group: list[Phase], xs: list[tuple], costs: list[np.ndarray],
     def design(rows: list[np.ndarray]) -> np.ndarray:
         which = np.repeat(np.arange(k), [len(x) for x in rows])
         return np.column_stack([np.eye(k)[which], np.concatenate(rows)[:, use]])
+    by_slowest = None               # (design, skipped rows) with the slowest ranks' levels
+    if (use >= costs_only).any():
+        if _explains(design(cs), y, k + int((use < costs_only).sum())):
+            by_slowest = design(cs), [design([r if q is p else r[:0] for q, r in
+                                              zip(group, rests)]) for p in group]
+        use = use[use < costs_only]
     X = design(cs)
     lead = np.concatenate(
         [np.arange(len(x)) < p.replayed - (p.steady_from or 0) for p, x in zip(group, cs)])
@@ -2466,11 +2580,15 @@ def _fit(group: list[Phase], xs: list[tuple], costs: list[np.ndarray],
     shifts = np.abs(times - _line(X, y, rows, lead, *_solved(X, y))[0]) if not on.all() \
         else np.zeros(k)
     phase = np.repeat(np.arange(k), [len(x) for x in cs])
+    predicted = times
+    if by_slowest is not None:
+        Xs = by_slowest[0][on]
+        predicted = _line(Xs, yon, by_slowest[1], lead[on], *_solved(Xs, yon))[0]
     outside = _outside(group, Xon, yon, use, computes, on, line[0]) if scale else np.zeros(k)
     for i, p in enumerate(group):
         p.misfit = misfit
         p.outside = float(outside[i])
-        p.skipped_time = float(times[i]) + paths[i] - junctions[i]
+        p.skipped_time = float(predicted[i]) + paths[i] - junctions[i]
         p.variance = float(variances[i])
         p.shift = float(shifts[i])
         p.level = _level(p, Xon, yon, (phase[on] == i) & lead[on],
@@ -2487,6 +2605,64 @@ def _fit(group: list[Phase], xs: list[tuple], costs: list[np.ndarray],
         p.apart = p.like is not None and p.skipped > 0 and \
             _apart(Xon, yon, phase[on] == i, rows[i], i, k, float(times[i]),
                    PRECISION * p.skipped, line[0])
+
+
+def _by_slowest(group: list[Phase], slowest: list[np.ndarray], cs: list[np.ndarray],
+                rests: list[np.ndarray]) -> None:
+    """Append to each phase's fitted and skipped cost rows (``cs``, ``rests``: :func:`_fit`'s)
+    a column per rank that is the slowest (``slowest``: per phase, of each iteration) in at
+    least two of its fitted iterations, but the rank most often so, zero in the other phases'
+    rows: what an iteration takes beyond its compute critical path (the messages after the
+    slowest rank's compute, the ranks' wait at a collective, whose tree the last arrival
+    climbs) depends on which rank is slowest, by as much as its own size, and the line then
+    takes each such rank's iterations at a level of their own.  Random traces of ring halo
+    exchanges and an allreduce, 2-4 ranks: an iteration whose slowest is rank 0 takes 4.0 us
+    beyond its path, rank 1 or 2 8.1 us, rank 3 of 4 12.1 us; a start and a tail holding
+    another mix of them than the skipped iterations put the skipped time off by that
+    difference each (sweep seed 1057: 22 of 60 fitted iterations rank 0's, 34 of 1,132
+    skipped ones; -0.60% from the full replay against a bound of 0.45%, now -0.008%).  A
+    phase's own columns: the difference grows with its messages (phases alike, one solve at
+    several sizes, each at its own: shared, the line fitted none of them, :func:`_apart`).
+    The levels move the prediction only (:func:`_fit`): the bound's terms are those of the
+    line without them, whose residuals hold the slowest ranks' scatter; with the levels'
+    residuals, near zero in a simulation, a rank the slowest in a skipped iteration and in
+    fewer than two fitted ones (none to set its level), or a lead so small that the next
+    rank's arrival follows at once, went uncovered (sweep seed 901 at 1 Gf: -0.0049% from
+    the full replay against a bound of 0.0015%; 0.64% so)."""
+    for i, (p, r) in enumerate(zip(group, slowest)):
+        hi = p.iterations - p.tail
+        fitted = np.r_[r[p.steady_from or 0:p.replayed], r[hi + 1:]]
+        skipped = r[p.replayed:_predicted_end(p)]
+        ranks, count = np.unique(fitted, return_counts=True)
+        if len(ranks) < 2:
+            continue
+        ranks = ranks[(count >= 2) & (ranks != ranks[np.argmax(count)])]
+        for j in range(len(group)):
+            mine = j == i
+            cs[j] = np.column_stack([cs[j]] + [(fitted == k) if mine else
+                                               np.zeros(len(cs[j]), bool) for k in ranks])
+            rests[j] = np.column_stack([rests[j]] + [(skipped == k) if mine else
+                                                     np.zeros(len(rests[j]), bool)
+                                                     for k in ranks])
+
+
+def _explains(X: np.ndarray, y: np.ndarray, base: int) -> bool:
+    """Whether the columns of the design ``X`` from ``base`` on fit the times ``y`` better
+    than those before alone beyond chance (an F test at ``APART``): the slowest ranks'
+    levels (:func:`_by_slowest`) predict only where they do, so that a line where which rank
+    is slowest makes no difference (ranks even, the slowest one by chance) is kept as it
+    was."""
+    rss = []
+    for cols in (X[:, :base], X):
+        beta, *_ = np.linalg.lstsq(cols, y, rcond=None)
+        rss.append(float(np.sum((y - cols @ beta) ** 2)))
+    r0, r = np.linalg.matrix_rank(X[:, :base]), np.linalg.matrix_rank(X)
+    dof = len(y) - r
+    if r <= r0 or dof < 1:
+        return False
+    if rss[1] <= 0:
+        return rss[0] > 0
+    return _f_survival(r - r0, dof, (rss[0] - rss[1]) / (r - r0) / (rss[1] / dof)) < APART
 
 
 def _predicted_end(p: Phase) -> int:
