@@ -508,6 +508,12 @@ _IGNORED_COMM = frozenset({"comm_split_type", "comm_create", "comm_create_group"
 _COUNT_LIMIT = {"send": 2**63 - 1, "isend": 2**63 - 1, "recv": 2**63 - 1, "irecv": 2**63 - 1,
                 "bcast": 2**63 - 1, "scan": 2**63 - 1, "exscan": 2**63 - 1,
                 "reduce": 2**32 - 1, "allreduce": 2**32 - 1}
+#: How a replay's text leaves out a test that did not complete a request a wait completes
+#: later: SimGrid's replay completes the request at that test when the message arrives earlier
+#: than it did in the recording, then aborts at the wait ("action wait not preceded by any
+#: irecv or isend"); a test takes no time there (``smpi/test`` 0), so the time is the same.
+_WAITED_TEST = "left out before its request's wait: SimGrid's replay aborts where a test it " \
+    "completed is waited for"
 #: What ``RankWriter.fast_text`` writes: kinds SimGrid expresses as they are.
 _FAST_NAMES = ("init", "finalize", "compute", "sleep", "send", "recv", "isend", "irecv", "wait",
                "waitall", "comm_size", "comm_split", "comm_dup", "barrier", "bcast", "reduce",
@@ -651,9 +657,10 @@ class RankWriter:
     time.  Both write the same text."""
 
     def __init__(self, data: TraceColumns, rep: ExportReport,
-                 posted: dict[int, int] | None = None):
+                 posted: dict[int, int] | None = None, for_replay: bool = False):
         self.d, self.rep, self.P = data, rep, data.nranks
         self.posted = posted or {}      # tag -> the least count of its receives (posted_sizes)
+        self.for_replay = for_replay    # the text is for a replay (:data:`_WAITED_TEST`)
         self.unit = data.meta.get("volume_unit", "flops")
         self.too_big: list[str] = []
 
@@ -801,6 +808,17 @@ class RankWriter:
             lines[mine] = _formatted(rows_fmt[mine], T[mine], cnt[mine])
         return "".join(lines.tolist())
 
+    def _waited(self, order: np.ndarray, a: np.ndarray) -> set[int]:
+        """The requests that a ``wait`` line completes among the actions ``a`` (rows
+        ``order``): those of a ``wait``, ``waitany`` or ``waitsome`` (a ``waitall`` of every
+        pending request is SimGrid's ``waitall``, which takes a request a test completed)."""
+        kind = a["kind"]
+        single = K.mask({"wait", "waitany"})[kind]
+        out = set(a["request"][single].tolist())
+        for i in order[K.mask({"waitsome"})[kind]].tolist():
+            out.update(self.vec(i))
+        return out
+
     def rank_lines(self, r: int) -> list[str]:
         out: list[str] = []
         created: dict[int, tuple[str, int, int, int]] = {}   # request -> (src, dst, tag) written
@@ -847,6 +865,7 @@ class RankWriter:
         sl = self.d.rank_slice(r)
         order = receive_order(self.d, sl)   # a matched receive where its probe matched it
         a = self.d.actions[order]
+        waited = self._waited(order, a) if self.for_replay else set()
         cols = [a[c].tolist() for c in ("kind", "flags", "peer", "tag", "comm", "bytes_sent",
                                         "bytes_recv", "volume", "request")]
         for i, code, flags, peer, tag, comm, bs, br, vol, req in zip(order.tolist(), *cols):
@@ -894,6 +913,9 @@ class RankWriter:
                 if kind in ("waitany", "testany"):
                     approx(kind, f"written as {kind[:4]}")
                 completes = kind.startswith("wait") or bool(flags & K.FLAG_COMPLETED)
+                if not completes and req in waited:
+                    approx(kind, _WAITED_TEST)
+                    continue
                 if wait_line(kind[:4], req, kind) and completes:
                     done(req)
             elif kind in K.MULTI_COMPLETIONS:
@@ -912,6 +934,9 @@ class RankWriter:
                 if not ids or any(i < 0 for i in ids):   # an empty list: a no-op, noted
                     approx(kind, "left out: no request")   # (CloverLeaf's on 2 ranks: 1801)
                 for i in known:
+                    if not completes and i in waited:
+                        approx(kind, _WAITED_TEST)
+                        continue
                     wait_line(kind[:4], i, kind)
                     if completes:
                         done(i)
@@ -968,7 +993,8 @@ def count_rootless(data: TraceColumns, rep: ExportReport) -> None:
 
 def write_ti(data: TraceColumns, out, layout: str = "per-rank", lossy: bool = False,
              lower_world: bool = False, collectives: str = "auto",
-             config: dict | None = None, replay: bool = False) -> ExportReport:
+             config: dict | None = None, replay: bool = False,
+             for_replay: bool = False) -> ExportReport:
     """Write ``data`` as SimGrid 4.1 TI text (bytes, default MPI_BYTE).  ``per-rank``: ``out`` is
     a list file naming ``<out>_files/<rank>.txt`` (paths relative to the list's directory);
     ``single``: ``out`` holds every rank's lines.  Unless ``lossy``, raises MinitraceError when
@@ -982,7 +1008,9 @@ def write_ti(data: TraceColumns, out, layout: str = "per-rank", lossy: bool = Fa
     come) sets that kind; ``lower_world``: lower every world collective (a debugging switch to
     compare lowerings with SimGrid's built-in collectives); ``replay``: the text is for a replay
     with ``config``, whose receives are written as large as ``posted_sizes`` says (an export
-    keeps each receive's own size, which an import reads back)."""
+    keeps each receive's own size, which an import reads back); ``for_replay``: the text is for
+    minitrace's replay, a test that did not complete a request a wait completes later left out
+    (:data:`_WAITED_TEST`; an export keeps it)."""
     out = os.fspath(out)
     if layout not in ("per-rank", "single"):
         raise MinitraceError(f"unknown layout {layout!r} (per-rank or single)")
@@ -993,7 +1021,8 @@ def write_ti(data: TraceColumns, out, layout: str = "per-rank", lossy: bool = Fa
     rep.options, mixed = world_plan(data.actions, p, library, config or {})
     data, rep.lowered, rep.dropped = lower(data, library, lower_world or frozenset(mixed))
     count_rootless(data, rep)
-    wr = RankWriter(data, rep, posted_sizes(data.actions, config) if replay else None)
+    wr = RankWriter(data, rep, posted_sizes(data.actions, config) if replay else None,
+                    for_replay)
 
     def check() -> None:      # after every rank is written, before anything is renamed in
         if wr.too_big:

@@ -276,9 +276,21 @@ def _feeder(trace, work: Path, rate, red, copies, native, timeline: bool | str,
     from .work import flops_actions
     source = os.fspath(trace) if isinstance(trace, (str, os.PathLike)) else None
     flops_actions(_empty_like(c.meta), rate, red, source, copies)   # the rates' errors first
-    feeder = Feeder(c, work, rate, red, copies, source, cfg if posted else None)
+    feeder = Feeder(c, work, rate, red, copies, source, cfg if posted else None,
+                    _tests_free(cfg))
     feeder.report.library = library       # (its notes say whose collectives, as the export's)
     return feeder, options
+
+
+def _tests_free(cfg: dict) -> bool:
+    """Whether a test takes no time in this replay (``smpi/test`` 0, :data:`DEFAULT_CONFIG`'s):
+    its text may then leave out the tests that did not complete a request a wait completes
+    later, on which SimGrid's replay aborts when it completes the request earlier
+    (converters.simgrid_ti's ``_WAITED_TEST``); with a cost, SimGrid replays them as given."""
+    try:
+        return float(cfg.get("smpi/test", "0")) == 0
+    except ValueError:
+        return False
 
 
 def _empty_like(meta: dict):
@@ -325,7 +337,8 @@ def _export_ti(data, work: Path, notes: list[str], source: str | None,
     listfile = work / "ti" / "trace.txt"
     try:
         report = write_ti(data, listfile, layout="per-rank", lossy=lossy,
-                          collectives=colls[0], config=colls[1], replay=colls[2])
+                          collectives=colls[0], config=colls[1], replay=colls[2],
+                          for_replay=_tests_free(colls[1]))
     except MinitraceError as e:   # it names our temporary file: name the user's instead
         msg = str(e)[len(e.path) + 2:] if e.path and str(e).startswith(e.path) else str(e)
         raise MinitraceError(f"cannot replay: {msg}", source) from None

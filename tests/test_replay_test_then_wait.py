@@ -1,0 +1,51 @@
+"""A receive polled by tests that fail, then completed by a wait (helper QA, session 29: a
+common idiom).  Where the replayed message arrives earlier than the recorded one, SimGrid's
+replay completes the request at a test and aborted at the wait ("action wait not preceded by
+any irecv or isend"), though `validate` finds the trace sound.  The replay's text leaves such
+tests out (they take no time there, ``smpi/test`` 0) and says so; an export keeps them."""
+from __future__ import annotations
+
+import pytest
+
+from minitrace.replay import replay
+from minitrace import storage
+from minitrace.compress.files import write_compressed
+from minitrace.converters.simgrid_ti import write_ti
+from minitrace.model import TraceBuilder
+from minitrace.validate import validate
+
+
+def _polled(polls: int = 10):
+    """2 ranks: each posts a receive, polls it ``polls`` (rank 1: more) times between computes,
+    sends, then waits for it."""
+    b = TraceBuilder(2, {"volume_unit": "flops"})
+    for r in range(2):
+        b.add(r, "init")
+        b.add(r, "irecv", peer=1 - r, tag=0, bytes_recv=8, request=0)
+        for _ in range(polls + 7 * r):
+            b.add(r, "compute", volume=1e4)
+            b.add(r, "test", request=0)
+        b.add(r, "send", peer=1 - r, tag=0, bytes_sent=8)
+        b.add(r, "wait", request=0)
+        b.add(r, "finalize")
+    return b.build()
+
+
+@pytest.mark.parametrize("compressed", [False, True])
+def test_failed_tests_before_a_wait_replay(tmp_path, compressed):
+    data = _polled()
+    assert validate(data).ok
+    path = tmp_path / "t.h5"
+    if compressed:
+        write_compressed(str(path), data)      # (replayed through the streamed text)
+    else:
+        storage.write_trace(path, data)
+    res = replay(str(path), engine="native")
+    assert res.simulated_time > 0
+    assert any("test (left out before its request's wait" in n for n in res.notes), res.notes
+
+
+def test_the_export_keeps_them(tmp_path):
+    rep = write_ti(_polled(), tmp_path / "t.txt", layout="single")
+    text = (tmp_path / "t.txt").read_text()
+    assert text.count(" test ") == 10 + 17 and not any("left out" in x for x in rep.lines())
