@@ -10,6 +10,7 @@ Exit status: 0 success, 1 error (one line on stderr, traceback only with ``--deb
 """
 from __future__ import annotations
 
+import os
 import signal
 import sys
 
@@ -108,6 +109,18 @@ def main(argv: list[str] | None = None) -> int:
             signal.signal(signal.SIGTERM, before)
 
 
+def _stdout_gone() -> bool:
+    """Whether standard output is a pipe its reader has left (``poll`` says POLLERR), rather
+    than another pipe the command wrote to."""
+    import select
+    try:
+        poller = select.poll()
+        poller.register(sys.stdout.fileno(), select.POLLOUT)
+        return any(ev & select.POLLERR for _, ev in poller.poll(0))
+    except (AttributeError, ValueError, OSError):     # (no file behind it)
+        return False
+
+
 def _main(argv: list[str] | None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     parser = build_parser(argv)
@@ -132,6 +145,9 @@ def _main(argv: list[str] | None) -> int:
         signals.seen()
         return signals.report(EXIT_INTERRUPTED)
     except OSError as e:  # a file the user named could not be read or written
+        if isinstance(e, BrokenPipeError) and _stdout_gone():    # `minitrace info F | head`:
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())   # quiet, as a
+            return 128 + signal.SIGPIPE                     # tool SIGPIPE ends (exit's flush)
         if args.debug or _stopped():
             raise
         where = f"{e.filename}: " if e.filename else ""
