@@ -140,6 +140,7 @@ class Feeder:
                 raise MinitraceError(f"the trace of rank {r} must start with '{r} init', "
                                      f"found '{r} {first}'", source)
         self.report = ExportReport()
+        self.source = source
         self.counts: Counter = Counter()
         self.rate, self.red, self.copies = rate, red, copies
         self.unit = c.meta.get("volume_unit", "flops")
@@ -184,7 +185,7 @@ class Feeder:
         if self.report.dropped and not lossy:
             what = ", ".join(f"{n} {k}" for k, n in sorted(self.report.dropped.items()))
             raise MinitraceError(f"cannot replay: SimGrid's TI format cannot express {what}; "
-                                 f"rerun with --lossy to drop them")
+                                 f"rerun with --lossy to drop them", self.source)
         return work_notes(self.counts, self.unit, self.rate, self.red, self.copies) + \
             self.report.lines()
 
