@@ -203,14 +203,29 @@ class _Importer:
             self.key_of: dict[int, tuple] = {}
             self.next_req = 0
             self.dt = MPI_BYTE
+            self.waits_left, self.waitalls_left = self._waits(lns)
             for ln in lns:
                 try:
                     self.line(ln)
                 except _LineError as e:
                     self.errors.append((ln.file, ln.lineno, f"{ln.action}: {e}"))
-            for req in list(self.tested):        # (never waited for: its last test did)
-                self.complete_by_test(req)
+            if any(ALIASES.get(ln.action, ln.action) == "finalize" for ln in lns):
+                for req in list(self.tested):    # (never waited for: its last test did; a
+                    self.complete_by_test(req)   # rank cut short may have waited after)
         return self.build()
+
+    def _waits(self, lns: list[_Line]) -> tuple[Counter, int]:
+        """The rank's ``wait`` lines per (src, dst, tag), and its waits of no key (``waitall``,
+        the old argument-less ``wait``): what is left of them says whether a tested request
+        may still be waited for (:meth:`new_request`)."""
+        keyed, any_key = Counter(), 0
+        for ln in lns:
+            a = ALIASES.get(ln.action, ln.action)
+            if a == "waitall" or (a == "wait" and not ln.args):
+                any_key += 1
+            elif a == "wait" and len(ln.args) >= 3 and _INT.match(ln.args[2]):
+                keyed[(rank_token(ln.args[0]), rank_token(ln.args[1]), int(ln.args[2]))] += 1
+        return keyed, any_key
 
     # -- helpers ---------------------------------------------------------------------------
     def add(self, kind: str, **fields) -> None:
@@ -246,8 +261,12 @@ class _Importer:
         return [_count(t) for t in args[lo:lo + self.P]]
 
     def new_request(self, key: tuple, recv: bool) -> int:
-        for old in [q for q in self.pending.get(key, ()) if q in self.tested]:
-            self.complete_by_test(old)
+        pending = self.pending.get(key, ())
+        tested = [q for q in pending if q in self.tested]
+        if tested and not self.waitalls_left:     # the waits left cannot cover them all:
+            uncovered = len(pending) + 1 - self.waits_left[key]
+            for old in tested[:max(uncovered, 0)]:    # the oldest tested ones were completed
+                self.complete_by_test(old)            # by their last test
         req = self.next_req
         self.next_req += 1
         self.pending.setdefault(key, deque()).append(req)
@@ -259,11 +278,12 @@ class _Importer:
 
     def complete_by_test(self, req: int) -> None:
         """Take ``req``'s latest test for the one that completed it: a text trace does not say
-        which test succeeded, and a request tested but never waited for was completed by its
-        last test before a new request of its (src, dst, tag) (SimGrid's replay keeps one
-        request a key: the new one takes its place) or the rank's end (a recorded trace's
-        tests written as text and read back: public SNAP's, 33,600 requests left incomplete
-        before)."""
+        which test succeeded, and a request tested that no wait left in its rank's text can
+        complete (:meth:`new_request`: the next request of its (src, dst, tag) comes with
+        fewer ``wait`` lines of that key left than its pending requests, and no ``waitall``),
+        or still pending at the rank's ``finalize``, was completed by its last test (a recorded
+        trace's tests written as text and read back: public SNAP's, 33,600 requests left
+        incomplete before)."""
         self.completing.append((self.rank, self.tested[req]))
         self.complete(req)
 
@@ -309,6 +329,7 @@ class _Importer:
             self.add(a, peer=src, tag=tag, bytes_recv=max(n, 0), request=req, flags=flags)
         elif a in ("wait", "test"):
             if not args and a == "wait":  # old form: the latest irecv
+                self.waitalls_left -= 1
                 if not self.irecvs:
                     raise _LineError("no pending irecv to wait for")
                 req = self.irecvs[-1]
@@ -316,6 +337,8 @@ class _Importer:
                 self.need(args, 3, "src dst tag")
                 key = (self.peer(args[0], "source"), self.peer(args[1], "destination"),
                        _int(args[2], "tag"))
+                if a == "wait":
+                    self.waits_left[key] -= 1
                 q = self.pending.get(key)
                 if not q:
                     raise _LineError(f"no pending isend/irecv from {key[0]} to {key[1]} "
@@ -327,6 +350,7 @@ class _Importer:
                 self.tested[req] = self.count
             self.add(a, request=req)
         elif a == "waitall":
+            self.waitalls_left -= 1
             ids = list(self.order)
             for req in ids:
                 self.complete(req)
