@@ -235,3 +235,25 @@ def test_a_refusal_names_the_first_missing_classes_and_counts_the_rest():
     assert line.count("3 are needed to fit it") == B.SHOWN
     assert "rank class (lo,lo,lo) (" not in line                 # in all three runs
     assert f"and {16 - B.SHOWN} more rank classes in fewer than 3 runs" in line
+
+
+def test_a_law_that_turns_beyond_the_runs_is_not_extrapolated():
+    """Public NPB EP at 2, 3, 4 ranks (rank 0's compute, recorded; helper QA, session 29): the
+    best fit, p^(-5/4) * log2(p)^2, passes through the three points but peaks at p = e^1.6 and
+    rises again beyond them (0.114 s at 16 ranks, 7.5x the other ranks', exit 0).  Such a law
+    is replaced by the simplest one, here over the threshold: refused, with the reason."""
+    from minitrace.extrapolate.fit import fit
+    values = (0.1356, 0.07808, 0.05874)
+    m = fit((2, 3, 4), values, "strong")
+    assert m.turns_between(4, 16) and not m.flagged and m(16) > m(4)
+    runs = []
+    for p, volume in zip((2, 3, 4), values):
+        data = synthetic.halo_1d_trace(p, seed=p, scaling="strong")
+        data.actions["volume"][data.actions["kind"] == synthetic.K.CODE["compute"]] = volume
+        runs.append(ST.load(f"halo{p}.h5", data))
+    with pytest.raises(MinitraceError, match="leave-one-out error"):
+        B.extrapolate(runs, 16, "strong")
+    _, parameters, _ = B.extrapolate(runs, 16, "strong", force=True)
+    compute = [x for x in parameters if "(compute): volume" in x.name]
+    assert compute and not any(x.model.turns_between(4, 16) for x in compute)
+    assert all(x.at_target < values[-1] for x in compute)

@@ -271,8 +271,9 @@ def fit_parameters(runs: list[ST.Run], ranks: int, scaling: str,
             # microseconds between calls are noise without a law (their steep "laws" would
             # grow them 100x at 64x): the simplest law only; so is a fit that finds no law
             m = m or F.fit(p, values, scaling, threshold, null_only=negligible)
-            if isinstance(m, F.Model) and m.flagged and not m.null_only:
-                m = F.fit(p, values, scaling, threshold, null_only=True)
+            if isinstance(m, F.Model) and not m.null_only and \
+                    (m.flagged or m.turns_between(p.max(), ranks)):   # (nor one that turns
+                m = F.fit(p, values, scaling, threshold, null_only=True)    # beyond the runs)
             predicted = float(m(ranks))
             value = max(low, predicted)
             value = float(np.rint(value)) if integer else value

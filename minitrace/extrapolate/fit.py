@@ -72,6 +72,17 @@ class Model:
     def constant(self) -> bool:
         return self.i == 0 and self.j == 0
 
+    def turns_between(self, lo: float, hi: float) -> bool:
+        """Whether the law's term turns (rises, then falls) between process counts ``lo`` and
+        ``hi``: p^-a * log2(p)^j peaks at p = e^(j / a), and a law fitted below its peak
+        reverses its trend beyond the recorded scales (public NPB EP at 2, 3, 4 ranks: rank
+        0's p^(-5/4) * log2(p)^2 passed through its three points and rose back to 7.5x the
+        other ranks' compute at 16)."""
+        if self.i >= 0 or self.j == 0:
+            return False
+        peak = np.exp(self.j / float(-self.i))
+        return bool(lo < peak < hi)
+
     def term(self, p) -> np.ndarray:
         return _term(np.asarray(p, dtype=float), self.i, self.j)
 
