@@ -191,22 +191,29 @@ def test_part_that_cannot_be_written_then_rerun_merges_only_it(raw33, tmp_path):
 def test_killed_worker_then_rerun(tmp_path):
     """Worker 1 is killed (SIGKILL) while it writes its part: no OUT.h5 appears, the raw files
     and any part written stay, the job fails, and a rerun completes the same trace."""
-    raw, out = tmp_path / "raw", tmp_path / "p.h5"
-    write_run(str(raw), 4, 4000)
-    job = subprocess.Popen([tool("mpiexec"), "-n", "2", *MERGE, str(raw), "-o", str(out)],
-                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    pdir, killed = tmp_path / "p.parts", None
-    try:
-        while killed is None and job.poll() is None:
-            tmps = [f for _, _, fs in os.walk(pdir) for f in fs
-                    if re.match(r"\.part-00001-.*\.tmp$", f)]
-            if tmps:
-                killed = int(tmps[0].split(".")[3])            # .NAME.h5.PID.TOKEN.tmp
-                os.kill(killed, signal.SIGKILL)
-        job.communicate(timeout=300)
-    finally:
-        if job.poll() is None:
-            job.kill()
+    killed = None
+    # (a larger run where the watcher missed worker 1's write: a CI run at nice 19 saw the
+    # merge of 4 x 4000 iterations end before it looked, session 29)
+    for iterations in (4000, 20000, 100000):
+        raw, out = tmp_path / f"raw{iterations}" / "raw", tmp_path / f"{iterations}" / "p.h5"
+        write_run(str(raw), 4, iterations)
+        out.parent.mkdir()
+        job = subprocess.Popen([tool("mpiexec"), "-n", "2", *MERGE, str(raw), "-o", str(out)],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        pdir = out.parent / "p.parts"
+        try:
+            while killed is None and job.poll() is None:
+                tmps = [f for _, _, fs in os.walk(pdir) for f in fs
+                        if re.match(r"\.part-00001-.*\.tmp$", f)]
+                if tmps:
+                    killed = int(tmps[0].split(".")[3])            # .NAME.h5.PID.TOKEN.tmp
+                    os.kill(killed, signal.SIGKILL)
+            job.communicate(timeout=300)
+        finally:
+            if job.poll() is None:
+                job.kill()
+        if killed:
+            break
     assert killed, "the merge ended before worker 1 began writing its part"
     assert job.returncode != 0 and not out.exists()
     assert all(f.endswith("ranks-0-1.h5") for f in _parts(out))   # at most worker 0's
