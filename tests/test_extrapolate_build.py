@@ -125,12 +125,18 @@ def test_spread_draws_the_recorded_imbalance_and_its_maximum_grows(tmp_path):
     assert slow > 1.15 * fast
 
 
-def test_a_law_falling_below_zero_is_refused_not_clamped():
+def _runs_computing(scales, volumes, **kw) -> list:
+    """Halo runs at ``scales`` whose every compute has the volume given for its scale."""
     runs = []
-    for p, volume in zip((2, 4, 8), (3e-3, 2e-3, 1e-3)):      # 4e-3 - 1e-3 log2(p): < 0 at 32
-        data = synthetic.halo_1d_trace(p, seed=p)
+    for p, volume in zip(scales, volumes):
+        data = synthetic.halo_1d_trace(p, seed=p, **kw)
         data.actions["volume"][data.actions["kind"] == synthetic.K.CODE["compute"]] = volume
         runs.append(ST.load(f"halo{p}.h5", data))
+    return runs
+
+
+def test_a_law_falling_below_zero_is_refused_not_clamped():
+    runs = _runs_computing((2, 4, 8), (3e-3, 2e-3, 1e-3))   # 4e-3 - 1e-3 log2(p): < 0 at 32
     with pytest.raises(MinitraceError, match=r"predicts -0.001 at 32 ranks, below what it can"):
         B.extrapolate(runs, 32, "weak")
     _, parameters, forced = B.extrapolate(runs, 32, "weak", force=True)
@@ -143,11 +149,7 @@ def test_a_fit_over_the_threshold_falls_back_to_the_simplest_law():
     # up and down: no (monotonic) law predicts the scale it did not see; the best of them
     # would be extrapolated 64x, the constant (flagged, refused unless forced) is: the runs'
     # median, which one run's spike does not move
-    runs = []
-    for p, volume in zip((2, 4, 8), (1e-3, 2e-3, 1.2e-3)):
-        data = synthetic.halo_1d_trace(p, seed=p)
-        data.actions["volume"][data.actions["kind"] == synthetic.K.CODE["compute"]] = volume
-        runs.append(ST.load(f"halo{p}.h5", data))
+    runs = _runs_computing((2, 4, 8), (1e-3, 2e-3, 1.2e-3))
     with pytest.raises(MinitraceError, match="leave-one-out error"):
         B.extrapolate(runs, 512, "weak")
     _, parameters, forced = B.extrapolate(runs, 512, "weak", force=True)
@@ -246,11 +248,7 @@ def test_a_law_that_turns_beyond_the_runs_is_not_extrapolated():
     values = (0.1356, 0.07808, 0.05874)
     m = fit((2, 3, 4), values, "strong")
     assert m.turns_between(4, 16) and not m.flagged and m(16) > m(4)
-    runs = []
-    for p, volume in zip((2, 3, 4), values):
-        data = synthetic.halo_1d_trace(p, seed=p, scaling="strong")
-        data.actions["volume"][data.actions["kind"] == synthetic.K.CODE["compute"]] = volume
-        runs.append(ST.load(f"halo{p}.h5", data))
+    runs = _runs_computing((2, 3, 4), values, scaling="strong")
     with pytest.raises(MinitraceError, match="leave-one-out error"):
         B.extrapolate(runs, 16, "strong")
     _, parameters, _ = B.extrapolate(runs, 16, "strong", force=True)

@@ -481,6 +481,17 @@ def test_proc_null_calls_are_exact_no_ops_in_export(tmp_path):
     assert [x for x in lines if x.startswith("1 ")] == ["1 init", "1 recv 0 0 16", "1 finalize"]
 
 
+def _text_round_trip(b: TraceBuilder, tmp_path):
+    """(the trace of ``b``'s two ranks, finalized and valid; it written as text and read
+    back)."""
+    for r in range(2):
+        b.add(r, "finalize")
+    src = b.build()
+    assert validate(src).ok
+    write_ti(src, tmp_path / "t.txt", layout="single")
+    return src, read_ti(tmp_path / "t.txt")
+
+
 def test_requests_completed_by_tests_round_trip(tmp_path):
     """A text trace does not say which test succeeded: a request tested but never waited for is
     read as completed by its last test before the next request of its (src, dst, tag), or the
@@ -502,12 +513,7 @@ def test_requests_completed_by_tests_round_trip(tmp_path):
     b.add(0, "test", request=3)
     b.add(0, "wait", request=3)
     b.add(1, "recv", peer=0, tag=8, bytes_recv=8)
-    for r in range(2):
-        b.add(r, "finalize")
-    src = b.build()
-    assert validate(src).ok
-    write_ti(src, tmp_path / "t.txt", layout="single")
-    back = read_ti(tmp_path / "t.txt")
+    src, back = _text_round_trip(b, tmp_path)
     assert validate(back).ok, validate(back).lines()
     for r in range(2):
         tests = src.actions[src.rank_slice(r)]["kind"] == K.CODE["test"]
@@ -517,7 +523,7 @@ def test_requests_completed_by_tests_round_trip(tmp_path):
 
 def test_a_test_names_the_request_pending_under_its_key(tmp_path):
     """Two isends of one key, each tested once, never waited for: each test is its own
-    request's and completes it (SimGrid's replay keeps one request a key)."""
+    request's and completes it (no wait is left for either)."""
     (tmp_path / "t.txt").write_text("0 init\n1 init\n0 isend 1 3 8\n0 test 0 1 3\n"
                                     "0 isend 1 3 8\n0 test 0 1 3\n1 recv 0 3 8\n1 recv 0 3 8\n"
                                     "0 finalize\n1 finalize\n")
@@ -539,7 +545,7 @@ _TWO_OF_A_KEY = ("0 init\n1 init\n"
 def test_waits_after_a_failed_test_and_a_second_request_of_the_key(tmp_path):
     """Each wait names its own request (0 then 1); the test completes nothing."""
     (tmp_path / "t.txt").write_text(_TWO_OF_A_KEY)
-    d = read_ti(tmp_path / "t.txt")          # now: "wait: no pending isend/irecv ..."
+    d = read_ti(tmp_path / "t.txt")          # (1b7cd0a: "wait: no pending isend/irecv ...")
     r0 = d.actions[d.rank_slice(0)]
     waits = np.flatnonzero(r0["kind"] == K.CODE["wait"])
     assert r0["request"][waits].tolist() == [0, 1]
@@ -549,8 +555,8 @@ def test_waits_after_a_failed_test_and_a_second_request_of_the_key(tmp_path):
 
 def test_round_trip_of_a_polled_request_then_waitall(tmp_path):
     """isend A, test A (not done), isend B of the same key, waitall [A, B]: written as text
-    and read back, the waitall still holds both and the test completes nothing (now: the
-    test is flagged as completing A and the waitall holds B alone)."""
+    and read back, the waitall still holds both and the test completes nothing (1b7cd0a:
+    the test flagged as completing A, the waitall holding B alone)."""
     b = TraceBuilder(2, {"volume_unit": "flops"})
     for r in range(2):
         b.add(r, "init")
@@ -560,12 +566,7 @@ def test_round_trip_of_a_polled_request_then_waitall(tmp_path):
     b.add(0, "waitall", vector=[0, 1])
     b.add(1, "recv", peer=0, tag=3, bytes_recv=8)
     b.add(1, "recv", peer=0, tag=3, bytes_recv=8)
-    for r in range(2):
-        b.add(r, "finalize")
-    src = b.build()
-    assert validate(src).ok
-    write_ti(src, tmp_path / "t.txt", layout="single")
-    back = read_ti(tmp_path / "t.txt")
+    _, back = _text_round_trip(b, tmp_path)
     r0 = back.actions[back.rank_slice(0)]
     tests = np.flatnonzero(r0["kind"] == K.CODE["test"])
     assert not (r0["flags"][tests] & K.FLAG_COMPLETED).any()
@@ -576,8 +577,8 @@ def test_round_trip_of_a_polled_request_then_waitall(tmp_path):
 
 def test_mixed2_export_fixture_reads_back(tmp_path):
     """tests/support/ti_export_traces' 'mixed2' case (the repository's own export fixture,
-    tests among its kinds), written as text (lossy) and read back: read before 1b7cd0a, now
-    'wait: no pending isend/irecv from 2 to 2 with tag 0'."""
+    tests among its kinds), written as text (lossy) and read back (1b7cd0a: 'wait: no pending
+    isend/irecv from 2 to 2 with tag 0')."""
     from tests.support import ti_export_traces as T
     name, seed, n, plain = next(c for c in T.CASES if c[0] == "mixed2")
     write_ti(T.build(seed, n, plain), tmp_path / "t.txt", layout="single", lossy=True)
@@ -586,8 +587,8 @@ def test_mixed2_export_fixture_reads_back(tmp_path):
 
 def test_a_cut_rank_does_not_complete_by_its_last_test(tmp_path):
     """A rank cut short (keep_going): its text stops before its finalize, so its end says
-    nothing of whether the pending request was waited for after the cut; the test is still
-    read as completing it (FLAG_COMPLETED), before 1b7cd0a not."""
+    nothing of whether the pending request was waited for after the cut: the test completes
+    nothing (1b7cd0a: FLAG_COMPLETED)."""
     (tmp_path / "t.txt").write_text("0 init\n1 init\n0 isend 1 3 8\n0 test 0 1 3\n"
                                     "1 recv 0 3 8\n1 finalize\n")
     d = read_ti(tmp_path / "t.txt", keep_going=True)
