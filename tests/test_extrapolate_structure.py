@@ -86,3 +86,27 @@ def test_any_source_receives_need_force():
         ST.check(runs)
     forced = ST.check(runs, force=True)
     assert len(forced) == 2 and "any8.h5, rank class bulk, call 2 (irecv)" in forced[0]
+
+
+def test_classes_apart_say_where_a_class_leaves_the_bulk():
+    """A communicator split with key = rank (public NPB FT, helper QA, session 29) makes each
+    rank a class of its own; the refusal says where such a class leaves the bulk's program,
+    not only that the classes differ."""
+    from minitrace.model import TraceBuilder
+    runs = []
+    for P in (2, 3, 4):
+        b = TraceBuilder(P, {"volume_unit": "seconds"})
+        for r in range(P):
+            b.add(r, "init")
+            b.add(r, "comm_split", comm=0, request=1, vector=[0, r])
+            for _ in range(5):
+                b.add(r, "compute", volume=1e-3)
+                b.add(r, "alltoall", comm=1, bytes_sent=8 * P, bytes_recv=8 * P)
+            b.add(r, "finalize")
+        data = b.build()
+        data.comms[1] = list(range(P))
+        runs.append(ST.load(f"split{P}.h5", data))
+    said = ST.differences(runs)
+    assert said and all("rank classes differ" in s for s in said)
+    assert all("differs from the bulk at item 2: comm_split" in s and "differing in vector" in s
+               for s in said), said

@@ -330,6 +330,22 @@ def fields_differing(a: tuple, b: tuple) -> str:
     return f" (differing in {', '.join(diff)})" if diff else ""
 
 
+def _apart_from_bulk(run: Run, ref: Run, keys: list[str]) -> str:
+    """Why a class of these runs is one of its own: where its program first differs from the
+    bulk's (a communicator split with key = rank, as NPB FT does, makes each rank a class:
+    '(rank class 1 differs from the bulk at item 3: comm_split ... (differing in vector
+    (0, 1) vs (0, 2)))'); empty without a bulk class."""
+    for r in (ref, run):
+        key = next((k for k in keys if k in r.classes), None)
+        if key is not None and "bulk" in r.classes:
+            read = vector_reader(r)
+            a = shape(r.classes[key].tree, r.sig.table, read)
+            b = shape(r.classes["bulk"].tree, r.sig.table, read)
+            if a != b:
+                return f" (rank class {key} differs from the bulk at {_first_difference(a, b)})"
+    return ""
+
+
 def differences(runs: list[Run], peers: bool = True, partial: bool = False) -> list[str]:
     """Where the runs are not one program: one line per difference (empty: they are).  The
     largest run is the reference; ``peers=False`` compares the shapes only.  On a grid a
@@ -345,7 +361,7 @@ def differences(runs: list[Run], peers: bool = True, partial: bool = False) -> l
                          if not partial and (ref.grid is None or anchored(k)))
         if missing:
             out.append(f"{where}: rank classes differ: {sorted(run.classes)} vs "
-                       f"{sorted(ref.classes)}")
+                       f"{sorted(ref.classes)}{_apart_from_bulk(run, ref, missing)}")
             continue
         for key, rc in ref.classes.items():
             if key not in run.classes:
