@@ -18,7 +18,7 @@ from minitrace.replay import critical_path
 from minitrace.replay.platforms import Cluster, parse_quantity
 from minitrace.replay.sampling import LASTING, WINDOW, Phase, _fit, _on_critical_path, \
     _seconds_per_unit, iteration_cost, load_trace, loop_window, loops_of, phases_of, \
-    sampled_replay, top_level
+    sampled_replay, slowest_rank, top_level
 from tests.support.record_util import record
 from tests.support.synthetic_loops import Step, amr, build, stencil
 
@@ -213,7 +213,8 @@ def test_skipped_iterations_follow_their_critical_path_at_slope_one():
     times, cost = [(t[:4 * w], t[n - w:])], [iteration_cost(drifted, bounds)]
     _fit([p], times, [cost[0][:n]])
     phases = [p]
-    assert _on_critical_path(drifted, [bounds], phases, times, cost, [], 1.0)
+    assert _on_critical_path(drifted, [bounds], phases, times, cost,
+                             [slowest_rank(drifted, bounds)], [], 1.0)
     (q,) = phases
     assert q.path is not None
     skipped = slice(4 * w, n - w)

@@ -861,7 +861,12 @@ def slowest_rank(data, bounds: np.ndarray) -> np.ndarray:
     """Per iteration, the rank of most compute, -1 where another's is within a millionth of
     it (equal computes, their sums rounded apart): what an iteration takes beyond its compute
     critical path depends on it (:func:`_by_slowest`)."""
-    comp = static_cost(data, bounds)[0]
+    return _slowest_of(static_cost(data, bounds)[0])
+
+
+def _slowest_of(comp: np.ndarray) -> np.ndarray:
+    """:func:`slowest_rank` of each rank's compute per iteration ``comp`` [nranks,
+    iterations] (:func:`static_cost`'s, computed once for every use)."""
     if len(comp) < 2:
         return np.zeros(comp.shape[1], np.int64)
     top = np.sort(comp, axis=0)[-2:]
@@ -1840,7 +1845,8 @@ def sampled_replay(data, loops: list[np.ndarray] | None, sample="auto", *,
             if tail:
                 p.tail = tail
         cost = [iteration_cost(data, b) for b in top]
-        slowest = [slowest_rank(data, b) for b in top]
+        comp = [static_cost(data, b)[0] for b in top]
+        slowest = [_slowest_of(c) for c in comp]
         _alike_phases(data, top, phases)
         split = _split_at_variants(phases, cost, fixed)
         if len(split) > len(phases):
@@ -1861,7 +1867,7 @@ def sampled_replay(data, loops: list[np.ndarray] | None, sample="auto", *,
                          f"(one solve at several sizes; the first of each kind: {firsts}), "
                          f"with an intercept and a start of one window each")
         if fixed is None:
-            phases, cuts = _cut_at_unseen_slowest(phases, [static_cost(data, b)[0] for b in top])
+            phases, cuts = _cut_at_unseen_slowest(phases, comp)
             if cuts:
                 notes.append("phases cut where a rank that no iteration they would replay "
                              "shows as the slowest becomes it: " + ", ".join(
@@ -1955,15 +1961,16 @@ def sampled_replay(data, loops: list[np.ndarray] | None, sample="auto", *,
         ends, bound = _totals(fitted, res)
         if fixed is None and not middled:
             middled = True
-            phases, cuts = _middle_windows(data, top, fitted, times, cost, at, scale, need,
-                                           total)
+            phases, cuts = _middle_windows(data, top, fitted, times, cost, slowest, at, scale,
+                                           need, total)
             if cuts:
                 notes.append("a line of their static cost and one of their compute critical "
                              "path put skipped iterations apart beyond a bound: a window in "
                              "the middle of what they skip replayed, its phase cut there (" +
                              ", ".join(f"loop {li} at iteration {j}" for li, j in cuts) + ")")
                 continue
-        on_path, changed = _on_critical_path(data, top, fitted, times, cost, at, scale, need) \
+        on_path, changed = _on_critical_path(data, top, fitted, times, cost, slowest, at, scale,
+                                             need) \
             if bound > tolerance * max(ends) else (False, False)
         if changed:
             ends, bound = _totals(fitted, res)
@@ -2262,7 +2269,7 @@ def _spread(phases: list[Phase]) -> float:
         sum(p.shift + p.level + p.once + p.disagree + p.outside for p in phases)
 
 
-def _on_critical_path(data, loops, phases: list[Phase], times, cost, at: list,
+def _on_critical_path(data, loops, phases: list[Phase], times, cost, slowest, at: list,
                       scale: float | None, need: int = 2) -> tuple[bool, bool]:
     """Predict again each phase's skipped iterations from their compute critical path
     (:mod:`.critical_path`: costlier than the supersteps' cost, so only where the bound is over
@@ -2282,7 +2289,7 @@ def _on_critical_path(data, loops, phases: list[Phase], times, cost, at: list,
     not know it (the drift test's trace at --compute-rate 0.25Gf: -5.4% against a bound of
     0.1%, at slope 1 +1.7% against 2.5%).  ``need``: of each variant fitted (:func:`_see_once`)."""
     on_path, changed = False, False
-    for group, fits in _path_fits(data, loops, phases, times, cost, at, scale, need):
+    for group, fits in _path_fits(data, loops, phases, times, cost, slowest, at, scale, need):
         fits = _cover_disagreement(fits)
         qs = min(fits[1:], key=_spread)
         if _spread(qs) >= _spread(fits[0]):
@@ -2294,8 +2301,9 @@ def _on_critical_path(data, loops, phases: list[Phase], times, cost, at: list,
     return on_path, changed
 
 
-def _path_fits(data, loops, phases: list[Phase], times, cost, at: list, scale: float | None,
-               need: int = 2, only: set | None = None) -> list[tuple[list, list]]:
+def _path_fits(data, loops, phases: list[Phase], times, cost, slowest, at: list,
+               scale: float | None, need: int = 2, only: set | None = None
+               ) -> list[tuple[list, list]]:
     """Per group of phases that skips and has no path of its own (:func:`_groups`; with
     ``only``, of those holding one of these phases), its fits: the line as fitted, and
     (copies) on the compute critical path on a line of their own and at slope 1 in the
@@ -2317,8 +2325,7 @@ def _path_fits(data, loops, phases: list[Phase], times, cost, at: list, scale: f
             c[:, 0] = paths[p.loop][p.first:p.stop]
             costs.append(c)
         fits, labels = [], _group_labels(phases, group, cost, need == 1)
-        slow = [slowest_rank(data, loops[phases[pi].loop])[phases[pi].first:phases[pi].stop]
-                for pi in group]
+        slow = [slowest[phases[pi].loop][phases[pi].first:phases[pi].stop] for pi in group]
         for slope in (None,) if scale is None else (None, scale):
             qs = [replace(q, path=None if slope is None else
                           paths[q.loop][q.first:q.stop] * slope, disagree=0.0)
@@ -2334,7 +2341,7 @@ def _path_fits(data, loops, phases: list[Phase], times, cost, at: list, scale: f
 MIDDLE_SKIPS = 6
 
 
-def _middle_windows(data, loops, phases: list[Phase], times, cost, at: list,
+def _middle_windows(data, loops, phases: list[Phase], times, cost, slowest, at: list,
                     scale: float | None, need: int, total: int) -> tuple[list[Phase], list]:
     """The phases, each cut in the middle of what it skips where the line of its static cost
     and a line of its compute critical path, both fitted to its replayed start and tail, put
@@ -2358,7 +2365,7 @@ def _middle_windows(data, loops, phases: list[Phase], times, cost, at: list,
         if _gain(loops, phases[:pi] + pieces + phases[pi + 1:], total) >= GAIN:
             trials[pi] = pieces
     apart = set()
-    for group, fits in _path_fits(data, loops, phases, times, cost, at, scale, need,
+    for group, fits in _path_fits(data, loops, phases, times, cost, slowest, at, scale, need,
                                   set(trials)) if trials else ():
         time = np.array([[q.skipped_time for q in qs] for qs in fits])
         bound = np.array([[_spread([q]) for q in qs] for qs in fits])
