@@ -333,8 +333,9 @@ def fields_differing(a: tuple, b: tuple) -> str:
 def _apart_from_bulk(run: Run, ref: Run, keys: list[str]) -> str:
     """Why a class of these runs is one of its own: where its program first differs from the
     bulk's (a communicator split with key = rank, as NPB FT does, makes each rank a class:
-    '(rank class 1 differs from the bulk at item 3: comm_split ... (differing in vector
-    (0, 1) vs (0, 2)))'); empty without a bulk class."""
+    '(rank class 1 differs from the bulk at item 2: comm_split (tag -1, comm 0) vs
+    comm_split (tag -1, comm 0) (differing in vector (0, 0, 1) vs (0, 0, 2)))'); empty
+    without a bulk class."""
     for r in (ref, run):
         key = next((k for k in keys if k in r.classes), None)
         if key is not None and "bulk" in r.classes:
