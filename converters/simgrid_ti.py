@@ -681,10 +681,11 @@ class RankWriter:
     time.  Both write the same text."""
 
     def __init__(self, data: TraceColumns, rep: ExportReport,
-                 posted: dict[int, int] | None = None, for_replay: bool = False):
+                 posted: dict[int, int] | None = None, free_tests: bool = False):
         self.d, self.rep, self.P = data, rep, data.nranks
         self.posted = posted or {}      # tag -> the least count of its receives (posted_sizes)
-        self.for_replay = for_replay    # the text is for a replay (:data:`_WAITED_TEST`)
+        self.free_tests = free_tests    # a test costs nothing in the replay to come
+                                        # (:data:`_WAITED_TEST`)
         self.unit = data.meta.get("volume_unit", "flops")
         self.too_big: list[str] = []
 
@@ -889,7 +890,7 @@ class RankWriter:
         sl = self.d.rank_slice(r)
         order = receive_order(self.d, sl)   # a matched receive where its probe matched it
         a = self.d.actions[order]
-        waited = self._waited(order, a) if self.for_replay else set()
+        waited = self._waited(order, a) if self.free_tests else set()
         cols = [a[c].tolist() for c in ("kind", "flags", "peer", "tag", "comm", "bytes_sent",
                                         "bytes_recv", "volume", "request")]
         for i, code, flags, peer, tag, comm, bs, br, vol, req in zip(order.tolist(), *cols):
@@ -1018,7 +1019,7 @@ def count_rootless(data: TraceColumns, rep: ExportReport) -> None:
 def write_ti(data: TraceColumns, out, layout: str = "per-rank", lossy: bool = False,
              lower_world: bool = False, collectives: str = "auto",
              config: dict | None = None, replay: bool = False,
-             for_replay: bool = False) -> ExportReport:
+             free_tests: bool = False) -> ExportReport:
     """Write ``data`` as SimGrid 4.1 TI text (bytes, default MPI_BYTE).  ``per-rank``: ``out`` is
     a list file naming ``<out>_files/<rank>.txt`` (paths relative to the list's directory);
     ``single``: ``out`` holds every rank's lines.  Unless ``lossy``, raises MinitraceError when
@@ -1032,9 +1033,9 @@ def write_ti(data: TraceColumns, out, layout: str = "per-rank", lossy: bool = Fa
     come) sets that kind; ``lower_world``: lower every world collective (a debugging switch to
     compare lowerings with SimGrid's built-in collectives); ``replay``: the text is for a replay
     with ``config``, whose receives are written as large as ``posted_sizes`` says (an export
-    keeps each receive's own size, which an import reads back); ``for_replay``: the text is for
-    minitrace's replay, a test that did not complete a request a wait completes later left out
-    (:data:`_WAITED_TEST`; an export keeps it)."""
+    keeps each receive's own size, which an import reads back); ``free_tests``: the text is
+    for a replay where a test costs nothing (``smpi/test`` 0), a test that did not complete a
+    request a wait completes later left out (:data:`_WAITED_TEST`; an export keeps it)."""
     out = os.fspath(out)
     if layout not in ("per-rank", "single"):
         raise MinitraceError(f"unknown layout {layout!r} (per-rank or single)")
@@ -1046,7 +1047,7 @@ def write_ti(data: TraceColumns, out, layout: str = "per-rank", lossy: bool = Fa
     data, rep.lowered, rep.dropped = lower(data, library, lower_world or frozenset(mixed))
     count_rootless(data, rep)
     wr = RankWriter(data, rep, posted_sizes(data.actions, config) if replay else None,
-                    for_replay)
+                    free_tests)
 
     def check() -> None:      # after every rank is written, before anything is renamed in
         if wr.too_big:

@@ -40,10 +40,11 @@ def test_streamed_lines_are_the_export(tmp_path, name, data, rate, rows):
     c.meta = dict(data.meta)
     assert streamable(c) is None
     flops, _ = in_flops(data, rate, None, None)
-    write_ti(flops, tmp_path / "list.txt", for_replay=True)    # (as the replay writes it)
+    write_ti(flops, tmp_path / "list.txt", free_tests=True)    # (as the replay writes it)
     exp, rep, counts = Expander(c), ExportReport(), Counter()
     for r in range(data.nranks):
-        text = b"".join(RankText(exp, r, rate, None, None, rep, counts, rows))
+        text = b"".join(RankText(exp, r, rate, None, None, rep, counts, rows,
+                                 free_tests=True))
         assert text == (tmp_path / "list.txt_files" / f"{r}.txt").read_bytes(), r
 
 

@@ -338,7 +338,7 @@ def _export_ti(data, work: Path, notes: list[str], source: str | None,
     try:
         report = write_ti(data, listfile, layout="per-rank", lossy=lossy,
                           collectives=colls[0], config=colls[1], replay=colls[2],
-                          for_replay=_tests_free(colls[1]))
+                          free_tests=_tests_free(colls[1]))
     except MinitraceError as e:   # it names our temporary file: name the user's instead
         msg = str(e)[len(e.path) + 2:] if e.path and str(e).startswith(e.path) else str(e)
         raise MinitraceError(f"cannot replay: {msg}", source) from None

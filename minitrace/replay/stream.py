@@ -74,9 +74,9 @@ class RankText:
     """The TI text of one rank, range by range (the same bytes as the whole-rank export)."""
 
     def __init__(self, exp: Expander, rank: int, rate, red, copies, report, counts: Counter,
-                 rows: int, posted: dict[int, int] | None = None, for_replay: bool = True):
+                 rows: int, posted: dict[int, int] | None = None, free_tests: bool = False):
         self.exp, self.rank, self.rows, self.posted = exp, rank, rows, posted
-        self.for_replay = for_replay      # (RankWriter's: failed tests before a wait left out)
+        self.free_tests = free_tests      # (RankWriter's: failed tests before a wait left out)
         self.rate, self.red, self.copies = rate, red, copies
         self.report, self.counts = report, counts
         self.n = int(exp.offsets[rank + 1] - exp.offsets[rank])
@@ -119,7 +119,7 @@ class RankText:
         data, counts = flops_actions(data, self.rate, self.red, None, self.copies)
         self.counts.update(counts)
         count_rootless(data, self.report)
-        wr = RankWriter(data, self.report, self.posted, self.for_replay)
+        wr = RankWriter(data, self.report, self.posted, self.free_tests)
         text = wr.rank_text(self.rank)
         if wr.too_big:
             raise MinitraceError(f"line(s) with counts beyond what SimGrid parses (first: "
@@ -132,7 +132,7 @@ class Feeder:
 
     def __init__(self, c, work: Path, rate=None, red=None, copies=None,
                  source: str | None = None, config: dict | None = None,
-                 for_replay: bool = True):
+                 free_tests: bool = False):
         self.exp = Expander(c)
         for r in range(c.nranks):     # SimGrid's replay crashes on a trace without it
             first = K.NAME.get(int(c.table["kind"][self.exp.rank_ids(r, 0, 1)[0]]), "?")
@@ -151,7 +151,7 @@ class Feeder:
         rows = max(256, min(ROWS, _BUDGET_ROWS // max(c.nranks, 1)))
         posted = posted_sizes(c.table, config)     # the table holds every distinct action
         self.texts = [iter(RankText(self.exp, r, rate, red, copies, self.report, self.counts,
-                                    rows, posted, for_replay)) for r in range(c.nranks)]
+                                    rows, posted, free_tests)) for r in range(c.nranks)]
         for p in self.paths:
             os.mkfifo(p)
         self.error: BaseException | None = None
