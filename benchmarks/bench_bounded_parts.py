@@ -29,14 +29,15 @@ from minitrace.compress import volumes as V
 
 
 def kind_costs(values, fine, coarse, kinds) -> tuple[int, dict]:
-    """(bytes of ``values`` coded whole, {kind: bytes saved by coding them without it})."""
+    """(bytes of ``values`` coded whole, {kind: bytes saved by coding them without it}, for
+    the kinds of 100 values or more)."""
     whole = len(CR.encode(values, fine, coarse))
     out = {}
-    for k in np.unique(kinds).tolist():
-        rest = ~(kinds == k)
-        if rest.sum() < len(kinds) and 100 <= len(kinds) - rest.sum():
-            out[K.NAME[k]] = whole - (len(CR.encode(values[rest], fine[rest], coarse[rest]))
-                                      if rest.any() else 0)
+    for k, n in zip(*np.unique(kinds, return_counts=True)):
+        if n >= 100:
+            rest = kinds != k
+            out[K.NAME[int(k)]] = whole - (len(CR.encode(values[rest], fine[rest],
+                                                         coarse[rest])) if rest.any() else 0)
     return whole, out
 
 
