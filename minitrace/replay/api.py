@@ -277,8 +277,7 @@ def _feeder(trace, work: Path, rate, red, copies, native, timeline: bool | str,
     source = os.fspath(trace) if isinstance(trace, (str, os.PathLike)) else None
     flops_actions(_empty_like(c.meta), rate, red, source, copies)   # the rates' errors first
     feeder = Feeder(c, work, rate, red, copies, source, cfg if posted else None,
-                    _tests_free(cfg))
-    feeder.report.library = library       # (its notes say whose collectives, as the export's)
+                    _tests_free(cfg), library)
     return feeder, options
 
 

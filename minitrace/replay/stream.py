@@ -132,14 +132,14 @@ class Feeder:
 
     def __init__(self, c, work: Path, rate=None, red=None, copies=None,
                  source: str | None = None, config: dict | None = None,
-                 free_tests: bool = False):
+                 free_tests: bool = False, library: str = "simgrid"):
         self.exp = Expander(c)
         for r in range(c.nranks):     # SimGrid's replay crashes on a trace without it
             first = K.NAME.get(int(c.table["kind"][self.exp.rank_ids(r, 0, 1)[0]]), "?")
             if first != "init":
                 raise MinitraceError(f"the trace of rank {r} must start with '{r} init', "
                                      f"found '{r} {first}'", source)
-        self.report = ExportReport()
+        self.report = ExportReport(library=library)   # (its notes say whose collectives)
         self.source = source
         self.counts: Counter = Counter()
         self.rate, self.red, self.copies = rate, red, copies
