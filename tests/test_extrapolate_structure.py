@@ -89,16 +89,17 @@ def test_any_source_receives_need_force():
 
 
 def test_classes_apart_say_where_a_class_leaves_the_bulk():
-    """A communicator split with key = rank (public NPB FT, helper QA, session 29) makes each
-    rank a class of its own; the refusal says where such a class leaves the bulk's program,
-    not only that the classes differ."""
+    """A vector that differs per rank (here comm_split_type's key = rank; comm_split's was
+    public NPB FT's, helper QA, session 29, which split_comms.py now reads as laws of the rank:
+    tests/test_extrapolate_split.py) makes each rank a class of its own; the refusal says
+    where such a class leaves the bulk's program, not only that the classes differ."""
     from minitrace.model import TraceBuilder
     runs = []
     for P in (2, 3, 4):
         b = TraceBuilder(P, {"volume_unit": "seconds"})
         for r in range(P):
             b.add(r, "init")
-            b.add(r, "comm_split", comm=0, request=1, vector=[0, r])
+            b.add(r, "comm_split_type", comm=0, request=1, vector=[0, r])
             for _ in range(5):
                 b.add(r, "compute", volume=1e-3)
                 b.add(r, "alltoall", comm=1, bytes_sent=8 * P, bytes_recv=8 * P)
@@ -108,5 +109,5 @@ def test_classes_apart_say_where_a_class_leaves_the_bulk():
         runs.append(ST.load(f"split{P}.h5", data))
     said = ST.differences(runs)
     assert said and all("rank classes differ" in s for s in said)
-    assert all("differs from the bulk at item 2: comm_split" in s and "differing in vector" in s
-               for s in said), said
+    assert all("differs from the bulk at item 2: comm_split_type" in s and
+               "differing in vector" in s for s in said), said

@@ -23,6 +23,7 @@ from . import grid as GR
 from . import grid_comms as GC
 from . import grid_laws as GL
 from . import grid_peers as GP
+from . import split_comms as SC
 from . import stamped as SS
 from . import structure as ST
 
@@ -458,6 +459,8 @@ class ClassProgram:
     vec_rel: np.ndarray
     pool: tuple | None
     ranks: np.ndarray
+    #: (where in ``vectors``, [color, key] of every rank at the target) of each comm_split
+    splits: list = dataclass_field(default_factory=list)
 
     def peers(self, at: np.ndarray, nranks: int, grid: GR.Grid | None) -> np.ndarray:
         """(len(at), actions): the peer column of the class's ranks at positions ``at``."""
@@ -467,7 +470,10 @@ class ClassProgram:
 
     def vector_rows(self, at: np.ndarray, nranks: int, grid: GR.Grid | None) -> np.ndarray:
         """(len(at), entries): the vector entries of the class's ranks at positions ``at``."""
-        return _place(self.vectors, self.vec_rel, self.ranks[at], nranks, grid)
+        out = _place(self.vectors, self.vec_rel, self.ranks[at], nranks, grid)
+        for start, values in self.splits:
+            out[:, start:start + 2] = values[self.ranks[at]]
+        return out
 
     def volumes(self, drawn: np.ndarray | None) -> np.ndarray:
         """(ranks, actions): the volumes of the ranks whose draws (:func:`_draws`) are the
@@ -496,8 +502,8 @@ class Programs:
     classes: list[ClassProgram]
     nranks: int
     grid: GR.Grid | None
-    comms: dict                  # id -> members (the world-like ones, the grid's rows)
-    sub_ids: dict                # cart_sub label -> each rank's communicator id
+    comms: dict                  # id -> members (the world-like ones, the grid's rows, splits')
+    sub_ids: dict                # cart_sub or split label -> each rank's communicator id
     meta: dict
     seed: int = 0
 
@@ -523,21 +529,25 @@ class Programs:
                 for c in self.classes]
 
     def per_rank_communicators(self) -> bool:
-        """Whether a class names a cart_sub row: its ranks' communicator columns differ."""
+        """Whether a class names a cart_sub row or a split's communicator: its ranks'
+        communicator columns differ."""
         return any(GC.is_label(c.actions["comm"]).any() or GC.is_label(c.actions["request"])
                    .any() for c in self.classes)
 
 
 def programs(runs: list[ST.Run], ranks: int, plans: dict, grid: GR.Grid | None = None,
-             peers: dict | None = None, spread: bool = True, seed: int = 0) -> Programs:
+             peers: dict | None = None, spread: bool = True, seed: int = 0,
+             splits: dict | None = None) -> Programs:
     """Each class's program with its planned counts and parameters, decoded once (on
     ``grid``, the target grid: peers and sendrecv sources are the grid offsets
     ``peers[class]`` from each rank, :func:`.grid_peers.resolve`).  With ``spread``, each
     action's volume will be its call's fitted typical volume times the recorded ratio to it
     of one rank of the class in the largest run that has it, drawn (``seed``) for each rank
     and time step (:func:`_spread`): the imbalance between ranks, a rank's slow stretches
-    kept together; else the actions hold the means."""
+    kept together; else the actions hold the means.  ``splits``: each comm_split at the
+    target (:func:`.split_comms.fit`), its [color, key] and communicators per rank."""
     ref = max(runs, key=lambda r: r.nranks)
+    splits = splits or {}
     comms = _world_like(runs)
     owner = class_ranks(ref, ranks, grid)
     classes = []
@@ -569,14 +579,29 @@ def programs(runs: list[ST.Run], ranks: int, plans: dict, grid: GR.Grid | None =
             a["volume"] *= (np.bincount(recorded, ratios.ravel(), len(rc.leaves)) /
                             np.maximum(np.bincount(recorded, minlength=len(rc.leaves)),
                                        1))[stream]
-        classes.append(ClassProgram(a, vec, peer_rel, vec_rel, pool, owner[key]))
-    used = sorted({int(c) for p in classes
-                   for c in np.unique(p.actions["comm"][GC.is_label(p.actions["comm"])])})
+        classes.append(ClassProgram(a, vec, peer_rel, vec_rel, pool, owner[key],
+                                    _split_entries(a, vec, splits)))
+    used = sorted({int(c) for p in classes for c in np.unique(p.actions["comm"][
+        GC.is_label(p.actions["comm"]) & ~SC.is_split_label(p.actions["comm"])])})
     sub_ids, sub_comms = GC.target(grid, used, max(comms + [0]) + 1) if used else ({}, {})
+    next_id = max(comms + list(sub_comms) + [0]) + 1
+    for n, split in splits.items():           # a communicator per color, at each rank its own
+        sub_ids[SC.SPLIT_BASE + n] = np.where(split.comm >= 0, next_id + split.comm, -1)
+        sub_comms.update({next_id + j: m for j, m in enumerate(split.members)})
+        next_id += len(split.members)
     world = np.arange(ranks, dtype=np.int32)
     return Programs(classes, ranks, grid, {**{c: world for c in [0] + comms}, **sub_comms},
                     sub_ids, {"volume_unit": ref.data.meta.get("volume_unit", "seconds"),
                               "nranks": ranks}, seed)
+
+
+def _split_entries(a: np.ndarray, vec: np.ndarray, splits: dict) -> list:
+    """(where in ``vec``, [color, key] of every rank) of each comm_split of a class's program
+    (its vector the placeholder ``[MARK, n]`` of the rank's n-th split)."""
+    starts = np.cumsum(a["vec_len"]) - a["vec_len"]
+    rows = np.flatnonzero((a["kind"] == K.CODE["comm_split"]) & (a["vec_len"] == 2))
+    return [(int(starts[k]), splits[int(vec[starts[k] + 1])].values) for k in rows
+            if vec[starts[k]] == SC.MARK]
 
 
 def materialize(progs: Programs) -> Extrapolated:
@@ -620,12 +645,13 @@ def materialize(progs: Programs) -> Extrapolated:
 
 def _sub_communicators(a: np.ndarray, ranks: np.ndarray, sub_ids: dict):
     """(comm, request) of a class's ranks, (ranks, actions), when its program names a
-    cart_sub label (each rank's communicator of that label, ``sub_ids``); else (None, None)."""
+    cart_sub or comm_split label (each rank's communicator of that label, ``sub_ids``); else
+    (None, None)."""
     if not GC.is_label(a["comm"]).any() and not GC.is_label(a["request"]).any():
         return None, None
     comm = np.tile(a["comm"], (len(ranks), 1))
     request = np.tile(a["request"], (len(ranks), 1))
-    made = a["kind"] == K.CODE["cart_sub"]
+    made = K.mask(K.NEW_COMM_KINDS)[a["kind"]]
     for label, ids in sub_ids.items():
         mine = ids[ranks][:, None]
         comm = np.where(comm == label, mine, comm)
@@ -696,6 +722,7 @@ def plan(runs: list[ST.Run], ranks: int, scaling: str = "weak", force: bool = Fa
         raise MinitraceError("--grid: the runs are not on a 2-D or 3-D grid (their peers are "
                              "a 1-D line's or fit no grid)")
     found = ST.check(runs, force)
+    splits, split_notes = SC.fit(runs, ranks, grid)
     ref = max(runs, key=lambda r: r.nranks)
     keys = list(class_ranks(ref, ranks, grid))
     notes, why = CO.compose(runs, keys)
@@ -710,13 +737,14 @@ def plan(runs: list[ST.Run], ranks: int, scaling: str = "weak", force: bool = Fa
     if refused and not force:
         raise MinitraceError("not extrapolated (--force to extrapolate anyway):\n  "
                              + "\n  ".join(refused))
-    progs = programs(runs, ranks, plans, grid, offsets, spread, seed)
+    progs = programs(runs, ranks, plans, grid, offsets, spread, seed, splits)
     progs.meta["extrapolated"] = {
         "from": [os.path.abspath(r.path) for r in runs], "ranks": [r.nranks for r in runs],
         "target": ranks, "scaling": scaling, "forced": refused,
         "spread": f"drawn from the largest run's (seed {seed})" if spread else "none: means",
         "grid": None if grid is None else {"dims": list(grid.dims),
                                            "periods": list(grid.periods), "notes": notes},
+        "splits": split_notes,
         "models": [{"class": x.rank_class, "parameter": x.name, "model": str(x.model),
                     "loo_error": x.model.loo_error, "value": x.at_target,
                     "interval_95": list(x.interval(ranks))}
@@ -733,9 +761,12 @@ def write(path: str, data: TraceColumns) -> None:
 
 
 def print_grid(provenance: dict) -> None:
-    """The target grid and how directions were found, when the program is on one."""
+    """The target grid and how directions were found, when the program is on one; the laws
+    of each comm_split's color and key."""
     if isinstance(provenance, (str, bytes)):
         provenance = json.loads(provenance)
+    for note in provenance.get("splits", []):
+        print(f"note: {note}")
     grid = provenance.get("grid")
     if grid:
         print("grid: " + str(GR.Grid(tuple(grid["dims"]), tuple(grid["periods"]))))

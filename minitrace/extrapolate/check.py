@@ -17,6 +17,7 @@ from .canonical import canonical
 from .polled import polled_waits
 from ..tested_waits import tested_waits
 from . import grid as GR
+from . import split_comms as SC
 from . import structure as ST
 
 
@@ -81,8 +82,9 @@ def _open_line(data, sig) -> bool:
 
 
 def same_structure(a: ST.Run, b: ST.Run) -> list[str]:
-    """Where two runs at the same scale differ in structure: shapes, peers, loop counts."""
-    found = ST.differences([a, b])
+    """Where two runs at the same scale differ in structure: shapes, peers, each rank's
+    comm_split color and key, loop counts."""
+    found = ST.differences([a, b]) + SC.differences(a, b)
     if found:
         return found
     return [f"rank class {key}: loop counts {[lp.count for lp in rc.loops]} vs "

@@ -33,6 +33,7 @@ from ..compress import signatures as SG
 from . import grid as GR
 from . import grid_comms as GC
 from . import grid_peers as GP
+from . import split_comms as SC
 
 #: signature fields that must be equal at every scale (the rest are fitted or mapped)
 SHAPE_FIELDS = ("kind", "flags", "peer_mode", "req_mode", "tag", "comm")
@@ -79,6 +80,8 @@ class Run:
     #: classes :func:`common_part` left out (key -> why), which a class of that name in the
     #: largest run is not: a refusal names them so
     left_out: dict = field(default_factory=dict)
+    #: each rank's [color, key] of its comm_splits (:mod:`.split_comms`)
+    splits: SC.Splits = field(default_factory=SC.Splits)
 
     @property
     def nranks(self) -> int:
@@ -132,12 +135,15 @@ def signed(ranks: np.ndarray, nranks: int) -> np.ndarray:
 
 def load(path: str, data: TraceColumns, grid: GR.Grid | None = None,
          sig: SG.Signatures | None = None) -> Run:
-    """A run's signatures, grammar and rank classes (on ``grid``: by grid position)."""
+    """A run's signatures, grammar and rank classes (on ``grid``: by grid position); its
+    comm_splits named by what they are (:mod:`.split_comms`)."""
     sig = sig if sig is not None else SG.encode(data)
     labels = {}
     if grid is not None:
         labels = GC.labels(data)
         sig = GP.encode(data, grid, sig, labels)
+    sig, split_labels, splits = SC.rewrite(data, sig)
+    labels = {**labels, **split_labels}
     gram = G.build(sig.ids, data.rank_offsets, len(sig.table))
     P = data.nranks
     program = _sizeless(gram, sig.table)
@@ -170,7 +176,7 @@ def load(path: str, data: TraceColumns, grid: GR.Grid | None = None,
             classes[key] = RankClass(key, ranks, tree, loops, leaves)
     if table is not sig.table:      # typical sizes added: the caller's signatures unchanged
         sig = replace(sig, table=table)
-    return Run(path, data, sig, classes, grid, labels)
+    return Run(path, data, sig, classes, grid, labels, splits=splits)
 
 
 #: the signature fields that a rank's data may set (miniMD's ghost atoms per rank): ranks
@@ -332,10 +338,9 @@ def fields_differing(a: tuple, b: tuple) -> str:
 
 def _apart_from_bulk(run: Run, ref: Run, keys: list[str]) -> str:
     """Why a class of these runs is one of its own: where its program first differs from the
-    bulk's (a communicator split with key = rank, as NPB FT does, makes each rank a class:
-    '(rank class 1 differs from the bulk at item 2: comm_split (tag -1, comm 0) vs
-    comm_split (tag -1, comm 0) (differing in vector (0, 0, 1) vs (0, 0, 2)))'); empty
-    without a bulk class."""
+    bulk's (a comm_split_type with key = rank makes each rank a class: '(rank class 1 differs
+    from the bulk at item 2: comm_split_type (tag -1, comm 0) vs comm_split_type (tag -1,
+    comm 0) (differing in vector (0, 0, 1) vs (0, 0, 2)))'); empty without a bulk class."""
     for r in (ref, run):
         key = next((k for k in keys if k in r.classes), None)
         if key is not None and "bulk" in r.classes:

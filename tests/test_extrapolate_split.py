@@ -1,0 +1,132 @@
+"""MPI_Comm_split whose color and key are laws of the rank (extrapolate's split_comms.py): NPB
+FT splits its world with key = rank and into its grid's rows and columns; the recorded
+``[color, key]`` differed on every rank, which made every rank a class of its own (refused:
+'rank classes differ', with --force too)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import minitrace
+from minitrace import kinds as K
+from minitrace.cli import main
+from minitrace.errors import MinitraceError
+from minitrace.extrapolate import build as B
+from minitrace.extrapolate import check as C
+from minitrace.extrapolate import structure as ST
+from minitrace.model import TraceBuilder
+from tests.support.record_util import record
+
+
+def splitting(P: int, laws, steps: int = 3):
+    """Each rank splits the world once per law (``laws``: functions of (rank, P) giving
+    ``(color, key)``), then ``steps`` times computes and allreduces on each communicator
+    made; communicator ids as the recorder gives them (one per communicator)."""
+    b = TraceBuilder(P)
+    made, next_id = [], 1
+    for law in laws:
+        values = [law(r, P) for r in range(P)]
+        ids = {}
+        for c in sorted({c for c, _ in values}):
+            ranks = sorted((k, r) for r, (cc, k) in enumerate(values) if cc == c)
+            ids[c] = next_id
+            b.add_comm(next_id, [r for _, r in ranks])
+            next_id += 1
+        made.append([(ids[c], [c, k]) for c, k in values])
+    for r in range(P):
+        b.add(r, "init")
+        for comms in made:
+            b.add(r, "comm_split", comm=0, request=comms[r][0], vector=comms[r][1])
+        for _ in range(steps):
+            b.add(r, "compute", volume=1e-3)
+            for comms in made:
+                b.add(r, "allreduce", comm=comms[r][0], bytes_sent=8, bytes_recv=8)
+        b.add(r, "finalize")
+    return b.build()
+
+
+#: NPB FT's two splits on 1 x P: its row (color 0, key = rank) and its column (one rank each)
+FT = [lambda r, P: (0, r), lambda r, P: (r, 0)]
+
+
+def runs_of(laws, sizes=(2, 3, 4)):
+    return C.runs_of([f"s{p}.h5" for p in sizes], [splitting(p, laws) for p in sizes])
+
+
+def split_vectors(data) -> np.ndarray:
+    """(ranks, splits, 2): each rank's [color, key] of each of its comm_splits."""
+    a = data.actions
+    rows = np.flatnonzero(a["kind"] == K.CODE["comm_split"])
+    return np.array([data.vector(i).tolist() for i in rows]).reshape(data.nranks, -1, 2)
+
+
+def test_splits_whose_color_and_key_follow_the_rank_make_one_class():
+    for run in runs_of(FT):
+        assert list(run.classes) == ["bulk"]
+
+
+def test_each_rank_gets_its_color_key_and_communicators_at_the_target():
+    data, _, forced = B.extrapolate(runs_of(FT), 8)
+    assert not forced
+    want = np.array([[[0, r], [r, 0]] for r in range(8)])
+    assert np.array_equal(split_vectors(data), want)
+    a = data.actions
+    made = a["request"][a["kind"] == K.CODE["comm_split"]].reshape(8, 2)
+    assert data.comms[int(made[0, 0])].tolist() == list(range(8))
+    assert (made[:, 0] == made[0, 0]).all()
+    assert [data.comms[int(c)].tolist() for c in made[:, 1]] == [[r] for r in range(8)]
+    used = a["comm"][a["kind"] == K.CODE["allreduce"]].reshape(8, 3, 2)
+    assert (used == made[:, None, :]).all()      # each rank's calls on its own communicators
+
+
+def test_rows_and_columns_of_a_grid():
+    """Rows and columns of MPI_Dims_create(P, 2)'s grid (color and key its coordinates),
+    recorded at 4, 6, 8 (2x2, 3x2, 4x2) and extrapolated to 12 (4x3)."""
+    def rows(r, P):
+        return r // minitrace.extrapolate.grid.dims_create(P, 2)[1], \
+            r % minitrace.extrapolate.grid.dims_create(P, 2)[1]
+    laws = [rows, lambda r, P: rows(r, P)[::-1]]
+    data, _, _ = B.extrapolate(runs_of(laws, (4, 6, 8)), 12)
+    got = split_vectors(data)
+    assert np.array_equal(got[:, 0], [[r // 3, r % 3] for r in range(12)])
+    assert np.array_equal(got[:, 1], [[r % 3, r // 3] for r in range(12)])
+    row_of = data.actions["request"][data.actions["kind"] == K.CODE["comm_split"]][::2]
+    assert [data.comms[int(c)].tolist() for c in row_of[::3]] == \
+        [[0, 1, 2], [3, 4, 5], [6, 7, 8], [9, 10, 11]]
+
+
+def test_a_color_that_no_law_gives_is_refused_naming_the_files():
+    laws = [lambda r, P: ((r * r) % 3, r)]
+    with pytest.raises(MinitraceError, match=r"^s3\.h5, s4\.h5: the color of comm_split 1 "
+                       r"of each rank is no law of the rank"):
+        B.extrapolate(runs_of(laws), 8, force=True)
+
+
+def test_the_self_check_compares_colors_and_keys():
+    one, other = (C.runs_of(["a.h5"], [splitting(4, [law])])[0]
+                  for law in (lambda r, P: (0, r), lambda r, P: (0, -r)))
+    assert C.same_structure(one, one) == []
+    assert C.same_structure(one, other) == ["comm_split 1 of each rank: [color, key] differ: "
+                                            "rank 1"]
+
+
+def test_recorded_splits_extrapolate_and_check(programs, tmp_path, capsys):
+    """tests/programs/split_laws.c (key = rank; a grid's rows and columns) at 2, 3, 4 -> 8
+    ranks, and --check of 6 from 2, 3, 4 (refused before: 'rank classes differ')."""
+    exe = programs("split_laws")
+    paths = {}
+    for p in (2, 3, 4, 6):
+        paths[p] = str(tmp_path / f"s{p}.h5")
+        record(Path(paths[p]), p, [str(exe), "4"])
+    out = str(tmp_path / "s8.h5")
+    # --force: compute gaps that the load makes noisy must not make this test flaky
+    assert main(["extrapolate", paths[2], paths[3], paths[4], "--ranks", "8", "-o", out,
+                 "--force"]) == 0
+    data = minitrace.open(out).data()
+    got = split_vectors(data)
+    assert np.array_equal(got, [[[0, r], [r // 2, r % 2], [r % 2, r // 2]] for r in range(8)])
+    capsys.readouterr()
+    assert main(["extrapolate", *paths.values(), "--check", "--force"]) == 0
+    assert "structure at 6 ranks: identical to the recorded run" in capsys.readouterr().out
