@@ -20,10 +20,11 @@ from minitrace.model import TraceBuilder
 from tests.support.record_util import record
 
 
-def splitting(P: int, laws, steps: int = 3):
+def splitting(P: int, laws, steps: int = 3, roots: bool = False):
     """Each rank splits the world once per law (``laws``: functions of (rank, P) giving
     ``(color, key)``), then ``steps`` times computes and allreduces on each communicator
-    made; communicator ids as the recorder gives them (one per communicator)."""
+    made (``roots``: broadcasts from its first rank and reduces to its last instead);
+    communicator ids as the recorder gives them (one per communicator)."""
     b = TraceBuilder(P)
     made, next_id = [], 1
     for law in laws:
@@ -42,7 +43,14 @@ def splitting(P: int, laws, steps: int = 3):
         for _ in range(steps):
             b.add(r, "compute", volume=1e-3)
             for comms in made:
-                b.add(r, "allreduce", comm=comms[r][0], bytes_sent=8, bytes_recv=8)
+                members = b.comms[comms[r][0]].tolist()
+                if roots:
+                    b.add(r, "bcast", comm=comms[r][0], peer=members[0], bytes_sent=8,
+                          bytes_recv=8)
+                    b.add(r, "reduce", comm=comms[r][0], peer=members[-1], bytes_sent=8,
+                          bytes_recv=8)
+                else:
+                    b.add(r, "allreduce", comm=comms[r][0], bytes_sent=8, bytes_recv=8)
         b.add(r, "finalize")
     return b.build()
 
@@ -130,3 +138,21 @@ def test_recorded_splits_extrapolate_and_check(programs, tmp_path, capsys):
     capsys.readouterr()
     assert main(["extrapolate", *paths.values(), "--check", "--force"]) == 0
     assert "structure at 6 ranks: identical to the recorded run" in capsys.readouterr().out
+
+
+
+def test_roots_on_a_split_communicator_are_places_in_it():
+    """A broadcast from each row's first rank and a reduction to its last (world ranks, one
+    per row) on the rows of MPI_Dims_create(P, 2)'s grid: one class (before: one a row), and
+    at the target each row's own first and last ranks."""
+    def row(r, P):
+        q = minitrace.extrapolate.grid.dims_create(P, 2)[1]
+        return r // q, r % q
+    runs = C.runs_of([f"r{p}.h5" for p in (4, 6, 8)],
+                     [splitting(p, [row], roots=True) for p in (4, 6, 8)])
+    assert [list(r.classes) for r in runs] == [["bulk"]] * 3
+    data, _, _ = B.extrapolate(runs, 12)
+    a = data.actions
+    for kind, first in (("bcast", 0), ("reduce", 2)):
+        roots = a["peer"][a["kind"] == K.CODE[kind]].reshape(12, 3)
+        assert (roots == (np.arange(12) // 3 * 3 + first)[:, None]).all(), kind

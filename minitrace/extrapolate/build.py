@@ -461,11 +461,14 @@ class ClassProgram:
     ranks: np.ndarray
     #: (where in ``vectors``, [color, key] of every rank at the target) of each comm_split
     splits: list = dataclass_field(default_factory=list)
+    #: the splits at the target (:func:`.split_comms.fit`), for roots on their communicators
+    made: dict = dataclass_field(default_factory=dict)
 
     def peers(self, at: np.ndarray, nranks: int, grid: GR.Grid | None) -> np.ndarray:
         """(len(at), actions): the peer column of the class's ranks at positions ``at``."""
         r = self.ranks[at]
         placed = _place(self.actions["peer"].astype(np.int64), self.peer_rel, r, nranks, grid)
+        placed = SC.place_roots(placed, self.actions["comm"], r, self.made)
         return placed if grid is None else GC.place_roots(placed, r, grid)
 
     def vector_rows(self, at: np.ndarray, nranks: int, grid: GR.Grid | None) -> np.ndarray:
@@ -580,7 +583,7 @@ def programs(runs: list[ST.Run], ranks: int, plans: dict, grid: GR.Grid | None =
                             np.maximum(np.bincount(recorded, minlength=len(rc.leaves)),
                                        1))[stream]
         classes.append(ClassProgram(a, vec, peer_rel, vec_rel, pool, owner[key],
-                                    _split_entries(a, vec, splits)))
+                                    _split_entries(a, vec, splits), splits))
     used = sorted({int(c) for p in classes for c in np.unique(p.actions["comm"][
         GC.is_label(p.actions["comm"]) & ~SC.is_split_label(p.actions["comm"])])})
     sub_ids, sub_comms = GC.target(grid, used, max(comms + [0]) + 1) if used else ({}, {})

@@ -6,7 +6,10 @@ its own (refused).  Here a rank's n-th split is named by what it is, the same on
 and at every scale: its vector a placeholder, the communicator it makes (and every call on
 it) a label; the recorded values are kept per rank.  Across the runs each of color and key
 must be one law of the rank (:class:`Law`); at the target the law gives every rank its
-values, and the ranks of one color, ordered by key then rank, one communicator.
+values, and the ranks of one color, ordered by key then rank, one communicator.  The root of
+a rooted collective on one (a world rank, another in each row) is named by its place in the
+communicator, counted from both ends (0 its first rank, -1 its last), and made the rank at
+that place of each rank's communicator at the target.
 
 A law is ``s * f(r) + b`` (``s`` = +-1, ``b`` the same at every scale) where ``f`` is, in
 order of preference: 0 (a constant), the rank, or the row-major index of some consecutive
@@ -32,6 +35,9 @@ from . import grid_comms as GC
 SPLIT_BASE = GC.LABEL_BASE + (1 << 20)
 #: a split's vector in the signatures: [MARK, n] in place of [color, key]
 MARK = -(1 << 40)
+#: roots on split communicators: ROOT + place (above cart_sub's roots, grid_comms.ROOT_BASE)
+ROOT = 1 << 30
+_ROOTED = K.mask(K.ROOTED)
 _SPLIT = K.CODE["comm_split"]
 _ENTRIES = ("color", "key")
 
@@ -53,8 +59,9 @@ def is_split_label(values) -> np.ndarray:
 
 def rewrite(data, sig: SG.Signatures) -> tuple[SG.Signatures, dict, Splits]:
     """(signatures with each rank's n-th comm_split named ``[MARK, n]``, its communicator
-    ``SPLIT_BASE + n`` wherever it is used; {communicator id: label}; the recorded
-    :class:`Splits`).  Unchanged without a comm_split of ``[color, key]``."""
+    ``SPLIT_BASE + n`` wherever it is used, the roots of rooted collectives on it their
+    places in it; {communicator id: label}; the recorded :class:`Splits`).  Unchanged
+    without a comm_split of ``[color, key]``."""
     a = data.actions
     rows = np.flatnonzero((a["kind"] == _SPLIT) & (a["vec_len"] == 2))
     out = Splits()
@@ -78,6 +85,15 @@ def rewrite(data, sig: SG.Signatures) -> tuple[SG.Signatures, dict, Splits]:
             labels.setdefault(cid, SPLIT_BASE + n)
     table = sig.table[sig.ids]
     cols = {f: np.ascontiguousarray(table[f]) for f in SG.SIGNATURE_DTYPE.names}
+    rooted = np.flatnonzero(_ROOTED[cols["kind"]] & np.isin(cols["comm"], list(labels)) &
+                            (cols["peer"] >= 0))
+    cols["peer"] = cols["peer"].copy()
+    for i in rooted.tolist():
+        members = np.asarray(data.comms.get(int(cols["comm"][i]), ()))
+        at = np.flatnonzero(members == cols["peer"][i])
+        if len(at):
+            m = len(members)
+            cols["peer"][i] = ROOT + (int(at[0]) if at[0] < (m + 1) // 2 else int(at[0]) - m)
     cols["comm"] = GC.relabel(cols["comm"], labels)
     made = K.mask(K.NEW_COMM_KINDS)[cols["kind"]]
     cols["request"] = np.where(made, GC.relabel(cols["request"], labels), cols["request"])
@@ -256,6 +272,27 @@ def _communicators(laws: tuple, values: np.ndarray) -> Split:
     comm[ranks] = np.searchsorted(colors, color[ranks])
     members = [m.astype(np.int32) for m in np.split(order, index[1:])] if len(order) else []
     return Split(laws, values, comm, members)
+
+
+def place_roots(peers: np.ndarray, comm: np.ndarray, ranks: np.ndarray,
+                splits: dict) -> np.ndarray:
+    """``peers`` (len(ranks), actions) with each root code on a split's communicator (its
+    label in ``comm``, the class's communicator column) made the world rank at that place
+    of each rank's communicator of that split at the target (``splits``, :func:`fit`)."""
+    if not peers.size:
+        return peers
+    coded = np.flatnonzero((peers[0] >= ROOT - (1 << 20)) & is_split_label(comm))
+    if not len(coded):
+        return peers
+    out = peers.copy()
+    for j in coded.tolist():
+        split = splits[int(comm[j]) - SPLIT_BASE]
+        sizes = np.array([len(m) for m in split.members], np.int64)
+        start = np.cumsum(sizes) - sizes
+        mine = split.comm[ranks]
+        out[:, j] = np.concatenate(split.members)[start[mine] + (int(peers[0, j]) - ROOT) %
+                                                  sizes[mine]]
+    return out
 
 
 def differences(a, b) -> list[str]:
