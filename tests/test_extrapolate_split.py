@@ -105,6 +105,14 @@ def test_rows_and_columns_of_a_grid():
         [[0, 1, 2], [3, 4, 5], [6, 7, 8], [9, 10, 11]]
 
 
+def test_parity_colors_at_any_size():
+    """color = rank % 2 (even and odd ranks), at 2, 3, 4 ranks: a row of P/2 x 2 rounded up."""
+    data, _, _ = B.extrapolate(runs_of([lambda r, P: (r % 2, -r)]), 7)
+    assert np.array_equal(split_vectors(data)[:, 0], [[r % 2, -r] for r in range(7)])
+    made = data.actions["request"][data.actions["kind"] == K.CODE["comm_split"]]
+    assert data.comms[int(made[0])].tolist() == [6, 4, 2, 0]     # by key, -rank
+
+
 def test_a_color_that_no_law_gives_is_refused_naming_the_files():
     laws = [lambda r, P: ((r * r) % 3, r)]
     with pytest.raises(MinitraceError, match=r"^s3\.h5, s4\.h5: the color of comm_split 1 "
@@ -156,3 +164,24 @@ def test_roots_on_a_split_communicator_are_places_in_it():
     for kind, first in (("bcast", 0), ("reduce", 2)):
         roots = a["peer"][a["kind"] == K.CODE[kind]].reshape(12, 3)
         assert (roots == (np.arange(12) // 3 * 3 + first)[:, None]).all(), kind
+
+
+def test_a_split_of_a_sub_communicator_is_refused_naming_the_file():
+    """The second split divides the first one's communicator (even and odd ranks): the
+    rank of a law would be the rank in it, not in the world; refused."""
+    def nested(P):
+        b = TraceBuilder(P)
+        for parity in (0, 1):
+            b.add_comm(1 + parity, list(range(parity, P, 2)))
+            b.add_comm(3 + parity, list(range(parity, P, 2)))
+        for r in range(P):
+            b.add(r, "init")
+            b.add(r, "comm_split", comm=0, request=1 + r % 2, vector=[r % 2, r])
+            b.add(r, "comm_split", comm=1 + r % 2, request=3 + r % 2, vector=[0, r // 2])
+            b.add(r, "allreduce", comm=3 + r % 2, bytes_sent=8, bytes_recv=8)
+            b.add(r, "finalize")
+        return b.build()
+    runs = C.runs_of([f"n{p}.h5" for p in (2, 3, 4)], [nested(p) for p in (2, 3, 4)])
+    with pytest.raises(MinitraceError, match=r"^n2\.h5: comm_split 2 of each rank splits "
+                       r"communicator 1, not the world"):
+        B.extrapolate(runs, 8, force=True)

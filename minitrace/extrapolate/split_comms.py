@@ -15,7 +15,8 @@ A law is ``s * f(r) + b`` (``s`` = +-1, ``b`` the same at every scale) where ``f
 order of preference: 0 (a constant), the rank, or the row-major index of some consecutive
 coordinates (one coordinate, or a row's) of the rank on a grid: the run's own grid
 (:mod:`.grid`), ``MPI_Dims_create(P, 2)``'s or ``(P, 3)``'s, or one whose first or last
-extent is the same at every scale (``q x P/q``, ``P/q x q``).  The first law that gives
+extent is the same at every scale (``q x P/q``; ``P/q x q``, rounded up: ``r % q`` and
+``r // q`` whatever P is, a parity).  The first law that gives
 every rank's value in every run is taken; when it is a coordinate, others that fit the runs
 too but give other values at the target are said in a note (record a scale that tells them
 apart: at 2, 3, 4 ranks a row of MPI_Dims_create(P, 2)'s grid is one of (P, 3)'s too)."""
@@ -128,9 +129,9 @@ class Law:
             return None if grid is None else tuple(grid.dims)
         if self.family in ("dims2", "dims3"):
             return GR.dims_create(P, int(self.family[-1]))
-        if P % self.q:
-            return None
-        return (self.q, P // self.q) if self.family == "first" else (P // self.q, self.q)
+        if self.family == "last":                  # r % q and r // q whatever P is
+            return (-(-P // self.q), self.q)
+        return None if P % self.q else (self.q, P // self.q)
 
     def feature(self, ranks: np.ndarray, P: int, grid: GR.Grid | None) -> np.ndarray | None:
         ranks = np.asarray(ranks, np.int64)
@@ -172,7 +173,8 @@ def _candidates(runs: list) -> list[Law]:
     sizes = [r.nranks for r in runs]
     common = [q for q in range(2, min(sizes) + 1) if all(p % q == 0 for p in sizes)]
     grids = [(f, 0, 3 if f == "dims3" else (runs[0].grid.ndims if f == "grid" else 2))
-             for f in families] + [(f, q, 2) for q in common for f in ("first", "last")]
+             for f in families] + [("first", q, 2) for q in common] + \
+        [("last", q, 2) for q in range(2, min(sizes) + 1)]
     for family, q, ndims in grids:
         for lo in range(ndims):
             for hi in range(lo + 1, ndims + 1):
