@@ -932,8 +932,18 @@ class RankWriter:
                     w("isend", peer, tag, bs)
                     w("recv", src, rtag, self.size(br, rtag))
                     w("wait", r, peer, tag)
+                elif flags & K.FLAG_UNRESOLVED:
+                    rep.dropped[kind] += 1          # a receive whose source is unknown
+                elif peer >= 0:                     # (a shift's end rank, non-periodic:
+                    approx(kind, "receive from MPI_PROC_NULL: its send written as "
+                                 "isend + wait")    # the null half is a no-op in MPI)
+                    w("isend", peer, tag, bs)
+                    w("wait", r, peer, tag)
+                elif src >= 0:
+                    approx(kind, "send to MPI_PROC_NULL: its receive written as recv")
+                    w("recv", src, rtag, self.size(br, rtag))
                 else:
-                    rep.dropped[kind] += 1
+                    approx(kind, "left out: both sides MPI_PROC_NULL")
             elif kind in K.SINGLE_COMPLETIONS:
                 if kind in ("waitany", "testany"):
                     approx(kind, f"written as {kind[:4]}")

@@ -425,6 +425,45 @@ def test_sendrecv_with_tags_written_exactly_in_meaning(tmp_path):
     assert validate(read_ti(tmp_path / "s")).ok
 
 
+def test_sendrecv_with_a_null_side_written_as_its_other_half(tmp_path):
+    """A non-periodic shift by MPI_Sendrecv (miniVite's graph set-up): the end ranks send to
+    or receive from MPI_PROC_NULL (peer or source -1, as the recorder writes them).  Each such
+    sendrecv is its other half (dropped, the partner's half was left unmatched and the replay
+    deadlocked); both sides null is a no-op; an unknown source is still dropped."""
+    from minitrace.replay import replay
+    n = 3
+    b = TraceBuilder(n)
+    for r in range(n):
+        up, down = (r + 1 if r + 1 < n else -1), (r - 1 if r > 0 else -1)
+        b.add(r, "init")
+        b.add(r, "sendrecv", peer=up, tag=1, bytes_sent=800,
+              bytes_recv=800 if down >= 0 else 0, vector=[down, 1 if down >= 0 else -1])
+        b.add(r, "sendrecv", peer=-1, tag=3, bytes_sent=8, bytes_recv=0, vector=[-1, -1])
+        b.add(r, "finalize")
+    rep = write_ti(b.build(), tmp_path / "s", layout="single")
+    lines = (tmp_path / "s").read_text().splitlines()
+    assert [x for x in lines if x.startswith("0 ")][1:3] == ["0 isend 1 1 800", "0 wait 0 1 1"]
+    assert [x for x in lines if x.startswith("2 ")][1:2] == ["2 recv 1 1 800"]
+    assert rep.approximated["sendrecv (receive from MPI_PROC_NULL: its send written as "
+                            "isend + wait)"] == 1
+    assert rep.approximated["sendrecv (send to MPI_PROC_NULL: its receive written as recv)"] \
+        == 1
+    assert rep.approximated["sendrecv (left out: both sides MPI_PROC_NULL)"] == 3
+    assert not rep.dropped
+    assert validate(read_ti(tmp_path / "s")).ok
+    write_trace(tmp_path / "s.h5", b.build())
+    r = replay(tmp_path / "s.h5", compute_rate="1Gf")
+    assert r.simulated_time > 0
+    u = TraceBuilder(2)
+    for r in range(2):
+        u.add(r, "init")
+        u.add(r, "sendrecv", peer=1 - r, tag=1, bytes_sent=8, bytes_recv=8, vector=[-1, -1],
+              flags=K.FLAG_UNRESOLVED)
+        u.add(r, "finalize")
+    with pytest.raises(MinitraceError, match="cannot express 2 sendrecv"):
+        write_ti(u.build(), tmp_path / "u", layout="single")
+
+
 def _ranks_trace(n):
     b = TraceBuilder(n)
     for r in range(n):
