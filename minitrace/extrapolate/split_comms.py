@@ -89,12 +89,14 @@ def rewrite(data, sig: SG.Signatures) -> tuple[SG.Signatures, dict, Splits]:
     rooted = np.flatnonzero(_ROOTED[cols["kind"]] & np.isin(cols["comm"], list(labels)) &
                             (cols["peer"] >= 0))
     cols["peer"] = cols["peer"].copy()
-    for i in rooted.tolist():
-        members = np.asarray(data.comms.get(int(cols["comm"][i]), ()))
-        at = np.flatnonzero(members == cols["peer"][i])
+    pairs, which = np.unique(np.stack([cols["comm"][rooted], cols["peer"][rooted]], axis=1),
+                             axis=0, return_inverse=True)
+    for k, (cid, root) in enumerate(pairs.tolist()):       # each root of each communicator
+        members = np.asarray(data.comms.get(cid, ()))
+        at = np.flatnonzero(members == root)
         if len(at):
-            m = len(members)
-            cols["peer"][i] = ROOT + (int(at[0]) if at[0] < (m + 1) // 2 else int(at[0]) - m)
+            m, i = len(members), int(at[0])
+            cols["peer"][rooted[which.ravel() == k]] = ROOT + (i if i < (m + 1) // 2 else i - m)
     cols["comm"] = GC.relabel(cols["comm"], labels)
     made = K.mask(K.NEW_COMM_KINDS)[cols["kind"]]
     cols["request"] = np.where(made, GC.relabel(cols["request"], labels), cols["request"])
