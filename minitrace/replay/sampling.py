@@ -95,6 +95,7 @@ import math
 import os
 import time
 from collections import Counter
+from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -277,22 +278,25 @@ def load_trace(trace, source: str | None = None):
                                      "trace (a SimGrid TI trace has no call structure to draw "
                                      "from)", path)
         with open_trace(path) as t:
-            return t.data(), _stored_loops(t)
+            data = t.data()
+            return data, _stored_loops(t, data)
     if hasattr(trace, "data") and callable(trace.data):
-        return trace.data(), _stored_loops(trace)
+        data = trace.data()
+        return data, _stored_loops(trace, data)
     if not hasattr(trace, "rank_offsets"):
         raise MinitraceError(f"cannot replay a {type(trace).__name__}", source)
     return trace, None
 
 
-def _stored_loops(t):
-    """The loops of an open compressed trace's grammar, else None."""
+def _stored_loops(t, columns):
+    """The loops of an open compressed trace's grammar (``columns``: the trace expanded),
+    else None."""
     if getattr(t, "compressed_form", None) is None:
         return None
-    return loops_of(t)[0]
+    return loops_of(t, columns)[0]
 
 
-def loops_of(data) -> tuple[list[np.ndarray], list[str]]:
+def loops_of(data, columns=None) -> tuple[list[np.ndarray], list[str]]:
     """:func:`loops_in` the trace, or, where it holds a ``testall`` that completed and the
     loops of the trace with each such test taken as the incomplete test and the ``waitall`` it
     stands for (:func:`minitrace.tested_waits.tested_waits`) let sampling skip more
@@ -303,16 +307,19 @@ def loops_of(data) -> tuple[list[np.ndarray], list[str]]:
     broken into ~25 pieces, none on both ranks alike; replayed fully).  The iterations sampling
     replays and skips are the trace's own, in either form (an open compressed trace's loops
     are its stored grammar's; where it holds a ``testall``, its expanded trace is searched
-    too)."""
+    too; ``columns``: that trace expanded, where the caller has it: a compressed trace of 30 M
+    actions takes seconds and gigabytes to expand)."""
     compressed = getattr(data, "compressed_form", None) is not None
     if not compressed and hasattr(data, "data") and callable(data.data):
         data = data.data()                  # (expanded once)
-    found = loops_in(data)
+    if compressed and columns is None:
+        columns = data.data()
+    found = loops_in(data, columns)
     if compressed:
         kinds = data.summary()
         if not ("n_testall" in kinds and kinds["n_testall"].sum()):
             return found
-        data = data.data()
+        data = columns
     tested, n = tested_waits(data)
     if not n:
         return found
@@ -330,7 +337,7 @@ def loops_of(data) -> tuple[list[np.ndarray], list[str]]:
                            f"order chose): the iterations replayed are as recorded"]
 
 
-def loops_in(data) -> tuple[list[np.ndarray], list[str]]:
+def loops_in(data, columns=None) -> tuple[list[np.ndarray], list[str]]:
     """Per loop found on every rank with the same number of iterations, its iteration bounds
     [nranks, iterations + 1] (global rows), grown over the varied iterations next to it
     (:func:`extend_loop`); and notes on loops left out.  An open compressed trace gives the
@@ -344,14 +351,15 @@ def loops_in(data) -> tuple[list[np.ndarray], list[str]]:
     top-level ones are looked into too, ``MAX_DEPTH`` levels: where outer loops run a few
     times (SNAP's time steps and outer iterations), the inner one grown over its variants
     (the outer iterations' convergence checks) is the main loop, the one of most iterations
-    among those that cover ``DOMINANT_SHARE`` of the actions."""
+    among those that cover ``DOMINANT_SHARE`` of the actions.  ``columns``: an open compressed
+    trace expanded, where the caller has it."""
     if getattr(data, "compressed_form", None) is not None:
         # (its signatures' grammar, size tokens resolved: the loops within and between
         # iterations both of the uncompressed trace's, as compress.loops gives the top ones)
         c = data.compressed_form
         grammar, offsets = signature_grammar(c, getattr(data, "path", None)), c.rank_offsets
         table = iteration_columns(grammar, offsets)
-        columns = data.data()
+        columns = data.data() if columns is None else columns
         ids = structure_ids(columns)[0] if len(table) else None
     else:
         if hasattr(data, "data") and callable(data.data):
@@ -607,8 +615,9 @@ def _covered(loops: list[np.ndarray]) -> int:
     return sum(int((b[:, -1] - b[:, 0]).sum()) for b in top_level(loops))
 
 
-#: Said of a loop left out of sampling (:func:`_bounds`).
-UNEVEN = "is not on every rank with the same iteration count"
+#: Said of the loops left out of sampling (:func:`_bounds`, one note that starts with their
+#: number).
+UNEVEN = "not on every rank with the same iteration count"
 
 
 def _bounds(table, nranks: int) -> tuple[list[np.ndarray], list[str]]:
@@ -616,7 +625,7 @@ def _bounds(table, nranks: int) -> tuple[list[np.ndarray], list[str]]:
     its columns: :func:`~minitrace.compress.loop_view.iteration_columns`) on every rank with
     the same number of iterations, its bounds [nranks, iterations + 1]; and notes on the
     others."""
-    out, notes = [], []
+    out, uneven = [], {}
     loop, rank = np.asarray(table["loop"]), np.asarray(table["rank"])
     first = np.asarray(table["first_row"], np.int64)
     last = np.asarray(table["last_row"], np.int64)
@@ -625,12 +634,33 @@ def _bounds(table, nranks: int) -> tuple[list[np.ndarray], list[str]]:
         rows = order[loop[order] == li]
         counts = np.bincount(rank[rows], minlength=nranks)
         if not (counts == counts[0]).all() or not counts[0]:
-            notes.append(f"loop {li} {UNEVEN}: replayed as it is")
+            uneven[li] = counts
             continue
         n = int(counts[0])
         out.append(np.concatenate([first[rows].reshape(nranks, n),
                                    last[rows].reshape(nranks, n)[:, -1:] + 1], axis=1))
-    return out, notes
+    return out, [_uneven_note(uneven)] if uneven else []
+
+
+def _uneven_note(uneven: dict[int, np.ndarray]) -> str:
+    """One note for the loops whose iteration counts differ between ranks (``uneven``: each
+    one's count per rank): how many, which, and their counts summarised (Quicksilver at 2
+    ranks: 40 such loops, a note each before)."""
+    ids = sorted(uneven)
+    runs, start = [], ids[0]
+    for a, b in zip(ids, ids[1:] + [None]):
+        if b != a + 1:
+            runs.append(f"{start}" if start == a else f"{start}-{a}")
+            start = b
+    counts = np.concatenate(list(uneven.values()))
+    apart = [int(np.ptp(c)) for c in uneven.values()]
+    one = len(ids) == 1
+    whose = "its" if one else "a loop's"
+    by = f"{min(apart)}" if min(apart) == max(apart) else f"{min(apart)} to {max(apart)}"
+    return (f"{len(ids)} loop{'' if one else 's'} ({'loop ' if one else ''}{', '.join(runs)}) "
+            f"{'is' if one else 'are'} {UNEVEN} ({int(counts.min())} to {int(counts.max())} "
+            f"iterations on a rank; {whose} counts on its ranks apart by {by}): replayed as "
+            f"{'it is' if one else 'they are'}")
 
 
 #: An iteration variant (a convergence check, an output step, a breakdown test) may hold up to
@@ -809,9 +839,10 @@ def structure_ids(data, sizes: bool = True, timing: bool = False) -> tuple[np.nd
         cols[comm] = np.where(ids[at] == c, alias[at], c)
     h = np.zeros(len(a), np.uint64)
     with np.errstate(over="ignore"):
-        for j, c in enumerate(cols):
-            h = (h ^ c.view(np.uint64)) * np.uint64(0x100000001B3) + \
-                np.uint64(j + 0x9E3779B97F4A7C15)
+        for j, c in enumerate(cols):          # (in place: no array made but the shift's)
+            h ^= c.view(np.uint64)
+            h *= np.uint64(0x100000001B3)
+            h += np.uint64(j + 0x9E3779B97F4A7C15)
             h ^= h >> np.uint64(29)
     ids, uniq = pd.factorize(h)
     first = np.zeros(len(uniq), np.int64)
@@ -843,12 +874,34 @@ def top_level(loops: list[np.ndarray]) -> list[np.ndarray]:
 def static_cost(data, bounds: np.ndarray, volume=None) -> tuple[np.ndarray, np.ndarray]:
     """Per iteration: each rank's compute volume [nranks, iterations] (of ``volume``, default
     the trace's), and the bytes each rank moves [nranks, iterations]."""
-    a = data.actions
-    vol = a["volume"] if volume is None else volume
-    comp = np.r_[0.0, np.cumsum(np.where(a["kind"] == _COMPUTE, vol, 0.0))]
-    moved = np.r_[0, np.cumsum(a["bytes_sent"] + a["bytes_recv"])]
+    def sums():
+        a = data.actions
+        vol = a["volume"] if volume is None else volume
+        return (np.r_[0.0, np.cumsum(np.where(a["kind"] == _COMPUTE, vol, 0.0))],
+                np.r_[0, np.cumsum(a["bytes_sent"] + a["bytes_recv"])])
+    comp, moved = sums() if volume is not None else _per_trace(data, "static", sums)
     c = comp[bounds[:, 1:]] - comp[bounds[:, :-1]]
     return c, moved[bounds[:, 1:]] - moved[bounds[:, :-1]]
+
+
+#: What a sampled replay computes once per trace (:func:`_per_trace`): a dict from (id of the
+#: trace, what) to (the trace, the value), set for the length of :func:`sampled_replay`; None
+#: outside one, where each call computes its own (the functions are public, and a trace's
+#: columns may change between calls).
+_MEMO: ContextVar[dict | None] = ContextVar("sampling_memo", default=None)
+
+
+def _per_trace(data, what: str, make):
+    """``make()``, computed once per trace and ``what`` within a sampled replay (the prefix sums
+    of its whole columns, which every loop and phase looks at: SNAP at 2 ranks under Open MPI,
+    4.5 M actions, summed them 17 times for 5 loops of which four hold 60 actions)."""
+    memo = _MEMO.get()
+    if memo is None:
+        return make()
+    got = memo.get((id(data), what))
+    if got is None or got[0] is not data:
+        got = memo[(id(data), what)] = (data, make())
+    return got[1]
 
 
 def slowest_compute(data, bounds: np.ndarray, volume=None) -> np.ndarray:
@@ -881,30 +934,36 @@ def superstep_compute(data, bounds: np.ndarray) -> np.ndarray:
     in different supersteps (LULESH: three exchanges and an allreduce).  Without such a call it
     is the slowest rank's compute."""
     a = data.actions
-    kind = a["kind"]
     n = bounds.shape[1] - 1
-    sync = np.zeros(len(kind), bool)
-    for k in np.unique(kind[bounds[0, 0]:bounds[0, -1]]):
+    kind = [a["kind"][b[0]:b[-1]] for b in bounds]      # each rank's rows of the loop
+    sync = [np.zeros(len(k), bool) for k in kind]
+    for k in np.unique(kind[0]):
         if K.NAME.get(int(k)) not in _BLOCKING:
             continue
-        at = np.r_[0, np.cumsum(kind == k)]
-        count = at[bounds[:, 1:]] - at[bounds[:, :-1]]           # [nranks, iterations]
+        count = _per_iteration(bounds, [x == k for x in kind])     # [nranks, iterations]
         if (count == count[0]).all() and count[0].min() > 0:
-            sync |= kind == k
-    if not sync.any():
+            for s, x in zip(sync, kind):
+                s |= x == k
+    if not sync[0].any():
         return slowest_compute(data, bounds)
-    before = np.r_[0, np.cumsum(sync)]
-    steps = int((before[bounds[0, 1:]] - before[bounds[0, :-1]]).max()) + 1
+    steps = int(_per_iteration(bounds[:1], sync[:1]).max()) + 1
     cost = np.zeros((n, steps))
-    comp = kind == _COMPUTE
-    for r in range(len(bounds)):
-        rows = np.arange(bounds[r, 0], bounds[r, -1])
-        rows = rows[comp[rows]]
-        it = np.searchsorted(bounds[r], rows, side="right") - 1
-        step = before[rows] - before[bounds[r, it]]
-        per = np.bincount(it * steps + step, a["volume"][rows], n * steps).reshape(n, steps)
-        np.maximum(cost, per, out=cost)
+    for b, x, s in zip(bounds, kind, sync):
+        rows = np.flatnonzero(x == _COMPUTE)                    # (from the loop's first row)
+        before = np.r_[0, np.cumsum(s)]
+        it = np.searchsorted(b - b[0], rows, side="right") - 1
+        step = before[rows] - before[b[it] - b[0]]
+        per = np.bincount(it * steps + step, a["volume"][rows + b[0]], n * steps)
+        np.maximum(cost, per.reshape(n, steps), out=cost)
     return cost.sum(axis=1)
+
+
+def _per_iteration(bounds: np.ndarray, rows: list[np.ndarray]) -> np.ndarray:
+    """How many of each rank's loop rows (``rows``: a mask per rank of its rows from the loop's
+    first to its end) each iteration holds [nranks, iterations]: counted over the loop's rows,
+    not the whole trace's (SNAP's short loops beside its main one)."""
+    out = [np.diff(np.r_[0, np.cumsum(x)][b - b[0]]) for b, x in zip(bounds, rows)]
+    return np.array(out, np.int64).reshape(len(bounds), bounds.shape[1] - 1)
 
 
 def iteration_cost(data, bounds: np.ndarray) -> np.ndarray:
@@ -917,14 +976,18 @@ def iteration_cost(data, bounds: np.ndarray) -> np.ndarray:
     one call more or less per iteration made variants of TeaLeaf's alike iterations (at 4
     ranks a start grown over them, 6.4x and a bound of 0.52%; 14.8x and 0.021% so)."""
     a = data.actions
-    kind = a["kind"]
-    poll = K.mask(POLLS)[kind]
-    tested = (kind == K.code("testall")) & ((a["flags"] & K.FLAG_COMPLETED) != 0) & \
-        (a["vec_len"] > 0)
+    calls, polls = [], []
+    for b in bounds:
+        rows = slice(b[0], b[-1])
+        kind = a["kind"][rows]
+        poll = K.mask(POLLS)[kind]
+        tested = (kind == K.code("testall")) & ((a["flags"][rows] & K.FLAG_COMPLETED) != 0) \
+            & (a["vec_len"][rows] > 0)
+        calls.append((kind != _COMPUTE) & ~poll | tested)
+        polls.append(poll)
     out = [superstep_compute(data, bounds)]
-    for rows in ((kind != _COMPUTE) & ~poll | tested, poll):
-        at = np.r_[0, np.cumsum(rows)]
-        out.append((at[bounds[:, 1:]] - at[bounds[:, :-1]]).max(axis=0).astype(float))
+    for rows in (calls, polls):
+        out.append(_per_iteration(bounds, rows).max(axis=0).astype(float))
     return np.column_stack(out)
 
 
@@ -1089,7 +1152,7 @@ def reduce_trace(data, loops: list[np.ndarray], phases: list[Phase]):
     tags = np.concatenate([np.stack([np.full(len(m[0]), m[1]), np.full(len(m[0]), m[2])], 1)
                            for m in marks]) if marks else np.zeros((0, 2), np.int64)
     tags = tags[order]
-    acts = a[kept].copy()
+    acts = a[kept]                            # (a copy: indexed by an array)
     vec_rows, vec_vals = data.vector_entries(kept)
     pairs = [crossing_requests(data, _skipped_rows(loops[p.loop], p))[0]
              if p.in_flight is None else p.in_flight for p in phases]
@@ -1180,6 +1243,17 @@ def _same_messages(data, rows: np.ndarray) -> bool:
     beside the block takes another message (one per message of shift): alike in a pipeline,
     but public PENNANT at 4 ranks gave a receive of 408 bytes a message of 816 (SimGrid's
     MPI_ERR_TRUNCATE)."""
+    s, r, ks, kr, size, ns, nr = _per_trace(data, "messages", lambda: _messages(data))
+    kept_s, kept_r = (~_within(rows, x) for x in (s, r))
+    ms, mr = _nth(ks[kept_s], s[kept_s]), _nth(kr[kept_r], r[kept_r])
+    k = kr[kept_r]
+    was = _looked_up(ks, ns, size, k, nr[kept_r])
+    return np.array_equal(was, _looked_up(ks[kept_s], ms, size[kept_s], k, mr))
+
+
+def _messages(data) -> tuple[np.ndarray, ...]:
+    """The trace's sends and receives (rows), the channel of each, the sends' sizes and each
+    one's place on its channel: what :func:`_same_messages` looks up."""
     a = data.actions
     kind, rank, peer = a["kind"], data.rank_of(), a["peer"]
     s = np.flatnonzero(K.mask(K.SENDS)[kind] & (peer >= 0))
@@ -1187,13 +1261,7 @@ def _same_messages(data, rows: np.ndarray) -> bool:
     key = _dense(np.r_[rank[s], peer[r]], np.r_[peer[s], rank[r]], np.r_[a["tag"][s], a["tag"][r]],
                  np.r_[a["comm"][s], a["comm"][r]])
     ks, kr = key[:len(s)], key[len(s):]
-    size = a["bytes_sent"][s]
-    kept_s, kept_r = (~_within(rows, x) for x in (s, r))
-    ns, nr = _nth(ks, s), _nth(kr, r)
-    ms, mr = _nth(ks[kept_s], s[kept_s]), _nth(kr[kept_r], r[kept_r])
-    k = kr[kept_r]
-    was = _looked_up(ks, ns, size, k, nr[kept_r])
-    return np.array_equal(was, _looked_up(ks[kept_s], ms, size[kept_s], k, mr))
+    return s, r, ks, kr, a["bytes_sent"][s], _nth(ks, s), _nth(kr, r)
 
 
 def _within(rows: np.ndarray, x: np.ndarray) -> np.ndarray:
@@ -1245,7 +1313,7 @@ def crossing_requests(data, rows: np.ndarray) -> tuple[np.ndarray, str | None]:
     if not _same_multiset(ka[~out], kc[~into]):
         return none, f"{why} unevenly (posted and completed more often in the block)"
     if out.any():          # never completed (SNAP overwrites its last send's handle): no pair
-        cw, ci, _ = _requests(data, np.arange(len(a)), a["kind"], data.rank_of(), False)
+        cw, ci, _ = _all_requests(data, False)
         k = int(out.sum())
         ever = _dense(np.r_[wa[out], cw], np.r_[ia[out], ci])
         dangling = np.zeros(len(out), bool)
@@ -1286,9 +1354,7 @@ def _in_flight(data) -> np.ndarray:
     crossing its boundary.  A request's n-th activation (rank, id) is paired with its n-th
     completion; one never completed crosses nothing (SNAP overwrites a handle)."""
     a = data.actions
-    rows = np.arange(len(a))
-    (wa, ia, posted), (wc, ic, done) = (_requests(data, rows, a["kind"], data.rank_of(), act)
-                                        for act in (True, False))
+    (wa, ia, posted), (wc, ic, done) = (_all_requests(data, act) for act in (True, False))
     key = _dense(np.r_[wa, wc], np.r_[ia, ic])
     kp, kd = key[:len(wa)], key[len(wa):]
     ends = _looked_up(kd, _nth(kd, done), done, kp, _nth(kp, posted))   # (-1: never done)
@@ -1664,7 +1730,7 @@ def _keep_if_inseparable(data, loops: list[np.ndarray], p: Phase) -> str | None:
             return None
     why, p.in_flight = _separable(data, _skipped_rows(b, p))
     if why:
-        why = f"{why} (iterations {p.first + p.replayed}-{p.stop - p.tail - 1} of loop {p.loop})"
+        why = f"{why}{_WHICH}{p.first + p.replayed}-{p.stop - p.tail - 1} of loop {p.loop})"
         p.replayed, p.tail, p.in_flight = p.iterations, 0, None
     return why
 
@@ -1718,6 +1784,13 @@ def _requests(data, rows, kind, rank, activations: bool) -> tuple[np.ndarray, ..
     where = np.r_[rows[one], vrows]
     keep = ids >= 0
     return who[keep], ids[keep], where[keep]
+
+
+def _all_requests(data, activations: bool) -> tuple[np.ndarray, ...]:
+    """:func:`_requests` of the whole trace (once per trace in a sampled replay)."""
+    a = data.actions
+    return _per_trace(data, f"requests {activations}", lambda: _requests(
+        data, np.arange(len(a)), a["kind"], data.rank_of(), activations))
 
 
 def _same_multiset(a: np.ndarray, b: np.ndarray) -> bool:
@@ -1785,7 +1858,17 @@ def sampled_replay(data, loops: list[np.ndarray] | None, sample="auto", *,
     -------
     SampledReplay
     """
-    run = replay_fn or replay
+    token = _MEMO.set({})
+    try:
+        return _sample(data, loops, sample, window, tolerance, replay_fn or replay, replay_kw)
+    finally:
+        _MEMO.reset(token)
+
+
+def _sample(data, loops, sample, window: int | None, tolerance: float, run,
+            replay_kw: dict) -> SampledReplay:
+    """:func:`sampled_replay`'s work, with the sums of the whole trace kept for its length
+    (:func:`_per_trace`) but while it replays (the replay's own memory)."""
     t0 = time.perf_counter()
     notes: list[str] = []
     total = len(data.actions)
@@ -1793,7 +1876,7 @@ def sampled_replay(data, loops: list[np.ndarray] | None, sample="auto", *,
     if loops is None:
         loops, found = loops_of(data)
         notes += found
-        uneven = sum(UNEVEN in n for n in found)
+        uneven = sum(int(n.split(" ", 1)[0]) for n in found if UNEVEN in n)
         if not loops:
             why_full = "no loop found in the trace" if not uneven else \
                 (f"none of the {uneven} loops found runs the same iteration count on every "
@@ -1890,13 +1973,15 @@ def sampled_replay(data, loops: list[np.ndarray] | None, sample="auto", *,
                         f"longest loop runs {_most(top)} iterations)")
             phases = []
     if why_full is not None:
+        _MEMO.get().clear()
         res = run(data, **replay_kw)
         return SampledReplay(res.simulated_time, list(res.rank_end_times), 0.0, 1.0, 0.0, [],
-                             res, time.perf_counter() - t0, 1,
-                             notes + [f"replayed fully: {why_full}"] + list(res.notes))
+                             res, time.perf_counter() - t0, 1, _one_per_reason(
+                                 notes + [f"replayed fully: {why_full}"] + list(res.notes)))
     replays, regrown, more, middled = 0, [], "", False
     while True:
         reduced, origin, marks, removed = reduce_trace(data, top, phases)
+        _MEMO.get().clear()
         try:
             res = run(reduced, timeline="times", **replay_kw)
         except MinitraceError as e:
@@ -2030,7 +2115,26 @@ def sampled_replay(data, loops: list[np.ndarray] | None, sample="auto", *,
     if fixed is None and n_skip and kept * GAIN > total:
         notes.append(_small_gain_note(phases, total, kept, total - covered))
     return SampledReplay(max(ends), ends, bound, kept / total, 1 - kept / total, phases, res,
-                         time.perf_counter() - t0, replays, notes + list(res.notes), top)
+                         time.perf_counter() - t0, replays,
+                         _one_per_reason(notes + list(res.notes)), top)
+
+
+#: How a note on a phase replayed whole says which (:func:`_keep_if_inseparable`).
+_WHICH = " (iterations "
+
+
+def _one_per_reason(notes: list[str]) -> list[str]:
+    """``notes`` with those that say a phase was replayed whole for one reason merged into one
+    (at the first's place) that names each phase's iterations, and repeats left out: a note
+    per phase or loop said the same thing tens of times."""
+    which: dict[str, list[str]] = {}
+    for n in notes:
+        head, sep, where = n.rpartition(_WHICH)
+        whole = n.startswith("replayed whole: ") and sep and n.endswith(")")
+        got = which.setdefault(head if whole else n, [])
+        if whole and where[:-1] not in got:
+            got.append(where[:-1])
+    return [n if not w else f"{n}{_WHICH}{'; iterations '.join(w)})" for n, w in which.items()]
 
 
 #: ``auto`` replays more of a phase whose bound is over the tolerance only while the replay
