@@ -956,9 +956,12 @@ static int64_t mt_status_bytes(const MPI_Status *st) {
     return n;
 }
 
-/* A non-blocking receive completed: its real source, tag and size, for the merge to patch. */
+/* A non-blocking receive completed: its real source, tag and size, for the merge to patch
+ * (an irecv, or the latest start of a persistent receive). */
 static void mt_resolve(mt_thread *T, const mt_req *q, const MPI_Status *st) {
     if (!st) return;         /* a Fortran twin without room for the statuses: left unresolved */
+    /* an inactive persistent request completes at once with an empty status: no message */
+    if (q->persistent && st->MPI_SOURCE == MPI_ANY_SOURCE) return;
     int cancelled = 0;       /* MPI_Cancel took: no message (the status's source is undefined) */
     PMPI_Test_cancelled(st, &cancelled);
     mt_internal(T, MT_INTERNAL_RESOLVE, cancelled ? MT_CANCELLED_PEER

@@ -150,7 +150,7 @@ static int64_t mt_status_bytes(const MPI_Status *st);
 #define MT_RECV_INIT(src, tg, comm, count, type, req) \
     (MT_ON(comm), MT_WILD(src, tg), R.peer = (src) == MPI_ANY_SOURCE ? -1 : mt_world(CI, src), \
      R.tag = (tg), R.bytes_recv = MT_BYTES(count, type), \
-     R.request = MT_REQ_NEW((req), CI, R.comm, 0, MT_PERSISTENT | R.flags, 1))
+     R.request = MT_REQ_NEW((req), CI, R.comm, 1, MT_PERSISTENT | R.flags, 1))
 #define MT_PSEND_INIT(dest, tg, comm, parts, count, type, req) do { \
     MT_SEND(dest, tg, comm, count, type); R.bytes_sent *= (parts); \
     R.request = MT_REQ_NEW((req), CI, R.comm, 0, MT_PARTITIONED, 1); \

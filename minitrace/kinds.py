@@ -233,7 +233,8 @@ def mask(names) -> np.ndarray:
 FLAG_ANY_SOURCE = 1      # receive posted with MPI_ANY_SOURCE, peer resolved from the status
 FLAG_ANY_TAG = 2         # receive posted with MPI_ANY_TAG, tag resolved from the status
 FLAG_IN_PLACE = 4        # collective called with MPI_IN_PLACE
-FLAG_COMPLETED = 8       # a test* call that completed at least one request
+FLAG_COMPLETED = 8       # a test* call that completed at least one request; a persistent
+                         # receive's start that holds its message's source, tag and size
 FLAG_UNRESOLVED = 16     # a receive whose completion was never seen (peer/size as posted)
 FLAG_PERSISTENT = 32     # a start of a persistent (not partitioned) request
 FLAG_PARTITIONED = 64    # a start of a partitioned request

@@ -475,6 +475,50 @@ def _resolve_irecvs(acts: np.ndarray, resolves) -> None:
     acts["flags"][irecv[unresolved]] |= K.FLAG_UNRESOLVED
 
 
+def _resolve_starts(acts: np.ndarray, vecs: np.ndarray, resolves) -> None:
+    """Patch each ``start`` of a persistent receive (``recv_init``) with the source, tag and
+    size its completion saw, and COMPLETED, which says the start holds them (until then its
+    ``recv_init``'s posted ones stood for every start: wildcards matched nothing, sizes were
+    the buffer's; public graph500's aml receives so).  The request's n-th completion is its
+    n-th start (MPI completes a persistent request before starting it again); a start never
+    completed is UNRESOLVED.  A request also started by ``startall``, whose vector holds only
+    ids, keeps the posted values on every start; a cancelled start received nothing."""
+    init = np.flatnonzero(acts["kind"] == K.CODE["recv_init"])
+    st = np.flatnonzero(acts["kind"] == K.CODE["start"])
+    if not len(init) or not len(st):
+        return
+    ids = acts["request"][init]
+    sa = np.flatnonzero(acts["kind"] == K.CODE["startall"])
+    if len(sa):
+        lens = acts["vec_len"].astype(np.int64)
+        ids = np.setdiff1d(ids, vecs[_ranges((np.cumsum(lens) - lens)[sa], lens[sa])])
+    st = st[np.isin(acts["request"][st], ids)]
+    if not len(st):
+        return
+    req = np.concatenate([r[0] for r in resolves])
+    mine = np.flatnonzero(np.isin(req, ids))
+    # the n-th start of each request (rows in program order) and its n-th completion (in time)
+    s_order = np.argsort(acts["request"][st], kind="stable")
+    s_rows, s_req = st[s_order], acts["request"][st][s_order]
+    r_order = mine[np.argsort(req[mine], kind="stable")]
+    r_req = req[r_order]
+    r_n = np.arange(len(r_req)) - np.searchsorted(r_req, r_req)
+    first = np.searchsorted(s_req, r_req)
+    ok = r_n < np.searchsorted(s_req, r_req, "right") - first
+    rows, r_order = s_rows[first[ok] + r_n[ok]], r_order[ok]
+    peer = np.concatenate([r[1] for r in resolves])[r_order]
+    gone = peer == L.CANCELLED_PEER
+    acts["peer"][rows] = np.where(gone, -1, peer)
+    acts["tag"][rows] = np.where(gone, acts["tag"][rows],
+                                 np.concatenate([r[2] for r in resolves])[r_order])
+    acts["bytes_recv"][rows] = np.where(gone, 0,
+                                        np.concatenate([r[3] for r in resolves])[r_order])
+    acts["flags"][rows] |= K.FLAG_COMPLETED
+    left = np.ones(len(st), bool)
+    left[np.searchsorted(st, rows)] = False
+    acts["flags"][st[left]] |= K.FLAG_UNRESOLVED
+
+
 def _cancelled(acts: np.ndarray, rows: np.ndarray) -> None:
     """The ``cancel`` action of each cancelled receive of ``rows`` (one with its request id:
     ids are not reused within a rank) takes the receive's posted source, tag and size, and
@@ -672,6 +716,7 @@ def fill_rank(run: RawRun, rk: int, threads: list, tables: Tables, part: np.ndar
     by field), ids made global; returns its vectors."""
     vecs = _merge_threads(run.by_rank[rk], threads, run.walltime, run.seconds, part)
     _resolve_irecvs(part, [th.resolve for th in threads])
+    _resolve_starts(part, vecs, [th.resolve for th in threads])
     m = {k: v for k, v in tables.local_to_global[rk].items() if k != v}
     if m:
         keys = np.array(sorted(m), dtype=np.int64)

@@ -9,6 +9,7 @@ import sys
 import numpy as np
 import pytest
 
+import minitrace
 from minitrace import kinds as K
 from tests.support.record_util import PROGRAMS, Ranked, record
 
@@ -193,6 +194,32 @@ def test_persistent_and_partitioned(programs, tmp_path):
     arr = tr.mpi(1, "parrived")
     assert len(arr) >= 1 and arr[-1]["flags"] & K.FLAG_COMPLETED
     assert all(tr.vector(x) == [3] for x in arr)
+
+
+@pytest.mark.parametrize("how", ["testany", "waitany", "test", "wait"])
+def test_persistent_receive_takes_each_completion_status(programs, tmp_path, how):
+    """Each start of a persistent receive from MPI_ANY_SOURCE/ANY_TAG (public graph500's aml)
+    holds the source, tag and size its completion saw (COMPLETED): the recording validates,
+    where every message was unmatched, and its replay's text receives what was sent.  The
+    waitall on the inactive requests at the end (empty statuses) resolves nothing."""
+    exe = programs("persist_anysrc")
+    p = record(tmp_path / "p.h5", 2, [exe, how])
+    assert "validation: OK" in p.stdout, p.stdout[-2000:]
+    tr = Ranked(tmp_path / "p.h5")
+    ri = tr.mpi(1, "recv_init")
+    assert (ri["peer"] == -1).all() and (ri["bytes_recv"] == 64).all()
+    st = tr.mpi(1, "start")
+    assert len(st) == 5 and (st["flags"] & K.FLAG_COMPLETED).all()
+    assert not (st["flags"] & K.FLAG_UNRESOLVED).any()
+    assert (st["peer"] == 0).all()
+    assert sorted(zip(st["tag"].tolist(), st["bytes_recv"].tolist())) == \
+        [(i, 10 + i) for i in range(5)]
+    from minitrace.converters.simgrid_ti import write_ti
+    with minitrace.open(tmp_path / "p.h5") as t:
+        write_ti(t.data(), tmp_path / "p.txt", layout="single", lossy=True)
+    irecvs = [x.split() for x in (tmp_path / "p.txt").read_text().splitlines()
+              if x.startswith("1 irecv")]
+    assert sorted((int(x[3]), int(x[4])) for x in irecvs) == [(i, 10 + i) for i in range(5)]
 
 
 def test_threads_multiple(programs, tmp_path):

@@ -273,19 +273,23 @@ class _Rank:
         if kind in K.STARTS:
             ids = [req] if kind == "start" else self.d.vector(i).tolist()
             for q in ids:
-                self.start(q)
+                self.start(q, i if kind == "start" else None)
             return True
         if kind in _PREADY:
             return self.pready(i, kind, req)
         return False
 
-    def start(self, q: int) -> None:
+    def start(self, q: int, row: int | None = None) -> None:
+        """Start request ``q`` (a ``start`` at ``row``: a receive's start that holds its
+        completion's status, COMPLETED, receives what it says)."""
         init = self.inits.get(q)
         if init is None:
             self.dropped["start of a request not lowered"] += 1
             return
         kind, i = init
         a = self.at(i)
+        if row is not None and kind in K.RECV_INITS and self.at(row)["flags"] & K.FLAG_COMPLETED:
+            a = self.at(row)
         peer, tag = int(a["peer"]), int(a["tag"])
         if kind in K.SEND_INITS:
             f = self.fresh()

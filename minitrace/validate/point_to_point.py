@@ -72,9 +72,12 @@ def messages(ctx: CheckContext):
             if side is sends:
                 f = frame(irow, rank[irow], a["peer"][irow], a["tag"][irow],
                           a["bytes_sent"][irow], part=2)
-            else:
-                f = frame(irow, a["peer"][irow], rank[irow], a["tag"][irow],
-                          a["bytes_recv"][irow], part=2)
+            else:     # a start that holds its completion's status (COMPLETED) has its own
+                own = (a["flags"][srow] & K.FLAG_COMPLETED) != 0
+                row = np.where(own, srow, irow)
+                f = frame(irow, a["peer"][row], rank[irow], a["tag"][row],
+                          a["bytes_recv"][row], (a["flags"][srow] & K.FLAG_UNRESOLVED) != 0,
+                          part=2)
             f["row"] = srow
             side.append(f)
     sends, recvs = (pd.concat(f, ignore_index=True) for f in (sends, recvs))
