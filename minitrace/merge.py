@@ -26,6 +26,7 @@ import contextlib
 import glob
 import os
 import re
+import sys
 from typing import NamedTuple
 
 import numpy as np
@@ -115,6 +116,14 @@ class _Rank:
                 raise MinitraceError(f"corrupt header ({field} code {int(h[field])})", path)
         self._raw = raw
         self.host = h["host"].decode(errors="replace")
+
+    def records(self) -> int:
+        """Records its chunks' headers count (what a merge will read, found without it)."""
+        raw, h, rec = self._raw, self.h, RAW_DTYPE.itemsize
+        hb, cb = int(h["header_bytes"]), int(h["chunk_bytes"])
+        nchunks = max(len(raw) - hb - rec + cb, 0) // cb
+        heads = np.ndarray((nchunks,), CHUNK_DTYPE, raw, hb, (cb,))
+        return int(np.minimum(heads["count"].astype(np.int64), cb // rec - 1).sum())
 
     def load(self) -> None:
         """Parse the chunks: ``threads`` (each its records in order), ``warnings`` (damaged or
@@ -771,12 +780,55 @@ def small_pages():
         _set_madvise_hugepage(before)
 
 
-@small_pages()
+#: Bytes of memory a merge and its validation hold at their peak per action: 180-340 (README;
+#: public graph500 2r, 0.85 M actions: 340).
+BYTES_PER_ACTION = (180, 340)
+
+
+def available_memory() -> int | None:
+    """Bytes of memory this machine can give without swapping (MemAvailable), None unknown."""
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+def check_memory(run: RawRun, available: int | None) -> str | None:
+    """Refuse, before it starts, a merge that cannot fit in ``available`` bytes even at the
+    least it takes an action (a polling program's raw files grow by GBs a second: one of 13 GB
+    grew a merge to 23 GB and the kernel killed it, the machine's other work at risk); a
+    warning (else None) where it may not fit at the most."""
+    if available is None:
+        return None
+    # a record is an action, most with a compute before it (two), a few internal (none)
+    records = sum(r.records() for r in run.by_rank.values())
+    low, high = records * BYTES_PER_ACTION[0], 2 * records * BYTES_PER_ACTION[1]
+    gib = 1 << 30
+    need = f"{records / 1e6:.1f} M records ({BYTES_PER_ACTION[0]}-{BYTES_PER_ACTION[1]} bytes " \
+           f"an action, 1-2 actions a record)"
+    if low > available:
+        raise MinitraceError(f"merging needs at least {low / gib:.3g} GiB of memory for {need}, "
+                             f"and {available / gib:.3g} GiB are available: merge on a machine "
+                             f"with more memory, or record fewer steps", run.directory)
+    if high > available:
+        return (f"{run.directory}: merging may need up to {high / gib:.3g} GiB of memory for "
+                f"{need}, and {available / gib:.3g} GiB are available")
+    return None
+
+
 def merge_dir(directory: str, command_line: str | None = None) -> TraceColumns:
     """Read every ``rank-*.mtr`` of ``directory`` into one TraceColumns: headers (RawRun),
     each rank parsed (parse_rank), the global tables (trace_tables), each rank filled
-    (merge_ranks), the metadata (RawRun.meta); arrays on small pages (:func:`small_pages`)."""
+    (merge_ranks), the metadata (RawRun.meta); arrays on small pages (:func:`small_pages`).
+    One that cannot fit in this machine's memory is refused first (:func:`check_memory`)."""
     run = RawRun(directory)
+    warning = check_memory(run, available_memory())
+    if warning:
+        print(f"minitrace: warning: {warning}", file=sys.stderr)
     parsed = {rk: parse_rank(run.by_rank[rk], run.size) for rk in sorted(run.by_rank)}
     rank_tables = {rk: p[1] for rk, p in parsed.items()}
     tables = trace_tables(run.size, rank_tables)
