@@ -9,6 +9,7 @@ from .. import matched_probes
 from .deadlocks import check_recv_cycles, first_blocking_receives
 from .probes import probe_sides
 from .report import CheckContext, ValidationReport
+from .requests import cancelled_then_left
 
 
 def _starts(ctx: CheckContext):
@@ -95,6 +96,13 @@ def message_halves(ctx: CheckContext, rep: ValidationReport):
     and left out, and those of MPI_PROC_NULL (-1), which carry none."""
     sends, recvs = messages(ctx)
     bad = recvs["unresolved"].to_numpy()
+    if bad.any():     # a receive cancelled, then freed or left: no status
+        rows = recvs["row"].to_numpy(np.int64)[bad] - ctx.row_base
+        reqs = np.where(ctx.kind[rows] == K.CODE["startall"], -1,
+                        ctx.a["request"][rows]).astype(np.int64)
+        gone = np.zeros(len(bad), bool)
+        gone[np.flatnonzero(bad)] = cancelled_then_left(ctx, rows, reqs)
+        recvs, bad = recvs[~gone], bad[~gone]
     for part, sub in recvs[bad].groupby("part", sort=True):
         rep.phase((3, 0, int(part)))
         for t in sub.itertuples(index=False):

@@ -9,32 +9,73 @@ from .report import CheckContext, ValidationReport
 
 
 # -- requests ---------------------------------------------------------------------------------
-def check_requests(ctx: CheckContext, rep: ValidationReport) -> None:
+def activations(ctx: CheckContext):
+    """(rows, request ids) of every activation: a non-blocking call creates its request, a
+    start names the one it starts (partitioned and persistent alike), a startall lists them in
+    its vector."""
     a, d = ctx.a, ctx.d
-    # activations: a non-blocking call creates its request, a start names the one it starts
-    # (partitioned and persistent alike), a startall lists them in its vector
     act = ctx.rows(K.REQUEST_KINDS | {"start"})
     sa_rows, sa_req = d.vector_entries(ctx.rows({"startall"}))
-    act_rows, act_req = [act, sa_rows], [a["request"][act], sa_req]
-    # completions: wait/waitany and test/testany with FLAG_COMPLETED by their request field,
-    # the *all/*some forms (tests only with FLAG_COMPLETED) by their vector
+    return np.concatenate([act, sa_rows]), \
+        np.concatenate([a["request"][act], sa_req]).astype(np.int64)
+
+
+def _completions(ctx: CheckContext):
+    """(rows, request ids) of every completion: wait/waitany and test/testany with
+    FLAG_COMPLETED by their request field, the *all/*some forms (tests only with
+    FLAG_COMPLETED) by their vector."""
+    a, d = ctx.a, ctx.d
     completes = ~K.mask(K.TESTS)[ctx.kind] | ((a["flags"] & K.FLAG_COMPLETED) != 0)
     single = ctx.rows(K.SINGLE_COMPLETIONS)
     single = single[completes[single]]
     multi = ctx.rows(K.MULTI_COMPLETIONS)
-    multi = multi[completes[multi]]
-    mrows, mreq = d.vector_entries(multi)
-    done_rows = np.concatenate([single, mrows])
-    done_req = np.concatenate([a["request"][single], mreq])
-    arow = np.concatenate(act_rows)
-    areq = np.concatenate(act_req).astype(np.int64)
+    mrows, mreq = d.vector_entries(multi[completes[multi]])
+    return np.concatenate([single, mrows]), \
+        np.concatenate([a["request"][single], mreq]).astype(np.int64)
+
+
+def _ordered(ctx: CheckContext, parts) -> pd.DataFrame:
+    """Events ``parts`` ((rows, request ids, what) each) in each rank's and request's order."""
     ev = pd.DataFrame({
-        "rank": np.concatenate([ctx.rank[arow], ctx.rank[done_rows]]),
-        "req": np.concatenate([areq, done_req.astype(np.int64)]),
-        "row": np.concatenate([arow, done_rows]),
-        "act": np.concatenate([np.ones(len(arow), bool), np.zeros(len(done_rows), bool)]),
+        "rank": np.concatenate([ctx.rank[r] for r, _, _ in parts]),
+        "req": np.concatenate([q for _, q, _ in parts]),
+        "row": np.concatenate([r for r, _, _ in parts]),
+        "what": np.concatenate([np.full(len(r), w) for r, _, w in parts]),
     })
-    ev = ev[ev.req >= 0].sort_values(["rank", "req", "row", "act"], kind="stable")
+    return ev[ev.req >= 0].sort_values(["rank", "req", "row"], kind="stable")
+
+
+def cancelled_then_left(ctx: CheckContext, rows: np.ndarray, reqs: np.ndarray) -> np.ndarray:
+    """Whether each activation (``rows``, of request ids ``reqs``) is next cancelled
+    (MPI_Cancel), and then freed (MPI_Request_free) or never named again: no status says
+    whether the cancel took, but the program gave the request up (public graph500's aml
+    cancels its pending persistent receives so before MPI_Finalize)."""
+    a = ctx.a
+    can, free = ctx.rows({"cancel"}), ctx.rows({"request_free"})
+    if not len(can):
+        return np.zeros(len(rows), bool)
+    act_rows, act_req = activations(ctx)
+    done_rows, done_req = _completions(ctx)
+    ev = _ordered(ctx, [(act_rows, act_req, 0), (done_rows, done_req, 1),
+                        (can, a["request"][can].astype(np.int64), 2),
+                        (free, a["request"][free].astype(np.int64), 3)])
+    def then(k: int, what: int):
+        """The k-th next event of the same rank and request is a ``what``."""
+        return (ev["rank"].shift(-k) == ev["rank"]) & (ev["req"].shift(-k) == ev["req"]) & \
+            (ev["what"].shift(-k) == what)
+    last = ~((ev["rank"].shift(-2) == ev["rank"]) & (ev["req"].shift(-2) == ev["req"]))
+    hit = ev[(ev["what"] == 0) & then(1, 2) & (then(2, 3) | last)]
+    span = int(max(reqs.max(initial=0), hit["req"].max() if len(hit) else 0)) + 1
+    keys = hit["row"].to_numpy(np.int64) * span + hit["req"].to_numpy(np.int64)
+    return (reqs >= 0) & np.isin(rows.astype(np.int64) * span + reqs, keys)
+
+
+def check_requests(ctx: CheckContext, rep: ValidationReport) -> None:
+    arow, areq = activations(ctx)
+    done_rows, done_req = _completions(ctx)
+    gone = cancelled_then_left(ctx, arow, areq)
+    ev = _ordered(ctx, [(done_rows, done_req, 1), (arow[~gone], areq[~gone], 0)])
+    ev["act"] = ev["what"] == 0
     same_next = (ev["rank"].shift(-1) == ev["rank"]) & (ev["req"].shift(-1) == ev["req"])
     completed = same_next & ~ev["act"].shift(-1, fill_value=True).astype(bool)
     rep.phase((8,))
