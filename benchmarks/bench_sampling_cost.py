@@ -34,9 +34,11 @@ def run_once(path: str, sample: str, options: list[str], pythonpath: str | None
     env = dict(os.environ)
     if pythonpath:
         env["PYTHONPATH"] = pythonpath + os.pathsep + env.get("PYTHONPATH", "")
-    with tempfile.TemporaryFile("w+") as out:
-        p = subprocess.Popen([sys.executable, "-m", "minitrace", "replay", path, "--sample",
-                              sample, *options], stdout=out, stderr=subprocess.STDOUT, env=env)
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryDirectory() as cwd:
+        # (elsewhere than in the repository: ``python -m`` imports from its directory first)
+        p = subprocess.Popen([sys.executable, "-m", "minitrace", "replay", os.path.abspath(path),
+                              "--sample", sample, *options], stdout=out,
+                             stderr=subprocess.STDOUT, env=env, cwd=cwd)
         _, status, use = os.wait4(p.pid, 0)
         p.returncode = os.waitstatus_to_exitcode(status)
         out.seek(0)

@@ -815,12 +815,39 @@ def structure_ids(data, sizes: bool = True, timing: bool = False) -> tuple[np.nd
     lossless), request ids and vector contents are left out: they change every iteration and
     cost most of the encoding, and skipping iterations checks them (:func:`check_separable`).
     A 64-bit hash of the columns, checked exactly (a collision falls back to an exact
-    factorization)."""
-    import pandas as pd
-    a = data.actions
-    if not len(a):
+    factorization).  In a sampled replay the ids with sizes and tags are kept
+    (:func:`_per_trace`) and the others, which they determine, found on the first action of
+    each: the same ids, from thousands of actions instead of millions."""
+    if not len(data.actions):
         return np.zeros(0, np.int64), 0
-    rank = data.rank_of()
+    if _MEMO.get() is None:
+        return _structure(data, None, sizes, timing)[:2]
+    ids, n, first = _per_trace(data, "structure", lambda: _kept(_structure(data, None, True,
+                                                                           False)))
+    if sizes and not timing:
+        return ids, n
+    if first is None:             # (ids of the exact factorization: not in order of appearance)
+        return _structure(data, None, sizes, timing)[:2]
+    coarse, m, _ = _structure(data, first, sizes, timing)
+    return coarse[ids], m
+
+
+def _kept(got: tuple) -> tuple:
+    """``got`` with its arrays read-only: kept for every caller (:func:`_per_trace`)."""
+    for x in got:
+        if isinstance(x, np.ndarray):
+            x.setflags(write=False)
+    return got
+
+
+def _structure(data, rows: np.ndarray | None, sizes: bool, timing: bool
+               ) -> tuple[np.ndarray, int, np.ndarray | None]:
+    """:func:`structure_ids` of the actions ``rows`` (sorted; None: all), and the row (of
+    those) where each id first appears, None where a hash collision made the ids those of the
+    exact factorization (in the order of the columns' values)."""
+    import pandas as pd
+    a = data.actions if rows is None else data.actions[rows]
+    rank = data.rank_of(rows)
     kind = a["kind"]
     peer = a["peer"].astype(np.int64)
     rel = ~K.mask(K.ROOTED)[kind] & (peer >= 0) & (peer < data.nranks)
@@ -850,8 +877,8 @@ def structure_ids(data, sizes: bool = True, timing: bool = False) -> tuple[np.nd
     if not all(np.array_equal(c[first][ids], c) for c in cols):
         _, ids = np.unique(np.stack(cols, 1), axis=0, return_inverse=True)
         ids = ids.ravel()
-        return ids.astype(np.int64), int(ids.max()) + 1
-    return ids.astype(np.int64), len(uniq)
+        return ids.astype(np.int64), int(ids.max()) + 1, None
+    return ids.astype(np.int64), len(uniq), first if rows is None else rows[first]
 
 
 def top_level(loops: list[np.ndarray]) -> list[np.ndarray]:
