@@ -91,12 +91,13 @@ def test_each_rank_gets_its_color_key_and_communicators_at_the_target():
 
 def test_rows_and_columns_of_a_grid():
     """Rows and columns of MPI_Dims_create(P, 2)'s grid (color and key its coordinates),
-    recorded at 4, 6, 8 (2x2, 3x2, 4x2) and extrapolated to 12 (4x3)."""
+    recorded at 4, 8, 9 (2x2, 4x2, 3x3; at 4, 6, 8 a row is one of P/2 x 2's too, at 4, 6, 9
+    one of MPI_Dims_create(P, 3)'s: refused) and extrapolated to 12 (4x3)."""
     def rows(r, P):
         return r // minitrace.extrapolate.grid.dims_create(P, 2)[1], \
             r % minitrace.extrapolate.grid.dims_create(P, 2)[1]
     laws = [rows, lambda r, P: rows(r, P)[::-1]]
-    data, _, _ = B.extrapolate(runs_of(laws, (4, 6, 8)), 12)
+    data, _, _ = B.extrapolate(runs_of(laws, (4, 8, 9)), 12)
     got = split_vectors(data)
     assert np.array_equal(got[:, 0], [[r // 3, r % 3] for r in range(12)])
     assert np.array_equal(got[:, 1], [[r % 3, r // 3] for r in range(12)])
@@ -120,12 +121,59 @@ def test_a_color_that_no_law_gives_is_refused_naming_the_files():
         B.extrapolate(runs_of(laws), 8, force=True)
 
 
-def test_the_self_check_compares_colors_and_keys():
-    one, other = (C.runs_of(["a.h5"], [splitting(4, [law])])[0]
-                  for law in (lambda r, P: (0, r), lambda r, P: (0, -r)))
+def test_the_self_check_compares_colors_and_the_order_of_keys():
+    """Keys r and -r make other communicators; -r and P-1-r the same (MPI uses their order)."""
+    one, other, same = (C.runs_of(["a.h5"], [splitting(4, [law])])[0]
+                        for law in (lambda r, P: (0, r), lambda r, P: (0, -r),
+                                    lambda r, P: (0, P - 1 - r)))
     assert C.same_structure(one, one) == []
-    assert C.same_structure(one, other) == ["comm_split 1 of each rank: [color, key] differ: "
-                                            "rank 1"]
+    assert C.same_structure(one, other) == ["comm_split 1 of each rank: [color, key] differ "
+                                            "(its color or its place in its communicator): "
+                                            "rank 0"]
+    assert C.same_structure(other, same) == []
+
+
+def test_laws_that_fit_every_run_but_differ_at_the_target_are_refused():
+    """Halves of the world (color = rank >= P/2) at 2, 4, 8 ranks are coordinate 0 of 2 x P/2
+    and of MPI_Dims_create(P, 3) (2x1x1, 2x2x1, 2x2x2); at 16 the one makes 2 communicators,
+    the other 4 (4x2x2): refused, saying a run at 6 ranks tells them apart.  --force takes
+    the first, 2 x P/2's, and says so (before: MPI_Dims_create(P, 3)'s, with a note only)."""
+    def halves(r, P):
+        return int(r >= P // 2), r
+    runs = runs_of([halves], (2, 4, 8))
+    with pytest.raises(MinitraceError, match=(
+            r"^s2\.h5, s4\.h5, s8\.h5: the color of comm_split 1 of each rank may be "
+            r"coordinate 0 on 2 x P/2 or coordinate 0 on MPI_Dims_create\(P, 3\): each fits "
+            r"every run, but they make other communicators at 16 ranks \(2 and 4 "
+            r"communicators\); a run at 6 ranks would tell them apart \(--force takes "
+            r"coordinate 0 on 2 x P/2\)$")):
+        B.extrapolate(runs, 16)
+    data, _, forced = B.extrapolate(runs, 16, force=True)
+    assert np.array_equal(split_vectors(data)[:, 0], [halves(r, 16) for r in range(16)])
+    assert [s for s in forced if "may be" in s] == [
+        "s2.h5, s4.h5, s8.h5: the color of comm_split 1 of each rank may be coordinate 0 on "
+        "2 x P/2 or coordinate 0 on MPI_Dims_create(P, 3): each fits every run, but they make "
+        "other communicators at 16 ranks (2 and 4 communicators); a run at 6 ranks would tell "
+        "them apart"]
+
+
+def test_a_key_is_fitted_by_its_order():
+    """key = P-1-r (no law of the rank: its offset grows with P) orders each color's ranks
+    as -r does, the same communicators (refused before); at 7 ranks the even and odd ranks
+    each in descending order, the keys written -r's."""
+    data, _, forced = B.extrapolate(runs_of([lambda r, P: (r % 2, P - 1 - r)]), 7)
+    assert not forced
+    assert np.array_equal(split_vectors(data)[:, 0], [[r % 2, -r] for r in range(7)])
+    made = data.actions["request"][data.actions["kind"] == K.CODE["comm_split"]]
+    assert [data.comms[int(made[r])].tolist() for r in (0, 1)] == [[6, 4, 2, 0], [5, 3, 1]]
+
+
+def test_mpi_undefined_on_some_ranks_is_refused_naming_the_file():
+    """Odd ranks pass MPI_UNDEFINED (MPICH's -32766) and get no communicator: refused."""
+    laws = [lambda r, P: (-32766 if r % 2 else 0, r)]
+    with pytest.raises(MinitraceError, match=r"^s2\.h5: the color of comm_split 1 of each "
+                       r"rank is MPI_UNDEFINED \(negative\) on some ranks only \(rank 1\)"):
+        B.extrapolate(runs_of(laws), 8, force=True)
 
 
 def test_recorded_splits_extrapolate_and_check(programs, tmp_path, capsys):
@@ -137,7 +185,8 @@ def test_recorded_splits_extrapolate_and_check(programs, tmp_path, capsys):
         paths[p] = str(tmp_path / f"s{p}.h5")
         record(Path(paths[p]), p, [str(exe), "4"])
     out = str(tmp_path / "s8.h5")
-    # --force: compute gaps that the load makes noisy must not make this test flaky
+    # --force: compute gaps that the load makes noisy must not make this test flaky; and at
+    # 2, 3, 4 ranks a row of MPI_Dims_create(P, 2)'s grid is one of (P, 3)'s (refused alone)
     assert main(["extrapolate", paths[2], paths[3], paths[4], "--ranks", "8", "-o", out,
                  "--force"]) == 0
     data = minitrace.open(out).data()
@@ -156,8 +205,8 @@ def test_roots_on_a_split_communicator_are_places_in_it():
     def row(r, P):
         q = minitrace.extrapolate.grid.dims_create(P, 2)[1]
         return r // q, r % q
-    runs = C.runs_of([f"r{p}.h5" for p in (4, 6, 8)],
-                     [splitting(p, [row], roots=True) for p in (4, 6, 8)])
+    runs = C.runs_of([f"r{p}.h5" for p in (4, 8, 9)],
+                     [splitting(p, [row], roots=True) for p in (4, 8, 9)])
     assert [list(r.classes) for r in runs] == [["bulk"]] * 3
     data, _, _ = B.extrapolate(runs, 12)
     a = data.actions

@@ -725,7 +725,7 @@ def plan(runs: list[ST.Run], ranks: int, scaling: str = "weak", force: bool = Fa
         raise MinitraceError("--grid: the runs are not on a 2-D or 3-D grid (their peers are "
                              "a 1-D line's or fit no grid)")
     found = ST.check(runs, force)
-    splits, split_notes = SC.fit(runs, ranks, grid)
+    splits, split_notes, split_forced = SC.fit(runs, ranks, grid, force)
     ref = max(runs, key=lambda r: r.nranks)
     keys = list(class_ranks(ref, ranks, grid))
     notes, why = CO.compose(runs, keys)
@@ -736,7 +736,7 @@ def plan(runs: list[ST.Run], ranks: int, scaling: str = "weak", force: bool = Fa
             *offsets[key], said = GP.resolve(
                 sorted((r for r in runs if key in r.classes), key=lambda r: r.nranks), key)
             notes += said
-    refused = found + refusals(parameters, ranks, max(r.nranks for r in runs))
+    refused = found + split_forced + refusals(parameters, ranks, max(r.nranks for r in runs))
     if refused and not force:
         raise MinitraceError("not extrapolated (--force to extrapolate anyway):\n  "
                              + "\n  ".join(refused))

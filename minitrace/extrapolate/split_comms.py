@@ -14,12 +14,16 @@ that place of each rank's communicator at the target.
 A law is ``s * f(r) + b`` (``s`` = +-1, ``b`` the same at every scale) where ``f`` is, in
 order of preference: 0 (a constant), the rank, or the row-major index of some consecutive
 coordinates (one coordinate, or a row's) of the rank on a grid: the run's own grid
-(:mod:`.grid`), ``MPI_Dims_create(P, 2)``'s or ``(P, 3)``'s, or one whose first or last
-extent is the same at every scale (``q x P/q``; ``P/q x q``, rounded up: ``r % q`` and
-``r // q`` whatever P is, a parity).  The first law that gives
-every rank's value in every run is taken; when it is a coordinate, others that fit the runs
-too but give other values at the target are said in a note (record a scale that tells them
-apart: at 2, 3, 4 ranks a row of MPI_Dims_create(P, 2)'s grid is one of (P, 3)'s too)."""
+(:mod:`.grid`), ``MPI_Dims_create(P, 2)``'s, one whose first or last extent is the same at
+every scale (``q x P/q``; ``P/q x q``, rounded up: ``r % q`` and ``r // q`` whatever P is, a
+parity), or ``MPI_Dims_create(P, 3)``'s.  A key whose values are no law may be one by its
+order (MPI uses only that): ``P-1-r`` orders each color's ranks as ``-r`` does.  The first
+law that gives every rank's value in every run is taken; when it is a coordinate and others
+that fit the runs too make other communicators at the target, the split is refused (the
+runs cannot tell which: at 2, 3, 4 ranks a row of MPI_Dims_create(P, 2)'s grid is one of
+(P, 3)'s too, at 2, 4, 8 halves of the world are coordinate 0 of 2 x P/2 and of (P, 3)'s),
+saying the smallest scale that tells them apart; ``--force`` takes the first.  A constant
+or the rank is taken over coordinates that coincide with it in the runs."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
@@ -116,7 +120,7 @@ class Law:
     """``sign * f(rank) + offset``; ``f`` the index of coordinates ``lo:hi`` (row-major) on
     the grid ``family`` names at P ranks (:meth:`dims`): ``const`` (f = 0), ``rank``,
     ``grid`` (the run's), ``dims2``/``dims3`` (MPI_Dims_create's), ``first``/``last`` (an
-    extent ``q`` fixed first or last)."""
+    extent ``q`` fixed first or last); ``order``: a key's law by its order only."""
 
     family: str
     lo: int = 0
@@ -124,6 +128,7 @@ class Law:
     q: int = 0
     sign: int = 1
     offset: int = 0
+    order: bool = False
 
     def dims(self, P: int, grid: GR.Grid | None) -> tuple | None:
         """The extents of the law's grid at P ranks (None: it has none there)."""
@@ -164,19 +169,19 @@ class Law:
                 f"index of coordinates {self.lo}-{self.hi - 1}"
             f = f"{coords} on {where}"
         sign = "-" if self.sign < 0 else ""
-        return f"{sign}{f}" + (f" {'+' if self.offset > 0 else '-'} {abs(self.offset)}"
+        text = f"{sign}{f}" + (f" {'+' if self.offset > 0 else '-'} {abs(self.offset)}"
                                if self.offset else "")
+        return f"in the order of {text}" if self.order else text
 
 
 def _candidates(runs: list) -> list[Law]:
     """Every law's form (offset 0), in order of preference."""
     forms = [Law("const"), Law("rank")]
-    families = (["grid"] if runs[0].grid is not None else []) + ["dims2", "dims3"]
     sizes = [r.nranks for r in runs]
     common = [q for q in range(2, min(sizes) + 1) if all(p % q == 0 for p in sizes)]
-    grids = [(f, 0, 3 if f == "dims3" else (runs[0].grid.ndims if f == "grid" else 2))
-             for f in families] + [("first", q, 2) for q in common] + \
-        [("last", q, 2) for q in range(2, min(sizes) + 1)]
+    grids = ([("grid", 0, runs[0].grid.ndims)] if runs[0].grid is not None else []) + \
+        [("dims2", 0, 2)] + [("first", q, 2) for q in common] + \
+        [("last", q, 2) for q in range(2, min(sizes) + 1)] + [("dims3", 0, 3)]
     for family, q, ndims in grids:
         for lo in range(ndims):
             for hi in range(lo + 1, ndims + 1):
@@ -215,13 +220,54 @@ class Split:
     members: list
 
 
-def fit(runs: list, ranks: int, grid: GR.Grid | None) -> tuple[dict, list[str]]:
-    """({n: :class:`Split` at ``ranks`` on the target ``grid``}, notes); MinitraceError
-    naming the runs when a split is made in some run only, splits a communicator that is not
-    the world, or has a color or key that no law gives."""
+def _in_order(form: Law, runs: list, n: int) -> Law | None:
+    """``form`` as a key's law of order (MPI uses only the order of the keys): in every run
+    it orders the ranks of each color of split ``n`` as their keys do (ties by rank), or
+    None."""
+    for run in runs:
+        ranks = np.flatnonzero(run.splits.made[n])
+        f = form(ranks, run.nranks, run.grid)
+        if f is None:
+            return None
+        color, key = run.splits.values[n][ranks].T
+        if not np.array_equal(np.lexsort((ranks, key, color)), np.lexsort((ranks, f, color))):
+            return None
+    return replace(form, order=True)
+
+
+def _made(law: Law, k: int, P: int, grid: GR.Grid | None, color: Law | None) -> bytes | None:
+    """What ``law`` of entry ``k`` makes at ``P`` ranks: a color its values, a key the order
+    of the ranks by ``color``'s values then it (None: it or the color has no value there)."""
+    everyone = np.arange(P)
+    v = law(everyone, P, grid)
+    if v is None or k == 0:
+        return None if v is None else v.tobytes()
+    c = color(everyone, P, grid)
+    return None if c is None else np.lexsort((everyone, v, c)).tobytes()
+
+
+def _apart(laws: list, k: int, runs: list, ranks: int, color: Law | None) -> int:
+    """The smallest scale not recorded below the target (else the target) where ``laws``
+    make all other communicators: a run there would tell them apart (the run's own grid is
+    known at the target only)."""
+    recorded = {r.nranks for r in runs}
+    for P in range(2, min(ranks, 4096)):
+        made = [_made(law, k, P, None, color) for law in laws]
+        if P not in recorded and None not in made and len(set(made)) == len(made):
+            return P
+    return ranks
+
+
+def fit(runs: list, ranks: int, grid: GR.Grid | None,
+        force: bool = False) -> tuple[dict, list[str], list[str]]:
+    """({n: :class:`Split` at ``ranks`` on the target ``grid``}, notes, what ``force``
+    overrode); MinitraceError naming the runs when a split is made in some run only, splits
+    a communicator that is not the world, leaves some ranks out (MPI_UNDEFINED), has a color
+    or key (its order) that no law gives, or one that several laws give in every run which
+    make other communicators at the target (unless ``force``: the first is taken)."""
     ordinals = sorted({n for r in runs for n in r.splits.values})
     names = ", ".join(r.path for r in runs)
-    out, notes = {}, []
+    out, notes, forced = {}, [], []
     forms = _candidates(runs) if ordinals else []
     everyone = np.arange(ranks)
     for n in ordinals:
@@ -236,9 +282,18 @@ def fit(runs: list, ranks: int, grid: GR.Grid | None) -> tuple[dict, list[str]]:
                 raise MinitraceError(f"{run.path}: {what} splits communicator {bad[0]}, not "
                                      "the world: splits of sub-communicators are not "
                                      "extrapolated")
+            color = run.splits.values[n][run.splits.made[n], 0]
+            if (color < 0).any() and (color >= 0).any():
+                raise MinitraceError(
+                    f"{run.path}: the color of {what} is MPI_UNDEFINED (negative) on some "
+                    f"ranks only (rank {int(np.flatnonzero(run.splits.made[n])[color < 0][0])}"
+                    "): splits that leave ranks out are not extrapolated")
         laws = []
         for k, entry in enumerate(_ENTRIES):
             found = [law for law in (_fits(f, runs, n, k) for f in forms) if law is not None]
+            if not found and k == 1:            # MPI uses only the keys' order
+                found = [law for law in (_in_order(f, runs, n) for f in forms
+                                         if f.family != "const") if law is not None]
             if not found:
                 alone = [r.path for r in runs
                          if not any(_fits(f, [r], n, k) for f in forms)]
@@ -249,20 +304,39 @@ def fit(runs: list, ranks: int, grid: GR.Grid | None) -> tuple[dict, list[str]]:
                     f"{runs[-1].splits.values[n][:8, k].tolist()} at {runs[-1].nranks} "
                     "ranks): not extrapolated")
             chosen = found[0]
-            want = chosen(everyone, ranks, grid)
+            color = laws[0] if k else None
+            want = _made(chosen, k, ranks, grid, color)
             if want is None:
                 raise MinitraceError(f"{names}: the {entry} of {what} is {chosen}, which "
                                      f"has no value at {ranks} ranks")
-            other = [] if chosen.family in ("const", "rank") else [
-                str(law) for law in found[1:] if (v := law(everyone, ranks, grid)) is None
-                or not np.array_equal(v, want)]
-            notes.append(f"{what}: {entry} = {chosen}" + (
-                f" (the runs fit {', '.join(other[:3])} too, which give other values at "
-                f"{ranks} ranks: record a scale that tells them apart)" if other else ""))
+            rivals = {}                         # one law per other outcome at the target
+            for law in ([] if chosen.family in ("const", "rank") else found[1:]):
+                made = _made(law, k, ranks, grid, color)
+                if made is not None and made != want:
+                    rivals.setdefault(made, law)
+            other = list(rivals.values())
+            if other:
+                at = _apart([chosen] + other, k, runs, ranks, color)
+                count = "" if k else " (" + " and ".join(
+                    str(len(np.unique(v[v >= 0]))) for v in (law(everyone, ranks, grid)
+                                                             for law in [chosen] + other[:2])) \
+                    + " communicators)"
+                line = (f"{names}: the {entry} of {what} may be "
+                        f"{' or '.join(str(law) for law in [chosen] + other[:2])}: each fits "
+                        f"every run, but they make other communicators at {ranks} ranks"
+                        f"{count}; a run at {at} ranks would tell them apart")
+                if not force:
+                    raise MinitraceError(f"{line} (--force takes {chosen})")
+                forced.append(line)
+            notes.append(f"{what}: {entry} {'= ' if not chosen.order else ''}{chosen}" + (
+                " (its values are no law, its order is: these values written)"
+                if chosen.order else "") + (
+                f" (taken by --force: the runs fit {', '.join(map(str, other[:3]))} too, "
+                f"which make other communicators at {ranks} ranks)" if other else ""))
             laws.append(chosen)
         values = np.stack([law(everyone, ranks, grid) for law in laws], axis=1)
         out[n] = _communicators(tuple(laws), values)
-    return out, notes
+    return out, notes, forced
 
 
 def _communicators(laws: tuple, values: np.ndarray) -> Split:
@@ -299,13 +373,28 @@ def place_roots(peers: np.ndarray, comm: np.ndarray, ranks: np.ndarray,
     return out
 
 
+def _places(values: np.ndarray) -> np.ndarray:
+    """(P, 2): each rank's color and place in its communicator (by key then rank; -1 for a
+    negative color, which makes none)."""
+    color, key = values[:, 0], values[:, 1]
+    order = np.lexsort((np.arange(len(values)), key, color))
+    first = np.searchsorted(color[order], color[order])
+    place = np.empty(len(values), np.int64)
+    place[order] = np.arange(len(values)) - first
+    return np.stack([color, np.where(color < 0, -1, place)], axis=1)
+
+
 def differences(a, b) -> list[str]:
-    """Where two runs at one scale make other splits (their ``[color, key]`` per rank)."""
+    """Where two runs at one scale make other splits: a rank's color, or its place in its
+    communicator (the keys' values aside, MPI uses only their order)."""
     out = []
     for n in sorted(set(a.splits.values) | set(b.splits.values)):
         x, y = a.splits.values.get(n), b.splits.values.get(n)
-        if x is None or y is None or not np.array_equal(x, y):
-            at = "" if x is None or y is None else \
-                f": rank {int(np.flatnonzero((x != y).any(axis=1))[0])}"
-            out.append(f"comm_split {n + 1} of each rank: [color, key] differ{at}")
+        if x is None or y is None:
+            out.append(f"comm_split {n + 1} of each rank: made in one run only")
+            continue
+        apart = np.flatnonzero((_places(x) != _places(y)).any(axis=1))
+        if len(apart):
+            out.append(f"comm_split {n + 1} of each rank: [color, key] differ (its color or "
+                       f"its place in its communicator): rank {int(apart[0])}")
     return out
