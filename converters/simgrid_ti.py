@@ -922,9 +922,9 @@ class RankWriter:
                     w(out_kind, peer, tag, nbytes)
             elif kind in K.SENDRECVS:
                 src, rtag = (self.vec(i) + [-1, -1])[:2]
-                if kind != "sendrecv":
-                    approx(kind, "written as sendRecv")
                 if tag == 0 and rtag == 0 and comm == 0 and peer >= 0 and src >= 0:
+                    if kind != "sendrecv":
+                        approx(kind, "written as sendRecv")
                     # SimGrid 4.1 requires both datatypes on sendRecv (6 arguments)
                     w("sendRecv", bs, peer, self.size(br, 0), src, MPI_BYTE, MPI_BYTE)
                 elif peer >= 0 and src >= 0:
