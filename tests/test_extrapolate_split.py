@@ -11,6 +11,7 @@ import pytest
 
 import minitrace
 from minitrace import kinds as K
+from minitrace import storage
 from minitrace.cli import main
 from minitrace.errors import MinitraceError
 from minitrace.extrapolate import build as B
@@ -133,14 +134,21 @@ def test_the_self_check_compares_colors_and_the_order_of_keys():
     assert C.same_structure(other, same) == []
 
 
-def test_laws_that_fit_every_run_but_differ_at_the_target_are_refused():
+def test_laws_that_fit_every_run_but_differ_at_the_target_are_refused(tmp_path, capsys):
     """Halves of the world (color = rank >= P/2) at 2, 4, 8 ranks are coordinate 0 of 2 x P/2
     and of MPI_Dims_create(P, 3) (2x1x1, 2x2x1, 2x2x2); at 16 the one makes 2 communicators,
-    the other 4 (4x2x2): refused, saying a run at 6 ranks tells them apart.  --force takes
-    the first, 2 x P/2's, and says so (before: MPI_Dims_create(P, 3)'s, with a note only)."""
+    the other 4 (4x2x2): refused in one line, saying a run at 6 ranks tells them apart.
+    --force takes the first, 2 x P/2's, and says so (before: MPI_Dims_create(P, 3)'s, exit
+    0, with a note only)."""
     def halves(r, P):
         return int(r >= P // 2), r
     runs = runs_of([halves], (2, 4, 8))
+    paths = [str(tmp_path / f"s{p}.h5") for p in (2, 4, 8)]
+    for path, p in zip(paths, (2, 4, 8)):
+        storage.write_trace(path, splitting(p, [halves]))
+    assert main(["extrapolate", *paths, "--ranks", "16", "-o", str(tmp_path / "x.h5")]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "may be coordinate 0 on 2 x P/2 or" in err
     with pytest.raises(MinitraceError, match=(
             r"^s2\.h5, s4\.h5, s8\.h5: the color of comm_split 1 of each rank may be "
             r"coordinate 0 on 2 x P/2 or coordinate 0 on MPI_Dims_create\(P, 3\): each fits "
