@@ -242,3 +242,35 @@ def test_a_split_of_a_sub_communicator_is_refused_naming_the_file():
     with pytest.raises(MinitraceError, match=r"^n2\.h5: comm_split 2 of each rank splits "
                        r"communicator 1, not the world"):
         B.extrapolate(runs, 8, force=True)
+
+
+def test_rows_of_the_runs_grid_that_other_laws_fit_name_a_scale_that_tells():
+    """Rows of a periodic 2-D grid (MPI_Dims_create's, a halo exchange with the row and
+    column neighbours) made by a split: at 4, 6, 8 ranks (2x2, 3x2, 4x2) a row is one of
+    P/2 x 2's too; refused, naming 2 ranks (2x1: the run's grid is MPI_Dims_create's in
+    every run, so known there), not only the target."""
+    def on_grid(P):
+        d0, d1 = minitrace.extrapolate.grid.dims_create(P, 2)
+        b = TraceBuilder(P)
+        for row in range(d0):
+            b.add_comm(1 + row, list(range(row * d1, (row + 1) * d1)))
+        for r in range(P):
+            i, j = divmod(r, d1)
+            b.add(r, "init")
+            b.add(r, "comm_split", comm=0, request=1 + i, vector=[i, j])
+            for _ in range(3):
+                b.add(r, "compute", volume=1e-3)
+                for k, (to, back) in enumerate(
+                        [(((i + 1) % d0) * d1 + j, ((i - 1) % d0) * d1 + j),
+                         (i * d1 + (j + 1) % d1, i * d1 + (j - 1) % d1)]):
+                    b.add(r, "sendrecv", peer=to, tag=k, bytes_sent=800, bytes_recv=800,
+                          vector=[back, k])
+                b.add(r, "allreduce", comm=1 + i, bytes_sent=8, bytes_recv=8)
+            b.add(r, "finalize")
+        return b.build()
+    runs = C.runs_of([f"g{p}.h5" for p in (4, 6, 8)], [on_grid(p) for p in (4, 6, 8)])
+    assert all(r.grid is not None for r in runs)
+    with pytest.raises(MinitraceError, match=r"may be coordinate 0 on the run's grid or "
+                       r"coordinate 0 on P/2 x 2: .* at 12 ranks \(4 and 6 communicators\); a "
+                       r"run at 2 ranks would tell them apart"):
+        B.extrapolate(runs, 12)

@@ -248,11 +248,16 @@ def _made(law: Law, k: int, P: int, grid: GR.Grid | None, color: Law | None) -> 
 
 def _apart(laws: list, k: int, runs: list, ranks: int, color: Law | None) -> int:
     """The smallest scale not recorded below the target (else the target) where ``laws``
-    make all other communicators: a run there would tell them apart (the run's own grid is
-    known at the target only)."""
+    make all other communicators: a run there would tell them apart (the run's own grid
+    known there only when it is MPI_Dims_create's in every run)."""
     recorded = {r.nranks for r in runs}
+    grids = [r.grid for r in runs if r.grid is not None]
+    created = len(grids) == len(runs) and all(
+        tuple(g.dims) == GR.dims_create(g.size, g.ndims) for g in grids)
     for P in range(2, min(ranks, 4096)):
-        made = [_made(law, k, P, None, color) for law in laws]
+        grid = GR.Grid(GR.dims_create(P, grids[0].ndims), grids[0].periods) if created \
+            else None
+        made = [_made(law, k, P, grid, color) for law in laws]
         if P not in recorded and None not in made and len(set(made)) == len(made):
             return P
     return ranks
