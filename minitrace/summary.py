@@ -69,6 +69,19 @@ def shown_kinds(df: pd.DataFrame, every: bool = False) -> tuple[list[str], str]:
                    + "; `minitrace info --kinds` shows every kind per rank")
 
 
+def persistent_note(df: pd.DataFrame) -> str:
+    """A line saying how a :func:`summarize` table counts persistent requests' bytes ("" for a
+    trace without any): the columns' sums take a send_init's or recv_init's bytes once, as
+    posted, not at each start, and a receive's start its message's where its status was
+    recorded (public OSU osu_latency_persistent: 2,047 bytes sent where 112,585 were)."""
+    inits = [f"n_{k}" for k in sorted(K.SEND_INITS | K.RECV_INITS) if f"n_{k}" in df.columns]
+    if not inits or not df[inits].to_numpy().sum():
+        return ""
+    return ("note: bytes_sent and bytes_recv count a persistent request's bytes once, at its "
+            "send_init or recv_init (as posted), not at each of its starts; a receive's start "
+            "adds the bytes it received where its status was recorded")
+
+
 def send_matrix(t) -> pd.DataFrame:
     """Bytes sent by point-to-point sends from each rank (rows) to each peer (columns) of an
     open trace, read through the kind index."""

@@ -63,7 +63,7 @@ def run(args) -> int:
         if t.has_trace:
             import pandas as pd
             from ..compress.store import lost
-            from ..summary import in_call_volumes, shown_kinds
+            from ..summary import in_call_volumes, persistent_note, shown_kinds
             s = t.summary() if summary is None else summary
             print(f"trace: {t.nranks} ranks, {t.nactions} actions, volume unit "
                   f"{t.volume_unit}{'' if t.complete else ' (INCOMPLETE: a rank died)'}"
@@ -79,6 +79,8 @@ def run(args) -> int:
                 print(s[base + kinds].to_string(float_format=lambda x: f"{x:.6g}"))
             if left_out:
                 print(left_out)
+            if persistent_note(s):
+                print(persistent_note(s))
             if in_calls is not None:
                 print(f"in_calls: {t.volume_unit} inside the reductions, mostly waiting (a "
                       f"replay leaves them out); compute: the rest of the volume")

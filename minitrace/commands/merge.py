@@ -99,7 +99,7 @@ def report(output: str, meta: dict, n: int, rep, summary=None, compressed=None) 
     """Print a merged trace's summary (computed here unless given) and validation; True when
     it is complete and valid.  ``compressed``: (volume mode, bytes it would take
     uncompressed) of a trace written compressed."""
-    from ..summary import shown_kinds
+    from ..summary import persistent_note, shown_kinds
     from ..trace import open as open_trace
     if summary is None:
         with open_trace(output) as t:
@@ -119,6 +119,8 @@ def report(output: str, meta: dict, n: int, rep, summary=None, compressed=None) 
     print(summary[cols + top].to_string(float_format=lambda x: f"{x:.6g}"))
     if left_out:
         print(left_out)
+    if persistent_note(summary):
+        print(persistent_note(summary))
     print(f"validation: {rep.summary()}")
     for line in rep.lines(20):
         print(f"  {line}")
