@@ -618,13 +618,14 @@ static void mt_defaults(mt_thread *T, mt_rec *R, int kind) {
 
 /* Internal records (communicator definitions, strings, receive resolutions) for the merge. */
 static void mt_internal(mt_thread *T, int kind, int32_t peer, int32_t tag, int64_t request,
-                        int64_t bytes, const int64_t *vec, int64_t n) {
+                        int64_t bytes, const int64_t *vec, int64_t n, int64_t sent) {
     mt_rec R;
     mt_defaults(T, &R, kind);
     R.peer = peer;
     R.tag = tag;
     R.request = request;
     R.bytes_recv = bytes;
+    R.bytes_sent = sent;
     R.t_start = R.t_end = mt_now();
     R.vec_len = (int32_t)n;
     mt_write(T, &R, vec);
@@ -770,7 +771,7 @@ static int32_t mt_comm_learn(MPI_Comm c, uint64_t key) {
         int64_t *w = (int64_t *)mt_malloc(sizeof(int64_t) * (size_t)(n ? n : 1));
         if (w) {
             for (int i = 0; i < n; i++) w[i] = e->members[i];
-            mt_internal(T, MT_INTERNAL_COMMDEF, inter, id, -1, 0, w, n);
+            mt_internal(T, MT_INTERNAL_COMMDEF, inter, id, -1, 0, w, n, 0);
             mt_free(w);
         }
     }
@@ -891,7 +892,9 @@ static void mt_req_lookup(const MPI_Request *h, mt_where where, int n, const int
             if (c) (*c)++;
             continue;
         }
+        if (how == MT_LOOK_START && e->persistent) e->active = ++e->starts;
         out[p] = *e;
+        if (how == MT_LOOK_DONE && e->persistent) e->active = 0;  /* inactive until started */
         if (how == MT_LOOK_FREE || (how == MT_LOOK_DONE && !e->persistent)) {
             mt_slot_remove(m, s, at);
         } else if (own) { /* stays, named: not the nth newest of a position without a match */
@@ -904,8 +907,8 @@ static void mt_req_lookup(const MPI_Request *h, mt_where where, int n, const int
     pthread_mutex_unlock(&m->lock);
 }
 
-static int mt_req_get(MPI_Request r, mt_req *out) {
-    mt_req_lookup(&r, (mt_where){NULL, 0}, 1, NULL, 1, INT64_MAX, MT_LOOK_PEEK, out);
+static int mt_req_get(MPI_Request r, mt_req *out, int how) {
+    mt_req_lookup(&r, (mt_where){NULL, 0}, 1, NULL, 1, INT64_MAX, how, out);
     return out->id >= 0;
 }
 
@@ -956,17 +959,17 @@ static int64_t mt_status_bytes(const MPI_Status *st) {
     return n;
 }
 
-/* A non-blocking receive completed: its real source, tag and size, for the merge to patch
- * (an irecv, or the latest start of a persistent receive). */
+/* A non-blocking receive completed: its real source, tag and size, for the merge to patch:
+ * an irecv, or a persistent receive's activation (its number in bytes_sent; an inactive one
+ * completes at once with an empty status, no message: nothing written). */
 static void mt_resolve(mt_thread *T, const mt_req *q, const MPI_Status *st) {
     if (!st) return;         /* a Fortran twin without room for the statuses: left unresolved */
-    /* an inactive persistent request completes at once with an empty status: no message */
-    if (q->persistent && st->MPI_SOURCE == MPI_ANY_SOURCE) return;
+    if (q->persistent && !q->active) return;
     int cancelled = 0;       /* MPI_Cancel took: no message (the status's source is undefined) */
     PMPI_Test_cancelled(st, &cancelled);
     mt_internal(T, MT_INTERNAL_RESOLVE, cancelled ? MT_CANCELLED_PEER
                 : mt_world(q->comm, st->MPI_SOURCE), st->MPI_TAG, q->id,
-                cancelled ? 0 : mt_status_bytes(st), NULL, 0);
+                cancelled ? 0 : mt_status_bytes(st), NULL, 0, q->active);
 }
 
 /* ---- start-up and shut-down ---------------------------------------------------------- */
@@ -1394,7 +1397,7 @@ int minitrace_region(int begin, const char *name) {
             int64_t *w = (int64_t *)mt_calloc((size_t)(words ? words : 1), sizeof(int64_t));
             if (w) {
                 memcpy(w, name, n);
-                mt_internal(T, MT_INTERNAL_STRING, (int32_t)n, idx, -1, 0, w, words);
+                mt_internal(T, MT_INTERNAL_STRING, (int32_t)n, idx, -1, 0, w, words, 0);
                 mt_free(w);
             }
         }

@@ -64,6 +64,8 @@ typedef struct {
     uint8_t flags;            /* FLAG_ANY_*, FLAG_PERSISTENT, FLAG_PARTITIONED */
     uint8_t persistent;       /* stays alive across completions until MPI_Request_free */
     uint32_t named;           /* the lookup (mt_map.stamp) that named it by its variable */
+    uint32_t starts;          /* persistent: its activations so far (MPI_Start, MPI_Startall) */
+    uint32_t active;          /* persistent: the activation pending (1, 2, ...), 0 inactive */
 } mt_req;
 
 typedef struct mt_thread mt_thread;
@@ -95,8 +97,9 @@ typedef struct {
 static mt_where mt_where_of(mt_thread *T, const MPI_Request *p);
 static int64_t mt_req_new(MPI_Request r, mt_where where, const mt_comm *comm, int32_t comm_id,
                           int recv, int flags, int persistent);
-static int mt_req_get(MPI_Request r, mt_req *out);
-enum { MT_LOOK_PEEK, MT_LOOK_DONE, MT_LOOK_FREE }; /* what mt_req_lookup does with the entries */
+static int mt_req_get(MPI_Request r, mt_req *out, int how);
+/* what mt_req_lookup does with the entries (START: numbers a persistent one's activation) */
+enum { MT_LOOK_PEEK, MT_LOOK_DONE, MT_LOOK_FREE, MT_LOOK_START };
 static int64_t mt_req_mark(void);
 static void mt_req_lookup(const MPI_Request *h, mt_where where, int n, const int *pos, int k,
                           int64_t mark, int how, mt_req *out);
@@ -160,8 +163,13 @@ static int64_t mt_status_bytes(const MPI_Status *st);
     R.request = MT_REQ_NEW((req), CI, R.comm, 0, MT_PARTITIONED, 1); \
     mt_vec1(T, &R, (parts)); } while (0)
 /* A request by value (start, pready*, parrived): its id and its persistence flags. */
-#define MT_REQ(req) do { mt_req q_; if (mt_req_get((req), &q_)) { R.request = q_.id; \
-    R.comm = q_.comm_id; R.flags |= q_.flags & (MT_PERSISTENT | MT_PARTITIONED); } } while (0)
+#define MT_REQ(req) do { mt_req q_; if (mt_req_get((req), &q_, MT_LOOK_PEEK)) { \
+    R.request = q_.id; R.comm = q_.comm_id; \
+    R.flags |= q_.flags & (MT_PERSISTENT | MT_PARTITIONED); } } while (0)
+/* MPI_Start: MT_REQ, the request's activation numbered (its completion's resolve says which) */
+#define MT_START(req) do { mt_req q_; if (mt_req_get((req), &q_, MT_LOOK_START)) { \
+    R.request = q_.id; R.comm = q_.comm_id; \
+    R.flags |= q_.flags & (MT_PERSISTENT | MT_PARTITIONED); } } while (0)
 #define MT_PREADY(req, part) do { MT_REQ(req); mt_vec1(T, &R, (part)); } while (0)
 #define MT_PREADY_RANGE(req, lo, hi) do { MT_REQ(req); mt_vec2(T, &R, (lo), (hi)); } while (0)
 #define MT_PARRIVED(req, part, flag) do { MT_PREADY(req, part); \
@@ -175,7 +183,7 @@ static int64_t mt_status_bytes(const MPI_Status *st);
     int64_t *v_ = q_ ? mt_vec(T, &R, n) : NULL; \
     if (!q_) R.vec_len = MT_VEC_DROPPED; \
     if (!v_) break; \
-    mt_req_lookup((reqs), mt_where_of(T, (reqs)), (n), NULL, (n), INT64_MAX, MT_LOOK_PEEK, q_); \
+    mt_req_lookup((reqs), mt_where_of(T, (reqs)), (n), NULL, (n), INT64_MAX, MT_LOOK_START, q_); \
     for (int i_ = 0; i_ < (n); i_++) { v_[i_] = q_[i_].id; \
         if (q_[i_].id >= 0) R.flags |= q_[i_].flags & (MT_PERSISTENT | MT_PARTITIONED); } } while (0)
 

@@ -53,9 +53,10 @@ _KNOWN_KIND = np.zeros(256, bool)
 _KNOWN_KIND[list(K.NAME)] = True
 _KNOWN_KIND[[CONT, STRING, COMMDEF, RESOLVE]] = True
 _MAX_RANKS = 1 << 22      # a world size beyond this in a header is corruption, not a run
-_READABLE_VERSIONS = (3, 4, 5, L.VERSION)   # 3: the same layout without check words; 4:
-#                                              without the recorder's clock reads; 5: no
-#                                              record says its vector was dropped
+_READABLE_VERSIONS = (3, 4, 5, 6, L.VERSION)   # 3: the same layout without check words; 4:
+#                                                 without the recorder's clock reads; 5: no
+#                                                 record says its vector was dropped; 6: no
+#                                                 persistent receive resolved
 _CHECK = np.array(L.CHECK, np.uint64)
 _SEED = np.uint64(L.CHECK_SEED)
 _MASKED = np.uint64((L.CHECK[L.CHECK_MASK_WORD] << 32) & (2**64 - 1))   # check's contribution
@@ -122,6 +123,8 @@ class _Rank:
         raw, h, rec = self._raw, self.h, RAW_DTYPE.itemsize
         hb, cb = int(h["header_bytes"]), int(h["chunk_bytes"])
         nchunks = max(len(raw) - hb - rec + cb, 0) // cb
+        if not nchunks:                       # (a file cut inside its first chunk's header)
+            return 0
         heads = np.ndarray((nchunks,), CHUNK_DTYPE, raw, hb, (cb,))
         return int(np.minimum(heads["count"].astype(np.int64), cb // rec - 1).sum())
 
@@ -265,7 +268,7 @@ class _Thread:
                 self.blocks.append(c)
         if not sp_rows and not (vec_len < 0).any():   # no vector, nothing internal
             self.vecs = np.zeros(0, np.int64)
-            self.resolve = tuple(np.zeros(0, np.int64) for _ in range(4))
+            self.resolve = tuple(np.zeros(0, np.int64) for _ in range(5))
             return
         sp = np.concatenate(sp_rows) if sp_rows else np.zeros(0, RAW_DTYPE)
         sw = sp.view(np.int64).reshape(len(sp), -1)
@@ -307,7 +310,9 @@ class _Thread:
                 self.strings[int(isp["tag"][j])] = \
                     v.tobytes()[:int(isp["peer"][j])].decode("utf-8", "replace")
         res = isp[ik == RESOLVE]
-        self.resolve = (res["request"], res["peer"], res["tag"], res["bytes_recv"])
+        # (bytes_sent: a persistent receive's activation, 1, 2, ...; raw version 7)
+        self.resolve = (res["request"], res["peer"], res["tag"], res["bytes_recv"],
+                        res["bytes_sent"])
         self.vecs = vecs[~np.repeat(internal, lens)]
 
     def _without_dropped(self, chunks: list, kind: np.ndarray, vec_len: np.ndarray):
@@ -488,44 +493,48 @@ def _resolve_starts(acts: np.ndarray, vecs: np.ndarray, resolves) -> None:
     """Patch each ``start`` of a persistent receive (``recv_init``) with the source, tag and
     size its completion saw, and COMPLETED, which says the start holds them (until then its
     ``recv_init``'s posted ones stood for every start: wildcards matched nothing, sizes were
-    the buffer's; public graph500's aml receives so).  The request's n-th completion is its
-    n-th start (MPI completes a persistent request before starting it again); a start never
-    completed is UNRESOLVED.  A request also started by ``startall``, whose vector holds only
-    ids, keeps the posted values on every start; a cancelled start received nothing."""
+    the buffer's; public graph500's aml receives so).  A resolve names its request's
+    activation (1, 2, ...: the starts and startall entries of the request in program order);
+    a ``startall``'s, whose vector holds only ids, is not patched; a cancelled start received
+    nothing (peer -1, 0 bytes).  A start of a wildcard ``recv_init`` never completed is
+    UNRESOLVED; one of a fixed source keeps the posted values."""
     init = np.flatnonzero(acts["kind"] == K.CODE["recv_init"])
-    st = np.flatnonzero(acts["kind"] == K.CODE["start"])
-    if not len(init) or not len(st):
+    if not len(init):
         return
     ids = acts["request"][init]
+    st = np.flatnonzero((acts["kind"] == K.CODE["start"]) & np.isin(acts["request"], ids))
     sa = np.flatnonzero(acts["kind"] == K.CODE["startall"])
-    if len(sa):
-        lens = acts["vec_len"].astype(np.int64)
-        ids = np.setdiff1d(ids, vecs[_ranges((np.cumsum(lens) - lens)[sa], lens[sa])])
-    st = st[np.isin(acts["request"][st], ids)]
-    if not len(st):
+    lens = acts["vec_len"].astype(np.int64)
+    sa_rows = np.repeat(sa, lens[sa])
+    sa_req = vecs[_ranges((np.cumsum(lens) - lens)[sa], lens[sa])].astype(np.int64)
+    # every activation of these requests, numbered within its request in program order
+    rows = np.concatenate([st, sa_rows])
+    req = np.concatenate([acts["request"][st], sa_req])
+    keep = np.isin(req, ids)
+    rows, req, is_start = rows[keep], req[keep], np.arange(len(rows))[keep] < len(st)
+    if not len(rows):
         return
-    req = np.concatenate([r[0] for r in resolves])
-    mine = np.flatnonzero(np.isin(req, ids))
-    # the n-th start of each request (rows in program order) and its n-th completion (in time)
-    s_order = np.argsort(acts["request"][st], kind="stable")
-    s_rows, s_req = st[s_order], acts["request"][st][s_order]
-    r_order = mine[np.argsort(req[mine], kind="stable")]
-    r_req = req[r_order]
-    r_n = np.arange(len(r_req)) - np.searchsorted(r_req, r_req)
-    first = np.searchsorted(s_req, r_req)
-    ok = r_n < np.searchsorted(s_req, r_req, "right") - first
-    rows, r_order = s_rows[first[ok] + r_n[ok]], r_order[ok]
-    peer = np.concatenate([r[1] for r in resolves])[r_order]
+    order = np.lexsort((rows, req))
+    rows, req, is_start = rows[order], req[order], is_start[order]
+    nth = np.arange(len(req)) - np.searchsorted(req, req) + 1
+    r_req = np.concatenate([r[0] for r in resolves]).astype(np.int64)
+    r_nth = np.concatenate([r[4] for r in resolves]).astype(np.int64)
+    span = int(nth.max()) + 1
+    key = req * span + nth                      # (ascending: sorted by request, then nth)
+    pos = np.searchsorted(key, r_req * span + np.clip(r_nth, 0, span - 1))
+    pos = np.minimum(pos, len(key) - 1)
+    hit = (key[pos] == r_req * span + r_nth) & (r_nth > 0) & is_start[pos]
+    done, src = rows[pos[hit]], np.flatnonzero(hit)
+    peer = np.concatenate([r[1] for r in resolves])[src]
     gone = peer == L.CANCELLED_PEER
-    acts["peer"][rows] = np.where(gone, -1, peer)
-    acts["tag"][rows] = np.where(gone, acts["tag"][rows],
-                                 np.concatenate([r[2] for r in resolves])[r_order])
-    acts["bytes_recv"][rows] = np.where(gone, 0,
-                                        np.concatenate([r[3] for r in resolves])[r_order])
-    acts["flags"][rows] |= K.FLAG_COMPLETED
-    left = np.ones(len(st), bool)
-    left[np.searchsorted(st, rows)] = False
-    acts["flags"][st[left]] |= K.FLAG_UNRESOLVED
+    acts["peer"][done] = np.where(gone, -1, peer)
+    acts["tag"][done] = np.where(gone, acts["tag"][done],
+                                 np.concatenate([r[2] for r in resolves])[src])
+    acts["bytes_recv"][done] = np.where(gone, 0, np.concatenate([r[3] for r in resolves])[src])
+    acts["flags"][done] |= K.FLAG_COMPLETED
+    wild = ids[(acts["flags"][init] & (K.FLAG_ANY_SOURCE | K.FLAG_ANY_TAG)) != 0]
+    left = st[~np.isin(st, done) & np.isin(acts["request"][st], wild)]
+    acts["flags"][left] |= K.FLAG_UNRESOLVED
 
 
 def _cancelled(acts: np.ndarray, rows: np.ndarray) -> None:
@@ -725,7 +734,8 @@ def fill_rank(run: RawRun, rk: int, threads: list, tables: Tables, part: np.ndar
     by field), ids made global; returns its vectors."""
     vecs = _merge_threads(run.by_rank[rk], threads, run.walltime, run.seconds, part)
     _resolve_irecvs(part, [th.resolve for th in threads])
-    _resolve_starts(part, vecs, [th.resolve for th in threads])
+    if run.by_rank[rk].h["version"] >= 7:     # (older shims resolved no persistent receive)
+        _resolve_starts(part, vecs, [th.resolve for th in threads])
     m = {k: v for k, v in tables.local_to_global[rk].items() if k != v}
     if m:
         keys = np.array(sorted(m), dtype=np.int64)
@@ -804,22 +814,24 @@ def check_memory(run: RawRun, available: int | None) -> str | None:
     warning (else None) where it may not fit at the most."""
     if available is None:
         return None
-    # a record is an action, most with a compute before it (two), a few internal (none)
+    # a record is an action (most with a compute before it: two) or holds a vector's values
+    # (as much memory merged: 380-490 bytes a record measured), a few are internal
     records = sum(r.records() for r in run.by_rank.values())
     low, high = records * BYTES_PER_ACTION[0], 2 * records * BYTES_PER_ACTION[1]
-    gib = 1 << 30
-    need = f"{records / 1e6:.1f} M records ({BYTES_PER_ACTION[0]}-{BYTES_PER_ACTION[1]} bytes " \
-           f"an action, 1-2 actions a record)"
+    gib, many = 1 << 30, f"{records / 1e6:.1f} M raw records"
     if low > available:
-        raise MinitraceError(f"merging needs at least {low / gib:.3g} GiB of memory for {need}, "
-                             f"and {available / gib:.3g} GiB are available: merge on a machine "
+        raise MinitraceError(f"merging needs at least {low / gib:.3g} GiB of memory for {many} "
+                             f"({BYTES_PER_ACTION[0]} bytes each at least), and "
+                             f"{available / gib:.3g} GiB are available: merge on a machine "
                              f"with more memory, or record fewer steps", run.directory)
     if high > available:
         return (f"{run.directory}: merging may need up to {high / gib:.3g} GiB of memory for "
-                f"{need}, and {available / gib:.3g} GiB are available")
+                f"{many} (2 x {BYTES_PER_ACTION[1]} bytes each at most), and "
+                f"{available / gib:.3g} GiB are available")
     return None
 
 
+@small_pages()
 def merge_dir(directory: str, command_line: str | None = None) -> TraceColumns:
     """Read every ``rank-*.mtr`` of ``directory`` into one TraceColumns: headers (RawRun),
     each rank parsed (parse_rank), the global tables (trace_tables), each rank filled

@@ -19,11 +19,13 @@ from typing import NamedTuple
 import numpy as np
 
 MAGIC = b"MTRACE01"     # written last by the shim's start-up: the file is readable from then on
-VERSION = 6             # 2: vectors of <= 2 int32 values inlined in the request field;
+VERSION = 7             # 2: vectors of <= 2 int32 values inlined in the request field;
                         # 3: the header says when the shim stopped recording (disabled);
                         # 4: check words in records and chunk headers (``checks``);
                         # 5: the header counts the recorder's own CPU-clock reads;
-                        # 6: a record may say its vector was dropped (VEC_DROPPED)
+                        # 6: a record may say its vector was dropped (VEC_DROPPED);
+                        # 7: resolve records of persistent receives, each with its
+                        #    activation's number in bytes_sent
 HEADER_BYTES = 4096
 CHUNK_BYTES = 4 << 20
 CONT_WORDS = 9          # int64 vector values in a continuation record (after its kind word)

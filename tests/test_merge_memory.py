@@ -4,12 +4,19 @@ records its raw files' chunk headers count."""
 from __future__ import annotations
 
 import os
+import shutil
+import subprocess
+import sys
+
+import numpy as np
 
 import pytest
 
 import minitrace
 from minitrace.errors import MinitraceError
-from minitrace.merge import BYTES_PER_ACTION, RawRun, available_memory, check_memory
+from minitrace import rawlayout as L
+from minitrace.merge import (BYTES_PER_ACTION, CHUNK_DTYPE, RAW_DTYPE, RawRun, available_memory,
+                             check_memory)
 from tests.support.record_util import record
 
 
@@ -25,6 +32,7 @@ def raw_run(programs, tmp_path_factory):
 
 
 def test_records_counted_from_the_chunk_headers_bound_the_actions(raw_run):
+    """(A program without long vectors: a vector's continuation records are records too.)"""
     out, raw = raw_run
     records = sum(r.records() for r in RawRun(raw).by_rank.values())
     with minitrace.open(out) as t:
@@ -49,3 +57,35 @@ def test_a_merge_beyond_the_memory_is_refused_naming_the_directory(raw_run):
 def test_available_memory_read_from_the_kernel():
     got = available_memory()
     assert got is None or got > 0
+
+
+def test_merge_of_raw_files_beyond_the_memory_refused_in_one_line(raw_run, tmp_path):
+    """``minitrace merge`` of a raw directory whose rank file grew (sparse here: only its
+    chunk headers written, each chunk full) past what this machine's memory can merge: one
+    line naming the directory, exit 1, no output, the raw files left as they were."""
+    avail = available_memory()
+    if avail is None:
+        pytest.skip("no MemAvailable in /proc/meminfo")
+    _, raw = raw_run
+    d = tmp_path / "raw"
+    shutil.copytree(raw, d)
+    f = sorted(d.glob("rank-*.mtr"))[0]
+    cb, rec = L.CHUNK_BYTES, RAW_DTYPE.itemsize
+    full = cb // rec - 1
+    chunks = 2 * avail // (BYTES_PER_ACTION[0] * full) + 2     # (twice: memory comes and goes)
+    first = -(-(f.stat().st_size - L.HEADER_BYTES) // cb)      # (after the chunks recorded)
+    head = np.zeros(1, CHUNK_DTYPE)
+    head["count"] = full
+    size = L.HEADER_BYTES + (first + chunks) * cb
+    with open(f, "r+b") as fh:
+        fh.truncate(size)
+        for c in range(first, first + chunks):
+            fh.seek(L.HEADER_BYTES + c * cb)
+            fh.write(head.tobytes())
+    p = subprocess.run([sys.executable, "-m", "minitrace", "merge", str(d), "-o",
+                        str(tmp_path / "out.h5")], capture_output=True, text=True, timeout=300)
+    assert p.returncode == 1, p.stdout + p.stderr
+    err = p.stderr.strip().splitlines()
+    assert len(err) == 1 and str(d) in err[0] and "merging needs at least" in err[0], err
+    assert "Traceback" not in p.stderr and not (tmp_path / "out.h5").exists()
+    assert f.exists() and f.stat().st_size == size

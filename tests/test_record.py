@@ -222,6 +222,25 @@ def test_persistent_receive_takes_each_completion_status(programs, tmp_path, how
     assert sorted((int(x[3]), int(x[4])) for x in irecvs) == [(i, 10 + i) for i in range(5)]
 
 
+@pytest.mark.parametrize("how", ["null", "cancel", "thread"])
+def test_persistent_receive_statuses_paired_by_activation(programs, tmp_path, how):
+    """A persistent receive's completion names its activation (the shim numbers each start):
+    a receive from MPI_PROC_NULL (MPICH's status looks like an inactive request's) is a
+    message from nobody, not unresolved; a cancelled start receives nothing and the next
+    starts their own messages; completions in two threads go to their own starts."""
+    exe = programs("persist_edges")
+    p = record(tmp_path / "p.h5", 2, [exe, how])
+    assert "validation: OK" in p.stdout, p.stdout[-2000:]
+    st = Ranked(tmp_path / "p.h5").mpi(1, "start")
+    assert (st["flags"] & K.FLAG_COMPLETED).all() and not (st["flags"] & K.FLAG_UNRESOLVED).any()
+    got = list(zip(st["peer"].tolist(), st["bytes_recv"].tolist()))
+    want = {"null": [(-1, 0)] * 2, "cancel": [(-1, 0), (0, 10), (0, 11)],
+            "thread": [(0, 10), (0, 11)]}[how]
+    assert got == want
+    if how != "null":
+        assert st["tag"].tolist()[-2:] == [0, 1]
+
+
 def test_threads_multiple(programs, tmp_path):
     exe = programs("threads")
     M = 25
