@@ -156,8 +156,9 @@ def _main(argv: list[str] | None) -> int:
     except Exception as e:  # a bug: say so plainly rather than pass it off as bad input
         if args.debug or _stopped():
             raise
-        print(f"minitrace: internal error: {type(e).__name__}: {e} (rerun with --debug for "
-              "the traceback, and please report it)", file=sys.stderr)
+        print(f"minitrace: internal error: {type(e).__name__}: {e} (rerun as `minitrace "
+              f"--debug {args.command} ...` for the traceback, and please report it)",
+              file=sys.stderr)
         return 1
 
 

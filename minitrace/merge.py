@@ -626,6 +626,9 @@ class RawRun:
         if not missing and all(tables[rk].in_mpi[1] > 0 for rk in by_rank):
             meta["in_mpi_seconds"] = [list(tables[rk].in_mpi) for rk in range(size)]
         warnings = [w for rk in sorted(by_rank) for w in tables[rk].warnings]
+        threads = [tables[rk].threads if rk in tables else 0 for rk in range(size)]
+        if max(threads, default=1) > 1:                 # (MPI_THREAD_MULTIPLE at work)
+            meta["mpi_threads"] = threads
         if warnings:                                    # (then meta["complete"] is False)
             meta["raw_warnings"] = warnings
         return meta
@@ -650,6 +653,7 @@ class RankTables(NamedTuple):
     complete: bool
     warnings: list
     in_mpi: tuple = (0.0, 0.0)   # (CPU, wall) seconds inside its MPI calls (cputime volumes)
+    threads: int = 1             # its threads that made MPI calls
 
 
 def _in_mpi(r: _Rank) -> tuple[float, float]:
@@ -698,7 +702,7 @@ def parse_rank(r: _Rank, size: int) -> tuple[list, RankTables]:
     for th in ths:
         strings.update(th.strings)
     return ths, RankTables(comm_defs, strings, sum(_n_out(th) for th in ths), r.complete,
-                           r.warnings, in_mpi)
+                           r.warnings, in_mpi, sum(_n_out(th) > 0 for th in ths))
 
 
 class Tables(NamedTuple):

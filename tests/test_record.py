@@ -241,6 +241,35 @@ def test_persistent_receive_statuses_paired_by_activation(programs, tmp_path, ho
         assert st["tag"].tolist()[-2:] == [0, 1]
 
 
+def test_ranks_calling_mpi_from_threads_said_in_the_replay(programs, tmp_path):
+    """A rank that called MPI from several threads (public OSU osu_latency_mt) is named in the
+    trace (``mpi_threads``) and in its replay's notes; a replay that deadlocks on such a trace
+    says why it may (SimGrid replays a rank's calls in one sequence)."""
+    from minitrace.errors import MinitraceError
+    from minitrace.model import TraceBuilder
+    from minitrace.replay import replay
+    p = record(tmp_path / "p.h5", 2, [programs("persist_edges"), "thread"])
+    assert "validation: OK" in p.stdout, p.stdout[-2000:]
+    with minitrace.open(tmp_path / "p.h5") as t:
+        assert t.meta["mpi_threads"] == [1, 2]
+    r = replay(tmp_path / "p.h5", compute_rate="1Gf")
+    assert any("rank(s) 1 called MPI from 2 threads" in n for n in r.notes), r.notes
+    b = TraceBuilder(2)                     # each rank receives first: a deadlock
+    for rk in range(2):
+        b.add(rk, "init")
+        b.add(rk, "recv", peer=1 - rk, tag=1, bytes_recv=8)
+        b.add(rk, "send", peer=1 - rk, tag=1, bytes_sent=8)
+        b.add(rk, "finalize")
+    d = b.build()
+    d.meta["mpi_threads"] = [2, 1]
+    with pytest.raises(MinitraceError, match="unfinished.*rank.s. 0 called MPI from 2 threads"):
+        replay(d, compute_rate="1Gf")
+    d.meta.pop("mpi_threads")
+    with pytest.raises(MinitraceError, match="unfinished") as e:
+        replay(d, compute_rate="1Gf")
+    assert "threads" not in str(e.value)
+
+
 def test_threads_multiple(programs, tmp_path):
     exe = programs("threads")
     M = 25

@@ -109,7 +109,8 @@ def _nothing_recorded(launcher: str, rc: int, stderr_head: str) -> str:
     if rc:
         return f"nothing recorded: {status} and said nothing on stderr before any rank was traced"
     return (f"nothing recorded: no rank wrote a raw file and {launcher} exited with status 0 "
-            f"(did the program call MPI_Init?)")
+            f"(did the program call MPI_Init or MPI_Init_thread? A program that only opens "
+            f"MPI-4 sessions, MPI_Session_init, is not recorded)")
 
 
 def _has_raw(raw_dir: str) -> bool:

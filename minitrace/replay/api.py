@@ -210,11 +210,20 @@ def _replay(posted: bool, trace, platform, hostfile, np, config, cluster, comput
             job_path.write_text(json.dumps(job))
             cmd = [sys.executable, "-m", "minitrace.replay.bindings", str(job_path)]
             total = 0
+        threads = _threads_note(trace)
         with feeder if feeder is not None else contextlib.nullcontext(), \
                 naming(trace if isinstance(trace, (str, os.PathLike)) else None):
-            out = run_child(cmd, timeout, total if show_progress(total) else 0)
+            try:
+                out = run_child(cmd, timeout, total if show_progress(total) else 0)
+            except MinitraceError as e:     # (a deadlock of calls that overlapped in threads)
+                if threads is None or "unfinished" not in str(e):
+                    raise
+                raise MinitraceError(f"{str(e)[len(e.path) + 2:] if e.path else e}; {threads}",
+                                     e.path) from None
         if feeder is not None:
             notes = feeder.finish(lossy)
+        if threads is not None:
+            notes = [*notes, threads]
         table = None
         if timeline:
             from .timeline import attach_messages, read_timed_log
@@ -229,6 +238,29 @@ def _replay(posted: bool, trace, platform, hostfile, np, config, cluster, comput
 
 
 ENGINES = ("auto", "native", "python")
+
+
+def _threads_note(trace) -> str | None:
+    """What a recording whose ranks called MPI from several threads (``mpi_threads``, e.g.
+    public OSU osu_latency_mt) means for its replay, or None: SimGrid replays each rank's calls
+    in one sequence, in the order they started, where the threads' calls overlapped, so one
+    thread's wait for a message another thread's later call sends can deadlock."""
+    meta = getattr(trace, "meta", None)
+    if meta is None and isinstance(trace, (str, os.PathLike)) and os.path.isfile(trace):
+        with open(trace, "rb") as fh:
+            if fh.read(8) != b"\x89HDF\r\n\x1a\n":
+                return None
+        from ..trace import open as open_trace
+        with open_trace(trace) as t:
+            meta = t.meta
+    per = list((meta or {}).get("mpi_threads") or [])
+    many = [r for r, n in enumerate(per) if n > 1]
+    if not many:
+        return None
+    return (f"rank(s) {', '.join(map(str, many[:8]))}{' ...' if len(many) > 8 else ''} called "
+            f"MPI from {max(per)} threads: the replay runs a rank's calls in one sequence, in "
+            f"the order they started, so calls that overlapped in threads (a wait in one for "
+            f"what another sends) are serialized, and may deadlock")
 
 
 def _engine(engine: str):
