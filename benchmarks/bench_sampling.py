@@ -77,7 +77,7 @@ def sampling(scale: float, recorded: list[str], repeat: int) -> None:
     sampled_replay(warm, None, "auto", compute_rate=RATE)
     # (name, what the full replay reads, how the sampled one gets its columns and stored loops)
     runs = [(name, data, lambda d=data: (d, None)) for name, (data, _) in cases(scale)]
-    runs += [(os.path.basename(f), f, lambda f=f: load_trace(f)) for f in recorded]
+    runs += [(os.path.basename(f), f, lambda f=f: (load_trace(f), None)) for f in recorded]
     for name, source, load in runs:
         full_wall, wall, detect = [], [], []
         for _ in range(repeat):                # alternated; the least disturbed of each kept

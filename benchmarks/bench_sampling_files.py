@@ -25,9 +25,9 @@ from minitrace.replay.sampling import load_trace, sampled_replay
 
 def main(rates: list[str], paths: list[str], sampled_only: bool = False) -> None:
     for path in paths:
-        data, loops = load_trace(path)
+        data = load_trace(path)
         for rate in rates:
-            s = sampled_replay(data, loops, "auto", compute_rate=rate)
+            s = sampled_replay(data, None, "auto", compute_rate=rate)
             factor = f"{os.path.basename(path):18s} {rate:6s} " \
                      f"{1 / max(s.replayed_share, 1e-9):6.1f}x"
             if sampled_only:

@@ -23,7 +23,7 @@ RATE = "1Gf"
 def drift(programs, tmp_path_factory):
     out = tmp_path_factory.mktemp("drift") / "md.h5"
     record(out, 2, [programs("md_drift"), str(STEPS)], volume="cputime")
-    return load_trace(str(out))[0]
+    return load_trace(str(out))
 
 
 def _steps(data, rank):

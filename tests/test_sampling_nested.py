@@ -32,7 +32,7 @@ def runs(programs, tmp_path_factory):
     for steps in (300, 299):
         f = where / f"s{steps}.h5"
         record(f, 2, [programs("summary_steps"), str(steps), str(PERIOD)], volume="cputime")
-        out[steps] = load_trace(str(f))[0]
+        out[steps] = load_trace(str(f))
     return out
 
 

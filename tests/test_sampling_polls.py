@@ -28,7 +28,7 @@ def kba(programs, tmp_path_factory):
     out = tmp_path_factory.mktemp("kba_polls") / "kba.h5"
     record(out, 2, [programs("kba_sweep"), str(SWEEPS), "2", "1"], volume="cputime",
            timeout=300)
-    return load_trace(str(out))[0]
+    return load_trace(str(out))
 
 
 def _per_sweep(data, kinds, rank):

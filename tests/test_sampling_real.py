@@ -349,10 +349,10 @@ def test_recorded_loop_with_varied_and_pipelined_iterations_is_sampled(pipeline_
     posted) is found whole and its iterations skipped: the requests in flight at the skipped
     block's end are completed by the waits after it under the ids of those in flight at its
     start (without that the reduced trace does not replay)."""
-    data, loops = load_trace(pipeline_traces[name])
+    data = load_trace(pipeline_traces[name])
     top = top_level(loops_of(data)[0])
     assert max(b.shape[1] - 1 for b in top) >= 299
-    s = sampled_replay(data, loops, "auto", compute_rate=RATE)
+    s = sampled_replay(data, None, "auto", compute_rate=RATE)
     assert not [n for n in s.notes if "cannot be skipped" in n or "replayed whole" in n]
     assert s.skipped_share > 0.5
     assert sum(p.skipped for p in s.phases) > 150
@@ -363,7 +363,7 @@ def test_requests_that_do_not_pair_up_say_why(pipeline_traces):
     flight at its start; a block that completes requests posted before it but posts none that
     are completed after it (the pipeline drains) is no period of it, and says so."""
     from minitrace.replay.sampling import crossing_requests
-    data, _ = load_trace(pipeline_traces["pipelined"])
+    data = load_trace(pipeline_traces["pipelined"])
     b = top_level(loops_of(data)[0])[0]
     rows = np.concatenate([np.arange(b[r, 100], b[r, 150]) for r in range(data.nranks)])
     pairs, why = crossing_requests(data, rows)

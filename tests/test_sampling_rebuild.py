@@ -26,7 +26,7 @@ RATE = "1Gf"
 def rebuild(programs, tmp_path_factory):
     out = tmp_path_factory.mktemp("rebuild") / "ring.h5"
     record(out, 2, [programs("ring_rebuild"), str(STEPS), str(EVERY)], volume="cputime")
-    return load_trace(str(out))[0]
+    return load_trace(str(out))
 
 
 def test_the_sizes_change_at_each_rebuild(rebuild):
@@ -56,7 +56,7 @@ def test_auto_skips_iterations_within_its_bound(rebuild):
 def test_a_loop_too_short_to_skip_replays_fully(programs, tmp_path):
     out = tmp_path / "short.h5"
     record(out, 2, [programs("ring_rebuild"), "10", str(EVERY)], volume="cputime")
-    data = load_trace(str(out))[0]
+    data = load_trace(str(out))
     s = sampled_replay(data, None, "auto", compute_rate=RATE)
     assert any(n.startswith("replayed fully: no loop long enough to skip") for n in s.notes), \
         s.notes

@@ -25,7 +25,7 @@ RATE = "1Gf"
 def steps(programs, tmp_path_factory):
     out = tmp_path_factory.mktemp("steps") / "steps.h5"
     record(out, 4, [programs("tea_steps"), str(STEPS), str(ITERATIONS), "100"])
-    return load_trace(str(out))[0]
+    return load_trace(str(out))
 
 
 def _replayed_fully(s) -> list[str]:

@@ -33,7 +33,7 @@ def recorded(programs, tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def halo(recorded):
-    return load_trace(str(recorded))[0]
+    return load_trace(str(recorded))
 
 
 def test_the_tests_complete_or_not(halo):
@@ -98,8 +98,7 @@ def test_a_compressed_recording_samples_as_the_recording(recorded, halo):
     z = recorded.with_name("th.z.h5")
     assert main(["compress", str(recorded), "-o", str(z)]) == 0
     plain = sampled_replay(halo, None, "auto", compute_rate=RATE)
-    data, loops = load_trace(str(z))
-    packed = sampled_replay(data, loops, "auto", compute_rate=RATE)
+    packed = sampled_replay(load_trace(str(z)), None, "auto", compute_rate=RATE)
     assert packed.skipped_share == plain.skipped_share > 0.5
     assert packed.simulated_time == plain.simulated_time
 

@@ -87,7 +87,7 @@ def run(args) -> int:
         from ..predict.calibration import load
         from ..predict.prediction import replay_options, translated, with_modelled_terms
         from ..replay.sampling import load_trace
-        data, loops = load_trace(args.trace, args.trace)
+        data = load_trace(args.trace, args.trace)
         cal = load(args.calibration)
         data, translation, _ = translated(data, cal, args.recorded_on, args.probe, args.trace)
         data = with_modelled_terms(data, cal, translation).data
@@ -96,7 +96,7 @@ def run(args) -> int:
                             ranks_per_host=args.ranks_per_node, timeout=args.timeout,
                             engine=args.engine, collectives=args.collectives, lossy=args.lossy)
         with naming(args.trace):
-            return spread_options.run(args, data, args.trace, kw, args.plot, loops)
+            return spread_options.run(args, data, args.trace, kw, args.plot)
     with naming(args.trace):
         p = predict(args.trace, args.calibration, platform=args.platform,
                     hostfile=args.hostfile, hosts=args.cluster,

@@ -371,7 +371,7 @@ def noise_model(data, noise: str, source: str | None = None) -> NoiseModel:
     if noise == "trace":
         return _trace_model(data, base, known)
     if os.path.isfile(noise) and _holds_trace(noise):
-        model = _run_model(noise, load_trace(noise, noise)[0], data, base, known)
+        model = _run_model(noise, load_trace(noise, noise), data, base, known)
     else:
         model = _bench_model(noise, data, base, known)
     if data.meta.get("extrapolated") is not None:

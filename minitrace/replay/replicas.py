@@ -132,8 +132,7 @@ def replicas(trace, n: int, noise: str = "trace", seed: int | None = None,
     if n < 1:
         raise MinitraceError(f"--replicas wants at least 1 replica, got {n}")
     source = os.fspath(trace) if isinstance(trace, (str, os.PathLike)) else None
-    data, stored = load_trace(trace, source)
-    loops = stored if loops is None else loops
+    data = load_trace(trace, source)
     model = noise_model(data, noise, source)
     between = RunToRun.of(runs) if runs else None
     if seed is None:

@@ -103,7 +103,7 @@ class RunToRun:
         """The run factors of the recorded runs ``paths`` (MIN_RUNS or more)."""
         from .sampling import load_trace
         _enough(len(paths))                  # (before reading any file)
-        return cls.of_spans(paths, [span(load_trace(p, p)[0], p) for p in paths])
+        return cls.of_spans(paths, [span(load_trace(p, p), p) for p in paths])
 
     @classmethod
     def of_spans(cls, paths: list[str], spans) -> "RunToRun":

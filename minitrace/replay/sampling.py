@@ -104,8 +104,7 @@ import pandas as pd
 from .. import kinds as K
 from ..errors import MinitraceError
 from ..compress.grammar import build
-from ..compress.loop_view import (POLLS, RUN, iteration_columns, rows_of_view,
-                                   signature_grammar, step_view)
+from ..compress.loop_view import POLLS, RUN, iteration_columns, rows_of_view, step_view
 from ..tested_waits import tested_waits
 from ..model import assign_vec_offsets, empty_actions
 from ..trace import open as open_trace
@@ -266,8 +265,9 @@ class SampledReplay:
 
 def load_trace(trace, source: str | None = None):
     """A minitrace trace (file, Trace or TraceColumns) as TraceColumns, which replicas and
-    sampling need, and the iteration bounds of its loops when the file is compressed (its
-    stored grammar gives them: no loop detection), else None."""
+    sampling need (a compressed file expanded: its loops are found as the uncompressed
+    trace's, so both forms sample alike; its stored grammar's loops cut the iterations of
+    public OSU osu_ialltoallw where its requests cross them, and the replay deadlocked)."""
     if isinstance(trace, (str, os.PathLike)):
         path = os.fspath(trace)
         if not os.path.isfile(path):
@@ -278,25 +278,15 @@ def load_trace(trace, source: str | None = None):
                                      "trace (a SimGrid TI trace has no call structure to draw "
                                      "from)", path)
         with open_trace(path) as t:
-            data = t.data()
-            return data, _stored_loops(t, data)
+            return t.data()
     if hasattr(trace, "data") and callable(trace.data):
-        data = trace.data()
-        return data, _stored_loops(trace, data)
+        return trace.data()
     if not hasattr(trace, "rank_offsets"):
         raise MinitraceError(f"cannot replay a {type(trace).__name__}", source)
-    return trace, None
+    return trace
 
 
-def _stored_loops(t, columns):
-    """The loops of an open compressed trace's grammar (``columns``: the trace expanded),
-    else None."""
-    if getattr(t, "compressed_form", None) is None:
-        return None
-    return loops_of(t, columns)[0]
-
-
-def loops_of(data, columns=None) -> tuple[list[np.ndarray], list[str]]:
+def loops_of(data) -> tuple[list[np.ndarray], list[str]]:
     """:func:`loops_in` the trace, or, where it holds a ``testall`` that completed and the
     loops of the trace with each such test taken as the incomplete test and the ``waitall`` it
     stands for (:func:`minitrace.tested_waits.tested_waits`) let sampling skip more
@@ -304,22 +294,10 @@ def loops_of(data, columns=None) -> tuple[list[np.ndarray], list[str]]:
     the iteration it ends in): whether a rank's test completes is the arrival order's choice,
     and one waitall more or less in each iteration gives every rank a program of its own and
     its loops different iteration counts (UK-MAC TeaLeaf at 2 ranks under MPICH: its CG loop
-    broken into ~25 pieces, none on both ranks alike; replayed fully).  The iterations sampling
-    replays and skips are the trace's own, in either form (an open compressed trace's loops
-    are its stored grammar's; where it holds a ``testall``, its expanded trace is searched
-    too; ``columns``: that trace expanded, where the caller has it: a compressed trace of 30 M
-    actions takes seconds and gigabytes to expand)."""
-    compressed = getattr(data, "compressed_form", None) is not None
-    if not compressed and hasattr(data, "data") and callable(data.data):
+    broken into ~25 pieces, none on both ranks alike; replayed fully)."""
+    if hasattr(data, "data") and callable(data.data):
         data = data.data()                  # (expanded once)
-    if compressed and columns is None:
-        columns = data.data()
-    found = loops_in(data, columns)
-    if compressed:
-        kinds = data.summary()
-        if not ("n_testall" in kinds and kinds["n_testall"].sum()):
-            return found
-        data = columns
+    found = loops_in(data)
     tested, n = tested_waits(data)
     if not n:
         return found
@@ -337,61 +315,47 @@ def loops_of(data, columns=None) -> tuple[list[np.ndarray], list[str]]:
                            f"order chose): the iterations replayed are as recorded"]
 
 
-def loops_in(data, columns=None) -> tuple[list[np.ndarray], list[str]]:
+def loops_in(data) -> tuple[list[np.ndarray], list[str]]:
     """Per loop found on every rank with the same number of iterations, its iteration bounds
     [nranks, iterations + 1] (global rows), grown over the varied iterations next to it
-    (:func:`extend_loop`); and notes on loops left out.  An open compressed trace gives the
-    loops of its stored grammar (:func:`minitrace.compress.loops`); otherwise the grammar is
-    built here on :func:`structure_ids`.  Where those loops cover less than
-    ``DOMINANT_SHARE`` of the actions, the search is made again on the trace's steps
-    (:func:`~minitrace.compress.loop_view.step_view`: a run of calls that do not wait, posts,
-    polls and computes, read as one step whatever their order and however many polls failed),
-    and the bounds mapped back to the trace's rows (each iteration with its polls): the
-    iterations of a pipelined sweep differ in both (SNAP).  There the loops inside the
-    top-level ones are looked into too, ``MAX_DEPTH`` levels: where outer loops run a few
-    times (SNAP's time steps and outer iterations), the inner one grown over its variants
-    (the outer iterations' convergence checks) is the main loop, the one of most iterations
-    among those that cover ``DOMINANT_SHARE`` of the actions.  ``columns``: an open compressed
-    trace expanded, where the caller has it."""
-    if getattr(data, "compressed_form", None) is not None:
-        # (its signatures' grammar, size tokens resolved: the loops within and between
-        # iterations both of the uncompressed trace's, as compress.loops gives the top ones)
-        c = data.compressed_form
-        grammar, offsets = signature_grammar(c, getattr(data, "path", None)), c.rank_offsets
-        table = iteration_columns(grammar, offsets)
-        columns = data.data() if columns is None else columns
-        ids = structure_ids(columns)[0] if len(table) else None
-    else:
-        if hasattr(data, "data") and callable(data.data):
-            data = data.data()
-        columns = data
-        ids, n = structure_ids(data)
-        grammar, offsets = build(ids, data.rank_offsets, n), data.rank_offsets
-        table = iteration_columns(grammar, offsets)
+    (:func:`extend_loop`); and notes on loops left out.  The grammar is built on
+    :func:`structure_ids` (of the trace expanded, whatever its form on disk).  Where those
+    loops cover less than ``DOMINANT_SHARE`` of the actions, the search is made again on the
+    trace's steps (:func:`~minitrace.compress.loop_view.step_view`: a run of calls that do not
+    wait, posts, polls and computes, read as one step whatever their order and however many
+    polls failed), and the bounds mapped back to the trace's rows (each iteration with its
+    polls): the iterations of a pipelined sweep differ in both (SNAP).  There the loops inside
+    the top-level ones are looked into too, ``MAX_DEPTH`` levels: where outer loops run a few
+    times (SNAP's time steps and outer iterations), the inner one grown over its variants (the
+    outer iterations' convergence checks) is the main loop, the one of most iterations among
+    those that cover ``DOMINANT_SHARE`` of the actions."""
+    if hasattr(data, "data") and callable(data.data):
+        data = data.data()
+    ids, n = structure_ids(data)
+    grammar, offsets = build(ids, data.rank_offsets, n), data.rank_offsets
+    table = iteration_columns(grammar, offsets)
     out, notes = _bounds(table, data.nranks)
-    out = [extend_loop(ids, columns.rank_offsets, b) for b in out]
-    total = len(columns.actions)
+    out = [extend_loop(ids, data.rank_offsets, b) for b in out]
+    total = len(data.actions)
     if _covered(out) >= DOMINANT_SHARE * total or not total:
-        levels = _Levels(grammar, offsets, lambda b: extend_loop(ids, columns.rank_offsets, b))
+        levels = _Levels(grammar, offsets, lambda b: extend_loop(ids, data.rank_offsets, b))
         out = _finer(levels, ids, out)
         if not total or _skippable(out) >= FEW_SKIPPED * total:
             return _flatter(levels, out, total), notes
         out = _flatter(levels, out, total)
-        aside, why = _sizes_aside(columns, total)
+        aside, why = _sizes_aside(data, total)
         if _skippable(aside) > _skippable(out):
             return aside, why + [SIZES_NOTE]
         return out, notes
-    if ids is None:
-        ids = structure_ids(columns)[0]
-    best, why = _sizes_aside(columns, total)
+    best, why = _sizes_aside(data, total)
     if best:
         return best, why + [SIZES_NOTE]
-    steps, n, rows, offsets = step_view(ids, columns.actions["kind"], columns.rank_offsets)
+    steps, n, rows, offsets = step_view(ids, data.actions["kind"], data.rank_offsets)
     if len(rows) == total:
         return out, notes
     return _most_iterated(_Levels(build(steps, offsets, n), offsets,
                                   lambda b: rows_of_view(extend_loop(steps, offsets, b, free=RUN),
-                                                         rows, offsets, columns.rank_offsets)),
+                                                         rows, offsets, data.rank_offsets)),
                           total, out, notes)
 
 

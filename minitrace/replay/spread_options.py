@@ -69,13 +69,12 @@ def check(args, conflicting: dict[str, bool]) -> None:
             raise MinitraceError(f"{name} is not available with --sample or --replicas")
 
 
-def run(args, trace, source: str, replay_kw: dict, plot: str | None, loops=None) -> int:
-    """Sampled replay or replicas of ``trace`` (``loops``: its loops' iteration bounds, None:
-    found): print them (rank 0 under mpiexec)."""
+def run(args, trace, source: str, replay_kw: dict, plot: str | None) -> int:
+    """Sampled replay or replicas of ``trace``: print them (rank 0 under mpiexec)."""
     sample = sample_arg(args.sample)
     if args.replicas is not None:
         from .replicas import _mpi_world, replicas
-        r = replicas(trace, args.replicas, args.noise, args.seed, sample, loops,
+        r = replicas(trace, args.replicas, args.noise, args.seed, sample,
                      workers=args.workers, progress=sys.stderr.isatty(), runs=args.runs,
                      **replay_kw)
         comm = _mpi_world()
@@ -91,8 +90,7 @@ def run(args, trace, source: str, replay_kw: dict, plot: str | None, loops=None)
                 print(f"  plot: {plot}")
         return 0
     from .sampling import load_trace, sampled_replay
-    data, stored = load_trace(trace, source)
-    s = sampled_replay(data, stored if loops is None else loops, sample, **replay_kw)
+    s = sampled_replay(load_trace(trace, source), None, sample, **replay_kw)
     if args.json:
         print(json.dumps({"trace": source, **s.to_dict()}, indent=1))
     else:
