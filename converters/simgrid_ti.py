@@ -175,6 +175,22 @@ def _int(tok: str, what: str) -> int:
     return v
 
 
+def _key_of(a: str, args: list[str], me: int) -> tuple | None:
+    """The (src, dst, tag) of a request line (``isend``, ``irecv``, ``wait``, ``test``) as
+    :meth:`_Importer.line` reads it, None for another line or one it refuses."""
+    if a in ("isend", "irecv") and args:
+        tag = args[1] if len(args) >= 3 else "0"
+        peer = rank_token(args[0])
+        ends = (me, peer) if a == "isend" else (peer, me)
+    elif a in ("wait", "test") and len(args) >= 3:
+        ends, tag = (rank_token(args[0]), rank_token(args[1])), args[2]
+    else:
+        return None
+    if None in ends or not _INT.match(tag):
+        return None
+    return (*ends, int(tag))
+
+
 class _Importer:
     """Turns parsed lines into actions, one rank's state (requests, default datatype) at a time."""
 
@@ -203,29 +219,49 @@ class _Importer:
             self.key_of: dict[int, tuple] = {}
             self.next_req = 0
             self.dt = MPI_BYTE
-            self.waits_left, self.waitalls_left = self._waits(lns)
-            for ln in lns:
+            self.n_tested: Counter = Counter()  # key -> its pending requests tested
+            ends = any(ALIASES.get(ln.action, ln.action) == "finalize" for ln in lns)
+            after = self._futures(lns, r, ends)
+            for ln, self.after in zip(lns, after):
                 try:
                     self.line(ln)
                 except _LineError as e:
                     self.errors.append((ln.file, ln.lineno, f"{ln.action}: {e}"))
-            if any(ALIASES.get(ln.action, ln.action) == "finalize" for ln in lns):
+            if ends:
                 for req in list(self.tested):    # (never waited for: its last test did; a
                     self.complete_by_test(req)   # rank cut short may have waited after)
         return self.build()
 
-    def _waits(self, lns: list[_Line]) -> tuple[Counter, int]:
-        """The rank's ``wait`` lines per (src, dst, tag), and its waits of no key (``waitall``,
-        the old argument-less ``wait``): what is left of them says whether a tested request
-        may still be waited for (:meth:`new_request`)."""
-        keyed, any_key = Counter(), 0
-        for ln in lns:
-            a = ALIASES.get(ln.action, ln.action)
-            if a == "waitall" or (a == "wait" and not ln.args):
-                any_key += 1
-            elif a == "wait" and len(ln.args) >= 3 and _INT.match(ln.args[2]):
-                keyed[(rank_token(ln.args[0]), rank_token(ln.args[1]), int(ln.args[2]))] += 1
-        return keyed, any_key
+    @staticmethod
+    def _futures(lns: list[_Line], me: int, ends: bool) -> list[tuple | None]:
+        """What the rest of the rank's text asks of each request line's key after that line
+        (None for other lines): ``(a, b, need)`` where ``max(u + a, b)`` is how many of ``u``
+        untested pending requests of the key no wait or test can complete (0: every one can
+        still be), and ``need`` the least number of pending requests its later waits and tests
+        find (they complete the untested first: a tested one can also be completed by its
+        last test).  A ``waitall`` (or the old argument-less ``wait``) completes whatever is
+        pending, asks nothing, and no request before it is completed by a test (it holds
+        them); so does a rank cut short, whose waits after the cut are unknown."""
+        inf = math.inf
+        free = (-inf, 0, inf)
+        default = (0, 0, 0) if ends else (-inf, 0, 0)
+        state: dict[tuple, tuple] = {}
+        out: list[tuple | None] = [None] * len(lns)
+        for i in range(len(lns) - 1, -1, -1):
+            a, args = ALIASES.get(lns[i].action, lns[i].action), lns[i].args
+            if a == "waitall" or (a == "wait" and not args):
+                state, default = {}, free
+                continue
+            key = _key_of(a, args, me)
+            if key is None:
+                continue
+            out[i] = f = state.get(key, default)
+            if a in ("isend", "irecv"):
+                state[key] = (f[0] + 1, f[1], max(f[2] - 1, 0))
+            else:
+                need = f[2] + 1 if a == "wait" else max(f[2], 1)
+                state[key] = (f[0] - 1, max(f[0], f[1]), need)
+        return out
 
     # -- helpers ---------------------------------------------------------------------------
     def add(self, kind: str, **fields) -> None:
@@ -262,11 +298,11 @@ class _Importer:
 
     def new_request(self, key: tuple, recv: bool) -> int:
         pending = self.pending.get(key, ())
-        tested = [q for q in pending if q in self.tested]
-        if tested and not self.waitalls_left:     # the waits left cannot cover them all:
-            uncovered = len(pending) + 1 - self.waits_left[key]
-            for old in tested[:max(uncovered, 0)]:    # the oldest tested ones were completed
-                self.complete_by_test(old)            # by their last test
+        # the tested ones the rest of the text does not need pending: the oldest of them
+        # were completed by their last test
+        spare = min(self.n_tested[key], len(pending) + 1 - self.after[2])
+        for old in [q for q in pending if q in self.tested][:max(spare, 0)]:
+            self.complete_by_test(old)
         req = self.next_req
         self.next_req += 1
         self.pending.setdefault(key, deque()).append(req)
@@ -276,20 +312,35 @@ class _Importer:
             self.irecvs.append(req)
         return req
 
+    def named(self, key: tuple) -> int:
+        """The pending request a ``wait`` or ``test`` of ``key`` names: its oldest, unless the
+        oldest was tested and the rest of the text then could not complete every untested
+        one (:meth:`_futures`), where it is the oldest untested (a tested request may still be
+        completed by its last test, an untested one only by a wait)."""
+        q = self.pending.get(key)
+        if not q:
+            raise _LineError(f"no pending isend/irecv from {key[0]} to {key[1]} "
+                             f"with tag {key[2]}")
+        untested = len(q) - self.n_tested[key]
+        a, b, _ = self.after
+        if q[0] in self.tested and untested and (b > 0 or untested + a > 0):
+            return next(x for x in q if x not in self.tested)
+        return q[0]
+
     def complete_by_test(self, req: int) -> None:
         """Take ``req``'s latest test for the one that completed it: a text trace does not say
-        which test succeeded, and a request tested that no wait left in its rank's text can
-        complete (:meth:`new_request`: the next request of its (src, dst, tag) comes with
-        fewer ``wait`` lines of that key left than its pending requests, and no ``waitall``),
-        or still pending at the rank's ``finalize``, was completed by its last test (a recorded
-        trace's tests written as text and read back: public SNAP's, 33,600 requests left
-        incomplete before)."""
+        which test succeeded, and a tested request the rest of its rank's text does not need
+        pending (:meth:`new_request`: at the next request of its (src, dst, tag), no
+        ``waitall`` after), or still pending at the rank's ``finalize``, was completed by its
+        last test (a recorded trace's tests written as text and read back: public SNAP's,
+        33,600 requests left incomplete before)."""
         self.completing.append((self.rank, self.tested[req]))
         self.complete(req)
 
     def complete(self, req: int) -> None:
-        self.tested.pop(req, None)
         key = self.key_of.pop(req)
+        if self.tested.pop(req, None) is not None:
+            self.n_tested[key] -= 1
         self.pending[key].remove(req)
         self.order.remove(req)
         if req in self.irecvs:
@@ -329,7 +380,6 @@ class _Importer:
             self.add(a, peer=src, tag=tag, bytes_recv=max(n, 0), request=req, flags=flags)
         elif a in ("wait", "test"):
             if not args and a == "wait":  # old form: the latest irecv
-                self.waitalls_left -= 1
                 if not self.irecvs:
                     raise _LineError("no pending irecv to wait for")
                 req = self.irecvs[-1]
@@ -337,20 +387,15 @@ class _Importer:
                 self.need(args, 3, "src dst tag")
                 key = (self.peer(args[0], "source"), self.peer(args[1], "destination"),
                        _int(args[2], "tag"))
-                if a == "wait":
-                    self.waits_left[key] -= 1
-                q = self.pending.get(key)
-                if not q:
-                    raise _LineError(f"no pending isend/irecv from {key[0]} to {key[1]} "
-                                     f"with tag {key[2]}")
-                req = q[0]
+                req = self.named(key)
             if a == "wait":
                 self.complete(req)
-            else:
+            elif req not in self.tested:
+                self.n_tested[self.key_of[req]] += 1
+            if a == "test":
                 self.tested[req] = self.count
             self.add(a, request=req)
         elif a == "waitall":
-            self.waitalls_left -= 1
             ids = list(self.order)
             for req in ids:
                 self.complete(req)
