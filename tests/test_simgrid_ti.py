@@ -705,3 +705,25 @@ def test_any_polled_and_waited_requests_read_back_valid(seed, tmp_path):
     back valid (not always as it was: a waitall may take a request a test completed)."""
     _, back = _text_round_trip(_polled_requests(seed), tmp_path)
     assert validate(back).ok, validate(back).lines()
+
+
+@pytest.mark.parametrize("unit", ["seconds", "flops"])
+def test_replay_of_ti_text_says_seconds_written_as_flops(unit, tmp_path):
+    """QA s30 L3: a trace in seconds written as TI text holds its seconds as flops, and its
+    replay predicted almost no compute without a word (hpgmg 4r: 0.0236 s for 0.633 s); the
+    replay of the text now says so.  A text of real flops (the same amounts x 1e9) not."""
+    from minitrace.replay import replay
+    scale = 1.0 if unit == "seconds" else 1e9
+    b = TraceBuilder(2, {"volume_unit": unit})
+    for r in range(2):
+        b.add(r, "init")
+        b.add(r, "compute", volume=0.25 * scale)
+        b.add(r, "barrier")
+        b.add(r, "compute", volume=0.5 * scale)
+        b.add(r, "finalize")
+    write_ti(b.build(), tmp_path / "t.txt", layout="per-rank")
+    notes = [n for n in replay(tmp_path / "t.txt").notes if "below 1 flop" in n]
+    if unit == "seconds":
+        assert notes and "(the largest 0.5)" in notes[0], notes
+    else:
+        assert not notes

@@ -14,7 +14,7 @@ from ..collectives import resolve, world_plan
 from ..errors import MinitraceError, naming
 from .child import (QUIET, count_lines, run_child, show_progress, write_native_job)
 from .platforms import Cluster, parse_quantity, read_hostfile
-from .ti_split import list_traces, text_traces
+from .ti_split import list_traces, seconds_as_flops, text_traces
 from .work import in_flops
 
 #: ``--cfg`` options set unless the caller overrides them (a value of None drops one).  Two are
@@ -350,7 +350,8 @@ def _rank_traces(trace, work: Path, rate: float | None, red: float | None,
         if rate is not None or red is not None or copies is not None:
             raise MinitraceError("a SimGrid TI trace is in flops already: no compute, "
                                  "reduction or copy rate applies", path)
-        return text_traces(path, work), [], {}
+        files = text_traces(path, work)
+        return files, seconds_as_flops(files), {}
     data = trace.data() if hasattr(trace, "data") and callable(trace.data) else trace
     if not hasattr(data, "rank_offsets"):
         raise MinitraceError(f"cannot replay a {type(trace).__name__}: give a path, a Trace or "

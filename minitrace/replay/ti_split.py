@@ -4,7 +4,10 @@ newline, as SimGrid's replay needs."""
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
+
+import numpy as np
 
 from ..converters.ti_files import (first_tokens, is_trace, list_entries, meaningful_lines,
                                    rank_token, tokens)
@@ -78,3 +81,32 @@ def split_shared(path: str, work: Path) -> list[str]:
         files.append(str(f))
     return files
 
+
+
+_COMPUTE = re.compile(rb"^[ \t]*\S+[ \t]+compute[ \t]+(\S+)", re.M)
+
+
+def seconds_as_flops(files: list[str]) -> list[str]:
+    """A note when every ``compute`` amount of the rank files is below one flop: seconds
+    written as flops (TI holds no unit; minitrace's TI export of a trace in seconds writes them
+    so, and says it there), which the replay takes as almost no compute (QA s30: hpgmg 4r
+    predicted at 0.0236 s, 0.633 s from its HDF5 trace with a compute rate)."""
+    largest = None
+    for f in files:
+        with open(f, "rb") as fh:
+            found = _COMPUTE.findall(fh.read())
+        if not found:
+            continue
+        try:
+            m = float(np.array(found).astype(float).max())
+        except ValueError:          # not numbers: the replay's own error says so
+            return []
+        if m >= 1:
+            return []
+        largest = m if largest is None else max(largest, m)
+    if largest is None or largest <= 0:
+        return []
+    return [f"every compute amount is below 1 flop (the largest {largest:.3g}): seconds "
+            f"written as flops? TI holds no unit (minitrace's TI export of a trace in seconds "
+            f"writes them so): this replay takes them as flops, almost no compute; replay the "
+            f"trace it came from with --compute-rate"]
