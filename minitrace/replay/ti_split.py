@@ -94,16 +94,17 @@ def seconds_as_flops(files: list[str]) -> list[str]:
     largest = None
     for f in files:
         with open(f, "rb") as fh:
-            found = _COMPUTE.findall(fh.read())
-        if not found:
-            continue
-        try:
-            m = float(np.array(found).astype(float).max())
-        except ValueError:          # not numbers: the replay's own error says so
-            return []
-        if m >= 1:
-            return []
-        largest = m if largest is None else max(largest, m)
+            while block := fh.read(1 << 24) + fh.readline():   # (whole lines; the first
+                found = _COMPUTE.findall(block)                # block of flops ends it)
+                if not found:
+                    continue
+                try:
+                    m = float(np.array(found).astype(float).max())
+                except ValueError:      # not numbers: the replay's own error says so
+                    return []
+                if m >= 1:
+                    return []
+                largest = m if largest is None else max(largest, m)
     if largest is None or largest <= 0:
         return []
     return [f"every compute amount is below 1 flop (the largest {largest:.3g}): seconds "
