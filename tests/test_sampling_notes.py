@@ -70,7 +70,7 @@ def test_phases_replayed_whole_for_one_reason_make_one_note():
     reasons and other notes keep theirs, a repeat said once."""
     why = "replayed whole: messages cross the boundaries of the skipped iterations"
     notes = ["a", f"{why} (iterations 4-90 of loop 0)", "b", "other",
-             f"replayed whole: requests cross them (iterations 7-9 of loop 1)",
+             "replayed whole: requests cross them (iterations 7-9 of loop 1)",
              f"{why} (iterations 12-40 of loop 2)", "b", f"{why} (iterations 4-90 of loop 0)"]
     assert _one_per_reason(notes) == [
         "a", f"{why} (iterations 4-90 of loop 0; iterations 12-40 of loop 2)", "b", "other",
