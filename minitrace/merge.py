@@ -523,7 +523,7 @@ def _resolve_starts(acts: np.ndarray, vecs: np.ndarray, resolves) -> None:
     key = req * span + nth                      # (ascending: sorted by request, then nth)
     pos = np.searchsorted(key, r_req * span + np.clip(r_nth, 0, span - 1))
     pos = np.minimum(pos, len(key) - 1)
-    hit = (key[pos] == r_req * span + r_nth) & (r_nth > 0) & is_start[pos]
+    hit = (key[pos] == r_req * span + r_nth) & (r_nth > 0) & (r_nth < span) & is_start[pos]
     done, src = rows[pos[hit]], np.flatnonzero(hit)
     peer = np.concatenate([r[1] for r in resolves])[src]
     gone = peer == L.CANCELLED_PEER
