@@ -892,7 +892,10 @@ static void mt_req_lookup(const MPI_Request *h, mt_where where, int n, const int
             if (c) (*c)++;
             continue;
         }
-        if (how == MT_LOOK_START && e->persistent) e->active = ++e->starts;
+        if (how == MT_LOOK_START && e->persistent) {
+            e->active = ++e->starts;
+            e->epoch = __atomic_load_n(&mt_epoch, __ATOMIC_ACQUIRE);
+        }
         out[p] = *e;
         if (how == MT_LOOK_DONE && e->persistent) e->active = 0;  /* inactive until started */
         if (how == MT_LOOK_FREE || (how == MT_LOOK_DONE && !e->persistent)) {
@@ -961,10 +964,13 @@ static int64_t mt_status_bytes(const MPI_Status *st) {
 
 /* A non-blocking receive completed: its real source, tag and size, for the merge to patch:
  * an irecv, or a persistent receive's activation (its number in bytes_sent; an inactive one
- * completes at once with an empty status, no message: nothing written). */
+ * completes at once with an empty status, no message: nothing written, nor for one started
+ * before a pause: which completion it had is unknown). */
 static void mt_resolve(mt_thread *T, const mt_req *q, const MPI_Status *st) {
     if (!st) return;         /* a Fortran twin without room for the statuses: left unresolved */
-    if (q->persistent && !q->active) return;
+    /* (paused since its start: its completion may have come unseen, this one empty) */
+    if (q->persistent && (!q->active || q->epoch != __atomic_load_n(&mt_epoch, __ATOMIC_ACQUIRE)))
+        return;
     int cancelled = 0;       /* MPI_Cancel took: no message (the status's source is undefined) */
     PMPI_Test_cancelled(st, &cancelled);
     mt_internal(T, MT_INTERNAL_RESOLVE, cancelled ? MT_CANCELLED_PEER

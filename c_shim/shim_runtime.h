@@ -66,6 +66,7 @@ typedef struct {
     uint32_t named;           /* the lookup (mt_map.stamp) that named it by its variable */
     uint32_t starts;          /* persistent: its activations so far (MPI_Start, MPI_Startall) */
     uint32_t active;          /* persistent: the activation pending (1, 2, ...), 0 inactive */
+    uint32_t epoch;           /* persistent: the recording's epoch (mt_epoch) at that start */
 } mt_req;
 
 typedef struct mt_thread mt_thread;

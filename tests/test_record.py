@@ -241,6 +241,19 @@ def test_persistent_receive_statuses_paired_by_activation(programs, tmp_path, ho
         assert st["tag"].tolist()[-2:] == [0, 1]
 
 
+def test_persistent_receive_started_before_a_pause_stays_unresolved(programs, tmp_path):
+    """A start whose completion may have come while recording was paused takes no status (the
+    completion seen after the resume is an inactive request's, empty): it stays UNRESOLVED,
+    not a receive of no message; the next start takes its own."""
+    p = record(tmp_path / "p.h5", 2, [programs("persist_edges"), "pause"], expect_rc=None)
+    assert p.returncode in (0, 1), p.stdout[-2000:] + p.stderr[-2000:]
+    st = Ranked(tmp_path / "p.h5").mpi(1, "start")
+    assert len(st) == 2
+    assert st["flags"][0] & K.FLAG_UNRESOLVED and not st["flags"][0] & K.FLAG_COMPLETED
+    assert st["flags"][1] & K.FLAG_COMPLETED
+    assert (st["peer"][1], st["tag"][1], st["bytes_recv"][1]) == (0, 1, 11)
+
+
 def test_ranks_calling_mpi_from_threads_said_in_the_replay(programs, tmp_path):
     """A rank that called MPI from several threads (public OSU osu_latency_mt) is named in the
     trace (``mpi_threads``) and in its replay's notes; a replay that deadlocks on such a trace

@@ -5,11 +5,16 @@
  *   cancel: an ANY_SOURCE/ANY_TAG receive started and cancelled, then restarted twice to
  *           receive tag 0 (10 B) and tag 1 (11 B) from rank 0;
  *   thread: an ANY_TAG receive whose first completion is waited in a second thread and its
- *           second in the main thread (MPI_THREAD_MULTIPLE), of tag 0 (10 B) and tag 1 (11 B). */
+ *           second in the main thread (MPI_THREAD_MULTIPLE), of tag 0 (10 B) and tag 1 (11 B);
+ *   pause:  the receive started, its tag-0 message waited while recording is paused
+ *           (minitrace_pause), then, recording again, waited again (inactive: an empty status)
+ *           and started and waited for tag 1. */
 #include <mpi.h>
 #include <pthread.h>
 #include <string.h>
 static MPI_Request r;
+int minitrace_pause(void) __attribute__((weak));
+int minitrace_resume(void) __attribute__((weak));
 static void *waiter(void *a) { MPI_Wait(&r, MPI_STATUS_IGNORE); return a; }
 int main(int argc, char **argv) {
     int rank, prov;
@@ -40,6 +45,11 @@ int main(int argc, char **argv) {
             if (!strcmp(how, "thread")) {
                 pthread_create(&t, NULL, waiter, NULL);
                 pthread_join(t, NULL);
+            } else if (!strcmp(how, "pause")) {
+                if (minitrace_pause) minitrace_pause();
+                MPI_Wait(&r, MPI_STATUS_IGNORE);
+                if (minitrace_resume) minitrace_resume();
+                MPI_Wait(&r, MPI_STATUS_IGNORE);
             } else {
                 MPI_Wait(&r, MPI_STATUS_IGNORE);
             }
