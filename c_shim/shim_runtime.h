@@ -163,14 +163,14 @@ static int64_t mt_status_bytes(const MPI_Status *st);
     MT_ON(comm); MT_PEER(src); R.tag = (tg); R.bytes_recv = MT_BYTES(count, type) * (parts); \
     R.request = MT_REQ_NEW((req), CI, R.comm, 0, MT_PARTITIONED, 1); \
     mt_vec1(T, &R, (parts)); } while (0)
-/* A request by value (start, pready*, parrived): its id and its persistence flags. */
-#define MT_REQ(req) do { mt_req q_; if (mt_req_get((req), &q_, MT_LOOK_PEEK)) { \
+/* A request by value (start, pready*, parrived): its id and its persistence flags, looked up
+ * ``how`` (mt_req_lookup's). */
+#define MT_REQ_AS(req, how) do { mt_req q_; if (mt_req_get((req), &q_, (how))) { \
     R.request = q_.id; R.comm = q_.comm_id; \
     R.flags |= q_.flags & (MT_PERSISTENT | MT_PARTITIONED); } } while (0)
-/* MPI_Start: MT_REQ, the request's activation numbered (its completion's resolve says which) */
-#define MT_START(req) do { mt_req q_; if (mt_req_get((req), &q_, MT_LOOK_START)) { \
-    R.request = q_.id; R.comm = q_.comm_id; \
-    R.flags |= q_.flags & (MT_PERSISTENT | MT_PARTITIONED); } } while (0)
+#define MT_REQ(req) MT_REQ_AS(req, MT_LOOK_PEEK)
+/* MPI_Start: the request's activation numbered (its completion's resolve says which) */
+#define MT_START(req) MT_REQ_AS(req, MT_LOOK_START)
 #define MT_PREADY(req, part) do { MT_REQ(req); mt_vec1(T, &R, (part)); } while (0)
 #define MT_PREADY_RANGE(req, lo, hi) do { MT_REQ(req); mt_vec2(T, &R, (lo), (hi)); } while (0)
 #define MT_PARRIVED(req, part, flag) do { MT_PREADY(req, part); \

@@ -460,7 +460,7 @@ def _merge_threads(rank: _Rank, threads: list, walltime: bool, seconds: bool, ou
     return vecs[_ranges(vstart[order], lens[order])]
 
 
-def _resolve_irecvs(acts: np.ndarray, resolves) -> None:
+def _resolve_irecvs(acts: np.ndarray, resolves: tuple) -> None:
     """Patch each irecv with the source/tag/size its completion saw.  One that MPI_Cancel
     cancelled received nothing: it becomes a receive of no message (peer -1, 0 bytes, as from
     MPI_PROC_NULL), and the ``cancel`` action of its request takes FLAG_COMPLETED (it took)
@@ -469,27 +469,26 @@ def _resolve_irecvs(acts: np.ndarray, resolves) -> None:
     irecv = np.flatnonzero(acts["kind"] == K.CODE["irecv"])
     if not len(irecv):
         return
-    req = np.concatenate([r[0] for r in resolves])
+    req = resolves[0]
     ids = acts["request"][irecv]
     order = np.argsort(ids)
     pos = np.minimum(np.searchsorted(ids[order], req), len(ids) - 1)
     hit = ids[order][pos] == req
     rows = irecv[order][pos[hit]]
-    peer = np.concatenate([r[1] for r in resolves])[hit]
+    peer = resolves[1][hit]
     gone = peer == L.CANCELLED_PEER
     if gone.any():
         _cancelled(acts, rows[gone])
     acts["peer"][rows] = np.where(gone, -1, peer)
     # (a cancelled receive's status tag is undefined: it keeps the posted one)
-    acts["tag"][rows] = np.where(gone, acts["tag"][rows],
-                                 np.concatenate([r[2] for r in resolves])[hit])
-    acts["bytes_recv"][rows] = np.concatenate([r[3] for r in resolves])[hit]
+    acts["tag"][rows] = np.where(gone, acts["tag"][rows], resolves[2][hit])
+    acts["bytes_recv"][rows] = resolves[3][hit]
     unresolved = np.ones(len(irecv), bool)
     unresolved[np.searchsorted(irecv, rows)] = False
     acts["flags"][irecv[unresolved]] |= K.FLAG_UNRESOLVED
 
 
-def _resolve_starts(acts: np.ndarray, vecs: np.ndarray, resolves) -> None:
+def _resolve_starts(acts: np.ndarray, vecs: np.ndarray, resolves: tuple) -> None:
     """Patch each ``start`` of a persistent receive (``recv_init``) with the source, tag and
     size its completion saw, and COMPLETED, which says the start holds them (until then its
     ``recv_init``'s posted ones stood for every start: wildcards matched nothing, sizes were
@@ -517,20 +516,18 @@ def _resolve_starts(acts: np.ndarray, vecs: np.ndarray, resolves) -> None:
     order = np.lexsort((rows, req))
     rows, req, is_start = rows[order], req[order], is_start[order]
     nth = np.arange(len(req)) - np.searchsorted(req, req) + 1
-    r_req = np.concatenate([r[0] for r in resolves]).astype(np.int64)
-    r_nth = np.concatenate([r[4] for r in resolves]).astype(np.int64)
+    r_req, r_nth = resolves[0].astype(np.int64), resolves[4].astype(np.int64)
     span = int(nth.max()) + 1
     key = req * span + nth                      # (ascending: sorted by request, then nth)
     pos = np.searchsorted(key, r_req * span + np.clip(r_nth, 0, span - 1))
     pos = np.minimum(pos, len(key) - 1)
     hit = (key[pos] == r_req * span + r_nth) & (r_nth > 0) & (r_nth < span) & is_start[pos]
     done, src = rows[pos[hit]], np.flatnonzero(hit)
-    peer = np.concatenate([r[1] for r in resolves])[src]
+    peer = resolves[1][src]
     gone = peer == L.CANCELLED_PEER
     acts["peer"][done] = np.where(gone, -1, peer)
-    acts["tag"][done] = np.where(gone, acts["tag"][done],
-                                 np.concatenate([r[2] for r in resolves])[src])
-    acts["bytes_recv"][done] = np.where(gone, 0, np.concatenate([r[3] for r in resolves])[src])
+    acts["tag"][done] = np.where(gone, acts["tag"][done], resolves[2][src])
+    acts["bytes_recv"][done] = np.where(gone, 0, resolves[3][src])
     acts["flags"][done] |= K.FLAG_COMPLETED
     wild = ids[(acts["flags"][init] & (K.FLAG_ANY_SOURCE | K.FLAG_ANY_TAG)) != 0]
     left = st[~np.isin(st, done) & np.isin(acts["request"][st], wild)]
@@ -737,9 +734,11 @@ def fill_rank(run: RawRun, rk: int, threads: list, tables: Tables, part: np.ndar
     """Phase 4: one rank's actions into ``part`` (its ``n_actions`` rows, filled in place field
     by field), ids made global; returns its vectors."""
     vecs = _merge_threads(run.by_rank[rk], threads, run.walltime, run.seconds, part)
-    _resolve_irecvs(part, [th.resolve for th in threads])
+    resolves = tuple(np.concatenate(f) for f in zip(*(th.resolve for th in threads))) \
+        if threads else tuple(np.zeros(0, np.int64) for _ in range(5))
+    _resolve_irecvs(part, resolves)
     if run.by_rank[rk].h["version"] >= 7:     # (older shims resolved no persistent receive)
-        _resolve_starts(part, vecs, [th.resolve for th in threads])
+        _resolve_starts(part, vecs, resolves)
     m = {k: v for k, v in tables.local_to_global[rk].items() if k != v}
     if m:
         keys = np.array(sorted(m), dtype=np.int64)
