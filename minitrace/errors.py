@@ -7,6 +7,7 @@ class MinitraceError(Exception):
 
     def __init__(self, message: str, path: str | None = None):
         self.path = path
+        self.message = message        # (without the file: a caller may name another)
         super().__init__(f"{path}: {message}" if path else message)
 
 

@@ -79,8 +79,9 @@ def run(args) -> int:
                 print(s[base + kinds].to_string(float_format=lambda x: f"{x:.6g}"))
             if left_out:
                 print(left_out)
-            if persistent_note(s):
-                print(persistent_note(s))
+            note = persistent_note(s)
+            if note:
+                print(note)
             if in_calls is not None:
                 print(f"in_calls: {t.volume_unit} inside the reductions, mostly waiting (a "
                       f"replay leaves them out); compute: the rest of the volume")

@@ -119,8 +119,9 @@ def report(output: str, meta: dict, n: int, rep, summary=None, compressed=None) 
     print(summary[cols + top].to_string(float_format=lambda x: f"{x:.6g}"))
     if left_out:
         print(left_out)
-    if persistent_note(summary):
-        print(persistent_note(summary))
+    note = persistent_note(summary)
+    if note:
+        print(note)
     print(f"validation: {rep.summary()}")
     for line in rep.lines(20):
         print(f"  {line}")

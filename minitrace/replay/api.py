@@ -218,8 +218,7 @@ def _replay(posted: bool, trace, platform, hostfile, np, config, cluster, comput
             except MinitraceError as e:     # (a deadlock of calls that overlapped in threads)
                 if threads is None or "unfinished" not in str(e):
                     raise
-                raise MinitraceError(f"{str(e)[len(e.path) + 2:] if e.path else e}; {threads}",
-                                     e.path) from None
+                raise MinitraceError(f"{e.message}; {threads}", e.path) from None
         if feeder is not None:
             notes = feeder.finish(lossy)
         if threads is not None:
@@ -372,8 +371,7 @@ def _export_ti(data, work: Path, notes: list[str], source: str | None,
                           collectives=colls[0], config=colls[1], replay=colls[2],
                           free_tests=_tests_free(colls[1]))
     except MinitraceError as e:   # it names our temporary file: name the user's instead
-        msg = str(e)[len(e.path) + 2:] if e.path and str(e).startswith(e.path) else str(e)
-        raise MinitraceError(f"cannot replay: {msg}", source) from None
+        raise MinitraceError(f"cannot replay: {e.message}", source) from None
     options, report.options = report.options, {}     # (applied, not advice: out of the notes)
     return list_traces(str(listfile), work), notes + report.lines(), options
 
