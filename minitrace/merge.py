@@ -626,6 +626,8 @@ class RawRun:
         threads = [tables[rk].threads if rk in tables else 0 for rk in range(size)]
         if max(threads, default=1) > 1:                 # (MPI_THREAD_MULTIPLE at work)
             meta["mpi_threads"] = threads
+            meta["mpi_overlapping_calls"] = [tables[rk].overlapping if rk in tables else 0
+                                             for rk in range(size)]
         if warnings:                                    # (then meta["complete"] is False)
             meta["raw_warnings"] = warnings
         return meta
@@ -651,6 +653,7 @@ class RankTables(NamedTuple):
     warnings: list
     in_mpi: tuple = (0.0, 0.0)   # (CPU, wall) seconds inside its MPI calls (cputime volumes)
     threads: int = 1             # its threads that made MPI calls
+    overlapping: int = 0         # its MPI calls that began while another thread's was in one
 
 
 def _in_mpi(r: _Rank) -> tuple[float, float]:
@@ -669,6 +672,24 @@ def _in_mpi(r: _Rank) -> tuple[float, float]:
             cpu += int(recs["volume"][mpi].sum())
             wall += int((r._to_ns(recs["t_end"][mpi]) - r._to_ns(recs["t_start"][mpi])).sum())
     return cpu * 1e-9, wall * 1e-9
+
+
+def _overlapping_calls(r: _Rank) -> int:
+    """A rank's MPI calls that began while another of its threads was inside one: where there
+    are none (one thread, or MPI_THREAD_SERIALIZED), its calls in start order are a sequential
+    program, which a replay runs as recorded; where there are, it may not be (a thread's wait
+    for what another thread's later call sends)."""
+    if len(r.threads) < 2:
+        return 0
+    spans = [(recs["t_start"][mpi], recs["t_end"][mpi]) for parts in r.threads for recs in parts
+             for mpi in [recs["kind"] < min(L.INTERNAL.values())]]
+    start = r._to_ns(np.concatenate([s for s, _ in spans]))
+    end = r._to_ns(np.concatenate([e for _, e in spans]))
+    order = np.argsort(start, kind="stable")
+    start, end = start[order], end[order]
+    # (a thread's own calls follow each other: a call that begins before the latest end of the
+    # calls begun before it began inside another thread's)
+    return int((start[1:] < np.maximum.accumulate(end)[:-1]).sum())
 
 
 #: what a raw warning says of records whose vector the shim dropped (commands/merge.py
@@ -699,7 +720,8 @@ def parse_rank(r: _Rank, size: int) -> tuple[list, RankTables]:
     for th in ths:
         strings.update(th.strings)
     return ths, RankTables(comm_defs, strings, sum(_n_out(th) for th in ths), r.complete,
-                           r.warnings, in_mpi, sum(_n_out(th) > 0 for th in ths))
+                           r.warnings, in_mpi, sum(_n_out(th) > 0 for th in ths),
+                           _overlapping_calls(r))
 
 
 class Tables(NamedTuple):
@@ -810,25 +832,25 @@ def available_memory() -> int | None:
     return None
 
 
-def check_memory(run: RawRun, available: int | None) -> str | None:
-    """Refuse, before it starts, a merge that cannot fit in ``available`` bytes even at the
-    least it takes an action (a polling program's raw files grow by GBs a second: one of 13 GB
-    grew a merge to 23 GB and the kernel killed it, the machine's other work at risk); a
-    warning (else None) where it may not fit at the most."""
+def check_memory(records: int, directory: str, available: int | None) -> str | None:
+    """Refuse, before it starts, a merge of ``records`` raw records (of ``directory``) that
+    cannot fit in ``available`` bytes even at the least it takes an action (a polling
+    program's raw files grow by GBs a second: one of 13 GB grew a merge to 23 GB and the
+    kernel killed it, the machine's other work at risk); a warning (else None) where it may
+    not fit at the most."""
     if available is None:
         return None
     # a record is an action (most with a compute before it: two) or holds a vector's values
     # (as much memory merged: 380-490 bytes a record measured), a few are internal
-    records = sum(r.records() for r in run.by_rank.values())
     low, high = records * BYTES_PER_ACTION[0], 2 * records * BYTES_PER_ACTION[1]
     gib, many = 1 << 30, f"{records / 1e6:.1f} M raw records"
     if low > available:
         raise MinitraceError(f"merging needs at least {low / gib:.3g} GiB of memory for {many} "
                              f"({BYTES_PER_ACTION[0]} bytes each at least), and "
                              f"{available / gib:.3g} GiB are available: merge on a machine "
-                             f"with more memory, or record fewer steps", run.directory)
+                             f"with more memory, or record fewer steps", directory)
     if high > available:
-        return (f"{run.directory}: merging may need up to {high / gib:.3g} GiB of memory for "
+        return (f"{directory}: merging may need up to {high / gib:.3g} GiB of memory for "
                 f"{many} (2 x {BYTES_PER_ACTION[1]} bytes each at most), and "
                 f"{available / gib:.3g} GiB are available")
     return None
@@ -841,7 +863,8 @@ def merge_dir(directory: str, command_line: str | None = None) -> TraceColumns:
     (merge_ranks), the metadata (RawRun.meta); arrays on small pages (:func:`small_pages`).
     One that cannot fit in this machine's memory is refused first (:func:`check_memory`)."""
     run = RawRun(directory)
-    warning = check_memory(run, available_memory())
+    warning = check_memory(sum(r.records() for r in run.by_rank.values()), run.directory,
+                           available_memory())
     if warning:
         print(f"minitrace: warning: {warning}", file=sys.stderr)
     parsed = {rk: parse_rank(run.by_rank[rk], run.size) for rk in sorted(run.by_rank)}

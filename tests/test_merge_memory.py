@@ -17,6 +17,7 @@ from minitrace.errors import MinitraceError
 from minitrace import rawlayout as L
 from minitrace.merge import (BYTES_PER_ACTION, CHUNK_DTYPE, RAW_DTYPE, RawRun, available_memory,
                              check_memory)
+from tests.support.mpiutil import run_mpi
 from tests.support.record_util import record
 
 
@@ -46,12 +47,12 @@ def test_a_merge_beyond_the_memory_is_refused_naming_the_directory(raw_run):
     records = sum(r.records() for r in run.by_rank.values())
     low = records * BYTES_PER_ACTION[0]
     with pytest.raises(MinitraceError, match="merging needs at least .* GiB of memory") as e:
-        check_memory(run, low - 1)
+        check_memory(records, raw, low - 1)
     assert raw in str(e.value)
-    warned = check_memory(run, low + 1)
+    warned = check_memory(records, raw, low + 1)
     assert warned.startswith(raw) and "may need up to" in warned
-    assert check_memory(run, 2 * records * BYTES_PER_ACTION[1] + 1) is None
-    assert check_memory(run, None) is None
+    assert check_memory(records, raw, 2 * records * BYTES_PER_ACTION[1] + 1) is None
+    assert check_memory(records, raw, None) is None
 
 
 def test_available_memory_read_from_the_kernel():
@@ -59,10 +60,12 @@ def test_available_memory_read_from_the_kernel():
     assert got is None or got > 0
 
 
-def test_merge_of_raw_files_beyond_the_memory_refused_in_one_line(raw_run, tmp_path):
+@pytest.mark.parametrize("workers", [1, 2])
+def test_merge_of_raw_files_beyond_the_memory_refused_in_one_line(raw_run, tmp_path, workers):
     """``minitrace merge`` of a raw directory whose rank file grew (sparse here: only its
     chunk headers written, each chunk full) past what this machine's memory can merge: one
-    line naming the directory, exit 1, no output, the raw files left as they were."""
+    line naming the directory, exit 1, no output, the raw files left as they were.  The
+    parallel merge (``mpiexec -n 2``) checks what its workers on one node hold together."""
     avail = available_memory()
     if avail is None:
         pytest.skip("no MemAvailable in /proc/meminfo")
@@ -82,10 +85,13 @@ def test_merge_of_raw_files_beyond_the_memory_refused_in_one_line(raw_run, tmp_p
         for c in range(first, first + chunks):
             fh.seek(L.HEADER_BYTES + c * cb)
             fh.write(head.tobytes())
-    p = subprocess.run([sys.executable, "-m", "minitrace", "merge", str(d), "-o",
-                        str(tmp_path / "out.h5")], capture_output=True, text=True, timeout=300)
+    argv = [sys.executable, "-m", "minitrace", "merge", str(d), "-o", str(tmp_path / "out.h5")]
+    if workers == 1:
+        p = subprocess.run(argv, capture_output=True, text=True, timeout=300)
+    else:
+        p = run_mpi(workers, argv, check=False)
     assert p.returncode == 1, p.stdout + p.stderr
-    err = p.stderr.strip().splitlines()
-    assert len(err) == 1 and str(d) in err[0] and "merging needs at least" in err[0], err
+    err = [x for x in p.stderr.strip().splitlines() if x.startswith("minitrace")]
+    assert len(err) == 1 and str(d) in err[0] and "merging needs at least" in err[0], p.stderr
     assert "Traceback" not in p.stderr and not (tmp_path / "out.h5").exists()
     assert f.exists() and f.stat().st_size == size

@@ -255,9 +255,12 @@ def test_persistent_receive_started_before_a_pause_stays_unresolved(programs, tm
 
 
 def test_ranks_calling_mpi_from_threads_said_in_the_replay(programs, tmp_path):
-    """A rank that called MPI from several threads (public OSU osu_latency_mt) is named in the
-    trace (``mpi_threads``) and in its replay's notes; a replay that deadlocks on such a trace
-    says why it may (SimGrid replays a rank's calls in one sequence)."""
+    """A rank whose calls overlapped in several threads (public OSU osu_latency_mt) is named in
+    the trace (``mpi_threads``, ``mpi_overlapping_calls``) and in its replay's notes; threads
+    that took turns (a second thread waits while the first joins it) make a sequential
+    program, which replays as recorded: no note (the reviewer, session 30: every rank of
+    several threads was named).  A replay that deadlocks on such a trace says why it may
+    (SimGrid replays a rank's calls in one sequence)."""
     from minitrace.errors import MinitraceError
     from minitrace.model import TraceBuilder
     from minitrace.replay import replay
@@ -265,8 +268,21 @@ def test_ranks_calling_mpi_from_threads_said_in_the_replay(programs, tmp_path):
     assert "validation: OK" in p.stdout, p.stdout[-2000:]
     with minitrace.open(tmp_path / "p.h5") as t:
         assert t.meta["mpi_threads"] == [1, 2]
+        assert t.meta["mpi_overlapping_calls"] == [0, 0]
     r = replay(tmp_path / "p.h5", compute_rate="1Gf")
-    assert any("rank(s) 1 called MPI from 2 threads" in n for n in r.notes), r.notes
+    assert not any("threads" in n for n in r.notes), r.notes
+    p = record(tmp_path / "t.h5", 2, [programs("threads"), "25"])
+    assert "validation: OK" in p.stdout, p.stdout[-2000:]
+    with minitrace.open(tmp_path / "t.h5") as t:
+        assert t.meta["mpi_threads"] == [5, 5]     # (the main thread and 4)
+        overlapping = t.meta["mpi_overlapping_calls"]   # (4 threads, each waiting in turn for
+        assert all(n > 0 for n in overlapping), overlapping   # the other rank's: never apart)
+    try:                                # (serialized, the threads' calls may deadlock)
+        said = replay(tmp_path / "t.h5", compute_rate="1Gf").notes
+    except MinitraceError as e:
+        said = [str(e)]
+    assert any("rank(s) 0, 1 called MPI from 5 threads whose calls overlapped" in n
+               for n in said), said
     b = TraceBuilder(2)                     # each rank receives first: a deadlock
     for rk in range(2):
         b.add(rk, "init")

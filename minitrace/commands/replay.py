@@ -10,7 +10,7 @@ from ..collectives import CHOICES
 from ..errors import MinitraceError, naming
 from ..outputs import check_disjoint, check_output_file
 from ..replay.platforms import DEFAULT_BANDWIDTH, DEFAULT_LATENCY, DEFAULT_SPEED, Cluster
-from ..replay import DEFAULT_CONFIG, ENGINES, replay
+from ..replay import DEFAULT_CONFIG, ENGINES, invalid_flag, replay
 from ..replay import spread_options
 from ..options import MAX_RANKS, MAX_SECONDS, MAX_THREADS, number
 from . import COMMANDS
@@ -144,7 +144,8 @@ def run(args) -> int:
             out["critical_path"] = r.critical_path().to_dict(orient="records")
         print(json.dumps({"trace": args.file, **out}, indent=1))
         return 0
-    print(f"predicted run time: {r.simulated_time:.9g} s  ({args.file}, {r.nranks} ranks)")
+    print(f"predicted run time: {r.simulated_time:.9g} s  ({args.file}, {r.nranks} "
+          f"ranks{invalid_flag(r.invalid)})")
     print(f"  platform: {r.platform}")
     ends = r.rank_end_times
     if len(ends) <= 8:

@@ -18,13 +18,15 @@ Memory per worker: its parts' actions (80 B each, ACTION_DTYPE) and their encode
 from __future__ import annotations
 
 import os
+import sys
 from typing import NamedTuple
 
 import numpy as np
 
 from .. import storage
 from ..errors import MinitraceError
-from ..merge import RawRun, merge_ranks, parse_rank, small_pages, trace_tables
+from ..merge import (RawRun, available_memory, check_memory, merge_ranks, parse_rank,
+                     small_pages, trace_tables)
 from ..model import TraceColumns
 from . import parts as P
 from .shares import contiguous_shares
@@ -65,6 +67,13 @@ def merge_parallel(world: World, directory: str, output: str,
         say(f"resuming: {len(done)} of {len(paths)} part(s) already written; merging ranks "
             f"{_ranges([plan['parts'][i] for i in todo]) or 'none'}")
     mine = _assign(todo, weight, world.size)[world.rank]
+    # a merge its node's memory cannot hold is refused before it starts (as merge_dir's)
+    records = world.node_sum(sum(run.by_rank[rk].records() for i in mine
+                                 for rk in range(*plan["parts"][i]) if rk in run.by_rank))
+    warning = world.step(lambda: check_memory(records, directory, available_memory()),
+                         "checking the memory")
+    if warning and world.root:
+        print(f"minitrace: warning: {warning}", file=sys.stderr)
     in_memory = keep and todo == list(range(world.size))     # then mine == [world.rank]
     reloaded = done[world.rank::world.size]
     unit = "seconds" if run.seconds else "instructions"

@@ -54,6 +54,15 @@ class World:
         out[self.rank] = objs[self.rank]
         return out
 
+    def node_sum(self, value: int) -> int:
+        """``value`` summed over the workers of this one's node (which share its memory)."""
+        from mpi4py import MPI
+        node = self.comm.Split_type(MPI.COMM_TYPE_SHARED)
+        try:
+            return node.allreduce(value)
+        finally:
+            node.Free()
+
     def step(self, fn: Callable[[], T], what: str) -> T:
         """Run ``fn`` on every worker; if it fails on any, raise on every one a MinitraceError
         saying which workers failed and why (one line each)."""
@@ -63,8 +72,12 @@ class World:
             out, err = None, str(e)
         except (MemoryError, OSError, ValueError, RuntimeError) as e:
             out, err = None, f"{type(e).__name__}: {e}"
-        errors = [(w, e) for w, e in enumerate(self.allgather(err)) if e]
+        errors: dict[str, list[int]] = {}          # (the same error on several: said once)
+        for w, e in enumerate(self.allgather(err)):
+            if e:
+                errors.setdefault(e, []).append(w)
         if errors:
             raise MinitraceError(f"{what} failed on " + "; ".join(
-                f"worker {w}: {e}" for w, e in errors))
+                f"worker{'s' * (len(ws) > 1)} {', '.join(map(str, ws))}: {e}"
+                for e, ws in errors.items()))
         return out

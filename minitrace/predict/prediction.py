@@ -42,6 +42,7 @@ from .calibration import Calibration, load, node_share
 from .first_calls import with_first_calls
 from ..model import TraceColumns
 from ..rawlayout import CPU_READ_GATE_NS
+from ..replay import invalid_flag
 from ..replay.run_to_run import bounds
 from ..errors import MinitraceError
 from ..provenance import mpi_version
@@ -80,6 +81,7 @@ class Prediction:
     #                                       the replay's timeline as it is
     warnings: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)   # the replay's notes
+    invalid: str = ""                     # what validate found wrong with the trace, if anything
     recorded_time: float | None = None    # s, from the last MPI_Init return to the last finalize
     recorded_rank_end_times: list[float] | None = None
     error: float | None = None            # (predicted - recorded) / recorded, the recorded
@@ -163,13 +165,15 @@ def predict(trace: str, calibration: str | Calibration, *, platform: str | None 
     after-compute cost (each of its kernels alone) and twice more for a translation's interval
     (its low and high ratios); False saves those replays of a large trace."""
     from ..replay import replay
+    from ..replay.api import checked, invalid_note
     from ..replay.replayer_build import binary
     from ..trace import open as open_trace
     cal = calibration if isinstance(calibration, Calibration) else load(calibration)
     with open_trace(trace) as t:
         data = t.data()
-    warnings = _range_warnings(data, cal) + (_library_warnings(data, cal)
-                                             if recorded_on is None else [])
+    invalid = checked(data, True)
+    warnings = ([invalid_note(invalid)] if invalid else []) + _range_warnings(data, cal) + (
+        _library_warnings(data, cal) if recorded_on is None else [])
     raw = data
     data, translation, where = translated(data, cal, recorded_on, probe, trace)
     recorded = data
@@ -201,7 +205,7 @@ def predict(trace: str, calibration: str | Calibration, *, platform: str | None 
     out = Prediction(trace=trace, calibration=cal.path, platform=res.platform,
                      nranks=res.nranks, predicted_time=res.simulated_time,
                      rank_end_times=res.rank_end_times, predicted=predicted,
-                     warnings=warnings, notes=notes + res.notes)
+                     warnings=warnings, notes=notes + res.notes, invalid=invalid)
     out.translated = where
     out.background = background
     if predicted is not None and modelled is not None:
@@ -699,7 +703,8 @@ def report(p: Prediction) -> str:
     span = (f" (interval {p.interval[0]:.6g}-{p.interval[1]:.6g} s, the translation's)"
             if p.interval else "")
     lines = [f"predicted run time: {p.predicted_time:.6g} s{span}  ({p.trace}, {p.nranks} "
-             f"ranks, calibration {p.calibration})", f"  platform: {p.platform}",
+             f"ranks, calibration {p.calibration}{invalid_flag(p.invalid)})",
+             f"  platform: {p.platform}",
              "  rank end times (s): " + " ".join(f"{t:.6g}" for t in p.rank_end_times)]
     if p.translated:
         lines.append(f"  compute translated {p.translated}: no self-check against the "

@@ -13,6 +13,6 @@ Inputs: a minitrace HDF5 file, a ``TraceColumns`` or ``Trace`` (exported with th
 converter), a SimGrid TI trace file holding every rank (``<rank> <action> ...`` lines), or a
 list file naming one TI trace per rank (smpirun ``-replay`` convention).
 """
-from .api import DEFAULT_CONFIG, ENGINES, ReplayResult, replay
+from .api import DEFAULT_CONFIG, ENGINES, ReplayResult, invalid_flag, replay
 
-__all__ = ["DEFAULT_CONFIG", "ENGINES", "ReplayResult", "replay"]
+__all__ = ["DEFAULT_CONFIG", "ENGINES", "ReplayResult", "invalid_flag", "replay"]

@@ -55,6 +55,8 @@ class ReplayResult:
     #: see :mod:`minitrace.replay.timeline`; ``"times"``: without the messages' endpoints),
     #: else None
     timeline: object = None
+    #: what ``validate`` found wrong with the trace (its summary), "" when nothing or unchecked
+    invalid: str = ""
 
     def breakdown(self):
         """Where each rank's simulated time went (:func:`minitrace.replay.timeline.breakdown`)."""
@@ -87,7 +89,7 @@ def replay(trace, platform: str | os.PathLike | None = None,
            timeout: float = 600.0, engine: str = "auto", timeline: bool | str = False,
            reduction_rate: str | float | None = None,
            copy_rates: tuple | None = None,
-           collectives: str = "auto") -> ReplayResult:
+           collectives: str = "auto", check: bool | None = None) -> ReplayResult:
     """Replay ``trace`` on SimGrid and return the predicted (simulated) run time.
 
     ``platform``: SimGrid XML; without it a :class:`~minitrace.replay.platforms.Cluster` is generated
@@ -121,10 +123,17 @@ def replay(trace, platform: str | os.PathLike | None = None,
     ``timeline``: also record when each replayed action started and ended (native engine),
     with each message's endpoints (``True``) or without (``"times"``: what iteration sampling
     reads; the endpoints read every TI line again, 0.55 s of Nekbone 2r's sampled replay).
+    ``check``: validate the trace first (:mod:`minitrace.validate`), and where it finds a
+    problem say so in the result (``invalid``, and a note): a replay runs a trace as it is, so
+    an invalid one (a message no rank receives, a receive of a message never sent) predicts a
+    run the program did not make.  Default: a minitrace file's trace is checked, a trace in
+    memory not (the sampled replay's windows, the replicas' copies); SimGrid TI text never.
     A replay SMPI aborts with MPI_ERR_TRUNCATE under ``smpi/async-small-thresh`` runs again with
     the receives ``converters.simgrid_ti.posted_sizes`` names written larger (a note says so).
     """
     args = dict(locals())
+    if check is None:
+        args["check"] = isinstance(trace, (str, os.PathLike))
     try:
         return _replay(False, **args)
     except MinitraceError as e:     # SMPI gave a small receive a larger message: posted_sizes
@@ -137,9 +146,33 @@ def replay(trace, platform: str | os.PathLike | None = None,
     return res
 
 
+def invalid_note(summary: str) -> str:
+    """The note of a prediction made from a trace whose validation found problems
+    (``summary``: the report's)."""
+    return (f"the trace is not valid ({summary}; `minitrace validate` lists them): "
+            f"the replay runs it as it is, so this prediction is of a run the program did not "
+            f"make")
+
+
+def invalid_flag(invalid: str) -> str:
+    """What the first line of a prediction adds when made from an invalid trace (``invalid``:
+    the validation's summary, "" for a valid or unchecked trace)."""
+    return "; from an invalid trace, see below" if invalid else ""
+
+
+def checked(data, check: bool) -> str:
+    """validate's summary of ``data`` (a TraceColumns) when ``check`` and it finds problems,
+    else ""."""
+    if not check:
+        return ""
+    from ..validate import validate
+    report = validate(data)
+    return "" if report.ok else report.summary()
+
+
 def _replay(posted: bool, trace, platform, hostfile, np, config, cluster, compute_rate, lossy,
             timeout, engine, timeline, reduction_rate, copy_rates,
-            collectives) -> ReplayResult:
+            collectives, check) -> ReplayResult:
     """``replay``; ``posted``: receives written as ``posted_sizes`` says."""
     native = _engine(engine)
     resolve(collectives, {})                  # an unknown choice is refused before any work
@@ -162,9 +195,11 @@ def _replay(posted: bool, trace, platform, hostfile, np, config, cluster, comput
                                   collectives, cfg, posted)
         if feeder is not None:   # a compressed trace: TI lines made as the replayer reads them
             traces, notes = feeder.paths, []
+            invalid = checked(_expanded(trace), True) if check else ""
         else:
-            traces, notes, options = _rank_traces(trace, Path(work), rate, red, lossy, copy_rates,
-                                                  (collectives, cfg, posted))
+            traces, notes, options, invalid = _rank_traces(
+                trace, Path(work), rate, red, lossy, copy_rates, (collectives, cfg, posted),
+                check)
         cfg = {**options, **cfg}
         nranks = len(traces)
         if np is not None and int(np) != nranks:
@@ -215,14 +250,18 @@ def _replay(posted: bool, trace, platform, hostfile, np, config, cluster, comput
                 naming(trace if isinstance(trace, (str, os.PathLike)) else None):
             try:
                 out = run_child(cmd, timeout, total if show_progress(total) else 0)
-            except MinitraceError as e:     # (a deadlock of calls that overlapped in threads)
-                if threads is None or "unfinished" not in str(e):
+            except MinitraceError as e:     # say what may have made it fail
+                why = [w for w in (threads if "unfinished" in str(e) else None,
+                                   invalid and f"the trace is not valid ({invalid})") if w]
+                if not why:
                     raise
-                raise MinitraceError(f"{e.message}; {threads}", e.path) from None
+                raise MinitraceError("; ".join([e.message, *why]), e.path) from None
         if feeder is not None:
             notes = feeder.finish(lossy)
         if threads is not None:
             notes = [*notes, threads]
+        if invalid:
+            notes = [*notes, invalid_note(invalid)]
         table = None
         if timeline:
             from .timeline import attach_messages, read_timed_log
@@ -233,17 +272,19 @@ def _replay(posted: bool, trace, platform, hostfile, np, config, cluster, comput
                         nranks=nranks, hosts=out["hosts"], platform=shown, config=cfg,
                         command=cmd, log_tail=out["log_tail"], wall_time=out["wall_time"],
                         engine="python" if native is None else "native", notes=notes,
-                        timeline=table)
+                        timeline=table, invalid=invalid)
 
 
 ENGINES = ("auto", "native", "python")
 
 
 def _threads_note(trace) -> str | None:
-    """What a recording whose ranks called MPI from several threads (``mpi_threads``, e.g.
-    public OSU osu_latency_mt) means for its replay, or None: SimGrid replays each rank's calls
-    in one sequence, in the order they started, where the threads' calls overlapped, so one
-    thread's wait for a message another thread's later call sends can deadlock."""
+    """What a recording whose ranks' calls overlapped in several threads
+    (``mpi_overlapping_calls``, or before them ``mpi_threads``: e.g. public OSU
+    osu_latency_mt) means for its replay, or None: SimGrid replays each rank's calls in one
+    sequence, in the order they started, where the threads' calls overlapped, so one thread's
+    wait for a message another thread's later call sends can deadlock.  Threads that took
+    turns (MPI_THREAD_SERIALIZED) made a sequential program: nothing to say."""
     meta = getattr(trace, "meta", None)
     if meta is None and isinstance(trace, (str, os.PathLike)) and os.path.isfile(trace):
         with open(trace, "rb") as fh:
@@ -252,14 +293,17 @@ def _threads_note(trace) -> str | None:
         from ..trace import open as open_trace
         with open_trace(trace) as t:
             meta = t.meta
-    per = list((meta or {}).get("mpi_threads") or [])
-    many = [r for r, n in enumerate(per) if n > 1]
+    meta = meta or {}
+    per = list(meta.get("mpi_threads") or [])
+    overlaps = meta.get("mpi_overlapping_calls")
+    many = [r for r, n in enumerate(per) if n > 1
+            and (overlaps is None or r >= len(overlaps) or overlaps[r] > 0)]
     if not many:
         return None
     return (f"rank(s) {', '.join(map(str, many[:8]))}{' ...' if len(many) > 8 else ''} called "
-            f"MPI from {max(per)} threads: the replay runs a rank's calls in one sequence, in "
-            f"the order they started, so calls that overlapped in threads (a wait in one for "
-            f"what another sends) are serialized, and may deadlock")
+            f"MPI from {max(per)} threads whose calls overlapped: the replay runs a rank's calls in one "
+            f"sequence, in the order they started, so calls that overlapped in threads (a wait "
+            f"in one for what another sends) are serialized, and may deadlock")
 
 
 def _engine(engine: str):
@@ -329,12 +373,12 @@ def _empty_like(meta: dict):
 
 
 def _rank_traces(trace, work: Path, rate: float | None, red: float | None,
-                 lossy: bool, copies, colls: tuple[str, dict, bool]
-                 ) -> tuple[list[str], list[str], dict]:
+                 lossy: bool, copies, colls: tuple[str, dict, bool], check: bool
+                 ) -> tuple[list[str], list[str], dict, str]:
     """One TI trace file per rank (absolute paths), whatever form the trace came in, the
-    exporter's notes on approximations, and the SMPI options of the world collectives
+    exporter's notes on approximations, the SMPI options of the world collectives
     (``colls``: the ``collectives`` choice, the replay's own options and whether receives are
-    written as ``posted_sizes`` says)."""
+    written as ``posted_sizes`` says), and what validating the trace found (:func:`checked`)."""
     if isinstance(trace, (str, os.PathLike)):
         path = os.fspath(trace)
         if not os.path.isfile(path):
@@ -344,20 +388,32 @@ def _rank_traces(trace, work: Path, rate: float | None, red: float | None,
         if magic == b"\x89HDF\r\n\x1a\n":
             from ..trace import open as open_trace
             with open_trace(path) as t:
-                data, notes = in_flops(t.data(), rate, red, path, copies)
-                return _export_ti(data, work, notes, path, lossy, colls)
+                data = t.data()
+            invalid = checked(data, check)
+            data, notes = in_flops(data, rate, red, path, copies)
+            return (*_export_ti(data, work, notes, path, lossy, colls), invalid)
         if rate is not None or red is not None or copies is not None:
             raise MinitraceError("a SimGrid TI trace is in flops already: no compute, "
                                  "reduction or copy rate applies", path)
         files = text_traces(path, work)
-        return files, seconds_as_flops(files), {}
+        return files, seconds_as_flops(files), {}, ""
     data = trace.data() if hasattr(trace, "data") and callable(trace.data) else trace
     if not hasattr(data, "rank_offsets"):
         raise MinitraceError(f"cannot replay a {type(trace).__name__}: give a path, a Trace or "
                              f"a TraceColumns")
+    invalid = checked(data, check)
     data, notes = in_flops(data, rate, red, None, copies)
-    return _export_ti(data, work, notes, None, lossy, colls)
+    return (*_export_ti(data, work, notes, None, lossy, colls), invalid)
 
+
+def _expanded(trace):
+    """The TraceColumns of a compressed trace the replayer is fed range by range (a path or
+    an open Trace), expanded (to validate it)."""
+    if isinstance(trace, (str, os.PathLike)):
+        from ..trace import open as open_trace
+        with open_trace(trace) as t:
+            return t.data()
+    return trace.data()
 
 
 def _export_ti(data, work: Path, notes: list[str], source: str | None,

@@ -9,6 +9,7 @@ import numpy as np
 
 from ..errors import MinitraceError
 from ..options import MAX_REPLICAS, MAX_SEED, MAX_THREADS, number
+from .api import checked, invalid_flag, invalid_note
 
 
 def add_options(p) -> None:
@@ -70,39 +71,58 @@ def check(args, conflicting: dict[str, bool]) -> None:
 
 
 def run(args, trace, source: str, replay_kw: dict, plot: str | None) -> int:
-    """Sampled replay or replicas of ``trace``: print them (rank 0 under mpiexec)."""
+    """Sampled replay or replicas of ``trace``: print them (rank 0 under mpiexec).  The trace
+    is validated first, as a replay's is (:func:`~minitrace.replay.api.checked`)."""
+    from .sampling import load_trace
+    data = load_trace(trace, source)
+    invalid = checked(data, True)
+    try:
+        return _run(args, data, source, replay_kw, plot, invalid)
+    except MinitraceError as e:
+        if not invalid:
+            raise
+        raise MinitraceError(f"{e.message}; the trace is not valid ({invalid})", e.path) from None
+
+
+def _run(args, data, source: str, replay_kw: dict, plot: str | None, invalid: str) -> int:
+    """:func:`run` of the trace's columns ``data`` (``invalid``: what its validation found)."""
+    from .sampling import sampled_replay
     sample = sample_arg(args.sample)
     if args.replicas is not None:
         from .replicas import _mpi_world, replicas
-        r = replicas(trace, args.replicas, args.noise, args.seed, sample,
+        r = replicas(data, args.replicas, args.noise, args.seed, sample,
                      workers=args.workers, progress=sys.stderr.isatty(), runs=args.runs,
                      **replay_kw)
+        if invalid:
+            r.notes.append(invalid_note(invalid))
         comm = _mpi_world()
         if comm is not None and comm.Get_rank() != 0:
             return 0
         if args.json:
-            print(json.dumps({"trace": source, **r.to_dict()}, indent=1))
+            print(json.dumps({"trace": source, "invalid": invalid, **r.to_dict()}, indent=1))
         else:
-            print(replicas_text(r, source))
+            print(replicas_text(r, source, invalid))
         if plot:
             r.plot(plot, f"{source}: {len(r.times)} replicas, noise {r.noise}")
             if not args.json:
                 print(f"  plot: {plot}")
         return 0
-    from .sampling import load_trace, sampled_replay
-    s = sampled_replay(load_trace(trace, source), None, sample, **replay_kw)
+    s = sampled_replay(data, None, sample, **replay_kw)
+    if invalid:
+        s.notes.append(invalid_note(invalid))
     if args.json:
-        print(json.dumps({"trace": source, **s.to_dict()}, indent=1))
+        print(json.dumps({"trace": source, "invalid": invalid, **s.to_dict()}, indent=1))
     else:
-        print(sampled_text(s, source))
+        print(sampled_text(s, source, invalid))
     return 0
 
 
-def sampled_text(s, source: str) -> str:
-    """A sampled replay as text."""
+def sampled_text(s, source: str, invalid: str = "") -> str:
+    """A sampled replay as text (``invalid``: validate's summary of an invalid trace)."""
     lines = [f"predicted run time: {s.simulated_time:.9g} s +- {s.bound:.3g} s  ({source}, "
-             f"{s.nranks} ranks, iteration sampling)" if s.phases else
-             f"predicted run time: {s.simulated_time:.9g} s  ({source}, {s.nranks} ranks)",
+             f"{s.nranks} ranks, iteration sampling{invalid_flag(invalid)})" if s.phases else
+             f"predicted run time: {s.simulated_time:.9g} s  ({source}, {s.nranks} "
+             f"ranks{invalid_flag(invalid)})",
              f"  platform: {s.result.platform}"]
     if s.phases:
         lines.append(f"  replayed {s.replayed_share:.1%} of the actions, skipped "
@@ -120,11 +140,13 @@ def sampled_text(s, source: str) -> str:
     return "\n".join(lines)
 
 
-def replicas_text(r, source: str) -> str:
-    """Replicas as text: the interval, the noise model's assumptions, per-rank lateness."""
+def replicas_text(r, source: str, invalid: str = "") -> str:
+    """Replicas as text: the interval, the noise model's assumptions, per-rank lateness
+    (``invalid``: validate's summary of an invalid trace)."""
     s = r.summary()
     lines = [f"predicted run time: {s['median']:.6g} s (95%: {s['lo']:.6g}-{s['hi']:.6g} s) "
-             f"over {s['replicas']} replicas  ({source}, {r.rank_end_times.shape[1]} ranks)",
+             f"over {s['replicas']} replicas  ({source}, {r.rank_end_times.shape[1]} "
+             f"ranks{invalid_flag(invalid)})",
              f"  mean {s['mean']:.6g} s, median {s['median']:.6g} s, sd {s['sd']:.3g} s; without "
              f"noise {r.plain_time:.6g} s; seed {r.seed}"]
     lines += [f"  noise: {a}" for a in r.assumptions]
