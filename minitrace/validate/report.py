@@ -89,6 +89,13 @@ class CheckContext:
         self.rank = data.rank_of() + rank_base
         self.index = np.arange(n, dtype=np.int64) - np.repeat(data.rank_offsets[:-1], sizes)
         self.kind = self.a["kind"]
+        self._once: dict = {}
+
+    def once(self, fn):
+        """``fn(self)``, computed once for this context (what several checks derive alike)."""
+        if fn not in self._once:
+            self._once[fn] = fn(self)
+        return self._once[fn]
 
     def rows(self, names) -> np.ndarray:
         return np.nonzero(K.mask(names)[self.kind])[0]

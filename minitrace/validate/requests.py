@@ -50,12 +50,22 @@ def cancelled_then_left(ctx: CheckContext, rows: np.ndarray, reqs: np.ndarray) -
     (MPI_Cancel), and then freed (MPI_Request_free) or never named again: no status says
     whether the cancel took, but the program gave the request up (public graph500's aml
     cancels its pending persistent receives so before MPI_Finalize)."""
+    keys = ctx.once(_given_up)
+    if not len(keys):
+        return np.zeros(len(rows), bool)
+    span = int(max(reqs.max(initial=0), keys[:, 1].max())) + 1
+    return (reqs >= 0) & np.isin(rows.astype(np.int64) * span + reqs,
+                                 keys[:, 0] * span + keys[:, 1])
+
+
+def _given_up(ctx: CheckContext) -> np.ndarray:
+    """(row, request) of every activation :func:`cancelled_then_left` (an array of pairs)."""
     a = ctx.a
     can, free = ctx.rows({"cancel"}), ctx.rows({"request_free"})
     if not len(can):
-        return np.zeros(len(rows), bool)
-    act_rows, act_req = activations(ctx)
-    done_rows, done_req = _completions(ctx)
+        return np.zeros((0, 2), np.int64)
+    act_rows, act_req = ctx.once(activations)
+    done_rows, done_req = ctx.once(_completions)
     ev = _ordered(ctx, [(act_rows, act_req, 0), (done_rows, done_req, 1),
                         (can, a["request"][can].astype(np.int64), 2),
                         (free, a["request"][free].astype(np.int64), 3)])
@@ -65,14 +75,12 @@ def cancelled_then_left(ctx: CheckContext, rows: np.ndarray, reqs: np.ndarray) -
             (ev["what"].shift(-k) == what)
     last = ~((ev["rank"].shift(-2) == ev["rank"]) & (ev["req"].shift(-2) == ev["req"]))
     hit = ev[(ev["what"] == 0) & then(1, 2) & (then(2, 3) | last)]
-    span = int(max(reqs.max(initial=0), hit["req"].max() if len(hit) else 0)) + 1
-    keys = hit["row"].to_numpy(np.int64) * span + hit["req"].to_numpy(np.int64)
-    return (reqs >= 0) & np.isin(rows.astype(np.int64) * span + reqs, keys)
+    return np.stack([hit["row"].to_numpy(np.int64), hit["req"].to_numpy(np.int64)], axis=1)
 
 
 def check_requests(ctx: CheckContext, rep: ValidationReport) -> None:
-    arow, areq = activations(ctx)
-    done_rows, done_req = _completions(ctx)
+    arow, areq = ctx.once(activations)
+    done_rows, done_req = ctx.once(_completions)
     gone = cancelled_then_left(ctx, arow, areq)
     ev = _ordered(ctx, [(done_rows, done_req, 1), (arow[~gone], areq[~gone], 0)])
     ev["act"] = ev["what"] == 0
