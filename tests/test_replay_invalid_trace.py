@@ -111,3 +111,21 @@ def test_a_prediction_from_an_invalid_trace_is_flagged(tmp_path):
     text = report(p)
     assert text.splitlines()[0].endswith("; from an invalid trace, see below)"), text
     assert "warning: the trace is not valid (1 problem(s)" in text, text
+
+
+def test_a_request_never_completed_does_not_flag_it(tmp_path):
+    """(public SNAP leaves the isends of each sweep so; SimGrid's example
+    actions_with_isend.txt one: the replay matches and times the run's messages)"""
+    b = TraceBuilder(2, meta={"volume_unit": "flops"})
+    for r in (0, 1):
+        b.add(r, "init")
+    b.add(0, "isend", peer=1, tag=3, bytes_sent=64, request=7)
+    b.add(1, "recv", peer=0, tag=3, bytes_recv=64)
+    for r in (0, 1):
+        b.add(r, "compute", volume=1e6)
+        b.add(r, "finalize")
+    path = tmp_path / "t.h5"
+    write_trace(path, b.build())
+    assert _cli("validate", path).returncode == 1
+    p = _cli("replay", path)
+    assert p.returncode == 0 and "invalid" not in p.stdout and "not valid" not in p.stdout
