@@ -343,8 +343,46 @@ _COPIED = ("flags", "peer", "tag", "comm", "bytes_sent", "bytes_recv", "request"
 
 
 def _n_out(th: _Thread) -> int:
-    """Actions of a thread once a compute is put before each MPI action but init/resume."""
-    return sum(len(b) + int(np.count_nonzero(~_NO_COMPUTE[b["kind"]])) for b in th.blocks)
+    """Actions of a thread once a compute is put before each MPI action but init/resume, and
+    each ``startall`` is its starts (:func:`_startalls_as_starts`)."""
+    return sum(len(b) + int(np.count_nonzero(~_NO_COMPUTE[b["kind"]])) for b in th.blocks) \
+        + _startall_extra(th)
+
+
+_STARTALL, _START = K.CODE["startall"], K.CODE["start"]
+
+
+def _startall_extra(th: _Thread) -> int:
+    """Rows a thread's ``startall`` records add once each is a start per request."""
+    extra = 0
+    for b in th.blocks:
+        n = np.abs(b["vec_len"][b["kind"] == _STARTALL].astype(np.int64))
+        extra += int(np.maximum(n - 1, 0).sum())
+    return extra
+
+
+def _startalls_as_starts(a: np.ndarray, vecs: np.ndarray, out: np.ndarray) -> np.ndarray:
+    """Fill ``out`` with the actions ``a`` (of one rank, vectors ``vecs``), each ``startall``
+    of n requests written as n ``start`` actions, one per request in its order, with the
+    call's times (MPI_Startall is MPI_Start of each; consecutive starts with no compute
+    between them are one call, as the merge puts a compute before every call); returns the
+    vectors left.  Then each start of a persistent receive takes its own completion's
+    source, tag and size (:func:`_resolve_starts`), which a startall, whose vector holds only
+    ids, could not (a wildcard ``recv_init`` started so matched no message)."""
+    lens = a["vec_len"].astype(np.int64)
+    sa = (a["kind"] == _STARTALL) & (lens > 0)
+    src = np.repeat(np.arange(len(a)), np.where(sa, lens, 1))
+    out[:] = a[src]
+    rows = np.flatnonzero(sa[src])
+    entries = vecs[_ranges((np.cumsum(lens) - lens)[sa], lens[sa])]
+    partitioned = a["request"][K.mask({"psend_init", "precv_init"})[a["kind"]]]
+    flag = np.where(np.isin(entries, partitioned), K.FLAG_PARTITIONED, K.FLAG_PERSISTENT)
+    keep = out["flags"][rows] & ~np.uint8(K.FLAG_PERSISTENT | K.FLAG_PARTITIONED)
+    out["kind"][rows] = _START
+    out["request"][rows] = entries
+    out["vec_len"][rows] = 0
+    out["flags"][rows] = np.where(entries >= 0, keep | flag, out["flags"][rows])
+    return vecs[~np.repeat(sa, lens)]
 
 
 _COMPUTE_ROW = np.zeros(1, ACTION_DTYPE)
@@ -488,40 +526,33 @@ def _resolve_irecvs(acts: np.ndarray, resolves: tuple) -> None:
     acts["flags"][irecv[unresolved]] |= K.FLAG_UNRESOLVED
 
 
-def _resolve_starts(acts: np.ndarray, vecs: np.ndarray, resolves: tuple) -> None:
+def _resolve_starts(acts: np.ndarray, resolves: tuple) -> None:
     """Patch each ``start`` of a persistent receive (``recv_init``) with the source, tag and
     size its completion saw, and COMPLETED, which says the start holds them (until then its
     ``recv_init``'s posted ones stood for every start: wildcards matched nothing, sizes were
     the buffer's; public graph500's aml receives so).  A resolve names its request's
-    activation (1, 2, ...: the starts and startall entries of the request in program order);
-    a ``startall``'s, whose vector holds only ids, is not patched; a cancelled start received
-    nothing (peer -1, 0 bytes).  A start of a wildcard ``recv_init`` never completed is
-    UNRESOLVED; one of a fixed source keeps the posted values."""
+    activation (1, 2, ...: the request's starts in program order, a startall's among them);
+    a cancelled start received nothing (peer -1, 0 bytes).  A start of a wildcard
+    ``recv_init`` never completed is UNRESOLVED; one of a fixed source keeps the posted
+    values."""
     init = np.flatnonzero(acts["kind"] == K.CODE["recv_init"])
     if not len(init):
         return
     ids = acts["request"][init]
-    st = np.flatnonzero((acts["kind"] == K.CODE["start"]) & np.isin(acts["request"], ids))
-    sa = np.flatnonzero(acts["kind"] == K.CODE["startall"])
-    lens = acts["vec_len"].astype(np.int64)
-    sa_rows = np.repeat(sa, lens[sa])
-    sa_req = vecs[_ranges((np.cumsum(lens) - lens)[sa], lens[sa])].astype(np.int64)
-    # every activation of these requests, numbered within its request in program order
-    rows = np.concatenate([st, sa_rows])
-    req = np.concatenate([acts["request"][st], sa_req])
-    keep = np.isin(req, ids)
-    rows, req, is_start = rows[keep], req[keep], np.arange(len(rows))[keep] < len(st)
+    rows = np.flatnonzero((acts["kind"] == _START) & np.isin(acts["request"], ids))
     if not len(rows):
         return
+    req = acts["request"][rows].astype(np.int64)
+    # every activation of these requests, numbered within its request in program order
     order = np.lexsort((rows, req))
-    rows, req, is_start = rows[order], req[order], is_start[order]
+    rows, req = rows[order], req[order]
     nth = np.arange(len(req)) - np.searchsorted(req, req) + 1
     r_req, r_nth = resolves[0].astype(np.int64), resolves[4].astype(np.int64)
     span = int(nth.max()) + 1
     key = req * span + nth                      # (ascending: sorted by request, then nth)
     pos = np.searchsorted(key, r_req * span + np.clip(r_nth, 0, span - 1))
     pos = np.minimum(pos, len(key) - 1)
-    hit = (key[pos] == r_req * span + r_nth) & (r_nth > 0) & (r_nth < span) & is_start[pos]
+    hit = (key[pos] == r_req * span + r_nth) & (r_nth > 0) & (r_nth < span)
     done, src = rows[pos[hit]], np.flatnonzero(hit)
     peer = resolves[1][src]
     gone = peer == L.CANCELLED_PEER
@@ -530,7 +561,7 @@ def _resolve_starts(acts: np.ndarray, vecs: np.ndarray, resolves: tuple) -> None
     acts["bytes_recv"][done] = np.where(gone, 0, resolves[3][src])
     acts["flags"][done] |= K.FLAG_COMPLETED
     wild = ids[(acts["flags"][init] & (K.FLAG_ANY_SOURCE | K.FLAG_ANY_TAG)) != 0]
-    left = st[~np.isin(st, done) & np.isin(acts["request"][st], wild)]
+    left = rows[~np.isin(rows, done) & np.isin(acts["request"][rows], wild)]
     acts["flags"][left] |= K.FLAG_UNRESOLVED
 
 
@@ -755,12 +786,18 @@ def trace_tables(size: int, tables: dict) -> Tables:
 def fill_rank(run: RawRun, rk: int, threads: list, tables: Tables, part: np.ndarray):
     """Phase 4: one rank's actions into ``part`` (its ``n_actions`` rows, filled in place field
     by field), ids made global; returns its vectors."""
-    vecs = _merge_threads(run.by_rank[rk], threads, run.walltime, run.seconds, part)
+    extra = sum(_startall_extra(th) for th in threads)
+    if extra:
+        a = np.empty(len(part) - extra, ACTION_DTYPE)
+        vecs = _merge_threads(run.by_rank[rk], threads, run.walltime, run.seconds, a)
+        vecs = _startalls_as_starts(a, vecs, part)
+    else:
+        vecs = _merge_threads(run.by_rank[rk], threads, run.walltime, run.seconds, part)
     resolves = tuple(np.concatenate(f) for f in zip(*(th.resolve for th in threads))) \
         if threads else tuple(np.zeros(0, np.int64) for _ in range(5))
     _resolve_irecvs(part, resolves)
     if run.by_rank[rk].h["version"] >= 7:     # (older shims resolved no persistent receive)
-        _resolve_starts(part, vecs, resolves)
+        _resolve_starts(part, resolves)
     m = {k: v for k, v in tables.local_to_global[rk].items() if k != v}
     if m:
         keys = np.array(sorted(m), dtype=np.int64)

@@ -174,15 +174,14 @@ def test_persistent_and_partitioned(programs, tmp_path):
     tr = Ranked(tmp_path / "p.h5")
     n0 = tr.names(0)
     assert n0 == (["init", "send_init", "recv_init"] + ["start", "start", "wait", "wait"] * 3
-                  + ["startall", "waitall", "request_free", "request_free", "psend_init",
+                  + ["start", "start", "waitall", "request_free", "request_free", "psend_init",
                      "start", "pready", "pready_range", "wait", "request_free", "finalize"])
     si, ri = tr.mpi(0, "send_init")[0], tr.mpi(0, "recv_init")[0]
     assert (si["peer"], si["tag"], si["bytes_sent"]) == (1, 11, 40)
     assert (ri["peer"], ri["tag"], ri["bytes_recv"]) == (1, 11, 40)
-    st = tr.mpi(0, "start")
-    assert st["request"][:6].tolist() == [ri["request"], si["request"]] * 3
-    assert (st["flags"][:6] & K.FLAG_PERSISTENT).all()
-    assert tr.vector(tr.mpi(0, "startall")[0]) == [ri["request"], si["request"]]
+    st = tr.mpi(0, "start")     # (the startall: its starts, in its order)
+    assert st["request"][:8].tolist() == [ri["request"], si["request"]] * 4
+    assert (st["flags"][:8] & K.FLAG_PERSISTENT).all()
     assert tr.mpi(0, "request_free")["request"][:2].tolist() == [si["request"], ri["request"]]
     ps = tr.mpi(0, "psend_init")[0]
     assert (ps["peer"], ps["tag"], ps["bytes_sent"]) == (1, 12, 256) and tr.vector(ps) == [4]
@@ -239,6 +238,26 @@ def test_persistent_receive_statuses_paired_by_activation(programs, tmp_path, ho
     assert got == want
     if how != "null":
         assert st["tag"].tolist()[-2:] == [0, 1]
+
+
+def test_a_startall_is_its_starts_each_with_its_own_message(programs, tmp_path):
+    """MPI_Startall of two wildcard persistent receives: its vector held only ids, so neither
+    took its message's source (validate: every message unmatched, record exit 1); written as
+    one start per request, in its order, with the call's times and no compute between them,
+    each takes its own completion's source, tag and size, and the request's later MPI_Start
+    its own."""
+    p = record(tmp_path / "p.h5", 2, [programs("persist_edges"), "startall"])
+    assert "validation: OK" in p.stdout, p.stdout[-2000:]
+    with minitrace.open(tmp_path / "p.h5") as t:
+        a = t.actions(rank=1)
+    assert "startall" not in set(a["kind"])
+    st = a[a["kind"] == "start"]
+    assert (st["flags"] & K.FLAG_COMPLETED).all() and (st["flags"] & K.FLAG_PERSISTENT).all()
+    assert list(zip(st["peer"], st["tag"], st["bytes_recv"], st["request"])) == [
+        (0, 0, 10, 0), (0, 1, 11, 1), (0, 2, 12, 1)]
+    first, second = st.index[:2]
+    assert second == first + 1 and st["t_start"][first] == st["t_start"][second]
+    assert a["kind"][first - 1] == "compute" and a["kind"][second + 1] == "compute"
 
 
 def test_persistent_receive_started_before_a_pause_stays_unresolved(programs, tmp_path):
