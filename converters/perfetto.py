@@ -126,8 +126,13 @@ def _messages(data: TraceColumns) -> list[tuple[int, int, int]]:
             y = a[init]
             nbytes[row] = int(y["bytes_sent"]) or int(y["bytes_recv"])
             side = recvs if K.NAME[int(y["kind"])] in K.RECV_INITS else sends
-            key = (int(y["peer"]), r) if side is recvs else (r, int(y["peer"]))
-            side.setdefault(key + (int(y["tag"]), int(y["comm"])), []).append(row)
+            # (a receive's start with COMPLETED holds its message's own source and tag: a
+            # wildcard recv_init's, as public graph500's, posted none)
+            own = side is recvs and x["flags"] & K.FLAG_COMPLETED
+            peer, tag = (int(x["peer"]), int(x["tag"])) if own else (int(y["peer"]),
+                                                                      int(y["tag"]))
+            key = (peer, r) if side is recvs else (r, peer)
+            side.setdefault(key + (tag, int(y["comm"])), []).append(row)
             continue
         if send_k[k]:
             sends.setdefault((r, int(x["peer"]), int(x["tag"]), int(x["comm"])),

@@ -143,6 +143,36 @@ def test_trace_as_perfetto_json(tmp_path):
         (r, pytest.approx(wa[r] - 0.001)) for r in range(3)]
 
 
+def test_a_wildcard_persistent_receive_has_its_arrows(tmp_path):
+    """A start of a wildcard recv_init holds its message's own source and tag (COMPLETED): the
+    arrow comes from that send (public graph500's persistent receives had none)."""
+    b = TraceBuilder(2, {"volume_unit": "seconds"})
+    t = [0.0, 0.0]
+
+    def add(r, kind, **kw):
+        b.add(r, kind, t_start=t[r], t_end=t[r] + 1e-6, **kw)
+        t[r] += 2e-6
+
+    for r in range(2):
+        add(r, "init")
+    add(1, "recv_init", peer=-1, tag=-1, bytes_recv=256, request=7,
+        flags=K.FLAG_ANY_SOURCE | K.FLAG_ANY_TAG)
+    for i in range(2):
+        add(1, "start", peer=0, tag=3 + i, bytes_recv=64 + i, request=7,
+            flags=K.FLAG_PERSISTENT | K.FLAG_COMPLETED)
+        add(0, "send", peer=1, tag=3 + i, bytes_sent=64 + i)
+        t[1] = max(t)
+        add(1, "wait", request=7)
+    for r in range(2):
+        add(r, "finalize")
+    out = tmp_path / "w.json"
+    write_perfetto(b.build(), out)
+    by = check_trace_event_format(json.loads(out.read_text()))
+    ends = {e["id"]: e for e in by["f"]}
+    assert sorted((e["tid"], ends[e["id"]]["tid"], e["args"]["bytes"]) for e in by["s"]) == [
+        (0, 1, 64), (0, 1, 65)]
+
+
 def test_second_process_group_for_another_timeline(tmp_path):
     """The lead's replay log: per rank (name, start, end, args) slices, a process group of
     their own beside the recorded one."""
