@@ -556,6 +556,10 @@ def _resolve_starts(acts: np.ndarray, resolves: tuple) -> None:
     done, src = rows[pos[hit]], np.flatnonzero(hit)
     peer = resolves[1][src]
     gone = peer == L.CANCELLED_PEER
+    if gone.any():                       # (the cancel takes its recv_init's posted values)
+        by_id = np.argsort(ids, kind="stable")
+        at = np.searchsorted(ids[by_id], acts["request"][done[gone]])
+        _cancelled(acts, done[gone], init[by_id][np.minimum(at, len(ids) - 1)])
     acts["peer"][done] = np.where(gone, -1, peer)
     acts["tag"][done] = np.where(gone, acts["tag"][done], resolves[2][src])
     acts["bytes_recv"][done] = np.where(gone, 0, resolves[3][src])
@@ -565,18 +569,26 @@ def _resolve_starts(acts: np.ndarray, resolves: tuple) -> None:
     acts["flags"][left] |= K.FLAG_UNRESOLVED
 
 
-def _cancelled(acts: np.ndarray, rows: np.ndarray) -> None:
-    """The ``cancel`` action of each cancelled receive of ``rows`` (one with its request id:
-    ids are not reused within a rank) takes the receive's posted source, tag and size, and
-    FLAG_COMPLETED."""
+def _cancelled(acts: np.ndarray, rows: np.ndarray, posted: np.ndarray | None = None) -> None:
+    """The ``cancel`` action of each cancelled receive of ``rows`` (the first cancel of its
+    request after it) takes the receive's posted source, tag and size (those of the rows
+    ``posted``, one per receive: a persistent receive's start, its ``recv_init``; default the
+    receives' own, read before they are patched), and FLAG_COMPLETED."""
     cancel = np.flatnonzero(acts["kind"] == K.CODE["cancel"])
-    cancel = cancel[np.argsort(acts["request"][cancel], kind="stable")]
-    ids = acts["request"][cancel]
-    pos = np.minimum(np.searchsorted(ids, acts["request"][rows]), max(len(ids) - 1, 0))
-    found = (ids[pos] == acts["request"][rows]) if len(ids) else np.zeros(len(rows), bool)
-    c, rows = cancel[pos[found]], rows[found]
+    if not len(cancel) or not len(rows):
+        return
+    req = acts["request"][cancel].astype(np.int64)
+    order = np.lexsort((cancel, req))
+    cancel, req = cancel[order], req[order]
+    span = len(acts) + 1
+    key = req * span + cancel
+    want = acts["request"][rows].astype(np.int64)
+    pos = np.minimum(np.searchsorted(key, want * span + rows), len(key) - 1)
+    found = (req[pos] == want) & (cancel[pos] > rows)
+    src = (rows if posted is None else posted)[found]
+    c = cancel[pos[found]]
     for f in ("peer", "tag", "bytes_recv"):
-        acts[f][c] = acts[f][rows]
+        acts[f][c] = acts[f][src]
     acts["flags"][c] |= K.FLAG_COMPLETED
 
 

@@ -238,6 +238,10 @@ def test_persistent_receive_statuses_paired_by_activation(programs, tmp_path, ho
     assert got == want
     if how != "null":
         assert st["tag"].tolist()[-2:] == [0, 1]
+    if how == "cancel":     # (it took: the cancel has COMPLETED and the recv_init's values)
+        c = Ranked(tmp_path / "p.h5").mpi(1, "cancel")
+        assert len(c) == 1 and c["flags"][0] & K.FLAG_COMPLETED
+        assert (c["peer"][0], c["tag"][0], c["bytes_recv"][0]) == (-1, -1, 64)
 
 
 def test_a_startall_is_its_starts_each_with_its_own_message(programs, tmp_path):
