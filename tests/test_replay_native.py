@@ -212,6 +212,26 @@ def test_critical_path_follows_the_late_messages(tmp_path):
     assert not ((path["rank"] == 2) & (path["seq"] == 2)).any()
 
 
+def test_every_action_simgrid_replays_is_timed():
+    """A TI action the replayer did not wrap was replayed untimed, and the timeline had fewer
+    actions than the text: every prediction of a trace holding an MPI_Scan failed (public
+    LAMMPS calls one at set-up: "3194 TI lines for 3192 timed actions", helper QA session 31)."""
+    from minitrace.model import TraceBuilder
+    b = TraceBuilder(2, meta={"volume_unit": "flops"})
+    for r in range(2):
+        b.add(r, "init")
+        b.add(r, "compute", volume=1e6)
+        for kind in ("scan", "exscan", "barrier"):
+            b.add(r, kind, bytes_sent=8, bytes_recv=8)
+        b.add(r, "finalize")
+    res = replay(b.build(), engine="native", timeline=True)
+    t = res.timeline
+    assert sorted(t.loc[t["rank"] == 0, "action"]) == sorted(
+        ["init", "compute", "scan", "exscan", "barrier", "finalize"])
+    assert set(t.loc[t["action"].isin(["scan", "exscan"]), "category"]) == {"collectives"}
+    assert res.breakdown()["collectives"].gt(0).all()
+
+
 def test_perfetto_puts_replayed_beside_recorded(tmp_path):
     import json
 

@@ -19,10 +19,11 @@ CATEGORY = {
     "compute": "compute", "sleep": "compute",
     "send": "point-to-point", "isend": "point-to-point", "recv": "point-to-point",
     "irecv": "point-to-point", "sendRecv": "point-to-point",
-    "wait": "waiting", "waitall": "waiting", "test": "waiting",
+    "wait": "waiting", "waitany": "waiting", "waitall": "waiting", "test": "waiting",
     **{c: "collectives" for c in ("barrier", "bcast", "reduce", "allreduce", "alltoall",
                                   "alltoallv", "gather", "scatter", "gatherv", "scatterv",
-                                  "allgather", "allgatherv", "reducescatter")},
+                                  "allgather", "allgatherv", "reducescatter", "scan",
+                                  "exscan")},
 }
 CATEGORIES = ("compute", "point-to-point", "collectives", "waiting", "other")
 
