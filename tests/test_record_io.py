@@ -51,6 +51,18 @@ def test_every_file_call(trace):
         assert all(a["kind"][i - 1] == K.CODE["compute"] for i in io)
 
 
+def test_an_open_that_failed_opened_nothing(programs, tmp_path):
+    """(public IOR's MPI-IO backend probes for its file with an MPI_File_open that fails:
+    recorded as an open never closed, `record` exited 1 on a correct program)"""
+    p = record(tmp_path / "f.h5", 2, [programs("file_open_fail"), str(tmp_path / "f.bin")])
+    assert "validation: OK" in p.stdout, p.stdout[-2000:]
+    tr = Ranked(tmp_path / "f.h5")
+    for r in range(2):
+        assert [(K.NAME[int(x["kind"])], int(x["tag"])) for x in tr.mpi(r)
+                if K.NAME[int(x["kind"])] in K.IO_KINDS] == [
+            ("file_open", -1), ("file_open", 0), ("file_close", 0)]
+
+
 def test_ti_export_reports_them(trace, tmp_path):
     rep = write_ti(trace.data, tmp_path / "io.ti", lossy=True)
     assert _reported(rep, "file_open") == 6 and _reported(rep, "file_write_at_all") == 3

@@ -7,7 +7,8 @@ from .report import CheckContext, ValidationReport
 # -- MPI-IO -----------------------------------------------------------------------------------
 def check_files(ctx: CheckContext, rep: ValidationReport) -> None:
     """Files open (by id, per rank) when used, closed by the end: the rank's file actions in
-    order."""
+    order.  An open that failed opened nothing (public IOR's MPI-IO backend probes for its
+    file with an MPI_File_open that fails: `record` exited 1 on it)."""
     if not len(ctx.rows(K.IO_KINDS)):
         return
     a = ctx.a
@@ -21,7 +22,8 @@ def check_files(ctx: CheckContext, rep: ValidationReport) -> None:
                     rep.add(rank, ctx.index[row], "io-not-closed", f"finalize with file {f} open")
             opened = {k for k in opened if k[0] != rank}
         elif name == "file_open":
-            opened.add((rank, fid))
+            if fid >= 0:            # (-1: the open failed, its handle MPI_FILE_NULL: no file)
+                opened.add((rank, fid))
         elif name == "file_delete":     # by name, on no open file
             continue
         elif (rank, fid) not in opened:
