@@ -58,12 +58,16 @@ struct mt_thread {
     size_t fbuf_cap[4];
     const char *fcopy, *forig;      /* a Fortran twin's C copies of the caller's request */
     size_t fcopy_n, fstep;          /* INTEGERs, how many, an INTEGER's size (mt_where_of) */
+    mt_rec *poll;                   /* the thread's last record when it is a failed poll in its
+                                     * current chunk (mt_absorb), else NULL */
+    uint64_t poll_sum;              /* its check's sum (seed + slot sums), before the fold */
 };
 
 volatile int mt_on;                 /* tracing now: started, file open, not paused */
 static int mt_started, mt_paused;
 static volatile uint32_t mt_epoch;
 static int mt_volume = MT_VOLUME_WALLTIME, mt_rank, mt_size;
+static int mt_fold_polls;           /* fold runs of equal failed polls (mt_absorb) */
 static double mt_ns_per_tick = 1.0;
 static int64_t mt_gate = MT_GATE_NS, mt_read_cap = MT_READ_CAP_NS;
 static int mt_fd = -1;
@@ -572,11 +576,12 @@ static void mt_dropped(mt_rec *R, const char *what, int64_t n, const char *unit)
 /* Write R and its vector (R->vec_len words of vec) as one committed unit. */
 static inline int mt_fits32(int64_t v) { return v >= INT32_MIN && v <= INT32_MAX; }
 
-static void mt_write(mt_thread *T, mt_rec *R, const int64_t *vec) {
+/* One or two int32 values (sendrecv's [source, recvtag], a waitall of two requests) ride in
+ * the request field when the action has no request: vec_len = -n, low word first.  One slot
+ * instead of two: the page cache is what costs most per record.  Returns the values left for
+ * continuation records. */
+static inline int64_t mt_inline(mt_rec *R, const int64_t *vec) {
     int64_t n = R->vec_len;
-    /* One or two int32 values (sendrecv's [source, recvtag], a waitall of two requests) ride
-     * in the request field when the action has no request: vec_len = -n, low word first.
-     * One slot instead of two: the page cache is what costs most per record. */
     if (n > 0 && n <= 2 && R->request == -1 && R->kind < MT_INTERNAL_RESOLVE &&
         mt_fits32(vec[0]) && (n == 1 || mt_fits32(vec[1]))) {
         R->request = (int64_t)(((uint64_t)(uint32_t)(n == 2 ? vec[1] : 0) << 32) |
@@ -584,7 +589,24 @@ static void mt_write(mt_thread *T, mt_rec *R, const int64_t *vec) {
         R->vec_len = (int32_t)-n;
         n = 0;
     }
-    if (n < 0) n = 0;           /* inlined, or MT_VEC_DROPPED */
+    return n < 0 ? 0 : n;       /* inlined, or MT_VEC_DROPPED */
+}
+
+/* A poll that found nothing: a test, testany, testall or testsome that completed no request,
+ * an iprobe or improbe that found no message; with its vector, if it has one (a dropped one
+ * cannot be compared). */
+static inline int mt_failed_poll(const mt_rec *R) {
+    switch (R->kind) {
+    case MT_K_TEST: case MT_K_TESTANY: case MT_K_TESTALL: case MT_K_TESTSOME:
+    case MT_K_IPROBE: case MT_K_IMPROBE:
+        return !(R->flags & MT_COMPLETED) && R->vec_len != MT_VEC_DROPPED;
+    }
+    return 0;
+}
+
+static void mt_write(mt_thread *T, mt_rec *R, const int64_t *vec) {
+    T->poll = NULL;
+    int64_t n = mt_inline(R, vec);
     int64_t nc = (n + MT_CONT_WORDS - 1) / MT_CONT_WORDS;
     if (nc + 1 > (int64_t)MT_SLOTS - 1) { /* a vector larger than a chunk: dropped, not split */
         mt_dropped(R, "a vector longer than a chunk", n, "values");
@@ -599,8 +621,53 @@ static void mt_write(mt_thread *T, mt_rec *R, const int64_t *vec) {
         int64_t k = n - c * MT_CONT_WORDS < MT_CONT_WORDS ? n - c * MT_CONT_WORDS : MT_CONT_WORDS;
         memcpy(w + 1, vec + c * MT_CONT_WORDS, (size_t)k * sizeof(int64_t));
     }
-    r->check = mt_fold(MT_CHECK_SEED + mt_slot_sum(r, nc + 1));
+    uint64_t sum = MT_CHECK_SEED + mt_slot_sum(r, nc + 1);
+    r->check = mt_fold(sum);
     mt_commit(T);
+    if (mt_fold_polls && mt_failed_poll(r)) {
+        T->poll = r;
+        T->poll_sum = sum;
+    }
+}
+
+/* A failed poll made with exactly the arguments of the thread's preceding record, itself a
+ * failed poll in the thread's current chunk (kind, flags, peer, tag, communicator, request,
+ * sizes and vector equal, as written), is not written: that record absorbs it.  Its volume
+ * adds the call's; its pre_volume adds the call's (the compute between the two polls moves
+ * before the run, which completes nothing); it ends when the call ends and starts later by the
+ * gap, so that its duration is the run's time inside its calls and the compute before it
+ * spans the run's gaps too.  The record is updated in place, its check word last (a rank
+ * killed within those few stores leaves it failing its check: the merge drops it as
+ * damaged).  Never across a chunk, a pause (mt_enter), a record of another kind or thread;
+ * not with walltime volumes (the merge takes computes from the gaps).  1: folded. */
+static int mt_absorb(mt_thread *T, mt_rec *R) {
+    mt_rec *p = T->poll;
+    if (!p || !mt_failed_poll(R)) return 0;
+    mt_rec c = *R;
+    int64_t n = mt_inline(&c, T->vec);
+    if (c.kind != p->kind || c.flags != p->flags || c.vec_len != p->vec_len ||
+        c.peer != p->peer || c.tag != p->tag || c.comm != p->comm ||
+        c.bytes_sent != p->bytes_sent || c.bytes_recv != p->bytes_recv || c.request != p->request)
+        return 0;
+    for (int64_t k = 0; k < n; k++)
+        if (((const int64_t *)(p + 1 + k / MT_CONT_WORDS))[1 + k % MT_CONT_WORDS] != T->vec[k])
+            return 0;
+    int64_t pre = p->pre_volume + R->pre_volume, vol = p->volume + R->volume;
+    int64_t ts = p->t_start + (R->t_start - p->t_end), te = R->t_end;
+    /* the check's sum is linear in the words: pre_volume, volume, t_start, t_end are 5-9 */
+    uint64_t sum = T->poll_sum +
+        ((uint64_t)pre - (uint64_t)p->pre_volume) * mt_check_mult[5] +
+        ((uint64_t)vol - (uint64_t)p->volume) * mt_check_mult[6] +
+        ((uint64_t)ts - (uint64_t)p->t_start) * mt_check_mult[8] +
+        ((uint64_t)te - (uint64_t)p->t_end) * mt_check_mult[9];
+    p->pre_volume = pre;
+    p->volume = vol;
+    p->t_start = ts;
+    p->t_end = te;
+    __atomic_store_n(&p->check, mt_fold(sum), __ATOMIC_RELEASE);
+    T->poll_sum = sum;
+    if (mt_hdr) __atomic_add_fetch(&mt_hdr->folded_polls, 1, __ATOMIC_RELAXED);
+    return 1;
 }
 
 static void mt_defaults(mt_thread *T, mt_rec *R, int kind) {
@@ -643,6 +710,7 @@ static inline mt_thread *mt_enter(void) {
     if (__builtin_expect(T->epoch != mt_epoch, 0)) { /* resumed: the paused gap is not compute */
         T->epoch = mt_epoch;
         T->c_out = c;
+        T->poll = NULL;
     }
     T->t_in = t;
     T->c_in = c;
@@ -662,7 +730,7 @@ static inline void mt_leave(mt_thread *T, mt_rec *R, int kind) {
 }
 
 static inline void mt_emit(mt_thread *T, mt_rec *R) {
-    mt_write(T, R, T->vec);
+    if (!T->poll || !mt_absorb(T, R)) mt_write(T, R, T->vec);
     T->depth = 0;
     T->fcopy = NULL;
 }
@@ -1094,6 +1162,8 @@ static void mt_start(int64_t raw0, int64_t ns0, int thread_level) {
     }
     mt_read_cmdline(H->cmdline, sizeof H->cmdline);
     mt_volume_setup();
+    const char *fold = getenv("MINITRACE_FOLD_POLLS");
+    mt_fold_polls = mt_volume != MT_VOLUME_WALLTIME && !(fold && !strcmp(fold, "0"));
 
     mt_world_key = mt_key(MPI_COMM_WORLD);
     mt_windows_reserve(); /* before the helper: it maps chunks */

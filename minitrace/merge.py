@@ -53,10 +53,10 @@ _KNOWN_KIND = np.zeros(256, bool)
 _KNOWN_KIND[list(K.NAME)] = True
 _KNOWN_KIND[[CONT, STRING, COMMDEF, RESOLVE]] = True
 _MAX_RANKS = 1 << 22      # a world size beyond this in a header is corruption, not a run
-_READABLE_VERSIONS = (3, 4, 5, 6, L.VERSION)   # 3: the same layout without check words; 4:
-#                                                 without the recorder's clock reads; 5: no
+_READABLE_VERSIONS = (3, 4, 5, 6, 7, L.VERSION)   # 3: the same layout without check words;
+#                                                 4: without the recorder's clock reads; 5: no
 #                                                 record says its vector was dropped; 6: no
-#                                                 persistent receive resolved
+#                                                 persistent receive resolved; 7: no poll folded
 _CHECK = np.array(L.CHECK, np.uint64)
 _SEED = np.uint64(L.CHECK_SEED)
 _MASKED = np.uint64((L.CHECK[L.CHECK_MASK_WORD] << 32) & (2**64 - 1))   # check's contribution
@@ -671,6 +671,10 @@ class RawRun:
             meta["mpi_threads"] = threads
             meta["mpi_overlapping_calls"] = [tables[rk].overlapping if rk in tables else 0
                                              for rk in range(size)]
+        folded = [int(by_rank[rk].h["folded_polls"]) if rk in by_rank and
+                  by_rank[rk].h["version"] >= 8 else 0 for rk in range(size)]
+        if any(folded):                                 # (the shim's, docs/RECORDER.md)
+            meta["folded_polls"] = folded
         if warnings:                                    # (then meta["complete"] is False)
             meta["raw_warnings"] = warnings
         return meta

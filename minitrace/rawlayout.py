@@ -19,13 +19,14 @@ from typing import NamedTuple
 import numpy as np
 
 MAGIC = b"MTRACE01"     # written last by the shim's start-up: the file is readable from then on
-VERSION = 7             # 2: vectors of <= 2 int32 values inlined in the request field;
+VERSION = 8             # 2: vectors of <= 2 int32 values inlined in the request field;
                         # 3: the header says when the shim stopped recording (disabled);
                         # 4: check words in records and chunk headers (``checks``);
                         # 5: the header counts the recorder's own CPU-clock reads;
                         # 6: a record may say its vector was dropped (VEC_DROPPED);
                         # 7: resolve records of persistent receives, each with its
-                        #    activation's number in bytes_sent
+                        #    activation's number in bytes_sent;
+                        # 8: the header counts the failed polls folded away (folded_polls)
 HEADER_BYTES = 4096
 CHUNK_BYTES = 4 << 20
 CONT_WORDS = 9          # int64 vector values in a continuation record (after its kind word)
@@ -126,6 +127,8 @@ HEADER = Struct("mt_file_hdr", "The file header, at the start of the header page
                                          "(v5)"),
     Field("clock_ticks", "int64_t", doc="raw clock ticks spent in them: the recorder's own "
                                         "time, which an untraced run does not spend (v5)"),
+    Field("folded_polls", "uint64_t", doc="failed polls not written, each absorbed by the "
+                                          "thread's preceding record, all threads (v8)"),
 ))
 
 CHUNK = Struct("mt_chunk_hdr", "Slot 0 of a chunk (the size of a record).", (

@@ -24,10 +24,12 @@ RATE = "1Gf"
 @pytest.fixture(scope="module")
 def kba(programs, tmp_path_factory):
     """kba_sweep recorded on 2 ranks: SWEEPS sweeps of 2 chunks, a random compute before each
-    send."""
+    send; every failed poll kept (--no-fold-polls), as SNAP's recordings had them (the recorder
+    now folds runs of equal failed polls, docs/RECORDER.md: the sweeps' polls then vary less,
+    and the main loop found held 58 of the 60 sweeps)."""
     out = tmp_path_factory.mktemp("kba_polls") / "kba.h5"
     record(out, 2, [programs("kba_sweep"), str(SWEEPS), "2", "1"], volume="cputime",
-           timeout=300)
+           timeout=300, extra=["--no-fold-polls"])
     return load_trace(str(out))
 
 

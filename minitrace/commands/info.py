@@ -63,7 +63,7 @@ def run(args) -> int:
         if t.has_trace:
             import pandas as pd
             from ..compress.store import lost
-            from ..summary import in_call_volumes, persistent_note, shown_kinds
+            from ..summary import folded_note, in_call_volumes, persistent_note, shown_kinds
             s = t.summary() if summary is None else summary
             print(f"trace: {t.nranks} ranks, {t.nactions} actions, volume unit "
                   f"{t.volume_unit}{'' if t.complete else ' (INCOMPLETE: a rank died)'}"
@@ -79,9 +79,9 @@ def run(args) -> int:
                 print(s[base + kinds].to_string(float_format=lambda x: f"{x:.6g}"))
             if left_out:
                 print(left_out)
-            note = persistent_note(s)
-            if note:
-                print(note)
+            for note in (persistent_note(s), folded_note(t.meta)):
+                if note:
+                    print(note)
             if in_calls is not None:
                 print(f"in_calls: {t.volume_unit} inside the reductions, mostly waiting (a "
                       f"replay leaves them out); compute: the rest of the volume")

@@ -32,6 +32,10 @@ def register(sub) -> None:
                    help="record an OpenMP program's tasks (OMPT tool preloaded; LLVM's "
                         "libomp: build with clang -fopenmp; docs/TASKS.md); under an MPI "
                         "launcher, MPI calls and each rank's tasks together")
+    p.add_argument("--no-fold-polls", action="store_true",
+                   help="write every failed poll (by default a test or iprobe that finds "
+                        "nothing, repeated with the same arguments, is folded into the one "
+                        "before it and counted: docs/RECORDER.md; MINITRACE_FOLD_POLLS=0)")
     p.add_argument("--keep-raw", action="store_true",
                    help="keep the per-rank raw files (directory OUTPUT.raw-*)")
     add_compress_option(p)
@@ -49,8 +53,9 @@ def run(args) -> int:
             return report(*record_openmp(cmd, args.output, args.keep_raw), args.output)
         shim = choose(cmd).path
         extra = rank_env if args.openmp else None   # MPI+OpenMP: the OMPT tool beside the shim
+        fold = {"MINITRACE_FOLD_POLLS": "0"} if args.no_fold_polls else {}
         run_ = run_traced(cmd, args.output, lambda raw: traced_command(
-            cmd, raw, args.volume, extra(raw) if extra else None, shim))
+            cmd, raw, args.volume, {**(extra(raw) if extra else {}), **fold} or None, shim))
     except KeyboardInterrupt as e:
         raw = getattr(e, "raw_dir", None)
         if raw and (_has_raw(raw) or raw_files(raw)):
