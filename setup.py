@@ -1,6 +1,7 @@
 """Only here for compiled parts.  cffi: the PMPI shim (c_shim/build_shim.py), the benchmark
 kernels (minitrace/bench/native/build.py), the OTF2 event reader
-(converters/native/build_otf2.py) and, where LLVM's omp-tools.h is installed, the OMPT tool
+(converters/native/build_otf2.py), the adaptive context coder of bounded files
+(minitrace/compress/native/build.py) and, where LLVM's omp-tools.h is installed, the OMPT tool
 (minitrace/tasks/native/build_ompt.py) are compiled at install time.  The native SMPI replayer
 (minitrace/replay/native/replay.cpp) is compiled too, into the package
 (``minitrace/replay/bin/``), when SimGrid's headers are found
@@ -19,7 +20,8 @@ from setuptools.command.build_ext import build_ext
 here = os.path.dirname(os.path.abspath(__file__))
 builders = [os.path.join("c_shim", "build_shim.py"),
             os.path.join("minitrace", "bench", "native", "build.py"),
-            os.path.join("converters", "native", "build_otf2.py")]
+            os.path.join("converters", "native", "build_otf2.py"),
+            os.path.join("minitrace", "compress", "native", "build.py")]
 if glob.glob("/usr/lib/llvm-*/lib/clang/*/include/omp-tools.h") or os.environ.get("OMPT_HEADER"):
     builders.append(os.path.join("minitrace", "tasks", "native", "build_ompt.py"))
 

@@ -36,7 +36,7 @@ from .checked import check_heaps, corrupt
 from .outputs import check_output_file, replacing_path, write_error
 
 FORMAT_NAME = "minitrace"
-FORMAT_VERSION = 14  # 2: the compressed form of /trace (minitrace.compress); 3: with arrays
+FORMAT_VERSION = 15  # 2: the compressed form of /trace (minitrace.compress); 3: with arrays
 #                      coded in contexts (compress/context_rans.py: bounded files since session
 #                      13), which readers of version 2 took for missing arrays; 4: model
 #                      files' spread as codes (model/spread_code, session 14), which readers of
@@ -68,7 +68,10 @@ FORMAT_VERSION = 14  # 2: the compressed form of /trace (minitrace.compress); 3:
 #                      session 27), whose signature tables version 12 readers took for
 #                      columns of different lengths; 14: a model file's pack LZMA-coded
 #                      (compress/store.py's packed_lzma, session 28), which version 13
-#                      readers took for a missing array
+#                      readers took for a missing array; 15: bounded files' volume codes
+#                      and duration steps coded by the adaptive context coder
+#                      (compress/adaptive.py, ``.actx`` arrays, session 31), which version
+#                      14 readers took for missing arrays
 #: The version of a compressed file holding context-coded arrays (coding version 5), packed
 #: or not, whatever else it holds.
 SECOND_WINDOW_VERSION = 9
@@ -93,6 +96,9 @@ SIZE_CODING_VERSION = 13
 #: The version of a compressed file whose pack is LZMA-coded (``/trace/packed_lzma``), whatever
 #: else it holds.
 LZMA_PACK_VERSION = 14
+#: The version of a compressed file holding arrays of the adaptive context coder (``.actx``:
+#: compress/adaptive.py), whatever else it holds.
+ADAPTIVE_VERSION = 15
 #: The version of a compressed file whose metadata is packed (:data:`META_ATTR`), whatever
 #: else its ``/trace`` holds (but the above).  (Versions 3, 4, 5, 7 and 8 marked what every
 #: model file or context-coded array now has of version 9.)

@@ -74,10 +74,10 @@ fi
 
 # 4. minitrace itself (editable, with test tools), redone only when its build inputs change:
 #    the packaging files, the folders of the cffi builds (the shim, the benchmark kernels, the OTF2
-#    event reader) and the Python sources the shim's generated header comes from (raw layout,
-#    kind codes and flags).
+#    event reader, the adaptive context coder) and the Python sources the shim's generated header
+#    comes from (raw layout, kind codes and flags).
 stamp="$VENV/.minitrace-stamp"
-want=$(cd "$ROOT" && find pyproject.toml setup.py minitrace/rawlayout.py minitrace/kinds.py $(ls -d c_shim minitrace/bench/native converters/native minitrace/tasks/native 2>/dev/null) \
+want=$(cd "$ROOT" && find pyproject.toml setup.py minitrace/rawlayout.py minitrace/kinds.py $(ls -d c_shim minitrace/bench/native minitrace/compress/native converters/native minitrace/tasks/native 2>/dev/null) \
          -type f ! -name '*.so' ! -name '*.o' ! -path '*/__pycache__/*' ! -name '_generated*' \
          | sort | xargs cat | sha256sum | cut -d' ' -f1)
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then

@@ -58,7 +58,8 @@ def test_octaves_of_predicted_durations():
     assert list(c) == [k * V.STEP_OCTAVES + o for k, o in zip(coarse, want)]
 
 
-def test_short_and_long_computes_read_back_within_bounds(tmp_path):
+def test_short_and_long_computes_read_back_within_bounds(tmp_path, monkeypatch):
+    monkeypatch.setattr(ST, "ADAPTIVE", False)   # (version 12; the adaptive coder's: 15)
     data = _short_and_long_computes()
     plain, packed = tmp_path / "plain.h5", tmp_path / "packed.h5"
     storage.write_trace(str(plain), data)
@@ -77,6 +78,7 @@ def test_short_and_long_computes_read_back_within_bounds(tmp_path):
 def test_a_version_11_reader_refuses_the_octave_coding(tmp_path, monkeypatch):
     """A reader of version 11 would have refused the time coding as unknown ("corrupt"): it
     refuses the file as newer."""
+    monkeypatch.setattr(ST, "ADAPTIVE", False)   # (version 12; the adaptive coder's: 15)
     packed = tmp_path / "packed.h5"
     write_compressed(str(packed), _short_and_long_computes(), "bounded:1%", times="bounded:1us")
     monkeypatch.setattr(storage, "FORMAT_VERSION", 11)

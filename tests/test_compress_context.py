@@ -2,8 +2,10 @@
 context_rans.py``): any int64 values round-trip in any contexts (one symbol, none, huge codes
 through the escape, pooled and capped contexts), damaged bytes are refused rather than decoded
 wrong; bounded files code their volumes and duration steps so (one rank, many ranks) and read
-back the codes compress made, bit for bit; files of the order-0 coder (``.rans``, session 11-12)
-still read; a damaged coded array is a one-line error naming the file."""
+back the codes compress made, bit for bit (written so by ``store.ADAPTIVE`` false: files of
+sessions 13-30; since session 31 the adaptive coder's, test_compress_adaptive.py); files of the
+order-0 coder (``.rans``, session 11-12) still read; a damaged coded array is a one-line error
+naming the file."""
 from __future__ import annotations
 
 import dataclasses
@@ -268,7 +270,8 @@ def test_keys_of_the_writer_are_the_readers(nranks):
 @pytest.fixture
 def small_minimum(monkeypatch):
     """Context coding from a few values (CONTEXT_MIN), so that small traces take the path
-    of large ones."""
+    of large ones, by this coder (files of sessions 13-30: ``ST.ADAPTIVE`` false)."""
+    monkeypatch.setattr(ST, "ADAPTIVE", False)
     monkeypatch.setattr(ST, "CONTEXT_MIN", 64)
     monkeypatch.setattr(CR, "MIN_VALUES", 16)
 
@@ -325,6 +328,7 @@ def test_small_arrays_coded_where_smaller(tmp_path, monkeypatch, iterations, cod
     """Below CONTEXT_MIN values an array is coded in contexts where that deflates smaller
     (tiny traces: the tables cost more than they save), and the file is no larger than with
     every array coded or none."""
+    monkeypatch.setattr(ST, "ADAPTIVE", False)
     data = _timed_stencil(iterations)
     size = {}
     for way in ("rule", "every", "none"):

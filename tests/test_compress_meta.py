@@ -170,14 +170,14 @@ def test_older_readers_refuse_packed_files_as_newer(tmp_path):
 
 
 @pytest.mark.parametrize("mode,packed_version,unpacked_version",
-                         [("exact", 6, 2), ("bounded", 12, 12), ("model", None, None),
+                         [("exact", 6, 2), ("bounded", 15, 15), ("model", None, None),
                           ("model", 11, 11)])
 def test_packed_files_are_version_6_but_context_coded_and_model_ones(
         tmp_path, monkeypatch, mode, packed_version, unpacked_version):
     """Packed metadata is version 6 whatever else the file holds (a version 6 reader reads
-    all of versions 2-5) but context-coded arrays (bounded, of any length here: with bounded
-    times, duration steps in contexts of their octaves, 12) and model files, version 9 (12)
-    and 10 or 11 packed or not (session 21: a second window per context;
+    all of versions 2-5) but context-coded arrays (bounded, of any length here: arrays of the
+    adaptive context coder, 15) and model files, version 9 (15) and 10 or 11 packed or not
+    (session 21: a second window per context;
     session 23: model time statistics per call site with sizes apart; session 24: templates
     of the stretches between anchors, which the fit keeps here or not: version 11 where only
     those are fitted); unpacked, the version of what it holds."""

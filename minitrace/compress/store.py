@@ -22,6 +22,7 @@ from . import epochs as E
 from . import signatures as SG
 from . import pack as P
 from . import rans as R
+from . import adaptive as A
 from . import context_rans as CR
 from . import volumes as V
 
@@ -307,6 +308,11 @@ RANS_SUFFIX = ".rans"
 CONTEXT_CODED = ("volume",) + RANS_CODED
 CONTEXT_SUFFIX = ".ctx"
 CONTEXT_MIN = 8192
+#: Since session 31 (format version 15) the same arrays are coded by the adaptive context coder
+#: (adaptive.py), stored as uint8 named with ADAPTIVE_SUFFIX; files with ``.ctx`` arrays are
+#: read alike (ADAPTIVE false writes them: tests check that they still read).
+ADAPTIVE_SUFFIX = ".actx"
+ADAPTIVE = True
 
 
 def _context_keys(c: Compressed, name: str, cache: dict):
@@ -335,23 +341,30 @@ def _context_keys(c: Compressed, name: str, cache: dict):
 
 
 def _context_coded(c: Compressed, name: str, arr: np.ndarray, cache: dict):
-    """Side array ``name`` (``arr``: ``c.side``'s) coded in contexts (:data:`CONTEXT_CODED`),
-    or None where :func:`write` stores it as is (``cache``: :func:`_context_keys`'; the first
-    call codes every such side array of ``c`` at once, ``CR.encode_many``: their rANS steps
-    together, and keeps them there)."""
+    """(side array ``name`` (``arr``: ``c.side``'s) coded in contexts, its suffix), or None
+    where :func:`write` stores it as is: the arrays of :data:`CONTEXT_CODED` by the adaptive
+    coder (the duration steps, differences from predictions, coded from 0, the volume codes
+    from their call site's first), or (:data:`ADAPTIVE` false) by context_rans.py's static
+    tables, every such array of ``c`` at once (``CR.encode_many``: their rANS steps together;
+    ``cache``: :func:`_context_keys`', and those codings)."""
     def coded_here(k: str, a) -> bool:
         return len(a) > 0 and (k == "volume" and "volume_bound" in c.attrs or
                                k in RANS_CODED and bool(c.attrs.get("time_coding")))
     if not coded_here(name, arr):
         return None
-    if "coded" not in cache:
-        names = [k for k, a in c.side.items() if coded_here(k, a)]
-        cache["coded"] = dict(zip(names, CR.encode_many(
-            [(c.side[k], *_context_keys(c, k, cache)) for k in names])))
-    coded = cache["coded"][name]
+    if ADAPTIVE:
+        coded, suffix = A.encode(arr, *_context_keys(c, name, cache),
+                                 flags=A.FROM_ZERO if name in RANS_CODED else 0), \
+            ADAPTIVE_SUFFIX
+    else:
+        if "coded" not in cache:
+            names = [k for k, a in c.side.items() if coded_here(k, a)]
+            cache["coded"] = dict(zip(names, CR.encode_many(
+                [(c.side[k], *_context_keys(c, k, cache)) for k in names])))
+        coded, suffix = cache["coded"][name], CONTEXT_SUFFIX
     if len(arr) >= CONTEXT_MIN or len(zlib.compress(coded.tobytes(), 6)) < \
             P.deflated_size(arr):
-        return coded
+        return coded, suffix
     return None
 
 
@@ -660,7 +673,7 @@ def write(path: str, c: Compressed, meta: dict | None = None, pack: bool = True)
     for name, arr in c.side.items():
         coded = _context_coded(c, name, arr, cache)
         if coded is not None:
-            put(f"{c.mode}/{name}{CONTEXT_SUFFIX}", coded)
+            put(f"{c.mode}/{name}{coded[1]}", coded[0])
         elif isinstance(arr, pd.DataFrame):
             for col, values in arr.items():     # (a third of arr[col]'s time)
                 if name == "stats" and col in STAT_CODES:
@@ -683,8 +696,10 @@ def write(path: str, c: Compressed, meta: dict | None = None, pack: bool = True)
     # (every model file holds its time statistics per size site (version 10) and its ranks'
     # own sites (9), which versions 4, 5 and 7 did not mark; templates of the stretches
     # between anchors: 11; message sizes apart from the grammar, or duration steps in
-    # contexts of their predictions' octaves: 12; message sizes coded for what they are: 13)
-    version = S.SIZE_CODING_VERSION if any(k in names for k in _SIZE_CODING_NAMES) else \
+    # contexts of their predictions' octaves: 12; message sizes coded for what they are: 13;
+    # arrays of the adaptive context coder: 15)
+    version = S.ADAPTIVE_VERSION if any(k.endswith(ADAPTIVE_SUFFIX) for k in names) else \
+        S.SIZE_CODING_VERSION if any(k in names for k in _SIZE_CODING_NAMES) else \
         S.SIZE_TOKENS_VERSION if c.tokens is not None or \
         c.attrs.get("time_coding") == TIME_CODING_OCTAVES else \
         S.TEMPLATE_UNITS_VERSION if E.TEMPLATE_UNIT_OFFSETS in c.side else \
@@ -989,25 +1004,33 @@ def read(g: h5py.Group, path: str) -> Compressed:
                          offsets, mode, side, attrs, tokens=tokens)  # (what keys need)
     cache: dict = {}
     names = arr.names(mode)
+    time_coding = attrs.get("time_coding")
+    if time_coding is not None and time_coding not in (TIME_CODING, TIME_CODING_OCTAVES):
+        # (before the duration steps' keys are made from it)
+        raise _corrupt(f"time coding {time_coding!r} unknown or without a time grid", path)
     # (the duration steps after the volumes: their contexts hold the predicted durations)
     for name in sorted(names, key=lambda k: k.split(".")[0] in RANS_CODED):
         frame, _, col = name.partition("/")
         coding = next(((sfx, known) for sfx, known in ((RANS_SUFFIX, RANS_CODED),
-                                                        (CONTEXT_SUFFIX, CONTEXT_CODED))
+                                                        (CONTEXT_SUFFIX, CONTEXT_CODED),
+                                                        (ADAPTIVE_SUFFIX, CONTEXT_CODED))
                        if name.endswith(sfx) and name[:-len(sfx)] in known), None)
         if col:
             tables.setdefault(frame, {})[col] = arr(f"{mode}/{name}", kinds="iuf")
         elif coding:
             base = name[:-len(coding[0])]
-            if base in side or len({base, base + RANS_SUFFIX, base + CONTEXT_SUFFIX}
-                                   & set(names)) > 1:
+            if base in side or len({base, base + RANS_SUFFIX, base + CONTEXT_SUFFIX,
+                                    base + ADAPTIVE_SUFFIX} & set(names)) > 1:
                 raise _corrupt(f"{mode}/{base} stored twice", path)
             coded = arr(f"{mode}/{name}", kinds="u")
             if coded.dtype != np.uint8:
                 raise _corrupt(f"{mode}/{name} is {coded.dtype}, not bytes", path)
             try:
-                side[base] = R.decode(coded) if coding[0] == RANS_SUFFIX else \
-                    CR.decode(coded, *_context_keys(partial, base, cache))
+                if coding[0] == RANS_SUFFIX:
+                    side[base] = R.decode(coded)
+                else:
+                    decode = CR.decode if coding[0] == CONTEXT_SUFFIX else A.decode
+                    side[base] = decode(coded, *_context_keys(partial, base, cache))
             except R.CodeError as e:
                 raise _corrupt(f"{mode}/{name}: {e}", path) from None
         else:

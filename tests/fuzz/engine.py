@@ -109,6 +109,12 @@ def make_seeds(root: Path, repo: Path, raw_dir: Path | None = None,
             _mt("compress", h5, "-o", packed, *(["--volumes", "model"] if "coll" in h5.stem
                                                   else []))
         seeds["compressed"].append(packed)
+    bounded = root / "bounded_compressed.h5"     # (arrays of the adaptive context coder)
+    if not bounded.exists():
+        from tests.test_compress_bounded import _timed_stencil
+        from minitrace.compress.files import write_compressed
+        write_compressed(str(bounded), _timed_stencil(300), "bounded:1%", times="bounded:1us")
+    seeds["compressed"].append(bounded)
     loop = root / "loop_compressed.h5"
     if not loop.exists():
         from tests.support import synthetic
