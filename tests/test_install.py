@@ -19,6 +19,12 @@ def test_otf2_bindings_and_the_converters_compiled_reader():
     assert otf2_native.code("ENTER") != otf2_native.code("LEAVE")
 
 
+def test_the_adaptive_context_coder_is_built():
+    from minitrace.compress.native import load
+    ffi, lib = load()
+    assert lib.mt_adaptive_encode and lib.mt_adaptive_decode
+
+
 def test_simgrid_and_its_library_where_the_wheel_leaves_it():
     where = library_dir()
     assert where is not None and (where / LIBRARY).is_file(), \
