@@ -25,6 +25,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <pthread.h>
 #include <sys/mman.h>
 
 #define PBITS 12
@@ -165,13 +166,28 @@ static inline uint64_t mix64(uint64_t x) {
     return x;
 }
 
-/* Buffers kept by each thread between calls: a fresh mapping faults in its pages (2-8 us each
- * on a shared VM), more than the coding of a small array. */
+/* Buffers kept by each thread between calls (a fresh mapping faults in its pages, 2-8 us each
+ * on a shared VM, more than the coding of a small array), freed when the thread ends. */
 static __thread model_t *kept_model;
 static __thread uint32_t *kept_slot;
 static __thread size_t kept_slot_n;
 static __thread uint8_t *kept_last;
 static __thread size_t kept_last_n;
+static pthread_key_t kept_key;
+static pthread_once_t kept_once = PTHREAD_ONCE_INIT;
+
+static void kept_free(void *unused) {
+    (void)unused;
+    free(kept_model);
+    free(kept_slot);
+    free(kept_last);
+    kept_model = NULL;
+    kept_slot = NULL;
+    kept_last = NULL;
+    kept_slot_n = kept_last_n = 0;
+}
+
+static void kept_key_make(void) { pthread_key_create(&kept_key, kept_free); }
 
 static void *kept(void **buf, size_t *have, size_t want) {
     if (*have < want) {
@@ -205,7 +221,12 @@ static int map_alloc(model_t *m, int bits) {
 
 /* The model, its tables cleared (NULL when out of memory). */
 static model_t *model_init(int64_t n) {
-    model_t *m = kept_model ? kept_model : (kept_model = (model_t *)malloc(sizeof(model_t)));
+    if (!kept_model) {
+        pthread_once(&kept_once, kept_key_make);
+        pthread_setspecific(kept_key, (void *)1);    /* (the destructor runs for non-NULL) */
+        kept_model = (model_t *)malloc(sizeof(model_t));
+    }
+    model_t *m = kept_model;
     if (!m) return NULL;
     int bits = 12;
     while (bits < MAXBITS && ((int64_t)1 << bits) < TFACTOR * n) bits++;

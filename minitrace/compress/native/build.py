@@ -17,7 +17,7 @@ int mt_adaptive_decode(const uint8_t *in, int64_t len, const int64_t *fine,
 """)
 ffibuilder.set_source("minitrace.compress.native._adaptive",
                       (Path(__file__).resolve().parent / "adaptive.c").read_text(),
-                      extra_compile_args=["-O2"], libraries=["m"])
+                      extra_compile_args=["-O2"], libraries=["pthread"])
 
 if __name__ == "__main__":
     ffibuilder.compile(verbose=True)
