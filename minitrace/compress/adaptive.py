@@ -51,17 +51,18 @@ def encode(values: np.ndarray, fine: np.ndarray, coarse: np.ndarray, flags: int 
     n = len(values)
     if len(fine) != n or len(coarse) != n:
         raise ValueError("one fine and one coarse key per value")
-    # (a value takes 2-20 bits where its contexts fit; at worst ~128 decisions of ~12 bits)
-    for cap in (64 + 4 * n, 64 + 200 * n):
+    # (a value takes 1-20 bits where its contexts fit; at most 23 decisions of 12 bits and 49
+    # bits at even odds: 41 bytes)
+    for cap in (64 + 4 * n, 64 + 48 * n):
         out = np.empty(cap, np.uint8)
         got = lib.mt_adaptive_encode(ffi.from_buffer("int64_t[]", values),
                                      ffi.from_buffer("int64_t[]", fine),
                                      ffi.from_buffer("int64_t[]", coarse), n, flags,
                                      ffi.from_buffer("uint8_t[]", out), cap)
-        if got == -2:
-            raise MemoryError("adaptive context coder: out of memory")
-        if got >= 0:
+        if got != -1:                            # (-1: more bytes than cap)
             break
+    if got < 0:
+        raise MemoryError("adaptive context coder: out of memory")
     head = np.array([VERSION, n, flags, _crc(values)], _HEAD)
     return np.concatenate([head.view(np.uint8), out[:got]])
 
