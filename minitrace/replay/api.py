@@ -310,9 +310,9 @@ def _threads_note(trace) -> str | None:
     if not many:
         return None
     return (f"rank(s) {', '.join(map(str, many[:8]))}{' ...' if len(many) > 8 else ''} called "
-            f"MPI from {max(per)} threads whose calls overlapped: the replay runs a rank's calls in one "
-            f"sequence, in the order they started, so calls that overlapped in threads (a wait "
-            f"in one for what another sends) are serialized, and may deadlock")
+            f"MPI from {max(per)} threads whose calls overlapped: the replay runs a rank's "
+            f"calls in one sequence, in the order they started, so calls that overlapped in "
+            f"threads (a wait in one for what another sends) are serialized, and may deadlock")
 
 
 def _engine(engine: str):
