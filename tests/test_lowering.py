@@ -381,6 +381,34 @@ def test_synchronous_send_completes_only_once_its_receive_is_posted(tmp_path, se
         assert r.rank_end_times[0] > 1e-3
 
 
+@pytest.mark.parametrize("send", ["ssend", "issend"])
+def test_synchronous_sends_to_pre_posted_receives_do_not_deadlock(tmp_path, send):
+    """Two ranks pre-post their receive, then send synchronously to each other, then wait (the
+    exchange idiom; public Kripke built with KRIPKE_SWEEP_SSEND): legal, MPI acknowledges each
+    ssend once its receive is posted; acknowledged at the receive's wait, each rank waited in
+    its ssend for the acknowledgement the other's wait would send, and SimGrid deadlocked."""
+    b = TraceBuilder(2, meta={"volume_unit": "flops"})
+    for r in range(2):
+        b.add(r, "init")
+        for step in range(3):
+            b.add(r, "irecv", peer=1 - r, tag=6, bytes_recv=9216, request=2 * step)
+            b.add(r, send, peer=1 - r, tag=6, bytes_sent=9216, request=2 * step + 1)
+            b.add(r, "compute", volume=1e5)
+            if send == "issend":
+                b.add(r, "waitall", vector=[2 * step, 2 * step + 1])
+            else:
+                b.add(r, "wait", request=2 * step)
+        b.add(r, "finalize")
+    data = b.build()
+    low, counts, _ = lower(data)
+    assert validate(low).ok
+    assert counts[f"{send} ({send[:-5]}send, completed by a 0-byte acknowledgement from "
+                  f"its receive)"] == 6
+    write_ti(data, tmp_path / "x")
+    r = replay(tmp_path / "x", cluster=_cluster(2), engine="native")
+    assert r.simulated_time > 3e-4                 # (3 computes of 0.1 ms a rank)
+
+
 def test_a_synchronous_send_whose_receive_is_never_waited_for_still_ends(tmp_path):
     b = TraceBuilder(2, meta={"volume_unit": "flops"})
     for r in range(2):

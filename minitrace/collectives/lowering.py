@@ -18,8 +18,9 @@ says the same in that vocabulary, with world ranks:
 * ``waitany``/``waitsome`` become a ``wait`` of each request they completed, ``testany``/
   ``testsome``/``testall`` a ``test`` of each (the trace knows which);
 * a synchronous send (``ssend``, ``issend``) becomes a send plus a 0-byte acknowledgement its
-  receive sends back once it completes (MPICH's eager ssend), so that it does not complete
-  before its receive is posted; ``ssend_init`` stays an isend per start (approximated);
+  receive sends back once it is posted (a blocking receive: once it completes), so that it
+  does not complete before its receive is posted; ``ssend_init`` stays an isend per start
+  (approximated);
 * ``comm_free``, ``request_free``, ``cancel``, probes and ``parrived`` become nothing.
 
 Lowered messages use tags below ``TAG_BASE`` (negative, away from SimGrid's own collective tags
@@ -159,7 +160,6 @@ class _Rank:
         self.d, self.r, self.counts, self.dropped = data, r, counts, dropped
         self.library, self.world = how
         self.sync = sync                           # synchronous send/its receive -> ack peer
-        self.ack_after: dict[int, tuple[int, int]] = {}   # irecv request -> (ack dst, comm)
         self.sl = data.rank_slice(r)
         rows = data.actions[self.sl]
         self.cols = {f: rows[f].tolist() for f in _FIELDS}
@@ -207,13 +207,6 @@ class _Rank:
             if not self.row(i):
                 self.keep(i, i + 1)
         self.keep(start, self.sl.stop)
-        if self.ack_after:      # receives never completed in the trace (SimGrid completes them
-            last = self.plan.pop() if self.plan and self.plan[-1] >= 0 and \
-                self.cols["kind"][self.plan[-1] - self.sl.start] == _CODE["finalize"] else None
-            for peer, comm in self.ack_after.values():     # at the end): acknowledge there
-                self.emit("send", peer, ACK_TAG_BASE - 256 * comm, comm=comm)
-            if last is not None:
-                self.plan.append(last)
         return self.assemble()
 
     def assemble(self) -> tuple[np.ndarray, np.ndarray]:
@@ -417,9 +410,13 @@ class _Rank:
             self.emit("compute", vol=vol)
 
     def synchronous(self, i: int, kind: str, a) -> bool:
-        """A synchronous send waits for a 0-byte acknowledgement its receive sends once it has
-        matched (what MPICH does for an eager ssend): SimGrid's replay has no ssend, and its
-        ``send`` of a small message completes before the receive is posted."""
+        """A synchronous send waits for a 0-byte acknowledgement its receive sends once it is
+        posted (what MPI asks: MPICH acknowledges an eager ssend when it matches): SimGrid's
+        replay has no ssend, and its ``send`` of a small message completes before the receive
+        is posted.  An irecv acknowledges at once, not at its completion: two ranks that
+        pre-post their receives and then ssend to each other deadlocked in the replay, each
+        waiting for the acknowledgement the other's wait would send (public Kripke built with
+        its KRIPKE_SWEEP_SSEND option; helper QA, session 31)."""
         peer, tag, comm, req = a["peer"], a["tag"], a["comm"], a["request"]
         ack = ACK_TAG_BASE - 256 * comm
         if kind == "ssend":
@@ -430,12 +427,9 @@ class _Rank:
             self.emit("isend", peer, tag, bs=int(a["bytes_sent"]), req=f, comm=comm)
             self.emit("irecv", peer, ack, req=g, comm=comm)
             self.expand[req] = [f, g]
-        else:       # the receive of a synchronous send: acknowledge once it has completed
+        else:       # the receive of a synchronous send: acknowledge once it is posted
             self.keep(i, i + 1)
-            if kind == "recv":
-                self.emit("send", peer, ack, comm=comm)
-            else:
-                self.ack_after[req] = (peer, comm)
+            self.emit("send", peer, ack, comm=comm)
             return True
         self.counts[f"{kind} ({'i' if kind[0] == 'i' else ''}send, completed by a 0-byte "
                     f"acknowledgement from its receive)"] += 1
@@ -445,14 +439,8 @@ class _Rank:
         multi = kind in K.MULTI_COMPLETIONS
         ids = [q for q in (self.d.vector(i).tolist() if multi else [req]) if q >= 0]
         completes = kind.startswith("wait") or bool(flags & K.FLAG_COMPLETED)
-        acks = [self.ack_after.pop(q) for q in ids if completes and q in self.ack_after]
         if kind not in _ANY and not any(q in self.expand for q in ids):
-            if not acks:
-                return False
-            self.keep(i, i + 1)
-            for peer, comm in acks:
-                self.emit("send", peer, ACK_TAG_BASE - 256 * comm, comm=comm)
-            return True
+            return False
         out = [f for q in ids for f in self.expand.get(q, [q])]
         if completes:
             for q in ids:
@@ -473,6 +461,4 @@ class _Rank:
                 self.emit(single, req=f, flags=flags & K.FLAG_COMPLETED)
             if kind in _ANY:
                 self.counts[f"{kind} ({single} of each request it completed)"] += 1
-        for peer, comm in acks:
-            self.emit("send", peer, ACK_TAG_BASE - 256 * comm, comm=comm)
         return True
