@@ -409,6 +409,28 @@ def test_synchronous_sends_to_pre_posted_receives_do_not_deadlock(tmp_path, send
     assert r.simulated_time > 3e-4                 # (3 computes of 0.1 ms a rank)
 
 
+def test_buffered_sends_complete_whatever_their_size(tmp_path):
+    """Two ranks bsend 1 MB to each other, then receive (legal: the attached buffer holds the
+    messages): written as sends, the replay deadlocked, each send waiting for its receive."""
+    b = TraceBuilder(2, meta={"volume_unit": "flops"})
+    for r in range(2):
+        b.add(r, "init")
+        for _ in range(3):
+            b.add(r, "bsend", peer=1 - r, tag=2, bytes_sent=1 << 20)
+            b.add(r, "recv", peer=1 - r, tag=2, bytes_recv=1 << 20)
+        b.add(r, "finalize")
+    data = b.build()
+    low, counts, _ = lower(data)
+    assert validate(low).ok
+    assert counts["bsend (isend, waited for at the rank's end: the attached buffer holds it)"] \
+        == 6
+    assert [K.NAME[k] for k in low.actions["kind"][low.rank_slice(0)]] == \
+        ["init"] + ["isend", "recv"] * 3 + ["waitall", "finalize"]
+    write_ti(data, tmp_path / "b")
+    r = replay(tmp_path / "b", cluster=_cluster(2), engine="native")
+    assert r.simulated_time > 3 * (1 << 20) / 10e9     # (3 MB each way at 10 GB/s)
+
+
 def test_a_synchronous_send_whose_receive_is_never_waited_for_still_ends(tmp_path):
     b = TraceBuilder(2, meta={"volume_unit": "flops"})
     for r in range(2):

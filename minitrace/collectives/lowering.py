@@ -21,6 +21,9 @@ says the same in that vocabulary, with world ranks:
   receive sends back once it is posted (a blocking receive: once it completes), so that it
   does not complete before its receive is posted; ``ssend_init`` stays an isend per start
   (approximated);
+* a buffered send (``bsend``) becomes an isend waited for at the rank's finalize: it completes
+  at once whatever its size (the attached buffer holds it), where a ``send`` of a large
+  message waits for its receive;
 * ``comm_free``, ``request_free``, ``cancel``, probes and ``parrived`` become nothing.
 
 Lowered messages use tags below ``TAG_BASE`` (negative, away from SimGrid's own collective tags
@@ -56,7 +59,7 @@ _ANY = {"waitany": "wait", "waitsome": "wait", "testany": "test", "testsome": "t
         "testall": "test"}
 _PREADY = frozenset({"pready", "pready_range", "pready_list"})
 _ALWAYS = (K.NONBLOCKING_COLLECTIVES | K.INITS | K.STARTS | NOTHING | set(_ANY) | _PREADY
-           | (K.PERSISTENT_COLLECTIVES - K.ALL_NEIGHBOR_COLLECTIVES))
+           | (K.PERSISTENT_COLLECTIVES - K.ALL_NEIGHBOR_COLLECTIVES) | {"bsend"})
 _COMPLETIONS = K.mask(K.COMPLETIONS)
 _CODE = K.CODE
 
@@ -160,6 +163,7 @@ class _Rank:
         self.d, self.r, self.counts, self.dropped = data, r, counts, dropped
         self.library, self.world = how
         self.sync = sync                           # synchronous send/its receive -> ack peer
+        self.buffered: list[int] = []              # the isends of bsends, waited at the end
         self.sl = data.rank_slice(r)
         rows = data.actions[self.sl]
         self.cols = {f: rows[f].tolist() for f in _FIELDS}
@@ -207,6 +211,12 @@ class _Rank:
             if not self.row(i):
                 self.keep(i, i + 1)
         self.keep(start, self.sl.stop)
+        if self.buffered:       # (before the rank's finalize, if it has one)
+            last = self.plan.pop() if self.plan and self.plan[-1] >= 0 and \
+                self.cols["kind"][self.plan[-1] - self.sl.start] == _CODE["finalize"] else None
+            self.emit("waitall", vector=self.buffered)
+            if last is not None:
+                self.plan.append(last)
         return self.assemble()
 
     def assemble(self) -> tuple[np.ndarray, np.ndarray]:
@@ -242,6 +252,8 @@ class _Rank:
         if kind in NOTHING:
             self.counts[f"{kind} (nothing to replay)"] += 1
             return True
+        if kind == "bsend":
+            return self.buffered_send(a)
         if kind in K.COLLECTIVES or kind in K.NONBLOCKING_COLLECTIVES:
             blocking = kind in K.COLLECTIVES
             base = kind if blocking else K.BLOCKING_OF[kind]
@@ -271,6 +283,20 @@ class _Rank:
         if kind in _PREADY:
             return self.pready(i, kind, req)
         return False
+
+    def buffered_send(self, a) -> bool:
+        """A bsend completes at once whatever its size (the attached buffer holds it; public
+        codes that bsend large messages to each other before receiving ran, and deadlocked in
+        the replay as sends: helper QA, session 31): an isend, waited for at the rank's end."""
+        if a["peer"] < 0:
+            return False            # (to MPI_PROC_NULL: the export writes it)
+        f = self.fresh()
+        self.emit("isend", int(a["peer"]), int(a["tag"]), bs=int(a["bytes_sent"]), req=f,
+                  comm=int(a["comm"]))
+        self.buffered.append(f)
+        self.counts["bsend (isend, waited for at the rank's end: the attached buffer holds "
+                    "it)"] += 1
+        return True
 
     def start(self, q: int, row: int | None = None) -> None:
         """Start request ``q`` (a ``start`` at ``row``: a receive's start that holds its
