@@ -35,6 +35,7 @@
 
 #define MT_SLOTS (MT_CHUNK_BYTES / sizeof(mt_rec))
 #define MT_MAX_COMMS 65536
+#define MT_CYCLE 4       /* failed polls folded in cycles of up to this many (mt_absorb) */
 #define MT_READ_CAP_NS 20000 /* a clock read takes 1-4 us: one that took longer lost its core */
 
 _Static_assert(sizeof(mt_file_hdr) <= MT_HEADER_BYTES, "the header fits its page");
@@ -58,9 +59,11 @@ struct mt_thread {
     size_t fbuf_cap[4];
     const char *fcopy, *forig;      /* a Fortran twin's C copies of the caller's request */
     size_t fcopy_n, fstep;          /* INTEGERs, how many, an INTEGER's size (mt_where_of) */
-    mt_rec *poll;                   /* the thread's last record when it is a failed poll in its
-                                     * current chunk (mt_absorb), else NULL */
-    uint64_t poll_sum;              /* its check's sum (seed + slot sums), before the fold */
+    mt_rec *run[MT_CYCLE];          /* the thread's last records, oldest first, while they are
+                                     * failed polls in a row in its current chunk (mt_absorb) */
+    uint64_t run_sum[MT_CYCLE];     /* their check words' sums (seed + slot sums) */
+    int nrun, period, phase;        /* how many; a cycle folding (the last period of them) and
+                                     * the one of it the next poll must equal */
 };
 
 volatile int mt_on;                 /* tracing now: started, file open, not paused */
@@ -605,7 +608,10 @@ static inline int mt_failed_poll(const mt_rec *R) {
 }
 
 static void mt_write(mt_thread *T, mt_rec *R, const int64_t *vec) {
-    T->poll = NULL;
+    const mt_rec *chunk = T->slots;
+    int poll = mt_fold_polls && mt_failed_poll(R);
+    T->period = 0;
+    if (!poll) T->nrun = 0;
     int64_t n = mt_inline(R, vec);
     int64_t nc = (n + MT_CONT_WORDS - 1) / MT_CONT_WORDS;
     if (nc + 1 > (int64_t)MT_SLOTS - 1) { /* a vector larger than a chunk: dropped, not split */
@@ -613,6 +619,7 @@ static void mt_write(mt_thread *T, mt_rec *R, const int64_t *vec) {
         nc = 0;
     }
     mt_rec *r = mt_room(T, (uint32_t)(nc + 1));
+    if (T->slots != chunk) T->nrun = 0;     /* the run's records are in a chunk given up */
     if (!r) return;
     *r = *R;
     for (int64_t c = 0; c < nc; c++) {
@@ -624,38 +631,38 @@ static void mt_write(mt_thread *T, mt_rec *R, const int64_t *vec) {
     uint64_t sum = MT_CHECK_SEED + mt_slot_sum(r, nc + 1);
     r->check = mt_fold(sum);
     mt_commit(T);
-    if (mt_fold_polls && mt_failed_poll(r)) {
-        T->poll = r;
-        T->poll_sum = sum;
+    if (poll && r->vec_len != MT_VEC_DROPPED) {   /* (mt_write may have dropped it) */
+        if (T->nrun == MT_CYCLE) {
+            memmove(T->run, T->run + 1, sizeof(T->run[0]) * (MT_CYCLE - 1));
+            memmove(T->run_sum, T->run_sum + 1, sizeof(T->run_sum[0]) * (MT_CYCLE - 1));
+            T->nrun--;
+        }
+        T->run[T->nrun] = r;
+        T->run_sum[T->nrun++] = sum;
+    } else {
+        T->nrun = 0;
     }
 }
 
-/* A failed poll made with exactly the arguments of the thread's preceding record, itself a
- * failed poll in the thread's current chunk (kind, flags, peer, tag, communicator, request,
- * sizes and vector equal, as written), is not written: that record absorbs it.  Its volume
- * adds the call's; its pre_volume adds the call's (the compute between the two polls moves
- * before the run, which completes nothing); it ends when the call ends and starts later by the
- * gap, so that its duration is the run's time inside its calls and the compute before it
- * spans the run's gaps too.  The record is updated in place, its check word last (a rank
- * killed within those few stores leaves it failing its check: the merge drops it as
- * damaged).  Never across a chunk, a pause (mt_enter), a record of another kind or thread;
- * not with walltime volumes (the merge takes computes from the gaps).  1: folded. */
-static int mt_absorb(mt_thread *T, mt_rec *R) {
-    mt_rec *p = T->poll;
-    if (!p || !mt_failed_poll(R)) return 0;
-    mt_rec c = *R;
-    int64_t n = mt_inline(&c, T->vec);
-    if (c.kind != p->kind || c.flags != p->flags || c.vec_len != p->vec_len ||
-        c.peer != p->peer || c.tag != p->tag || c.comm != p->comm ||
-        c.bytes_sent != p->bytes_sent || c.bytes_recv != p->bytes_recv || c.request != p->request)
+/* Whether the written record p has the arguments of c (a record as mt_write would write it,
+ * its vector's n values in vec, continuation records of p). */
+static int mt_same(const mt_rec *p, const mt_rec *c, const int64_t *vec, int64_t n) {
+    if (c->kind != p->kind || c->flags != p->flags || c->vec_len != p->vec_len ||
+        c->peer != p->peer || c->tag != p->tag || c->comm != p->comm ||
+        c->bytes_sent != p->bytes_sent || c->bytes_recv != p->bytes_recv ||
+        c->request != p->request)
         return 0;
     for (int64_t k = 0; k < n; k++)
-        if (((const int64_t *)(p + 1 + k / MT_CONT_WORDS))[1 + k % MT_CONT_WORDS] != T->vec[k])
+        if (((const int64_t *)(p + 1 + k / MT_CONT_WORDS))[1 + k % MT_CONT_WORDS] != vec[k])
             return 0;
-    int64_t pre = p->pre_volume + R->pre_volume, vol = p->volume + R->volume;
-    int64_t ts = p->t_start + (R->t_start - p->t_end), te = R->t_end;
-    /* the check's sum is linear in the words: pre_volume, volume, t_start, t_end are 5-9 */
-    uint64_t sum = T->poll_sum +
+    return 1;
+}
+
+/* Rewrite the run's record i with these volumes and times, its check word last (the check's
+ * sum is linear in the words: pre_volume, volume, t_start, t_end are words 5, 6, 8, 9). */
+static void mt_rewrite(mt_thread *T, int i, int64_t pre, int64_t vol, int64_t ts, int64_t te) {
+    mt_rec *p = T->run[i];
+    uint64_t sum = T->run_sum[i] +
         ((uint64_t)pre - (uint64_t)p->pre_volume) * mt_check_mult[5] +
         ((uint64_t)vol - (uint64_t)p->volume) * mt_check_mult[6] +
         ((uint64_t)ts - (uint64_t)p->t_start) * mt_check_mult[8] +
@@ -665,7 +672,57 @@ static int mt_absorb(mt_thread *T, mt_rec *R) {
     p->t_start = ts;
     p->t_end = te;
     __atomic_store_n(&p->check, mt_fold(sum), __ATOMIC_RELEASE);
-    T->poll_sum = sum;
+    T->run_sum[i] = sum;
+}
+
+/* A failed poll is not written when it repeats the thread's last failed polls: one made with
+ * exactly the arguments (kind, flags, peer, tag, communicator, request, sizes and vector, as
+ * written) of the record p back among the thread's last records, p <= MT_CYCLE, all failed
+ * polls in a row in its current chunk, and the polls after it in the same cycle of p (a loop
+ * polling an iprobe and a testall in turn: public AMG/hypre) the records after it.  The
+ * record it equals absorbs it: its in-call volume adds the call's, its duration the call's;
+ * the first record of the cycle takes the compute before the call, and at the first fold the
+ * computes between the cycle's records (they move before the run, which completes nothing);
+ * the cycle's records are laid back to back, ending when the call ends, so that each lasts
+ * its calls' time inside MPI and the compute before the run spans the run's gaps.  Records
+ * are updated in place, each check word last (a rank killed within those few stores leaves
+ * one failing its check: the merge drops it as damaged).  Never across a chunk, a pause
+ * (mt_enter), a record of another kind, or threads; not with walltime volumes (the merge
+ * takes computes from the gaps).  1: folded. */
+static int mt_absorb(mt_thread *T, mt_rec *R) {
+    if (!mt_failed_poll(R)) return 0;
+    mt_rec c = *R;
+    int64_t n = mt_inline(&c, T->vec);
+    int first, at;
+    if (T->period) {
+        first = T->nrun - T->period;
+        at = first + T->phase;
+        if (!mt_same(T->run[at], &c, T->vec, n)) return 0;
+    } else {
+        int p = 1;
+        while (p <= T->nrun && !mt_same(T->run[T->nrun - p], &c, T->vec, n)) p++;
+        if (p > T->nrun) return 0;
+        T->period = p;
+        T->phase = 0;
+        first = at = T->nrun - p;
+        int64_t pre = T->run[first]->pre_volume;
+        for (int i = first + 1; i < T->nrun; i++) {  /* the computes between them move first */
+            mt_rec *q = T->run[i];
+            pre += q->pre_volume;
+            mt_rewrite(T, i, 0, q->volume, q->t_start, q->t_end);
+        }
+        mt_rec *f = T->run[first];
+        mt_rewrite(T, first, pre, f->volume, f->t_start, f->t_end);
+    }
+    T->phase = (T->phase + 1) % T->period;
+    int64_t end = R->t_end;
+    for (int i = T->nrun - 1; i >= first; i--) {
+        mt_rec *q = T->run[i];
+        int64_t d = (q->t_end - q->t_start) + (i == at ? R->t_end - R->t_start : 0);
+        mt_rewrite(T, i, q->pre_volume + (i == first ? R->pre_volume : 0),
+                   q->volume + (i == at ? R->volume : 0), end - d, end);
+        end -= d;
+    }
     if (mt_hdr) __atomic_add_fetch(&mt_hdr->folded_polls, 1, __ATOMIC_RELAXED);
     return 1;
 }
@@ -710,7 +767,7 @@ static inline mt_thread *mt_enter(void) {
     if (__builtin_expect(T->epoch != mt_epoch, 0)) { /* resumed: the paused gap is not compute */
         T->epoch = mt_epoch;
         T->c_out = c;
-        T->poll = NULL;
+        T->nrun = T->period = 0;
     }
     T->t_in = t;
     T->c_in = c;
@@ -730,7 +787,7 @@ static inline void mt_leave(mt_thread *T, mt_rec *R, int kind) {
 }
 
 static inline void mt_emit(mt_thread *T, mt_rec *R) {
-    if (!T->poll || !mt_absorb(T, R)) mt_write(T, R, T->vec);
+    if (!T->nrun || !mt_absorb(T, R)) mt_write(T, R, T->vec);
     T->depth = 0;
     T->fcopy = NULL;
 }

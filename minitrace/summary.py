@@ -84,14 +84,16 @@ def persistent_note(df: pd.DataFrame) -> str:
 
 def folded_note(meta: dict) -> str:
     """A line saying how many failed polls the recorder folded ("" when none was): a run of
-    equal tests or iprobes that found nothing is one action (docs/RECORDER.md), so the counts
+    equal tests or iprobes that found nothing (or of cycles of them) is one action per poll
+    of the cycle (docs/RECORDER.md), so the counts
     shown are not the program's calls."""
     folded = meta.get("folded_polls")
     if not folded or not sum(folded):
         return ""
     per = folded if len(folded) <= 8 else f"{folded[:8]} ... ({len(folded)} ranks)"
     return (f"folded_polls: {sum(folded):,} failed polls (tests, iprobes that found nothing) "
-            f"were each folded into the equal poll before them at record time, per rank {per} "
+            f"were each folded at record time into the equal poll before them (in a run or a "
+            f"cycle of up to 4 polls), per rank {per} "
             f"(record --no-fold-polls keeps every one)")
 
 

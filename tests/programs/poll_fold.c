@@ -4,7 +4,8 @@
  * test (MPI_Test of an irecv), testany, testsome (of that one), testall (MPI_Testall of two
  * irecvs), iprobe (MPI_Iprobe: first
  * 50 on a tag never sent, then 50 on the tag sent: two runs), improbe (MPI_Improbe, then
- * MPI_Mrecv).  Rank 0 prints how many of its polls found nothing: "failed polls N". */
+ * MPI_Mrecv), cycle (MPI_Iprobe and MPI_Test of an irecv in turn, as public AMG's hypre polls:
+ * the irecv's message is sent after the probed one arrived).  Rank 0 prints how many of its polls found nothing: "failed polls N". */
 #include <mpi.h>
 #include <stdio.h>
 #include <string.h>
@@ -27,11 +28,31 @@ int main(int argc, char **argv) {
         MPI_Recv(&go, 1, MPI_INT, 0, 2, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
         MPI_Send(&buf[0], 1, MPI_INT, 0, 1, MPI_COMM_WORLD);
         if (!strcmp(mode, "testall")) MPI_Send(&buf[1], 1, MPI_INT, 0, 3, MPI_COMM_WORLD);
+        if (!strcmp(mode, "cycle")) {
+            MPI_Recv(&go, 1, MPI_INT, 0, 4, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            MPI_Send(&buf[1], 1, MPI_INT, 0, 3, MPI_COMM_WORLD);
+        }
     } else if (rank == 0) {
         long failed = 0;
         int flag = 0;
         MPI_Request rq[2];
-        if (!strcmp(mode, "iprobe") || !strcmp(mode, "improbe")) {
+        if (!strcmp(mode, "cycle")) {
+            int got = 0;
+            MPI_Irecv(&buf[1], 1, MPI_INT, 1, 3, MPI_COMM_WORLD, &rq[0]);
+            for (int k = 0; !flag; k++) {
+                if (k == 50) MPI_Send(&go, 1, MPI_INT, 1, 2, MPI_COMM_WORLD);
+                compute();
+                MPI_Iprobe(1, 1, MPI_COMM_WORLD, &flag, MPI_STATUS_IGNORE);
+                failed += !flag;
+                if (flag) break;
+                compute();
+                MPI_Test(&rq[0], &got, MPI_STATUS_IGNORE);
+                failed += !got;
+            }
+            MPI_Recv(&buf[0], 1, MPI_INT, 1, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            MPI_Send(&go, 1, MPI_INT, 1, 4, MPI_COMM_WORLD);
+            MPI_Wait(&rq[0], MPI_STATUS_IGNORE);
+        } else if (!strcmp(mode, "iprobe") || !strcmp(mode, "improbe")) {
             MPI_Message msg;
             for (int i = 0; i < 50; i++) {              /* a tag never sent */
                 compute();
