@@ -75,3 +75,20 @@ def test_every_failed_poll_is_kept_without_folding(programs, tmp_path, how):
     _, tr, failed = _run(programs, tmp_path, "iprobe", extra, volume)
     assert "folded_polls" not in tr.meta
     assert int(_failed(tr.mpi(0), "iprobe").sum()) == failed >= 100
+
+
+def test_raw_files_of_version_7_merge_without_the_count(programs, tmp_path):
+    """Raw format 8 added the header's count: a file of version 7 (the same layout, that field
+    unused) still merges, and says nothing of folded polls."""
+    from minitrace import rawlayout as L
+    from minitrace.merge import merge_dir
+    out = tmp_path / "p.h5"
+    record(out, 2, [programs("poll_fold"), "test"], volume="cputime", extra=["--keep-raw"])
+    raw = next(tmp_path.glob("p.h5.raw-*"))
+    assert "folded_polls" in merge_dir(str(raw)).meta
+    at = L.HEADER.dtype().fields["version"][1]
+    for f in raw.glob("rank-*.mtr"):
+        with open(f, "r+b") as fh:
+            fh.seek(at)
+            fh.write(np.uint32(7).tobytes())
+    assert "folded_polls" not in merge_dir(str(raw)).meta
