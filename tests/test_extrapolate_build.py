@@ -255,3 +255,20 @@ def test_a_law_that_turns_beyond_the_runs_is_not_extrapolated():
     compute = [x for x in parameters if "(compute): volume" in x.name]
     assert compute and not any(x.model.turns_between(4, 16) for x in compute)
     assert all(x.at_target < values[-1] for x in compute)
+
+
+def test_a_steep_law_from_three_scales_that_leaps_beyond_the_runs_is_refused():
+    """A constant 21 us compute recorded at 1, 2, 3 ranks (the third oversubscribed: +11%)
+    fits c0 + c1 * p^3 * log2(p)^2 within 0.49%, which made it 0.33 s at 64 ranks, 15,600x,
+    with a generic note only (helper QA, session 31).  A law steeper than p log2(p) from three
+    scales that takes its quantity more than 10x beyond the runs is refused; --force takes it."""
+    from minitrace.extrapolate.fit import fit
+    values = (2.103e-05, 2.128e-05, 2.337e-05)
+    m = fit((1, 2, 3), values)
+    assert m.i > 1 and not m.flagged and m(64) > 1000 * max(values)
+    runs = _runs_computing((1, 2, 3), values)
+    with pytest.raises(MinitraceError, match=r"a law steeper than p log2\(p\) from 3 scales"):
+        B.extrapolate(runs, 64, "weak")
+    _, parameters, forced = B.extrapolate(runs, 64, "weak", force=True)
+    assert any("steeper than p log2(p)" in f for f in forced)
+    assert not B.refusals(parameters, 4, 3)        # (within 10x at 4 ranks: taken)

@@ -678,15 +678,42 @@ def _set_cart_dims(a: np.ndarray, vec: np.ndarray, grid: GR.Grid) -> None:
                                                                        grid.periods]
 
 
+#: A law steeper than p log2(p) fitted from this few scales ...
+FEW_SCALES = 3
+#: ... that takes its quantity more than this many times beyond the runs' largest value is
+#: refused (--force takes it): three noisy values of a constant 21 us compute (1-3 ranks, the
+#: third oversubscribed) fitted c0 + c1 * p^3 * log2(p)^2 within 0.49%, and made it 0.33 s, 15,600x,
+#: at 64 ranks (helper QA, session 31).
+LEAP = 10.0
+
+
+def _leaps(x: Parameter, ranks: int) -> float:
+    """How many times a steep law from few scales takes ``x`` beyond its largest recorded
+    value at ``ranks`` (0 when the law is not such a law, or stays within :data:`LEAP`)."""
+    m = x.model
+    if not isinstance(m, F.Model) or m.null_only or len(m.p) > FEW_SCALES \
+            or not (m.i > 1 or (m.i == 1 and m.j >= 2)):
+        return 0.0
+    top = float(np.max(np.abs(m.values)))
+    factor = abs(float(m(ranks))) / top if top > 0 else 0.0
+    return factor if factor > LEAP else 0.0
+
+
 def refusals(parameters: list[Parameter], ranks: int, largest: int) -> list[str]:
-    """What the fits do not support: a target too far, fits over their LOO threshold, laws
-    that fall below what the quantity can be at the target (a negative volume, no loop)."""
+    """What the fits do not support: a target too far, fits over their LOO threshold, steep
+    laws from few scales that leap far beyond the runs, laws that fall below what the
+    quantity can be at the target (a negative volume, no loop)."""
     out = []
     if ranks > MAX_FACTOR * largest:
         out.append(f"{ranks} ranks is more than {MAX_FACTOR}x the largest run ({largest})")
     out += [f"rank class {x.rank_class}, {x.name}: {x.model} has a leave-one-out error of "
             f"{x.model.loo_error:.1%} (threshold {x.model.threshold:.0%})"
             for x in parameters if x.model.flagged and not (x.negligible or x.waiting)]
+    out += [f"rank class {x.rank_class}, {x.name}: {x.model} takes it from at most "
+            f"{np.max(np.abs(x.model.values)):.4g} in the runs to {x.model(ranks):.4g} at {ranks} "
+            f"ranks ({_leaps(x, ranks):.0f}x): a law steeper than p log2(p) from "
+            f"{len(x.model.p)} scales is more likely their noise"
+            for x in parameters if _leaps(x, ranks) and not (x.negligible or x.waiting)]
     out += [f"rank class {x.rank_class}, {x.name}: {x.model} predicts {x.model(ranks):.4g} "
             f"at {ranks} ranks, below what it can be (taken as {x.at_target:.4g})"
             for x in parameters if x.clamped and not (x.negligible or x.waiting)]
