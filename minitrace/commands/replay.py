@@ -59,6 +59,9 @@ def register(sub) -> None:
                         "is waiting, which the simulation models, never replayed as work)")
     p.add_argument("--lossy", action="store_true",
                    help="replay a minitrace file even if the TI export must drop actions")
+    p.add_argument("--no-check", action="store_true",
+                   help="replay without validating the trace first (a prediction from an "
+                        "invalid trace is flagged; validating a compressed trace expands it)")
     p.add_argument("--timeout", type=number("--timeout", 0, MAX_SECONDS, above=True),
                    default=600.0,
                    metavar="S",
@@ -135,7 +138,7 @@ def run(args) -> int:
     r = replay(args.file, platform=args.platform, hostfile=args.hostfile, np=args.np,
                config=_config(args.cfg), cluster=cluster, compute_rate=args.compute_rate,
                lossy=args.lossy, timeout=args.timeout, engine=args.engine,
-               collectives=args.collectives,
+               collectives=args.collectives, check=False if args.no_check else None,
                reduction_rate=args.reduction_rate,
                timeline=args.breakdown or args.critical_path or bool(args.plot or args.perfetto))
     if args.json:

@@ -202,9 +202,11 @@ def _replay(posted: bool, trace, platform, hostfile, np, config, cluster, comput
         red = None if reduction_rate is None else parse_quantity(reduction_rate, "bandwidth")
         feeder, options = _feeder(trace, Path(work), rate, red, copy_rates, native, timeline,
                                   collectives, cfg, posted)
+        unchecked = None
         if feeder is not None:   # a compressed trace: TI lines made as the replayer reads them
             traces, notes = feeder.paths, []
-            invalid = checked(_expanded(trace), True) if check else ""
+            unchecked = _too_big_to_check(feeder.nactions) if check else None
+            invalid = checked(_expanded(trace), True) if check and not unchecked else ""
         else:
             traces, notes, options, invalid = _rank_traces(
                 trace, Path(work), rate, red, lossy, copy_rates, (collectives, cfg, posted),
@@ -271,6 +273,8 @@ def _replay(posted: bool, trace, platform, hostfile, np, config, cluster, comput
             notes = [*notes, threads]
         if invalid:
             notes = [*notes, invalid_note(invalid)]
+        if unchecked:
+            notes = [*notes, unchecked]
         table = None
         if timeline:
             from .timeline import attach_messages, read_timed_log
@@ -413,6 +417,20 @@ def _rank_traces(trace, work: Path, rate: float | None, red: float | None,
     invalid = checked(data, check)
     data, notes = in_flops(data, rate, red, None, copies)
     return (*_export_ti(data, work, notes, None, lossy, colls), invalid)
+
+
+def _too_big_to_check(nactions: int) -> str | None:
+    """Why a compressed trace replayed streamed is not validated first, or None: expanded for
+    ``validate`` (~200-340 bytes an action) it could take more than half the memory this
+    machine has free, where the streamed replay holds a few ranges per rank (a 4 M-action
+    trace: 968 MB checked, 145 MB not)."""
+    from ..merge import BYTES_PER_ACTION, available_memory
+    free = available_memory()
+    if free is None or nactions * BYTES_PER_ACTION[1] <= free / 2:
+        return None
+    return (f"the trace was not validated: expanding its {nactions:,} actions for it could take "
+            f"more than half the memory free here, where the streamed replay holds a few "
+            f"ranges a rank (`minitrace validate` checks it)")
 
 
 def _expanded(trace):

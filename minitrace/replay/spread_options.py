@@ -75,7 +75,15 @@ def run(args, trace, source: str, replay_kw: dict, plot: str | None) -> int:
     is validated first, as a replay's is (:func:`~minitrace.replay.api.checked`)."""
     from .sampling import load_trace
     data = load_trace(trace, source)
-    invalid = checked(data, True)
+    comm = None
+    if args.replicas is not None:
+        from .replicas import _mpi_world
+        comm = _mpi_world()
+    check = not getattr(args, "no_check", False)
+    if comm is None:
+        invalid = checked(data, check)
+    else:               # (the replicas' workers: validated once, on the first)
+        invalid = comm.bcast(checked(data, check) if comm.Get_rank() == 0 else None, root=0)
     try:
         return _run(args, data, source, replay_kw, plot, invalid)
     except MinitraceError as e:
