@@ -431,6 +431,37 @@ def test_buffered_sends_complete_whatever_their_size(tmp_path):
     assert r.simulated_time > 3 * (1 << 20) / 10e9     # (3 MB each way at 10 GB/s)
 
 
+@pytest.mark.parametrize("send", ["isend", "persistent"])
+def test_a_bsend_is_waited_for_before_a_send_of_its_key_is(tmp_path, send):
+    """SimGrid's replay finds the request a wait names by (source, destination, tag), the oldest
+    first: a bsend of 100 B left pending took the wait of the next isend on its tag (or of a
+    persistent send's start), a 1 MB whose receive came 1 s later, and the rank ended 1 s early
+    (the reviewer, session 31)."""
+    b = TraceBuilder(2, meta={"volume_unit": "flops"})
+    for r in range(2):
+        b.add(r, "init")
+    b.add(0, "bsend", peer=1, tag=7, bytes_sent=100)
+    if send == "isend":
+        b.add(0, "isend", peer=1, tag=7, bytes_sent=1 << 20, request=1)
+    else:
+        b.add(0, "send_init", peer=1, tag=7, bytes_sent=1 << 20, request=1)
+        b.add(0, "start", request=1, flags=K.FLAG_PERSISTENT)
+    b.add(0, "wait", request=1)
+    b.add(0, "compute", volume=1e9)
+    b.add(1, "compute", volume=1e9)
+    b.add(1, "recv", peer=0, tag=7, bytes_recv=100)
+    b.add(1, "recv", peer=0, tag=7, bytes_recv=1 << 20)
+    for r in range(2):
+        b.add(r, "finalize")
+    data = b.build()
+    low = lower(data)[0]
+    assert [K.NAME[k] for k in low.actions["kind"][low.rank_slice(0)]] == \
+        ["init", "isend", "isend", "wait", "wait", "compute", "finalize"]
+    write_ti(data, tmp_path / "k")
+    r = replay(tmp_path / "k", cluster=_cluster(2), engine="native")
+    assert r.rank_end_times[0] > 2.0        # (its 1 MB received after 1 s, then 1 s of its own)
+
+
 def test_a_synchronous_send_whose_receive_is_never_waited_for_still_ends(tmp_path):
     b = TraceBuilder(2, meta={"volume_unit": "flops"})
     for r in range(2):

@@ -163,10 +163,13 @@ class _Rank:
         self.d, self.r, self.counts, self.dropped = data, r, counts, dropped
         self.library, self.world = how
         self.sync = sync                           # synchronous send/its receive -> ack peer
-        self.buffered: list[int] = []              # the isends of bsends, waited at the end
+        self.buffered: dict[tuple, list[int]] = {}  # the isends of bsends, by their key
         self.sl = data.rank_slice(r)
         rows = data.actions[self.sl]
         self.cols = {f: rows[f].tolist() for f in _FIELDS}
+        nb_send = np.flatnonzero(K.mask(K.NONBLOCKING_SENDS)[rows["kind"]])
+        self.send_rows = dict(zip(rows["request"][nb_send].tolist(),    # request -> its isend
+                                  (nb_send + self.sl.start).tolist()))
         self.next_req = first_req
         self.plan: list[int] = []                  # trace row i >= 0, or new row k as -(k+1)
         self.new: list[tuple] = []
@@ -214,7 +217,7 @@ class _Rank:
         if self.buffered:       # (before the rank's finalize, if it has one)
             last = self.plan.pop() if self.plan and self.plan[-1] >= 0 and \
                 self.cols["kind"][self.plan[-1] - self.sl.start] == _CODE["finalize"] else None
-            self.emit("waitall", vector=self.buffered)
+            self.emit("waitall", vector=[f for fs in self.buffered.values() for f in fs])
             if last is not None:
                 self.plan.append(last)
         return self.assemble()
@@ -284,6 +287,22 @@ class _Rank:
             return self.pready(i, kind, req)
         return False
 
+    def before_sends_of(self, ids: list[int]) -> None:
+        """Wait for the pending isends of bsends to a peer with a tag and communicator of one
+        of the sends whose requests ``ids`` a completion names: SimGrid's replay finds the
+        request a wait or test names by (source, destination, tag), the oldest first, and took
+        the bsend's for the program's (the reviewer: a bsend of 100 B, then an isend of 1 MB
+        on that tag waited for: its wait returned at once, the rank ended 1 s early)."""
+        for q in ids:
+            row = self.send_rows.get(q)
+            if row is None and self.inits.get(q, ("",))[0] in K.SEND_INITS:
+                row = self.inits[q][1]          # (a persistent send's start: its init's key)
+            if row is None:
+                continue
+            x = self.at(row)
+            for f in self.buffered.pop((int(x["peer"]), int(x["tag"]), int(x["comm"])), []):
+                self.emit("wait", req=f)
+
     def buffered_send(self, a) -> bool:
         """A bsend completes at once whatever its size (the attached buffer holds it; public
         codes that bsend large messages to each other before receiving ran, and deadlocked in
@@ -293,7 +312,7 @@ class _Rank:
         f = self.fresh()
         self.emit("isend", int(a["peer"]), int(a["tag"]), bs=int(a["bytes_sent"]), req=f,
                   comm=int(a["comm"]))
-        self.buffered.append(f)
+        self.buffered.setdefault((int(a["peer"]), int(a["tag"]), int(a["comm"])), []).append(f)
         self.counts["bsend (isend, waited for at the rank's end: the attached buffer holds "
                     "it)"] += 1
         return True
@@ -464,6 +483,8 @@ class _Rank:
     def completion(self, i: int, kind: str, flags: int, req: int) -> bool:
         multi = kind in K.MULTI_COMPLETIONS
         ids = [q for q in (self.d.vector(i).tolist() if multi else [req]) if q >= 0]
+        if self.buffered:
+            self.before_sends_of(ids)
         completes = kind.startswith("wait") or bool(flags & K.FLAG_COMPLETED)
         if kind not in _ANY and not any(q in self.expand for q in ids):
             return False
