@@ -608,7 +608,8 @@ static inline int mt_failed_poll(const mt_rec *R) {
 }
 
 static void mt_write(mt_thread *T, mt_rec *R, const int64_t *vec) {
-    const mt_rec *chunk = T->slots;
+    /* (a chunk is told by its number: a new one may be mapped where the last one was) */
+    uint64_t chunk = (uint64_t)T->seq;
     int poll = mt_fold_polls && mt_failed_poll(R);
     T->period = 0;
     if (!poll) T->nrun = 0;
@@ -619,7 +620,7 @@ static void mt_write(mt_thread *T, mt_rec *R, const int64_t *vec) {
         nc = 0;
     }
     mt_rec *r = mt_room(T, (uint32_t)(nc + 1));
-    if (T->slots != chunk) T->nrun = 0;     /* the run's records are in a chunk given up */
+    if ((uint64_t)T->seq != chunk) T->nrun = 0;   /* the run's records: a chunk given up */
     if (!r) return;
     *r = *R;
     for (int64_t c = 0; c < nc; c++) {
