@@ -67,12 +67,16 @@ def test_every_send_mode_is_a_send_everywhere(kind, tmp_path):
 
     rep = write_ti(data, tmp_path / "t.txt", layout="single")
     lines = (tmp_path / "t.txt").read_text().splitlines()
-    standard = "isend" if kind in K.NONBLOCKING_SENDS else "send"
+    standard = "isend" if kind in K.NONBLOCKING_SENDS or kind == "bsend" else "send"
     assert f"0 {standard} 1 3 16" in lines
     assert not rep.dropped
     if kind in ("ssend", "issend"):     # lowered: plus an acknowledgement from its receive
         assert not rep.approximated and rep.lowered[
             f"{kind} ({standard}, completed by a 0-byte acknowledgement from its receive)"] == 1
+        return
+    if kind == "bsend":                 # lowered: an isend, waited for at the rank's end
+        assert not rep.approximated and rep.lowered[
+            "bsend (isend, waited for at the rank's end: the attached buffer holds it)"] == 1
         return
     assert list(rep.approximated) == ([] if kind == standard else
                                       [f"{kind} (written as {standard})"])
