@@ -211,20 +211,3 @@ def test_an_array_in_both_codings_is_refused(tmp_path, small_minimum, capsys):
         a["exact/volume.ctx"] = a["exact/volume.actx"]
     _rewrite(packed, twice)
     _refused(capsys, packed, "exact/volume stored twice")
-
-
-@pytest.mark.parametrize("iterations", [20, 300])
-def test_small_arrays_coded_where_smaller(tmp_path, monkeypatch, iterations):
-    """Below CONTEXT_MIN values an array is coded where that is smaller than deflated: the
-    file no larger than with every array coded or none."""
-    data = _timed_stencil(iterations)
-    size = {}
-    for way in ("rule", "every", "none"):
-        out = tmp_path / f"{way}.h5"
-        if way == "every":
-            monkeypatch.setattr(ST, "CONTEXT_MIN", 0)
-        if way == "none":
-            monkeypatch.setattr(ST, "_context_coded", lambda *args: None)
-        write_compressed(str(out), data, "bounded:1%", times="bounded:1us")
-        size[way] = out.stat().st_size
-    assert size["rule"] <= 1.01 * min(size["every"], size["none"]), size
