@@ -588,7 +588,7 @@ _WAITED_TEST = "left out before its request's wait: SimGrid's replay aborts wher
 #: where the simulated message comes later than the recorded one and the rank goes on without
 #: it (public Kripke, which completes every receive by MPI_Testany: its replay 5.1% (2 ranks)
 #: and 7.2% (4 ranks) shorter than with waits, and with synchronous sends SimGrid aborted).
-_TEST_AS_WAIT = "completed: written as wait (the program went on once its message had come)"
+TEST_AS_WAIT = "completed: written as wait (the program went on once its message had come)"
 #: What ``RankWriter.fast_text`` writes: kinds SimGrid expresses as they are.
 _FAST_NAMES = ("init", "finalize", "compute", "sleep", "send", "recv", "isend", "irecv", "wait",
                "waitall", "comm_size", "comm_split", "comm_dup", "barrier", "bcast", "reduce",
@@ -732,11 +732,13 @@ class RankWriter:
     time.  Both write the same text."""
 
     def __init__(self, data: TraceColumns, rep: ExportReport,
-                 posted: dict[int, int] | None = None, free_tests: bool = False):
+                 posted: dict[int, int] | None = None, free_tests: bool | str = False):
         self.d, self.rep, self.P = data, rep, data.nranks
         self.posted = posted or {}      # tag -> the least count of its receives (posted_sizes)
-        self.free_tests = free_tests    # a test costs nothing in the replay to come
-                                        # (:data:`_WAITED_TEST`)
+        self.free_tests = bool(free_tests)  # a test costs nothing in the replay to come
+                                            # (:data:`_WAITED_TEST`), and one that completed
+        self.tests_as_waits = free_tests is True    # is a wait (:data:`TEST_AS_WAIT`) unless
+                                                    # "tests": kept a test
         self.unit = data.meta.get("volume_unit", "flops")
         self.too_big: list[str] = []
 
@@ -886,9 +888,9 @@ class RankWriter:
 
     def completed_as(self, kind: str, completes: bool, approx) -> str:
         """The TI action a completion is written as: a test that completed as a wait in a
-        replay's text (:data:`_TEST_AS_WAIT`), else its own kind's (wait or test)."""
-        if completes and self.free_tests and kind.startswith("test"):
-            approx(kind, _TEST_AS_WAIT)
+        replay's text (:data:`TEST_AS_WAIT`), else its own kind's (wait or test)."""
+        if completes and self.tests_as_waits and kind.startswith("test"):
+            approx(kind, TEST_AS_WAIT)
             return "wait"
         return kind[:4]
 
@@ -898,7 +900,7 @@ class RankWriter:
         completed them (:meth:`completed_as`: a wait too) (a ``waitall`` of every pending
         request is SimGrid's ``waitall``, which takes a request a test completed)."""
         kind = a["kind"]
-        done = (a["flags"] & K.FLAG_COMPLETED) != 0
+        done = ((a["flags"] & K.FLAG_COMPLETED) != 0) & self.tests_as_waits
         single = K.mask({"wait", "waitany"})[kind] | (K.mask({"test", "testany"})[kind] & done)
         out = set(a["request"][single].tolist())
         multi = K.mask({"waitsome"})[kind] | (K.mask({"testsome", "testall"})[kind] & done)
@@ -1092,7 +1094,7 @@ def count_rootless(data: TraceColumns, rep: ExportReport) -> None:
 def write_ti(data: TraceColumns, out, layout: str = "per-rank", lossy: bool = False,
              lower_world: bool = False, collectives: str = "auto",
              config: dict | None = None, replay: bool = False,
-             free_tests: bool = False) -> ExportReport:
+             free_tests: bool | str = False) -> ExportReport:
     """Write ``data`` as SimGrid 4.1 TI text (bytes, default MPI_BYTE).  ``per-rank``: ``out`` is
     a list file naming ``<out>_files/<rank>.txt`` (paths relative to the list's directory);
     ``single``: ``out`` holds every rank's lines.  Unless ``lossy``, raises MinitraceError when
@@ -1108,7 +1110,9 @@ def write_ti(data: TraceColumns, out, layout: str = "per-rank", lossy: bool = Fa
     with ``config``, whose receives are written as large as ``posted_sizes`` says (an export
     keeps each receive's own size, which an import reads back); ``free_tests``: the text is
     for a replay where a test costs nothing (``smpi/test`` 0), a test that did not complete a
-    request a wait completes later left out (:data:`_WAITED_TEST`; an export keeps it)."""
+    request a wait completes later left out (:data:`_WAITED_TEST`; an export keeps it), and a
+    test that completed written as a wait (:data:`TEST_AS_WAIT`), unless ``free_tests`` is
+    ``"tests"``."""
     out = os.fspath(out)
     if layout not in ("per-rank", "single"):
         raise MinitraceError(f"unknown layout {layout!r} (per-rank or single)")

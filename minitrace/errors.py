@@ -27,5 +27,9 @@ def naming(path):
     except MinitraceError as e:
         if e.path is not None or not path:
             raise
-        raise MinitraceError(str(e), str(path)) from None
+        named = MinitraceError(str(e), str(path))
+        for k, v in vars(e).items():      # (what a raiser added: replay's tests_as_waits)
+            if k not in ("path", "message"):
+                setattr(named, k, v)
+        raise named from None
 

@@ -84,3 +84,28 @@ def test_a_test_that_completed_is_replayed_as_a_wait(tmp_path, compressed, test)
     rep = write_ti(data, tmp_path / "export.txt", layout="single")   # (an export keeps it)
     assert not any("written as wait" in x for x in rep.lines())
     assert "1 test " in (tmp_path / "export.txt").read_text()
+
+
+def test_a_deadlock_of_tests_as_waits_replays_them_as_tests(tmp_path):
+    """A test that succeeded says the message had come in the run, not that the program
+    waited for it: an isend of 100 KB tested, then a receive from the same peer (legal: the
+    run's MPI sent it eagerly; SimGrid's replay waits for its receive above 64 KiB) deadlocked
+    as a wait; replayed again with the tests as tests, and said (the reviewer, session 31)."""
+    b = TraceBuilder(2, {"volume_unit": "flops"})
+    for r in range(2):
+        b.add(r, "init")
+    b.add(0, "isend", peer=1, tag=0, bytes_sent=100_000, request=5)
+    b.add(0, "test", flags=K.FLAG_COMPLETED, request=5)
+    b.add(0, "recv", peer=1, tag=0, bytes_recv=100_000)
+    b.add(1, "send", peer=0, tag=0, bytes_sent=100_000)
+    b.add(1, "recv", peer=0, tag=0, bytes_recv=100_000)
+    for r in range(2):
+        b.add(r, "finalize")
+    data = b.build()
+    assert validate(data).ok
+    path = tmp_path / "t.h5"
+    storage.write_trace(path, data)
+    r = replay(path, timeout=120)
+    assert r.simulated_time > 0
+    assert any(n.startswith("the replay deadlocked with the tests that completed written as "
+                            "waits") for n in r.notes), r.notes

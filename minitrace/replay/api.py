@@ -31,6 +31,12 @@ DEFAULT_CONFIG: dict[str, str] = {"network/model": "SMPI", "precision/timing": "
                                   "smpi/test": "0", "smpi/iprobe": "0"}
 
 
+#: Said when a replay that deadlocked with the tests that completed written as waits is run
+#: again with them as tests: a test that succeeded says the message had come in the run, not
+#: that the program waited for it (an isend tested, then a receive: the run's MPI sent the
+#: isend's 100 KB eagerly, SimGrid's replay waits for its receive above 64 KiB: the reviewer).
+TESTS_NOTE = ("the replay deadlocked with the tests that completed written as waits: replayed "
+              "again with them as tests (a rank may then go on before its message comes)")
 #: Said when a replay is run again with receives written as ``posted_sizes`` says.
 POSTED_NOTE = ("receives of the tags whose messages straddle smpi/async-small-thresh written as "
                "large as the tag's largest message: SMPI's two mailboxes let such messages "
@@ -139,10 +145,14 @@ def replay(trace, platform: str | os.PathLike | None = None,
         args["check"] = isinstance(trace, (str, os.PathLike))
     try:
         return _replay(False, **args)
-    except MinitraceError as e:     # SMPI gave a small receive a larger message: posted_sizes
+    except MinitraceError as e:
         from ..converters.simgrid_ti import eager_mailboxes
-        if "MPI_ERR_TRUNCATE" not in str(e) or not eager_mailboxes(
-                {**DEFAULT_CONFIG, **(config or {})}):
+        if getattr(e, "tests_as_waits", False):     # a deadlock where completed tests waited
+            res = _replay(False, **args, waits=False)
+            res.notes.append(TESTS_NOTE)
+            return res
+        if "MPI_ERR_TRUNCATE" not in str(e) or not eager_mailboxes(   # SMPI gave a small
+                {**DEFAULT_CONFIG, **(config or {})}):            # receive a larger message
             raise
     res = _replay(True, **args)
     res.notes.append(POSTED_NOTE)
@@ -181,8 +191,9 @@ def checked(data, check: bool) -> str:
 
 def _replay(posted: bool, trace, platform, hostfile, np, config, cluster, compute_rate, lossy,
             timeout, engine, timeline, reduction_rate, copy_rates,
-            collectives, check) -> ReplayResult:
-    """``replay``; ``posted``: receives written as ``posted_sizes`` says."""
+            collectives, check, waits: bool = True) -> ReplayResult:
+    """``replay``; ``posted``: receives written as ``posted_sizes`` says; ``waits``: the tests
+    that completed written as waits (converters.simgrid_ti's ``TEST_AS_WAIT``)."""
     native = _engine(engine)
     resolve(collectives, {})                  # an unknown choice is refused before any work
     if timeline and native is None:
@@ -201,7 +212,7 @@ def _replay(posted: bool, trace, platform, hostfile, np, config, cluster, comput
         rate = None if compute_rate is None else parse_quantity(compute_rate, "speed")
         red = None if reduction_rate is None else parse_quantity(reduction_rate, "bandwidth")
         feeder, options = _feeder(trace, Path(work), rate, red, copy_rates, native, timeline,
-                                  collectives, cfg, posted)
+                                  collectives, cfg, posted, waits)
         unchecked = None
         if feeder is not None:   # a compressed trace: TI lines made as the replayer reads them
             traces, notes = feeder.paths, []
@@ -209,7 +220,8 @@ def _replay(posted: bool, trace, platform, hostfile, np, config, cluster, comput
             invalid = checked(_expanded(trace), True) if check and not unchecked else ""
         else:
             traces, notes, options, invalid = _rank_traces(
-                trace, Path(work), rate, red, lossy, copy_rates, (collectives, cfg, posted),
+                trace, Path(work), rate, red, lossy, copy_rates,
+                (collectives, cfg, posted, waits),
                 check)
         cfg = {**options, **cfg}
         nranks = len(traces)
@@ -264,9 +276,10 @@ def _replay(posted: bool, trace, platform, hostfile, np, config, cluster, comput
             except MinitraceError as e:     # say what may have made it fail
                 why = [w for w in (threads if "unfinished" in str(e) else None,
                                    invalid and f"the trace is not valid ({invalid})") if w]
-                if not why:
-                    raise
-                raise MinitraceError("; ".join([e.message, *why]), e.path) from None
+                err = MinitraceError("; ".join([e.message, *why]), e.path) if why else e
+                # (replay() runs it again with the tests as tests)
+                err.tests_as_waits = "unfinished" in str(e) and _waited_tests(notes, feeder)
+                raise err from None
         if feeder is not None:
             notes = feeder.finish(lossy)
         if threads is not None:
@@ -335,7 +348,7 @@ def _engine(engine: str):
 
 
 def _feeder(trace, work: Path, rate, red, copies, native, timeline: bool | str,
-            collectives: str, cfg: dict, posted: bool = False):
+            collectives: str, cfg: dict, posted: bool = False, waits: bool = True):
     """The named pipes that feed a compressed trace to the compiled replayer range by range
     (:mod:`minitrace.replay.stream`) and the SMPI options of its world collectives, or
     (None, {}): another input, the Python engine, a timeline (its messages are read from the TI
@@ -365,19 +378,30 @@ def _feeder(trace, work: Path, rate, red, copies, native, timeline: bool | str,
     source = os.fspath(trace) if isinstance(trace, (str, os.PathLike)) else None
     flops_actions(_empty_like(c.meta), rate, red, source, copies)   # the rates' errors first
     feeder = Feeder(c, work, rate, red, copies, source, cfg if posted else None,
-                    _tests_free(cfg), library)
+                    _tests_free(cfg, waits), library)
     return feeder, options
 
 
-def _tests_free(cfg: dict) -> bool:
+def _waited_tests(notes: list[str], feeder) -> bool:
+    """Whether the replay's text wrote a test that completed as a wait (the export's notes,
+    or the streamed text's so far)."""
+    from ..converters.simgrid_ti import TEST_AS_WAIT
+    lines = notes + (feeder.report.lines() if feeder is not None else [])
+    return any(TEST_AS_WAIT in line for line in lines)
+
+
+def _tests_free(cfg: dict, waits: bool = True) -> bool | str:
     """Whether a test takes no time in this replay (``smpi/test`` 0, :data:`DEFAULT_CONFIG`'s):
     its text may then leave out the tests that did not complete a request a wait completes
     later, on which SimGrid's replay aborts when it completes the request earlier
-    (converters.simgrid_ti's ``_WAITED_TEST``); with a cost, SimGrid replays them as given."""
+    (converters.simgrid_ti's ``_WAITED_TEST``), and write those that completed as waits
+    (``TEST_AS_WAIT``; ``waits`` False: "tests", kept tests); with a cost, SimGrid replays
+    them as given."""
     try:
-        return float(cfg.get("smpi/test", "0")) == 0
+        free = float(cfg.get("smpi/test", "0")) == 0
     except ValueError:
         return False
+    return (True if waits else "tests") if free else False
 
 
 def _empty_like(meta: dict):
@@ -386,7 +410,7 @@ def _empty_like(meta: dict):
 
 
 def _rank_traces(trace, work: Path, rate: float | None, red: float | None,
-                 lossy: bool, copies, colls: tuple[str, dict, bool], check: bool
+                 lossy: bool, copies, colls: tuple[str, dict, bool, bool], check: bool
                  ) -> tuple[list[str], list[str], dict, str]:
     """One TI trace file per rank (absolute paths), whatever form the trace came in, the
     exporter's notes on approximations, the SMPI options of the world collectives
@@ -444,7 +468,7 @@ def _expanded(trace):
 
 
 def _export_ti(data, work: Path, notes: list[str], source: str | None,
-            lossy: bool, colls: tuple[str, dict, bool]) -> tuple[list[str], list[str], dict]:
+            lossy: bool, colls: tuple[str, dict, bool, bool]) -> tuple[list[str], list[str], dict]:
     """Per-rank TI files written by the SimGrid TI exporter, its notes on what SimGrid's
     format could not say exactly, and the SMPI options of the world collectives."""
     from ..converters.simgrid_ti import write_ti
@@ -452,7 +476,7 @@ def _export_ti(data, work: Path, notes: list[str], source: str | None,
     try:
         report = write_ti(data, listfile, layout="per-rank", lossy=lossy,
                           collectives=colls[0], config=colls[1], replay=colls[2],
-                          free_tests=_tests_free(colls[1]))
+                          free_tests=_tests_free(colls[1], colls[3]))
     except MinitraceError as e:   # it names our temporary file: name the user's instead
         raise MinitraceError(f"cannot replay: {e.message}", source) from None
     options, report.options = report.options, {}     # (applied, not advice: out of the notes)

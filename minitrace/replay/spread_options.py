@@ -82,8 +82,18 @@ def run(args, trace, source: str, replay_kw: dict, plot: str | None) -> int:
     check = not getattr(args, "no_check", False)
     if comm is None:
         invalid = checked(data, check)
-    else:               # (the replicas' workers: validated once, on the first)
-        invalid = comm.bcast(checked(data, check) if comm.Get_rank() == 0 else None, root=0)
+    else:               # (the replicas' workers: validated once, on the first, whose error
+        got = None      # is every worker's: none is left waiting)
+        if comm.Get_rank() == 0:
+            try:
+                got = ("", checked(data, check))
+            except MinitraceError as e:
+                got = (str(e), "")
+            except Exception as e:      # (any failure: the others must not wait for ever)
+                got = (f"validating the trace failed: {type(e).__name__}: {e}", "")
+        error, invalid = comm.bcast(got, root=0)
+        if error:
+            raise MinitraceError(error)
     try:
         return _run(args, data, source, replay_kw, plot, invalid)
     except MinitraceError as e:
