@@ -462,6 +462,29 @@ def test_a_bsend_is_waited_for_before_a_send_of_its_key_is(tmp_path, send):
     assert r.rank_end_times[0] > 2.0        # (its 1 MB received after 1 s, then 1 s of its own)
 
 
+def test_a_failed_test_does_not_wait_for_a_bsend(tmp_path):
+    """A failed test of an isend on a pending bsend's key waits for nothing (the second
+    reviewer: it waited for the bsend's 100 KB, whose receive came after the rank's next
+    receive: a deadlock)."""
+    b = TraceBuilder(2, meta={"volume_unit": "flops"})
+    for r in range(2):
+        b.add(r, "init")
+    b.add(0, "bsend", peer=1, tag=7, bytes_sent=100_000)
+    b.add(0, "isend", peer=1, tag=7, bytes_sent=8, request=1)
+    b.add(0, "test", request=1)
+    b.add(0, "recv", peer=1, tag=9, bytes_recv=100_000)
+    b.add(0, "wait", request=1)
+    b.add(1, "send", peer=0, tag=9, bytes_sent=100_000)
+    b.add(1, "recv", peer=0, tag=7, bytes_recv=100_000)
+    b.add(1, "recv", peer=0, tag=7, bytes_recv=8)
+    for r in range(2):
+        b.add(r, "finalize")
+    data = b.build()
+    assert validate(data).ok
+    write_ti(data, tmp_path / "f")
+    assert replay(tmp_path / "f", cluster=_cluster(2), engine="native").simulated_time > 0
+
+
 def test_a_synchronous_send_whose_receive_is_never_waited_for_still_ends(tmp_path):
     b = TraceBuilder(2, meta={"volume_unit": "flops"})
     for r in range(2):

@@ -483,9 +483,9 @@ class _Rank:
     def completion(self, i: int, kind: str, flags: int, req: int) -> bool:
         multi = kind in K.MULTI_COMPLETIONS
         ids = [q for q in (self.d.vector(i).tolist() if multi else [req]) if q >= 0]
-        if self.buffered:
-            self.before_sends_of(ids)
         completes = kind.startswith("wait") or bool(flags & K.FLAG_COMPLETED)
+        if self.buffered and completes:     # (a failed test waits for nothing)
+            self.before_sends_of(ids)
         if kind not in _ANY and not any(q in self.expand for q in ids):
             return False
         out = [f for q in ids for f in self.expand.get(q, [q])]
