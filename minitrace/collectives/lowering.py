@@ -167,9 +167,7 @@ class _Rank:
         self.sl = data.rank_slice(r)
         rows = data.actions[self.sl]
         self.cols = {f: rows[f].tolist() for f in _FIELDS}
-        nb_send = np.flatnonzero(K.mask(K.NONBLOCKING_SENDS)[rows["kind"]])
-        self.send_rows = dict(zip(rows["request"][nb_send].tolist(),    # request -> its isend
-                                  (nb_send + self.sl.start).tolist()))
+        self._send_rows: dict[int, int] | None = None     # request -> its isend, once needed
         self.next_req = first_req
         self.plan: list[int] = []                  # trace row i >= 0, or new row k as -(k+1)
         self.new: list[tuple] = []
@@ -293,8 +291,13 @@ class _Rank:
         request a wait or test names by (source, destination, tag), the oldest first, and took
         the bsend's for the program's (the reviewer: a bsend of 100 B, then an isend of 1 MB
         on that tag waited for: its wait returned at once, the rank ended 1 s early)."""
+        if self._send_rows is None:         # (a rank with a bsend only: not every lowering)
+            a = self.d.actions[self.sl]
+            nb_send = np.flatnonzero(K.mask(K.NONBLOCKING_SENDS)[a["kind"]])
+            self._send_rows = dict(zip(a["request"][nb_send].tolist(),
+                                       (nb_send + self.sl.start).tolist()))
         for q in ids:
-            row = self.send_rows.get(q)
+            row = self._send_rows.get(q)
             if row is None and self.inits.get(q, ("",))[0] in K.SEND_INITS:
                 row = self.inits[q][1]          # (a persistent send's start: its init's key)
             if row is None:
