@@ -728,10 +728,13 @@ def _overlapping_calls(r: _Rank) -> int:
     for what another thread's later call sends)."""
     if len(r.threads) < 2:
         return 0
-    spans = [(recs["t_start"][mpi], recs["t_end"][mpi]) for parts in r.threads for recs in parts
-             for mpi in [recs["kind"] < min(L.INTERNAL.values())]]
-    start = r._to_ns(np.concatenate([s for s, _ in spans]))
-    end = r._to_ns(np.concatenate([e for _, e in spans]))
+    starts, ends = [], []
+    for parts in r.threads:
+        for recs in parts:
+            mpi = recs["kind"] < min(L.INTERNAL.values())      # (the MPI calls)
+            starts.append(recs["t_start"][mpi])
+            ends.append(recs["t_end"][mpi])
+    start, end = r._to_ns(np.concatenate(starts)), r._to_ns(np.concatenate(ends))
     order = np.argsort(start, kind="stable")
     start, end = start[order], end[order]
     # (a thread's own calls follow each other: a call that begins before the latest end of the
