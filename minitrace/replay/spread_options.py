@@ -95,25 +95,26 @@ def run(args, trace, source: str, replay_kw: dict, plot: str | None) -> int:
         if error:
             raise MinitraceError(error)
     try:
-        return _run(args, data, source, replay_kw, plot, invalid)
+        return _run(args, data, source, replay_kw, plot, invalid, comm)
     except MinitraceError as e:
         if not invalid:
             raise
         raise MinitraceError(f"{e.message}; the trace is not valid ({invalid})", e.path) from None
 
 
-def _run(args, data, source: str, replay_kw: dict, plot: str | None, invalid: str) -> int:
-    """:func:`run` of the trace's columns ``data`` (``invalid``: what its validation found)."""
+def _run(args, data, source: str, replay_kw: dict, plot: str | None, invalid: str,
+         comm) -> int:
+    """:func:`run` of the trace's columns ``data`` (``invalid``: what its validation found;
+    ``comm``: the replicas' MPI world, None without one)."""
     from .sampling import sampled_replay
     sample = sample_arg(args.sample)
     if args.replicas is not None:
-        from .replicas import _mpi_world, replicas
+        from .replicas import replicas
         r = replicas(data, args.replicas, args.noise, args.seed, sample,
                      workers=args.workers, progress=sys.stderr.isatty(), runs=args.runs,
                      **replay_kw)
         if invalid:
             r.notes.append(invalid_note(invalid))
-        comm = _mpi_world()
         if comm is not None and comm.Get_rank() != 0:
             return 0
         if args.json:
