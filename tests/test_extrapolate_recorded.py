@@ -1,10 +1,15 @@
 """A real MPI 1-D halo (benchmarks/apps/halo1d.c, strong scaling) recorded at 2, 3, 4 and 5
-ranks: --check predicts the 5-rank run from the others with the structure identical."""
+ranks: --check predicts the 5-rank run from the others with the structure identical; the same
+for a periodic ring of MPI_Sendrecv."""
 from pathlib import Path
 
+import numpy as np
+
+import minitrace
+from minitrace import kinds as K
 from minitrace.cli import main
 from tests.support.mpiutil import mpicc
-from tests.support.record_util import record
+from tests.support.record_util import build, record
 
 APP = Path(__file__).resolve().parent.parent / "benchmarks" / "apps" / "halo1d.c"
 
@@ -22,3 +27,30 @@ def test_recorded_halo_self_check(tmp_path, capsys):
     assert "structure at 5 ranks: identical to the recorded run" in printed
     assert "replayed time: extrapolated" in printed
     assert "loop 1" not in printed                 # 6 iterations at every scale: not fitted
+
+
+def test_recorded_sendrecv_ring_is_one_program(tmp_path, capsys):
+    """A periodic ring of MPI_Sendrecv (tests/programs/sendrecv_ring.c, LAMMPS' and miniMD's
+    exchange): its source, stored as (source - rank) mod P, is the left neighbour at every
+    scale, so 2, 3, 4 ranks extrapolate to 5 with the 5-rank run's structure (the source
+    was kept mod P: a different program at each scale, refused)."""
+    exe = build("sendrecv_ring", tmp_path)
+    paths = []
+    for p in (2, 3, 4, 5):
+        paths.append(str(tmp_path / f"ring{p}.h5"))
+        record(Path(paths[-1]), p, [exe, "6", "20000"])
+    assert main(["extrapolate", *paths, "--check", "--force"]) == 0
+    printed = capsys.readouterr().out
+    assert "structure at 5 ranks: identical to the recorded run" in printed
+    out = tmp_path / "ring8.h5"
+    assert main(["extrapolate", *paths[:3], "--ranks", "8", "-o", str(out), "--force"]) == 0
+    with minitrace.open(str(out)) as t:
+        data = t.data()
+    for r in range(8):
+        a = data.actions[data.rank_slice(r)]
+        sr = np.flatnonzero(a["kind"] == K.CODE["sendrecv"])
+        assert len(sr) == 12
+        dests = a["peer"][sr].tolist()
+        sources = [int(data.vectors[a["vec_off"][k]]) for k in sr]
+        assert dests == [(r + 1) % 8, (r - 1) % 8] * 6
+        assert sources == [(r - 1) % 8, (r + 1) % 8] * 6

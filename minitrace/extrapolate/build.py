@@ -572,6 +572,10 @@ def programs(runs: list[ST.Run], ranks: int, plans: dict, grid: GR.Grid | None =
         if grid is not None:
             _set_cart_dims(a, vec, grid)
             _set_sources(a, vec, peers[key][1][stream])
+        else:                   # rank 0's source: the signed offset modulo the target's size
+            recorded = GP.sendrecv_source(source.sig, rc.leaves)
+            _set_sources(a, vec, np.where(recorded >= 0, ST.signed(recorded, source.nranks) %
+                                          ranks, -1)[stream])
         ratios = _rank_ratios(source, rc)
         pool = None
         if spread:
@@ -663,7 +667,8 @@ def _sub_communicators(a: np.ndarray, ranks: np.ndarray, sub_ids: dict):
 
 
 def _set_sources(a: np.ndarray, vec: np.ndarray, sources: np.ndarray) -> None:
-    """Each sendrecv's source (its vector's first entry): its resolved grid offset."""
+    """Each sendrecv's source (its vector's first entry, where ``sources`` >= 0): rank 0's
+    (a grid offset on a grid)."""
     starts = np.cumsum(a["vec_len"]) - a["vec_len"]
     has = sources >= 0
     vec[starts[has]] = sources[has]

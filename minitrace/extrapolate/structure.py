@@ -294,15 +294,16 @@ def shape(node: Node, table: np.ndarray, vectors) -> tuple:
 
 
 def vector_reader(run: "Run"):
-    """A vector's content as the shape compares it; on a grid without what changes with the
-    scale: a sendrecv's source (compared as a peer) and cart_create's extents."""
+    """A vector's content as the shape compares it, without what changes with the scale: a
+    sendrecv's source (compared as a peer: :func:`_peer_mismatches`) and on a grid
+    cart_create's extents."""
     sig = run.sig
 
     def content(v: int, kind: int) -> tuple:
         if v < 0:
             return ()
         c = sig.vec_values[sig.vec_offsets[v]:sig.vec_offsets[v + 1]].tolist()
-        if run.grid is not None and c[0] == SG.VEC_SENDRECV:
+        if c[0] == SG.VEC_SENDRECV:
             c[1] = "source"
         if run.grid is not None and kind == K.CODE["cart_create"]:
             c = c[:1] + c[1 + (len(c) - 1) // 2:]
@@ -385,21 +386,31 @@ def differences(runs: list[Run], peers: bool = True, partial: bool = False) -> l
 
 
 def _peer_mismatches(run: Run, rc: RankClass, ref: Run, ref_rc: RankClass) -> list[str]:
-    """Leaves whose peers are not the reference's (signed offsets modulo the run's size, or
-    grid offsets modulo its extents; absolute peers equal)."""
+    """Leaves whose peers or sendrecv sources are not the reference's (signed offsets modulo
+    the run's size, or grid offsets modulo its extents; absolute peers equal)."""
     mine, theirs = run.sig.table[rc.leaves], ref.sig.table[ref_rc.leaves]
     rel = theirs["peer_mode"] == 1
+    a, b = GP.sendrecv_source(run.sig, rc.leaves), GP.sendrecv_source(ref.sig, ref_rc.leaves)
     if run.grid is not None:
         bad = rel & ~GP.offsets_equal(mine["peer"], theirs["peer"], run.grid)
         bad |= ~rel & (mine["peer"] != theirs["peer"])
-        a, b = GP.sendrecv_source(run.sig, rc.leaves), GP.sendrecv_source(ref.sig, ref_rc.leaves)
-        bad |= (b >= 0) & ~GP.offsets_equal(a, b, run.grid)
-        bad = np.flatnonzero(bad)
+        bad_source = (b >= 0) & ~GP.offsets_equal(a, b, run.grid)
     else:
         want = np.where(rel, signed(theirs["peer"], ref.nranks) % run.nranks, theirs["peer"])
-        bad = np.flatnonzero(want != mine["peer"])
-    return [f"call {k + 1} ({_kind(theirs[k])}): peer {_peer(mine[k], run)} vs "
-            f"{_peer(theirs[k], ref)}" for k in bad[:5]]
+        bad = want != mine["peer"]
+        bad_source = (b >= 0) & (signed(b, ref.nranks) % run.nranks != a)
+    out = [f"call {k + 1} ({_kind(theirs[k])}): peer {_peer(mine[k], run)} vs "
+           f"{_peer(theirs[k], ref)}" for k in np.flatnonzero(bad)]
+    out += [f"call {k + 1} ({_kind(theirs[k])}): source {_source(a[k], run)} vs "
+            f"{_source(b[k], ref)}" for k in np.flatnonzero(bad_source & ~bad)]
+    return out[:5]
+
+
+def _source(offset: int, run: Run) -> str:
+    """A sendrecv's stored source, as :func:`_peer` writes a rank-relative peer."""
+    if run.grid is not None:
+        return "grid" + str(tuple(GR.decode(int(offset), run.grid.ndims).tolist()))
+    return f"rank{int(signed(offset, run.nranks)):+d}"
 
 
 def _kind(row) -> str:
