@@ -499,3 +499,32 @@ def test_a_synchronous_send_whose_receive_is_never_waited_for_still_ends(tmp_pat
         ["init", "irecv", "send", "finalize"]
     write_ti(data, tmp_path / "t")
     assert replay(tmp_path / "t", cluster=_cluster(2), engine="native").simulated_time > 0
+
+
+def test_a_bsend_is_waited_for_before_a_sendrecv_of_its_key(tmp_path):
+    """A sendrecv with tags is written as isend + recv + wait, and the wait took the oldest
+    request of its destination and tag: a pending bsend's of 100 B, so the sendrecv's 1 MB,
+    received 1 s later, was never waited for and the rank ended 1 s early (the second
+    reviewer, session 31)."""
+    b = TraceBuilder(2, meta={"volume_unit": "flops"})
+    for r in range(2):
+        b.add(r, "init")
+    b.add(0, "bsend", peer=1, tag=7, bytes_sent=100)
+    b.add(0, "sendrecv", peer=1, tag=7, bytes_sent=1 << 20, bytes_recv=8, vector=[1, 8])
+    b.add(0, "compute", volume=1e9)
+    b.add(1, "send", peer=0, tag=8, bytes_sent=8)
+    b.add(1, "compute", volume=1e9)
+    b.add(1, "recv", peer=0, tag=7, bytes_recv=100)
+    b.add(1, "recv", peer=0, tag=7, bytes_recv=1 << 20)
+    for r in range(2):
+        b.add(r, "finalize")
+    data = b.build()
+    low, counts, _ = lower(data)
+    assert validate(low).ok
+    assert [K.NAME[k] for k in low.actions["kind"][low.rank_slice(0)]] == \
+        ["init", "isend", "isend", "recv", "wait", "wait", "compute", "finalize"]
+    assert counts["sendrecv on a pending bsend's destination and tag (isend + recv, the bsend "
+                  "waited for first)"] == 1
+    write_ti(data, tmp_path / "k")
+    r = replay(tmp_path / "k", cluster=_cluster(2), engine="native")
+    assert r.rank_end_times[0] > 2.0        # (its 1 MB received after 1 s, then 1 s of its own)

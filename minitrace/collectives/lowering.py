@@ -23,7 +23,8 @@ says the same in that vocabulary, with world ranks:
   (approximated);
 * a buffered send (``bsend``) becomes an isend waited for at the rank's finalize: it completes
   at once whatever its size (the attached buffer holds it), where a ``send`` of a large
-  message waits for its receive;
+  message waits for its receive; a sendrecv on a pending bsend's destination, tag and
+  communicator becomes isend + recv + the bsend's wait + its own, each wait naming its request;
 * ``comm_free``, ``request_free``, ``cancel``, probes and ``parrived`` become nothing.
 
 Lowered messages use tags below ``TAG_BASE`` (negative, away from SimGrid's own collective tags
@@ -205,6 +206,8 @@ class _Rank:
         a = self.d.actions
         todo = rows_to_lower(a[self.sl], self.world) | _COMPLETIONS[a["kind"][self.sl]]
         todo[[i - self.sl.start for i in self.sync if self.sl.start <= i < self.sl.stop]] = True
+        if (a["kind"][self.sl] == _CODE["bsend"]).any():      # (a sendrecv on a bsend's key)
+            todo |= K.mask(K.SENDRECVS)[a["kind"][self.sl]]
         start = self.sl.start
         for i in (np.nonzero(todo)[0] + self.sl.start).tolist():
             self.keep(start, i)
@@ -255,6 +258,8 @@ class _Rank:
             return True
         if kind == "bsend":
             return self.buffered_send(a)
+        if kind in K.SENDRECVS:
+            return self.sendrecv_after_bsends(i, a)
         if kind in K.COLLECTIVES or kind in K.NONBLOCKING_COLLECTIVES:
             blocking = kind in K.COLLECTIVES
             base = kind if blocking else K.BLOCKING_OF[kind]
@@ -318,6 +323,27 @@ class _Rank:
         self.buffered.setdefault((int(a["peer"]), int(a["tag"]), int(a["comm"])), []).append(f)
         self.counts["bsend (isend, waited for at the rank's end: the attached buffer holds "
                     "it)"] += 1
+        return True
+
+    def sendrecv_after_bsends(self, i: int, a) -> bool:
+        """A sendrecv to a peer, tag and communicator of pending bsends: isend, recv, the bsends'
+        waits, its isend's wait (written as isend + recv + wait, its wait took the oldest
+        request of its key, a bsend's: the second reviewer, session 31, a rank ended 1 s
+        early); any other sendrecv is kept."""
+        key = (int(a["peer"]), int(a["tag"]), int(a["comm"]))
+        source = self.d.vector(i).tolist()
+        if key not in self.buffered or len(source) < 2 or source[0] < 0 or \
+                a["flags"] & K.FLAG_UNRESOLVED:
+            return False
+        f = self.fresh()
+        self.emit("isend", key[0], key[1], bs=int(a["bytes_sent"]), req=f, comm=key[2])
+        self.emit("recv", source[0], source[1], br=int(a["bytes_recv"]), comm=key[2],
+                  flags=int(a["flags"]))
+        for g in self.buffered.pop(key):
+            self.emit("wait", req=g)
+        self.emit("wait", req=f)
+        self.counts[f"{K.NAME[int(a['kind'])]} on a pending bsend's destination and tag "
+                    "(isend + recv, the bsend waited for first)"] += 1
         return True
 
     def start(self, q: int, row: int | None = None) -> None:
