@@ -25,6 +25,7 @@ from minitrace.errors import MinitraceError
 from minitrace.model import TraceColumns
 from minitrace.outputs import replacing_dir, write_error
 
+from . import otf2_io as IO
 from .callstream import mpi_kind
 from .otf2_columns import DROPPED, NO_COMM, SELF, USER, Defs, assemble
 from .otf2_native import can_open, read_events
@@ -114,8 +115,24 @@ def _definitions(defs):
             relative[m._ref] = "RELATIVE" in str(cls.members[0].metric_mode)
     clock = defs.clock_properties
     d = Defs(nranks, float(clock.timer_resolution), int(clock.global_offset), region_kind,
-             region_name, comm_id, comms, kind_of, relative, counter is not None)
+             region_name, comm_id, comms, kind_of, relative, counter is not None,
+             *_io_definitions(defs))
     return d, rank_of, member, counter, unit
+
+
+def _io_definitions(defs) -> tuple[np.ndarray, np.ndarray]:
+    """(per I/O handle ref: its comm ref, -1 for none, -2 when not an MPI-IO handle; per
+    attribute ref: 1 for otf2_io's MPI_File attribute, 2 for its MPI_Offset, 0 another's)."""
+    handles = list(defs.io_handles)
+    handle_comm = np.full(max((h._ref for h in handles), default=-1) + 1, -2, np.int64)
+    for h in handles:
+        if h.io_paradigm is not None and h.io_paradigm.identification.upper() == "MPI-IO":
+            handle_comm[h._ref] = h.comm._ref if h.comm is not None else -1
+    attributes = list(defs.attributes)
+    role = np.zeros(max((a._ref for a in attributes), default=-1) + 1, np.int64)
+    for a in attributes:
+        role[a._ref] = {name: k + 1 for k, name in enumerate(IO.ATTRIBUTES)}.get(a.name, 0)
+    return handle_comm, role
 
 
 def _ranks(otf2, defs) -> dict:
@@ -402,8 +419,9 @@ def write_otf2(data: TraceColumns, out_dir, archive_name: str = "traces",
                timer_resolution: int = 1_000_000_000) -> dict:
     """Write ``data`` as an OTF2 archive ``out_dir/<archive_name>.otf2`` (+ .def, events).
 
-    Every MPI action becomes an Enter/Leave of its MPI region with the matching message or
-    collective events; compute actions are the gaps between calls.  Untimed traces (NaN times)
+    Every MPI action becomes an Enter/Leave of its MPI region with the matching message,
+    collective or I/O events (MPI-IO: converters/otf2_io.py); compute actions are the gaps
+    between calls.  Untimed traces (NaN times)
     get a synthetic clock: compute advances by its volume when the unit is seconds, every call
     by one tick.  Returns {kind name: count} of the actions OTF2 cannot hold whole: written as
     regions only (no OTF2 event carries their arguments: persistent/partitioned requests,
@@ -508,10 +526,11 @@ def _write_contents(otf2, tr, data, times, lossy):
                                   paradigm=otf2.Paradigm.USER)
         return user[name]
 
+    io = IO.Definitions(otf2, d, machine, {c: v[0] for c, v in comms.items()})
     for r in range(data.nranks):
         w = tr.event_writer_from_location(locs[r])
         _write_rank(otf2, w, data, r, times[data.rank_slice(r)], comms, region, user_region,
-                    lossy)
+                    lossy, io)
 
 
 def _write_times(data: TraceColumns, res: int) -> np.ndarray:
@@ -552,10 +571,11 @@ _QUIET_TEST = {True: "test, testall (not completed, of requests OTF2 has no even
                       "read back as not completed, as tests of MPI_REQUEST_NULL)"}
 
 
-def _write_rank(otf2, w, data, rank, ticks, comms, region, user_region, lossy):
+def _write_rank(otf2, w, data, rank, ticks, comms, region, user_region, lossy, io_defs):
     E = otf2.events
     lo = data.rank_slice(rank).start
     acts = data.actions[data.rank_slice(rank)]
+    io = IO.Writer(otf2, w, io_defs, rank, acts, lambda i: data.vector(lo + i))
     created: dict[int, int] = {}      # request id -> index of the creating action in ``acts``
     undefined_root = otf2.Undefined.UINT32.value if hasattr(otf2.Undefined.UINT32, "value") \
         else 0xFFFFFFFF
@@ -571,7 +591,7 @@ def _write_rank(otf2, w, data, rank, ticks, comms, region, user_region, lossy):
         if j is None:
             return False
         made = _N[int(acts["kind"][j])]
-        if not done:
+        if not done and made not in K.NONBLOCKING_IO:
             w(E.MpiRequestTest(t, int(req)))
         elif made in K.NONBLOCKING_SENDS:
             w(E.MpiIsendComplete(t, int(req)))
@@ -581,6 +601,9 @@ def _write_rank(otf2, w, data, rank, ticks, comms, region, user_region, lossy):
                          int(acts["bytes_recv"][j]), int(req)))
         elif made in K.NONBLOCKING_COLLECTIVES:
             coll_end(j, t, int(req))
+        elif made in K.NONBLOCKING_IO:
+            io.complete(j, t, done)
+            return True
         else:
             return False
         return True
@@ -615,7 +638,8 @@ def _write_rank(otf2, w, data, rank, ticks, comms, region, user_region, lossy):
                 w(ev(t0, user_region(rname)))
             continue
         reg = region(name)
-        w(E.Enter(t0, reg))
+        w(E.Enter(t0, reg, attributes=io.enter_attributes(i, name) if name in K.IO_KINDS
+                  else None))
         peer, tag = int(acts["peer"][i]), int(acts["tag"][i]) & 0xFFFFFFFF
         req = int(acts["request"][i])
         tested = name in K.TESTS and not acts["flags"][i] & K.FLAG_COMPLETED   # nothing done
@@ -651,6 +675,11 @@ def _write_rank(otf2, w, data, rank, ticks, comms, region, user_region, lossy):
             wrote = [complete(i, q, t1, not tested) for q in ids]
             if not any(wrote) and name in K.TESTS and tested == (name == "testall"):
                 lossy[_QUIET_TEST[tested]] += 1
+        elif name in K.IO_KINDS:
+            if name in K.NONBLOCKING_IO:
+                created[req] = i
+            if not io.events(i, name, t0, t1):
+                lossy[name] += 1
         elif name in K.COLLECTIVES:
             w(E.MpiCollectiveBegin(t0))
             coll_end(i, t1)

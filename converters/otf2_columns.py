@@ -21,6 +21,7 @@ from minitrace import kinds as K
 from minitrace.errors import MinitraceError
 from minitrace.model import ACTION_DTYPE, EMPTY_ROW, NONE, TraceColumns, assign_vec_offsets
 
+from . import otf2_io as IO
 from .otf2_native import OTF2_NAME, TYPES, code
 
 _C, _N = K.CODE, K.NAME
@@ -44,7 +45,8 @@ _M = {name: K.mask(s) for name, s in (
     ("multi", K.MULTI_COMPLETIONS), ("tests", K.TESTS), ("colls", K.COLLECTIVES),
     ("rooted", K.ROOTED), ("inits", K.INITS), ("send_inits", K.SEND_INITS),
     ("recv_inits", K.RECV_INITS),
-    ("waits", {"wait", "waitany", "waitsome", "waitall"}))}
+    ("waits", {"wait", "waitany", "waitsome", "waitall"}), ("io", K.IO_KINDS),
+    ("nb_io", K.NONBLOCKING_IO))}
 _TOO_BIG = {"tag": 1 << 31, "bytes_sent": 1 << 63, "bytes_recv": 1 << 63, "request": 1 << 63}
 #: OTF2's undefined uint32: a peer of MPI_PROC_NULL, and a tag of -1 (the receive's status had
 #: none: from MPI_PROC_NULL) as convert --to otf2 writes them.
@@ -69,6 +71,9 @@ class Defs:
     metric_kind: np.ndarray          # per metric ref: 0 uint64, 1 int64, 2 double values
     metric_relative: np.ndarray      # per metric ref: its values are increments
     counted: bool                    # compute volume = counter growth (else seconds)
+    handle_comm: np.ndarray          # per I/O handle ref: its OTF2 comm ref (-1: none), -2 where
+    #                                  the handle is not MPI-IO's (a POSIX one beneath it)
+    attribute_role: np.ndarray       # per attribute ref: 1 otf2_io's MPI_File, 2 its MPI_Offset
 
 
 # == small column tools ========================================================================
@@ -170,21 +175,29 @@ class _Writes:
 
 
 # == communicators ===========================================================================
+def _comm_ids(ref: np.ndarray, d: Defs) -> np.ndarray:
+    """The comm id of each OTF2 comm reference: NO_COMM for none (or not an MPI one), a
+    provisional id (``_SELF_BASE - ref``) for a COMM_SELF-type comm, made final per rank by
+    ``_self_ids``."""
+    cid = np.full(len(ref), NO_COMM, np.int64)
+    ok = (ref >= 0) & (ref < len(d.comm_id))
+    cid[ok] = d.comm_id[ref[ok]]
+    own = cid == SELF
+    cid[own] = _SELF_BASE - ref[own]
+    return cid
+
+
 def _world(ev, events, rank, d: Defs, unm: _Unmapped, pos) -> tuple[np.ndarray, np.ndarray]:
-    """(comm id, world rank) of each event's communicator and comm rank (field ``a``: peer or
-    root).  A COMM_SELF-type comm gets a provisional id (``_SELF_BASE - ref``), made final per
-    rank by ``_self_ids``; an event on no MPI comm is counted and gets (0, NONE)."""
+    """(comm id, world rank) of each event's communicator (``_comm_ids``) and comm rank (field
+    ``a``: peer or root); an event on no MPI comm is counted and gets (0, NONE)."""
     ref = ev["b"][events].astype(np.int64)
     r = ev["a"][events].astype(np.int64)
-    cid = np.full(len(events), NO_COMM, np.int64)
-    ok = ref < len(d.comm_id)
-    cid[ok] = d.comm_id[ref[ok]]
+    cid = _comm_ids(ref, d)
     peer = np.full(len(events), NONE, np.int64)
     none = cid == NO_COMM
     unm.add(pos[events[none]], "event on a communicator without an MPI group")
     cid[none] = 0
-    own = cid == SELF
-    cid[own] = _SELF_BASE - ref[own]
+    own = cid <= _SELF_BASE
     peer[own & (r == 0)] = rank[events[own & (r == 0)]]
     for c in np.unique(cid[~own & ~none]).tolist():
         m = (cid == c) & ~none
@@ -443,6 +456,13 @@ def assemble(rows: np.ndarray, d: Defs, keep_regions: bool) -> tuple[TraceColumn
     "unread_tests": n}`` (MPI_Test/Testall calls without events in an archive with no
     MpiRequestTest event: a test of null handles, which completed, cannot be told from one that
     failed; read as not completed)."""
+    attribute = rows["type"] == code("ATTRIBUTE")
+    if attribute.any():             # (another tool's attributes: not ours, not events)
+        ref = rows["a"].astype(np.int64)
+        ours = np.zeros(len(rows), bool)
+        ok = attribute & (ref < len(d.attribute_role))
+        ours[ok] = d.attribute_role[ref[ok]] > 0
+        rows = rows[~attribute | ours]
     events = _by_rank(rows, d)
     unmapped = _Unmapped()
     calls = _outermost_calls(events, d)
@@ -455,6 +475,7 @@ def assemble(rows: np.ndarray, d: Defs, keep_regions: bool) -> tuple[TraceColumn
     collectives = _completions(found, made)
     comms, self_ids = _self_comm_ids(found, d)
     _collective_sizes(found, collectives, comms)
+    _file_io(found, d)
     call_rows, vectors = _call_rows(found, p2p, self_ids)
     strings, marker_tag = _marker_names(events, calls, items, d)
     actions, offsets = _actions(events, calls, items, call_rows, marker_tag, d.nranks)
@@ -989,6 +1010,9 @@ def _completions(f: _Found, made: _Made) -> _CollectiveEvents:
     e, is_, rows, code_ = f.e, f.calls.is_, f.e.rows, f.e.code
     comp = f.inside_calls("ISEND_COMPLETE", "IRECV", "REQUEST_TEST", "REQUEST_CANCELLED",
                           "NBC_COMPLETE")
+    io = f.inside_calls("IO_COMPLETE", "IO_TEST")       # (in a wait or test: of an iread...)
+    io = io[is_["single"][f.call_of[io]] | is_["multi"][f.call_of[io]]]
+    comp = np.sort(np.r_[comp, io])
     cc = f.call_of[comp]
     single, multi = is_["single"][cc], is_["multi"][cc]
     f.unmapped.add(e.pos[comp[~single & ~multi]],
@@ -996,10 +1020,11 @@ def _completions(f: _Found, made: _Made) -> _CollectiveEvents:
                     .tolist()])
     f.writes.add("request", cc[single], comp[single], rows["e"][comp[single]])
     f.vector_entries.append((cc[multi], comp[multi], rows["e"][comp[multi]]))
-    done = (single | multi) & is_["tests"][cc] & (e.type[comp] != code_["REQUEST_TEST"])
+    failed = np.isin(e.type[comp], [code_["REQUEST_TEST"], code_["IO_TEST"]])
+    done = (single | multi) & is_["tests"][cc] & ~failed
     f.flags[cc[done]] |= K.FLAG_COMPLETED
     quiet = _quiet_tests(f, cc)
-    if (e.type == code_["REQUEST_TEST"]).any():    # the source writes the tests that fail
+    if e.of_type("REQUEST_TEST", "IO_TEST").any():    # the source writes the tests that fail
         f.flags[quiet] |= K.FLAG_COMPLETED
     else:        # Score-P by default does not (MpiRequestTested needs its XREQTEST group)
         f.unread_tests = len(quiet)
@@ -1017,6 +1042,54 @@ def _completions(f: _Found, made: _Made) -> _CollectiveEvents:
     call = np.r_[f.call_of[ends[in_collective]], made_by[~irecv]]
     comm, root = f.world(at)
     return _CollectiveEvents(at, call, comm, root)
+
+
+def _file_io(f: _Found, d: Defs) -> None:
+    """The MPI-IO calls' fields from OTF2's I/O events (otf2_io.py says which): the file
+    (``tag``: the rank's files numbered by the IoCreateHandle events in its MPI_File_open
+    calls) and its communicator (the handle's), the bytes of an operation's begin, a
+    non-blocking operation's request (its matching id), the vector (a seek's offset, or the
+    MPI_Offset attribute of the calls without an I/O event, whose file is their MPI_File
+    attribute).  Events of handles that are not MPI-IO's are left out.  A non-blocking
+    operation's end in a wait or test is read with the MPI completions."""
+    e, rows, calls = f.e, f.e.rows, f.calls
+    in_io = f.mapped & calls.is_["io"][f.call_of]
+    attr = e.type == e.code["ATTRIBUTE"]
+    role = np.zeros(len(e.type), np.int64)
+    role[attr] = d.attribute_role[rows["a"][attr].astype(np.int64)]   # (ours only: assemble)
+    handle = rows["a"].astype(np.int64)
+    handle[role == 1] = (rows["d"][role == 1] & np.uint64(0xFFFFFFFF)).astype(np.int64)
+    known = handle < len(d.handle_comm)
+    comm_ref = np.full(len(handle), -2, np.int64)
+    comm_ref[known] = d.handle_comm[handle[known]]
+    ev = np.nonzero(in_io & (comm_ref > -2) & (e.of_type(
+        "IO_CREATE_HANDLE", "IO_DESTROY_HANDLE", "IO_BEGIN", "IO_COMPLETE", "IO_TEST",
+        "IO_SEEK") | (role == 1)))[0]
+    delete = np.nonzero(calls.is_["io"] & (calls.kind0 == _C["file_delete"]))[0]
+    f.writes.add("comm", delete, calls.at[delete], np.full(len(delete), -1, np.int64))
+    if not len(ev):
+        return
+    created = ev[(e.type[ev] == e.code["IO_CREATE_HANDLE"]) &
+                 (calls.kind0[f.call_of[ev]] == _C["file_open"])]
+    crank = e.rank[created]
+    fid = np.arange(len(created)) - np.searchsorted(crank, crank)  # (grouped by rank)
+    k = _latest(crank, handle[created], created, e.rank[ev], handle[ev], ev)
+    ev, k = ev[k >= 0], k[k >= 0]
+    call = f.call_of[ev]
+    f.writes.add("tag", call, ev, fid[k].astype(np.int64))
+    cid = _comm_ids(comm_ref[ev], d)
+    cid[cid == NO_COMM] = 0
+    f.translations.append((ev, cid))
+    f.writes.add("comm", call, ev, cid)
+    begin = ev[e.type[ev] == e.code["IO_BEGIN"]]
+    bc = f.call_of[begin]
+    for mode, field in ((IO.READ, "bytes_recv"), (IO.WRITE, "bytes_sent")):
+        m = rows["c"][begin] == mode
+        f.writes.add(field, bc[m], begin[m], rows["d"][begin[m]])
+    nb = calls.is_["nb_io"][bc]
+    f.writes.add("request", bc[nb], begin[nb], rows["e"][begin[nb]])
+    value = np.nonzero(in_io & (e.of_type("IO_SEEK") | (role == 2)))[0]
+    f.vector_entries.append((f.call_of[value], value, rows["d"][value].view(np.int64)))
 
 
 def _self_comm_ids(f: _Found, d: Defs) -> tuple[dict, dict]:

@@ -24,14 +24,18 @@ except ImportError as _e:     # an install without its compiled modules
 #: Event types of the ``type`` column (the MT_* codes of otf2_events.c).
 TYPES = ("ENTER", "LEAVE", "SEND", "ISEND", "ISEND_COMPLETE", "IRECV_REQUEST", "RECV", "IRECV",
          "REQUEST_TEST", "REQUEST_CANCELLED", "COLLECTIVE_END", "NBC_REQUEST", "NBC_COMPLETE",
-         "METRIC")
+         "METRIC", "IO_CREATE_HANDLE", "IO_DESTROY_HANDLE", "IO_BEGIN", "IO_COMPLETE", "IO_TEST",
+         "IO_SEEK", "ATTRIBUTE")
 #: ... and the OTF2 event each is (for what is reported).
 OTF2_NAME = {"ENTER": "Enter", "LEAVE": "Leave", "SEND": "MpiSend", "ISEND": "MpiIsend",
              "ISEND_COMPLETE": "MpiIsendComplete", "IRECV_REQUEST": "MpiIrecvRequest",
              "RECV": "MpiRecv", "IRECV": "MpiIrecv", "REQUEST_TEST": "MpiRequestTest",
              "REQUEST_CANCELLED": "MpiRequestCancelled", "COLLECTIVE_END": "MpiCollectiveEnd",
              "NBC_REQUEST": "NonBlockingCollectiveRequest",
-             "NBC_COMPLETE": "NonBlockingCollectiveComplete", "METRIC": "Metric"}
+             "NBC_COMPLETE": "NonBlockingCollectiveComplete", "METRIC": "Metric",
+             "IO_CREATE_HANDLE": "IoCreateHandle", "IO_DESTROY_HANDLE": "IoDestroyHandle",
+             "IO_BEGIN": "IoOperationBegin", "IO_COMPLETE": "IoOperationComplete",
+             "IO_TEST": "IoOperationTest", "IO_SEEK": "IoSeek", "ATTRIBUTE": "attribute"}
 _FIELDS = ("time", "d", "f", "e", "rank", "a", "b", "c", "type")
 
 

@@ -1,9 +1,9 @@
 /* OTF2 events -> rows of one growable array, through the OTF2 C library's global event reader.
  *
  * Reading events with the otf2 Python bindings builds a Python object per event (~0.1 M
- * events/s); here C callbacks append the events minitrace's OTF2 reader uses (Enter, Leave, the
- * MPI message, request and collective events, the chosen counter's Metric values) as fixed-size
- * rows, and count every other event, which converters/otf2_columns.py then turns into actions
+ * events/s); here C callbacks append the events minitrace's OTF2 reader uses (Enter with its
+ * attributes, Leave, the MPI message, request and collective events, the I/O handle, operation
+ * and seek events, the chosen counter's Metric values) as fixed-size rows, and count every other event, which converters/otf2_columns.py then turns into actions
  * with numpy.  The OTF2 functions come from the otf2 package's own extension, which exports
  * them; build_otf2.py declares them and generates a counting callback for every other event
  * type (from the bindings' own callback signatures) so that each location's events are counted
@@ -44,19 +44,23 @@ void OTF2_GlobalEvtReaderCallbacks_Delete(OTF2_GlobalEvtReaderCallbacks*);
 int OTF2_Reader_RegisterGlobalEvtCallbacks(OTF2_Reader*, OTF2_GlobalEvtReader*,
                                            const OTF2_GlobalEvtReaderCallbacks*, void*);
 int OTF2_Reader_ReadAllGlobalEvents(OTF2_Reader*, OTF2_GlobalEvtReader*, uint64_t*);
+uint32_t OTF2_AttributeList_GetNumberOfElements(const void*);
+int OTF2_AttributeList_GetAttributeByIndex(const void*, uint32_t, uint32_t*, uint8_t*, uint64_t*);
 const char* OTF2_Error_GetName(int);
 const char* OTF2_Error_GetDescription(int);
 
 /* one stored event; converters/otf2_events.py mirrors it as a numpy dtype */
 typedef struct {
     uint64_t time;
-    uint64_t d;        /* message length, collective bytes sent, metric value bits */
-    uint64_t f;        /* collective bytes received */
-    uint64_t e;        /* request id */
+    uint64_t d;        /* message length, collective bytes sent, metric value bits, I/O bytes
+                          or offset, attribute value bits */
+    uint64_t f;        /* collective bytes received, I/O operation flags */
+    uint64_t e;        /* request id, I/O matching id */
     uint32_t rank;     /* index of the location in the MPI location group */
-    uint32_t a;        /* region, peer (receiver/sender), root, metric */
+    uint32_t a;        /* region, peer (receiver/sender), root, metric, I/O handle, attribute */
     uint32_t b;        /* communicator */
-    uint32_t c;        /* message tag, collective operation, metric value type */
+    uint32_t c;        /* message tag, collective operation, metric value type, I/O operation
+                          mode, attribute type */
     uint32_t type;     /* MT_* */
     uint32_t pad;
 } mt_event;
@@ -64,7 +68,8 @@ typedef struct {
 enum {
     MT_ENTER = 1, MT_LEAVE, MT_SEND, MT_ISEND, MT_ISEND_COMPLETE, MT_IRECV_REQUEST, MT_RECV,
     MT_IRECV, MT_REQUEST_TEST, MT_REQUEST_CANCELLED, MT_COLLECTIVE_END, MT_NBC_REQUEST,
-    MT_NBC_COMPLETE, MT_METRIC
+    MT_NBC_COMPLETE, MT_METRIC, MT_IO_CREATE_HANDLE, MT_IO_DESTROY_HANDLE, MT_IO_BEGIN,
+    MT_IO_COMPLETE, MT_IO_TEST, MT_IO_SEEK, MT_ATTRIBUTE
 };
 enum { MT_OK = 0, MT_STOP_DAMAGED = 1, MT_STOP_UNKNOWN_LOCATION = 2, MT_STOP_MEMORY = 3 };
 
@@ -151,8 +156,25 @@ static mt_event* mt_push(mt_state* s, int32_t r, uint64_t t, uint32_t type)
     if (!e) return CB_INTERRUPT;                                   \
     (void)attrs;
 
+/* An Enter, then a row per attribute of its attribute list (not events: not counted). */
 static int mt_enter(uint64_t loc, uint64_t t, void* ud, void* attrs, uint32_t region)
-{ MT_ROW(MT_ENTER) e->a = region; return CB_SUCCESS; }
+{
+    MT_ROW(MT_ENTER)
+    e->a = region;
+    uint32_t n = attrs ? OTF2_AttributeList_GetNumberOfElements(attrs) : 0;
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t ref;
+        uint8_t type;
+        uint64_t value;
+        if (OTF2_AttributeList_GetAttributeByIndex(attrs, i, &ref, &type, &value) != 0)
+            continue;
+        mt_event* x = mt_push(s, r, t, MT_ATTRIBUTE);
+        if (!x)
+            return CB_INTERRUPT;
+        x->a = ref; x->c = type; x->d = value;
+    }
+    return CB_SUCCESS;
+}
 
 static int mt_leave(uint64_t loc, uint64_t t, void* ud, void* attrs, uint32_t region)
 { MT_ROW(MT_LEAVE) e->a = region; return CB_SUCCESS; }
@@ -206,6 +228,35 @@ static int mt_nbc_complete(uint64_t loc, uint64_t t, void* ud, void* attrs, uint
     e->a = root; e->b = comm; e->c = op; e->d = sent; e->f = received; e->e = req;
     return CB_SUCCESS;
 }
+
+static int mt_io_create_handle(uint64_t loc, uint64_t t, void* ud, void* attrs, uint32_t handle,
+                               uint8_t mode, uint32_t creation, uint32_t status)
+{ MT_ROW(MT_IO_CREATE_HANDLE) e->a = handle; (void)mode; (void)creation; (void)status;
+  return CB_SUCCESS; }
+
+static int mt_io_destroy_handle(uint64_t loc, uint64_t t, void* ud, void* attrs, uint32_t handle)
+{ MT_ROW(MT_IO_DESTROY_HANDLE) e->a = handle; return CB_SUCCESS; }
+
+static int mt_io_begin(uint64_t loc, uint64_t t, void* ud, void* attrs, uint32_t handle,
+                       uint8_t mode, uint32_t flags, uint64_t bytes, uint64_t matching)
+{
+    MT_ROW(MT_IO_BEGIN)
+    e->a = handle; e->c = mode; e->f = flags; e->d = bytes; e->e = matching;
+    return CB_SUCCESS;
+}
+
+static int mt_io_complete(uint64_t loc, uint64_t t, void* ud, void* attrs, uint32_t handle,
+                          uint64_t bytes, uint64_t matching)
+{ MT_ROW(MT_IO_COMPLETE) e->a = handle; e->d = bytes; e->e = matching; return CB_SUCCESS; }
+
+static int mt_io_test(uint64_t loc, uint64_t t, void* ud, void* attrs, uint32_t handle,
+                      uint64_t matching)
+{ MT_ROW(MT_IO_TEST) e->a = handle; e->e = matching; return CB_SUCCESS; }
+
+static int mt_io_seek(uint64_t loc, uint64_t t, void* ud, void* attrs, uint32_t handle,
+                      int64_t request, uint8_t whence, uint64_t result)
+{ MT_ROW(MT_IO_SEEK) e->a = handle; e->d = result; (void)request; (void)whence;
+  return CB_SUCCESS; }
 
 static int mt_metric(uint64_t, uint64_t, void*, void*, uint32_t, uint8_t, void*, void*);
 
