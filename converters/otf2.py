@@ -122,7 +122,8 @@ def _definitions(defs):
 
 def _io_definitions(defs) -> tuple[np.ndarray, np.ndarray]:
     """(per I/O handle ref: its comm ref, -1 for none, -2 when not an MPI-IO handle; per
-    attribute ref: 1 for otf2_io's MPI_File attribute, 2 for its MPI_Offset, 0 another's)."""
+    attribute ref: 1, 2, 3 for otf2_io's MPI_File, MPI_Offset, MPI_Comm attributes, 0
+    another's)."""
     handles = list(defs.io_handles)
     handle_comm = np.full(max((h._ref for h in handles), default=-1) + 1, -2, np.int64)
     for h in handles:

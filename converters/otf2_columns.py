@@ -73,7 +73,8 @@ class Defs:
     counted: bool                    # compute volume = counter growth (else seconds)
     handle_comm: np.ndarray          # per I/O handle ref: its OTF2 comm ref (-1: none), -2 where
     #                                  the handle is not MPI-IO's (a POSIX one beneath it)
-    attribute_role: np.ndarray       # per attribute ref: 1 otf2_io's MPI_File, 2 its MPI_Offset
+    attribute_role: np.ndarray       # per attribute ref: 1, 2, 3 otf2_io's MPI_File, MPI_Offset,
+    #                                  MPI_Comm; 0 another tool's
 
 
 # == small column tools ========================================================================
@@ -1050,7 +1051,8 @@ def _file_io(f: _Found, d: Defs) -> None:
     calls) and its communicator (the handle's), the bytes of an operation's begin, a
     non-blocking operation's request (its matching id), the vector (a seek's offset, or the
     MPI_Offset attribute of the calls without an I/O event, whose file is their MPI_File
-    attribute).  Events of handles that are not MPI-IO's are left out.  A non-blocking
+    attribute), an open that failed its communicator (its MPI_Comm attribute).  Events of
+    handles that are not MPI-IO's are left out.  A non-blocking
     operation's end in a wait or test is read with the MPI completions."""
     e, rows, calls = f.e, f.e.rows, f.calls
     in_io = f.mapped & calls.is_["io"][f.call_of]
@@ -1067,8 +1069,6 @@ def _file_io(f: _Found, d: Defs) -> None:
         "IO_SEEK") | (role == 1)))[0]
     delete = np.nonzero(calls.is_["io"] & (calls.kind0 == _C["file_delete"]))[0]
     f.writes.add("comm", delete, calls.at[delete], np.full(len(delete), -1, np.int64))
-    if not len(ev):
-        return
     created = ev[(e.type[ev] == e.code["IO_CREATE_HANDLE"]) &
                  (calls.kind0[f.call_of[ev]] == _C["file_open"])]
     crank = e.rank[created]
@@ -1090,6 +1090,11 @@ def _file_io(f: _Found, d: Defs) -> None:
     f.writes.add("request", bc[nb], begin[nb], rows["e"][begin[nb]])
     value = np.nonzero(in_io & (e.of_type("IO_SEEK") | (role == 2)))[0]
     f.vector_entries.append((f.call_of[value], value, rows["d"][value].view(np.int64)))
+    failed = np.nonzero(in_io & (role == 3))[0]       # an open that failed: its comm
+    cid = _comm_ids((rows["d"][failed] & np.uint64(0xFFFFFFFF)).astype(np.int64), d)
+    cid[cid == NO_COMM] = 0
+    f.translations.append((failed, cid))
+    f.writes.add("comm", f.call_of[failed], failed, cid)
 
 
 def _self_comm_ids(f: _Found, d: Defs) -> tuple[dict, dict]:

@@ -9,9 +9,10 @@ and sync (a flush), an ``IoSeek`` before it with its offset, a non-blocking oper
 the wait that completes its request (the matching id is the request id), a split
 collective's in its ``_end`` call.  Three calls have no I/O event: MPI_File_set_view,
 MPI_File_set_size and MPI_File_preallocate carry their file and their one value
-(displacement or size) as two attributes of their Enter event (``ATTRIBUTES``).  The access
-mode of an open is not recorded: it is written as read-write.  MPI_File_delete names no open
-file (its region alone), nor does an open that failed (file -1).
+(displacement or size) as two attributes of their Enter event (``ATTRIBUTES``), and an open
+that failed (file -1: no handle) its communicator.  The access mode of an open is not
+recorded: it is written as read-write.  MPI_File_delete names no open file (its region
+alone).
 
 The reader numbers each rank's files in the order of its ``IoCreateHandle`` events (of
 handles in the MPI-IO paradigm: not the POSIX ones a tool may record beneath), as the recorder
@@ -27,7 +28,9 @@ _C, _N = K.CODE, K.NAME
 ATTRIBUTES = {"MPI_File": ("the file handle of an MPI_File call that has no I/O event",
                            "IO_HANDLE"),
               "MPI_Offset": ("its value: MPI_File_set_view's displacement, MPI_File_set_size's "
-                             "and MPI_File_preallocate's size", "INT64")}
+                             "and MPI_File_preallocate's size", "INT64"),
+              "MPI_Comm": ("the communicator of an MPI_File_open that failed (no handle)",
+                           "COMM")}
 #: the calls whose file and value are those attributes
 VALUE_CALLS = frozenset({"file_set_view", "file_set_size", "file_preallocate"})
 #: OTF2's IoOperationMode values
@@ -58,6 +61,8 @@ class Writer:
 
     def enter_attributes(self, i: int, name: str) -> dict | None:
         """The attributes of call ``i``'s Enter: its file and value where no event says them."""
+        if name == "file_open" and int(self.acts["tag"][i]) < 0:
+            return {self.defs.attribute("MPI_Comm"): self.defs.comm(int(self.acts["comm"][i]))}
         if name not in VALUE_CALLS or int(self.acts["tag"][i]) < 0:
             return None
         v = self.vector(i)
@@ -70,8 +75,8 @@ class Writer:
         """The I/O events of call ``i`` (whether it is written whole)."""
         if name == "file_delete":
             return True                     # by name: its region says all
-        if int(self.acts["tag"][i]) < 0:    # a failed open opened nothing (its region, on
-            return name == "file_open" and int(self.acts["comm"][i]) == 0   # the world: all)
+        if int(self.acts["tag"][i]) < 0:
+            return name == "file_open"      # a failed open opened nothing (its comm: above)
         otf2, E, w, h = self.otf2, self.E, self.w, self._handle(i)
         fid = int(self.acts["tag"][i])
         if name == "file_open":
@@ -136,10 +141,12 @@ class Definitions:
                                               io_paradigm_class=otf2.IoParadigmClass.PARALLEL,
                                               io_paradigm_flags=otf2.IoParadigmFlag.NONE)
             f = d.io_regular_file(f"file {fid} of rank {rank}", scope=self.scope)
-            comm = self.comms.get(cid, self.comms[0])
             self.handles[key] = d.io_handle(f"MPI_File {fid} of rank {rank}", f, self.paradigm,
-                                            otf2.IoHandleFlag.NONE, comm)
+                                            otf2.IoHandleFlag.NONE, self.comm(cid))
         return self.handles[key]
+
+    def comm(self, cid: int):
+        return self.comms.get(cid, self.comms[0])
 
     def attribute(self, name: str):
         if name not in self.attributes:
