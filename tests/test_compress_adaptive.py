@@ -119,7 +119,7 @@ def test_damaged_bytes_are_refused_or_decode_alike(name):
     assert refused > 0
 
 
-@pytest.mark.parametrize("field,value,words", [(0, 2, "version 2 unknown"),
+@pytest.mark.parametrize("field,value,words", [(0, 3, "version 3 unknown"),
                                                (1, 5, "holds 5 values"),
                                                (2, 6, "flags 6 unknown")])
 def test_damaged_header_is_refused(field, value, words):
@@ -128,6 +128,27 @@ def test_damaged_header_is_refused(field, value, words):
     coded[4 * field:4 * field + 4] = np.frombuffer(np.uint32(value).tobytes(), np.uint8)
     with pytest.raises(R.CodeError, match=words):
         A.decode(coded, fine, coarse)
+
+
+def test_counts_from_wide_take_two_words(monkeypatch):
+    """From :data:`~A.WIDE` values (2**32) the header is version 2, the count's high half a
+    fifth word (a uint32 count ended in a traceback); below it version 1, as every file of
+    session 31; both decode, a cut wide header is refused."""
+    values, fine, coarse = _case("codes of volumes")
+    narrow = A.encode(values, fine, coarse)
+    assert narrow[:4].view("<u4")[0] == A.VERSION
+    monkeypatch.setattr(A, "WIDE", 16)
+    wide = A.encode(values, fine, coarse)
+    words = wide[:20].view("<u4")
+    assert words[0] == A.WIDE_VERSION and words[1] == len(values) and words[4] == 0
+    assert np.array_equal(wide[20:], narrow[16:])
+    assert np.array_equal(A.decode(wide, fine, coarse), values)
+    high = wide.copy()
+    high[16] = 1                                   # (2**32 more: not the trace's count)
+    with pytest.raises(R.CodeError, match=f"holds {(1 << 32) + len(values)} values"):
+        A.decode(high, fine, coarse)
+    with pytest.raises(R.CodeError, match="shorter than its header"):
+        A.decode(wide[:18], fine, coarse)
 
 
 def test_other_keys_or_flags_are_refused():

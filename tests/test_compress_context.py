@@ -23,6 +23,7 @@ from minitrace.compress import pack as P
 from minitrace.compress import rans as R
 from minitrace.compress import store as ST
 from minitrace.compress.files import write_compressed
+from minitrace.errors import MinitraceError
 from tests.support.synthetic_loops import stencil
 from tests.test_compress_bounded import _check_bounds, _ranges_match_whole, _timed_stencil
 from tests.test_compress_store import store_pack, stored_pack
@@ -182,6 +183,15 @@ def test_a_single_symbol_context_costs_no_words():
     coded = CR.encode(values, fine, coarse)
     assert int(np.frombuffer(coded[12:16].tobytes(), "<u4")[0]) == 0     # words
     assert len(coded) < len(values) / 8
+
+
+def test_counts_beyond_the_header_are_one_line(monkeypatch):
+    """An array whose counts pass the header's uint32 (:data:`~CR.COUNT_LIMIT`: 2**32 values)
+    is a one-line error, not numpy's overflow."""
+    values, fine, coarse = _case("codes of volumes")
+    monkeypatch.setattr(CR, "COUNT_LIMIT", len(values))
+    with pytest.raises(MinitraceError, match=f"array of {len(values)} values"):
+        CR.encode(values, fine, coarse)
 
 
 def test_contexts_take_less_than_one_table():

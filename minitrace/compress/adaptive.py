@@ -11,9 +11,10 @@ far (docs/COMPRESS.md): nothing is stored but the coded bits.  The decoder is gi
 (from the grammar, :func:`.context_rans.call_keys`).
 
 Layout (little-endian): uint32 ``version, n, flags, CRC-32 of the values (int64,
-little-endian)``; the range coder's bytes.  ``flags`` bit 0: the values are coded from 0 (the
-duration steps: differences from a prediction), else from their coarse context's first value
-(the volume codes: log bins about 2**20).
+little-endian)``, in version 2 (from 2**32 values, :data:`WIDE`; version 1 below) a fifth, n's
+high 32 bits (``n`` its low ones); the range coder's bytes.  ``flags`` bit 0: the values are
+coded from 0 (the duration steps: differences from a prediction), else from their coarse
+context's first value (the volume codes: log bins about 2**20).
 """
 from __future__ import annotations
 
@@ -25,6 +26,10 @@ from . import rans as R
 from .native import load
 
 VERSION = 1
+#: The header's version from :data:`WIDE` values: their count in two words (session 32; one
+#: uint32 ended in a traceback).
+WIDE_VERSION = 2
+WIDE = 1 << 32
 _HEAD = np.dtype("<u4")
 _NHEAD = 4
 #: ``flags``: values coded from 0, not from their coarse context's first value.
@@ -63,8 +68,9 @@ def encode(values: np.ndarray, fine: np.ndarray, coarse: np.ndarray, flags: int 
             break
     if got < 0:
         raise MemoryError("adaptive context coder: out of memory")
-    head = np.array([VERSION, n, flags, _crc(values)], _HEAD)
-    return np.concatenate([head.view(np.uint8), out[:got]])
+    words = [VERSION, n, flags, _crc(values)] if n < WIDE else \
+        [WIDE_VERSION, n & 0xFFFFFFFF, flags, _crc(values), n >> 32]
+    return np.concatenate([np.array(words, _HEAD).view(np.uint8), out[:got]])
 
 
 def decode(blob: np.ndarray, fine: np.ndarray, coarse: np.ndarray) -> np.ndarray:
@@ -74,9 +80,14 @@ def decode(blob: np.ndarray, fine: np.ndarray, coarse: np.ndarray) -> np.ndarray
     if len(b) < _NHEAD * 4:
         raise R.CodeError("coded array shorter than its header")
     version, n, flags, crc = (int(v) for v in b[:_NHEAD * 4].view(_HEAD))
-    if version != VERSION:
+    if version not in (VERSION, WIDE_VERSION):
         raise R.CodeError(f"adaptive coding version {version} unknown (written by a newer "
                           f"minitrace?)")
+    head = _NHEAD + (version == WIDE_VERSION)
+    if len(b) < head * 4:
+        raise R.CodeError("coded array shorter than its header")
+    if version == WIDE_VERSION:
+        n |= int(b[16:20].view(_HEAD)[0]) << 32
     if n != len(fine) or len(fine) != len(coarse):
         raise R.CodeError(f"coded array holds {n} values, the trace has {len(fine)}")
     if flags & ~FROM_ZERO:
@@ -84,7 +95,7 @@ def decode(blob: np.ndarray, fine: np.ndarray, coarse: np.ndarray) -> np.ndarray
     ffi, lib = load()
     fine, coarse = _ints(fine), _ints(coarse)
     values = np.empty(n, np.int64)
-    body = b[_NHEAD * 4:]
+    body = b[head * 4:]
     got = lib.mt_adaptive_decode(ffi.from_buffer("uint8_t[]", body), len(body),
                                  ffi.from_buffer("int64_t[]", fine),
                                  ffi.from_buffer("int64_t[]", coarse), n, flags,

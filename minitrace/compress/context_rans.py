@@ -34,6 +34,7 @@ import zlib
 import numpy as np
 import pandas as pd
 
+from ..errors import MinitraceError
 from . import rans as R
 from .volumes import segment_sums
 
@@ -64,6 +65,8 @@ MIN_VALUES = 128
 MAX_CONTEXTS = 2048
 _HEAD = np.dtype("<u4")
 _NHEAD = 9
+#: The header's counts (values, words, rest bytes...) are below this (uint32).
+COUNT_LIMIT = 1 << 32
 #: A table entry's weight from its one-byte code q (version 4): ``_MANTISSA[q % 2] << (q //
 #: 2)``, ~16 * 2**(q / 2), integers so that every machine's decoder finds the coder's
 #: frequencies; codes up to :data:`_MAX_CODE` (counts below 2**32, the header's limit).
@@ -449,9 +452,12 @@ def _layout(t: dict, x: np.ndarray, words: np.ndarray) -> np.ndarray:
     e_ctx, e_sym = np.divmod(entries, t["nsym"])
     e_sym_d = e_sym.copy()
     e_sym_d[1:] -= np.where(e_ctx[1:] == e_ctx[:-1], e_sym[:-1], 0)
-    head = np.array([VERSION, len(values), t["lanes"], len(words), len(extra),
-                     len(t["fine_keys"]), len(t["coarse_keys"]), len(entries), _crc(values)],
-                    _HEAD)
+    fields = [VERSION, len(values), t["lanes"], len(words), len(extra), len(t["fine_keys"]),
+              len(t["coarse_keys"]), len(entries), _crc(values)]
+    if max(fields) >= COUNT_LIMIT:               # (numpy's overflow was a traceback)
+        raise MinitraceError(f"the context coder's header counts below {COUNT_LIMIT}: an "
+                             f"array of {len(values)} values takes {max(fields)}")
+    head = np.array(fields, _HEAD)
     return np.frombuffer(b"".join([
         head.tobytes(), _diff(t["fine_keys"]).astype("<i8").tobytes(),
         _diff(t["coarse_keys"]).astype("<i8").tobytes(), _diff(t["base"]).astype("<i8").tobytes(),
