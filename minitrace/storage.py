@@ -36,7 +36,7 @@ from .checked import check_heaps, corrupt
 from .outputs import check_output_file, replacing_path, write_error
 
 FORMAT_NAME = "minitrace"
-FORMAT_VERSION = 15  # 2: the compressed form of /trace (minitrace.compress); 3: with arrays
+FORMAT_VERSION = 16  # 2: the compressed form of /trace (minitrace.compress); 3: with arrays
 #                      coded in contexts (compress/context_rans.py: bounded files since session
 #                      13), which readers of version 2 took for missing arrays; 4: model
 #                      files' spread as codes (model/spread_code, session 14), which readers of
@@ -71,7 +71,9 @@ FORMAT_VERSION = 15  # 2: the compressed form of /trace (minitrace.compress); 3:
 #                      readers took for a missing array; 15: bounded files' volume codes
 #                      and duration steps coded by the adaptive context coder
 #                      (compress/adaptive.py, ``.actx`` arrays, session 31), which version
-#                      14 readers took for missing arrays
+#                      14 readers took for missing arrays; 16: model files' call sites
+#                      of two modes (model/mode_gaps, session 32), whose calls version 15
+#                      readers gave one mean
 #: The version of a compressed file holding context-coded arrays (coding version 5), packed
 #: or not, whatever else it holds.
 SECOND_WINDOW_VERSION = 9
@@ -99,6 +101,9 @@ LZMA_PACK_VERSION = 14
 #: The version of a compressed file holding arrays of the adaptive context coder (``.actx``:
 #: compress/adaptive.py), whatever else it holds.
 ADAPTIVE_VERSION = 15
+#: The version of a model file whose call sites have two modes (``model/mode_gaps``:
+#: compress/epochs.py), whatever else it holds.
+MODEL_MODES_VERSION = 16
 #: The version of a compressed file whose metadata is packed (:data:`META_ATTR`), whatever
 #: else its ``/trace`` holds (but the above).  (Versions 3, 4, 5, 7 and 8 marked what every
 #: model file or context-coded array now has of version 9.)

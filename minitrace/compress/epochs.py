@@ -24,9 +24,12 @@ iterations on particular ranks), not each call's values apart from their iterati
   rank, within :data:`TEMPLATE_SHARE` of a value per volume action; its calls' sizes, peers
   and tags set aside, :data:`TEMPLATE_KEY`), else of each *call site* (the action's
   signature with those of the actions just before and after it): how an epoch's total is shared
-  among its calls (within ``precision``).  Each rank's sites are its own (:func:`rank_sites`,
-  format version 9): a reader finds them from the rank's calls, so no table of them is kept and
-  a site no other rank has costs them no mean (files before it: one table, a mean per rank).
+  among its calls (within ``precision``).  A site whose calls are two modes far apart has a
+  mean for each (:func:`site_modes`, format version 16: public LAMMPS's force kernel and its
+  1 us pack computes sit between the same calls).  Each rank's sites are its own
+  (:func:`rank_sites`, format version 9): a reader finds them from the rank's calls, so no
+  table of them is kept and a site no other rank has costs them no mean (files before it: one
+  table, a mean per rank).
   A template's epochs whose largest call sits at different places are its *variants*
   (:func:`template_variants`: the work's calls), each with its own means and each epoch's
   variant kept;
@@ -790,6 +793,85 @@ def _epochs(volume: np.ndarray, vrow: np.ndarray, ids: np.ndarray, offsets: np.n
                    phased=phased)
 
 
+#: The array of format version 16: the calls of their call site's second mode.
+MODE_GAPS = "mode_gaps"
+#: A call site's calls of its other mode have their site key with this bit (site keys are below
+#: 2**60: :data:`_MAX_SIGNATURES` cubed).
+MODE_FLAG = np.int64(1) << np.int64(62)
+#: A site's calls are two modes where their values, in order, step up by this factor at least.
+MODE_RATIO = 8.0
+#: ... and each mode holds this many calls at least (a lone long call is the tail's) ...
+MODE_LEAST = 2
+#: ... and one mean for both would move this share of the rank's work at least.
+MODE_WEIGHT = 1 / 64
+
+
+def site_modes(keys: np.ndarray, rank: np.ndarray, vol: np.ndarray, work: np.ndarray,
+               budget: int) -> np.ndarray:
+    """Mask of the calls of each call site's second mode (``keys``: their sites, ``rank``):
+    where a site's work calls, sorted, step up by :data:`MODE_RATIO` at least (the largest
+    step: the modes' border), the calls on the side with fewer, where each side has
+    :data:`MODE_LEAST` calls and one mean for both would move :data:`MODE_WEIGHT` of the rank's
+    work between them; the sites that would move the most first, at most ``budget`` calls in
+    all.  Public LAMMPS's force kernel (milliseconds) sits between a wait and an irecv, as do
+    its pack computes of 0.5-2 us with the same messages: one mean took the kernel's volume
+    to the packs, and the model's replay of lj at 4 ranks (a 1x2x2 grid) was 13.5% slower
+    than the exact file's; with a mean per mode, 0.7% (session 32)."""
+    out = np.zeros(len(keys), bool)
+    at = np.flatnonzero(work)
+    if len(at) < 2 * MODE_LEAST:
+        return out
+    _, g = _sorted_groups(keys[at])
+    _, g = _sorted_groups(g * (int(rank.max()) + 1) + rank[at])     # (each rank's own sites)
+    order = np.lexsort((vol[at], g))
+    gs, vs = g[order], vol[at][order]
+    lv = np.log(np.maximum(vs, 1e-12))
+    n = np.bincount(gs)
+    first = np.concatenate([[0], np.cumsum(n)[:-1]])
+    step = np.full(len(gs), -np.inf)
+    step[:-1] = np.where(gs[1:] == gs[:-1], lv[1:] - lv[:-1], -np.inf)
+    best = np.full(len(n), -np.inf)
+    np.maximum.at(best, gs, step)
+    # (the first largest step of each group: the lower mode ends there)
+    cut = np.full(len(n), len(gs), np.int64)
+    hit = np.flatnonzero(step == best[gs])
+    np.minimum.at(cut, gs[hit], hit)
+    n_low = cut - first + 1
+    n_up = n - n_low
+    total = np.bincount(gs, weights=vs)
+    low = np.bincount(gs, weights=np.where(np.arange(len(gs)) <= cut[gs], vs, 0.0))
+    moved = n_low * (total / n - low / np.maximum(n_low, 1))
+    group_rank = np.zeros(len(n), np.int64)
+    group_rank[gs] = rank[at][order]
+    work_total = np.bincount(group_rank, weights=total)[group_rank]
+    ok = (best >= np.log(MODE_RATIO)) & (np.minimum(n_low, n_up) >= MODE_LEAST) & \
+        (moved >= MODE_WEIGHT * work_total)
+    if not ok.any():
+        return out
+    moved = np.where(ok, moved, 0.0)
+    minor = np.minimum(n_low, n_up)
+    chosen = np.argsort(-moved, kind="stable")
+    chosen = chosen[ok[chosen]]
+    chosen = chosen[np.cumsum(minor[chosen]) <= budget]
+    take = np.zeros(len(n), bool)
+    take[chosen] = True
+    upper = np.arange(len(gs)) > cut[gs]
+    flag = take[gs] & np.where((n_up <= n_low)[gs], upper, ~upper)
+    out[at[order[flag]]] = True
+    return out
+
+
+def _gaps(mask: np.ndarray, vr: np.ndarray, P: int) -> tuple[np.ndarray, np.ndarray]:
+    """(count per rank, each marked row's gap since its rank's previous one) of ``mask`` over
+    the volume actions (ranks ``vr``, rank-major)."""
+    first = np.searchsorted(vr, np.arange(P))
+    pos = np.arange(len(vr)) - first[vr]
+    kp, kr = pos[mask], vr[mask]
+    prev = np.concatenate([[-1], kp[:-1]])
+    prev[np.concatenate([[True], kr[1:] != kr[:-1]]) if len(kr) else []] = -1
+    return np.bincount(kr, minlength=P).astype(np.int64), (kp - prev - 1).astype(np.int64)
+
+
 def _fit(ep: _Epochs, precision: float, units: bool) -> tuple[dict, dict]:
     """:func:`fit`'s model of :func:`_epochs`' ``ep``, its templates of the stretches between
     anchors where epochs are merged and ``units``, else of the epochs."""
@@ -823,7 +905,12 @@ def _fit(ep: _Epochs, precision: float, units: bool) -> tuple[dict, dict]:
     t_start = np.cumsum(rows) - rows
     row = t_start[t_of[tm]] + label[gu_t] * t_length[t_of[tm]] + pos
     nkey, sid, bs, as_ = (nsig, vids, bv, av) if phased is None or not units else phased
-    site, site_offsets = rank_sites(site_keys(sid[st], bs[st], as_[st], nkey), vr_s, P)
+    keys = site_keys(sid[st], bs[st], as_[st], nkey)
+    other = np.zeros(len(vol), bool)        # (the calls of a site's other mode)
+    other[st] = site_modes(keys, vr_s, vol[st], work[st],
+                           max(len(ids) // TAIL_EVERY, TAIL_MIN))
+    keys[other[st]] |= MODE_FLAG
+    site, site_offsets = rank_sites(keys, vr_s, P)
     call = np.zeros(len(vol), np.int64)       # (template places, then each rank's sites)
     call[tm] = row * P + vr_t
     call[st] = int(rows.sum()) * P + site
@@ -848,6 +935,7 @@ def _fit(ep: _Epochs, precision: float, units: bool) -> tuple[dict, dict]:
             "epoch_totals": total_codes,
             "epoch_offsets": epoch_offsets, "anchor": anchor.astype(np.uint8),
             **tail_table(tail, vr, vol, P, precision, call),
+            **({MODE_GAPS: np.concatenate(_gaps(other, vr, P))} if other.any() else {}),
             **({"in_call_totals": in_call_codes} if in_call.any() else {}),
             **({"epoch_variant": label} if (variants > 1).any() else {}),
             **({TEMPLATE_UNIT_OFFSETS: unit_offsets} if by_anchor else {})}
@@ -972,11 +1060,25 @@ def check(side: dict, attrs: dict, nsig: int, nranks: int, tokens: bool = False
         return "model/template_means of the wrong length"
     if len(side.get("in_call_totals", np.zeros(nranks))) != nranks:
         return "model/in_call_totals of the wrong length"
+    why = _check_modes(side, nranks)
+    if why:
+        return why
     for name in ("site_means", "rank_site_means", "template_means", RANK_TEMPLATE_MEANS,
                  "epoch_totals", "tail_values", "in_call_totals"):
         if name in side and \
                 not np.isfinite(V.from_codes(np.asarray(side[name], np.int64), p)).all():
             return f"model/{name} holds a code beyond float64"
+    return None
+
+
+def _check_modes(side: dict, nranks: int) -> str | None:
+    """What is wrong with a model's calls of a second mode (format version 16; None: nothing
+    or none)."""
+    if MODE_GAPS in side:
+        m = np.asarray(side[MODE_GAPS])
+        if m.dtype.kind not in "iu" or len(m) < nranks or (m < 0).any() or \
+                int(m[:nranks].sum()) != len(m) - nranks:
+            return "model/mode_gaps inconsistent"
     return None
 
 
@@ -1030,6 +1132,9 @@ class EpochVolumes:
         self.tail_steps = np.asarray(side["tail_steps"], np.int64) if "tail_steps" in side \
             else None
         self.tail_value_offsets = np.asarray(side.get("tail_value_offsets", ()), np.int64)
+        modes = np.asarray(side.get(MODE_GAPS, np.zeros(nranks, np.int64)), np.int64)
+        self.mode_offsets = np.concatenate([[0], np.cumsum(modes[:nranks])])
+        self.mode_gaps = modes[nranks:]
         self.precision = p
 
     def _site_means(self, keys: np.ndarray, rank: int) -> tuple[np.ndarray, np.ndarray]:
@@ -1108,6 +1213,15 @@ class EpochVolumes:
         sid = ids if self.sites is None else site_ids(ids, offs, *self.sites)
         before, after = neighbours(sid, offs, vidx, np.zeros(len(vidx), np.int64))
         keys = site_keys(sid[vidx][~tm], before[~tm], after[~tm], self.nsig)
+        m0, m1 = (int(x) for x in self.mode_offsets[rank:rank + 2])
+        other = np.zeros(len(epoch), bool)
+        at = np.cumsum(self.mode_gaps[m0:m1] + 1) - 1
+        if len(at) and at[-1] >= len(epoch):
+            raise ValueError("model/mode_gaps point past the rank's volume actions")
+        other[at] = True
+        if (other & tm).any():
+            raise ValueError("model/mode_gaps name a call of a template")
+        keys[other[~tm]] |= MODE_FLAG
         w[~tm], site = self._site_means(keys, rank)
         if len(self.spread):
             next_kind = self.kinds[after.clip(0)] * (after >= 0)

@@ -697,8 +697,9 @@ def write(path: str, c: Compressed, meta: dict | None = None, pack: bool = True)
     # own sites (9), which versions 4, 5 and 7 did not mark; templates of the stretches
     # between anchors: 11; message sizes apart from the grammar, or duration steps in
     # contexts of their predictions' octaves: 12; message sizes coded for what they are: 13;
-    # arrays of the adaptive context coder: 15)
-    version = S.ADAPTIVE_VERSION if any(k.endswith(ADAPTIVE_SUFFIX) for k in names) else \
+    # arrays of the adaptive context coder: 15; model call sites of two modes: 16)
+    version = S.MODEL_MODES_VERSION if E.MODE_GAPS in c.side else \
+        S.ADAPTIVE_VERSION if any(k.endswith(ADAPTIVE_SUFFIX) for k in names) else \
         S.SIZE_CODING_VERSION if any(k in names for k in _SIZE_CODING_NAMES) else \
         S.SIZE_TOKENS_VERSION if c.tokens is not None or \
         c.attrs.get("time_coding") == TIME_CODING_OCTAVES else \
@@ -725,7 +726,7 @@ def write(path: str, c: Compressed, meta: dict | None = None, pack: bool = True)
         elif c.mode == "model":
             lz = lzma_pack(raw.tobytes())
             if len(lz) < len(deflated) and len(raw) <= LZMA_MAX_RATIO * len(lz):
-                deflated, version = None, S.LZMA_PACK_VERSION
+                deflated, version = None, max(version, S.LZMA_PACK_VERSION)
     with S.new_file(path, m, version, create=_create, fixed=True, packed=pack) as f:
         g = h5py.Group(h5py.h5g.create(f.id, b"trace", gcpl=_plists()[2]))
         S.new_attrs(g, attrs, fixed=True)
@@ -759,10 +760,12 @@ def lost(c: Compressed) -> str:
         kept = len(c.side.get("tail_gaps", ()))      # (one a kept call; values may be steps)
         apart = "in_call_totals" in c.side
         epoch = _epoch_words(c.attrs.get("epoch_merge", 1), c.attrs.get("epoch_anchor", "none"))
+        modes = len(c.side.get(E.MODE_GAPS, ())) - c.nranks
+        second = f" (a second mode of {modes} calls: its own)" if modes > 0 else ""
         vols = (f"volumes modelled: each rank's total exact, its {'work' if apart else 'total'} "
                 f"in each epoch ({epoch})"
                 f"{', its CPU time inside MPI calls in all' if apart else ''}, "
-                f"each call site's mean and {kept} calls kept with their own values, "
+                f"each call site's mean{second} and {kept} calls kept with their own values, "
                 f"within {c.attrs.get('precision', 0.01):.3g}; lost: each other call's own value "
                 f"within its epoch (spread and order)")
     elif "volume_bound" in c.attrs:
