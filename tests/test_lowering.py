@@ -501,18 +501,22 @@ def test_a_synchronous_send_whose_receive_is_never_waited_for_still_ends(tmp_pat
     assert replay(tmp_path / "t", cluster=_cluster(2), engine="native").simulated_time > 0
 
 
-def test_a_bsend_is_waited_for_before_a_sendrecv_of_its_key(tmp_path):
+@pytest.mark.parametrize("source", [1, -1])
+def test_a_sendrecv_on_a_bsend_key_waits_for_its_own_send(tmp_path, source):
     """A sendrecv with tags is written as isend + recv + wait, and the wait took the oldest
     request of its destination and tag: a pending bsend's of 100 B, so the sendrecv's 1 MB,
     received 1 s later, was never waited for and the rank ended 1 s early (the second
-    reviewer, session 31)."""
+    reviewer, session 31; from MPI_PROC_NULL, isend + wait: the same).  It is irecv + send +
+    wait now: the send blocks for its receive."""
     b = TraceBuilder(2, meta={"volume_unit": "flops"})
     for r in range(2):
         b.add(r, "init")
     b.add(0, "bsend", peer=1, tag=7, bytes_sent=100)
-    b.add(0, "sendrecv", peer=1, tag=7, bytes_sent=1 << 20, bytes_recv=8, vector=[1, 8])
+    b.add(0, "sendrecv", peer=1, tag=7, bytes_sent=1 << 20, bytes_recv=8 if source >= 0 else 0,
+          vector=[source, 8])
     b.add(0, "compute", volume=1e9)
-    b.add(1, "send", peer=0, tag=8, bytes_sent=8)
+    if source >= 0:
+        b.add(1, "send", peer=0, tag=8, bytes_sent=8)
     b.add(1, "compute", volume=1e9)
     b.add(1, "recv", peer=0, tag=7, bytes_recv=100)
     b.add(1, "recv", peer=0, tag=7, bytes_recv=1 << 20)
@@ -522,9 +526,35 @@ def test_a_bsend_is_waited_for_before_a_sendrecv_of_its_key(tmp_path):
     low, counts, _ = lower(data)
     assert validate(low).ok
     assert [K.NAME[k] for k in low.actions["kind"][low.rank_slice(0)]] == \
-        ["init", "isend", "isend", "recv", "wait", "wait", "compute", "finalize"]
-    assert counts["sendrecv on a pending bsend's destination and tag (isend + recv, the bsend "
-                  "waited for first)"] == 1
+        ["init", "isend"] + (["irecv", "send", "wait"] if source >= 0 else ["send"]) + \
+        ["compute", "waitall", "finalize"]
+    assert counts["sendrecv on a pending bsend's destination and tag (irecv + send + wait: no "
+                  "wait by its key)"] == 1
     write_ti(data, tmp_path / "k")
     r = replay(tmp_path / "k", cluster=_cluster(2), engine="native")
     assert r.rank_end_times[0] > 2.0        # (its 1 MB received after 1 s, then 1 s of its own)
+
+
+def test_a_sendrecv_after_two_bsends_of_its_key_does_not_wait_for_them(tmp_path):
+    """Two bsends of 1 MB, then a sendrecv on their key, then a send: the receiver takes the
+    first bsend, the sendrecv's message on another tag, the send, and only then the second
+    bsend.  Legal (the attached buffer holds the bsends); waiting for the pending bsends before
+    the sendrecv's own wait deadlocked it (the reviewer, session 32)."""
+    b = TraceBuilder(2, meta={"volume_unit": "flops"})
+    for r in range(2):
+        b.add(r, "init")
+    for _ in range(2):
+        b.add(0, "bsend", peer=1, tag=7, bytes_sent=1 << 20)
+    b.add(0, "sendrecv", peer=1, tag=7, bytes_sent=8, bytes_recv=8, vector=[1, 8])
+    b.add(0, "send", peer=1, tag=9, bytes_sent=8)
+    b.add(1, "recv", peer=0, tag=7, bytes_recv=1 << 20)
+    b.add(1, "send", peer=0, tag=8, bytes_sent=8)
+    b.add(1, "recv", peer=0, tag=9, bytes_recv=8)
+    b.add(1, "recv", peer=0, tag=7, bytes_recv=1 << 20)
+    b.add(1, "recv", peer=0, tag=7, bytes_recv=8)
+    for r in range(2):
+        b.add(r, "finalize")
+    data = b.build()
+    assert validate(data).ok
+    write_ti(data, tmp_path / "m")
+    assert replay(tmp_path / "m", cluster=_cluster(2), engine="native").simulated_time > 0

@@ -24,7 +24,7 @@ says the same in that vocabulary, with world ranks:
 * a buffered send (``bsend``) becomes an isend waited for at the rank's finalize: it completes
   at once whatever its size (the attached buffer holds it), where a ``send`` of a large
   message waits for its receive; a sendrecv on a pending bsend's destination, tag and
-  communicator becomes isend + recv + the bsend's wait + its own, each wait naming its request;
+  communicator becomes irecv + send + wait (no wait found by the bsend's key);
 * ``comm_free``, ``request_free``, ``cancel``, probes and ``parrived`` become nothing.
 
 Lowered messages use tags below ``TAG_BASE`` (negative, away from SimGrid's own collective tags
@@ -326,24 +326,27 @@ class _Rank:
         return True
 
     def sendrecv_after_bsends(self, i: int, a) -> bool:
-        """A sendrecv to a peer, tag and communicator of pending bsends: isend, recv, the bsends'
-        waits, its isend's wait (written as isend + recv + wait, its wait took the oldest
-        request of its key, a bsend's: the second reviewer, session 31, a rank ended 1 s
-        early); any other sendrecv is kept."""
+        """A sendrecv to a peer, tag and communicator of pending bsends: irecv, send, the
+        irecv's wait (a send to MPI_PROC_NULL's source: the send alone).  Written as isend +
+        recv + wait, its wait took the oldest request of its key, a bsend's (SimGrid finds a
+        wait's request by key): its own send was never waited for and the rank ended 1 s early
+        (the second reviewer, session 31); waiting for the bsends first deadlocked a program
+        whose second bsend is received after the rank's next send (the reviewer, session 32).
+        A blocking send needs no wait.  Any other sendrecv is kept."""
         key = (int(a["peer"]), int(a["tag"]), int(a["comm"]))
         source = self.d.vector(i).tolist()
-        if key not in self.buffered or len(source) < 2 or source[0] < 0 or \
-                a["flags"] & K.FLAG_UNRESOLVED:
+        if key not in self.buffered or len(source) < 2 or a["flags"] & K.FLAG_UNRESOLVED:
             return False
-        f = self.fresh()
-        self.emit("isend", key[0], key[1], bs=int(a["bytes_sent"]), req=f, comm=key[2])
-        self.emit("recv", source[0], source[1], br=int(a["bytes_recv"]), comm=key[2],
-                  flags=int(a["flags"]))
-        for g in self.buffered.pop(key):
+        g = None
+        if source[0] >= 0:
+            g = self.fresh()
+            self.emit("irecv", source[0], source[1], br=int(a["bytes_recv"]), req=g,
+                      comm=key[2], flags=int(a["flags"]))
+        self.emit("send", key[0], key[1], bs=int(a["bytes_sent"]), comm=key[2])
+        if g is not None:
             self.emit("wait", req=g)
-        self.emit("wait", req=f)
         self.counts[f"{K.NAME[int(a['kind'])]} on a pending bsend's destination and tag "
-                    "(isend + recv, the bsend waited for first)"] += 1
+                    "(irecv + send + wait: no wait by its key)"] += 1
         return True
 
     def start(self, q: int, row: int | None = None) -> None:
