@@ -1012,7 +1012,8 @@ def _completions(f: _Found, made: _Made) -> _CollectiveEvents:
     comp = f.inside_calls("ISEND_COMPLETE", "IRECV", "REQUEST_TEST", "REQUEST_CANCELLED",
                           "NBC_COMPLETE")
     io = f.inside_calls("IO_COMPLETE", "IO_TEST")       # (in a wait or test: of an iread...)
-    io = io[is_["single"][f.call_of[io]] | is_["multi"][f.call_of[io]]]
+    io = io[(is_["single"][f.call_of[io]] | is_["multi"][f.call_of[io]]) &
+            _mpi_io_handles(f, io)]
     comp = np.sort(np.r_[comp, io])
     cc = f.call_of[comp]
     single, multi = is_["single"][cc], is_["multi"][cc]
@@ -1025,7 +1026,10 @@ def _completions(f: _Found, made: _Made) -> _CollectiveEvents:
     done = (single | multi) & is_["tests"][cc] & ~failed
     f.flags[cc[done]] |= K.FLAG_COMPLETED
     quiet = _quiet_tests(f, cc)
-    if e.of_type("REQUEST_TEST", "IO_TEST").any():    # the source writes the tests that fail
+    io_tests = np.nonzero(e.type == code_["IO_TEST"])[0]
+    # (the source writes the tests that fail: of MPI requests, or of MPI-IO's; a tool's
+    # POSIX aio tests say nothing of MPI's)
+    if (e.type == code_["REQUEST_TEST"]).any() or _mpi_io_handles(f, io_tests).any():
         f.flags[quiet] |= K.FLAG_COMPLETED
     else:        # Score-P by default does not (MpiRequestTested needs its XREQTEST group)
         f.unread_tests = len(quiet)
@@ -1045,6 +1049,25 @@ def _completions(f: _Found, made: _Made) -> _CollectiveEvents:
     return _CollectiveEvents(at, call, comm, root)
 
 
+def _mpi_io_handles(f: _Found, events: np.ndarray) -> np.ndarray:
+    """Which of the I/O events (or MPI_File attributes) ``events`` name an MPI-IO handle (not
+    the POSIX one a tool records beneath an MPI-IO call)."""
+    handle = _handles(f, events)
+    known = handle < len(f.d.handle_comm)
+    out = np.zeros(len(events), bool)
+    out[known] = f.d.handle_comm[handle[known]] > -2
+    return out
+
+
+def _handles(f: _Found, events: np.ndarray) -> np.ndarray:
+    """The handle ref of each I/O event (``a``), or MPI_File attribute (its value)."""
+    rows = f.e.rows
+    out = rows["a"][events].astype(np.int64)
+    attr = f.e.type[events] == f.e.code["ATTRIBUTE"]
+    out[attr] = (rows["d"][events[attr]] & np.uint64(0xFFFFFFFF)).astype(np.int64)
+    return out
+
+
 def _file_io(f: _Found, d: Defs) -> None:
     """The MPI-IO calls' fields from OTF2's I/O events (otf2_io.py says which): the file
     (``tag``: the rank's files numbered by the IoCreateHandle events in its MPI_File_open
@@ -1052,32 +1075,30 @@ def _file_io(f: _Found, d: Defs) -> None:
     non-blocking operation's request (its matching id), the vector (a seek's offset, or the
     MPI_Offset attribute of the calls without an I/O event, whose file is their MPI_File
     attribute), an open that failed its communicator (its MPI_Comm attribute).  Events of
-    handles that are not MPI-IO's are left out.  A non-blocking
-    operation's end in a wait or test is read with the MPI completions."""
+    handles that are not MPI-IO's are left out.  A non-blocking operation's end in a wait or
+    test is read with the MPI completions."""
     e, rows, calls = f.e, f.e.rows, f.calls
-    in_io = f.mapped & calls.is_["io"][f.call_of]
-    attr = e.type == e.code["ATTRIBUTE"]
-    role = np.zeros(len(e.type), np.int64)
-    role[attr] = d.attribute_role[rows["a"][attr].astype(np.int64)]   # (ours only: assemble)
-    handle = rows["a"].astype(np.int64)
-    handle[role == 1] = (rows["d"][role == 1] & np.uint64(0xFFFFFFFF)).astype(np.int64)
-    known = handle < len(d.handle_comm)
-    comm_ref = np.full(len(handle), -2, np.int64)
-    comm_ref[known] = d.handle_comm[handle[known]]
-    ev = np.nonzero(in_io & (comm_ref > -2) & (e.of_type(
-        "IO_CREATE_HANDLE", "IO_DESTROY_HANDLE", "IO_BEGIN", "IO_COMPLETE", "IO_TEST",
-        "IO_SEEK") | (role == 1)))[0]
     delete = np.nonzero(calls.is_["io"] & (calls.kind0 == _C["file_delete"]))[0]
     f.writes.add("comm", delete, calls.at[delete], np.full(len(delete), -1, np.int64))
+    io = e.of_type("IO_CREATE_HANDLE", "IO_DESTROY_HANDLE", "IO_BEGIN", "IO_COMPLETE",
+                   "IO_TEST", "IO_SEEK", "ATTRIBUTE")
+    cand = np.nonzero(io & f.mapped)[0]
+    cand = cand[calls.is_["io"][f.call_of[cand]]]        # (only the events of MPI-IO calls)
+    attr = e.type[cand] == e.code["ATTRIBUTE"]
+    role = np.zeros(len(cand), np.int64)
+    role[attr] = d.attribute_role[rows["a"][cand[attr]].astype(np.int64)]   # (ours: assemble)
+    on_handle = (~attr | (role == 1)) & _mpi_io_handles(f, cand)
+    ev = cand[on_handle]
+    handle = _handles(f, ev)
     created = ev[(e.type[ev] == e.code["IO_CREATE_HANDLE"]) &
                  (calls.kind0[f.call_of[ev]] == _C["file_open"])]
     crank = e.rank[created]
     fid = np.arange(len(created)) - np.searchsorted(crank, crank)  # (grouped by rank)
-    k = _latest(crank, handle[created], created, e.rank[ev], handle[ev], ev)
-    ev, k = ev[k >= 0], k[k >= 0]
+    k = _latest(crank, _handles(f, created), created, e.rank[ev], handle, ev)
+    ev, handle, k = ev[k >= 0], handle[k >= 0], k[k >= 0]
     call = f.call_of[ev]
     f.writes.add("tag", call, ev, fid[k].astype(np.int64))
-    cid = _comm_ids(comm_ref[ev], d)
+    cid = _comm_ids(d.handle_comm[handle], d)
     cid[cid == NO_COMM] = 0
     f.translations.append((ev, cid))
     f.writes.add("comm", call, ev, cid)
@@ -1088,9 +1109,9 @@ def _file_io(f: _Found, d: Defs) -> None:
         f.writes.add(field, bc[m], begin[m], rows["d"][begin[m]])
     nb = calls.is_["nb_io"][bc]
     f.writes.add("request", bc[nb], begin[nb], rows["e"][begin[nb]])
-    value = np.nonzero(in_io & (e.of_type("IO_SEEK") | (role == 2)))[0]
+    value = np.sort(np.r_[ev[e.type[ev] == e.code["IO_SEEK"]], cand[role == 2]])
     f.vector_entries.append((f.call_of[value], value, rows["d"][value].view(np.int64)))
-    failed = np.nonzero(in_io & (role == 3))[0]       # an open that failed: its comm
+    failed = cand[role == 3]                          # an open that failed: its comm
     cid = _comm_ids((rows["d"][failed] & np.uint64(0xFFFFFFFF)).astype(np.int64), d)
     cid[cid == NO_COMM] = 0
     f.translations.append((failed, cid))

@@ -49,7 +49,10 @@ def test_a_recorded_mpi_io_program_round_trips(tmp_path, name, ranks):
 def test_a_scorep_like_archive_reads_the_mpi_io_handles(tmp_path):
     """Two files opened on the world; under each MPI-IO handle the library's POSIX handle,
     created and used inside the same calls (a tool recording POSIX I/O writes them): the files
-    are numbered by their MPI-IO handles, the bytes are the MPI-IO operations'."""
+    are numbered by their MPI-IO handles, the bytes, offsets and completions are the MPI-IO
+    operations' (a POSIX seek beneath was taken for an offset, a POSIX completion in a wait
+    for its request, and the program's own POSIX aio test made every event-less MPI_Test a
+    completed one: the reviewer, session 32)."""
     otf2 = pytest.importorskip("otf2")
     E = otf2.events
     with otf2.writer.open(str(tmp_path / "a"), timer_resolution=1_000_000_000) as tr:
@@ -73,7 +76,8 @@ def test_a_scorep_like_archive_reads_the_mpi_io_handles(tmp_path):
                             d.io_handle(n, f, posix, otf2.IoHandleFlag.NONE, None)))
         reg = {k: d.region(f"MPI_{k}", region_role=otf2.RegionRole.FILE_IO,
                            paradigm=otf2.Paradigm.MPI)
-               for k in ("Init", "File_open", "File_write", "File_close", "Finalize")}
+               for k in ("Init", "File_open", "File_write", "File_write_at", "File_iwrite",
+                         "Wait", "Test", "File_close", "Finalize")}
         w = tr.event_writer_from_location(loc)
         t = iter(range(1, 1000))
         w(E.Enter(next(t), reg["Init"]))
@@ -84,6 +88,29 @@ def test_a_scorep_like_archive_reads_the_mpi_io_handles(tmp_path):
             w(E.IoCreateHandle(next(t), p, mode, none, otf2.IoStatusFlag.NONE))
             w(E.IoCreateHandle(next(t), h, mode, none, otf2.IoStatusFlag.NONE))
             w(E.Leave(next(t), reg["File_open"]))
+        h, p = handles[1]                               # (file 0)
+        w(E.Enter(next(t), reg["File_write_at"]))       # a POSIX seek and write beneath
+        w(E.IoSeek(next(t), h, 10, otf2.IoSeekOption.FROM_START, 10))
+        w(E.IoOperationBegin(next(t), h, otf2.IoOperationMode.WRITE, otf2.IoOperationFlag.NONE,
+                             100, 5))
+        w(E.IoSeek(next(t), p, 40960, otf2.IoSeekOption.FROM_START, 40960))
+        w(E.IoOperationBegin(next(t), p, otf2.IoOperationMode.WRITE, otf2.IoOperationFlag.NONE,
+                             4096, 6))
+        w(E.IoOperationComplete(next(t), p, 4096, 6))
+        w(E.IoOperationComplete(next(t), h, 100, 5))
+        w(E.Leave(next(t), reg["File_write_at"]))
+        w(E.Enter(next(t), reg["File_iwrite"]))
+        w(E.IoOperationBegin(next(t), h, otf2.IoOperationMode.WRITE,
+                             otf2.IoOperationFlag.NON_BLOCKING, 100, 55))
+        w(E.IoOperationIssued(next(t), h, 55))
+        w(E.Leave(next(t), reg["File_iwrite"]))
+        w(E.IoOperationTest(next(t), p, 77))             # the program's own aio_error
+        w(E.Enter(next(t), reg["Test"]))                 # (no event: a test of null requests)
+        w(E.Leave(next(t), reg["Test"]))
+        w(E.Enter(next(t), reg["Wait"]))                 # the library's aio ends beneath
+        w(E.IoOperationComplete(next(t), h, 100, 55))
+        w(E.IoOperationComplete(next(t), p, 4096, 123456))
+        w(E.Leave(next(t), reg["Wait"]))
         for k, (h, p) in enumerate(reversed(handles)):
             w(E.Enter(next(t), reg["File_write"]))
             w(E.IoOperationBegin(next(t), h, otf2.IoOperationMode.WRITE,
@@ -100,8 +127,13 @@ def test_a_scorep_like_archive_reads_the_mpi_io_handles(tmp_path):
         w(E.Enter(next(t), reg["Finalize"]))
         w(E.Leave(next(t), reg["Finalize"]))
     back = read_otf2(tmp_path / "a" / "traces.otf2")
-    calls = [c[:5] for c in _io_calls(back, 0)]
-    open_, write, close = K.CODE["file_open"], K.CODE["file_write"], K.CODE["file_close"]
-    assert calls == [(open_, 0, 0, 0, 0), (open_, 1, 0, 0, 0), (write, 0, 0, 100, 0),
-                     (close, 0, 0, 0, 0), (write, 1, 0, 101, 0), (close, 1, 0, 0, 0)]
+    C = K.CODE
+    assert _io_calls(back, 0) == [
+        (C["file_open"], 0, 0, 0, 0, -1, 0, ()), (C["file_open"], 1, 0, 0, 0, -1, 0, ()),
+        (C["file_write_at"], 0, 0, 100, 0, -1, 0, (10,)),          # (not the POSIX 40960)
+        (C["file_iwrite"], 0, 0, 100, 0, 55, 0, ()),
+        (C["test"], -1, 0, 0, 0, -1, 0, ()),       # (a POSIX aio test: no MPI test events)
+        (C["wait"], -1, 0, 0, 0, 55, 0, ()),                  # (not the POSIX 123456)
+        (C["file_write"], 0, 0, 100, 0, -1, 0, ()), (C["file_close"], 0, 0, 0, 0, -1, 0, ()),
+        (C["file_write"], 1, 0, 101, 0, -1, 0, ()), (C["file_close"], 1, 0, 0, 0, -1, 0, ())]
     assert validate(back).ok
