@@ -54,3 +54,17 @@ def test_recorded_sendrecv_ring_is_one_program(tmp_path, capsys):
         sources = [int(data.vectors[a["vec_off"][k]]) for k in sr]
         assert dests == [(r + 1) % 8, (r - 1) % 8] * 6
         assert sources == [(r - 1) % 8, (r + 1) % 8] * 6
+
+
+def test_a_ring_of_two_apart_takes_its_sign_from_an_odd_run(tmp_path, capsys):
+    """To rank + 2 from rank - 2: at 4 ranks both are rank - 2 (P/2 away), so the 4-rank run
+    alone cannot say which way each goes; the 3- and 5-rank runs can (the reviewer, session
+    32: extrapolated from the 4-rank run's -2 the 5-rank program sent and received both to
+    rank - 2, and its replay deadlocked)."""
+    exe = build("sendrecv_ring", tmp_path)
+    paths = []
+    for p in (2, 3, 4, 5):
+        paths.append(str(tmp_path / f"ring{p}.h5"))
+        record(Path(paths[-1]), p, [exe, "6", "20000", "2"])
+    assert main(["extrapolate", *paths, "--check", "--force"]) == 0
+    assert "structure at 5 ranks: identical to the recorded run" in capsys.readouterr().out

@@ -559,9 +559,12 @@ def programs(runs: list[ST.Run], ranks: int, plans: dict, grid: GR.Grid | None =
         rc, plan = source.classes[key], plans[key]
         sigs = source.sig.table[rc.leaves].copy()
         rel = sigs["peer_mode"] == 1
+        aligned = [r for r in sorted(runs, key=lambda r: -r.nranks) if r is not source and
+                   key in r.classes and len(r.classes[key].leaves) == len(rc.leaves)]
         if grid is None:
-            sigs["peer"] = np.where(rel, ST.signed(sigs["peer"], source.nranks) % ranks,
-                                    sigs["peer"])
+            sigs["peer"] = np.where(rel, ST.signed_by_runs(
+                [sigs["peer"]] + [r.sig.table["peer"][r.classes[key].leaves] for r in aligned],
+                [source.nranks] + [r.nranks for r in aligned]) % ranks, sigs["peer"])
         else:
             sigs["peer"] = np.where(rel, peers[key][0], sigs["peer"])
         for field in ("bytes_sent", "bytes_recv"):
@@ -574,8 +577,10 @@ def programs(runs: list[ST.Run], ranks: int, plans: dict, grid: GR.Grid | None =
             _set_sources(a, vec, peers[key][1][stream])
         else:                   # rank 0's source: the signed offset modulo the target's size
             recorded = GP.sendrecv_source(source.sig, rc.leaves)
-            _set_sources(a, vec, np.where(recorded >= 0, ST.signed(recorded, source.nranks) %
-                                          ranks, -1)[stream])
+            offsets = ST.signed_by_runs(
+                [recorded] + [GP.sendrecv_source(r.sig, r.classes[key].leaves) for r in aligned],
+                [source.nranks] + [r.nranks for r in aligned])
+            _set_sources(a, vec, np.where(recorded >= 0, offsets % ranks, -1)[stream])
         ratios = _rank_ratios(source, rc)
         pool = None
         if spread:

@@ -133,6 +133,25 @@ def signed(ranks: np.ndarray, nranks: int) -> np.ndarray:
     return np.where(ranks < (nranks + 1) // 2, ranks, ranks - nranks)
 
 
+def signed_by_runs(values: list[np.ndarray], nranks: list[int]) -> np.ndarray:
+    """Rank-relative offsets stored mod P in several runs (``values[0]`` the largest run's, the
+    others aligned with it, element for element) as signed offsets: the largest run's, but
+    where it holds exactly half its (even) size, +P/2 and -P/2 being one rank there, the sign
+    another run tells apart (a sendrecv to rank + 2 from rank - 2 recorded at 4 ranks: both
+    -2 there, +2 and -2 at 3 and 5 ranks); -P/2 where none does."""
+    out = signed(values[0], nranks[0])
+    half = nranks[0] // 2
+    open_ = (nranks[0] % 2 == 0) & (np.asarray(values[0]) == half)
+    for v, p in zip(values[1:], nranks[1:]):
+        if not open_.any():
+            break
+        v = np.asarray(v)
+        up, down = open_ & (v == half % p), open_ & (v == -half % p)
+        out = np.where(up & ~down, half, out)
+        open_ &= ~(up ^ down)
+    return out
+
+
 def load(path: str, data: TraceColumns, grid: GR.Grid | None = None,
          sig: SG.Signatures | None = None) -> Run:
     """A run's signatures, grammar and rank classes (on ``grid``: by grid position); its
@@ -396,9 +415,13 @@ def _peer_mismatches(run: Run, rc: RankClass, ref: Run, ref_rc: RankClass) -> li
         bad |= ~rel & (mine["peer"] != theirs["peer"])
         bad_source = (b >= 0) & ~GP.offsets_equal(a, b, run.grid)
     else:
-        want = np.where(rel, signed(theirs["peer"], ref.nranks) % run.nranks, theirs["peer"])
-        bad = want != mine["peer"]
-        bad_source = (b >= 0) & (signed(b, ref.nranks) % run.nranks != a)
+        # (half the reference's even size is +P/2 or -P/2: either agrees)
+        def agree(ref_offsets, run_values):
+            ok = signed(ref_offsets, ref.nranks) % run.nranks == run_values
+            half = ref.nranks // 2 if ref.nranks % 2 == 0 else -1
+            return ok | ((ref_offsets == half) & (half % run.nranks == run_values))
+        bad = np.where(rel, ~agree(theirs["peer"], mine["peer"]), theirs["peer"] != mine["peer"])
+        bad_source = (b >= 0) & ~agree(b, a)
     out = [f"call {k + 1} ({_kind(theirs[k])}): peer {_peer(mine[k], run)} vs "
            f"{_peer(theirs[k], ref)}" for k in np.flatnonzero(bad)]
     out += [f"call {k + 1} ({_kind(theirs[k])}): source {_source(a[k], run)} vs "

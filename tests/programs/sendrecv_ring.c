@@ -1,7 +1,8 @@
 /* A periodic ring exchanged with MPI_Sendrecv, as LAMMPS and miniMD swap their atoms: per
  * iteration a sendrecv to the right from the left (tag 0), one to the left from the right (tag
  * 1), a compute and an allreduce.  The source is rank - 1 mod P, so it must be extrapolated as
- * a neighbour, not as the stored (source - rank) mod P.  argv: iterations, work per rank. */
+ * a neighbour, not as the stored (source - rank) mod P.  argv: iterations, work per rank,
+ * distance (default 1; 2: to rank + 2 from rank - 2, one rank at 4 ranks). */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,7 +14,8 @@ int main(int argc, char **argv) {
     int rank, size;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
-    int left = (rank + size - 1) % size, right = (rank + 1) % size;
+    int dist = argc > 3 ? atoi(argv[3]) : 1;
+    int left = ((rank - dist) % size + size) % size, right = (rank + dist) % size;
     static double out[HALO], in[HALO];
     double acc = 0, res = 0;
     for (int it = 0; it < iters; it++) {
