@@ -73,9 +73,10 @@ def test_a_site_of_two_modes_keeps_a_mean_for_each(tmp_path):
         back, c = t.data(), t._reader.c
     gaps = np.asarray(c.side[E.MODE_GAPS])
     # each rank's kernels but the 3 before an allreduce or the finalize (other sites), one a
-    # step: 3 packs apart
-    assert list(gaps[:d.nranks]) == [STEPS - 3] * d.nranks
-    assert np.median(gaps[d.nranks:]) == SWAPS - 1
+    # step, at least 3 packs apart; but those the tail holds with their own values
+    n = gaps[:d.nranks]
+    assert ((0 < n) & (n < STEPS - 3)).all()
+    assert gaps[d.nranks:].min() >= SWAPS - 1
     for r in range(d.nranks):
         was, got = computes(d, r), computes(back, r)
         kernel = was > 10 * PACK
@@ -83,7 +84,7 @@ def test_a_site_of_two_modes_keeps_a_mean_for_each(tmp_path):
         assert got[kernel].sum() == pytest.approx(was[kernel].sum(), rel=0.02)
     assert assert_refused_as_newer(model) == 16
     assert simulated(model) == pytest.approx(simulated(exact), rel=0.02)
-    assert f"a second mode of {(STEPS - 3) * d.nranks} calls" in lost(c)
+    assert f"a second mode of {int(n.sum())} calls" in lost(c)
 
 
 def test_second_mode_calls_the_tail_holds_keep_their_values(tmp_path, monkeypatch):
@@ -94,11 +95,14 @@ def test_second_mode_calls_the_tail_holds_keep_their_values(tmp_path, monkeypatc
     d = swaps_trace()
     write_compressed(str(tmp_path / "m.h5"), d, "model")
     with minitrace.open(tmp_path / "m.h5") as t:
-        back = t.data()
+        back, c = t.data(), t._reader.c
     for r in range(d.nranks):
         was, got = computes(d, r), computes(back, r)
         kernel = was > 10 * PACK
         assert np.allclose(got[kernel], was[kernel], rtol=0.01)
+    # (a second mode whose every call the tail holds is none: the file is of the version
+    # before, which older readers read; the second reviewer, session 32)
+    assert E.MODE_GAPS not in c.side
 
 
 def test_without_modes_the_file_is_of_the_version_before(tmp_path, monkeypatch):

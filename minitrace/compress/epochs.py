@@ -929,6 +929,7 @@ def _fit(ep: _Epochs, precision: float, units: bool) -> tuple[dict, dict]:
     # keep their drift, which their own mean would lose: public LAMMPS lj 3r)
     tail[work] = choose_tail(call[work], vol[work], kind_of_sig[vids[work]],
                              max(len(ids) // TAIL_EVERY, TAIL_MIN), precision)
+    other &= ~tail              # (those keep their values: a mode of none is no mode)
     if other.any():
         keys[other[st]] |= MODE_FLAG
         site, site_offsets = rank_sites(keys, vr_s, P)
@@ -1093,7 +1094,7 @@ def _check_modes(side: dict, nranks: int) -> str | None:
     if MODE_GAPS in side:
         m = np.asarray(side[MODE_GAPS])
         if m.dtype.kind not in "iu" or len(m) < nranks or (m < 0).any() or \
-                int(m[:nranks].sum()) != len(m) - nranks:
+                (m > 1 << 40).any() or int(m[:nranks].sum()) != len(m) - nranks:
             return "model/mode_gaps inconsistent"
     return None
 
