@@ -24,7 +24,8 @@ says the same in that vocabulary, with world ranks:
 * a buffered send (``bsend``) becomes an isend waited for at the rank's finalize: it completes
   at once whatever its size (the attached buffer holds it), where a ``send`` of a large
   message waits for its receive; a sendrecv on a pending bsend's destination, tag and
-  communicator becomes irecv + send + wait (no wait found by the bsend's key);
+  communicator that the export would write with a wait (tags, a communicator, a source of
+  MPI_PROC_NULL) becomes irecv + send + wait (no wait found by the bsend's key);
 * ``comm_free``, ``request_free``, ``cancel``, probes and ``parrived`` become nothing.
 
 Lowered messages use tags below ``TAG_BASE`` (negative, away from SimGrid's own collective tags
@@ -326,8 +327,10 @@ class _Rank:
         return True
 
     def sendrecv_after_bsends(self, i: int, a) -> bool:
-        """A sendrecv to a peer, tag and communicator of pending bsends: irecv, send, the
-        irecv's wait (a send to MPI_PROC_NULL's source: the send alone).  Written as isend +
+        """A sendrecv to a peer, tag and communicator of pending bsends that the export would
+        write with a wait found by that key (tags or a communicator, or a source of
+        MPI_PROC_NULL: else it is SimGrid's sendRecv): irecv, send, the irecv's wait (from
+        MPI_PROC_NULL: the send alone).  Written as isend +
         recv + wait, its wait took the oldest request of its key, a bsend's (SimGrid finds a
         wait's request by key): its own send was never waited for and the rank ended 1 s early
         (the second reviewer, session 31); waiting for the bsends first deadlocked a program
@@ -337,6 +340,8 @@ class _Rank:
         source = self.d.vector(i).tolist()
         if key not in self.buffered or len(source) < 2 or a["flags"] & K.FLAG_UNRESOLVED:
             return False
+        if key[1] == 0 and source[1] == 0 and key[2] == 0 and source[0] >= 0:
+            return False        # (written as SimGrid's sendRecv, whose requests are its own)
         g = None
         if source[0] >= 0:
             g = self.fresh()
