@@ -122,8 +122,7 @@ def _definitions(defs):
 
 def _io_definitions(defs) -> tuple[np.ndarray, np.ndarray]:
     """(per I/O handle ref: its comm ref, -1 for none, -2 when not an MPI-IO handle; per
-    attribute ref: 1, 2, 3 for otf2_io's MPI_File, MPI_Offset, MPI_Comm attributes, 0
-    another's)."""
+    attribute ref: its ``otf2_io.ROLE``, 0 another tool's)."""
     handles = list(defs.io_handles)
     handle_comm = np.full(max((h._ref for h in handles), default=-1) + 1, -2, np.int64)
     for h in handles:
@@ -132,7 +131,7 @@ def _io_definitions(defs) -> tuple[np.ndarray, np.ndarray]:
     attributes = list(defs.attributes)
     role = np.zeros(max((a._ref for a in attributes), default=-1) + 1, np.int64)
     for a in attributes:
-        role[a._ref] = {name: k + 1 for k, name in enumerate(IO.ATTRIBUTES)}.get(a.name, 0)
+        role[a._ref] = IO.ROLE.get(a.name, 0)
     return handle_comm, role
 
 
@@ -592,7 +591,9 @@ def _write_rank(otf2, w, data, rank, ticks, comms, region, user_region, lossy, i
         if j is None:
             return False
         made = _N[int(acts["kind"][j])]
-        if not done and made not in K.NONBLOCKING_IO:
+        if made in K.NONBLOCKING_IO:
+            io.complete(j, t, done)
+        elif not done:
             w(E.MpiRequestTest(t, int(req)))
         elif made in K.NONBLOCKING_SENDS:
             w(E.MpiIsendComplete(t, int(req)))
@@ -602,9 +603,6 @@ def _write_rank(otf2, w, data, rank, ticks, comms, region, user_region, lossy, i
                          int(acts["bytes_recv"][j]), int(req)))
         elif made in K.NONBLOCKING_COLLECTIVES:
             coll_end(j, t, int(req))
-        elif made in K.NONBLOCKING_IO:
-            io.complete(j, t, done)
-            return True
         else:
             return False
         return True

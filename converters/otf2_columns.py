@@ -73,8 +73,7 @@ class Defs:
     counted: bool                    # compute volume = counter growth (else seconds)
     handle_comm: np.ndarray          # per I/O handle ref: its OTF2 comm ref (-1: none), -2 where
     #                                  the handle is not MPI-IO's (a POSIX one beneath it)
-    attribute_role: np.ndarray       # per attribute ref: 1, 2, 3 otf2_io's MPI_File, MPI_Offset,
-    #                                  MPI_Comm; 0 another tool's
+    attribute_role: np.ndarray       # per attribute ref: its otf2_io.ROLE, 0 another tool's
 
 
 # == small column tools ========================================================================
@@ -474,9 +473,9 @@ def assemble(rows: np.ndarray, d: Defs, keep_regions: bool) -> tuple[TraceColumn
     seq = _without_request_ids(found, p2p)
     made = _requests_made(found, p2p, seq.sets)
     collectives = _completions(found, made)
+    _file_io(found, d)          # (before the COMM_SELF-type comms are numbered: its files')
     comms, self_ids = _self_comm_ids(found, d)
     _collective_sizes(found, collectives, comms)
-    _file_io(found, d)
     call_rows, vectors = _call_rows(found, p2p, self_ids)
     strings, marker_tag = _marker_names(events, calls, items, d)
     actions, offsets = _actions(events, calls, items, call_rows, marker_tag, d.nranks)
@@ -1061,11 +1060,25 @@ def _mpi_io_handles(f: _Found, events: np.ndarray) -> np.ndarray:
 
 def _handles(f: _Found, events: np.ndarray) -> np.ndarray:
     """The handle ref of each I/O event (``a``), or MPI_File attribute (its value)."""
-    rows = f.e.rows
-    out = rows["a"][events].astype(np.int64)
+    out = f.e.rows["a"][events].astype(np.int64)
     attr = f.e.type[events] == f.e.code["ATTRIBUTE"]
-    out[attr] = (rows["d"][events[attr]] & np.uint64(0xFFFFFFFF)).astype(np.int64)
+    out[attr] = _reference(f, events[attr])
     return out
+
+
+def _reference(f: _Found, attributes: np.ndarray) -> np.ndarray:
+    """The definition reference an attribute of a reference type holds (the low 32 bits of
+    its value: OTF2's references are uint32)."""
+    return (f.e.rows["d"][attributes] & np.uint64(0xFFFFFFFF)).astype(np.int64)
+
+
+def _file_comm(f: _Found, d: Defs, events: np.ndarray, refs: np.ndarray) -> None:
+    """Write the communicator of OTF2 comm ``refs`` into the calls of ``events`` (a file's:
+    none, 0)."""
+    cid = _comm_ids(refs, d)
+    cid[cid == NO_COMM] = 0
+    f.translations.append((events, cid))
+    f.writes.add("comm", f.call_of[events], events, cid)
 
 
 def _file_io(f: _Found, d: Defs) -> None:
@@ -1087,7 +1100,7 @@ def _file_io(f: _Found, d: Defs) -> None:
     attr = e.type[cand] == e.code["ATTRIBUTE"]
     role = np.zeros(len(cand), np.int64)
     role[attr] = d.attribute_role[rows["a"][cand[attr]].astype(np.int64)]   # (ours: assemble)
-    on_handle = (~attr | (role == 1)) & _mpi_io_handles(f, cand)
+    on_handle = (~attr | (role == IO.ROLE["MPI_File"])) & _mpi_io_handles(f, cand)
     ev = cand[on_handle]
     handle = _handles(f, ev)
     created = ev[(e.type[ev] == e.code["IO_CREATE_HANDLE"]) &
@@ -1096,12 +1109,8 @@ def _file_io(f: _Found, d: Defs) -> None:
     fid = np.arange(len(created)) - np.searchsorted(crank, crank)  # (grouped by rank)
     k = _latest(crank, _handles(f, created), created, e.rank[ev], handle, ev)
     ev, handle, k = ev[k >= 0], handle[k >= 0], k[k >= 0]
-    call = f.call_of[ev]
-    f.writes.add("tag", call, ev, fid[k].astype(np.int64))
-    cid = _comm_ids(d.handle_comm[handle], d)
-    cid[cid == NO_COMM] = 0
-    f.translations.append((ev, cid))
-    f.writes.add("comm", call, ev, cid)
+    f.writes.add("tag", f.call_of[ev], ev, fid[k].astype(np.int64))
+    _file_comm(f, d, ev, d.handle_comm[handle])
     begin = ev[e.type[ev] == e.code["IO_BEGIN"]]
     bc = f.call_of[begin]
     for mode, field in ((IO.READ, "bytes_recv"), (IO.WRITE, "bytes_sent")):
@@ -1109,13 +1118,11 @@ def _file_io(f: _Found, d: Defs) -> None:
         f.writes.add(field, bc[m], begin[m], rows["d"][begin[m]])
     nb = calls.is_["nb_io"][bc]
     f.writes.add("request", bc[nb], begin[nb], rows["e"][begin[nb]])
-    value = np.sort(np.r_[ev[e.type[ev] == e.code["IO_SEEK"]], cand[role == 2]])
+    value = np.sort(np.r_[ev[e.type[ev] == e.code["IO_SEEK"]],
+                          cand[role == IO.ROLE["MPI_Offset"]]])
     f.vector_entries.append((f.call_of[value], value, rows["d"][value].view(np.int64)))
-    failed = cand[role == 3]                          # an open that failed: its comm
-    cid = _comm_ids((rows["d"][failed] & np.uint64(0xFFFFFFFF)).astype(np.int64), d)
-    cid[cid == NO_COMM] = 0
-    f.translations.append((failed, cid))
-    f.writes.add("comm", f.call_of[failed], failed, cid)
+    failed = cand[role == IO.ROLE["MPI_Comm"]]        # an open that failed: its comm
+    _file_comm(f, d, failed, _reference(f, failed))
 
 
 def _self_comm_ids(f: _Found, d: Defs) -> tuple[dict, dict]:

@@ -31,6 +31,8 @@ ATTRIBUTES = {"MPI_File": ("the file handle of an MPI_File call that has no I/O 
                              "and MPI_File_preallocate's size", "INT64"),
               "MPI_Comm": ("the communicator of an MPI_File_open that failed (no handle)",
                            "COMM")}
+#: each attribute's role in the reader's ``Defs.attribute_role`` (0: another tool's)
+ROLE = {name: k + 1 for k, name in enumerate(ATTRIBUTES)}
 #: the calls whose file and value are those attributes
 VALUE_CALLS = frozenset({"file_set_view", "file_set_size", "file_preallocate"})
 #: OTF2's IoOperationMode values

@@ -137,3 +137,55 @@ def test_a_scorep_like_archive_reads_the_mpi_io_handles(tmp_path):
         (C["file_write"], 0, 0, 100, 0, -1, 0, ()), (C["file_close"], 0, 0, 0, 0, -1, 0, ()),
         (C["file_write"], 1, 0, 101, 0, -1, 0, ()), (C["file_close"], 1, 0, 0, 0, -1, 0, ())]
     assert validate(back).ok
+
+
+def test_a_file_on_a_comm_self_type_communicator(tmp_path):
+    """Score-P defines MPI_COMM_SELF with a group of type COMM_SELF, one communicator per rank
+    that uses it: a file opened on it reads with that rank's own communicator (its id was
+    given before the files' communicators were read: a KeyError, an internal error)."""
+    otf2 = pytest.importorskip("otf2")
+    E = otf2.events
+    with otf2.writer.open(str(tmp_path / "a"), timer_resolution=1_000_000_000) as tr:
+        d = tr.definitions
+        node = d.system_tree_node("machine")
+        loc = d.location("Master thread", group=d.location_group("MPI Rank 0",
+                                                                 system_tree_parent=node))
+        d.group("", group_type=otf2.GroupType.COMM_LOCATIONS, paradigm=otf2.Paradigm.MPI,
+                members=[loc])
+        d.comm("MPI_COMM_WORLD", group=d.group("", group_type=otf2.GroupType.COMM_GROUP,
+                                               paradigm=otf2.Paradigm.MPI, members=[loc]))
+        own = d.comm("MPI_COMM_SELF", group=d.group("", group_type=otf2.GroupType.COMM_SELF,
+                                                    paradigm=otf2.Paradigm.MPI, members=[]))
+        mpiio = d.io_paradigm("MPI-IO", "MPI I/O", io_paradigm_class=otf2.IoParadigmClass.PARALLEL,
+                              io_paradigm_flags=otf2.IoParadigmFlag.NONE)
+        h = d.io_handle("a.dat", d.io_regular_file("a.dat", scope=node), mpiio,
+                        otf2.IoHandleFlag.NONE, own)
+        reg = {k: d.region(f"MPI_{k}", region_role=otf2.RegionRole.FILE_IO,
+                           paradigm=otf2.Paradigm.MPI)
+               for k in ("Init", "File_open", "File_write", "File_close", "Finalize")}
+        w = tr.event_writer_from_location(loc)
+        t = iter(range(1, 1000))
+        w(E.Enter(next(t), reg["Init"]))
+        w(E.Leave(next(t), reg["Init"]))
+        w(E.Enter(next(t), reg["File_open"]))
+        w(E.IoCreateHandle(next(t), h, otf2.IoAccessMode.READ_WRITE, otf2.IoCreationFlag.NONE,
+                           otf2.IoStatusFlag.NONE))
+        w(E.Leave(next(t), reg["File_open"]))
+        w(E.Enter(next(t), reg["File_write"]))
+        w(E.IoOperationBegin(next(t), h, otf2.IoOperationMode.WRITE, otf2.IoOperationFlag.NONE,
+                             64, 1))
+        w(E.IoOperationComplete(next(t), h, 64, 1))
+        w(E.Leave(next(t), reg["File_write"]))
+        w(E.Enter(next(t), reg["File_close"]))
+        w(E.IoDestroyHandle(next(t), h))
+        w(E.Leave(next(t), reg["File_close"]))
+        w(E.Enter(next(t), reg["Finalize"]))
+        w(E.Leave(next(t), reg["Finalize"]))
+    back = read_otf2(tmp_path / "a" / "traces.otf2")
+    calls = _io_calls(back, 0)
+    self_comm = calls[0][2]
+    assert self_comm != 0 and back.comms[self_comm].tolist() == [0]
+    assert [c[:5] for c in calls] == [(K.CODE["file_open"], 0, self_comm, 0, 0),
+                                      (K.CODE["file_write"], 0, self_comm, 64, 0),
+                                      (K.CODE["file_close"], 0, self_comm, 0, 0)]
+    assert validate(back).ok
