@@ -22,7 +22,7 @@ import numpy as np
 
 from minitrace import kinds as K
 from minitrace.errors import MinitraceError
-from minitrace.collectives import lower, resolve, world_plan
+from minitrace.collectives import as_sendrecv_primitive, lower, resolve, world_plan
 from minitrace.model import NONE, TraceBuilder, TraceColumns
 from minitrace.outputs import replacing_dir, replacing_file, write_error
 from minitrace.matched_probes import receive_order
@@ -986,7 +986,7 @@ class RankWriter:
                     w(out_kind, peer, tag, nbytes)
             elif kind in K.SENDRECVS:
                 src, rtag = (self.vec(i) + [-1, -1])[:2]
-                if tag == 0 and rtag == 0 and comm == 0 and peer >= 0 and src >= 0:
+                if as_sendrecv_primitive(tag, rtag, comm, peer, src):
                     if kind != "sendrecv":
                         approx(kind, "written as sendRecv")
                     # SimGrid 4.1 requires both datatypes on sendRecv (6 arguments)

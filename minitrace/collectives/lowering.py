@@ -66,6 +66,14 @@ _COMPLETIONS = K.mask(K.COMPLETIONS)
 _CODE = K.CODE
 
 
+def as_sendrecv_primitive(tag: int, recv_tag: int, comm: int, dest: int, source: int) -> bool:
+    """Whether the TI export writes a sendrecv as SimGrid's ``sendRecv``, which takes no tags
+    nor communicator and waits for its own requests; any other it writes with a wait found by
+    (source, destination, tag), which :meth:`_Rank.sendrecv_after_bsends` keeps off a pending
+    bsend's request."""
+    return tag == 0 and recv_tag == 0 and comm == 0 and dest >= 0 and source >= 0
+
+
 def rows_to_lower(a: np.ndarray, world: bool | frozenset = False) -> np.ndarray:
     """Which of the actions ``a`` (fields kind, flags, comm) the lowering rewrites; ``world``:
     blocking world collectives too (True), or those of these kinds."""
@@ -340,8 +348,8 @@ class _Rank:
         source = self.d.vector(i).tolist()
         if key not in self.buffered or len(source) < 2 or a["flags"] & K.FLAG_UNRESOLVED:
             return False
-        if key[1] == 0 and source[1] == 0 and key[2] == 0 and source[0] >= 0:
-            return False        # (written as SimGrid's sendRecv, whose requests are its own)
+        if as_sendrecv_primitive(key[1], source[1], key[2], key[0], source[0]):
+            return False
         g = None
         if source[0] >= 0:
             g = self.fresh()
