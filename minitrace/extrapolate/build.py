@@ -559,8 +559,10 @@ def programs(runs: list[ST.Run], ranks: int, plans: dict, grid: GR.Grid | None =
         rc, plan = source.classes[key], plans[key]
         sigs = source.sig.table[rc.leaves].copy()
         rel = sigs["peer_mode"] == 1
-        aligned = [r for r in sorted(runs, key=lambda r: -r.nranks) if r is not source and
-                   key in r.classes and len(r.classes[key].leaves) == len(rc.leaves)]
+        # (without a grid: the other runs of the class, largest first, to sign offsets by)
+        aligned = [] if grid is not None else [
+            r for r in sorted(runs, key=lambda r: -r.nranks) if r is not source and
+            key in r.classes and len(r.classes[key].leaves) == len(rc.leaves)]
         if grid is None:
             sigs["peer"] = np.where(rel, ST.signed_by_runs(
                 [sigs["peer"]] + [r.sig.table["peer"][r.classes[key].leaves] for r in aligned],
