@@ -602,14 +602,11 @@ def tail_table(tail: np.ndarray, vr: np.ndarray, vol: np.ndarray, P: int,
     among its rank's volume actions as the gap since the previous one (``tail_gaps``) and
     its value's log code (``tail_values``); with ``call`` (an int64 key per call and rank),
     where it deflates smaller, the codes as :func:`tail_steps` makes them."""
-    first = np.searchsorted(vr, np.arange(P))
-    pos = np.arange(len(vr)) - first[vr]
-    kp, kr = pos[tail], vr[tail]
-    prev = np.concatenate([[-1], kp[:-1]])
-    prev[np.concatenate([[True], kr[1:] != kr[:-1]]) if len(kr) else []] = -1
+    counts, gaps = _gaps(tail, vr, P)
+    kr = vr[tail]
     codes = V.log_codes(vol[tail], precision)
-    out = {"tail_offsets": np.concatenate([[0], np.cumsum(np.bincount(kr, minlength=P))])
-           .astype(np.int64), "tail_gaps": kp - prev - 1, "tail_values": codes}
+    out = {"tail_offsets": np.concatenate([[0], np.cumsum(counts)]).astype(np.int64),
+           "tail_gaps": gaps, "tail_values": codes}
     if call is not None and len(codes):
         steps = tail_steps(codes, call[tail], kr, P)
         if sum(map(deflated_size, steps.values())) < deflated_size(codes):
