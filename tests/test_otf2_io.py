@@ -6,6 +6,8 @@ and the trace was invalid); and an archive written as Score-P writes MPI-IO, wit
 handle the MPI library opens beneath, reads the MPI-IO handles' files only."""
 from __future__ import annotations
 
+from contextlib import contextmanager
+
 import numpy as np
 import pytest
 
@@ -26,6 +28,35 @@ def _io_calls(data, r):
     return [tuple(int(a[f][i]) for f in FIELDS) +
             (tuple(data.vectors[a["vec_off"][i]:a["vec_off"][i] + a["vec_len"][i]].tolist()),)
             for i in rows.tolist()]
+
+
+@contextmanager
+def _one_rank_archive(path, calls: tuple[str, ...]):
+    """An OTF2 archive of one MPI rank written as Score-P writes one, for the test to fill:
+    yields (otf2, its definitions, the system node, MPI_COMM_WORLD, the MPI-IO paradigm, the
+    regions ``MPI_<call>`` by call, the rank's event writer, a clock of successive ticks)."""
+    otf2 = pytest.importorskip("otf2")
+    with otf2.writer.open(str(path), timer_resolution=1_000_000_000) as tr:
+        d = tr.definitions
+        node = d.system_tree_node("machine")
+        loc = d.location("Master thread", group=d.location_group("MPI Rank 0",
+                                                                 system_tree_parent=node))
+        d.group("", group_type=otf2.GroupType.COMM_LOCATIONS, paradigm=otf2.Paradigm.MPI,
+                members=[loc])
+        world = d.comm("MPI_COMM_WORLD", group=d.group(
+            "", group_type=otf2.GroupType.COMM_GROUP, paradigm=otf2.Paradigm.MPI,
+            members=[loc]))
+        mpiio = d.io_paradigm("MPI-IO", "MPI I/O", io_paradigm_class=otf2.IoParadigmClass.PARALLEL,
+                              io_paradigm_flags=otf2.IoParadigmFlag.NONE)
+        reg = {k: d.region(f"MPI_{k}", region_role=otf2.RegionRole.FILE_IO,
+                           paradigm=otf2.Paradigm.MPI) for k in ("Init", "Finalize") + calls}
+        w = tr.event_writer_from_location(loc)
+        t = iter(range(1, 1000))
+        w(otf2.events.Enter(next(t), reg["Init"]))
+        w(otf2.events.Leave(next(t), reg["Init"]))
+        yield otf2, d, node, world, mpiio, reg, w, t
+        w(otf2.events.Enter(next(t), reg["Finalize"]))
+        w(otf2.events.Leave(next(t), reg["Finalize"]))
 
 
 @pytest.mark.parametrize("name, ranks", [("io", 3), ("file_open_fail", 2)])
@@ -53,20 +84,10 @@ def test_a_scorep_like_archive_reads_the_mpi_io_handles(tmp_path):
     operations' (a POSIX seek beneath was taken for an offset, a POSIX completion in a wait
     for its request, and the program's own POSIX aio test made every event-less MPI_Test a
     completed one: the reviewer, session 32)."""
-    otf2 = pytest.importorskip("otf2")
-    E = otf2.events
-    with otf2.writer.open(str(tmp_path / "a"), timer_resolution=1_000_000_000) as tr:
-        d = tr.definitions
-        node = d.system_tree_node("machine")
-        loc = d.location("Master thread", group=d.location_group("MPI Rank 0",
-                                                                 system_tree_parent=node))
-        d.group("", group_type=otf2.GroupType.COMM_LOCATIONS, paradigm=otf2.Paradigm.MPI,
-                members=[loc])
-        world = d.comm("MPI_COMM_WORLD", group=d.group(
-            "", group_type=otf2.GroupType.COMM_GROUP, paradigm=otf2.Paradigm.MPI,
-            members=[loc]))
-        mpiio = d.io_paradigm("MPI-IO", "MPI I/O", io_paradigm_class=otf2.IoParadigmClass.PARALLEL,
-                              io_paradigm_flags=otf2.IoParadigmFlag.NONE)
+    calls = ("File_open", "File_write", "File_write_at", "File_iwrite", "Wait", "Test",
+             "File_close")
+    with _one_rank_archive(tmp_path / "a", calls) as (otf2, d, node, world, mpiio, reg, w, t):
+        E = otf2.events
         posix = d.io_paradigm("POSIX", "POSIX I/O", io_paradigm_class=otf2.IoParadigmClass.SERIAL,
                               io_paradigm_flags=otf2.IoParadigmFlag.OS)
         handles = []
@@ -74,14 +95,6 @@ def test_a_scorep_like_archive_reads_the_mpi_io_handles(tmp_path):
             f = d.io_regular_file(n, scope=node)
             handles.append((d.io_handle(n, f, mpiio, otf2.IoHandleFlag.NONE, world),
                             d.io_handle(n, f, posix, otf2.IoHandleFlag.NONE, None)))
-        reg = {k: d.region(f"MPI_{k}", region_role=otf2.RegionRole.FILE_IO,
-                           paradigm=otf2.Paradigm.MPI)
-               for k in ("Init", "File_open", "File_write", "File_write_at", "File_iwrite",
-                         "Wait", "Test", "File_close", "Finalize")}
-        w = tr.event_writer_from_location(loc)
-        t = iter(range(1, 1000))
-        w(E.Enter(next(t), reg["Init"]))
-        w(E.Leave(next(t), reg["Init"]))
         mode, none = otf2.IoAccessMode.READ_WRITE, otf2.IoCreationFlag.NONE
         for h, p in reversed(handles):                      # b.dat first: file 0
             w(E.Enter(next(t), reg["File_open"]))
@@ -124,8 +137,6 @@ def test_a_scorep_like_archive_reads_the_mpi_io_handles(tmp_path):
             w(E.IoDestroyHandle(next(t), h))
             w(E.IoDestroyHandle(next(t), p))
             w(E.Leave(next(t), reg["File_close"]))
-        w(E.Enter(next(t), reg["Finalize"]))
-        w(E.Leave(next(t), reg["Finalize"]))
     back = read_otf2(tmp_path / "a" / "traces.otf2")
     C = K.CODE
     assert _io_calls(back, 0) == [
@@ -143,30 +154,13 @@ def test_a_file_on_a_comm_self_type_communicator(tmp_path):
     """Score-P defines MPI_COMM_SELF with a group of type COMM_SELF, one communicator per rank
     that uses it: a file opened on it reads with that rank's own communicator (its id was
     given before the files' communicators were read: a KeyError, an internal error)."""
-    otf2 = pytest.importorskip("otf2")
-    E = otf2.events
-    with otf2.writer.open(str(tmp_path / "a"), timer_resolution=1_000_000_000) as tr:
-        d = tr.definitions
-        node = d.system_tree_node("machine")
-        loc = d.location("Master thread", group=d.location_group("MPI Rank 0",
-                                                                 system_tree_parent=node))
-        d.group("", group_type=otf2.GroupType.COMM_LOCATIONS, paradigm=otf2.Paradigm.MPI,
-                members=[loc])
-        d.comm("MPI_COMM_WORLD", group=d.group("", group_type=otf2.GroupType.COMM_GROUP,
-                                               paradigm=otf2.Paradigm.MPI, members=[loc]))
+    calls = ("File_open", "File_write", "File_close")
+    with _one_rank_archive(tmp_path / "a", calls) as (otf2, d, node, world, mpiio, reg, w, t):
+        E = otf2.events
         own = d.comm("MPI_COMM_SELF", group=d.group("", group_type=otf2.GroupType.COMM_SELF,
                                                     paradigm=otf2.Paradigm.MPI, members=[]))
-        mpiio = d.io_paradigm("MPI-IO", "MPI I/O", io_paradigm_class=otf2.IoParadigmClass.PARALLEL,
-                              io_paradigm_flags=otf2.IoParadigmFlag.NONE)
         h = d.io_handle("a.dat", d.io_regular_file("a.dat", scope=node), mpiio,
                         otf2.IoHandleFlag.NONE, own)
-        reg = {k: d.region(f"MPI_{k}", region_role=otf2.RegionRole.FILE_IO,
-                           paradigm=otf2.Paradigm.MPI)
-               for k in ("Init", "File_open", "File_write", "File_close", "Finalize")}
-        w = tr.event_writer_from_location(loc)
-        t = iter(range(1, 1000))
-        w(E.Enter(next(t), reg["Init"]))
-        w(E.Leave(next(t), reg["Init"]))
         w(E.Enter(next(t), reg["File_open"]))
         w(E.IoCreateHandle(next(t), h, otf2.IoAccessMode.READ_WRITE, otf2.IoCreationFlag.NONE,
                            otf2.IoStatusFlag.NONE))
@@ -179,8 +173,6 @@ def test_a_file_on_a_comm_self_type_communicator(tmp_path):
         w(E.Enter(next(t), reg["File_close"]))
         w(E.IoDestroyHandle(next(t), h))
         w(E.Leave(next(t), reg["File_close"]))
-        w(E.Enter(next(t), reg["Finalize"]))
-        w(E.Leave(next(t), reg["Finalize"]))
     back = read_otf2(tmp_path / "a" / "traces.otf2")
     calls = _io_calls(back, 0)
     self_comm = calls[0][2]
