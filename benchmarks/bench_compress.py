@@ -5,7 +5,7 @@ compressed form against replay from the column form (native replayer).
 
 Run: nice -n 10 python benchmarks/bench_compress.py [--actions 1000000] [--big 10000000]
      nice -n 10 python benchmarks/bench_compress.py --recorded A.h5 B.h5 ...
-       recorded traces (issue 38): bytes/action and compression speed (actions per CPU second
+       recorded traces (issue 38): bytes/action and compression speed (actions per process CPU second
        of compressing and writing the file, as `minitrace compress` does after reading its
        input: the entropy coders run as the file is written; beside it, compress() alone, the
        figure of sessions 8-12) in every mode, the CPU time of reading the input (its
@@ -110,7 +110,9 @@ MODES = ("exact", "bounded", "model")
 #: fresh process: a process that has already compressed other files ran the same code up to
 #: 1.3-1.45x as fast on 140-510 k actions (not measured apart; page faults of fresh memory,
 #: counted in the thread's CPU time, are a likely part), which made every --old ratio before
-#: session 14 favour this code.
+#: session 14 favour this code.  The written speed is the process's CPU time (storage deflates
+#: the chunks of arrays over 2^18 values in threads: until session 33 the thread's, which left
+#: them out); compress() alone runs in this thread.
 _CHILD = """
 import json, os, sys, time
 import minitrace
@@ -124,9 +126,9 @@ for mode, volumes, times in (("exact", "exact", "exact"),
                              ("model", "model", "exact")):
     f, best, alone = os.path.join(d, f"{mode}.{tag}.h5"), float("inf"), float("inf")
     for _ in range(repeat):
-        cpu, c0 = [], time.thread_time()
+        cpu, c0 = [], time.process_time()
         write_compressed(f, data, volumes, cpu=cpu, times=times)
-        best = min(best, time.thread_time() - c0)
+        best = min(best, time.process_time() - c0)
         alone = min(alone, cpu[0])
     out[mode] = [os.path.getsize(f), best, alone, minitrace.__file__]
 print(json.dumps(out))
