@@ -248,6 +248,8 @@ def read_otf2(anchor, keep_regions: bool = False, keep_going: bool = False) -> T
         meta["tests_outcome_unknown"] = info["unread_tests"]
     if info["vectors_estimated"]:
         meta["collective_vectors_estimated"] = dict(sorted(info["vectors_estimated"].items()))
+    if info["io_without_file"]:
+        meta["io_calls_without_mpi_io_handles"] = dict(sorted(info["io_without_file"].items()))
     if info["user_regions"] and not keep_regions:
         meta["user_regions_dropped"] = info["user_regions"] // 2
     data.meta = {**meta, **data.meta, "volume_unit": unit}

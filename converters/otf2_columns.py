@@ -74,6 +74,7 @@ class Defs:
     handle_comm: np.ndarray          # per I/O handle ref: its OTF2 comm ref (-1: none), -2 where
     #                                  the handle is not MPI-IO's (a POSIX one beneath it)
     attribute_role: np.ndarray       # per attribute ref: its otf2_io.ROLE, 0 another tool's
+    intercomms: frozenset = frozenset()   # comm ids of intercommunicators (convert --to otf2's)
 
 
 # == small column tools ========================================================================
@@ -453,9 +454,12 @@ def assemble(rows: np.ndarray, d: Defs, keep_regions: bool) -> tuple[TraceColumn
     "comms_not_named": Counter (communicator constructors, frees and sizes: kept as actions,
     but the events read do not say their communicators: a parent or a freed one left 0, a new
     one -1),
-    "unread_tests": n}`` (MPI_Test/Testall calls without events in an archive with no
+    "unread_tests": n (MPI_Test/Testall calls without events in an archive with no
     MpiRequestTest event: a test of null handles, which completed, cannot be told from one that
-    failed; read as not completed)."""
+    failed; read as not completed),
+    "vectors_estimated": Counter (alltoallv/w vectors estimated),
+    "io_without_file": Counter (MPI-IO calls whose I/O events are another paradigm's handles'
+    only, e.g. POSIX: read without their file, -1)}``."""
     attribute = rows["type"] == code("ATTRIBUTE")
     if attribute.any():             # (another tool's attributes: not ours, not events)
         ref = rows["a"].astype(np.int64)
@@ -472,6 +476,7 @@ def assemble(rows: np.ndarray, d: Defs, keep_regions: bool) -> tuple[TraceColumn
     p2p = _point_to_point(found)
     seq = _without_request_ids(found, p2p)
     made = _requests_made(found, p2p, seq.sets)
+    _cancels(found, made)
     collectives = _completions(found, made)
     _file_io(found, d)          # (before the COMM_SELF-type comms are numbered: its files')
     comms, self_ids = _self_comm_ids(found, d)
@@ -496,7 +501,7 @@ def assemble(rows: np.ndarray, d: Defs, keep_regions: bool) -> tuple[TraceColumn
     return data, {"messages": p2p.counts, "unmapped": unmapped.counter(),
                   "user_regions": int(calls.user.sum()), "linked_in_order": seq.linked,
                   "comms_not_named": made_comms, "unread_tests": found.unread_tests,
-                  "vectors_estimated": estimated}
+                  "vectors_estimated": estimated, "io_without_file": found.io_without_file}
 
 
 #: v-collectives whose per-member vector follows from the members' own totals: the column
@@ -794,7 +799,10 @@ class _Found:
         self.flags = np.zeros(nc, np.uint8)
         self.vector_entries: list[tuple] = []   # (calls, event indices, values)
         self.translations: list[tuple] = []     # (events, comm ids)
+        self.comm_from: list[tuple] = []        # (calls, calls whose final comm they take)
         self.unread_tests = 0       # tests without events whose outcome the archive hides
+        self.io_without_file: Counter = Counter()   # MPI-IO calls with another paradigm's
+        #                                             handles only: by kind
 
     def inside_calls(self, *types: str) -> np.ndarray:
         """The events of ``types`` inside kept calls."""
@@ -1020,6 +1028,7 @@ def _completions(f: _Found, made: _Made) -> _CollectiveEvents:
                    [f"completion in {_N[k]}" for k in f.calls.kind0[cc[~single & ~multi]]
                     .tolist()])
     f.writes.add("request", cc[single], comp[single], rows["e"][comp[single]])
+    _request_comm(f, made, comp[single])
     f.vector_entries.append((cc[multi], comp[multi], rows["e"][comp[multi]]))
     failed = np.isin(e.type[comp], [code_["REQUEST_TEST"], code_["IO_TEST"]])
     done = (single | multi) & is_["tests"][cc] & ~failed
@@ -1046,6 +1055,54 @@ def _completions(f: _Found, made: _Made) -> _CollectiveEvents:
     call = np.r_[f.call_of[ends[in_collective]], made_by[~irecv]]
     comm, root = f.world(at)
     return _CollectiveEvents(at, call, comm, root)
+
+
+def _cancels(f: _Found, made: _Made) -> None:
+    """MPI_Cancel's fields from its Enter attributes (``convert --to otf2`` writes them; no
+    OTF2 event holds them): the request and its communicator, and for a cancel that took
+    (``MPI_Source`` is there) COMPLETED and the posted source, tag and size of the receive
+    it cancelled, whose completion is an MpiRequestCancelled (Score-P's, which carries
+    nothing else): that receive (an MPI_Irecv's) takes the posted tag and communicator, as
+    the recorder keeps them."""
+    rows, calls, role = f.e.rows, f.calls, f.d.attribute_role
+    ev = f.inside_calls("ATTRIBUTE")
+    ev = ev[calls.kind0[f.call_of[ev]] == _C["cancel"]]
+    ev_role = role[rows["a"][ev].astype(np.int64)]
+    of = {name: ev[ev_role == IO.ROLE[name]] for name in
+          ("MPI_Request", "MPI_Comm", "MPI_Source", "MPI_Tag", "MPI_Bytes")}
+    req = of["MPI_Request"]
+    f.writes.add("request", f.call_of[req], req, rows["d"][req])
+    _file_comm(f, f.d, of["MPI_Comm"], _reference(f, of["MPI_Comm"]))
+    for name, field in (("MPI_Source", "peer"), ("MPI_Tag", "tag"), ("MPI_Bytes", "bytes_recv")):
+        x = of[name]
+        f.writes.add(field, f.call_of[x], x, rows["d"][x].view(np.int64) if name != "MPI_Bytes"
+                     else rows["d"][x])
+    took = f.call_of[of["MPI_Source"]]
+    f.flags[took] |= K.FLAG_COMPLETED
+    req = req[np.isin(f.call_of[req], took)]
+    k = _latest(made.rank, made.request, made.at, f.e.rank[req], rows["d"][req], req)
+    irecv = made.call[k[k >= 0]]
+    req = req[k >= 0]
+    irecv, req = irecv[calls.kind0[irecv] == _C["irecv"]], req[calls.kind0[irecv] == _C["irecv"]]
+    tags = of["MPI_Tag"]
+    at = np.minimum(np.searchsorted(f.call_of[tags], f.call_of[req]), max(len(tags) - 1, 0))
+    has = (at < len(tags)) & (f.call_of[tags[at]] == f.call_of[req]) if len(tags) else \
+        np.zeros(len(req), bool)
+    f.writes.add("tag", irecv[has], tags[at[has]], rows["d"][tags[at[has]]].view(np.int64))
+    f.comm_from.append((irecv, f.call_of[req]))
+
+
+def _request_comm(f: _Found, made: _Made, events: np.ndarray) -> None:
+    """A single completion (wait, test, waitany, testany) is on its request's communicator, as
+    the recorder writes it: an I/O event's is its handle's, an MPI request's that of the call
+    that made it (taken once that call's fields are final).  They came back on comm 0 (the
+    reviewer of session 32: a wait of an I/O request on a sub-communicator's file; so did the
+    wait of a non-blocking collective on a sub-communicator)."""
+    io = f.e.of_type("IO_COMPLETE", "IO_TEST")[events]
+    _file_comm(f, f.d, events[io], f.d.handle_comm[_handles(f, events[io])])
+    mpi = events[~io]
+    k = _latest(made.rank, made.request, made.at, f.e.rank[mpi], f.e.rows["e"][mpi], mpi)
+    f.comm_from.append((f.call_of[mpi[k >= 0]], made.call[k[k >= 0]]))
 
 
 def _mpi_io_handles(f: _Found, events: np.ndarray) -> np.ndarray:
@@ -1102,6 +1159,9 @@ def _file_io(f: _Found, d: Defs) -> None:
     role[attr] = d.attribute_role[rows["a"][cand[attr]].astype(np.int64)]   # (ours: assemble)
     on_handle = (~attr | (role == IO.ROLE["MPI_File"])) & _mpi_io_handles(f, cand)
     ev = cand[on_handle]
+    other = np.unique(f.call_of[cand[~attr & ~on_handle]])    # (a POSIX handle's events only:
+    other = other[~np.isin(other, f.call_of[ev])]             # no file, which is said)
+    f.io_without_file.update(_N[k] for k in calls.kind0[other].tolist())
     handle = _handles(f, ev)
     created = ev[(e.type[ev] == e.code["IO_CREATE_HANDLE"]) &
                  (calls.kind0[f.call_of[ev]] == _C["file_open"])]
@@ -1138,7 +1198,9 @@ def _self_comm_ids(f: _Found, d: Defs) -> tuple[dict, dict]:
 
 
 def _collective_sizes(f: _Found, coll: _CollectiveEvents, comms: dict) -> None:
-    """Comm, root and the model's per-call bytes (from Score-P's totals) of the collectives."""
+    """Comm, root and the model's per-call bytes (from Score-P's totals; on an
+    intercommunicator of ``convert --to otf2``, whose sizes follow other rules, as written) of
+    the collectives."""
     row_rank = f.calls.rank[coll.call]
     size, me = _comm_pos(comms, coll.comm, row_rank)
     kind = f.calls.kind0[coll.call]
@@ -1147,6 +1209,8 @@ def _collective_sizes(f: _Found, coll: _CollectiveEvents, comms: dict) -> None:
     f.writes.add("peer", coll.call[rooted], coll.at[rooted], coll.root[rooted])
     sent, received = _to_model(kind, f.e.rows["d"][coll.at], f.e.rows["f"][coll.at], size, me,
                                rooted & (coll.root == row_rank))
+    inter = np.isin(coll.comm, list(f.d.intercomms))     # (sizes as the model holds them)
+    sent[inter], received[inter] = f.e.rows["d"][coll.at[inter]], f.e.rows["f"][coll.at[inter]]
     f.writes.add("bytes_sent", coll.call, coll.at, sent)
     f.writes.add("bytes_recv", coll.call, coll.at, received)
 
@@ -1179,6 +1243,11 @@ def _call_rows(f: _Found, p: _PointToPoint, self_ids: dict) -> tuple[dict, np.nd
             v[own] = [self_ids[(int(x), int(r))] for x, r in zip(v[own].tolist(),
                                                                  calls.rank[c[own]].tolist())]
         cols[field][c] = v
+    for dst, src in f.comm_from:
+        cols["comm"][dst] = cols["comm"][src]
+    if f.d.intercomms:
+        cols["flags"][np.isin(cols["comm"], list(f.d.intercomms)) & calls.kept] |= \
+            K.FLAG_INTERCOMM
     sr_ev = p.recvs[p.sendrecv]
     vec_call, vec_val, big = _vectors(f.vector_entries, sr_ev, f.call_of[sr_ev],
                                       p.recv_peer[p.sendrecv], e.rows["c"][sr_ev])

@@ -24,13 +24,21 @@ import numpy as np
 from minitrace import kinds as K
 
 _C, _N = K.CODE, K.NAME
-#: the Enter attributes of the calls without an I/O event: name -> (description, type name)
+#: the Enter attributes of the calls without an I/O event, and of MPI_Cancel (whose request
+#: and cancelled receive no OTF2 event holds): name -> (description, type name)
 ATTRIBUTES = {"MPI_File": ("the file handle of an MPI_File call that has no I/O event",
                            "IO_HANDLE"),
               "MPI_Offset": ("its value: MPI_File_set_view's displacement, MPI_File_set_size's "
                              "and MPI_File_preallocate's size", "INT64"),
-              "MPI_Comm": ("the communicator of an MPI_File_open that failed (no handle)",
-                           "COMM")}
+              "MPI_Comm": ("the communicator of an MPI_File_open that failed (no handle), or "
+                           "of the request an MPI_Cancel names", "COMM"),
+              # MPI_Cancel's (otf2.py): its request, and the posted receive it cancelled
+              "MPI_Request": ("the request an MPI_Cancel names", "UINT64"),
+              "MPI_Source": ("the posted source (world rank, -1 none) of the receive an "
+                             "MPI_Cancel cancelled", "INT64"),
+              "MPI_Tag": ("the posted tag of the receive an MPI_Cancel cancelled", "INT64"),
+              "MPI_Bytes": ("the posted size in bytes of the receive an MPI_Cancel cancelled",
+                            "UINT64")}
 #: each attribute's role in the reader's ``Defs.attribute_role`` (0: another tool's)
 ROLE = {name: k + 1 for k, name in enumerate(ATTRIBUTES)}
 #: the calls whose file and value are those attributes

@@ -133,7 +133,7 @@ def test_damaged_header_is_refused(field, value, words):
 def test_counts_from_wide_take_two_words(monkeypatch):
     """From :data:`~A.WIDE` values (2**32) the header is version 2, the count's high half a
     fifth word (a uint32 count ended in a traceback); below it version 1, as every file of
-    session 31; both decode, a cut wide header is refused."""
+    session 31; both decode, a cut wide header and a wide one below 2**32 are refused."""
     values, fine, coarse = _case("codes of volumes")
     narrow = A.encode(values, fine, coarse)
     assert narrow[:4].view("<u4")[0] == A.VERSION
@@ -149,6 +149,9 @@ def test_counts_from_wide_take_two_words(monkeypatch):
         A.decode(high, fine, coarse)
     with pytest.raises(R.CodeError, match="shorter than its header"):
         A.decode(wide[:18], fine, coarse)
+    monkeypatch.setattr(A, "WIDE", 1 << 32)        # (a version-2 header of a narrow count:
+    with pytest.raises(R.CodeError, match="version 2 for"):     # no writer makes one)
+        A.decode(wide, fine, coarse)
 
 
 def test_other_keys_or_flags_are_refused():

@@ -90,7 +90,10 @@ _LEFT_OUT = (("user_regions_dropped", "user regions dropped (--keep-regions keep
              ("ignored_actions", "TI actions with nothing to keep in the model"),
              ("collective_vectors_estimated", "alltoallv/alltoallw per-member bytes estimated "
               "(the source keeps each member's totals: its sends shared out in proportion to "
-              "what the others receive, exact for a uniform exchange)"))
+              "what the others receive, exact for a uniform exchange)"),
+             ("io_calls_without_mpi_io_handles", "MPI-IO calls read without their file (-1): "
+              "their I/O events name another paradigm's handles only (e.g. POSIX), no MPI-IO "
+              "one"))
 
 
 def _counted(counts: dict) -> str:

@@ -88,6 +88,9 @@ def decode(blob: np.ndarray, fine: np.ndarray, coarse: np.ndarray) -> np.ndarray
         raise R.CodeError("coded array shorter than its header")
     if version == WIDE_VERSION:
         n |= int(b[16:20].view(_HEAD)[0]) << 32
+        if n < WIDE:                # (the writer's version 1: one coding of each array)
+            raise R.CodeError(f"coded array's header is version {WIDE_VERSION} for {n} "
+                              f"values, fewer than 2**32")
     if n != len(fine) or len(fine) != len(coarse):
         raise R.CodeError(f"coded array holds {n} values, the trace has {len(fine)}")
     if flags & ~FROM_ZERO:
