@@ -119,6 +119,18 @@ def test_without_modes_the_file_is_of_the_version_before(tmp_path, monkeypatch):
         assert len(t.data().actions) == len(d.actions)
 
 
+@pytest.mark.parametrize("ratio,modes", [(E.MODE_RATIO, True), (0.999 * E.MODE_RATIO, False)])
+def test_the_mode_ratio_holds_at_its_edge(ratio, modes):
+    """Calls :data:`~E.MODE_RATIO` times apart are two modes, a little less are one, also
+    where the difference of their logs rounds below log(8) (the second reviewer's L3 of
+    session 32)."""
+    v = 1.2499624981249062e-06
+    assert np.log(8 * v) - np.log(v) < np.log(8.0)
+    vol = np.array([v] * 4 + [ratio * v] * 3)
+    got = E.site_modes(np.zeros(7, np.int64), np.zeros(1, np.int64), vol, np.ones(7, bool), 10)
+    assert got.tolist() == [False] * 4 + [modes] * 3
+
+
 @pytest.mark.parametrize("damage,why", [
     (lambda g: np.append(g, 3), "mode_gaps inconsistent"),
     (lambda g: np.concatenate([g[:1] + 5000, g[1:]]), "mode_gaps"),

@@ -836,7 +836,7 @@ def site_modes(site: np.ndarray, site_rank: np.ndarray, vol: np.ndarray, work: n
     span = float(lv.max() - lv.min())
     order = np.argsort(g + (lv - lv.min()) / (2 * span if span > 0 else 1.0))
     gs, lv = g[order], lv[order]
-    vs = np.exp(lv)
+    vs = np.maximum(vol[at], 1e-12)[order]
     n = np.bincount(gs)
     first = np.cumsum(n) - n
     step = np.full(len(gs), -np.inf)
@@ -853,7 +853,10 @@ def site_modes(site: np.ndarray, site_rank: np.ndarray, vol: np.ndarray, work: n
     g_site = np.zeros(len(n), np.int64)
     g_site[gs] = site[at][order]
     moved = n_low * (total[g_site] / n - low / np.maximum(n_low, 1))
-    ok = (best >= np.log(MODE_RATIO)) & (np.minimum(n_low, n_up) >= MODE_LEAST) & \
+    # (the ratio of the values at the step, not of their logs: log(8 v) - log(v) rounds
+    # below log(8) for some v)
+    ok = (vs[np.minimum(cut + 1, len(vs) - 1)] >= MODE_RATIO * vs[cut]) & \
+        (np.minimum(n_low, n_up) >= MODE_LEAST) & \
         (moved >= MODE_WEIGHT * work_total[site_rank[g_site]])
     if not ok.any():
         return out
