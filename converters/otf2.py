@@ -97,7 +97,7 @@ def _definitions(defs):
         if r.paradigm == otf2.Paradigm.MPI or r.name.startswith("MPI_"):
             kind = mpi_kind(r.name, comm_calls=True)
             region_kind[r._ref] = DROPPED if kind is None else _C[kind]
-    comm_id, comms = _comms(otf2, defs, rank_of, nranks)
+    comm_id, comms, inter = _comms(otf2, defs, rank_of, nranks)
     counter, unit = _volume_counter(defs)
     metrics = [m for m in defs.metrics]
     n_met = max((m._ref for m in metrics), default=-1) + 1
@@ -116,7 +116,7 @@ def _definitions(defs):
     clock = defs.clock_properties
     d = Defs(nranks, float(clock.timer_resolution), int(clock.global_offset), region_kind,
              region_name, comm_id, comms, kind_of, relative, counter is not None,
-             *_io_definitions(defs))
+             *_io_definitions(defs), intercomms=inter)
     return d, rank_of, member, counter, unit
 
 
@@ -144,8 +144,10 @@ def _ranks(otf2, defs) -> dict:
 
 
 def _comms(otf2, defs, rank_of, nranks):
-    """Per OTF2 comm reference: its minitrace comm id (or NO_COMM, SELF); and the table of
-    members (world ranks).
+    """Per OTF2 comm reference: its minitrace comm id (or NO_COMM, SELF); the table of
+    members (world ranks); the ids of the intercommunicators ``convert --to otf2`` wrote (a
+    comm named ``INTERCOMM`` n, whose group is both its groups: the OTF2 bindings cannot
+    write an InterComm definition).
 
     ``MPI_COMM_WORLD`` (else the first comm of all ranks in order) is 0; every other MPI comm
     gets its own id in definition order (a duplicate of the world is a communicator of its
@@ -155,7 +157,7 @@ def _comms(otf2, defs, rank_of, nranks):
     gt, par = otf2.GroupType, otf2.Paradigm
     every = list(defs.comms)
     ids = np.full(max((c._ref for c in every), default=-1) + 1, NO_COMM, np.int64)
-    comms, nxt = {0: np.arange(nranks, dtype=np.int32)}, 1
+    comms, nxt, inter = {0: np.arange(nranks, dtype=np.int32)}, 1, set()
     mpi = [c for c in every if c.group is not None and c.group.paradigm == par.MPI]
     everyone = list(range(nranks))
     world = next((c for c in mpi if c.name == "MPI_COMM_WORLD"), None) or next(
@@ -170,8 +172,10 @@ def _comms(otf2, defs, rank_of, nranks):
             ids[c._ref] = nxt
             comms[nxt] = np.asarray([rank_of.get(loc, -1) for loc in c.group.members],
                                     dtype=np.int32)
+            if c.name.startswith(INTERCOMM + " "):
+                inter.add(nxt)
             nxt += 1
-    return ids, comms
+    return ids, comms, frozenset(inter)
 
 
 def read_otf2(anchor, keep_regions: bool = False, keep_going: bool = False) -> TraceColumns:
@@ -412,6 +416,16 @@ _COLL_ROLE = {"barrier": "BARRIER", "bcast": "COLL_ONE2ALL", "scatter": "COLL_ON
               "reduce": "COLL_ALL2ONE", "scan": "COLL_OTHER", "exscan": "COLL_OTHER"}
 
 
+#: the name of an intercommunicator's comm definition (then its id): a comm whose group is
+#: both its groups, its sizes as the model holds them (they follow intercommunicator rules)
+INTERCOMM = "intercommunicator"
+#: OTF2's COLLECTIVE_ROOT_SELF and COLLECTIVE_ROOT_THIS_GROUP (an intercommunicator's MPI_ROOT,
+#: and MPI_PROC_NULL in the root's group), which the reader reads as peer -1, as the model has
+_ROOT_SELF, _ROOT_THIS_GROUP = 0xFFFFFFFE, 0xFFFFFFFD
+_MAKES_INTERCOMM = K.mask({"intercomm_create", "intercomm_create_from_groups", "comm_spawn",
+                           "comm_spawn_multiple"})
+
+
 def mpi_name(kind: str) -> str:
     """``reduce_scatter_block`` -> ``MPI_Reduce_scatter_block``."""
     return "MPI_" + kind[:1].upper() + kind[1:]
@@ -429,7 +443,7 @@ def write_otf2(data: TraceColumns, out_dir, archive_name: str = "traces",
     regions only (no OTF2 event carries their arguments: persistent/partitioned requests,
     probes, ...) or, for v-collectives, with totals but without their per-peer vector; and,
     under a key that says why, tests of requests the recording does not know whose outcome the
-    archive cannot say (``_QUIET_TEST``).
+    archive cannot say (``_QUIET_TEST``), and waitany/testany vectors (``_ANY_VECTOR``).
     The archive is written whole or not at all: into a temporary directory beside ``out_dir``,
     renamed into place once the library has closed it without an error (a full disk: one
     line naming ``out_dir``, the library's messages summarised in it, nothing left behind).
@@ -504,11 +518,13 @@ def _write_contents(otf2, tr, data, times, lossy):
     d.group("", group_type=otf2.GroupType.COMM_LOCATIONS, paradigm=otf2.Paradigm.MPI,
             members=locs)
     comms = {}
+    inter = _intercomms(data)
     for cid, members in sorted(data.comms.items()):
         traced = [int(m) for m in members if 0 <= m < data.nranks]   # (not spawned processes)
         g = d.group("", group_type=otf2.GroupType.COMM_GROUP, paradigm=otf2.Paradigm.MPI,
                     members=[locs[m] for m in traced])
-        comms[cid] = (d.comm("MPI_COMM_WORLD" if cid == 0 else f"comm {cid}", group=g), traced)
+        name = "MPI_COMM_WORLD" if cid == 0 else f"{INTERCOMM if cid in inter else 'comm'} {cid}"
+        comms[cid] = (d.comm(name, group=g), traced)
     regions = {}
 
     def region(kind: str):
@@ -529,10 +545,49 @@ def _write_contents(otf2, tr, data, times, lossy):
         return user[name]
 
     io = IO.Definitions(otf2, d, machine, {c: v[0] for c, v in comms.items()})
+    roots = _roots_of_intercomms(data, inter)
     for r in range(data.nranks):
         w = tr.event_writer_from_location(locs[r])
-        _write_rank(otf2, w, data, r, times[data.rank_slice(r)], comms, region, user_region,
-                    lossy, io)
+        _write_rank(otf2, w, data, r, times[data.rank_slice(r)], comms, (inter, roots),
+                    region, user_region, lossy, io)
+
+
+def _roots_of_intercomms(data: TraceColumns, inter: frozenset) -> set:
+    """The rows of the rooted collectives on intercommunicators whose rank is the root
+    (MPI_ROOT): those with peer -1 that the remote group's members of the same call (the n-th
+    collective on the communicator) name as their root.  The model holds MPI_ROOT and the
+    root group's MPI_PROC_NULL alike (peer -1); OTF2 tells them apart (its
+    COLLECTIVE_ROOT_SELF and COLLECTIVE_ROOT_THIS_GROUP)."""
+    a = data.actions
+    rows = np.flatnonzero(K.mask(K.ORDERED_COLLECTIVES)[a["kind"]] &
+                          np.isin(a["comm"], list(inter)))
+    if not len(rows):
+        return set()
+    rank, comm = data.rank_of(rows), a["comm"][rows].astype(np.int64)
+    order = np.lexsort((rows, rank, comm))
+    rows, rank, comm = rows[order], rank[order], comm[order]
+    key = comm * (data.nranks + 1) + rank
+    first = np.r_[0, np.flatnonzero(np.diff(key)) + 1]
+    seq = np.arange(len(rows)) - np.repeat(first, np.diff(np.r_[first, len(rows)]))
+    named = {}
+    for c, q, p in zip(comm.tolist(), seq.tolist(), a["peer"][rows].tolist()):
+        if p >= 0:
+            named[(c, q)] = p
+    rooted = K.mask(K.ROOTED)[a["kind"][rows]] & (a["peer"][rows] < 0)
+    return {r for r, c, q, k in zip(rows[rooted].tolist(), comm[rooted].tolist(),
+                                    seq[rooted].tolist(), rank[rooted].tolist())
+            if named.get((c, q)) == k}
+
+
+def _intercomms(data: TraceColumns) -> frozenset:
+    """The ids of the intercommunicators: the comms of the actions with INTERCOMM (but the
+    communicator creations', whose flag may be their new communicator's), and the new
+    communicators of the calls that make intercommunicators."""
+    a = data.actions
+    flagged = (a["flags"] & K.FLAG_INTERCOMM) != 0
+    made = K.mask(K.NEW_COMM_KINDS)[a["kind"]]
+    return frozenset(a["comm"][flagged & ~made].tolist()) | \
+        frozenset(a["request"][flagged & _MAKES_INTERCOMM[a["kind"]]].tolist())
 
 
 def _write_times(data: TraceColumns, res: int) -> np.ndarray:
@@ -573,12 +628,25 @@ _QUIET_TEST = {True: "test, testall (not completed, of requests OTF2 has no even
                       "read back as not completed, as tests of MPI_REQUEST_NULL)"}
 
 
-def _write_rank(otf2, w, data, rank, ticks, comms, region, user_region, lossy, io_defs):
+#: a waitany or testany with a vector (of request ids: MPI-IO's or MPI's alike) is outside the
+#: format (docs/FORMAT.md: they name their request in ``request``; the recorder writes a
+#: failed one with none): the vector is not written, and said
+_ANY_VECTOR = ("waitany, testany (their vector of request ids, which the format does not "
+               "give them: not written)")
+
+
+def _write_rank(otf2, w, data, rank, ticks, comms, intercomms, region, user_region, lossy,
+                io_defs):
+    """A rank's events; ``intercomms``: (the intercommunicators' ids, the rows of the
+    collectives whose rank is an intercommunicator's root: ``_roots_of_intercomms``)."""
     E = otf2.events
+    inter, inter_roots = intercomms
     lo = data.rank_slice(rank).start
     acts = data.actions[data.rank_slice(rank)]
     io = IO.Writer(otf2, w, io_defs, rank, acts, lambda i: data.vector(lo + i))
     created: dict[int, int] = {}      # request id -> index of the creating action in ``acts``
+    took = (acts["kind"] == _C["cancel"]) & ((acts["flags"] & K.FLAG_COMPLETED) != 0)
+    cancelled = set(acts["request"][took].tolist())    # (request ids are unique per rank)
     undefined_root = otf2.Undefined.UINT32.value if hasattr(otf2.Undefined.UINT32, "value") \
         else 0xFFFFFFFF
 
@@ -599,6 +667,8 @@ def _write_rank(otf2, w, data, rank, ticks, comms, region, user_region, lossy, i
             w(E.MpiRequestTest(t, int(req)))
         elif made in K.NONBLOCKING_SENDS:
             w(E.MpiIsendComplete(t, int(req)))
+        elif made == "irecv" and int(req) in cancelled:
+            w(E.MpiRequestCancelled(t, int(req)))     # (Score-P's: nothing was received)
         elif made == "irecv":
             comm, src = comm_rank(acts["comm"][j], int(acts["peer"][j]))
             w(E.MpiIrecv(t, src, comm, int(acts["tag"][j]) & 0xFFFFFFFF,
@@ -608,6 +678,20 @@ def _write_rank(otf2, w, data, rank, ticks, comms, region, user_region, lossy, i
         else:
             return False
         return True
+
+    def cancel_attributes(i) -> dict | None:
+        """An MPI_Cancel's request and its communicator, and for one that took (COMPLETED)
+        the posted source, tag and size of the receive it cancelled (no OTF2 event holds
+        them: otf2_io.ATTRIBUTES)."""
+        if int(acts["request"][i]) < 0:
+            return None
+        at = io_defs.attribute
+        out = {at("MPI_Request"): int(acts["request"][i]),
+               at("MPI_Comm"): io_defs.comm(int(acts["comm"][i]))}
+        if acts["flags"][i] & K.FLAG_COMPLETED:
+            out.update({at("MPI_Source"): int(acts["peer"][i]), at("MPI_Tag"): int(acts["tag"][i]),
+                        at("MPI_Bytes"): int(acts["bytes_recv"][i])})
+        return out
 
     def coll_end(j, t, req=None):
         k = int(acts["kind"][j])
@@ -619,8 +703,11 @@ def _write_rank(otf2, w, data, rank, ticks, comms, region, user_region, lossy, i
             root = members.index(int(acts["peer"][j])) if int(acts["peer"][j]) in members \
                 else undefined_root
             is_root = int(acts["peer"][j]) == rank
-        s, rcv = _to_otf2(k, int(acts["bytes_sent"][j]), int(acts["bytes_recv"][j]),
-                          len(members), me, is_root)
+        elif _N[k] in K.ROOTED and int(acts["comm"][j]) in inter:
+            root = _ROOT_SELF if lo + j in inter_roots else _ROOT_THIS_GROUP
+        s, rcv = int(acts["bytes_sent"][j]), int(acts["bytes_recv"][j])
+        if int(acts["comm"][j]) not in inter:
+            s, rcv = _to_otf2(k, s, rcv, len(members), me, is_root)
         op = getattr(otf2.CollectiveOp, K.BLOCKING_OF.get(_N[k], _N[k]).upper())
         if req is None:
             w(E.MpiCollectiveEnd(t, op, comm, root, s, rcv))
@@ -640,7 +727,7 @@ def _write_rank(otf2, w, data, rank, ticks, comms, region, user_region, lossy, i
             continue
         reg = region(name)
         w(E.Enter(t0, reg, attributes=io.enter_attributes(i, name) if name in K.IO_KINDS
-                  else None))
+                  else cancel_attributes(i) if name == "cancel" else None))
         peer, tag = int(acts["peer"][i]), int(acts["tag"][i]) & 0xFFFFFFFF
         req = int(acts["request"][i])
         tested = name in K.TESTS and not acts["flags"][i] & K.FLAG_COMPLETED   # nothing done
@@ -671,6 +758,10 @@ def _write_rank(otf2, w, data, rank, ticks, comms, region, user_region, lossy, i
             wrote = req >= 0 and complete(i, req, t1, not tested)
             if not wrote and name in K.TESTS and tested == (name == "test"):
                 lossy[_QUIET_TEST[tested]] += 1
+            if acts["vec_len"][i] > 0:
+                lossy[_ANY_VECTOR] += 1
+        elif name == "cancel":
+            pass                     # (its Enter's attributes; its receive's end: complete)
         elif name in K.MULTI_COMPLETIONS:
             ids = data.vector(lo + i).tolist()       # the request ids
             wrote = [complete(i, q, t1, not tested) for q in ids]

@@ -834,7 +834,8 @@ class _Found:
 class _PointToPoint:
     """The point-to-point message events and the request creations they show."""
     counts: dict                 # {"sent", "received"}: MpiSend/MpiIsend, MpiRecv/MpiIrecv
-    #                              to a peer; "proc_null" (if any): those naming none
+    #                              to a peer; "proc_null" (if any): those naming none;
+    #                              "cancelled" (if any): MpiRequestCancelled events
     sends: np.ndarray            # MpiSend and MpiIsend events inside kept calls
     send_comm: np.ndarray        # per send
     send_peer: np.ndarray        # per send
@@ -858,6 +859,8 @@ def _point_to_point(f: _Found) -> _PointToPoint:
               "received": int((e.of_type("RECV", "IRECV") & ~null).sum())}
     if (e.of_type("SEND", "ISEND", "RECV", "IRECV") & null).any():
         counts["proc_null"] = int((e.of_type("SEND", "ISEND", "RECV", "IRECV") & null).sum())
+    if e.of_type("REQUEST_CANCELLED").any():        # (receives of no message, peerless too)
+        counts["cancelled"] = int(e.of_type("REQUEST_CANCELLED").sum())
     sends, recvs = f.inside_calls("SEND", "ISEND"), f.inside_calls("RECV")
     send_comm, send_peer = f.world(sends)
     recv_comm, recv_peer = f.world(recvs)

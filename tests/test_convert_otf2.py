@@ -610,6 +610,33 @@ def test_persistent_requests(tmp_path):
         assert rows[rows["kind"] == K.CODE["waitany"]]["request"].tolist() == [9, 7] * 3
 
 
+def test_a_cancelled_receive_as_scorep_writes_it(tmp_path):
+    """Score-P writes nothing in MPI_Cancel and an MpiRequestCancelled, not a message, in the
+    completion of a receive it cancelled: the receive is one of no message (peer -1, 0 bytes),
+    which a converted trace's check of peers took for a message lost by the converter
+    (p2p-without-peer); the source's cancellations are now counted with its MPI_PROC_NULL
+    records."""
+    arch = Archive(tmp_path, 2)
+    world, E = arch.comms["MPI_COMM_WORLD"], otf2.events
+    for r in range(2):
+        arch.call(r, "MPI_Init")
+    arch.call(0, "MPI_Send", lambda t: E.MpiSend(t, 1, world, 5, 8))
+    arch.call(1, "MPI_Irecv", lambda t: E.MpiIrecvRequest(t, 3))
+    arch.call(1, "MPI_Wait", lambda t: E.MpiIrecv(t, 0, world, 5, 8, 3))
+    arch.call(1, "MPI_Irecv", lambda t: E.MpiIrecvRequest(t, 4))
+    arch.call(1, "MPI_Cancel")
+    arch.call(1, "MPI_Wait", lambda t: E.MpiRequestCancelled(t, 4))
+    for r in range(2):
+        arch.call(r, "MPI_Finalize")
+    data = read_otf2(arch.close())
+    assert validate(data).ok, validate(data).lines()
+    assert data.meta["source_messages"] == {"sent": 1, "received": 1, "cancelled": 1}
+    rows = _rows(data, 1)
+    irecv = rows[rows["kind"] == K.CODE["irecv"]]
+    assert irecv["peer"].tolist() == [0, -1] and irecv["bytes_recv"].tolist() == [8, 0]
+    assert rows[rows["kind"] == K.CODE["wait"]]["request"].tolist() == [3, 4]
+
+
 def test_sub_communicators_and_self(tmp_path):
     """Collectives on comms from MPI_Comm_split (the even and the odd ranks of 4, given as
     ranks of the world in reverse order for the odd ones) and on a one-member COMM_SELF-type

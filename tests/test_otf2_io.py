@@ -6,6 +6,8 @@ and the trace was invalid); and an archive written as Score-P writes MPI-IO, wit
 handle the MPI library opens beneath, reads the MPI-IO handles' files only."""
 from __future__ import annotations
 
+import subprocess
+import sys
 from contextlib import contextmanager
 
 import numpy as np
@@ -14,6 +16,7 @@ import pytest
 import minitrace
 from minitrace import kinds as K
 from minitrace.converters.otf2 import read_otf2, write_otf2
+from minitrace.model import TraceBuilder
 from minitrace.validate import validate
 from tests.support.record_util import build, record
 
@@ -181,3 +184,99 @@ def test_a_file_on_a_comm_self_type_communicator(tmp_path):
                                       (K.CODE["file_write"], 0, self_comm, 64, 0),
                                       (K.CODE["file_close"], 0, self_comm, 0, 0)]
     assert validate(back).ok
+
+
+def _sub_communicator_trace():
+    """Two ranks and comm 1, both of them: an isend/irecv on it, and a file opened on it
+    written by an iwrite_at that a failed test, then a wait, complete (times: one per call)."""
+    b = TraceBuilder(2)
+    b.add_comm(1, np.array([0, 1]))
+    clock = [0.0, 0.0]
+
+    def add(r, kind, **kw):
+        clock[r] += 1e-3
+        b.add(r, kind, t_start=clock[r], t_end=clock[r] + 5e-4, **kw)
+
+    for r in range(2):
+        add(r, "init")
+        add(r, "file_open", tag=0, comm=1)
+    add(0, "isend", peer=1, tag=3, comm=1, bytes_sent=8, request=1)
+    add(1, "irecv", peer=0, tag=3, comm=1, bytes_recv=8, request=1)
+    for r in range(2):
+        add(r, "wait", request=1, comm=1)
+        add(r, "file_iwrite_at", tag=0, comm=1, bytes_sent=100, request=2, vector=[40 * r])
+        add(r, "test", request=2, comm=1)
+        add(r, "wait", request=2, comm=1)
+        add(r, "file_close", tag=0, comm=1)
+        add(r, "finalize")
+    return b.build()
+
+
+def test_completions_come_back_on_their_requests_communicator(tmp_path):
+    """The reviewer's L1 of session 32: a wait (or test) of a request on a sub-communicator,
+    an I/O request of a file opened on it as an isend's, came back on comm 0 (the recorder
+    writes a single completion on its request's communicator)."""
+    data = _sub_communicator_trace()
+    assert validate(data).ok
+    assert write_otf2(data, tmp_path / "otf2") == {}
+    back = read_otf2(tmp_path / "otf2" / "traces.otf2")
+    for r in range(2):
+        assert _io_calls(back, r) == _io_calls(data, r)
+        assert sum(1 for c in _io_calls(data, r) if c[0] in (K.CODE["wait"], K.CODE["test"])
+                   and c[2] == 1) == 3
+    assert validate(back).ok
+
+
+def test_mpi_io_calls_with_posix_handles_only_are_said(tmp_path):
+    """The reviewer's L2 of session 32: an archive whose MPI_File calls hold only a POSIX
+    handle's events (a tool that records POSIX I/O, no MPI-IO handle) reads every call on file
+    -1, as no MPI-IO handle says which file; now said (meta, and a note of convert)."""
+    calls = ("File_open", "File_write", "File_close")
+    with _one_rank_archive(tmp_path / "a", calls) as (otf2, d, node, world, mpiio, reg, w, t):
+        E = otf2.events
+        posix = d.io_paradigm("POSIX", "POSIX I/O", io_paradigm_class=otf2.IoParadigmClass.SERIAL,
+                              io_paradigm_flags=otf2.IoParadigmFlag.OS)
+        p = d.io_handle("a.dat", d.io_regular_file("a.dat", scope=node), posix,
+                        otf2.IoHandleFlag.NONE, None)
+        for call, events in (
+                ("File_open", [E.IoCreateHandle(0, p, otf2.IoAccessMode.READ_WRITE,
+                                                otf2.IoCreationFlag.NONE,
+                                                otf2.IoStatusFlag.NONE)]),
+                ("File_write", [E.IoOperationBegin(0, p, otf2.IoOperationMode.WRITE,
+                                                   otf2.IoOperationFlag.NONE, 4096, 8),
+                                E.IoOperationComplete(0, p, 4096, 8)]),
+                ("File_close", [E.IoDestroyHandle(0, p)])):
+            w(E.Enter(next(t), reg[call]))
+            for ev in events:
+                ev.time = next(t)
+                w(ev)
+            w(E.Leave(next(t), reg[call]))
+    back = read_otf2(tmp_path / "a" / "traces.otf2")
+    assert [c[1] for c in _io_calls(back, 0)] == [-1, -1, -1]
+    assert back.meta["io_calls_without_mpi_io_handles"] == {"file_close": 1, "file_open": 1,
+                                                            "file_write": 1}
+    p = subprocess.run([sys.executable, "-m", "minitrace", "convert",
+                        str(tmp_path / "a" / "traces.otf2"), "-o", str(tmp_path / "a.h5")],
+                       capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr
+    assert "note: MPI-IO calls read without their file (-1): their I/O events name another " \
+           "paradigm's handles only (e.g. POSIX), no MPI-IO one: {'file_close': 1, " \
+           "'file_open': 1, 'file_write': 1}" in p.stderr
+
+
+def test_a_waitany_or_testany_vector_is_said_not_written(tmp_path):
+    """The reviewer's L3 of session 32: a failed testany with a vector of request ids (an I/O
+    request's, as an MPI one's) came back without it, unsaid.  The format gives waitany and
+    testany no vector (they name their request in ``request``; the recorder writes a failed
+    one naming none), so the export writes none for either, and says so."""
+    b = TraceBuilder(1)
+    for kind, kw in (("init", {}), ("file_open", {"tag": 0}),
+                     ("file_iwrite", {"tag": 0, "bytes_sent": 10, "request": 1, "vector": [0]}),
+                     ("irecv", {"peer": -1, "tag": 0, "request": 2}),
+                     ("testany", {"vector": [1]}), ("testany", {"vector": [2]}),
+                     ("waitall", {"vector": [1, 2]}), ("file_close", {"tag": 0}),
+                     ("finalize", {})):
+        b.add(0, kind, **kw)
+    assert write_otf2(b.build(), tmp_path / "otf2") == {
+        "waitany, testany (their vector of request ids, which the format does not give them: "
+        "not written)": 2}

@@ -10,6 +10,7 @@ import sys
 from importlib import resources
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 import minitrace
@@ -59,3 +60,48 @@ def test_recorded_program_round_trips_through_otf2(name, ranks, args, tmp_path):
         rep = validate(back)
         assert rep.ok, str(rep)
         assert message_counts(CheckContext(back)) == message_counts(CheckContext(data))
+
+
+_MPI = ("kind", "flags", "peer", "tag", "comm", "bytes_sent", "bytes_recv", "request")
+
+
+def _mpi_rows(data, r, kinds=None) -> list[tuple]:
+    """Rank ``r``'s MPI actions (of ``kinds``, default every one) field for field, vectors
+    too."""
+    sl = data.rank_slice(r)
+    a = data.actions[sl]
+    keep = ~K.mask(K.NON_MPI)[a["kind"]] if kinds is None else K.mask(kinds)[a["kind"]]
+    return [tuple(int(a[f][i]) for f in _MPI) + (tuple(data.vector(sl.start + i).tolist()),)
+            for i in np.flatnonzero(keep).tolist()]
+
+
+@pytest.mark.parametrize("name, ranks, args, kinds", [
+    ("cancel_recv", 2, ["2"], None), ("intercoll", 4, [], None),
+    ("persist_edges", 2, ["cancel"], {"cancel"})], ids=["cancel_recv", "intercoll",
+                                                       "persist_edges cancel"])
+def test_cancels_and_intercommunicator_collectives_come_back_field_for_field(
+        name, ranks, args, kinds, tmp_path):
+    """QA L4 and L6 of session 31: an MPI_Cancel came back without its request, its outcome
+    (COMPLETED) and the posted receive it cancelled (regions only; now its Enter's attributes,
+    and the receive's end an MpiRequestCancelled, as Score-P writes it); collectives on an
+    intercommunicator without INTERCOMM, with sizes converted by the intracommunicator rules
+    (a root's 16 B read back as 0) and the wait of an Ibcast on comm 0.  Every MPI action
+    comes back as recorded but those the writer says it wrote as regions only (communicator
+    management; persistent requests: of persist_edges only its cancel is compared)."""
+    record(tmp_path / "t.h5", ranks, [build(name, tmp_path)] + args)
+    with minitrace.open(str(tmp_path / "t.h5")) as t:
+        data = t.data()
+    lossy = write_otf2(data, tmp_path / "otf2")
+    back = read_otf2(tmp_path / "otf2" / "traces.otf2")
+    if kinds is None:
+        kinds = (set(K.NAME.values()) - K.NON_MPI) - set(lossy)
+        assert set(lossy) <= K.COMM_KINDS
+        rep = validate(back)
+        assert rep.ok, str(rep)
+    rows = [_mpi_rows(data, r, kinds) for r in range(ranks)]
+    assert [_mpi_rows(back, r, kinds) for r in range(ranks)] == rows
+    flags = [x[1] for x in sum(rows, [])]
+    if name == "intercoll":      # (bcast, reduce, allreduce, barrier, gather, ibcast, wait)
+        assert sum(1 for f in flags if f & K.FLAG_INTERCOMM) == 7 * ranks
+    else:                        # (2 rounds of cancel_recv; persist_edges cancels once)
+        assert sum(1 for f in flags if f & K.FLAG_COMPLETED) == (2 if name == "cancel_recv" else 1)

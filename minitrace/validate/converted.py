@@ -29,11 +29,13 @@ def peerless(ctx: CheckContext):
 def check_peers_found(ctx: CheckContext, rep: ValidationReport, source: dict,
                       total: int | None = None) -> None:
     """Peerless actions (``total``: in the whole trace, when ``ctx`` is a share of it), unless
-    the source's message records naming MPI_PROC_NULL (``source["proc_null"]``) are as many:
-    calls on MPI_PROC_NULL have no peer either."""
+    the source's message records naming MPI_PROC_NULL (``source["proc_null"]``) and its
+    cancelled requests (``source["cancelled"]``: OTF2's MpiRequestCancelled) are as many:
+    calls on MPI_PROC_NULL have no peer either, nor receives cancelled."""
     rows = peerless(ctx)
     rep.phase((9, 0))
-    if (len(rows) if total is None else total) <= source.get("proc_null", 0):
+    if (len(rows) if total is None else total) <= source.get("proc_null", 0) + \
+            source.get("cancelled", 0):
         return
     for row in rows:
         rep.add(ctx.rank[row], ctx.index[row], "p2p-without-peer",
