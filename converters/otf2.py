@@ -422,6 +422,10 @@ INTERCOMM = "intercommunicator"
 #: OTF2's COLLECTIVE_ROOT_SELF and COLLECTIVE_ROOT_THIS_GROUP (an intercommunicator's MPI_ROOT,
 #: and MPI_PROC_NULL in the root's group), which the reader reads as peer -1, as the model has
 _ROOT_SELF, _ROOT_THIS_GROUP = 0xFFFFFFFE, 0xFFFFFFFD
+#: the flags no OTF2 event says, which an Enter attribute carries (MPI_Flags): wildcard
+#: receives and MPI_IN_PLACE (public IMB-MPI1's 11,424 MPI_ANY_TAG receives at 4 ranks came
+#: back without it, the only field its round trip lost unsaid)
+_FLAGS_UNSAID = K.FLAG_ANY_SOURCE | K.FLAG_ANY_TAG | K.FLAG_IN_PLACE
 _MAKES_INTERCOMM = K.mask({"intercomm_create", "intercomm_create_from_groups", "comm_spawn",
                            "comm_spawn_multiple"})
 
@@ -726,8 +730,12 @@ def _write_rank(otf2, w, data, rank, ticks, comms, intercomms, region, user_regi
                 w(ev(t0, user_region(rname)))
             continue
         reg = region(name)
-        w(E.Enter(t0, reg, attributes=io.enter_attributes(i, name) if name in K.IO_KINDS
-                  else cancel_attributes(i) if name == "cancel" else None))
+        attributes = io.enter_attributes(i, name) if name in K.IO_KINDS \
+            else cancel_attributes(i) if name == "cancel" else None
+        if acts["flags"][i] & _FLAGS_UNSAID:
+            attributes = {**(attributes or {}), io_defs.attribute("MPI_Flags"):
+                          int(acts["flags"][i] & _FLAGS_UNSAID)}
+        w(E.Enter(t0, reg, attributes=attributes))
         peer, tag = int(acts["peer"][i]), int(acts["tag"][i]) & 0xFFFFFFFF
         req = int(acts["request"][i])
         tested = name in K.TESTS and not acts["flags"][i] & K.FLAG_COMPLETED   # nothing done

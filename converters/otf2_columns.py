@@ -477,6 +477,7 @@ def assemble(rows: np.ndarray, d: Defs, keep_regions: bool) -> tuple[TraceColumn
     seq = _without_request_ids(found, p2p)
     made = _requests_made(found, p2p, seq.sets)
     _cancels(found, made)
+    _unsaid_flags(found)
     collectives = _completions(found, made)
     _file_io(found, d)          # (before the COMM_SELF-type comms are numbered: its files')
     comms, self_ids = _self_comm_ids(found, d)
@@ -1058,6 +1059,15 @@ def _completions(f: _Found, made: _Made) -> _CollectiveEvents:
     call = np.r_[f.call_of[ends[in_collective]], made_by[~irecv]]
     comm, root = f.world(at)
     return _CollectiveEvents(at, call, comm, root)
+
+
+def _unsaid_flags(f: _Found) -> None:
+    """The flags an MPI_Flags Enter attribute carries (``convert --to otf2``'s: wildcards,
+    MPI_IN_PLACE; Score-P records neither)."""
+    ev = f.inside_calls("ATTRIBUTE")
+    ev = ev[f.d.attribute_role[f.e.rows["a"][ev].astype(np.int64)] == IO.ROLE["MPI_Flags"]]
+    unsaid = K.FLAG_ANY_SOURCE | K.FLAG_ANY_TAG | K.FLAG_IN_PLACE
+    f.flags[f.call_of[ev]] |= (f.e.rows["d"][ev] & np.uint64(unsaid)).astype(np.uint8)
 
 
 def _cancels(f: _Found, made: _Made) -> None:

@@ -24,8 +24,9 @@ import numpy as np
 from minitrace import kinds as K
 
 _C, _N = K.CODE, K.NAME
-#: the Enter attributes of the calls without an I/O event, and of MPI_Cancel (whose request
-#: and cancelled receive no OTF2 event holds): name -> (description, type name)
+#: the Enter attributes of the calls without an I/O event, of MPI_Cancel (whose request and
+#: cancelled receive no OTF2 event holds), and the flags of any call that has wildcards or
+#: MPI_IN_PLACE: name -> (description, type name)
 ATTRIBUTES = {"MPI_File": ("the file handle of an MPI_File call that has no I/O event",
                            "IO_HANDLE"),
               "MPI_Offset": ("its value: MPI_File_set_view's displacement, MPI_File_set_size's "
@@ -38,7 +39,10 @@ ATTRIBUTES = {"MPI_File": ("the file handle of an MPI_File call that has no I/O 
                              "MPI_Cancel cancelled", "INT64"),
               "MPI_Tag": ("the posted tag of the receive an MPI_Cancel cancelled", "INT64"),
               "MPI_Bytes": ("the posted size in bytes of the receive an MPI_Cancel cancelled",
-                            "UINT64")}
+                            "UINT64"),
+              # any MPI call's (otf2.py): what its events cannot say
+              "MPI_Flags": ("the call's MPI_ANY_SOURCE (1), MPI_ANY_TAG (2) and MPI_IN_PLACE "
+                            "(4): minitrace's flags, which no OTF2 event holds", "UINT64")}
 #: each attribute's role in the reader's ``Defs.attribute_role`` (0: another tool's)
 ROLE = {name: k + 1 for k, name in enumerate(ATTRIBUTES)}
 #: the calls whose file and value are those attributes

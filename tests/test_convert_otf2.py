@@ -301,7 +301,8 @@ def test_cli_minitrace_file_without_to_says_so(pingpong, tmp_path):
 
 # -- minitrace's writer: round trip, lossy kinds, bad inputs ---------------------------------------
 def _synthetic() -> "TraceBuilder":
-    """3 ranks exercising every kind the writer expresses, with times, a sub-communicator."""
+    """3 ranks exercising every kind the writer expresses, with times, a sub-communicator,
+    wildcard receives and MPI_IN_PLACE (flags no OTF2 event says: an Enter attribute)."""
     b = TraceBuilder(3, {"volume_unit": "seconds"})
     b.add_comm(1, [2, 0])
     clock = [0.0] * 3
@@ -321,12 +322,12 @@ def _synthetic() -> "TraceBuilder":
         add(r, "waitall", vector=[1, 2])
         add(r, "isend", peer=nxt, tag=8, bytes_sent=5, request=3)
         add(r, "wait", request=3)
-        add(r, "irecv", peer=prv, tag=8, bytes_recv=5, request=4)
+        add(r, "irecv", peer=prv, tag=8, bytes_recv=5, request=4, flags=K.FLAG_ANY_TAG)
         add(r, "test", request=4, flags=K.FLAG_COMPLETED)
         add(r, "compute", volume=3e-6)
         add(r, "sendrecv", peer=nxt, tag=9, bytes_sent=64, bytes_recv=64, vector=[prv, 9])
     add(0, "ssend", peer=1, tag=3, bytes_sent=12)
-    add(1, "recv", peer=0, tag=3, bytes_recv=12)
+    add(1, "recv", peer=0, tag=3, bytes_recv=12, flags=K.FLAG_ANY_SOURCE | K.FLAG_ANY_TAG)
     for r in range(3):
         add(r, "allreduce", bytes_sent=8, bytes_recv=8)
         add(r, "bcast", peer=1, **({"bytes_sent": 40} if r == 1 else {"bytes_recv": 40}))
@@ -343,7 +344,7 @@ def _synthetic() -> "TraceBuilder":
         add(r, "wait", request=5)
     for r in (2, 0):
         add(r, "bcast", comm=1, peer=2, **({"bytes_sent": 9} if r == 2 else {"bytes_recv": 9}))
-        add(r, "allreduce", comm=1, bytes_sent=16, bytes_recv=16)
+        add(r, "allreduce", comm=1, bytes_sent=16, bytes_recv=16, flags=K.FLAG_IN_PLACE)
     for r in range(3):
         add(r, "finalize")
     return b
