@@ -447,7 +447,8 @@ def write_otf2(data: TraceColumns, out_dir, archive_name: str = "traces",
     regions only (no OTF2 event carries their arguments: persistent/partitioned requests,
     probes, ...) or, for v-collectives, with totals but without their per-peer vector; and,
     under a key that says why, tests of requests the recording does not know whose outcome the
-    archive cannot say (``_QUIET_TEST``), and waitany/testany vectors (``_ANY_VECTOR``).
+    archive cannot say (``_QUIET_TEST``), waitany/testany vectors (``_ANY_VECTOR``) and the
+    completions of requests written as regions only (``_UNWRITTEN``).
     The archive is written whole or not at all: into a temporary directory beside ``out_dir``,
     renamed into place once the library has closed it without an error (a full disk: one
     line naming ``out_dir``, the library's messages summarised in it, nothing left behind).
@@ -637,6 +638,12 @@ _QUIET_TEST = {True: "test, testall (not completed, of requests OTF2 has no even
 #: failed one with none): the vector is not written, and said
 _ANY_VECTOR = ("waitany, testany (their vector of request ids, which the format does not "
                "give them: not written)")
+#: a completion of a request no event was written for (a persistent or partitioned one,
+#: written as regions only, or one the recording does not know) reads back without it (a
+#: wait of a persistent receive came back completing nothing, its PERSISTENT flag lost, unsaid)
+_UNWRITTEN = ("wait, waitany, waitall, waitsome, test, testany, testall, testsome (of "
+              "requests written as regions only, e.g. persistent or partitioned ones: read "
+              "back without them)")
 
 
 def _write_rank(otf2, w, data, rank, ticks, comms, intercomms, region, user_region, lossy,
@@ -766,6 +773,8 @@ def _write_rank(otf2, w, data, rank, ticks, comms, intercomms, region, user_regi
             wrote = req >= 0 and complete(i, req, t1, not tested)
             if not wrote and name in K.TESTS and tested == (name == "test"):
                 lossy[_QUIET_TEST[tested]] += 1
+            elif not wrote and req >= 0:
+                lossy[_UNWRITTEN] += 1
             if acts["vec_len"][i] > 0:
                 lossy[_ANY_VECTOR] += 1
         elif name == "cancel":
@@ -775,6 +784,8 @@ def _write_rank(otf2, w, data, rank, ticks, comms, intercomms, region, user_regi
             wrote = [complete(i, q, t1, not tested) for q in ids]
             if not any(wrote) and name in K.TESTS and tested == (name == "testall"):
                 lossy[_QUIET_TEST[tested]] += 1
+            elif not all(wrote):
+                lossy[_UNWRITTEN] += 1
         elif name in K.IO_KINDS:
             if name in K.NONBLOCKING_IO:
                 created[req] = i

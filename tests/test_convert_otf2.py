@@ -396,6 +396,27 @@ def test_v_collectives_keep_totals_and_are_reported(tmp_path):
     assert [back.vector(int(r)).tolist() for r in rows] == [[4, 8], [4, 8]]
 
 
+def test_completions_of_requests_written_as_regions_only_are_reported(tmp_path):
+    """Persistent requests are written as regions only (reported); the waits completing them
+    lost their request (and waitall its vector) unsaid."""
+    b = TraceBuilder(2)
+    for r in range(2):
+        b.add(r, "init")
+        b.add(r, "send_init" if r == 0 else "recv_init", peer=1 - r, tag=1, request=0,
+              **({"bytes_sent": 8} if r == 0 else {"bytes_recv": 8}))
+        b.add(r, "start", request=0, flags=K.FLAG_PERSISTENT)
+        b.add(r, "wait", request=0, flags=K.FLAG_PERSISTENT)
+        b.add(r, "start", request=0, flags=K.FLAG_PERSISTENT)
+        b.add(r, "waitall", vector=[0])
+        b.add(r, "request_free", request=0)
+        b.add(r, "finalize")
+    assert write_otf2(b.build(), tmp_path / "p") == {
+        "send_init": 1, "recv_init": 1, "start": 4, "request_free": 2,
+        "wait, waitany, waitall, waitsome, test, testany, testall, testsome (of requests "
+        "written as regions only, e.g. persistent or partitioned ones: read back without "
+        "them)": 4}
+
+
 def test_writer_refuses_a_non_empty_directory(tmp_path):
     (tmp_path / "x").write_text("keep me")
     with pytest.raises(MinitraceError, match=str(tmp_path)):
