@@ -10,7 +10,9 @@ the wait that completes its request (the matching id is the request id), a split
 collective's in its ``_end`` call.  Three calls have no I/O event: MPI_File_set_view,
 MPI_File_set_size and MPI_File_preallocate carry their file and their one value
 (displacement or size) as two attributes of their Enter event (``ATTRIBUTES``), and an open
-that failed (file -1: no handle) its communicator.  The access mode of an open is not
+that failed (file -1: no handle) its communicator.  (``ATTRIBUTES`` also holds those
+otf2.py writes for what no MPI event says: MPI_Cancel's request and the receive it cancelled,
+and a call's wildcard and MPI_IN_PLACE flags.)  The access mode of an open is not
 recorded: it is written as read-write.  MPI_File_delete names no open file (its region
 alone).
 
