@@ -56,9 +56,9 @@ def test_files_without_epoch_templates_are_read_by_signature_and_others_refused(
     """A file without the attribute (before session 23) matches its epochs by signature, as it
     was written (tests/test_compress_model.py expands such files as they did); a value this
     reader does not know is a corrupt trace, not a silent other match."""
-    side, attrs = E.fit(np.array([1e-3, 2e-3, 1e-3, 2e-3]), np.ones(4, bool),
-                        np.array([0, 1, 0, 1]), np.array([0, 4]),
-                        np.array([K.CODE["compute"]] * 2), 0.01)
+    side, attrs, _ = E.fit(np.array([1e-3, 2e-3, 1e-3, 2e-3]), np.ones(4, bool),
+                           np.array([0, 1, 0, 1]), np.array([0, 4]),
+                           np.array([K.CODE["compute"]] * 2), 0.01)
     assert attrs["epoch_templates"] == "kinds"
     assert E.check(side, {**attrs, "precision": 0.01}, 2, 1) is None
     assert E.check(side, {**attrs, "precision": 0.01, "epoch_templates": "peers"}, 2, 1) == \

@@ -674,9 +674,10 @@ def rank_sites(keys: np.ndarray, rank: np.ndarray, P: int) -> tuple[np.ndarray, 
 
 
 def fit(volume: np.ndarray, vrow: np.ndarray, ids: np.ndarray, offsets: np.ndarray,
-        kinds: np.ndarray, precision: float, sites: tuple | None = None
-        ) -> tuple[dict, dict]:
-    """(side arrays, attributes) of the epoch model of ``volume`` (rows ``vrow`` carry one):
+        kinds: np.ndarray, precision: float, sites: tuple | None = None,
+        merge: int | None = None) -> tuple[dict, dict, list]:
+    """(side arrays, attributes, :func:`merge_choices`' finer merges) of the epoch model of
+    ``volume`` (rows ``vrow`` carry one) at ``merge`` anchors an epoch (default: the most):
     where epochs are merged, with templates of the stretches between anchors
     (:data:`TEMPLATE_UNIT_OFFSETS`), or, up to :data:`BOTH_UP_TO` actions, of the stretches
     or of the epochs, whichever deflates smaller (an iteration's template pools what each
@@ -686,15 +687,15 @@ def fit(volume: np.ndarray, vrow: np.ndarray, ids: np.ndarray, offsets: np.ndarr
     ``sites``: (each signature's size site, whether its message sizes are tokens: per size
     site) where some are: the stretches' fit's call sites by phase there (:func:`site_ids`,
     :data:`SITE_PHASES`)."""
-    ep = _epochs(volume, vrow, ids, offsets, kinds, sites)
+    ep = _epochs(volume, vrow, ids, offsets, kinds, precision, sites, merge)
     side, attrs = _fit(ep, precision, True)
     if TEMPLATE_UNIT_OFFSETS in side and len(ids) <= BOTH_UP_TO:
         other = _fit(ep, precision, False)
         same = {k for k, v in side.items() if k in other[0] and _alike(v, other[0][k])}
         if side_bytes({k: v for k, v in other[0].items() if k not in same}) < \
                 side_bytes({k: v for k, v in side.items() if k not in same}):
-            return other
-    return side, attrs
+            return (*other, ep.finer)
+    return side, attrs, ep.finer
 
 
 def _alike(a, b) -> bool:
@@ -731,6 +732,55 @@ def side_bytes(side: dict) -> int:
     return total
 
 
+#: Finer epochs, down to :data:`MIN_PER_EPOCH_FLOOR` volume actions per rank on average, are
+#: offered where merging more would take more than :data:`MERGE_LOSS` of the work's critical
+#: path (:func:`merge_choices`); the writer takes the finest its byte budget holds
+#: (files.write_compressed).
+MIN_PER_EPOCH_FLOOR = 8
+MERGE_LOSS = 0.0025
+
+
+def merge_choices(vol: np.ndarray, vr: np.ndarray, unit: np.ndarray, work: np.ndarray,
+                  n_anchor: np.ndarray, nvol: int, precision: float
+                  ) -> tuple[int, list[tuple[int, int]]]:
+    """(anchors per epoch by :data:`MIN_PER_EPOCH`, the finer merges worth their bytes: (merge,
+    bytes its epoch totals add, about), coarsest first).  An epoch's total is spread over its
+    stretches between anchors by the calls' means, so the ranks' turns at being the slowest
+    within it are lost: the work's critical path, the sum over the stretches of their
+    slowest rank's work, shrinks (public PENNANT 4r: by 4.3% at 6 anchors an epoch, 1.9% at
+    2; its model replay -2.1% from the exact file's at 6, -1.2% at 1).  Halving from the
+    most, the merges down to the first that keeps the path within :data:`MERGE_LOSS`, none
+    below :data:`MIN_PER_EPOCH_FLOOR`'s; none where the most keeps it, or where the ranks'
+    anchor counts differ (their epochs are not the same stretches)."""
+    epochs_total = int((n_anchor + 1).sum())
+    most, least = (max(1, -(-m * epochs_total // max(nvol, 1)))
+                   for m in (MIN_PER_EPOCH, MIN_PER_EPOCH_FLOOR))
+    P = len(n_anchor)
+    if most <= least or not P or (n_anchor != n_anchor[0]).any():
+        return most, []
+    U = int(n_anchor[0]) + 1
+    x = np.bincount(vr[work] * U + unit[work], weights=vol[work], minlength=P * U)
+    x = x.reshape(P, U)
+    path = float(x.max(axis=0).sum())
+
+    def merged(m: int) -> np.ndarray:
+        return np.pad(x, ((0, 0), (0, -U % m))).reshape(P, -1, m).sum(axis=2)
+
+    def kept(e: np.ndarray) -> bool:
+        return path - float(e.max(axis=0).sum()) <= MERGE_LOSS * path
+    if not path > 0 or kept(merged(most)):
+        return most, []
+    base = deflated_size(V.log_codes(merged(most).ravel(), precision))
+    out, m = [], max(most // 2, least)
+    while m >= least:
+        e = merged(m)
+        out.append((m, deflated_size(V.log_codes(e.ravel(), precision)) - base))
+        if kept(e):
+            break
+        m = max(m // 2, least) if m > least else 0
+    return most, out
+
+
 class _Epochs(NamedTuple):
     """What :func:`_fit` takes of the trace whatever its templates (:func:`_epochs`)."""
     P: int                      # ranks
@@ -745,6 +795,7 @@ class _Epochs(NamedTuple):
     nvol: int
     n_anchor: np.ndarray        # anchors per rank
     merge: int                  # anchors per epoch
+    finer: list                 # finer merges worth their bytes (merge_choices)
     epoch_offsets: np.ndarray   # each rank's first epoch
     vidx: np.ndarray            # the volume actions' rows ...
     vr: np.ndarray              # ... ranks
@@ -759,35 +810,41 @@ class _Epochs(NamedTuple):
 
 
 def _epochs(volume: np.ndarray, vrow: np.ndarray, ids: np.ndarray, offsets: np.ndarray,
-            kinds: np.ndarray, sites: tuple | None = None) -> _Epochs:
-    """What :func:`_fit` takes of the trace whatever its templates: anchors, epochs, the
-    volume actions' ranks, calls and neighbours (with ``sites``: as :func:`site_ids`)."""
+            kinds: np.ndarray, precision: float, sites: tuple | None = None,
+            merge: int | None = None) -> _Epochs:
+    """What :func:`_fit` takes of the trace whatever its templates: anchors, epochs (of
+    ``merge`` anchors, default :func:`merge_choices`' most), the volume actions' ranks, calls
+    and neighbours (with ``sites``: as :func:`site_ids`)."""
     P = len(offsets) - 1
     anchor, anchor_name = choose_anchors(kinds, ids, offsets)
     rank = per_rank(offsets)
     nvol = int(vrow.sum())
     n_anchor = np.bincount(rank[anchor[ids]], minlength=P) if P else np.zeros(0, np.int64)
-    epochs_total = int((n_anchor + 1).sum())
-    merge = max(1, -(-MIN_PER_EPOCH * epochs_total // max(nvol, 1)))
-    epoch = epoch_of(anchor[ids], offsets, merge)
-    n_epochs = n_anchor // merge + 1
-    epoch_offsets = np.concatenate([[0], np.cumsum(n_epochs)]).astype(np.int64)
+    unit = epoch_of(anchor[ids], offsets, 1)
     vidx = np.flatnonzero(vrow)
     vr = rank[vidx]
     vids = ids[vidx]
+    kinds = np.asarray(kinds, np.int64)
+    in_call = ~K.mask(K.WORK)[kinds][vids]
+    most, finer = merge_choices(volume[vidx], vr, unit[vidx], ~in_call, n_anchor, nvol,
+                                precision)
+    merge = most if merge is None else merge
+    epoch = unit // merge
+    n_epochs = n_anchor // merge + 1
+    epoch_offsets = np.concatenate([[0], np.cumsum(n_epochs)]).astype(np.int64)
     phased = None
     if sites is not None:                   # (the stretches' fit's keys: :data:`SITE_PHASES`)
         sid = site_ids(ids, offsets, *sites)
         phased = (site_key_space(*sites), sid[vidx], *neighbours(sid, offsets, vidx, vr))
-    kinds = np.asarray(kinds, np.int64)
     _, kind_of_sig = V.dense_unique(kinds)
     gepoch = epoch_offsets[rank] + epoch
     bv, av = neighbours(ids, offsets, vidx, vr)
     return _Epochs(P=P, nsig=len(kinds), kinds=kinds, ids=ids, offsets=offsets, vrow=vrow,
                    anchor=anchor, anchor_name=anchor_name, rank=rank, nvol=nvol,
-                   n_anchor=n_anchor, merge=merge, epoch_offsets=epoch_offsets, vidx=vidx,
+                   n_anchor=n_anchor, merge=merge, finer=finer, epoch_offsets=epoch_offsets,
+                   vidx=vidx,
                    vr=vr, vol=volume[vidx], vids=vids, kind_of_sig=kind_of_sig,
-                   in_call=~K.mask(K.WORK)[kinds][vids], gepoch=gepoch, bv=bv, av=av,
+                   in_call=in_call, gepoch=gepoch, bv=bv, av=av,
                    phased=phased)
 
 
@@ -887,7 +944,7 @@ def _gaps(mask: np.ndarray, vr: np.ndarray, P: int) -> tuple[np.ndarray, np.ndar
 def _fit(ep: _Epochs, precision: float, units: bool) -> tuple[dict, dict]:
     """:func:`fit`'s model of :func:`_epochs`' ``ep``, its templates of the stretches between
     anchors where epochs are merged and ``units``, else of the epochs."""
-    P, nsig, kinds, ids, offsets, vrow, anchor, anchor_name, rank, nvol, n_anchor, merge, \
+    P, nsig, kinds, ids, offsets, vrow, anchor, anchor_name, rank, nvol, n_anchor, merge, _, \
         epoch_offsets, vidx, vr, vol, vids, kind_of_sig, in_call, gepoch, bv, av, phased = ep
     ge = gepoch[vidx]
     n_ep = int(epoch_offsets[-1])

@@ -64,6 +64,8 @@ class Compressed:
     ids: np.ndarray | None = None
     #: message sizes apart from the grammar (format version 12), None where kept in it
     tokens: SG.SizeTokens | None = None
+    #: a model's finer merges of epochs worth their bytes (epochs.merge_choices; not stored)
+    finer: list = field(default_factory=list)
 
     @property
     def nranks(self) -> int:
@@ -85,8 +87,10 @@ class Compressed:
 
 
 def compress(data: TraceColumns, volumes: str = "exact", precision: float = 0.01,
-             times: str = "exact", sig: SG.Signatures | None = None) -> Compressed:
-    """The compressed form of ``data``: structure as a grammar, volumes and times as asked.
+             times: str = "exact", sig: SG.Signatures | None = None,
+             merge: int | None = None) -> Compressed:
+    """The compressed form of ``data``: structure as a grammar, volumes and times as asked
+    (``merge``: a model's anchors per epoch, default epochs.merge_choices' most).
 
     ``volumes``: ``exact``, ``model`` (statistics within ``precision``) or ``bounded:P%``
     (each volume within P% of its own, stored as a log-scale code); ``times``: ``exact`` or
@@ -154,12 +158,14 @@ def compress(data: TraceColumns, volumes: str = "exact", precision: float = 0.01
         attrs["time_coding"] = TIME_CODING_OCTAVES
     if enc != "untimed":
         side["t_first"], side["t_last"] = V.rank_spans(ts, te, data.rank_offsets)
+    finer: list = []
     if volumes == "exact":
         side.update(cols)
     else:
-        model_side, model_attrs = E.fit(volume, vrow, sig.ids, np.asarray(data.rank_offsets),
-                                        sig.table["kind"], precision,
-                                        token_sites(sites[0], tokens))
+        model_side, model_attrs, finer = E.fit(volume, vrow, sig.ids,
+                                               np.asarray(data.rank_offsets),
+                                               sig.table["kind"], precision,
+                                               token_sites(sites[0], tokens), merge)
         side.update(model_side)
         attrs.update(model_attrs)
         side.update(_model_times(data, sig.ids, gram.rank_grammar[data.rank_of()], ts, te,
@@ -170,7 +176,7 @@ def compress(data: TraceColumns, volumes: str = "exact", precision: float = 0.01
     return Compressed(sig.table, sig.vec_offsets, sig.vec_values, sig.new_requests,
                       sig.new_request_offsets, gram, has_volume, np.asarray(data.rank_offsets),
                       volumes, side, attrs, dict(data.comms), list(data.strings),
-                      dict(data.meta), sig.ids, tokens)
+                      dict(data.meta), sig.ids, tokens, finer)
 
 
 def token_sites(site: np.ndarray, tokens: SG.SizeTokens | None) -> tuple | None:
