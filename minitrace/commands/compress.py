@@ -22,7 +22,9 @@ def register(sub) -> None:
     p.add_argument("--volumes", default="exact", metavar="exact|bounded:P%|model",
                    help="exact: every volume kept (default); bounded:P%%: each volume within "
                         "P%% of its own; model: the call sites' distributions within "
-                        "--precision, per-rank totals exact, times modelled")
+                        "--precision, per-rank totals exact, times modelled (finer epochs "
+                        "where ranks take turns at being the slowest, within 0.2 bytes per "
+                        "action where they fit: docs/COMPRESS.md)")
     p.add_argument("--times", default="exact", metavar="exact|bounded:T",
                    help="exact: every start and end kept (default); bounded:T (e.g. 1us): "
                         "each within T of its own")

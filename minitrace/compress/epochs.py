@@ -10,7 +10,8 @@ iterations on particular ranks), not each call's values apart from their iterati
   MPI call that is); the k-th epoch of every rank is then the same stretch of the program.
   Consecutive epochs are merged ``merge`` at a time so that an epoch holds at least
   :data:`MIN_PER_EPOCH` volume actions per rank on average (the stored totals cost at most
-  1/64 of a value per volume action);
+  1/64 of a value per volume action), or fewer, down to :data:`MIN_PER_EPOCH_FLOOR` (1/8),
+  where merging loses the ranks' turns at being the slowest (:func:`merge_choices`);
 - **epoch totals**: each rank's volume total in each epoch, on the log scale of ratio
   ``1 + 2 * precision`` (within ``precision``): per-rank means, the per-epoch maximum over
   ranks, the drift and the tail of the epochs are kept.  Those are the work's
@@ -676,8 +677,8 @@ def rank_sites(keys: np.ndarray, rank: np.ndarray, P: int) -> tuple[np.ndarray, 
 def fit(volume: np.ndarray, vrow: np.ndarray, ids: np.ndarray, offsets: np.ndarray,
         kinds: np.ndarray, precision: float, sites: tuple | None = None,
         merge: int | None = None) -> tuple[dict, dict, list]:
-    """(side arrays, attributes, :func:`merge_choices`' finer merges) of the epoch model of
-    ``volume`` (rows ``vrow`` carry one) at ``merge`` anchors an epoch (default: the most):
+    """(side arrays, attributes, :func:`merge_choices`' coarser merges) of the epoch model of
+    ``volume`` (rows ``vrow`` carry one) at ``merge`` anchors an epoch (default: its choice):
     where epochs are merged, with templates of the stretches between anchors
     (:data:`TEMPLATE_UNIT_OFFSETS`), or, up to :data:`BOTH_UP_TO` actions, of the stretches
     or of the epochs, whichever deflates smaller (an iteration's template pools what each
@@ -694,8 +695,8 @@ def fit(volume: np.ndarray, vrow: np.ndarray, ids: np.ndarray, offsets: np.ndarr
         same = {k for k, v in side.items() if k in other[0] and _alike(v, other[0][k])}
         if side_bytes({k: v for k, v in other[0].items() if k not in same}) < \
                 side_bytes({k: v for k, v in side.items() if k not in same}):
-            return (*other, ep.finer)
-    return side, attrs, ep.finer
+            return (*other, ep.coarser)
+    return side, attrs, ep.coarser
 
 
 def _alike(a, b) -> bool:
@@ -733,9 +734,9 @@ def side_bytes(side: dict) -> int:
 
 
 #: Finer epochs, down to :data:`MIN_PER_EPOCH_FLOOR` volume actions per rank on average, are
-#: offered where merging more would take more than :data:`MERGE_LOSS` of the work's critical
-#: path (:func:`merge_choices`); the writer takes the finest its byte budget holds
-#: (files.write_compressed).
+#: fitted where merging more would take more than :data:`MERGE_LOSS` of the work's critical
+#: path (:func:`merge_choices`); the writer falls back to coarser ones where the file would
+#: exceed its byte budget (files.write_compressed).
 MIN_PER_EPOCH_FLOOR = 8
 MERGE_LOSS = 0.0025
 
@@ -743,15 +744,15 @@ MERGE_LOSS = 0.0025
 def merge_choices(vol: np.ndarray, vr: np.ndarray, unit: np.ndarray, work: np.ndarray,
                   n_anchor: np.ndarray, nvol: int, precision: float
                   ) -> tuple[int, list[tuple[int, int]]]:
-    """(anchors per epoch by :data:`MIN_PER_EPOCH`, the finer merges worth their bytes: (merge,
-    bytes its epoch totals add, about), coarsest first).  An epoch's total is spread over its
-    stretches between anchors by the calls' means, so the ranks' turns at being the slowest
-    within it are lost: the work's critical path, the sum over the stretches of their
-    slowest rank's work, shrinks (public PENNANT 4r: by 4.3% at 6 anchors an epoch, 1.9% at
-    2; its model replay -2.1% from the exact file's at 6, -1.2% at 1).  Halving from the
-    most, the merges down to the first that keeps the path within :data:`MERGE_LOSS`, none
-    below :data:`MIN_PER_EPOCH_FLOOR`'s; none where the most keeps it, or where the ranks'
-    anchor counts differ (their epochs are not the same stretches)."""
+    """(anchors per epoch, the coarser merges to fall back to: (merge, bytes its epoch totals
+    save, about), finest first, the last :data:`MIN_PER_EPOCH`'s).  An epoch's total is
+    spread over its stretches between anchors by the calls' means, so the ranks' turns at
+    being the slowest within it are lost: the work's critical path, the sum over the
+    stretches of their slowest rank's work, shrinks (public PENNANT 4r: by 4.3% at 6 anchors
+    an epoch, 1.9% at 2; its model replay -2.1% from the exact file's at 6, -1.2% at 1).
+    Halving from :data:`MIN_PER_EPOCH`'s merge, the first that keeps the path within
+    :data:`MERGE_LOSS`, none below :data:`MIN_PER_EPOCH_FLOOR`'s; that one, and no fallback,
+    where the ranks' anchor counts differ (their epochs are not the same stretches)."""
     epochs_total = int((n_anchor + 1).sum())
     most, least = (max(1, -(-m * epochs_total // max(nvol, 1)))
                    for m in (MIN_PER_EPOCH, MIN_PER_EPOCH_FLOOR))
@@ -768,17 +769,21 @@ def merge_choices(vol: np.ndarray, vr: np.ndarray, unit: np.ndarray, work: np.nd
 
     def kept(e: np.ndarray) -> bool:
         return path - float(e.max(axis=0).sum()) <= MERGE_LOSS * path
-    if not path > 0 or kept(merged(most)):
+
+    def size(e: np.ndarray) -> int:
+        return deflated_size(V.log_codes(e.ravel(), precision))
+    e = merged(most)
+    if not path > 0 or kept(e):
         return most, []
-    base = deflated_size(V.log_codes(merged(most).ravel(), precision))
-    out, m = [], max(most // 2, least)
-    while m >= least:
+    tried, m = [(most, size(e))], max(most // 2, least)
+    while True:
         e = merged(m)
-        out.append((m, deflated_size(V.log_codes(e.ravel(), precision)) - base))
-        if kept(e):
+        tried.append((m, size(e)))
+        if kept(e) or m == least:
             break
-        m = max(m // 2, least) if m > least else 0
-    return most, out
+        m = max(m // 2, least)
+    chosen, top = tried[-1]
+    return chosen, [(m, top - n) for m, n in reversed(tried[:-1])]
 
 
 class _Epochs(NamedTuple):
@@ -795,7 +800,7 @@ class _Epochs(NamedTuple):
     nvol: int
     n_anchor: np.ndarray        # anchors per rank
     merge: int                  # anchors per epoch
-    finer: list                 # finer merges worth their bytes (merge_choices)
+    coarser: list               # the merges to fall back to (merge_choices)
     epoch_offsets: np.ndarray   # each rank's first epoch
     vidx: np.ndarray            # the volume actions' rows ...
     vr: np.ndarray              # ... ranks
@@ -813,8 +818,8 @@ def _epochs(volume: np.ndarray, vrow: np.ndarray, ids: np.ndarray, offsets: np.n
             kinds: np.ndarray, precision: float, sites: tuple | None = None,
             merge: int | None = None) -> _Epochs:
     """What :func:`_fit` takes of the trace whatever its templates: anchors, epochs (of
-    ``merge`` anchors, default :func:`merge_choices`' most), the volume actions' ranks, calls
-    and neighbours (with ``sites``: as :func:`site_ids`)."""
+    ``merge`` anchors, default :func:`merge_choices`'), the volume actions' ranks, calls and
+    neighbours (with ``sites``: as :func:`site_ids`)."""
     P = len(offsets) - 1
     anchor, anchor_name = choose_anchors(kinds, ids, offsets)
     rank = per_rank(offsets)
@@ -826,9 +831,10 @@ def _epochs(volume: np.ndarray, vrow: np.ndarray, ids: np.ndarray, offsets: np.n
     vids = ids[vidx]
     kinds = np.asarray(kinds, np.int64)
     in_call = ~K.mask(K.WORK)[kinds][vids]
-    most, finer = merge_choices(volume[vidx], vr, unit[vidx], ~in_call, n_anchor, nvol,
-                                precision)
-    merge = most if merge is None else merge
+    coarser = []
+    if merge is None:
+        merge, coarser = merge_choices(volume[vidx], vr, unit[vidx], ~in_call, n_anchor, nvol,
+                                       precision)
     epoch = unit // merge
     n_epochs = n_anchor // merge + 1
     epoch_offsets = np.concatenate([[0], np.cumsum(n_epochs)]).astype(np.int64)
@@ -841,7 +847,7 @@ def _epochs(volume: np.ndarray, vrow: np.ndarray, ids: np.ndarray, offsets: np.n
     bv, av = neighbours(ids, offsets, vidx, vr)
     return _Epochs(P=P, nsig=len(kinds), kinds=kinds, ids=ids, offsets=offsets, vrow=vrow,
                    anchor=anchor, anchor_name=anchor_name, rank=rank, nvol=nvol,
-                   n_anchor=n_anchor, merge=merge, finer=finer, epoch_offsets=epoch_offsets,
+                   n_anchor=n_anchor, merge=merge, coarser=coarser, epoch_offsets=epoch_offsets,
                    vidx=vidx,
                    vr=vr, vol=volume[vidx], vids=vids, kind_of_sig=kind_of_sig,
                    in_call=in_call, gepoch=gepoch, bv=bv, av=av,

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import os
-import tempfile
 import time
 
 import h5py
@@ -11,8 +10,7 @@ import numpy as np
 from .. import storage as S
 from ..model import TraceColumns
 from . import pack as P
-from . import signatures as SG
-from .store import LZMA_DATASET, Compressed, compress, unlzma_pack, write
+from .store import LZMA_DATASET, compress, refit, unlzma_pack, write
 
 #: File attributes that say who wrote a file: the writer sets its own (the format's identity
 #: it always does, storage.IDENTITY_ATTRS).
@@ -33,44 +31,31 @@ def write_compressed(path: str, data: TraceColumns, volumes: str = "exact",
                      precision: float = 0.01, cpu: list | None = None,
                      times: str = "exact", sig=None, pack: bool = True) -> float:
     """Compress ``data`` into ``path``; the seconds compression took (not the writing), and
-    in ``cpu`` (when given) the CPU seconds of this thread it took.  ``sig``: the actions'
-    signatures when the caller has them (``compress``); ``pack``: the small arrays in one
-    dataset (pack.py), else each its own.  A model file whose epochs merged lose the
-    slowest rank's turns is written again with finer epochs where their bytes, as
-    estimated, keep it within :data:`MODEL_BYTES_PER_ACTION`, and kept so where it is."""
+    in ``cpu`` (when given) the CPU seconds of this thread it took (a refit's too).  ``sig``:
+    the actions' signatures when the caller has them (``compress``); ``pack``: the small
+    arrays in one dataset (pack.py), else each its own.  A model whose finer epochs make the
+    file exceed :data:`MODEL_BYTES_PER_ACTION` is fitted again at the finest coarser merge
+    whose bytes, as estimated, keep it within, else at the coarsest."""
     t, c0 = time.perf_counter(), time.thread_time()
     c = compress(data, volumes, precision, times, sig)
-    took = time.perf_counter() - t
+    took, spent = time.perf_counter() - t, time.thread_time() - c0
     c.meta = content_meta(c.meta)
     write(path, c, pack=pack)
-    n = max(c.nactions, 1)
-    fits = [m for m, extra in c.finer
-            if os.path.getsize(path) + extra <= MODEL_BYTES_PER_ACTION * n]
-    if fits:
-        t = time.perf_counter()
-        sig = SG.Signatures(c.table, c.ids, c.vec_offsets, c.vec_values, c.new_requests,
-                            c.new_request_offsets)
-        finer = compress(data, volumes, precision, times, sig, merge=fits[-1])
-        took += time.perf_counter() - t
-        finer.meta = c.meta
-        _replace_if_within(path, finer, MODEL_BYTES_PER_ACTION * n, pack)
+    most = MODEL_BYTES_PER_ACTION * max(c.nactions, 1)
+    over = os.path.getsize(path) - most
+    for m, saves in c.coarser:
+        if over <= 0:
+            break
+        if saves < over and m != c.coarser[-1][0]:
+            continue
+        t, c0 = time.perf_counter(), time.thread_time()
+        coarser = refit(c, data, m)
+        took, spent = took + time.perf_counter() - t, spent + time.thread_time() - c0
+        write(path, coarser, pack=pack)
+        over = os.path.getsize(path) - most
     if cpu is not None:
-        cpu.append(time.thread_time() - c0)
+        cpu.append(spent)
     return took
-
-
-def _replace_if_within(path: str, c: Compressed, most: float, pack: bool) -> None:
-    """Write ``c`` over the file ``path`` where it takes at most ``most`` bytes."""
-    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(os.path.abspath(path)),
-                               prefix=f".{os.path.basename(path)}.", suffix=".finer")
-    os.close(fd)
-    try:
-        write(tmp, c, pack=pack)
-        if os.path.getsize(tmp) <= most:
-            os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
 
 
 _STRUCTURE = ("signatures", "grammar", "requests", "sizes")
