@@ -257,6 +257,23 @@ def test_a_law_that_turns_beyond_the_runs_is_not_extrapolated():
     assert all(x.at_target < values[-1] for x in compute)
 
 
+def test_a_law_that_turns_within_the_runs_is_not_extrapolated():
+    """Public PRK stencil's corner-rank compute at 4, 6, 8 ranks (strong scaling; helper QA,
+    session 33) falls; its best fit, c0 - c1 * p^-1 * log2(p)^2 (leave-one-out 0.13%), turns
+    at p = e^2 = 7.4, between the runs, where the guard from the largest run on did not look,
+    and rose to 5.6x the last value at 64 ranks.  Replaced by the simplest law: no rise."""
+    from minitrace.extrapolate.fit import fit
+    values = (0.0008293, 0.0004464, 0.000408)
+    m = fit((4, 6, 8), values, "strong")
+    assert not m.flagged and m.turns_between(4, 64) and not m.turns_between(8, 64)
+    assert m(64) > 5 * values[-1]
+    runs = _runs_computing((4, 6, 8), values, scaling="strong")
+    _, parameters, _ = B.extrapolate(runs, 64, "strong", force=True)
+    compute = [x for x in parameters if "(compute): volume" in x.name]
+    assert compute and not any(x.model.turns_between(4, 64) for x in compute)
+    assert all(x.at_target <= values[0] for x in compute)
+
+
 def test_a_steep_law_from_three_scales_that_leaps_beyond_the_runs_is_refused():
     """A constant 21 us compute recorded at 1, 2, 3 ranks (the third oversubscribed: +11%)
     fits c0 + c1 * p^3 * log2(p)^2 within 0.49%, which made it 0.33 s at 64 ranks, 15,600x,
