@@ -20,6 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
+from minitrace import __version__
 from minitrace import kinds as K
 from minitrace.errors import MinitraceError
 from minitrace.model import TraceColumns
@@ -82,9 +83,10 @@ def _to_otf2(kind: int, sent: int, recv: int, size: int, me: int, is_root: bool)
 
 
 # == reading ===================================================================================
-def _definitions(defs):
+def _definitions(defs, ours: bool):
     """(otf2_columns.Defs, location -> rank, volume counter name or None, its unit) of an
-    archive's global definitions, read with the otf2 bindings."""
+    archive's global definitions, read with the otf2 bindings (``ours``: the archive is one
+    ``convert --to otf2`` wrote, whose creator is CREATOR)."""
     otf2 = _import_otf2()
     rank_of = _ranks(otf2, defs)
     nranks = len(rank_of)
@@ -97,7 +99,7 @@ def _definitions(defs):
         if r.paradigm == otf2.Paradigm.MPI or r.name.startswith("MPI_"):
             kind = mpi_kind(r.name, comm_calls=True)
             region_kind[r._ref] = DROPPED if kind is None else _C[kind]
-    comm_id, comms, inter = _comms(otf2, defs, rank_of, nranks)
+    comm_id, comms, inter = _comms(otf2, defs, rank_of, nranks, ours)
     counter, unit = _volume_counter(defs)
     metrics = [m for m in defs.metrics]
     n_met = max((m._ref for m in metrics), default=-1) + 1
@@ -116,13 +118,13 @@ def _definitions(defs):
     clock = defs.clock_properties
     d = Defs(nranks, float(clock.timer_resolution), int(clock.global_offset), region_kind,
              region_name, comm_id, comms, kind_of, relative, counter is not None,
-             *_io_definitions(defs), intercomms=inter)
+             *_io_definitions(defs, ours), intercomms=inter, minitrace=ours)
     return d, rank_of, member, counter, unit
 
 
-def _io_definitions(defs) -> tuple[np.ndarray, np.ndarray]:
+def _io_definitions(defs, ours: bool) -> tuple[np.ndarray, np.ndarray]:
     """(per I/O handle ref: its comm ref, -1 for none, -2 when not an MPI-IO handle; per
-    attribute ref: its ``otf2_io.ROLE``, 0 another tool's)."""
+    attribute ref: its ``otf2_io.ROLE``, 0 another tool's: ``otf2_io.role``)."""
     handles = list(defs.io_handles)
     handle_comm = np.full(max((h._ref for h in handles), default=-1) + 1, -2, np.int64)
     for h in handles:
@@ -131,7 +133,7 @@ def _io_definitions(defs) -> tuple[np.ndarray, np.ndarray]:
     attributes = list(defs.attributes)
     role = np.zeros(max((a._ref for a in attributes), default=-1) + 1, np.int64)
     for a in attributes:
-        role[a._ref] = IO.ROLE.get(a.name, 0)
+        role[a._ref] = IO.role(a.name, str(a.type).split(".")[-1], ours)
     return handle_comm, role
 
 
@@ -143,11 +145,12 @@ def _ranks(otf2, defs) -> dict:
     return {}
 
 
-def _comms(otf2, defs, rank_of, nranks):
+def _comms(otf2, defs, rank_of, nranks, ours: bool):
     """Per OTF2 comm reference: its minitrace comm id (or NO_COMM, SELF); the table of
-    members (world ranks); the ids of the intercommunicators ``convert --to otf2`` wrote (a
-    comm named ``INTERCOMM`` n, whose group is both its groups: the OTF2 bindings cannot
-    write an InterComm definition).
+    members (world ranks); the ids of the intercommunicators ``convert --to otf2`` wrote (in
+    ``ours``, its archives: a comm named ``INTERCOMM`` n, whose group is both its groups: the
+    OTF2 bindings cannot write an InterComm definition; a Score-P program may name a
+    communicator so).
 
     ``MPI_COMM_WORLD`` (else the first comm of all ranks in order) is 0; every other MPI comm
     gets its own id in definition order (a duplicate of the world is a communicator of its
@@ -172,7 +175,7 @@ def _comms(otf2, defs, rank_of, nranks):
             ids[c._ref] = nxt
             comms[nxt] = np.asarray([rank_of.get(loc, -1) for loc in c.group.members],
                                     dtype=np.int32)
-            if c.name.startswith(INTERCOMM + " "):
+            if ours and c.name.startswith(INTERCOMM + " "):
                 inter.add(nxt)
             nxt += 1
     return ids, comms, frozenset(inter)
@@ -275,6 +278,12 @@ def _location_file(anchor: Path, loc, ext: str) -> Path:
     return anchor.parent / anchor.stem / f"{loc._ref}.{ext}"
 
 
+def _otf2_creator(tr) -> str:
+    """The creator the archive's anchor names ('' if none; Score-P's: "Score-P <version>")."""
+    import _otf2      # (the bindings' Reader has no property for it)
+    return _otf2.Reader_GetCreator(tr.handle) or ""
+
+
 def _read_events(path: Path, keep_going: bool):
     """(definitions, event rows, hosts, locations of other threads with events, damage notes,
     volume counter, its unit) of the archive."""
@@ -294,7 +303,8 @@ def _read_events(path: Path, keep_going: bool):
         raise _Unreadable(e, path.with_suffix(".def"), "") from None
     with reader as tr:
         defs = tr.definitions
-        d, rank_of, member, counter, unit = _definitions(defs)
+        ours = _otf2_creator(tr).split(" ")[0] == CREATOR
+        d, rank_of, member, counter, unit = _definitions(defs, ours)
         if not d.nranks:
             raise MinitraceError("no MPI locations in this archive (not an MPI trace?)",
                                  str(path))
@@ -416,6 +426,10 @@ _COLL_ROLE = {"barrier": "BARRIER", "bcast": "COLL_ONE2ALL", "scatter": "COLL_ON
               "reduce": "COLL_ALL2ONE", "scan": "COLL_OTHER", "exscan": "COLL_OTHER"}
 
 
+#: the first word of the creator of the archives ``convert --to otf2`` writes (then the
+#: version): the reader takes minitrace's Enter attributes (otf2_io.OURS_ONLY) and
+#: intercommunicators (``INTERCOMM``) only from those
+CREATOR = "minitrace"
 #: the name of an intercommunicator's comm definition (then its id): a comm whose group is
 #: both its groups, its sizes as the model holds them (they follow intercommunicator rules)
 INTERCOMM = "intercommunicator"
@@ -496,6 +510,7 @@ def _write_archive(otf2, data, path: Path, archive_name, timer_resolution, times
     tr = otf2.writer.Writer(str(path), archive_name=archive_name,
                             timer_resolution=timer_resolution)
     try:
+        tr.creator = f"{CREATOR} {__version__}"
         _write_contents(otf2, tr, data, times, lossy)
         tr.close()
     except BaseException:

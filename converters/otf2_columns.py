@@ -75,6 +75,7 @@ class Defs:
     #                                  the handle is not MPI-IO's (a POSIX one beneath it)
     attribute_role: np.ndarray       # per attribute ref: its otf2_io.ROLE, 0 another tool's
     intercomms: frozenset = frozenset()   # comm ids of intercommunicators (convert --to otf2's)
+    minitrace: bool = False          # convert --to otf2 wrote it (its MPI_Cancel attributes)
 
 
 # == small column tools ========================================================================
@@ -447,7 +448,7 @@ class _Sequential:
 def assemble(rows: np.ndarray, d: Defs, keep_regions: bool) -> tuple[TraceColumns, dict]:
     """The trace of the events ``rows`` (of the ranks' locations, in the global reader's
     order) and what the reader reports: ``{"messages": {"sent", "received", "proc_null",
-    "null_completions"},
+    "cancelled", "null_completions"},
     "unmapped": Counter, "user_regions": n (enters and leaves of non-MPI regions),
     "linked_in_order": Counter (non-blocking collectives without request events, linked to
     waits in order),
@@ -483,6 +484,9 @@ def assemble(rows: np.ndarray, d: Defs, keep_regions: bool) -> tuple[TraceColumn
     comms, self_ids = _self_comm_ids(found, d)
     _collective_sizes(found, collectives, comms)
     call_rows, vectors = _call_rows(found, p2p, self_ids)
+    cancelled = _peerless_cancels(found, call_rows)
+    if cancelled:
+        p2p.counts["cancelled"] = cancelled
     strings, marker_tag = _marker_names(events, calls, items, d)
     actions, offsets = _actions(events, calls, items, call_rows, marker_tag, d.nranks)
     meta = {}
@@ -802,6 +806,7 @@ class _Found:
         self.translations: list[tuple] = []     # (events, comm ids)
         self.comm_from: list[tuple] = []        # (calls, calls whose final comm they take)
         self.unread_tests = 0       # tests without events whose outcome the archive hides
+        self.cancelled = np.zeros(0, np.int64)      # the calls whose request was cancelled
         self.io_without_file: Counter = Counter()   # MPI-IO calls with another paradigm's
         #                                             handles only: by kind
 
@@ -836,7 +841,7 @@ class _PointToPoint:
     """The point-to-point message events and the request creations they show."""
     counts: dict                 # {"sent", "received"}: MpiSend/MpiIsend, MpiRecv/MpiIrecv
     #                              to a peer; "proc_null" (if any): those naming none;
-    #                              "cancelled" (if any): MpiRequestCancelled events
+    #                              "cancelled" (if any, later): _peerless_cancels
     sends: np.ndarray            # MpiSend and MpiIsend events inside kept calls
     send_comm: np.ndarray        # per send
     send_peer: np.ndarray        # per send
@@ -860,8 +865,6 @@ def _point_to_point(f: _Found) -> _PointToPoint:
               "received": int((e.of_type("RECV", "IRECV") & ~null).sum())}
     if (e.of_type("SEND", "ISEND", "RECV", "IRECV") & null).any():
         counts["proc_null"] = int((e.of_type("SEND", "ISEND", "RECV", "IRECV") & null).sum())
-    if e.of_type("REQUEST_CANCELLED").any():        # (receives of no message, peerless too)
-        counts["cancelled"] = int(e.of_type("REQUEST_CANCELLED").sum())
     sends, recvs = f.inside_calls("SEND", "ISEND"), f.inside_calls("RECV")
     send_comm, send_peer = f.world(sends)
     recv_comm, recv_peer = f.world(recvs)
@@ -1027,6 +1030,9 @@ def _completions(f: _Found, made: _Made) -> _CollectiveEvents:
             _mpi_io_handles(f, io)]
     comp = np.sort(np.r_[comp, io])
     cc = f.call_of[comp]
+    gone = comp[e.type[comp] == code_["REQUEST_CANCELLED"]]
+    k = _latest(made.rank, made.request, made.at, e.rank[gone], rows["e"][gone], gone)
+    f.cancelled = made.call[k[k >= 0]]
     single, multi = is_["single"][cc], is_["multi"][cc]
     f.unmapped.add(e.pos[comp[~single & ~multi]],
                    [f"completion in {_N[k]}" for k in f.calls.kind0[cc[~single & ~multi]]
@@ -1076,7 +1082,10 @@ def _cancels(f: _Found, made: _Made) -> None:
     (``MPI_Source`` is there) COMPLETED and the posted source, tag and size of the receive
     it cancelled, whose completion is an MpiRequestCancelled (Score-P's, which carries
     nothing else): that receive (an MPI_Irecv's) takes the posted tag and communicator, as
-    the recorder keeps them."""
+    the recorder keeps them.  Only in minitrace's archives: MPI_Comm is also the failed
+    open's, which any archive's may be."""
+    if not f.d.minitrace:
+        return
     rows, calls, role = f.e.rows, f.calls, f.d.attribute_role
     ev = f.inside_calls("ATTRIBUTE")
     ev = ev[calls.kind0[f.call_of[ev]] == _C["cancel"]]
@@ -1226,6 +1235,16 @@ def _collective_sizes(f: _Found, coll: _CollectiveEvents, comms: dict) -> None:
     sent[inter], received[inter] = f.e.rows["d"][coll.at[inter]], f.e.rows["f"][coll.at[inter]]
     f.writes.add("bytes_sent", coll.call, coll.at, sent)
     f.writes.add("bytes_recv", coll.call, coll.at, received)
+
+
+def _peerless_cancels(f: _Found, cols: dict) -> int:
+    """The receives an MpiRequestCancelled ended that read back without a peer (they received
+    no message): validate's allowance for peerless actions, with MPI_PROC_NULL's.  Not every
+    MpiRequestCancelled: a cancelled send keeps its peer, and counted it would hide a real
+    peerless action (the reviewer of session 33)."""
+    c = np.unique(f.cancelled)
+    return int((f.calls.kept[c] & K.mask(K.RECVS)[cols["kind"][c]] & (cols["peer"][c] < 0))
+               .sum())
 
 
 def _call_rows(f: _Found, p: _PointToPoint, self_ids: dict) -> tuple[dict, np.ndarray]:

@@ -47,10 +47,23 @@ ATTRIBUTES = {"MPI_File": ("the file handle of an MPI_File call that has no I/O 
                             "(4): minitrace's flags, which no OTF2 event holds", "UINT64")}
 #: each attribute's role in the reader's ``Defs.attribute_role`` (0: another tool's)
 ROLE = {name: k + 1 for k, name in enumerate(ATTRIBUTES)}
+#: the attributes read only from archives ``convert --to otf2`` wrote (its creator says so:
+#: otf2.CREATOR): their names are generic enough for another tool's attribute to have one
+#: (the reviewer of session 33: a STRING "MPI_Flags" was read as MPI_ANY_SOURCE); the MPI-IO
+#: ones, older than the mark, are read from any archive, by name and type
+OURS_ONLY = frozenset({"MPI_Request", "MPI_Source", "MPI_Tag", "MPI_Bytes", "MPI_Flags"})
 #: the calls whose file and value are those attributes
 VALUE_CALLS = frozenset({"file_set_view", "file_set_size", "file_preallocate"})
 #: OTF2's IoOperationMode values
 READ, WRITE, FLUSH = 0, 1, 2
+
+
+def role(name: str, type_name: str, ours: bool) -> int:
+    """The role of an attribute definition (0: another tool's): its name and type are one of
+    :data:`ATTRIBUTES`, and for :data:`OURS_ONLY` the archive is minitrace's (``ours``)."""
+    if ATTRIBUTES.get(name, ("", ""))[1] != type_name or (name in OURS_ONLY and not ours):
+        return 0
+    return ROLE[name]
 
 
 def _operation(name: str) -> tuple[int, bool, bool]:

@@ -659,6 +659,104 @@ def test_a_cancelled_receive_as_scorep_writes_it(tmp_path):
     assert rows[rows["kind"] == K.CODE["wait"]]["request"].tolist() == [3, 4]
 
 
+def test_a_cancelled_send_does_not_hide_a_peerless_receive(tmp_path):
+    """The reviewer of session 33 (L2): every MpiRequestCancelled raised validate's allowance
+    for peerless receives, a cancelled send's too (it keeps its peer), so an irecv whose
+    message the archive lacks went unreported.  Only the cancelled receives read back without
+    a peer count."""
+    arch = Archive(tmp_path, 2)
+    world, E = arch.comms["MPI_COMM_WORLD"], otf2.events
+    for r in range(2):
+        arch.call(r, "MPI_Init")
+    arch.call(0, "MPI_Isend", lambda t: E.MpiIsend(t, 1, world, 9, 8, 7))
+    arch.call(0, "MPI_Cancel")
+    arch.call(0, "MPI_Wait", lambda t: E.MpiRequestCancelled(t, 7))
+    arch.call(1, "MPI_Irecv", lambda t: E.MpiIrecvRequest(t, 3))
+    for r in range(2):
+        arch.call(r, "MPI_Finalize")
+    data = read_otf2(arch.close())
+    lost = [p for p in validate(data).problems if p.category == "p2p-without-peer"]
+    assert [(p.rank, K.NAME[int(data.actions["kind"][data.rank_slice(1)][p.index])])
+            for p in lost] == [(1, "irecv")]
+    assert data.meta["source_messages"] == {"sent": 1, "received": 0}
+
+
+def _recv_and_cancel(folder, attribute_type, creator):
+    """A Score-P-like archive of ``creator`` whose MPI_Recv and MPI_Cancel Enters carry
+    another tool's attributes named as minitrace's, of ``attribute_type`` (STRING or
+    minitrace's own types)."""
+    arch = Archive(folder, 2)
+    arch._tr.creator = creator
+    world, E, d = arch.comms["MPI_COMM_WORLD"], otf2.events, arch.defs
+
+    def attribute(name, typ, value, text):
+        if attribute_type == "STRING":
+            return d.attribute(name, "another tool's", otf2.Type.STRING), text
+        return d.attribute(name, "another tool's", getattr(otf2.Type, typ)), value
+
+    flags = dict([attribute("MPI_Flags", "UINT64", 1, "blocking")])
+    cancel = dict([attribute("MPI_Request", "UINT64", 4, "four"),
+                   attribute("MPI_Source", "INT64", 0, "zero")])
+    for r in range(2):
+        arch.call(r, "MPI_Init")
+    arch.call(0, "MPI_Send", lambda t: E.MpiSend(t, 1, world, 5, 8))
+    arch.call(0, "MPI_Send", lambda t: E.MpiSend(t, 1, world, 5, 8))
+    regions = [d.region(n, region_role=otf2.RegionRole.FUNCTION, paradigm=otf2.Paradigm.MPI)
+               for n in ("MPI_Recv", "MPI_Cancel")]
+    w, t = arch.writers[1], arch.t[1]
+    w(E.Enter(t + 10, regions[0], attributes=flags))
+    w(E.MpiRecv(t + 11, 0, world, 5, 8))
+    w(E.Leave(t + 12, regions[0]))
+    arch.t[1] += 12
+    arch.call(1, "MPI_Irecv", lambda t: E.MpiIrecvRequest(t, 4))
+    w(E.Enter(arch.t[1] + 10, regions[1], attributes=cancel))
+    w(E.Leave(arch.t[1] + 12, regions[1]))
+    arch.t[1] += 12
+    arch.call(1, "MPI_Wait", lambda t: E.MpiIrecv(t, 0, world, 5, 8, 4))
+    for r in range(2):
+        arch.call(r, "MPI_Finalize")
+    return arch.close()
+
+
+@pytest.mark.parametrize("attribute_type, creator", [
+    ("STRING", f"minitrace {minitrace.__version__}"), ("minitrace's", "Score-P 7.1")])
+def test_another_tools_attributes_named_as_minitraces_are_not_read(tmp_path, attribute_type,
+                                                                    creator):
+    """The reviewer of session 33 (M4): the reader took minitrace's Enter attributes by name
+    alone: another tool's STRING "MPI_Flags" on an MPI_Recv set MPI_ANY_SOURCE, and its
+    "MPI_Request"/"MPI_Source" on an MPI_Cancel made the cancel COMPLETED with a request.  Now
+    they are read with their type, and only from archives minitrace wrote (its creator)."""
+    data = read_otf2(_recv_and_cancel(tmp_path, attribute_type, creator))
+    rows = _rows(data, 1)
+    assert rows[rows["kind"] == K.CODE["recv"]]["flags"].tolist() == [0]
+    cancel = rows[rows["kind"] == K.CODE["cancel"]]
+    assert cancel["request"].tolist() == [-1] and cancel["peer"].tolist() == [-1]
+    assert not cancel["flags"][0] & K.FLAG_COMPLETED
+    assert validate(data).ok, validate(data).lines()
+
+
+def test_a_communicator_a_program_named_intercommunicator(tmp_path):
+    """The reviewer of session 33 (L1): a communicator named "intercommunicator 1" (a Score-P
+    program's MPI_Comm_set_name) was read as one of minitrace's intercommunicators: INTERCOMM,
+    and its collectives' sizes taken raw rather than by Score-P's rules (the root's 16 B
+    total read back as 16 B sent)."""
+    arch = Archive(tmp_path, 2, comms={"intercommunicator 1": [0, 1]})
+    c, E = arch.comms["intercommunicator 1"], otf2.events
+    for r in range(2):
+        arch.call(r, "MPI_Init")
+    for r in range(2):                  # Score-P's totals of an 8-byte bcast from rank 0 of 2
+        arch.call(r, "MPI_Bcast", lambda t: E.MpiCollectiveBegin(t),
+                  lambda t, r=r: E.MpiCollectiveEnd(t, otf2.CollectiveOp.BCAST, c, 0,
+                                                    16 if r == 0 else 0, 8))
+    for r in range(2):
+        arch.call(r, "MPI_Finalize")
+    data = read_otf2(arch.close())
+    b = data.actions[data.actions["kind"] == K.CODE["bcast"]]
+    assert b["flags"].tolist() == [0, 0]
+    assert b["bytes_sent"].tolist() == [8, 0] and b["bytes_recv"].tolist() == [0, 8]
+    assert validate(data).ok, validate(data).lines()
+
+
 def test_sub_communicators_and_self(tmp_path):
     """Collectives on comms from MPI_Comm_split (the even and the odd ranks of 4, given as
     ranks of the world in reverse order for the odd ones) and on a one-member COMM_SELF-type

@@ -30,8 +30,9 @@ def check_peers_found(ctx: CheckContext, rep: ValidationReport, source: dict,
                       total: int | None = None) -> None:
     """Peerless actions (``total``: in the whole trace, when ``ctx`` is a share of it), unless
     the source's message records naming MPI_PROC_NULL (``source["proc_null"]``) and its
-    cancelled requests (``source["cancelled"]``: OTF2's MpiRequestCancelled) are as many:
-    calls on MPI_PROC_NULL have no peer either, nor receives cancelled."""
+    cancelled receives read without a peer (``source["cancelled"]``: those an OTF2
+    MpiRequestCancelled ended) are as many: calls on MPI_PROC_NULL have no peer either, nor
+    receives cancelled."""
     rows = peerless(ctx)
     rep.phase((9, 0))
     if (len(rows) if total is None else total) <= source.get("proc_null", 0) + \
