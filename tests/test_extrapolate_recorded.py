@@ -56,6 +56,26 @@ def test_recorded_sendrecv_ring_is_one_program(tmp_path, capsys):
         assert sources == [(r - 1) % 8, (r + 1) % 8] * 6
 
 
+def test_a_reduction_to_the_last_rank_is_one_program(tmp_path, capsys):
+    """A pipeline reduced to rank size - 1 (tests/programs/reduce_to_last.c; public PRK
+    Synch_p2p): the root, an absolute rank, differs at each scale but is each run's last rank,
+    so 3-6 ranks are one program (refused as "peers differ": QA M7, session 33), and at 8
+    ranks the reduction goes to rank 7 (a 1-D line: its interior needs 3 ranks)."""
+    exe = build("reduce_to_last", tmp_path)
+    paths = []
+    for p in (3, 4, 5, 6):
+        paths.append(str(tmp_path / f"last{p}.h5"))
+        record(Path(paths[-1]), p, [exe])
+    assert main(["extrapolate", *paths, "--check", "--force"]) == 0
+    assert "structure at 6 ranks: identical to the recorded run" in capsys.readouterr().out
+    out = tmp_path / "last8.h5"
+    assert main(["extrapolate", *paths[:3], "--ranks", "8", "-o", str(out), "--force"]) == 0
+    with minitrace.open(str(out)) as t:
+        data = t.data()
+    roots = data.actions["peer"][data.actions["kind"] == K.CODE["reduce"]]
+    assert len(roots) == 8 and (roots == 7).all()
+
+
 def test_a_ring_of_two_apart_takes_its_sign_from_an_odd_run(tmp_path, capsys):
     """To rank + 2 from rank - 2: at 4 ranks both are rank - 2 (P/2 away), so the 4-rank run
     alone cannot say which way each goes; the 3- and 5-rank runs can (the reviewer, session

@@ -566,9 +566,15 @@ def programs(runs: list[ST.Run], ranks: int, plans: dict, grid: GR.Grid | None =
             r for r in sorted(runs, key=lambda r: -r.nranks) if r is not source and
             key in r.classes and len(r.classes[key].leaves) == len(rc.leaves)]
         if grid is None:
+            # (a root that is each run's last rank is the target's: ST.last_roots)
+            last = ~rel & (len(aligned) > 0)
+            for r in aligned:
+                last &= ST.last_roots(sigs["peer"], source,
+                                      r.sig.table["peer"][r.classes[key].leaves], r)
             sigs["peer"] = np.where(rel, ST.signed_by_runs(
                 [sigs["peer"]] + [r.sig.table["peer"][r.classes[key].leaves] for r in aligned],
-                [source.nranks] + [r.nranks for r in aligned]) % ranks, sigs["peer"])
+                [source.nranks] + [r.nranks for r in aligned]) % ranks,
+                np.where(last, ranks - 1, sigs["peer"]))
         else:
             sigs["peer"] = np.where(rel, peers[key][0], sigs["peer"])
         for field in ("bytes_sent", "bytes_recv"):
