@@ -48,15 +48,21 @@ def _together(phases: np.ndarray) -> float:
                              phases[:, :, live[-1]].ravel())[0, 1])
 
 
-#: Recordings made at most, until two phases keep a law above 0 at 8 ranks (the premise).
-ATTEMPTS = 3
+#: Recordings made at most, until the premises hold.
+ATTEMPTS = 4
+
+
+def _recorded_together(runs) -> bool:
+    """The program's pattern, as recorded: slow and fast phases together on every run."""
+    return all(_together(_phases(run.data)) > 0.5 for run in runs)
 
 
 def test_slow_stretches_stay_together(programs, tmp_path):
-    """The premise, two phases whose laws stay above 0 at 8 ranks, is the recordings': under
-    load their noise can turn every phase's law down from 2 to 4 ranks (a CI run, session 19:
-    no phase left; 8 sets of recordings gave the same traces with session 18's code), so a
-    set of recordings that leaves fewer is recorded again, at most ATTEMPTS times."""
+    """The premises are the recordings': the program's pattern recorded (4 ranks on 2 loaded
+    cores inflated some phases' CPU time 2.5x: correlation 0.23, a CI run of session 34), and
+    two phases whose laws stay above 0 at 8 ranks (under load the noise can turn every
+    phase's law down from 2 to 4 ranks: a CI run, session 19).  A set of recordings that
+    misses either is recorded again, at most ATTEMPTS times."""
     exe = programs("slowsteps")
     for attempt in range(ATTEMPTS):
         paths = []
@@ -64,11 +70,14 @@ def test_slow_stretches_stay_together(programs, tmp_path):
             paths.append(str(tmp_path / f"s{attempt}-{p}.h5"))
             record(Path(paths[-1]), p, [str(exe), str(ITERATIONS), "300000"])
         runs = C.load_runs(paths)
-        assert _together(_phases(runs[-1].data)) > 0.5      # the program's pattern, recorded
+        if not _recorded_together(runs):
+            continue
         data, _, _ = B.extrapolate(runs, 8, "weak", force=True)
         phases = _phases(data)
         if sum(phases[:, :, k].any() for k in range(phases.shape[2])) >= 2:
             break
+    else:
+        raise AssertionError(f"no premise-holding recordings in {ATTEMPTS} attempts")
     assert phases.shape == (8, ITERATIONS, 4)
     assert _together(phases) > 0.5
     # slow and fast iterations both present, not every rank the same
