@@ -129,7 +129,8 @@ def test_calibrate_measures_copies_by_working_set(demo, tmp_path):
     assert len(cols["cache_size"]) >= 2 and (cols["cache_copy_rate"] > 0).all()
     cal = load(path)
     assert (cal.cache_share, cal.memory_copy_rate) == cache_share(runs)
-    assert cal.copies()[3:] == (cal.cache_share, cal.memory_copy_rate)
+    assert cal.copies()[3:] == (cal.cache_share, cal.memory_copy_rate, cal.fresh_page_rate)
+    assert cal.fresh_page_rate > 0                       # (measured: the fresh pages' rate)
     # one of the pair without the other: refused in one line
     bad = tmp_path / "bad.h5"
     shutil.copy(path, bad)

@@ -67,7 +67,8 @@ PACKED = "packed"
 #: before 2026-11-28, session 11)
 WINDOWS = ("window_cpu", "window_wall")
 _OPTIONAL = {"peer": ("iu", "n"), "inner": ("iu", "n"), "copy_rate_hot": ("f", "r"),
-             "copy_rate_cold": ("f", "r"), **{k: ("f", "r") for k in kernel_set.columns()},
+             "copy_rate_cold": ("f", "r"), "fresh_page_rate": ("f", "r"),
+             **{k: ("f", "r") for k in kernel_set.columns()},
              **{k: ("f", "d") for k in after_compute.columns()},
              after_compute.BYTES_COLUMN: ("iu", "d"),
              "exchange_size": ("iu", "e"), "exchange_time": ("f", "e"),
@@ -83,7 +84,8 @@ _GROUPS = ((kernel_set.columns(), True,
            (["cache_size", "cache_copy_rate"], True,
             "cache_size and cache_copy_rate must both be there, finite and positive"),
            (list(WINDOWS), True, "window_cpu and window_wall must both be there, finite and "
-                                 "positive"))
+                                 "positive"),
+           (["fresh_page_rate"], True, "fresh_page_rate must be finite and positive"))
 
 
 def append_run(path: str, run: dict) -> str:
@@ -271,19 +273,24 @@ class Calibration:
     # (cache_share()); 0 when not measured
     cache_share: int = 0
     memory_copy_rate: float = 0.0
+    # B/s of a first write to memory just mapped (its page faults: what an MPI library's
+    # temporary buffers that malloc maps anew at each call cost, replay.work.
+    # temporary_seconds); 0 when not measured
+    fresh_page_rate: float = 0.0
     # share of a node's compute time lost to other work (wall above CPU time while all ranks
     # compute, summed over the node's ranks: see background()); 0 in fits written before it
     background: float = 0.0
     mpi_library: str = ""       # MPI_Get_library_version of the calibrated job's MPI
     hostname: str = ""          # the calibrated machine (its provenance)
 
-    def copies(self) -> tuple[float, float, int, int, float] | None:
+    def copies(self) -> tuple[float, float, int, int, float, float] | None:
         """(B/s in cache, B/s packed to unpacked, ``cold_from``, ``cache_share``,
-        ``memory_copy_rate``) for :func:`minitrace.replay.replay`
+        ``memory_copy_rate``, ``fresh_page_rate``) for :func:`minitrace.replay.replay`
         (:func:`minitrace.replay.work.copy_seconds`, :func:`~minitrace.replay.work.
-        own_block_copies`), None when not measured."""
-        return (*self.copy_rates, self.cold_from, self.cache_share, self.memory_copy_rate) \
-            if len(self.copy_rates) == 2 else None
+        own_block_copies`, :func:`~minitrace.replay.work.temporary_seconds`), None when not
+        measured."""
+        return (*self.copy_rates, self.cold_from, self.cache_share, self.memory_copy_rate,
+                self.fresh_page_rate) if len(self.copy_rates) == 2 else None
 
     def cluster(self, hosts: int | None = None, ranks_per_host: int | None = None) -> Cluster:
         """The calibrated machine as a generated cluster (enough hosts for the trace's ranks
@@ -506,6 +513,7 @@ def fit_runs(runs: list[dict]) -> tuple[Calibration, dict]:
             for r in runs if "exchange_size" in r["columns"]]
     node_bw = float(np.median(np.concatenate(sent))) if sent else 0.0
     share_bytes, memory_rate = cache_share(runs)
+    fresh = [r["columns"]["fresh_page_rate"] for r in runs if "fresh_page_rate" in r["columns"]]
     nodes = runs[-1]["attrs"]["rank_to_node"]
     per_host = max(nodes.count(n) for n in set(nodes))
     cal = Calibration(
@@ -517,6 +525,7 @@ def fit_runs(runs: list[dict]) -> tuple[Calibration, dict]:
         runs=len(runs), points=int(len(x)), notes=notes, copy_rates=copy_rates,
         cold_from=cold_from, kernels=kernels, after_compute=after, node_bandwidth=node_bw,
         cache_share=share_bytes, memory_copy_rate=memory_rate,
+        fresh_page_rate=float(np.median(np.concatenate(fresh))) if fresh else 0.0,
         call_costs=call_costs.fit(runs, float(_value(fits["recv"], 8))),
         background=lost,
         kernels_version=max(int(r["attrs"].get("kernels_version", 0)) for r in runs),
@@ -724,7 +733,7 @@ def _checked_fields(stored, path: str) -> dict:
                   "missing")
     d = dict(stored)
     for k in _FLOATS_POSITIVE + ("speed_spread", "node_bandwidth", "background",
-                                 "memory_copy_rate"):
+                                 "memory_copy_rate", "fresh_page_rate"):
         v = d.get(k, 0.0)
         if not isinstance(v, (int, float)) or isinstance(v, bool) or not math.isfinite(v) or \
                 v < 0 or (v == 0 and k in _FLOATS_POSITIVE):     # (math: ints beyond 2**64)
@@ -827,6 +836,9 @@ def summary(cal: Calibration, path: str) -> str:
                      + (f"; {cal.memory_copy_rate / 1e9:.3g} GB/s from memory, beyond a share of "
                         f"the caches of {cal.cache_share >> 20} MiB a rank (collectives whose "
                         f"working set outgrows it)" if cal.cache_share else ""))
+    if cal.fresh_page_rate:
+        lines.append(f"  first writes to memory just mapped (page faults): "
+                     f"{cal.fresh_page_rate / 1e9:.3g} GB/s")
     if cal.kernels:
         lines.append("  kernel set (per CPU second; per wall second): " + "; ".join(
             f"{k} {v['cpu_rate']:.4g}; {v['wall_rate']:.4g} {v['unit']}/s"

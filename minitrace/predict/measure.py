@@ -28,6 +28,9 @@ shuffled, since ordered sweeps resonate with periodic noise):
   a 4 MiB block from a buffer packed just before into one read just after, every rank at once:
   what an MPI library's copy of a rank's own block in a collective costs (SimGrid's replay does
   not model it);
+* fresh pages: bytes/s of a first write to memory just mapped (8 MiB, the pages an MPI library's
+  temporary buffer of a large collective gets from ``malloc`` anew at each call), every rank at
+  once: its page faults, which a write to pages already mapped does not pay;
 * copies by working set: a copy back and forth between two buffers that together take 4 MiB
   .. 256 MiB a rank, every rank at once: where its rate falls, a rank's share of the caches
   ends, and the largest runs at the memory's rate (a collective whose buffers exceed that
@@ -50,6 +53,7 @@ run (:mod:`minitrace.predict.calibration`) and writes ``/calibration/fit`` and t
 from __future__ import annotations
 
 import argparse
+import mmap
 import os
 import sys
 import time
@@ -379,6 +383,26 @@ def _copies(comm, seconds: float = 0.05, size: int = 4 << 20) -> np.ndarray | No
     return None if got is None else np.array(got)
 
 
+def _fresh_pages(comm, size: int = 8 << 20, reps: int = 5) -> np.ndarray | None:
+    """Each rank's bytes/s of a first write to ``size`` bytes just mapped (anonymous ``mmap``,
+    as ``malloc`` maps a large block), all ranks at once: the median of ``reps``.  MPICH's
+    reduce of 4 MiB at 2 ranks took 3.3-3.7 ms, its non-root rank faulting in 1.5 pages a
+    page of the message at every call (two temporary buffers, given back at their free); with
+    glibc told to keep its memory 0.9-1.1 ms (session 35, loaded)."""
+    took = []
+    comm.Barrier()
+    for _ in range(reps):
+        pages = mmap.mmap(-1, size)
+        a = np.frombuffer(pages, dtype=np.uint8)
+        t0 = TIMER()
+        a.fill(1)
+        took.append(TIMER() - t0)
+        del a
+        pages.close()
+    got = comm.gather(size / float(np.median(took)), root=0)
+    return None if got is None else np.array(got)
+
+
 #: Working sets of the copies by working set (bytes a rank, both buffers together)
 CACHE_SIZES = tuple(w << 20 for w in (4, 8, 16, 32, 64, 128, 256))
 
@@ -457,6 +481,7 @@ def run(comm, args) -> dict | None:
     compute = _compute(comm)
     reduction = _window(spent, "reduction", _reduction, comm)
     copies = _window(spent, "copies", _copies, comm)
+    fresh = _fresh_pages(comm)
     mine = topo["rank_to_node"][comm.rank]
     kernel_set = kernels.measure(comm, topo["rank_to_node"].count(mine))
     by_working_set = _cache_copies(comm, topo["rank_to_node"].count(mine)) or {}
@@ -485,6 +510,7 @@ def run(comm, args) -> dict | None:
     columns.update({"compute_flops": compute["flops"], "compute_cpu": compute["cpu"],
                     "compute_wall": compute["wall"], "reduction_rate": reduction,
                     "copy_rate_hot": copies[:, 0], "copy_rate_cold": copies[:, 1],
+                    "fresh_page_rate": fresh,
                     **kernel_set, **after, **exchange, **by_working_set,
                     **{f"window_{q}": np.array([[w[k][i] for k in spent] for w in windows])
                        for i, q in enumerate(("cpu", "wall"))}})

@@ -1,5 +1,6 @@
 """What a replay executes as work besides the trace's compute actions: compute volumes turned
-into flops, the work of reductions, and the bytes an MPI library copies within a rank in a
+into flops, the work of reductions (and the temporary buffers MPICH's large reduce faults in at
+every call, :func:`temporary_seconds`), and the bytes an MPI library copies within a rank in a
 collective (the rank's own block, from its send buffer to its receive buffer: alltoall,
 allgather, a gather's or scatter's root, their v and non-blocking forms; none with MPI_IN_PLACE).
 
@@ -25,6 +26,8 @@ from dataclasses import replace
 import numpy as np
 
 from .. import kinds as K
+from ..collectives import library_of
+from ..collectives.buffers import MMAP_THRESHOLD, fresh_bytes
 from ..errors import MinitraceError
 from ..model import TraceColumns
 
@@ -94,7 +97,8 @@ def in_flops(data, rate: float | None, red: float | None, source: str | None, co
     A measured volume (seconds, instructions, cycles) on an MPI call is what the rank spent inside it,
     mostly busy-polling while it waited: the simulation models that waiting, so it is never
     replayed as work.  Reductions do ``bytes / red`` seconds of work at the recording
-    machine's speed when a reduction rate is known, none otherwise."""
+    machine's speed when a reduction rate is known, none otherwise, and with ``copies``
+    (``Calibration.copies()``) the pages of temporary buffers they fault in at every call."""
     out, counts = flops_actions(data, rate, red, source, copies)
     return out, work_notes(counts, data.meta.get("volume_unit", "flops"), rate, red, copies)
 
@@ -127,7 +131,12 @@ def flops_actions(data, rate: float | None, red: float | None, source: str | Non
               "measured": float(actions["volume"][reductions].sum())}
     actions["volume"][in_call] = 0.0
     if counts["reductions"] and red is not None:
-        actions["volume"][reductions] = actions["bytes_sent"][reductions] / red * rate
+        seconds = actions["bytes_sent"][reductions] / red
+        if copies is not None and len(copies) > 5 and copies[5] > 0:
+            extra = temporary_seconds(data, np.flatnonzero(reductions), copies[5])
+            seconds += extra
+            counts["fresh"] = int((extra > 0).sum())
+        actions["volume"][reductions] = seconds * rate
     if copies is not None:
         counts.update(own_block_copies(data, actions, copies, rate))
     return replace(data, actions=actions, meta={**data.meta, "volume_unit": "flops"}), counts
@@ -145,6 +154,10 @@ def work_notes(counts: dict, unit: str, rate, red, copies) -> list[str]:
         notes.append(f"{n} reduction calls do bytes / {red:.4g} B/s of work at {rate:.4g} "
                      f"flop/s (not the {measured:.3g} {unit} measured inside them, which is "
                      f"mostly waiting)")
+    if counts.get("fresh"):
+        notes.append(f"{counts['fresh']} reduce calls also fault in the pages of MPICH's "
+                     f"temporary buffers at {copies[5]:.4g} B/s (glibc maps them anew at "
+                     f"every call)")
     if copies is not None and (counts.get("copy_bytes") or counts.get("from_memory")):
         hot, cold, cold_from = copies[:3]
         note = (f"{counts['copies']} collective calls copy the rank's own block "
@@ -159,6 +172,29 @@ def work_notes(counts: dict, unit: str, rate, red, copies) -> list[str]:
             note += f"; {counts['copies_missed']} not modelled (no compute action after them)"
         notes.append(note)
     return notes
+
+
+def temporary_seconds(data: TraceColumns, rows: np.ndarray, fresh: float) -> np.ndarray:
+    """Seconds each collective of ``rows`` spends faulting in the pages of the temporary buffers
+    the trace's MPI library allocates anew at each call (:mod:`minitrace.collectives.buffers`),
+    at ``fresh`` B/s (``Calibration.fresh_page_rate``): the bulk of MPICH's reduce of 128 KiB
+    and more on one node (8 MiB at 2 ranks: 7.1-7.6 ms, 2.5-3.0 with glibc told to keep
+    its memory; the replay gave 1.1 ms without them; session 35, loaded)."""
+    library = library_of(data.meta)
+    out = np.zeros(len(rows))
+    a = data.actions
+    nbytes = np.maximum(a["bytes_sent"][rows], a["bytes_recv"][rows]).astype(np.int64)
+    large = np.flatnonzero((a["kind"][rows] == K.code("reduce")) & (nbytes >= MMAP_THRESHOLD))
+    if library is None or not len(large):
+        return out
+    me = _own_index(data, rows[large])
+    for j, m, i in zip(large.tolist(), me.tolist(), rows[large].tolist()):
+        members = [int(x) for x in data.comms.get(int(a["comm"][i]), ())]
+        root = int(a["peer"][i])
+        if m >= 0 and root in members:
+            out[j] = fresh_bytes(library, "reduce", len(members), m, members.index(root),
+                                 int(nbytes[j])) / fresh
+    return out
 
 
 def copy_seconds(nbytes, copies) -> np.ndarray:
