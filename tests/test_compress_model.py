@@ -698,3 +698,23 @@ def test_files_written_with_a_spread_still_draw_it(tmp_path):
     with pytest.raises(MinitraceError, match="stored twice"):
         with minitrace.open(both) as t:
             t.data()
+
+
+def test_the_tail_holds_95_percent_of_a_spread_of_misses():
+    """Calls above their mean by 10% to 4x, as a loaded recording's noise spreads them: the
+    kept calls hold 95% of their misses (90% until session 35, which left public TeaLeaf 4r's
+    model replay 2.53% fast of the exact file's: 1.83% with 95%), within the budget."""
+    rng = np.random.default_rng(5)
+
+    def volume(r, kinds, it):
+        v = np.where(kinds == K.CODE["compute"], 1e-4, 0.0)
+        out = rng.uniform(size=len(kinds)) < 0.08
+        v[out] *= rng.uniform(1.1, 4.0, out.sum())
+        return v
+
+    d = ring_trace(["compute", "send", "recv"] * 8 + ["compute", "allreduce"], 200, 2, volume)
+    kept, vol = kept_calls(compress(d, "model"), d), d.actions["volume"]
+    miss = np.where(d.actions["kind"] == K.CODE["compute"], vol - 1e-4, 0.0)
+    assert (miss > 0).sum() > max(E.TAIL_MIN, kept.sum())      # (not every one: a choice)
+    assert kept.sum() <= len(vol) // E.TAIL_EVERY
+    assert miss[kept].sum() >= 0.95 * miss.sum()
