@@ -87,15 +87,41 @@ def _mpi_library() -> str:
 
 
 def _versions() -> dict:
-    from importlib import metadata
     out = {"minitrace": __version__,
            "python": f"{platform.python_implementation()} {platform.python_version()}",
            "hdf5": h5py.version.hdf5_version}
-    for name in _PACKAGES:
+    found = _installed_versions(_PACKAGES)
+    unnamed = [name for name, version in found.items() if version is None]
+    if unnamed:               # (an egg-info without its version in its name)
+        from importlib import metadata
+        for name in unnamed:
+            found[name] = metadata.version(name)
+    return {**out, **found}
+
+
+def _installed_versions(names) -> dict:
+    """The versions of the installed packages of ``names`` from the names of their
+    ``NAME-VERSION.dist-info`` (or ``.egg-info``) directories, the first on ``sys.path`` as an
+    import finds them (None: an egg-info that does not say); packages not installed are left
+    out.  importlib.metadata parses each one's METADATA as e-mail and looks for a missing one
+    in every distribution: 16 ms of CPU for eight packages, a fixed cost of every process that
+    writes a file (a third of the budget of a 54 k-action trace compressed at 2 M actions a
+    second; session 35)."""
+    want = {name.replace("-", "_").lower(): name for name in names}
+    out: dict = {}
+    for entry in sys.path:
         try:
-            out[name] = metadata.version(name)
-        except metadata.PackageNotFoundError:
-            pass
+            listing = os.listdir(entry or ".")
+        except OSError:
+            continue
+        for f in listing:
+            stem, dot, suffix = f.rpartition(".")
+            if suffix not in ("dist-info", "egg-info") or not dot:
+                continue
+            name, _, version = stem.partition("-")
+            key = want.get(name.replace("-", "_").lower())
+            if key is not None and key not in out:
+                out[key] = version.split("-py")[0] or None
     return out
 
 
