@@ -21,16 +21,24 @@ SWEEPS = 60
 RATE = "1Gf"
 
 
-@pytest.fixture(scope="module")
-def kba(programs, tmp_path_factory):
+def _recorded_kba(programs, where):
     """kba_sweep recorded on 2 ranks: SWEEPS sweeps of 2 chunks, a random compute before each
     send; every failed poll kept (--no-fold-polls), as SNAP's recordings had them (the recorder
     now folds runs of equal failed polls, docs/RECORDER.md: the sweeps' polls then vary less,
     and the main loop found held 58 of the 60 sweeps)."""
-    out = tmp_path_factory.mktemp("kba_polls") / "kba.h5"
+    out = where / "kba.h5"
     record(out, 2, [programs("kba_sweep"), str(SWEEPS), "2", "1"], volume="cputime",
            timeout=300, extra=["--no-fold-polls"])
     return load_trace(str(out))
+
+
+@pytest.fixture(scope="module")
+def kba(programs, tmp_path_factory):
+    return _recorded_kba(programs, tmp_path_factory.mktemp("kba_polls"))
+
+
+#: Recordings tried at most until one leaves sweeps to skip.
+ATTEMPTS = 4
 
 
 def _per_sweep(data, kinds, rank):
@@ -78,12 +86,20 @@ def test_a_step_is_a_run_of_calls_that_do_not_wait(kba):
     assert not K.mask({"waitall", "allreduce"})[kind[free]].any()
 
 
-def test_sampling_skips_sweeps_and_replays_the_kept_ones_as_recorded(kba):
+def test_sampling_skips_sweeps_and_replays_the_kept_ones_as_recorded(kba, programs, tmp_path):
     """Sampling skips sweeps; the sweeps it keeps are replayed with every call they made
     (their polls too); it gives its estimate a bound (how close it came to the full replay is
     a benchmark figure, bench_sampling.py: this recording's jitter is random, and a loaded CI
-    once saw 0.035% against a 0.023% bound)."""
-    s = sampled_replay(kba, None, "auto", compute_rate=RATE)
+    once saw 0.035% against a 0.023% bound).  The jitter can also leave the steady state so
+    late that the start and tail leave under 10% to skip (1 recording of 6, session 35:
+    "replayed fully: no loop long enough to skip", rightly): such a recording is made again."""
+    for attempt in range(ATTEMPTS):
+        if attempt:
+            (tmp_path / str(attempt)).mkdir()
+            kba = _recorded_kba(programs, tmp_path / str(attempt))
+        s = sampled_replay(kba, None, "auto", compute_rate=RATE)
+        if not any(n.startswith("replayed fully: no loop long enough") for n in s.notes):
+            break
     assert not any(n.startswith("replayed fully") for n in s.notes), s.notes
     assert any(p.skipped for p in s.phases) and s.skipped_share > 0
     _, origin, _, removed = reduce_trace(kba, s.loops, s.phases)
