@@ -43,7 +43,9 @@ or one where two leave the replay under ``GAIN`` times smaller than the trace, t
 then taking each variant fitted once at its residual left out of the line: :func:`_see_once`);
 the iterations between are skipped, each starting where no request is in flight where the loop
 found starts inside an exchange (:func:`_quiet_bounds`), else by whole periods of a pipeline
-where requests span one iteration into the next (:func:`crossing_requests`).
+where requests span one iteration into the next (:func:`crossing_requests`); a loop found whose
+iterations start on its ranks at other messages of a channel, of sizes that vary, is first cut
+into pieces that start each on every rank at the same message (:func:`_aligned_ranks`).
 
 **Steady rule**: iteration ``s`` starts the steady state when the mean simulated time per
 iteration (beside its static cost: :func:`beside_cost`) over the three windows ``[s, s+w)``,
@@ -287,6 +289,31 @@ def load_trace(trace, source: str | None = None):
 
 
 def loops_of(data) -> tuple[list[np.ndarray], list[str]]:
+    """:func:`_loops_found` in the trace, those whose iterations start on their ranks at other
+    messages of a channel, of sizes that vary, cut into pieces that start each on every rank
+    at the same message (:func:`_aligned_ranks`; the loops inside them left out)."""
+    if hasattr(data, "data") and callable(data.data):
+        data = data.data()                  # (expanded once)
+    loops, notes = _loops_found(data)
+    found = top_level(loops)
+    if not found:
+        return loops, notes
+    flight = _in_flight(data)
+    top = [q if (q := _quiet_bounds(data, b, flight)) is not None else b for b in found]
+    got, cut = _aligned_ranks(data, top)
+    if not cut:
+        return loops, notes
+    spans = [(min(found[li][0, 0], top[li][0, 0]), max(found[li][0, -1], top[li][0, -1]))
+             for li in cut]
+    rest = [b for b in loops if not any(lo < b[0, -1] and b[0, 0] < hi for lo, hi in spans)]
+    pieces = [b for b in got if not any(b is t for t in top)]
+    return rest + pieces, notes + [
+        f"{len(cut)} loop(s) cut into pieces whose iterations start on every rank at the same "
+        f"message of each channel (a rank's loops began at other messages, of other sizes; the "
+        f"iterations no piece takes replayed as they are)"]
+
+
+def _loops_found(data) -> tuple[list[np.ndarray], list[str]]:
     """:func:`loops_in` the trace, or, where it holds a ``testall`` that completed and the
     loops of the trace with each such test taken as the incomplete test and the ``waitall`` it
     stands for (:func:`minitrace.tested_waits.tested_waits`) let sampling skip more
@@ -1374,6 +1401,177 @@ def _quiet_bounds(data, b: np.ndarray, flight: np.ndarray) -> np.ndarray | None:
         return None
     keep = int((moved <= b[:, -1:]).all(axis=0).sum())
     return moved[:, :keep] if keep >= 2 else None
+
+
+def _aligned_ranks(data, top: list[np.ndarray]) -> tuple[list[np.ndarray], list[int]]:
+    """The loops ``top`` with each one whose iterations start on its ranks at other messages of
+    a channel (source, destination, tag, communicator) between them, where those messages vary
+    in size, cut into pieces whose iteration j starts on every rank at the same message of each
+    channel, a rank's piece taken from whichever of its loops holds those messages, at
+    whichever of their iterations, else from the runs of its calls anchored as the loop's
+    iterations are (:func:`_anchored_runs`); the iterations no piece takes replayed as they
+    are (rank 0's loops are cut, the other ranks' follow them).  Returns
+    (the loops, the indices in ``top`` of those cut).  The loops are found on each rank apart
+    and paired by their order: public UK-MAC TeaLeaf at 4 ranks began ranks 2 and 3's loop 31
+    iterations (one period of its halo sizes, 1,016 bytes once, 4,128 thirty times) before
+    ranks 0 and 1's; at 2 ranks rank 0's second, third and fourth loops held messages 2,222 to
+    3,775, 3,807 to 4,379 and 4,380 to 5,685 of each channel, rank 1's 2,826 to 4,379, 4,380
+    to 4,952 and 4,984 to 6,289.  A block of iterations then leaves out other messages on the
+    sender than on the receiver, and the receives left beside it take messages of other sizes
+    (:func:`_same_messages`)."""
+    chans = _per_trace(data, "channels", lambda: _channels(data))
+    if not chans:
+        return top, []
+    cut = [li for li, b in enumerate(top) if _misaligned(chans, b)]
+    if not cut:
+        return top, []
+    kept = [b for li, b in enumerate(top) if li not in cut]
+    pieces = []
+    rows = _anchored_runs(data, top, cut)
+    for li in list(cut):
+        todo, found = [(0, top[li].shape[1] - 1)], []
+        while todo:
+            a, z = todo.pop()
+            got = _piece(chans, rows, len(top), li, a, z, len(top[li]))
+            if got is None:
+                continue
+            b, jlo, jhi = got
+            found.append(b)
+            todo += [x for x in ((a, a + jlo), (a + jhi, z)) if x[1] - x[0] >= 3]
+        if found:
+            pieces += found
+        else:                           # none: the loop as it was
+            kept.append(top[li])
+            cut.remove(li)
+    if not cut:
+        return top, []
+    out = list(kept)
+    for b in sorted(pieces, key=lambda b: -b.shape[1]):
+        if not any(((b[:, 0] < o[:, -1]) & (o[:, 0] < b[:, -1])).any() for o in out):
+            out.append(b)
+    return sorted(out, key=lambda b: int(b[0, 0])), cut
+
+
+def _anchored_runs(data, top: list[np.ndarray], cut: list[int]) -> list[list[np.ndarray]]:
+    """Per rank, the iteration starts of each loop of ``top``, then for each loop ``cut`` the
+    starts of every run of the rank's calls (sizes aside) anchored as its iterations are
+    (:func:`extend_loop`'s anchor), in the whole rank: where a rank's loop began at other
+    messages, the other rank's matching iterations may lie in no loop found (public UK-MAC
+    TeaLeaf at 2 ranks: 604 iterations of rank 1's before its second loop, as many of rank
+    0's after its fourth)."""
+    ids, _ = structure_ids(data, sizes=False)
+    out = []
+    for r in range(data.nranks):
+        rows = [b[r] for b in top]
+        lo, hi = int(data.rank_offsets[r]), int(data.rank_offsets[r + 1])
+        for li in cut:
+            body = ids[top[li][r, 0]:top[li][r, 1]]
+            got = _anchor(body, None) if len(body) else None
+            if got is None:
+                continue
+            p, n = got
+            at = _occurrences(ids[lo:hi], body[p:p + n]) + lo - p
+            rows.append(np.unique(np.r_[at[(at >= lo) & (at <= hi)], hi]))
+        out.append(rows)
+    return out
+
+
+def _channels(data) -> list[tuple]:
+    """Per channel with messages both sent and received: (sender, receiver, rows of its sends,
+    of its receives, its messages' sizes), in order."""
+    s, r, ks, kr, size, _, _ = _per_trace(data, "messages", lambda: _messages(data))
+    rank = data.rank_of()
+    os_, or_ = np.argsort(ks, kind="stable"), np.argsort(kr, kind="stable")
+    keys, at = np.unique(ks[os_], return_index=True)
+    end = np.r_[at[1:], len(os_)]
+    lo, hi = np.searchsorted(kr[or_], keys), np.searchsorted(kr[or_], keys, "right")
+    out = []
+    for i in range(len(keys)):
+        if hi[i] > lo[i]:
+            sr, rr = s[os_[at[i]:end[i]]], r[or_[lo[i]:hi[i]]]
+            out.append((int(rank[sr[0]]), int(rank[rr[0]]), sr, rr, size[os_[at[i]:end[i]]]))
+    return out
+
+
+def _misaligned(chans: list[tuple], b: np.ndarray) -> bool:
+    """Whether the loop ``b`` starts an iteration on a channel's sender at another message than
+    on its receiver, where the messages between vary in size."""
+    for p, q, sr, rr, size in chans:
+        cs, cr = np.searchsorted(sr, b[p]), np.searchsorted(rr, b[q])
+        if not np.array_equal(cs, cr):
+            lo, hi = min(cs[0], cr[0]), max(cs[-1], cr[-1])
+            if hi > lo and np.ptp(size[lo:hi]) > 0:
+                return True
+    return False
+
+
+def _shift(cu: np.ndarray, cq: np.ndarray) -> tuple[int, int] | None:
+    """(d, how many) of the longest run, of at least 3 iterations, over which ``cu[j]`` equals
+    ``cq[j + d]``, trying the shifts that line up their first values; None where none does."""
+    cand = set()
+    for x, y, sign in ((cu, cq, 1), (cq, cu, -1)):
+        lo, hi = np.searchsorted(y, x[0]), np.searchsorted(y, x[0], "right")
+        cand.update(sign * j for j in range(lo, min(hi, lo + 64)))
+    best = None
+    for d in sorted(cand, key=abs):
+        j0, j1 = max(0, -d), min(len(cu), len(cq) - d)
+        if j1 - j0 >= 4 and np.array_equal(cu[j0:j1], cq[j0 + d:j1 + d]) and \
+                (best is None or j1 - j0 > best[1]):
+            best = (d, j1 - j0)
+    return best
+
+
+def _piece(chans: list[tuple], top: list[list[np.ndarray]], loops: int, li: int, a: int,
+           z: int, nranks: int) -> tuple[np.ndarray, int, int] | None:
+    """The longest piece of iterations ``a`` to ``z`` (boundaries) of loop ``li`` on rank 0
+    that starts each iteration on every rank at the same message of each channel (ranks
+    reached through channels, from any of their loops, :func:`_aligned_ranks`; ``top``: per
+    rank the iteration starts of each of the ``loops`` loops, then of the runs anchored as
+    theirs, tried where no loop lines up): (its bounds, its first and last boundary counted
+    from ``a``); None where there is none."""
+    where = {0: (li, a)}                 # rank: (candidate, index of boundary j=0)
+    jlo, jhi = 0, z - a
+    todo = [0]
+
+    def counts(rank, rows_of, lj, base):
+        return np.searchsorted(rows_of, top[rank][lj][base + jlo:base + jhi + 1])
+    while todo:
+        u = todo.pop()
+        lu, bu = where[u]
+        for p, q, sr, rr, _ in chans:
+            if u not in (p, q) or p == q:
+                continue
+            v, mine, theirs = (q, sr, rr) if u == p else (p, rr, sr)
+            if v in where:
+                continue
+            cu = counts(u, mine, lu, bu)
+            if cu[0] == cu[-1]:
+                continue                 # no message of the channel in the piece
+            best = None
+            for lj, b in enumerate(top[v]):
+                if lj == loops and best is not None:
+                    break                # the anchored runs only where no loop does
+                got = _shift(cu, np.searchsorted(theirs, b))
+                if got is not None and (best is None or got[1] > best[2] or
+                                        got[1] == best[2] and lj == li):
+                    best = (lj, got[0], got[1])
+            if best is None:
+                return None
+            lj, d, m = best
+            where[v] = (lj, d - jlo)
+            lo = jlo + max(0, -d)
+            jlo, jhi = lo, lo + m - 1
+            todo.append(v)
+    if jhi - jlo < 3:
+        return None
+    for r in range(nranks):
+        where.setdefault(r, (li, a))
+    for p, q, sr, rr, _ in chans:
+        if not np.array_equal(counts(p, sr, *where[p]), counts(q, rr, *where[q])):
+            return None
+    b = np.stack([top[r][where[r][0]][where[r][1] + jlo:where[r][1] + jhi + 1]
+                  for r in range(nranks)])
+    return b, jlo, jhi
 
 
 def _cover_variants(p: Phase, calls: np.ndarray, elsewhere: set = frozenset(),
