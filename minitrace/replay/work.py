@@ -188,12 +188,18 @@ def temporary_seconds(data: TraceColumns, rows: np.ndarray, fresh: float) -> np.
     if library is None or not len(large):
         return out
     me = _own_index(data, rows[large])
-    for j, m, i in zip(large.tolist(), me.tolist(), rows[large].tolist()):
-        members = [int(x) for x in data.comms.get(int(a["comm"][i]), ())]
-        root = int(a["peer"][i])
-        if m >= 0 and root in members:
-            out[j] = fresh_bytes(library, "reduce", len(members), m, members.index(root),
-                                 int(nbytes[j])) / fresh
+    comm, root = a["comm"][rows[large]], a["peer"][rows[large]]
+    for c in np.unique(comm):             # (a communicator's members indexed once)
+        members = data.comms.get(int(c), ())
+        where = {int(w): i for i, w in enumerate(members)}
+        at = np.flatnonzero(comm == c)
+        mine = np.array([where.get(int(r), -1) for r in root[at]], np.int64)
+        at, mine = at[(me[at] >= 0) & (mine >= 0)], mine[(me[at] >= 0) & (mine >= 0)]
+        cases = np.stack([me[at], mine, nbytes[large[at]]], axis=1)
+        alike, back = np.unique(cases, axis=0, return_inverse=True)
+        seconds = np.array([fresh_bytes(library, "reduce", len(members), int(m), int(r),
+                                        int(n)) for m, r, n in alike], float) / fresh
+        out[large[at]] = seconds[back.ravel()]
     return out
 
 
