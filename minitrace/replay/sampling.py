@@ -298,7 +298,7 @@ def loops_of(data) -> tuple[list[np.ndarray], list[str]]:
     found = top_level(loops)
     if not found:
         return loops, notes
-    flight = _in_flight(data)
+    flight = _per_trace(data, "in_flight", lambda: _in_flight(data))
     top = [q if (q := _quiet_bounds(data, b, flight)) is not None else b for b in found]
     got, cut = _aligned_ranks(data, top)
     if not cut:
@@ -2079,7 +2079,7 @@ def _sample(data, loops, sample, window: int | None, tolerance: float, run,
                                  f"increasing rows, got shape {b.shape}")
     top = top_level(loops)
     if top:
-        flight = _in_flight(data)
+        flight = _per_trace(data, "in_flight", lambda: _in_flight(data))
         moved = []
         for li, b in enumerate(top):
             quiet = _quiet_bounds(data, b, flight)
