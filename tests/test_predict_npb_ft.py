@@ -138,6 +138,13 @@ def test_calibrate_measures_copies_by_working_set(demo, tmp_path):
         del f[f"calibration/runs/{sorted(f['calibration/runs'])[-1]}/cache_copy_rate"]
     with pytest.raises(MinitraceError, match="cache_size and cache_copy_rate"):
         read_runs(str(bad))
+    # a fresh pages' rate that is not one (0, damaged): refused in one line
+    zero = tmp_path / "zero.h5"
+    shutil.copy(path, zero)
+    with h5py.File(zero, "a") as f:
+        f[f"calibration/runs/{sorted(f['calibration/runs'])[-1]}/fresh_page_rate"][0] = 0.0
+    with pytest.raises(MinitraceError, match="fresh_page_rate must be finite and positive"):
+        read_runs(str(zero))
     # a fit holding a cache share without the memory's rate (or the reverse): refused on load
     import json
     for share, rate in ((64 << 20, 0.0), (0, 6e9)):
