@@ -2,7 +2,8 @@
 
 Reading: every MPI region of a rank's master location becomes one action; the message events
 inside it (MpiSend/MpiRecv/MpiIsend/MpiIrecv..., MpiCollectiveEnd, non-blocking collective
-events) fill peer (world rank, through the communicator's group), tag, communicator and bytes.
+events, I/O and RMA events) fill peer (world rank, through the communicator's group), tag,
+communicator and bytes.
 OTF2 collective sizes are Score-P's totals over all peers of this rank; they are converted to the
 model's per-call convention (see docs/CONVERTERS.md).  Definitions are read with the package's
 Python bindings, events by the OTF2 C library with compiled callbacks (otf2_native.py) and
@@ -28,7 +29,8 @@ from minitrace.outputs import replacing_dir, write_error
 
 from . import otf2_io as IO
 from .callstream import mpi_kind
-from .otf2_columns import DROPPED, NO_COMM, SELF, USER, Defs, assemble
+from .otf2_columns import (DROPPED, NO_COMM, RMA_ATTRIBUTES, RMA_ROLE, SELF, USER, Defs,
+                           assemble)
 from .otf2_native import can_open, read_events
 
 _C = K.CODE
@@ -118,8 +120,23 @@ def _definitions(defs, ours: bool):
     clock = defs.clock_properties
     d = Defs(nranks, float(clock.timer_resolution), int(clock.global_offset), region_kind,
              region_name, comm_id, comms, kind_of, relative, counter is not None,
-             *_io_definitions(defs, ours), intercomms=inter, minitrace=ours)
+             *_io_definitions(defs, ours), intercomms=inter, minitrace=ours,
+             **_rma_definitions(otf2, defs, rank_of))
     return d, rank_of, member, counter, unit
+
+
+def _rma_definitions(otf2, defs, rank_of) -> dict:
+    """``Defs``' one-sided tables: per RMA window reference its comm reference (-1: none),
+    and the world ranks of each MPI comm group (an RmaGroupSync's group: win_post's and
+    win_start's)."""
+    wins = list(defs.rma_wins)
+    win_comm = np.full(max((w._ref for w in wins), default=-1) + 1, -1, np.int64)
+    for w in wins:
+        win_comm[w._ref] = w.comm._ref if w.comm is not None else -1
+    groups = {g._ref: np.asarray([rank_of.get(m, -1) for m in g.members], np.int64)
+              for g in defs.groups if g.group_type == otf2.GroupType.COMM_GROUP
+              and g.paradigm == otf2.Paradigm.MPI}
+    return {"win_comm": win_comm, "group_members": groups}
 
 
 def _io_definitions(defs, ours: bool) -> tuple[np.ndarray, np.ndarray]:
@@ -134,6 +151,8 @@ def _io_definitions(defs, ours: bool) -> tuple[np.ndarray, np.ndarray]:
     role = np.zeros(max((a._ref for a in attributes), default=-1) + 1, np.int64)
     for a in attributes:
         role[a._ref] = IO.role(a.name, str(a.type).split(".")[-1], ours)
+        if ours and RMA_ATTRIBUTES.get(a.name, ("", ""))[1] == str(a.type).split(".")[-1]:
+            role[a._ref] = RMA_ROLE[a.name]          # (a one-sided call's vector)
     return handle_comm, role
 
 
@@ -454,7 +473,8 @@ def write_otf2(data: TraceColumns, out_dir, archive_name: str = "traces",
     """Write ``data`` as an OTF2 archive ``out_dir/<archive_name>.otf2`` (+ .def, events).
 
     Every MPI action becomes an Enter/Leave of its MPI region with the matching message,
-    collective or I/O events (MPI-IO: converters/otf2_io.py); compute actions are the gaps
+    collective, I/O (MPI-IO: converters/otf2_io.py) or RMA events (one-sided calls:
+    ``_RmaWriter``); compute actions are the gaps
     between calls.  Untimed traces (NaN times)
     get a synthetic clock: compute advances by its volume when the unit is seconds, every call
     by one tick.  Returns {kind name: count} of the actions OTF2 cannot hold whole: written as
@@ -566,10 +586,11 @@ def _write_contents(otf2, tr, data, times, lossy):
 
     io = IO.Definitions(otf2, d, machine, {c: v[0] for c, v in comms.items()})
     roots = _roots_of_intercomms(data, inter)
+    rma = _RmaDefinitions(otf2, d, data, comms, locs)
     for r in range(data.nranks):
         w = tr.event_writer_from_location(locs[r])
         _write_rank(otf2, w, data, r, times[data.rank_slice(r)], comms, (inter, roots),
-                    region, user_region, lossy, io)
+                    region, user_region, lossy, io, rma)
 
 
 def _roots_of_intercomms(data: TraceColumns, inter: frozenset) -> set:
@@ -661,8 +682,208 @@ _UNWRITTEN = ("wait, waitany, waitall, waitsome, test, testany, testall, testsom
               "back without them)")
 
 
+class _RmaDefinitions:
+    """The archive's one-sided definitions, each made once: a window (``RmaWin``, on its
+    communicator) per collective window creation (the n-th creation of each member on a
+    communicator: they make it together), a window of its own for a rank's window whose
+    creation the trace lacks, an MPI group per win_post/win_start group, the attributes of
+    ``otf2_columns.RMA_ATTRIBUTES``."""
+
+    def __init__(self, otf2, d, data: TraceColumns, comms: dict, locs: list):
+        self.otf2, self.d, self.comms, self.locs = otf2, d, comms, locs
+        self.of: dict[tuple[int, int], object] = {}      # (rank, window id) -> RmaWin
+        self.groups: dict[tuple, object] = {}
+        self.attributes: dict[str, object] = {}
+        a = data.actions
+        made: dict[tuple[int, int], object] = {}         # (comm, n-th creation) -> RmaWin
+        creations = K.mask(K.WINDOW_CREATIONS)
+        for r in range(data.nranks):
+            sl = data.rank_slice(r)
+            seen: Counter = Counter()
+            for i in (sl.start + np.flatnonzero(creations[a["kind"][sl]] & (a["tag"][sl] >= 0))
+                      ).tolist():
+                c = int(a["comm"][i])
+                key = (c, seen[c])
+                seen[c] += 1
+                if key not in made:
+                    made[key] = d.rma_win(f"MPI window {len(made)}", self.comm(c))
+                self.of.setdefault((r, int(a["tag"][i])), made[key])
+
+    def comm(self, cid: int):
+        return self.comms.get(cid, self.comms[0])[0]
+
+    def window(self, rank: int, wid: int, cid: int):
+        if (rank, wid) not in self.of:
+            self.of[(rank, wid)] = self.d.rma_win(f"MPI window {wid} of rank {rank}",
+                                                  self.comm(cid))
+        return self.of[(rank, wid)]
+
+    def group(self, members: tuple):
+        if members not in self.groups:
+            otf2 = self.otf2
+            self.groups[members] = self.d.group("", group_type=otf2.GroupType.COMM_GROUP,
+                                                paradigm=otf2.Paradigm.MPI,
+                                                members=[self.locs[m] for m in members])
+        return self.groups[members]
+
+    def attribute(self, name: str):
+        if name not in self.attributes:
+            text, typ = RMA_ATTRIBUTES[name]
+            self.attributes[name] = self.d.attribute(name, text, getattr(self.otf2.Type, typ))
+        return self.attributes[name]
+
+
+#: the OTF2 atomic type of each accumulating one-sided operation
+_ATOMIC = {"accumulate": "ACCUMULATE", "raccumulate": "ACCUMULATE",
+           "get_accumulate": "FETCH_AND_ACCUMULATE", "rget_accumulate": "FETCH_AND_ACCUMULATE",
+           "fetch_and_op": "FETCH_AND_ACCUMULATE", "compare_and_swap": "COMPARE_AND_SWAP"}
+#: the vector length of each one-sided kind that has one (docs/FORMAT.md)
+_RMA_VECTOR = {**{k: 2 for k in K.WINDOW_CREATIONS - {"win_create_dynamic"}},
+               **{k: 1 for k in K.RMA_OPS}, "win_lock": 1}
+#: the operations completed by a request (their matching id is the request id)
+_RMA_REQUESTS = K.RMA_OPS & K.REQUEST_KINDS
+#: the synchronizations that complete a window's pending operations at their targets (the
+#: operations to their target, for those with one)
+_RMA_COMPLETING = frozenset({"win_fence", "win_unlock", "win_unlock_all", "win_flush",
+                             "win_flush_all", "win_complete", "win_free"})
+
+
+class _RmaWriter:
+    """A rank's one-sided events, as Score-P writes MPI RMA, through the event writer ``w``:
+    the window creations and MPI_Win_free (RmaWinCreate / RmaWinDestroy between
+    RmaCollectiveBegin and RmaCollectiveEnd), the fences (RmaCollectiveEnd), the operations
+    (RmaPut, RmaGet, RmaAtomic: the target as a rank of the window's communicator, the bytes,
+    a matching id: the request of an ``r*`` one, whose wait writes its
+    RmaOpCompleteNonBlocking, or failed test its RmaOpTest; the others' RmaOpCompleteRemote
+    in the synchronization that completes them), the locks (RmaRequestLock, its type, and
+    RmaReleaseLock), the flushes and MPI_Win_sync (RmaSync, MEMORY), win_post/win_start
+    (RmaGroupSync of their group), win_complete (RmaSync NOTIFY_OUT), win_wait/win_test
+    (RmaSync NOTIFY_IN).  What no event holds (a creation's size and displacement unit, an
+    operation's target displacement) are attributes of the call's Enter."""
+
+    def __init__(self, otf2, w, defs: _RmaDefinitions, rank: int, acts: np.ndarray, vector,
+                 comms: dict):
+        self.otf2, self.E, self.w, self.defs = otf2, otf2.events, w, defs
+        self.rank, self.acts, self.vector, self.comms = rank, acts, vector, comms
+        self.undefined = otf2.Undefined.UINT32.value if hasattr(otf2.Undefined.UINT32,
+                                                                 "value") else 0xFFFFFFFF
+        self.pending: dict[int, list[tuple[int, int]]] = {}  # window -> [(matching id, target)]
+        self.locks: dict[tuple[int, int], int] = {}          # (window, target) -> lock id
+
+    def _window(self, i: int):
+        wid = int(self.acts["tag"][i])
+        return None if wid < 0 else self.defs.window(self.rank, wid, int(self.acts["comm"][i]))
+
+    def _remote(self, i: int) -> int:
+        """The target of call ``i`` as a rank of its window's communicator (undefined: none,
+        or not a member)."""
+        peer = int(self.acts["peer"][i])
+        members = self.comms.get(int(self.acts["comm"][i]), self.comms[0])[1]
+        return members.index(peer) if peer >= 0 and peer in members else self.undefined
+
+    def enter_attributes(self, i: int, name: str) -> dict | None:
+        v = self.vector(i)
+        if name in K.WINDOW_CREATIONS and len(v) == 2:
+            return {self.defs.attribute("MPI_Win_size"): int(v[0]),
+                    self.defs.attribute("MPI_Disp_unit"): int(v[1])}
+        if name in K.RMA_OPS and len(v) == 1:
+            return {self.defs.attribute("MPI_Target_disp"): int(v[0])}
+        return None
+
+    def _complete_remote(self, wid: int, win, t: int, target: int | None) -> None:
+        left = []
+        for mid, peer in self.pending.get(wid, ()):
+            if target is None or peer == target:
+                self.w(self.E.RmaOpCompleteRemote(t, win, mid))
+            else:
+                left.append((mid, peer))
+        self.pending[wid] = left
+
+    def events(self, i: int, name: str, t0: int, t1: int) -> bool:
+        """The RMA events of call ``i`` (whether it is written whole)."""
+        win = self._window(i)
+        if win is None:
+            return False                    # (a window the recording does not know)
+        otf2, E, w, acts = self.otf2, self.E, self.w, self.acts
+        wid, peer, remote = int(acts["tag"][i]), int(acts["peer"][i]), self._remote(i)
+        v = self.vector(i)
+        whole = (peer < 0 or remote != self.undefined) and \
+            len(v) in ((1,) if name == "win_lock" else (0, _RMA_VECTOR.get(name, 0)))
+        level = otf2.RmaSyncLevel.PROCESS | otf2.RmaSyncLevel.MEMORY
+        undefined = self.undefined
+        if name in _RMA_COMPLETING and name not in ("win_fence", "win_free"):
+            self._complete_remote(wid, win, t1, peer if name in ("win_unlock", "win_flush")
+                                  else None)
+        if name in K.WINDOW_CREATIONS:
+            op = otf2.CollectiveOp.CREATE_HANDLE if name in ("win_create", "win_create_dynamic") \
+                else otf2.CollectiveOp.CREATE_HANDLE_AND_ALLOCATE
+            w(E.RmaCollectiveBegin(t0))
+            w(E.RmaWinCreate(t1, win))
+            w(E.RmaCollectiveEnd(t1, op, level, win, undefined, 0, 0))
+        elif name == "win_free":
+            w(E.RmaCollectiveBegin(t0))
+            self._complete_remote(wid, win, t1, None)
+            w(E.RmaWinDestroy(t1, win))
+            w(E.RmaCollectiveEnd(t1, otf2.CollectiveOp.DESTROY_HANDLE, level, win, undefined,
+                                 0, 0))
+        elif name == "win_fence":
+            w(E.RmaCollectiveBegin(t0))
+            self._complete_remote(wid, win, t1, None)
+            w(E.RmaCollectiveEnd(t1, otf2.CollectiveOp.BARRIER, level, win, undefined, 0, 0))
+        elif name in K.RMA_OPS:
+            req = int(acts["request"][i])
+            if name in _RMA_REQUESTS:
+                whole = whole and req >= 0
+            mid = req if name in _RMA_REQUESTS and req >= 0 else (1 << 62) + i
+            sent, received = int(acts["bytes_sent"][i]), int(acts["bytes_recv"][i])
+            if name in ("put", "rput"):
+                w(E.RmaPut(t0, win, remote, sent, mid))
+                whole = whole and not received
+            elif name in ("get", "rget"):
+                w(E.RmaGet(t0, win, remote, received, mid))
+                whole = whole and not sent
+            else:
+                w(E.RmaAtomic(t0, win, remote, getattr(otf2.RmaAtomicType, _ATOMIC[name]), sent,
+                              received, mid))
+            if name not in _RMA_REQUESTS:
+                self.pending.setdefault(wid, []).append((mid, peer))
+        elif name in ("win_lock", "win_lock_all"):
+            target = peer if name == "win_lock" else -1
+            self.locks[(wid, target)] = i
+            exclusive = name == "win_lock" and len(v) == 1 and int(v[0]) == 1
+            w(E.RmaRequestLock(t0, win, remote if name == "win_lock" else undefined, i,
+                               otf2.LockType.EXCLUSIVE if exclusive else otf2.LockType.SHARED))
+        elif name in ("win_unlock", "win_unlock_all"):
+            target = peer if name == "win_unlock" else -1
+            w(E.RmaReleaseLock(t1, win, remote if name == "win_unlock" else undefined,
+                               self.locks.pop((wid, target), i)))
+        elif name in ("win_flush", "win_flush_all", "win_flush_local", "win_flush_local_all",
+                      "win_sync"):
+            w(E.RmaSync(t1, win, remote, otf2.RmaSyncType.MEMORY))
+        elif name in ("win_post", "win_start"):
+            members = tuple(int(m) for m in v if 0 <= m < len(self.defs.locs))
+            whole = len(members) == len(v)
+            w(E.RmaGroupSync(t1, level, win, self.defs.group(members)))
+        elif name == "win_complete":
+            w(E.RmaSync(t1, win, undefined, otf2.RmaSyncType.NOTIFY_OUT))
+        elif name in ("win_wait", "win_test"):
+            w(E.RmaSync(t1, win, undefined, otf2.RmaSyncType.NOTIFY_IN))
+        else:
+            return False
+        return whole
+
+    def complete(self, j: int, t: int, done: bool) -> bool:
+        """The end (``done``) or a failed test of the ``r*`` operation call ``j`` made."""
+        win = self._window(j)
+        if win is None:
+            return False
+        ev = self.E.RmaOpCompleteNonBlocking if done else self.E.RmaOpTest
+        self.w(ev(t, win, int(self.acts["request"][j])))
+        return True
+
+
 def _write_rank(otf2, w, data, rank, ticks, comms, intercomms, region, user_region, lossy,
-                io_defs):
+                io_defs, rma_defs):
     """A rank's events; ``intercomms``: (the intercommunicators' ids, the rows of the
     collectives whose rank is an intercommunicator's root: ``_roots_of_intercomms``)."""
     E = otf2.events
@@ -670,6 +891,7 @@ def _write_rank(otf2, w, data, rank, ticks, comms, intercomms, region, user_regi
     lo = data.rank_slice(rank).start
     acts = data.actions[data.rank_slice(rank)]
     io = IO.Writer(otf2, w, io_defs, rank, acts, lambda i: data.vector(lo + i))
+    rma = _RmaWriter(otf2, w, rma_defs, rank, acts, lambda i: data.vector(lo + i), comms)
     created: dict[int, int] = {}      # request id -> index of the creating action in ``acts``
     took = (acts["kind"] == _C["cancel"]) & ((acts["flags"] & K.FLAG_COMPLETED) != 0)
     cancelled = set(acts["request"][took].tolist())    # (request ids are unique per rank)
@@ -689,6 +911,8 @@ def _write_rank(otf2, w, data, rank, ticks, comms, intercomms, region, user_regi
         made = _N[int(acts["kind"][j])]
         if made in K.NONBLOCKING_IO:
             io.complete(j, t, done)
+        elif made in K.RMA_OPS:
+            return rma.complete(j, t, done)
         elif not done:
             w(E.MpiRequestTest(t, int(req)))
         elif made in K.NONBLOCKING_SENDS:
@@ -753,10 +977,12 @@ def _write_rank(otf2, w, data, rank, ticks, comms, intercomms, region, user_regi
             continue
         reg = region(name)
         attributes = io.enter_attributes(i, name) if name in K.IO_KINDS \
-            else cancel_attributes(i) if name == "cancel" else None
-        if acts["flags"][i] & _FLAGS_UNSAID:
+            else cancel_attributes(i) if name == "cancel" \
+            else rma.enter_attributes(i, name) if name in K.ONE_SIDED else None
+        unsaid = _FLAGS_UNSAID | (K.FLAG_COMPLETED if name == "win_test" else 0)
+        if acts["flags"][i] & unsaid:
             attributes = {**(attributes or {}), io_defs.attribute("MPI_Flags"):
-                          int(acts["flags"][i] & _FLAGS_UNSAID)}
+                          int(acts["flags"][i] & unsaid)}
         w(E.Enter(t0, reg, attributes=attributes))
         peer, tag = int(acts["peer"][i]), int(acts["tag"][i]) & 0xFFFFFFFF
         req = int(acts["request"][i])
@@ -801,6 +1027,11 @@ def _write_rank(otf2, w, data, rank, ticks, comms, intercomms, region, user_regi
                 lossy[_QUIET_TEST[tested]] += 1
             elif not all(wrote):
                 lossy[_UNWRITTEN] += 1
+        elif name in K.ONE_SIDED:
+            if name in K.REQUEST_KINDS and req >= 0:
+                created[req] = i
+            if not rma.events(i, name, t0, t1):
+                lossy[name] += 1
         elif name in K.IO_KINDS:
             if name in K.NONBLOCKING_IO:
                 created[req] = i

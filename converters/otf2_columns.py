@@ -13,7 +13,7 @@ request ids), requests matched to their starts and completions in order.
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field as default
 
 import numpy as np
 
@@ -46,11 +46,31 @@ _M = {name: K.mask(s) for name, s in (
     ("rooted", K.ROOTED), ("inits", K.INITS), ("send_inits", K.SEND_INITS),
     ("recv_inits", K.RECV_INITS),
     ("waits", {"wait", "waitany", "waitsome", "waitall"}), ("io", K.IO_KINDS),
-    ("nb_io", K.NONBLOCKING_IO))}
+    ("nb_io", K.NONBLOCKING_IO), ("one_sided", K.ONE_SIDED),
+    ("win_creations", K.WINDOW_CREATIONS), ("rma_requests", K.RMA_OPS & K.REQUEST_KINDS),
+    ("win_lock", {"win_lock"}), ("win_groups", {"win_post", "win_start"}))}
 _TOO_BIG = {"tag": 1 << 31, "bytes_sent": 1 << 63, "bytes_recv": 1 << 63, "request": 1 << 63}
 #: OTF2's undefined uint32: a peer of MPI_PROC_NULL, and a tag of -1 (the receive's status had
 #: none: from MPI_PROC_NULL) as convert --to otf2 writes them.
 NO_TAG = 0xFFFFFFFF
+#: the Enter attributes ``convert --to otf2`` gives one-sided calls for what no RMA event
+#: holds (read from its archives only): name -> (description, type name)
+RMA_ATTRIBUTES = {"MPI_Win_size": ("the size in bytes of the window a window creation makes",
+                                   "UINT64"),
+                  "MPI_Disp_unit": ("the displacement unit of the window a window creation "
+                                    "makes", "UINT64"),
+                  "MPI_Target_disp": ("the target displacement of a one-sided operation, in "
+                                      "the target's displacement units", "INT64")}
+#: ... and their roles in ``Defs.attribute_role`` (above otf2_io.ROLE's)
+RMA_ROLE = {name: 100 + k for k, name in enumerate(RMA_ATTRIBUTES)}
+#: the one-sided events (each names its window, field ``b``), and those with a target
+#: (``remote``, a rank of the window's communicator, field ``a``)
+_RMA_EVENTS = ("RMA_WIN_CREATE", "RMA_WIN_DESTROY", "RMA_PUT", "RMA_GET", "RMA_ATOMIC",
+               "RMA_OP_COMPLETE", "RMA_OP_TEST", "RMA_COLLECTIVE_END", "RMA_SYNC",
+               "RMA_GROUP_SYNC", "RMA_LOCK", "RMA_RELEASE_LOCK")
+_RMA_REMOTE = ("RMA_PUT", "RMA_GET", "RMA_ATOMIC", "RMA_SYNC", "RMA_LOCK", "RMA_RELEASE_LOCK")
+#: OTF2's LockType EXCLUSIVE (win_lock's vector: 1 exclusive, 0 shared)
+LOCK_EXCLUSIVE = 0
 
 
 def _tags(v: np.ndarray) -> np.ndarray:
@@ -76,6 +96,9 @@ class Defs:
     attribute_role: np.ndarray       # per attribute ref: its otf2_io.ROLE, 0 another tool's
     intercomms: frozenset = frozenset()   # comm ids of intercommunicators (convert --to otf2's)
     minitrace: bool = False          # convert --to otf2 wrote it (its MPI_Cancel attributes)
+    win_comm: np.ndarray = default(default_factory=lambda: np.zeros(0, np.int64))
+    #                                  per RMA window ref: its OTF2 comm ref (-1: none)
+    group_members: dict = default(default_factory=dict)   # MPI group ref -> world ranks
 
 
 # == small column tools ========================================================================
@@ -476,7 +499,7 @@ def assemble(rows: np.ndarray, d: Defs, keep_regions: bool) -> tuple[TraceColumn
     found = _Found(events, calls, d, unmapped)
     p2p = _point_to_point(found)
     seq = _without_request_ids(found, p2p)
-    made = _requests_made(found, p2p, seq.sets)
+    made = _one_sided(found, _requests_made(found, p2p, seq.sets))
     _cancels(found, made)
     _unsaid_flags(found)
     collectives = _completions(found, made)
@@ -1028,7 +1051,9 @@ def _completions(f: _Found, made: _Made) -> _CollectiveEvents:
     io = f.inside_calls("IO_COMPLETE", "IO_TEST")       # (in a wait or test: of an iread...)
     io = io[(is_["single"][f.call_of[io]] | is_["multi"][f.call_of[io]]) &
             _mpi_io_handles(f, io)]
-    comp = np.sort(np.r_[comp, io])
+    rma = f.inside_calls("RMA_OP_COMPLETE", "RMA_OP_TEST")   # (of an rput...: the others are
+    rma = rma[is_["single"][f.call_of[rma]] | is_["multi"][f.call_of[rma]]]   # in syncs)
+    comp = np.sort(np.r_[comp, io, rma])
     cc = f.call_of[comp]
     gone = comp[e.type[comp] == code_["REQUEST_CANCELLED"]]
     k = _latest(made.rank, made.request, made.at, e.rank[gone], rows["e"][gone], gone)
@@ -1040,14 +1065,16 @@ def _completions(f: _Found, made: _Made) -> _CollectiveEvents:
     f.writes.add("request", cc[single], comp[single], rows["e"][comp[single]])
     _request_comm(f, made, comp[single])
     f.vector_entries.append((cc[multi], comp[multi], rows["e"][comp[multi]]))
-    failed = np.isin(e.type[comp], [code_["REQUEST_TEST"], code_["IO_TEST"]])
+    failed = np.isin(e.type[comp], [code_["REQUEST_TEST"], code_["IO_TEST"],
+                                    code_["RMA_OP_TEST"]])
     done = (single | multi) & is_["tests"][cc] & ~failed
     f.flags[cc[done]] |= K.FLAG_COMPLETED
     quiet = _quiet_tests(f, cc)
     io_tests = np.nonzero(e.type == code_["IO_TEST"])[0]
     # (the source writes the tests that fail: of MPI requests, or of MPI-IO's; a tool's
     # POSIX aio tests say nothing of MPI's)
-    if (e.type == code_["REQUEST_TEST"]).any() or _mpi_io_handles(f, io_tests).any():
+    if (e.type == code_["REQUEST_TEST"]).any() or (e.type == code_["RMA_OP_TEST"]).any() \
+            or _mpi_io_handles(f, io_tests).any():
         f.flags[quiet] |= K.FLAG_COMPLETED
     else:        # Score-P by default does not (MpiRequestTested needs its XREQTEST group)
         f.unread_tests = len(quiet)
@@ -1074,6 +1101,75 @@ def _unsaid_flags(f: _Found) -> None:
     ev = ev[f.d.attribute_role[f.e.rows["a"][ev].astype(np.int64)] == IO.ROLE["MPI_Flags"]]
     unsaid = K.FLAG_ANY_SOURCE | K.FLAG_ANY_TAG | K.FLAG_IN_PLACE
     f.flags[f.call_of[ev]] |= (f.e.rows["d"][ev] & np.uint64(unsaid)).astype(np.uint8)
+    win_test = f.calls.kind0[f.call_of[ev]] == _C["win_test"]     # (one that ended its epoch)
+    f.flags[f.call_of[ev[win_test]]] |= (f.e.rows["d"][ev[win_test]] &
+                                         np.uint64(K.FLAG_COMPLETED)).astype(np.uint8)
+
+
+def _one_sided(f: _Found, made: _Made) -> _Made:
+    """The one-sided calls' fields from OTF2's RMA events (each names its window): the
+    window (``tag``: the rank's windows numbered by the RmaWinCreate events in its window
+    creations, as the recorder numbers them) and its communicator (the RmaWin definition's),
+    the target (``peer``: the ``remote`` of an RmaPut, RmaGet, RmaAtomic, RmaSync or lock
+    event, a rank of the window's communicator; undefined: none), the bytes (an RmaPut's
+    sent, an RmaGet's received, an RmaAtomic's both), the request of an ``r*`` operation (its
+    matching id, which the RmaOpCompleteNonBlocking or RmaOpTest in the wait or test that
+    completes it names: read with the completions), win_lock's vector (the lock type), the
+    group of win_post/win_start (an RmaGroupSync's), and the vectors ``convert --to otf2``
+    writes as Enter attributes (a creation's size and displacement unit, an operation's
+    target displacement).  The requests the ``r*`` operations make are added to ``made``."""
+    e, rows, calls, d = f.e, f.e.rows, f.calls, f.d
+    ev = f.inside_calls(*_RMA_EVENTS)
+    if not len(ev):
+        return made
+    kind = calls.kind0[f.call_of[ev]]
+    completion = e.of_type("RMA_OP_COMPLETE", "RMA_OP_TEST")[ev] & \
+        (_M["single"][kind] | _M["multi"][kind])
+    f.unmapped_in(ev[~_M["one_sided"][kind] & ~completion])
+    ev = ev[_M["one_sided"][kind]]
+    call, kind, typ = f.call_of[ev], calls.kind0[f.call_of[ev]], e.type[ev]
+    win = rows["b"][ev].astype(np.int64)
+    created = ev[(typ == e.code["RMA_WIN_CREATE"]) & _M["win_creations"][kind]]
+    crank = e.rank[created]
+    wid = np.arange(len(created)) - np.searchsorted(crank, crank)     # (grouped by rank)
+    k = _latest(crank, rows["b"][created], created, e.rank[ev], rows["b"][ev], ev)
+    f.writes.add("tag", call[k >= 0], ev[k >= 0], wid[k[k >= 0]].astype(np.int64))
+    known = win < len(d.win_comm)
+    where = np.zeros(len(ev), [("a", np.uint32), ("b", np.uint32)])
+    where["a"] = rows["a"][ev]
+    where["b"] = np.uint32(NO_TAG)
+    where["b"][known] = d.win_comm[win[known]].astype(np.int64) & 0xFFFFFFFF
+    cid, peer = _world(where, np.arange(len(ev)), e.rank[ev], d, f.unmapped, e.pos[ev])
+    f.translations.append((ev, cid))
+    f.writes.add("comm", call, ev, cid)
+    remote = e.of_type(*_RMA_REMOTE)[ev] & (rows["a"][ev].astype(np.uint64) != NO_TAG) & \
+        (peer != NONE)
+    f.writes.add("peer", call[remote], ev[remote], peer[remote])
+    for t, column, src in (("RMA_PUT", "bytes_sent", "d"), ("RMA_GET", "bytes_recv", "d"),
+                           ("RMA_ATOMIC", "bytes_sent", "d"), ("RMA_ATOMIC", "bytes_recv", "f")):
+        m = typ == e.code[t]
+        f.writes.add(column, call[m], ev[m], rows[src][ev[m]])
+    op = e.of_type("RMA_PUT", "RMA_GET", "RMA_ATOMIC")[ev] & _M["rma_requests"][kind]
+    f.writes.add("request", call[op], ev[op], rows["e"][ev[op]])
+    lock = (typ == e.code["RMA_LOCK"]) & _M["win_lock"][kind]
+    _, first = np.unique(call[lock], return_index=True)      # (a request, then an acquire)
+    at = ev[lock][first]
+    f.vector_entries.append((f.call_of[at], at, np.where(rows["c"][at] == LOCK_EXCLUSIVE, 1, 0)
+                             .astype(np.int64)))
+    group = (typ == e.code["RMA_GROUP_SYNC"]) & _M["win_groups"][kind]
+    _, first = np.unique(call[group], return_index=True)
+    for x in ev[group][first].tolist():
+        members = np.asarray(d.group_members.get(int(rows["a"][x]), ()), np.int64)
+        f.vector_entries.append((np.full(len(members), f.call_of[x]), np.full(len(members), x),
+                                 members))
+    attr = f.inside_calls("ATTRIBUTE")
+    attr = attr[_M["one_sided"][calls.kind0[f.call_of[attr]]]]
+    role = d.attribute_role[rows["a"][attr].astype(np.int64)]
+    attr = attr[np.isin(role, list(RMA_ROLE.values()))]
+    f.vector_entries.append((f.call_of[attr], attr, rows["d"][attr].view(np.int64)))
+    return _Made(np.r_[made.rank, e.rank[ev[op]]],
+                 np.r_[made.request, rows["e"][ev[op]]].astype(np.uint64),
+                 np.r_[made.at, ev[op]], np.r_[made.call, call[op]])
 
 
 def _cancels(f: _Found, made: _Made) -> None:

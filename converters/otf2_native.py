@@ -25,7 +25,9 @@ except ImportError as _e:     # an install without its compiled modules
 TYPES = ("ENTER", "LEAVE", "SEND", "ISEND", "ISEND_COMPLETE", "IRECV_REQUEST", "RECV", "IRECV",
          "REQUEST_TEST", "REQUEST_CANCELLED", "COLLECTIVE_END", "NBC_REQUEST", "NBC_COMPLETE",
          "METRIC", "IO_CREATE_HANDLE", "IO_DESTROY_HANDLE", "IO_BEGIN", "IO_COMPLETE", "IO_TEST",
-         "IO_SEEK", "ATTRIBUTE")
+         "IO_SEEK", "ATTRIBUTE", "RMA_WIN_CREATE", "RMA_WIN_DESTROY", "RMA_PUT", "RMA_GET",
+         "RMA_ATOMIC", "RMA_OP_COMPLETE", "RMA_OP_TEST", "RMA_COLLECTIVE_END", "RMA_SYNC",
+         "RMA_GROUP_SYNC", "RMA_LOCK", "RMA_RELEASE_LOCK")
 #: ... and the OTF2 event each is (for what is reported).
 OTF2_NAME = {"ENTER": "Enter", "LEAVE": "Leave", "SEND": "MpiSend", "ISEND": "MpiIsend",
              "ISEND_COMPLETE": "MpiIsendComplete", "IRECV_REQUEST": "MpiIrecvRequest",
@@ -35,7 +37,13 @@ OTF2_NAME = {"ENTER": "Enter", "LEAVE": "Leave", "SEND": "MpiSend", "ISEND": "Mp
              "NBC_COMPLETE": "NonBlockingCollectiveComplete", "METRIC": "Metric",
              "IO_CREATE_HANDLE": "IoCreateHandle", "IO_DESTROY_HANDLE": "IoDestroyHandle",
              "IO_BEGIN": "IoOperationBegin", "IO_COMPLETE": "IoOperationComplete",
-             "IO_TEST": "IoOperationTest", "IO_SEEK": "IoSeek", "ATTRIBUTE": "attribute"}
+             "IO_TEST": "IoOperationTest", "IO_SEEK": "IoSeek", "ATTRIBUTE": "attribute",
+             "RMA_WIN_CREATE": "RmaWinCreate", "RMA_WIN_DESTROY": "RmaWinDestroy",
+             "RMA_PUT": "RmaPut", "RMA_GET": "RmaGet", "RMA_ATOMIC": "RmaAtomic",
+             "RMA_OP_COMPLETE": "RmaOpComplete", "RMA_OP_TEST": "RmaOpTest",
+             "RMA_COLLECTIVE_END": "RmaCollectiveEnd", "RMA_SYNC": "RmaSync",
+             "RMA_GROUP_SYNC": "RmaGroupSync", "RMA_LOCK": "RmaRequestLock",
+             "RMA_RELEASE_LOCK": "RmaReleaseLock"}
 _FIELDS = ("time", "d", "f", "e", "rank", "a", "b", "c", "type")
 
 

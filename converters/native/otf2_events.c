@@ -3,7 +3,7 @@
  * Reading events with the otf2 Python bindings builds a Python object per event (~0.1 M
  * events/s); here C callbacks append the events minitrace's OTF2 reader uses (Enter with its
  * attributes, Leave, the MPI message, request and collective events, the I/O handle, operation
- * and seek events, the chosen counter's Metric values) as fixed-size rows, and count every other event, which converters/otf2_columns.py then turns into actions
+ * and seek events, the one-sided (RMA) events, the chosen counter's Metric values) as fixed-size rows, and count every other event, which converters/otf2_columns.py then turns into actions
  * with numpy.  The OTF2 functions come from the otf2 package's own extension, which exports
  * them; build_otf2.py declares them and generates a counting callback for every other event
  * type (from the bindings' own callback signatures) so that each location's events are counted
@@ -57,10 +57,11 @@ typedef struct {
     uint64_t f;        /* collective bytes received, I/O operation flags */
     uint64_t e;        /* request id, I/O matching id */
     uint32_t rank;     /* index of the location in the MPI location group */
-    uint32_t a;        /* region, peer (receiver/sender), root, metric, I/O handle, attribute */
-    uint32_t b;        /* communicator */
+    uint32_t a;        /* region, peer (receiver/sender), root, metric, I/O handle, attribute,
+                          RMA target (remote) or group */
+    uint32_t b;        /* communicator, RMA window */
     uint32_t c;        /* message tag, collective operation, metric value type, I/O operation
-                          mode, attribute type */
+                          mode, attribute type, RMA atomic, lock, sync type or sync level */
     uint32_t type;     /* MT_* */
     uint32_t pad;
 } mt_event;
@@ -69,7 +70,9 @@ enum {
     MT_ENTER = 1, MT_LEAVE, MT_SEND, MT_ISEND, MT_ISEND_COMPLETE, MT_IRECV_REQUEST, MT_RECV,
     MT_IRECV, MT_REQUEST_TEST, MT_REQUEST_CANCELLED, MT_COLLECTIVE_END, MT_NBC_REQUEST,
     MT_NBC_COMPLETE, MT_METRIC, MT_IO_CREATE_HANDLE, MT_IO_DESTROY_HANDLE, MT_IO_BEGIN,
-    MT_IO_COMPLETE, MT_IO_TEST, MT_IO_SEEK, MT_ATTRIBUTE
+    MT_IO_COMPLETE, MT_IO_TEST, MT_IO_SEEK, MT_ATTRIBUTE, MT_RMA_WIN_CREATE,
+    MT_RMA_WIN_DESTROY, MT_RMA_PUT, MT_RMA_GET, MT_RMA_ATOMIC, MT_RMA_OP_COMPLETE, MT_RMA_OP_TEST,
+    MT_RMA_COLLECTIVE_END, MT_RMA_SYNC, MT_RMA_GROUP_SYNC, MT_RMA_LOCK, MT_RMA_RELEASE_LOCK
 };
 enum { MT_OK = 0, MT_STOP_DAMAGED = 1, MT_STOP_UNKNOWN_LOCATION = 2, MT_STOP_MEMORY = 3 };
 
@@ -257,6 +260,73 @@ static int mt_io_seek(uint64_t loc, uint64_t t, void* ud, void* attrs, uint32_t 
                       int64_t request, uint8_t whence, uint64_t result)
 { MT_ROW(MT_IO_SEEK) e->a = handle; e->d = result; (void)request; (void)whence;
   return CB_SUCCESS; }
+
+/* One-sided (RMA) events: window in b, target (remote, a comm rank of the window's
+ * communicator) or group in a, the atomic/lock/sync type or the sync level in c, bytes in d
+ * (an atomic's received bytes in f), matching or lock id in e.  An RmaOpComplete* keeps which
+ * one in f (0 blocking, 1 non-blocking, 2 remote); a lock request's f says request (0),
+ * acquire (1) or try (2). */
+static int mt_rma_win_create(uint64_t loc, uint64_t t, void* ud, void* attrs, uint32_t win)
+{ MT_ROW(MT_RMA_WIN_CREATE) e->b = win; return CB_SUCCESS; }
+
+static int mt_rma_win_destroy(uint64_t loc, uint64_t t, void* ud, void* attrs, uint32_t win)
+{ MT_ROW(MT_RMA_WIN_DESTROY) e->b = win; return CB_SUCCESS; }
+
+#define MT_RMA_TRANSFER(fn, type_)                                                    \
+    static int fn(uint64_t loc, uint64_t t, void* ud, void* attrs, uint32_t win,      \
+                  uint32_t remote, uint64_t bytes, uint64_t matching)                 \
+    { MT_ROW(type_) e->b = win; e->a = remote; e->d = bytes; e->e = matching;         \
+      return CB_SUCCESS; }
+MT_RMA_TRANSFER(mt_rma_put, MT_RMA_PUT)
+MT_RMA_TRANSFER(mt_rma_get, MT_RMA_GET)
+
+static int mt_rma_atomic(uint64_t loc, uint64_t t, void* ud, void* attrs, uint32_t win,
+                         uint32_t remote, uint8_t type, uint64_t sent, uint64_t received,
+                         uint64_t matching)
+{
+    MT_ROW(MT_RMA_ATOMIC)
+    e->b = win; e->a = remote; e->c = type; e->d = sent; e->f = received; e->e = matching;
+    return CB_SUCCESS;
+}
+
+#define MT_RMA_COMPLETE(fn, type_, which)                                             \
+    static int fn(uint64_t loc, uint64_t t, void* ud, void* attrs, uint32_t win,      \
+                  uint64_t matching)                                                  \
+    { MT_ROW(type_) e->b = win; e->e = matching; e->f = which; return CB_SUCCESS; }
+MT_RMA_COMPLETE(mt_rma_op_complete_blocking, MT_RMA_OP_COMPLETE, 0)
+MT_RMA_COMPLETE(mt_rma_op_complete_non_blocking, MT_RMA_OP_COMPLETE, 1)
+MT_RMA_COMPLETE(mt_rma_op_complete_remote, MT_RMA_OP_COMPLETE, 2)
+MT_RMA_COMPLETE(mt_rma_op_test, MT_RMA_OP_TEST, 0)
+
+static int mt_rma_collective_end(uint64_t loc, uint64_t t, void* ud, void* attrs, uint8_t op,
+                                 uint32_t level, uint32_t win, uint32_t root, uint64_t sent,
+                                 uint64_t received)
+{
+    MT_ROW(MT_RMA_COLLECTIVE_END)
+    e->b = win; e->a = root; e->c = op; e->e = level; e->d = sent; e->f = received;
+    return CB_SUCCESS;
+}
+
+static int mt_rma_sync(uint64_t loc, uint64_t t, void* ud, void* attrs, uint32_t win,
+                       uint32_t remote, uint8_t type)
+{ MT_ROW(MT_RMA_SYNC) e->b = win; e->a = remote; e->c = type; return CB_SUCCESS; }
+
+static int mt_rma_group_sync(uint64_t loc, uint64_t t, void* ud, void* attrs, uint32_t level,
+                             uint32_t win, uint32_t group)
+{ MT_ROW(MT_RMA_GROUP_SYNC) e->b = win; e->a = group; e->c = level; return CB_SUCCESS; }
+
+#define MT_RMA_LOCK_EVENT(fn, which)                                                  \
+    static int fn(uint64_t loc, uint64_t t, void* ud, void* attrs, uint32_t win,      \
+                  uint32_t remote, uint64_t lock, uint8_t type)                       \
+    { MT_ROW(MT_RMA_LOCK) e->b = win; e->a = remote; e->e = lock; e->c = type;        \
+      e->f = which; return CB_SUCCESS; }
+MT_RMA_LOCK_EVENT(mt_rma_request_lock, 0)
+MT_RMA_LOCK_EVENT(mt_rma_acquire_lock, 1)
+MT_RMA_LOCK_EVENT(mt_rma_try_lock, 2)
+
+static int mt_rma_release_lock(uint64_t loc, uint64_t t, void* ud, void* attrs, uint32_t win,
+                               uint32_t remote, uint64_t lock)
+{ MT_ROW(MT_RMA_RELEASE_LOCK) e->b = win; e->a = remote; e->e = lock; return CB_SUCCESS; }
 
 static int mt_metric(uint64_t, uint64_t, void*, void*, uint32_t, uint8_t, void*, void*);
 
