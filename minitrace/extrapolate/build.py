@@ -23,6 +23,7 @@ from . import grid as GR
 from . import grid_comms as GC
 from . import grid_laws as GL
 from . import grid_peers as GP
+from . import phases as PH
 from . import split_comms as SC
 from . import stamped as SS
 from . import structure as ST
@@ -271,7 +272,8 @@ def fit_parameters(runs: list[ST.Run], ranks: int, scaling: str,
             m = GL.face_law(values, members, axis, grid, threshold, rims) if grid else None
             # microseconds between calls are noise without a law (their steep "laws" would
             # grow them 100x at 64x): the simplest law only; so is a fit that finds no law
-            m = m or F.fit(p, values, scaling, threshold, null_only=negligible)
+            m = m or F.fit(p, values, scaling, threshold, null_only=negligible,
+                           steady=(min(p.min(), ranks), max(p.max(), ranks)))
             # (nor one that turns from the smallest run on: public PRK stencil's corner
             # compute at 4, 6, 8 ranks fell, and a law turning at 7.4 rose to 5.6x at 64)
             if isinstance(m, F.Model) and not m.null_only and \
@@ -581,6 +583,10 @@ def programs(runs: list[ST.Run], ranks: int, plans: dict, grid: GR.Grid | None =
             sigs[field] = plan.leaves[field].astype(np.int64)
         stream = ST.leaf_stream(rc.tree, plan.counts.tolist())
         a, vec, peer_rel, vec_rel = _class_program(sigs, stream, ranks, source)
+        if any(lp.phased for lp in rc.loops):        # each phase's peers and tags
+            moved = PH.shifts(rc.tree, plan.counts.tolist())
+            a["peer"] = np.where(moved[:, 0] != 0, (a["peer"] + moved[:, 0]) % ranks, a["peer"])
+            a["tag"] += moved[:, 1].astype(a["tag"].dtype)
         a["volume"] = plan.leaves["volume"][stream]
         if grid is not None:
             _set_cart_dims(a, vec, grid)
@@ -772,7 +778,10 @@ def plan(runs: list[ST.Run], ranks: int, scaling: str = "weak", force: bool = Fa
         raise MinitraceError(f"--ranks {ranks}: at least 1")
     grid = None
     if runs[0].grid is not None:
-        grid = GR.target([r.grid for r in runs], ranks, dims)
+        try:
+            grid = GR.target([r.grid for r in runs], ranks, dims)
+        except MinitraceError as e:
+            raise MinitraceError(f"{e}{_without_grid(runs)}") from None
     elif dims is not None:
         raise MinitraceError("--grid: the runs are not on a 2-D or 3-D grid (their peers are "
                              "a 1-D line's or fit no grid)")
@@ -781,7 +790,10 @@ def plan(runs: list[ST.Run], ranks: int, scaling: str = "weak", force: bool = Fa
     ref = max(runs, key=lambda r: r.nranks)
     keys = list(class_ranks(ref, ranks, grid))
     notes, why = CO.compose(runs, keys)
-    parameters, plans = fit_parameters(runs, ranks, scaling, threshold, keys, grid, why)
+    try:
+        parameters, plans = fit_parameters(runs, ranks, scaling, threshold, keys, grid, why)
+    except MinitraceError as e:
+        raise MinitraceError(f"{e}{_without_grid(runs)}") from None
     offsets = {}
     if grid is not None:
         for key in keys:
@@ -805,6 +817,21 @@ def plan(runs: list[ST.Run], ranks: int, scaling: str = "weak", force: bool = Fa
                     "interval_95": list(x.interval(ranks))}
                    for x in parameters]}
     return progs, parameters, refused
+
+
+def _without_grid(runs: list[ST.Run]) -> str:
+    """Why the runs are not one program without their grid either, when no run records it and
+    without it every rank of the largest is a class of its own (public HPL at 2, 4, 6, 8
+    ranks: its partners at 8 are neighbours on 2x2x2, and its grid positions were refused as
+    seen in one run: "record scales whose grid has it"); else empty."""
+    if runs[0].grid is None or any(GR.recorded(r.data) is not None for r in runs):
+        return ""
+    plain = [ST.load(r.path, r.data) for r in runs]
+    ref = max(plain, key=lambda r: r.nranks)
+    found = ST.differences(plain, peers=False)
+    return "; the grids were inferred from the peers (no run records a cart_create), and " \
+        f"without one the runs are not one program either: {found[0]}" \
+        if found and ST.each_its_own(ref) else ""
 
 
 def write(path: str, data: TraceColumns) -> None:

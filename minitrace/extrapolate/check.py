@@ -17,6 +17,7 @@ from .canonical import canonical
 from .polled import polled_waits
 from ..tested_waits import tested_waits
 from . import grid as GR
+from . import phases as PH
 from . import split_comms as SC
 from . import structure as ST
 
@@ -39,6 +40,10 @@ def runs_of(paths: list[str], datas: list) -> list[ST.Run]:
     datas = [_tested(p, _polled(p, d)) for p, d in zip(paths, datas)]
     ordered = [canonical(d)[0] for d in datas]
     sigs = [SG.encode(d) for d in ordered]
+    phased = None if any(GR.recorded(d) is not None for d in ordered) else \
+        _phased(paths, ordered, sigs)
+    if phased is not None:
+        return phased
     notes: list[str] = []
     grids = GR.run_grids(paths, ordered, [s.table["peer_mode"][s.ids] == 1 for s in sigs], notes)
     for line in notes:
@@ -53,6 +58,27 @@ def runs_of(paths: list[str], datas: list) -> list[ST.Run]:
         # last rank is the bulk (the middle rank) and the runs' classes differ
         grids = [GR.Grid((d.nranks,), (False,)) for d in datas]
         runs = [ST.load(p, d, g, s) for p, d, g, s in zip(paths, ordered, grids, sigs)]
+    return sorted(runs, key=lambda r: r.nranks)
+
+
+def _phased(paths: list[str], datas: list, sigs: list) -> list[ST.Run] | None:
+    """The runs without a grid, their loops of phases folded (:mod:`.phases`), when the
+    largest run has some, their counts follow the scale and the runs are then one program;
+    else None.  Their partners are every rank: on a small torus all are neighbours (2x2 at 4
+    ranks, 2x2x2 at 8), which is no grid."""
+    largest = max(range(len(datas)), key=lambda k: datas[k].nranks)
+    if not PH.fold([ST.load(paths[largest], datas[largest], None, sigs[largest])]):
+        return None
+    runs = [ST.load(p, d, None, s) for p, d, s in zip(paths, datas, sigs)]
+    made = PH.fold(runs)
+    ref = runs[largest]
+    if ST.differences(runs, peers=False) or \
+            all(PH.counts(r) == PH.counts(ref) for r in runs):
+        return None
+    print(f"note: {os.path.basename(ref.path)}: {made} loop(s) of phases (a block of calls "
+          f"repeated with its peers and tags advancing by one step per phase: an exchange "
+          f"with every rank in P - 1 phases), their counts fitted; peers taken relative to "
+          f"the rank, not on a grid")
     return sorted(runs, key=lambda r: r.nranks)
 
 
@@ -107,6 +133,7 @@ def self_check(runs: list[ST.Run], scaling: str, threshold: float, force: bool,
     data, parameters, forced = B.extrapolate(runs[:-1], target.nranks, scaling, force,
                                              threshold, dims, spread, seed)
     extrapolated = ST.load("extrapolated", data, target.grid)
+    PH.follow(target, extrapolated)
     # forced fits may give a message one size at its send and another at its receive: SMPI
     # aborts on a receive smaller than its message (MPI_ERR_TRUNCATE), so it is not replayed
     mismatched = validate(data).counts.get("size-mismatch", 0)

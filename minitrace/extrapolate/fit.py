@@ -188,10 +188,20 @@ def _line_fits(x: np.ndarray, y: np.ndarray, weights: np.ndarray):
     return intercept, slope
 
 
+def _turning(pairs: list, steady: tuple) -> np.ndarray:
+    """Per hypothesis, whether its term turns between the process counts ``steady``
+    (:meth:`Model.turns_between`)."""
+    lo, hi = steady
+    return np.array([i < 0 and j > 0 and lo < np.exp(j / float(-i)) < hi for i, j in pairs])
+
+
 def _search(p: np.ndarray, y: np.ndarray, scaling: str, tolerance: float,
-            null_only: bool = False):
+            null_only: bool = False, steady: tuple | None = None):
     """The hypothesis search on each row of ``y`` (B, n): hypotheses, the chosen one per row,
-    its coefficients on all scales, its leave-one-out predictions (B, n) and SMAPE (B,)."""
+    its coefficients on all scales, its leave-one-out predictions (B, n) and SMAPE (B,).
+    ``steady``: among equals, the first whose term does not turn between these process
+    counts, if any (at 2, 4, 8 ranks p^-2 and p^-1 * log2(p)^2 are one line's terms, the
+    first through the runs' points is the second through them too)."""
     pairs = hypotheses(scaling)
     if null_only:
         pairs = [pairs[k] for k in _nulls(pairs, scaling)]
@@ -201,7 +211,11 @@ def _search(p: np.ndarray, y: np.ndarray, scaling: str, tolerance: float,
     predicted = intercept + slope * x[None, :, :]                    # (B, H, n), at the scale left out
     errors = _smape(predicted, y[:, None, :]).mean(axis=2)           # (B, H)
     errors[~np.all(np.isfinite(predicted), axis=2)] = np.inf
-    best = np.argmax(errors <= errors.min(axis=1, keepdims=True) + _TIE, axis=1)
+    equals = errors <= errors.min(axis=1, keepdims=True) + _TIE
+    if steady is not None:
+        kept = equals & ~_turning(pairs, steady)[None, :]
+        equals = np.where(kept.any(axis=1, keepdims=True), kept, equals)
+    best = np.argmax(equals, axis=1)
     rows = np.arange(len(y))
     for null in reversed(_nulls(pairs, scaling)):     # the simplest tolerated null wins
         keep = (errors[:, null] <= tolerance) & \
@@ -213,7 +227,8 @@ def _search(p: np.ndarray, y: np.ndarray, scaling: str, tolerance: float,
 
 
 def fit(p, values, scaling: str = "weak", threshold: float = DEFAULT_THRESHOLD,
-        tolerance: float = DEFAULT_TOLERANCE, noise=None, null_only: bool = False) -> Model:
+        tolerance: float = DEFAULT_TOLERANCE, noise=None, null_only: bool = False,
+        steady: tuple | None = None) -> Model:
     """Fit the Extra-P normal form (one term) to ``values`` measured at process counts ``p``.
 
     Parameters
@@ -239,6 +254,9 @@ def fit(p, values, scaling: str = "weak", threshold: float = DEFAULT_THRESHOLD,
         Search the null laws only: what a flagged fit falls back to (a law that does not
         predict the scales left out is not extrapolated 64x; the simplest law is, flagged).
         Its constant is the values' median.
+    steady : (float, float), optional
+        Process counts between which, among hypotheses that fit equally well, one whose
+        term does not turn is chosen (:meth:`Model.turns_between`).
 
     Returns
     -------
@@ -258,7 +276,7 @@ def fit(p, values, scaling: str = "weak", threshold: float = DEFAULT_THRESHOLD,
     given = np.zeros_like(y) if noise is None else np.broadcast_to(
         np.asarray(noise, dtype=float), y.shape)
     pairs, best, c0, c1, (loo_predicted, loo_error) = _search(p, y[None, :], scaling, tolerance,
-                                                              null_only)
+                                                              null_only, steady)
     with np.errstate(invalid="ignore", divide="ignore"):
         relative = np.where(y != 0, (loo_predicted[0] - y) / np.where(y != 0, y, 1), 0.0)
     observed = float(np.sqrt(np.mean(relative ** 2)))

@@ -41,11 +41,16 @@ SHAPE_FIELDS = ("kind", "flags", "peer_mode", "req_mode", "tag", "comm")
 
 @dataclass
 class Node:
-    """A loop (``count`` repetitions of ``children``) or a leaf (one signature, ``sig``)."""
+    """A loop (``count`` repetitions of ``children``) or a leaf (one signature, ``sig``).
+    A ``phased`` loop's iterations are not repeats (:mod:`.phases`): at iteration j each of
+    its leaves' rank-relative peer and tag is the first iteration's plus j times the leaf's
+    ``step`` (peer, tag); None: not known, the run had one phase."""
 
     count: int = 1
     children: list = field(default_factory=list)
     sig: int = -1
+    phased: bool = False
+    step: tuple | None = (0, 0)
 
     @property
     def leaf(self) -> bool:
@@ -98,6 +103,14 @@ def tree_of(gram: G.Grammar, symbols, count: int = 1) -> Node:
             rule = s - gram.nterm
             node.children.append(tree_of(gram, gram.body(rule), int(gram.rule_counts[rule])))
     return node
+
+
+def leaf_steps(node: Node) -> list:
+    """Each leaf's ``step`` in pre-order (leaf order)."""
+    out = []
+    for child in node.children:
+        out += [child.step] if child.leaf else leaf_steps(child)
+    return out
 
 
 def walk(node: Node, loops: list, leaves: list) -> None:
@@ -309,7 +322,12 @@ def shape(node: Node, table: np.ndarray, vectors) -> tuple:
         row = table[node.sig]
         return tuple(int(row[f]) for f in SHAPE_FIELDS) + (vectors(int(row["vec"]),
                                                                      int(row["kind"])),)
-    return ("loop",) + tuple(shape(c, table, vectors) for c in node.children)
+    return ("phases" if node.phased else "loop",) + tuple(shape(c, table, vectors)
+                                                        for c in node.children)
+
+
+def _looped(s: tuple) -> bool:
+    return s[:1] in (("loop",), ("phases",))
 
 
 def vector_reader(run: "Run"):
@@ -331,14 +349,15 @@ def vector_reader(run: "Run"):
 
 
 def _describe(shape) -> str:
-    if shape and shape[0] == "loop":
-        return "loop of " + str(len(shape) - 1) + " items"
+    if _looped(shape):
+        return ("loop of " if shape[0] == "loop" else "loop of phases of ") + \
+            str(len(shape) - 1) + " items"
     return f"{K.NAME[shape[0]]} (tag {shape[4]}, comm {shape[5]})"
 
 
 def _first_difference(a: tuple, b: tuple, where: str = "") -> str:
     """Where two shapes first differ, as a path of positions ("item 3 of loop 2 ...")."""
-    if a[:1] == ("loop",) and b[:1] == ("loop",):
+    if a[:1] == b[:1] and _looped(a):
         for k, (x, y) in enumerate(zip(a[1:], b[1:])):
             if x != y:
                 return _first_difference(x, y, f"{where}item {k + 1}/")
@@ -349,7 +368,7 @@ def _first_difference(a: tuple, b: tuple, where: str = "") -> str:
 def fields_differing(a: tuple, b: tuple) -> str:
     """What differs between two calls of one kind, tag and communicator, which
     :func:`_describe` writes alike (a test that completed a request and one that did not)."""
-    if a[:1] == ("loop",) or b[:1] == ("loop",) or _describe(a) != _describe(b):
+    if _looped(a) or _looped(b) or _describe(a) != _describe(b):
         return ""
     names = SHAPE_FIELDS + ("vector",)
     diff = [f"{n} {x} vs {y}" for n, x, y in zip(names, a, b) if x != y]
@@ -372,6 +391,18 @@ def _apart_from_bulk(run: Run, ref: Run, keys: list[str]) -> str:
     return ""
 
 
+def each_its_own(run: Run) -> str:
+    """Said when every rank of ``run`` (4 or more, no grid: an open line's 3 ranks are its
+    two ends and its middle) is a class of its own: other scales have as many programs, none
+    of which is in 3 runs (public HPL: each rank's part in the panel broadcasts and row swaps
+    depends on its place in the grid)."""
+    if run.grid is not None or run.nranks < 4 or len(run.classes) < run.nranks:
+        return ""
+    return (f"; every rank of {run.path} runs a program of its own ({run.nranks} classes for "
+            f"{run.nranks} ranks): its calls depend on the rank, not only on its offset from "
+            "the others")
+
+
 def differences(runs: list[Run], peers: bool = True, partial: bool = False) -> list[str]:
     """Where the runs are not one program: one line per difference (empty: they are).  The
     largest run is the reference; ``peers=False`` compares the shapes only.  On a grid a
@@ -387,7 +418,8 @@ def differences(runs: list[Run], peers: bool = True, partial: bool = False) -> l
                          if not partial and (ref.grid is None or anchored(k)))
         if missing:
             out.append(f"{where}: rank classes differ: {sorted(run.classes)} vs "
-                       f"{sorted(ref.classes)}{_apart_from_bulk(run, ref, missing)}")
+                       f"{sorted(ref.classes)}{_apart_from_bulk(run, ref, missing)}"
+                       f"{each_its_own(ref)}")
             continue
         for key, rc in ref.classes.items():
             if key not in run.classes:
@@ -428,6 +460,11 @@ def _peer_mismatches(run: Run, rc: RankClass, ref: Run, ref_rc: RankClass) -> li
            f"{_peer(theirs[k], ref)}" for k in np.flatnonzero(bad)]
     out += [f"call {k + 1} ({_kind(theirs[k])}): source {_source(a[k], run)} vs "
             f"{_source(b[k], ref)}" for k in np.flatnonzero(bad_source & ~bad)]
+    out += [f"call {k + 1} ({_kind(theirs[k])}): each phase's peer and tag advance by "
+            f"{x} vs {y}" for k, (x, y) in enumerate(zip(leaf_steps(rc.tree),
+                                                         leaf_steps(ref_rc.tree)))
+            if x is not None and y is not None and
+            (x[1] != y[1] or (x[0] - y[0]) % run.nranks)]
     return out[:5]
 
 
