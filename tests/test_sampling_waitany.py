@@ -19,6 +19,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from minitrace import kinds as K
 from minitrace.model import TraceBuilder
 from minitrace.replay import critical_path
 from minitrace.replay.api import replay
@@ -85,6 +86,40 @@ def test_the_path_waits_at_a_waitany_for_its_send(kind):
     at = critical_path.clocks(data)
     assert at is not None
     assert at[len(data.actions) + 1] == pytest.approx(3e-3)
+
+
+def _one_test(kind: str, completed: bool):
+    """:func:`_one_exchange`'s receiver completes its receive with ``kind`` (a test naming the
+    request, a testall or testsome listing it) that completed it, or that failed and a wait
+    after it."""
+    b = TraceBuilder(2)
+    b.add(0, "compute", volume=1e-3)
+    b.add(0, "isend", peer=1, tag=0, bytes_sent=8, request=0)
+    b.add(0, "wait", request=0)
+    b.add(1, "irecv", peer=0, tag=0, bytes_recv=8, request=4)
+    flags = K.FLAG_COMPLETED if completed else 0
+    if kind in ("test", "testany"):
+        b.add(1, kind, request=4, flags=flags)
+    else:
+        b.add(1, kind, vector=[4], flags=flags)
+    if not completed:
+        b.add(1, "wait", request=4)
+    b.add(1, "compute", volume=2e-3)
+    return b.build()
+
+
+@pytest.mark.parametrize("kind", ["test", "testany", "testall", "testsome"])
+@pytest.mark.parametrize("completed", [True, False])
+def test_the_path_waits_at_a_test_that_completed(kind, completed):
+    """A test that completed the receive waits for its send, as the replay's wait does (it
+    added no dependency: the receiver's end was 2 ms); one that failed does not, and the wait
+    after it does: 3 ms either way, the end of the receiver's last action."""
+    data = _one_test(kind, completed)
+    at = critical_path.clocks(data)
+    assert at is not None
+    assert at[len(data.actions) + 1] == pytest.approx(3e-3)
+    if not completed:          # (the failed test waited for nothing: the wait starts at 0)
+        assert at[data.rank_offsets[1] + 2] == pytest.approx(0.0)
 
 
 def test_the_path_follows_the_exchange_bursts():

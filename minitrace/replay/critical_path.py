@@ -8,9 +8,9 @@ sum of each superstep's slowest rank, does not.
 Followed: sends and receives (point to point, matched in posting order per source, destination,
 tag and communicator; a ``sendrecv``'s receive by its own source and tag), their
 ``wait``/``waitall`` and ``waitany``/``waitsome`` (of the requests they completed, which the
-trace names and the replay waits for), ``sendrecv``, blocking collectives.  Other calls (tests,
-persistent and one-sided communication, non-blocking collectives) and wildcard receives add no
-dependency (public miniGhost at 4 ranks completes its halo exchange with ``waitany``: taken for
+trace names and the replay waits for), the tests that completed requests (replayed as their
+waits), ``sendrecv``, blocking collectives.  Other calls (failed tests, persistent and
+one-sided communication, non-blocking collectives) and wildcard receives add no dependency (public miniGhost at 4 ranks completes its halo exchange with ``waitany``: taken for
 no dependency, the path missed a rank's wait for its neighbour's compute before the exchange,
 20 us an iteration beyond the path where it was quiet, 50-60 us under the recording machine's
 bursts; a drift of its balance predicted from the path: -1.53% from the full replay against a
@@ -32,6 +32,10 @@ _BLOCKING_RECVS = frozenset({"recv", "mrecv"})
 #: ``waitsome`` the ones it completed), as the replay lowers them (a wait of each).
 _SINGLE_WAITS = frozenset({"wait", "waitany"})
 _MANY_WAITS = frozenset({"waitall", "waitsome"})
+#: ... and the tests that completed requests (FLAG_COMPLETED), which the replay lowers to waits
+#: of them too: a test that failed completes nothing.
+_SINGLE_TESTS = frozenset({"test", "testany"})
+_MANY_TESTS = frozenset({"testall", "testsome"})
 #: What the clocks' loop does at a call (:func:`clocks`).
 _WAIT, _COLLECTIVE, _OTHER = range(3)
 
@@ -176,8 +180,11 @@ def _completions(data, match: np.ndarray, rank: np.ndarray) -> dict:
     a = data.actions
     kind = a["kind"]
     posts = np.flatnonzero(K.mask({"irecv", "imrecv"})[kind] & (a["peer"] >= 0))
-    waits = np.flatnonzero(K.mask(_SINGLE_WAITS)[kind])
-    vrows, vals = data.vector_entries(np.flatnonzero(K.mask(_MANY_WAITS)[kind]))
+    done_test = (a["flags"] & K.FLAG_COMPLETED) != 0       # (a test that completed: a wait)
+    waits = np.flatnonzero(K.mask(_SINGLE_WAITS)[kind] |
+                           (K.mask(_SINGLE_TESTS)[kind] & done_test))
+    vrows, vals = data.vector_entries(np.flatnonzero(
+        K.mask(_MANY_WAITS)[kind] | (K.mask(_MANY_TESTS)[kind] & done_test)))
     row = np.r_[posts, waits, vrows]
     req = np.r_[a["request"][posts], a["request"][waits], vals].astype(np.int64)
     done = np.r_[np.zeros(len(posts), bool), np.ones(len(waits) + len(vrows), bool)]
