@@ -762,11 +762,10 @@ class _RmaWriter:
     operation's target displacement) are attributes of the call's Enter."""
 
     def __init__(self, otf2, w, defs: _RmaDefinitions, rank: int, acts: np.ndarray, vector,
-                 comms: dict):
+                 comm_rank, undefined: int):
         self.otf2, self.E, self.w, self.defs = otf2, otf2.events, w, defs
-        self.rank, self.acts, self.vector, self.comms = rank, acts, vector, comms
-        self.undefined = otf2.Undefined.UINT32.value if hasattr(otf2.Undefined.UINT32,
-                                                                 "value") else 0xFFFFFFFF
+        self.rank, self.acts, self.vector = rank, acts, vector
+        self.comm_rank, self.undefined = comm_rank, undefined     # (_write_rank's)
         self.pending: dict[int, list[tuple[int, int]]] = {}  # window -> [(matching id, target)]
         self.locks: dict[tuple[int, int], int] = {}          # (window, target) -> lock id
 
@@ -777,9 +776,7 @@ class _RmaWriter:
     def _remote(self, i: int) -> int:
         """The target of call ``i`` as a rank of its window's communicator (undefined: none,
         or not a member)."""
-        peer = int(self.acts["peer"][i])
-        members = self.comms.get(int(self.acts["comm"][i]), self.comms[0])[1]
-        return members.index(peer) if peer >= 0 and peer in members else self.undefined
+        return self.comm_rank(self.acts["comm"][i], int(self.acts["peer"][i]))[1]
 
     def enter_attributes(self, i: int, name: str) -> dict | None:
         v = self.vector(i)
@@ -891,7 +888,6 @@ def _write_rank(otf2, w, data, rank, ticks, comms, intercomms, region, user_regi
     lo = data.rank_slice(rank).start
     acts = data.actions[data.rank_slice(rank)]
     io = IO.Writer(otf2, w, io_defs, rank, acts, lambda i: data.vector(lo + i))
-    rma = _RmaWriter(otf2, w, rma_defs, rank, acts, lambda i: data.vector(lo + i), comms)
     created: dict[int, int] = {}      # request id -> index of the creating action in ``acts``
     took = (acts["kind"] == _C["cancel"]) & ((acts["flags"] & K.FLAG_COMPLETED) != 0)
     cancelled = set(acts["request"][took].tolist())    # (request ids are unique per rank)
@@ -901,6 +897,9 @@ def _write_rank(otf2, w, data, rank, ticks, comms, intercomms, region, user_regi
     def comm_rank(cid, world):
         comm, members = comms.get(int(cid), comms[0])
         return comm, (members.index(world) if world in members else undefined_root)
+
+    rma = _RmaWriter(otf2, w, rma_defs, rank, acts, lambda i: data.vector(lo + i), comm_rank,
+                     undefined_root)
 
     def complete(i, req, t, done) -> bool:
         """Write the event of ``req``'s completion (or failed test); whether there is one (a
