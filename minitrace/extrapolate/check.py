@@ -67,11 +67,15 @@ def _phased(paths: list[str], datas: list, sigs: list) -> list[ST.Run] | None:
     else None.  Their partners are every rank: on a small torus all are neighbours (2x2 at 4
     ranks, 2x2x2 at 8), which is no grid."""
     largest = max(range(len(datas)), key=lambda k: datas[k].nranks)
-    if not PH.fold([ST.load(paths[largest], datas[largest], None, sigs[largest])]):
+    ref = ST.load(paths[largest], datas[largest], None, sigs[largest])
+    made = PH.fold([ref])
+    if not made:
         return None
-    runs = [ST.load(p, d, None, s) for p, d, s in zip(paths, datas, sigs)]
-    made = PH.fold(runs)
-    ref = runs[largest]
+    runs = [ref if k == largest else ST.load(p, d, None, s)
+            for k, (p, d, s) in enumerate(zip(paths, datas, sigs))]
+    for run in runs:                  # (the others folded where the largest is: PH.fold's)
+        if run is not ref:
+            PH.follow(ref, run)
     if ST.differences(runs, peers=False) or \
             all(PH.counts(r) == PH.counts(ref) for r in runs):
         return None

@@ -78,10 +78,7 @@ class Model:
         reverses its trend beyond the recorded scales (public NPB EP at 2, 3, 4 ranks: rank
         0's p^(-5/4) * log2(p)^2 passed through its three points and rose back to 7.5x the
         other ranks' compute at 16)."""
-        if self.i >= 0 or self.j == 0:
-            return False
-        peak = np.exp(self.j / float(-self.i))
-        return bool(lo < peak < hi)
+        return _turns(self.i, self.j, lo, hi)
 
     def term(self, p) -> np.ndarray:
         return _term(np.asarray(p, dtype=float), self.i, self.j)
@@ -188,11 +185,15 @@ def _line_fits(x: np.ndarray, y: np.ndarray, weights: np.ndarray):
     return intercept, slope
 
 
+def _turns(i: float, j: float, lo: float, hi: float) -> bool:
+    """Whether the term p^i * log2(p)^j peaks between process counts ``lo`` and ``hi`` (at
+    p = e^(j / -i), for i < 0 and j > 0: :meth:`Model.turns_between`)."""
+    return i < 0 and j != 0 and bool(lo < np.exp(j / float(-i)) < hi)
+
+
 def _turning(pairs: list, steady: tuple) -> np.ndarray:
-    """Per hypothesis, whether its term turns between the process counts ``steady``
-    (:meth:`Model.turns_between`)."""
-    lo, hi = steady
-    return np.array([i < 0 and j > 0 and lo < np.exp(j / float(-i)) < hi for i, j in pairs])
+    """Per hypothesis, whether its term turns between the process counts ``steady``."""
+    return np.array([_turns(i, j, *steady) for i, j in pairs], bool)
 
 
 def _search(p: np.ndarray, y: np.ndarray, scaling: str, tolerance: float,
