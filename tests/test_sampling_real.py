@@ -214,7 +214,7 @@ def test_skipped_iterations_follow_their_critical_path_at_slope_one():
     _fit([p], times, [cost[0][:n]])
     phases = [p]
     assert _on_critical_path(drifted, [bounds], phases, times, cost,
-                             [slowest_rank(drifted, bounds)], [], 1.0)
+                             [slowest_rank(drifted, bounds)], [critical_path.DETACHED], 1.0)
     (q,) = phases
     assert q.path is not None
     skipped = slice(4 * w, n - w)

@@ -30,9 +30,9 @@ RATE = "1Gf"
 HALO = 14112            # miniGhost's message size (eager on the generated cluster)
 
 
-def _exchanges(nranks: int, iterations: int, seed: int = 5):
+def _exchanges(nranks: int, iterations: int, seed: int = 5, halo: int = HALO):
     """A ring of ``nranks``: per iteration a compute, an irecv from the left and an isend to
-    the right completed by two waitany, the main compute, an allreduce.  Rank 0's compute
+    the right (``halo`` bytes) completed by two waitany, the main compute, an allreduce.  Rank 0's compute
     drifts up by 30% over the loop (the balance drifts: predicted from the path); in the middle
     third every rank's compute before the exchange is a burst of up to 0.3 ms (uniform), taken
     from its main compute, so that no rank's total moves: only the exchange shows it."""
@@ -51,8 +51,8 @@ def _exchanges(nranks: int, iterations: int, seed: int = 5):
     for i in range(iterations):
         for r in range(nranks):
             b.add(r, "compute", volume=float(before[r, i]))
-            b.add(r, "irecv", peer=(r - 1) % nranks, tag=3, bytes_recv=HALO, request=1)
-            b.add(r, "isend", peer=(r + 1) % nranks, tag=3, bytes_sent=HALO, request=0)
+            b.add(r, "irecv", peer=(r - 1) % nranks, tag=3, bytes_recv=halo, request=1)
+            b.add(r, "isend", peer=(r + 1) % nranks, tag=3, bytes_sent=halo, request=0)
             b.add(r, "waitany", request=1)
             b.add(r, "waitany", request=0)
             b.add(r, "compute", volume=float(main[r, i]))

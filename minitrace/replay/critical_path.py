@@ -9,12 +9,16 @@ Followed: sends and receives (point to point, matched in posting order per sourc
 tag and communicator; a ``sendrecv``'s receive by its own source and tag), their
 ``wait``/``waitall`` and ``waitany``/``waitsome`` (of the requests they completed, which the
 trace names and the replay waits for), the tests that completed requests (replayed as their
-waits), ``sendrecv``, blocking collectives.  Other calls (failed tests, persistent and
-one-sided communication, non-blocking collectives) and wildcard receives add no dependency (public miniGhost at 4 ranks completes its halo exchange with ``waitany``: taken for
-no dependency, the path missed a rank's wait for its neighbour's compute before the exchange,
-20 us an iteration beyond the path where it was quiet, 50-60 us under the recording machine's
-bursts; a drift of its balance predicted from the path: -1.53% from the full replay against a
-bound of 0.81%, now +0.09% against 0.38%); a trace whose dependencies cannot all be met (a receive no
+waits), ``sendrecv``, blocking collectives, and the sends the replay makes wait for their
+receives (from its detached threshold, and synchronous ones: a send waits until its receive is
+posted; miniGhost's exchange with 100 KB messages sampled -1.11% from the full replay against a
+bound of 0.33% without them, +0.19% against 0.34% with).  Other calls (failed tests, persistent
+and one-sided communication, non-blocking collectives) and wildcard receives add no dependency
+(public miniGhost at 4 ranks completes its halo exchange with ``waitany``: taken for no
+dependency, the path missed a rank's wait for its neighbour's compute before the exchange, 20 us
+an iteration beyond the path where it was quiet, 50-60 us under the recording machine's bursts;
+a drift of its balance predicted from the path: -1.53% from the full replay against a bound of
+0.81%, now +0.09% against 0.38%); a trace whose dependencies cannot all be met (a receive no
 send matches) gives None.  Which send each call waits for does not depend on time and is found
 for all of them at once (:func:`_dependencies`); the clocks themselves take one pass in Python
 over the actions, each rank running until a call waits for a send not yet posted, run only where
@@ -36,20 +40,29 @@ _MANY_WAITS = frozenset({"waitall", "waitsome"})
 #: of them too: a test that failed completes nothing.
 _SINGLE_TESTS = frozenset({"test", "testany"})
 _MANY_TESTS = frozenset({"testall", "testsome"})
+#: Sends that complete only once their receive is posted, as the replay sends them: a standard
+#: or ready send (blocking, non-blocking, a ``sendrecv``'s half) of at least
+#: ``smpi/send-is-detached-thresh`` bytes by rendezvous, a synchronous one at any size (its
+#: acknowledgement, collectives/lowering.py); a buffered send never waits.
+_RENDEZVOUS = frozenset({"send", "rsend", "isend", "irsend"}) | K.SENDRECVS
+_SYNCHRONOUS = frozenset({"ssend", "issend"})
+#: SimGrid's default ``smpi/send-is-detached-thresh`` (bytes).
+DETACHED = 65536
 #: What the clocks' loop does at a call (:func:`clocks`).
 _WAIT, _COLLECTIVE, _OTHER = range(3)
 
 
-def clocks(data) -> np.ndarray | None:
+def clocks(data, detached: int = DETACHED) -> np.ndarray | None:
     """Per row, its rank's clock (s of compute on the critical path) when the action starts,
     and per rank the clock at its end (``[len(actions) + nranks]``: row ``len + r`` is rank r's
-    end); None where a dependency cannot be met.  The loop visits the calls, each rank's end
+    end); None where a dependency cannot be met (``detached``: the replay's
+    ``smpi/send-is-detached-thresh``, from which a send waits for its receive).  The loop visits the calls, each rank's end
     taken for one more (at row ``len + r``), each adding the computes before it one by one (the
     same sums as a pass over every row); the computes' own clocks are filled in after."""
     a = data.actions
     n, nranks = len(a), data.nranks
     never = n + nranks                   # the row of a send that never comes: never visited
-    wait_for, group, members = _dependencies(data, never)
+    wait_for, group, members = _dependencies(data, never, detached)
     compute = a["kind"] == K.code("compute")
     calls = np.flatnonzero(~compute)
     rank = data.rank_of(calls)
@@ -125,14 +138,16 @@ def _gaps(volume: np.ndarray, computes: np.ndarray, place: np.ndarray) -> list[t
     return out
 
 
-def _dependencies(data, never: int) -> tuple[dict, np.ndarray, list[int]]:
+def _dependencies(data, never: int, detached: int) -> tuple[dict, np.ndarray, list[int]]:
     """What each action waits for, which does not depend on time: per blocking row (a
     receive, a ``sendrecv``, a ``wait``/``waitall`` of posted receives) the rows of the sends
-    it waits for, in the order the call lists them (``never``: a send that never comes);
-    per row its blocking collective's number (-1: none), and each collective's member count.
-    A receive is matched to the send of the same source, destination, tag and communicator
-    posted as often before it; a ``wait`` to the latest receive that posted its request
-    since that request's last completion."""
+    it waits for, in the order the call lists them (``never``: a send that never comes), and
+    per send that waits for its receive (:data:`_RENDEZVOUS` from ``detached`` bytes,
+    :data:`_SYNCHRONOUS`), or its completion, the row of that receive, whose start posts it
+    (one no receive matches waits for nothing); per row its blocking collective's number (-1:
+    none), and each collective's member count.  A receive is matched to the send of the same
+    source, destination, tag and communicator posted as often before it; a ``wait`` to the
+    latest request posted under the id it names since that id's last completion."""
     a = data.actions
     n = len(a)
     kind, peer, tag, comm = a["kind"], a["peer"].astype(np.int64), a["tag"], a["comm"]
@@ -158,7 +173,19 @@ def _dependencies(data, never: int) -> tuple[dict, np.ndarray, list[int]]:
     match[posts] = send_of[pairs[len(sends):]]
     blocking = posts[K.mask(_BLOCKING_RECVS | K.SENDRECVS)[kind[posts]]]
     wait_for = {i: [s] for i, s in zip(blocking.tolist(), match[blocking].tolist())}
-    wait_for.update(_completions(data, match, rank))
+    target = match.copy()                  # (per posting row: what its completion waits for)
+    matched = posts[match[posts] < n]
+    target[match[matched]] = matched                # (a send's: its receive)
+    waiting = sends[(K.mask(_RENDEZVOUS)[kind[sends]] & (a["bytes_sent"][sends] >= detached)) |
+                    K.mask(_SYNCHRONOUS)[kind[sends]]]
+    waiting = waiting[np.isin(waiting, match[matched])]
+    blocks = waiting[K.mask(K.BLOCKING_SENDS | K.SENDRECVS)[kind[waiting]]]
+    for i, r in zip(blocks.tolist(), target[blocks].tolist()):
+        wait_for.setdefault(i, []).append(r)
+    posting = np.r_[np.flatnonzero(K.mask({"irecv", "imrecv"})[kind] & (peer >= 0)),
+                    waiting[K.mask(K.NONBLOCKING_SENDS)[kind[waiting]]]]
+    for i, rows in _completions(data, np.sort(posting), target, rank).items():
+        wait_for.setdefault(i, []).extend(rows)
     coll = np.flatnonzero(K.mask(K.COLLECTIVES)[kind] & np.isin(comm, list(data.comms)))
     group = np.full(n, -1, np.int64)
     members = []
@@ -173,13 +200,13 @@ def _dependencies(data, never: int) -> tuple[dict, np.ndarray, list[int]]:
     return wait_for, group, members
 
 
-def _completions(data, match: np.ndarray, rank: np.ndarray) -> dict:
-    """Per ``wait``/``waitall`` row that completes posted receives, the rows of their sends
-    (``match``: each receive's), in its requests' order: a request is posted by a
-    non-blocking receive and consumed by the next completion that names it."""
+def _completions(data, posts: np.ndarray, target: np.ndarray, rank: np.ndarray) -> dict:
+    """Per ``wait``/``waitall`` row that completes requests of ``posts`` (non-blocking
+    receives, sends that wait for their receive), the rows they wait for (``target``: each
+    post's, a receive's send, a send's receive), in its requests' order: a request is posted
+    by its call and consumed by the next completion that names it."""
     a = data.actions
     kind = a["kind"]
-    posts = np.flatnonzero(K.mask({"irecv", "imrecv"})[kind] & (a["peer"] >= 0))
     done_test = (a["flags"] & K.FLAG_COMPLETED) != 0       # (a test that completed: a wait)
     waits = np.flatnonzero(K.mask(_SINGLE_WAITS)[kind] |
                            (K.mask(_SINGLE_TESTS)[kind] & done_test))
@@ -192,7 +219,7 @@ def _completions(data, match: np.ndarray, rank: np.ndarray) -> dict:
     row, req, done, who = row[order], req[order], done[order], rank[row[order]]
     after_post = np.r_[False, ~done[:-1] & (req[1:] == req[:-1]) & (who[1:] == who[:-1])]
     hit = np.flatnonzero(done & after_post)
-    send = match[row[hit - 1]]
+    send = target[row[hit - 1]]
     out: dict = {}
     for i, _, s in sorted(zip(row[hit].tolist(), order[hit].tolist(), send.tolist())):
         out.setdefault(i, []).append(s)

@@ -2097,7 +2097,7 @@ def _sample(data, loops, sample, window: int | None, tolerance: float, run,
     phases: list[Phase] = []
     need = 2                            # of each variant fitted (:func:`_see_once`: 1)
     if why_full is None:
-        at: list = []
+        at: list = [_detached(replay_kw)]
         scale = _seconds_per_unit(replay_kw)
         for li, b in enumerate(top):
             w = loop_window(b.shape[1] - 1, window)
@@ -2539,10 +2539,18 @@ def _slowest_changes(comp: np.ndarray, window: int, first: int) -> list[int]:
 
 def _clocks(data, at: list):
     """The trace's compute critical-path clocks (:func:`.critical_path.clocks`, None where the
-    path cannot be followed), computed at the first call of a replay and kept in ``at``."""
-    if not at:
-        at.append(critical_path.clocks(data))
-    return at[0]
+    path cannot be followed), computed at the first call of a replay and kept in ``at``
+    (``[the replay's detached threshold]``, :func:`_detached`, then the clocks)."""
+    if len(at) == 1:
+        at.append(critical_path.clocks(data, at[0]))
+    return at[1]
+
+
+def _detached(replay_kw: dict) -> int:
+    """The replay's ``smpi/send-is-detached-thresh`` (a calibration's, given in ``config``),
+    from which its sends wait for their receives: SimGrid's default where none is given."""
+    value = (replay_kw.get("config") or {}).get("smpi/send-is-detached-thresh")
+    return critical_path.DETACHED if value is None else int(float(value))
 
 
 def _totals(phases: list[Phase], res) -> tuple[list[float], float]:
