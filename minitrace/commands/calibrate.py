@@ -41,8 +41,10 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    """Run the measurement job (or only refit), then print the calibration."""
+    """Run the measurement job (or only refit), then print the calibration, or with --quiet
+    only its flag when the machine was loaded while it measured."""
     from ..predict.calibration import refit, summary
+    from ..predict.under_load import flag
     plot = args.plot or os.path.splitext(args.output)[0] + ".png"
     check_disjoint([args.output], [plot])
     cmd = args.command[1:] if args.command[:1] == ["--"] else args.command
@@ -71,6 +73,8 @@ def run(args) -> int:
                                  f"{shlex.join(full)}")
     cal = refit(args.output, plot)
     if not args.quiet:
-        print(summary(cal, args.output))
+        print(summary(cal, args.output))      # (it ends with the flag of a loaded machine)
         print(f"  plot: {plot}")
+    elif flag(cal):                           # (said even then: the file will mislead)
+        print(f"warning: {flag(cal)}")
     return 0

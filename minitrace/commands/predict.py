@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import json
+import os
+import sys
 
 from ..collectives import CHOICES
 from ..errors import MinitraceError, naming
@@ -85,18 +87,26 @@ def run(args) -> int:
             check_plot_path(png)
     if spread_options.wanted(args):
         from ..predict.calibration import load
-        from ..predict.prediction import replay_options, translated, with_modelled_terms
+        from ..predict.prediction import (load_flags, replay_options, translated,
+                                          with_modelled_terms)
         from ..replay.sampling import load_trace
         data = load_trace(args.trace, args.trace)
         cal = load(args.calibration)
-        data, translation, _ = translated(data, cal, args.recorded_on, args.probe, args.trace)
+        source = load(args.recorded_on) if args.recorded_on else None
+        data, translation, _ = translated(data, cal, source, args.probe, args.trace)
         data = with_modelled_terms(data, cal, translation).data
         kw = replay_options(data, cal, args.trace, platform=args.platform,
                             hostfile=args.hostfile, hosts=args.cluster,
                             ranks_per_host=args.ranks_per_node, timeout=args.timeout,
                             engine=args.engine, collectives=args.collectives, lossy=args.lossy)
         with naming(args.trace):
-            return spread_options.run(args, data, args.trace, kw, args.plot)
+            rc = spread_options.run(args, data, args.trace, kw, args.plot)
+        # (after the replicas' text, as a plain prediction's warnings; beside --json's; on
+        # the rank that printed it when replicas run under mpiexec)
+        first = os.environ.get("PMI_RANK", os.environ.get("OMPI_COMM_WORLD_RANK", "0")) == "0"
+        for line in load_flags(cal, source) if first else ():
+            print(f"  warning: {line}", file=sys.stderr if args.json else sys.stdout)
+        return rc
     with naming(args.trace):
         p = predict(args.trace, args.calibration, platform=args.platform,
                     hostfile=args.hostfile, hosts=args.cluster,

@@ -36,7 +36,7 @@ from dataclasses import MISSING, asdict, dataclass, field, fields
 import h5py
 import numpy as np
 
-from . import after_compute, call_costs, kernels as kernel_set
+from . import after_compute, call_costs, kernels as kernel_set, under_load
 from .. import checked
 from ..analysis import piecewise
 from ..errors import MinitraceError
@@ -224,6 +224,9 @@ def _check_run_attrs(attrs: dict, nranks: int, where: str, path: str) -> None:
     b = attrs.get("buffers", "")
     if b not in ("", PACKED):
         raise bad(f"buffers = {b!r}")
+    if under_load.ATTR in attrs and not under_load.valid(attrs[under_load.ATTR], nodes):
+        raise bad(f"{under_load.ATTR} = {attrs[under_load.ATTR]!r} (cores other work took, "
+                  f"one number >= 0 per node)")
 
 
 @dataclass
@@ -280,6 +283,10 @@ class Calibration:
     # share of a node's compute time lost to other work (wall above CPU time while all ranks
     # compute, summed over the node's ranks: see background()); 0 in fits written before it
     background: float = 0.0
+    # the load the runs were measured under (minitrace.predict.under_load): {"cores": cores
+    # other work took on average on the most loaded node of the most loaded run, "of": that
+    # node's cores, "run": its name, "measured": runs that measured it}; empty: unknown
+    other_load: dict = field(default_factory=dict)
     mpi_library: str = ""       # MPI_Get_library_version of the calibrated job's MPI
     hostname: str = ""          # the calibrated machine (its provenance)
 
@@ -527,12 +534,25 @@ def fit_runs(runs: list[dict]) -> tuple[Calibration, dict]:
         cache_share=share_bytes, memory_copy_rate=memory_rate,
         fresh_page_rate=float(np.median(np.concatenate(fresh))) if fresh else 0.0,
         call_costs=call_costs.fit(runs, float(_value(fits["recv"], 8))),
-        background=lost,
+        background=lost, other_load=most_load(runs),
         kernels_version=max(int(r["attrs"].get("kernels_version", 0)) for r in runs),
         segments={k: None if f is None else {"breakpoints": f.breakpoints,
                                              "segments": [s.to_dict() for s in f.segments]}
                   for k, f in fits.items()})
     return cal, fits
+
+
+def most_load(runs: list[dict]) -> dict:
+    """The load of the most loaded node of the most loaded run that measured it
+    (:data:`Calibration.other_load`), {} when none did: pooled or a median, a loaded run's
+    times move the fit, so the worst is what a prediction is told."""
+    got = [(*under_load.worst(r["attrs"][under_load.ATTR], r["attrs"]["cores"],
+                              r["attrs"]["rank_to_node"]), r["name"])
+           for r in runs if under_load.ATTR in r["attrs"]]
+    if not got:
+        return {}
+    cores, of, name = max(got, key=lambda g: g[0] / g[1])
+    return {"cores": cores, "of": of, "run": name, "measured": len(got)}
 
 
 def cache_share(runs: list[dict]) -> tuple[int, float]:
@@ -771,6 +791,8 @@ def _checked_fields(stored, path: str) -> dict:
     if (d.get("cache_share", 0) > 0) != (d.get("memory_copy_rate", 0.0) > 0):
         raise bad(f"cache_share = {d.get('cache_share', 0)!r} with memory_copy_rate = "
                   f"{d.get('memory_copy_rate', 0.0)!r} (both measured or neither)")
+    if not _load_ok(d.get("other_load", {})):
+        raise bad(f"other_load = {d['other_load']!r}")
     if not isinstance(d.get("notes", []), list) or \
             not all(isinstance(x, str) for x in d.get("notes", [])):
         raise bad("notes is not a list of text")
@@ -781,6 +803,19 @@ def _checked_fields(stored, path: str) -> dict:
     if missing:
         raise bad(f"no fit of {', '.join(sorted(missing))}")
     return d
+
+
+def _load_ok(stored) -> bool:
+    """A stored fit's ``other_load``: {} (unknown), or cores >= 0 of a node's cores, the run
+    and how many runs measured it."""
+    if stored == {}:
+        return True
+    return isinstance(stored, dict) and set(stored) == {"cores", "of", "run", "measured"} \
+        and isinstance(stored["cores"], (int, float)) and not isinstance(stored["cores"], bool) \
+        and math.isfinite(stored["cores"]) and stored["cores"] >= 0 \
+        and checked.is_int(stored["of"]) and 1 <= stored["of"] <= MAX_RANKS_PER_HOST \
+        and isinstance(stored["run"], str) and checked.is_int(stored["measured"]) \
+        and 1 <= stored["measured"] <= 2 ** 31
 
 
 def _kernels_ok(stored) -> bool:
@@ -861,9 +896,25 @@ def summary(cal: Calibration, path: str) -> str:
                      f"shared; one message alone: {cal.loopback_bandwidth / 1e9:.3g} GB/s)")
     lines.append(f"  platform: {cal.ranks_per_host} rank(s) per host, {cal.cores_per_host} "
                  f"cores")
+    lines.append(_load_line(cal))
     lines += [f"  note: {n}" for n in cal.notes]
     lines.append("  SMPI options: " + " ".join(f"{k}:{v}" for k, v in cal.config.items()))
+    if under_load.flag(cal):
+        lines.append(f"  FLAGGED: {under_load.flag(cal)}")
     return "\n".join(lines)
+
+
+def _load_line(cal: Calibration) -> str:
+    """What the summary says of the load the runs were measured under."""
+    got = cal.other_load
+    if not got:
+        return ("  load while calibrating: unknown (runs made before minitrace measured it, or "
+                "no /proc/stat)")
+    unknown = cal.runs - got["measured"]
+    return (f"  load while calibrating: other processes took {got['cores']:.2g} of {got['of']} "
+            f"cores on average (run {got['run']}, the most loaded of {got['measured']} "
+            f"run(s)" + (f"; {unknown} run(s) unknown" if unknown > 0 else "")
+            + f"; flagged above {under_load.MAX_OTHER_SHARE:.0%} of the cores)")
 
 
 def _plot(runs, cal: Calibration, fits, path: str) -> None:

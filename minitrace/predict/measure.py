@@ -46,6 +46,9 @@ shuffled, since ordered sweeps resonate with periodic noise):
   (:mod:`minitrace.predict.call_costs`), which SMPI's replay gives none;
 * what the Python loops add to each timed call (mpi4py, clock stamps): the same loops on
   ``MPI_PROC_NULL``; the fit subtracts it, since compiled applications do not pay it.
+* the load it ran under (:mod:`minitrace.predict.under_load`): per node, the cores other
+  processes took on average while it measured, which make a calibration measure a slower
+  machine.
 
 Each run is appended to ``/calibration/runs`` of the output file; rank 0 then refits from every
 run (:mod:`minitrace.predict.calibration`) and writes ``/calibration/fit`` and the plot.
@@ -61,7 +64,7 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from . import after_compute, app_memory, call_costs, kernels
+from . import after_compute, app_memory, call_costs, kernels, under_load
 from .calibration import PACKED
 from ..errors import MinitraceError
 from ..provenance import cache_bytes
@@ -474,6 +477,7 @@ def run(comm, args) -> dict | None:
     topo = topology(comm)
     cores = comm.gather(os.cpu_count() or 1, root=0)
     t0 = time.time()
+    window = under_load.start(comm, topo["local_rank"][comm.rank] == 0)
     cold_from = comm.bcast(_cold_from(args) if comm.rank == 0 else None, root=0)
     spent = {}
     columns = _network(comm, args, seed, topo, cold_from, spent)
@@ -490,6 +494,7 @@ def run(comm, args) -> dict | None:
     python_costs = _python_costs(comm)
     intra = [p for kind, p in pairs_from(topo) if kind == "intra"]
     posting = call_costs.measure(comm, intra[0] if intra else None)
+    other_load = under_load.stop(comm, window, topo["rank_to_node"])
     windows = comm.gather(spent, root=0)
     if comm.rank != 0:
         return None
@@ -505,7 +510,7 @@ def run(comm, args) -> dict | None:
              "kernel": "160x160 float64 matrix products, one BLAS thread per rank",
              "python_costs": python_costs, "kernels_version": kernels.VERSION,
              "call_costs": posting or {},
-             "windows": list(spent),
+             "windows": list(spent), under_load.ATTR: other_load,
              "kernels": {k: f"{what} ({unit})" for k, (unit, what) in kernels.KERNELS.items()}}
     columns.update({"compute_flops": compute["flops"], "compute_cpu": compute["cpu"],
                     "compute_wall": compute["wall"], "reduction_rate": reduction,

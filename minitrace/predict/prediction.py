@@ -37,7 +37,8 @@ import numpy as np
 
 from .. import kinds as K
 from ..collectives import library_of
-from . import after_compute, call_costs, character, first_calls as first_calls_
+from . import after_compute, call_costs, character, first_calls as first_calls_, \
+    under_load
 from .calibration import Calibration, load, node_share
 from .first_calls import with_first_calls
 from ..model import TraceColumns
@@ -169,11 +170,14 @@ def predict(trace: str, calibration: str | Calibration, *, platform: str | None 
     from ..replay.replayer_build import binary
     from ..trace import open as open_trace
     cal = calibration if isinstance(calibration, Calibration) else load(calibration)
+    if isinstance(recorded_on, str):
+        recorded_on = load(recorded_on)
     with open_trace(trace) as t:
         data = t.data()
     invalid = checked(data, True)
     warnings = ([invalid_note(invalid)] if invalid else []) + _range_warnings(data, cal) + (
-        _library_warnings(data, cal) if recorded_on is None else [])
+        _library_warnings(data, cal) if recorded_on is None else []) + load_flags(
+        cal, recorded_on)
     raw = data
     data, translation, where = translated(data, cal, recorded_on, probe, trace)
     recorded = data
@@ -428,6 +432,12 @@ def replay_options(data, cal: Calibration, source: str | None = None, *,
                 copy_rates=cal.copies() if seconds else None, lossy=lossy, timeout=timeout,
                 engine=engine, collectives=collectives if collectives != "auto" else
                 library_of(data.meta) or library_of({"mpi_library": cal.mpi_library}) or "auto")
+
+
+def load_flags(*cals: Calibration | None) -> list[str]:
+    """The flag of each calibration a prediction uses that was measured under load
+    (:func:`.under_load.flag`): its rates are a slower machine's."""
+    return [f for c in cals if c is not None and (f := under_load.flag(c))]
 
 
 def _range_warnings(data, cal: Calibration) -> list[str]:
