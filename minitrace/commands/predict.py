@@ -2,8 +2,6 @@
 from __future__ import annotations
 
 import json
-import os
-import sys
 
 from ..collectives import CHOICES
 from ..errors import MinitraceError, naming
@@ -100,13 +98,8 @@ def run(args) -> int:
                             ranks_per_host=args.ranks_per_node, timeout=args.timeout,
                             engine=args.engine, collectives=args.collectives, lossy=args.lossy)
         with naming(args.trace):
-            rc = spread_options.run(args, data, args.trace, kw, args.plot)
-        # (after the replicas' text, as a plain prediction's warnings; beside --json's; on
-        # the rank that printed it when replicas run under mpiexec)
-        first = os.environ.get("PMI_RANK", os.environ.get("OMPI_COMM_WORLD_RANK", "0")) == "0"
-        for line in load_flags(cal, source) if first else ():
-            print(f"  warning: {line}", file=sys.stderr if args.json else sys.stdout)
-        return rc
+            return spread_options.run(args, data, args.trace, kw, args.plot,
+                                      warnings=load_flags(cal, source))
     with naming(args.trace):
         p = predict(args.trace, args.calibration, platform=args.platform,
                     hostfile=args.hostfile, hosts=args.cluster,

@@ -70,9 +70,11 @@ def check(args, conflicting: dict[str, bool]) -> None:
             raise MinitraceError(f"{name} is not available with --sample or --replicas")
 
 
-def run(args, trace, source: str, replay_kw: dict, plot: str | None) -> int:
-    """Sampled replay or replicas of ``trace``: print them (rank 0 under mpiexec).  The trace
-    is validated first, as a replay's is (:func:`~minitrace.replay.api.checked`)."""
+def run(args, trace, source: str, replay_kw: dict, plot: str | None,
+        warnings: list[str] = ()) -> int:
+    """Sampled replay or replicas of ``trace``: print them (rank 0 under mpiexec), with
+    ``warnings`` among their notes (a calibration's flags).  The trace is validated first, as a
+    replay's is (:func:`~minitrace.replay.api.checked`)."""
     from .sampling import load_trace
     data = load_trace(trace, source)
     comm = None
@@ -95,7 +97,7 @@ def run(args, trace, source: str, replay_kw: dict, plot: str | None) -> int:
         if error:
             raise MinitraceError(error)
     try:
-        return _run(args, data, source, replay_kw, plot, invalid, comm)
+        return _run(args, data, source, replay_kw, plot, invalid, comm, list(warnings))
     except MinitraceError as e:
         if not invalid:
             raise
@@ -103,7 +105,7 @@ def run(args, trace, source: str, replay_kw: dict, plot: str | None) -> int:
 
 
 def _run(args, data, source: str, replay_kw: dict, plot: str | None, invalid: str,
-         comm) -> int:
+         comm, warnings: list[str]) -> int:
     """:func:`run` of the trace's columns ``data`` (``invalid``: what its validation found;
     ``comm``: the replicas' MPI world, None without one)."""
     from .sampling import sampled_replay
@@ -113,6 +115,7 @@ def _run(args, data, source: str, replay_kw: dict, plot: str | None, invalid: st
         r = replicas(data, args.replicas, args.noise, args.seed, sample,
                      workers=args.workers, progress=sys.stderr.isatty(), runs=args.runs,
                      **replay_kw)
+        r.notes += warnings
         if invalid:
             r.notes.append(invalid_note(invalid))
         if comm is not None and comm.Get_rank() != 0:
@@ -127,6 +130,7 @@ def _run(args, data, source: str, replay_kw: dict, plot: str | None, invalid: st
                 print(f"  plot: {plot}")
         return 0
     s = sampled_replay(data, None, sample, **replay_kw)
+    s.notes += warnings
     if invalid:
         s.notes.append(invalid_note(invalid))
     if args.json:
