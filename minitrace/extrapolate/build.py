@@ -17,6 +17,7 @@ from ..compress import signatures as SG
 from ..compress.files import write_compressed
 from ..errors import MinitraceError
 from ..model import ACTION_DTYPE, NONE, TraceColumns, empty_actions
+from . import agree as AG
 from . import compose as CO
 from . import fit as F
 from . import grid as GR
@@ -805,6 +806,7 @@ def plan(runs: list[ST.Run], ranks: int, scaling: str = "weak", force: bool = Fa
         raise MinitraceError("not extrapolated (--force to extrapolate anyway):\n  "
                              + "\n  ".join(refused))
     progs = programs(runs, ranks, plans, grid, offsets, spread, seed, splits)
+    agreed = AG.agree(progs)
     progs.meta["extrapolated"] = {
         "from": [os.path.abspath(r.path) for r in runs], "ranks": [r.nranks for r in runs],
         "target": ranks, "scaling": scaling, "forced": refused,
@@ -812,6 +814,8 @@ def plan(runs: list[ST.Run], ranks: int, scaling: str = "weak", force: bool = Fa
         "grid": None if grid is None else {"dims": list(grid.dims),
                                            "periods": list(grid.periods), "notes": notes},
         "splits": split_notes,
+        # calls whose size became their matching send's or receive's (:mod:`.agree`)
+        "sizes_agreed": agreed,
         "models": [{"class": x.rank_class, "parameter": x.name, "model": str(x.model),
                     "loo_error": x.model.loo_error, "value": x.at_target,
                     "interval_95": list(x.interval(ranks))}
