@@ -297,12 +297,17 @@ def test_the_rounding_of_a_large_in_call_total_lands_on_it_not_on_the_work(tmp_p
 def test_files_written_before_session_19_expand_as_they_did():
     """A model file c199d68 wrote (session 18: no ``model/in_call_totals``, the waits' CPU
     time pooled in the epoch totals, the tail the largest calls of every kind) expands to the
-    volumes that code expanded it to, bit for bit (tests/data/model_c199d68: polling_trace(2,
-    12))."""
+    volumes that code expanded it to (tests/data/model_c199d68: polling_trace(2, 12)), to
+    the last bits of a float: the decoding's exp and log are numpy's vectorized kernels,
+    which differ by an ulp between CPUs and numpy releases (a new VM with numpy 2.4.6: 1 of
+    196 volumes 1 ulp off), where any change of the decoding moves a volume by its code's
+    precision, 1%."""
     with minitrace.open(FIXTURES / "polling-model.h5") as t:
         assert t.meta["format_version"] == 6
         got = t.data().actions["volume"]
-    assert np.array_equal(got, np.load(FIXTURES / "polling-volumes.npy"))
+    want = np.load(FIXTURES / "polling-volumes.npy")
+    assert np.array_equal(got == 0, want == 0)
+    np.testing.assert_allclose(got, want, rtol=1e-14, atol=0)
 
 
 def test_model_files_are_version_10_packed_or_not(tmp_path):
