@@ -41,7 +41,8 @@ def blocks(P: int, n: int = CELLS, steps: int = 3):
 
 def _sizes(path) -> tuple[int, int]:
     """(bytes sent, bytes received) by the point-to-point calls of a trace."""
-    a = minitrace.open(path).data().actions
+    with minitrace.open(path) as t:
+        a = t.data().actions
     sends, recvs = K.mask(K.SENDS)[a["kind"]], K.mask(K.RECVS)[a["kind"]]
     return int(a["bytes_sent"][sends].sum()), int(a["bytes_recv"][recvs].sum())
 
@@ -56,12 +57,13 @@ def test_a_send_and_its_receive_have_one_size(tmp_path, target):
     assert forced == []
     out = tmp_path / f"b{target}.h5"
     B.write(str(out), data)
-    report = minitrace.open(out).validate()
+    with minitrace.open(out) as t:
+        report = t.validate()
+        agreed = t.meta["extrapolated"]["sizes_agreed"]
     assert report.ok, str(report)
     sent, received = _sizes(out)
     assert sent == received > 0
-    # the calls that took their partner's size, in the file's provenance
-    assert minitrace.open(out).meta["extrapolated"]["sizes_agreed"] > 0
+    assert agreed > 0      # (the calls that took their partner's size, in the provenance)
 
 
 def test_recorded_uneven_blocks_validate(programs, tmp_path, capsys):

@@ -16,12 +16,12 @@ from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components
 
 from .. import kinds as K
+from ..validate import point_to_point as VP
 from . import grid_comms as GC
 
 _SENDS = K.mask(K.SENDS)
 _RECVS = K.mask(K.RECVS)
 _BOTH = K.mask(K.SENDRECVS | K.NONBLOCKING_SENDRECVS)
-_KEY = ["src", "dst", "tag", "comm", "seq"]
 
 
 def _columns(c) -> tuple:
@@ -104,11 +104,7 @@ def agree(progs) -> int:
         return 0
     sends, recvs = _halves(progs, which, ranks, starts)
     sends, recvs = sends[sends["dst"] >= 0], recvs[(recvs["src"] >= 0) & (recvs["tag"] >= 0)]
-    sends, recvs = (f.sort_values(["src", "dst", "tag", "comm", "order"], kind="stable")
-                    for f in (sends, recvs))       # each stream in program order
-    for f in (sends, recvs):
-        f["seq"] = f.groupby(["src", "dst", "tag", "comm"], sort=False).cumcount()
-    m = sends.merge(recvs, on=_KEY, suffixes=("_s", "_r"))
+    m = VP.paired(sends, recvs)
     if not len(m):
         return 0
     total = int(2 * sizes.sum())

@@ -29,6 +29,7 @@ import numpy as np
 import pandas as pd
 
 from .. import kinds as K
+from ..validate.deadlocks import EAGER_THRESHOLD
 
 _BLOCKING_RECVS = frozenset({"recv", "mrecv"})
 #: Completions that block until the requests they completed are done: one named in the
@@ -46,8 +47,8 @@ _MANY_TESTS = frozenset({"testall", "testsome"})
 #: acknowledgement, collectives/lowering.py); a buffered send never waits.
 _RENDEZVOUS = frozenset({"send", "rsend", "isend", "irsend"}) | K.SENDRECVS
 _SYNCHRONOUS = frozenset({"ssend", "issend"})
-#: SimGrid's default ``smpi/send-is-detached-thresh`` (bytes).
-DETACHED = 65536
+#: SimGrid's default ``smpi/send-is-detached-thresh`` (bytes), validate's too.
+DETACHED = EAGER_THRESHOLD
 #: What the clocks' loop does at a call (:func:`clocks`).
 _WAIT, _COLLECTIVE, _OTHER = range(3)
 
@@ -56,9 +57,10 @@ def clocks(data, detached: int = DETACHED) -> np.ndarray | None:
     """Per row, its rank's clock (s of compute on the critical path) when the action starts,
     and per rank the clock at its end (``[len(actions) + nranks]``: row ``len + r`` is rank r's
     end); None where a dependency cannot be met (``detached``: the replay's
-    ``smpi/send-is-detached-thresh``, from which a send waits for its receive).  The loop visits the calls, each rank's end
-    taken for one more (at row ``len + r``), each adding the computes before it one by one (the
-    same sums as a pass over every row); the computes' own clocks are filled in after."""
+    ``smpi/send-is-detached-thresh``, from which a send waits for its receive).  The loop
+    visits the calls, each rank's end taken for one more (at row ``len + r``), each adding the
+    computes before it one by one (the same sums as a pass over every row); the computes' own
+    clocks are filled in after."""
     a = data.actions
     n, nranks = len(a), data.nranks
     never = n + nranks                   # the row of a send that never comes: never visited

@@ -114,16 +114,28 @@ def message_halves(ctx: CheckContext, rep: ValidationReport):
     return sends[sends["dst"] >= 0], recvs[recvs["src"] >= 0]
 
 
-def match_messages(sends: pd.DataFrame, recvs: pd.DataFrame, rep: ValidationReport):
-    """Pair the n-th send of each (src, dst, tag, comm) stream with its n-th receive; report
-    the unmatched ones; returns the matched messages.  Needs every message of the streams of
-    its senders (the parallel validate gives each worker those of its ranks' sends)."""
-    key = ["src", "dst", "tag", "comm"]
+#: A message stream: its n-th send is matched to its n-th receive.
+STREAM = ["src", "dst", "tag", "comm"]
+
+
+def paired(sends: pd.DataFrame, recvs: pd.DataFrame, how: str = "inner") -> pd.DataFrame:
+    """The n-th send of each :data:`STREAM` beside its n-th receive (``order``: the calls'
+    order within their rank; columns of both sides suffixed ``_s``/``_r``, and ``seq``, the
+    message's place in its stream); ``how="outer"`` keeps the unmatched halves, ``_merge``
+    says which."""
     sends, recvs = (f.sort_values("order", kind="stable") for f in (sends, recvs))
     for f in (sends, recvs):
-        f["seq"] = f.groupby(key, sort=False).cumcount()
-    m = sends.merge(recvs.drop(columns="order"), on=key + ["seq"], how="outer",
-                    suffixes=("_s", "_r"), indicator=True)
+        f["seq"] = f.groupby(STREAM, sort=False).cumcount()
+    return sends.merge(recvs.drop(columns="order"), on=STREAM + ["seq"], how=how,
+                       suffixes=("_s", "_r"), indicator=True)
+
+
+def match_messages(sends: pd.DataFrame, recvs: pd.DataFrame, rep: ValidationReport):
+    """Pair the n-th send of each (src, dst, tag, comm) stream with its n-th receive
+    (:func:`paired`); report the unmatched ones; returns the matched messages.  Needs every
+    message of the streams of its senders (the parallel validate gives each worker those of
+    its ranks' sends)."""
+    m = paired(sends, recvs, "outer")
     for step, (how, cat) in enumerate((("left_only", "unmatched-send"),
                                        ("right_only", "unmatched-recv"))):
         rep.phase((3, 1 + step))
