@@ -47,9 +47,37 @@ def test_epochs_of_other_sizes_are_one_template_and_keep_their_phases(tmp_path, 
     assert len(c.side["templates"])
     for alone, overlap in phases(d):
         assert len(alone) >= 40 and len(overlap) >= 40
-        got = back.actions["volume"]
-        # by place the alone phase's computes keep their (~1 us) mean, not the site's
-        assert got[alone].mean() < got[overlap].mean() / 50
+        got, want = back.actions["volume"], d.actions["volume"]
+        # by place the alone phase's computes keep their (~2 us) mean, not the site's (the
+        # overlap phase's are 50-100 times theirs; pooled, 4-8 times theirs).  Against the
+        # recorded mean: a loaded recording's alone computes are themselves 1/50 of the rest.
+        assert got[alone].mean() < 2 * want[alone].mean()
+
+
+def test_a_smaller_fit_that_moves_the_phases_work_is_not_taken(tmp_path, programs, monkeypatch):
+    """A trace this small is fitted with templates of the stretches between anchors and of
+    the epochs, the smaller kept: here the epochs' fit, without templates, was the smaller on
+    most recordings (the test above failed 5 runs in 6, and a CI) and pooled both phases'
+    computes.  It is kept only where it moves no more of the work between calls."""
+    exe = programs("nbc_overlap")
+    rec = tmp_path / "nbc.h5"
+    record(rec, 3, [str(exe), "24", "4", "20"])
+    with minitrace.open(rec) as t:
+        d = t.data()
+    fits, real = [], E._fit
+
+    def spy(ep, precision, units):
+        fits.append((units, *real(ep, precision, units)))
+        return fits[-1][1:]
+    monkeypatch.setattr(E, "_fit", spy)
+    out = tmp_path / "m.h5"
+    write_compressed(str(out), d, "model")
+    (u1, stretches, _, kept), (u2, epochs, _, pooled) = fits[-2:]
+    assert u1 and not u2                                # (both fits of the file's merge)
+    assert len(stretches["templates"]) and not len(epochs["templates"])
+    assert pooled > kept + E.DISPLACED_TIE
+    with minitrace.open(out) as t:
+        assert E.TEMPLATE_UNIT_OFFSETS in t._reader.c.side
 
 
 def test_files_without_epoch_templates_are_read_by_signature_and_others_refused():

@@ -90,7 +90,7 @@ def test_a_small_trace_keeps_the_templates_that_deflate_smaller(halo, monkeypatc
                 0.01)
     both = [E._fit(E._epochs(*fit_args), 0.01, units) for units in (True, False)]
     assert E.TEMPLATE_UNIT_OFFSETS in both[0][0] and E.TEMPLATE_UNIT_OFFSETS not in both[1][0]
-    sizes = [E.side_bytes(side) for side, _ in both]
+    sizes = [E.side_bytes(side) for side, _, _ in both]
     monkeypatch.setattr(E, "BOTH_UP_TO", len(ids.ids))
     chosen = E.fit(*fit_args)[0]
     assert E.side_bytes(chosen) == min(sizes)
