@@ -328,6 +328,10 @@ def test_validate_blocking_self_send_above_eager(tmp_path):
     assert p.returncode == 1 and "1 deadlock" in p.stdout and "to itself" in p.stdout, p.stdout
     small = _validate_ti(tmp_path, "0 init\n0 send 0 1000\n0 recv 0 1000\n0 finalize\n")
     assert small.returncode == 0, small.stdout
+    # SimGrid's threshold: 65,536 B waits for its receive (its replay deadlocks), 65,535 not
+    for size, rc in ((65535, 0), (65536, 1)):
+        at = _validate_ti(tmp_path, f"0 init\n0 send 0 {size}\n0 recv 0 {size}\n0 finalize\n")
+        assert at.returncode == rc, at.stdout
     posted = _validate_ti(tmp_path, "0 init\n0 irecv 0 100000000\n0 send 0 100000000\n0 wait\n"
                                     "0 finalize\n")
     assert posted.returncode == 0, posted.stdout

@@ -1,22 +1,23 @@
-"""Certain deadlocks: a blocking send to the rank itself above the eager threshold with no
-receive posted, two ranks each blocked in a receive from the other."""
+"""Certain deadlocks: a blocking send to the rank itself at or above the eager threshold with
+no receive posted, two ranks each blocked in a receive from the other."""
 import pandas as pd
 
 from .. import kinds as K
 from .report import CheckContext, ValidationReport
 
 
-#: SimGrid's default smpi/send-is-detached-thresh: a larger standard send waits for its receive.
+#: SimGrid's default smpi/send-is-detached-thresh: a standard send of this many bytes or more
+#: waits for its receive (a self-send of 65,536 B deadlocks its replay, of 65,535 B does not).
 EAGER_THRESHOLD = 65536
 
 
 def check_self_sends(ctx: CheckContext, rep: ValidationReport) -> None:
     """A blocking send to the rank itself that must wait for its receive (ssend; send/rsend
-    above the eager threshold) with no receive from itself posted before it: a deadlock."""
+    at or above the eager threshold) with no receive from itself posted before it: a deadlock."""
     a = ctx.a
     rows = ctx.rows({"send", "ssend", "rsend"})
     rows = rows[(a["peer"][rows] == ctx.rank[rows]) &
-                ((a["bytes_sent"][rows] > EAGER_THRESHOLD) | (ctx.kind[rows] == K.CODE["ssend"]))]
+                ((a["bytes_sent"][rows] >= EAGER_THRESHOLD) | (ctx.kind[rows] == K.CODE["ssend"]))]
     if not len(rows):
         return
     posted = ctx.rows({"irecv", "recv_init", "precv_init"})
@@ -26,7 +27,7 @@ def check_self_sends(ctx: CheckContext, rep: ValidationReport) -> None:
         if not ((ctx.rank[posted] == ctx.rank[row]) & (posted < row)).any():
             rep.add(ctx.rank[row], ctx.index[row], "deadlock",
                     f"blocking {K.NAME[int(ctx.kind[row])]} of {a['bytes_sent'][row]} B to "
-                    f"itself with no receive posted before (above the eager threshold, "
+                    f"itself with no receive posted before (from the eager threshold, "
                     f"{EAGER_THRESHOLD} B, a send waits for its receive)")
 
 
