@@ -24,6 +24,7 @@ from . import grid as GR
 from . import grid_comms as GC
 from . import grid_laws as GL
 from . import grid_peers as GP
+from . import per_member as PM
 from . import phases as PH
 from . import split_comms as SC
 from . import stamped as SS
@@ -801,11 +802,13 @@ def plan(runs: list[ST.Run], ranks: int, scaling: str = "weak", force: bool = Fa
             *offsets[key], said = GP.resolve(
                 sorted((r for r in runs if key in r.classes), key=lambda r: r.nranks), key)
             notes += said
-    refused = found + split_forced + refusals(parameters, ranks, max(r.nranks for r in runs))
+    refused = found + split_forced + PM.sparse(runs) + \
+        refusals(parameters, ranks, max(r.nranks for r in runs))
     if refused and not force:
         raise MinitraceError("not extrapolated (--force to extrapolate anyway):\n  "
                              + "\n  ".join(refused))
     progs = programs(runs, ranks, plans, grid, offsets, spread, seed, splits)
+    PM.per_member(progs)
     agreed = AG.agree(progs)
     progs.meta["extrapolated"] = {
         "from": [os.path.abspath(r.path) for r in runs], "ranks": [r.nranks for r in runs],

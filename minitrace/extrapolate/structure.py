@@ -37,6 +37,7 @@ from . import split_comms as SC
 
 #: signature fields that must be equal at every scale (the rest are fitted or mapped)
 SHAPE_FIELDS = ("kind", "flags", "peer_mode", "req_mode", "tag", "comm")
+_PER_MEMBER = frozenset(K.CODE[k] for k in K.VECTOR_KINDS)
 
 
 @dataclass
@@ -176,6 +177,7 @@ def load(path: str, data: TraceColumns, grid: GR.Grid | None = None,
         sig = GP.encode(data, grid, sig, labels)
     sig, split_labels, splits = SC.rewrite(data, sig)
     labels = {**labels, **split_labels}
+    sig = _vector_sizes(sig, data.rank_of(), data.nranks)
     gram = G.build(sig.ids, data.rank_offsets, len(sig.table))
     P = data.nranks
     program = _sizeless(gram, sig.table)
@@ -215,19 +217,24 @@ def load(path: str, data: TraceColumns, grid: GR.Grid | None = None,
 #: whose programs differ in these only, in point-to-point calls, are one class
 SIZE_FIELDS = ("bytes_sent", "bytes_recv")
 #: the calls whose sizes may differ within a class; a collective's may not (a gather's root
-#: receives the others' data: it stays a class of its own)
+#: receives the others' data: it stays a class of its own) but a vector collective's, whose
+#: sizes per member are made at the target (:mod:`.per_member`; a gatherv's root, which
+#: alone holds a vector, still a class of its own)
 _POINT_TO_POINT = np.isin(np.arange(max(K.NAME) + 1), [
     K.CODE[n] for n in K.SENDS | K.RECVS | K.SENDRECVS | K.NONBLOCKING_SENDRECVS])
+_VECTOR = np.isin(np.arange(max(K.NAME) + 1), list(_PER_MEMBER))
 
 
 def _sizeless(gram: G.Grammar, table: np.ndarray) -> np.ndarray:
     """Per rank, a program id that is the same for ranks whose loop trees are equal (loop
-    counts too) up to the sizes of their point-to-point messages: the smallest of their
-    grammar's program ids."""
+    counts too) up to the sizes of their point-to-point messages and vector collectives: the
+    smallest of their grammar's program ids."""
     plain = table.copy()
-    p2p = _POINT_TO_POINT[plain["kind"]]
+    p2p = _POINT_TO_POINT[plain["kind"]] | _VECTOR[plain["kind"]]
     for f in SIZE_FIELDS:
         plain[f][p2p] = 0
+    v = _VECTOR[plain["kind"]]
+    plain["vec"][v] = np.minimum(plain["vec"][v], 0)        # (whether it holds one)
     _, same = np.unique(plain, return_inverse=True)
     same = same.ravel()
 
@@ -240,6 +247,53 @@ def _sizeless(gram: G.Grammar, table: np.ndarray) -> np.ndarray:
         out[gram.rank_grammar == g] = first.setdefault(form(tree_of(gram, gram.top(int(g)))),
                                                        int(g))
     return out
+
+
+def _vector_sizes(sig: SG.Signatures, rank: np.ndarray, P: int) -> SG.Signatures:
+    """``sig`` with each rank's vector collectives of one call but for their sizes one
+    signature, of the lower median of their totals (a size one call had): where the sizes
+    depend on the data (NPB IS's keys bucketed by destination) each step's call was another
+    signature and the steps folded into no loop.  Their vectors, one size per member, are
+    made at the target from the totals (:mod:`.per_member`)."""
+    table = sig.table
+    on = _VECTOR[table["kind"]]
+    rows = np.flatnonzero(on[sig.ids])
+    if not len(rows):
+        return sig
+    plain = table.copy()
+    for f in SIZE_FIELDS:
+        plain[f][on] = 0
+    plain["vec"][on] = np.minimum(plain["vec"][on], 0)
+    group = np.unique(plain, return_inverse=True)[1].ravel()
+    ids = sig.ids[rows]
+    key = group[ids].astype(np.int64) * P + rank[rows]
+    keys, which = np.unique(key, return_inverse=True)
+    new = table[ids[np.unique(which, return_index=True)[1]]].copy()    # (each key's first)
+    for f in SIZE_FIELDS:
+        x = table[f][ids]
+        order = np.lexsort((x, which))
+        count = np.bincount(which, minlength=len(keys))
+        new[f] = x[order][np.cumsum(count) - count + (count - 1) // 2]
+    table, index = _with_rows(table, new)
+    out = sig.ids.copy()
+    out[rows] = index[which]
+    return replace(sig, table=table, ids=out)
+
+
+def _with_rows(table: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(``table`` with those of signature ``rows`` it lacks added, each row's index in it)."""
+    known = {row.tobytes(): k for k, row in enumerate(table)}
+    extra = []
+    index = np.empty(len(rows), np.int64)
+    for k, row in enumerate(rows):
+        at = known.get(row.tobytes())
+        if at is None:
+            at = known[row.tobytes()] = len(table) + len(extra)
+            extra.append(row)
+        index[k] = at
+    if extra:
+        table = np.concatenate([table, np.array(extra, table.dtype)])
+    return table, index
 
 
 def _typical_sizes(gram: G.Grammar, table: np.ndarray, ranks: np.ndarray, tree: Node):
@@ -259,15 +313,9 @@ def _typical_sizes(gram: G.Grammar, table: np.ndarray, ranks: np.ndarray, tree: 
     rows = table[[n.sig for n in nodes]].copy()
     for f in SIZE_FIELDS:
         rows[f] = np.sort(sizes[f], axis=0)[(len(ranks) - 1) // 2]
-    known = {row.tobytes(): k for k, row in enumerate(table)}
-    new = []
-    for node, row in zip(nodes, rows):
-        if row.tobytes() not in known:
-            known[row.tobytes()] = len(table) + len(new)
-            new.append(row)
-        node.sig = known[row.tobytes()]
-    if new:
-        table = np.concatenate([table, np.array(new, table.dtype)])
+    table, index = _with_rows(table, rows)
+    for node, k in zip(nodes, index.tolist()):
+        node.sig = k
     return table, [n.sig for n in nodes]
 
 
@@ -332,13 +380,16 @@ def _looped(s: tuple) -> bool:
 
 def vector_reader(run: "Run"):
     """A vector's content as the shape compares it, without what changes with the scale: a
-    sendrecv's source (compared as a peer: :func:`_peer_mismatches`) and on a grid
-    cart_create's extents."""
+    sendrecv's source (compared as a peer: :func:`_peer_mismatches`), on a grid
+    cart_create's extents, and a vector collective's sizes, one per member (made at the
+    target from its totals: :mod:`.per_member`)."""
     sig = run.sig
 
     def content(v: int, kind: int) -> tuple:
         if v < 0:
             return ()
+        if kind in _PER_MEMBER:
+            return ("per member",)
         c = sig.vec_values[sig.vec_offsets[v]:sig.vec_offsets[v + 1]].tolist()
         if c[0] == SG.VEC_SENDRECV:
             c[1] = "source"
