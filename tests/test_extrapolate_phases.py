@@ -3,9 +3,10 @@ Transpose's pattern): at phase j rank r receives from r + j and sends to r - j, 
 run held P - 1 blocks of other calls, and its partners (every rank) were a small torus's
 neighbours (2x2 at 4 ranks, 2x2x2 at 8): refused as grid positions in too few runs, with
 --force too.  Folded into loops of phases (minitrace/extrapolate/phases.py), 2, 3, 4 ranks
-predict 8 with the structure identical, and every rank's partners and tags at 16.  Its block
-size from 2, 4, 8 ranks, and the refusal of ranks that each run a program of their own
-(public HPL's), said as such."""
+predict 8 with the structure identical, and every rank's partners and tags at 16; so does
+its exchange by MPI_Sendrecv (PRK built SYNCHRONOUS), whose source and receive tag advance in
+its vector.  Its block size from 2, 4, 8 ranks, and the refusal of ranks that each run a
+program of their own (public HPL's), said as such."""
 from pathlib import Path
 
 import numpy as np
@@ -44,6 +45,37 @@ def test_a_transpose_in_phases_extrapolates(tmp_path, capsys, programs):
         assert send["peer"].tolist() == ((r - phases) % 16).tolist()
         assert recv["tag"].tolist() == send["tag"].tolist() == phases.tolist()
         assert (recv["bytes_recv"] == 8 * 30 * 30).all()
+
+
+def test_a_transpose_by_sendrecv_in_phases_extrapolates(tmp_path, capsys, programs):
+    """PRK Transpose built SYNCHRONOUS: one MPI_Sendrecv per phase, to r - j with tag j, from
+    r + j with tag j, the source and receive tag in its vector (each phase's another vector
+    content: no phases were folded, each scale was another program, refused with --force
+    too)."""
+    exe = programs("transpose_phases")
+    paths = []
+    for p in (2, 3, 4, 8):
+        paths.append(str(tmp_path / f"trs{p}.h5"))
+        record(Path(paths[-1]), p, [exe, "3", "480", "sync"])
+    code = main(["extrapolate", *paths, "--check", "--scaling", "strong", "--force"])
+    printed = capsys.readouterr().out
+    assert code == 0, printed
+    assert "loop(s) of phases" in printed
+    assert "structure at 8 ranks: identical to the recorded run" in printed
+    out = tmp_path / "trs16.h5"
+    assert main(["extrapolate", *paths[:3], "--ranks", "16", "-o", str(out), "--scaling",
+                 "strong", "--force"]) == 0
+    with minitrace.open(str(out)) as t:
+        data = t.data()
+    phases = np.tile(np.arange(1, 16), 4)          # a warm-up and 3 timed iterations
+    for r in range(16):
+        rows = data.rank_slice(r).start + np.flatnonzero(
+            data.actions[data.rank_slice(r)]["kind"] == K.CODE["sendrecv"])
+        sr = data.actions[rows]
+        assert sr["peer"].tolist() == ((r - phases) % 16).tolist()
+        assert data.vector_item(rows, 0).tolist() == ((r + phases) % 16).tolist()
+        assert sr["tag"].tolist() == data.vector_item(rows, 1).tolist() == phases.tolist()
+        assert (sr["bytes_recv"] == 8 * 30 * 30).all()
 
 
 def test_a_block_shared_by_p_squared_from_2_4_8_ranks():

@@ -585,10 +585,6 @@ def programs(runs: list[ST.Run], ranks: int, plans: dict, grid: GR.Grid | None =
             sigs[field] = plan.leaves[field].astype(np.int64)
         stream = ST.leaf_stream(rc.tree, plan.counts.tolist())
         a, vec, peer_rel, vec_rel = _class_program(sigs, stream, ranks, source)
-        if any(lp.phased for lp in rc.loops):        # each phase's peers and tags
-            moved = PH.shifts(rc.tree, plan.counts.tolist())
-            a["peer"] = np.where(moved[:, 0] != 0, (a["peer"] + moved[:, 0]) % ranks, a["peer"])
-            a["tag"] += moved[:, 1].astype(a["tag"].dtype)
         a["volume"] = plan.leaves["volume"][stream]
         if grid is not None:
             _set_cart_dims(a, vec, grid)
@@ -599,6 +595,8 @@ def programs(runs: list[ST.Run], ranks: int, plans: dict, grid: GR.Grid | None =
                 [recorded] + [GP.sendrecv_source(r.sig, r.classes[key].leaves) for r in aligned],
                 [source.nranks] + [r.nranks for r in aligned])
             _set_sources(a, vec, np.where(recorded >= 0, offsets % ranks, -1)[stream])
+        if any(lp.phased for lp in rc.loops):        # each phase's peers, tags and sources
+            PH.move(a, vec, PH.shifts(rc.tree, plan.counts.tolist()), ranks)
         ratios = _rank_ratios(source, rc)
         pool = None
         if spread:

@@ -44,8 +44,9 @@ _PER_MEMBER = frozenset(K.CODE[k] for k in K.VECTOR_KINDS)
 class Node:
     """A loop (``count`` repetitions of ``children``) or a leaf (one signature, ``sig``).
     A ``phased`` loop's iterations are not repeats (:mod:`.phases`): at iteration j each of
-    its leaves' rank-relative peer and tag is the first iteration's plus j times the leaf's
-    ``step`` (peer, tag); None: not known, the run had one phase."""
+    its leaves' rank-relative peer and tag (a sendrecv's source and receive tag too) is the
+    first iteration's plus j times the leaf's ``step`` (peer, tag, source, receive tag;
+    outside phased loops (0, 0)); None: not known, the run had one phase."""
 
     count: int = 1
     children: list = field(default_factory=list)
@@ -514,9 +515,15 @@ def _peer_mismatches(run: Run, rc: RankClass, ref: Run, ref_rc: RankClass) -> li
     out += [f"call {k + 1} ({_kind(theirs[k])}): each phase's peer and tag advance by "
             f"{x} vs {y}" for k, (x, y) in enumerate(zip(leaf_steps(rc.tree),
                                                          leaf_steps(ref_rc.tree)))
-            if x is not None and y is not None and
-            (x[1] != y[1] or (x[0] - y[0]) % run.nranks)]
+            if x is not None and y is not None and _steps_differ(x, y, run.nranks)]
     return out[:5]
+
+
+def _steps_differ(x: tuple, y: tuple, nranks: int) -> bool:
+    """Whether two runs' steps of a phased leaf differ: the tags (the peer's, the receive's)
+    as numbers, the peer and a sendrecv's source modulo the smaller run's ranks."""
+    a, b = (np.pad(np.array(s, np.int64), (0, 4 - len(s))) for s in (x, y))
+    return bool((a[1::2] != b[1::2]).any() or ((a[::2] - b[::2]) % nranks).any())
 
 
 def last_roots(ref_peers: np.ndarray, ref: Run, peers: np.ndarray, run: Run) -> np.ndarray:
