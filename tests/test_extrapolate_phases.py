@@ -19,12 +19,14 @@ from tests.support import synthetic
 from tests.support.record_util import record
 
 
-def test_a_transpose_in_phases_extrapolates(tmp_path, capsys, programs):
+def _transposed_to_16(tmp_path, capsys, programs, *mode: str):
+    """transpose_phases.c recorded at 2, 3, 4, 8 ranks (``mode``: its argv after the size),
+    checked at 8 and extrapolated from 2, 3, 4 to 16: the 16-rank trace's columns."""
     exe = programs("transpose_phases")
     paths = []
     for p in (2, 3, 4, 8):
         paths.append(str(tmp_path / f"tr{p}.h5"))
-        record(Path(paths[-1]), p, [exe, "3", "480"])
+        record(Path(paths[-1]), p, [exe, "3", "480", *mode])
     # --force: the compute of blocks of 30-240 rows is microseconds of noise on a loaded
     # machine; the structure is what is checked here (the times: docs/EXTRAPOLATE.md)
     code = main(["extrapolate", *paths, "--check", "--scaling", "strong", "--force"])
@@ -36,7 +38,11 @@ def test_a_transpose_in_phases_extrapolates(tmp_path, capsys, programs):
     assert main(["extrapolate", *paths[:3], "--ranks", "16", "-o", str(out), "--scaling",
                  "strong", "--force"]) == 0
     with minitrace.open(str(out)) as t:
-        data = t.data()
+        return t.data()
+
+
+def test_a_transpose_in_phases_extrapolates(tmp_path, capsys, programs):
+    data = _transposed_to_16(tmp_path, capsys, programs)
     phases = np.tile(np.arange(1, 16), 4)          # a warm-up and 3 timed iterations
     for r in range(16):
         a = data.actions[data.rank_slice(r)]
@@ -52,21 +58,7 @@ def test_a_transpose_by_sendrecv_in_phases_extrapolates(tmp_path, capsys, progra
     r + j with tag j, the source and receive tag in its vector (each phase's another vector
     content: no phases were folded, each scale was another program, refused with --force
     too)."""
-    exe = programs("transpose_phases")
-    paths = []
-    for p in (2, 3, 4, 8):
-        paths.append(str(tmp_path / f"trs{p}.h5"))
-        record(Path(paths[-1]), p, [exe, "3", "480", "sync"])
-    code = main(["extrapolate", *paths, "--check", "--scaling", "strong", "--force"])
-    printed = capsys.readouterr().out
-    assert code == 0, printed
-    assert "loop(s) of phases" in printed
-    assert "structure at 8 ranks: identical to the recorded run" in printed
-    out = tmp_path / "trs16.h5"
-    assert main(["extrapolate", *paths[:3], "--ranks", "16", "-o", str(out), "--scaling",
-                 "strong", "--force"]) == 0
-    with minitrace.open(str(out)) as t:
-        data = t.data()
+    data = _transposed_to_16(tmp_path, capsys, programs, "sync")
     phases = np.tile(np.arange(1, 16), 4)          # a warm-up and 3 timed iterations
     for r in range(16):
         rows = data.rank_slice(r).start + np.flatnonzero(
