@@ -20,6 +20,7 @@ C = K.CODE
 #: mode -> the kinds of its polls (cycle: an iprobe and a test in turn)
 POLLS = {m: (m,) for m in ("test", "testany", "testsome", "testall", "iprobe", "improbe")}
 POLLS["cycle"] = ("iprobe", "test")
+POLLS["cycle5"] = ("iprobe",) * 5          # (5 tags in turn: public Branson's cycle length)
 
 
 def _run(programs, tmp_path, mode: str, extra=(), volume="cputime"):
@@ -51,7 +52,8 @@ def test_a_run_of_failed_polls_is_one_action(programs, tmp_path, mode):
     # before the "go": one action per run of equal polls (iprobe modes: a tag, then another)
     before = a[:send][bad[:send]]
     runs = {"iprobe": [(7, "iprobe"), (1, "iprobe")], "improbe": [(7, "improbe"), (1, "improbe")],
-            "cycle": [(1, "iprobe"), (-1, "test")]}.get(mode, [(-1, mode)])
+            "cycle": [(1, "iprobe"), (-1, "test")],
+            "cycle5": [(t, "iprobe") for t in (1, 11, 12, 13, 14)]}.get(mode, [(-1, mode)])
     assert list(zip(before["tag"].tolist(), [K.NAME[int(k)] for k in before["kind"]])) == runs
     # after it: the polls that found nothing while the message travelled, folded too (one
     # cycle of them at most), then the one that completed

@@ -5,7 +5,9 @@
  * irecvs), iprobe (MPI_Iprobe: first
  * 50 on a tag never sent, then 50 on the tag sent: two runs), improbe (MPI_Improbe, then
  * MPI_Mrecv), cycle (MPI_Iprobe and MPI_Test of an irecv in turn, as public AMG's hypre polls:
- * the irecv's message is sent after the probed one arrived).  Rank 0 prints how many of its polls found nothing: "failed polls N". */
+ * the irecv's message is sent after the probed one arrived), cycle5 (MPI_Iprobe of the tag
+ * sent and of 4 tags never sent in turn: a cycle of 5, as public Branson's rank with two
+ * neighbours tests 2 sends, 2 receives and an iallreduce).  Rank 0 prints how many of its polls found nothing: "failed polls N". */
 #include <mpi.h>
 #include <stdio.h>
 #include <string.h>
@@ -52,6 +54,17 @@ int main(int argc, char **argv) {
             MPI_Recv(&buf[0], 1, MPI_INT, 1, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
             MPI_Send(&go, 1, MPI_INT, 1, 4, MPI_COMM_WORLD);
             MPI_Wait(&rq[0], MPI_STATUS_IGNORE);
+        } else if (!strcmp(mode, "cycle5")) {
+            static const int tags[5] = {1, 11, 12, 13, 14};
+            for (int k = 0; !flag; k++) {
+                if (k == 50) MPI_Send(&go, 1, MPI_INT, 1, 2, MPI_COMM_WORLD);
+                for (int t = 0; t < 5 && !flag; t++) {
+                    compute();
+                    MPI_Iprobe(1, tags[t], MPI_COMM_WORLD, &flag, MPI_STATUS_IGNORE);
+                    failed += !flag;
+                }
+            }
+            MPI_Recv(&buf[0], 1, MPI_INT, 1, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
         } else if (!strcmp(mode, "iprobe") || !strcmp(mode, "improbe")) {
             MPI_Message msg;
             for (int i = 0; i < 50; i++) {              /* a tag never sent */
