@@ -66,8 +66,8 @@ def test_a_smaller_fit_that_moves_the_phases_work_is_not_taken(tmp_path, program
         d = t.data()
     fits, real = [], E._fit
 
-    def spy(ep, precision, units):
-        fits.append((units, *real(ep, precision, units)))
+    def spy(ep, precision, units, measure=False):
+        fits.append((units, *real(ep, precision, units, measure)))
         return fits[-1][1:]
     monkeypatch.setattr(E, "_fit", spy)
     out = tmp_path / "m.h5"

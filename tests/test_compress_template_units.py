@@ -88,7 +88,7 @@ def test_a_small_trace_keeps_the_templates_that_deflate_smaller_and_move_no_more
     has[ids.ids[V.volume_rows(volume)]] = True
     fit_args = (volume, has[ids.ids], ids.ids, np.asarray(d.rank_offsets), ids.table["kind"],
                 0.01)
-    both = [E._fit(E._epochs(*fit_args), 0.01, units) for units in (True, False)]
+    both = [E._fit(E._epochs(*fit_args), 0.01, units, True) for units in (True, False)]
     assert E.TEMPLATE_UNIT_OFFSETS in both[0][0] and E.TEMPLATE_UNIT_OFFSETS not in both[1][0]
     sizes = [E.side_bytes(side) for side, _, _ in both]
     monkeypatch.setattr(E, "BOTH_UP_TO", len(ids.ids))

@@ -693,9 +693,10 @@ def fit(volume: np.ndarray, vrow: np.ndarray, ids: np.ndarray, offsets: np.ndarr
     site) where some are: the stretches' fit's call sites by phase there (:func:`site_ids`,
     :data:`SITE_PHASES`)."""
     ep = _epochs(volume, vrow, ids, offsets, kinds, precision, sites, merge)
-    side, attrs, displaced = _fit(ep, precision, True)
-    if TEMPLATE_UNIT_OFFSETS in side and len(ids) <= BOTH_UP_TO:
-        other, other_attrs, other_displaced = _fit(ep, precision, False)
+    both = len(ids) <= BOTH_UP_TO
+    side, attrs, displaced = _fit(ep, precision, True, both)
+    if TEMPLATE_UNIT_OFFSETS in side and both:
+        other, other_attrs, other_displaced = _fit(ep, precision, False, True)
         same = {k for k, v in side.items() if k in other and _alike(v, other[k])}
         if other_displaced <= displaced + DISPLACED_TIE and \
                 side_bytes({k: v for k, v in other.items() if k not in same}) < \
@@ -959,10 +960,12 @@ def _gaps(mask: np.ndarray, vr: np.ndarray, P: int) -> tuple[np.ndarray, np.ndar
     return np.bincount(kr, minlength=P).astype(np.int64), (kp - prev - 1).astype(np.int64)
 
 
-def _fit(ep: _Epochs, precision: float, units: bool) -> tuple[dict, dict, float]:
+def _fit(ep: _Epochs, precision: float, units: bool, measure: bool = False
+         ) -> tuple[dict, dict, float | None]:
     """:func:`fit`'s model of :func:`_epochs`' ``ep``, its templates of the stretches between
     anchors where epochs are merged and ``units``, else of the epochs: (side arrays,
-    attributes, the share of the work it moves between calls, :func:`_displaced`)."""
+    attributes, with ``measure`` the share of the work it moves between calls,
+    :func:`_displaced`, else None: only fits that are compared need it)."""
     P, nsig, kinds, ids, offsets, vrow, anchor, anchor_name, rank, nvol, n_anchor, merge, _, \
         epoch_offsets, vidx, vr, vol, vids, kind_of_sig, in_call, gepoch, bv, av, phased = ep
     ge = gepoch[vidx]
@@ -1018,10 +1021,12 @@ def _fit(ep: _Epochs, precision: float, units: bool) -> tuple[dict, dict, float]
     template_means = _means(row[tr], vr_t[tr], vol[tm][tr], int(rows.sum()), P)
     means = _means(site[sr], np.zeros(int(sr.sum()), np.int64), vol[st][sr],
                    int(site_offsets[-1]), 1)
-    modelled = np.empty(len(vol))             # (before the epochs' totals scale them)
-    modelled[tm] = template_means[row * P + vr_t]
-    modelled[st] = means[site]
-    displaced = _displaced(vol, modelled, tail, work, ge, n_ep)
+    displaced = None
+    if measure:
+        modelled = np.empty(len(vol))         # (before the epochs' totals scale them)
+        modelled[tm] = template_means[row * P + vr_t]
+        modelled[st] = means[site]
+        displaced = _displaced(vol, modelled, tail, work, ge, n_ep)
     templates = _frame({"hash": t_hash, "length": t_length, "start": t_start,
                         **({"variants": variants} if (variants > 1).any() else {})})
     parts = [means, template_means, totals, in_call_totals if in_call.any() else ()]

@@ -73,7 +73,7 @@ def per_member(progs) -> None:
                 streams.setdefault((cid, n), {})[k] = row
     sent = np.zeros((len(progs.classes), len(streams)), np.int64)
     received = np.zeros_like(sent)
-    index = {}
+    calls: list[dict] = [{} for _ in progs.classes]     # per class: its row -> its call
     for j, (key, per_class) in enumerate(streams.items()):
         if any(len(c.ranks) and i not in per_class for i, c in enumerate(progs.classes)):
             raise MinitraceError(f"vector collective {key[1] + 1} on communicator {key[0]} "
@@ -83,29 +83,22 @@ def per_member(progs) -> None:
             if _ALL_TO_ALL[a["kind"][row]]:          # (each member's even share)
                 a["bytes_sent"][row] = P * int(round(a["bytes_sent"][row] / P))
             sent[k, j], received[k, j] = a["bytes_sent"][row], a["bytes_recv"][row]
-        index[key] = j
+            calls[k][row] = j
     for k, c in enumerate(progs.classes):
-        _rewrite(c, k, sent, received, index, which)
+        _rewrite(c, k, sent, received, calls[k], which)
 
 
-def _rewrite(c, k: int, sent: np.ndarray, received: np.ndarray, index: dict,
+def _rewrite(c, k: int, sent: np.ndarray, received: np.ndarray, calls: dict,
              which: np.ndarray) -> None:
     """Class program ``c`` (class ``k``) with its vector collectives' vectors made for the
-    target from the members' totals (``sent``, ``received``: per class, per call of
-    ``index``, keyed (communicator, n-th call))."""
+    target from the members' totals (``sent``, ``received``: per class, per call; ``calls``:
+    the class's rows and their calls)."""
     a = c.actions
     P = len(which)
-    starts = np.cumsum(a["vec_len"]) - a["vec_len"]
-    on = _VECTOR[a["kind"]]
-    nth = {}
     made = {}
-    for row in np.flatnonzero(on).tolist():
-        cid = int(a["comm"][row])
-        n = nth.get(cid, 0)
-        nth[cid] = n + 1
+    for row, j in calls.items():
         if a["vec_len"][row] == 0:
             continue
-        j = index[(cid, n)]
         if _ALL_TO_ALL[a["kind"][row]]:
             share = sent[:, j] // P
             entries = np.concatenate([np.full(P, sent[k, j] // P), share[which]])
@@ -119,21 +112,23 @@ def _rewrite(c, k: int, sent: np.ndarray, received: np.ndarray, index: dict,
         made[row] = entries.astype(c.vectors.dtype)
     if not made:
         return
-    pieces, rel, moved = [], [], {}
-    at = 0
-    for row in range(len(a)):
-        s, n = int(starts[row]), int(a["vec_len"][row])
-        piece = made.get(row)
-        if piece is None:
-            piece, flags = c.vectors[s:s + n], c.vec_rel[s:s + n]
-        else:
-            flags = np.zeros(len(piece), bool)
-            a["vec_len"][row] = len(piece)
-        if n or len(piece):
-            moved[s] = at
-        pieces.append(piece)
-        rel.append(flags)
-        at += len(piece)
-    c.vectors = np.concatenate(pieces) if pieces else c.vectors[:0]
-    c.vec_rel = np.concatenate(rel) if rel else c.vec_rel[:0]
-    c.splits = [(moved[s], values) for s, values in c.splits]
+    # the vectors laid out again: the others' entries copied, the made ones put in
+    old = (np.cumsum(a["vec_len"]) - a["vec_len"]).astype(np.int64)
+    rows = np.fromiter(made, np.int64, len(made))
+    a["vec_len"][rows] = [len(made[r]) for r in rows.tolist()]
+    lens = a["vec_len"].astype(np.int64)
+    new = np.cumsum(lens) - lens
+    kept = np.ones(len(a), bool)
+    kept[rows] = False
+    n = np.where(kept, lens, 0)
+    to = np.repeat(new, n) + np.arange(int(n.sum())) - np.repeat(np.cumsum(n) - n, n)
+    src = np.repeat(old, n) + np.arange(int(n.sum())) - np.repeat(np.cumsum(n) - n, n)
+    vectors = np.zeros(int(lens.sum()), c.vectors.dtype)
+    rel = np.zeros(len(vectors), bool)
+    vectors[to], rel[to] = c.vectors[src], c.vec_rel[src]
+    for r in rows.tolist():
+        vectors[new[r]:new[r] + lens[r]] = made[r]
+    c.vectors, c.vec_rel = vectors, rel
+    held = np.flatnonzero(lens > 0)                  # (a split's entries: its row's start)
+    c.splits = [(int(new[held[np.searchsorted(old[held], s)]]), values)
+                for s, values in c.splits]

@@ -230,14 +230,7 @@ def _sizeless(gram: G.Grammar, table: np.ndarray) -> np.ndarray:
     """Per rank, a program id that is the same for ranks whose loop trees are equal (loop
     counts too) up to the sizes of their point-to-point messages and vector collectives: the
     smallest of their grammar's program ids."""
-    plain = table.copy()
-    p2p = _POINT_TO_POINT[plain["kind"]] | _VECTOR[plain["kind"]]
-    for f in SIZE_FIELDS:
-        plain[f][p2p] = 0
-    v = _VECTOR[plain["kind"]]
-    plain["vec"][v] = np.minimum(plain["vec"][v], 0)        # (whether it holds one)
-    _, same = np.unique(plain, return_inverse=True)
-    same = same.ravel()
+    same = _sizeless_rows(table)
 
     def form(node: Node) -> tuple:
         return tuple(int(same[c.sig]) if c.leaf else (c.count, form(c))
@@ -248,6 +241,18 @@ def _sizeless(gram: G.Grammar, table: np.ndarray) -> np.ndarray:
         out[gram.rank_grammar == g] = first.setdefault(form(tree_of(gram, gram.top(int(g)))),
                                                        int(g))
     return out
+
+
+def _sizeless_rows(table: np.ndarray) -> np.ndarray:
+    """Per signature, an id equal for signatures that differ only in the sizes of a
+    point-to-point message or a vector collective (and, for the latter, in which vector it
+    holds, not whether it holds one)."""
+    plain = table.copy()
+    v = _VECTOR[plain["kind"]]
+    for f in SIZE_FIELDS:
+        plain[f][_POINT_TO_POINT[plain["kind"]] | v] = 0
+    plain["vec"][v] = np.minimum(plain["vec"][v], 0)        # (whether it holds one)
+    return np.unique(plain, return_inverse=True)[1].ravel()
 
 
 def _vector_sizes(sig: SG.Signatures, rank: np.ndarray, P: int) -> SG.Signatures:
@@ -261,11 +266,7 @@ def _vector_sizes(sig: SG.Signatures, rank: np.ndarray, P: int) -> SG.Signatures
     rows = np.flatnonzero(on[sig.ids])
     if not len(rows):
         return sig
-    plain = table.copy()
-    for f in SIZE_FIELDS:
-        plain[f][on] = 0
-    plain["vec"][on] = np.minimum(plain["vec"][on], 0)
-    group = np.unique(plain, return_inverse=True)[1].ravel()
+    group = _sizeless_rows(table)
     ids = sig.ids[rows]
     key = group[ids].astype(np.int64) * P + rank[rows]
     keys, which = np.unique(key, return_inverse=True)
