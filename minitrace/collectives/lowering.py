@@ -60,8 +60,9 @@ NOTHING = frozenset({"comm_free", "request_free", "cancel", "probe", "iprobe", "
 _ANY = {"waitany": "wait", "waitsome": "wait", "testany": "test", "testsome": "test",
         "testall": "test"}
 _PREADY = frozenset({"pready", "pready_range", "pready_list"})
-_ALWAYS = (K.NONBLOCKING_COLLECTIVES | K.INITS | K.STARTS | NOTHING | set(_ANY) | _PREADY
-           | (K.PERSISTENT_COLLECTIVES - K.ALL_NEIGHBOR_COLLECTIVES) | {"bsend"})
+#: The kinds the lowering always rewrites (or counts as dropped), wherever they stand.
+ALWAYS_LOWERED = (K.NONBLOCKING_COLLECTIVES | K.INITS | K.STARTS | NOTHING | set(_ANY) | _PREADY
+                  | (K.PERSISTENT_COLLECTIVES - K.ALL_NEIGHBOR_COLLECTIVES) | {"bsend"})
 _COMPLETIONS = K.mask(K.COMPLETIONS)
 _CODE = K.CODE
 
@@ -81,7 +82,7 @@ def rows_to_lower(a: np.ndarray, world: bool | frozenset = False) -> np.ndarray:
     coll = K.mask(K.COLLECTIVES)[kind] & ((a["flags"] & K.FLAG_INTERCOMM) == 0)
     if world is not True:
         coll &= (a["comm"] != 0) | K.mask(world or set())[kind]
-    return K.mask(_ALWAYS)[kind] | coll
+    return K.mask(ALWAYS_LOWERED)[kind] | coll
 
 
 def _synchronous_pairs(data: TraceColumns) -> dict[int, int]:

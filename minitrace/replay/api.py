@@ -212,7 +212,7 @@ def _replay(posted: bool, trace, platform, hostfile, np, config, cluster, comput
         rate = None if compute_rate is None else parse_quantity(compute_rate, "speed")
         red = None if reduction_rate is None else parse_quantity(reduction_rate, "bandwidth")
         feeder, options = _feeder(trace, Path(work), rate, red, copy_rates, native, timeline,
-                                  collectives, cfg, posted, waits)
+                                  collectives, cfg, posted, waits, lossy)
         unchecked = None
         if feeder is not None:   # a compressed trace: TI lines made as the replayer reads them
             traces, notes = feeder.paths, []
@@ -348,11 +348,13 @@ def _engine(engine: str):
 
 
 def _feeder(trace, work: Path, rate, red, copies, native, timeline: bool | str,
-            collectives: str, cfg: dict, posted: bool = False, waits: bool = True):
+            collectives: str, cfg: dict, posted: bool = False, waits: bool = True,
+            lossy: bool = False):
     """The named pipes that feed a compressed trace to the compiled replayer range by range
     (:mod:`minitrace.replay.stream`) and the SMPI options of its world collectives, or
     (None, {}): another input, the Python engine, a timeline (its messages are read from the TI
-    files) or a trace whose export needs all of it at once."""
+    files), a trace whose export needs all of it at once, or one that is not ``lossy`` with
+    kinds the export drops (refused, with their counts, once expanded)."""
     if native is None or timeline:
         return None, {}
     c = None
@@ -366,8 +368,9 @@ def _feeder(trace, work: Path, rate, red, copies, native, timeline: bool | str,
             meta = t.meta
     elif getattr(trace, "has_trace", False) and trace.compressed:
         c, meta = trace.compressed_form, trace.meta
+    from ..converters.simgrid_ti import never_written
     from .stream import Feeder, streamable
-    if c is None or streamable(c) is not None:
+    if c is None or streamable(c) is not None or (not lossy and never_written(c.table["kind"])):
         return None, {}
     library = resolve(collectives, meta)
     options, mixed = world_plan(c.table, len(c.comms.get(0, range(c.nranks))), library, cfg)
@@ -426,6 +429,7 @@ def _rank_traces(trace, work: Path, rate: float | None, red: float | None,
             from ..trace import open as open_trace
             with open_trace(path) as t:
                 data = t.data()
+            _refuse_dropped(data.actions, path, lossy)
             invalid = checked(data, check)
             data, notes = in_flops(data, rate, red, path, copies)
             return (*_export_ti(data, work, notes, path, lossy, colls), invalid)
@@ -438,9 +442,18 @@ def _rank_traces(trace, work: Path, rate: float | None, red: float | None,
     if not hasattr(data, "rank_offsets"):
         raise MinitraceError(f"cannot replay a {type(trace).__name__}: give a path, a Trace or "
                              f"a TraceColumns")
+    _refuse_dropped(data.actions, None, lossy)
     invalid = checked(data, check)
     data, notes = in_flops(data, rate, red, None, copies)
     return (*_export_ti(data, work, notes, None, lossy, colls), invalid)
+
+
+def _refuse_dropped(actions: np.ndarray, source: str | None, lossy: bool) -> None:
+    """Refuse, before validating or exporting, a replay that is not lossy of a trace (or of
+    the distinct actions of a compressed one) with kinds SimGrid's format has no line for."""
+    from ..converters.simgrid_ti import never_written, refuse_dropped
+    dropped = never_written(actions["kind"])
+    refuse_dropped(dropped, source, lossy, "cannot replay: ")
 
 
 def _too_big_to_check(nactions: int) -> str | None:

@@ -2047,6 +2047,10 @@ def sampled_replay(data, loops: list[np.ndarray] | None, sample="auto", *,
     -------
     SampledReplay
     """
+    if replay_fn is None:     # its refusal of what SimGrid cannot replay before the analysis
+        from ..converters.simgrid_ti import never_written, refuse_dropped
+        refuse_dropped(never_written(data.actions["kind"]), None, replay_kw.get("lossy", False),
+                       "cannot replay: ")
     token = _MEMO.set({})
     try:
         return _sample(data, loops, sample, window, tolerance, replay_fn or replay, replay_kw)

@@ -28,7 +28,7 @@ from ..collectives import rows_to_lower
 from ..errors import MinitraceError
 from ..compress.expand import Expander
 from ..converters.simgrid_ti import (ExportReport, RankWriter, count_rootless,
-                                     posted_sizes)
+                                     posted_sizes, refuse_dropped)
 from ..model import TraceColumns, vec_offsets
 from .work import flops_actions, work_notes
 
@@ -182,10 +182,7 @@ class Feeder:
     def finish(self, lossy: bool) -> list[str]:
         """After the replay: what it modelled and the export approximated; an error when the
         TI format had to drop actions and ``lossy`` was not asked for (as the export says)."""
-        if self.report.dropped and not lossy:
-            what = ", ".join(f"{n} {k}" for k, n in sorted(self.report.dropped.items()))
-            raise MinitraceError(f"cannot replay: SimGrid's TI format cannot express {what}; "
-                                 f"rerun with --lossy to drop them", self.source)
+        refuse_dropped(self.report.dropped, self.source, lossy, "cannot replay: ")
         return work_notes(self.counts, self.unit, self.rate, self.red, self.copies) + \
             self.report.lines()
 
