@@ -794,7 +794,7 @@ class RankWriter:
         peer, tag, comm = (a[c].astype(np.int64) for c in ("peer", "tag", "comm"))
         bs, br, vol, req = a["bytes_sent"], a["bytes_recv"], a["volume"], a["request"]
         p2p = _FAST_P2P[kind]
-        if (p2p & ((peer < 0) | (comm != 0) | ((a["flags"] & K.FLAG_UNRESOLVED) != 0))).any() \
+        if (p2p & ((peer < 0) | ((a["flags"] & K.FLAG_UNRESOLVED) != 0))).any() \
                 or (_FAST_COLL[kind] & (comm != 0)).any():
             return None
         # requests: each created once, completed at most once after it, by a wait or by a
@@ -866,6 +866,9 @@ class RankWriter:
         k = lambda name: is_k.get(name, none)    # noqa: E731
         if self.unit != "flops" and k("compute").any():
             approx[f"compute (volume in {self.unit} written as flops)"] += int(k("compute").sum())
+        on_sub = p2p & (comm != 0)     # (public miniGhost's and TeaLeaf's halo messages)
+        for code, m in zip(*np.unique(kind[on_sub], return_counts=True)):
+            approx[f"{K.NAME[int(code)]} (sub-communicator written on MPI_COMM_WORLD)"] += int(m)
         rows = _Rows("", none, P, peer == r, np.maximum(peer, 0), bs, br, vol, approx)
         for name, tokens in _AS_IS.items():
             if name in is_k:
