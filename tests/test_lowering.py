@@ -10,7 +10,7 @@ import pytest
 from minitrace import kinds as K
 from minitrace.converters.simgrid_ti import write_ti
 from minitrace.collectives import TAG_BASE, lower, lowered_as
-from minitrace.model import TraceBuilder, TraceColumns
+from minitrace.model import NONE as NONE_REQ, TraceBuilder, TraceColumns
 from minitrace.replay.platforms import Cluster
 from minitrace.replay import replay
 from minitrace.validate import validate
@@ -318,6 +318,48 @@ def test_waitsome_and_testany_become_waits_and_tests_of_what_they_completed(tmp_
         ["init", "irecv", "irecv", "irecv", "wait", "wait", "test", "finalize"]
     assert low.actions["request"][low.rank_slice(1)][4:7].tolist() == [2, 0, 1]
     assert counts["probe (nothing to replay)"] == 2
+
+
+def test_waitanys_rewritten_in_place_are_the_rows_lowered_call_by_call(monkeypatch):
+    # a waitany or testany of one request becomes its wait or test in place (public miniGhost
+    # SVAF 4r: 64,000 of them), where nothing of its rank lowers into other requests; rank 1
+    # has a persistent send (its start lowers into a fresh isend) and rank 2 a bsend: call
+    # by call, as before
+    from minitrace.collectives import lowering
+    b = TraceBuilder(3, meta={"volume_unit": "flops"})
+    for r in range(3):
+        b.add(r, "init", t_start=0.0, t_end=0.1)
+        if r == 1:
+            b.add(r, "send_init", peer=0, tag=7, bytes_sent=8, request=9)
+            b.add(r, "start", request=9)
+        if r == 2:
+            b.add(r, "bsend", peer=0, tag=8, bytes_sent=8)
+        for q in range(3):
+            b.add(r, "irecv", peer=(r + 1) % 3, tag=q, bytes_recv=16, request=q, comm=0)
+            b.add(r, "isend", peer=(r + 2) % 3, tag=q, bytes_sent=16, request=10 + q)
+        b.add(r, "waitany", request=1, vector=[0, 1, 2], t_start=1.0, t_end=1.5, peer=2,
+              bytes_recv=16)
+        b.add(r, "testany", request=NONE_REQ, flags=0, vector=[0, 2])
+        b.add(r, "testany", request=0, flags=K.FLAG_COMPLETED | 2, vector=[0, 2])
+        b.add(r, "waitany", request=NONE_REQ, vector=[])
+        b.add(r, "waitall", vector=[2, 10, 11, 12] + ([9] if r == 1 else []))
+        b.add(r, "finalize")
+    data = b.build()
+    in_place, relabelled = [], lowering._Rank._relabelled
+    monkeypatch.setattr(lowering._Rank, "_relabelled",
+                        lambda self, todo: in_place.append(relabelled(self, todo)) or in_place[-1])
+    low, counts, dropped = lower(data)
+    assert [int(m.sum()) for m in in_place] == [2, 0, 0]     # rank 0's waitany and testany
+    monkeypatch.setattr(lowering._Rank, "_relabelled",
+                        lambda self, todo: np.zeros(len(todo), bool))
+    want, want_counts, want_dropped = lower(data)
+    for f in low.actions.dtype.names:
+        assert np.array_equal(low.actions[f], want.actions[f], equal_nan=f.startswith("t_")), f
+    assert np.array_equal(low.vectors, want.vectors)
+    assert counts == want_counts and dropped == want_dropped
+    assert counts["waitany (wait of each request it completed)"] == 6
+    assert [K.NAME[k] for k in low.actions["kind"][low.rank_slice(0)]][7:10] == \
+        ["wait", "test", "waitall"]
 
 
 def test_a_trace_with_nothing_to_lower_is_returned_as_it_is():
