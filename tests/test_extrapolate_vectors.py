@@ -67,3 +67,25 @@ def test_an_alltoallv_to_neighbours_is_refused_unless_forced(tmp_path, capsys, p
     assert main(args + ["--force"]) == 0
     assert "send to fewer than all other members" in capsys.readouterr().out
     assert main(["validate", out]) == 0
+
+
+def test_a_split_after_vector_collectives_keeps_its_colours_and_keys(tmp_path, capsys,
+                                                                     programs):
+    # the made vectors are laid out again at the target (an alltoallv's grows from 2 P
+    # entries): a comm_split after them keeps its colour and key entries where they moved
+    paths = []
+    for p in (2, 3, 4):
+        paths.append(str(tmp_path / f"s{p}.h5"))
+        record(Path(paths[-1]), p, [programs("bucket_exchange"), "65536", "4", "split"])
+    out = str(tmp_path / "s16.h5")
+    assert main(["extrapolate", *paths, "--ranks", "16", "-o", out, "--scaling", "strong",
+                 "--force"]) == 0
+    capsys.readouterr()
+    assert main(["validate", out]) == 0, capsys.readouterr().out
+    with minitrace.open(out) as t:
+        d = t.data()
+    rows = np.flatnonzero(d.actions["kind"] == K.CODE["comm_split"])
+    assert [d.vector(int(r)).tolist() for r in rows] == [[0, r] for r in range(16)]
+    assert (d.rank_of()[rows] == np.arange(16)).all()
+    assert len(d.comms[1]) == 16 and rows.min() > \
+        np.flatnonzero(d.actions["kind"] == K.CODE["alltoallv"]).min()

@@ -2,7 +2,9 @@
  * the keys by alltoallv, whose sizes depend on the data; then the data-dependent sizes of the
  * other vector collectives: an allgatherv, a gatherv and a scatterv at rank 0, and a
  * reduce_scatter of agreed counts.  argv: keys in all, iterations, and "neighbours" to send
- * the keys to the two neighbouring ranks only (a pattern of neighbours in an alltoallv). */
+ * the keys to the two neighbouring ranks only (a pattern of neighbours in an alltoallv), or
+ * "split" to sum the counts on a communicator split from the world after the first exchange
+ * (a split's entries among the vectors the extrapolation lays out again). */
 #include <mpi.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +17,8 @@ int main(int argc, char **argv) {
     long total = argc > 1 ? atol(argv[1]) : 1 << 16;
     int iters = argc > 2 ? atoi(argv[2]) : 4;
     int neighbours = argc > 3 && !strcmp(argv[3], "neighbours");
+    int split = argc > 3 && !strcmp(argv[3], "split");
+    MPI_Comm sub = MPI_COMM_NULL;
     long n = total / P;
     int *keys = malloc(n * sizeof(int)), *got = malloc(2 * n * sizeof(int) + 64 * P);
     int *all = malloc((2 * n + 64) * P * sizeof(int));
@@ -47,7 +51,13 @@ int main(int argc, char **argv) {
         MPI_Gatherv(got, mine, MPI_INT, all, counts, displs, MPI_INT, 0, MPI_COMM_WORLD);
         MPI_Scatterv(all, counts, displs, MPI_INT, got, mine, MPI_INT, 0, MPI_COMM_WORLD);
         MPI_Reduce_scatter(all, got, counts, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+        if (split && it == 0)        /* (after vectors whose sizes the target changes) */
+            MPI_Comm_split(MPI_COMM_WORLD, 0, rank, &sub);
+        if (sub != MPI_COMM_NULL)
+            MPI_Allreduce(MPI_IN_PLACE, &mine, 1, MPI_INT, MPI_SUM, sub);
     }
+    if (sub != MPI_COMM_NULL)
+        MPI_Comm_free(&sub);
     free(keys); free(got); free(all); free(sc); free(rc); free(sd); free(rd);
     free(counts); free(displs);
     MPI_Finalize();
