@@ -618,9 +618,10 @@ _WAITED_TEST = "left out before its request's wait: SimGrid's replay aborts wher
 TEST_AS_WAIT = "completed: written as wait (the program went on once its message had come)"
 #: What ``RankWriter.fast_text`` writes: kinds SimGrid expresses as they are.
 _FAST_NAMES = ("init", "finalize", "compute", "sleep", "send", "recv", "isend", "irecv", "wait",
-               "waitall", "comm_size", "comm_split", "comm_dup", "barrier", "bcast", "reduce",
+               "test", "waitall", "comm_size", "comm_split", "comm_dup", "barrier", "bcast", "reduce",
                "allreduce", "scan", "exscan", "alltoall", "allgather", "gather", "scatter")
-_FAST = K.mask(_FAST_NAMES)
+_FAST = K.mask(set(_FAST_NAMES) | _IGNORED_COMM)
+_IGNORED = K.mask(_IGNORED_COMM)
 _FAST_P2P = K.mask({"send", "recv", "isend", "irecv"})
 _FAST_COLL = K.mask(set(_FAST_NAMES) & K.COLLECTIVES)
 _NB = K.mask({"isend", "irecv"})
@@ -797,8 +798,9 @@ class RankWriter:
         if (p2p & ((peer < 0) | ((a["flags"] & K.FLAG_UNRESOLVED) != 0))).any() \
                 or (_FAST_COLL[kind] & (comm != 0)).any():
             return None
-        # requests: each created once, completed at most once after it, by a wait or by a
-        # waitall of exactly the pending requests (else the per-action path decides)
+        # requests: each created once, completed at most once after it, by a wait, a test
+        # that completed it or a waitall of exactly the pending requests, and tested before
+        # that by tests that did not (else the per-action path decides)
         created = np.nonzero(_NB[kind])[0]
         c_req = req[created]
         order = np.argsort(c_req, kind="stable")
@@ -806,11 +808,17 @@ class RankWriter:
         if len(c_sorted) and (np.diff(c_sorted) == 0).any():
             return None
         is_wait, is_waitall = kind == K.CODE["wait"], kind == K.CODE["waitall"]
+        tests = np.nonzero(kind == K.CODE["test"])[0]
+        if (req[tests] < 0).any():
+            return None
+        tested = (a["flags"][tests] & K.FLAG_COMPLETED) != 0
+        done_t, failed = tests[tested], tests[~tested]
         waits = np.nonzero(is_wait)[0]
+        ends = np.concatenate([waits, done_t])      # (rows that complete their own request)
         wa = np.nonzero(is_waitall)[0]
         wa_rows, wa_req = self.d.vector_entries(wa + sl.start)
-        ev_row = np.concatenate([waits, wa_rows - sl.start])
-        ev_req = np.concatenate([req[waits], wa_req])
+        ev_row = np.concatenate([ends, wa_rows - sl.start])
+        ev_req = np.concatenate([req[ends], wa_req])
         at = np.searchsorted(c_sorted, ev_req)
         at_ok = np.minimum(at, max(len(c_sorted) - 1, 0))
         if len(ev_req) and (len(c_sorted) == 0 or (c_sorted[at_ok] != ev_req).any()):
@@ -818,11 +826,22 @@ class RankWriter:
         c_row = created[order][at_ok] if len(ev_req) else np.zeros(0, np.int64)
         if (c_row >= ev_row).any() or (np.diff(np.sort(ev_req)) == 0).any():
             return None
+        if len(failed):
+            f_at = np.minimum(np.searchsorted(c_sorted, req[failed]), max(len(c_sorted) - 1, 0))
+            completed_at = np.full(len(c_sorted), n, np.int64)
+            completed_at[at_ok[:len(ev_req)]] = ev_row
+            if not len(c_sorted) or (c_sorted[f_at] != req[failed]).any() or \
+                    (created[order][f_at] >= failed).any() or \
+                    (completed_at[f_at] <= failed).any():
+                return None
+            f_row = created[order][f_at]
+        subset = np.zeros(len(wa), bool)      # waitalls of some pending requests: a wait each
         if len(wa):
             lens = a["vec_len"][wa].astype(np.int64)
             pend = np.searchsorted(created, wa) - np.searchsorted(np.sort(ev_row), wa)
-            if (lens <= 0).any() or (lens != pend).any():
+            if (lens < 0).any():
                 return None
+            subset = (lens != pend) & (lens > 0)
         T = np.zeros((n, 3), np.int64)
         cnt = np.zeros(n, np.int64)
         tid = np.zeros(n, np.int64)
@@ -881,16 +900,38 @@ class RankWriter:
             posted[tag == t] = np.maximum(posted[tag == t], least)
         put("recv", k("recv"), peer, tag, posted)
         put("irecv", k("irecv"), peer, tag, posted)
-        if len(waits):
-            w_from = c_row[:len(waits)]
+        left_out = _IGNORED[kind]
+        for code, m in zip(*np.unique(kind[left_out], return_counts=True)):
+            approx[f"{K.NAME[int(code)]} (left out: SimGrid's replay ignores communicator "
+                   f"creation)"] += int(m)
+        if len(wa) and (lens == 0).any():         # (an empty list: a no-op, noted)
+            left_out[wa[lens == 0]] = True
+            approx["waitall (left out: no request)"] += int((lens == 0).sum())
+        if len(ends) or len(failed):
+            lines_of = np.concatenate([ends, failed])
+            w_from = np.concatenate([c_row[:len(ends)], f_row if len(failed) else ends[:0]])
             sent = kind[w_from] == K.CODE["isend"]
             src = np.full(n, r, np.int64)
             dst = np.full(n, r, np.int64)
             wtag = np.zeros(n, np.int64)
-            src[waits] = np.where(sent, r, peer[w_from])
-            dst[waits] = np.where(sent, peer[w_from], r)
-            wtag[waits] = tag[w_from]
-            put("wait", is_wait, src, dst, wtag)
+            src[lines_of] = np.where(sent, r, peer[w_from])
+            dst[lines_of] = np.where(sent, peer[w_from], r)
+            wtag[lines_of] = tag[w_from]
+            as_wait, as_test = is_wait.copy(), np.zeros(n, bool)
+            (as_wait if self.tests_as_waits else as_test)[done_t] = True
+            if self.tests_as_waits and len(done_t):
+                approx[f"test ({TEST_AS_WAIT})"] += len(done_t)
+            as_test[failed] = True
+            if self.free_tests and len(failed):      # (:meth:`_waited`'s requests)
+                waited = req[np.concatenate([waits, done_t if self.tests_as_waits
+                                             else waits[:0]])]
+                skip = failed[np.isin(req[failed], waited)]
+                as_test[skip] = False
+                left_out[skip] = True
+                if len(skip):
+                    approx[f"test ({_WAITED_TEST})"] += len(skip)
+            put("wait", as_wait, src, dst, wtag)
+            put("test", as_test, src, dst, wtag)
         put("waitall", is_waitall)
         for col, limit in limits:
             if len(col) and int(np.abs(col).max()) > limit:
@@ -914,7 +955,19 @@ class RankWriter:
         mine = np.nonzero(mine)[0]
         if len(mine):
             lines[mine] = _formatted(rows_fmt[mine], T[mine], cnt[mine])
-        return "".join(lines.tolist())
+        if subset.any():       # (each entry's request: its isend's or irecv's key)
+            entry = np.isin(wa_rows - sl.start, wa[subset])
+            e_from = c_row[len(ends):][entry]
+            e_sent = kind[e_from] == K.CODE["isend"]
+            keys = np.stack([np.where(e_sent, r, peer[e_from]), np.where(e_sent, peer[e_from], r),
+                             tag[e_from]], axis=1).tolist()
+            e_row = (wa_rows - sl.start)[entry].tolist()
+            text: dict[int, list[str]] = {}
+            for row, (src, dst, t) in zip(e_row, keys):
+                text.setdefault(row, []).append(f"{r} wait {src} {dst} {t}\n")
+            for row, got in text.items():
+                lines[row] = "".join(got)
+        return "".join(lines[~left_out].tolist())
 
     def completed_as(self, kind: str, completes: bool, approx) -> str:
         """The TI action a completion is written as: a test that completed as a wait in a
