@@ -580,15 +580,26 @@ _WRITTEN = (frozenset({"init", "finalize", "compute", "sleep", *_TI_COMM}) | _IG
             | K.SENDS | K.RECVS | K.SENDRECVS | K.SINGLE_COMPLETIONS | K.MULTI_COMPLETIONS
             | K.MATCHED_PROBES | K.COLLECTIVES)
 _NEVER_WRITTEN = ~K.mask(_WRITTEN | ALWAYS_LOWERED)
+_COLLECTIVE_KINDS = K.mask(K.COLLECTIVES | K.NONBLOCKING_COLLECTIVES | K.PERSISTENT_COLLECTIVES)
 
 
-def never_written(kind: np.ndarray) -> Counter:
-    """The actions of kinds (codes ``kind``) SimGrid's TI format drops wherever they stand, kind
-    -> actions: no line for them and no lowering into ones it has (one-sided calls, markers).
-    Counted before any work so that an export or a replay that may not drop them is refused
-    at once (public Branson's 2.4 M actions were refused after 173 s of export)."""
-    codes = np.bincount(kind[_NEVER_WRITTEN[kind]], minlength=1)
-    return Counter({K.NAME.get(c, f"kind {c}"): int(n) for c, n in enumerate(codes) if n})
+def never_written(kind: np.ndarray, flags: np.ndarray | None = None,
+                  counts: np.ndarray | None = None) -> Counter:
+    """The actions SimGrid's TI format drops wherever they stand, kind -> actions: kinds (codes
+    ``kind``) with no line and no lowering into ones it has (one-sided calls, markers), and
+    collectives on an intercommunicator (``flags``, where given).  Counted before any work so
+    that an export or a replay that may not drop them is refused at once (public Branson's
+    2.4 M actions were refused after 173 s of export).  ``counts``: the actions of each of
+    the codes ``kind`` (a compressed trace's, nothing expanded), else one each."""
+    n = np.ones(len(kind), np.int64) if counts is None else np.asarray(counts, np.int64)
+    lost = _NEVER_WRITTEN[kind]
+    out = Counter({K.NAME.get(int(c), f"kind {c}"): int(m) for c, m in
+                   enumerate(np.bincount(kind[lost], weights=n[lost], minlength=1)) if m})
+    if flags is not None:
+        inter = _COLLECTIVE_KINDS[kind] & ((flags & K.FLAG_INTERCOMM) != 0)
+        for c, m in zip(*np.unique(kind[inter], return_counts=True)):
+            out[f"{K.NAME[int(c)]} on an intercommunicator"] += int(m)
+    return out
 
 
 def refuse_dropped(dropped: Counter, source: str | None, lossy: bool, why: str = "") -> None:
@@ -1200,7 +1211,7 @@ def write_ti(data: TraceColumns, out, layout: str = "per-rank", lossy: bool = Fa
     if layout not in ("per-rank", "single"):
         raise MinitraceError(f"unknown layout {layout!r} (per-rank or single)")
     target = _check_output(out, layout)
-    refuse_dropped(never_written(data.actions["kind"]), out, lossy)
+    refuse_dropped(never_written(data.actions["kind"], data.actions["flags"]), out, lossy)
     rep = ExportReport()
     rep.library = library = resolve(collectives, data.meta)
     p = len(data.comms.get(0, range(data.nranks)))

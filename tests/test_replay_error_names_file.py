@@ -55,10 +55,29 @@ def test_one_sided_calls_are_refused_before_any_work(tmp_path, monkeypatch):
     monkeypatch.setattr(simgrid_ti, "lower", worked)
     monkeypatch.setattr(simgrid_ti, "RankWriter", worked)
     monkeypatch.setattr(minitrace.replay.sampling, "loops_of", worked)
-    for path in _rma(tmp_path):
+    h5, z = _rma(tmp_path)
+    for path in (h5, z):
         with pytest.raises(MinitraceError, match="cannot express 2 put, 4 win_fence") as e:
             replay(path, compute_rate="1Gf", check=True)
         assert e.value.path == str(path)
         with minitrace.open(path) as t, \
                 pytest.raises(MinitraceError, match="cannot express 2 put, 4 win_fence"):
             minitrace.replay.sampling.sampled_replay(t.data(), None, compute_rate="1Gf")
+    # a compressed file: counted from its grammar, not expanded (the review of 08501ba)
+    monkeypatch.setattr(minitrace.replay.api, "_rank_traces", worked)
+    with pytest.raises(MinitraceError, match="cannot express 2 put, 4 win_fence"):
+        replay(z, compute_rate="1Gf", engine="native")
+
+
+def test_intercommunicator_collectives_are_refused_before_any_work(tmp_path, monkeypatch):
+    from minitrace import kinds as K
+    b = TraceBuilder(2)
+    b.add_comm(3, [0, 1])
+    for r in range(2):
+        b.add(r, "init")
+        b.add(r, "bcast", peer=0, comm=3, bytes_sent=8, bytes_recv=8, flags=K.FLAG_INTERCOMM)
+        b.add(r, "finalize")
+    write_trace(tmp_path / "inter.h5", b.build())
+    monkeypatch.setattr(minitrace.replay.api, "checked", lambda *a: pytest.fail("validated"))
+    with pytest.raises(MinitraceError, match="cannot express 2 bcast on an intercommunicator"):
+        replay(tmp_path / "inter.h5", compute_rate="1Gf")

@@ -6,6 +6,6 @@ from .lowering import ACK_TAG_BASE, ALWAYS_LOWERED, TAG_BASE, as_sendrecv_primit
     lowered_collective, rows_to_lower
 from .selection import CHOICES, LIBRARIES, library_of, lowered_as, resolve, select, world_plan
 
-__all__ = ["ACK_TAG_BASE", "ALWAYS_LOWERED", "CHOICES", "LIBRARIES", "TAG_BASE", "as_sendrecv_primitive",
-           "library_of", "lower", "lowered_as", "lowered_collective", "resolve", "rows_to_lower",
-           "select", "world_plan"]
+__all__ = ["ACK_TAG_BASE", "ALWAYS_LOWERED", "CHOICES", "LIBRARIES", "TAG_BASE",
+           "as_sendrecv_primitive", "library_of", "lower", "lowered_as", "lowered_collective",
+           "resolve", "rows_to_lower", "select", "world_plan"]

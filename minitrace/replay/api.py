@@ -353,8 +353,8 @@ def _feeder(trace, work: Path, rate, red, copies, native, timeline: bool | str,
     """The named pipes that feed a compressed trace to the compiled replayer range by range
     (:mod:`minitrace.replay.stream`) and the SMPI options of its world collectives, or
     (None, {}): another input, the Python engine, a timeline (its messages are read from the TI
-    files), a trace whose export needs all of it at once, or one that is not ``lossy`` with
-    kinds the export drops (refused, with their counts, once expanded)."""
+    files) or a trace whose export needs all of it at once; a replay that is not ``lossy``
+    of kinds the export drops is refused here, counted from the grammar (nothing expanded)."""
     if native is None or timeline:
         return None, {}
     c = None
@@ -368,9 +368,15 @@ def _feeder(trace, work: Path, rate, red, copies, native, timeline: bool | str,
             meta = t.meta
     elif getattr(trace, "has_trace", False) and trace.compressed:
         c, meta = trace.compressed_form, trace.meta
-    from ..converters.simgrid_ti import never_written
+    from ..converters.simgrid_ti import never_written, refuse_dropped
     from .stream import Feeder, streamable
-    if c is None or streamable(c) is not None or (not lossy and never_written(c.table["kind"])):
+    source = os.fspath(trace) if isinstance(trace, (str, os.PathLike)) else None
+    if c is not None and not lossy:
+        from ..compress.store import kind_counts
+        codes, counts = kind_counts(c)
+        refuse_dropped(never_written(codes, counts=counts.sum(axis=0)), source, False,
+                       "cannot replay: ")
+    if c is None or streamable(c) is not None:
         return None, {}
     library = resolve(collectives, meta)
     options, mixed = world_plan(c.table, len(c.comms.get(0, range(c.nranks))), library, cfg)
@@ -378,7 +384,6 @@ def _feeder(trace, work: Path, rate, red, copies, native, timeline: bool | str,
         return None, {}
     c.meta = dict(meta)
     from .work import flops_actions
-    source = os.fspath(trace) if isinstance(trace, (str, os.PathLike)) else None
     flops_actions(_empty_like(c.meta), rate, red, source, copies)   # the rates' errors first
     feeder = Feeder(c, work, rate, red, copies, source, cfg if posted else None,
                     _tests_free(cfg, waits), library)
@@ -452,8 +457,8 @@ def _refuse_dropped(actions: np.ndarray, source: str | None, lossy: bool) -> Non
     """Refuse, before validating or exporting, a replay that is not lossy of a trace (or of
     the distinct actions of a compressed one) with kinds SimGrid's format has no line for."""
     from ..converters.simgrid_ti import never_written, refuse_dropped
-    dropped = never_written(actions["kind"])
-    refuse_dropped(dropped, source, lossy, "cannot replay: ")
+    refuse_dropped(never_written(actions["kind"], actions["flags"]), source, lossy,
+                   "cannot replay: ")
 
 
 def _too_big_to_check(nactions: int) -> str | None:
