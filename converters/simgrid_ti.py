@@ -631,7 +631,7 @@ TEST_AS_WAIT = "completed: written as wait (the program went on once its message
 _FAST_NAMES = ("init", "finalize", "compute", "sleep", "send", "recv", "isend", "irecv", "wait",
                "test", "waitall", "comm_size", "comm_split", "comm_dup", "barrier", "bcast", "reduce",
                "allreduce", "scan", "exscan", "alltoall", "allgather", "gather", "scatter")
-_FAST = K.mask(set(_FAST_NAMES) | _IGNORED_COMM)
+_FAST = K.mask(set(_FAST_NAMES) | _IGNORED_COMM | K.SENDRECVS)
 _IGNORED = K.mask(_IGNORED_COMM)
 _FAST_P2P = K.mask({"send", "recv", "isend", "irecv"})
 _FAST_COLL = K.mask(set(_FAST_NAMES) & K.COLLECTIVES)
@@ -639,7 +639,11 @@ _NB = K.mask({"isend", "irecv"})
 _P2P = K.mask(K.SENDS | K.RECVS | K.SENDRECVS | K.NONBLOCKING_SENDRECVS)
 #: Odd 64-bit multipliers mixing a line's template and tokens into one key (checked after).
 _MIX = np.array([0x9E3779B97F4A7C15, 0xC2B2AE3D27D4EB4F, 0x165667B19E3779F9,
-                 0x85EBCA77C2B2AE63], dtype=np.uint64).astype(np.int64)
+                 0x85EBCA77C2B2AE63, 0x27D4EB2F165667C5, 0xFF51AFD7ED558CCD,
+                 0xC4CEB9FE1A85EC53], dtype=np.uint64).astype(np.int64)
+#: The most tokens a line of the column path has (sendRecv's six).
+_TOKENS = len(_MIX) - 1
+_SENDRECV = K.mask(K.SENDRECVS)
 
 
 #: The tokens after ``<rank> <kind>`` of each kind written as it is, apart from point-to-point
@@ -846,6 +850,18 @@ class RankWriter:
                     (completed_at[f_at] <= failed).any():
                 return None
             f_row = created[order][f_at]
+        srs = np.nonzero(_SENDRECV[kind])[0]    # (SimGrid's sendRecv where every one is)
+        if len(srs):
+            s_len = a["vec_len"][srs].astype(np.int64)
+            if (s_len < 2).any():
+                return None
+            s_vals = self.d.vector_entries(srs + sl.start)[1]
+            s_first = np.cumsum(s_len) - s_len
+            source = np.zeros(n, np.int64)
+            source[srs] = s_vals[s_first]
+            if ((tag[srs] != 0) | (s_vals[s_first + 1] != 0) | (comm[srs] != 0)
+                    | (peer[srs] < 0) | (source[srs] < 0)).any():
+                return None
         subset = np.zeros(len(wa), bool)      # waitalls of some pending requests: a wait each
         if len(wa):
             lens = a["vec_len"][wa].astype(np.int64)
@@ -853,7 +869,7 @@ class RankWriter:
             if (lens < 0).any():
                 return None
             subset = (lens != pend) & (lens > 0)
-        T = np.zeros((n, 3), np.int64)
+        T = np.zeros((n, _TOKENS), np.int64)
         cnt = np.zeros(n, np.int64)
         tid = np.zeros(n, np.int64)
         own = np.full(n, None, dtype=object)      # a row's own template (non-integer volume)
@@ -911,6 +927,13 @@ class RankWriter:
             posted[tag == t] = np.maximum(posted[tag == t], least)
         put("recv", k("recv"), peer, tag, posted)
         put("irecv", k("irecv"), peer, tag, posted)
+        if len(srs):
+            # SimGrid 4.1 requires both datatypes on sendRecv (6 arguments)
+            put("sendRecv", _SENDRECV[kind], bs, peer, np.maximum(br, self.posted.get(0, 0)),
+                source, MPI_BYTE, MPI_BYTE)
+            replaced = int((kind[srs] != K.CODE["sendrecv"]).sum())
+            if replaced:
+                approx["sendrecv_replace (written as sendRecv)"] += replaced
         left_out = _IGNORED[kind]
         for code, m in zip(*np.unique(kind[left_out], return_counts=True)):
             approx[f"{K.NAME[int(code)]} (left out: SimGrid's replay ignores communicator "
@@ -955,7 +978,7 @@ class RankWriter:
         shared = np.nonzero(~mine)[0]
         if len(shared):     # most lines repeat (same call, peer, size): format each once
             h = tid[shared] * _MIX[0]
-            for j in range(3):
+            for j in range(_TOKENS):
                 h ^= T[shared, j] * _MIX[j + 1]
             _, first, inv = np.unique(h, return_index=True, return_inverse=True)
             rep = shared[first]

@@ -109,7 +109,7 @@ def test_lines_formatted_once_each_even_when_their_keys_collide(monkeypatch):
     from minitrace.converters import simgrid_ti
     data = build(2, 300, True)
     want = [RankWriter(data, ExportReport()).fast_text(r) for r in range(data.nranks)]
-    monkeypatch.setattr(simgrid_ti, "_MIX", np.zeros(4, np.int64))
+    monkeypatch.setattr(simgrid_ti, "_MIX", np.zeros_like(simgrid_ti._MIX))
     assert [RankWriter(data, ExportReport()).fast_text(r) for r in range(data.nranks)] == want
 
 
@@ -131,7 +131,7 @@ def test_a_rootless_collective_is_said_not_silently_rooted(tmp_path):
 def test_column_path_writes_what_the_action_path_writes_on_random_requests(free_tests):
     # seeded traces of what public codes do with requests (TeaLeaf: tests that did or did
     # not complete, waitalls of some pending requests and of none, a cart_create, halos on a
-    # duplicated communicator): where the column path writes a rank, it writes what the
+    # duplicated communicator; miniMD's sendrecvs): where the column path writes a rank, it writes what the
     # per-action path writes, and it writes most of them
     from minitrace import kinds as K
     rng = np.random.default_rng(7)
@@ -146,7 +146,8 @@ def test_column_path_writes_what_the_action_path_writes_on_random_requests(free_
                 b.add(r, "cart_create")
             pend: list[int] = []
             for _ in range(int(rng.integers(1, 14))):
-                k = rng.choice(["isend", "irecv", "send", "wait", "test", "waitall", "compute"])
+                k = rng.choice(["isend", "irecv", "send", "wait", "test", "waitall", "compute",
+                                "sendrecv"])
                 peer, tag, comm = int(rng.integers(3)), int(rng.choice([0, 1, 3])), \
                     int(rng.choice([0, 5]))
                 if k in ("isend", "irecv"):
@@ -156,6 +157,12 @@ def test_column_path_writes_what_the_action_path_writes_on_random_requests(free_
                     pend.append(req)
                 elif k == "send":
                     b.add(r, k, peer=peer, tag=tag, bytes_sent=4)
+                elif k == "sendrecv":        # (miniMD's: tag 0 both ways, mostly)
+                    rtag = 0 if rng.random() < 0.9 else 1
+                    b.add(r, rng.choice(["sendrecv", "sendrecv_replace"]), peer=peer,
+                          tag=0 if rng.random() < 0.9 else 2, bytes_sent=16,
+                          bytes_recv=int(rng.choice([8, 16])),
+                          vector=[int(rng.integers(3)), rtag])
                 elif k == "compute":
                     b.add(r, k, volume=2.0)
                 elif k == "waitall":
